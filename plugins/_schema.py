@@ -1,0 +1,356 @@
+"""One declared schema per plugin file kind, with explicit, lenient validation.
+
+Contract:
+- A :class:`Schema` lists every key it knows, each with a converter that normalises the value
+  (e.g. ``globs`` as a comma string or a YAML list -> ``tuple[str, ...]``).
+- :meth:`Schema.validate` never raises. It returns the converted known keys and reports:
+  unknown keys as ``warning`` (ignored), a known key with a bad value as ``problem`` (the key
+  is dropped), and a missing required key as ``problem``. Each report carries the key path.
+- Messages are our own words ("expected true or false, got 'yes'"); no library text.
+
+The schemas here mirror FORMAT.md sections 2.3 (manifest), 3.1-3.7 (components).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from plugins.diagnostics import Severity
+
+__all__: list[str] = []  # private module; names are imported explicitly by siblings
+
+Report = Callable[[Severity, tuple[str, ...], str], None]
+
+
+class Invalid(ValueError):
+    """A converter rejected a value; the message says what was expected."""
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return repr(shown)
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def text(value: Any) -> str:
+    """A string; numbers are accepted and turned into text (YAML reads ``version: 1.0`` as float)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise Invalid(f"expected a string, got {_describe(value)}")
+
+
+def boolean(value: Any) -> bool:
+    """``true``/``false``; the strings "true"/"false" are tolerated."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise Invalid(f"expected true or false, got {_describe(value)}")
+
+
+def number(value: Any) -> float:
+    """A non-negative number (timeouts)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    raise Invalid(f"expected a non-negative number, got {_describe(value)}")
+
+
+def split_top_level(value: str, separators: str) -> list[str]:
+    """Split on any separator character outside parentheses; ``Bash(git log:*)`` stays whole."""
+    items: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in value:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(0, depth - 1)
+        if depth == 0 and char in separators:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    items.append("".join(current))
+    return [item.strip() for item in items if item.strip()]
+
+
+def string_list(separators: str) -> Callable[[Any], tuple[str, ...]]:
+    """A YAML list of strings, or one string split on ``separators`` (outside parentheses)."""
+
+    def convert(value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return tuple(split_top_level(value, separators))
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return tuple(item.strip() for item in value if item.strip())
+        raise Invalid(f"expected a string or a list of strings, got {_describe(value)}")
+
+    return convert
+
+
+def strict_string_list(value: Any) -> tuple[str, ...]:
+    """A JSON array of strings, kept exactly (MCP ``args``)."""
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise Invalid(f"expected a list of strings, got {_describe(value)}")
+
+
+def string_map(value: Any) -> dict[str, str]:
+    """An object whose values are strings (numbers and booleans are turned into text)."""
+    if not isinstance(value, dict):
+        raise Invalid(f"expected a mapping of strings, got {_describe(value)}")
+    result: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, bool):
+            result[str(key)] = "true" if item else "false"
+        elif isinstance(item, (str, int, float)):
+            result[str(key)] = str(item)
+        else:
+            raise Invalid(f"value of {key!r} must be a string, got {_describe(item)}")
+    return result
+
+
+def anything(value: Any) -> Any:
+    """Known key whose content this host does not interpret."""
+    return value
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """Any object."""
+    if isinstance(value, dict):
+        return value
+    raise Invalid(f"expected a mapping, got {_describe(value)}")
+
+
+def text_or_text_list(value: Any) -> tuple[str, ...]:
+    """A string or a list of strings, as a tuple (agent ``model`` with fallbacks)."""
+    if isinstance(value, str):
+        return (value,) if value.strip() else ()
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise Invalid(f"expected a string or a list of strings, got {_describe(value)}")
+
+
+def author(value: Any) -> dict[str, str]:
+    """``{name?, email?, url?}``, or a plain string meaning the name (AHP's own plugins)."""
+    if isinstance(value, str):
+        return {"name": value}
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return dict(value)
+    raise Invalid(f"expected a string or an object with name, email and url, got {_describe(value)}")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One known key: its converter and whether it must be present."""
+
+    convert: Callable[[Any], Any]
+    required: bool = False
+
+
+class Schema:
+    """The known keys of one file kind (or one nested object of it)."""
+
+    def __init__(self, kind: str, fields: Mapping[str, Field]) -> None:
+        self.kind = kind
+        self.fields = dict(fields)
+
+    def validate(self, data: Mapping[str, Any], report: Report, where: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Return converted known keys; report unknown keys, bad values and missing keys."""
+        clean: dict[str, Any] = {}
+        for key, value in data.items():
+            field = self.fields.get(key)
+            if field is None:
+                report(Severity.WARNING, where + (key,), f"unknown {self.kind} key (ignored)")
+                continue
+            try:
+                clean[key] = field.convert(value)
+            except Invalid as exc:
+                report(Severity.PROBLEM, where + (key,), f"{exc} (ignored)")
+        for key, field in self.fields.items():
+            if field.required and key not in data:
+                report(Severity.PROBLEM, where + (key,), "required key is missing")
+        return clean
+
+
+_TOOLS = string_list(", ")
+_GLOBS = string_list(",")
+
+SKILL = Schema(
+    "skill frontmatter",
+    {
+        "name": Field(text),
+        "description": Field(text),
+        "license": Field(text),
+        "compatibility": Field(text),
+        "metadata": Field(mapping),
+        "allowed-tools": Field(_TOOLS),
+        "disable-model-invocation": Field(boolean),
+        "user-invocable": Field(boolean),
+        "argument-hint": Field(text),
+        "model": Field(text),
+        "context": Field(text),
+        "agent": Field(text),
+        "version": Field(text),
+    },
+)
+
+COMMAND = Schema(
+    "command frontmatter",
+    {
+        "name": Field(text),
+        "description": Field(text),
+        "disable-model-invocation": Field(boolean),
+        "user-invocable": Field(boolean),
+        "argument-hint": Field(text),
+        "allowed-tools": Field(_TOOLS),
+        "model": Field(text),
+    },
+)
+
+AGENT = Schema(
+    "agent frontmatter",
+    {
+        "name": Field(text),
+        "description": Field(text),
+        "tools": Field(_TOOLS),
+        "model": Field(text_or_text_list),
+        "color": Field(text),
+        "argument-hint": Field(text),
+        "handoffs": Field(anything),
+        "agents": Field(anything),
+        "target": Field(text),
+        "user-invocable": Field(boolean),
+        "disable-model-invocation": Field(boolean),
+        "infer": Field(boolean),
+        "mcp-servers": Field(anything),
+    },
+)
+
+RULE = Schema(
+    "rule frontmatter",
+    {
+        "name": Field(text),
+        "description": Field(text),
+        "alwaysApply": Field(boolean),
+        "globs": Field(_GLOBS),
+        "applyTo": Field(_GLOBS),
+        "paths": Field(_GLOBS),
+        "excludeAgent": Field(anything),
+    },
+)
+
+PROMPT = Schema(
+    "prompt frontmatter",
+    {
+        "name": Field(text),
+        "description": Field(text),
+        "argument-hint": Field(text),
+        "agent": Field(text),
+        "mode": Field(text),
+        "model": Field(text),
+        "tools": Field(_TOOLS),
+    },
+)
+
+MANIFEST = Schema(
+    "manifest",
+    {
+        "name": Field(text),
+        "version": Field(text),
+        "description": Field(text),
+        "author": Field(author),
+        "homepage": Field(text),
+        "repository": Field(anything),
+        "license": Field(text),
+        "logo": Field(text),
+        "keywords": Field(strict_string_list),
+        # Component fields have several shapes; the loader validates them itself.
+        "commands": Field(anything),
+        "agents": Field(anything),
+        "skills": Field(anything),
+        "rules": Field(anything),
+        "hooks": Field(anything),
+        "mcpServers": Field(anything),
+        "lspServers": Field(anything),
+        "outputStyles": Field(anything),
+        "id": Field(text),
+        "userConfig": Field(anything),
+        "$schema": Field(text),
+        "extensions": Field(anything),
+    },
+)
+
+MCP_SERVER = Schema(
+    "MCP server",
+    {
+        "type": Field(text),
+        "transport": Field(text),
+        "command": Field(text),
+        "args": Field(strict_string_list),
+        "env": Field(string_map),
+        "cwd": Field(text),
+        "url": Field(text),
+        "headers": Field(string_map),
+        "envFile": Field(text),
+        "oauth": Field(anything),
+        "description": Field(text),
+        "timeout": Field(number),
+    },
+)
+
+HOOKS_FILE = Schema(
+    "hooks file",
+    {
+        "hooks": Field(mapping, required=True),
+        "description": Field(text),
+        "disableAllHooks": Field(boolean),
+        "version": Field(anything),
+    },
+)
+
+HOOK_RULE = Schema(
+    "hook rule",
+    {
+        "matcher": Field(text),
+        "hooks": Field(anything),
+        # Flat dialects (Cursor, Copilot CLI) put the action's keys on the rule itself.
+        "type": Field(text),
+        "command": Field(text),
+        "bash": Field(text),
+        "powershell": Field(text),
+        "timeout": Field(number),
+        "timeoutSec": Field(number),
+        "cwd": Field(text),
+        "env": Field(string_map),
+        "description": Field(text),
+    },
+)
+
+HOOK_ACTION = Schema(
+    "hook action",
+    {
+        "type": Field(text),
+        "command": Field(text),
+        "bash": Field(text),
+        "powershell": Field(text),
+        "timeout": Field(number),
+        "timeoutSec": Field(number),
+        "cwd": Field(text),
+        "env": Field(string_map),
+        "prompt": Field(text),
+        "model": Field(text),
+        "url": Field(text),
+        "statusMessage": Field(text),
+        "async": Field(boolean),
+        "once": Field(boolean),
+        "description": Field(text),
+    },
+)
