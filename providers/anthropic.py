@@ -1,0 +1,422 @@
+"""Anthropic Messages API provider (official ``anthropic`` SDK, streamed).
+
+Translates the raw ``messages.create(stream=True)`` events into neutral events and nothing
+more: text and thinking blocks become text / reasoning parts, ``tool_use`` becomes a tool-call
+part whose deltas are the ``input_json_delta`` fragments, ``redacted_thinking`` becomes an empty
+reasoning part. At each ``content_block_stop`` the block is rebuilt exactly as the API defines
+it (thinking with its ``signature``, ``redacted_thinking`` with its ``data``, ``tool_use`` with
+parsed ``input``) and attached as the part's ``native`` payload, which :func:`build_params`
+sends back unchanged next turn. Only the SDK call site maps exceptions (:func:`map_error`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .accumulator import StreamAccumulator
+from .errors import (
+    AuthenticationError,
+    ContextLengthError,
+    InvalidRequestError,
+    ModelNotFoundError,
+    ProviderError,
+    ProviderUnavailableError,
+    RateLimitError,
+    RequestCancelledError,
+    looks_like_context_overflow,
+    parse_retry_after,
+)
+from .events import Finish, FinishReason, StreamEvent, Usage, UsageReport
+from .messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    ModelRequest,
+    ReasoningPart,
+    TextContent,
+    TextPart,
+    ToolCallPart,
+    ToolResultsMessage,
+    UserContent,
+    UserMessage,
+)
+
+PROVIDER = "anthropic"
+DEFAULT_MAX_TOKENS = 16000
+_EPHEMERAL = {"type": "ephemeral"}
+
+_STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "pause_turn": "pause",
+    "refusal": "refusal",
+}
+
+
+class AnthropicProvider:
+    """Streams Claude models. ``http_client`` must be an ``httpx2.AsyncClient`` (SDK rule)."""
+
+    name = PROVIDER
+    api = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: Any = None,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout: float | None = 600.0,
+    ) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+        self._http_client = http_client
+        self._timeout = timeout
+        self.default_max_tokens = default_max_tokens
+        self._client: Any = None
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            api_key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
+            if not api_key:
+                raise AuthenticationError(
+                    "No Anthropic API key is configured: set ANTHROPIC_API_KEY.", provider=PROVIDER
+                )
+            self._client = anthropic.AsyncAnthropic(
+                api_key=api_key,
+                base_url=self._base_url,
+                http_client=self._http_client,
+                max_retries=0,  # the turn loop owns retries
+                timeout=self._timeout,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        return build_params(request, default_max_tokens=self.default_max_tokens)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
+        try:
+            sdk_stream = await self._sdk().messages.create(**params, stream=True)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        translator = _Translator()
+        try:
+            async for raw in sdk_stream:
+                for event in translator.feed(raw):
+                    yield event
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        finally:
+            await sdk_stream.close()
+        if not translator.finished:
+            raise ProviderUnavailableError(
+                "The connection to Anthropic dropped before the response finished. Try again.", provider=PROVIDER
+            )
+
+
+class _Translator:
+    """Raw Anthropic stream events → neutral events, one message's worth."""
+
+    def __init__(self) -> None:
+        self.acc = StreamAccumulator(api="anthropic", provider=PROVIDER)
+        self.usage = Usage()
+        self.finished = False
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._ignored: set[int] = set()
+        self._message_id: str | None = None
+        self._model: str | None = None
+        self._stop_reason: str | None = None
+
+    def feed(self, raw: Any) -> list[StreamEvent]:
+        match raw.type:
+            case "message_start":
+                self._message_id, self._model = raw.message.id, raw.message.model
+                return [self._usage(raw.message.usage)]
+            case "content_block_start":
+                return self._start(raw.index, raw.content_block.model_dump(mode="json", exclude_none=True))
+            case "content_block_delta":
+                return self._delta(raw.index, raw.delta)
+            case "content_block_stop":
+                return self._stop(raw.index)
+            case "message_delta":
+                self._stop_reason = raw.delta.stop_reason or self._stop_reason
+                return [self._usage(raw.usage)] if raw.usage is not None else []
+            case "message_stop":
+                self.finished = True
+                reason = _STOP_REASONS.get(self._stop_reason or "", "other")
+                return [
+                    *self.acc.end_all(),
+                    Finish(reason=reason, raw_reason=self._stop_reason, response_id=self._message_id, model=self._model),
+                ]
+        return []  # event types added by later API versions are not ours to guess at
+
+    def _start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
+        kind = block.get("type")
+        self._blocks[index] = block
+        if kind == "text":
+            events: list[StreamEvent] = [self.acc.start(index, "text")]
+            initial = block.get("text", "")
+        elif kind == "thinking":
+            events = [self.acc.start(index, "reasoning")]
+            initial = block.get("thinking", "")
+        elif kind == "redacted_thinking":
+            return [self.acc.start(index, "reasoning")]
+        elif kind == "tool_use":
+            events = [self.acc.start(index, "tool_call", tool_call_id=block["id"], tool_name=block["name"])]
+            initial = json.dumps(block["input"]) if block.get("input") else ""
+        else:
+            self._ignored.add(index)  # server-tool blocks etc.: not modelled as neutral parts yet
+            return []
+        if initial:
+            events.append(self.acc.delta(index, initial))
+        return events
+
+    def _delta(self, index: int, delta: Any) -> list[StreamEvent]:
+        if index in self._ignored:
+            return []
+        match delta.type:
+            case "text_delta":
+                return [self.acc.delta(index, delta.text)] if delta.text else []
+            case "thinking_delta":
+                return [self.acc.delta(index, delta.thinking)] if delta.thinking else []
+            case "input_json_delta":
+                return [self.acc.delta(index, delta.partial_json)] if delta.partial_json else []
+            case "signature_delta":
+                block = self._open_block(index)
+                block["signature"] = block.get("signature", "") + delta.signature
+            case "citations_delta":
+                block = self._open_block(index)
+                block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
+        return []
+
+    def _open_block(self, index: int) -> dict[str, Any]:
+        if not self.acc.is_open(index):
+            self.acc.delta(index, "")  # raises the typed "fits no part" error
+        return self._blocks[index]
+
+    def _stop(self, index: int) -> list[StreamEvent]:
+        if index in self._ignored:
+            return []
+        block = self._open_block(index)
+        text = self.acc.part_text(index)
+        match block["type"]:
+            case "text":
+                native = {"type": "text", "text": text}
+                if block.get("citations"):
+                    native["citations"] = block["citations"]
+            case "thinking":
+                native = {"type": "thinking", "thinking": text, "signature": block.get("signature", "")}
+            case "redacted_thinking":
+                native = {"type": "redacted_thinking", "data": block["data"]}
+            case _:  # tool_use
+                try:
+                    arguments = json.loads(text) if text.strip() else {}
+                except ValueError:
+                    arguments = {}  # truncated by max_tokens; the raw text stays on the part
+                native = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": arguments}
+        return [self.acc.end(index, native)]
+
+    def _usage(self, usage: Any) -> UsageReport:
+        current = self.usage
+        self.usage = Usage(
+            input_tokens=_first_int(getattr(usage, "input_tokens", None), current.input_tokens),
+            output_tokens=_first_int(getattr(usage, "output_tokens", None), current.output_tokens),
+            cache_read_tokens=_first_int(getattr(usage, "cache_read_input_tokens", None), current.cache_read_tokens),
+            cache_write_tokens=_first_int(
+                getattr(usage, "cache_creation_input_tokens", None), current.cache_write_tokens
+            ),
+        )
+        return UsageReport(usage=self.usage)
+
+
+def _first_int(value: Any, fallback: int) -> int:
+    return value if isinstance(value, int) else fallback
+
+
+# ---- request building ------------------------------------------------------------------
+
+
+def build_params(request: ModelRequest, *, default_max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+    """The ``messages.create`` keyword arguments for ``request`` (without ``stream``)."""
+    options = request.anthropic
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens or default_max_tokens,
+        "messages": _messages(request.messages),
+    }
+    if request.system:
+        params["system"] = [{"type": "text", "text": request.system}]
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
+        ]
+    thinking = options.thinking
+    if thinking is not None and thinking.type == "enabled":
+        params["thinking"] = {"type": "enabled", "budget_tokens": thinking.budget_tokens}
+    elif thinking is not None:
+        params["thinking"] = {"type": "adaptive"}
+        if thinking.display is not None:
+            params["thinking"]["display"] = thinking.display
+        if thinking.effort is not None:
+            params["output_config"] = {"effort": thinking.effort}
+    if request.temperature is not None and thinking is None:
+        params["temperature"] = request.temperature  # the API rejects temperature with thinking
+    if options.cache_prompt:
+        _mark_cache_breakpoints(params)
+    return params
+
+
+def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        match message:
+            case UserMessage():
+                role, content = "user", [_user_block(c) for c in message.content]
+            case ToolResultsMessage():
+                role, content = "user", [_tool_result_block(r) for r in message.results]
+            case AssistantMessage():
+                role, content = "assistant", _assistant_blocks(message)
+        if not content:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(content)  # the API wants user/assistant turns to alternate
+        else:
+            out.append({"role": role, "content": content})
+    return out
+
+
+def _user_block(content: UserContent) -> dict[str, Any]:
+    if isinstance(content, TextContent):
+        return {"type": "text", "text": content.text}
+    return _image_block(content)
+
+
+def _image_block(image: ImageContent) -> dict[str, Any]:
+    if image.url is not None:
+        return {"type": "image", "source": {"type": "url", "url": image.url}}
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+
+
+def _tool_result_block(result: Any) -> dict[str, Any]:
+    content = [_user_block(c) for c in result.content]
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content}
+    if len(content) == 1 and content[0]["type"] == "text":
+        block["content"] = content[0]["text"]
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    native_ok = message.api == "anthropic"
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if native_ok and part.native is not None:
+            blocks.append(dict(part.native))  # verbatim: signatures must round-trip untouched
+            continue
+        match part:
+            case TextPart() if part.text:
+                blocks.append({"type": "text", "text": part.text})
+            case ToolCallPart():
+                try:
+                    arguments = part.parsed_arguments()
+                except ValueError:
+                    arguments = {}
+                blocks.append({"type": "tool_use", "id": part.tool_call_id, "name": part.tool_name, "input": arguments})
+            case ReasoningPart():
+                pass  # unsigned or foreign reasoning cannot be replayed to Claude
+    return blocks
+
+
+def _mark_cache_breakpoints(params: dict[str, Any]) -> None:
+    """Cache the stable prefix: system prompt, tool list and the conversation up to now."""
+    if params.get("system"):
+        params["system"][-1]["cache_control"] = _EPHEMERAL
+    if params.get("tools"):
+        params["tools"][-1]["cache_control"] = _EPHEMERAL
+    for message in reversed(params["messages"]):
+        if message["role"] != "user":
+            continue
+        last = message["content"][-1]
+        if last.get("type") in {"text", "image", "tool_result"}:
+            message["content"][-1] = {**last, "cache_control": _EPHEMERAL}
+        break
+
+
+# ---- error mapping ---------------------------------------------------------------------
+
+
+def map_error(exc: BaseException) -> ProviderError:
+    """An Anthropic SDK / transport exception as a :class:`ProviderError` with advice."""
+    import anthropic
+
+    from ._transport_errors import is_transport_error
+
+    if isinstance(exc, anthropic.APIStatusError):
+        return _map_status(exc)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return ProviderUnavailableError("Anthropic did not answer in time. Try again.", provider=PROVIDER)
+    if isinstance(exc, anthropic.APIConnectionError) or is_transport_error(exc):
+        return ProviderUnavailableError(
+            "The connection to Anthropic failed or dropped. Check the network and try again.", provider=PROVIDER
+        )
+    if type(exc).__name__ == "APIUserAbortError":
+        return RequestCancelledError("The Anthropic request was cancelled.", provider=PROVIDER)
+    return ProviderError(f"Anthropic request failed: {type(exc).__name__}.", provider=PROVIDER)
+
+
+def _map_status(exc: Any) -> ProviderError:
+    status: int = exc.status_code
+    error_type = exc.type or ""
+    detail = exc.api_message or "no details given"
+    http_status = status if status >= 400 else None  # mid-stream errors arrive on a 200 response
+    if error_type in {"authentication_error", "permission_error"} or status in {401, 403}:
+        return AuthenticationError(
+            f"Anthropic rejected the credentials ({detail}). Check ANTHROPIC_API_KEY and the key's access.",
+            provider=PROVIDER,
+            status_code=http_status,
+        )
+    if error_type == "rate_limit_error" or status == 429:
+        return RateLimitError(
+            f"Anthropic rate limit reached ({detail}). Wait and try again.",
+            provider=PROVIDER,
+            status_code=http_status,
+            retry_after=parse_retry_after(exc.response.headers),
+        )
+    if error_type in {"overloaded_error", "api_error"} or status >= 500:
+        return ProviderUnavailableError(
+            f"Anthropic is unavailable or overloaded ({detail}). Try again shortly.",
+            provider=PROVIDER,
+            status_code=http_status,
+            retry_after=parse_retry_after(exc.response.headers),
+        )
+    if error_type == "not_found_error" or status == 404:
+        return ModelNotFoundError(
+            f"Anthropic could not find that model or resource ({detail}). Check the model id.",
+            provider=PROVIDER,
+            status_code=http_status,
+        )
+    if looks_like_context_overflow(detail):
+        return ContextLengthError(
+            f"The conversation is too long for the model ({detail}). Compact or shorten it.",
+            provider=PROVIDER,
+            status_code=http_status,
+        )
+    return InvalidRequestError(f"Anthropic rejected the request ({detail}).", provider=PROVIDER, status_code=http_status)
