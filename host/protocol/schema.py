@@ -1,0 +1,76 @@
+"""Access to the vendored AHP 0.2.0 JSON Schema (``spec/ahp-0.2.0.schema.json``).
+
+Contract:
+- ``SCHEMA_PATH`` points at the merged, repaired schema shipped as package data.
+- ``load_schema()`` parses it once and returns the same dict on every call; callers
+  must treat it as read-only.
+- ``wire_schema()`` is ``load_schema()`` with the known gaps of the repaired schema
+  closed, and is what validators and the code generator use. The only gap today:
+  ``session/activeClientChanged`` releases the role with ``activeClient: null``
+  (PROTOCOL.md 2, 9), but the schema dropped the ``null`` branch of that required key.
+  ``NULLABLE_REQUIRED_FIELDS`` lists such (definition, property) pairs.
+- ``union_members(name)`` lists the definitions an ``anyOf`` definition is made of
+  (``SessionToolCallConfirmedAction`` -> approved, denied), following nested unions,
+  and is ``(name,)`` for a plain object definition.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+SPEC_DIR = Path(__file__).resolve().parent / "spec"
+SCHEMA_PATH = SPEC_DIR / "ahp-0.2.0.schema.json"
+REDUCER_CASES_DIR = SPEC_DIR / "test-cases" / "reducers"
+_REF_PREFIX = "#/$defs/"
+
+
+@cache
+def load_schema() -> dict[str, Any]:
+    """The parsed schema document (cached; do not mutate)."""
+    with SCHEMA_PATH.open(encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+NULLABLE_REQUIRED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("SessionActiveClientChangedAction", "activeClient"),
+)
+
+
+@cache
+def wire_schema() -> dict[str, Any]:
+    """The schema with ``NULLABLE_REQUIRED_FIELDS`` admitting ``null`` (cached; do not mutate)."""
+    patched = copy.deepcopy(load_schema())
+    for definition, prop in NULLABLE_REQUIRED_FIELDS:
+        node = patched["$defs"][definition]["properties"][prop]
+        branches = node.pop("anyOf", None)
+        if branches is None:
+            branches = [{key: node.pop(key) for key in list(node) if key != "description"}]
+        node["anyOf"] = [*branches, {"type": "null"}]
+    return patched
+
+
+def definitions() -> dict[str, Any]:
+    """The schema's ``$defs`` mapping (cached; do not mutate)."""
+    return load_schema()["$defs"]
+
+
+@cache
+def union_members(name: str) -> tuple[str, ...]:
+    """The object definitions behind definition ``name``, flattening ``anyOf`` unions."""
+    definition = definitions()[name]
+    branches = definition.get("anyOf")
+    if not branches or not all("$ref" in branch for branch in branches):
+        return (name,)
+    members: list[str] = []
+    for branch in branches:
+        ref = branch["$ref"]
+        if not ref.startswith(_REF_PREFIX):
+            raise ValueError(f"unexpected reference {ref!r} in definition {name!r}")
+        for member in union_members(ref[len(_REF_PREFIX):]):
+            if member not in members:
+                members.append(member)
+    return tuple(members)
