@@ -1,0 +1,85 @@
+"""File helpers shared by the built-in file tools.
+
+Contract: every function takes an already sandbox-resolved absolute `Path` and turns
+OS errors into `ToolFailure`s whose message names the path as the user gave it
+(`shown`). Binary detection is the usual heuristic: a NUL byte in the first 8 KiB, or
+content that is not valid UTF-8.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import ToolFailure
+
+__all__ = ["SNIFF_BYTES", "looks_binary", "read_existing", "read_text", "write_bytes"]
+
+SNIFF_BYTES = 8192
+"""How much of a file is inspected to decide whether it is binary."""
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether the leading bytes of a file look like binary data."""
+    if b"\x00" in head[:SNIFF_BYTES]:
+        return True
+    try:
+        head[:SNIFF_BYTES].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A multi-byte character cut at the sniff boundary is still text.
+        return exc.start < len(head[:SNIFF_BYTES]) - 3
+    return False
+
+
+def _os_failure(exc: OSError, shown: str) -> ToolFailure:
+    if isinstance(exc, FileNotFoundError):
+        return ToolFailure(f"File not found: {shown}", code="not_found")
+    if isinstance(exc, IsADirectoryError):
+        return ToolFailure(f"{shown} is a directory, not a file.", code="is_directory")
+    if isinstance(exc, NotADirectoryError):
+        return ToolFailure(f"A parent of {shown} is a file, not a directory.", code="not_a_directory")
+    if isinstance(exc, PermissionError):
+        return ToolFailure(f"Permission denied: {shown}", code="permission_denied")
+    return ToolFailure(f"Cannot access {shown}: {exc.strerror or type(exc).__name__}.", code="io_error")
+
+
+def read_existing(path: Path, shown: str) -> bytes | None:
+    """The file's bytes, or None if it does not exist; directories and errors raise."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_failure(exc, shown) from None
+
+
+def read_text(path: Path, shown: str) -> str:
+    """The file decoded as UTF-8; missing, binary or unreadable files raise `ToolFailure`."""
+    data = read_existing(path, shown)
+    if data is None:
+        raise ToolFailure(f"File not found: {shown}", code="not_found")
+    if looks_binary(data):
+        raise ToolFailure(f"{shown} is a binary file ({len(data)} bytes); only text files can be edited.", code="binary_file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolFailure(f"{shown} is not valid UTF-8 text.", code="binary_file") from None
+
+
+def write_bytes(path: Path, data: bytes, shown: str) -> None:
+    """Write atomically (temp file + rename), creating parent directories; keeps the mode."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError
+        mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        temporary = path.with_name(f".{path.name[:200]}.agent-host-tmp-{os.getpid()}")
+        try:
+            temporary.write_bytes(data)
+            if mode is not None:
+                os.chmod(temporary, mode)
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
+    except OSError as exc:
+        raise _os_failure(exc, shown) from None
