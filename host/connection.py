@@ -1,0 +1,282 @@
+"""One client connection: the AHP handshake, subscriptions and the client→host methods.
+
+A ``ClientConnection`` is transport-agnostic: it receives whole text messages (``receive``) and
+puts outgoing ones on a bounded queue that the transport drains (``outbox``). The JSON-RPC work
+is done by ``host.rpc``; this module adds AHP's rules:
+
+* before ``initialize`` / ``reconnect`` only ``ping`` is answered (-32600 otherwise);
+* params are checked against the generated wire types before a handler runs (-32602 with the
+  offending field, never pydantic's text);
+* ``dispatchAction``: unknown channel → dropped silently; refused → a rejection envelope to this
+  connection only; accepted → applied and echoed to every subscriber with its ``origin``;
+* a client that cannot keep up (its outbox is full) is disconnected rather than slowing the
+  host or growing memory without bound; it can ``reconnect`` and be replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from host.errors import ErrorCode, ProtocolViolation, RpcError
+from host.protocol import METHODS, PROTOCOL_VERSION
+from host.rpc import RpcEndpoint
+from host.service import AgentHost
+from host.store import ROOT
+from host.validation import check_client_action
+
+__all__ = ["ClientConnection", "OUTBOX_LIMIT"]
+
+logger = logging.getLogger(__name__)
+
+OUTBOX_LIMIT = 50_000
+_COMPATIBLE_PREFIX = PROTOCOL_VERSION.rsplit(".", 1)[0] + "."
+
+
+class ClientConnection:
+    def __init__(self, host: AgentHost, *, on_overflow: Callable[[], None] | None = None) -> None:
+        self.host = host
+        self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.client_id: str | None = None
+        self.protocol_version: str | None = None
+        self.subscriptions: set[str] = set()
+        self._on_overflow = on_overflow
+        self._overflowed = False
+        self.close_requested = False
+        self.rpc = RpcEndpoint(
+            self.send,
+            {
+                "initialize": self._initialize,
+                "reconnect": self._reconnect,
+                "ping": self._ping,
+                "subscribe": self._subscribe,
+                "createSession": self._create_session,
+                "disposeSession": self._dispose_session,
+                "listSessions": self._list_sessions,
+                "fetchTurns": self._fetch_turns,
+                "resourceRead": self._resource_read,
+                "authenticate": self._authenticate,
+                **{name: self._not_yet(name) for name in _LATER_METHODS},
+            },
+            {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
+            gate=self._gate,
+        )
+
+    # -- transport side ------------------------------------------------------------------------
+
+    def send(self, text: str) -> None:
+        """Queue a frame for the client (the store calls this during fan-out)."""
+        if self._overflowed:
+            return
+        if self.outbox.qsize() >= OUTBOX_LIMIT:
+            self._overflowed = True
+            logger.warning("client %s is not reading; disconnecting it", self.client_id)
+            if self._on_overflow is not None:
+                self._on_overflow()
+            return
+        self.outbox.put_nowait(text)
+
+    async def receive(self, text: str | bytes) -> None:
+        await self.rpc.receive(text)
+
+    def closed(self) -> None:
+        """The socket is gone: drop subscriptions and release what this client held."""
+        self.rpc.close()
+        self.host.store.unsubscribe_all(self)
+        self.subscriptions.clear()
+        if self.client_id is not None:
+            self.host.client_disconnected(self.client_id)
+
+    # -- gate and params -----------------------------------------------------------------------
+
+    def _gate(self, method: str, is_request: bool) -> RpcError | None:
+        if self.client_id is None and method not in ("initialize", "reconnect", "ping"):
+            return ProtocolViolation.invalid_request(f"Send initialize (or reconnect) before {method}.")
+        return None
+
+    @staticmethod
+    def _params(method: str, params: Any) -> dict[str, Any]:
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise ProtocolViolation.invalid_params(f"{method} takes its params as an object.")
+        spec = METHODS.get(method)
+        if spec is not None and spec.params_model is not None:
+            from pydantic import ValidationError
+
+            try:
+                spec.params_model.model_validate(params)
+            except ValidationError as error:
+                raise ProtocolViolation.invalid_params(_describe_params_error(method, error)) from None
+        return params
+
+    # -- handshake -----------------------------------------------------------------------------
+
+    async def _initialize(self, params: Any) -> dict[str, Any]:
+        params = self._params("initialize", params)
+        if self.client_id is not None:
+            raise ProtocolViolation.invalid_request("This connection is already initialized.")
+        offered = params["protocolVersions"]
+        chosen = next((v for v in offered if isinstance(v, str) and v.startswith(_COMPATIBLE_PREFIX)), None)
+        if chosen is None:
+            self.close_requested = True
+            raise RpcError(
+                ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+                f"This host speaks AHP {PROTOCOL_VERSION}; none of {offered} is compatible.",
+                {"supportedVersions": [PROTOCOL_VERSION]},
+            )
+        self.client_id = params["clientId"]
+        self.protocol_version = chosen
+        snapshots = []
+        for channel in params.get("initialSubscriptions") or []:
+            if channel in self.host.store:
+                snapshots.append(self._subscribe_now(channel))
+        result: dict[str, Any] = {
+            "protocolVersion": chosen,
+            "serverSeq": self.host.store.seq,
+            "snapshots": snapshots,
+            "defaultDirectory": self.host.default_directory.as_uri(),
+        }
+        self.host.client_connected(self.client_id)
+        return result
+
+    async def _reconnect(self, params: Any) -> dict[str, Any]:
+        params = self._params("reconnect", params)
+        if self.client_id is not None and self.client_id != params["clientId"]:
+            raise ProtocolViolation.invalid_request("This connection is already bound to another clientId.")
+        self.client_id = params["clientId"]
+        self.protocol_version = self.protocol_version or PROTOCOL_VERSION
+        store = self.host.store
+        wanted = [uri for uri in params["subscriptions"] if isinstance(uri, str)]
+        resumable = [uri for uri in wanted if uri in store]
+        missing = [uri for uri in wanted if uri not in store]
+        replayed = store.replay(int(params["lastSeenServerSeq"]), resumable)
+        self.host.client_connected(self.client_id)
+        if replayed is None:
+            snapshots = [self._subscribe_now(uri) for uri in resumable]
+            return {"type": "snapshot", "snapshots": snapshots}
+        for uri in resumable:
+            store.subscribe(uri, self)
+            self.subscriptions.add(uri)
+        return {"type": "replay", "actions": replayed, "missing": missing}
+
+    async def _ping(self, params: Any) -> None:
+        return None
+
+    # -- subscriptions -------------------------------------------------------------------------
+
+    def _subscribe_now(self, channel: str) -> dict[str, Any]:
+        self.subscriptions.add(channel)
+        return self.host.store.subscribe(channel, self)
+
+    async def _subscribe(self, params: Any) -> dict[str, Any]:
+        params = self._params("subscribe", params)
+        channel = params["channel"]
+        if channel not in self.host.store:
+            if isinstance(channel, str) and channel.startswith("ahp-session:"):
+                raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
+            raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
+        return {"snapshot": self._subscribe_now(channel)}
+
+    async def _unsubscribe(self, params: Any) -> None:
+        channel = params.get("channel") if isinstance(params, dict) else None
+        if isinstance(channel, str):
+            self.host.store.unsubscribe(channel, self)
+            self.subscriptions.discard(channel)
+
+    # -- actions -------------------------------------------------------------------------------
+
+    async def _dispatch_action(self, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        channel = params.get("channel")
+        client_seq = params.get("clientSeq")
+        store = self.host.store
+        if not isinstance(channel, str) or channel not in store:
+            return  # PROTOCOL.md §3: an unknown channel is dropped without an echo
+        if not isinstance(client_seq, int) or isinstance(client_seq, bool):
+            logger.info("dropped dispatchAction without an integer clientSeq from %s", self.client_id)
+            return
+        origin = {"clientId": self.client_id, "clientSeq": client_seq}
+        action = params.get("action")
+        kind = store.kind(channel) or ""
+        reason = check_client_action(kind, store.state(channel) or {}, action, self.client_id or "")
+        if reason is not None:
+            store.reject(channel, action if isinstance(action, dict) else {"type": ""}, origin, reason, self)
+            return
+        store.dispatch(channel, action, origin)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def _create_session(self, params: Any) -> None:
+        params = self._params("createSession", params)
+        self.host.create_session(params, self.client_id or "")
+        return None
+
+    async def _dispose_session(self, params: Any) -> None:
+        params = self._params("disposeSession", params)
+        self.host.dispose_session(params["channel"])
+        return None
+
+    async def _list_sessions(self, params: Any) -> dict[str, Any]:
+        self._params("listSessions", params)
+        return {"items": self.host.list_sessions()}
+
+    async def _fetch_turns(self, params: Any) -> dict[str, Any]:
+        params = self._params("fetchTurns", params)
+        limit = params.get("limit")
+        if limit is not None and (limit < 0 or limit != int(limit)):
+            raise ProtocolViolation.invalid_params("fetchTurns limit must be a whole number ≥ 0.")
+        return self.host.fetch_turns(params["channel"], params.get("before"), limit)
+
+    async def _resource_read(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceRead", params)
+        return self.host.read_resource(params["uri"], params.get("encoding"))
+
+    async def _authenticate(self, params: Any) -> dict[str, Any]:
+        params = self._params("authenticate", params)
+        raise RpcError(
+            ErrorCode.INVALID_PARAMS,
+            f"No agent on this host declares the protected resource {params['resource']!r}.",
+        )
+
+    def _not_yet(self, method: str):
+        async def handler(params: Any) -> Any:
+            raise RpcError(
+                ErrorCode.METHOD_NOT_FOUND,
+                f"{method} is part of AHP 0.2.0 but this host does not support it yet.",
+            )
+
+        return handler
+
+
+_LATER_METHODS = (
+    "completions",
+    "resolveSessionConfig",
+    "sessionConfigCompletions",
+    "resourceList",
+    "resourceResolve",
+    "resourceWrite",
+    "resourceMkdir",
+    "resourceCopy",
+    "resourceMove",
+    "resourceDelete",
+    "resourceRequest",
+    "createResourceWatch",
+    "createTerminal",
+    "disposeTerminal",
+    "invokeChangesetOperation",
+)
+
+
+def _describe_params_error(method: str, error: Any) -> str:
+    problems = []
+    for item in error.errors()[:3]:
+        where = ".".join(str(part) for part in item.get("loc", ()) if not (isinstance(part, str) and part[:1].isupper()))
+        where = where or "params"
+        if item.get("type") == "missing":
+            problems.append(f"{where} is required")
+        else:
+            problems.append(f"{where} has the wrong type or value")
+    return f"Invalid {method} params: " + "; ".join(problems) + "."

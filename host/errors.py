@@ -1,0 +1,73 @@
+"""The host's exception tree.
+
+Everything the host raises on purpose derives from ``AgentHostError``::
+
+    AgentHostError
+     ├── ConfigError          a config file, key or flag is wrong; names the key and the bad value
+     ├── JournalError         the durable log cannot be opened or written
+     └── RpcError             a request must be answered with a JSON-RPC error (code, message, data)
+          └── ProtocolViolation   the peer broke the protocol (bad frame, bad params, wrong order)
+
+``RpcError`` is the only exception whose text reaches the wire, and only through the JSON-RPC
+layer (``host.rpc``), which is the single place an exception becomes an error response. Any other
+exception escaping a handler is *our* bug: it is logged with its traceback on the host and the
+peer gets a generic internal error, never the traceback or a library's message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from host.protocol.errors import ErrorCode
+
+__all__ = [
+    "AgentHostError",
+    "ConfigError",
+    "JournalError",
+    "RpcError",
+    "ProtocolViolation",
+    "ErrorCode",
+]
+
+
+class AgentHostError(Exception):
+    """Root of every error the host raises deliberately."""
+
+
+class ConfigError(AgentHostError):
+    """A configuration value is wrong. The message names the key, the value and the fix."""
+
+
+class JournalError(AgentHostError):
+    """The durable action log could not be opened, read or written."""
+
+
+class RpcError(AgentHostError):
+    """Answer the current request with this JSON-RPC error.
+
+    ``message`` is shown to people: it says what was wrong and what to do instead.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_wire(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ProtocolViolation(RpcError):
+    """The peer sent something the protocol does not allow (as opposed to a bug of ours)."""
+
+    @classmethod
+    def invalid_params(cls, message: str) -> "ProtocolViolation":
+        return cls(ErrorCode.INVALID_PARAMS, message)
+
+    @classmethod
+    def invalid_request(cls, message: str) -> "ProtocolViolation":
+        return cls(ErrorCode.INVALID_REQUEST, message)

@@ -1,0 +1,241 @@
+"""JSON-RPC 2.0 over one message-oriented connection; deliberately not AHP-aware.
+
+``RpcEndpoint`` takes whole text messages in (``receive``) and hands whole text messages to a
+``send`` callable. It
+
+* parses and checks the JSON-RPC envelope, answering -32700 / -32600 itself;
+* routes requests and notifications to handlers by method name, in arrival order;
+* is the single place where an exception becomes an error response: ``RpcError`` keeps its code
+  and message, anything else is logged here with its traceback and answered with a generic
+  -32603 (no traceback or library text ever goes on the wire);
+* issues its own requests to the peer (``call``) and matches their responses by id.
+
+Invariants: every request gets exactly one response with its id; notifications never get one;
+a bad message never closes the connection by itself (the caller decides that via ``close_after``).
+Batches (JSON arrays) are refused with -32600: AHP sends one message per frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Mapping
+
+from host.errors import ErrorCode, RpcError
+
+__all__ = ["RpcEndpoint", "Handler", "NotificationHandler", "RpcCallError", "encode"]
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[Any], Awaitable[Any]]
+NotificationHandler = Callable[[Any], Awaitable[None]]
+
+_ID_TYPES = (int, str)
+
+
+def encode(message: Mapping[str, Any]) -> str:
+    """Serialise one message compactly; the wire never carries NaN or Infinity."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+class RpcCallError(Exception):
+    """The peer answered one of our requests with an error (or went away first)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+@dataclass
+class _Incoming:
+    method: str
+    params: Any
+    id: Any
+    is_request: bool
+
+
+class RpcEndpoint:
+    """One JSON-RPC peer. Not thread-safe; lives on one event loop."""
+
+    def __init__(
+        self,
+        send: Callable[[str], None],
+        requests: Mapping[str, Handler],
+        notifications: Mapping[str, NotificationHandler],
+        *,
+        gate: Callable[[str, bool], RpcError | None] | None = None,
+    ) -> None:
+        """``gate(method, is_request)`` may refuse a message before routing (e.g. before a
+        handshake); for notifications the refusal is only logged, as JSON-RPC allows no reply."""
+        self._send = send
+        self._requests = requests
+        self._notifications = notifications
+        self._gate = gate
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, asyncio.Future[Any]] = {}
+        self.closed = False
+
+    # -- inbound -------------------------------------------------------------------------------
+
+    async def receive(self, text: str | bytes) -> None:
+        """Handle one inbound message completely (the response, if any, is sent before return)."""
+        try:
+            message = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            self._reply_error(None, ErrorCode.PARSE_ERROR, "The message is not valid JSON.")
+            return
+        if isinstance(message, list):
+            self._reply_error(
+                None,
+                ErrorCode.INVALID_REQUEST,
+                "Batches are not supported: send one JSON-RPC message per WebSocket frame.",
+            )
+            return
+        if not isinstance(message, dict):
+            self._reply_error(None, ErrorCode.INVALID_REQUEST, "A JSON-RPC message must be a JSON object.")
+            return
+        if "method" not in message and ("result" in message or "error" in message):
+            self._take_response(message)
+            return
+        incoming = self._check_envelope(message)
+        if incoming is None:
+            return
+        await self._route(incoming)
+
+    def _check_envelope(self, message: dict[str, Any]) -> _Incoming | None:
+        msg_id = message.get("id")
+        has_id = "id" in message
+        id_ok = (isinstance(msg_id, _ID_TYPES) and not isinstance(msg_id, bool)) or msg_id is None
+        reply_id = msg_id if has_id and id_ok else None
+        if message.get("jsonrpc") != "2.0":
+            self._reply_error(reply_id, ErrorCode.INVALID_REQUEST, 'The message must carry "jsonrpc": "2.0".')
+            return None
+        if has_id and (not id_ok or msg_id is None):
+            self._reply_error(
+                None, ErrorCode.INVALID_REQUEST, "A request id must be a number or a string (not null)."
+            )
+            return None
+        method = message.get("method")
+        if not isinstance(method, str) or not method:
+            self._reply_error(reply_id, ErrorCode.INVALID_REQUEST, 'The message needs a "method" string.')
+            return None
+        params = message.get("params")
+        if "params" in message and not isinstance(params, (dict, list)):
+            if has_id:
+                self._reply_error(msg_id, ErrorCode.INVALID_REQUEST, '"params" must be an object.')
+            else:
+                logger.info("dropped notification %r: params is not an object", method)
+            return None
+        return _Incoming(method=method, params=params, id=msg_id, is_request=has_id)
+
+    async def _route(self, incoming: _Incoming) -> None:
+        if self._gate is not None:
+            refusal = self._gate(incoming.method, incoming.is_request)
+            if refusal is not None:
+                if incoming.is_request:
+                    self._reply_error(incoming.id, refusal.code, refusal.message, refusal.data)
+                else:
+                    logger.info("dropped notification %r: %s", incoming.method, refusal.message)
+                return
+        if incoming.is_request:
+            handler = self._requests.get(incoming.method)
+            if handler is None:
+                if incoming.method in self._notifications:
+                    self._reply_error(
+                        incoming.id,
+                        ErrorCode.INVALID_REQUEST,
+                        f"{incoming.method} is a notification: send it without an id.",
+                    )
+                else:
+                    self._reply_error(
+                        incoming.id, ErrorCode.METHOD_NOT_FOUND, f"Unknown method: {incoming.method}."
+                    )
+                return
+            try:
+                result = await handler(incoming.params)
+            except RpcError as error:
+                self._reply_error(incoming.id, error.code, error.message, error.data)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("request %s failed", incoming.method)
+                self._reply_error(
+                    incoming.id,
+                    ErrorCode.INTERNAL_ERROR,
+                    f"The host failed while handling {incoming.method}; the error is in the host's log.",
+                )
+            else:
+                self._emit({"jsonrpc": "2.0", "id": incoming.id, "result": result})
+            return
+        handler = self._notifications.get(incoming.method)
+        if handler is None:
+            logger.info("ignored unknown notification %r", incoming.method)
+            return
+        try:
+            await handler(incoming.params)
+        except asyncio.CancelledError:
+            raise
+        except RpcError as error:
+            logger.info("notification %s refused: %s", incoming.method, error.message)
+        except Exception:
+            logger.exception("notification %s failed", incoming.method)
+
+    # -- outbound ------------------------------------------------------------------------------
+
+    def notify(self, method: str, params: Any) -> None:
+        self._emit({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def call(self, method: str, params: Any, *, timeout: float | None = 30.0) -> Any:
+        """Send a request to the peer and wait for its result; raises ``RpcCallError``."""
+        if self.closed:
+            raise RpcCallError(ErrorCode.INTERNAL_ERROR, "The connection is closed.")
+        msg_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        try:
+            self._emit({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self._pending.pop(msg_id, None)
+
+    def close(self) -> None:
+        """Fail every request still waiting on the peer."""
+        self.closed = True
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(RpcCallError(ErrorCode.INTERNAL_ERROR, "The connection closed."))
+        self._pending.clear()
+
+    def _take_response(self, message: dict[str, Any]) -> None:
+        future = self._pending.get(message.get("id"))
+        if future is None or future.done():
+            logger.info("ignored a response to unknown request id %r", message.get("id"))
+            return
+        error = message.get("error")
+        if isinstance(error, dict):
+            future.set_exception(
+                RpcCallError(
+                    error.get("code", ErrorCode.INTERNAL_ERROR)
+                    if isinstance(error.get("code"), int)
+                    else ErrorCode.INTERNAL_ERROR,
+                    str(error.get("message", "")),
+                    error.get("data"),
+                )
+            )
+        else:
+            future.set_result(message.get("result"))
+
+    def _reply_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self._emit({"jsonrpc": "2.0", "id": msg_id, "error": error})
+
+    def _emit(self, message: Mapping[str, Any]) -> None:
+        if not self.closed:
+            self._send(encode(message))

@@ -1,0 +1,215 @@
+"""The network edge: one port serving the AHP WebSocket and plain HTTP, on Starlette + uvicorn.
+
+Why an ASGI app rather than the ``websockets`` server alone: the same port must later serve HTTP
+endpoints that stream (the AG-UI event stream) besides a health check, which the ``websockets``
+server's ``process_request`` hook cannot do. uvicorn's WebSocket protocol is itself built on the
+``websockets`` package (its Sans-I/O implementation), and ``benchmarks/fanout.py`` measures what
+the ASGI layer costs against a bare ``websockets`` server (figures in the README).
+
+Safety at the edge, before any JSON-RPC is read:
+
+* a connection token is required, as ``Authorization: Bearer <token>`` or ``?token=<token>``
+  (constant-time comparison); a missing or wrong one gets HTTP 403 on the upgrade;
+* a WebSocket upgrade whose ``Origin`` header is present and not in ``server.allowed_origins`` is
+  refused with 403, so a web page cannot drive a host that runs commands on this machine;
+* inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import socket
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from host.connection import ClientConnection
+from host.protocol import PROTOCOL_VERSION
+from host.service import AgentHost
+
+__all__ = ["build_app", "serve", "RunningHost", "start_host"]
+
+logger = logging.getLogger(__name__)
+
+_POLICY_VIOLATION = 1008
+
+
+def _presented_token(headers: Any, query: Any) -> str | None:
+    authorization = headers.get("authorization")
+    if authorization and authorization.lower().startswith("bearer "):
+        return authorization[7:].strip()
+    return query.get("token")
+
+
+def _token_ok(expected: str | None, presented: str | None) -> bool:
+    if expected is None:
+        return True
+    return presented is not None and hmac.compare_digest(presented.encode(), expected.encode())
+
+
+def build_app(host: AgentHost, *, token: str | None) -> Starlette:
+    allowed_origins = set(host.config.server.allowed_origins)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "protocolVersion": PROTOCOL_VERSION})
+
+    async def ahp(websocket: WebSocket) -> None:
+        origin = websocket.headers.get("origin")
+        if origin is not None and origin not in allowed_origins:
+            logger.warning("refused a WebSocket from origin %s", origin)
+            await websocket.close(code=_POLICY_VIOLATION, reason="origin not allowed")
+            return
+        if not _token_ok(token, _presented_token(websocket.headers, websocket.query_params)):
+            logger.warning("refused a WebSocket with a missing or wrong token")
+            await websocket.close(code=_POLICY_VIOLATION, reason="missing or wrong token")
+            return
+        await websocket.accept()
+        await _serve_connection(host, websocket)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await host.start()
+        try:
+            yield
+        finally:
+            await host.stop()
+
+    return Starlette(
+        routes=[Route("/health", health), WebSocketRoute("/", ahp), WebSocketRoute("/ahp", ahp)],
+        lifespan=lifespan,
+    )
+
+
+async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
+    reader_done = asyncio.Event()
+    connection = ClientConnection(host, on_overflow=reader_done.set)
+
+    async def write() -> None:
+        while True:
+            frame = await connection.outbox.get()
+            if frame is None:
+                return
+            await websocket.send_text(frame)
+            if connection.close_requested and connection.outbox.empty():
+                reader_done.set()
+                return
+
+    writer = asyncio.create_task(write())
+    try:
+        while not reader_done.is_set():
+            receive = asyncio.create_task(websocket.receive())
+            stop = asyncio.create_task(reader_done.wait())
+            finished, _ = await asyncio.wait({receive, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if receive not in finished:
+                receive.cancel()
+                stop.cancel()
+                break
+            stop.cancel()
+            message = receive.result()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = message.get("text")
+            if text is None and message.get("bytes") is not None:
+                text = message["bytes"]
+            if text is not None:
+                await connection.receive(text)
+                if connection.close_requested:
+                    connection.outbox.put_nowait(None)
+                    await writer
+                    break
+    except WebSocketDisconnect:
+        pass
+    finally:
+        connection.closed()
+        writer.cancel()
+        try:
+            await websocket.close()
+        except Exception:
+            pass
+
+
+class RunningHost:
+    """A host serving on a bound socket (used by the CLI and by tests on port 0)."""
+
+    def __init__(self, server: Any, task: asyncio.Task[None], sock: socket.socket, host: AgentHost, token: str | None) -> None:
+        self.server = server
+        self.task = task
+        self.socket = sock
+        self.host = host
+        self.token = token
+        address = sock.getsockname()
+        self.address = address[0]
+        self.port = address[1]
+
+    @property
+    def url(self) -> str:
+        bracketed = f"[{self.address}]" if ":" in self.address else self.address
+        base = f"ws://{bracketed}:{self.port}/"
+        return f"{base}?token={self.token}" if self.token else base
+
+    @property
+    def http_url(self) -> str:
+        bracketed = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{bracketed}:{self.port}"
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        await self.task
+
+
+def _bind(address: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((address, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
+    """Bind, start serving in a task, and return once the host accepts connections."""
+    import uvicorn
+
+    config = host.config.server
+    sock = _bind(config.host, config.port)
+    uv_config = uvicorn.Config(
+        build_app(host, token=token),
+        ws="websockets-sansio",
+        ws_max_size=config.max_frame_bytes,
+        ws_per_message_deflate=False,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+    )
+    server = uvicorn.Server(uv_config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("the host stopped while starting")
+        await asyncio.sleep(0.01)
+    return RunningHost(server, task, sock, host, token)
+
+
+async def serve(host: AgentHost, *, token: str | None, announce: Any = print) -> None:
+    """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening."""
+    import signal
+
+    running = await start_host(host, token=token)
+    announce(f"agent-host listening on {running.url}")
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, lambda: setattr(running.server, "should_exit", True))
+        except (NotImplementedError, RuntimeError):
+            pass
+    await running.task

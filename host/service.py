@@ -1,0 +1,259 @@
+"""The host's AHP operations that are not tied to one connection.
+
+``AgentHost`` owns the store, the journal, the agents and the turn runner. Connections
+(``host.connection``) call it to create, dispose, list and page sessions and to read content;
+it keeps the root channel current (agents, active session count) and turns session changes into
+``root/sessionSummaryChanged`` notifications.
+
+Start-up recovers the store from the journal; any turn that was running when the host stopped is
+ended with a ``session/error`` saying so, sessions stuck in ``creating`` are prepared again, and
+stale active-client claims are released (no client is connected yet).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import mimetypes
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import unquote, urlparse
+
+from host.agents import Agent, OfflineAgent
+from host.config import HostConfig
+from host.errors import ErrorCode, RpcError
+from host.journal import Journal
+from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
+from host.store import ROOT, Store
+from host.turns import TurnRunner
+
+__all__ = ["AgentHost", "INTERRUPTED_ERROR"]
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED_ERROR = {
+    "errorType": "hostRestarted",
+    "message": "The agent host stopped while this turn was running, so it did not finish. "
+    "Send your message again to retry.",
+}
+
+_FETCH_LIMIT_MAX = 200
+_READ_LIMIT = 32 * 1024 * 1024
+
+
+def epoch_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class AgentHost:
+    def __init__(self, config: HostConfig, *, agents: Iterable[Agent] | None = None, in_memory: bool = False) -> None:
+        self.config = config
+        self.clock = epoch_ms
+        agent_list = list(agents) if agents is not None else self._default_agents()
+        self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
+        journal = None if in_memory else Journal(config.data_path() / "journal.sqlite3")
+        self.store = Store(
+            {"agents": [], "activeSessions": 0},
+            clock=self.clock,
+            journal=journal,
+            replay_capacity=config.server.replay_buffer,
+            snapshot_every=config.server.snapshot_every,
+        )
+        self.runner = TurnRunner(self.store, self.agents.get)
+        self.store.observers.append(self._publish_summary_changes)
+        self._connected: dict[str, int] = {}
+        self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
+
+    def _default_agents(self) -> list[Agent]:
+        if self.config.sessions.offline_agent:
+            return [OfflineAgent(delay=self.config.sessions.offline_delay)]
+        return []
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.store.recover()
+        agents = [agent.info() for agent in self.agents.values()]
+        root = self.store.state(ROOT) or {}
+        if root.get("agents") != agents:
+            self.store.dispatch(ROOT, {"type": "root/agentsChanged", "agents": agents})
+        self._publish_active_count()
+        for uri, state in list(self.store.channels("session")):
+            turn = state.get("activeTurn")
+            if turn is not None:
+                self.store.dispatch(uri, {"type": "session/error", "turnId": turn["id"], "error": INTERRUPTED_ERROR})
+            if state.get("activeClient") is not None:
+                self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": None})
+            if state.get("lifecycle") == "creating":
+                self.runner.prepare(uri)
+
+    async def stop(self) -> None:
+        await self.runner.close()
+        self.store.close()
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def create_session(self, params: dict[str, Any], client_id: str) -> None:
+        uri = params.get("channel")
+        if not is_session_uri(uri):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a session URI such as ahp-session:/<uuid>.")
+        if uri in self.store:
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"A session already exists at {uri}; pick a new URI.")
+        provider = params.get("provider")
+        if provider is None:
+            if not self.agents:
+                raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, "This host has no agents configured.")
+            provider = next(iter(self.agents))
+        if provider not in self.agents:
+            known = ", ".join(sorted(self.agents)) or "none"
+            raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"No agent {provider!r} on this host (available: {known}).")
+        model = params.get("model")
+        if isinstance(model, str):
+            model = {"id": model}  # older docs send a bare string
+        turns: list[dict[str, Any]] = []
+        fork = params.get("fork")
+        if fork is not None:
+            source = self.store.state(fork.get("session")) if self.store.kind(fork.get("session")) == "session" else None
+            if source is None:
+                raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"Cannot fork: no session {fork.get('session')}.")
+            copied = forked_turns(source, fork.get("turnId"))
+            if copied is None:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"Cannot fork: {fork.get('session')} has no completed turn {fork.get('turnId')}.")
+            turns = copied
+            model = model or source["summary"].get("model")
+        working_directory = params.get("workingDirectory")
+        active_client = params.get("activeClient")
+        if active_client is not None and active_client.get("clientId") != client_id:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "activeClient.clientId must be your own clientId.")
+        agent = self.agents[provider]
+        state = new_session_state(
+            uri,
+            provider=provider,
+            now=self.clock(),
+            model=model or _default_model(agent),
+            agent=params.get("agent"),
+            working_directory=working_directory or self.default_directory.as_uri(),
+            turns=turns,
+        )
+        self.store.create(uri, "session", state)
+        self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": state["summary"]})
+        self._publish_active_count()
+        if active_client is not None:
+            self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": active_client})
+        self.runner.prepare(uri)
+
+    def dispose_session(self, uri: Any) -> None:
+        if self.store.kind(uri) != "session":
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+        self.runner.forget(uri)
+        self.store.remove(uri)
+        self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
+        self._publish_active_count()
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        summaries = [state["summary"] for _, state in self.store.channels("session")]
+        summaries.sort(key=lambda summary: summary.get("modifiedAt", 0), reverse=True)
+        return summaries
+
+    def fetch_turns(self, uri: Any, before: Any, limit: Any) -> dict[str, Any]:
+        if self.store.kind(uri) != "session":
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+        turns = self.store.state(uri).get("turns") or []
+        end = len(turns)
+        if before is not None:
+            index = next((i for i, turn in enumerate(turns) if turn.get("id") == before), None)
+            if index is None:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"Session {uri} has no turn {before}.")
+            end = index
+        count = _FETCH_LIMIT_MAX if limit is None else max(0, min(int(limit), _FETCH_LIMIT_MAX))
+        start = max(0, end - count)
+        return {"turns": turns[start:end], "hasMore": start > 0}
+
+    # -- content -------------------------------------------------------------------------------
+
+    def read_resource(self, uri: str, encoding: str | None) -> dict[str, Any]:
+        path = self._readable_path(uri)
+        try:
+            if path.is_dir():
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is a directory; use resourceList.")
+            size = path.stat().st_size
+            if size > _READ_LIMIT:
+                raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is {size} bytes; the read limit is {_READ_LIMIT}.")
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.") from None
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not read {uri}.") from None
+        content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if encoding != "base64":
+            try:
+                result: dict[str, Any] = {"data": data.decode("utf-8"), "encoding": "utf-8"}
+            except UnicodeDecodeError:
+                result = {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
+        else:
+            result = {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
+        result["contentType"] = content_type
+        return result
+
+    def _readable_path(self, uri: str) -> Path:
+        parsed = urlparse(uri)
+        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a content reference this host serves.")
+        raw = unquote(parsed.path)
+        if "\x00" in raw:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, "A path cannot contain NUL bytes.")
+        path = Path(os.path.realpath(raw))
+        roots = self._allowed_roots()
+        if not any(path == root or root in path.parents for root in roots):
+            listed = ", ".join(str(root) for root in roots)
+            raise RpcError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{uri} is outside the directories this host may read ({listed}).",
+            )
+        return path
+
+    def _allowed_roots(self) -> list[Path]:
+        roots = {self.default_directory}
+        for _, state in self.store.channels("session"):
+            directory = state["summary"].get("workingDirectory")
+            if isinstance(directory, str) and directory.startswith("file:"):
+                roots.add(Path(os.path.realpath(unquote(urlparse(directory).path))))
+        return sorted(roots)
+
+    # -- clients -------------------------------------------------------------------------------
+
+    def client_connected(self, client_id: str) -> None:
+        self._connected[client_id] = self._connected.get(client_id, 0) + 1
+
+    def client_disconnected(self, client_id: str) -> None:
+        remaining = self._connected.get(client_id, 0) - 1
+        if remaining > 0:
+            self._connected[client_id] = remaining
+            return
+        self._connected.pop(client_id, None)
+        # PROTOCOL.md §4: a departed active client gives up the role.
+        for uri, state in list(self.store.channels("session")):
+            active = state.get("activeClient")
+            if isinstance(active, dict) and active.get("clientId") == client_id:
+                self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": None})
+
+    # -- root bookkeeping ----------------------------------------------------------------------
+
+    def _publish_active_count(self) -> None:
+        count = sum(1 for _ in self.store.channels("session"))
+        if (self.store.state(ROOT) or {}).get("activeSessions") != count:
+            self.store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": count})
+
+    def _publish_summary_changes(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+        if self.store.kind(channel) != "session":
+            return
+        changes = {k: v for k, v in summary_changes(before.get("summary"), after.get("summary")).items() if v is not None}
+        if changes:
+            self.store.notify(ROOT, "root/sessionSummaryChanged", {"channel": ROOT, "session": channel, "changes": changes})
+
+
+def _default_model(agent: Agent) -> dict[str, Any] | None:
+    models = agent.info().get("models") or []
+    return {"id": models[0]["id"]} if models else None

@@ -1,0 +1,95 @@
+"""Shared fixtures: a real host on 127.0.0.1 port 0, and clients whose every received frame is
+checked against ahp-0.2.0.schema.json (a frame that does not validate fails the test that
+received it)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host.client import AhpClient
+from host.config import load_config
+from host.server import RunningHost, start_host
+from host.service import AgentHost
+from tests.wire import FrameValidator
+
+TOKEN = "test-token-0123456789"
+
+# Nothing in the test suite may reach the network: refuse any connection that is not loopback.
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        if host not in ("127.0.0.1", "::1", "localhost") and not str(host).startswith("127."):
+            raise ConnectionRefusedError(f"tests are offline: refused a connection to {host}")
+    return _real_connect(self, address)
+
+
+socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+
+
+class FrameChecker:
+    """Collects schema violations seen by client frame hooks; the test fails at teardown."""
+
+    def __init__(self) -> None:
+        self.validator = FrameValidator()
+        self.failures: list[str] = []
+        self.frames = 0
+
+    def hook(self, frame: dict, answered_method: str | None) -> None:
+        self.frames += 1
+        try:
+            self.validator.check_server_frame(frame, answered_method=answered_method)
+        except AssertionError as error:
+            self.failures.append(str(error))
+
+
+@pytest.fixture
+def frame_checker() -> Any:
+    checker = FrameChecker()
+    yield checker
+    assert not checker.failures, "the host sent frames that do not validate:\n" + "\n".join(checker.failures[:5])
+
+
+def host_config(data_dir: Path, **sessions: Any):
+    sessions.setdefault("offline_delay", 0)
+    return load_config(
+        None,
+        overrides={"server": {"port": 0, "data_dir": str(data_dir), "token": TOKEN}, "sessions": sessions},
+        environ={},
+    )
+
+
+@pytest.fixture
+async def running_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
+    host = AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path)))
+    running = await start_host(host, token=TOKEN)
+    yield running
+    await running.stop()
+
+
+Connect = Callable[..., Awaitable[AhpClient]]
+
+
+@pytest.fixture
+async def connect(running_host: RunningHost, frame_checker: FrameChecker) -> AsyncIterator[Connect]:
+    """``await connect(subscriptions=[...])`` → an initialized client of ``running_host``."""
+    clients: list[AhpClient] = []
+
+    async def factory(*, subscriptions: tuple[str, ...] = ("ahp-root://",), initialize: bool = True, **kwargs: Any) -> AhpClient:
+        kwargs.setdefault("token", TOKEN)
+        client = await AhpClient.connect(running_host.url.split("?")[0], frame_hook=frame_checker.hook, **kwargs)
+        clients.append(client)
+        if initialize:
+            await client.initialize(subscriptions=list(subscriptions))
+        return client
+
+    yield factory
+    for client in clients:
+        await client.close()
