@@ -1,0 +1,151 @@
+"""OpenAI Chat Completions provider, for api.openai.com and OpenAI-compatible servers (``base_url``).
+
+Builds the classic ``messages`` list (system, user with text/image parts, assistant with
+``tool_calls``, one ``role: tool`` message per result) and translates the chunk stream with
+:class:`providers.openai.chat_stream.ChatStreamTranslator`. Reasoning is shown but never sent
+back: Chat Completions has no portable way to replay it (DeepSeek even rejects it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from ..errors import ProviderError, ProviderUnavailableError
+from ..events import StreamEvent
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    ModelRequest,
+    TextContent,
+    ToolResultsMessage,
+    UserContent,
+    UserMessage,
+)
+from ._errors import map_error
+from .chat_stream import ChatStreamTranslator
+from .responses import make_client
+
+PROVIDER = "openai"
+
+
+class OpenAIChatProvider:
+    """Streams ``client.chat.completions.create(stream=True)``; set ``base_url`` for compatible servers."""
+
+    name = PROVIDER
+    api = "openai-chat"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        organization: str | None = None,
+        http_client: Any = None,
+        timeout: float | None = 600.0,
+        max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens",
+    ) -> None:
+        self._kwargs = {"base_url": base_url, "organization": organization, "http_client": http_client, "timeout": timeout}
+        self._api_key = api_key
+        self.max_tokens_field = max_tokens_field
+        """Older compatible servers only understand ``max_tokens``."""
+        self._client: Any = None
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            self._client = make_client(self._api_key, **self._kwargs)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        return build_params(request, max_tokens_field=self.max_tokens_field)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
+        try:
+            sdk_stream = await self._sdk().chat.completions.create(**params, stream=True)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
+        try:
+            async for chunk in sdk_stream:
+                for event in translator.feed(chunk):
+                    yield event
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        finally:
+            await sdk_stream.close()
+        if translator.finish_reason is None:
+            raise ProviderUnavailableError(
+                "The connection dropped before the model finished answering. Try again.", provider=PROVIDER
+            )
+        for event in translator.close():
+            yield event
+
+
+def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completion_tokens") -> dict[str, Any]:
+    """The ``chat.completions.create`` keyword arguments for ``request`` (without ``stream``)."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": build_messages(request),
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.input_schema, "strict": False},
+            }
+            for t in request.tools
+        ]
+    if request.openai.reasoning_effort is not None:
+        params["reasoning_effort"] = request.openai.reasoning_effort
+    if request.max_tokens is not None:
+        params[max_tokens_field] = request.max_tokens
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    return params
+
+
+def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The Chat Completions ``messages`` list for ``request``."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        match message:
+            case UserMessage():
+                out.append({"role": "user", "content": _content(message.content)})
+            case AssistantMessage():
+                calls = [
+                    {"id": c.tool_call_id, "type": "function", "function": {"name": c.tool_name, "arguments": c.arguments}}
+                    for c in message.tool_calls
+                ]
+                entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+                if calls:
+                    entry["tool_calls"] = calls
+                if entry["content"] is not None or calls:
+                    out.append(entry)
+            case ToolResultsMessage():
+                for result in message.results:
+                    out.append({"role": "tool", "content": _content(result.content), "tool_call_id": result.tool_call_id})
+    return out
+
+
+def _content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:
+    if len(content) == 1 and isinstance(content[0], TextContent):
+        return content[0].text
+    return [_part(c) for c in content]
+
+
+def _part(content: UserContent) -> dict[str, Any]:
+    if isinstance(content, ImageContent):
+        return {"type": "image_url", "image_url": {"url": content.data_url()}}
+    return {"type": "text", "text": content.text}

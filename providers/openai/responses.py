@@ -1,0 +1,258 @@
+"""OpenAI Responses API provider (official ``openai`` SDK 2.x, ``AsyncOpenAI``, streamed).
+
+Each output item becomes one neutral part, keyed by the item id: a ``reasoning`` item → a
+reasoning part (its summary parts joined by a blank line), a ``message`` → a text part, a
+``function_call`` → a tool-call part fed by ``function_call_arguments.delta``. At
+``output_item.done`` the finished item is attached as ``native``; :func:`build_params` sends it
+back as-is, so reasoning items survive tool loops. Usage: ``input_tokens`` here excludes cached
+tokens (reported as ``cache_read_tokens``), matching the neutral model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..accumulator import StreamAccumulator
+from ..errors import AuthenticationError, ProviderError, ProviderUnavailableError
+from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
+from ..messages import (
+    AssistantMessage,
+    ImageContent,
+    ModelRequest,
+    ReasoningPart,
+    TextContent,
+    TextPart,
+    ToolCallPart,
+    ToolResultsMessage,
+    UserContent,
+    UserMessage,
+)
+from ._errors import error_from_payload, map_error
+
+PROVIDER = "openai"
+_PART_ITEMS = {"reasoning": "reasoning", "message": "text", "function_call": "tool_call"}
+
+
+class OpenAIResponsesProvider:
+    """Streams OpenAI models through ``client.responses.create(stream=True)``."""
+
+    name = PROVIDER
+    api = "openai-responses"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        organization: str | None = None,
+        http_client: Any = None,
+        timeout: float | None = 600.0,
+    ) -> None:
+        self._kwargs = {"base_url": base_url, "organization": organization, "http_client": http_client, "timeout": timeout}
+        self._api_key = api_key
+        self._client: Any = None
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            self._client = make_client(self._api_key, **self._kwargs)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        return build_params(request)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
+        try:
+            sdk_stream = await self._sdk().responses.create(**params, stream=True)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        translator = _Translator()
+        try:
+            async for raw in sdk_stream:
+                for event in translator.feed(raw):
+                    yield event
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise map_error(exc) from exc
+        finally:
+            await sdk_stream.close()
+        if not translator.finished:
+            raise ProviderUnavailableError(
+                "The connection to OpenAI dropped before the response finished. Try again.", provider=PROVIDER
+            )
+
+
+def make_client(api_key: str | None, **kwargs: Any) -> Any:
+    """An ``AsyncOpenAI`` with SDK retries off; a missing key is an :class:`AuthenticationError`."""
+    import openai
+
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise AuthenticationError("No OpenAI API key is configured: set OPENAI_API_KEY.", provider=PROVIDER)
+    options = {k: v for k, v in kwargs.items() if v is not None}
+    return openai.AsyncOpenAI(api_key=key, max_retries=0, **options)
+
+
+class _Translator:
+    """Responses stream events → neutral events, for one response."""
+
+    def __init__(self) -> None:
+        self.acc = StreamAccumulator(api="openai-responses", provider=PROVIDER)
+        self.finished = False
+        self._ignored: set[str] = set()
+        self._saw_function_call = False
+
+    def feed(self, raw: Any) -> list[StreamEvent]:
+        kind = raw.type
+        if kind == "response.output_item.added":
+            return self._item_added(raw.item)
+        if kind == "response.output_item.done":
+            return self._item_done(raw.item)
+        if kind in {
+            "response.output_text.delta",
+            "response.refusal.delta",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_text.delta",
+            "response.function_call_arguments.delta",
+        }:
+            if raw.item_id in self._ignored or not raw.delta:
+                return []
+            return [self.acc.delta(raw.item_id, raw.delta)]
+        if kind == "response.reasoning_summary_part.added" and raw.summary_index > 0:
+            return [self.acc.delta(raw.item_id, "\n\n")]  # keep summary sections apart
+        if kind in {"response.completed", "response.incomplete"}:
+            return self._completed(raw.response)
+        if kind == "response.failed":
+            error = raw.response.error
+            payload = error.model_dump() if error is not None else {"message": "the response failed"}
+            raise error_from_payload(payload, provider=PROVIDER)
+        if kind == "error":
+            raise error_from_payload({"code": raw.code, "message": raw.message}, provider=PROVIDER)
+        return []
+
+    def _item_added(self, item: Any) -> list[StreamEvent]:
+        part_kind = _PART_ITEMS.get(item.type)
+        if part_kind is None:
+            self._ignored.add(item.id)  # hosted tools (web search ...) are not neutral parts yet
+            return []
+        if part_kind == "tool_call":
+            self._saw_function_call = True
+            events: list[StreamEvent] = [
+                self.acc.start(item.id, "tool_call", tool_call_id=item.call_id, tool_name=item.name)
+            ]
+            if item.arguments:
+                events.append(self.acc.delta(item.id, item.arguments))
+            return events
+        return [self.acc.start(item.id, part_kind)]
+
+    def _item_done(self, item: Any) -> list[StreamEvent]:
+        if item.id in self._ignored:
+            return []
+        native = item.model_dump(mode="json", exclude_none=True)
+        if item.type == "function_call" and not self.acc.part_text(item.id) and item.arguments:
+            self.acc.delta(item.id, item.arguments)  # servers that only send the final arguments
+        return [self.acc.end(item.id, native)]
+
+    def _completed(self, response: Any) -> list[StreamEvent]:
+        self.finished = True
+        events: list[StreamEvent] = list(self.acc.end_all())
+        if response.usage is not None:
+            events.append(UsageReport(usage=_usage(response.usage)))
+        raw_reason = response.incomplete_details.reason if response.incomplete_details else response.status
+        reason: FinishReason
+        if response.status == "incomplete":
+            reason = "max_tokens" if raw_reason == "max_output_tokens" else "content_filter" if raw_reason == "content_filter" else "other"
+        else:
+            reason = "tool_calls" if self._saw_function_call else "stop"
+        events.append(Finish(reason=reason, raw_reason=raw_reason, response_id=response.id, model=response.model))
+        return events
+
+
+def _usage(usage: Any) -> Usage:
+    cached = getattr(usage.input_tokens_details, "cached_tokens", 0) or 0
+    reasoning = getattr(usage.output_tokens_details, "reasoning_tokens", 0) or 0
+    return Usage(
+        input_tokens=usage.input_tokens - cached,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=cached,
+        reasoning_tokens=reasoning,
+    )
+
+
+# ---- request building ------------------------------------------------------------------
+
+
+def build_params(request: ModelRequest) -> dict[str, Any]:
+    """The ``responses.create`` keyword arguments for ``request`` (without ``stream``)."""
+    options = request.openai
+    items: list[dict[str, Any]] = []
+    if request.system:
+        items.append({"role": "developer", "content": request.system})
+    for message in request.messages:
+        match message:
+            case UserMessage():
+                items.append({"role": "user", "content": _user_content(message.content)})
+            case AssistantMessage():
+                items.extend(_assistant_items(message))
+            case ToolResultsMessage():
+                for result in message.results:
+                    output = _user_content(result.content)
+                    items.append({"type": "function_call_output", "call_id": result.tool_call_id, "output": output})
+    params: dict[str, Any] = {"model": request.model, "input": items}
+    if request.tools:
+        params["tools"] = [
+            {"type": "function", "name": t.name, "description": t.description, "parameters": t.input_schema, "strict": False}
+            for t in request.tools
+        ]
+    reasoning = {"effort": options.reasoning_effort, "summary": options.reasoning_summary}
+    if any(v is not None for v in reasoning.values()):
+        params["reasoning"] = {k: v for k, v in reasoning.items() if v is not None}
+    if request.max_tokens is not None:
+        params["max_output_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        params["temperature"] = request.temperature
+    if options.store is not None:
+        params["store"] = options.store
+        if not options.store:
+            params["include"] = ["reasoning.encrypted_content"]  # reasoning must travel with us
+    return params
+
+
+def _user_content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:
+    if len(content) == 1 and isinstance(content[0], TextContent):
+        return content[0].text
+    return [_input_part(c) for c in content]
+
+
+def _input_part(content: UserContent) -> dict[str, Any]:
+    if isinstance(content, ImageContent):
+        return {"type": "input_image", "image_url": content.data_url(), "detail": "auto"}
+    return {"type": "input_text", "text": content.text}
+
+
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    native_ok = message.api == "openai-responses"
+    items: list[dict[str, Any]] = []
+    for part in message.parts:
+        if native_ok and part.native is not None:
+            items.append(dict(part.native))
+            continue
+        match part:
+            case TextPart() if part.text:
+                items.append({"role": "assistant", "content": part.text})
+            case ToolCallPart():
+                items.append(
+                    {"type": "function_call", "call_id": part.tool_call_id, "name": part.tool_name, "arguments": part.arguments}
+                )
+            case ReasoningPart():
+                pass  # another API's reasoning cannot be replayed as an OpenAI reasoning item
+    return items
