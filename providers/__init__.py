@@ -1,0 +1,159 @@
+"""Model providers behind one neutral streaming interface. Deliberately not AHP-aware.
+
+How the turn loop uses this package::
+
+    provider = AnthropicProvider()                      # or OpenAIResponsesProvider(), ...
+    request = ModelRequest(model="claude-sonnet-4-5", system=..., messages=history, tools=...)
+    acc = StreamAccumulator(api=provider.api)
+    try:
+        async for event in provider.stream(request):    # one model call
+            acc.apply(event)
+            match event:
+                case PartStart(part_kind="text" | "reasoning"): ...    # new markdown/reasoning part
+                case PartStart(part_kind="tool_call"): ...             # toolCallStart(tool_call_id, tool_name)
+                case PartDelta(part_kind="tool_call"): ...             # toolCallDelta(raw JSON text)
+                case PartDelta(): ...                                  # text/reasoning delta
+                case PartEnd(part_kind="tool_call"): ...               # arguments final → toolCallReady
+                case UsageReport(usage=u): ...                         # cumulative; latest wins
+                case Finish(reason=r): ...                             # "tool_calls" → run tools, call again
+    except ProviderError as err:                        # err.error_type, str(err), err.retryable, err.retry_after
+        ...
+    history += (acc.message(),)                         # keeps native payloads for replay
+    history += (ToolResultsMessage(results=(ToolResult.of(call_id, name, "output"),)),)
+
+Invariants: events follow :mod:`providers.events` (start → deltas → end per part index, then
+one ``Finish``); errors follow :mod:`providers.errors`; providers never retry. Importing
+``providers`` loads neither ``openai``, ``anthropic``, ``litellm`` nor ``httpx2``: the vendor
+classes below are loaded on first attribute access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .accumulator import StreamAccumulator, UnexpectedDeltaError
+from .base import Provider
+from .errors import (
+    AuthenticationError,
+    ContextLengthError,
+    InvalidRequestError,
+    ModelNotFoundError,
+    ProviderError,
+    ProviderProtocolError,
+    ProviderUnavailableError,
+    RateLimitError,
+    RequestCancelledError,
+)
+from .events import (
+    Finish,
+    FinishReason,
+    PartDelta,
+    PartEnd,
+    PartKind,
+    PartStart,
+    StreamEvent,
+    StreamEventAdapter,
+    Usage,
+    UsageReport,
+)
+from .messages import (
+    AnthropicOptions,
+    AnthropicThinkingAdaptive,
+    AnthropicThinkingBudget,
+    ApiName,
+    AssistantMessage,
+    ImageContent,
+    Message,
+    MessageAdapter,
+    ModelRequest,
+    OpenAIOptions,
+    ReasoningPart,
+    TextContent,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+    ToolResult,
+    ToolResultsMessage,
+    UserMessage,
+)
+from .scripted import Pause, Script, ScriptedProvider
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicProvider
+    from .cassette import CassetteError, RecordingTransport, ReplayTransport, replay_client
+    from .litellm import LiteLLMProvider
+    from .openai import OpenAIChatProvider, OpenAIResponsesProvider
+
+_LAZY = {
+    "AnthropicProvider": ".anthropic",
+    "OpenAIResponsesProvider": ".openai",
+    "OpenAIChatProvider": ".openai",
+    "LiteLLMProvider": ".litellm",
+    "CassetteError": ".cassette",
+    "ReplayTransport": ".cassette",
+    "RecordingTransport": ".cassette",
+    "replay_client": ".cassette",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'providers' has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)
+
+
+__all__ = [
+    "AnthropicOptions",
+    "AnthropicProvider",
+    "AnthropicThinkingAdaptive",
+    "AnthropicThinkingBudget",
+    "ApiName",
+    "AssistantMessage",
+    "AuthenticationError",
+    "CassetteError",
+    "ContextLengthError",
+    "Finish",
+    "FinishReason",
+    "ImageContent",
+    "InvalidRequestError",
+    "LiteLLMProvider",
+    "Message",
+    "MessageAdapter",
+    "ModelNotFoundError",
+    "ModelRequest",
+    "OpenAIChatProvider",
+    "OpenAIOptions",
+    "OpenAIResponsesProvider",
+    "PartDelta",
+    "PartEnd",
+    "PartKind",
+    "PartStart",
+    "Pause",
+    "Provider",
+    "ProviderError",
+    "ProviderProtocolError",
+    "ProviderUnavailableError",
+    "RateLimitError",
+    "ReasoningPart",
+    "RecordingTransport",
+    "ReplayTransport",
+    "RequestCancelledError",
+    "Script",
+    "ScriptedProvider",
+    "StreamAccumulator",
+    "StreamEvent",
+    "StreamEventAdapter",
+    "TextContent",
+    "TextPart",
+    "ToolCallPart",
+    "ToolDefinition",
+    "ToolResult",
+    "ToolResultsMessage",
+    "UnexpectedDeltaError",
+    "Usage",
+    "UsageReport",
+    "UserMessage",
+    "replay_client",
+]

@@ -99,7 +99,7 @@ def reply(text_content: str, *, reasoning_text: str | None = None) -> Script:
     steps: list[Step] = []
     if reasoning_text is not None:
         steps += reasoning(reasoning_text, index=0)
-    steps += text(text_content, index=len(steps) and 1)
+    steps += text(text_content, index=1 if reasoning_text is not None else 0)
     return Script(tuple(steps + finish("stop")))
 
 
