@@ -1,0 +1,289 @@
+"""Parsers for JSON component configs: hooks (FORMAT.md 3.6) and MCP servers (3.7).
+
+Contract:
+- Input is already-decoded JSON plus the span table of the file it came from, so servers and
+  inline hook blocks get a ``range``. Parsers never raise; they report and skip.
+- Hooks: the wrapped form ``{"hooks": {Event: [rule...]}}`` (files) or, inline in a manifest,
+  either that or the flat ``{Event: [rule...]}``. A rule is ``{matcher?, hooks: [action...]}``
+  or a flat action (Cursor/Copilot CLI). Only ``command`` actions run; ``prompt``/``agent``/
+  ``http`` actions are skipped with an info note. Unknown events are ignored (info).
+  An invalid matcher regex skips its rule (problem).
+- MCP: ``{"mcpServers": {name: server}}`` or the flat ``{name: server}``. Transport is
+  ``stdio`` (a ``command``, or type stdio/local), ``http`` (a ``url``, or type
+  http/streamable-http) or ``sse``; anything else is skipped (problem).
+- Strings are expanded per :mod:`plugins.expand`; relative ``cwd`` values resolve against
+  the plugin root, which is also the default ``cwd`` of stdio servers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from plugins import _schema as schema
+from plugins._collect import Report
+from plugins._jsonspan import Span
+from plugins.diagnostics import Severity
+from plugins.expand import expand_config, expand_hook_command
+from plugins.model import DEFAULT_HOOK_TIMEOUT, Hook, HookEvent, McpServer
+
+__all__: list[str] = []
+
+JsonPath = tuple["str | int", ...]
+
+_TRANSPORTS = {
+    "stdio": "stdio",
+    "local": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamablehttp": "http",
+    "sse": "sse",
+}
+
+
+def parse_hook_events(
+    events: Any,
+    *,
+    source: Path,
+    plugin_root: Path,
+    plugin_vars: Mapping[str, str],
+    environ: Mapping[str, str],
+    report: Report,
+    where: tuple[str, ...] = ("hooks",),
+) -> tuple[Hook, ...]:
+    """Parse an ``{Event: [rule, ...]}`` map into runnable hooks, in declaration order."""
+    if not isinstance(events, dict):
+        report(Severity.PROBLEM, where, "expected a mapping of event names to lists of rules; hooks skipped")
+        return ()
+    hooks: list[Hook] = []
+    for event_name, rules in events.items():
+        event = HookEvent.parse(event_name)
+        at = where + (event_name,)
+        if event is None:
+            report(Severity.INFO, at, "unknown hook event (ignored)")
+            continue
+        if not isinstance(rules, list):
+            report(Severity.PROBLEM, at, "expected a list of hook rules; event skipped")
+            continue
+        for index, rule in enumerate(rules):
+            hooks.extend(
+                _parse_rule(rule, event, at + (str(index),), source, plugin_root, plugin_vars, environ, report)
+            )
+    return tuple(hooks)
+
+
+def _parse_rule(
+    rule: Any,
+    event: HookEvent,
+    at: tuple[str, ...],
+    source: Path,
+    plugin_root: Path,
+    plugin_vars: Mapping[str, str],
+    environ: Mapping[str, str],
+    report: Report,
+) -> list[Hook]:
+    if not isinstance(rule, dict):
+        report(Severity.PROBLEM, at, "expected a hook rule object; skipped")
+        return []
+    values = schema.HOOK_RULE.validate(rule, report, at)
+    matcher = values.get("matcher")
+    if matcher is not None:
+        try:
+            re.compile(matcher)
+        except re.error as exc:
+            report(Severity.PROBLEM, at + ("matcher",), f"not a valid regular expression ({exc.msg}); rule skipped")
+            return []
+    if "hooks" in rule:
+        actions = rule["hooks"]
+        if not isinstance(actions, list):
+            report(Severity.PROBLEM, at + ("hooks",), "expected a list of hook actions; rule skipped")
+            return []
+        action_list = [(action, at + ("hooks", str(i))) for i, action in enumerate(actions)]
+    elif "command" in rule or "bash" in rule:
+        action_list = [({k: v for k, v in rule.items() if k != "matcher"}, at)]
+    else:
+        report(Severity.PROBLEM, at, "a hook rule needs a 'hooks' list; skipped")
+        return []
+    hooks = []
+    for action, action_at in action_list:
+        hook = _parse_action(action, event, matcher, action_at, source, plugin_root, plugin_vars, environ, report)
+        if hook is not None:
+            hooks.append(hook)
+    return hooks
+
+
+def _parse_action(
+    action: Any,
+    event: HookEvent,
+    matcher: str | None,
+    at: tuple[str, ...],
+    source: Path,
+    plugin_root: Path,
+    plugin_vars: Mapping[str, str],
+    environ: Mapping[str, str],
+    report: Report,
+) -> Hook | None:
+    if not isinstance(action, dict):
+        report(Severity.PROBLEM, at, "expected a hook action object; skipped")
+        return None
+    values = schema.HOOK_ACTION.validate(action, report, at)
+    kind = values.get("type", "command")
+    if kind != "command":
+        report(Severity.INFO, at + ("type",), f"{kind!r} hook actions are not run by this host (skipped)")
+        return None
+    command = values.get("command") or values.get("bash")
+    if not command or not command.strip():
+        report(Severity.PROBLEM, at + ("command",), "a command hook needs a command; skipped")
+        return None
+    timeout = values.get("timeout", values.get("timeoutSec", DEFAULT_HOOK_TIMEOUT))
+    env = {k: expand_config(v, plugin_vars, environ) for k, v in values.get("env", {}).items()}
+    env.update(plugin_vars)
+    cwd = values.get("cwd")
+    return Hook(
+        event=event,
+        command=expand_hook_command(command, plugin_vars),
+        plugin_root=plugin_root,
+        source=source,
+        matcher=matcher,
+        timeout=timeout if timeout > 0 else DEFAULT_HOOK_TIMEOUT,
+        env=env,
+        cwd=_resolve_cwd(expand_config(cwd, plugin_vars, environ), plugin_root) if cwd else None,
+    )
+
+
+def parse_hooks_document(
+    data: Any,
+    *,
+    source: Path,
+    plugin_root: Path,
+    plugin_vars: Mapping[str, str],
+    environ: Mapping[str, str],
+    report: Report,
+    allow_flat: bool = False,
+) -> tuple[Hook, ...]:
+    """A hooks file (or inline block): wrapped ``{"hooks": {...}}``; flat only if allowed."""
+    if not isinstance(data, dict):
+        report(Severity.PROBLEM, (), "hooks config must be a JSON object; skipped")
+        return ()
+    if isinstance(data.get("hooks"), dict):
+        values = schema.HOOKS_FILE.validate(data, report)
+        if values.get("disableAllHooks"):
+            report(Severity.INFO, ("disableAllHooks",), "all hooks in this file are disabled")
+            return ()
+        return parse_hook_events(
+            data["hooks"], source=source, plugin_root=plugin_root, plugin_vars=plugin_vars,
+            environ=environ, report=report,
+        )
+    if allow_flat:
+        return parse_hook_events(
+            data, source=source, plugin_root=plugin_root, plugin_vars=plugin_vars,
+            environ=environ, report=report, where=(),
+        )
+    report(Severity.PROBLEM, ("hooks",), "required key is missing (expected {\"hooks\": {Event: [...]}}); skipped")
+    return ()
+
+
+def parse_mcp_document(
+    data: Any,
+    *,
+    source: Path,
+    spans: Mapping[JsonPath, Span],
+    span_prefix: JsonPath,
+    plugin_root: Path,
+    plugin_vars: Mapping[str, str],
+    environ: Mapping[str, str],
+    report: Report,
+) -> list[McpServer]:
+    """Servers of one MCP config, wrapped or flat; ``span_prefix`` locates ``data`` in its file."""
+    if not isinstance(data, dict):
+        report(Severity.PROBLEM, (), "MCP config must be a JSON object; skipped")
+        return []
+    if isinstance(data.get("mcpServers"), dict):
+        for key in data:
+            if key != "mcpServers":
+                report(Severity.WARNING, (key,), "unknown MCP config key (ignored)")
+        servers, prefix = data["mcpServers"], span_prefix + ("mcpServers",)
+    else:
+        servers, prefix = data, span_prefix
+    result = []
+    for name, entry in servers.items():
+        at = tuple(str(p) for p in prefix) + (name,)
+        server = _parse_server(name, entry, at, source, plugin_root, plugin_vars, environ, report)
+        if server is not None:
+            result.append(_with_range(server, spans.get(prefix + (name,))))
+    return result
+
+
+def _with_range(server: McpServer, span: Span | None) -> McpServer:
+    return replace(server, range=span)
+
+
+def _parse_server(
+    name: str,
+    entry: Any,
+    at: tuple[str, ...],
+    source: Path,
+    plugin_root: Path,
+    plugin_vars: Mapping[str, str],
+    environ: Mapping[str, str],
+    report: Report,
+) -> McpServer | None:
+    if not isinstance(entry, dict):
+        report(Severity.PROBLEM, at, "expected an MCP server object; skipped")
+        return None
+    values = schema.MCP_SERVER.validate(entry, report, at)
+    declared = values.get("type") or values.get("transport")
+    if declared is not None:
+        transport = _TRANSPORTS.get(declared.lower())
+        if transport is None:
+            report(Severity.PROBLEM, at + ("type",), f"unsupported MCP transport {declared!r}; server skipped")
+            return None
+    elif "command" in values:
+        transport = "stdio"
+    elif "url" in values:
+        transport = "http"
+    else:
+        report(Severity.PROBLEM, at, "an MCP server needs a 'command' or a 'url'; skipped")
+        return None
+
+    def expand(value: str) -> str:
+        return expand_config(value, plugin_vars, environ)
+
+    env = {key: expand(value) for key, value in values.get("env", {}).items()}
+    env.update(plugin_vars)
+    if transport == "stdio":
+        command = values.get("command", "").strip()
+        if not command:
+            report(Severity.PROBLEM, at + ("command",), "a stdio MCP server needs a command; skipped")
+            return None
+        cwd = values.get("cwd")
+        return McpServer(
+            name=name,
+            transport="stdio",
+            path=source,
+            plugin_root=plugin_root,
+            command=expand(command),
+            args=tuple(expand(arg) for arg in values.get("args", ())),
+            env=env,
+            cwd=_resolve_cwd(expand(cwd), plugin_root) if cwd else plugin_root,
+        )
+    url = values.get("url", "").strip()
+    if not url:
+        report(Severity.PROBLEM, at + ("url",), f"a {transport} MCP server needs a url; skipped")
+        return None
+    return McpServer(
+        name=name,
+        transport=transport,  # type: ignore[arg-type]
+        path=source,
+        plugin_root=plugin_root,
+        url=expand(url),
+        headers={key: expand(value) for key, value in values.get("headers", {}).items()},
+        env=env,
+    )
+
+
+def _resolve_cwd(value: str, plugin_root: Path) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else plugin_root / path

@@ -1,0 +1,219 @@
+"""Workspace customization directories (FORMAT.md 6.1): one container per watched folder.
+
+Contract:
+- A :class:`DirectorySpec` names a folder relative to the session's working directory, the
+  file format found there, and the one AHP child kind (``contents``) it yields.
+  :data:`WORKSPACE_DIRECTORIES` lists the folders a host watches by default
+  (``.github/instructions``, ``.github/prompts``, ``.github/agents``, skills folders, hooks,
+  Cursor rules, Claude agents/commands) plus :data:`INSTRUCTION_FILES`, a file-set container
+  over ``AGENTS.md``, ``CLAUDE.md`` and ``.github/copilot-instructions.md`` (always-on rules).
+- :func:`load_directory` never raises. A folder that does not exist yet loads as ``loaded``
+  with no components (``exists=False``), so clients can write into it when ``writable``.
+  Bad files are skipped and reported (``degraded``); unknown keys only warn.
+- Variables in hooks files resolve ``${PLUGIN_ROOT}`` to the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from plugins._collect import Collector
+from plugins._components import parse_agent, parse_command, parse_prompt, parse_rule, parse_skill
+from plugins._config import parse_hooks_document
+from plugins._jsonspan import JsonSyntaxError, parse_json
+from plugins.diagnostics import Severity, load_state_from
+from plugins.expand import plugin_variables
+from plugins.model import ContainerKind, HookFile, LoadedDirectory
+
+__all__ = ["DirectoryFormat", "DirectorySpec", "INSTRUCTION_FILES", "WORKSPACE_DIRECTORIES", "load_directory",
+           "load_workspace_directories"]
+
+DirectoryFormat = Literal["instructions", "rules", "prompts", "agents", "skills", "commands", "hooks", "files"]
+
+_CONTENTS: dict[str, ContainerKind] = {
+    "instructions": "rule", "rules": "rule", "files": "rule", "prompts": "prompt", "agents": "agent",
+    "skills": "skill", "commands": "skill", "hooks": "hook",
+}
+_SUFFIXES = {
+    "instructions": (".instructions.md",),
+    "rules": (".mdc", ".md"),
+    "prompts": (".prompt.md",),
+    "agents": (".agent.md", ".chatmode.md", ".md"),
+    "commands": (".md",),
+    "hooks": (".json",),
+}
+
+
+@dataclass(frozen=True)
+class DirectorySpec:
+    """A watched folder (or, for ``files``, a fixed set of files) and how to read it."""
+
+    relative: str
+    format: DirectoryFormat
+    name: str | None = None
+    """Display name; defaults to ``relative``."""
+    writable: bool = True
+    files: tuple[str, ...] = ()
+    """For the ``files`` format: paths relative to the working directory."""
+
+    @property
+    def contents(self) -> ContainerKind:
+        """The AHP child kind this container holds."""
+        return _CONTENTS[self.format]
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.relative
+
+
+INSTRUCTION_FILES = DirectorySpec(
+    ".", "files", name="Workspace instructions", writable=False,
+    files=("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"),
+)
+
+WORKSPACE_DIRECTORIES: tuple[DirectorySpec, ...] = (
+    DirectorySpec(".github/instructions", "instructions"),
+    DirectorySpec(".github/prompts", "prompts"),
+    DirectorySpec(".github/agents", "agents"),
+    DirectorySpec(".github/skills", "skills"),
+    DirectorySpec(".claude/skills", "skills"),
+    DirectorySpec(".agents/skills", "skills"),
+    DirectorySpec(".github/hooks", "hooks"),
+    DirectorySpec(".cursor/rules", "rules"),
+    DirectorySpec(".claude/agents", "agents"),
+    DirectorySpec(".claude/commands", "commands"),
+    INSTRUCTION_FILES,
+)
+
+
+def load_workspace_directories(
+    working_directory: str | os.PathLike[str],
+    specs: tuple[DirectorySpec, ...] = WORKSPACE_DIRECTORIES,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> list[LoadedDirectory]:
+    """Load every spec against one working directory, in spec order."""
+    return [load_directory(working_directory, spec, environ=environ) for spec in specs]
+
+
+def load_directory(
+    working_directory: str | os.PathLike[str],
+    spec: DirectorySpec,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedDirectory:
+    """Parse one watched folder of ``working_directory``."""
+    workspace = Path(working_directory).expanduser().absolute()
+    folder = (workspace / spec.relative) if spec.relative != "." else workspace
+    collector = Collector(spec.display_name, folder, "directory")
+    report_for = collector.for_file
+    items: dict[str, list[Any]] = {"skills": [], "commands": [], "agents": [], "rules": [], "prompts": [],
+                                   "hook_files": []}
+    exists = folder.is_dir()
+    if spec.format == "files":
+        for relative in spec.files:
+            path = workspace / relative
+            if path.is_file():
+                rule = parse_rule(path, report_for(path), mode="always")
+                if rule is not None:
+                    items["rules"].append(replace(rule, name=relative))
+    elif exists:
+        _load_folder(folder, spec, workspace, environ, collector, items)
+    _drop_duplicates(items, collector)
+    diagnostics = tuple(collector.items)
+    return LoadedDirectory(
+        name=spec.display_name,
+        root=folder,
+        state=load_state_from(diagnostics),
+        diagnostics=diagnostics,
+        contents=spec.contents,
+        exists=exists,
+        writable=spec.writable,
+        files=tuple(workspace / f for f in spec.files) if spec.format == "files" else None,
+        skills=tuple(items["skills"]),
+        commands=tuple(items["commands"]),
+        agents=tuple(items["agents"]),
+        rules=tuple(items["rules"]),
+        prompts=tuple(items["prompts"]),
+        hook_files=tuple(items["hook_files"]),
+    )
+
+
+def _files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    try:
+        entries = sorted(folder.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []
+    return [p for p in entries if p.is_file() and p.name.lower().endswith(suffixes)]
+
+
+def _load_folder(folder: Path, spec: DirectorySpec, workspace: Path, environ: Mapping[str, str] | None,
+                 collector: Collector, items: dict[str, list[Any]]) -> None:
+    report_for = collector.for_file
+    if spec.format == "skills":
+        for child in sorted(folder.iterdir(), key=lambda p: p.name):
+            skill_md = child / "SKILL.md"
+            if child.is_dir() and skill_md.is_file():
+                skill = parse_skill(skill_md, report_for(skill_md))
+                if skill is not None:
+                    items["skills"].append(skill)
+        return
+    for path in _files(folder, _SUFFIXES[spec.format]):
+        report = report_for(path)
+        if spec.format == "instructions":
+            rule = parse_rule(path, report, mode="instructions")
+            if rule is not None:
+                items["rules"].append(rule)
+        elif spec.format == "rules":
+            rule = parse_rule(path, report, mode="rule")
+            if rule is not None:
+                items["rules"].append(rule)
+        elif spec.format == "prompts":
+            prompt = parse_prompt(path, report)
+            if prompt is not None:
+                items["prompts"].append(prompt)
+        elif spec.format == "agents":
+            agent = parse_agent(path, report)
+            if agent is not None:
+                items["agents"].append(agent)
+        elif spec.format == "commands":
+            command = parse_command(path, report)
+            if command is not None:
+                items["commands"].append(command)
+        elif spec.format == "hooks":
+            hook_file = _hooks_file(path, workspace, environ, collector)
+            if hook_file is not None:
+                items["hook_files"].append(hook_file)
+
+
+def _hooks_file(path: Path, workspace: Path, environ: Mapping[str, str] | None,
+                collector: Collector) -> HookFile | None:
+    report = collector.for_file(path)
+    try:
+        data, _spans = parse_json(path.read_text(encoding="utf-8"))
+    except JsonSyntaxError as exc:
+        report(Severity.PROBLEM, (), f"not valid JSON: {exc}; skipped")
+        return None
+    except (OSError, UnicodeDecodeError):
+        report(Severity.PROBLEM, (), "cannot be read as UTF-8 text; skipped")
+        return None
+    hooks = parse_hooks_document(
+        data, source=path, plugin_root=workspace, plugin_vars=plugin_variables(workspace),
+        environ=dict(os.environ if environ is None else environ), report=report,
+    )
+    return HookFile(name=path.name, path=path, hooks=hooks)
+
+
+def _drop_duplicates(items: dict[str, list[Any]], collector: Collector) -> None:
+    for kind in ("skills", "commands", "agents", "rules", "prompts"):
+        kept: dict[str, Any] = {}
+        for item in items[kind]:
+            if item.name in kept:
+                collector.add(Severity.PROBLEM, item.path, (),
+                              f"duplicate name {item.name!r} (already in {kept[item.name].path.name}); ignored")
+            else:
+                kept[item.name] = item
+        items[kind] = list(kept.values())
