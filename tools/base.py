@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ._schema import validate_arguments
 from .content import ContentStore, InMemoryContentStore, text_content
@@ -184,6 +184,8 @@ class Tool(ABC):
     """JSON Schema of the arguments (an object schema)."""
     annotations: dict = {}
     """AHP `ToolAnnotations` hints: readOnlyHint, destructiveHint, idempotentHint, openWorldHint."""
+    subject_kind: Literal["command", "path"] | None = None
+    """What `policy_subject` returns, so confirmation rules know how to match it."""
 
     @property
     def read_only(self) -> bool:

@@ -40,6 +40,7 @@ class EditFileTool(Tool):
         "additionalProperties": False,
     }
     annotations = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
+    subject_kind = "path"
 
     def describe(self, args: dict) -> str:
         return f"Edit {args.get('path', 'a file')}"

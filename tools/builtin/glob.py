@@ -39,6 +39,7 @@ class GlobTool(Tool):
         "additionalProperties": False,
     }
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    subject_kind = "path"
 
     def __init__(self, max_results: int = 500) -> None:
         self.max_results = max_results

@@ -45,6 +45,7 @@ class GrepTool(Tool):
         "additionalProperties": False,
     }
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    subject_kind = "path"
 
     def __init__(self, max_results: int = 200, max_line_chars: int = 300, max_file_bytes: int = 10_000_000) -> None:
         self.max_results = max_results

@@ -30,6 +30,7 @@ class ListDirTool(Tool):
         "additionalProperties": False,
     }
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    subject_kind = "path"
 
     def __init__(self, max_entries: int = 1000) -> None:
         self.max_entries = max_entries

@@ -41,6 +41,7 @@ class ReadFileTool(Tool):
         "additionalProperties": False,
     }
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    subject_kind = "path"
 
     def __init__(self, max_lines: int = 2000, max_line_chars: int = 2000) -> None:
         self.max_lines = max_lines

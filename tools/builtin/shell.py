@@ -85,6 +85,7 @@ class ShellTool(Tool):
         "additionalProperties": False,
     }
     annotations = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+    subject_kind = "command"
 
     def __init__(
         self,

@@ -36,6 +36,7 @@ class WriteFileTool(Tool):
         "additionalProperties": False,
     }
     annotations = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+    subject_kind = "path"
 
     def describe(self, args: dict) -> str:
         return f"Write {args.get('path', 'a file')}"
