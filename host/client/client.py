@@ -58,8 +58,8 @@ class ResumeResult:
     """replay: missed envelopes applied; snapshot: states replaced; initialize: fallback handshake."""
     dropped: list[str] = field(default_factory=list)
     """Channels the host could not resume (``missing`` or no snapshot), now unsubscribed."""
-    replayed: int = 0
-    """Number of envelopes applied from a replay."""
+    replayed: list[dict] = field(default_factory=list)
+    """The envelopes applied from a replay, in order (empty for the other kinds)."""
     lost: list[ActionOutcome] = field(default_factory=list)
     """Our dispatched actions the host never confirmed; they were rolled back."""
 
@@ -537,18 +537,20 @@ class AhpClient:
                     self._forget(channel, "the host could not resume this channel")
                     dropped.append(channel)
             actions = result.get("actions") or []
+            if not isinstance(actions, list):
+                raise HostProtocolError("the host's reconnect replay has no list of actions")
             for envelope in actions:
                 self._apply_envelope(envelope)
                 self._emit(Notification("action", envelope, replayed=True))
                 self._check_waiters(self._frame_event)
-            return {"kind": "replay", "dropped": dropped, "replayed": len(actions)}
+            return {"kind": "replay", "dropped": dropped, "replayed": list(actions)}
         stateful_before = set(self.mirror.channels)
         installed = {self._install(s) for s in _snapshots(result.get("snapshots"))}
         for channel in subscriptions:
             if channel in stateful_before and channel not in installed:
                 self._forget(channel, "the host sent no snapshot for this channel")
                 dropped.append(channel)
-        return {"kind": "snapshot", "dropped": dropped, "replayed": 0}
+        return {"kind": "snapshot", "dropped": dropped, "replayed": []}
 
     async def _reinitialize(self, subscriptions: list[str]) -> ResumeResult:
         versions, locale = self._init_options or (("0.2.0",), None)
@@ -559,7 +561,7 @@ class AhpClient:
         dropped = [c for c in subscriptions if c in stateful_before and c not in self.mirror]
         for channel in dropped:
             self._subscriptions.pop(channel, None)
-        return ResumeResult("initialize", dropped, 0, lost)
+        return ResumeResult("initialize", dropped, [], lost)
 
     def _forget(self, channel: str, reason: str) -> None:
         self._subscriptions.pop(channel, None)
