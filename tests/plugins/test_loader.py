@@ -1,0 +1,221 @@
+"""Loading plugins from disk: runtime model, broken and degraded plugins, diagnostics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from plugins import HookEvent, LifecyclePoint, Severity, discover_plugins, load_plugin, load_plugins
+
+from .conftest import SAMPLES
+
+
+def _problems(plugin) -> list[str]:
+    return [str(d) for d in plugin.diagnostics if d.severity is Severity.PROBLEM]
+
+
+def _warnings(plugin) -> list[str]:
+    return [str(d) for d in plugin.diagnostics if d.severity is Severity.WARNING]
+
+
+def test_toolkit_runtime_model_matches_the_expected_runtime_checks() -> None:
+    runtime = json.loads((SAMPLES / "expected/sample-toolkit.json").read_text())["runtime"]
+    plugin = load_plugin(SAMPLES / "sample-toolkit")
+    invocable = [*plugin.skills, *plugin.commands]
+    assert sorted(f"/{plugin.name}:{item.name}" for item in invocable) == sorted(runtime["slashCommands"])
+    assert sorted(i.name for i in invocable if not i.disable_model_invocation) == sorted(runtime["modelInvocableSkills"])
+    assert sorted(i.name for i in invocable if i.disable_model_invocation) == sorted(runtime["userOnlySkills"])
+    assert [a.name for a in plugin.agents] == runtime["selectableAgents"]
+    rules = {r.name: r for r in plugin.rules}
+    assert [n for n, r in rules.items() if r.activation == "always"] == runtime["rules"]["alwaysInjected"]
+    assert rules["python-style"].activation == "always_for_matching_files"
+    assert list(rules["python-style"].globs) == runtime["rules"]["injectedWhenMatchingFilesInPlay"]["python-style"]
+    assert rules["sql-migrations"].activation == "on_request_for_matching_files"
+    assert rules["commit-messages"].activation == "on_request"
+
+
+def test_toolkit_skill_agent_and_rule_bodies_are_the_text_after_the_frontmatter() -> None:
+    plugin = load_plugin(SAMPLES / "sample-toolkit")
+    skill = next(s for s in plugin.skills if s.name == "release-notes")
+    assert skill.body.startswith("# Release notes")
+    assert skill.allowed_tools == ("Bash(git log:*)", "Bash(git describe:*)", "Read")
+    assert skill.folder == (SAMPLES / "sample-toolkit/skills/release-notes").resolve()
+    agent = plugin.agents[0]
+    assert agent.body.startswith("You review changes to a public HTTP API.")
+    assert agent.tools is None and agent.model is None
+    triage = next(c for c in plugin.commands if c.name == "triage")
+    assert triage.argument_hint == "[path]"
+    assert "---" not in triage.body.splitlines()[0]
+
+
+def test_toolkit_mcp_server_is_expanded_with_plugin_root_env_and_cwd() -> None:
+    root = (SAMPLES / "sample-toolkit").resolve()
+    (server,) = load_plugin(SAMPLES / "sample-toolkit").mcp_servers
+    assert (server.name, server.transport, server.command) == ("tiny", "stdio", "python3")
+    assert server.args == (f"{root}/servers/tiny_mcp.py",)
+    assert server.cwd == root
+    assert server.env["PLUGIN_ROOT"] == str(root)
+    assert server.env["SAMPLE_GREETING"] == "hello from sample-toolkit"
+    assert server.env["SAMPLE_DATA_DIR"] == f"{root}/servers"
+
+
+def test_toolkit_hooks_map_events_to_lifecycle_points_and_expand_commands() -> None:
+    root = (SAMPLES / "sample-toolkit").resolve()
+    plugin = load_plugin(SAMPLES / "sample-toolkit")
+    events = [hook.event for hook in plugin.hooks]
+    assert HookEvent.PRE_TOOL_USE in events and len(events) == 8  # SomeFutureEvent ignored
+    guard = next(h for h in plugin.hooks if h.matcher)
+    assert guard.point is LifecyclePoint.BEFORE_TOOL_CALL
+    assert guard.command == f"{root}/scripts/guard-shell.sh"
+    assert guard.timeout == 10
+    assert guard.matches("bash") and guard.matches("run_in_terminal") and not guard.matches("read_file")
+    post = next(h for h in plugin.hooks if h.event is HookEvent.POST_TOOL_USE)
+    assert post.point is LifecyclePoint.AFTER_TOOL_CALL
+    assert post.matches("write_file") and not post.matches("read_file")
+    assert all(h.timeout == 60 for h in plugin.hooks if h is not guard)
+
+
+def test_broken_manifest_is_an_error_that_exposes_nothing_runnable() -> None:
+    plugin = load_plugin(SAMPLES / "sample-broken")
+    assert plugin.state.kind == "error"
+    assert ".plugin/plugin.json" in plugin.state.message and "line 5, column 3" in plugin.state.message
+    assert plugin.name == "sample-broken"
+    assert plugin.hooks == () and plugin.mcp_servers == () and plugin.skills == ()
+    assert plugin.commands == () and plugin.agents == () and plugin.rules == ()
+
+
+def test_degraded_plugin_keeps_what_loaded_and_reports_what_was_skipped() -> None:
+    plugin = load_plugin(SAMPLES / "sample-degraded")
+    assert plugin.state.kind == "degraded"
+    assert [s.name for s in plugin.skills] == ["healthy-skill"]
+    assert _problems(plugin) == [
+        "plugin sample-degraded ==> skills/bare-notes/SKILL.md ==> frontmatter: "
+        "no YAML frontmatter, so the skill has no description; skipped"
+    ]
+    assert "scratch" not in plugin.state.message  # a folder without SKILL.md is silently not a skill
+    (ghost,) = plugin.mcp_servers
+    assert ghost.path.name == "plugin.json" and ghost.env["GHOST_HOME"] == str(plugin.root)
+    assert ghost.range is not None and ghost.range.start.line == 8
+
+
+def test_unknown_keys_warn_with_their_path_and_do_not_degrade(make_plugin) -> None:
+    root = make_plugin({
+        ".plugin/plugin.json": json.dumps({"name": "demo", "colour": "red"}),
+        "skills/alpha/SKILL.md": "---\ndescription: Alpha.\nflavour: x\n---\nBody\n",
+        ".mcp.json": json.dumps({"mcpServers": {"s": {"command": "x", "restart": True}}}),
+    })
+    plugin = load_plugin(root)
+    assert plugin.state.kind == "loaded"
+    assert _warnings(plugin) == [
+        "plugin demo ==> .plugin/plugin.json ==> colour: unknown manifest key (ignored)",
+        "plugin demo ==> skills/alpha/SKILL.md ==> frontmatter ==> flavour: unknown skill frontmatter key (ignored)",
+        "plugin demo ==> .mcp.json ==> mcpServers ==> s ==> restart: unknown MCP server key (ignored)",
+    ]
+
+
+def test_bad_values_and_bad_files_degrade_with_file_and_key_paths(make_plugin) -> None:
+    root = make_plugin({
+        ".plugin/plugin.json": json.dumps({"name": "demo"}),
+        "skills/alpha/SKILL.md": "---\ndescription: Alpha.\ndisable-model-invocation: maybe\n---\nBody\n",
+        "agents/helper.md": "---\nname: helper\n---\nNo description.\n",
+        "hooks/hooks.json": "{ not json",
+        "rules/bad.mdc": "---\ndescription: [unclosed\n---\nx\n",
+    })
+    plugin = load_plugin(root)
+    assert plugin.state.kind == "degraded"
+    problems = _problems(plugin)
+    assert ("plugin demo ==> skills/alpha/SKILL.md ==> frontmatter ==> disable-model-invocation: "
+            "expected true or false, got 'maybe' (ignored)") in problems
+    assert "plugin demo ==> agents/helper.md ==> frontmatter ==> description: an agent needs a description; skipped" in problems
+    assert any(p.startswith("plugin demo ==> hooks/hooks.json: not valid JSON:") and "line 1" in p for p in problems)
+    assert any(p.startswith("plugin demo ==> rules/bad.mdc ==> frontmatter: frontmatter is not valid YAML") for p in problems)
+    assert [s.name for s in plugin.skills] == ["alpha"] and plugin.agents == () and plugin.hooks == ()
+    for problem in problems:
+        assert "Traceback" not in problem and plugin.state.message.count(problem) == 1
+
+
+def test_plugin_without_manifest_is_named_after_its_folder(make_plugin) -> None:
+    root = make_plugin({"commands/hello.md": "Say hello to $ARGUMENTS.\n"}, name="bare-plugin")
+    plugin = load_plugin(root)
+    assert (plugin.name, plugin.state.kind, plugin.manifest_path) == ("bare-plugin", "loaded", None)
+    assert plugin.commands[0].render("Ada") == "Say hello to Ada.\n"
+
+
+def test_vendor_manifest_is_found_and_invalid_name_falls_back(make_plugin) -> None:
+    root = make_plugin({".claude-plugin/plugin.json": json.dumps({"name": "Not Valid"})}, name="vendor")
+    plugin = load_plugin(root)
+    assert plugin.manifest_path == root.resolve() / ".claude-plugin/plugin.json"
+    assert plugin.name == "vendor" and plugin.state.kind == "degraded"
+    assert "==> name: 'Not Valid' is not a valid plugin name" in plugin.state.message
+
+
+def test_declared_paths_supplement_or_replace_defaults_and_may_not_escape(make_plugin) -> None:
+    root = make_plugin({
+        ".plugin/plugin.json": json.dumps({
+            "name": "demo",
+            "commands": ["./more/", "../outside/"],
+            "agents": {"paths": ["./team-agents"], "exclusive": True},
+        }),
+        "commands/a.md": "A", "more/b.md": "B",
+        "agents/ignored.md": "---\ndescription: default folder, replaced\n---\n",
+        "team-agents/kept.md": "---\ndescription: declared folder\n---\n",
+    })
+    plugin = load_plugin(root)
+    assert [c.name for c in plugin.commands] == ["a", "b"]
+    assert [a.name for a in plugin.agents] == ["kept"]
+    assert plugin.state.kind == "degraded"
+    assert "plugin demo ==> .plugin/plugin.json ==> commands: path '../outside/' escapes the plugin root" in plugin.state.message
+
+
+def test_inline_hooks_and_flat_inline_mcp_servers_in_the_manifest(make_plugin) -> None:
+    manifest = {
+        "name": "demo",
+        "hooks": {"preToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "${PLUGIN_ROOT}/g.sh"}]}],
+                  "sessionStart": [{"hooks": [{"type": "prompt", "prompt": "ignored"}]}]},
+        "mcpServers": {"web": {"type": "http", "url": "https://example.invalid/mcp",
+                               "headers": {"X-Root": "${PLUGIN_ROOT}", "X-Token": "${DEMO_TOKEN:-none}"}}},
+    }
+    root = make_plugin({".plugin/plugin.json": json.dumps(manifest, indent=2)})
+    plugin = load_plugin(root, environ={})
+    (hook_file,) = plugin.hook_files
+    assert hook_file.name == ".plugin/plugin.json#hooks" and hook_file.range is not None
+    (hook,) = plugin.hooks
+    assert hook.event is HookEvent.PRE_TOOL_USE and hook.command == f"{root.resolve()}/g.sh"
+    (server,) = plugin.mcp_servers
+    assert (server.transport, server.url) == ("http", "https://example.invalid/mcp")
+    assert server.headers == {"X-Root": str(root.resolve()), "X-Token": "none"}
+    assert plugin.state.kind == "loaded"
+
+
+def test_duplicate_mcp_server_names_keep_the_first_and_degrade(make_plugin) -> None:
+    root = make_plugin({
+        ".plugin/plugin.json": json.dumps({"name": "demo", "mcpServers": {"mcpServers": {"s": {"command": "first"}}}}),
+        ".mcp.json": json.dumps({"mcpServers": {"s": {"command": "second"}, "t": {"transport": "ws", "url": "ws://x"}}}),
+    })
+    plugin = load_plugin(root)
+    assert [(s.name, s.command) for s in plugin.mcp_servers] == [("s", "first")]
+    assert "duplicate MCP server name 's'" in plugin.state.message
+    assert "unsupported MCP transport 'ws'" in plugin.state.message
+
+
+def test_plugin_data_is_exported_when_the_host_gives_a_data_root(make_plugin, tmp_path: Path) -> None:
+    root = make_plugin({".mcp.json": json.dumps({"mcpServers": {"s": {"command": "x", "args": ["${PLUGIN_DATA}/db"]}}})})
+    plugin = load_plugin(root, data_root=tmp_path / "data")
+    assert plugin.data_dir == tmp_path / "data" / "demo"
+    assert plugin.mcp_servers[0].args == (f"{tmp_path}/data/demo/db",)
+    assert plugin.mcp_servers[0].env["PLUGIN_DATA"] == str(tmp_path / "data" / "demo")
+
+
+def test_discovery_accepts_a_plugin_dir_or_a_dir_of_plugins(tmp_path: Path) -> None:
+    found = discover_plugins([SAMPLES, SAMPLES / "sample-toolkit", tmp_path / "missing"])
+    names = [root.name for root in found.roots]
+    assert names == ["sample-broken", "sample-degraded", "sample-toolkit"]  # no repeats, workspace-dirs is not a plugin
+    (missing,) = found.diagnostics
+    assert "does not exist" in str(missing)
+    states = {p.name: p.state.kind for p in load_plugins([SAMPLES])}
+    assert states == {"sample-broken": "error", "sample-degraded": "degraded", "sample-toolkit": "loaded"}
+
+
+def test_missing_plugin_root_is_an_error_not_an_exception(tmp_path: Path) -> None:
+    plugin = load_plugin(tmp_path / "nowhere")
+    assert plugin.state.kind == "error" and "does not exist" in plugin.state.message
