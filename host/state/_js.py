@@ -105,9 +105,3 @@ def assign(mapping: dict, **changes: Any) -> dict:
             result[key] = value
     return result
 
-
-def without(mapping: dict, *keys: str) -> dict:
-    """A copy of ``mapping`` without ``keys``; the same object if none of them is present."""
-    if not any(key in mapping for key in keys):
-        return mapping
-    return {key: value for key, value in mapping.items() if key not in keys}

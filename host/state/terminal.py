@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from host.state._dispatch import dispatch
-from host.state._js import as_dict, as_list, assign, concat, payload, truthy
+from host.state._js import as_list, assign, concat, payload, truthy
 
 __all__ = ["TERMINAL_ACTION_TYPES", "reduce_terminal"]
 
