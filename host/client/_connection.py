@@ -113,6 +113,7 @@ class Connection:
             status = exc.response.status_code
             raise ConnectionClosedError(f"the host at {url} refused the connection (HTTP {status})") from None
         except (OSError, TimeoutError, websockets.InvalidHandshake, websockets.InvalidURI) as exc:
+            # The exception text (e.g. "[Errno 111] Connect call failed") is short and useful.
             raise ConnectionClosedError(f"could not connect to {url}: {exc}") from None
         return cls(ws, **callbacks)
 
@@ -226,10 +227,12 @@ class Connection:
         except websockets.ConnectionClosed:
             failure = ConnectionClosedError(_describe_close(self._ws, "the connection to the host dropped"))
         except _Fatal as fatal:
-            failure = fatal.error
-            code = 1002 if isinstance(failure, HostProtocolError) else 1011
+            # Fail everything first: closing may wait for a host that no longer answers.
+            self._finish(fatal.error)
+            code = 1002 if isinstance(fatal.error, HostProtocolError) else 1011
             with contextlib.suppress(Exception):
                 await self._ws.close(code, "protocol error" if code == 1002 else "client error")
+            return
         except asyncio.CancelledError:
             failure = ConnectionClosedError("the connection was closed by the client")
             self._finish(failure)

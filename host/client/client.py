@@ -81,7 +81,8 @@ class AhpClient:
         frame_hook: FrameHook | None,
         clock: Callable[[], int],
         request_timeout: float,
-        reducer: Reducer | None,
+        open_timeout: float = 10.0,
+        reducer: Reducer | None = None,
     ) -> None:
         # Use ``connect``; the constructor does no I/O and leaves the client unconnected.
         self.url = url
@@ -93,6 +94,7 @@ class AhpClient:
         self._clock = clock
         self.request_timeout = request_timeout
         """Seconds a request may wait for its response before ``AhpTimeout``."""
+        self._open_timeout = open_timeout
         self.mirror = Mirror(client_id, reduce=reducer)
         """The local replica of every subscribed channel's state."""
         self._conn: Connection | None = None
@@ -140,9 +142,9 @@ class AhpClient:
             frame_hook=frame_hook,
             clock=clock or _epoch_ms,
             request_timeout=request_timeout,
+            open_timeout=open_timeout,
             reducer=reducer,
         )
-        client._open_timeout = open_timeout
         client._attach(await client._open())
         return client
 
@@ -443,8 +445,6 @@ class AhpClient:
 
     # -- internals -----------------------------------------------------------------
 
-    _open_timeout: float = 10.0
-
     async def _open(self) -> Connection:
         return await Connection.open(
             self.url,
@@ -465,9 +465,9 @@ class AhpClient:
 
     def _live(self) -> Connection:
         conn = self._conn
-        if conn is None or not conn.is_open:
-            raise self._failure or (conn.failure if conn else None) or ConnectionClosedError("not connected")
-        return conn
+        if conn is not None and conn.is_open:
+            return conn
+        raise self._failure or ConnectionClosedError("the client is not connected")
 
     def _on_notification(self, method: str, params: dict) -> None:
         if method == "action":

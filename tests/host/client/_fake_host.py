@@ -17,6 +17,9 @@ from websockets.asyncio.server import ServerConnection, serve
 
 Handler = Callable[["FakeConn", dict], Awaitable[Any]]
 
+NO_REPLY = object()
+"""Return this from a request handler that sent its own response."""
+
 
 class RpcError(Exception):
     """Raise from a handler to answer with a JSON-RPC error."""
@@ -135,6 +138,8 @@ class FakeHost:
         else:
             try:
                 reply["result"] = await handler(conn, message)
+                if reply["result"] is NO_REPLY:
+                    return
             except RpcError as exc:
                 reply["error"] = {"code": exc.code, "message": exc.message}
                 if exc.data is not None:

@@ -16,7 +16,7 @@ from host.client import (
     NotSubscribedError,
 )
 
-from ._fake_host import FakeHost, RpcError
+from ._fake_host import NO_REPLY, FakeHost, RpcError
 from ._states import OTHER_SESSION, ROOT, SESSION, root_state, session_state, title
 
 
@@ -226,6 +226,30 @@ async def test_rejected_dispatch_rolls_back_and_reports_the_reason(host, client)
     assert client.mirror.rejections == [outcome]
     assert client.state(SESSION) == session_state()
     assert client.server_seq == 5  # a rejection reuses the current serverSeq
+
+
+async def test_an_envelope_right_behind_the_subscribe_response_is_not_lost(host, client):
+    async def subscribe_then_act(conn, message):
+        snapshot = host.snapshot(message["params"]["channel"])
+        await conn.send({"jsonrpc": "2.0", "id": message["id"], "result": {"snapshot": snapshot}})
+        await conn.envelope(SESSION, title("Right after"))  # same socket, no gap
+        return NO_REPLY
+
+    host.handlers["subscribe"] = subscribe_then_act
+    await client.initialize()
+    await client.subscribe(SESSION)
+    await client.wait_for(lambda mirror, _e: mirror.state(SESSION)["summary"]["title"] == "Right after")
+    assert client.mirror.channel_seq(SESSION) == 6
+
+
+async def test_closing_the_client_settles_pending_actions_as_lost(host, client):
+    host.handlers["dispatchAction"] = lambda conn, message: asyncio.sleep(0)  # never echoes
+    await client.initialize([SESSION])
+    seq = client.dispatch(SESSION, title("Unconfirmed"))
+    await client.close()
+    outcome = client.mirror.outcome(seq)
+    assert outcome is not None and outcome.status == "lost"
+    assert client.state(SESSION) == session_state()
 
 
 async def test_dispatch_to_an_unsubscribed_channel_is_refused(host, client):
