@@ -446,17 +446,27 @@ class AhpClient:
     # -- internals -----------------------------------------------------------------
 
     async def _open(self) -> Connection:
-        return await Connection.open(
+        opened: list[Connection] = []
+
+        def on_notification(method: str, params: dict) -> None:
+            # A connection ``resume`` replaced may still deliver a few frames; the replay
+            # on the new one covers them, so they are not applied or reported twice.
+            if opened and opened[0] is self._conn:
+                self._on_notification(method, params)
+
+        conn = await Connection.open(
             self.url,
             token=self._token,
             origin=self._origin,
             open_timeout=self._open_timeout,
             frame_hook=self._frame_hook,
-            on_notification=self._on_notification,
+            on_notification=on_notification,
             after_frame=lambda: self._check_waiters(self._frame_event),
             on_closed=self._on_connection_closed,
             request_handlers=self._handlers,
         )
+        opened.append(conn)  # before the reader first runs: no await since it was created
+        return conn
 
     def _attach(self, conn: Connection) -> None:
         self._conn = conn
