@@ -86,10 +86,9 @@ def _check(schema: dict[str, Any], value: Any, where: str, problems: list[str]) 
 
 def _check_object(schema: dict[str, Any], value: dict[str, Any], where: str, problems: list[str]) -> None:
     properties: dict[str, Any] = schema.get("properties") or {}
-    prefix = "argument" if where == "" else f"{where}."
     for key in schema.get("required") or []:
         if key not in value:
-            problems.append(f"missing required {prefix}{key!r}" if where == "" else f"{where} is missing {key!r}")
+            problems.append(f"missing required argument {key!r}" if where == "" else f"{where} is missing {key!r}")
     if schema.get("additionalProperties") is False:
         for key in value:
             if key not in properties:

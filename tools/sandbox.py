@@ -48,6 +48,20 @@ _URI_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 # by someone, and we refuse to guess whether that someone is us.
 _ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c|00)", re.IGNORECASE)
 _LOOKALIKE_TARGETS = {".", "/", "\\"}
+# Look-alikes that NFKC does not fold: division/fraction slashes, set minus, ideographic stops.
+_CONFUSABLES = {
+    "\u2215": "/", "\u2044": "/", "\u29f8": "/", "\u2216": "\\", "\u29f9": "\\",
+    "\u3002": ".", "\uff61": ".",
+}
+
+
+def _looks_like(char: str) -> str | None:
+    if char in _LOOKALIKE_TARGETS:
+        return None
+    if char in _CONFUSABLES:
+        return _CONFUSABLES[char]
+    folded = unicodedata.normalize("NFKC", char)
+    return folded if folded in _LOOKALIKE_TARGETS else None
 
 
 def allowed_roots(working_directory: str | os.PathLike[str], extra_roots: Iterable[str | os.PathLike[str]] = ()) -> list[Path]:
@@ -104,11 +118,12 @@ def _refuse_malformed(path: str, original: str, roots: list[Path]) -> None:
         )
     if "\\" in path:
         raise SandboxError(f"Path '{_shown(original)}' contains a backslash; use '/' as the separator. {where}")
-    for char in set(path):
-        if char not in _LOOKALIKE_TARGETS and unicodedata.normalize("NFKC", char) in _LOOKALIKE_TARGETS:
+    for char in path:
+        lookalike = _looks_like(char)
+        if lookalike is not None:
             raise SandboxError(
                 f"Path '{_shown(original)}' contains U+{ord(char):04X}, which looks like "
-                f"'{unicodedata.normalize('NFKC', char)}'; use plain ASCII separators. {where}"
+                f"'{lookalike}'; use plain ASCII separators. {where}"
             )
     encoded = path.encode("utf-8", "surrogateescape")
     if len(encoded) > MAX_PATH_LENGTH:
