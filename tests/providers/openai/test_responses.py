@@ -1,0 +1,149 @@
+"""OpenAIResponsesProvider: recorded Responses streams through the real SDK, turn-two replay, faults."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import pytest
+import yaml
+
+from providers import (
+    ModelRequest,
+    OpenAIOptions,
+    OpenAIResponsesProvider,
+    ProviderUnavailableError,
+    RateLimitError,
+    ToolDefinition,
+    ToolResult,
+    ToolResultsMessage,
+    UserMessage,
+    replay_client,
+)
+
+from ..fake_server import FakeProviderServer, Reply, sse
+from ..streams import cassette, collect, summarize
+
+PRIMES = "How many primes below 400 contain 79 as a substring? Answer ONLY with the number, not sharing which primes they are."
+TOOL = ToolDefinition(
+    name="secret_retrieval_tool",
+    description="A tool that requires a password to retrieve a secret.",
+    input_schema={"properties": {"password": {"title": "Password", "type": "string"}}, "required": ["password"], "additionalProperties": False, "type": "object"},
+)
+
+
+def recorded_input(name: str, index: int) -> list:
+    data = yaml.safe_load(cassette(f"openai/{name}.yaml").read_text())
+    return json.loads(data["interactions"][index]["request"]["body"])["input"]
+
+
+def provider_for(name: str):
+    client, transport = replay_client(cassette(f"openai/{name}.yaml"))
+    return OpenAIResponsesProvider(api_key="test-key", http_client=client), transport
+
+
+async def test_reasoning_summary_stream_and_turn_two_carries_the_reasoning_item():
+    name = "responses-stream-reasoning-summary-multiturn"
+    provider, transport = provider_for(name)
+    first = ModelRequest(model="gpt-5", messages=(UserMessage.of(PRIMES),), openai=OpenAIOptions(reasoning_effort="medium", reasoning_summary="auto"))
+    events, message = await collect(provider, first)
+    summary = summarize(events)
+    assert [s for s in summary if s[0] != "delta"] == [
+        ("start", 0, "reasoning", None, None),
+        ("end", 0),
+        ("start", 1, "text", None, None),
+        ("end", 1),
+        ("usage", 32, 839, 0, 0, 832),
+        ("finish", "stop", "completed", "resp_0a1097cbfef27a8c00696afa23fb9c819693455c72eabd7718", "gpt-5-2025-08-07"),
+    ]
+    reasoning, text = message.parts
+    recorded_summaries = [s["text"] for s in recorded_input(name, 1)[1]["summary"]]
+    assert len(recorded_summaries) == 3
+    assert reasoning.text == "\n\n".join(recorded_summaries)
+    assert text.text == "3"
+    assert json.loads(transport.requests[0].content)["reasoning"] == {"effort": "medium", "summary": "auto"}
+
+    follow_up = UserMessage.of("If you remember what the primes were, then share them, or say 'I don't remember.'")
+    second = first.model_copy(update={"messages": (*first.messages, message, follow_up), "openai": OpenAIOptions(reasoning_effort="minimal")})
+    events2, message2 = await collect(provider, second)
+    sent = json.loads(transport.requests[1].content)
+    assert sent["input"] == recorded_input(name, 1)  # reasoning item and message item verbatim
+    assert sent["reasoning"] == {"effort": "minimal"}
+    assert message2.parts[0].kind == "reasoning" and message2.parts[0].text == ""
+    assert message2.text and events2[-1].reason == "stop"
+
+
+async def test_parallel_function_calls_stream_and_turn_two_sends_calls_and_outputs():
+    name = "responses-stream-parallel-function-calls-multiturn"
+    provider, transport = provider_for(name)
+    first = ModelRequest(model="gpt-4o", system="Use parallel tool calling.", tools=(TOOL,), messages=(UserMessage.of("Please retrieve the secrets associated with each of these passwords: mellon,radiance"),))
+    events, message = await collect(provider, first)
+    assert summarize(events) == [
+        ("start", 0, "tool_call", "call_sKC7OABqf2A2PTLCm0CLeRWV", "secret_retrieval_tool"),
+        ("delta", 0, '{"password":"mellon"}'),
+        ("end", 0),
+        ("start", 1, "tool_call", "call_OdR3s3xop0vtgkDyWRMLafuH", "secret_retrieval_tool"),
+        ("delta", 1, '{"password":"radiance"}'),
+        ("end", 1),
+        ("usage", 36, 54, 0, 0, 0),
+        ("finish", "tool_calls", "completed", "resp_0c3b09d20eedf2d30068f966b9b7048190b7501a24a1447ec0", "gpt-4o-2024-08-06"),
+    ]
+    sent_first = json.loads(transport.requests[0].content)
+    assert sent_first["input"] == recorded_input(name, 0)
+
+    results = ToolResultsMessage(results=(
+        ToolResult.of("call_sKC7OABqf2A2PTLCm0CLeRWV", "secret_retrieval_tool", "Welcome to Moria!"),
+        ToolResult.of("call_OdR3s3xop0vtgkDyWRMLafuH", "secret_retrieval_tool", "Life before Death"),
+    ))
+    events2, message2 = await collect(provider, first.model_copy(update={"messages": (*first.messages, message, results)}))
+    assert json.loads(transport.requests[1].content)["input"] == recorded_input(name, 1)
+    assert events2[-1].reason == "stop" and message2.text
+
+
+# ---- faults ---------------------------------------------------------------------------
+
+async def run_against(*replies: Reply):
+    async with FakeProviderServer(list(replies)) as server:
+        provider = OpenAIResponsesProvider(api_key="sk-test", base_url=server.base_url + "/v1", http_client=httpx2.AsyncClient())
+        seen = []
+        try:
+            async for event in provider.stream(ModelRequest(model="gpt-test", messages=(UserMessage.of("hi"),))):
+                seen.append(event)
+        finally:
+            await provider.aclose()
+        return seen
+
+
+async def test_429_with_retry_after_ms_is_a_rate_limit_error():
+    body = json.dumps({"error": {"message": "Rate limit reached for gpt-test", "type": "requests", "code": "rate_limit_exceeded"}}).encode()
+    with pytest.raises(RateLimitError) as caught:
+        await run_against(Reply(429, body, {"retry-after-ms": "1500"}))
+    assert caught.value.retry_after == 1.5 and caught.value.retryable and "Rate limit reached" in str(caught.value)
+
+
+async def test_429_insufficient_quota_is_not_retryable():
+    body = json.dumps({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}).encode()
+    with pytest.raises(RateLimitError) as caught:
+        await run_against(Reply(429, body))
+    assert not caught.value.retryable and "billing" in str(caught.value)
+
+
+async def test_500_is_unavailable():
+    with pytest.raises(ProviderUnavailableError) as caught:
+        await run_against(Reply(500, b'{"error": {"message": "The server had an error", "type": "server_error"}}'))
+    assert caught.value.status_code == 500 and caught.value.retryable
+
+
+async def test_response_failed_event_mid_stream_is_mapped_by_code():
+    created = {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-test", "output": [], "status": "in_progress", "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}}
+    failed = {"type": "response.failed", "sequence_number": 1, "response": {**created["response"], "status": "failed", "error": {"code": "server_error", "message": "The model failed"}}}
+    with pytest.raises(ProviderUnavailableError, match="The model failed"):
+        await run_against(Reply(200, sse(("response.created", created), ("response.failed", failed))))
+
+
+async def test_stream_cut_mid_way_is_unavailable():
+    body = cassette("openai/responses-stream-parallel-function-calls-multiturn.yaml")
+    stream = yaml.safe_load(body.read_text())["interactions"][0]["response"]["body"]["string"].encode()
+    with pytest.raises(ProviderUnavailableError) as caught:
+        await run_against(Reply(200, stream, cut_after=len(stream) // 2))
+    assert caught.value.retryable
