@@ -7,6 +7,7 @@ fixture root, children order is not significant, and a field shown as false may 
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import json
 from pathlib import Path
@@ -61,11 +62,17 @@ def _assert_children(actual: list[dict[str, Any]], expected: list[dict[str, Any]
     assert got == want
 
 
+@functools.cache
+def _customization_validator() -> Any:
+    schema = json.loads(REPO_SCHEMA.read_text())
+    wrapper = {"$ref": "#/$defs/Customization", "$defs": schema["$defs"]}
+    return jsonschema.validators.validator_for(schema)(wrapper)
+
+
 def _assert_valid_customization(wire: dict[str, Any]) -> None:
     if not REPO_SCHEMA.is_file():
         pytest.skip("the vendored AHP schema (host/protocol/spec) is not present")
-    schema = json.loads(REPO_SCHEMA.read_text())
-    jsonschema.validate(wire, {"$ref": "#/$defs/Customization", "$defs": schema["$defs"]})
+    _customization_validator().validate(wire)
 
 
 @pytest.mark.parametrize("fixture", ["sample-toolkit", "sample-degraded", "sample-broken"])
