@@ -22,7 +22,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from plugins.diagnostics import LoadState
-from plugins.model import LoadedDirectory, LoadedPlugin, _Container
+from plugins.model import LoadedDirectory, LoadedPlugin, LoadedContainer
 
 __all__ = [
     "MintId",
@@ -64,7 +64,7 @@ class _Uris:
         return self.base if relative == "." else f"{self.base}/{quote(relative)}"
 
 
-def child_customizations(container: _Container, *, mint_id: MintId = random_id,
+def child_customizations(container: LoadedContainer, *, mint_id: MintId = random_id,
                          uri_base: str | None = None) -> list[dict[str, Any]]:
     """The AHP child list of a loaded container, in a stable order."""
     uris = _Uris(container.root, uri_base)

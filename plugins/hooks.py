@@ -29,7 +29,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from plugins.model import Hook, HookEvent, LifecyclePoint, _Container
+from plugins.model import Hook, HookEvent, LifecyclePoint, LoadedContainer
 
 __all__ = ["HookOutcome", "HookResult", "hook_payload", "run_hook", "run_hooks", "select_hooks"]
 
@@ -78,18 +78,18 @@ def hook_payload(event: HookEvent | str, *, session_id: str, cwd: str | Path, **
     return payload
 
 
-def select_hooks(containers: Iterable[_Container], when: HookEvent | LifecyclePoint,
-                 subject: str | None = None) -> list[Hook]:
+def select_hooks(containers: Iterable[LoadedContainer], when: HookEvent | LifecyclePoint,
+                 subject: str | None = None, aliases: tuple[str, ...] = ()) -> list[Hook]:
     """Hooks of (enabled, already filtered by the caller) containers that fire for ``when``
-    and whose matcher accepts ``subject`` (tool name, file path or command). A broken plugin
-    has no hooks, so it contributes nothing."""
+    and whose matcher accepts ``subject`` (tool name, file path or command) or one of its
+    ``aliases``. A broken plugin has no hooks, so it contributes nothing."""
     selected = []
     for container in containers:
         if container.state.kind == "error":
             continue
         for hook in container.hooks:
             fires = hook.event is when if isinstance(when, HookEvent) else hook.point is when
-            if fires and hook.matches(subject):
+            if fires and hook.matches(subject, aliases):
                 selected.append(hook)
     return selected
 

@@ -35,6 +35,7 @@ __all__ = [
     "HookFile",
     "Icon",
     "LifecyclePoint",
+    "LoadedContainer",
     "LoadedDirectory",
     "LoadedPlugin",
     "McpServer",
@@ -316,13 +317,13 @@ class Hook:
         """Where the host fires this hook."""
         return self.event.point
 
-    def matches(self, subject: str | None) -> bool:
-        """True when the matcher (a regex, searched) accepts ``subject``; no matcher accepts all."""
+    def matches(self, subject: str | None, aliases: tuple[str, ...] = ()) -> bool:
+        """True when the matcher (a regex, searched) accepts ``subject`` or one of its
+        ``aliases`` (e.g. Claude's ``Bash`` for a host's ``run_shell``); no matcher accepts all."""
         if self.matcher is None or self.matcher in ("", "*"):
             return True
-        if subject is None:
-            return False
-        return re.search(self.matcher, subject) is not None
+        candidates = ([subject] if subject is not None else []) + list(aliases)
+        return any(re.search(self.matcher, candidate) for candidate in candidates)
 
 
 @dataclass(frozen=True)
@@ -355,7 +356,9 @@ class McpServer:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Container:
+class LoadedContainer:
+    """What plugins and directories share: a name, a root, a load state and components."""
+
     name: str
     root: Path
     state: LoadState
@@ -380,7 +383,7 @@ class _Container:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoadedPlugin(_Container):
+class LoadedPlugin(LoadedContainer):
     """A parsed Open Plugins plugin. ``name`` is the namespace prefix (``/name:skill``)."""
 
     manifest_path: Path | None = None
@@ -392,7 +395,7 @@ class LoadedPlugin(_Container):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoadedDirectory(_Container):
+class LoadedDirectory(LoadedContainer):
     """A watched workspace folder whose children are all of one kind (``contents``)."""
 
     contents: ContainerKind

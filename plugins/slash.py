@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-from plugins.model import Command, LoadedPlugin, Prompt, Skill, _Container
+from plugins.model import Command, LoadedPlugin, Prompt, Skill, LoadedContainer
 
 __all__ = ["SlashEntry", "SlashInvocation", "complete_slash", "parse_slash", "slash_entries"]
 
@@ -50,7 +50,7 @@ class SlashInvocation:
     """The body with the arguments substituted: what the turn sends as the instruction."""
 
 
-def slash_entries(containers: Iterable[_Container]) -> list[SlashEntry]:
+def slash_entries(containers: Iterable[LoadedContainer]) -> list[SlashEntry]:
     """Every invocable skill, command and prompt, in container order."""
     entries: list[SlashEntry] = []
     for container in containers:

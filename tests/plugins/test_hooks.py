@@ -138,3 +138,9 @@ async def test_a_hook_that_cannot_start_is_an_error(tmp_path: Path) -> None:
 def test_broken_plugin_contributes_no_hooks_at_any_point(point: LifecyclePoint) -> None:
     broken = load_plugin(SAMPLES / "sample-broken")
     assert select_hooks([broken], point, "bash") == []
+
+
+def test_matchers_also_see_claude_style_aliases(toolkit_copy: Path) -> None:
+    plugin = load_plugin(toolkit_copy)
+    assert len(select_hooks([plugin], HookEvent.POST_TOOL_USE, "apply_text_change")) == 0
+    assert len(select_hooks([plugin], HookEvent.POST_TOOL_USE, "apply_text_change", aliases=("Edit",))) == 1

@@ -219,3 +219,30 @@ def test_discovery_accepts_a_plugin_dir_or_a_dir_of_plugins(tmp_path: Path) -> N
 def test_missing_plugin_root_is_an_error_not_an_exception(tmp_path: Path) -> None:
     plugin = load_plugin(tmp_path / "nowhere")
     assert plugin.state.kind == "error" and "does not exist" in plugin.state.message
+
+
+async def test_toolkit_mcp_server_starts_from_the_loaded_parameters(toolkit_copy: Path) -> None:
+    """End to end with the official MCP client: ${PLUGIN_ROOT}, env and cwd reach the server."""
+    import asyncio
+    import os
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    (server,) = load_plugin(toolkit_copy).mcp_servers
+    params = StdioServerParameters(command=server.command, args=list(server.args),
+                                   env={**os.environ, **server.env}, cwd=server.cwd)
+
+    async def exercise() -> tuple[str, dict]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            assert sorted(t.name for t in tools.tools) == ["echo", "plugin_info"]
+            echo = await session.call_tool("echo", {"text": "x"})
+            info = await session.call_tool("plugin_info", {})
+            return echo.content[0].text, json.loads(info.content[0].text)
+
+    echoed, info = await asyncio.wait_for(exercise(), timeout=30)
+    assert echoed == "hello from sample-toolkit: x"
+    assert info["PLUGIN_ROOT"] == str(toolkit_copy.resolve())
+    assert info["cwd"] == str(toolkit_copy.resolve())
