@@ -44,10 +44,17 @@ def _schema() -> dict:
     return schema
 
 
+@lru_cache(maxsize=None)
+def _validator(definition: str) -> jsonschema.Draft202012Validator:
+    # Compiled once per definition: building a validator over the whole schema is the slow part.
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": _schema()["$defs"]})
+
+
 def validate_wire(definition: str, value: object) -> None:
     """Raise if `value` is not a valid `$defs[definition]`."""
-    schema = _schema()
-    jsonschema.validate(value, {"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]})
+    error = jsonschema.exceptions.best_match(_validator(definition).iter_errors(value))
+    if error is not None:
+        raise error
 
 
 def _no_none(value: object) -> None:

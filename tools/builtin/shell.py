@@ -32,6 +32,31 @@ from ..errors import ToolFailure
 __all__ = ["ShellTool"]
 
 
+async def _wait_exit(process: asyncio.subprocess.Process) -> None:
+    """Wait until the process itself has exited and its exit status is known.
+
+    `Process.wait()` also waits for the output pipe to close, which never happens while a
+    background grandchild holds it; this watches the process alone (a pidfd on Linux).
+    """
+    if process.returncode is None:
+        loop = asyncio.get_running_loop()
+        try:
+            pidfd = os.pidfd_open(process.pid)
+        except (AttributeError, OSError):
+            pidfd = None  # already reaped, or no pidfd support: the status arrives shortly
+        if pidfd is not None:
+            exited = loop.create_future()
+            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+            try:
+                await exited
+            finally:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+    # The child watcher records the status a moment after the exit becomes visible.
+    while process.returncode is None:
+        await asyncio.sleep(0.005)
+
+
 class _Output:
     """Keeps the first and last bytes of a stream, counting what falls in between."""
 
@@ -142,7 +167,7 @@ class ShellTool(Tool):
         changed = asyncio.Event()
         reader = asyncio.create_task(self._read(process, output, changed))
         streamer = asyncio.create_task(self._stream(output, changed, ctx))
-        exited = asyncio.create_task(process.wait())
+        exited = asyncio.create_task(_wait_exit(process))
         cancelled = asyncio.create_task(ctx.cancellation.wait())
         finished_normally = False
         try:
@@ -164,6 +189,10 @@ class ShellTool(Tool):
             exited.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.gather(reader, streamer, exited, return_exceptions=True)
+            # A background process may still hold the pipe open; stop listening to it.
+            transport = getattr(process, "_transport", None)
+            if transport is not None:
+                transport.close()
         return self._result(command, process.returncode, output, timeout, timed_out, was_cancelled)
 
     async def _read(self, process: asyncio.subprocess.Process, output: _Output, changed: asyncio.Event) -> None:
@@ -184,11 +213,11 @@ class ShellTool(Tool):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGTERM)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), self.kill_grace)
+            await asyncio.wait_for(_wait_exit(process), self.kill_grace)
         # Even if the leader exited, its children may have ignored SIGTERM.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
-        await process.wait()
+        await _wait_exit(process)
 
     def _result(
         self, command: str, returncode: int | None, output: _Output, timeout: float, timed_out: bool, cancelled: bool
