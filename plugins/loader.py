@@ -220,12 +220,17 @@ class _PluginLoader:
             self.collector.add(Severity.PROBLEM, self.manifest_path, (key,),
                                "expected a path, a list of paths or {\"paths\": [...], \"exclusive\": bool}; ignored")
             return [], False
-        paths = [p for p in (self.inside(item, key) for item in value) if p is not None]
-        for relative, path in zip(value, paths):
+        paths = []
+        for relative in value:
+            path = self.inside(relative, key)
+            if path is None:
+                continue
             if not path.exists():
                 self.collector.add(Severity.PROBLEM, self.manifest_path, (key,),
                                    f"declared path {relative!r} does not exist")
-        return [p for p in paths if p.exists()], exclusive
+                continue
+            paths.append(path)
+        return paths, exclusive
 
     def component_paths(self, key: str, default: str) -> list[Path]:
         """Default location (unless exclusive) followed by declared paths."""

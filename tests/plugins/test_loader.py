@@ -153,7 +153,7 @@ def test_declared_paths_supplement_or_replace_defaults_and_may_not_escape(make_p
     root = make_plugin({
         ".plugin/plugin.json": json.dumps({
             "name": "demo",
-            "commands": ["./more/", "../outside/"],
+            "commands": ["../outside/", "./more/", "./absent/"],
             "agents": {"paths": ["./team-agents"], "exclusive": True},
         }),
         "commands/a.md": "A", "more/b.md": "B",
@@ -165,6 +165,7 @@ def test_declared_paths_supplement_or_replace_defaults_and_may_not_escape(make_p
     assert [a.name for a in plugin.agents] == ["kept"]
     assert plugin.state.kind == "degraded"
     assert "plugin demo ==> .plugin/plugin.json ==> commands: path '../outside/' escapes the plugin root" in plugin.state.message
+    assert "plugin demo ==> .plugin/plugin.json ==> commands: declared path './absent/' does not exist" in plugin.state.message
 
 
 def test_inline_hooks_and_flat_inline_mcp_servers_in_the_manifest(make_plugin) -> None:
