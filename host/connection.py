@@ -203,7 +203,7 @@ class ClientConnection:
         kind = store.kind(channel) or ""
         reason = check_client_action(kind, store.state(channel) or {}, action, self.client_id or "")
         if reason is not None:
-            store.reject(channel, action if isinstance(action, dict) else {"type": ""}, origin, reason, self)
+            store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self)
             return
         store.dispatch(channel, action, origin)
 

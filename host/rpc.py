@@ -41,6 +41,11 @@ def encode(message: Mapping[str, Any]) -> str:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _refuse_constant(name: str) -> Any:
+    # JSON has no NaN or Infinity; Python's parser would accept them.
+    raise ValueError(f"{name} is not valid JSON")
+
+
 class RpcCallError(Exception):
     """The peer answered one of our requests with an error (or went away first)."""
 
@@ -85,7 +90,7 @@ class RpcEndpoint:
     async def receive(self, text: str | bytes) -> None:
         """Handle one inbound message completely (the response, if any, is sent before return)."""
         try:
-            message = json.loads(text)
+            message = json.loads(text, parse_constant=_refuse_constant)
         except (ValueError, UnicodeDecodeError):
             self._reply_error(None, ErrorCode.PARSE_ERROR, "The message is not valid JSON.")
             return

@@ -22,7 +22,11 @@ Contract:
   ``null``). An error has an integer ``code``, a non-empty string ``message`` and no
   traceback-like text anywhere. The ``action`` notification is checked against
   ``ActionEnvelope`` (and its action against that type's own definition, for a precise
-  message); other notifications and host requests against their params definition;
+  message; a rejection envelope's action is the client's own payload echoed back, so it
+  only has to be an object)
+  message), except that a rejection (``rejectionReason`` present) echoes the client's
+  action verbatim, so there only ``origin``, a non-empty reason and an action object
+  are required; other notifications and host requests against their params definition;
   methods the host may not send are rejected.
 - Validators are compiled once per definition and shared by every ``FrameValidator``
   (module-level cache), so checking thousands of frames stays cheap.
@@ -202,9 +206,12 @@ class FrameValidator:
             raise AssertionError(f"{method} must carry params (every AHP params has a channel)")
         params = frame["params"]
         if method == "action":
-            # The action against its own definition: the envelope's 61-way anyOf
-            # would only say "matches none of the branches", and slowly.
-            self._check_action(params)
+            if isinstance(params, dict) and "rejectionReason" in params:
+                self._check_rejection(params)
+            else:
+                # The action against its own definition: the envelope's 61-way anyOf
+                # would only say "matches none of the branches", and slowly.
+                self._check_action(params)
             self._report(_envelope_validator(), params, "action params", "ActionEnvelope", "params")
             return
         self._check_definition(params, spec.params_def, f"{method} params", "params")
@@ -213,11 +220,31 @@ class FrameValidator:
         action = envelope.get("action") if isinstance(envelope, dict) else None
         if not isinstance(action, dict):
             raise AssertionError(f"action params must carry an 'action' object, got {action!r}")
+        if envelope.get("rejectionReason") is not None:
+            # A rejection returns the client's own action verbatim so it can drop it from its
+            # pending queue; that payload may be malformed, which is often why it was refused.
+            return
         action_type = action.get("type")
         spec = ACTIONS.get(action_type) if isinstance(action_type, str) else None
         if spec is None:
             raise AssertionError(f"action envelope carries unknown action type {action_type!r}")
         self._check_definition(action, spec.model_def, f"action {action_type}", "params['action']")
+
+    def _check_rejection(self, envelope: dict[str, Any]) -> None:
+        # A rejection echoes the client's own action back so the client can drop it
+        # from its pending queue; that payload may be exactly what was wrong (unknown
+        # type, missing field), so only its identity is checked, not its shape.
+        if not isinstance(envelope.get("origin"), dict):
+            raise AssertionError("a rejected action's envelope must carry the dispatcher's origin")
+        reason = envelope["rejectionReason"]
+        if not isinstance(reason, str) or not reason.strip():
+            raise AssertionError(f"rejectionReason must be a non-empty string, got {reason!r}")
+        for pattern in _TRACEBACK_PATTERNS:
+            if pattern.search(reason):
+                raise AssertionError(f"rejectionReason leaks traceback text: {reason[:300]}")
+        action = envelope.get("action")
+        if not isinstance(action, dict):
+            raise AssertionError(f"a rejected action's envelope must echo the action object, got {action!r}")
 
     # Schema plumbing -----------------------------------------------------------
 

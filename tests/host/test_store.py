@@ -1,0 +1,144 @@
+"""The store on its own: serverSeq, fan-out, atomic subscribe, replay window, journal recovery."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from host.journal import Journal
+from host.store import ROOT, Store
+
+SESSION = "ahp-session:/s"
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.frames: list[dict[str, Any]] = []
+        self.texts: list[str] = []
+
+    def send(self, text: str) -> None:
+        self.texts.append(text)
+        self.frames.append(json.loads(text))
+
+
+def session_state() -> dict[str, Any]:
+    return {
+        "summary": {"resource": SESSION, "provider": "p", "title": "t", "status": 1, "createdAt": 1, "modifiedAt": 1},
+        "lifecycle": "creating",
+        "turns": [],
+    }
+
+
+def make_store(journal: Journal | None = None, **kwargs: Any) -> Store:
+    store = Store({"agents": []}, clock=lambda: 5, journal=journal, **kwargs)
+    store.recover()
+    return store
+
+
+def test_one_host_wide_sequence_across_channels() -> None:
+    store = make_store()
+    store.create(SESSION, "session", session_state())
+    a = store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    b = store.dispatch(SESSION, {"type": "session/ready"})
+    c = store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 2})
+    assert [a["serverSeq"], b["serverSeq"], c["serverSeq"]] == [1, 2, 3]
+    assert store.state(SESSION)["lifecycle"] == "ready"
+
+
+def test_every_subscriber_gets_the_same_serialised_frame_once() -> None:
+    store = make_store()
+    sinks = [Sink() for _ in range(3)]
+    for sink in sinks:
+        store.subscribe(ROOT, sink)
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 4}, origin={"clientId": "c", "clientSeq": 9})
+    texts = {sink.texts[0] for sink in sinks}
+    assert len(texts) == 1 and all(len(sink.texts) == 1 for sink in sinks)
+    frame = sinks[0].frames[0]
+    assert frame == {
+        "jsonrpc": "2.0",
+        "method": "action",
+        "params": {"channel": ROOT, "action": {"type": "root/activeSessionsChanged", "activeSessions": 4}, "serverSeq": 1, "origin": {"clientId": "c", "clientSeq": 9}},
+    }
+
+
+def test_a_snapshot_and_the_envelopes_after_it_cover_everything_exactly_once() -> None:
+    store = make_store()
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    sink = Sink()
+    snapshot = store.subscribe(ROOT, sink)
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 2})
+    assert snapshot == {"resource": ROOT, "state": {"agents": [], "activeSessions": 1}, "fromSeq": 1}
+    assert [f["params"]["serverSeq"] for f in sink.frames] == [2]
+
+
+def test_a_rejection_goes_only_to_the_dispatcher_and_changes_nothing() -> None:
+    store = make_store()
+    other, sender = Sink(), Sink()
+    store.subscribe(ROOT, other)
+    store.subscribe(ROOT, sender)
+    before = store.state(ROOT)
+    store.reject(ROOT, {"type": "root/agentsChanged"}, {"clientId": "c", "clientSeq": 1}, "host only", sender)
+    assert other.frames == []
+    assert sender.frames[0]["params"]["rejectionReason"] == "host only"
+    assert sender.frames[0]["params"]["serverSeq"] == 0
+    assert store.state(ROOT) is before and store.seq == 0
+
+
+def test_replay_covers_the_window_and_reports_a_gap() -> None:
+    store = make_store(replay_capacity=3)
+    store.create(SESSION, "session", session_state())
+    for count in range(1, 6):
+        store.dispatch(ROOT if count % 2 else SESSION, {"type": "root/activeSessionsChanged", "activeSessions": count} if count % 2 else {"type": "session/isReadChanged", "isRead": bool(count % 4)})
+    assert [e["serverSeq"] for e in store.replay(2, [ROOT, SESSION])] == [3, 4, 5]
+    assert [e["serverSeq"] for e in store.replay(2, [SESSION])] == [4]
+    assert store.replay(5, [ROOT]) == []
+    assert store.replay(1, [ROOT]) is None  # seq 2 fell out of the window
+    assert store.replay(9, [ROOT]) is None  # the client is ahead of us (we restarted)
+
+
+def test_observers_see_before_and_after(tmp_path: Path) -> None:
+    store = make_store()
+    seen: list[tuple[Any, ...]] = []
+    store.observers.append(lambda channel, before, after, envelope: seen.append((channel, before["activeSessions"] if "activeSessions" in before else None, after["activeSessions"], envelope["serverSeq"])))
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 3})
+    assert seen == [(ROOT, None, 3, 1)]
+
+
+def test_the_journal_brings_back_channels_state_and_seq(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = make_store(Journal(path), snapshot_every=4)
+    store.create(SESSION, "session", session_state())
+    store.dispatch(SESSION, {"type": "session/ready"})
+    store.create("ahp-session:/gone", "session", session_state())
+    for title in ("one", "two", "three", "four", "five"):
+        store.dispatch(SESSION, {"type": "session/titleChanged", "title": title})
+    store.remove("ahp-session:/gone")
+    expected = store.state(SESSION)
+    seq = store.seq
+    # No close(): the process "dies" here; only what the journal committed remains.
+    again = make_store(Journal(path), snapshot_every=4)
+    assert again.seq == seq
+    assert again.state(SESSION) == expected
+    assert "ahp-session:/gone" not in again
+    assert [e["action"].get("title") for e in again.replay(seq - 2, [SESSION])] == ["four", "five"]
+    next_envelope = again.dispatch(SESSION, {"type": "session/titleChanged", "title": "six"})
+    assert next_envelope["serverSeq"] == seq + 1
+
+
+def test_a_journal_from_an_incompatible_format_is_refused_clearly(tmp_path: Path) -> None:
+    import sqlite3
+
+    import pytest
+
+    from host.errors import JournalError
+
+    path = tmp_path / "journal.sqlite3"
+    Journal(path).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value='99' WHERE key='format'")
+    db.commit()
+    db.close()
+    with pytest.raises(JournalError) as error:
+        Journal(path)
+    assert "--data-dir" in str(error.value)
