@@ -80,12 +80,15 @@ class GrepTool(Tool):
             else:
                 yield from walk_files(base, roots)
 
-        def search() -> tuple[list[str], int, int]:
+        def search() -> tuple[list[str], int, int, bool]:
             hits: list[str] = []
             total = 0
             searched = 0
+            stopped = False
             for path, relative in candidates():
+                # Counting every match in a huge tree is wasted work once the page is full.
                 if ctx.cancelled or total >= limit * 10:
+                    stopped = True
                     break
                 if file_glob and not glob_matches(file_glob, relative, match_basename=True):
                     continue
@@ -105,12 +108,12 @@ class GrepTool(Tool):
                             if len(line) > self.max_line_chars:
                                 line = line[: self.max_line_chars] + " [… cut]"
                             hits.append(f"{relative}:{number}: {line}")
-            return hits, total, searched
+            return hits, total, searched, stopped
 
-        hits, total, searched = await asyncio.to_thread(search)
+        hits, total, searched, stopped = await asyncio.to_thread(search)
         lines = hits or [f"No matches for {args['pattern']!r} in {searched} file(s)."]
         if total > len(hits):
-            lines.append(f"(… {'at least ' if total >= limit * 10 else ''}{total - len(hits)} more matches not shown; narrow the search.)")
+            lines.append(f"(… {'at least ' if stopped else ''}{total - len(hits)} more matches not shown; narrow the search.)")
         return success_result(
             f"Found {total} match(es) for {args['pattern']!r}",
             [text_content("\n".join(lines))],

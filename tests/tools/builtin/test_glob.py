@@ -1,0 +1,48 @@
+"""`glob`: recursive patterns, .git skipped, no escape through links or '..'."""
+
+from __future__ import annotations
+
+from tools.builtin.glob import GlobTool
+
+
+def _tree(root):
+    for rel in ["a.py", "src/b.py", "src/deep/c.py", "src/d.txt", ".git/objects/x.py", "docs/readme.md"]:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+
+
+async def test_recursive_pattern(ctx, workspace):
+    _tree(workspace)
+    result = await GlobTool().call({"pattern": "**/*.py"}, ctx)
+    assert result["structuredContent"]["matches"] == ["a.py", "src/b.py", "src/deep/c.py"]
+    assert result["content"][0]["text"] == "a.py\nsrc/b.py\nsrc/deep/c.py"
+
+
+async def test_single_level_pattern_and_base_path(ctx, workspace):
+    _tree(workspace)
+    assert (await GlobTool().call({"pattern": "*.py"}, ctx))["structuredContent"]["matches"] == ["a.py"]
+    result = await GlobTool().call({"pattern": "*", "path": "src"}, ctx)
+    assert result["structuredContent"]["matches"] == ["b.py", "d.txt"]
+
+
+async def test_no_match_message(ctx, workspace):
+    result = await GlobTool().call({"pattern": "**/*.rs"}, ctx)
+    assert result["success"] is True and result["content"][0]["text"] == "No files match **/*.rs."
+
+
+async def test_results_are_bounded(ctx, workspace):
+    for i in range(20):
+        (workspace / f"f{i}.txt").write_text("")
+    result = await GlobTool(max_results=5).call({"pattern": "*.txt"}, ctx)
+    assert result["structuredContent"]["total"] == 20
+    assert result["content"][0]["text"].endswith("(… 15 more matches not shown; narrow the pattern.)")
+
+
+async def test_escaping_patterns_and_links_are_refused(ctx, workspace, tmp_path):
+    assert (await GlobTool().call({"pattern": "../**"}, ctx))["error"]["code"] == "invalid_arguments"
+    assert (await GlobTool().call({"pattern": "/etc/*"}, ctx))["error"]["code"] == "invalid_arguments"
+    assert (await GlobTool().call({"pattern": "*", "path": ".."}, ctx))["error"]["code"] == "path_not_allowed"
+    (workspace / "outlink").symlink_to(tmp_path / "outside")
+    result = await GlobTool().call({"pattern": "**/*.txt"}, ctx)
+    assert result["structuredContent"]["matches"] == []

@@ -1,0 +1,39 @@
+"""`list_dir`: sorted entries, markers, bounded output, failures."""
+
+from __future__ import annotations
+
+from tools.builtin.list_dir import ListDirTool
+
+
+async def test_lists_directories_first_with_markers(ctx, workspace, tmp_path):
+    (workspace / "b.txt").write_text("")
+    (workspace / "a.txt").write_text("")
+    (workspace / "zdir").mkdir()
+    (workspace / ".hidden").write_text("")
+    (workspace / "link").symlink_to("a.txt")
+    result = await ListDirTool().call({}, ctx)
+    assert result["content"][0]["text"] == "zdir/\n.hidden\na.txt\nb.txt\nlink -> a.txt"
+    assert result["pastTenseMessage"] == "Listed ."
+    assert result["structuredContent"]["entries"] == 5
+
+
+async def test_many_entries_are_bounded(ctx, workspace):
+    for i in range(30):
+        (workspace / f"f{i:02}").write_text("")
+    result = await ListDirTool(max_entries=10).call({"path": "."}, ctx)
+    lines = result["content"][0]["text"].splitlines()
+    assert len(lines) == 11 and lines[-1] == "(… 20 more entries not shown)"
+
+
+async def test_empty_directory(ctx, workspace):
+    (workspace / "empty").mkdir()
+    result = await ListDirTool().call({"path": "empty"}, ctx)
+    assert result["content"][0]["text"] == "(empty directory)"
+    assert result["pastTenseMessage"] == "Listed empty"
+
+
+async def test_failures(ctx, workspace):
+    (workspace / "f").write_text("")
+    assert (await ListDirTool().call({"path": "f"}, ctx))["error"]["code"] == "not_a_directory"
+    assert (await ListDirTool().call({"path": "nope"}, ctx))["error"] == {"message": "Directory not found: nope", "code": "not_found"}
+    assert (await ListDirTool().call({"path": ".."}, ctx))["error"]["code"] == "path_not_allowed"
