@@ -136,3 +136,26 @@ async def test_context_emit_accepts_sync_and_async_callbacks(workspace):
 
 async def test_default_reconfirm_refuses(workspace):
     assert await ToolContext(workspace).reconfirm("the file changed") is False
+
+
+# Property: no argument value makes a (non-shell) built-in raise instead of returning a result.
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(["path", "content", "old_string", "new_string", "replace_all", "offset", "limit",
+                         "pattern", "glob", "questions", "message", "extra"])
+_SAFE_TOOLS = [tool for tool in builtin_tools() if tool.name != "shell"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(_SAFE_TOOLS), st.dictionaries(_KEYS, _JSON, max_size=4))
+async def test_builtin_tools_always_return_a_result(ctx, tool, args):
+    result = await tool.call(args, ctx)
+    assert_wire("ToolCallResult", result)
+    prep = await tool.prepare(args, ctx)
+    assert isinstance(prep.invocation_message, str)

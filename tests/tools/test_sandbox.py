@@ -160,3 +160,25 @@ def test_proc_self_root_into_the_workspace_is_the_same_file(workspace):
     if os.path.realpath("/proc/self/root") != "/":
         pytest.skip("/proc/self/root is not the file-system root here")
     assert resolve_path(inside, workspace) == workspace.resolve() / "f.txt"
+
+
+# Property: whatever string comes in, the result is inside a root or the call is refused.
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["..", ".", "/", "a", "link", "out", "~", "%2f", "\\", "file://", "\x00", "\uff0e", " ", "b/"])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_PIECES | st.text(max_size=5), max_size=12).map("".join))
+def test_any_path_resolves_inside_a_root_or_is_refused(workspace, tmp_path, path):
+    if not (workspace / "link").is_symlink():
+        (workspace / "link").symlink_to(tmp_path / "outside")
+    try:
+        resolved = resolve_path(path, workspace)
+    except SandboxError as exc:
+        assert "Allowed roots:" in exc.message
+        return
+    root = workspace.resolve()
+    assert resolved == root or resolved.is_relative_to(root)
+    assert os.path.realpath(resolved) == str(resolved)
