@@ -94,7 +94,9 @@ CODEGEN_OPTIONS: tuple[str, ...] = (
     "--snake-case-field",
     "--no-treat-dot-as-module",
     "--collapse-root-models",
-    "--enum-field-as-literal", "one",
+    # Literal fields instead of Enum classes: attributes are plain strings, and strict
+    # validation of JSON-shaped dicts works (strict mode wants Enum instances).
+    "--enum-field-as-literal", "all",
     "--use-single-value-enum-as-const",
     "--use-standard-collections",
     "--use-union-operator",

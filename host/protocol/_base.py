@@ -8,6 +8,9 @@ Contract:
 - ``to_wire()`` gives the JSON-ready dict to send: camelCase keys, optional fields that
   are unset or ``None`` omitted (TS ``undefined`` never appears as ``null``), while a
   required key holding ``None`` is kept (``activeClient: null`` releases the role).
+- Validation is strict, with JSON's rules: no coercion of ``"yes"`` to ``True`` or
+  ``"5"`` to 5 (a client sending the wrong type gets an error, not a guess). Nested
+  objects may be given as dicts; enumerations are ``Literal`` strings, not Enum classes.
 - Schema building is deferred to first use: the generated module defines ~300
   classes, and building them all eagerly would make ``import host.protocol`` slow.
 """
@@ -24,6 +27,7 @@ class WireModel(BaseModel):
 
     model_config = ConfigDict(
         extra="allow",
+        strict=True,
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,

@@ -9,7 +9,6 @@ fields are kept, as the protocol requires receivers to ignore them.
 
 from __future__ import annotations
 
-from enum import Enum, StrEnum
 from typing import Any, Literal
 
 from host.protocol._base import WireModel
@@ -29,90 +28,19 @@ class ActionOrigin(WireModel):
     client_seq: int | float = Field(..., alias='clientSeq')
 
 
-class ActionType(Enum):
-    root_agents_changed = 'root/agentsChanged'
-    root_active_sessions_changed = 'root/activeSessionsChanged'
-    session_ready = 'session/ready'
-    session_creation_failed = 'session/creationFailed'
-    session_turn_started = 'session/turnStarted'
-    session_delta = 'session/delta'
-    session_response_part = 'session/responsePart'
-    session_tool_call_start = 'session/toolCallStart'
-    session_tool_call_delta = 'session/toolCallDelta'
-    session_tool_call_ready = 'session/toolCallReady'
-    session_tool_call_confirmed = 'session/toolCallConfirmed'
-    session_tool_call_complete = 'session/toolCallComplete'
-    session_tool_call_result_confirmed = 'session/toolCallResultConfirmed'
-    session_tool_call_content_changed = 'session/toolCallContentChanged'
-    session_turn_complete = 'session/turnComplete'
-    session_turn_cancelled = 'session/turnCancelled'
-    session_error = 'session/error'
-    session_title_changed = 'session/titleChanged'
-    session_usage = 'session/usage'
-    session_reasoning = 'session/reasoning'
-    session_model_changed = 'session/modelChanged'
-    session_agent_changed = 'session/agentChanged'
-    session_server_tools_changed = 'session/serverToolsChanged'
-    session_active_client_changed = 'session/activeClientChanged'
-    session_active_client_tools_changed = 'session/activeClientToolsChanged'
-    session_pending_message_set = 'session/pendingMessageSet'
-    session_pending_message_removed = 'session/pendingMessageRemoved'
-    session_queued_messages_reordered = 'session/queuedMessagesReordered'
-    session_input_requested = 'session/inputRequested'
-    session_input_answer_changed = 'session/inputAnswerChanged'
-    session_input_completed = 'session/inputCompleted'
-    session_customizations_changed = 'session/customizationsChanged'
-    session_customization_toggled = 'session/customizationToggled'
-    session_customization_updated = 'session/customizationUpdated'
-    session_customization_removed = 'session/customizationRemoved'
-    session_truncated = 'session/truncated'
-    session_is_read_changed = 'session/isReadChanged'
-    session_is_archived_changed = 'session/isArchivedChanged'
-    session_activity_changed = 'session/activityChanged'
-    session_changesets_changed = 'session/changesetsChanged'
-    session_config_changed = 'session/configChanged'
-    session_meta_changed = 'session/metaChanged'
-    changeset_status_changed = 'changeset/statusChanged'
-    changeset_file_set = 'changeset/fileSet'
-    changeset_file_removed = 'changeset/fileRemoved'
-    changeset_operations_changed = 'changeset/operationsChanged'
-    changeset_cleared = 'changeset/cleared'
-    root_terminals_changed = 'root/terminalsChanged'
-    root_config_changed = 'root/configChanged'
-    terminal_data = 'terminal/data'
-    terminal_input = 'terminal/input'
-    terminal_resized = 'terminal/resized'
-    terminal_claimed = 'terminal/claimed'
-    terminal_title_changed = 'terminal/titleChanged'
-    terminal_cwd_changed = 'terminal/cwdChanged'
-    terminal_exited = 'terminal/exited'
-    terminal_cleared = 'terminal/cleared'
-    terminal_command_detection_available = 'terminal/commandDetectionAvailable'
-    terminal_command_executed = 'terminal/commandExecuted'
-    terminal_command_finished = 'terminal/commandFinished'
-    resource_watch_changed = 'resourceWatch/changed'
+class ActionType(
+    RootModel[Literal['root/agentsChanged', 'root/activeSessionsChanged', 'session/ready', 'session/creationFailed', 'session/turnStarted', 'session/delta', 'session/responsePart', 'session/toolCallStart', 'session/toolCallDelta', 'session/toolCallReady', 'session/toolCallConfirmed', 'session/toolCallComplete', 'session/toolCallResultConfirmed', 'session/toolCallContentChanged', 'session/turnComplete', 'session/turnCancelled', 'session/error', 'session/titleChanged', 'session/usage', 'session/reasoning', 'session/modelChanged', 'session/agentChanged', 'session/serverToolsChanged', 'session/activeClientChanged', 'session/activeClientToolsChanged', 'session/pendingMessageSet', 'session/pendingMessageRemoved', 'session/queuedMessagesReordered', 'session/inputRequested', 'session/inputAnswerChanged', 'session/inputCompleted', 'session/customizationsChanged', 'session/customizationToggled', 'session/customizationUpdated', 'session/customizationRemoved', 'session/truncated', 'session/isReadChanged', 'session/isArchivedChanged', 'session/activityChanged', 'session/changesetsChanged', 'session/configChanged', 'session/metaChanged', 'changeset/statusChanged', 'changeset/fileSet', 'changeset/fileRemoved', 'changeset/operationsChanged', 'changeset/cleared', 'root/terminalsChanged', 'root/configChanged', 'terminal/data', 'terminal/input', 'terminal/resized', 'terminal/claimed', 'terminal/titleChanged', 'terminal/cwdChanged', 'terminal/exited', 'terminal/cleared', 'terminal/commandDetectionAvailable', 'terminal/commandExecuted', 'terminal/commandFinished', 'resourceWatch/changed']]
+):
+    root: Literal['root/agentsChanged', 'root/activeSessionsChanged', 'session/ready', 'session/creationFailed', 'session/turnStarted', 'session/delta', 'session/responsePart', 'session/toolCallStart', 'session/toolCallDelta', 'session/toolCallReady', 'session/toolCallConfirmed', 'session/toolCallComplete', 'session/toolCallResultConfirmed', 'session/toolCallContentChanged', 'session/turnComplete', 'session/turnCancelled', 'session/error', 'session/titleChanged', 'session/usage', 'session/reasoning', 'session/modelChanged', 'session/agentChanged', 'session/serverToolsChanged', 'session/activeClientChanged', 'session/activeClientToolsChanged', 'session/pendingMessageSet', 'session/pendingMessageRemoved', 'session/queuedMessagesReordered', 'session/inputRequested', 'session/inputAnswerChanged', 'session/inputCompleted', 'session/customizationsChanged', 'session/customizationToggled', 'session/customizationUpdated', 'session/customizationRemoved', 'session/truncated', 'session/isReadChanged', 'session/isArchivedChanged', 'session/activityChanged', 'session/changesetsChanged', 'session/configChanged', 'session/metaChanged', 'changeset/statusChanged', 'changeset/fileSet', 'changeset/fileRemoved', 'changeset/operationsChanged', 'changeset/cleared', 'root/terminalsChanged', 'root/configChanged', 'terminal/data', 'terminal/input', 'terminal/resized', 'terminal/claimed', 'terminal/titleChanged', 'terminal/cwdChanged', 'terminal/exited', 'terminal/cleared', 'terminal/commandDetectionAvailable', 'terminal/commandExecuted', 'terminal/commandFinished', 'resourceWatch/changed']
 
 
-class AhpErrorCode(Enum):
+class AhpErrorCode(
+    RootModel[Literal[-32001, -32002, -32003, -32004, -32005, -32006, -32007, -32008, -32009, -32010]]
+):
+    root: Literal[-32001, -32002, -32003, -32004, -32005, -32006, -32007, -32008, -32009, -32010]
     """
     AHP application-specific error codes.
     """
-
-    number__32001 = -32001
-    number__32002 = -32002
-    number__32003 = -32003
-    number__32004 = -32004
-    number__32005 = -32005
-    number__32006 = -32006
-    number__32007 = -32007
-    number__32008 = -32008
-    number__32009 = -32009
-    number__32010 = -32010
-
-
-class AuthRequiredReason(Enum):
-    required = 'required'
-    expired = 'expired'
 
 
 class AuthRequiredReasonExpired(RootModel[Literal['expired']]):
@@ -193,12 +121,6 @@ class ChangesetFileRemovedAction(WireModel):
     """
 
 
-class ChangesetOperationScope(Enum):
-    changeset = 'changeset'
-    resource = 'resource'
-    range = 'range'
-
-
 class ChangesetOperationScopeChangeset(RootModel[Literal['changeset']]):
     root: Literal['changeset']
 
@@ -211,19 +133,8 @@ class ChangesetOperationScopeResource(RootModel[Literal['resource']]):
     root: Literal['resource']
 
 
-class ChangesetOperationTargetSide(Enum):
-    before = 'before'
-    after = 'after'
-
-
-class Side(Enum):
-    before = 'before'
-    after = 'after'
-
-
-class ChangesetOperationTargetKind(Enum):
-    resource = 'resource'
-    range = 'range'
+class ChangesetOperationTargetKind(RootModel[Literal['resource', 'range']]):
+    root: Literal['resource', 'range']
 
 
 class ChangesetOperationTargetKindRange(RootModel[Literal['range']]):
@@ -232,12 +143,6 @@ class ChangesetOperationTargetKindRange(RootModel[Literal['range']]):
 
 class ChangesetOperationTargetKindResource(RootModel[Literal['resource']]):
     root: Literal['resource']
-
-
-class ChangesetStatus(Enum):
-    computing = 'computing'
-    ready = 'ready'
-    error = 'error'
 
 
 class ChangesetStatusComputing(RootModel[Literal['computing']]):
@@ -307,18 +212,6 @@ class CompletionItemKindUserMessage(RootModel[Literal['userMessage']]):
     root: Literal['userMessage']
 
 
-class ConfigPropertyType(StrEnum):
-    """
-    JSON Schema: property type
-    """
-
-    string = 'string'
-    number = 'number'
-    boolean = 'boolean'
-    array = 'array'
-    object = 'object'
-
-
 class ConfigPropertySchema(WireModel):
     """
     A JSON Schema-compatible property descriptor with display extensions.
@@ -332,7 +225,7 @@ class ConfigPropertySchema(WireModel):
     session-specific extensions.
     """
 
-    type: ConfigPropertyType
+    type: Literal['string', 'number', 'boolean', 'array', 'object']
     """
     JSON Schema: property type
     """
@@ -400,22 +293,12 @@ class ConfigSchema(WireModel):
     """
 
 
-class ConfirmationOptionKind(Enum):
-    approve = 'approve'
-    deny = 'deny'
-
-
 class ConfirmationOptionKindApprove(RootModel[Literal['approve']]):
     root: Literal['approve']
 
 
 class ConfirmationOptionKindDeny(RootModel[Literal['deny']]):
     root: Literal['deny']
-
-
-class ContentEncoding(Enum):
-    base64 = 'base64'
-    utf_8 = 'utf-8'
 
 
 class ContentEncodingBase64(RootModel[Literal['base64']]):
@@ -445,11 +328,10 @@ class CreateResourceWatchIncludes(WireModel):
     items: list[str]
 
 
-class CustomizationLoadStatus(Enum):
-    loading = 'loading'
-    loaded = 'loaded'
-    degraded = 'degraded'
-    error = 'error'
+class CustomizationLoadStatus(
+    RootModel[Literal['loading', 'loaded', 'degraded', 'error']]
+):
+    root: Literal['loading', 'loaded', 'degraded', 'error']
 
 
 class CustomizationLoadedState(WireModel):
@@ -468,24 +350,10 @@ class CustomizationLoadingState(WireModel):
     kind: Literal['loading']
 
 
-class CustomizationType(Enum):
-    plugin = 'plugin'
-    directory = 'directory'
-    agent = 'agent'
-    skill = 'skill'
-    prompt = 'prompt'
-    rule = 'rule'
-    hook = 'hook'
-    mcp_server = 'mcpServer'
-
-
-class DirectoryEntryType(StrEnum):
-    """
-    Whether the entry is a file or directory
-    """
-
-    file = 'file'
-    directory = 'directory'
+class CustomizationType(
+    RootModel[Literal['plugin', 'directory', 'agent', 'skill', 'prompt', 'rule', 'hook', 'mcpServer']]
+):
+    root: Literal['plugin', 'directory', 'agent', 'skill', 'prompt', 'rule', 'hook', 'mcpServer']
 
 
 class DirectoryEntry(WireModel):
@@ -497,7 +365,7 @@ class DirectoryEntry(WireModel):
     """
     Base name of the entry
     """
-    type: DirectoryEntryType
+    type: Literal['file', 'directory']
     """
     Whether the entry is a file or directory
     """
@@ -527,29 +395,11 @@ class FileEditDiff(WireModel):
     removed: int | float | None = None
 
 
-class IconTheme(StrEnum):
-    """
-    Optional specifier for the theme this icon is designed for. `"light"` indicates
-    the icon is designed to be used with a light background, and `"dark"` indicates
-    the icon is designed to be used with a dark background.
-
-    If not provided, the client should assume the icon can be used with any theme.
-    """
-
-    light = 'light'
-    dark = 'dark'
-
-
-class JsonRpcErrorCode(Enum):
+class JsonRpcErrorCode(RootModel[Literal[-32700, -32600, -32601, -32602, -32603]]):
+    root: Literal[-32700, -32600, -32601, -32602, -32603]
     """
     Standard JSON-RPC 2.0 error codes.
     """
-
-    number__32700 = -32700
-    number__32600 = -32600
-    number__32601 = -32601
-    number__32602 = -32602
-    number__32603 = -32603
 
 
 class ListSessionsParams(WireModel):
@@ -568,10 +418,10 @@ class ListSessionsParams(WireModel):
     """
 
 
-class MessageAttachmentKind(Enum):
-    simple = 'simple'
-    embedded_resource = 'embeddedResource'
-    resource = 'resource'
+class MessageAttachmentKind(
+    RootModel[Literal['simple', 'embeddedResource', 'resource']]
+):
+    root: Literal['simple', 'embeddedResource', 'resource']
 
 
 class ModelSelection(WireModel):
@@ -589,11 +439,6 @@ class ModelSelection(WireModel):
     """
     Model-specific configuration values
     """
-
-
-class PendingMessageKind(Enum):
-    steering = 'steering'
-    queued = 'queued'
 
 
 class PendingMessageKindQueued(RootModel[Literal['queued']]):
@@ -615,12 +460,6 @@ class PingParams(WireModel):
     """
 
     channel: Literal['ahp-root://']
-
-
-class PolicyState(Enum):
-    enabled = 'enabled'
-    disabled = 'disabled'
-    unconfigured = 'unconfigured'
 
 
 class PolicyStateDisabled(RootModel[Literal['disabled']]):
@@ -707,15 +546,8 @@ class ProtectedResourceMetadata(WireModel):
     """
 
 
-class ReconnectResultType(Enum):
-    replay = 'replay'
-    snapshot = 'snapshot'
-
-
-class ResourceChangeType(Enum):
-    added = 'added'
-    updated = 'updated'
-    deleted = 'deleted'
+class ReconnectResultType(RootModel[Literal['replay', 'snapshot']]):
+    root: Literal['replay', 'snapshot']
 
 
 class ResourceChangeTypeAdded(RootModel[Literal['added']]):
@@ -795,7 +627,7 @@ class ResourceReadParams(WireModel):
     """
     Content URI from a `ContentRef`
     """
-    encoding: ContentEncoding | None = None
+    encoding: Literal['base64', 'utf-8'] | None = None
     """
     Preferred encoding for the returned data (default: server-chosen)
     """
@@ -814,7 +646,7 @@ class ResourceReadResult(WireModel):
     """
     Content encoded as a string
     """
-    encoding: ContentEncoding
+    encoding: Literal['base64', 'utf-8']
     """
     How `data` is encoded
     """
@@ -830,12 +662,6 @@ class ResourceRequestResult(WireModel):
 
     An empty object on success.
     """
-
-
-class ResourceType(Enum):
-    file = 'file'
-    directory = 'directory'
-    symlink = 'symlink'
 
 
 class ResourceTypeDirectory(RootModel[Literal['directory']]):
@@ -869,12 +695,6 @@ class ResourceWatchIncludes(WireModel):
     items: list[str]
 
 
-class ResourceWriteMode(Enum):
-    truncate = 'truncate'
-    append = 'append'
-    insert = 'insert'
-
-
 class ResourceWriteModeAppend(RootModel[Literal['append']]):
     root: Literal['append']
 
@@ -895,12 +715,10 @@ class ResourceWriteResult(WireModel):
     """
 
 
-class ResponsePartKind(Enum):
-    markdown = 'markdown'
-    content_ref = 'contentRef'
-    tool_call = 'toolCall'
-    reasoning = 'reasoning'
-    system_notification = 'systemNotification'
+class ResponsePartKind(
+    RootModel[Literal['markdown', 'contentRef', 'toolCall', 'reasoning', 'systemNotification']]
+):
+    root: Literal['markdown', 'contentRef', 'toolCall', 'reasoning', 'systemNotification']
 
 
 class RootActiveSessionsChangedAction(WireModel):
@@ -1008,18 +826,6 @@ class SessionConfigChangedAction(WireModel):
     """
 
 
-class SessionConfigPropertyType(StrEnum):
-    """
-    JSON Schema: property type
-    """
-
-    string = 'string'
-    number = 'number'
-    boolean = 'boolean'
-    array = 'array'
-    object = 'object'
-
-
 class SessionConfigPropertySchema(WireModel):
     """
     A session configuration property descriptor.
@@ -1028,7 +834,7 @@ class SessionConfigPropertySchema(WireModel):
     display extensions.
     """
 
-    type: SessionConfigPropertyType
+    type: Literal['string', 'number', 'boolean', 'array', 'object']
     """
     JSON Schema: property type
     """
@@ -1229,18 +1035,14 @@ class SessionErrorAction(WireModel):
     """
 
 
-class SessionInputAnswerState(Enum):
-    draft = 'draft'
-    submitted = 'submitted'
-    skipped = 'skipped'
+class SessionInputAnswerState(RootModel[Literal['draft', 'submitted', 'skipped']]):
+    root: Literal['draft', 'submitted', 'skipped']
 
 
-class SessionInputAnswerValueKind(Enum):
-    text = 'text'
-    number = 'number'
-    boolean = 'boolean'
-    selected = 'selected'
-    selected_many = 'selected-many'
+class SessionInputAnswerValueKind(
+    RootModel[Literal['text', 'number', 'boolean', 'selected', 'selected-many']]
+):
+    root: Literal['text', 'number', 'boolean', 'selected', 'selected-many']
 
 
 class SessionInputBooleanAnswerValue(WireModel):
@@ -1295,19 +1097,10 @@ class SessionInputQuestionBase(WireModel):
     """
 
 
-class SessionInputQuestionKind(Enum):
-    text = 'text'
-    number = 'number'
-    integer = 'integer'
-    boolean = 'boolean'
-    single_select = 'single-select'
-    multi_select = 'multi-select'
-
-
-class SessionInputResponseKind(Enum):
-    accept = 'accept'
-    decline = 'decline'
-    cancel = 'cancel'
+class SessionInputQuestionKind(
+    RootModel[Literal['text', 'number', 'integer', 'boolean', 'single-select', 'multi-select']]
+):
+    root: Literal['text', 'number', 'integer', 'boolean', 'single-select', 'multi-select']
 
 
 class SessionInputResponseKindAccept(RootModel[Literal['accept']]):
@@ -1462,12 +1255,6 @@ class SessionIsReadChangedAction(WireModel):
     """
 
 
-class SessionLifecycle(Enum):
-    creating = 'creating'
-    ready = 'ready'
-    creation_failed = 'creationFailed'
-
-
 class SessionLifecycleCreating(RootModel[Literal['creating']]):
     root: Literal['creating']
 
@@ -1527,7 +1314,9 @@ class SessionModelInfo(WireModel):
     """
     Whether the model supports vision
     """
-    policy_state: PolicyState | None = Field(None, alias='policyState')
+    policy_state: Literal['enabled', 'disabled', 'unconfigured'] | None = Field(
+        None, alias='policyState'
+    )
     """
     Policy configuration state
     """
@@ -1556,7 +1345,7 @@ class SessionPendingMessageRemovedAction(WireModel):
     """
 
     type: Literal['session/pendingMessageRemoved']
-    kind: PendingMessageKind
+    kind: Literal['steering', 'queued']
     """
     Whether this is a steering or queued message
     """
@@ -1800,9 +1589,8 @@ class SystemNotificationResponsePart(WireModel):
     """
 
 
-class TerminalClaimKind(Enum):
-    client = 'client'
-    session = 'session'
+class TerminalClaimKind(RootModel[Literal['client', 'session']]):
+    root: Literal['client', 'session']
 
 
 class TerminalClearedAction(WireModel):
@@ -2167,12 +1955,6 @@ class ToolCallBase(WireModel):
     """
 
 
-class ToolCallCancellationReason(Enum):
-    denied = 'denied'
-    skipped = 'skipped'
-    result_denied = 'result-denied'
-
-
 class ToolCallCancellationReasonResultDenied(RootModel[Literal['result-denied']]):
     root: Literal['result-denied']
 
@@ -2184,12 +1966,6 @@ class ToolCallResultError(WireModel):
 
     message: str
     code: str | None = None
-
-
-class ToolCallConfirmationReason(Enum):
-    not_needed = 'not-needed'
-    user_action = 'user-action'
-    setting = 'setting'
 
 
 class ToolCallConfirmationReasonNotNeeded(RootModel[Literal['not-needed']]):
@@ -2228,13 +2004,10 @@ class Error(WireModel):
     code: str | None = None
 
 
-class ToolCallStatus(Enum):
-    streaming = 'streaming'
-    pending_confirmation = 'pending-confirmation'
-    running = 'running'
-    pending_result_confirmation = 'pending-result-confirmation'
-    completed = 'completed'
-    cancelled = 'cancelled'
+class ToolCallStatus(
+    RootModel[Literal['streaming', 'pending-confirmation', 'running', 'pending-result-confirmation', 'completed', 'cancelled']]
+):
+    root: Literal['streaming', 'pending-confirmation', 'running', 'pending-result-confirmation', 'completed', 'cancelled']
 
 
 class ToolCallStreamingState(WireModel):
@@ -2351,13 +2124,10 @@ class ToolDefinition(WireModel):
     """
 
 
-class ToolResultContentType(Enum):
-    text = 'text'
-    embedded_resource = 'embeddedResource'
-    resource = 'resource'
-    file_edit = 'fileEdit'
-    terminal = 'terminal'
-    subagent = 'subagent'
+class ToolResultContentType(
+    RootModel[Literal['text', 'embeddedResource', 'resource', 'fileEdit', 'terminal', 'subagent']]
+):
+    root: Literal['text', 'embeddedResource', 'resource', 'fileEdit', 'terminal', 'subagent']
 
 
 class ToolResultEmbeddedResourceContent(WireModel):
@@ -2437,12 +2207,6 @@ class ToolResultTextContent(WireModel):
     """
     The text content
     """
-
-
-class TurnState(Enum):
-    complete = 'complete'
-    cancelled = 'cancelled'
-    error = 'error'
 
 
 class TurnStateCancelled(RootModel[Literal['cancelled']]):
@@ -2563,7 +2327,7 @@ class AuthRequiredParams(WireModel):
     """
     The protected resource identifier that requires authentication
     """
-    reason: AuthRequiredReason | None = None
+    reason: Literal['required', 'expired'] | None = None
     """
     Why authentication is required
     """
@@ -2616,7 +2380,7 @@ class ChangesetOperation(WireModel):
     """
     Optional longer description shown on hover or in tooltips.
     """
-    scopes: list[ChangesetOperationScope]
+    scopes: list[Literal['changeset', 'resource', 'range']]
     """
     Where this operation can be invoked.
     """
@@ -2641,7 +2405,7 @@ class ChangesetOperationResourceTarget(WireModel):
     """
     A URI string.
     """
-    side: ChangesetOperationTargetSide | None = None
+    side: Literal['before', 'after'] | None = None
 
 
 class ChangesetOperationRangeTarget(WireModel):
@@ -2650,7 +2414,7 @@ class ChangesetOperationRangeTarget(WireModel):
     """
     A URI string.
     """
-    side: Side | None = None
+    side: Literal['before', 'after'] | None = None
     range: TextRange
 
 
@@ -2676,7 +2440,7 @@ class ChangesetStatusChangedAction(WireModel):
     """
 
     type: Literal['changeset/statusChanged']
-    status: ChangesetStatus
+    status: Literal['computing', 'ready', 'error']
     """
     New computation lifecycle status.
     """
@@ -2732,7 +2496,7 @@ class ConfirmationOption(WireModel):
     """
     Human-readable label displayed to the user
     """
-    kind: ConfirmationOptionKind
+    kind: Literal['approve', 'deny']
     """
     Whether this option represents an approval or denial
     """
@@ -2960,7 +2724,7 @@ class Icon(WireModel):
 
     If not provided, the client should assume that the icon can be used at any size.
     """
-    theme: IconTheme | None = None
+    theme: Literal['light', 'dark'] | None = None
     """
     Optional specifier for the theme this icon is designed for. `"light"` indicates
     the icon is designed to be used with a light background, and `"dark"` indicates
@@ -3478,7 +3242,7 @@ class ResourceChange(WireModel):
     """
     The URI of the resource that changed.
     """
-    type: ResourceChangeType
+    type: Literal['added', 'updated', 'deleted']
     """
     The kind of change observed.
     """
@@ -3704,7 +3468,7 @@ class ResourceResolveResult(WireModel):
     Canonical URI after symlink resolution. Equal to the requested URI when
     `followSymlinks` is `false` or the URI does not traverse a symlink.
     """
-    type: ResourceType
+    type: Literal['file', 'directory', 'symlink']
     """
     Resource kind.
     """
@@ -3822,7 +3586,7 @@ class ResourceWriteParams(WireModel):
     """
     Content encoded as a string
     """
-    encoding: ContentEncoding
+    encoding: Literal['base64', 'utf-8']
     """
     How `data` is encoded
     """
@@ -3835,7 +3599,7 @@ class ResourceWriteParams(WireModel):
     If `true`, the server MUST fail if the file already exists instead of
     overwriting it. Useful for safe creation of new files.
     """
-    mode: ResourceWriteMode | None = None
+    mode: Literal['truncate', 'append', 'insert'] | None = None
     """
     How `data` is placed within the target file. Defaults to `'truncate'`
     (full overwrite) when omitted. See {@link ResourceWriteMode} for the
@@ -4367,7 +4131,7 @@ class SessionToolCallApprovedAction(WireModel):
     """
     The tool call was approved
     """
-    confirmed: ToolCallConfirmationReason
+    confirmed: Literal['not-needed', 'user-action', 'setting']
     """
     How the tool was confirmed
     """
@@ -4481,7 +4245,7 @@ class SessionToolCallReadyAction(WireModel):
     """
     Whether the agent host allows the client to edit the tool's input parameters before confirming
     """
-    confirmed: ToolCallConfirmationReason | None = None
+    confirmed: Literal['not-needed', 'user-action', 'setting'] | None = None
     """
     If set, the tool was auto-confirmed and transitions directly to `running`
     """
@@ -4979,7 +4743,7 @@ class ChangesetState(WireModel):
     omitted: clients trivially compute them from `files[].edit.diff`.
     """
 
-    status: ChangesetStatus
+    status: Literal['computing', 'ready', 'error']
     """
     Computation lifecycle.
     """
@@ -5176,7 +4940,7 @@ class SessionInputCompletedAction(WireModel):
     """
     Input request identifier
     """
-    response: SessionInputResponseKind
+    response: Literal['accept', 'decline', 'cancel']
     """
     Completion outcome
     """
@@ -5873,7 +5637,7 @@ class SessionPendingMessageSetAction(WireModel):
     """
 
     type: Literal['session/pendingMessageSet']
-    kind: PendingMessageKind
+    kind: Literal['steering', 'queued']
     """
     Whether this is a steering or queued message
     """
@@ -6036,7 +5800,7 @@ class ToolCallCancelledState(WireModel):
     Raw tool input
     """
     status: Literal['cancelled']
-    reason: ToolCallCancellationReason
+    reason: Literal['denied', 'skipped', 'result-denied']
     """
     Why the tool was cancelled
     """
@@ -6123,7 +5887,7 @@ class ToolCallCompletedState(WireModel):
     Error details if the tool failed
     """
     status: Literal['completed']
-    confirmed: ToolCallConfirmationReason
+    confirmed: Literal['not-needed', 'user-action', 'setting']
     """
     How the tool was confirmed for execution
     """
@@ -6202,7 +5966,7 @@ class ToolCallPendingResultConfirmationState(WireModel):
     Error details if the tool failed
     """
     status: Literal['pending-result-confirmation']
-    confirmed: ToolCallConfirmationReason
+    confirmed: Literal['not-needed', 'user-action', 'setting']
     """
     How the tool was confirmed for execution
     """
@@ -6288,7 +6052,7 @@ class ToolCallRunningState(WireModel):
     Raw tool input
     """
     status: Literal['running']
-    confirmed: ToolCallConfirmationReason
+    confirmed: Literal['not-needed', 'user-action', 'setting']
     """
     How the tool was confirmed for execution
     """
@@ -6575,7 +6339,7 @@ class Turn(WireModel):
     """
     Token usage info
     """
-    state: TurnState
+    state: Literal['complete', 'cancelled', 'error']
     """
     How the turn ended
     """
@@ -6709,7 +6473,7 @@ class SessionState(WireModel):
     """
     Lightweight session metadata
     """
-    lifecycle: SessionLifecycle
+    lifecycle: Literal['creating', 'ready', 'creationFailed']
     """
     Session initialization state
     """

@@ -10,7 +10,7 @@ schema definition name (``SessionDeltaAction``), except ``MarkdownString``, the
 from __future__ import annotations
 
 WIRE_TYPES: tuple[str, ...] = (
-    "ActionEnvelope", "ActionOrigin", "ActionType", "ActiveTurn", "AgentInfo", "AgentSelection",
+    "ActionEnvelope", "ActionOrigin", "ActiveTurn", "AgentInfo", "AgentSelection",
     "AuthRequiredErrorData", "AuthRequiredParams", "AuthenticateParams", "AuthenticateResult",
     "ChangesetClearedAction", "ChangesetFile", "ChangesetFileRemovedAction",
     "ChangesetFileSetAction", "ChangesetOperation", "ChangesetOperationsChangedAction",

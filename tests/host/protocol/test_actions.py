@@ -112,3 +112,17 @@ def test_catalogue_matches_the_checklist():
     assert set(listed) == set(ACTIONS)
     client = {t for t, by in listed.items() if by.startswith("C")}
     assert client == CLIENT_DISPATCHABLE
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"type": "session/isReadChanged", "isRead": "yes"},
+        {"type": "session/isReadChanged", "isRead": 1},
+        {"type": "terminal/resized", "cols": "80", "rows": 24},
+        {"type": "session/titleChanged", "title": 7},
+    ],
+)
+def test_action_validation_does_not_coerce_json_types(payload):
+    with pytest.raises(ValidationError):
+        action_model(payload["type"]).validate_python(payload)

@@ -122,8 +122,8 @@ def test_envelope_without_server_seq_is_rejected(validator):
 
 def test_null_optional_field_is_rejected(validator):
     # Absent means undefined; a null in a non-nullable key is not valid AHP.
-    _assert_rejected(validator, _action({"type": "session/ready"}, rejectionReason=None), None,
-                     "ActionEnvelope", "rejectionReason")
+    _assert_rejected(validator, _action({"type": "session/ready"}, origin=None), None,
+                     "ActionEnvelope", "origin")
 
 
 @pytest.mark.parametrize(
@@ -198,3 +198,22 @@ def test_reducer_vector_actions_pass_as_host_frames(validator, action):
 def test_action_params_without_an_action_object_are_rejected(validator):
     frame = {"jsonrpc": "2.0", "method": "action", "params": {"channel": SESSION, "serverSeq": 1}}
     _assert_rejected(validator, frame, None, "'action' object")
+
+
+def test_rejection_echoes_the_client_action_verbatim_even_when_malformed(validator):
+    origin = {"clientId": "client-1", "clientSeq": 4}
+    for echoed in ({"type": "session/notAThing"}, {"type": "session/titleChanged"}):
+        validator.check_server_frame(_action(echoed, origin=origin, rejectionReason="Unknown action type."))
+
+
+def test_rejection_needs_origin_and_a_readable_reason(validator):
+    action = {"type": "session/notAThing"}
+    _assert_rejected(validator, _action(action, rejectionReason="nope"), None, "origin")
+    origin = {"clientId": "c", "clientSeq": 1}
+    _assert_rejected(validator, _action(action, origin=origin, rejectionReason=""), None, "rejectionReason")
+    _assert_rejected(
+        validator,
+        _action(action, origin=origin, rejectionReason='Traceback (most recent call last):\n  File "x.py", line 1, in f'),
+        None,
+        "traceback",
+    )
