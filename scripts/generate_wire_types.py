@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import copy
 import difflib
+import importlib.util
 import json
 import os
 import subprocess
@@ -40,9 +41,21 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))  # run as a plain script: make `host` importable
 
-from host.protocol.schema import SCHEMA_PATH, wire_schema  # noqa: E402
+
+def _load_schema_module() -> Any:
+    # host/protocol/schema.py needs only the standard library; loading it by path (not
+    # through the package, which imports pydantic) lets any Python 3.11 run this script.
+    path = REPO_ROOT / "host" / "protocol" / "schema.py"
+    spec = importlib.util.spec_from_file_location("_ahp_schema", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_schema_module = _load_schema_module()
+SCHEMA_PATH: Path = _schema_module.SCHEMA_PATH
+wire_schema = _schema_module.wire_schema
 OUTPUT_PATH = REPO_ROOT / "host" / "protocol" / "_generated.py"
 PINNED_VERSION = "0.89.0"
 
