@@ -12,13 +12,37 @@ import ipaddress
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from host.errors import ConfigError
 
-__all__ = ["HostConfig", "ServerConfig", "load_config", "is_loopback", "default_data_dir"]
+__all__ = [
+    "HostConfig",
+    "ServerConfig",
+    "SessionDefaults",
+    "AgentConfig",
+    "ModelConfig",
+    "RecordingConfig",
+    "AgentKind",
+    "DEFAULT_KEY_VARIABLES",
+    "load_config",
+    "is_loopback",
+    "default_data_dir",
+]
+
+AgentKind = Literal["openai", "openai-chat", "anthropic", "litellm", "replay"]
+"""Which provider an ``[agents.<id>]`` table drives (``replay`` serves recorded cassettes)."""
+
+DEFAULT_KEY_VARIABLES: dict[str, str | None] = {
+    "openai": "OPENAI_API_KEY",
+    "openai-chat": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "litellm": None,
+    "replay": None,
+}
+"""The environment variable an agent kind reads its key from unless ``api_key_env`` says otherwise."""
 
 
 class _Section(BaseModel):
@@ -53,9 +77,71 @@ class SessionDefaults(_Section):
     """Seconds between the offline agent's streamed words."""
 
 
+class ModelConfig(_Section):
+    id: str
+    """The provider's model id, sent on every request (e.g. "gpt-5", "claude-sonnet-4-5")."""
+    name: str | None = None
+    """Display name; default: the id."""
+    context_window: int | None = Field(default=None, ge=1)
+    """Tokens the model can take in (SessionModelInfo.maxContextWindow)."""
+    vision: bool = False
+    """Whether images attached to messages are sent to this model."""
+    reasoning: Literal["none", "effort", "thinking"] = "none"
+    """Which knob clients get: "effort" (OpenAI reasoning effort), "thinking" (Anthropic extended
+    thinking level), "none". Becomes the model's configSchema."""
+    default_level: str | None = None
+    """Default reasoning effort / thinking level offered in the configSchema."""
+    cassette: str | None = None
+    """Replay agents only: the vcrpy cassette this model replays (relative to the config file)."""
+
+
+class AgentConfig(_Section):
+    kind: AgentKind
+    """openai (Responses API), openai-chat (Chat Completions, any compatible server), anthropic,
+    litellm, or replay (recorded cassettes, offline)."""
+    display_name: str | None = None
+    """Name shown to users; default: the agent id."""
+    description: str | None = None
+    models: list[ModelConfig] = Field(default_factory=list)
+    """The models offered; the first is the default for new sessions."""
+    base_url: str | None = None
+    """Endpoint override (Ollama, vLLM, a proxy...); LiteLLM calls it api_base."""
+    api_key_env: str | None = None
+    """Environment variable holding the key; default OPENAI_API_KEY / ANTHROPIC_API_KEY by kind."""
+    api_key: str | None = Field(default=None, repr=False)
+    """The key itself (prefer api_key_env: config files get copied around). Never logged."""
+    system_prompt: str | None = None
+    """Sent as the system prompt of every request."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Output-token cap per model call; default: the provider's own."""
+    retries: int = Field(default=3, ge=0, le=20)
+    """How often a model call is retried after 429, 5xx, 529 or a dropped connection (only while
+    nothing has been streamed for that call yet)."""
+    retry_base_delay: float = Field(default=1.0, ge=0)
+    """Seconds before the first retry; doubled each time, unless the provider says retry-after."""
+    retry_max_delay: float = Field(default=60.0, ge=0)
+    """Longest wait the host accepts before a retry; a longer retry-after fails the turn instead."""
+    max_model_calls: int = Field(default=50, ge=1)
+    """Model calls allowed in one turn (each tool round is one call): stops runaway tool loops."""
+    title: Literal["model", "first-words"] = "model"
+    """How a session's title is made after its first turn: ask the model, or the message's first words."""
+
+
+class RecordingConfig(_Section):
+    enabled: bool = False
+    """Write each turn's provider HTTP traffic to a vcrpy cassette (secrets scrubbed)."""
+    directory: str = "cassettes/recorded"
+    """Where cassettes go: <directory>/<agent>/<session id>/<turn id>.yaml (relative: to the cwd)."""
+
+
 class HostConfig(_Section):
     server: ServerConfig = Field(default_factory=ServerConfig)
     sessions: SessionDefaults = Field(default_factory=SessionDefaults)
+    agents: dict[str, AgentConfig] | None = None
+    """The ``[agents.<id>]`` tables; absent: the built-in defaults (see config.example.toml)."""
+    recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    environ: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+    """Provider key variables read from the environment at load time (never logged or dumped)."""
     source: str | None = Field(default=None, exclude=True)
     """The file this was read from, for messages."""
 
@@ -113,7 +199,17 @@ def load_config(path: str | Path | None = None, *, overrides: dict[str, dict[str
     except ValidationError as error:
         raise ConfigError(_describe(error, source, raw)) from None
     config.source = source
+    config.environ = _key_variables(config, env)
     return config
+
+
+def _key_variables(config: HostConfig, env: Any) -> dict[str, str]:
+    """Only the variables some agent may read its key from, so nothing else is kept around."""
+    names = {name for name in DEFAULT_KEY_VARIABLES.values() if name}
+    for agent in (config.agents or {}).values():
+        if agent.api_key_env:
+            names.add(agent.api_key_env)
+    return {name: env[name] for name in names if env.get(name)}
 
 
 def _describe(error: ValidationError, source: str, raw: dict[str, Any]) -> str:
@@ -125,7 +221,12 @@ def _describe(error: ValidationError, source: str, raw: dict[str, Any]) -> str:
             continue
         value: Any = raw
         for part in item["loc"]:
-            value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, dict):
+                value = value.get(part)
+            elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+                value = value[part]
+            else:
+                value = None
         expected = {
             "int_parsing": "a whole number",
             "int_type": "a whole number",
@@ -137,7 +238,10 @@ def _describe(error: ValidationError, source: str, raw: dict[str, Any]) -> str:
             "less_than_equal": f"at most {item.get('ctx', {}).get('le')}",
             "float_parsing": "a number",
             "model_type": "a table",
+            "dict_type": "a table",
+            "missing": "a value (this key is required)",
+            "literal_error": "one of " + str(item.get("ctx", {}).get("expected", "")),
         }.get(item["type"], "a different value")
-        shown = "<hidden>" if loc.endswith("token") else repr(value)
+        shown = "<hidden>" if loc.endswith(("token", "api_key")) else repr(value)
         lines.append(f"{loc} = {shown} is not valid: expected {expected}")
     return f"invalid configuration ({source}): " + "; ".join(lines)
