@@ -12,9 +12,11 @@ A snapshot is the whole store (every channel's state and the serverSeq) as of on
 recover, load the newest snapshot and re-apply the entries after it. Entries older than both the
 newest snapshot and the replay window are pruned when a snapshot is written.
 
-Each append is its own committed transaction (``synchronous=NORMAL`` in WAL mode): once
-``append`` returns, the entry survives the process being killed; only a power loss can take the
-last few. The journal never interprets states or actions.
+Appends are grouped: the first append opens a transaction and ``flush`` commits it
+(``synchronous=NORMAL`` in WAL mode: once ``flush`` returns, the entries survive the process
+being killed; only a power loss can take the last few). The store flushes at the end of every
+event-loop tick and the transport flushes before any frame leaves the process, so nothing a
+client has seen can be missing after a crash. The journal never interprets states or actions.
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ class Journal:
 
     def _insert(self, kind: str, channel: str, seq: int | None, now: int | None, body: str | None) -> None:
         try:
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN")
             self._db.execute(
                 "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)",
                 (kind, channel, seq, now, body),
@@ -115,8 +119,22 @@ class Journal:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
         self.entries_since_snapshot += 1
 
+    @property
+    def dirty(self) -> bool:
+        """Entries were appended since the last ``flush``."""
+        return self._db.in_transaction
+
+    def flush(self) -> None:
+        """Commit every entry appended so far."""
+        if self._db.in_transaction:
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as error:
+                raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+
     def write_snapshot(self, seq: int, channels: dict[str, dict[str, Any]], keep_actions: int) -> None:
         """Record the whole store as of the newest entry, then prune what is no longer needed."""
+        self.flush()
         body = json.dumps(channels, separators=(",", ":"))
         with self._transaction():
             upto = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
@@ -155,6 +173,7 @@ class Journal:
 
     def close(self) -> None:
         try:
+            self.flush()
             self._db.close()
         except sqlite3.Error:
             pass

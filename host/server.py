@@ -96,6 +96,7 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
             frame = await connection.outbox.get()
             if frame is None:
                 return
+            host.store.flush()  # nothing leaves the process before it is durable
             await websocket.send_text(frame)
             if connection.close_requested and connection.outbox.empty():
                 reader_done.set()

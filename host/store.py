@@ -10,7 +10,8 @@ Invariants:
 
 * ``seq`` only grows, across restarts too (it is recovered from the journal).
 * An envelope is journaled before anyone sees it, and serialised exactly once; every subscriber
-  gets the same text.
+  gets the same text. Journal writes are committed in groups: ``flush`` runs at the end of the
+  event-loop tick, and transports call it before sending any frame (see ``host.journal``).
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
   subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it.
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
@@ -21,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import deque
@@ -67,6 +69,7 @@ class Store:
         self.seq = 0
         self._clock = clock
         self._journal = journal
+        self._flush_scheduled = False
         self._snapshot_every = snapshot_every
         self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
@@ -98,6 +101,7 @@ class Store:
             raise ValueError(f"channel {channel} already exists")
         if self._journal is not None:
             self._journal.append_created(channel, state, kind)
+            self._schedule_flush()
         self._channels[channel] = _Channel(kind, state)
         self._maybe_snapshot()
 
@@ -107,6 +111,7 @@ class Store:
             return
         if self._journal is not None:
             self._journal.append_removed(channel)
+            self._schedule_flush()
         del self._channels[channel]
 
     def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -122,6 +127,7 @@ class Store:
         envelope_json = encode(envelope)
         if self._journal is not None:
             self._journal.append_action(channel, self.seq, now, envelope_json)
+            self._schedule_flush()
         entry.state = after
         self._replay.append((self.seq, channel, envelope))
         frame = '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
@@ -227,6 +233,23 @@ class Store:
             self.snapshot_now()
             self._journal.close()
             self._journal = None
+
+    def flush(self) -> None:
+        """Make every journaled entry durable (cheap when there is nothing to commit)."""
+        self._flush_scheduled = False
+        if self._journal is not None and self._journal.dirty:
+            self._journal.flush()
+
+    def _schedule_flush(self) -> None:
+        if self._flush_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()  # no event loop (tools, tests): commit at once
+            return
+        self._flush_scheduled = True
+        loop.call_soon(self.flush)
 
     def _maybe_snapshot(self) -> None:
         if self._journal is not None and self._journal.entries_since_snapshot >= self._snapshot_every:

@@ -85,7 +85,10 @@ def _shown(path: str) -> str:
 
 
 def _from_uri(path: str, roots: list[Path]) -> str:
-    parts = urlsplit(path)
+    try:
+        parts = urlsplit(path)
+    except ValueError:  # e.g. "file://[" (an unclosed IPv6 host)
+        raise SandboxError(f"'{_shown(path)}' is not a valid URI. Allowed roots: {_roots_text(roots)}.") from None
     if parts.scheme.lower() != "file":
         raise SandboxError(
             f"Only local file paths are allowed, not {parts.scheme}: URIs ('{_shown(path)}'). "

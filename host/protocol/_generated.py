@@ -2066,8 +2066,8 @@ class ToolInputSchema(WireModel):
     """
 
     type: str
-    properties: str | None = None
-    required: str | None = None
+    properties: dict[str, Any] | None = None
+    required: list[str] | None = None
 
 
 class ToolOutputSchema(WireModel):
@@ -2078,8 +2078,8 @@ class ToolOutputSchema(WireModel):
     """
 
     type: str
-    properties: str | None = None
-    required: str | None = None
+    properties: dict[str, Any] | None = None
+    required: list[str] | None = None
 
 
 class ToolDefinition(WireModel):
@@ -2148,24 +2148,6 @@ class ToolResultEmbeddedResourceContent(WireModel):
     """
 
 
-class ToolResultFileEditBefore(WireModel):
-    """
-    The file state before the edit. Absent for file creations or for in-place file edits.
-    """
-
-    uri: str
-    content: str
-
-
-class ToolResultFileEditAfter(WireModel):
-    """
-    The file state after the edit. Absent for file deletions.
-    """
-
-    uri: str
-    content: str
-
-
 class Diff(WireModel):
     """
     Optional diff display metadata
@@ -2173,26 +2155,6 @@ class Diff(WireModel):
 
     added: int | float | None = None
     removed: int | float | None = None
-
-
-class ToolResultFileEditContent(WireModel):
-    """
-    Describes a file modification performed by a tool.
-    """
-
-    before: ToolResultFileEditBefore | None = None
-    """
-    The file state before the edit. Absent for file creations or for in-place file edits.
-    """
-    after: ToolResultFileEditAfter | None = None
-    """
-    The file state after the edit. Absent for file deletions.
-    """
-    diff: Diff | None = None
-    """
-    Optional diff display metadata
-    """
-    type: Literal['fileEdit']
 
 
 class ToolResultTextContent(WireModel):
@@ -4562,6 +4524,44 @@ class ToolCallPendingConfirmationState(WireModel):
     belongs to a {@link ConfirmationOptionGroup} so the client can still
     categorise the choices.
     """
+
+
+class ToolResultFileEditBefore(WireModel):
+    """
+    The file state before the edit. Absent for file creations or for in-place file edits.
+    """
+
+    uri: str
+    content: ContentRef
+
+
+class ToolResultFileEditAfter(WireModel):
+    """
+    The file state after the edit. Absent for file deletions.
+    """
+
+    uri: str
+    content: ContentRef
+
+
+class ToolResultFileEditContent(WireModel):
+    """
+    Describes a file modification performed by a tool.
+    """
+
+    before: ToolResultFileEditBefore | None = None
+    """
+    The file state before the edit. Absent for file creations or for in-place file edits.
+    """
+    after: ToolResultFileEditAfter | None = None
+    """
+    The file state after the edit. Absent for file deletions.
+    """
+    diff: Diff | None = None
+    """
+    Optional diff display metadata
+    """
+    type: Literal['fileEdit']
 
 
 class ToolResultResourceContent(WireModel):

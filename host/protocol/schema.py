@@ -5,10 +5,18 @@ Contract:
 - ``load_schema()`` parses it once and returns the same dict on every call; callers
   must treat it as read-only.
 - ``wire_schema()`` is ``load_schema()`` with the known gaps of the repaired schema
-  closed, and is what validators and the code generator use. The only gap today:
-  ``session/activeClientChanged`` releases the role with ``activeClient: null``
-  (PROTOCOL.md 2, 9), but the schema dropped the ``null`` branch of that required key.
-  ``NULLABLE_REQUIRED_FIELDS`` lists such (definition, property) pairs.
+  closed, and is what validators and the code generator use. The gaps, each checked
+  against the 0.2.0 TypeScript types (which win over the generated schema):
+
+  * ``session/activeClientChanged`` releases the role with ``activeClient: null``
+    (PROTOCOL.md 2, 9), but the schema dropped the ``null`` branch of that required key.
+    ``NULLABLE_REQUIRED_FIELDS`` lists such (definition, property) pairs.
+  * ``ToolResultFileEditContent`` extends ``FileEdit`` in the types, so its
+    ``before``/``after.content`` is a ``ContentRef``; the schema kept the string that
+    SOURCE.txt says was repaired in ``FileEdit`` only.
+  * ``ToolDefinition.inputSchema``/``outputSchema`` are JSON Schema objects whose
+    ``properties`` is a record of schemas and ``required`` a list of names; the schema
+    generator flattened both to strings, which no real tool definition satisfies.
 - ``union_members(name)`` lists the definitions an ``anyOf`` definition is made of
   (``SessionToolCallConfirmedAction`` -> approved, denied), following nested unions,
   and is ``(name,)`` for a plain object definition.
@@ -50,6 +58,14 @@ def wire_schema() -> dict[str, Any]:
         if branches is None:
             branches = [{key: node.pop(key) for key in list(node) if key != "description"}]
         node["anyOf"] = [*branches, {"type": "null"}]
+    defs = patched["$defs"]
+    file_edit_content = defs["ToolResultFileEditContent"]["properties"]
+    for side in ("before", "after"):
+        file_edit_content[side]["properties"]["content"] = {"$ref": "#/$defs/ContentRef"}
+    for key in ("inputSchema", "outputSchema"):
+        tool_schema = defs["ToolDefinition"]["properties"][key]["properties"]
+        tool_schema["properties"] = {"type": "object", "additionalProperties": {}}
+        tool_schema["required"] = {"type": "array", "items": {"type": "string"}}
     return patched
 
 
