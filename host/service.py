@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
-from host.agents import Agent, OfflineAgent
+from host.agents import Agent, build_agents
 from host.config import HostConfig
+from host.content import CONTENT_SCHEME, ContentStore
 from host.errors import ErrorCode, RpcError
 from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
+from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
@@ -51,9 +53,17 @@ class AgentHost:
     def __init__(self, config: HostConfig, *, agents: Iterable[Agent] | None = None, in_memory: bool = False) -> None:
         self.config = config
         self.clock = epoch_ms
-        agent_list = list(agents) if agents is not None else self._default_agents()
+        agent_list = list(agents) if agents is not None else build_agents(config)
         self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
         journal = None if in_memory else Journal(config.data_path() / "journal.sqlite3")
+        # Content referenced from state (tool output, edit previews), readable with resourceRead.
+        self.content = ContentStore(None if in_memory else config.data_path() / "content.sqlite3")
+        # Provider-native turn transcripts live next to the journal, so memory survives restarts.
+        self.transcripts = TranscriptStore(None if in_memory else config.data_path() / "transcripts.sqlite3")
+        for agent in agent_list:
+            bind = getattr(agent, "bind_transcripts", None)
+            if bind is not None:
+                bind(self.transcripts)
         self.store = Store(
             {"agents": [], "activeSessions": 0},
             clock=self.clock,
@@ -65,11 +75,6 @@ class AgentHost:
         self.store.observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
-
-    def _default_agents(self) -> list[Agent]:
-        if self.config.sessions.offline_agent:
-            return [OfflineAgent(delay=self.config.sessions.offline_delay)]
-        return []
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -91,7 +96,15 @@ class AgentHost:
 
     async def stop(self) -> None:
         await self.runner.close()
+        for agent in self.agents.values():
+            close = getattr(agent, "aclose", None)
+            if close is not None:
+                try:
+                    await close()
+                except Exception:  # one agent failing to close must not keep the others open
+                    logger.exception("closing agent %s failed", agent.provider)
         self.store.close()
+        self.transcripts.close()
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -123,6 +136,7 @@ class AgentHost:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Cannot fork: {fork.get('session')} has no completed turn {fork.get('turnId')}.")
             turns = copied
             model = model or source["summary"].get("model")
+            self.transcripts.copy(fork["session"], uri, [turn["id"] for turn in copied])
         working_directory = params.get("workingDirectory")
         active_client = params.get("activeClient")
         if active_client is not None and active_client.get("clientId") != client_id:
@@ -149,6 +163,7 @@ class AgentHost:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
         self.runner.forget(uri)
         self.store.remove(uri)
+        self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
 
@@ -174,6 +189,11 @@ class AgentHost:
     # -- content -------------------------------------------------------------------------------
 
     def read_resource(self, uri: str, encoding: str | None) -> dict[str, Any]:
+        if uri.startswith(CONTENT_SCHEME):
+            found = self.content.lookup(uri)
+            if found is None:
+                raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not in this host's content store.")
+            return _encoded(found[0], encoding, found[1])
         path = self._readable_path(uri)
         try:
             if path.is_dir():
@@ -186,16 +206,7 @@ class AgentHost:
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.") from None
         except PermissionError:
             raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not read {uri}.") from None
-        content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        if encoding != "base64":
-            try:
-                result: dict[str, Any] = {"data": data.decode("utf-8"), "encoding": "utf-8"}
-            except UnicodeDecodeError:
-                result = {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
-        else:
-            result = {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
-        result["contentType"] = content_type
-        return result
+        return _encoded(data, encoding, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
 
     def _readable_path(self, uri: str) -> Path:
         parsed = urlparse(uri)
@@ -252,6 +263,16 @@ class AgentHost:
         changes = {k: v for k, v in summary_changes(before.get("summary"), after.get("summary")).items() if v is not None}
         if changes:
             self.store.notify(ROOT, "root/sessionSummaryChanged", {"channel": ROOT, "session": channel, "changes": changes})
+
+
+def _encoded(data: bytes, encoding: str | None, content_type: str) -> dict[str, Any]:
+    """A ``ResourceReadResult``: UTF-8 text when asked for and possible, base64 otherwise."""
+    if encoding != "base64":
+        try:
+            return {"data": data.decode("utf-8"), "encoding": "utf-8", "contentType": content_type}
+        except UnicodeDecodeError:
+            pass
+    return {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64", "contentType": content_type}
 
 
 def _default_model(agent: Agent) -> dict[str, Any] | None:

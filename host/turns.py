@@ -115,10 +115,13 @@ class TurnRunner:
     def _start(self, session: str, turn: dict[str, Any]) -> None:
         state = self._store.state(session) or {}
         agent = self._agent_for(state.get("summary", {}).get("provider", ""))
+        summary = state.get("summary", {})
         ctx = TurnContext(
             session=session,
             turn_id=turn["id"],
             user_message=turn.get("userMessage") or {},
+            model=summary.get("model"),
+            agent=summary.get("agent"),
             _dispatch=lambda action: self._store.dispatch(session, action),
             _state=lambda: self._store.state(session),
         )

@@ -1,7 +1,17 @@
-"""Agent backends the host can run sessions on (see ``base`` for the contract)."""
+"""Agent backends the host can run sessions on (see ``base`` for the contract).
+
+``OfflineAgent`` is the embedded echo agent; ``ProviderAgent`` runs turns against a model
+provider (``provider``), built from the config by ``build_agents`` (``catalog``); tools are
+approved through the ``ToolApprover`` seam (``tooling``).
+"""
 
 from host.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed
+from host.agents.catalog import agent_from_config, build_agents, default_agent_configs
 from host.agents.offline import OFFLINE_PROVIDER, OfflineAgent
+from host.agents.provider import ModelSpec, ProviderAgent, ProviderSource, StaticSource, TurnSettings
+from host.agents.replay import ReplaySource
+from host.agents.sources import SdkSource
+from host.agents.tooling import Approval, AutoApprover, ToolApprover, ToolCallRequest
 
 __all__ = [
     "Agent",
@@ -11,4 +21,18 @@ __all__ = [
     "SessionCreationFailed",
     "OfflineAgent",
     "OFFLINE_PROVIDER",
+    "ProviderAgent",
+    "ProviderSource",
+    "StaticSource",
+    "SdkSource",
+    "ReplaySource",
+    "ModelSpec",
+    "TurnSettings",
+    "ToolApprover",
+    "AutoApprover",
+    "ToolCallRequest",
+    "Approval",
+    "build_agents",
+    "agent_from_config",
+    "default_agent_configs",
 ]

@@ -7,7 +7,11 @@ returns, ``session/error`` when it raises ``TurnFailed``, nothing when the turn 
 
 Invariant: once the turn is no longer the session's active turn (cancelled, truncated, ended),
 ``emit`` raises ``TurnEnded`` instead of dispatching, so a late token can never land in a later
-turn.
+turn. ``dispatch`` is for session-wide actions that are not part of the turn (activity, title,
+consuming a steering message); it only requires the session to still exist.
+
+``model`` and ``agent`` are the session's selections *captured when the turn started*: a model or
+agent change during a turn applies from the next turn (AHP ``session/modelChanged``).
 """
 
 from __future__ import annotations
@@ -45,6 +49,10 @@ class TurnContext:
     user_message: dict[str, Any]
     _dispatch: Callable[[dict[str, Any]], None]
     _state: Callable[[], dict[str, Any] | None]
+    model: dict[str, Any] | None = None
+    """The session's ``ModelSelection`` when the turn started."""
+    agent: dict[str, Any] | None = None
+    """The session's ``AgentSelection`` when the turn started."""
     _part_ids: int = field(default=0)
 
     @property
@@ -61,6 +69,13 @@ class TurnContext:
         if not self.is_active():
             raise TurnEnded(self.turn_id)
         self._dispatch({**action, "turnId": self.turn_id})
+
+    def dispatch(self, action: dict[str, Any]) -> bool:
+        """Dispatch a session action that is not turn-scoped; False if the session is gone."""
+        if self._state() is None:
+            return False
+        self._dispatch(action)
+        return True
 
     def new_part_id(self, prefix: str = "part") -> str:
         self._part_ids += 1

@@ -1,0 +1,94 @@
+"""One model call's neutral stream → AHP turn actions, token by token.
+
+``CallMapper.apply(event)`` dispatches at once:
+
+* text part start → ``session/responsePart`` (markdown, empty) and each delta → ``session/delta``;
+* reasoning part start → ``session/responsePart`` (reasoning) and deltas → ``session/reasoning``;
+* tool-call part start → ``session/toolCallStart``; deltas → ``session/toolCallDelta`` (raw JSON).
+
+Invariants: response part ids are ``<turn>:text-N`` / ``<turn>:reasoning-N`` (unique in the turn,
+never equal to a tool-call id); AHP tool-call ids are the provider's ids made unique within the
+turn (a second call reusing an id gets a ``#n`` suffix), while the neutral message keeps the
+provider's own id, which is what the model must be answered with. ``streamed`` becomes true at
+the first part: from then on a failed call must not be retried (the user already saw output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from host.agents.base import TurnContext
+from providers import Finish, PartDelta, PartEnd, PartStart, StreamAccumulator, StreamEvent, Usage, UsageReport
+
+__all__ = ["CallMapper", "TurnToolIds"]
+
+
+@dataclass
+class TurnToolIds:
+    """Keeps AHP tool-call ids unique across the model calls of one turn."""
+
+    used: set[str] = field(default_factory=set)
+
+    def assign(self, provider_id: str) -> str:
+        candidate, n = provider_id, 1
+        while candidate in self.used:
+            n += 1
+            candidate = f"{provider_id}#{n}"
+        self.used.add(candidate)
+        return candidate
+
+
+class CallMapper:
+    def __init__(self, ctx: TurnContext, api: str, ids: TurnToolIds, display_names: dict[str, str]) -> None:
+        self._ctx = ctx
+        self._ids = ids
+        self._display = display_names
+        self.acc = StreamAccumulator(api=api)  # type: ignore[arg-type]
+        self.streamed = False
+        self.usage = Usage()
+        """The call's latest cumulative usage."""
+        self.finish: Finish | None = None
+        self.tool_ids: dict[str, str] = {}
+        """Provider tool-call id → AHP tool-call id."""
+        self._targets: dict[int, tuple[str, str]] = {}
+
+    def apply(self, event: StreamEvent) -> None:
+        self.acc.apply(event)
+        match event:
+            case PartStart():
+                self.streamed = True
+                self._start(event)
+            case PartDelta():
+                kind, target = self._targets[event.index]
+                if kind == "tool_call":
+                    self._ctx.emit({"type": "session/toolCallDelta", "toolCallId": target, "content": event.content})
+                elif event.content:
+                    action = "session/delta" if kind == "text" else "session/reasoning"
+                    self._ctx.emit({"type": action, "partId": target, "content": event.content})
+            case PartEnd():
+                pass  # tool arguments are final here; the loop approves calls after the stream
+            case UsageReport():
+                self.usage = event.usage
+            case Finish():
+                self.finish = event
+
+    def _start(self, event: PartStart) -> None:
+        if event.part_kind == "tool_call":
+            provider_id = event.tool_call_id or f"call-{event.index}"
+            call_id = self._ids.assign(provider_id)
+            self.tool_ids[provider_id] = call_id
+            self._targets[event.index] = ("tool_call", call_id)
+            name = event.tool_name or "tool"
+            self._ctx.emit(
+                {
+                    "type": "session/toolCallStart",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "displayName": self._display.get(name, name),
+                }
+            )
+            return
+        kind = "markdown" if event.part_kind == "text" else "reasoning"
+        part_id = self._ctx.new_part_id(event.part_kind)
+        self._targets[event.index] = (event.part_kind, part_id)
+        self._ctx.emit({"type": "session/responsePart", "part": {"kind": kind, "id": part_id, "content": ""}})

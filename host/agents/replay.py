@@ -1,0 +1,177 @@
+"""The replay agent: recorded provider traffic served through the real SDKs, fully offline.
+
+Each model of a replay agent is one vcrpy cassette. A session replays its model's cassette
+interaction by interaction: each model call (including the calls after tool results) gets the
+next recorded response, through the same SDK and provider code a live agent uses, so what
+streams into a client is exactly what the real provider sent. When every interaction has been
+played, the next *turn* starts the cassette again; a model call inside a turn that finds the
+cassette exhausted fails the turn with a message saying so (nothing is made up).
+
+The user's words do not change the recorded answer; the agent's description says so.
+``DemoSecretTool`` and ``DemoWeatherTool`` are the tools the vendored cassettes call; they give
+fixed, clearly labelled answers so the recorded tool loops can complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from host.agents.sources import make_provider
+from providers import ModelRequest, Provider, ProviderError, StreamEvent
+from tools.base import Tool, ToolContext, success_result
+from tools.content import text_content
+
+__all__ = ["ReplaySource", "RecordingEnded", "cassette_kind", "DemoSecretTool", "DemoWeatherTool", "replayable", "VENDORED_CASSETTES"]
+
+VENDORED_CASSETTES = Path(__file__).resolve().parents[2] / "cassettes"
+"""The cassettes shipped with the repository (see cassettes/SOURCES.md)."""
+
+_SESSIONS_KEPT = 512
+
+
+class RecordingEnded(ProviderError):
+    """The turn asked for more model calls than the cassette recorded."""
+
+    error_type = "recording_ended"
+
+
+def cassette_kind(path: Path) -> str:
+    """The agent kind (SDK) a cassette was recorded with, from its first request."""
+    from providers.cassette import load_cassette
+
+    interactions = load_cassette(path)
+    if not interactions:
+        raise ValueError(f"{path} holds no interactions")
+    request = interactions[0].request
+    if "anthropic" in request.host:
+        return "anthropic"
+    if request.path.endswith("/responses"):
+        return "openai"
+    return "openai-chat"
+
+
+def replayable(path: Path) -> bool:
+    """Whether a cassette's first response is a success (the demo agent offers only those)."""
+    from providers.cassette import load_cassette
+
+    interactions = load_cassette(path)
+    return bool(interactions) and int(interactions[0].response["status"]["code"]) == 200
+
+
+class _ReplayProvider:
+    """A real SDK provider over a replay transport; turns "cassette exhausted" into an error."""
+
+    def __init__(self, inner: Provider, transport: Any, source: str) -> None:
+        self._inner = inner
+        self.transport = transport
+        self.name = inner.name
+        self.api = inner.api
+        self._source = source
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        from providers.cassette import CassetteError
+
+        if not self.transport.unplayed:
+            raise RecordingEnded(
+                f"The recording {self._source} has no more responses for this turn. "
+                "Send another message to replay it from the start.",
+                provider=self.name,
+            )
+        try:
+            async for event in self._inner.stream(request):
+                yield event
+        except CassetteError as error:  # a BaseException: keep it from killing the turn silently
+            raise RecordingEnded(f"The recording {self._source} cannot answer this request ({error}).", provider=self.name) from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class ReplaySource:
+    """Per (session, model) replay state over the cassettes of one replay agent."""
+
+    api = "replay"
+
+    def __init__(self, cassettes: dict[str, Path]) -> None:
+        self.cassettes = dict(cassettes)
+        self._kinds: dict[str, str] = {}
+        self._live: OrderedDict[tuple[str, str], _ReplayProvider] = OrderedDict()
+
+    @contextlib.asynccontextmanager
+    async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
+        key = (session, model)
+        provider = self._live.get(key)
+        if provider is None or not provider.transport.unplayed:
+            provider = self._open(model)
+            old = self._live.pop(key, None)
+            if old is not None:
+                await old.aclose()
+            self._live[key] = provider
+            while len(self._live) > _SESSIONS_KEPT:
+                _, evicted = self._live.popitem(last=False)
+                await evicted.aclose()
+        self._live.move_to_end(key)
+        yield provider
+
+    def _open(self, model: str) -> _ReplayProvider:
+        from providers.cassette import replay_client
+
+        path = self.cassettes.get(model)
+        if path is None:
+            known = ", ".join(sorted(self.cassettes)) or "none"
+            raise RecordingEnded(f"No recording is configured for model {model!r} (recorded models: {known}).", provider="replay")
+        kind = self._kinds.get(model) or cassette_kind(path)
+        self._kinds[model] = kind
+        client, transport = replay_client(path)
+        # The SDKs insist on a key; replayed requests never leave the process.
+        inner = make_provider(kind, api_key="replay-no-key", base_url=None, http_client=client)
+        return _ReplayProvider(inner, transport, path.name)
+
+    async def aclose(self) -> None:
+        while self._live:
+            _, provider = self._live.popitem()
+            await provider.aclose()
+
+
+class DemoSecretTool(Tool):
+    name = "secret_retrieval_tool"
+    title = "Secret retrieval (demo)"
+    description = "A tool that requires a password to retrieve a secret."
+    input_schema = {
+        "type": "object",
+        "properties": {"password": {"title": "Password", "type": "string"}},
+        "required": ["password"],
+        "additionalProperties": False,
+    }
+    annotations = {"readOnlyHint": True}
+    _SECRETS = {"mellon": "Welcome to Moria!", "radiance": "Life before Death"}
+
+    def describe(self, args: dict) -> str:
+        return f"Retrieve the secret for {args.get('password', '?')!r}"
+
+    async def run(self, args: dict, ctx: ToolContext) -> dict:
+        secret = self._SECRETS.get(args["password"], "No secret is stored for that password.")
+        return success_result(f"Retrieved the secret for {args['password']!r}", [text_content(secret)])
+
+
+class DemoWeatherTool(Tool):
+    name = "get_current_weather"
+    title = "Current weather (demo)"
+    description = "Get the current weather in a given location."
+    input_schema = {
+        "type": "object",
+        "properties": {"location": {"type": "string", "description": "The city and state, e.g. Boston, MA"}},
+        "required": ["location"],
+    }
+    annotations = {"readOnlyHint": True}
+
+    def describe(self, args: dict) -> str:
+        return f"Look up the weather in {args.get('location', '?')}"
+
+    async def run(self, args: dict, ctx: ToolContext) -> dict:
+        text = f"This replay demo has no live weather data for {args['location']}."
+        return success_result(f"Looked up the weather in {args['location']}", [text_content(text)])

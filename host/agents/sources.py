@@ -1,0 +1,102 @@
+"""Provider sources: which provider object serves a turn, with or without recording.
+
+* ``SdkSource`` drives a real provider SDK (OpenAI Responses, Chat Completions, Anthropic,
+  LiteLLM). Without recording every turn shares one provider (the SDK clients are safe to use
+  concurrently). With recording each turn gets its own provider whose ``httpx2`` client goes
+  through a ``providers.cassette.RecordingTransport`` writing
+  ``<directory>/<agent>/<session id>/<turn id>.yaml``: per-turn transports, no global patching,
+  so concurrent sessions never mix their traffic. Secrets are scrubbed by the transport.
+* ``ReplaySource`` serves turns from recorded cassettes through the real SDK (see
+  ``host.agents.replay``).
+
+SDKs and ``httpx2`` are imported on first use, so building sources costs nothing at start-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from providers import Provider
+
+__all__ = ["SdkSource", "API_BY_KIND", "cassette_path_for"]
+
+API_BY_KIND = {
+    "openai": "openai-responses",
+    "openai-chat": "openai-chat",
+    "anthropic": "anthropic",
+    "litellm": "litellm",
+}
+"""The wire API each SDK-backed agent kind speaks."""
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def cassette_path_for(directory: Path, agent: str, session: str, turn_id: str) -> Path:
+    """Where a recorded turn goes; every component is made safe as a file name."""
+    session_id = session.split(":/", 1)[-1]
+    parts = [_UNSAFE.sub("_", piece).strip("._") or "_" for piece in (agent, session_id, turn_id)]
+    return directory / parts[0] / parts[1] / f"{parts[2]}.yaml"
+
+
+def make_provider(kind: str, *, api_key: str | None, base_url: str | None, http_client: Any = None) -> Provider:
+    """A provider of ``kind``; ``http_client`` (an ``httpx2.AsyncClient``) carries recording."""
+    import providers
+
+    if kind == "openai":
+        return providers.OpenAIResponsesProvider(api_key=api_key, base_url=base_url, http_client=http_client)
+    if kind == "openai-chat":
+        return providers.OpenAIChatProvider(api_key=api_key, base_url=base_url, http_client=http_client)
+    if kind == "anthropic":
+        return providers.AnthropicProvider(api_key=api_key, base_url=base_url, http_client=http_client)
+    if kind == "litellm":
+        return providers.LiteLLMProvider(api_key=api_key, api_base=base_url)
+    raise ValueError(f"no SDK provider for agent kind {kind!r}")
+
+
+class SdkSource:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        agent: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        record_to: Path | None = None,
+    ) -> None:
+        self.kind = kind
+        self.api = API_BY_KIND[kind]
+        self.agent = agent
+        self._api_key = api_key
+        self._base_url = base_url
+        # LiteLLM opens its own HTTP clients, so its traffic cannot be captured per turn.
+        self.record_to = record_to if kind != "litellm" else None
+        self._shared: Provider | None = None
+
+    @contextlib.asynccontextmanager
+    async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
+        if self.record_to is None:
+            if self._shared is None:
+                self._shared = make_provider(self.kind, api_key=self._api_key, base_url=self._base_url)
+            yield self._shared
+            return
+        import httpx2
+
+        from providers.cassette import RecordingTransport
+
+        transport = RecordingTransport(cassette_path_for(self.record_to, self.agent, session, turn_id), httpx2.AsyncHTTPTransport())
+        client = httpx2.AsyncClient(transport=transport)
+        provider = make_provider(self.kind, api_key=self._api_key, base_url=self._base_url, http_client=client)
+        try:
+            yield provider
+        finally:
+            await provider.aclose()
+            await client.aclose()
+
+    async def aclose(self) -> None:
+        if self._shared is not None:
+            await self._shared.aclose()
+            self._shared = None

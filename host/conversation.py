@@ -1,0 +1,258 @@
+"""AHP turns ⇄ the neutral conversation (``providers.messages``) a model is sent.
+
+* ``to_user_message`` turns an AHP ``UserMessage`` (text + attachments) into a neutral one:
+  embedded images go to vision models only (others get a note in the text); ``file://``
+  resource attachments inside the session's working directory are read and given as text, any
+  other URI is refused with a note; simple attachments use their ``modelRepresentation``.
+  It also returns the notes meant for the user (shown as system notifications).
+* ``rebuild_turn`` reconstructs a finished turn's messages from its AHP state, for turns that
+  have no stored transcript (forked from an older host, say). Reasoning is dropped there: without
+  the provider's signature it cannot be sent back.
+* ``history`` assembles the conversation of a session's finished turns, preferring transcripts.
+* ``repair`` makes a message list acceptable to every provider: consecutive user messages are
+  merged and tool calls left without results (a cancelled turn) get an error result.
+
+Pure functions apart from reading attachment files; nothing here touches the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from providers import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    TextContent,
+    TextPart,
+    ToolCallPart,
+    ToolResult,
+    ToolResultsMessage,
+    UserMessage,
+)
+
+__all__ = ["to_user_message", "rebuild_turn", "history", "repair", "tool_result_text", "ATTACHMENT_TEXT_LIMIT"]
+
+ATTACHMENT_TEXT_LIMIT = 256 * 1024
+"""Largest attached file given to the model as text (bytes)."""
+
+_CANCELLED_RESULT = "This tool call did not run to completion (the turn was cancelled or failed)."
+
+
+def to_user_message(
+    message: Mapping[str, Any], *, working_directory: Path | None, vision: bool, model_name: str = "this model"
+) -> tuple[UserMessage, list[str]]:
+    """The neutral message for an AHP ``UserMessage`` and the notes to show the user."""
+    text = str(message.get("text") or "")
+    contents: list[Any] = []
+    extra: list[str] = []
+    notes: list[str] = []
+    for attachment in message.get("attachments") or []:
+        if not isinstance(attachment, Mapping):
+            continue
+        label = str(attachment.get("label") or "attachment")
+        kind = attachment.get("type")
+        if kind == "simple":
+            extra.append(f"[Attachment {label}]\n{attachment.get('modelRepresentation') or label}")
+        elif kind == "embeddedResource":
+            _embedded(attachment, label, vision, model_name, contents, extra, notes)
+        elif kind == "resource":
+            _resource(attachment, label, working_directory, extra, notes)
+    body = "\n\n".join([text, *extra]) if extra else text
+    return UserMessage(content=(TextContent(text=body), *contents)), notes
+
+
+def _embedded(
+    attachment: Mapping[str, Any], label: str, vision: bool, model_name: str,
+    contents: list[Any], extra: list[str], notes: list[str],
+) -> None:
+    content_type = str(attachment.get("contentType") or "application/octet-stream")
+    data = str(attachment.get("data") or "")
+    if content_type.startswith("image/"):
+        if vision:
+            contents.append(ImageContent(media_type=content_type, data=data))
+        else:
+            note = f"The image {label} was not sent: {model_name} cannot see images."
+            extra.append(f"[{note}]")
+            notes.append(note)
+        return
+    try:
+        raw = base64.b64decode(data, validate=True)
+        decoded = raw[:ATTACHMENT_TEXT_LIMIT].decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        note = f"The attachment {label} ({content_type}) was not sent: only text and images can be given to the model."
+        extra.append(f"[{note}]")
+        notes.append(note)
+        return
+    extra.append(_as_file_block(label, _select(decoded, attachment.get("selection"))))
+
+
+def _resource(
+    attachment: Mapping[str, Any], label: str, working_directory: Path | None, extra: list[str], notes: list[str]
+) -> None:
+    uri = str(attachment.get("uri") or "")
+    path, refusal = _readable(uri, working_directory)
+    if path is None:
+        note = f"The attachment {label} was not read: {refusal}"
+        extra.append(f"[{note}]")
+        notes.append(note)
+        return
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(ATTACHMENT_TEXT_LIMIT + 1)
+        text = raw[:ATTACHMENT_TEXT_LIMIT].decode("utf-8")
+    except UnicodeDecodeError:
+        note = f"The attachment {label} was not sent: it is not a text file."
+        extra.append(f"[{note}]")
+        notes.append(note)
+        return
+    except OSError as error:
+        note = f"The attachment {label} could not be read ({error.strerror or 'error'})."
+        extra.append(f"[{note}]")
+        notes.append(note)
+        return
+    if len(raw) > ATTACHMENT_TEXT_LIMIT:
+        notes.append(f"Only the first {ATTACHMENT_TEXT_LIMIT // 1024} KiB of {label} were sent to the model.")
+    extra.append(_as_file_block(label, _select(text, attachment.get("selection"))))
+
+
+def _readable(uri: str, working_directory: Path | None) -> tuple[Path | None, str]:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None, f"only file:// URIs can be attached ({uri} is not one)."
+    if working_directory is None:
+        return None, "this session has no working directory."
+    raw = unquote(parsed.path)
+    if "\x00" in raw:
+        return None, "the path contains a NUL byte."
+    path = Path(os.path.realpath(raw))
+    root = Path(os.path.realpath(working_directory))
+    if path != root and root not in path.parents:
+        return None, f"it is outside the session's working directory ({root})."
+    if not path.is_file():
+        return None, "it is not a file that exists."
+    return path, ""
+
+
+def _select(text: str, selection: Any) -> str:
+    """The selected lines/characters of ``text`` when a ``TextSelection`` is given."""
+    if not isinstance(selection, Mapping) or not isinstance(selection.get("range"), Mapping):
+        return text
+    try:
+        start, end = selection["range"]["start"], selection["range"]["end"]
+        lines = text.splitlines(keepends=True)
+        first, last = int(start["line"]), int(end["line"])
+        chosen = lines[first : last + 1]
+        if not chosen:
+            return ""
+        if first == last:
+            return chosen[0][int(start["character"]) : int(end["character"])]
+        chosen[0] = chosen[0][int(start["character"]) :]
+        chosen[-1] = chosen[-1][: int(end["character"])]
+        return "".join(chosen)
+    except (KeyError, TypeError, ValueError):
+        return text
+
+
+def _as_file_block(label: str, text: str) -> str:
+    return f"[Attached file {label}]\n```\n{text}\n```"
+
+
+def tool_result_text(result: Mapping[str, Any]) -> str:
+    """What the model reads of an AHP ``ToolCallResult``."""
+    pieces: list[str] = []
+    for block in result.get("content") or []:
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            pieces.append(str(block.get("text", "")))
+        elif kind == "embeddedResource":
+            pieces.append(f"[embedded resource {block.get('contentType', '')}]")
+        elif kind == "resource":
+            pieces.append(f"[resource {block.get('uri', '')}]")
+        elif kind == "terminal":
+            pieces.append(f"[terminal {block.get('title', '')}]")
+        elif kind == "fileEdit":
+            pieces.append("[file edit]")
+    if not pieces:
+        error = result.get("error")
+        if isinstance(error, Mapping) and error.get("message"):
+            pieces.append(str(error["message"]))
+        else:
+            pieces.append(str(result.get("pastTenseMessage") or ("Done." if result.get("success") else "Failed.")))
+    return "\n".join(pieces)
+
+
+def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
+    """A finished AHP turn as neutral messages (no reasoning, no native payloads)."""
+    user = turn.get("userMessage") or {}
+    messages: list[Message] = [UserMessage.of(str(user.get("text") or ""))]
+    parts: list[Any] = []
+    results: list[ToolResult] = []
+
+    def flush() -> None:
+        if parts:
+            messages.append(AssistantMessage(parts=tuple(parts)))
+        if results:
+            messages.append(ToolResultsMessage(results=tuple(results)))
+        parts.clear()
+        results.clear()
+
+    for part in turn.get("responseParts") or []:
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("kind")
+        if kind == "markdown" and part.get("content"):
+            if results:
+                flush()
+            parts.append(TextPart(text=str(part["content"])))
+        elif kind == "toolCall":
+            call = part.get("toolCall") or {}
+            call_id, name = str(call.get("toolCallId", "")), str(call.get("toolName", ""))
+            parts.append(ToolCallPart(tool_call_id=call_id, tool_name=name, arguments=str(call.get("toolInput") or "{}")))
+            result = call.get("result")
+            if isinstance(result, Mapping):
+                results.append(ToolResult.of(call_id, name, tool_result_text(result), is_error=not result.get("success")))
+            else:
+                results.append(ToolResult.of(call_id, name, _CANCELLED_RESULT, is_error=True))
+    flush()
+    return messages
+
+
+def history(turns: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Sequence[Message]]) -> list[Message]:
+    """The conversation of finished ``turns``: stored transcripts where present, else rebuilt."""
+    messages: list[Message] = []
+    for turn in turns:
+        stored = transcripts.get(str(turn.get("id")))
+        messages.extend(stored if stored else rebuild_turn(turn))
+    return messages
+
+
+def repair(messages: Sequence[Message]) -> list[Message]:
+    """Merge consecutive user messages; answer tool calls that were left without results."""
+    fixed: list[Message] = []
+    for message in messages:
+        previous = fixed[-1] if fixed else None
+        if isinstance(previous, AssistantMessage) and previous.tool_calls and not isinstance(message, ToolResultsMessage):
+            fixed.append(_cancelled_results(previous))
+            previous = fixed[-1]
+        if isinstance(message, UserMessage) and isinstance(previous, UserMessage):
+            fixed[-1] = UserMessage(content=(*previous.content, *message.content))
+            continue
+        fixed.append(message)
+    if fixed and isinstance(fixed[-1], AssistantMessage) and fixed[-1].tool_calls:
+        fixed.append(_cancelled_results(fixed[-1]))
+    return fixed
+
+
+def _cancelled_results(message: AssistantMessage) -> ToolResultsMessage:
+    return ToolResultsMessage(
+        results=tuple(ToolResult.of(c.tool_call_id, c.tool_name, _CANCELLED_RESULT, is_error=True) for c in message.tool_calls)
+    )

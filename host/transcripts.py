@@ -1,0 +1,102 @@
+"""Provider-native conversation memory: what was really sent to and received from the model.
+
+The AHP turn state is what users see; it cannot hold what a provider needs back verbatim on the
+next request (Anthropic thinking blocks with their signatures, OpenAI reasoning items, the exact
+tool-call ids and argument text). ``TranscriptStore`` keeps, per ``(session, turn id)``, the
+turn's neutral messages (``providers.MessageAdapter`` JSON, ``native`` payloads included) in a
+SQLite file in the host's data directory, so memory survives a host restart.
+
+Invariants:
+
+* One row per (session, turn); saving a turn again replaces it (a turn is saved once it ends).
+* Rows are looked up by turn id, so a truncated or re-forked session never sees a turn that is
+  not in its AHP state any more; ``copy`` gives a fork the rows of the turns it copied.
+* A row that cannot be read back (written by a newer host, say) is treated as missing: the
+  caller rebuilds that turn from the AHP state instead of failing the turn.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from providers import Message, MessageAdapter
+
+__all__ = ["TranscriptStore"]
+
+logger = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS transcripts (
+    session TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    messages TEXT NOT NULL,
+    PRIMARY KEY (session, turn_id)
+);
+"""
+
+
+class TranscriptStore:
+    """Turn transcripts in SQLite (``path``), or in memory when ``path`` is None."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        target = ":memory:" if path is None else str(path)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+
+    def save(self, session: str, turn_id: str, messages: Sequence[Message]) -> None:
+        body = json.dumps([MessageAdapter.dump_python(m, mode="json") for m in messages])
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO transcripts (session, turn_id, messages) VALUES (?, ?, ?)",
+                (session, turn_id, body),
+            )
+
+    def load(self, session: str, turn_ids: Iterable[str]) -> dict[str, list[Message]]:
+        """The readable transcripts among ``turn_ids``, keyed by turn id."""
+        wanted = list(turn_ids)
+        if not wanted:
+            return {}
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT turn_id, messages FROM transcripts WHERE session = ?", (session,)
+            ).fetchall()
+        found: dict[str, list[Message]] = {}
+        keep = set(wanted)
+        for turn_id, body in rows:
+            if turn_id not in keep:
+                continue
+            try:
+                found[turn_id] = [MessageAdapter.validate_python(item) for item in json.loads(body)]
+            except (ValueError, ValidationError):
+                logger.warning("transcript of turn %s in %s is unreadable; rebuilding it from the turn state", turn_id, session)
+        return found
+
+    def copy(self, source: str, target: str, turn_ids: Iterable[str]) -> None:
+        """Give a forked session the transcripts of the turns it copied."""
+        ids = list(turn_ids)
+        with self._lock:
+            for turn_id in ids:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO transcripts (session, turn_id, messages) "
+                    "SELECT ?, turn_id, messages FROM transcripts WHERE session = ? AND turn_id = ?",
+                    (target, source, turn_id),
+                )
+
+    def forget(self, session: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM transcripts WHERE session = ?", (session,))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
