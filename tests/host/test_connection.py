@@ -304,12 +304,12 @@ async def test_reconnect_reports_a_disposed_session_as_missing(connect: Connect)
     assert bob.state(session) is None
 
 
-async def test_reconnect_as_first_message_of_a_raw_connection(running_host: RunningHost, connect: Connect) -> None:
+async def test_reconnect_as_first_message_of_a_raw_connection(running_host: RunningHost, connect: Connect, frame_checker: Any) -> None:
     client = await connect()
     session = await client.create_session()
     seq = client.server_seq
     await run_turn(client, session, "hi")
-    raw = await RawPeer.open(running_host)
+    raw = await RawPeer.open(running_host, frame_checker)
     reply = await raw.request("reconnect", {"channel": ROOT, "clientId": "raw", "lastSeenServerSeq": seq, "subscriptions": [session, "ahp-session:/gone"]})
     assert reply["result"]["type"] == "replay"
     assert reply["result"]["missing"] == ["ahp-session:/gone"]
@@ -319,13 +319,13 @@ async def test_reconnect_as_first_message_of_a_raw_connection(running_host: Runn
     await raw.close()
 
 
-async def test_initialize_negotiates_the_protocol_version(running_host: RunningHost) -> None:
-    raw = await RawPeer.open(running_host)
+async def test_initialize_negotiates_the_protocol_version(running_host: RunningHost, frame_checker: Any) -> None:
+    raw = await RawPeer.open(running_host, frame_checker)
     reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["9.0.0", "0.1.0"], "clientId": "c"})
     assert reply["error"]["code"] == -32005
     assert reply["error"]["data"] == {"supportedVersions": ["0.2.0"]}
     await raw.wait_closed()
-    raw = await RawPeer.open(running_host)
+    raw = await RawPeer.open(running_host, frame_checker)
     reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["0.3.0", "0.2.1"], "clientId": "c"})
     assert reply["result"]["protocolVersion"] == "0.2.1"
     await raw.close()
@@ -357,16 +357,19 @@ async def test_resource_read_serves_files_in_the_working_directory_only(connect:
 class RawPeer:
     """A bare WebSocket speaking raw JSON-RPC text, for tests that need exact frames."""
 
-    def __init__(self, ws: Any) -> None:
+    def __init__(self, ws: Any, checker: Any = None) -> None:
         self.ws = ws
         self.next_id = 1000
+        self.checker = checker
+        self._methods: dict[int, str] = {}
 
     @classmethod
-    async def open(cls, running: RunningHost, **headers: str) -> "RawPeer":
+    async def open(cls, running: RunningHost, checker: Any = None, **headers: str) -> "RawPeer":
+        """``checker`` (the ``frame_checker`` fixture) schema-checks every frame received."""
         from websockets.asyncio.client import connect
 
         ws = await connect(running.url, max_size=None, additional_headers=headers or None)
-        return cls(ws)
+        return cls(ws, checker)
 
     async def send(self, text: str) -> None:
         await self.ws.send(text)
@@ -374,12 +377,17 @@ class RawPeer:
     async def recv(self, timeout: float = 5) -> dict[str, Any]:
         import json
 
-        return json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+        frame = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+        if self.checker is not None:
+            answered = self._methods.get(frame.get("id")) if "method" not in frame else None
+            self.checker.hook(frame, answered)
+        return frame
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         import json
 
         self.next_id += 1
+        self._methods[self.next_id] = method
         await self.ws.send(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
         while True:
             frame = await self.recv()
@@ -391,3 +399,17 @@ class RawPeer:
 
     async def close(self) -> None:
         await self.ws.close()
+
+
+async def test_resource_read_serves_the_hosts_content_references(connect: Connect, running_host: RunningHost) -> None:
+    client = await connect()
+    text_uri = running_host.host.content.put("before the edit\n".encode(), "text/plain")
+    binary_uri = running_host.host.content.put(b"\x89PNG\x00\x01", "image/png")
+    assert await client.request("resourceRead", {"channel": ROOT, "uri": text_uri}) == {
+        "data": "before the edit\n", "encoding": "utf-8", "contentType": "text/plain"}
+    assert await client.request("resourceRead", {"channel": ROOT, "uri": binary_uri}) == {
+        "data": "iVBORwAB", "encoding": "base64", "contentType": "image/png"}
+    assert (await client.request("resourceRead", {"channel": ROOT, "uri": text_uri, "encoding": "base64"}))["encoding"] == "base64"
+    with pytest.raises(AhpError) as error:
+        await client.request("resourceRead", {"channel": ROOT, "uri": "agent-host-content:/sha256/" + "0" * 64})
+    assert error.value.code == -32008
