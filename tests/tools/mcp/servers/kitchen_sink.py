@@ -1,0 +1,150 @@
+"""Test MCP server (stdio or streamable HTTP) built with the SDK's `MCPServer`.
+
+Tools, each exercising one behaviour the host must handle:
+* `echo(text)`            - text back, read-only annotated.
+* `slow(steps)`           - reports `steps` progress notifications, then finishes.
+* `ask_name()`            - elicits {name: str, age: int, subscribe: bool, colour: enum}.
+* `grow()`                - adds a tool `extra` and sends tools/list_changed.
+* `die()`                 - exits the process mid-call (exit code 3).
+* `spawn_sleeper()`       - starts a grandchild that ignores SIGTERM-free shutdown; reports its pid.
+* `picture()`             - an image, an embedded blob, a resource link and structured content.
+* `fail()`                - a result with isError.
+
+Usage: kitchen_sink.py [stdio|http PORT_FILE]. With `http`, it binds 127.0.0.1 port 0 and
+writes the chosen port to PORT_FILE once listening. `--die-at-start` exits before serving.
+`--marker FILE` appends one line per start, so tests can count restarts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp_types import BlobResourceContents, EmbeddedResource, ResourceLink, ToolAnnotations
+
+server = MCPServer("kitchen-sink")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False), title="Echo text")
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool()
+async def slow(steps: int, ctx: Context) -> str:
+    """Report progress `steps` times."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"done after {steps} steps"
+
+
+class Person(BaseModel):
+    name: str = Field(description="Your name")
+    age: int = Field(description="Your age", ge=0, le=150)
+    subscribe: bool = Field(default=False, description="Subscribe to news?")
+    colour: Literal["red", "green", "blue"] = Field(description="Favourite colour")
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> str:
+    """Ask the user who they are."""
+    outcome = await ctx.elicit("Who are you?", Person)
+    if outcome.action == "accept":
+        person = outcome.data
+        return f"hello {person.name} ({person.age}, {person.colour}, subscribe={person.subscribe})"
+    return f"no answer: {outcome.action}"
+
+
+def extra() -> str:
+    """A tool that appears after `grow`."""
+    return "extra!"
+
+
+@server.tool(annotations=ToolAnnotations(destructiveHint=True))
+async def grow(ctx: Context) -> str:
+    """Add the `extra` tool."""
+    server.add_tool(extra)
+    await ctx.request_context.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool()
+def die() -> str:
+    """Exit the server process in the middle of the call."""
+    sys.stdout.flush()
+    os._exit(3)
+
+
+@server.tool()
+def spawn_sleeper() -> str:
+    """Start a grandchild process in this server's process group and report its pid."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    return str(child.pid)
+
+
+@server.tool()
+def picture() -> list:
+    """Mixed content."""
+    return [
+        "caption",
+        Image(data=b"\x89PNG fake", format="png"),
+        EmbeddedResource(type="resource", resource=BlobResourceContents(uri="mem://blob", mimeType="application/pdf", blob="JVBERi0=")),
+        ResourceLink(type="resource_link", name="readme", uri="file:///tmp/readme.md", mimeType="text/markdown"),
+    ]
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails."""
+    raise ValueError("this tool always fails")
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if "--marker" in args:
+        marker = args[args.index("--marker") + 1]
+        with open(marker, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+    if "--die-at-start" in args:
+        sys.stderr.write("kitchen-sink: refusing to start (asked to die)\n")
+        sys.exit(7)
+    if args and args[0] == "http":
+        serve_http(args[1])
+    else:
+        server.run("stdio")
+
+
+def serve_http(port_file: str) -> None:
+    import anyio
+    import uvicorn
+
+    async def run() -> None:
+        config = uvicorn.Config(server.streamable_http_app(), host="127.0.0.1", port=0, log_level="warning")
+        http = uvicorn.Server(config)
+
+        async def announce() -> None:
+            while not http.started:
+                await anyio.sleep(0.01)
+            port = http.servers[0].sockets[0].getsockname()[1]
+            with open(port_file + ".tmp", "w") as handle:
+                handle.write(str(port))
+            os.replace(port_file + ".tmp", port_file)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(announce)
+            await http.serve()
+
+    anyio.run(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""MCP servers as tools: specs from config / `.mcp.json` / plugins, one owner task per
+server, restarts with backoff, tools under namespaced names, progress, elicitation and
+`tools/list_changed` wired to host callbacks.
+
+Public surface:
+* `McpServerSpec`, `specs_from_config`, `specs_from_mcp_json`, `spec_from_plugin`,
+  `merge_specs` (tools.mcp.specs)
+* `McpManager` (tools.mcp.manager): start/stop a set of servers, `tools()`, `statuses()`
+* `McpServerConnection`, `ServerStatus`, `ServerState`, `RestartPolicy` (tools.mcp.connection)
+* `McpTool`, `annotation_hints` (tools.mcp.tool)
+* `namespaced_name`, `allocate_names`, `MAX_TOOL_NAME` (tools.mcp.naming)
+* `tool_call_result`, `progress_content` (tools.mcp.results)
+* `input_request`, `elicit_result`, `questions_from_schema` (tools.mcp.elicitation)
+* `McpError`, `McpConfigError` (tools.mcp.errors)
+"""
+
+from .connection import McpServerConnection, RestartPolicy, ServerState, ServerStatus
+from .elicitation import elicit_result, input_request, questions_from_schema
+from .errors import McpConfigError, McpError
+from .manager import McpManager
+from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
+from .results import progress_content, tool_call_result
+from .specs import McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+from .tool import McpTool, annotation_hints
+
+__all__ = [
+    "McpServerSpec",
+    "specs_from_config",
+    "specs_from_mcp_json",
+    "spec_from_plugin",
+    "merge_specs",
+    "McpManager",
+    "McpServerConnection",
+    "ServerStatus",
+    "ServerState",
+    "RestartPolicy",
+    "McpTool",
+    "annotation_hints",
+    "namespaced_name",
+    "allocate_names",
+    "MAX_TOOL_NAME",
+    "tool_call_result",
+    "progress_content",
+    "input_request",
+    "elicit_result",
+    "questions_from_schema",
+    "McpError",
+    "McpConfigError",
+]

@@ -1,0 +1,28 @@
+"""Exceptions raised by `tools.mcp`.
+
+Contract: configuration problems are the only exceptions a host sees from this package
+(`McpConfigError`, raised while reading server specs; its message names the source, the
+key and the bad value). Everything that goes wrong while a server runs becomes a server
+status (`ServerStatus.message`) or a tool result with `success: false`, never an
+exception from `McpTool.call`.
+
+    McpError                    root of everything raised in tools/mcp
+     ├── McpConfigError         a server declaration is malformed (names source and key)
+     └── McpServerGone          internal: the server connection ended under a request
+"""
+
+from __future__ import annotations
+
+__all__ = ["McpError", "McpConfigError", "McpServerGone"]
+
+
+class McpError(Exception):
+    """Root of the `tools.mcp` exception tree."""
+
+
+class McpConfigError(McpError, ValueError):
+    """A server declaration cannot be used; the message says where and why."""
+
+
+class McpServerGone(McpError):
+    """The connection to a server ended while a request was waiting on it."""
