@@ -217,9 +217,9 @@ def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
             call = part.get("toolCall") or {}
             call_id, name = str(call.get("toolCallId", "")), str(call.get("toolName", ""))
             parts.append(ToolCallPart(tool_call_id=call_id, tool_name=name, arguments=str(call.get("toolInput") or "{}")))
-            result = call.get("result")
-            if isinstance(result, Mapping):
-                results.append(ToolResult.of(call_id, name, tool_result_text(result), is_error=not result.get("success")))
+            # toolCallComplete spreads the ToolCallResult into the call state (host.state.tool_calls).
+            if call.get("status") == "completed" and "success" in call:
+                results.append(ToolResult.of(call_id, name, tool_result_text(call), is_error=not call.get("success")))
             else:
                 results.append(ToolResult.of(call_id, name, _CANCELLED_RESULT, is_error=True))
     flush()

@@ -117,6 +117,11 @@ class ReplaySource:
         self._live.move_to_end(key)
         yield provider
 
+    def transport_for(self, session: str, model: str) -> Any:
+        """The ``ReplayTransport`` now serving ``session`` on ``model`` (its ``requests`` are what was sent)."""
+        provider = self._live.get((session, model))
+        return provider.transport if provider is not None else None
+
     def _open(self, model: str) -> _ReplayProvider:
         from providers.cassette import replay_client
 

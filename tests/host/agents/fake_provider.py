@@ -1,0 +1,115 @@
+"""A provider HTTP server on 127.0.0.1 (port 0) for host fault tests.
+
+Each connection serves one request with the next ``Reply``. A reply can wait on ``hold`` before
+sending anything (a slow first byte), send only ``cut_after`` body bytes and drop the connection
+(a crash mid-stream), or send ``body`` then wait on ``stall`` with the connection open (a stream
+that stops in the middle). ``closed`` is set when the client hangs up on a stalled reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    cut_after: int | None = None
+    hold: asyncio.Event | None = None
+    stall: asyncio.Event | None = None
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> dict:
+        return json.loads(self.body)
+
+
+def chat_sse(*texts: str, tool_calls: list[tuple[str, str, str]] = (), finish: str | None = None, usage: tuple[int, int] | None = (5, 7)) -> bytes:
+    """A Chat Completions stream: text deltas, then tool calls ``(id, name, args)``, finish, usage."""
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in texts]
+    for i, (call_id, name, args) in enumerate(tool_calls):
+        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]}}]})
+        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": args}}]}}]})
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish or ("tool_calls" if tool_calls else "stop")}]})
+    if usage:
+        chunks.append({"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}})
+    lines = []
+    for chunk in chunks:
+        chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake-model", **chunk}
+        lines.append(f"data: {json.dumps(chunk)}\n\n")
+    lines.append("data: [DONE]\n\n")
+    return "".join(lines).encode()
+
+
+class FakeProvider:
+    def __init__(self, replies: list[Reply] | None = None) -> None:
+        self.replies = list(replies or [])
+        self.seen: list[Seen] = []
+        self._server: asyncio.AbstractServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}/v1"
+
+    async def __aenter__(self) -> "FakeProvider":
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for reply in self.replies:
+            if reply.stall is not None:
+                reply.stall.set()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reply: Reply | None = None
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            _, path, _ = lines[0].split(" ", 2)
+            headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if line)}
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            self.seen.append(Seen(path, headers, body))
+            reply = self.replies.pop(0) if self.replies else Reply(500, b'{"error": {"message": "no reply scripted"}}')
+            if reply.hold is not None:
+                await reply.hold.wait()
+            streaming = reply.body.startswith((b"event:", b"data:"))
+            response_headers = {"content-type": "text/event-stream" if streaming else "application/json", **reply.headers}
+            if reply.stall is None:
+                response_headers["content-length"] = str(len(reply.body))
+                response_headers["connection"] = "close"
+            else:
+                response_headers["transfer-encoding"] = "chunked"
+            writer.write(f"HTTP/1.1 {reply.status} X\r\n".encode() + "".join(f"{k}: {v}\r\n" for k, v in response_headers.items()).encode() + b"\r\n")
+            if reply.stall is None:
+                writer.write(reply.body if reply.cut_after is None else reply.body[: reply.cut_after])
+                await writer.drain()
+                return
+            writer.write(f"{len(reply.body):x}\r\n".encode() + reply.body + b"\r\n")
+            await writer.drain()
+            stall = asyncio.ensure_future(reply.stall.wait())
+            gone = asyncio.ensure_future(reader.read())
+            await asyncio.wait({stall, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if gone.done():
+                reply.closed.set()
+            stall.cancel()
+            gone.cancel()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            if reply is not None:
+                reply.closed.set()
+        finally:
+            writer.close()
