@@ -1,0 +1,112 @@
+"""Fixtures for MCP tests: specs for the fixture servers, a manager that is always stopped,
+status/tool-change recorders to wait on, and /proc helpers to prove no process survives."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from tools.base import ToolContext
+from tools.mcp import McpManager, McpServerSpec, RestartPolicy, ServerStatus
+
+SERVERS = Path(__file__).parent / "servers"
+KITCHEN_SINK = SERVERS / "kitchen_sink.py"
+SAMPLES = Path(__file__).parents[2] / "plugins" / "samples"
+
+FAST = RestartPolicy(initial_delay=0.01, factor=2.0, max_delay=0.05, max_restarts=2, startup_timeout=30)
+"""Restarts that do not slow the suite down; two restarts before giving up."""
+
+
+def kitchen_sink(name: str = "ks", *args: str, **overrides) -> McpServerSpec:
+    """A stdio spec running the kitchen-sink fixture server."""
+    return McpServerSpec(name=name, transport="stdio", command=sys.executable,
+                         args=(str(KITCHEN_SINK), *args), **overrides)
+
+
+def process_gone(pid: int) -> bool:
+    """True once `pid` no longer exists or is only a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state == "Z"
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    # Polls a condition the kernel cannot notify us about (another process's death).
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+class Recorder:
+    """Collects status changes and tool-list changes so tests can wait on them."""
+
+    def __init__(self) -> None:
+        self.statuses: list[ServerStatus] = []
+        self.tool_lists: list[list[str]] = []
+        self._changed = asyncio.Condition()
+
+    async def on_status(self, status: ServerStatus) -> None:
+        async with self._changed:
+            self.statuses.append(status)
+            self._changed.notify_all()
+
+    async def on_tools(self, tools) -> None:
+        async with self._changed:
+            self.tool_lists.append([tool.name for tool in tools])
+            self._changed.notify_all()
+
+    async def status(self, predicate: Callable[[ServerStatus], bool], timeout: float = 20.0) -> ServerStatus:
+        """The first recorded status (past or future) matching `predicate`."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: any(map(predicate, self.statuses))), timeout)
+            return next(s for s in self.statuses if predicate(s))
+
+    async def tools(self, predicate: Callable[[list[str]], bool], timeout: float = 20.0) -> list[str]:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: any(map(predicate, self.tool_lists))), timeout)
+            return next(t for t in self.tool_lists if predicate(t))
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+async def manager(recorder: Recorder) -> AsyncIterator[McpManager]:
+    mgr = McpManager(policy=FAST, on_status=recorder.on_status, on_tools_changed=recorder.on_tools)
+    try:
+        yield mgr
+    finally:
+        await mgr.stop()
+
+
+@pytest.fixture
+def call_ctx(tmp_path: Path) -> ToolContext:
+    return ToolContext(working_directory=tmp_path, tool_call_id="call-1")
+
+
+def children_of_this_process() -> set[int]:
+    """Live (non-zombie) processes whose parent is the test process."""
+    me = str(os.getpid())
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z":
+            found.add(int(entry.name))
+    return found
