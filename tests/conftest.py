@@ -50,9 +50,21 @@ class FrameChecker:
             self.failures.append(str(error))
 
 
-@pytest.fixture
-def frame_checker() -> Any:
+@pytest.fixture(autouse=True)
+def frame_checker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Every ``AhpClient`` a test opens checks each frame it receives against the schema
+    (except in the client library's own tests, whose fake host sends deliberately odd frames)."""
     checker = FrameChecker()
+    if "client" in request.node.path.relative_to(Path(__file__).parent).parts[:2]:
+        yield checker
+        return
+    original = AhpClient.connect.__func__  # type: ignore[attr-defined]
+
+    async def connect(cls: type[AhpClient], url: str, **kwargs: Any) -> AhpClient:
+        kwargs.setdefault("frame_hook", checker.hook)
+        return await original(cls, url, **kwargs)
+
+    monkeypatch.setattr(AhpClient, "connect", classmethod(connect))
     yield checker
     assert not checker.failures, "the host sent frames that do not validate:\n" + "\n".join(checker.failures[:5])
 
@@ -84,7 +96,7 @@ async def connect(running_host: RunningHost, frame_checker: FrameChecker) -> Asy
 
     async def factory(*, subscriptions: tuple[str, ...] = ("ahp-root://",), initialize: bool = True, **kwargs: Any) -> AhpClient:
         kwargs.setdefault("token", TOKEN)
-        client = await AhpClient.connect(running_host.url.split("?")[0], frame_hook=frame_checker.hook, **kwargs)
+        client = await AhpClient.connect(running_host.url.split("?")[0], **kwargs)
         clients.append(client)
         if initialize:
             await client.initialize(subscriptions=list(subscriptions))
