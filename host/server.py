@@ -206,11 +206,11 @@ async def serve(host: AgentHost, *, token: str | None, announce: Any = print) ->
     import signal
 
     running = await start_host(host, token=token)
-    announce(f"agent-host listening on {running.url}")
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(signum, lambda: setattr(running.server, "should_exit", True))
         except (NotImplementedError, RuntimeError):
             pass
+    announce(f"agent-host listening on {running.url}")
     await running.task

@@ -1,0 +1,80 @@
+"""The ``agent-host`` command: what a person sees when starting it, including mistakes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "host.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT), **(env or {})},
+    )
+
+
+def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path) -> None:
+    result = run_cli("serve", "--host", "0.0.0.0", "--port", "0", "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without a token" in result.stderr
+    assert "--token" in result.stderr and "AGENT_HOST_TOKEN" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_config_key_names_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text("[server]\nprot = 9000\n")
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "unknown key 'server.prot'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_config_value_names_key_value_and_expectation(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text('[server]\nport = "eighty"\n')
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "server.port = 'eighty' is not valid: expected a whole number" in result.stderr
+
+
+def test_a_config_file_that_is_not_toml_says_so(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text("[server\nport = 1\n")
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "is not valid TOML" in result.stderr
+
+
+def test_a_missing_config_file_points_at_the_example(tmp_path: Path) -> None:
+    result = run_cli("serve", "--config", str(tmp_path / "nope.toml"), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "config.example.toml" in result.stderr
+
+
+def test_a_token_is_never_echoed_in_config_errors(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text("[server]\ntoken = 12345\n")
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "12345" not in result.stderr
+    assert "server.token" in result.stderr
+
+
+def test_serve_prints_one_line_with_the_url_and_token(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "host.cli", "serve", "--port", "0", "--data-dir", str(tmp_path), "--token", "secret-1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        line = process.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("agent-host listening on ws://127.0.0.1:")
+        assert line.rstrip().endswith("/?token=secret-1")
+        port = int(line.split(":")[2].split("/")[0])
+        assert port > 0
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0
