@@ -9,17 +9,22 @@ Tools, each exercising one behaviour the host must handle:
 * `spawn_sleeper()`       - starts a grandchild that ignores SIGTERM-free shutdown; reports its pid.
 * `picture()`             - an image, an embedded blob, a resource link and structured content.
 * `fail()`                - a result with isError.
+* `hang()`                - never returns (for cancellation).
+* `env_var(name)`         - the value of an environment variable, or "<unset>".
 
-Usage: kitchen_sink.py [stdio|http PORT_FILE]. With `http`, it binds 127.0.0.1 port 0 and
-writes the chosen port to PORT_FILE once listening. `--die-at-start` exits before serving.
-`--marker FILE` appends one line per start, so tests can count restarts.
+Usage: kitchen_sink.py [stdio|http] [options]. With `http`, it binds 127.0.0.1 port 0 and
+prints `PORT <n>` on stdout once listening. `--die-at-start` exits before serving.
+`--marker FILE` appends one line per start, so tests can count restarts. `--stubborn`
+ignores SIGTERM and keeps running after stdin closes (only SIGKILL ends it).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -108,6 +113,21 @@ def fail() -> str:
     raise ValueError("this tool always fails")
 
 
+@server.tool()
+async def hang() -> str:
+    """Never finishes."""
+    import anyio
+
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@server.tool()
+def env_var(name: str) -> str:
+    """One environment variable of the server process."""
+    return os.environ.get(name, "<unset>")
+
+
 def main() -> None:
     args = sys.argv[1:]
     if "--marker" in args:
@@ -117,13 +137,17 @@ def main() -> None:
     if "--die-at-start" in args:
         sys.stderr.write("kitchen-sink: refusing to start (asked to die)\n")
         sys.exit(7)
+    if "--stubborn" in args:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args and args[0] == "http":
-        serve_http(args[1])
+        serve_http()
     else:
         server.run("stdio")
+    if "--stubborn" in args:
+        time.sleep(600)
 
 
-def serve_http(port_file: str) -> None:
+def serve_http() -> None:
     import anyio
     import uvicorn
 
@@ -135,9 +159,7 @@ def serve_http(port_file: str) -> None:
             while not http.started:
                 await anyio.sleep(0.01)
             port = http.servers[0].sockets[0].getsockname()[1]
-            with open(port_file + ".tmp", "w") as handle:
-                handle.write(str(port))
-            os.replace(port_file + ".tmp", port_file)
+            print(f"PORT {port}", flush=True)
 
         async with anyio.create_task_group() as group:
             group.start_soon(announce)
