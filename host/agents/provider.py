@@ -353,8 +353,8 @@ class ProviderAgent:
             return mapper
 
     def _add_usage(self, ctx: TurnContext, turn: _TurnState, mapper: CallMapper) -> None:
-        if mapper.usage == Usage() and mapper.finish is None:
-            return
+        if mapper.usage == Usage():
+            return  # the provider reported no usage for this call: nothing to add or show
         turn.add_usage(mapper.usage)
         if mapper.finish is not None and mapper.finish.model:
             turn.model = mapper.finish.model

@@ -66,6 +66,8 @@ class Recorder:
     def drain(self) -> list[dict[str, Any]]:
         while not self.queue.empty():
             note = self.queue.get_nowait()
+            if note is None:  # the client closed: everything before it has been read
+                break
             if note.method == "action" and note.params["channel"] == self.session:
                 self.actions.append(note.params["action"])
         return self.actions
