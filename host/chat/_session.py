@@ -1,0 +1,119 @@
+"""Reading a session's state and building the actions the chat client dispatches. Pure.
+
+Shared by the interactive loop and the one-shot mode so both answer the host the same way:
+what counts as "the turn", which tool calls wait for the user, which input requests are open,
+and the exact ``session/*`` action payloads (PROTOCOL.md §7-§8).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Mapping
+
+__all__ = [
+    "turn_snapshot",
+    "waiting_tool_calls",
+    "tool_call",
+    "open_input_requests",
+    "turn_started",
+    "confirmation",
+    "result_confirmation",
+    "pending_message",
+    "first_option",
+]
+
+
+def turn_snapshot(state: Mapping[str, Any] | None, turn_id: str) -> tuple[dict[str, Any] | None, bool]:
+    """``(turn, finished)``: the active turn while it runs, the stored turn once it ended.
+
+    ``(None, True)`` when the turn is neither (rejected, truncated away, or the session is gone).
+    """
+    if not state:
+        return None, True
+    active = state.get("activeTurn")
+    if isinstance(active, dict) and active.get("id") == turn_id:
+        return active, False
+    for turn in reversed(state.get("turns") or ()):
+        if isinstance(turn, dict) and turn.get("id") == turn_id:
+            return turn, True
+    return None, True
+
+
+def waiting_tool_calls(turn: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Tool calls of the turn that wait for the user, in response order."""
+    calls = []
+    for part in (turn or {}).get("responseParts") or ():
+        call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
+        if isinstance(call, dict) and call.get("status") in ("pending-confirmation", "pending-result-confirmation"):
+            calls.append(call)
+    return calls
+
+
+def tool_call(turn: Mapping[str, Any] | None, tool_call_id: str) -> dict[str, Any] | None:
+    for part in (turn or {}).get("responseParts") or ():
+        call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
+        if isinstance(call, dict) and call.get("toolCallId") == tool_call_id:
+            return call
+    return None
+
+
+def open_input_requests(state: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    return [r for r in (state or {}).get("inputRequests") or () if isinstance(r, dict)]
+
+
+def _user_message(text: str, attachments: list[dict[str, Any]] | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"text": text}
+    if attachments:
+        message["attachments"] = attachments
+    return message
+
+
+def turn_started(text: str, attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``session/turnStarted`` with a fresh turn id."""
+    return {"type": "session/turnStarted", "turnId": str(uuid.uuid4()), "userMessage": _user_message(text, attachments)}
+
+
+def pending_message(kind: str, text: str, attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``session/pendingMessageSet`` for a steering or queued message."""
+    return {"type": "session/pendingMessageSet", "kind": kind, "id": str(uuid.uuid4()), "userMessage": _user_message(text, attachments)}
+
+
+def confirmation(
+    turn_id: str,
+    call: Mapping[str, Any],
+    option: Mapping[str, Any],
+    *,
+    edited_input: str | None = None,
+    reason_message: str | None = None,
+) -> dict[str, Any]:
+    """``session/toolCallConfirmed`` answering ``call`` with ``option`` (a host option or a plain pair)."""
+    approved = option.get("kind") == "approve"
+    action: dict[str, Any] = {
+        "type": "session/toolCallConfirmed",
+        "turnId": turn_id,
+        "toolCallId": call["toolCallId"],
+        "approved": approved,
+    }
+    if option.get("id") is not None:
+        action["selectedOptionId"] = option["id"]
+    if approved:
+        action["confirmed"] = "user-action"
+        if edited_input is not None and call.get("editable"):
+            action["editedToolInput"] = edited_input
+    else:
+        action["reason"] = "denied"
+        if reason_message:
+            action["reasonMessage"] = reason_message
+    return action
+
+
+def result_confirmation(turn_id: str, call: Mapping[str, Any], approved: bool) -> dict[str, Any]:
+    return {"type": "session/toolCallResultConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"], "approved": approved}
+
+
+def first_option(call: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The host's first option of ``kind`` (approve/deny), or a bare ``{kind}`` when it offers none."""
+    for option in call.get("options") or ():
+        if isinstance(option, dict) and option.get("kind") == kind:
+            return option
+    return {"kind": kind}
