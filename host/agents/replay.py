@@ -39,19 +39,19 @@ class RecordingEnded(ProviderError):
     error_type = "recording_ended"
 
 
-def cassette_kind(path: Path) -> str:
-    """The agent kind (SDK) a cassette was recorded with, from its first request."""
+def cassette_kind(path: Path) -> tuple[str, str]:
+    """The agent kind (SDK) a cassette was recorded with and the base URL it talked to, from its
+    first request (the base URL matters for recordings made against a local or proxy server)."""
     from providers.cassette import load_cassette
 
     interactions = load_cassette(path)
     if not interactions:
         raise ValueError(f"{path} holds no interactions")
-    request = interactions[0].request
-    if "anthropic" in request.host:
-        return "anthropic"
-    if request.path.endswith("/responses"):
-        return "openai"
-    return "openai-chat"
+    uri = interactions[0].request.uri.split("?", 1)[0]
+    for suffix, kind in (("/v1/messages", "anthropic"), ("/responses", "openai"), ("/chat/completions", "openai-chat")):
+        if uri.endswith(suffix):
+            return kind, uri[: -len(suffix)]
+    raise ValueError(f"{path} does not record an OpenAI or Anthropic API call ({uri})")
 
 
 def replayable(path: Path) -> bool:
@@ -98,7 +98,7 @@ class ReplaySource:
 
     def __init__(self, cassettes: dict[str, Path]) -> None:
         self.cassettes = dict(cassettes)
-        self._kinds: dict[str, str] = {}
+        self._kinds: dict[str, tuple[str, str]] = {}
         self._live: OrderedDict[tuple[str, str], _ReplayProvider] = OrderedDict()
 
     @contextlib.asynccontextmanager
@@ -129,11 +129,11 @@ class ReplaySource:
         if path is None:
             known = ", ".join(sorted(self.cassettes)) or "none"
             raise RecordingEnded(f"No recording is configured for model {model!r} (recorded models: {known}).", provider="replay")
-        kind = self._kinds.get(model) or cassette_kind(path)
-        self._kinds[model] = kind
+        kind, base_url = self._kinds.get(model) or cassette_kind(path)
+        self._kinds[model] = (kind, base_url)
         client, transport = replay_client(path)
         # The SDKs insist on a key; replayed requests never leave the process.
-        inner = make_provider(kind, api_key="replay-no-key", base_url=None, http_client=client)
+        inner = make_provider(kind, api_key="replay-no-key", base_url=base_url, http_client=client)
         return _ReplayProvider(inner, transport, path.name)
 
     async def aclose(self) -> None:

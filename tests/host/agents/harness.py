@@ -21,6 +21,7 @@ CASSETTES = Path(__file__).resolve().parents[3] / "cassettes"
 def config_for(tmp_path: Path, *, toml: str | None = None, environ: dict[str, str] | None = None, **overrides: Any) -> HostConfig:
     path = None
     if toml is not None:
+        tmp_path.mkdir(parents=True, exist_ok=True)
         path = tmp_path / "host.toml"
         path.write_text(toml, encoding="utf-8")
     sections: dict[str, dict[str, Any]] = {
