@@ -288,8 +288,10 @@ class McpServerConnection:
                 failures = 0
             failures += 1
             if failures > self.policy.max_restarts:
+                gave_up = (f"; gave up after {self.policy.max_restarts} restarts"
+                           if self.policy.max_restarts else "")
                 await self._fail(
-                    f"MCP server '{self.name}' {reason}; gave up after {self.policy.max_restarts} restarts. "
+                    f"MCP server '{self.name}' {reason}{gave_up}. "
                     f"Check the server ({self.spec.describe()}) and restart it."
                 )
                 return
@@ -311,6 +313,8 @@ class McpServerConnection:
         await _notify(self._on_tools_changed, self)
 
     def _describe_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, TimeoutError) and str(exc):
+            return str(exc)  # our startup deadline; the process exit that followed is our own kill
         if self._process is not None and self._process.returncode is not None:
             return self._process.describe_exit()
         if isinstance(exc, BaseExceptionGroup):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,7 +97,7 @@ class McpServerSpec:
     def describe(self) -> str:
         """A short human description: the command line or the URL."""
         if self.transport == "stdio":
-            return " ".join([self.command or "", *self.args]).strip()
+            return shlex.join([self.command or "", *self.args])
         return str(self.url)
 
 

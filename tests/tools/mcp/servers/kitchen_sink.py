@@ -9,7 +9,7 @@ Tools, each exercising one behaviour the host must handle:
 * `spawn_sleeper()`       - starts a grandchild that ignores SIGTERM-free shutdown; reports its pid.
 * `picture()`             - an image, an embedded blob, a resource link and structured content.
 * `fail()`                - a result with isError.
-* `hang()`                - never returns (for cancellation).
+* `hang()`                - reports progress once, then never returns (for cancellation).
 * `env_var(name)`         - the value of an environment variable, or "<unset>".
 
 Usage: kitchen_sink.py [stdio|http] [options]. With `http`, it binds 127.0.0.1 port 0 and
@@ -114,10 +114,11 @@ def fail() -> str:
 
 
 @server.tool()
-async def hang() -> str:
-    """Never finishes."""
+async def hang(ctx: Context) -> str:
+    """Reports that it started, then never finishes."""
     import anyio
 
+    await ctx.report_progress(0, None, "hanging")
     await anyio.sleep_forever()
     return "unreachable"
 

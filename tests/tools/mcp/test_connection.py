@@ -1,0 +1,203 @@
+"""One server's lifecycle: crashes and restarts, the in-flight call, cancellation,
+elicitation through the tool call's context, startup failures, and no orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+import tools.mcp._stdio as stdio
+from tools.base import ToolContext
+from tools.mcp import McpManager, McpServerConnection, McpServerSpec, RestartPolicy
+
+from .conftest import FAST, Recorder, children_of_this_process, eventually, kitchen_sink, process_gone
+
+
+async def test_call_in_flight_when_the_server_dies_fails_clearly_and_the_server_restarts(
+    manager: McpManager, recorder: Recorder, call_ctx: ToolContext,
+) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    first_pid = manager.connections["ks"].pid
+
+    result = await manager.tool("mcp__ks__die").call({}, call_ctx)
+    assert result["success"] is False
+    assert result["error"] == {
+        "message": "The MCP server 'ks' exited with code 3 while the call was running; the call was not retried. "
+                   "The server is being restarted.",
+        "code": "mcp_server_exited",
+    }
+    restarting = await recorder.status(lambda s: s.state == "restarting")
+    assert restarting.message == "MCP server 'ks' exited with code 3; restarting in 0.01 s (attempt 1 of 2)"
+    running_again = await recorder.status(lambda s: s.state == "running" and s.restarts == 1)
+    assert running_again.message is None
+
+    echoed = await manager.tool("mcp__ks__echo").call({"text": "back"}, call_ctx)
+    assert echoed["success"] is True and echoed["content"] == [{"type": "text", "text": "back"}]
+    assert manager.connections["ks"].pid != first_pid and process_gone(first_pid)
+
+
+async def test_a_call_made_while_the_server_restarts_waits_and_succeeds(manager, recorder, call_ctx) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    echo = manager.tool("mcp__ks__echo")
+    died = await manager.tool("mcp__ks__die").call({}, call_ctx)
+    assert died["error"]["code"] == "mcp_server_exited"
+    result = await asyncio.wait_for(echo.call({"text": "queued"}, call_ctx), timeout=30)
+    assert result["content"] == [{"type": "text", "text": "queued"}]
+
+
+async def test_a_server_that_keeps_dying_at_start_is_failed_with_its_last_words(
+    manager: McpManager, recorder: Recorder, tmp_path: Path,
+) -> None:
+    marker = tmp_path / "starts.txt"
+    await manager.start([kitchen_sink("ks", "--die-at-start", "--marker", str(marker))])
+    failed = await recorder.status(lambda s: s.state == "failed")
+    assert failed.message == (
+        "MCP server 'ks' exited with code 7: kitchen-sink: refusing to start (asked to die); "
+        f"gave up after 2 restarts. Check the server ({sys.executable} {kitchen_sink().args[0]} --die-at-start "
+        f"--marker {marker}) and restart it."
+    )
+    assert len(marker.read_text().splitlines()) == 3  # the first start and two restarts
+    assert [s.state for s in recorder.statuses] == ["restarting", "restarting", "failed"]
+    assert manager.tools() == []
+
+
+async def test_cancelling_a_call_returns_a_cancelled_result_and_keeps_the_server(manager, tmp_path: Path) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    running = asyncio.Event()
+    ctx = ToolContext(working_directory=tmp_path, report_content=lambda content: running.set())
+    pending = asyncio.ensure_future(manager.tool("mcp__ks__hang").call({}, ctx))
+    await asyncio.wait_for(running.wait(), timeout=10)  # the server is inside the tool now
+    ctx.cancellation.set()
+    result = await asyncio.wait_for(pending, timeout=10)
+    assert result == {"success": False, "pastTenseMessage": "Ran hang (ks MCP server)",
+                      "error": {"message": "The call was cancelled.", "code": "cancelled"},
+                      "content": [{"type": "text", "text": "The call was cancelled."}]}
+    fresh = ToolContext(working_directory=tmp_path)
+    assert (await manager.tool("mcp__ks__echo").call({"text": "still here"}, fresh))["success"] is True
+
+
+async def test_cancelling_the_calling_task_propagates(manager, tmp_path: Path, call_ctx) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    running = asyncio.Event()
+    ctx = ToolContext(working_directory=tmp_path, report_content=lambda content: running.set())
+    pending = asyncio.ensure_future(manager.tool("mcp__ks__hang").call({}, ctx))
+    await asyncio.wait_for(running.wait(), timeout=10)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    assert (await manager.tool("mcp__ks__echo").call({"text": "ok"}, call_ctx))["success"] is True
+
+
+def _answer(kind: str, value) -> dict:
+    return {"state": "submitted", "value": {"kind": kind, "value": value}}
+
+
+async def test_elicitation_becomes_an_input_request_on_the_calls_context(manager, tmp_path: Path) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    asked: list[dict] = []
+
+    async def ask(request: dict) -> dict:
+        asked.append(request)
+        return {"response": "accept", "answers": {
+            "name": _answer("text", "Ada"), "age": _answer("number", 36.0), "colour": _answer("selected", "green"),
+            "subscribe": _answer("boolean", True)}}
+
+    ctx = ToolContext(working_directory=tmp_path, ask=ask, tool_call_id="tc-7")
+    result = await manager.tool("mcp__ks__ask_name").call({}, ctx)
+    assert result["content"] == [{"type": "text", "text": "hello Ada (36, green, subscribe=True)"}]
+    (request,) = asked
+    assert request["id"] == "mcp-elicit-tc-7-1" and request["message"] == "Who are you?"
+    assert [(q["id"], q["kind"], q.get("required", False)) for q in request["questions"]] == [
+        ("name", "text", True), ("age", "integer", True), ("subscribe", "boolean", False),
+        ("colour", "single-select", True)]
+
+
+@pytest.mark.parametrize("response", ["decline", "cancel"])
+async def test_declined_or_cancelled_elicitation_reaches_the_server(manager, tmp_path: Path, response: str) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+
+    async def ask(request: dict) -> dict:
+        return {"response": response}
+
+    ctx = ToolContext(working_directory=tmp_path, ask=ask)
+    result = await manager.tool("mcp__ks__ask_name").call({}, ctx)
+    assert result["content"] == [{"type": "text", "text": f"no answer: {response}"}]
+
+
+async def test_elicitation_without_anyone_to_ask_is_cancelled(manager, tmp_path: Path) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    result = await manager.tool("mcp__ks__ask_name").call({}, ToolContext(working_directory=tmp_path))
+    assert result["content"] == [{"type": "text", "text": "no answer: cancel"}]
+
+
+async def test_a_server_that_never_answers_the_handshake_times_out_and_leaves_nothing(recorder: Recorder) -> None:
+    spec = McpServerSpec(name="mute", transport="stdio", command=sys.executable,
+                         args=("-c", "import time; time.sleep(600)"))
+    connection = McpServerConnection(spec, policy=RestartPolicy(max_restarts=0, startup_timeout=0.5),
+                                     on_status=recorder.on_status)
+    connection.start()
+    failed = await recorder.status(lambda s: s.state == "failed")
+    pid = connection.pid
+    await connection.stop()
+    assert failed.message == ("MCP server 'mute' did not finish starting within 0.5 s. "
+                              f"Check the server ({spec.describe()}) and restart it.")
+    assert pid is not None and await eventually(lambda: process_gone(pid))
+
+
+async def test_shutdown_kills_grandchildren_left_in_the_process_group(manager, call_ctx) -> None:
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    server_pid = manager.connections["ks"].pid
+    sleeper = int((await manager.tool("mcp__ks__spawn_sleeper").call({}, call_ctx))["content"][0]["text"])
+    assert not process_gone(sleeper)
+
+    await manager.stop()
+    assert process_gone(server_pid)
+    assert await eventually(lambda: process_gone(sleeper))  # it ignored SIGTERM: only SIGKILL ends it
+    assert server_pid not in children_of_this_process()
+
+
+async def test_a_server_ignoring_stdin_close_and_sigterm_is_killed(monkeypatch, recorder: Recorder) -> None:
+    monkeypatch.setattr(stdio, "EXIT_GRACE_SECONDS", 0.2)
+    monkeypatch.setattr(stdio, "TERM_GRACE_SECONDS", 0.2)
+    manager = McpManager(policy=FAST, on_status=recorder.on_status)
+    await manager.start([kitchen_sink("ks", "--stubborn")])
+    await manager.wait_ready(timeout=30)
+    pid = manager.connections["ks"].pid
+    await asyncio.wait_for(manager.stop(), timeout=10)
+    assert process_gone(pid)
+    assert not stdio.group_alive(pid)
+
+
+async def test_declared_env_is_passed_but_host_secrets_are_not(monkeypatch, manager, call_ctx) -> None:
+    monkeypatch.setenv("PROVIDER_API_KEY", "sk-secret")
+    monkeypatch.setenv("VISIBLE", "from host")
+    await manager.start([kitchen_sink(env={"DECLARED": "yes", "FORWARDED": "x"})])
+    await manager.wait_ready(timeout=30)
+    env_var = manager.tool("mcp__ks__env_var")
+
+    async def value(name: str) -> str:
+        return (await env_var.call({"name": name}, call_ctx))["content"][0]["text"]
+
+    assert await value("DECLARED") == "yes"
+    assert await value("PROVIDER_API_KEY") == "<unset>"
+    assert await value("PATH") != "<unset>"
+
+
+async def test_inherit_env_passes_the_host_environment(monkeypatch, recorder, call_ctx) -> None:
+    monkeypatch.setenv("VISIBLE", "from host")
+    async with McpManager(policy=FAST, inherit_env=True) as manager:
+        await manager.start([kitchen_sink()])
+        await manager.wait_ready(timeout=30)
+        result = await manager.tool("mcp__ks__env_var").call({"name": "VISIBLE"}, call_ctx)
+    assert result["content"] == [{"type": "text", "text": "from host"}]
