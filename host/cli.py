@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="TOML config file (see config.example.toml)")
     serve.add_argument("--data-dir", help="where the durable journal lives")
     serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
+    serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     from host.chat import add_arguments as add_chat_arguments
 
@@ -48,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(
             args.config,
-            overrides={"server": {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token}},
+            overrides={
+                "server": {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
+                "recording": {"enabled": True if args.record else None},
+            },
         )
         if not is_loopback(config.server.host) and not config.server.token:
             raise ConfigError(
