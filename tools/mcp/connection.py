@@ -420,14 +420,14 @@ class McpServerConnection:
         await _notify(self._on_tools_changed, self)
 
     async def _ended_message(self) -> str:
-        how = "closed its connection"
         if self._stopping.is_set():
             return f"The MCP server '{self.name}' was shut down while the call was running."
-        if self._process is not None:
-            await self._process.wait_exit(1.0)
-            how = self._process.describe_exit(with_stderr=False)
-        return (f"The MCP server '{self.name}' {how} while the call was running; "
-                "the call was not retried. The server is being restarted.")
+        if self._process is None:
+            return (f"The connection to the MCP server '{self.name}' was lost while the call was running; "
+                    "the call was not retried. Reconnecting.")
+        await self._process.wait_exit(1.0)
+        return (f"The MCP server '{self.name}' {self._process.describe_exit(with_stderr=False)} while the call "
+                "was running; the call was not retried. The server is being restarted.")
 
     async def _run_call(self, client: Client, call: _Call) -> None:
         self._in_flight.add(call)

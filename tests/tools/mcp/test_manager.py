@@ -120,7 +120,8 @@ async def http_server() -> AsyncIterator[str]:
         assert line.startswith(b"PORT "), line
         yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
     finally:
-        process.kill()
+        if process.returncode is None:
+            process.kill()
         await process.wait()
 
 
@@ -154,3 +155,26 @@ async def test_unreachable_http_server_is_retried_then_failed(recorder: Recorder
     assert failed.message.startswith("MCP server 'web' could not be reached (")
     assert "gave up after 2 restarts" in failed.message
     assert [s.state for s in recorder.statuses] == ["restarting", "restarting", "failed"]
+
+
+async def test_http_server_dying_mid_call_fails_the_call_then_reconnects_or_fails(
+    http_server: str, manager: McpManager, recorder: Recorder, call_ctx,
+) -> None:
+    await manager.start([McpServerSpec(name="web", transport="http", url=http_server)])
+    await manager.wait_ready(timeout=30)
+    result = await manager.tool("mcp__web__die").call({}, call_ctx)
+    assert result["error"] == {
+        "message": "The connection to the MCP server 'web' was lost while the call was running; "
+                   "the call was not retried. Reconnecting.",
+        "code": "mcp_server_exited",
+    }
+    failed = await recorder.status(lambda s: s.state == "failed")  # nobody restarts a remote server for us
+    assert failed.message.startswith("MCP server 'web' could not be reached (ConnectError")
+    assert manager.tools() == []
+
+
+async def test_duplicate_server_names_are_refused(manager: McpManager) -> None:
+    from tools.mcp import McpConfigError
+
+    with pytest.raises(McpConfigError, match="declared more than once: ks"):
+        await manager.start([kitchen_sink(), kitchen_sink()])
