@@ -103,6 +103,7 @@ class ChatApp:
         self._eof = False
         self._seen_rejections = 0
         self._answered_requests: set[str] = set()
+        self._own_turns: set[str] = set()
 
     # -- output ----------------------------------------------------------------------------------
 
@@ -178,7 +179,11 @@ class ChatApp:
         return self.client.state(self.session) if self.session else None
 
     def _unfollowed_turn(self) -> str | None:
+        """The next turn to draw: one that ended unseen (it ran between two looks), else the live one."""
         state = self._state() or {}
+        for turn in state.get("turns") or ():
+            if isinstance(turn, dict) and turn.get("id") not in self._done_turns:
+                return turn["id"]
         active = state.get("activeTurn")
         if isinstance(active, dict) and active.get("id") not in self._done_turns:
             return active["id"]
@@ -192,6 +197,11 @@ class ChatApp:
         self._current_turn = turn_id
         view = TurnView(self.style)
         asked: dict[str, str] = {}
+        if turn_id not in self._own_turns:
+            # Started by someone else (another client, or the host from the queue): say by what.
+            turn, _ = actions.turn_snapshot(self._state(), turn_id)
+            text = ((turn or {}).get("userMessage") or {}).get("text", "")
+            self._write("\n" + self.style.bold("» ") + clean(text) + "\n")
         try:
             while True:
                 self._report_rejections()
@@ -530,6 +540,7 @@ class ChatApp:
         action = actions.turn_started(text, all_attachments)
         self._start_seq = self.client.dispatch(self.session, action)
         self._current_turn = action["turnId"]
+        self._own_turns.add(action["turnId"])
 
     async def _command(self, name: str, args: str, text: str) -> None:
         handler = {

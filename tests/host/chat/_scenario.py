@@ -1,0 +1,266 @@
+"""A test agent for the chat client: each message's first word picks what the turn does.
+
+It implements ``host.agents.base.Agent`` and only emits AHP actions through its ``TurnContext``,
+so the chat client sees exactly what a real provider-backed turn would produce. Where a turn
+must wait for the user (a confirmation, an input request, a steering message) it waits on the
+host's store, woken by a store observer: no polling, no sleeps.
+
+Words: ``confirm`` (shell-like tool call with five options, editable), ``patch`` (file edit with
+an edits preview, editable JSON input), ``result`` (result confirmation), ``ask`` (an input request
+with every question kind), ``steer`` (waits for a steering message), ``slow`` (never finishes on
+its own), ``fail`` (ends in error), ``think`` (reasoning then text); anything else streams a
+greeting that names the model options and attachments it got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from host.agents.base import TurnContext, TurnFailed
+from host.store import Store
+
+PROVIDER = "scenario"
+MODEL_ID = "scene-1"
+
+OPTIONS = [
+    {"id": "allow-once", "label": "Allow once", "kind": "approve", "group": 0},
+    {"id": "allow-session", "label": "Allow in this session", "kind": "approve", "group": 0},
+    {"id": "allow-always", "label": "Always allow", "kind": "approve", "group": 1},
+    {"id": "deny", "label": "Deny", "kind": "deny", "group": 2},
+    {"id": "deny-reason", "label": "Deny with reason", "kind": "deny", "group": 2},
+]
+
+QUESTIONS = [
+    {"id": "name", "kind": "text", "message": "Your name?", "required": True},
+    {"id": "age", "kind": "integer", "message": "Your age?", "min": 0, "max": 150},
+    {"id": "ok", "kind": "boolean", "message": "Proceed?", "defaultValue": True},
+    {
+        "id": "color",
+        "kind": "single-select",
+        "message": "Favourite colour?",
+        "options": [{"id": "red", "label": "Red"}, {"id": "blue", "label": "Blue"}],
+        "allowFreeformInput": True,
+    },
+    {
+        "id": "toppings",
+        "kind": "multi-select",
+        "message": "Toppings?",
+        "options": [{"id": "cheese", "label": "Cheese"}, {"id": "ham", "label": "Ham"}, {"id": "olives", "label": "Olives"}],
+    },
+]
+
+
+class ScenarioAgent:
+    provider = PROVIDER
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.store: Store | None = None
+        """Set by the test once the host exists (the agent waits on it)."""
+        self.completed_inputs: list[dict[str, Any]] = []
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "provider": PROVIDER,
+            "displayName": "Scenario agent",
+            "description": "Test agent driven by the first word of each message.",
+            "models": [
+                {
+                    "id": MODEL_ID,
+                    "provider": PROVIDER,
+                    "name": "Scene one",
+                    "configSchema": {
+                        "type": "object",
+                        "properties": {
+                            "effort": {"type": "string", "title": "Reasoning effort", "enum": ["low", "high"], "default": "low"}
+                        },
+                    },
+                }
+            ],
+        }
+
+    async def prepare_session(self, session: str, state: dict[str, Any]) -> None:
+        return None
+
+    # -- waiting on the store --------------------------------------------------------------------
+
+    async def _until(self, ctx: TurnContext, check: Callable[[dict[str, Any], dict[str, Any] | None], Any]) -> Any:
+        """Wait until ``check(state, envelope)`` returns something truthy; returns it."""
+        assert self.store is not None
+        found = check(ctx.state, None)
+        if found:
+            return found
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def observer(channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+            if channel == ctx.session and not future.done():
+                result = check(after, envelope)
+                if result:
+                    future.set_result(result)
+
+        self.store.observers.append(observer)
+        try:
+            return await future
+        finally:
+            self.store.observers.remove(observer)
+
+    def _call(self, state: dict[str, Any], call_id: str) -> dict[str, Any] | None:
+        for part in (state.get("activeTurn") or {}).get("responseParts") or ():
+            if part.get("kind") == "toolCall" and part["toolCall"]["toolCallId"] == call_id:
+                return part["toolCall"]
+        return None
+
+    # -- turns -----------------------------------------------------------------------------------
+
+    async def run_turn(self, ctx: TurnContext) -> None:
+        text = str(ctx.user_message.get("text", ""))
+        word = text.split(" ", 1)[0].lower() if text else ""
+        handler = {
+            "confirm": self._confirm,
+            "patch": self._patch,
+            "result": self._result,
+            "ask": self._ask,
+            "steer": self._steer,
+            "slow": self._slow,
+            "fail": self._fail,
+            "think": self._think,
+        }.get(word, self._greet)
+        await handler(ctx)
+
+    def _say(self, ctx: TurnContext, *pieces: str) -> None:
+        part_id = ctx.new_part_id("text")
+        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        for piece in pieces:
+            ctx.emit({"type": "session/delta", "partId": part_id, "content": piece})
+
+    async def _greet(self, ctx: TurnContext) -> None:
+        effort = ((ctx.model or {}).get("config") or {}).get("effort", "low")
+        attached = [a.get("label") for a in ctx.user_message.get("attachments") or ()]
+        part_id = ctx.new_part_id("text")
+        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        for piece in ["Hello ", "from the ", "scenario ", "agent", f" (effort {effort})"]:
+            await asyncio.sleep(0)  # let each delta go out as its own frame
+            ctx.emit({"type": "session/delta", "partId": part_id, "content": piece})
+        if attached:
+            ctx.emit({"type": "session/delta", "partId": part_id, "content": f" with {', '.join(attached)}"})
+        ctx.emit({"type": "session/usage", "usage": {"inputTokens": 3, "outputTokens": 5, "model": MODEL_ID}})
+
+    async def _tool(self, ctx: TurnContext, call_id: str, name: str, tool_input: str, **ready: Any) -> dict[str, Any]:
+        """Start a tool call, ask for confirmation, and return the call once it was answered."""
+        ctx.emit({"type": "session/toolCallStart", "toolCallId": call_id, "toolName": name, "displayName": name})
+        ctx.emit({"type": "session/toolCallDelta", "toolCallId": call_id, "content": tool_input})
+        ctx.emit({"type": "session/toolCallReady", "toolCallId": call_id, "toolInput": tool_input, **ready})
+        return await self._until(
+            ctx, lambda state, _e: (c := self._call(state, call_id)) and c["status"] != "pending-confirmation" and c
+        )
+
+    async def _finish_tool(self, ctx: TurnContext, call: dict[str, Any]) -> None:
+        call_id = call["toolCallId"]
+        if call["status"] == "cancelled":
+            self._say(ctx, f"denied ({call.get('reasonMessage') or 'no reason'})")
+            return
+        option = (call.get("selectedOption") or {}).get("id", "none")
+        ctx.emit({"type": "session/toolCallContentChanged", "toolCallId": call_id, "content": [{"type": "text", "text": "partial output"}]})
+        ctx.emit(
+            {
+                "type": "session/toolCallComplete",
+                "toolCallId": call_id,
+                "result": {"success": True, "pastTenseMessage": f"Ran {call['toolInput']}", "content": [{"type": "text", "text": "all good"}]},
+            }
+        )
+        self._say(ctx, f"tool finished via {option}")
+
+    async def _confirm(self, ctx: TurnContext) -> None:
+        call = await self._tool(
+            ctx,
+            "call-1",
+            "shell",
+            json.dumps({"command": "ls -la"}),
+            invocationMessage="Run a shell command",
+            confirmationTitle="Run ls -la?",
+            editable=True,
+            options=OPTIONS,
+        )
+        await self._finish_tool(ctx, call)
+
+    async def _patch(self, ctx: TurnContext) -> None:
+        before = self.workdir / "notes.txt"
+        after = self.workdir / ".notes.proposed"
+        before.write_text("old line\nsame line\n")
+        after.write_text("new line\nsame line\n")
+        edit = {
+            "before": {"uri": before.as_uri(), "content": {"uri": before.as_uri()}},
+            "after": {"uri": before.as_uri(), "content": {"uri": after.as_uri()}},
+        }
+        call = await self._tool(
+            ctx,
+            "call-2",
+            "edit_file",
+            json.dumps({"path": "notes.txt", "text": "new line"}),
+            invocationMessage="Edit notes.txt",
+            edits={"items": [edit]},
+            editable=True,
+        )
+        await self._finish_tool(ctx, call)
+
+    async def _result(self, ctx: TurnContext) -> None:
+        call_id = "call-3"
+        ctx.emit({"type": "session/toolCallStart", "toolCallId": call_id, "toolName": "fetch", "displayName": "fetch"})
+        ctx.emit({"type": "session/toolCallReady", "toolCallId": call_id, "toolInput": "{}", "invocationMessage": "Fetch a page", "confirmed": "not-needed"})
+        ctx.emit(
+            {
+                "type": "session/toolCallComplete",
+                "toolCallId": call_id,
+                "requiresResultConfirmation": True,
+                "result": {"success": True, "pastTenseMessage": "Fetched a page", "content": [{"type": "text", "text": "page body"}]},
+            }
+        )
+        call = await self._until(
+            ctx, lambda state, _e: (c := self._call(state, call_id)) and c["status"] != "pending-result-confirmation" and c
+        )
+        self._say(ctx, "result accepted" if call["status"] == "completed" else "result rejected")
+
+    async def _ask(self, ctx: TurnContext) -> None:
+        ctx.dispatch({"type": "session/inputRequested", "request": {"id": "req-1", "message": "A few questions", "questions": QUESTIONS}})
+
+        def completed(_state: dict[str, Any], envelope: dict[str, Any] | None) -> Any:
+            action = (envelope or {}).get("action") or {}
+            return action if action.get("type") == "session/inputCompleted" and action.get("requestId") == "req-1" else None
+
+        action = await self._until(ctx, completed)
+        self.completed_inputs.append(action)
+        if action["response"] != "accept":
+            self._say(ctx, f"input {action['response']}")
+            return
+        shown = []
+        for question_id, answer in (action.get("answers") or {}).items():
+            if answer.get("state") == "skipped":
+                shown.append(f"{question_id}=skipped")
+                continue
+            value = answer["value"]
+            shown.append(f"{question_id}={value['value']}" + (f"+{value['freeformValues']}" if value.get("freeformValues") else ""))
+        self._say(ctx, "answers: " + " ".join(shown))
+
+    async def _steer(self, ctx: TurnContext) -> None:
+        self._say(ctx, "waiting for steering")
+        message = await self._until(ctx, lambda state, _e: state.get("steeringMessage"))
+        ctx.dispatch({"type": "session/pendingMessageRemoved", "kind": "steering", "id": message["id"]})
+        self._say(ctx, f"steered by: {message['userMessage']['text']}")
+
+    async def _slow(self, ctx: TurnContext) -> None:
+        self._say(ctx, "working")
+        await asyncio.Event().wait()  # until the turn is cancelled
+
+    async def _fail(self, ctx: TurnContext) -> None:
+        self._say(ctx, "trying")
+        raise TurnFailed("quotaExceeded", "The provider refused: quota exceeded.")
+
+    async def _think(self, ctx: TurnContext) -> None:
+        part_id = ctx.new_part_id("reasoning")
+        ctx.emit({"type": "session/responsePart", "part": {"kind": "reasoning", "id": part_id, "content": ""}})
+        ctx.emit({"type": "session/reasoning", "partId": part_id, "content": "pondering deeply"})
+        self._say(ctx, "the answer is 42")
