@@ -15,6 +15,7 @@ fixed, clearly labelled answers so the recorded tool loops can complete.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -39,15 +40,21 @@ class RecordingEnded(ProviderError):
     error_type = "recording_ended"
 
 
+def _peek(path: Path) -> tuple[str, int]:
+    """The first request URI and response status of a vcrpy cassette, without parsing the YAML:
+    listing agents happens at start-up, and loading every recorded body would slow it down."""
+    text = path.read_text(encoding="utf-8")
+    uri = re.search(r"^\s+uri:\s*(\S+)\s*$", text, re.MULTILINE)
+    code = re.search(r"^\s+code:\s*(\d+)\s*$", text, re.MULTILINE)
+    if uri is None or code is None:
+        raise ValueError(f"{path} is not a vcrpy cassette with at least one interaction")
+    return uri.group(1).strip("'\""), int(code.group(1))
+
+
 def cassette_kind(path: Path) -> tuple[str, str]:
     """The agent kind (SDK) a cassette was recorded with and the base URL it talked to, from its
     first request (the base URL matters for recordings made against a local or proxy server)."""
-    from providers.cassette import load_cassette
-
-    interactions = load_cassette(path)
-    if not interactions:
-        raise ValueError(f"{path} holds no interactions")
-    uri = interactions[0].request.uri.split("?", 1)[0]
+    uri = _peek(path)[0].split("?", 1)[0]
     for suffix, kind in (("/v1/messages", "anthropic"), ("/responses", "openai"), ("/chat/completions", "openai-chat")):
         if uri.endswith(suffix):
             return kind, uri[: -len(suffix)]
@@ -56,10 +63,10 @@ def cassette_kind(path: Path) -> tuple[str, str]:
 
 def replayable(path: Path) -> bool:
     """Whether a cassette's first response is a success (the demo agent offers only those)."""
-    from providers.cassette import load_cassette
-
-    interactions = load_cassette(path)
-    return bool(interactions) and int(interactions[0].response["status"]["code"]) == 200
+    try:
+        return _peek(path)[1] == 200
+    except (OSError, ValueError):
+        return False
 
 
 class _ReplayProvider:
