@@ -104,6 +104,7 @@ async def run_oneshot(
                 if turn is None:
                     say("agent-host chat: the turn disappeared (the session was truncated or disposed)\n")
                     return EXIT_TURN_ERROR
+                await _settle(client)
                 return {"complete": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(turn.get("state"), EXIT_TURN_ERROR)
             if turn is not None and not finished:
                 for call in actions.waiting_tool_calls(turn):
@@ -146,6 +147,14 @@ async def run_oneshot(
             loop.remove_signal_handler(signal.SIGINT)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
+
+
+async def _settle(client: AhpClient) -> None:
+    """Wait (briefly) until the host has answered every action we sent, so none is lost at exit."""
+    try:
+        await client.wait_for(lambda mirror, _event: not mirror.pending(), timeout=5.0)
+    except AhpClientError:
+        pass
 
 
 def _decide(client: AhpClient, session: str, turn_id: str, call: dict[str, Any], approve: bool, say: Any) -> None:

@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Callable
 
 import pytest
 
 from host.server import RunningHost
+from tests.host.chat._hostwait import sessions, until_host
 from tests.host.chat._pty import ChatProcess
 
 Spawn = Callable[..., ChatProcess]
-
-
-def sessions(host: RunningHost) -> list[tuple[str, dict[str, Any]]]:
-    return list(host.host.store.channels("session"))
-
-
-async def until_host(host: RunningHost, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait until ``predicate()`` holds on the host's store (woken by each applied action)."""
-    if predicate():
-        return
-    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def observer(*_args: Any) -> None:
-        if not future.done() and predicate():
-            future.set_result(None)
-
-    host.host.store.observers.append(observer)
-    try:
-        await asyncio.wait_for(future, timeout)
-    finally:
-        host.host.store.observers.remove(observer)
 
 
 async def test_a_message_streams_the_answer_with_usage(spawn_chat: Spawn) -> None:

@@ -1,0 +1,29 @@
+"""Reading the host's own state from a test, and waiting on it without sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from host.server import RunningHost
+
+
+def sessions(host: RunningHost) -> list[tuple[str, dict[str, Any]]]:
+    return list(host.host.store.channels("session"))
+
+
+async def until_host(host: RunningHost, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait until ``predicate()`` holds on the host's store (woken by each applied action)."""
+    if predicate():
+        return
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def observer(*_args: Any) -> None:
+        if not future.done() and predicate():
+            future.set_result(None)
+
+    host.host.store.observers.append(observer)
+    try:
+        await asyncio.wait_for(future, timeout)
+    finally:
+        host.host.store.observers.remove(observer)
