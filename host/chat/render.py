@@ -147,7 +147,7 @@ def status_word(status: str) -> str:
     }.get(status, status)
 
 
-def _content_text(content: Any, limit: int = 400) -> str:
+def _content_text(content: Any, limit: int = 400, *, strip: bool = True) -> str:
     """A short plain-text rendering of tool result/running content items."""
     pieces: list[str] = []
     for item in content or ():
@@ -169,7 +169,9 @@ def _content_text(content: Any, limit: int = 400) -> str:
             pieces.append(f"[terminal {clean(item.get('title', ''))}]")
         elif kind == "subagent":
             pieces.append(f"[subagent {clean(item.get('title', ''))}]")
-    text = "\n".join(p for p in pieces if p).strip()
+    text = "\n".join(p for p in pieces if p)
+    if strip:
+        text = text.strip()
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
@@ -564,7 +566,7 @@ class TurnView:
             self._emit(out, "activity", self.style.dim(f"[{clean(part.get('uri', ''))}]") + "\n")
 
     def _running_content(self, call_id: str, call: Mapping[str, Any], out: list[tuple[Channel, str]]) -> None:
-        text = _content_text(call.get("content"), limit=1_000_000)
+        text = _content_text(call.get("content"), limit=1_000_000, strip=False)
         shown = self._shown_content.get(call_id, "")
         if text == shown:
             return
