@@ -14,13 +14,16 @@ Behaviour (the contract users rely on):
   skill offered through ``completions``. Ctrl-C or Ctrl-D exits.
 * While a turn runs (ours or anyone's in this session): its answer streams; a typed line steers
   the turn (``pendingMessageSet`` steering), ``>> text`` or ``/queue text`` queues it; Ctrl-C
-  cancels the turn (``turnCancelled``) and a second Ctrl-C within two seconds exits (status 130).
+  cancels the turn (``turnCancelled``). The cancel applies optimistically, so the client is idle
+  at once and a second Ctrl-C exits; one arriving within two seconds while a turn is still shown
+  (the host refused the cancel, another turn started) exits with status 130.
 * A tool call waiting for confirmation, a result waiting for acceptance or an open input request
   opens a dialog; the dialog ends by itself when the host moves on (someone else answered, the
   turn ended), and Ctrl-C inside it cancels the turn.
 * Actions the host rejects are reported with the host's reason.
 
-Exit status: 0 normal exit, 1 the connection was lost and could not be resumed, 130 Ctrl-C twice.
+Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C at the prompt), 1 the connection was lost
+and could not be resumed, 130 two quick Ctrl-C while a turn was shown.
 """
 
 from __future__ import annotations
