@@ -271,6 +271,7 @@ class McpServerConnection:
     async def _own(self) -> None:
         failures = 0
         restarts = 0
+        await self._set_status("starting", None)
         while not self._stopping.is_set():
             started = None
             try:

@@ -62,7 +62,7 @@ async def test_a_server_that_keeps_dying_at_start_is_failed_with_its_last_words(
         f"--marker {marker}) and restart it."
     )
     assert len(marker.read_text().splitlines()) == 3  # the first start and two restarts
-    assert [s.state for s in recorder.statuses] == ["restarting", "restarting", "failed"]
+    assert [s.state for s in recorder.statuses] == ["starting", "restarting", "restarting", "failed"]
     assert manager.tools() == []
 
 
@@ -201,3 +201,30 @@ async def test_inherit_env_passes_the_host_environment(monkeypatch, recorder, ca
         await manager.wait_ready(timeout=30)
         result = await manager.tool("mcp__ks__env_var").call({"name": "VISIBLE"}, call_ctx)
     assert result["content"] == [{"type": "text", "text": "from host"}]
+
+
+async def test_elicitation_with_several_calls_in_flight_goes_to_the_manager_callback(
+    recorder: Recorder, tmp_path: Path,
+) -> None:
+    asked: list[dict] = []
+
+    async def host_ask(request: dict) -> dict:
+        asked.append(request)
+        return {"response": "decline"}
+
+    async def call_ask(request: dict) -> dict:
+        raise AssertionError("with two calls in flight the question cannot be tied to one of them")
+
+    async with McpManager(policy=FAST, ask=host_ask) as manager:
+        await manager.start([kitchen_sink()])
+        await manager.wait_ready(timeout=30)
+        running = asyncio.Event()
+        hang_ctx = ToolContext(working_directory=tmp_path, report_content=lambda content: running.set())
+        hanging = asyncio.ensure_future(manager.tool("mcp__ks__hang").call({}, hang_ctx))
+        await asyncio.wait_for(running.wait(), timeout=10)
+        result = await manager.tool("mcp__ks__ask_name").call({}, ToolContext(working_directory=tmp_path, ask=call_ask))
+        hang_ctx.cancellation.set()
+        await hanging
+    assert result["content"] == [{"type": "text", "text": "no answer: decline"}]
+    (request,) = asked
+    assert request["id"].startswith("mcp-elicit-") and request["message"] == "Who are you?"

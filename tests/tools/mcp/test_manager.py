@@ -154,7 +154,7 @@ async def test_unreachable_http_server_is_retried_then_failed(recorder: Recorder
         await manager.stop()
     assert failed.message.startswith("MCP server 'web' could not be reached (")
     assert "gave up after 2 restarts" in failed.message
-    assert [s.state for s in recorder.statuses] == ["restarting", "restarting", "failed"]
+    assert [s.state for s in recorder.statuses] == ["starting", "restarting", "restarting", "failed"]
 
 
 async def test_http_server_dying_mid_call_fails_the_call_then_reconnects_or_fails(
