@@ -48,7 +48,6 @@ from host.chat.render import (
     render_models,
     render_question,
     render_session_list,
-    render_tool_line,
     render_unified_diff,
     shell_command_of,
     tool_input_text,

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from host.chat import _session as actions
 from host.chat._answers import attachments_in
-from host.chat.render import Style, TurnView, clean, render_error, text_of
+from host.chat.render import Style, TurnView, clean, text_of
 from host.client import AhpClient, AhpClientError, AhpError
 
 __all__ = ["run_oneshot", "EXIT_OK", "EXIT_TURN_ERROR", "EXIT_USAGE", "EXIT_CANCELLED"]
