@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import tools.mcp._stdio as stdio
 from tools.base import ToolContext
 from tools.mcp import McpManager, McpServerConnection, McpServerSpec, RestartPolicy
 
-from .conftest import FAST, Recorder, children_of_this_process, eventually, kitchen_sink, process_gone
+from .conftest import FAST, Recorder, eventually, kitchen_sink, process_gone
 
 
 async def test_call_in_flight_when_the_server_dies_fails_clearly_and_the_server_restarts(
@@ -152,55 +151,6 @@ async def test_a_server_that_never_answers_the_handshake_times_out_and_leaves_no
     assert failed.message == ("MCP server 'mute' did not finish starting within 0.5 s. "
                               f"Check the server ({spec.describe()}) and restart it.")
     assert pid is not None and await eventually(lambda: process_gone(pid))
-
-
-async def test_shutdown_kills_grandchildren_left_in_the_process_group(manager, call_ctx) -> None:
-    await manager.start([kitchen_sink()])
-    await manager.wait_ready(timeout=30)
-    server_pid = manager.connections["ks"].pid
-    sleeper = int((await manager.tool("mcp__ks__spawn_sleeper").call({}, call_ctx))["content"][0]["text"])
-    assert not process_gone(sleeper)
-
-    await manager.stop()
-    assert process_gone(server_pid)
-    assert await eventually(lambda: process_gone(sleeper))  # it ignored SIGTERM: only SIGKILL ends it
-    assert server_pid not in children_of_this_process()
-
-
-async def test_a_server_ignoring_stdin_close_and_sigterm_is_killed(monkeypatch, recorder: Recorder) -> None:
-    monkeypatch.setattr(stdio, "EXIT_GRACE_SECONDS", 0.2)
-    monkeypatch.setattr(stdio, "TERM_GRACE_SECONDS", 0.2)
-    manager = McpManager(policy=FAST, on_status=recorder.on_status)
-    await manager.start([kitchen_sink("ks", "--stubborn")])
-    await manager.wait_ready(timeout=30)
-    pid = manager.connections["ks"].pid
-    await asyncio.wait_for(manager.stop(), timeout=10)
-    assert process_gone(pid)
-    assert not stdio.group_alive(pid)
-
-
-async def test_declared_env_is_passed_but_host_secrets_are_not(monkeypatch, manager, call_ctx) -> None:
-    monkeypatch.setenv("PROVIDER_API_KEY", "sk-secret")
-    monkeypatch.setenv("VISIBLE", "from host")
-    await manager.start([kitchen_sink(env={"DECLARED": "yes", "FORWARDED": "x"})])
-    await manager.wait_ready(timeout=30)
-    env_var = manager.tool("mcp__ks__env_var")
-
-    async def value(name: str) -> str:
-        return (await env_var.call({"name": name}, call_ctx))["content"][0]["text"]
-
-    assert await value("DECLARED") == "yes"
-    assert await value("PROVIDER_API_KEY") == "<unset>"
-    assert await value("PATH") != "<unset>"
-
-
-async def test_inherit_env_passes_the_host_environment(monkeypatch, recorder, call_ctx) -> None:
-    monkeypatch.setenv("VISIBLE", "from host")
-    async with McpManager(policy=FAST, inherit_env=True) as manager:
-        await manager.start([kitchen_sink()])
-        await manager.wait_ready(timeout=30)
-        result = await manager.tool("mcp__ks__env_var").call({"name": "VISIBLE"}, call_ctx)
-    assert result["content"] == [{"type": "text", "text": "from host"}]
 
 
 async def test_elicitation_with_several_calls_in_flight_goes_to_the_manager_callback(
