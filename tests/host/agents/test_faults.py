@@ -169,3 +169,11 @@ async def test_record_then_replay_round_trip_keeps_no_key_material(tmp_path: Pat
         replayed = await run_turn(client, session, "anything")
     assert replayed["responseParts"] == [{**live["responseParts"][0], "id": replayed["responseParts"][0]["id"]}]
     assert replayed["usage"] == live["usage"]
+
+
+async def test_a_retry_after_longer_than_the_host_waits_fails_the_turn_with_advice(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    replies = [Reply(429, error_body("Rate limit reached", "requests"), {"retry-after": "3600"})]
+    turn, _, server = await one_turn(tmp_path, frame_checker, replies)
+    assert len(server.seen) == 1
+    assert turn["error"]["errorType"] == "rate_limit"
+    assert "3600 s" in turn["error"]["message"] and "send your message again later" in turn["error"]["message"]

@@ -288,3 +288,27 @@ async def test_a_fork_keeps_the_native_transcript_through_the_fork_turn(tmp_path
     history = provider.requests[2].messages
     assert [m.text for m in history if isinstance(m, UserMessage)] == ["q1", "q3"]
     assert history[1].parts[0].native == native
+
+
+class DenyingApprover:
+    """Stands in for the confirmation flow: asks (no ``confirmed``), then the user says no."""
+
+    async def approve(self, request, ctx):
+        from host.agents import Approval
+
+        ctx.emit({"type": "session/toolCallReady", "toolCallId": request.tool_call_id, "toolInput": request.arguments, **request.ready_fields})
+        ctx.emit({"type": "session/toolCallConfirmed", "toolCallId": request.tool_call_id, "approved": False, "confirmed": "user-action"})
+        return Approval(approved=False, reason="The user said no.")
+
+
+async def test_a_denied_call_does_not_run_and_the_model_is_told(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    provider = ScriptedProvider([call_tools(("echo", {"text": "x"})), reply("fine")])
+    denying = ProviderAgent("scripted", StaticSource(provider), display_name="S", models=[ModelSpec("m1")],
+                            settings=TurnSettings(title="first-words"), tools=[EchoTool()], approver=DenyingApprover())
+    async with serving(config_for(tmp_path), frame_checker, [denying]) as (_, client):
+        session = await ready_session(client)
+        turn = await run_turn(client, session, "try")
+    call = turn["responseParts"][0]["toolCall"]
+    assert call["status"] == "cancelled" and "content" not in call
+    [result] = provider.requests[1].messages[-1].results
+    assert (result.text, result.is_error) == ("The user said no.", True)
