@@ -73,6 +73,9 @@ class SessionDefaults(_Section):
     """Working directory offered to clients (InitializeResult.defaultDirectory); default: cwd."""
     offline_agent: bool = True
     """Offer the built-in offline agent."""
+    default_agent: str | None = None
+    """The agent a session gets when createSession names none. Unset: the first agent whose
+    provider key is set, else the replay agent (recorded, offline), else the first agent."""
     offline_delay: float = Field(default=0.01, ge=0)
     """Seconds between the offline agent's streamed words."""
 

@@ -116,9 +116,7 @@ class AgentHost:
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"A session already exists at {uri}; pick a new URI.")
         provider = params.get("provider")
         if provider is None:
-            if not self.agents:
-                raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, "This host has no agents configured.")
-            provider = next(iter(self.agents))
+            provider = self.default_provider()
         if provider not in self.agents:
             known = ", ".join(sorted(self.agents)) or "none"
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"No agent {provider!r} on this host (available: {known}).")
@@ -157,6 +155,23 @@ class AgentHost:
         if active_client is not None:
             self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": active_client})
         self.runner.prepare(uri)
+
+    def default_provider(self) -> str:
+        """The agent for a session created without one (``sessions.default_agent``)."""
+        if not self.agents:
+            raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, "This host has no agents configured.")
+        chosen = self.config.sessions.default_agent
+        if chosen is not None:
+            if chosen not in self.agents:
+                known = ", ".join(sorted(self.agents))
+                raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"sessions.default_agent names {chosen!r}, which is not configured (available: {known}).")
+            return chosen
+        usable = [name for name, agent in self.agents.items() if getattr(agent, "unavailable", None) is None]
+        real = [name for name in usable if name not in ("replay", "offline")]
+        for candidates in (real, [n for n in usable if n == "replay"], usable):
+            if candidates:
+                return candidates[0]
+        return next(iter(self.agents))
 
     def dispose_session(self, uri: Any) -> None:
         if self.store.kind(uri) != "session":

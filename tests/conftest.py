@@ -80,7 +80,8 @@ def host_config(data_dir: Path, **sessions: Any):
 
 @pytest.fixture
 async def running_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
-    host = AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path)))
+    # The offline echo agent gives deterministic answers to sessions created without an agent.
+    host = AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline"))
     running = await start_host(host, token=TOKEN)
     yield running
     await running.stop()

@@ -1,7 +1,7 @@
 """Agents from the host config: each ``[agents.<id>]`` table becomes one AHP ``AgentInfo``.
 
-Without an ``[agents]`` table the host offers its built-in set, in this order (the first one is
-what a session created without a provider gets):
+Without an ``[agents]`` table the host offers its built-in set, in this order (which agent a
+session created without a provider gets is ``sessions.default_agent``, see ``host.service``):
 
 1. ``offline``: the embedded echo agent (only when ``sessions.offline_agent`` is true, the
    default; tests rely on it being deterministic);

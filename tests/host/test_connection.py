@@ -134,7 +134,7 @@ async def test_host_only_and_wrong_channel_actions_are_rejected(connect: Connect
 
 
 async def test_a_second_turn_while_one_runs_is_refused_and_a_queued_message_runs_after(tmp_path) -> None:
-    host = AgentHost(host_config(tmp_path / "data", offline_delay=0.02))
+    host = AgentHost(host_config(tmp_path / "data", offline_delay=0.02, default_agent="offline"))
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
@@ -155,7 +155,7 @@ async def test_a_second_turn_while_one_runs_is_refused_and_a_queued_message_runs
 
 
 async def test_cancelling_a_turn_stops_the_stream(tmp_path) -> None:
-    host = AgentHost(host_config(tmp_path / "data", offline_delay=0.05))
+    host = AgentHost(host_config(tmp_path / "data", offline_delay=0.05, default_agent="offline"))
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
@@ -270,7 +270,7 @@ async def test_reconnect_replays_what_was_missed(connect: Connect) -> None:
 
 
 async def test_reconnect_falls_back_to_snapshots_past_the_replay_buffer(tmp_path) -> None:
-    config = host_config(tmp_path / "data")
+    config = host_config(tmp_path / "data", default_agent="offline")
     config.server.replay_buffer = 5
     running = await start_host(AgentHost(config), token=TOKEN)
     try:
@@ -413,3 +413,17 @@ async def test_resource_read_serves_the_hosts_content_references(connect: Connec
     with pytest.raises(AhpError) as error:
         await client.request("resourceRead", {"channel": ROOT, "uri": "agent-host-content:/sha256/" + "0" * 64})
     assert error.value.code == -32008
+
+
+async def test_a_session_created_without_an_agent_gets_the_replay_agent_when_no_key_is_set(tmp_path) -> None:
+    running = await start_host(AgentHost(host_config(tmp_path / "data")), token=TOKEN)
+    try:
+        client = await AhpClient.connect(running.url)
+        await client.initialize(subscriptions=[ROOT])
+        providers = [agent["provider"] for agent in client.state(ROOT)["agents"]]
+        assert {"offline", "openai", "anthropic", "replay"} <= set(providers)
+        session = await client.create_session()
+        assert client.state(session)["summary"]["provider"] == "replay"
+        await client.close()
+    finally:
+        await running.stop()

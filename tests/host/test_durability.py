@@ -57,7 +57,7 @@ class HostProcess:
 async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     # Slow words, so that a turn is certainly still streaming when the host is killed.
-    config.write_text(f'[sessions]\noffline_delay = 0.2\ndefault_directory = "{tmp_path}"\n')
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{tmp_path}"\n')
     host = HostProcess(tmp_path / "data", config)
     try:
         await host.start()
@@ -114,7 +114,7 @@ async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
 
 async def test_a_clean_restart_keeps_sessions_and_resumes_replay(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
-    config.write_text("[sessions]\noffline_delay = 0\n")
+    config.write_text('[sessions]\ndefault_agent = "offline"\noffline_delay = 0\n')
     host = HostProcess(tmp_path / "data", config)
     try:
         await host.start()

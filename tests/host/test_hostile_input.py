@@ -177,7 +177,7 @@ async def test_a_frame_over_the_size_limit_closes_the_connection(tmp_path: Any) 
     from host.service import AgentHost
     from tests.conftest import host_config
 
-    config = host_config(tmp_path / "data")
+    config = host_config(tmp_path / "data", default_agent="offline")
     config.server.max_frame_bytes = 4096
     running = await start_host(AgentHost(config), token=TOKEN)
     try:
@@ -229,7 +229,7 @@ async def test_an_allowed_origin_may_connect(tmp_path: Any) -> None:
     from host.service import AgentHost
     from tests.conftest import host_config
 
-    config = host_config(tmp_path / "data")
+    config = host_config(tmp_path / "data", default_agent="offline")
     config.server.allowed_origins = ["http://localhost:5173"]
     running = await start_host(AgentHost(config), token=TOKEN)
     try:
