@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
+from host.agents.environment import TurnEnvironment
 from host.agents import Agent, build_agents
 from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
@@ -60,10 +61,15 @@ class AgentHost:
         self.content = ContentStore(None if in_memory else config.data_path() / "content.sqlite3")
         # Provider-native turn transcripts live next to the journal, so memory survives restarts.
         self.transcripts = TranscriptStore(None if in_memory else config.data_path() / "transcripts.sqlite3")
+        # What sessions add to every turn (tools, prompt, hooks, confirmation): see host.agents.environment.
+        self.environment = TurnEnvironment()
         for agent in agent_list:
             bind = getattr(agent, "bind_transcripts", None)
             if bind is not None:
                 bind(self.transcripts)
+            bind_environment = getattr(agent, "bind_environment", None)
+            if bind_environment is not None:
+                bind_environment(self.environment)
         self.store = Store(
             {"agents": [], "activeSessions": 0},
             clock=self.clock,

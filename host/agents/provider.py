@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlparse
 
 from host.agents._mapping import CallMapper, TurnToolIds
 from host.agents.base import SessionCreationFailed, TurnContext, TurnFailed
+from host.agents.environment import TurnEnvironment
 from host.agents.tooling import (
     Approval,
     AutoApprover,
@@ -209,6 +210,7 @@ class ProviderAgent:
         settings: TurnSettings = TurnSettings(),
         tools: Sequence[Tool] = (),
         approver: ToolApprover | None = None,
+        environment: TurnEnvironment | None = None,
         transcripts: TranscriptStore | None = None,
         unavailable: str | None = None,
         key_hint: str | None = None,
@@ -221,7 +223,9 @@ class ProviderAgent:
         self.models = list(models)
         self.settings = settings
         self.tools = {tool.name: tool for tool in tools}
-        self.approver: ToolApprover = approver or AutoApprover()
+        self.environment = environment or TurnEnvironment(approver=approver or AutoApprover())
+        """Per-session extras (tools, prompt, hooks, approval); the host binds its own."""
+        self._environment_fixed = environment is not None or approver is not None
         self.transcripts = transcripts or TranscriptStore(None)
         self.unavailable = unavailable
         """When set, sessions cannot be created on this agent; the text says what to configure."""
@@ -240,6 +244,16 @@ class ProviderAgent:
             "models": [model.info(self.provider) for model in self.models],
         }
         return info
+
+    @property
+    def approver(self) -> ToolApprover:
+        return self.environment.approver
+
+    def bind_environment(self, environment: TurnEnvironment) -> None:
+        """The host gives every agent the session extras it composes (see ``environment``),
+        unless this agent was built with its own environment or approver (tests do that)."""
+        if not self._environment_fixed:
+            self.environment = environment
 
     def bind_transcripts(self, transcripts: TranscriptStore) -> None:
         """The host gives every agent its shared, persistent transcript store."""
@@ -287,21 +301,22 @@ class ProviderAgent:
         options = self._options(ctx.model, spec)
         for _ in range(self.settings.max_model_calls):
             self._take_steering(ctx, turn)
+            offered = self.environment.tools(ctx, list(self.tools.values()))
             request = ModelRequest(
                 model=model_id,
-                system=self.settings.system_prompt,
+                system=self.environment.system_prompt(ctx, self.settings.system_prompt),
                 messages=tuple(repair([*past, *turn.messages])),
-                tools=tuple(self._definitions()),
+                tools=tuple(_definitions(offered)),
                 max_tokens=options.get("max_tokens", self.settings.max_tokens),
                 anthropic=options.get("anthropic", AnthropicOptions()),
                 openai=options.get("openai", OpenAIOptions()),
             )
-            mapper = await self._call(ctx, provider, request, turn, ids)
+            mapper = await self._call(ctx, provider, request, turn, ids, offered)
             message = mapper.acc.message()
             turn.messages.append(message)
             finish = mapper.finish
             if message.tool_calls:
-                results = await self._run_tools(ctx, turn, message, mapper.tool_ids, working_directory)
+                results = await self._run_tools(ctx, turn, message, mapper.tool_ids, working_directory, offered)
                 turn.messages.append(results)
                 continue
             if finish is not None and finish.reason == "pause":
@@ -321,9 +336,10 @@ class ProviderAgent:
         )
 
     async def _call(
-        self, ctx: TurnContext, provider: Provider, request: ModelRequest, turn: _TurnState, ids: TurnToolIds
+        self, ctx: TurnContext, provider: Provider, request: ModelRequest, turn: _TurnState, ids: TurnToolIds,
+        offered: dict[str, Tool],
     ) -> CallMapper:
-        display = {name: tool.title for name, tool in self.tools.items()}
+        display = {name: tool.title for name, tool in offered.items()}
         attempt = 0
         while True:
             self._set_activity(ctx, turn, f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
@@ -393,18 +409,19 @@ class ProviderAgent:
     # -- tools ---------------------------------------------------------------------------------
 
     async def _run_tools(
-        self, ctx: TurnContext, turn: _TurnState, message: AssistantMessage, ahp_ids: dict[str, str], working_directory: Path | None
+        self, ctx: TurnContext, turn: _TurnState, message: AssistantMessage, ahp_ids: dict[str, str], working_directory: Path | None,
+        offered: dict[str, Tool],
     ) -> ToolResultsMessage:
         results: dict[str, dict[str, Any]] = {}
         approved: list[tuple[str, str, Tool, Any]] = []
         for call in message.tool_calls:
             call_id = ahp_ids.get(call.tool_call_id, call.tool_call_id)
-            tool = self.tools.get(call.tool_name)
+            tool = offered.get(call.tool_name)
             request = ToolCallRequest(call_id, call.tool_name, call.arguments, tool)
             failure: dict[str, Any] | None = None
             arguments: Any = None
             if tool is None:
-                failure = unknown_tool_result(call.tool_name, list(self.tools))
+                failure = unknown_tool_result(call.tool_name, list(offered))
             else:
                 try:
                     arguments = parse_arguments(call.arguments)
@@ -413,9 +430,13 @@ class ProviderAgent:
                         f"Tried to run {tool.title}", f"The arguments for {call.tool_name} are not valid JSON.", "invalid_arguments"
                     )
                 else:
-                    prep = await tool.prepare(arguments, _tool_context(working_directory, call_id))
+                    prep = await tool.prepare(arguments, self._tool_context(ctx, working_directory, call_id))
                     failure = prep.failure
                     request = ToolCallRequest(call_id, call.tool_name, call.arguments, tool, prep.ready_fields())
+                    if failure is None:
+                        blocked = await self.environment.before_tool_call(ctx, request, arguments)
+                        if blocked:
+                            failure = failure_result(f"Did not run {tool.title}", blocked, "blocked")
             if failure is not None:
                 ctx.emit(
                     {
@@ -449,10 +470,16 @@ class ProviderAgent:
             names = ", ".join(dict.fromkeys(tool.title for _, _, tool, _ in approved))
             self._set_activity(ctx, turn, f"Running {names}")
 
+            requests = {call.tool_call_id: call for call in message.tool_calls}
+
             async def one(provider_id: str, call_id: str, tool: Tool, arguments: Any) -> None:
-                result = await run_tool(tool, arguments, working_directory=working_directory or Path.cwd(), tool_call_id=call_id)
+                result = await run_tool(tool, arguments, self._tool_context(ctx, working_directory, call_id))
                 results[provider_id] = result
                 self._complete(ctx, call_id, result)
+                call = requests[provider_id]
+                await self.environment.after_tool_call(
+                    ctx, ToolCallRequest(call_id, call.tool_name, call.arguments, tool), result
+                )
 
             async with asyncio.TaskGroup() as group:
                 for entry in approved:
@@ -467,8 +494,9 @@ class ProviderAgent:
     def _complete(self, ctx: TurnContext, call_id: str, result: dict[str, Any]) -> None:
         ctx.emit({"type": "session/toolCallComplete", "toolCallId": call_id, "result": result})
 
-    def _definitions(self) -> list[ToolDefinition]:
-        return [ToolDefinition(name=t.name, description=t.description, input_schema=t.input_schema) for t in self.tools.values()]
+    def _tool_context(self, ctx: TurnContext, working_directory: Path | None, call_id: str) -> ToolContext:
+        context = ToolContext(working_directory=working_directory or Path.cwd(), tool_call_id=call_id)
+        return self.environment.tool_context(ctx, context)
 
     # -- context -------------------------------------------------------------------------------
 
@@ -591,5 +619,5 @@ def _directory(state: dict[str, Any]) -> Path | None:
     return Path(unquote(urlparse(uri).path))
 
 
-def _tool_context(working_directory: Path | None, call_id: str) -> ToolContext:
-    return ToolContext(working_directory=working_directory or Path.cwd(), tool_call_id=call_id)
+def _definitions(tools: dict[str, Tool]) -> list[ToolDefinition]:
+    return [ToolDefinition(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools.values()]

@@ -87,9 +87,8 @@ def unknown_tool_result(name: str, available: Sequence[str]) -> dict[str, Any]:
     )
 
 
-async def run_tool(tool: Tool, arguments: Any, *, working_directory: Path, tool_call_id: str) -> dict[str, Any]:
+async def run_tool(tool: Tool, arguments: Any, context: ToolContext) -> dict[str, Any]:
     """Call ``tool``; on cancellation, tell it to stop and let the cancellation propagate."""
-    context = ToolContext(working_directory=working_directory, tool_call_id=tool_call_id)
     try:
         return await tool.call(arguments, context)
     except asyncio.CancelledError:
