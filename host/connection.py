@@ -23,7 +23,6 @@ from host.errors import ErrorCode, ProtocolViolation, RpcError
 from host.protocol import METHODS, PROTOCOL_VERSION
 from host.rpc import RpcEndpoint
 from host.service import AgentHost
-from host.store import ROOT
 from host.validation import check_client_action
 
 __all__ = ["ClientConnection", "OUTBOX_LIMIT"]

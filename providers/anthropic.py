@@ -16,6 +16,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ._streaming import sdk_events
 from .accumulator import StreamAccumulator
 from .errors import (
     AuthenticationError,
@@ -108,27 +109,16 @@ class AnthropicProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         params = self.build_params(request)
-        try:
-            sdk_stream = await self._sdk().messages.create(**params, stream=True)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc) from exc
         translator = _Translator()
-        try:
-            async for raw in sdk_stream:
-                for event in translator.feed(raw):
-                    yield event
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc) from exc
-        finally:
-            await sdk_stream.close()
-        if not translator.finished:
-            raise ProviderUnavailableError(
-                "The connection to Anthropic dropped before the response finished. Try again.", provider=PROVIDER
-            )
+        async for event in sdk_events(
+            lambda: self._sdk().messages.create(**params, stream=True),
+            translator.feed,
+            map_error,
+            finished=lambda: translator.finished,
+            dropped="The connection to Anthropic dropped before the response finished. Try again.",
+            provider=PROVIDER,
+        ):
+            yield event
 
 
 class _Translator:

@@ -13,7 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .errors import ProviderError, ProviderUnavailableError
+from ._streaming import sdk_events
 from .events import StreamEvent
 from .messages import ModelRequest
 from .openai._errors import map_error
@@ -83,25 +83,16 @@ class LiteLLMProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         params = self.build_params(request)
-        try:
-            litellm = _litellm()
-            response = await litellm.acompletion(**params)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc, provider=PROVIDER, key_env="the provider's API key variable") from exc
         translator = ChatStreamTranslator(api="litellm", provider=PROVIDER)
-        try:
-            async for chunk in response:
-                for event in translator.feed(chunk):
-                    yield event
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc, provider=PROVIDER, key_env="the provider's API key variable") from exc
-        if translator.finish_reason is None:
-            raise ProviderUnavailableError(
-                "The connection dropped before the model finished answering. Try again.", provider=PROVIDER
-            )
+        async for event in sdk_events(
+            lambda: _litellm().acompletion(**params),
+            translator.feed,
+            lambda exc: map_error(exc, provider=PROVIDER, key_env="the provider's API key variable"),
+            finished=lambda: translator.finish_reason is not None,
+            dropped="The connection dropped before the model finished answering. Try again.",
+            provider=PROVIDER,
+            close=False,
+        ):
+            yield event
         for event in translator.close():
             yield event

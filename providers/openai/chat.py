@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from ..errors import ProviderError, ProviderUnavailableError
+from .._streaming import sdk_events
 from ..events import StreamEvent
 from ..messages import (
     AssistantMessage,
@@ -65,27 +65,16 @@ class OpenAIChatProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         params = self.build_params(request)
-        try:
-            sdk_stream = await self._sdk().chat.completions.create(**params, stream=True)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc) from exc
         translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
-        try:
-            async for chunk in sdk_stream:
-                for event in translator.feed(chunk):
-                    yield event
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc) from exc
-        finally:
-            await sdk_stream.close()
-        if translator.finish_reason is None:
-            raise ProviderUnavailableError(
-                "The connection dropped before the model finished answering. Try again.", provider=PROVIDER
-            )
+        async for event in sdk_events(
+            lambda: self._sdk().chat.completions.create(**params, stream=True),
+            translator.feed,
+            map_error,
+            finished=lambda: translator.finish_reason is not None,
+            dropped="The connection dropped before the model finished answering. Try again.",
+            provider=PROVIDER,
+        ):
+            yield event
         for event in translator.close():
             yield event
 

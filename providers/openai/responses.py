@@ -14,8 +14,9 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
-from ..errors import AuthenticationError, ProviderError, ProviderUnavailableError
+from ..errors import AuthenticationError
 from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
 from ..messages import (
     AssistantMessage,
@@ -68,27 +69,16 @@ class OpenAIResponsesProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         params = self.build_params(request)
-        try:
-            sdk_stream = await self._sdk().responses.create(**params, stream=True)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc) from exc
         translator = _Translator()
-        try:
-            async for raw in sdk_stream:
-                for event in translator.feed(raw):
-                    yield event
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise map_error(exc) from exc
-        finally:
-            await sdk_stream.close()
-        if not translator.finished:
-            raise ProviderUnavailableError(
-                "The connection to OpenAI dropped before the response finished. Try again.", provider=PROVIDER
-            )
+        async for event in sdk_events(
+            lambda: self._sdk().responses.create(**params, stream=True),
+            translator.feed,
+            map_error,
+            finished=lambda: translator.finished,
+            dropped="The connection to OpenAI dropped before the response finished. Try again.",
+            provider=PROVIDER,
+        ):
+            yield event
 
 
 def make_client(api_key: str | None, **kwargs: Any) -> Any:
