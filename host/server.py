@@ -30,6 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from host.agui import AGUI_PATH, agui_endpoint
 from host.connection import ClientConnection
 from host.protocol import PROTOCOL_VERSION
 from host.service import AgentHost
@@ -81,8 +82,19 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
         finally:
             await host.stop()
 
+    def agui_token_check(request: Request) -> bool | None:
+        presented = _presented_token(request.headers, request.query_params)
+        return None if presented is None else _token_ok(token, presented)
+
+    agui = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+
     return Starlette(
-        routes=[Route("/health", health), WebSocketRoute("/", ahp), WebSocketRoute("/ahp", ahp)],
+        routes=[
+            Route("/health", health),
+            Route(AGUI_PATH, agui, methods=["POST", "OPTIONS"]),
+            WebSocketRoute("/", ahp),
+            WebSocketRoute("/ahp", ahp),
+        ],
         lifespan=lifespan,
     )
 

@@ -1,0 +1,352 @@
+"""AG-UI runs on AHP sessions: thread ↔ session, and one run's lifecycle.
+
+``AguiRuns(host).run(run_input, cancel_on_disconnect=...)`` is an async iterator of AG-UI events
+for one ``RunAgentInput``. Everything it does to a session goes through the store exactly as an
+AHP client's ``dispatchAction`` would (same ``check_client_action`` validation, an ``origin`` with
+this thread's client id), so AHP clients subscribed to the session see the run live.
+
+Contract:
+
+* A thread maps to the session ``ahp-session:/agui-<uuid5(threadId)>``, created on first use with
+  the host's default agent, or ``forwardedProps.agent`` (and ``forwardedProps.model``).
+* The thread acts as the AHP client ``agui:<threadId>``. With ``tools`` in the input, the run
+  claims the session's active-client role with those tools (AHP ``ToolDefinition``s); a run that
+  ends without waiting on a front-end tool releases the role again.
+* A ``tool`` message answering one of the thread's front-end calls that the running turn waits
+  on completes that call (``session/toolCallComplete`` as its owner); the run then streams the
+  rest of that turn. Otherwise the last ``user`` message, when no turn of the session carries its
+  id yet (``userMessage._meta.agui.messageId``), starts a turn; ``context`` entries become simple
+  attachments, media parts become attachments too.
+* The first event is always ``RUN_STARTED`` and the last ``RUN_FINISHED`` or ``RUN_ERROR``.
+  Problems a person must fix (a turn already running, an unknown agent) are ``RUN_ERROR``s
+  whose message says what to do.
+* Abandoning the iterator (the HTTP client went away) cancels the turn only when the run asked
+  for it; otherwise the turn goes on for the AHP clients watching it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunStartedEvent
+from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
+
+from host.agui.mapping import RunTranslator
+from host.errors import RpcError
+from host.service import AgentHost
+from host.validation import check_client_action
+
+__all__ = ["AguiRuns", "session_uri_for", "client_id_for"]
+
+_THREAD_NAMESPACE = uuid.UUID("5d0c6f1e-2b8a-4f55-9a55-6a0d7f0c4e21")
+_READY_TIMEOUT = 60.0
+
+
+def session_uri_for(thread_id: str) -> str:
+    """The session a thread maps to: stable across runs and host restarts."""
+    return f"ahp-session:/agui-{uuid.uuid5(_THREAD_NAMESPACE, thread_id)}"
+
+
+def client_id_for(thread_id: str) -> str:
+    """The AHP client id this thread's runs act as (tool ownership, origins, active client)."""
+    return f"agui:{thread_id}"
+
+
+class _Refused(Exception):
+    """The run cannot go ahead; ``str`` is the message for the person, ``code`` a stable tag."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class _SeqCounter:
+    value: int = 0
+
+    def next(self) -> int:
+        self.value += 1
+        return self.value
+
+
+class _SessionWatch:
+    """Queues (action, state after) for one session from the store's observer hook."""
+
+    def __init__(self, host: AgentHost, session: str) -> None:
+        self._store = host.store
+        self._session = session
+        self.queue: asyncio.Queue[tuple[dict[str, Any], dict[str, Any]]] = asyncio.Queue()
+        self._store.observers.append(self._observe)
+
+    def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+        if channel == self._session:
+            self.queue.put_nowait((envelope["action"], after))
+
+    def close(self) -> None:
+        try:
+            self._store.observers.remove(self._observe)
+        except ValueError:
+            pass
+
+
+class AguiRuns:
+    def __init__(self, host: AgentHost) -> None:
+        self.host = host
+        self._seqs: dict[str, _SeqCounter] = {}
+
+    # -- the run -------------------------------------------------------------------------------
+
+    async def run(self, run_input: RunAgentInput, *, cancel_on_disconnect: bool = False) -> AsyncIterator[BaseEvent]:
+        thread_id, run_id = run_input.thread_id, run_input.run_id
+        client_id = client_id_for(thread_id)
+        session = session_uri_for(thread_id)
+        yield RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=AGUI_PROTOCOL_VERSION)
+        watch = _SessionWatch(self.host, session)
+        translator: RunTranslator | None = None
+        finished = False
+        try:
+            try:
+                await self._ensure_session(session, run_input, client_id, watch)
+                translator = self._begin(session, run_input, client_id)
+            except _Refused as refused:
+                self._release_role(session, client_id)
+                finished = True
+                yield RunErrorEvent(message=str(refused), code=refused.code)
+                return
+            if translator is None:  # nothing new to do: an empty, successful run
+                self._release_role(session, client_id)
+                finished = True
+                yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
+                return
+            while not translator.done:
+                action, state = await watch.queue.get()
+                for event in translator.feed(action, state):
+                    yield event
+            finished = True
+            if not translator.suspended_on:
+                self._release_role(session, client_id)
+        finally:
+            watch.close()
+            if not finished and translator is not None and cancel_on_disconnect:
+                self._cancel_turn(session, translator.turn_id, client_id)
+
+    # -- session -------------------------------------------------------------------------------
+
+    async def _ensure_session(self, session: str, run_input: RunAgentInput, client_id: str, watch: _SessionWatch) -> None:
+        store = self.host.store
+        if session not in store:
+            params: dict[str, Any] = {"channel": session}
+            props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
+            agent = props.get("agent")
+            if isinstance(agent, str) and agent:
+                params["provider"] = agent
+            model = props.get("model")
+            if isinstance(model, str) and model:
+                params["model"] = {"id": model}
+            try:
+                self.host.create_session(params, client_id)
+            except RpcError as error:
+                raise _Refused(error.message, "sessionNotCreated") from None
+        elif store.kind(session) != "session":
+            raise _Refused(f"{session} is not a session; use another threadId.", "sessionNotCreated")
+        try:
+            async with asyncio.timeout(_READY_TIMEOUT):
+                while (store.state(session) or {}).get("lifecycle") == "creating":
+                    await watch.queue.get()
+        except TimeoutError:
+            raise _Refused("The session for this thread is still starting; try again in a moment.", "sessionNotReady") from None
+        state = store.state(session) or {}
+        if state.get("lifecycle") == "creationFailed":
+            error = state.get("creationError") or {}
+            message = error.get("message") or "The session for this thread failed to start."
+            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", error.get("errorType") or "creationFailed")
+
+    # -- starting or resuming the turn ---------------------------------------------------------
+
+    def _begin(self, session: str, run_input: RunAgentInput, client_id: str) -> RunTranslator | None:
+        state = self.host.store.state(session) or {}
+        active = state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None
+        waiting = _our_waiting_calls(active, client_id)
+        answers = [
+            m for m in run_input.messages if getattr(m, "role", None) == "tool" and m.tool_call_id in waiting
+        ]
+        if active is not None and answers:
+            self._claim_role(session, state, run_input, client_id)
+            translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
+            for message in answers:
+                self._dispatch(session, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
+            return translator
+        if waiting:
+            names = ", ".join(sorted(waiting))
+            raise _Refused(
+                f"The turn is waiting for the result of front-end tool call {names}; send a tool message "
+                "with that toolCallId (or cancel the turn) before a new message.",
+                "toolResultMissing",
+            )
+        message = _new_user_message(run_input, state)
+        if message is None:
+            return None
+        self._claim_role(session, state, run_input, client_id)
+        turn_id = str(uuid.uuid4())
+        action = {"type": "session/turnStarted", "turnId": turn_id, "userMessage": _user_message(message, run_input)}
+        translator = self._translator(run_input, turn_id, client_id, None)
+        self._dispatch(session, action, client_id)
+        return translator
+
+    @staticmethod
+    def _translator(run_input: RunAgentInput, turn_id: str, client_id: str, usage: Any) -> RunTranslator:
+        return RunTranslator(run_input.thread_id, run_input.run_id, turn_id, client_id, usage_before=usage)
+
+    def _claim_role(self, session: str, state: dict[str, Any], run_input: RunAgentInput, client_id: str) -> None:
+        tools = [_tool_definition(tool) for tool in run_input.tools or ()]
+        current = state.get("activeClient") if isinstance(state.get("activeClient"), dict) else None
+        if not tools:
+            if current is not None and current.get("clientId") == client_id:
+                self._release_role(session, client_id)
+            return
+        if current is not None and current.get("clientId") == client_id:
+            if current.get("tools") != tools:
+                self._dispatch(session, {"type": "session/activeClientToolsChanged", "tools": tools}, client_id)
+            return
+        active_client = {"clientId": client_id, "displayName": f"AG-UI thread {run_input.thread_id}", "tools": tools}
+        self._dispatch(session, {"type": "session/activeClientChanged", "activeClient": active_client}, client_id)
+
+    def _release_role(self, session: str, client_id: str) -> None:
+        state = self.host.store.state(session)
+        current = (state or {}).get("activeClient")
+        if isinstance(current, dict) and current.get("clientId") == client_id:
+            self._dispatch(session, {"type": "session/activeClientChanged", "activeClient": None}, client_id)
+
+    def _cancel_turn(self, session: str, turn_id: str, client_id: str) -> None:
+        turn = (self.host.store.state(session) or {}).get("activeTurn")
+        if isinstance(turn, dict) and turn.get("id") == turn_id:
+            try:
+                self._dispatch(session, {"type": "session/turnCancelled", "turnId": turn_id}, client_id)
+            except _Refused:
+                pass  # the turn ended on its own meanwhile
+
+    def _dispatch(self, session: str, action: dict[str, Any], client_id: str) -> None:
+        """Apply ``action`` as this thread's client would, through the same validation."""
+        store = self.host.store
+        if session not in store:
+            raise _Refused("The session for this thread was disposed; use a new threadId.", "sessionNotFound")
+        state = store.state(session) or {}
+        reason = check_client_action("session", state, action, client_id)
+        if reason is not None:
+            raise _Refused(_explain(reason, action, state), "actionRefused")
+        origin = {"clientId": client_id, "clientSeq": self._seqs.setdefault(client_id, _SeqCounter()).next()}
+        store.dispatch(session, action, origin)
+
+
+# -- pure helpers ----------------------------------------------------------------------------------
+
+
+def _explain(reason: str, action: dict[str, Any], state: dict[str, Any]) -> str:
+    """The validation's sentence, said in AG-UI terms where the AHP one would not help."""
+    if action.get("type") == "session/turnStarted" and isinstance(state.get("activeTurn"), dict):
+        return (
+            "A turn is already running in this thread's session (another client may have started it). "
+            "Wait for it to finish, or cancel it, then send your message again."
+        )
+    if action.get("type") == "session/activeClientChanged":
+        other = (state.get("activeClient") or {}).get("displayName") or (state.get("activeClient") or {}).get("clientId")
+        return (
+            f"Another client ({other}) provides the tools of this thread's session right now, so this run's "
+            "tools cannot be offered. Run without tools, or once that client lets go."
+        )
+    return reason
+
+
+def _our_waiting_calls(active: dict[str, Any] | None, client_id: str) -> dict[str, dict[str, Any]]:
+    """This thread's front-end calls in the active turn that wait for their result."""
+    waiting: dict[str, dict[str, Any]] = {}
+    for part in (active or {}).get("responseParts") or ():
+        call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
+        if isinstance(call, dict) and call.get("toolClientId") == client_id and call.get("status") in ("running", "pending-confirmation"):
+            waiting[call["toolCallId"]] = call
+    return waiting
+
+
+def _tool_complete(turn_id: str, message: Any, call: dict[str, Any]) -> dict[str, Any]:
+    text = _content_text(message.content)
+    error = getattr(message, "error", None)
+    name = call.get("displayName") or call.get("toolName") or "the tool"
+    result: dict[str, Any] = {
+        "success": not error,
+        "pastTenseMessage": f"Ran {name}" if not error else f"{name} failed",
+        "content": [{"type": "text", "text": text}] if text else [],
+    }
+    if error:
+        result["error"] = {"message": str(error)}
+    return {"type": "session/toolCallComplete", "turnId": turn_id, "toolCallId": call["toolCallId"], "result": result}
+
+
+def _recorded_message_ids(state: dict[str, Any]) -> set[str]:
+    turns = list(state.get("turns") or ())
+    if isinstance(state.get("activeTurn"), dict):
+        turns.append(state["activeTurn"])
+    ids = set()
+    for turn in turns:
+        meta = ((turn.get("userMessage") or {}).get("_meta") or {}).get("agui") or {}
+        if isinstance(meta.get("messageId"), str):
+            ids.add(meta["messageId"])
+    return ids
+
+
+def _new_user_message(run_input: RunAgentInput, state: dict[str, Any]) -> Any:
+    users = [m for m in run_input.messages if getattr(m, "role", None) == "user"]
+    if not users or users[-1].id in _recorded_message_ids(state):
+        return None
+    return users[-1]
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.text for part in content or () if getattr(part, "type", None) == "text")
+
+
+def _user_message(message: Any, run_input: RunAgentInput) -> dict[str, Any]:
+    attachments: list[dict[str, Any]] = []
+    if not isinstance(message.content, str):
+        for part in message.content:
+            attachment = _media_attachment(part)
+            if attachment is not None:
+                attachments.append(attachment)
+    for item in run_input.context or ():
+        attachments.append({"type": "simple", "label": item.description, "modelRepresentation": item.value})
+    user: dict[str, Any] = {"text": _content_text(message.content), "_meta": {"agui": {"messageId": message.id}}}
+    if attachments:
+        user["attachments"] = attachments
+    return user
+
+
+def _media_attachment(part: Any) -> dict[str, Any] | None:
+    kind = getattr(part, "type", None)
+    source = getattr(part, "source", None)
+    if kind == "text" or source is None:
+        return None
+    label = f"{kind} from the AG-UI client"
+    display = {"image": "image", "document": "document"}.get(kind)
+    if source.type == "data":
+        attachment = {"type": "embeddedResource", "label": label, "data": source.value, "contentType": source.mime_type}
+    else:  # url and file sources are references the host resolves (or refuses) itself
+        attachment = {"type": "resource", "label": label, "uri": source.value}
+        if source.mime_type:
+            attachment["contentType"] = source.mime_type
+    if display:
+        attachment["displayKind"] = display
+    return attachment
+
+
+def _tool_definition(tool: Any) -> dict[str, Any]:
+    definition: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    if isinstance(tool.parameters, dict) and tool.parameters:
+        schema = dict(tool.parameters)
+        schema.setdefault("type", "object")
+        definition["inputSchema"] = schema
+    return definition
