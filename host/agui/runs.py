@@ -127,8 +127,7 @@ class AguiRuns:
                 for event in translator.feed(action, state):
                     yield event
             finished = True
-            if not translator.suspended_on:
-                self._release_role(session, client_id)
+            self._release_role(session, client_id)
         finally:
             watch.close()
             if not finished and translator is not None and cancel_on_disconnect:
@@ -216,10 +215,17 @@ class AguiRuns:
         self._dispatch(session, {"type": "session/activeClientChanged", "activeClient": active_client}, client_id)
 
     def _release_role(self, session: str, client_id: str) -> None:
-        state = self.host.store.state(session)
-        current = (state or {}).get("activeClient")
-        if isinstance(current, dict) and current.get("clientId") == client_id:
+        """Give up the active-client role, unless the running turn still waits on our tools."""
+        state = self.host.store.state(session) or {}
+        current = state.get("activeClient")
+        if not isinstance(current, dict) or current.get("clientId") != client_id:
+            return
+        if _our_waiting_calls(state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None, client_id):
+            return
+        try:
             self._dispatch(session, {"type": "session/activeClientChanged", "activeClient": None}, client_id)
+        except _Refused:
+            pass  # the session went away meanwhile: there is no role left to give up
 
     def _cancel_turn(self, session: str, turn_id: str, client_id: str) -> None:
         turn = (self.host.store.state(session) or {}).get("activeTurn")

@@ -193,3 +193,18 @@ async def test_cancel_on_disconnect_cancels_the_turn_when_the_connection_drops(t
         await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 1, timeout=20)
         [turn] = client.state(session)["turns"]
     assert turn["state"] == "cancelled"
+
+
+async def test_tools_cannot_be_offered_while_an_ahp_client_holds_the_active_client_role(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    agent = FrontEndToolAgent()
+    async with serving(config_for(tmp_path), frame_checker, [agent]) as (running, client):
+        agent.store = running.host.store
+        session = session_uri_for("thread-role")
+        await ready_session(client, channel=session)
+        seq = client.dispatch(session, {"type": "session/activeClientChanged", "activeClient": {"clientId": client.client_id, "displayName": "Editor", "tools": []}})
+        await client.outcome(seq)
+        events = await run(running.http_url, run_input("thread-role", "run-1", [user("m1", "pick")], tools=[PICK_COLOR]))
+        state = running.host.store.state(session)
+    assert types(events) == ["RUN_STARTED", "RUN_ERROR"]
+    assert "Editor" in events[-1]["message"] and "Run without tools" in events[-1]["message"]
+    assert state["activeClient"]["clientId"] == client.client_id and state["turns"] == []
