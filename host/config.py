@@ -25,6 +25,8 @@ __all__ = [
     "AgentConfig",
     "ModelConfig",
     "RecordingConfig",
+    "PluginsConfig",
+    "McpConfig",
     "AgentKind",
     "DEFAULT_KEY_VARIABLES",
     "load_config",
@@ -137,12 +139,31 @@ class RecordingConfig(_Section):
     """Where cassettes go: <directory>/<agent>/<session id>/<turn id>.yaml (relative: to the cwd)."""
 
 
+class PluginsConfig(_Section):
+    directories: list[str] = Field(default_factory=list)
+    """Folders holding Open Plugins (a plugin root, or a folder of plugin roots); loaded at start."""
+    workspace: bool = True
+    """Publish each session's workspace customization folders (.github/instructions|prompts|agents,
+    AGENTS.md, CLAUDE.md...) and start the servers of its .mcp.json."""
+    client_plugins: bool = True
+    """Resolve plugins the active client publishes (file:// URIs readable on this machine)."""
+
+
+class McpConfig(_Section):
+    servers: dict[str, dict[str, Any]] | list[dict[str, Any]] = Field(default_factory=dict)
+    """``[mcp.servers.<name>]`` tables or ``[[mcp.servers]]`` entries with a ``name``; each has
+    ``command``/``args``/``env``/``cwd`` (stdio) or ``url``/``headers`` (http, sse), ``type``,
+    ``timeout`` (ms) and ``disabled``. Every session starts them."""
+
+
 class HostConfig(_Section):
     server: ServerConfig = Field(default_factory=ServerConfig)
     sessions: SessionDefaults = Field(default_factory=SessionDefaults)
     agents: dict[str, AgentConfig] | None = None
     """The ``[agents.<id>]`` tables; absent: the built-in defaults (see config.example.toml)."""
     recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     environ: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     """Provider key variables read from the environment at load time (never logged or dumped)."""
     source: str | None = Field(default=None, exclude=True)

@@ -56,6 +56,7 @@ class ClientConnection:
                 "fetchTurns": self._fetch_turns,
                 "resourceRead": self._resource_read,
                 "authenticate": self._authenticate,
+                "completions": self._completions,
                 **{name: self._not_yet(name) for name in _LATER_METHODS},
             },
             {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
@@ -240,6 +241,10 @@ class ClientConnection:
             f"No agent on this host declares the protected resource {params['resource']!r}.",
         )
 
+    async def _completions(self, params: Any) -> dict[str, Any]:
+        params = self._params("completions", params)
+        return self.host.completions(params["channel"], params["text"], params["offset"])
+
     def _not_yet(self, method: str):
         async def handler(params: Any) -> Any:
             raise RpcError(
@@ -251,7 +256,6 @@ class ClientConnection:
 
 
 _LATER_METHODS = (
-    "completions",
     "resolveSessionConfig",
     "sessionConfigCompletions",
     "resourceList",

@@ -25,6 +25,7 @@ from host.agents.environment import TurnEnvironment
 from host.agents import Agent, build_agents
 from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
+from host.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
 from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
@@ -78,6 +79,9 @@ class AgentHost:
             snapshot_every=config.server.snapshot_every,
         )
         self.runner = TurnRunner(self.store, self.agents.get)
+        # Plugins, workspace customization folders and MCP servers of each session (issue 5).
+        self.customizations = CustomizationService(config, self.store)
+        self.environment.contributors.append(CustomizationContributor(self.customizations))
         self.store.observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
@@ -86,7 +90,9 @@ class AgentHost:
 
     async def start(self) -> None:
         self.store.recover()
-        agents = [agent.info() for agent in self.agents.values()]
+        self.customizations.load()
+        plugins = self.customizations.agent_customizations()
+        agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
         if root.get("agents") != agents:
             self.store.dispatch(ROOT, {"type": "root/agentsChanged", "agents": agents})
@@ -99,9 +105,11 @@ class AgentHost:
                 self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": None})
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
+            self.customizations.open_session(uri)
 
     async def stop(self) -> None:
         await self.runner.close()
+        await self.customizations.stop()
         for agent in self.agents.values():
             close = getattr(agent, "aclose", None)
             if close is not None:
@@ -160,6 +168,7 @@ class AgentHost:
         self._publish_active_count()
         if active_client is not None:
             self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": active_client})
+        self.customizations.open_session(uri)
         self.runner.prepare(uri)
 
     def default_provider(self) -> str:
@@ -183,6 +192,7 @@ class AgentHost:
         if self.store.kind(uri) != "session":
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
         self.runner.forget(uri)
+        self.customizations.session_disposed(uri)
         self.store.remove(uri)
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
@@ -206,6 +216,12 @@ class AgentHost:
         count = _FETCH_LIMIT_MAX if limit is None else max(0, min(int(limit), _FETCH_LIMIT_MAX))
         start = max(0, end - count)
         return {"turns": turns[start:end], "hasMore": start > 0}
+
+    def completions(self, uri: Any, text: str, offset: Any) -> dict[str, Any]:
+        """``completions`` for a user message: ``/`` skills, commands, prompts; ``@`` files."""
+        if self.store.kind(uri) != "session":
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+        return {"items": self.customizations.completions(uri, text, int(offset))}
 
     # -- content -------------------------------------------------------------------------------
 

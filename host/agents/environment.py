@@ -13,6 +13,11 @@ turn loop without editing it:
 * ``after_tool_call(ctx, request, result)``: observes a finished call (``PostToolUse`` hooks).
 * ``tool_context(ctx, context)``: fills in the host callbacks of a ``ToolContext`` (streaming
   partial content, asking the user, re-confirmation, the content store, sandbox roots).
+* ``filter_tools(ctx, tools)``: narrows the offered set after every contributor added its tools
+  (a custom agent's tool allow-list); filters run in registration order.
+* ``user_message(ctx, message)``: sees the turn's ``UserMessage`` before the model does and may
+  return a replacement (``/skill args`` expanded) or raise ``TurnFailed`` to reject it (a
+  ``UserPromptSubmit`` hook exiting 2). Runs once per turn, before the first model call.
 
 ``Contributor`` is a base class with do-nothing defaults; subclass it and override what you need.
 The environment also carries the ``ToolApprover`` (the confirmation flow).
@@ -49,6 +54,12 @@ class Contributor:
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         return context
 
+    def filter_tools(self, ctx: TurnContext, tools: dict[str, Tool]) -> dict[str, Tool]:
+        return tools
+
+    async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
+        return message
+
 
 @dataclass
 class TurnEnvironment:
@@ -60,7 +71,14 @@ class TurnEnvironment:
         for contributor in self.contributors:
             for tool in contributor.tools(ctx):
                 offered.setdefault(tool.name, tool)
+        for contributor in self.contributors:
+            offered = contributor.filter_tools(ctx, offered)
         return offered
+
+    async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
+        for contributor in self.contributors:
+            message = await contributor.user_message(ctx, message)
+        return message
 
     def system_prompt(self, ctx: TurnContext, base: str | None) -> str | None:
         parts = [base] if base else []

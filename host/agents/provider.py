@@ -292,7 +292,9 @@ class ProviderAgent:
         self, ctx: TurnContext, provider: Provider, turn: _TurnState, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]]
     ) -> None:
         working_directory = _directory(ctx.state)
-        user, notes = to_user_message(ctx.user_message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id)
+        # Contributors may expand ``/skill args`` or reject the prompt (UserPromptSubmit hooks).
+        message = await self.environment.user_message(ctx, ctx.user_message)
+        user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id)
         for note in notes:
             ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": note}})
         past = history(finished, self.transcripts.load(ctx.session, [str(t.get("id")) for t in finished]))

@@ -1,0 +1,28 @@
+"""Open Plugins customizations and MCP servers in sessions (issue 5, host side).
+
+``CustomizationService`` loads the host's plugins, publishes each session's customization tree
+and runs its MCP servers and hooks; ``CustomizationContributor`` makes them act on turns through
+the ``TurnEnvironment`` seam; ``complete_user_message`` answers the ``completions`` command.
+"""
+
+from host.customizations.completions import complete_user_message, index_to_utf16, utf16_to_index
+from host.customizations.contributor import CustomizationContributor
+from host.customizations.mcp import SessionMcp
+from host.customizations.service import ALWAYS_LISTED_DIRECTORIES, CustomizationService
+from host.customizations.session import TOOL_ALIASES, SessionCustomizations
+from host.customizations.skills import RULE_TOOL, SKILL_TOOL, LoadTextTool
+
+__all__ = [
+    "ALWAYS_LISTED_DIRECTORIES",
+    "CustomizationContributor",
+    "CustomizationService",
+    "LoadTextTool",
+    "RULE_TOOL",
+    "SKILL_TOOL",
+    "SessionCustomizations",
+    "SessionMcp",
+    "TOOL_ALIASES",
+    "complete_user_message",
+    "index_to_utf16",
+    "utf16_to_index",
+]

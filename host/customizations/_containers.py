@@ -1,0 +1,70 @@
+"""One published customization container of one session, and its wire projection.
+
+Invariants:
+- ``id`` is stable for the container's life in the session (plugin and directory ids are their
+  ``file://`` URIs; client plugins keep the id their client published), so re-publishing after a
+  re-parse or a runtime problem is a ``customizationUpdated`` upsert, never a new entry.
+- ``problems`` are runtime troubles (an MCP server that failed); they degrade the published load
+  state without touching what was parsed, and clearing them restores it.
+- A container whose parsed state is ``error`` contributes nothing at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from plugins import DirectorySpec, LoadedContainer, LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
+from plugins.diagnostics import LoadState
+
+__all__ = ["Container"]
+
+
+@dataclass
+class Container:
+    """A plugin or directory as one session sees it."""
+
+    id: str
+    loaded: LoadedContainer | None
+    """None while the container is still ``loading`` or could not be fetched at all."""
+    enabled: bool = True
+    client_id: str | None = None
+    uri: str | None = None
+    """The published URI when it is not the local root (a client's plugin)."""
+    nonce: str | None = None
+    """The client's change token: a client plugin is re-parsed only when it changes."""
+    name: str | None = None
+    failure: str | None = None
+    """Why a container that has no ``loaded`` form failed (e.g. an unreachable client plugin)."""
+    problems: dict[str, str] = field(default_factory=dict)
+    """Runtime problems keyed by what caused them (``mcp:<server>``)."""
+    directory: DirectorySpec | None = None
+    """For a workspace folder: what it holds (so even its ``loading`` form is a directory)."""
+
+    @property
+    def usable(self) -> LoadedContainer | None:
+        """What the session acts on: enabled and parsed without a fatal error."""
+        if not self.enabled or self.loaded is None or self.loaded.state.kind == "error":
+            return None
+        return self.loaded
+
+    def wire(self) -> dict[str, Any]:
+        """The AHP container customization, children included."""
+        if self.loaded is None:
+            state = LoadState("error", self.failure) if self.failure else LoadState("loading")
+            wire: dict[str, Any] = {"type": "directory" if self.directory else "plugin", "id": self.id, "uri": self.uri or self.id,
+                                    "name": self.name or self.id, "enabled": self.enabled}
+            if self.client_id is not None:
+                wire["clientId"] = self.client_id
+            wire["load"] = state.to_wire()
+            if self.directory is not None:
+                wire["contents"] = self.directory.contents
+                wire["writable"] = self.directory.writable
+            return wire
+        state = self.loaded.state.with_problems(sorted(self.problems.values())) if self.problems else None
+        if isinstance(self.loaded, LoadedDirectory):
+            return directory_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
+                                           client_id=self.client_id)
+        assert isinstance(self.loaded, LoadedPlugin)
+        return plugin_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
+                                    client_id=self.client_id, uri=self.uri, state=state)

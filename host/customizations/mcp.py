@@ -1,0 +1,82 @@
+"""The MCP servers of one session: one ``McpManager`` per session, reconciled with the specs the
+session's enabled containers, the host config and the workspace ``.mcp.json`` declare.
+
+Contract:
+- ``SessionMcp.apply(specs, owners)`` makes the running set equal ``specs`` (changed ones restart,
+  removed ones stop); ``owners`` maps a server name to the container id that declared it, so a
+  server that fails degrades *that* container (naming the server and the cause) and recovering
+  restores it.
+- Whenever the tool list changes, ``session/serverToolsChanged`` is dispatched with the tools
+  others published left as they were and this session's MCP tools replaced: the host's
+  built-in tools and the MCP tools share ``serverTools`` without clobbering each other.
+- Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
+- ``stop()`` returns when every server process is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from host.store import Store
+from tools.base import AskUser
+from tools.mcp import McpManager, McpServerSpec, McpTool, RestartPolicy, ServerStatus
+
+__all__ = ["SessionMcp"]
+
+logger = logging.getLogger(__name__)
+
+ProblemSink = Callable[[str, str, "str | None"], None]
+"""``(container id, key, message or None when healed)``."""
+
+
+class SessionMcp:
+    """MCP servers started for one session."""
+
+    def __init__(self, session: str, store: Store, *, ask: AskUser, on_problem: ProblemSink,
+                 policy: RestartPolicy | None = None) -> None:
+        self.session = session
+        self._store = store
+        self._on_problem = on_problem
+        self._owners: dict[str, str] = {}
+        self._published: set[str] = set()
+        self.manager = McpManager(policy=policy, ask=ask, on_tools_changed=self._tools_changed, on_status=self._status)
+
+    def tools(self) -> list[McpTool]:
+        return self.manager.tools()
+
+    def statuses(self) -> dict[str, ServerStatus]:
+        return self.manager.statuses()
+
+    async def apply(self, specs: list[McpServerSpec], owners: dict[str, str]) -> None:
+        healed = [name for name in self._owners if name not in {spec.name for spec in specs}]
+        for name in healed:
+            self._on_problem(self._owners[name], f"mcp:{name}", None)
+        self._owners = dict(owners)
+        await self.manager.set_specs(specs)
+
+    async def wait_ready(self, timeout: float | None = None) -> dict[str, ServerStatus]:
+        return await self.manager.wait_ready(timeout)
+
+    async def stop(self) -> None:
+        await self.manager.stop()
+
+    def _status(self, status: ServerStatus) -> None:
+        owner = self._owners.get(status.name)
+        if owner is None:
+            return
+        if status.state == "failed":
+            self._on_problem(owner, f"mcp:{status.name}", f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}")
+        elif status.state == "running":
+            self._on_problem(owner, f"mcp:{status.name}", None)
+
+    def _tools_changed(self, tools: list[McpTool]) -> None:
+        state = self._store.state(self.session)
+        if state is None:
+            return
+        others = [tool for tool in state.get("serverTools") or [] if tool.get("name") not in self._published]
+        mine = [tool.definition() for tool in tools]
+        self._published = {tool["name"] for tool in mine}
+        merged = others + [tool for tool in mine if tool["name"] not in {o.get("name") for o in others}]
+        self._store.dispatch(self.session, {"type": "session/serverToolsChanged", "tools": merged})

@@ -1,0 +1,350 @@
+"""Per-host plugin loading and per-session customization state.
+
+``CustomizationService`` is created by the ``AgentHost`` and registered as a store observer.
+
+Contract:
+- ``load()`` (host start) parses the configured plugin directories once; ``agent_customizations()``
+  is the host's plugin list for ``AgentInfo.customizations``.
+- ``open_session(uri)`` (createSession, or a session recovered at start) publishes the session's
+  containers with ``session/customizationsChanged`` (each ``loading``), then one
+  ``session/customizationUpdated`` per container with its parsed tree and load state; enabled
+  flags of a recovered session are kept. It then starts the session's MCP servers and runs the
+  ``SessionStart`` hooks in the background.
+- ``session/customizationToggled`` (observed) re-applies the container's effects: its MCP servers
+  stop or start; its rules, skills, agents and hooks stop or start counting at the next model
+  request. Disabling the container of the selected agent clears the selection.
+- ``session/activeClientChanged`` (observed) resolves the client's published plugins: a
+  ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); anything else
+  is published as ``error`` with a message saying why. A departing client's plugins are removed.
+- ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
+  servers; ``stop()`` does that for every session (host shutdown): no server process survives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from host.config import HostConfig
+from host.customizations._containers import Container
+from host.customizations._inputs import InputRequests
+from host.customizations.completions import complete_user_message
+from host.customizations.mcp import SessionMcp
+from host.customizations.session import SessionCustomizations
+from host.errors import ConfigError
+from host.store import Store
+from plugins import (
+    WORKSPACE_DIRECTORIES,
+    HookEvent,
+    LoadedPlugin,
+    load_directory,
+    load_plugin,
+    load_plugins,
+    plugin_customization,
+    uri_id,
+)
+from tools.mcp import McpConfigError, McpServerSpec, RestartPolicy, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+
+__all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
+
+logger = logging.getLogger(__name__)
+
+ALWAYS_LISTED_DIRECTORIES = (".github/instructions", ".github/prompts", ".github/agents")
+"""Workspace folders published even before they exist (writable, so clients can add files);
+the other known folders and instruction files appear only when present."""
+
+_MCP_START_WAIT = 30.0
+"""Seconds a session's first turn waits for its MCP servers to finish starting."""
+
+
+class CustomizationService:
+    """Host plugins, and the customizations of every open session."""
+
+    def __init__(self, config: HostConfig, store: Store, *, mcp_policy: RestartPolicy | None = None) -> None:
+        self.config = config
+        self.store = store
+        self.mcp_policy = mcp_policy
+        self.plugins: list[LoadedPlugin] = []
+        self.sessions: dict[str, SessionCustomizations] = {}
+        self.inputs = InputRequests(store)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        try:
+            self.config_specs: list[McpServerSpec] = specs_from_config(config.mcp.servers, base_dir=_config_dir(config))
+        except McpConfigError as error:
+            raise ConfigError(f"invalid configuration ({config.source}): mcp.servers: {error}") from None
+        store.observers.append(self._observe)
+        store.observers.append(self.inputs.observe)
+
+    # -- host ----------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Parse the configured plugin directories (never raises for bad plugin content)."""
+        data_root = self.config.data_path() / "plugins"
+        self.plugins = load_plugins(self.config.plugins.directories, data_root=data_root)
+        for plugin in self.plugins:
+            if plugin.state.kind != "loaded":
+                logger.warning("plugin %s is %s: %s", plugin.name, plugin.state.kind, plugin.state.message)
+
+    def agent_customizations(self) -> list[dict[str, Any]]:
+        """``AgentInfo.customizations``: the host's plugins, ids = their root URIs."""
+        return [plugin_customization(p, mint_id=uri_id, id=p.root.as_uri()) for p in self.plugins]
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(self.close_session(uri) for uri in list(self.sessions)), return_exceptions=True)
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def runtime(self, session: str) -> SessionCustomizations | None:
+        return self.sessions.get(session)
+
+    def open_session(self, uri: str) -> None:
+        """Publish the session's containers and start its servers and SessionStart hooks."""
+        state = self.store.state(uri) or {}
+        previous = {item.get("id"): item for item in state.get("customizations") or []}
+        runtime = SessionCustomizations(uri, _directory(state))
+        self.sessions[uri] = runtime
+        pending = [Container(id=p.root.as_uri(), loaded=None, name=p.name, uri=p.root.as_uri()) for p in self.plugins]
+        pending += [Container(id=_dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
+                              uri=_dir_uri(runtime, spec.relative), directory=spec) for spec in self._directory_specs(runtime)]
+        for container in pending:
+            if container.id in previous:
+                container.enabled = bool(previous[container.id].get("enabled", True))
+        self.store.dispatch(uri, {"type": "session/customizationsChanged",
+                                  "customizations": [c.wire() for c in pending]})
+        by_id = {c.id: c for c in pending}
+        for plugin in self.plugins:
+            container = by_id[plugin.root.as_uri()]
+            container.loaded = plugin
+            runtime.containers.append(container)
+            self._publish(runtime, container)
+        for spec in self._directory_specs(runtime):
+            container = by_id[_dir_uri(runtime, spec.relative)]
+            assert runtime.working_directory is not None
+            container.loaded = load_directory(runtime.working_directory, spec)
+            runtime.containers.append(container)
+            self._publish(runtime, container)
+        active = state.get("activeClient")
+        if isinstance(active, dict) and active.get("customizations"):
+            self._resolve_client_plugins(runtime, active)
+        self._spawn(self._start_session(runtime))
+
+    def session_disposed(self, uri: str) -> None:
+        """disposeSession: end the session's customizations in the background."""
+        if uri in self.sessions:
+            self._spawn(self.close_session(uri))
+
+    async def close_session(self, uri: str) -> None:
+        runtime = self.sessions.pop(uri, None)
+        self.inputs.session_gone(uri)
+        if runtime is None:
+            return
+        try:
+            await runtime.fire(HookEvent.SESSION_END, reason="session disposed")
+        except Exception:  # a hook failing must not keep the servers running
+            logger.exception("SessionEnd hooks of %s failed", uri)
+        if runtime.mcp is not None:
+            await runtime.mcp.stop()
+
+    async def _start_session(self, runtime: SessionCustomizations) -> None:
+        try:
+            await self._apply_mcp(runtime)
+        finally:
+            runtime.mcp_started.set()
+        await runtime.fire(HookEvent.SESSION_START, source="startup")
+
+    async def wait_started(self, runtime: SessionCustomizations) -> None:
+        """Until the session's MCP servers are running or failed (bounded): a first turn uses it."""
+        try:
+            await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
+            if runtime.mcp is not None:
+                await runtime.mcp.wait_ready(_MCP_START_WAIT)
+        except TimeoutError:
+            pass
+
+    def completions(self, session: str, text: str, offset: int) -> list[dict[str, Any]]:
+        """``completions`` items for a message being typed in ``session`` (UTF-16 offsets)."""
+        runtime = self.sessions.get(session)
+        if runtime is None:
+            return []
+        return complete_user_message(text, offset, entries=runtime.slash_entries(),
+                                     working_directory=runtime.working_directory)
+
+    # -- MCP -----------------------------------------------------------------------------------
+
+    def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
+        """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
+        workspace: list[McpServerSpec] = []
+        if self.config.plugins.workspace and runtime.working_directory is not None:
+            try:
+                workspace = specs_from_mcp_json(runtime.working_directory / ".mcp.json")
+            except McpConfigError as error:
+                logger.warning("%s", error)
+        owners: dict[str, str] = {}
+        plugin_specs = []
+        for container in runtime.containers:
+            loaded = container.usable
+            if not isinstance(loaded, LoadedPlugin):
+                continue
+            for server in loaded.mcp_servers:
+                try:
+                    plugin_specs.append(spec_from_plugin(server, loaded.name))
+                except McpConfigError as error:
+                    container.problems[f"mcp:{server.name}"] = str(error)
+                    continue
+                owners[server.name] = container.id
+        specs = merge_specs(self.config_specs, workspace, plugin_specs)
+        return specs, {spec.name: owners[spec.name] for spec in specs if spec.name in owners and spec.source.startswith("plugin")}
+
+    async def _apply_mcp(self, runtime: SessionCustomizations) -> None:
+        specs, owners = self.mcp_specs(runtime)
+        if runtime.mcp is None:
+            if not specs:
+                return
+            runtime.mcp = SessionMcp(
+                runtime.session, self.store, policy=self.mcp_policy,
+                ask=lambda request: self.inputs.ask(runtime.session, request),
+                on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
+            )
+        await runtime.mcp.apply(specs, owners)
+
+    def _problem(self, runtime: SessionCustomizations, container_id: str, key: str, message: str | None) -> None:
+        container = runtime.container(container_id)
+        if container is None or self.sessions.get(runtime.session) is not runtime:
+            return
+        before = dict(container.problems)
+        if message is None:
+            container.problems.pop(key, None)
+        else:
+            container.problems[key] = message
+        if container.problems != before:
+            self._publish(runtime, container)
+
+    # -- observing -----------------------------------------------------------------------------
+
+    def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+        runtime = self.sessions.get(channel)
+        if runtime is None:
+            return
+        action = envelope.get("action") or {}
+        kind = action.get("type")
+        if kind == "session/customizationToggled":
+            container = runtime.container(action.get("id"))
+            if container is None or container.enabled == bool(action.get("enabled")):
+                return
+            held_agent = runtime.agent_container(after.get("summary", {}).get("agent")) is container
+            container.enabled = bool(action.get("enabled"))
+            if not container.enabled and held_agent:
+                asyncio.get_running_loop().call_soon(self._clear_agent, channel)
+            self._spawn(self._reconcile(runtime))
+        elif kind == "session/activeClientChanged":
+            self._resolve_client_plugins(runtime, action.get("activeClient"))
+            self._spawn(self._reconcile(runtime))
+
+    def _clear_agent(self, session: str) -> None:
+        if session in self.store:
+            self.store.dispatch(session, {"type": "session/agentChanged"})
+
+    async def _reconcile(self, runtime: SessionCustomizations) -> None:
+        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
+        async with lock:
+            if self.sessions.get(runtime.session) is runtime:
+                await self._apply_mcp(runtime)
+
+    # -- client plugins ------------------------------------------------------------------------
+
+    def _resolve_client_plugins(self, runtime: SessionCustomizations, active: Any) -> None:
+        if not self.config.plugins.client_plugins:
+            return
+        client_id = active.get("clientId") if isinstance(active, dict) else None
+        published = (active.get("customizations") or []) if isinstance(active, dict) else []
+        wanted = {item.get("id"): item for item in published if isinstance(item, dict) and item.get("id")}
+        for container in [c for c in runtime.containers if c.client_id is not None]:
+            if container.client_id != client_id or container.id not in wanted:
+                runtime.containers.remove(container)
+                self.store.dispatch(runtime.session, {"type": "session/customizationRemoved", "id": container.id})
+        position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, LoadedPlugin))
+        for item in wanted.values():
+            existing = runtime.container(item["id"])
+            if existing is not None and existing.client_id == client_id and item.get("nonce") is not None \
+                    and existing.nonce == item.get("nonce") and existing.uri == item.get("uri"):
+                continue  # unchanged: the client said so with the same nonce
+            container = Container(id=item["id"], loaded=None, client_id=client_id, uri=str(item.get("uri") or ""),
+                                  nonce=item.get("nonce"), name=str(item.get("name") or item["id"]),
+                                  enabled=bool(item.get("enabled", True)) if existing is None else existing.enabled)
+            self._load_client_plugin(container)
+            if existing is not None:
+                runtime.containers[runtime.containers.index(existing)] = container
+            else:
+                runtime.containers.insert(position, container)
+                position += 1
+            self._publish(runtime, container)
+
+    def _load_client_plugin(self, container: Container) -> None:
+        parsed = urlparse(container.uri or "")
+        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+            container.failure = (f"Cannot load the client plugin {container.uri}: this host reads plugins only from "
+                                 "file:// URIs on its own machine (fetching a client's virtual:// files is not supported yet).")
+            return
+        root = Path(unquote(parsed.path))
+        if not root.is_dir():
+            container.failure = f"Cannot load the client plugin {container.uri}: {root} is not a folder on the host's machine."
+            return
+        container.loaded = load_plugin(root, name=container.name, data_root=self.config.data_path() / "plugins")
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
+        if runtime.session in self.store:
+            self.store.dispatch(runtime.session, {"type": "session/customizationUpdated", "customization": container.wire()})
+
+    def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
+        if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
+            return []
+        chosen = []
+        for spec in WORKSPACE_DIRECTORIES:
+            if spec.relative in ALWAYS_LISTED_DIRECTORIES:
+                chosen.append(spec)
+            elif spec.format == "files":
+                if any((runtime.working_directory / f).is_file() for f in spec.files):
+                    chosen.append(spec)
+            elif (runtime.working_directory / spec.relative).is_dir():
+                chosen.append(spec)
+        return chosen
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("customization task failed", exc_info=task.exception())
+
+
+def _directory(state: dict[str, Any]) -> Path | None:
+    uri = (state.get("summary") or {}).get("workingDirectory")
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        return None
+    return Path(unquote(urlparse(uri).path))
+
+
+def _dir_uri(runtime: SessionCustomizations, relative: str) -> str:
+    assert runtime.working_directory is not None
+    folder = runtime.working_directory if relative == "." else runtime.working_directory / relative
+    return folder.absolute().as_uri()
+
+
+def _config_dir(config: HostConfig) -> Path | None:
+    source = (config.source or "").split(" + ")[0]
+    path = Path(source)
+    return path.parent.resolve() if source and not source.startswith("<") and path.is_file() else None
