@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from host.errors import ConfigError
 
@@ -156,12 +156,49 @@ class McpConfig(_Section):
     ``timeout`` (ms) and ``disabled``. Every session starts them."""
 
 
+class ToolsConfig(_Section):
+    enabled: bool | None = None
+    """Give sessions the built-in tools, the active client's tools and the confirmation flow.
+    Unset: on for the agents this config defines, off when the host is handed agent objects
+    directly (embedding, tests), which then opt in with ``enabled = true``."""
+    allow: list[str] = Field(default_factory=list)
+    """Rules that run a call without asking, e.g. "read_file", "shell(git status:*)", "write_file(src/**)"."""
+    ask: list[str] = Field(default_factory=list)
+    """Rules that always ask, even when an allow rule or auto-approve would run the call."""
+    deny: list[str] = Field(default_factory=list)
+    """Rules that refuse a call outright (the model is told why); nothing overrides them."""
+    auto_approve: bool = False
+    """Default of the per-session ``autoApprove`` switch (sessions can change it)."""
+    result_confirmation: list[str] = Field(default_factory=list)
+    """Tool names (``*`` wildcards) whose results the user confirms before the model sees them."""
+    extra_roots: list[str] = Field(default_factory=list)
+    """Directories tools and resource* methods may touch besides the session's working directory."""
+    shell_timeout: float = Field(default=120.0, ge=1, le=3600)
+    """Seconds a shell command may run when the model does not say."""
+    client_tool_grace: float = Field(default=30.0, ge=0)
+    """Seconds to wait for a departed active client to come back before its running tool calls fail."""
+
+    @field_validator("allow", "ask", "deny")
+    @classmethod
+    def _rules_parse(cls, rules: list[str]) -> list[str]:
+        from tools.policy import parse_rule
+
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except ValueError as error:
+                raise ValueError(str(error)) from None
+        return rules
+
+
 class HostConfig(_Section):
     server: ServerConfig = Field(default_factory=ServerConfig)
     sessions: SessionDefaults = Field(default_factory=SessionDefaults)
     agents: dict[str, AgentConfig] | None = None
     """The ``[agents.<id>]`` tables; absent: the built-in defaults (see config.example.toml)."""
     recording: RecordingConfig = Field(default_factory=RecordingConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    """Tool policy, sandbox roots and client-tool timing (``[tools]``)."""
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     environ: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
@@ -261,6 +298,7 @@ def _describe(error: ValidationError, source: str, raw: dict[str, Any]) -> str:
             "greater_than_equal": f"at least {item.get('ctx', {}).get('ge')}",
             "less_than_equal": f"at most {item.get('ctx', {}).get('le')}",
             "float_parsing": "a number",
+            "value_error": str(item.get("msg", "")).removeprefix("Value error, "),
             "model_type": "a table",
             "dict_type": "a table",
             "missing": "a value (this key is required)",

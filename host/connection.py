@@ -56,6 +56,11 @@ class ClientConnection:
                 "fetchTurns": self._fetch_turns,
                 "resourceRead": self._resource_read,
                 "authenticate": self._authenticate,
+                "resourceList": self._resource_list,
+                "resourceResolve": self._resource_resolve,
+                "resourceWrite": self._resource_write,
+                "resourceMkdir": self._resource_mkdir,
+                "resourceDelete": self._resource_delete,
                 "completions": self._completions,
                 **{name: self._not_yet(name) for name in _LATER_METHODS},
             },
@@ -234,6 +239,26 @@ class ClientConnection:
         params = self._params("resourceRead", params)
         return self.host.read_resource(params["uri"], params.get("encoding"))
 
+    async def _resource_list(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceList", params)
+        return self.host.resources.list(params["uri"])
+
+    async def _resource_resolve(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceResolve", params)
+        return self.host.resources.resolve(params["uri"], params.get("followSymlinks") is not False)
+
+    async def _resource_write(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceWrite", params)
+        return self.host.resources.write(params)
+
+    async def _resource_mkdir(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceMkdir", params)
+        return self.host.resources.mkdir(params["uri"])
+
+    async def _resource_delete(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceDelete", params)
+        return self.host.resources.delete(params["uri"], bool(params.get("recursive")))
+
     async def _authenticate(self, params: Any) -> dict[str, Any]:
         params = self._params("authenticate", params)
         raise RpcError(
@@ -258,13 +283,8 @@ class ClientConnection:
 _LATER_METHODS = (
     "resolveSessionConfig",
     "sessionConfigCompletions",
-    "resourceList",
-    "resourceResolve",
-    "resourceWrite",
-    "resourceMkdir",
     "resourceCopy",
     "resourceMove",
-    "resourceDelete",
     "resourceRequest",
     "createResourceWatch",
     "createTerminal",

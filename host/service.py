@@ -30,6 +30,7 @@ from host.errors import ErrorCode, RpcError
 from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
+from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
 
@@ -85,6 +86,15 @@ class AgentHost:
         self.store.observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
+        # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
+        self.tools: ToolsRuntime | None = None
+        if config.tools.enabled if config.tools.enabled is not None else agents is None:
+            self.tools = ToolsRuntime(
+                self.store, config.tools, self.content,
+                settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
+            )
+            self.tools.install(self.environment)
+        self.resources = ResourceService(self._allowed_roots)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -119,6 +129,8 @@ class AgentHost:
                     logger.exception("closing agent %s failed", agent.provider)
         self.store.close()
         self.transcripts.close()
+        if self.tools is not None:
+            self.tools.close()
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -163,6 +175,11 @@ class AgentHost:
             working_directory=working_directory or self.default_directory.as_uri(),
             turns=turns,
         )
+        if self.tools is not None:
+            try:
+                state["config"] = with_auto_approve(state.get("config"), params.get("config"), self.config.tools.auto_approve)
+            except AutoApproveValueError as error:
+                raise RpcError(ErrorCode.INVALID_PARAMS, str(error)) from None
         self.store.create(uri, "session", state)
         self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": state["summary"]})
         self._publish_active_count()
@@ -263,12 +280,12 @@ class AgentHost:
         return path
 
     def _allowed_roots(self) -> list[Path]:
-        roots = {self.default_directory}
+        roots = {self.default_directory, *(Path(os.path.realpath(os.path.expanduser(r))) for r in self.config.tools.extra_roots)}
         for _, state in self.store.channels("session"):
             directory = state["summary"].get("workingDirectory")
             if isinstance(directory, str) and directory.startswith("file:"):
                 roots.add(Path(os.path.realpath(unquote(urlparse(directory).path))))
-        return sorted(roots)
+        return [self.default_directory, *sorted(roots - {self.default_directory})]
 
     # -- clients -------------------------------------------------------------------------------
 

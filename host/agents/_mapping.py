@@ -39,10 +39,15 @@ class TurnToolIds:
 
 
 class CallMapper:
-    def __init__(self, ctx: TurnContext, api: str, ids: TurnToolIds, display_names: dict[str, str]) -> None:
+    def __init__(
+        self, ctx: TurnContext, api: str, ids: TurnToolIds, display_names: dict[str, str],
+        owners: dict[str, tuple[str, str]] | None = None,
+    ) -> None:
         self._ctx = ctx
         self._ids = ids
         self._display = display_names
+        self._owners = owners or {}
+        """Offered name → (toolClientId, the client's name) for client-provided tools."""
         self.acc = StreamAccumulator(api=api)  # type: ignore[arg-type]
         self.streamed = False
         self.usage = Usage()
@@ -79,14 +84,11 @@ class CallMapper:
             self.tool_ids[provider_id] = call_id
             self._targets[event.index] = ("tool_call", call_id)
             name = event.tool_name or "tool"
-            self._ctx.emit(
-                {
-                    "type": "session/toolCallStart",
-                    "toolCallId": call_id,
-                    "toolName": name,
-                    "displayName": self._display.get(name, name),
-                }
-            )
+            start = {"type": "session/toolCallStart", "toolCallId": call_id, "toolName": name, "displayName": self._display.get(name, name)}
+            owner = self._owners.get(name)
+            if owner is not None:
+                start["toolClientId"], start["toolName"] = owner
+            self._ctx.emit(start)
             return
         kind = "markdown" if event.part_kind == "text" else "reasoning"
         part_id = self._ctx.new_part_id(event.part_kind)

@@ -45,6 +45,7 @@ from host.agents.tooling import (
     AutoApprover,
     ToolApprover,
     ToolCallRequest,
+    finish_call,
     parse_arguments,
     run_tool,
     unknown_tool_result,
@@ -342,10 +343,13 @@ class ProviderAgent:
         offered: dict[str, Tool],
     ) -> CallMapper:
         display = {name: tool.title for name, tool in offered.items()}
+        # Client-provided tools start with their owner and the client's own name for the tool.
+        owners = {name: (tool.tool_client_id, getattr(tool, "wire_name", name)) for name, tool in offered.items()
+                  if getattr(tool, "tool_client_id", None)}
         attempt = 0
         while True:
             self._set_activity(ctx, turn, f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
-            mapper = CallMapper(ctx, provider.api, ids, display)
+            mapper = CallMapper(ctx, provider.api, ids, display, owners)
             try:
                 async with contextlib.aclosing(provider.stream(request)) as events:
                     async for event in events:
@@ -476,12 +480,12 @@ class ProviderAgent:
 
             async def one(provider_id: str, call_id: str, tool: Tool, arguments: Any) -> None:
                 result = await run_tool(tool, arguments, self._tool_context(ctx, working_directory, call_id))
-                results[provider_id] = result
-                self._complete(ctx, call_id, result)
                 call = requests[provider_id]
-                await self.environment.after_tool_call(
-                    ctx, ToolCallRequest(call_id, call.tool_name, call.arguments, tool), result
-                )
+                done = ToolCallRequest(call_id, call.tool_name, call.arguments, tool)
+                # The approver completes the call (it may ask the user to confirm the result first).
+                result = await finish_call(self.approver, done, result, ctx)
+                results[provider_id] = result
+                await self.environment.after_tool_call(ctx, done, result)
 
             async with asyncio.TaskGroup() as group:
                 for entry in approved:

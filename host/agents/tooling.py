@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from host.agents.base import TurnContext
 from tools.base import Tool, ToolContext, failure_result
 
-__all__ = ["ToolCallRequest", "Approval", "ToolApprover", "AutoApprover", "run_tool", "unknown_tool_result"]
+__all__ = ["ToolCallRequest", "Approval", "ToolApprover", "AutoApprover", "run_tool", "finish_call", "unknown_tool_result"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,20 @@ def unknown_tool_result(name: str, available: Sequence[str]) -> dict[str, Any]:
     return failure_result(
         f"Tried to call {name}", f"There is no tool named {name!r} in this session (available: {listed}).", "unknown_tool"
     )
+
+
+async def finish_call(approver: ToolApprover, request: ToolCallRequest, result: dict[str, Any], ctx: TurnContext) -> dict[str, Any]:
+    """Complete a call that ran; returns the result the model is told.
+
+    An approver with a ``finish(request, result, ctx)`` method owns the completion (result
+    confirmation, client tools completed by their owner); otherwise ``toolCallComplete`` is
+    dispatched here and the result goes to the model unchanged.
+    """
+    finish = getattr(approver, "finish", None)
+    if finish is not None:
+        return await finish(request, result, ctx)
+    ctx.emit({"type": "session/toolCallComplete", "toolCallId": request.tool_call_id, "result": result})
+    return result
 
 
 async def run_tool(tool: Tool, arguments: Any, context: ToolContext) -> dict[str, Any]:

@@ -1,0 +1,161 @@
+"""Client-provided tools: offering the active client's tools and dispatching calls to it.
+
+Name clashes: server tools (built-in, MCP, anything another contributor offers) win. A client
+tool whose name a server tool already uses is offered to the model as ``client__<name>``; on the
+wire (``toolCallStart.toolName``) the client still sees its own name, with ``toolClientId`` set
+to its clientId, so it knows what to run. Two client tools never clash (one active client).
+
+A call to a client tool: the turn loop starts it with ``toolClientId``; the confirming approver
+applies the server's own policy only if a configured or saved rule matches, else the call goes to
+``running`` with ``confirmed: "not-needed"`` (the client confirms its own tools); then
+``ClientTool.run`` waits, on a future keyed by the tool call id, for the owner's
+``session/toolCallComplete`` (validation refuses it from anyone else) and returns its result to
+the model. The host never completes such a call itself unless the owner is gone.
+
+Departure: when a session's active client releases the role (it disconnected, or released it),
+``ClientDeparture`` waits the configured grace period; if the same clientId has not claimed the
+role again by then, each of its unfinished calls in the running turn is completed with
+``success: false`` and a message saying why, so the turn goes on. A cancelled turn cancels its
+client calls through the reducer (they become ``cancelled``/``skipped``) and the waiting task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from host.store import Store
+from tools.base import Tool, ToolContext, failure_result
+from tools.errors import ToolInputError
+
+from ._waiters import Waiters
+
+__all__ = ["ClientTool", "ClientDeparture", "CLASH_PREFIX", "client_call_key", "offered_client_tools"]
+
+CLASH_PREFIX = "client__"
+"""Prefix of a client tool's model-facing name when a server tool already has its name."""
+
+
+def client_call_key(session: str, turn_id: str, tool_call_id: str) -> Hashable:
+    return ("client-complete", session, turn_id, tool_call_id)
+
+
+class ClientTool(Tool):
+    """One tool of the session's active client, bound to the turn that offers it."""
+
+    def __init__(self, definition: dict[str, Any], client_id: str, offered_name: str, *, session: str, turn_id: str,
+                 waiters: Waiters, on_orphan: Callable[[str, str], None]) -> None:
+        self.wire_name: str = definition["name"]
+        """The client's own name for the tool (sent as ``toolName``)."""
+        self.tool_client_id = client_id
+        """The owning client (sent as ``toolClientId``)."""
+        self.name = offered_name
+        self.title = definition.get("title") or (definition.get("annotations") or {}).get("title") or self.wire_name
+        self.description = definition.get("description") or f"{self.title} (provided by the user's client)."
+        schema = definition.get("inputSchema")
+        self.input_schema = schema if isinstance(schema, dict) else {"type": "object", "properties": {}}
+        self.annotations = {k: v for k, v in (definition.get("annotations") or {}).items() if k != "title"}
+        self._session = session
+        self._turn_id = turn_id
+        self._waiters = waiters
+        self._on_orphan = on_orphan
+
+    def validate(self, args: Any) -> None:
+        # The client owns the schema and validates its own input; the host only needs an object.
+        if not isinstance(args, dict):
+            raise ToolInputError(f"The arguments for {self.name} must be a JSON object.")
+
+    def describe(self, args: dict) -> str:
+        return f"Run {self.title} (in the client)"
+
+    async def run(self, args: dict, ctx: ToolContext) -> dict:
+        if ctx.tool_call_id is None:
+            return failure_result(f"Tried to run {self.title}", "A client tool call needs a tool call id.", "internal_error")
+        self._on_orphan(self._session, self.tool_client_id)  # fail it later if the owner is already gone
+        result = await self._waiters.wait(client_call_key(self._session, self._turn_id, ctx.tool_call_id))
+        if not isinstance(result, dict):
+            return failure_result(f"Tried to run {self.title}", "The client sent no result.", "client_error")
+        return result
+
+
+def offered_client_tools(state: dict[str, Any], taken: set[str], make: Callable[[dict[str, Any], str, str], ClientTool]) -> list[ClientTool]:
+    """The active client's tools with their model-facing names (see the module docstring)."""
+    active = state.get("activeClient")
+    if not isinstance(active, dict) or not active.get("clientId"):
+        return []
+    offered: list[ClientTool] = []
+    names = set(taken)
+    for definition in active.get("tools") or ():
+        if not isinstance(definition, dict) or not isinstance(definition.get("name"), str) or not definition["name"]:
+            continue
+        name = definition["name"]
+        if name in names:
+            name = CLASH_PREFIX + name
+            if name in names:
+                continue  # even the prefixed name is taken: offering it would be ambiguous
+        names.add(name)
+        offered.append(make(definition, active["clientId"], name))
+    return offered
+
+
+class ClientDeparture:
+    """Fails a departed active client's calls once its grace period has passed."""
+
+    def __init__(self, store: Store, grace: float) -> None:
+        self._store = store
+        self.grace = grace
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+
+    def active_changed(self, session: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+        old = _client_id(before.get("activeClient"))
+        new = _client_id(after.get("activeClient"))
+        if new is not None:
+            timer = self._timers.pop((session, new), None)
+            if timer is not None:
+                timer.cancel()  # it came back (reclaimed the role) in time
+        if old is not None and old != new:
+            self.watch(session, old)
+
+    def watch(self, session: str, client_id: str) -> None:
+        """Start the grace period for ``client_id`` unless it is the active client or already watched."""
+        state = self._store.state(session) or {}
+        if _client_id(state.get("activeClient")) == client_id or (session, client_id) in self._timers:
+            return
+        loop = asyncio.get_running_loop()
+        self._timers[(session, client_id)] = loop.call_later(self.grace, self._expire, session, client_id)
+
+    def _expire(self, session: str, client_id: str) -> None:
+        self._timers.pop((session, client_id), None)
+        state = self._store.state(session)
+        if state is None or _client_id(state.get("activeClient")) == client_id:
+            return
+        turn = state.get("activeTurn")
+        if not isinstance(turn, dict):
+            return
+        for part in turn.get("responseParts") or ():
+            call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+            if not call or call.get("toolClientId") != client_id or call.get("status") not in ("running", "pending-confirmation"):
+                continue
+            message = (
+                f"The client that runs {call.get('displayName') or call.get('toolName')} ({client_id}) disconnected "
+                f"and did not come back within {self.grace:g} s, so the call did not finish."
+            )
+            self._store.dispatch(
+                session,
+                {
+                    "type": "session/toolCallComplete",
+                    "turnId": turn["id"],
+                    "toolCallId": call["toolCallId"],
+                    "result": failure_result(f"Tried to run {call.get('displayName') or call.get('toolName')}", message, "client_gone"),
+                },
+            )
+
+    def close(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+
+def _client_id(active: Any) -> str | None:
+    return active.get("clientId") if isinstance(active, dict) and isinstance(active.get("clientId"), str) else None

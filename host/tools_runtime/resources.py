@@ -1,0 +1,192 @@
+"""The sandboxed file ``resource*`` methods: list, resolve, write, mkdir, delete.
+
+Contract: every ``file:`` URI is resolved with ``tools.sandbox.resolve_path`` (symlinks
+followed, attack strings refused) against the allowed roots: the host's default directory, every
+session's working directory and ``[tools] extra_roots``. A refused path is -32009
+PermissionDenied whose message names the roots that were expected; a URI with another scheme is
+-32008 NotFound (this host serves no other file system). Errors follow PROTOCOL.md §5:
+missing → -32008, exists (``createOnly``, mkdir over a file) → -32010, ``ifMatch`` mismatch or a
+non-empty directory deleted without ``recursive`` → -32011. A root itself is never deleted.
+Messages never contain a traceback or OS error text beyond the reason.
+
+``etag`` is ``<mtime_ns>-<size>``: cheap, and changes with any write through this host.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from host.errors import ErrorCode, RpcError
+from tools.errors import SandboxError
+from tools.sandbox import resolve_path
+
+__all__ = ["ResourceService", "etag_of"]
+
+
+def etag_of(stat: os.stat_result) -> str:
+    return f"{stat.st_mtime_ns}-{stat.st_size}"
+
+
+class ResourceService:
+    def __init__(self, roots: Callable[[], Sequence[Path]]) -> None:
+        self._roots = roots
+
+    # -- resolution ----------------------------------------------------------------------------
+
+    def resolve_uri(self, uri: Any) -> Path:
+        """The sandboxed real path of a ``file:`` URI (raises ``RpcError``)."""
+        if not isinstance(uri, str) or not uri.lower().startswith("file:"):
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a file URI this host serves.")
+        roots = list(self._roots())
+        try:
+            return resolve_path(uri, roots[0], roots[1:])
+        except SandboxError as error:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, error.message) from None
+
+    def _is_root(self, path: Path) -> bool:
+        return any(path == Path(os.path.realpath(root)) for root in self._roots())
+
+    # -- methods -------------------------------------------------------------------------------
+
+    def list(self, uri: Any) -> dict[str, Any]:
+        path = self.resolve_uri(uri)
+        if not path.exists():
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.")
+        if not path.is_dir():
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is a file, not a directory; use resourceRead.")
+        entries = []
+        try:
+            for entry in sorted(os.scandir(path), key=lambda e: e.name):
+                entries.append({"name": entry.name, "type": "directory" if entry.is_dir() else "file"})
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not list {uri}.") from None
+        return {"entries": entries}
+
+    def resolve(self, uri: Any, follow_symlinks: bool = True) -> dict[str, Any]:
+        if follow_symlinks:
+            path = self.resolve_uri(uri)
+            stat = _stat(path, uri, follow=True)
+            kind = "directory" if path.is_dir() else "file"
+        else:
+            lexical = Path(os.path.normpath(_uri_path(uri)))
+            parent = self.resolve_uri(lexical.parent.as_uri())
+            path = parent / lexical.name if lexical.name else parent
+            if not path.is_symlink():
+                path = self.resolve_uri(uri)  # not a link: the full sandbox check applies
+            stat = _stat(path, uri, follow=False)
+            kind = "symlink" if path.is_symlink() else "directory" if path.is_dir() else "file"
+        result: dict[str, Any] = {
+            "uri": path.as_uri(),
+            "type": kind,
+            "size": stat.st_size,
+            "mtime": int(stat.st_mtime * 1000),
+            "ctime": int(stat.st_ctime * 1000),
+            "etag": etag_of(stat),
+        }
+        if kind == "file":
+            content_type = mimetypes.guess_type(path.name)[0]
+            if content_type:
+                result["contentType"] = content_type
+        return result
+
+    def write(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params["uri"]
+        path = self.resolve_uri(uri)
+        data = _decode(params["data"], params["encoding"])
+        exists = path.exists()
+        if exists and path.is_dir():
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} is a directory.")
+        if exists and params.get("createOnly"):
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} already exists (createOnly was set).")
+        if params.get("ifMatch") is not None:
+            current = etag_of(path.stat()) if exists else None
+            if current != params["ifMatch"]:
+                raise RpcError(ErrorCode.CONFLICT, f"{uri} changed since it was read (etag {current or 'none'}); read it again.")
+        old = path.read_bytes() if exists else b""
+        position = int(params.get("position") or 0)
+        if position < 0:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "position must be 0 or more.")
+        mode = params.get("mode") or "truncate"
+        if mode == "truncate":
+            new = old[:position] + data
+        elif mode == "append":
+            cut = max(len(old) - position, 0)
+            new = old[:cut] + data + old[cut:]
+        else:
+            cut = min(position, len(old))
+            new = old[:cut] + data + old[cut:]
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f".{path.name}.ahp-write")
+            temporary.write_bytes(new)
+            os.replace(temporary, path)  # readers never see a half-written file
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not write {uri}.") from None
+        except NotADirectoryError:
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"A file is in the way of {uri}.") from None
+        return {}
+
+    def mkdir(self, uri: Any) -> dict[str, Any]:
+        path = self.resolve_uri(uri)
+        if path.exists() and not path.is_dir():
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} exists and is a file.")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"A file is in the way of {uri}.") from None
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not create {uri}.") from None
+        return {}
+
+    def delete(self, uri: Any, recursive: bool = False) -> dict[str, Any]:
+        lexical = Path(os.path.normpath(_uri_path(uri)))
+        parent = self.resolve_uri(lexical.parent.as_uri()) if lexical.name else None
+        # Delete the entry itself (a symlink is removed, never followed out of the sandbox).
+        path = parent / lexical.name if parent is not None else self.resolve_uri(uri)
+        if parent is None or self._is_root(path) or (not path.is_symlink() and self._is_root(self.resolve_uri(uri))):
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is one of the host's allowed roots; it cannot be deleted.")
+        if not path.exists() and not path.is_symlink():
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.")
+        try:
+            if path.is_dir() and not path.is_symlink():
+                if any(path.iterdir()) and not recursive:
+                    raise RpcError(ErrorCode.CONFLICT, f"{uri} is a directory that is not empty; pass recursive: true.")
+                shutil.rmtree(path) if recursive else path.rmdir()
+            else:
+                path.unlink()
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not delete {uri}.") from None
+        return {}
+
+
+def _uri_path(uri: Any) -> str:
+    from urllib.parse import unquote, urlsplit
+
+    if not isinstance(uri, str) or not uri.lower().startswith("file:"):
+        raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a file URI this host serves.")
+    return unquote(urlsplit(uri).path) or "/"
+
+
+def _stat(path: Path, uri: Any, *, follow: bool) -> os.stat_result:
+    try:
+        return path.stat() if follow else path.lstat()
+    except FileNotFoundError:
+        raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.") from None
+    except PermissionError:
+        raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not read {uri}.") from None
+
+
+def _decode(data: str, encoding: str) -> bytes:
+    if encoding == "base64":
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "data is not valid base64.") from None
+    return data.encode("utf-8")

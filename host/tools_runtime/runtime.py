@@ -1,0 +1,198 @@
+"""``ToolsRuntime``: tools in sessions, wired to the host's store, config and turn environment.
+
+One per ``AgentHost`` (``host.tools``). ``install(environment)`` registers the ``SessionTools``
+contributor and makes the ``ConfirmingApprover`` the environment's approver. The runtime watches
+the store (an observer, so no polling) and:
+
+* resolves the futures the approver, ``ask`` and client tools wait on: ``toolCallConfirmed``,
+  ``toolCallResultConfirmed``, a client's ``toolCallComplete``, ``inputCompleted``;
+* publishes ``session/serverToolsChanged`` when a session becomes ready (and whenever
+  ``publish_server_tools`` is called because a contributor's set changed, e.g. MCP);
+* starts a departed active client's grace period (``client_tools.ClientDeparture``);
+* forgets the waiters of a turn that ended.
+
+Observers run inside ``Store.dispatch``; anything that dispatches is scheduled with ``call_soon``.
+
+Policy state per session = configured rules + saved "always allow" rules (``ToolSettings``,
+read at every decision so a choice made in one session applies to all) + the session's own
+"allow in this session" rules (in memory) + the session's ``autoApprove`` config value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from host.agents.base import TurnContext
+from host.agents.environment import Contributor, TurnEnvironment
+from host.config import ToolsConfig
+from host.store import Store
+from tools.builtin import builtin_tools
+from tools.builtin.shell import ShellTool
+from tools.content import ContentStore
+from tools.policy import OptionEffect, PolicyState, Rule
+
+from ._reporting import ContentReporters
+from ._waiters import Waiters
+from .client_tools import ClientDeparture, ClientTool, client_call_key
+from .confirmation import ConfirmingApprover, confirm_key, result_key
+from .session_config import auto_approve_of
+from .session_tools import SessionTools, input_key
+from .settings import ToolSettings
+
+__all__ = ["ToolsRuntime"]
+
+
+class ToolsRuntime:
+    def __init__(self, store: Store, config: ToolsConfig, content_store: ContentStore, *, settings_path: Path | None) -> None:
+        self.store = store
+        self.config = config
+        self.content_store = content_store
+        self.settings = ToolSettings(settings_path)
+        self.waiters = Waiters()
+        self.reporters = ContentReporters()
+        self.departure = ClientDeparture(store, config.client_tool_grace)
+        self.builtins = [ShellTool(default_timeout=config.shell_timeout) if isinstance(t, ShellTool) else t for t in builtin_tools()]
+        self.extra_roots = tuple(Path(os.path.expanduser(root)).resolve() for root in config.extra_roots)
+        self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
+        self._session_allow: dict[str, tuple[Rule, ...]] = {}
+        self.approver = ConfirmingApprover(self)
+        self.contributor = SessionTools(self)
+        self.environment: TurnEnvironment | None = None
+        store.observers.append(self._observe)
+
+    def install(self, environment: TurnEnvironment) -> None:
+        self.environment = environment
+        environment.contributors.append(self.contributor)
+        environment.approver = self.approver
+
+    def close(self) -> None:
+        self.departure.close()
+        self.settings.close()
+
+    # -- policy --------------------------------------------------------------------------------
+
+    def policy(self, session: str) -> PolicyState:
+        state = self.store.state(session) or {}
+        directory = _directory(state)
+        return PolicyState(
+            rules=self._rules,
+            always_allow=self.settings.always_allow(),
+            session_allow=self._session_allow.get(session, ()),
+            auto_approve=auto_approve_of(state),
+            working_directory=str(directory) if directory is not None else None,
+        )
+
+    def remember(self, session: str, effect: OptionEffect) -> None:
+        """Keep what a chosen option added: session rules here, "always" rules on disk."""
+        self._session_allow[session] = effect.state.session_allow
+        if effect.persist:
+            self.settings.add(effect.persist)
+
+    def needs_result_confirmation(self, tool_name: str) -> bool:
+        return any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.config.result_confirmation)
+
+    # -- server tools --------------------------------------------------------------------------
+
+    def other_server_tool_names(self, ctx: TurnContext, me: Contributor) -> set[str]:
+        names: set[str] = set()
+        for contributor in self.environment.contributors if self.environment else ():
+            if contributor is not me:
+                names.update(tool.name for tool in contributor.tools(ctx) if not isinstance(tool, ClientTool))
+        return names
+
+    def server_tools(self, session: str) -> list[dict[str, Any]]:
+        """The ``ToolDefinition``s of every server tool the session's turns are offered."""
+        ctx = TurnContext(session, "", {}, lambda action: None, lambda: self.store.state(session))
+        seen: dict[str, dict[str, Any]] = {}
+        for contributor in self.environment.contributors if self.environment else [self.contributor]:
+            for tool in contributor.tools(ctx):
+                if not isinstance(tool, ClientTool):
+                    seen.setdefault(tool.name, tool.definition())
+        return list(seen.values())
+
+    def publish_server_tools(self, session: str) -> None:
+        """Dispatch ``session/serverToolsChanged`` if the session's server tools changed."""
+        state = self.store.state(session)
+        if state is None or state.get("lifecycle") != "ready":
+            return
+        tools = self.server_tools(session)
+        if state.get("serverTools") != tools:
+            self.store.dispatch(session, {"type": "session/serverToolsChanged", "tools": tools})
+
+    # -- asking the user -----------------------------------------------------------------------
+
+    async def ask(self, ctx: TurnContext, request: dict) -> dict:
+        key = input_key(ctx.session, request["id"])
+        self.waiters.expect(key)
+        ctx.dispatch({"type": "session/inputRequested", "request": request})
+        return await self.waiters.wait(key)
+
+    # -- observing the store -------------------------------------------------------------------
+
+    def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+        if self.store.kind(channel) != "session":
+            return
+        action = envelope.get("action") or {}
+        kind = action.get("type")
+        turn_id = action.get("turnId")
+        call_id = action.get("toolCallId")
+        if kind == "session/toolCallConfirmed":
+            self._resolve_if_waiting(confirm_key(channel, turn_id, call_id), action)
+        elif kind == "session/toolCallResultConfirmed":
+            self._resolve_if_waiting(result_key(channel, turn_id, call_id), action)
+        elif kind == "session/toolCallComplete" and _is_client_call(before, turn_id, call_id):
+            self.waiters.resolve(client_call_key(channel, turn_id, call_id), action.get("result"))
+        elif kind == "session/inputCompleted":
+            self._resolve_if_waiting(input_key(channel, action.get("requestId")), _input_reply(before, action))
+        elif kind == "session/activeClientChanged":
+            self.departure.active_changed(channel, before, after)
+        elif kind == "session/ready":
+            asyncio.get_running_loop().call_soon(self.publish_server_tools, channel)
+        ended = before.get("activeTurn")
+        if isinstance(ended, dict) and (after.get("activeTurn") or {}).get("id") != ended.get("id"):
+            self._forget_turn(channel, ended.get("id"))
+
+    def _resolve_if_waiting(self, key: tuple, value: Any) -> None:
+        if self.waiters.waiting(key):
+            self.waiters.resolve(key, value)
+
+    def _forget_turn(self, session: str, turn_id: Any) -> None:
+        def ended(key: Any) -> bool:
+            return isinstance(key, tuple) and len(key) >= 3 and key[1] == session and (key[0] == "input" or key[2] == turn_id)
+
+        self.waiters.drop(ended)
+
+
+def _is_client_call(state: dict[str, Any], turn_id: Any, call_id: Any) -> bool:
+    turn = state.get("activeTurn")
+    if not isinstance(turn, dict) or turn.get("id") != turn_id:
+        return False
+    for part in turn.get("responseParts") or ():
+        call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+        if call is not None and call.get("toolCallId") == call_id:
+            return bool(call.get("toolClientId")) and call.get("status") in ("running", "pending-confirmation")
+    return False
+
+
+def _input_reply(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
+    answers: dict[str, Any] = {}
+    for request in state.get("inputRequests") or ():
+        if request.get("id") == action.get("requestId"):
+            answers.update(request.get("answers") or {})
+    answers.update(action.get("answers") or {})
+    reply: dict[str, Any] = {"response": action.get("response")}
+    if answers:
+        reply["answers"] = answers
+    return reply
+
+
+def _directory(state: dict[str, Any]) -> Path | None:
+    uri = (state.get("summary") or {}).get("workingDirectory")
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        return None
+    return Path(unquote(urlparse(uri).path))
