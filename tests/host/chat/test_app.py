@@ -222,7 +222,7 @@ async def test_model_options_come_from_the_config_schema_and_apply_to_the_next_t
     await chat.expect("(effort high)")
 
 
-async def test_at_path_attaches_a_file_and_unknown_commands_say_the_host_offers_none(spawn_chat: Spawn, workdir: Any) -> None:
+async def test_at_path_attaches_a_file_and_an_unknown_slash_command_is_refused(spawn_chat: Spawn, workdir: Any) -> None:
     (workdir / "plan.md").write_text("# plan\n")
     chat = spawn_chat()
     await chat.expect("/help for commands")
@@ -230,8 +230,8 @@ async def test_at_path_attaches_a_file_and_unknown_commands_say_the_host_offers_
     await chat.expect("(attached plan.md)")
     await chat.expect("with plan.md")
     await chat.expect("> ")
-    chat.send("/deploy now")
-    await chat.expect("does not offer commands or skills")
+    chat.send("/deploy now")  # the host's completions offer no skill or command of that name
+    await chat.expect("unknown command /deploy; /help lists commands")
 
 
 async def test_a_wrong_token_is_a_clear_error_without_a_traceback(spawn_chat: Spawn, chat_host: RunningHost) -> None:
