@@ -3,7 +3,6 @@ client, the scripted provider, and the vendored sample plugins."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,10 @@ async def settled(client: Any, session: str) -> dict[str, dict]:
     await client.wait_for(lambda m, e: any(t.get("_meta", {}).get("mcpServer") == "tiny"
                                            for t in (client.state(session) or {}).get("serverTools") or []), timeout=20)
     return containers(client, session)
+
+
+def by_id(client: Any, session: str) -> dict[str, dict]:
+    return {c["id"]: c for c in (client.state(session) or {}).get("customizations") or []}
 
 
 def mcp_name(client: Any, session: str, tool: str) -> str:
@@ -248,3 +251,26 @@ async def test_completions_offer_slash_entries_and_files_with_utf16_ranges(
     assert all(".git/" not in i["insertText"] or i["insertText"].startswith("@.github") for i in git)
     assert not any(i["insertText"].startswith("@.git/") or i["insertText"] == "@.git/" for i in git)
     assert nothing == []
+
+
+async def test_client_published_plugins_are_resolved_from_file_uris_and_virtual_ones_say_why_not(
+        tmp_path: Path, plugin_dir: Path, workspace: Path, hook_log: Path, frame_checker: FrameChecker) -> None:
+    config = config_for(tmp_path, sessions={"default_directory": str(workspace)})
+    async with serving(config, frame_checker, [scripted_agent(ScriptedProvider([]))]) as (_, client):
+        session = await ready_session(client)
+        published = [
+            {"type": "plugin", "id": "mine", "uri": (plugin_dir / "sample-degraded").as_uri(), "name": "mine",
+             "enabled": True, "nonce": "1"},
+            {"type": "plugin", "id": "far", "uri": "virtual://editor/plugins/far", "name": "far", "enabled": True},
+        ]
+        client.dispatch(session, {"type": "session/activeClientChanged", "activeClient": {
+            "clientId": client.client_id, "tools": [], "customizations": published}})
+        await client.wait_for(lambda m, e: {"mine", "far"} <= set(by_id(client, session)), timeout=20)
+        found = by_id(client, session)
+        client.dispatch(session, {"type": "session/activeClientChanged", "activeClient": None})
+        await client.wait_for(lambda m, e: not ({"mine", "far"} & set(by_id(client, session))), timeout=20)
+    assert found["mine"]["clientId"] == client.client_id
+    assert found["mine"]["load"]["kind"] == "degraded"
+    assert sorted(c["type"] for c in found["mine"]["children"]) == ["mcpServer", "rule", "skill"]
+    assert found["far"]["load"]["kind"] == "error"
+    assert "virtual://" in found["far"]["load"]["message"]

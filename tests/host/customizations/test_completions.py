@@ -1,0 +1,30 @@
+"""UTF-16 offset conversion and the @-file walk of ``host.customizations.completions``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from host.customizations.completions import complete_user_message, index_to_utf16, utf16_to_index
+
+
+def test_utf16_offsets_count_astral_characters_twice() -> None:
+    text = "a😀b"
+    assert index_to_utf16(text, 2) == 3
+    assert utf16_to_index(text, 3) == 2
+    assert utf16_to_index(text, 99) == 3
+
+
+def test_file_completion_skips_git_and_ranks_prefix_matches_first(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("x")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "config.md").write_text("x")
+    (tmp_path / "config.toml").write_text("x")
+    items = complete_user_message("@conf", 5, entries=[], working_directory=tmp_path)
+    inserted = [item["insertText"] for item in items]
+    assert inserted[:2] == ["@config.toml ", "@docs/config.md "]
+    assert not any(".git" in text for text in inserted)
+
+
+def test_a_slash_after_other_words_is_not_a_command(tmp_path: Path) -> None:
+    assert complete_user_message("hello /tri", 10, entries=[], working_directory=tmp_path) == []
