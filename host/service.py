@@ -266,18 +266,8 @@ class AgentHost:
         parsed = urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a content reference this host serves.")
-        raw = unquote(parsed.path)
-        if "\x00" in raw:
-            raise RpcError(ErrorCode.PERMISSION_DENIED, "A path cannot contain NUL bytes.")
-        path = Path(os.path.realpath(raw))
-        roots = self._allowed_roots()
-        if not any(path == root or root in path.parents for root in roots):
-            listed = ", ".join(str(root) for root in roots)
-            raise RpcError(
-                ErrorCode.PERMISSION_DENIED,
-                f"{uri} is outside the directories this host may read ({listed}).",
-            )
-        return path
+        # The same sandbox as tools and the other resource* methods (symlinks, attack strings).
+        return self.resources.resolve_uri(uri)
 
     def _allowed_roots(self) -> list[Path]:
         roots = {self.default_directory, *(Path(os.path.realpath(os.path.expanduser(r))) for r in self.config.tools.extra_roots)}

@@ -19,6 +19,7 @@ import binascii
 import mimetypes
 import os
 import shutil
+from datetime import datetime, timezone
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ class ResourceService:
             lexical = Path(os.path.normpath(_uri_path(uri)))
             parent = self.resolve_uri(lexical.parent.as_uri())
             path = parent / lexical.name if lexical.name else parent
-            if not path.is_symlink():
+            if not os.path.islink(path):
                 path = self.resolve_uri(uri)  # not a link: the full sandbox check applies
             stat = _stat(path, uri, follow=False)
             kind = "symlink" if path.is_symlink() else "directory" if path.is_dir() else "file"
@@ -86,8 +87,8 @@ class ResourceService:
             "uri": path.as_uri(),
             "type": kind,
             "size": stat.st_size,
-            "mtime": int(stat.st_mtime * 1000),
-            "ctime": int(stat.st_ctime * 1000),
+            "mtime": _iso(stat.st_mtime),
+            "ctime": _iso(stat.st_ctime),
             "etag": etag_of(stat),
         }
         if kind == "file":
@@ -147,6 +148,8 @@ class ResourceService:
 
     def delete(self, uri: Any, recursive: bool = False) -> dict[str, Any]:
         lexical = Path(os.path.normpath(_uri_path(uri)))
+        if not os.path.islink(lexical):
+            self.resolve_uri(uri)  # the full sandbox check for everything but a link itself
         parent = self.resolve_uri(lexical.parent.as_uri()) if lexical.name else None
         # Delete the entry itself (a symlink is removed, never followed out of the sandbox).
         path = parent / lexical.name if parent is not None else self.resolve_uri(uri)
@@ -164,6 +167,10 @@ class ResourceService:
         except PermissionError:
             raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not delete {uri}.") from None
         return {}
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _uri_path(uri: Any) -> str:
