@@ -219,3 +219,18 @@ async def test_a_running_tool_can_ask_for_re_confirmation(tmp_path: Path, frame_
         await idle(client, session)
         [done] = calls(client, session)
     assert (done["status"], done["pastTenseMessage"]) == ("completed", "Did both steps")
+
+
+async def test_ask_user_publishes_an_input_request_and_the_synced_answer_reaches_the_model(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    question = {"id": "colour", "kind": "text", "message": "Favourite colour?", "required": True}
+    provider = ScriptedProvider([call_tools(("ask_user", {"questions": [question]})), reply("noted")])
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client)
+        client.send_message(session, "ask me")
+        await client.wait_for(lambda m, e: bool((client.state(session) or {}).get("inputRequests")))
+        [request] = client.state(session)["inputRequests"]
+        answer = {"state": "submitted", "value": {"kind": "text", "value": "blue"}}
+        await client.outcome(client.dispatch(session, {"type": "session/inputAnswerChanged", "requestId": request["id"], "questionId": "colour", "answer": answer}))
+        client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "accept"})
+        await idle(client, session)
+    assert "blue" in tool_results(provider, 1)[0].text
