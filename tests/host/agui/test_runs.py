@@ -208,3 +208,30 @@ async def test_tools_cannot_be_offered_while_an_ahp_client_holds_the_active_clie
     assert types(events) == ["RUN_STARTED", "RUN_ERROR"]
     assert "Editor" in events[-1]["message"] and "Run without tools" in events[-1]["message"]
     assert state["activeClient"]["clientId"] == client.client_id and state["turns"] == []
+
+
+async def test_a_front_end_tool_called_by_the_real_provider_loop_round_trips_across_two_runs(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    from providers import ToolResultsMessage
+    from providers.scripted import call_tools
+
+    provider = ScriptedProvider([call_tools(("pick_color", {"hint": "warm"})), reply("You picked orange, a warm colour.")])
+    config = config_for(tmp_path, tools={"enabled": True})
+    async with serving(config, frame_checker, [scripted(provider)]) as (running, _):
+        messages = [user("m1", "pick a colour")]
+        first = await run(running.http_url, run_input("thread-real", "run-1", messages, tools=[PICK_COLOR]))
+        assert types(first) == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]
+        call_id = first[1]["toolCallId"]
+        assert first[1]["toolCallName"] == "pick_color"
+        assert json.loads("".join(e["delta"] for e in first if e["type"] == "TOOL_CALL_ARGS")) == {"hint": "warm"}
+        assert "pick_color" in [t.name for t in provider.requests[0].tools]
+        messages += [
+            {"id": "a1", "role": "assistant", "toolCalls": [{"id": call_id, "type": "function", "function": {"name": "pick_color", "arguments": '{"hint": "warm"}'}}]},
+            {"id": "t1", "role": "tool", "toolCallId": call_id, "content": "orange"},
+        ]
+        second = await run(running.http_url, run_input("thread-real", "run-2", messages, tools=[PICK_COLOR]))
+        assert text_of(second) == "You picked orange, a warm colour."
+        assert types(second)[-1] == "RUN_FINISHED"
+        [results] = [m for m in provider.requests[1].messages if isinstance(m, ToolResultsMessage)]
+        assert [(r.text, r.is_error) for r in results.results] == [("orange", False)]
+        [turn] = running.host.store.state(session_uri_for("thread-real"))["turns"]
+        assert turn["state"] == "complete"
