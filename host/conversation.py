@@ -8,6 +8,10 @@
 * ``rebuild_turn`` reconstructs a finished turn's messages from its AHP state, for turns that
   have no stored transcript (forked from an older host, say). Reasoning is dropped there: without
   the provider's signature it cannot be sent back.
+  A ``systemNotification`` starting with :data:`STEERING_PREFIX` marks where a steering message
+  was taken in; it is rebuilt as a user message at that point.
+* ``partial_reply`` keeps what a cancelled or failed model call had streamed (text, and tool
+  calls whose arguments are complete JSON) without native payloads, which are unfinished.
 * ``history`` assembles the conversation of a session's finished turns, preferring transcripts.
 * ``repair`` makes a message list acceptable to every provider: consecutive user messages are
   merged and tool calls left without results (a cancelled turn) get an error result.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,10 +42,23 @@ from providers import (
     UserMessage,
 )
 
-__all__ = ["to_user_message", "rebuild_turn", "history", "repair", "tool_result_text", "ATTACHMENT_TEXT_LIMIT"]
+__all__ = [
+    "to_user_message",
+    "rebuild_turn",
+    "history",
+    "repair",
+    "tool_result_text",
+    "steering_note",
+    "partial_reply",
+    "ATTACHMENT_TEXT_LIMIT",
+    "STEERING_PREFIX",
+]
 
 ATTACHMENT_TEXT_LIMIT = 256 * 1024
 """Largest attached file given to the model as text (bytes)."""
+
+STEERING_PREFIX = "Steering: "
+"""How the ``systemNotification`` marking a steering message taken into a turn begins."""
 
 _CANCELLED_RESULT = "This tool call did not run to completion (the turn was cancelled or failed)."
 
@@ -190,6 +208,33 @@ def tool_result_text(result: Mapping[str, Any]) -> str:
     return "\n".join(pieces)
 
 
+def steering_note(message: Mapping[str, Any]) -> str:
+    """The system notification shown where a steering message entered the turn."""
+    return STEERING_PREFIX + str(message.get("text") or "")
+
+
+def partial_reply(message: AssistantMessage) -> AssistantMessage | None:
+    """What an interrupted model call streamed that can safely be sent back, or None if nothing.
+
+    Reasoning is dropped (without its signature or item id no provider takes it back), natives
+    are dropped (the blocks are unfinished), and a tool call whose arguments were cut off is
+    dropped (its input is not valid JSON, which Anthropic would refuse)."""
+    parts: list[Any] = []
+    for part in message.parts:
+        if isinstance(part, TextPart) and part.text:
+            parts.append(TextPart(text=part.text))
+        elif isinstance(part, ToolCallPart):
+            arguments = part.arguments.strip() or "{}"
+            try:
+                json.loads(arguments)
+            except ValueError:
+                continue
+            parts.append(ToolCallPart(tool_call_id=part.tool_call_id, tool_name=part.tool_name, arguments=arguments))
+    if not parts:
+        return None
+    return AssistantMessage(parts=tuple(parts), api=message.api, model=message.model)
+
+
 def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
     """A finished AHP turn as neutral messages (no reasoning, no native payloads)."""
     user = turn.get("userMessage") or {}
@@ -209,7 +254,10 @@ def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
         if not isinstance(part, Mapping):
             continue
         kind = part.get("kind")
-        if kind == "markdown" and part.get("content"):
+        if kind == "systemNotification" and str(part.get("content") or "").startswith(STEERING_PREFIX):
+            flush()
+            messages.append(UserMessage.of(str(part["content"])[len(STEERING_PREFIX) :]))
+        elif kind == "markdown" and part.get("content"):
             if results:
                 flush()
             parts.append(TextPart(text=str(part["content"])))

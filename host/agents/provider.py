@@ -6,8 +6,9 @@
    the AHP state, see ``host.conversation``) + this turn's user message with its attachments.
 2. Calls the model with the model selection *captured at turn start*; the stream is mapped onto
    AHP actions token by token (``host.agents._mapping``). Before every model call a pending
-   steering message is taken in (``pendingMessageRemoved{kind: steering}``, then it is part of
-   the context).
+   steering message is taken in (``pendingMessageRemoved{kind: steering}``, a
+   ``systemNotification`` "Steering: <text>" marking where it entered, then it is part of the
+   context).
 3. If the model called tools: each call is prepared, approved through the ``ToolApprover`` seam
    (which dispatches ``toolCallReady``), run (approved calls concurrently) and completed with
    ``toolCallComplete``; the results go back to the model and the loop repeats, until the model
@@ -22,7 +23,8 @@ honouring ``retry_after``, only while the failing call has not streamed anything
 Cancellation: the turn runner cancels the task; the provider stream is closed by ``aclosing`` and
 running tools get their cancellation event (``host.agents.tooling.run_tool``). Whatever happens,
 ``activity`` is cleared and the turn's transcript (what the model really saw and said, native
-payloads included) is saved for the next turn. After a successful first turn a title is made in
+payloads included) is saved for the next turn; a model call cut short by a cancel or an error
+after it streamed keeps its streamed text in the transcript (``host.conversation.partial_reply``). After a successful first turn a title is made in
 the background; a title already changed by a client is never overwritten.
 """
 
@@ -50,7 +52,7 @@ from host.agents.tooling import (
     run_tool,
     unknown_tool_result,
 )
-from host.conversation import history, repair, to_user_message, tool_result_text
+from host.conversation import history, partial_reply, repair, steering_note, to_user_message, tool_result_text
 from host.sessions import DEFAULT_TITLE
 from host.transcripts import TranscriptStore
 from providers import (
@@ -351,11 +353,19 @@ class ProviderAgent:
             self._set_activity(ctx, turn, f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
             mapper = CallMapper(ctx, provider.api, ids, display, owners)
             try:
-                async with contextlib.aclosing(provider.stream(request)) as events:
-                    async for event in events:
-                        mapper.apply(event)
-                        if event.kind == "part_start" and turn.activity and turn.activity.startswith(("Waiting", "Retrying")):
-                            self._set_activity(ctx, turn, "Thinking" if event.part_kind == "reasoning" else "Writing")
+                try:
+                    async with contextlib.aclosing(provider.stream(request)) as events:
+                        async for event in events:
+                            mapper.apply(event)
+                            if event.kind == "part_start" and turn.activity and turn.activity.startswith(("Waiting", "Retrying")):
+                                self._set_activity(ctx, turn, "Thinking" if event.part_kind == "reasoning" else "Writing")
+                except BaseException:
+                    # Cancelled or failed after streaming: what the user saw is kept for the next turn.
+                    if mapper.streamed:
+                        partial = partial_reply(mapper.acc.message())
+                        if partial is not None:
+                            turn.messages.append(partial)
+                    raise
             except ProviderError as error:
                 if mapper.streamed or not error.retryable or attempt >= self.settings.retries:
                     self._add_usage(ctx, turn, mapper)
@@ -515,6 +525,8 @@ class ProviderAgent:
             steering.get("userMessage") or {}, working_directory=_directory(ctx.state), vision=spec.vision
         )
         ctx.dispatch({"type": "session/pendingMessageRemoved", "kind": "steering", "id": steering["id"]})
+        # Say where it entered, so clients see it and a turn rebuilt from state keeps it.
+        ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": steering_note(steering.get("userMessage") or {})}})
         for note in notes:
             ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": note}})
         turn.messages.append(message)

@@ -177,3 +177,21 @@ async def test_a_retry_after_longer_than_the_host_waits_fails_the_turn_with_advi
     assert len(server.seen) == 1
     assert turn["error"]["errorType"] == "rate_limit"
     assert "3600 s" in turn["error"]["message"] and "send your message again later" in turn["error"]["message"]
+
+
+async def test_text_streamed_before_a_cut_stream_is_what_the_model_sees_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    body = chat_sse("Partial", " answer", " never arrives")
+    cut = body.index(b"never") - 20
+    async with FakeProvider([Reply(200, body, cut_after=cut), Reply(200, chat_sse("Sorry, again"))]) as server:
+        async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (_, client):
+            session = await ready_session(client, provider="fake")
+            failed = await run_turn(client, session, "hello there")
+            await idle(client, session)
+            await run_turn(client, session, "try again")
+            sent = server.seen[1].json()
+    assert failed["state"] == "error"
+    assert [(m["role"], m["content"]) for m in sent["messages"] if m["role"] != "system"] == [
+        ("user", "hello there"),
+        ("assistant", "Partial answer"),
+        ("user", "try again"),
+    ]

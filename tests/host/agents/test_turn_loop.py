@@ -312,3 +312,46 @@ async def test_a_denied_call_does_not_run_and_the_model_is_told(tmp_path: Path, 
     assert call["status"] == "cancelled" and "content" not in call
     [result] = provider.requests[1].messages[-1].results
     assert (result.text, result.is_error) == ("The user said no.", True)
+
+
+async def test_a_steering_message_is_shown_in_the_turn_and_survives_a_rebuild_without_transcript(
+    tmp_path: Path, frame_checker: FrameChecker
+) -> None:
+    gate = asyncio.Event()
+    first = call_tools(("echo", {"text": "a"}))
+    provider = ScriptedProvider([Script((Pause(event=gate), *first.steps)), reply("steered"), reply("next")])
+    scripted = agent(provider, EchoTool())
+    async with serving(config_for(tmp_path), frame_checker, [scripted]) as (_, client):
+        session = await ready_session(client)
+        client.send_message(session, "start")
+        await client.wait_for(lambda m, e: (client.state(session) or {}).get("summary", {}).get("activity") == "Waiting for m1")
+        seq = client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "steering", "id": "s1", "userMessage": {"text": "also do B"}})
+        await client.outcome(seq)
+        gate.set()
+        await client.wait_for(lambda m, e: len(client.state(session).get("turns") or []) == 1)
+        parts = client.state(session)["turns"][0]["responseParts"]
+        scripted.transcripts.forget(session)  # the next turn must rebuild this one from the AHP state alone
+        await run_turn(client, session, "and now?")
+    assert [p["kind"] for p in parts] == ["toolCall", "systemNotification", "markdown"]
+    assert parts[1]["content"] == "Steering: also do B"
+    rebuilt = provider.requests[2].messages
+    roles = [m.role for m in rebuilt]
+    assert roles == ["user", "assistant", "tool", "user", "assistant", "user"]
+    assert [m.text for m in rebuilt if isinstance(m, UserMessage)] == ["start", "also do B", "and now?"]
+
+
+async def test_text_streamed_before_a_cancel_is_what_the_model_sees_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    gate = asyncio.Event()
+    provider = ScriptedProvider(
+        [Script((*text(["Hello", " never"], index=0)[:2], Pause(event=gate), *text(["x"], index=0)[2:], *finish())), reply("again")]
+    )
+    async with serving(config_for(tmp_path), frame_checker, [agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        turn_id = client.send_message(session, "talk")
+        await client.wait_for(lambda m, e: first_part(client.state(session)).get("content") == "Hello")
+        client.cancel_turn(session, turn_id)
+        await idle(client, session)
+        await run_turn(client, session, "go on")
+    history = provider.requests[1].messages
+    assert [m.role for m in history] == ["user", "assistant", "user"]
+    assert isinstance(history[1], AssistantMessage) and history[1].text == "Hello"
