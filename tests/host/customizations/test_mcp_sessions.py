@@ -4,10 +4,14 @@ crash and restart, and no server process left after dispose or host stop."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.client import AhpClient
@@ -15,7 +19,7 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.agents.harness import config_for, idle, ready_session, serving
-from tests.tools.mcp.conftest import KITCHEN_SINK
+from tests.tools.mcp.conftest import KITCHEN_SINK, eventually, process_gone
 
 PYTHON = sys.executable
 
@@ -108,3 +112,104 @@ async def test_a_declined_elicitation_reaches_the_server_and_the_tool_result_say
     assert "no answer: decline" in json.dumps(call)
     assert "no answer: decline" in provider.requests[1].messages[-1].results[0].text
     assert not left_open
+
+
+@pytest.fixture
+async def http_sink() -> AsyncIterator[str]:
+    """The kitchen-sink server over streamable HTTP, started by the test on 127.0.0.1 port 0."""
+    process = await asyncio.create_subprocess_exec(PYTHON, str(KITCHEN_SINK), "http", stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.DEVNULL)
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+        assert line.startswith(b"PORT "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+def started_pids(marker: Path) -> list[int]:
+    """Pids the fixture server wrote at each start (``--marker``)."""
+    return [int(line) for line in marker.read_text().split()] if marker.exists() else []
+
+
+async def test_config_workspace_and_http_servers_are_listed_and_called_in_a_session(
+        tmp_path: Path, http_sink: str, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"local": {
+        "command": PYTHON, "args": [str(KITCHEN_SINK), "stdio"], "env": {"WHERE": "${workspaceFolder}"}}}}))
+    servers = {"sink": sink_server(), "web": {"type": "http", "url": http_sink}}
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, servers, sessions={"default_directory": str(workspace)})
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        sink = await wait_tools(client, session, "sink", "echo")
+        local = await wait_tools(client, session, "local", "env_var")
+        web = await wait_tools(client, session, "web", "echo")
+        provider.add(call_tools((sink["echo"], {"text": "from config"}), (local["env_var"], {"name": "WHERE"}),
+                                (web["echo"], {"text": "over http"})))
+        provider.add(reply("done"))
+        client.send_message(session, "use them all")
+        await idle(client, session)
+        turn = last_turn(client, session)
+        published = client.state(session)["serverTools"]
+    offered = {tool.name for tool in provider.requests[0].tools}
+    assert {sink["echo"], local["env_var"], web["echo"]} <= offered
+    assert len({sink["echo"], local["echo"], web["echo"]}) == 3  # the same MCP tool, three distinct names
+    assert all(t["name"] in offered for t in published)
+    results = {c["toolName"]: c for c in tool_calls(turn)}
+    assert all(c["success"] for c in results.values())
+    assert "from config" in json.dumps(results[sink["echo"]])
+    assert str(workspace) in json.dumps(results[local["env_var"]])
+    assert "over http" in json.dumps(results[web["echo"]])
+
+
+async def test_a_crashed_server_fails_the_call_in_flight_and_the_next_call_works(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    marker = tmp_path / "starts.txt"
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server("--marker", str(marker))})
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        names = await wait_tools(client, session, "sink", "die", "echo")
+        provider.add(call_tools((names["die"], {})))
+        provider.add(reply("it crashed"))
+        provider.add(call_tools((names["echo"], {"text": "still here"})))
+        provider.add(reply("fine"))
+        client.send_message(session, "crash it")
+        await idle(client, session)
+        [crashed] = tool_calls(last_turn(client, session))
+        client.send_message(session, "try again")
+        await idle(client, session)
+        [after] = tool_calls(last_turn(client, session))
+        first, second = started_pids(marker)[:2]
+    assert crashed["success"] is False
+    assert crashed["error"]["message"].startswith("The MCP server 'sink' exited with code 3 while the call was running")
+    assert "not retried" in crashed["error"]["message"]
+    assert "exited with code 3" in provider.requests[1].messages[-1].results[0].text
+    assert after["success"] is True and "still here" in json.dumps(after)
+    assert first != second and process_gone(first)
+
+
+async def test_no_server_process_survives_dispose_or_host_stop(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    marker = tmp_path / "starts.txt"
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server("--marker", str(marker))})
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        disposed = await ready_session(client)
+        names = await wait_tools(client, disposed, "sink", "spawn_sleeper")
+        provider.add(call_tools((names["spawn_sleeper"], {})))
+        provider.add(reply("spawned"))
+        client.send_message(disposed, "spawn")
+        await idle(client, disposed)
+        [spawned] = tool_calls(last_turn(client, disposed))
+        grandchild = int(spawned["content"][0]["text"])
+        [server] = started_pids(marker)
+        await client.dispose_session(disposed)
+        assert await eventually(lambda: process_gone(server) and process_gone(grandchild))
+        kept = await ready_session(client)
+        await wait_tools(client, kept, "sink", "echo")
+        [_, survivor] = started_pids(marker)
+        assert not process_gone(survivor)
+    assert process_gone(survivor)  # host stop returns only once its servers are gone
