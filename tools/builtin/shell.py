@@ -13,6 +13,11 @@ Contract:
   left alone, but their output is no longer collected after `kill_grace` seconds.
 * Output beyond `max_output_bytes` is cut from the middle (the start and the end are
   kept) with a note saying how many bytes were left out.
+* Before anything is spawned, the command line is read for writes outside the allowed roots
+  (`tools._shell_writes`: redirections, `tee`/`cp`/`mv`/`rm`/…, `cd` out of the root); if
+  there are any, the tool asks again through `ctx.reconfirm` with a sentence naming them. A
+  refusal (or no host to ask) fails the call with code `outside_write_denied` and that
+  sentence, and nothing runs.
 * Result: success iff the exit code is 0. `structuredContent` carries `exitCode` (or
   `signal`), `timedOut`, `cancelled`, `outputBytes`, `truncatedBytes`.
 """
@@ -26,6 +31,7 @@ import signal
 from typing import Any
 
 from ..base import Tool, ToolContext, failure_result, success_result
+from .._shell_writes import describe_findings, outside_writes
 from ..content import text_content
 from ..errors import ToolFailure
 
@@ -150,6 +156,12 @@ class ShellTool(Tool):
         shell = self.shell or os.environ.get("SHELL") or "/bin/sh"
         if not ctx.working_directory.is_dir():
             raise ToolFailure(f"The working directory {ctx.working_directory} does not exist.", code="no_working_directory")
+        findings = outside_writes(command, ctx.working_directory, ctx.extra_roots)
+        if findings:
+            reason = describe_findings(findings, ctx.working_directory)
+            if not await ctx.reconfirm(f"{reason} Run it anyway?"):
+                message = f"{reason} The user did not allow that, so the command was not run."
+                return failure_result(f"Did not run `{command}`", message, "outside_write_denied")
         try:
             process = await asyncio.create_subprocess_exec(
                 shell, "-c", command,

@@ -173,3 +173,50 @@ async def test_prepare_describes_the_command(ctx):
 async def test_empty_command_is_refused(ctx):
     result = await ShellTool().call({"command": ""}, ctx)
     assert result["success"] is False and "argument 'command' must not be empty" in result["error"]["message"]
+
+
+async def test_a_write_outside_the_working_directory_asks_again_and_runs_when_approved(ctx, workspace):
+    asked: list[str] = []
+
+    async def approve(reason: str) -> bool:
+        asked.append(reason)
+        return True
+
+    ctx.reconfirm = approve
+    target = workspace.parent / "outside" / "out.txt"
+    result = await ShellTool(shell="/bin/sh").call({"command": "echo hi > ../outside/out.txt"}, ctx)
+    assert result["success"] is True
+    assert target.read_text() == "hi\n"
+    [reason] = asked
+    assert f"would write to {target.resolve()} outside the working directory" in reason
+
+
+async def test_a_refused_write_outside_the_working_directory_runs_nothing(ctx, workspace):
+    asked: list[str] = []
+
+    async def deny(reason: str) -> bool:
+        asked.append(reason)
+        return False
+
+    ctx.reconfirm = deny
+    result = await ShellTool(shell="/bin/sh").call({"command": "touch inside.txt; echo hi > ../outside/out.txt"}, ctx)
+    assert result["success"] is False
+    assert result["error"]["code"] == "outside_write_denied"
+    assert "outside the working directory" in result["error"]["message"] and "not run" in result["error"]["message"]
+    assert not (workspace / "inside.txt").exists() and not (workspace.parent / "outside" / "out.txt").exists()
+    assert len(asked) == 1
+    assert_wire("ToolCallResult", result)
+
+
+async def test_without_a_host_to_ask_a_write_outside_is_refused(ctx, workspace):
+    result = await ShellTool(shell="/bin/sh").call({"command": "cd .. && ls"}, ctx)
+    assert result["error"]["code"] == "outside_write_denied"
+
+
+async def test_commands_writing_inside_do_not_ask(ctx, workspace):
+    async def refuse(reason: str) -> bool:
+        raise AssertionError(f"asked: {reason}")
+
+    ctx.reconfirm = refuse
+    result = await ShellTool(shell="/bin/sh").call({"command": "echo hi > in.txt 2>/dev/null && cat in.txt"}, ctx)
+    assert result["success"] is True and (workspace / "in.txt").read_text() == "hi\n"
