@@ -9,7 +9,11 @@ the store (an observer, so no polling) and:
 * publishes ``session/serverToolsChanged`` when a session becomes ready (and whenever
   ``publish_server_tools`` is called because a contributor's set changed, e.g. MCP);
 * starts a departed active client's grace period (``client_tools.ClientDeparture``);
-* forgets the waiters of a turn that ended.
+* forgets the waiters of a turn that ended;
+* fails a running client tool call whose owner declines it too late (``action_rejected``:
+  validation refuses ``toolCallConfirmed{approved: false}`` outside pending-confirmation, so
+  per PROTOCOL.md §8 the host completes the call with ``success: false`` and the owner's reason,
+  and the turn goes on).
 
 Observers run inside ``Store.dispatch``; anything that dispatches is scheduled with ``call_soon``.
 
@@ -31,6 +35,7 @@ from host.agents.base import TurnContext
 from host.agents.environment import Contributor, TurnEnvironment
 from host.config import ToolsConfig
 from host.store import Store
+from tools.base import failure_result
 from tools.builtin import builtin_tools
 from tools.builtin.shell import ShellTool
 from tools.content import ContentStore
@@ -132,6 +137,25 @@ class ToolsRuntime:
         ctx.dispatch({"type": "session/inputRequested", "request": request})
         return await self.waiters.wait(key)
 
+    # -- refused client actions ----------------------------------------------------------------
+
+    def action_rejected(self, session: str, action: dict[str, Any], client_id: str) -> None:
+        """React to a client action validation refused; only an owner's late denial matters."""
+        if action.get("type") != "session/toolCallConfirmed" or action.get("approved") is not False:
+            return
+        state = self.store.state(session) or {}
+        turn_id, call_id = action.get("turnId"), action.get("toolCallId")
+        call = _running_call(state, turn_id, call_id)
+        if call is None or not client_id or call.get("toolClientId") != client_id:
+            return
+        title = call.get("displayName") or call.get("toolName") or "the tool"
+        self.store.dispatch(session, {
+            "type": "session/toolCallComplete",
+            "turnId": turn_id,
+            "toolCallId": call_id,
+            "result": failure_result(f"Did not run {title}", _declined_text(action), "declined_by_client"),
+        })
+
     # -- observing the store -------------------------------------------------------------------
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
@@ -177,6 +201,27 @@ def _is_client_call(state: dict[str, Any], turn_id: Any, call_id: Any) -> bool:
         if call is not None and call.get("toolCallId") == call_id:
             return bool(call.get("toolClientId")) and call.get("status") in ("running", "pending-confirmation")
     return False
+
+
+def _running_call(state: dict[str, Any], turn_id: Any, call_id: Any) -> dict[str, Any] | None:
+    turn = state.get("activeTurn")
+    if not isinstance(turn, dict) or turn.get("id") != turn_id:
+        return None
+    for part in turn.get("responseParts") or ():
+        call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+        if call is not None and call.get("toolCallId") == call_id and call.get("status") == "running":
+            return call
+    return None
+
+
+def _declined_text(action: dict[str, Any]) -> str:
+    text = "The client that provides this tool declined to run it."
+    for key, label in (("reasonMessage", "Its reason"), ("userSuggestion", "Suggested instead")):
+        value = action.get(key)
+        value = value.get("markdown") or value.get("text") if isinstance(value, dict) else value
+        if isinstance(value, str) and value.strip():
+            text += f" {label}: {value.strip()}"
+    return text
 
 
 def _input_reply(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:

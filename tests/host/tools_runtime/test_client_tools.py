@@ -162,3 +162,32 @@ async def test_claiming_with_tools_is_refused_in_a_way_the_client_can_act_on(tmp
         finally:
             await other.close()
     assert outcome.status == "rejected" and "claim the role first" in outcome.reason
+
+
+async def test_an_owner_denying_its_running_call_fails_it_and_the_turn_goes_on(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    provider = ScriptedProvider([call_tools(("open_editor", {"path": "a.py"})), reply("understood")])
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, owner):
+        other = await second_client(running)
+        try:
+            session = await session_with(owner)
+            await other.subscribe(session)
+            await claim(owner, session, EDITOR_TOOL)
+            owner.send_message(session, "open a.py")
+            await owner.wait_for(lambda m, e: running_client_call(owner, session) is not None)
+            call = running_client_call(owner, session)
+            deny = {"type": "session/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
+                    "approved": False, "reason": "denied", "reasonMessage": "I do not know this tool"}
+            # Another client's late denial is refused and changes nothing.
+            assert (await other.outcome(other.dispatch(session, deny))).status == "rejected"
+            assert running_client_call(owner, session) is not None
+            # The owner's is refused too (the call is running), but the host then fails the call itself.
+            assert (await owner.outcome(owner.dispatch(session, deny))).status == "rejected"
+            await idle(owner, session)
+            [done] = calls(owner, session)
+        finally:
+            await other.close()
+    assert (done["status"], done["success"]) == ("completed", False)
+    assert done["error"]["code"] == "declined_by_client"
+    told = tool_results(provider, 1)[0].text
+    assert "declined" in told and "I do not know this tool" in told
+    assert provider.requests[1] is not None and len(provider.requests) == 2
