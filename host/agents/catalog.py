@@ -20,6 +20,7 @@ A provider whose key is missing stays listed; creating a session on it fails wit
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from host.agents.base import Agent
@@ -31,6 +32,8 @@ from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelCon
 from host.errors import ConfigError
 
 __all__ = ["build_agents", "default_agent_configs", "agent_from_config", "vendored_replay_models"]
+
+logger = logging.getLogger(__name__)
 
 _DISPLAY = {
     "openai": "OpenAI",
@@ -151,6 +154,16 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
             f"(or api_key_env / api_key in [agents.{name}] of the config) and restart the host."
         )
     record_to = Path(config.recording.directory).expanduser() if config.recording.enabled else None
+    if record_to is not None and table.kind == "litellm":
+        from providers.litellm import recordable
+
+        for model in models:
+            if not recordable(model.id):
+                logger.warning(
+                    "record mode: [agents.%s] model %s is served by a LiteLLM backend whose traffic cannot be "
+                    "recorded (only openai/, OpenAI-compatible vendors and anthropic/ are); its turns write no cassette",
+                    name, model.id,
+                )
     source = SdkSource(table.kind, agent=name, api_key=key or _local_server_key(table), base_url=table.base_url, record_to=record_to)
     hint = f"the {variable} environment variable" if variable and not table.api_key else f"api_key in [agents.{name}]"
     return ProviderAgent(

@@ -6,6 +6,8 @@
   through a ``providers.cassette.RecordingTransport`` writing
   ``<directory>/<agent>/<session id>/<turn id>.yaml``: per-turn transports, no global patching,
   so concurrent sessions never mix their traffic. Secrets are scrubbed by the transport.
+  LiteLLM is recorded the same way for the backends it lets a caller route per call
+  (``providers.litellm.recordable``); the others are logged as not recorded.
 * ``ReplaySource`` serves turns from recorded cassettes through the real SDK (see
   ``host.agents.replay``).
 
@@ -53,7 +55,7 @@ def make_provider(kind: str, *, api_key: str | None, base_url: str | None, http_
     if kind == "anthropic":
         return providers.AnthropicProvider(api_key=api_key, base_url=base_url, http_client=http_client)
     if kind == "litellm":
-        return providers.LiteLLMProvider(api_key=api_key, api_base=base_url)
+        return providers.LiteLLMProvider(api_key=api_key, api_base=base_url, http_client=http_client)
     raise ValueError(f"no SDK provider for agent kind {kind!r}")
 
 
@@ -72,8 +74,7 @@ class SdkSource:
         self.agent = agent
         self._api_key = api_key
         self._base_url = base_url
-        # LiteLLM opens its own HTTP clients, so its traffic cannot be captured per turn.
-        self.record_to = record_to if kind != "litellm" else None
+        self.record_to = record_to
         self._shared: Provider | None = None
 
     @contextlib.asynccontextmanager

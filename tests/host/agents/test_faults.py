@@ -195,3 +195,31 @@ async def test_text_streamed_before_a_cut_stream_is_what_the_model_sees_next_tur
         ("assistant", "Partial answer"),
         ("user", "try again"),
     ]
+
+
+async def test_a_litellm_agent_is_recorded_and_its_cassette_replays(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    recordings = tmp_path / "recorded"
+    toml = (
+        f'[agents.lite]\nkind = "litellm"\napi_key = "{SECRET}"\ntitle = "first-words"\n'
+        f'models = [{{id = "openai/fake-model", name = "Fake via LiteLLM"}}]\n'
+    )
+    async with FakeProvider([Reply(200, chat_sse("Through", " LiteLLM"))]) as server:
+        toml = toml.replace('kind = "litellm"\n', f'kind = "litellm"\nbase_url = "{server.base_url}/v1"\n')
+        config = config_for(tmp_path, toml=toml, recording={"enabled": True, "directory": str(recordings)})
+        async with serving(config, frame_checker) as (_, client):
+            session = await ready_session(client, provider="lite")
+            live = await run_turn(client, session, "record me")
+    assert live["state"] == "complete", live.get("error")
+    assert live["responseParts"][0]["content"] == "Through LiteLLM"
+    [cassette] = list(recordings.rglob("*.yaml"))
+    assert cassette.parts[-3:] == ("lite", session.split(":/")[1], f"{live['id']}.yaml")
+    text = cassette.read_text()
+    assert SECRET not in text and "<filtered>" in text
+
+    replay_toml = f'[agents.again]\nkind = "replay"\nmodels = [{{id = "recorded", cassette = "{cassette}"}}]\n'
+    async with serving(config_for(tmp_path / "second", toml=replay_toml), frame_checker) as (_, client):
+        session = await ready_session(client, provider="again")
+        replayed = await run_turn(client, session, "anything")
+    assert replayed["state"] == "complete"
+    assert replayed["responseParts"][0]["content"] == "Through LiteLLM"
+    assert replayed["usage"]["inputTokens"] == live["usage"]["inputTokens"] == 5
