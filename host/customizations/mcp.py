@@ -8,7 +8,9 @@ Contract:
   restores it.
 - Whenever the tool list changes, ``session/serverToolsChanged`` is dispatched with the tools
   others published left as they were and this session's MCP tools replaced: the host's
-  built-in tools and the MCP tools share ``serverTools`` without clobbering each other.
+  built-in tools and the MCP tools share ``serverTools`` without clobbering each other. Every
+  listed tool marked ``_meta.mcpServer`` counts as this session's, so the MCP tools a previous
+  host process left in a recovered session (it died without unpublishing them) are replaced too.
 - Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
 - ``stop()`` returns when every server process is gone.
 """
@@ -75,8 +77,16 @@ class SessionMcp:
         state = self._store.state(self.session)
         if state is None:
             return
-        others = [tool for tool in state.get("serverTools") or [] if tool.get("name") not in self._published]
+        # Any MCP tool already listed is this session's (only this object publishes them), including
+        # tools a previous host process left in the recovered state: replace them all, keep the rest.
+        others = [tool for tool in state.get("serverTools") or []
+                  if tool.get("name") not in self._published and not _is_mcp(tool)]
         mine = [tool.definition() for tool in tools]
         self._published = {tool["name"] for tool in mine}
         merged = others + [tool for tool in mine if tool["name"] not in {o.get("name") for o in others}]
         self._store.dispatch(self.session, {"type": "session/serverToolsChanged", "tools": merged})
+
+
+def _is_mcp(tool: dict[str, Any]) -> bool:
+    meta = tool.get("_meta")
+    return isinstance(meta, dict) and "mcpServer" in meta
