@@ -19,7 +19,9 @@ Observers run inside ``Store.dispatch``; anything that dispatches is scheduled w
 
 Policy state per session = configured rules + saved "always allow" rules (``ToolSettings``,
 read at every decision so a choice made in one session applies to all) + the session's own
-"allow in this session" rules (in memory) + the session's ``autoApprove`` config value.
+"allow in this session" rules (also in ``ToolSettings``, keyed by session, so they survive a
+restart as the session does; ``session_disposed`` deletes them) + the session's ``autoApprove``
+config value.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from tools.base import failure_result
 from tools.builtin import builtin_tools
 from tools.builtin.shell import ShellTool
 from tools.content import ContentStore
-from tools.policy import OptionEffect, PolicyState, Rule
+from tools.policy import OptionEffect, PolicyState
 
 from ._reporting import ContentReporters
 from ._waiters import Waiters
@@ -64,7 +66,6 @@ class ToolsRuntime:
         self.builtins = [ShellTool(default_timeout=config.shell_timeout) if isinstance(t, ShellTool) else t for t in builtin_tools()]
         self.extra_roots = tuple(Path(os.path.expanduser(root)).resolve() for root in config.extra_roots)
         self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
-        self._session_allow: dict[str, tuple[Rule, ...]] = {}
         self.approver = ConfirmingApprover(self)
         self.contributor = SessionTools(self)
         self.environment: TurnEnvironment | None = None
@@ -87,14 +88,14 @@ class ToolsRuntime:
         return PolicyState(
             rules=self._rules,
             always_allow=self.settings.always_allow(),
-            session_allow=self._session_allow.get(session, ()),
+            session_allow=self.settings.session_allow(session),
             auto_approve=auto_approve_of(state),
             working_directory=str(directory) if directory is not None else None,
         )
 
     def remember(self, session: str, effect: OptionEffect) -> None:
-        """Keep what a chosen option added: session rules here, "always" rules on disk."""
-        self._session_allow[session] = effect.state.session_allow
+        """Keep what a chosen option added: session rules and "always" rules, both on disk."""
+        self.settings.add_session(session, (str(rule) for rule in effect.state.session_allow))
         if effect.persist:
             self.settings.add(effect.persist)
 
@@ -136,6 +137,11 @@ class ToolsRuntime:
         self.waiters.expect(key)
         ctx.dispatch({"type": "session/inputRequested", "request": request})
         return await self.waiters.wait(key)
+
+    def session_disposed(self, session: str) -> None:
+        """Delete what the user allowed in a disposed session (and in any other session gone)."""
+        self.settings.forget_session(session)
+        self.settings.forget_sessions_except(name for name, _ in self.store.channels("session"))
 
     # -- refused client actions ----------------------------------------------------------------
 
