@@ -64,9 +64,13 @@ def _warn_unrecorded(vendor: str, why: str) -> None:
         logger.warning("record mode: LiteLLM traffic to %s is not recorded (%s)", vendor, why)
 
 
-def _bridged_client(client: Any, timeout: float | None) -> Any:
+def _bridged_client(client: Any, timeout: float | None, responses: list[Any]) -> Any:
     """An ``httpx.AsyncClient`` (what LiteLLM's handlers use) that sends through ``client``, an
     ``httpx2.AsyncClient``; response bodies pass raw so ``httpx`` decodes them as usual.
+
+    LiteLLM's native streams read a body to its end without closing the response, so a body is
+    closed as soon as it has been read through (which is also when a recording transport writes
+    it); ``responses`` collects them so the owner can close any left open by a cancel.
     ``httpx`` is imported here, not at module level, to keep the host's start-up light."""
     import httpx
 
@@ -77,6 +81,7 @@ def _bridged_client(client: Any, timeout: float | None) -> Any:
         async def __aiter__(self) -> AsyncIterator[bytes]:
             async for chunk in self._response.aiter_raw():
                 yield chunk
+            await self._response.aclose()
 
         async def aclose(self) -> None:
             await self._response.aclose()
@@ -86,6 +91,7 @@ def _bridged_client(client: Any, timeout: float | None) -> Any:
             body = await request.aread()
             forwarded = client.build_request(request.method, str(request.url), headers=request.headers.multi_items(), content=body)
             response = await client.send(forwarded, stream=True)
+            responses.append(response)
             return httpx.Response(response.status_code, headers=response.headers.multi_items(), stream=RawStream(response), request=request)
 
     return httpx.AsyncClient(transport=Bridge(), timeout=timeout)
@@ -117,6 +123,8 @@ class LiteLLMProvider:
         """An ``httpx2.AsyncClient`` the calls should go through (recording); owned by the caller."""
         self._bridges: list[Any] = []
         """``httpx`` clients opened for native-route calls, closed with the provider."""
+        self._responses: list[Any] = []
+        """``httpx2`` responses those clients received, closed with the provider."""
         self._api_key = api_key
         self._api_base = api_base
         self._timeout = timeout
@@ -125,6 +133,9 @@ class LiteLLMProvider:
 
     async def aclose(self) -> None:
         # LiteLLM pools its own clients globally; only the per-call bridges are ours to close.
+        responses, self._responses = self._responses, []
+        for response in responses:
+            await response.aclose()
         bridges, self._bridges = self._bridges, []
         for bridge in bridges:
             await bridge.aclose()
@@ -145,7 +156,7 @@ class LiteLLMProvider:
 
             handler = AsyncHTTPHandler(timeout=self._timeout)
             unused = handler.client
-            bridge = _bridged_client(self._http_client, self._timeout)
+            bridge = _bridged_client(self._http_client, self._timeout, self._responses)
             self._bridges.append(bridge)
             handler.client = bridge
             await unused.aclose()
