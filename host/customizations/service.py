@@ -9,7 +9,11 @@ Contract:
   containers with ``session/customizationsChanged`` (each ``loading``), then one
   ``session/customizationUpdated`` per container with its parsed tree and load state; enabled
   flags of a recovered session are kept. It then starts the session's MCP servers and runs the
-  ``SessionStart`` hooks in the background.
+  ``SessionStart`` hooks in the background. Publishing is synchronous (host plugins were parsed
+  at ``load()``; workspace folders are small), so the ``loading`` -> final pair is in the action
+  log in that order but every subscriber's snapshot, even a ``subscribe`` pipelined behind
+  ``createSession``, already holds the final load states. Runtime trouble (a server failing)
+  later re-publishes the container as ``degraded``.
 - ``session/customizationToggled`` (observed) re-applies the container's effects: its MCP servers
   stop or start; its rules, skills, agents and hooks stop or start counting at the next model
   request. Disabling the container of the selected agent clears the selection.
