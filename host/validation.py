@@ -13,6 +13,7 @@ client tool's owner completes it, one active client at a time, answers that fit 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from host.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
@@ -268,7 +269,45 @@ def _config_changed(state: dict[str, Any], action: dict[str, Any], client_id: st
             return f"Unknown config property {key!r}."
         if not prop.get("sessionMutable"):
             return f"Config property {key!r} cannot be changed after the session is created."
+        problem = _config_value_problem(prop, values[key])
+        if problem is not None:
+            return f"Config property {key!r} {problem}, not {_shown_value(values[key])}."
     return None
+
+
+# JSON schema type names → the Python values that decode from them (bool is not a number).
+_JSON_TYPES: dict[str, Any] = {
+    "boolean": lambda v: isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool)
+    or (isinstance(v, float) and v.is_integer()),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _config_value_problem(prop: dict[str, Any], value: Any) -> str | None:
+    """Why ``value`` does not fit the property's declared ``type`` / ``enum``, else None."""
+    declared = prop.get("type")
+    names = [declared] if isinstance(declared, str) else [t for t in declared or () if isinstance(t, str)]
+    checks = [_JSON_TYPES[name] for name in names if name in _JSON_TYPES]
+    if checks and not any(check(value) for check in checks):
+        return f"must be {' or '.join(_TYPE_WORDS.get(n, n) for n in names)}"
+    allowed = prop.get("enum")
+    if isinstance(allowed, list) and value not in allowed:
+        return "must be one of " + ", ".join(_shown_value(v) for v in allowed[:10])
+    return None
+
+
+_TYPE_WORDS = {"boolean": "true or false", "string": "a string", "integer": "an integer", "number": "a number",
+               "array": "a list", "object": "an object", "null": "null"}
+
+
+def _shown_value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _root_config_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
