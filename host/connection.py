@@ -225,8 +225,6 @@ class ClientConnection:
     async def _dispose_session(self, params: Any) -> None:
         params = self._params("disposeSession", params)
         self.host.dispose_session(params["channel"])
-        if self.host.tools is not None:
-            self.host.tools.session_disposed(params["channel"])
         return None
 
     async def _list_sessions(self, params: Any) -> dict[str, Any]:

@@ -210,6 +210,8 @@ class AgentHost:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
         self.runner.forget(uri)
         self.customizations.session_disposed(uri)
+        if self.tools is not None:
+            self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
         self.store.remove(uri)
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
