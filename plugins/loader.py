@@ -29,7 +29,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from plugins import _schema as schema
 from plugins._collect import Collector
@@ -39,6 +39,8 @@ from plugins._jsonspan import JsonSyntaxError, Span, parse_json
 from plugins.diagnostics import Diagnostic, LoadState, Severity, load_state_from
 from plugins.expand import plugin_variables
 from plugins.model import Agent, Command, HookFile, Icon, LoadedPlugin, McpServer, Rule, Skill
+
+T = TypeVar("T")
 
 __all__ = ["MANIFEST_LOCATIONS", "DiscoveryResult", "discover_plugins", "is_plugin_root", "load_plugin", "load_plugins"]
 
@@ -285,33 +287,23 @@ class _PluginLoader:
         return skills
 
     def commands(self) -> list[Command]:
-        found = []
-        for location in self.component_paths("commands", "commands"):
-            for file in self.markdown_files(location):
-                if self.first_time(file):
-                    command = parse_command(file, self.collector.for_file(file))
-                    if command is not None:
-                        found.append(command)
-        return found
+        return self._markdown_components("commands", parse_command)
 
     def agents(self) -> list[Agent]:
-        found = []
-        for location in self.component_paths("agents", "agents"):
-            for file in self.markdown_files(location):
-                if self.first_time(file):
-                    agent = parse_agent(file, self.collector.for_file(file))
-                    if agent is not None:
-                        found.append(agent)
-        return found
+        return self._markdown_components("agents", parse_agent)
 
     def rules(self) -> list[Rule]:
-        found = []
-        for location in self.component_paths("rules", "rules"):
+        return self._markdown_components("rules", parse_rule)
+
+    def _markdown_components(self, kind: str, parse: Callable[[Path, Any], T | None]) -> list[T]:
+        """Every markdown file of the ``kind`` folders (default and manifest-declared), parsed once."""
+        found: list[T] = []
+        for location in self.component_paths(kind, kind):
             for file in self.markdown_files(location):
                 if self.first_time(file):
-                    rule = parse_rule(file, self.collector.for_file(file))
-                    if rule is not None:
-                        found.append(rule)
+                    parsed = parse(file, self.collector.for_file(file))
+                    if parsed is not None:
+                        found.append(parsed)
         return found
 
     def read_json(self, path: Path) -> tuple[Any, dict[Any, Span]] | None:

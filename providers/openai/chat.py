@@ -24,12 +24,12 @@ from ..messages import (
 )
 from ._errors import map_error
 from .chat_stream import ChatStreamTranslator
-from .responses import make_client
+from ._client import OpenAIClientOwner
 
 PROVIDER = "openai"
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(OpenAIClientOwner):
     """Streams ``client.chat.completions.create(stream=True)``; set ``base_url`` for compatible servers."""
 
     name = PROVIDER
@@ -45,20 +45,9 @@ class OpenAIChatProvider:
         timeout: float | None = 600.0,
         max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens",
     ) -> None:
-        self._kwargs = {"base_url": base_url, "organization": organization, "http_client": http_client, "timeout": timeout}
-        self._api_key = api_key
+        super().__init__(api_key=api_key, base_url=base_url, organization=organization, http_client=http_client, timeout=timeout)
         self.max_tokens_field = max_tokens_field
         """Older compatible servers only understand ``max_tokens``."""
-        self._client: Any = None
-
-    def _sdk(self) -> Any:
-        if self._client is None:
-            self._client = make_client(self._api_key, **self._kwargs)
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request, max_tokens_field=self.max_tokens_field)

@@ -10,13 +10,11 @@ tokens (reported as ``cache_read_tokens``), matching the neutral model.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
-from ..errors import AuthenticationError
 from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
 from ..messages import (
     AssistantMessage,
@@ -30,39 +28,18 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
+from ._client import OpenAIClientOwner
 from ._errors import error_from_payload, map_error
 
 PROVIDER = "openai"
 _PART_ITEMS = {"reasoning": "reasoning", "message": "text", "function_call": "tool_call"}
 
 
-class OpenAIResponsesProvider:
+class OpenAIResponsesProvider(OpenAIClientOwner):
     """Streams OpenAI models through ``client.responses.create(stream=True)``."""
 
     name = PROVIDER
     api = "openai-responses"
-
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        organization: str | None = None,
-        http_client: Any = None,
-        timeout: float | None = 600.0,
-    ) -> None:
-        self._kwargs = {"base_url": base_url, "organization": organization, "http_client": http_client, "timeout": timeout}
-        self._api_key = api_key
-        self._client: Any = None
-
-    def _sdk(self) -> Any:
-        if self._client is None:
-            self._client = make_client(self._api_key, **self._kwargs)
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request)
@@ -79,17 +56,6 @@ class OpenAIResponsesProvider:
             provider=PROVIDER,
         ):
             yield event
-
-
-def make_client(api_key: str | None, **kwargs: Any) -> Any:
-    """An ``AsyncOpenAI`` with SDK retries off; a missing key is an :class:`AuthenticationError`."""
-    import openai
-
-    key = api_key or os.environ.get("OPENAI_API_KEY")
-    if not key:
-        raise AuthenticationError("No OpenAI API key is configured: set OPENAI_API_KEY.", provider=PROVIDER)
-    options = {k: v for k, v in kwargs.items() if v is not None}
-    return openai.AsyncOpenAI(api_key=key, max_retries=0, **options)
 
 
 class _Translator:
