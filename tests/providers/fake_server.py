@@ -1,8 +1,15 @@
-"""A tiny HTTP/1.1 server on 127.0.0.1 (port 0) that plays canned replies, for provider tests.
+"""A tiny HTTP/1.1 server on 127.0.0.1 (port 0) that plays canned replies, for provider and host tests.
 
-Each connection serves one request with the next :class:`Reply`, then closes. ``cut_after``
-sends only that many body bytes (with the full ``content-length`` announced) and drops the
-connection, which is what a provider crash mid-stream looks like to the client.
+Each connection serves one request with the next :class:`Reply`, then closes; an unscripted
+request gets a 500. ``cut_after`` sends only that many body bytes (with the full
+``content-length`` announced) and drops the connection, which is what a provider crash
+mid-stream looks like to the client. ``hold`` makes the reply wait for that event before sending
+anything (a slow first byte). ``stall`` sends ``body`` as one chunk of a chunked response, then
+keeps the connection open until the event is set or the server exits (a stream that stops in the
+middle); ``closed`` is set when the client hangs up on a stalled reply. ``base_path`` is appended
+to :attr:`FakeProviderServer.base_url` (e.g. ``"/v1"`` for an OpenAI-style base URL); every
+request is recorded as a :class:`SeenRequest` in ``requests``. :func:`sse` builds an SSE body,
+:func:`chat_sse` a whole Chat Completions stream.
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ class Reply:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
+    hold: asyncio.Event | None = None
+    stall: asyncio.Event | None = None
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass
@@ -40,17 +50,33 @@ def sse(*events: tuple[str | None, dict | str]) -> bytes:
     return "".join(out).encode()
 
 
+def chat_sse(*texts: str, tool_calls: list[tuple[str, str, str]] = (), finish: str | None = None, usage: tuple[int, int] | None = (5, 7)) -> bytes:
+    """A Chat Completions stream: text deltas, then tool calls ``(id, name, args)``, finish, usage, ``[DONE]``."""
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": t}}]} for t in texts]
+    for i, (call_id, name, args) in enumerate(tool_calls):
+        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]}}]})
+        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": args}}]}}]})
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish or ("tool_calls" if tool_calls else "stop")}]})
+    if usage:
+        chunks.append({"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}})
+    envelope = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake-model"}
+    return sse(*((None, {**envelope, **chunk}) for chunk in chunks), (None, "[DONE]"))
+
+
 class FakeProviderServer:
-    def __init__(self, replies: list[Reply] | None = None) -> None:
+    def __init__(self, replies: list[Reply] | None = None, *, base_path: str = "") -> None:
         self.replies = list(replies or [])
         self.requests: list[SeenRequest] = []
+        self.base_path = base_path
+        self._served: list[Reply] = []
         self._server: asyncio.AbstractServer | None = None
 
     @property
     def base_url(self) -> str:
         assert self._server is not None
         host, port = self._server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host}:{port}{self.base_path}"
 
     async def __aenter__(self) -> FakeProviderServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -59,9 +85,13 @@ class FakeProviderServer:
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.close()
+        for reply in self._served + self.replies:
+            if reply.stall is not None:
+                reply.stall.set()
         await self._server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reply: Reply | None = None
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
@@ -69,17 +99,37 @@ class FakeProviderServer:
             headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if line)}
             body = await reader.readexactly(int(headers.get("content-length", "0")))
             self.requests.append(SeenRequest(method, path, headers, body))
-            reply = self.replies.pop(0) if self.replies else Reply(500, b'{"error": "no reply scripted"}')
+            reply = self.replies.pop(0) if self.replies else Reply(500, b'{"error": {"message": "no reply scripted"}}')
+            self._served.append(reply)
+            if reply.hold is not None:
+                await reply.hold.wait()
             content_type = "text/event-stream" if reply.body.startswith((b"event:", b"data:")) else "application/json"
             response_headers = {"content-type": content_type, **reply.headers}
-            response_headers["content-length"] = str(len(reply.body))
-            response_headers["connection"] = "close"
+            if reply.stall is None:
+                response_headers["content-length"] = str(len(reply.body))
+                response_headers["connection"] = "close"
+            else:
+                response_headers["transfer-encoding"] = "chunked"
             writer.write(
                 f"HTTP/1.1 {reply.status} X\r\n".encode()
                 + "".join(f"{k}: {v}\r\n" for k, v in response_headers.items()).encode()
                 + b"\r\n"
             )
-            writer.write(reply.body if reply.cut_after is None else reply.body[: reply.cut_after])
+            if reply.stall is None:
+                writer.write(reply.body if reply.cut_after is None else reply.body[: reply.cut_after])
+                await writer.drain()
+                return
+            writer.write(f"{len(reply.body):x}\r\n".encode() + reply.body + b"\r\n")
             await writer.drain()
+            stall = asyncio.ensure_future(reply.stall.wait())
+            gone = asyncio.ensure_future(reader.read())
+            await asyncio.wait({stall, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if gone.done():
+                reply.closed.set()
+            stall.cancel()
+            gone.cancel()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            if reply is not None:
+                reply.closed.set()
         finally:
             writer.close()

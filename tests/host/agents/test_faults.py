@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.conftest import FrameChecker
 
-from .fake_provider import FakeProvider, Reply, chat_sse
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 from .harness import Recorder, config_for, idle, ready_session, run_turn, serving
 
 SECRET = "sk-test-SECRET-0123456789"
@@ -29,7 +29,7 @@ def error_body(message: str, kind: str = "server_error") -> bytes:
 
 
 async def one_turn(tmp_path: Path, checker: FrameChecker, replies: list[Reply], **toml: object):
-    async with FakeProvider(replies) as server:
+    async with FakeProviderServer(replies, base_path="/v1") as server:
         config = config_for(tmp_path, toml=fake_agent_toml(server.base_url, **toml))
         async with serving(config, checker) as (_, client):
             session = await ready_session(client, provider="fake")
@@ -45,7 +45,7 @@ async def test_429_with_retry_after_is_retried_then_succeeds(tmp_path: Path, fra
     assert turn["state"] == "complete"
     assert turn["responseParts"][0]["content"] == "Hi there"
     assert turn["usage"] == {"inputTokens": 5, "outputTokens": 7, "model": "fake-model"}
-    assert len(server.seen) == 2
+    assert len(server.requests) == 2
     activities = [a.get("activity") for a in recorder.drain() if a["type"] == "session/activityChanged"]
     assert any(a and a.startswith("Retrying in 0.0 s") for a in activities)
     assert activities[-1] is None  # cleared at the end
@@ -54,7 +54,7 @@ async def test_429_with_retry_after_is_retried_then_succeeds(tmp_path: Path, fra
 async def test_500_is_retried_until_the_retries_run_out(tmp_path: Path, frame_checker: FrameChecker) -> None:
     replies = [Reply(500, error_body("The server had an error")) for _ in range(3)]
     turn, _, server = await one_turn(tmp_path, frame_checker, replies, retries=2)
-    assert len(server.seen) == 3
+    assert len(server.requests) == 3
     assert turn["state"] == "error"
     assert turn["error"]["errorType"] == "provider_unavailable"
     assert "tried 3 times" in turn["error"]["message"]
@@ -71,14 +71,14 @@ async def test_529_overloaded_from_anthropic_is_retried(tmp_path: Path, frame_ch
         ("message_stop", {"type": "message_stop"}),
     ]
     body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
-    async with FakeProvider([Reply(529, overloaded), Reply(200, body)]) as server:
+    async with FakeProviderServer([Reply(529, overloaded), Reply(200, body)], base_path="/v1") as server:
         config = config_for(tmp_path, toml=fake_agent_toml(server.base_url.removesuffix("/v1"), kind="anthropic"))
         async with serving(config, frame_checker) as (_, client):
             session = await ready_session(client, provider="fake")
             turn = await run_turn(client, session, "hello")
     assert turn["state"] == "complete" and turn["responseParts"][0]["content"] == "Back again"
-    assert [s.path for s in server.seen] == ["/v1/messages", "/v1/messages"]
-    sent = server.seen[0].headers
+    assert [s.path for s in server.requests] == ["/v1/messages", "/v1/messages"]
+    sent = server.requests[0].headers
     assert SECRET in sent.get("x-api-key", "") + sent.get("authorization", "")
 
 
@@ -86,7 +86,7 @@ async def test_a_stream_cut_after_text_streamed_is_an_error_not_a_retry(tmp_path
     body = chat_sse("Partial", " answer", " never arrives")
     cut = body.index(b"never") - 20
     turn, _, server = await one_turn(tmp_path, frame_checker, [Reply(200, body, cut_after=cut), Reply(200, chat_sse("retried"))])
-    assert len(server.seen) == 1
+    assert len(server.requests) == 1
     assert turn["state"] == "error"
     assert turn["error"]["errorType"] == "provider_unavailable"
     assert "did not retry" in turn["error"]["message"]
@@ -95,7 +95,7 @@ async def test_a_stream_cut_after_text_streamed_is_an_error_not_a_retry(tmp_path
 
 async def test_a_slow_first_byte_shows_the_wait_and_then_streams(tmp_path: Path, frame_checker: FrameChecker) -> None:
     hold = asyncio.Event()
-    async with FakeProvider([Reply(200, chat_sse("late"), hold=hold)]) as server:
+    async with FakeProviderServer([Reply(200, chat_sse("late"), hold=hold)], base_path="/v1") as server:
         async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (_, client):
             session = await ready_session(client, provider="fake")
             client.send_message(session, "hi")
@@ -111,7 +111,7 @@ async def test_cancel_in_the_middle_of_a_stream_closes_the_provider_connection(t
     stall = asyncio.Event()
     body = chat_sse("First words", finish="stop", usage=None).split(b"data: {\"id\": \"chatcmpl-fake\", \"object\": \"chat.completion.chunk\", \"created\": 1, \"model\": \"fake-model\", \"choices\": [{\"index\": 0, \"delta\": {}")[0]
     reply = Reply(200, body, stall=stall)
-    async with FakeProvider([reply]) as server:
+    async with FakeProviderServer([reply], base_path="/v1") as server:
         async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (_, client):
             session = await ready_session(client, provider="fake")
             turn_id = client.send_message(session, "talk")
@@ -140,20 +140,20 @@ async def test_a_provider_without_its_key_is_listed_but_sessions_fail_naming_the
 
 
 async def test_a_key_from_the_environment_makes_the_provider_usable(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    async with FakeProvider([Reply(200, chat_sse("ok"))]) as server:
+    async with FakeProviderServer([Reply(200, chat_sse("ok"))], base_path="/v1") as server:
         toml = f'[agents.local]\nkind = "openai"\nbase_url = "{server.base_url}"\napi_key_env = "MY_KEY"\ntitle = "first-words"\nmodels = [{{id = "m"}}]\n'
         async with serving(config_for(tmp_path, toml=toml, environ={"MY_KEY": SECRET}), frame_checker) as (_, client):
             session = await ready_session(client, provider="local")
             assert client.state(session)["lifecycle"] == "ready"
             turn = await run_turn(client, session, "hi")
     assert turn["state"] == "error"  # the fake speaks Chat Completions, not Responses
-    assert server.seen[0].path == "/v1/responses"
-    assert server.seen[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert server.requests[0].path == "/v1/responses"
+    assert server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
 
 
 async def test_record_then_replay_round_trip_keeps_no_key_material(tmp_path: Path, frame_checker: FrameChecker) -> None:
     recordings = tmp_path / "recorded"
-    async with FakeProvider([Reply(200, chat_sse("Recorded", " answer"), headers={"set-cookie": "session=abc123"})]) as server:
+    async with FakeProviderServer([Reply(200, chat_sse("Recorded", " answer"), headers={"set-cookie": "session=abc123"})], base_path="/v1") as server:
         config = config_for(tmp_path, toml=fake_agent_toml(server.base_url), recording={"enabled": True, "directory": str(recordings)})
         async with serving(config, frame_checker) as (_, client):
             session = await ready_session(client, provider="fake")
@@ -174,7 +174,7 @@ async def test_record_then_replay_round_trip_keeps_no_key_material(tmp_path: Pat
 async def test_a_retry_after_longer_than_the_host_waits_fails_the_turn_with_advice(tmp_path: Path, frame_checker: FrameChecker) -> None:
     replies = [Reply(429, error_body("Rate limit reached", "requests"), {"retry-after": "3600"})]
     turn, _, server = await one_turn(tmp_path, frame_checker, replies)
-    assert len(server.seen) == 1
+    assert len(server.requests) == 1
     assert turn["error"]["errorType"] == "rate_limit"
     assert "3600 s" in turn["error"]["message"] and "send your message again later" in turn["error"]["message"]
 
@@ -182,13 +182,13 @@ async def test_a_retry_after_longer_than_the_host_waits_fails_the_turn_with_advi
 async def test_text_streamed_before_a_cut_stream_is_what_the_model_sees_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
     body = chat_sse("Partial", " answer", " never arrives")
     cut = body.index(b"never") - 20
-    async with FakeProvider([Reply(200, body, cut_after=cut), Reply(200, chat_sse("Sorry, again"))]) as server:
+    async with FakeProviderServer([Reply(200, body, cut_after=cut), Reply(200, chat_sse("Sorry, again"))], base_path="/v1") as server:
         async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (_, client):
             session = await ready_session(client, provider="fake")
             failed = await run_turn(client, session, "hello there")
             await idle(client, session)
             await run_turn(client, session, "try again")
-            sent = server.seen[1].json()
+            sent = server.requests[1].json()
     assert failed["state"] == "error"
     assert [(m["role"], m["content"]) for m in sent["messages"] if m["role"] != "system"] == [
         ("user", "hello there"),
@@ -203,7 +203,7 @@ async def test_a_litellm_agent_is_recorded_and_its_cassette_replays(tmp_path: Pa
         f'[agents.lite]\nkind = "litellm"\napi_key = "{SECRET}"\ntitle = "first-words"\n'
         f'models = [{{id = "openai/fake-model", name = "Fake via LiteLLM"}}]\n'
     )
-    async with FakeProvider([Reply(200, chat_sse("Through", " LiteLLM"))]) as server:
+    async with FakeProviderServer([Reply(200, chat_sse("Through", " LiteLLM"))], base_path="/v1") as server:
         toml = toml.replace('kind = "litellm"\n', f'kind = "litellm"\nbase_url = "{server.base_url}/v1"\n')
         config = config_for(tmp_path, toml=toml, recording={"enabled": True, "directory": str(recordings)})
         async with serving(config, frame_checker) as (_, client):
