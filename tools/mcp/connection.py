@@ -172,6 +172,11 @@ class McpServerConnection:
         self._tools: tuple[types.Tool, ...] = ()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._in_flight: set[_Call] = set()
+        # tools/list_changed bookkeeping: a call whose server changed its tool list while it ran
+        # resolves only after the re-list, so the model's next request already sees the new tools.
+        self._list_changes = 0
+        self._listed_changes = 0
+        self._relisted = asyncio.Event()
         self._stopping = asyncio.Event()
         self._settled = asyncio.Event()
         self._owner: asyncio.Task | None = None
@@ -412,13 +417,24 @@ class McpServerConnection:
         return outcome
 
     async def _relist(self, client: Client) -> None:
+        changes = self._list_changes
         try:
             await self._list_tools(client)
         except Exception as exc:
             logger.warning("MCP server %r: re-listing tools failed: %s", self.name, exc)
             return
+        finally:
+            self._listed_changes = max(self._listed_changes, changes)
+            self._relisted.set()
+            self._relisted = asyncio.Event()
         await self._set_status(self._status.state, self._status.message)
         await _notify(self._on_tools_changed, self)
+
+    async def _until_relisted(self, changes: int, timeout: float = 10.0) -> None:
+        """Wait (bounded) until the tool list reflects every list_changed up to ``changes``."""
+        with anyio.move_on_after(timeout):
+            while self._listed_changes < changes:
+                await self._relisted.wait()
 
     async def _ended_message(self) -> str:
         if self._stopping.is_set():
@@ -444,6 +460,8 @@ class McpServerConnection:
                     scope.cancel()
                 result = await client.call_tool(call.tool, call.arguments, read_timeout_seconds=self.spec.timeout,
                                                 progress_callback=progress)
+                if self._list_changes > self._listed_changes:
+                    await self._until_relisted(self._list_changes)
                 call.resolve(tool_call_result(result, call.past_tense))
             if scope.cancelled_caught:
                 call.resolve(failure_result(call.past_tense, "The call was cancelled.", "cancelled"))
@@ -479,6 +497,7 @@ class McpServerConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
+            self._list_changes += 1
             self._queue.put_nowait(_RELIST)
         elif isinstance(message, Exception):
             logger.warning("MCP server %r: transport problem: %s", self.name, message)

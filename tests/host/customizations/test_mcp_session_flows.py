@@ -112,6 +112,9 @@ async def test_a_servers_changed_tool_list_reaches_server_tools_and_the_next_mod
         [extra_call] = tool_calls(last_turn(client, session))
     assert announced and grown["extra"] in {t["name"] for t in announced[-1]["tools"]}
     assert grown["extra"] not in {t.name for t in provider.requests[0].tools}
+    # The call that changed the list resolves only after the re-list: the very next model call
+    # of the same turn is already offered the new tool.
+    assert grown["extra"] in {t.name for t in provider.requests[1].tools}
     assert grown["extra"] in {t.name for t in provider.requests[2].tools}
     assert extra_call["success"] is True and "extra!" in json.dumps(extra_call["content"])
     assert "extra!" in provider.requests[3].messages[-1].results[0].text
