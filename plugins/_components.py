@@ -100,13 +100,20 @@ def parse_skill(path: Path, report: Report, fallback_name: str | None = None) ->
         description=description,
         body=body,
         path=path,
-        disable_model_invocation=values.get("disable-model-invocation", False),
-        user_invocable=values.get("user-invocable", True),
-        allowed_tools=values.get("allowed-tools", ()),
-        argument_hint=values.get("argument-hint"),
-        model=values.get("model"),
+        **_invocation_fields(values),
         license=values.get("license"),
     )
+
+
+def _invocation_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """The frontmatter keys skills and commands share: who may invoke them, and how."""
+    return {
+        "disable_model_invocation": values.get("disable-model-invocation", False),
+        "user_invocable": values.get("user-invocable", True),
+        "allowed_tools": values.get("allowed-tools", ()),
+        "argument_hint": values.get("argument-hint"),
+        "model": values.get("model"),
+    }
 
 
 def parse_command(path: Path, report: Report) -> Command | None:
@@ -122,11 +129,7 @@ def parse_command(path: Path, report: Report) -> Command | None:
         description=description,
         body=body,
         path=path,
-        disable_model_invocation=values.get("disable-model-invocation", False),
-        user_invocable=values.get("user-invocable", True),
-        allowed_tools=values.get("allowed-tools", ()),
-        argument_hint=values.get("argument-hint"),
-        model=values.get("model"),
+        **_invocation_fields(values),
     )
 
 
