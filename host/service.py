@@ -27,6 +27,7 @@ from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
 from host.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
+from host.inputs import InputRequests
 from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
@@ -81,7 +82,10 @@ class AgentHost:
         )
         self.runner = TurnRunner(self.store, self.agents.get)
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).
-        self.customizations = CustomizationService(config, self.store)
+        # Questions to a session's user (ask_user, MCP elicitation): inputRequested → inputCompleted.
+        self.inputs = InputRequests(self.store)
+        self.store.observers.append(self.inputs.observe)
+        self.customizations = CustomizationService(config, self.store, inputs=self.inputs)
         self.environment.contributors.append(CustomizationContributor(self.customizations))
         self.store.observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
@@ -90,7 +94,7 @@ class AgentHost:
         self.tools: ToolsRuntime | None = None
         if config.tools.enabled if config.tools.enabled is not None else agents is None:
             self.tools = ToolsRuntime(
-                self.store, config.tools, self.content,
+                self.store, config.tools, self.content, self.inputs,
                 settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
             )
             self.tools.install(self.environment)
@@ -210,6 +214,7 @@ class AgentHost:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
         self.runner.forget(uri)
         self.customizations.session_disposed(uri)
+        self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
         self.store.remove(uri)

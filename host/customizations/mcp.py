@@ -18,7 +18,7 @@ Contract:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from host.store import Store

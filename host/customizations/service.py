@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from host.config import HostConfig
 from host.customizations._containers import Container
-from host.customizations._inputs import InputRequests
+from host.inputs import InputRequests
 from host.customizations.completions import complete_user_message
 from host.customizations.mcp import SessionMcp
 from host.customizations.session import SessionCustomizations
@@ -68,13 +67,16 @@ _MCP_START_WAIT = 30.0
 class CustomizationService:
     """Host plugins, and the customizations of every open session."""
 
-    def __init__(self, config: HostConfig, store: Store, *, mcp_policy: RestartPolicy | None = None) -> None:
+    def __init__(
+        self, config: HostConfig, store: Store, *, inputs: InputRequests, mcp_policy: RestartPolicy | None = None
+    ) -> None:
         self.config = config
         self.store = store
         self.mcp_policy = mcp_policy
         self.plugins: list[LoadedPlugin] = []
         self.sessions: dict[str, SessionCustomizations] = {}
-        self.inputs = InputRequests(store)
+        self.inputs = inputs
+        """The host's input requests (MCP elicitation asks the user through them)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         try:
@@ -82,7 +84,6 @@ class CustomizationService:
         except McpConfigError as error:
             raise ConfigError(f"invalid configuration ({config.source}): mcp.servers: {error}") from None
         store.observers.append(self._observe)
-        store.observers.append(self.inputs.observe)
 
     # -- host ----------------------------------------------------------------------------------
 
@@ -148,7 +149,6 @@ class CustomizationService:
 
     async def close_session(self, uri: str) -> None:
         runtime = self.sessions.pop(uri, None)
-        self.inputs.session_gone(uri)
         if runtime is None:
             return
         try:

@@ -4,8 +4,9 @@ One per ``AgentHost`` (``host.tools``). ``install(environment)`` registers the `
 contributor and makes the ``ConfirmingApprover`` the environment's approver. The runtime watches
 the store (an observer, so no polling) and:
 
-* resolves the futures the approver, ``ask`` and client tools wait on: ``toolCallConfirmed``,
-  ``toolCallResultConfirmed``, a client's ``toolCallComplete``, ``inputCompleted``;
+* resolves the futures the approver and client tools wait on: ``toolCallConfirmed``,
+  ``toolCallResultConfirmed``, a client's ``toolCallComplete`` (``ask`` goes through the host's
+  ``host.inputs.InputRequests``, shared with MCP elicitation);
 * publishes ``session/serverToolsChanged`` when a session becomes ready (and whenever
   ``publish_server_tools`` is called because a contributor's set changed, e.g. MCP);
 * starts a departed active client's grace period (``client_tools.ClientDeparture``);
@@ -36,6 +37,7 @@ from urllib.parse import unquote, urlparse
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor, TurnEnvironment
 from host.config import ToolsConfig
+from host.inputs import InputRequests
 from host.store import Store
 from tools.base import failure_result
 from tools.builtin import builtin_tools
@@ -48,15 +50,19 @@ from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
 from .session_config import auto_approve_of
-from .session_tools import SessionTools, input_key
+from .session_tools import SessionTools
 from .settings import ToolSettings
 
 __all__ = ["ToolsRuntime"]
 
 
 class ToolsRuntime:
-    def __init__(self, store: Store, config: ToolsConfig, content_store: ContentStore, *, settings_path: Path | None) -> None:
+    def __init__(
+        self, store: Store, config: ToolsConfig, content_store: ContentStore, inputs: InputRequests, *,
+        settings_path: Path | None,
+    ) -> None:
         self.store = store
+        self.inputs = inputs
         self.config = config
         self.content_store = content_store
         self.settings = ToolSettings(settings_path)
@@ -133,10 +139,7 @@ class ToolsRuntime:
     # -- asking the user -----------------------------------------------------------------------
 
     async def ask(self, ctx: TurnContext, request: dict) -> dict:
-        key = input_key(ctx.session, request["id"])
-        self.waiters.expect(key)
-        ctx.dispatch({"type": "session/inputRequested", "request": request})
-        return await self.waiters.wait(key)
+        return await self.inputs.ask(ctx.session, request)
 
     def session_disposed(self, session: str) -> None:
         """Delete what the user allowed in a disposed session (and in any other session gone)."""
@@ -177,8 +180,6 @@ class ToolsRuntime:
             self._resolve_if_waiting(result_key(channel, turn_id, call_id), action)
         elif kind == "session/toolCallComplete" and _is_client_call(before, turn_id, call_id):
             self.waiters.resolve(client_call_key(channel, turn_id, call_id), action.get("result"))
-        elif kind == "session/inputCompleted":
-            self._resolve_if_waiting(input_key(channel, action.get("requestId")), _input_reply(before, action))
         elif kind == "session/activeClientChanged":
             self.departure.active_changed(channel, before, after)
         elif kind == "session/ready":
@@ -193,7 +194,7 @@ class ToolsRuntime:
 
     def _forget_turn(self, session: str, turn_id: Any) -> None:
         def ended(key: Any) -> bool:
-            return isinstance(key, tuple) and len(key) >= 3 and key[1] == session and (key[0] == "input" or key[2] == turn_id)
+            return isinstance(key, tuple) and len(key) >= 3 and key[1] == session and key[2] == turn_id
 
         self.waiters.drop(ended)
 
@@ -228,18 +229,6 @@ def _declined_text(action: dict[str, Any]) -> str:
         if isinstance(value, str) and value.strip():
             text += f" {label}: {value.strip()}"
     return text
-
-
-def _input_reply(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
-    answers: dict[str, Any] = {}
-    for request in state.get("inputRequests") or ():
-        if request.get("id") == action.get("requestId"):
-            answers.update(request.get("answers") or {})
-    answers.update(action.get("answers") or {})
-    reply: dict[str, Any] = {"response": action.get("response")}
-    if answers:
-        reply["answers"] = answers
-    return reply
 
 
 def _directory(state: dict[str, Any]) -> Path | None:

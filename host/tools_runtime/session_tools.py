@@ -28,11 +28,7 @@ from .client_tools import ClientTool, offered_client_tools
 if TYPE_CHECKING:
     from .runtime import ToolsRuntime
 
-__all__ = ["SessionTools", "input_key"]
-
-
-def input_key(session: str, request_id: str) -> tuple[str, ...]:
-    return ("input", session, request_id)
+__all__ = ["SessionTools"]
 
 
 class SessionTools(Contributor):

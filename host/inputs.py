@@ -1,5 +1,6 @@
 """Asking a session's user structured questions: ``session/inputRequested`` out, the matching
-``session/inputCompleted`` back.
+``session/inputCompleted`` back. The host owns one ``InputRequests``; the ``ask_user`` tool and
+MCP elicitation both go through it.
 
 Contract: ``InputRequests.ask(session, request)`` publishes the request and resolves to
 ``{response, answers?}`` once a client completes it; the answers are those synced on the
