@@ -126,7 +126,7 @@ async def start_host(base_url: str, data_dir: str, models: list[str]):
 
 
 async def through_host(base_url: str, deltas: int) -> float:
-    from host.client import AhpClient
+    from client import AhpClient
 
     with tempfile.TemporaryDirectory() as data_dir:
         running = await start_host(base_url, data_dir, [f"fast-{deltas}"])
@@ -158,7 +158,7 @@ async def through_host(base_url: str, deltas: int) -> float:
 
 
 async def latency(base_url: str, sessions: int, paced: int) -> tuple[float, float]:
-    from host.client import AhpClient
+    from client import AhpClient
 
     samples: list[float] = []
     with tempfile.TemporaryDirectory() as data_dir:

@@ -33,16 +33,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
     serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    from host.chat import add_arguments as add_chat_arguments
+    from chat import add_arguments as add_chat_arguments
 
-    add_chat_arguments(commands.add_parser("chat", help="talk to a host from the terminal (see host/chat)"))
+    add_chat_arguments(commands.add_parser("chat", help="talk to a host from the terminal (see chat)"))
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "chat":
-        from host.chat import run as run_chat
+        from chat import run as run_chat
 
         return run_chat(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -20,7 +20,7 @@ import logging
 from typing import Any, Callable
 
 from host.errors import ErrorCode, ProtocolViolation, RpcError
-from host.protocol import METHODS, PROTOCOL_VERSION
+from ahp.protocol import METHODS, PROTOCOL_VERSION
 from host.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.validation import check_client_action

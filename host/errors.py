@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.protocol.errors import ErrorCode
+from ahp.protocol.errors import ErrorCode
 
 __all__ = [
     "AgentHostError",

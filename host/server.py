@@ -32,7 +32,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from host.agui import AGUI_PATH, agui_endpoint
 from host.connection import ClientConnection
-from host.protocol import PROTOCOL_VERSION
+from ahp.protocol import PROTOCOL_VERSION
 from host.service import AgentHost
 
 __all__ = ["build_app", "serve", "RunningHost", "start_host"]

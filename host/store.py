@@ -1,7 +1,7 @@
 """The store: the host's one mutable object.
 
 It holds every channel's state, stamps accepted actions with the next host-wide ``serverSeq``,
-runs the pure reducers (``host.state``), appends to the journal, keeps a bounded replay buffer for
+runs the pure reducers (``ahp.state``), appends to the journal, keeps a bounded replay buffer for
 ``reconnect`` and fans each envelope out to the channel's subscribers. It holds no business
 logic: which actions are allowed, and what happens because of them, is decided elsewhere
 (``host.service``, ``host.turns``), the latter through *observers* called after each change.
@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from host.journal import Journal
 from host.rpc import encode
-from host.state import reduce
+from ahp.state import reduce
 
 __all__ = ["Store", "Subscriber", "Observer", "ROOT"]
 

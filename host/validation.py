@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from host.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
+from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
 
 __all__ = ["check_client_action"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from host.client import AhpClient
+from client import AhpClient
 from host.config import load_config
 from host.server import RunningHost, start_host
 from host.service import AgentHost

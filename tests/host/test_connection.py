@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from host.client import AhpClient, AhpError
+from client import AhpClient, AhpError
 from host.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.conftest import TOKEN, Connect, host_config

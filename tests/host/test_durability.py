@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from host.client import AhpClient
+from client import AhpClient
 from tests.conftest import TOKEN
 
 ROOT = "ahp-root://"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from host.agents import Agent
-from host.client import AhpClient
+from client import AhpClient
 from host.config import HostConfig, load_config
 from host.server import RunningHost, start_host
 from host.service import AgentHost

@@ -6,7 +6,7 @@ from typing import Any
 
 from host.agui.mapping import RunTranslator, token_usage, tool_result_text
 from host.sessions import new_session_state
-from host.state import reduce
+from ahp.state import reduce
 
 TURN = "turn-1"
 CLIENT = "agui:thread"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from host.client import AhpClient
+from client import AhpClient
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker

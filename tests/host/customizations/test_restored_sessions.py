@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from host.client import AhpClient
+from client import AhpClient
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker

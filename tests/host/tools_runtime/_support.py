@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from host.client import AhpClient
+from client import AhpClient
 from providers import ScriptedProvider, ToolResultsMessage
 from tests.host.agents.harness import config_for
 

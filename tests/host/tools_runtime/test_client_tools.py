@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from host.client import AhpClient
+from client import AhpClient
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker

@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 import pytest
 
-from host.client import AhpClient
-from host.client.errors import AhpError as RpcRequestError
+from client import AhpClient
+from client.errors import AhpError as RpcRequestError
 from tests.conftest import TOKEN, host_config
 from host.server import start_host
 from host.service import AgentHost

@@ -1,0 +1,12 @@
+"""The Agent Host Protocol (AHP) 0.2.0 core, shared by the host and its clients.
+
+Contract: nothing in this package does I/O. No sockets, files (other than reading the vendored
+schema that ships inside it), subprocesses, clocks, random ids, logging handlers or asyncio: every
+value arrives as an argument and leaves as a return value, so the server (``host``), the client
+library (``client``) and the terminal client (``chat``) run the very same code.
+``tests/test_architecture.py`` enforces it.
+
+- ``ahp.protocol``: wire types generated from the vendored schema, the method table, the action
+  catalogue, error codes and version negotiation.
+- ``ahp.state``: the pure reducers for every channel kind.
+"""

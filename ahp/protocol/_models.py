@@ -1,0 +1,59 @@
+"""Lazy resolution of schema definition names to generated pydantic types.
+
+Contract:
+- Nothing here imports ``_generated`` at module import time; the first resolution
+  does (it takes a few hundred milliseconds, which start-up must not pay).
+- ``model_for(expr)`` accepts a definition name (``"InitializeParams"``) or a union
+  written ``"A | B"``. It returns the generated class when the expression is a single
+  object definition, else a cached ``TypeAdapter`` over the union's members (schema
+  unions such as ``SessionToolCallConfirmedAction`` have no class of their own).
+- ``adapter_for(expr)`` always returns a cached ``TypeAdapter``, so callers can use
+  ``.validate_python(data)`` uniformly.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import Any, Union
+
+from pydantic import TypeAdapter
+
+from ahp.protocol.schema import union_members
+
+
+def generated_module() -> Any:
+    """The generated models module (imported on first use)."""
+    return importlib.import_module("ahp.protocol._generated")
+
+
+def _member_names(expr: str) -> tuple[str, ...]:
+    names: list[str] = []
+    for part in expr.split("|"):
+        for member in union_members(part.strip()):
+            if member not in names:
+                names.append(member)
+    return tuple(names)
+
+
+@cache
+def model_for(expr: str) -> Any:
+    """The generated class for a single definition, or a ``TypeAdapter`` for a union."""
+    module = generated_module()
+    names = _member_names(expr)
+    classes = []
+    for name in names:
+        cls = getattr(module, name, None)
+        if cls is None:
+            raise LookupError(f"schema definition {name!r} has no generated model")
+        classes.append(cls)
+    if len(classes) == 1:
+        return classes[0]
+    return TypeAdapter(Union[tuple(classes)])  # noqa: UP007 - runtime union of classes
+
+
+@cache
+def adapter_for(expr: str) -> TypeAdapter[Any]:
+    """A ``TypeAdapter`` validating data against ``expr`` (definition or union)."""
+    model = model_for(expr)
+    return model if isinstance(model, TypeAdapter) else TypeAdapter(model)

@@ -1,0 +1,56 @@
+"""Pure reducer for the root channel (``RootState``, AHP 0.2.0 PROTOCOL.md §6).
+
+Invariants:
+
+* ``agentsChanged``, ``activeSessionsChanged`` and ``terminalsChanged`` replace their field
+  (an absent value deletes it).
+* ``configChanged`` is a no-op while the root has no ``config``; otherwise it shallow-merges
+  ``config`` into ``config.values``, or replaces them when ``replace`` is truthy (``replace``
+  without ``config`` empties the values).
+* Unknown or malformed actions return ``state`` itself; inputs are never mutated; no ``None`` is
+  written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ahp.state._dispatch import dispatch
+from ahp.state._js import as_dict, assign, payload, truthy
+
+__all__ = ["ROOT_ACTION_TYPES", "reduce_root"]
+
+Handler = Callable[[dict, dict], dict]
+
+
+def _replace(state_field: str, action_field: str) -> Handler:
+    def handler(state: dict, action: dict) -> dict:
+        return assign(state, **{state_field: payload(action, action_field)})
+
+    return handler
+
+
+def _config_changed(state: dict, action: dict) -> dict:
+    config = state.get("config")
+    if not truthy(config):
+        return state
+    config = as_dict(config)
+    update = as_dict(payload(action, "config"))
+    values = dict(update) if truthy(action.get("replace")) else {**as_dict(config.get("values")), **update}
+    return {**state, "config": {**config, "values": values}}
+
+
+_HANDLERS: dict[str, Handler] = {
+    "root/agentsChanged": _replace("agents", "agents"),
+    "root/activeSessionsChanged": _replace("activeSessions", "activeSessions"),
+    "root/terminalsChanged": _replace("terminals", "terminals"),
+    "root/configChanged": _config_changed,
+}
+
+ROOT_ACTION_TYPES = frozenset(_HANDLERS)
+"""Every action type the root reducer understands."""
+
+
+def reduce_root(state: dict, action: dict) -> dict:
+    """The root state after ``action``; ``state`` itself for unknown or malformed actions."""
+    return dispatch(_HANDLERS, state, action)

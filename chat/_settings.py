@@ -1,0 +1,111 @@
+"""Where ``agent-host chat`` finds the host: flags, then the environment, then a client config file.
+
+Precedence (first wins): the ``URL`` argument / ``--token`` flag (a ``?token=`` in the URL
+argument counts as given on the command line: it is the form ``agent-host serve`` prints), then
+``AGENT_HOST_URL`` / ``AGENT_HOST_TOKEN``, then the client config file. The config file is TOML with optional keys
+``url``, ``token``, ``agent`` and ``model``; it lives at ``$AGENT_HOST_CLIENT_CONFIG`` or
+``$XDG_CONFIG_HOME/agent-client.toml`` (``~/.config/...``). A missing default file is fine;
+a broken or unknown key is a ``ChatSettingsError`` that names the file and the key.
+
+The token never appears in messages shown to the user (``display_url`` strips it).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = ["ChatSettings", "ChatSettingsError", "resolve_settings", "display_url", "default_config_path"]
+
+DEFAULT_URL = "ws://127.0.0.1:8765/"
+_KEYS = {"url", "token", "agent", "model"}
+
+
+class ChatSettingsError(Exception):
+    """The client configuration is unusable; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    url: str
+    """The WebSocket URL without any token in it."""
+    token: str | None
+    """Sent as ``Authorization: Bearer``; None when the host needs none."""
+    agent: str | None = None
+    """Default agent (``AgentInfo.provider``) for new sessions."""
+    model: str | None = None
+    """Default model id for new sessions."""
+
+
+def default_config_path(environ: Mapping[str, str]) -> Path:
+    explicit = environ.get("AGENT_HOST_CLIENT_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "agent-host" / "client.toml"
+
+
+def _load_file(environ: Mapping[str, str]) -> dict[str, str]:
+    path = default_config_path(environ)
+    explicit = bool(environ.get("AGENT_HOST_CLIENT_CONFIG"))
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if explicit:
+            raise ChatSettingsError(f"AGENT_HOST_CLIENT_CONFIG names {path}, which does not exist") from None
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ChatSettingsError(f"cannot read {path}: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ChatSettingsError(f"{path} is not valid TOML: {error}") from None
+    for key, value in data.items():
+        if key not in _KEYS:
+            raise ChatSettingsError(f"{path}: unknown key {key!r} (expected one of: {', '.join(sorted(_KEYS))})")
+        if not isinstance(value, str):
+            raise ChatSettingsError(f"{path}: {key} must be a string, not {value!r}")
+    return data
+
+
+def _split_token(url: str) -> tuple[str, str | None]:
+    """The URL without its ``token`` query parameter, and that token."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    token = next((v for k, v in query if k == "token"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "token"])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", rest, parts.fragment)), token
+
+
+def display_url(url: str) -> str:
+    """The URL as safe to print: any token in it is dropped."""
+    return _split_token(url)[0]
+
+
+def resolve_settings(
+    url: str | None,
+    token: str | None,
+    *,
+    agent: str | None = None,
+    model: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ChatSettings:
+    """Combine flags, environment and config file into the settings to connect with."""
+    environ = os.environ if environ is None else environ
+    file = _load_file(environ)
+    chosen = url or environ.get("AGENT_HOST_URL") or file.get("url") or DEFAULT_URL
+    if urlsplit(chosen).scheme not in ("ws", "wss"):
+        raise ChatSettingsError(f"the host URL must start with ws:// or wss://, not {display_url(chosen)!r}")
+    bare, url_token = _split_token(chosen)
+    return ChatSettings(
+        url=bare,
+        token=token
+        or (url_token if url else None)  # a pasted URL's own token beats older defaults
+        or environ.get("AGENT_HOST_TOKEN")
+        or file.get("token")
+        or url_token,
+        agent=agent or file.get("agent"),
+        model=model or file.get("model"),
+    )

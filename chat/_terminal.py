@@ -1,0 +1,140 @@
+"""The terminal edge of ``agent-host chat``: one inbox for typed lines, Ctrl-C and host events.
+
+Everything the interactive loop reacts to arrives, in order, on one ``asyncio.Queue`` as an
+``InboxItem``: a ``Line`` the user typed, ``Eof`` (Ctrl-D / end of piped input), ``Interrupt``
+(Ctrl-C), an ``Event`` from the host, or ``Lost`` (the connection died). One consumer reads it,
+so a dialog that waits for a line can never race the main loop for the same line.
+
+Invariants:
+
+* stdin is read by one daemon thread with ``input()`` (readline editing and history when stdin is
+  a terminal), so the event loop never blocks on the keyboard; lines cross over with
+  ``call_soon_threadsafe``.
+* SIGINT is handled by the event loop (``add_signal_handler``), never as ``KeyboardInterrupt``
+  inside arbitrary code; ``restore`` puts the terminal modes back as they were at start (readline
+  may be mid-line when the client exits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Union
+
+from client import AhpClient, Notification
+
+__all__ = ["Line", "Eof", "Interrupt", "Event", "Lost", "InboxItem", "Terminal"]
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+
+
+@dataclass(frozen=True)
+class Eof:
+    pass
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    pass
+
+
+@dataclass(frozen=True)
+class Event:
+    note: Notification
+
+
+@dataclass(frozen=True)
+class Lost:
+    error: BaseException
+
+
+InboxItem = Union[Line, Eof, Interrupt, Event, Lost]
+
+
+class Terminal:
+    """Owns stdin reading, SIGINT and the inbox; ``start`` once inside the running loop."""
+
+    def __init__(self) -> None:
+        self.inbox: asyncio.Queue[InboxItem] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._saved_modes: Any = None
+        self._pump: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._save_modes()
+        try:
+            import readline  # noqa: F401  (importing it is what gives input() line editing)
+        except ImportError:
+            pass
+        try:
+            self._loop.add_signal_handler(signal.SIGINT, lambda: self.inbox.put_nowait(Interrupt()))
+        except (NotImplementedError, RuntimeError):
+            pass
+        threading.Thread(target=self._read_lines, name="chat-stdin", daemon=True).start()
+
+    def follow(self, client: AhpClient) -> None:
+        """Forward the client's notifications into the inbox (replacing an earlier pump)."""
+        if self._pump is not None:
+            self._pump.cancel()
+        self._pump = asyncio.get_running_loop().create_task(self._forward(client))
+
+    async def _forward(self, client: AhpClient) -> None:
+        try:
+            async for note in client.events():
+                self.inbox.put_nowait(Event(note))
+        except Exception as error:  # the connection's own error: reported to the loop as Lost
+            self.inbox.put_nowait(Lost(error))
+
+    def _read_lines(self) -> None:
+        assert self._loop is not None
+        while True:
+            try:
+                line = input()
+            except EOFError:
+                self._post(Eof())
+                return
+            except (OSError, ValueError):  # stdin closed under us
+                self._post(Eof())
+                return
+            self._post(Line(line))
+
+    def _post(self, item: InboxItem) -> None:
+        assert self._loop is not None
+        try:
+            self._loop.call_soon_threadsafe(self.inbox.put_nowait, item)
+        except RuntimeError:
+            pass  # the loop is closed: the client is exiting
+
+    def _save_modes(self) -> None:
+        try:
+            import termios
+
+            if os.isatty(sys.stdin.fileno()):
+                self._saved_modes = termios.tcgetattr(sys.stdin.fileno())
+        except (ImportError, OSError, ValueError):
+            self._saved_modes = None
+
+    def restore(self) -> None:
+        """Stop the event pump and put the terminal modes back."""
+        if self._pump is not None:
+            self._pump.cancel()
+        if self._loop is not None:
+            try:
+                self._loop.remove_signal_handler(signal.SIGINT)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        if self._saved_modes is not None:
+            try:
+                import termios
+
+                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._saved_modes)
+            except (OSError, ValueError):
+                pass

@@ -1,0 +1,47 @@
+"""The ahp.protocol package surface: cheap to import, complete __all__."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import ahp.protocol as protocol
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_importing_the_package_does_not_import_the_generated_models():
+    code = (
+        "import sys, ahp.protocol as p\n"
+        "assert p.METHODS['ping'] and p.ACTIONS['session/delta']\n"
+        "print('ahp.protocol._generated' in sys.modules)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "False"
+
+
+def test_generated_models_load_on_first_attribute_access():
+    code = "import ahp.protocol as p; print(p.ActionEnvelope.__module__)"
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert completed.stdout.strip() == "ahp.protocol._generated", completed.stderr
+
+
+def test_every_name_in_all_is_importable():
+    for name in protocol.__all__:
+        assert getattr(protocol, name) is not None, name
+    assert len(protocol.__all__) == len(set(protocol.__all__))
+
+
+def test_unknown_attributes_raise_attribute_error():
+    try:
+        protocol.NoSuchThing  # noqa: B018
+    except AttributeError as error:
+        assert "NoSuchThing" in str(error)
+    else:
+        raise AssertionError("expected AttributeError")

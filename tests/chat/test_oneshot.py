@@ -1,0 +1,106 @@
+"""``agent-host chat -p``: the answer on stdout, activity on stderr, the turn's outcome as status."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from host.server import RunningHost
+from tests.chat._hostwait import sessions, until_host
+from tests.chat._pty import chat_env
+
+
+async def run_p(url: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 20.0) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "host.cli", "chat", url, *args,
+        cwd=cwd, env=env or chat_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_a_completed_turn_prints_only_the_answer_on_stdout_and_exits_0(chat_host: RunningHost, workdir: Path) -> None:
+    code, out, err = await run_p(chat_host.url, "-p", "hello", cwd=workdir)
+    assert code == 0
+    assert out == "Hello from the scenario agent (effort low)\n"
+    assert "[3 in · 5 out · scene-1]" in err
+
+
+async def test_reasoning_goes_to_stderr(chat_host: RunningHost, workdir: Path) -> None:
+    code, out, err = await run_p(chat_host.url, "-p", "think", cwd=workdir)
+    assert code == 0
+    assert out == "the answer is 42\n"
+    assert "thinking: pondering deeply" in err
+
+
+async def test_a_turn_ending_in_error_exits_1_with_the_message_on_stderr(chat_host: RunningHost, workdir: Path) -> None:
+    code, out, err = await run_p(chat_host.url, "-p", "fail", cwd=workdir)
+    assert code == 1
+    assert out == "trying\n"
+    assert "The provider refused: quota exceeded." in err
+    assert "Traceback" not in err
+
+
+async def test_tool_calls_are_denied_without_yes_and_allowed_with_it(chat_host: RunningHost, workdir: Path) -> None:
+    code, out, err = await run_p(chat_host.url, "-p", "confirm", cwd=workdir)
+    assert code == 0
+    assert out.startswith("denied (Denied automatically")
+    assert "Deny: shell; pass --yes to allow tool calls" in err
+
+    code, out, err = await run_p(chat_host.url, "-p", "confirm", "--yes", cwd=workdir)
+    assert code == 0
+    assert out == "tool finished via allow-once\n"
+    assert "Allow once: shell" in err
+
+
+async def test_input_requests_are_declined_in_p_mode(chat_host: RunningHost, workdir: Path) -> None:
+    code, out, err = await run_p(chat_host.url, "-p", "ask", cwd=workdir)
+    assert code == 0
+    assert out == "input decline\n"
+    assert "declined: -p mode cannot answer" in err
+
+
+async def test_ctrl_c_cancels_the_turn_and_exits_130(chat_host: RunningHost, workdir: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "host.cli", "chat", chat_host.url, "-p", "slow",
+        cwd=workdir, env=chat_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    first = await asyncio.wait_for(process.stdout.readuntil(b"working"), 20)
+    assert first == b"working"
+    process.send_signal(signal.SIGINT)
+    out, err = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 130
+    assert b"(cancelled)" in err
+    await until_host(chat_host, lambda: bool(sessions(chat_host)[0][1].get("turns")))
+    assert sessions(chat_host)[0][1]["turns"][-1]["state"] == "cancelled"
+
+
+async def test_connection_and_usage_problems_exit_2(chat_host: RunningHost, workdir: Path) -> None:
+    code, _, err = await run_p(chat_host.url.replace("token=", "token=x"), "-p", "hi", cwd=workdir)
+    assert code == 2 and "token is missing or wrong" in err
+
+    code, _, err = await run_p("ws://127.0.0.1:9/", "-p", "hi", cwd=workdir)
+    assert code == 2 and "connection refused" in err
+
+    code, _, err = await run_p("http://127.0.0.1:9/", "-p", "hi", cwd=workdir)
+    assert code == 2 and "must start with ws://" in err
+
+    code, _, err = await run_p(chat_host.url, "--session", "ahp-session:/nope", "-p", "hi", cwd=workdir)
+    assert code == 2 and "nope" in err
+    assert "Traceback" not in err
+
+
+async def test_the_url_and_token_can_come_from_the_environment(chat_host: RunningHost, workdir: Path) -> None:
+    base, token = chat_host.url.split("?token=")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "host.cli", "chat", "-p", "hello",
+        cwd=workdir, env=chat_env(AGENT_HOST_URL=base, AGENT_HOST_TOKEN=token),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 0
+    assert out.decode().startswith("Hello from the scenario agent")
