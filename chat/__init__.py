@@ -1,6 +1,9 @@
 """``agent-host chat``: a terminal client for an AHP host, on the ``client`` library.
 
-``agent-host chat [URL] [--token T] [--session URI | --new] [--agent A] [--model M] [-p MESSAGE [--yes]]``
+``agent-host chat [URL] [--token T] [--session URI | --new] [--agent A] [--model M] [--cwd DIR] [-p MESSAGE [--yes]]``
+
+New sessions work in ``--cwd`` (default: the current directory); ``@path`` is resolved in the
+session's working directory.
 
 * ``add_arguments(parser)`` declares those options on an ``argparse`` (sub)parser;
   ``run(args)`` connects and runs the interactive loop (``app.ChatApp``) or, with ``-p``, the
@@ -38,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", help="agent for new sessions (an AgentInfo provider, e.g. offline)")
     parser.add_argument("--model", help="model id for new sessions")
     parser.add_argument("-p", "--print", dest="message", metavar="MESSAGE", help="send one message, print the answer and exit")
+    parser.add_argument("--cwd", metavar="DIR", help="working directory for new sessions (default: the current directory)")
     parser.add_argument("--yes", action="store_true", help="with -p: allow tool calls instead of denying them")
 
 
@@ -56,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
     if args.yes and args.message is None:
         print("agent-host chat: --yes only applies with -p MESSAGE", file=sys.stderr)
         return 2
+    cwd = Path(args.cwd).expanduser() if getattr(args, "cwd", None) else Path.cwd()
+    if not cwd.is_dir():
+        print(f"agent-host chat: --cwd {args.cwd}: no such directory", file=sys.stderr)
+        return 2
+    args.cwd = cwd.resolve()
     try:
         settings = resolve_settings(args.url, args.token, agent=args.agent, model=args.model)
     except ChatSettingsError as error:
@@ -73,7 +82,7 @@ async def _main(args: argparse.Namespace, settings) -> int:  # type: ignore[no-u
     except ChatConnectError as error:
         print(f"agent-host chat: {error}", file=sys.stderr)
         return 2
-    cwd = Path.cwd()
+    cwd = args.cwd
     try:
         if args.message is not None:
             from chat.oneshot import run_oneshot

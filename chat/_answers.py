@@ -5,6 +5,7 @@
   ``defaultValue``, else skips an optional question, else is an error for a required one.
 * ``parse_choice(line, count, editable)`` → which confirmation option was picked (1-based
   numbers, ``e`` to edit, ``y``/``n`` as the first approve / first deny option).
+* ``session_directory(state, fallback)`` → the session's working directory (where ``@path`` is resolved).
 * ``attachments_in(text, cwd)`` → ``resource`` attachments for every ``@path`` naming an existing
   file or directory inside ``cwd`` (paths outside it are refused: the host only reads there).
 * ``model_selection(args, models)`` → a ``ModelSelection`` from ``/model ID key=value ...``,
@@ -18,6 +19,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "AnswerError",
@@ -161,6 +163,18 @@ def parse_choice(line: str, options: Sequence[Mapping[str, Any]], editable: bool
 
 
 _AT_PATH = re.compile(r"(?:(?<=\s)|^)@(\"[^\"]+\"|[^\s]+)")
+
+
+def session_directory(state: Mapping[str, Any] | None, fallback: Path) -> Path:
+    """Where ``@path`` is resolved: the session's working directory when it is a local directory."""
+    uri = ((state or {}).get("summary") or {}).get("workingDirectory")
+    if isinstance(uri, str):
+        parsed = urlsplit(uri)
+        if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
+            path = Path(unquote(parsed.path))
+            if path.is_dir():
+                return path
+    return fallback
 
 
 def attachments_in(text: str, cwd: Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from chat import _session as actions
-from chat._answers import AnswerError, attachments_in, model_selection, parse_answer, parse_choice
+from chat._answers import AnswerError, attachments_in, model_selection, parse_answer, parse_choice, session_directory
 from chat._terminal import Eof, Event, Interrupt, Line, Lost, Terminal
 from chat.render import (
     HELP_TEXT,
@@ -510,7 +510,7 @@ class ChatApp:
         await self._send(text[1:] if text.startswith("//") else text)
 
     def _attachments(self, text: str) -> list[dict[str, Any]]:
-        attachments, problems = attachments_in(text, self.cwd)
+        attachments, problems = attachments_in(text, session_directory(self._state(), self.cwd))
         for problem in problems:
             self._note(f"(not attached: {problem})")
         for attachment in attachments:
@@ -521,7 +521,9 @@ class ChatApp:
         if self.session:
             return True
         try:
-            self.session = await self.client.create_session(provider=self.provider, model=self.model)
+            self.session = await self.client.create_session(
+                provider=self.provider, model=self.model, working_directory=self.cwd.as_uri()
+            )
         except AhpError as error:
             self._problem(f"cannot create a session: {error.message}")
             return False

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chat import _session as actions
-from chat._answers import attachments_in
+from chat._answers import attachments_in, session_directory
 from chat.render import Style, TurnView, clean, text_of
 from client import AhpClient, AhpClientError, AhpError
 
@@ -57,12 +57,12 @@ async def run_oneshot(
         if session is not None:
             await client.subscribe(session)
         else:
-            session = await client.create_session(provider=agent, model=model)
+            session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri())
     except AhpError as error:
         say(f"agent-host chat: {error.message}\n")
         return EXIT_USAGE if session is not None else EXIT_TURN_ERROR
 
-    attachments, problems = attachments_in(message, cwd)
+    attachments, problems = attachments_in(message, session_directory(client.state(session), cwd))
     for problem in problems:
         say(f"(not attached: {problem})\n")
     events = client.subscribe_events()  # before dispatching: no update can slip past the loop

@@ -72,7 +72,11 @@ class ServerConfig(_Section):
 
 class SessionDefaults(_Section):
     default_directory: str | None = None
-    """Working directory offered to clients (InitializeResult.defaultDirectory); default: cwd."""
+    """Working directory offered to clients (InitializeResult.defaultDirectory) and used by sessions
+    created without one; default: the directory the host was started in."""
+    allowed_directories: list[str] | None = None
+    """Directories (and everything below them) a client may choose as a session's working
+    directory. Unset: the user's home, the default directory and the system temporary directory."""
     offline_agent: bool = True
     """Offer the built-in offline agent."""
     default_agent: str | None = None

@@ -4,7 +4,9 @@
   embedded images go to vision models only (others get a note in the text); ``file://``
   resource attachments inside the session's working directory are read and given as text, any
   other URI is refused with a note; simple attachments use their ``modelRepresentation``.
-  It also returns the notes meant for the user (shown as system notifications).
+  It also returns the notes meant for the user (shown as system notifications). ``@path`` words in
+  the text that name a file inside the working directory and were not attached by the client are
+  read the same way, so every client gets Claude Code's ``@file`` behaviour.
 * ``rebuild_turn`` reconstructs a finished turn's messages from its AHP state, for turns that
   have no stored transcript (forked from an older host, say). Reasoning is dropped there: without
   the provider's signature it cannot be sent back.
@@ -25,6 +27,7 @@ import base64
 import binascii
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -82,8 +85,36 @@ def to_user_message(
             _embedded(attachment, label, vision, model_name, contents, extra, notes)
         elif kind == "resource":
             _resource(attachment, label, working_directory, extra, notes)
+    attached = {str(a.get("uri")) for a in message.get("attachments") or [] if isinstance(a, Mapping)}
+    for label, uri in _mentions(text, working_directory):
+        if uri not in attached:
+            attached.add(uri)
+            _resource({"uri": uri}, label, working_directory, extra, notes)
     body = "\n\n".join([text, *extra]) if extra else text
     return UserMessage(content=(TextContent(text=body), *contents)), notes
+
+
+_MENTION = re.compile(r"(?:(?<=\s)|^)@(\"[^\"]+\"|[^\s]+)")
+_MENTION_LIMIT = 20
+
+
+def _mentions(text: str, working_directory: Path | None) -> list[tuple[str, str]]:
+    """``(label, file URI)`` for each ``@path`` in ``text`` naming a file in the working directory."""
+    if working_directory is None or "@" not in text:
+        return []
+    root = Path(os.path.realpath(working_directory))
+    found: list[tuple[str, str]] = []
+    for match in _MENTION.finditer(text):
+        raw = match.group(1)
+        raw = raw[1:-1] if raw.startswith('"') else raw.rstrip(".,;:!?)]}'\"")
+        if not raw or "\x00" in raw:
+            continue
+        path = Path(os.path.realpath(root / os.path.expanduser(raw)))
+        if (root in path.parents) and path.is_file():
+            found.append((raw, path.as_uri()))
+            if len(found) >= _MENTION_LIMIT:
+                break
+    return found
 
 
 def _embedded(

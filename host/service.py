@@ -34,6 +34,7 @@ from host.store import ROOT, Store
 from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
+from host.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 
@@ -166,6 +167,15 @@ class AgentHost:
             model = model or source["summary"].get("model")
             self.transcripts.copy(fork["session"], uri, [turn["id"] for turn in copied])
         working_directory = params.get("workingDirectory")
+        if working_directory is None and fork is not None:
+            working_directory = source["summary"].get("workingDirectory")
+        if working_directory is not None:
+            try:
+                working_directory = check_working_directory(
+                    working_directory, allowed_directories(self.config.sessions.allowed_directories, self.default_directory)
+                )
+            except WorkingDirectoryError as error:
+                raise RpcError(ErrorCode.INVALID_PARAMS, str(error)) from None
         active_client = params.get("activeClient")
         if active_client is not None and active_client.get("clientId") != client_id:
             raise RpcError(ErrorCode.INVALID_PARAMS, "activeClient.clientId must be your own clientId.")

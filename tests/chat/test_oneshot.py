@@ -104,3 +104,28 @@ async def test_the_url_and_token_can_come_from_the_environment(chat_host: Runnin
     out, _ = await asyncio.wait_for(process.communicate(), 20)
     assert process.returncode == 0
     assert out.decode().startswith("Hello from the scenario agent")
+
+
+async def test_a_new_session_works_in_the_clients_directory_and_at_paths_resolve_there(chat_host: RunningHost, tmp_path: Path) -> None:
+    # The host was started elsewhere (its default directory is the fixture's workdir).
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("print('hi')\n")
+    code, _out, err = await run_p(chat_host.url, "-p", "hello, look at @app.py", cwd=project)
+    assert code == 0, err
+    (_uri, state), = sessions(chat_host)
+    assert state["summary"]["workingDirectory"] == project.resolve().as_uri()
+    attachment, = state["turns"][0]["userMessage"]["attachments"]
+    assert attachment["uri"] == (project / "app.py").resolve().as_uri()
+
+
+async def test_cwd_flag_overrides_the_directory_and_a_missing_one_exits_2(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    code, _out, err = await run_p(chat_host.url, "-p", "hello", "--cwd", str(other), cwd=workdir)
+    assert code == 0, err
+    (_uri, state), = sessions(chat_host)
+    assert state["summary"]["workingDirectory"] == other.resolve().as_uri()
+    code, _out, err = await run_p(chat_host.url, "-p", "hello", "--cwd", str(tmp_path / "missing"), cwd=workdir)
+    assert code == 2
+    assert "no such directory" in err
