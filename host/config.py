@@ -77,6 +77,10 @@ class SessionDefaults(_Section):
     allowed_directories: list[str] | None = None
     """Directories (and everything below them) a client may choose as a session's working
     directory. Unset: the user's home, the default directory and the system temporary directory."""
+    preamble: bool = True
+    """Tell provider-backed agents where they work: an <environment> block in the system prompt with
+    the working directory, platform, shell, date, git branch and short status, and the instruction
+    files loaded."""
     offline_agent: bool = True
     """Offer the built-in offline agent."""
     default_agent: str | None = None

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
 from host.agents.environment import TurnEnvironment
+from host.agents.preamble import EnvironmentPreamble
 from host.agents import Agent, build_agents
 from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
@@ -88,6 +89,10 @@ class AgentHost:
         self.store.observers.append(self.inputs.observe)
         self.customizations = CustomizationService(config, self.store, inputs=self.inputs)
         self.environment.contributors.append(CustomizationContributor(self.customizations))
+        self.preamble: EnvironmentPreamble | None = None
+        if config.sessions.preamble:
+            self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
+            self.environment.contributors.append(self.preamble)
         self.store.observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
@@ -223,6 +228,8 @@ class AgentHost:
         if self.store.kind(uri) != "session":
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
         self.runner.forget(uri)
+        if self.preamble is not None:
+            self.preamble.forget(uri)
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
         if self.tools is not None:
@@ -285,6 +292,10 @@ class AgentHost:
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a content reference this host serves.")
         # The same sandbox as tools and the other resource* methods (symlinks, attack strings).
         return self.resources.resolve_uri(uri)
+
+    def _instruction_files(self, session: str) -> list[str]:
+        runtime = self.customizations.runtime(session)
+        return runtime.instruction_files() if runtime is not None else []
 
     def _allowed_roots(self) -> list[Path]:
         roots = {self.default_directory, *(Path(os.path.realpath(os.path.expanduser(r))) for r in self.config.tools.extra_roots)}

@@ -6,7 +6,9 @@ Contract:
   :data:`WORKSPACE_DIRECTORIES` lists the folders a host watches by default
   (``.github/instructions``, ``.github/prompts``, ``.github/agents``, skills folders, hooks,
   Cursor rules, Claude agents/commands) plus :data:`INSTRUCTION_FILES`, a file-set container
-  over ``AGENTS.md``, ``CLAUDE.md`` and ``.github/copilot-instructions.md`` (always-on rules).
+  over ``AGENTS.md``, ``CLAUDE.md`` and ``.github/copilot-instructions.md`` (always-on rules),
+  each real file once (symlinks resolved) with its ``@path`` imports expanded once
+  (``plugins.imports``).
 - :func:`load_directory` never raises. A folder that does not exist yet loads as ``loaded``
   with no components (``exists=False``), so clients can write into it when ``writable``.
   Bad files are skipped and reported (``degraded``); unknown keys only warn.
@@ -26,6 +28,7 @@ from plugins._config import parse_hooks_document
 from plugins._jsonspan import JsonSyntaxError, parse_json
 from plugins.diagnostics import Severity, load_state_from
 from plugins.expand import plugin_variables
+from plugins.imports import expand_imports
 from plugins.model import ContainerKind, HookFile, LoadedDirectory
 
 __all__ = ["DirectoryFormat", "DirectorySpec", "INSTRUCTION_FILES", "WORKSPACE_DIRECTORIES", "load_directory",
@@ -114,12 +117,7 @@ def load_directory(
                                    "hook_files": []}
     exists = folder.is_dir()
     if spec.format == "files":
-        for relative in spec.files:
-            path = workspace / relative
-            if path.is_file():
-                rule = parse_rule(path, report_for(path), mode="always")
-                if rule is not None:
-                    items["rules"].append(replace(rule, name=relative))
+        _load_instruction_files(workspace, spec, collector, items)
     elif exists:
         _load_folder(folder, spec, workspace, environ, collector, items)
     _drop_duplicates(items, collector)
@@ -140,6 +138,27 @@ def load_directory(
         prompts=tuple(items["prompts"]),
         hook_files=tuple(items["hook_files"]),
     )
+
+
+def _load_instruction_files(workspace: Path, spec: DirectorySpec, collector: Collector, items: dict[str, list[Any]]) -> None:
+    """AGENTS.md, CLAUDE.md...: each real file once (a CLAUDE.md symlinked to AGENTS.md is one
+    file), with its ``@path`` imports inside the workspace expanded once (``plugins.imports``)."""
+    roots = [Path(os.path.realpath(workspace))]
+    seen: set[Path] = set()
+    for relative in spec.files:
+        path = workspace / relative
+        if not path.is_file():
+            continue
+        real = Path(os.path.realpath(path))
+        if real in seen:
+            collector.add(Severity.INFO, path, (), f"same file as an instruction file already loaded ({real.name}); not added twice")
+            continue
+        seen.add(real)
+        rule = parse_rule(path, collector.for_file(path), mode="always")
+        if rule is None:
+            continue
+        body, imported = expand_imports(rule.body, path, roots, seen)
+        items["rules"].append(replace(rule, name=relative, body=body, imports=tuple(imported)))
 
 
 def _files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:

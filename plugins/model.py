@@ -264,6 +264,8 @@ class Rule:
     path: Path
     always_apply: bool = False
     globs: tuple[str, ...] = ()
+    imports: tuple[Path, ...] = ()
+    """Files pulled in by ``@path`` imports (instruction files only), already part of ``body``."""
 
     @property
     def activation(self) -> Literal["always", "always_for_matching_files", "on_request", "on_request_for_matching_files"]:

@@ -24,6 +24,7 @@ from plugins import (
     HookResult,
     LifecyclePoint,
     LoadedContainer,
+    LoadedDirectory,
     LoadedPlugin,
     Rule,
     SlashEntry,
@@ -102,6 +103,26 @@ class SessionCustomizations:
 
     def rules(self) -> list[tuple[LoadedContainer, Rule]]:
         return [(loaded, rule) for loaded in self.usable() for rule in loaded.rules]
+
+    def instruction_files(self) -> list[str]:
+        """The instruction files in the prompt (AGENTS.md, CLAUDE.md...) and what they imported,
+        relative to the working directory where possible."""
+        shown: list[str] = []
+        for loaded in self.usable():
+            if not isinstance(loaded, LoadedDirectory) or loaded.files is None:
+                continue
+            for rule in loaded.rules:
+                shown.append(rule.name)
+                shown.extend(f"{self._relative(path)} (imported)" for path in rule.imports)
+        return shown
+
+    def _relative(self, path: Path) -> str:
+        if self.working_directory is not None:
+            try:
+                return str(path.relative_to(self.working_directory.resolve()))
+            except ValueError:
+                pass
+        return str(path)
 
     # -- files in play -------------------------------------------------------------------------
 
