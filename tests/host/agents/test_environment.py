@@ -42,7 +42,8 @@ async def test_contributors_add_tools_prompt_and_hooks(tmp_path: Path, frame_che
     provider = ScriptedProvider([call_tools(("echo", {"text": "hi"}), ("echo", {"text": "SHOUT"})), reply("fini")])
     scripted = agent(provider)
     extras = Extras()
-    async with serving(config_for(tmp_path), frame_checker, [scripted]) as (running, client):
+    # Without the <environment> preamble, so the prompt is exactly the contributors' text.
+    async with serving(config_for(tmp_path, sessions={"preamble": False}), frame_checker, [scripted]) as (running, client):
         running.host.environment.contributors.append(extras)
         session = await ready_session(client)
         turn = await run_turn(client, session, "go")

@@ -183,7 +183,7 @@ async def test_queued_messages_start_new_turns_in_order_and_a_model_change_appli
 
 async def test_the_title_comes_from_the_model_after_the_first_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
     def respond(request):
-        if request.system and "title" in request.system:
+        if request.system and "Write a title" in request.system:
             return reply("Primes containing 79").steps
         return reply("3").steps
 
@@ -193,7 +193,7 @@ async def test_the_title_comes_from_the_model_after_the_first_turn(tmp_path: Pat
         await run_turn(client, session, "How many primes below 400 contain 79?")
         await client.wait_for(lambda m, e: client.state(session)["summary"]["title"] == "Primes containing 79")
         await run_turn(client, session, "and below 1000?")
-    assert sum(1 for r in provider.requests if r.system and "title" in r.system) == 1
+    assert sum(1 for r in provider.requests if r.system and "Write a title" in r.system) == 1
 
 
 async def test_a_title_set_by_a_client_is_never_overwritten(tmp_path: Path, frame_checker: FrameChecker) -> None:
