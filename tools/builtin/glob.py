@@ -2,7 +2,9 @@
 
 Contract: the pattern is matched against paths relative to `path` (default: the working
 directory) with the syntax of `tools._globs` (`*`, `?`, `[...]`, `**`). Patterns may not
-be absolute or contain `..`; the walk skips `.git` and never follows directory links.
+be absolute or contain `..`; the walk leaves out what the project ignores (`.gitignore`,
+`.ignore`, version-control and dependency folders; see `_walk`) unless `include_ignored` is set,
+and never follows directory links.
 Results are sorted, bounded by `max_results` with a note when more matched. Read-only.
 """
 
@@ -34,6 +36,7 @@ class GlobTool(Tool):
         "properties": {
             "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern, e.g. 'src/**/*.ts'."},
             "path": {"type": "string", "minLength": 1, "description": "Directory to search in. Default: the working directory."},
+            "include_ignored": {"type": "boolean", "description": "Also look at what .gitignore/.ignore exclude and dependency folders (node_modules, .venv...). Default false."},
         },
         "required": ["pattern"],
         "additionalProperties": False,
@@ -69,7 +72,7 @@ class GlobTool(Tool):
         def search() -> tuple[list[str], int]:
             found: list[str] = []
             total = 0
-            for _, relative in walk_files(base, roots):
+            for _, relative in walk_files(base, roots, include_ignored=bool(args.get("include_ignored"))):
                 if ctx.cancelled:
                     break
                 if regex.fullmatch(relative):

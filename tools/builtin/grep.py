@@ -1,16 +1,26 @@
 """`grep`: regular-expression search over text files.
 
 Contract: searches files under `path` (default: the working directory), optionally only
-those whose name or relative path matches `glob`; skips `.git`, binary files and files
-larger than `max_file_bytes`; prints `relative/path:line: text` with each line cut at
-`max_line_chars`; stops at `max_results` matches with a note. An invalid regex fails with
-the compiler's message. Runs off the event loop and stops early when cancelled. Read-only.
+those whose name or relative path matches `glob`; leaves out what the project ignores
+(`.gitignore`, `.ignore`, version-control and dependency folders; see `_walk`) unless
+`include_ignored` is set, and skips binary files and files larger than `max_file_bytes`; prints
+`relative/path:line: text` with each line cut at `max_line_chars`; stops at `max_results`
+matches with a note. An invalid regex fails with the compiler's message. Read-only.
+
+Two engines give the same output: ripgrep (`rg`) when it is on PATH, which is many times faster on
+big trees, and a Python walk otherwise. ripgrep is asked for the same rules (hidden files
+included, ignore files honoured even outside git, dependency folders excluded, sorted by path);
+a pattern ripgrep's regex engine does not accept (look-arounds, back-references) falls back to
+the Python walk, so the Python syntax the tool promises always works. Both stop early when
+cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import shutil
 
 from .._globs import glob_matches
 from ..base import Tool, ToolContext, success_result
@@ -18,7 +28,7 @@ from ..content import text_content
 from ..errors import ToolFailure, ToolInputError
 from ..sandbox import allowed_roots
 from ._files import SNIFF_BYTES, looks_binary
-from ._walk import walk_files
+from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, walk_files
 
 __all__ = ["GrepTool"]
 
@@ -40,6 +50,7 @@ class GrepTool(Tool):
             "glob": {"type": "string", "minLength": 1, "description": "Only search files matching this glob."},
             "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
             "max_results": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Maximum matches to return."},
+            "include_ignored": {"type": "boolean", "description": "Also search what .gitignore/.ignore exclude and dependency folders (node_modules, .venv...). Default false."},
         },
         "required": ["pattern"],
         "additionalProperties": False,
@@ -47,10 +58,15 @@ class GrepTool(Tool):
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
     subject_kind = "path"
 
-    def __init__(self, max_results: int = 200, max_line_chars: int = 300, max_file_bytes: int = 10_000_000) -> None:
+    def __init__(
+        self, max_results: int = 200, max_line_chars: int = 300, max_file_bytes: int = 10_000_000,
+        ripgrep: str | None = "auto",
+    ) -> None:
         self.max_results = max_results
         self.max_line_chars = max_line_chars
         self.max_file_bytes = max_file_bytes
+        self.ripgrep = shutil.which("rg") if ripgrep == "auto" else ripgrep
+        """Path of the ``rg`` binary to use, or None for the Python walk only."""
 
     def describe(self, args: dict) -> str:
         return f"Search for {args.get('pattern', '')!r}"
@@ -74,11 +90,13 @@ class GrepTool(Tool):
         file_glob = args.get("glob")
         roots = allowed_roots(ctx.working_directory, ctx.extra_roots)
 
+        include_ignored = bool(args.get("include_ignored"))
+
         def candidates():
             if base.is_file():
                 yield base, base.name
             else:
-                yield from walk_files(base, roots)
+                yield from walk_files(base, roots, include_ignored=include_ignored)
 
         def search() -> tuple[list[str], int, int, bool]:
             hits: list[str] = []
@@ -110,12 +128,77 @@ class GrepTool(Tool):
                             hits.append(f"{relative}:{number}: {line}")
             return hits, total, searched, stopped
 
-        hits, total, searched, stopped = await asyncio.to_thread(search)
-        lines = hits or [f"No matches for {args['pattern']!r} in {searched} file(s)."]
+        found = None
+        if self.ripgrep is not None and base.is_dir():
+            found = await self._ripgrep(args, base, limit, include_ignored, ctx)
+        hits, total, searched, stopped = found if found is not None else await asyncio.to_thread(search)
+        if hits:
+            lines = list(hits)
+        elif searched is None:
+            lines = [f"No matches for {args['pattern']!r}."]
+        else:
+            lines = [f"No matches for {args['pattern']!r} in {searched} file(s)."]
         if total > len(hits):
             lines.append(f"(… {'at least ' if stopped else ''}{total - len(hits)} more matches not shown; narrow the search.)")
         return success_result(
             f"Found {total} match(es) for {args['pattern']!r}",
             [text_content("\n".join(lines))],
-            {"matches": len(hits), "total": total, "filesSearched": searched, "truncated": total > len(hits)},
+            {"matches": len(hits), "total": total, "truncated": total > len(hits), "engine": "python" if searched is not None else "ripgrep",
+             **({"filesSearched": searched} if searched is not None else {})},
         )
+
+    def _cut(self, line: str) -> str:
+        return line[: self.max_line_chars] + " [… cut]" if len(line) > self.max_line_chars else line
+
+    async def _ripgrep(
+        self, args: dict, base, limit: int, include_ignored: bool, ctx: ToolContext
+    ) -> tuple[list[str], int, int | None, bool] | None:
+        """Search with ripgrep; None when it cannot take the pattern (the caller falls back)."""
+        command = [
+            self.ripgrep, "--line-number", "--no-heading", "--null", "--color", "never", "--hidden", "--sort", "path",
+            "--no-messages", "--max-filesize", str(self.max_file_bytes), "--glob", "!.git/", "--glob", "!.hg/", "--glob", "!.svn/",
+        ]
+        if include_ignored:
+            command.append("--no-ignore")
+        else:
+            command += ["--no-require-git", *(f"--glob=!{name}/" for name in sorted(DEPENDENCY_DIRECTORIES - SKIPPED_DIRECTORIES))]
+        if args.get("case_insensitive"):
+            command.append("--ignore-case")
+        if args.get("glob"):
+            pattern = args["glob"]
+            command += ["--glob", pattern if "/" in pattern else f"**/{pattern}"]
+        command += ["--regexp", args["pattern"], "--", "."]
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command, cwd=base, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "RIPGREP_CONFIG_PATH": ""},
+            )
+        except OSError:
+            return None
+        assert process.stdout is not None
+        hits: list[str] = []
+        total = 0
+        stopped = False
+        last = None
+        try:
+            while True:
+                raw = await process.stdout.readline()
+                if not raw:
+                    break
+                path, _, rest = raw.decode("utf-8", "replace").rstrip("\n").partition("\0")
+                # Like the Python walk: stop between files once the page is well over full.
+                if ctx.cancelled or (total >= limit * 10 and path != last):
+                    stopped = True
+                    break
+                last = path
+                number, _, text = rest.partition(":")
+                total += 1
+                if len(hits) < limit:
+                    hits.append(f"{path.removeprefix('./')}:{number}: {self._cut(text)}")
+        finally:
+            if process.returncode is None and stopped:
+                process.kill()
+            _, err = await process.communicate()
+        if process.returncode == 2 and not hits and b"regex" in err.lower():
+            return None  # a pattern only Python's engine understands
+        return hits, total, None, stopped

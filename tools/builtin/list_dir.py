@@ -2,7 +2,9 @@
 
 Contract: entries are sorted by name, directories first and marked with a trailing '/',
 symbolic links marked with ' -> target'; at most `max_entries` are shown, with a note
-saying how many were left out. Read-only; the path goes through the sandbox.
+saying how many were left out. What the project ignores (`.gitignore`, `.ignore`, version-control
+and dependency folders: see `_walk`) is left out and counted in a note naming a few of them, unless
+`include_ignored` is set. Read-only; the path goes through the sandbox.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure
+from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, IgnoreRules
 
 __all__ = ["ListDirTool"]
 
@@ -26,6 +29,7 @@ class ListDirTool(Tool):
         "type": "object",
         "properties": {
             "path": {"type": "string", "minLength": 1, "description": "Directory path. Default: the working directory."},
+            "include_ignored": {"type": "boolean", "description": "Also look at what .gitignore/.ignore exclude and dependency folders (node_modules, .venv...). Default false."},
         },
         "additionalProperties": False,
     }
@@ -63,6 +67,18 @@ class ListDirTool(Tool):
             except OSError:
                 return False
 
+        hidden: list[str] = []
+        if not args.get("include_ignored"):
+            rules = IgnoreRules.for_directory(path)
+
+            def ignored(entry: os.DirEntry) -> bool:
+                folder = is_dir(entry)
+                if folder and (entry.name in SKIPPED_DIRECTORIES or entry.name in DEPENDENCY_DIRECTORIES):
+                    return True
+                return rules.ignored(entry.path, folder)
+
+            hidden = sorted(e.name + ("/" if is_dir(e) else "") for e in entries if ignored(e))
+            entries = [e for e in entries if not ignored(e)]
         entries.sort(key=lambda e: (not is_dir(e), e.name))
         lines: list[str] = []
         for entry in entries[: self.max_entries]:
@@ -79,9 +95,12 @@ class ListDirTool(Tool):
             lines.append("(empty directory)")
         if left_out > 0:
             lines.append(f"(… {left_out} more entries not shown)")
+        if hidden:
+            named = ", ".join(hidden[:5]) + (", …" if len(hidden) > 5 else "")
+            lines.append(f"({len(hidden)} ignored entries not shown: {named}; pass include_ignored to list them)")
         display = ctx.display_path(path) if path != ctx.resolve(".") else "."
         return success_result(
             f"Listed {display}",
             [text_content("\n".join(lines))],
-            {"path": str(path), "entries": len(entries), "truncated": left_out > 0},
+            {"path": str(path), "entries": len(entries), "ignored": len(hidden), "truncated": left_out > 0},
         )

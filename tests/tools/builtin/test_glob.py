@@ -46,3 +46,14 @@ async def test_escaping_patterns_and_links_are_refused(ctx, workspace, tmp_path)
     (workspace / "outlink").symlink_to(tmp_path / "outside")
     result = await GlobTool().call({"pattern": "**/*.txt"}, ctx)
     assert result["structuredContent"]["matches"] == []
+
+
+async def test_ignored_files_and_dependency_folders_are_not_found_unless_asked(ctx, workspace):
+    (workspace / ".gitignore").write_text("dist/\n")
+    for path in ("src/a.py", "dist/b.py", ".venv/lib/c.py", "node_modules/d/e.py"):
+        (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / path).write_text("x\n")
+    result = await GlobTool().call({"pattern": "**/*.py"}, ctx)
+    assert result["content"][0]["text"] == "src/a.py"
+    everything = await GlobTool().call({"pattern": "**/*.py", "include_ignored": True}, ctx)
+    assert everything["structuredContent"]["total"] == 4

@@ -37,3 +37,18 @@ async def test_failures(ctx, workspace):
     assert (await ListDirTool().call({"path": "f"}, ctx))["error"]["code"] == "not_a_directory"
     assert (await ListDirTool().call({"path": "nope"}, ctx))["error"] == {"message": "Directory not found: nope", "code": "not_found"}
     assert (await ListDirTool().call({"path": ".."}, ctx))["error"]["code"] == "path_not_allowed"
+
+
+async def test_ignored_entries_are_left_out_and_counted(ctx, workspace):
+    (workspace / ".gitignore").write_text("*.log\n")
+    (workspace / "app.py").write_text("x\n")
+    (workspace / "debug.log").write_text("x\n")
+    (workspace / "node_modules").mkdir()
+    result = await ListDirTool().call({}, ctx)
+    assert result["content"][0]["text"].splitlines() == [
+        ".gitignore",
+        "app.py",
+        "(2 ignored entries not shown: debug.log, node_modules/; pass include_ignored to list them)",
+    ]
+    everything = await ListDirTool().call({"include_ignored": True}, ctx)
+    assert "debug.log" in everything["content"][0]["text"].splitlines()
