@@ -136,6 +136,10 @@ class AgentConfig(_Section):
     """Longest wait the host accepts before a retry; a longer retry-after fails the turn instead."""
     max_model_calls: int = Field(default=50, ge=1)
     """Model calls allowed in one turn (each tool round is one call): stops runaway tool loops."""
+    stall_timeout: float = Field(default=90.0, ge=0)
+    """Seconds the host waits for anything from the provider (the response, the next stream event
+    or keep-alive) before the model call fails as stalled and is retried like any other failure
+    (while nothing has streamed). 0 turns the limit off."""
     title: Literal["model", "first-words"] = "model"
     """How a session's title is made after its first turn: ask the model, or the message's first words."""
 

@@ -42,6 +42,7 @@ from .errors import (
     ProviderError,
     ProviderProtocolError,
     ProviderUnavailableError,
+    ProviderStalledError,
     RateLimitError,
     RequestCancelledError,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "ProviderError",
     "ProviderProtocolError",
     "ProviderUnavailableError",
+    "ProviderStalledError",
     "RateLimitError",
     "ReasoningPart",
     "RecordingTransport",

@@ -117,6 +117,7 @@ class AnthropicProvider:
             finished=lambda: translator.finished,
             dropped="The connection to Anthropic dropped before the response finished. Try again.",
             provider=PROVIDER,
+            stall_timeout=request.stall_timeout,
         ):
             yield event
 

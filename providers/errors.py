@@ -9,6 +9,7 @@ Tree::
     ├── InvalidRequestError         400/404/422: bad request, unknown model          (not retryable)
     │   └── ModelNotFoundError      404 / model_not_found
     ├── ProviderUnavailableError    5xx, 529 overloaded, timeout, dropped connection  (retryable)
+    │   └── ProviderStalledError    nothing received for ``stall_timeout`` seconds    (retryable)
     ├── ProviderProtocolError       the provider's stream broke the protocol          (not retryable)
     └── RequestCancelledError       the request was aborted before it finished        (not retryable)
 
@@ -79,6 +80,12 @@ class ModelNotFoundError(InvalidRequestError):
 class ProviderUnavailableError(ProviderError):
     error_type = "provider_unavailable"
     default_retryable = True
+
+
+class ProviderStalledError(ProviderUnavailableError):
+    """The provider stopped sending mid-request: no bytes for the request's ``stall_timeout``."""
+
+    error_type = "provider_stalled"
 
 
 class ProviderProtocolError(ProviderError):

@@ -210,6 +210,7 @@ class LiteLLMProvider:
             finished=lambda: translator.finish_reason is not None,
             dropped="The connection dropped before the model finished answering. Try again.",
             provider=PROVIDER,
+            stall_timeout=request.stall_timeout,
             close=False,
         ):
             yield event

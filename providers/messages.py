@@ -211,3 +211,6 @@ class ModelRequest(_Model):
     temperature: float | None = None
     anthropic: AnthropicOptions = AnthropicOptions()
     openai: OpenAIOptions = OpenAIOptions()
+    stall_timeout: float | None = None
+    """Seconds without receiving anything (response headers, then each stream event, keep-alive
+    pings included) after which the call fails with ``ProviderStalledError``; None: no limit."""

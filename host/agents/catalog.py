@@ -122,6 +122,7 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
         retry_max_delay=table.retry_max_delay,
         max_model_calls=table.max_model_calls,
         title="first-words" if table.kind == "replay" else table.title,
+        stall_timeout=table.stall_timeout or None,
     )
     if table.kind == "replay":
         cassettes = {}

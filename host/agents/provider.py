@@ -178,6 +178,8 @@ class TurnSettings:
     max_model_calls: int = 50
     title: str = "model"
     """"model": ask the model for a title; "first-words": the message's first words."""
+    stall_timeout: float | None = 90.0
+    """Seconds without anything from the provider before a model call fails as stalled."""
 
 
 @dataclass
@@ -315,6 +317,7 @@ class ProviderAgent:
                 max_tokens=options.get("max_tokens", self.settings.max_tokens),
                 anthropic=options.get("anthropic", AnthropicOptions()),
                 openai=options.get("openai", OpenAIOptions()),
+                stall_timeout=self.settings.stall_timeout,
             )
             mapper = await self._call(ctx, provider, request, turn, ids, offered)
             message = mapper.acc.message()
@@ -598,7 +601,10 @@ class ProviderAgent:
         ctx.dispatch({"type": "session/titleChanged", "title": title})
 
     async def _ask_title(self, ctx: TurnContext, model_id: str, text: str) -> str | None:
-        request = ModelRequest(model=model_id, system=_TITLE_PROMPT, messages=(UserMessage.of(text[:2000]),), max_tokens=64)
+        request = ModelRequest(
+            model=model_id, system=_TITLE_PROMPT, messages=(UserMessage.of(text[:2000]),), max_tokens=64,
+            stall_timeout=self.settings.stall_timeout,
+        )
         async with self.source.for_turn(ctx.session, f"{ctx.turn_id}-title", model_id) as provider:
             from providers import StreamAccumulator
 

@@ -62,6 +62,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
             finished=lambda: translator.finish_reason is not None,
             dropped="The connection dropped before the model finished answering. Try again.",
             provider=PROVIDER,
+            stall_timeout=request.stall_timeout,
         ):
             yield event
         for event in translator.close():

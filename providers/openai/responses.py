@@ -54,6 +54,7 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
             finished=lambda: translator.finished,
             dropped="The connection to OpenAI dropped before the response finished. Try again.",
             provider=PROVIDER,
+            stall_timeout=request.stall_timeout,
         ):
             yield event
 

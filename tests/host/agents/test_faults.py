@@ -223,3 +223,31 @@ async def test_a_litellm_agent_is_recorded_and_its_cassette_replays(tmp_path: Pa
     assert replayed["state"] == "complete"
     assert replayed["responseParts"][0]["content"] == "Through LiteLLM"
     assert replayed["usage"]["inputTokens"] == live["usage"]["inputTokens"] == 5
+
+
+async def test_a_stream_that_stalls_after_text_ends_the_turn_with_the_stall_error(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    stall = asyncio.Event()
+    body = chat_sse("Half an answer", finish="stop", usage=None).split(b"data: {\"id\": \"chatcmpl-fake\", \"object\": \"chat.completion.chunk\", \"created\": 1, \"model\": \"fake-model\", \"choices\": [{\"index\": 0, \"delta\": {}")[0]
+    reply = Reply(200, body, stall=stall)
+    turn, _recorder, server = await one_turn(tmp_path, frame_checker, [reply], extra="stall_timeout = 0.5\n")
+    assert turn["state"] == "error"
+    assert turn["error"]["errorType"] == "provider_stalled"
+    assert "sent nothing for 0.5 s" in turn["error"]["message"]
+    assert "stall_timeout" in turn["error"]["message"]
+    assert turn["responseParts"][0]["content"] == "Half an answer"
+    assert len(server.requests) == 1  # text had streamed: not retried
+    await asyncio.wait_for(reply.closed.wait(), 10)  # and the host hung up on the provider
+
+
+async def test_a_provider_silent_before_answering_is_retried_after_the_stall_timeout(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    never = asyncio.Event()
+    try:
+        turn, _recorder, server = await one_turn(
+            tmp_path, frame_checker, [Reply(200, chat_sse("late"), hold=never), Reply(200, chat_sse("Second try"))],
+            extra="stall_timeout = 0.5\n",
+        )
+    finally:
+        never.set()
+    assert turn["state"] == "complete"
+    assert [p["content"] for p in turn["responseParts"] if p["kind"] == "markdown"] == ["Second try"]
+    assert len(server.requests) == 2
