@@ -140,6 +140,14 @@ class AgentConfig(_Section):
     """Seconds the host waits for anything from the provider (the response, the next stream event
     or keep-alive) before the model call fails as stalled and is retried like any other failure
     (while nothing has streamed). 0 turns the limit off."""
+    compact_at: float = Field(default=0.8, ge=0, le=1)
+    """Share of the model's context_window a request may fill before older turns are summarised
+    by the model (compaction); 0 turns automatic compaction off (/compact still works)."""
+    keep_recent_turns: int = Field(default=2, ge=0)
+    """Turns kept word for word when older ones are compacted automatically."""
+    tool_output_limit: int = Field(default=40_000, ge=1_000)
+    """Characters of one tool result sent to the model; the rest is stored and the model is told how
+    to read it with read_file."""
     title: Literal["model", "first-words"] = "model"
     """How a session's title is made after its first turn: ask the model, or the message's first words."""
 

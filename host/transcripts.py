@@ -13,6 +13,10 @@ Invariants:
   not in its AHP state any more; ``copy`` gives a fork the rows of the turns it copied.
 * A row that cannot be read back (written by a newer host, say) is treated as missing: the
   caller rebuilds that turn from the AHP state instead of failing the turn.
+* Compactions (``save_compaction``) are kept beside the transcripts, never instead of them: a
+  compaction says "the turns up to and including turn T are summarised by this text". The turn
+  loop sends the summary in place of those turns; the transcripts themselves stay whole, and a
+  fork that copies turn T copies the compaction with it.
 """
 
 from __future__ import annotations
@@ -38,6 +42,12 @@ CREATE TABLE IF NOT EXISTS transcripts (
     turn_id TEXT NOT NULL,
     messages TEXT NOT NULL,
     PRIMARY KEY (session, turn_id)
+);
+CREATE TABLE IF NOT EXISTS compactions (
+    session TEXT NOT NULL,
+    through_turn TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    PRIMARY KEY (session, through_turn)
 );
 """
 
@@ -82,6 +92,24 @@ class TranscriptStore:
                 logger.warning("transcript of turn %s in %s is unreadable; rebuilding it from the turn state", turn_id, session)
         return found
 
+    def save_compaction(self, session: str, through_turn: str, summary: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO compactions (session, through_turn, summary) VALUES (?, ?, ?)",
+                (session, through_turn, summary),
+            )
+
+    def compaction(self, session: str, turn_ids: Sequence[str]) -> tuple[int, str] | None:
+        """The newest compaction among ``turn_ids`` (in order): ``(index of its last turn, summary)``."""
+        with self._lock:
+            rows = dict(self._db.execute(
+                "SELECT through_turn, summary FROM compactions WHERE session = ?", (session,)
+            ).fetchall())
+        for index in range(len(turn_ids) - 1, -1, -1):
+            if turn_ids[index] in rows:
+                return index, rows[turn_ids[index]]
+        return None
+
     def copy(self, source: str, target: str, turn_ids: Iterable[str]) -> None:
         """Give a forked session the transcripts of the turns it copied."""
         ids = list(turn_ids)
@@ -92,10 +120,16 @@ class TranscriptStore:
                     "SELECT ?, turn_id, messages FROM transcripts WHERE session = ? AND turn_id = ?",
                     (target, source, turn_id),
                 )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO compactions (session, through_turn, summary) "
+                    "SELECT ?, through_turn, summary FROM compactions WHERE session = ? AND through_turn = ?",
+                    (target, source, turn_id),
+                )
 
     def forget(self, session: str) -> None:
         with self._lock:
             self._db.execute("DELETE FROM transcripts WHERE session = ?", (session,))
+            self._db.execute("DELETE FROM compactions WHERE session = ?", (session,))
 
     def close(self) -> None:
         with self._lock:

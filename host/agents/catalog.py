@@ -123,6 +123,9 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
         max_model_calls=table.max_model_calls,
         title="first-words" if table.kind == "replay" else table.title,
         stall_timeout=table.stall_timeout or None,
+        compact_at=table.compact_at or None,
+        keep_recent_turns=table.keep_recent_turns,
+        tool_output_limit=table.tool_output_limit,
     )
     if table.kind == "replay":
         cassettes = {}

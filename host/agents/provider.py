@@ -41,6 +41,15 @@ from urllib.parse import unquote, urlparse
 
 from host.agents._mapping import CallMapper, TurnToolIds
 from host.agents.base import SessionCreationFailed, TurnContext, TurnFailed
+from host.agents.context import (
+    COMPACT_COMMAND,
+    TokenMeter,
+    compaction_request,
+    cut_tool_output,
+    elide_old_tool_results,
+    estimate_messages,
+    summary_message,
+)
 from host.agents.environment import TurnEnvironment
 from host.agents.tooling import (
     Approval,
@@ -180,6 +189,12 @@ class TurnSettings:
     """"model": ask the model for a title; "first-words": the message's first words."""
     stall_timeout: float | None = 90.0
     """Seconds without anything from the provider before a model call fails as stalled."""
+    compact_at: float | None = 0.8
+    """Compact older turns when a request would pass this share of the model's context window."""
+    keep_recent_turns: int = 2
+    """Turns kept word for word when older ones are compacted automatically."""
+    tool_output_limit: int = 40_000
+    """Characters of one tool result the model is sent; the rest is stored and readable on request."""
 
 
 @dataclass
@@ -238,6 +253,8 @@ class ProviderAgent:
         """Where the key comes from (e.g. "the OPENAI_API_KEY environment variable"), for errors."""
         self._sleep = sleep
         self._background: set[asyncio.Task[Any]] = set()
+        self._meters: dict[str, TokenMeter] = {}
+        """Per session: what the last model call really used (for the next request's estimate)."""
 
     # -- Agent protocol ------------------------------------------------------------------------
 
@@ -297,29 +314,72 @@ class ProviderAgent:
         self, ctx: TurnContext, provider: Provider, turn: _TurnState, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]]
     ) -> None:
         working_directory = _directory(ctx.state)
+        text = str(ctx.user_message.get("text") or "")
+        if text.strip() == COMPACT_COMMAND or text.startswith(COMPACT_COMMAND + " "):
+            focus = text[len(COMPACT_COMMAND):].strip() or None
+            await self._compact(ctx, provider, turn, model_id, finished, keep=0, focus=focus, through=ctx.turn_id)
+            return
         # Contributors may expand ``/skill args`` or reject the prompt (UserPromptSubmit hooks).
         message = await self.environment.user_message(ctx, ctx.user_message)
         user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id)
         for note in notes:
             ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": note}})
-        past = history(finished, self.transcripts.load(ctx.session, [str(t.get("id")) for t in finished]))
+        past = self._past(ctx.session, finished)
         turn.messages.append(user)
         ids = TurnToolIds()
         options = self._options(ctx.model, spec)
-        for _ in range(self.settings.max_model_calls):
-            self._take_steering(ctx, turn)
-            offered = self.environment.tools(ctx, list(self.tools.values()))
-            request = ModelRequest(
+        meter = self._meters.setdefault(ctx.session, TokenMeter())
+        elide_keep: int | None = None
+        overflowed = False
+
+        def build(offered: dict[str, Tool]) -> ModelRequest:
+            sent = turn.messages if elide_keep is None else elide_old_tool_results(turn.messages, elide_keep)[0]
+            return ModelRequest(
                 model=model_id,
                 system=self.environment.system_prompt(ctx, self.settings.system_prompt),
-                messages=tuple(repair([*past, *turn.messages])),
+                messages=tuple(repair([*past, *sent])),
                 tools=tuple(_definitions(offered)),
                 max_tokens=options.get("max_tokens", self.settings.max_tokens),
                 anthropic=options.get("anthropic", AnthropicOptions()),
                 openai=options.get("openai", OpenAIOptions()),
                 stall_timeout=self.settings.stall_timeout,
             )
-            mapper = await self._call(ctx, provider, request, turn, ids, offered)
+
+        for _ in range(self.settings.max_model_calls):
+            self._take_steering(ctx, turn)
+            offered = self.environment.tools(ctx, list(self.tools.values()))
+            request = build(offered)
+            budget = self._budget(spec)
+            if budget is not None and meter.estimate(request) > budget:
+                # Older turns first (keeping the latest ones), then all of them, then this turn's
+                # oldest tool output: each step only if the previous one did not make enough room.
+                for keep in dict.fromkeys((self.settings.keep_recent_turns, 0)):
+                    if await self._compact(ctx, provider, turn, model_id, finished, keep=keep, focus=None):
+                        past = self._past(ctx.session, finished)
+                        meter.forget()
+                        request = build(offered)
+                    if meter.estimate(request) <= budget:
+                        break
+                if meter.estimate(request) > budget and elide_keep is None and elide_old_tool_results(turn.messages, 2)[1]:
+                    elide_keep = 2
+                    request = build(offered)
+                    self._note(ctx, "Older tool output in this turn was left out of what the model is sent, "
+                                    "to stay within its context window; the calls themselves are kept.")
+            try:
+                mapper = await self._call(ctx, provider, request, turn, ids, offered)
+            except TurnFailed as failure:
+                # The provider says it does not fit after all: compact everything once and retry.
+                if failure.error.get("errorType") != "context_length" or overflowed:
+                    raise
+                overflowed = True
+                if await self._compact(ctx, provider, turn, model_id, finished, keep=0, focus=None):
+                    past = self._past(ctx.session, finished)
+                elide_keep = 1
+                meter.forget()
+                request = build(offered)
+                mapper = await self._call(ctx, provider, request, turn, ids, offered)
+            meter.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
+                         mapper.usage.output_tokens)
             message = mapper.acc.message()
             turn.messages.append(message)
             finish = mapper.finish
@@ -505,9 +565,25 @@ class ProviderAgent:
                     group.create_task(one(*entry))
         return ToolResultsMessage(
             results=tuple(
-                ToolResult.of(c.tool_call_id, c.tool_name, tool_result_text(results[c.tool_call_id]), is_error=not results[c.tool_call_id].get("success"))
+                ToolResult.of(
+                    c.tool_call_id, c.tool_name,
+                    self._fit_output(ctx, working_directory, tool_result_text(results[c.tool_call_id])),
+                    is_error=not results[c.tool_call_id].get("success"),
+                )
                 for c in message.tool_calls
             )
+        )
+
+    def _fit_output(self, ctx: TurnContext, working_directory: Path | None, text: str) -> str:
+        """Tool output over the limit: head and tail for the model, the whole stored for read_file."""
+        cut, left_out = cut_tool_output(text, self.settings.tool_output_limit)
+        if not left_out:
+            return text
+        store = self._tool_context(ctx, working_directory, "output").content_store
+        uri = store.put(text.encode("utf-8"), "text/plain; charset=utf-8")
+        return (
+            f"{cut}\n\n[This output was cut for you: {left_out} of {len(text)} characters are not shown. "
+            f"The whole output is stored; read it in pages with read_file(path=\"{uri}\", offset=<line>, limit=<lines>).]"
         )
 
     def _complete(self, ctx: TurnContext, call_id: str, result: dict[str, Any]) -> None:
@@ -516,6 +592,76 @@ class ProviderAgent:
     def _tool_context(self, ctx: TurnContext, working_directory: Path | None, call_id: str) -> ToolContext:
         context = ToolContext(working_directory=working_directory or Path.cwd(), tool_call_id=call_id)
         return self.environment.tool_context(ctx, context)
+
+    # -- context window ------------------------------------------------------------------------
+
+    def _past(self, session: str, finished: list[dict[str, Any]]) -> list[Message]:
+        """The finished turns as the model is sent them: a compaction's summary replaces the
+        turns it covers (their transcripts stay on disk), later turns follow word for word."""
+        ids = [str(t.get("id")) for t in finished]
+        found = self.transcripts.compaction(session, ids)
+        start, prefix = (found[0] + 1, [summary_message(found[1])]) if found else (0, [])
+        return [*prefix, *history(finished[start:], self.transcripts.load(session, ids[start:]))]
+
+    def _budget(self, spec: ModelSpec) -> int | None:
+        if not spec.context_window or not self.settings.compact_at:
+            return None
+        return int(spec.context_window * self.settings.compact_at)
+
+    def _note(self, ctx: TurnContext, text: str) -> None:
+        ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": text}})
+
+    async def _compact(
+        self, ctx: TurnContext, provider: Provider, turn: _TurnState, model_id: str, finished: list[dict[str, Any]],
+        *, keep: int, focus: str | None, through: str | None = None,
+    ) -> bool:
+        """Summarise the finished turns before the last ``keep`` with the model; False when there
+        was nothing (new) to summarise or the model could not do it (the user is told why)."""
+        ids = [str(t.get("id")) for t in finished]
+        found = self.transcripts.compaction(ctx.session, ids)
+        start = found[0] + 1 if found else 0
+        end = len(finished) - keep
+        if end <= start:
+            if through is not None:
+                self._note(ctx, "Nothing to compact yet: no turns since the last compaction.")
+            return False
+        older = [*([summary_message(found[1])] if found else []),
+                 *history(finished[start:end], self.transcripts.load(ctx.session, ids[start:end]))]
+        older, _ = elide_old_tool_results(repair(older), 3)
+        spec = self._model_for(ctx.model)[1]
+        if spec.context_window and estimate_messages(older) > spec.context_window * 0.9:
+            older, _ = elide_old_tool_results(older, 0)
+        request = compaction_request(model_id, older, focus=focus, max_tokens=4096, stall_timeout=self.settings.stall_timeout)
+        self._set_activity(ctx, turn, "Compacting the conversation")
+        from providers import StreamAccumulator
+
+        acc = StreamAccumulator(api=provider.api)
+        try:
+            async with contextlib.aclosing(provider.stream(request)) as events:
+                async for event in events:
+                    acc.apply(event)
+        except ProviderError as error:
+            self._note(ctx, f"The conversation could not be compacted: {error.message}")
+            return False
+        summary = acc.message().text.strip()
+        if not summary:
+            self._note(ctx, "The conversation could not be compacted: the model returned an empty summary.")
+            return False
+        self.transcripts.save_compaction(ctx.session, through or ids[end - 1], summary)
+        self._meters.pop(ctx.session, None)
+        count = end - start
+        how = f"as asked{f' (focus: {focus})' if focus else ''}" if through is not None else "to stay within the model's context window"
+        kept = ""
+        if keep:
+            kept = "; the latest turn is kept word for word" if keep == 1 else f"; the {keep} latest turns are kept word for word"
+        turns = "1 earlier turn (about" if count == 1 else f"{count} earlier turns (about"
+        self._note(
+            ctx,
+            f"Compacted the conversation {how}: {turns} {estimate_messages(older):,} tokens) "
+            f"{'is' if count == 1 else 'are'} now sent to the model as a summary of about "
+            f"{estimate_messages([summary_message(summary)]):,} tokens{kept}. The full history stays in the session.",
+        )
+        return True
 
     # -- context -------------------------------------------------------------------------------
 

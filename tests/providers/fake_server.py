@@ -8,7 +8,8 @@ anything (a slow first byte). ``stall`` sends ``body`` as one chunk of a chunked
 keeps the connection open until the event is set or the server exits (a stream that stops in the
 middle); ``closed`` is set when the client hangs up on a stalled reply. ``base_path`` is appended
 to :attr:`FakeProviderServer.base_url` (e.g. ``"/v1"`` for an OpenAI-style base URL); every
-request is recorded as a :class:`SeenRequest` in ``requests``. :func:`sse` builds an SSE body,
+request is recorded as a :class:`SeenRequest` in ``requests``; ``respond`` computes a reply's body
+from the requests seen so far. :func:`sse` builds an SSE body,
 :func:`chat_sse` a whole Chat Completions stream.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -28,6 +30,9 @@ class Reply:
     hold: asyncio.Event | None = None
     stall: asyncio.Event | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)
+    respond: Callable[[list["SeenRequest"]], bytes] | None = None
+    """Builds the body from the requests seen so far (this one last), for replies that depend on
+    what the host sent (e.g. a tool call naming a reference the host made up)."""
 
 
 @dataclass
@@ -101,6 +106,8 @@ class FakeProviderServer:
             self.requests.append(SeenRequest(method, path, headers, body))
             reply = self.replies.pop(0) if self.replies else Reply(500, b'{"error": {"message": "no reply scripted"}}')
             self._served.append(reply)
+            if reply.respond is not None:
+                reply.body = reply.respond(self.requests)
             if reply.hold is not None:
                 await reply.hold.wait()
             content_type = "text/event-stream" if reply.body.startswith((b"event:", b"data:")) else "application/json"

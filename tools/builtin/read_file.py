@@ -4,12 +4,16 @@ Contract: lines are numbered from 1 and shown as `<number>\\t<line>`. `offset` i
 line to show, `limit` how many. Output is bounded: at most `max_lines` lines (default
 2000), each cut at `max_line_chars` characters; whenever anything is left out the output
 ends with a note saying what and how to read on. Binary files are refused with a clear
-message. Read-only; the path goes through the sandbox.
+message. Read-only; the path goes through the sandbox. A `path` that is a content reference
+(`scheme:/...`, not `file:`) is read from the session's content store instead: that is how the
+model reads the whole of a tool output the host cut short for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,8 @@ from ..errors import ToolFailure
 from ._files import SNIFF_BYTES, looks_binary
 
 __all__ = ["ReadFileTool"]
+
+_CONTENT_REFERENCE = re.compile(r"^[a-z][a-z0-9+.-]*:/")
 
 
 class ReadFileTool(Tool):
@@ -58,15 +64,23 @@ class ReadFileTool(Tool):
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
         shown = args["path"]
-        path = ctx.resolve(shown)
-        if path.is_dir():
-            raise ToolFailure(f"{shown} is a directory; use list_dir to see its contents.", code="is_directory")
-        if not path.exists():
-            raise ToolFailure(f"File not found: {shown}", code="not_found")
         offset = args.get("offset", 1)
         limit = min(args.get("limit", self.max_lines), self.max_lines)
-        # Counting lines of a large file is blocking work: keep it off the event loop.
-        shown_lines, total, cut_lines = await asyncio.to_thread(self._read, path, shown, offset, limit)
+        if _CONTENT_REFERENCE.match(shown) and not shown.startswith("file:"):
+            # Stored content (e.g. the full output of a tool whose result was cut for the model).
+            data = ctx.content_store.get(shown)
+            if data is None:
+                raise ToolFailure(f"Nothing is stored at {shown}; check the reference.", code="not_found")
+            shown_lines, total, cut_lines = self._collect(io.BytesIO(data), offset, limit)
+            path: Path | None = None
+        else:
+            path = ctx.resolve(shown)
+            if path.is_dir():
+                raise ToolFailure(f"{shown} is a directory; use list_dir to see its contents.", code="is_directory")
+            if not path.exists():
+                raise ToolFailure(f"File not found: {shown}", code="not_found")
+            # Counting lines of a large file is blocking work: keep it off the event loop.
+            shown_lines, total, cut_lines = await asyncio.to_thread(self._read, path, shown, offset, limit)
 
         notes: list[str] = []
         last = offset + len(shown_lines) - 1
@@ -80,11 +94,11 @@ class ReadFileTool(Tool):
             notes.append(f"({cut_lines} long line(s) were cut at {self.max_line_chars} characters.)")
         body = "".join(f"{offset + i}\t{line}\n" for i, line in enumerate(shown_lines))
         text = body + "\n".join(notes)
-        structured: dict[str, Any] = {"path": str(path), "totalLines": total, "truncated": last < total or bool(cut_lines)}
+        structured: dict[str, Any] = {"path": str(path) if path is not None else shown, "totalLines": total, "truncated": last < total or bool(cut_lines)}
         if shown_lines:
             structured["startLine"] = offset
             structured["endLine"] = last
-        display = ctx.display_path(path)
+        display = ctx.display_path(path) if path is not None else "stored output"
         message = f"Read {display}" if not shown_lines or (offset == 1 and last == total) else f"Read {display}, lines {offset}-{last}"
         return success_result(message, [text_content(text)], structured)
 
