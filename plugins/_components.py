@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from plugins import _schema as schema
 from plugins._collect import Report
-from plugins._frontmatter import FrontmatterError, split_frontmatter
+from plugins._frontmatter import FrontmatterError, read_leniently, split_frontmatter
 from plugins.diagnostics import Severity
 from plugins.model import Agent, Command, Prompt, Rule, Skill
 
@@ -65,8 +65,12 @@ def _read(path: Path, report: Report) -> tuple[dict[str, Any] | None, str] | Non
     try:
         return split_frontmatter(text)
     except FrontmatterError as exc:
-        report(Severity.PROBLEM, ("frontmatter",), f"{exc}; skipped")
-        return None
+        if "never closed" in str(exc):
+            report(Severity.PROBLEM, ("frontmatter",), f"{exc}; skipped")
+            return None
+        # Claude Code reads such files leniently, and published plugins rely on it.
+        report(Severity.WARNING, ("frontmatter",), f"{exc}; read as plain 'key: value' lines instead")
+        return read_leniently(text)
 
 
 def _validated(front: dict[str, Any], spec: schema.Schema, report: Report) -> dict[str, Any]:

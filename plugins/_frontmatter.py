@@ -9,6 +9,12 @@ Contract:
   YAML, or is not a mapping. The message carries YAML's line number, never a traceback.
 - Cursor-style unquoted globs (``globs: *.ts,*.tsx``) are invalid YAML (``*`` starts an alias);
   such a value is quoted before parsing, because real-world rule files are written that way.
+- :func:`read_leniently` is the fallback Claude Code users rely on: many published agents and
+  commands have frontmatter that is not YAML (``description: Use this agent when ... Examples:
+  <example>Context: ...``, with colons and quotes unescaped). It reads the block line by line:
+  ``key: value`` starts a key, any other line continues the previous value, ``- item`` lines under
+  an empty key make a list, and matching quotes around a value are dropped. The caller reports a
+  warning, so the author can see the file was not strict YAML, and the component still loads.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from typing import Any
 
 import yaml
 
-__all__ = ["FrontmatterError", "split_frontmatter"]
+__all__ = ["FrontmatterError", "split_frontmatter", "read_leniently"]
 
 _FENCE = re.compile(r"^---[ \t]*$")
+_KEY_LINE = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$")
+_LIST_ITEM = re.compile(r"^[ \t]+-[ \t]+(.*?)[ \t]*$")
 _BARE_GLOB_LINE = re.compile(r"^(\s*(?:globs|applyTo|paths)\s*:\s*)(\*[^\n#]*?)\s*$")
 
 
@@ -61,3 +69,36 @@ def _quote_bare_glob(line: str) -> str:
         return line
     value = match.group(2).replace("\\", "\\\\").replace('"', '\\"')
     return f'{match.group(1)}"{value}"'
+
+
+def read_leniently(text: str) -> tuple[dict[str, Any], str]:
+    """``(mapping, body)`` read line by line from a frontmatter block YAML could not parse."""
+    text = text.lstrip("\ufeff").replace("\r\n", "\n")
+    lines = text.split("\n")
+    if not lines or not _FENCE.match(lines[0]):
+        return {}, text
+    end = next((i for i in range(1, len(lines)) if _FENCE.match(lines[i])), len(lines))
+    values: dict[str, Any] = {}
+    key: str | None = None
+    for line in lines[1:end]:
+        match = _KEY_LINE.match(line) if not line[:1].isspace() else None
+        if match:
+            key = match.group(1)
+            values[key] = _unquote(match.group(2) or "")
+            continue
+        if key is None or not line.strip():
+            continue
+        item = _LIST_ITEM.match(line)
+        current = values[key]
+        if item and (current == "" or isinstance(current, list)):
+            values[key] = [*(current or []), _unquote(item.group(1))]
+        elif isinstance(current, str):
+            values[key] = f"{current}\n{line.strip()}" if current else line.strip()
+    body = "\n".join(lines[end + 1 :]).lstrip("\n")
+    return values, body
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value

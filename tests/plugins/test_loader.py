@@ -128,7 +128,10 @@ def test_bad_values_and_bad_files_degrade_with_file_and_key_paths(make_plugin) -
             "expected true or false, got 'maybe' (ignored)") in problems
     assert "plugin demo ==> agents/helper.md ==> frontmatter ==> description: an agent needs a description; skipped" in problems
     assert any(p.startswith("plugin demo ==> hooks/hooks.json: not valid JSON:") and "line 1" in p for p in problems)
-    assert any(p.startswith("plugin demo ==> rules/bad.mdc ==> frontmatter: frontmatter is not valid YAML") for p in problems)
+    # Frontmatter that is not YAML is read leniently (as Claude Code does), with a warning.
+    assert any(w.startswith("plugin demo ==> rules/bad.mdc ==> frontmatter: frontmatter is not valid YAML")
+               and w.endswith("read as plain 'key: value' lines instead") for w in _warnings(plugin))
+    assert [r.description for r in plugin.rules] == ["[unclosed"]
     assert [s.name for s in plugin.skills] == ["alpha"] and plugin.agents == () and plugin.hooks == ()
     for problem in problems:
         assert "Traceback" not in problem and plugin.state.message.count(problem) == 1
@@ -247,3 +250,32 @@ async def test_toolkit_mcp_server_starts_from_the_loaded_parameters(toolkit_copy
     assert echoed == "hello from sample-toolkit: x"
     assert info["PLUGIN_ROOT"] == str(toolkit_copy.resolve())
     assert info["cwd"] == str(toolkit_copy.resolve())
+
+
+def test_claude_code_agents_whose_frontmatter_is_not_yaml_still_load(make_plugin) -> None:
+    # The shape of published Claude Code agents: an unquoted description full of colons and
+    # example markup, tools as a comma list, a model alias and a colour.
+    root = make_plugin({
+        ".claude-plugin/plugin.json": json.dumps({"name": "reviewers"}),
+        "agents/code-reviewer.md": (
+            "---\n"
+            "name: code-reviewer\n"
+            "description: Use this agent when the user has finished a change. Examples: <example>Context: The user "
+            "wrote a parser. user: \"review it\" assistant: \"I'll use the code-reviewer agent\"</example>\n"
+            "tools: Glob, Grep, Read\n"
+            "model: sonnet\n"
+            "color: red\n"
+            "---\n"
+            "You are an expert reviewer. Report only problems you are sure of.\n"
+        ),
+        "commands/ship.md": "---\ndescription: Ship it: build, test, tag\nallowed-tools: Bash(git tag:*), Bash(make:*)\n---\nShip $ARGUMENTS\n",
+    })
+    plugin = load_plugin(root)
+    assert plugin.state.kind != "error"
+    agent, = plugin.agents
+    assert agent.name == "code-reviewer"
+    assert agent.description.startswith("Use this agent when the user has finished a change. Examples: <example>Context:")
+    assert agent.body.startswith("You are an expert reviewer.")
+    command, = plugin.commands
+    assert command.description == "Ship it: build, test, tag"
+    assert any("agents/code-reviewer.md ==> frontmatter: frontmatter is not valid YAML" in w for w in _warnings(plugin))
