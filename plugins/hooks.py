@@ -11,7 +11,9 @@ Contract:
   plugin root.
 - Result (:class:`HookResult`): exit 0 -> ``success`` (stdout parsed when it is one JSON object;
   ``decision: "block"`` or ``hookSpecificOutput.permissionDecision: "deny"`` or ``continue:
-  false`` turn it into ``blocked`` with their reason); exit 2 -> ``blocked`` with stderr as the
+  false`` turn it into ``blocked`` with their reason; ``hookSpecificOutput.additionalContext`` is
+  context for the model, and so is the plain, non-JSON stdout of ``SessionStart`` and
+  ``UserPromptSubmit`` hooks, as in Claude Code); exit 2 -> ``blocked`` with stderr as the
   reason; other exits -> ``error`` (non-blocking); timeout -> ``timeout`` (non-blocking);
   a command that cannot start -> ``error``.
 - :func:`select_hooks` and :func:`hook_payload` are pure helpers; :func:`run_hooks` runs a
@@ -32,6 +34,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from plugins.model import Hook, HookEvent, LifecyclePoint, LoadedContainer
 
 __all__ = ["HookOutcome", "HookResult", "hook_payload", "run_hook", "run_hooks", "select_hooks"]
+
+_STDOUT_IS_CONTEXT = frozenset({HookEvent.SESSION_START, HookEvent.USER_PROMPT_SUBMIT})
 
 _REASON_LIMIT = 4000
 """Reasons go to the model and the user; a runaway script must not flood either."""
@@ -153,7 +157,9 @@ def _interpret(hook: Hook, code: int | None, stdout: str, stderr: str) -> HookRe
         return HookResult(hook, HookOutcome.ERROR, code, stdout, stderr, reason=reason)
     output = _json_object(stdout)
     if output is None:
-        return HookResult(hook, HookOutcome.SUCCESS, code, stdout, stderr)
+        # As in Claude Code: what these hooks print (not JSON) is context for the model.
+        plain = _clip(stdout) if hook.event in _STDOUT_IS_CONTEXT else ""
+        return HookResult(hook, HookOutcome.SUCCESS, code, stdout, stderr, additional_context=plain or None)
     specific = output.get("hookSpecificOutput")
     specific = specific if isinstance(specific, dict) else {}
     decision = specific.get("permissionDecision")

@@ -10,7 +10,11 @@ turn loop without editing it:
 * ``system_prompt(ctx)``: text appended to the agent's system prompt (custom agent, rules...).
 * ``before_tool_call(ctx, request, arguments)``: may block a call (a ``PreToolUse`` hook exiting
   2); returns the reason shown to the user and the model, or None.
-* ``after_tool_call(ctx, request, result)``: observes a finished call (``PostToolUse`` hooks).
+* ``after_tool_call(ctx, request, result)``: observes a finished call (``PostToolUse`` hooks) and
+  may return text to add to what the model reads of the result (a hook's ``additionalContext``).
+* ``stop(ctx, active)``: the model finished answering; returning a reason keeps the turn going
+  with that reason as the next user message (a ``Stop`` hook exiting 2 or answering
+  ``decision: block``). ``active`` is True when the turn already continued because of a stop.
 * ``tool_context(ctx, context)``: fills in the host callbacks of a ``ToolContext`` (streaming
   partial content, asking the user, re-confirmation, the content store, sandbox roots).
 * ``filter_tools(ctx, tools)``: narrows the offered set after every contributor added its tools
@@ -48,11 +52,14 @@ class Contributor:
     async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> str | None:
         return None
 
-    async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> None:
+    async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
         return None
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         return context
+
+    async def stop(self, ctx: TurnContext, active: bool) -> str | None:
+        return None
 
     def filter_tools(self, ctx: TurnContext, tools: dict[str, Tool]) -> dict[str, Tool]:
         return tools
@@ -93,9 +100,16 @@ class TurnEnvironment:
                 return reason
         return None
 
-    async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> None:
+    async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
+        added = [text for contributor in self.contributors if (text := await contributor.after_tool_call(ctx, request, result))]
+        return "\n\n".join(added) or None
+
+    async def stop(self, ctx: TurnContext, active: bool) -> str | None:
         for contributor in self.contributors:
-            await contributor.after_tool_call(ctx, request, result)
+            reason = await contributor.stop(ctx, active)
+            if reason:
+                return reason
+        return None
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         for contributor in self.contributors:

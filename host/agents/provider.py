@@ -88,6 +88,9 @@ logger = logging.getLogger(__name__)
 THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
 """Anthropic extended-thinking budget (tokens) per thinking level offered in the configSchema."""
 _EFFORTS = ["minimal", "low", "medium", "high"]
+_STOP_CONTINUATIONS = 3
+"""How often Stop hooks may keep one turn going: a hook that always blocks must not loop forever."""
+
 _TITLE_PROMPT = (
     "Write a title of at most six words for a conversation that starts with the user's message "
     "below. Reply with the title only: no quotes, no punctuation at the end."
@@ -331,6 +334,7 @@ class ProviderAgent:
         meter = self._meters.setdefault(ctx.session, TokenMeter())
         elide_keep: int | None = None
         overflowed = False
+        stops = 0
 
         def build(offered: dict[str, Tool]) -> ModelRequest:
             sent = turn.messages if elide_keep is None else elide_old_tool_results(turn.messages, elide_keep)[0]
@@ -391,6 +395,13 @@ class ProviderAgent:
                 continue  # Anthropic pause_turn: call again so the model can carry on
             if finish is not None:
                 self._finish_note(ctx, finish.reason, request.max_tokens)
+            if stops < _STOP_CONTINUATIONS:
+                reason = await self.environment.stop(ctx, stops > 0)
+                if reason:
+                    stops += 1
+                    self._note(ctx, f"A plugin's Stop hook asked the agent to go on: {reason}")
+                    turn.messages.append(UserMessage.of(f"[A Stop hook asked you to continue]\n{reason}"))
+                    continue
             return
         ctx.emit(
             {
@@ -492,6 +503,8 @@ class ProviderAgent:
         offered: dict[str, Tool],
     ) -> ToolResultsMessage:
         results: dict[str, dict[str, Any]] = {}
+        added: dict[str, str] = {}
+        """Context hooks added to a result, for the model only (PostToolUse additionalContext)."""
         approved: list[tuple[str, str, Tool, Any]] = []
         for call in message.tool_calls:
             call_id = ahp_ids.get(call.tool_call_id, call.tool_call_id)
@@ -558,7 +571,9 @@ class ProviderAgent:
                 # The approver completes the call (it may ask the user to confirm the result first).
                 result = await finish_call(self.approver, done, result, ctx)
                 results[provider_id] = result
-                await self.environment.after_tool_call(ctx, done, result)
+                extra = await self.environment.after_tool_call(ctx, done, result)
+                if extra:
+                    added[provider_id] = extra
 
             async with asyncio.TaskGroup() as group:
                 for entry in approved:
@@ -567,7 +582,8 @@ class ProviderAgent:
             results=tuple(
                 ToolResult.of(
                     c.tool_call_id, c.tool_name,
-                    self._fit_output(ctx, working_directory, tool_result_text(results[c.tool_call_id])),
+                    self._fit_output(ctx, working_directory, tool_result_text(results[c.tool_call_id]))
+                    + (f"\n\n[Context added by a plugin hook]\n{added[c.tool_call_id]}" if c.tool_call_id in added else ""),
                     is_error=not results[c.tool_call_id].get("success"),
                 )
                 for c in message.tool_calls

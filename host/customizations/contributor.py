@@ -16,6 +16,8 @@ Per turn (and per model request where noted) it adds:
 * **tool hooks**: ``PreToolUse``-type hooks before a call (exit 2 or a JSON deny blocks it; the
   reason is the call's error, which the user and the model see); ``PostToolUse`` /
   ``PostToolUseFailure`` after it, and the call's paths join the files in play.
+* **stop**: ``Stop`` hooks when the model has answered; one that blocks (exit 2, or JSON
+  ``decision: block``) keeps the turn going with its reason as the next user message.
 * **tool context**: elicitation from MCP tools becomes a session input request, unless another
   contributor already supplied ``ask``.
 """
@@ -36,7 +38,9 @@ from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody s
 if TYPE_CHECKING:
     from host.customizations.service import CustomizationService
 
-__all__ = ["CustomizationContributor"]
+__all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
+
+HOOK_CONTEXT = "[Context added by a plugin hook]"
 
 _PATH_KEYS = ("path", "file_path", "filePath", "file", "filename", "target", "source", "destination")
 
@@ -61,13 +65,18 @@ class CustomizationContributor(Contributor):
         for attachment in message.get("attachments") or []:
             if isinstance(attachment, dict) and isinstance(attachment.get("uri"), str):
                 runtime.touch(attachment["uri"])
+        added: list[str] = []
         for result in await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text):
             if result.blocked:
                 raise TurnFailed("blockedByHook", f"A plugin hook refused this message: {result.reason}")
+            if result.additional_context:
+                added.append(result.additional_context)
         invocation = parse_slash(text, runtime.slash_entries())
-        if invocation is None:
-            return message
-        return {**message, "text": invocation.prompt}
+        if invocation is not None:
+            message = {**message, "text": invocation.prompt}
+        if added:
+            message = {**message, "text": str(message.get("text") or "") + "".join(f"\n\n{HOOK_CONTEXT}\n{a}" for a in added)}
+        return message
 
     # -- prompt --------------------------------------------------------------------------------
 
@@ -75,7 +84,7 @@ class CustomizationContributor(Contributor):
         runtime = self._runtime(ctx)
         if runtime is None:
             return ()
-        parts: list[str] = []
+        parts: list[str] = [*runtime.session_context]
         agent = runtime.agent(ctx.agent)
         if agent is not None and agent.body.strip():
             parts.append(agent.body.strip())
@@ -131,15 +140,26 @@ class CustomizationContributor(Contributor):
                 return result.reason
         return None
 
-    async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> None:
+    async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
         runtime = self._runtime(ctx)
         if runtime is None:
-            return
+            return None
         for path in _paths(request, result):
             runtime.touch(path)
         point = LifecyclePoint.AFTER_TOOL_CALL if result.get("success") else LifecyclePoint.AFTER_TOOL_CALL_FAILURE
-        await runtime.fire(point, request.tool_name, tool_name=request.tool_name,
-                           tool_input=_json_or_text(request.arguments), tool_response=result)
+        results = await runtime.fire(point, request.tool_name, tool_name=request.tool_name,
+                                     tool_input=_json_or_text(request.arguments), tool_response=result)
+        added = [r.additional_context for r in results if r.additional_context]
+        return "\n\n".join(added) or None
+
+    async def stop(self, ctx: TurnContext, active: bool) -> str | None:
+        runtime = self._runtime(ctx)
+        if runtime is None:
+            return None
+        for result in await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active):
+            if result.blocked:
+                return result.reason
+        return None
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         if context.ask is _DEFAULT_ASK and self._runtime(ctx) is not None:

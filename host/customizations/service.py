@@ -163,7 +163,11 @@ class CustomizationService:
             await self._apply_mcp(runtime)
         finally:
             runtime.mcp_started.set()
-        await runtime.fire(HookEvent.SESSION_START, source="startup")
+        try:
+            results = await runtime.fire(HookEvent.SESSION_START, source="startup")
+            runtime.session_context = [r.additional_context for r in results if r.additional_context]
+        finally:
+            runtime.hooks_started.set()
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
         """Until the session's MCP servers are running or failed (bounded): a first turn uses it."""
@@ -171,6 +175,7 @@ class CustomizationService:
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
             if runtime.mcp is not None:
                 await runtime.mcp.wait_ready(_MCP_START_WAIT)
+            await asyncio.wait_for(runtime.hooks_started.wait(), _MCP_START_WAIT)
         except TimeoutError:
             pass
 

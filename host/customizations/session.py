@@ -66,6 +66,10 @@ class SessionCustomizations:
         self.mcp: SessionMcp | None = None
         self.mcp_started = asyncio.Event()
         """Set once the session's MCP servers were asked to start (a first turn waits for it)."""
+        self.hooks_started = asyncio.Event()
+        """Set once the SessionStart hooks ran (a first turn waits for their context)."""
+        self.session_context: list[str] = []
+        """What SessionStart hooks asked to add to the model's context (output styles...)."""
 
     # -- containers ----------------------------------------------------------------------------
 
