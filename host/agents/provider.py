@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +75,7 @@ from providers import (
     OpenAIOptions,
     Provider,
     ProviderError,
+    ToolCallPart,
     ToolDefinition,
     ToolResult,
     ToolResultsMessage,
@@ -88,6 +91,9 @@ logger = logging.getLogger(__name__)
 THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
 """Anthropic extended-thinking budget (tokens) per thinking level offered in the configSchema."""
 _EFFORTS = ["minimal", "low", "medium", "high"]
+_BANG_COMMAND = re.compile(r"!`([^`\n]+)`")
+"""A shell command inside a slash command's body, run before the prompt reaches the model."""
+
 _STOP_CONTINUATIONS = 3
 """How often Stop hooks may keep one turn going: a hook that always blocks must not loop forever."""
 
@@ -324,12 +330,17 @@ class ProviderAgent:
             return
         # Contributors may expand ``/skill args`` or reject the prompt (UserPromptSubmit hooks).
         message = await self.environment.user_message(ctx, ctx.user_message)
+        ids = TurnToolIds()
+        expanded = str(message.get("text") or "")
+        if text.startswith("/") and expanded != text and _BANG_COMMAND.search(expanded):
+            # A command's !`cmd` lines run as shell tool calls (same confirmation and policy) and
+            # their output takes their place, as in Claude Code's slash commands.
+            message = {**message, "text": await self._run_bang_commands(ctx, turn, expanded, working_directory, ids)}
         user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id)
         for note in notes:
             ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": note}})
         past = self._past(ctx.session, finished)
         turn.messages.append(user)
-        ids = TurnToolIds()
         options = self._options(ctx.model, spec)
         meter = self._meters.setdefault(ctx.session, TokenMeter())
         elide_keep: int | None = None
@@ -589,6 +600,29 @@ class ProviderAgent:
                 for c in message.tool_calls
             )
         )
+
+    async def _run_bang_commands(
+        self, ctx: TurnContext, turn: _TurnState, text: str, working_directory: Path | None, ids: TurnToolIds
+    ) -> str:
+        """Each !`cmd` in ``text`` run as a ``shell`` tool call (shown to clients, confirmed like
+        any other) and replaced by what the call returned (its output, or why it did not run)."""
+        commands = _BANG_COMMAND.findall(text)
+        offered = self.environment.tools(ctx, list(self.tools.values()))
+        shell = offered.get("shell")
+        if shell is None:
+            return _BANG_COMMAND.sub(lambda m: f"[{m.group(1)} was not run: this session has no shell tool]", text)
+        parts: list[ToolCallPart] = []
+        ahp_ids: dict[str, str] = {}
+        for index, command in enumerate(commands):
+            provider_id = f"{ctx.turn_id}-command-{index}"
+            call_id = ahp_ids[provider_id] = ids.assign(provider_id)
+            arguments = json.dumps({"command": command})
+            ctx.emit({"type": "session/toolCallStart", "toolCallId": call_id, "toolName": "shell", "displayName": shell.title})
+            ctx.emit({"type": "session/toolCallDelta", "toolCallId": call_id, "content": arguments})
+            parts.append(ToolCallPart(tool_call_id=provider_id, tool_name="shell", arguments=arguments))
+        results = await self._run_tools(ctx, turn, AssistantMessage(parts=tuple(parts)), ahp_ids, working_directory, offered)
+        outputs = iter(result.text for result in results.results)
+        return _BANG_COMMAND.sub(lambda _m: next(outputs), text)
 
     def _fit_output(self, ctx: TurnContext, working_directory: Path | None, text: str) -> str:
         """Tool output over the limit: head and tail for the model, the whole stored for read_file."""

@@ -100,3 +100,37 @@ async def test_hook_context_reaches_the_model_and_a_stop_hook_keeps_the_turn_goi
     answer = [p["content"] for p in turn["responseParts"] if p["kind"] == "markdown"]
     assert answer[-1] == "Tests pass; stopping now."
     assert len(server.requests) == 3
+
+
+async def test_bang_lines_in_a_command_run_through_the_shell_tool_and_their_output_is_put_in_place(
+    tmp_path: Path, frame_checker: FrameChecker
+) -> None:
+    plugins = tmp_path / "plugins"
+    plugin = _plugin(plugins)
+    (plugin / "commands").mkdir()
+    (plugin / "commands" / "status.md").write_text(
+        "---\ndescription: Summarise the state of the work: files, notes\nallowed-tools: Bash(echo:*)\n---\n"
+        "## Context\n\n- Greeting: !`echo hello-from-shell`\n- Notes: !`echo secret-notes`\n\nSummarise $ARGUMENTS.\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    replies = [Reply(200, chat_sse("Summary done.")), Reply(200, chat_sse("ok"))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = config_for(
+            tmp_path, toml=fake_agent_toml(server.base_url), plugins={"directories": [str(plugins)]},
+            tools={"allow": ["shell(echo hello-from-shell)"], "deny": ["shell(echo secret-notes)"]},
+        )
+        async with serving(config, frame_checker) as (_, client):
+            session = await ready_session(client, provider="fake", working_directory=work.as_uri())
+            turn = await run_turn(client, session, "/status the release")
+            await idle(client, session)
+    assert turn["state"] == "complete"
+    sent = server.requests[0].json()["messages"][-1]["content"]
+    assert "- Greeting: hello-from-shell" in sent
+    assert "!`" not in sent
+    assert "Summarise the release." in sent
+    calls = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
+    assert [c["toolName"] for c in calls] == ["shell", "shell"]
+    assert (calls[0]["status"], calls[0]["success"], calls[0]["confirmed"]) == ("completed", True, "setting")
+    assert (calls[1]["success"], calls[1]["error"]["code"]) == (False, "denied_by_rule")  # rules apply to these lines too
+    assert "- Notes: " in sent and "- Notes: secret-notes" not in sent
