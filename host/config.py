@@ -81,6 +81,9 @@ class SessionDefaults(_Section):
     """Tell provider-backed agents where they work: an <environment> block in the system prompt with
     the working directory, platform, shell, date, git branch and short status, and the instruction
     files loaded."""
+    subagents: bool = True
+    """Offer provider-backed agents the ``task`` tool: a job run in a child session, optionally by
+    a custom agent from the session's plugins (sub-agents)."""
     offline_agent: bool = True
     """Offer the built-in offline agent."""
     default_agent: str | None = None

@@ -32,6 +32,7 @@ from host.inputs import InputRequests
 from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
+from host.subagents import SubagentContributor, SubagentSpec
 from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
@@ -104,6 +105,8 @@ class AgentHost:
                 settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
             )
             self.tools.install(self.environment)
+            if config.sessions.subagents:
+                self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
         self.resources = ResourceService(self._allowed_roots)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -292,6 +295,12 @@ class AgentHost:
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a content reference this host serves.")
         # The same sandbox as tools and the other resource* methods (symlinks, attack strings).
         return self.resources.resolve_uri(uri)
+
+    def _subagents(self, session: str) -> list[SubagentSpec]:
+        runtime = self.customizations.runtime(session)
+        if runtime is None:
+            return []
+        return [SubagentSpec(agent.name, agent.description or agent.name, uri) for agent, uri in runtime.custom_agents()]
 
     def _instruction_files(self, session: str) -> list[str]:
         runtime = self.customizations.runtime(session)

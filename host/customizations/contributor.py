@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from host.agents.base import TurnContext, TurnFailed
 from host.agents.environment import Contributor
 from host.agents.tooling import ToolCallRequest
-from host.customizations.session import SessionCustomizations
+from host.customizations.session import TOOL_ALIASES, SessionCustomizations
 from host.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
 from plugins import LifecyclePoint, parse_slash
 from tools.base import Tool, ToolContext
@@ -173,7 +173,9 @@ class CustomizationContributor(Contributor):
 
 
 def _allowed(tool: Tool, allowed: set[str]) -> bool:
-    if tool.name in allowed:
+    # Claude Code agents name its tools ("Read", "Bash(git:*)"): they mean this host's equivalents.
+    names = {tool.name, *TOOL_ALIASES.get(tool.name, ())}
+    if names & {entry.split("(", 1)[0].strip() for entry in allowed}:
         return True
     server = getattr(tool, "server_name", None)
     mcp_name = getattr(tool, "mcp_name", None)

@@ -99,6 +99,17 @@ class SessionCustomizations:
                     return agent
         return None
 
+    def custom_agents(self) -> list[tuple[Agent, str]]:
+        """Every usable custom agent with the URI a session selects it by (first of a name wins)."""
+        found: dict[str, tuple[Agent, str]] = {}
+        for container in self.containers:
+            loaded = container.usable
+            if loaded is None:
+                continue
+            for agent in loaded.agents:
+                found.setdefault(agent.name, (agent, _uri_of(container, agent.path)))
+        return list(found.values())
+
     def agent_container(self, selection: dict[str, Any] | None) -> Container | None:
         agent = self.agent(selection)
         if agent is None:

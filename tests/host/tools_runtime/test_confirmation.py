@@ -27,7 +27,7 @@ async def test_server_tools_are_published_and_offered_to_the_model(tmp_path: Pat
         await client.wait_for(lambda m, e: bool((client.state(session) or {}).get("serverTools")))
         await run_turn(client, session, "hello")
         published = [t["name"] for t in client.state(session)["serverTools"]]
-    assert published == ["read_file", "list_dir", "glob", "grep", "edit_file", "write_file", "shell", "ask_user"]
+    assert published == ["read_file", "list_dir", "glob", "grep", "edit_file", "write_file", "shell", "ask_user", "task"]
     assert [t.name for t in provider.requests[0].tools] == published
 
 

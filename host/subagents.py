@@ -1,0 +1,182 @@
+"""Sub-agents: the ``task`` tool hands a self-contained job to a child session.
+
+What a user sees, and the rules:
+
+* The model calls ``task`` with a short ``description``, the full ``prompt`` and optionally a
+  ``subagent_type``: the name of a custom agent from the session's plugins or ``.claude/agents``
+  (Claude Code's ``agents/`` folders), listed in the tool's description with what each is for.
+* The host creates a child session (``ahp-session:/<uuid>``) on the parent's provider, model and
+  working directory, with that custom agent selected, titled "Sub-agent: <description>". It is an
+  ordinary session: its own turns, tools and confirmations, listed with the others.
+* As soon as the child exists, the running ``task`` call carries a ``ToolResultSubagentContent``
+  (``toolCallContentChanged``) naming the child's URI, so a client can subscribe and watch it live.
+* The child's turn runs the prompt; its final answer is the tool's result (with the subagent
+  content kept). A child turn that fails or is cancelled makes the call fail, saying why.
+* Cancelling the parent's turn cancels the child's turn. Children get no ``task`` tool of their own
+  (no unbounded nesting).
+
+The tool itself changes nothing (``readOnlyHint``): every action the sub-agent takes goes through
+the child session's own confirmation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from host.agents.base import TurnContext
+from host.agents.environment import Contributor
+from host.errors import RpcError
+from host.store import Store
+from tools.base import Tool, ToolContext, failure_result, success_result
+from tools.content import text_content
+from tools.errors import ToolFailure
+
+__all__ = ["SubagentContributor", "TaskTool", "SubagentSpec"]
+
+_READY_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class SubagentSpec:
+    """A custom agent a ``task`` call may name."""
+
+    name: str
+    description: str
+    uri: str
+
+
+class TaskTool(Tool):
+    """Runs a job in a child session and returns its final answer."""
+
+    name = "task"
+    title = "Run Sub-agent"
+    annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+
+    def __init__(self, run: Callable[[dict, ToolContext], Any], agents: Sequence[SubagentSpec]) -> None:
+        self._run = run
+        self.agents = {agent.name: agent for agent in agents}
+        listed = "".join(f"\n- {a.name}: {a.description.strip().splitlines()[0][:300]}" for a in agents)
+        self.description = (
+            "Hand a self-contained job to a sub-agent that works in its own session with the same tools "
+            "and working directory, and get its final answer back. Use it for searches or investigations "
+            "that would fill this conversation, or for a specialist below. Give the sub-agent everything "
+            "it needs in the prompt: it does not see this conversation."
+            + (f"\nSpecialists (subagent_type):{listed}" if agents else "")
+        )
+        properties: dict[str, Any] = {
+            "description": {"type": "string", "minLength": 1, "description": "The job in three to six words."},
+            "prompt": {"type": "string", "minLength": 1, "description": "The full task for the sub-agent."},
+        }
+        if agents:
+            properties["subagent_type"] = {"type": "string", "enum": sorted(self.agents), "description": "Which specialist to use."}
+        self.input_schema = {"type": "object", "properties": properties, "required": ["description", "prompt"], "additionalProperties": False}
+
+    def describe(self, args: dict) -> str:
+        who = args.get("subagent_type") or "sub-agent"
+        return f"Start {who}: {args.get('description', '')}"
+
+    def past_tense(self, args: dict) -> str:
+        return f"Sub-agent finished: {args.get('description', '')}"
+
+    async def run(self, args: dict, ctx: ToolContext) -> dict:
+        return await self._run(args, ctx)
+
+
+class SubagentContributor(Contributor):
+    """Offers ``task`` to top-level sessions and runs the child sessions it starts."""
+
+    def __init__(
+        self,
+        store: Store,
+        create_session: Callable[[dict[str, Any], str], None],
+        agents_for: Callable[[str], Sequence[SubagentSpec]],
+    ) -> None:
+        self.store = store
+        self.create_session = create_session
+        self.agents_for = agents_for
+        self.children: dict[str, str] = {}
+        """child session → parent session."""
+
+    def tools(self, ctx: TurnContext) -> Sequence[Tool]:
+        if ctx.session in self.children:
+            return ()
+        session = ctx.session
+        agents = list(self.agents_for(session))
+        return (TaskTool(lambda args, tool_ctx: self._run(session, agents, args, tool_ctx), agents),)
+
+    async def _run(self, parent: str, agents: Sequence[SubagentSpec], args: dict, ctx: ToolContext) -> dict:
+        description = str(args["description"]).strip()
+        wanted = args.get("subagent_type")
+        spec = next((a for a in agents if a.name == wanted), None)
+        if wanted and spec is None:
+            known = ", ".join(a.name for a in agents) or "none"
+            raise ToolFailure(f"There is no sub-agent {wanted!r} (available: {known}).", code="unknown_subagent")
+        parent_state = self.store.state(parent) or {}
+        summary = parent_state.get("summary") or {}
+        child = f"ahp-session:/{uuid.uuid4()}"
+        params: dict[str, Any] = {"channel": child, "provider": summary.get("provider")}
+        for key in ("model", "workingDirectory"):
+            if summary.get(key) is not None:
+                params[key] = summary[key]
+        if spec is not None:
+            params["agent"] = {"uri": spec.uri}
+        try:
+            self.create_session(params, "host")
+        except RpcError as error:
+            raise ToolFailure(f"The sub-agent session could not be created: {error.message}", code="subagent_failed") from None
+        self.children[child] = parent
+        title = f"Sub-agent: {description}"
+        self.store.dispatch(child, {"type": "session/titleChanged", "title": title})
+        block: dict[str, Any] = {"type": "subagent", "resource": child, "title": title, "description": description}
+        if spec is not None:
+            block["agentName"] = spec.name
+        await ctx.emit([block, text_content(f"Working in {child}")])
+        state = await _until(self.store, child, lambda s: s.get("lifecycle") in ("ready", "creationFailed"), _READY_TIMEOUT)
+        if state.get("lifecycle") != "ready":
+            reason = (state.get("creationError") or {}).get("message") or "it did not become ready"
+            return failure_result(f"Sub-agent could not start: {description}", f"The sub-agent session failed: {reason}", "subagent_failed")
+        turn_id = str(uuid.uuid4())
+        self.store.dispatch(child, {"type": "session/turnStarted", "turnId": turn_id, "userMessage": {"text": str(args["prompt"])}})
+        try:
+            state = await _until(self.store, child, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), None)
+        except asyncio.CancelledError:
+            live = self.store.state(child) or {}
+            if (live.get("activeTurn") or {}).get("id") == turn_id:
+                self.store.dispatch(child, {"type": "session/turnCancelled", "turnId": turn_id})
+            raise
+        turn = next(t for t in state["turns"] if t.get("id") == turn_id)
+        answer = "\n\n".join(p.get("content", "") for p in turn.get("responseParts") or () if p.get("kind") == "markdown").strip()
+        if turn.get("state") != "complete":
+            why = (turn.get("error") or {}).get("message") or f"the sub-agent's turn ended as {turn.get('state')}"
+            return failure_result(f"Sub-agent did not finish: {description}", f"The sub-agent stopped: {why}", "subagent_failed",
+                                  content=[block, text_content(f"The sub-agent stopped: {why}" + (f"\n\nWhat it said:\n{answer}" if answer else ""))])
+        return success_result(f"Sub-agent finished: {description}", [block, text_content(answer or "(The sub-agent gave no answer.)")])
+
+
+async def _until(store: Store, channel: str, predicate: Callable[[dict[str, Any]], bool], timeout: float | None) -> dict[str, Any]:
+    """The channel's state once ``predicate`` holds (woken by each action), or the last seen
+    state when the channel goes away or ``timeout`` passes."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def check() -> bool:
+        state = store.state(channel)
+        return state is None or predicate(state)
+
+    def observer(*_args: Any) -> None:
+        if not done.done() and check():
+            done.set_result(None)
+
+    if not check():
+        store.observers.append(observer)
+        try:
+            await asyncio.wait_for(asyncio.shield(done), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            store.observers.remove(observer)
+    return store.state(channel) or {}

@@ -1,0 +1,114 @@
+"""Sub-agents: the ``task`` tool runs a job in a child session that clients can watch live.
+
+A real host on port 0 with a local fake OpenAI-compatible provider (it records what the model was
+sent), a custom agent in a Claude Code-shaped plugin, and a second client that subscribes to the
+child session as soon as the parent's tool call names it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from client import AhpClient
+from tests.conftest import TOKEN, FrameChecker
+from tests.host.agents.harness import Recorder, config_for, idle, ready_session, run_turn, serving
+from tests.host.agents.test_faults import fake_agent_toml
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
+
+
+def _reviewer_plugin(root: Path) -> None:
+    plugin = root / "review-kit"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "review-kit"}))
+    (plugin / "agents").mkdir()
+    (plugin / "agents" / "code-reviewer.md").write_text(
+        "---\nname: code-reviewer\ndescription: Use this agent to review a change: it reports bugs with file:line.\n"
+        "tools: Read, Grep, Glob\nmodel: sonnet\n---\nYou are a meticulous code reviewer. Report only real bugs.\n"
+    )
+
+
+def _subagent_block(client: AhpClient, session: str) -> dict | None:
+    state = client.state(session) or {}
+    for part in (state.get("activeTurn") or {}).get("responseParts") or ():
+        call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+        for block in (call or {}).get("content") or ():
+            if block.get("type") == "subagent":
+                return block
+    return None
+
+
+async def test_a_sub_agent_runs_in_a_child_session_a_second_client_watches(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugins = tmp_path / "plugins"
+    _reviewer_plugin(plugins)
+    release = asyncio.Event()
+    task = {"description": "Review the parser", "prompt": "Review parser.py for bugs.", "subagent_type": "code-reviewer"}
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "task", json.dumps(task))])),
+        Reply(200, chat_sse("parser.py:3: ", "off-by-one in the loop."), hold=release),
+        Reply(200, chat_sse("The reviewer found an off-by-one in parser.py:3.")),
+    ]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = config_for(tmp_path, toml=fake_agent_toml(server.base_url), plugins={"directories": [str(plugins)]})
+        async with serving(config, frame_checker) as (running, client):
+            session = await ready_session(client, provider="fake")
+            watcher = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
+            try:
+                await watcher.initialize(subscriptions=["ahp-root://", session])
+                turn_id = client.send_message(session, "review my parser change")
+                await watcher.wait_for(lambda m, e: _subagent_block(watcher, session) is not None)
+                block = _subagent_block(watcher, session)
+                child = block["resource"]
+                await watcher.subscribe(child)
+                recorder = Recorder(watcher, child)
+                release.set()
+                await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []))
+                await idle(client, session)
+                await watcher.wait_for(lambda m, e: len((watcher.state(child) or {}).get("turns") or []) == 1)
+                child_state = watcher.state(child)
+            finally:
+                await watcher.close()
+            turn = client.state(session)["turns"][0]
+    assert (block["title"], block["agentName"], block["description"]) == ("Sub-agent: Review the parser", "code-reviewer", "Review the parser")
+    # The second client saw the child's answer stream in, and converged on the finished child turn.
+    assert ("session/delta" in [a if isinstance(a, str) else a[0] for a in recorder.compact()])
+    child_turn, = child_state["turns"]
+    assert child_turn["state"] == "complete"
+    assert child_turn["userMessage"]["text"] == "Review parser.py for bugs."
+    assert child_state["summary"]["title"] == "Sub-agent: Review the parser"
+    # The child ran as the custom agent; the parent's tool result is the child's final answer.
+    child_request = server.requests[1].json()
+    assert "You are a meticulous code reviewer." in child_request["messages"][0]["content"]
+    assert "task" not in [t["function"]["name"] for t in child_request.get("tools") or []]
+    parent_tool_result = server.requests[2].json()["messages"][-1]
+    assert parent_tool_result["role"] == "tool" and "parser.py:3: off-by-one in the loop." in parent_tool_result["content"]
+    assert turn["state"] == "complete"
+    call = next(p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall")
+    assert call["success"] is True and call["content"][0] == block
+
+
+async def test_cancelling_the_parent_turn_cancels_the_sub_agent(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    never = asyncio.Event()
+    task = {"description": "Search everything", "prompt": "Find all TODOs."}
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "task", json.dumps(task))])),
+        Reply(200, chat_sse("never sent"), hold=never),
+    ]
+    try:
+        async with FakeProviderServer(replies, base_path="/v1") as server:
+            async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (_, client):
+                session = await ready_session(client, provider="fake")
+                turn_id = client.send_message(session, "find the TODOs")
+                await client.wait_for(lambda m, e: _subagent_block(client, session) is not None)
+                child = _subagent_block(client, session)["resource"]
+                await client.subscribe(child)
+                await client.wait_for(lambda m, e: (client.state(child) or {}).get("activeTurn") is not None)
+                client.cancel_turn(session, turn_id)
+                await client.wait_for(lambda m, e: len((client.state(child) or {}).get("turns") or []) == 1)
+                await idle(client, session)
+                child_turn, = client.state(child)["turns"]
+                parent_turn, = client.state(session)["turns"]
+    finally:
+        never.set()
+    assert child_turn["state"] == "cancelled"
+    assert parent_turn["state"] == "cancelled"
