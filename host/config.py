@@ -177,6 +177,12 @@ class McpConfig(_Section):
     """``[mcp.servers.<name>]`` tables or ``[[mcp.servers]]`` entries with a ``name``; each has
     ``command``/``args``/``env``/``cwd`` (stdio) or ``url``/``headers`` (http, sse), ``type``,
     ``timeout`` (ms) and ``disabled``. Every session starts them."""
+    start: Literal["first-turn", "session"] = "first-turn"
+    """When a session's MCP servers (config, .mcp.json, plugins) start: at its first turn, so sessions
+    that are only listed or restored after a restart cost no processes, or as soon as it opens."""
+    idle_stop: float = Field(default=900.0, ge=0)
+    """Seconds after a session's last turn ended before its MCP servers are stopped (they start
+    again with its next turn); 0 keeps them running for the session's life."""
 
 
 class ToolsConfig(_Section):

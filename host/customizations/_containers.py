@@ -17,7 +17,10 @@ from typing import Any
 from plugins import DirectorySpec, LoadedContainer, LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
 from plugins.diagnostics import LoadState
 
-__all__ = ["Container"]
+__all__ = ["Container", "McpServersContainer", "MCP_SERVERS_ID"]
+
+MCP_SERVERS_ID = "mcp-servers"
+"""The container listing a session's MCP servers from the host config and the workspace ``.mcp.json``."""
 
 
 @dataclass
@@ -68,3 +71,25 @@ class Container:
         assert isinstance(self.loaded, LoadedPlugin)
         return plugin_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
                                     client_id=self.client_id, uri=self.uri, state=state)
+
+
+@dataclass
+class McpServersContainer(Container):
+    """The MCP servers a session gets from the host config and its ``.mcp.json`` (plugins list
+    their own servers). It contributes nothing at run time; it exists so a person can see those
+    servers, and why one failed to start or crashed (its ``problems``), in the session's
+    customizations like any plugin's."""
+
+    servers: list[tuple[str, str]] = field(default_factory=list)
+    """``(server name, URI of where it was declared)``."""
+
+    @property
+    def usable(self) -> LoadedContainer | None:
+        return None
+
+    def wire(self) -> dict[str, Any]:
+        state = LoadState("loaded").with_problems(sorted(self.problems.values())) if self.problems else LoadState("loaded")
+        children = [{"type": "mcpServer", "id": f"{self.id}#{name}", "uri": uri, "name": name} for name, uri in self.servers]
+        return {"type": "directory", "id": self.id, "uri": self.uri or self.id, "name": self.name or "MCP servers",
+                "enabled": self.enabled, "load": state.to_wire(), "children": children,
+                "contents": "mcpServer", "writable": False}

@@ -11,6 +11,9 @@ Contract:
   built-in tools and the MCP tools share ``serverTools`` without clobbering each other. Every
   listed tool marked ``_meta.mcpServer`` counts as this session's, so the MCP tools a previous
   host process left in a recovered session (it died without unpublishing them) are replaced too.
+- A server that fails (to start, or for good after its restarts) is logged once and reported to its
+  owner: the plugin that declared it, or the session's "MCP servers" container for servers from the
+  host config and ``.mcp.json``, so it is visible in the session's customizations with its error.
 - Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
 - ``stop()`` returns when every server process is gone.
 """
@@ -43,6 +46,7 @@ class SessionMcp:
         self._on_problem = on_problem
         self._owners: dict[str, str] = {}
         self._published: set[str] = set()
+        self._reported: set[str] = set()
         self.manager = McpManager(policy=policy, ask=ask, on_tools_changed=self._tools_changed, on_status=self._status)
 
     def tools(self) -> list[McpTool]:
@@ -64,13 +68,22 @@ class SessionMcp:
     async def stop(self) -> None:
         await self.manager.stop()
 
+    def unpublish(self) -> None:
+        """Take this session's MCP tools out of ``serverTools`` (its servers were stopped)."""
+        self._tools_changed([])
+
     def _status(self, status: ServerStatus) -> None:
         owner = self._owners.get(status.name)
         if owner is None:
             return
         if status.state == "failed":
-            self._on_problem(owner, f"mcp:{status.name}", f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}")
+            message = f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}"
+            if status.name not in self._reported:  # once per failure, not once per retry or turn
+                self._reported.add(status.name)
+                logger.warning("session %s: %s", self.session, message)
+            self._on_problem(owner, f"mcp:{status.name}", message)
         elif status.state == "running":
+            self._reported.discard(status.name)
             self._on_problem(owner, f"mcp:{status.name}", None)
 
     def _tools_changed(self, tools: list[McpTool]) -> None:

@@ -8,8 +8,12 @@ Contract:
 - ``open_session(uri)`` (createSession, or a session recovered at start) publishes the session's
   containers with ``session/customizationsChanged`` (each ``loading``), then one
   ``session/customizationUpdated`` per container with its parsed tree and load state; enabled
-  flags of a recovered session are kept. It then starts the session's MCP servers and runs the
-  ``SessionStart`` hooks in the background. Publishing is synchronous (host plugins were parsed
+  flags of a recovered session are kept. It then runs the ``SessionStart`` hooks in the
+  background; the session's MCP servers start with its first turn (``wait_started``), or at once
+  with ``[mcp] start = "session"``, and stop ``[mcp] idle_stop`` seconds after its last turn ended
+  (the next turn starts them again). A restarted host spawns no server for a session until it is
+  used. Servers from the host config and ``.mcp.json`` are listed in an "MCP servers" container,
+  which a failing server degrades with its error, as a plugin's failing server degrades the plugin. Publishing is synchronous (host plugins were parsed
   at ``load()``; workspace folders are small), so the ``loading`` -> final pair is in the action
   log in that order but every subscriber's snapshot, even a ``subscribe`` pipelined behind
   ``createSession``, already holds the final load states. Runtime trouble (a server failing)
@@ -33,7 +37,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from host.config import HostConfig
-from host.customizations._containers import Container
+from host.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer
 from host.inputs import InputRequests
 from host.customizations.completions import complete_user_message
 from host.customizations.mcp import SessionMcp
@@ -151,6 +155,7 @@ class CustomizationService:
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
+        self._cancel_idle_stop(runtime)
         try:
             await runtime.fire(HookEvent.SESSION_END, reason="session disposed")
         except Exception:  # a hook failing must not keep the servers running
@@ -159,6 +164,8 @@ class CustomizationService:
             await runtime.mcp.stop()
 
     async def _start_session(self, runtime: SessionCustomizations) -> None:
+        if self.config.mcp.start == "session":
+            runtime.mcp_wanted = True
         try:
             await self._apply_mcp(runtime)
         finally:
@@ -170,7 +177,13 @@ class CustomizationService:
             runtime.hooks_started.set()
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
-        """Until the session's MCP servers are running or failed (bounded): a first turn uses it."""
+        """Until the session's MCP servers are running or failed (bounded): a turn uses it. The
+        servers of a session that did not need them yet (or stopped them when idle) start here."""
+        self._cancel_idle_stop(runtime)
+        if not runtime.mcp_wanted:
+            runtime.mcp_wanted = True
+            await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
+            await self._reconcile(runtime)
         try:
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
             if runtime.mcp is not None:
@@ -211,10 +224,40 @@ class CustomizationService:
                     continue
                 owners[server.name] = container.id
         specs = merge_specs(self.config_specs, workspace, plugin_specs)
-        return specs, {spec.name: owners[spec.name] for spec in specs if spec.name in owners and spec.source.startswith("plugin")}
+        return specs, {spec.name: owners[spec.name] if spec.source.startswith("plugin") else MCP_SERVERS_ID
+                       for spec in specs if spec.name in owners or not spec.source.startswith("plugin")}
+
+    def turn_ended(self, session: str) -> None:
+        """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``)."""
+        runtime = self.sessions.get(session)
+        if runtime is None or runtime.mcp is None or not self.config.mcp.idle_stop:
+            return
+        self._cancel_idle_stop(runtime)
+        loop = asyncio.get_running_loop()
+        runtime.idle_stop = loop.call_later(self.config.mcp.idle_stop, lambda: self._spawn(self._stop_idle(runtime)))
+
+    def _cancel_idle_stop(self, runtime: SessionCustomizations) -> None:
+        if runtime.idle_stop is not None:
+            runtime.idle_stop.cancel()
+            runtime.idle_stop = None
+
+    async def _stop_idle(self, runtime: SessionCustomizations) -> None:
+        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
+        async with lock:
+            state = self.store.state(runtime.session) or {}
+            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None or state.get("activeTurn"):
+                return
+            logger.info("session %s: stopping its MCP servers after %g s without a turn", runtime.session, self.config.mcp.idle_stop)
+            runtime.mcp_wanted = False
+            mcp, runtime.mcp = runtime.mcp, None
+            await mcp.stop()
+            mcp.unpublish()
 
     async def _apply_mcp(self, runtime: SessionCustomizations) -> None:
         specs, owners = self.mcp_specs(runtime)
+        self._publish_mcp_servers(runtime, [spec for spec in specs if owners.get(spec.name) == MCP_SERVERS_ID])
+        if not runtime.mcp_wanted:
+            return
         if runtime.mcp is None:
             if not specs:
                 return
@@ -224,6 +267,24 @@ class CustomizationService:
                 on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
             )
         await runtime.mcp.apply(specs, owners)
+
+    def _publish_mcp_servers(self, runtime: SessionCustomizations, specs: list[McpServerSpec]) -> None:
+        """List the config and ``.mcp.json`` servers as a container, so their failures show."""
+        container = runtime.container(MCP_SERVERS_ID)
+        if not specs and container is None:
+            return
+        declared = []
+        for spec in specs:
+            where = spec.source if spec.source not in ("config", "") else (self.config.source or "").split(" + ")[0]
+            path = Path(where) if where and not where.startswith("<") else None
+            declared.append((spec.name, path.resolve().as_uri() if path is not None and path.is_absolute() else (
+                runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///")))
+        if container is None:
+            home = runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///"
+            container = McpServersContainer(id=MCP_SERVERS_ID, loaded=None, name="MCP servers", uri=home)
+            runtime.containers.append(container)
+        container.servers = declared
+        self._publish(runtime, container)
 
     def _problem(self, runtime: SessionCustomizations, container_id: str, key: str, message: str | None) -> None:
         container = runtime.container(container_id)
@@ -243,6 +304,8 @@ class CustomizationService:
         runtime = self.sessions.get(channel)
         if runtime is None:
             return
+        if before.get("activeTurn") is not None and after.get("activeTurn") is None:
+            self.turn_ended(channel)
         action = envelope.get("action") or {}
         kind = action.get("type")
         if kind == "session/customizationToggled":

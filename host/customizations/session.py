@@ -66,6 +66,11 @@ class SessionCustomizations:
         self.mcp: SessionMcp | None = None
         self.mcp_started = asyncio.Event()
         """Set once the session's MCP servers were asked to start (a first turn waits for it)."""
+        self.mcp_wanted = False
+        """Whether its MCP servers should run: from its first turn (or at open, with
+        ``[mcp] start = "session"``) until they are stopped for being idle."""
+        self.idle_stop: asyncio.TimerHandle | None = None
+        """The pending idle stop of its MCP servers, if any."""
         self.hooks_started = asyncio.Event()
         """Set once the SessionStart hooks ran (a first turn waits for their context)."""
         self.session_context: list[str] = []

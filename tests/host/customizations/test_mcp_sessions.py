@@ -34,8 +34,9 @@ def sink_server(*args: str) -> dict[str, Any]:
     return {"command": PYTHON, "args": [str(KITCHEN_SINK), "stdio", *args]}
 
 
-def mcp_config(tmp_path: Path, servers: dict[str, dict[str, Any]], **sections: Any) -> Any:
-    return config_for(tmp_path, mcp={"servers": servers}, plugins={"workspace": True}, **sections)
+def mcp_config(tmp_path: Path, servers: dict[str, dict[str, Any]], start: str = "session", **sections: Any) -> Any:
+    """Servers start with the session by default here: most tests wait for their tools first."""
+    return config_for(tmp_path, mcp={"servers": servers, "start": start}, plugins={"workspace": True}, **sections)
 
 
 def server_tools(client: AhpClient, session: str, server: str) -> dict[str, str]:
@@ -213,3 +214,57 @@ async def test_no_server_process_survives_dispose_or_host_stop(tmp_path: Path, f
         [_, survivor] = started_pids(marker)
         assert not process_gone(survivor)
     assert process_gone(survivor)  # host stop returns only once its servers are gone
+
+
+async def test_a_config_or_workspace_server_that_fails_to_start_is_visible_in_the_session_and_logged_once(
+    tmp_path: Path, frame_checker: FrameChecker, caplog: pytest.LogCaptureFixture
+) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"broken": {"command": PYTHON, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]}}}))
+    config = mcp_config(tmp_path, {"sink": sink_server()}, sessions={"default_directory": str(workspace)})
+    provider = ScriptedProvider([reply("hi")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+
+        def container() -> dict[str, Any] | None:
+            return next((c for c in client.state(session).get("customizations") or [] if c.get("id") == "mcp-servers"), None)
+
+        await client.wait_for(lambda m, e: (container() or {}).get("load", {}).get("kind") == "degraded", timeout=60)
+        listed = container()
+    assert sorted(child["name"] for child in listed["children"]) == ["broken", "sink"]
+    assert all(child["type"] == "mcpServer" for child in listed["children"])
+    message = listed["load"]["message"]
+    assert "MCP server 'broken' failed" in message
+    assert "refusing to start" in message  # its stderr says why
+    assert "'sink'" not in message
+    logged = [r.getMessage() for r in caplog.records if "MCP server 'broken' failed" in r.getMessage()]
+    assert len(logged) == 1
+
+
+async def test_servers_start_with_the_first_turn_stop_when_idle_and_start_again(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    config = mcp_config(tmp_path, {"sink": sink_server()}, start="first-turn",
+                        sessions={"default_directory": str(workspace)})
+    config.mcp.idle_stop = 0.5
+    provider = ScriptedProvider([reply("one"), reply("two")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, client):
+        session = await ready_session(client)
+        await asyncio.sleep(0.3)  # time enough for an eager start to have published tools
+        assert server_tools(client, session, "sink") == {}
+        assert running.host.customizations.runtime(session).mcp is None  # no process spawned yet
+        await run_turn_and_idle(client, session, "first")
+        first_tools = {t.name for t in provider.requests[0].tools}
+        assert any(name.startswith("mcp__sink__") for name in first_tools)
+        # Idle for longer than idle_stop: the servers stop and their tools are withdrawn.
+        await client.wait_for(lambda m, e: server_tools(client, session, "sink") == {}, timeout=20)
+        assert running.host.customizations.runtime(session).mcp is None
+        await run_turn_and_idle(client, session, "second")
+        assert any(t.name.startswith("mcp__sink__") for t in provider.requests[1].tools)
+
+
+async def run_turn_and_idle(client: AhpClient, session: str, text: str) -> None:
+    turn_id = client.send_message(session, text)
+    await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []), timeout=30)
+    await idle(client, session)

@@ -17,7 +17,7 @@ from tests.host.customizations.test_service import settled
 
 
 def config(tmp_path: Path, plugin_dir: Path, workspace: Path, servers: dict[str, Any]) -> Any:
-    return config_for(tmp_path, plugins={"directories": [str(plugin_dir)]}, mcp={"servers": servers},
+    return config_for(tmp_path, plugins={"directories": [str(plugin_dir)]}, mcp={"servers": servers, "start": "session"},
                       sessions={"default_directory": str(workspace)})
 
 

@@ -37,7 +37,8 @@ def scripted_agent(provider: ScriptedProvider, *tools: Tool) -> ProviderAgent:
 
 
 def host_config(tmp_path: Path, plugin_dir: Path, workspace: Path) -> Any:
-    return config_for(tmp_path, plugins={"directories": [str(plugin_dir)]},
+    # Servers start with the session (not its first turn): these tests wait for their tools first.
+    return config_for(tmp_path, plugins={"directories": [str(plugin_dir)]}, mcp={"start": "session"},
                       sessions={"default_directory": str(workspace)})
 
 
