@@ -12,7 +12,12 @@
 
 Invariants: every request gets exactly one response with its id; notifications never get one;
 a bad message never closes the connection by itself (the caller decides that via ``close_after``).
-Batches (JSON arrays) are refused with -32600: AHP sends one message per frame.
+Batches (JSON arrays) are refused with -32600: AHP sends one message per frame. A message nested
+deeper than ``MAX_DEPTH`` is refused with -32700 before anything walks it (Python's parser would
+otherwise raise ``RecursionError``), and a request holding a number too large for a float
+(``1e999``) with -32602 naming it. Tracebacks of failures while handling messages are logged at
+most ``_TRACEBACKS_PER_MINUTE`` times a minute per process, then counted, so hostile input cannot
+flood the log.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import asyncio
 import itertools
 import json
 import logging
+import math
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -39,6 +46,55 @@ _ID_TYPES = (int, str)
 def encode(message: Mapping[str, Any]) -> str:
     """Serialise one message compactly; the wire never carries NaN or Infinity."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in a message (AHP needs about a dozen)."""
+
+_TRACEBACKS_PER_MINUTE = 10
+
+
+class _TracebackBudget:
+    """At most ``limit`` tracebacks a minute; past that, one line a minute says how many were held back."""
+
+    def __init__(self, limit: int = _TRACEBACKS_PER_MINUTE, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit = limit
+        self.clock = clock
+        self.window_start = -math.inf
+        self.logged = 0
+        self.held_back = 0
+
+    def log(self, message: str, *args: Any) -> None:
+        now = self.clock()
+        if now - self.window_start >= 60:
+            if self.held_back:
+                logger.warning("%d more failures handling messages were not logged with tracebacks in the last minute", self.held_back)
+            self.window_start, self.logged, self.held_back = now, 0, 0
+        if self.logged < self.limit:
+            self.logged += 1
+            logger.exception(message, *args)
+        else:
+            self.held_back += 1
+
+
+_TRACEBACKS = _TracebackBudget()
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests containers deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _refuse_constant(name: str) -> Any:
@@ -89,10 +145,25 @@ class RpcEndpoint:
 
     async def receive(self, text: str | bytes) -> None:
         """Handle one inbound message completely (the response, if any, is sent before return)."""
+        huge: list[str] = []
+
+        def parse_float(token: str) -> float:
+            number = float(token)
+            if not math.isfinite(number):
+                huge.append(token[:40])
+                return 0.0
+            return number
+
         try:
-            message = json.loads(text, parse_constant=_refuse_constant)
+            message = json.loads(text, parse_constant=_refuse_constant, parse_float=parse_float)
+        except RecursionError:
+            self._reply_error(None, ErrorCode.PARSE_ERROR, f"The message is nested too deeply (at most {MAX_DEPTH} levels).")
+            return
         except (ValueError, UnicodeDecodeError):
             self._reply_error(None, ErrorCode.PARSE_ERROR, "The message is not valid JSON.")
+            return
+        if _depth_exceeds(message, MAX_DEPTH):
+            self._reply_error(None, ErrorCode.PARSE_ERROR, f"The message is nested too deeply (at most {MAX_DEPTH} levels).")
             return
         if isinstance(message, list):
             self._reply_error(
@@ -109,6 +180,11 @@ class RpcEndpoint:
             return
         incoming = self._check_envelope(message)
         if incoming is None:
+            return
+        if huge:
+            if incoming.is_request:
+                self._reply_error(incoming.id, ErrorCode.INVALID_PARAMS,
+                                  f"The number {huge[0]} is out of range: numbers must fit a 64-bit float.")
             return
         await self._route(incoming)
 
@@ -168,7 +244,7 @@ class RpcEndpoint:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                logger.exception("request %s failed", incoming.method)
+                _TRACEBACKS.log("request %s failed", incoming.method)
                 self._reply_error(
                     incoming.id,
                     ErrorCode.INTERNAL_ERROR,
@@ -188,7 +264,7 @@ class RpcEndpoint:
         except RpcError as error:
             logger.info("notification %s refused: %s", incoming.method, error.message)
         except Exception:
-            logger.exception("notification %s failed", incoming.method)
+            _TRACEBACKS.log("notification %s failed", incoming.method)
 
     # -- outbound ------------------------------------------------------------------------------
 

@@ -150,7 +150,8 @@ class AgentHost:
     def create_session(self, params: dict[str, Any], client_id: str) -> None:
         uri = params.get("channel")
         if not is_session_uri(uri):
-            raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a session URI such as ahp-session:/<uuid>.")
+            raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a session URI: ahp-session:/ followed by a UUID, "
+                           "or an id of at most 128 letters, digits, '.', '_' and '-' (e.g. ahp-session:/<uuid>).")
         if uri in self.store:
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"A session already exists at {uri}; pick a new URI.")
         provider = params.get("provider")

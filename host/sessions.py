@@ -5,6 +5,8 @@ Nothing here touches the store or the clock; callers pass ``now`` (epoch ms) and
 
 from __future__ import annotations
 
+import re
+
 import copy
 from typing import Any
 
@@ -22,8 +24,14 @@ DEFAULT_TITLE = "New Session"
 _IMMUTABLE_SUMMARY_KEYS = ("resource", "provider", "createdAt")
 
 
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
 def is_session_uri(uri: Any) -> bool:
-    return isinstance(uri, str) and uri.startswith(SESSION_SCHEME) and len(uri) > len(SESSION_SCHEME)
+    """``ahp-session:/`` and a safe id: a UUID, or up to 128 letters, digits, ``.``, ``_`` and ``-``
+    starting with a letter or digit. Nothing that could be a path (``../``), a control or bidi
+    character, NUL, markup or a megabyte of text reaches state, logs or clients' screens."""
+    return isinstance(uri, str) and uri.startswith(SESSION_SCHEME) and _SAFE_ID.fullmatch(uri[len(SESSION_SCHEME):]) is not None
 
 
 def new_session_state(

@@ -15,6 +15,7 @@ from ..errors import (
     InvalidRequestError,
     ModelNotFoundError,
     ProviderError,
+    ProviderProtocolError,
     ProviderUnavailableError,
     RateLimitError,
     RequestCancelledError,
@@ -23,20 +24,33 @@ from ..errors import (
 )
 
 
-def map_error(exc: BaseException, *, provider: str = "openai", key_env: str = "OPENAI_API_KEY") -> ProviderError:
-    """An ``openai`` (or LiteLLM) exception as a :class:`ProviderError` with advice."""
+def map_error(
+    exc: BaseException, *, provider: str = "openai", key_env: str = "OPENAI_API_KEY", base_url: str | None = None
+) -> ProviderError:
+    """An ``openai`` (or LiteLLM) exception as a :class:`ProviderError` with advice. With a custom
+    ``base_url`` (a local or compatible server) the messages name that server, not OpenAI."""
+    import json
+
     import openai
 
     from .._transport_errors import is_transport_error
 
-    label = _label(provider)
+    label = f"The model server at {base_url}" if base_url else _label(provider)
+    if isinstance(exc, json.JSONDecodeError):
+        return ProviderProtocolError(
+            f"{label} sent a stream chunk that is not valid JSON, so its answer could not be read. "
+            "Check that the server speaks the OpenAI API (and its base URL), then try again.",
+            provider=provider,
+        )
     if isinstance(exc, openai.APIStatusError):
         return _from_status(exc, provider=provider, key_env=key_env)
     if isinstance(exc, openai.APITimeoutError):
         return ProviderUnavailableError(f"{label} did not answer in time. Try again.", provider=provider)
     if isinstance(exc, openai.APIConnectionError) or is_transport_error(exc):
         return ProviderUnavailableError(
-            f"The connection to {label} failed or dropped. Check the network and base URL, then try again.",
+            (f"The connection to the model server at {base_url} failed or dropped. Check that it is running and "
+             "that base_url is right, then try again." if base_url else
+             f"The connection to {label} failed or dropped. Check the network and base URL, then try again."),
             provider=provider,
         )
     if isinstance(exc, openai.APIError):  # an error payload inside the stream

@@ -58,7 +58,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
         async for event in sdk_events(
             lambda: self._sdk().chat.completions.create(**params, stream=True),
             translator.feed,
-            map_error,
+            lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finish_reason is not None,
             dropped="The connection dropped before the model finished answering. Try again.",
             provider=PROVIDER,

@@ -50,7 +50,7 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
         async for event in sdk_events(
             lambda: self._sdk().responses.create(**params, stream=True),
             translator.feed,
-            map_error,
+            lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finished,
             dropped="The connection to OpenAI dropped before the response finished. Try again.",
             provider=PROVIDER,

@@ -116,6 +116,20 @@ HOSTILE: list[tuple[str, str, Any]] = [
     ("empty title", act({"type": "session/titleChanged", "title": "   "}), REJECTED),
     ("isRead as string", act({"type": "session/isReadChanged", "isRead": "yes"}), REJECTED),
     ("deeply nested junk", act({"type": "session/titleChanged", "title": [[[[[[[[[["x"]]]]]]]]]]}), REJECTED),
+    # -- the parser's own limits --
+    ("nested 1,000 deep", '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": ' + "[" * 1000 + "]" * 1000 + "}", PARSE),
+    ("nested 100,000 deep", "[" * 100_000 + "]" * 100_000, PARSE),
+    ("nested 65 deep", req("ping", {"channel": ROOT, "x": json.loads("[" * 63 + "]" * 63)}), PARSE),
+    ("limit of 1e999", '{"jsonrpc": "2.0", "id": 7, "method": "fetchTurns", "params": {"channel": "' + SESSION + '", "limit": 1e999}}', INVALID_PARAMS),
+    ("a huge number in a ping", '{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"channel": "ahp-root://", "n": -1e400}}', INVALID_PARAMS),
+    # -- session URIs that are not safe ids --
+    ("createSession with ../", req("createSession", {"channel": "ahp-session:/../../etc"}), INVALID_PARAMS),
+    ("createSession with NUL", req("createSession", {"channel": "ahp-session:/a\u0000b"}), INVALID_PARAMS),
+    ("createSession with a bidi override", req("createSession", {"channel": "ahp-session:/abc\u202edcba"}), INVALID_PARAMS),
+    ("createSession with 100 KB", req("createSession", {"channel": "ahp-session:/" + "a" * 100_000}), INVALID_PARAMS),
+    ("createSession with markup", req("createSession", {"channel": "ahp-session:/<script>alert(1)</script>"}), INVALID_PARAMS),
+    ("createSession with a space", req("createSession", {"channel": "ahp-session:/my session"}), INVALID_PARAMS),
+    ("createSession with an empty id", req("createSession", {"channel": "ahp-session:/"}), INVALID_PARAMS),
 ]
 
 

@@ -251,3 +251,28 @@ async def test_a_provider_silent_before_answering_is_retried_after_the_stall_tim
     assert turn["state"] == "complete"
     assert [p["content"] for p in turn["responseParts"] if p["kind"] == "markdown"] == ["Second try"]
     assert len(server.requests) == 2
+
+
+async def test_a_chunk_that_is_not_json_is_explained_in_user_words(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    body = b'data: {"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": {"content": "Hi"}}]}\n\ndata: {not json at all\n\n'
+    turn, _recorder, _server = await one_turn(tmp_path, frame_checker, [Reply(200, body)])
+    assert turn["state"] == "error"
+    message = turn["error"]["message"]
+    assert message.startswith("The model server at http://127.0.0.1:") and "/v1 sent a stream chunk" in message
+    assert "not valid JSON" in message and "JSONDecodeError" not in message
+
+
+async def test_a_local_server_that_is_not_running_is_named_with_its_url(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    base_url = f"http://127.0.0.1:{port}/v1"
+    config = config_for(tmp_path, toml=fake_agent_toml(base_url, retries=0))
+    async with serving(config, frame_checker) as (_, client):
+        session = await ready_session(client, provider="fake")
+        turn = await run_turn(client, session, "hello")
+    assert turn["state"] == "error"
+    assert f"The connection to the model server at {base_url} failed" in turn["error"]["message"]
+    assert "OpenAI" not in turn["error"]["message"]
