@@ -61,7 +61,13 @@ class ServerConfig(_Section):
     allowed_origins: list[str] = Field(default_factory=list)
     """Browser origins allowed to open the WebSocket (exact match, e.g. "http://localhost:3000")."""
     max_frame_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
-    """Largest inbound WebSocket message; larger ones close the connection with 1009."""
+    """Largest inbound WebSocket message; larger ones close the connection with 1009. A connection
+    holds at most one inbound message at a time (reading pauses until it is handled), so inbound
+    memory is bounded by about max_frame_bytes x max_connections."""
+    max_connections: int = Field(default=256, ge=1)
+    """WebSocket connections the host serves at once; one more is closed with 1013 and a reason."""
+    max_connections_per_token: int = Field(default=64, ge=1)
+    """Connections one token may hold at once (a runaway script cannot take every slot)."""
     data_dir: str | None = None
     """Where the journal lives; default: $XDG_DATA_HOME/agent-host."""
     replay_buffer: int = Field(default=10_000, ge=0)

@@ -39,6 +39,7 @@ __all__ = ["build_app", "serve", "RunningHost", "start_host"]
 
 logger = logging.getLogger(__name__)
 
+_TRY_AGAIN_LATER = 1013
 _POLICY_VIOLATION = 1008
 
 
@@ -55,8 +56,19 @@ def _token_ok(expected: str | None, presented: str | None) -> bool:
     return presented is not None and hmac.compare_digest(presented.encode(), expected.encode())
 
 
+def _connection_refusal(config: Any, open_connections: dict[str, int], presented: str) -> str | None:
+    """Why one more connection is refused (a close reason, at most 123 bytes), or None."""
+    if sum(open_connections.values()) >= config.max_connections:
+        return f"host is at its limit of {config.max_connections} connections; try again later"
+    if open_connections.get(presented, 0) >= config.max_connections_per_token:
+        return f"this token has {config.max_connections_per_token} connections open, its limit; close one"
+    return None
+
+
 def build_app(host: AgentHost, *, token: str | None) -> Starlette:
     allowed_origins = set(host.config.server.allowed_origins)
+    open_connections: dict[str, int] = {}
+    """Open AHP connections by the token they presented."""
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "protocolVersion": PROTOCOL_VERSION})
@@ -71,8 +83,20 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
             logger.warning("refused a WebSocket with a missing or wrong token")
             await websocket.close(code=_POLICY_VIOLATION, reason="missing or wrong token")
             return
+        presented = _presented_token(websocket.headers, websocket.query_params) or ""
+        refusal = _connection_refusal(host.config.server, open_connections, presented)
         await websocket.accept()
-        await _serve_connection(host, websocket)
+        if refusal is not None:
+            logger.warning("refused a WebSocket: %s", refusal)
+            await websocket.close(code=_TRY_AGAIN_LATER, reason=refusal)
+            return
+        open_connections[presented] = open_connections.get(presented, 0) + 1
+        try:
+            await _serve_connection(host, websocket)
+        finally:
+            open_connections[presented] -= 1
+            if not open_connections[presented]:
+                del open_connections[presented]
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

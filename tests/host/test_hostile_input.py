@@ -256,3 +256,43 @@ async def test_an_allowed_origin_may_connect(tmp_path: Any) -> None:
         await ws.close()
     finally:
         await running.stop()
+
+
+async def test_connections_past_the_limits_are_closed_with_a_reason_and_the_rest_keep_working(tmp_path) -> None:
+    from host.service import AgentHost
+    from host.server import start_host
+    from tests.conftest import host_config
+
+    config = host_config(tmp_path / "data", default_directory=str(tmp_path))
+    config.server.max_connections = 3
+    config.server.max_connections_per_token = 2
+    running = await start_host(AgentHost(config), token=TOKEN)
+    base = running.url.split("?")[0]
+    try:
+        first = await ws_connect(f"{base}?token={TOKEN}")
+        second = await ws_connect(base, additional_headers={"Authorization": f"Bearer {TOKEN}"})
+        third = await ws_connect(f"{base}?token={TOKEN}")
+        with pytest.raises(ConnectionClosed) as refused:
+            await third.recv()
+        assert refused.value.rcvd.code == 1013
+        assert "this token has 2 connections open" in refused.value.rcvd.reason
+        await second.close()
+        again = await ws_connect(f"{base}?token={TOKEN}")  # a slot was freed
+        await again.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"channel": ROOT}}))
+        answer = json.loads(await again.recv())
+        assert answer == {"jsonrpc": "2.0", "id": 1, "result": None}  # served, not refused
+        await first.close()
+        await again.close()
+    finally:
+        await running.stop()
+
+
+def test_the_host_wide_limit_counts_every_token() -> None:
+    from types import SimpleNamespace
+
+    from host.server import _connection_refusal
+
+    limits = SimpleNamespace(max_connections=3, max_connections_per_token=2)
+    assert _connection_refusal(limits, {"a": 2, "b": 1}, "c") == "host is at its limit of 3 connections; try again later"
+    assert _connection_refusal(limits, {"a": 1, "b": 1}, "c") is None
+    assert len(_connection_refusal(limits, {"a": 2}, "a").encode()) <= 123  # fits a close frame
