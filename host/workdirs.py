@@ -21,9 +21,10 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
-__all__ = ["WorkingDirectoryError", "allowed_directories", "check_working_directory", "directory_of"]
+__all__ = ["WorkingDirectoryError", "allowed_directories", "check_working_directory", "directory_of", "session_directory"]
 
 
 class WorkingDirectoryError(ValueError):
@@ -50,6 +51,12 @@ def directory_of(uri: str) -> Path | None:
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
         return None
     return Path(unquote(parsed.path))
+
+
+def session_directory(state: dict[str, Any]) -> Path | None:
+    """The working directory in a session's state (``summary.workingDirectory``), or None."""
+    uri = (state.get("summary") or {}).get("workingDirectory")
+    return directory_of(uri) if isinstance(uri, str) else None
 
 
 def check_working_directory(uri: object, allowed: list[Path]) -> str:

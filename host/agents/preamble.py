@@ -34,10 +34,10 @@ import platform
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
+from host.workdirs import session_directory
 
 __all__ = ["EnvironmentPreamble", "render_preamble", "git_facts"]
 
@@ -138,7 +138,7 @@ class EnvironmentPreamble(Contributor):
         return dt.datetime.fromtimestamp(self.clock() / 1000).date()
 
     async def _gather(self, ctx: TurnContext, today: dt.date) -> str:
-        directory = _directory(ctx.state)
+        directory = session_directory(ctx.state)
         branch, status = (None, [])
         if directory is not None and directory.is_dir():
             branch, status = await git_facts(directory, self.status_lines)
@@ -153,9 +153,3 @@ class EnvironmentPreamble(Contributor):
             release=platform.release(),
         )
 
-
-def _directory(state: dict[str, Any]) -> Path | None:
-    uri = (state.get("summary") or {}).get("workingDirectory")
-    if not isinstance(uri, str) or not uri.startswith("file:"):
-        return None
-    return Path(unquote(urlparse(uri).path))

@@ -39,7 +39,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import unquote, urlparse
 
 from host.agents._mapping import CallMapper, TurnToolIds
 from host.agents.base import SessionCreationFailed, TurnContext, TurnFailed
@@ -66,6 +65,7 @@ from host.agents.tooling import (
 from host.conversation import history, partial_reply, repair, steering_note, to_user_message, tool_result_text
 from host.sessions import DEFAULT_TITLE
 from host.transcripts import TranscriptStore
+from host.workdirs import session_directory
 from providers import (
     AnthropicOptions,
     AnthropicThinkingBudget,
@@ -322,7 +322,7 @@ class ProviderAgent:
     async def _loop(
         self, ctx: TurnContext, provider: Provider, turn: _TurnState, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]]
     ) -> None:
-        working_directory = _directory(ctx.state)
+        working_directory = session_directory(ctx.state)
         text = str(ctx.user_message.get("text") or "")
         if text.strip() == COMPACT_COMMAND or text.startswith(COMPACT_COMMAND + " "):
             focus = text[len(COMPACT_COMMAND):].strip() or None
@@ -721,7 +721,7 @@ class ProviderAgent:
             return
         spec = self._model_for(ctx.model)[1]
         message, notes = to_user_message(
-            steering.get("userMessage") or {}, working_directory=_directory(ctx.state), vision=spec.vision
+            steering.get("userMessage") or {}, working_directory=session_directory(ctx.state), vision=spec.vision
         )
         ctx.dispatch({"type": "session/pendingMessageRemoved", "kind": "steering", "id": steering["id"]})
         # Say where it entered, so clients see it and a turn rebuilt from state keeps it.
@@ -831,12 +831,6 @@ def clean_title(text: str) -> str | None:
         line = line[6:].strip()
     return line[:80] or None
 
-
-def _directory(state: dict[str, Any]) -> Path | None:
-    uri = state.get("summary", {}).get("workingDirectory")
-    if not isinstance(uri, str) or not uri.startswith("file:"):
-        return None
-    return Path(unquote(urlparse(uri).path))
 
 
 def _definitions(tools: dict[str, Tool]) -> list[ToolDefinition]:

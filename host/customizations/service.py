@@ -44,6 +44,7 @@ from host.customizations.mcp import SessionMcp
 from host.customizations.session import SessionCustomizations
 from host.errors import ConfigError
 from host.store import Store
+from host.workdirs import session_directory
 from plugins import (
     WORKSPACE_DIRECTORIES,
     HookEvent,
@@ -119,7 +120,7 @@ class CustomizationService:
         """Publish the session's containers and start its servers and SessionStart hooks."""
         state = self.store.state(uri) or {}
         previous = {item.get("id"): item for item in state.get("customizations") or []}
-        runtime = SessionCustomizations(uri, _directory(state))
+        runtime = SessionCustomizations(uri, session_directory(state))
         self.sessions[uri] = runtime
         pending = [Container(id=p.root.as_uri(), loaded=None, name=p.name, uri=p.root.as_uri()) for p in self.plugins]
         pending += [Container(id=_dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
@@ -402,12 +403,6 @@ class CustomizationService:
         if not task.cancelled() and task.exception() is not None:
             logger.error("customization task failed", exc_info=task.exception())
 
-
-def _directory(state: dict[str, Any]) -> Path | None:
-    uri = (state.get("summary") or {}).get("workingDirectory")
-    if not isinstance(uri, str) or not uri.startswith("file:"):
-        return None
-    return Path(unquote(urlparse(uri).path))
 
 
 def _dir_uri(runtime: SessionCustomizations, relative: str) -> str:

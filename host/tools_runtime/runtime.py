@@ -32,13 +32,13 @@ import fnmatch
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor, TurnEnvironment
 from host.config import ToolsConfig
 from host.inputs import InputRequests
 from host.store import Store
+from host.workdirs import session_directory
 from tools.base import failure_result
 from tools.builtin import builtin_tools
 from tools.builtin.shell import ShellTool
@@ -90,7 +90,7 @@ class ToolsRuntime:
 
     def policy(self, session: str) -> PolicyState:
         state = self.store.state(session) or {}
-        directory = _directory(state)
+        directory = session_directory(state)
         return PolicyState(
             rules=self._rules,
             always_allow=self.settings.always_allow(),
@@ -230,9 +230,3 @@ def _declined_text(action: dict[str, Any]) -> str:
             text += f" {label}: {value.strip()}"
     return text
 
-
-def _directory(state: dict[str, Any]) -> Path | None:
-    uri = (state.get("summary") or {}).get("workingDirectory")
-    if not isinstance(uri, str) or not uri.startswith("file:"):
-        return None
-    return Path(unquote(urlparse(uri).path))
