@@ -9,6 +9,9 @@ It watches the store (as an observer) and, for each session:
   the task at once, so the provider stream and any running tool stop;
 * a turn ending with queued messages, or a message queued while idle → dispatch
   ``pendingMessageRemoved`` then ``turnStarted`` (with ``queuedMessageId``) for the first one;
+* a steering message still pending when the turn ends (it came after the turn's last model call),
+  or sent while no turn runs → it becomes the next turn, before the queued messages, with a
+  system notification saying so: never held back to follow the user's next message;
 * ``session/ready`` / ``creationFailed`` after ``prepare_session``.
 
 Observers run inside ``Store.dispatch``; everything that dispatches is scheduled with
@@ -25,7 +28,10 @@ from typing import Any, Callable
 from host.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed
 from host.store import Store
 
-__all__ = ["TurnRunner"]
+__all__ = ["TurnRunner", "LATE_STEERING_NOTE"]
+
+LATE_STEERING_NOTE = ("This steering message arrived after the previous turn had made its last model call, "
+                      "so it runs as its own turn.")
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +176,16 @@ class TurnRunner:
     def _start_next_queued(self, session: str) -> None:
         state = self._store.state(session)
         if state is None or state.get("activeTurn") is not None or state.get("lifecycle") == "creationFailed":
+            return
+        steering = state.get("steeringMessage")
+        if isinstance(steering, dict) and steering.get("id"):
+            # Sent too late for the turn it was meant to steer (its last model call was made), or
+            # while no turn ran: it becomes the next turn, ahead of queued messages, never held back.
+            turn_id = str(uuid.uuid4())
+            self._store.dispatch(session, {"type": "session/pendingMessageRemoved", "kind": "steering", "id": steering["id"]})
+            self._store.dispatch(session, {"type": "session/turnStarted", "turnId": turn_id, "userMessage": steering["userMessage"]})
+            self._store.dispatch(session, {"type": "session/responsePart", "turnId": turn_id, "part": {
+                "kind": "systemNotification", "content": LATE_STEERING_NOTE}})
             return
         queue = state.get("queuedMessages") or []
         if not queue:

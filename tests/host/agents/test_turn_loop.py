@@ -355,3 +355,39 @@ async def test_text_streamed_before_a_cancel_is_what_the_model_sees_next_turn(tm
     history = provider.requests[1].messages
     assert [m.role for m in history] == ["user", "assistant", "user"]
     assert isinstance(history[1], AssistantMessage) and history[1].text == "Hello"
+
+
+async def test_a_steering_message_sent_after_the_last_model_call_runs_next_ahead_of_the_queue(
+    tmp_path: Path, frame_checker: FrameChecker
+) -> None:
+    # The turn's only model call is under way (it will make no further call), a message is queued,
+    # then a steering message arrives: it is not held back behind the user's next message.
+    gate = asyncio.Event()
+    provider = ScriptedProvider([Script((Pause(event=gate), *reply("one").steps)), reply("steered"), reply("queued")])
+    async with serving(config_for(tmp_path), frame_checker, [agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        client.send_message(session, "first")
+        await client.wait_for(lambda m, e: (client.state(session) or {}).get("summary", {}).get("activity") == "Waiting for m1")
+        client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "queued", "id": "q1", "userMessage": {"text": "later"}})
+        seq = client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "steering", "id": "s1", "userMessage": {"text": "also do B"}})
+        await client.outcome(seq)
+        gate.set()
+        await client.wait_for(lambda m, e: len(client.state(session).get("turns") or []) == 3)
+        await idle(client, session)
+        turns = client.state(session)["turns"]
+        state = client.state(session)
+    assert [t["userMessage"]["text"] for t in turns] == ["first", "also do B", "later"]
+    assert [p["content"] for p in turns[1]["responseParts"] if p["kind"] == "systemNotification"] == [
+        "This steering message arrived after the previous turn had made its last model call, so it runs as its own turn."
+    ]
+    assert "steeringMessage" not in state and not state.get("queuedMessages")
+
+
+async def test_a_steering_message_sent_while_idle_starts_a_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    provider = ScriptedProvider([reply("ok")])
+    async with serving(config_for(tmp_path), frame_checker, [agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "steering", "id": "s1", "userMessage": {"text": "hello?"}})
+        await client.wait_for(lambda m, e: len(client.state(session).get("turns") or []) == 1)
+        turn, = client.state(session)["turns"]
+    assert turn["userMessage"]["text"] == "hello?" and turn["state"] == "complete"
