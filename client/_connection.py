@@ -1,7 +1,9 @@
 """One JSON-RPC 2.0 peer over one WebSocket: request matching, ordered writes, one reader.
 
 Deliberately not AHP-aware: it knows ids, methods, results and errors, nothing about
-channels or envelopes. ``AhpClient`` layers AHP on top through the callbacks.
+channels or envelopes. ``AhpClient`` layers AHP on top through the callbacks. Parsing, message
+building and request numbering are ``ahp.jsonrpc``, the same code the host runs; this module adds
+the socket, the tasks and the futures.
 
 Invariants:
 
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
+from ahp import jsonrpc
 from client.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
@@ -48,9 +50,7 @@ ResultHook = Callable[[Any], None]
 
 # Snapshots of long sessions are large; the library default of 1 MiB is too small.
 _MAX_FRAME_BYTES = 64 * 1024 * 1024
-# Remember ids of requests we stopped waiting for, so a late answer still reaches the
-# frame hook with its method instead of looking like garbage.
-_MAX_ABANDONED = 256
+_Waiter = tuple[asyncio.Future[Any], ResultHook | None]
 
 
 class _Fatal(Exception):
@@ -79,9 +79,9 @@ class Connection:
         self._after_frame = after_frame
         self._on_closed = on_closed
         self._handlers = request_handlers
-        self._next_id = 1
-        self._inflight: dict[int, tuple[str, asyncio.Future[Any], ResultHook | None]] = {}
-        self._abandoned: dict[int, str] = {}
+        # Ids of requests we stopped waiting for are remembered, so a late answer still reaches
+        # the frame hook with its method instead of looking like garbage.
+        self._outstanding: jsonrpc.Outstanding[_Waiter] = jsonrpc.Outstanding()
         self._outbox: asyncio.Queue[tuple[str, asyncio.Future[None] | None] | None] = asyncio.Queue()
         self._failure: BaseException | None = None
         self._closing = False
@@ -136,11 +136,9 @@ class Connection:
     ) -> tuple[int, asyncio.Future[Any]]:
         """Queue a request; the future resolves with its result or fails with AhpError."""
         self._raise_if_closed()
-        request_id = self._next_id
-        self._next_id += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._inflight[request_id] = (method, future, on_result)
-        self._submit({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        request_id, text = self._outstanding.start(method, params, (future, on_result))
+        self._outbox.put_nowait((text, None))
         return request_id, future
 
     async def request(
@@ -153,17 +151,17 @@ class Connection:
         except TimeoutError:
             if future.done():  # answered in the same instant the timer fired
                 return future.result()
-            self._abandon(request_id)
+            self._outstanding.abandon(request_id)
             raise AhpTimeout(f"the host did not answer {method} within {timeout:g} s") from None
         except asyncio.CancelledError:
-            self._abandon(request_id)
+            self._outstanding.abandon(request_id)
             raise
 
     def send_notification(self, method: str, params: Any, *, track: bool = True) -> asyncio.Future[None] | None:
         """Queue a notification; with ``track`` the returned future resolves once written."""
         self._raise_if_closed()
         written = asyncio.get_running_loop().create_future() if track else None
-        self._submit({"jsonrpc": "2.0", "method": method, "params": params}, written)
+        self._outbox.put_nowait((jsonrpc.notification(method, params), written))
         return written
 
     async def close(self) -> None:
@@ -176,9 +174,6 @@ class Connection:
         await self._stop_writer()
 
     # -- internals: writing ------------------------------------------------------
-
-    def _submit(self, message: dict, written: asyncio.Future[None] | None = None) -> None:
-        self._outbox.put_nowait((json.dumps(message, separators=(",", ":")), written))
 
     def _raise_if_closed(self) -> None:
         if self._failure is not None:
@@ -243,8 +238,7 @@ class Connection:
         if self._failure is not None:
             return
         self._failure = failure
-        inflight, self._inflight = self._inflight, {}
-        for _method, future, _hook in inflight.values():
+        for future, _hook in self._outstanding.drain():
             if not future.done():
                 future.set_exception(failure)
                 future.exception()  # mark retrieved: nobody may be awaiting a timed-out one
@@ -257,16 +251,16 @@ class Connection:
     def _handle_raw(self, raw: str | bytes) -> None:
         if isinstance(raw, bytes):
             raise _Fatal(HostProtocolError("the host sent a binary frame; AHP frames are JSON text"))
-        try:
-            frame = json.loads(raw)
-        except ValueError:
+        parsed = jsonrpc.parse(raw)
+        if isinstance(parsed, jsonrpc.Malformed):
             preview = raw if len(raw) <= 60 else raw[:57] + "..."
-            raise _Fatal(HostProtocolError(f"the host sent a frame that is not valid JSON: {preview!r}")) from None
+            raise _Fatal(HostProtocolError(f"the host sent a frame that is not valid JSON: {preview!r}"))
+        frame = parsed.value
         if not isinstance(frame, dict):
             raise _Fatal(HostProtocolError("the host sent a frame that is not a JSON-RPC message object"))
+        message = jsonrpc.classify(parsed)
 
-        is_response = "method" not in frame and "id" in frame
-        answered = self._answered_method(frame.get("id")) if is_response else None
+        answered = self._outstanding.method_of(message.id) if isinstance(message, jsonrpc.Response) else None
         if self._frame_hook is not None:
             try:
                 self._frame_hook(frame, answered)
@@ -274,17 +268,14 @@ class Connection:
                 raise _Fatal(exc) from exc
 
         try:
-            if is_response:
-                self._handle_response(frame)
-            elif isinstance(frame.get("method"), str):
-                params = frame.get("params")
-                params = params if isinstance(params, dict) else {}
-                if "id" in frame:
-                    self._start_host_request(frame["id"], frame["method"], params)
-                else:
-                    self._on_notification(frame["method"], params)
+            if isinstance(message, jsonrpc.Response):
+                self._handle_response(message)
+            elif isinstance(message, jsonrpc.Request):
+                self._start_host_request(message.id, message.method, _as_params(message.params))
+            elif isinstance(message, jsonrpc.Notification):
+                self._on_notification(message.method, _as_params(message.params))
             else:
-                raise HostProtocolError("the host sent a JSON object that is neither a request, a response nor a notification")
+                raise HostProtocolError(f"the host sent a malformed JSON-RPC message: {message.reason}")
             self._after_frame()
         except _Fatal:
             raise
@@ -294,44 +285,27 @@ class Connection:
             logger.exception("AHP client failed to handle a frame from the host")
             raise _Fatal(exc) from exc
 
-    def _answered_method(self, request_id: Any) -> str | None:
-        if request_id in self._inflight:
-            return self._inflight[request_id][0]
-        return self._abandoned.get(request_id)
-
-    def _handle_response(self, frame: dict) -> None:
-        entry = self._inflight.pop(frame["id"], None)
-        if entry is None:
-            self._abandoned.pop(frame["id"], None)
-            logger.debug("ignoring a response to unknown or abandoned request id %r", frame["id"])
+    def _handle_response(self, response: jsonrpc.Response) -> None:
+        method = self._outstanding.method_of(response.id)
+        settled = self._outstanding.settle(response)
+        if settled is None:
+            logger.debug("ignoring a response to unknown or abandoned request id %r", response.id)
             return
-        method, future, on_result = entry
-        if "error" in frame:
-            error = frame["error"]
-            if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+        future, on_result = settled[1]
+        if response.error is not None:
+            if not response.error.well_formed:
                 future.set_exception(HostProtocolError(f"the host answered {method} with a malformed error"))
                 raise HostProtocolError(f"the host answered {method} with a malformed error")
-            future.set_exception(AhpError(error["code"], str(error.get("message", "")), error.get("data")))
+            future.set_exception(AhpError(response.error.code, response.error.message, response.error.data))
             return
-        if "result" not in frame:
-            future.set_exception(HostProtocolError(f"the host answered {method} without result or error"))
-            raise HostProtocolError(f"the host answered {method} without result or error")
-        result = frame["result"]
         if on_result is not None:
             try:
-                on_result(result)
+                on_result(response.result)
             except HostProtocolError as exc:
                 future.set_exception(exc)
                 return
         if not future.done():
-            future.set_result(result)
-
-    def _abandon(self, request_id: int) -> None:
-        entry = self._inflight.pop(request_id, None)
-        if entry is not None:
-            self._abandoned[request_id] = entry[0]
-            while len(self._abandoned) > _MAX_ABANDONED:
-                self._abandoned.pop(next(iter(self._abandoned)))
+            future.set_result(response.result)
 
     def _start_host_request(self, request_id: Any, method: str, params: dict) -> None:
         task = asyncio.create_task(self._answer_host_request(request_id, method, params))
@@ -340,21 +314,22 @@ class Connection:
 
     async def _answer_host_request(self, request_id: Any, method: str, params: dict) -> None:
         handler = self._handlers.get(method)
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if handler is None:
-            reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
+            reply = jsonrpc.error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
         else:
             try:
-                reply["result"] = await handler(params)
+                reply = jsonrpc.result(request_id, await handler(params))
             except AhpError as exc:
-                reply["error"] = {"code": exc.code, "message": exc.message}
-                if exc.data is not None:
-                    reply["error"]["data"] = exc.data
+                reply = jsonrpc.error(request_id, exc.code, exc.message, exc.data)
             except Exception:
                 logger.exception("handler for host request %s failed", method)
-                reply["error"] = {"code": INTERNAL_ERROR, "message": f"The client failed to handle {method}"}
+                reply = jsonrpc.error(request_id, INTERNAL_ERROR, f"The client failed to handle {method}")
         if self._failure is None:
-            self._submit(reply)
+            self._outbox.put_nowait((reply, None))
+
+
+def _as_params(params: Any) -> dict:
+    return params if isinstance(params, dict) else {}
 
 
 def _describe_close(ws: ClientConnection, default: str) -> str:

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from host.rpc import _depth_exceeds, _TracebackBudget
+from ahp.jsonrpc import _depth_exceeds
+from host.rpc import _TracebackBudget
 
 
 def test_tracebacks_are_rate_limited_and_the_rest_counted(caplog: pytest.LogCaptureFixture) -> None:
