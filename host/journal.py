@@ -8,15 +8,27 @@ channel takes no serverSeq):
 * ``created``  — a channel appeared, with its initial state;
 * ``removed``  — a channel went away.
 
+**Text runs.** Consecutive text appends to the same part of the same channel (``session/delta``,
+``session/reasoning``: the caller says which envelopes are such appends, with a ``run_key``) share
+one ``action`` row: its body is one envelope whose ``content`` is the run's text joined and whose
+``serverSeq`` is the run's last, plus ``"coalesced": [[serverSeq, length], ...]`` from which the
+individual envelopes are cut again (``expand``). Reducing the joined envelope gives the same state as
+reducing each piece (appending is associative and these reducers ignore the clock), so a reader that
+ignores ``coalesced`` still recovers the right state. Any other entry for the channel, a snapshot,
+or ``RUN_LIMIT`` pieces end a run; while a run is open its row is rewritten at each flush (bounded by
+the limit), so a 10,000-delta turn takes some 10,000 / ``RUN_LIMIT`` rows.
+
+**Batches.** Appends are kept in memory and ``flush`` writes them in one transaction
+(``synchronous=NORMAL`` in WAL mode: once ``flush`` returns, the entries survive the process being
+killed; only a power loss can take the last few). The store flushes shortly after an append (a
+timer, or at once past a size threshold) and the transport flushes before any frame leaves the
+process, so nothing a client has seen can be missing after a crash.
+
 A snapshot is the whole store (every channel's state and the serverSeq) as of one entry id. To
 recover, load the newest snapshot and re-apply the entries after it. Entries older than both the
-newest snapshot and the replay window are pruned when a snapshot is written.
-
-Appends are grouped: the first append opens a transaction and ``flush`` commits it
-(``synchronous=NORMAL`` in WAL mode: once ``flush`` returns, the entries survive the process
-being killed; only a power loss can take the last few). The store flushes at the end of every
-event-loop tick and the transport flushes before any frame leaves the process, so nothing a
-client has seen can be missing after a crash. The journal never interprets states or actions.
+newest snapshot and the replay window are pruned when a snapshot is written, and the WAL is
+checkpointed (truncated) then. The journal never interprets states; of actions it knows only the
+run shape above.
 """
 
 from __future__ import annotations
@@ -30,7 +42,7 @@ from typing import Any, Iterator
 
 from host.errors import JournalError
 
-__all__ = ["Journal", "JournalEntry", "Snapshot"]
+__all__ = ["Journal", "JournalEntry", "Snapshot", "expand", "RUN_LIMIT"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -54,6 +66,67 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 
 _FORMAT_VERSION = "1"
+
+_INSERT = "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)"
+
+RUN_LIMIT = 64
+"""Most text appends one row holds (bounds what rewriting an open run's row costs)."""
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Run:
+    """An open text run: consecutive appends to one part of one channel, kept as one row."""
+
+    __slots__ = ("key", "channel", "now", "action", "pieces", "row_id", "dirty")
+
+    def __init__(self, key: tuple[Any, ...], channel: str, now: int, action: dict[str, Any], seq: int) -> None:
+        self.key = key
+        self.channel = channel
+        self.now = now
+        self.action = {name: value for name, value in action.items() if name != "content"}
+        self.pieces: list[tuple[int, str]] = [(seq, action["content"])]
+        self.row_id: int | None = None
+        self.dirty = True
+        """Pieces not in the row yet (the row is not written, or is queued for a rewrite)."""
+
+    def body(self) -> str:
+        pieces = self.pieces
+        if len(pieces) == 1:
+            seq, text = pieces[0]
+            return _compact({"channel": self.channel, "action": {**self.action, "content": text}, "serverSeq": seq})
+        return _compact({
+            "channel": self.channel,
+            "action": {**self.action, "content": "".join(text for _, text in pieces)},
+            "serverSeq": pieces[-1][0],
+            "coalesced": [[seq, len(text)] for seq, text in pieces],
+        })
+
+    def insert(self, db: sqlite3.Connection) -> None:
+        cursor = db.execute(_INSERT, ("action", self.channel, self.pieces[-1][0], self.now, self.body()))
+        self.row_id = cursor.lastrowid
+        self.dirty = False
+
+    def rewrite(self, db: sqlite3.Connection) -> None:
+        db.execute("UPDATE entries SET seq = ?, body = ? WHERE id = ?", (self.pieces[-1][0], self.body(), self.row_id))
+        self.dirty = False
+
+
+def expand(envelope: dict[str, Any]) -> list[dict[str, Any]]:
+    """The envelopes a journaled one stands for: itself, or each text append of a coalesced run."""
+    pieces = envelope.get("coalesced")
+    if pieces is None:
+        return [envelope]
+    action = envelope["action"]
+    text = action["content"]
+    out: list[dict[str, Any]] = []
+    offset = 0
+    for seq, length in pieces:
+        out.append({"channel": envelope["channel"], "action": {**action, "content": text[offset:offset + length]}, "serverSeq": seq})
+        offset += length
+    return out
 
 
 @dataclass(frozen=True)
@@ -95,45 +168,98 @@ class Journal:
         except sqlite3.Error as error:
             raise JournalError(f"cannot open the journal at {path}: {error}") from error
         self.entries_since_snapshot = 0
+        self._pending: list[Any] = []
+        """Rows not written yet, in order: plain tuples, or the ``_Run`` a row was started for."""
+        self._runs: dict[str, _Run] = {}
+        """Each channel's open text run."""
+        self._to_rewrite: list[_Run] = []
+        """Runs whose written row lacks pieces appended since the last flush."""
 
     # -- writing -------------------------------------------------------------------------------
 
-    def append_action(self, channel: str, seq: int, now: int, envelope_json: str) -> None:
-        self._insert("action", channel, seq, now, envelope_json)
+    def append_action(
+        self, channel: str, seq: int, now: int, envelope_json: str,
+        run_key: tuple[Any, ...] | None = None, action: dict[str, Any] | None = None,
+    ) -> None:
+        """Journal an envelope. With ``run_key`` (and its ``action``, whose ``content`` is a str) it is
+        a text append that joins the channel's open run when the key matches."""
+        if run_key is None or action is None:
+            self._end_run(channel)
+            self._append_row(("action", channel, seq, now, envelope_json))
+            return
+        run = self._runs.get(channel)
+        if run is not None and run.key == run_key and len(run.pieces) < RUN_LIMIT:
+            run.pieces.append((seq, action["content"]))
+            if not run.dirty:  # its row is written: rewrite it at the next flush
+                run.dirty = True
+                self._to_rewrite.append(run)
+            return
+        self._end_run(channel)
+        run = _Run(run_key, channel, now, action, seq)
+        self._runs[channel] = run
+        self._append_row(run)
 
     def append_created(self, channel: str, state: dict[str, Any], kind: str) -> None:
-        self._insert("created", channel, None, None, json.dumps({"kind": kind, "state": state}))
+        self._end_run(channel)
+        self._append_row(("created", channel, None, None, json.dumps({"kind": kind, "state": state})))
 
     def append_removed(self, channel: str) -> None:
-        self._insert("removed", channel, None, None, None)
+        self._end_run(channel)
+        self._append_row(("removed", channel, None, None, None))
 
-    def _insert(self, kind: str, channel: str, seq: int | None, now: int | None, body: str | None) -> None:
-        try:
-            if not self._db.in_transaction:
-                self._db.execute("BEGIN")
-            self._db.execute(
-                "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)",
-                (kind, channel, seq, now, body),
-            )
-        except sqlite3.Error as error:
-            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
-        self.entries_since_snapshot += 1
+    def _append_row(self, row: Any) -> None:
+        self._pending.append(row)
+        self.entries_since_snapshot += 1  # rows, which is what recovery pays for
+
+    def _end_run(self, channel: str) -> None:
+        """Later entries of ``channel`` follow its open run: close it (its row is completed at the next flush)."""
+        self._runs.pop(channel, None)
+
+    @property
+    def pending(self) -> int:
+        """Entries appended since the last ``flush``."""
+        return len(self._pending) + len(self._to_rewrite)
 
     @property
     def dirty(self) -> bool:
         """Entries were appended since the last ``flush``."""
-        return self._db.in_transaction
+        return bool(self._pending or self._to_rewrite)
 
     def flush(self) -> None:
-        """Commit every entry appended so far."""
-        if self._db.in_transaction:
-            try:
-                self._db.execute("COMMIT")
-            except sqlite3.Error as error:
-                raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        """Write every entry appended so far in one transaction and commit it."""
+        if not self.dirty:
+            return
+        try:
+            self._db.execute("BEGIN")
+            for run in self._to_rewrite:
+                run.rewrite(self._db)
+            plain: list[tuple[Any, ...]] = []
+            for item in self._pending:
+                if isinstance(item, _Run):
+                    if plain:
+                        self._db.executemany(_INSERT, plain)
+                        plain = []
+                    item.insert(self._db)
+                else:
+                    plain.append(item)
+            if plain:
+                self._db.executemany(_INSERT, plain)
+            self._db.execute("COMMIT")
+        except sqlite3.Error as error:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        self._pending.clear()
+        self._to_rewrite.clear()
+
+    def end_runs(self) -> None:
+        """Close every open run (before a snapshot: rows it covers must not change afterwards)."""
+        for channel in list(self._runs):
+            self._end_run(channel)
 
     def write_snapshot(self, seq: int, channels: dict[str, dict[str, Any]], keep_actions: int) -> None:
         """Record the whole store as of the newest entry, then prune what is no longer needed."""
+        self.end_runs()
         self.flush()
         body = json.dumps(channels, separators=(",", ":"))
         with self._transaction():
@@ -148,6 +274,7 @@ class Journal:
             ).fetchone()[0]
             self._db.execute("DELETE FROM entries WHERE id <= ? AND id < ?", (upto, floor))
         self.entries_since_snapshot = 0
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- reading -------------------------------------------------------------------------------
 

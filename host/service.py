@@ -87,14 +87,14 @@ class AgentHost:
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).
         # Questions to a session's user (ask_user, MCP elicitation): inputRequested → inputCompleted.
         self.inputs = InputRequests(self.store)
-        self.store.observers.append(self.inputs.observe)
+        self.store.change_observers.append(self.inputs.observe)
         self.customizations = CustomizationService(config, self.store, inputs=self.inputs)
         self.environment.contributors.append(CustomizationContributor(self.customizations))
         self.preamble: EnvironmentPreamble | None = None
         if config.sessions.preamble:
             self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
             self.environment.contributors.append(self.preamble)
-        self.store.observers.append(self._publish_summary_changes)
+        self.store.change_observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.

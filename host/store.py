@@ -9,9 +9,13 @@ logic: which actions are allowed, and what happens because of them, is decided e
 Invariants:
 
 * ``seq`` only grows, across restarts too (it is recovered from the journal).
-* An envelope is journaled before anyone sees it, and serialised exactly once; every subscriber
-  gets the same text. Journal writes are committed in groups: ``flush`` runs at the end of the
-  event-loop tick, and transports call it before sending any frame (see ``host.journal``).
+* An envelope is journaled before anyone sees it, and serialised exactly once (``action_frame``);
+  every subscriber gets the same text. Journal writes are committed in groups: ``flush`` runs
+  ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
+  transports call it before sending any frame (see ``host.journal``), so a frame never leaves
+  before its action is durable.
+* Text appends (``session/delta``, ``session/reasoning``) reach only ``observers``; everything
+  else reaches ``observers`` and ``change_observers`` (those that never act on a streamed token).
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
   subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it.
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
@@ -25,15 +29,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from host.journal import Journal
+import orjson
+
+from host.journal import Journal, expand
 from host.rpc import encode
 from ahp.state import reduce
 
-__all__ = ["Store", "Subscriber", "Observer", "ROOT"]
+__all__ = ["Store", "Subscriber", "Observer", "ROOT", "TEXT_APPENDS", "action_frame", "encode_fast"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +48,47 @@ ROOT = "ahp-root://"
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any]], None]
 """``observer(channel, before, after, envelope)``, called after every accepted action."""
+
+TEXT_APPENDS = frozenset({"session/delta", "session/reasoning"})
+"""Streamed-token actions: journaled as runs, not shown to ``change_observers``."""
+
+FLUSH_DELAY = 0.002
+"""Seconds an appended journal entry may wait for its commit when no frame forces one sooner."""
+
+FLUSH_ROWS = 1_000
+"""Pending journal rows past which the store commits at once."""
+
+
+def encode_fast(value: Any) -> str:
+    """Compact JSON text (UTF-8, unescaped), as ``ahp.jsonrpc.encode`` writes it, only faster.
+
+    NaN and infinities, which JSON lacks, are refused by the fallback (``ValueError``) rather
+    than written; values orjson cannot take (integers past 64 bits) go through the fallback too.
+    """
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return encode(value)
+    if "null" in text and _has_non_finite(value):
+        return encode(value)  # raises, as the wire must never carry NaN
+    return text
+
+
+def _has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_non_finite(item) for item in value)
+    return False
+
+
+def action_frame(envelope: dict[str, Any]) -> tuple[str, str]:
+    """An envelope's JSON text (what the journal keeps) and the ``action`` notification frame that
+    carries it, from one serialisation. The one place action frames are built."""
+    envelope_json = encode_fast(envelope)
+    return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
 
 
 class Subscriber(Protocol):
@@ -69,11 +117,14 @@ class Store:
         self.seq = 0
         self._clock = clock
         self._journal = journal
-        self._flush_scheduled = False
+        self._flush_timer: asyncio.TimerHandle | None = None
         self._snapshot_every = snapshot_every
         self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
         self.observers: list[Observer] = []
+        """Called after every accepted action."""
+        self.change_observers: list[Observer] = []
+        """Called after every accepted action except text appends (``TEXT_APPENDS``)."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -124,16 +175,21 @@ class Store:
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": self.seq}
         if origin is not None:
             envelope["origin"] = origin
-        envelope_json = encode(envelope)
+        envelope_json, frame = action_frame(envelope)
+        text_append = action.get("type") in TEXT_APPENDS
         if self._journal is not None:
-            self._journal.append_action(channel, self.seq, now, envelope_json)
+            if text_append and origin is None and isinstance(action.get("content"), str):
+                key = (action["type"], action.get("turnId"), action.get("partId"))
+                self._journal.append_action(channel, self.seq, now, envelope_json, key, action)
+            else:
+                self._journal.append_action(channel, self.seq, now, envelope_json)
             self._schedule_flush()
         entry.state = after
         self._replay.append((self.seq, channel, envelope))
-        frame = '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
-        for observer in tuple(self.observers):
+        observers = tuple(self.observers) if text_append else (*self.observers, *self.change_observers)
+        for observer in observers:
             try:
                 observer(channel, before, after, envelope)
             except Exception:
@@ -152,14 +208,14 @@ class Store:
             "origin": origin,
             "rejectionReason": reason,
         }
-        to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        to.send(encode_fast({"jsonrpc": "2.0", "method": "action", "params": envelope}))
 
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send a protocol notification (never journaled or replayed) to a channel's subscribers."""
         entry = self._channels.get(channel)
         if entry is None or not entry.subscribers:
             return
-        frame = encode({"jsonrpc": "2.0", "method": method, "params": params})
+        frame = encode_fast({"jsonrpc": "2.0", "method": method, "params": params})
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
 
@@ -215,11 +271,15 @@ class Store:
             elif item.kind == "action":
                 envelope = json.loads(item.body or "{}")
                 entry = self._channels.get(item.channel)
-                if entry is not None:
+                if entry is not None:  # a coalesced run is reduced once, as one joined append
                     entry.state = reduce(entry.kind, entry.state, envelope["action"], item.now or 0)
                 self.seq = max(self.seq, item.seq or 0)
+        recent: list[tuple[int, str, dict[str, Any]]] = []
         for item in self._journal.recent_actions(self._replay.maxlen or 0):
-            self._replay.append((item.seq or 0, item.channel, json.loads(item.body or "{}")))
+            for envelope in expand(json.loads(item.body or "{}")):
+                recent.append((envelope["serverSeq"], item.channel, envelope))
+        recent.sort(key=lambda entry: entry[0])  # runs of different channels interleave in seq
+        self._replay.extend(recent)
         self._trim_replay_to_contiguous()
 
     def snapshot_now(self) -> None:
@@ -236,20 +296,23 @@ class Store:
 
     def flush(self) -> None:
         """Make every journaled entry durable (cheap when there is nothing to commit)."""
-        self._flush_scheduled = False
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         if self._journal is not None and self._journal.dirty:
             self._journal.flush()
 
     def _schedule_flush(self) -> None:
-        if self._flush_scheduled:
+        if self._flush_timer is not None:
+            if self._journal is not None and self._journal.pending >= FLUSH_ROWS:
+                self.flush()
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()  # no event loop (tools, tests): commit at once
             return
-        self._flush_scheduled = True
-        loop.call_soon(self.flush)
+        self._flush_timer = loop.call_later(FLUSH_DELAY, self.flush)
 
     def _maybe_snapshot(self) -> None:
         if self._journal is not None and self._journal.entries_since_snapshot >= self._snapshot_every:

@@ -42,7 +42,7 @@ class TurnRunner:
         self._agent_for = agent_for
         self._tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._background: set[asyncio.Task[Any]] = set()
-        store.observers.append(self._observe)
+        store.change_observers.append(self._observe)
 
     # -- session lifecycle ---------------------------------------------------------------------
 

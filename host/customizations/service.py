@@ -88,7 +88,7 @@ class CustomizationService:
             self.config_specs: list[McpServerSpec] = specs_from_config(config.mcp.servers, base_dir=_config_dir(config))
         except McpConfigError as error:
             raise ConfigError(f"invalid configuration ({config.source}): mcp.servers: {error}") from None
-        store.observers.append(self._observe)
+        store.change_observers.append(self._observe)
 
     # -- host ----------------------------------------------------------------------------------
 

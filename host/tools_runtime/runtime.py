@@ -75,7 +75,7 @@ class ToolsRuntime:
         self.approver = ConfirmingApprover(self)
         self.contributor = SessionTools(self)
         self.environment: TurnEnvironment | None = None
-        store.observers.append(self._observe)
+        store.change_observers.append(self._observe)
 
     def install(self, environment: TurnEnvironment) -> None:
         self.environment = environment
