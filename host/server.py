@@ -216,11 +216,13 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
     """Bind, start serving in a task, and return once the host accepts connections."""
     import uvicorn
 
+    from host.ws_protocol import TickBatchingWebSocketProtocol
+
     config = host.config.server
     sock = _bind(config.host, config.port)
     uv_config = uvicorn.Config(
         build_app(host, token=token),
-        ws="websockets-sansio",
+        ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
         ws_max_size=config.max_frame_bytes,
         ws_per_message_deflate=False,
         log_level="warning",
