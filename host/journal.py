@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from host.errors import JournalError
+from host.wire import encode_fast
 
 __all__ = ["Journal", "JournalEntry", "Snapshot", "expand", "RUN_LIMIT"]
 
@@ -73,10 +74,6 @@ RUN_LIMIT = 64
 """Most text appends one row holds (bounds what rewriting an open run's row costs)."""
 
 
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 class _Run:
     """An open text run: consecutive appends to one part of one channel, kept as one row."""
 
@@ -96,8 +93,8 @@ class _Run:
         pieces = self.pieces
         if len(pieces) == 1:
             seq, text = pieces[0]
-            return _compact({"channel": self.channel, "action": {**self.action, "content": text}, "serverSeq": seq})
-        return _compact({
+            return encode_fast({"channel": self.channel, "action": {**self.action, "content": text}, "serverSeq": seq})
+        return encode_fast({
             "channel": self.channel,
             "action": {**self.action, "content": "".join(text for _, text in pieces)},
             "serverSeq": pieces[-1][0],
@@ -201,7 +198,7 @@ class Journal:
 
     def append_created(self, channel: str, state: dict[str, Any], kind: str) -> None:
         self._end_run(channel)
-        self._append_row(("created", channel, None, None, json.dumps({"kind": kind, "state": state})))
+        self._append_row(("created", channel, None, None, encode_fast({"kind": kind, "state": state})))
 
     def append_removed(self, channel: str) -> None:
         self._end_run(channel)
@@ -261,7 +258,7 @@ class Journal:
         """Record the whole store as of the newest entry, then prune what is no longer needed."""
         self.end_runs()
         self.flush()
-        body = json.dumps(channels, separators=(",", ":"))
+        body = encode_fast(channels)
         with self._transaction():
             upto = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
             self._db.execute("INSERT OR REPLACE INTO snapshots(upto, seq, body) VALUES (?, ?, ?)", (upto, seq, body))

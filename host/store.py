@@ -29,15 +29,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-import orjson
-
 from host.journal import Journal, expand
-from host.rpc import encode
+from host.wire import action_frame, encode_fast
 from ahp.state import reduce
 
 __all__ = ["Store", "Subscriber", "Observer", "ROOT", "TEXT_APPENDS", "action_frame", "encode_fast"]
@@ -57,38 +54,6 @@ FLUSH_DELAY = 0.002
 
 FLUSH_ROWS = 1_000
 """Pending journal rows past which the store commits at once."""
-
-
-def encode_fast(value: Any) -> str:
-    """Compact JSON text (UTF-8, unescaped), as ``ahp.jsonrpc.encode`` writes it, only faster.
-
-    NaN and infinities, which JSON lacks, are refused by the fallback (``ValueError``) rather
-    than written; values orjson cannot take (integers past 64 bits) go through the fallback too.
-    """
-    try:
-        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return encode(value)
-    if "null" in text and _has_non_finite(value):
-        return encode(value)  # raises, as the wire must never carry NaN
-    return text
-
-
-def _has_non_finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_has_non_finite(item) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_has_non_finite(item) for item in value)
-    return False
-
-
-def action_frame(envelope: dict[str, Any]) -> tuple[str, str]:
-    """An envelope's JSON text (what the journal keeps) and the ``action`` notification frame that
-    carries it, from one serialisation. The one place action frames are built."""
-    envelope_json = encode_fast(envelope)
-    return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
 
 
 class Subscriber(Protocol):
