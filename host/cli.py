@@ -22,7 +22,7 @@ from host.config import ConfigError, is_loopback, load_config
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-host", description="A self-hosted Agent Host Protocol (AHP 0.2.0) server.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the host")
@@ -33,14 +33,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
     serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    from chat import add_arguments as add_chat_arguments
+    chat = commands.add_parser("chat", help="talk to a host from the terminal (see chat)")
+    if argv[:1] == ["chat"]:  # the chat client (and its imports) only when it is what runs
+        from chat import add_arguments as add_chat_arguments
 
-    add_chat_arguments(commands.add_parser("chat", help="talk to a host from the terminal (see chat)"))
+        add_chat_arguments(chat)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(argv).parse_args(argv)
     if args.command == "chat":
         from chat import run as run_chat
 

@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from host.agui import AGUI_PATH, agui_endpoint
+from host.agui import AGUI_PATH
 from host.connection import ClientConnection
 from ahp.protocol import PROTOCOL_VERSION
 from host.service import AgentHost
@@ -111,7 +111,16 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
         presented = _presented_token(request.headers, request.query_params)
         return None if presented is None else _token_ok(token, presented)
 
-    agui = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+    agui_handler: Any = None
+
+    async def agui(request: Request) -> Any:
+        # Built on the first request: importing AG-UI is not worth its start-up time until then.
+        nonlocal agui_handler
+        if agui_handler is None:
+            from host.agui import agui_endpoint
+
+            agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+        return await agui_handler(request)
 
     return Starlette(
         routes=[
@@ -236,7 +245,7 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
         if task.done():
             task.result()
             raise RuntimeError("the host stopped while starting")
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.001)
     return RunningHost(server, task, sock, host, token)
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from host.config import HostConfig
@@ -55,7 +55,9 @@ from plugins import (
     plugin_customization,
     uri_id,
 )
-from tools.mcp import McpConfigError, McpServerSpec, RestartPolicy, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+if TYPE_CHECKING:
+    from tools.mcp import RestartPolicy
+from tools.mcp import McpConfigError, McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
 

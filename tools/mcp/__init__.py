@@ -14,14 +14,43 @@ Public surface:
 * `McpError`, `McpConfigError` (tools.mcp.errors)
 """
 
-from .connection import McpServerConnection, RestartPolicy, ServerState, ServerStatus
-from .elicitation import elicit_result, input_request, questions_from_schema
-from .errors import McpConfigError, McpError
-from .manager import McpManager
-from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
-from .results import progress_content, tool_call_result
-from .specs import McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
-from .tool import McpTool, annotation_hints
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The names are loaded on first use (PEP 562): the MCP SDK takes about half a second to import,
+# and a host whose sessions use no MCP server should not pay it at start-up.
+_WHERE = {
+    "McpServerConnection": "connection", "RestartPolicy": "connection", "ServerState": "connection",
+    "ServerStatus": "connection",
+    "elicit_result": "elicitation", "input_request": "elicitation", "questions_from_schema": "elicitation",
+    "McpConfigError": "errors", "McpError": "errors",
+    "McpManager": "manager",
+    "MAX_TOOL_NAME": "naming", "allocate_names": "naming", "namespaced_name": "naming",
+    "progress_content": "results", "tool_call_result": "results",
+    "McpServerSpec": "specs", "merge_specs": "specs", "spec_from_plugin": "specs", "specs_from_config": "specs",
+    "specs_from_mcp_json": "specs",
+    "McpTool": "tool", "annotation_hints": "tool",
+}
+
+if TYPE_CHECKING:
+    from .connection import McpServerConnection, RestartPolicy, ServerState, ServerStatus
+    from .elicitation import elicit_result, input_request, questions_from_schema
+    from .errors import McpConfigError, McpError
+    from .manager import McpManager
+    from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
+    from .results import progress_content, tool_call_result
+    from .specs import McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+    from .tool import McpTool, annotation_hints
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "McpServerSpec",
