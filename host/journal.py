@@ -24,11 +24,13 @@ killed; only a power loss can take the last few). The store flushes shortly afte
 timer, or at once past a size threshold) and the transport flushes before any frame leaves the
 process, so nothing a client has seen can be missing after a crash.
 
-A snapshot is the whole store (every channel's state and the serverSeq) as of one entry id. To
-recover, load the newest snapshot and re-apply the entries after it. Entries older than both the
-newest snapshot and the replay window are pruned when a snapshot is written, and the WAL is
-checkpointed (truncated) then. The journal never interprets states; of actions it knows only the
-run shape above.
+**Snapshots** are incremental: ``channel_states`` keeps one row per channel (its kind and state)
+and ``snapshots`` the entry id and serverSeq they are as of; a snapshot rewrites only the channels
+that changed since the previous one (the store serialises them in a worker thread) and deletes the
+removed ones. To recover, load the channel states and re-apply the entries after that id. Entries
+older than both the snapshot and the replay window are pruned then, and the WAL is checkpointed
+from a worker thread (never by a commit on the event loop: automatic checkpoints are off). The
+journal never interprets states; of actions it knows only the run shape above.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from host.errors import JournalError
 from host.wire import encode_fast
@@ -60,13 +62,21 @@ CREATE TABLE IF NOT EXISTS snapshots (
     seq INTEGER NOT NULL,
     body TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS channel_states (
+    channel TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
 """
 
-_FORMAT_VERSION = "1"
+_FORMAT_VERSION = "2"
+"""2: snapshots keep each channel's state in its own ``channel_states`` row (only changed channels
+are rewritten); 1 (still read, upgraded by the first snapshot): the whole store in ``snapshots.body``."""
+_READABLE = ("1", _FORMAT_VERSION)
 
 _INSERT = "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)"
 
@@ -154,10 +164,18 @@ class Journal:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            # Checkpoints run after each snapshot, off the event loop (``checkpoint``), not inside a
+            # commit on the loop; the WAL shrinks back to 8 MB after each.
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._db.execute("PRAGMA journal_size_limit=8388608")
             row = self._db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
-            elif row[0] != _FORMAT_VERSION:
+            elif row[0] not in _READABLE:
+                pass  # refused below
+            self.needs_full_snapshot = row is not None and row[0] == "1"
+            """A format-1 journal: its first snapshot here must write every channel."""
+            if row is not None and row[0] not in _READABLE:
                 raise JournalError(
                     f"{path} was written by an incompatible agent-host (journal format {row[0]}, "
                     f"this host reads {_FORMAT_VERSION}); point --data-dir at a new directory."
@@ -254,24 +272,47 @@ class Journal:
         for channel in list(self._runs):
             self._end_run(channel)
 
-    def write_snapshot(self, seq: int, channels: dict[str, dict[str, Any]], keep_actions: int) -> None:
-        """Record the whole store as of the newest entry, then prune what is no longer needed."""
+    def begin_snapshot(self) -> int:
+        """Close every open run and commit; the id of the newest entry, which a snapshot taken now
+        is "as of" (rows a snapshot covers must not change afterwards)."""
         self.end_runs()
         self.flush()
-        body = encode_fast(channels)
+        self.entries_since_snapshot = 0
+        return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
+
+    def write_snapshot(
+        self, upto: int, seq: int, changed: dict[str, tuple[str, str]], removed: Iterable[str], keep_actions: int
+    ) -> None:
+        """Record the store as of entry ``upto``: ``changed`` maps each channel whose state changed
+        since the previous snapshot to ``(kind, state JSON)``; ``removed`` channels are gone. Then
+        prune entries no longer needed (older than both ``upto`` and the newest ``keep_actions``
+        actions, which reconnect replay keeps across restarts)."""
         with self._transaction():
-            upto = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
-            self._db.execute("INSERT OR REPLACE INTO snapshots(upto, seq, body) VALUES (?, ?, ?)", (upto, seq, body))
+            self._db.executemany(
+                "INSERT OR REPLACE INTO channel_states(channel, kind, body) VALUES (?, ?, ?)",
+                [(channel, kind, body) for channel, (kind, body) in changed.items()],
+            )
+            self._db.executemany("DELETE FROM channel_states WHERE channel = ?", [(channel,) for channel in removed])
+            self._db.execute("INSERT OR REPLACE INTO snapshots(upto, seq, body) VALUES (?, ?, '')", (upto, seq))
             self._db.execute("DELETE FROM snapshots WHERE upto < ?", (upto,))
-            # Keep the last ``keep_actions`` actions for reconnect replay even across a restart.
             floor = self._db.execute(
                 "SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM entries WHERE kind='action' "
                 "ORDER BY id DESC LIMIT ?)",
                 (keep_actions,),
             ).fetchone()[0]
             self._db.execute("DELETE FROM entries WHERE id <= ? AND id < ?", (upto, floor))
-        self.entries_since_snapshot = 0
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (_FORMAT_VERSION,))
+        self.needs_full_snapshot = False
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database file (from any thread: it uses its own connection and never
+        waits for, nor blocks, the writer; the WAL is then reused and shrinks to its size limit)."""
+        try:
+            with sqlite3.connect(self.path, isolation_level=None) as db:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            db.close()
+        except sqlite3.Error:
+            pass  # a checkpoint is an optimisation: the next one will do
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -279,7 +320,13 @@ class Journal:
         row = self._db.execute("SELECT upto, seq, body FROM snapshots ORDER BY upto DESC LIMIT 1").fetchone()
         if row is None:
             return None
-        return Snapshot(upto=row[0], seq=row[1], channels=json.loads(row[2]))
+        if row[2]:  # format 1: the whole store in one body
+            return Snapshot(upto=row[0], seq=row[1], channels=json.loads(row[2]))
+        channels = {
+            channel: {"kind": kind, "state": json.loads(body)}
+            for channel, kind, body in self._db.execute("SELECT channel, kind, body FROM channel_states")
+        }
+        return Snapshot(upto=row[0], seq=row[1], channels=channels)
 
     def entries_after(self, entry_id: int) -> Iterator[JournalEntry]:
         cursor = self._db.execute(

@@ -96,6 +96,8 @@ class AgentHost:
             self.environment.contributors.append(self.preamble)
         self.store.change_observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
+        self._turn_index: dict[str, tuple[list[dict[str, Any]], dict[Any, int]]] = {}
+        """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
         self.tools: ToolsRuntime | None = None
@@ -239,6 +241,7 @@ class AgentHost:
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
         self.store.remove(uri)
+        self._turn_index.pop(uri, None)
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
@@ -254,13 +257,26 @@ class AgentHost:
         turns = self.store.state(uri).get("turns") or []
         end = len(turns)
         if before is not None:
-            index = next((i for i, turn in enumerate(turns) if turn.get("id") == before), None)
+            index = self._turn_positions(uri, turns).get(before)
             if index is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Session {uri} has no turn {before}.")
             end = index
         count = _FETCH_LIMIT_MAX if limit is None else max(0, min(int(limit), _FETCH_LIMIT_MAX))
         start = max(0, end - count)
         return {"turns": turns[start:end], "hasMore": start > 0}
+
+    def _turn_positions(self, uri: str, turns: list[dict[str, Any]]) -> dict[Any, int]:
+        """Turn id → index in ``turns``, built once per version of the list (states are never
+        mutated, so the same list object means the same turns): paging a long session with
+        ``before`` costs O(1) per page instead of a scan."""
+        cached = self._turn_index.get(uri)
+        if cached is None or cached[0] is not turns:
+            positions: dict[Any, int] = {}
+            for index, turn in enumerate(turns):
+                positions.setdefault(turn.get("id"), index)  # the first turn with an id, as a scan finds it
+            cached = (turns, positions)
+            self._turn_index[uri] = cached
+        return cached[1]
 
     def completions(self, uri: Any, text: str, offset: Any) -> dict[str, Any]:
         """``completions`` for a user message: ``/`` skills, commands, prompts; ``@`` files."""

@@ -69,6 +69,16 @@ class _Channel:
     subscribers: set[Subscriber] = field(default_factory=set)
 
 
+def _encode_states(states: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, tuple[str, str]]:
+    return {uri: (kind, encode_fast(state)) for uri, (kind, state) in states.items()}
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("writing a snapshot failed; the journal keeps every entry until one succeeds",
+                     exc_info=task.exception())
+
+
 class Store:
     def __init__(
         self,
@@ -86,6 +96,11 @@ class Store:
         self._snapshot_every = snapshot_every
         self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
+        self._changed: set[str] = {ROOT}
+        """Channels whose state changed since the last snapshot (only these are written again)."""
+        self._removed: set[str] = set()
+        """Channels removed since the last snapshot."""
+        self._snapshot_task: asyncio.Task[None] | None = None
         self.observers: list[Observer] = []
         """Called after every accepted action."""
         self.change_observers: list[Observer] = []
@@ -119,6 +134,8 @@ class Store:
             self._journal.append_created(channel, state, kind)
             self._schedule_flush()
         self._channels[channel] = _Channel(kind, state)
+        self._changed.add(channel)
+        self._removed.discard(channel)
         self._maybe_snapshot()
 
     def remove(self, channel: str) -> None:
@@ -129,6 +146,8 @@ class Store:
             self._journal.append_removed(channel)
             self._schedule_flush()
         del self._channels[channel]
+        self._changed.discard(channel)
+        self._removed.add(channel)
 
     def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None) -> dict[str, Any]:
         """Apply an accepted action, journal it and send it to every subscriber of ``channel``."""
@@ -149,7 +168,9 @@ class Store:
             else:
                 self._journal.append_action(channel, self.seq, now, envelope_json)
             self._schedule_flush()
-        entry.state = after
+        if after is not before:
+            entry.state = after
+            self._changed.add(channel)
         self._replay.append((self.seq, channel, envelope))
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
@@ -227,17 +248,23 @@ class Store:
             self.seq = snapshot.seq
             for uri, saved in snapshot.channels.items():
                 self._channels[uri] = _Channel(saved["kind"], saved["state"])
+        self._changed = set() if snapshot is not None else set(self._channels)
         for item in self._journal.entries_after(upto):
             if item.kind == "created":
                 body = json.loads(item.body or "{}")
                 self._channels[item.channel] = _Channel(body["kind"], body["state"])
+                self._changed.add(item.channel)
+                self._removed.discard(item.channel)
             elif item.kind == "removed":
                 self._channels.pop(item.channel, None)
+                self._changed.discard(item.channel)
+                self._removed.add(item.channel)
             elif item.kind == "action":
                 envelope = json.loads(item.body or "{}")
                 entry = self._channels.get(item.channel)
                 if entry is not None:  # a coalesced run is reduced once, as one joined append
                     entry.state = reduce(entry.kind, entry.state, envelope["action"], item.now or 0)
+                    self._changed.add(item.channel)
                 self.seq = max(self.seq, item.seq or 0)
         recent: list[tuple[int, str, dict[str, Any]]] = []
         for item in self._journal.recent_actions(self._replay.maxlen or 0):
@@ -248,13 +275,47 @@ class Store:
         self._trim_replay_to_contiguous()
 
     def snapshot_now(self) -> None:
+        """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""
         if self._journal is None:
             return
-        channels = {uri: {"kind": entry.kind, "state": entry.state} for uri, entry in self._channels.items()}
-        self._journal.write_snapshot(self.seq, channels, keep_actions=self._replay.maxlen or 0)
+        upto, seq, states, removed = self._begin_snapshot()
+        self._journal.write_snapshot(upto, seq, _encode_states(states), removed, keep_actions=self._replay.maxlen or 0)
+        self._journal.checkpoint()
+
+    async def _snapshot_in_background(self) -> None:
+        """A snapshot whose serialisation and WAL checkpoint run in a worker thread: states are
+        immutable, so the thread reads them safely while the loop goes on; only writing the rows
+        (changed channels only) happens on the loop."""
+        journal = self._journal
+        if journal is None:
+            return
+        upto, seq, states, removed = self._begin_snapshot()
+        try:
+            bodies = await asyncio.to_thread(_encode_states, states)
+            if self._journal is not journal:
+                return  # closed meanwhile: close() wrote a full snapshot
+            journal.write_snapshot(upto, seq, bodies, removed, keep_actions=self._replay.maxlen or 0)
+            await asyncio.to_thread(journal.checkpoint)
+        except BaseException:
+            self._changed.update(states)  # not written: the next snapshot takes them
+            self._removed.update(removed)
+            raise
+
+    def _begin_snapshot(self) -> tuple[int, int, dict[str, tuple[str, dict[str, Any]]], set[str]]:
+        assert self._journal is not None
+        if self._journal.needs_full_snapshot:
+            self._changed.update(self._channels)
+        upto = self._journal.begin_snapshot()
+        states = {uri: (self._channels[uri].kind, self._channels[uri].state) for uri in self._changed if uri in self._channels}
+        removed = self._removed
+        self._changed, self._removed = set(), set()
+        return upto, self.seq, states, removed
 
     def close(self) -> None:
         if self._journal is not None:
+            if self._snapshot_task is not None and not self._snapshot_task.done():
+                self._snapshot_task.cancel()
+                self._changed.update(self._channels)  # what it was writing is written here instead
             self.snapshot_now()
             self._journal.close()
             self._journal = None
@@ -280,8 +341,17 @@ class Store:
         self._flush_timer = loop.call_later(FLUSH_DELAY, self.flush)
 
     def _maybe_snapshot(self) -> None:
-        if self._journal is not None and self._journal.entries_since_snapshot >= self._snapshot_every:
-            self.snapshot_now()
+        if self._journal is None or self._journal.entries_since_snapshot < self._snapshot_every:
+            return
+        if self._snapshot_task is not None and not self._snapshot_task.done():
+            return  # one at a time; this one's changes go in the next
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.snapshot_now()  # no event loop (tools, tests)
+            return
+        self._snapshot_task = loop.create_task(self._snapshot_in_background())
+        self._snapshot_task.add_done_callback(_log_failure)
 
     def _trim_replay_to_contiguous(self) -> None:
         # Keep only the newest run of consecutive seqs ending at self.seq.

@@ -6,6 +6,7 @@ what the journal committed is there.
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -148,14 +149,99 @@ def test_a_snapshot_taken_inside_a_run_loses_nothing(tmp_path: Path) -> None:
     assert again.seq == store.seq
 
 
-def test_the_wal_is_checkpointed_when_a_snapshot_is_written(tmp_path: Path) -> None:
+def test_the_wal_is_checkpointed_at_snapshots_and_then_reused(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
+    wal = Path(str(path) + "-wal")
     store = open_store(path)
     store.create(A, "session", session_state(A))
     start_turn(store, A, "t")
-    for index in range(300):
-        store.dispatch(A, {"type": "session/titleChanged", "title": "x" * 2000 + str(index)})
-    wal = Path(str(path) + "-wal")
-    grown = wal.stat().st_size
+
+    def write_a_megabyte(round: int) -> None:
+        for index in range(500):
+            store.dispatch(A, {"type": "session/titleChanged", "title": f"{round}-{index}-" + "x" * 2000})
+
+    write_a_megabyte(1)
+    database_before = path.stat().st_size
     store.snapshot_now()
-    assert wal.stat().st_size < grown
+    assert path.stat().st_size > database_before + 1_000_000  # the entries moved into the database file
+    wal_after_first = wal.stat().st_size
+    for round in range(2, 6):
+        write_a_megabyte(round)
+        store.snapshot_now()
+    assert wal.stat().st_size <= wal_after_first * 1.5  # reused from its start, not appended to
+    assert open_store(path).state(A) == store.state(A)
+
+
+def test_incremental_snapshots_with_channels_created_changed_and_removed_recover_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path)
+    channels = [f"ahp-session:/s{index}" for index in range(6)]
+    for channel in channels:
+        store.create(channel, "session", session_state(channel))
+    store.snapshot_now()
+    store.dispatch(channels[0], {"type": "session/titleChanged", "title": "changed after the first snapshot"})
+    store.remove(channels[1])
+    store.snapshot_now()
+    store.create(channels[1], "session", session_state(channels[1]))  # the same URI again, new state
+    store.dispatch(channels[1], {"type": "session/titleChanged", "title": "reborn"})
+    store.remove(channels[2])
+    store.snapshot_now()
+    store.dispatch(channels[3], {"type": "session/titleChanged", "title": "after the last snapshot"})
+    again = open_store(path)
+    for channel in channels:
+        assert again.state(channel) == store.state(channel)
+    assert channels[2] not in again
+    assert again.seq == store.seq
+    with sqlite3.connect(path) as db:
+        assert {row[0] for row in db.execute("SELECT channel FROM channel_states")} == set(channels) - {channels[2]} | {"ahp-root://"}
+
+
+def test_a_journal_in_the_previous_format_is_read_and_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path)
+    for channel in (A, B):
+        store.create(channel, "session", session_state(channel))
+    store.dispatch(A, {"type": "session/titleChanged", "title": "old"})
+    expected = {channel: store.state(channel) for channel in (A, B)}
+    store.flush()
+    with sqlite3.connect(path) as db:  # rewrite it as format 1 wrote it: the whole store in one body
+        whole = {uri: {"kind": store.kind(uri), "state": store.state(uri)} for uri in ("ahp-root://", A, B)}
+        db.execute("DELETE FROM entries")
+        db.execute("DELETE FROM channel_states")
+        db.execute("INSERT INTO snapshots(upto, seq, body) VALUES (0, ?, ?)", (store.seq, json.dumps(whole)))
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
+    old = open_store(path)
+    assert {channel: old.state(channel) for channel in (A, B)} == expected
+    old.dispatch(B, {"type": "session/titleChanged", "title": "new"})
+    old.snapshot_now()  # the first snapshot here writes every channel, not only B
+    upgraded = open_store(path)
+    assert upgraded.state(A) == expected[A]
+    assert upgraded.state(B)["summary"]["title"] == "new"
+
+
+async def test_snapshots_written_in_the_background_recover_what_was_sent(tmp_path: Path) -> None:
+    import asyncio
+
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path, snapshot_every=50)
+    channels = [f"ahp-session:/bg{index}" for index in range(20)]
+    for channel in channels:
+        store.create(channel, "session", session_state(channel))
+        start_turn(store, channel, "t")
+    rng = random.Random(5)
+    for index in range(3_000):
+        channel = rng.choice(channels)
+        if rng.random() < 0.3:
+            store.dispatch(channel, {"type": "session/titleChanged", "title": f"t{index}"})
+        else:
+            store.dispatch(channel, {"type": "session/delta", "turnId": "t", "partId": "m", "content": f"{index},"})
+        if index % 25 == 0:
+            store.flush()
+            await asyncio.sleep(0)  # lets background snapshots run while the stream goes on
+    store.flush()
+    while store._snapshot_task is not None and not store._snapshot_task.done():
+        await asyncio.sleep(0.01)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0] == 1
+    again = open_store(path)
+    assert {c: again.state(c) for c in channels} == {c: store.state(c) for c in channels}
