@@ -1,7 +1,8 @@
 """One client connection: the AHP handshake, subscriptions and the client→host methods.
 
 A ``ClientConnection`` is transport-agnostic: it receives whole text messages (``receive``) and
-puts outgoing ones on a bounded queue that the transport drains (``outbox``). The JSON-RPC work
+puts outgoing ones on a bounded queue that the transport drains (``outbox``), or, when the
+transport offers it (``direct``), hands them straight to the transport's buffer. The JSON-RPC work
 is done by ``host.rpc``; this module adds AHP's rules:
 
 * before ``initialize`` / ``reconnect`` only ``ping`` is answered (-32600 otherwise);
@@ -25,11 +26,14 @@ from host.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.validation import check_client_action
 
-__all__ = ["ClientConnection", "OUTBOX_LIMIT"]
+__all__ = ["ClientConnection", "OUTBOX_LIMIT", "BACKLOG_LIMIT"]
 
 logger = logging.getLogger(__name__)
 
 OUTBOX_LIMIT = 50_000
+"""Frames a queued client may have waiting before it is disconnected."""
+BACKLOG_LIMIT = 64 * 1024 * 1024
+"""Bytes a direct-write client may have waiting before it is disconnected."""
 _COMPATIBLE_PREFIX = PROTOCOL_VERSION.rsplit(".", 1)[0] + "."
 
 
@@ -37,6 +41,9 @@ class ClientConnection:
     def __init__(self, host: AgentHost, *, on_overflow: Callable[[], None] | None = None) -> None:
         self.host = host
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.direct: Callable[[str], int] | None = None
+        """Set by a transport that takes frames synchronously: ``direct(text)`` returns the bytes
+        waiting for the socket, or -1 once the connection is gone; ``outbox`` is unused then."""
         self.client_id: str | None = None
         self.protocol_version: str | None = None
         self.subscriptions: set[str] = set()
@@ -74,13 +81,20 @@ class ClientConnection:
         """Queue a frame for the client (the store calls this during fan-out)."""
         if self._overflowed:
             return
+        if self.direct is not None:
+            if self.direct(text) > BACKLOG_LIMIT:
+                self._overflow()
+            return
         if self.outbox.qsize() >= OUTBOX_LIMIT:
-            self._overflowed = True
-            logger.warning("client %s is not reading; disconnecting it", self.client_id)
-            if self._on_overflow is not None:
-                self._on_overflow()
+            self._overflow()
             return
         self.outbox.put_nowait(text)
+
+    def _overflow(self) -> None:
+        self._overflowed = True
+        logger.warning("client %s is not reading; disconnecting it", self.client_id)
+        if self._on_overflow is not None:
+            self._on_overflow()
 
     async def receive(self, text: str | bytes) -> None:
         await self.rpc.receive(text)

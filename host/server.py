@@ -33,6 +33,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from host.agui import AGUI_PATH
 from host.connection import ClientConnection
+from host.ws_protocol import FRAMES_EXTENSION
 from ahp.protocol import PROTOCOL_VERSION
 from host.service import AgentHost
 
@@ -136,19 +137,26 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
 async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
     reader_done = asyncio.Event()
     connection = ClientConnection(host, on_overflow=reader_done.set)
+    frames = websocket.scope.get("extensions", {}).get(FRAMES_EXTENSION)
+    writer: asyncio.Task[None] | None = None
+    if frames is not None:
+        # uvicorn with host.ws_protocol: frames go straight into the protocol's buffer, written once
+        # per tick after the journal commit.
+        frames.before_write = host.store.flush  # nothing leaves the process before it is durable
+        connection.direct = frames.queue_text
+    else:
+        async def write() -> None:
+            while True:
+                frame = await connection.outbox.get()
+                if frame is None:
+                    return
+                host.store.flush()  # nothing leaves the process before it is durable
+                await websocket.send_text(frame)
+                if connection.close_requested and connection.outbox.empty():
+                    reader_done.set()
+                    return
 
-    async def write() -> None:
-        while True:
-            frame = await connection.outbox.get()
-            if frame is None:
-                return
-            host.store.flush()  # nothing leaves the process before it is durable
-            await websocket.send_text(frame)
-            if connection.close_requested and connection.outbox.empty():
-                reader_done.set()
-                return
-
-    writer = asyncio.create_task(write())
+        writer = asyncio.create_task(write())
     try:
         while not reader_done.is_set():
             receive = asyncio.create_task(websocket.receive())
@@ -168,14 +176,16 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
             if text is not None:
                 await connection.receive(text)
                 if connection.close_requested:
-                    connection.outbox.put_nowait(None)
-                    await writer
-                    break
+                    if writer is not None:
+                        connection.outbox.put_nowait(None)
+                        await writer
+                    break  # (direct: the close below writes the pending frames first)
     except WebSocketDisconnect:
         pass
     finally:
         connection.closed()
-        writer.cancel()
+        if writer is not None:
+            writer.cancel()
         try:
             await websocket.close()
         except Exception:

@@ -6,25 +6,56 @@ so here a text frame is only framed into the connection's ``websockets`` buffer 
 written once, at the end of the tick (``call_soon``). Anything else (close, handshake, HTTP
 responses) first writes what is buffered, so the order on the wire never changes.
 
+The protocol also offers itself to the application as the ASGI scope extension
+``FRAMES_EXTENSION``: ``queue_text(text)`` frames a message synchronously, with no coroutine, queue
+or ASGI message per frame (the host's fan-out path), and ``before_write`` is called before any
+buffered bytes reach the socket (the host commits its journal there: nothing leaves before it is
+durable).
+
 This subclasses ``uvicorn.protocols.websockets.websockets_sansio_impl.WebSocketsSansIOProtocol``
 and relies on its attributes (``conn``, ``transport``, ``writable``, ``handshake_complete``,
-``close_sent``, ``initial_response``, ``disconnected``); uvicorn is pinned to a range in
+``close_sent``, ``initial_response``, ``disconnected``, ``scope``) and ``run_asgi``; uvicorn is pinned to a range in
 ``pyproject.toml`` and ``tests/host/test_ws_protocol.py`` exercises it end to end.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 
-__all__ = ["TickBatchingWebSocketProtocol"]
+__all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION"]
+
+FRAMES_EXTENSION = "agent-host.frames"
 
 
 class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
-    _write_scheduled = False
+    """Text messages wait in ``_pending`` (not yet framed, so uvicorn's own writes — pongs, pings,
+    closes — never carry them) until ``_write_buffered`` runs at the end of the tick."""
+
+    before_write: Callable[[], None] | None = None
+    """Called before pending messages are written to the socket."""
+
+    _pending: list[str] | None = None
+
+    async def run_asgi(self) -> None:
+        self.scope["extensions"][FRAMES_EXTENSION] = self  # type: ignore[index]
+        await super().run_asgi()
+
+    def queue_text(self, text: str) -> int:
+        """Send ``text`` at the end of this tick. Returns the bytes this connection has waiting
+        (a client that does not read makes it grow), or -1 when the connection is closing or
+        closed and the message was dropped."""
+        if self.disconnected or self.close_sent or not self.handshake_complete or self.transport.is_closing():
+            return -1
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = []
+            self.loop.call_soon(self._write_buffered)
+        pending.append(text)
+        return self.transport.get_write_buffer_size()
 
     async def send(self, message: Any) -> None:
         text = message.get("text") if message["type"] == "websocket.send" else None
@@ -37,16 +68,21 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             await self.writable.wait()
         if self.disconnected:
             raise ClientDisconnected()
-        try:
-            self.conn.send_text(text.encode())
-        except InvalidState:
-            raise ClientDisconnected() from None
-        if not self._write_scheduled:
-            self._write_scheduled = True
-            self.loop.call_soon(self._write_buffered)
+        if self.queue_text(text) < 0:
+            raise ClientDisconnected()
 
     def _write_buffered(self) -> None:
-        self._write_scheduled = False
-        output = self.conn.data_to_send()
-        if output and not self.transport.is_closing():
-            self.transport.write(b"".join(output))
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        if self.disconnected or self.close_sent or self.transport.is_closing():
+            return
+        if self.before_write is not None:
+            self.before_write()
+        try:
+            for text in pending:
+                self.conn.send_text(text.encode())
+        except InvalidState:
+            return
+        self.transport.write(b"".join(self.conn.data_to_send()))
