@@ -11,11 +11,14 @@ turn loop, store, journal, WebSocket), and the clients (``AhpClient``, their own
    host to one subscribed client in the client process (message sent → ``turnComplete`` seen).
    Runs alternate; the medians of ``--repeat`` and their ratio are printed.
 2. Latency at a model's pace. ``N`` sessions (``--sessions``) each stream ``--rate`` chunks a
-   second for ``--seconds``, their starts spread over one chunk interval (staggered). Each chunk
+   second for ``--seconds``; their turns start spread over one second and each stream's first
+   chunk at a random point of one chunk interval (staggered). Each chunk
    carries the monotonic clock reading (``perf_counter_ns``, shared by the processes of one
    machine) at which the server wrote it. Baseline: the bare SDK consuming the N streams in this
-   process, chunk written → chunk parsed. Host: chunk written → ``session/delta`` frame received by
-   the client process. Median and p99 of every chunk of every session, median of ``--repeat`` runs.
+   process, chunk written → chunk parsed. Host: chunk written → its ``session/delta`` dispatched
+   (the frame handed to every subscriber's socket buffer in the same call), and chunk written →
+   frame received by the client process (which adds the operating system waking a third process
+   on a shared machine). Median and p99 of every chunk of every session, median of ``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._runs import ChildProcess, machine_note, median, percentile  # noqa: E402
 
 TOKEN = "bench-token-0123456789"
+_STAGGER = 1.0
+"""Seconds over which the paced sessions' turns start (the bare SDK's streams start the same way)."""
 
 
 # -- the fake provider (its own process) -----------------------------------------------------------
@@ -108,8 +113,10 @@ async def _clients(url: str, model: str, sessions: int) -> None:
     channels = [await client.create_session(provider="bench", model=model) for _ in range(sessions)]
     await client.wait_for(lambda m, e: all(client.state(c)["lifecycle"] == "ready" for c in channels), timeout=120)
     started = time.perf_counter()
-    for channel in channels:
+    spread = 0 if model.startswith("fast") else _STAGGER
+    for index, channel in enumerate(channels):
         client.send_message(channel, "go")
+        await asyncio.sleep(spread / len(channels))  # sessions start one after another, not all at once
 
     def finished(mirror, event) -> bool:
         return all(len(client.state(c).get("turns") or []) == 1 for c in channels)
@@ -147,8 +154,13 @@ async def _bare_sdk(base_url: str, model: str, sessions: int) -> dict[str, float
                     now = time.perf_counter_ns()
                     samples.extend((now - int(stamp)) / 1e6 for stamp in chunk.choices[0].delta.content.split(";") if stamp)
 
+    async def staggered(index: int) -> None:
+        if model.startswith("paced"):
+            await asyncio.sleep(_STAGGER * index / sessions)
+        await one()
+
     started = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(sessions)))
+    await asyncio.gather(*(staggered(index) for index in range(sessions)))
     elapsed = time.perf_counter() - started
     await client.close()
     if model.startswith("fast"):
@@ -168,7 +180,18 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
                         f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n')
         config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
                                               "sessions": {"offline_agent": False}}, environ={})
-        running = await start_host(AgentHost(config), token=TOKEN)
+        host = AgentHost(config)
+        queued: list[float] = []
+
+        def at_dispatch(channel: str, before: dict, after: dict, envelope: dict) -> None:
+            # The frame is handed to every subscriber's socket buffer in this same call.
+            action = envelope["action"]
+            if action.get("type") == "session/delta" and model.startswith("paced"):
+                now = time.perf_counter_ns()
+                queued.extend((now - int(stamp)) / 1e6 for stamp in action["content"].split(";") if stamp)
+
+        host.store.observers.append(at_dispatch)
+        running = await start_host(host, token=TOKEN)
         child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions)
         try:
             result = json.loads(await child.expect("result", timeout=900))
@@ -176,6 +199,9 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
         finally:
             child.kill()
             await running.stop()
+    if queued:
+        queued.sort()
+        result.update(queued_median=median(queued), queued_p99=percentile(queued, 0.99))
     return result
 
 
@@ -208,15 +234,17 @@ async def main() -> None:
         print()
         count = round(args.rate * args.seconds)
         paced = f"paced-{count}-{args.rate:g}"
-        print(f"{args.rate:g} chunks/s per session for {args.seconds:g} s, starts staggered; ms from chunk written to:")
-        print(f"{'sessions':>8} | {'SDK parsed: median':>18} {'p99':>8} | {'client frame: median':>20} {'p99':>8}")
+        print(f"{args.rate:g} chunks/s per session for {args.seconds:g} s, starts staggered; ms from chunk written by the fake provider to:")
+        print(f"{'sessions':>8} | {'bare SDK: parsed':>16} {'p99':>7} | {'host: frame queued':>18} {'p99':>7} | {'client process: frame':>21} {'p99':>7}")
         for sessions in (int(n) for n in args.sessions.split(",")):
             bare_runs, host_runs = [], []
             for _ in range(args.repeat):
                 bare_runs.append(await _bare_sdk(base_url, paced, sessions))
                 host_runs.append(await _through_host(base_url, paced, sessions))
-            print(f"{sessions:>8} | {median([r['median'] for r in bare_runs]):>18.2f} {median([r['p99'] for r in bare_runs]):>8.2f} | "
-                  f"{median([r['median'] for r in host_runs]):>20.2f} {median([r['p99'] for r in host_runs]):>8.2f}", flush=True)
+            def both(runs: list[dict], key: str = "") -> str:
+                return f"{median([r[key + 'median'] for r in runs]):.2f} {median([r[key + 'p99'] for r in runs]):>7.2f}"
+
+            print(f"{sessions:>8} | {both(bare_runs):>24} | {both(host_runs, 'queued_'):>26} | {both(host_runs):>29}", flush=True)
         print(f"load average after the run: {machine_note()}")
     finally:
         server.kill()
