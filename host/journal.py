@@ -87,37 +87,45 @@ RUN_LIMIT = 64
 class _Run:
     """An open text run: consecutive appends to one part of one channel, kept as one row."""
 
-    __slots__ = ("key", "channel", "now", "action", "pieces", "row_id", "dirty")
+    __slots__ = ("key", "channel", "now", "action", "texts", "marks", "row_id", "dirty")
 
     def __init__(self, key: tuple[Any, ...], channel: str, now: int, action: dict[str, Any], seq: int) -> None:
         self.key = key
         self.channel = channel
         self.now = now
         self.action = {name: value for name, value in action.items() if name != "content"}
-        self.pieces: list[tuple[int, str]] = [(seq, action["content"])]
+        self.texts: list[str] = [action["content"]]
+        self.marks: list[tuple[int, int]] = [(seq, len(action["content"]))]
+        """``(serverSeq, length)`` of each append, in order."""
         self.row_id: int | None = None
         self.dirty = True
-        """Pieces not in the row yet (the row is not written, or is queued for a rewrite)."""
+        """Appends not in the row yet (the row is not written, or is queued for a rewrite)."""
+
+    def add(self, seq: int, text: str) -> None:
+        self.texts.append(text)
+        self.marks.append((seq, len(text)))
+
+    @property
+    def seq(self) -> int:
+        return self.marks[-1][0]
 
     def body(self) -> str:
-        pieces = self.pieces
-        if len(pieces) == 1:
-            seq, text = pieces[0]
-            return encode_fast({"channel": self.channel, "action": {**self.action, "content": text}, "serverSeq": seq})
+        if len(self.marks) == 1:
+            return encode_fast({"channel": self.channel, "action": {**self.action, "content": self.texts[0]}, "serverSeq": self.seq})
         return encode_fast({
             "channel": self.channel,
-            "action": {**self.action, "content": "".join(text for _, text in pieces)},
-            "serverSeq": pieces[-1][0],
-            "coalesced": [[seq, len(text)] for seq, text in pieces],
+            "action": {**self.action, "content": "".join(self.texts)},
+            "serverSeq": self.seq,
+            "coalesced": self.marks,
         })
 
     def insert(self, db: sqlite3.Connection) -> None:
-        cursor = db.execute(_INSERT, ("action", self.channel, self.pieces[-1][0], self.now, self.body()))
+        cursor = db.execute(_INSERT, ("action", self.channel, self.seq, self.now, self.body()))
         self.row_id = cursor.lastrowid
         self.dirty = False
 
     def rewrite(self, db: sqlite3.Connection) -> None:
-        db.execute("UPDATE entries SET seq = ?, body = ? WHERE id = ?", (self.pieces[-1][0], self.body(), self.row_id))
+        db.execute("UPDATE entries SET seq = ?, body = ? WHERE id = ?", (self.seq, self.body(), self.row_id))
         self.dirty = False
 
 
@@ -203,8 +211,8 @@ class Journal:
             self._append_row(("action", channel, seq, now, envelope_json))
             return
         run = self._runs.get(channel)
-        if run is not None and run.key == run_key and len(run.pieces) < RUN_LIMIT:
-            run.pieces.append((seq, action["content"]))
+        if run is not None and run.key == run_key and len(run.marks) < RUN_LIMIT:
+            run.add(seq, action["content"])
             if not run.dirty:  # its row is written: rewrite it at the next flush
                 run.dirty = True
                 self._to_rewrite.append(run)

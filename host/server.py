@@ -143,6 +143,7 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
         # uvicorn with host.ws_protocol: frames go straight into the protocol's buffer, written once
         # per tick after the journal commit.
         frames.before_write = host.store.flush  # nothing leaves the process before it is durable
+        frames.when_durable = host.store.when_durable
         connection.direct = frames.queue_text
     else:
         async def write() -> None:

@@ -12,8 +12,8 @@ Invariants:
 * An envelope is journaled before anyone sees it, and serialised exactly once (``action_frame``);
   every subscriber gets the same text. Journal writes are committed in groups: ``flush`` runs
   ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
-  transports call it before sending any frame (see ``host.journal``), so a frame never leaves
-  before its action is durable.
+  transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
+  so a frame never leaves before its action is durable.
 * Text appends (``session/delta``, ``session/reasoning``) reach only ``observers``; everything
   else reaches ``observers`` and ``change_observers`` (those that never act on a streamed token).
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
@@ -54,6 +55,9 @@ FLUSH_DELAY = 0.002
 
 FLUSH_ROWS = 1_000
 """Pending journal rows past which the store commits at once."""
+
+MIN_COMMIT_INTERVAL = 0.001
+"""Seconds between two commits made for frames waiting to leave (``when_durable``)."""
 
 
 class Subscriber(Protocol):
@@ -93,6 +97,8 @@ class Store:
         self._clock = clock
         self._journal = journal
         self._flush_timer: asyncio.TimerHandle | None = None
+        self._last_commit = 0.0
+        self._on_commit: list[Callable[[], None]] = []
         self._snapshot_every = snapshot_every
         self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
@@ -321,24 +327,53 @@ class Store:
             self._journal = None
 
     def flush(self) -> None:
-        """Make every journaled entry durable (cheap when there is nothing to commit)."""
+        """Make every journaled entry durable (cheap when there is nothing to commit), then run the
+        callbacks ``when_durable`` deferred."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
         if self._journal is not None and self._journal.dirty:
             self._journal.flush()
+            self._last_commit = time.monotonic()
+        if self._on_commit:
+            callbacks, self._on_commit = self._on_commit, []
+            for callback in callbacks:
+                callback()
+
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once everything journaled so far is committed: at once if nothing is
+        pending; else at the next commit, which is now if the last one is ``MIN_COMMIT_INTERVAL``
+        old, or when it is (group commit: under load one commit serves the frames of several ticks,
+        at the cost of at most that interval of latency)."""
+        if self._journal is None or not self._journal.dirty:
+            callback()
+            return
+        self._on_commit.append(callback)
+        wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
+        if wait <= 0:
+            self.flush()
+        else:
+            self._arm_flush(wait)
 
     def _schedule_flush(self) -> None:
         if self._flush_timer is not None:
             if self._journal is not None and self._journal.pending >= FLUSH_ROWS:
                 self.flush()
             return
+        self._arm_flush(FLUSH_DELAY)
+
+    def _arm_flush(self, delay: float) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()  # no event loop (tools, tests): commit at once
             return
-        self._flush_timer = loop.call_later(FLUSH_DELAY, self.flush)
+        due = loop.time() + delay
+        if self._flush_timer is not None:
+            if self._flush_timer.when() <= due:
+                return
+            self._flush_timer.cancel()
+        self._flush_timer = loop.call_at(due, self.flush)
 
     def _maybe_snapshot(self) -> None:
         if self._journal is None or self._journal.entries_since_snapshot < self._snapshot_every:

@@ -7,10 +7,10 @@ written once, at the end of the tick (``call_soon``). Anything else (close, hand
 responses) first writes what is buffered, so the order on the wire never changes.
 
 The protocol also offers itself to the application as the ASGI scope extension
-``FRAMES_EXTENSION``: ``queue_text(text)`` frames a message synchronously, with no coroutine, queue
-or ASGI message per frame (the host's fan-out path), and ``before_write`` is called before any
-buffered bytes reach the socket (the host commits its journal there: nothing leaves before it is
-durable).
+``FRAMES_EXTENSION``: ``queue_text(text)`` takes a message synchronously, with no coroutine, queue
+or ASGI message per frame (the host's fan-out path); the end-of-tick write waits for
+``when_durable`` and a forced one (before a close) calls ``before_write`` first (the host commits
+its journal there: nothing leaves before it is durable).
 
 This subclasses ``uvicorn.protocols.websockets.websockets_sansio_impl.WebSocketsSansIOProtocol``
 and relies on its attributes (``conn``, ``transport``, ``writable``, ``handshake_complete``,
@@ -36,7 +36,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     closes — never carry them) until ``_write_buffered`` runs at the end of the tick."""
 
     before_write: Callable[[], None] | None = None
-    """Called before pending messages are written to the socket."""
+    """Called before pending messages are written to the socket (makes them durable now)."""
+    when_durable: Callable[[Callable[[], None]], None] | None = None
+    """``when_durable(write)`` calls ``write`` once pending messages may leave; used for the
+    end-of-tick write, so the application can group several ticks' frames behind one commit."""
 
     _pending: list[str] | None = None
 
@@ -53,7 +56,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         pending = self._pending
         if pending is None:
             pending = self._pending = []
-            self.loop.call_soon(self._write_buffered)
+            self.loop.call_soon(self._end_of_tick)
         pending.append(text)
         return self.transport.get_write_buffer_size()
 
@@ -70,6 +73,12 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             raise ClientDisconnected()
         if self.queue_text(text) < 0:
             raise ClientDisconnected()
+
+    def _end_of_tick(self) -> None:
+        if self.when_durable is not None:
+            self.when_durable(self._write_buffered)
+        else:
+            self._write_buffered()
 
     def _write_buffered(self) -> None:
         pending = self._pending

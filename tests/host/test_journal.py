@@ -245,3 +245,29 @@ async def test_snapshots_written_in_the_background_recover_what_was_sent(tmp_pat
         assert db.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0] == 1
     again = open_store(path)
     assert {c: again.state(c) for c in channels} == {c: store.state(c) for c in channels}
+
+
+async def test_frames_wait_for_the_commit_of_their_actions_and_commits_are_grouped(tmp_path: Path) -> None:
+    import asyncio
+
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path)
+    store.create(A, "session", session_state(A))
+    start_turn(store, A, "t")
+    store.flush()
+
+    def committed_deltas() -> int:  # what another process would find after a crash
+        with sqlite3.connect(path) as db:
+            row = db.execute("SELECT body FROM entries WHERE id = (SELECT MAX(id) FROM entries)").fetchone()
+        return len(json.loads(row[0]).get("coalesced") or [1])
+
+    seen: list[tuple[int, int]] = []
+    for index in range(1, 6):
+        store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": "x"})
+        store.when_durable(lambda index=index: seen.append((index, committed_deltas())))
+    while len(seen) < 5:
+        await asyncio.sleep(0.001)
+    # Each callback ran only once its own delta (and every earlier one) was committed...
+    assert all(durable >= index for index, durable in seen)
+    # ...and the deltas dispatched within the minimum commit interval shared one commit.
+    assert seen[-1][1] == 5 and len({durable for _, durable in seen}) < 5
