@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ahp.protocol import builders
+from ahp.tool_results import result_text
 from host.agents._mapping import CallMapper, TurnToolIds
 from host.agents.base import SessionCreationFailed, TurnContext, TurnFailed
 from host.agents.context import (
@@ -63,7 +64,7 @@ from host.agents.tooling import (
     run_tool,
     unknown_tool_result,
 )
-from host.conversation import history, partial_reply, repair, steering_note, to_user_message, tool_result_text
+from host.conversation import history, partial_reply, repair, steering_note, to_user_message
 from host.sessions import DEFAULT_TITLE
 from host.transcripts import TranscriptStore
 from host.workdirs import session_directory
@@ -578,7 +579,7 @@ class ProviderAgent:
             results=tuple(
                 ToolResult.of(
                     c.tool_call_id, c.tool_name,
-                    self._fit_output(ctx, working_directory, tool_result_text(results[c.tool_call_id]))
+                    self._fit_output(ctx, working_directory, result_text(results[c.tool_call_id]))
                     + (f"\n\n[Context added by a plugin hook]\n{added[c.tool_call_id]}" if c.tool_call_id in added else ""),
                     is_error=not results[c.tool_call_id].get("success"),
                 )
