@@ -77,6 +77,7 @@ class ToolsRuntime:
         self.contributor = SessionTools(self)
         self.environment: TurnEnvironment | None = None
         store.observers.append(self._observe)
+        store.rejection_observers.append(self.action_rejected)
 
     def install(self, environment: TurnEnvironment) -> None:
         self.environment = environment
