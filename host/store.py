@@ -38,7 +38,7 @@ from host.journal import Journal, expand
 from host.wire import action_frame, encode_fast
 from ahp.state import reduce
 
-__all__ = ["Store", "Subscriber", "Observer", "ROOT", "TEXT_APPENDS", "action_frame", "encode_fast"]
+__all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "ROOT", "TEXT_APPENDS", "action_frame", "encode_fast"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,10 @@ ROOT = "ahp-root://"
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any]], None]
 """``observer(channel, before, after, envelope)``, called after every accepted action."""
+
+RejectionObserver = Callable[[str, dict[str, Any], str], None]
+"""``observer(channel, action, client_id)``, called after a client's action was refused: a refusal
+can still mean something (an owner declining its running tool call too late)."""
 
 TEXT_APPENDS = frozenset({"session/delta", "session/reasoning"})
 """Streamed-token actions: journaled as runs, not shown to ``change_observers``."""
@@ -108,6 +112,9 @@ class Store:
         """Channels removed since the last snapshot."""
         self._snapshot_task: asyncio.Task[None] | None = None
         self.observers: list[Observer] = []
+        self.rejection_observers: list[RejectionObserver] = []
+        """Called after a client's action was refused (state and seq unchanged)."""
+
         """Called after every accepted action."""
         self.change_observers: list[Observer] = []
         """Called after every accepted action except text appends (``TEXT_APPENDS``)."""
@@ -201,6 +208,12 @@ class Store:
             "rejectionReason": reason,
         }
         to.send(encode_fast({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        if isinstance(action, dict):
+            for observer in tuple(self.rejection_observers):
+                try:
+                    observer(channel, action, str(origin.get("clientId") or ""))
+                except Exception:
+                    logger.exception("store rejection observer failed on %s", action.get("type"))
 
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send a protocol notification (never journaled or replayed) to a channel's subscribers."""

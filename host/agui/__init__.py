@@ -14,13 +14,13 @@ AGUI_PATH = "/agui"
 # which start-up should not pay for an endpoint most hosts never see a request on.
 _WHERE = {
     "agui_endpoint": "endpoint", "parse_run_input": "endpoint",
-    "RunTranslator": "mapping", "token_usage": "mapping", "tool_result_text": "mapping",
+    "RunTranslator": "mapping", "token_usage": "mapping",
     "AguiRuns": "runs", "client_id_for": "runs", "session_uri_for": "runs",
 }
 
 if TYPE_CHECKING:
     from host.agui.endpoint import agui_endpoint, parse_run_input
-    from host.agui.mapping import RunTranslator, token_usage, tool_result_text
+    from host.agui.mapping import RunTranslator, token_usage
     from host.agui.runs import AguiRuns, client_id_for, session_uri_for
 
 
@@ -32,6 +32,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "AGUI_PATH",
     "AguiRuns",
@@ -41,5 +42,4 @@ __all__ = [
     "parse_run_input",
     "session_uri_for",
     "token_usage",
-    "tool_result_text",
 ]

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from ahp.protocol import builders
 from host.config import HostConfig
 from host.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer
 from host.inputs import InputRequests
@@ -55,9 +56,11 @@ from plugins import (
     plugin_customization,
     uri_id,
 )
+from host.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from tools.mcp import McpConfigError, McpServerSpec, merge_specs
+
 if TYPE_CHECKING:
     from tools.mcp import RestartPolicy
-from tools.mcp import McpConfigError, McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
 
@@ -130,8 +133,7 @@ class CustomizationService:
         for container in pending:
             if container.id in previous:
                 container.enabled = bool(previous[container.id].get("enabled", True))
-        self.store.dispatch(uri, {"type": "session/customizationsChanged",
-                                  "customizations": [c.wire() for c in pending]})
+        self.store.dispatch(uri, builders.session_customizations_changed(customizations=[c.wire() for c in pending]))
         by_id = {c.id: c for c in pending}
         for plugin in self.plugins:
             container = by_id[plugin.root.as_uri()]
@@ -326,7 +328,7 @@ class CustomizationService:
 
     def _clear_agent(self, session: str) -> None:
         if session in self.store:
-            self.store.dispatch(session, {"type": "session/agentChanged"})
+            self.store.dispatch(session, builders.session_agent_changed())
 
     async def _reconcile(self, runtime: SessionCustomizations) -> None:
         lock = self._locks.setdefault(runtime.session, asyncio.Lock())
@@ -345,7 +347,7 @@ class CustomizationService:
         for container in [c for c in runtime.containers if c.client_id is not None]:
             if container.client_id != client_id or container.id not in wanted:
                 runtime.containers.remove(container)
-                self.store.dispatch(runtime.session, {"type": "session/customizationRemoved", "id": container.id})
+                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
         position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, LoadedPlugin))
         for item in wanted.values():
             existing = runtime.container(item["id"])
@@ -379,7 +381,7 @@ class CustomizationService:
 
     def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
         if runtime.session in self.store:
-            self.store.dispatch(runtime.session, {"type": "session/customizationUpdated", "customization": container.wire()})
+            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire()))
 
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
         if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
