@@ -3,8 +3,10 @@
 Why an ASGI app rather than the ``websockets`` server alone: the same port must later serve HTTP
 endpoints that stream (the AG-UI event stream) besides a health check, which the ``websockets``
 server's ``process_request`` hook cannot do. uvicorn's WebSocket protocol is itself built on the
-``websockets`` package (its Sans-I/O implementation), and ``benchmarks/fanout.py`` measures what
-the ASGI layer costs against a bare ``websockets`` server (figures in the README).
+``websockets`` package (its Sans-I/O implementation); ``host.ws_protocol`` extends it so the
+store's frames skip the per-message ASGI path and each connection's frames of one tick go out in one
+write after the journal commit. ``benchmarks/fanout.py`` measures the result against a raw
+``websockets`` server using ``broadcast()`` (figures in the README).
 
 Safety at the edge, before any JSON-RPC is read:
 
