@@ -24,17 +24,21 @@ killed; only a power loss can take the last few). The store flushes shortly afte
 timer, or at once past a size threshold) and the transport flushes before any frame leaves the
 process, so nothing a client has seen can be missing after a crash.
 
-**Snapshots** are incremental: ``channel_states`` keeps one row per channel (its kind and state)
-and ``snapshots`` the entry id and serverSeq they are as of; a snapshot rewrites only the channels
-that changed since the previous one (the store serialises them in a worker thread) and deletes the
-removed ones. To recover, load the channel states and re-apply the entries after that id. Entries
-older than both the snapshot and the replay window are pruned then, and the WAL is checkpointed
-from a worker thread (never by a commit on the event loop: automatic checkpoints are off). The
-journal never interprets states; of actions it knows only the run shape above.
+**Snapshots** are incremental: ``channel_states`` names, per channel, its kind and the generation
+of ``channel_state_parts`` rows holding its state JSON (split in parts of at most a million
+characters), and ``snapshots`` the entry id and serverSeq they are as of. A snapshot rewrites only
+the channels that changed since the previous one: the store serialises them in a worker thread,
+``stage_parts`` writes their parts one small transaction at a time (the event loop runs in
+between), then ``write_snapshot`` switches to them in one small transaction. To recover, load the channel states and re-apply the entries after that id. Entries
+older than both the snapshot and the replay window are then pruned in small transactions and the
+WAL checkpointed, from a worker thread on its own connection (``prune``; never by a commit on the
+event loop: automatic checkpoints are off). The journal never interprets states; of actions it
+knows only the run shape above.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from contextlib import contextmanager
@@ -65,7 +69,15 @@ CREATE TABLE IF NOT EXISTS snapshots (
 CREATE TABLE IF NOT EXISTS channel_states (
     channel TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
-    body TEXT NOT NULL
+    generation INTEGER NOT NULL,
+    parts INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_state_parts (
+    channel TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (channel, generation, part)
 );
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
@@ -82,6 +94,12 @@ _INSERT = "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?
 
 RUN_LIMIT = 64
 """Most text appends one row holds (bounds what rewriting an open run's row costs)."""
+
+_PRUNE_BATCH = 200
+"""Rows deleted per transaction when pruning."""
+
+_PART_CHARS = 1_000_000
+"""Characters of state JSON per ``channel_state_parts`` row (one transaction each)."""
 
 
 class _Run:
@@ -173,9 +191,9 @@ class Journal:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             # Checkpoints run after each snapshot, off the event loop (``checkpoint``), not inside a
-            # commit on the loop; the WAL shrinks back to 8 MB after each.
+            # commit on the loop. The WAL file is then reused from its start; it is not truncated
+            # (no journal_size_limit), as truncating a large file inside a commit stalls the loop.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
-            self._db.execute("PRAGMA journal_size_limit=8388608")
             row = self._db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
@@ -191,6 +209,8 @@ class Journal:
         except sqlite3.Error as error:
             raise JournalError(f"cannot open the journal at {path}: {error}") from error
         self.entries_since_snapshot = 0
+        self._generation = self._db.execute("SELECT COALESCE(MAX(generation), 0) FROM channel_state_parts").fetchone()[0]
+        """The newest generation of state parts written."""
         self._pending: list[Any] = []
         """Rows not written yet, in order: plain tuples, or the ``_Run`` a row was started for."""
         self._runs: dict[str, _Run] = {}
@@ -288,39 +308,71 @@ class Journal:
         self.entries_since_snapshot = 0
         return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
 
-    def write_snapshot(
-        self, upto: int, seq: int, changed: dict[str, tuple[str, str]], removed: Iterable[str], keep_actions: int
-    ) -> None:
-        """Record the store as of entry ``upto``: ``changed`` maps each channel whose state changed
-        since the previous snapshot to ``(kind, state JSON)``; ``removed`` channels are gone. Then
-        prune entries no longer needed (older than both ``upto`` and the newest ``keep_actions``
-        actions, which reconnect replay keeps across restarts)."""
+    def stage_parts(self, channel: str, body: str) -> Iterator[int]:
+        """Write ``body`` (a channel's state JSON) as a new generation of parts of at most
+        ``_PART_CHARS`` characters, one small transaction per part, invisible until
+        ``write_snapshot`` points at it. A generator: it yields after each part, so that the caller
+        can let the event loop run between parts; its return value is ``(generation, parts)``."""
+        self._generation += 1
+        generation = self._generation
+        count = max(1, -(-len(body) // _PART_CHARS))
+        for index in range(count):
+            try:
+                self._db.execute("INSERT OR REPLACE INTO channel_state_parts(channel, generation, part, body) VALUES (?, ?, ?, ?)",
+                                 (channel, generation, index, body[index * _PART_CHARS:(index + 1) * _PART_CHARS]))
+            except sqlite3.Error as error:
+                raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+            yield index
+        return generation, count
+
+    def write_snapshot(self, upto: int, seq: int, staged: dict[str, tuple[str, int, int]], removed: Iterable[str]) -> None:
+        """Record the store as of entry ``upto`` in one small transaction: ``staged`` channels
+        (channel → ``(kind, generation, parts)`` from ``stage_parts``) now read from their new
+        parts, ``removed`` channels are gone. Old parts and the entries this makes unnecessary are
+        deleted afterwards by ``prune``."""
         with self._transaction():
             self._db.executemany(
-                "INSERT OR REPLACE INTO channel_states(channel, kind, body) VALUES (?, ?, ?)",
-                [(channel, kind, body) for channel, (kind, body) in changed.items()],
+                "INSERT OR REPLACE INTO channel_states(channel, kind, generation, parts) VALUES (?, ?, ?, ?)",
+                [(channel, kind, generation, parts) for channel, (kind, generation, parts) in staged.items()],
             )
             self._db.executemany("DELETE FROM channel_states WHERE channel = ?", [(channel,) for channel in removed])
             self._db.execute("INSERT OR REPLACE INTO snapshots(upto, seq, body) VALUES (?, ?, '')", (upto, seq))
             self._db.execute("DELETE FROM snapshots WHERE upto < ?", (upto,))
-            floor = self._db.execute(
-                "SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM entries WHERE kind='action' "
-                "ORDER BY id DESC LIMIT ?)",
-                (keep_actions,),
-            ).fetchone()[0]
-            self._db.execute("DELETE FROM entries WHERE id <= ? AND id < ?", (upto, floor))
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (_FORMAT_VERSION,))
         self.needs_full_snapshot = False
 
+    def prune(self, upto: int, keep_actions: int) -> Iterator[None]:
+        """Delete the entries older than both the snapshot at ``upto`` and the newest ``keep_actions``
+        actions (which reconnect replay keeps across restarts), and the state parts no snapshot
+        points at. A generator: one small transaction per step, yielding in between."""
+        floor = self._db.execute(
+            "SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM entries WHERE kind='action' ORDER BY id DESC LIMIT ?)",
+            (keep_actions,),
+        ).fetchone()[0]
+        for statement, args in (
+            ("DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE id <= ? ORDER BY id LIMIT ?)",
+             (min(upto, floor - 1),)),
+            ("DELETE FROM channel_state_parts WHERE rowid IN (SELECT p.rowid FROM channel_state_parts p "
+             "WHERE NOT EXISTS (SELECT 1 FROM channel_states s WHERE s.channel = p.channel AND s.generation = p.generation) "
+             "AND p.generation <= ? LIMIT ?)", (self._generation,)),
+        ):
+            while True:
+                try:
+                    deleted = self._db.execute(statement, (*args, _PRUNE_BATCH)).rowcount
+                except sqlite3.Error as error:
+                    raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+                yield
+                if deleted < _PRUNE_BATCH:
+                    break
+
     def checkpoint(self) -> None:
-        """Copy the WAL into the database file (from any thread: it uses its own connection and never
-        waits for, nor blocks, the writer; the WAL is then reused and shrinks to its size limit)."""
+        """Copy the WAL into the database file. From any thread: it uses its own connection, and a
+        passive checkpoint neither waits for nor blocks the writer; the WAL is then reused."""
         try:
-            with sqlite3.connect(self.path, isolation_level=None) as db:
+            with contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
                 db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            db.close()
         except sqlite3.Error:
-            pass  # a checkpoint is an optimisation: the next one will do
+            pass  # housekeeping: the next snapshot checkpoints again
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -330,10 +382,14 @@ class Journal:
             return None
         if row[2]:  # format 1: the whole store in one body
             return Snapshot(upto=row[0], seq=row[1], channels=json.loads(row[2]))
-        channels = {
-            channel: {"kind": kind, "state": json.loads(body)}
-            for channel, kind, body in self._db.execute("SELECT channel, kind, body FROM channel_states")
-        }
+        channels: dict[str, dict[str, Any]] = {}
+        for channel, kind, generation, parts in self._db.execute("SELECT channel, kind, generation, parts FROM channel_states").fetchall():
+            bodies = [body for (body,) in self._db.execute(
+                "SELECT body FROM channel_state_parts WHERE channel = ? AND generation = ? ORDER BY part", (channel, generation))]
+            if len(bodies) != parts:
+                raise JournalError(f"{self.path}: the snapshot of {channel} is incomplete ({len(bodies)} of {parts} parts); "
+                                   "the journal is damaged: point --data-dir at a new directory.")
+            channels[channel] = {"kind": kind, "state": json.loads("".join(bodies))}
         return Snapshot(upto=row[0], seq=row[1], channels=channels)
 
     def entries_after(self, entry_id: int) -> Iterator[JournalEntry]:

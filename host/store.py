@@ -78,7 +78,18 @@ class _Channel:
 
 
 def _encode_states(states: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, tuple[str, str]]:
-    return {uri: (kind, encode_fast(state)) for uri, (kind, state) in states.items()}
+    return {uri: (kind, _encode_state(state)) for uri, (kind, state) in states.items()}
+
+
+def _encode_state(state: dict[str, Any]) -> str:
+    """A state's JSON, its turns encoded one by one: run in a worker thread, many short encoder
+    calls let the event loop take the GIL back in between (one long call would hold it throughout)."""
+    turns = state.get("turns")
+    if not isinstance(turns, list) or len(turns) < 2:
+        return encode_fast(state)
+    head = encode_fast({key: value for key, value in state.items() if key != "turns"})
+    separator = "," if len(head) > 2 else ""
+    return head[:-1] + separator + '"turns":[' + ",".join(encode_fast(turn) for turn in turns) + "]}"
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -298,27 +309,39 @@ class Store:
         if self._journal is None:
             return
         upto, seq, states, removed = self._begin_snapshot()
-        self._journal.write_snapshot(upto, seq, _encode_states(states), removed, keep_actions=self._replay.maxlen or 0)
+        for _ in self._write_snapshot(self._journal, upto, seq, _encode_states(states), removed):
+            pass
         self._journal.checkpoint()
 
     async def _snapshot_in_background(self) -> None:
-        """A snapshot whose serialisation and WAL checkpoint run in a worker thread: states are
-        immutable, so the thread reads them safely while the loop goes on; only writing the rows
-        (changed channels only) happens on the loop."""
+        """A snapshot that never holds the event loop long: states are serialised in a worker
+        thread (they are immutable, so it reads them safely while the loop goes on), and the
+        journal writes them in small steps with the loop running in between."""
         journal = self._journal
         if journal is None:
             return
         upto, seq, states, removed = self._begin_snapshot()
         try:
             bodies = await asyncio.to_thread(_encode_states, states)
-            if self._journal is not journal:
-                return  # closed meanwhile: close() wrote a full snapshot
-            journal.write_snapshot(upto, seq, bodies, removed, keep_actions=self._replay.maxlen or 0)
+            for _ in self._write_snapshot(journal, upto, seq, bodies, removed):
+                await asyncio.sleep(0)
+                if self._journal is not journal:
+                    return  # closed meanwhile: close() wrote a full snapshot
             await asyncio.to_thread(journal.checkpoint)
         except BaseException:
             self._changed.update(states)  # not written: the next snapshot takes them
             self._removed.update(removed)
             raise
+
+    def _write_snapshot(self, journal: Journal, upto: int, seq: int, bodies: dict[str, tuple[str, str]],
+                        removed: set[str]) -> Iterator[Any]:
+        """The steps of writing a snapshot; the caller may let the event loop run between them."""
+        staged: dict[str, tuple[str, int, int]] = {}
+        for uri, (kind, body) in bodies.items():
+            generation, parts = yield from journal.stage_parts(uri, body)
+            staged[uri] = (kind, generation, parts)
+        journal.write_snapshot(upto, seq, staged, removed)
+        yield from journal.prune(upto, self._replay.maxlen or 0)
 
     def _begin_snapshot(self) -> tuple[int, int, dict[str, tuple[str, dict[str, Any]]], set[str]]:
         assert self._journal is not None

@@ -271,3 +271,40 @@ async def test_frames_wait_for_the_commit_of_their_actions_and_commits_are_group
     assert all(durable >= index for index, durable in seen)
     # ...and the deltas dispatched within the minimum commit interval shared one commit.
     assert seen[-1][1] == 5 and len({durable for _, durable in seen}) < 5
+
+
+def test_a_snapshot_prunes_entries_older_than_it_and_the_replay_window(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path, replay_capacity=300)
+    store.create(A, "session", session_state(A))
+    for index in range(1_000):  # more than one prune batch
+        store.dispatch(A, {"type": "session/titleChanged", "title": f"t{index}"})
+    store.snapshot_now()
+    assert 300 <= rows(path) <= 301
+    again = open_store(path, replay_capacity=300)
+    assert again.state(A) == store.state(A)
+    assert len(again.replay(store.seq - 300, [A])) == 300
+
+
+def test_a_state_larger_than_one_part_is_stored_in_parts_and_old_parts_are_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path)
+    store.create(A, "session", session_state(A))
+    start_turn(store, A, "t")
+    for round in range(3):
+        store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": "é" * 1_500_000})
+        store.snapshot_now()
+    with sqlite3.connect(path) as db:
+        generation, parts = db.execute("SELECT generation, parts FROM channel_states WHERE channel = ?", (A,)).fetchone()
+        assert parts >= 5  # 4.5 million characters and then some, a million per part
+        stored = db.execute("SELECT COUNT(*), COUNT(DISTINCT generation) FROM channel_state_parts WHERE channel = ?", (A,)).fetchone()
+    assert stored == (parts, 1)  # the earlier generations are gone
+    assert open_store(path).state(A) == store.state(A)
+
+
+def test_turns_encoded_one_by_one_give_the_same_state() -> None:
+    from host.store import _encode_state
+
+    state = {**session_state(A), "turns": [{"id": str(index), "responseParts": [{"kind": "markdown", "content": "é\n"}]} for index in range(5)]}
+    assert json.loads(_encode_state(state)) == state
+    assert json.loads(_encode_state({"turns": [{"id": "1"}, {"id": "2"}]})) == {"turns": [{"id": "1"}, {"id": "2"}]}
