@@ -9,8 +9,8 @@
 3. Stalls. A store holding ``--state-mb`` MB of session state, spread over 250 sessions, and again
    in one long session (turns of ~100 kB), snapshots every 100 rows while 20 sessions stream and the large sessions change
    now and then (so snapshots rewrite them); a ticker measures the longest gap of the event loop.
-   Baseline: the same stream with no journal. (The host also freezes start-up objects out of the
-   garbage collector and collects less often; this benchmark does not, so its collections count.)
+   Baseline: the same stream with no journal. Both first settle memory as ``agent-host serve``
+   does once started (``gc.freeze()``, fewer young collections).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import machine_note, median  # noqa: E402
 from host.journal import Journal  # noqa: E402
+from host.server import _settle_memory  # noqa: E402
 from host.store import Store  # noqa: E402
 
 _SNAPSHOT_EVERY = 100
@@ -93,6 +94,7 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool) -> tuple[
         for uri in streaming:
             _start(store, uri)
         store.snapshot_now()  # start from a snapshot holding the large state, as a running host would
+        _settle_memory()  # what `agent-host serve` does once started with its recovered state
         snapshots = 0
         background = store._snapshot_in_background
 

@@ -24,12 +24,12 @@ killed; only a power loss can take the last few). The store flushes shortly afte
 timer, or at once past a size threshold) and the transport flushes before any frame leaves the
 process, so nothing a client has seen can be missing after a crash.
 
-**Snapshots** are incremental: ``channel_states`` names, per channel, its kind and the generation
-of ``channel_state_parts`` rows holding its state JSON (split in parts of at most a million
-characters), and ``snapshots`` the entry id and serverSeq they are as of. A snapshot rewrites only
-the channels that changed since the previous one: the store serialises them in a worker thread,
-``stage_parts`` writes their parts one small transaction at a time (the event loop runs in
-between), then ``write_snapshot`` switches to them in one small transaction. To recover, load the channel states and re-apply the entries after that id. Entries
+**Snapshots** are incremental: ``channel_states`` gives, per channel, its kind and a manifest (the
+ids of the ``channel_state_parts`` rows whose texts, joined in order, are its state JSON), and
+``snapshots`` the entry id and serverSeq they are as of. A snapshot writes parts only for what
+changed since the previous one (the store reuses the parts of a session's unchanged turns), each in
+its own small transaction (``write_part``; the event loop runs in between), then ``write_snapshot``
+switches the manifests in one small transaction. To recover, load the channel states and re-apply the entries after that id. Entries
 older than both the snapshot and the replay window are then pruned in small transactions and the
 WAL checkpointed, from a worker thread on its own connection (``prune``; never by a commit on the
 event loop: automatic checkpoints are off). The journal never interprets states; of actions it
@@ -69,16 +69,14 @@ CREATE TABLE IF NOT EXISTS snapshots (
 CREATE TABLE IF NOT EXISTS channel_states (
     channel TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
-    generation INTEGER NOT NULL,
-    parts INTEGER NOT NULL
+    manifest TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS channel_state_parts (
+    id INTEGER PRIMARY KEY,
     channel TEXT NOT NULL,
-    generation INTEGER NOT NULL,
-    part INTEGER NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (channel, generation, part)
+    body TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS channel_state_parts_channel ON channel_state_parts(channel);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -98,8 +96,8 @@ RUN_LIMIT = 64
 _PRUNE_BATCH = 200
 """Rows deleted per transaction when pruning."""
 
-_PART_CHARS = 1_000_000
-"""Characters of state JSON per ``channel_state_parts`` row (one transaction each)."""
+PART_CHARS = 1_000_000
+"""Most characters of state JSON a ``channel_state_parts`` row holds (one transaction each)."""
 
 
 class _Run:
@@ -209,8 +207,6 @@ class Journal:
         except sqlite3.Error as error:
             raise JournalError(f"cannot open the journal at {path}: {error}") from error
         self.entries_since_snapshot = 0
-        self._generation = self._db.execute("SELECT COALESCE(MAX(generation), 0) FROM channel_state_parts").fetchone()[0]
-        """The newest generation of state parts written."""
         self._pending: list[Any] = []
         """Rows not written yet, in order: plain tuples, or the ``_Run`` a row was started for."""
         self._runs: dict[str, _Run] = {}
@@ -308,32 +304,23 @@ class Journal:
         self.entries_since_snapshot = 0
         return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
 
-    def stage_parts(self, channel: str, body: str) -> Iterator[int]:
-        """Write ``body`` (a channel's state JSON) as a new generation of parts of at most
-        ``_PART_CHARS`` characters, one small transaction per part, invisible until
-        ``write_snapshot`` points at it. A generator: it yields after each part, so that the caller
-        can let the event loop run between parts; its return value is ``(generation, parts)``."""
-        self._generation += 1
-        generation = self._generation
-        count = max(1, -(-len(body) // _PART_CHARS))
-        for index in range(count):
-            try:
-                self._db.execute("INSERT OR REPLACE INTO channel_state_parts(channel, generation, part, body) VALUES (?, ?, ?, ?)",
-                                 (channel, generation, index, body[index * _PART_CHARS:(index + 1) * _PART_CHARS]))
-            except sqlite3.Error as error:
-                raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
-            yield index
-        return generation, count
+    def write_part(self, channel: str, text: str) -> int:
+        """Store a piece of a channel's state JSON in its own small transaction; its id, for a
+        manifest. Parts are invisible until a ``write_snapshot`` manifest lists them."""
+        try:
+            return self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)", (channel, text)).lastrowid
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
 
-    def write_snapshot(self, upto: int, seq: int, staged: dict[str, tuple[str, int, int]], removed: Iterable[str]) -> None:
-        """Record the store as of entry ``upto`` in one small transaction: ``staged`` channels
-        (channel → ``(kind, generation, parts)`` from ``stage_parts``) now read from their new
-        parts, ``removed`` channels are gone. Old parts and the entries this makes unnecessary are
+    def write_snapshot(self, upto: int, seq: int, manifests: dict[str, tuple[str, list[int]]], removed: Iterable[str]) -> None:
+        """Record the store as of entry ``upto`` in one small transaction: each channel of
+        ``manifests`` (channel → ``(kind, part ids)``) now reads as its parts joined in order,
+        ``removed`` channels are gone. Unused parts and the entries this makes unnecessary are
         deleted afterwards by ``prune``."""
         with self._transaction():
             self._db.executemany(
-                "INSERT OR REPLACE INTO channel_states(channel, kind, generation, parts) VALUES (?, ?, ?, ?)",
-                [(channel, kind, generation, parts) for channel, (kind, generation, parts) in staged.items()],
+                "INSERT OR REPLACE INTO channel_states(channel, kind, manifest) VALUES (?, ?, ?)",
+                [(channel, kind, encode_fast(ids)) for channel, (kind, ids) in manifests.items()],
             )
             self._db.executemany("DELETE FROM channel_states WHERE channel = ?", [(channel,) for channel in removed])
             self._db.execute("INSERT OR REPLACE INTO snapshots(upto, seq, body) VALUES (?, ?, '')", (upto, seq))
@@ -343,27 +330,27 @@ class Journal:
 
     def prune(self, upto: int, keep_actions: int) -> Iterator[None]:
         """Delete the entries older than both the snapshot at ``upto`` and the newest ``keep_actions``
-        actions (which reconnect replay keeps across restarts), and the state parts no snapshot
-        points at. A generator: one small transaction per step, yielding in between."""
-        floor = self._db.execute(
-            "SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM entries WHERE kind='action' ORDER BY id DESC LIMIT ?)",
-            (keep_actions,),
-        ).fetchone()[0]
-        for statement, args in (
-            ("DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE id <= ? ORDER BY id LIMIT ?)",
-             (min(upto, floor - 1),)),
-            ("DELETE FROM channel_state_parts WHERE rowid IN (SELECT p.rowid FROM channel_state_parts p "
-             "WHERE NOT EXISTS (SELECT 1 FROM channel_states s WHERE s.channel = p.channel AND s.generation = p.generation) "
-             "AND p.generation <= ? LIMIT ?)", (self._generation,)),
-        ):
-            while True:
-                try:
-                    deleted = self._db.execute(statement, (*args, _PRUNE_BATCH)).rowcount
-                except sqlite3.Error as error:
-                    raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        actions (which reconnect replay keeps across restarts), and the state parts no manifest
+        lists. A generator: one small transaction per step, yielding in between."""
+        try:
+            floor = self._db.execute(
+                "SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM entries WHERE kind='action' ORDER BY id DESC LIMIT ?)",
+                (keep_actions,),
+            ).fetchone()[0]
+            while self._db.execute(
+                "DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE id <= ? ORDER BY id LIMIT ?)",
+                (min(upto, floor - 1), _PRUNE_BATCH),
+            ).rowcount == _PRUNE_BATCH:
                 yield
-                if deleted < _PRUNE_BATCH:
-                    break
+            live: set[int] = set()
+            for (manifest,) in self._db.execute("SELECT manifest FROM channel_states"):
+                live.update(json.loads(manifest))
+            unused = [part for (part,) in self._db.execute("SELECT id FROM channel_state_parts") if part not in live]
+            for start in range(0, len(unused), _PRUNE_BATCH):
+                yield
+                self._db.executemany("DELETE FROM channel_state_parts WHERE id = ?", [(part,) for part in unused[start:start + _PRUNE_BATCH]])
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
 
     def checkpoint(self) -> None:
         """Copy the WAL into the database file. From any thread: it uses its own connection, and a
@@ -383,13 +370,14 @@ class Journal:
         if row[2]:  # format 1: the whole store in one body
             return Snapshot(upto=row[0], seq=row[1], channels=json.loads(row[2]))
         channels: dict[str, dict[str, Any]] = {}
-        for channel, kind, generation, parts in self._db.execute("SELECT channel, kind, generation, parts FROM channel_states").fetchall():
-            bodies = [body for (body,) in self._db.execute(
-                "SELECT body FROM channel_state_parts WHERE channel = ? AND generation = ? ORDER BY part", (channel, generation))]
-            if len(bodies) != parts:
-                raise JournalError(f"{self.path}: the snapshot of {channel} is incomplete ({len(bodies)} of {parts} parts); "
-                                   "the journal is damaged: point --data-dir at a new directory.")
-            channels[channel] = {"kind": kind, "state": json.loads("".join(bodies))}
+        for channel, kind, manifest in self._db.execute("SELECT channel, kind, manifest FROM channel_states").fetchall():
+            bodies = dict(self._db.execute("SELECT id, body FROM channel_state_parts WHERE channel = ?", (channel,)))
+            try:
+                text = "".join(bodies[part] for part in json.loads(manifest))
+            except KeyError:
+                raise JournalError(f"{self.path}: the snapshot of {channel} lacks some of its parts; the journal is "
+                                   "damaged: point --data-dir at a new directory.") from None
+            channels[channel] = {"kind": kind, "state": json.loads(text)}
         return Snapshot(upto=row[0], seq=row[1], channels=channels)
 
     def entries_after(self, entry_id: int) -> Iterator[JournalEntry]:

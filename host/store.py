@@ -34,7 +34,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from host.journal import Journal, expand
+from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame, encode_fast
 from ahp.state import reduce
 
@@ -77,19 +77,41 @@ class _Channel:
     subscribers: set[Subscriber] = field(default_factory=set)
 
 
-def _encode_states(states: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, tuple[str, str]]:
-    return {uri: (kind, _encode_state(state)) for uri, (kind, state) in states.items()}
+@dataclass(frozen=True)
+class _Plan:
+    """What a snapshot writes for one channel (``Store._plan``)."""
+
+    kind: str
+    state: dict[str, Any]
+    turns: list[Any] | None
+    """The state's turns, when it has a turn list (written turn by turn)."""
+    kept: int
+    """How many leading turns are unchanged since the previous snapshot."""
+    kept_ids: list[list[int]]
+    """The part ids of those turns."""
 
 
-def _encode_state(state: dict[str, Any]) -> str:
-    """A state's JSON, its turns encoded one by one: run in a worker thread, many short encoder
-    calls let the event loop take the GIL back in between (one long call would hold it throughout)."""
-    turns = state.get("turns")
-    if not isinstance(turns, list) or len(turns) < 2:
-        return encode_fast(state)
-    head = encode_fast({key: value for key, value in state.items() if key != "turns"})
-    separator = "," if len(head) > 2 else ""
-    return head[:-1] + separator + '"turns":[' + ",".join(encode_fast(turn) for turn in turns) + "]}"
+_Pieces = tuple[str, _Plan, list[str], list[list[str]], list[str]]
+"""``(kind, plan, head texts, texts of each new turn, tail texts)``: joined in order, the state's JSON."""
+
+
+def _encode_plans(plans: dict[str, _Plan]) -> dict[str, _Pieces]:
+    """Serialise what each plan needs, cut in parts of at most ``PART_CHARS`` characters. Run in a
+    worker thread, many short encoder calls (one per turn) let the event loop take the GIL back."""
+    out: dict[str, _Pieces] = {}
+    for uri, plan in plans.items():
+        if plan.turns is None:
+            out[uri] = (plan.kind, plan, _cut(encode_fast(plan.state)), [], [])
+            continue
+        head = encode_fast({key: value for key, value in plan.state.items() if key != "turns"})
+        opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
+        new_turns = [_cut(("," if index else "") + encode_fast(plan.turns[index])) for index in range(plan.kept, len(plan.turns))]
+        out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
+    return out
+
+
+def _cut(text: str) -> list[str]:
+    return [text[start:start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -122,6 +144,8 @@ class Store:
         self._removed: set[str] = set()
         """Channels removed since the last snapshot."""
         self._snapshot_task: asyncio.Task[None] | None = None
+        self._written: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        """Per channel with turns: the turn objects the last snapshot wrote and their part ids."""
         self.observers: list[Observer] = []
         self.rejection_observers: list[RejectionObserver] = []
         """Called after a client's action was refused (state and seq unchanged)."""
@@ -308,8 +332,8 @@ class Store:
         """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""
         if self._journal is None:
             return
-        upto, seq, states, removed = self._begin_snapshot()
-        for _ in self._write_snapshot(self._journal, upto, seq, _encode_states(states), removed):
+        upto, seq, plans, removed = self._begin_snapshot()
+        for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
             pass
         self._journal.checkpoint()
 
@@ -320,38 +344,69 @@ class Store:
         journal = self._journal
         if journal is None:
             return
-        upto, seq, states, removed = self._begin_snapshot()
+        upto, seq, plans, removed = self._begin_snapshot()
         try:
-            bodies = await asyncio.to_thread(_encode_states, states)
-            for _ in self._write_snapshot(journal, upto, seq, bodies, removed):
+            pieces = await asyncio.to_thread(_encode_plans, plans)
+            for _ in self._write_snapshot(journal, upto, seq, pieces, removed):
                 await asyncio.sleep(0)
                 if self._journal is not journal:
                     return  # closed meanwhile: close() wrote a full snapshot
             await asyncio.to_thread(journal.checkpoint)
         except BaseException:
-            self._changed.update(states)  # not written: the next snapshot takes them
+            self._changed.update(plans)  # not written: the next snapshot takes them
             self._removed.update(removed)
             raise
 
-    def _write_snapshot(self, journal: Journal, upto: int, seq: int, bodies: dict[str, tuple[str, str]],
-                        removed: set[str]) -> Iterator[Any]:
-        """The steps of writing a snapshot; the caller may let the event loop run between them."""
-        staged: dict[str, tuple[str, int, int]] = {}
-        for uri, (kind, body) in bodies.items():
-            generation, parts = yield from journal.stage_parts(uri, body)
-            staged[uri] = (kind, generation, parts)
-        journal.write_snapshot(upto, seq, staged, removed)
-        yield from journal.prune(upto, self._replay.maxlen or 0)
-
-    def _begin_snapshot(self) -> tuple[int, int, dict[str, tuple[str, dict[str, Any]]], set[str]]:
+    def _begin_snapshot(self) -> tuple[int, int, dict[str, _Plan], set[str]]:
         assert self._journal is not None
         if self._journal.needs_full_snapshot:
             self._changed.update(self._channels)
+            self._written.clear()
         upto = self._journal.begin_snapshot()
-        states = {uri: (self._channels[uri].kind, self._channels[uri].state) for uri in self._changed if uri in self._channels}
+        plans = {uri: self._plan(uri) for uri in self._changed if uri in self._channels}
         removed = self._removed
         self._changed, self._removed = set(), set()
-        return upto, self.seq, states, removed
+        return upto, self.seq, plans, removed
+
+    def _plan(self, uri: str) -> _Plan:
+        """What to serialise of a channel: for a state with turns, only the turns that are not the
+        very objects the previous snapshot wrote at the same positions (states are immutable)."""
+        entry = self._channels[uri]
+        turns = entry.state.get("turns")
+        if not isinstance(turns, list):
+            return _Plan(entry.kind, entry.state, None, 0, [])
+        written_turns, written_ids = self._written.get(uri, ([], []))
+        kept = 0
+        while kept < min(len(turns), len(written_turns)) and turns[kept] is written_turns[kept]:
+            kept += 1
+        return _Plan(entry.kind, entry.state, turns, kept, written_ids[:kept])
+
+    def _write_snapshot(self, journal: Journal, upto: int, seq: int, pieces: dict[str, _Pieces],
+                        removed: set[str]) -> Iterator[None]:
+        """The steps of writing a snapshot; the caller may let the event loop run between them."""
+        manifests: dict[str, tuple[str, list[int]]] = {}
+        written: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        for uri, (kind, plan, head, new_turns, tail) in pieces.items():
+            ids: list[int] = []
+            for text in head:
+                ids.append(journal.write_part(uri, text))
+                yield
+            turn_ids = list(plan.kept_ids)
+            for turn_texts in new_turns:
+                turn_ids.append([journal.write_part(uri, text) for text in turn_texts])
+                yield
+            for group in turn_ids:
+                ids.extend(group)
+            for text in tail:
+                ids.append(journal.write_part(uri, text))
+            manifests[uri] = (kind, ids)
+            if plan.turns is not None:
+                written[uri] = (list(plan.turns), turn_ids)
+        journal.write_snapshot(upto, seq, manifests, removed)
+        for uri in removed:
+            self._written.pop(uri, None)
+        self._written.update(written)
+        yield from journal.prune(upto, self._replay.maxlen or 0)
 
     def close(self) -> None:
         if self._journal is not None:

@@ -286,25 +286,39 @@ def test_a_snapshot_prunes_entries_older_than_it_and_the_replay_window(tmp_path:
     assert len(again.replay(store.seq - 300, [A])) == 300
 
 
-def test_a_state_larger_than_one_part_is_stored_in_parts_and_old_parts_are_deleted(tmp_path: Path) -> None:
+def manifest(path: Path, channel: str) -> list[int]:
+    with sqlite3.connect(path) as db:
+        return json.loads(db.execute("SELECT manifest FROM channel_states WHERE channel = ?", (channel,)).fetchone()[0])
+
+
+def finish_turn(store: Store, channel: str, turn: str, text: str) -> None:
+    store.dispatch(channel, {"type": "session/turnStarted", "turnId": turn, "userMessage": {"text": "go"}})
+    store.dispatch(channel, {"type": "session/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "m", "content": text}})
+    store.dispatch(channel, {"type": "session/turnComplete", "turnId": turn})
+
+
+def test_a_snapshot_rewrites_only_the_turns_that_changed_and_deletes_unused_parts(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     store = open_store(path)
     store.create(A, "session", session_state(A))
-    start_turn(store, A, "t")
-    for round in range(3):
-        store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": "é" * 1_500_000})
-        store.snapshot_now()
+    for index in range(3):
+        finish_turn(store, A, f"t{index}", "é" * 1_500_000 if index == 1 else f"turn {index}")
+    store.snapshot_now()
+    first = manifest(path, A)
+    finish_turn(store, A, "t3", "a fourth turn")
+    store.dispatch(A, {"type": "session/titleChanged", "title": "the head changed too"})
+    store.snapshot_now()
+    second = manifest(path, A)
+    # The three earlier turns (the long one in two parts) are the same rows; the head, the new turn
+    # and the closing are new rows.
+    assert second[1:5] == first[1:5]
+    assert set(second) - set(first) and second[0] != first[0]
     with sqlite3.connect(path) as db:
-        generation, parts = db.execute("SELECT generation, parts FROM channel_states WHERE channel = ?", (A,)).fetchone()
-        assert parts >= 5  # 4.5 million characters and then some, a million per part
-        stored = db.execute("SELECT COUNT(*), COUNT(DISTINCT generation) FROM channel_state_parts WHERE channel = ?", (A,)).fetchone()
-    assert stored == (parts, 1)  # the earlier generations are gone
+        stored = {part for (part,) in db.execute("SELECT id FROM channel_state_parts")}
+    assert stored == set(second) | set(manifest(path, "ahp-root://"))  # unused parts are gone
+    again = open_store(path)
+    assert again.state(A) == store.state(A)
+    store.dispatch(A, {"type": "session/truncated", "turnId": "t0"})  # turns change in place of old ones
+    finish_turn(store, A, "t9", "after the truncation")
+    store.snapshot_now()
     assert open_store(path).state(A) == store.state(A)
-
-
-def test_turns_encoded_one_by_one_give_the_same_state() -> None:
-    from host.store import _encode_state
-
-    state = {**session_state(A), "turns": [{"id": str(index), "responseParts": [{"kind": "markdown", "content": "é\n"}]} for index in range(5)]}
-    assert json.loads(_encode_state(state)) == state
-    assert json.loads(_encode_state({"turns": [{"id": "1"}, {"id": "2"}]})) == {"turns": [{"id": "1"}, {"id": "2"}]}
