@@ -62,6 +62,8 @@ class ClientConnection:
                 "resourceMkdir": self._resource_mkdir,
                 "resourceDelete": self._resource_delete,
                 "completions": self._completions,
+                "createTerminal": self._create_terminal,
+                "disposeTerminal": self._dispose_terminal,
                 **{name: self._not_yet(name) for name in _LATER_METHODS},
             },
             {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
@@ -273,6 +275,18 @@ class ClientConnection:
         params = self._params("completions", params)
         return self.host.completions(params["channel"], params["text"], params["offset"])
 
+    # -- terminals -----------------------------------------------------------------------------
+
+    async def _create_terminal(self, params: Any) -> None:
+        params = self._params("createTerminal", params)
+        await self.host.terminals.create(params, self.client_id or "")
+        return None
+
+    async def _dispose_terminal(self, params: Any) -> None:
+        params = self._params("disposeTerminal", params)
+        self.host.terminals.dispose(params["channel"])
+        return None
+
     def _not_yet(self, method: str):
         async def handler(params: Any) -> Any:
             raise RpcError(
@@ -290,8 +304,6 @@ _LATER_METHODS = (
     "resourceMove",
     "resourceRequest",
     "createResourceWatch",
-    "createTerminal",
-    "disposeTerminal",
     "invokeChangesetOperation",
 )
 

@@ -33,6 +33,7 @@ from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
+from host.terminals import TerminalContributor, TerminalService
 from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
@@ -108,6 +109,12 @@ class AgentHost:
             if config.sessions.subagents:
                 self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
         self.resources = ResourceService(self._allowed_roots)
+        # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
+        self.terminals = TerminalService(
+            self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
+        )
+        if self.tools is not None:
+            self.environment.contributors.append(TerminalContributor(self.terminals))
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -129,9 +136,11 @@ class AgentHost:
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
             self.customizations.open_session(uri)
+        self.terminals.start()
 
     async def stop(self) -> None:
         await self.runner.close()
+        await self.terminals.stop()
         await self.customizations.stop()
         for agent in self.agents.values():
             close = getattr(agent, "aclose", None)
@@ -236,6 +245,7 @@ class AgentHost:
             self.preamble.forget(uri)
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
+        self.terminals.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
         self.store.remove(uri)

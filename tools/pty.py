@@ -52,6 +52,27 @@ def exit_code_of(returncode: int | None) -> int | None:
     return returncode if returncode >= 0 else 128 - returncode
 
 
+def _session_groups(session: int) -> set[int]:
+    """Process groups of the processes in ``session`` (Linux ``/proc``; empty elsewhere)."""
+    groups: set[int] = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return groups
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp, session, ...
+        if len(fields) > 3 and int(fields[3]) == session:
+            groups.add(int(fields[2]))
+    return groups
+
+
 def _set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", max(1, rows), max(1, cols), 0, 0))
 
@@ -189,15 +210,23 @@ class PtyProcess:
             self._exit.set_result(self.process.returncode)
 
     async def terminate(self, grace: float = 2.0) -> None:
-        """SIGTERM the process group, SIGKILL whatever is left after ``grace`` seconds."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGTERM)
+        """SIGHUP + SIGTERM the process group and every job of the session, SIGKILL whatever is
+        left after ``grace`` seconds (an interactive shell ignores SIGTERM, not SIGHUP)."""
+        self._signal_all(signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.wait(), grace)
-        # Even if the leader exited, its children may have ignored SIGTERM.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+        # Even if the leader exited, its children may have ignored the polite signals.
+        self._signal_all(signal.SIGKILL)
         await self.wait()
+
+    def _signal_all(self, *signals: int) -> None:
+        # A shell with job control puts each background job in its own process group; they all
+        # stay in the session this process leads, so the session is what gets signalled.
+        groups = {self.pid, *_session_groups(self.pid)}
+        for number in signals:
+            for group in groups:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, number)
 
     def close(self) -> None:
         """Stop reading and release the pty (the process is not signalled)."""

@@ -334,7 +334,7 @@ async def test_initialize_negotiates_the_protocol_version(running_host: RunningH
 async def test_unimplemented_methods_answer_a_clear_error(connect: Connect) -> None:
     client = await connect()
     with pytest.raises(AhpError) as error:
-        await client.request("createTerminal", {"channel": "ahp-terminal:/x", "claim": {"kind": "client", "clientId": client.client_id}})
+        await client.request("createResourceWatch", {"channel": "ahp-root://", "uri": "file:///tmp"})
     assert error.value.code == -32601
     assert "does not support it yet" in error.value.message
 
