@@ -64,6 +64,7 @@ class ClientConnection:
                 "completions": self._completions,
                 "createTerminal": self._create_terminal,
                 "disposeTerminal": self._dispose_terminal,
+                "invokeChangesetOperation": self._invoke_changeset_operation,
                 **{name: self._not_yet(name) for name in _LATER_METHODS},
             },
             {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
@@ -180,7 +181,7 @@ class ClientConnection:
     async def _subscribe(self, params: Any) -> dict[str, Any]:
         params = self._params("subscribe", params)
         channel = params["channel"]
-        if channel not in self.host.store:
+        if channel not in self.host.store and not self.host.changesets.materialize(channel):
             if isinstance(channel, str) and channel.startswith("ahp-session:"):
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
@@ -287,6 +288,10 @@ class ClientConnection:
         self.host.terminals.dispose(params["channel"])
         return None
 
+    async def _invoke_changeset_operation(self, params: Any) -> dict[str, Any]:
+        params = self._params("invokeChangesetOperation", params)
+        return self.host.changesets.invoke(params)
+
     def _not_yet(self, method: str):
         async def handler(params: Any) -> Any:
             raise RpcError(
@@ -304,7 +309,6 @@ _LATER_METHODS = (
     "resourceMove",
     "resourceRequest",
     "createResourceWatch",
-    "invokeChangesetOperation",
 )
 
 

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlparse
 from host.agents.environment import TurnEnvironment
 from host.agents.preamble import EnvironmentPreamble
 from host.agents import Agent, build_agents
+from host.changesets import ChangesetService
 from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
 from host.customizations import CustomizationContributor, CustomizationService
@@ -115,6 +116,8 @@ class AgentHost:
         )
         if self.tools is not None:
             self.environment.contributors.append(TerminalContributor(self.terminals))
+        # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
+        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -246,6 +249,7 @@ class AgentHost:
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
         self.terminals.session_disposed(uri)
+        self.changesets.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
         self.store.remove(uri)
