@@ -209,7 +209,7 @@ class PtyProcess:
         if not self._exit.done():
             self._exit.set_result(self.process.returncode)
 
-    async def terminate(self, grace: float = 2.0) -> None:
+    async def terminate(self, grace: float = 2.0) -> int:
         """SIGHUP + SIGTERM the process group and every job of the session, SIGKILL whatever is
         left after ``grace`` seconds (an interactive shell ignores SIGTERM, not SIGHUP)."""
         self._signal_all(signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
@@ -217,7 +217,7 @@ class PtyProcess:
             await asyncio.wait_for(self.wait(), grace)
         # Even if the leader exited, its children may have ignored the polite signals.
         self._signal_all(signal.SIGKILL)
-        await self.wait()
+        return await self.wait()
 
     def _signal_all(self, *signals: int) -> None:
         # A shell with job control puts each background job in its own process group; they all

@@ -6,8 +6,9 @@ sequences (OSC 133 and OSC 633, which AHP says the host strips), holding back an
 cut at the end of a chunk until the rest of it arrives. Every other byte, colours and cursor
 movements included, is passed through for the client's terminal emulator.
 
-``bounded(previous, added, limit)`` decides how a terminal's scrollback stays under ``limit``
-characters: None while it fits, else the text to start over with (the newest half of the limit).
+``bounded(previous, added, content, limit)`` decides how a terminal's scrollback stays under
+``limit`` characters: None while ``previous + len(added)`` fits, else the text to start over with
+(the newest ``limit // 2`` characters of ``content + added``).
 """
 
 from __future__ import annotations

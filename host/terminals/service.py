@@ -101,6 +101,7 @@ class TerminalService:
     async def stop(self) -> None:
         running = list(self._running.values())
         await asyncio.gather(*(self._end(item) for item in running), return_exceptions=True)
+        self._publish_list()
 
     # -- createTerminal / disposeTerminal ------------------------------------------------------
 
@@ -228,12 +229,15 @@ class TerminalService:
             asyncio.get_running_loop().create_task(self._end(item))
 
     async def _end(self, item: _Running) -> None:
+        """End the process group; a terminal still listed (host stop) shows how it ended."""
         self._running.pop(item.uri, None)
+        if item.watcher is not None:
+            item.watcher.cancel()
         try:
-            await item.process.terminate(_KILL_GRACE)
+            returncode = await item.process.terminate(_KILL_GRACE)
+            if item.uri in self.store and (self.store.state(item.uri) or {}).get("exitCode") is None:
+                self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
         finally:
-            if item.watcher is not None:
-                item.watcher.cancel()
             if item.owns_process:
                 item.process.close()
 

@@ -200,3 +200,28 @@ async def test_shell_tool_commands_are_terminals_a_client_can_attach_to(tmp_path
             assert done["success"] is False
         finally:
             await watcher.close()
+
+
+async def test_a_restarted_host_shows_terminals_as_ended_with_their_output(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    config = tools_config(tmp_path)
+    async with serving(config, frame_checker) as (running, client):
+        terminal = await new_terminal(client, name="kept")
+        client.dispatch(terminal, {"type": "terminal/input", "data": "printf 'before-%s\\n' restart\n"})
+        await see(client, terminal, "before-restart")
+    async with serving(config, frame_checker) as (running, client):
+        info = listed(client, terminal)
+        assert info is not None and info["title"] == "kept" and info["exitCode"] == 129  # ended by SIGHUP at stop
+        await client.subscribe(terminal)
+        assert "before-restart" in text(client, terminal)
+        outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
+        assert outcome.status == "rejected"
+
+
+async def test_scrollback_stays_bounded_and_keeps_the_newest_output(running_host: Any, connect) -> None:
+    running_host.host.terminals.scrollback_limit = 4000
+    alice = await connect()
+    terminal = await new_terminal(alice)
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "i=0; while [ $i -lt 400 ]; do echo line-$i-xxxxxxxxxx; i=$((i+1)); done; echo END-$((6*7))\n"})
+    await see(alice, terminal, "END-42")
+    assert len(text(alice, terminal)) <= 4000
+    assert "line-399-" in text(alice, terminal) and "line-0-" not in text(alice, terminal)
