@@ -105,6 +105,7 @@ class AgentHost:
             self.tools = ToolsRuntime(
                 self.store, config.tools, self.content, self.inputs,
                 settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
+                private_directory=None if in_memory else config.data_path(),
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:

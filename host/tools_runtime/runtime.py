@@ -59,7 +59,7 @@ __all__ = ["ToolsRuntime"]
 class ToolsRuntime:
     def __init__(
         self, store: Store, config: ToolsConfig, content_store: ContentStore, inputs: InputRequests, *,
-        settings_path: Path | None,
+        settings_path: Path | None, private_directory: Path | None = None,
     ) -> None:
         self.store = store
         self.inputs = inputs
@@ -69,7 +69,10 @@ class ToolsRuntime:
         self.waiters = Waiters()
         self.reporters = ContentReporters()
         self.departure = ClientDeparture(store, config.client_tool_grace)
-        self.builtins = [ShellTool(default_timeout=config.shell_timeout) if isinstance(t, ShellTool) else t for t in builtin_tools()]
+        # The host's own files (journal, content) change under every command; they are not the user's.
+        untracked = (private_directory,) if private_directory is not None else ()
+        self.builtins = [ShellTool(default_timeout=config.shell_timeout, untracked=untracked) if isinstance(t, ShellTool) else t
+                         for t in builtin_tools()]
         self.extra_roots = tuple(Path(os.path.expanduser(root)).resolve() for root in config.extra_roots)
         self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
         self.approver = ConfirmingApprover(self)

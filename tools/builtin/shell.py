@@ -22,6 +22,10 @@ Contract:
   there are any, the tool asks again through `ctx.reconfirm` with a sentence naming them. A
   refusal (or no host to ask) fails the call with code `outside_write_denied` and that
   sentence, and nothing runs.
+* Files the command created, changed or deleted in the working directory
+  (`tools.file_changes`, a snapshot before and a comparison after; off with
+  `track_changes=False`; folders in `untracked` are never reported) are added to the result as `fileEdit` items, so the host records
+  them in the session's changeset like `edit_file`'s.
 * Result: success iff the exit code is 0. `structuredContent` carries `exitCode` (or
   `signal`), `timedOut`, `cancelled`, `outputBytes`, `truncatedBytes`.
 """
@@ -32,12 +36,14 @@ import asyncio
 import contextlib
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, failure_result, success_result
 from .._shell_writes import describe_findings, outside_writes
-from ..content import text_content
+from ..content import file_edit_content, text_content
 from ..errors import ToolFailure
+from ..file_changes import DirectorySnapshot
 from ..pty import PtyProcess
 
 __all__ = ["ShellTool", "plain_text"]
@@ -113,7 +119,12 @@ class ShellTool(Tool):
         max_output_bytes: int = 30_000,
         stream_interval: float = 0.25,
         kill_grace: float = 2.0,
+        track_changes: bool = True,
+        untracked: tuple[Path, ...] = (),
     ) -> None:
+        self.track_changes = track_changes
+        self.untracked = untracked
+        """Folders whose files are never reported as changed (the host's own data)."""
         self.shell = shell
         self.default_timeout = default_timeout
         self.max_output_bytes = max_output_bytes
@@ -150,6 +161,9 @@ class ShellTool(Tool):
             if not await ctx.reconfirm(f"{reason} Run it anyway?"):
                 message = f"{reason} The user did not allow that, so the command was not run."
                 return failure_result(f"Did not run `{command}`", message, "outside_write_denied")
+        snapshot = None
+        if self.track_changes:
+            snapshot = await asyncio.to_thread(DirectorySnapshot.take, ctx.working_directory, ctx.extra_roots, excluded=self.untracked)
         try:
             process = await PtyProcess.spawn([shell, "-c", command], cwd=ctx.working_directory, env=self._environment())
         except OSError as exc:
@@ -193,8 +207,12 @@ class ShellTool(Tool):
                 await asyncio.gather(streamer, exited, return_exceptions=True)
             process.close()
         result = self._result(command, process.returncode, output, timeout, timed_out, was_cancelled)
-        if extra:
-            result["content"] = [*result.get("content", []), *extra]
+        edits = []
+        if snapshot is not None:
+            changes = await asyncio.to_thread(snapshot.changes)
+            edits = [file_edit_content(ctx.content_store, path, before, after) for path, before, after in changes]
+        if edits or extra:
+            result["content"] = [*result.get("content", []), *edits, *extra]
         return result
 
     async def _stream(self, output: _Output, changed: asyncio.Event, ctx: ToolContext, extra: list[dict]) -> None:

@@ -171,3 +171,21 @@ async def test_undoing_turns_restores_their_checkpoints_and_survives_a_restart(t
         await alice.wait_for(lambda m, e: alice.state(review) is None or (alice.state(review) or {}).get("files") == [], timeout=WAIT)
         with pytest.raises(AhpError):
             await alice.subscribe(review)
+
+
+async def test_files_a_shell_command_changes_join_the_changeset_and_can_be_undone(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    (tmp_path / "config.ini").write_text("debug = false\n")
+    command = "sed -i 's/false/true/' config.ini && echo generated > out.txt"
+    provider = ScriptedProvider([call_tools(("shell", {"command": command})), reply("done")])
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(provider)]) as (running, alice):
+        session = await ready_session(alice)
+        turn = await run_turn(alice, session, "configure")
+        [call] = [p["toolCall"] for p in turn["responseParts"] if p.get("kind") == "toolCall"]
+        assert sorted(Path(c["after"]["uri"]).name for c in call["content"] if c["type"] == "fileEdit") == ["config.ini", "out.txt"]
+        await alice.wait_for(lambda m, e: changesets_of(alice, session), timeout=WAIT)
+        checkpoint = turn_uri(alice, session, turn["id"])
+        await alice.subscribe(checkpoint)
+        assert set(files(alice, checkpoint)) == {"config.ini", "out.txt"}
+        await alice.request("invokeChangesetOperation", {"channel": checkpoint, "operationId": "revert"})
+        assert (tmp_path / "config.ini").read_text() == "debug = false\n"
+        assert not (tmp_path / "out.txt").exists()
