@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ahp.tool_results import content_text
+
 __all__ = [
     "Style",
     "TurnView",
@@ -149,27 +151,7 @@ def status_word(status: str) -> str:
 
 def _content_text(content: Any, limit: int = 400, *, strip: bool = True) -> str:
     """A short plain-text rendering of tool result/running content items."""
-    pieces: list[str] = []
-    for item in content or ():
-        if not isinstance(item, Mapping):
-            continue
-        kind = item.get("type")
-        if kind == "text":
-            pieces.append(clean(item.get("text", "")))
-        elif kind == "fileEdit":
-            target = (item.get("after") or item.get("before") or {}).get("uri", "")
-            diff = item.get("diff") or {}
-            counts = f" (+{diff.get('added', 0)} -{diff.get('removed', 0)})" if diff else ""
-            pieces.append(f"edited {clean(target)}{counts}")
-        elif kind == "resource":
-            pieces.append(f"[{clean(item.get('uri', ''))}]")
-        elif kind == "embeddedResource":
-            pieces.append(f"[{clean(item.get('contentType', 'data'))}]")
-        elif kind == "terminal":
-            pieces.append(f"[terminal {clean(item.get('title', ''))}]")
-        elif kind == "subagent":
-            pieces.append(f"[subagent {clean(item.get('title', ''))}]")
-    text = "\n".join(p for p in pieces if p)
+    text = clean(content_text(content))
     if strip:
         text = text.strip()
     if len(text) > limit:

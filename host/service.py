@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
+from ahp.protocol import builders
 from host.agents.environment import TurnEnvironment
 from host.agents.preamble import EnvironmentPreamble
 from host.agents import Agent, build_agents
@@ -129,14 +130,14 @@ class AgentHost:
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
         if root.get("agents") != agents:
-            self.store.dispatch(ROOT, {"type": "root/agentsChanged", "agents": agents})
+            self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))
         self._publish_active_count()
         for uri, state in list(self.store.channels("session")):
             turn = state.get("activeTurn")
             if turn is not None:
-                self.store.dispatch(uri, {"type": "session/error", "turnId": turn["id"], "error": INTERRUPTED_ERROR})
+                self.store.dispatch(uri, builders.session_error(turn_id=turn["id"], error=INTERRUPTED_ERROR))
             if state.get("activeClient") is not None:
-                self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": None})
+                self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
             self.customizations.open_session(uri)
@@ -220,7 +221,7 @@ class AgentHost:
         self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": state["summary"]})
         self._publish_active_count()
         if active_client is not None:
-            self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": active_client})
+            self.store.dispatch(uri, builders.session_active_client_changed(active_client=active_client))
         self.customizations.open_session(uri)
         self.runner.prepare(uri)
 
@@ -345,14 +346,14 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             active = state.get("activeClient")
             if isinstance(active, dict) and active.get("clientId") == client_id:
-                self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": None})
+                self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
 
     # -- root bookkeeping ----------------------------------------------------------------------
 
     def _publish_active_count(self) -> None:
         count = sum(1 for _ in self.store.channels("session"))
         if (self.store.state(ROOT) or {}).get("activeSessions") != count:
-            self.store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": count})
+            self.store.dispatch(ROOT, builders.root_active_sessions_changed(active_sessions=count))
 
     def _publish_summary_changes(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         if self.store.kind(channel) != "session":

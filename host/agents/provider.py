@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ahp.protocol import builders
+from ahp.tool_results import result_text
 from host.agents._mapping import CallMapper, TurnToolIds
 from host.agents.base import SessionCreationFailed, TurnContext, TurnFailed
 from host.agents.context import (
@@ -62,7 +64,7 @@ from host.agents.tooling import (
     run_tool,
     unknown_tool_result,
 )
-from host.conversation import history, partial_reply, repair, steering_note, to_user_message, tool_result_text
+from host.conversation import history, partial_reply, repair, steering_note, to_user_message
 from host.sessions import DEFAULT_TITLE
 from host.transcripts import TranscriptStore
 from host.workdirs import session_directory
@@ -338,7 +340,7 @@ class ProviderAgent:
             message = {**message, "text": await self._run_bang_commands(ctx, turn, expanded, working_directory, ids)}
         user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id)
         for note in notes:
-            ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": note}})
+            _notify(ctx, note)
         past = self._past(ctx.session, finished)
         turn.messages.append(user)
         options = self._options(ctx.model, spec)
@@ -414,16 +416,8 @@ class ProviderAgent:
                     turn.messages.append(UserMessage.of(f"[A Stop hook asked you to continue]\n{reason}"))
                     continue
             return
-        ctx.emit(
-            {
-                "type": "session/responsePart",
-                "part": {
-                    "kind": "systemNotification",
-                    "content": f"Stopped after {self.settings.max_model_calls} model calls in one turn. "
-                    "Send a message to let the agent continue.",
-                },
-            }
-        )
+        _notify(ctx, f"Stopped after {self.settings.max_model_calls} model calls in one turn. "
+                     "Send a message to let the agent continue.")
 
     async def _call(
         self, ctx: TurnContext, provider: Provider, request: ModelRequest, turn: _TurnState, ids: TurnToolIds,
@@ -483,7 +477,7 @@ class ProviderAgent:
         meta = {k: v for k, v in (("cacheWriteTokens", turn.usage_cache_write), ("reasoningTokens", turn.usage_reasoning)) if v}
         if meta:
             usage["_meta"] = meta
-        ctx.emit({"type": "session/usage", "usage": usage})
+        ctx.emit(builders.session_usage(turn_id=ctx.turn_id, usage=usage))
 
     def _explain(self, error: ProviderError, *, streamed: bool, attempts: int) -> str:
         message = error.message
@@ -505,7 +499,7 @@ class ProviderAgent:
             "refusal": "The model declined to answer.",
         }.get(reason)
         if note:
-            ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": note}})
+            _notify(ctx, note)
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -541,15 +535,7 @@ class ProviderAgent:
                         if blocked:
                             failure = failure_result(f"Did not run {tool.title}", blocked, "blocked")
             if failure is not None:
-                ctx.emit(
-                    {
-                        "type": "session/toolCallReady",
-                        "toolCallId": call_id,
-                        "toolInput": call.arguments,
-                        "invocationMessage": request.ready_fields.get("invocationMessage", f"Call {call.tool_name}"),
-                        "confirmed": "not-needed",
-                    }
-                )
+                ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed", asking=False))
                 self._complete(ctx, call_id, failure)
                 results[call.tool_call_id] = failure
                 continue
@@ -593,7 +579,7 @@ class ProviderAgent:
             results=tuple(
                 ToolResult.of(
                     c.tool_call_id, c.tool_name,
-                    self._fit_output(ctx, working_directory, tool_result_text(results[c.tool_call_id]))
+                    self._fit_output(ctx, working_directory, result_text(results[c.tool_call_id]))
                     + (f"\n\n[Context added by a plugin hook]\n{added[c.tool_call_id]}" if c.tool_call_id in added else ""),
                     is_error=not results[c.tool_call_id].get("success"),
                 )
@@ -617,8 +603,8 @@ class ProviderAgent:
             provider_id = f"{ctx.turn_id}-command-{index}"
             call_id = ahp_ids[provider_id] = ids.assign(provider_id)
             arguments = json.dumps({"command": command})
-            ctx.emit({"type": "session/toolCallStart", "toolCallId": call_id, "toolName": "shell", "displayName": shell.title})
-            ctx.emit({"type": "session/toolCallDelta", "toolCallId": call_id, "content": arguments})
+            ctx.emit(builders.session_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name="shell", display_name=shell.title))
+            ctx.emit(builders.session_tool_call_delta(turn_id=ctx.turn_id, tool_call_id=call_id, content=arguments))
             parts.append(ToolCallPart(tool_call_id=provider_id, tool_name="shell", arguments=arguments))
         results = await self._run_tools(ctx, turn, AssistantMessage(parts=tuple(parts)), ahp_ids, working_directory, offered)
         outputs = iter(result.text for result in results.results)
@@ -637,7 +623,7 @@ class ProviderAgent:
         )
 
     def _complete(self, ctx: TurnContext, call_id: str, result: dict[str, Any]) -> None:
-        ctx.emit({"type": "session/toolCallComplete", "toolCallId": call_id, "result": result})
+        ctx.emit(builders.session_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=result))
 
     def _tool_context(self, ctx: TurnContext, working_directory: Path | None, call_id: str) -> ToolContext:
         context = ToolContext(working_directory=working_directory or Path.cwd(), tool_call_id=call_id)
@@ -659,7 +645,7 @@ class ProviderAgent:
         return int(spec.context_window * self.settings.compact_at)
 
     def _note(self, ctx: TurnContext, text: str) -> None:
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": text}})
+        _notify(ctx, text)
 
     async def _compact(
         self, ctx: TurnContext, provider: Provider, turn: _TurnState, model_id: str, finished: list[dict[str, Any]],
@@ -723,11 +709,11 @@ class ProviderAgent:
         message, notes = to_user_message(
             steering.get("userMessage") or {}, working_directory=session_directory(ctx.state), vision=spec.vision
         )
-        ctx.dispatch({"type": "session/pendingMessageRemoved", "kind": "steering", "id": steering["id"]})
+        ctx.dispatch(builders.session_pending_message_removed(kind="steering", id=steering["id"]))
         # Say where it entered, so clients see it and a turn rebuilt from state keeps it.
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": steering_note(steering.get("userMessage") or {})}})
+        _notify(ctx, steering_note(steering.get("userMessage") or {}))
         for note in notes:
-            ctx.emit({"type": "session/responsePart", "part": {"kind": "systemNotification", "content": note}})
+            _notify(ctx, note)
         turn.messages.append(message)
 
     def _model_for(self, selection: dict[str, Any] | None) -> tuple[str, ModelSpec]:
@@ -770,14 +756,14 @@ class ProviderAgent:
     def _set_activity(self, ctx: TurnContext, turn: _TurnState, activity: str) -> None:
         if turn.activity != activity and ctx.is_active():
             turn.activity = activity
-            ctx.dispatch({"type": "session/activityChanged", "activity": activity})
+            ctx.dispatch(builders.session_activity_changed(activity=activity))
 
     def _clear_activity(self, ctx: TurnContext, turn: _TurnState) -> None:
         if turn.activity is None:
             return
         current = ctx.state.get("summary", {}).get("activity")
         if current == turn.activity:  # a later turn may already say something else
-            ctx.dispatch({"type": "session/activityChanged"})
+            ctx.dispatch(builders.session_activity_changed())
         turn.activity = None
 
     async def _make_title(self, ctx: TurnContext, model_id: str) -> None:
@@ -794,7 +780,7 @@ class ProviderAgent:
         state = ctx.state
         if not title or state.get("summary", {}).get("title") != DEFAULT_TITLE:
             return  # a client named the session meanwhile: never overwrite that
-        ctx.dispatch({"type": "session/titleChanged", "title": title})
+        ctx.dispatch(builders.session_title_changed(title=title))
 
     async def _ask_title(self, ctx: TurnContext, model_id: str, text: str) -> str | None:
         request = ModelRequest(
@@ -835,3 +821,8 @@ def clean_title(text: str) -> str | None:
 
 def _definitions(tools: dict[str, Tool]) -> list[ToolDefinition]:
     return [ToolDefinition(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools.values()]
+
+
+def _notify(ctx: TurnContext, text: str) -> None:
+    """A system notification in the turn's response (what happened that the user should know)."""
+    ctx.emit(builders.session_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": text}))

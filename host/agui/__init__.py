@@ -6,7 +6,7 @@
 """
 
 from host.agui.endpoint import AGUI_PATH, agui_endpoint, parse_run_input
-from host.agui.mapping import RunTranslator, token_usage, tool_result_text
+from host.agui.mapping import RunTranslator, token_usage
 from host.agui.runs import AguiRuns, client_id_for, session_uri_for
 
 __all__ = [
@@ -18,5 +18,4 @@ __all__ = [
     "parse_run_input",
     "session_uri_for",
     "token_usage",
-    "tool_result_text",
 ]

@@ -29,7 +29,6 @@ terminal event; after the terminal event ``done`` is true and ``feed`` returns n
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +53,9 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-__all__ = ["RunTranslator", "tool_result_text", "token_usage"]
+from ahp.tool_results import result_text
+
+__all__ = ["RunTranslator", "token_usage"]
 
 _UNFINISHED = frozenset({"streaming", "pending-confirmation", "running", "pending-result-confirmation"})
 
@@ -175,7 +176,7 @@ class RunTranslator:
             return []  # the front end ran it and already holds the result
         if action.get("requiresResultConfirmation"):
             return []  # reported when a person accepts (or refuses) the result
-        return self._result(action.get("toolCallId", ""), tool_result_text(action.get("result") or {}))
+        return self._result(action.get("toolCallId", ""), result_text(action.get("result") or {}))
 
     def _tool_confirmed(self, action: dict[str, Any], state: dict[str, Any]) -> list[BaseEvent]:
         if action.get("approved"):
@@ -187,7 +188,7 @@ class RunTranslator:
         call_id = action.get("toolCallId", "")
         if not action.get("approved"):
             return self._result(call_id, "A person rejected this tool's result; the model did not see it.")
-        return self._result(call_id, tool_result_text(_find_call(state, call_id) or {}))
+        return self._result(call_id, result_text(_find_call(state, call_id) or {}))
 
     def _result(self, call_id: str, text: str) -> list[BaseEvent]:
         call = self._calls.get(call_id)
@@ -279,31 +280,6 @@ def _find_call(state: dict[str, Any], call_id: str) -> dict[str, Any] | None:
         if isinstance(call, dict) and call.get("toolCallId") == call_id:
             return call
     return None
-
-
-def tool_result_text(result: dict[str, Any]) -> str:
-    """An AHP ``ToolCallResult`` as the text a front end shows (and a model would read)."""
-    pieces: list[str] = []
-    for item in result.get("content") or ():
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "text" and isinstance(item.get("text"), str):
-            pieces.append(item["text"])
-        elif item.get("type") == "resource" and item.get("uri"):
-            pieces.append(f"[{item['uri']}]")
-        elif item.get("type") == "fileEdit":
-            target = (item.get("after") or item.get("before") or {}).get("uri")
-            pieces.append(f"[edited {target}]" if target else "[file edit]")
-        elif item.get("type") in ("terminal", "subagent") and item.get("title"):
-            pieces.append(f"[{item['type']}: {item['title']}]")
-    if not pieces and result.get("structuredContent") is not None:
-        pieces.append(json.dumps(result["structuredContent"], ensure_ascii=False))
-    error = result.get("error")
-    if isinstance(error, dict) and error.get("message"):
-        pieces.append(f"Error: {error['message']}")
-    if not pieces:
-        pieces.append(result.get("pastTenseMessage") or ("Done." if result.get("success", True) else "The tool failed."))
-    return "\n".join(pieces)
 
 
 def token_usage(usage: dict[str, Any] | None, before: dict[str, Any] | None = None) -> TokenUsage | None:

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ahp.protocol import builders
 from host.store import Store
 from tools.base import AskUser
 from tools.mcp import McpManager, McpServerSpec, McpTool, RestartPolicy, ServerStatus
@@ -97,7 +98,7 @@ class SessionMcp:
         mine = [tool.definition() for tool in tools]
         self._published = {tool["name"] for tool in mine}
         merged = others + [tool for tool in mine if tool["name"] not in {o.get("name") for o in others}]
-        self._store.dispatch(self.session, {"type": "session/serverToolsChanged", "tools": merged})
+        self._store.dispatch(self.session, builders.session_server_tools_changed(tools=merged))
 
 
 def _is_mcp(tool: dict[str, Any]) -> bool:

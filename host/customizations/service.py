@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from ahp.protocol import builders
 from host.config import HostConfig
 from host.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer
 from host.inputs import InputRequests
@@ -128,8 +129,7 @@ class CustomizationService:
         for container in pending:
             if container.id in previous:
                 container.enabled = bool(previous[container.id].get("enabled", True))
-        self.store.dispatch(uri, {"type": "session/customizationsChanged",
-                                  "customizations": [c.wire() for c in pending]})
+        self.store.dispatch(uri, builders.session_customizations_changed(customizations=[c.wire() for c in pending]))
         by_id = {c.id: c for c in pending}
         for plugin in self.plugins:
             container = by_id[plugin.root.as_uri()]
@@ -324,7 +324,7 @@ class CustomizationService:
 
     def _clear_agent(self, session: str) -> None:
         if session in self.store:
-            self.store.dispatch(session, {"type": "session/agentChanged"})
+            self.store.dispatch(session, builders.session_agent_changed())
 
     async def _reconcile(self, runtime: SessionCustomizations) -> None:
         lock = self._locks.setdefault(runtime.session, asyncio.Lock())
@@ -343,7 +343,7 @@ class CustomizationService:
         for container in [c for c in runtime.containers if c.client_id is not None]:
             if container.client_id != client_id or container.id not in wanted:
                 runtime.containers.remove(container)
-                self.store.dispatch(runtime.session, {"type": "session/customizationRemoved", "id": container.id})
+                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
         position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, LoadedPlugin))
         for item in wanted.values():
             existing = runtime.container(item["id"])
@@ -377,7 +377,7 @@ class CustomizationService:
 
     def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
         if runtime.session in self.store:
-            self.store.dispatch(runtime.session, {"type": "session/customizationUpdated", "customization": container.wire()})
+            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire()))
 
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
         if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 from host.agents.tooling import Approval, ToolCallRequest, parse_arguments
 from tools.base import failure_result
@@ -73,34 +74,23 @@ class ConfirmingApprover:
     async def approve(self, request: ToolCallRequest, ctx: TurnContext) -> Approval:
         tool = request.tool
         args = _arguments(request.arguments)
-        base: dict[str, Any] = {
-            "type": "session/toolCallReady",
-            "toolCallId": request.tool_call_id,
-            "toolInput": request.arguments,
-            **request.ready_fields,
-        }
-        base.setdefault("invocationMessage", f"Call {request.tool_name}")
         if tool is None:  # the loop never asks about unknown tools; be safe anyway
-            ctx.emit({**base, "confirmed": "not-needed"})
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed"))
             return Approval(True)
         decision = self._decide(ctx.session, tool, args)
         if decision.outcome == "allow":
-            ctx.emit({**{k: v for k, v in base.items() if k not in ("confirmationTitle", "edits")}, "confirmed": decision.confirmed})
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed=decision.confirmed, asking=False))
             return Approval(True)
         if decision.outcome == "deny":
             reason = decision.reason or "A rule denies this tool call."
-            ctx.emit({**{k: v for k, v in base.items() if k not in ("confirmationTitle", "edits")}, "confirmed": "not-needed"})
-            ctx.emit(
-                {
-                    "type": "session/toolCallComplete",
-                    "toolCallId": request.tool_call_id,
-                    "result": failure_result(f"Did not run {tool.title}", reason, "denied_by_rule"),
-                }
-            )
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed", asking=False))
+            ctx.emit(builders.session_tool_call_complete(
+                turn_id=ctx.turn_id, tool_call_id=request.tool_call_id,
+                result=failure_result(f"Did not run {tool.title}", reason, "denied_by_rule"),
+            ))
             return Approval(False, reason=reason)
-        ready = {**base, "options": confirmation_options(tool, args)}
-        if getattr(tool, "subject_kind", None) == "command" or "edits" in request.ready_fields:
-            ready["editable"] = True
+        editable = getattr(tool, "subject_kind", None) == "command" or "edits" in request.ready_fields
+        ready = request.ready_action(ctx.turn_id, options=confirmation_options(tool, args), editable=True if editable else None)
         key = confirm_key(ctx.session, ctx.turn_id, request.tool_call_id)
         self._runtime.waiters.expect(key)
         ctx.emit(ready)
@@ -135,16 +125,14 @@ class ConfirmingApprover:
         key = confirm_key(ctx.session, ctx.turn_id, tool_call_id)
         self._runtime.waiters.expect(key)
         self._runtime.reporters.pause(ctx.session, tool_call_id)
-        ready: dict[str, Any] = {
-            "type": "session/toolCallReady",
-            "toolCallId": tool_call_id,
-            "invocationMessage": call.get("invocationMessage") or reason,
-            "confirmationTitle": reason,
-            "options": _CONTINUE_OPTIONS,
-        }
-        if call.get("toolInput") is not None:
-            ready["toolInput"] = call["toolInput"]
-        ctx.emit(ready)
+        ctx.emit(builders.session_tool_call_ready(
+            turn_id=ctx.turn_id,
+            tool_call_id=tool_call_id,
+            invocation_message=call.get("invocationMessage") or reason,
+            confirmation_title=reason,
+            options=_CONTINUE_OPTIONS,
+            tool_input=call.get("toolInput"),
+        ))
         answer = await self._runtime.waiters.wait(key)
         self._runtime.reporters.resume(ctx.session, tool_call_id)
         return bool(answer.get("approved"))
@@ -159,13 +147,17 @@ class ConfirmingApprover:
         call = _call(ctx.state, ctx.turn_id, request.tool_call_id)
         if call is not None and call.get("status") == "cancelled":
             return result  # the user stopped it at a re-confirmation: nothing left to complete
-        complete: dict[str, Any] = {"type": "session/toolCallComplete", "toolCallId": request.tool_call_id, "result": result}
-        if not self._runtime.needs_result_confirmation(request.tool_name):
+        confirming = self._runtime.needs_result_confirmation(request.tool_name)
+        complete = builders.session_tool_call_complete(
+            turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result,
+            requires_result_confirmation=True if confirming else None,
+        )
+        if not confirming:
             ctx.emit(complete)
             return result
         key = result_key(ctx.session, ctx.turn_id, request.tool_call_id)
         self._runtime.waiters.expect(key)
-        ctx.emit({**complete, "requiresResultConfirmation": True})
+        ctx.emit(complete)
         answer = await self._runtime.waiters.wait(key)
         if answer.get("approved"):
             return result

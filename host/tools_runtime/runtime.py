@@ -33,6 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor, TurnEnvironment
 from host.config import ToolsConfig
@@ -137,7 +138,7 @@ class ToolsRuntime:
             return
         tools = self.server_tools(session)
         if state.get("serverTools") != tools:
-            self.store.dispatch(session, {"type": "session/serverToolsChanged", "tools": tools})
+            self.store.dispatch(session, builders.session_server_tools_changed(tools=tools))
 
     # -- asking the user -----------------------------------------------------------------------
 
@@ -161,12 +162,10 @@ class ToolsRuntime:
         if call is None or not client_id or call.get("toolClientId") != client_id:
             return
         title = call.get("displayName") or call.get("toolName") or "the tool"
-        self.store.dispatch(session, {
-            "type": "session/toolCallComplete",
-            "turnId": turn_id,
-            "toolCallId": call_id,
-            "result": failure_result(f"Did not run {title}", _declined_text(action), "declined_by_client"),
-        })
+        self.store.dispatch(session, builders.session_tool_call_complete(
+            turn_id=turn_id, tool_call_id=call_id,
+            result=failure_result(f"Did not run {title}", _declined_text(action), "declined_by_client"),
+        ))
 
     # -- observing the store -------------------------------------------------------------------
 

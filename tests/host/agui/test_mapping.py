@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.agui.mapping import RunTranslator, token_usage, tool_result_text
+from host.agui.mapping import RunTranslator, token_usage
 from host.sessions import new_session_state
 from ahp.state import reduce
 
@@ -187,13 +187,6 @@ def test_actions_of_other_turns_and_after_the_end_are_ignored() -> None:
     session.apply(started(), {"type": "session/turnComplete", "turnId": TURN})
     assert session.apply(started("turn-2"), {**part("markdown", "x"), "turnId": "turn-2"}) == []
     assert session.types() == ["RUN_FINISHED"]
-
-
-def test_tool_result_text_reads_text_structured_content_and_errors() -> None:
-    assert tool_result_text({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}) == "a\nb"
-    assert tool_result_text({"structuredContent": {"x": 1}}) == '{"x": 1}'
-    assert tool_result_text({"success": False, "error": {"message": "boom"}}) == "Error: boom"
-    assert tool_result_text({"success": True, "pastTenseMessage": "Ran it"}) == "Ran it"
 
 
 def test_token_usage_is_none_without_counts() -> None:
