@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from ahp.protocol import builders
 from host.content import ContentStore
 from host.errors import ErrorCode, RpcError
 from host.store import Store
@@ -217,7 +218,7 @@ class ChangesetService:
         for uri, _ in list(self.store.channels("changeset")):
             owner = changeset_owner(uri)
             if owner is not None and owner[0] == session:
-                self.store.dispatch(uri, {"type": "changeset/cleared"})
+                self.store.dispatch(uri, builders.changeset_cleared())
                 self.store.remove(uri)
 
     def materialize(self, uri: Any) -> bool:
@@ -247,9 +248,9 @@ class ChangesetService:
             return
         if entry is None:
             if previous is not None:
-                self.store.dispatch(uri, {"type": "changeset/fileRemoved", "fileId": file_id})
+                self.store.dispatch(uri, builders.changeset_file_removed(file_id=file_id))
         elif entry != previous:
-            self.store.dispatch(uri, {"type": "changeset/fileSet", "file": entry})
+            self.store.dispatch(uri, builders.changeset_file_set(file=entry))
 
     def _publish_catalogue(self, session: str) -> None:
         state = self.store.state(session)
@@ -257,7 +258,7 @@ class ChangesetService:
             return
         changesets = catalogue(session, (self.store.state(session_changeset(session)) or {}).get("files") or [])
         if state["summary"].get("changesets") != changesets:
-            self.store.dispatch(session, {"type": "session/changesetsChanged", "changesets": changesets})
+            self.store.dispatch(session, builders.session_changesets_changed(changesets=changesets))
 
     def _bytes(self, side: Any) -> bytes | None:
         if not isinstance(side, dict):

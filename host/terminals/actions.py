@@ -1,26 +1,25 @@
-"""The actions the host dispatches on terminal channels and the root terminal list, built in one
-place (plain AHP wire dicts: camelCase keys, absent values omitted, never ``None``)."""
+"""The actions the host dispatches on terminal channels and the root terminal list, in one place
+(through the generated ``ahp.protocol.builders``)."""
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ahp.protocol import builders
+
 __all__ = ["cleared", "data", "exited", "terminal_info", "terminals_changed"]
 
 
 def data(text: str) -> dict[str, Any]:
-    return {"type": "terminal/data", "data": text}
+    return builders.terminal_data(data=text)
 
 
 def cleared() -> dict[str, Any]:
-    return {"type": "terminal/cleared"}
+    return builders.terminal_cleared()
 
 
 def exited(exit_code: int | None) -> dict[str, Any]:
-    action: dict[str, Any] = {"type": "terminal/exited"}
-    if exit_code is not None:
-        action["exitCode"] = exit_code
-    return action
+    return builders.terminal_exited(exit_code=exit_code)
 
 
 def terminal_info(uri: str, state: dict[str, Any]) -> dict[str, Any]:
@@ -32,4 +31,4 @@ def terminal_info(uri: str, state: dict[str, Any]) -> dict[str, Any]:
 
 
 def terminals_changed(terminals: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    return {"type": "root/terminalsChanged", "terminals": [terminal_info(uri, state) for uri, state in terminals]}
+    return builders.root_terminals_changed(terminals=[terminal_info(uri, state) for uri, state in terminals])
