@@ -61,9 +61,9 @@ Reconfirm = Callable[[str], Awaitable[bool]]
 """Puts a running call back to pending-confirmation with a reason; True if approved."""
 AskUser = Callable[[dict], Awaitable[dict]]
 """Publishes a `SessionInputRequest`; resolves to `{response, answers?}` from `inputCompleted`."""
-OpenTerminal = Callable[["PtyProcess", str], "dict | None"]
-"""Publishes a running `tools.pty.PtyProcess` as a terminal channel titled with the given text;
-returns its `ToolResultTerminalContent` item (`{type: "terminal", resource, title}`)."""
+OpenTerminal = Callable[["PtyProcess", str, str], "dict | None"]
+"""Publishes a running `tools.pty.PtyProcess` as a terminal channel: `(process, title, command
+line)`; returns its `ToolResultTerminalContent` item (`{type: "terminal", resource, title}`)."""
 
 
 async def _no_reconfirm(reason: str) -> bool:

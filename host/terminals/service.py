@@ -9,8 +9,10 @@ Contract:
   ``clientId``; a session claim an existing session. The terminal is the user's own keyboard, so
   nothing in it asks for confirmation; the agent's commands (the ``shell`` tool) go through the
   tool confirmation before they ever reach a pty.
-* ``attach(process, claim, title, cwd)`` publishes a command the ``shell`` tool started (its
-  ``TerminalContributor`` gives every tool call an ``open_terminal``). Its stdin is closed (agent
+* ``attach(process, claim, title, command, cwd)`` publishes a command the ``shell`` tool started
+  (its ``TerminalContributor`` gives every tool call an ``open_terminal``) as one detected command:
+  ``terminal/commandExecuted`` first, ``terminal/commandFinished`` with its exit code and duration
+  when it ends, so its output is a ``command`` part. Its stdin is closed (agent
   commands are non-interactive), so validation refuses ``terminal/input`` on it; resize and kill
   (``disposeTerminal``) work. A session keeps its newest ``TOOL_TERMINALS_KEPT`` finished command
   terminals; older ones are removed.
@@ -68,6 +70,8 @@ class _Running:
     size: int = 0
     flush_scheduled: bool = False
     watcher: asyncio.Task[None] | None = None
+    command: tuple[str, int] | None = None
+    """The tool command's id and start time (ms), for ``terminal/commandFinished``."""
 
 
 class TerminalService:
@@ -130,14 +134,19 @@ class TerminalService:
             raise RpcError(ErrorCode.INTERNAL_ERROR, f"Could not start {shell}: {error.strerror or type(error).__name__}.") from None
         title = params.get("name") or os.path.basename(shell)
         state = {"title": title, "cwd": cwd.as_uri(), "cols": cols, "rows": rows, "content": [], "claim": claim}
-        self._open(uri, state, process, owns_process=True)
+        self.store.create(uri, "terminal", state)
+        self._open(uri, process, owns_process=True)
 
-    def attach(self, process: PtyProcess, claim: dict[str, Any], title: str, cwd: Path) -> str:
+    def attach(self, process: PtyProcess, claim: dict[str, Any], title: str, command: str, cwd: Path) -> str:
         """Publish a tool's running command as a new terminal; returns its URI."""
         self._counter += 1
-        uri = f"{TERMINAL_SCHEME}cmd-{os.getpid()}-{self._clock()}-{self._counter}"
+        started = self._clock()
+        uri = f"{TERMINAL_SCHEME}cmd-{os.getpid()}-{started}-{self._counter}"
         state = {"title": title, "cwd": cwd.as_uri(), "cols": 80, "rows": 24, "content": [], "claim": claim}
-        self._open(uri, state, process, owns_process=False)
+        command_id = claim.get("toolCallId") or f"command-{self._counter}"
+        self.store.create(uri, "terminal", state)
+        self.store.dispatch(uri, actions.command_executed(command_id, command, started))
+        self._open(uri, process, owns_process=False, command=(command_id, started))
         self._trim_tool_terminals(claim.get("session"))
         return uri
 
@@ -165,9 +174,8 @@ class TerminalService:
             raise RpcError(ErrorCode.NOT_FOUND, f"{path.as_uri()} is not an existing directory; pass another cwd.")
         return path
 
-    def _open(self, uri: str, state: dict[str, Any], process: PtyProcess, *, owns_process: bool) -> None:
-        self.store.create(uri, "terminal", state)
-        item = _Running(uri, process, owns_process)
+    def _open(self, uri: str, process: PtyProcess, *, owns_process: bool, command: tuple[str, int] | None = None) -> None:
+        item = _Running(uri, process, owns_process, command=command)
         self._running[uri] = item
         process.listeners.append(lambda chunk: self._received(item, chunk))
         item.watcher = asyncio.get_running_loop().create_task(self._watch(item))
@@ -211,6 +219,9 @@ class TerminalService:
             if self._running.get(item.uri) is not item:
                 return
             self._flush(item)
+            if item.command is not None:
+                command_id, started = item.command
+                self.store.dispatch(item.uri, actions.command_finished(command_id, exit_code_of(returncode), self._clock() - started))
             self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
             del self._running[item.uri]
             if item.owns_process:
@@ -285,8 +296,8 @@ class TerminalContributor(Contributor):
             claim["toolCallId"] = context.tool_call_id
         cwd = context.working_directory
 
-        def open_terminal(process: PtyProcess, title: str) -> dict[str, Any]:
-            uri = terminals.attach(process, claim, title, cwd)
+        def open_terminal(process: PtyProcess, title: str, command: str) -> dict[str, Any]:
+            uri = terminals.attach(process, claim, title, command, cwd)
             return {"type": "terminal", "resource": uri, "title": title}
 
         context.open_terminal = open_terminal

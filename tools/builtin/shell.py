@@ -177,7 +177,7 @@ class ShellTool(Tool):
             changed.set()
 
         process.listeners.append(received)
-        terminal = ctx.open_terminal(process, self.describe(args)) if ctx.open_terminal is not None else None
+        terminal = ctx.open_terminal(process, self.describe(args), command) if ctx.open_terminal is not None else None
         extra = [terminal] if terminal is not None else []
         if terminal is not None:
             await ctx.emit([text_content(""), terminal])

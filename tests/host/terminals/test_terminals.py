@@ -193,7 +193,12 @@ async def test_shell_tool_commands_are_terminals_a_client_can_attach_to(tmp_path
             assert outcome.status == "rejected" and "createTerminal" in (outcome.reason or "")
             (tmp_path / "go").touch()
             await watcher.wait_for(lambda m, e: (watcher.state(terminal) or {}).get("exitCode") == 3, timeout=WAIT)
-            assert "second" in text(watcher, terminal)
+            # The terminal holds the command as one detected command part, finished with its code.
+            state = watcher.state(terminal)
+            assert state["supportsCommandDetection"] is True
+            [part] = state["content"]
+            assert (part["type"], part["commandLine"], part["isComplete"], part["exitCode"]) == ("command", command, True, 3)
+            assert "first" in part["output"] and "second" in part["output"] and part["durationMs"] >= 0
             await idle(client, session)
             [done] = calls(client, session)
             assert {"type": "terminal", "resource": terminal, "title": f"Run `{command}`"} in done["content"]
