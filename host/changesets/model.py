@@ -10,8 +10,11 @@ Each session that changed files has (PROTOCOL.md §11, ``ChangesetSummary.uriTem
   changed, from before its first change to after its last (the turn's checkpoint).
 
 An entry's id is the file's URI. A file whose net change is nothing (changed and changed back)
-leaves the changeset. Conflicts found by an operation are shown on the entry as
-``_meta.conflict`` (a sentence for the user) until the entry changes again.
+leaves the changeset. When a tool's edit does not start from the content the entry ended with,
+the file was edited outside the agent in between: the entry keeps ``_meta.outsideEdits: true``,
+and undoing it as a whole is refused (it would undo those edits too). Conflicts found by an
+operation are shown on the entry as ``_meta.conflict`` (a sentence for the user) until the entry
+changes again.
 """
 
 from __future__ import annotations
@@ -87,11 +90,14 @@ def _content_uri(side: Any) -> str | None:
     return side["content"]["uri"] if isinstance(side, dict) else None
 
 
-def fold(entry: dict[str, Any] | None, edit: dict[str, Any], turn_id: str | None, diff: dict[str, int]) -> dict[str, Any] | None:
+def fold(
+    entry: dict[str, Any] | None, edit: dict[str, Any], turn_id: str | None, diff: dict[str, int], *, undo: bool = False,
+) -> dict[str, Any] | None:
     """The entry after ``edit`` happened on top of ``entry`` (None: nothing left to show).
 
     ``diff`` is the line count between the entry's original ``before`` and the edit's ``after``,
-    which only the caller (who can read the content) can compute.
+    which only the caller (who can read the content) can compute. ``undo`` marks an edit the host
+    made itself (undoing a turn), which continues the entry by construction.
     """
     file_id = entry_id(edit)
     before = entry["edit"].get("before") if entry is not None else edit.get("before")
@@ -106,10 +112,15 @@ def fold(entry: dict[str, Any] | None, edit: dict[str, Any], turn_id: str | None
     if after is not None:
         new_edit["after"] = after
     new_edit["diff"] = diff
-    turns = list(((entry or {}).get("_meta") or {}).get("turns") or [])
+    meta = (entry or {}).get("_meta") or {}
+    turns = list(meta.get("turns") or [])
     if turn_id is not None and turn_id not in turns:
         turns.append(turn_id)
-    return {"id": file_id, "edit": new_edit, "_meta": {"turns": turns}}
+    new_meta: dict[str, Any] = {"turns": turns}
+    broken = not undo and entry is not None and _content_uri(entry["edit"].get("after")) != _content_uri(edit.get("before"))
+    if meta.get("outsideEdits") or broken:
+        new_meta["outsideEdits"] = True
+    return {"id": file_id, "edit": new_edit, "_meta": new_meta}
 
 
 def catalogue(session: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -137,11 +137,14 @@ class ChangesetService:
 
     def _undo(self, uri: str, session: str, turn_id: str | None, files: list[dict[str, Any]]) -> str:
         undone: list[str] = []
-        conflicts: list[str] = []
+        conflicts: list[tuple[str, str]] = []
         for entry in files:
-            problem = self._restore(entry["edit"])
+            problem = self._restore(entry["edit"]) if not (entry.get("_meta") or {}).get("outsideEdits") else (
+                "It was also edited outside the agent between the agent's changes, and undoing them together would "
+                "undo those edits too; undo the turns one at a time instead."
+            )
             if problem is not None:
-                conflicts.append(entry["id"])
+                conflicts.append((entry["id"], problem))
                 self._put(uri, entry["id"], entry, {**entry, "_meta": {**(entry.get("_meta") or {}), "conflict": problem}})
                 continue
             undone.append(entry["id"])
@@ -152,15 +155,11 @@ class ChangesetService:
                     self._put(turn_uri, entry["id"], self._entry(turn_uri, entry["id"]), None)
             else:
                 self._after_turn_undone(session, turn_id, entry)
-        message = f"Undid the changes to {_count(len(undone))}." if undone else ""
-        if conflicts:
-            names = ", ".join(_name(uri) for uri in conflicts)
-            message = (message + " " if message else "") + (
-                f"Left {names} alone: changed since the agent wrote it (by you, another program or a later turn). "
-                "Review it yourself, or undo the later turns first."
-            )
-            if not undone:
-                raise RpcError(ErrorCode.CONFLICT, message, {"conflicts": conflicts})
+        sentences = [f"Undid the changes to {_count(len(undone))}."] if undone else []
+        sentences += [f"Left {_name(file_id)} alone: {problem[0].lower()}{problem[1:]}" for file_id, problem in conflicts]
+        message = " ".join(sentences)
+        if conflicts and not undone:
+            raise RpcError(ErrorCode.CONFLICT, message, {"conflicts": [file_id for file_id, _ in conflicts]})
         return message
 
     def _after_turn_undone(self, session: str, turn_id: str, entry: dict[str, Any]) -> None:
@@ -174,10 +173,9 @@ class ChangesetService:
         back = {"after": turn_before} if turn_before is not None else {"before": {"uri": entry["id"]}}
         original = pending["edit"].get("before")
         diff = diff_stats(self._bytes(original), self._bytes(back.get("after")))
-        folded = fold(pending, back, None, diff)
+        folded = fold(pending, back, None, diff, undo=True)
         if folded is not None:
-            turns = [t for t in (folded["_meta"].get("turns") or []) if t != turn_id]
-            folded = {**folded, "_meta": {"turns": turns}}
+            folded["_meta"]["turns"] = [t for t in folded["_meta"]["turns"] if t != turn_id]
         self._put(pending_uri, entry["id"], pending, folded)
 
     def _restore(self, edit: dict[str, Any]) -> str | None:
@@ -202,7 +200,8 @@ class ChangesetService:
                 return "It was deleted by the agent and has been created again since."
             if current is None:
                 return "It has been deleted since the agent wrote it."
-            return "Its content changed since the agent wrote it."
+            return ("Its content changed since the agent wrote it (by you, another program or a later turn); "
+                    "review it yourself, or undo the later turns first.")
         try:
             if original is None:
                 path.unlink()

@@ -189,3 +189,31 @@ async def test_files_a_shell_command_changes_join_the_changeset_and_can_be_undon
         await alice.request("invokeChangesetOperation", {"channel": checkpoint, "operationId": "revert"})
         assert (tmp_path / "config.ini").read_text() == "debug = false\n"
         assert not (tmp_path / "out.txt").exists()
+
+
+async def test_an_edit_made_outside_the_agent_between_its_changes_is_never_undone(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    target = tmp_path / "x.txt"
+    provider = ScriptedProvider([
+        call_tools(("write_file", {"path": "x.txt", "content": "agent v1\nmine?\n"})),
+        reply("done"),
+        call_tools(("edit_file", {"path": "x.txt", "old_string": "agent v1", "new_string": "agent v2"})),
+        reply("done"),
+    ])
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(provider)]) as (running, alice):
+        session = await ready_session(alice)
+        await run_turn(alice, session, "write")
+        target.write_text("agent v1\nmy own line\n")  # the user edits between the agent's turns
+        second = await run_turn(alice, session, "edit")
+        assert target.read_text() == "agent v2\nmy own line\n"
+        await alice.wait_for(lambda m, e: changesets_of(alice, session), timeout=WAIT)
+        review = changesets_of(alice, session)[0]["uriTemplate"]
+        await alice.subscribe(review)
+        assert files(alice, review)["x.txt"]["_meta"]["outsideEdits"] is True
+        # Undoing the session's change as a whole would delete the user's line: refused.
+        with pytest.raises(AhpError) as error:
+            await alice.request("invokeChangesetOperation", {"channel": review, "operationId": "reject"})
+        assert error.value.code == -32011 and "outside the agent" in error.value.message
+        assert target.read_text() == "agent v2\nmy own line\n"
+        # Undoing the second turn alone goes back to the user's version.
+        await alice.request("invokeChangesetOperation", {"channel": turn_uri(alice, session, second["id"]), "operationId": "revert"})
+        assert target.read_text() == "agent v1\nmy own line\n"
