@@ -16,7 +16,8 @@ Contract:
   commands are non-interactive), so validation refuses ``terminal/input`` on it; resize and kill
   (``disposeTerminal``) work. A session keeps its newest ``TOOL_TERMINALS_KEPT`` finished command
   terminals; older ones are removed.
-* Output becomes ``terminal/data`` (coalesced per event-loop tick, shell-integration escapes
+* At most 64 ``createTerminal`` shells run at once (the next is refused with -32009 saying so).
+* Output becomes ``terminal/data`` (a burst coalesced into one action per 16 ms, shell-integration escapes
   removed, ``host.terminals.output``); a terminal's scrollback is kept under
   ``scrollback_limit`` characters by ``terminal/cleared`` followed by the newest half. The process
   exiting becomes ``terminal/exited{exitCode}`` (128 + signal when killed).
@@ -24,7 +25,8 @@ Contract:
   ``terminal/resized`` resizes it; ``terminal/claimed`` / ``titleChanged`` and every create,
   exit and removal refresh ``root/terminalsChanged``.
 * ``dispose`` (``disposeTerminal``), ``session_disposed`` (the session's terminals) and ``stop``
-  (host shutdown) end the whole process group: SIGTERM, then SIGKILL after a grace period.
+  (host shutdown) end the process group and every job of the shell's session: SIGHUP + SIGTERM,
+  then SIGKILL after a grace period.
 * After a restart the journal brings terminal channels back without their processes: ``start``
   marks each unfinished one exited (no exit code: it was not observed).
 """
@@ -56,6 +58,8 @@ logger = logging.getLogger(__name__)
 TERMINAL_SCHEME = "ahp-terminal:/"
 TOOL_TERMINALS_KEPT = 20
 _KILL_GRACE = 2.0
+_FLUSH_DELAY = 0.016
+_MAX_RUNNING = 64
 _MAX_URI = 300
 
 
@@ -67,6 +71,9 @@ class _Running:
     """False for a tool's command: the tool reads, times out and closes it."""
     text: TerminalText = field(default_factory=TerminalText)
     pending: list[str] = field(default_factory=list)
+    pending_size: int = 0
+    overflowed: bool = False
+    """More arrived before a flush than the scrollback holds: start over with the newest part."""
     size: int = 0
     flush_scheduled: bool = False
     watcher: asyncio.Task[None] | None = None
@@ -115,6 +122,8 @@ class TerminalService:
             raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a terminal URI: ahp-terminal:/ followed by an id you choose (e.g. ahp-terminal:/<uuid>).")
         if uri in self.store:
             raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} already exists; pick a new terminal URI.")
+        if sum(1 for item in self._running.values() if item.owns_process) >= _MAX_RUNNING:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"This host already runs {_MAX_RUNNING} terminals; dispose one with disposeTerminal first.")
         claim = params["claim"]
         session_state: dict[str, Any] | None = None
         if claim.get("kind") == "client":
@@ -186,18 +195,27 @@ class TerminalService:
         if not text:
             return
         item.pending.append(text)
+        item.pending_size += len(text)
+        if item.pending_size > self.scrollback_limit:
+            kept = "".join(item.pending)[-(self.scrollback_limit // 2):]
+            item.pending, item.pending_size, item.overflowed = [kept], len(kept), True
         if not item.flush_scheduled:
             item.flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush, item)
+            # A short delay gathers a burst of reads into one action (at most ~60 a second).
+            asyncio.get_running_loop().call_later(_FLUSH_DELAY, self._flush, item)
 
     def _flush(self, item: _Running) -> None:
         item.flush_scheduled = False
         if not item.pending or self._running.get(item.uri) is not item:
             item.pending.clear()
+            item.pending_size = 0
             return
         added = "".join(item.pending)
         item.pending.clear()
+        item.pending_size = 0
         restart = bounded(item.size, added, _scrollback(self.store.state(item.uri)), self.scrollback_limit)
+        if item.overflowed:
+            restart, item.overflowed = added, False
         if restart is not None:
             self.store.dispatch(item.uri, actions.cleared())
             added = restart

@@ -230,3 +230,14 @@ async def test_scrollback_stays_bounded_and_keeps_the_newest_output(running_host
     await see(alice, terminal, "END-42")
     assert len(text(alice, terminal)) <= 4000
     assert "line-399-" in text(alice, terminal) and "line-0-" not in text(alice, terminal)
+
+
+async def test_a_flood_of_output_stays_bounded(running_host: Any, connect) -> None:
+    running_host.host.terminals.scrollback_limit = 10_000
+    alice = await connect()
+    terminal = await new_terminal(alice)
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "yes flood | head -c 3000000; echo; echo DONE-$((6*7))\n"})
+    await see(alice, terminal, "DONE-42")
+    assert len(text(alice, terminal)) <= 10_000
+    state = running_host.host.store.state(terminal)
+    assert sum(len(p.get("value") or p.get("output") or "") for p in state["content"]) <= 10_000
