@@ -134,6 +134,11 @@ async def test_claims_and_directories_are_checked(connect, tmp_path: Path) -> No
         await alice.request("createTerminal", {"channel": "ahp-session:/nope", "claim": {"kind": "client", "clientId": alice.client_id}})
     assert error.value.code == -32602
 
+    with pytest.raises(AhpError) as error:
+        await alice.request("createTerminal", {"channel": "ahp-terminal:/z"})
+    assert error.value.code == -32602 and "claim is required" in error.value.message
+    assert await alice.ping() is None  # the connection stays usable
+
     terminal = await new_terminal(alice)
     await bob.subscribe(terminal)
     outcome = await bob.outcome(bob.dispatch(terminal, {"type": "terminal/claimed", "claim": {"kind": "client", "clientId": bob.client_id}}))
