@@ -69,6 +69,8 @@ async def test_review_list_keep_undo_and_conflicts_converge_on_two_clients(tmp_p
             assert before["data"] == "old line\n"
             await bob.wait_for(lambda m, e: (changesets_of(bob, session) or [{}])[0].get("files") == 3, timeout=WAIT)
             assert changesets_of(bob, session)[0]["additions"] == 3
+            [summary] = [item for item in await bob.list_sessions() if item["resource"] == session]
+            assert summary["changesets"] == changesets_of(bob, session)
 
             # The first turn's checkpoint holds only what that turn changed.
             first_turn = turn_uri(alice, session, first["id"])
