@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
 from pathlib import Path
@@ -47,6 +48,8 @@ from ..file_changes import DirectorySnapshot
 from ..pty import PtyProcess
 
 __all__ = ["ShellTool", "plain_text"]
+
+logger = logging.getLogger(__name__)
 
 # CSI (colours, cursor moves), OSC (titles, shell integration) and two-byte escapes.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -177,7 +180,12 @@ class ShellTool(Tool):
             changed.set()
 
         process.listeners.append(received)
-        terminal = ctx.open_terminal(process, self.describe(args), command) if ctx.open_terminal is not None else None
+        terminal = None
+        if ctx.open_terminal is not None:
+            try:
+                terminal = ctx.open_terminal(process, self.describe(args), command)
+            except Exception:  # publishing is a courtesy; the command itself must still be run and reaped
+                logger.exception("could not publish the command's terminal")
         extra = [terminal] if terminal is not None else []
         if terminal is not None:
             await ctx.emit([text_content(""), terminal])
