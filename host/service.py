@@ -92,7 +92,10 @@ class AgentHost:
         self.inputs = InputRequests(self.store)
         self.store.observers.append(self.inputs.observe)
         self.customizations = CustomizationService(config, self.store, inputs=self.inputs)
-        self.environment.contributors.append(CustomizationContributor(self.customizations))
+        self.environment.contributors.append(CustomizationContributor(
+            runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
+            ask=self.inputs.ask,
+        ))
         self.preamble: EnvironmentPreamble | None = None
         if config.sessions.preamble:
             self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
