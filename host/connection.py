@@ -61,6 +61,10 @@ class ClientConnection:
                 "resourceWrite": self._resource_write,
                 "resourceMkdir": self._resource_mkdir,
                 "resourceDelete": self._resource_delete,
+                "resourceCopy": self._resource_copy,
+                "resourceMove": self._resource_move,
+                "resourceRequest": self._resource_request,
+                "createResourceWatch": self._create_resource_watch,
                 "completions": self._completions,
                 **{name: self._not_yet(name) for name in _LATER_METHODS},
             },
@@ -90,6 +94,7 @@ class ClientConnection:
         self.rpc.close()
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
+        self.host.watches.release_idle(closed_owner=self)
         if self.client_id is not None:
             self.host.client_disconnected(self.client_id)
 
@@ -164,6 +169,7 @@ class ClientConnection:
         for uri in resumable:
             store.subscribe(uri, self)
             self.subscriptions.add(uri)
+            self.host.watches.subscribed(uri)
         return {"type": "replay", "actions": replayed, "missing": missing}
 
     async def _ping(self, params: Any) -> None:
@@ -173,7 +179,9 @@ class ClientConnection:
 
     def _subscribe_now(self, channel: str) -> dict[str, Any]:
         self.subscriptions.add(channel)
-        return self.host.store.subscribe(channel, self)
+        snapshot = self.host.store.subscribe(channel, self)
+        self.host.watches.subscribed(channel)
+        return snapshot
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:
         params = self._params("subscribe", params)
@@ -189,6 +197,7 @@ class ClientConnection:
         if isinstance(channel, str):
             self.host.store.unsubscribe(channel, self)
             self.subscriptions.discard(channel)
+            self.host.watches.release_idle()  # the last subscriber releases a watch (§11)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -262,6 +271,22 @@ class ClientConnection:
         params = self._params("resourceDelete", params)
         return self.host.resources.delete(params["uri"], bool(params.get("recursive")))
 
+    async def _resource_copy(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceCopy", params)
+        return self.host.resources.copy(params["source"], params["destination"], bool(params.get("failIfExists")))
+
+    async def _resource_move(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceMove", params)
+        return self.host.resources.move(params["source"], params["destination"], bool(params.get("failIfExists")))
+
+    async def _resource_request(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceRequest", params)
+        return self.host.resources.request(params)
+
+    async def _create_resource_watch(self, params: Any) -> dict[str, Any]:
+        params = self._params("createResourceWatch", params)
+        return self.host.watches.create(params, owner=self)
+
     async def _authenticate(self, params: Any) -> dict[str, Any]:
         params = self._params("authenticate", params)
         raise RpcError(
@@ -286,10 +311,6 @@ class ClientConnection:
 _LATER_METHODS = (
     "resolveSessionConfig",
     "sessionConfigCompletions",
-    "resourceCopy",
-    "resourceMove",
-    "resourceRequest",
-    "createResourceWatch",
     "createTerminal",
     "disposeTerminal",
     "invokeChangesetOperation",

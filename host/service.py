@@ -37,6 +37,7 @@ from host.subagents import SubagentContributor, SubagentSpec
 from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
+from host.watches import ResourceWatches
 from host.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
@@ -109,11 +110,13 @@ class AgentHost:
             if config.sessions.subagents:
                 self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
         self.resources = ResourceService(self._allowed_roots)
+        self.watches = ResourceWatches(self.store, self.resources)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         self.store.recover()
+        self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
@@ -133,6 +136,7 @@ class AgentHost:
 
     async def stop(self) -> None:
         await self.runner.close()
+        await self.watches.close()
         await self.customizations.stop()
         for agent in self.agents.values():
             close = getattr(agent, "aclose", None)
