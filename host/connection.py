@@ -66,6 +66,8 @@ class ClientConnection:
                 "resourceRequest": self._resource_request,
                 "createResourceWatch": self._create_resource_watch,
                 "completions": self._completions,
+                "resolveSessionConfig": self._resolve_session_config,
+                "sessionConfigCompletions": self._session_config_completions,
                 **{name: self._not_yet(name) for name in _LATER_METHODS},
             },
             {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
@@ -298,6 +300,14 @@ class ClientConnection:
         params = self._params("completions", params)
         return self.host.completions(params["channel"], params["text"], params["offset"])
 
+    async def _resolve_session_config(self, params: Any) -> dict[str, Any]:
+        params = self._params("resolveSessionConfig", params)
+        return self.host.session_config.resolve(params)
+
+    async def _session_config_completions(self, params: Any) -> dict[str, Any]:
+        params = self._params("sessionConfigCompletions", params)
+        return self.host.session_config.completions(params)
+
     def _not_yet(self, method: str):
         async def handler(params: Any) -> Any:
             raise RpcError(
@@ -309,8 +319,6 @@ class ClientConnection:
 
 
 _LATER_METHODS = (
-    "resolveSessionConfig",
-    "sessionConfigCompletions",
     "createTerminal",
     "disposeTerminal",
     "invokeChangesetOperation",

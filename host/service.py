@@ -34,9 +34,10 @@ from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
-from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
+from host.tools_runtime import ResourceService, ToolsRuntime
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
+from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
 from host.watches import ResourceWatches
 from host.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 
@@ -111,6 +112,13 @@ class AgentHost:
                 self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
         self.resources = ResourceService(self._allowed_roots)
         self.watches = ResourceWatches(self.store, self.resources)
+        self.session_config = SessionConfigResolver(
+            self.agents, self.default_provider,
+            lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
+            self.default_directory,
+            lambda: [state["summary"].get("workingDirectory") for _, state in self.store.channels("session")],
+            config.tools.auto_approve if self.tools is not None else None,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -180,7 +188,12 @@ class AgentHost:
             turns = copied
             model = model or source["summary"].get("model")
             self.transcripts.copy(fork["session"], uri, [turn["id"] for turn in copied])
-        working_directory = params.get("workingDirectory")
+        # The config from resolveSessionConfig: checked again (it may be stale or hand-written).
+        requested_config = params.get("config") or {}
+        resolved_config = self.session_config.resolve({"provider": provider, "config": requested_config})
+        if model is None and fork is None and MODEL in requested_config:
+            model = self.session_config.model_selection(resolved_config["values"], resolved_config["schema"]["properties"])
+        working_directory = params.get("workingDirectory") or requested_config.get(WORKING_DIRECTORY)
         if working_directory is None and fork is not None:
             working_directory = source["summary"].get("workingDirectory")
         if working_directory is not None:
@@ -203,11 +216,11 @@ class AgentHost:
             working_directory=working_directory or self.default_directory.as_uri(),
             turns=turns,
         )
-        if self.tools is not None:
-            try:
-                state["config"] = with_auto_approve(state.get("config"), params.get("config"), self.config.tools.auto_approve)
-            except AutoApproveValueError as error:
-                raise RpcError(ErrorCode.INVALID_PARAMS, str(error)) from None
+        resolved_config["values"][WORKING_DIRECTORY] = state["summary"]["workingDirectory"]
+        selected = state["summary"].get("model")
+        if isinstance(selected, dict) and MODEL in resolved_config["values"]:
+            resolved_config["values"][MODEL] = selected["id"]  # params.model or a fork's model wins
+        state["config"] = resolved_config
         self.store.create(uri, "session", state)
         self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": state["summary"]})
         self._publish_active_count()
