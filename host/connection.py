@@ -94,6 +94,8 @@ class ClientConnection:
     def closed(self) -> None:
         """The socket is gone: drop subscriptions and release what this client held."""
         self.rpc.close()
+        if self.client_id is not None:
+            self.host.client_resources.detach(self.client_id, self.rpc.call)
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
         self.host.watches.release_idle(closed_owner=self)
@@ -150,6 +152,7 @@ class ClientConnection:
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
         }
+        self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
         return result
 
@@ -164,6 +167,7 @@ class ClientConnection:
         resumable = [uri for uri in wanted if uri in store]
         missing = [uri for uri in wanted if uri not in store]
         replayed = store.replay(int(params["lastSeenServerSeq"]), resumable)
+        self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
         if replayed is None:
             snapshots = [self._subscribe_now(uri) for uri in resumable]

@@ -25,6 +25,7 @@ from ahp.protocol import builders
 from host.agents.environment import TurnEnvironment
 from host.agents.preamble import EnvironmentPreamble
 from host.agents import Agent, build_agents
+from host.client_resources import ClientResources
 from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
 from host.customizations import CustomizationContributor, CustomizationService
@@ -91,7 +92,9 @@ class AgentHost:
         # Questions to a session's user (ask_user, MCP elicitation): inputRequested → inputCompleted.
         self.inputs = InputRequests(self.store)
         self.store.observers.append(self.inputs.observe)
-        self.customizations = CustomizationService(config, self.store, inputs=self.inputs)
+        # Host→client resource* requests (a client's virtual:// plugins are read through them).
+        self.client_resources = ClientResources()
+        self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources)
         self.environment.contributors.append(CustomizationContributor(self.customizations))
         self.preamble: EnvironmentPreamble | None = None
         if config.sessions.preamble:
