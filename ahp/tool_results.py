@@ -9,9 +9,9 @@ module, so a result reads the same wherever it appears.
   ``[embedded CONTENT-TYPE]``; a terminal or a sub-agent as ``[terminal TITLE]`` /
   ``[subagent TITLE]``. Items that are not objects or of unknown types are skipped.
 * ``result_text(result)``: the content; when there is none, the structured content as JSON; then
-  the error message (as ``Error: MESSAGE`` after output, alone as it is); and when all of that is
-  empty, the past-tense message
-  (or ``Done.`` / ``The tool failed.``). Never empty.
+  the error message unless the output already says it (as ``Error: MESSAGE`` after output,
+  alone as it is); when all of that is empty, the past-tense message (or ``Done.`` /
+  ``The tool failed.``). Never empty.
 
 Pure: no I/O, no terminal escapes (callers that print text from a tool sanitise it themselves).
 """
@@ -58,7 +58,7 @@ def result_text(result: Mapping[str, Any]) -> str:
     elif result.get("structuredContent") is not None:
         pieces.append(json.dumps(result["structuredContent"], ensure_ascii=False))
     error = result.get("error")
-    if isinstance(error, Mapping) and error.get("message"):
+    if isinstance(error, Mapping) and error.get("message") and str(error["message"]) not in content:
         pieces.append(f"Error: {error['message']}" if pieces else str(error["message"]))
     if not pieces:
         past = result.get("pastTenseMessage")

@@ -224,9 +224,6 @@ class ClientConnection:
         reason = check_client_action(kind, store.state(channel) or {}, action, self.client_id or "")
         if reason is not None:
             store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self)
-            if self.host.tools is not None and isinstance(action, dict):
-                # A refusal can still carry meaning: an owner declining its running call (§8).
-                self.host.tools.action_rejected(channel, action, self.client_id or "")
             return
         store.dispatch(channel, action, origin)
 

@@ -33,7 +33,7 @@ from host.journal import Journal
 from host.rpc import encode
 from ahp.state import reduce
 
-__all__ = ["Store", "Subscriber", "Observer", "ROOT"]
+__all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "ROOT"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,10 @@ ROOT = "ahp-root://"
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any]], None]
 """``observer(channel, before, after, envelope)``, called after every accepted action."""
+
+RejectionObserver = Callable[[str, dict[str, Any], str], None]
+"""``observer(channel, action, client_id)``, called after a client's action was refused: a refusal
+can still mean something (an owner declining its running tool call too late)."""
 
 
 class Subscriber(Protocol):
@@ -74,6 +78,8 @@ class Store:
         self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
         self.observers: list[Observer] = []
+        self.rejection_observers: list[RejectionObserver] = []
+        """Called after a client's action was refused (state and seq unchanged)."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -153,6 +159,12 @@ class Store:
             "rejectionReason": reason,
         }
         to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        if isinstance(action, dict):
+            for observer in tuple(self.rejection_observers):
+                try:
+                    observer(channel, action, str(origin.get("clientId") or ""))
+                except Exception:
+                    logger.exception("store rejection observer failed on %s", action.get("type"))
 
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send a protocol notification (never journaled or replayed) to a channel's subscribers."""

@@ -62,7 +62,8 @@ from plugins import (
     plugin_customization,
     uri_id,
 )
-from tools.mcp import McpConfigError, McpServerSpec, RestartPolicy, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from tools.mcp import McpConfigError, McpServerSpec, RestartPolicy, merge_specs
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
 

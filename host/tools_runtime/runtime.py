@@ -51,7 +51,7 @@ from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
 from .session_config import auto_approve_of
-from .session_tools import SessionTools
+from .session_tools import SessionToolParts, SessionTools
 from .settings import ToolSettings
 
 __all__ = ["ToolsRuntime"]
@@ -73,10 +73,18 @@ class ToolsRuntime:
         self.builtins = [ShellTool(default_timeout=config.shell_timeout) if isinstance(t, ShellTool) else t for t in builtin_tools()]
         self.extra_roots = tuple(Path(os.path.expanduser(root)).resolve() for root in config.extra_roots)
         self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
-        self.approver = ConfirmingApprover(self)
-        self.contributor = SessionTools(self)
+        self.approver = ConfirmingApprover(
+            waiters=self.waiters, reporters=self.reporters, policy=self.policy, remember=self.remember,
+            needs_result_confirmation=self.needs_result_confirmation,
+        )
+        self.contributor = SessionTools(SessionToolParts(
+            builtins=self.builtins, extra_roots=self.extra_roots, content_store=self.content_store,
+            waiters=self.waiters, reporters=self.reporters, departure=self.departure,
+            other_server_tool_names=self.other_server_tool_names, reconfirm=self.approver.reconfirm, ask=self.ask,
+        ))
         self.environment: TurnEnvironment | None = None
         store.observers.append(self._observe)
+        store.rejection_observers.append(self.action_rejected)
 
     def install(self, environment: TurnEnvironment) -> None:
         self.environment = environment

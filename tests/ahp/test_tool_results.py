@@ -18,6 +18,11 @@ def test_a_failure_with_output_keeps_both_the_output_and_the_error():
     assert result_text(result) == "exit 2\nError: failed"
 
 
+def test_an_error_the_output_already_states_is_not_repeated():
+    result = {"success": False, "content": [{"type": "text", "text": "Rejected."}], "error": {"message": "Rejected."}}
+    assert result_text(result) == "Rejected."
+
+
 def test_a_result_with_nothing_in_it_still_says_how_it_ended():
     assert result_text({"success": True}) == "Done."
     assert result_text({"success": False}) == "The tool failed."

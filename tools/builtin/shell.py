@@ -14,7 +14,7 @@ Contract:
 * Output beyond `max_output_bytes` is cut from the middle (the start and the end are
   kept) with a note saying how many bytes were left out.
 * Before anything is spawned, the command line is read for writes outside the allowed roots
-  (`tools._shell_writes`: redirections, `tee`/`cp`/`mv`/`rm`/…, `cd` out of the root); if
+  (`tools.shell.writes`: redirections, `tee`/`cp`/`mv`/`rm`/…, `cd` out of the root); if
   there are any, the tool asks again through `ctx.reconfirm` with a sentence naming them. A
   refusal (or no host to ask) fails the call with code `outside_write_denied` and that
   sentence, and nothing runs.
@@ -31,7 +31,7 @@ import signal
 from typing import Any
 
 from ..base import Tool, ToolContext, failure_result, success_result
-from .._shell_writes import describe_findings, outside_writes
+from ..shell import describe_findings, outside_writes
 from ..content import text_content
 from ..errors import ToolFailure
 

@@ -3,8 +3,8 @@ server, restarts with backoff, tools under namespaced names, progress, elicitati
 `tools/list_changed` wired to host callbacks.
 
 Public surface:
-* `McpServerSpec`, `specs_from_config`, `specs_from_mcp_json`, `spec_from_plugin`,
-  `merge_specs` (tools.mcp.specs)
+* `McpServerSpec`, `merge_specs` (tools.mcp.specs; declarations are parsed by
+  `plugins.mcp_servers` and `host.customizations.mcp_declarations`)
 * `McpManager` (tools.mcp.manager): start/stop a set of servers, `tools()`, `statuses()`
 * `McpServerConnection`, `ServerStatus`, `ServerState`, `RestartPolicy` (tools.mcp.connection)
 * `McpTool`, `annotation_hints` (tools.mcp.tool)
@@ -20,14 +20,11 @@ from .errors import McpConfigError, McpError
 from .manager import McpManager
 from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
 from .results import progress_content, tool_call_result
-from .specs import McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+from .specs import McpServerSpec, merge_specs
 from .tool import McpTool, annotation_hints
 
 __all__ = [
     "McpServerSpec",
-    "specs_from_config",
-    "specs_from_mcp_json",
-    "spec_from_plugin",
     "merge_specs",
     "McpManager",
     "McpServerConnection",
