@@ -181,7 +181,10 @@ class ResourceWatches:
                     continue
                 changes = _batch(watch, raw)
                 if changes:
-                    self._loop.call_soon_threadsafe(self._deliver, watch.channel, changes)
+                    try:
+                        self._loop.call_soon_threadsafe(self._deliver, watch.channel, changes)
+                    except RuntimeError:  # the event loop is gone: the host has stopped
+                        break
         except Exception:  # the notifier failing must not kill the host; the watch just goes quiet
             logger.exception("resource watch %s stopped", watch.channel)
         finally:
