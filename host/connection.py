@@ -288,7 +288,7 @@ class ClientConnection:
 
     async def _create_resource_watch(self, params: Any) -> dict[str, Any]:
         params = self._params("createResourceWatch", params)
-        return self.host.watches.create(params, owner=self)
+        return await self.host.watches.create(params, owner=self, owner_open=lambda: not self.rpc.closed)
 
     async def _authenticate(self, params: Any) -> dict[str, Any]:
         params = self._params("authenticate", params)

@@ -18,8 +18,8 @@ Contract (PROTOCOL.md §5.1, §11):
 The OS watching is done by ``watchfiles``' Rust notifier (inotify, FSEvents, ...). Each watch runs
 its notifier's blocking ``watch`` call on its own daemon thread, not in asyncio's default executor
 (a handful of threads, shared with everything else) nor anyio's thread pool: a watch waits for
-hours. ``RustNotify`` is constructed on the calling thread, so a change made right after
-``createResourceWatch`` answers is already seen. Batches come back to the event loop through
+hours. ``RustNotify`` is constructed (in a worker thread: a large tree takes a while) before
+``createResourceWatch`` answers, so a change made right after the answer is already seen. Batches come back to the event loop through
 ``call_soon_threadsafe``.
 """
 
@@ -30,6 +30,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,7 @@ class ResourceWatches:
 
     # -- createResourceWatch -------------------------------------------------------------------
 
-    def create(self, params: dict[str, Any], owner: object) -> dict[str, Any]:
+    async def create(self, params: dict[str, Any], owner: object, owner_open: Callable[[], bool] = lambda: True) -> dict[str, Any]:
         uri = params["uri"]
         path = self._resources.resolve_uri(uri)
         if not path.exists():
@@ -127,9 +128,13 @@ class ResourceWatches:
         is_file = not path.is_dir()
         watched = path.parent if is_file else path
         try:
-            notifier = RustNotify([str(watched)], False, False, 300, recursive and not is_file, True)
+            # Adding OS watches to a large tree takes a while: not on the event loop.
+            notifier = await asyncio.to_thread(RustNotify, [str(watched)], False, False, 300, recursive and not is_file, True)
         except (OSError, RuntimeError) as error:
             raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host cannot watch {uri}: {_reason(error)}.") from None
+        if not owner_open():  # the creator left while the OS watches were being added
+            notifier.close()
+            raise RpcError(ErrorCode.NOT_FOUND, "The connection closed before the watch was ready.")
         channel = f"{WATCH_SCHEME}{uuid.uuid4()}"
         watch = _Watch(channel, path, is_file, recursive, excludes, includes, owner, notifier)
         state: dict[str, Any] = {"root": path.as_uri(), "recursive": recursive}
