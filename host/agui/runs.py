@@ -17,6 +17,16 @@ Contract:
   rest of that turn. Otherwise the last ``user`` message, when no turn of the session carries its
   id yet (``userMessage._meta.agui.messageId``), starts a turn; ``context`` entries become simple
   attachments, media parts become attachments too.
+* A run with ``resume`` answers the confirmation interrupts an earlier run ended with
+  (``host.agui.interrupts``): every open one exactly once, else ``RUN_ERROR`` ``resumeMismatch``;
+  entries for calls someone else answered meanwhile are moot. It then follows the same turn. A new
+  user message while a confirmation waits is ``RUN_ERROR`` ``confirmationPending`` saying how to
+  answer.
+* A run that brings nothing new (no unseen user message, no tool answer, no live resume entry)
+  *joins*: ``MESSAGES_SNAPSHOT`` of the thread (``host.agui.snapshot``), then the running turn live,
+  if any (ending at once with its interrupts when it waits for a person). Without a running turn,
+  an input whose last user message already ran ends with ``RUN_ERROR`` ``nothingToRun``; one with
+  no user message at all finishes.
 * The first event is always ``RUN_STARTED`` and the last ``RUN_FINISHED`` or ``RUN_ERROR``.
   Problems a person must fix (a turn already running, an unknown agent) are ``RUN_ERROR``s
   whose message says what to do.
