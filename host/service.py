@@ -95,7 +95,10 @@ class AgentHost:
         # Host→client resource* requests (a client's virtual:// plugins are read through them).
         self.client_resources = ClientResources()
         self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources)
-        self.environment.contributors.append(CustomizationContributor(self.customizations))
+        self.environment.contributors.append(CustomizationContributor(
+            runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
+            ask=self.inputs.ask,
+        ))
         self.preamble: EnvironmentPreamble | None = None
         if config.sessions.preamble:
             self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
