@@ -393,12 +393,15 @@ class CustomizationService:
         assert self.client_files is not None and container.client_id is not None and container.uri
         key = hashlib.sha256(f"{container.client_id}\n{container.uri}".encode()).hexdigest()[:24]
         mirror = self.config.data_path() / "client-plugins" / key
-        try:
-            await self.client_files.mirror(container.client_id, container.uri, mirror)
-        except ClientResourceError as error:
-            container.failure = f"Cannot load the client plugin {container.uri}: {error}."
-        else:
-            container.loaded = load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
+        async with self._locks.setdefault(f"mirror:{key}", asyncio.Lock()):  # one fetch per tree at a time
+            try:
+                await self.client_files.mirror(container.client_id, container.uri, mirror)
+            except ClientResourceError as error:
+                container.failure = f"Cannot load the client plugin {container.uri}: {error}."
+            except OSError as error:
+                container.failure = f"Cannot load the client plugin {container.uri}: the host could not store it ({error.strerror})."
+            else:
+                container.loaded = load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
         if runtime.container(container.id) is not container or self.sessions.get(runtime.session) is not runtime:
             return  # replaced or removed meanwhile (a newer nonce, the client left)
         self._publish(runtime, container)
