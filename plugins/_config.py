@@ -203,3 +203,8 @@ def _with_range(server: McpServer, span: Span | None) -> McpServer:
     return replace(server, range=span)
 
 
+
+
+def _resolve_cwd(value: str, plugin_root: Path) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else plugin_root / path

@@ -15,7 +15,6 @@ Contract:
 
 from __future__ import annotations
 
-import logging
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
