@@ -97,6 +97,8 @@ class ToolContext:
     """The AHP tool call id, when the host has one; used to derive stable request ids."""
     open_terminal: OpenTerminal | None = None
     """Publishes a command's pty as a terminal clients can attach to (host: a terminal channel)."""
+    untracked: tuple[Path, ...] = ()
+    """Folders whose file changes are never reported (the host's own data directory)."""
 
     def __post_init__(self) -> None:
         self.working_directory = Path(self.working_directory)

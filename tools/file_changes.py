@@ -11,17 +11,30 @@ changed or deleted since (``None`` = absent), in path order. A changed file whos
 were not kept (over a budget) is left out: without them it could not be shown or undone.
 
 Both walks do blocking file I/O; callers run them in a thread.
+
+``reporting_changes(ctx, run)`` wraps a tool call whose effects on files the host cannot see
+otherwise (an MCP server's tool): a snapshot of the working directory before, the call, then a
+``fileEdit`` item (``tools.content.file_edit_content``) added to the result for every file it
+created, changed or deleted, so the host records them like the built-in tools' edits. Folders in
+``ctx.untracked`` are left out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .builtin._walk import walk_files
+from .content import file_edit_content
 
-__all__ = ["DirectorySnapshot"]
+if TYPE_CHECKING:
+    from .base import ToolContext
+
+__all__ = ["DirectorySnapshot", "reporting_changes"]
 
 
 @dataclass(frozen=True)
@@ -109,3 +122,18 @@ def _read(path: Path) -> bytes | None:
         return path.read_bytes()
     except OSError:
         return None
+
+
+async def reporting_changes(ctx: "ToolContext", run: Callable[[], Awaitable[dict]]) -> dict:
+    """``run()``'s result with a ``fileEdit`` item for every file it changed (see the docstring)."""
+    snapshot = None
+    if ctx.working_directory.is_dir():
+        snapshot = await asyncio.to_thread(DirectorySnapshot.take, ctx.working_directory, ctx.extra_roots, excluded=ctx.untracked)
+    result = await run()
+    if snapshot is None:
+        return result
+    changes = await asyncio.to_thread(snapshot.changes)
+    edits = [file_edit_content(ctx.content_store, path, before, after) for path, before, after in changes]
+    if edits:
+        result = {**result, "content": [*(result.get("content") or []), *edits]}
+    return result

@@ -89,6 +89,8 @@ class ChangesetService:
         self._ensure(uri, operations)
         file_id = entry_id(edit)
         previous = self._entry(uri, file_id)
+        if previous is not None and previous["edit"].get("after") == edit.get("after"):
+            return  # the same change reported twice (two tools running at once both saw it)
         original = previous["edit"].get("before") if previous is not None else edit.get("before")
         diff = diff_stats(self._bytes(original), self._bytes(edit.get("after")))
         self._put(uri, file_id, previous, fold(previous, edit, turn_id, diff))

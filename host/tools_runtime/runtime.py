@@ -81,7 +81,7 @@ class ToolsRuntime:
             needs_result_confirmation=self.needs_result_confirmation,
         )
         self.contributor = SessionTools(SessionToolParts(
-            builtins=self.builtins, extra_roots=self.extra_roots, content_store=self.content_store,
+            builtins=self.builtins, extra_roots=self.extra_roots, untracked=untracked, content_store=self.content_store,
             waiters=self.waiters, reporters=self.reporters, departure=self.departure,
             other_server_tool_names=self.other_server_tool_names, reconfirm=self.approver.reconfirm, ask=self.ask,
         ))

@@ -219,3 +219,27 @@ async def test_an_edit_made_outside_the_agent_between_its_changes_is_never_undon
         # Undoing the second turn alone goes back to the user's version.
         await alice.request("invokeChangesetOperation", {"channel": turn_uri(alice, session, second["id"]), "operationId": "revert"})
         assert target.read_text() == "agent v1\nmy own line\n"
+
+
+async def test_files_an_mcp_servers_tool_writes_join_the_changeset_and_can_be_undone(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    from tests.host.customizations.test_mcp_sessions import mcp_config, sink_server, wait_tools
+
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("mine\n")
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server()}, sessions={"default_directory": str(workspace)},
+                        tools={"enabled": True, "auto_approve": True})
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client)
+        sink = await wait_tools(client, session, "sink", "write_text")
+        provider.add(call_tools((sink["write_text"], {"path": str(workspace / "notes.md"), "text": "server's\n"})))
+        provider.add(reply("done"))
+        await run_turn(client, session, "let the server write")
+        await client.wait_for(lambda m, e: changesets_of(client, session), timeout=WAIT)
+        [review, _] = changesets_of(client, session)
+        await client.subscribe(review["uriTemplate"])
+        entry = files(client, review["uriTemplate"])["notes.md"]
+        assert entry["edit"]["diff"] == {"added": 1, "removed": 1}
+        await client.request("invokeChangesetOperation", {"channel": review["uriTemplate"], "operationId": "reject"})
+    assert (workspace / "notes.md").read_text() == "mine\n"
