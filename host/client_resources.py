@@ -13,7 +13,8 @@ completed the handshake (the newest one is asked; a reconnect replaces a dead on
   copy is built beside ``into`` and swapped in whole, so a failed fetch leaves no half tree.
   It is bounded (``MAX_FILES`` files, ``MAX_BYTES`` bytes, ``MAX_DEPTH`` levels); entry names
   that are not plain file names (``..``, ``/``, NUL, empty) are refused, so a client cannot
-  make the host write outside ``into``.
+  make the host write outside ``into``. The protocol carries no file modes, so files that start
+  with ``#!`` (scripts naming their interpreter) are made executable and the rest are not.
 
 There is no per-URI cache beyond the mirror itself: callers decide when to fetch again (the
 customization service does so when the client's ``nonce`` changes).
@@ -110,6 +111,10 @@ class ClientResources:
             data = _decoded(read, child_uri)
             budget.count_bytes(len(data), uri)
             (target / name).write_bytes(data)
+            if data.startswith(b"#!"):
+                # resourceList carries no file modes: a script (it names its interpreter) is made
+                # executable, so a plugin's hooks and servers run as they do from a file:// copy.
+                (target / name).chmod(0o755)
 
 
 class _Budget:

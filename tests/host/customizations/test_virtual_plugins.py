@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +134,16 @@ async def test_hostile_entry_names_never_write_outside_the_mirror(tmp_path: Path
         await editor.wait_for(lambda m, e: loaded(editor, session, "error"), timeout=30)
         assert "plain file names" in by_id(editor, session)["remote"]["load"]["message"]
     assert not list(tmp_path.rglob("escaped.txt"))
+
+
+async def test_scripts_in_a_virtual_plugin_stay_runnable_in_the_hosts_copy(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    files = {**tree("Summarizes."), "hooks/start.sh": "#!/bin/sh\necho started\n", "notes/readme.txt": "plain text\n"}
+    async with serving(config_for(tmp_path), frame_checker, [scripted_agent(ScriptedProvider([]))]) as (_, editor):
+        serve(editor, files, [])
+        session = await ready_session(editor)
+        publish(editor, session, "1")
+        await editor.wait_for(lambda m, e: loaded(editor, session), timeout=30)
+    [script] = [p for p in tmp_path.rglob("start.sh") if "client-plugins" in p.parts]
+    [text] = [p for p in tmp_path.rglob("readme.txt") if "client-plugins" in p.parts]
+    assert os.access(script, os.X_OK)  # resourceList has no modes: a #! script is made executable
+    assert not os.access(text, os.X_OK)
