@@ -68,8 +68,16 @@ class ClientConnection:
                 "resourceWrite": self._resource_write,
                 "resourceMkdir": self._resource_mkdir,
                 "resourceDelete": self._resource_delete,
+                "resourceCopy": self._resource_copy,
+                "resourceMove": self._resource_move,
+                "resourceRequest": self._resource_request,
+                "createResourceWatch": self._create_resource_watch,
                 "completions": self._completions,
-                **{name: self._not_yet(name) for name in _LATER_METHODS},
+                "createTerminal": self._create_terminal,
+                "disposeTerminal": self._dispose_terminal,
+                "invokeChangesetOperation": self._invoke_changeset_operation,
+                "resolveSessionConfig": self._resolve_session_config,
+                "sessionConfigCompletions": self._session_config_completions,
             },
             {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
             gate=self._gate,
@@ -102,8 +110,11 @@ class ClientConnection:
     def closed(self) -> None:
         """The socket is gone: drop subscriptions and release what this client held."""
         self.rpc.close()
+        if self.client_id is not None:
+            self.host.client_resources.detach(self.client_id, self.rpc.call)
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
+        self.host.watches.release_idle(closed_owner=self)
         if self.client_id is not None:
             self.host.client_disconnected(self.client_id)
 
@@ -157,6 +168,7 @@ class ClientConnection:
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
         }
+        self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
         return result
 
@@ -171,6 +183,7 @@ class ClientConnection:
         resumable = [uri for uri in wanted if uri in store]
         missing = [uri for uri in wanted if uri not in store]
         replayed = store.replay(int(params["lastSeenServerSeq"]), resumable)
+        self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
         if replayed is None:
             snapshots = [self._subscribe_now(uri) for uri in resumable]
@@ -178,6 +191,7 @@ class ClientConnection:
         for uri in resumable:
             store.subscribe(uri, self)
             self.subscriptions.add(uri)
+            self.host.watches.subscribed(uri)
         return {"type": "replay", "actions": replayed, "missing": missing}
 
     async def _ping(self, params: Any) -> None:
@@ -187,12 +201,14 @@ class ClientConnection:
 
     def _subscribe_now(self, channel: str) -> dict[str, Any]:
         self.subscriptions.add(channel)
-        return self.host.store.subscribe(channel, self)
+        snapshot = self.host.store.subscribe(channel, self)
+        self.host.watches.subscribed(channel)
+        return snapshot
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:
         params = self._params("subscribe", params)
         channel = params["channel"]
-        if channel not in self.host.store:
+        if channel not in self.host.store and not self.host.changesets.materialize(channel):
             if isinstance(channel, str) and channel.startswith("ahp-session:"):
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
@@ -203,6 +219,7 @@ class ClientConnection:
         if isinstance(channel, str):
             self.host.store.unsubscribe(channel, self)
             self.subscriptions.discard(channel)
+            self.host.watches.release_idle()  # the last subscriber releases a watch (§11)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -273,6 +290,22 @@ class ClientConnection:
         params = self._params("resourceDelete", params)
         return self.host.resources.delete(params["uri"], bool(params.get("recursive")))
 
+    async def _resource_copy(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceCopy", params)
+        return self.host.resources.copy(params["source"], params["destination"], bool(params.get("failIfExists")))
+
+    async def _resource_move(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceMove", params)
+        return self.host.resources.move(params["source"], params["destination"], bool(params.get("failIfExists")))
+
+    async def _resource_request(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceRequest", params)
+        return self.host.resources.request(params)
+
+    async def _create_resource_watch(self, params: Any) -> dict[str, Any]:
+        params = self._params("createResourceWatch", params)
+        return await self.host.watches.create(params, owner=self, owner_open=lambda: not self.rpc.closed)
+
     async def _authenticate(self, params: Any) -> dict[str, Any]:
         params = self._params("authenticate", params)
         raise RpcError(
@@ -284,27 +317,29 @@ class ClientConnection:
         params = self._params("completions", params)
         return self.host.completions(params["channel"], params["text"], params["offset"])
 
-    def _not_yet(self, method: str):
-        async def handler(params: Any) -> Any:
-            raise RpcError(
-                ErrorCode.METHOD_NOT_FOUND,
-                f"{method} is part of AHP 0.2.0 but this host does not support it yet.",
-            )
+    # -- terminals -----------------------------------------------------------------------------
 
-        return handler
+    async def _create_terminal(self, params: Any) -> None:
+        params = self._params("createTerminal", params)
+        await self.host.terminals.create(params, self.client_id or "")
+        return None
 
+    async def _dispose_terminal(self, params: Any) -> None:
+        params = self._params("disposeTerminal", params)
+        self.host.terminals.dispose(params["channel"])
+        return None
 
-_LATER_METHODS = (
-    "resolveSessionConfig",
-    "sessionConfigCompletions",
-    "resourceCopy",
-    "resourceMove",
-    "resourceRequest",
-    "createResourceWatch",
-    "createTerminal",
-    "disposeTerminal",
-    "invokeChangesetOperation",
-)
+    async def _invoke_changeset_operation(self, params: Any) -> dict[str, Any]:
+        params = self._params("invokeChangesetOperation", params)
+        return self.host.changesets.invoke(params)
+
+    async def _resolve_session_config(self, params: Any) -> dict[str, Any]:
+        params = self._params("resolveSessionConfig", params)
+        return self.host.session_config.resolve(params)
+
+    async def _session_config_completions(self, params: Any) -> dict[str, Any]:
+        params = self._params("sessionConfigCompletions", params)
+        return self.host.session_config.completions(params)
 
 
 def _describe_params_error(method: str, error: Any) -> str:

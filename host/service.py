@@ -25,6 +25,8 @@ from ahp.protocol import builders
 from host.agents.environment import TurnEnvironment
 from host.agents.preamble import EnvironmentPreamble
 from host.agents import Agent, build_agents
+from host.changesets import ChangesetService
+from host.client_resources import ClientResources
 from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
 from host.customizations import CustomizationContributor, CustomizationService
@@ -34,9 +36,12 @@ from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
-from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
+from host.terminals import TerminalContributor, TerminalService
+from host.tools_runtime import ResourceService, ToolsRuntime
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
+from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
+from host.watches import ResourceWatches
 from host.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
@@ -89,7 +94,9 @@ class AgentHost:
         # Questions to a session's user (ask_user, MCP elicitation): inputRequested → inputCompleted.
         self.inputs = InputRequests(self.store)
         self.store.change_observers.append(self.inputs.observe)
-        self.customizations = CustomizationService(config, self.store, inputs=self.inputs)
+        # Host→client resource* requests (a client's virtual:// plugins are read through them).
+        self.client_resources = ClientResources()
+        self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources)
         self.environment.contributors.append(CustomizationContributor(
             runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
             ask=self.inputs.ask,
@@ -109,16 +116,34 @@ class AgentHost:
             self.tools = ToolsRuntime(
                 self.store, config.tools, self.content, self.inputs,
                 settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
+                private_directory=None if in_memory else config.data_path(),
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
                 self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
         self.resources = ResourceService(self._allowed_roots)
+        # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
+        self.terminals = TerminalService(
+            self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
+        )
+        if self.tools is not None:
+            self.environment.contributors.append(TerminalContributor(self.terminals))
+        # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
+        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
+        self.watches = ResourceWatches(self.store, self.resources)
+        self.session_config = SessionConfigResolver(
+            self.agents, self.default_provider,
+            lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
+            self.default_directory,
+            lambda: [state["summary"].get("workingDirectory") for _, state in self.store.channels("session")],
+            config.tools.auto_approve if self.tools is not None else None,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         self.store.recover()
+        self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
@@ -135,9 +160,12 @@ class AgentHost:
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
             self.customizations.open_session(uri)
+        self.terminals.start()
 
     async def stop(self) -> None:
         await self.runner.close()
+        await self.terminals.stop()
+        await self.watches.close()
         await self.customizations.stop()
         for agent in self.agents.values():
             close = getattr(agent, "aclose", None)
@@ -181,7 +209,12 @@ class AgentHost:
             turns = copied
             model = model or source["summary"].get("model")
             self.transcripts.copy(fork["session"], uri, [turn["id"] for turn in copied])
-        working_directory = params.get("workingDirectory")
+        # The config from resolveSessionConfig: checked again (it may be stale or hand-written).
+        requested_config = params.get("config") or {}
+        resolved_config = self.session_config.resolve({"provider": provider, "config": requested_config})
+        if model is None and fork is None and MODEL in requested_config:
+            model = self.session_config.model_selection(resolved_config["values"], resolved_config["schema"]["properties"])
+        working_directory = params.get("workingDirectory") or requested_config.get(WORKING_DIRECTORY)
         if working_directory is None and fork is not None:
             working_directory = source["summary"].get("workingDirectory")
         if working_directory is not None:
@@ -204,11 +237,11 @@ class AgentHost:
             working_directory=working_directory or self.default_directory.as_uri(),
             turns=turns,
         )
-        if self.tools is not None:
-            try:
-                state["config"] = with_auto_approve(state.get("config"), params.get("config"), self.config.tools.auto_approve)
-            except AutoApproveValueError as error:
-                raise RpcError(ErrorCode.INVALID_PARAMS, str(error)) from None
+        resolved_config["values"][WORKING_DIRECTORY] = state["summary"]["workingDirectory"]
+        selected = state["summary"].get("model")
+        if isinstance(selected, dict) and MODEL in resolved_config["values"]:
+            resolved_config["values"][MODEL] = selected["id"]  # params.model or a fork's model wins
+        state["config"] = resolved_config
         self.store.create(uri, "session", state)
         self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": state["summary"]})
         self._publish_active_count()
@@ -242,6 +275,8 @@ class AgentHost:
             self.preamble.forget(uri)
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
+        self.terminals.session_disposed(uri)
+        self.changesets.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
         self.store.remove(uri)

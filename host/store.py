@@ -275,6 +275,10 @@ class Store:
         for entry in self._channels.values():
             entry.subscribers.discard(subscriber)
 
+    def has_subscribers(self, channel: str) -> bool:
+        entry = self._channels.get(channel)
+        return entry is not None and bool(entry.subscribers)
+
     def is_subscribed(self, channel: str, subscriber: Subscriber) -> bool:
         entry = self._channels.get(channel)
         return entry is not None and subscriber in entry.subscribers

@@ -19,6 +19,10 @@ The mapping:
   result event: the front end runs them. When every unfinished call of the turn is one of ours
   and ``running``, the run is *suspended*: ``RUN_FINISHED`` with a success outcome naming the
   pending calls; the turn stays active and the next run answers them.
+* When the turn waits for a person to confirm a call (``pending-confirmation``) or its result
+  (``pending-result-confirmation``) and nothing else is running, the run ends with
+  ``RUN_FINISHED`` whose outcome is ``interrupt`` (``host.agui.interrupts``); the turn stays
+  active and the run whose ``resume`` answers the interrupts continues it.
 * ``usage`` is remembered (minus what the turn had used before this run began) and reported as
   ``RUN_FINISHED.usage``; ``turnComplete`` → ``RUN_FINISHED``; ``turnCancelled`` → ``RUN_FINISHED``
   with a cancelled outcome; ``error`` → ``RUN_ERROR`` with the ErrorInfo message and type.
@@ -42,6 +46,7 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
+    RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -54,6 +59,7 @@ from ag_ui.core import (
 )
 
 from ahp.tool_results import result_text
+from host.agui.interrupts import interrupts
 
 __all__ = ["RunTranslator", "token_usage"]
 
@@ -79,6 +85,8 @@ class RunTranslator:
     done: bool = False
     suspended_on: list[str] = field(default_factory=list)
     """The front-end tool calls this run ended waiting for (empty unless it suspended)."""
+    interrupted: list[str] = field(default_factory=list)
+    """The interrupts (confirmations) this run ended with, if it ended waiting for a person."""
     _open: tuple[str, str] | None = None  # ("text" | "reasoning", message id)
     _calls: dict[str, _ToolCall] = field(default_factory=dict)
     _usage: dict[str, Any] | None = None
@@ -237,19 +245,37 @@ class RunTranslator:
         self.done = True
         return events
 
+    def adopt_calls(self, call_ids: list[str]) -> None:
+        """Calls an earlier run already streamed: this run reports their results, not their start."""
+        for call_id in call_ids:
+            self._calls.setdefault(call_id, _ToolCall("tool", args_sent=True, ended=True))
+
+    def check(self, state: dict[str, Any]) -> list[BaseEvent]:
+        """Events the session's current state means on its own (a run joining a turn that
+        already waits for a person ends at once with the interrupts)."""
+        return [] if self.done else self._maybe_suspend(state)
+
     def _maybe_suspend(self, state: dict[str, Any]) -> list[BaseEvent]:
-        """End the run once the turn waits only on this run's front-end tools."""
+        """End the run once the turn waits only on people: this run's front-end tools (success
+        with ``pendingToolCallIds``) or confirmations (the ``interrupt`` outcome)."""
         turn = state.get("activeTurn")
         if not isinstance(turn, dict) or turn.get("id") != self.turn_id:
             return []
         ours: list[str] = []
+        asking = False
         for part in turn.get("responseParts") or ():
             call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
             if not isinstance(call, dict) or call.get("status") not in _UNFINISHED:
                 continue
-            if call.get("toolClientId") != self.client_id or call.get("status") != "running":
+            if call.get("status") in ("pending-confirmation", "pending-result-confirmation"):
+                asking = True
+            elif call.get("toolClientId") == self.client_id and call.get("status") == "running":
+                ours.append(call.get("toolCallId"))
+            else:
                 return []  # something else is still going on: keep streaming
-            ours.append(call.get("toolCallId"))
+        if asking:
+            self.interrupted = [item.id for item in interrupts(turn)]
+            return self._finish(RunFinishedInterruptOutcome(interrupts=interrupts(turn)))
         if not ours or any(call_id not in self._calls for call_id in ours):
             return []
         self.suspended_on = ours

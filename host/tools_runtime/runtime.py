@@ -60,7 +60,7 @@ __all__ = ["ToolsRuntime"]
 class ToolsRuntime:
     def __init__(
         self, store: Store, config: ToolsConfig, content_store: ContentStore, inputs: InputRequests, *,
-        settings_path: Path | None,
+        settings_path: Path | None, private_directory: Path | None = None,
     ) -> None:
         self.store = store
         self.inputs = inputs
@@ -70,7 +70,10 @@ class ToolsRuntime:
         self.waiters = Waiters()
         self.reporters = ContentReporters()
         self.departure = ClientDeparture(store, config.client_tool_grace)
-        self.builtins = [ShellTool(default_timeout=config.shell_timeout) if isinstance(t, ShellTool) else t for t in builtin_tools()]
+        # The host's own files (journal, content) change under every command; they are not the user's.
+        untracked = (private_directory,) if private_directory is not None else ()
+        self.builtins = [ShellTool(default_timeout=config.shell_timeout, untracked=untracked) if isinstance(t, ShellTool) else t
+                         for t in builtin_tools()]
         self.extra_roots = tuple(Path(os.path.expanduser(root)).resolve() for root in config.extra_roots)
         self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
         self.approver = ConfirmingApprover(
@@ -78,7 +81,7 @@ class ToolsRuntime:
             needs_result_confirmation=self.needs_result_confirmation,
         )
         self.contributor = SessionTools(SessionToolParts(
-            builtins=self.builtins, extra_roots=self.extra_roots, content_store=self.content_store,
+            builtins=self.builtins, extra_roots=self.extra_roots, untracked=untracked, content_store=self.content_store,
             waiters=self.waiters, reporters=self.reporters, departure=self.departure,
             other_server_tool_names=self.other_server_tool_names, reconfirm=self.approver.reconfirm, ask=self.ask,
         ))

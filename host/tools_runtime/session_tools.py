@@ -39,6 +39,8 @@ class SessionToolParts:
 
     builtins: Sequence[Tool]
     extra_roots: tuple[Path, ...]
+    untracked: tuple[Path, ...]
+    """Folders whose file changes tools never report (the host's data directory)."""
     content_store: ContentStore | None
     waiters: Waiters
     reporters: ContentReporters
@@ -67,6 +69,7 @@ class SessionTools(Contributor):
         parts = self._parts
         context.extra_roots = (*context.extra_roots, *(r for r in parts.extra_roots if r not in context.extra_roots))
         context.content_store = parts.content_store
+        context.untracked = (*context.untracked, *parts.untracked)
         call_id = context.tool_call_id
         if call_id is not None:
             context.report_content = parts.reporters.callback(ctx, call_id)

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from ahp.protocol import METHODS
+
 from client import AhpClient, AhpError
 from host.server import RunningHost, start_host
 from host.service import AgentHost
@@ -351,12 +353,18 @@ async def test_initialize_negotiates_the_protocol_version(running_host: RunningH
     await raw.close()
 
 
-async def test_unimplemented_methods_answer_a_clear_error(connect: Connect) -> None:
+async def test_every_ahp_request_is_served_and_an_unknown_method_gets_a_clear_error(connect: Connect) -> None:
     client = await connect()
+    for name, spec in METHODS.items():
+        if spec.kind != "request" or spec.direction == "host->client" or name in ("initialize", "reconnect"):
+            continue
+        try:
+            await client.request(name, {"channel": "ahp-root://"})
+        except AhpError as error:
+            assert error.code != -32601, f"{name} is not served: {error.message}"
     with pytest.raises(AhpError) as error:
-        await client.request("createTerminal", {"channel": "ahp-terminal:/x", "claim": {"kind": "client", "clientId": client.client_id}})
+        await client.request("teleport", {"channel": "ahp-root://"})
     assert error.value.code == -32601
-    assert "does not support it yet" in error.value.message
 
 
 async def test_resource_read_serves_files_in_the_working_directory_only(connect: Connect, running_host: RunningHost, tmp_path) -> None:

@@ -121,13 +121,33 @@ def test_a_tool_input_that_was_not_streamed_is_sent_whole_before_the_end() -> No
     assert session.events[1].delta == '{"a":1}'
 
 
-def test_a_denied_tool_call_gets_a_result_saying_so() -> None:
+def test_a_call_waiting_for_confirmation_ends_the_run_with_an_interrupt() -> None:
     session = new_session()
     session.apply(started(), tool_start("c1", "rm"))
-    ready = {**tool_ready("c1", "{}"), "confirmed": None}
+    ready = {**tool_ready("c1", "{}"), "options": [{"id": "allow-once", "label": "Allow once", "kind": "approve"},
+                                                   {"id": "deny", "label": "Deny", "kind": "deny"}]}
     del ready["confirmed"]
-    session.apply(ready, {"type": "session/toolCallConfirmed", "turnId": TURN, "toolCallId": "c1", "approved": False, "reason": "denied"})
-    assert session.types() == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    session.apply(ready)
+    assert session.types() == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]
+    outcome = session.events[-1].outcome
+    assert outcome.type == "interrupt"
+    [interrupt] = outcome.interrupts
+    assert (interrupt.id, interrupt.reason, interrupt.tool_call_id) == ("ahp-confirm:c1", "tool_approval", "c1")
+    assert interrupt.response_schema["properties"]["optionId"]["enum"] == ["allow-once", "deny"]
+    assert session.translator.interrupted == ["ahp-confirm:c1"]
+
+
+def test_a_denied_tool_call_gets_a_result_saying_so_in_the_resumed_run() -> None:
+    session = new_session()
+    session.apply(started(), tool_start("c1", "rm"))
+    ready = dict(tool_ready("c1", "{}"))
+    del ready["confirmed"]
+    session.apply(ready)
+    session.translator = RunTranslator("thread", "run-2", TURN, CLIENT)
+    session.translator.adopt_calls(["c1"])
+    session.events = []
+    session.apply({"type": "session/toolCallConfirmed", "turnId": TURN, "toolCallId": "c1", "approved": False, "reason": "denied"})
+    assert session.types() == ["TOOL_CALL_RESULT"]
     assert "declined" in session.events[-1].content
 
 
