@@ -2,9 +2,9 @@
 
 uvicorn hands every ``websocket.send`` to the socket at once (one ``transport.write`` — one
 ``send(2)`` — per frame). A host streaming tokens to many clients sends many small frames per tick,
-so here a text frame is only framed into the connection's ``websockets`` buffer and the buffer is
-written once, at the end of the tick (``call_soon``). Anything else (close, handshake, HTTP
-responses) first writes what is buffered, so the order on the wire never changes.
+so here a text message only waits in a list, and the tick's messages are framed and written with
+one ``transport.write`` at the end of the tick (``call_soon``). Anything else (close, handshake,
+HTTP responses) first writes what waits, so the order on the wire never changes.
 
 The protocol also offers itself to the application as the ASGI scope extension
 ``FRAMES_EXTENSION``: ``queue_text(text)`` takes a message synchronously, with no coroutine, queue
@@ -14,8 +14,9 @@ its journal there: nothing leaves before it is durable).
 
 This subclasses ``uvicorn.protocols.websockets.websockets_sansio_impl.WebSocketsSansIOProtocol``
 and relies on its attributes (``conn``, ``transport``, ``writable``, ``handshake_complete``,
-``close_sent``, ``initial_response``, ``disconnected``, ``scope``) and ``run_asgi``; uvicorn is pinned to a range in
-``pyproject.toml`` and ``tests/host/test_ws_protocol.py`` exercises it end to end.
+``close_sent``, ``initial_response``, ``disconnected``, ``scope``) and ``run_asgi``; uvicorn is
+pinned to a range in ``pyproject.toml`` and ``tests/host/test_ws_protocol.py`` exercises it end to
+end (as does every test that runs a host).
 """
 
 from __future__ import annotations
