@@ -20,6 +20,18 @@ Invariants:
   subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it.
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
   reference to the current state.
+* Streamed text costs O(1) per token: consecutive joinable appends to one target
+  (``ahp.state.appends``) are kept as a list of strings in the channel and reduced, as one joined
+  append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
+  observer of text appends, any other action on the channel). Whoever reads gets exactly the dicts
+  and plain strings the reducers would have produced action by action; ``active_turn_id`` answers
+  the per-token "is my turn still running" without that. Observers of text appends (``observers``)
+  make each token pay for that read again, so the host's own services use ``change_observers``.
+
+  Why here and not in the values: a rope or ``str`` subclass in the state would have to be
+  understood by every reader (orjson, the journal, tools, clients' tests comparing with plain
+  JSON), while a run held by the one mutable object is invisible outside it, and the reducers stay
+  the single definition of every state.
 * The replay buffer holds a contiguous run of the newest envelopes; a gap it cannot cover makes
   ``replay`` return None and the caller falls back to snapshots.
 """
@@ -31,12 +43,13 @@ import json
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame, encode_fast
 from ahp.state import reduce
+from ahp.state.appends import joined, run_key
 
 __all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "ROOT", "TEXT_APPENDS", "action_frame", "encode_fast"]
 
@@ -70,11 +83,53 @@ class Subscriber(Protocol):
     def send(self, text: str) -> None: ...
 
 
-@dataclass
 class _Channel:
-    kind: str
-    state: dict[str, Any]
-    subscribers: set[Subscriber] = field(default_factory=set)
+    """One channel's state, with streamed text appends held back as a run (``ahp.state.appends``).
+
+    ``state`` is always what the pure reducers would have produced from every applied action: a
+    pending run is reduced, as one joined append, when ``state`` is read. Appending to a run is a
+    list append, so a long turn costs O(1) per token instead of a copy of its whole text.
+    """
+
+    __slots__ = ("kind", "subscribers", "_state", "_run_key", "_run_template", "_run_chunks")
+
+    def __init__(self, kind: str, state: dict[str, Any]) -> None:
+        self.kind = kind
+        self.subscribers: set[Subscriber] = set()
+        self._state = state
+        self._run_key: tuple[Any, ...] | None = None
+        """The key of the run the last applied action opened or continued (``None``: no run)."""
+        self._run_template: dict[str, Any] = {}
+        self._run_chunks: list[str] = []
+        """Contents appended to the run and not yet reduced into ``_state``."""
+
+    @property
+    def state(self) -> dict[str, Any]:
+        if self._run_chunks:
+            # ``now`` is not read by text appends (ahp.state.appends): 0 stands for it.
+            self._state = reduce(self.kind, self._state, joined(self._run_template, self._run_chunks), 0)
+            self._run_chunks = []
+        return self._state
+
+    @property
+    def shape(self) -> dict[str, Any]:
+        """The state without reducing a pending run: exact in everything but the text of the run's
+        target (text appends change nothing else), for cheap per-token checks."""
+        return self._state
+
+    def apply(self, action: dict[str, Any], now: int) -> bool:
+        """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
+        key = run_key(action) if self.kind == "session" else None
+        if key is not None and key == self._run_key:
+            self._run_chunks.append(action["content"])
+            return True
+        before = self.state
+        after = reduce(self.kind, before, action, now)
+        self._state = after
+        # Only an append that found its target opens a run: the law needs it (ahp.state.appends).
+        self._run_key = key if after is not before else None
+        self._run_template = action
+        return after is not before
 
 
 @dataclass(frozen=True)
@@ -160,6 +215,13 @@ class Store:
         entry = self._channels.get(channel)
         return entry.state if entry else None
 
+    def active_turn_id(self, channel: str) -> Any:
+        """The id of the channel's active turn, or None; cheap on every streamed token (it does
+        not reduce a pending text run, which never changes the active turn)."""
+        entry = self._channels.get(channel)
+        turn = entry.shape.get("activeTurn") if entry else None
+        return turn.get("id") if isinstance(turn, dict) else None
+
     def kind(self, channel: str) -> str | None:
         entry = self._channels.get(channel)
         return entry.kind if entry else None
@@ -201,14 +263,16 @@ class Store:
         """Apply an accepted action, journal it and send it to every subscriber of ``channel``."""
         entry = self._channels[channel]
         now = self._clock()
-        before = entry.state
-        after = reduce(entry.kind, before, action, now)
+        text_append = action.get("type") in TEXT_APPENDS
+        observers = tuple(self.observers) if text_append else (*self.observers, *self.change_observers)
+        # A streamed token stays in the channel's run unless an observer wants the states now.
+        before = entry.state if observers else None
+        changed = entry.apply(action, now)
         self.seq += 1
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": self.seq}
         if origin is not None:
             envelope["origin"] = origin
         envelope_json, frame = action_frame(envelope)
-        text_append = action.get("type") in TEXT_APPENDS
         if self._journal is not None:
             if text_append and origin is None and isinstance(action.get("content"), str):
                 key = (action["type"], action.get("turnId"), action.get("partId"))
@@ -216,13 +280,13 @@ class Store:
             else:
                 self._journal.append_action(channel, self.seq, now, envelope_json)
             self._schedule_flush()
-        if after is not before:
-            entry.state = after
+        if changed:
             self._changed.add(channel)
         self._replay.append((self.seq, channel, envelope))
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
-        observers = tuple(self.observers) if text_append else (*self.observers, *self.change_observers)
+        if observers:
+            after = entry.state
         for observer in observers:
             try:
                 observer(channel, before, after, envelope)
@@ -320,8 +384,8 @@ class Store:
             elif item.kind == "action":
                 envelope = json.loads(item.body or "{}")
                 entry = self._channels.get(item.channel)
-                if entry is not None:  # a coalesced run is reduced once, as one joined append
-                    entry.state = reduce(entry.kind, entry.state, envelope["action"], item.now or 0)
+                if entry is not None:  # a coalesced row is one joined append, and rows join runs
+                    entry.apply(envelope["action"], item.now or 0)
                     self._changed.add(item.channel)
                 self.seq = max(self.seq, item.seq or 0)
         recent: list[tuple[int, str, dict[str, Any]]] = []

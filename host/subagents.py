@@ -160,7 +160,7 @@ class SubagentContributor(Contributor):
 
 async def _until(store: Store, channel: str, predicate: Callable[[dict[str, Any]], bool], timeout: float | None) -> dict[str, Any]:
     """The channel's state once ``predicate`` holds (woken by each action), or the last seen
-    state when the channel goes away or ``timeout`` passes."""
+    state when the channel goes away or ``timeout`` passes. Streamed tokens do not wake it."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
 
@@ -173,11 +173,12 @@ async def _until(store: Store, channel: str, predicate: Callable[[dict[str, Any]
             done.set_result(None)
 
     if not check():
-        store.observers.append(observer)
+        # Predicates here never depend on streamed text, so tokens need not wake (and rebuild) it.
+        store.change_observers.append(observer)
         try:
             await asyncio.wait_for(asyncio.shield(done), timeout)
         except TimeoutError:
             pass
         finally:
-            store.observers.remove(observer)
+            store.change_observers.remove(observer)
     return store.state(channel) or {}

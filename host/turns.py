@@ -125,6 +125,7 @@ class TurnRunner:
             agent=summary.get("agent"),
             _dispatch=lambda action: self._store.dispatch(session, action),
             _state=lambda: self._store.state(session),
+            _active_turn_id=lambda: self._store.active_turn_id(session),
         )
         task = asyncio.get_running_loop().create_task(self._run(agent, ctx), name=f"turn {turn['id']}")
         self._tasks[session] = (turn["id"], task)

@@ -54,6 +54,9 @@ class TurnContext:
     agent: dict[str, Any] | None = None
     """The session's ``AgentSelection`` when the turn started."""
     _part_ids: int = field(default=0)
+    _active_turn_id: Callable[[], Any] | None = None
+    """The session's active turn id, read without building the whole state (``Store.active_turn_id``);
+    ``is_active`` runs on every token, so reading ``state`` there would cost a copy of the turn's text."""
 
     @property
     def state(self) -> dict[str, Any]:
@@ -61,6 +64,8 @@ class TurnContext:
         return self._state() or {}
 
     def is_active(self) -> bool:
+        if self._active_turn_id is not None:
+            return self._active_turn_id() == self.turn_id
         turn = self.state.get("activeTurn")
         return isinstance(turn, dict) and turn.get("id") == self.turn_id
 

@@ -7,10 +7,12 @@ both sides), key order is ignored, ``1 == 1.0``, and booleans are never equal to
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 from ahp.state import reduce
+from ahp.state.appends import run_key
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 VENDORED_VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec" / "test-cases" / "reducers"
@@ -98,3 +100,17 @@ def contains_none(value: Any) -> bool:
     if isinstance(value, list):
         return any(contains_none(item) for item in value)
     return False
+
+
+STUTTER_PIECES = ("+", "ab", "", "\u00fc", "{\"k\": 1}", "\n")
+
+
+def stutter(actions: list, rng: random.Random) -> list:
+    """``actions`` with every joinable append (``ahp.state.appends``) followed by 0-5 more appends
+    like it carrying other pieces of text: streams full of runs, for comparing ways of reducing."""
+    out = []
+    for action in actions:
+        out.append(action)
+        if isinstance(action, dict) and run_key(action) is not None:
+            out.extend({**action, "content": rng.choice(STUTTER_PIECES)} for _ in range(rng.randint(0, 5)))
+    return out
