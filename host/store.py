@@ -14,8 +14,9 @@ Invariants:
   ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
   transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
   so a frame never leaves before its action is durable.
-* Text appends (``session/delta``, ``session/reasoning``) reach only ``observers``; everything
-  else reaches ``observers`` and ``change_observers`` (those that never act on a streamed token).
+* Streamed tokens (``session/delta``, ``session/reasoning``, ``session/toolCallDelta``) reach
+  ``observers`` and ``token_observers``; everything else reaches ``observers`` and
+  ``change_observers`` (those that never act on a streamed token).
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
   subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it.
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
@@ -23,10 +24,10 @@ Invariants:
 * Streamed text costs O(1) per token: consecutive joinable appends to one target
   (``ahp.state.appends``) are kept as a list of strings in the channel and reduced, as one joined
   append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
-  observer of text appends, any other action on the channel). Whoever reads gets exactly the dicts
+  entry in ``observers``, any other action on the channel). Whoever reads gets exactly the dicts
   and plain strings the reducers would have produced action by action; ``active_turn_id`` answers
-  the per-token "is my turn still running" without that. Observers of text appends (``observers``)
-  make each token pay for that read again, so the host's own services use ``change_observers``.
+  the per-token "is my turn still running" without that. ``observers`` make each token pay for
+  that read, so the host's own services use ``change_observers`` and ``token_observers``.
 
   Why here and not in the values: a rope or ``str`` subclass in the state would have to be
   understood by every reader (orjson, the journal, tools, clients' tests comparing with plain
@@ -49,9 +50,10 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame, encode_fast
 from ahp.state import reduce
-from ahp.state.appends import joined, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, joined, run_key
 
-__all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "ROOT", "TEXT_APPENDS", "action_frame", "encode_fast"]
+__all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED", "TEXT_APPENDS",
+           "action_frame", "encode_fast"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +66,16 @@ RejectionObserver = Callable[[str, dict[str, Any], str], None]
 """``observer(channel, action, client_id)``, called after a client's action was refused: a refusal
 can still mean something (an owner declining its running tool call too late)."""
 
+TokenObserver = Callable[[str, dict[str, Any]], None]
+"""``observer(channel, envelope)``, called after each streamed token (``STREAMED``), without the
+states: building them for every token would cost a copy of the streamed text each time."""
+
 TEXT_APPENDS = frozenset({"session/delta", "session/reasoning"})
-"""Streamed-token actions: journaled as runs, not shown to ``change_observers``."""
+"""Text appends journaled as runs (consecutive ones to a part share a row)."""
+
+STREAMED = RUN_ACTION_TYPES
+"""Streamed-token actions (text appends and tool-call input): shown to ``observers`` and
+``token_observers``, never to ``change_observers``; held as runs in the channel's state."""
 
 FLUSH_DELAY = 0.002
 """Seconds an appended journal entry may wait for its commit when no frame forces one sooner."""
@@ -202,12 +212,13 @@ class Store:
         self._written: dict[str, tuple[list[Any], list[list[int]]]] = {}
         """Per channel with turns: the turn objects the last snapshot wrote and their part ids."""
         self.observers: list[Observer] = []
+        """Called after every accepted action (each streamed token then costs a read of the state)."""
+        self.change_observers: list[Observer] = []
+        """Called after every accepted action except streamed tokens (``STREAMED``)."""
+        self.token_observers: list[TokenObserver] = []
+        """Called after each streamed token (``STREAMED``) only, without states."""
         self.rejection_observers: list[RejectionObserver] = []
         """Called after a client's action was refused (state and seq unchanged)."""
-
-        """Called after every accepted action."""
-        self.change_observers: list[Observer] = []
-        """Called after every accepted action except text appends (``TEXT_APPENDS``)."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -263,8 +274,8 @@ class Store:
         """Apply an accepted action, journal it and send it to every subscriber of ``channel``."""
         entry = self._channels[channel]
         now = self._clock()
-        text_append = action.get("type") in TEXT_APPENDS
-        observers = tuple(self.observers) if text_append else (*self.observers, *self.change_observers)
+        streamed = action.get("type") in STREAMED
+        observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
         # A streamed token stays in the channel's run unless an observer wants the states now.
         before = entry.state if observers else None
         changed = entry.apply(action, now)
@@ -274,7 +285,7 @@ class Store:
             envelope["origin"] = origin
         envelope_json, frame = action_frame(envelope)
         if self._journal is not None:
-            if text_append and origin is None and isinstance(action.get("content"), str):
+            if action.get("type") in TEXT_APPENDS and origin is None and isinstance(action.get("content"), str):
                 key = (action["type"], action.get("turnId"), action.get("partId"))
                 self._journal.append_action(channel, self.seq, now, envelope_json, key, action)
             else:
@@ -292,6 +303,12 @@ class Store:
                 observer(channel, before, after, envelope)
             except Exception:
                 logger.exception("store observer failed on %s", action.get("type"))
+        if streamed:
+            for token_observer in tuple(self.token_observers):
+                try:
+                    token_observer(channel, envelope)
+                except Exception:
+                    logger.exception("store token observer failed on %s", action.get("type"))
         self._maybe_snapshot()
         return envelope
 

@@ -94,13 +94,15 @@ class RunTranslator:
 
     # -- feeding ---------------------------------------------------------------------------------
 
-    def feed(self, action: dict[str, Any], state: dict[str, Any]) -> list[BaseEvent]:
-        """The events ``action`` means for this run; ``state`` is the session after it."""
+    def feed(self, action: dict[str, Any], state: dict[str, Any] | None) -> list[BaseEvent]:
+        """The events ``action`` means for this run; ``state`` is the session after it, or ``None``
+        for a streamed token (``host.store.STREAMED``: it changes no tool call's status, so the
+        run cannot become suspended by it and its handler reads only the action)."""
         if self.done or action.get("turnId") != self.turn_id:
             return []
         handler = _HANDLERS.get(action.get("type", ""))
-        events = handler(self, action, state) if handler is not None else []
-        if not self.done:
+        events = handler(self, action, state or {}) if handler is not None else []
+        if not self.done and state is not None:
             events += self._maybe_suspend(state)
         return events
 

@@ -86,23 +86,31 @@ class _SeqCounter:
 
 
 class _SessionWatch:
-    """Queues (action, state after) for one session from the store's observer hook."""
+    """Queues (action, state after) for one session from the store's observer hooks; a streamed
+    token comes with ``None`` for the state (it changes no state the translator reads, and building
+    the state for every token would cost a copy of the turn's text)."""
 
     def __init__(self, host: AgentHost, session: str) -> None:
         self._store = host.store
         self._session = session
-        self.queue: asyncio.Queue[tuple[dict[str, Any], dict[str, Any]]] = asyncio.Queue()
-        self._store.observers.append(self._observe)
+        self.queue: asyncio.Queue[tuple[dict[str, Any], dict[str, Any] | None]] = asyncio.Queue()
+        self._store.change_observers.append(self._observe)
+        self._store.token_observers.append(self._observe_token)
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         if channel == self._session:
             self.queue.put_nowait((envelope["action"], after))
 
+    def _observe_token(self, channel: str, envelope: dict[str, Any]) -> None:
+        if channel == self._session:
+            self.queue.put_nowait((envelope["action"], None))
+
     def close(self) -> None:
-        try:
-            self._store.observers.remove(self._observe)
-        except ValueError:
-            pass
+        for hooks, hook in ((self._store.change_observers, self._observe), (self._store.token_observers, self._observe_token)):
+            try:
+                hooks.remove(hook)
+            except ValueError:
+                pass
 
 
 class AguiRuns:

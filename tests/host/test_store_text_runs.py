@@ -81,6 +81,21 @@ def test_observers_of_every_action_see_each_token_s_before_and_after() -> None:
         assert seen == [(text(a), text(b)) for a, b in zip(states[join_at:], states[join_at + 1:])], f"session case {index}"
 
 
+def test_streamed_tokens_reach_token_observers_and_never_change_observers() -> None:
+    store = store_with(session_state())
+    tokens: list[str] = []
+    changes: list[str] = []
+    store.token_observers.append(lambda channel, envelope: tokens.append(envelope["action"]["type"]))
+    store.change_observers.append(lambda channel, before, after, envelope: changes.append(envelope["action"]["type"]))
+    actions = long_turn(2_000)
+    for action in actions:
+        store.dispatch(SESSION, action)
+    streamed = {"session/delta", "session/reasoning", "session/toolCallDelta"}
+    assert set(tokens) == streamed and len(tokens) >= 2_000
+    assert changes and not streamed & set(changes)
+    assert len(tokens) + len(changes) == len(actions)
+
+
 def long_turn(deltas: int) -> list[dict[str, Any]]:
     """A turn streaming markdown, reasoning and tool-call input in bursts, with a few actions
     between bursts that end runs (a tool call's new invocation message, usage)."""
