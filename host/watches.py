@@ -33,9 +33,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pathspec
 from watchfiles import Change
 from watchfiles._rust_notify import RustNotify
 
@@ -43,6 +42,9 @@ from ahp.protocol import builders
 from host.errors import ErrorCode, RpcError
 from host.store import Store
 from host.tools_runtime import ResourceService
+
+if TYPE_CHECKING:  # imported on first watch: a host that never watches does not load it at start
+    import pathspec
 
 __all__ = ["ResourceWatches", "WATCH_SCHEME", "MAX_WATCHES"]
 
@@ -226,6 +228,8 @@ def _patterns(value: Any, key: str) -> pathspec.GitIgnoreSpec | None:
     items = value.get("items") if isinstance(value, dict) else None
     if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
         raise RpcError(ErrorCode.INVALID_PARAMS, f"{key} must be {{\"items\": [glob, ...]}}.")
+    import pathspec
+
     try:
         return pathspec.GitIgnoreSpec.from_lines(items)
     except Exception:

@@ -11,40 +11,96 @@ Public surface:
 * the exception tree rooted at `ToolsError` (tools.errors)
 """
 
-from .base import Preparation, Tool, ToolContext, failure_result, success_result
-from .builtin import (
-    AskUserTool,
-    EditFileTool,
-    GlobTool,
-    GrepTool,
-    ListDirTool,
-    ReadFileTool,
-    ShellTool,
-    WriteFileTool,
-    builtin_tools,
-)
-from .content import (
-    ContentStore,
-    DataUriContentStore,
-    InMemoryContentStore,
-    diff_stats,
-    file_edit,
-    file_edit_content,
-    text_content,
-)
-from .errors import PolicyRuleError, SandboxError, ToolFailure, ToolInputError, ToolsError
-from .policy import (
-    Decision,
-    OptionEffect,
-    PolicyState,
-    Rule,
-    apply_option,
-    confirmation_options,
-    decide,
-    parse_rule,
-    session_prefixes,
-)
-from .sandbox import allowed_roots, resolve_path
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The names are loaded on first use (PEP 562), as in ``tools.mcp``: importing ``tools.base`` (every
+# tool's interface) must not import the built-in tools, the shell parser and pathspec at start-up.
+_WHERE = {
+    "Preparation": "base",
+    "Tool": "base",
+    "ToolContext": "base",
+    "failure_result": "base",
+    "success_result": "base",
+    "AskUserTool": "builtin",
+    "EditFileTool": "builtin",
+    "GlobTool": "builtin",
+    "GrepTool": "builtin",
+    "ListDirTool": "builtin",
+    "ReadFileTool": "builtin",
+    "ShellTool": "builtin",
+    "WriteFileTool": "builtin",
+    "builtin_tools": "builtin",
+    "ContentStore": "content",
+    "DataUriContentStore": "content",
+    "InMemoryContentStore": "content",
+    "diff_stats": "content",
+    "file_edit": "content",
+    "file_edit_content": "content",
+    "text_content": "content",
+    "PolicyRuleError": "errors",
+    "SandboxError": "errors",
+    "ToolFailure": "errors",
+    "ToolInputError": "errors",
+    "ToolsError": "errors",
+    "Decision": "policy",
+    "OptionEffect": "policy",
+    "PolicyState": "policy",
+    "Rule": "policy",
+    "apply_option": "policy",
+    "confirmation_options": "policy",
+    "decide": "policy",
+    "parse_rule": "policy",
+    "session_prefixes": "policy",
+    "allowed_roots": "sandbox",
+    "resolve_path": "sandbox",
+}
+
+if TYPE_CHECKING:
+    from .base import Preparation, Tool, ToolContext, failure_result, success_result
+    from .builtin import (
+        AskUserTool,
+        EditFileTool,
+        GlobTool,
+        GrepTool,
+        ListDirTool,
+        ReadFileTool,
+        ShellTool,
+        WriteFileTool,
+        builtin_tools,
+    )
+    from .content import (
+        ContentStore,
+        DataUriContentStore,
+        InMemoryContentStore,
+        diff_stats,
+        file_edit,
+        file_edit_content,
+        text_content,
+    )
+    from .errors import PolicyRuleError, SandboxError, ToolFailure, ToolInputError, ToolsError
+    from .policy import (
+        Decision,
+        OptionEffect,
+        PolicyState,
+        Rule,
+        apply_option,
+        confirmation_options,
+        decide,
+        parse_rule,
+        session_prefixes,
+    )
+    from .sandbox import allowed_roots, resolve_path
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Tool",

@@ -12,10 +12,11 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plugins import DirectorySpec, LoadedContainer, LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
-from plugins.diagnostics import LoadState
+if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
+    from plugins import DirectorySpec, LoadedContainer, LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
+    from plugins.diagnostics import LoadState
 
 __all__ = ["Container", "McpServersContainer", "MCP_SERVERS_ID"]
 
@@ -53,6 +54,9 @@ class Container:
 
     def wire(self) -> dict[str, Any]:
         """The AHP container customization, children included."""
+        from plugins import LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
+        from plugins.diagnostics import LoadState
+
         if self.loaded is None:
             state = LoadState("error", self.failure) if self.failure else LoadState("loading")
             wire: dict[str, Any] = {"type": "directory" if self.directory else "plugin", "id": self.id, "uri": self.uri or self.id,
@@ -88,6 +92,8 @@ class McpServersContainer(Container):
         return None
 
     def wire(self) -> dict[str, Any]:
+        from plugins.diagnostics import LoadState
+
         state = LoadState("loaded").with_problems(sorted(self.problems.values())) if self.problems else LoadState("loaded")
         children = [{"type": "mcpServer", "id": f"{self.id}#{name}", "uri": uri, "name": name} for name, uri in self.servers]
         return {"type": "directory", "id": self.id, "uri": self.uri or self.id, "name": self.name or "MCP servers",

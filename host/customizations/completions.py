@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plugins import SlashEntry, complete_slash
+if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
+    from plugins import SlashEntry, complete_slash
 
 __all__ = ["complete_user_message", "utf16_to_index", "index_to_utf16", "ITEM_LIMIT", "SCAN_LIMIT"]
 
@@ -44,6 +45,8 @@ def index_to_utf16(text: str, index: int) -> int:
 
 def complete_user_message(text: str, offset: int, *, entries: list[SlashEntry],
                           working_directory: Path | None) -> list[dict[str, Any]]:
+    from plugins import complete_slash
+
     cursor = utf16_to_index(text, max(0, int(offset)))
     start = cursor
     while start > 0 and not text[start - 1].isspace():

@@ -25,16 +25,18 @@ Per turn (and per model request where noted) it adds:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from host.agents.base import TurnContext, TurnFailed
 from host.agents.environment import Contributor
 from host.agents.tooling import ToolCallRequest
 from host.customizations.session import TOOL_ALIASES, SessionCustomizations
 from host.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
-from plugins import LifecyclePoint, parse_slash
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
+
+if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
+    from plugins import LifecyclePoint, parse_slash
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
 
@@ -66,6 +68,8 @@ class CustomizationContributor(Contributor):
     # -- user message --------------------------------------------------------------------------
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
+        from plugins import LifecyclePoint, parse_slash
+
         runtime = self._runtime(ctx)
         if runtime is None:
             return message
@@ -140,6 +144,8 @@ class CustomizationContributor(Contributor):
         return {name: tool for name, tool in tools.items() if name in (SKILL_TOOL, RULE_TOOL) or _allowed(tool, allowed)}
 
     async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> str | None:
+        from plugins import LifecyclePoint
+
         runtime = self._runtime(ctx)
         if runtime is None:
             return None
@@ -150,6 +156,8 @@ class CustomizationContributor(Contributor):
         return None
 
     async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
+        from plugins import LifecyclePoint
+
         runtime = self._runtime(ctx)
         if runtime is None:
             return None
@@ -162,6 +170,8 @@ class CustomizationContributor(Contributor):
         return "\n\n".join(added) or None
 
     async def stop(self, ctx: TurnContext, active: bool) -> str | None:
+        from plugins import LifecyclePoint
+
         runtime = self._runtime(ctx)
         if runtime is None:
             return None

@@ -25,12 +25,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plugins.diagnostics import Severity
-from plugins.mcp_servers import parse_server, server_entries
-from plugins.model import McpServer
 from tools.mcp import McpConfigError, McpServerSpec
+
+if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
+    from plugins.diagnostics import Severity
+    from plugins.mcp_servers import parse_server, server_entries
+    from plugins.model import McpServer
 
 __all__ = ["specs_from_config", "specs_from_mcp_json", "spec_from_plugin"]
 
@@ -44,6 +46,8 @@ class _Strict:
         self.source = source
 
     def __call__(self, severity: Severity, path: tuple[str, ...], message: str) -> None:
+        from plugins.diagnostics import Severity
+
         name, keys = (path[0], path[1:]) if path else (None, ())
         where = f"{self.source}: MCP server {name!r}" if name is not None else self.source
         if keys:
@@ -88,6 +92,8 @@ def specs_from_config(
     report = _Strict(source)
     specs: list[McpServerSpec] = []
     seen: set[str] = set()
+    if items:
+        from plugins.mcp_servers import parse_server
     for name, entry in items:
         if name in seen:
             raise McpConfigError(f"{source}: MCP server {name!r} is declared twice")
@@ -101,6 +107,8 @@ def specs_from_config(
 
 def specs_from_mcp_json(path: Path, *, environ: Mapping[str, str] | None = None) -> list[McpServerSpec]:
     """Specs from a workspace ``.mcp.json`` (see the module docstring)."""
+    from plugins.mcp_servers import parse_server, server_entries
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

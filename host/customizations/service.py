@@ -52,20 +52,11 @@ from host.client_resources import ClientResourceError, ClientResources
 from host.errors import ConfigError
 from host.store import Store
 from host.workdirs import session_directory
-from plugins import (
-    WORKSPACE_DIRECTORIES,
-    HookEvent,
-    LoadedPlugin,
-    load_directory,
-    load_plugin,
-    load_plugins,
-    plugin_customization,
-    uri_id,
-)
 from host.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
 from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 if TYPE_CHECKING:
+    from plugins import HookEvent, LoadedPlugin
     from tools.mcp import RestartPolicy
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
@@ -108,6 +99,11 @@ class CustomizationService:
 
     def load(self) -> None:
         """Parse the configured plugin directories (never raises for bad plugin content)."""
+        if not self.config.plugins.directories:
+            self.plugins = []  # nothing to parse: the plugin parser is not even imported at start
+            return
+        from plugins import load_plugins
+
         data_root = self.config.data_path() / "plugins"
         self.plugins = load_plugins(self.config.plugins.directories, data_root=data_root)
         for plugin in self.plugins:
@@ -116,6 +112,10 @@ class CustomizationService:
 
     def agent_customizations(self) -> list[dict[str, Any]]:
         """``AgentInfo.customizations``: the host's plugins, ids = their root URIs."""
+        if not self.plugins:
+            return []
+        from plugins import plugin_customization, uri_id
+
         return [plugin_customization(p, mint_id=uri_id, id=p.root.as_uri()) for p in self.plugins]
 
     async def stop(self) -> None:
@@ -132,6 +132,8 @@ class CustomizationService:
 
     def open_session(self, uri: str) -> None:
         """Publish the session's containers and start its servers and SessionStart hooks."""
+        from plugins import load_directory
+
         state = self.store.state(uri) or {}
         previous = {item.get("id"): item for item in state.get("customizations") or []}
         runtime = SessionCustomizations(uri, session_directory(state))
@@ -166,6 +168,8 @@ class CustomizationService:
             self._spawn(self.close_session(uri))
 
     async def close_session(self, uri: str) -> None:
+        from plugins import HookEvent
+
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
@@ -178,6 +182,8 @@ class CustomizationService:
             await runtime.mcp.stop()
 
     async def _start_session(self, runtime: SessionCustomizations) -> None:
+        from plugins import HookEvent
+
         if self.config.mcp.start == "session":
             runtime.mcp_wanted = True
         try:
@@ -218,6 +224,8 @@ class CustomizationService:
 
     def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
         """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
+        from plugins import LoadedPlugin
+
         workspace: list[McpServerSpec] = []
         if self.config.plugins.workspace and runtime.working_directory is not None:
             try:
@@ -348,6 +356,8 @@ class CustomizationService:
     # -- client plugins ------------------------------------------------------------------------
 
     def _resolve_client_plugins(self, runtime: SessionCustomizations, active: Any) -> None:
+        from plugins import LoadedPlugin
+
         if not self.config.plugins.client_plugins:
             return
         client_id = active.get("clientId") if isinstance(active, dict) else None
@@ -378,6 +388,8 @@ class CustomizationService:
 
     def _load_client_plugin(self, container: Container) -> bool | None:
         """Parse a ``file://`` client plugin now; True when it must be fetched from the client first."""
+        from plugins import load_plugin
+
         parsed = urlparse(container.uri or "")
         if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
             root = Path(unquote(parsed.path))
@@ -393,6 +405,8 @@ class CustomizationService:
         return True  # stays "loading" until the fetch ends
 
     async def _fetch_client_plugin(self, runtime: SessionCustomizations, container: Container) -> None:
+        from plugins import load_plugin
+
         assert self.client_files is not None and container.client_id is not None and container.uri
         key = hashlib.sha256(f"{container.client_id}\n{container.uri}".encode()).hexdigest()[:24]
         mirror = self.config.data_path() / "client-plugins" / key
@@ -417,6 +431,8 @@ class CustomizationService:
             self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire()))
 
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
+        from plugins import WORKSPACE_DIRECTORIES
+
         if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
             return []
         chosen = []

@@ -16,26 +16,27 @@ import asyncio
 import logging
 import os
 from pathlib import Path
-from typing import Any
-
-from plugins import (
-    Agent,
-    HookEvent,
-    HookResult,
-    LifecyclePoint,
-    LoadedContainer,
-    LoadedDirectory,
-    LoadedPlugin,
-    Rule,
-    SlashEntry,
-    hook_payload,
-    run_hook,
-    select_hooks,
-    slash_entries,
-)
+from typing import TYPE_CHECKING, Any
 
 from host.customizations._containers import Container
 from host.customizations.mcp import SessionMcp
+
+if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
+    from plugins import (
+        Agent,
+        HookEvent,
+        HookResult,
+        LifecyclePoint,
+        LoadedContainer,
+        LoadedDirectory,
+        LoadedPlugin,
+        Rule,
+        SlashEntry,
+        hook_payload,
+        run_hook,
+        select_hooks,
+        slash_entries,
+    )
 
 __all__ = ["SessionCustomizations", "TOUCHED_LIMIT", "TOOL_ALIASES"]
 
@@ -88,6 +89,8 @@ class SessionCustomizations:
         return [container.wire() for container in self.containers]
 
     def slash_entries(self) -> list[SlashEntry]:
+        from plugins import slash_entries
+
         return slash_entries(self.usable())
 
     def agent(self, selection: dict[str, Any] | None) -> Agent | None:
@@ -127,6 +130,8 @@ class SessionCustomizations:
     def instruction_files(self) -> list[str]:
         """The instruction files in the prompt (AGENTS.md, CLAUDE.md...) and what they imported,
         relative to the working directory where possible."""
+        from plugins import LoadedDirectory
+
         shown: list[str] = []
         for loaded in self.usable():
             if not isinstance(loaded, LoadedDirectory) or loaded.files is None:
@@ -172,6 +177,8 @@ class SessionCustomizations:
     async def fire(self, when: HookEvent | LifecyclePoint, subject: str | None = None, **fields: Any) -> list[HookResult]:
         """Run the hooks of usable containers that fire for ``when``, one after another, with
         the Claude-shaped event JSON on stdin; stops after the first that blocks."""
+        from plugins import hook_payload, run_hook, select_hooks
+
         aliases = TOOL_ALIASES.get(subject or "", ())
         hooks = select_hooks(self.usable(), when, subject, aliases)
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
@@ -189,6 +196,8 @@ class SessionCustomizations:
 
 def _uri_of(container: Container, path: Path) -> str:
     """The URI a child was published under (a client plugin's URIs are its own)."""
+    from plugins import LoadedPlugin
+
     loaded = container.loaded
     if container.uri and isinstance(loaded, LoadedPlugin):
         try:

@@ -13,10 +13,12 @@ the text comes from the parsed plugins. A name may be qualified (``plugin:name``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
-from plugins import Command, LoadedPlugin, Rule, Skill
 from tools.base import Tool, ToolContext, failure_result, success_result
+
+if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
+    from plugins import Command, LoadedPlugin, Rule, Skill
 
 __all__ = ["CatalogEntry", "LoadTextTool", "SKILL_TOOL", "RULE_TOOL"]
 
@@ -34,6 +36,8 @@ class CatalogEntry:
 
 
 def qualified(container: object, name: str) -> str:
+    from plugins import LoadedPlugin
+
     return f"{container.name}:{name}" if isinstance(container, LoadedPlugin) else name  # type: ignore[attr-defined]
 
 
@@ -72,6 +76,8 @@ class LoadTextTool(Tool):
         return exact[0] if len(exact) == 1 else None
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
+        from plugins import Skill
+
         name = str(args.get("name", ""))
         entry = self.find(name)
         if entry is None:

@@ -21,8 +21,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:  # imported on first use: the host builds its tools at start-up, walks later
+    import pathspec
 
 __all__ = ["SKIPPED_DIRECTORIES", "DEPENDENCY_DIRECTORIES", "IgnoreRules", "walk_files"]
 
@@ -37,6 +39,12 @@ DEPENDENCY_DIRECTORIES = frozenset({
 _IGNORE_FILES = (".gitignore", ".ignore")
 
 
+def _gitignore(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
 def _spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
     lines: list[str] = []
     for name in _IGNORE_FILES:
@@ -44,7 +52,7 @@ def _spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
             lines.extend((directory / name).read_text(encoding="utf-8", errors="replace").splitlines())
         except OSError:
             continue
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    return _gitignore(lines) if lines else None
 
 
 class IgnoreRules:
@@ -72,7 +80,7 @@ class IgnoreRules:
             except OSError:
                 exclude = []
             if exclude:
-                layers.append((str(top), pathspec.GitIgnoreSpec.from_lines(exclude)))
+                layers.append((str(top), _gitignore(exclude)))
         rules = cls(tuple(layers))
         for directory in reversed(chain):
             rules = rules.entering(directory)
