@@ -165,10 +165,6 @@ class Commands(ChatCore):
     def _agents(self) -> list[dict[str, Any]]:
         return list((self.client.state(ROOT_CHANNEL) or {}).get("agents") or [])
 
-    def _default_provider(self) -> str | None:
-        agents = self._agents()
-        return agents[0].get("provider") if agents else None
-
     async def _cmd_agent(self, args: str) -> None:
         name = args.strip()
         agents = self._agents()
@@ -200,8 +196,11 @@ class Commands(ChatCore):
         state = self._state()
         if state:
             provider = state.get("summary", {}).get("provider", provider)
-        agent = next((a for a in self._agents() if a.get("provider") == provider), {})
-        models = agent.get("models") or []
+        if provider is None:  # no session yet and no /agent: the host will pick, any agent's model may do
+            models = [m for a in self._agents() for m in a.get("models") or ()]
+        else:
+            agent = next((a for a in self._agents() if a.get("provider") == provider), {})
+            models = agent.get("models") or []
         current = (state or {}).get("summary", {}).get("model") if state else self.model
         if not args.strip():
             self._write(render_models(models, self.style, current=current))

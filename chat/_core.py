@@ -141,6 +141,10 @@ class ChatCore:
         except AhpError as error:
             self._problem(f"cannot create a session: {error.message}")
             return False
+        summary = (self._state() or {}).get("summary") or {}
+        model = (summary.get("model") or {}).get("id")
+        self.provider = summary.get("provider", self.provider)
+        self._note(f"(new session · agent {clean(self.provider)}" + (f" · model {clean(model)}" if model else "") + ")")
         self._oldest_shown = 0
         self._fetched_before = None
         return True

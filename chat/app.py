@@ -54,10 +54,9 @@ class ChatApp(Commands, Dialogs):
 
     async def run(self) -> int:
         try:
-            agent = self.provider or self._default_provider()
-            self.provider = agent
             where = f" at {self._host_label}" if self._host_label else ""
-            self._note(f"connected{where}" + (f" · agent {agent}" if agent else "") + " · /help for commands")
+            agent = f"agent {self.provider}" if self.provider else "the host's default agent"
+            self._note(f"connected{where} · {agent} · /help for commands")
             if self._initial_session:
                 await self._open_session(self._initial_session)
             prompt_shown = False
