@@ -113,3 +113,30 @@ async def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Co
     out, err = await asyncio.wait_for(process.communicate(), 60)
     return subprocess.CompletedProcess(args, process.returncode or 0, out.decode(), err.decode())
 
+
+
+async def test_a_shell_tools_output_is_shown_once(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    # The pause makes the first line stream while the command still runs (shown live); the
+    # finished result must not print it again, nor the rest twice.
+    command = "echo first-line; sleep 0.3; echo second-line; echo third-line"
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "shell", json.dumps({"command": command}))])),
+        Reply(200, chat_sse("Ran it.")),
+    ]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+        chat = ChatProcess.spawn(["--config", str(_config(tmp_path, server.base_url))], cwd=project, env=env, command=())
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("run it")
+            await chat.expect("Choose [", timeout=30)
+            chat.send("1")
+            shown = await chat.expect("Ran it.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    output = [line.strip() for line in shown.splitlines() if line.startswith("    ")]
+    assert output.count("first-line") == 1 and output.count("second-line") == 1 and output.count("third-line") == 1, shown
+    assert "{\"comm" not in chat.text  # no raw partial JSON on the preparing line
