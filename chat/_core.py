@@ -69,6 +69,10 @@ class ChatCore:
         self._seen_rejections = 0
         self._answered_requests: set[str] = set()
         self._own_turns: set[str] = set()
+        self._steering_sent: dict[str, tuple[str | None, str]] = {}
+        """Our steering messages still pending: the turn each was meant for, and its text."""
+        self._ended_turns: set[str] = set()
+        """Turns whose end this client has seen go by (for ``_watch_steering``)."""
 
     # -- output ----------------------------------------------------------------------------------
 
@@ -95,6 +99,8 @@ class ChatCore:
         """The next inbox item; a lost connection is resumed here (or ends the client)."""
         while True:
             item = await self.terminal.inbox.get()
+            if isinstance(item, Event) and item.note is not None:
+                self._watch_steering(item.note.params)
             if not isinstance(item, Lost):
                 return item
             self._problem(f"connection lost: {item.error}")
@@ -107,18 +113,31 @@ class ChatCore:
             self._note("(reconnected)")
             return Event(None)  # type: ignore[arg-type]  # "state may have changed"
 
+    def _watch_steering(self, envelope: dict[str, Any]) -> None:
+        """Say when a turn took in our steering message, read from the actions in the order the
+        host applied them: removed before its turn ended means taken in. One removed after (it came
+        too late) becomes the next turn, where the host says so: nothing to add here."""
+        action = envelope.get("action") or {}
+        kind = action.get("type")
+        if kind in ("session/turnComplete", "session/turnCancelled", "session/error") and action.get("turnId"):
+            self._ended_turns.add(action["turnId"])
+        elif kind == "session/pendingMessageRemoved" and action.get("id") in self._steering_sent:
+            meant_for, _ = self._steering_sent.pop(action["id"])
+            if meant_for is not None and meant_for not in self._ended_turns:
+                self._note("(the turn took in your steering message)")
+
     def _state(self) -> dict[str, Any] | None:
         return self.client.state(self.session) if self.session else None
-
-
     # -- sending ---------------------------------------------------------------------------------
 
     def _send_pending(self, kind: str, text: str) -> None:
         if not self.session:
             return
         attachments = self._attachments(text)
-        self.client.dispatch(self.session, actions.pending_message(kind, text, attachments))
+        action = actions.pending_message(kind, text, attachments)
+        self.client.dispatch(self.session, action)
         if kind == "steering":
+            self._steering_sent[action["id"]] = (self._current_turn, text)
             self._note("(steering the running turn)")
         else:
             self._note("(queued for after the turn)")

@@ -7,7 +7,9 @@ host's store, woken by a store observer: no polling, no sleeps.
 
 Words: ``confirm`` (shell-like tool call with five options, editable), ``patch`` (file edit with
 an edits preview, editable JSON input), ``result`` (result confirmation), ``ask`` (an input request
-with every question kind), ``steer`` (waits for a steering message), ``slow`` (never finishes on
+with every question kind), ``steer`` (waits for a steering message), ``late`` (waits
+until a steering message is pending, then ends without taking it in: the host makes it the next
+turn), ``slow`` (never finishes on
 its own), ``fail`` (ends in error), ``think`` (reasoning then text); anything else streams a
 greeting that names the model options and attachments it got.
 """
@@ -125,6 +127,7 @@ class ScenarioAgent:
             "result": self._result,
             "ask": self._ask,
             "steer": self._steer,
+            "late": self._late,
             "slow": self._slow,
             "fail": self._fail,
             "think": self._think,
@@ -250,6 +253,11 @@ class ScenarioAgent:
         message = await self._until(ctx, lambda state, _e: state.get("steeringMessage"))
         ctx.dispatch({"type": "session/pendingMessageRemoved", "kind": "steering", "id": message["id"]})
         self._say(ctx, f"steered by: {message['userMessage']['text']}")
+
+    async def _late(self, ctx: TurnContext) -> None:
+        self._say(ctx, "finishing up")
+        await self._until(ctx, lambda state, _e: state.get("steeringMessage"))
+        self._say(ctx, " done")
 
     async def _slow(self, ctx: TurnContext) -> None:
         self._say(ctx, "working")
