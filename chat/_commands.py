@@ -17,6 +17,7 @@ from chat.render import (
     render_models,
     render_session_list,
 )
+from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
 __all__ = ["Commands"]
@@ -45,6 +46,12 @@ class Commands(ChatCore):
             "models": self._cmd_model,
             "title": self._cmd_title,
             "queue": self._cmd_queue,
+            "tools": self._cmd_tools,
+            "mcp": self._cmd_mcp,
+            "plugins": self._cmd_plugins,
+            "context": self._cmd_context,
+            "cost": self._cmd_cost,
+            "usage": self._cmd_cost,
         }.get(name)
         try:
             if handler is not None:
@@ -65,6 +72,34 @@ class Commands(ChatCore):
             self._note("usage: /queue TEXT")
         elif await self._ensure_session():
             self._send_pending("queued", args)
+
+    # -- views of the session ---------------------------------------------------------------------
+
+    async def _session_view(self) -> dict[str, Any] | None:
+        """The session to show (created now if there is none yet: its tools and servers exist from the start)."""
+        if not await self._ensure_session():
+            return None
+        return self._state() or {}
+
+    async def _cmd_tools(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_tools(state, self.style))
+
+    async def _cmd_mcp(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_mcp(state, self.style))
+
+    async def _cmd_plugins(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_plugins(state, self.style))
+
+    async def _cmd_context(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_context(state, self._agents(), self.style))
+
+    async def _cmd_cost(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_cost(state, self.style))
 
     async def _cmd_sessions(self, args: str) -> None:
         self._listed = await self.client.list_sessions()

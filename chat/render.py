@@ -487,6 +487,9 @@ idle, or Ctrl-D, exits.
   /history             show older turns         /agent [NAME]   list agents / new session with NAME
   /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
   /queue TEXT          queue a message          /help           this help
+  /tools               the session's tools      /mcp            MCP servers, their state and errors
+  /plugins             plugins and problems     /context        tokens used of the context window
+  /cost                tokens used per model    /compact [FOCUS] summarise older turns (host command)
   /quit                exit                     /NAME args      run a host command or skill
 """
 
