@@ -77,9 +77,11 @@ class ChatCore:
     # -- output ----------------------------------------------------------------------------------
 
     def _write(self, text: str) -> None:
-        if text:
-            self.out.write(text)
-            self.out.flush()
+        self.terminal.write(text)
+
+    def _ask(self, prompt: str, *, default: str | None = None, history: bool = False, quiet: bool = False) -> None:
+        """Show what the next typed line answers (a pre-filled ``default`` where the terminal can)."""
+        self.terminal.ask(prompt, default or "", history=history, quiet=quiet)
 
     def _note(self, text: str) -> None:
         self._write(self.style.dim(text) + "\n")

@@ -64,7 +64,7 @@ class Dialogs(ChatCore):
         if call.get("status") == "pending-result-confirmation":
             waits = self._call_waits(turn_id, call_id, "pending-result-confirmation")
             while True:
-                self._write("Accept this result? [y/n] ")
+                self._ask("Accept this result? [y/n] ")
                 line = await self._dialog_line(waits)
                 if line is None:
                     return
@@ -80,7 +80,7 @@ class Dialogs(ChatCore):
         edited: str | None = None
         while True:
             editable = bool(call.get("editable"))
-            self._write(f"Choose [1-{len(choices)}{', e' if editable else ''}]: ")
+            self._ask(f"Choose [1-{len(choices)}{', e' if editable else ''}]: ")
             line = await self._dialog_line(waits)
             if line is None:
                 return
@@ -100,7 +100,7 @@ class Dialogs(ChatCore):
             option = choices[choice]
             reason: str | None = None
             if option.get("kind") != "approve":
-                self._write("Reason to give the agent (Enter for none): ")
+                self._ask("Reason to give the agent (Enter for none): ")
                 answer = await self._dialog_line(waits)
                 if answer is None:
                     return
@@ -112,16 +112,22 @@ class Dialogs(ChatCore):
         current = dict(call, toolInput=edited) if edited is not None else call
         command = shell_command_of(current)
         while True:
-            if command is not None:
-                self._write(f"Current command: {clean(command)}\nNew command (Enter keeps it): ")
+            kept = edited if edited is not None else str(call.get("toolInput") or "")
+            if self.terminal.prefills:  # edit in place: the buffer holds the current text
+                if command is not None:
+                    self._ask("Edit the command (Enter runs this): ", default=command)
+                else:
+                    self._ask("Edit the input JSON (Enter keeps it): ", default=tool_input_text(current))
+            elif command is not None:
+                self._ask(f"Current command: {clean(command)}\nNew command (Enter keeps it): ")
             else:
-                self._write(f"Current input: {tool_input_text(current)}\nNew input as JSON on one line (Enter keeps it): ")
+                self._ask(f"Current input: {tool_input_text(current)}\nNew input as JSON on one line (Enter keeps it): ")
             line = await self._dialog_line(waits)
             if line is None:
                 return None
             text = line.strip()
-            if not text:
-                return edited if edited is not None else str(call.get("toolInput") or "")
+            if not text or (command is not None and text == command.strip()):
+                return kept
             if command is not None:
                 raw = current.get("toolInput")
                 parsed = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
@@ -177,7 +183,7 @@ class Dialogs(ChatCore):
         questions = [q for q in request.get("questions") or () if isinstance(q, dict)]
         if not questions:
             while True:
-                self._write("Done? [y = accept, n = decline] ")
+                self._ask("Done? [y = accept, n = decline] ")
                 line = await self._dialog_line(still_open)
                 if line is None:
                     return
@@ -189,7 +195,9 @@ class Dialogs(ChatCore):
         answers: dict[str, Any] = {}
         for question in questions:
             while True:
-                self._write(render_question(question, self.style))
+                head, _, prompt = render_question(question, self.style).rpartition("\n")
+                self._write(head + "\n")
+                self._ask(prompt)
                 line = await self._dialog_line(still_open)
                 if line is None:
                     return

@@ -71,7 +71,7 @@ class ChatApp(Commands, Dialogs):
                     prompt_shown = False
                     continue
                 if not prompt_shown:
-                    self._write(self.style.bold("> "))
+                    self._ask(self.style.bold("> "), history=True)
                     prompt_shown = True
                 item = await self._next()
                 if isinstance(item, Line):
@@ -125,6 +125,8 @@ class ChatApp(Commands, Dialogs):
                         return
                     if await self._dialogs(turn_id, turn, state or {}, asked):
                         continue
+                # Typing during a turn steers it; the prompt says so where it stays on screen.
+                self._ask(self.style.dim("steer › "), history=True, quiet=True)
                 item = await self._next()
                 if isinstance(item, Line):
                     await self._turn_line(item.text)
