@@ -10,8 +10,9 @@ message, a steering message or a queued one. ``ChatExit`` ends the chat with a s
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
@@ -45,6 +46,8 @@ class ChatCore:
         agent: str | None = None,
         model: str | None = None,
         host_label: str = "",
+        rich: bool = False,
+        width: Callable[[], int] = lambda: 80,
     ) -> None:
         self.client = client
         self.terminal = terminal
@@ -58,6 +61,12 @@ class ChatCore:
         self.model: dict[str, Any] | None = {"id": model} if model else None
         """Model selection for sessions this client creates."""
         self._host_label = host_label
+        self.rich = rich
+        """Render answers as markdown and diffs highlighted, with rich (a colour terminal)."""
+        self.width = width
+        """The terminal's width now, for rich to wrap at."""
+        self._turn_since: dict[str, float] = {}
+        """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
         self._listed: list[dict[str, Any]] = []
         self._oldest_shown: int = 0
         self._fetched_before: str | None = None
@@ -181,6 +190,7 @@ class ChatCore:
             return
         all_attachments = self._attachments(text) + list(attachments or [])
         action = actions.turn_started(text, all_attachments)
+        self._turn_since[action["turnId"]] = time.monotonic()
         self._start_seq = self.client.dispatch(self.session, action)
         self._current_turn = action["turnId"]
         self._own_turns.add(action["turnId"])

@@ -29,6 +29,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Union
 
+from chat.render import Status
 from client import AhpClient, Notification
 
 __all__ = ["Line", "Eof", "Interrupt", "Event", "Lost", "InboxItem", "Status", "Terminal"]
@@ -60,16 +61,6 @@ class Lost:
 
 
 InboxItem = Union[Line, Eof, Interrupt, Event, Lost]
-
-
-@dataclass(frozen=True)
-class Status:
-    """What the live status line says while a turn runs: a label, since when, how many tokens."""
-
-    label: str
-    since: float
-    """``time.monotonic()`` when the turn was sent or first seen."""
-    tokens: int | None = None
 
 
 class Terminal:

@@ -32,14 +32,15 @@ import time
 from typing import Any
 
 from chat import _session as actions
-from chat._commands import Commands
+from chat._commands import CLIENT_COMMANDS, Commands
 from chat._core import ChatExit
 from chat._dialogs import Dialogs
 from chat._terminal import Eof, Interrupt, Line
-from chat.render import HELP_TEXT, TurnView, clean
+from chat._markdown import MarkdownStream
+from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpClientError
 
-__all__ = ["ChatApp"]
+__all__ = ["ChatApp", "CLIENT_COMMANDS"]
 
 _DOUBLE_INTERRUPT_SECONDS = 2.0
 
@@ -102,6 +103,8 @@ class ChatApp(Commands, Dialogs):
     async def _follow(self, turn_id: str) -> None:
         self._current_turn = turn_id
         view = TurnView(self.style)
+        answer = MarkdownStream(self.width()) if self.rich else None
+        self._turn_since.setdefault(turn_id, time.monotonic())
         asked: dict[str, str] = {}
         if turn_id not in self._own_turns:
             # Started by someone else (another client, or the host from the queue): say by what.
@@ -120,7 +123,7 @@ class ChatApp(Commands, Dialogs):
                         self._report_rejections()
                         return
                 else:
-                    self._write(view.update(turn))
+                    self._show(view, answer, turn_id, turn, finished)
                     if finished:
                         return
                     if await self._dialogs(turn_id, turn, state or {}, asked):
@@ -135,11 +138,32 @@ class ChatApp(Commands, Dialogs):
                 elif isinstance(item, Eof):
                     self._eof = True
         finally:
+            if answer is not None:
+                self._write(answer.finish())
+            self.terminal.set_tail("")
+            self.terminal.set_status(None)
             self._done_turns.add(turn_id)
             self._current_turn = None
             self._start_seq = None
             if self._eof:
                 raise ChatExit(0)
+
+    def _show(self, view: TurnView, answer: MarkdownStream | None, turn_id: str, turn: dict[str, Any], finished: bool) -> None:
+        """Draw what is new in the turn: answer text as markdown (whole blocks printed, the rest
+        live) when rendering with rich, else as it comes; and the live status line."""
+        chunks = view.update_split(turn)
+        if answer is None:
+            self._write("".join(text for _, text in chunks))
+        else:
+            for channel, text in chunks:
+                if channel == "answer":
+                    self._write(answer.feed(text))
+                else:  # tool calls, reasoning, usage: the answer block before them is done
+                    self._write(answer.finish() + text)
+            if finished:
+                self._write(answer.finish())
+            self.terminal.set_tail(answer.tail())
+        self.terminal.set_status(None if finished else turn_status(turn, self._turn_since[turn_id]))
 
     async def _dialogs(self, turn_id: str, turn: dict[str, Any], state: dict[str, Any], asked: dict[str, str]) -> bool:
         """Open at most one dialog for what waits on the user; True if one ran."""

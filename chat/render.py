@@ -49,6 +49,8 @@ __all__ = [
     "shell_command_of",
     "partial_input_summary",
     "status_word",
+    "turn_status",
+    "Status",
     "HELP_TEXT",
 ]
 
@@ -492,6 +494,50 @@ idle, or Ctrl-D, exits.
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (host command)
   /quit                exit                     /NAME args      run a host command or skill
 """
+
+
+@dataclass(frozen=True)
+class Status:
+    """What the live status line says while a turn runs: a label, since when, how many tokens."""
+
+    label: str
+    since: float
+    """``time.monotonic()`` when the turn was sent or first seen."""
+    tokens: int | None = None
+
+
+def turn_status(turn: Mapping[str, Any], since: float) -> Status:
+    """The live status of a running turn: what it is doing, since when, tokens so far."""
+    label = "Waiting for the model"
+    for part in reversed(list(turn.get("responseParts") or ())):
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("kind")
+        if kind == "toolCall":
+            call = part.get("toolCall") or {}
+            status = call.get("status")
+            if status == "streaming":
+                summary = partial_input_summary(call, 60)
+                label = f"Preparing {_name(call)}" + (f": {summary}" if summary else "")
+            elif status == "running":
+                label = f"Running {_name(call)}"
+            elif status in ("pending-confirmation", "pending-result-confirmation"):
+                label = "Waiting for you"
+            else:
+                label = "Thinking"
+            break
+        if kind == "markdown" and part.get("content"):
+            label = "Answering"
+            break
+        if kind == "reasoning":
+            label = "Thinking"
+            break
+    tokens = (turn.get("usage") or {}).get("outputTokens")
+    if not isinstance(tokens, int):
+        written = sum(len(str(p.get("content") or "")) for p in turn.get("responseParts") or ()
+                      if isinstance(p, Mapping) and p.get("kind") in ("markdown", "reasoning"))
+        tokens = written // 4 or None  # about four characters a token, until the host reports usage
+    return Status(label, since, tokens)
 
 
 # -- live turns --------------------------------------------------------------------------------------

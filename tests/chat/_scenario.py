@@ -10,7 +10,8 @@ an edits preview, editable JSON input), ``result`` (result confirmation), ``ask`
 with every question kind), ``steer`` (waits for a steering message), ``late`` (waits
 until a steering message is pending, then ends without taking it in: the host makes it the next
 turn), ``slow`` (never finishes on
-its own), ``fail`` (ends in error), ``think`` (reasoning then text); anything else streams a
+its own), ``fail`` (ends in error), ``think`` (reasoning then text), ``markdown`` (a heading, bold text, a list and a code
+block, streamed in small pieces); anything else streams a
 greeting that names the model options and attachments it got.
 """
 
@@ -131,6 +132,7 @@ class ScenarioAgent:
             "slow": self._slow,
             "fail": self._fail,
             "think": self._think,
+            "markdown": self._markdown,
         }.get(word, self._greet)
         await handler(ctx)
 
@@ -266,6 +268,14 @@ class ScenarioAgent:
     async def _fail(self, ctx: TurnContext) -> None:
         self._say(ctx, "trying")
         raise TurnFailed("quotaExceeded", "The provider refused: quota exceeded.")
+
+    async def _markdown(self, ctx: TurnContext) -> None:
+        text = "# Plan\n\nThis is **important** and `inline`.\n\n- first item\n- second item\n\n```python\ndef greet():\n    return 42\n```\n\nAll done."
+        part_id = ctx.new_part_id("text")
+        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        for start in range(0, len(text), 7):
+            await asyncio.sleep(0)
+            ctx.emit({"type": "session/delta", "partId": part_id, "content": text[start : start + 7]})
 
     async def _think(self, ctx: TurnContext) -> None:
         part_id = ctx.new_part_id("reasoning")
