@@ -18,7 +18,10 @@ session's working directory.
 Exit status: 0 success, 1 the ``-p`` turn ended in error (or the session failed), 2 usage or
 connection errors, an unknown agent or model (the message says what to fix; never a traceback),
 130 cancelled with Ctrl-C, 141 stdout was closed early (``chat -p ... | head``), quietly.
-Colour: only when the stream is a terminal and ``NO_COLOR`` is unset.
+Colour: only when the stream is a terminal and ``NO_COLOR`` is unset. The interactive chat reads
+its input with prompt_toolkit (``chat._prompt``) when stdin and stdout are terminals and ``TERM``
+is not ``dumb``, and renders answers with rich (``chat._markdown``) when it also has colour;
+otherwise it reads plain lines and prints plain text, as the one-shot mode always does.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 from pathlib import Path
 from contextlib import AbstractAsyncContextManager
@@ -166,29 +170,58 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
                 model=settings.model,
                 approve=args.yes,
             )
-        from chat._terminal import Terminal
         from chat.app import ChatApp
 
-        terminal = Terminal()
+        app: ChatApp | None = None
+
+        async def complete(text: str, offset: int) -> list[dict[str, Any]]:
+            return await app.completions(text, offset) if app is not None else []
+
+        style = style_for(sys.stdout)
+        terminal = _terminal_for(complete)
         terminal.start()
         terminal.follow(client)
         try:
             app = ChatApp(
                 client,
                 terminal,
-                style_for(sys.stdout),
+                style,
                 sys.stdout,
                 cwd=cwd,
                 session=args.session,
                 agent=settings.agent,
                 model=settings.model,
                 host_label=display_url(settings.url) if label is None else label,
+                rich=style.color and terminal.prefills,
+                width=lambda: shutil.get_terminal_size().columns,
             )
             return await app.run()
         finally:
             terminal.restore()
     finally:
         await client.close()
+
+
+def line_editing(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the input line is prompt_toolkit's: stdin and stdout are terminals that can draw."""
+    environ = os.environ if environ is None else environ
+    try:
+        ttys = sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+    return ttys and environ.get("TERM") != "dumb"
+
+
+def _terminal_for(complete: Any) -> Any:
+    """The prompt_toolkit terminal where the terminal can draw it, else the line terminal."""
+    from chat._terminal import Terminal
+
+    if not line_editing():
+        return Terminal(sys.stdout)
+    from chat._prompt import HostCompleter, PromptTerminal, history_path
+    from chat.app import CLIENT_COMMANDS
+
+    return PromptTerminal(history_file=history_path(), completer=HostCompleter(complete, CLIENT_COMMANDS), color=style_for(sys.stdout).color)
 
 
 def _agents(client: AhpClient) -> list[dict[str, Any]]:

@@ -20,7 +20,13 @@ from chat.render import (
 from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
-__all__ = ["Commands"]
+__all__ = ["Commands", "CLIENT_COMMANDS"]
+
+CLIENT_COMMANDS = (
+    "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
+    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage",
+)
+"""The commands this client runs itself (the host offers more through ``completions``)."""
 
 _METHOD_NOT_FOUND = -32601
 _HISTORY_PAGE = 10
@@ -258,6 +264,16 @@ class Commands(ChatCore):
         elif await self._ensure_session():
             assert self.session is not None
             self.client.dispatch(self.session, {"type": "session/titleChanged", "title": args.strip()})
+
+    async def completions(self, text: str, offset: int) -> list[dict[str, Any]]:
+        """The host's completion items for ``text`` typed so far (none without a session)."""
+        if not self.session:
+            return []
+        try:
+            result = await self.client.request("completions", {"channel": self.session, "kind": "userMessage", "text": text, "offset": offset})
+        except (AhpError, AhpClientError):
+            return []
+        return [i for i in (result or {}).get("items") or () if isinstance(i, dict)]
 
     async def _host_command(self, name: str, text: str) -> None:
         """``/name args``: a command or skill the host offers through ``completions``."""
