@@ -153,7 +153,7 @@ async def test_text_typed_during_a_turn_steers_it_and_double_angle_queues(spawn_
     await chat.expect("steered by: go left")
     # The host starts the queued message as the next turn; the client follows it live.
     await chat.expect("Hello from the scenario agent")
-    assert chat.text.count("(the turn took in your steering message)") == 1
+    assert await chat.printed("(the turn took in your steering message)") == 1
     await until_host(chat_host, lambda: len(sessions(chat_host)[0][1].get("turns") or []) == 2)
     [(_, state)] = sessions(chat_host)
     assert [t["userMessage"]["text"] for t in state["turns"]] == ["steer me", "hello after"]

@@ -1,0 +1,166 @@
+"""The chat in a terminal that can draw (prompt_toolkit input, rich output), in a real pty
+against a real host: markdown rendered, a multi-line paste sent as one message, history kept
+across restarts, a command edited in place, and the spinner before the first token."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from host.server import RunningHost
+from tests.chat._hostwait import sessions, until_host
+from tests.chat._pty import ChatProcess, tty_env
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
+
+UP = "\x1b[A"
+
+
+def _spawn(host: RunningHost, workdir: Path, state: Path, *args: str) -> ChatProcess:
+    return ChatProcess.spawn([host.url, *args], cwd=workdir, env=tty_env(XDG_STATE_HOME=str(state)))
+
+
+def _texts(host: RunningHost) -> list[str]:
+    return [t["userMessage"]["text"] for _, state in sessions(host) for t in state.get("turns") or ()]
+
+
+async def test_markdown_is_rendered_not_printed_raw(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.send("markdown please")
+        shown = await chat.expect("All done.", timeout=20)
+        assert "Plan" in shown and "important" in shown and "first item" in shown and "return 42" in shown
+        for raw in ("**important**", "# Plan", "```", "- first item", "`inline`"):
+            assert raw not in shown, raw
+        assert "\x1b[1mimportant" in chat.raw.decode()  # bold, as a terminal shows it
+        assert " • first item" in shown
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+
+
+async def test_a_pasted_block_of_lines_is_one_message(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.paste("first pasted line\nsecond pasted line\nthird pasted line")
+        chat.send("")  # Enter after the paste sends it
+        await chat.expect("Hello from the scenario agent", timeout=20)
+        await until_host(chat_host, lambda: bool(sessions(chat_host)) and not sessions(chat_host)[0][1].get("activeTurn") and bool(_texts(chat_host)))
+        assert _texts(chat_host) == ["first pasted line\nsecond pasted line\nthird pasted line"]
+        [(_, state)] = sessions(chat_host)
+        assert not state.get("steeringMessage") and not state.get("queuedMessages")
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+
+
+async def test_alt_enter_adds_a_line_and_enter_sends(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.type("line one\x1b\rline two")
+        chat.send("")
+        await chat.expect("Hello from the scenario agent", timeout=20)
+        await until_host(chat_host, lambda: bool(_texts(chat_host)))
+        assert _texts(chat_host) == ["line one\nline two"]
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+
+
+async def test_history_survives_a_restart_of_the_client(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = _spawn(chat_host, workdir, state)
+    try:
+        await first.expect("/help for commands")
+        await first.line_editor()
+        first.send("remember this message")
+        await first.expect("Hello from the scenario agent", timeout=20)
+        await first.expect("(effort low)")
+        first.send("/quit")
+        assert await first.wait() == 0
+    finally:
+        first.close()
+    assert "remember this message" in (state / "agent-host" / "chat_history").read_text()
+    second = _spawn(chat_host, workdir, state)
+    try:
+        await second.expect("/help for commands")
+        await second.line_editor()
+        # The previous run's message comes back with Up (the history loads in the background:
+        # press Up until the buffer shows it).
+        for _ in range(20):
+            second.type(UP)
+            try:
+                await second.expect("remember this message", timeout=1)
+                break
+            except AssertionError:
+                continue
+        second.send("")
+        await until_host(chat_host, lambda: _texts(chat_host).count("remember this message") == 2, timeout=20)
+        second.send("/quit")
+        assert await second.wait() == 0
+    finally:
+        second.close()
+
+
+async def test_e_edits_the_command_in_place_before_approving(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.send("confirm please")
+        await chat.expect("e) edit the command first", timeout=20)
+        await chat.printed("Choose [1-5, e]:")
+        chat.send("e")
+        await chat.expect("Edit the command (Enter runs this):")
+        await chat.expect("ls -la")  # the buffer holds the command, ready to edit
+        chat.type(" /tmp")  # the cursor is at its end: append, no retyping
+        chat.send("")
+        await chat.expect("now pick an allow option")
+        chat.send("1")
+        await chat.expect("tool finished via allow-once", timeout=20)
+        [(_, state)] = sessions(chat_host)
+        call = state["turns"][-1]["responseParts"][0]["toolCall"]
+        assert json.loads(call["toolInput"]) == {"command": "ls -la /tmp"}
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+
+
+async def test_a_spinner_with_elapsed_time_shows_until_the_first_token(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    first_byte = asyncio.Event()
+    replies = [Reply(200, chat_sse("The answer ", "arrived."), hold=first_byte)]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = tmp_path / "host.toml"
+        config.write_text(
+            f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\n'
+            'retries = 0\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
+            encoding="utf-8",
+        )
+        env = tty_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
+        chat = ChatProcess.spawn(["--config", str(config)], cwd=project, env=env, command=())
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("slow one")
+            # The provider has not sent a byte: the status line says so, and keeps counting.
+            await chat.expect("Waiting for the model (", timeout=30)
+            await chat.expect("s · Ctrl-C to cancel)")
+            assert "arrived" not in chat.text
+            first_byte.set()
+            await chat.expect("The answer arrived.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+
