@@ -1,21 +1,24 @@
-"""Provider streaming through the whole host: throughput, added latency, start-up time.
+"""Provider streams through the whole host: throughput and chunk-to-frame latency, in processes.
 
-Run:  .venv/bin/python benchmarks/provider_stream.py  [--deltas 4000] [--sessions 1,50,200] [--paced 40]
+Run:  .venv/bin/python benchmarks/provider_stream.py [--deltas 4000] [--sessions 1,50,200] [--rate 20] [--seconds 3] [--repeat 3]
 
-What it measures (everything on 127.0.0.1, no network, no keys):
+Three processes, all on 127.0.0.1, no keys: a fake OpenAI Chat Completions server streaming SSE
+(its own process), the host (this process: the real ``openai`` SDK in an ``openai-chat`` agent,
+turn loop, store, journal, WebSocket), and the clients (``AhpClient``, their own process).
 
-1. Throughput. A local HTTP server streams an OpenAI Chat Completions SSE response of ``--deltas``
-   text chunks as fast as it can. The same stream is consumed (a) by the bare ``openai`` SDK and
-   (b) through the whole host: SDK → provider → turn loop → store → WebSocket → one subscribed
-   ``AhpClient``. Deltas per second for both and their ratio (the host's overhead).
-2. Added latency. With 1, 50 and 200 concurrent sessions, the server writes ``--paced`` chunks per
-   session, 10 ms apart, each carrying the ``perf_counter_ns`` at which it was written; the client
-   computes chunk-written → client-frame-received for every delta (median and p99). Server, host and
-   client share one process and event loop, so this is an upper bound that includes their contention.
-3. Start-up. Wall time from spawning ``agent-host serve --port 0`` until a WebSocket handshake with
-   it succeeds (the host imports providers lazily to keep this short).
-
-The default run takes well under a minute.
+1. Throughput. The fake server streams ``--deltas`` text chunks as fast as it can. Baseline: the
+   bare ``openai`` SDK consuming that stream in this process. Host: the same stream through the
+   host to one subscribed client in the client process (message sent → ``turnComplete`` seen).
+   Runs alternate; the medians of ``--repeat`` and their ratio are printed.
+2. Latency at a model's pace. ``N`` sessions (``--sessions``) each stream ``--rate`` chunks a
+   second for ``--seconds``; their turns start spread over one second and each stream's first
+   chunk at a random point of one chunk interval (staggered). Each chunk
+   carries the monotonic clock reading (``perf_counter_ns``, shared by the processes of one
+   machine) at which the server wrote it. Baseline: the bare SDK consuming the N streams in this
+   process, chunk written → chunk parsed. Host: chunk written → its ``session/delta`` dispatched
+   (the frame handed to every subscriber's socket buffer in the same call), and chunk written →
+   frame received by the client process (which adds the operating system waking a third process
+   on a shared machine). Median and p99 of every chunk of every session, median of ``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -23,63 +26,57 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import statistics
-import subprocess
+import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._runs import ChildProcess, machine_note, median, percentile  # noqa: E402
 
 TOKEN = "bench-token-0123456789"
+_STAGGER = 1.0
+"""Seconds over which the paced sessions' turns start (the bare SDK's streams start the same way)."""
+
+
+# -- the fake provider (its own process) -----------------------------------------------------------
 
 
 def _chunk(content: str | None, finish: str | None = None) -> bytes:
     delta = {} if content is None else {"content": content}
-    body = {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "bench",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
+    body = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "bench",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
-class SseServer:
-    """Answers every POST with a streamed completion; the model name says how: ``fast-N`` or ``paced-N``."""
+async def _serve_sse() -> None:
+    """Every POST gets a streamed completion; the model name says how: ``fast-N`` or ``paced-N-RATE``."""
 
-    def __init__(self) -> None:
-        self.server: asyncio.AbstractServer | None = None
-
-    async def start(self) -> str:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        port = self.server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/v1"
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in head.decode().split("\r\n")[1:] if ":" in l)}
+                headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in head.decode().split("\r\n")[1:] if ":" in line)}
                 body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))))
-                mode, count = body["model"].split("-")
+                mode, count, *rate = body["model"].split("-")
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
 
                 def send(data: bytes) -> None:
                     writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
                 send(b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n')
-                for i in range(int(count)):
-                    if mode == "paced":
-                        await asyncio.sleep(0.01)
+                if mode == "paced":
+                    interval = 1 / float(rate[0])
+                    start = time.monotonic() + random.uniform(0, interval)  # staggered starts
+                    for index in range(int(count)):
+                        await asyncio.sleep(max(0.0, start + index * interval - time.monotonic()))
                         send(_chunk(f"{time.perf_counter_ns()};"))
-                    else:
+                else:
+                    for index in range(int(count)):
                         send(_chunk("tok "))
-                        if i % 64 == 0:
+                        if index % 64 == 0:
                             await writer.drain()
                 send(_chunk(None, "stop"))
                 send(b"data: [DONE]\n\n")
@@ -90,154 +87,174 @@ class SseServer:
         finally:
             writer.close()
 
-    async def stop(self) -> None:
-        assert self.server is not None
-        self.server.close()
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(f"url http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+    await asyncio.Event().wait()
 
 
-async def bare_sdk(base_url: str, deltas: int) -> float:
+# -- the client process ----------------------------------------------------------------------------
+
+
+async def _clients(url: str, model: str, sessions: int) -> None:
+    """Create ``sessions`` sessions on the host, send each a message, report what was measured."""
+    from client import AhpClient
+
+    arrivals: list[tuple[int, str]] = []
+
+    def hook(frame: dict, answered: str | None) -> None:
+        if frame.get("method") == "action":
+            action = frame["params"]["action"]
+            if action.get("type") == "session/delta":
+                arrivals.append((time.perf_counter_ns(), action["content"]))
+
+    client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
+    client.request_timeout = 120
+    await client.initialize(subscriptions=["ahp-root://"])
+    channels = [await client.create_session(provider="bench", model=model) for _ in range(sessions)]
+    await client.wait_for(lambda m, e: all(client.state(c)["lifecycle"] == "ready" for c in channels), timeout=120)
+    started = time.perf_counter()
+    spread = 0 if model.startswith("fast") else _STAGGER
+    for index, channel in enumerate(channels):
+        client.send_message(channel, "go")
+        await asyncio.sleep(spread / len(channels))  # sessions start one after another, not all at once
+
+    def finished(mirror, event) -> bool:
+        return all(len(client.state(c).get("turns") or []) == 1 for c in channels)
+
+    await client.wait_for(finished, timeout=600)
+    elapsed = time.perf_counter() - started
+    errors = [c for c in channels if client.state(c)["turns"][0]["state"] != "complete"]
+    await client.close()
+    if errors:
+        raise SystemExit(f"{len(errors)} turns did not complete")
+    if model.startswith("fast"):
+        print(f"result {json.dumps({'deltas': len(arrivals), 'seconds': elapsed})}", flush=True)
+        return
+    samples = sorted((arrived - int(stamp)) / 1e6 for arrived, content in arrivals for stamp in content.split(";") if stamp)
+    print(f"result {json.dumps({'median': median(samples), 'p99': percentile(samples, 0.99), 'count': len(samples)})}", flush=True)
+
+
+# -- this process: the host, and the bare SDK baseline ---------------------------------------------
+
+
+async def _bare_sdk(base_url: str, model: str, sessions: int) -> dict[str, float]:
     import openai
 
     client = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0)
-    start = time.perf_counter()
+    samples: list[float] = []
     seen = 0
-    stream = await client.chat.completions.create(model=f"fast-{deltas}", messages=[{"role": "user", "content": "go"}], stream=True)
-    async for chunk in stream:
-        if chunk.choices and chunk.choices[0].delta.content:
-            seen += 1
-    elapsed = time.perf_counter() - start
+
+    async def one() -> None:
+        nonlocal seen
+        stream = await client.chat.completions.create(model=model, messages=[{"role": "user", "content": "go"}], stream=True)
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                seen += 1
+                if model.startswith("paced"):
+                    now = time.perf_counter_ns()
+                    samples.extend((now - int(stamp)) / 1e6 for stamp in chunk.choices[0].delta.content.split(";") if stamp)
+
+    async def staggered(index: int) -> None:
+        if model.startswith("paced"):
+            await asyncio.sleep(_STAGGER * index / sessions)
+        await one()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(staggered(index) for index in range(sessions)))
+    elapsed = time.perf_counter() - started
     await client.close()
-    assert seen == deltas, seen
-    return deltas / elapsed
+    if model.startswith("fast"):
+        return {"deltas": seen, "seconds": elapsed}
+    samples.sort()
+    return {"median": median(samples), "p99": percentile(samples, 0.99), "count": len(samples)}
 
 
-async def start_host(base_url: str, data_dir: str, models: list[str]):
+async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, float]:
     from host.config import load_config
-    from host.server import start_host as start
+    from host.server import start_host
     from host.service import AgentHost
 
-    path = Path(data_dir) / "bench.toml"
-    model_list = ", ".join(f'{{id = "{m}"}}' for m in models)
-    path.write_text(
-        f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\ntitle = "first-words"\nmodels = [{model_list}]\n'
-    )
-    config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN}, "sessions": {"offline_agent": False}}, environ={})
-    return await start(AgentHost(config, in_memory=True), token=TOKEN)
-
-
-async def through_host(base_url: str, deltas: int) -> float:
-    from client import AhpClient
-
     with tempfile.TemporaryDirectory() as data_dir:
-        running = await start_host(base_url, data_dir, [f"fast-{deltas}"])
-        client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
-        await client.initialize(subscriptions=["ahp-root://"])
-        session = await client.create_session(provider="bench")
-        await client.wait_for(lambda m, e: client.state(session)["lifecycle"] == "ready")
-        seen = 0
-        done = asyncio.Event()
+        path = Path(data_dir) / "bench.toml"
+        path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
+                        f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n')
+        config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
+                                              "sessions": {"offline_agent": False}}, environ={})
+        host = AgentHost(config)
+        queued: list[float] = []
 
-        def count(mirror, event) -> bool:
-            nonlocal seen
-            if event is not None and event.method == "action":
-                kind = event.params["action"]["type"]
-                if kind == "session/delta":
-                    seen += 1
-                elif kind in ("session/turnComplete", "session/error"):
-                    done.set()
-            return done.is_set()
+        def at_dispatch(channel: str, before: dict, after: dict, envelope: dict) -> None:
+            # The frame is handed to every subscriber's socket buffer in this same call.
+            action = envelope["action"]
+            if action.get("type") == "session/delta" and model.startswith("paced"):
+                now = time.perf_counter_ns()
+                queued.extend((now - int(stamp)) / 1e6 for stamp in action["content"].split(";") if stamp)
 
-        start = time.perf_counter()
-        client.send_message(session, "go")
-        await client.wait_for(count, timeout=120)
-        elapsed = time.perf_counter() - start
-        await client.close()
-        await running.stop()
-    assert seen == deltas, seen
-    return deltas / elapsed
-
-
-async def latency(base_url: str, sessions: int, paced: int) -> tuple[float, float]:
-    from client import AhpClient
-
-    samples: list[float] = []
-    with tempfile.TemporaryDirectory() as data_dir:
-        running = await start_host(base_url, data_dir, [f"paced-{paced}"])
-        client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
-        await client.initialize(subscriptions=["ahp-root://"])
-        channels = [await client.create_session(provider="bench") for _ in range(sessions)]
-        await client.wait_for(lambda m, e: all(client.state(c)["lifecycle"] == "ready" for c in channels), timeout=60)
-        finished: set[str] = set()
-
-        def collect(mirror, event) -> bool:
-            if event is not None and event.method == "action":
-                action = event.params["action"]
-                if action["type"] == "session/delta":
-                    now = time.perf_counter_ns()
-                    for stamp in action["content"].split(";"):
-                        if stamp:
-                            samples.append((now - int(stamp)) / 1e6)
-                elif action["type"] in ("session/turnComplete", "session/error"):
-                    finished.add(event.params["channel"])
-            return len(finished) == len(channels)
-
-        for channel in channels:
-            client.send_message(channel, "go")
-        await client.wait_for(collect, timeout=120)
-        await client.close()
-        await running.stop()
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
-
-
-def startup_time() -> float:
-    """Seconds from spawning ``agent-host serve`` to a completed WebSocket handshake."""
-    import websockets.sync.client as ws
-
-    with tempfile.TemporaryDirectory() as data_dir:
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir, "--token", TOKEN],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
+        host.store.observers.append(at_dispatch)
+        running = await start_host(host, token=TOKEN)
+        child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions)
         try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            url = line.strip().split(" ")[-1]
-            with ws.connect(url.replace("http", "ws", 1), additional_headers={"Authorization": f"Bearer {TOKEN}"}):
-                elapsed = time.perf_counter() - start
+            result = json.loads(await child.expect("result", timeout=900))
+            await child.wait()
         finally:
-            process.terminate()
-            process.wait(10)
-    return elapsed
+            child.kill()
+            await running.stop()
+    if queued:
+        queued.sort()
+        result.update(queued_median=median(queued), queued_p99=percentile(queued, 0.99))
+    return result
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deltas", type=int, default=4000)
     parser.add_argument("--sessions", default="1,50,200")
-    parser.add_argument("--paced", type=int, default=40, help="paced chunks per session for the latency runs")
+    parser.add_argument("--rate", type=float, default=20, help="chunks per second per session in the latency runs")
+    parser.add_argument("--seconds", type=float, default=3, help="how long each paced session streams")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    server = SseServer()
-    base_url = await server.start()
-    sdk_rate = await bare_sdk(base_url, args.deltas)
-    host_rate = await through_host(base_url, args.deltas)
-    print(f"{'stream of ' + str(args.deltas) + ' deltas':<34}{'deltas/s':>12}")
-    print(f"{'bare openai SDK':<34}{sdk_rate:>12,.0f}")
-    print(f"{'through the host to one client':<34}{host_rate:>12,.0f}")
-    print(f"{'ratio host / bare SDK':<34}{host_rate / sdk_rate:>12.2f}")
-    print()
-    print(f"{'concurrent sessions':<22}{'median ms':>12}{'p99 ms':>12}   (chunk written → client frame)")
-    for count in (int(n) for n in args.sessions.split(",")):
-        median, p99 = await latency(base_url, count, args.paced)
-        print(f"{count:<22}{median:>12.2f}{p99:>12.2f}")
-    await server.stop()
-    print()
-    print(f"{'agent-host serve → first accepted connection':<46}{startup_time():>8.2f} s")
+    server = ChildProcess(__file__, "sse")
+    try:
+        base_url = await server.expect("url")
+        print(f"provider streams, median of {args.repeat}; {machine_note()}")
+        fast = f"fast-{args.deltas}"
+        sdk_rates, host_rates = [], []
+        for _ in range(args.repeat):
+            bare = await _bare_sdk(base_url, fast, 1)
+            sdk_rates.append(bare["deltas"] / bare["seconds"])
+            hosted = await _through_host(base_url, fast, 1)
+            assert hosted["deltas"] == args.deltas, hosted
+            host_rates.append(hosted["deltas"] / hosted["seconds"])
+        sdk, host = median(sdk_rates), median(host_rates)
+        print(f"{'stream of ' + str(args.deltas) + ' deltas':<40}{'deltas/s':>12}")
+        print(f"{'bare openai SDK':<40}{sdk:>12,.0f}")
+        print(f"{'SDK → host → WebSocket → client process':<40}{host:>12,.0f}")
+        print(f"{'ratio host / bare SDK':<40}{host / sdk:>12.2f}")
+        print()
+        count = round(args.rate * args.seconds)
+        paced = f"paced-{count}-{args.rate:g}"
+        print(f"{args.rate:g} chunks/s per session for {args.seconds:g} s, starts staggered; ms from chunk written by the fake provider to:")
+        print(f"{'sessions':>8} | {'bare SDK: parsed':>16} {'p99':>7} | {'host: frame queued':>18} {'p99':>7} | {'client process: frame':>21} {'p99':>7}")
+        for sessions in (int(n) for n in args.sessions.split(",")):
+            bare_runs, host_runs = [], []
+            for _ in range(args.repeat):
+                bare_runs.append(await _bare_sdk(base_url, paced, sessions))
+                host_runs.append(await _through_host(base_url, paced, sessions))
+            def both(runs: list[dict], key: str = "") -> str:
+                return f"{median([r[key + 'median'] for r in runs]):.2f} {median([r[key + 'p99'] for r in runs]):>7.2f}"
+
+            print(f"{sessions:>8} | {both(bare_runs):>24} | {both(host_runs, 'queued_'):>26} | {both(host_runs):>29}", flush=True)
+        print(f"load average after the run: {machine_note()}")
+    finally:
+        server.kill()
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        if sys.argv[2] == "sse":
+            asyncio.run(_serve_sse())
+        else:
+            asyncio.run(_clients(sys.argv[3], sys.argv[4], int(sys.argv[5])))
+        sys.exit(0)
     asyncio.run(main())

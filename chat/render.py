@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ahp.tool_results import content_text
+
 __all__ = [
     "Style",
     "TurnView",
@@ -175,30 +177,20 @@ def status_word(status: str) -> str:
 
 def _content_text(content: Any, limit: int | None = None, *, strip: bool = True) -> str:
     """Tool result/running content items as plain text, shortened by ``_shorten`` past ``limit``."""
-    pieces: list[str] = []
-    for item in content or ():
-        if not isinstance(item, Mapping):
-            continue
-        kind = item.get("type")
-        if kind == "text":
-            pieces.append(clean(item.get("text", "")))
-        elif kind == "fileEdit":
-            target = (item.get("after") or item.get("before") or {}).get("uri", "")
-            diff = item.get("diff") or {}
-            counts = f" (+{diff.get('added', 0)} -{diff.get('removed', 0)})" if diff else ""
-            pieces.append(f"edited {clean(target)}{counts}")
-        elif kind == "resource":
-            pieces.append(f"[{clean(item.get('uri', ''))}]")
-        elif kind == "embeddedResource":
-            pieces.append(f"[{clean(item.get('contentType', 'data'))}]")
-        elif kind == "terminal":
-            pieces.append(f"[terminal {clean(item.get('title', ''))}]")
-        elif kind == "subagent":
-            pieces.append(f"[subagent {clean(item.get('title', ''))}]")
-    text = "\n".join(p for p in pieces if p)
+    text = clean(content_text(content))
     if strip:
         text = text.strip()
     return text if limit is None else _shorten(text, limit)
+
+
+def _output_and_marks(content: Any) -> tuple[str, list[str]]:
+    """A running or finished call's content split into its output (the text items, which grow as
+    the tool runs) and the one-line marks of its other items (``[terminal TITLE]``, an edited
+    file...), so output streamed live is recognised in the result however the items are ordered."""
+    items = [item for item in content or () if isinstance(item, Mapping)]
+    output = clean(content_text([item for item in items if item.get("type") == "text"]))
+    marks = [clean(content_text([item])) for item in items if item.get("type") != "text"]
+    return output, [mark for mark in marks if mark]
 
 
 _RESULT_LINES = 8
@@ -664,14 +656,14 @@ class TurnView:
             self._emit(out, "activity", self.style.dim(f"[{clean(part.get('uri', ''))}]") + "\n")
 
     def _result_tail(self, call_id: str, call: Mapping[str, Any], streamed: str, out: list[tuple[Channel, str]]) -> None:
-        final = _content_text(call.get("content"), strip=False)
+        final, marks = _output_and_marks(call.get("content"))
         tail = final[len(streamed):] if final.startswith(streamed) else final.strip()
-        tail = _shorten(tail.strip("\n"), 400)
+        tail = "\n".join(piece for piece in (_shorten(tail.strip("\n"), 400), *marks) if piece.strip())
         if tail.strip():
             self._emit(out, "activity", "\n".join(self.style.dim("    " + line) for line in tail.splitlines()) + "\n")
 
     def _running_content(self, call_id: str, call: Mapping[str, Any], out: list[tuple[Channel, str]]) -> None:
-        text = _content_text(call.get("content"), strip=False)
+        text, _ = _output_and_marks(call.get("content"))  # the marks (a terminal...) follow the result
         shown = self._shown_content.get(call_id, "")
         if text == shown:
             return

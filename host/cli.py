@@ -42,14 +42,14 @@ def _add_host_files(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="where the durable journal lives")
 
 
-def _parser() -> argparse.ArgumentParser:
-    from chat import add_arguments as add_chat_arguments
+_DESCRIPTION = (
+    "A self-hosted Agent Host Protocol (AHP 0.2.0) server. Without a command: "
+    "'agent-host code' (a host for this terminal and a chat in the current directory)."
+)
 
-    parser = argparse.ArgumentParser(
-        prog="agent-host",
-        description="A self-hosted Agent Host Protocol (AHP 0.2.0) server. Without a command: "
-        "'agent-host code' (a host for this terminal and a chat in the current directory).",
-    )
+
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-host", description=_DESCRIPTION)
     commands = parser.add_subparsers(dest="command")
     serve = commands.add_parser("serve", help="run the host")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
@@ -58,19 +58,24 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
     serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    add_chat_arguments(commands.add_parser("chat", help="talk to a running host from the terminal (see chat)"))
+    chat = commands.add_parser("chat", help="talk to a running host from the terminal (see chat)")
     code = commands.add_parser("code", help="start a private host and chat with it in the current directory (the default)")
     _add_host_files(code)
-    add_chat_arguments(code, connect=False)
+    # The chat client (and its imports) only when it is what runs: 'serve' starts without them.
+    if argv[:1] in (["chat"], ["code"]):
+        from chat import add_arguments as add_chat_arguments
+
+        add_chat_arguments(chat)
+        add_chat_arguments(code, connect=False)
     return parser
 
 
 def _code_parser() -> argparse.ArgumentParser:
     """``agent-host [options]`` with no command: the options of ``code``."""
-    parser = argparse.ArgumentParser(prog="agent-host", description=_parser().description)
-    _add_host_files(parser)
     from chat import add_arguments as add_chat_arguments
 
+    parser = argparse.ArgumentParser(prog="agent-host", description=_DESCRIPTION)
+    _add_host_files(parser)
     add_chat_arguments(parser, connect=False)
     return parser
 
@@ -81,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _code_parser().parse_args(argv)
         args.command = "code"
     else:
-        args = _parser().parse_args(argv)
+        args = _parser(argv).parse_args(argv)
     if args.command == "chat":
         from chat import run as run_chat
 

@@ -73,7 +73,7 @@ class ServerConfig(_Section):
     replay_buffer: int = Field(default=10_000, ge=0)
     """How many recent actions a reconnecting client can be replayed."""
     snapshot_every: int = Field(default=5_000, ge=1)
-    """Write a full snapshot after this many journal entries."""
+    """Write a snapshot (of what changed) after this many journal rows (a run of text appends is one row)."""
 
 
 class SessionDefaults(_Section):

@@ -1,7 +1,8 @@
 """One client connection: the AHP handshake, subscriptions and the client→host methods.
 
 A ``ClientConnection`` is transport-agnostic: it receives whole text messages (``receive``) and
-puts outgoing ones on a bounded queue that the transport drains (``outbox``). The JSON-RPC work
+puts outgoing ones on a bounded queue that the transport drains (``outbox``), or, when the
+transport offers it (``direct``), hands them straight to the transport's buffer. The JSON-RPC work
 is done by ``host.rpc``; this module adds AHP's rules:
 
 * before ``initialize`` / ``reconnect`` only ``ping`` is answered (-32600 otherwise);
@@ -25,11 +26,14 @@ from host.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.validation import check_client_action
 
-__all__ = ["ClientConnection", "OUTBOX_LIMIT"]
+__all__ = ["ClientConnection", "OUTBOX_LIMIT", "BACKLOG_LIMIT"]
 
 logger = logging.getLogger(__name__)
 
 OUTBOX_LIMIT = 50_000
+"""Frames a queued client may have waiting before it is disconnected."""
+BACKLOG_LIMIT = 64 * 1024 * 1024
+"""Bytes a direct-write client may have waiting before it is disconnected."""
 _COMPATIBLE_PREFIX = PROTOCOL_VERSION.rsplit(".", 1)[0] + "."
 
 
@@ -37,6 +41,9 @@ class ClientConnection:
     def __init__(self, host: AgentHost, *, on_overflow: Callable[[], None] | None = None) -> None:
         self.host = host
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.direct: Callable[[str], int] | None = None
+        """Set by a transport that takes frames synchronously: ``direct(text)`` returns the bytes
+        waiting for the socket, or -1 once the connection is gone; ``outbox`` is unused then."""
         self.client_id: str | None = None
         self.protocol_version: str | None = None
         self.subscriptions: set[str] = set()
@@ -61,8 +68,16 @@ class ClientConnection:
                 "resourceWrite": self._resource_write,
                 "resourceMkdir": self._resource_mkdir,
                 "resourceDelete": self._resource_delete,
+                "resourceCopy": self._resource_copy,
+                "resourceMove": self._resource_move,
+                "resourceRequest": self._resource_request,
+                "createResourceWatch": self._create_resource_watch,
                 "completions": self._completions,
-                **{name: self._not_yet(name) for name in _LATER_METHODS},
+                "createTerminal": self._create_terminal,
+                "disposeTerminal": self._dispose_terminal,
+                "invokeChangesetOperation": self._invoke_changeset_operation,
+                "resolveSessionConfig": self._resolve_session_config,
+                "sessionConfigCompletions": self._session_config_completions,
             },
             {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
             gate=self._gate,
@@ -74,13 +89,20 @@ class ClientConnection:
         """Queue a frame for the client (the store calls this during fan-out)."""
         if self._overflowed:
             return
+        if self.direct is not None:
+            if self.direct(text) > BACKLOG_LIMIT:
+                self._overflow()
+            return
         if self.outbox.qsize() >= OUTBOX_LIMIT:
-            self._overflowed = True
-            logger.warning("client %s is not reading; disconnecting it", self.client_id)
-            if self._on_overflow is not None:
-                self._on_overflow()
+            self._overflow()
             return
         self.outbox.put_nowait(text)
+
+    def _overflow(self) -> None:
+        self._overflowed = True
+        logger.warning("client %s is not reading; disconnecting it", self.client_id)
+        if self._on_overflow is not None:
+            self._on_overflow()
 
     async def receive(self, text: str | bytes) -> None:
         await self.rpc.receive(text)
@@ -88,8 +110,11 @@ class ClientConnection:
     def closed(self) -> None:
         """The socket is gone: drop subscriptions and release what this client held."""
         self.rpc.close()
+        if self.client_id is not None:
+            self.host.client_resources.detach(self.client_id, self.rpc.call)
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
+        self.host.watches.release_idle(closed_owner=self)
         if self.client_id is not None:
             self.host.client_disconnected(self.client_id)
 
@@ -143,6 +168,7 @@ class ClientConnection:
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
         }
+        self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
         return result
 
@@ -157,6 +183,7 @@ class ClientConnection:
         resumable = [uri for uri in wanted if uri in store]
         missing = [uri for uri in wanted if uri not in store]
         replayed = store.replay(int(params["lastSeenServerSeq"]), resumable)
+        self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
         if replayed is None:
             snapshots = [self._subscribe_now(uri) for uri in resumable]
@@ -164,6 +191,7 @@ class ClientConnection:
         for uri in resumable:
             store.subscribe(uri, self)
             self.subscriptions.add(uri)
+            self.host.watches.subscribed(uri)
         return {"type": "replay", "actions": replayed, "missing": missing}
 
     async def _ping(self, params: Any) -> None:
@@ -173,12 +201,14 @@ class ClientConnection:
 
     def _subscribe_now(self, channel: str) -> dict[str, Any]:
         self.subscriptions.add(channel)
-        return self.host.store.subscribe(channel, self)
+        snapshot = self.host.store.subscribe(channel, self)
+        self.host.watches.subscribed(channel)
+        return snapshot
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:
         params = self._params("subscribe", params)
         channel = params["channel"]
-        if channel not in self.host.store:
+        if channel not in self.host.store and not self.host.changesets.materialize(channel):
             if isinstance(channel, str) and channel.startswith("ahp-session:"):
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
@@ -189,6 +219,7 @@ class ClientConnection:
         if isinstance(channel, str):
             self.host.store.unsubscribe(channel, self)
             self.subscriptions.discard(channel)
+            self.host.watches.release_idle()  # the last subscriber releases a watch (§11)
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -209,9 +240,6 @@ class ClientConnection:
         reason = check_client_action(kind, store.state(channel) or {}, action, self.client_id or "")
         if reason is not None:
             store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self)
-            if self.host.tools is not None and isinstance(action, dict):
-                # A refusal can still carry meaning: an owner declining its running call (§8).
-                self.host.tools.action_rejected(channel, action, self.client_id or "")
             return
         store.dispatch(channel, action, origin)
 
@@ -262,6 +290,22 @@ class ClientConnection:
         params = self._params("resourceDelete", params)
         return self.host.resources.delete(params["uri"], bool(params.get("recursive")))
 
+    async def _resource_copy(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceCopy", params)
+        return self.host.resources.copy(params["source"], params["destination"], bool(params.get("failIfExists")))
+
+    async def _resource_move(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceMove", params)
+        return self.host.resources.move(params["source"], params["destination"], bool(params.get("failIfExists")))
+
+    async def _resource_request(self, params: Any) -> dict[str, Any]:
+        params = self._params("resourceRequest", params)
+        return self.host.resources.request(params)
+
+    async def _create_resource_watch(self, params: Any) -> dict[str, Any]:
+        params = self._params("createResourceWatch", params)
+        return await self.host.watches.create(params, owner=self, owner_open=lambda: not self.rpc.closed)
+
     async def _authenticate(self, params: Any) -> dict[str, Any]:
         params = self._params("authenticate", params)
         raise RpcError(
@@ -273,27 +317,29 @@ class ClientConnection:
         params = self._params("completions", params)
         return self.host.completions(params["channel"], params["text"], params["offset"])
 
-    def _not_yet(self, method: str):
-        async def handler(params: Any) -> Any:
-            raise RpcError(
-                ErrorCode.METHOD_NOT_FOUND,
-                f"{method} is part of AHP 0.2.0 but this host does not support it yet.",
-            )
+    # -- terminals -----------------------------------------------------------------------------
 
-        return handler
+    async def _create_terminal(self, params: Any) -> None:
+        params = self._params("createTerminal", params)
+        await self.host.terminals.create(params, self.client_id or "")
+        return None
 
+    async def _dispose_terminal(self, params: Any) -> None:
+        params = self._params("disposeTerminal", params)
+        self.host.terminals.dispose(params["channel"])
+        return None
 
-_LATER_METHODS = (
-    "resolveSessionConfig",
-    "sessionConfigCompletions",
-    "resourceCopy",
-    "resourceMove",
-    "resourceRequest",
-    "createResourceWatch",
-    "createTerminal",
-    "disposeTerminal",
-    "invokeChangesetOperation",
-)
+    async def _invoke_changeset_operation(self, params: Any) -> dict[str, Any]:
+        params = self._params("invokeChangesetOperation", params)
+        return self.host.changesets.invoke(params)
+
+    async def _resolve_session_config(self, params: Any) -> dict[str, Any]:
+        params = self._params("resolveSessionConfig", params)
+        return self.host.session_config.resolve(params)
+
+    async def _session_config_completions(self, params: Any) -> dict[str, Any]:
+        params = self._params("sessionConfigCompletions", params)
+        return self.host.session_config.completions(params)
 
 
 def _describe_params_error(method: str, error: Any) -> str:

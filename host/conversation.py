@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from ahp.tool_results import result_text
 from providers import (
     AssistantMessage,
     ImageContent,
@@ -50,7 +51,6 @@ __all__ = [
     "rebuild_turn",
     "history",
     "repair",
-    "tool_result_text",
     "steering_note",
     "partial_reply",
     "ATTACHMENT_TEXT_LIMIT",
@@ -213,32 +213,6 @@ def _as_file_block(label: str, text: str) -> str:
     return f"[Attached file {label}]\n```\n{text}\n```"
 
 
-def tool_result_text(result: Mapping[str, Any]) -> str:
-    """What the model reads of an AHP ``ToolCallResult``."""
-    pieces: list[str] = []
-    for block in result.get("content") or []:
-        if not isinstance(block, Mapping):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            pieces.append(str(block.get("text", "")))
-        elif kind == "embeddedResource":
-            pieces.append(f"[embedded resource {block.get('contentType', '')}]")
-        elif kind == "resource":
-            pieces.append(f"[resource {block.get('uri', '')}]")
-        elif kind == "terminal":
-            pieces.append(f"[terminal {block.get('title', '')}]")
-        elif kind == "fileEdit":
-            pieces.append("[file edit]")
-    if not pieces:
-        error = result.get("error")
-        if isinstance(error, Mapping) and error.get("message"):
-            pieces.append(str(error["message"]))
-        else:
-            pieces.append(str(result.get("pastTenseMessage") or ("Done." if result.get("success") else "Failed.")))
-    return "\n".join(pieces)
-
-
 def steering_note(message: Mapping[str, Any]) -> str:
     """The system notification shown where a steering message entered the turn."""
     return STEERING_PREFIX + str(message.get("text") or "")
@@ -298,7 +272,7 @@ def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
             parts.append(ToolCallPart(tool_call_id=call_id, tool_name=name, arguments=str(call.get("toolInput") or "{}")))
             # toolCallComplete spreads the ToolCallResult into the call state (ahp.state.tool_calls).
             if call.get("status") == "completed" and "success" in call:
-                results.append(ToolResult.of(call_id, name, tool_result_text(call), is_error=not call.get("success")))
+                results.append(ToolResult.of(call_id, name, result_text(call), is_error=not call.get("success")))
             else:
                 results.append(ToolResult.of(call_id, name, _CANCELLED_RESULT, is_error=True))
     flush()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ahp.protocol import builders
 from host.store import Store
 
 __all__ = ["InputRequests"]
@@ -33,7 +34,7 @@ class InputRequests:
         try:
             if session not in self._store:
                 return {"response": "cancel"}
-            self._store.dispatch(session, {"type": "session/inputRequested", "request": request})
+            self._store.dispatch(session, builders.session_input_requested(request=request))
             return await future
         finally:
             self._waiting.pop(key, None)

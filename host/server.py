@@ -3,8 +3,10 @@
 Why an ASGI app rather than the ``websockets`` server alone: the same port must later serve HTTP
 endpoints that stream (the AG-UI event stream) besides a health check, which the ``websockets``
 server's ``process_request`` hook cannot do. uvicorn's WebSocket protocol is itself built on the
-``websockets`` package (its Sans-I/O implementation), and ``benchmarks/fanout.py`` measures what
-the ASGI layer costs against a bare ``websockets`` server (figures in the README).
+``websockets`` package (its Sans-I/O implementation); ``host.ws_protocol`` extends it so the
+store's frames skip the per-message ASGI path and each connection's frames of one tick go out in one
+write after the journal commit. ``benchmarks/fanout.py`` measures the result against a raw
+``websockets`` server using ``broadcast()`` (figures in the README).
 
 Safety at the edge, before any JSON-RPC is read:
 
@@ -18,6 +20,7 @@ Safety at the edge, before any JSON-RPC is read:
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import logging
 import socket
@@ -30,8 +33,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from host.agui import AGUI_PATH, agui_endpoint
+from host.agui import AGUI_PATH
 from host.connection import ClientConnection
+from host.ws_protocol import FRAMES_EXTENSION
 from ahp.protocol import PROTOCOL_VERSION
 from host.service import AgentHost
 
@@ -110,7 +114,16 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
         presented = _presented_token(request.headers, request.query_params)
         return None if presented is None else _token_ok(token, presented)
 
-    agui = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+    agui_handler: Any = None
+
+    async def agui(request: Request) -> Any:
+        # Built on the first request: importing AG-UI is not worth its start-up time until then.
+        nonlocal agui_handler
+        if agui_handler is None:
+            from host.agui import agui_endpoint
+
+            agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+        return await agui_handler(request)
 
     return Starlette(
         routes=[
@@ -126,19 +139,27 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
 async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
     reader_done = asyncio.Event()
     connection = ClientConnection(host, on_overflow=reader_done.set)
+    frames = websocket.scope.get("extensions", {}).get(FRAMES_EXTENSION)
+    writer: asyncio.Task[None] | None = None
+    if frames is not None:
+        # uvicorn with host.ws_protocol: frames go straight into the protocol's buffer, written once
+        # per tick after the journal commit.
+        frames.before_write = host.store.flush  # nothing leaves the process before it is durable
+        frames.when_durable = host.store.when_durable
+        connection.direct = frames.queue_text
+    else:
+        async def write() -> None:
+            while True:
+                frame = await connection.outbox.get()
+                if frame is None:
+                    return
+                host.store.flush()  # nothing leaves the process before it is durable
+                await websocket.send_text(frame)
+                if connection.close_requested and connection.outbox.empty():
+                    reader_done.set()
+                    return
 
-    async def write() -> None:
-        while True:
-            frame = await connection.outbox.get()
-            if frame is None:
-                return
-            host.store.flush()  # nothing leaves the process before it is durable
-            await websocket.send_text(frame)
-            if connection.close_requested and connection.outbox.empty():
-                reader_done.set()
-                return
-
-    writer = asyncio.create_task(write())
+        writer = asyncio.create_task(write())
     try:
         while not reader_done.is_set():
             receive = asyncio.create_task(websocket.receive())
@@ -158,14 +179,16 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
             if text is not None:
                 await connection.receive(text)
                 if connection.close_requested:
-                    connection.outbox.put_nowait(None)
-                    await writer
-                    break
+                    if writer is not None:
+                        connection.outbox.put_nowait(None)
+                        await writer
+                    break  # (direct: the close below writes the pending frames first)
     except WebSocketDisconnect:
         pass
     finally:
         connection.closed()
-        writer.cancel()
+        if writer is not None:
+            writer.cancel()
         try:
             await websocket.close()
         except Exception:
@@ -215,11 +238,13 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
     """Bind, start serving in a task, and return once the host accepts connections."""
     import uvicorn
 
+    from host.ws_protocol import TickBatchingWebSocketProtocol
+
     config = host.config.server
     sock = _bind(config.host, config.port)
     uv_config = uvicorn.Config(
         build_app(host, token=token),
-        ws="websockets-sansio",
+        ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
         ws_max_size=config.max_frame_bytes,
         ws_per_message_deflate=False,
         log_level="warning",
@@ -233,8 +258,21 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
         if task.done():
             task.result()
             raise RuntimeError("the host stopped while starting")
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.001)
     return RunningHost(server, task, sock, host, token)
+
+
+GC_THRESHOLDS = (50_000, 20, 100)
+"""Young collections every 50,000 allocations instead of 700: a streamed token allocates a handful
+of short-lived dicts, and each collection walks every young container."""
+
+
+def _settle_memory() -> None:
+    """After start-up (imports, recovered state): move every object alive now out of the collector's
+    sight (``gc.freeze``), so full collections no longer walk the recovered sessions, and collect
+    the young generation less often."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def serve(host: AgentHost, *, token: str | None, announce: Any = print) -> None:
@@ -242,6 +280,7 @@ async def serve(host: AgentHost, *, token: str | None, announce: Any = print) ->
     import signal
 
     running = await start_host(host, token=token)
+    _settle_memory()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:

@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
+from ahp.protocol import builders
 from host.agents.environment import TurnEnvironment
 from host.agents.preamble import EnvironmentPreamble
 from host.agents import Agent, build_agents
+from host.changesets import ChangesetService
+from host.client_resources import ClientResources
 from host.config import HostConfig
 from host.content import CONTENT_SCHEME, ContentStore
 from host.customizations import CustomizationContributor, CustomizationService
@@ -33,9 +36,12 @@ from host.journal import Journal
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
-from host.tools_runtime import AutoApproveValueError, ResourceService, ToolsRuntime, with_auto_approve
+from host.terminals import TerminalContributor, TerminalService
+from host.tools_runtime import ResourceService, ToolsRuntime
 from host.transcripts import TranscriptStore
 from host.turns import TurnRunner
+from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
+from host.watches import ResourceWatches
 from host.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
@@ -87,15 +93,22 @@ class AgentHost:
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).
         # Questions to a session's user (ask_user, MCP elicitation): inputRequested → inputCompleted.
         self.inputs = InputRequests(self.store)
-        self.store.observers.append(self.inputs.observe)
-        self.customizations = CustomizationService(config, self.store, inputs=self.inputs)
-        self.environment.contributors.append(CustomizationContributor(self.customizations))
+        self.store.change_observers.append(self.inputs.observe)
+        # Host→client resource* requests (a client's virtual:// plugins are read through them).
+        self.client_resources = ClientResources()
+        self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources)
+        self.environment.contributors.append(CustomizationContributor(
+            runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
+            ask=self.inputs.ask,
+        ))
         self.preamble: EnvironmentPreamble | None = None
         if config.sessions.preamble:
             self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
             self.environment.contributors.append(self.preamble)
-        self.store.observers.append(self._publish_summary_changes)
+        self.store.change_observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
+        self._turn_index: dict[str, tuple[list[dict[str, Any]], dict[Any, int]]] = {}
+        """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
         self.tools: ToolsRuntime | None = None
@@ -103,35 +116,56 @@ class AgentHost:
             self.tools = ToolsRuntime(
                 self.store, config.tools, self.content, self.inputs,
                 settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
+                private_directory=None if in_memory else config.data_path(),
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
                 self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
         self.resources = ResourceService(self._allowed_roots)
+        # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
+        self.terminals = TerminalService(
+            self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
+        )
+        if self.tools is not None:
+            self.environment.contributors.append(TerminalContributor(self.terminals))
+        # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
+        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
+        self.watches = ResourceWatches(self.store, self.resources)
+        self.session_config = SessionConfigResolver(
+            self.agents, self.default_provider,
+            lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
+            self.default_directory,
+            lambda: [state["summary"].get("workingDirectory") for _, state in self.store.channels("session")],
+            config.tools.auto_approve if self.tools is not None else None,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         self.store.recover()
+        self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
         if root.get("agents") != agents:
-            self.store.dispatch(ROOT, {"type": "root/agentsChanged", "agents": agents})
+            self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))
         self._publish_active_count()
         for uri, state in list(self.store.channels("session")):
             turn = state.get("activeTurn")
             if turn is not None:
-                self.store.dispatch(uri, {"type": "session/error", "turnId": turn["id"], "error": INTERRUPTED_ERROR})
+                self.store.dispatch(uri, builders.session_error(turn_id=turn["id"], error=INTERRUPTED_ERROR))
             if state.get("activeClient") is not None:
-                self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": None})
+                self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
             self.customizations.open_session(uri)
+        self.terminals.start()
 
     async def stop(self) -> None:
         await self.runner.close()
+        await self.terminals.stop()
+        await self.watches.close()
         await self.customizations.stop()
         for agent in self.agents.values():
             close = getattr(agent, "aclose", None)
@@ -175,7 +209,12 @@ class AgentHost:
             turns = copied
             model = model or source["summary"].get("model")
             self.transcripts.copy(fork["session"], uri, [turn["id"] for turn in copied])
-        working_directory = params.get("workingDirectory")
+        # The config from resolveSessionConfig: checked again (it may be stale or hand-written).
+        requested_config = params.get("config") or {}
+        resolved_config = self.session_config.resolve({"provider": provider, "config": requested_config})
+        if model is None and fork is None and MODEL in requested_config:
+            model = self.session_config.model_selection(resolved_config["values"], resolved_config["schema"]["properties"])
+        working_directory = params.get("workingDirectory") or requested_config.get(WORKING_DIRECTORY)
         if working_directory is None and fork is not None:
             working_directory = source["summary"].get("workingDirectory")
         if working_directory is not None:
@@ -198,16 +237,16 @@ class AgentHost:
             working_directory=working_directory or self.default_directory.as_uri(),
             turns=turns,
         )
-        if self.tools is not None:
-            try:
-                state["config"] = with_auto_approve(state.get("config"), params.get("config"), self.config.tools.auto_approve)
-            except AutoApproveValueError as error:
-                raise RpcError(ErrorCode.INVALID_PARAMS, str(error)) from None
+        resolved_config["values"][WORKING_DIRECTORY] = state["summary"]["workingDirectory"]
+        selected = state["summary"].get("model")
+        if isinstance(selected, dict) and MODEL in resolved_config["values"]:
+            resolved_config["values"][MODEL] = selected["id"]  # params.model or a fork's model wins
+        state["config"] = resolved_config
         self.store.create(uri, "session", state)
         self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": state["summary"]})
         self._publish_active_count()
         if active_client is not None:
-            self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": active_client})
+            self.store.dispatch(uri, builders.session_active_client_changed(active_client=active_client))
         self.customizations.open_session(uri)
         self.runner.prepare(uri)
 
@@ -236,9 +275,12 @@ class AgentHost:
             self.preamble.forget(uri)
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
+        self.terminals.session_disposed(uri)
+        self.changesets.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
         self.store.remove(uri)
+        self._turn_index.pop(uri, None)
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
@@ -254,13 +296,26 @@ class AgentHost:
         turns = self.store.state(uri).get("turns") or []
         end = len(turns)
         if before is not None:
-            index = next((i for i, turn in enumerate(turns) if turn.get("id") == before), None)
+            index = self._turn_positions(uri, turns).get(before)
             if index is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Session {uri} has no turn {before}.")
             end = index
         count = _FETCH_LIMIT_MAX if limit is None else max(0, min(int(limit), _FETCH_LIMIT_MAX))
         start = max(0, end - count)
         return {"turns": turns[start:end], "hasMore": start > 0}
+
+    def _turn_positions(self, uri: str, turns: list[dict[str, Any]]) -> dict[Any, int]:
+        """Turn id → index in ``turns``, built once per version of the list (states are never
+        mutated, so the same list object means the same turns): paging a long session with
+        ``before`` costs O(1) per page instead of a scan."""
+        cached = self._turn_index.get(uri)
+        if cached is None or cached[0] is not turns:
+            positions: dict[Any, int] = {}
+            for index, turn in enumerate(turns):
+                positions.setdefault(turn.get("id"), index)  # the first turn with an id, as a scan finds it
+            cached = (turns, positions)
+            self._turn_index[uri] = cached
+        return cached[1]
 
     def completions(self, uri: Any, text: str, offset: Any) -> dict[str, Any]:
         """``completions`` for a user message: ``/`` skills, commands, prompts; ``@`` files."""
@@ -330,14 +385,14 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             active = state.get("activeClient")
             if isinstance(active, dict) and active.get("clientId") == client_id:
-                self.store.dispatch(uri, {"type": "session/activeClientChanged", "activeClient": None})
+                self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
 
     # -- root bookkeeping ----------------------------------------------------------------------
 
     def _publish_active_count(self) -> None:
         count = sum(1 for _ in self.store.channels("session"))
         if (self.store.state(ROOT) or {}).get("activeSessions") != count:
-            self.store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": count})
+            self.store.dispatch(ROOT, builders.root_active_sessions_changed(active_sessions=count))
 
     def _publish_summary_changes(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         if self.store.kind(channel) != "session":

@@ -9,9 +9,13 @@ logic: which actions are allowed, and what happens because of them, is decided e
 Invariants:
 
 * ``seq`` only grows, across restarts too (it is recovered from the journal).
-* An envelope is journaled before anyone sees it, and serialised exactly once; every subscriber
-  gets the same text. Journal writes are committed in groups: ``flush`` runs at the end of the
-  event-loop tick, and transports call it before sending any frame (see ``host.journal``).
+* An envelope is journaled before anyone sees it, and serialised exactly once (``action_frame``);
+  every subscriber gets the same text. Journal writes are committed in groups: ``flush`` runs
+  ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
+  transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
+  so a frame never leaves before its action is durable.
+* Text appends (``session/delta``, ``session/reasoning``) reach only ``observers``; everything
+  else reaches ``observers`` and ``change_observers`` (those that never act on a streamed token).
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
   subscriber sees every envelope with ``serverSeq > fromSeq`` and none at or below it.
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
@@ -25,15 +29,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from host.journal import Journal
-from host.rpc import encode
+from host.journal import PART_CHARS, Journal, expand
+from host.wire import action_frame, encode_fast
 from ahp.state import reduce
 
-__all__ = ["Store", "Subscriber", "Observer", "ROOT"]
+__all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "ROOT", "TEXT_APPENDS", "action_frame", "encode_fast"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +46,22 @@ ROOT = "ahp-root://"
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any]], None]
 """``observer(channel, before, after, envelope)``, called after every accepted action."""
+
+RejectionObserver = Callable[[str, dict[str, Any], str], None]
+"""``observer(channel, action, client_id)``, called after a client's action was refused: a refusal
+can still mean something (an owner declining its running tool call too late)."""
+
+TEXT_APPENDS = frozenset({"session/delta", "session/reasoning"})
+"""Streamed-token actions: journaled as runs, not shown to ``change_observers``."""
+
+FLUSH_DELAY = 0.002
+"""Seconds an appended journal entry may wait for its commit when no frame forces one sooner."""
+
+FLUSH_ROWS = 1_000
+"""Pending journal rows past which the store commits at once."""
+
+MIN_COMMIT_INTERVAL = 0.001
+"""Seconds between two commits made for frames waiting to leave (``when_durable``)."""
 
 
 class Subscriber(Protocol):
@@ -56,6 +77,49 @@ class _Channel:
     subscribers: set[Subscriber] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a snapshot writes for one channel (``Store._plan``)."""
+
+    kind: str
+    state: dict[str, Any]
+    turns: list[Any] | None
+    """The state's turns, when it has a turn list (written turn by turn)."""
+    kept: int
+    """How many leading turns are unchanged since the previous snapshot."""
+    kept_ids: list[list[int]]
+    """The part ids of those turns."""
+
+
+_Pieces = tuple[str, _Plan, list[str], list[list[str]], list[str]]
+"""``(kind, plan, head texts, texts of each new turn, tail texts)``: joined in order, the state's JSON."""
+
+
+def _encode_plans(plans: dict[str, _Plan]) -> dict[str, _Pieces]:
+    """Serialise what each plan needs, cut in parts of at most ``PART_CHARS`` characters. Run in a
+    worker thread, many short encoder calls (one per turn) let the event loop take the GIL back."""
+    out: dict[str, _Pieces] = {}
+    for uri, plan in plans.items():
+        if plan.turns is None:
+            out[uri] = (plan.kind, plan, _cut(encode_fast(plan.state)), [], [])
+            continue
+        head = encode_fast({key: value for key, value in plan.state.items() if key != "turns"})
+        opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
+        new_turns = [_cut(("," if index else "") + encode_fast(plan.turns[index])) for index in range(plan.kept, len(plan.turns))]
+        out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
+    return out
+
+
+def _cut(text: str) -> list[str]:
+    return [text[start:start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("writing a snapshot failed; the journal keeps every entry until one succeeds",
+                     exc_info=task.exception())
+
+
 class Store:
     def __init__(
         self,
@@ -69,11 +133,26 @@ class Store:
         self.seq = 0
         self._clock = clock
         self._journal = journal
-        self._flush_scheduled = False
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._last_commit = 0.0
+        self._on_commit: list[Callable[[], None]] = []
         self._snapshot_every = snapshot_every
         self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
+        self._changed: set[str] = {ROOT}
+        """Channels whose state changed since the last snapshot (only these are written again)."""
+        self._removed: set[str] = set()
+        """Channels removed since the last snapshot."""
+        self._snapshot_task: asyncio.Task[None] | None = None
+        self._written: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        """Per channel with turns: the turn objects the last snapshot wrote and their part ids."""
         self.observers: list[Observer] = []
+        self.rejection_observers: list[RejectionObserver] = []
+        """Called after a client's action was refused (state and seq unchanged)."""
+
+        """Called after every accepted action."""
+        self.change_observers: list[Observer] = []
+        """Called after every accepted action except text appends (``TEXT_APPENDS``)."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -103,6 +182,8 @@ class Store:
             self._journal.append_created(channel, state, kind)
             self._schedule_flush()
         self._channels[channel] = _Channel(kind, state)
+        self._changed.add(channel)
+        self._removed.discard(channel)
         self._maybe_snapshot()
 
     def remove(self, channel: str) -> None:
@@ -113,6 +194,8 @@ class Store:
             self._journal.append_removed(channel)
             self._schedule_flush()
         del self._channels[channel]
+        self._changed.discard(channel)
+        self._removed.add(channel)
 
     def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None) -> dict[str, Any]:
         """Apply an accepted action, journal it and send it to every subscriber of ``channel``."""
@@ -124,16 +207,23 @@ class Store:
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": self.seq}
         if origin is not None:
             envelope["origin"] = origin
-        envelope_json = encode(envelope)
+        envelope_json, frame = action_frame(envelope)
+        text_append = action.get("type") in TEXT_APPENDS
         if self._journal is not None:
-            self._journal.append_action(channel, self.seq, now, envelope_json)
+            if text_append and origin is None and isinstance(action.get("content"), str):
+                key = (action["type"], action.get("turnId"), action.get("partId"))
+                self._journal.append_action(channel, self.seq, now, envelope_json, key, action)
+            else:
+                self._journal.append_action(channel, self.seq, now, envelope_json)
             self._schedule_flush()
-        entry.state = after
+        if after is not before:
+            entry.state = after
+            self._changed.add(channel)
         self._replay.append((self.seq, channel, envelope))
-        frame = '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
-        for observer in tuple(self.observers):
+        observers = tuple(self.observers) if text_append else (*self.observers, *self.change_observers)
+        for observer in observers:
             try:
                 observer(channel, before, after, envelope)
             except Exception:
@@ -152,14 +242,20 @@ class Store:
             "origin": origin,
             "rejectionReason": reason,
         }
-        to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        to.send(encode_fast({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        if isinstance(action, dict):
+            for observer in tuple(self.rejection_observers):
+                try:
+                    observer(channel, action, str(origin.get("clientId") or ""))
+                except Exception:
+                    logger.exception("store rejection observer failed on %s", action.get("type"))
 
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send a protocol notification (never journaled or replayed) to a channel's subscribers."""
         entry = self._channels.get(channel)
         if entry is None or not entry.subscribers:
             return
-        frame = encode({"jsonrpc": "2.0", "method": method, "params": params})
+        frame = encode_fast({"jsonrpc": "2.0", "method": method, "params": params})
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
 
@@ -178,6 +274,10 @@ class Store:
     def unsubscribe_all(self, subscriber: Subscriber) -> None:
         for entry in self._channels.values():
             entry.subscribers.discard(subscriber)
+
+    def has_subscribers(self, channel: str) -> bool:
+        entry = self._channels.get(channel)
+        return entry is not None and bool(entry.subscribers)
 
     def is_subscribed(self, channel: str, subscriber: Subscriber) -> bool:
         entry = self._channels.get(channel)
@@ -206,54 +306,182 @@ class Store:
             self.seq = snapshot.seq
             for uri, saved in snapshot.channels.items():
                 self._channels[uri] = _Channel(saved["kind"], saved["state"])
+        self._changed = set() if snapshot is not None else set(self._channels)
         for item in self._journal.entries_after(upto):
             if item.kind == "created":
                 body = json.loads(item.body or "{}")
                 self._channels[item.channel] = _Channel(body["kind"], body["state"])
+                self._changed.add(item.channel)
+                self._removed.discard(item.channel)
             elif item.kind == "removed":
                 self._channels.pop(item.channel, None)
+                self._changed.discard(item.channel)
+                self._removed.add(item.channel)
             elif item.kind == "action":
                 envelope = json.loads(item.body or "{}")
                 entry = self._channels.get(item.channel)
-                if entry is not None:
+                if entry is not None:  # a coalesced run is reduced once, as one joined append
                     entry.state = reduce(entry.kind, entry.state, envelope["action"], item.now or 0)
+                    self._changed.add(item.channel)
                 self.seq = max(self.seq, item.seq or 0)
+        recent: list[tuple[int, str, dict[str, Any]]] = []
         for item in self._journal.recent_actions(self._replay.maxlen or 0):
-            self._replay.append((item.seq or 0, item.channel, json.loads(item.body or "{}")))
+            for envelope in expand(json.loads(item.body or "{}")):
+                recent.append((envelope["serverSeq"], item.channel, envelope))
+        recent.sort(key=lambda entry: entry[0])  # runs of different channels interleave in seq
+        self._replay.extend(recent)
         self._trim_replay_to_contiguous()
 
     def snapshot_now(self) -> None:
+        """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""
         if self._journal is None:
             return
-        channels = {uri: {"kind": entry.kind, "state": entry.state} for uri, entry in self._channels.items()}
-        self._journal.write_snapshot(self.seq, channels, keep_actions=self._replay.maxlen or 0)
+        upto, seq, plans, removed = self._begin_snapshot()
+        for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
+            pass
+        self._journal.checkpoint()
+
+    async def _snapshot_in_background(self) -> None:
+        """A snapshot that never holds the event loop long: states are serialised in a worker
+        thread (they are immutable, so it reads them safely while the loop goes on), and the
+        journal writes them in small steps with the loop running in between."""
+        journal = self._journal
+        if journal is None:
+            return
+        upto, seq, plans, removed = self._begin_snapshot()
+        try:
+            pieces = await asyncio.to_thread(_encode_plans, plans)
+            for _ in self._write_snapshot(journal, upto, seq, pieces, removed):
+                await asyncio.sleep(0)
+                if self._journal is not journal:
+                    return  # closed meanwhile: close() wrote a full snapshot
+            await asyncio.to_thread(journal.checkpoint)
+        except BaseException:
+            self._changed.update(plans)  # not written: the next snapshot takes them
+            self._removed.update(removed)
+            raise
+
+    def _begin_snapshot(self) -> tuple[int, int, dict[str, _Plan], set[str]]:
+        assert self._journal is not None
+        if self._journal.needs_full_snapshot:
+            self._changed.update(self._channels)
+            self._written.clear()
+        upto = self._journal.begin_snapshot()
+        plans = {uri: self._plan(uri) for uri in self._changed if uri in self._channels}
+        removed = self._removed
+        self._changed, self._removed = set(), set()
+        return upto, self.seq, plans, removed
+
+    def _plan(self, uri: str) -> _Plan:
+        """What to serialise of a channel: for a state with turns, only the turns that are not the
+        very objects the previous snapshot wrote at the same positions (states are immutable)."""
+        entry = self._channels[uri]
+        turns = entry.state.get("turns")
+        if not isinstance(turns, list):
+            return _Plan(entry.kind, entry.state, None, 0, [])
+        written_turns, written_ids = self._written.get(uri, ([], []))
+        kept = 0
+        while kept < min(len(turns), len(written_turns)) and turns[kept] is written_turns[kept]:
+            kept += 1
+        return _Plan(entry.kind, entry.state, turns, kept, written_ids[:kept])
+
+    def _write_snapshot(self, journal: Journal, upto: int, seq: int, pieces: dict[str, _Pieces],
+                        removed: set[str]) -> Iterator[None]:
+        """The steps of writing a snapshot; the caller may let the event loop run between them."""
+        manifests: dict[str, tuple[str, list[int]]] = {}
+        written: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        for uri, (kind, plan, head, new_turns, tail) in pieces.items():
+            ids: list[int] = []
+            for text in head:
+                ids.append(journal.write_part(uri, text))
+                yield
+            turn_ids = list(plan.kept_ids)
+            for turn_texts in new_turns:
+                turn_ids.append([journal.write_part(uri, text) for text in turn_texts])
+                yield
+            for group in turn_ids:
+                ids.extend(group)
+            for text in tail:
+                ids.append(journal.write_part(uri, text))
+            manifests[uri] = (kind, ids)
+            if plan.turns is not None:
+                written[uri] = (list(plan.turns), turn_ids)
+        journal.write_snapshot(upto, seq, manifests, removed)
+        for uri in removed:
+            self._written.pop(uri, None)
+        self._written.update(written)
+        yield from journal.prune(upto, self._replay.maxlen or 0)
 
     def close(self) -> None:
         if self._journal is not None:
+            if self._snapshot_task is not None and not self._snapshot_task.done():
+                self._snapshot_task.cancel()
+                self._changed.update(self._channels)  # what it was writing is written here instead
             self.snapshot_now()
             self._journal.close()
             self._journal = None
 
     def flush(self) -> None:
-        """Make every journaled entry durable (cheap when there is nothing to commit)."""
-        self._flush_scheduled = False
+        """Make every journaled entry durable (cheap when there is nothing to commit), then run the
+        callbacks ``when_durable`` deferred."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         if self._journal is not None and self._journal.dirty:
             self._journal.flush()
+            self._last_commit = time.monotonic()
+        if self._on_commit:
+            callbacks, self._on_commit = self._on_commit, []
+            for callback in callbacks:
+                callback()
+
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once everything journaled so far is committed: at once if nothing is
+        pending; else at the next commit, which is now if the last one is ``MIN_COMMIT_INTERVAL``
+        old, or when it is (group commit: under load one commit serves the frames of several ticks,
+        at the cost of at most that interval of latency)."""
+        if self._journal is None or not self._journal.dirty:
+            callback()
+            return
+        self._on_commit.append(callback)
+        wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
+        if wait <= 0:
+            self.flush()
+        else:
+            self._arm_flush(wait)
 
     def _schedule_flush(self) -> None:
-        if self._flush_scheduled:
+        if self._flush_timer is not None:
+            if self._journal is not None and self._journal.pending >= FLUSH_ROWS:
+                self.flush()
             return
+        self._arm_flush(FLUSH_DELAY)
+
+    def _arm_flush(self, delay: float) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()  # no event loop (tools, tests): commit at once
             return
-        self._flush_scheduled = True
-        loop.call_soon(self.flush)
+        due = loop.time() + delay
+        if self._flush_timer is not None:
+            if self._flush_timer.when() <= due:
+                return
+            self._flush_timer.cancel()
+        self._flush_timer = loop.call_at(due, self.flush)
 
     def _maybe_snapshot(self) -> None:
-        if self._journal is not None and self._journal.entries_since_snapshot >= self._snapshot_every:
-            self.snapshot_now()
+        if self._journal is None or self._journal.entries_since_snapshot < self._snapshot_every:
+            return
+        if self._snapshot_task is not None and not self._snapshot_task.done():
+            return  # one at a time; this one's changes go in the next
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.snapshot_now()  # no event loop (tools, tests)
+            return
+        self._snapshot_task = loop.create_task(self._snapshot_in_background())
+        self._snapshot_task.add_done_callback(_log_failure)
 
     def _trim_replay_to_contiguous(self) -> None:
         # Keep only the newest run of consecutive seqs ending at self.seq.

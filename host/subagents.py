@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from host.errors import RpcError
@@ -130,7 +131,7 @@ class SubagentContributor(Contributor):
             raise ToolFailure(f"The sub-agent session could not be created: {error.message}", code="subagent_failed") from None
         self.children[child] = parent
         title = f"Sub-agent: {description}"
-        self.store.dispatch(child, {"type": "session/titleChanged", "title": title})
+        self.store.dispatch(child, builders.session_title_changed(title=title))
         block: dict[str, Any] = {"type": "subagent", "resource": child, "title": title, "description": description}
         if spec is not None:
             block["agentName"] = spec.name
@@ -140,13 +141,13 @@ class SubagentContributor(Contributor):
             reason = (state.get("creationError") or {}).get("message") or "it did not become ready"
             return failure_result(f"Sub-agent could not start: {description}", f"The sub-agent session failed: {reason}", "subagent_failed")
         turn_id = str(uuid.uuid4())
-        self.store.dispatch(child, {"type": "session/turnStarted", "turnId": turn_id, "userMessage": {"text": str(args["prompt"])}})
+        self.store.dispatch(child, builders.session_turn_started(turn_id=turn_id, user_message={"text": str(args["prompt"])}))
         try:
             state = await _until(self.store, child, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), None)
         except asyncio.CancelledError:
             live = self.store.state(child) or {}
             if (live.get("activeTurn") or {}).get("id") == turn_id:
-                self.store.dispatch(child, {"type": "session/turnCancelled", "turnId": turn_id})
+                self.store.dispatch(child, builders.session_turn_cancelled(turn_id=turn_id))
             raise
         turn = next(t for t in state["turns"] if t.get("id") == turn_id)
         answer = "\n\n".join(p.get("content", "") for p in turn.get("responseParts") or () if p.get("kind") == "markdown").strip()

@@ -25,6 +25,7 @@ import logging
 import uuid
 from typing import Any, Callable
 
+from ahp.protocol import builders
 from host.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed
 from host.store import Store
 
@@ -42,7 +43,7 @@ class TurnRunner:
         self._agent_for = agent_for
         self._tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._background: set[asyncio.Task[Any]] = set()
-        store.observers.append(self._observe)
+        store.change_observers.append(self._observe)
 
     # -- session lifecycle ---------------------------------------------------------------------
 
@@ -63,24 +64,18 @@ class TurnRunner:
             await agent.prepare_session(session, state)
         except SessionCreationFailed as failure:
             if session in self._store:
-                self._store.dispatch(session, {"type": "session/creationFailed", "error": failure.error})
+                self._store.dispatch(session, builders.session_creation_failed(error=failure.error))
             return
         except Exception:
             logger.exception("preparing %s failed", session)
             if session in self._store:
-                self._store.dispatch(
-                    session,
-                    {
-                        "type": "session/creationFailed",
-                        "error": {
-                            "errorType": "internalError",
-                            "message": "The host failed to start this session; the error is in the host's log.",
-                        },
-                    },
-                )
+                self._store.dispatch(session, builders.session_creation_failed(error={
+                    "errorType": "internalError",
+                    "message": "The host failed to start this session; the error is in the host's log.",
+                }))
             return
         if session in self._store:
-            self._store.dispatch(session, {"type": "session/ready"})
+            self._store.dispatch(session, builders.session_ready())
             self._schedule_next_queued(session)
 
     def forget(self, session: str) -> None:
@@ -143,21 +138,15 @@ class TurnRunner:
         except (TurnEnded, asyncio.CancelledError):
             return
         except TurnFailed as failure:
-            self._end(ctx, {"type": "session/error", "error": failure.error})
+            self._end(ctx, builders.session_error(turn_id=ctx.turn_id, error=failure.error))
         except Exception:
             logger.exception("turn %s of %s failed", ctx.turn_id, ctx.session)
-            self._end(
-                ctx,
-                {
-                    "type": "session/error",
-                    "error": {
-                        "errorType": "internalError",
-                        "message": "The host failed while running this turn; the error is in the host's log.",
-                    },
-                },
-            )
+            self._end(ctx, builders.session_error(turn_id=ctx.turn_id, error={
+                "errorType": "internalError",
+                "message": "The host failed while running this turn; the error is in the host's log.",
+            }))
         else:
-            self._end(ctx, {"type": "session/turnComplete"})
+            self._end(ctx, builders.session_turn_complete(turn_id=ctx.turn_id))
         finally:
             current = self._tasks.get(ctx.session)
             if current is not None and current[0] == ctx.turn_id:
@@ -182,25 +171,18 @@ class TurnRunner:
             # Sent too late for the turn it was meant to steer (its last model call was made), or
             # while no turn ran: it becomes the next turn, ahead of queued messages, never held back.
             turn_id = str(uuid.uuid4())
-            self._store.dispatch(session, {"type": "session/pendingMessageRemoved", "kind": "steering", "id": steering["id"]})
-            self._store.dispatch(session, {"type": "session/turnStarted", "turnId": turn_id, "userMessage": steering["userMessage"]})
-            self._store.dispatch(session, {"type": "session/responsePart", "turnId": turn_id, "part": {
-                "kind": "systemNotification", "content": LATE_STEERING_NOTE}})
+            self._store.dispatch(session, builders.session_pending_message_removed(kind="steering", id=steering["id"]))
+            self._store.dispatch(session, builders.session_turn_started(turn_id=turn_id, user_message=steering["userMessage"]))
+            self._store.dispatch(session, builders.session_response_part(
+                turn_id=turn_id, part={"kind": "systemNotification", "content": LATE_STEERING_NOTE}))
             return
         queue = state.get("queuedMessages") or []
         if not queue:
             return
         message = queue[0]
-        self._store.dispatch(session, {"type": "session/pendingMessageRemoved", "kind": "queued", "id": message["id"]})
-        self._store.dispatch(
-            session,
-            {
-                "type": "session/turnStarted",
-                "turnId": str(uuid.uuid4()),
-                "userMessage": message["userMessage"],
-                "queuedMessageId": message["id"],
-            },
-        )
+        self._store.dispatch(session, builders.session_pending_message_removed(kind="queued", id=message["id"]))
+        self._store.dispatch(session, builders.session_turn_started(
+            turn_id=str(uuid.uuid4()), user_message=message["userMessage"], queued_message_id=message["id"]))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -333,7 +333,29 @@ def _title_changed(state: dict[str, Any], action: dict[str, Any], client_id: str
     return None
 
 
+# -- terminal rules --------------------------------------------------------------------------------
+
+
+def _terminal_input(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    if state.get("exitCode") is not None:
+        return "This terminal's process has exited, so it takes no input; create a new terminal with createTerminal."
+    claim = state.get("claim") or {}
+    if claim.get("kind") == "session" and claim.get("toolCallId"):
+        return ("This terminal shows a command the agent runs, and agent commands are non-interactive (their input "
+                "is closed); create your own terminal with createTerminal to type commands.")
+    return None
+
+
+def _terminal_claimed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    claim = state.get("claim") or {}
+    if claim.get("kind") == "client" and claim.get("clientId") != client_id:
+        return f"This terminal is held by client {claim.get('clientId')}; only the holder can hand it on."
+    return None
+
+
 _RULES: dict[str, Rule] = {
+    "terminal/input": _terminal_input,
+    "terminal/claimed": _terminal_claimed,
     "session/turnStarted": _turn_started,
     "session/turnCancelled": _turn_cancelled,
     "session/toolCallConfirmed": _tool_call_confirmed,

@@ -8,9 +8,8 @@ Contract:
   or a flat action (Cursor/Copilot CLI). Only ``command`` actions run; ``prompt``/``agent``/
   ``http`` actions are skipped with an info note. Unknown events are ignored (info).
   An invalid matcher regex skips its rule (problem).
-- MCP: ``{"mcpServers": {name: server}}`` or the flat ``{name: server}``. Transport is
-  ``stdio`` (a ``command``, or type stdio/local), ``http`` (a ``url``, or type
-  http/streamable-http) or ``sse``; anything else is skipped (problem).
+- MCP: documents are read by ``plugins.mcp_servers`` (the one MCP declaration parser), with
+  the plugin root as the base and default ``cwd`` of stdio servers.
 - Strings are expanded per :mod:`plugins.expand`; relative ``cwd`` values resolve against
   the plugin root, which is also the default ``cwd`` of stdio servers.
 """
@@ -27,21 +26,12 @@ from plugins._collect import Report
 from plugins._jsonspan import Span
 from plugins.diagnostics import Severity
 from plugins.expand import expand_config, expand_hook_command
+from plugins.mcp_servers import parse_server, server_entries
 from plugins.model import DEFAULT_HOOK_TIMEOUT, Hook, HookEvent, McpServer
 
 __all__: list[str] = []
 
 JsonPath = tuple["str | int", ...]
-
-_TRANSPORTS = {
-    "stdio": "stdio",
-    "local": "stdio",
-    "http": "http",
-    "streamable-http": "http",
-    "streamablehttp": "http",
-    "sse": "sse",
-}
-
 
 def parse_hook_events(
     events: Any,
@@ -197,22 +187,15 @@ def parse_mcp_document(
     report: Report,
 ) -> list[McpServer]:
     """Servers of one MCP config, wrapped or flat; ``span_prefix`` locates ``data`` in its file."""
-    if not isinstance(data, dict):
-        report(Severity.PROBLEM, (), "MCP config must be a JSON object; skipped")
-        return []
-    if isinstance(data.get("mcpServers"), dict):
-        for key in data:
-            if key != "mcpServers":
-                report(Severity.WARNING, (key,), "unknown MCP config key (ignored)")
-        servers, prefix = data["mcpServers"], span_prefix + ("mcpServers",)
-    else:
-        servers, prefix = data, span_prefix
     result = []
-    for name, entry in servers.items():
-        at = tuple(str(p) for p in prefix) + (name,)
-        server = _parse_server(name, entry, at, source, plugin_root, plugin_vars, environ, report)
+    where = tuple(str(part) for part in span_prefix)
+    for name, entry, at in server_entries(data, report, where):
+        server = parse_server(
+            name, entry, report=report, at=at, path=source, plugin_root=plugin_root, variables=plugin_vars,
+            environ=environ, base_dir=plugin_root, default_cwd=plugin_root, exported=plugin_vars,
+        )
         if server is not None:
-            result.append(_with_range(server, spans.get(prefix + (name,))))
+            result.append(_with_range(server, spans.get(span_prefix + at[len(where):])))
     return result
 
 
@@ -220,68 +203,6 @@ def _with_range(server: McpServer, span: Span | None) -> McpServer:
     return replace(server, range=span)
 
 
-def _parse_server(
-    name: str,
-    entry: Any,
-    at: tuple[str, ...],
-    source: Path,
-    plugin_root: Path,
-    plugin_vars: Mapping[str, str],
-    environ: Mapping[str, str],
-    report: Report,
-) -> McpServer | None:
-    if not isinstance(entry, dict):
-        report(Severity.PROBLEM, at, "expected an MCP server object; skipped")
-        return None
-    values = schema.MCP_SERVER.validate(entry, report, at)
-    declared = values.get("type") or values.get("transport")
-    if declared is not None:
-        transport = _TRANSPORTS.get(declared.lower())
-        if transport is None:
-            report(Severity.PROBLEM, at + ("type",), f"unsupported MCP transport {declared!r}; server skipped")
-            return None
-    elif "command" in values:
-        transport = "stdio"
-    elif "url" in values:
-        transport = "http"
-    else:
-        report(Severity.PROBLEM, at, "an MCP server needs a 'command' or a 'url'; skipped")
-        return None
-
-    def expand(value: str) -> str:
-        return expand_config(value, plugin_vars, environ)
-
-    env = {key: expand(value) for key, value in values.get("env", {}).items()}
-    env.update(plugin_vars)
-    if transport == "stdio":
-        command = values.get("command", "").strip()
-        if not command:
-            report(Severity.PROBLEM, at + ("command",), "a stdio MCP server needs a command; skipped")
-            return None
-        cwd = values.get("cwd")
-        return McpServer(
-            name=name,
-            transport="stdio",
-            path=source,
-            plugin_root=plugin_root,
-            command=expand(command),
-            args=tuple(expand(arg) for arg in values.get("args", ())),
-            env=env,
-            cwd=_resolve_cwd(expand(cwd), plugin_root) if cwd else plugin_root,
-        )
-    url = values.get("url", "").strip()
-    if not url:
-        report(Severity.PROBLEM, at + ("url",), f"a {transport} MCP server needs a url; skipped")
-        return None
-    return McpServer(
-        name=name,
-        transport=transport,  # type: ignore[arg-type]
-        path=source,
-        plugin_root=plugin_root,
-        url=expand(url),
-        headers={key: expand(value) for key, value in values.get("headers", {}).items()},
-        env=env,
-    )
 
 
 def _resolve_cwd(value: str, plugin_root: Path) -> Path:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
 
 __all__ = ["FrontmatterError", "split_frontmatter", "read_leniently"]
 
@@ -50,6 +49,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
     yaml_lines = [_quote_bare_glob(line) for line in lines[1:index]]
     body = "\n".join(lines[index + 1 :]).lstrip("\n")
     try:
+        import yaml  # on first use: start-up does not read frontmatter
+
         data = yaml.safe_load("\n".join(yaml_lines))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

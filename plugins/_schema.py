@@ -33,6 +33,8 @@ def _describe(value: Any) -> str:
         return repr(shown)
     if value is None:
         return "null"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
     return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "a mapping"}.get(
         type(value), type(value).__name__
     )
@@ -303,6 +305,7 @@ MCP_SERVER = Schema(
         "oauth": Field(anything),
         "description": Field(text),
         "timeout": Field(number),
+        "disabled": Field(boolean),
     },
 )
 

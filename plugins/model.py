@@ -344,16 +344,20 @@ class McpServer:
 
     name: str
     transport: Literal["stdio", "http", "sse"]
-    path: Path
-    plugin_root: Path
+    path: Path | None = None
+    """The file that declares it (None for the host's own config)."""
+    plugin_root: Path | None = None
+    """The plugin it belongs to (None for workspace and config servers)."""
     command: str | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     """Declared env plus PLUGIN_ROOT/CLAUDE_PLUGIN_ROOT/PLUGIN_DATA (not the host env)."""
     cwd: Path | None = None
-    """Working directory for stdio servers; defaults to the plugin root."""
+    """Working directory for stdio servers (a plugin's defaults to its root)."""
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    """Per-call timeout in seconds (declared in milliseconds)."""
     range: Span | None = None
 
 

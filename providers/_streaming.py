@@ -31,7 +31,9 @@ async def _within(waiting: Awaitable[T], timeout: float | None, provider: str, w
     if timeout is None:
         return await waiting
     try:
-        return await asyncio.wait_for(waiting, timeout)
+        # asyncio.timeout, not wait_for: wait_for wraps each wait in a new task, once per chunk.
+        async with asyncio.timeout(timeout):
+            return await waiting
     except (asyncio.TimeoutError, TimeoutError):
         raise ProviderStalledError(
             f"The model's provider sent nothing for {timeout:g} s while {what}; the call was stopped. "

@@ -5,6 +5,8 @@
 * ``client/`` and ``chat/`` are clients: they may import ``ahp`` and each other (``chat`` on top of
   ``client``), never the server (``host``) or what only the server runs (``tools``, ``providers``,
   ``plugins``).
+* The server's parts sit side by side under ``host``, which composes them: ``tools``,
+  ``providers`` and ``plugins`` never import ``host`` or each other (``tools`` may use ``ahp``).
 """
 
 from __future__ import annotations
@@ -54,3 +56,10 @@ def test_clients_never_import_the_server(package: str) -> None:
 
 def test_the_client_library_does_not_import_the_terminal_client() -> None:
     assert [m for m, _ in _imports("client") if _matches(m, {"chat"})] == []
+
+
+@pytest.mark.parametrize("package", ["tools", "providers", "plugins"])
+def test_the_servers_parts_do_not_import_each_other_or_the_host(package: str) -> None:
+    others = ({"host", "tools", "providers", "plugins", "client", "chat"} - {package})
+    offending = [f"{where}: {module}" for module, where in _imports(package) if _matches(module, others)]
+    assert offending == []

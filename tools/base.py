@@ -31,12 +31,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._schema import validate_arguments
 from .content import ContentStore, InMemoryContentStore, text_content
 from .errors import ToolFailure, ToolInputError, ToolsError
 from .sandbox import resolve_path
+
+if TYPE_CHECKING:
+    from .pty import PtyProcess
 
 __all__ = [
     "Tool",
@@ -47,6 +50,7 @@ __all__ = [
     "ReportContent",
     "Reconfirm",
     "AskUser",
+    "OpenTerminal",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,6 +61,9 @@ Reconfirm = Callable[[str], Awaitable[bool]]
 """Puts a running call back to pending-confirmation with a reason; True if approved."""
 AskUser = Callable[[dict], Awaitable[dict]]
 """Publishes a `SessionInputRequest`; resolves to `{response, answers?}` from `inputCompleted`."""
+OpenTerminal = Callable[["PtyProcess", str, str], "dict | None"]
+"""Publishes a running `tools.pty.PtyProcess` as a terminal channel: `(process, title, command
+line)`; returns its `ToolResultTerminalContent` item (`{type: "terminal", resource, title}`)."""
 
 
 async def _no_reconfirm(reason: str) -> bool:
@@ -88,6 +95,10 @@ class ToolContext:
     """Where before/after file contents go; the host serves its URIs via `resourceRead`."""
     tool_call_id: str | None = None
     """The AHP tool call id, when the host has one; used to derive stable request ids."""
+    open_terminal: OpenTerminal | None = None
+    """Publishes a command's pty as a terminal clients can attach to (host: a terminal channel)."""
+    untracked: tuple[Path, ...] = ()
+    """Folders whose file changes are never reported (the host's own data directory)."""
 
     def __post_init__(self) -> None:
         self.working_directory = Path(self.working_directory)

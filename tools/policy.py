@@ -23,7 +23,7 @@ A rule with a pattern never matches a tool without a subject.
 5. a tool annotated `readOnlyHint: true` → allow, `confirmed: "not-needed"`;
 6. otherwise → ask.
 
-Shell commands are read conservatively (`tools._shell_words`): an allow rule applies only
+Shell commands are read conservatively (`tools.shell`): an allow rule applies only
 to a *plain* command line (no substitution, redirection, subshell...) and only if every
 command chained with `&&`, `||`, `;`, `|`, `&` or a newline is allowed by some rule. Deny
 and ask rules match if any chained command matches and, for lines that are not plain,
@@ -46,7 +46,8 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from ._globs import glob_matches
-from ._shell_words import CommandLine, analyse, loose_words
+from .shell.commands import RUNS_OTHER_COMMANDS
+from .shell.lines import CommandLine, analyse, loose_words
 from .errors import PolicyRuleError
 
 __all__ = [
@@ -313,16 +314,9 @@ _SUBCOMMAND_TOOLS = frozenset({
     "systemctl", "terraform", "mvn", "gradle", "deno", "conda", "rustup", "just",
 })
 # Commands that run other commands: remembering their first word would allow anything.
-_WRAPPERS = frozenset({
-    "sh", "bash", "zsh", "fish", "dash", "ksh", "env", "sudo", "doas", "su", "xargs", "eval",
-    "exec", "nohup", "time", "timeout", "nice", "ionice", "watch", "command", "builtin",
-    "python", "python3", "node", "perl", "ruby", "php", "find", "parallel", "ssh", "busybox",
-})
-
-
 def _segment_rule_pattern(words: tuple[str, ...]) -> str:
     first = words[0]
-    if "=" in first.split("/")[0] or first in _WRAPPERS or "/" in first:
+    if "=" in first.split("/")[0] or first in RUNS_OTHER_COMMANDS or "/" in first:
         return shlex.join(words)  # exactly this command, nothing more
     if first in _SUBCOMMAND_TOOLS and len(words) > 1:
         if words[1].startswith("-"):

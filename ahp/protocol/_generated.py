@@ -6549,7 +6549,7 @@ class Snapshot(WireModel):
     """
     The subscribed channel URI (e.g. `ahp-root://` or `ahp-session:/<uuid>`)
     """
-    state: RootState | SessionState | TerminalState | ChangesetState
+    state: RootState | SessionState | TerminalState | ChangesetState | ResourceWatchState
     """
     The current state of the resource
     """

@@ -17,6 +17,10 @@ Contract:
   * ``ToolDefinition.inputSchema``/``outputSchema`` are JSON Schema objects whose
     ``properties`` is a record of schemas and ``required`` a list of names; the schema
     generator flattened both to strings, which no real tool definition satisfies.
+  * ``Snapshot.state`` lists root, session, terminal and changeset states but not
+    ``ResourceWatchState``, whose own definition says it is "returned when a client
+    subscribes to an ``ahp-resource-watch:`` URI" (PROTOCOL.md 11): a watch snapshot is a
+    ``Snapshot`` too.
 - ``union_members(name)`` lists the definitions an ``anyOf`` definition is made of
   (``SessionToolCallConfirmedAction`` -> approved, denied), following nested unions,
   and is ``(name,)`` for a plain object definition.
@@ -66,6 +70,9 @@ def wire_schema() -> dict[str, Any]:
         tool_schema = defs["ToolDefinition"]["properties"][key]["properties"]
         tool_schema["properties"] = {"type": "object", "additionalProperties": {}}
         tool_schema["required"] = {"type": "array", "items": {"type": "string"}}
+    snapshot_states = defs["Snapshot"]["properties"]["state"]["anyOf"]
+    if {"$ref": _REF_PREFIX + "ResourceWatchState"} not in snapshot_states:
+        snapshot_states.append({"$ref": _REF_PREFIX + "ResourceWatchState"})
     return patched
 
 

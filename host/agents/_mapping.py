@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 from providers import Finish, PartDelta, PartEnd, PartStart, StreamAccumulator, StreamEvent, Usage, UsageReport
 
@@ -66,10 +67,10 @@ class CallMapper:
             case PartDelta():
                 kind, target = self._targets[event.index]
                 if kind == "tool_call":
-                    self._ctx.emit({"type": "session/toolCallDelta", "toolCallId": target, "content": event.content})
+                    self._ctx.emit(builders.session_tool_call_delta(turn_id=self._ctx.turn_id, tool_call_id=target, content=event.content))
                 elif event.content:
-                    action = "session/delta" if kind == "text" else "session/reasoning"
-                    self._ctx.emit({"type": action, "partId": target, "content": event.content})
+                    build = builders.session_delta if kind == "text" else builders.session_reasoning
+                    self._ctx.emit(build(turn_id=self._ctx.turn_id, part_id=target, content=event.content))
             case PartEnd():
                 pass  # tool arguments are final here; the loop approves calls after the stream
             case UsageReport():
@@ -84,13 +85,13 @@ class CallMapper:
             self.tool_ids[provider_id] = call_id
             self._targets[event.index] = ("tool_call", call_id)
             name = event.tool_name or "tool"
-            start = {"type": "session/toolCallStart", "toolCallId": call_id, "toolName": name, "displayName": self._display.get(name, name)}
-            owner = self._owners.get(name)
-            if owner is not None:
-                start["toolClientId"], start["toolName"] = owner
-            self._ctx.emit(start)
+            client_id, tool_name = self._owners.get(name) or (None, name)
+            self._ctx.emit(builders.session_tool_call_start(
+                turn_id=self._ctx.turn_id, tool_call_id=call_id, tool_name=tool_name,
+                display_name=self._display.get(name, name), tool_client_id=client_id,
+            ))
             return
         kind = "markdown" if event.part_kind == "text" else "reasoning"
         part_id = self._ctx.new_part_id(event.part_kind)
         self._targets[event.index] = (event.part_kind, part_id)
-        self._ctx.emit({"type": "session/responsePart", "part": {"kind": kind, "id": part_id, "content": ""}})
+        self._ctx.emit(builders.session_response_part(turn_id=self._ctx.turn_id, part={"kind": kind, "id": part_id, "content": ""}))

@@ -65,10 +65,11 @@ class TurnContext:
         return isinstance(turn, dict) and turn.get("id") == self.turn_id
 
     def emit(self, action: dict[str, Any]) -> None:
-        """Dispatch a host action for this turn; ``turnId`` is filled in."""
+        """Dispatch a host action for this turn (made by ``ahp.protocol.builders`` with this
+        turn's id; an action without ``turnId`` gets it filled in)."""
         if not self.is_active():
             raise TurnEnded(self.turn_id)
-        self._dispatch({**action, "turnId": self.turn_id})
+        self._dispatch(action if "turnId" in action else {**action, "turnId": self.turn_id})
 
     def dispatch(self, action: dict[str, Any]) -> bool:
         """Dispatch a session action that is not turn-scoped; False if the session is gone."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 
 __all__ = ["OfflineAgent", "OFFLINE_PROVIDER"]
@@ -58,20 +59,13 @@ class OfflineAgent:
     async def run_turn(self, ctx: TurnContext) -> None:
         text = answer_for(str(ctx.user_message.get("text", "")))
         part_id = ctx.new_part_id("text")
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        ctx.emit(builders.session_response_part(turn_id=ctx.turn_id, part={"kind": "markdown", "id": part_id, "content": ""}))
         words = text.split(" ")
         for index, word in enumerate(words):
             await asyncio.sleep(self._delay)
-            ctx.emit(
-                {"type": "session/delta", "partId": part_id, "content": word if index == 0 else " " + word}
-            )
-        ctx.emit(
-            {
-                "type": "session/usage",
-                "usage": {
-                    "inputTokens": len(str(ctx.user_message.get("text", "")).split()),
-                    "outputTokens": len(words),
-                    "model": _MODEL_ID,
-                },
-            }
-        )
+            ctx.emit(builders.session_delta(turn_id=ctx.turn_id, part_id=part_id, content=word if index == 0 else " " + word))
+        ctx.emit(builders.session_usage(turn_id=ctx.turn_id, usage={
+            "inputTokens": len(str(ctx.user_message.get("text", "")).split()),
+            "outputTokens": len(words),
+            "model": _MODEL_ID,
+        }))

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 from tools.base import Tool, ToolContext, failure_result
 
@@ -41,6 +42,25 @@ class ToolCallRequest:
     """The tool, or None when the model called a tool this session does not have."""
     ready_fields: Mapping[str, Any] = field(default_factory=dict)
     """``invocationMessage``, ``confirmationTitle?``, ``edits?`` for ``toolCallReady``."""
+
+    def ready_action(
+        self, turn_id: str, *, confirmed: str | None = None, asking: bool = True,
+        options: Sequence[Any] | None = None, editable: bool | None = None,
+    ) -> dict[str, Any]:
+        """This call's ``session/toolCallReady``. Without ``asking`` (the call was allowed or
+        refused without asking anyone) the confirmation title and the proposed edits are left out."""
+        fields = self.ready_fields
+        return builders.session_tool_call_ready(
+            turn_id=turn_id,
+            tool_call_id=self.tool_call_id,
+            tool_input=self.arguments,
+            invocation_message=fields.get("invocationMessage") or f"Call {self.tool_name}",
+            confirmation_title=fields.get("confirmationTitle") if asking else None,
+            edits=fields.get("edits") if asking else None,
+            confirmed=confirmed,
+            options=options,
+            editable=editable,
+        )
 
 
 @dataclass(frozen=True)
@@ -62,15 +82,7 @@ class AutoApprover:
     """Approves every call without asking (``confirmed: "not-needed"``)."""
 
     async def approve(self, request: ToolCallRequest, ctx: TurnContext) -> Approval:
-        ctx.emit(
-            {
-                "type": "session/toolCallReady",
-                "toolCallId": request.tool_call_id,
-                "toolInput": request.arguments,
-                **request.ready_fields,
-                "confirmed": "not-needed",
-            }
-        )
+        ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed"))
         return Approval(approved=True)
 
 
@@ -96,7 +108,7 @@ async def finish_call(approver: ToolApprover, request: ToolCallRequest, result: 
     finish = getattr(approver, "finish", None)
     if finish is not None:
         return await finish(request, result, ctx)
-    ctx.emit({"type": "session/toolCallComplete", "toolCallId": request.tool_call_id, "result": result})
+    ctx.emit(builders.session_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result))
     return result
 
 

@@ -5,9 +5,33 @@
 (``mapping``) is the pure AHP-actions → AG-UI-events translation.
 """
 
-from host.agui.endpoint import AGUI_PATH, agui_endpoint, parse_run_input
-from host.agui.mapping import RunTranslator, token_usage, tool_result_text
-from host.agui.runs import AguiRuns, client_id_for, session_uri_for
+import importlib
+from typing import TYPE_CHECKING, Any
+
+AGUI_PATH = "/agui"
+
+# The rest is loaded on first use (PEP 562): the ag_ui package takes a tenth of a second to import,
+# which start-up should not pay for an endpoint most hosts never see a request on.
+_WHERE = {
+    "agui_endpoint": "endpoint", "parse_run_input": "endpoint",
+    "RunTranslator": "mapping", "token_usage": "mapping",
+    "AguiRuns": "runs", "client_id_for": "runs", "session_uri_for": "runs",
+}
+
+if TYPE_CHECKING:
+    from host.agui.endpoint import agui_endpoint, parse_run_input
+    from host.agui.mapping import RunTranslator, token_usage
+    from host.agui.runs import AguiRuns, client_id_for, session_uri_for
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AGUI_PATH",
@@ -18,5 +42,4 @@ __all__ = [
     "parse_run_input",
     "session_uri_for",
     "token_usage",
-    "tool_result_text",
 ]

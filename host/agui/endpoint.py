@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from host.agui import AGUI_PATH
 from host.agui.runs import AguiRuns
 from host.service import AgentHost
 
@@ -38,7 +39,6 @@ __all__ = ["agui_endpoint", "AGUI_PATH"]
 
 logger = logging.getLogger(__name__)
 
-AGUI_PATH = "/agui"
 _MAX_BODY = 32 * 1024 * 1024
 _ALLOWED_HEADERS = "authorization, content-type, accept"
 

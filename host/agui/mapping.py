@@ -19,6 +19,10 @@ The mapping:
   result event: the front end runs them. When every unfinished call of the turn is one of ours
   and ``running``, the run is *suspended*: ``RUN_FINISHED`` with a success outcome naming the
   pending calls; the turn stays active and the next run answers them.
+* When the turn waits for a person to confirm a call (``pending-confirmation``) or its result
+  (``pending-result-confirmation``) and nothing else is running, the run ends with
+  ``RUN_FINISHED`` whose outcome is ``interrupt`` (``host.agui.interrupts``); the turn stays
+  active and the run whose ``resume`` answers the interrupts continues it.
 * ``usage`` is remembered (minus what the turn had used before this run began) and reported as
   ``RUN_FINISHED.usage``; ``turnComplete`` → ``RUN_FINISHED``; ``turnCancelled`` → ``RUN_FINISHED``
   with a cancelled outcome; ``error`` → ``RUN_ERROR`` with the ErrorInfo message and type.
@@ -29,7 +33,6 @@ terminal event; after the terminal event ``done`` is true and ``feed`` returns n
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +46,7 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
+    RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -54,7 +58,10 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-__all__ = ["RunTranslator", "tool_result_text", "token_usage"]
+from ahp.tool_results import result_text
+from host.agui.interrupts import interrupts
+
+__all__ = ["RunTranslator", "token_usage"]
 
 _UNFINISHED = frozenset({"streaming", "pending-confirmation", "running", "pending-result-confirmation"})
 
@@ -78,6 +85,8 @@ class RunTranslator:
     done: bool = False
     suspended_on: list[str] = field(default_factory=list)
     """The front-end tool calls this run ended waiting for (empty unless it suspended)."""
+    interrupted: list[str] = field(default_factory=list)
+    """The interrupts (confirmations) this run ended with, if it ended waiting for a person."""
     _open: tuple[str, str] | None = None  # ("text" | "reasoning", message id)
     _calls: dict[str, _ToolCall] = field(default_factory=dict)
     _usage: dict[str, Any] | None = None
@@ -175,7 +184,7 @@ class RunTranslator:
             return []  # the front end ran it and already holds the result
         if action.get("requiresResultConfirmation"):
             return []  # reported when a person accepts (or refuses) the result
-        return self._result(action.get("toolCallId", ""), tool_result_text(action.get("result") or {}))
+        return self._result(action.get("toolCallId", ""), result_text(action.get("result") or {}))
 
     def _tool_confirmed(self, action: dict[str, Any], state: dict[str, Any]) -> list[BaseEvent]:
         if action.get("approved"):
@@ -187,7 +196,7 @@ class RunTranslator:
         call_id = action.get("toolCallId", "")
         if not action.get("approved"):
             return self._result(call_id, "A person rejected this tool's result; the model did not see it.")
-        return self._result(call_id, tool_result_text(_find_call(state, call_id) or {}))
+        return self._result(call_id, result_text(_find_call(state, call_id) or {}))
 
     def _result(self, call_id: str, text: str) -> list[BaseEvent]:
         call = self._calls.get(call_id)
@@ -236,19 +245,37 @@ class RunTranslator:
         self.done = True
         return events
 
+    def adopt_calls(self, call_ids: list[str]) -> None:
+        """Calls an earlier run already streamed: this run reports their results, not their start."""
+        for call_id in call_ids:
+            self._calls.setdefault(call_id, _ToolCall("tool", args_sent=True, ended=True))
+
+    def check(self, state: dict[str, Any]) -> list[BaseEvent]:
+        """Events the session's current state means on its own (a run joining a turn that
+        already waits for a person ends at once with the interrupts)."""
+        return [] if self.done else self._maybe_suspend(state)
+
     def _maybe_suspend(self, state: dict[str, Any]) -> list[BaseEvent]:
-        """End the run once the turn waits only on this run's front-end tools."""
+        """End the run once the turn waits only on people: this run's front-end tools (success
+        with ``pendingToolCallIds``) or confirmations (the ``interrupt`` outcome)."""
         turn = state.get("activeTurn")
         if not isinstance(turn, dict) or turn.get("id") != self.turn_id:
             return []
         ours: list[str] = []
+        asking = False
         for part in turn.get("responseParts") or ():
             call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
             if not isinstance(call, dict) or call.get("status") not in _UNFINISHED:
                 continue
-            if call.get("toolClientId") != self.client_id or call.get("status") != "running":
+            if call.get("status") in ("pending-confirmation", "pending-result-confirmation"):
+                asking = True
+            elif call.get("toolClientId") == self.client_id and call.get("status") == "running":
+                ours.append(call.get("toolCallId"))
+            else:
                 return []  # something else is still going on: keep streaming
-            ours.append(call.get("toolCallId"))
+        if asking:
+            self.interrupted = [item.id for item in interrupts(turn)]
+            return self._finish(RunFinishedInterruptOutcome(interrupts=interrupts(turn)))
         if not ours or any(call_id not in self._calls for call_id in ours):
             return []
         self.suspended_on = ours
@@ -279,31 +306,6 @@ def _find_call(state: dict[str, Any], call_id: str) -> dict[str, Any] | None:
         if isinstance(call, dict) and call.get("toolCallId") == call_id:
             return call
     return None
-
-
-def tool_result_text(result: dict[str, Any]) -> str:
-    """An AHP ``ToolCallResult`` as the text a front end shows (and a model would read)."""
-    pieces: list[str] = []
-    for item in result.get("content") or ():
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "text" and isinstance(item.get("text"), str):
-            pieces.append(item["text"])
-        elif item.get("type") == "resource" and item.get("uri"):
-            pieces.append(f"[{item['uri']}]")
-        elif item.get("type") == "fileEdit":
-            target = (item.get("after") or item.get("before") or {}).get("uri")
-            pieces.append(f"[edited {target}]" if target else "[file edit]")
-        elif item.get("type") in ("terminal", "subagent") and item.get("title"):
-            pieces.append(f"[{item['type']}: {item['title']}]")
-    if not pieces and result.get("structuredContent") is not None:
-        pieces.append(json.dumps(result["structuredContent"], ensure_ascii=False))
-    error = result.get("error")
-    if isinstance(error, dict) and error.get("message"):
-        pieces.append(f"Error: {error['message']}")
-    if not pieces:
-        pieces.append(result.get("pastTenseMessage") or ("Done." if result.get("success", True) else "The tool failed."))
-    return "\n".join(pieces)
 
 
 def token_usage(usage: dict[str, Any] | None, before: dict[str, Any] | None = None) -> TokenUsage | None:

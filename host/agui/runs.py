@@ -17,6 +17,16 @@ Contract:
   rest of that turn. Otherwise the last ``user`` message, when no turn of the session carries its
   id yet (``userMessage._meta.agui.messageId``), starts a turn; ``context`` entries become simple
   attachments, media parts become attachments too.
+* A run with ``resume`` answers the confirmation interrupts an earlier run ended with
+  (``host.agui.interrupts``): every open one exactly once, else ``RUN_ERROR`` ``resumeMismatch``;
+  entries for calls someone else answered meanwhile are moot. It then follows the same turn. A new
+  user message while a confirmation waits is ``RUN_ERROR`` ``confirmationPending`` saying how to
+  answer.
+* A run that brings nothing new (no unseen user message, no tool answer, no live resume entry)
+  *joins*: ``MESSAGES_SNAPSHOT`` of the thread (``host.agui.snapshot``), then the running turn live,
+  if any (ending at once with its interrupts when it waits for a person). Without a running turn,
+  an input whose last user message already ran ends with ``RUN_ERROR`` ``nothingToRun``; one with
+  no user message at all finishes.
 * The first event is always ``RUN_STARTED`` and the last ``RUN_FINISHED`` or ``RUN_ERROR``.
   Problems a person must fix (a turn already running, an unknown agent) are ``RUN_ERROR``s
   whose message says what to do.
@@ -29,13 +39,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunStartedEvent
+from ag_ui.core import BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunStartedEvent
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
+from host.agui.interrupts import AnswerError, answer, coverage_problem, waiting_calls
 from host.agui.mapping import RunTranslator
+from host.agui.snapshot import thread_messages
 from host.errors import RpcError
 from host.service import AgentHost
 from host.validation import check_client_action
@@ -109,19 +121,26 @@ class AguiRuns:
         translator: RunTranslator | None = None
         finished = False
         try:
+            plan = _Plan()
             try:
                 await self._ensure_session(session, run_input, client_id, watch)
-                translator = self._begin(session, run_input, client_id)
+                translator = self._begin(session, run_input, client_id, plan)
             except _Refused as refused:
+                plan.refusal = refused
+            for event in plan.events:
+                yield event
+            if plan.refusal is not None:
                 self._release_role(session, client_id)
                 finished = True
-                yield RunErrorEvent(message=str(refused), code=refused.code)
+                yield RunErrorEvent(message=str(plan.refusal), code=plan.refusal.code)
                 return
-            if translator is None:  # nothing new to do: an empty, successful run
+            if translator is None:  # joined a thread with nothing running: the snapshot was all
                 self._release_role(session, client_id)
                 finished = True
                 yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
                 return
+            for event in translator.check(self.host.store.state(session) or {}):
+                yield event
             while not translator.done:
                 action, state = await watch.queue.get()
                 for event in translator.feed(action, state):
@@ -166,13 +185,28 @@ class AguiRuns:
 
     # -- starting or resuming the turn ---------------------------------------------------------
 
-    def _begin(self, session: str, run_input: RunAgentInput, client_id: str) -> RunTranslator | None:
+    def _begin(self, session: str, run_input: RunAgentInput, client_id: str, plan: "_Plan") -> RunTranslator | None:
         state = self.host.store.state(session) or {}
         active = state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None
         waiting = _our_waiting_calls(active, client_id)
         answers = [
             m for m in run_input.messages if getattr(m, "role", None) == "tool" and m.tool_call_id in waiting
         ]
+        if run_input.resume:
+            return self._resume(session, state, active, run_input, client_id, answers, waiting, plan)
+        message = _new_user_message(run_input, state)
+        asking = waiting_calls(active)
+        if asking and message is not None and not answers:
+            ids = list(asking)
+            raise _Refused(
+                f"The turn is waiting for a person to confirm {_call_names(asking.values())} (interrupt "
+                f"{', '.join(ids)}). Start the next run with resume entries answering each interrupt: "
+                "status \"resolved\" with payload {\"approved\": true} or {\"approved\": false, \"reason\": \"...\"}, "
+                "or status \"cancelled\" to refuse; send the new message once the turn has ended.",
+                "confirmationPending",
+            )
+        if message is None and not answers:
+            return self._join(session, state, active, run_input, client_id, waiting, plan)
         if active is not None and answers:
             self._claim_role(session, state, run_input, client_id)
             translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
@@ -186,7 +220,6 @@ class AguiRuns:
                 "with that toolCallId (or cancel the turn) before a new message.",
                 "toolResultMissing",
             )
-        message = _new_user_message(run_input, state)
         if message is None:
             return None
         self._claim_role(session, state, run_input, client_id)
@@ -195,6 +228,53 @@ class AguiRuns:
         translator = self._translator(run_input, turn_id, client_id, None)
         self._dispatch(session, action, client_id)
         return translator
+
+    def _resume(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
+                client_id: str, answers: list[Any], waiting: dict[str, dict[str, Any]], plan: "_Plan") -> RunTranslator | None:
+        """A run whose ``resume`` answers the confirmations an earlier run was interrupted by."""
+        entries = list(run_input.resume or ())
+        asking = waiting_calls(active)
+        # A confirmation someone answered meanwhile (an AHP client) is no longer open: its entry
+        # is moot, and a resume of nothing but moot entries just joins the thread, so the front
+        # end's pending interrupts clear instead of locking it.
+        decided = _decided_interrupts(state)
+        live = [entry for entry in entries if entry.interrupt_id not in decided or entry.interrupt_id in asking]
+        problem = coverage_problem(live, asking)
+        if problem is not None:
+            raise _Refused(problem + " Answer exactly the interrupts of the run that ended with them.", "resumeMismatch")
+        if not live and not answers:
+            return self._join(session, state, active, run_input, client_id, waiting, plan, joined_after_resume=True)
+        assert active is not None  # live entries answer open interrupts, which only an active turn has
+        try:
+            actions = [answer(entry, asking[entry.interrupt_id], active["id"]) for entry in live]
+        except AnswerError as error:
+            raise _Refused(str(error), "resumeInvalid") from None
+        self._claim_role(session, state, run_input, client_id)
+        translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
+        translator.adopt_calls(_call_ids(active))
+        for action in actions:
+            self._dispatch(session, action, client_id)
+        for message in answers:
+            self._dispatch(session, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
+        return translator
+
+    def _join(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
+              client_id: str, waiting: dict[str, dict[str, Any]], plan: "_Plan", *,
+              joined_after_resume: bool = False) -> RunTranslator | None:
+        """A run that brings nothing new: the thread so far, then the running turn live (if any)."""
+        plan.events.append(MessagesSnapshotEvent(messages=thread_messages(state)))
+        if active is not None:
+            translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
+            translator.adopt_calls(_call_ids(active))
+            return translator
+        users = [m for m in run_input.messages if getattr(m, "role", None) == "user"]
+        if users and not joined_after_resume:
+            raise _Refused(
+                f"Nothing ran: the last user message ({users[-1].id}) was already answered in this thread "
+                "(the snapshot above holds the answer). Add a new user message, with a new id, to continue.",
+                "nothingToRun",
+            )
+        return None
 
     @staticmethod
     def _translator(run_input: RunAgentInput, turn_id: str, client_id: str, usage: Any) -> RunTranslator:
@@ -248,7 +328,37 @@ class AguiRuns:
         store.dispatch(session, action, origin)
 
 
+@dataclass
+class _Plan:
+    """What a run sends before (or instead of) following a turn."""
+
+    events: list[BaseEvent] = field(default_factory=list)
+    refusal: _Refused | None = None
+
+
 # -- pure helpers ----------------------------------------------------------------------------------
+
+
+def _call_ids(turn: dict[str, Any]) -> list[str]:
+    return [part["toolCall"]["toolCallId"] for part in turn.get("responseParts") or ()
+            if isinstance(part, dict) and part.get("kind") == "toolCall"]
+
+
+def _call_names(calls: Any) -> str:
+    return ", ".join(str(call.get("displayName") or call.get("toolName") or call.get("toolCallId")) for call in calls)
+
+
+def _decided_interrupts(state: dict[str, Any]) -> set[str]:
+    """Interrupt ids of every call of the session (the open ones are filtered out by the caller)."""
+    turns = list(state.get("turns") or ())
+    if isinstance(state.get("activeTurn"), dict):
+        turns.append(state["activeTurn"])
+    decided: set[str] = set()
+    for turn in turns:
+        for call_id in _call_ids(turn):
+            decided.add(f"ahp-confirm:{call_id}")
+            decided.add(f"ahp-result:{call_id}")
+    return decided
 
 
 def _explain(reason: str, action: dict[str, Any], state: dict[str, Any]) -> str:

@@ -24,7 +24,8 @@ Per turn (and per model request where noted) it adds:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Awaitable, Callable
+from typing import Any, Sequence
 
 from host.agents.base import TurnContext, TurnFailed
 from host.agents.environment import Contributor
@@ -34,9 +35,6 @@ from host.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, Load
 from plugins import LifecyclePoint, parse_slash
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
-
-if TYPE_CHECKING:
-    from host.customizations.service import CustomizationService
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
 
@@ -48,11 +46,22 @@ _PATH_KEYS = ("path", "file_path", "filePath", "file", "filename", "target", "so
 class CustomizationContributor(Contributor):
     """Adds what the session's enabled plugins and directories declare."""
 
-    def __init__(self, service: "CustomizationService") -> None:
-        self.service = service
+    def __init__(
+        self,
+        *,
+        runtime_of: Callable[[str], SessionCustomizations | None],
+        wait_started: Callable[[SessionCustomizations], Awaitable[None]],
+        ask: Callable[[str, dict], Awaitable[dict]],
+    ) -> None:
+        """``runtime_of(session)``: the session's customizations (None when it has none);
+        ``wait_started(runtime)``: until its MCP servers are up or failed; ``ask(session, request)``:
+        a question to the user (hooks and MCP elicitation)."""
+        self._runtime_of = runtime_of
+        self._wait_started = wait_started
+        self._ask = ask
 
     def _runtime(self, ctx: TurnContext) -> SessionCustomizations | None:
-        return self.service.runtime(ctx.session)
+        return self._runtime_of(ctx.session)
 
     # -- user message --------------------------------------------------------------------------
 
@@ -60,7 +69,7 @@ class CustomizationContributor(Contributor):
         runtime = self._runtime(ctx)
         if runtime is None:
             return message
-        await self.service.wait_started(runtime)
+        await self._wait_started(runtime)
         text = str(message.get("text") or "")
         for attachment in message.get("attachments") or []:
             if isinstance(attachment, dict) and isinstance(attachment.get("uri"), str):
@@ -166,7 +175,7 @@ class CustomizationContributor(Contributor):
             session = ctx.session
 
             async def ask(request: dict) -> dict:
-                return await self.service.inputs.ask(session, request)
+                return await self._ask(session, request)
 
             context.ask = ask
         return context

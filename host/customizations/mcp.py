@@ -20,13 +20,18 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ahp.protocol import builders
 from host.store import Store
 from tools.base import AskUser
-from tools.mcp import McpManager, McpServerSpec, McpTool, RestartPolicy, ServerStatus
+
+if TYPE_CHECKING:
+    from tools.mcp import McpManager, McpServerSpec, McpTool, RestartPolicy, ServerStatus
 
 __all__ = ["SessionMcp"]
 
@@ -47,26 +52,39 @@ class SessionMcp:
         self._owners: dict[str, str] = {}
         self._published: set[str] = set()
         self._reported: set[str] = set()
-        self.manager = McpManager(policy=policy, ask=ask, on_tools_changed=self._tools_changed, on_status=self._status)
+        self._policy = policy
+        self._ask = ask
+        self.manager: McpManager | None = None
+        """Created when the session first has an MCP server: the MCP SDK is imported then, in a
+        thread (about half a second), so hosts and sessions without MCP servers never pay it."""
 
     def tools(self) -> list[McpTool]:
-        return self.manager.tools()
+        return self.manager.tools() if self.manager is not None else []
 
     def statuses(self) -> dict[str, ServerStatus]:
-        return self.manager.statuses()
+        return self.manager.statuses() if self.manager is not None else {}
 
     async def apply(self, specs: list[McpServerSpec], owners: dict[str, str]) -> None:
         healed = [name for name in self._owners if name not in {spec.name for spec in specs}]
         for name in healed:
             self._on_problem(self._owners[name], f"mcp:{name}", None)
         self._owners = dict(owners)
+        if self.manager is None:
+            if not specs:
+                return
+            manager_module = await asyncio.to_thread(importlib.import_module, "tools.mcp.manager")
+            if self.manager is None:  # another apply may have created it meanwhile
+                self.manager = manager_module.McpManager(
+                    policy=self._policy, ask=self._ask, on_tools_changed=self._tools_changed, on_status=self._status
+                )
         await self.manager.set_specs(specs)
 
     async def wait_ready(self, timeout: float | None = None) -> dict[str, ServerStatus]:
-        return await self.manager.wait_ready(timeout)
+        return await self.manager.wait_ready(timeout) if self.manager is not None else {}
 
     async def stop(self) -> None:
-        await self.manager.stop()
+        if self.manager is not None:
+            await self.manager.stop()
 
     def unpublish(self) -> None:
         """Take this session's MCP tools out of ``serverTools`` (its servers were stopped)."""
@@ -97,7 +115,7 @@ class SessionMcp:
         mine = [tool.definition() for tool in tools]
         self._published = {tool["name"] for tool in mine}
         merged = others + [tool for tool in mine if tool["name"] not in {o.get("name") for o in others}]
-        self._store.dispatch(self.session, {"type": "session/serverToolsChanged", "tools": merged})
+        self._store.dispatch(self.session, builders.session_server_tools_changed(tools=merged))
 
 
 def _is_mcp(tool: dict[str, Any]) -> bool:

@@ -22,8 +22,12 @@ Contract:
   stop or start; its rules, skills, agents and hooks stop or start counting at the next model
   request. Disabling the container of the selected agent clears the selection.
 - ``session/activeClientChanged`` (observed) resolves the client's published plugins: a
-  ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); anything else
-  is published as ``error`` with a message saying why. A departing client's plugins are removed.
+  ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); any other
+  URI (``virtual://``) is published as ``loading``, copied from the client with host→client
+  ``resourceList`` / ``resourceRead`` (``host.client_resources``) into the host's data directory,
+  parsed from there like a ``file://`` plugin (children keep the client's URIs) and re-published;
+  a fetch that fails is published as ``error`` naming the client, the URI and the reason. A
+  departing client's plugins are removed.
 - ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
   servers; ``stop()`` does that for every session (host shutdown): no server process survives.
 """
@@ -31,17 +35,20 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from ahp.protocol import builders
 from host.config import HostConfig
 from host.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer
 from host.inputs import InputRequests
 from host.customizations.completions import complete_user_message
 from host.customizations.mcp import SessionMcp
 from host.customizations.session import SessionCustomizations
+from host.client_resources import ClientResourceError, ClientResources
 from host.errors import ConfigError
 from host.store import Store
 from host.workdirs import session_directory
@@ -55,7 +62,11 @@ from plugins import (
     plugin_customization,
     uri_id,
 )
-from tools.mcp import McpConfigError, McpServerSpec, RestartPolicy, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from tools.mcp import McpConfigError, McpServerSpec, merge_specs
+
+if TYPE_CHECKING:
+    from tools.mcp import RestartPolicy
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
 
@@ -73,9 +84,12 @@ class CustomizationService:
     """Host plugins, and the customizations of every open session."""
 
     def __init__(
-        self, config: HostConfig, store: Store, *, inputs: InputRequests, mcp_policy: RestartPolicy | None = None
+        self, config: HostConfig, store: Store, *, inputs: InputRequests, mcp_policy: RestartPolicy | None = None,
+        client_files: ClientResources | None = None,
     ) -> None:
         self.config = config
+        self.client_files = client_files
+        """Host→client resource requests: how a client's ``virtual://`` plugin is fetched."""
         self.store = store
         self.mcp_policy = mcp_policy
         self.plugins: list[LoadedPlugin] = []
@@ -88,7 +102,7 @@ class CustomizationService:
             self.config_specs: list[McpServerSpec] = specs_from_config(config.mcp.servers, base_dir=_config_dir(config))
         except McpConfigError as error:
             raise ConfigError(f"invalid configuration ({config.source}): mcp.servers: {error}") from None
-        store.observers.append(self._observe)
+        store.change_observers.append(self._observe)
 
     # -- host ----------------------------------------------------------------------------------
 
@@ -128,8 +142,7 @@ class CustomizationService:
         for container in pending:
             if container.id in previous:
                 container.enabled = bool(previous[container.id].get("enabled", True))
-        self.store.dispatch(uri, {"type": "session/customizationsChanged",
-                                  "customizations": [c.wire() for c in pending]})
+        self.store.dispatch(uri, builders.session_customizations_changed(customizations=[c.wire() for c in pending]))
         by_id = {c.id: c for c in pending}
         for plugin in self.plugins:
             container = by_id[plugin.root.as_uri()]
@@ -324,7 +337,7 @@ class CustomizationService:
 
     def _clear_agent(self, session: str) -> None:
         if session in self.store:
-            self.store.dispatch(session, {"type": "session/agentChanged"})
+            self.store.dispatch(session, builders.session_agent_changed())
 
     async def _reconcile(self, runtime: SessionCustomizations) -> None:
         lock = self._locks.setdefault(runtime.session, asyncio.Lock())
@@ -343,7 +356,7 @@ class CustomizationService:
         for container in [c for c in runtime.containers if c.client_id is not None]:
             if container.client_id != client_id or container.id not in wanted:
                 runtime.containers.remove(container)
-                self.store.dispatch(runtime.session, {"type": "session/customizationRemoved", "id": container.id})
+                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
         position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, LoadedPlugin))
         for item in wanted.values():
             existing = runtime.container(item["id"])
@@ -353,7 +366,9 @@ class CustomizationService:
             container = Container(id=item["id"], loaded=None, client_id=client_id, uri=str(item.get("uri") or ""),
                                   nonce=item.get("nonce"), name=str(item.get("name") or item["id"]),
                                   enabled=bool(item.get("enabled", True)) if existing is None else existing.enabled)
-            self._load_client_plugin(container)
+            fetch = self._load_client_plugin(container)
+            if fetch is not None:
+                self._spawn(self._fetch_client_plugin(runtime, container))
             if existing is not None:
                 runtime.containers[runtime.containers.index(existing)] = container
             else:
@@ -361,23 +376,45 @@ class CustomizationService:
                 position += 1
             self._publish(runtime, container)
 
-    def _load_client_plugin(self, container: Container) -> None:
+    def _load_client_plugin(self, container: Container) -> bool | None:
+        """Parse a ``file://`` client plugin now; True when it must be fetched from the client first."""
         parsed = urlparse(container.uri or "")
-        if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
-            container.failure = (f"Cannot load the client plugin {container.uri}: this host reads plugins only from "
-                                 "file:// URIs on its own machine (fetching a client's virtual:// files is not supported yet).")
-            return
-        root = Path(unquote(parsed.path))
-        if not root.is_dir():
-            container.failure = f"Cannot load the client plugin {container.uri}: {root} is not a folder on the host's machine."
-            return
-        container.loaded = load_plugin(root, name=container.name, data_root=self.config.data_path() / "plugins")
+        if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
+            root = Path(unquote(parsed.path))
+            if not root.is_dir():
+                container.failure = f"Cannot load the client plugin {container.uri}: {root} is not a folder on the host's machine."
+                return None
+            container.loaded = load_plugin(root, name=container.name, data_root=self.config.data_path() / "plugins")
+            return None
+        if self.client_files is None or not parsed.scheme:
+            container.failure = (f"Cannot load the client plugin {container.uri}: this host reads client plugins from "
+                                 "file:// URIs or from the publishing client over its connection.")
+            return None
+        return True  # stays "loading" until the fetch ends
+
+    async def _fetch_client_plugin(self, runtime: SessionCustomizations, container: Container) -> None:
+        assert self.client_files is not None and container.client_id is not None and container.uri
+        key = hashlib.sha256(f"{container.client_id}\n{container.uri}".encode()).hexdigest()[:24]
+        mirror = self.config.data_path() / "client-plugins" / key
+        async with self._locks.setdefault(f"mirror:{key}", asyncio.Lock()):  # one fetch per tree at a time
+            try:
+                await self.client_files.mirror(container.client_id, container.uri, mirror)
+            except ClientResourceError as error:
+                container.failure = f"Cannot load the client plugin {container.uri}: {error}."
+            except OSError as error:
+                container.failure = f"Cannot load the client plugin {container.uri}: the host could not store it ({error.strerror})."
+            else:
+                container.loaded = load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
+        if runtime.container(container.id) is not container or self.sessions.get(runtime.session) is not runtime:
+            return  # replaced or removed meanwhile (a newer nonce, the client left)
+        self._publish(runtime, container)
+        await self._reconcile(runtime)
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
         if runtime.session in self.store:
-            self.store.dispatch(runtime.session, {"type": "session/customizationUpdated", "customization": container.wire()})
+            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire()))
 
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
         if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():

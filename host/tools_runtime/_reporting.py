@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext, TurnEnded
 
 __all__ = ["ContentReporters"]
@@ -62,7 +63,8 @@ class ContentReporters:
         reporter.last_sent = self._clock()
         reporter.sent = content
         try:
-            reporter.ctx.emit({"type": "session/toolCallContentChanged", "toolCallId": reporter.tool_call_id, "content": content})
+            reporter.ctx.emit(builders.session_tool_call_content_changed(
+                turn_id=reporter.ctx.turn_id, tool_call_id=reporter.tool_call_id, content=content))
         except TurnEnded:
             self.stop(reporter.ctx.session, reporter.tool_call_id)
 

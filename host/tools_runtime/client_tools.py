@@ -25,6 +25,7 @@ import asyncio
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from ahp.protocol import builders
 from host.store import Store
 from tools.base import Tool, ToolContext, failure_result
 from tools.errors import ToolInputError
@@ -141,15 +142,10 @@ class ClientDeparture:
                 f"The client that runs {call.get('displayName') or call.get('toolName')} ({client_id}) disconnected "
                 f"and did not come back within {self.grace:g} s, so the call did not finish."
             )
-            self._store.dispatch(
-                session,
-                {
-                    "type": "session/toolCallComplete",
-                    "turnId": turn["id"],
-                    "toolCallId": call["toolCallId"],
-                    "result": failure_result(f"Tried to run {call.get('displayName') or call.get('toolName')}", message, "client_gone"),
-                },
-            )
+            self._store.dispatch(session, builders.session_tool_call_complete(
+                turn_id=turn["id"], tool_call_id=call["toolCallId"],
+                result=failure_result(f"Tried to run {call.get('displayName') or call.get('toolName')}", message, "client_gone"),
+            ))
 
     def close(self) -> None:
         for timer in self._timers.values():

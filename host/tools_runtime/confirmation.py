@@ -25,8 +25,10 @@ result"). ``reconfirm`` puts a running call back to pending-confirmation mid-exe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 from host.agents.tooling import Approval, ToolCallRequest, parse_arguments
 from tools.base import failure_result
@@ -34,15 +36,16 @@ from tools.policy import (
     OPTION_ALLOW_ALWAYS,
     OPTION_ALLOW_SESSION,
     Decision,
+    OptionEffect,
+    PolicyState,
     apply_option,
     confirmation_options,
     decide,
 )
 
+from ._reporting import ContentReporters
+from ._waiters import Waiters
 from .client_tools import ClientTool
-
-if TYPE_CHECKING:
-    from .runtime import ToolsRuntime
 
 __all__ = ["ConfirmingApprover", "RESULT_REJECTED"]
 
@@ -65,50 +68,56 @@ def result_key(session: str, turn_id: str, tool_call_id: str) -> tuple[str, ...]
 
 
 class ConfirmingApprover:
-    def __init__(self, runtime: ToolsRuntime) -> None:
-        self._runtime = runtime
+    """Asks the user before a call and, where configured, about its result.
+
+    It gets only what it uses: the waiters the client's answers resolve, the content reporters
+    it pauses while asking again, and three questions about the session's rules."""
+
+    def __init__(
+        self,
+        *,
+        waiters: Waiters,
+        reporters: ContentReporters,
+        policy: Callable[[str], PolicyState],
+        remember: Callable[[str, OptionEffect], None],
+        needs_result_confirmation: Callable[[str], bool],
+    ) -> None:
+        self._waiters = waiters
+        self._reporters = reporters
+        self._policy = policy
+        self._remember = remember
+        self._needs_result_confirmation = needs_result_confirmation
 
     # -- before the call -----------------------------------------------------------------------
 
     async def approve(self, request: ToolCallRequest, ctx: TurnContext) -> Approval:
         tool = request.tool
         args = _arguments(request.arguments)
-        base: dict[str, Any] = {
-            "type": "session/toolCallReady",
-            "toolCallId": request.tool_call_id,
-            "toolInput": request.arguments,
-            **request.ready_fields,
-        }
-        base.setdefault("invocationMessage", f"Call {request.tool_name}")
         if tool is None:  # the loop never asks about unknown tools; be safe anyway
-            ctx.emit({**base, "confirmed": "not-needed"})
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed"))
             return Approval(True)
         decision = self._decide(ctx.session, tool, args)
         if decision.outcome == "allow":
-            ctx.emit({**{k: v for k, v in base.items() if k not in ("confirmationTitle", "edits")}, "confirmed": decision.confirmed})
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed=decision.confirmed, asking=False))
             return Approval(True)
         if decision.outcome == "deny":
             reason = decision.reason or "A rule denies this tool call."
-            ctx.emit({**{k: v for k, v in base.items() if k not in ("confirmationTitle", "edits")}, "confirmed": "not-needed"})
-            ctx.emit(
-                {
-                    "type": "session/toolCallComplete",
-                    "toolCallId": request.tool_call_id,
-                    "result": failure_result(f"Did not run {tool.title}", reason, "denied_by_rule"),
-                }
-            )
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed", asking=False))
+            ctx.emit(builders.session_tool_call_complete(
+                turn_id=ctx.turn_id, tool_call_id=request.tool_call_id,
+                result=failure_result(f"Did not run {tool.title}", reason, "denied_by_rule"),
+            ))
             return Approval(False, reason=reason)
-        ready = {**base, "options": confirmation_options(tool, args)}
-        if getattr(tool, "subject_kind", None) == "command" or "edits" in request.ready_fields:
-            ready["editable"] = True
+        editable = getattr(tool, "subject_kind", None) == "command" or "edits" in request.ready_fields
+        ready = request.ready_action(ctx.turn_id, options=confirmation_options(tool, args), editable=True if editable else None)
         key = confirm_key(ctx.session, ctx.turn_id, request.tool_call_id)
-        self._runtime.waiters.expect(key)
+        self._waiters.expect(key)
         ctx.emit(ready)
-        answer = await self._runtime.waiters.wait(key)
+        answer = await self._waiters.wait(key)
         return self._apply(ctx.session, tool, args, answer)
 
     def _decide(self, session: str, tool: Any, args: dict[str, Any]) -> Decision:
-        decision = decide(tool, args, self._runtime.policy(session))
+        decision = decide(tool, args, self._policy(session))
         if isinstance(tool, ClientTool) and decision.rule is None:
             return Decision("allow", "not-needed", "The client confirms its own tools.")
         return decision
@@ -120,8 +129,8 @@ class ConfirmingApprover:
             edited = edited if isinstance(edited, str) else None
             if option in (OPTION_ALLOW_SESSION, OPTION_ALLOW_ALWAYS):
                 chosen_args = _arguments(edited) if edited is not None else args
-                effect = apply_option(self._runtime.policy(session), tool, chosen_args, option)
-                self._runtime.remember(session, effect)
+                effect = apply_option(self._policy(session), tool, chosen_args, option)
+                self._remember(session, effect)
             return Approval(True, edited_input=edited)
         return Approval(False, reason=_denial_text(answer))
 
@@ -133,40 +142,42 @@ class ConfirmingApprover:
         if call is None or call.get("status") != "running":
             return False
         key = confirm_key(ctx.session, ctx.turn_id, tool_call_id)
-        self._runtime.waiters.expect(key)
-        self._runtime.reporters.pause(ctx.session, tool_call_id)
-        ready: dict[str, Any] = {
-            "type": "session/toolCallReady",
-            "toolCallId": tool_call_id,
-            "invocationMessage": call.get("invocationMessage") or reason,
-            "confirmationTitle": reason,
-            "options": _CONTINUE_OPTIONS,
-        }
-        if call.get("toolInput") is not None:
-            ready["toolInput"] = call["toolInput"]
-        ctx.emit(ready)
-        answer = await self._runtime.waiters.wait(key)
-        self._runtime.reporters.resume(ctx.session, tool_call_id)
+        self._waiters.expect(key)
+        self._reporters.pause(ctx.session, tool_call_id)
+        ctx.emit(builders.session_tool_call_ready(
+            turn_id=ctx.turn_id,
+            tool_call_id=tool_call_id,
+            invocation_message=call.get("invocationMessage") or reason,
+            confirmation_title=reason,
+            options=_CONTINUE_OPTIONS,
+            tool_input=call.get("toolInput"),
+        ))
+        answer = await self._waiters.wait(key)
+        self._reporters.resume(ctx.session, tool_call_id)
         return bool(answer.get("approved"))
 
     # -- after the call ------------------------------------------------------------------------
 
     async def finish(self, request: ToolCallRequest, result: dict[str, Any], ctx: TurnContext) -> dict[str, Any]:
         """Complete the call in the session; returns what the model is told."""
-        self._runtime.reporters.stop(ctx.session, request.tool_call_id)
+        self._reporters.stop(ctx.session, request.tool_call_id)
         if isinstance(request.tool, ClientTool):
             return result  # the owning client already completed it (or the host did on its departure)
         call = _call(ctx.state, ctx.turn_id, request.tool_call_id)
         if call is not None and call.get("status") == "cancelled":
             return result  # the user stopped it at a re-confirmation: nothing left to complete
-        complete: dict[str, Any] = {"type": "session/toolCallComplete", "toolCallId": request.tool_call_id, "result": result}
-        if not self._runtime.needs_result_confirmation(request.tool_name):
+        confirming = self._needs_result_confirmation(request.tool_name)
+        complete = builders.session_tool_call_complete(
+            turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result,
+            requires_result_confirmation=True if confirming else None,
+        )
+        if not confirming:
             ctx.emit(complete)
             return result
         key = result_key(ctx.session, ctx.turn_id, request.tool_call_id)
-        self._runtime.waiters.expect(key)
-        ctx.emit({**complete, "requiresResultConfirmation": True})
-        answer = await self._runtime.waiters.wait(key)
+        self._waiters.expect(key)
+        ctx.emit(complete)
+        answer = await self._waiters.wait(key)
         if answer.get("approved"):
             return result
         title = request.tool.title if request.tool is not None else request.tool_name

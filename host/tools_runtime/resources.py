@@ -1,4 +1,4 @@
-"""The sandboxed file ``resource*`` methods: list, resolve, write, mkdir, delete.
+"""The sandboxed file ``resource*`` methods: list, resolve, write, mkdir, delete, copy, move, request.
 
 Contract: every ``file:`` URI is resolved with ``tools.sandbox.resolve_path`` (symlinks
 followed, attack strings refused) against the allowed roots: the host's default directory, every
@@ -6,7 +6,12 @@ session's working directory and ``[tools] extra_roots``. A refused path is -3200
 PermissionDenied whose message names the roots that were expected; a URI with another scheme is
 -32008 NotFound (this host serves no other file system). Errors follow PROTOCOL.md §5:
 missing → -32008, exists (``createOnly``, mkdir over a file) → -32010, ``ifMatch`` mismatch or a
-non-empty directory deleted without ``recursive`` → -32011. A root itself is never deleted.
+non-empty directory deleted without ``recursive`` → -32011. A root itself is never deleted, moved
+or overwritten. ``resourceCopy`` / ``resourceMove`` overwrite an existing destination unless
+``failIfExists`` (-32010); a symlink is copied or moved as a link, never followed out of the roots.
+``resourceRequest`` grants what the sandbox and the OS allow (there is no per-client grant table:
+every client of this host may use every root) and otherwise answers -32009 with
+``{request: ResourceRequestParams}`` as its data, naming the access that was refused.
 Messages never contain a traceback or OS error text beyond the reason.
 
 ``etag`` is ``<mtime_ns>-<size>``: cheap, and changes with any write through this host.
@@ -146,15 +151,20 @@ class ResourceService:
             raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not create {uri}.") from None
         return {}
 
-    def delete(self, uri: Any, recursive: bool = False) -> dict[str, Any]:
+    def _entry(self, uri: Any, verb: str) -> Path:
+        """The directory entry a URI names, inside the roots, a symlink itself rather than its
+        target; never a root (``verb`` says what was refused)."""
         lexical = Path(os.path.normpath(_uri_path(uri)))
         if not os.path.islink(lexical):
             self.resolve_uri(uri)  # the full sandbox check for everything but a link itself
         parent = self.resolve_uri(lexical.parent.as_uri()) if lexical.name else None
-        # Delete the entry itself (a symlink is removed, never followed out of the sandbox).
         path = parent / lexical.name if parent is not None else self.resolve_uri(uri)
         if parent is None or self._is_root(path) or (not path.is_symlink() and self._is_root(self.resolve_uri(uri))):
-            raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is one of the host's allowed roots; it cannot be deleted.")
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is one of the host's allowed roots; it cannot be {verb}.")
+        return path
+
+    def delete(self, uri: Any, recursive: bool = False) -> dict[str, Any]:
+        path = self._entry(uri, "deleted")
         if not path.exists() and not path.is_symlink():
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.")
         try:
@@ -167,6 +177,75 @@ class ResourceService:
         except PermissionError:
             raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not delete {uri}.") from None
         return {}
+
+
+    def copy(self, source: Any, destination: Any, fail_if_exists: bool = False) -> dict[str, Any]:
+        return self._transfer(source, destination, fail_if_exists, move=False)
+
+    def move(self, source: Any, destination: Any, fail_if_exists: bool = False) -> dict[str, Any]:
+        return self._transfer(source, destination, fail_if_exists, move=True)
+
+    def _transfer(self, source: Any, destination: Any, fail_if_exists: bool, *, move: bool) -> dict[str, Any]:
+        verb = "moved" if move else "copied"
+        origin = self._entry(source, verb) if move else self._copy_source(source)
+        if not origin.exists() and not origin.is_symlink():
+            raise RpcError(ErrorCode.NOT_FOUND, f"{source} does not exist.")
+        target = self._entry(destination, "overwritten")
+        if target == origin:
+            return {}
+        if origin.is_dir() and not origin.is_symlink() and target.is_relative_to(origin):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{destination} is inside {source}; a directory cannot be {verb} into itself.")
+        if target.exists() or target.is_symlink():
+            if fail_if_exists:
+                raise RpcError(ErrorCode.ALREADY_EXISTS, f"{destination} already exists (failIfExists was set).")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists() or target.is_symlink():
+                _remove(target)
+            if move:
+                shutil.move(str(origin), str(target))
+            elif origin.is_dir() and not origin.is_symlink():
+                shutil.copytree(origin, target, symlinks=True)
+            else:
+                shutil.copy2(origin, target, follow_symlinks=False)
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not {'move' if move else 'copy'} {source} to {destination}.") from None
+        except (NotADirectoryError, FileExistsError):
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"A file is in the way of {destination}.") from None
+        return {}
+
+    def _copy_source(self, uri: Any) -> Path:
+        """A copy's source: a symlink is copied as a link, so only the link itself must be inside."""
+        lexical = Path(os.path.normpath(_uri_path(uri)))
+        if os.path.islink(lexical):
+            return self.resolve_uri(lexical.parent.as_uri()) / lexical.name
+        return self.resolve_uri(uri)
+
+    def request(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = params["uri"]
+        wants_write = bool(params.get("write"))
+        wants_read = bool(params.get("read")) or not wants_write
+        asked = {"uri": uri, **({"read": True} if wants_read else {}), **({"write": True} if wants_write else {})}
+        try:
+            path = self.resolve_uri(uri)
+        except RpcError as error:
+            if error.code != ErrorCode.PERMISSION_DENIED:
+                raise
+            raise RpcError(ErrorCode.PERMISSION_DENIED, error.message, {"request": asked}) from None
+        existing = path if path.exists() else next((p for p in path.parents if p.exists()), path)
+        refused = [kind for kind, wanted, mode in (("read", wants_read, os.R_OK), ("write", wants_write, os.W_OK))
+                   if wanted and not os.access(existing, mode)]
+        if refused:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host's user may not {' or '.join(refused)} {uri}.",
+                           {"request": asked})
+        return {}
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def _iso(timestamp: float) -> str:

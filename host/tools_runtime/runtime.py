@@ -33,6 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ahp.protocol import builders
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor, TurnEnvironment
 from host.config import ToolsConfig
@@ -50,7 +51,7 @@ from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
 from .session_config import auto_approve_of
-from .session_tools import SessionTools
+from .session_tools import SessionToolParts, SessionTools
 from .settings import ToolSettings
 
 __all__ = ["ToolsRuntime"]
@@ -59,7 +60,7 @@ __all__ = ["ToolsRuntime"]
 class ToolsRuntime:
     def __init__(
         self, store: Store, config: ToolsConfig, content_store: ContentStore, inputs: InputRequests, *,
-        settings_path: Path | None,
+        settings_path: Path | None, private_directory: Path | None = None,
     ) -> None:
         self.store = store
         self.inputs = inputs
@@ -69,13 +70,24 @@ class ToolsRuntime:
         self.waiters = Waiters()
         self.reporters = ContentReporters()
         self.departure = ClientDeparture(store, config.client_tool_grace)
-        self.builtins = [ShellTool(default_timeout=config.shell_timeout) if isinstance(t, ShellTool) else t for t in builtin_tools()]
+        # The host's own files (journal, content) change under every command; they are not the user's.
+        untracked = (private_directory,) if private_directory is not None else ()
+        self.builtins = [ShellTool(default_timeout=config.shell_timeout, untracked=untracked) if isinstance(t, ShellTool) else t
+                         for t in builtin_tools()]
         self.extra_roots = tuple(Path(os.path.expanduser(root)).resolve() for root in config.extra_roots)
         self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
-        self.approver = ConfirmingApprover(self)
-        self.contributor = SessionTools(self)
+        self.approver = ConfirmingApprover(
+            waiters=self.waiters, reporters=self.reporters, policy=self.policy, remember=self.remember,
+            needs_result_confirmation=self.needs_result_confirmation,
+        )
+        self.contributor = SessionTools(SessionToolParts(
+            builtins=self.builtins, extra_roots=self.extra_roots, untracked=untracked, content_store=self.content_store,
+            waiters=self.waiters, reporters=self.reporters, departure=self.departure,
+            other_server_tool_names=self.other_server_tool_names, reconfirm=self.approver.reconfirm, ask=self.ask,
+        ))
         self.environment: TurnEnvironment | None = None
-        store.observers.append(self._observe)
+        store.change_observers.append(self._observe)
+        store.rejection_observers.append(self.action_rejected)
 
     def install(self, environment: TurnEnvironment) -> None:
         self.environment = environment
@@ -134,7 +146,7 @@ class ToolsRuntime:
             return
         tools = self.server_tools(session)
         if state.get("serverTools") != tools:
-            self.store.dispatch(session, {"type": "session/serverToolsChanged", "tools": tools})
+            self.store.dispatch(session, builders.session_server_tools_changed(tools=tools))
 
     # -- asking the user -----------------------------------------------------------------------
 
@@ -158,12 +170,10 @@ class ToolsRuntime:
         if call is None or not client_id or call.get("toolClientId") != client_id:
             return
         title = call.get("displayName") or call.get("toolName") or "the tool"
-        self.store.dispatch(session, {
-            "type": "session/toolCallComplete",
-            "turnId": turn_id,
-            "toolCallId": call_id,
-            "result": failure_result(f"Did not run {title}", _declined_text(action), "declined_by_client"),
-        })
+        self.store.dispatch(session, builders.session_tool_call_complete(
+            turn_id=turn_id, tool_call_id=call_id,
+            result=failure_result(f"Did not run {title}", _declined_text(action), "declined_by_client"),
+        ))
 
     # -- observing the store -------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["AUTO_APPROVE", "with_auto_approve", "auto_approve_of", "AutoApproveValueError"]
+__all__ = ["AUTO_APPROVE", "with_auto_approve", "auto_approve_of", "auto_approve_property", "AutoApproveValueError"]
 
 AUTO_APPROVE = "autoApprove"
 
@@ -29,10 +29,15 @@ class AutoApproveValueError(ValueError):
     """``params.config.autoApprove`` was not a boolean."""
 
 
+def auto_approve_property(default: bool) -> dict[str, Any]:
+    """The ``autoApprove`` property schema with the host's default."""
+    return {**_PROPERTY, "default": default}
+
+
 def with_auto_approve(config: dict[str, Any] | None, requested: dict[str, Any] | None, default: bool) -> dict[str, Any]:
     config = config or {}
     schema = dict(config.get("schema") or {"type": "object", "properties": {}})
-    schema["properties"] = {**(schema.get("properties") or {}), AUTO_APPROVE: {**_PROPERTY, "default": default}}
+    schema["properties"] = {**(schema.get("properties") or {}), AUTO_APPROVE: auto_approve_property(default)}
     value = (requested or {}).get(AUTO_APPROVE, default)
     if not isinstance(value, bool):
         raise AutoApproveValueError(f"config.{AUTO_APPROVE} must be true or false, not {value!r}.")

@@ -16,51 +16,71 @@ offered by any contributor is offered as ``client__<name>``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from tools.base import Tool, ToolContext
+from tools.content import ContentStore
 
-from .client_tools import ClientTool, offered_client_tools
+from ._reporting import ContentReporters
+from ._waiters import Waiters
+from .client_tools import ClientDeparture, ClientTool, offered_client_tools
 
-if TYPE_CHECKING:
-    from .runtime import ToolsRuntime
+__all__ = ["SessionTools", "SessionToolParts"]
 
-__all__ = ["SessionTools"]
+
+@dataclass(frozen=True)
+class SessionToolParts:
+    """What ``SessionTools`` is built from (the tools runtime supplies each part)."""
+
+    builtins: Sequence[Tool]
+    extra_roots: tuple[Path, ...]
+    untracked: tuple[Path, ...]
+    """Folders whose file changes tools never report (the host's data directory)."""
+    content_store: ContentStore | None
+    waiters: Waiters
+    reporters: ContentReporters
+    departure: ClientDeparture
+    other_server_tool_names: Callable[[TurnContext, Contributor], set[str]]
+    reconfirm: Callable[[TurnContext, str, str], Awaitable[bool]]
+    ask: Callable[[TurnContext, dict], Awaitable[dict]]
 
 
 class SessionTools(Contributor):
-    def __init__(self, runtime: ToolsRuntime) -> None:
-        self._runtime = runtime
+    def __init__(self, parts: SessionToolParts) -> None:
+        self._parts = parts
 
     def tools(self, ctx: TurnContext) -> Sequence[Tool]:
-        builtins = list(self._runtime.builtins)
-        taken = {tool.name for tool in builtins} | self._runtime.other_server_tool_names(ctx, self)
-        runtime = self._runtime
+        builtins = list(self._parts.builtins)
+        taken = {tool.name for tool in builtins} | self._parts.other_server_tool_names(ctx, self)
+        parts = self._parts
 
         def make(definition: dict[str, Any], client_id: str, name: str) -> ClientTool:
             return ClientTool(definition, client_id, name, session=ctx.session, turn_id=ctx.turn_id,
-                              waiters=runtime.waiters, on_orphan=runtime.departure.watch)
+                              waiters=parts.waiters, on_orphan=parts.departure.watch)
 
         return [*builtins, *offered_client_tools(ctx.state, taken, make)]
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
-        runtime = self._runtime
-        context.extra_roots = (*context.extra_roots, *(r for r in runtime.extra_roots if r not in context.extra_roots))
-        context.content_store = runtime.content_store
+        parts = self._parts
+        context.extra_roots = (*context.extra_roots, *(r for r in parts.extra_roots if r not in context.extra_roots))
+        context.content_store = parts.content_store
+        context.untracked = (*context.untracked, *parts.untracked)
         call_id = context.tool_call_id
         if call_id is not None:
-            context.report_content = runtime.reporters.callback(ctx, call_id)
+            context.report_content = parts.reporters.callback(ctx, call_id)
 
             async def reconfirm(reason: str) -> bool:
-                return await runtime.approver.reconfirm(ctx, call_id, reason)
+                return await parts.reconfirm(ctx, call_id, reason)
 
             context.reconfirm = reconfirm
 
         async def ask(request: dict) -> dict:
-            return await runtime.ask(ctx, request)
+            return await parts.ask(ctx, request)
 
         context.ask = ask
         return context

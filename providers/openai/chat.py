@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
 from ..messages import (
@@ -56,8 +57,8 @@ class OpenAIChatProvider(OpenAIClientOwner):
         params = self.build_params(request)
         translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
         async for event in sdk_events(
-            lambda: self._sdk().chat.completions.create(**params, stream=True),
-            translator.feed,
+            lambda: open_chunk_stream(self._sdk(), params),
+            lambda item: translator.feed(item[1]),
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finish_reason is not None,
             dropped="The connection dropped before the model finished answering. Try again.",
@@ -67,6 +68,25 @@ class OpenAIChatProvider(OpenAIClientOwner):
             yield event
         for event in translator.close():
             yield event
+
+
+async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
+    """The SDK sends the request (auth, timeouts, HTTP error statuses as its exceptions); the chunks
+    are read from the raw response as plain dicts (``providers._sse``), not as SDK models."""
+    raw = await client.chat.completions.with_raw_response.create(**params, stream=True)
+    return RawEventStream(raw.http_response, done="[DONE]", error=lambda data: stream_error(raw.http_response, data))
+
+
+def stream_error(response: Any, data: Any) -> BaseException | None:
+    """An ``{"error": ...}`` payload inside the stream, as the SDK would raise it."""
+    if not isinstance(data, dict) or not data.get("error"):
+        return None
+    import openai
+
+    error = data["error"]
+    message = error.get("message") if isinstance(error, dict) else None
+    return openai.APIError(message if isinstance(message, str) and message else "An error occurred during streaming",
+                           request=response.request, body=error)
 
 
 def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completion_tokens") -> dict[str, Any]:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from ahp.protocol import METHODS
+
 from client import AhpClient, AhpError
 from host.server import RunningHost, start_host
 from host.service import AgentHost
@@ -219,6 +221,26 @@ async def test_fetch_turns_pages_from_newest_to_oldest(connect: Connect) -> None
     assert error.value.code == -32001
 
 
+async def test_fetch_turns_pages_stay_right_when_turns_change_between_pages(connect: Connect) -> None:
+    client = await connect()
+    session = await client.create_session()
+    for index in range(4):
+        await run_turn(client, session, f"message {index}")
+    page = await client.fetch_turns(session, limit=1)
+    oldest_seen = page["turns"][0]["id"]
+    await run_turn(client, session, "message 4")  # the turns list changed after the first page
+    page = await client.fetch_turns(session, before=oldest_seen, limit=2)
+    assert [t["userMessage"]["text"] for t in page["turns"]] == ["message 1", "message 2"]
+    turns = client.state(session)["turns"]
+    client.dispatch(session, {"type": "session/truncated", "turnId": turns[1]["id"]})  # keeps messages 0 and 1
+    await client.wait_for(lambda m, e: len(client.state(session)["turns"]) == 2)
+    page = await client.fetch_turns(session, before=turns[1]["id"])
+    assert [t["userMessage"]["text"] for t in page["turns"]] == ["message 0"]
+    with pytest.raises(AhpError) as error:  # a turn that was truncated away is no longer found
+        await client.fetch_turns(session, before=turns[3]["id"])
+    assert error.value.code == -32602
+
+
 async def test_fork_copies_turns_through_the_chosen_one(connect: Connect) -> None:
     client = await connect()
     source = await client.create_session()
@@ -331,12 +353,18 @@ async def test_initialize_negotiates_the_protocol_version(running_host: RunningH
     await raw.close()
 
 
-async def test_unimplemented_methods_answer_a_clear_error(connect: Connect) -> None:
+async def test_every_ahp_request_is_served_and_an_unknown_method_gets_a_clear_error(connect: Connect) -> None:
     client = await connect()
+    for name, spec in METHODS.items():
+        if spec.kind != "request" or spec.direction == "host->client" or name in ("initialize", "reconnect"):
+            continue
+        try:
+            await client.request(name, {"channel": "ahp-root://"})
+        except AhpError as error:
+            assert error.code != -32601, f"{name} is not served: {error.message}"
     with pytest.raises(AhpError) as error:
-        await client.request("createTerminal", {"channel": "ahp-terminal:/x", "claim": {"kind": "client", "clientId": client.client_id}})
+        await client.request("teleport", {"channel": "ahp-root://"})
     assert error.value.code == -32601
-    assert "does not support it yet" in error.value.message
 
 
 async def test_resource_read_serves_files_in_the_working_directory_only(connect: Connect, running_host: RunningHost, tmp_path) -> None:

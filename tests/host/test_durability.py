@@ -135,3 +135,38 @@ async def test_a_clean_restart_keeps_sessions_and_resumes_replay(tmp_path: Path)
         await client.close()
     finally:
         host.stop()
+
+
+async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_saw(tmp_path: Path) -> None:
+    # Twenty sessions streaming at once: many deltas per commit (group commit, coalesced runs).
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.002\ndefault_directory = "{tmp_path}"\n')
+    host = HostProcess(tmp_path / "data", config)
+    try:
+        await host.start()
+        client = await AhpClient.connect(host.url)
+        await client.initialize(subscriptions=[ROOT])
+        sessions = [await client.create_session() for _ in range(20)]
+        for session in sessions:
+            client.send_message(session, "stream this back quickly")
+
+        def streamed(session: str) -> str:
+            state = client.state(session) or {}
+            turn = state.get("activeTurn") or ((state.get("turns") or [None])[0]) or {}
+            parts = turn.get("responseParts") or [{}]
+            return parts[0].get("content") or ""
+
+        await client.wait_for(lambda m, e: sum(len(streamed(s)) > 40 for s in sessions) >= 10, timeout=30)
+        host.kill()  # the client's mirror now holds exactly the frames that left the host
+        seen = {session: streamed(session) for session in sessions}
+        await client.close()
+
+        await host.start()
+        again = await AhpClient.connect(host.url)
+        await again.initialize(subscriptions=[ROOT, *sessions])
+        for session in sessions:
+            recovered = again.state(session)["turns"][0]["responseParts"][0]["content"] if seen[session] else ""
+            assert recovered.startswith(seen[session]), session
+        await again.close()
+    finally:
+        host.stop()

@@ -85,6 +85,15 @@ def test_a_rejection_goes_only_to_the_dispatcher_and_changes_nothing() -> None:
     assert store.state(ROOT) is before and store.seq == 0
 
 
+def test_rejection_observers_hear_what_was_refused_and_from_whom() -> None:
+    store = make_store()
+    heard: list[tuple[str, dict[str, Any], str]] = []
+    store.rejection_observers.append(lambda channel, action, client: heard.append((channel, action, client)))
+    store.reject(ROOT, {"type": "root/agentsChanged"}, {"clientId": "c1", "clientSeq": 4}, "host only", Sink())
+    assert heard == [(ROOT, {"type": "root/agentsChanged"}, "c1")]
+    assert store.seq == 0
+
+
 def test_replay_covers_the_window_and_reports_a_gap() -> None:
     store = make_store(replay_capacity=3)
     store.create(SESSION, "session", session_state())

@@ -191,6 +191,22 @@ def test_inline_hooks_and_flat_inline_mcp_servers_in_the_manifest(make_plugin) -
     assert plugin.state.kind == "loaded"
 
 
+def test_relative_working_directories_of_hooks_and_servers_resolve_in_the_plugin(make_plugin) -> None:
+    manifest = {
+        "name": "demo",
+        "hooks": {"sessionStart": [{"hooks": [{"type": "command", "command": "./start.sh", "cwd": "scripts"}]}]},
+        "mcpServers": {"local": {"type": "local", "command": "node", "args": ["srv.js"], "cwd": "server"},
+                       "plain": {"command": "node"}},
+    }
+    root = make_plugin({".plugin/plugin.json": json.dumps(manifest)})
+    plugin = load_plugin(root, environ={})
+    (hook,) = plugin.hooks
+    assert hook.cwd == root.resolve() / "scripts"
+    local, plain = plugin.mcp_servers
+    assert (local.transport, local.cwd, plain.cwd) == ("stdio", root.resolve() / "server", root.resolve())
+    assert local.env["PLUGIN_ROOT"] == str(root.resolve())
+
+
 def test_duplicate_mcp_server_names_keep_the_first_and_degrade(make_plugin) -> None:
     root = make_plugin({
         ".plugin/plugin.json": json.dumps({"name": "demo", "mcpServers": {"mcpServers": {"s": {"command": "first"}}}}),

@@ -3,10 +3,14 @@
 Contract:
 * The command runs as `<shell> -c <command>` (the `shell` given to the tool, else
   `$SHELL`, else `/bin/sh`), in the session working directory, with stdin closed and
-  stdout+stderr merged, in a new session (`start_new_session=True`) so it leads its own
-  process group.
+  stdout+stderr on a pseudo-terminal (`tools.pty`: programs see a terminal, so they stream
+  line by line and keep their colours), in a new session so it leads its own process group.
+* When the host gives `ctx.open_terminal`, the pty is published as a terminal channel and
+  its `ToolResultTerminalContent` item is reported at once (a client can attach while the
+  command runs) and kept in the result.
 * While it runs, the output so far is streamed through `ctx.report_content` as one text
-  item, at most once per `stream_interval` seconds.
+  item (then the terminal item, if any), at most once per `stream_interval` seconds. The
+  text the model reads has terminal escape sequences removed and `\r\n` turned into `\n`.
 * On timeout, on `ctx.cancellation`, and when the host cancels the task, the whole
   process group gets SIGTERM and, after `kill_grace` seconds, SIGKILL: grandchildren die
   too. Background processes still holding the output pipe after the command exits are
@@ -14,10 +18,14 @@ Contract:
 * Output beyond `max_output_bytes` is cut from the middle (the start and the end are
   kept) with a note saying how many bytes were left out.
 * Before anything is spawned, the command line is read for writes outside the allowed roots
-  (`tools._shell_writes`: redirections, `tee`/`cp`/`mv`/`rm`/…, `cd` out of the root); if
+  (`tools.shell.writes`: redirections, `tee`/`cp`/`mv`/`rm`/…, `cd` out of the root); if
   there are any, the tool asks again through `ctx.reconfirm` with a sentence naming them. A
   refusal (or no host to ask) fails the call with code `outside_write_denied` and that
   sentence, and nothing runs.
+* Files the command created, changed or deleted in the working directory
+  (`tools.file_changes`, a snapshot before and a comparison after; off with
+  `track_changes=False`; folders in `untracked` are never reported) are added to the result as `fileEdit` items, so the host records
+  them in the session's changeset like `edit_file`'s.
 * Result: success iff the exit code is 0. `structuredContent` carries `exitCode` (or
   `signal`), `timedOut`, `cancelled`, `outputBytes`, `truncatedBytes`.
 """
@@ -26,41 +34,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
-import signal
+import re
+from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, failure_result, success_result
-from .._shell_writes import describe_findings, outside_writes
-from ..content import text_content
+from ..shell import describe_findings, outside_writes
+from ..content import file_edit_content, text_content
 from ..errors import ToolFailure
+from ..file_changes import DirectorySnapshot
+from ..pty import PtyProcess
 
-__all__ = ["ShellTool"]
+__all__ = ["ShellTool", "plain_text"]
+
+logger = logging.getLogger(__name__)
+
+# CSI (colours, cursor moves), OSC (titles, shell integration) and two-byte escapes.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
-async def _wait_exit(process: asyncio.subprocess.Process) -> None:
-    """Wait until the process itself has exited and its exit status is known.
-
-    `Process.wait()` also waits for the output pipe to close, which never happens while a
-    background grandchild holds it; this watches the process alone (a pidfd on Linux).
-    """
-    if process.returncode is None:
-        loop = asyncio.get_running_loop()
-        try:
-            pidfd = os.pidfd_open(process.pid)
-        except (AttributeError, OSError):
-            pidfd = None  # already reaped, or no pidfd support: the status arrives shortly
-        if pidfd is not None:
-            exited = loop.create_future()
-            loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
-            try:
-                await exited
-            finally:
-                loop.remove_reader(pidfd)
-                os.close(pidfd)
-    # The child watcher records the status a moment after the exit becomes visible.
-    while process.returncode is None:
-        await asyncio.sleep(0.005)
+def plain_text(text: str) -> str:
+    """Terminal output as plain text for a model: escapes removed, ``\\r\\n`` line ends made ``\\n``."""
+    return _ESCAPES.sub("", text).replace("\r\n", "\n")
 
 
 class _Output:
@@ -89,8 +86,8 @@ class _Output:
         return self.total - len(self.head) - len(self.tail)
 
     def render(self) -> str:
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
+        head = plain_text(self.head.decode("utf-8", "replace"))
+        tail = plain_text(self.tail.decode("utf-8", "replace"))
         if self.cut:
             return f"{head}\n[… {self.cut:,} bytes of output cut; {self.total:,} bytes in total …]\n{tail}"
         return head + tail
@@ -125,7 +122,12 @@ class ShellTool(Tool):
         max_output_bytes: int = 30_000,
         stream_interval: float = 0.25,
         kill_grace: float = 2.0,
+        track_changes: bool = True,
+        untracked: tuple[Path, ...] = (),
     ) -> None:
+        self.track_changes = track_changes
+        self.untracked = untracked
+        """Folders whose files are never reported as changed (the host's own data)."""
         self.shell = shell
         self.default_timeout = default_timeout
         self.max_output_bytes = max_output_bytes
@@ -162,74 +164,71 @@ class ShellTool(Tool):
             if not await ctx.reconfirm(f"{reason} Run it anyway?"):
                 message = f"{reason} The user did not allow that, so the command was not run."
                 return failure_result(f"Did not run `{command}`", message, "outside_write_denied")
+        snapshot = None
+        if self.track_changes:
+            snapshot = await asyncio.to_thread(DirectorySnapshot.take, ctx.working_directory, ctx.extra_roots, excluded=self.untracked)
         try:
-            process = await asyncio.create_subprocess_exec(
-                shell, "-c", command,
-                cwd=ctx.working_directory,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-                env=self._environment(),
-            )
+            process = await PtyProcess.spawn([shell, "-c", command], cwd=ctx.working_directory, env=self._environment())
         except OSError as exc:
             raise ToolFailure(f"Could not start {shell}: {exc.strerror or type(exc).__name__}.", code="spawn_failed") from None
 
         output = _Output(self.max_output_bytes)
         changed = asyncio.Event()
-        reader = asyncio.create_task(self._read(process, output, changed))
-        streamer = asyncio.create_task(self._stream(output, changed, ctx))
-        exited = asyncio.create_task(_wait_exit(process))
+
+        def received(chunk: bytes) -> None:
+            output.add(chunk)
+            changed.set()
+
+        process.listeners.append(received)
+        terminal = None
+        if ctx.open_terminal is not None:
+            try:
+                terminal = ctx.open_terminal(process, self.describe(args), command)
+            except Exception:  # publishing is a courtesy; the command itself must still be run and reaped
+                logger.exception("could not publish the command's terminal")
+        extra = [terminal] if terminal is not None else []
+        if terminal is not None:
+            await ctx.emit([text_content(""), terminal])
+        streamer = asyncio.create_task(self._stream(output, changed, ctx, extra))
+        exited = asyncio.create_task(process.wait())
         cancelled = asyncio.create_task(ctx.cancellation.wait())
         finished_normally = False
+        timed_out = was_cancelled = False
         try:
             done, _ = await asyncio.wait({exited, cancelled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             timed_out = not done
             was_cancelled = cancelled in done and exited not in done
             if exited not in done:
-                await self._kill_group(process)
+                await process.terminate(self.kill_grace)
             finished_normally = True
         finally:
             cancelled.cancel()
             if not finished_normally:
                 # The host cancelled this task: the processes must not outlive it.
-                await asyncio.shield(self._kill_group(process))
+                await asyncio.shield(process.terminate(self.kill_grace))
+            # A background process may still hold the pty; stop listening to it after the grace.
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(reader), self.kill_grace)
-            reader.cancel()
+                await asyncio.wait_for(asyncio.shield(process.output_closed.wait()), self.kill_grace)
             streamer.cancel()
             exited.cancel()
             with contextlib.suppress(BaseException):
-                await asyncio.gather(reader, streamer, exited, return_exceptions=True)
-            # A background process may still hold the pipe open; stop listening to it.
-            transport = getattr(process, "_transport", None)
-            if transport is not None:
-                transport.close()
-        return self._result(command, process.returncode, output, timeout, timed_out, was_cancelled)
+                await asyncio.gather(streamer, exited, return_exceptions=True)
+            process.close()
+        result = self._result(command, process.returncode, output, timeout, timed_out, was_cancelled)
+        edits = []
+        if snapshot is not None:
+            changes = await asyncio.to_thread(snapshot.changes)
+            edits = [file_edit_content(ctx.content_store, path, before, after) for path, before, after in changes]
+        if edits or extra:
+            result["content"] = [*result.get("content", []), *edits, *extra]
+        return result
 
-    async def _read(self, process: asyncio.subprocess.Process, output: _Output, changed: asyncio.Event) -> None:
-        assert process.stdout is not None
-        while chunk := await process.stdout.read(65536):
-            output.add(chunk)
-            changed.set()
-
-    async def _stream(self, output: _Output, changed: asyncio.Event, ctx: ToolContext) -> None:
+    async def _stream(self, output: _Output, changed: asyncio.Event, ctx: ToolContext, extra: list[dict]) -> None:
         while True:
             await changed.wait()
             changed.clear()
-            await ctx.emit([text_content(output.render())])
+            await ctx.emit([text_content(output.render()), *extra])
             await asyncio.sleep(self.stream_interval)
-
-    async def _kill_group(self, process: asyncio.subprocess.Process) -> None:
-        """SIGTERM the process group, then SIGKILL whatever is left after the grace period."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGTERM)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(_wait_exit(process), self.kill_grace)
-        # Even if the leader exited, its children may have ignored SIGTERM.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await _wait_exit(process)
 
     def _result(
         self, command: str, returncode: int | None, output: _Output, timeout: float, timed_out: bool, cancelled: bool

@@ -3,8 +3,8 @@ server, restarts with backoff, tools under namespaced names, progress, elicitati
 `tools/list_changed` wired to host callbacks.
 
 Public surface:
-* `McpServerSpec`, `specs_from_config`, `specs_from_mcp_json`, `spec_from_plugin`,
-  `merge_specs` (tools.mcp.specs)
+* `McpServerSpec`, `merge_specs` (tools.mcp.specs; declarations are parsed by
+  `plugins.mcp_servers` and `host.customizations.mcp_declarations`)
 * `McpManager` (tools.mcp.manager): start/stop a set of servers, `tools()`, `statuses()`
 * `McpServerConnection`, `ServerStatus`, `ServerState`, `RestartPolicy` (tools.mcp.connection)
 * `McpTool`, `annotation_hints` (tools.mcp.tool)
@@ -14,20 +14,45 @@ Public surface:
 * `McpError`, `McpConfigError` (tools.mcp.errors)
 """
 
-from .connection import McpServerConnection, RestartPolicy, ServerState, ServerStatus
-from .elicitation import elicit_result, input_request, questions_from_schema
-from .errors import McpConfigError, McpError
-from .manager import McpManager
-from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
-from .results import progress_content, tool_call_result
-from .specs import McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
-from .tool import McpTool, annotation_hints
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The names are loaded on first use (PEP 562): the MCP SDK takes about half a second to import,
+# and a host whose sessions use no MCP server should not pay it at start-up.
+_WHERE = {
+    "McpServerConnection": "connection", "RestartPolicy": "connection", "ServerState": "connection",
+    "ServerStatus": "connection",
+    "elicit_result": "elicitation", "input_request": "elicitation", "questions_from_schema": "elicitation",
+    "McpConfigError": "errors", "McpError": "errors",
+    "McpManager": "manager",
+    "MAX_TOOL_NAME": "naming", "allocate_names": "naming", "namespaced_name": "naming",
+    "progress_content": "results", "tool_call_result": "results",
+    "McpServerSpec": "specs", "merge_specs": "specs",
+    "McpTool": "tool", "annotation_hints": "tool",
+}
+
+if TYPE_CHECKING:
+    from .connection import McpServerConnection, RestartPolicy, ServerState, ServerStatus
+    from .elicitation import elicit_result, input_request, questions_from_schema
+    from .errors import McpConfigError, McpError
+    from .manager import McpManager
+    from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
+    from .results import progress_content, tool_call_result
+    from .specs import McpServerSpec, merge_specs
+    from .tool import McpTool, annotation_hints
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "McpServerSpec",
-    "specs_from_config",
-    "specs_from_mcp_json",
-    "spec_from_plugin",
     "merge_specs",
     "McpManager",
     "McpServerConnection",

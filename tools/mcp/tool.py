@@ -7,7 +7,9 @@ server's, and the MCP annotations map one to one onto the AHP hints (`readOnlyHi
 `destructiveHint`, `idempotentHint`, `openWorldHint`); hints the server leaves unset
 stay unset, so the protocol defaults (destructive, open-world) apply in the policy.
 `call` goes through the connection, so it inherits its guarantees: always a
-`ToolCallResult`, progress streamed through `ctx`, elicitation through `ctx.ask`.
+`ToolCallResult`, progress streamed through `ctx`, elicitation through `ctx.ask`. A tool not
+marked read-only runs between two snapshots of the working directory
+(`tools.file_changes.reporting_changes`): the files it changed come back as `fileEdit` items.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import mcp_types as types
 
 from ..base import Tool, ToolContext
+from ..file_changes import reporting_changes
 from .connection import McpServerConnection
 
 __all__ = ["McpTool", "annotation_hints"]
@@ -71,7 +74,10 @@ class McpTool(Tool):
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
         arguments: dict[str, Any] = dict(args) if isinstance(args, dict) else {}
-        return await self.connection.call(self.mcp_name, arguments, ctx, self.past_tense(arguments))
+        if self.annotations.get("readOnlyHint"):
+            return await self.connection.call(self.mcp_name, arguments, ctx, self.past_tense(arguments))
+        # A server may write files in the project; what it changed is reported like an edit.
+        return await reporting_changes(ctx, lambda: self.connection.call(self.mcp_name, arguments, ctx, self.past_tense(arguments)))
 
     def __repr__(self) -> str:
         return f"McpTool({self.name!r} -> {self.server_name}/{self.mcp_name})"

@@ -190,12 +190,24 @@ async def test_an_unknown_agent_in_forwarded_props_is_a_run_error_listing_the_ag
     assert "No agent 'nope'" in events[-1]["message"] and "offline" in events[-1]["message"]
 
 
-async def test_a_run_without_a_new_user_message_finishes_empty_and_starts_nothing(running_host) -> None:
+async def test_a_repeated_input_sends_the_thread_and_says_why_nothing_ran(running_host) -> None:
     first = await run(running_host.http_url, run_input("thread-again", "run-1", [user("m1", "hi")]))
     again = await run(running_host.http_url, run_input("thread-again", "run-2", [user("m1", "hi")]))
     assert first[-1]["type"] == "RUN_FINISHED"
-    assert types(again) == ["RUN_STARTED", "RUN_FINISHED"]
+    assert types(again) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_ERROR"]
+    snapshot = again[1]["messages"]
+    assert [(m["id"], m["role"]) for m in snapshot][:1] == [("m1", "user")]
+    assert snapshot[1]["role"] == "assistant" and snapshot[1]["content"] == text_of(first)
+    assert again[-1]["code"] == "nothingToRun"
+    assert "m1" in again[-1]["message"] and "new user message" in again[-1]["message"]
     assert len(running_host.host.store.state(session_uri_for("thread-again"))["turns"]) == 1
+
+
+async def test_joining_a_thread_without_messages_sends_the_snapshot_and_finishes(running_host) -> None:
+    await run(running_host.http_url, run_input("thread-join", "run-1", [user("m1", "hi")]))
+    joined = await run(running_host.http_url, run_input("thread-join", "run-2", []))
+    assert types(joined) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert [m["role"] for m in joined[1]["messages"]] == ["user", "assistant"]
 
 
 async def test_the_same_thread_continues_the_same_session(running_host) -> None:

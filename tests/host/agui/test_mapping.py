@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.agui.mapping import RunTranslator, token_usage, tool_result_text
+from host.agui.mapping import RunTranslator, token_usage
 from host.sessions import new_session_state
 from ahp.state import reduce
 
@@ -121,13 +121,33 @@ def test_a_tool_input_that_was_not_streamed_is_sent_whole_before_the_end() -> No
     assert session.events[1].delta == '{"a":1}'
 
 
-def test_a_denied_tool_call_gets_a_result_saying_so() -> None:
+def test_a_call_waiting_for_confirmation_ends_the_run_with_an_interrupt() -> None:
     session = new_session()
     session.apply(started(), tool_start("c1", "rm"))
-    ready = {**tool_ready("c1", "{}"), "confirmed": None}
+    ready = {**tool_ready("c1", "{}"), "options": [{"id": "allow-once", "label": "Allow once", "kind": "approve"},
+                                                   {"id": "deny", "label": "Deny", "kind": "deny"}]}
     del ready["confirmed"]
-    session.apply(ready, {"type": "session/toolCallConfirmed", "turnId": TURN, "toolCallId": "c1", "approved": False, "reason": "denied"})
-    assert session.types() == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    session.apply(ready)
+    assert session.types() == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]
+    outcome = session.events[-1].outcome
+    assert outcome.type == "interrupt"
+    [interrupt] = outcome.interrupts
+    assert (interrupt.id, interrupt.reason, interrupt.tool_call_id) == ("ahp-confirm:c1", "tool_approval", "c1")
+    assert interrupt.response_schema["properties"]["optionId"]["enum"] == ["allow-once", "deny"]
+    assert session.translator.interrupted == ["ahp-confirm:c1"]
+
+
+def test_a_denied_tool_call_gets_a_result_saying_so_in_the_resumed_run() -> None:
+    session = new_session()
+    session.apply(started(), tool_start("c1", "rm"))
+    ready = dict(tool_ready("c1", "{}"))
+    del ready["confirmed"]
+    session.apply(ready)
+    session.translator = RunTranslator("thread", "run-2", TURN, CLIENT)
+    session.translator.adopt_calls(["c1"])
+    session.events = []
+    session.apply({"type": "session/toolCallConfirmed", "turnId": TURN, "toolCallId": "c1", "approved": False, "reason": "denied"})
+    assert session.types() == ["TOOL_CALL_RESULT"]
     assert "declined" in session.events[-1].content
 
 
@@ -187,13 +207,6 @@ def test_actions_of_other_turns_and_after_the_end_are_ignored() -> None:
     session.apply(started(), {"type": "session/turnComplete", "turnId": TURN})
     assert session.apply(started("turn-2"), {**part("markdown", "x"), "turnId": "turn-2"}) == []
     assert session.types() == ["RUN_FINISHED"]
-
-
-def test_tool_result_text_reads_text_structured_content_and_errors() -> None:
-    assert tool_result_text({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}) == "a\nb"
-    assert tool_result_text({"structuredContent": {"x": 1}}) == '{"x": 1}'
-    assert tool_result_text({"success": False, "error": {"message": "boom"}}) == "Error: boom"
-    assert tool_result_text({"success": True, "pastTenseMessage": "Ran it"}) == "Ran it"
 
 
 def test_token_usage_is_none_without_counts() -> None:

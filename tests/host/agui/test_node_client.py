@@ -1,5 +1,7 @@
 """The official AG-UI client (``@ag-ui/client`` from npm, run by Node) drives threads against the
-host: a server tool with reasoning and text, and a front-end tool answered in a second run.
+host: a server tool with reasoning and text, a front-end tool answered in a second run, and a
+server tool needing confirmation answered through the client's interrupt/resume support, then
+the thread joined by a second front end.
 
 Skipped, saying why, when ``node``/``npm`` are missing or the package cannot be installed (the
 install is the one step that needs the npm registry; the runs themselves are loopback only)."""
@@ -83,3 +85,44 @@ async def test_the_official_ag_ui_client_runs_threads_against_the_host(tmp_path:
     assert front["call"]["function"]["name"] == "pick_color"
     assert front["second"][-1] == "RUN_FINISHED" and "TEXT_MESSAGE_CONTENT" in front["second"]
     assert front["messages"][-1] == {"id": front["messages"][-1]["id"], "role": "assistant", "content": "You picked teal."}
+
+
+CONFIRM_SCRIPT = Path(__file__).with_name("node_confirm.mjs")
+
+
+@pytest.mark.timeout(180)
+async def test_the_official_ag_ui_client_answers_a_confirmation_interrupt_and_joins_a_thread(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    from tests.host.tools_runtime._support import scripted as tool_agent, tools_config
+
+    workdir = tmp_path / "node"
+    reason = await _install_client(workdir)
+    if reason is not None:
+        pytest.skip(reason)
+    shutil.copy(CONFIRM_SCRIPT, workdir / CONFIRM_SCRIPT.name)
+    provider = ScriptedProvider([call_tools(("shell", {"command": "echo node-approved"})), Script((*text("Printed.", index=0), *finish("stop")))])
+    async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)]) as (running, _):
+        process = await asyncio.create_subprocess_exec(
+            "node", CONFIRM_SCRIPT.name, f"{running.http_url}/agui", TOKEN,
+            cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
+    seen = json.loads(stdout)
+
+    first = seen["first"]
+    assert first["types"][-1] == "RUN_FINISHED" and first["outcome"] == "interrupt"
+    [pending] = first["pending"]
+    assert pending["id"].startswith("ahp-confirm:") and pending["reason"] == "tool_approval"
+    assert seen["refusedByClient"] is not None and pending["id"] in seen["refusedByClient"]  # the client itself will not run on without an answer
+
+    second = seen["second"]
+    assert second["outcome"] == "success" and second["pending"] == []
+    assert "TOOL_CALL_RESULT" in second["types"]
+    tool_message = next(m for m in second["messages"] if m["role"] == "tool")
+    assert "node-approved" in tool_message["content"]
+    assert second["messages"][-1]["content"] == "Printed."
+
+    join = seen["join"]
+    assert join["types"] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert [m["role"] for m in join["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert join["messages"][0]["id"] == "u1" and join["messages"][-1]["content"] == "Printed."

@@ -42,6 +42,14 @@ def echo(text: str) -> str:
 
 
 @server.tool()
+def write_text(path: str, text: str) -> str:
+    """Write a file (a server that changes the user's project behind the host's back)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return f"wrote {len(text)} characters"
+
+
+@server.tool()
 async def slow(steps: int, ctx: Context) -> str:
     """Report progress `steps` times."""
     for step in range(1, steps + 1):

@@ -9,7 +9,7 @@ What counts as a write:
 * output redirections to a file: ``>``, ``>>``, ``>|``, ``&>``, ``&>>``, ``<>``, ``N>``,
   ``>& file`` (``/dev/null``, ``/dev/stdout``, ``/dev/stderr``, ``/dev/tty``, ``/dev/fd/N``
   and fd duplications like ``2>&1`` are not);
-* the targets of well-known writing commands: ``tee``, ``cp``/``ln``/``install``/``rsync``
+* the targets of well-known writing commands (``tools.shell.commands``): ``tee``, ``cp``/``ln``/``install``/``rsync``
   (the destination, or ``-t DIR``), ``mv``, ``rm``, ``rmdir``, ``mkdir``, ``touch``,
   ``unlink``, ``shred``, ``truncate``, ``chmod``/``chown``/``chgrp`` (the files), ``dd of=``,
   ``sed -i`` (the files) and ``find … -delete`` (the start points), also behind ``sudo``,
@@ -41,8 +41,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .errors import SandboxError
-from .sandbox import resolve_path
+from ..errors import SandboxError
+from ..sandbox import resolve_path
+from .commands import (
+    OPTIONS_WITH_VALUES,
+    SHELLS,
+    WRAPPERS,
+    WRITES_AFTER_MODE,
+    WRITES_ALL_OPERANDS,
+    WRITES_DESTINATION,
+)
+from .lexer import Redirect, Word, lex
 
 __all__ = ["Finding", "outside_writes", "describe_findings"]
 
@@ -62,238 +71,36 @@ class Finding:
 
 
 @dataclass
-class _Word:
-    text: str
-    """The word with quotes removed; expansions are kept literally."""
-    dynamic: bool = False
-    """Contains an expansion (``$…``, backticks) whose value is known only at run time."""
-    glob: bool = False
-    """Contains an unquoted ``*``, ``?`` or ``[``."""
-
-
-@dataclass
 class _Command:
-    words: list[_Word] = field(default_factory=list)
-    redirects: list[tuple[str, _Word]] = field(default_factory=list)
+    words: list[Word] = field(default_factory=list)
+    redirects: list[tuple[str, Word]] = field(default_factory=list)
 
 
 _WRITE_REDIRECTS = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
 _SAFE_DEVICES = re.compile(r"^/dev/(null|stdout|stderr|tty|fd/\d+)$")
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "case", "esac"}
-# Prefix commands that run the rest of their words as a command, with options taking a value.
-_WRAPPERS: dict[str, set[str]] = {
-    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"},
-    "doas": {"-u", "-C"},
-    "env": {"-u", "-C", "-S"},
-    "nohup": set(),
-    "time": set(),
-    "command": set(),
-    "builtin": set(),
-    "exec": {"-a"},
-    "nice": {"-n"},
-    "ionice": {"-c", "-n", "-p"},
-    "stdbuf": {"-i", "-o", "-e"},
-    "timeout": {"-s", "-k"},
-    "xargs": {"-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-E", "-e", "-a"},
-}
-_ALL_ARGS = {"rm", "rmdir", "mkdir", "touch", "unlink", "shred", "tee", "truncate", "mv"}
-_DESTINATION = {"cp", "ln", "install", "rsync"}
-_AFTER_MODE = {"chmod", "chown", "chgrp"}
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash"}
-_OPTION_VALUES: dict[str, set[str]] = {
-    "cp": {"-S", "--suffix"},
-    "mv": {"-S", "--suffix"},
-    "ln": {"-S", "--suffix"},
-    "install": {"-S", "-m", "-o", "-g", "--suffix", "--mode", "--owner", "--group"},
-    "rsync": {"-e", "--rsh", "--exclude", "--include", "--filter", "-f"},
-    "mkdir": {"-m", "--mode"},
-    "touch": {"-d", "-t", "-r", "--date", "--reference"},
-    "truncate": {"-s", "-r", "--size", "--reference"},
-    "shred": {"-n", "-s", "--iterations", "--size", "--random-source"},
-    "chown": {"--reference"},
-    "chgrp": {"--reference"},
-    "chmod": {"--reference"},
-}
 
 
-# -- lexing -----------------------------------------------------------------------------------
+# -- simple commands ------------------------------------------------------------------------
 
 
-def _matching(text: str, start: int, opener: str, closer: str) -> int:
-    """Index just past the ``closer`` that balances ``text[start]`` (an opener); len on none."""
-    depth = 0
-    i = start
-    while i < len(text):
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'":
-            end = text.find("'", i + 1)
-            i = len(text) if end == -1 else end + 1
-            continue
-        if c == opener:
-            depth += 1
-        elif c == closer:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(text)
-
-
-def _lex(command: str, nested: list[str]) -> list[object]:
-    """Tokens: ``_Word``, ``("op", text)`` for control operators, ``("redir", op)``.
-
-    Command substitutions found anywhere are appended to ``nested`` (to be analysed too).
-    """
-    tokens: list[object] = []
-    word: _Word | None = None
-    quoted = False  # whether the current word had quotes (so "2">x is not an fd number)
-    heredocs: list[tuple[str, bool]] = []
-    expect_heredoc_word = False
-    n = len(command)
-    i = 0
-
-    def chars(text: str) -> _Word:
-        nonlocal word
-        if word is None:
-            word = _Word("")
-        word.text += text
-        return word
-
-    def end_word() -> None:
-        nonlocal word, quoted, expect_heredoc_word
-        if word is not None:
-            if expect_heredoc_word:
-                heredocs.append((word.text, tokens[-1] == ("redir", "<<-")))
-                expect_heredoc_word = False
-            tokens.append(word)
-        word, quoted = None, False
-
-    def substitution(at: int) -> int:
-        """Handle ``$(``, ``$((``, ``${``, ``$NAME``, backticks at ``at``; return the next index."""
-        c = command[at]
-        if c == "`":
-            end = command.find("`", at + 1)
-            end = n if end == -1 else end
-            nested.append(command[at + 1 : end])
-            chars(command[at : end + 1]).dynamic = True
-            return end + 1
-        nxt = command[at + 1] if at + 1 < n else ""
-        if nxt == "(":
-            end = _matching(command, at + 1, "(", ")")
-            nested.append(command[at + 2 : end - 1])
-            chars(command[at:end]).dynamic = True
-            return end
-        if nxt == "{":
-            end = _matching(command, at + 1, "{", "}")
-            chars(command[at:end]).dynamic = True
-            return end
-        match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]", command[at + 1 :])
-        if match:
-            chars("$" + match.group(0)).dynamic = True
-            return at + 1 + match.end()
-        chars("$")
-        return at + 1
-
-    while i < n:
-        c = command[i]
-        nxt = command[i + 1] if i + 1 < n else ""
-        if c == "\\":
-            if nxt != "\n":
-                chars(nxt)
-            i += 2
-        elif c == "'":
-            end = command.find("'", i + 1)
-            end = n if end == -1 else end
-            chars(command[i + 1 : end])
-            quoted = True
-            i = end + 1
-        elif c == '"':
-            quoted = True
-            chars("")
-            i += 1
-            while i < n and command[i] != '"':
-                d = command[i]
-                if d == "\\" and i + 1 < n and command[i + 1] in '$`"\\\n':
-                    if command[i + 1] != "\n":
-                        chars(command[i + 1])
-                    i += 2
-                elif d in "$`":
-                    i = substitution(i)
-                else:
-                    chars(d)
-                    i += 1
-            i += 1
-        elif c in "$`":
-            i = substitution(i)
-        elif c in " \t":
-            end_word()
-            i += 1
-        elif c == "#" and word is None:
-            end = command.find("\n", i)
-            i = n if end == -1 else end
-        elif c in "<>" and nxt == "(":  # process substitution
-            end = _matching(command, i + 1, "(", ")")
-            nested.append(command[i + 2 : end - 1])
-            chars(command[i:end]).dynamic = True
-            i = end
-        elif c in "<>" or (c == "&" and nxt == ">"):
-            if word is not None and not quoted and word.text.isdigit() and not word.dynamic:
-                word, quoted = None, False  # an fd number: 2>file
-            end_word()
-            op = re.match(r"&>>|&>|<<<|<<-|<<|<>|<&|>>|>\||>&|>|<", command[i:]).group(0)  # type: ignore[union-attr]
-            tokens.append(("redir", op))
-            expect_heredoc_word = op in ("<<", "<<-")
-            i += len(op)
-        elif c in ";&|()\n":
-            end_word()
-            op = re.match(r"&&|\|\||;;|\|&|[;&|()\n]", command[i:]).group(0)  # type: ignore[union-attr]
-            tokens.append(("op", op))
-            i += len(op)
-            if op == "\n" and heredocs:
-                i = _skip_heredocs(command, i, heredocs)
-                heredocs = []
-        else:
-            w = chars(c)
-            if c in "*?[" and not quoted:
-                w.glob = True
-            i += 1
-    end_word()
-    return tokens
-
-
-def _skip_heredocs(command: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
-    """Skip the bodies of pending heredocs starting at ``i``; return the index after them."""
-    lines = command[i:].split("\n")
-    consumed = 0
-    for delimiter, strip_tabs in heredocs:
-        while consumed < len(lines):
-            line = lines[consumed]
-            consumed += 1
-            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                break
-    return i + sum(len(line) + 1 for line in lines[:consumed])
-
-
-def _commands(tokens: list[object]) -> list[tuple[str, _Command]]:
+def _commands(tokens: list) -> list[tuple[str, _Command]]:
     """Simple commands, each with the operator that preceded it (``(``, ``)`` kept as markers)."""
     out: list[tuple[str, _Command]] = []
     current = _Command()
     before = ";"
     pending_redirect: str | None = None
     for token in tokens:
-        if isinstance(token, _Word):
+        if isinstance(token, Word):
             if pending_redirect is not None:
                 current.redirects.append((pending_redirect, token))
                 pending_redirect = None
             else:
                 current.words.append(token)
-        elif token[0] == "redir":  # type: ignore[index]
-            pending_redirect = token[1]  # type: ignore[index]
+        elif isinstance(token, Redirect):
+            pending_redirect = token.op
         else:
-            op = token[1]  # type: ignore[index]
+            op = token.op
             out.append((before, current))
             current, before = _Command(), op
             if op in "()":
@@ -326,8 +133,8 @@ class _Analysis:
         if depth > 8:  # nested deeper than anyone writes by hand: do not guess
             self.add(Finding("undetermined", command.strip()[:80], "deeply nested command"))
             return
-        nested: list[str] = []
-        tokens = _lex(command, nested)
+        lexed = lex(command)
+        tokens, nested = lexed.tokens, lexed.nested
         stack: list[str | None] = []
         for before, simple in _commands(tokens):
             if before == "(":
@@ -356,7 +163,7 @@ class _Analysis:
             self.add(Finding("cd-unknown", "", ran))
         elif self.inside(cwd) is None:
             self.add(Finding("cd-outside", cwd, ran))
-        if name in _SHELLS:
+        if name in SHELLS:
             script = _option_value(words[1:], "-c")
             if script is not None and not script.dynamic:
                 self.line(script.text, cwd, depth + 1)
@@ -368,15 +175,15 @@ class _Analysis:
             self.target(target, cwd, name)
         return cwd
 
-    def change_directory(self, name: str, args: list[_Word], cwd: str | None) -> str | None:
+    def change_directory(self, name: str, args: list[Word], cwd: str | None) -> str | None:
         operands = [w for w in args if not (w.text.startswith("-") and w.text != "-")]
         if name == "popd" or (operands and operands[0].text == "-"):
             return None
-        target = operands[0] if operands else _Word("~")
+        target = operands[0] if operands else Word("~")
         path = self.place(target, cwd)
         return None if path is None else os.path.realpath(path)
 
-    def place(self, word: _Word, cwd: str | None) -> str | None:
+    def place(self, word: Word, cwd: str | None) -> str | None:
         """The absolute path a word names, or None when it is known only at run time."""
         if word.dynamic:
             return None
@@ -392,7 +199,7 @@ class _Analysis:
             return text
         return None if cwd is None else os.path.join(cwd, text)
 
-    def target(self, word: _Word, cwd: str | None, via: str) -> None:
+    def target(self, word: Word, cwd: str | None, via: str) -> None:
         if _SAFE_DEVICES.match(word.text):
             return
         path = self.place(word, cwd)
@@ -407,7 +214,7 @@ class _Analysis:
                 self.add(Finding("outside", os.path.realpath(candidate), via))
 
 
-def _strip_prefixes(words: list[_Word]) -> list[_Word]:
+def _strip_prefixes(words: list[Word]) -> list[Word]:
     """Drop keywords, ``NAME=value`` assignments and wrappers like ``sudo`` before the command."""
     i = 0
     while i < len(words):
@@ -415,7 +222,7 @@ def _strip_prefixes(words: list[_Word]) -> list[_Word]:
         if text in _KEYWORDS or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", text):
             i += 1
             continue
-        wrapper = _WRAPPERS.get(os.path.basename(text))
+        wrapper = WRAPPERS.get(os.path.basename(text))
         if wrapper is None:
             break
         i += 1
@@ -426,7 +233,7 @@ def _strip_prefixes(words: list[_Word]) -> list[_Word]:
     return words[i:]
 
 
-def _option_value(words: list[_Word], option: str) -> _Word | None:
+def _option_value(words: list[Word], option: str) -> Word | None:
     for index, word in enumerate(words):
         if word.text == option and index + 1 < len(words):
             return words[index + 1]
@@ -436,11 +243,11 @@ def _option_value(words: list[_Word], option: str) -> _Word | None:
     return None
 
 
-def _operands(name: str, words: list[_Word]) -> tuple[list[_Word], list[_Word]]:
+def _operands(name: str, words: list[Word]) -> tuple[list[Word], list[Word]]:
     """(operands, values of options that name a target directory such as ``-t DIR``)."""
-    takes_value = _OPTION_VALUES.get(name, set())
-    operands: list[_Word] = []
-    directories: list[_Word] = []
+    takes_value = OPTIONS_WITH_VALUES.get(name, frozenset())
+    operands: list[Word] = []
+    directories: list[Word] = []
     i = 0
     options_done = False
     while i < len(words):
@@ -450,21 +257,21 @@ def _operands(name: str, words: list[_Word]) -> tuple[list[_Word], list[_Word]]:
             operands.append(word)
         elif text == "--":
             options_done = True
-        elif name in _DESTINATION | {"mv"} and text in ("-t", "--target-directory"):
+        elif name in WRITES_DESTINATION | {"mv"} and text in ("-t", "--target-directory"):
             if i + 1 < len(words):
                 directories.append(words[i + 1])
             i += 1
-        elif name in _DESTINATION | {"mv"} and text.startswith("--target-directory="):
-            directories.append(_Word(text.split("=", 1)[1], word.dynamic, word.glob))
+        elif name in WRITES_DESTINATION | {"mv"} and text.startswith("--target-directory="):
+            directories.append(Word(text.split("=", 1)[1], dynamic=word.dynamic, glob=word.glob))
         elif text in takes_value:
             i += 1
         i += 1
     return operands, directories
 
 
-def _write_targets(name: str, args: list[_Word]) -> list[_Word]:
+def _write_targets(name: str, args: list[Word]) -> list[Word]:
     if name == "dd":
-        return [_Word(w.text[3:], w.dynamic, w.glob) for w in args if w.text.startswith("of=")]
+        return [Word(w.text[3:], dynamic=w.dynamic, glob=w.glob) for w in args if w.text.startswith("of=")]
     if name == "sed":
         if not any(w.text == "-i" or w.text.startswith(("-i", "--in-place")) for w in args):
             return []
@@ -479,17 +286,17 @@ def _write_targets(name: str, args: list[_Word]) -> list[_Word]:
             if word.text.startswith(("-", "(", "!")):
                 break
             starts.append(word)
-        return starts or [_Word(".")]
+        return starts or [Word(".")]
     operands, directories = _operands(name, args)
-    if name in _ALL_ARGS:
+    if name in WRITES_ALL_OPERANDS:
         return operands + directories
-    if name in _DESTINATION:
+    if name in WRITES_DESTINATION:
         if directories:
             return directories
         if name == "ln" and len(operands) == 1:
-            return [_Word(".")]
+            return [Word(".")]
         return operands[-1:] if len(operands) >= 2 else []
-    if name in _AFTER_MODE:
+    if name in WRITES_AFTER_MODE:
         if any(w.text.startswith("--reference") for w in args):
             return operands
         return operands[1:]

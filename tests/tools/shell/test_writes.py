@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools._shell_writes import describe_findings, outside_writes
+from tools.shell import describe_findings, outside_writes
 
 
 def _outside(workspace: Path, command: str) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""Server specs from host config, workspace `.mcp.json` and plugins."""
+"""Server specs from host config, workspace `.mcp.json` and plugins, all through the one parser."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from plugins import load_plugin
-from tools.mcp import McpConfigError, McpServerSpec, merge_specs, spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
-from .conftest import SAMPLES
+from tests.tools.mcp.conftest import SAMPLES
 
 
 def test_config_list_form_expands_variables_and_resolves_relative_cwd(tmp_path: Path) -> None:
@@ -42,13 +43,13 @@ def test_disabled_servers_are_skipped() -> None:
     ("servers", "message"),
     [
         ({"s": {"args": ["x"]}}, "MCP server 's': needs a 'command' (stdio) or a 'url' (http)"),
-        ({"s": {"command": "x", "args": "--flag"}}, "MCP server 's': args must be a list of strings, got '--flag'"),
-        ({"s": {"type": "websocket", "url": "ws://x"}}, "type 'websocket' is not one of stdio, http, sse"),
+        ({"s": {"command": "x", "args": "--flag"}}, "MCP server 's': args: expected a list of strings, got '--flag'"),
+        ({"s": {"type": "websocket", "url": "ws://x"}}, "type: unsupported MCP transport 'websocket' (use stdio, http or sse)"),
         ({"s": {"url": "ftp://x"}}, "url must start with http:// or https://, got 'ftp://x'"),
-        ({"s": {"command": "x", "env": {"A": None}}}, "env.A must be a string, got None"),
+        ({"s": {"command": "x", "env": {"A": None}}}, "env: value of 'A' must be a string, got null"),
         ([{"command": "x"}], "mcp_servers[0] needs a 'name' string"),
         ([{"name": "a", "command": "x"}, {"name": "a", "command": "y"}], "MCP server 'a' is declared twice"),
-        ({"s": {"command": "x", "timeout": -1}}, "timeout must be a positive number of seconds, got -1"),
+        ({"s": {"command": "x", "timeout": -1}}, "timeout: expected a non-negative number, got -1"),
     ],
 )
 def test_config_errors_name_the_server_the_key_and_the_value(servers, message) -> None:
@@ -100,3 +101,24 @@ def test_merge_lets_later_sources_replace_same_named_servers() -> None:
     workspace = specs_from_config({"a": {"command": "three"}}, environ={}, source="ws")
     merged = merge_specs(config, workspace)
     assert [(s.name, s.command) for s in merged] == [("a", "three"), ("b", "two")]
+
+
+@pytest.mark.parametrize("alias", ["local", "stdio"])
+def test_every_stdio_alias_is_read_the_same_in_config_workspace_and_plugins(tmp_path: Path, alias: str) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"s": {"type": alias, "command": "run"}}}))
+    (from_config,) = specs_from_config({"s": {"type": alias, "command": "run"}}, environ={})
+    (from_workspace,) = specs_from_mcp_json(tmp_path / ".mcp.json", environ={})
+    assert from_config.transport == from_workspace.transport == "stdio"
+
+
+@pytest.mark.parametrize("alias", ["http", "streamable-http", "streamable_http", "streamableHttp"])
+def test_every_http_alias_is_read_the_same_in_config_and_workspace(tmp_path: Path, alias: str) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps({"servers": {"s": {"type": alias, "url": "http://127.0.0.1:9/mcp"}}}))
+    (from_config,) = specs_from_config({"s": {"type": alias, "url": "http://127.0.0.1:9/mcp"}}, environ={})
+    (from_workspace,) = specs_from_mcp_json(tmp_path / ".mcp.json", environ={})  # VS Code's "servers" spelling
+    assert from_config.transport == from_workspace.transport == "http"
+
+
+def test_a_zero_timeout_is_refused_in_config() -> None:
+    with pytest.raises(McpConfigError, match="timeout must be a positive number of milliseconds, got 0"):
+        specs_from_config({"s": {"command": "x", "timeout": 0}}, environ={})

@@ -1,0 +1,69 @@
+"""What every benchmark here shares: child processes that talk in lines, medians, a load note.
+
+Each benchmark measures the host and a baseline in the same run, alternating them, and reports
+the median of ``--repeat`` runs of each and their ratio: the machines these run on are shared, so
+absolute figures move a lot between runs and only same-run ratios are comparable.
+
+Child processes are this repository's benchmark scripts started again with ``--child NAME ARGS``;
+they announce progress by printing one word per line (``ready``, ``done``...), which
+``ChildProcess.expect`` waits for without blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class ChildProcess:
+    """``python SCRIPT --child ARGS...`` with line-based progress on its stdout."""
+
+    def __init__(self, script: str, *args: object) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, script, "--child", *map(str, args)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+
+    async def expect(self, wanted: str, timeout: float = 300) -> str:
+        """Wait for the next line, which must start with ``wanted``; return the rest of it."""
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), timeout)
+        if not line.startswith(wanted):
+            raise RuntimeError(f"child process said {line!r}, expected {wanted!r}")
+        return line[len(wanted):].strip()
+
+    async def wait(self) -> None:
+        await asyncio.to_thread(self.process.wait, 60)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def split(total: int, parts: int) -> list[int]:
+    """``total`` items spread over at most ``parts`` non-empty groups."""
+    parts = max(1, min(parts, total))
+    return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def percentile(sorted_values: Sequence[float], fraction: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * fraction))]
+
+
+def machine_note() -> str:
+    load = os.getloadavg()
+    return f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"

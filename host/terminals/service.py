@@ -1,0 +1,333 @@
+"""``TerminalService``: pty processes as terminal channels (PROTOCOL.md §11).
+
+Contract:
+
+* ``create(params, client_id)`` (``createTerminal``) starts the user's shell (``$SHELL``, else
+  ``/bin/sh``) interactively on a pty of ``cols`` × ``rows`` in ``cwd``: the given ``file:`` URI,
+  confined to the same roots as the ``resource*`` methods, else the claiming session's working
+  directory, else the host's default directory. A client claim must name the caller's own
+  ``clientId``; a session claim an existing session. The terminal is the user's own keyboard, so
+  nothing in it asks for confirmation; the agent's commands (the ``shell`` tool) go through the
+  tool confirmation before they ever reach a pty.
+* ``attach(process, claim, title, command, cwd)`` publishes a command the ``shell`` tool started
+  (its ``TerminalContributor`` gives every tool call an ``open_terminal``) as one detected command:
+  ``terminal/commandExecuted`` first, ``terminal/commandFinished`` with its exit code and duration
+  when it ends, so its output is a ``command`` part. Its stdin is closed (agent
+  commands are non-interactive), so validation refuses ``terminal/input`` on it; resize and kill
+  (``disposeTerminal``) work. A session keeps its newest ``TOOL_TERMINALS_KEPT`` finished command
+  terminals; older ones are removed.
+* At most 64 ``createTerminal`` shells run at once (the next is refused with -32009 saying so).
+* Output becomes ``terminal/data`` (a burst coalesced into one action per 16 ms, shell-integration escapes
+  removed, ``host.terminals.output``); a terminal's scrollback is kept under
+  ``scrollback_limit`` characters by ``terminal/cleared`` followed by the newest half. The process
+  exiting becomes ``terminal/exited{exitCode}`` (128 + signal when killed).
+* Client actions, observed after the store applied them: ``terminal/input`` is written to the pty,
+  ``terminal/resized`` resizes it; ``terminal/claimed`` / ``titleChanged`` and every create,
+  exit and removal refresh ``root/terminalsChanged``.
+* ``dispose`` (``disposeTerminal``), ``session_disposed`` (the session's terminals) and ``stop``
+  (host shutdown) end the process group and every job of the shell's session: SIGHUP + SIGTERM,
+  then SIGKILL after a grace period.
+* After a restart the journal brings terminal channels back without their processes: ``start``
+  marks each unfinished one exited (no exit code: it was not observed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from host.agents.base import TurnContext
+from host.agents.environment import Contributor
+from host.errors import ErrorCode, RpcError
+from host.store import ROOT, Store
+from host.workdirs import session_directory
+from tools.base import ToolContext
+from tools.pty import PtyProcess, exit_code_of
+
+from . import actions
+from .output import TerminalText, bounded
+
+__all__ = ["TerminalService", "TerminalContributor", "TERMINAL_SCHEME", "TOOL_TERMINALS_KEPT"]
+
+logger = logging.getLogger(__name__)
+
+TERMINAL_SCHEME = "ahp-terminal:/"
+TOOL_TERMINALS_KEPT = 20
+_KILL_GRACE = 2.0
+_FLUSH_DELAY = 0.016
+_MAX_RUNNING = 64
+_MAX_URI = 300
+
+
+@dataclass
+class _Running:
+    uri: str
+    process: PtyProcess
+    owns_process: bool
+    """False for a tool's command: the tool reads, times out and closes it."""
+    text: TerminalText = field(default_factory=TerminalText)
+    pending: list[str] = field(default_factory=list)
+    pending_size: int = 0
+    overflowed: bool = False
+    """More arrived before a flush than the scrollback holds: start over with the newest part."""
+    size: int = 0
+    flush_scheduled: bool = False
+    watcher: asyncio.Task[None] | None = None
+    command: tuple[str, int] | None = None
+    """The tool command's id and start time (ms), for ``terminal/commandFinished``."""
+
+
+class TerminalService:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        resolve_directory: Callable[[Any], Path],
+        default_directory: Path,
+        clock: Callable[[], int],
+        scrollback_limit: int = 256_000,
+    ) -> None:
+        self.store = store
+        self._resolve_directory = resolve_directory
+        self._default_directory = default_directory
+        self._clock = clock
+        self.scrollback_limit = scrollback_limit
+        self._running: dict[str, _Running] = {}
+        self._counter = 0
+        store.change_observers.append(self._observe)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Terminals recovered from the journal have no process any more: mark them exited."""
+        for uri, state in list(self.store.channels("terminal")):
+            if uri not in self._running and state.get("exitCode") is None:
+                self.store.dispatch(uri, actions.exited(None))
+        self._publish_list()
+
+    async def stop(self) -> None:
+        running = list(self._running.values())
+        await asyncio.gather(*(self._end(item) for item in running), return_exceptions=True)
+        self._publish_list()
+
+    # -- createTerminal / disposeTerminal ------------------------------------------------------
+
+    async def create(self, params: dict[str, Any], client_id: str) -> None:
+        uri = params.get("channel")
+        if not isinstance(uri, str) or not uri.startswith(TERMINAL_SCHEME) or len(uri) <= len(TERMINAL_SCHEME) or len(uri) > _MAX_URI:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a terminal URI: ahp-terminal:/ followed by an id you choose (e.g. ahp-terminal:/<uuid>).")
+        if uri in self.store:
+            raise RpcError(ErrorCode.ALREADY_EXISTS, f"{uri} already exists; pick a new terminal URI.")
+        if sum(1 for item in self._running.values() if item.owns_process) >= _MAX_RUNNING:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"This host already runs {_MAX_RUNNING} terminals; dispose one with disposeTerminal first.")
+        claim = params["claim"]
+        session_state: dict[str, Any] | None = None
+        if claim.get("kind") == "client":
+            if claim.get("clientId") != client_id:
+                raise RpcError(ErrorCode.INVALID_PARAMS, "A client claim must name your own clientId.")
+        else:
+            session_state = self.store.state(claim.get("session")) if self.store.kind(claim.get("session")) == "session" else None
+            if session_state is None:
+                raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {claim.get('session')} to claim the terminal.")
+        cwd = self._directory(params.get("cwd"), session_state)
+        cols, rows = _dimension(params.get("cols"), 80), _dimension(params.get("rows"), 24)
+        shell = os.environ.get("SHELL") or "/bin/sh"
+        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        try:
+            process = await PtyProcess.spawn([shell], cwd=cwd, env=env, cols=cols, rows=rows, interactive=True)
+        except OSError as error:
+            raise RpcError(ErrorCode.INTERNAL_ERROR, f"Could not start {shell}: {error.strerror or type(error).__name__}.") from None
+        title = params.get("name") or os.path.basename(shell)
+        state = {"title": title, "cwd": cwd.as_uri(), "cols": cols, "rows": rows, "content": [], "claim": claim}
+        self.store.create(uri, "terminal", state)
+        self._open(uri, process, owns_process=True)
+
+    def attach(self, process: PtyProcess, claim: dict[str, Any], title: str, command: str, cwd: Path) -> str:
+        """Publish a tool's running command as a new terminal; returns its URI."""
+        self._counter += 1
+        started = self._clock()
+        uri = f"{TERMINAL_SCHEME}cmd-{os.getpid()}-{started}-{self._counter}"
+        state = {"title": title, "cwd": cwd.as_uri(), "cols": 80, "rows": 24, "content": [], "claim": claim}
+        command_id = claim.get("toolCallId") or f"command-{self._counter}"
+        self.store.create(uri, "terminal", state)
+        self.store.dispatch(uri, actions.command_executed(command_id, command, started))
+        self._open(uri, process, owns_process=False, command=(command_id, started))
+        self._trim_tool_terminals(claim.get("session"))
+        return uri
+
+    def dispose(self, uri: Any) -> None:
+        if self.store.kind(uri) != "terminal":
+            raise RpcError(ErrorCode.NOT_FOUND, f"No terminal {uri}.")
+        self._remove(uri)
+
+    def session_disposed(self, session: str) -> None:
+        for uri, state in list(self.store.channels("terminal")):
+            claim = state.get("claim") or {}
+            if claim.get("kind") == "session" and claim.get("session") == session:
+                self._remove(uri)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _directory(self, cwd: Any, session_state: dict[str, Any] | None) -> Path:
+        if cwd is not None:
+            path = self._resolve_directory(cwd)
+        elif session_state is not None:
+            path = session_directory(session_state) or self._default_directory
+        else:
+            path = self._default_directory
+        if not path.is_dir():
+            raise RpcError(ErrorCode.NOT_FOUND, f"{path.as_uri()} is not an existing directory; pass another cwd.")
+        return path
+
+    def _open(self, uri: str, process: PtyProcess, *, owns_process: bool, command: tuple[str, int] | None = None) -> None:
+        item = _Running(uri, process, owns_process, command=command)
+        self._running[uri] = item
+        process.listeners.append(lambda chunk: self._received(item, chunk))
+        item.watcher = asyncio.get_running_loop().create_task(self._watch(item))
+        self._publish_list()
+
+    def _received(self, item: _Running, chunk: bytes) -> None:
+        text = item.text.feed(chunk)
+        if not text:
+            return
+        item.pending.append(text)
+        item.pending_size += len(text)
+        if item.pending_size > self.scrollback_limit:
+            kept = "".join(item.pending)[-(self.scrollback_limit // 2):]
+            item.pending, item.pending_size, item.overflowed = [kept], len(kept), True
+        if not item.flush_scheduled:
+            item.flush_scheduled = True
+            # A short delay gathers a burst of reads into one action (at most ~60 a second).
+            asyncio.get_running_loop().call_later(_FLUSH_DELAY, self._flush, item)
+
+    def _flush(self, item: _Running) -> None:
+        item.flush_scheduled = False
+        if not item.pending or self._running.get(item.uri) is not item:
+            item.pending.clear()
+            item.pending_size = 0
+            return
+        added = "".join(item.pending)
+        item.pending.clear()
+        item.pending_size = 0
+        restart = bounded(item.size, added, _scrollback(self.store.state(item.uri)), self.scrollback_limit)
+        if item.overflowed:
+            restart, item.overflowed = added, False
+        if restart is not None:
+            self.store.dispatch(item.uri, actions.cleared())
+            added = restart
+            item.size = 0
+        self.store.dispatch(item.uri, actions.data(added))
+        item.size += len(added)
+
+    async def _watch(self, item: _Running) -> None:
+        """Publish the exit of the process once it exited and its output is read."""
+        try:
+            returncode = await item.process.wait()
+            try:
+                await asyncio.wait_for(item.process.output_closed.wait(), _KILL_GRACE)
+            except asyncio.TimeoutError:
+                pass  # a background job still holds the pty; the terminal is over anyway
+            tail = item.text.feed(b"", final=True)
+            if tail:
+                item.pending.append(tail)
+            if self._running.get(item.uri) is not item:
+                return
+            self._flush(item)
+            if item.command is not None:
+                command_id, started = item.command
+                self.store.dispatch(item.uri, actions.command_finished(command_id, exit_code_of(returncode), self._clock() - started))
+            self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
+            del self._running[item.uri]
+            if item.owns_process:
+                item.process.close()
+            self._publish_list()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a terminal's bookkeeping failing must not take the host down
+            logger.exception("watching terminal %s failed", item.uri)
+
+    def _remove(self, uri: str) -> None:
+        item = self._running.pop(uri, None)
+        self.store.remove(uri)
+        self._publish_list()
+        if item is not None:
+            asyncio.get_running_loop().create_task(self._end(item))
+
+    async def _end(self, item: _Running) -> None:
+        """End the process group; a terminal still listed (host stop) shows how it ended."""
+        self._running.pop(item.uri, None)
+        if item.watcher is not None:
+            item.watcher.cancel()
+        try:
+            returncode = await item.process.terminate(_KILL_GRACE)
+            if item.uri in self.store and (self.store.state(item.uri) or {}).get("exitCode") is None:
+                self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
+        finally:
+            if item.owns_process:
+                item.process.close()
+
+    def _trim_tool_terminals(self, session: Any) -> None:
+        finished = [
+            uri for uri, state in self.store.channels("terminal")
+            if (state.get("claim") or {}).get("session") == session and (state.get("claim") or {}).get("toolCallId")
+            and uri not in self._running
+        ]
+        for uri in finished[: max(0, len(finished) - TOOL_TERMINALS_KEPT)]:
+            self._remove(uri)
+
+    def _publish_list(self) -> None:
+        action = actions.terminals_changed(self.store.channels("terminal"))
+        if (self.store.state(ROOT) or {}).get("terminals", []) != action["terminals"]:
+            self.store.dispatch(ROOT, action)
+
+    def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+        if self.store.kind(channel) != "terminal":
+            return
+        action = envelope.get("action") or {}
+        kind = action.get("type")
+        item = self._running.get(channel)
+        if kind == "terminal/input" and item is not None and isinstance(action.get("data"), str):
+            item.process.write(action["data"].encode("utf-8"))
+        elif kind == "terminal/resized" and item is not None:
+            item.process.resize(int(action["cols"]), int(action["rows"]))
+        elif kind == "terminal/cleared":
+            if item is not None and envelope.get("origin") is not None:
+                item.size = 0
+        elif kind in ("terminal/claimed", "terminal/titleChanged"):
+            asyncio.get_running_loop().call_soon(self._publish_list)
+
+
+class TerminalContributor(Contributor):
+    """Gives each tool call an ``open_terminal`` that publishes its command as a terminal."""
+
+    def __init__(self, terminals: TerminalService) -> None:
+        self._terminals = terminals
+
+    def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
+        terminals = self._terminals
+        claim: dict[str, Any] = {"kind": "session", "session": ctx.session, "turnId": ctx.turn_id}
+        if context.tool_call_id is not None:
+            claim["toolCallId"] = context.tool_call_id
+        cwd = context.working_directory
+
+        def open_terminal(process: PtyProcess, title: str, command: str) -> dict[str, Any]:
+            uri = terminals.attach(process, claim, title, command, cwd)
+            return {"type": "terminal", "resource": uri, "title": title}
+
+        context.open_terminal = open_terminal
+        return context
+
+
+def _dimension(value: Any, default: int) -> int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value <= 1000:
+        return int(value)
+    return default
+
+
+def _scrollback(state: dict[str, Any] | None) -> str:
+    parts = (state or {}).get("content") or []
+    return "".join(part.get("output") if part.get("type") == "command" else part.get("value") or "" for part in parts)

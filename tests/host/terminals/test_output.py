@@ -1,0 +1,29 @@
+"""Pty bytes to terminal/data text: split characters and split shell-integration escapes."""
+
+from __future__ import annotations
+
+from host.terminals.output import TerminalText, bounded
+
+
+def test_a_character_split_across_reads_arrives_whole() -> None:
+    text = TerminalText()
+    data = "é€".encode()
+    assert text.feed(data[:1]) == ""
+    assert text.feed(data[1:4]) == "é"
+    assert text.feed(data[4:]) == "€"
+
+
+def test_shell_integration_sequences_are_removed_even_when_split() -> None:
+    text = TerminalText()
+    first = text.feed(b"out\x1b]633;C\x07put \x1b]13")
+    second = text.feed(b"3;D;0\x1b\\done \x1b[31mred\x1b[0m")
+    assert first + second == "output done \x1b[31mred\x1b[0m"
+
+
+def test_other_osc_sequences_pass_through() -> None:
+    assert TerminalText().feed(b"\x1b]0;my title\x07$ ") == "\x1b]0;my title\x07$ "
+
+
+def test_bounded_keeps_the_newest_half_once_over_the_limit() -> None:
+    assert bounded(10, "abc", "x" * 10, 20) is None
+    assert bounded(18, "abcdef", "0123456789abcdefgh", 20) == "efghabcdef"

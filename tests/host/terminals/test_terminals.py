@@ -1,0 +1,248 @@
+"""Terminals end to end over real WebSockets: a real shell on a real pty, two clients converging
+on its output, input, resize, exit status and kill; the ``shell`` tool's commands as terminals a
+client attaches to; the process group ended on dispose and at host stop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client import AhpClient, AhpError
+from providers import ScriptedProvider
+from providers.scripted import call_tools, reply
+from tests.conftest import FrameChecker
+from tests.host.agents.harness import idle, ready_session, serving
+from tests.host.tools_runtime._support import calls, scripted, tools_config
+
+ROOT = "ahp-root://"
+WAIT = 30
+
+
+def text(client: AhpClient, terminal: str) -> str:
+    parts = (client.state(terminal) or {}).get("content") or []
+    return "".join(p.get("output") if p.get("type") == "command" else p.get("value", "") for p in parts)
+
+
+def listed(client: AhpClient, terminal: str) -> dict[str, Any] | None:
+    return next((t for t in (client.state(ROOT) or {}).get("terminals") or [] if t["resource"] == terminal), None)
+
+
+async def see(client: AhpClient, terminal: str, needle: str) -> None:
+    await client.wait_for(lambda m, e: needle in text(client, terminal), timeout=WAIT)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie still answers kill(0); its state says it is dead.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+async def eventually(condition: Any, timeout: float = WAIT) -> bool:
+    """Poll a condition the host does not announce (a process ending) until it holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+async def new_terminal(client: AhpClient, **params: Any) -> str:
+    terminal = f"ahp-terminal:/{uuid.uuid4()}"
+    params.setdefault("claim", {"kind": "client", "clientId": client.client_id})
+    await client.request("createTerminal", {"channel": terminal, **params})
+    await client.subscribe(terminal)
+    return terminal
+
+
+@pytest.fixture(autouse=True)
+def plain_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The user's own shell and rc files would make prompts unpredictable; sh has none.
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    monkeypatch.setenv("ENV", "")
+
+
+async def test_two_clients_see_the_same_output_input_resize_and_exit(connect, tmp_path: Path) -> None:
+    alice = await connect()
+    bob = await connect()
+    terminal = await new_terminal(alice, name="build", cols=90, rows=20)
+    await bob.subscribe(terminal)
+    assert listed(alice, terminal) == {"resource": terminal, "title": "build",
+                                       "claim": {"kind": "client", "clientId": alice.client_id}}
+    assert alice.state(terminal)["cwd"] == tmp_path.resolve().as_uri()
+
+    # Input typed by one client reaches the shell; both clients converge on the output.
+    seq = alice.dispatch(terminal, {"type": "terminal/input", "data": "printf 'x%sy\\n' 42\n"})
+    assert (await alice.outcome(seq)).status == "accepted"
+    await see(alice, terminal, "x42y")
+    await see(bob, terminal, "x42y")
+
+    # A resize from the other client changes the pty the shell sees.
+    seq = bob.dispatch(terminal, {"type": "terminal/resized", "cols": 101, "rows": 33})
+    assert (await bob.outcome(seq)).status == "accepted"
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "stty size\n"})
+    await see(bob, terminal, "33 101")
+    assert alice.state(terminal)["cols"] == 101 and alice.state(terminal)["rows"] == 33
+
+    # The shell exiting is the terminal's exit status, in its state and in the root list.
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "exit 7\n"})
+    await bob.wait_for(lambda m, e: (bob.state(terminal) or {}).get("exitCode") == 7, timeout=WAIT)
+    await alice.wait_for(lambda m, e: (listed(alice, terminal) or {}).get("exitCode") == 7, timeout=WAIT)
+    assert text(alice, terminal) == text(bob, terminal)
+
+    # Input to a terminal whose process exited is refused with a reason.
+    outcome = await alice.outcome(alice.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
+    assert outcome.status == "rejected" and "exited" in (outcome.reason or "")
+
+
+async def test_dispose_kills_the_process_group_and_removes_the_terminal(connect) -> None:
+    alice = await connect()
+    terminal = await new_terminal(alice)
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "sleep 300 & echo pid=$!=\n"})
+    await alice.wait_for(lambda m, e: "pid=" in text(alice, terminal).replace("pid=$!", ""), timeout=WAIT)
+    background = int(text(alice, terminal).replace("pid=$!", "").split("pid=")[1].split("=")[0])
+    await alice.request("disposeTerminal", {"channel": terminal})
+    await alice.wait_for(lambda m, e: listed(alice, terminal) is None, timeout=WAIT)
+    assert await eventually(lambda: gone(background)), "the background job survived disposeTerminal"
+    with pytest.raises(AhpError) as error:
+        await alice.request("disposeTerminal", {"channel": terminal})
+    assert error.value.code == -32008
+
+
+async def test_claims_and_directories_are_checked(connect, tmp_path: Path) -> None:
+    alice = await connect()
+    bob = await connect()
+    with pytest.raises(AhpError) as error:
+        await alice.request("createTerminal", {"channel": "ahp-terminal:/x", "claim": {"kind": "client", "clientId": "someone-else"}})
+    assert error.value.code == -32602 and "your own clientId" in error.value.message
+    with pytest.raises(AhpError) as error:
+        await alice.request("createTerminal", {"channel": "ahp-terminal:/y", "claim": {"kind": "client", "clientId": alice.client_id},
+                                               "cwd": "file:///"})
+    assert error.value.code == -32009
+    with pytest.raises(AhpError) as error:
+        await alice.request("createTerminal", {"channel": "ahp-session:/nope", "claim": {"kind": "client", "clientId": alice.client_id}})
+    assert error.value.code == -32602
+
+    with pytest.raises(AhpError) as error:
+        await alice.request("createTerminal", {"channel": "ahp-terminal:/z"})
+    assert error.value.code == -32602 and "claim is required" in error.value.message
+    assert await alice.ping() is None  # the connection stays usable
+
+    terminal = await new_terminal(alice)
+    await bob.subscribe(terminal)
+    outcome = await bob.outcome(bob.dispatch(terminal, {"type": "terminal/claimed", "claim": {"kind": "client", "clientId": bob.client_id}}))
+    assert outcome.status == "rejected" and alice.client_id in (outcome.reason or "")
+    # The holder hands it on; then the new holder may.
+    seq = alice.dispatch(terminal, {"type": "terminal/claimed", "claim": {"kind": "client", "clientId": bob.client_id}})
+    assert (await alice.outcome(seq)).status == "accepted"
+    await bob.wait_for(lambda m, e: (listed(bob, terminal) or {}).get("claim", {}).get("clientId") == bob.client_id)
+
+    # A session's terminal starts in the session's working directory and goes with the session.
+    work = tmp_path / "project"
+    work.mkdir()
+    session = await ready_session(alice, working_directory=work.as_uri())
+    owned = await new_terminal(alice, claim={"kind": "session", "session": session})
+    alice.dispatch(owned, {"type": "terminal/input", "data": "pwd\n"})
+    await see(alice, owned, str(work.resolve()))
+    await alice.dispose_session(session)
+    await alice.wait_for(lambda m, e: listed(alice, owned) is None, timeout=WAIT)
+
+
+async def test_host_stop_ends_every_terminal_process(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    async with serving(tools_config(tmp_path), frame_checker) as (running, client):
+        terminal = await new_terminal(client)
+        client.dispatch(terminal, {"type": "terminal/input", "data": "sleep 300 & echo pid=$!=\n"})
+        await client.wait_for(lambda m, e: "pid=" in text(client, terminal).replace("pid=$!", ""), timeout=WAIT)
+        background = int(text(client, terminal).replace("pid=$!", "").split("pid=")[1].split("=")[0])
+    assert gone(background), "a terminal's process outlived the host"
+
+
+async def test_shell_tool_commands_are_terminals_a_client_can_attach_to(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    command = "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second; exit 3"
+    provider = ScriptedProvider([call_tools(("shell", {"command": command})), reply("done")])
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(provider)]) as (_, client):
+        watcher = await AhpClient.connect(_.url.split("?")[0], token=_.token, frame_hook=frame_checker.hook)
+        try:
+            await watcher.initialize(subscriptions=[ROOT])
+            session = await ready_session(client)
+            client.send_message(session, "run it")
+
+            def terminal_item() -> dict[str, Any] | None:
+                for call in calls(client, session):
+                    for item in call.get("content") or []:
+                        if item.get("type") == "terminal":
+                            return item
+                return None
+
+            await client.wait_for(lambda m, e: terminal_item() is not None, timeout=WAIT)
+            terminal = terminal_item()["resource"]
+            # Another client attaches while the command runs and sees its output live.
+            await watcher.subscribe(terminal)
+            claim = watcher.state(terminal)["claim"]
+            assert claim["kind"] == "session" and claim["session"] == session and claim["toolCallId"]
+            await see(watcher, terminal, "first")
+            assert "exitCode" not in watcher.state(terminal)
+            # Agent commands are non-interactive: typing into them is refused with a reason.
+            outcome = await watcher.outcome(watcher.dispatch(terminal, {"type": "terminal/input", "data": "x"}))
+            assert outcome.status == "rejected" and "createTerminal" in (outcome.reason or "")
+            (tmp_path / "go").touch()
+            await watcher.wait_for(lambda m, e: (watcher.state(terminal) or {}).get("exitCode") == 3, timeout=WAIT)
+            # The terminal holds the command as one detected command part, finished with its code.
+            state = watcher.state(terminal)
+            assert state["supportsCommandDetection"] is True
+            [part] = state["content"]
+            assert (part["type"], part["commandLine"], part["isComplete"], part["exitCode"]) == ("command", command, True, 3)
+            assert "first" in part["output"] and "second" in part["output"] and part["durationMs"] >= 0
+            await idle(client, session)
+            [done] = calls(client, session)
+            assert {"type": "terminal", "resource": terminal, "title": f"Run `{command}`"} in done["content"]
+            assert done["success"] is False
+        finally:
+            await watcher.close()
+
+
+async def test_a_restarted_host_shows_terminals_as_ended_with_their_output(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    config = tools_config(tmp_path)
+    async with serving(config, frame_checker) as (running, client):
+        terminal = await new_terminal(client, name="kept")
+        client.dispatch(terminal, {"type": "terminal/input", "data": "printf 'before-%s\\n' restart\n"})
+        await see(client, terminal, "before-restart")
+    async with serving(config, frame_checker) as (running, client):
+        info = listed(client, terminal)
+        assert info is not None and info["title"] == "kept" and info["exitCode"] == 129  # ended by SIGHUP at stop
+        await client.subscribe(terminal)
+        assert "before-restart" in text(client, terminal)
+        outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
+        assert outcome.status == "rejected"
+
+
+async def test_scrollback_stays_bounded_and_keeps_the_newest_output(running_host: Any, connect) -> None:
+    running_host.host.terminals.scrollback_limit = 4000
+    alice = await connect()
+    terminal = await new_terminal(alice)
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "i=0; while [ $i -lt 400 ]; do echo line-$i-xxxxxxxxxx; i=$((i+1)); done; echo END-$((6*7))\n"})
+    await see(alice, terminal, "END-42")
+    assert len(text(alice, terminal)) <= 4000
+    assert "line-399-" in text(alice, terminal) and "line-0-" not in text(alice, terminal)
+
+
+async def test_a_flood_of_output_stays_bounded(running_host: Any, connect) -> None:
+    running_host.host.terminals.scrollback_limit = 10_000
+    alice = await connect()
+    terminal = await new_terminal(alice)
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "yes flood | head -c 3000000; echo; echo DONE-$((6*7))\n"})
+    await see(alice, terminal, "DONE-42")
+    assert len(text(alice, terminal)) <= 10_000
+    state = running_host.host.store.state(terminal)
+    assert sum(len(p.get("value") or p.get("output") or "") for p in state["content"]) <= 10_000

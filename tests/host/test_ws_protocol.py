@@ -1,0 +1,32 @@
+"""Frames written once per event-loop tick (host.ws_protocol) still arrive whole and in order."""
+
+from __future__ import annotations
+
+from client import AhpClient
+from host.server import RunningHost
+from tests.conftest import Connect
+
+
+async def test_a_burst_of_frames_in_one_tick_reaches_every_client_in_order(connect: Connect, running_host: RunningHost) -> None:
+    first = await connect()
+    session = await first.create_session()
+    second = await connect(subscriptions=("ahp-root://", session))
+    await first.subscribe(session)
+    store = running_host.host.store
+    store.dispatch(session, {"type": "session/turnStarted", "turnId": "burst", "userMessage": {"text": "go"}})
+    running_host.host.runner.forget(session)  # the test, not an agent, streams this turn
+    store.dispatch(session, {"type": "session/responsePart", "turnId": "burst", "part": {"kind": "markdown", "id": "p", "content": ""}})
+    words = [f"w{index}é " for index in range(2_000)]
+    for word in words:  # all in one tick: the host writes them to each socket together
+        store.dispatch(session, {"type": "session/delta", "turnId": "burst", "partId": "p", "content": word})
+    expected = "".join(words)
+
+    def streamed(client: AhpClient) -> str:
+        parts = (client.state(session).get("activeTurn") or {}).get("responseParts") or [{}]
+        return parts[0].get("content", "")
+
+    for client in (first, second):
+        await client.wait_for(lambda m, e, client=client: len(streamed(client)) >= len(expected), timeout=60)
+        assert streamed(client) == expected
+        assert client.server_seq == store.seq
+        await client.ping()  # the connection is still usable after the burst

@@ -1,0 +1,43 @@
+"""providers._sse: the lean SSE reader gives the events the SSE format defines, nothing more."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from providers._sse import RawEventStream
+
+
+def stream_of(*pieces: bytes) -> RawEventStream:
+    async def body():
+        for piece in pieces:
+            yield piece
+
+    return RawEventStream(httpx.Response(200, content=body()), done="[DONE]",
+                          error=lambda data: RuntimeError(data["error"]) if isinstance(data, dict) and "error" in data else None)
+
+
+async def events(stream: RawEventStream) -> list:
+    return [item async for item in stream]
+
+
+async def test_events_split_across_network_reads_with_any_line_ending() -> None:
+    stream = stream_of(b'data: {"a":', b' 1}\r\n\r\n: a comment\n', b'event: delta\ndata: {"b": "\xc3', b'\xa9"}\r\rdata: [1,\ndata: 2]\n\n')
+    assert await events(stream) == [(None, {"a": 1}), ("delta", {"b": "é"}), (None, [1, 2])]
+
+
+async def test_done_ends_the_stream_and_a_last_event_without_a_blank_line_is_kept() -> None:
+    assert await events(stream_of(b"data: 1\n\ndata: [DONE]\n\ndata: 2\n\n")) == [(None, 1)]
+    assert await events(stream_of(b"data: 1\n\ndata:2")) == [(None, 1), (None, 2)]
+
+
+async def test_an_error_payload_raises_what_the_provider_says() -> None:
+    with pytest.raises(RuntimeError, match="overloaded"):
+        await events(stream_of(b'data: {"n": 1}\n\ndata: {"error": "overloaded"}\n\n'))
+
+
+async def test_data_that_is_not_json_raises_a_json_error() -> None:
+    import json
+
+    with pytest.raises(json.JSONDecodeError):
+        await events(stream_of(b"data: {nope\n\n"))

@@ -1,0 +1,239 @@
+"""Processes on a pseudo-terminal: the one way this project runs a command whose output a person
+may watch (the ``shell`` tool's commands and the terminals clients create).
+
+Contract:
+
+* ``PtyProcess.spawn(argv, cwd=..., env=..., interactive=...)`` starts ``argv`` in a new session
+  (it leads its own process group) with stdout and stderr on the slave side of a fresh pty of
+  ``cols`` × ``rows``. ``interactive=True`` also makes the pty its stdin and its controlling
+  terminal (job control, Ctrl-C as ``\\x03``); otherwise stdin is ``/dev/null``, so a command that
+  reads its input gets end-of-file instead of waiting for a person.
+* Output is read on the event loop (``add_reader`` on the master side, no thread) and handed, in
+  arrival order, to every callable in ``listeners`` (raw bytes). ``output_closed`` is set when no
+  process holds the slave side any more.
+* ``write`` queues input for the pty (never blocks); ``resize`` sets the window size
+  (``TIOCSWINSZ``, which also signals ``SIGWINCH`` to the foreground group).
+* ``wait()`` returns the exit status as ``subprocess`` reports it (negative = killed by that
+  signal) once the process itself exited, even if a background child still holds the pty.
+* ``terminate(grace)`` sends ``SIGTERM`` to the whole process group and ``SIGKILL`` after
+  ``grace`` seconds, so grandchildren end too; ``close()`` stops reading and releases the pty.
+
+Why hand-written: ``ptyprocess`` (pexpect's) forks the interpreter itself, which is unsafe in a
+process that runs threads (uvicorn, SQLite, MCP transports); here ``subprocess`` does the fork and
+exec in C, and a three-line shim (``_TAKE_TTY``) makes the pty the controlling terminal of an
+interactive child before it execs the shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import sys
+import termios
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+__all__ = ["PtyProcess", "exit_code_of"]
+
+# Runs in the child between fork and exec of the shell: the pty (fd 0) becomes the controlling
+# terminal of the new session, so the shell gets job control and Ctrl-C reaches its foreground job.
+_TAKE_TTY = "import os,sys,fcntl,termios;fcntl.ioctl(0,termios.TIOCSCTTY,0);os.execvp(sys.argv[1],sys.argv[1:])"
+
+
+def exit_code_of(returncode: int | None) -> int | None:
+    """A shell-style exit code: the status, or 128 + signal for a process killed by a signal."""
+    if returncode is None:
+        return None
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def _session_groups(session: int) -> set[int]:
+    """Process groups of the processes in ``session`` (Linux ``/proc``; empty elsewhere)."""
+    groups: set[int] = set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return groups
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp, session, ...
+        if len(fields) > 3 and int(fields[3]) == session:
+            groups.add(int(fields[2]))
+    return groups
+
+
+def _set_size(fd: int, cols: int, rows: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", max(1, rows), max(1, cols), 0, 0))
+
+
+class PtyProcess:
+    """One child process on its own pty; see the module contract."""
+
+    def __init__(self, process: subprocess.Popen, master: int) -> None:
+        self.process = process
+        self.pid = process.pid
+        self.listeners: list[Callable[[bytes], None]] = []
+        self.output_closed = asyncio.Event()
+        self._master = master
+        self._loop = asyncio.get_running_loop()
+        self._pending_input = bytearray()
+        self._reading = True
+        self._closed = False
+        self._exit: asyncio.Future[int] | None = None
+        self._loop.add_reader(master, self._readable)
+
+    @classmethod
+    async def spawn(
+        cls,
+        argv: list[str],
+        *,
+        cwd: Path | str,
+        env: Mapping[str, str],
+        cols: int = 80,
+        rows: int = 24,
+        interactive: bool = False,
+    ) -> PtyProcess:
+        master, slave = os.openpty()
+        try:
+            _set_size(master, cols, rows)
+            os.set_blocking(master, False)
+            os.set_inheritable(master, False)
+            if interactive:
+                argv = [sys.executable, "-I", "-S", "-c", _TAKE_TTY, *argv]
+                stdin: int = slave
+            else:
+                stdin = subprocess.DEVNULL
+            process = subprocess.Popen(
+                argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=slave, stderr=slave,
+                start_new_session=True, close_fds=True,
+            )
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        return cls(process, master)
+
+    # -- output --------------------------------------------------------------------------------
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._master, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: every holder of the slave side is gone
+            chunk = b""
+        if not chunk:
+            self._stop_reading()
+            self.output_closed.set()
+            return
+        for listener in tuple(self.listeners):
+            listener(chunk)
+
+    def _stop_reading(self) -> None:
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._master)
+
+    # -- input and size ------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        """Queue ``data`` for the pty; whatever the kernel does not take now is sent when it can."""
+        if self._closed or not data:
+            return
+        flushing = bool(self._pending_input)
+        self._pending_input += data
+        if not flushing:
+            self._flush_input()
+
+    def _flush_input(self) -> None:
+        try:
+            written = os.write(self._master, self._pending_input)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            self._pending_input.clear()
+            self._loop.remove_writer(self._master)
+            return
+        del self._pending_input[:written]
+        if self._pending_input:
+            self._loop.add_writer(self._master, self._flush_input)
+        else:
+            self._loop.remove_writer(self._master)
+
+    def resize(self, cols: int, rows: int) -> None:
+        if not self._closed:
+            with contextlib.suppress(OSError):
+                _set_size(self._master, cols, rows)
+
+    # -- exit ----------------------------------------------------------------------------------
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll() if self._exit is None or not self._exit.done() else self._exit.result()
+
+    async def wait(self) -> int:
+        """The exit status once the process itself has exited (a pidfd on Linux, no thread)."""
+        if self._exit is None:
+            self._exit = self._loop.create_future()
+            self._loop.create_task(self._watch_exit())
+        return await asyncio.shield(self._exit)
+
+    async def _watch_exit(self) -> None:
+        assert self._exit is not None
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            pidfd = None
+        if pidfd is not None:
+            exited = self._loop.create_future()
+            self._loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+            try:
+                await exited
+            finally:
+                self._loop.remove_reader(pidfd)
+                os.close(pidfd)
+        while self.process.poll() is None:
+            await asyncio.sleep(0.02)
+        if not self._exit.done():
+            self._exit.set_result(self.process.returncode)
+
+    async def terminate(self, grace: float = 2.0) -> int:
+        """SIGHUP + SIGTERM the process group and every job of the session, SIGKILL whatever is
+        left after ``grace`` seconds (an interactive shell ignores SIGTERM, not SIGHUP)."""
+        self._signal_all(signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.wait(), grace)
+        # Even if the leader exited, its children may have ignored the polite signals.
+        self._signal_all(signal.SIGKILL)
+        return await self.wait()
+
+    def _signal_all(self, *signals: int) -> None:
+        # A shell with job control puts each background job in its own process group; they all
+        # stay in the session this process leads, so the session is what gets signalled.
+        groups = {self.pid, *_session_groups(self.pid)}
+        for number in signals:
+            for group in groups:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, number)
+
+    def close(self) -> None:
+        """Stop reading and release the pty (the process is not signalled)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_reading()
+        self._loop.remove_writer(self._master)
+        os.close(self._master)
+        self.output_closed.set()
