@@ -15,6 +15,7 @@ from typing import Any, Callable
 from chat import _session as actions
 from chat._answers import AnswerError, parse_answer, parse_choice
 from chat._core import ChatCore
+from chat._markdown import render_edit
 from chat._terminal import Eof, Interrupt, Line
 from chat.render import (
     clean,
@@ -150,7 +151,11 @@ class Dialogs(ChatCore):
             except AhpError as error:
                 self._note(f"(cannot show the changes to {clean(target)}: {error.message})")
                 continue
-            self._write(render_unified_diff(self._display_path(target), old, new, self.style))
+            path = self._display_path(target)
+            if self.rich:  # the code highlighted for its language, changed lines on a tint
+                self._write(render_edit(path, old, new, self.width()))
+            else:
+                self._write(render_unified_diff(path, old, new, self.style))
 
     async def _read_ref(self, side: dict[str, Any] | None) -> str | None:
         if not side:

@@ -6,7 +6,7 @@ must wait for the user (a confirmation, an input request, a steering message) it
 host's store, woken by a store observer: no polling, no sleeps.
 
 Words: ``confirm`` (shell-like tool call with five options, editable), ``patch`` (file edit with
-an edits preview, editable JSON input), ``result`` (result confirmation), ``ask`` (an input request
+an edits preview, editable JSON input; ``patch code`` edits a Python file), ``result`` (result confirmation), ``ask`` (an input request
 with every question kind), ``steer`` (waits for a steering message), ``late`` (waits
 until a steering message is pending, then ends without taking it in: the host makes it the next
 turn), ``slow`` (never finishes on
@@ -193,10 +193,14 @@ class ScenarioAgent:
         await self._finish_tool(ctx, call)
 
     async def _patch(self, ctx: TurnContext) -> None:
-        before = self.workdir / "notes.txt"
-        after = self.workdir / ".notes.proposed"
-        before.write_text("old line\nsame line\n")
-        after.write_text("new line\nsame line\n")
+        if "code" in str(ctx.user_message.get("text", "")):  # "patch code": a Python file
+            name, old, new = "greet.py", "def greet():\n    return 1\n", "def greet():\n    return 42\n"
+        else:
+            name, old, new = "notes.txt", "old line\nsame line\n", "new line\nsame line\n"
+        before = self.workdir / name
+        after = self.workdir / f".{name}.proposed"
+        before.write_text(old)
+        after.write_text(new)
         edit = {
             "before": {"uri": before.as_uri(), "content": {"uri": before.as_uri()}},
             "after": {"uri": before.as_uri(), "content": {"uri": after.as_uri()}},
@@ -205,8 +209,8 @@ class ScenarioAgent:
             ctx,
             "call-2",
             "edit_file",
-            json.dumps({"path": "notes.txt", "text": "new line"}),
-            invocationMessage="Edit notes.txt",
+            json.dumps({"path": name, "text": new}),
+            invocationMessage=f"Edit {name}",
             edits={"items": [edit]},
             editable=True,
         )
