@@ -31,6 +31,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.application import get_app
+from prompt_toolkit.filters import Condition, is_searching
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
@@ -108,11 +110,21 @@ def _chars(text: str, utf16_offset: int) -> int:
     return len(text)
 
 
+@Condition
+def _completing() -> bool:
+    """Complete while typing only a ``/command`` or an ``@path``: the menu's room below the input
+    line is kept only then, not under every message."""
+    document = get_app().current_buffer.document
+    word = document.get_word_before_cursor(WORD=True)
+    return word.startswith("@") or (word.startswith("/") and document.text_before_cursor.lstrip() == word)
+
+
 def _bindings() -> KeyBindings:
     bindings = KeyBindings()
 
-    @bindings.add("enter")
-    @bindings.add("c-j")  # what Enter arrives as when typed before the terminal went raw
+    # Not while Ctrl-R searches: there Enter keeps the line found (prompt_toolkit's own binding).
+    @bindings.add("enter", filter=~is_searching)
+    @bindings.add("c-j", filter=~is_searching)  # what Enter arrives as when typed before the terminal went raw
     def _send(event: Any) -> None:
         buffer = event.current_buffer
         state = buffer.complete_state
@@ -145,12 +157,12 @@ class PromptTerminal(Terminal):
             except OSError:
                 pass  # an unwritable state directory costs the history, not the chat
         common: dict[str, Any] = {
-            "key_bindings": _bindings(), "multiline": True, "refresh_interval": 0.12, "reserve_space_for_menu": 0,
+            "key_bindings": _bindings(), "multiline": True, "refresh_interval": 0.12,
         }
         self._messages: PromptSession[str] = PromptSession(
-            history=history, completer=completer, complete_while_typing=True, **common
+            history=history, completer=completer, complete_while_typing=_completing, reserve_space_for_menu=8, **common
         )
-        self._answers: PromptSession[str] = PromptSession(history=InMemoryHistory(), **common)
+        self._answers: PromptSession[str] = PromptSession(history=InMemoryHistory(), reserve_space_for_menu=0, **common)
         self._task: asyncio.Task[None] | None = None
         self._asked: tuple[str, str, bool] | None = None
         self._session: PromptSession[str] | None = None

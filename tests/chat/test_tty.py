@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 from host.server import RunningHost
@@ -164,3 +165,101 @@ async def test_a_spinner_with_elapsed_time_shows_until_the_first_token(tmp_path:
         finally:
             chat.close()
 
+
+
+async def test_an_edit_is_previewed_as_a_diff_with_the_code_highlighted(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.send("patch code")
+        await chat.expect("Choose [1-2, e]:", timeout=20)
+        await chat.printed("+    return 42")
+        preview = chat.text
+        assert "--- a/greet.py" in preview and "+++ b/greet.py" in preview
+        assert "-    return 1" in preview and "+    return 42" in preview and " def greet():" in preview
+        raw = chat.raw.decode()
+        added = raw[raw.index("+\x1b[0m") :].split("\n", 1)[0]  # the added line as the terminal got it
+        colours = set(re.findall(r"\x1b\[38;5;(\d+)", added))
+        assert len(colours) >= 2, repr(added)  # the keyword and the number differ: highlighted, not one colour
+        assert "48;5;22" in added  # on the added lines' green tint
+        chat.send("y")
+        await chat.expect("Ran", timeout=20)
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+
+
+async def test_ctrl_r_finds_an_earlier_message_to_send_again(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        for text in ("the needle message", "another message"):
+            await chat.line_editor()
+            chat.send(text)
+            await chat.expect("Hello from the scenario agent", timeout=20)
+            await chat.expect("(effort low)")
+        await chat.line_editor()
+        chat.type("\x12")  # Ctrl-R
+        await chat.expect("I-search backward:")
+        chat.type("needle")
+        await chat.expect("the needle message")
+        chat.send("")  # Enter keeps the line found...
+        chat.send("")  # ...and Enter sends it
+        await until_host(chat_host, lambda: _texts(chat_host) == ["the needle message", "another message", "the needle message"], timeout=20)
+        await chat.expect("(effort low)", timeout=20)
+        await chat.line_editor()
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+
+
+async def test_at_paths_and_slash_commands_complete_from_the_host(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    (workdir / "notes_for_completion.md").write_text("# notes\n")
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.send("hello")  # a session (completions are asked of the session)
+        await chat.expect("Hello from the scenario agent", timeout=20)
+        await chat.expect("(effort low)")
+        await chat.line_editor()
+        chat.type("read @notes_f")
+        await chat.expect("@notes_for_completion.md", timeout=20)  # the host's item, in the menu
+        chat.type("\t")  # Tab picks it,
+        chat.send("")  # Enter takes it into the line,
+        chat.send("")  # and Enter sends the message
+        await until_host(chat_host, lambda: len(_texts(chat_host)) == 2, timeout=20)
+        assert _texts(chat_host)[1].strip() == "read @notes_for_completion.md"
+        [(_, state)] = sessions(chat_host)
+        attached = [a.get("uri") for a in state["turns"][-1]["userMessage"].get("attachments") or ()]
+        assert (workdir / "notes_for_completion.md").as_uri() in attached
+        await chat.expect("(effort low)", timeout=20)
+        await chat.line_editor()
+        chat.type("/mc")
+        await chat.expect("/mcp")
+        chat.type("\t")
+        chat.send("")
+        chat.send("")
+        await chat.expect("This session has no MCP servers")
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+
+
+async def test_no_color_prints_plain_text_in_a_terminal(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = ChatProcess.spawn([chat_host.url], cwd=workdir, env=tty_env(XDG_STATE_HOME=str(tmp_path / "state"), NO_COLOR="1"))
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()  # still an input line with editing and history...
+        chat.send("markdown please")
+        shown = await chat.expect("All done.", timeout=20)
+        assert "This is **important** and `inline`." in shown  # ...but the answer as the text it is
+        assert not re.search(r"\x1b\[[0-9;]*[1-9][0-9;]*m", chat.raw.decode())  # no colour, bold or dim
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
