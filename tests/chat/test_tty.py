@@ -263,3 +263,37 @@ async def test_no_color_prints_plain_text_in_a_terminal(chat_host: RunningHost, 
         assert await chat.wait() == 0
     finally:
         chat.close()
+
+
+async def test_the_status_counts_tokens_while_the_answer_streams(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    # The provider sends the start of an answer, then nothing more: the turn is mid-answer.
+    stalled = asyncio.Event()
+    partial = chat_sse("lorem ipsum dolor " * 30).split(b"data: [DONE]")[0]
+    partial = partial[: partial.rindex(b'"finish_reason"')].rsplit(b"data: ", 1)[0]
+    async with FakeProviderServer([Reply(200, partial, stall=stalled)], base_path="/v1") as server:
+        config = tmp_path / "host.toml"
+        config.write_text(
+            f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\n'
+            'retries = 0\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
+            encoding="utf-8",
+        )
+        env = tty_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
+        chat = ChatProcess.spawn(["--config", str(config)], cwd=project, env=env, command=())
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            await chat.line_editor()
+            chat.send("stream a while")
+            await chat.expect("Answering (", timeout=30)
+            status = await chat.expect("tokens · Ctrl-C to cancel)")
+            assert re.search(r"↓ \d+ tokens", status.splitlines()[-1]), status
+            assert "lorem ipsum" in chat.text  # the unfinished paragraph shows live above it
+            chat.ctrl_c()
+            await chat.expect("(cancelled)", timeout=30)
+            stalled.set()
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            stalled.set()
+            chat.close()
