@@ -2,7 +2,8 @@
 
 ``agent-host`` (no subcommand) or ``agent-host code [--config FILE] [--data-dir DIR] [chat options]``
 starts a host inside this process on a private loopback port (port 0, a fresh token nobody else
-sees) with the user's config and data directory, runs the chat against it in this terminal, in
+sees) with the user's config (``--config``, else ``$XDG_CONFIG_HOME/agent-host/config.toml`` when it
+exists) and data directory, runs the chat against it in this terminal, in
 the current directory (``--cwd``), and stops the host when the chat ends. ``-p MESSAGE`` works
 the same way for scripts. The host logs to ``host.log`` in the data directory, not the terminal.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import secrets
 import sys
 from contextlib import asynccontextmanager, contextmanager
@@ -168,6 +170,8 @@ def _code(args: argparse.Namespace) -> int:
 
     try:
         # Whatever the config says about where to listen, this host is only for this terminal.
+        if args.config is None and _user_config().is_file():
+            args.config = str(_user_config())
         config = _load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
         allowed = config.sessions.allowed_directories
         if allowed is not None:  # the user started it here: this directory is one to work in
@@ -197,6 +201,12 @@ def _code(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
+
+
+def _user_config() -> Path:
+    """The config the one-command mode reads without ``--config``: ``$XDG_CONFIG_HOME/agent-host/config.toml``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "agent-host" / "config.toml"
 
 
 def _log_to(path: Path) -> None:

@@ -66,8 +66,12 @@ async def test_one_command_in_a_project_directory_answers_and_works_there(tmp_pa
 async def test_one_command_print_mode_answers_on_stdout_for_scripts(tmp_path: Path) -> None:
     project = _project(tmp_path)
     async with FakeProviderServer(_replies(), base_path="/v1") as server:
-        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
-        process = await _run(["code", "--config", str(_config(tmp_path, server.base_url)), "-p", "what do the notes say?"], project, env)
+        # No --config: the user's own, in $XDG_CONFIG_HOME/agent-host/config.toml.
+        user_config = tmp_path / "config" / "agent-host"
+        user_config.mkdir(parents=True)
+        _config(tmp_path, server.base_url).rename(user_config / "config.toml")
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+        process = await _run(["code", "-p", "what do the notes say?"], project, env)
     assert process.returncode == 0, process.stderr
     assert process.stdout == "The notes say the build needs tea.\n"
     assert "read_file" in process.stderr or "Read" in process.stderr
