@@ -260,3 +260,10 @@ async def test_a_wrong_token_is_a_clear_error_without_a_traceback(spawn_chat: Sp
     output = await chat.expect("token is missing or wrong")
     assert await chat.wait() == 2
     assert "Traceback" not in chat.text and "wrong" + chat_host.token not in output
+
+
+async def test_an_unknown_agent_exits_2_before_the_chat_starts(spawn_chat: Spawn) -> None:
+    chat = spawn_chat("--agent", "nope")
+    await chat.expect("no agent 'nope' (agents: scenario, offline)")
+    assert await chat.wait() == 2
+    assert "Traceback" not in chat.text
