@@ -15,8 +15,10 @@ and is used when stdin and stdout are terminals (and ``TERM`` is not ``dumb``). 
   Output is printed above the prompt a whole line at a time (``patch_stdout``); a partial line
   waits in the live region until it is complete, so the prompt never splits a line.
 
-Ctrl-C in the input line is an ``Interrupt`` and Ctrl-D on an empty line an ``Eof``, exactly
-as SIGINT and end of input are for the line terminal.
+Ctrl-C on an empty input line is an ``Interrupt`` and Ctrl-D on an empty line an ``Eof``, exactly
+as SIGINT and end of input are for the line terminal; Ctrl-C on a line being typed clears it.
+A prompt that gives way to another (the idle prompt to a turn's steering prompt, that to a dialog)
+is erased; a line sent or answered stays, without the live region.
 """
 
 from __future__ import annotations
@@ -133,6 +135,11 @@ def _bindings() -> KeyBindings:
             return
         buffer.validate_and_handle()
 
+    @bindings.add("c-c", filter=Condition(lambda: bool(get_app().current_buffer.text)))
+    def _clear(event: Any) -> None:
+        """Ctrl-C on a line being typed clears it; on an empty line it interrupts (cancel or exit)."""
+        event.current_buffer.reset()
+
     @bindings.add("escape", "enter")
     @bindings.add("escape", "c-j")  # Esc Enter typed ahead, before the terminal went raw
     def _newline(event: Any) -> None:
@@ -198,6 +205,7 @@ class PromptTerminal(Terminal):
             typed = ""
             if self._session is not None and self._session.app.is_running:
                 typed = self._session.default_buffer.text
+                self._session.app.erase_when_done = True  # the next prompt takes its place
                 self._session.app.exit(exception=_Replaced())
             else:
                 self._task.cancel()
@@ -210,6 +218,7 @@ class PromptTerminal(Terminal):
             await asyncio.wait([previous])  # one prompt on the screen at a time
         session = self._messages if history else self._answers
         self._session = session
+        session.app.erase_when_done = False  # a line answered or sent stays in the scrollback
         try:
             text = await session.prompt_async(lambda: self._message(prompt), default=default)
         except _Replaced:
@@ -253,6 +262,9 @@ class PromptTerminal(Terminal):
             session.app.invalidate()
 
     def _message(self, prompt: str) -> AnyFormattedText:
+        session = self._session
+        if session is not None and session.app.is_done:  # what stays on screen: the prompt and the line
+            return ANSI(prompt)
         lines: list[str] = []
         tail = (self._tail + self._partial).rstrip("\n")
         if tail:
@@ -265,7 +277,7 @@ class PromptTerminal(Terminal):
 def _status_line(status: Status, now: float, color: bool) -> str:
     elapsed = max(0.0, now - status.since)
     frame = _SPINNER[int(elapsed * 8) % len(_SPINNER)]
-    tokens = f" · ↓ {status.tokens:,} tokens" if status.tokens else ""
+    tokens = f" · ↓ {status.tokens:,} token{'s' if status.tokens != 1 else ''}" if status.tokens else ""
     detail = f"({elapsed:.0f}s{tokens} · Ctrl-C to cancel)"
     if not color:
         return f"{frame} {status.label} {detail}"

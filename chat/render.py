@@ -475,8 +475,8 @@ Type a message and press Enter to send it. While the agent answers, what you typ
 running turn; start the line with >> (or use /queue) to queue it for after the turn instead.
 @path attaches a file from the working directory. Ctrl-C cancels the running turn; Ctrl-C when
 idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal that can draw,
-Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, and Tab completes
-/commands and @paths.
+Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
+/commands and @paths, and Ctrl-C on a line being typed clears it.
 
   /sessions            list sessions            /resume N|URI   open a session and its history
   /new                 start a new session      /fork [N]       fork this session at turn N (default: last)

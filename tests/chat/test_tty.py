@@ -286,8 +286,8 @@ async def test_the_status_counts_tokens_while_the_answer_streams(tmp_path: Path)
             await chat.line_editor()
             chat.send("stream a while")
             await chat.expect("Answering (", timeout=30)
-            status = await chat.expect("tokens · Ctrl-C to cancel)")
-            assert re.search(r"↓ \d+ tokens", status.splitlines()[-1]), status
+            status = await chat.expect(" · Ctrl-C to cancel)")
+            assert re.search(r"↓ \d+ tokens?", status.splitlines()[-1]), status
             assert "lorem ipsum" in chat.text  # the unfinished paragraph shows live above it
             chat.ctrl_c()
             await chat.expect("(cancelled)", timeout=30)
@@ -297,3 +297,22 @@ async def test_the_status_counts_tokens_while_the_answer_streams(tmp_path: Path)
         finally:
             stalled.set()
             chat.close()
+
+
+async def test_ctrl_c_clears_a_line_being_typed_and_on_an_empty_line_exits(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    chat = _spawn(chat_host, workdir, tmp_path / "state")
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.type("half a thought")
+        await chat.expect("half a thought")
+        chat.ctrl_c()  # clears the line; the chat goes on
+        chat.send("hello")
+        await chat.expect("Hello from the scenario agent", timeout=20)
+        await until_host(chat_host, lambda: _texts(chat_host) == ["hello"])
+        await chat.expect("(effort low)")
+        await chat.line_editor()
+        chat.ctrl_c()  # on an empty line, when idle: exits
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
