@@ -2,7 +2,10 @@
 
 ``ChatProcess.spawn`` forks the client onto a fresh pty (it becomes the session leader with the
 pty as its controlling terminal, so Ctrl-C written to the master delivers SIGINT like a real
-keyboard). Output is read with ``loop.add_reader``; every wait has a timeout; nothing sleeps.
+keyboard). Output is read with ``loop.add_reader``; every wait has a timeout and waits on
+output, except ``line_editor``, which looks at the terminal mode every 20 ms (a pty reports no
+event when it changes). ``tty_env`` is a terminal that draws (the prompt_toolkit and rich client),
+``chat_env`` a dumb one without colour (the line client).
 """
 
 from __future__ import annotations
