@@ -15,10 +15,10 @@ from client import AhpClient
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.journal import Journal
 from host.store import Store
-from tests.ahp.state._support import CLOCK, fold, load_differential_cases, stutter
 from providers import ScriptedProvider
 from providers.scripted import Pause, Script, finish, reasoning
 from providers.scripted import text as text_events
+from tests.ahp.state._support import CLOCK, fold, load_differential_cases, stutter
 from tests.conftest import TOKEN, FrameChecker
 
 from .agents.harness import config_for, idle, ready_session, serving
@@ -69,7 +69,7 @@ def test_observers_of_every_action_see_each_token_s_before_and_after() -> None:
         actions = stutter(case["actions"], rng)
         store = store_with(case["initial"])
         seen: list[tuple[str, str]] = []
-        # An observer that joins mid-stream, as AG-UI runs do.
+        # An observer that joins mid-stream (a test helper waiting for a condition, say).
         join_at = rng.randrange(len(actions) + 1)
         for step, action in enumerate(actions):
             if step == join_at:
