@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,50 @@ async def test_two_clients_see_the_same_output_input_resize_and_exit(connect, tm
     # Input to a terminal whose process exited is refused with a reason.
     outcome = await alice.outcome(alice.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
     assert outcome.status == "rejected" and "exited" in (outcome.reason or "")
+
+
+def commands(client: AhpClient, terminal: str) -> list[dict[str, Any]]:
+    return [p for p in (client.state(terminal) or {}).get("content") or [] if p.get("type") == "command"]
+
+
+async def test_a_users_bash_reports_each_command_with_its_exit_code_to_every_client(
+    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("export FROM_USER_RC=sourced\n")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.setenv("SHELL", bash)
+    monkeypatch.setenv("HOME", str(home))
+    alice = await connect()
+    bob = await connect()
+    terminal = await new_terminal(alice)
+    await bob.subscribe(terminal)
+    await alice.wait_for(lambda m, e: (alice.state(terminal) or {}).get("supportsCommandDetection") is True, timeout=WAIT)
+
+    # Two commands typed one after the other, the second failing; the user's own ~/.bashrc was read.
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "echo rc=$FROM_USER_RC\n"})
+    await alice.wait_for(lambda m, e: any(c["isComplete"] for c in commands(alice, terminal)), timeout=WAIT)
+    bob.dispatch(terminal, {"type": "terminal/input", "data": "ls /no-such-dir; cd sub\n"})
+    for client in (alice, bob):
+        await client.wait_for(lambda m, e: [c["isComplete"] for c in commands(client, terminal)] == [True, True], timeout=WAIT)
+        first, second = commands(client, terminal)
+        assert (first["commandLine"], first["exitCode"]) == ("echo rc=$FROM_USER_RC", 0)
+        assert "rc=sourced" in first["output"] and first["durationMs"] >= 0
+        assert (second["commandLine"], second["exitCode"]) == ("ls /no-such-dir; cd sub", 0)
+        assert "No such file" in second["output"]
+        # The marks themselves never reach the clients; the directory change does.
+        assert "\x1b]633" not in text(client, terminal)
+        await client.wait_for(lambda m, e: client.state(terminal)["cwd"] == (tmp_path / "sub").resolve().as_uri(), timeout=WAIT)
+    assert alice.state(terminal)["content"] == bob.state(terminal)["content"]
+
+    # A failing command reports its own exit code.
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "ls /no-such-dir\n"})
+    await bob.wait_for(lambda m, e: len(commands(bob, terminal)) == 3 and commands(bob, terminal)[2]["isComplete"], timeout=WAIT)
+    assert commands(bob, terminal)[2]["exitCode"] == 2
 
 
 async def test_dispose_kills_the_process_group_and_removes_the_terminal(connect) -> None:
