@@ -21,7 +21,7 @@ def command_executed(command_id: str, command_line: str, timestamp: int) -> dict
     return builders.terminal_command_executed(command_id=command_id, command_line=command_line, timestamp=timestamp)
 
 
-def command_finished(command_id: str, exit_code: int | None, duration_ms: int) -> dict[str, Any]:
+def command_finished(command_id: str, exit_code: int | None, duration_ms: int | None) -> dict[str, Any]:
     return builders.terminal_command_finished(command_id=command_id, exit_code=exit_code, duration_ms=duration_ms)
 
 

@@ -37,8 +37,16 @@ Contract:
 * ``dispose`` (``disposeTerminal``), ``session_disposed`` (the session's terminals) and ``stop``
   (host shutdown) end the process group and every job of the shell's session: SIGHUP + SIGTERM,
   then SIGKILL after a grace period.
-* After a restart the journal brings terminal channels back without their processes: ``start``
-  marks each unfinished one exited (no exit code: it was not observed).
+* A terminal whose shell is gone refuses ``terminal/input`` with one reason (``host.validation``):
+  the state has an ``exitCode`` in every such case. Stopping the host ends each shell (SIGHUP,
+  observed: 129) and adds a line to its output saying the host stopped. After the host died
+  without stopping (``kill -9``) the journal brings terminal channels back without their
+  processes; ``start`` finishes each unfinished one: a command still running is finished (no exit
+  code), a line says what happened, and a user's shell is marked exited with 129 (the kernel hung
+  up its pty when the host died, which sends SIGHUP to the shell; the host did not see it). A
+  ``shell`` tool's command terminal is marked exited without a code: its command had no
+  controlling terminal to lose, so how it ended is unknown (its tool call ended with
+  ``hostRestarted``).
 """
 
 from __future__ import annotations
@@ -73,6 +81,11 @@ _KILL_GRACE = 2.0
 _FLUSH_DELAY = 0.016
 _MAX_RUNNING = 64
 _MAX_URI = 300
+HANGUP_EXIT_CODE = 129
+"""128 + SIGHUP: how a shell ends when its terminal goes away (host stop or host death)."""
+_STOPPED_NOTE = "\r\n[The host stopped, and this terminal's shell ended with it. The terminal is gone: create a new one to go on.]\r\n"
+_LOST_NOTE = ("\r\n[The host ended without stopping (it was killed or crashed) and was restarted; this terminal's process "
+              "was lost with it. The terminal is gone: create a new one to go on.]\r\n")
 
 
 @dataclass
@@ -121,10 +134,17 @@ class TerminalService:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Terminals recovered from the journal have no process any more: mark them exited."""
+        """Terminals recovered from the journal have no process any more: finish and mark them
+        exited, saying why (see the module contract)."""
         for uri, state in list(self.store.channels("terminal")):
-            if uri not in self._running and state.get("exitCode") is None:
-                self.store.dispatch(uri, actions.exited(None))
+            if uri in self._running or state.get("exitCode") is not None:
+                continue
+            for part in state.get("content") or []:
+                if part.get("type") == "command" and not part.get("isComplete"):
+                    self.store.dispatch(uri, actions.command_finished(part["commandId"], None, None))
+            self.store.dispatch(uri, actions.data(_LOST_NOTE))
+            tool_command = bool((state.get("claim") or {}).get("toolCallId"))
+            self.store.dispatch(uri, actions.exited(None if tool_command else HANGUP_EXIT_CODE))
         self._publish_list()
 
     async def stop(self) -> None:
@@ -324,6 +344,9 @@ class TerminalService:
         try:
             returncode = await item.process.terminate(_KILL_GRACE)
             if item.uri in self.store and (self.store.state(item.uri) or {}).get("exitCode") is None:
+                if item.owns_process:
+                    self._finish_command(item, None)
+                    self.store.dispatch(item.uri, actions.data(_STOPPED_NOTE))
                 self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
         finally:
             if item.owns_process:

@@ -18,6 +18,7 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.agents.harness import idle, ready_session, serving
+from tests.host.test_durability import HostProcess
 from tests.host.tools_runtime._support import calls, scripted, tools_config
 
 ROOT = "ahp-root://"
@@ -270,6 +271,57 @@ async def test_a_restarted_host_shows_terminals_as_ended_with_their_output(tmp_p
         assert "before-restart" in text(client, terminal)
         outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
         assert outcome.status == "rejected"
+
+
+async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_refuse_input_alike(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
+    host = HostProcess(tmp_path / "data", config)
+
+    async def client_of() -> AhpClient:
+        client = await AhpClient.connect(host.url)
+        await client.initialize(subscriptions=[ROOT])
+        return client
+
+    async def terminal_with_output(client: AhpClient, name: str) -> tuple[str, int]:
+        terminal = await new_terminal(client, name=name)
+        client.dispatch(terminal, {"type": "terminal/input", "data": f"echo $$ > {name}.pid; printf '{name}-%s\\n' output\n"})
+        await see(client, terminal, f"{name}-output")
+        return terminal, int((tmp_path / f"{name}.pid").read_text())
+
+    try:
+        await host.start()
+        client = await client_of()
+        stopped, stopped_pid = await terminal_with_output(client, "stopped")
+        await client.close()
+        host.stop()  # SIGTERM: the host stops cleanly and ends its terminals
+        assert gone(stopped_pid)
+
+        await host.start()
+        client = await client_of()
+        killed, killed_pid = await terminal_with_output(client, "killed")
+        await client.close()
+        host.kill()
+        # The kernel hangs up the pty of a process that died: the shell goes with it.
+        assert await eventually(lambda: gone(killed_pid)), "the shell outlived its host's kill -9"
+
+        await host.start()
+        client = await client_of()
+        reasons = []
+        for terminal, name, why in ((stopped, "stopped", "The host stopped"), (killed, "killed", "killed or crashed")):
+            # Listed as ended (hung up), with its output and a line saying what happened.
+            info = listed(client, terminal)
+            assert info is not None and (info["title"], info["exitCode"]) == (name, 129)
+            await client.subscribe(terminal)
+            assert f"{name}-output" in text(client, terminal) and why in text(client, terminal)
+            outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
+            assert outcome.status == "rejected"
+            reasons.append(outcome.reason)
+        assert reasons[0] == reasons[1]
+        assert "gone" in reasons[0] and "createTerminal" in reasons[0] and "restarted" in reasons[0]
+        await client.close()
+    finally:
+        host.stop()
 
 
 async def test_scrollback_stays_bounded_and_keeps_the_newest_output(running_host: Any, connect) -> None:
