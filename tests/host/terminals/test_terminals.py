@@ -112,17 +112,19 @@ def commands(client: AhpClient, terminal: str) -> list[dict[str, Any]]:
     return [p for p in (client.state(terminal) or {}).get("content") or [] if p.get("type") == "command"]
 
 
-async def test_a_users_bash_reports_each_command_with_its_exit_code_to_every_client(
-    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("name", "user_rc"), [("bash", ".bashrc"), ("zsh", ".zshrc")])
+async def test_a_users_bash_or_zsh_reports_each_command_with_its_exit_code_to_every_client(
+    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, user_rc: str,
 ) -> None:
-    bash = shutil.which("bash")
-    if bash is None:
-        pytest.skip("bash is not installed")
+    shell = shutil.which(name)
+    if shell is None:
+        pytest.skip(f"{name} is not installed")
     home = tmp_path / "home"
     home.mkdir()
-    (home / ".bashrc").write_text("export FROM_USER_RC=sourced\n")
+    (home / user_rc).write_text("export FROM_USER_RC=sourced\n")
     (tmp_path / "sub").mkdir()
-    monkeypatch.setenv("SHELL", bash)
+    monkeypatch.setenv("SHELL", shell)
+    monkeypatch.delenv("ZDOTDIR", raising=False)
     monkeypatch.setenv("HOME", str(home))
     alice = await connect()
     bob = await connect()
