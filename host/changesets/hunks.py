@@ -45,20 +45,23 @@ def touching(found: list[Hunk], side: str, first: int, last: int) -> list[Hunk]:
     chosen = []
     for hunk in found:
         start, end = (hunk.before_start, hunk.before_end) if side == "before" else (hunk.after_start, hunk.after_end)
-        if (start <= last and end - 1 >= first) if end > start else first <= start <= last:
+        meets = start <= last and end - 1 >= first if end > start else first <= start <= last
+        if meets:
             chosen.append(hunk)
     return chosen
 
 
-def _merge(before: bytes, after: bytes, chosen: list[Hunk], take_after: bool) -> bytes:
+def _merge(before: bytes, after: bytes, from_after: list[Hunk]) -> bytes:
+    """``before`` and ``after``'s common lines, each block as in ``after`` if it is in
+    ``from_after``, else as in ``before``."""
     old, new = _lines(before) or [], _lines(after) or []
-    picked = set(chosen)
+    picked = set(from_after)
     out: list[str] = []
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             out += old[i1:i2]
-        elif (Hunk(i1, i2, j1, j2) in picked) == take_after:
+        elif Hunk(i1, i2, j1, j2) in picked:
             out += new[j1:j2]
         else:
             out += old[i1:i2]
@@ -67,9 +70,9 @@ def _merge(before: bytes, after: bytes, chosen: list[Hunk], take_after: bool) ->
 
 def undo(before: bytes, after: bytes, chosen: list[Hunk]) -> bytes:
     """``after`` with the chosen blocks as they were in ``before``."""
-    return _merge(before, after, [h for h in hunks(before, after) or [] if h not in set(chosen)], take_after=True)
+    return _merge(before, after, [hunk for hunk in hunks(before, after) or [] if hunk not in chosen])
 
 
 def keep(before: bytes, after: bytes, chosen: list[Hunk]) -> bytes:
     """``before`` with only the chosen blocks as they are in ``after``."""
-    return _merge(before, after, chosen, take_after=True)
+    return _merge(before, after, chosen)
