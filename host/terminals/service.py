@@ -16,7 +16,7 @@ Contract:
   commands are non-interactive), so validation refuses ``terminal/input`` on it; resize and kill
   (``disposeTerminal``) work. A session keeps its newest ``TOOL_TERMINALS_KEPT`` finished command
   terminals; older ones are removed.
-* Shell integration (``host.terminals.shell_integration``): a ``bash`` or ``zsh`` shell is started
+* Shell integration (``host.terminals.shell_integration``): a ``bash``, ``zsh`` or ``fish`` shell is started
   with our rc file, which reads the user's own and then marks each command with OSC 633
   sequences. The first prompt mark dispatches ``terminal/commandDetectionAvailable``; each command
   line the shell runs becomes ``terminal/commandExecuted`` (its output then goes into that

@@ -12,9 +12,11 @@ Contract: ``integrated(shell, env)`` returns ``(argv, env, detects)`` for an int
 * ``zsh``: ``ZDOTDIR`` points at ``host/terminals/rc/zsh`` (``AHP_USER_ZDOTDIR`` keeps the user's
   own, which the rc files restore after reading the user's ``.zshenv`` and ``.zshrc``); the same
   marks come from ``preexec`` / ``precmd`` hooks. ``detects`` is True.
-* Anything else (``sh``, ``dash``, ``fish``, ...): started unchanged (``<shell>`` with no
-  arguments, as before) and ``detects`` is False: ``sh`` and ``dash`` have no hook that runs
-  before a command; ``fish`` has (``fish_preexec``) but is not integrated yet.
+* ``fish``: ``fish -i -C 'source host/terminals/rc/integration.fish'`` (``-C`` runs after the
+  user's own ``config.fish``); the marks come from ``fish_preexec`` / ``fish_postexec`` /
+  ``fish_prompt`` event handlers. ``detects`` is True.
+* Anything else (``sh``, ``dash``, ...): started unchanged (``<shell>`` with no arguments, as
+  before) and ``detects`` is False: they have no hook that runs before a command.
 
 The host (``host.terminals.service``) turns the marks into ``terminal/commandExecuted`` /
 ``terminal/commandFinished`` / ``terminal/cwdChanged`` and removes them from the output.
@@ -40,4 +42,10 @@ def integrated(shell: str, env: Mapping[str, str]) -> tuple[list[str], dict[str,
         environment["AHP_USER_ZDOTDIR"] = environment.get("ZDOTDIR") or environment.get("HOME") or os.path.expanduser("~")
         environment["ZDOTDIR"] = str(RC_DIRECTORY / "zsh")
         return [shell, "-i"], environment, True
+    if name == "fish":
+        return [shell, "-i", "-C", "source " + _fish_quoted(str(RC_DIRECTORY / "integration.fish"))], environment, True
     return [shell], environment, False
+
+
+def _fish_quoted(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -112,19 +112,25 @@ def commands(client: AhpClient, terminal: str) -> list[dict[str, Any]]:
     return [p for p in (client.state(terminal) or {}).get("content") or [] if p.get("type") == "command"]
 
 
-@pytest.mark.parametrize(("name", "user_rc"), [("bash", ".bashrc"), ("zsh", ".zshrc")])
-async def test_a_users_bash_or_zsh_reports_each_command_with_its_exit_code_to_every_client(
-    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, user_rc: str,
+@pytest.mark.parametrize(("name", "user_rc", "line"), [
+    ("bash", ".bashrc", "export FROM_USER_RC=sourced"),
+    ("zsh", ".zshrc", "export FROM_USER_RC=sourced"),
+    ("fish", ".config/fish/config.fish", "set -gx FROM_USER_RC sourced"),
+])
+async def test_a_users_bash_zsh_or_fish_reports_each_command_with_its_exit_code_to_every_client(
+    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, user_rc: str, line: str,
 ) -> None:
     shell = shutil.which(name)
     if shell is None:
         pytest.skip(f"{name} is not installed")
     home = tmp_path / "home"
     home.mkdir()
-    (home / user_rc).write_text("export FROM_USER_RC=sourced\n")
+    (home / user_rc).parent.mkdir(parents=True, exist_ok=True)
+    (home / user_rc).write_text(line + "\n")
     (tmp_path / "sub").mkdir()
     monkeypatch.setenv("SHELL", shell)
     monkeypatch.delenv("ZDOTDIR", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("HOME", str(home))
     alice = await connect()
     bob = await connect()
