@@ -154,10 +154,7 @@ class ChangesetService:
         undone: list[str] = []
         conflicts: list[tuple[str, str]] = []
         for entry in files:
-            problem = self._restore(entry["edit"]) if not (entry.get("_meta") or {}).get("outsideEdits") else (
-                "It was also edited outside the agent between the agent's changes, and undoing them together would "
-                "undo those edits too; undo the turns one at a time instead."
-            )
+            problem = self._restore(entry["edit"]) if not (entry.get("_meta") or {}).get("outsideEdits") else _OUTSIDE_EDITS
             if problem is not None:
                 conflicts.append((entry["id"], problem))
                 self._put(uri, entry["id"], entry, {**entry, "_meta": {**(entry.get("_meta") or {}), "conflict": problem}})
@@ -207,12 +204,9 @@ class ChangesetService:
                         and self._bytes(pending["edit"].get("after")) == after:
                     self._put(session_changeset(session), entry["id"], pending, self._rebased(pending, baseline))
             return f"Kept {count} in {name}."
-        if (entry.get("_meta") or {}).get("outsideEdits") and turn_id is None:
-            problem = ("It was also edited outside the agent between the agent's changes, and undoing them together "
-                       "would undo those edits too; undo the turns one at a time instead.")
-            raise RpcError(ErrorCode.CONFLICT, f"Left {name} alone: {problem[0].lower()}{problem[1:]}", {"conflicts": [entry["id"]]})
+        outside_edits = (entry.get("_meta") or {}).get("outsideEdits") and turn_id is None
         result = blocks.undo(before, after, chosen)
-        problem = self._rewrite(entry["id"], after, result)
+        problem = _OUTSIDE_EDITS if outside_edits else self._rewrite(entry["id"], after, result)
         if problem is not None:
             self._put(uri, entry["id"], entry, {**entry, "_meta": {**(entry.get("_meta") or {}), "conflict": problem}})
             raise RpcError(ErrorCode.CONFLICT, f"Left {name} alone: {problem[0].lower()}{problem[1:]}", {"conflicts": [entry["id"]]})
@@ -238,25 +232,6 @@ class ChangesetService:
     def _side(self, file_id: str, data: bytes) -> dict[str, Any]:
         return {"uri": file_id, "content": content_ref(self.content, data, "text/plain; charset=utf-8")}
 
-    def _rewrite(self, file_id: str, expected: bytes, data: bytes) -> str | None:
-        """Write ``data`` over a file whose content must still be ``expected``; why not, or None."""
-        try:
-            path = self._resolve_uri(file_id)
-        except RpcError as error:
-            return error.message
-        try:
-            current = path.read_bytes()
-        except OSError:
-            current = None
-        if current != expected:
-            return ("Its content changed since the agent wrote it (by you, another program or a later turn); "
-                    "review it yourself, or undo the later turns first.")
-        try:
-            _write_atomically(path, data)
-        except OSError as error:
-            return f"It could not be written ({error.strerror or type(error).__name__})."
-        return None
-
     def _after_turn_undone(self, session: str, turn_id: str, entry: dict[str, Any]) -> None:
         """The file is back to before the turn: the review list's entry ends there now."""
         pending_uri = session_changeset(session)
@@ -275,15 +250,19 @@ class ChangesetService:
 
     def _restore(self, edit: dict[str, Any]) -> str | None:
         """Put one file back to ``edit.before``; a sentence saying why not, or None when done."""
-        file_uri = (edit.get("after") or edit.get("before"))["uri"]
-        try:
-            path = self._resolve_uri(file_uri)
-        except RpcError as error:
-            return error.message
         expected = self._bytes(edit.get("after"))
         original = self._bytes(edit.get("before"))
         if (edit.get("after") is not None and expected is None) or (edit.get("before") is not None and original is None):
             return "Its recorded content is no longer in the host's content store."
+        return self._rewrite((edit.get("after") or edit.get("before"))["uri"], expected, original)
+
+    def _rewrite(self, file_id: str, expected: bytes | None, data: bytes | None) -> str | None:
+        """Replace a file whose content must still be ``expected`` with ``data`` (None: absent,
+        on either side); a sentence saying why not, or None when done."""
+        try:
+            path = self._resolve_uri(file_id)
+        except RpcError as error:
+            return error.message
         try:
             current = path.read_bytes()
         except FileNotFoundError:
@@ -298,10 +277,10 @@ class ChangesetService:
             return ("Its content changed since the agent wrote it (by you, another program or a later turn); "
                     "review it yourself, or undo the later turns first.")
         try:
-            if original is None:
+            if data is None:
                 path.unlink()
             else:
-                _write_atomically(path, original)
+                _write_atomically(path, data)
         except OSError as error:
             return f"It could not be written ({error.strerror or type(error).__name__})."
         return None
@@ -358,6 +337,10 @@ class ChangesetService:
         if not isinstance(side, dict):
             return None
         return self.content.get(side["content"]["uri"])
+
+
+_OUTSIDE_EDITS = ("It was also edited outside the agent between the agent's changes, and undoing them together would "
+                  "undo those edits too; undo the turns one at a time instead.")
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
