@@ -281,7 +281,13 @@ async def test_a_restarted_host_shows_terminals_as_ended_with_their_output(tmp_p
         assert outcome.status == "rejected"
 
 
-async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_refuse_input_alike(tmp_path: Path) -> None:
+async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_refuse_input_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bash = shutil.which("bash")
+    if bash is not None:  # with command detection, a command still running at the kill is seen finished
+        monkeypatch.setenv("SHELL", bash)
+        monkeypatch.setenv("HOME", str(tmp_path))
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
     host = HostProcess(tmp_path / "data", config)
@@ -308,6 +314,10 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
         await host.start()
         client = await client_of()
         killed, killed_pid = await terminal_with_output(client, "killed")
+        if bash is not None:
+            client.dispatch(killed, {"type": "terminal/input", "data": "sleep 300\n"})
+            await client.wait_for(lambda m, e: [c["commandLine"] for c in commands(client, killed) if not c["isComplete"]] == ["sleep 300"],
+                                  timeout=WAIT)
         await client.close()
         host.kill()
         # The kernel hangs up the pty of a process that died: the shell goes with it.
@@ -326,6 +336,9 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
             assert outcome.status == "rejected"
             reasons.append(outcome.reason)
         assert reasons[0] == reasons[1]
+        if bash is not None:
+            [sleeping] = [c for c in commands(client, killed) if c["commandLine"] == "sleep 300"]
+            assert sleeping["isComplete"] is True and "exitCode" not in sleeping
         assert "gone" in reasons[0] and "createTerminal" in reasons[0] and "restarted" in reasons[0]
         await client.close()
     finally:
