@@ -6,10 +6,10 @@ folder in ``excluded``, such as the host's own data directory) and keeps,
 for every file, its size, modification time and inode, plus its bytes while they fit the budgets
 (``max_file_bytes`` per file, ``max_total_bytes`` in all). A tree of more than ``max_files`` files
 is not tracked (``take`` returns None): walking it around every command would cost more than the
-command. ``base`` may also be one file, or a path that does not exist yet (a file or folder a command is
-about to create): then the snapshot holds that file, or nothing, and ``changes()`` looks at
-whatever is there afterwards. ``changes()`` walks again and returns ``(path, before, after)`` for every file created,
-changed or deleted since (``None`` = absent), in path order. A changed file whose earlier bytes
+command. ``base`` may also be one file, or a path that does not exist yet (a file or folder a
+command is about to create): then the snapshot holds that file, or nothing, and ``changes()``
+looks at whatever is there afterwards. ``changes()`` walks again and returns
+``(path, before, after)`` for every file created, changed or deleted since (``None`` = absent), in path order. A changed file whose earlier bytes
 were not kept (over a budget) is left out: without them it could not be shown or undone.
 
 Both walks do blocking file I/O; callers run them in a thread.

@@ -62,6 +62,7 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\
 
 
 MAX_OUTSIDE_TARGETS = 8
+"""Places outside the working directory whose changes one command may report (4 MB of content each)."""
 
 
 def _changes(snapshots: list[DirectorySnapshot]) -> list[tuple[Path, bytes | None, bytes | None]]:
@@ -244,12 +245,11 @@ class ShellTool(Tool):
     def _snapshots(self, command: str, ctx: ToolContext) -> list[DirectorySnapshot]:
         """The working directory's snapshot, then one per place outside it the command writes to
         that may be recorded (see the module contract). Blocking: run in a thread."""
-        places = [ctx.working_directory]
-        places += write_targets(command, ctx.working_directory, (*ctx.extra_roots, *ctx.readable_roots))[:MAX_OUTSIDE_TARGETS]
         roots = (*ctx.extra_roots, *ctx.readable_roots)
+        places = [ctx.working_directory, *write_targets(command, ctx.working_directory, roots)[:MAX_OUTSIDE_TARGETS]]
         taken = []
         for index, place in enumerate(places):
-            budget = {} if index == 0 else {"max_total_bytes": 8_000_000}
+            budget = {} if index == 0 else {"max_total_bytes": 4_000_000}
             snapshot = DirectorySnapshot.take(place, roots, excluded=self.untracked, **budget)
             if snapshot is not None:
                 taken.append(snapshot)
