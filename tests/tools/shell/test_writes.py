@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.shell import describe_findings, outside_writes
+from tools.shell import describe_findings, outside_writes, write_targets
 
 
 def _outside(workspace: Path, command: str) -> list[tuple[str, str]]:
@@ -100,8 +100,6 @@ def test_the_description_names_every_path_and_the_working_directory(workspace: P
 
 
 def test_write_targets_are_the_named_places_outside_the_working_directory_inside_the_given_folders(tmp_path: Path) -> None:
-    from tools.shell import write_targets
-
     work, shared, other = tmp_path / "work", tmp_path / "shared", tmp_path / "other"
     for folder in (work, shared, other):
         folder.mkdir()
