@@ -110,6 +110,7 @@ class _Running:
     detecting: bool = False
     """The shell integration announced itself (``terminal/commandDetectionAvailable`` sent)."""
     cwd: str | None = None
+    """The working directory last published (``terminal/cwdChanged`` only when it changes)."""
 
 
 class TerminalService:
@@ -174,7 +175,7 @@ class TerminalService:
         cwd = self._directory(params.get("cwd"), session_state)
         cols, rows = _dimension(params.get("cols"), 80), _dimension(params.get("rows"), 24)
         shell = os.environ.get("SHELL") or "/bin/sh"
-        argv, env, _ = integrated(shell, {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"})
+        argv, env = integrated(shell, {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"})
         try:
             process = await PtyProcess.spawn(argv, cwd=cwd, env=env, cols=cols, rows=rows, interactive=True)
         except OSError as error:
