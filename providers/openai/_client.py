@@ -2,6 +2,11 @@
 
 SDK retries are off (the host's turn loop owns retries), and a missing key is an
 ``AuthenticationError`` that says which variable to set, raised before any request is made.
+Without an ``http_client`` the SDK's own aiohttp-backed client (``openai.DefaultAioHttpClient``,
+the ``openai[aiohttp]`` extra) carries the requests: it reads a streamed chunk for about half the
+CPU of the default httpx/httpcore/anyio stack (``benchmarks/provider_parsing.py``), which is what
+bounds how many sessions one event loop can stream. Proxies and CA settings from the environment
+still apply (the transport takes them from httpx's own settings).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ def make_client(api_key: str | None, **kwargs: Any) -> Any:
     if not key:
         raise AuthenticationError("No OpenAI API key is configured: set OPENAI_API_KEY.", provider=PROVIDER)
     options = {k: v for k, v in kwargs.items() if v is not None}
+    options.setdefault("http_client", openai.DefaultAioHttpClient())
     return openai.AsyncOpenAI(api_key=key, max_retries=0, **options)
 
 

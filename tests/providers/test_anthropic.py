@@ -316,3 +316,31 @@ async def test_rate_limit_error_event_mid_stream_says_what_happened():
     with pytest.raises(RateLimitError, match="Too many tokens this minute") as caught:
         await run_against(Reply(200, body))
     assert caught.value.retryable and caught.value.status_code is None
+
+
+async def test_default_http_client_streams_and_a_cut_or_refused_connection_is_unavailable():
+    """Without an ``http_client`` the SDK's aiohttp-backed client carries the stream."""
+    whole = sse(
+        ("message_start", MESSAGE_START), ("content_block_start", TEXT_START), ("content_block_delta", TEXT_DELTA),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+        ("message_stop", {"type": "message_stop"}),
+    )
+    request = ModelRequest(model="claude-test", messages=(UserMessage.of("hi"),))
+    async with FakeProviderServer([Reply(200, whole), Reply(200, whole, cut_after=len(whole) // 2)]) as server:
+        provider = AnthropicProvider(api_key="test-key", base_url=server.base_url)
+        try:
+            events, message = await collect(provider, request)
+            assert message.text == "Hel" and events[-1].reason == "stop"
+            assert type(provider._client._client).__name__ == "_DefaultAioHttpClient"
+            with pytest.raises(ProviderUnavailableError, match="dropped"):
+                await collect(provider, request)
+        finally:
+            await provider.aclose()
+        url = server.base_url
+    refused = AnthropicProvider(api_key="test-key", base_url=url)
+    try:
+        with pytest.raises(ProviderUnavailableError, match="failed or dropped"):
+            await collect(refused, request)
+    finally:
+        await refused.aclose()

@@ -174,3 +174,27 @@ async def test_event_that_is_not_json_is_a_protocol_error_in_plain_words():
     body = sse(("response.created", CREATED)) + b"event: response.output_text.delta\ndata: {\"type\": \"resp\n\n"
     with pytest.raises(ProviderProtocolError, match="not valid JSON"):
         await run_against(Reply(200, body))
+
+
+async def test_default_http_client_streams_and_a_refused_connection_names_the_server():
+    """Without an ``http_client`` the SDK's aiohttp-backed client carries the stream."""
+    done_item = {**MESSAGE_ADDED["item"], "status": "completed", "content": [{"type": "output_text", "text": "Hel", "annotations": []}]}
+    completed = {"type": "response.completed", "sequence_number": 4, "response": {**CREATED["response"], "status": "completed", "output": [done_item]}}
+    body = sse(("response.created", CREATED), ("response.output_item.added", MESSAGE_ADDED), ("response.output_text.delta", TEXT_DELTA),
+               ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": done_item}),
+               ("response.completed", completed))
+    request = ModelRequest(model="gpt-test", messages=(UserMessage.of("hi"),))
+    async with FakeProviderServer([Reply(200, body)]) as server:
+        url = server.base_url + "/v1"
+        provider = OpenAIResponsesProvider(api_key="sk-test", base_url=url)
+        try:
+            events, message = await collect(provider, request)
+        finally:
+            await provider.aclose()
+    assert message.text == "Hel" and events[-1].reason == "stop"
+    refused = OpenAIResponsesProvider(api_key="sk-test", base_url=url)
+    try:
+        with pytest.raises(ProviderUnavailableError, match=f"The connection to the model server at {url} failed"):
+            await collect(refused, request)
+    finally:
+        await refused.aclose()
