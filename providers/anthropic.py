@@ -21,6 +21,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ._request_body import untransformed
 from ._sse import RawEventStream
 from ._streaming import sdk_events
 from .accumulator import StreamAccumulator
@@ -134,7 +135,9 @@ class AnthropicProvider:
 
 async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
     """The SDK sends the request; the events are read from its raw response as plain dicts."""
-    raw = await client.messages.with_raw_response.create(**params, stream=True)
+    raw = await client.messages.with_raw_response.create(
+        **untransformed(params, messages=[], max_tokens=params["max_tokens"]), stream=True
+    )
     return RawEventStream(raw.http_response, error=lambda data: stream_error(raw.http_response, data))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from .._request_body import untransformed
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
@@ -73,7 +74,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
 async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
     """The SDK sends the request (auth, timeouts, HTTP error statuses as its exceptions); the chunks
     are read from the raw response as plain dicts (``providers._sse``), not as SDK models."""
-    raw = await client.chat.completions.with_raw_response.create(**params, stream=True)
+    raw = await client.chat.completions.with_raw_response.create(**untransformed(params, messages=[]), stream=True)
     return RawEventStream(raw.http_response, done="[DONE]", error=lambda data: stream_error(raw.http_response, data))
 
 

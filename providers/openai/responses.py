@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .._request_body import untransformed
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
@@ -68,7 +69,7 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
 
 async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
     """The SDK sends the request; the events are read from its raw response as plain dicts."""
-    raw = await client.responses.with_raw_response.create(**params, stream=True)
+    raw = await client.responses.with_raw_response.create(**untransformed(params), stream=True)
     return RawEventStream(raw.http_response, done="[DONE]", error=lambda data: stream_error(raw.http_response, data))
 
 
