@@ -19,6 +19,11 @@ turn loop, store, journal, WebSocket), and the clients (``AhpClient``, their own
    (the frame handed to every subscriber's socket buffer in the same call), and chunk written →
    frame received by the client process (which adds the operating system waking a third process
    on a shared machine). Median and p99 of every chunk of every session, median of ``--repeat`` runs.
+
+The host runs as ``agent-host serve`` runs it: after start-up its memory is settled
+(``host.server._settle_memory``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
+baseline is the SDK as it comes (its default httpx client, typed chunks); the host's providers use
+the SDKs' aiohttp-backed clients and read the raw stream (``providers/_sse.py``).
 """
 
 from __future__ import annotations
@@ -171,7 +176,7 @@ async def _bare_sdk(base_url: str, model: str, sessions: int) -> dict[str, float
 
 async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, float]:
     from host.config import load_config
-    from host.server import start_host
+    from host.server import _settle_memory, start_host
     from host.service import AgentHost
 
     with tempfile.TemporaryDirectory() as data_dir:
@@ -192,6 +197,7 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
 
         host.store.observers.append(at_dispatch)
         running = await start_host(host, token=TOKEN)
+        _settle_memory()  # as `agent-host serve` does once started
         child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions)
         try:
             result = json.loads(await child.expect("result", timeout=900))
