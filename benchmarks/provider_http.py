@@ -10,12 +10,20 @@ models), once through ``openai.AsyncOpenAI``'s default httpx client (httpcore, a
 through ``openai.DefaultAioHttpClient`` (the ``openai[aiohttp]`` extra, which the providers use).
 It prints this process's CPU time per chunk and the chunk-written-to-parsed latency (median and
 p99), the median of ``--repeat`` alternating runs.
+
+Then, for the question whether streaming should move to worker processes: what it costs the main
+process to receive one parsed event from another process instead (a child writes ``--sessions`` x
+``--rate`` small pickled events a second, each on its own as they would leave a worker, through a
+pipe; this process reads them with asyncio and unpickles them): CPU per event.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import pickle
+import struct
 import sys
 import time
 from pathlib import Path
@@ -58,6 +66,33 @@ async def _read(base_url: str, client_kind: str, sessions: int, count: int, rate
     return {"cpu_us": cpu / len(samples) * 1e6, "median": median(samples), "p99": percentile(samples, 0.99)}
 
 
+def _write_events(count: int, per_second: float) -> None:
+    """Child: ``count`` length-prefixed pickled events on stdout, paced, one write each."""
+    fd = sys.stdout.fileno()
+    event = ("part_delta", "session-0123", 3, " token")
+    start = time.monotonic()
+    for index in range(count):
+        delay = start + index / per_second - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        body = pickle.dumps(event, protocol=5)
+        os.write(fd, struct.pack("<I", len(body)) + body)
+
+
+async def _receive_events(count: int, per_second: float) -> float:
+    """Main-process CPU µs per event read from a child's pipe."""
+    child = await asyncio.create_subprocess_exec(sys.executable, __file__, "--child", "pipe", str(count), str(per_second),
+                                                 stdout=asyncio.subprocess.PIPE)
+    assert child.stdout is not None
+    started = time.process_time()
+    for _ in range(count):
+        size = struct.unpack("<I", await child.stdout.readexactly(4))[0]
+        pickle.loads(await child.stdout.readexactly(size))
+    cpu = time.process_time() - started
+    await child.wait()
+    return cpu / count * 1e6
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
@@ -79,9 +114,15 @@ async def main() -> None:
             rows = runs[kind]
             print(f"{label:<34}{median([r['cpu_us'] for r in rows]):>14.1f}{median([r['median'] for r in rows]):>11.2f}"
                   f"{median([r['p99'] for r in rows]):>9.2f}")
+        per_second = args.sessions * args.rate
+        pipe = median([await _receive_events(round(per_second * args.seconds), per_second) for _ in range(args.repeat)])
+        print(f"main-process CPU to receive one event from a worker process over a pipe: {pipe:.1f} µs")
     finally:
         server.kill()
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        _write_events(int(sys.argv[3]), float(sys.argv[4]))
+        sys.exit(0)
     asyncio.run(main())
