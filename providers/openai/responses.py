@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .._request_body import untransformed
-from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
 from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
@@ -35,9 +33,8 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
-from ._client import OpenAIClientOwner
+from ._client import OpenAIClientOwner, open_raw_stream
 from ._errors import error_from_payload, map_error
-from .chat import stream_error
 
 PROVIDER = "openai"
 _PART_ITEMS = {"reasoning": "reasoning", "message": "text", "function_call": "tool_call"}
@@ -56,7 +53,7 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
         params = self.build_params(request)
         translator = _Translator()
         async for event in sdk_events(
-            lambda: open_event_stream(self._sdk(), params),
+            lambda: open_raw_stream(self._sdk().responses.with_raw_response.create, params),
             lambda item: translator.feed(item[1]),
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finished,
@@ -65,12 +62,6 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
             stall_timeout=request.stall_timeout,
         ):
             yield event
-
-
-async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
-    """The SDK sends the request; the events are read from its raw response as plain dicts."""
-    raw = await client.responses.with_raw_response.create(**untransformed(params), stream=True)
-    return RawEventStream(raw.http_response, done="[DONE]", error=lambda data: stream_error(raw.http_response, data))
 
 
 _DELTAS = frozenset({
