@@ -5,14 +5,23 @@
 New sessions work in ``--cwd`` (default: the current directory); ``@path`` is resolved in the
 session's working directory.
 
-* ``add_arguments(parser)`` declares those options on an ``argparse`` (sub)parser;
-  ``run(args)`` connects and runs the interactive loop (``app.ChatApp``) or, with ``-p``, the
-  one-shot mode (``oneshot.run_oneshot``), and returns the process exit status.
+* ``add_arguments(parser)`` declares those options on an ``argparse`` (sub)parser (``connect=False``
+  leaves out URL and token, for a chat on an embedded host); ``run(args)`` connects and runs the
+  interactive loop (``app.ChatApp``) or, with ``-p``, the one-shot mode (``oneshot.run_oneshot``),
+  and returns the process exit status. ``run(args, embedded=start)`` first enters ``start()``, an
+  async context manager the caller supplies that runs a host and yields its URL (token included),
+  and leaves it when the chat ends: this package never imports the server.
+* ``--agent`` and ``--model`` are checked against the host's agents before anything is sent, with the
+  same messages as ``/agent`` and ``/model``.
 * ``render`` is the pure state → terminal text layer both modes share.
 
 Exit status: 0 success, 1 the ``-p`` turn ended in error (or the session failed), 2 usage or
-connection errors (the message says what to fix; never a traceback), 130 cancelled with Ctrl-C.
-Colour: only when the stream is a terminal and ``NO_COLOR`` is unset.
+connection errors, an unknown agent or model (the message says what to fix; never a traceback),
+130 cancelled with Ctrl-C, 141 stdout was closed early (``chat -p ... | head``), quietly.
+Colour: only when the stream is a terminal and ``NO_COLOR`` is unset. The interactive chat reads
+its input with prompt_toolkit (``chat._prompt``) when stdin and stdout are terminals and ``TERM``
+is not ``dumb``, and renders answers with rich (``chat._markdown``) when it also has colour;
+otherwise it reads plain lines and prints plain text, as the one-shot mode always does.
 """
 
 from __future__ import annotations
@@ -20,21 +29,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 from pathlib import Path
-from typing import TextIO
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from chat._connect import ChatConnectError, connect
 from chat._settings import ChatSettingsError, display_url, resolve_settings
 from chat.render import Style
+from client import ROOT_CHANNEL, AhpClient
 
-__all__ = ["add_arguments", "run", "style_for", "ChatConnectError", "ChatSettingsError"]
+__all__ = ["add_arguments", "run", "style_for", "check_agent_and_model", "EmbeddedHost", "ChatConnectError", "ChatSettingsError"]
+
+EmbeddedHost = Callable[[], AbstractAsyncContextManager[str]]
+"""Runs a host for the time of one chat and yields the URL to reach it, token included."""
+
+EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a command killed by SIGPIPE
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the ``chat`` options on ``parser``."""
-    parser.add_argument("url", nargs="?", help="host URL as 'agent-host serve' prints it (default: AGENT_HOST_URL, the client config, ws://127.0.0.1:8765/)")
-    parser.add_argument("--token", help="connection token (default: from the URL, AGENT_HOST_TOKEN or the client config)")
+def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> None:
+    """Declare the ``chat`` options on ``parser`` (without URL and token when ``connect`` is False)."""
+    if connect:
+        parser.add_argument("url", nargs="?", help="host URL as 'agent-host serve' prints it (default: AGENT_HOST_URL, the client config, ws://127.0.0.1:8765/)")
+        parser.add_argument("--token", help="connection token (default: from the URL, AGENT_HOST_TOKEN or the client config)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="URI", help="open an existing session (ahp-session:/...)")
     which.add_argument("--new", action="store_true", help="start a new session (the default)")
@@ -55,35 +74,87 @@ def style_for(stream: TextIO, environ: dict[str, str] | os._Environ[str] | None 
     return Style(color=tty and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``agent-host chat`` with parsed ``args``; returns the exit status."""
+def check_agent_and_model(agents: Sequence[Mapping[str, Any]], agent: str | None, model: str | None) -> str | None:
+    """Why ``--agent``/``--model`` cannot be used with these host agents (``AgentInfo``), or None.
+
+    An agent must be one the host lists. A model must be one of the chosen agent's models; with no
+    agent chosen (the host picks one), one of some agent's models. Agents listing no models take any.
+    """
+    names = [str(a.get("provider")) for a in agents]
+    if agent is not None and agent not in names:
+        return f"no agent {agent!r} (agents: {', '.join(names) or 'none'})"
+    if model is None:
+        return None
+    candidates = [a for a in agents if agent is None or a.get("provider") == agent]
+    offered = [str(m.get("id")) for a in candidates for m in a.get("models") or () if isinstance(m, Mapping)]
+    if not offered or model in offered or any(not a.get("models") for a in candidates):
+        return None
+    if agent is not None:
+        return f"agent {agent} has no model {model!r} (models: {', '.join(offered)})"
+    return f"no agent offers a model {model!r} (models: {', '.join(offered)}); /model lists them per agent"
+
+
+def run(args: argparse.Namespace, *, embedded: EmbeddedHost | None = None) -> int:
+    """Run ``agent-host chat`` with parsed ``args``; returns the exit status.
+
+    With ``embedded``, the chat talks to the host that context manager runs instead of a URL.
+    """
     if args.yes and args.message is None:
         print("agent-host chat: --yes only applies with -p MESSAGE", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     cwd = Path(args.cwd).expanduser() if getattr(args, "cwd", None) else Path.cwd()
     if not cwd.is_dir():
         print(f"agent-host chat: --cwd {args.cwd}: no such directory", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     args.cwd = cwd.resolve()
     try:
-        settings = resolve_settings(args.url, args.token, agent=args.agent, model=args.model)
+        # Also for an embedded host: the file's agent and model defaults still apply.
+        settings = resolve_settings(getattr(args, "url", None), getattr(args, "token", None), agent=args.agent, model=args.model)
     except ChatSettingsError as error:
         print(f"agent-host chat: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
-        return asyncio.run(_main(args, settings))
+        return asyncio.run(_main(args, settings, embedded))
     except KeyboardInterrupt:  # Ctrl-C before the loop could take SIGINT over
         return 130
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
 
 
-async def _main(args: argparse.Namespace, settings) -> int:  # type: ignore[no-untyped-def]
+def _quiet_broken_pipe() -> int:
+    """The reader of stdout went away (``| head``): stop without a traceback, now or at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None) -> int:  # type: ignore[no-untyped-def]
+    if embedded is None:
+        return await _chat(args, settings)
+    from dataclasses import replace
+
+    from chat._settings import split_token
+
+    async with embedded() as url:
+        bare, token = split_token(url)
+        return await _chat(args, replace(settings, url=bare, token=token), label="")
+
+
+async def _chat(args: argparse.Namespace, settings, *, label: str | None = None) -> int:  # type: ignore[no-untyped-def]
     try:
         client = await connect(settings)
     except ChatConnectError as error:
         print(f"agent-host chat: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     cwd = args.cwd
     try:
+        problem = check_agent_and_model(_agents(client), settings.agent, settings.model)
+        if problem is not None:
+            print(f"agent-host chat: {problem}", file=sys.stderr)
+            return EXIT_USAGE
         if args.message is not None:
             from chat.oneshot import run_oneshot
 
@@ -99,26 +170,59 @@ async def _main(args: argparse.Namespace, settings) -> int:  # type: ignore[no-u
                 model=settings.model,
                 approve=args.yes,
             )
-        from chat._terminal import Terminal
         from chat.app import ChatApp
 
-        terminal = Terminal()
+        app: ChatApp | None = None
+
+        async def complete(text: str, offset: int) -> list[dict[str, Any]]:
+            return await app.completions(text, offset) if app is not None else []
+
+        style = style_for(sys.stdout)
+        terminal = _terminal_for(complete)
         terminal.start()
         terminal.follow(client)
         try:
             app = ChatApp(
                 client,
                 terminal,
-                style_for(sys.stdout),
+                style,
                 sys.stdout,
                 cwd=cwd,
                 session=args.session,
                 agent=settings.agent,
                 model=settings.model,
-                host_label=display_url(settings.url),
+                host_label=display_url(settings.url) if label is None else label,
+                rich=style.color and terminal.prefills,
+                width=lambda: shutil.get_terminal_size().columns,
             )
             return await app.run()
         finally:
             terminal.restore()
     finally:
         await client.close()
+
+
+def line_editing(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the input line is prompt_toolkit's: stdin and stdout are terminals that can draw."""
+    environ = os.environ if environ is None else environ
+    try:
+        ttys = sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+    return ttys and environ.get("TERM") != "dumb"
+
+
+def _terminal_for(complete: Any) -> Any:
+    """The prompt_toolkit terminal where the terminal can draw it, else the line terminal."""
+    from chat._terminal import Terminal
+
+    if not line_editing():
+        return Terminal(sys.stdout)
+    from chat._prompt import HostCompleter, PromptTerminal, history_path
+    from chat.app import CLIENT_COMMANDS
+
+    return PromptTerminal(history_file=history_path(), completer=HostCompleter(complete, CLIENT_COMMANDS), color=style_for(sys.stdout).color)
+
+
+def _agents(client: AhpClient) -> list[dict[str, Any]]:
+    return [a for a in (client.state(ROOT_CHANNEL) or {}).get("agents") or () if isinstance(a, dict)]

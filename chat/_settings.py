@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["ChatSettings", "ChatSettingsError", "resolve_settings", "display_url", "default_config_path"]
+__all__ = ["ChatSettings", "ChatSettingsError", "resolve_settings", "display_url", "split_token", "default_config_path"]
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
 _KEYS = {"url", "token", "agent", "model"}
@@ -70,7 +70,7 @@ def _load_file(environ: Mapping[str, str]) -> dict[str, str]:
     return data
 
 
-def _split_token(url: str) -> tuple[str, str | None]:
+def split_token(url: str) -> tuple[str, str | None]:
     """The URL without its ``token`` query parameter, and that token."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
@@ -81,7 +81,7 @@ def _split_token(url: str) -> tuple[str, str | None]:
 
 def display_url(url: str) -> str:
     """The URL as safe to print: any token in it is dropped."""
-    return _split_token(url)[0]
+    return split_token(url)[0]
 
 
 def resolve_settings(
@@ -98,7 +98,7 @@ def resolve_settings(
     chosen = url or environ.get("AGENT_HOST_URL") or file.get("url") or DEFAULT_URL
     if urlsplit(chosen).scheme not in ("ws", "wss"):
         raise ChatSettingsError(f"the host URL must start with ws:// or wss://, not {display_url(chosen)!r}")
-    bare, url_token = _split_token(chosen)
+    bare, url_token = split_token(chosen)
     return ChatSettings(
         url=bare,
         token=token

@@ -10,6 +10,10 @@ Invariants:
 * stdin is read by one daemon thread with ``input()`` (readline editing and history when stdin is
   a terminal), so the event loop never blocks on the keyboard; lines cross over with
   ``call_soon_threadsafe``.
+* Output and prompts go through the terminal too: ``write(text)`` prints, ``ask(prompt)`` shows
+  what the next line is for. This line terminal prints the prompt as text and ignores a
+  ``default`` (it cannot pre-fill a line) and the live status; ``chat._prompt.PromptTerminal``
+  is the prompt_toolkit one (pre-filled buffers, history, a live region above the input).
 * SIGINT is handled by the event loop (``add_signal_handler``), never as ``KeyboardInterrupt``
   inside arbitrary code; ``restore`` puts the terminal modes back as they were at start (readline
   may be mid-line when the client exits).
@@ -25,9 +29,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Union
 
+from chat.render import Status
 from client import AhpClient, Notification
 
-__all__ = ["Line", "Eof", "Interrupt", "Event", "Lost", "InboxItem", "Terminal"]
+__all__ = ["Line", "Eof", "Interrupt", "Event", "Lost", "InboxItem", "Status", "Terminal"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,11 @@ InboxItem = Union[Line, Eof, Interrupt, Event, Lost]
 class Terminal:
     """Owns stdin reading, SIGINT and the inbox; ``start`` once inside the running loop."""
 
-    def __init__(self) -> None:
+    prefills = False
+    """True when ``ask`` can put an editable default in the input line."""
+
+    def __init__(self, out: Any = None) -> None:
+        self.out = out if out is not None else sys.stdout
         self.inbox: asyncio.Queue[InboxItem] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._saved_modes: Any = None
@@ -79,6 +88,24 @@ class Terminal:
         except (NotImplementedError, RuntimeError):
             pass
         threading.Thread(target=self._read_lines, name="chat-stdin", daemon=True).start()
+
+    # -- output and prompts -------------------------------------------------------------------
+
+    def write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+
+    def ask(self, prompt: str, default: str = "", *, history: bool = False, quiet: bool = False) -> None:
+        """Show what the next line is for (``quiet``: only where the prompt stays on screen)."""
+        if not quiet:
+            self.write(prompt)
+
+    def set_status(self, status: "Status | None") -> None:
+        """The live status shown while a turn runs (a line terminal shows none)."""
+
+    def set_tail(self, text: str) -> None:
+        """The unfinished end of the streaming answer, shown live (a line terminal prints it as it comes)."""
 
     def follow(self, client: AhpClient) -> None:
         """Forward the client's notifications into the inbox (replacing an earlier pump)."""

@@ -49,7 +49,10 @@ __all__ = [
     "render_unified_diff",
     "tool_input_text",
     "shell_command_of",
+    "partial_input_summary",
     "status_word",
+    "turn_status",
+    "Status",
     "HELP_TEXT",
 ]
 
@@ -128,6 +131,29 @@ def shell_command_of(call: Mapping[str, Any]) -> str | None:
     return None
 
 
+_PARTIAL_STRING = re.compile(r'"([A-Za-z_][\w-]*)"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def partial_input_summary(call: Mapping[str, Any], limit: int = 80) -> str:
+    """What a tool call's input streamed so far says, readably: the string fields of the partial
+    JSON (``command: ls -la``), not its raw text (``{"comm``)."""
+    raw = call.get("partialInput") or call.get("toolInput") or ""
+    if not isinstance(raw, str):
+        raw = json.dumps(raw, ensure_ascii=False)
+    fields = []
+    for key, value in _PARTIAL_STRING.findall(raw):
+        try:
+            value = json.loads(f'"{value}"')
+        except ValueError:
+            value = value.rstrip("\\")
+            try:
+                value = json.loads(f'"{value}"')
+            except ValueError:
+                pass
+        fields.append(value if key in ("command", "path", "pattern", "query", "url") and len(fields) == 0 else f"{key}: {value}")
+    return _short(clean(" · ".join(fields)), limit)
+
+
 def _short(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -149,19 +175,52 @@ def status_word(status: str) -> str:
     }.get(status, status)
 
 
-def _content_text(content: Any, limit: int = 400, *, strip: bool = True) -> str:
-    """A short plain-text rendering of tool result/running content items."""
+def _content_text(content: Any, limit: int | None = None, *, strip: bool = True) -> str:
+    """Tool result/running content items as plain text, shortened by ``_shorten`` past ``limit``."""
     text = clean(content_text(content))
     if strip:
         text = text.strip()
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text
+    return text if limit is None else _shorten(text, limit)
+
+
+def _output_and_marks(content: Any) -> tuple[str, list[str]]:
+    """A running or finished call's content split into its output (the text items, which grow as
+    the tool runs) and the one-line marks of its other items (``[terminal TITLE]``, an edited
+    file...), so output streamed live is recognised in the result however the items are ordered."""
+    items = [item for item in content or () if isinstance(item, Mapping)]
+    output = clean(content_text([item for item in items if item.get("type") == "text"]))
+    marks = [clean(content_text([item])) for item in items if item.get("type") != "text"]
+    return output, [mark for mark in marks if mark]
+
+
+_RESULT_LINES = 8
+
+
+def _shorten(text: str, limit: int, lines: int = _RESULT_LINES) -> str:
+    """At most ``lines`` whole lines and about ``limit`` characters, cut at a line or word end,
+    with a note of what was left out (never half a word)."""
+    kept = text.splitlines()
+    if len(text) <= limit and len(kept) <= lines:
+        return text
+    out: list[str] = []
+    size = 0
+    for line in kept[:lines]:
+        if size + len(line) > limit:
+            room = max(0, limit - size)
+            cut = line[:room].rsplit(" ", 1)[0] if " " in line[:room] else ""
+            if cut:
+                out.append(cut + " …")
+            break
+        out.append(line)
+        size += len(line) + 1
+    hidden = len(kept) - len(out)
+    note = f"… ({hidden} more line{'s' if hidden != 1 else ''})" if hidden > 0 else ""
+    return "\n".join(out + ([note] if note else []))
 
 
 def render_tool_result(call: Mapping[str, Any], style: Style) -> str:
     """The short result block shown under a finished tool call (may be empty)."""
-    text = _content_text(call.get("content"))
+    text = _content_text(call.get("content"), 400)
     if not text:
         return ""
     return "\n".join(style.dim("    " + line) for line in text.splitlines()) + "\n"
@@ -174,8 +233,7 @@ def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
     message = text_of(call.get("invocationMessage"))
     detail = _short(message or tool_input_text(call))
     if status == "streaming":
-        partial = _short(clean(call.get("partialInput") or ""), 80)
-        return style.cyan("⚙ ") + f"{name} {style.dim('preparing… ' + partial)}\n"
+        return style.cyan("⚙ ") + f"{name} {style.dim('preparing…')}\n"
     if status == "pending-confirmation":
         return style.yellow("? ") + f"{name} {detail} {style.yellow('(waiting for confirmation)')}\n"
     if status == "running":
@@ -187,7 +245,7 @@ def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
         return style.yellow("? ") + f"{name} {text_of(call.get('pastTenseMessage')) or detail} {style.yellow('(review the result)')}\n" + render_tool_result(call, style)
     if status == "completed":
         if call.get("success", True):
-            past = text_of(call.get("pastTenseMessage")) or detail
+            past = _short(text_of(call.get("pastTenseMessage"))) or detail
             return style.green("✓ ") + f"{name} {past}\n" + render_tool_result(call, style)
         error = (call.get("error") or {}).get("message") or text_of(call.get("pastTenseMessage")) or "failed"
         return style.red("✗ ") + f"{name} failed: {clean(error)}\n" + render_tool_result(call, style)
@@ -416,15 +474,64 @@ HELP_TEXT = """\
 Type a message and press Enter to send it. While the agent answers, what you type steers the
 running turn; start the line with >> (or use /queue) to queue it for after the turn instead.
 @path attaches a file from the working directory. Ctrl-C cancels the running turn; Ctrl-C when
-idle, or Ctrl-D, exits.
+idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal that can draw,
+Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
+/commands and @paths, and Ctrl-C on a line being typed clears it.
 
   /sessions            list sessions            /resume N|URI   open a session and its history
   /new                 start a new session      /fork [N]       fork this session at turn N (default: last)
   /history             show older turns         /agent [NAME]   list agents / new session with NAME
   /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
   /queue TEXT          queue a message          /help           this help
+  /tools               the session's tools      /mcp            MCP servers, their state and errors
+  /plugins             plugins and problems     /context        tokens used of the context window
+  /cost                tokens used per model    /compact [FOCUS] summarise older turns (host command)
   /quit                exit                     /NAME args      run a host command or skill
 """
+
+
+@dataclass(frozen=True)
+class Status:
+    """What the live status line says while a turn runs: a label, since when, how many tokens."""
+
+    label: str
+    since: float
+    """``time.monotonic()`` when the turn was sent or first seen."""
+    tokens: int | None = None
+
+
+def turn_status(turn: Mapping[str, Any], since: float) -> Status:
+    """The live status of a running turn: what it is doing, since when, tokens so far."""
+    label = "Waiting for the model"
+    for part in reversed(list(turn.get("responseParts") or ())):
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("kind")
+        if kind == "toolCall":
+            call = part.get("toolCall") or {}
+            status = call.get("status")
+            if status == "streaming":
+                summary = partial_input_summary(call, 60)
+                label = f"Preparing {_name(call)}" + (f": {summary}" if summary else "")
+            elif status == "running":
+                label = f"Running {_name(call)}"
+            elif status in ("pending-confirmation", "pending-result-confirmation"):
+                label = "Waiting for you"
+            else:
+                label = "Thinking"
+            break
+        if kind == "markdown" and part.get("content"):
+            label = "Answering"
+            break
+        if kind == "reasoning":
+            label = "Thinking"
+            break
+    tokens = (turn.get("usage") or {}).get("outputTokens")
+    if not isinstance(tokens, int):
+        written = sum(len(str(p.get("content") or "")) for p in turn.get("responseParts") or ()
+                      if isinstance(p, Mapping) and p.get("kind") in ("markdown", "reasoning"))
+        tokens = written // 4 or None  # about four characters a token, until the host reports usage
+    return Status(label, since, tokens)
 
 
 # -- live turns --------------------------------------------------------------------------------------
@@ -519,12 +626,15 @@ class TurnView:
             status = str(call.get("status"))
             if self._shown_status.get(call_id) != status:
                 self._shown_status[call_id] = status
-                self._shown_content[call_id] = ""
                 self._end_line(out)
                 self._last_kind = f"tool:{call_id}"
-                if status == "running":
-                    # Partial output follows as it grows; the line itself carries none of it.
+                streamed = self._shown_content.get(call_id, "")
+                if status == "running" or streamed:
+                    # Output streamed while running is not shown again: the line carries none of
+                    # it, and only what the final result adds to it follows.
                     self._emit(out, "activity", render_tool_line({**call, "content": None}, self.style))
+                    if status != "running":
+                        self._result_tail(call_id, call, streamed, out)
                 else:
                     self._emit(out, "activity", render_tool_line(call, self.style))
             if status == "running":
@@ -547,8 +657,15 @@ class TurnView:
             self._last_kind = "ref"
             self._emit(out, "activity", self.style.dim(f"[{clean(part.get('uri', ''))}]") + "\n")
 
+    def _result_tail(self, call_id: str, call: Mapping[str, Any], streamed: str, out: list[tuple[Channel, str]]) -> None:
+        final, marks = _output_and_marks(call.get("content"))
+        tail = final[len(streamed):] if final.startswith(streamed) else final.strip()
+        tail = "\n".join(piece for piece in (_shorten(tail.strip("\n"), 400), *marks) if piece.strip())
+        if tail.strip():
+            self._emit(out, "activity", "\n".join(self.style.dim("    " + line) for line in tail.splitlines()) + "\n")
+
     def _running_content(self, call_id: str, call: Mapping[str, Any], out: list[tuple[Channel, str]]) -> None:
-        text = _content_text(call.get("content"), limit=1_000_000, strip=False)
+        text, _ = _output_and_marks(call.get("content"))  # the marks (a terminal...) follow the result
         shown = self._shown_content.get(call_id, "")
         if text == shown:
             return

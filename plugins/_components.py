@@ -77,24 +77,30 @@ def _validated(front: dict[str, Any], spec: schema.Schema, report: Report) -> di
     return spec.validate(front, report, ("frontmatter",))
 
 
-def parse_skill(path: Path, report: Report, fallback_name: str | None = None) -> Skill | None:
-    """``<folder>/SKILL.md``: frontmatter with ``description`` required."""
+def _described(path: Path, report: Report, spec: schema.Schema, kind: str) -> tuple[dict[str, Any], str, str] | None:
+    """A skill's or an agent's file: its validated frontmatter, description and body, or None
+    (reported, and the component skipped) when the frontmatter or the description is missing."""
     read = _read(path, report)
     if read is None:
         return None
     front, body = read
     if front is None:
-        report(
-            Severity.PROBLEM,
-            ("frontmatter",),
-            "no YAML frontmatter, so the skill has no description; skipped",
-        )
+        report(Severity.PROBLEM, ("frontmatter",), f"no YAML frontmatter, so the {kind} has no description; skipped")
         return None
-    values = _validated(front, schema.SKILL, report)
+    values = _validated(front, spec, report)
     description = values.get("description", "").strip()
     if not description:
-        report(Severity.PROBLEM, ("frontmatter", "description"), "a skill needs a description; skipped")
+        report(Severity.PROBLEM, ("frontmatter", "description"), f"a{'n' if kind[0] in 'aeiou' else ''} {kind} needs a description; skipped")
         return None
+    return values, description, body
+
+
+def parse_skill(path: Path, report: Report, fallback_name: str | None = None) -> Skill | None:
+    """``<folder>/SKILL.md``: frontmatter with ``description`` required."""
+    described = _described(path, report, schema.SKILL, "skill")
+    if described is None:
+        return None
+    values, description, body = described
     folder_name = fallback_name or path.parent.name
     name = values.get("name", "").strip() or folder_name
     if name != folder_name:
@@ -139,22 +145,10 @@ def parse_command(path: Path, report: Report) -> Command | None:
 
 def parse_agent(path: Path, report: Report) -> Agent | None:
     """``agents/<name>.md`` or ``*.agent.md``: ``description`` required; body = system prompt."""
-    read = _read(path, report)
-    if read is None:
+    described = _described(path, report, schema.AGENT, "agent")
+    if described is None:
         return None
-    front, body = read
-    if front is None:
-        report(
-            Severity.PROBLEM,
-            ("frontmatter",),
-            "no YAML frontmatter, so the agent has no description; skipped",
-        )
-        return None
-    values = _validated(front, schema.AGENT, report)
-    description = values.get("description", "").strip()
-    if not description:
-        report(Severity.PROBLEM, ("frontmatter", "description"), "an agent needs a description; skipped")
-        return None
+    values, description, body = described
     disabled = values.get("disable-model-invocation", False) or values.get("infer") is False
     return Agent(
         name=values.get("name", "").strip() or stem(path),

@@ -29,7 +29,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 from plugins import _schema as schema
 from plugins._collect import Collector
@@ -316,51 +316,42 @@ class _PluginLoader:
             report(Severity.PROBLEM, (), "cannot be read as UTF-8 text; skipped")
         return None
 
-    def hook_files(self) -> list[HookFile]:
-        files: list[HookFile] = []
-        common = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
-        value = self.manifest.get("hooks")
-        paths: list[Path] = [self.root / "hooks/hooks.json"]
+    def declared_documents(self, key: str, default: str) -> Iterator[tuple[Path, Any, Any, tuple[str, ...]]]:
+        """The JSON documents declaring ``key`` (hooks, MCP servers), each as ``(path, data, spans,
+        prefix)``: the manifest's own value when it is an object without ``paths`` (prefix
+        ``(key,)``), then each file the manifest names, or the conventional ``default`` file."""
+        value = self.manifest.get(key)
+        paths: list[Path] = [self.root / default]
         if isinstance(value, dict) and "paths" not in value:
             assert self.manifest_path is not None
-            report = self.collector.for_file(self.manifest_path, ("hooks",))
-            hooks = parse_hooks_document(value, source=self.manifest_path, report=report, allow_flat=True, **common)
-            files.append(HookFile(name=f"{self.relative(self.manifest_path)}#hooks", path=self.manifest_path,
-                                  hooks=hooks, range=self.manifest_spans.get(("hooks",))))
+            yield self.manifest_path, value, self.manifest_spans, (key,)
         elif value is not None:
-            paths = self.component_paths("hooks", "hooks/hooks.json")
+            paths = self.component_paths(key, default)
         for path in paths:
             if not path.is_file() or not self.first_time(path):
                 continue
             read = self.read_json(path)
-            if read is None:
-                continue
-            hooks = parse_hooks_document(read[0], source=path, report=self.collector.for_file(path), **common)
-            files.append(HookFile(name=self.relative(path), path=path, hooks=hooks))
+            if read is not None:
+                yield path, read[0], read[1], ()
+
+    def hook_files(self) -> list[HookFile]:
+        files: list[HookFile] = []
+        common = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
+        for path, data, spans, prefix in self.declared_documents("hooks", "hooks/hooks.json"):
+            report = self.collector.for_file(path, prefix)
+            hooks = parse_hooks_document(data, source=path, report=report, allow_flat=bool(prefix), **common)
+            if prefix:
+                files.append(HookFile(name=f"{self.relative(path)}#hooks", path=path, hooks=hooks, range=spans.get(prefix)))
+            else:
+                files.append(HookFile(name=self.relative(path), path=path, hooks=hooks))
         return files
 
     def mcp_servers(self) -> list[McpServer]:
         servers: list[McpServer] = []
         common = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
-        value = self.manifest.get("mcpServers")
-        paths: list[Path] = [self.root / ".mcp.json"]
-        if isinstance(value, dict) and "paths" not in value:
-            assert self.manifest_path is not None
-            servers += parse_mcp_document(value, source=self.manifest_path, spans=self.manifest_spans,
-                                          span_prefix=("mcpServers",),
-                                          report=self.collector.for_file(self.manifest_path, ("mcpServers",)),
-                                          **common)
-        elif value is not None:
-            paths = self.component_paths("mcpServers", ".mcp.json")
-        for path in paths:
-            if not path.is_file() or not self.first_time(path):
-                continue
-            read = self.read_json(path)
-            if read is None:
-                continue
-            data, spans = read
-            servers += parse_mcp_document(data, source=path, spans=spans, span_prefix=(),
-                                          report=self.collector.for_file(path), **common)
+        for path, data, spans, prefix in self.declared_documents("mcpServers", ".mcp.json"):
+            servers += parse_mcp_document(data, source=path, spans=spans, span_prefix=prefix,
+                                          report=self.collector.for_file(path, prefix), **common)
         return self.unique(servers, "MCP server")
 
     def unique(self, items: list[Any], kind: str) -> list[Any]:

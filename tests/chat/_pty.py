@@ -1,8 +1,11 @@
-"""Drive ``python -m host.cli chat`` in a real pseudo-terminal from an asyncio test.
+"""Drive ``python -m host.cli chat`` (or another ``agent-host`` command) in a real pseudo-terminal from an asyncio test.
 
 ``ChatProcess.spawn`` forks the client onto a fresh pty (it becomes the session leader with the
 pty as its controlling terminal, so Ctrl-C written to the master delivers SIGINT like a real
-keyboard). Output is read with ``loop.add_reader``; every wait has a timeout; nothing sleeps.
+keyboard). Output is read with ``loop.add_reader``; every wait has a timeout and waits on
+output, except ``line_editor``, which looks at the terminal mode every 20 ms (a pty reports no
+event when it changes). ``tty_env`` is a terminal that draws (the prompt_toolkit and rich client),
+``chat_env`` a dumb one without colour (the line client).
 """
 
 from __future__ import annotations
@@ -17,6 +20,16 @@ from pathlib import Path
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 REPO = Path(__file__).resolve().parents[2]
+
+
+def tty_env(**extra: str) -> dict[str, str]:
+    """A terminal that can draw (colour, cursor movement): the prompt_toolkit and rich client.
+    ``PROMPT_TOOLKIT_NO_CPR``: a pty does not answer cursor position requests as a terminal would."""
+    env = chat_env(**extra)
+    env.pop("NO_COLOR", None)
+    env.update({"TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"})
+    env.update(extra)
+    return env
 
 
 def chat_env(**extra: str) -> dict[str, str]:
@@ -39,8 +52,9 @@ class ChatProcess:
         asyncio.get_running_loop().add_reader(fd, self._on_readable)
 
     @classmethod
-    def spawn(cls, args: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> "ChatProcess":
-        argv = [sys.executable, "-m", "host.cli", "chat", *args]
+    def spawn(cls, args: list[str], *, cwd: Path, env: dict[str, str] | None = None, command: tuple[str, ...] = ("chat",)) -> "ChatProcess":
+        """``agent-host chat ARGS`` (``command=()``: ``agent-host ARGS``, the one-command mode)."""
+        argv = [sys.executable, "-m", "host.cli", *command, *args]
         environment = env or chat_env()
         pid, fd = pty.fork()
         if pid == 0:  # the child: become the client
@@ -49,6 +63,12 @@ class ChatProcess:
                 os.execve(sys.executable, argv, environment)
             finally:
                 os._exit(127)
+        # A real terminal has a size; prompt_toolkit and rich lay out to it.
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", int(environment.get("LINES", 50)), int(environment.get("COLUMNS", 200)), 0, 0))
         return cls(pid, fd)
 
     def _on_readable(self) -> None:
@@ -89,9 +109,46 @@ class ChatProcess:
             except TimeoutError:
                 pass
 
+    async def printed(self, needle: str, timeout: float = 15.0) -> int:
+        """Wait until ``needle`` was printed anywhere so far (order-free); returns how many times."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while needle not in self.text:
+            if self._closed:
+                raise AssertionError(f"the client exited without printing {needle!r}; it printed:\n{self.text}")
+            self._changed.clear()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AssertionError(f"timed out waiting for {needle!r} anywhere; the client printed:\n{self.text}")
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                pass
+        return self.text.count(needle)
+
+    async def line_editor(self, timeout: float = 15.0) -> None:
+        """Wait until the client's input line reads keys one at a time (the terminal left canonical
+        mode: prompt_toolkit is at its prompt), so what is typed next is seen as keys, not a line."""
+        import termios
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while termios.tcgetattr(self.fd)[3] & termios.ICANON:
+            if self._closed or loop.time() > deadline:
+                raise AssertionError(f"the client's terminal never left line mode; it printed:\n{self.text}")
+            await asyncio.sleep(0.02)  # the mode is not an event a pty reports: look again shortly
+
     def send(self, line: str) -> None:
         """Type ``line`` and press Enter."""
         os.write(self.fd, line.encode() + b"\r")
+
+    def type(self, keys: str) -> None:
+        """Type ``keys`` as they are (escape sequences included), without pressing Enter."""
+        os.write(self.fd, keys.encode())
+
+    def paste(self, text: str) -> None:
+        """Paste ``text`` the way a terminal does in bracketed-paste mode."""
+        os.write(self.fd, b"\x1b[200~" + text.encode() + b"\x1b[201~")
 
     def ctrl_c(self) -> None:
         os.write(self.fd, b"\x03")

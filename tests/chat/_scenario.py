@@ -6,9 +6,12 @@ must wait for the user (a confirmation, an input request, a steering message) it
 host's store, woken by a store observer: no polling, no sleeps.
 
 Words: ``confirm`` (shell-like tool call with five options, editable), ``patch`` (file edit with
-an edits preview, editable JSON input), ``result`` (result confirmation), ``ask`` (an input request
-with every question kind), ``steer`` (waits for a steering message), ``slow`` (never finishes on
-its own), ``fail`` (ends in error), ``think`` (reasoning then text); anything else streams a
+an edits preview, editable JSON input; ``patch code`` edits a Python file), ``result`` (result confirmation), ``ask`` (an input request
+with every question kind), ``steer`` (waits for a steering message), ``late`` (waits
+until a steering message is pending, then ends without taking it in: the host makes it the next
+turn), ``slow`` (never finishes on
+its own), ``fail`` (ends in error), ``think`` (reasoning then text), ``markdown`` (a heading, bold text, a list and a code
+block, streamed in small pieces); anything else streams a
 greeting that names the model options and attachments it got.
 """
 
@@ -125,9 +128,11 @@ class ScenarioAgent:
             "result": self._result,
             "ask": self._ask,
             "steer": self._steer,
+            "late": self._late,
             "slow": self._slow,
             "fail": self._fail,
             "think": self._think,
+            "markdown": self._markdown,
         }.get(word, self._greet)
         await handler(ctx)
 
@@ -188,10 +193,14 @@ class ScenarioAgent:
         await self._finish_tool(ctx, call)
 
     async def _patch(self, ctx: TurnContext) -> None:
-        before = self.workdir / "notes.txt"
-        after = self.workdir / ".notes.proposed"
-        before.write_text("old line\nsame line\n")
-        after.write_text("new line\nsame line\n")
+        if "code" in str(ctx.user_message.get("text", "")):  # "patch code": a Python file
+            name, old, new = "greet.py", "def greet():\n    return 1\n", "def greet():\n    return 42\n"
+        else:
+            name, old, new = "notes.txt", "old line\nsame line\n", "new line\nsame line\n"
+        before = self.workdir / name
+        after = self.workdir / f".{name}.proposed"
+        before.write_text(old)
+        after.write_text(new)
         edit = {
             "before": {"uri": before.as_uri(), "content": {"uri": before.as_uri()}},
             "after": {"uri": before.as_uri(), "content": {"uri": after.as_uri()}},
@@ -200,8 +209,8 @@ class ScenarioAgent:
             ctx,
             "call-2",
             "edit_file",
-            json.dumps({"path": "notes.txt", "text": "new line"}),
-            invocationMessage="Edit notes.txt",
+            json.dumps({"path": name, "text": new}),
+            invocationMessage=f"Edit {name}",
             edits={"items": [edit]},
             editable=True,
         )
@@ -251,6 +260,11 @@ class ScenarioAgent:
         ctx.dispatch({"type": "session/pendingMessageRemoved", "kind": "steering", "id": message["id"]})
         self._say(ctx, f"steered by: {message['userMessage']['text']}")
 
+    async def _late(self, ctx: TurnContext) -> None:
+        self._say(ctx, "finishing up")
+        await self._until(ctx, lambda state, _e: state.get("steeringMessage"))
+        self._say(ctx, " done")
+
     async def _slow(self, ctx: TurnContext) -> None:
         self._say(ctx, "working")
         await asyncio.Event().wait()  # until the turn is cancelled
@@ -258,6 +272,14 @@ class ScenarioAgent:
     async def _fail(self, ctx: TurnContext) -> None:
         self._say(ctx, "trying")
         raise TurnFailed("quotaExceeded", "The provider refused: quota exceeded.")
+
+    async def _markdown(self, ctx: TurnContext) -> None:
+        text = "# Plan\n\nThis is **important** and `inline`.\n\n- first item\n- second item\n\n```python\ndef greet():\n    return 42\n```\n\nAll done."
+        part_id = ctx.new_part_id("text")
+        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        for start in range(0, len(text), 7):
+            await asyncio.sleep(0)
+            ctx.emit({"type": "session/delta", "partId": part_id, "content": text[start : start + 7]})
 
     async def _think(self, ctx: TurnContext) -> None:
         part_id = ctx.new_part_id("reasoning")

@@ -153,9 +153,30 @@ async def test_text_typed_during_a_turn_steers_it_and_double_angle_queues(spawn_
     await chat.expect("steered by: go left")
     # The host starts the queued message as the next turn; the client follows it live.
     await chat.expect("Hello from the scenario agent")
+    assert await chat.printed("(the turn took in your steering message)") == 1
     await until_host(chat_host, lambda: len(sessions(chat_host)[0][1].get("turns") or []) == 2)
     [(_, state)] = sessions(chat_host)
     assert [t["userMessage"]["text"] for t in state["turns"]] == ["steer me", "hello after"]
+
+
+async def test_a_steering_message_the_turn_did_not_take_in_runs_next_in_order(spawn_chat: Spawn, chat_host: RunningHost) -> None:
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("late work")
+    await chat.expect("finishing up")
+    chat.send(">> queued first")
+    await chat.expect("(queued for after the turn)")
+    chat.send("too late steering")  # the turn ends without another model call
+    await chat.expect("(steering the running turn)")
+    await chat.expect("done")
+    shown = await chat.expect("» queued first", timeout=20)
+    # What happened to it is on screen, and it ran before the message queued earlier.
+    assert "» too late steering" in shown
+    assert "runs as its own turn" in shown.split("» too late steering", 1)[1]
+    assert "(the turn took in your steering message)" not in shown
+    await until_host(chat_host, lambda: len(sessions(chat_host)[0][1].get("turns") or []) == 3)
+    [(_, state)] = sessions(chat_host)
+    assert [t["userMessage"]["text"] for t in state["turns"]] == ["late work", "too late steering", "queued first"]
 
 
 async def test_ctrl_c_cancels_the_turn_and_ctrl_c_when_idle_exits(spawn_chat: Spawn, chat_host: RunningHost) -> None:
@@ -239,3 +260,10 @@ async def test_a_wrong_token_is_a_clear_error_without_a_traceback(spawn_chat: Sp
     output = await chat.expect("token is missing or wrong")
     assert await chat.wait() == 2
     assert "Traceback" not in chat.text and "wrong" + chat_host.token not in output
+
+
+async def test_an_unknown_agent_exits_2_before_the_chat_starts(spawn_chat: Spawn) -> None:
+    chat = spawn_chat("--agent", "nope")
+    await chat.expect("no agent 'nope' (agents: scenario, offline)")
+    assert await chat.wait() == 2
+    assert "Traceback" not in chat.text

@@ -29,6 +29,15 @@ async def test_a_completed_turn_prints_only_the_answer_on_stdout_and_exits_0(cha
     assert "[3 in · 5 out · scene-1]" in err
 
 
+async def test_print_mode_gives_scripts_the_markdown_as_written_even_with_a_colour_terminal(chat_host: RunningHost, workdir: Path) -> None:
+    env = chat_env(TERM="xterm-256color")
+    env.pop("NO_COLOR")
+    code, out, _ = await run_p(chat_host.url, "-p", "markdown", cwd=workdir, env=env)
+    assert code == 0
+    assert out.startswith("# Plan\n\nThis is **important** and `inline`.\n") and "```python\n" in out
+    assert "\x1b" not in out
+
+
 async def test_reasoning_goes_to_stderr(chat_host: RunningHost, workdir: Path) -> None:
     code, out, err = await run_p(chat_host.url, "-p", "think", cwd=workdir)
     assert code == 0
@@ -129,3 +138,15 @@ async def test_cwd_flag_overrides_the_directory_and_a_missing_one_exits_2(chat_h
     code, _out, err = await run_p(chat_host.url, "-p", "hello", "--cwd", str(tmp_path / "missing"), cwd=workdir)
     assert code == 2
     assert "no such directory" in err
+
+
+async def test_an_unknown_agent_or_model_exits_2_saying_what_exists(chat_host: RunningHost, workdir: Path) -> None:
+    code, out, err = await run_p(chat_host.url, "--agent", "nope", "-p", "hi", cwd=workdir)
+    assert (code, out) == (2, "") and "no agent 'nope' (agents: scenario, offline)" in err and "Traceback" not in err
+
+    code, out, err = await run_p(chat_host.url, "--agent", "scenario", "--model", "nope", "-p", "hi", cwd=workdir)
+    assert (code, out) == (2, "") and "agent scenario has no model 'nope' (models: scene-1" in err
+
+    code, out, _ = await run_p(chat_host.url, "--agent", "scenario", "--model", "scene-1", "-p", "hi", cwd=workdir)
+    assert (code, out) == (0, "Hello from the scenario agent (effort low)\n")
+    assert not sessions(chat_host)[1:]  # the refused runs created no session

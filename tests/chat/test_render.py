@@ -5,12 +5,14 @@ from __future__ import annotations
 from chat.render import (
     Style,
     TurnView,
+    partial_input_summary,
     render_confirmation,
     render_history,
     render_input_request,
     render_question,
     render_session_list,
     render_tool_line,
+    render_tool_result,
     render_unified_diff,
     render_usage,
 )
@@ -48,7 +50,7 @@ def test_reasoning_is_dimmed_and_routed_as_activity() -> None:
     assert all(channel == "activity" for channel, text in chunks if "hmm" in text)
 
 
-def test_tool_calls_are_redrawn_once_per_state_with_running_output_appended() -> None:
+def test_tool_calls_are_redrawn_once_per_state_with_running_output_shown_once() -> None:
     view = TurnView(PLAIN)
     assert "preparing" in view.update(turn(tool("streaming", partialInput='{"comm')))
     waiting = view.update(turn(tool("pending-confirmation", invocationMessage="Run ls", toolInput="{}")))
@@ -58,7 +60,7 @@ def test_tool_calls_are_redrawn_once_per_state_with_running_output_appended() ->
     more = view.update(turn(tool("running", invocationMessage="Run ls", confirmed="user-action", content=[{"type": "text", "text": "a\nb"}])))
     assert more == "    b"
     done = view.update(turn(tool("completed", invocationMessage="Run ls", success=True, pastTenseMessage="Ran ls", content=[{"type": "text", "text": "a\nb"}])))
-    assert done == "\n✓ Shell Ran ls\n    a\n    b\n"
+    assert done == "\n✓ Shell Ran ls\n"  # the output streamed while running is not repeated
     assert view.update(turn(tool("completed", invocationMessage="Run ls", success=True, pastTenseMessage="Ran ls"))) == ""
 
 
@@ -145,3 +147,26 @@ def test_session_list_and_history_are_numbered() -> None:
 def test_usage_is_empty_without_numbers() -> None:
     assert render_usage(None, PLAIN) == ""
     assert render_usage({"inputTokens": 5, "outputTokens": 7, "cacheReadTokens": 3, "model": "m"}, PLAIN) == "[5 in · 7 out · 3 cached · m]\n"
+
+
+def test_a_finished_result_shows_only_what_it_adds_to_the_streamed_output() -> None:
+    view = TurnView(PLAIN)
+    view.update(turn(tool("running", invocationMessage="Run ls", content=[{"type": "text", "text": "a\n"}])))
+    done = view.update(turn(tool("completed", success=True, pastTenseMessage="Ran ls", content=[{"type": "text", "text": "a\n[exit code 0]"}])))
+    assert done == "✓ Shell Ran ls\n    [exit code 0]\n"
+
+
+def test_a_long_result_is_cut_at_line_and_word_ends_with_a_count() -> None:
+    text = "\n".join(f"line {i}" for i in range(20))
+    shown = render_tool_result({"content": [{"type": "text", "text": text}]}, PLAIN)
+    assert shown.splitlines()[-1].strip() == "… (12 more lines)"
+    long_word = "word " * 30 + "x" * 500
+    shown = render_tool_result({"content": [{"type": "text", "text": long_word}]}, PLAIN)
+    assert "xxx" not in shown and shown.rstrip().endswith("word …")
+
+
+def test_the_preparing_line_reads_the_partial_input_not_its_json() -> None:
+    assert partial_input_summary({"partialInput": '{"command": "ls -la'}) == "ls -la"
+    assert partial_input_summary({"partialInput": '{"path": "a.txt", "text": "hi\\nth'}) == "a.txt · text: hi th"
+    assert partial_input_summary({"partialInput": '{"patter'}) == ""
+    assert "{" not in TurnView(PLAIN).update(turn(tool("streaming", partialInput='{"comm')))

@@ -1,0 +1,302 @@
+"""The interactive chat's slash commands: sessions (list, resume, new, fork, history), agents
+and models, the title, the queue, help and quit; any other ``/name`` is a command or skill the
+host offers through ``completions`` and is sent as a message with its attachment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chat._answers import AnswerError, model_selection
+from chat._core import ChatCore, ChatExit
+from chat.render import (
+    HELP_TEXT,
+    clean,
+    render_agents,
+    render_history,
+    render_models,
+    render_session_list,
+)
+from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
+from client import ROOT_CHANNEL, AhpClientError, AhpError
+
+__all__ = ["Commands", "CLIENT_COMMANDS"]
+
+CLIENT_COMMANDS = (
+    "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
+    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage",
+)
+"""The commands this client runs itself (the host offers more through ``completions``)."""
+
+_METHOD_NOT_FOUND = -32601
+_HISTORY_PAGE = 10
+
+
+class Commands(ChatCore):
+    """``/command`` handlers; ``_command(name, args, text)`` dispatches to them."""
+
+    async def _command(self, name: str, args: str, text: str) -> None:
+        handler = {
+            "help": self._cmd_help,
+            "?": self._cmd_help,
+            "quit": self._cmd_quit,
+            "exit": self._cmd_quit,
+            "sessions": self._cmd_sessions,
+            "resume": self._cmd_resume,
+            "new": self._cmd_new,
+            "fork": self._cmd_fork,
+            "history": self._cmd_history,
+            "agent": self._cmd_agent,
+            "agents": self._cmd_agent,
+            "model": self._cmd_model,
+            "models": self._cmd_model,
+            "title": self._cmd_title,
+            "queue": self._cmd_queue,
+            "tools": self._cmd_tools,
+            "mcp": self._cmd_mcp,
+            "plugins": self._cmd_plugins,
+            "context": self._cmd_context,
+            "cost": self._cmd_cost,
+            "usage": self._cmd_cost,
+        }.get(name)
+        try:
+            if handler is not None:
+                await handler(args)
+            else:
+                await self._host_command(name, text)
+        except AhpError as error:
+            self._problem(error.message)
+
+    async def _cmd_help(self, args: str) -> None:
+        self._write(HELP_TEXT)
+
+    async def _cmd_quit(self, args: str) -> None:
+        raise ChatExit(0)
+
+    async def _cmd_queue(self, args: str) -> None:
+        if not args:
+            self._note("usage: /queue TEXT")
+        elif await self._ensure_session():
+            self._send_pending("queued", args)
+
+    # -- views of the session ---------------------------------------------------------------------
+
+    async def _session_view(self) -> dict[str, Any] | None:
+        """The session to show (created now if there is none yet: its tools and servers exist from the start)."""
+        if not await self._ensure_session():
+            return None
+        return self._state() or {}
+
+    async def _cmd_tools(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_tools(state, self.style))
+
+    async def _cmd_mcp(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_mcp(state, self.style))
+
+    async def _cmd_plugins(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_plugins(state, self.style))
+
+    async def _cmd_context(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_context(state, self._agents(), self.style))
+
+    async def _cmd_cost(self, args: str) -> None:
+        if (state := await self._session_view()) is not None:
+            self._write(render_cost(state, self.style))
+
+    async def _cmd_sessions(self, args: str) -> None:
+        self._listed = await self.client.list_sessions()
+        self._write(render_session_list(self._listed, self.style, current=self.session))
+
+    async def _cmd_resume(self, args: str) -> None:
+        target = args.strip()
+        if not target:
+            self._note("usage: /resume N (from /sessions) or /resume ahp-session:/...")
+            return
+        if target.isdigit():
+            if not self._listed:
+                self._listed = await self.client.list_sessions()
+            index = int(target)
+            if not 1 <= index <= len(self._listed):
+                self._note(f"there is no session {index}; /sessions lists {len(self._listed)}")
+                return
+            target = self._listed[index - 1]["resource"]
+        await self._open_session(target)
+
+    async def _open_session(self, uri: str) -> None:
+        try:
+            await self.client.subscribe(uri)
+        except AhpError as error:
+            self._problem(f"cannot open {uri}: {error.message}")
+            return
+        old, self.session = self.session, uri
+        if old and old != uri:
+            try:
+                await self.client.unsubscribe(old)
+            except AhpClientError:
+                pass
+        state = self._state() or {}
+        summary = state.get("summary") or {}
+        self.provider = summary.get("provider", self.provider)
+        turns = state.get("turns") or []
+        # Turns already finished are history, not something to follow live.
+        self._done_turns.update(t.get("id") for t in turns)
+        start = max(0, len(turns) - _HISTORY_PAGE)
+        self._write(self.style.bold(f"── {clean(summary.get('title') or 'session')} ──") + self.style.dim(f" {uri}") + "\n")
+        self._write(render_history(turns[start:], self.style, first_number=start + 1))
+        self._oldest_shown = start
+        self._fetched_before = turns[0]["id"] if turns else None
+        if start > 0:
+            self._note(f"({start} earlier turns: /history)")
+
+    async def _cmd_history(self, args: str) -> None:
+        if not self.session:
+            self._note("no session yet")
+            return
+        turns = (self._state() or {}).get("turns") or []
+        if self._oldest_shown > 0:
+            start = max(0, self._oldest_shown - _HISTORY_PAGE)
+            self._write(render_history(turns[start : self._oldest_shown], self.style, first_number=start + 1))
+            self._oldest_shown = start
+            if start > 0:
+                self._note(f"({start} earlier turns: /history)")
+            return
+        if self._fetched_before is None:
+            self._note("(no earlier turns)")
+            return
+        page = await self.client.fetch_turns(self.session, before=self._fetched_before, limit=_HISTORY_PAGE)
+        older = page.get("turns") or []
+        if not older:
+            self._note("(no earlier turns)")
+            self._fetched_before = None
+            return
+        self._write("".join(render_history([t], self.style).replace("#1 ", "earlier ") for t in older))
+        self._fetched_before = older[0]["id"] if page.get("hasMore") else None
+
+    async def _cmd_new(self, args: str) -> None:
+        if self.session:
+            try:
+                await self.client.unsubscribe(self.session)
+            except AhpClientError:
+                pass
+        self.session = None
+        self._note("(a new session starts with your next message)")
+
+    async def _cmd_fork(self, args: str) -> None:
+        state = self._state()
+        turns = (state or {}).get("turns") or []
+        if not self.session or not turns:
+            self._note("nothing to fork yet: a fork copies a session's finished turns")
+            return
+        number = int(args) if args.strip().isdigit() else len(turns)
+        if not 1 <= number <= len(turns):
+            self._note(f"pick a turn from 1 to {len(turns)}")
+            return
+        source = self.session
+        provider = (state or {}).get("summary", {}).get("provider")
+        fork = await self.client.create_session(
+            provider=provider, fork={"session": source, "turnId": turns[number - 1]["id"]}, subscribe=False
+        )
+        self._note(f"(forked at turn {number})")
+        await self._open_session(fork)
+
+    def _agents(self) -> list[dict[str, Any]]:
+        return list((self.client.state(ROOT_CHANNEL) or {}).get("agents") or [])
+
+    async def _cmd_agent(self, args: str) -> None:
+        name = args.strip()
+        agents = self._agents()
+        if not name:
+            self._write(render_agents(agents, self.style, current=self.provider))
+            return
+        if any(a.get("provider") == name for a in agents):
+            self.provider = name
+            self.model = None
+            if self.session:
+                await self._cmd_new("")
+            else:
+                self._note("(a new session starts with your next message)")
+            self._note(f"(agent {name})")
+            return
+        # Not a host agent: maybe an agent customization offered inside this session.
+        for container in (self._state() or {}).get("customizations") or ():
+            for child in container.get("children") or ():
+                if child.get("type") == "agent" and name in (child.get("name"), child.get("id"), child.get("uri")):
+                    assert self.session is not None
+                    self.client.dispatch(self.session, {"type": "session/agentChanged", "agent": {"uri": child["uri"]}})
+                    self._note(f"(agent {clean(child.get('name'))} from the next turn)")
+                    return
+        known = ", ".join(str(a.get("provider")) for a in agents) or "none"
+        self._note(f"no agent {name!r} (agents: {known})")
+
+    async def _cmd_model(self, args: str) -> None:
+        provider = self.provider
+        state = self._state()
+        if state:
+            provider = state.get("summary", {}).get("provider", provider)
+        if provider is None:  # no session yet and no /agent: the host will pick, any agent's model may do
+            models = [m for a in self._agents() for m in a.get("models") or ()]
+        else:
+            agent = next((a for a in self._agents() if a.get("provider") == provider), {})
+            models = agent.get("models") or []
+        current = (state or {}).get("summary", {}).get("model") if state else self.model
+        if not args.strip():
+            self._write(render_models(models, self.style, current=current))
+            return
+        try:
+            selection = model_selection(args.split(), models)
+        except AnswerError as error:
+            self._note(str(error))
+            return
+        if self.session:
+            self.client.dispatch(self.session, {"type": "session/modelChanged", "model": selection})
+            self._note(f"(model {selection['id']} from the next turn)")
+        else:
+            self.model = selection
+            self._note(f"(model {selection['id']} for the new session)")
+
+    async def _cmd_title(self, args: str) -> None:
+        if not args.strip():
+            self._note("usage: /title TEXT")
+        elif await self._ensure_session():
+            assert self.session is not None
+            self.client.dispatch(self.session, {"type": "session/titleChanged", "title": args.strip()})
+
+    async def completions(self, text: str, offset: int) -> list[dict[str, Any]]:
+        """The host's completion items for ``text`` typed so far (none without a session)."""
+        if not self.session:
+            return []
+        try:
+            result = await self.client.request("completions", {"channel": self.session, "kind": "userMessage", "text": text, "offset": offset})
+        except (AhpError, AhpClientError):
+            return []
+        return [i for i in (result or {}).get("items") or () if isinstance(i, dict)]
+
+    async def _host_command(self, name: str, text: str) -> None:
+        """``/name args``: a command or skill the host offers through ``completions``."""
+        if not await self._ensure_session():
+            return
+        assert self.session is not None
+        offset = len(text.encode("utf-16-le")) // 2  # AHP offsets are UTF-16 code units
+        try:
+            result = await self.client.request(
+                "completions", {"channel": self.session, "kind": "userMessage", "text": text, "offset": offset}
+            )
+        except AhpError as error:
+            if error.code == _METHOD_NOT_FOUND:
+                self._note(f"/{name}: this host does not offer commands or skills (it does not support completions yet); /help lists the client's commands")
+            else:
+                self._problem(f"/{name}: {error.message}")
+            return
+        items = [i for i in (result or {}).get("items") or () if isinstance(i, dict)]
+        match = next((i for i in items if str(i.get("insertText", "")).strip().lstrip("/").split(" ")[0] == name), None)
+        if match is None:
+            offered = ", ".join(sorted({str(i.get('insertText', '')).strip() for i in items if str(i.get('insertText', '')).startswith('/')}))
+            self._note(f"unknown command /{name}" + (f" (the host offers: {offered})" if offered else "; /help lists commands"))
+            return
+        attachment = match.get("attachment")
+        await self._send(text, [attachment] if isinstance(attachment, dict) else None)
+

@@ -1,0 +1,197 @@
+"""What every part of the interactive chat shares: the connection, the session, output and sending.
+
+``ChatCore`` holds the state of one interactive chat (which session, which agent and model new
+sessions get, which turns were already drawn) and the few operations the loop (``chat.app``),
+the dialogs (``chat._dialogs``) and the slash commands (``chat._commands``) all use: writing to
+the terminal, taking the next inbox item (resuming a lost connection there), reading the
+session's state from the client's mirror, creating the session on first use and sending a
+message, a steering message or a queued one. ``ChatExit`` ends the chat with a status.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from chat import _session as actions
+from chat._answers import attachments_in, session_directory
+from chat._terminal import Event, Lost, Terminal
+from chat.render import Style, clean
+from client import AhpClient, AhpClientError, AhpError
+
+__all__ = ["ChatCore", "ChatExit"]
+
+
+class ChatExit(Exception):
+    """Leave the chat with ``code`` as the exit status."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class ChatCore:
+    """The shared state and operations of one interactive chat (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: AhpClient,
+        terminal: Terminal,
+        style: Style,
+        out: TextIO,
+        *,
+        cwd: Path,
+        session: str | None = None,
+        agent: str | None = None,
+        model: str | None = None,
+        host_label: str = "",
+        rich: bool = False,
+        width: Callable[[], int] = lambda: 80,
+    ) -> None:
+        self.client = client
+        self.terminal = terminal
+        self.style = style
+        self.out = out
+        self.cwd = cwd
+        self.session: str | None = None
+        self._initial_session = session
+        self.provider = agent
+        """Agent (``AgentInfo.provider``) for sessions this client creates."""
+        self.model: dict[str, Any] | None = {"id": model} if model else None
+        """Model selection for sessions this client creates."""
+        self._host_label = host_label
+        self.rich = rich
+        """Render answers as markdown and diffs highlighted, with rich (a colour terminal)."""
+        self.width = width
+        """The terminal's width now, for rich to wrap at."""
+        self._turn_since: dict[str, float] = {}
+        """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
+        self._listed: list[dict[str, Any]] = []
+        self._oldest_shown: int = 0
+        self._fetched_before: str | None = None
+        self._done_turns: set[str] = set()
+        self._current_turn: str | None = None
+        self._start_seq: int | None = None
+        self._last_interrupt = -100.0
+        self._eof = False
+        self._seen_rejections = 0
+        self._answered_requests: set[str] = set()
+        self._own_turns: set[str] = set()
+        self._steering_sent: dict[str, tuple[str | None, str]] = {}
+        """Our steering messages still pending: the turn each was meant for, and its text."""
+        self._ended_turns: set[str] = set()
+        """Turns whose end this client has seen go by (for ``_watch_steering``)."""
+
+    # -- output ----------------------------------------------------------------------------------
+
+    def _write(self, text: str) -> None:
+        self.terminal.write(text)
+
+    def _ask(self, prompt: str, *, default: str | None = None, history: bool = False, quiet: bool = False) -> None:
+        """Show what the next typed line answers (a pre-filled ``default`` where the terminal can)."""
+        self.terminal.ask(prompt, default or "", history=history, quiet=quiet)
+
+    def _note(self, text: str) -> None:
+        self._write(self.style.dim(text) + "\n")
+
+    def _problem(self, text: str) -> None:
+        self._write(self.style.red("! ") + clean(text) + "\n")
+
+    def _report_rejections(self) -> None:
+        rejections = self.client.mirror.rejections
+        while self._seen_rejections < len(rejections):
+            outcome = rejections[self._seen_rejections]
+            self._seen_rejections += 1
+            self._problem(f"the host refused {outcome.action.get('type')}: {outcome.reason}")
+
+
+    async def _next(self) -> Any:
+        """The next inbox item; a lost connection is resumed here (or ends the client)."""
+        while True:
+            item = await self.terminal.inbox.get()
+            if isinstance(item, Event) and item.note is not None:
+                self._watch_steering(item.note.params)
+            if not isinstance(item, Lost):
+                return item
+            self._problem(f"connection lost: {item.error}")
+            try:
+                await self.client.resume()
+            except (AhpClientError, OSError) as error:
+                self._problem(f"could not reconnect: {error}")
+                raise ChatExit(1) from None
+            self.terminal.follow(self.client)
+            self._note("(reconnected)")
+            return Event(None)  # type: ignore[arg-type]  # "state may have changed"
+
+    def _watch_steering(self, envelope: dict[str, Any]) -> None:
+        """Say when a turn took in our steering message, read from the actions in the order the
+        host applied them: removed before its turn ended means taken in. One removed after (it came
+        too late) becomes the next turn, where the host says so: nothing to add here."""
+        action = envelope.get("action") or {}
+        kind = action.get("type")
+        if kind in ("session/turnComplete", "session/turnCancelled", "session/error") and action.get("turnId"):
+            self._ended_turns.add(action["turnId"])
+        elif kind == "session/pendingMessageRemoved" and action.get("id") in self._steering_sent:
+            meant_for, _ = self._steering_sent.pop(action["id"])
+            if meant_for is not None and meant_for not in self._ended_turns:
+                self._note("(the turn took in your steering message)")
+
+    def _state(self) -> dict[str, Any] | None:
+        return self.client.state(self.session) if self.session else None
+    # -- sending ---------------------------------------------------------------------------------
+
+    def _send_pending(self, kind: str, text: str) -> None:
+        if not self.session:
+            return
+        attachments = self._attachments(text)
+        action = actions.pending_message(kind, text, attachments)
+        self.client.dispatch(self.session, action)
+        if kind == "steering":
+            self._steering_sent[action["id"]] = (self._current_turn, text)
+            self._note("(steering the running turn)")
+        else:
+            self._note("(queued for after the turn)")
+
+    def _attachments(self, text: str) -> list[dict[str, Any]]:
+        attachments, problems = attachments_in(text, session_directory(self._state(), self.cwd))
+        for problem in problems:
+            self._note(f"(not attached: {problem})")
+        for attachment in attachments:
+            self._note(f"(attached {attachment['label']})")
+        return attachments
+
+    async def _ensure_session(self) -> bool:
+        if self.session:
+            return True
+        try:
+            self.session = await self.client.create_session(
+                provider=self.provider, model=self.model, working_directory=self.cwd.as_uri()
+            )
+        except AhpError as error:
+            self._problem(f"cannot create a session: {error.message}")
+            return False
+        summary = (self._state() or {}).get("summary") or {}
+        model = (summary.get("model") or {}).get("id")
+        self.provider = summary.get("provider", self.provider)
+        self._note(f"(new session · agent {clean(self.provider)}" + (f" · model {clean(model)}" if model else "") + ")")
+        self._oldest_shown = 0
+        self._fetched_before = None
+        return True
+
+    async def _send(self, text: str, attachments: list[dict[str, Any]] | None = None) -> None:
+        if not await self._ensure_session():
+            return
+        assert self.session is not None
+        state = self._state() or {}
+        if state.get("lifecycle") == "creationFailed":
+            error = state.get("creationError") or {}
+            self._problem(f"this session could not start: {error.get('message', 'unknown error')}; /new starts another")
+            return
+        all_attachments = self._attachments(text) + list(attachments or [])
+        action = actions.turn_started(text, all_attachments)
+        self._turn_since[action["turnId"]] = time.monotonic()
+        self._start_seq = self.client.dispatch(self.session, action)
+        self._current_turn = action["turnId"]
+        self._own_turns.add(action["turnId"])
+

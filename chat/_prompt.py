@@ -1,0 +1,284 @@
+"""The prompt_toolkit terminal: an input line that stays usable while answers stream above it.
+
+``PromptTerminal`` has the same inbox and interface as the line ``Terminal`` (``chat._terminal``)
+and is used when stdin and stdout are terminals (and ``TERM`` is not ``dumb``). What it adds:
+
+* the input line is a prompt_toolkit buffer: Enter sends, Alt-Enter (Esc Enter) inserts a
+  newline, a bracketed paste is inserted whole (several lines stay one message until Enter),
+  Ctrl-R searches the history, Tab or typing ``/`` or ``@`` completes from ``completer``;
+* messages (not dialog answers) are kept in a history file per user that survives restarts
+  (``history_path``: ``$XDG_STATE_HOME/agent-host/chat_history``);
+* ``ask(prompt, default)`` pre-fills the buffer, which is how a command or an edit is changed in
+  place before approval; asking for something else while a line is being typed keeps its text;
+* a live region between the output and the input line: the status (a spinner, the elapsed time
+  and tokens, from send to the end of the turn) and the unfinished end of the streaming answer.
+  Output is printed above the prompt a whole line at a time (``patch_stdout``); a partial line
+  waits in the live region until it is complete, so the prompt never splits a line.
+
+Ctrl-C on an empty input line is an ``Interrupt`` and Ctrl-D on an empty line an ``Eof``, exactly
+as SIGINT and end of input are for the line terminal; Ctrl-C on a line being typed clears it.
+A prompt that gives way to another (the idle prompt to a turn's steering prompt, that to a dialog)
+is erased; a line sent or answered stays, without the live region.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.application import get_app
+from prompt_toolkit.filters import Condition, is_searching
+from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.patch_stdout import patch_stdout
+
+from chat._terminal import Eof, Interrupt, Line, Status, Terminal
+
+__all__ = ["PromptTerminal", "HostCompleter", "history_path", "CompletionSource"]
+
+CompletionSource = Callable[[str, int], Awaitable[list[Mapping[str, Any]]]]
+"""``await source(text, offset)`` → AHP ``CompletionItem`` dicts for the text typed so far."""
+
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_TAIL_LINES = 12
+
+
+def history_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where typed messages are remembered: ``$XDG_STATE_HOME/agent-host/chat_history``."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "agent-host" / "chat_history"
+
+
+class _Replaced(Exception):
+    """The prompt gave way to another one (its text carries over)."""
+
+
+class HostCompleter(Completer):
+    """Completes ``/commands`` (the client's own and the host's) and ``@paths`` (the host's)."""
+
+    def __init__(self, source: CompletionSource | None, commands: Iterable[str]) -> None:
+        self.source = source
+        self.commands = sorted(set(commands))
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        return []  # only the async path: the host is asked over the connection
+
+    async def get_completions_async(self, document: Document, complete_event: CompleteEvent) -> AsyncIterator[Completion]:
+        text, cursor = document.text, document.cursor_position
+        word = document.get_word_before_cursor(WORD=True)
+        if not (word.startswith("@") or (word.startswith("/") and text.lstrip() == word)):
+            return
+        offered: set[str] = set()
+        if word.startswith("/"):
+            for name in self.commands:
+                if name.startswith(word[1:]):
+                    offered.add("/" + name)
+                    yield Completion("/" + name, start_position=-len(word))
+        if self.source is None:
+            return
+        try:
+            items = await self.source(text, _utf16(text[:cursor]))
+        except Exception:  # a completion that fails must never disturb typing
+            return
+        for item in items:
+            insert = str(item.get("insertText") or "")
+            if not insert or insert in offered:
+                continue
+            start = item.get("rangeStart")
+            position = -len(word) if start is None else _chars(text, int(start)) - cursor
+            yield Completion(insert, start_position=min(0, position))
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _chars(text: str, utf16_offset: int) -> int:
+    """The character index of a UTF-16 offset into ``text``."""
+    count = 0
+    for index, char in enumerate(text):
+        if count >= utf16_offset:
+            return index
+        count += 2 if ord(char) > 0xFFFF else 1
+    return len(text)
+
+
+@Condition
+def _completing() -> bool:
+    """Complete while typing only a ``/command`` or an ``@path``: the menu's room below the input
+    line is kept only then, not under every message."""
+    document = get_app().current_buffer.document
+    word = document.get_word_before_cursor(WORD=True)
+    return word.startswith("@") or (word.startswith("/") and document.text_before_cursor.lstrip() == word)
+
+
+def _bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    # Not while Ctrl-R searches: there Enter keeps the line found (prompt_toolkit's own binding).
+    @bindings.add("enter", filter=~is_searching)
+    @bindings.add("c-j", filter=~is_searching)  # what Enter arrives as when typed before the terminal went raw
+    def _send(event: Any) -> None:
+        buffer = event.current_buffer
+        state = buffer.complete_state
+        if state is not None and state.current_completion is not None:
+            buffer.apply_completion(state.current_completion)
+            return
+        buffer.validate_and_handle()
+
+    @bindings.add("c-c", filter=Condition(lambda: bool(get_app().current_buffer.text)))
+    def _clear(event: Any) -> None:
+        """Ctrl-C on a line being typed clears it; on an empty line it interrupts (cancel or exit)."""
+        event.current_buffer.reset()
+
+    @bindings.add("escape", "enter")
+    @bindings.add("escape", "c-j")  # Esc Enter typed ahead, before the terminal went raw
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+class PromptTerminal(Terminal):
+    """A prompt_toolkit input line with a live region above it (see the module docstring)."""
+
+    prefills = True
+
+    def __init__(self, *, history_file: Path | None, completer: Completer | None = None, color: bool = True) -> None:
+        super().__init__()
+        self._color = color
+        history: Any = InMemoryHistory()
+        if history_file is not None:
+            try:
+                history_file.parent.mkdir(parents=True, exist_ok=True)
+                history = FileHistory(str(history_file))
+            except OSError:
+                pass  # an unwritable state directory costs the history, not the chat
+        common: dict[str, Any] = {
+            "key_bindings": _bindings(), "multiline": True, "refresh_interval": 0.12,
+        }
+        self._messages: PromptSession[str] = PromptSession(
+            history=history, completer=completer, complete_while_typing=_completing, reserve_space_for_menu=8, **common
+        )
+        self._answers: PromptSession[str] = PromptSession(history=InMemoryHistory(), reserve_space_for_menu=0, **common)
+        self._task: asyncio.Task[None] | None = None
+        self._asked: tuple[str, str, bool] | None = None
+        self._session: PromptSession[str] | None = None
+        self._partial = ""
+        self._tail = ""
+        self._status: Status | None = None
+        self._patch: Any = None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._patch = patch_stdout(raw=True)
+        self._patch.__enter__()
+
+    def restore(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if self._partial:
+            sys.stdout.write(self._partial + "\n")
+            self._partial = ""
+        if self._patch is not None:
+            self._patch.__exit__(None, None, None)
+            self._patch = None
+        super().restore()
+
+    # -- input -------------------------------------------------------------------------------------
+
+    def ask(self, prompt: str, default: str = "", *, history: bool = False, quiet: bool = False) -> None:
+        wanted = (prompt, default, history)
+        previous = self._task
+        if self._task is not None and not self._task.done():
+            if self._asked == wanted:
+                return
+            typed = ""
+            if self._session is not None and self._session.app.is_running:
+                typed = self._session.default_buffer.text
+                self._session.app.erase_when_done = True  # the next prompt takes its place
+                self._session.app.exit(exception=_Replaced())
+            else:
+                self._task.cancel()
+            default = default or typed
+        self._asked = wanted
+        self._task = asyncio.get_running_loop().create_task(self._read(prompt, default, history, previous))
+
+    async def _read(self, prompt: str, default: str, history: bool, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # one prompt on the screen at a time
+        session = self._messages if history else self._answers
+        self._session = session
+        session.app.erase_when_done = False  # a line answered or sent stays in the scrollback
+        try:
+            text = await session.prompt_async(lambda: self._message(prompt), default=default)
+        except _Replaced:
+            return
+        except KeyboardInterrupt:
+            self._done(Interrupt())
+        except EOFError:
+            self._done(Eof())
+        else:
+            self._done(Line(text))
+
+    def _done(self, item: Any) -> None:
+        self._asked = None
+        self.inbox.put_nowait(item)
+
+    # -- output and the live region ----------------------------------------------------------------
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        text = self._partial + text
+        complete, newline, self._partial = text.rpartition("\n")
+        if newline:
+            sys.stdout.write(complete + "\n")
+            sys.stdout.flush()
+        self._invalidate()
+
+    def set_status(self, status: Status | None) -> None:
+        if status != self._status:
+            self._status = status
+            self._invalidate()
+
+    def set_tail(self, text: str) -> None:
+        if text != self._tail:
+            self._tail = text
+            self._invalidate()
+
+    def _invalidate(self) -> None:
+        session = self._session
+        if session is not None and session.app.is_running:
+            session.app.invalidate()
+
+    def _message(self, prompt: str) -> AnyFormattedText:
+        session = self._session
+        if session is not None and session.app.is_done:  # what stays on screen: the prompt and the line
+            return ANSI(prompt)
+        lines: list[str] = []
+        tail = (self._tail + self._partial).rstrip("\n")
+        if tail:
+            lines.extend(tail.split("\n")[-_TAIL_LINES:])
+        if self._status is not None:
+            lines.append(_status_line(self._status, time.monotonic(), self._color))
+        return ANSI("\n".join(lines + [prompt]))
+
+
+def _status_line(status: Status, now: float, color: bool) -> str:
+    elapsed = max(0.0, now - status.since)
+    frame = _SPINNER[int(elapsed * 8) % len(_SPINNER)]
+    tokens = f" · ↓ {status.tokens:,} token{'s' if status.tokens != 1 else ''}" if status.tokens else ""
+    detail = f"({elapsed:.0f}s{tokens} · Ctrl-C to cancel)"
+    if not color:
+        return f"{frame} {status.label} {detail}"
+    return f"\x1b[36m{frame}\x1b[0m {status.label} \x1b[2m{detail}\x1b[0m"

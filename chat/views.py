@@ -1,0 +1,217 @@
+"""Views of a session for the chat's ``/tools``, ``/mcp``, ``/plugins``, ``/context`` and ``/cost``.
+
+Pure, like ``render``: each function takes the session state as the host sent it (and, where
+needed, the host's ``AgentInfo`` list) and returns text. They read only what is in the state and
+say so when a field is absent (an older host, a session without usage yet) instead of failing:
+
+* ``/tools`` — ``serverTools``, grouped as built-in or by the MCP server that provides them
+  (``_meta.mcpServer``);
+* ``/mcp`` — the children of the ``mcp-servers`` container with the tools each publishes; a
+  server named in the container's degraded/error message is shown with that message;
+* ``/plugins`` — every other customization container with its load state, problems and what it
+  contributes (skills, commands, agents, ...);
+* ``/context`` — input tokens of the last model request against the model's
+  ``maxContextWindow``, and the compactions the host reported (its ``systemNotification`` parts);
+* ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Mapping, Sequence
+
+from chat.render import Style, clean, text_of
+
+__all__ = ["render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "MCP_CONTAINER"]
+
+MCP_CONTAINER = "mcp-servers"
+"""The id of the container the host lists a session's MCP servers in."""
+
+_COMPACTED = "Compacted the conversation"
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _containers(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in state.get("customizations") or () if isinstance(c, Mapping)]
+
+
+def _tools(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [t for t in state.get("serverTools") or () if isinstance(t, Mapping)]
+
+
+def _server_of(tool: Mapping[str, Any]) -> str | None:
+    server = (tool.get("_meta") or {}).get("mcpServer")
+    return str(server) if server else None
+
+
+def render_tools(state: Mapping[str, Any], style: Style) -> str:
+    tools = _tools(state)
+    if not tools:
+        return "This session has no tools yet (MCP servers start with the first turn).\n"
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for tool in tools:
+        server = _server_of(tool)
+        groups[f"MCP server {server}" if server else "built-in"].append(tool)
+    lines = []
+    for group in sorted(groups, key=lambda g: (g != "built-in", g)):
+        lines.append(style.bold(f"{group} ({len(groups[group])})"))
+        for tool in groups[group]:
+            description = _short(clean(tool.get("description") or tool.get("title") or ""))
+            lines.append(f"  {clean(tool.get('name'))}" + (style.dim(f" — {description}") if description else ""))
+    client_tools = ((state.get("activeClient") or {}).get("tools")) or ()
+    if client_tools:
+        lines.append(style.bold(f"from the active client ({len(client_tools)})"))
+        lines.extend(f"  {clean(t.get('name'))}" for t in client_tools if isinstance(t, Mapping))
+    return "\n".join(lines) + "\n"
+
+
+def _load(container: Mapping[str, Any]) -> tuple[str, str]:
+    load = container.get("load") or {}
+    return str(load.get("kind") or "unknown"), clean(load.get("message") or "")
+
+
+def _mark(kind: str, style: Style) -> str:
+    return {
+        "loaded": style.green("●"),
+        "loading": style.yellow("…"),
+        "degraded": style.yellow("▲"),
+        "error": style.red("✗"),
+    }.get(kind, "·")
+
+
+def render_mcp(state: Mapping[str, Any], style: Style) -> str:
+    container = next((c for c in _containers(state) if c.get("id") == MCP_CONTAINER), None)
+    if container is None:
+        return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
+    kind, message = _load(container)
+    published = Counter(_server_of(t) for t in _tools(state))
+    problems = [line.strip() for line in message.splitlines() if line.strip()] if kind in ("degraded", "error") else []
+    lines = [style.bold("MCP servers") + style.dim(f" ({kind})")]
+    for child in container.get("children") or ():
+        if not isinstance(child, Mapping):
+            continue
+        name = clean(child.get("name") or child.get("id"))
+        own = [p for p in problems if f"'{name}'" in p]
+        count = published.get(name, 0)
+        if own:
+            status = style.red("✗ failed")
+        elif count:
+            status = style.green(f"● running, {count} tool{'s' if count != 1 else ''}")
+        else:
+            status = style.dim("○ not started (starts with a turn)")
+        lines.append(f"  {style.bold(name)}  {status}")
+        lines.extend("    " + style.red(_short(p, 300)) for p in own)
+    unowned = [p for p in problems if not any(f"'{clean(c.get('name'))}'" in p for c in container.get("children") or () if isinstance(c, Mapping))]
+    lines.extend("  " + style.red(_short(p, 300)) for p in unowned)
+    return "\n".join(lines) + "\n"
+
+
+def render_plugins(state: Mapping[str, Any], style: Style) -> str:
+    containers = [c for c in _containers(state) if c.get("id") != MCP_CONTAINER]
+    if not containers:
+        return "This session has no plugins or workspace customizations.\n"
+    lines = []
+    for container in containers:
+        kind, message = _load(container)
+        name = clean(container.get("name") or container.get("uri") or container.get("id"))
+        counts = Counter(str(c.get("type")) for c in container.get("children") or () if isinstance(c, Mapping))
+        has = ", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in sorted(counts.items()))
+        disabled = style.dim(" (disabled)") if container.get("enabled") is False else ""
+        lines.append(f"{_mark(kind, style)} {style.bold(name)} {style.dim(kind)}{disabled}" + (style.dim(f" — {has}") if has else ""))
+        if message:
+            colour = style.red if kind == "error" else style.yellow
+            lines.extend("    " + colour(line) for line in message.splitlines() if line.strip())
+    return "\n".join(lines) + "\n"
+
+
+def _turns(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    turns = [t for t in state.get("turns") or () if isinstance(t, Mapping)]
+    active = state.get("activeTurn")
+    if isinstance(active, Mapping):
+        turns.append(active)
+    return turns
+
+
+def _notes(turn: Mapping[str, Any]) -> list[str]:
+    return [
+        text_of(p.get("content"))
+        for p in turn.get("responseParts") or ()
+        if isinstance(p, Mapping) and p.get("kind") == "systemNotification"
+    ]
+
+
+def _window(state: Mapping[str, Any], agents: Sequence[Mapping[str, Any]]) -> tuple[str | None, int | None]:
+    summary = state.get("summary") or {}
+    model_id = (summary.get("model") or {}).get("id")
+    agent = next((a for a in agents if a.get("provider") == summary.get("provider")), {})
+    model = next((m for m in agent.get("models") or () if m.get("id") == model_id), {})
+    window = model.get("maxContextWindow")
+    return (clean(model_id) if model_id else None), (int(window) if isinstance(window, (int, float)) and window > 0 else None)
+
+
+def _bar(fraction: float, width: int = 30) -> str:
+    filled = max(0, min(width, round(fraction * width)))
+    return "█" * filled + "░" * (width - filled)
+
+
+def render_context(state: Mapping[str, Any], agents: Sequence[Mapping[str, Any]], style: Style) -> str:
+    model_id, window = _window(state, agents)
+    used = None
+    for turn in reversed(_turns(state)):
+        tokens = (turn.get("usage") or {}).get("inputTokens")
+        if isinstance(tokens, (int, float)):
+            used = int(tokens)
+            break
+    lines = [style.bold("Context") + style.dim(f" · model {model_id}" if model_id else "")]
+    if used is None:
+        lines.append("  no usage reported yet: send a message first")
+    elif window:
+        share = used / window
+        colour = style.red if share >= 0.8 else style.yellow if share >= 0.5 else style.green
+        lines.append(f"  {colour(_bar(share))} {used:,} of {window:,} tokens ({share:.0%})")
+        lines.append(style.dim("  the last turn's input tokens (all its model calls) against the model's context window"))
+    else:
+        lines.append(f"  {used:,} input tokens in the last turn (this model's context window is not published)")
+    compactions = [note for turn in _turns(state) for note in _notes(turn) if note.startswith(_COMPACTED)]
+    if compactions:
+        lines.append(f"  compactions: {len(compactions)}; the latest:")
+        lines.append("    " + style.dim(_short(compactions[-1], 400)))
+    else:
+        lines.append("  compactions: none (/compact [focus] summarises older turns now)")
+    return "\n".join(lines) + "\n"
+
+
+def render_cost(state: Mapping[str, Any], style: Style) -> str:
+    totals: Counter[str] = Counter()
+    per_model: dict[str, Counter[str]] = defaultdict(Counter)
+    counted = 0
+    turns = _turns(state)
+    for turn in turns:
+        usage = turn.get("usage") or {}
+        if not usage:
+            continue
+        counted += 1
+        model = clean(usage.get("model") or "unknown model")
+        for key in ("inputTokens", "outputTokens", "cacheReadTokens"):
+            value = usage.get(key)
+            if isinstance(value, (int, float)):
+                totals[key] += int(value)
+                per_model[model][key] += int(value)
+    if not counted:
+        return "No usage reported in this session yet.\n"
+
+    def row(counts: Mapping[str, int]) -> str:
+        cached = f" · {counts['cacheReadTokens']:,} cached" if counts.get("cacheReadTokens") else ""
+        return f"{counts.get('inputTokens', 0):,} in · {counts.get('outputTokens', 0):,} out{cached}"
+
+    lines = [style.bold("Usage in this session") + style.dim(f" ({counted} of {len(turns)} turns reported usage)")]
+    lines.append(f"  total: {row(totals)}")
+    if len(per_model) > 1 or next(iter(per_model)) != "unknown model":
+        for model, counts in sorted(per_model.items()):
+            lines.append(f"  {model}: {row(counts)}")
+    lines.append(style.dim("  tokens as the provider reported them; prices are not known to the client"))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,146 @@
+"""``agent-host`` with no command (or ``agent-host code``): a private host and the chat in one
+terminal, working in the directory it was started in. Driven in a real pty; the model is a
+fake OpenAI-compatible server on 127.0.0.1 that asks to read a file and then answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.chat._pty import REPO, ChatProcess, chat_env
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
+
+
+def _config(tmp_path: Path, base_url: str) -> Path:
+    path = tmp_path / "host.toml"
+    path.write_text(
+        f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "sk-test"\n'
+        'retries = 0\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "my project"
+    project.mkdir()
+    (project / "notes.txt").write_text("the build needs tea\n", encoding="utf-8")
+    return project
+
+
+def _replies() -> list[Reply]:
+    return [
+        Reply(200, chat_sse(tool_calls=[("call-1", "read_file", json.dumps({"path": "notes.txt"}))])),
+        Reply(200, chat_sse("The notes say ", "the build needs tea.")),
+    ]
+
+
+def _tool_output(server: FakeProviderServer) -> str:
+    second = server.requests[1].json()
+    return "".join(str(m.get("content")) for m in second["messages"] if m.get("role") == "tool")
+
+
+async def test_one_command_in_a_project_directory_answers_and_works_there(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    async with FakeProviderServer(_replies(), base_path="/v1") as server:
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
+        chat = ChatProcess.spawn(["--config", str(_config(tmp_path, server.base_url))], cwd=project, env=env, command=())
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("what do the notes say?")
+            await chat.expect("agent fake")
+            await chat.expect("The notes say the build needs tea.", timeout=30)
+            await chat.expect("> ")
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    assert "the build needs tea" in _tool_output(server)  # read from the directory it started in
+    first = json.dumps(server.requests[0].json())
+    assert str(project) in first  # the session's working directory, told to the model
+    assert (tmp_path / "data" / "agent-host" / "journal.sqlite3").exists()  # the user's data directory
+
+
+async def test_one_command_print_mode_answers_on_stdout_for_scripts(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    async with FakeProviderServer(_replies(), base_path="/v1") as server:
+        # No --config: the user's own, in $XDG_CONFIG_HOME/agent-host/config.toml.
+        user_config = tmp_path / "config" / "agent-host"
+        user_config.mkdir(parents=True)
+        _config(tmp_path, server.base_url).rename(user_config / "config.toml")
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_CONFIG_HOME=str(tmp_path / "config"))
+        process = await _run(["code", "-p", "what do the notes say?"], project, env)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == "The notes say the build needs tea.\n"
+    assert "read_file" in process.stderr or "Read" in process.stderr
+    assert "the build needs tea" in _tool_output(server)
+
+
+async def test_a_second_host_on_the_same_data_directory_is_refused(tmp_path: Path) -> None:
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = tmp_path / "data" / "agent-host"
+    data.mkdir(parents=True)
+    import fcntl
+
+    with open(data / "host.lock", "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        process = await _run(["-p", "hi"], tmp_path, env)
+    assert process.returncode == 2
+    assert "another agent-host already uses the data directory" in process.stderr
+    assert "Traceback" not in process.stderr
+
+
+async def test_print_mode_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    command = f"{sys.executable} -m host.cli -p hello --agent offline | head -c 3"
+    import asyncio
+
+    process = await asyncio.create_subprocess_shell(
+        f"set -o pipefail; {command}", cwd=tmp_path, env=env, executable="/bin/bash",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert out == b"You"
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+    assert process.returncode in (0, 141)
+
+
+async def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    import asyncio
+
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "host.cli", *args, cwd=cwd, env={**env, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    return subprocess.CompletedProcess(args, process.returncode or 0, out.decode(), err.decode())
+
+
+
+async def test_a_shell_tools_output_is_shown_once(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    # The pause makes the first line stream while the command still runs (shown live); the
+    # finished result must not print it again, nor the rest twice.
+    command = "echo first-line; sleep 0.3; echo second-line; echo third-line"
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "shell", json.dumps({"command": command}))])),
+        Reply(200, chat_sse("Ran it.")),
+    ]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+        chat = ChatProcess.spawn(["--config", str(_config(tmp_path, server.base_url))], cwd=project, env=env, command=())
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("run it")
+            await chat.expect("Choose [", timeout=30)
+            chat.send("1")
+            shown = await chat.expect("Ran it.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    output = [line.strip() for line in shown.splitlines() if line.startswith("    ")]
+    assert output.count("first-line") == 1 and output.count("second-line") == 1 and output.count("third-line") == 1, shown
+    assert "{\"comm" not in chat.text  # no raw partial JSON on the preparing line
