@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -43,22 +42,33 @@ API_BY_KIND = {
 }
 """The wire API each SDK-backed agent kind speaks."""
 
-_SDK_MODULES = {
-    "openai": ("providers.openai", "openai.resources"),
-    "openai-chat": ("providers.openai", "openai.resources"),
-    "anthropic": ("providers.anthropic", "anthropic.resources"),
-    "litellm": ("providers.litellm", "litellm"),
-}
+def _import_openai() -> None:
+    import openai.resources  # noqa: F401  (what the client's first .chat / .responses imports)
+
+    import providers.openai  # noqa: F401
+
+
+def _import_anthropic() -> None:
+    import anthropic.resources  # noqa: F401
+
+    import providers.anthropic  # noqa: F401
+
+
+def _import_litellm() -> None:
+    from providers.litellm import import_litellm
+
+    import_litellm()
+
+
+_SDK_IMPORTS = {"openai": _import_openai, "openai-chat": _import_openai, "anthropic": _import_anthropic, "litellm": _import_litellm}
 """What the first model call of each kind would import on the event loop."""
 
 
-def _import_all(modules: tuple[str, ...]) -> None:
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception:  # the model call will raise it where it can be reported
-            logger.debug("warming %s failed", module, exc_info=True)
-            return
+def _import_quietly(kind: str) -> None:
+    try:
+        _SDK_IMPORTS[kind]()
+    except Exception:  # the model call will raise it where it can be reported
+        logger.debug("importing the %s SDK ahead of time failed", kind, exc_info=True)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -108,7 +118,7 @@ class SdkSource:
     def warm(self) -> None:
         """Start importing this kind's SDK in a worker thread, once (see the module docstring)."""
         if self._warming is None:
-            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_all, _SDK_MODULES[self.kind]))
+            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.kind))
 
     @contextlib.asynccontextmanager
     async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
