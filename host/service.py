@@ -117,6 +117,7 @@ class AgentHost:
                 self.store, config.tools, self.content, self.inputs,
                 settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
                 private_directory=None if in_memory else config.data_path(),
+                readable_roots=self._allowed_roots,
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:

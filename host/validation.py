@@ -338,7 +338,8 @@ def _title_changed(state: dict[str, Any], action: dict[str, Any], client_id: str
 
 def _terminal_input(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
     if state.get("exitCode") is not None:
-        return "This terminal's process has exited, so it takes no input; create a new terminal with createTerminal."
+        return ("This terminal's shell is no longer running: it exited, or it ended with the host when the host "
+                "stopped or restarted. The terminal is gone and takes no input; create a new one with createTerminal.")
     claim = state.get("claim") or {}
     if claim.get("kind") == "session" and claim.get("toolCallId"):
         return ("This terminal shows a command the agent runs, and agent commands are non-interactive (their input "

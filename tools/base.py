@@ -99,6 +99,10 @@ class ToolContext:
     """Publishes a command's pty as a terminal clients can attach to (host: a terminal channel)."""
     untracked: tuple[Path, ...] = ()
     """Folders whose file changes are never reported (the host's own data directory)."""
+    readable_roots: tuple[Path, ...] = ()
+    """Folders every client of the host may read (the host's resource roots). The ``shell`` tool
+    reports the files it changes there outside the working directory, after the user approved
+    writing there, so they can be undone like the others."""
 
     def __post_init__(self) -> None:
         self.working_directory = Path(self.working_directory)

@@ -6,8 +6,10 @@ folder in ``excluded``, such as the host's own data directory) and keeps,
 for every file, its size, modification time and inode, plus its bytes while they fit the budgets
 (``max_file_bytes`` per file, ``max_total_bytes`` in all). A tree of more than ``max_files`` files
 is not tracked (``take`` returns None): walking it around every command would cost more than the
-command. ``changes()`` walks again and returns ``(path, before, after)`` for every file created,
-changed or deleted since (``None`` = absent), in path order. A changed file whose earlier bytes
+command. ``base`` may also be one file, or a path that does not exist yet (a file or folder a
+command is about to create): then the snapshot holds that file, or nothing, and ``changes()``
+looks at whatever is there afterwards. ``changes()`` walks again and returns
+``(path, before, after)`` for every file created, changed or deleted since (``None`` = absent), in path order. A changed file whose earlier bytes
 were not kept (over a budget) is left out: without them it could not be shown or undone.
 
 Both walks do blocking file I/O; callers run them in a thread.
@@ -101,6 +103,14 @@ class DirectorySnapshot:
 
 def _scan(base: Path, roots: list[Path], excluded: tuple[Path, ...], limit: int) -> dict[Path, os.stat_result] | None:
     seen: dict[Path, os.stat_result] = {}
+    if not base.is_dir():
+        try:
+            stat = base.stat()
+        except OSError:
+            return seen
+        if base.is_file() and not any(base.is_relative_to(folder) for folder in excluded):
+            seen[base] = stat
+        return seen
     try:
         for path, _ in walk_files(base, roots):
             if any(path.is_relative_to(folder) for folder in excluded):

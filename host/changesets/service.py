@@ -14,6 +14,13 @@ Contract:
   one file (``target{kind: "resource", resource}``): ``accept`` keeps the changes and takes them
   off the list; ``reject`` (session changeset) and ``revert`` (a turn's changeset, the turn's
   checkpoint) put each file back as it was before, deleting files the agent created.
+* Line ranges (``target{kind: "range", resource, side?, range}``, AHP's hunk-level review): the
+  blocks of changed lines (``host.changesets.hunks``) that the range's lines meet on ``side``
+  (default ``after``) are kept (``accept``: the entry's ``before`` becomes the old content with
+  those blocks taken, so they leave the diff) or undone (``reject`` / ``revert``: the file is
+  written with those blocks as they were, the entry's ``after`` follows; undoing a turn's blocks
+  moves the review list's entry along too). Only for text files that existed on both sides; a
+  range no block meets is -32008 naming the changed lines. The conflict rules below apply.
 * Conflicts: a file is only put back when its content on disk is still exactly what the agent
   wrote. Otherwise (edited outside the agent, or by a later turn) it is left untouched, the entry
   gets ``_meta.conflict`` saying so, and the answer names it; when nothing could be undone the
@@ -36,7 +43,9 @@ from ahp.protocol import builders
 from host.content import ContentStore
 from host.errors import ErrorCode, RpcError
 from host.store import Store
-from tools.content import diff_stats
+from tools.content import content_ref, diff_stats
+
+from . import hunks as blocks
 
 from .model import (
     SESSION_OPERATIONS,
@@ -120,6 +129,10 @@ class ChangesetService:
                 raise RpcError(ErrorCode.NOT_FOUND, f"{target.get('resource')} is not in {uri}.")
         if not files:
             return {"message": "There is nothing in this changeset."}
+        if scope == "range":
+            message = self._range(uri, session, turn_id, operation["id"], files[0], target)
+            self._publish_catalogue(session)
+            return {"message": message}
         if operation["id"] == "accept":
             self._accept(uri, session, turn_id, files)
             message = f"Kept the changes to {_count(len(files))}."
@@ -141,10 +154,7 @@ class ChangesetService:
         undone: list[str] = []
         conflicts: list[tuple[str, str]] = []
         for entry in files:
-            problem = self._restore(entry["edit"]) if not (entry.get("_meta") or {}).get("outsideEdits") else (
-                "It was also edited outside the agent between the agent's changes, and undoing them together would "
-                "undo those edits too; undo the turns one at a time instead."
-            )
+            problem = self._restore(entry["edit"]) if not (entry.get("_meta") or {}).get("outsideEdits") else _OUTSIDE_EDITS
             if problem is not None:
                 conflicts.append((entry["id"], problem))
                 self._put(uri, entry["id"], entry, {**entry, "_meta": {**(entry.get("_meta") or {}), "conflict": problem}})
@@ -164,6 +174,64 @@ class ChangesetService:
             raise RpcError(ErrorCode.CONFLICT, message, {"conflicts": [file_id for file_id, _ in conflicts]})
         return message
 
+    def _range(self, uri: str, session: str, turn_id: str | None, operation: str, entry: dict[str, Any],
+               target: dict[str, Any]) -> str:
+        """Keep or undo the blocks of changed lines a line range meets (see the module contract)."""
+        name = _name(entry["id"])
+        edit = entry["edit"]
+        before, after = self._bytes(edit.get("before")), self._bytes(edit.get("after"))
+        found = blocks.hunks(before, after) if before is not None and after is not None else None
+        if found is None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{name} was created, deleted or is not text, so it has no line ranges; "
+                                                     "use target kind \"resource\" for the whole file.")
+        side = target.get("side") or "after"
+        span = target["range"]
+        first, last = int(span["start"]["line"]), int(span["end"]["line"])
+        if last < first:
+            first, last = last, first
+        chosen = blocks.touching(found, side, first, last)
+        if not chosen:
+            changed = ", ".join(_lines_text(h, side) for h in found) or "none"
+            raise RpcError(ErrorCode.NOT_FOUND, f"No change to {name} meets lines {first + 1}-{last + 1} of its {side} side "
+                                                f"(changed lines there: {changed}).")
+        count = "1 block of lines" if len(chosen) == 1 else f"{len(chosen)} blocks of lines"
+        if operation == "accept":
+            baseline = blocks.keep(before, after, chosen)
+            self._put(uri, entry["id"], entry, self._rebased(entry, baseline))
+            if turn_id is not None:
+                pending = self._entry(session_changeset(session), entry["id"])
+                if pending is not None and self._bytes(pending["edit"].get("before")) == before \
+                        and self._bytes(pending["edit"].get("after")) == after:
+                    self._put(session_changeset(session), entry["id"], pending, self._rebased(pending, baseline))
+            return f"Kept {count} in {name}."
+        outside_edits = (entry.get("_meta") or {}).get("outsideEdits") and turn_id is None
+        result = blocks.undo(before, after, chosen)
+        problem = _OUTSIDE_EDITS if outside_edits else self._rewrite(entry["id"], after, result)
+        if problem is not None:
+            self._put(uri, entry["id"], entry, {**entry, "_meta": {**(entry.get("_meta") or {}), "conflict": problem}})
+            raise RpcError(ErrorCode.CONFLICT, f"Left {name} alone: {problem[0].lower()}{problem[1:]}", {"conflicts": [entry["id"]]})
+        written = self._side(entry["id"], result)
+        diff = diff_stats(before, result)
+        self._put(uri, entry["id"], entry, fold(entry, {"before": edit["after"], "after": written}, None, diff, undo=True))
+        if turn_id is not None:
+            pending = self._entry(session_changeset(session), entry["id"])
+            if pending is not None:
+                diff = diff_stats(self._bytes(pending["edit"].get("before")), result)
+                self._put(session_changeset(session), entry["id"], pending,
+                          fold(pending, {"before": pending["edit"].get("after"), "after": written}, None, diff, undo=True))
+        return f"Undid {count} in {name}."
+
+    def _rebased(self, entry: dict[str, Any], baseline: bytes) -> dict[str, Any] | None:
+        """``entry`` with ``baseline`` as its before content; None when nothing differs any more."""
+        after = self._bytes(entry["edit"].get("after"))
+        if after == baseline:
+            return None
+        edit = {**entry["edit"], "before": self._side(entry["id"], baseline), "diff": diff_stats(baseline, after)}
+        return {**entry, "edit": edit}
+
+    def _side(self, file_id: str, data: bytes) -> dict[str, Any]:
+        return {"uri": file_id, "content": content_ref(self.content, data, "text/plain; charset=utf-8")}
+
     def _after_turn_undone(self, session: str, turn_id: str, entry: dict[str, Any]) -> None:
         """The file is back to before the turn: the review list's entry ends there now."""
         pending_uri = session_changeset(session)
@@ -182,15 +250,19 @@ class ChangesetService:
 
     def _restore(self, edit: dict[str, Any]) -> str | None:
         """Put one file back to ``edit.before``; a sentence saying why not, or None when done."""
-        file_uri = (edit.get("after") or edit.get("before"))["uri"]
-        try:
-            path = self._resolve_uri(file_uri)
-        except RpcError as error:
-            return error.message
         expected = self._bytes(edit.get("after"))
         original = self._bytes(edit.get("before"))
         if (edit.get("after") is not None and expected is None) or (edit.get("before") is not None and original is None):
             return "Its recorded content is no longer in the host's content store."
+        return self._rewrite((edit.get("after") or edit.get("before"))["uri"], expected, original)
+
+    def _rewrite(self, file_id: str, expected: bytes | None, data: bytes | None) -> str | None:
+        """Replace a file whose content must still be ``expected`` with ``data`` (None: absent,
+        on either side); a sentence saying why not, or None when done."""
+        try:
+            path = self._resolve_uri(file_id)
+        except RpcError as error:
+            return error.message
         try:
             current = path.read_bytes()
         except FileNotFoundError:
@@ -205,10 +277,10 @@ class ChangesetService:
             return ("Its content changed since the agent wrote it (by you, another program or a later turn); "
                     "review it yourself, or undo the later turns first.")
         try:
-            if original is None:
+            if data is None:
                 path.unlink()
             else:
-                _write_atomically(path, original)
+                _write_atomically(path, data)
         except OSError as error:
             return f"It could not be written ({error.strerror or type(error).__name__})."
         return None
@@ -267,6 +339,10 @@ class ChangesetService:
         return self.content.get(side["content"]["uri"])
 
 
+_OUTSIDE_EDITS = ("It was also edited outside the agent between the agent's changes, and undoing them together would "
+                  "undo those edits too; undo the turns one at a time instead.")
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
@@ -278,6 +354,11 @@ def _write_atomically(path: Path, data: bytes) -> None:
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _lines_text(hunk: blocks.Hunk, side: str) -> str:
+    start, end = (hunk.before_start, hunk.before_end) if side == "before" else (hunk.after_start, hunk.after_end)
+    return f"{start + 1}" if end - start <= 1 else f"{start + 1}-{end}"
 
 
 def _count(n: int) -> str:

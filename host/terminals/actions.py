@@ -7,7 +7,10 @@ from typing import Any, Iterable
 
 from ahp.protocol import builders
 
-__all__ = ["cleared", "command_executed", "command_finished", "data", "exited", "terminal_info", "terminals_changed"]
+__all__ = [
+    "cleared", "command_detection_available", "command_executed", "command_finished", "cwd_changed", "data", "exited",
+    "terminal_info", "terminals_changed",
+]
 
 
 def data(text: str) -> dict[str, Any]:
@@ -18,8 +21,16 @@ def command_executed(command_id: str, command_line: str, timestamp: int) -> dict
     return builders.terminal_command_executed(command_id=command_id, command_line=command_line, timestamp=timestamp)
 
 
-def command_finished(command_id: str, exit_code: int | None, duration_ms: int) -> dict[str, Any]:
+def command_finished(command_id: str, exit_code: int | None, duration_ms: int | None) -> dict[str, Any]:
     return builders.terminal_command_finished(command_id=command_id, exit_code=exit_code, duration_ms=duration_ms)
+
+
+def command_detection_available() -> dict[str, Any]:
+    return builders.terminal_command_detection_available()
+
+
+def cwd_changed(cwd: str) -> dict[str, Any]:
+    return builders.terminal_cwd_changed(cwd=cwd)
 
 
 def cleared() -> dict[str, Any]:

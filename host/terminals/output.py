@@ -1,10 +1,16 @@
-"""Turning a pty's raw bytes into ``terminal/data`` text. Pure: no I/O.
+"""Turning a pty's raw bytes into ``terminal/data`` text and shell-integration marks. Pure: no I/O.
 
 ``TerminalText.feed(chunk)`` decodes UTF-8 incrementally (a character split across reads is held
 until its last byte arrives; invalid bytes become U+FFFD) and removes shell-integration escape
 sequences (OSC 133 and OSC 633, which AHP says the host strips), holding back an escape sequence
 cut at the end of a chunk until the rest of it arrives. Every other byte, colours and cursor
 movements included, is passed through for the client's terminal emulator.
+
+``TerminalText.segments(chunk)`` does the same but keeps the OSC 633 marks, in order, between the
+pieces of text: a ``Mark(code, value)`` for ``ESC ] 633 ; code [; value] BEL`` (``A`` prompt start,
+``B`` prompt end, ``E;<command line>``, ``C`` command executed, ``D;<exit code>`` command finished,
+``P;Cwd=<directory>``), with ``value`` unescaped (``\\\\`` is a backslash, ``\\xHH`` a character).
+OSC 133 marks are removed without being reported (they carry no command line).
 
 ``bounded(previous, added, content, limit)`` decides how a terminal's scrollback stays under
 ``limit`` characters: None while ``previous + len(added)`` fits, else the text to start over with
@@ -15,11 +21,23 @@ from __future__ import annotations
 
 import codecs
 import re
+from typing import NamedTuple
 
-__all__ = ["TerminalText", "bounded"]
+__all__ = ["Mark", "TerminalText", "bounded", "unescape"]
 
-_INTEGRATION = re.compile(r"\x1b\](?:133|633);[^\x07\x1b]*(?:\x07|\x1b\\)")
+_INTEGRATION = re.compile(r"\x1b\](133|633);([^\x07\x1b]*)(?:\x07|\x1b\\)")
 _OPEN_OSC = re.compile(r"\x1b(?:\](?:[^\x07\x1b]*(?:\x1b)?)?)?$")
+_ESCAPED = re.compile(r"\\(\\|x[0-9a-fA-F]{2})")
+
+
+class Mark(NamedTuple):
+    code: str
+    value: str | None
+
+
+def unescape(value: str) -> str:
+    """An OSC 633 parameter as the shell meant it: ``\\\\`` → ``\\``, ``\\xHH`` → that character."""
+    return _ESCAPED.sub(lambda m: "\\" if m.group(1) == "\\" else chr(int(m.group(1)[1:], 16)), value)
 
 
 class TerminalText:
@@ -28,6 +46,9 @@ class TerminalText:
         self._held = ""
 
     def feed(self, chunk: bytes, final: bool = False) -> str:
+        return "".join(part for part in self.segments(chunk, final) if isinstance(part, str))
+
+    def segments(self, chunk: bytes, final: bool = False) -> list[str | Mark]:
         text = self._held + self._decoder.decode(chunk, final)
         self._held = ""
         if not final:
@@ -35,7 +56,18 @@ class TerminalText:
             if tail is not None and len(text) - tail.start() < 4096:
                 self._held = text[tail.start():]
                 text = text[: tail.start()]
-        return _INTEGRATION.sub("", text)
+        parts: list[str | Mark] = []
+        position = 0
+        for match in _INTEGRATION.finditer(text):
+            if match.start() > position:
+                parts.append(text[position:match.start()])
+            position = match.end()
+            if match.group(1) == "633":
+                code, _, value = match.group(2).partition(";")
+                parts.append(Mark(code, unescape(value) if _ else None))
+        if position < len(text):
+            parts.append(text[position:])
+        return parts
 
 
 def bounded(previous: int, added: str, content: str, limit: int) -> str | None:

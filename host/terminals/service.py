@@ -16,6 +16,16 @@ Contract:
   commands are non-interactive), so validation refuses ``terminal/input`` on it; resize and kill
   (``disposeTerminal``) work. A session keeps its newest ``TOOL_TERMINALS_KEPT`` finished command
   terminals; older ones are removed.
+* Shell integration (``host.terminals.shell_integration``): a ``bash``, ``zsh`` or ``fish`` shell is started
+  with our rc file, which reads the user's own and then marks each command with OSC 633
+  sequences. The first prompt mark dispatches ``terminal/commandDetectionAvailable``; each command
+  line the shell runs becomes ``terminal/commandExecuted`` (its output then goes into that
+  ``command`` part) and ``terminal/commandFinished`` with its exit code and duration (measured by
+  the host) when the next prompt comes; a changed directory becomes ``terminal/cwdChanged``. The
+  text before each mark is flushed first, so actions and output keep the order the shell wrote
+  them in. A command still running when the shell exits finishes with the shell's exit code.
+  Other shells run without it (no command detection). Marks in a tool command's output are
+  only removed, never interpreted.
 * At most 64 ``createTerminal`` shells run at once (the next is refused with -32009 saying so).
 * Output becomes ``terminal/data`` (a burst coalesced into one action per 16 ms, shell-integration escapes
   removed, ``host.terminals.output``); a terminal's scrollback is kept under
@@ -27,8 +37,16 @@ Contract:
 * ``dispose`` (``disposeTerminal``), ``session_disposed`` (the session's terminals) and ``stop``
   (host shutdown) end the process group and every job of the shell's session: SIGHUP + SIGTERM,
   then SIGKILL after a grace period.
-* After a restart the journal brings terminal channels back without their processes: ``start``
-  marks each unfinished one exited (no exit code: it was not observed).
+* A terminal whose shell is gone refuses ``terminal/input`` with one reason (``host.validation``):
+  the state has an ``exitCode`` in every such case. Stopping the host ends each shell (SIGHUP,
+  observed: 129) and adds a line to its output saying the host stopped. After the host died
+  without stopping (``kill -9``) the journal brings terminal channels back without their
+  processes; ``start`` finishes each unfinished one: a command still running is finished (no exit
+  code), a line says what happened, and a user's shell is marked exited with 129 (the kernel hung
+  up its pty when the host died, which sends SIGHUP to the shell; the host did not see it). A
+  ``shell`` tool's command terminal is marked exited without a code: its command had no
+  controlling terminal to lose, so how it ended is unknown (its tool call ended with
+  ``hostRestarted``).
 """
 
 from __future__ import annotations
@@ -36,6 +54,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -49,7 +68,8 @@ from tools.base import ToolContext
 from tools.pty import PtyProcess, exit_code_of
 
 from . import actions
-from .output import TerminalText, bounded
+from .output import Mark, TerminalText, bounded
+from .shell_integration import integrated
 
 __all__ = ["TerminalService", "TerminalContributor", "TERMINAL_SCHEME", "TOOL_TERMINALS_KEPT"]
 
@@ -61,6 +81,11 @@ _KILL_GRACE = 2.0
 _FLUSH_DELAY = 0.016
 _MAX_RUNNING = 64
 _MAX_URI = 300
+HANGUP_EXIT_CODE = 129
+"""128 + SIGHUP: how a shell ends when its terminal goes away (host stop or host death)."""
+_STOPPED_NOTE = "\r\n[The host stopped, and this terminal's shell ended with it. The terminal is gone: create a new one to go on.]\r\n"
+_LOST_NOTE = ("\r\n[The host ended without stopping (it was killed or crashed) and was restarted; this terminal's process "
+              "was lost with it. The terminal is gone: create a new one to go on.]\r\n")
 
 
 @dataclass
@@ -78,7 +103,14 @@ class _Running:
     flush_scheduled: bool = False
     watcher: asyncio.Task[None] | None = None
     command: tuple[str, int] | None = None
-    """The tool command's id and start time (ms), for ``terminal/commandFinished``."""
+    """The running command's id and start time (ms), for ``terminal/commandFinished``: the tool's
+    command, or the one the shell integration last reported as executed."""
+    command_line: str = ""
+    """The command line of the shell integration's last ``E`` mark, for the next ``C``."""
+    detecting: bool = False
+    """The shell integration announced itself (``terminal/commandDetectionAvailable`` sent)."""
+    cwd: str | None = None
+    """The working directory last published (``terminal/cwdChanged`` only when it changes)."""
 
 
 class TerminalService:
@@ -103,10 +135,17 @@ class TerminalService:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Terminals recovered from the journal have no process any more: mark them exited."""
+        """Terminals recovered from the journal have no process any more: finish and mark them
+        exited, saying why (see the module contract)."""
         for uri, state in list(self.store.channels("terminal")):
-            if uri not in self._running and state.get("exitCode") is None:
-                self.store.dispatch(uri, actions.exited(None))
+            if uri in self._running or state.get("exitCode") is not None:
+                continue
+            for part in state.get("content") or []:
+                if part.get("type") == "command" and not part.get("isComplete"):
+                    self.store.dispatch(uri, actions.command_finished(part["commandId"], None, None))
+            self.store.dispatch(uri, actions.data(_LOST_NOTE))
+            tool_command = bool((state.get("claim") or {}).get("toolCallId"))
+            self.store.dispatch(uri, actions.exited(None if tool_command else HANGUP_EXIT_CODE))
         self._publish_list()
 
     async def stop(self) -> None:
@@ -136,15 +175,15 @@ class TerminalService:
         cwd = self._directory(params.get("cwd"), session_state)
         cols, rows = _dimension(params.get("cols"), 80), _dimension(params.get("rows"), 24)
         shell = os.environ.get("SHELL") or "/bin/sh"
-        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}
+        argv, env = integrated(shell, {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"})
         try:
-            process = await PtyProcess.spawn([shell], cwd=cwd, env=env, cols=cols, rows=rows, interactive=True)
+            process = await PtyProcess.spawn(argv, cwd=cwd, env=env, cols=cols, rows=rows, interactive=True)
         except OSError as error:
             raise RpcError(ErrorCode.INTERNAL_ERROR, f"Could not start {shell}: {error.strerror or type(error).__name__}.") from None
         title = params.get("name") or os.path.basename(shell)
         state = {"title": title, "cwd": cwd.as_uri(), "cols": cols, "rows": rows, "content": [], "claim": claim}
         self.store.create(uri, "terminal", state)
-        self._open(uri, process, owns_process=True)
+        self._open(uri, process, owns_process=True, cwd=cwd.as_uri())
 
     def attach(self, process: PtyProcess, claim: dict[str, Any], title: str, command: str, cwd: Path) -> str:
         """Publish a tool's running command as a new terminal; returns its URI."""
@@ -183,15 +222,58 @@ class TerminalService:
             raise RpcError(ErrorCode.NOT_FOUND, f"{path.as_uri()} is not an existing directory; pass another cwd.")
         return path
 
-    def _open(self, uri: str, process: PtyProcess, *, owns_process: bool, command: tuple[str, int] | None = None) -> None:
-        item = _Running(uri, process, owns_process, command=command)
+    def _open(self, uri: str, process: PtyProcess, *, owns_process: bool, command: tuple[str, int] | None = None,
+              cwd: str | None = None) -> None:
+        item = _Running(uri, process, owns_process, command=command, cwd=cwd)
         self._running[uri] = item
         process.listeners.append(lambda chunk: self._received(item, chunk))
         item.watcher = asyncio.get_running_loop().create_task(self._watch(item))
         self._publish_list()
 
     def _received(self, item: _Running, chunk: bytes) -> None:
-        text = item.text.feed(chunk)
+        if not item.owns_process:
+            self._queue(item, item.text.feed(chunk))
+            return
+        for part in item.text.segments(chunk):
+            if isinstance(part, Mark):
+                self._marked(item, part)
+            else:
+                self._queue(item, part)
+
+    def _marked(self, item: _Running, mark: Mark) -> None:
+        """One shell-integration mark of a user's shell, after the text before it is published."""
+        if self._running.get(item.uri) is not item:
+            return
+        if mark.code in ("A", "B", "C", "D", "E") and not item.detecting:
+            item.detecting = True
+            self.store.dispatch(item.uri, actions.command_detection_available())
+        if mark.code == "E":
+            item.command_line = mark.value or ""
+        elif mark.code == "C":
+            self._flush(item)
+            self._finish_command(item, None)  # a C without a D in between: the last one is over
+            command_id, started = f"cmd-{uuid.uuid4().hex}", self._clock()
+            item.command = (command_id, started)
+            self.store.dispatch(item.uri, actions.command_executed(command_id, item.command_line, started))
+            item.command_line = ""
+        elif mark.code == "D":
+            self._flush(item)
+            self._finish_command(item, _exit_code(mark.value))
+        elif mark.code == "P" and (mark.value or "").startswith("Cwd="):
+            directory = mark.value[4:]
+            if directory.startswith("/"):
+                cwd = Path(directory).as_uri()
+                if cwd != item.cwd:
+                    item.cwd = cwd
+                    self.store.dispatch(item.uri, actions.cwd_changed(cwd))
+
+    def _finish_command(self, item: _Running, exit_code: int | None) -> None:
+        if item.command is not None:
+            command_id, started = item.command
+            item.command = None
+            self.store.dispatch(item.uri, actions.command_finished(command_id, exit_code, max(0, self._clock() - started)))
+
+    def _queue(self, item: _Running, text: str) -> None:
         if not text:
             return
         item.pending.append(text)
@@ -237,9 +319,7 @@ class TerminalService:
             if self._running.get(item.uri) is not item:
                 return
             self._flush(item)
-            if item.command is not None:
-                command_id, started = item.command
-                self.store.dispatch(item.uri, actions.command_finished(command_id, exit_code_of(returncode), self._clock() - started))
+            self._finish_command(item, exit_code_of(returncode))
             self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
             del self._running[item.uri]
             if item.owns_process:
@@ -265,6 +345,9 @@ class TerminalService:
         try:
             returncode = await item.process.terminate(_KILL_GRACE)
             if item.uri in self.store and (self.store.state(item.uri) or {}).get("exitCode") is None:
+                if item.owns_process:
+                    self._finish_command(item, None)
+                    self.store.dispatch(item.uri, actions.data(_STOPPED_NOTE))
                 self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
         finally:
             if item.owns_process:
@@ -326,6 +409,13 @@ def _dimension(value: Any, default: int) -> int:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 1 <= value <= 1000:
         return int(value)
     return default
+
+
+def _exit_code(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _scrollback(state: dict[str, Any] | None) -> str:

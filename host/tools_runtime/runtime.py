@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class ToolsRuntime:
     def __init__(
         self, store: Store, config: ToolsConfig, content_store: ContentStore, inputs: InputRequests, *,
         settings_path: Path | None, private_directory: Path | None = None,
+        readable_roots: Callable[[], Sequence[Path]] = tuple,
     ) -> None:
         self.store = store
         self.inputs = inputs
@@ -84,6 +86,7 @@ class ToolsRuntime:
             builtins=self.builtins, extra_roots=self.extra_roots, untracked=untracked, content_store=self.content_store,
             waiters=self.waiters, reporters=self.reporters, departure=self.departure,
             other_server_tool_names=self.other_server_tool_names, reconfirm=self.approver.reconfirm, ask=self.ask,
+            readable_roots=readable_roots,
         ))
         self.environment: TurnEnvironment | None = None
         store.change_observers.append(self._observe)

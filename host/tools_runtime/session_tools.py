@@ -48,6 +48,8 @@ class SessionToolParts:
     other_server_tool_names: Callable[[TurnContext, Contributor], set[str]]
     reconfirm: Callable[[TurnContext, str, str], Awaitable[bool]]
     ask: Callable[[TurnContext, dict], Awaitable[dict]]
+    readable_roots: Callable[[], Sequence[Path]] = tuple
+    """The host's resource roots, which every client may read (``ToolContext.readable_roots``)."""
 
 
 class SessionTools(Contributor):
@@ -70,6 +72,7 @@ class SessionTools(Contributor):
         context.extra_roots = (*context.extra_roots, *(r for r in parts.extra_roots if r not in context.extra_roots))
         context.content_store = parts.content_store
         context.untracked = (*context.untracked, *parts.untracked)
+        context.readable_roots = tuple(parts.readable_roots())
         call_id = context.tool_call_id
         if call_id is not None:
             context.report_content = parts.reporters.callback(ctx, call_id)

@@ -32,3 +32,15 @@ def test_files_over_the_budget_are_not_reported_and_huge_trees_are_not_tracked(t
     for i in range(5):
         (tmp_path / f"f{i}").write_text("")
     assert DirectorySnapshot.take(tmp_path, max_files=3) is None
+
+
+def test_a_single_file_or_a_path_not_there_yet_can_be_watched_too(tmp_path: Path) -> None:
+    existing, missing, folder = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "later"
+    existing.write_text("old")
+    snapshots = [DirectorySnapshot.take(path) for path in (existing, missing, folder)]
+    existing.write_text("new")
+    missing.write_text("made")
+    folder.mkdir()
+    (folder / "c.txt").write_text("inside")
+    found = [change for snapshot in snapshots for change in snapshot.changes()]
+    assert found == [(existing, b"old", b"new"), (missing, None, b"made"), (folder / "c.txt", None, b"inside")]

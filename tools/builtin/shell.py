@@ -25,7 +25,13 @@ Contract:
 * Files the command created, changed or deleted in the working directory
   (`tools.file_changes`, a snapshot before and a comparison after; off with
   `track_changes=False`; folders in `untracked` are never reported) are added to the result as `fileEdit` items, so the host records
-  them in the session's changeset like `edit_file`'s.
+  them in the session's changeset like `edit_file`'s. So are the files it changed at the places
+  outside the working directory its command line names (`tools.shell.writes.write_targets`:
+  redirections, `cp`/`mv`/`rm`/... targets, a folder it `cd`s to), at most
+  `MAX_OUTSIDE_TARGETS` of them, when they lie in the extra roots or in `ctx.readable_roots`
+  (outside the extra roots the user approved the write first, or nothing ran). Writes elsewhere
+  are not recorded: the host could not undo them (it writes only inside its roots) and would
+  show clients files they may not read.
 * Result: success iff the exit code is 0. `structuredContent` carries `exitCode` (or
   `signal`), `timedOut`, `cancelled`, `outputBytes`, `truncatedBytes`.
 """
@@ -41,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, failure_result, success_result
-from ..shell import describe_findings, outside_writes
+from ..shell import describe_findings, outside_writes, write_targets
 from ..content import file_edit_content, text_content
 from ..errors import ToolFailure
 from ..file_changes import DirectorySnapshot
@@ -53,6 +59,19 @@ logger = logging.getLogger(__name__)
 
 # CSI (colours, cursor moves), OSC (titles, shell integration) and two-byte escapes.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+MAX_OUTSIDE_TARGETS = 8
+"""Places outside the working directory whose changes one command may report (4 MB of content each)."""
+
+
+def _changes(snapshots: list[DirectorySnapshot]) -> list[tuple[Path, bytes | None, bytes | None]]:
+    """Every snapshot's changes, each file once (places may nest), in path order."""
+    found: dict[Path, tuple[Path, bytes | None, bytes | None]] = {}
+    for snapshot in snapshots:
+        for change in snapshot.changes():
+            found.setdefault(change[0], change)
+    return [found[path] for path in sorted(found)]
 
 
 def plain_text(text: str) -> str:
@@ -164,9 +183,9 @@ class ShellTool(Tool):
             if not await ctx.reconfirm(f"{reason} Run it anyway?"):
                 message = f"{reason} The user did not allow that, so the command was not run."
                 return failure_result(f"Did not run `{command}`", message, "outside_write_denied")
-        snapshot = None
+        snapshots: list[DirectorySnapshot] = []
         if self.track_changes:
-            snapshot = await asyncio.to_thread(DirectorySnapshot.take, ctx.working_directory, ctx.extra_roots, excluded=self.untracked)
+            snapshots = await asyncio.to_thread(self._snapshots, command, ctx)
         try:
             process = await PtyProcess.spawn([shell, "-c", command], cwd=ctx.working_directory, env=self._environment())
         except OSError as exc:
@@ -216,12 +235,25 @@ class ShellTool(Tool):
             process.close()
         result = self._result(command, process.returncode, output, timeout, timed_out, was_cancelled)
         edits = []
-        if snapshot is not None:
-            changes = await asyncio.to_thread(snapshot.changes)
+        if snapshots:
+            changes = await asyncio.to_thread(_changes, snapshots)
             edits = [file_edit_content(ctx.content_store, path, before, after) for path, before, after in changes]
         if edits or extra:
             result["content"] = [*result.get("content", []), *edits, *extra]
         return result
+
+    def _snapshots(self, command: str, ctx: ToolContext) -> list[DirectorySnapshot]:
+        """The working directory's snapshot, then one per place outside it the command writes to
+        that may be recorded (see the module contract). Blocking: run in a thread."""
+        roots = (*ctx.extra_roots, *ctx.readable_roots)
+        places = [ctx.working_directory, *write_targets(command, ctx.working_directory, roots)[:MAX_OUTSIDE_TARGETS]]
+        taken = []
+        for index, place in enumerate(places):
+            budget = {} if index == 0 else {"max_total_bytes": 4_000_000}
+            snapshot = DirectorySnapshot.take(place, roots, excluded=self.untracked, **budget)
+            if snapshot is not None:
+                taken.append(snapshot)
+        return taken
 
     async def _stream(self, output: _Output, changed: asyncio.Event, ctx: ToolContext, extra: list[dict]) -> None:
         while True:

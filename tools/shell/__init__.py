@@ -9,10 +9,10 @@ user well (confirmation rules) and warn them (writes outside the working directo
   commands (``sudo``, ``xargs``, ``bash -c``...), and which write to which of their arguments.
 * ``tools.shell.lines``: ``analyse`` (simple commands, and whether the line is *plain*) and
   ``loose_words``, for the confirmation rules in ``tools.policy``.
-* ``tools.shell.writes``: ``outside_writes`` / ``describe_findings``, for the ``shell`` tool.
+* ``tools.shell.writes``: ``outside_writes`` / ``describe_findings`` / ``write_targets``, for the ``shell`` tool.
 """
 
 from .lines import CommandLine, analyse, loose_words
-from .writes import Finding, describe_findings, outside_writes
+from .writes import Finding, describe_findings, outside_writes, write_targets
 
-__all__ = ["CommandLine", "analyse", "loose_words", "Finding", "outside_writes", "describe_findings"]
+__all__ = ["CommandLine", "analyse", "loose_words", "Finding", "outside_writes", "describe_findings", "write_targets"]

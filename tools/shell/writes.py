@@ -53,7 +53,7 @@ from .commands import (
 )
 from .lexer import Redirect, Word, lex
 
-__all__ = ["Finding", "outside_writes", "describe_findings"]
+__all__ = ["Finding", "outside_writes", "describe_findings", "write_targets"]
 
 
 @dataclass(frozen=True)
@@ -338,3 +338,18 @@ def _join(items: list[str]) -> str:
     if len(items) > 4:
         items = items[:4] + [f"{len(items) - 4} more"]
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def write_targets(command: str, working_directory: Path, within: Iterable[Path]) -> list[Path]:
+    """The places outside ``working_directory`` the command line writes to (a file, or a folder
+    it ``cd``s to and runs commands in) that lie in one of the folders ``within``; what is known
+    only at run time is left out. For recording what a command changed, not for deciding."""
+    folders = [Path(os.path.realpath(folder)) for folder in within]
+    targets: list[Path] = []
+    for finding in outside_writes(command, working_directory, ()):
+        if finding.kind not in ("outside", "cd-outside"):
+            continue
+        path = Path(finding.target)
+        if any(path.is_relative_to(folder) for folder in folders) and path not in targets:
+            targets.append(path)
+    return targets

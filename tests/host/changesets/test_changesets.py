@@ -13,8 +13,9 @@ from client import AhpClient, AhpError
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker
-from tests.host.agents.harness import ready_session, run_turn, serving
+from tests.host.agents.harness import idle, ready_session, run_turn, serving
 from tests.host.tools_runtime._support import scripted, tools_config
+from tests.host.tools_runtime.test_shell_reconfirmation import _asked_again, _confirm
 
 WAIT = 30
 
@@ -243,3 +244,108 @@ async def test_files_an_mcp_servers_tool_writes_join_the_changeset_and_can_be_un
         assert entry["edit"]["diff"] == {"added": 1, "removed": 1}
         await client.request("invokeChangesetOperation", {"channel": review["uriTemplate"], "operationId": "reject"})
     assert (workspace / "notes.md").read_text() == "mine\n"
+
+
+async def test_approved_shell_writes_outside_the_working_directory_are_recorded_when_inside_the_roots(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, frame_checker: FrameChecker,
+) -> None:
+    # The working directory is a folder of the host's default directory (a root every client may
+    # read); the extra root is elsewhere; a third folder is outside every root.
+    work = tmp_path / "project"
+    work.mkdir()
+    (tmp_path / "notes.txt").write_text("old notes\n")
+    extra = tmp_path_factory.mktemp("extra")
+    (extra / "data.txt").write_text("old data\n")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    command = f"echo more >> ../notes.txt; echo new > {extra}/data.txt; echo y > {elsewhere}/out.txt; echo z > local.txt"
+    provider = ScriptedProvider([call_tools(("shell", {"command": command})), reply("done")])
+    async with serving(tools_config(tmp_path, extra_roots=[str(extra)]), frame_checker, [scripted(provider)]) as (running, alice):
+        bob = await second_client(running, frame_checker)
+        try:
+            session = await ready_session(alice, working_directory=work.as_uri())
+            alice.send_message(session, "write around")
+            # Allowed once, then allowed again when asked about the writes outside the working directory.
+            again = await _asked_again(alice, session)
+            assert str(elsewhere / "out.txt") in again["confirmationTitle"]
+            _confirm(alice, session, again, approved=True, confirmed="user-action", selectedOptionId="continue")
+            await idle(alice, session)
+            assert (tmp_path / "notes.txt").read_text() == "old notes\nmore\n" and (elsewhere / "out.txt").read_text() == "y\n"
+
+            await alice.wait_for(lambda m, e: changesets_of(alice, session), timeout=WAIT)
+            review = changesets_of(alice, session)[0]["uriTemplate"]
+            await bob.subscribe(session)
+            await bob.subscribe(review)
+            ids = {f["id"] for f in bob.state(review)["files"]}
+            # Recorded: the file in the default directory, the one in the extra root, the local one;
+            # not the one outside every root (the host could not put it back).
+            assert ids == {(tmp_path / "notes.txt").resolve().as_uri(), (extra / "data.txt").resolve().as_uri(),
+                           (work / "local.txt").resolve().as_uri()}
+            await alice.request("invokeChangesetOperation", {"channel": review, "operationId": "reject"})
+            await bob.wait_for(lambda m, e: not bob.state(review)["files"], timeout=WAIT)
+            assert (tmp_path / "notes.txt").read_text() == "old notes\n"
+            assert (extra / "data.txt").read_text() == "old data\n"
+            assert not (work / "local.txt").exists()
+            assert (elsewhere / "out.txt").read_text() == "y\n"
+        finally:
+            await bob.close()
+
+
+async def test_blocks_of_lines_are_kept_and_undone_by_line_range_for_every_client(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("one\ntwo\nthree\nfour\nfive\n")
+    provider = ScriptedProvider([
+        call_tools(("write_file", {"path": "notes.txt", "content": "ONE\ntwo\nthree\nfour\nfive\nsix\n"})),
+        reply("done"),
+        call_tools(("write_file", {"path": "notes.txt", "content": "one\nTWO\nthree\nFOUR\nfive\nsix\n"})),
+        reply("done"),
+    ])
+
+    def lines(first: int, last: int, side: str = "after") -> dict[str, Any]:
+        return {"kind": "range", "resource": notes.resolve().as_uri(), "side": side,
+                "range": {"start": {"line": first, "character": 0}, "end": {"line": last, "character": 0}}}
+
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(provider)]) as (running, alice):
+        bob = await second_client(running, frame_checker)
+        try:
+            session = await ready_session(alice)
+            first = await run_turn(alice, session, "change it")
+            await alice.wait_for(lambda m, e: changesets_of(alice, session), timeout=WAIT)
+            review = changesets_of(alice, session)[0]["uriTemplate"]
+            checkpoint = turn_uri(alice, session, first["id"])
+            await bob.subscribe(review)
+            await bob.subscribe(checkpoint)
+            assert "range" in [op for op in bob.state(review)["operations"] if op["id"] == "reject"][0]["scopes"]
+
+            # Undo the first block only (line 1 of the new content): "ONE" goes back, "six" stays.
+            answer = await alice.request("invokeChangesetOperation", {"channel": review, "operationId": "reject", "target": lines(0, 0)})
+            assert answer["message"] == "Undid 1 block of lines in notes.txt."
+            assert notes.read_text() == "one\ntwo\nthree\nfour\nfive\nsix\n"
+            await bob.wait_for(lambda m, e: files(bob, review)["notes.txt"]["edit"]["diff"] == {"added": 1, "removed": 0}, timeout=WAIT)
+
+            # The turn's checkpoint still holds the turn's own content: undoing a block there now
+            # conflicts (the file is no longer what the turn wrote) and writes nothing.
+            with pytest.raises(AhpError) as error:
+                await alice.request("invokeChangesetOperation", {"channel": checkpoint, "operationId": "revert", "target": lines(5, 5)})
+            assert error.value.code == -32011 and "changed since the agent wrote it" in error.value.message
+            assert notes.read_text() == "one\ntwo\nthree\nfour\nfive\nsix\n"
+            await bob.wait_for(lambda m, e: "conflict" in files(bob, checkpoint)["notes.txt"].get("_meta", {}), timeout=WAIT)
+
+            # A range no change meets says where the changes are; keeping the last block empties the list.
+            with pytest.raises(AhpError) as error:
+                await alice.request("invokeChangesetOperation", {"channel": review, "operationId": "accept", "target": lines(1, 3)})
+            assert error.value.code == -32008 and "changed lines there: 6" in error.value.message
+            await alice.request("invokeChangesetOperation", {"channel": review, "operationId": "accept", "target": lines(5, 5)})
+            await bob.wait_for(lambda m, e: files(bob, review) == {}, timeout=WAIT)
+            assert notes.read_text() == "one\ntwo\nthree\nfour\nfive\nsix\n"
+
+            # A second turn changes two lines; undoing one block of that turn moves the review list along.
+            second = await run_turn(alice, session, "change it again")
+            checkpoint = turn_uri(alice, session, second["id"])
+            await bob.subscribe(checkpoint)
+            await bob.wait_for(lambda m, e: "notes.txt" in files(bob, review), timeout=WAIT)
+            await alice.request("invokeChangesetOperation", {"channel": checkpoint, "operationId": "revert", "target": lines(3, 3, "before")})
+            assert notes.read_text() == "one\nTWO\nthree\nfour\nfive\nsix\n"
+            await bob.wait_for(lambda m, e: files(bob, review)["notes.txt"]["edit"]["diff"] == {"added": 1, "removed": 1}
+                               and files(bob, checkpoint)["notes.txt"]["edit"]["diff"] == {"added": 1, "removed": 1}, timeout=WAIT)
+        finally:
+            await bob.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from host.terminals.output import TerminalText, bounded
+from host.terminals.output import Mark, TerminalText, bounded
 
 
 def test_a_character_split_across_reads_arrives_whole() -> None:
@@ -27,3 +27,11 @@ def test_other_osc_sequences_pass_through() -> None:
 def test_bounded_keeps_the_newest_half_once_over_the_limit() -> None:
     assert bounded(10, "abc", "x" * 10, 20) is None
     assert bounded(18, "abcdef", "0123456789abcdefgh", 20) == "efghabcdef"
+
+
+def test_segments_keep_the_command_marks_in_order_with_their_values_unescaped() -> None:
+    text = TerminalText()
+    first = text.segments(b"$ ls\r\n\x1b]633;E;echo a\\x3b b \\\\ c\x07\x1b]633;C\x07out\r\n\x1b]63")
+    second = text.segments(b"3;D;2\x07\x1b]633;P;Cwd=/tmp\x07\x1b]133;A\x07$ ")
+    assert first == ["$ ls\r\n", Mark("E", "echo a; b \\ c"), Mark("C", None), "out\r\n"]
+    assert second == [Mark("D", "2"), Mark("P", "Cwd=/tmp"), "$ "]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.agents.harness import idle, ready_session, serving
+from tests.host.test_durability import HostProcess
 from tests.host.tools_runtime._support import calls, scripted, tools_config
 
 ROOT = "ahp-root://"
@@ -104,6 +106,58 @@ async def test_two_clients_see_the_same_output_input_resize_and_exit(connect, tm
     # Input to a terminal whose process exited is refused with a reason.
     outcome = await alice.outcome(alice.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
     assert outcome.status == "rejected" and "exited" in (outcome.reason or "")
+
+
+def commands(client: AhpClient, terminal: str) -> list[dict[str, Any]]:
+    return [p for p in (client.state(terminal) or {}).get("content") or [] if p.get("type") == "command"]
+
+
+@pytest.mark.parametrize(("name", "user_rc", "line"), [
+    ("bash", ".bashrc", "export FROM_USER_RC=sourced"),
+    ("zsh", ".zshrc", "export FROM_USER_RC=sourced"),
+    ("fish", ".config/fish/config.fish", "set -gx FROM_USER_RC sourced"),
+])
+async def test_a_users_bash_zsh_or_fish_reports_each_command_with_its_exit_code_to_every_client(
+    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, user_rc: str, line: str,
+) -> None:
+    shell = shutil.which(name)
+    if shell is None:
+        pytest.skip(f"{name} is not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / user_rc).parent.mkdir(parents=True, exist_ok=True)
+    (home / user_rc).write_text(line + "\n")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.setenv("SHELL", shell)
+    monkeypatch.delenv("ZDOTDIR", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    alice = await connect()
+    bob = await connect()
+    terminal = await new_terminal(alice)
+    await bob.subscribe(terminal)
+    await alice.wait_for(lambda m, e: (alice.state(terminal) or {}).get("supportsCommandDetection") is True, timeout=WAIT)
+
+    # Two commands typed one after the other, the second failing; the user's own ~/.bashrc was read.
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "echo rc=$FROM_USER_RC\n"})
+    await alice.wait_for(lambda m, e: any(c["isComplete"] for c in commands(alice, terminal)), timeout=WAIT)
+    bob.dispatch(terminal, {"type": "terminal/input", "data": "ls /no-such-dir; cd sub\n"})
+    for client in (alice, bob):
+        await client.wait_for(lambda m, e: [c["isComplete"] for c in commands(client, terminal)] == [True, True], timeout=WAIT)
+        first, second = commands(client, terminal)
+        assert (first["commandLine"], first["exitCode"]) == ("echo rc=$FROM_USER_RC", 0)
+        assert "rc=sourced" in first["output"] and first["durationMs"] >= 0
+        assert (second["commandLine"], second["exitCode"]) == ("ls /no-such-dir; cd sub", 0)
+        assert "No such file" in second["output"]
+        # The marks themselves never reach the clients; the directory change does.
+        assert "\x1b]633" not in text(client, terminal)
+        await client.wait_for(lambda m, e: client.state(terminal)["cwd"] == (tmp_path / "sub").resolve().as_uri(), timeout=WAIT)
+    assert alice.state(terminal)["content"] == bob.state(terminal)["content"]
+
+    # A failing command reports its own exit code.
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "ls /no-such-dir\n"})
+    await bob.wait_for(lambda m, e: len(commands(bob, terminal)) == 3 and commands(bob, terminal)[2]["isComplete"], timeout=WAIT)
+    assert commands(bob, terminal)[2]["exitCode"] == 2
 
 
 async def test_dispose_kills_the_process_group_and_removes_the_terminal(connect) -> None:
@@ -225,6 +279,70 @@ async def test_a_restarted_host_shows_terminals_as_ended_with_their_output(tmp_p
         assert "before-restart" in text(client, terminal)
         outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
         assert outcome.status == "rejected"
+
+
+async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_refuse_input_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bash = shutil.which("bash")
+    if bash is not None:  # with command detection, a command still running at the kill is seen finished
+        monkeypatch.setenv("SHELL", bash)
+        monkeypatch.setenv("HOME", str(tmp_path))
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
+    host = HostProcess(tmp_path / "data", config)
+
+    async def client_of() -> AhpClient:
+        client = await AhpClient.connect(host.url)
+        await client.initialize(subscriptions=[ROOT])
+        return client
+
+    async def terminal_with_output(client: AhpClient, name: str) -> tuple[str, int]:
+        terminal = await new_terminal(client, name=name)
+        client.dispatch(terminal, {"type": "terminal/input", "data": f"echo $$ > {name}.pid; printf '{name}-%s\\n' output\n"})
+        await see(client, terminal, f"{name}-output")
+        return terminal, int((tmp_path / f"{name}.pid").read_text())
+
+    try:
+        await host.start()
+        client = await client_of()
+        stopped, stopped_pid = await terminal_with_output(client, "stopped")
+        await client.close()
+        host.stop()  # SIGTERM: the host stops cleanly and ends its terminals
+        assert gone(stopped_pid)
+
+        await host.start()
+        client = await client_of()
+        killed, killed_pid = await terminal_with_output(client, "killed")
+        if bash is not None:
+            client.dispatch(killed, {"type": "terminal/input", "data": "sleep 300\n"})
+            await client.wait_for(lambda m, e: [c["commandLine"] for c in commands(client, killed) if not c["isComplete"]] == ["sleep 300"],
+                                  timeout=WAIT)
+        await client.close()
+        host.kill()
+        # The kernel hangs up the pty of a process that died: the shell goes with it.
+        assert await eventually(lambda: gone(killed_pid)), "the shell outlived its host's kill -9"
+
+        await host.start()
+        client = await client_of()
+        reasons = []
+        for terminal, name, why in ((stopped, "stopped", "The host stopped"), (killed, "killed", "killed or crashed")):
+            # Listed as ended (hung up), with its output and a line saying what happened.
+            info = listed(client, terminal)
+            assert info is not None and (info["title"], info["exitCode"]) == (name, 129)
+            await client.subscribe(terminal)
+            assert f"{name}-output" in text(client, terminal) and why in text(client, terminal)
+            outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
+            assert outcome.status == "rejected"
+            reasons.append(outcome.reason)
+        assert reasons[0] == reasons[1]
+        if bash is not None:
+            [sleeping] = [c for c in commands(client, killed) if c["commandLine"] == "sleep 300"]
+            assert sleeping["isComplete"] is True and "exitCode" not in sleeping
+        assert "gone" in reasons[0] and "createTerminal" in reasons[0] and "restarted" in reasons[0]
+        await client.close()
+    finally:
+        host.stop()
 
 
 async def test_scrollback_stays_bounded_and_keeps_the_newest_output(running_host: Any, connect) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.shell import describe_findings, outside_writes
+from tools.shell import describe_findings, outside_writes, write_targets
 
 
 def _outside(workspace: Path, command: str) -> list[tuple[str, str]]:
@@ -97,3 +97,14 @@ def test_the_description_names_every_path_and_the_working_directory(workspace: P
     assert str((workspace.parent / "outside" / "a").resolve()) in text
     assert "outside the working directory" in text and "`$B`" in text and str(workspace) in text
     assert os.linesep not in text
+
+
+def test_write_targets_are_the_named_places_outside_the_working_directory_inside_the_given_folders(tmp_path: Path) -> None:
+    work, shared, other = tmp_path / "work", tmp_path / "shared", tmp_path / "other"
+    for folder in (work, shared, other):
+        folder.mkdir()
+    command = f"echo a > ../shared/x.txt; cp y {other}/; echo $HOME > {shared}/$NAME; cd ../shared && make; echo b > here.txt"
+    # After the cd, here.txt is written in shared too; $NAME is known only at run time: left out.
+    inside_shared = [(shared / "x.txt").resolve(), shared.resolve(), (shared / "here.txt").resolve()]
+    assert write_targets(command, work, [shared]) == inside_shared
+    assert write_targets(command, work, [shared, other]) == [inside_shared[0], other.resolve(), *inside_shared[1:]]
