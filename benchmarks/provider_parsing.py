@@ -1,17 +1,25 @@
-"""What each SDK costs per streamed chunk, against decoding the same chunk as a plain dict.
+"""What each SDK costs per streamed chunk, against the host's lean path for the same chunks.
 
     .venv/bin/python benchmarks/provider_parsing.py [--chunks 20000] [--repeat 3]
 
-For one typical text-delta event of each API (OpenAI Chat Completions, OpenAI Responses, Anthropic
-Messages) it times what the SDK does with an SSE ``data`` line: ``json.loads`` then the SDK's own
-``construct_type`` into its typed model (what ``AsyncStream`` does per event), against
-``orjson.loads`` alone (what ``providers._sse`` does). Microseconds per chunk, median of
-``--repeat``; the ratio says how much of a token's cost parsing is.
+1. Parsing alone. For one typical text-delta event of each API (OpenAI Chat Completions, OpenAI
+   Responses, Anthropic Messages) it times what the SDK does with an SSE ``data`` line:
+   ``json.loads`` then the SDK's own ``construct_type`` into its typed model (what ``AsyncStream``
+   does per event), against ``orjson.loads`` alone (what ``providers._sse`` does).
+2. The whole stream, in this process. A stream of ``--chunks`` text deltas (with the events that
+   open and finish a real response) is served by an ``httpx2.MockTransport``, one SSE event per
+   network read, to (a) the bare SDK iterating its typed events (``create(stream=True)``, nothing
+   done with them) and (b) the host's provider (``provider.stream()``: the SDK's raw response,
+   ``providers._sse``, orjson, the translator, the neutral events the turn loop consumes).
+   Microseconds per chunk, including the HTTP client's own per-read cost.
+
+Median of ``--repeat``; ratios say how much of a token's cost parsing is.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
@@ -36,6 +44,120 @@ def _time(parse, line: str, chunks: int) -> float:
     for _ in range(chunks):
         parse(line)
     return (time.perf_counter() - started) / chunks * 1e6
+
+
+def _sse(events: list[tuple[str | None, dict | str]]) -> list[bytes]:
+    return [((f"event: {name}\n" if name else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n").encode()
+            for name, data in events]
+
+
+def _chat_stream(chunks: int) -> list[bytes]:
+    envelope = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1", "system_fingerprint": "fp"}
+    events: list[tuple[str | None, dict | str]] = [
+        (None, {**envelope, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})]
+    events += [(None, json.loads(CHAT))] * chunks
+    events += [(None, {**envelope, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
+    return _sse(events)
+
+
+def _responses_stream(chunks: int) -> list[bytes]:
+    response = {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-5", "output": [], "status": "in_progress",
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    done_item = {**item, "status": "completed", "content": [{"type": "output_text", "text": "x", "annotations": []}]}
+    usage = {"input_tokens": 5, "output_tokens": chunks, "total_tokens": chunks + 5,
+             "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+    events: list[tuple[str | None, dict | str]] = [
+        ("response.created", {"type": "response.created", "sequence_number": 0, "response": response}),
+        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item}),
+    ]
+    events += [("response.output_text.delta", json.loads(RESPONSES))] * chunks
+    events += [
+        ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": done_item}),
+        ("response.completed", {"type": "response.completed", "sequence_number": 3,
+                                "response": {**response, "status": "completed", "output": [done_item], "usage": usage}}),
+    ]
+    return _sse(events)
+
+
+def _anthropic_stream(chunks: int) -> list[bytes]:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}
+    events: list[tuple[str | None, dict | str]] = [
+        ("message_start", {"type": "message_start", "message": message}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
+    events += [("content_block_delta", json.loads(ANTHROPIC))] * chunks
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": chunks}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return _sse(events)
+
+
+def _http_client(body: list[bytes]):
+    """An ``httpx2.AsyncClient`` whose every request gets ``body``, one piece per read."""
+    import httpx2
+
+    class Pieces(httpx2.AsyncByteStream):
+        async def __aiter__(self):
+            for piece in body:
+                yield piece
+
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(
+        lambda request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=Pieces())))
+
+
+async def _whole_streams(chunks: int, repeat: int) -> None:
+    import anthropic
+    import openai
+
+    from providers import AnthropicProvider, ModelRequest, OpenAIChatProvider, OpenAIResponsesProvider, UserMessage
+
+    request = ModelRequest(model="bench", messages=(UserMessage.of("go"),))
+    messages = [{"role": "user", "content": "go"}]
+    cases = [
+        ("OpenAI Chat Completions", _chat_stream(chunks),
+         lambda http: openai.AsyncOpenAI(api_key="k", http_client=http, max_retries=0).chat.completions.create(
+             model="bench", messages=messages, stream=True),
+         lambda http: OpenAIChatProvider(api_key="k", http_client=http)),
+        ("OpenAI Responses", _responses_stream(chunks),
+         lambda http: openai.AsyncOpenAI(api_key="k", http_client=http, max_retries=0).responses.create(
+             model="bench", input="go", stream=True),
+         lambda http: OpenAIResponsesProvider(api_key="k", http_client=http)),
+        ("Anthropic Messages", _anthropic_stream(chunks),
+         lambda http: anthropic.AsyncAnthropic(api_key="k", http_client=http, max_retries=0).messages.create(
+             model="bench", max_tokens=10, messages=messages, stream=True),
+         lambda http: AnthropicProvider(api_key="k", http_client=http)),
+    ]
+
+    async def bare(body: list[bytes], create) -> float:
+        started = time.perf_counter()
+        async for _ in await create(_http_client(body)):
+            pass
+        return (time.perf_counter() - started) / chunks * 1e6
+
+    async def hosted(body: list[bytes], make) -> float:
+        provider = make(_http_client(body))
+        started = time.perf_counter()
+        deltas = 0
+        async for event in provider.stream(request):
+            deltas += event.kind == "part_delta"
+        elapsed = time.perf_counter() - started
+        assert deltas == chunks, (deltas, chunks)
+        return elapsed / chunks * 1e6
+
+    print()
+    print(f"whole stream of {chunks} text deltas through an in-process httpx2 transport, µs per chunk:")
+    print(f"{'API':<26}{'bare SDK, typed events':>24}{'host provider, neutral events':>31}{'ratio':>8}")
+    for name, body, create, make in cases:
+        sdk_runs, host_runs = [], []
+        for _ in range(repeat):
+            sdk_runs.append(await bare(body, create))
+            host_runs.append(await hosted(body, make))
+        s, h = median(sdk_runs), median(host_runs)
+        print(f"{name:<26}{s:>24.1f}{h:>31.1f}{h / s:>8.2f}")
 
 
 def main() -> None:
@@ -67,6 +189,7 @@ def main() -> None:
             lean_runs.append(_time(orjson.loads, line, args.chunks))
         s, lean = median(sdk_runs), median(lean_runs)
         print(f"{name:<26}{s:>15.1f}{lean:>18.2f}{s / lean:>8.0f}")
+    asyncio.run(_whole_streams(args.chunks, args.repeat))
 
 
 if __name__ == "__main__":

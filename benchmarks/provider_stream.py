@@ -16,9 +16,16 @@ turn loop, store, journal, WebSocket), and the clients (``AhpClient``, their own
    carries the monotonic clock reading (``perf_counter_ns``, shared by the processes of one
    machine) at which the server wrote it. Baseline: the bare SDK consuming the N streams in this
    process, chunk written → chunk parsed. Host: chunk written → its ``session/delta`` dispatched
-   (the frame handed to every subscriber's socket buffer in the same call), and chunk written →
+   (the frame handed to every subscriber's socket buffer in the same call), chunk written → frame
+   written to the client's socket (after the journal commit that makes it durable; measured by
+   wrapping the connection's ``_write_buffered`` in this process), and chunk written →
    frame received by the client process (which adds the operating system waking a third process
    on a shared machine). Median and p99 of every chunk of every session, median of ``--repeat`` runs.
+
+The host runs as ``agent-host serve`` runs it: after start-up its memory is settled
+(``host.server._settle_memory``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
+baseline is the SDK as it comes (its default httpx client, typed chunks); the host's providers use
+the SDKs' aiohttp-backed clients and read the raw stream (``providers/_sse.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import sys
 import tempfile
 import time
@@ -171,7 +179,8 @@ async def _bare_sdk(base_url: str, model: str, sessions: int) -> dict[str, float
 
 async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, float]:
     from host.config import load_config
-    from host.server import start_host
+    from host.server import _settle_memory, start_host
+    from host.ws_protocol import TickBatchingWebSocketProtocol
     from host.service import AgentHost
 
     with tempfile.TemporaryDirectory() as data_dir:
@@ -191,7 +200,20 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
                 queued.extend((now - int(stamp)) / 1e6 for stamp in action["content"].split(";") if stamp)
 
         host.store.observers.append(at_dispatch)
+        written: list[float] = []
+        stamps = re.compile(r'"content":"([0-9;]+)"')
+        write_buffered = TickBatchingWebSocketProtocol._write_buffered
+
+        def timed_write(protocol: TickBatchingWebSocketProtocol) -> None:
+            if protocol._pending and model.startswith("paced"):
+                now = time.perf_counter_ns()
+                written.extend((now - int(stamp)) / 1e6 for text in protocol._pending
+                               for found in stamps.finditer(text) for stamp in found.group(1).split(";") if stamp)
+            write_buffered(protocol)
+
+        TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]
         running = await start_host(host, token=TOKEN)
+        _settle_memory()  # as `agent-host serve` does once started
         child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions)
         try:
             result = json.loads(await child.expect("result", timeout=900))
@@ -199,6 +221,10 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
         finally:
             child.kill()
             await running.stop()
+            TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]
+    if written:
+        written.sort()
+        result.update(written_median=median(written), written_p99=percentile(written, 0.99))
     if queued:
         queued.sort()
         result.update(queued_median=median(queued), queued_p99=percentile(queued, 0.99))
@@ -235,7 +261,7 @@ async def main() -> None:
         count = round(args.rate * args.seconds)
         paced = f"paced-{count}-{args.rate:g}"
         print(f"{args.rate:g} chunks/s per session for {args.seconds:g} s, starts staggered; ms from chunk written by the fake provider to:")
-        print(f"{'sessions':>8} | {'bare SDK: parsed':>16} {'p99':>7} | {'host: frame queued':>18} {'p99':>7} | {'client process: frame':>21} {'p99':>7}")
+        print(f"{'sessions':>8} | {'bare SDK: parsed':>16} {'p99':>7} | {'host: frame queued':>18} {'p99':>7} | {'host: frame written':>19} {'p99':>7} | {'client process: frame':>21} {'p99':>7}")
         for sessions in (int(n) for n in args.sessions.split(",")):
             bare_runs, host_runs = [], []
             for _ in range(args.repeat):
@@ -244,7 +270,7 @@ async def main() -> None:
             def both(runs: list[dict], key: str = "") -> str:
                 return f"{median([r[key + 'median'] for r in runs]):.2f} {median([r[key + 'p99'] for r in runs]):>7.2f}"
 
-            print(f"{sessions:>8} | {both(bare_runs):>24} | {both(host_runs, 'queued_'):>26} | {both(host_runs):>29}", flush=True)
+            print(f"{sessions:>8} | {both(bare_runs):>24} | {both(host_runs, 'queued_'):>26} | {both(host_runs, 'written_'):>27} | {both(host_runs):>29}", flush=True)
         print(f"load average after the run: {machine_note()}")
     finally:
         server.kill()

@@ -7,6 +7,11 @@ reasoning part. At each ``content_block_stop`` the block is rebuilt exactly as t
 it (thinking with its ``signature``, ``redacted_thinking`` with its ``data``, ``tool_use`` with
 parsed ``input``) and attached as the part's ``native`` payload, which :func:`build_params`
 sends back unchanged next turn. Only the SDK call site maps exceptions (:func:`map_error`).
+
+The SDK builds, authenticates and sends the request and maps HTTP error statuses; the events are
+read from its raw response with the lean reader (``providers._sse``, orjson) as plain dicts, as
+the SDK's typed models would cost ~10 µs a chunk. An ``error`` event inside the stream is raised
+as the SDK would raise it (``anthropic.APIStatusError`` on the 200 response).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ._request_body import untransformed
+from ._sse import RawEventStream
 from ._streaming import sdk_events
 from .accumulator import StreamAccumulator
 from .errors import (
@@ -24,6 +31,7 @@ from .errors import (
     InvalidRequestError,
     ModelNotFoundError,
     ProviderError,
+    ProviderProtocolError,
     ProviderUnavailableError,
     RateLimitError,
     RequestCancelledError,
@@ -61,7 +69,8 @@ _STOP_REASONS: dict[str, FinishReason] = {
 
 
 class AnthropicProvider:
-    """Streams Claude models. ``http_client`` must be an ``httpx2.AsyncClient`` (SDK rule)."""
+    """Streams Claude models. ``http_client`` must be an ``httpx2.AsyncClient`` (SDK rule); without one
+    the SDK's aiohttp-backed ``anthropic.DefaultAioHttpClient`` is used."""
 
     name = PROVIDER
     api = "anthropic"
@@ -94,7 +103,9 @@ class AnthropicProvider:
             self._client = anthropic.AsyncAnthropic(
                 api_key=api_key,
                 base_url=self._base_url,
-                http_client=self._http_client,
+                # The SDK's aiohttp-backed client reads a streamed chunk for about half the CPU of
+                # its default httpx2 stack (see providers/openai/_client.py).
+                http_client=self._http_client if self._http_client is not None else anthropic.DefaultAioHttpClient(),
                 max_retries=0,  # the turn loop owns retries
                 timeout=self._timeout,
             )
@@ -111,8 +122,8 @@ class AnthropicProvider:
         params = self.build_params(request)
         translator = _Translator()
         async for event in sdk_events(
-            lambda: self._sdk().messages.create(**params, stream=True),
-            translator.feed,
+            lambda: open_event_stream(self._sdk(), params),
+            lambda item: translator.feed(item[1]),
             map_error,
             finished=lambda: translator.finished,
             dropped="The connection to Anthropic dropped before the response finished. Try again.",
@@ -122,8 +133,30 @@ class AnthropicProvider:
             yield event
 
 
+async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
+    """The SDK sends the request; the events are read from its raw response as plain dicts."""
+    raw = await client.messages.with_raw_response.create(
+        **untransformed(params, messages=[], max_tokens=params["max_tokens"]), stream=True
+    )
+    return RawEventStream(raw.http_response, error=lambda data: stream_error(raw.http_response, data))
+
+
+def stream_error(response: Any, data: Any) -> BaseException | None:
+    """An ``error`` event (``{"type": "error", "error": {...}}``) as the SDK would raise it."""
+    if not isinstance(data, dict) or data.get("type") != "error":
+        return None
+    import anthropic
+
+    return anthropic.APIStatusError(f"{data}", response=response, body=data)
+
+
+def _without_none(value: dict[str, Any]) -> dict[str, Any]:
+    """A block as the SDK's ``model_dump(exclude_none=True)`` gave it (top-level ``None`` dropped)."""
+    return {k: v for k, v in value.items() if v is not None}
+
+
 class _Translator:
-    """Raw Anthropic stream events → neutral events, one message's worth."""
+    """Raw Anthropic stream events (plain dicts, as sent) → neutral events, one message's worth."""
 
     def __init__(self) -> None:
         self.acc = StreamAccumulator(api="anthropic", provider=PROVIDER)
@@ -135,20 +168,21 @@ class _Translator:
         self._model: str | None = None
         self._stop_reason: str | None = None
 
-    def feed(self, raw: Any) -> list[StreamEvent]:
-        match raw.type:
+    def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
+        match raw.get("type"):
+            case "content_block_delta":  # nearly every event: matched first
+                return self._delta(raw["index"], raw["delta"])
             case "message_start":
-                self._message_id, self._model = raw.message.id, raw.message.model
-                return [self._usage(raw.message.usage)]
+                message = raw["message"]
+                self._message_id, self._model = message.get("id"), message.get("model")
+                return [self._usage(message.get("usage") or {})]
             case "content_block_start":
-                return self._start(raw.index, raw.content_block.model_dump(mode="json", exclude_none=True))
-            case "content_block_delta":
-                return self._delta(raw.index, raw.delta)
+                return self._start(raw["index"], _without_none(raw["content_block"]))
             case "content_block_stop":
-                return self._stop(raw.index)
+                return self._stop(raw["index"])
             case "message_delta":
-                self._stop_reason = raw.delta.stop_reason or self._stop_reason
-                return [self._usage(raw.usage)] if raw.usage is not None else []
+                self._stop_reason = (raw.get("delta") or {}).get("stop_reason") or self._stop_reason
+                return [self._usage(raw["usage"])] if raw.get("usage") is not None else []
             case "message_stop":
                 self.finished = True
                 reason = _STOP_REASONS.get(self._stop_reason or "", "other")
@@ -156,7 +190,7 @@ class _Translator:
                     *self.acc.end_all(),
                     Finish(reason=reason, raw_reason=self._stop_reason, response_id=self._message_id, model=self._model),
                 ]
-        return []  # event types added by later API versions are not ours to guess at
+        return []  # ping, and event types added by later API versions, are not ours to guess at
 
     def _start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
         kind = block.get("type")
@@ -179,22 +213,22 @@ class _Translator:
             events.append(self.acc.delta(index, initial))
         return events
 
-    def _delta(self, index: int, delta: Any) -> list[StreamEvent]:
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
         if index in self._ignored:
             return []
-        match delta.type:
+        match delta.get("type"):
             case "text_delta":
-                return [self.acc.delta(index, delta.text)] if delta.text else []
+                return [self.acc.delta(index, delta["text"])] if delta.get("text") else []
             case "thinking_delta":
-                return [self.acc.delta(index, delta.thinking)] if delta.thinking else []
+                return [self.acc.delta(index, delta["thinking"])] if delta.get("thinking") else []
             case "input_json_delta":
-                return [self.acc.delta(index, delta.partial_json)] if delta.partial_json else []
+                return [self.acc.delta(index, delta["partial_json"])] if delta.get("partial_json") else []
             case "signature_delta":
                 block = self._open_block(index)
-                block["signature"] = block.get("signature", "") + delta.signature
+                block["signature"] = block.get("signature", "") + (delta.get("signature") or "")
             case "citations_delta":
                 block = self._open_block(index)
-                block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
+                block.setdefault("citations", []).append(_without_none(delta["citation"]))
         return []
 
     def _open_block(self, index: int) -> dict[str, Any]:
@@ -224,15 +258,13 @@ class _Translator:
                 native = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": arguments}
         return [self.acc.end(index, native)]
 
-    def _usage(self, usage: Any) -> UsageReport:
+    def _usage(self, usage: dict[str, Any]) -> UsageReport:
         current = self.usage
         self.usage = Usage(
-            input_tokens=_first_int(getattr(usage, "input_tokens", None), current.input_tokens),
-            output_tokens=_first_int(getattr(usage, "output_tokens", None), current.output_tokens),
-            cache_read_tokens=_first_int(getattr(usage, "cache_read_input_tokens", None), current.cache_read_tokens),
-            cache_write_tokens=_first_int(
-                getattr(usage, "cache_creation_input_tokens", None), current.cache_write_tokens
-            ),
+            input_tokens=_first_int(usage.get("input_tokens"), current.input_tokens),
+            output_tokens=_first_int(usage.get("output_tokens"), current.output_tokens),
+            cache_read_tokens=_first_int(usage.get("cache_read_input_tokens"), current.cache_read_tokens),
+            cache_write_tokens=_first_int(usage.get("cache_creation_input_tokens"), current.cache_write_tokens),
         )
         return UsageReport(usage=self.usage)
 
@@ -358,11 +390,17 @@ def map_error(exc: BaseException) -> ProviderError:
     """An Anthropic SDK / transport exception as a :class:`ProviderError` with advice."""
     import anthropic
 
-    from ._transport_errors import is_transport_error
+    from ._transport_errors import is_transport_error, really_timed_out
 
+    if isinstance(exc, json.JSONDecodeError):  # orjson's error is one too
+        return ProviderProtocolError(
+            "Anthropic sent a stream event that is not valid JSON, so its answer could not be read. "
+            "Try again; if it keeps happening, check base_url points at the Anthropic API.",
+            provider=PROVIDER,
+        )
     if isinstance(exc, anthropic.APIStatusError):
         return _map_status(exc)
-    if isinstance(exc, anthropic.APITimeoutError):
+    if isinstance(exc, anthropic.APITimeoutError) and really_timed_out(exc):
         return ProviderUnavailableError("Anthropic did not answer in time. Try again.", provider=PROVIDER)
     if isinstance(exc, anthropic.APIConnectionError) or is_transport_error(exc):
         return ProviderUnavailableError(

@@ -97,7 +97,8 @@ def _bridged_client(client: Any, timeout: float | None, responses: list[Any]) ->
     return httpx.AsyncClient(transport=Bridge(), timeout=timeout)
 
 
-def _litellm() -> Any:
+def import_litellm() -> Any:
+    """The ``litellm`` module, imported with its bundled model cost map (it would fetch one online)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
@@ -165,7 +166,7 @@ class LiteLLMProvider:
         return None
 
     async def _open(self, params: dict[str, Any]) -> Any:
-        litellm = _litellm()
+        litellm = import_litellm()
         if self._http_client is not None:
             client = await self._client_for(litellm, params["model"])
             if client is not None:

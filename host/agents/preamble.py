@@ -18,6 +18,10 @@ Coding agents work better when told their surroundings up front, as Claude Code 
 * It is gathered once per session and day, in the first turn's ``user_message`` step (async:
   ``git`` runs as a subprocess with a time limit), and then reused, so the prompt prefix stays the
   same from one model call to the next and providers can cache it.
+* Sessions in one directory share the ``git`` facts gathered for it within ``git_reuse_seconds``
+  (10 s by default; a gather still running is awaited by all of them): starting ``git`` costs the
+  event loop a few milliseconds per process, so a hundred sessions started together in one
+  project would otherwise stall every stream on the host for a good part of a second.
 * ``git`` is optional: outside a repository, or without ``git`` on PATH, the git lines are left out.
   The short status is cut at ``status_lines`` lines with a note saying how many more there are.
 * ``instruction_files(session)`` is supplied by the customizations service: the always-on
@@ -31,6 +35,7 @@ import asyncio
 import datetime as dt
 import os
 import platform
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,7 @@ from host.workdirs import session_directory
 __all__ = ["EnvironmentPreamble", "render_preamble", "git_facts"]
 
 GIT_TIMEOUT = 3.0
+GIT_REUSE_SECONDS = 10.0
 
 
 async def git_facts(directory: Path, status_lines: int) -> tuple[str | None, list[str]]:
@@ -113,12 +119,17 @@ class EnvironmentPreamble(Contributor):
         *,
         status_lines: int = 20,
         environ: dict[str, str] | None = None,
+        git_reuse_seconds: float = GIT_REUSE_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.clock = clock
         self.instruction_files = instruction_files
         self.status_lines = status_lines
         self.environ = os.environ if environ is None else environ
+        self.git_reuse_seconds = git_reuse_seconds
+        self._monotonic = monotonic
         self._cache: dict[str, tuple[dt.date, str]] = {}
+        self._git: dict[Path, tuple[float, asyncio.Future[tuple[str | None, list[str]]]]] = {}
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
         today = self._today()
@@ -134,6 +145,18 @@ class EnvironmentPreamble(Contributor):
     def forget(self, session: str) -> None:
         self._cache.pop(session, None)
 
+    async def _shared_git_facts(self, directory: Path) -> tuple[str | None, list[str]]:
+        """``git_facts`` of ``directory``, shared with every session asking within the reuse window."""
+        now = self._monotonic()
+        entry = self._git.get(directory)
+        if entry is None or now - entry[0] > self.git_reuse_seconds:
+            for stale in [d for d, (at, _) in self._git.items() if now - at > self.git_reuse_seconds]:
+                del self._git[stale]
+            entry = (now, asyncio.ensure_future(git_facts(directory, self.status_lines)))
+            self._git[directory] = entry
+        # shield: one session's turn being cancelled must not cancel the gather the others wait on
+        return await asyncio.shield(entry[1])
+
     def _today(self) -> dt.date:
         return dt.datetime.fromtimestamp(self.clock() / 1000).date()
 
@@ -141,7 +164,7 @@ class EnvironmentPreamble(Contributor):
         directory = session_directory(ctx.state)
         branch, status = (None, [])
         if directory is not None and directory.is_dir():
-            branch, status = await git_facts(directory, self.status_lines)
+            branch, status = await self._shared_git_facts(directory)
         return render_preamble(
             directory=directory,
             date=today,

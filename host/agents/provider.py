@@ -170,6 +170,9 @@ class ProviderAgent:
     async def prepare_session(self, session: str, state: dict[str, Any]) -> None:
         if self.unavailable is not None:
             raise SessionCreationFailed("providerNotConfigured", self.unavailable)
+        warm = getattr(self.source, "warm", None)
+        if warm is not None:
+            warm()  # the SDK is imported off the event loop before the first model call needs it
 
     async def aclose(self) -> None:
         tasks = list(self._background)

@@ -12,11 +12,17 @@
   ``host.agents.replay``).
 
 SDKs and ``httpx2`` are imported on first use, so building sources costs nothing at start-up.
+``SdkSource.warm`` (called when a session is created on the agent) imports the SDK in a worker
+thread ahead of the first model call: imported on the event loop by that call, the ``openai``
+SDK's resources took 0.25–0.45 s, during which no session on the host streamed a token. In a
+thread the loop keeps running (it gets the interpreter back every few milliseconds).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,6 +32,8 @@ from providers import Provider
 
 __all__ = ["SdkSource", "API_BY_KIND", "cassette_path_for"]
 
+logger = logging.getLogger(__name__)
+
 API_BY_KIND = {
     "openai": "openai-responses",
     "openai-chat": "openai-chat",
@@ -33,6 +41,35 @@ API_BY_KIND = {
     "litellm": "litellm",
 }
 """The wire API each SDK-backed agent kind speaks."""
+
+def _import_openai() -> None:
+    import openai.resources  # noqa: F401  (what the client's first .chat / .responses imports)
+
+    import providers.openai  # noqa: F401
+
+
+def _import_anthropic() -> None:
+    import anthropic.resources  # noqa: F401
+
+    import providers.anthropic  # noqa: F401
+
+
+def _import_litellm() -> None:
+    from providers.litellm import import_litellm
+
+    import_litellm()
+
+
+_SDK_IMPORTS = {"openai": _import_openai, "openai-chat": _import_openai, "anthropic": _import_anthropic, "litellm": _import_litellm}
+"""What the first model call of each kind would import on the event loop."""
+
+
+def _import_quietly(kind: str) -> None:
+    try:
+        _SDK_IMPORTS[kind]()
+    except Exception:  # the model call will raise it where it can be reported
+        logger.debug("importing the %s SDK ahead of time failed", kind, exc_info=True)
+
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -76,6 +113,12 @@ class SdkSource:
         self._base_url = base_url
         self.record_to = record_to
         self._shared: Provider | None = None
+        self._warming: asyncio.Future[None] | None = None
+
+    def warm(self) -> None:
+        """Start importing this kind's SDK in a worker thread, once (see the module docstring)."""
+        if self._warming is None:
+            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.kind))
 
     @contextlib.asynccontextmanager
     async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:

@@ -1,7 +1,13 @@
-"""The ``AsyncOpenAI`` client both OpenAI providers own: created on first use, closed by ``aclose``.
+"""The ``AsyncOpenAI`` client both OpenAI providers own (created on first use, closed by ``aclose``),
+and how both open a stream with it (:func:`open_raw_stream`).
 
 SDK retries are off (the host's turn loop owns retries), and a missing key is an
 ``AuthenticationError`` that says which variable to set, raised before any request is made.
+Without an ``http_client`` the SDK's own aiohttp-backed client (``openai.DefaultAioHttpClient``,
+the ``openai[aiohttp]`` extra) carries the requests: it reads a streamed chunk for about half the
+CPU of the default httpx/httpcore/anyio stack (``benchmarks/provider_parsing.py``), which is what
+bounds how many sessions one event loop can stream. Proxies and CA settings from the environment
+still apply (the transport takes them from httpx's own settings).
 """
 
 from __future__ import annotations
@@ -9,9 +15,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .._request_body import untransformed
+from .._sse import RawEventStream
 from ..errors import AuthenticationError
 
-__all__ = ["OpenAIClientOwner", "make_client"]
+__all__ = ["OpenAIClientOwner", "make_client", "open_raw_stream", "stream_error"]
 
 PROVIDER = "openai"
 
@@ -24,6 +32,7 @@ def make_client(api_key: str | None, **kwargs: Any) -> Any:
     if not key:
         raise AuthenticationError("No OpenAI API key is configured: set OPENAI_API_KEY.", provider=PROVIDER)
     options = {k: v for k, v in kwargs.items() if v is not None}
+    options.setdefault("http_client", openai.DefaultAioHttpClient())
     return openai.AsyncOpenAI(api_key=key, max_retries=0, **options)
 
 
@@ -49,3 +58,24 @@ class OpenAIClientOwner:
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.close()
+
+
+async def open_raw_stream(create: Any, params: dict[str, Any], **placeholders: Any) -> RawEventStream:
+    """Call ``create`` (an SDK ``with_raw_response.create``) for ``params`` with ``stream=True``: the
+    SDK sends the request (auth, timeouts, HTTP error statuses as its exceptions), the body goes as
+    built (``providers._request_body``), and the events are read from the raw response as plain
+    dicts (``providers._sse``), not as SDK models."""
+    raw = await create(**untransformed(params, **placeholders), stream=True)
+    return RawEventStream(raw.http_response, done="[DONE]", error=lambda data: stream_error(raw.http_response, data))
+
+
+def stream_error(response: Any, data: Any) -> BaseException | None:
+    """An ``{"error": ...}`` payload inside the stream, as the SDK would raise it."""
+    if not isinstance(data, dict) or not data.get("error"):
+        return None
+    import openai
+
+    error = data["error"]
+    message = error.get("message") if isinstance(error, dict) else None
+    return openai.APIError(message if isinstance(message, str) and message else "An error occurred during streaming",
+                           request=response.request, body=error)

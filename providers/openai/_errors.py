@@ -33,7 +33,7 @@ def map_error(
 
     import openai
 
-    from .._transport_errors import is_transport_error
+    from .._transport_errors import is_transport_error, really_timed_out
 
     label = f"The model server at {base_url}" if base_url else _label(provider)
     if isinstance(exc, json.JSONDecodeError):
@@ -44,7 +44,7 @@ def map_error(
         )
     if isinstance(exc, openai.APIStatusError):
         return _from_status(exc, provider=provider, key_env=key_env)
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) and really_timed_out(exc):
         return ProviderUnavailableError(f"{label} did not answer in time. Try again.", provider=provider)
     if isinstance(exc, openai.APIConnectionError) or is_transport_error(exc):
         return ProviderUnavailableError(

@@ -25,7 +25,7 @@ from ..messages import (
 )
 from ._errors import map_error
 from .chat_stream import ChatStreamTranslator
-from ._client import OpenAIClientOwner
+from ._client import OpenAIClientOwner, open_raw_stream
 
 PROVIDER = "openai"
 
@@ -71,22 +71,8 @@ class OpenAIChatProvider(OpenAIClientOwner):
 
 
 async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
-    """The SDK sends the request (auth, timeouts, HTTP error statuses as its exceptions); the chunks
-    are read from the raw response as plain dicts (``providers._sse``), not as SDK models."""
-    raw = await client.chat.completions.with_raw_response.create(**params, stream=True)
-    return RawEventStream(raw.http_response, done="[DONE]", error=lambda data: stream_error(raw.http_response, data))
-
-
-def stream_error(response: Any, data: Any) -> BaseException | None:
-    """An ``{"error": ...}`` payload inside the stream, as the SDK would raise it."""
-    if not isinstance(data, dict) or not data.get("error"):
-        return None
-    import openai
-
-    error = data["error"]
-    message = error.get("message") if isinstance(error, dict) else None
-    return openai.APIError(message if isinstance(message, str) and message else "An error occurred during streaming",
-                           request=response.request, body=error)
+    """The chunk stream for ``params``, read as plain dicts (see :func:`._client.open_raw_stream`)."""
+    return await open_raw_stream(client.chat.completions.with_raw_response.create, params, messages=[])
 
 
 def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completion_tokens") -> dict[str, Any]:

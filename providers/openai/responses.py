@@ -1,5 +1,10 @@
 """OpenAI Responses API provider (official ``openai`` SDK 2.x, ``AsyncOpenAI``, streamed).
 
+The SDK builds, authenticates and sends the request and maps HTTP error statuses; the event
+stream is read from its raw response with the lean reader (``providers._sse``, orjson) as plain
+dicts, as the SDK's typed models would cost ~50 µs a chunk. An ``{"error": ...}`` payload inside
+the stream is raised as the SDK would raise it (``openai.APIError``).
+
 Each output item becomes one neutral part, keyed by the item id: a ``reasoning`` item → a
 reasoning part (its summary parts joined by a blank line), a ``message`` → a text part, a
 ``function_call`` → a tool-call part fed by ``function_call_arguments.delta``. At
@@ -28,7 +33,7 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
-from ._client import OpenAIClientOwner
+from ._client import OpenAIClientOwner, open_raw_stream
 from ._errors import error_from_payload, map_error
 
 PROVIDER = "openai"
@@ -48,8 +53,8 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
         params = self.build_params(request)
         translator = _Translator()
         async for event in sdk_events(
-            lambda: self._sdk().responses.create(**params, stream=True),
-            translator.feed,
+            lambda: open_raw_stream(self._sdk().responses.with_raw_response.create, params),
+            lambda item: translator.feed(item[1]),
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finished,
             dropped="The connection to OpenAI dropped before the response finished. Try again.",
@@ -59,8 +64,17 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
             yield event
 
 
+_DELTAS = frozenset({
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_text.delta",
+    "response.function_call_arguments.delta",
+})
+
+
 class _Translator:
-    """Responses stream events → neutral events, for one response."""
+    """Responses stream events (plain dicts, as sent) → neutral events, for one response."""
 
     def __init__(self) -> None:
         self.acc = StreamAccumulator(api="openai-responses", provider=PROVIDER)
@@ -68,78 +82,85 @@ class _Translator:
         self._ignored: set[str] = set()
         self._saw_function_call = False
 
-    def feed(self, raw: Any) -> list[StreamEvent]:
-        kind = raw.type
-        if kind == "response.output_item.added":
-            return self._item_added(raw.item)
-        if kind == "response.output_item.done":
-            return self._item_done(raw.item)
-        if kind in {
-            "response.output_text.delta",
-            "response.refusal.delta",
-            "response.reasoning_summary_text.delta",
-            "response.reasoning_text.delta",
-            "response.function_call_arguments.delta",
-        }:
-            if raw.item_id in self._ignored or not raw.delta:
+    def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
+        kind = raw.get("type")
+        if kind in _DELTAS:  # nearly every event: checked first
+            item_id, delta = raw.get("item_id"), raw.get("delta")
+            if item_id in self._ignored or not delta:
                 return []
-            return [self.acc.delta(raw.item_id, raw.delta)]
-        if kind == "response.reasoning_summary_part.added" and raw.summary_index > 0:
-            return [self.acc.delta(raw.item_id, "\n\n")]  # keep summary sections apart
+            return [self.acc.delta(item_id, delta)]
+        if kind == "response.output_item.added":
+            return self._item_added(raw["item"])
+        if kind == "response.output_item.done":
+            return self._item_done(raw["item"])
+        if kind == "response.reasoning_summary_part.added" and (raw.get("summary_index") or 0) > 0:
+            return [self.acc.delta(raw.get("item_id"), "\n\n")]  # keep summary sections apart
         if kind in {"response.completed", "response.incomplete"}:
-            return self._completed(raw.response)
+            return self._completed(raw["response"])
         if kind == "response.failed":
-            error = raw.response.error
-            payload = error.model_dump() if error is not None else {"message": "the response failed"}
+            error = (raw.get("response") or {}).get("error")
+            payload = error if isinstance(error, dict) else {"message": "the response failed"}
             raise error_from_payload(payload, provider=PROVIDER)
         if kind == "error":
-            raise error_from_payload({"code": raw.code, "message": raw.message}, provider=PROVIDER)
+            raise error_from_payload({"code": raw.get("code"), "message": raw.get("message")}, provider=PROVIDER)
         return []
 
-    def _item_added(self, item: Any) -> list[StreamEvent]:
-        part_kind = _PART_ITEMS.get(item.type)
+    def _item_added(self, item: dict[str, Any]) -> list[StreamEvent]:
+        part_kind = _PART_ITEMS.get(item.get("type"))  # type: ignore[arg-type]
         if part_kind is None:
-            self._ignored.add(item.id)  # hosted tools (web search ...) are not neutral parts yet
+            self._ignored.add(item.get("id"))  # hosted tools (web search ...) are not neutral parts yet
             return []
         if part_kind == "tool_call":
             self._saw_function_call = True
             events: list[StreamEvent] = [
-                self.acc.start(item.id, "tool_call", tool_call_id=item.call_id, tool_name=item.name)
+                self.acc.start(item.get("id"), "tool_call", tool_call_id=item.get("call_id"), tool_name=item.get("name"))
             ]
-            if item.arguments:
-                events.append(self.acc.delta(item.id, item.arguments))
+            if item.get("arguments"):
+                events.append(self.acc.delta(item.get("id"), item["arguments"]))
             return events
-        return [self.acc.start(item.id, part_kind)]
+        return [self.acc.start(item.get("id"), part_kind)]
 
-    def _item_done(self, item: Any) -> list[StreamEvent]:
-        if item.id in self._ignored:
+    def _item_done(self, item: dict[str, Any]) -> list[StreamEvent]:
+        item_id = item.get("id")
+        if item_id in self._ignored:
             return []
-        native = item.model_dump(mode="json", exclude_none=True)
-        if item.type == "function_call" and not self.acc.part_text(item.id) and item.arguments:
-            self.acc.delta(item.id, item.arguments)  # servers that only send the final arguments
-        return [self.acc.end(item.id, native)]
+        native = without_none(item)
+        if item.get("type") == "function_call" and not self.acc.part_text(item_id) and item.get("arguments"):
+            self.acc.delta(item_id, item["arguments"])  # servers that only send the final arguments
+        return [self.acc.end(item_id, native)]
 
-    def _completed(self, response: Any) -> list[StreamEvent]:
+    def _completed(self, response: dict[str, Any]) -> list[StreamEvent]:
         self.finished = True
         events: list[StreamEvent] = list(self.acc.end_all())
-        if response.usage is not None:
-            events.append(UsageReport(usage=_usage(response.usage)))
-        raw_reason = response.incomplete_details.reason if response.incomplete_details else response.status
+        if response.get("usage") is not None:
+            events.append(UsageReport(usage=_usage(response["usage"])))
+        status = response.get("status")
+        incomplete = response.get("incomplete_details")
+        raw_reason = incomplete.get("reason") if isinstance(incomplete, dict) else status
         reason: FinishReason
-        if response.status == "incomplete":
+        if status == "incomplete":
             reason = "max_tokens" if raw_reason == "max_output_tokens" else "content_filter" if raw_reason == "content_filter" else "other"
         else:
             reason = "tool_calls" if self._saw_function_call else "stop"
-        events.append(Finish(reason=reason, raw_reason=raw_reason, response_id=response.id, model=response.model))
+        events.append(Finish(reason=reason, raw_reason=raw_reason, response_id=response.get("id"), model=response.get("model")))
         return events
 
 
-def _usage(usage: Any) -> Usage:
-    cached = getattr(usage.input_tokens_details, "cached_tokens", 0) or 0
-    reasoning = getattr(usage.output_tokens_details, "reasoning_tokens", 0) or 0
+def without_none(value: Any) -> Any:
+    """``value`` with every ``None`` member of its objects dropped, at any depth (what the SDK's
+    ``model_dump(exclude_none=True)`` gave): the item is sent back next turn exactly so."""
+    if isinstance(value, dict):
+        return {k: without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_none(v) for v in value]
+    return value
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
     return Usage(
-        input_tokens=usage.input_tokens - cached,
-        output_tokens=usage.output_tokens,
+        input_tokens=(usage.get("input_tokens") or 0) - cached,
+        output_tokens=usage.get("output_tokens") or 0,
         cache_read_tokens=cached,
         reasoning_tokens=reasoning,
     )

@@ -274,3 +274,73 @@ async def test_delta_for_a_block_never_started_is_a_protocol_error():
     body = sse(("message_start", MESSAGE_START), ("content_block_delta", TEXT_DELTA))
     with pytest.raises(UnexpectedDeltaError):
         await run_against(Reply(200, body))
+
+
+async def test_ping_events_between_deltas_are_ignored_like_the_sdk_does():
+    body = sse(
+        ("message_start", MESSAGE_START),
+        ("ping", {"type": "ping"}),
+        ("content_block_start", TEXT_START),
+        ("content_block_delta", TEXT_DELTA),
+        ("ping", {"type": "ping"}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}}),
+        ("message_stop", {"type": "message_stop"}),
+    )
+    seen = await run_against(Reply(200, body))
+    assert summarize(seen) == [
+        ("usage", 5, 1, 0, 0, 0),
+        ("start", 0, "text", None, None),
+        ("delta", 0, "Hel"),
+        ("end", 0),
+        ("usage", 5, 3, 0, 0, 0),
+        ("finish", "stop", "end_turn", "msg_x", "claude-test"),
+    ]
+
+
+async def test_event_that_is_not_json_mid_stream_is_a_protocol_error_in_plain_words():
+    body = sse(("message_start", MESSAGE_START), ("content_block_start", TEXT_START), ("content_block_delta", TEXT_DELTA))
+    body += b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_de\n\n'
+    from providers import ProviderProtocolError
+
+    with pytest.raises(ProviderProtocolError, match="not valid JSON") as caught:
+        await run_against(Reply(200, body))
+    assert not caught.value.retryable
+
+
+async def test_rate_limit_error_event_mid_stream_says_what_happened():
+    body = sse(
+        ("message_start", MESSAGE_START),
+        ("error", {"type": "error", "error": {"type": "rate_limit_error", "message": "Too many tokens this minute"}}),
+    )
+    with pytest.raises(RateLimitError, match="Too many tokens this minute") as caught:
+        await run_against(Reply(200, body))
+    assert caught.value.retryable and caught.value.status_code is None
+
+
+async def test_default_http_client_streams_and_a_cut_or_refused_connection_is_unavailable():
+    """Without an ``http_client`` the SDK's aiohttp-backed client carries the stream."""
+    whole = sse(
+        ("message_start", MESSAGE_START), ("content_block_start", TEXT_START), ("content_block_delta", TEXT_DELTA),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+        ("message_stop", {"type": "message_stop"}),
+    )
+    request = ModelRequest(model="claude-test", messages=(UserMessage.of("hi"),))
+    async with FakeProviderServer([Reply(200, whole), Reply(200, whole, cut_after=len(whole) // 2)]) as server:
+        provider = AnthropicProvider(api_key="test-key", base_url=server.base_url)
+        try:
+            events, message = await collect(provider, request)
+            assert message.text == "Hel" and events[-1].reason == "stop"
+            assert type(provider._client._client).__name__ == "_DefaultAioHttpClient"
+            with pytest.raises(ProviderUnavailableError, match="dropped"):
+                await collect(provider, request)
+        finally:
+            await provider.aclose()
+        url = server.base_url
+    refused = AnthropicProvider(api_key="test-key", base_url=url)
+    try:
+        with pytest.raises(ProviderUnavailableError, match="failed or dropped"):
+            await collect(refused, request)
+    finally:
+        await refused.aclose()

@@ -41,3 +41,15 @@ async def test_data_that_is_not_json_raises_a_json_error() -> None:
 
     with pytest.raises(json.JSONDecodeError):
         await events(stream_of(b"data: {nope\n\n"))
+
+
+async def test_a_carriage_return_split_from_its_line_feed_across_reads_is_one_line_end() -> None:
+    stream = stream_of(b'data: 1\r', b'\n\r', b'\ndata: "\xc3', b'\xa9"\r', b'\r', b'data: 3\r')
+    assert await events(stream) == [(None, 1), (None, "é"), (None, 3)]
+
+
+async def test_one_event_per_read_and_many_events_in_one_read_give_the_same_events() -> None:
+    body = b"".join(b'event: e\ndata: {"n": %d}\n\n' % n for n in range(50))
+    whole = await events(stream_of(body))
+    split = await events(stream_of(*(body[i:i + 7] for i in range(0, len(body), 7))))
+    assert whole == split == [("e", {"n": n}) for n in range(50)]

@@ -77,3 +77,46 @@ def test_render_outside_a_repository_says_so() -> None:
         "<environment>", "Working directory: /p", "Platform: linux (Linux 6.8)", "Shell: /bin/zsh",
         "Date: 2026-01-02", "Git: not a git repository", "Instruction files loaded: none", "</environment>",
     ]
+
+
+@pytest.mark.skipif(subprocess.run(["git", "--version"], capture_output=True).returncode != 0, reason="git is not installed")
+async def test_sessions_in_one_directory_share_one_git_run_within_the_reuse_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import shutil
+
+    from host.agents.base import TurnContext
+    from host.agents.preamble import EnvironmentPreamble
+
+    project = tmp_path / "shop"
+    project.mkdir()
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "commit", "-q", "--allow-empty", "-m", "init")
+    (project / "cart.py").write_text("x = 1\n")
+    log = tmp_path / "git-calls.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{shutil.which("git")}" "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    now = [100.0]
+    preamble = EnvironmentPreamble(lambda: 1_767_312_000_000, lambda session: (), monotonic=lambda: now[0])
+
+    def context(session: str) -> TurnContext:
+        state = {"summary": {"workingDirectory": project.as_uri()}}
+        return TurnContext(session=session, turn_id="t1", user_message={}, _dispatch=lambda action: None, _state=lambda: state)
+
+    def git_runs() -> int:
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    await asyncio.gather(*(preamble.user_message(context(f"s{i}"), {}) for i in range(5)))
+    assert git_runs() == 2  # rev-parse and status, once for the five sessions
+    now[0] += 5
+    await preamble.user_message(context("late"), {})
+    assert git_runs() == 2
+    now[0] += 30
+    await preamble.user_message(context("later"), {})
+    assert git_runs() == 4
+    for session in ("s0", "s4", "late", "later"):
+        (text,) = preamble.system_prompt(context(session))
+        assert "Git branch: main" in text and "?? cart.py" in text

@@ -147,3 +147,54 @@ async def test_stream_cut_mid_way_is_unavailable():
     with pytest.raises(ProviderUnavailableError) as caught:
         await run_against(Reply(200, stream, cut_after=len(stream) // 2))
     assert caught.value.retryable
+
+
+CREATED = {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-test", "output": [], "status": "in_progress", "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}}
+MESSAGE_ADDED = {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}}
+TEXT_DELTA = {"type": "response.output_text.delta", "sequence_number": 2, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "Hel", "logprobs": []}
+
+
+async def test_error_event_mid_stream_is_mapped_by_code_after_partial_output():
+    error = {"type": "error", "sequence_number": 3, "code": "rate_limit_exceeded", "message": "Slow down please", "param": None}
+    with pytest.raises(RateLimitError, match="Slow down please"):
+        await run_against(Reply(200, sse(("response.created", CREATED), ("response.output_item.added", MESSAGE_ADDED),
+                                         ("response.output_text.delta", TEXT_DELTA), ("error", error))))
+
+
+async def test_error_payload_inside_the_stream_is_unavailable_in_plain_words():
+    payload = {"error": {"message": "The server is overloaded", "type": "server_error", "code": "server_error"}}
+    with pytest.raises(ProviderUnavailableError, match="The server is overloaded") as caught:
+        await run_against(Reply(200, sse(("response.created", CREATED), (None, payload))))
+    assert caught.value.retryable
+
+
+async def test_event_that_is_not_json_is_a_protocol_error_in_plain_words():
+    from providers import ProviderProtocolError
+
+    body = sse(("response.created", CREATED)) + b"event: response.output_text.delta\ndata: {\"type\": \"resp\n\n"
+    with pytest.raises(ProviderProtocolError, match="not valid JSON"):
+        await run_against(Reply(200, body))
+
+
+async def test_default_http_client_streams_and_a_refused_connection_names_the_server():
+    """Without an ``http_client`` the SDK's aiohttp-backed client carries the stream."""
+    done_item = {**MESSAGE_ADDED["item"], "status": "completed", "content": [{"type": "output_text", "text": "Hel", "annotations": []}]}
+    completed = {"type": "response.completed", "sequence_number": 4, "response": {**CREATED["response"], "status": "completed", "output": [done_item]}}
+    body = sse(("response.created", CREATED), ("response.output_item.added", MESSAGE_ADDED), ("response.output_text.delta", TEXT_DELTA),
+               ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": done_item}),
+               ("response.completed", completed))
+    request = ModelRequest(model="gpt-test", messages=(UserMessage.of("hi"),))
+    async with FakeProviderServer([Reply(200, body)]) as server:
+        url = server.base_url + "/v1"
+        provider = OpenAIResponsesProvider(api_key="sk-test", base_url=url)
+        try:
+            events, message = await collect(provider, request)
+        finally:
+            await provider.aclose()
+    assert message.text == "Hel" and events[-1].reason == "stop"
+    refused = OpenAIResponsesProvider(api_key="sk-test", base_url=url)
+    try:
+        with pytest.raises(ProviderUnavailableError, match=f"The connection to the model server at {url} failed"):
+            await collect(refused, request)
+    finally:
+        await refused.aclose()
