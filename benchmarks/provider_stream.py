@@ -192,14 +192,14 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
         host = AgentHost(config)
         queued: list[float] = []
 
-        def at_dispatch(channel: str, before: dict, after: dict, envelope: dict) -> None:
+        def at_dispatch(channel: str, envelope: dict) -> None:
             # The frame is handed to every subscriber's socket buffer in this same call.
             action = envelope["action"]
             if action.get("type") == "session/delta" and model.startswith("paced"):
                 now = time.perf_counter_ns()
                 queued.extend((now - int(stamp)) / 1e6 for stamp in action["content"].split(";") if stamp)
 
-        host.store.observers.append(at_dispatch)
+        host.store.token_observers.append(at_dispatch)  # tokens only, without rebuilding states
         written: list[float] = []
         stamps = re.compile(r'"content":"([0-9;]+)"')
         write_buffered = TickBatchingWebSocketProtocol._write_buffered
