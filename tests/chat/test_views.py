@@ -4,6 +4,8 @@ over crafted states (including states that lack the fields a view reads)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -62,8 +64,13 @@ async def test_mcp_shows_a_crashing_servers_error_and_the_running_ones_tools(mcp
         await chat.expect("> ")
         await until_host(mcp_host, lambda: (_mcp_container(mcp_host).get("load") or {}).get("kind") == "degraded", timeout=60)
         await until_host(mcp_host, lambda: any((t.get("_meta") or {}).get("mcpServer") == "sink" for t in sessions(mcp_host)[0][1].get("serverTools") or ()), timeout=60)
-        chat.send("/mcp")
-        shown = await chat.expect("> ")
+        # The client's mirror follows the host's state a moment later: ask until it has caught up.
+        for _ in range(50):
+            chat.send("/mcp")
+            shown = await chat.expect("> ")
+            if "MCP servers (degraded)" in shown and "sink  ● running" in shown:
+                break
+            await asyncio.sleep(0.2)
         assert "MCP servers (degraded)" in shown
         assert "broken  ✗ failed" in shown
         assert "MCP server 'broken' failed" in shown
