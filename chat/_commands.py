@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ahp.text_offsets import utf16_length
 from chat._answers import AnswerError, model_selection
 from chat._core import ChatCore, ChatExit
 from chat.render import (
@@ -280,7 +281,7 @@ class Commands(ChatCore):
         if not await self._ensure_session():
             return
         assert self.session is not None
-        offset = len(text.encode("utf-16-le")) // 2  # AHP offsets are UTF-16 code units
+        offset = utf16_length(text)  # AHP offsets are UTF-16 code units
         try:
             result = await self.client.request(
                 "completions", {"channel": self.session, "kind": "userMessage", "text": text, "offset": offset}

@@ -40,6 +40,7 @@ from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.patch_stdout import patch_stdout
 
+from ahp.text_offsets import utf16_length, utf16_to_index
 from chat._terminal import Eof, Interrupt, Line, Status, Terminal
 
 __all__ = ["PromptTerminal", "HostCompleter", "history_path", "CompletionSource"]
@@ -86,7 +87,7 @@ class HostCompleter(Completer):
         if self.source is None:
             return
         try:
-            items = await self.source(text, _utf16(text[:cursor]))
+            items = await self.source(text, utf16_length(text[:cursor]))
         except Exception:  # a completion that fails must never disturb typing
             return
         for item in items:
@@ -94,22 +95,8 @@ class HostCompleter(Completer):
             if not insert or insert in offered:
                 continue
             start = item.get("rangeStart")
-            position = -len(word) if start is None else _chars(text, int(start)) - cursor
+            position = -len(word) if start is None else utf16_to_index(text, int(start)) - cursor
             yield Completion(insert, start_position=min(0, position))
-
-
-def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-def _chars(text: str, utf16_offset: int) -> int:
-    """The character index of a UTF-16 offset into ``text``."""
-    count = 0
-    for index, char in enumerate(text):
-        if count >= utf16_offset:
-            return index
-        count += 2 if ord(char) > 0xFFFF else 1
-    return len(text)
 
 
 @Condition

@@ -5,7 +5,7 @@ and runs its MCP servers and hooks; ``CustomizationContributor`` makes them act 
 the ``TurnEnvironment`` seam; ``complete_user_message`` answers the ``completions`` command.
 """
 
-from host.customizations.completions import complete_user_message, index_to_utf16, utf16_to_index
+from host.customizations.completions import complete_user_message
 from host.customizations.contributor import CustomizationContributor
 from host.customizations.mcp import SessionMcp
 from host.customizations.service import ALWAYS_LISTED_DIRECTORIES, CustomizationService
@@ -23,6 +23,4 @@ __all__ = [
     "SessionMcp",
     "TOOL_ALIASES",
     "complete_user_message",
-    "index_to_utf16",
-    "utf16_to_index",
 ]

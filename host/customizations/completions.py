@@ -18,29 +18,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ahp.text_offsets import index_to_utf16, utf16_to_index
+
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
     from plugins import SlashEntry, complete_slash
 
-__all__ = ["complete_user_message", "utf16_to_index", "index_to_utf16", "ITEM_LIMIT", "SCAN_LIMIT"]
+__all__ = ["complete_user_message", "ITEM_LIMIT", "SCAN_LIMIT"]
 
 ITEM_LIMIT = 50
 SCAN_LIMIT = 5000
 _SKIPPED = {".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn"}
-
-
-def utf16_to_index(text: str, offset: int) -> int:
-    """The Python string index at UTF-16 ``offset`` (clamped to the text)."""
-    units = 0
-    for index, char in enumerate(text):
-        if units >= offset:
-            return index
-        units += 2 if ord(char) > 0xFFFF else 1
-    return len(text)
-
-
-def index_to_utf16(text: str, index: int) -> int:
-    """The UTF-16 offset of Python string index ``index``."""
-    return sum(2 if ord(char) > 0xFFFF else 1 for char in text[:index])
 
 
 def complete_user_message(text: str, offset: int, *, entries: list[SlashEntry],

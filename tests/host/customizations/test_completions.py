@@ -1,17 +1,10 @@
-"""UTF-16 offset conversion and the @-file walk of ``host.customizations.completions``."""
+"""The @-file walk of ``host.customizations.completions`` (offsets: ``tests/ahp/test_text_offsets.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from host.customizations.completions import complete_user_message, index_to_utf16, utf16_to_index
-
-
-def test_utf16_offsets_count_astral_characters_twice() -> None:
-    text = "a😀b"
-    assert index_to_utf16(text, 2) == 3
-    assert utf16_to_index(text, 3) == 2
-    assert utf16_to_index(text, 99) == 3
+from host.customizations.completions import complete_user_message
 
 
 def test_file_completion_skips_git_and_ranks_prefix_matches_first(tmp_path: Path) -> None:
