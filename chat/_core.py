@@ -82,6 +82,9 @@ class ChatCore:
         """Our steering messages still pending: the turn each was meant for, and its text."""
         self._ended_turns: set[str] = set()
         """Turns whose end this client has seen go by (for ``_watch_steering``)."""
+        self._applied: Any = None
+        """The client's notifications in the order its mirror applied them, read by
+        ``_catch_up_steering`` (the inbox lags behind the mirror the turns are drawn from)."""
 
     # -- output ----------------------------------------------------------------------------------
 
@@ -110,8 +113,7 @@ class ChatCore:
         """The next inbox item; a lost connection is resumed here (or ends the client)."""
         while True:
             item = await self.terminal.inbox.get()
-            if isinstance(item, Event) and item.note is not None:
-                self._watch_steering(item.note.params)
+            self._catch_up_steering()
             if not isinstance(item, Lost):
                 return item
             self._problem(f"connection lost: {item.error}")
@@ -123,6 +125,20 @@ class ChatCore:
             self.terminal.follow(self.client)
             self._note("(reconnected)")
             return Event(None)  # type: ignore[arg-type]  # "state may have changed"
+
+    def _catch_up_steering(self) -> None:
+        """Read every action the mirror has applied so far for ``_watch_steering``. Turns are drawn
+        from the mirror's latest state, so this runs before a turn's end is drawn too: a note about
+        the turn then lands under it, never inside the text of the turn after."""
+        while self._applied is not None and not self._applied.empty():
+            note = self._applied.get_nowait()
+            if note is None:  # the connection ended; ``_send_pending`` listens again
+                self._applied = None
+            elif note.method == "action":
+                self._watch_steering(note.params)
+        if self._applied is not None and not self._steering_sent:
+            self.client.unsubscribe_events(self._applied)  # nothing left to watch for
+            self._applied = None
 
     def _watch_steering(self, envelope: dict[str, Any]) -> None:
         """Say when a turn took in our steering message, read from the actions in the order the
@@ -146,6 +162,8 @@ class ChatCore:
             return
         attachments = self._attachments(text)
         action = actions.pending_message(kind, text, attachments)
+        if kind == "steering" and self._applied is None:
+            self._applied = self.client.subscribe_events()
         self.client.dispatch(self.session, action)
         if kind == "steering":
             self._steering_sent[action["id"]] = (self._current_turn, text)

@@ -140,6 +140,7 @@ class ChatApp(Commands, Dialogs):
         finally:
             if answer is not None:
                 self._write(answer.finish())
+            self._catch_up_steering()
             self.terminal.set_tail("")
             self.terminal.set_status(None)
             self._done_turns.add(turn_id)
