@@ -35,7 +35,6 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,6 +42,7 @@ from ahp.protocol import builders
 from host.content import ContentStore
 from host.errors import ErrorCode, RpcError
 from host.store import Store
+from tools.atomic import write_atomically
 from tools.content import content_ref, diff_stats
 
 from . import hunks as blocks
@@ -280,7 +280,7 @@ class ChangesetService:
             if data is None:
                 path.unlink()
             else:
-                _write_atomically(path, data)
+                write_atomically(path, data)
         except OSError as error:
             return f"It could not be written ({error.strerror or type(error).__name__})."
         return None
@@ -341,19 +341,6 @@ class ChangesetService:
 
 _OUTSIDE_EDITS = ("It was also edited outside the agent between the agent's changes, and undoing them together would "
                   "undo those edits too; undo the turns one at a time instead.")
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    temporary = path.with_name(f".{path.name[:200]}.agent-host-undo-{os.getpid()}")
-    try:
-        temporary.write_bytes(data)
-        if mode is not None:
-            os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def _lines_text(hunk: blocks.Hunk, side: str) -> str:

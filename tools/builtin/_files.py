@@ -8,9 +8,9 @@ content that is not valid UTF-8.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from ..atomic import write_atomically
 from ..errors import ToolFailure
 
 __all__ = ["SNIFF_BYTES", "looks_binary", "read_existing", "read_text", "write_bytes"]
@@ -69,17 +69,8 @@ def read_text(path: Path, shown: str) -> str:
 def write_bytes(path: Path, data: bytes, shown: str) -> None:
     """Write atomically (temp file + rename), creating parent directories; keeps the mode."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             raise IsADirectoryError
-        mode = path.stat().st_mode & 0o7777 if path.exists() else None
-        temporary = path.with_name(f".{path.name[:200]}.agent-host-tmp-{os.getpid()}")
-        try:
-            temporary.write_bytes(data)
-            if mode is not None:
-                os.chmod(temporary, mode)
-            os.replace(temporary, path)
-        finally:
-            temporary.unlink(missing_ok=True)
+        write_atomically(path, data)
     except OSError as exc:
         raise _os_failure(exc, shown) from None
