@@ -27,6 +27,11 @@ Invariants:
   channel was dropped or the connection went away before the host answered).
 * Reducers are never handed our stored dicts to keep: they must not mutate inputs
   (``ahp.state`` guarantees it) and the mirror never mutates what they return.
+* Streamed text costs O(1) per token: the confirmed state holds consecutive text appends to one
+  target as a run (``ahp.state.appends.AppendingState``, as the host's store does), reduced as one
+  joined append when the state is read. Reading the state after every token therefore still copies
+  the text; a reader that draws at its own pace (the chat client, once per wake-up) pays once per
+  draw, not once per token.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ahp.state.appends import AppendingState
 
 __all__ = ["ActionOutcome", "Mirror", "Reducer", "ChannelKind"]
 
@@ -83,12 +90,15 @@ class _Pending:
 
 @dataclass
 class _Channel:
-    kind: str
-    confirmed: dict
+    confirmed: AppendingState
     seq: int
     pending: list[_Pending] = field(default_factory=list)
-    # Cached optimistic view; None means "re-fold on next read".
+    # Cached optimistic view when actions are pending; None means "re-fold on next read".
     view: dict | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.confirmed.kind
 
 
 class Mirror:
@@ -131,8 +141,10 @@ class Mirror:
         ch = self._channels.get(channel)
         if ch is None:
             return None
+        if not ch.pending:
+            return ch.confirmed.state
         if ch.view is None:
-            view = ch.confirmed
+            view = ch.confirmed.state
             for p in ch.pending:
                 view = self._apply(ch.kind, view, p.action, p.now)
             ch.view = view
@@ -141,7 +153,7 @@ class Mirror:
     def confirmed_state(self, channel: str) -> dict | None:
         """The host-acknowledged state, without pending actions; None if not mirrored."""
         ch = self._channels.get(channel)
-        return None if ch is None else ch.confirmed
+        return None if ch is None else ch.confirmed.state
 
     def channel_seq(self, channel: str) -> int | None:
         """The highest ``serverSeq`` reflected in the channel's confirmed state."""
@@ -170,9 +182,9 @@ class Mirror:
         kind = self._kind_of(channel)
         ch = self._channels.get(channel)
         if ch is None:
-            self._channels[channel] = _Channel(kind=kind, confirmed=state, seq=from_seq)
+            self._channels[channel] = _Channel(AppendingState(kind, state, self._apply), seq=from_seq)
         else:
-            ch.confirmed, ch.seq, ch.view = state, from_seq, None
+            ch.confirmed.state, ch.seq, ch.view = state, from_seq, None
         self.note_server_seq(from_seq)
 
     def drop(self, channel: str, reason: str = "the channel was dropped") -> list[ActionOutcome]:
@@ -241,7 +253,7 @@ class Mirror:
         if reason is not None:
             return outcome
         if server_seq > ch.seq:
-            ch.confirmed = self._apply(ch.kind, ch.confirmed, action, now)
+            ch.confirmed.apply(action, now)
             ch.seq = server_seq
             ch.view = None
         return outcome

@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame, encode_fast
 from ahp.state import reduce
-from ahp.state.appends import RUN_ACTION_TYPES, joined, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, AppendingState
 
 __all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED", "TEXT_APPENDS",
            "action_frame", "encode_fast"]
@@ -93,53 +93,15 @@ class Subscriber(Protocol):
     def send(self, text: str) -> None: ...
 
 
-class _Channel:
-    """One channel's state, with streamed text appends held back as a run (``ahp.state.appends``).
+class _Channel(AppendingState):
+    """One channel's state (runs of text appends held back, ``ahp.state.appends``) and who
+    subscribes to it."""
 
-    ``state`` is always what the pure reducers would have produced from every applied action: a
-    pending run is reduced, as one joined append, when ``state`` is read. Appending to a run is a
-    list append, so a long turn costs O(1) per token instead of a copy of its whole text.
-    """
-
-    __slots__ = ("kind", "subscribers", "_state", "_run_key", "_run_template", "_run_chunks")
+    __slots__ = ("subscribers",)
 
     def __init__(self, kind: str, state: dict[str, Any]) -> None:
-        self.kind = kind
+        super().__init__(kind, state, reduce)
         self.subscribers: set[Subscriber] = set()
-        self._state = state
-        self._run_key: tuple[Any, ...] | None = None
-        """The key of the run the last applied action opened or continued (``None``: no run)."""
-        self._run_template: dict[str, Any] = {}
-        self._run_chunks: list[str] = []
-        """Contents appended to the run and not yet reduced into ``_state``."""
-
-    @property
-    def state(self) -> dict[str, Any]:
-        if self._run_chunks:
-            # ``now`` is not read by text appends (ahp.state.appends): 0 stands for it.
-            self._state = reduce(self.kind, self._state, joined(self._run_template, self._run_chunks), 0)
-            self._run_chunks = []
-        return self._state
-
-    @property
-    def shape(self) -> dict[str, Any]:
-        """The state without reducing a pending run: exact in everything but the text of the run's
-        target (text appends change nothing else), for cheap per-token checks."""
-        return self._state
-
-    def apply(self, action: dict[str, Any], now: int) -> bool:
-        """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
-        key = run_key(action) if self.kind == "session" else None
-        if key is not None and key == self._run_key:
-            self._run_chunks.append(action["content"])
-            return True
-        before = self.state
-        after = reduce(self.kind, before, action, now)
-        self._state = after
-        # Only an append that found its target opens a run: the law needs it (ahp.state.appends).
-        self._run_key = key if after is not before else None
-        self._run_template = action
-        return after is not before
 
 
 @dataclass(frozen=True)

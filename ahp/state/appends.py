@@ -12,8 +12,11 @@ a part's kind, a call's status). Hence, for actions ``a1 .. ak`` with the same :
 
 and the right-hand side builds exactly the same dicts, keys in the same order, as the left-hand
 side. A caller may therefore keep the contents of ``a2 .. ak`` as a list and reduce them once, when
-the state is read (``host.store`` does). An action with another key, or a non-string content
-(JS would append ``"undefined"``, ``"1"`` ...), ends a run and is reduced on its own.
+the state is read. An action with another key, or a non-string content (JS would append
+``"undefined"``, ``"1"`` ...), ends a run and is reduced on its own.
+
+:class:`AppendingState` is that holder, shared by the host's store and the client's mirror: one
+channel's state, with the open run kept as a list of strings.
 
 ``tests/ahp/state/test_appends.py`` checks the law on streams interleaving every such action with
 the ones that end a run.
@@ -21,9 +24,9 @@ the ones that end a run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["RUN_ACTION_TYPES", "joined", "run_key"]
+__all__ = ["RUN_ACTION_TYPES", "AppendingState", "joined", "run_key"]
 
 RUN_ACTION_TYPES = frozenset({"session/delta", "session/reasoning", "session/toolCallDelta"})
 """Action types that append a string to one text field and may be joined into runs."""
@@ -45,3 +48,64 @@ def run_key(action: dict[str, Any]) -> tuple[Any, ...] | None:
 def joined(template: dict[str, Any], contents: list[str]) -> dict[str, Any]:
     """One action equivalent to appending ``contents`` in order with actions like ``template``."""
     return {**template, "content": "".join(contents)}
+
+
+class AppendingState:
+    """One channel's state, with streamed text appends held back as a run.
+
+    ``state`` is always what the pure reducers would have produced from every applied action: a
+    pending run is reduced, as one joined append, when ``state`` is read. Appending to a run is a
+    list append, so a long turn costs O(1) per token instead of a copy of its whole text.
+    ``reduce`` has the shape of ``ahp.state.reduce`` (``reduce(kind, state, action, now)``).
+    """
+
+    __slots__ = ("kind", "_reduce", "_state", "_run_key", "_run_template", "_run_chunks")
+
+    def __init__(self, kind: str, state: dict[str, Any],
+                 reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
+        if reduce is None:
+            from ahp.state import reduce  # the package imports this module's names lazily
+        self.kind = kind
+        self._reduce = reduce
+        self._state = state
+        self._run_key: tuple[Any, ...] | None = None
+        """The key of the run the last applied action opened or continued (``None``: no run)."""
+        self._run_template: dict[str, Any] = {}
+        self._run_chunks: list[str] = []
+        """Contents appended to the run and not yet reduced into ``_state``."""
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The reducers' state after every applied action (reduces a pending run first)."""
+        if self._run_chunks:
+            # ``now`` is not read by text appends: 0 stands for it.
+            self._state = self._reduce(self.kind, self._state, joined(self._run_template, self._run_chunks), 0)
+            self._run_chunks = []
+        return self._state
+
+    @state.setter
+    def state(self, state: dict[str, Any]) -> None:
+        """Replace the state outright (a snapshot); an open run is forgotten with the old one."""
+        self._state = state
+        self._run_key = None
+        self._run_chunks = []
+
+    @property
+    def shape(self) -> dict[str, Any]:
+        """The state without reducing a pending run: exact in everything but the text of the run's
+        target (text appends change nothing else), for cheap per-token checks."""
+        return self._state
+
+    def apply(self, action: dict[str, Any], now: int) -> bool:
+        """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
+        key = run_key(action) if self.kind == "session" else None
+        if key is not None and key == self._run_key:
+            self._run_chunks.append(action["content"])
+            return True
+        before = self.state
+        after = self._reduce(self.kind, before, action, now)
+        self._state = after
+        # Only an append that found its target opens a run: the law needs it.
+        self._run_key = key if after is not before else None
+        self._run_template = action
+        return after is not before

@@ -214,3 +214,70 @@ def test_snapshots_are_only_accepted_for_state_bearing_channels():
     mirror = Mirror(ME)
     with pytest.raises(ValueError):
         mirror.install_snapshot("ahp-otlp://logs", {}, 1)
+
+
+# -- streamed text held as runs ------------------------------------------------------------------
+
+def _differential_session_cases() -> list[dict]:
+    from tests.ahp.state._support import load_differential_cases
+
+    return [case for case in load_differential_cases() if case["kind"] == "session"]
+
+
+def test_streams_of_text_appends_read_at_any_point_give_the_pure_reducers_state() -> None:
+    """Foreign envelopes, our own optimistic actions and their echoes, interleaved with reads: the
+    mirror's confirmed state and view are the JSON the reducers give action by action."""
+    import json
+    import random
+
+    from ahp.state import reduce
+    from tests.ahp.state._support import CLOCK, stutter
+
+    rng = random.Random(7)
+    for index, case in enumerate(_differential_session_cases()):
+        actions = stutter(case["actions"], rng)
+        mirror = Mirror(ME)
+        mirror.install_snapshot(SESSION, case["initial"], 0)
+        confirmed = case["initial"]
+        client_seq = 0
+        for seq, action in enumerate(actions, start=1):
+            if rng.random() < 0.1:  # ours: shown at once, confirmed by its echo
+                client_seq += 1
+                mirror.apply_local(SESSION, client_seq, action, CLOCK)
+                assert json.dumps(mirror.state(SESSION)) == json.dumps(reduce("session", confirmed, action, CLOCK))
+                origin = (ME, client_seq)
+            else:
+                origin = None
+            mirror.apply_envelope(envelope(SESSION, action, seq, origin=origin), CLOCK)
+            confirmed = reduce("session", confirmed, action, CLOCK)
+            if rng.random() < 0.3:
+                read = mirror.state(SESSION) if rng.random() < 0.5 else mirror.confirmed_state(SESSION)
+                assert json.dumps(read) == json.dumps(confirmed), f"session case {index}, after action {seq}"
+        assert json.dumps(mirror.state(SESSION)) == json.dumps(confirmed), f"session case {index}"
+
+
+def test_a_long_streamed_answer_is_reduced_once_when_read_not_once_per_token() -> None:
+    from ahp.state import reduce
+
+    calls = []
+
+    def counting(kind, state, action, now):
+        calls.append(action["type"])
+        return reduce(kind, state, action, now)
+
+    turn = "turn-1"
+    mirror = Mirror(ME, reduce=counting)
+    mirror.install_snapshot(SESSION, session_state(), 0)
+    opening = [
+        {"type": "session/turnStarted", "turnId": turn, "userMessage": {"text": "hi"}},
+        {"type": "session/responsePart", "turnId": turn,
+         "part": {"kind": "markdown", "id": "p1", "content": ""}},
+    ]
+    tokens = [{"type": "session/delta", "turnId": turn, "partId": "p1", "content": f"w{i} "} for i in range(10_000)]
+    for seq, action in enumerate(opening + tokens, start=1):
+        mirror.apply_envelope(envelope(SESSION, action, seq), now=5)
+
+    text = mirror.state(SESSION)["activeTurn"]["responseParts"][0]["content"]
+    assert text == "".join(t["content"] for t in tokens)
+    # turnStarted, responsePart, the first delta (it opens the run), then the run joined once.
+    assert calls == ["session/turnStarted", "session/responsePart", "session/delta", "session/delta"]
