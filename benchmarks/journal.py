@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import machine_note, median  # noqa: E402
 from host.journal import Journal  # noqa: E402
-from host.server import _settle_memory  # noqa: E402
+from host.memory import settle  # noqa: E402
 from host.store import Store  # noqa: E402
 
 _SNAPSHOT_EVERY = 100
@@ -94,7 +94,7 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool) -> tuple[
         for uri in streaming:
             _start(store, uri)
         store.snapshot_now()  # start from a snapshot holding the large state, as a running host would
-        _settle_memory()  # what `agent-host serve` does once started with its recovered state
+        settle()  # what `agent-host serve` does once started with its recovered state
         snapshots = 0
         background = store._snapshot_in_background
 

@@ -23,7 +23,7 @@ turn loop, store, journal, WebSocket), and the clients (``AhpClient``, their own
    on a shared machine). Median and p99 of every chunk of every session, median of ``--repeat`` runs.
 
 The host runs as ``agent-host serve`` runs it: after start-up its memory is settled
-(``host.server._settle_memory``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
+(``host.memory.settle``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
 baseline is the SDK as it comes (its default httpx client, typed chunks); the host's providers use
 the SDKs' aiohttp-backed clients and read the raw stream (``providers/_sse.py``).
 """
@@ -179,7 +179,8 @@ async def _bare_sdk(base_url: str, model: str, sessions: int) -> dict[str, float
 
 async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, float]:
     from host.config import load_config
-    from host.server import _settle_memory, start_host
+    from host.memory import settle
+    from host.server import start_host
     from host.ws_protocol import TickBatchingWebSocketProtocol
     from host.service import AgentHost
 
@@ -213,7 +214,7 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
 
         TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]
         running = await start_host(host, token=TOKEN)
-        _settle_memory()  # as `agent-host serve` does once started
+        settle()  # as `agent-host serve` does once started
         child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions)
         try:
             result = json.loads(await child.expect("result", timeout=900))

@@ -20,7 +20,6 @@ Safety at the edge, before any JSON-RPC is read:
 from __future__ import annotations
 
 import asyncio
-import gc
 import hmac
 import logging
 import socket
@@ -34,6 +33,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from host.agui import AGUI_PATH
+from host import memory
 from host.connection import ClientConnection
 from host.ws_protocol import FRAMES_EXTENSION
 from ahp.protocol import PROTOCOL_VERSION
@@ -262,25 +262,12 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
     return RunningHost(server, task, sock, host, token)
 
 
-GC_THRESHOLDS = (50_000, 20, 100)
-"""Young collections every 50,000 allocations instead of 700: a streamed token allocates a handful
-of short-lived dicts, and each collection walks every young container."""
-
-
-def _settle_memory() -> None:
-    """After start-up (imports, recovered state): move every object alive now out of the collector's
-    sight (``gc.freeze``), so full collections no longer walk the recovered sessions, and collect
-    the young generation less often."""
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
 async def serve(host: AgentHost, *, token: str | None, announce: Any = print) -> None:
     """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening."""
     import signal
 
     running = await start_host(host, token=token)
-    _settle_memory()
+    memory.settle()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
