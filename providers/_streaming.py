@@ -9,7 +9,10 @@ stream that ends before the translator saw the response finish is a dropped conn
 ``stall_timeout`` bounds every wait: for the response to open and for each raw stream item
 (keep-alive pings count: they prove the connection lives). A wait that passes it ends the call with
 ``ProviderStalledError`` (retryable, so the turn loop retries it like any failure before anything
-streamed) instead of hanging until the SDK's own 600 s read timeout.
+streamed) instead of hanging until the SDK's own 600 s read timeout. While streaming, one timer per
+stream watches the waits (``_StallWatch``): a timer per item (``asyncio.timeout``) cost a timer
+handle pushed on and cancelled from the loop's heap for every chunk. Time the consumer spends
+between items (the generator is suspended at ``yield``) is not a wait and never counts.
 """
 
 from __future__ import annotations
@@ -27,6 +30,14 @@ T = TypeVar("T")
 _END = object()
 
 
+def _stalled(timeout: float, provider: str, what: str) -> ProviderStalledError:
+    return ProviderStalledError(
+        f"The model's provider sent nothing for {timeout:g} s while {what}; the call was stopped. "
+        "Try again; if this model often thinks that long in silence, raise stall_timeout in the agent's config.",
+        provider=provider,
+    )
+
+
 async def _within(waiting: Awaitable[T], timeout: float | None, provider: str, what: str) -> T:
     if timeout is None:
         return await waiting
@@ -35,11 +46,40 @@ async def _within(waiting: Awaitable[T], timeout: float | None, provider: str, w
         async with asyncio.timeout(timeout):
             return await waiting
     except (asyncio.TimeoutError, TimeoutError):
-        raise ProviderStalledError(
-            f"The model's provider sent nothing for {timeout:g} s while {what}; the call was stopped. "
-            "Try again; if this model often thinks that long in silence, raise stall_timeout in the agent's config.",
-            provider=provider,
-        ) from None
+        raise _stalled(timeout, provider, what) from None
+
+
+class _StallWatch:
+    """Cancels the task when one wait for an item lasts ``timeout`` s; re-armed only when it fires."""
+
+    __slots__ = ("_loop", "_task", "_timeout", "_handle", "since", "expired")
+
+    def __init__(self, timeout: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._timeout = timeout
+        self.since: float | None = None
+        """When the current wait for an item began; None while the consumer has the item."""
+        self.expired = False
+        self._handle = self._loop.call_at(self._loop.time() + timeout, self._check)
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        since = self.since
+        if since is not None and now - since >= self._timeout:
+            self.expired = True
+            assert self._task is not None
+            self._task.cancel()
+            return
+        due = (since if since is not None else now) + self._timeout
+        self._handle = self._loop.call_at(due, self._check)
+
+    def stalled(self) -> bool:
+        """After a CancelledError: True if it was this watch's (and no one else's) cancellation."""
+        return self.expired and self._task is not None and self._task.uncancel() == 0
+
+    def close(self) -> None:
+        self._handle.cancel()
 
 
 async def sdk_events(
@@ -60,10 +100,21 @@ async def sdk_events(
         raise
     except Exception as exc:
         raise map_error(exc) from exc
+    watch = _StallWatch(stall_timeout) if stall_timeout is not None else None
     try:
         items = aiter(stream)
         while True:
-            raw = await _within(anext(items, _END), stall_timeout, provider, "streaming")
+            if watch is None:
+                raw = await anext(items, _END)
+            else:
+                watch.since = watch._loop.time()
+                try:
+                    raw = await anext(items, _END)
+                except asyncio.CancelledError:
+                    if watch.stalled():
+                        raise _stalled(stall_timeout, provider, "streaming") from None  # type: ignore[arg-type]
+                    raise
+                watch.since = None
             if raw is _END:
                 break
             for event in feed(raw):
@@ -73,6 +124,8 @@ async def sdk_events(
     except Exception as exc:
         raise map_error(exc) from exc
     finally:
+        if watch is not None:
+            watch.close()
         if close:
             await stream.close()
     if not finished():

@@ -1,0 +1,94 @@
+"""The loop every SDK-backed provider runs (``providers._streaming.sdk_events``): what a stalled,
+slow or cancelled stream looks like to the turn loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from providers._streaming import sdk_events
+from providers.errors import ProviderError, ProviderStalledError
+from providers.events import PartDelta, StreamEvent
+
+
+class _Stream:
+    """A vendor stream: items after the given pauses (seconds), then the end."""
+
+    def __init__(self, pauses: list[float]) -> None:
+        self.pauses = pauses
+        self.closed = False
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._items()
+
+    async def _items(self) -> AsyncIterator[str]:
+        for index, pause in enumerate(self.pauses):
+            await asyncio.sleep(pause)
+            yield f"item {index}"
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def _events(stream: _Stream, stall_timeout: float | None) -> AsyncIterator[StreamEvent]:
+    async def open_stream() -> _Stream:
+        return stream
+
+    return sdk_events(
+        open_stream,
+        lambda raw: [PartDelta(index=0, part_kind="text", content=raw)],
+        lambda exc: ProviderError(f"mapped {exc!r}"),
+        finished=lambda: True,
+        dropped="dropped",
+        provider="fake",
+        stall_timeout=stall_timeout,
+    )
+
+
+async def test_a_stream_silent_longer_than_the_stall_timeout_is_stopped_and_closed() -> None:
+    stream = _Stream([0.0, 0.0, 5.0])
+    seen: list[str] = []
+
+    with pytest.raises(ProviderStalledError) as raised:
+        async for event in _events(stream, stall_timeout=0.2):
+            seen.append(event.content)
+
+    assert seen == ["item 0", "item 1"]
+    assert "sent nothing for 0.2 s while streaming" in str(raised.value)
+    assert stream.closed
+
+
+async def test_time_the_consumer_spends_between_items_is_not_a_stall() -> None:
+    stream = _Stream([0.01, 0.01, 0.01])
+    seen: list[str] = []
+
+    async for event in _events(stream, stall_timeout=0.1):
+        seen.append(event.content)
+        await asyncio.sleep(0.3)  # e.g. the turn loop waiting on something slow
+
+    assert seen == ["item 0", "item 1", "item 2"]
+
+
+async def test_many_short_waits_adding_up_past_the_timeout_are_not_a_stall() -> None:
+    stream = _Stream([0.05] * 10)
+
+    seen = [event.content async for event in _events(stream, stall_timeout=0.2)]
+
+    assert len(seen) == 10
+
+
+async def test_cancelling_the_turn_during_a_wait_stays_a_cancellation() -> None:
+    stream = _Stream([5.0])
+
+    async def consume() -> None:
+        async for _ in _events(stream, stall_timeout=0.2):
+            pass
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert stream.closed
