@@ -226,7 +226,11 @@ class RunningHost:
 
 def _bind(address: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: accepted sockets inherit it, and asyncio turns Nagle's algorithm off
+    # (TCP_NODELAY) only on sockets that say they are TCP. With it on, a small frame written while
+    # an earlier one was unacknowledged waited for the client's delayed ACK: 10-40 ms per frame
+    # once several sessions streamed to one client.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((address, port))
     sock.listen(128)
