@@ -10,6 +10,10 @@ state is read once (as a late subscriber would). A turn of ``--short`` and one o
 deltas: µs per delta over the whole turn and over its last 10,000 deltas, and the ratio long /
 short (1.0 means flat).
 
+Client path: the client's mirror (``client.mirror.Mirror``, what ``AhpClient`` keeps for every
+subscribed channel) fed each ``session/delta`` envelope as a connection does, the state read once
+at the end; same figures.
+
 Baseline, same run: the pure reducer applying one delta at a time, which copies the part's text
 each time (what the store did before text runs): µs per delta for 2,000 deltas appended to a part
 already holding the text of a ``--short`` and a ``--long`` turn.
@@ -31,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ahp.state import reduce  # noqa: E402
 from benchmarks._runs import machine_note, median  # noqa: E402
 from host.journal import Journal  # noqa: E402
+from client.mirror import Mirror  # noqa: E402
 from host.store import Store  # noqa: E402
 
 URI = "ahp-session:/long"
@@ -86,6 +91,27 @@ async def host_turn(deltas: int) -> tuple[float, float]:
     return (ended - started) / deltas * 1e6, (ended - tail_started) / (deltas - tail_from) * 1e6
 
 
+def client_turn(deltas: int) -> tuple[float, float]:
+    """µs per delta applied by the client's mirror, over the whole turn and its last ``TAIL``."""
+    mirror = Mirror("bench")
+    mirror.install_snapshot(URI, _session(), 0)
+    opening = [{"type": "session/turnStarted", "turnId": "t", "userMessage": {"text": "go"}},
+               {"type": "session/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "m", "content": ""}}]
+    for seq, action in enumerate(opening, start=1):
+        mirror.apply_envelope({"channel": URI, "action": action, "serverSeq": seq}, 1)
+    tail_from = max(0, deltas - TAIL)
+    started = tail_started = time.perf_counter()
+    for index in range(deltas):
+        if index == tail_from:
+            tail_started = time.perf_counter()
+        mirror.apply_envelope({"channel": URI, "action": _delta(), "serverSeq": index + 3}, 1)
+    text = mirror.state(URI)["activeTurn"]["responseParts"][0]["content"]
+    ended = time.perf_counter()
+    if len(text) != deltas * len(TOKEN):
+        raise RuntimeError("the mirrored text is not whole")
+    return (ended - started) / deltas * 1e6, (ended - tail_started) / (deltas - tail_from) * 1e6
+
+
 def pure_reducer(deltas_before: int, timed: int = 2_000) -> float:
     """µs per delta applied by the pure reducer to a part holding ``deltas_before`` deltas' text."""
     state = reduce("session", _session(), {"type": "session/turnStarted", "turnId": "t", "userMessage": {"text": "go"}}, 1)
@@ -109,6 +135,9 @@ def main() -> None:
             whole, tail = asyncio.run(host_turn(length))
             runs.setdefault(f"host whole {length}", []).append(whole)
             runs.setdefault(f"host tail {length}", []).append(tail)
+            whole, tail = client_turn(length)
+            runs.setdefault(f"client whole {length}", []).append(whole)
+            runs.setdefault(f"client tail {length}", []).append(tail)
             runs.setdefault(f"pure {length}", []).append(pure_reducer(length))
     m = {key: median(values) for key, values in runs.items()}
     short, long = args.short, args.long
@@ -117,6 +146,8 @@ def main() -> None:
     print("| --- | ---: | ---: | ---: |")
     for label, key in (("host path (store, journal, subscriber), whole turn", "host whole"),
                        (f"host path, last {TAIL:,} deltas", "host tail"),
+                       ("client mirror, whole turn", "client whole"),
+                       (f"client mirror, last {TAIL:,} deltas", "client tail"),
                        ("pure reducer one delta at a time (before), at that length", "pure")):
         a, b = m[f"{key} {short}"], m[f"{key} {long}"]
         print(f"| {label} | {a:.2f} | {b:.2f} | {b / a:.2f} |")

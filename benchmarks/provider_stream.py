@@ -1,6 +1,6 @@
 """Provider streams through the whole host: throughput and chunk-to-frame latency, in processes.
 
-Run:  .venv/bin/python benchmarks/provider_stream.py [--deltas 4000] [--sessions 1,50,200] [--rate 20] [--seconds 3] [--repeat 3]
+Run:  .venv/bin/python benchmarks/provider_stream.py [--deltas 4000] [--sessions 1,50,200] [--rate 20] [--seconds 3] [--repeat 3] [--busy 0]
 
 Three processes, all on 127.0.0.1, no keys: a fake OpenAI Chat Completions server streaming SSE
 (its own process), the host (this process: the real ``openai`` SDK in an ``openai-chat`` agent,
@@ -21,6 +21,8 @@ turn loop, store, journal, WebSocket), and the clients (``AhpClient``, their own
    wrapping the connection's ``_write_buffered`` in this process), and chunk written →
    frame received by the client process (which adds the operating system waking a third process
    on a shared machine). Median and p99 of every chunk of every session, median of ``--repeat`` runs.
+   ``--busy N`` runs N more processes that only spin on the CPU during the latency runs (other
+   work on the machine, the same for the baseline and the host).
 
 The host runs as ``agent-host serve`` runs it: after start-up its memory is settled
 (``host.memory.settle``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
@@ -248,8 +250,10 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=20, help="chunks per second per session in the latency runs")
     parser.add_argument("--seconds", type=float, default=3, help="how long each paced session streams")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--busy", type=int, default=0, help="processes spinning on the CPU during the latency runs")
     args = parser.parse_args()
 
+    busy: list[ChildProcess] = []
     server = ChildProcess(__file__, "sse")
     try:
         base_url = await server.expect("url")
@@ -270,7 +274,9 @@ async def main() -> None:
         print()
         count = round(args.rate * args.seconds)
         paced = f"paced-{count}-{args.rate:g}"
-        print(f"{args.rate:g} chunks/s per session for {args.seconds:g} s, starts staggered; ms from chunk written by the fake provider to:")
+        busy.extend(ChildProcess(__file__, "busy") for _ in range(args.busy))
+        print(f"{args.rate:g} chunks/s per session for {args.seconds:g} s, starts staggered"
+              f"{f', {args.busy} processes spinning on the CPU' if busy else ''}; ms from chunk written by the fake provider to:")
         print(f"{'sessions':>8} | {'bare SDK: parsed':>16} {'p99':>7} | {'host: frame queued':>18} {'p99':>7} | {'host: frame written':>19} {'p99':>7} | {'client process: frame':>21} {'p99':>7}")
         for sessions in (int(n) for n in args.sessions.split(",")):
             bare_runs, host_runs = [], []
@@ -284,12 +290,17 @@ async def main() -> None:
         print(f"load average after the run: {machine_note()}")
     finally:
         server.kill()
+        for spinner in busy:
+            spinner.kill()
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         if sys.argv[2] == "sse":
             asyncio.run(_serve_sse())
+        elif sys.argv[2] == "busy":
+            while True:  # other work on the machine
+                pass
         else:
             asyncio.run(_clients(sys.argv[3], sys.argv[4], int(sys.argv[5])))
         sys.exit(0)
