@@ -11,8 +11,9 @@ Public surface:
 * the exception tree rooted at `ToolsError` (tools.errors)
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ahp.lazy import lazy_exports
 
 # The names are loaded on first use (PEP 562), as in ``tools.mcp``: importing ``tools.base`` (every
 # tool's interface) must not import the built-in tools, the shell parser and pathspec at start-up.
@@ -93,13 +94,7 @@ if TYPE_CHECKING:
     from .sandbox import allowed_roots, resolve_path
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 __all__ = [

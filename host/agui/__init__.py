@@ -5,8 +5,9 @@
 (``mapping``) is the pure AHP-actions → AG-UI-events translation.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ahp.lazy import lazy_exports
 
 AGUI_PATH = "/agui"
 
@@ -24,13 +25,7 @@ if TYPE_CHECKING:
     from host.agui.runs import AguiRuns, client_id_for, session_uri_for
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 __all__ = [

@@ -14,8 +14,9 @@ Public surface:
 * `McpError`, `McpConfigError` (tools.mcp.errors)
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ahp.lazy import lazy_exports
 
 # The names are loaded on first use (PEP 562): the MCP SDK takes about half a second to import,
 # and a host whose sessions use no MCP server should not pay it at start-up.
@@ -42,13 +43,7 @@ if TYPE_CHECKING:
     from .tool import McpTool, annotation_hints
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 __all__ = [
