@@ -189,36 +189,49 @@ class PromptTerminal(Terminal):
         if self._task is not None and not self._task.done():
             if self._asked == wanted:
                 return
-            typed = ""
-            if self._session is not None and self._session.app.is_running:
-                typed = self._session.default_buffer.text
-                self._session.app.erase_when_done = True  # the next prompt takes its place
-                self._session.app.exit(exception=_Replaced())
-            else:
-                self._task.cancel()
-            default = default or typed
+            session = self._session
+            app = session.app if session is not None else None
+            if app is not None and app.is_running and app.future is not None and not app.future.done():
+                default = default or session.default_buffer.text  # type: ignore[union-attr]
+                app.erase_when_done = True  # the next prompt takes its place
+                app.exit(exception=_Replaced())
+            # Otherwise the previous prompt has not started yet (it gives way as it starts: see
+            # ``_read``), or a line was just entered there and is on its way to the inbox. It is
+            # never cancelled: a prompt cancelled while starting kept reading keys, and the line
+            # typed into it was lost.
         self._asked = wanted
         self._task = asyncio.get_running_loop().create_task(self._read(prompt, default, history, previous))
 
     async def _read(self, prompt: str, default: str, history: bool, previous: asyncio.Task[None] | None) -> None:
         if previous is not None and not previous.done():
             await asyncio.wait([previous])  # one prompt on the screen at a time
+        this = asyncio.current_task()
+        if self._task is not this:
+            return  # another prompt was asked meanwhile
         session = self._messages if history else self._answers
         self._session = session
+
+        def give_way_if_replaced() -> None:
+            # Asked for another prompt while this one was starting: leave before reading a key.
+            if self._task is not this:
+                session.app.erase_when_done = True
+                session.app.exit(exception=_Replaced())
+
         session.app.erase_when_done = False  # a line answered or sent stays in the scrollback
         try:
-            text = await session.prompt_async(lambda: self._message(prompt), default=default)
+            text = await session.prompt_async(lambda: self._message(prompt), default=default, pre_run=give_way_if_replaced)
         except _Replaced:
             return
         except KeyboardInterrupt:
-            self._done(Interrupt())
+            self._done(this, Interrupt())
         except EOFError:
-            self._done(Eof())
+            self._done(this, Eof())
         else:
-            self._done(Line(text))
+            self._done(this, Line(text))
 
-    def _done(self, item: Any) -> None:
-        self._asked = None
+    def _done(self, task: asyncio.Task[None] | None, item: Any) -> None:
+        if self._task is task:
+            self._asked = None  # (a line entered just as another prompt was asked leaves that one asked)
         self.inbox.put_nowait(item)
 
     # -- output and the live region ----------------------------------------------------------------

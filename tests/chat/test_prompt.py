@@ -1,0 +1,78 @@
+"""The prompt_toolkit terminal's prompts giving way to one another without losing what was typed.
+
+Driven in-process through prompt_toolkit's pipe input (keys as a terminal sends them); the pty
+tests in ``test_tty.py`` cover the same terminal end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from chat._prompt import PromptTerminal
+from chat._terminal import Line
+
+
+@pytest.fixture
+def keys() -> Iterator[PipeInput]:
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        yield pipe
+
+
+async def _running(terminal: PromptTerminal) -> None:
+    for _ in range(200):
+        session = terminal._session
+        if session is not None and session.app.is_running:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the prompt never started")
+
+
+async def test_a_line_typed_while_a_starting_prompt_gives_way_reaches_the_next_one(keys: PipeInput) -> None:
+    """A turn ends while its steering prompt is still starting: the idle prompt replaces it, and
+    the line typed at that moment is read once, by the prompt now asking. (The pty test
+    ``test_tty::test_history_survives_a_restart_of_the_client`` is where the old cancellation lost
+    that line; this checks the replacement that took its place.)"""
+    terminal = PromptTerminal(history_file=None, color=False)
+    terminal.ask("steer › ", history=True)
+    await asyncio.sleep(0)  # the steering prompt's task has begun, its application is not running
+    terminal.ask("> ", history=True)
+    keys.send_text("/quit\r")
+    assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("/quit")
+    await asyncio.sleep(0.05)
+    assert terminal.inbox.empty()
+    terminal.restore()
+
+
+async def test_text_being_typed_carries_over_to_the_prompt_that_replaces_it(keys: PipeInput) -> None:
+    terminal = PromptTerminal(history_file=None, color=False)
+    terminal.ask("> ", history=True)
+    await _running(terminal)
+    keys.send_text("half a thou")
+    await asyncio.sleep(0.1)
+    terminal.ask("steer › ", history=True)
+    keys.send_text("ght\r")
+    assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("half a thought")
+    terminal.restore()
+
+
+async def test_a_line_entered_just_before_another_prompt_is_asked_is_delivered(keys: PipeInput) -> None:
+    terminal = PromptTerminal(history_file=None, color=False)
+    terminal.ask("steer › ", history=True)
+    await _running(terminal)
+    keys.send_text("steer left\r")
+    for _ in range(200):  # Enter is handled: the prompt's result is set, not yet delivered
+        app = terminal._session.app
+        if app.future is not None and app.future.done():
+            break
+        await asyncio.sleep(0.001)
+    terminal.ask("> ", history=True)
+    assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("steer left")
+    keys.send_text("next\r")
+    assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("next")
+    terminal.restore()
