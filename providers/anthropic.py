@@ -24,6 +24,7 @@ from typing import Any
 from ._request_body import untransformed
 from ._sse import RawEventStream
 from ._streaming import sdk_events
+from ._tls import ssl_context
 from .accumulator import StreamAccumulator
 from .errors import (
     AuthenticationError,
@@ -105,7 +106,8 @@ class AnthropicProvider:
                 base_url=self._base_url,
                 # The SDK's aiohttp-backed client reads a streamed chunk for about half the CPU of
                 # its default httpx2 stack (see providers/openai/_client.py).
-                http_client=self._http_client if self._http_client is not None else anthropic.DefaultAioHttpClient(),
+                # Its TLS context is the process's one (``providers._tls``).
+                http_client=self._http_client if self._http_client is not None else anthropic.DefaultAioHttpClient(verify=ssl_context()),
                 max_retries=0,  # the turn loop owns retries
                 timeout=self._timeout,
             )

@@ -17,7 +17,9 @@ thread ahead of the first model call: imported on the event loop by that call, t
 SDK's resources took 0.25–0.45 s, during which no session on the host streamed a token. In a
 thread the loop keeps running (it gets the interpreter back every few milliseconds), and the
 import runs with the garbage collector held off (``host.memory.import_out_of_sight``): its
-young collections stopped every session for 15–20 ms each and freed nothing.
+young collections stopped every session for 15–20 ms each and freed nothing. The same thread
+builds the process's TLS context (``providers._tls``; loading the CA bundle took 30 ms of the
+loop at the first model call).
 """
 
 from __future__ import annotations
@@ -49,12 +51,18 @@ def _import_openai() -> None:
     import openai.resources  # noqa: F401  (what the client's first .chat / .responses imports)
 
     import providers.openai  # noqa: F401
+    from providers._tls import ssl_context
+
+    ssl_context()  # what making the SDK's client at the first model call would build
 
 
 def _import_anthropic() -> None:
     import anthropic.resources  # noqa: F401
 
     import providers.anthropic  # noqa: F401
+    from providers._tls import ssl_context
+
+    ssl_context()
 
 
 def _import_litellm() -> None:

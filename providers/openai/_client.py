@@ -7,7 +7,8 @@ Without an ``http_client`` the SDK's own aiohttp-backed client (``openai.Default
 the ``openai[aiohttp]`` extra) carries the requests: it reads a streamed chunk for about half the
 CPU of the default httpx/httpcore/anyio stack (``benchmarks/provider_parsing.py``), which is what
 bounds how many sessions one event loop can stream. Proxies and CA settings from the environment
-still apply (the transport takes them from httpx's own settings).
+still apply (the transport takes them from httpx's own settings), and every such client shares the
+process's one TLS context (``providers._tls``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from .._request_body import untransformed
 from .._sse import RawEventStream
+from .._tls import ssl_context
 from ..errors import AuthenticationError
 
 __all__ = ["OpenAIClientOwner", "make_client", "open_raw_stream", "stream_error"]
@@ -32,7 +34,8 @@ def make_client(api_key: str | None, **kwargs: Any) -> Any:
     if not key:
         raise AuthenticationError("No OpenAI API key is configured: set OPENAI_API_KEY.", provider=PROVIDER)
     options = {k: v for k, v in kwargs.items() if v is not None}
-    options.setdefault("http_client", openai.DefaultAioHttpClient())
+    if options.get("http_client") is None:
+        options["http_client"] = openai.DefaultAioHttpClient(verify=ssl_context())  # one CA bundle load per process
     return openai.AsyncOpenAI(api_key=key, max_retries=0, **options)
 
 

@@ -1,4 +1,5 @@
-"""host.agents.sources: an SDK-backed agent imports its SDK off the event loop before the first call."""
+"""host.agents.sources: an SDK-backed agent imports its SDK (and builds the process's TLS context)
+off the event loop before the first call."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ async def main():
     source.warm()  # once per source
     await source._warming
     print(before, {module!r} in sys.modules)
+    if {kind!r} != "litellm":  # the CA bundle is loaded there too, not by the first model call
+        from providers._tls import ssl_context
+        print(ssl_context.cache_info().currsize)
     if {kind!r} == "litellm":  # imported with its bundled cost map, never fetched online
         print(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"))
 
@@ -34,4 +38,4 @@ def test_warm_imports_the_sdk_in_a_thread_before_any_model_call(kind: str, modul
     out = subprocess.run([sys.executable, "-c", WARM.format(kind=kind, module=module)], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "True"] + (["True"] if kind == "litellm" else [])
+    assert out.stdout.split() == ["False", "True"] + (["True"] if kind == "litellm" else ["1"])
