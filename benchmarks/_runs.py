@@ -25,6 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 class ChildProcess:
     """``python SCRIPT --child ARGS...`` with line-based progress on its stdout."""
 
+    cpus: set[int] | None = None
+    """The CPUs children started from now on run on (``pin_measured_process``); None: any."""
+
     def __init__(self, script: str, *args: object) -> None:
         self.process = subprocess.Popen(
             [sys.executable, script, "--child", *map(str, args)],
@@ -32,6 +35,8 @@ class ChildProcess:
             text=True,
             cwd=REPO,
         )
+        if self.cpus is not None:
+            os.sched_setaffinity(self.process.pid, self.cpus)
 
     async def expect(self, wanted: str, timeout: float = 300) -> str:
         """Wait for the next line, which must start with ``wanted``; return the rest of it."""
@@ -48,6 +53,18 @@ class ChildProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+
+def pin_measured_process() -> str:
+    """Run this process (what is measured, and its baseline) on the first CPU, and the child
+    processes started from now on (load generators, clients) on the others, so that neither waits
+    for the other's time slice on a shared core. Returns a note saying what was done."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        return "not pinned (one CPU)"
+    os.sched_setaffinity(0, {cpus[0]})
+    ChildProcess.cpus = set(cpus[1:])
+    return f"this process on CPU {cpus[0]}, the other processes on CPU {','.join(map(str, cpus[1:]))}"
 
 
 def split(total: int, parts: int) -> list[int]:

@@ -205,10 +205,14 @@ class CustomizationService:
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
             await self._reconcile(runtime)
         try:
-            await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
+            # (Checked first: ``wait_for`` makes a task and a timer even for an event already set,
+            # and after the first turn they always are.)
+            if not runtime.mcp_started.is_set():
+                await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
             if runtime.mcp is not None:
                 await runtime.mcp.wait_ready(_MCP_START_WAIT)
-            await asyncio.wait_for(runtime.hooks_started.wait(), _MCP_START_WAIT)
+            if not runtime.hooks_started.is_set():
+                await asyncio.wait_for(runtime.hooks_started.wait(), _MCP_START_WAIT)
         except TimeoutError:
             pass
 
