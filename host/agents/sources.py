@@ -17,7 +17,9 @@ thread ahead of the first model call: imported on the event loop by that call, t
 SDK's resources took 0.25–0.45 s, during which no session on the host streamed a token. In a
 thread the loop keeps running (it gets the interpreter back every few milliseconds), and the
 import runs with the garbage collector held off (``host.memory.import_out_of_sight``): its
-young collections stopped every session for 15–20 ms each and freed nothing. The same thread
+young collections stopped every session for 15–20 ms each and freed nothing. A turn that starts
+while the import still runs awaits it (``for_turn``) rather than importing the SDK on the loop,
+where it would wait for the thread's import lock with every other session stopped. The same thread
 builds the process's TLS context (``providers._tls``; loading the CA bundle took 30 ms of the
 loop at the first model call).
 """
@@ -133,6 +135,10 @@ class SdkSource:
 
     @contextlib.asynccontextmanager
     async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
+        if self._warming is not None and not self._warming.done():
+            # A message sent right after the session was made: wait for the import here, not
+            # inside it on the event loop (blocked on the import lock, every session with it).
+            await asyncio.shield(self._warming)
         if self.record_to is None:
             if self._shared is None:
                 self._shared = make_provider(self.kind, api_key=self._api_key, base_url=self._base_url)

@@ -39,3 +39,42 @@ def test_warm_imports_the_sdk_in_a_thread_before_any_model_call(kind: str, modul
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "True"] + (["True"] if kind == "litellm" else ["1"])
+
+
+async def test_a_turn_started_while_the_sdk_imports_waits_for_it_without_stopping_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A message sent right after the session was made: the turn awaits the import running in the
+    worker thread; the event loop (every other session) keeps running meanwhile."""
+    import asyncio
+    import time
+
+    import host.agents.sources as sources
+
+    imported = []
+
+    def slow_import() -> None:
+        time.sleep(0.4)  # an SDK import on a slow machine
+        imported.append(time.monotonic())
+
+    monkeypatch.setitem(sources._SDK_IMPORTS, "openai-chat", slow_import)
+    source = sources.SdkSource("openai-chat", agent="a", api_key="k", base_url="http://127.0.0.1:9/v1")
+    source.warm()
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.ensure_future(ticker())
+    try:
+        async with source.for_turn("ahp-session:/s", "t1", "m") as provider:
+            entered = time.monotonic()
+            assert provider is not None
+    finally:
+        ticking.cancel()
+        await source.aclose()
+    assert imported and entered >= imported[0]  # the provider came after the import, not beside it
+    assert max(gaps) < 0.2  # the loop ran on while the turn waited
