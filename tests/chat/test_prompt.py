@@ -24,13 +24,16 @@ def keys() -> Iterator[PipeInput]:
         yield pipe
 
 
-async def _running(terminal: PromptTerminal) -> None:
-    for _ in range(200):
-        session = terminal._session
-        if session is not None and session.app.is_running:
+async def _until(condition, what: str) -> None:
+    for _ in range(400):
+        if condition():
             return
         await asyncio.sleep(0.005)
-    raise AssertionError("the prompt never started")
+    raise AssertionError(f"{what} never happened")
+
+
+async def _running(terminal: PromptTerminal) -> None:
+    await _until(lambda: terminal._session is not None and terminal._session.app.is_running, "the prompt starting")
 
 
 async def test_a_line_typed_while_a_starting_prompt_gives_way_reaches_the_next_one(keys: PipeInput) -> None:
@@ -54,7 +57,7 @@ async def test_text_being_typed_carries_over_to_the_prompt_that_replaces_it(keys
     terminal.ask("> ", history=True)
     await _running(terminal)
     keys.send_text("half a thou")
-    await asyncio.sleep(0.1)
+    await _until(lambda: terminal._session.default_buffer.text == "half a thou", "the keys reaching the prompt")
     terminal.ask("steer › ", history=True)
     keys.send_text("ght\r")
     assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("half a thought")
@@ -66,11 +69,8 @@ async def test_a_line_entered_just_before_another_prompt_is_asked_is_delivered(k
     terminal.ask("steer › ", history=True)
     await _running(terminal)
     keys.send_text("steer left\r")
-    for _ in range(200):  # Enter is handled: the prompt's result is set, not yet delivered
-        app = terminal._session.app
-        if app.future is not None and app.future.done():
-            break
-        await asyncio.sleep(0.001)
+    # Enter is handled: the prompt's result is set, not yet delivered.
+    await _until(lambda: terminal._session.app.future is not None and terminal._session.app.future.done(), "Enter being handled")
     terminal.ask("> ", history=True)
     assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("steer left")
     keys.send_text("next\r")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 
 import pytest
 
@@ -21,12 +22,13 @@ def test_every_sdk_client_verifies_with_the_one_context() -> None:
     assert ssl_context().verify_mode == ssl.CERT_REQUIRED and ssl_context().check_hostname
 
 
-def test_the_context_follows_ssl_cert_file(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_the_context_follows_ssl_cert_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A CA bundle named by SSL_CERT_FILE is the one loaded, as the SDK's own client would."""
     import certifi
 
     bundle = tmp_path / "ca.pem"
-    bundle.write_text(open(certifi.where()).read().split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n")
+    first_certificate = Path(certifi.where()).read_text().split("-----END CERTIFICATE-----")[0]
+    bundle.write_text(first_certificate + "-----END CERTIFICATE-----\n")
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     ssl_context.cache_clear()
     try:
