@@ -78,3 +78,56 @@ def test_serve_prints_one_line_with_the_url_and_token(tmp_path: Path) -> None:
     finally:
         process.terminate()
         assert process.wait(10) == 0
+
+
+# What `serve` loads before it listens. Each of these is loaded on first use instead; importing one
+# at start costs every start of the host (benchmarks/startup.py measures the sum).
+_NOT_AT_START = (
+    "h11",  # uvicorn parses HTTP with httptools, a declared dependency
+    "mcp", "ag_ui", "yaml", "openai", "anthropic", "litellm", "chat", "pathspec",
+)
+
+_SERVE_AND_REPORT = """
+import builtins, importlib.metadata, json, os, signal, sys
+scans = []
+real_entry_points = importlib.metadata.entry_points
+def entry_points(*args, **kwargs):
+    scans.append(kwargs.get("group"))
+    return real_entry_points(*args, **kwargs)
+importlib.metadata.entry_points = entry_points
+real_print = builtins.print
+def report(*args, **kwargs):
+    real_print(*args, **kwargs)
+    if args and str(args[0]).startswith("agent-host listening on"):
+        real_print(json.dumps({"modules": sorted(sys.modules), "scans": scans}), flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+builtins.print = report
+from host.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _serve_and_report(tmp_path: Path, env: dict[str, str] | None = None) -> dict:
+    import json
+
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE_AND_REPORT, "serve", "--port", "0", "--data-dir", str(tmp_path), "--token", "secret-1"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT), **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("agent-host listening on ws://127.0.0.1:")
+    return json.loads(lines[1])
+
+
+def test_serve_listens_before_loading_what_it_needs_only_later(tmp_path: Path) -> None:
+    report = _serve_and_report(tmp_path)
+    loaded = {name.split(".")[0] for name in report["modules"]}
+    assert sorted(loaded & set(_NOT_AT_START)) == []
+    assert "httptools" in loaded
+
+
+def test_serve_does_not_scan_installed_packages_for_pydantic_plugins_unless_asked(tmp_path: Path) -> None:
+    assert _serve_and_report(tmp_path)["scans"] == []
+    # Setting pydantic's own variable hands the choice back to pydantic, which then looks.
+    assert _serve_and_report(tmp_path / "second", env={"PYDANTIC_DISABLE_PLUGINS": ""})["scans"] == ["pydantic"]
