@@ -8,17 +8,18 @@ fresh interpreter (``python -c``: import websockets, listen, print the URL). Bot
 spawn to handshake; median of ``--repeat`` alternating runs, and their ratio.
 
 Both run from compiled bytecode, as an installed program does (``pip install`` compiles it, and
-an editable checkout caches it on first run): the project's modules are compiled into a temporary
-``PYTHONPYCACHEPREFIX`` by one untimed run first (the repository is not written to; the
-dependencies' bytecode already sits in site-packages). A third row shows the host compiling its
-own modules from source on every start (``PYTHONDONTWRITEBYTECODE=1`` and no cache), the case
-of an environment that forbids bytecode files.
+an editable checkout caches it on first run): everything they import is compiled into a temporary
+``PYTHONPYCACHEPREFIX`` by one untimed run first (the repository is not written to, and
+``__pycache__`` folders that tests left in it are not read). A third row shows the host compiling
+its own modules from source on every start (the same cache less the project's modules, with
+``PYTHONDONTWRITEBYTECODE=1``), the case of an environment that forbids bytecode files.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,20 +47,21 @@ asyncio.run(main())
 """
 
 
-def _environment(bytecode_cache: str | None) -> dict[str, str]:
+def _environment(bytecode_cache: str, *, compile_every_time: bool = False) -> dict[str, str]:
+    """Bytecode read from (and written to) ``bytecode_cache`` only: a ``__pycache__`` left in the
+    checkout by an earlier run (tests write them) is never read, so the compiling row compiles."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
-    if bytecode_cache is None:
+    env["PYTHONPYCACHEPREFIX"] = bytecode_cache
+    if compile_every_time:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    else:
-        env["PYTHONPYCACHEPREFIX"] = bytecode_cache
     return env
 
 
-def _time_to_handshake(command: list[str], bytecode_cache: str | None) -> float:
+def _time_to_handshake(command: list[str], env: dict[str, str]) -> float:
     from websockets.sync.client import connect
 
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO, env=_environment(bytecode_cache))
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip().split(" ")[-1]
@@ -77,20 +79,28 @@ def main() -> None:
     args = parser.parse_args()
     host_runs, bare_runs, cold_runs = [], [], []
 
-    def host(data_dir: str, cache: str | None) -> float:
+    def host(data_dir: str, env: dict[str, str]) -> float:
         return _time_to_handshake(
-            [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir, "--token", TOKEN], cache)
+            [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir, "--token", TOKEN], env)
 
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as dependencies_only:
+        warm = _environment(cache)
         with tempfile.TemporaryDirectory() as data_dir:
-            host(data_dir, cache)  # untimed: fills the bytecode cache
-        _time_to_handshake([sys.executable, "-c", _BARE], cache)
+            host(data_dir, warm)  # untimed: fills the bytecode cache
+        _time_to_handshake([sys.executable, "-c", _BARE], warm)
+        # The same cache without the project's own modules, never written to: they compile every time.
+        shutil.copytree(cache, dependencies_only, dirs_exist_ok=True)
+        project = Path(dependencies_only) / REPO.relative_to(REPO.anchor)
+        for compiled in project.iterdir() if project.is_dir() else ():
+            if compiled.name != ".venv":  # the dependencies live there
+                shutil.rmtree(compiled)
+        cold = _environment(dependencies_only, compile_every_time=True)
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as data_dir:
-                host_runs.append(host(data_dir, cache))
-            bare_runs.append(_time_to_handshake([sys.executable, "-c", _BARE], cache))
+                host_runs.append(host(data_dir, warm))
+            bare_runs.append(_time_to_handshake([sys.executable, "-c", _BARE], warm))
             with tempfile.TemporaryDirectory() as data_dir:
-                cold_runs.append(host(data_dir, None))
+                cold_runs.append(host(data_dir, cold))
     host_s, bare_s, cold_s = median(host_runs), median(bare_runs), median(cold_runs)
     print(f"start-up to first WebSocket, median of {args.repeat}; {machine_note()}")
     print(f"{'agent-host serve':<40}{host_s:>8.3f} s")
