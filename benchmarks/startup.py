@@ -5,7 +5,9 @@
 Host: spawn ``agent-host serve --port 0`` (a fresh data directory each time), read the URL it
 prints, complete a WebSocket handshake. Baseline: the same for a bare ``websockets`` server in a
 fresh interpreter (``python -c``: import websockets, listen, print the URL). Both are wall time from
-spawn to handshake; median of ``--repeat`` alternating runs, and their ratio.
+spawn to handshake; median of ``--repeat`` alternating runs, and their ratio. The host's runs also
+send an AHP ``initialize`` right after the handshake and time its answer: what a client waits for
+before it can do anything (the first request loads the wire models, ``ahp.protocol._generated``).
 
 Both run from compiled bytecode, as an installed program does (``pip install`` compiles it, and
 an editable checkout caches it on first run): everything they import is compiled into a temporary
@@ -18,6 +20,7 @@ its own modules from source on every start (the same cache less the project's mo
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -57,7 +60,9 @@ def _environment(bytecode_cache: str, *, compile_every_time: bool = False) -> di
     return env
 
 
-def _time_to_handshake(command: list[str], env: dict[str, str]) -> float:
+def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: bool = False) -> tuple[float, float]:
+    """Seconds from spawn to the handshake and, with ``initialize``, to the answer to an AHP
+    ``initialize`` sent right after it (the handshake's time again without)."""
     from websockets.sync.client import connect
 
     start = time.perf_counter()
@@ -65,23 +70,31 @@ def _time_to_handshake(command: list[str], env: dict[str, str]) -> float:
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip().split(" ")[-1]
-        with connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"}):
-            elapsed = time.perf_counter() - start
+        with connect(url, additional_headers={"Authorization": f"Bearer {TOKEN}"}) as ws:
+            handshake = answered = time.perf_counter() - start
+            if initialize:
+                ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "channel": "ahp-root://", "protocolVersions": ["0.2.0"], "clientId": "startup-bench",
+                    "initialSubscriptions": ["ahp-root://"]}}))
+                reply = json.loads(ws.recv(timeout=30))
+                answered = time.perf_counter() - start
+                assert reply.get("id") == 1 and "result" in reply, reply
     finally:
         process.terminate()
         process.wait(10)
-    return elapsed
+    return handshake, answered
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    host_runs, bare_runs, cold_runs = [], [], []
+    host_runs, answered_runs, bare_runs, cold_runs = [], [], [], []
 
-    def host(data_dir: str, env: dict[str, str]) -> float:
+    def host(data_dir: str, env: dict[str, str]) -> tuple[float, float]:
         return _time_to_handshake(
-            [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir, "--token", TOKEN], env)
+            [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir, "--token", TOKEN],
+            env, initialize=True)
 
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as dependencies_only:
         warm = _environment(cache)
@@ -97,16 +110,19 @@ def main() -> None:
         cold = _environment(dependencies_only, compile_every_time=True)
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as data_dir:
-                host_runs.append(host(data_dir, warm))
-            bare_runs.append(_time_to_handshake([sys.executable, "-c", _BARE], warm))
+                handshake, answered = host(data_dir, warm)
+                host_runs.append(handshake)
+                answered_runs.append(answered)
+            bare_runs.append(_time_to_handshake([sys.executable, "-c", _BARE], warm)[0])
             with tempfile.TemporaryDirectory() as data_dir:
-                cold_runs.append(host(data_dir, cold))
+                cold_runs.append(host(data_dir, cold)[0])
     host_s, bare_s, cold_s = median(host_runs), median(bare_runs), median(cold_runs)
     print(f"start-up to first WebSocket, median of {args.repeat}; {machine_note()}")
     print(f"{'agent-host serve':<40}{host_s:>8.3f} s")
     print(f"{'bare websockets server':<40}{bare_s:>8.3f} s")
     print(f"{'ratio host / bare':<40}{host_s / bare_s:>8.2f}")
     print(f"{'agent-host serve, compiling its modules':<40}{cold_s:>8.3f} s")
+    print(f"{'agent-host serve, initialize answered':<40}{median(answered_runs):>8.3f} s")
 
 
 if __name__ == "__main__":

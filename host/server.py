@@ -15,6 +15,11 @@ Safety at the edge, before any JSON-RPC is read:
 * a WebSocket upgrade whose ``Origin`` header is present and not in ``server.allowed_origins`` is
   refused with 403, so a web page cannot drive a host that runs commands on this machine;
 * inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
+
+Once listening, the wire models every request is validated with (``ahp.protocol._generated``,
+some 150 ms of imports here) are loaded in a worker thread, so a client that connects a moment
+later finds them ready instead of waiting for them at its first request; one that asks sooner
+waits only for what is left of that import.
 """
 
 from __future__ import annotations
@@ -263,7 +268,17 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
             task.result()
             raise RuntimeError("the host stopped while starting")
         await asyncio.sleep(0.001)
+    asyncio.get_running_loop().run_in_executor(None, _load_wire_models)
     return RunningHost(server, task, sock, host, token)
+
+
+def _load_wire_models() -> None:
+    from ahp.protocol._models import generated_module
+
+    try:
+        memory.import_out_of_sight(generated_module)
+    except Exception:  # the first request that needs them will raise it where it can be reported
+        logger.debug("loading the wire models ahead of the first request failed", exc_info=True)
 
 
 async def serve(host: AgentHost, *, token: str | None, announce: Any = print) -> None:

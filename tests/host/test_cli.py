@@ -100,6 +100,15 @@ def report(*args, **kwargs):
     real_print(*args, **kwargs)
     if args and str(args[0]).startswith("agent-host listening on"):
         real_print(json.dumps({"modules": sorted(sys.modules), "scans": scans}), flush=True)
+        if os.environ.get("REPORT_WIRE_MODELS"):  # no request is ever sent: does the host load them anyway?
+            import time
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                module = sys.modules.get("ahp.protocol._generated")
+                if module is not None and not getattr(module.__spec__, "_initializing", False):
+                    break
+                time.sleep(0.01)
+            real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams")}), flush=True)
         os.kill(os.getpid(), signal.SIGINT)
 builtins.print = report
 from host.cli import main
@@ -117,7 +126,7 @@ def _serve_and_report(tmp_path: Path, env: dict[str, str] | None = None) -> dict
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("agent-host listening on ws://127.0.0.1:")
-    return json.loads(lines[1])
+    return {key: value for line in lines[1:] for key, value in json.loads(line).items()}
 
 
 def test_serve_listens_before_loading_what_it_needs_only_later(tmp_path: Path) -> None:
@@ -131,3 +140,8 @@ def test_serve_does_not_scan_installed_packages_for_pydantic_plugins_unless_aske
     assert _serve_and_report(tmp_path)["scans"] == []
     # Setting pydantic's own variable hands the choice back to pydantic, which then looks.
     assert _serve_and_report(tmp_path / "second", env={"PYDANTIC_DISABLE_PLUGINS": ""})["scans"] == ["pydantic"]
+
+
+def test_serve_loads_the_wire_models_before_the_first_request(tmp_path: Path) -> None:
+    report = _serve_and_report(tmp_path, env={"REPORT_WIRE_MODELS": "1"})
+    assert report["wire_models_loaded"] is True
