@@ -16,7 +16,10 @@ process; measured: young collections of 15–20 ms that freed nothing, during th
   generation's. Measured at 200 sessions x 20 chunks/s (``benchmarks/provider_stream.py``'s load,
   longest pause / collector time per 12,000 chunks): 50,000 net allocations per young collection
   (and 20 young per middle one), 14–22 ms / 45 ms; 10,000 and 4, 18–29 ms (middle collections) /
-  75 ms; 2,000 and 5, 4–6 ms / 100 ms. Full collections stay rare (the collector also waits for the
+  75 ms; 2,000 and 5, 4–6 ms / 100 ms; 2,000 and 2, the longest pause of a run 7 ms where 2,000
+  and 5 gave 9 ms (medians of twelve runs each, alternating; collector time 100–150 ms either way:
+  a middle collection walks the survivors of two young collections instead of five, the turn
+  starts' request and stream objects among them). Full collections stay rare (the collector also waits for the
   old generation to grow by a quarter), and walk only what is not frozen: the stored states are
   mostly leaf dicts the collector untracks, 25 ms for 65 MB of turns.
 * :func:`import_out_of_sight`: runs a heavy import (the SDKs are imported in a worker thread when a
@@ -36,8 +39,9 @@ from typing import Callable
 
 __all__ = ["GC_THRESHOLDS", "import_out_of_sight", "settle"]
 
-GC_THRESHOLDS = (2_000, 5, 100)
-"""Young collections every 2,000 net allocations of containers (CPython's default: 700, 10, 10)."""
+GC_THRESHOLDS = (2_000, 2, 100)
+"""Young collections every 2,000 net allocations of containers, a middle one every second young one
+(CPython's default: 700, 10, 10)."""
 
 _lock = threading.Lock()
 _holding = 0
