@@ -19,9 +19,9 @@ process; measured: young collections of 15–20 ms that freed nothing, during th
   75 ms; 2,000 and 5, 4–6 ms / 100 ms; 2,000 and 2, the longest pause of a run 7 ms where 2,000
   and 5 gave 9 ms (medians of twelve runs each, alternating; collector time 100–150 ms either way:
   a middle collection walks the survivors of two young collections instead of five, the turn
-  starts' request and stream objects among them). Full collections stay rare (the collector also waits for the
-  old generation to grow by a quarter), and walk only what is not frozen: the stored states are
-  mostly leaf dicts the collector untracks, 25 ms for 65 MB of turns.
+  starts' request and stream objects among them). Full collections stay rare (the collector also
+  waits for the old generation to grow by a quarter), and walk only what is not frozen: the stored
+  states are mostly leaf dicts the collector untracks, 25 ms for 65 MB of turns.
 * :func:`import_out_of_sight`: runs a heavy import (the SDKs are imported in a worker thread when a
   session is created) with the collector held off, then freezes what it created. Done once per
   import function per process.
