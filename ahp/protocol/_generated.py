@@ -7,9 +7,7 @@ Attributes are snake_case, wire names are the schema's camelCase (aliases); unkn
 fields are kept, as the protocol requires receivers to ignore them.
 """
 
-from __future__ import annotations
-
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 from ahp.protocol._base import WireModel
 from pydantic import Field, RootModel
@@ -233,39 +231,39 @@ class ConfigPropertySchema(WireModel):
     """
     JSON Schema: human-readable label for the property
     """
-    description: str | None = None
+    description: Optional[str] = None
     """
     JSON Schema: description / tooltip
     """
-    default: Any | None = None
+    default: Optional[Any] = None
     """
     JSON Schema: default value
     """
-    enum: list[str] | None = None
+    enum: Optional[list[str]] = None
     """
     JSON Schema: allowed values (typically used with `string` type)
     """
-    enum_labels: list[str] | None = Field(None, alias='enumLabels')
+    enum_labels: Optional[list[str]] = Field(None, alias='enumLabels')
     """
     Display extension: human-readable label per enum value (parallel array)
     """
-    enum_descriptions: list[str] | None = Field(None, alias='enumDescriptions')
+    enum_descriptions: Optional[list[str]] = Field(None, alias='enumDescriptions')
     """
     Display extension: description per enum value (parallel array)
     """
-    read_only: bool | None = Field(None, alias='readOnly')
+    read_only: Optional[bool] = Field(None, alias='readOnly')
     """
     JSON Schema: when `true`, the property is displayed but cannot be modified by the user
     """
-    items: ConfigPropertySchema | None = None
+    items: Optional["ConfigPropertySchema"] = None
     """
     JSON Schema: schema for array items (used when `type` is `'array'`)
     """
-    properties: dict[str, ConfigPropertySchema] | None = None
+    properties: Optional[dict[str, "ConfigPropertySchema"]] = None
     """
     JSON Schema: property descriptors for object properties (used when `type` is `'object'`)
     """
-    required: list[str] | None = None
+    required: Optional[list[str]] = None
     """
     JSON Schema: list of required property ids (used when `type` is `'object'`)
     """
