@@ -17,9 +17,9 @@ Safety at the edge, before any JSON-RPC is read:
 * inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
 
 Once listening, the wire models every request is validated with (``ahp.protocol._generated``,
-about 0.13 s of pydantic class building here) are loaded in a worker thread, so a client that connects a moment
-later finds them ready instead of waiting for them at its first request; one that asks sooner
-waits only for what is left of that import.
+about 0.13 s of pydantic class building here) are loaded in a worker thread, so a client that
+connects a moment later finds them ready instead of waiting for them at its first request; one
+that asks sooner waits only for what is left of that import.
 """
 
 from __future__ import annotations
