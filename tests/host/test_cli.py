@@ -101,13 +101,13 @@ def report(*args, **kwargs):
     if args and str(args[0]).startswith("agent-host listening on"):
         real_print(json.dumps({"modules": sorted(sys.modules), "scans": scans}), flush=True)
         if os.environ.get("REPORT_WIRE_MODELS"):  # no request is ever sent: does the host load them anyway?
-            import time
+            import importlib, time
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                module = sys.modules.get("ahp.protocol._generated")
-                if module is not None and not getattr(module.__spec__, "_initializing", False):
-                    break
+            while "ahp.protocol._generated" not in sys.modules and time.monotonic() < deadline:
                 time.sleep(0.01)
+            started = "ahp.protocol._generated" in sys.modules  # by the host, not by this script
+            # Waits for an import under way in another thread to finish (the module's import lock).
+            module = importlib.import_module("ahp.protocol._generated") if started else None
             real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams")}), flush=True)
         os.kill(os.getpid(), signal.SIGINT)
 builtins.print = report
