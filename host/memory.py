@@ -24,7 +24,9 @@ process; measured: young collections of 15–20 ms that freed nothing, during th
   states are mostly leaf dicts the collector untracks, 25 ms for 65 MB of turns.
 * :func:`import_out_of_sight`: runs a heavy import (the SDKs are imported in a worker thread when a
   session is created) with the collector held off, then freezes what it created. Done once per
-  import function per process.
+  import function per process. :func:`import_ahead` is the same for an import made before its
+  first use (the SDKs when a session is created, the wire models once the host listens): a failure
+  is only logged, and the first real use raises it where it can be reported.
 
 The cost: frozen objects are never examined again, so a reference cycle among them that later
 becomes garbage is never freed. Freezes happen at start and once per SDK, so what can be kept that
@@ -34,10 +36,13 @@ way is bounded by what was alive at those few moments.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 from typing import Callable
 
-__all__ = ["GC_THRESHOLDS", "import_out_of_sight", "settle"]
+__all__ = ["GC_THRESHOLDS", "import_ahead", "import_out_of_sight", "settle"]
+
+logger = logging.getLogger(__name__)
 
 GC_THRESHOLDS = (2_000, 2, 100)
 """Young collections every 2,000 net allocations of containers, a middle one every second young one
@@ -80,3 +85,12 @@ def import_out_of_sight(load: Callable[[], None]) -> None:
                 gc.freeze()
                 if _was_enabled:
                     gc.enable()
+
+
+def import_ahead(load: Callable[[], None], what: str) -> None:
+    """:func:`import_out_of_sight` ahead of first use: a failure is logged (``what`` names the
+    import), not raised; the first real use raises it where it can be reported."""
+    try:
+        import_out_of_sight(load)
+    except Exception:
+        logger.debug("importing %s ahead of its first use failed", what, exc_info=True)

@@ -268,17 +268,10 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
             task.result()
             raise RuntimeError("the host stopped while starting")
         await asyncio.sleep(0.001)
-    asyncio.get_running_loop().run_in_executor(None, _load_wire_models)
-    return RunningHost(server, task, sock, host, token)
-
-
-def _load_wire_models() -> None:
     from ahp.protocol._models import generated_module
 
-    try:
-        memory.import_out_of_sight(generated_module)
-    except Exception:  # the first request that needs them will raise it where it can be reported
-        logger.debug("loading the wire models ahead of the first request failed", exc_info=True)
+    asyncio.get_running_loop().run_in_executor(None, memory.import_ahead, generated_module, "the wire models")
+    return RunningHost(server, task, sock, host, token)
 
 
 async def serve(host: AgentHost, *, token: str | None, announce: Any = print) -> None:

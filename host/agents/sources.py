@@ -28,18 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from host.memory import import_out_of_sight
+from host.memory import import_ahead
 from providers import Provider
 
 __all__ = ["SdkSource", "API_BY_KIND", "cassette_path_for"]
-
-logger = logging.getLogger(__name__)
 
 API_BY_KIND = {
     "openai": "openai-responses",
@@ -75,13 +72,6 @@ def _import_litellm() -> None:
 
 _SDK_IMPORTS = {"openai": _import_openai, "openai-chat": _import_openai, "anthropic": _import_anthropic, "litellm": _import_litellm}
 """What the first model call of each kind would import on the event loop."""
-
-
-def _import_quietly(kind: str) -> None:
-    try:
-        import_out_of_sight(_SDK_IMPORTS[kind])
-    except Exception:  # the model call will raise it where it can be reported
-        logger.debug("importing the %s SDK ahead of time failed", kind, exc_info=True)
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -131,7 +121,7 @@ class SdkSource:
     def warm(self) -> None:
         """Start importing this kind's SDK in a worker thread, once (see the module docstring)."""
         if self._warming is None:
-            self._warming = asyncio.ensure_future(asyncio.to_thread(_import_quietly, self.kind))
+            self._warming = asyncio.ensure_future(asyncio.to_thread(import_ahead, _SDK_IMPORTS[self.kind], f"the {self.kind} SDK"))
 
     @contextlib.asynccontextmanager
     async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -117,8 +118,6 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _serve_and_report(tmp_path: Path, env: dict[str, str] | None = None) -> dict:
-    import json
-
     result = subprocess.run(
         [sys.executable, "-c", _SERVE_AND_REPORT, "serve", "--port", "0", "--data-dir", str(tmp_path), "--token", "secret-1"],
         capture_output=True, text=True, timeout=60, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT), **(env or {})},

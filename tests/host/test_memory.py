@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 
 import pytest
@@ -79,6 +80,17 @@ def test_a_failing_import_still_turns_the_collector_back_on(collector) -> None:
 
     with pytest.raises(ImportError):
         memory.import_out_of_sight(broken)
+    assert gc.isenabled()
+
+
+def test_an_import_ahead_of_use_that_fails_is_logged_not_raised(collector, caplog) -> None:
+    def broken() -> None:
+        raise ImportError("no module named nowhere")
+
+    with caplog.at_level(logging.DEBUG, logger="host.memory"):
+        memory.import_ahead(broken, "the nowhere SDK")
+    assert "importing the nowhere SDK ahead of its first use failed" in caplog.text
+    assert "no module named nowhere" in caplog.text
     assert gc.isenabled()
 
 
