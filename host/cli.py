@@ -41,6 +41,8 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
+from host import memory
+
 
 def _no_pydantic_plugins() -> None:
     """Record "no plugins" in pydantic's plugin cache before the first model is built (see above)."""
@@ -51,10 +53,6 @@ def _no_pydantic_plugins() -> None:
     if getattr(_loader, "_plugins", False) is None:  # not scanned yet (and the cache still exists)
         _loader._plugins = {}
 
-
-_no_pydantic_plugins()
-
-from host.config import ConfigError, is_loopback, load_config  # noqa: E402  (after the plugin cache is set)
 
 __all__ = ["main"]
 
@@ -103,21 +101,27 @@ def _code_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        args = _code_parser().parse_args(argv)
-        args.command = "code"
-    else:
-        args = _parser(argv).parse_args(argv)
-    if args.command == "chat":
-        from chat import run as run_chat
+    # The collector is held off while the host imports and builds its models, until it has
+    # started (memory.settle) or the command ends without starting one.
+    with memory.starting():
+        _no_pydantic_plugins()  # before the first model is built
+        if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+            args = _code_parser().parse_args(argv)
+            args.command = "code"
+        else:
+            args = _parser(argv).parse_args(argv)
+        if args.command == "code" or args.command is None:
+            return _code(args)
+        if args.command == "serve":
+            return _serve(args)
+    from chat import run as run_chat  # a client only: the collector as usual
 
-        return run_chat(args)
-    if args.command == "code" or args.command is None:
-        return _code(args)
-    return _serve(args)
+    return run_chat(args)
 
 
 def _load(args: argparse.Namespace, server: dict[str, Any], recording: bool | None = None) -> Any:
+    from host.config import ConfigError, is_loopback, load_config
+
     config = load_config(args.config, overrides={"server": server, "recording": {"enabled": recording}})
     if not is_loopback(config.server.host) and not config.server.token:
         raise ConfigError(
@@ -131,6 +135,8 @@ def _load(args: argparse.Namespace, server: dict[str, Any], recording: bool | No
 def _data_lock(data_dir: Path) -> Iterator[None]:
     """Hold ``host.lock`` in the data directory for as long as a host runs on it."""
     import fcntl
+
+    from host.config import ConfigError
 
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / "host.lock", "a+") as handle:
@@ -148,6 +154,8 @@ def _data_lock(data_dir: Path) -> Iterator[None]:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from host.config import ConfigError
+
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = _load(
@@ -186,6 +194,7 @@ def _serve_locked(config: Any) -> int:
 def _code(args: argparse.Namespace) -> int:
     """The one-command mode: a private host in this process, the chat in this terminal."""
     from chat import run as run_chat
+    from host.config import ConfigError
 
     try:
         # Whatever the config says about where to listen, this host is only for this terminal.
@@ -211,6 +220,7 @@ def _code(args: argparse.Namespace) -> int:
                 from host.server import start_host
 
                 running = await start_host(host, token=secrets.token_urlsafe(24))
+                memory.settle()
                 try:
                     yield running.url
                 finally:

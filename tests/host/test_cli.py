@@ -89,7 +89,7 @@ _NOT_AT_START = (
 )
 
 _SERVE_AND_REPORT = """
-import builtins, importlib.metadata, json, os, signal, sys
+import builtins, gc, importlib.metadata, json, os, signal, sys
 scans = []
 real_entry_points = importlib.metadata.entry_points
 def entry_points(*args, **kwargs):
@@ -100,7 +100,10 @@ real_print = builtins.print
 def report(*args, **kwargs):
     real_print(*args, **kwargs)
     if args and str(args[0]).startswith("agent-host listening on"):
-        real_print(json.dumps({"modules": sorted(sys.modules), "scans": scans}), flush=True)
+        real_print(json.dumps({
+            "modules": sorted(sys.modules), "scans": scans,
+            "collections_while_starting": sum(gen["collections"] for gen in gc.get_stats()) - collections_before,
+        }), flush=True)
         if os.environ.get("REPORT_WIRE_MODELS"):  # no request is ever sent: does the host load them anyway?
             import importlib, time
             deadline = time.monotonic() + 30
@@ -109,10 +112,13 @@ def report(*args, **kwargs):
             started = "ahp.protocol._generated" in sys.modules  # by the host, not by this script
             # Waits for an import under way in another thread to finish (the module's import lock).
             module = importlib.import_module("ahp.protocol._generated") if started else None
-            real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams")}), flush=True)
+            while not gc.isenabled() and time.monotonic() < deadline:  # the import's last step turns it on
+                time.sleep(0.01)
+            real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams"), "collector_on": gc.isenabled()}), flush=True)
         os.kill(os.getpid(), signal.SIGINT)
 builtins.print = report
 from host.cli import main
+collections_before = sum(gen["collections"] for gen in gc.get_stats())
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -139,6 +145,13 @@ def test_serve_does_not_scan_installed_packages_for_pydantic_plugins_unless_aske
     assert _serve_and_report(tmp_path)["scans"] == []
     # Setting pydantic's own variable hands the choice back to pydantic, which then looks.
     assert _serve_and_report(tmp_path / "second", env={"PYDANTIC_DISABLE_PLUGINS": ""})["scans"] == ["pydantic"]
+
+
+def test_serve_starts_with_the_collector_held_off_and_turns_it_on_once_started(tmp_path: Path) -> None:
+    report = _serve_and_report(tmp_path, env={"REPORT_WIRE_MODELS": "1"})
+    # Start-up makes some 70,000 long-lived containers: a young collection would walk them for nothing.
+    assert report["collections_while_starting"] == 0
+    assert report["collector_on"] is True  # once the wire models, loaded out of its sight, are in
 
 
 def test_serve_loads_the_wire_models_before_the_first_request(tmp_path: Path) -> None:

@@ -99,3 +99,47 @@ def test_settle_freezes_what_is_alive_and_sets_the_thresholds(collector) -> None
 
     assert gc.get_threshold() == memory.GC_THRESHOLDS
     assert gc.get_freeze_count() > 0
+
+
+def test_the_collector_is_held_off_while_starting_until_the_host_has_settled(collector) -> None:
+    with memory.starting():
+        assert not gc.isenabled()
+        memory.settle()
+        assert gc.isenabled()
+        gc.disable()  # whatever happens after settle is not undone by the end of the block
+    assert not gc.isenabled()
+
+
+def test_a_start_that_ends_without_settling_turns_the_collector_back_on(collector) -> None:
+    with pytest.raises(RuntimeError):
+        with memory.starting():
+            raise RuntimeError("config error")
+    assert gc.isenabled()
+
+
+def test_a_collector_already_off_stays_off_after_starting(collector) -> None:
+    gc.disable()
+    with memory.starting():
+        memory.settle()
+    assert not gc.isenabled()
+
+
+def test_settling_during_an_import_out_of_sight_turns_the_collector_on_when_it_ends(collector) -> None:
+    started, release = threading.Event(), threading.Event()
+    during: list[bool] = []
+
+    def slow() -> None:
+        started.set()
+        release.wait(5)
+        during.append(gc.isenabled())
+
+    with memory.starting():
+        worker = threading.Thread(target=memory.import_out_of_sight, args=(slow,))
+        worker.start()
+        started.wait(5)
+        memory.settle()  # the host has started while the wire models are still loading
+        assert not gc.isenabled()
+        release.set()
+        worker.join(5)
+    assert during == [False]
+    assert gc.isenabled()
