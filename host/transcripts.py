@@ -32,10 +32,14 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from providers import Message, MessageAdapter
+import providers
+
+if TYPE_CHECKING:
+    from providers import Message
 
 __all__ = ["TranscriptStore"]
 
@@ -71,7 +75,7 @@ class TranscriptStore:
         self._lock = threading.Lock()
 
     def save(self, session: str, turn_id: str, messages: Sequence[Message]) -> None:
-        body = json.dumps([MessageAdapter.dump_python(m, mode="json") for m in messages])
+        body = json.dumps([providers.MessageAdapter.dump_python(m, mode="json") for m in messages])
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO transcripts (session, turn_id, messages) VALUES (?, ?, ?)",
@@ -93,7 +97,7 @@ class TranscriptStore:
             if turn_id not in keep:
                 continue
             try:
-                found[turn_id] = [MessageAdapter.validate_python(item) for item in json.loads(body)]
+                found[turn_id] = [providers.MessageAdapter.validate_python(item) for item in json.loads(body)]
             except (ValueError, ValidationError):
                 logger.warning("transcript of turn %s in %s is unreadable; rebuilding it from the turn state", turn_id, session)
         return found

@@ -23,8 +23,8 @@ How the turn loop uses this package::
 
 Invariants: events follow :mod:`providers.events` (start → deltas → end per part index, then
 one ``Finish``); errors follow :mod:`providers.errors`; providers never retry. Importing
-``providers`` loads neither ``openai``, ``anthropic``, ``litellm`` nor ``httpx2``: the vendor
-classes below are loaded on first attribute access.
+``providers`` loads none of its modules: each name is loaded on first use, so neither the message
+models nor ``openai``, ``anthropic``, ``litellm`` or ``httpx2`` are imported until something uses them.
 """
 
 from __future__ import annotations
@@ -32,77 +32,100 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .accumulator import StreamAccumulator, UnexpectedDeltaError
-from .base import Provider
-from .errors import (
-    AuthenticationError,
-    ContextLengthError,
-    InvalidRequestError,
-    ModelNotFoundError,
-    ProviderError,
-    ProviderProtocolError,
-    ProviderUnavailableError,
-    ProviderStalledError,
-    RateLimitError,
-    RequestCancelledError,
-)
-from .events import (
-    Finish,
-    FinishReason,
-    PartDelta,
-    PartEnd,
-    PartKind,
-    PartStart,
-    StreamEvent,
-    StreamEventAdapter,
-    Usage,
-    UsageReport,
-)
-from .messages import (
-    AnthropicOptions,
-    AnthropicThinkingAdaptive,
-    AnthropicThinkingBudget,
-    ApiName,
-    AssistantMessage,
-    ImageContent,
-    Message,
-    MessageAdapter,
-    ModelRequest,
-    OpenAIOptions,
-    ReasoningPart,
-    TextContent,
-    TextPart,
-    ToolCallPart,
-    ToolDefinition,
-    ToolResult,
-    ToolResultsMessage,
-    UserMessage,
-)
-from .scripted import Pause, Script, ScriptedProvider
-
 if TYPE_CHECKING:
+    from .accumulator import StreamAccumulator, UnexpectedDeltaError
     from .anthropic import AnthropicProvider
+    from .base import Provider
     from .cassette import CassetteError, RecordingTransport, ReplayTransport, replay_client
+    from .errors import (
+        AuthenticationError,
+        ContextLengthError,
+        InvalidRequestError,
+        ModelNotFoundError,
+        ProviderError,
+        ProviderProtocolError,
+        ProviderStalledError,
+        ProviderUnavailableError,
+        RateLimitError,
+        RequestCancelledError,
+    )
+    from .events import (
+        Finish,
+        FinishReason,
+        PartDelta,
+        PartEnd,
+        PartKind,
+        PartStart,
+        StreamEvent,
+        StreamEventAdapter,
+        Usage,
+        UsageReport,
+    )
     from .litellm import LiteLLMProvider
+    from .messages import (
+        AnthropicOptions,
+        AnthropicThinkingAdaptive,
+        AnthropicThinkingBudget,
+        ApiName,
+        AssistantMessage,
+        ImageContent,
+        Message,
+        MessageAdapter,
+        ModelRequest,
+        OpenAIOptions,
+        ReasoningPart,
+        TextContent,
+        TextPart,
+        ToolCallPart,
+        ToolDefinition,
+        ToolResult,
+        ToolResultsMessage,
+        UserMessage,
+    )
     from .openai import OpenAIChatProvider, OpenAIResponsesProvider
+    from .scripted import Pause, Script, ScriptedProvider
 
-_LAZY = {
+# Every name is loaded on first use (PEP 562): the host imports this package at start-up, and the
+# message and event models (pydantic classes, some 20 ms to build) only when a turn needs them.
+_WHERE = {
+    **dict.fromkeys(["StreamAccumulator", "UnexpectedDeltaError"], ".accumulator"),
     "AnthropicProvider": ".anthropic",
-    "OpenAIResponsesProvider": ".openai",
-    "OpenAIChatProvider": ".openai",
+    "Provider": ".base",
+    **dict.fromkeys(["CassetteError", "RecordingTransport", "ReplayTransport", "replay_client"], ".cassette"),
+    **dict.fromkeys(
+        [
+            "AuthenticationError", "ContextLengthError", "InvalidRequestError", "ModelNotFoundError", "ProviderError",
+            "ProviderProtocolError", "ProviderStalledError", "ProviderUnavailableError", "RateLimitError",
+            "RequestCancelledError",
+        ],
+        ".errors",
+    ),
+    **dict.fromkeys(
+        ["Finish", "FinishReason", "PartDelta", "PartEnd", "PartKind", "PartStart", "StreamEvent", "StreamEventAdapter",
+         "Usage", "UsageReport"],
+        ".events",
+    ),
     "LiteLLMProvider": ".litellm",
-    "CassetteError": ".cassette",
-    "ReplayTransport": ".cassette",
-    "RecordingTransport": ".cassette",
-    "replay_client": ".cassette",
+    **dict.fromkeys(
+        [
+            "AnthropicOptions", "AnthropicThinkingAdaptive", "AnthropicThinkingBudget", "ApiName", "AssistantMessage",
+            "ImageContent", "Message", "MessageAdapter", "ModelRequest", "OpenAIOptions", "ReasoningPart", "TextContent",
+            "TextPart", "ToolCallPart", "ToolDefinition", "ToolResult", "ToolResultsMessage", "UserMessage",
+        ],
+        ".messages",
+    ),
+    **dict.fromkeys(["OpenAIChatProvider", "OpenAIResponsesProvider"], ".openai"),
+    **dict.fromkeys(["Pause", "Script", "ScriptedProvider"], ".scripted"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'providers' has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups never come back here
+    return value
 
 
 __all__ = [

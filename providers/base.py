@@ -17,10 +17,11 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .events import StreamEvent
-from .messages import ApiName, ModelRequest
+if TYPE_CHECKING:  # annotations only: the interface does not load the message and event models
+    from .events import StreamEvent
+    from .messages import ApiName, ModelRequest
 
 
 @runtime_checkable

@@ -16,10 +16,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+import providers
 from host.agents.base import TurnFailed
-from providers import AnthropicOptions, AnthropicThinkingBudget, OpenAIOptions, Provider
+
+if TYPE_CHECKING:
+    from providers import Provider
 
 __all__ = [
     "ProviderSource", "StaticSource", "ModelSpec", "TurnSettings", "THINKING_BUDGETS", "EFFORTS",
@@ -155,11 +158,11 @@ def request_options(selection: dict[str, Any] | None, spec: ModelSpec, api: str,
         effort = config.get("reasoningEffort") or spec.default_level or "medium"
         if effort in EFFORTS:
             summary = "auto" if api == "openai-responses" else None
-            options["openai"] = OpenAIOptions(reasoning_effort=effort, reasoning_summary=summary)
+            options["openai"] = providers.OpenAIOptions(reasoning_effort=effort, reasoning_summary=summary)
     elif spec.reasoning == "thinking":
         level = config.get("thinking") or spec.default_level or "off"
         budget = THINKING_BUDGETS.get(level)
         if budget is not None:
-            options["anthropic"] = AnthropicOptions(thinking=AnthropicThinkingBudget(budget_tokens=budget))
+            options["anthropic"] = providers.AnthropicOptions(thinking=providers.AnthropicThinkingBudget(budget_tokens=budget))
             options["max_tokens"] = max(max_tokens or 0, budget + 4096, 16000)
     return options

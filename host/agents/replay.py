@@ -19,10 +19,13 @@ import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from host.agents.sources import make_provider
-from providers import ModelRequest, Provider, ProviderError, StreamEvent
+from providers import Provider, ProviderError
+
+if TYPE_CHECKING:
+    from providers import ModelRequest, StreamEvent
 from tools.base import Tool, ToolContext, success_result
 from tools.content import text_content
 
