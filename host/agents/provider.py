@@ -29,9 +29,11 @@ after it streamed keeps its streamed text in the transcript (``host.conversation
 After a successful first turn a title is made in the background (``host.agents.titles``); a title
 already changed by a client is never overwritten.
 
-The loop itself is ``host.agents.turn.ProviderTurn``, one object per turn, imported with the first
-turn: listing an agent (what the host does at start-up) needs only its models and settings, not
-the providers' message models, the stream mapping, compaction and tool runs.
+The loop itself is ``host.agents.turn.ProviderTurn``, one object per turn, not imported at
+start-up: listing an agent needs only its models and settings, not the providers' message models,
+the stream mapping, compaction and tool runs (some 35 ms). Creating a session starts importing them
+in a worker thread, as for the SDK (``host.memory.import_ahead``), and a turn waits for that import
+off the event loop instead of running it there.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from host.agents.models import (
     model_for,
 )
 from host.agents.tooling import AutoApprover, ToolApprover
+from host.memory import import_ahead
 from host.transcripts import TranscriptStore
 
 if TYPE_CHECKING:
@@ -100,6 +103,8 @@ class ProviderAgent:
         self.meters: dict[str, TokenMeter] = {}
         """Per session: what the last model call really used (for the next request's estimate)."""
         self._background: set[asyncio.Task[Any]] = set()
+        self._loading: asyncio.Future[None] | None = None
+        """The turn loop's import in a worker thread, from the first session made on this agent."""
 
     # -- Agent protocol ------------------------------------------------------------------------
 
@@ -129,6 +134,8 @@ class ProviderAgent:
     async def prepare_session(self, session: str, state: dict[str, Any]) -> None:
         if self.unavailable is not None:
             raise SessionCreationFailed("providerNotConfigured", self.unavailable)
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(asyncio.to_thread(import_ahead, _import_turn_loop, "the turn loop"))
         warm = getattr(self.source, "warm", None)
         if warm is not None:
             warm()  # the SDK is imported off the event loop before the first model call needs it
@@ -141,7 +148,9 @@ class ProviderAgent:
         await self.source.aclose()
 
     async def run_turn(self, ctx: TurnContext) -> None:
-        from host.agents.turn import ProviderTurn  # with the first turn (see the module docstring)
+        if self._loading is not None and not self._loading.done():
+            await asyncio.shield(self._loading)  # not on the event loop (see the module docstring)
+        from host.agents.turn import ProviderTurn
 
         await ProviderTurn(self, ctx).run()
 
@@ -156,3 +165,7 @@ class ProviderAgent:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _import_turn_loop() -> None:
+    import host.agents.turn  # noqa: F401
