@@ -11,6 +11,14 @@ through ``openai.DefaultAioHttpClient`` (the ``openai[aiohttp]`` extra, which th
 It prints this process's CPU time per chunk and the chunk-written-to-parsed latency (median and
 p99), the median of ``--repeat`` alternating runs.
 
+Opening a stream: the CPU this process spends from the call until the response headers are in, per
+request, for a Chat Completions request of the size a turn sends (the host's system prompt and its
+nine built-in tools, about 8 KB of JSON), through the aiohttp client. Once as the SDK comes
+(``chat.completions.with_raw_response.create(**params, stream=True)``: its transform of every
+argument, the standard library's ``json``), once as the providers do (``providers._request_body``:
+the body serialised once with orjson and posted through the same client). ``--requests`` of each,
+alternating, median of ``--repeat``.
+
 Then, for the question whether streaming should move to worker processes: what it costs the main
 process to receive one parsed event from another process instead (a child writes ``--sessions`` x
 ``--rate`` small pickled events a second, each on its own as they would leave a worker, through a
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import pickle
 import struct
@@ -66,6 +75,38 @@ async def _read(base_url: str, client_kind: str, sessions: int, count: int, rate
     return {"cpu_us": cpu / len(samples) * 1e6, "median": median(samples), "p99": percentile(samples, 0.99)}
 
 
+def _turn_params() -> dict:
+    """The Chat Completions parameters of a turn's first model call, built as the provider builds them."""
+    from providers import ModelRequest, ToolDefinition, UserMessage
+    from providers.openai.chat import build_params
+    from tools.builtin import builtin_tools
+
+    tools = tuple(ToolDefinition(name=t.name, description=t.description, input_schema=t.input_schema) for t in builtin_tools())
+    system = "You are a coding agent working in the user's repository. " * 40  # about the host's preamble
+    return build_params(ModelRequest(model="fast-1", system=system, messages=(UserMessage.of("go"),), tools=tools))
+
+
+async def _opening(base_url: str, how: str, requests: int) -> float:
+    """CPU ms per request to open a stream ``how`` ("sdk" or "host"); each stream is read to its end."""
+    import openai
+
+    from providers.openai.chat import open_chunk_stream
+
+    client = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
+    params = _turn_params()
+    cpu = 0.0
+    for _ in range(requests):
+        started = time.process_time()
+        if how == "sdk":
+            response = (await client.chat.completions.with_raw_response.create(**params, stream=True)).http_response
+        else:
+            response = (await open_chunk_stream(client, params)).response
+        cpu += time.process_time() - started
+        await response.aread()
+    await client.close()
+    return cpu / requests * 1e3
+
+
 def _write_events(count: int, per_second: float) -> None:
     """Child: ``count`` length-prefixed pickled events on stdout, paced, one write each."""
     fd = sys.stdout.fileno()
@@ -99,6 +140,7 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=20)
     parser.add_argument("--seconds", type=float, default=3)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=200, help="streams opened per run in the opening test")
     args = parser.parse_args()
     server = ChildProcess(STREAM, "sse")
     try:
@@ -114,6 +156,13 @@ async def main() -> None:
             rows = runs[kind]
             print(f"{label:<34}{median([r['cpu_us'] for r in rows]):>14.1f}{median([r['median'] for r in rows]):>11.2f}"
                   f"{median([r['p99'] for r in rows]):>9.2f}")
+        opened: dict[str, list[float]] = {"sdk": [], "host": []}
+        for _ in range(args.repeat):
+            for how in opened:
+                opened[how].append(await _opening(base_url, how, args.requests))
+        sdk, host = median(opened["sdk"]), median(opened["host"])
+        print(f"opening a stream ({len(json.dumps(_turn_params())) // 1024} KB request), CPU ms per request: "
+              f"SDK create {sdk:.2f}, providers._request_body {host:.2f}, ratio {host / sdk:.2f}")
         per_second = args.sessions * args.rate
         pipe = median([await _receive_events(round(per_second * args.seconds), per_second) for _ in range(args.repeat)])
         print(f"main-process CPU to receive one event from a worker process over a pipe: {pipe:.1f} µs")

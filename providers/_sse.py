@@ -3,8 +3,8 @@
 Why hand-written: the SDKs turn every streamed chunk into a typed model (openai's
 ``construct_type`` costs about 100 µs a chunk, more than everything the host does with it), while
 the translators here only read plain dicts. So a provider asks the SDK for the *raw* HTTP response
-(``with_raw_response``: the SDK still builds the request, authenticates, applies timeouts and maps
-HTTP error statuses to its exceptions) and reads the body with :class:`RawEventStream`: each event's
+(``providers._request_body``: the SDK still builds the request, authenticates, applies timeouts and
+maps HTTP error statuses to its exceptions) and reads the body with :class:`RawEventStream`: each event's
 ``data`` decoded as JSON, nothing else. It follows the SSE format (WHATWG HTML §9.2): lines end in
 ``\\n``, ``\\r\\n`` or ``\\r``, a blank line dispatches the event, ``data``
 lines of one event are joined with ``\\n``, ``:`` lines are comments, other fields are ignored

@@ -21,7 +21,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ._request_body import untransformed
+from ._request_body import open_stream
 from ._sse import RawEventStream
 from ._streaming import sdk_events
 from ._tls import ssl_context
@@ -137,10 +137,8 @@ class AnthropicProvider:
 
 async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
     """The SDK sends the request; the events are read from its raw response as plain dicts."""
-    raw = await client.messages.with_raw_response.create(
-        **untransformed(params, messages=[], max_tokens=params["max_tokens"]), stream=True
-    )
-    return RawEventStream(raw.http_response, error=lambda data: stream_error(raw.http_response, data))
+    response = await open_stream(client, "/v1/messages", params)
+    return RawEventStream(response, error=lambda data: stream_error(response, data))
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:

@@ -72,7 +72,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
 
 async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
     """The chunk stream for ``params``, read as plain dicts (see :func:`._client.open_raw_stream`)."""
-    return await open_raw_stream(client.chat.completions.with_raw_response.create, params, messages=[])
+    return await open_raw_stream(client, "/chat/completions", params)
 
 
 def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completion_tokens") -> dict[str, Any]:

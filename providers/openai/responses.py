@@ -53,7 +53,7 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
         params = self.build_params(request)
         translator = _Translator()
         async for event in sdk_events(
-            lambda: open_raw_stream(self._sdk().responses.with_raw_response.create, params),
+            lambda: open_raw_stream(self._sdk(), "/responses", params),
             lambda item: translator.feed(item[1]),
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finished,

@@ -1,5 +1,5 @@
-"""providers._request_body: each SDK sends the body the provider built, byte for byte what its own
-``create(**params)`` (with the SDK's transform) would have sent."""
+"""providers._request_body: each SDK sends the body the provider built, the same JSON as its own
+``create(**params)`` (with the SDK's transform) would have sent, with the same headers."""
 
 from __future__ import annotations
 
@@ -46,8 +46,14 @@ def request(api: str) -> ModelRequest:
     )
 
 
+# Headers that say how a request was made, not what it asks for (the raw-response header: the
+# provider asks for the response unparsed, as with_raw_response does).
+_HOW = {"content-length", "x-stainless-raw-response", "x-stainless-read-timeout", "x-stainless-timeout"}
+
+
 async def bodies(make, sdk_create, api: str) -> tuple[dict, dict]:
-    """(what the provider sent, what the SDK's own create(**params) sent) for the same request."""
+    """(what the provider sent, what the SDK's own create(**params) sent) for the same request;
+    the headers are compared here."""
     async with FakeProviderServer([Reply(500, b'{"error": {"message": "stop here"}}')] * 2) as server:
         provider = make(server.base_url)
         with pytest.raises(Exception):
@@ -56,7 +62,11 @@ async def bodies(make, sdk_create, api: str) -> tuple[dict, dict]:
         await provider.aclose()
         with pytest.raises(Exception):
             await sdk_create(server.base_url, provider.build_params(request(api)))
-        return server.requests[0].json(), server.requests[1].json()
+        ours, theirs = server.requests
+        assert ours.path == theirs.path and ours.method == theirs.method == "POST"
+        assert {k: v for k, v in ours.headers.items() if k not in _HOW} == {k: v for k, v in theirs.headers.items() if k not in _HOW}
+        assert ours.headers["x-stainless-raw-response"] == "true"
+        return ours.json(), theirs.json()
 
 
 async def test_openai_chat_body_is_what_the_sdk_would_send() -> None:
@@ -90,3 +100,12 @@ async def test_anthropic_body_is_what_the_sdk_would_send() -> None:
 
     sent, expected = await bodies(lambda url: AnthropicProvider(api_key="k", base_url=url), sdk_create, "anthropic")
     assert sent == expected and sent["thinking"] == {"type": "enabled", "budget_tokens": 1024} and sent["stream"] is True
+
+
+def test_the_raw_response_header_is_the_one_both_sdks_use() -> None:
+    import anthropic._constants
+    import openai._constants
+
+    from providers._request_body import RAW_RESPONSE_HEADER
+
+    assert RAW_RESPONSE_HEADER == openai._constants.RAW_RESPONSE_HEADER == anthropic._constants.RAW_RESPONSE_HEADER
