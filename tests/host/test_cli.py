@@ -115,9 +115,10 @@ def report(*args, **kwargs):
             started = "ahp.protocol._generated" in sys.modules  # by the host, not by this script
             # Waits for an import under way in another thread to finish (the module's import lock).
             module = importlib.import_module("ahp.protocol._generated") if started else None
-            while not gc.isenabled() and time.monotonic() < deadline:  # the import's last step turns it on
-                time.sleep(0.01)
-            real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams"), "collector_on": gc.isenabled()}), flush=True)
+            while not ("plugins" in sys.modules and gc.isenabled()) and time.monotonic() < deadline:
+                time.sleep(0.01)  # the plugin loader comes next; the last step turns the collector on
+            real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams"), "collector_on": gc.isenabled(),
+                                   "plugin_loader_loaded": "plugins" in sys.modules}), flush=True)
         os.kill(os.getpid(), signal.SIGINT)
 builtins.print = report
 from host.cli import main
@@ -158,6 +159,7 @@ def test_serve_starts_with_the_collector_held_off_and_turns_it_on_once_started(t
     assert report["collector_on"] is True  # once the wire models, loaded out of its sight, are in
 
 
-def test_serve_loads_the_wire_models_before_the_first_request(tmp_path: Path) -> None:
+def test_serve_loads_the_wire_models_and_the_plugin_loader_before_the_first_request(tmp_path: Path) -> None:
     report = _serve_and_report(tmp_path, env={"REPORT_WIRE_MODELS": "1"})
     assert report["wire_models_loaded"] is True
+    assert report["plugin_loader_loaded"] is True
