@@ -5,7 +5,7 @@
 The fake OpenAI Chat Completions server of ``benchmarks/provider_stream.py`` (its own process)
 streams ``--sessions`` concurrent completions at ``--rate`` chunks a second each, starts staggered
 over one second, one network read per chunk as a model's pace gives. This process reads them the
-way the host's providers do (``with_raw_response`` and ``providers._sse`` with orjson, no typed
+way the host's providers do (the raw response and ``providers._sse`` with orjson, no typed
 models), once through ``openai.AsyncOpenAI``'s default httpx client (httpcore, anyio) and once
 through ``openai.DefaultAioHttpClient`` (the ``openai[aiohttp]`` extra, which the providers use).
 It prints this process's CPU time per chunk and the chunk-written-to-parsed latency (median and
