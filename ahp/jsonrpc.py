@@ -14,7 +14,10 @@ touches a socket, a clock, a task or a logger. The caller owns the connection an
   ``Infinity`` are not JSON and are refused. Batches (arrays) are refused: AHP sends one message
   per frame.
 * ``encode`` and the ``request`` / ``notification`` / ``result`` / ``error`` builders produce
-  the outbound text. Compact separators, no ASCII escaping, never ``NaN``.
+  the outbound text. Compact separators, no ASCII escaping, never ``NaN``: orjson writes it
+  (several times faster than the standard library on a session's state, the host's largest
+  results and frames), and the standard library takes what orjson cannot (integers past 64 bits)
+  and refuses non-finite floats (``ValueError``), which orjson would have written as ``null``.
 * ``Outstanding`` numbers our own requests and matches responses to them. Each request carries
   an opaque ``token`` (a future, a callback, whatever the caller waits with). A request the
   caller gave up on can be *abandoned*: a late response is still recognised by its method and
@@ -33,6 +36,8 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Generic, Mapping, TypeVar
+
+import orjson
 
 from ahp.protocol.errors import ErrorCode
 
@@ -114,9 +119,30 @@ Message = Request | Notification | Response | Malformed
 # -- outbound ---------------------------------------------------------------------------------
 
 
-def encode(message: Mapping[str, Any]) -> str:
-    """Serialise one message compactly; the wire never carries NaN or Infinity."""
+def encode(message: Any) -> str:
+    """Serialise one message (or any JSON value) compactly; the wire never carries NaN or Infinity
+    (``ValueError``)."""
+    try:
+        text = orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return _encode_stdlib(message)
+    if "null" in text and _has_non_finite(message):
+        return _encode_stdlib(message)  # raises, as the wire must never carry NaN
+    return text
+
+
+def _encode_stdlib(message: Any) -> str:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_non_finite(item) for item in value)
+    return False
 
 
 def request(id: int | str, method: str, params: Any) -> str:

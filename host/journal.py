@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from host.errors import JournalError
-from host.wire import encode_fast
+from ahp.jsonrpc import encode
 
 __all__ = ["Journal", "JournalEntry", "Snapshot", "expand", "RUN_LIMIT"]
 
@@ -127,8 +127,8 @@ class _Run:
 
     def body(self) -> str:
         if len(self.marks) == 1:
-            return encode_fast({"channel": self.channel, "action": {**self.action, "content": self.texts[0]}, "serverSeq": self.seq})
-        return encode_fast({
+            return encode({"channel": self.channel, "action": {**self.action, "content": self.texts[0]}, "serverSeq": self.seq})
+        return encode({
             "channel": self.channel,
             "action": {**self.action, "content": "".join(self.texts)},
             "serverSeq": self.seq,
@@ -240,7 +240,7 @@ class Journal:
 
     def append_created(self, channel: str, state: dict[str, Any], kind: str) -> None:
         self._end_run(channel)
-        self._append_row(("created", channel, None, None, encode_fast({"kind": kind, "state": state})))
+        self._append_row(("created", channel, None, None, encode({"kind": kind, "state": state})))
 
     def append_removed(self, channel: str) -> None:
         self._end_run(channel)
@@ -320,7 +320,7 @@ class Journal:
         with self._transaction():
             self._db.executemany(
                 "INSERT OR REPLACE INTO channel_states(channel, kind, manifest) VALUES (?, ?, ?)",
-                [(channel, kind, encode_fast(ids)) for channel, (kind, ids) in manifests.items()],
+                [(channel, kind, encode(ids)) for channel, (kind, ids) in manifests.items()],
             )
             self._db.executemany("DELETE FROM channel_states WHERE channel = ?", [(channel,) for channel in removed])
             self._db.execute("INSERT OR REPLACE INTO snapshots(upto, seq, body) VALUES (?, ?, '')", (upto, seq))

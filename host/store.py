@@ -47,13 +47,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from host.journal import PART_CHARS, Journal, expand
-from host.wire import action_frame, encode_fast
+from ahp.jsonrpc import encode
 from ahp.state import reduce
 from ahp.state.appends import RUN_ACTION_TYPES, AppendingState
+from host.journal import PART_CHARS, Journal, expand
+from host.wire import action_frame
 
 __all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED", "TEXT_APPENDS",
-           "action_frame", "encode_fast"]
+           "action_frame"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,11 +129,11 @@ def _encode_plans(plans: dict[str, _Plan]) -> dict[str, _Pieces]:
     out: dict[str, _Pieces] = {}
     for uri, plan in plans.items():
         if plan.turns is None:
-            out[uri] = (plan.kind, plan, _cut(encode_fast(plan.state)), [], [])
+            out[uri] = (plan.kind, plan, _cut(encode(plan.state)), [], [])
             continue
-        head = encode_fast({key: value for key, value in plan.state.items() if key != "turns"})
+        head = encode({key: value for key, value in plan.state.items() if key != "turns"})
         opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
-        new_turns = [_cut(("," if index else "") + encode_fast(plan.turns[index])) for index in range(plan.kept, len(plan.turns))]
+        new_turns = [_cut(("," if index else "") + encode(plan.turns[index])) for index in range(plan.kept, len(plan.turns))]
         out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
     return out
 
@@ -285,7 +286,7 @@ class Store:
             "origin": origin,
             "rejectionReason": reason,
         }
-        to.send(encode_fast({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
         if isinstance(action, dict):
             for observer in tuple(self.rejection_observers):
                 try:
@@ -298,7 +299,7 @@ class Store:
         entry = self._channels.get(channel)
         if entry is None or not entry.subscribers:
             return
-        frame = encode_fast({"jsonrpc": "2.0", "method": method, "params": params})
+        frame = encode({"jsonrpc": "2.0", "method": method, "params": params})
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ahp import jsonrpc
 from ahp.protocol.errors import ErrorCode
@@ -91,3 +93,31 @@ def test_outstanding_requests_are_numbered_matched_abandoned_and_drained():
     assert waiting.settle(jsonrpc.Response(None, {})) is None
     assert waiting.drain() == ["token-3"]
     assert len(waiting) == 0
+
+
+# -- encode: orjson, with the standard library's rules --------------------------------------------
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+def test_encode_writes_the_json_the_standard_library_writes(value) -> None:
+    # Integers past 64 bits included: orjson refuses them and the standard library writes them.
+    assert json.loads(jsonrpc.encode(value)) == json.loads(json.dumps(value, allow_nan=False))
+
+
+def test_encoded_text_is_compact_and_unescaped() -> None:
+    assert jsonrpc.encode({"a": ["é", "🙂", 1, None]}) == '{"a":["é","🙂",1,null]}'
+    assert jsonrpc.result(3, {"b": 2}) == '{"jsonrpc":"2.0","id":3,"result":{"b":2}}'
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_nan_and_infinity_are_refused_not_written_as_null(bad: float) -> None:
+    with pytest.raises(ValueError):
+        jsonrpc.encode({"x": [1, {"y": bad}]})
+    with pytest.raises(ValueError):
+        jsonrpc.result(1, [bad])
