@@ -3,7 +3,6 @@ worker thread when a session is made on it, and a turn waits for that import off
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -11,6 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from .harness import loop_gaps
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -57,20 +58,7 @@ async def test_a_turn_sent_while_the_loop_loads_waits_for_it_without_stopping_th
     monkeypatch.setattr(ProviderTurn, "run", run)
     agent = ProviderAgent("scripted", StaticSource(ScriptedProvider([])), display_name="S", models=[ModelSpec("m")])
     await agent.prepare_session("ahp-session:/s", {})
-    gaps: list[float] = []
-
-    async def ticker() -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticking = asyncio.ensure_future(ticker())
-    try:
+    async with loop_gaps() as gaps:
         await agent.run_turn(object())  # type: ignore[arg-type]  # ``run`` is replaced: the context is not read
-    finally:
-        ticking.cancel()
     assert loaded and ran and ran[0] >= loaded[0]  # the turn ran after the import, not beside it
     assert max(gaps) < 0.2  # the loop ran on while the turn waited

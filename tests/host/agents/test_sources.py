@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .harness import loop_gaps
+
 ROOT = Path(__file__).resolve().parents[3]
 
 WARM = """
@@ -44,7 +46,6 @@ def test_warm_imports_the_sdk_in_a_thread_before_any_model_call(kind: str, modul
 async def test_a_turn_started_while_the_sdk_imports_waits_for_it_without_stopping_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """A message sent right after the session was made: the turn awaits the import running in the
     worker thread; the event loop (every other session) keeps running meanwhile."""
-    import asyncio
     import time
 
     import host.agents.sources as sources
@@ -58,23 +59,12 @@ async def test_a_turn_started_while_the_sdk_imports_waits_for_it_without_stoppin
     monkeypatch.setitem(sources._SDK_IMPORTS, "openai-chat", slow_import)
     source = sources.SdkSource("openai-chat", agent="a", api_key="k", base_url="http://127.0.0.1:9/v1")
     source.warm()
-    gaps: list[float] = []
-
-    async def ticker() -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticking = asyncio.ensure_future(ticker())
-    try:
-        async with source.for_turn("ahp-session:/s", "t1", "m") as provider:
-            entered = time.monotonic()
-            assert provider is not None
-    finally:
-        ticking.cancel()
-        await source.aclose()
+    async with loop_gaps() as gaps:
+        try:
+            async with source.for_turn("ahp-session:/s", "t1", "m") as provider:
+                entered = time.monotonic()
+                assert provider is not None
+        finally:
+            await source.aclose()
     assert imported and entered >= imported[0]  # the provider came after the import, not beside it
     assert max(gaps) < 0.2  # the loop ran on while the turn waited
