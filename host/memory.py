@@ -30,8 +30,9 @@ process; measured: young collections of 15–20 ms that freed nothing, during th
 * :func:`import_out_of_sight`: runs a heavy import (the SDKs are imported in a worker thread when a
   session is created) with the collector held off, then freezes what it created. Done once per
   import function per process. :func:`import_ahead` is the same for an import made before its
-  first use (the SDKs when a session is created, the wire models once the host listens): a failure
-  is only logged, and the first real use raises it where it can be reported.
+  first use (the SDK and the turn loop when a session is created, the wire models and the plugin
+  loader once the host listens): a failure is only logged, and the first real use raises it where
+  it can be reported.
 
 The cost: frozen objects are never examined again, so a reference cycle among them that later
 becomes garbage is never freed. Freezes happen at start and once per SDK, so what can be kept that
