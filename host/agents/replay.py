@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from host.agents.sources import make_provider
 from providers import Provider, ProviderError
+from tools.base import Tool, ToolContext, success_result
+from tools.content import text_content
 
 if TYPE_CHECKING:
     from providers import ModelRequest, StreamEvent
-from tools.base import Tool, ToolContext, success_result
-from tools.content import text_content
 
 __all__ = ["ReplaySource", "RecordingEnded", "cassette_kind", "DemoSecretTool", "DemoWeatherTool", "replayable", "VENDORED_CASSETTES"]
 
