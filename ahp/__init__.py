@@ -8,7 +8,7 @@ library (``client``) and the terminal client (``chat``) run the very same code.
 
 - ``ahp.protocol``: wire types generated from the vendored schema, the method table, the action
   catalogue, error codes and version negotiation.
-- ``ahp.state``: the pure reducers for every channel kind.
+- ``ahp.dialects.v0_2.state``: the pure reducers for every channel kind.
 - ``ahp.jsonrpc``: JSON-RPC 2.0 without I/O (decode a frame, build a reply, number our own
   requests), used by ``host.rpc`` and ``client._connection`` alike.
 - ``ahp.tool_results``: a tool call's result as text, the same for the model, AG-UI and the

@@ -1,7 +1,7 @@
 """Python client library for the Agent Host Protocol (AHP) 0.2.0 over WebSocket.
 
 ``AhpClient`` connects, handshakes, mirrors subscribed channel state (``Mirror``:
-confirmed state plus optimistic pending actions, folded with ``ahp.state.reduce``),
+confirmed state plus optimistic pending actions, folded with ``ahp.dialects.v0_2.state.reduce``),
 dispatches actions, resumes dropped connections and reports what arrives as
 ``Notification`` events. Errors derive from ``AhpClientError`` (see ``errors``).
 """

@@ -15,7 +15,7 @@ Contract:
   actions stay pending until ``resume`` (a replay may confirm them; the rest are
   resolved as lost and rolled back) or ``close`` (all lost). Nothing is re-sent behind
   the caller's back.
-* Reducers come from ``ahp.state.reduce`` (imported lazily by the mirror).
+* Reducers come from ``ahp.dialects.v0_2.state.reduce`` (imported lazily by the mirror).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ class AhpClient:
         ``token`` travels as ``Authorization: Bearer``; ``origin`` is the HTTP Origin header;
         ``frame_hook(frame, answered_method)`` sees every frame the host sends;
         ``clock()`` gives epoch ms to the reducers; ``reducer`` overrides
-        ``ahp.state.reduce`` (tests only).
+        ``ahp.dialects.v0_2.state.reduce`` (tests only).
         """
         client = cls(
             url,

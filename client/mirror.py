@@ -26,9 +26,9 @@ Invariants:
 * Every dispatched action gets exactly one outcome: accepted, rejected, or lost (its
   channel was dropped or the connection went away before the host answered).
 * Reducers are never handed our stored dicts to keep: they must not mutate inputs
-  (``ahp.state`` guarantees it) and the mirror never mutates what they return.
+  (``ahp.dialects.v0_2.state`` guarantees it) and the mirror never mutates what they return.
 * Streamed text costs O(1) per token: the confirmed state holds consecutive text appends to one
-  target as a run (``ahp.state.appends.AppendingState``, as the host's store does), reduced as one
+  target as a run (``ahp.dialects.v0_2.state.appends.AppendingState``, as the host's store does), reduced as one
   joined append when the state is read. Reading the state after every token therefore still copies
   the text; a reader that draws at its own pace (the chat client, once per wake-up) pays once per
   draw, not once per token.
@@ -41,15 +41,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ahp.state.appends import AppendingState
+from ahp.dialects.v0_2.state.appends import AppendingState
 
 __all__ = ["ActionOutcome", "Mirror", "Reducer", "ChannelKind"]
 
 Reducer = Callable[[str, dict, dict, int], dict]
-"""``reduce(kind, state, action, now) -> new state`` (the shape of ``ahp.state.reduce``)."""
+"""``reduce(kind, state, action, now) -> new state`` (the shape of ``ahp.dialects.v0_2.state.reduce``)."""
 
 ChannelKind = Callable[[str], "str | None"]
-"""``channel_kind(uri) -> 'root' | 'session' | ... | None`` (``ahp.state.channel_kind``)."""
+"""``channel_kind(uri) -> 'root' | 'session' | ... | None`` (``ahp.dialects.v0_2.state.channel_kind``)."""
 
 OutcomeStatus = Literal["accepted", "rejected", "lost"]
 
@@ -277,14 +277,14 @@ class Mirror:
 
     def _apply(self, kind: str, state: dict, action: dict, now: int) -> dict:
         if self._reduce is None:
-            from ahp.state import reduce  # lazy: the reducers live in another package
+            from ahp.dialects.v0_2.state import reduce  # lazy: the reducers live in another package
 
             self._reduce = reduce
         return self._reduce(kind, state, action, now)
 
     def _kind_of(self, channel: str) -> str:
         if self._channel_kind is None:
-            from ahp.state import channel_kind
+            from ahp.dialects.v0_2.state import channel_kind
 
             self._channel_kind = channel_kind
         kind = self._channel_kind(channel)

@@ -270,7 +270,7 @@ def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
             call = part.get("toolCall") or {}
             call_id, name = str(call.get("toolCallId", "")), str(call.get("toolName", ""))
             parts.append(ToolCallPart(tool_call_id=call_id, tool_name=name, arguments=str(call.get("toolInput") or "{}")))
-            # toolCallComplete spreads the ToolCallResult into the call state (ahp.state.tool_calls).
+            # toolCallComplete spreads the ToolCallResult into the call state (ahp.dialects.v0_2.state.tool_calls).
             if call.get("status") == "completed" and "success" in call:
                 results.append(ToolResult.of(call_id, name, result_text(call), is_error=not call.get("success")))
             else:

@@ -1,7 +1,7 @@
 """The store: the host's one mutable object.
 
 It holds every channel's state, stamps accepted actions with the next host-wide ``serverSeq``,
-runs the pure reducers (``ahp.state``), appends to the journal, keeps a bounded replay buffer for
+runs the pure reducers (``ahp.dialects.v0_2.state``), appends to the journal, keeps a bounded replay buffer for
 ``reconnect`` and fans each envelope out to the channel's subscribers. It holds no business
 logic: which actions are allowed, and what happens because of them, is decided elsewhere
 (``host.service``, ``host.turns``), the latter through *observers* called after each change.
@@ -22,7 +22,7 @@ Invariants:
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
   reference to the current state.
 * Streamed text costs O(1) per token: consecutive joinable appends to one target
-  (``ahp.state.appends``) are kept as a list of strings in the channel and reduced, as one joined
+  (``ahp.dialects.v0_2.state.appends``) are kept as a list of strings in the channel and reduced, as one joined
   append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
   entry in ``observers``, any other action on the channel). Whoever reads gets exactly the dicts
   and plain strings the reducers would have produced action by action; ``active_turn_id`` answers
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ahp.jsonrpc import encode
-from ahp.state import reduce
-from ahp.state.appends import RUN_ACTION_TYPES, AppendingState
+from ahp.dialects.v0_2.state import reduce
+from ahp.dialects.v0_2.state.appends import RUN_ACTION_TYPES, AppendingState
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame
 
@@ -95,7 +95,7 @@ class Subscriber(Protocol):
 
 
 class _Channel(AppendingState):
-    """One channel's state (runs of text appends held back, ``ahp.state.appends``) and who
+    """One channel's state (runs of text appends held back, ``ahp.dialects.v0_2.state.appends``) and who
     subscribes to it."""
 
     __slots__ = ("subscribers",)

@@ -219,7 +219,7 @@ def test_snapshots_are_only_accepted_for_state_bearing_channels():
 # -- streamed text held as runs ------------------------------------------------------------------
 
 def _differential_session_cases() -> list[dict]:
-    from tests.ahp.state._support import load_differential_cases
+    from tests.ahp.dialects.v0_2.state._support import load_differential_cases
 
     return [case for case in load_differential_cases() if case["kind"] == "session"]
 
@@ -230,8 +230,8 @@ def test_streams_of_text_appends_read_at_any_point_give_the_pure_reducers_state(
     import json
     import random
 
-    from ahp.state import reduce
-    from tests.ahp.state._support import CLOCK, stutter
+    from ahp.dialects.v0_2.state import reduce
+    from tests.ahp.dialects.v0_2.state._support import CLOCK, stutter
 
     rng = random.Random(7)
     for index, case in enumerate(_differential_session_cases()):
@@ -257,7 +257,7 @@ def test_streams_of_text_appends_read_at_any_point_give_the_pure_reducers_state(
 
 
 def test_a_long_streamed_answer_is_reduced_once_when_read_not_once_per_token() -> None:
-    from ahp.state import reduce
+    from ahp.dialects.v0_2.state import reduce
 
     calls = []
 

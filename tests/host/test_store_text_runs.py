@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ahp.state import reduce
+from ahp.dialects.v0_2.state import reduce
 from client import AhpClient
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.journal import Journal
@@ -18,7 +18,7 @@ from host.store import Store
 from providers import ScriptedProvider
 from providers.scripted import Pause, Script, finish, reasoning
 from providers.scripted import text as text_events
-from tests.ahp.state._support import CLOCK, fold, load_differential_cases, stutter
+from tests.ahp.dialects.v0_2.state._support import CLOCK, fold, load_differential_cases, stutter
 from tests.conftest import TOKEN, FrameChecker
 
 from .agents.harness import config_for, idle, ready_session, serving

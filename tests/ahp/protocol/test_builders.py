@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ahp.protocol import ACTIONS, action_model, builders
 from ahp.protocol._models import adapter_for
 
-from ..state._support import load_differential_cases
+from tests.ahp.dialects.v0_2.state._support import load_differential_cases
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = REPO_ROOT / "scripts" / "generate_action_builders.py"

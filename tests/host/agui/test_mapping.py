@@ -6,7 +6,7 @@ from typing import Any
 
 from host.agui.mapping import RunTranslator, token_usage
 from host.sessions import new_session_state
-from ahp.state import reduce
+from ahp.dialects.v0_2.state import reduce
 
 TURN = "turn-1"
 CLIENT = "agui:thread"

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ahp.state import tool_calls
-from ahp.state._js import as_dict, as_list, assign, concat, payload, truthy, without_none
-from ahp.state.status import SessionStatus, recompute_status, refresh_status, with_flag
+from ahp.dialects.v0_2.state import tool_calls
+from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, concat, payload, truthy, without_none
+from ahp.dialects.v0_2.state.status import SessionStatus, recompute_status, refresh_status, with_flag
 
 __all__ = [
     "end_turn",

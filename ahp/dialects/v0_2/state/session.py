@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ahp.state import _customizations, _inputs, _pending, _turns
-from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, assign, payload, truthy
-from ahp.state.status import SessionStatus, with_flag
+from ahp.dialects.v0_2.state import _customizations, _inputs, _pending, _turns
+from ahp.dialects.v0_2.state._dispatch import dispatch
+from ahp.dialects.v0_2.state._js import as_dict, assign, payload, truthy
+from ahp.dialects.v0_2.state.status import SessionStatus, with_flag
 
 __all__ = ["SESSION_ACTION_TYPES", "reduce_session"]
 

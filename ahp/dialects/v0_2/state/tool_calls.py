@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ahp.state._js import as_dict, as_list, clean, concat, payload, truthy, without_none
+from ahp.dialects.v0_2.state._js import as_dict, as_list, clean, concat, payload, truthy, without_none
 
 __all__ = [
     "FINISHED_STATUSES",

@@ -17,18 +17,18 @@ Contract and invariants (every reducer, every action):
   the caller and is only used by the session reducer for ``summary.modifiedAt``.
 
 Behaviour matches the official 0.2.0 TypeScript reducers, checked against the 160 conformance
-vectors and 3,300 differential cases under ``tests/ahp/state/``.
+vectors and 3,300 differential cases under ``tests/ahp/dialects/v0_2/state/``.
 """
 
 from __future__ import annotations
 
-from ahp.state.changeset import CHANGESET_ACTION_TYPES, reduce_changeset
-from ahp.state.channels import CHANNEL_KINDS, ROOT_CHANNEL, ChannelKind, channel_kind
-from ahp.state.resource_watch import RESOURCE_WATCH_ACTION_TYPES, reduce_resource_watch
-from ahp.state.root import ROOT_ACTION_TYPES, reduce_root
-from ahp.state.session import SESSION_ACTION_TYPES, reduce_session
-from ahp.state.status import ACTIVITY_MASK, SessionStatus
-from ahp.state.terminal import TERMINAL_ACTION_TYPES, reduce_terminal
+from ahp.dialects.v0_2.state.changeset import CHANGESET_ACTION_TYPES, reduce_changeset
+from ahp.dialects.v0_2.state.channels import CHANNEL_KINDS, ROOT_CHANNEL, ChannelKind, channel_kind
+from ahp.dialects.v0_2.state.resource_watch import RESOURCE_WATCH_ACTION_TYPES, reduce_resource_watch
+from ahp.dialects.v0_2.state.root import ROOT_ACTION_TYPES, reduce_root
+from ahp.dialects.v0_2.state.session import SESSION_ACTION_TYPES, reduce_session
+from ahp.dialects.v0_2.state.status import ACTIVITY_MASK, SessionStatus
+from ahp.dialects.v0_2.state.terminal import TERMINAL_ACTION_TYPES, reduce_terminal
 
 __all__ = [
     "ACTION_TYPES",

@@ -13,7 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
-from ahp.state._js import as_dict, as_list, assign, payload, truthy, without_none
+from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload, truthy, without_none
 
 __all__ = ["on_pending_message_removed", "on_pending_message_set", "on_queued_messages_reordered"]
 

@@ -14,8 +14,8 @@ Invariants:
 
 from __future__ import annotations
 
-from ahp.state._js import as_dict, as_list, assign, payload
-from ahp.state.status import SessionStatus, recompute_status, with_flag
+from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload
+from ahp.dialects.v0_2.state.status import SessionStatus, recompute_status, with_flag
 
 __all__ = ["on_input_answer_changed", "on_input_completed", "on_input_requested"]
 

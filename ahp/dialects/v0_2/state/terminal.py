@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ahp.state._dispatch import dispatch
-from ahp.state._js import as_list, assign, concat, payload, truthy
+from ahp.dialects.v0_2.state._dispatch import dispatch
+from ahp.dialects.v0_2.state._js import as_list, assign, concat, payload, truthy
 
 __all__ = ["TERMINAL_ACTION_TYPES", "reduce_terminal"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ahp.state._js import as_dict, as_list, truthy
+from ahp.dialects.v0_2.state._js import as_dict, as_list, truthy
 
 __all__ = [
     "ACTIVITY_MASK",

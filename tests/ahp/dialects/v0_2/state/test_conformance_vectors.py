@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ahp.state import ACTION_TYPES
+from ahp.dialects.v0_2.state import ACTION_TYPES
 
 from ._support import first_difference, fold, load_vectors, strip_none, vector_dir, wire_equal
 

@@ -1,4 +1,4 @@
-"""The law behind O(1) text appends (``ahp.state.appends``): a run of appends with one key, after
+"""The law behind O(1) text appends (``ahp.dialects.v0_2.state.appends``): a run of appends with one key, after
 the first found its target, reduces like one append of the joined contents."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import random
 
-from ahp.state import reduce
-from ahp.state.appends import joined, run_key
+from ahp.dialects.v0_2.state import reduce
+from ahp.dialects.v0_2.state.appends import joined, run_key
 
 from ._support import CLOCK, fold, load_differential_cases, stutter
 

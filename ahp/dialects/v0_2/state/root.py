@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, assign, payload, truthy
+from ahp.dialects.v0_2.state._dispatch import dispatch
+from ahp.dialects.v0_2.state._js import as_dict, assign, payload, truthy
 
 __all__ = ["ROOT_ACTION_TYPES", "reduce_root"]
 

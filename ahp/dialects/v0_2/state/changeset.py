@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, as_list, assign, payload
+from ahp.dialects.v0_2.state._dispatch import dispatch
+from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload
 
 __all__ = ["CHANGESET_ACTION_TYPES", "reduce_changeset"]
 

@@ -11,10 +11,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ahp.state import reduce
-from ahp.state.appends import run_key
+from ahp.dialects.v0_2.state import reduce
+from ahp.dialects.v0_2.state.appends import run_key
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[5]
 VENDORED_VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec" / "test-cases" / "reducers"
 SHARED_VECTORS = Path("/work/shared/ahp/spec-0.2.0/test-cases/reducers")
 DIFFERENTIAL_CASES = REPO_ROOT / "tests" / "data" / "ahp-differential" / "reducer-cases.jsonl"
@@ -106,7 +106,7 @@ STUTTER_PIECES = ("+", "ab", "", "\u00fc", "{\"k\": 1}", "\n")
 
 
 def stutter(actions: list, rng: random.Random) -> list:
-    """``actions`` with every joinable append (``ahp.state.appends``) followed by 0-5 more appends
+    """``actions`` with every joinable append (``ahp.dialects.v0_2.state.appends``) followed by 0-5 more appends
     like it carrying other pieces of text: streams full of runs, for comparing ways of reducing."""
     out = []
     for action in actions:

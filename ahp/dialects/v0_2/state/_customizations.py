@@ -14,7 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
-from ahp.state._js import as_dict, as_list, assign, payload, truthy
+from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload, truthy
 
 __all__ = [
     "on_customization_removed",

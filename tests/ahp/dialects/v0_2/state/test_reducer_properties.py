@@ -12,7 +12,7 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ahp.state import (
+from ahp.dialects.v0_2.state import (
     ACTION_TYPES,
     CHANNEL_KINDS,
     SessionStatus,

@@ -18,7 +18,7 @@ the state is read. An action with another key, or a non-string content (JS would
 :class:`AppendingState` is that holder, shared by the host's store and the client's mirror: one
 channel's state, with the open run kept as a list of strings.
 
-``tests/ahp/state/test_appends.py`` checks the law on streams interleaving every such action with
+``tests/ahp/dialects/v0_2/state/test_appends.py`` checks the law on streams interleaving every such action with
 the ones that end a run.
 """
 
@@ -56,7 +56,7 @@ class AppendingState:
     ``state`` is always what the pure reducers would have produced from every applied action: a
     pending run is reduced, as one joined append, when ``state`` is read. Appending to a run is a
     list append, so a long turn costs O(1) per token instead of a copy of its whole text.
-    ``reduce`` has the shape of ``ahp.state.reduce`` (``reduce(kind, state, action, now)``).
+    ``reduce`` has the shape of ``ahp.dialects.v0_2.state.reduce`` (``reduce(kind, state, action, now)``).
     """
 
     __slots__ = ("kind", "_reduce", "_state", "_run_key", "_run_template", "_run_chunks")
@@ -64,7 +64,7 @@ class AppendingState:
     def __init__(self, kind: str, state: dict[str, Any],
                  reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
         if reduce is None:
-            from ahp.state import reduce  # the package imports this module's names lazily
+            from ahp.dialects.v0_2.state import reduce  # the package imports this module's names lazily
         self.kind = kind
         self._reduce = reduce
         self._state = state
