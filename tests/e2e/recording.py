@@ -14,6 +14,7 @@ import base64
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 
 class Wire:
@@ -126,7 +127,15 @@ class Wire:
             else:
                 lines.append(f"{entry['dir']}: {str(entry['data'])[:300]}")
         shown = lines[:8] + (["..."] if len(lines) > 8 else [])
-        return f"connection {conn} of {len(self.connections())}:\n  " + "\n  ".join(shown)
+        story = f"connection {conn} of {len(self.connections())}:\n  " + "\n  ".join(shown)
+        refused = [e["data"] for e in self.entries if e["dir"] == "event" and "upstream_refused" in e["data"]]
+        accepted = [e["data"]["accepted"] for e in self.entries if e["dir"] == "event" and "accepted" in e["data"]]
+        if refused and accepted:
+            query = parse_qs(urlsplit(accepted[-1]).query)
+            story += (f"\nThe host refused the WebSocket upgrade (HTTP {refused[-1]['upstream_refused']}) {len(refused)} time(s). "
+                      f"VS Code's bridge dials {urlsplit(accepted[-1]).path or '/'} with the query parameters {sorted(query)} "
+                      "(its connection token travels as 'tkn') and no Authorization or Origin header.")
+        return story
 
 
 def session_of_channel(channel: str) -> str:

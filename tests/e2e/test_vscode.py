@@ -23,6 +23,9 @@ needs confirmation and write no file.
 host (shipped in code-server, AHP 0.9.0) with its Claude agent on the same fake API: a check of
 the driver against a host VS Code certainly understands (needs ``install.sh --reference``).
 
+``AGENT_HOST_E2E_HOST_CHECKOUT=<dir>`` runs the host from another checkout of this project (for
+instance a branch exported with ``git archive``) instead of this one.
+
 The module skips unless ``scripts/vscode-e2e/install.sh`` has run; select it with ``-m vscode``.
 """
 
@@ -192,7 +195,8 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         else:
             config = base / "host.toml"
             _write_host_config(config, project, fake_url)
-            host = start_our_host(config, base / "host-data", artifacts / "host.log")
+            checkout = os.environ.get("AGENT_HOST_E2E_HOST_CHECKOUT")
+            host = start_our_host(config, base / "host-data", artifacts / "host.log", Path(checkout) if checkout else None)
             processes.append(host.process)
             proxy = WireProxy(host.port, artifacts / "wire.jsonl")
             bridge_port = proxy.start()
