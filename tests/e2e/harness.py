@@ -177,7 +177,9 @@ def start_code_server(install: Install, *, folder: Path, home: Path, log_path: P
         argv += ["--vscode-option", f"agent-host-bridge-connection-token={bridge_token}"]
     argv.append(str(folder))
     child_env = {key: value for key, value in os.environ.items() if not key.startswith("VSCODE_")}
-    child_env.update(XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
+    # A home of its own: code-server's config, and the reference host's Claude sessions (~/.claude).
+    (home / "home").mkdir(parents=True, exist_ok=True)
+    child_env.update(HOME=str(home / "home"), XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
     child_env.update(env or {})
     process = Process("code-server", argv, log_path, env=child_env).start()
     process.wait_for_log(r"HTTP server listening on http://127\.0\.0\.1:\d+", 60)

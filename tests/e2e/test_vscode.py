@@ -131,6 +131,7 @@ def _write_host_config(path: Path, project: Path, fake_url: str) -> None:
     path.write_text(f"""\
 [sessions]
 default_directory = "{project}"
+default_agent = "replay"
 offline_agent = false
 
 [agents.replay]
@@ -175,16 +176,17 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     host: OurHost | None = None
     proxy: WireProxy | None = None
     driver: Driver | None = None
-    settings: dict[str, Any] = {
-        "workbench.startupEditor": "none",
-        "chat.agentHost.allowSignedOutWhenUsable": True,
-    }
+    # VS Code's defaults otherwise (our host's agents need no GitHub sign-in: seen with the edge
+    # branch, they are listed enabled and VS Code creates sessions on them signed out).
+    settings: dict[str, Any] = {"workbench.startupEditor": "none"}
     try:
         if TARGET == "reference":
             reference_port = free_port()
             proxy = WireProxy(reference_port, artifacts / "wire.jsonl")
             bridge_port = proxy.start()
+            # The reference host's Claude agent, signed out, on the fake API key.
             settings["chat.agentHost.claudeAgent.enabled"] = True
+            settings["chat.agentHost.allowSignedOutWhenUsable"] = True
             write_vscode_settings(base / "code-server", settings)
             code_server, url = start_code_server(
                 INSTALL, folder=project, home=base / "code-server", log_path=artifacts / "code-server.log",
@@ -365,7 +367,9 @@ def test_e_the_edit_shows_as_a_change(run: Run) -> None:
         assert _wait(notes.exists, 20), f"the file was not written {run.where()}"
         assert notes.read_text() == NOTES_CONTENT
         changes = run.driver.step("changes")
-        assert changes["summary"] and re.match(r"1 files? changed, 1 lines? added", changes["summary"]), (
+        # How many lines a host counts (against the last checkpoint, the branch...) is its own
+        # business (the reference host said +1 -0 on one run and +2 -1 on another).
+        assert changes["summary"] and re.match(r"[1-9]\d* files? changed, [1-9]\d* lines? added", changes["summary"]), (
             f"the answer's file changes read {changes['summary']!r} {run.where()}")
         assert any("notes.txt" in row for row in changes["files"]), f"the changed files listed are {changes['files']} {run.where()}"
 
