@@ -324,7 +324,10 @@ def test_c_a_message_streams_an_answer(run: Run) -> None:
         assert not turn["errors"], f"VS Code shows errors: {turn['errors']} {run.where()}"
         assert not turn["running"], f"the turn still runs in VS Code after the answer {run.where()}"
         shown = turn["response"]["markdown"] if turn["response"] else ""
-        streamed = "".join(str(delta.get("content", "")) for delta in deltas)
+        # The text parts only (reasoning streams too, but VS Code folds it away).
+        markdown_parts = {p["action"]["part"].get("id") for p in run.wire.received(mark, lambda t: t.endswith("/responsePart"))
+                          if p["action"].get("turnId") == turn_id and p["action"].get("part", {}).get("kind") == "markdown"}
+        streamed = "".join(str(delta.get("content", "")) for delta in deltas if delta.get("partId") in markdown_parts)
         expected = _words(streamed)
         found = set(_words(shown))
         missing = [word for word in expected if word not in found]
