@@ -109,7 +109,11 @@ def _chats_reordered(state: dict, action: dict, now: int) -> dict:
         if not isinstance(resource, str) or resource in by_resource:
             return state  # a catalogue whose entries cannot be told apart cannot be reordered
         by_resource[resource] = chat
-    if not all(isinstance(uri, str) for uri in order) or set(order) != set(by_resource) or len(set(order)) != len(order):
+    if (
+        not all(isinstance(uri, str) for uri in order)
+        or set(order) != set(by_resource)
+        or len(set(order)) != len(order)
+    ):
         return state
     reordered = [by_resource[uri] for uri in order]
     if all(new is old for new, old in zip(reordered, chats)):

@@ -66,29 +66,66 @@ SESSION = {"provider": "p", "title": "S", "status": 1, "lifecycle": "ready", "ac
 
 
 def test_rule_1_failed_is_creation_failed():
-    failed = internal.reduce("session", SESSION, {"type": "session/creationFailed", "error": {"errorType": "x", "message": "m"}}, 0)
+    failed = internal.reduce(
+        "session", SESSION, {"type": "session/creationFailed", "error": {"errorType": "x", "message": "m"}}, 0
+    )
     assert failed["lifecycle"] == "failed"
     assert v0_7.state_down("session", failed)["lifecycle"] == "creationFailed"
     assert v0_7.state_up("session", {**SESSION, "lifecycle": "creationFailed"})["lifecycle"] == "failed"
 
 
 def test_rule_2_the_terminal_lifecycle_is_an_exit_code():
-    terminal = {"title": "t", "content": [], "claim": {"kind": "client", "clientId": "c"}, "lifecycle": {"status": "running"}}
-    assert v0_7.state_down("terminal", terminal) == {"title": "t", "content": [], "claim": {"kind": "client", "clientId": "c"}}
+    terminal = {
+        "title": "t",
+        "content": [],
+        "claim": {"kind": "client", "clientId": "c"},
+        "lifecycle": {"status": "running"},
+    }
+    assert v0_7.state_down("terminal", terminal) == {
+        "title": "t",
+        "content": [],
+        "claim": {"kind": "client", "clientId": "c"},
+    }
     exited = internal.reduce("terminal", terminal, {"type": "terminal/exited", "exitCode": 2}, 0)
     assert v0_7.state_down("terminal", exited)["exitCode"] == 2
     killed = internal.reduce("terminal", terminal, {"type": "terminal/exited"}, 0)
     assert killed["lifecycle"] == {"status": "exited"} and "exitCode" not in v0_7.state_down("terminal", killed)
-    assert v0_7.state_up("terminal", {**v0_7.state_down("terminal", exited)})["lifecycle"] == {"status": "exited", "exitCode": 2}
-    root = v0_7.state_down("root", {"agents": [], "terminals": [{"resource": "ahp-terminal:/1", "title": "t", "claim": {"kind": "client", "clientId": "c"}, "lifecycle": {"status": "exited", "exitCode": 0}}]})
-    assert root["terminals"][0] == {"resource": "ahp-terminal:/1", "title": "t", "claim": {"kind": "client", "clientId": "c"}, "exitCode": 0}
+    assert v0_7.state_up("terminal", {**v0_7.state_down("terminal", exited)})["lifecycle"] == {
+        "status": "exited",
+        "exitCode": 2,
+    }
+    root = v0_7.state_down(
+        "root",
+        {
+            "agents": [],
+            "terminals": [
+                {
+                    "resource": "ahp-terminal:/1",
+                    "title": "t",
+                    "claim": {"kind": "client", "clientId": "c"},
+                    "lifecycle": {"status": "exited", "exitCode": 0},
+                }
+            ],
+        },
+    )
+    assert root["terminals"][0] == {
+        "resource": "ahp-terminal:/1",
+        "title": "t",
+        "claim": {"kind": "client", "clientId": "c"},
+        "exitCode": 0,
+    }
 
 
 def test_rule_3_a_session_claim_names_the_default_chat_going_up_and_drops_it_going_down():
     claim = {"kind": "session", "session": "copilot:/s1", "turnId": "t1"}
     lifted = v0_7.action_up("terminal", {"type": "terminal/claimed", "claim": claim})
     assert lifted["claim"] == {**claim, "chat": default_chat_uri("copilot:/s1")}
-    assert v0_7.action_down("terminal", {"type": "terminal/claimed", "claim": {**claim, "chat": "ahp-chat:/other"}})["claim"] == claim
+    assert (
+        v0_7.action_down("terminal", {"type": "terminal/claimed", "claim": {**claim, "chat": "ahp-chat:/other"}})[
+            "claim"
+        ]
+        == claim
+    )
 
 
 def test_rule_4_turn_errors_are_error_parts():
@@ -97,8 +134,20 @@ def test_rule_4_turn_errors_are_error_parts():
     assert down == {"type": "chat/error", "turnId": "t", "duration": 1, "error": part["error"]}
     up = v0_7.action_up("chat", down)
     assert up["part"] == {"kind": "error", "error": part["error"]} and "error" not in up
-    turn = {"id": "t", "message": {"text": "x"}, "responseParts": [{"kind": "markdown", "id": "m", "content": "a"}, part], "state": "error"}
-    chat = {"resource": "ahp-chat:/c", "title": "C", "status": 2, "modifiedAt": "x", "turns": [turn], "activeTurn": {"id": "u", "message": {}, "responseParts": [part]}}
+    turn = {
+        "id": "t",
+        "message": {"text": "x"},
+        "responseParts": [{"kind": "markdown", "id": "m", "content": "a"}, part],
+        "state": "error",
+    }
+    chat = {
+        "resource": "ahp-chat:/c",
+        "title": "C",
+        "status": 2,
+        "modifiedAt": "x",
+        "turns": [turn],
+        "activeTurn": {"id": "u", "message": {}, "responseParts": [part]},
+    }
     down_chat = v0_7.state_down("chat", chat)
     assert down_chat["turns"][0] == {**turn, "responseParts": turn["responseParts"][:1], "error": part["error"]}
     assert down_chat["activeTurn"]["responseParts"] == []
@@ -111,42 +160,119 @@ def test_rule_5_annotation_origin_is_a_turn_id_and_the_channel_names_the_session
     lifted = v0_7.state_up("annotations", {"annotations": [annotation]}, channel=channel)["annotations"][0]
     assert lifted["origin"] == {"session": "copilot:/s1", "turnId": "turn-1"} and "turnId" not in lifted
     assert v0_7.state_up("annotations", {"annotations": [annotation]})["annotations"][0]["origin"]["session"] == ""
-    updated = v0_7.action_up("annotations", {"type": "annotations/updated", "annotationId": "a", "turnId": "turn-2"}, channel=channel)
-    assert updated == {"type": "annotations/updated", "annotationId": "a", "origin": {"session": "copilot:/s1", "turnId": "turn-2"}}
-    down = v0_7.action_down("annotations", {"type": "annotations/updated", "annotationId": "a", "origin": {"session": "s", "chat": "c", "turnId": "t9"}})
+    updated = v0_7.action_up(
+        "annotations", {"type": "annotations/updated", "annotationId": "a", "turnId": "turn-2"}, channel=channel
+    )
+    assert updated == {
+        "type": "annotations/updated",
+        "annotationId": "a",
+        "origin": {"session": "copilot:/s1", "turnId": "turn-2"},
+    }
+    down = v0_7.action_down(
+        "annotations",
+        {"type": "annotations/updated", "annotationId": "a", "origin": {"session": "s", "chat": "c", "turnId": "t9"}},
+    )
     assert down == {"type": "annotations/updated", "annotationId": "a", "turnId": "t9"}
 
 
 def test_rule_6_enablement_decisions_are_an_enabled_flag():
-    plugin = {"type": "plugin", "id": "p", "uri": "u", "name": "n", "enablement": [{"kind": "workspace", "uri": "file:///w", "enabled": False}], "childEnablement": {"x": []}}
-    assert v0_7.state_down("session", {**SESSION, "customizations": [plugin]})["customizations"][0] == {"type": "plugin", "id": "p", "uri": "u", "name": "n", "enabled": False}
-    assert v0_7.state_down("session", {**SESSION, "customizations": [{**plugin, "enablement": []}]})["customizations"][0]["enabled"] is True
+    plugin = {
+        "type": "plugin",
+        "id": "p",
+        "uri": "u",
+        "name": "n",
+        "enablement": [{"kind": "workspace", "uri": "file:///w", "enabled": False}],
+        "childEnablement": {"x": []},
+    }
+    assert v0_7.state_down("session", {**SESSION, "customizations": [plugin]})["customizations"][0] == {
+        "type": "plugin",
+        "id": "p",
+        "uri": "u",
+        "name": "n",
+        "enabled": False,
+    }
+    assert (
+        v0_7.state_down("session", {**SESSION, "customizations": [{**plugin, "enablement": []}]})["customizations"][0][
+            "enabled"
+        ]
+        is True
+    )
     toggled = v0_7.action_up("session", {"type": "session/customizationToggled", "id": "p", "enabled": False})
-    assert toggled == {"type": "session/customizationToggled", "id": "p", "enablement": [{"kind": "session", "enabled": False}]}
-    assert v0_7.action_down("session", {"type": "session/customizationToggled", "id": "p", "enablement": []})["enabled"] is True
-    client = v0_7.action_down("session", {"type": "session/activeClientSet", "activeClient": {"clientId": "c", "tools": [], "customizations": [plugin]}})
+    assert toggled == {
+        "type": "session/customizationToggled",
+        "id": "p",
+        "enablement": [{"kind": "session", "enabled": False}],
+    }
+    assert (
+        v0_7.action_down("session", {"type": "session/customizationToggled", "id": "p", "enablement": []})["enabled"]
+        is True
+    )
+    client = v0_7.action_down(
+        "session",
+        {"type": "session/activeClientSet", "activeClient": {"clientId": "c", "tools": [], "customizations": [plugin]}},
+    )
     assert client["activeClient"]["customizations"][0]["enabled"] is False
 
 
 def test_rule_7_fields_0_7_0_lacks_are_dropped():
-    chat = {"resource": "ahp-chat:/c", "title": "C", "status": 1, "modifiedAt": "x", "turns": [], "movable": True, "changes": {}, "changesets": [], "backgroundWork": [{"id": "w"}]}
-    assert v0_7.state_down("chat", chat) == {"resource": "ahp-chat:/c", "title": "C", "status": 1, "modifiedAt": "x", "turns": []}
-    summary = {"resource": "ahp-chat:/c", "title": "C", "status": 1, "modifiedAt": "x", "movable": False, "changes": {"files": 1}}
+    chat = {
+        "resource": "ahp-chat:/c",
+        "title": "C",
+        "status": 1,
+        "modifiedAt": "x",
+        "turns": [],
+        "movable": True,
+        "changes": {},
+        "changesets": [],
+        "backgroundWork": [{"id": "w"}],
+    }
+    assert v0_7.state_down("chat", chat) == {
+        "resource": "ahp-chat:/c",
+        "title": "C",
+        "status": 1,
+        "modifiedAt": "x",
+        "turns": [],
+    }
+    summary = {
+        "resource": "ahp-chat:/c",
+        "title": "C",
+        "status": 1,
+        "modifiedAt": "x",
+        "movable": False,
+        "changes": {"files": 1},
+    }
     session = v0_7.state_down("session", {**SESSION, "origin": {"kind": "automation"}, "chats": [summary]})
-    assert "origin" not in session and session["chats"][0] == {"resource": "ahp-chat:/c", "title": "C", "status": 1, "modifiedAt": "x"}
-    assert v0_7.action_down("session", {"type": "session/chatUpdated", "chat": "ahp-chat:/c", "changes": {"movable": True, "title": "T"}})["changes"] == {"title": "T"}
+    assert "origin" not in session and session["chats"][0] == {
+        "resource": "ahp-chat:/c",
+        "title": "C",
+        "status": 1,
+        "modifiedAt": "x",
+    }
+    assert v0_7.action_down(
+        "session", {"type": "session/chatUpdated", "chat": "ahp-chat:/c", "changes": {"movable": True, "title": "T"}}
+    )["changes"] == {"title": "T"}
     server = {"type": "mcpServer", "id": "m", "uri": "u", "name": "n", "state": {"kind": "starting", "blocking": True}}
-    assert v0_7.action_down("session", {"type": "session/mcpServerStateChanged", "id": "m", "state": server["state"]})["state"] == {"kind": "starting"}
+    assert v0_7.action_down("session", {"type": "session/mcpServerStateChanged", "id": "m", "state": server["state"]})[
+        "state"
+    ] == {"kind": "starting"}
 
 
 def test_rule_8_recomputing_reads_as_computing():
     assert v0_7.state_down("changeset", {"status": "recomputing", "files": []})["status"] == "computing"
-    assert v0_7.action_down("changeset", {"type": "changeset/statusChanged", "status": "recomputing"})["status"] == "computing"
+    assert (
+        v0_7.action_down("changeset", {"type": "changeset/statusChanged", "status": "recomputing"})["status"]
+        == "computing"
+    )
 
 
 def test_a_0_7_0_client_stamps_modified_at_with_its_clock():
     chat = {"resource": "ahp-chat:/c", "title": "C", "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z", "turns": []}
-    action = {"type": "chat/turnStarted", "turnId": "t", "startedAt": "2026-01-01T00:00:00.000Z", "message": {"text": "x"}}
+    action = {
+        "type": "chat/turnStarted",
+        "turnId": "t",
+        "startedAt": "2026-01-01T00:00:00.000Z",
+        "message": {"text": "x"},
+    }
     assert internal.reduce("chat", chat, action, 1000)["modifiedAt"] == "2026-01-01T00:00:00.000Z"
     assert v0_7.reduce("chat", chat, action, 1000)["modifiedAt"] == "1970-01-01T00:00:01.000Z"
 

@@ -166,7 +166,13 @@ def test_chats_reordered_applies_exactly_the_complete_orders(uris, data):
 @PROPERTY_SETTINGS
 @given(st.lists(st.tuples(st.booleans(), st.sampled_from(["w1", "w2", "w3"])), max_size=12))
 def test_background_work_lists_the_ids_set_and_not_removed_since_in_first_set_order(operations):
-    state = {"resource": "ahp-chat:/c", "title": "C", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []}
+    state = {
+        "resource": "ahp-chat:/c",
+        "title": "C",
+        "status": 1,
+        "modifiedAt": "2026-01-01T00:00:00.000Z",
+        "turns": [],
+    }
     live: list[str] = []  # ids in the order the list must hold them
     for step, (is_set, work_id) in enumerate(operations):
         if is_set:

@@ -28,7 +28,12 @@ def test_without_a_default_the_most_recently_modified_chat_decides():
     # Timestamps are compared as times, not as strings.
     later = [chat("c1", BUSY, "2026-01-01T10:00:00.000+05:00"), chat("c2", IDLE, "2026-01-01T06:00:00.000Z")]
     assert session_status_from_chats(IDLE, later) == IDLE
-    assert session_status_from_chats(IDLE, [chat("a", BUSY, "2026-01-01T00:00:00.000Z"), chat("b", IDLE, "2026-01-01T00:00:00.000Z")]) == BUSY
+    assert (
+        session_status_from_chats(
+            IDLE, [chat("a", BUSY, "2026-01-01T00:00:00.000Z"), chat("b", IDLE, "2026-01-01T00:00:00.000Z")]
+        )
+        == BUSY
+    )
 
 
 def test_input_needed_then_error_are_promoted_from_any_chat():
@@ -52,8 +57,13 @@ def test_without_chats_the_activity_stands_and_flags_always_survive():
 
 def test_refresh_session_status_reads_the_catalogue_and_keeps_the_object_when_nothing_changes():
     session = {
-        "provider": "p", "title": "t", "status": IDLE | READ, "lifecycle": "ready", "activeClients": [],
-        "chats": [chat("c1", BUSY, "2026-01-01T00:00:00.000Z")], "defaultChat": "c1",
+        "provider": "p",
+        "title": "t",
+        "status": IDLE | READ,
+        "lifecycle": "ready",
+        "activeClients": [],
+        "chats": [chat("c1", BUSY, "2026-01-01T00:00:00.000Z")],
+        "defaultChat": "c1",
     }
     refreshed = refresh_session_status(session)
     assert refreshed["status"] == BUSY | READ and session["status"] == IDLE | READ
@@ -62,8 +72,12 @@ def test_refresh_session_status_reads_the_catalogue_and_keeps_the_object_when_no
 
 def test_the_session_reducer_keeps_the_catalogue_in_step_for_the_helper():
     session = {"provider": "p", "title": "t", "status": IDLE, "lifecycle": "ready", "activeClients": [], "chats": []}
-    session = internal.reduce("session", session, {"type": "session/chatAdded", "summary": chat("c1", IDLE, "2026-01-01T00:00:00.000Z")}, 0)
-    session = internal.reduce("session", session, {"type": "session/chatUpdated", "chat": "c1", "changes": {"status": INPUT}}, 0)
+    session = internal.reduce(
+        "session", session, {"type": "session/chatAdded", "summary": chat("c1", IDLE, "2026-01-01T00:00:00.000Z")}, 0
+    )
+    session = internal.reduce(
+        "session", session, {"type": "session/chatUpdated", "chat": "c1", "changes": {"status": INPUT}}, 0
+    )
     assert refresh_session_status(session)["status"] == INPUT
 
 
