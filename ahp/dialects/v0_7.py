@@ -6,6 +6,7 @@ VS Code 1.139.1 offers 0.7.0 next to 0.9.0; a host that negotiates 0.7.0 keeps i
 * ``state_down(kind, state)``: the 0.7.0 view of an internal state (snapshots);
 * ``action_down(kind, action)``: the 0.7.0 form of an internal action, ``None`` when 0.7.0 has no
   such action type (``ahp.dialects.catalogue``) or the action means nothing in 0.7.0;
+* ``notification_down(method, params)``: the 0.7.0 form of a host → client notification;
 * ``action_up(kind, action, channel=)`` / ``state_up(kind, state, channel=)``: the internal form
   of what a 0.7.0 peer sends (``None`` for a type 0.7.0 does not have);
 * ``reduce(kind, state, action, now, channel=)``: what a 0.7.0 client's own reducers compute,
@@ -42,6 +43,10 @@ Shapes (the projections)
   8. ``ChangesetStatus`` ``recomputing`` [1.0.0 schema] reads as ``computing``.
   9. ``changeset/contentChanged.error`` [0.7.0] is gone in 0.9.0 (failures travel on
      ``changeset/statusChanged``): dropped going up.
+  Notifications: ``SessionSummary`` gained ``chats``, ``defaultChat`` and ``origin`` [1.0.0
+  schema], dropped going down (``root/sessionAdded``, ``root/sessionSummaryChanged``);
+  ``auth/required.resource`` is complete ``ProtectedResourceMetadata`` since 0.8.0 where 0.7.0
+  has the resource identifier: down, its ``resource`` field.
 
 Behaviour (``reduce`` adds what 0.7.0 reducers did and 0.9.0 ones no longer do)
   10. 0.7.0 chat reducers stamp ``modifiedAt`` from the clock (``now``) on turn start and end,
@@ -73,7 +78,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ahp import state as internal
-from ahp.dialects.catalogue import known_to
+from ahp.dialects.catalogue import known_to, notification_known_to
 from ahp.state._js import as_dict, as_list, assign, payload
 from ahp.state.channels import default_chat_uri, session_of_annotations
 from ahp.state.clock import iso_timestamp
@@ -86,6 +91,7 @@ __all__ = [
     "action_down",
     "action_up",
     "needs_resync",
+    "notification_down",
     "reduce",
     "state_down",
     "state_up",
@@ -460,6 +466,23 @@ def action_up(kind: str, action: Json, *, channel: str | None = None) -> Json:
         return None
     convert = _ACTION_UP.get(action_type)
     return action if convert is None else convert(action, channel)
+
+
+_SUMMARY_KEYS_0_9 = ("chats", "defaultChat", "origin")
+
+
+def notification_down(method: str, params: Json) -> Json:
+    """The 0.7.0 form of a host → client notification's params; ``None`` when 0.7.0 has no such
+    notification."""
+    if not notification_known_to(VERSION, method) or not isinstance(params, dict):
+        return None
+    if method == "root/sessionAdded":
+        return _mapped(params, "summary", lambda summary: _without(summary, *_SUMMARY_KEYS_0_9))
+    if method == "root/sessionSummaryChanged":
+        return _mapped(params, "changes", lambda changes: _without(changes, *_SUMMARY_KEYS_0_9))
+    if method == "auth/required" and isinstance(params.get("resource"), dict):
+        return assign(params, resource=params["resource"].get("resource"))
+    return params
 
 
 # ── What a 0.7.0 client computes (rules 10-12) ──────────────────────────────────────────────────

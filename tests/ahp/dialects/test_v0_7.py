@@ -322,3 +322,28 @@ def test_resync_after_is_exactly_the_newer_types_that_change_the_0_7_0_view():
                     changing.add(action["type"])
             state = after
     assert changing == v0_7.RESYNC_AFTER
+
+
+def test_notifications_go_down_in_0_7_0_shapes():
+    summary = {
+        "resource": "copilot:/s",
+        "provider": "copilot",
+        "title": "S",
+        "status": 1,
+        "createdAt": "x",
+        "modifiedAt": "y",
+    }
+    richer = {**summary, "chats": [{"resource": "ahp-chat:/c", "title": "C"}], "defaultChat": "ahp-chat:/c"}
+    added = v0_7.notification_down("root/sessionAdded", {"channel": "ahp-root://", "summary": richer})
+    assert added == {"channel": "ahp-root://", "summary": summary}
+    changed = v0_7.notification_down(
+        "root/sessionSummaryChanged",
+        {"channel": "ahp-root://", "session": "copilot:/s", "changes": {"defaultChat": "c", "title": "T"}},
+    )
+    assert changed["changes"] == {"title": "T"}
+    metadata = {"resource": "https://mcp.example", "authorization_servers": ["https://login.example"]}
+    auth = v0_7.notification_down("auth/required", {"channel": "copilot:/s", "resource": metadata})
+    assert auth == {"channel": "copilot:/s", "resource": "https://mcp.example"}
+    assert v0_7.notification_down("channel/frame", {"channel": "x"}) is None
+    progress = {"channel": "ahp-root://", "progressToken": "p", "progress": {"message": "m"}}
+    assert v0_7.notification_down("root/progress", progress) is progress
