@@ -33,6 +33,7 @@ from host.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
 from host.inputs import InputRequests
 from host.journal import Journal
+from host.processes import BackgroundContributor, BackgroundProcesses
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
@@ -123,12 +124,17 @@ class AgentHost:
             if config.sessions.subagents:
                 self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
         self.resources = ResourceService(self._allowed_roots)
+        # Processes that outlive their command (a shell tool call's background jobs, a terminal's
+        # nohup'd ones): kept per session or terminal, ended with it or at stop; the host reaps them.
+        self.background = BackgroundProcesses()
         # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
         self.terminals = TerminalService(
             self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
+            background=self.background,
         )
         if self.tools is not None:
             self.environment.contributors.append(TerminalContributor(self.terminals))
+            self.environment.contributors.append(BackgroundContributor(self.background))
         # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
         self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
         self.watches = ResourceWatches(self.store, self.resources)
@@ -143,6 +149,7 @@ class AgentHost:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.background.start()
         self.store.recover()
         self.watches.drop_recovered()
         self.customizations.load()
@@ -166,6 +173,7 @@ class AgentHost:
     async def stop(self) -> None:
         await self.runner.close()
         await self.terminals.stop()
+        await self.background.stop()
         await self.watches.close()
         await self.customizations.stop()
         for agent in self.agents.values():
@@ -277,6 +285,7 @@ class AgentHost:
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
         self.terminals.session_disposed(uri)
+        self.background.end(uri)  # the background jobs its shell commands left running
         self.changesets.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
