@@ -90,6 +90,8 @@ class SessionDefaults(_Section):
     subagents: bool = True
     """Offer provider-backed agents the ``task`` tool: a job run in a child session, optionally by
     a custom agent from the session's plugins (sub-agents)."""
+    max_subagents: int = Field(default=4, ge=1, le=64)
+    """Sub-agents one session runs at once; a further ``task`` call waits until one finishes."""
     offline_agent: bool = True
     """Offer the built-in offline agent."""
     default_agent: str | None = None

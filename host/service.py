@@ -113,6 +113,7 @@ class AgentHost:
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
         self.tools: ToolsRuntime | None = None
+        self.subagents: SubagentContributor | None = None
         if config.tools.enabled if config.tools.enabled is not None else agents is None:
             self.tools = ToolsRuntime(
                 self.store, config.tools, self.content, self.inputs,
@@ -122,7 +123,9 @@ class AgentHost:
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
-                self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
+                self.subagents = SubagentContributor(self.store, self.create_session, self._subagents,
+                                                     limit=config.sessions.max_subagents)
+                self.environment.contributors.append(self.subagents)
         self.resources = ResourceService(self._allowed_roots)
         # Processes that outlive their command (a shell tool call's background jobs, a terminal's
         # nohup'd ones): kept per session or terminal, ended with it or at stop; the host reaps them.
@@ -151,6 +154,8 @@ class AgentHost:
     async def start(self) -> None:
         self.background.start()
         self.store.recover()
+        if self.subagents is not None:
+            self.subagents.recover()
         self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
@@ -279,6 +284,7 @@ class AgentHost:
     def dispose_session(self, uri: Any) -> None:
         if self.store.kind(uri) != "session":
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+        children = self.subagents.session_disposed(uri) if self.subagents is not None else []
         self.runner.forget(uri)
         if self.preamble is not None:
             self.preamble.forget(uri)
@@ -294,6 +300,9 @@ class AgentHost:
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
+        for child in children:  # sub-agents go with the session that started them
+            if self.store.kind(child) == "session":
+                self.dispose_session(child)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [state["summary"] for _, state in self.store.channels("session")]
