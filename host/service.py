@@ -140,7 +140,7 @@ class AgentHost:
             self.environment.contributors.append(BackgroundContributor(self.background))
         # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
         self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
-        self.watches = ResourceWatches(self.store, self.resources)
+        self.watches = ResourceWatches(self.store, self.resources, limit=config.server.max_resource_watches)
         self.session_config = SessionConfigResolver(
             self.agents, self.default_provider,
             lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
