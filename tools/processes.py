@@ -26,10 +26,12 @@ daemonised with ``nohup``, ``setsid`` or a double fork. Contract:
 * ``reap_orphans()`` collects the zombies among this process's children that nobody else will
   wait for, and only those (a ``subprocess``/``asyncio`` child's status belongs to its owner):
   a zombie whose session is neither its own nor this process's (a job of a family: leaders and
-  every other spawn of this process lead their own session or share this process's), one seen
-  alive as an adopted family member, or one left unreaped for ``_PATIENCE`` seconds (the
-  host's own spawns are waited for at once; leaders, registered with ``register_leader``, never
-  are). A zombie holds no memory but a process table slot; reaping keeps the table clean.
+  every other spawn of this process lead their own session or share this process's); one seen
+  alive as an adopted family member (a child of this process, not a leader, whose token this
+  process issued: ``members`` and every ``reap_orphans`` pass look); and, while this process is
+  a subreaper, one left unreaped for ``_PATIENCE`` seconds (a daemon that left the session and
+  died before it was seen; the host's own spawns are waited for at once, and leaders, registered
+  with ``register_leader``, never count). A zombie holds no memory but a process table slot.
 
 Limits: a process that clears its environment *and* leaves the family's session *and* whose
 parent exited is not found (nor is one started through another service, e.g. ``systemd-run``).
@@ -60,8 +62,12 @@ FAMILY_VARIABLE = "AGENT_HOST_FAMILY"
 _PR_SET_CHILD_SUBREAPER = 36
 _KILL_ROUNDS = 50
 _POLL = 0.02
-_PATIENCE = 5.0
-"""Seconds an unattributed zombie child is left to its owner before this process reaps it."""
+_PATIENCE = 30.0
+"""Seconds an unattributed zombie child is left to its owner before a subreaper reaps it."""
+_ISSUER = secrets.token_hex(6)
+"""Starts every token this process issues: another host's families (a host started from a
+terminal of another) are not this one's to reap."""
+_ISSUED = f"\0{FAMILY_VARIABLE}={_ISSUER}.".encode()
 
 _leaders: set[int] = set()
 _adopted: set[int] = set()
@@ -78,7 +84,7 @@ class _Stat(NamedTuple):
 
 
 def new_family() -> str:
-    return secrets.token_hex(12)
+    return f"{_ISSUER}.{secrets.token_hex(12)}"
 
 
 def register_leader(pid: int) -> None:
@@ -278,10 +284,15 @@ def reap_orphans() -> int:
     reaped: set[int] = set()
     for pid in children:
         info = _stat(pid)
-        if info is None or info.state != "Z" or pid in _leaders:
+        if info is None or pid in _leaders:
+            continue
+        if info.state != "Z":
+            if pid not in _adopted and _carries(pid, _ISSUED):
+                _adopted.add(pid)
             continue
         first_seen = _zombie_since.setdefault(pid, now)
-        if info.sid not in (pid, my_session) or pid in _adopted or now - first_seen >= _PATIENCE:
+        overdue = is_subreaper() and now - first_seen >= _PATIENCE
+        if info.sid not in (pid, my_session) or pid in _adopted or overdue:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
                 reaped.add(pid)

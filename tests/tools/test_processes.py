@@ -124,3 +124,15 @@ async def test_reaping_leaves_a_child_its_owner_waits_for_alone(subreaper: None)
     processes.reap_orphans()
     # Its owner still gets its real exit status.
     assert child.wait(timeout=5) == 3
+
+
+async def test_a_daemon_that_ends_on_its_own_leaves_no_zombie_behind(tmp_path: Path, subreaper: None) -> None:
+    process = await run_to_exit("setsid sh -c 'echo $$ > quick.pid; exec sleep 0.5' & "
+                                "while [ ! -s quick.pid ]; do sleep 0.01; done", tmp_path)
+    process.close()
+    quick = int((tmp_path / "quick.pid").read_text())
+    assert status(quick)[1] == os.getpid()  # adopted by this subreaper
+    processes.reap_orphans()  # the host's periodic pass: sees it alive, one of its own families
+    assert await eventually(lambda: (status(quick) or ("Z",))[0] == "Z")
+    processes.reap_orphans()
+    assert status(quick) is None, "the daemon's zombie was left in the process table"
