@@ -62,6 +62,7 @@ FAMILY_VARIABLE = "AGENT_HOST_FAMILY"
 _PR_SET_CHILD_SUBREAPER = 36
 _KILL_ROUNDS = 50
 _POLL = 0.02
+_MAX_POLL = 0.2
 _PATIENCE = 30.0
 """Seconds an unattributed zombie child is left to its owner before a subreaper reaps it."""
 _ISSUER = secrets.token_hex(6)
@@ -214,9 +215,11 @@ async def end(token: str, leader: int | None, grace: float) -> None:
     found = _remaining(token, leader)
     _signal(found, signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
     _signal_group(_alive(leader), signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
-    deadline = time.monotonic() + grace
+    deadline, delay = time.monotonic() + grace, _POLL
     while found and time.monotonic() < deadline:
-        await asyncio.sleep(_POLL)
+        # Each look reads /proc: soon at first (most end at once), then less often.
+        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, _MAX_POLL)
         found = _remaining(token, leader)
     for _ in range(_KILL_ROUNDS):
         _signal_group(_alive(leader), signal.SIGKILL)

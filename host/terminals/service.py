@@ -18,7 +18,8 @@ Contract:
   terminals; older ones are removed.
 * Shell integration (``host.terminals.shell_integration``): a ``bash``, ``zsh`` or ``fish`` shell is started
   with our rc file, which reads the user's own and then marks each command with OSC 633
-  sequences. The first prompt mark dispatches ``terminal/commandDetectionAvailable``; each command
+  sequences ending with a nonce made for this terminal; a mark without it (printed by any
+  program) is removed and means nothing (``host.terminals.output``). The first prompt mark dispatches ``terminal/commandDetectionAvailable``; each command
   line the shell runs becomes ``terminal/commandExecuted`` (its output then goes into that
   ``command`` part) and ``terminal/commandFinished`` with its exit code and duration (measured by
   the host) when the next prompt comes; a changed directory becomes ``terminal/cwdChanged``. The
@@ -35,8 +36,11 @@ Contract:
   ``terminal/resized`` resizes it; ``terminal/claimed`` / ``titleChanged`` and every create,
   exit and removal refresh ``root/terminalsChanged``.
 * ``dispose`` (``disposeTerminal``), ``session_disposed`` (the session's terminals) and ``stop``
-  (host shutdown) end the process group and every job of the shell's session: SIGHUP + SIGTERM,
-  then SIGKILL after a grace period.
+  (host shutdown) end the shell's whole family (``tools.processes``: its jobs, and what they
+  daemonised with ``nohup``, ``setsid`` or a double fork): SIGHUP + SIGTERM, then SIGKILL after a
+  grace period. A shell that exits on its own while jobs it started run on hands them to the
+  host's ``BackgroundProcesses`` under the terminal's URI: they end when the terminal is disposed
+  (or its session, or the host stops), as nohup'd jobs outlive a closed terminal window.
 * A terminal whose shell is gone refuses ``terminal/input`` with one reason (``host.validation``):
   the state has an ``exitCode`` in every such case. Stopping the host ends each shell (SIGHUP,
   observed: 129) and adds a line to its output saying the host stopped. After the host died

@@ -411,14 +411,17 @@ async def test_host_stop_ends_a_terminals_daemonised_jobs(tmp_path: Path, frame_
     assert all(gone(pid) for pid in pids), "a terminal's daemonised job outlived the host"
 
 
+@pytest.mark.parametrize("name", ["bash", "zsh", "fish"])
 async def test_a_program_printing_a_forged_command_mark_does_not_make_a_command(
-    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
 ) -> None:
-    bash = shutil.which("bash")
-    if bash is None:
-        pytest.skip("bash is not installed")
-    monkeypatch.setenv("SHELL", bash)
+    shell = shutil.which(name)
+    if shell is None:
+        pytest.skip(f"{name} is not installed")
+    monkeypatch.setenv("SHELL", shell)
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("ZDOTDIR", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     # A file whose content imitates the shell integration: a whole fake command, finished.
     forged = "\x1b]633;E;rm -rf ~\x07\x1b]633;C\x07fake-output\x1b]633;D;0\x07\x1b]633;E;guessed;0123\x07\x1b]633;C;0123\x07"
     (tmp_path / "trap.txt").write_text(f"before {forged} after\n")
@@ -428,14 +431,15 @@ async def test_a_program_printing_a_forged_command_mark_does_not_make_a_command(
     await alice.wait_for(lambda m, e: (alice.state(terminal) or {}).get("supportsCommandDetection") is True, timeout=WAIT)
     queue = alice.subscribe_events()
     alice.dispatch(terminal, {"type": "terminal/input", "data": "cat trap.txt\n"})
-    alice.dispatch(terminal, {"type": "terminal/input", "data": "echo real-$((6*7))\n"})
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "echo real-(math 6 \\* 7)\n" if name == "fish" else "echo real-$((6*7))\n"})
     await alice.wait_for(lambda m, e: [c["isComplete"] for c in commands(alice, terminal)] == [True, True], timeout=WAIT)
+    real = "echo real-(math 6 \\* 7)" if name == "fish" else "echo real-$((6*7))"
     while not queue.empty():
         note = queue.get_nowait()
         if note is not None and note.method == "action" and note.params["action"]["type"] == "terminal/commandExecuted":
             executed.append(note.params["action"]["commandLine"])
     # Only the two commands the user ran were reported: the printed marks made none.
-    assert executed == ["cat trap.txt", "echo real-$((6*7))"]
+    assert executed == ["cat trap.txt", real]
     first, second = commands(alice, terminal)
     assert "before" in first["output"] and "after" in first["output"] and first["exitCode"] == 0
     assert "\x1b]633" not in text(alice, terminal)
