@@ -36,9 +36,9 @@ from typing import Any
 
 from ahp.protocol import builders
 from host.agents.base import TurnContext
-from host.sessions import is_session_uri
 from host.agents.environment import Contributor
 from host.errors import RpcError
+from host.sessions import is_session_uri
 from host.store import Store
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content

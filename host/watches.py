@@ -38,10 +38,10 @@ import asyncio
 import ctypes
 import errno
 import logging
-import sys
 import os
 import re
 import resource
+import sys
 import threading
 import uuid
 from collections.abc import Callable

@@ -86,7 +86,8 @@ def plain_text(text: str) -> str:
 
 
 def _background_note(pids: set[int], kept: bool) -> str:
-    count = f"{len(pids)} background process{'es' if len(pids) > 1 else ''} (pid {', '.join(map(str, sorted(pids)))})"
+    shown = ", ".join(map(str, sorted(pids)[:10])) + (", …" if len(pids) > 10 else "")
+    count = f"{len(pids)} background process{'es' if len(pids) > 1 else ''} (pid {shown})"
     if kept:
         return f"[{count} still running; they are ended when this session is disposed or the host stops.]"
     return f"[{count} stopped with the command: nothing would have ended them later.]"
