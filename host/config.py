@@ -68,6 +68,9 @@ class ServerConfig(_Section):
     """WebSocket connections the host serves at once; one more is closed with 1013 and a reason."""
     max_connections_per_token: int = Field(default=64, ge=1)
     """Connections one token may hold at once (a runaway script cannot take every slot)."""
+    max_resource_watches: int = Field(default=256, ge=1)
+    """Resource watches (createResourceWatch) open at once; one more is refused saying so. Each holds
+    an OS file watcher, which the OS may run out of first (Linux: fs.inotify.max_user_instances)."""
     data_dir: str | None = None
     """Where the journal lives; default: $XDG_DATA_HOME/agent-host."""
     replay_buffer: int = Field(default=10_000, ge=0)
@@ -90,6 +93,8 @@ class SessionDefaults(_Section):
     subagents: bool = True
     """Offer provider-backed agents the ``task`` tool: a job run in a child session, optionally by
     a custom agent from the session's plugins (sub-agents)."""
+    max_subagents: int = Field(default=4, ge=1, le=64)
+    """Sub-agents one session runs at once; a further ``task`` call waits until one finishes."""
     offline_agent: bool = True
     """Offer the built-in offline agent."""
     default_agent: str | None = None

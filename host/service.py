@@ -33,6 +33,7 @@ from host.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
 from host.inputs import InputRequests
 from host.journal import Journal
+from host.processes import BackgroundContributor, BackgroundProcesses
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
@@ -112,6 +113,7 @@ class AgentHost:
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
         self.tools: ToolsRuntime | None = None
+        self.subagents: SubagentContributor | None = None
         if config.tools.enabled if config.tools.enabled is not None else agents is None:
             self.tools = ToolsRuntime(
                 self.store, config.tools, self.content, self.inputs,
@@ -121,17 +123,24 @@ class AgentHost:
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
-                self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
+                self.subagents = SubagentContributor(self.store, self.create_session, self._subagents,
+                                                     limit=config.sessions.max_subagents)
+                self.environment.contributors.append(self.subagents)
         self.resources = ResourceService(self._allowed_roots)
+        # Processes that outlive their command (a shell tool call's background jobs, a terminal's
+        # nohup'd ones): kept per session or terminal, ended with it or at stop; the host reaps them.
+        self.background = BackgroundProcesses()
         # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
         self.terminals = TerminalService(
             self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
+            background=self.background,
         )
         if self.tools is not None:
             self.environment.contributors.append(TerminalContributor(self.terminals))
+            self.environment.contributors.append(BackgroundContributor(self.background))
         # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
         self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
-        self.watches = ResourceWatches(self.store, self.resources)
+        self.watches = ResourceWatches(self.store, self.resources, limit=config.server.max_resource_watches)
         self.session_config = SessionConfigResolver(
             self.agents, self.default_provider,
             lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
@@ -143,7 +152,10 @@ class AgentHost:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.background.start()
         self.store.recover()
+        if self.subagents is not None:
+            self.subagents.recover()
         self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
@@ -166,6 +178,7 @@ class AgentHost:
     async def stop(self) -> None:
         await self.runner.close()
         await self.terminals.stop()
+        await self.background.stop()
         await self.watches.close()
         await self.customizations.stop()
         for agent in self.agents.values():
@@ -271,12 +284,14 @@ class AgentHost:
     def dispose_session(self, uri: Any) -> None:
         if self.store.kind(uri) != "session":
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+        children = self.subagents.session_disposed(uri) if self.subagents is not None else []
         self.runner.forget(uri)
         if self.preamble is not None:
             self.preamble.forget(uri)
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
         self.terminals.session_disposed(uri)
+        self.background.end(uri)  # the background jobs its shell commands left running
         self.changesets.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
@@ -285,6 +300,9 @@ class AgentHost:
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
+        for child in children:  # sub-agents go with the session that started them
+            if self.store.kind(child) == "session":
+                self.dispose_session(child)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [state["summary"] for _, state in self.store.channels("session")]
