@@ -14,10 +14,14 @@ Contract (pure data and two lookups, no I/O):
   the vendored 0.7.0 schema; 0.9.0: those plus the automation commands of 0.8.0).
   ``setClientManagedSettingsPermissions`` is in no schema: VS Code 1.139.1 sends it on 0.9.0
   connections, so the newer baselines list it as a notification.
-* Unknown versions or names are simply unknown (``False``), never an error.
+* Unknown versions or names are simply unknown (``False``), never an error. The lookups are
+  memoised (bounded: a client can make up action types): the fan-out asks them once per
+  envelope per connection group.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from ahp.dialects.negotiation import parse_version
 
@@ -157,11 +161,13 @@ def _within(introduced: str | None, removed: str | None, version: str) -> bool:
     return gone is None or negotiated < gone
 
 
+@lru_cache(maxsize=4096)
 def action_known(action_type: str, version: str) -> bool:
     """Whether a connection that negotiated ``version`` knows ``action_type``."""
     return _within(ACTION_INTRODUCED_IN.get(action_type), ACTION_REMOVED_IN.get(action_type), version)
 
 
+@lru_cache(maxsize=4096)
 def notification_known(method: str, version: str) -> bool:
     """Whether a connection that negotiated ``version`` knows notification ``method``."""
     return _within(NOTIFICATION_INTRODUCED_IN.get(method), None, version)
