@@ -172,21 +172,23 @@ class ClientConnection:
         if negotiated is None:
             self.close_requested = True
             raise RpcError(ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, unsupported_message(offered), unsupported_error_data())
-        self._bind(params["clientId"], dialect_for(negotiated))
-        self._remember_version(negotiated.version)
+        client_id, dialect = params["clientId"], dialect_for(negotiated)
+        self._bind(client_id, dialect)
+        self._remember_version(client_id, negotiated.version)
         store = self.host.store
         snapshots = []
         for channel in params.get("initialSubscriptions") or []:
-            if channel in store and self.dialect.channel_refusal(channel, store.kind(channel)) is None:  # type: ignore[union-attr]
+            # A channel the version is not served yet is left out, as a channel that does not exist is.
+            if channel in store and dialect.channel_refusal(channel, store.kind(channel)) is None:
                 snapshots.append(self._subscribe_now(channel))
-        result = self.dialect.initialize_result({  # type: ignore[union-attr]
+        result = dialect.initialize_result({
             "protocolVersion": negotiated.version,
             "serverSeq": store.seq,
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
         })
-        self.host.client_resources.attach(self.client_id, self.rpc.call)
-        self.host.client_connected(self.client_id)  # type: ignore[arg-type]
+        self.host.client_resources.attach(client_id, self.rpc.call)
+        self.host.client_connected(client_id)
         return result
 
     def _bind(self, client_id: str, dialect: Dialect) -> None:
@@ -194,10 +196,10 @@ class ClientConnection:
         self.dialect = dialect
         self.protocol_version = dialect.version
 
-    def _remember_version(self, version: str) -> None:
+    def _remember_version(self, client_id: str, version: str) -> None:
         versions = self.host.client_versions
-        versions.pop(self.client_id or "", None)
-        versions[self.client_id or ""] = version
+        versions.pop(client_id, None)
+        versions[client_id] = version
         while len(versions) > REMEMBERED_CLIENTS:
             versions.pop(next(iter(versions)))
 
@@ -213,7 +215,8 @@ class ClientConnection:
         store = self.host.store
         wanted = [uri for uri in params["subscriptions"] if isinstance(uri, str)]
         resumable = [uri for uri in wanted if uri in store and dialect.channel_refusal(uri, store.kind(uri)) is None]
-        missing = [uri for uri in wanted if uri not in resumable]
+        resuming = set(resumable)
+        missing = [uri for uri in wanted if uri not in resuming]
         replayed = store.replay(int(params["lastSeenServerSeq"]), resumable)
         self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
