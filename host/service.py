@@ -35,6 +35,7 @@ from host.inputs import InputRequests
 from host.journal import Journal
 from host.processes import BackgroundContributor, BackgroundProcesses
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
+from host.root_config import root_config_state
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
 from host.terminals import TerminalContributor, TerminalService
@@ -54,6 +55,9 @@ INTERRUPTED_ERROR = {
     "message": "The agent host stopped while this turn was running, so it did not finish. "
     "Send your message again to retry.",
 }
+
+SessionKey = tuple[int, str]
+"""Where a session sits in ``page_sessions``' order: (-modifiedAt, URI)."""
 
 _FETCH_LIMIT_MAX = 200
 _READ_LIMIT = 32 * 1024 * 1024
@@ -84,7 +88,7 @@ class AgentHost:
             if bind_environment is not None:
                 bind_environment(self.environment)
         self.store = Store(
-            {"agents": [], "activeSessions": 0},
+            {"agents": [], "activeSessions": 0, "config": root_config_state()},
             clock=self.clock,
             journal=journal,
             replay_capacity=config.server.replay_buffer,
@@ -108,6 +112,9 @@ class AgentHost:
             self.environment.contributors.append(self.preamble)
         self.store.change_observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
+        self.client_versions: dict[str, str] = {}
+        """The AHP version each client negotiated at its last ``initialize``, so that a
+        ``reconnect`` on a new connection speaks it again (memory only: see host.dialects)."""
         self._turn_index: dict[str, tuple[list[dict[str, Any]], dict[Any, int]]] = {}
         """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
@@ -156,6 +163,10 @@ class AgentHost:
         self.store.recover()
         if self.subagents is not None:
             self.subagents.recover()
+        root = self.store.state(ROOT) or {}
+        config = root_config_state(root.get("config"))
+        if root.get("config") != config:  # a journal from before the root config, or another schema
+            self.store.replace(ROOT, {**root, "config": config})
         self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
@@ -308,6 +319,22 @@ class AgentHost:
         summaries = [state["summary"] for _, state in self.store.channels("session")]
         summaries.sort(key=lambda summary: summary.get("modifiedAt", 0), reverse=True)
         return summaries
+
+    def page_sessions(self, limit: int, after: SessionKey | None = None) -> tuple[list[dict[str, Any]], SessionKey | None]:
+        """One page of session summaries, most recently modified first, for ``listSessions`` with
+        ``limit``/``cursor``. Ordered by (modifiedAt descending, URI), a total order, so pages never
+        overlap: ``after`` is the key of the last summary of the previous page (a session modified
+        meanwhile moves ahead of it; ``root/sessionSummaryChanged`` tells the client). Returns the
+        page and the key to continue after, or None when it is the last page."""
+        summaries = [state["summary"] for _, state in self.store.channels("session")]
+        keyed = sorted((((-int(s.get("modifiedAt") or 0), str(s.get("resource"))), s) for s in summaries),
+                       key=lambda item: item[0])
+        start = 0
+        if after is not None:
+            start = next((index for index, (key, _) in enumerate(keyed) if key > after), len(keyed))
+        page = keyed[start:start + limit]
+        more = start + limit < len(keyed)
+        return [summary for _, summary in page], (page[-1][0] if more and page else None)
 
     def fetch_turns(self, uri: Any, before: Any, limit: Any) -> dict[str, Any]:
         if self.store.kind(uri) != "session":
