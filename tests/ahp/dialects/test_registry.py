@@ -17,7 +17,7 @@ from ahp.dialects.registry import (
 )
 from ahp.protocol import ACTIONS, METHODS
 
-SCHEMA_0_7 = json.loads((Path(ahp.dialects.__file__).parent / "spec" / "ahp-0.7.0.schema.json").read_text("utf-8"))
+SCHEMA_0_7 = json.loads((Path(ahp.dialects.__file__).parents[1] / "protocol" / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
 
 
 def _action_types(defs: dict) -> set[str]:
