@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import io
 import os
 import stat
 from collections.abc import Callable
@@ -121,8 +122,10 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
 
 
 def read_regular_text(path: str | os.PathLike[str], encoding: str = "utf-8", errors: str = "strict") -> str:
-    """A regular file decoded as text (``UnicodeDecodeError`` when it is not ``encoding``)."""
-    return read_regular(path).decode(encoding, errors)
+    """A regular file decoded as text like ``Path.read_text`` (universal newlines); a
+    ``UnicodeDecodeError`` when it is not ``encoding``."""
+    with io.TextIOWrapper(open_regular(path), encoding=encoding, errors=errors) as text:
+        return text.read()
 
 
 async def off_loop(function: Callable[..., T], *args: object, timeout: float = FILE_IO_TIMEOUT) -> T:

@@ -23,7 +23,9 @@ def test_a_regular_file_is_read_whole_or_up_to_a_limit(tmp_path: Path) -> None:
     assert read_regular(path) == "héllo\n".encode()
     assert read_regular(path, 2) == b"h\xc3"
     assert read_regular_text(path) == "héllo\n"
-    assert check_regular(path).st_size == 7
+    path.write_bytes(b"a\r\nb\r\n")
+    assert read_regular_text(path) == path.read_text(encoding="utf-8") == "a\nb\n"  # as Path.read_text reads it
+    assert check_regular(path).st_size == 6
 
 
 def test_a_symlink_to_a_regular_file_is_read(tmp_path: Path) -> None:
