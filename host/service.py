@@ -373,6 +373,7 @@ class AgentHost:
             active = state.get("activeClient")
             if isinstance(active, dict) and active.get("clientId") == client_id:
                 self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
+        self.customizations.clients_left()
 
     # -- root bookkeeping ----------------------------------------------------------------------
 
