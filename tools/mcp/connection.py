@@ -74,9 +74,9 @@ _MAX_TOOL_PAGES = 100
 
 DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds a tool call may take when neither the host nor the server's declaration says."""
-STOP_GRACE_SECONDS = 5.0
-"""How long `stop()` lets a running server end its session before its task is cancelled
-(the process group is ended either way, see `_stdio`)."""
+STOP_GRACE_SECONDS = 6.0
+"""How long `stop()` lets a server end (its session, then the shielded process-group shutdown of
+`_stdio`, at most about 3 s) before its owner task is cancelled."""
 
 
 @dataclass(frozen=True)
