@@ -194,6 +194,18 @@ class McpConfig(_Section):
     idle_stop: float = Field(default=900.0, ge=0)
     """Seconds after a session's last turn ended before its MCP servers are stopped (they start
     again with its next turn); 0 keeps them running for the session's life."""
+    unwatched_stop: float = Field(default=30.0, ge=0)
+    """Seconds after the last client of a session disconnected (no turn running) before its MCP
+    servers are stopped, so a finished ``agent-host chat -p`` leaves nothing running; 0: only
+    ``idle_stop`` applies."""
+    start_wait: float = Field(default=3.0, ge=0)
+    """Seconds a turn waits, from their launch, for MCP servers that are still starting for the
+    first time; one that is not up by then (or crashed, or hung earlier in this host) is not
+    waited for: the turn goes on without its tools, the session's customizations show it as
+    starting or restarting, and its tools join the next model request once it is up. 0: never wait."""
+    call_timeout: float = Field(default=300.0, gt=0)
+    """Seconds one MCP tool call may take before it is cancelled and the model gets a timeout
+    error; a server's own ``timeout`` (milliseconds, in its declaration) overrides it."""
 
 
 class ToolsConfig(_Section):

@@ -332,39 +332,39 @@ class ClientConnection:
 
     async def _resource_read(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceRead", params)
-        return self.host.read_resource(params["uri"], params.get("encoding"))
+        return await self.host.read_resource(params["uri"], params.get("encoding"))
 
     async def _resource_list(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceList", params)
-        return self.host.resources.list(params["uri"])
+        return await self.host.resources.list(params["uri"])
 
     async def _resource_resolve(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceResolve", params)
-        return self.host.resources.resolve(params["uri"], params.get("followSymlinks") is not False)
+        return await self.host.resources.resolve(params["uri"], params.get("followSymlinks") is not False)
 
     async def _resource_write(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceWrite", params)
-        return self.host.resources.write(params)
+        return await self.host.resources.write(params)
 
     async def _resource_mkdir(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceMkdir", params)
-        return self.host.resources.mkdir(params["uri"])
+        return await self.host.resources.mkdir(params["uri"])
 
     async def _resource_delete(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceDelete", params)
-        return self.host.resources.delete(params["uri"], bool(params.get("recursive")))
+        return await self.host.resources.delete(params["uri"], bool(params.get("recursive")))
 
     async def _resource_copy(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceCopy", params)
-        return self.host.resources.copy(params["source"], params["destination"], bool(params.get("failIfExists")))
+        return await self.host.resources.copy(params["source"], params["destination"], bool(params.get("failIfExists")))
 
     async def _resource_move(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceMove", params)
-        return self.host.resources.move(params["source"], params["destination"], bool(params.get("failIfExists")))
+        return await self.host.resources.move(params["source"], params["destination"], bool(params.get("failIfExists")))
 
     async def _resource_request(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceRequest", params)
-        return self.host.resources.request(params)
+        return await self.host.resources.request(params)
 
     async def _create_resource_watch(self, params: Any) -> dict[str, Any]:
         params = self._params("createResourceWatch", params)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import mimetypes
 import os
 import time
 from pathlib import Path
@@ -60,7 +59,6 @@ SessionKey = tuple[int, str]
 """Where a session sits in ``page_sessions``' order: (-modifiedAt, URI)."""
 
 _FETCH_LIMIT_MAX = 200
-_READ_LIMIT = 32 * 1024 * 1024
 
 
 def epoch_ms() -> int:
@@ -371,32 +369,20 @@ class AgentHost:
 
     # -- content -------------------------------------------------------------------------------
 
-    def read_resource(self, uri: str, encoding: str | None) -> dict[str, Any]:
+    async def read_resource(self, uri: str, encoding: str | None) -> dict[str, Any]:
+        """``resourceRead``: stored content, or a regular file inside the roots (read off the event
+        loop; a FIFO, socket or device is refused at once, see ``ResourceService``)."""
         if uri.startswith(CONTENT_SCHEME):
             found = self.content.lookup(uri)
             if found is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not in this host's content store.")
             return _encoded(found[0], encoding, found[1])
-        path = self._readable_path(uri)
-        try:
-            if path.is_dir():
-                raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is a directory; use resourceList.")
-            size = path.stat().st_size
-            if size > _READ_LIMIT:
-                raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is {size} bytes; the read limit is {_READ_LIMIT}.")
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.") from None
-        except PermissionError:
-            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not read {uri}.") from None
-        return _encoded(data, encoding, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
-
-    def _readable_path(self, uri: str) -> Path:
         parsed = urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a content reference this host serves.")
         # The same sandbox as tools and the other resource* methods (symlinks, attack strings).
-        return self.resources.resolve_uri(uri)
+        data, content_type = await self.resources.read(uri)
+        return _encoded(data, encoding, content_type)
 
     def _subagents(self, session: str) -> list[SubagentSpec]:
         runtime = self.customizations.runtime(session)
@@ -432,6 +418,7 @@ class AgentHost:
             active = state.get("activeClient")
             if isinstance(active, dict) and active.get("clientId") == client_id:
                 self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
+        self.customizations.clients_left()
 
     # -- root bookkeeping ----------------------------------------------------------------------
 
