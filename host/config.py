@@ -68,6 +68,9 @@ class ServerConfig(_Section):
     """WebSocket connections the host serves at once; one more is closed with 1013 and a reason."""
     max_connections_per_token: int = Field(default=64, ge=1)
     """Connections one token may hold at once (a runaway script cannot take every slot)."""
+    max_resource_watches: int = Field(default=256, ge=1)
+    """Resource watches (createResourceWatch) open at once; one more is refused saying so. Each holds
+    an OS file watcher, which the OS may run out of first (Linux: fs.inotify.max_user_instances)."""
     data_dir: str | None = None
     """Where the journal lives; default: $XDG_DATA_HOME/agent-host."""
     replay_buffer: int = Field(default=10_000, ge=0)
@@ -90,6 +93,8 @@ class SessionDefaults(_Section):
     subagents: bool = True
     """Offer provider-backed agents the ``task`` tool: a job run in a child session, optionally by
     a custom agent from the session's plugins (sub-agents)."""
+    max_subagents: int = Field(default=4, ge=1, le=64)
+    """Sub-agents one session runs at once; a further ``task`` call waits until one finishes."""
     offline_agent: bool = True
     """Offer the built-in offline agent."""
     default_agent: str | None = None
@@ -189,6 +194,18 @@ class McpConfig(_Section):
     idle_stop: float = Field(default=900.0, ge=0)
     """Seconds after a session's last turn ended before its MCP servers are stopped (they start
     again with its next turn); 0 keeps them running for the session's life."""
+    unwatched_stop: float = Field(default=30.0, ge=0)
+    """Seconds after the last client of a session disconnected (no turn running) before its MCP
+    servers are stopped, so a finished ``agent-host chat -p`` leaves nothing running; 0: only
+    ``idle_stop`` applies."""
+    start_wait: float = Field(default=3.0, ge=0)
+    """Seconds a turn waits, from their launch, for MCP servers that are still starting for the
+    first time; one that is not up by then (or crashed, or hung earlier in this host) is not
+    waited for: the turn goes on without its tools, the session's customizations show it as
+    starting or restarting, and its tools join the next model request once it is up. 0: never wait."""
+    call_timeout: float = Field(default=300.0, gt=0)
+    """Seconds one MCP tool call may take before it is cancelled and the model gets a timeout
+    error; a server's own ``timeout`` (milliseconds, in its declaration) overrides it."""
 
 
 class ToolsConfig(_Section):

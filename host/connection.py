@@ -6,10 +6,17 @@ transport offers it (``direct``), hands them straight to the transport's buffer.
 is done by ``host.rpc``; this module adds AHP's rules:
 
 * before ``initialize`` / ``reconnect`` only ``ping`` is answered (-32600 otherwise);
-* params are checked against the generated wire types before a handler runs (-32602 with the
-  offending field, never pydantic's text);
-* ``dispatchAction``: unknown channel → dropped silently; refused → a rejection envelope to this
-  connection only; accepted → applied and echoed to every subscriber with its ``origin``;
+* ``initialize`` negotiates the protocol version (``ahp.dialects.negotiation``: -32005 listing
+  every served version, then the connection closes) and binds the connection to that version's
+  dialect (``host.dialects``); from then on the dialect decides which methods exist, checks
+  params against the version's shapes (-32602 with the offending field, never a library's text),
+  shapes results, snapshots and the replay, and translates what the store fans out. The
+  connection itself is the same for every version;
+* ``dispatchAction``: unknown channel → dropped silently; refused (by the dialect, which lifts
+  the action into the store's model, or by ``host.validation``) → a rejection envelope to this
+  connection only; accepted → applied and echoed to every subscriber with its ``origin``.
+  ``clientSeq`` is only echoed in ``origin``: a client that sends the same one many times (VS
+  Code starts with seven ``clientSeq: 0``) gets each action applied and echoed;
 * a client that cannot keep up (its outbox is full) is disconnected rather than slowing the
   host or growing memory without bound; it can ``reconnect`` and be replayed.
 """
@@ -20,8 +27,9 @@ import asyncio
 import logging
 from typing import Any, Callable
 
+from ahp.dialects.negotiation import MalformedVersion, Negotiated, negotiate, unsupported_error_data, unsupported_message
+from host.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
 from host.errors import ErrorCode, ProtocolViolation, RpcError
-from ahp.protocol import METHODS, PROTOCOL_VERSION
 from host.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.validation import check_client_action
@@ -34,7 +42,12 @@ OUTBOX_LIMIT = 50_000
 """Frames a queued client may have waiting before it is disconnected."""
 BACKLOG_LIMIT = 64 * 1024 * 1024
 """Bytes a direct-write client may have waiting before it is disconnected."""
-_COMPATIBLE_PREFIX = PROTOCOL_VERSION.rsplit(".", 1)[0] + "."
+REMEMBERED_CLIENTS = 10_000
+"""Clients whose negotiated version the host remembers for their ``reconnect``."""
+
+_HANDSHAKE = dialect_for(Negotiated(DEFAULT_VERSION, DEFAULT_VERSION))
+"""Checks ``initialize`` and ``reconnect`` params before a version is known (their shapes are
+the same in every served version)."""
 
 
 class ClientConnection:
@@ -46,6 +59,8 @@ class ClientConnection:
         waiting for the socket, or -1 once the connection is gone; ``outbox`` is unused then."""
         self.client_id: str | None = None
         self.protocol_version: str | None = None
+        self.dialect: Dialect | None = None
+        """This connection's protocol version, from ``initialize`` (or ``reconnect``) on."""
         self.subscriptions: set[str] = set()
         self._on_overflow = on_overflow
         self._overflowed = False
@@ -78,10 +93,23 @@ class ClientConnection:
                 "invokeChangesetOperation": self._invoke_changeset_operation,
                 "resolveSessionConfig": self._resolve_session_config,
                 "sessionConfigCompletions": self._session_config_completions,
+                "listAutomationTriggerDefinitions": self._list_automation_trigger_definitions,
+                "fetchAutomationRuns": self._fetch_automation_runs,
+                "runAutomation": self._run_automation,
             },
-            {"unsubscribe": self._unsubscribe, "dispatchAction": self._dispatch_action},
+            {
+                "unsubscribe": self._unsubscribe,
+                "dispatchAction": self._dispatch_action,
+                "setClientManagedSettingsPermissions": self._set_client_managed_settings_permissions,
+            },
             gate=self._gate,
         )
+
+    @property
+    def translator(self) -> object | None:
+        """What the store groups this subscriber by (``host.store.Translator``): None while the
+        connection takes the store's own shapes."""
+        return self.dialect.translator if self.dialect is not None else None
 
     # -- transport side ------------------------------------------------------------------------
 
@@ -121,25 +149,14 @@ class ClientConnection:
     # -- gate and params -----------------------------------------------------------------------
 
     def _gate(self, method: str, is_request: bool) -> RpcError | None:
-        if self.client_id is None and method not in ("initialize", "reconnect", "ping"):
-            return ProtocolViolation.invalid_request(f"Send initialize (or reconnect) before {method}.")
-        return None
+        if self.client_id is None or self.dialect is None:
+            if method not in ("initialize", "reconnect", "ping"):
+                return ProtocolViolation.invalid_request(f"Send initialize (or reconnect) before {method}.")
+            return None
+        return self.dialect.gate(method, is_request)
 
-    @staticmethod
-    def _params(method: str, params: Any) -> dict[str, Any]:
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            raise ProtocolViolation.invalid_params(f"{method} takes its params as an object.")
-        spec = METHODS.get(method)
-        if spec is not None and spec.params_model is not None:
-            from pydantic import ValidationError
-
-            try:
-                spec.params_model.model_validate(params)
-            except ValidationError as error:
-                raise ProtocolViolation.invalid_params(_describe_params_error(method, error)) from None
-        return params
+    def _params(self, method: str, params: Any) -> dict[str, Any]:
+        return (self.dialect or _HANDSHAKE).params(method, params)
 
     # -- handshake -----------------------------------------------------------------------------
 
@@ -148,40 +165,58 @@ class ClientConnection:
         if self.client_id is not None:
             raise ProtocolViolation.invalid_request("This connection is already initialized.")
         offered = params["protocolVersions"]
-        chosen = next((v for v in offered if isinstance(v, str) and v.startswith(_COMPATIBLE_PREFIX)), None)
-        if chosen is None:
+        try:
+            negotiated = negotiate(offered)
+        except MalformedVersion as error:
+            raise ProtocolViolation.invalid_params(f"Invalid initialize params: {error}.") from None
+        if negotiated is None:
             self.close_requested = True
-            raise RpcError(
-                ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-                f"This host speaks AHP {PROTOCOL_VERSION}; none of {offered} is compatible.",
-                {"supportedVersions": [PROTOCOL_VERSION]},
-            )
-        self.client_id = params["clientId"]
-        self.protocol_version = chosen
+            raise RpcError(ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, unsupported_message(offered), unsupported_error_data())
+        client_id, dialect = params["clientId"], dialect_for(negotiated)
+        self._bind(client_id, dialect)
+        self._remember_version(client_id, negotiated.version)
+        store = self.host.store
         snapshots = []
         for channel in params.get("initialSubscriptions") or []:
-            if channel in self.host.store:
+            # A channel the version is not served yet is left out, as a channel that does not exist is.
+            if channel in store and dialect.channel_refusal(channel, store.kind(channel)) is None:
                 snapshots.append(self._subscribe_now(channel))
-        result: dict[str, Any] = {
-            "protocolVersion": chosen,
-            "serverSeq": self.host.store.seq,
+        result = dialect.initialize_result({
+            "protocolVersion": negotiated.version,
+            "serverSeq": store.seq,
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
-        }
-        self.host.client_resources.attach(self.client_id, self.rpc.call)
-        self.host.client_connected(self.client_id)
+        })
+        self.host.client_resources.attach(client_id, self.rpc.call)
+        self.host.client_connected(client_id)
         return result
+
+    def _bind(self, client_id: str, dialect: Dialect) -> None:
+        self.client_id = client_id
+        self.dialect = dialect
+        self.protocol_version = dialect.version
+
+    def _remember_version(self, client_id: str, version: str) -> None:
+        versions = self.host.client_versions
+        versions.pop(client_id, None)
+        versions[client_id] = version
+        while len(versions) > REMEMBERED_CLIENTS:
+            versions.pop(next(iter(versions)))
 
     async def _reconnect(self, params: Any) -> dict[str, Any]:
         params = self._params("reconnect", params)
         if self.client_id is not None and self.client_id != params["clientId"]:
             raise ProtocolViolation.invalid_request("This connection is already bound to another clientId.")
-        self.client_id = params["clientId"]
-        self.protocol_version = self.protocol_version or PROTOCOL_VERSION
+        if self.dialect is None:
+            known = self.host.client_versions.get(params["clientId"])
+            self._bind(params["clientId"], dialect_for_version(known or DEFAULT_VERSION))
+        dialect = self.dialect
+        assert dialect is not None and self.client_id is not None
         store = self.host.store
         wanted = [uri for uri in params["subscriptions"] if isinstance(uri, str)]
-        resumable = [uri for uri in wanted if uri in store]
-        missing = [uri for uri in wanted if uri not in store]
+        resumable = [uri for uri in wanted if uri in store and dialect.channel_refusal(uri, store.kind(uri)) is None]
+        resuming = set(resumable)
+        missing = [uri for uri in wanted if uri not in resuming]
         replayed = store.replay(int(params["lastSeenServerSeq"]), resumable)
         self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
@@ -192,7 +227,7 @@ class ClientConnection:
             store.subscribe(uri, self)
             self.subscriptions.add(uri)
             self.host.watches.subscribed(uri)
-        return {"type": "replay", "actions": replayed, "missing": missing}
+        return {"type": "replay", "actions": dialect.replayed(replayed, store.kind), "missing": missing}
 
     async def _ping(self, params: Any) -> None:
         return None
@@ -200,14 +235,19 @@ class ClientConnection:
     # -- subscriptions -------------------------------------------------------------------------
 
     def _subscribe_now(self, channel: str) -> dict[str, Any]:
+        assert self.dialect is not None
         self.subscriptions.add(channel)
         snapshot = self.host.store.subscribe(channel, self)
         self.host.watches.subscribed(channel)
-        return snapshot
+        return self.dialect.snapshot(self.host.store.kind(channel) or "", snapshot)
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:
         params = self._params("subscribe", params)
         channel = params["channel"]
+        assert self.dialect is not None
+        refusal = self.dialect.channel_refusal(channel, self.host.store.kind(channel))
+        if refusal is not None:
+            raise refusal
         if channel not in self.host.store and not self.host.changesets.materialize(channel):
             if isinstance(channel, str) and channel.startswith("ahp-session:"):
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
@@ -237,11 +277,20 @@ class ClientConnection:
         origin = {"clientId": self.client_id, "clientSeq": client_seq}
         action = params.get("action")
         kind = store.kind(channel) or ""
-        reason = check_client_action(kind, store.state(channel) or {}, action, self.client_id or "")
+        assert self.dialect is not None
+        lifted, reason = self.dialect.lift(kind, action)
+        if reason is None:
+            reason = check_client_action(kind, store.state(channel) or {}, lifted, self.client_id or "")
         if reason is not None:
+            # The rejection echoes the action as this client sent it, in its own version.
             store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self)
             return
-        store.dispatch(channel, action, origin)
+        store.dispatch(channel, lifted, origin)
+
+    async def _set_client_managed_settings_permissions(self, params: Any) -> None:
+        # VS Code 1.139.1 sends it after initialize (in no schema): which of the client's managed
+        # settings the host may change. This host changes none of a client's settings.
+        logger.debug("client %s: setClientManagedSettingsPermissions %r", self.client_id, params)
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -256,8 +305,23 @@ class ClientConnection:
         return None
 
     async def _list_sessions(self, params: Any) -> dict[str, Any]:
-        self._params("listSessions", params)
-        return {"items": self.host.list_sessions()}
+        params = self._params("listSessions", params)
+        assert self.dialect is not None
+        return self.dialect.list_sessions(self.host, params)
+
+    # -- automations (0.9.0) -------------------------------------------------------------------
+
+    async def _list_automation_trigger_definitions(self, params: Any) -> dict[str, Any]:
+        self._params("listAutomationTriggerDefinitions", params)
+        return {"items": []}  # this host defines no event triggers (and no automations)
+
+    async def _fetch_automation_runs(self, params: Any) -> dict[str, Any]:
+        params = self._params("fetchAutomationRuns", params)
+        raise RpcError(ErrorCode.NOT_FOUND, f"This host has no automations, so there are no runs of {_named(params)} to fetch.")
+
+    async def _run_automation(self, params: Any) -> dict[str, Any]:
+        params = self._params("runAutomation", params)
+        raise RpcError(ErrorCode.NOT_FOUND, f"This host has no automations, so it cannot run {_named(params)}.")
 
     async def _fetch_turns(self, params: Any) -> dict[str, Any]:
         params = self._params("fetchTurns", params)
@@ -268,39 +332,39 @@ class ClientConnection:
 
     async def _resource_read(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceRead", params)
-        return self.host.read_resource(params["uri"], params.get("encoding"))
+        return await self.host.read_resource(params["uri"], params.get("encoding"))
 
     async def _resource_list(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceList", params)
-        return self.host.resources.list(params["uri"])
+        return await self.host.resources.list(params["uri"])
 
     async def _resource_resolve(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceResolve", params)
-        return self.host.resources.resolve(params["uri"], params.get("followSymlinks") is not False)
+        return await self.host.resources.resolve(params["uri"], params.get("followSymlinks") is not False)
 
     async def _resource_write(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceWrite", params)
-        return self.host.resources.write(params)
+        return await self.host.resources.write(params)
 
     async def _resource_mkdir(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceMkdir", params)
-        return self.host.resources.mkdir(params["uri"])
+        return await self.host.resources.mkdir(params["uri"])
 
     async def _resource_delete(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceDelete", params)
-        return self.host.resources.delete(params["uri"], bool(params.get("recursive")))
+        return await self.host.resources.delete(params["uri"], bool(params.get("recursive")))
 
     async def _resource_copy(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceCopy", params)
-        return self.host.resources.copy(params["source"], params["destination"], bool(params.get("failIfExists")))
+        return await self.host.resources.copy(params["source"], params["destination"], bool(params.get("failIfExists")))
 
     async def _resource_move(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceMove", params)
-        return self.host.resources.move(params["source"], params["destination"], bool(params.get("failIfExists")))
+        return await self.host.resources.move(params["source"], params["destination"], bool(params.get("failIfExists")))
 
     async def _resource_request(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceRequest", params)
-        return self.host.resources.request(params)
+        return await self.host.resources.request(params)
 
     async def _create_resource_watch(self, params: Any) -> dict[str, Any]:
         params = self._params("createResourceWatch", params)
@@ -342,13 +406,6 @@ class ClientConnection:
         return self.host.session_config.completions(params)
 
 
-def _describe_params_error(method: str, error: Any) -> str:
-    problems = []
-    for item in error.errors()[:3]:
-        where = ".".join(str(part) for part in item.get("loc", ()) if not (isinstance(part, str) and part[:1].isupper()))
-        where = where or "params"
-        if item.get("type") == "missing":
-            problems.append(f"{where} is required")
-        else:
-            problems.append(f"{where} has the wrong type or value")
-    return f"Invalid {method} params: " + "; ".join(problems) + "."
+def _named(params: dict[str, Any]) -> str:
+    automation = params.get("automation")
+    return repr(automation) if isinstance(automation, str) else "that automation"

@@ -45,6 +45,7 @@ from providers import (
     ToolResultsMessage,
     UserMessage,
 )
+from regular_files import NotARegularFile, read_regular
 
 __all__ = [
     "to_user_message",
@@ -153,11 +154,15 @@ def _resource(
         notes.append(note)
         return
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(ATTACHMENT_TEXT_LIMIT + 1)
+        raw = read_regular(path, ATTACHMENT_TEXT_LIMIT + 1)
         text = raw[:ATTACHMENT_TEXT_LIMIT].decode("utf-8")
     except UnicodeDecodeError:
         note = f"The attachment {label} was not sent: it is not a text file."
+        extra.append(f"[{note}]")
+        notes.append(note)
+        return
+    except NotARegularFile as error:
+        note = f"The attachment {label} was not read: {error.describe(str(path))}."
         extra.append(f"[{note}]")
         notes.append(note)
         return

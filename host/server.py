@@ -10,8 +10,9 @@ write after the journal commit. ``benchmarks/fanout.py`` measures the result aga
 
 Safety at the edge, before any JSON-RPC is read:
 
-* a connection token is required, as ``Authorization: Bearer <token>`` or ``?token=<token>``
-  (constant-time comparison); a missing or wrong one gets HTTP 403 on the upgrade;
+* a connection token is required, as ``Authorization: Bearer <token>``, ``?token=<token>`` or
+  ``?tkn=<token>`` (what VS Code's agent-host bridge appends), compared in constant time; a missing
+  or wrong one gets HTTP 403 on the upgrade;
 * a WebSocket upgrade whose ``Origin`` header is present and not in ``server.allowed_origins`` is
   refused with 403, so a web page cannot drive a host that runs commands on this machine;
 * inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
@@ -43,7 +44,7 @@ from host.agui import AGUI_PATH
 from host import memory
 from host.connection import ClientConnection
 from host.ws_protocol import FRAMES_EXTENSION
-from ahp.protocol import PROTOCOL_VERSION
+from ahp.dialects.negotiation import SERVED_VERSIONS
 from host.service import AgentHost
 
 __all__ = ["build_app", "serve", "RunningHost", "start_host"]
@@ -58,7 +59,8 @@ def _presented_token(headers: Any, query: Any) -> str | None:
     authorization = headers.get("authorization")
     if authorization and authorization.lower().startswith("bearer "):
         return authorization[7:].strip()
-    return query.get("token")
+    token = query.get("token")
+    return token if token is not None else query.get("tkn")
 
 
 def _token_ok(expected: str | None, presented: str | None) -> bool:
@@ -82,7 +84,7 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
     """Open AHP connections by the token they presented."""
 
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "protocolVersion": PROTOCOL_VERSION})
+        return JSONResponse({"status": "ok", "protocolVersions": list(SERVED_VERSIONS)})
 
     async def ahp(websocket: WebSocket) -> None:
         origin = websocket.headers.get("origin")

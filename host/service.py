@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import mimetypes
 import os
 import time
 from pathlib import Path
@@ -33,7 +32,9 @@ from host.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
 from host.inputs import InputRequests
 from host.journal import Journal
+from host.processes import BackgroundContributor, BackgroundProcesses
 from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
+from host.root_config import root_config_state
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
 from host.terminals import TerminalContributor, TerminalService
@@ -54,8 +55,10 @@ INTERRUPTED_ERROR = {
     "Send your message again to retry.",
 }
 
+SessionKey = tuple[int, str]
+"""Where a session sits in ``page_sessions``' order: (-modifiedAt, URI)."""
+
 _FETCH_LIMIT_MAX = 200
-_READ_LIMIT = 32 * 1024 * 1024
 
 
 def epoch_ms() -> int:
@@ -83,7 +86,7 @@ class AgentHost:
             if bind_environment is not None:
                 bind_environment(self.environment)
         self.store = Store(
-            {"agents": [], "activeSessions": 0},
+            {"agents": [], "activeSessions": 0, "config": root_config_state()},
             clock=self.clock,
             journal=journal,
             replay_capacity=config.server.replay_buffer,
@@ -107,11 +110,15 @@ class AgentHost:
             self.environment.contributors.append(self.preamble)
         self.store.change_observers.append(self._publish_summary_changes)
         self._connected: dict[str, int] = {}
+        self.client_versions: dict[str, str] = {}
+        """The AHP version each client negotiated at its last ``initialize``, so that a
+        ``reconnect`` on a new connection speaks it again (memory only: see host.dialects)."""
         self._turn_index: dict[str, tuple[list[dict[str, Any]], dict[Any, int]]] = {}
         """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
         self.tools: ToolsRuntime | None = None
+        self.subagents: SubagentContributor | None = None
         if config.tools.enabled if config.tools.enabled is not None else agents is None:
             self.tools = ToolsRuntime(
                 self.store, config.tools, self.content, self.inputs,
@@ -121,17 +128,24 @@ class AgentHost:
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
-                self.environment.contributors.append(SubagentContributor(self.store, self.create_session, self._subagents))
+                self.subagents = SubagentContributor(self.store, self.create_session, self._subagents,
+                                                     limit=config.sessions.max_subagents)
+                self.environment.contributors.append(self.subagents)
         self.resources = ResourceService(self._allowed_roots)
+        # Processes that outlive their command (a shell tool call's background jobs, a terminal's
+        # nohup'd ones): kept per session or terminal, ended with it or at stop; the host reaps them.
+        self.background = BackgroundProcesses()
         # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
         self.terminals = TerminalService(
             self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
+            background=self.background,
         )
         if self.tools is not None:
             self.environment.contributors.append(TerminalContributor(self.terminals))
+            self.environment.contributors.append(BackgroundContributor(self.background))
         # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
         self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
-        self.watches = ResourceWatches(self.store, self.resources)
+        self.watches = ResourceWatches(self.store, self.resources, limit=config.server.max_resource_watches)
         self.session_config = SessionConfigResolver(
             self.agents, self.default_provider,
             lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
@@ -143,7 +157,14 @@ class AgentHost:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.background.start()
         self.store.recover()
+        if self.subagents is not None:
+            self.subagents.recover()
+        root = self.store.state(ROOT) or {}
+        config = root_config_state(root.get("config"))
+        if root.get("config") != config:  # a journal from before the root config, or another schema
+            self.store.replace(ROOT, {**root, "config": config})
         self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
@@ -166,6 +187,7 @@ class AgentHost:
     async def stop(self) -> None:
         await self.runner.close()
         await self.terminals.stop()
+        await self.background.stop()
         await self.watches.close()
         await self.customizations.stop()
         for agent in self.agents.values():
@@ -271,12 +293,14 @@ class AgentHost:
     def dispose_session(self, uri: Any) -> None:
         if self.store.kind(uri) != "session":
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+        children = self.subagents.session_disposed(uri) if self.subagents is not None else []
         self.runner.forget(uri)
         if self.preamble is not None:
             self.preamble.forget(uri)
         self.customizations.session_disposed(uri)
         self.inputs.session_gone(uri)  # whoever waits on its questions gets "cancel"
         self.terminals.session_disposed(uri)
+        self.background.end(uri)  # the background jobs its shell commands left running
         self.changesets.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
@@ -285,11 +309,30 @@ class AgentHost:
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
+        for child in children:  # sub-agents go with the session that started them
+            if self.store.kind(child) == "session":
+                self.dispose_session(child)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [state["summary"] for _, state in self.store.channels("session")]
         summaries.sort(key=lambda summary: summary.get("modifiedAt", 0), reverse=True)
         return summaries
+
+    def page_sessions(self, limit: int, after: SessionKey | None = None) -> tuple[list[dict[str, Any]], SessionKey | None]:
+        """One page of session summaries, most recently modified first, for ``listSessions`` with
+        ``limit``/``cursor``. Ordered by (modifiedAt descending, URI), a total order, so pages never
+        overlap: ``after`` is the key of the last summary of the previous page (a session modified
+        meanwhile moves ahead of it; ``root/sessionSummaryChanged`` tells the client). Returns the
+        page and the key to continue after, or None when it is the last page."""
+        summaries = [state["summary"] for _, state in self.store.channels("session")]
+        keyed = sorted((((-int(s.get("modifiedAt") or 0), str(s.get("resource"))), s) for s in summaries),
+                       key=lambda item: item[0])
+        start = 0
+        if after is not None:
+            start = next((index for index, (key, _) in enumerate(keyed) if key > after), len(keyed))
+        page = keyed[start:start + limit]
+        more = start + limit < len(keyed)
+        return [summary for _, summary in page], (page[-1][0] if more and page else None)
 
     def fetch_turns(self, uri: Any, before: Any, limit: Any) -> dict[str, Any]:
         if self.store.kind(uri) != "session":
@@ -326,32 +369,20 @@ class AgentHost:
 
     # -- content -------------------------------------------------------------------------------
 
-    def read_resource(self, uri: str, encoding: str | None) -> dict[str, Any]:
+    async def read_resource(self, uri: str, encoding: str | None) -> dict[str, Any]:
+        """``resourceRead``: stored content, or a regular file inside the roots (read off the event
+        loop; a FIFO, socket or device is refused at once, see ``ResourceService``)."""
         if uri.startswith(CONTENT_SCHEME):
             found = self.content.lookup(uri)
             if found is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not in this host's content store.")
             return _encoded(found[0], encoding, found[1])
-        path = self._readable_path(uri)
-        try:
-            if path.is_dir():
-                raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is a directory; use resourceList.")
-            size = path.stat().st_size
-            if size > _READ_LIMIT:
-                raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is {size} bytes; the read limit is {_READ_LIMIT}.")
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.") from None
-        except PermissionError:
-            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not read {uri}.") from None
-        return _encoded(data, encoding, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
-
-    def _readable_path(self, uri: str) -> Path:
         parsed = urlparse(uri)
         if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a content reference this host serves.")
         # The same sandbox as tools and the other resource* methods (symlinks, attack strings).
-        return self.resources.resolve_uri(uri)
+        data, content_type = await self.resources.read(uri)
+        return _encoded(data, encoding, content_type)
 
     def _subagents(self, session: str) -> list[SubagentSpec]:
         runtime = self.customizations.runtime(session)
@@ -387,6 +418,7 @@ class AgentHost:
             active = state.get("activeClient")
             if isinstance(active, dict) and active.get("clientId") == client_id:
                 self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
+        self.customizations.clients_left()
 
     # -- root bookkeeping ----------------------------------------------------------------------
 

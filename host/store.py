@@ -10,7 +10,12 @@ Invariants:
 
 * ``seq`` only grows, across restarts too (it is recovered from the journal).
 * An envelope is journaled before anyone sees it, and serialised exactly once (``action_frame``);
-  every subscriber gets the same text. Journal writes are committed in groups: ``flush`` runs
+  every subscriber that takes the store's own shapes gets the same text. A subscriber of another
+  protocol version brings a ``Translator`` (its connection's dialect, ``host.dialects``):
+  subscribers are grouped by translator, each group's translator sees each envelope and
+  notification once, and what it returns is serialised once for the whole group (not at all when
+  it returns the envelope unchanged, or ``None``: that group is not sent it). ``replace`` is the
+  one change that reaches no subscriber (start-up only). Journal writes are committed in groups: ``flush`` runs
   ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
   transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
   so a frame never leaves before its action is durable.
@@ -53,8 +58,8 @@ from ahp.dialects.v0_2.state.appends import RUN_ACTION_TYPES, AppendingState
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame
 
-__all__ = ["Store", "Subscriber", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED", "TEXT_APPENDS",
-           "action_frame"]
+__all__ = ["Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
+           "TEXT_APPENDS", "action_frame"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,20 +94,39 @@ MIN_COMMIT_INTERVAL = 0.001
 
 
 class Subscriber(Protocol):
-    """Anything that can take a ready-to-send text frame without blocking."""
+    """Anything that can take a ready-to-send text frame without blocking. One with a
+    ``translator`` attribute that is not None gets frames in that translator's shapes."""
 
     def send(self, text: str) -> None: ...
+
+
+class Translator(Protocol):
+    """Turns the store's envelopes and notifications into the shapes of a group of subscribers
+    (a protocol version other than the store's own): the very object it was given to send it as
+    is (the frame already built is reused), a new one to send instead, None to send nothing. Pure, and called once per envelope per
+    channel for the whole group."""
+
+    def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
+
+
+def _translator(subscriber: Subscriber) -> Translator | None:
+    return getattr(subscriber, "translator", None)
 
 
 class _Channel(AppendingState):
     """One channel's state (runs of text appends held back, ``ahp.dialects.v0_2.state.appends``) and who
     subscribes to it."""
 
-    __slots__ = ("subscribers",)
+    __slots__ = ("subscribers", "translated")
 
     def __init__(self, kind: str, state: dict[str, Any]) -> None:
         super().__init__(kind, state, reduce)
         self.subscribers: set[Subscriber] = set()
+        """Subscribers that take the store's own shapes (the shared frame)."""
+        self.translated: dict[Translator, set[Subscriber]] = {}
+        """Subscribers of other shapes, grouped by their translator."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +164,14 @@ def _encode_plans(plans: dict[str, _Plan]) -> dict[str, _Pieces]:
 
 def _cut(text: str) -> list[str]:
     return [text[start:start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
+
+
+def _drop(entry: _Channel, subscriber: Subscriber) -> None:
+    entry.subscribers.discard(subscriber)
+    for translator, group in tuple(entry.translated.items()):
+        group.discard(subscriber)
+        if not group:
+            del entry.translated[translator]
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -222,6 +254,19 @@ class Store:
         self._removed.discard(channel)
         self._maybe_snapshot()
 
+    def replace(self, channel: str, state: dict[str, Any]) -> None:
+        """Swap a channel's whole state outside the action stream, journaled like ``create`` and
+        without a serverSeq. Start-up only (before any client subscribes: nobody is told), for a
+        change no action can express, e.g. a new root config schema after an upgrade."""
+        entry = self._channels[channel]
+        if entry.subscribers or entry.translated:
+            raise RuntimeError(f"replace({channel}) while clients subscribe to it")
+        if self._journal is not None:
+            self._journal.append_created(channel, state, entry.kind)
+            self._schedule_flush()
+        self._channels[channel] = _Channel(entry.kind, state)
+        self._changed.add(channel)
+
     def remove(self, channel: str) -> None:
         """Drop a channel and all its subscriptions."""
         if channel == ROOT or channel not in self._channels:
@@ -259,6 +304,8 @@ class Store:
         self._replay.append((self.seq, channel, envelope))
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
+        if entry.translated:
+            self._send_translated(entry, envelope, frame)
         if observers:
             after = entry.state
         for observer in observers:
@@ -294,38 +341,75 @@ class Store:
                 except Exception:
                     logger.exception("store rejection observer failed on %s", action.get("type"))
 
+    def _send_translated(self, entry: _Channel, envelope: dict[str, Any], frame: str) -> None:
+        """Each translator group gets ``envelope`` in its shapes, serialised once for the group."""
+        for translator, group in tuple(entry.translated.items()):
+            try:
+                shown = translator.envelope(entry.kind, envelope)
+            except Exception:  # a translation bug must not stop the store or the other groups
+                logger.exception("translating %s failed", envelope["action"].get("type"))
+                continue
+            if shown is None:
+                continue
+            text = frame if shown is envelope else action_frame(shown)[1]
+            for subscriber in tuple(group):
+                subscriber.send(text)
+
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send a protocol notification (never journaled or replayed) to a channel's subscribers."""
         entry = self._channels.get(channel)
-        if entry is None or not entry.subscribers:
+        if entry is None or not (entry.subscribers or entry.translated):
             return
-        frame = encode({"jsonrpc": "2.0", "method": method, "params": params})
+        frame = encode({"jsonrpc": "2.0", "method": method, "params": params}) if entry.subscribers else None
         for subscriber in tuple(entry.subscribers):
-            subscriber.send(frame)
+            subscriber.send(frame)  # type: ignore[arg-type]
+        for translator, group in tuple(entry.translated.items()):
+            try:
+                shown = translator.notification(entry.kind, method, params)
+            except Exception:
+                logger.exception("translating %s failed", method)
+                continue
+            if shown is None:
+                continue
+            text = frame if frame is not None and shown is params else encode(
+                {"jsonrpc": "2.0", "method": method, "params": shown})
+            for subscriber in tuple(group):
+                subscriber.send(text)
 
     # -- subscriptions -------------------------------------------------------------------------
 
     def subscribe(self, channel: str, subscriber: Subscriber) -> dict[str, Any]:
+        """Register ``subscriber`` and return the snapshot (in the store's own shapes: the caller
+        projects it for a subscriber of another version)."""
         entry = self._channels[channel]
-        entry.subscribers.add(subscriber)
+        translator = _translator(subscriber)
+        if translator is None:
+            entry.subscribers.add(subscriber)
+        else:
+            entry.translated.setdefault(translator, set()).add(subscriber)
         return {"resource": channel, "state": entry.state, "fromSeq": self.seq}
 
     def unsubscribe(self, channel: str, subscriber: Subscriber) -> None:
         entry = self._channels.get(channel)
         if entry is not None:
-            entry.subscribers.discard(subscriber)
+            _drop(entry, subscriber)
 
     def unsubscribe_all(self, subscriber: Subscriber) -> None:
         for entry in self._channels.values():
-            entry.subscribers.discard(subscriber)
+            _drop(entry, subscriber)
 
     def has_subscribers(self, channel: str) -> bool:
         entry = self._channels.get(channel)
-        return entry is not None and bool(entry.subscribers)
+        return entry is not None and bool(entry.subscribers or entry.translated)
 
     def is_subscribed(self, channel: str, subscriber: Subscriber) -> bool:
         entry = self._channels.get(channel)
-        return entry is not None and subscriber in entry.subscribers
+        if entry is None:
+            return False
+        translator = _translator(subscriber)
+        if translator is None:
+            return subscriber in entry.subscribers
+        return subscriber in entry.translated.get(translator, ())
 
     def replay(self, since: int, channels: Iterable[str]) -> list[dict[str, Any]] | None:
         """Envelopes on ``channels`` with serverSeq > since, or None when the buffer has a gap."""

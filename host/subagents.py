@@ -14,6 +14,13 @@ What a user sees, and the rules:
   content kept). A child turn that fails or is cancelled makes the call fail, saying why.
 * Cancelling the parent's turn cancels the child's turn. Children get no ``task`` tool of their own
   (no unbounded nesting).
+* At most ``limit`` children of one parent run at once (``[sessions] max_subagents``, 4): a further
+  ``task`` call waits for one of them to finish, saying so in its content while it waits ("waiting
+  for a free sub-agent"), then runs. Waiting rather than failing: a model that asks for ten
+  searches at once gets ten answers, four at a time, and has nothing to retry.
+* A child goes with its parent: ``session_disposed(parent)`` returns the parent's children for the
+  host to dispose (running ones are cancelled by that). The parent links are rebuilt at start
+  (``recover``) from the parents' own ``task`` calls, so a restarted host still knows them.
 
 The tool itself changes nothing (``readOnlyHint``): every action the sub-agent takes goes through
 the child session's own confirmation.
@@ -31,14 +38,17 @@ from ahp.protocol import builders
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from host.errors import RpcError
+from host.sessions import is_session_uri
 from host.store import Store
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
 from tools.errors import ToolFailure
 
-__all__ = ["SubagentContributor", "TaskTool", "SubagentSpec"]
+__all__ = ["SubagentContributor", "TaskTool", "SubagentSpec", "DEFAULT_LIMIT"]
 
 _READY_TIMEOUT = 60.0
+DEFAULT_LIMIT = 4
+"""Children one parent session runs at once."""
 
 
 @dataclass(frozen=True)
@@ -95,12 +105,32 @@ class SubagentContributor(Contributor):
         store: Store,
         create_session: Callable[[dict[str, Any], str], None],
         agents_for: Callable[[str], Sequence[SubagentSpec]],
+        limit: int = DEFAULT_LIMIT,
     ) -> None:
         self.store = store
         self.create_session = create_session
         self.agents_for = agents_for
+        self.limit = limit
         self.children: dict[str, str] = {}
         """child session → parent session."""
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        """Per parent: one slot per child that may run at once."""
+
+    def recover(self) -> None:
+        """Rebuild the parent links from the parents' ``task`` calls (after a restart)."""
+        for parent, state in self.store.channels("session"):
+            for child in _children_named(state):
+                if child != parent and self.store.kind(child) == "session":
+                    self.children.setdefault(child, parent)
+
+    def session_disposed(self, session: str) -> list[str]:
+        """Forget ``session``; its children, which go with it (the host disposes them)."""
+        self.children.pop(session, None)
+        self._slots.pop(session, None)
+        children = [child for child, parent in self.children.items() if parent == session]
+        for child in children:
+            del self.children[child]
+        return children
 
     def tools(self, ctx: TurnContext) -> Sequence[Tool]:
         if ctx.session in self.children:
@@ -116,6 +146,14 @@ class SubagentContributor(Contributor):
         if wanted and spec is None:
             known = ", ".join(a.name for a in agents) or "none"
             raise ToolFailure(f"There is no sub-agent {wanted!r} (available: {known}).", code="unknown_subagent")
+        slots = self._slots.setdefault(parent, asyncio.Semaphore(self.limit))
+        if slots.locked():
+            await ctx.emit([text_content(f"Waiting for a free sub-agent: this session runs {self.limit} at once, "
+                                         "and this one starts when one of them finishes.")])
+        async with slots:
+            return await self._run_child(parent, spec, description, args, ctx)
+
+    async def _run_child(self, parent: str, spec: SubagentSpec | None, description: str, args: dict, ctx: ToolContext) -> dict:
         parent_state = self.store.state(parent) or {}
         summary = parent_state.get("summary") or {}
         child = f"ahp-session:/{uuid.uuid4()}"
@@ -156,6 +194,22 @@ class SubagentContributor(Contributor):
             return failure_result(f"Sub-agent did not finish: {description}", f"The sub-agent stopped: {why}", "subagent_failed",
                                   content=[block, text_content(f"The sub-agent stopped: {why}" + (f"\n\nWhat it said:\n{answer}" if answer else ""))])
         return success_result(f"Sub-agent finished: {description}", [block, text_content(answer or "(The sub-agent gave no answer.)")])
+
+
+def _children_named(state: dict[str, Any]) -> list[str]:
+    """The sessions named by the ``subagent`` content of a session's own ``task`` calls (a client
+    tool's content, which names any session it likes, is not looked at)."""
+    found = []
+    turns = [*(state.get("turns") or ()), *([state["activeTurn"]] if state.get("activeTurn") else [])]
+    for turn in turns:
+        for part in turn.get("responseParts") or ():
+            call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+            if not call or call.get("toolName") != TaskTool.name or call.get("toolClientId") is not None:
+                continue
+            for block in call.get("content") or ():
+                if block.get("type") == "subagent" and is_session_uri(block.get("resource")):
+                    found.append(block["resource"])
+    return found
 
 
 async def _until(store: Store, channel: str, predicate: Callable[[dict[str, Any]], bool], timeout: float | None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import json
 from typing import Any, Callable
 
 from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
+from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS
 
 __all__ = ["check_client_action"]
 
@@ -311,13 +312,30 @@ def _shown_value(value: Any) -> str:
 
 
 def _root_config_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
-    values = action.get("config")
-    if not values:
-        return None
-    schema = ((state.get("config") or {}).get("schema") or {}).get("properties") or {}
-    unknown = [key for key in values if key not in schema]
-    if unknown:
-        return f"Unknown host config property {unknown[0]!r}."
+    """The host's root config contract (``host.root_config``): declared keys are checked against
+    the schema; undeclared keys are kept, within bounds, and never acted on."""
+    config = state.get("config")
+    if not isinstance(config, dict):
+        return "This host has no root configuration to change."
+    values = action.get("config") or {}
+    schema = (config.get("schema") or {}).get("properties") or {}
+    kept = {} if action.get("replace") else dict(config.get("values") or {})
+    for key, value in values.items():
+        prop = schema.get(key)
+        if prop is None:
+            if len(json.dumps(value, ensure_ascii=False, default=str)) > MAX_VALUE_CHARS:
+                return f"Host config property {key!r} is larger than this host keeps ({MAX_VALUE_CHARS} characters of JSON)."
+            continue
+        if prop.get("readOnly"):
+            return f"Host config property {key!r} is read-only."
+        problem = _config_value_problem(prop, value)
+        if problem is not None:
+            return f"Host config property {key!r} {problem}, not {_shown_value(value)}."
+    kept.update(values)
+    undeclared = sum(1 for key in kept if key not in schema)
+    if undeclared > MAX_UNDECLARED_KEYS:
+        return (f"This host keeps at most {MAX_UNDECLARED_KEYS} host config properties it does not declare; "
+                f"this change would make it {undeclared}.")
     return None
 
 

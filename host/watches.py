@@ -10,6 +10,15 @@ Contract (PROTOCOL.md §5.1, §11):
   through its parent directory so an atomic replace (write to a temporary, rename) is still seen.
   ``excludes`` / ``includes`` are gitwildmatch patterns relative to the watched root
   (``pathspec``), so ``*.log`` or ``build/`` mean what they mean in a ``.gitignore``.
+* A recursive watch reports only paths whose folder really lies inside the watched root: a
+  change seen through a symbolic link to a folder elsewhere (the OS watcher follows such links) is
+  dropped, so a watch never names a file outside its root.
+* Limits: at most ``limit`` watches at once (``[server] max_resource_watches``, 256), counting
+  the ones being created; one more is refused with -32009 saying so and what to do. Each watch
+  holds one of the OS's file watchers (inotify instances on Linux, ``fs.inotify.max_user_instances``
+  per user, 128 by default and shared with every other program of the user) and one OS watch per
+  folder below it (``fs.inotify.max_user_watches``): when the OS refuses first, the -32009 says
+  which limit was reached, its value, and what to do, in plain words.
 * A watch lives while someone listens: it is released when its last subscriber unsubscribes or
   disconnects, or when the connection that created it goes away without ever subscribing. Watch
   channels are not carried across a host restart (the OS watcher is gone); a client that
@@ -26,8 +35,13 @@ hours. ``RustNotify`` is constructed (in a worker thread: a large tree takes a w
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import errno
 import logging
 import os
+import re
+import resource
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -46,13 +60,13 @@ from host.tools_runtime import ResourceService
 if TYPE_CHECKING:  # imported on first watch: a host that never watches does not load it at start
     import pathspec
 
-__all__ = ["ResourceWatches", "WATCH_SCHEME", "MAX_WATCHES"]
+__all__ = ["ResourceWatches", "WATCH_SCHEME", "MAX_WATCHES", "os_refusal"]
 
 logger = logging.getLogger(__name__)
 
 WATCH_SCHEME = "ahp-resource-watch:/"
 MAX_WATCHES = 256
-"""Watches open at once on this host; each holds an OS watcher and a thread."""
+"""Watches open at once on this host by default; each holds an OS watcher and a thread."""
 
 _DEBOUNCE_MS = 300
 _STEP_MS = 50
@@ -69,6 +83,8 @@ class _Watch:
     includes: pathspec.GitIgnoreSpec | None
     owner: object
     notifier: RustNotify
+    real_root: str = ""
+    """The watched folder's real path: reported paths must really lie in it."""
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
     observed: bool = False
@@ -87,6 +103,8 @@ class _Watch:
             return True
         if not self.recursive and len(relative.parts) > 1:
             return False
+        if self.recursive and len(relative.parts) > 1 and not _inside(os.path.realpath(candidate.parent), self.real_root):
+            return False  # seen through a symbolic link to a folder elsewhere
         text = relative.as_posix()
         if self.excludes is not None and self.excludes.match_file(text):
             return False
@@ -96,10 +114,13 @@ class _Watch:
 
 
 class ResourceWatches:
-    def __init__(self, store: Store, resources: ResourceService) -> None:
+    def __init__(self, store: Store, resources: ResourceService, limit: int = MAX_WATCHES) -> None:
         self._store = store
         self._resources = resources
+        self.limit = limit
         self._watches: dict[str, _Watch] = {}
+        self._creating = 0
+        """Watches whose OS watcher is being set up: they count against the limit already."""
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -121,24 +142,27 @@ class ResourceWatches:
         path = self._resources.resolve_uri(uri)
         if not path.exists():
             raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist; create it before watching it.")
-        if len(self._watches) >= MAX_WATCHES:
-            raise RpcError(ErrorCode.PERMISSION_DENIED, f"This host already runs {MAX_WATCHES} resource watches; "
-                           "unsubscribe from watches you no longer need.")
+        if len(self._watches) + self._creating >= self.limit:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"This host already runs {self.limit} resource watches, its limit "
+                           "([server] max_resource_watches); unsubscribe from watches you no longer need, then try again.")
         excludes = _patterns(params.get("excludes"), "excludes")
         includes = _patterns(params.get("includes"), "includes")
         recursive = bool(params.get("recursive"))
         is_file = not path.is_dir()
         watched = path.parent if is_file else path
+        self._creating += 1
         try:
             # Adding OS watches to a large tree takes a while: not on the event loop.
-            notifier = await asyncio.to_thread(RustNotify, [str(watched)], False, False, 300, recursive and not is_file, True)
+            notifier = await asyncio.to_thread(_notifier, watched, recursive and not is_file)
         except (OSError, RuntimeError) as error:
-            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host cannot watch {uri}: {_reason(error)}.") from None
+            raise RpcError(ErrorCode.PERMISSION_DENIED, os_refusal(error, uri, len(self._watches))) from None
+        finally:
+            self._creating -= 1
         if not owner_open():  # the creator left while the OS watches were being added
             notifier.close()
             raise RpcError(ErrorCode.NOT_FOUND, "The connection closed before the watch was ready.")
         channel = f"{WATCH_SCHEME}{uuid.uuid4()}"
-        watch = _Watch(channel, path, is_file, recursive, excludes, includes, owner, notifier)
+        watch = _Watch(channel, path, is_file, recursive, excludes, includes, owner, notifier, os.path.realpath(watched))
         state: dict[str, Any] = {"root": path.as_uri(), "recursive": recursive}
         for key in ("excludes", "includes"):
             if params.get(key) is not None:
@@ -236,5 +260,104 @@ def _patterns(value: Any, key: str) -> pathspec.GitIgnoreSpec | None:
         raise RpcError(ErrorCode.INVALID_PARAMS, f"{key} holds a pattern that is not a valid glob: {items}.") from None
 
 
-def _reason(error: BaseException) -> str:
-    return getattr(error, "strerror", None) or type(error).__name__
+def _notifier(folder: Path, recursive: bool) -> RustNotify:
+    """The OS watcher of ``folder``. Blocking: run in a thread. On Linux the notifier stops adding
+    folders of a recursive watch silently when the user's inotify watches run out, so a probe
+    for one more watch afterwards tells whether it got them all; if not, it is closed and the
+    limit is reported like any other refusal (``os_refusal``)."""
+    notifier = RustNotify([str(folder)], False, False, 300, recursive, True)
+    if recursive and not _one_more_watch_fits(folder):
+        notifier.close()
+        raise OSError(errno.ENOSPC, "inotify watches used up")
+    return notifier
+
+
+def _one_more_watch_fits(folder: Path) -> bool:
+    """Whether this user may add one more inotify watch (True where there is no inotify, or when
+    no inotify instance is left to ask with: the instance limit is reported where it is hit)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        probe = libc.inotify_init1(os.O_CLOEXEC | os.O_NONBLOCK)
+    except (OSError, AttributeError):
+        return True
+    if probe < 0:
+        return True
+    try:
+        in_delete_self = 0x400
+        return libc.inotify_add_watch(probe, os.fsencode(folder), in_delete_self) >= 0 or ctypes.get_errno() != errno.ENOSPC
+    finally:
+        os.close(probe)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+_OS_ERROR = re.compile(r"os error (\d+)")
+_WATCH_LIMIT_TEXT = "watch limit"
+
+
+def os_refusal(error: BaseException, uri: str, held: int) -> str:
+    """Why the OS would not watch ``uri``, in plain words with what to do (``held``: the watches
+    this host already runs). Never the watcher library's own text."""
+    text = str(error)
+    number = getattr(error, "errno", None)
+    if number is None:
+        found = _OS_ERROR.search(text)
+        number = int(found.group(1)) if found else None
+    if number == errno.ENOSPC or _WATCH_LIMIT_TEXT in text.lower():
+        name, value = _os_limit("max_user_watches", "max_inotify_watches")
+        return (f"The host cannot watch {uri}: it holds more folders than the operating system lets this user watch "
+                f"at once{_limit_note(name, value)}. Watch a smaller folder (or with recursive: false), close watches "
+                f"you no longer need, or raise the limit{_raise_hint(name, value, 524288)}.")
+    if number == errno.EMFILE:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY and _open_files() >= soft - 8:
+            return (f"The host cannot watch {uri}: the host process has as many files open as it may ({soft}, its "
+                    "'ulimit -n'). Unsubscribe from watches you no longer need, or start the host with a higher limit.")
+        name, value = _os_limit("max_user_instances", "max_inotify_instances")
+        return (f"The host cannot watch {uri}: this user has used up the file watchers the operating system allows "
+                f"one user{_limit_note(name, value)}; this host holds {held} of them, other programs (editors, "
+                f"other tools) the rest. Unsubscribe from watches you no longer need, or raise the limit"
+                f"{_raise_hint(name, value, 1024)}.")
+    if number == errno.ENFILE:
+        return f"The host cannot watch {uri}: the operating system has as many files open as it allows. Try again later."
+    if isinstance(error, PermissionError) or number in (errno.EACCES, errno.EPERM):
+        return f"The host cannot watch {uri}: the operating system denied access to it."
+    reason = os.strerror(number) if number is not None else "the operating system refused"
+    return f"The host cannot watch {uri}: {reason}."
+
+
+def _os_limit(fs_name: str, user_name: str) -> tuple[str | None, int | None]:
+    """The tighter of Linux's two settings for an inotify limit (``fs.inotify.*`` for the user,
+    ``user.*`` for the user namespace), with its sysctl name; (None, None) elsewhere."""
+    found: list[tuple[int, str]] = []
+    for name, path in ((f"fs.inotify.{fs_name}", f"/proc/sys/fs/inotify/{fs_name}"), (f"user.{user_name}", f"/proc/sys/user/{user_name}")):
+        try:
+            with open(path) as handle:
+                found.append((int(handle.read().strip()), name))
+        except (OSError, ValueError):
+            continue
+    if not found:
+        return None, None
+    value, name = min(found)
+    return name, value
+
+
+def _limit_note(name: str | None, value: int | None) -> str:
+    return f" ({name} = {value})" if name is not None else ""
+
+
+def _raise_hint(name: str | None, value: int | None, suggested: int) -> str:
+    if name is None or value is None:
+        return ""
+    return f" (for example: sudo sysctl {name}={max(suggested, value * 4)})"
+
+
+def _open_files() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0

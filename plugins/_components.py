@@ -17,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from regular_files import read_regular_text
+
 from plugins import _schema as schema
 from plugins._collect import Report
 from plugins._frontmatter import FrontmatterError, read_leniently, split_frontmatter
@@ -50,7 +52,7 @@ def stem(path: Path) -> str:
 def read_text(path: Path, report: Report) -> str | None:
     """The file as text, or None after reporting why it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular_text(path)  # a FIFO or device is refused, never waited on
     except UnicodeDecodeError:
         report(Severity.PROBLEM, (), "file is not UTF-8 text; skipped")
     except OSError as exc:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+from regular_files import read_regular_text
+
 from plugins._collect import Collector
 from plugins._components import parse_agent, parse_command, parse_prompt, parse_rule, parse_skill
 from plugins._config import parse_hooks_document
@@ -212,7 +214,7 @@ def _hooks_file(path: Path, workspace: Path, environ: Mapping[str, str] | None,
                 collector: Collector) -> HookFile | None:
     report = collector.for_file(path)
     try:
-        data, _spans = parse_json(path.read_text(encoding="utf-8"))
+        data, _spans = parse_json(read_regular_text(path))
     except JsonSyntaxError as exc:
         report(Severity.PROBLEM, (), f"not valid JSON: {exc}; skipped")
         return None

@@ -22,6 +22,8 @@ import os
 import re
 from pathlib import Path
 
+from regular_files import read_regular
+
 __all__ = ["expand_imports", "MAX_DEPTH", "MAX_BYTES"]
 
 MAX_DEPTH = 5
@@ -44,8 +46,7 @@ def expand_imports(text: str, source: Path, roots: list[Path], seen: set[Path], 
             continue
         seen.add(real)
         try:
-            with real.open("rb") as handle:
-                body = handle.read(MAX_BYTES).decode("utf-8", errors="replace")
+            body = read_regular(real, MAX_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
         imported.append(real)

@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
+from regular_files import read_regular, read_regular_text
+
 from plugins import _schema as schema
 from plugins._collect import Collector
 from plugins._components import MARKDOWN_SUFFIXES, parse_agent, parse_command, parse_rule, parse_skill
@@ -172,7 +174,7 @@ class _PluginLoader:
             self.collector.add(Severity.INFO, other, (), f"another manifest; {chosen} is used")
         report = self.collector.for_file(self.manifest_path)
         try:
-            text = self.manifest_path.read_text(encoding="utf-8")
+            text = read_regular_text(self.manifest_path)
             data, self.manifest_spans = parse_json(text)
         except JsonSyntaxError as exc:
             report(Severity.FATAL, (), f"manifest is not valid JSON: {exc}")
@@ -309,7 +311,7 @@ class _PluginLoader:
     def read_json(self, path: Path) -> tuple[Any, dict[Any, Span]] | None:
         report = self.collector.for_file(path)
         try:
-            return parse_json(path.read_text(encoding="utf-8"))
+            return parse_json(read_regular_text(path))
         except JsonSyntaxError as exc:
             report(Severity.PROBLEM, (), f"not valid JSON: {exc}; skipped")
         except (OSError, UnicodeDecodeError):
@@ -384,7 +386,11 @@ class _PluginLoader:
         if content_type is None:
             report(Severity.WARNING, (), f"logo {logo!r} is not a known image type; no icon")
             return None
-        data = path.read_bytes()
+        try:
+            data = read_regular(path, _ICON_MAX_BYTES + 1)
+        except OSError:
+            report(Severity.WARNING, (), f"logo {logo!r} cannot be read; no icon")
+            return None
         if len(data) > _ICON_MAX_BYTES:
             report(Severity.WARNING, (), f"logo {logo!r} is larger than {_ICON_MAX_BYTES} bytes; no icon")
             return None

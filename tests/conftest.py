@@ -4,8 +4,10 @@ received it)."""
 
 from __future__ import annotations
 
+import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +108,36 @@ async def connect(running_host: RunningHost, frame_checker: FrameChecker) -> Asy
     yield factory
     for client in clients:
         await client.close()
+
+
+def _release_fifo(path: Path) -> None:
+    """Let whoever is stuck opening or reading ``path`` go: a writer appears, then leaves (EOF)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # nobody is reading it (ENXIO), or it is gone
+        pass
+
+
+@pytest.fixture
+def make_fifo() -> Iterator[Callable[[Path], Path]]:
+    """``make_fifo(path)`` creates a named pipe nobody writes to. A reader that blocks on it is let
+    go after 5 s (and at teardown), so code that wrongly opens it fails its test instead of hanging
+    the suite."""
+    made: list[Path] = []
+    timers: list[threading.Timer] = []
+
+    def make(path: Path) -> Path:
+        os.mkfifo(path)
+        made.append(path)
+        for delay in (5.0, 10.0, 20.0):  # a reader that opens it again later is let go again
+            timer = threading.Timer(delay, _release_fifo, (path,))
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
+        return path
+
+    yield make
+    for timer in timers:
+        timer.cancel()
+    for path in made:
+        _release_fifo(path)

@@ -7,6 +7,8 @@
   ``plugins``).
 * The server's parts sit side by side under ``host``, which composes them: ``tools``,
   ``providers`` and ``plugins`` never import ``host`` or each other (``tools`` may use ``ahp``).
+* ``regular_files`` (reading files that cannot block) is shared by the server's parts and imports
+  nothing from any room.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ IO_MODULES = {
     "random", "uuid",
 }
 SERVER_SIDE = {"host", "tools", "providers", "plugins"}
+ROOMS = {"ahp", "client", "chat", *SERVER_SIDE}
 
 
 def _imports(package: str) -> list[tuple[str, str]]:
@@ -44,7 +47,7 @@ def _matches(module: str, names: set[str]) -> bool:
 
 def test_the_ahp_core_imports_nothing_that_does_io_and_nothing_from_the_other_rooms() -> None:
     offending = [f"{where}: {module}" for module, where in _imports("ahp")
-                 if _matches(module, IO_MODULES | SERVER_SIDE | {"client", "chat"})]
+                 if _matches(module, IO_MODULES | SERVER_SIDE | {"client", "chat", "regular_files"})]
     assert offending == []
 
 
@@ -63,3 +66,7 @@ def test_the_servers_parts_do_not_import_each_other_or_the_host(package: str) ->
     others = ({"host", "tools", "providers", "plugins", "client", "chat"} - {package})
     offending = [f"{where}: {module}" for module, where in _imports(package) if _matches(module, others)]
     assert offending == []
+
+
+def test_the_shared_file_reader_imports_nothing_from_the_rooms() -> None:
+    assert [f"{where}: {module}" for module, where in _imports("regular_files") if _matches(module, ROOMS)] == []

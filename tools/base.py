@@ -51,6 +51,7 @@ __all__ = [
     "Reconfirm",
     "AskUser",
     "OpenTerminal",
+    "KeepBackground",
 ]
 
 logger = logging.getLogger(__name__)
@@ -64,6 +65,9 @@ AskUser = Callable[[dict], Awaitable[dict]]
 OpenTerminal = Callable[["PtyProcess", str, str], "dict | None"]
 """Publishes a running `tools.pty.PtyProcess` as a terminal channel: `(process, title, command
 line)`; returns its `ToolResultTerminalContent` item (`{type: "terminal", resource, title}`)."""
+KeepBackground = Callable[["PtyProcess"], None]
+"""Takes over a finished command whose background processes still run, and ends them with the
+session (`PtyProcess.terminate`); the host's, per session."""
 
 
 async def _no_reconfirm(reason: str) -> bool:
@@ -97,6 +101,9 @@ class ToolContext:
     """The AHP tool call id, when the host has one; used to derive stable request ids."""
     open_terminal: OpenTerminal | None = None
     """Publishes a command's pty as a terminal clients can attach to (host: a terminal channel)."""
+    keep_background: KeepBackground | None = None
+    """Keeps a finished command's background processes running until the session ends (host).
+    Without it the `shell` tool ends them with the call: nothing else would."""
     untracked: tuple[Path, ...] = ()
     """Folders whose file changes are never reported (the host's own data directory)."""
     readable_roots: tuple[Path, ...] = ()

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from regular_files import read_regular
+
 from .builtin._walk import walk_files
 from .content import file_edit_content
 
@@ -129,7 +131,7 @@ def _scan(base: Path, roots: list[Path], excluded: tuple[Path, ...], limit: int)
 
 def _read(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_regular(path)  # a file swapped for a FIFO since the scan must not block the snapshot
     except OSError:
         return None
 

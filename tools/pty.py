@@ -15,8 +15,13 @@ Contract:
   (``TIOCSWINSZ``, which also signals ``SIGWINCH`` to the foreground group).
 * ``wait()`` returns the exit status as ``subprocess`` reports it (negative = killed by that
   signal) once the process itself exited, even if a background child still holds the pty.
-* ``terminate(grace)`` sends ``SIGTERM`` to the whole process group and ``SIGKILL`` after
-  ``grace`` seconds, so grandchildren end too; ``close()`` stops reading and releases the pty.
+* ``drain()`` reads at once what the pty holds, for the listeners (the output a command wrote
+  just before it exited, while a background job keeps the pty open).
+* The command and everything it starts form its *family* (``tools.processes``): ``family`` is
+  the token in their environment, ``members()`` the live ones, ``background()`` those other than
+  the command itself. ``terminate(grace)`` ends the whole family, daemonised jobs included
+  (SIGHUP + SIGTERM, SIGKILL after ``grace`` seconds); ``close()`` stops reading and releases
+  the pty (nothing is signalled).
 
 Why hand-written: ``ptyprocess`` (pexpect's) forks the interpreter itself, which is unsafe in a
 process that runs threads (uvicorn, SQLite, MCP transports); here ``subprocess`` does the fork and
@@ -30,13 +35,14 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import signal
 import struct
 import subprocess
 import sys
 import termios
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from . import processes
 
 __all__ = ["PtyProcess", "exit_code_of"]
 
@@ -52,27 +58,6 @@ def exit_code_of(returncode: int | None) -> int | None:
     return returncode if returncode >= 0 else 128 - returncode
 
 
-def _session_groups(session: int) -> set[int]:
-    """Process groups of the processes in ``session`` (Linux ``/proc``; empty elsewhere)."""
-    groups: set[int] = set()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return groups
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state, ppid, pgrp, session, ...
-        if len(fields) > 3 and int(fields[3]) == session:
-            groups.add(int(fields[2]))
-    return groups
-
-
 def _set_size(fd: int, cols: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", max(1, rows), max(1, cols), 0, 0))
 
@@ -80,9 +65,11 @@ def _set_size(fd: int, cols: int, rows: int) -> None:
 class PtyProcess:
     """One child process on its own pty; see the module contract."""
 
-    def __init__(self, process: subprocess.Popen, master: int) -> None:
+    def __init__(self, process: subprocess.Popen, master: int, family: str) -> None:
         self.process = process
         self.pid = process.pid
+        self.family = family
+        """The token every process this command starts carries (``tools.processes``)."""
         self.listeners: list[Callable[[bytes], None]] = []
         self.output_closed = asyncio.Event()
         self._master = master
@@ -114,32 +101,46 @@ class PtyProcess:
                 stdin: int = slave
             else:
                 stdin = subprocess.DEVNULL
+            family = processes.new_family()
             process = subprocess.Popen(
-                argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=slave, stderr=slave,
+                argv, cwd=cwd, env={**env, processes.FAMILY_VARIABLE: family}, stdin=stdin, stdout=slave, stderr=slave,
                 start_new_session=True, close_fds=True,
             )
+            processes.register_leader(process.pid)
         except BaseException:
             os.close(master)
             raise
         finally:
             os.close(slave)
-        return cls(process, master)
+        return cls(process, master, family)
 
     # -- output --------------------------------------------------------------------------------
 
     def _readable(self) -> None:
+        self._read_once()
+
+    def _read_once(self) -> bool:
+        """One read from the pty, handed to the listeners; False when nothing was there to read."""
         try:
             chunk = os.read(self._master, 65536)
         except BlockingIOError:
-            return
+            return False
         except OSError:  # EIO: every holder of the slave side is gone
             chunk = b""
         if not chunk:
             self._stop_reading()
             self.output_closed.set()
-            return
+            return False
         for listener in tuple(self.listeners):
             listener(chunk)
+        return True
+
+    def drain(self, limit: int = 64) -> None:
+        """Read now what the pty holds (what the command wrote before it exited), at most
+        ``limit`` reads of 64 KiB, handing it to the listeners as usual."""
+        for _ in range(limit):
+            if not self._reading or not self._read_once():
+                return
 
     def _stop_reading(self) -> None:
         if self._reading:
@@ -181,14 +182,25 @@ class PtyProcess:
 
     @property
     def returncode(self) -> int | None:
-        return self.process.poll() if self._exit is None or not self._exit.done() else self._exit.result()
+        if self._exit is not None and self._exit.done():
+            return self._exit.result()
+        return self._poll()
+
+    def _poll(self) -> int | None:
+        returncode = self.process.poll()
+        if returncode is not None:
+            processes.unregister_leader(self.pid)
+        return returncode
 
     async def wait(self) -> int:
         """The exit status once the process itself has exited (a pidfd on Linux, no thread)."""
+        return await asyncio.shield(self._exited())
+
+    def _exited(self) -> asyncio.Future[int]:
         if self._exit is None:
             self._exit = self._loop.create_future()
             self._loop.create_task(self._watch_exit())
-        return await asyncio.shield(self._exit)
+        return self._exit
 
     async def _watch_exit(self) -> None:
         assert self._exit is not None
@@ -204,29 +216,30 @@ class PtyProcess:
             finally:
                 self._loop.remove_reader(pidfd)
                 os.close(pidfd)
-        while self.process.poll() is None:
+        while self._poll() is None:
             await asyncio.sleep(0.02)
         if not self._exit.done():
             self._exit.set_result(self.process.returncode)
 
-    async def terminate(self, grace: float = 2.0) -> int:
-        """SIGHUP + SIGTERM the process group and every job of the session, SIGKILL whatever is
-        left after ``grace`` seconds (an interactive shell ignores SIGTERM, not SIGHUP)."""
-        self._signal_all(signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.wait(), grace)
-        # Even if the leader exited, its children may have ignored the polite signals.
-        self._signal_all(signal.SIGKILL)
-        return await self.wait()
+    # -- the family ------------------------------------------------------------------------------
 
-    def _signal_all(self, *signals: int) -> None:
-        # A shell with job control puts each background job in its own process group; they all
-        # stay in the session this process leads, so the session is what gets signalled.
-        groups = {self.pid, *_session_groups(self.pid)}
-        for number in signals:
-            for group in groups:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(group, number)
+    def members(self) -> set[int]:
+        """The live processes of this command's family, itself included while it runs."""
+        return processes.members(self.family, self._unreaped())
+
+    def background(self) -> set[int]:
+        """The family's live processes other than the command itself: its background jobs."""
+        return self.members() - {self.pid}
+
+    def _unreaped(self) -> int | None:
+        return self.pid if self.process.returncode is None else None
+
+    async def terminate(self, grace: float = 2.0) -> int:
+        """End the whole family (``tools.processes.end``: SIGHUP + SIGTERM, SIGKILL after
+        ``grace`` seconds) and return the command's exit status."""
+        self._exited()  # its watcher reaps the command as soon as it exits
+        await processes.end(self.family, self._unreaped(), grace)
+        return await self.wait()
 
     def close(self) -> None:
         """Stop reading and release the pty (the process is not signalled)."""

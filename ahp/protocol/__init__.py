@@ -30,13 +30,10 @@ from ahp.protocol.actions import (
 from ahp.protocol.errors import AHP_ERROR_CODES, JSONRPC_ERROR_CODES, ErrorCode
 from ahp.protocol.methods import METHODS, MethodSpec
 from ahp.protocol.schema import SCHEMA_PATH, load_schema, wire_schema
-from ahp.protocol.versions import (
-    PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    is_compatible,
-    negotiate_protocol_version,
-    parse_version,
-)
+
+PROTOCOL_VERSION = "0.2.0"
+"""The AHP version these wire types, methods and actions describe. Which versions the host
+serves, and how a connection picks one, is ``ahp.dialects.negotiation``."""
 
 __all__ = [
     "ACTIONS",
@@ -47,7 +44,6 @@ __all__ = [
     "METHODS",
     "PROTOCOL_VERSION",
     "SCHEMA_PATH",
-    "SUPPORTED_PROTOCOL_VERSIONS",
     "ActionSpec",
     "ChannelKind",
     "ErrorCode",
@@ -55,10 +51,7 @@ __all__ = [
     "WireModel",
     "action_model",
     "channel_kind_of",
-    "is_compatible",
     "load_schema",
-    "negotiate_protocol_version",
-    "parse_version",
     "state_action_model",
     "wire_schema",
     *WIRE_TYPES,

@@ -42,6 +42,7 @@ from ahp.protocol import builders
 from host.content import ContentStore
 from host.errors import ErrorCode, RpcError
 from host.store import Store
+from regular_files import NotARegularFile, read_regular
 from tools.atomic import write_atomically
 from tools.content import content_ref, diff_stats
 
@@ -264,9 +265,11 @@ class ChangesetService:
         except RpcError as error:
             return error.message
         try:
-            current = path.read_bytes()
+            current = read_regular(path)
         except FileNotFoundError:
             current = None
+        except NotARegularFile as error:
+            return f"It is now a {error.kind}, not a regular file, so it was left alone."
         except OSError as error:
             return f"It cannot be read ({error.strerror or type(error).__name__})."
         if current != expected:

@@ -2,14 +2,16 @@
 
 Per turn (and per model request where noted) it adds:
 
-* **user message** (once, before the first model call): waits for the session's MCP servers to
-  finish starting; runs ``UserPromptSubmit`` hooks (a block ends the turn with the hook's
+* **user message** (once, before the first model call): waits (briefly, see
+  ``CustomizationService.wait_started``) for the session's MCP servers to start; runs ``UserPromptSubmit`` hooks (a block ends the turn with the hook's
   reason); expands ``/name args`` naming a usable skill, command or prompt into its body with
   ``$ARGUMENTS`` substituted (the model receives the expanded text); attached files join the
   files in play.
 * **system prompt** (every request): the selected custom agent's body (``ctx.agent``, captured at
   turn start), rules with ``alwaysApply`` and no globs, glob rules whose files are in play
-  (attached or touched by a tool), and a list of on-request rules.
+  (attached or touched by a tool), a list of on-request rules, and which MCP servers are not
+  available right now (starting, restarting, failed) so the model knows their tools are missing
+  for a reason and may come later.
 * **tools**: the session's MCP tools, ``load_skill`` (model-invocable skills and commands) and
   ``load_rule``; a custom agent that declares ``tools`` restricts the offered set to those names
   (the loaders stay available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
@@ -113,6 +115,11 @@ class CustomizationContributor(Contributor):
                 on_request.append(f"- {qualified(loaded, rule.name)}: {(rule.description or '').strip()}")
         if on_request:
             parts.append(f"Rules you can load with the {RULE_TOOL} tool when they apply:\n" + "\n".join(on_request))
+        missing = runtime.mcp.unavailable() if runtime.mcp is not None else []
+        if missing:
+            parts.append("These MCP servers of the session are not available right now, so their tools are not offered "
+                         "(a server's tools are added to a later request once it is running):\n"
+                         + "\n".join(f"- {line}" for line in missing))
         return [part for part in parts if part]
 
     # -- tools ---------------------------------------------------------------------------------

@@ -14,6 +14,14 @@ Contract:
 - A server that fails (to start, or for good after its restarts) is logged once and reported to its
   owner: the plugin that declared it, or the session's "MCP servers" container for servers from the
   host config and ``.mcp.json``, so it is visible in the session's customizations with its error.
+  So is one that is restarting after a crash (the message says when it tries again), and one a turn
+  stopped waiting for while it was still starting; the problem clears when the server is running
+  (or stopped).
+- ``wait_started(grace)`` is what a turn waits for: each server's first start attempt, for none
+  longer than ``grace`` seconds after its launch, and not at all for a server whose start crashed,
+  failed or hung before in this host (``unready``, shared by the host's sessions, keyed by name
+  and command line; a server seen running is taken out of it). ``unavailable()`` describes, for
+  the model, the servers that are not running and why.
 - Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
 - ``stop()`` returns when every server process is gone.
 """
@@ -45,7 +53,8 @@ class SessionMcp:
     """MCP servers started for one session."""
 
     def __init__(self, session: str, store: Store, *, ask: AskUser, on_problem: ProblemSink,
-                 policy: RestartPolicy | None = None) -> None:
+                 policy: RestartPolicy | None = None, call_timeout: float | None = None,
+                 unready: set[str] | None = None) -> None:
         self.session = session
         self._store = store
         self._on_problem = on_problem
@@ -53,6 +62,8 @@ class SessionMcp:
         self._published: set[str] = set()
         self._reported: set[str] = set()
         self._policy = policy
+        self._call_timeout = call_timeout
+        self._unready = unready if unready is not None else set()
         self._ask = ask
         self.manager: McpManager | None = None
         """Created when the session first has an MCP server: the MCP SDK is imported then, in a
@@ -74,13 +85,44 @@ class SessionMcp:
                 return
             manager_module = await asyncio.to_thread(importlib.import_module, "tools.mcp.manager")
             if self.manager is None:  # another apply may have created it meanwhile
+                timeout = {} if self._call_timeout is None else {"call_timeout": self._call_timeout}
                 self.manager = manager_module.McpManager(
-                    policy=self._policy, ask=self._ask, on_tools_changed=self._tools_changed, on_status=self._status
+                    policy=self._policy, ask=self._ask, on_tools_changed=self._tools_changed, on_status=self._status,
+                    **timeout,
                 )
         await self.manager.set_specs(specs)
 
     async def wait_ready(self, timeout: float | None = None) -> dict[str, ServerStatus]:
         return await self.manager.wait_ready(timeout) if self.manager is not None else {}
+
+    async def wait_started(self, grace: float) -> None:
+        """What a turn waits for (see the module contract); servers still starting afterwards are
+        reported as such to their owners and remembered as slow to start."""
+        if self.manager is None:
+            return
+        connections = self.manager.connections
+        skip = [name for name, connection in connections.items() if _key(connection.spec) in self._unready]
+        statuses = await self.manager.wait_started(grace, skip=skip)
+        for name, status in statuses.items():
+            if status.state != "starting":
+                continue
+            connection = self.manager.connections.get(name)
+            if connection is not None:
+                self._unready.add(_key(connection.spec))
+            owner = self._owners.get(name)
+            if owner is not None:
+                self._on_problem(owner, f"mcp:{name}", f"MCP server {name!r} is still starting; "
+                                 "its tools are added once it is up.")
+
+    def unavailable(self) -> list[str]:
+        """A sentence per server of this session that is starting, restarting or failed."""
+        lines = []
+        for name, status in self.statuses().items():
+            if status.state == "starting":
+                lines.append(f"MCP server {name!r} is still starting.")
+            elif status.state in ("restarting", "failed"):
+                lines.append(status.message or f"MCP server {name!r} is {status.state}.")
+        return lines
 
     async def stop(self) -> None:
         if self.manager is not None:
@@ -91,10 +133,20 @@ class SessionMcp:
         self._tools_changed([])
 
     def _status(self, status: ServerStatus) -> None:
+        connection = self.manager.connections.get(status.name) if self.manager is not None else None
+        if connection is not None:
+            if status.state in ("failed", "restarting"):
+                self._unready.add(_key(connection.spec))
+            elif status.state == "running":
+                self._unready.discard(_key(connection.spec))
         owner = self._owners.get(status.name)
         if owner is None:
             return
-        if status.state == "failed":
+        if status.state == "restarting":
+            self._on_problem(owner, f"mcp:{status.name}", status.message or f"MCP server {status.name!r} is restarting.")
+        elif status.state == "stopped":
+            self._on_problem(owner, f"mcp:{status.name}", None)
+        elif status.state == "failed":
             message = f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}"
             if status.name not in self._reported:  # once per failure, not once per retry or turn
                 self._reported.add(status.name)
@@ -116,6 +168,11 @@ class SessionMcp:
         self._published = {tool["name"] for tool in mine}
         merged = others + [tool for tool in mine if tool["name"] not in {o.get("name") for o in others}]
         self._store.dispatch(self.session, builders.session_server_tools_changed(tools=merged))
+
+
+def _key(spec: McpServerSpec) -> str:
+    """Which server a spec starts, for remembering across sessions that it is slow or broken."""
+    return f"{spec.name}\0{spec.describe()}\0{spec.cwd}"
 
 
 def _is_mcp(tool: dict[str, Any]) -> bool:

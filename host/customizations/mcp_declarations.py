@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from regular_files import read_regular_text
 from tools.mcp import McpConfigError, McpServerSpec
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
@@ -111,9 +112,11 @@ def specs_from_mcp_json(path: Path, *, environ: Mapping[str, str] | None = None)
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)  # a FIFO named .mcp.json is refused, never waited on
     except FileNotFoundError:
         return []
+    except UnicodeDecodeError:
+        raise McpConfigError(f"{path}: is not UTF-8 text") from None
     except OSError as exc:
         raise McpConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:

@@ -10,9 +10,12 @@ Contract:
   ``session/customizationUpdated`` per container with its parsed tree and load state; enabled
   flags of a recovered session are kept. It then runs the ``SessionStart`` hooks in the
   background; the session's MCP servers start with its first turn (``wait_started``), or at once
-  with ``[mcp] start = "session"``, and stop ``[mcp] idle_stop`` seconds after its last turn ended
-  (the next turn starts them again). A restarted host spawns no server for a session until it is
-  used. Servers from the host config and ``.mcp.json`` are listed in an "MCP servers" container,
+  with ``[mcp] start = "session"``, and stop ``[mcp] idle_stop`` seconds after its last turn ended,
+  or ``[mcp] unwatched_stop`` seconds after it ended with no client connected to the session (the
+  next turn starts them again). A restarted host spawns no server for a session until it is
+  used. A turn waits for servers still starting at most ``[mcp] start_wait`` seconds from their
+  launch, and not for a server that crashed or hung before in this host: a slow or broken server
+  never holds a turn up; its tools join the session's model requests once it runs. Servers from the host config and ``.mcp.json`` are listed in an "MCP servers" container,
   which a failing server degrades with its error, as a plugin's failing server degrades the plugin. Publishing is synchronous (host plugins were parsed
   at ``load()``; workspace folders are small), so the ``loading`` -> final pair is in the action
   log in that order but every subscriber's snapshot, even a ``subscribe`` pipelined behind
@@ -68,7 +71,8 @@ ALWAYS_LISTED_DIRECTORIES = (".github/instructions", ".github/prompts", ".github
 the other known folders and instruction files appear only when present."""
 
 _MCP_START_WAIT = 30.0
-"""Seconds a session's first turn waits for its MCP servers to finish starting."""
+"""Seconds a turn waits for the session's MCP servers to be launched and its SessionStart hooks to
+run (the servers themselves are waited for ``[mcp] start_wait`` at most)."""
 
 
 class CustomizationService:
@@ -89,6 +93,9 @@ class CustomizationService:
         """The host's input requests (MCP elicitation asks the user through them)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
+        self._mcp_unready: set[str] = set()
+        """MCP servers (by name and command line) that crashed, failed or hung at start in this host:
+        a turn does not wait for them (shared by the sessions)."""
         try:
             self.config_specs: list[McpServerSpec] = specs_from_config(config.mcp.servers, base_dir=_config_dir(config))
         except McpConfigError as error:
@@ -197,8 +204,9 @@ class CustomizationService:
             runtime.hooks_started.set()
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
-        """Until the session's MCP servers are running or failed (bounded): a turn uses it. The
-        servers of a session that did not need them yet (or stopped them when idle) start here."""
+        """Until the session's MCP servers made their first start attempt, bounded by ``[mcp]
+        start_wait`` (see the module contract): a turn uses it. The servers of a session that did
+        not need them yet (or stopped them when idle) start here."""
         self._cancel_idle_stop(runtime)
         if not runtime.mcp_wanted:
             runtime.mcp_wanted = True
@@ -210,7 +218,7 @@ class CustomizationService:
             if not runtime.mcp_started.is_set():
                 await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
             if runtime.mcp is not None:
-                await runtime.mcp.wait_ready(_MCP_START_WAIT)
+                await runtime.mcp.wait_started(self.config.mcp.start_wait)
             if not runtime.hooks_started.is_set():
                 await asyncio.wait_for(runtime.hooks_started.wait(), _MCP_START_WAIT)
         except TimeoutError:
@@ -254,13 +262,42 @@ class CustomizationService:
                        for spec in specs if spec.name in owners or not spec.source.startswith("plugin")}
 
     def turn_ended(self, session: str) -> None:
-        """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``)."""
+        """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``, or
+        ``unwatched_stop`` when no client is connected to the session)."""
         runtime = self.sessions.get(session)
-        if runtime is None or runtime.mcp is None or not self.config.mcp.idle_stop:
+        if runtime is None or runtime.mcp is None:
             return
+        runtime.idle_since = asyncio.get_running_loop().time()
+        self._arm_idle_stop(runtime)
+
+    def clients_left(self) -> None:
+        """A client disconnected: sessions nobody is connected to any more stop their MCP servers
+        ``[mcp] unwatched_stop`` seconds after their last turn (or now, if that is longer ago)."""
+        if not self.config.mcp.unwatched_stop:
+            return
+        for runtime in self.sessions.values():
+            if runtime.mcp is None or self.store.has_subscribers(runtime.session):
+                continue
+            if runtime.idle_since is None:
+                runtime.idle_since = asyncio.get_running_loop().time()
+            self._arm_idle_stop(runtime)
+
+    def _idle_limit(self, runtime: SessionCustomizations) -> float | None:
+        """Seconds of idleness after which the session's servers stop; None: never."""
+        limits = [self.config.mcp.idle_stop]
+        if not self.store.has_subscribers(runtime.session):
+            limits.append(self.config.mcp.unwatched_stop)
+        limits = [limit for limit in limits if limit]
+        return min(limits) if limits else None
+
+    def _arm_idle_stop(self, runtime: SessionCustomizations) -> None:
         self._cancel_idle_stop(runtime)
+        limit = self._idle_limit(runtime)
+        if limit is None or runtime.idle_since is None:
+            return
         loop = asyncio.get_running_loop()
-        runtime.idle_stop = loop.call_later(self.config.mcp.idle_stop, lambda: self._spawn(self._stop_idle(runtime)))
+        delay = max(0.0, runtime.idle_since + limit - loop.time())
+        runtime.idle_stop = loop.call_later(delay, lambda: self._spawn(self._stop_idle(runtime)))
 
     def _cancel_idle_stop(self, runtime: SessionCustomizations) -> None:
         if runtime.idle_stop is not None:
@@ -273,7 +310,13 @@ class CustomizationService:
             state = self.store.state(runtime.session) or {}
             if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None or state.get("activeTurn"):
                 return
-            logger.info("session %s: stopping its MCP servers after %g s without a turn", runtime.session, self.config.mcp.idle_stop)
+            limit = self._idle_limit(runtime)
+            idle_for = asyncio.get_running_loop().time() - (runtime.idle_since or 0.0)
+            if limit is None or idle_for < limit - 0.05:  # a client came back meanwhile: the longer limit applies
+                self._arm_idle_stop(runtime)
+                return
+            logger.info("session %s: stopping its MCP servers after %g s without a turn%s", runtime.session, idle_for,
+                        "" if self.store.has_subscribers(runtime.session) else " or a client")
             runtime.mcp_wanted = False
             mcp, runtime.mcp = runtime.mcp, None
             await mcp.stop()
@@ -288,7 +331,8 @@ class CustomizationService:
             if not specs:
                 return
             runtime.mcp = SessionMcp(
-                runtime.session, self.store, policy=self.mcp_policy,
+                runtime.session, self.store, policy=self.mcp_policy, call_timeout=self.config.mcp.call_timeout,
+                unready=self._mcp_unready,
                 ask=lambda request: self.inputs.ask(runtime.session, request),
                 on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
             )

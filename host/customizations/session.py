@@ -72,6 +72,8 @@ class SessionCustomizations:
         ``[mcp] start = "session"``) until they are stopped for being idle."""
         self.idle_stop: asyncio.TimerHandle | None = None
         """The pending idle stop of its MCP servers, if any."""
+        self.idle_since: float | None = None
+        """Event-loop time its last turn ended (or its last client left, with no turn since)."""
         self.hooks_started = asyncio.Event()
         """Set once the SessionStart hooks ran (a first turn waits for their context)."""
         self.session_context: list[str] = []

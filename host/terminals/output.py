@@ -6,11 +6,15 @@ sequences (OSC 133 and OSC 633, which AHP says the host strips), holding back an
 cut at the end of a chunk until the rest of it arrives. Every other byte, colours and cursor
 movements included, is passed through for the client's terminal emulator.
 
-``TerminalText.segments(chunk)`` does the same but keeps the OSC 633 marks, in order, between the
-pieces of text: a ``Mark(code, value)`` for ``ESC ] 633 ; code [; value] BEL`` (``A`` prompt start,
-``B`` prompt end, ``E;<command line>``, ``C`` command executed, ``D;<exit code>`` command finished,
+``TerminalText(nonce).segments(chunk)`` does the same but keeps the OSC 633 marks the host's own
+shell integration wrote, in order, between the pieces of text: a ``Mark(code, value)`` for
+``ESC ] 633 ; code [; value] ; nonce BEL`` (``A`` prompt start, ``B`` prompt end,
+``E;<command line>``, ``C`` command executed, ``D;<exit code>`` command finished,
 ``P;Cwd=<directory>``), with ``value`` unescaped (``\\\\`` is a backslash, ``\\xHH`` a character).
-OSC 133 marks are removed without being reported (they carry no command line).
+Only a mark whose last field is this terminal's ``nonce`` (a secret only the shell integration
+was given) is reported: a mark any program prints (``cat`` of a file, a build log) without it is
+removed like every other integration sequence and means nothing. Without a nonce no mark is
+reported. OSC 133 marks are removed without being reported (they carry no command line).
 
 ``bounded(previous, added, content, limit)`` decides how a terminal's scrollback stays under
 ``limit`` characters: None while ``previous + len(added)`` fits, else the text to start over with
@@ -20,6 +24,7 @@ OSC 133 marks are removed without being reported (they carry no command line).
 from __future__ import annotations
 
 import codecs
+import hmac
 import re
 from typing import NamedTuple
 
@@ -41,9 +46,10 @@ def unescape(value: str) -> str:
 
 
 class TerminalText:
-    def __init__(self) -> None:
+    def __init__(self, nonce: str | None = None) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._held = ""
+        self._nonce = nonce
 
     def feed(self, chunk: bytes, final: bool = False) -> str:
         return "".join(part for part in self.segments(chunk, final) if isinstance(part, str))
@@ -63,11 +69,20 @@ class TerminalText:
                 parts.append(text[position:match.start()])
             position = match.end()
             if match.group(1) == "633":
-                code, _, value = match.group(2).partition(";")
-                parts.append(Mark(code, unescape(value) if _ else None))
+                mark = self._mark(match.group(2))
+                if mark is not None:
+                    parts.append(mark)
         if position < len(text):
             parts.append(text[position:])
         return parts
+
+    def _mark(self, payload: str) -> Mark | None:
+        """The mark in an OSC 633 payload if it carries this terminal's nonce, else None."""
+        fields = payload.split(";")
+        if self._nonce is None or len(fields) < 2 or not hmac.compare_digest(fields[-1].encode(), self._nonce.encode()):
+            return None
+        value = ";".join(fields[1:-1]) if len(fields) > 2 else None
+        return Mark(fields[0], unescape(value) if value is not None else None)
 
 
 def bounded(previous: int, added: str, content: str, limit: int) -> str | None:

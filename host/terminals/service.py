@@ -18,7 +18,8 @@ Contract:
   terminals; older ones are removed.
 * Shell integration (``host.terminals.shell_integration``): a ``bash``, ``zsh`` or ``fish`` shell is started
   with our rc file, which reads the user's own and then marks each command with OSC 633
-  sequences. The first prompt mark dispatches ``terminal/commandDetectionAvailable``; each command
+  sequences ending with a nonce made for this terminal; a mark without it (printed by any
+  program) is removed and means nothing (``host.terminals.output``). The first prompt mark dispatches ``terminal/commandDetectionAvailable``; each command
   line the shell runs becomes ``terminal/commandExecuted`` (its output then goes into that
   ``command`` part) and ``terminal/commandFinished`` with its exit code and duration (measured by
   the host) when the next prompt comes; a changed directory becomes ``terminal/cwdChanged``. The
@@ -35,8 +36,11 @@ Contract:
   ``terminal/resized`` resizes it; ``terminal/claimed`` / ``titleChanged`` and every create,
   exit and removal refresh ``root/terminalsChanged``.
 * ``dispose`` (``disposeTerminal``), ``session_disposed`` (the session's terminals) and ``stop``
-  (host shutdown) end the process group and every job of the shell's session: SIGHUP + SIGTERM,
-  then SIGKILL after a grace period.
+  (host shutdown) end the shell's whole family (``tools.processes``: its jobs, and what they
+  daemonised with ``nohup``, ``setsid`` or a double fork): SIGHUP + SIGTERM, then SIGKILL after a
+  grace period. A shell that exits on its own while jobs it started run on hands them to the
+  host's ``BackgroundProcesses`` under the terminal's URI: they end when the terminal is disposed
+  (or its session, or the host stops), as nohup'd jobs outlive a closed terminal window.
 * A terminal whose shell is gone refuses ``terminal/input`` with one reason (``host.validation``):
   the state has an ``exitCode`` in every such case. Stopping the host ends each shell (SIGHUP,
   observed: 129) and adds a line to its output saying the host stopped. After the host died
@@ -54,6 +58,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +67,7 @@ from typing import Any, Callable
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from host.errors import ErrorCode, RpcError
+from host.processes import BackgroundProcesses
 from host.store import ROOT, Store
 from host.workdirs import session_directory
 from tools.base import ToolContext
@@ -121,9 +127,11 @@ class TerminalService:
         resolve_directory: Callable[[Any], Path],
         default_directory: Path,
         clock: Callable[[], int],
+        background: BackgroundProcesses,
         scrollback_limit: int = 256_000,
     ) -> None:
         self.store = store
+        self._background = background
         self._resolve_directory = resolve_directory
         self._default_directory = default_directory
         self._clock = clock
@@ -175,7 +183,8 @@ class TerminalService:
         cwd = self._directory(params.get("cwd"), session_state)
         cols, rows = _dimension(params.get("cols"), 80), _dimension(params.get("rows"), 24)
         shell = os.environ.get("SHELL") or "/bin/sh"
-        argv, env = integrated(shell, {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"})
+        nonce = secrets.token_hex(16)
+        argv, env = integrated(shell, {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor"}, nonce)
         try:
             process = await PtyProcess.spawn(argv, cwd=cwd, env=env, cols=cols, rows=rows, interactive=True)
         except OSError as error:
@@ -183,7 +192,7 @@ class TerminalService:
         title = params.get("name") or os.path.basename(shell)
         state = {"title": title, "cwd": cwd.as_uri(), "cols": cols, "rows": rows, "content": [], "claim": claim}
         self.store.create(uri, "terminal", state)
-        self._open(uri, process, owns_process=True, cwd=cwd.as_uri())
+        self._open(uri, process, owns_process=True, cwd=cwd.as_uri(), nonce=nonce)
 
     def attach(self, process: PtyProcess, claim: dict[str, Any], title: str, command: str, cwd: Path) -> str:
         """Publish a tool's running command as a new terminal; returns its URI."""
@@ -223,8 +232,8 @@ class TerminalService:
         return path
 
     def _open(self, uri: str, process: PtyProcess, *, owns_process: bool, command: tuple[str, int] | None = None,
-              cwd: str | None = None) -> None:
-        item = _Running(uri, process, owns_process, command=command, cwd=cwd)
+              cwd: str | None = None, nonce: str | None = None) -> None:
+        item = _Running(uri, process, owns_process, text=TerminalText(nonce), command=command, cwd=cwd)
         self._running[uri] = item
         process.listeners.append(lambda chunk: self._received(item, chunk))
         item.watcher = asyncio.get_running_loop().create_task(self._watch(item))
@@ -323,7 +332,12 @@ class TerminalService:
             self.store.dispatch(item.uri, actions.exited(exit_code_of(returncode)))
             del self._running[item.uri]
             if item.owns_process:
-                item.process.close()
+                if item.process.background():
+                    # The shell exited but a job it started (nohup, setsid, &) runs on: it goes
+                    # when the terminal is disposed, with its session, or when the host stops.
+                    self._background.keep(item.uri, item.process)
+                else:
+                    item.process.close()
             self._publish_list()
         except asyncio.CancelledError:
             raise
@@ -332,6 +346,7 @@ class TerminalService:
 
     def _remove(self, uri: str) -> None:
         item = self._running.pop(uri, None)
+        self._background.end(uri)
         self.store.remove(uri)
         self._publish_list()
         if item is not None:

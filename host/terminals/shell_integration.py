@@ -1,7 +1,11 @@
 """How a user's shell is started so it reports its commands (shell integration). Pure: it only
 builds an argv and an environment.
 
-Contract: ``integrated(shell, env)`` returns ``(argv, env)`` to start ``shell`` interactively:
+Contract: ``integrated(shell, env, nonce)`` returns ``(argv, env)`` to start ``shell``
+interactively. For the three shells below ``env`` gains ``AHP_TERMINAL_NONCE=<nonce>``: the rc
+file moves it into an unexported shell variable before it reads the user's own, and ends every
+mark with it, so the host believes only marks that carry it (``host.terminals.output``); no
+program the shell starts finds it in its environment.
 
 * ``bash``: ``bash --rcfile host/terminals/rc/bash.rc -i``. The rc file reads the user's
   ``~/.bashrc`` (bash itself still reads ``/etc/bash.bashrc``), then adds ``PS0`` /
@@ -28,14 +32,20 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["integrated", "RC_DIRECTORY"]
+__all__ = ["integrated", "NONCE_VARIABLE", "RC_DIRECTORY"]
 
 RC_DIRECTORY = Path(__file__).resolve().parent / "rc"
 
 
-def integrated(shell: str, env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+NONCE_VARIABLE = "AHP_TERMINAL_NONCE"
+
+
+def integrated(shell: str, env: Mapping[str, str], nonce: str) -> tuple[list[str], dict[str, str]]:
     name = os.path.basename(shell)
     environment = dict(env)
+    environment.pop(NONCE_VARIABLE, None)  # a host started from one of our terminals: not its nonce
+    if name in ("bash", "zsh", "fish"):
+        environment[NONCE_VARIABLE] = nonce
     if name == "bash":
         return [shell, "--rcfile", str(RC_DIRECTORY / "bash.rc"), "-i"], environment
     if name == "zsh":

@@ -1,4 +1,4 @@
-"""The sandboxed file ``resource*`` methods: list, resolve, write, mkdir, delete, copy, move, request.
+"""The sandboxed file ``resource*`` methods: read, list, resolve, write, mkdir, delete, copy, move, request.
 
 Contract: every ``file:`` URI is resolved with ``tools.sandbox.resolve_path`` (symlinks
 followed, attack strings refused) against the allowed roots: the host's default directory, every
@@ -13,6 +13,15 @@ or overwritten. ``resourceCopy`` / ``resourceMove`` overwrite an existing destin
 every client of this host may use every root) and otherwise answers -32009 with
 ``{request: ResourceRequestParams}`` as its data, naming the access that was refused.
 Messages never contain a traceback or OS error text beyond the reason.
+
+Only regular files are read (``regular_files``): ``resourceRead`` of a FIFO, socket or device
+answers at once with -32602 naming the path and what it is; ``resourceWrite`` does not write over
+one, and ``resourceCopy`` refuses to copy one (or a folder holding one). The methods are
+coroutines: the roots are taken on the event loop, then the file work runs in a worker thread, so a
+big file or a slow file system never holds up other clients or ``/health``; a file system that
+does not answer within ``timeout`` seconds (``FILE_IO_TIMEOUT``) gets -32603 saying so (the thread is left to
+finish on its own). ``resolve_uri`` stays synchronous (path resolution only) for the services that
+check URIs inline.
 
 ``etag`` is ``<mtime_ns>-<size>``: cheap, and changes with any write through this host.
 """
@@ -30,10 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from host.errors import ErrorCode, RpcError
+from regular_files import FILE_IO_TIMEOUT, FileIOTimeout, NotARegularFile, check_regular, kind_of, off_loop, read_regular
 from tools.errors import SandboxError
 from tools.sandbox import resolve_path
 
-__all__ = ["ResourceService", "etag_of"]
+__all__ = ["ResourceService", "etag_of", "READ_LIMIT"]
+
+READ_LIMIT = 32 * 1024 * 1024
+"""The largest file ``resourceRead`` returns, in bytes."""
 
 
 def etag_of(stat: os.stat_result) -> str:
@@ -41,6 +54,60 @@ def etag_of(stat: os.stat_result) -> str:
 
 
 class ResourceService:
+    """The ``resource*`` methods for ``file:`` URIs (see the module contract)."""
+
+    def __init__(self, roots: Callable[[], Sequence[Path]], timeout: float = FILE_IO_TIMEOUT) -> None:
+        self._roots = roots
+        self._files = _Files(roots)
+        self.timeout = timeout
+        """Seconds a method's file work may take before the client is told the file system hangs."""
+
+    def resolve_uri(self, uri: Any) -> Path:
+        """The sandboxed real path of a ``file:`` URI (raises ``RpcError``)."""
+        return self._files.resolve_uri(uri)
+
+    async def read(self, uri: Any) -> tuple[bytes, str]:
+        """``resourceRead`` of a file: its bytes and content type."""
+        return await self._off_loop("resourceRead", uri, "read", uri)
+
+    async def list(self, uri: Any) -> dict[str, Any]:
+        return await self._off_loop("resourceList", uri, "list", uri)
+
+    async def resolve(self, uri: Any, follow_symlinks: bool = True) -> dict[str, Any]:
+        return await self._off_loop("resourceResolve", uri, "resolve", uri, follow_symlinks)
+
+    async def write(self, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._off_loop("resourceWrite", params.get("uri"), "write", params)
+
+    async def mkdir(self, uri: Any) -> dict[str, Any]:
+        return await self._off_loop("resourceMkdir", uri, "mkdir", uri)
+
+    async def delete(self, uri: Any, recursive: bool = False) -> dict[str, Any]:
+        return await self._off_loop("resourceDelete", uri, "delete", uri, recursive)
+
+    async def copy(self, source: Any, destination: Any, fail_if_exists: bool = False) -> dict[str, Any]:
+        return await self._off_loop("resourceCopy", source, "copy", source, destination, fail_if_exists)
+
+    async def move(self, source: Any, destination: Any, fail_if_exists: bool = False) -> dict[str, Any]:
+        return await self._off_loop("resourceMove", source, "move", source, destination, fail_if_exists)
+
+    async def request(self, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._off_loop("resourceRequest", params.get("uri"), "request", params)
+
+    async def _off_loop(self, method: str, uri: Any, name: str, *args: Any) -> Any:
+        # The roots come from the store, which only the event loop may read: take them here.
+        roots = tuple(self._roots())
+        files = _Files(lambda: roots)
+        try:
+            return await off_loop(getattr(files, name), *args, timeout=self.timeout)
+        except FileIOTimeout:
+            raise RpcError(ErrorCode.INTERNAL_ERROR, f"{method} of {uri} did not finish within {self.timeout:g} s; "
+                           "the file system may be slow or hung.") from None
+
+
+class _Files:
+    """The methods themselves, synchronous: they run in a worker thread with the roots fixed."""
+
     def __init__(self, roots: Callable[[], Sequence[Path]]) -> None:
         self._roots = roots
 
@@ -60,6 +127,27 @@ class ResourceService:
         return any(path == Path(os.path.realpath(root)) for root in self._roots())
 
     # -- methods -------------------------------------------------------------------------------
+
+    def read(self, uri: Any) -> tuple[bytes, str]:
+        path = self.resolve_uri(uri)
+        try:
+            size = check_regular(path).st_size
+            if size > READ_LIMIT:
+                raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is {size} bytes; the read limit is {READ_LIMIT}.")
+            data = read_regular(path, READ_LIMIT + 1)
+        except FileNotFoundError:
+            raise RpcError(ErrorCode.NOT_FOUND, f"{uri} does not exist.") from None
+        except IsADirectoryError:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{uri} is a directory; use resourceList.") from None
+        except NotARegularFile as error:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{error.describe(str(uri))}; resourceRead reads only regular files.") from None
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not read {uri}.") from None
+        except OSError as error:
+            raise RpcError(ErrorCode.INTERNAL_ERROR, f"{uri} could not be read ({error.strerror or type(error).__name__}).") from None
+        if len(data) > READ_LIMIT:  # it grew since the size check
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"{uri} is over {READ_LIMIT} bytes, the read limit.")
+        return data, mimetypes.guess_type(path.name)[0] or "application/octet-stream"
 
     def list(self, uri: Any) -> dict[str, Any]:
         path = self.resolve_uri(uri)
@@ -115,7 +203,12 @@ class ResourceService:
             current = etag_of(path.stat()) if exists else None
             if current != params["ifMatch"]:
                 raise RpcError(ErrorCode.CONFLICT, f"{uri} changed since it was read (etag {current or 'none'}); read it again.")
-        old = path.read_bytes() if exists else b""
+        try:
+            old = read_regular(path) if exists else b""
+        except NotARegularFile as error:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{error.describe(str(uri))}; the host does not write over it.") from None
+        except PermissionError:
+            raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not read {uri}.") from None
         position = int(params.get("position") or 0)
         if position < 0:
             raise RpcError(ErrorCode.INVALID_PARAMS, "position must be 0 or more.")
@@ -198,6 +291,13 @@ class ResourceService:
         if target.exists() or target.is_symlink():
             if fail_if_exists:
                 raise RpcError(ErrorCode.ALREADY_EXISTS, f"{destination} already exists (failIfExists was set).")
+        if not move:
+            special = _special_file(origin)
+            if special is not None:
+                where, kind = special
+                shown = source if where == origin else f"{source} holds {where.relative_to(origin)}, which"
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"{shown} is a {kind}, not a regular file; "
+                               "resourceCopy copies only regular files, folders and links.")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.exists() or target.is_symlink():
@@ -212,6 +312,9 @@ class ResourceService:
             raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host may not {'move' if move else 'copy'} {source} to {destination}.") from None
         except (NotADirectoryError, FileExistsError):
             raise RpcError(ErrorCode.ALREADY_EXISTS, f"A file is in the way of {destination}.") from None
+        except (shutil.Error, OSError) as error:  # e.g. a move across file systems meeting a FIFO
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+            raise RpcError(ErrorCode.INTERNAL_ERROR, f"{source} could not be {verb} to {destination} ({reason}).") from None
         return {}
 
     def _copy_source(self, uri: Any) -> Path:
@@ -239,6 +342,24 @@ class ResourceService:
             raise RpcError(ErrorCode.PERMISSION_DENIED, f"The host's user may not {' or '.join(refused)} {uri}.",
                            {"request": asked})
         return {}
+
+
+def _special_file(origin: Path) -> tuple[Path, str] | None:
+    """The first FIFO, socket or device at or under ``origin`` (links are copied as links), if any."""
+    def kind(path: Path) -> str | None:
+        mode = os.lstat(path).st_mode
+        found = kind_of(mode)
+        return None if found in ("regular file", "directory", "symbolic link") else found
+
+    if origin.is_symlink() or not origin.is_dir():
+        found = kind(origin)
+        return (origin, found) if found else None
+    for directory, _, files in os.walk(origin, followlinks=False):
+        for name in sorted(files):
+            found = kind(Path(directory) / name)
+            if found:
+                return Path(directory) / name, found
+    return None
 
 
 def _remove(path: Path) -> None:

@@ -345,7 +345,7 @@ async def test_initialize_negotiates_the_protocol_version(running_host: RunningH
     raw = await RawPeer.open(running_host, frame_checker)
     reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["9.0.0", "0.1.0"], "clientId": "c"})
     assert reply["error"]["code"] == -32005
-    assert reply["error"]["data"] == {"supportedVersions": ["0.2.0"]}
+    assert reply["error"]["data"] == {"supportedVersions": ["0.9.0", "0.7.0", "0.2.0"]}
     await raw.wait_closed()
     raw = await RawPeer.open(running_host, frame_checker)
     reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["0.3.0", "0.2.1"], "clientId": "c"})

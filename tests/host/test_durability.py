@@ -19,15 +19,17 @@ ROOT = "ahp-root://"
 
 
 class HostProcess:
-    def __init__(self, data_dir: Path, config: Path) -> None:
+    def __init__(self, data_dir: Path, config: Path, prefix: tuple[str, ...] = ()) -> None:
+        """``prefix``: a command the host is started through (e.g. ``unshare`` with lower limits)."""
         self.data_dir = data_dir
         self.config = config
+        self.prefix = prefix
         self.process: subprocess.Popen[str] | None = None
         self.url = ""
 
     async def start(self) -> str:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "host.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
+            [*self.prefix, sys.executable, "-m", "host.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir),
              "--token", TOKEN, "--config", str(self.config)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from host.journal import Journal
 from host.store import ROOT, Store
 
@@ -151,3 +153,125 @@ def test_a_journal_from_an_incompatible_format_is_refused_clearly(tmp_path: Path
     with pytest.raises(JournalError) as error:
         Journal(path)
     assert "--data-dir" in str(error.value)
+
+
+# -- subscribers of another protocol version (host.dialects) ----------------------------------------
+
+
+class CountingTranslator:
+    """Shows root/activeSessionsChanged as a made-up ``x/count``, passes root/configChanged
+    through as is, and hides everything else; counts how often it is asked."""
+
+    def __init__(self) -> None:
+        self.envelopes = 0
+        self.notifications = 0
+
+    def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None:
+        self.envelopes += 1
+        action = envelope["action"]
+        if action["type"] == "root/activeSessionsChanged":
+            return {**envelope, "action": {"type": "x/count", "n": action["activeSessions"]}}
+        return envelope if action["type"] == "root/configChanged" else None
+
+    def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        self.notifications += 1
+        return None if method == "x/hidden" else {**params, "seen": True}
+
+
+class TranslatedSink(Sink):
+    def __init__(self, translator: CountingTranslator) -> None:
+        super().__init__()
+        self.translator = translator
+
+
+def test_each_translator_group_is_asked_once_per_envelope_and_shares_one_frame() -> None:
+    store = make_store()
+    plain = [Sink() for _ in range(2)]
+    translator = CountingTranslator()
+    translated = [TranslatedSink(translator) for _ in range(3)]
+    for sink in (*plain, *translated):
+        store.subscribe(ROOT, sink)
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 4}, origin={"clientId": "c", "clientSeq": 0})
+    assert translator.envelopes == 1
+    assert {sink.texts[0] for sink in plain} != {sink.texts[0] for sink in translated}
+    assert len({sink.texts[0] for sink in translated}) == 1
+    assert translated[0].frames[0]["params"] == {"channel": ROOT, "action": {"type": "x/count", "n": 4}, "serverSeq": 1,
+                                                 "origin": {"clientId": "c", "clientSeq": 0}}
+    assert plain[0].frames[0]["params"]["action"] == {"type": "root/activeSessionsChanged", "activeSessions": 4}
+
+
+def test_an_envelope_a_translator_passes_unchanged_reuses_the_shared_frame() -> None:
+    store = Store({"agents": [], "config": {"schema": {"type": "object", "properties": {}}, "values": {}}}, clock=lambda: 5)
+    plain, translated = Sink(), TranslatedSink(CountingTranslator())
+    store.subscribe(ROOT, plain)
+    store.subscribe(ROOT, translated)
+    store.dispatch(ROOT, {"type": "root/configChanged", "config": {"a": 1}})
+    assert translated.texts == plain.texts
+    assert translated.texts[0] is plain.texts[0]  # the very same string: serialised once
+
+
+def test_a_translator_can_hide_an_envelope_from_its_group() -> None:
+    store = make_store()
+    store.create(SESSION, "session", session_state())
+    translated = TranslatedSink(CountingTranslator())
+    store.subscribe(SESSION, translated)
+    store.dispatch(SESSION, {"type": "session/ready"})
+    assert translated.texts == []
+
+
+def test_notifications_are_translated_per_group_and_can_be_hidden() -> None:
+    store = make_store()
+    plain, translated = Sink(), TranslatedSink(CountingTranslator())
+    store.subscribe(ROOT, plain)
+    store.subscribe(ROOT, translated)
+    store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": "s"})
+    store.notify(ROOT, "x/hidden", {"channel": ROOT})
+    assert [f["method"] for f in plain.frames] == ["root/sessionRemoved", "x/hidden"]
+    assert translated.frames == [{"jsonrpc": "2.0", "method": "root/sessionRemoved",
+                                  "params": {"channel": ROOT, "session": "s", "seen": True}}]
+
+
+def test_a_translated_subscriber_counts_as_a_subscriber_until_it_leaves() -> None:
+    store = make_store()
+    translated = TranslatedSink(CountingTranslator())
+    store.subscribe(ROOT, translated)
+    assert store.has_subscribers(ROOT) and store.is_subscribed(ROOT, translated)
+    store.unsubscribe(ROOT, translated)
+    assert not store.has_subscribers(ROOT) and not store.is_subscribed(ROOT, translated)
+    store.subscribe(ROOT, translated)
+    store.unsubscribe_all(translated)
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 1})
+    assert translated.texts == []
+
+
+def test_a_translator_that_fails_costs_only_its_own_group_the_frame() -> None:
+    class Broken(CountingTranslator):
+        def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None:
+            raise RuntimeError("bug")
+
+    store = make_store()
+    plain, broken = Sink(), TranslatedSink(Broken())
+    store.subscribe(ROOT, plain)
+    store.subscribe(ROOT, broken)
+    envelope = store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 2})
+    assert envelope["serverSeq"] == 1 and len(plain.texts) == 1 and broken.texts == []
+
+
+def test_replace_swaps_a_state_durably_without_a_server_seq(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.sqlite3")
+    store = make_store(journal)
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 3})
+    store.replace(ROOT, {"agents": [], "activeSessions": 3, "config": {"schema": {"type": "object", "properties": {}}, "values": {}}})
+    assert store.seq == 1
+    store.flush()
+    journal.close()
+    again = make_store(Journal(tmp_path / "journal.sqlite3"))
+    assert again.state(ROOT)["config"]["values"] == {} and again.state(ROOT)["activeSessions"] == 3
+    assert again.seq == 1
+
+
+def test_replace_is_refused_while_someone_subscribes() -> None:
+    store = make_store()
+    store.subscribe(ROOT, Sink())
+    with pytest.raises(RuntimeError):
+        store.replace(ROOT, {"agents": []})

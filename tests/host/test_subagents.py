@@ -112,3 +112,74 @@ async def test_cancelling_the_parent_turn_cancels_the_sub_agent(tmp_path: Path, 
         never.set()
     assert child_turn["state"] == "cancelled"
     assert parent_turn["state"] == "cancelled"
+
+
+def _calls(client: AhpClient, session: str) -> list[dict]:
+    state = client.state(session) or {}
+    turn = state.get("activeTurn") or ((state.get("turns") or [{}])[-1])
+    return [p["toolCall"] for p in turn.get("responseParts") or () if p.get("kind") == "toolCall"]
+
+
+async def test_ten_parallel_task_calls_run_at_most_the_cap_at_once_and_all_finish(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    release = asyncio.Event()
+    tasks = [(f"call-{n}", "task", json.dumps({"description": f"Search {n}", "prompt": f"Find thing {n}."})) for n in range(10)]
+    replies = [Reply(200, chat_sse(tool_calls=tasks))]
+    replies += [Reply(200, chat_sse("found it"), hold=release) for _ in range(10)]
+    replies += [Reply(200, chat_sse("All ten searches are done."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = config_for(tmp_path, toml=fake_agent_toml(server.base_url), sessions={"max_subagents": 4})
+        async with serving(config, frame_checker) as (running, client):
+            store = running.host.store
+            session = await ready_session(client, provider="fake")
+            busy: list[int] = []
+
+            def count_running(*_args: object) -> None:
+                busy.append(sum(1 for uri, state in store.channels("session") if uri != session and state.get("activeTurn")))
+
+            store.change_observers.append(count_running)
+            turn_id = client.send_message(session, "search ten things")
+            # Four children run; the six other calls say they wait for a free sub-agent.
+            waiting = lambda: [c for c in _calls(client, session)
+                               if any("Waiting for a free sub-agent" in b.get("text", "") for b in c.get("content") or ())]
+            await client.wait_for(lambda m, e: len(waiting()) == 6 and max(busy, default=0) == 4, timeout=30)
+            assert sum(1 for uri, _ in store.channels("session") if uri != session) == 4
+            release.set()
+            await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []), timeout=60)
+            store.change_observers.remove(count_running)
+            turn = client.state(session)["turns"][-1]
+            children = [uri for uri, _ in store.channels("session") if uri != session]
+    assert max(busy) == 4, f"at most 4 sub-agents may run at once, saw {max(busy)}"
+    assert turn["state"] == "complete"
+    finished = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
+    assert len(finished) == 10 and all(call["success"] is True for call in finished)
+    assert len(children) == 10
+
+
+async def test_disposing_a_parent_disposes_its_sub_agents_running_or_finished(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    never = asyncio.Event()
+    first = {"description": "Quick look", "prompt": "Look quickly."}
+    second = {"description": "Long search", "prompt": "Search for ever."}
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "task", json.dumps(first))])),
+        Reply(200, chat_sse("Looked.")),
+        Reply(200, chat_sse(tool_calls=[("call-2", "task", json.dumps(second))])),
+        Reply(200, chat_sse("never sent"), hold=never),
+    ]
+    try:
+        async with FakeProviderServer(replies, base_path="/v1") as server:
+            async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (running, client):
+                session = await ready_session(client, provider="fake")
+                other = await ready_session(client, provider="fake")
+                client.send_message(session, "look, then search")
+                store = running.host.store
+
+                def children() -> list[tuple[str, dict]]:
+                    return [(uri, state) for uri, state in store.channels("session") if uri not in (session, other)]
+
+                # The first child finished; the second is running its turn.
+                await client.wait_for(lambda m, e: len(children()) == 2 and any(s.get("activeTurn") for _, s in children()), timeout=30)
+                await client.dispose_session(session)
+                listed = {summary["resource"] for summary in await client.list_sessions()}
+    finally:
+        never.set()
+    assert listed == {other}, "a sub-agent outlived the session that started it"

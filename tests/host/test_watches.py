@@ -3,7 +3,11 @@ the host; two subscribers see the same batches; scope, patterns, sandbox and rel
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ from client.errors import AhpError
 from client.events import EventStream
 from host.server import RunningHost
 from tests.conftest import Connect
+from tests.host.test_durability import HostProcess
 
 ROOT = "ahp-root://"
 WAIT = 30.0  # generous: the machine is shared; waits end as soon as the change arrives
@@ -151,3 +156,95 @@ async def _until(condition, timeout: float = WAIT) -> None:
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(poll(), timeout)
+
+
+async def test_a_recursive_watch_never_reports_a_file_outside_its_root_through_a_symlink(connect: Connect, tmp_path: Path) -> None:
+    outside = Path(tempfile.mkdtemp(prefix="not-a-root-"))
+    try:
+        root = tmp_path / "root"
+        (root / "src").mkdir(parents=True)
+        (root / "src" / "elsewhere").symlink_to(outside, target_is_directory=True)
+        client = await connect()
+        channel = await watch(client, root.as_uri(), recursive=True)
+        await client.subscribe(channel)
+        stream = client.events()
+        (outside / "secret.txt").write_text("changed outside the roots")
+        (root / "src" / "inside.txt").write_text("changed inside")
+        seen = await changes_until(stream, channel, {((root / "src" / "inside.txt").as_uri(), "added")})
+        assert all("secret" not in item["uri"] for item in seen), seen
+        # A change inside the root is still reported, and so is the link's own name.
+        (root / "src" / "elsewhere").unlink()
+        await changes_until(stream, channel, {((root / "src" / "elsewhere").as_uri(), "deleted")})
+    finally:
+        shutil.rmtree(outside)
+
+
+async def test_watches_past_the_hosts_limit_are_refused_saying_what_to_do(connect: Connect, running_host: RunningHost, tmp_path: Path) -> None:
+    running_host.host.watches.limit = 2
+    client = await connect()
+    folders = [tmp_path / f"f{n}" for n in range(5)]
+    for folder in folders:
+        folder.mkdir()
+    # Five at once: the ones being set up count too, so exactly two are made.
+    outcomes = await asyncio.gather(*(watch(client, folder.as_uri(), recursive=True) for folder in folders), return_exceptions=True)
+    made = [outcome for outcome in outcomes if isinstance(outcome, str)]
+    refused = [outcome for outcome in outcomes if isinstance(outcome, AhpError)]
+    assert len(made) == 2 and len(refused) == 3, outcomes
+    for error in refused:
+        assert error.code == -32009
+        assert error.message == ("This host already runs 2 resource watches, its limit ([server] max_resource_watches); "
+                                 "unsubscribe from watches you no longer need, then try again.")
+    # Releasing one makes room for another.
+    await client.subscribe(made[0])
+    await client.unsubscribe(made[0])
+    await client.ping()
+    await _until(lambda: made[0] not in running_host.host.watches)
+    assert (await watch(client, folders[4].as_uri())).startswith("ahp-resource-watch:/")
+
+
+def _lowered(**limits: int) -> tuple[str, ...]:
+    """A command prefix that runs a program in a user namespace with lower inotify limits."""
+    settings = "; ".join(f"echo {value} > /proc/sys/user/{name}" for name, value in limits.items())
+    prefix = ("unshare", "--user", "--map-root-user", "sh", "-c", f'{settings} && exec "$@"', "sh")
+    if shutil.which("unshare") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip("cannot lower inotify limits in a user namespace here")
+    return prefix
+
+
+async def test_when_the_os_runs_out_of_file_watchers_first_the_error_says_so_plainly(tmp_path: Path) -> None:
+    prefix = _lowered(max_inotify_instances=3, max_inotify_watches=40)
+    big = tmp_path / "big"
+    for n in range(60):
+        (big / f"d{n}").mkdir(parents=True)
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
+    host = HostProcess(tmp_path / "data", config, prefix=prefix)
+    try:
+        await host.start()
+        client = await AhpClient.connect(host.url)
+        await client.initialize(subscriptions=[ROOT])
+        # A tree with more folders than the user may watch: refused, not silently half-watched.
+        with pytest.raises(AhpError) as too_deep:
+            await watch(client, big.as_uri(), recursive=True)
+        assert too_deep.value.code == -32009
+        assert "more folders than the operating system lets this user watch" in too_deep.value.message
+        assert "max_inotify_watches = 40" in too_deep.value.message and "smaller folder" in too_deep.value.message
+        # Watchers: the OS allows three per user here (the host may hold one itself); the next is
+        # refused long before the host's own limit of 256.
+        made = 0
+        with pytest.raises(AhpError) as used_up:
+            for n in range(4):
+                (tmp_path / f"w{n}").mkdir()
+                await watch(client, (tmp_path / f"w{n}").as_uri())
+                made += 1
+        assert made >= 2
+        assert used_up.value.code == -32009
+        message = used_up.value.message
+        assert "used up the file watchers the operating system allows one user" in message
+        assert "max_inotify_instances = 3" in message and f"this host holds {made} of them" in message
+        assert "Unsubscribe from watches you no longer need" in message
+        for library_word in ("watchfiles", "Rust", "os error", "recommended watcher", "Error"):
+            assert library_word not in message and library_word not in too_deep.value.message
+        await client.close()
+    finally:
+        host.stop()

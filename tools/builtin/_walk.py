@@ -14,6 +14,8 @@ inside `roots`. Unless `include_ignored` is set it also leaves out what the proj
   `.venv`, `__pycache__`...) even where no ignore file names them, unless the walk starts inside one.
 
 Pattern matching is `pathspec`'s `GitIgnoreSpec`; this module only decides which files apply where.
+An ignore file that is not a regular file (a FIFO named `.gitignore`) is skipped, never opened in a
+way that could block the walk.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from regular_files import read_regular_text
 
 if TYPE_CHECKING:  # imported on first use: the host builds its tools at start-up, walks later
     import pathspec
@@ -49,7 +53,7 @@ def _spec(directory: Path) -> pathspec.GitIgnoreSpec | None:
     lines: list[str] = []
     for name in _IGNORE_FILES:
         try:
-            lines.extend((directory / name).read_text(encoding="utf-8", errors="replace").splitlines())
+            lines.extend(read_regular_text(directory / name, errors="replace").splitlines())
         except OSError:
             continue
     return _gitignore(lines) if lines else None
@@ -76,7 +80,7 @@ class IgnoreRules:
         layers: list[tuple[str, pathspec.GitIgnoreSpec]] = []
         if top is not None:
             try:
-                exclude = (top / ".git" / "info" / "exclude").read_text(encoding="utf-8", errors="replace").splitlines()
+                exclude = read_regular_text(top / ".git" / "info" / "exclude", errors="replace").splitlines()
             except OSError:
                 exclude = []
             if exclude:

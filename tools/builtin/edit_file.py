@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..base import Tool, ToolContext, success_result
 from ..content import file_edit, file_edit_content, text_content
 from ..errors import ToolFailure
-from ._files import read_text, write_bytes
+from ._files import file_work, read_text, write_bytes
 
 __all__ = ["EditFileTool"]
 
@@ -77,12 +77,12 @@ class EditFileTool(Tool):
         return shown, path, text.encode("utf-8"), updated.encode("utf-8"), count
 
     async def preview(self, args: dict, ctx: ToolContext) -> list[dict]:
-        _, path, before, after, _ = self._plan(args, ctx)
+        _, path, before, after, _ = await file_work(args.get("path", ""), self._plan, args, ctx)
         return [file_edit(ctx.content_store, path, before, after)]
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
-        shown, path, before, after, count = self._plan(args, ctx)
-        write_bytes(path, after, shown)
+        shown, path, before, after, count = await file_work(args.get("path", ""), self._plan, args, ctx)
+        await file_work(shown, write_bytes, path, after, shown)
         edit = file_edit_content(ctx.content_store, path, before, after)
         display = ctx.display_path(path)
         replaced = count if args.get("replace_all", False) else 1

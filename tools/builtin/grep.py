@@ -5,7 +5,8 @@ those whose name or relative path matches `glob`; leaves out what the project ig
 (`.gitignore`, `.ignore`, version-control and dependency folders; see `_walk`) unless
 `include_ignored` is set, and skips binary files and files larger than `max_file_bytes`; prints
 `relative/path:line: text` with each line cut at `max_line_chars`; stops at `max_results`
-matches with a note. An invalid regex fails with the compiler's message. Read-only.
+matches with a note. An invalid regex fails with the compiler's message; a `path` that is a FIFO,
+socket or device fails at once, and such files met in a walk are skipped. Read-only.
 
 Two engines give the same output: ripgrep (`rg`) when it is on PATH, which is many times faster on
 big trees, and a Python walk otherwise. ripgrep is asked for the same rules (hidden files
@@ -22,12 +23,14 @@ import os
 import re
 import shutil
 
+from regular_files import NotARegularFile, check_regular, read_regular
+
 from .._globs import glob_matches
 from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure, ToolInputError
 from ..sandbox import allowed_roots
-from ._files import SNIFF_BYTES, looks_binary
+from ._files import SNIFF_BYTES, file_work, looks_binary, not_regular
 from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, walk_files
 
 __all__ = ["GrepTool"]
@@ -84,8 +87,7 @@ class GrepTool(Tool):
             raise ToolInputError(f"Invalid regular expression {args['pattern']!r}: {exc}.") from None
         shown = args.get("path", ".")
         base = ctx.resolve(shown)
-        if not base.exists():
-            raise ToolFailure(f"Path not found: {shown}", code="not_found")
+        is_dir = await file_work(shown, _is_searchable, base, shown)
         limit = min(args.get("max_results", self.max_results), 1000)
         file_glob = args.get("glob")
         roots = allowed_roots(ctx.working_directory, ctx.extra_roots)
@@ -93,7 +95,7 @@ class GrepTool(Tool):
         include_ignored = bool(args.get("include_ignored"))
 
         def candidates():
-            if base.is_file():
+            if not is_dir:
                 yield base, base.name
             else:
                 yield from walk_files(base, roots, include_ignored=include_ignored)
@@ -113,8 +115,8 @@ class GrepTool(Tool):
                 try:
                     if path.stat().st_size > self.max_file_bytes:
                         continue
-                    data = path.read_bytes()
-                except OSError:
+                    data = read_regular(path)
+                except OSError:  # gone, unreadable, or swapped for a FIFO since the walk saw it
                     continue
                 if looks_binary(data[:SNIFF_BYTES]):
                     continue
@@ -129,7 +131,7 @@ class GrepTool(Tool):
             return hits, total, searched, stopped
 
         found = None
-        if self.ripgrep is not None and base.is_dir():
+        if self.ripgrep is not None and is_dir:
             found = await self._ripgrep(args, base, limit, include_ignored, ctx)
         hits, total, searched, stopped = found if found is not None else await asyncio.to_thread(search)
         if hits:
@@ -202,3 +204,18 @@ class GrepTool(Tool):
         if process.returncode == 2 and not hits and b"regex" in err.lower():
             return None  # a pattern only Python's engine understands
         return hits, total, None, stopped
+
+
+def _is_searchable(base, shown: str) -> bool:
+    """Whether ``base`` is a directory (else a regular file); anything else fails."""
+    if base.is_dir():
+        return True
+    try:
+        check_regular(base)
+    except FileNotFoundError:
+        raise ToolFailure(f"Path not found: {shown}", code="not_found") from None
+    except NotARegularFile as exc:
+        raise not_regular(exc, shown) from None
+    except OSError as exc:
+        raise ToolFailure(f"Cannot search {shown}: {exc.strerror or type(exc).__name__}.", code="io_error") from None
+    return False

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 
+from regular_files import kind_of
+
 from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure
+from ._files import file_work
 from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, IgnoreRules
 
 __all__ = ["ListDirTool"]
@@ -51,9 +54,22 @@ class ListDirTool(Tool):
     async def run(self, args: dict, ctx: ToolContext) -> dict:
         shown = args.get("path", ".")
         path = ctx.resolve(shown)
+        # A big folder, or ignore files on a slow file system, must not hold up the event loop.
+        lines, entries, hidden, left_out = await file_work(shown, self._list, path, shown, bool(args.get("include_ignored")))
+        display = ctx.display_path(path) if path != ctx.resolve(".") else "."
+        return success_result(
+            f"Listed {display}",
+            [text_content("\n".join(lines))],
+            {"path": str(path), "entries": len(entries), "ignored": len(hidden), "truncated": left_out > 0},
+        )
+
+    def _list(self, path, shown: str, include_ignored: bool) -> tuple[list[str], list, list[str], int]:
         if not path.exists():
             raise ToolFailure(f"Directory not found: {shown}", code="not_found")
         if not path.is_dir():
+            kind = kind_of(path.stat().st_mode)
+            if kind != "regular file":
+                raise ToolFailure(f"{shown} is a {kind}, not a directory.", code="not_a_directory")
             raise ToolFailure(f"{shown} is a file, not a directory; use read_file to read it.", code="not_a_directory")
         try:
             with os.scandir(path) as scan:
@@ -68,7 +84,7 @@ class ListDirTool(Tool):
                 return False
 
         hidden: list[str] = []
-        if not args.get("include_ignored"):
+        if not include_ignored:
             rules = IgnoreRules.for_directory(path)
 
             def ignored(entry: os.DirEntry) -> bool:
@@ -98,9 +114,4 @@ class ListDirTool(Tool):
         if hidden:
             named = ", ".join(hidden[:5]) + (", …" if len(hidden) > 5 else "")
             lines.append(f"({len(hidden)} ignored entries not shown: {named}; pass include_ignored to list them)")
-        display = ctx.display_path(path) if path != ctx.resolve(".") else "."
-        return success_result(
-            f"Listed {display}",
-            [text_content("\n".join(lines))],
-            {"path": str(path), "entries": len(entries), "ignored": len(hidden), "truncated": left_out > 0},
-        )
+        return lines, entries, hidden, left_out

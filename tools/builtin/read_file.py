@@ -4,23 +4,25 @@ Contract: lines are numbered from 1 and shown as `<number>\\t<line>`. `offset` i
 line to show, `limit` how many. Output is bounded: at most `max_lines` lines (default
 2000), each cut at `max_line_chars` characters; whenever anything is left out the output
 ends with a note saying what and how to read on. Binary files are refused with a clear
-message. Read-only; the path goes through the sandbox. A `path` that is a content reference
+message, and so are FIFOs, sockets and devices (at once: reading one could wait for ever).
+Read-only; the path goes through the sandbox. A `path` that is a content reference
 (`scheme:/...`, not `file:`) is read from the session's content store instead: that is how the
 model reads the whole of a tool output the host cut short for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import io
 import re
 from pathlib import Path
 from typing import Any
 
+from regular_files import NotARegularFile, open_regular
+
 from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure
-from ._files import SNIFF_BYTES, looks_binary
+from ._files import SNIFF_BYTES, file_work, looks_binary, not_regular
 
 __all__ = ["ReadFileTool"]
 
@@ -75,12 +77,8 @@ class ReadFileTool(Tool):
             path: Path | None = None
         else:
             path = ctx.resolve(shown)
-            if path.is_dir():
-                raise ToolFailure(f"{shown} is a directory; use list_dir to see its contents.", code="is_directory")
-            if not path.exists():
-                raise ToolFailure(f"File not found: {shown}", code="not_found")
             # Counting lines of a large file is blocking work: keep it off the event loop.
-            shown_lines, total, cut_lines = await asyncio.to_thread(self._read, path, shown, offset, limit)
+            shown_lines, total, cut_lines = await file_work(shown, self._read, path, shown, offset, limit)
 
         notes: list[str] = []
         last = offset + len(shown_lines) - 1
@@ -103,8 +101,12 @@ class ReadFileTool(Tool):
         return success_result(message, [text_content(text)], structured)
 
     def _read(self, path: Path, shown: str, offset: int, limit: int) -> tuple[list[str], int, int]:
+        if path.is_dir():
+            raise ToolFailure(f"{shown} is a directory; use list_dir to see its contents.", code="is_directory")
+        if not path.exists():
+            raise ToolFailure(f"File not found: {shown}", code="not_found")
         try:
-            with path.open("rb") as handle:
+            with open_regular(path) as handle:
                 head = handle.read(SNIFF_BYTES)
                 if looks_binary(head):
                     size = path.stat().st_size
@@ -113,6 +115,8 @@ class ReadFileTool(Tool):
                     )
                 handle.seek(0)
                 return self._collect(handle, offset, limit)
+        except NotARegularFile as exc:
+            raise not_regular(exc, shown) from None
         except OSError as exc:
             raise ToolFailure(f"Cannot read {shown}: {exc.strerror or type(exc).__name__}.", code="io_error") from None
 

@@ -11,10 +11,16 @@ Contract:
 * While it runs, the output so far is streamed through `ctx.report_content` as one text
   item (then the terminal item, if any), at most once per `stream_interval` seconds. The
   text the model reads has terminal escape sequences removed and `\r\n` turned into `\n`.
-* On timeout, on `ctx.cancellation`, and when the host cancels the task, the whole
-  process group gets SIGTERM and, after `kill_grace` seconds, SIGKILL: grandchildren die
-  too. Background processes still holding the output pipe after the command exits are
-  left alone, but their output is no longer collected after `kill_grace` seconds.
+* On timeout, on `ctx.cancellation`, and when the host cancels the task, the command's whole
+  family (`tools.processes`: its process group, its jobs and whatever they daemonised with
+  `nohup`, `setsid` or a double fork) gets SIGHUP + SIGTERM and, after `kill_grace` seconds,
+  SIGKILL.
+* A command that exits on its own while processes it started in the background still run
+  (`server &`) hands them to `ctx.keep_background`: the host keeps them until the session is
+  disposed or the host stops (an agent starts a server in one call and uses it in the next, as
+  in a terminal). Without it they are ended with the call, since nothing would end them later.
+  Either way the result says so (`structuredContent.backgroundProcesses`, a line in the text);
+  their output is not collected once the command exited.
 * Output beyond `max_output_bytes` is cut from the middle (the start and the end are
   kept) with a note saying how many bytes were left out.
 * Before anything is spawned, the command line is read for writes outside the allowed roots
@@ -77,6 +83,14 @@ def _changes(snapshots: list[DirectorySnapshot]) -> list[tuple[Path, bytes | Non
 def plain_text(text: str) -> str:
     """Terminal output as plain text for a model: escapes removed, ``\\r\\n`` line ends made ``\\n``."""
     return _ESCAPES.sub("", text).replace("\r\n", "\n")
+
+
+def _background_note(pids: set[int], kept: bool) -> str:
+    shown = ", ".join(map(str, sorted(pids)[:10])) + (", …" if len(pids) > 10 else "")
+    count = f"{len(pids)} background process{'es' if len(pids) > 1 else ''} (pid {shown})"
+    if kept:
+        return f"[{count} still running; they are ended when this session is disposed or the host stops.]"
+    return f"[{count} stopped with the command: nothing would have ended them later.]"
 
 
 class _Output:
@@ -213,6 +227,7 @@ class ShellTool(Tool):
         cancelled = asyncio.create_task(ctx.cancellation.wait())
         finished_normally = False
         timed_out = was_cancelled = False
+        background: set[int] = set()
         try:
             done, _ = await asyncio.wait({exited, cancelled}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             timed_out = not done
@@ -225,15 +240,29 @@ class ShellTool(Tool):
             if not finished_normally:
                 # The host cancelled this task: the processes must not outlive it.
                 await asyncio.shield(process.terminate(self.kill_grace))
-            # A background process may still hold the pty; stop listening to it after the grace.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(process.output_closed.wait()), self.kill_grace)
+            process.drain()  # what the command wrote before it exited
+            if finished_normally and not (timed_out or was_cancelled):
+                background = process.background()
+            if not background:
+                # Only the command held the pty, and it is gone: the pty closes once it is read.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(process.output_closed.wait()), self.kill_grace)
             streamer.cancel()
             exited.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.gather(streamer, exited, return_exceptions=True)
-            process.close()
-        result = self._result(command, process.returncode, output, timeout, timed_out, was_cancelled)
+            if not background:
+                process.close()
+        kept = False
+        if background:
+            process.listeners.remove(received)
+            if ctx.keep_background is not None:
+                ctx.keep_background(process)  # it ends them with the session, and releases the pty
+                kept = True
+            else:
+                await process.terminate(self.kill_grace)
+                process.close()
+        result = self._result(command, process.returncode, output, timeout, timed_out, was_cancelled, background, kept)
         edits = []
         if snapshots:
             changes = await asyncio.to_thread(_changes, snapshots)
@@ -263,7 +292,8 @@ class ShellTool(Tool):
             await asyncio.sleep(self.stream_interval)
 
     def _result(
-        self, command: str, returncode: int | None, output: _Output, timeout: float, timed_out: bool, cancelled: bool
+        self, command: str, returncode: int | None, output: _Output, timeout: float, timed_out: bool, cancelled: bool,
+        background: set[int] = frozenset(), kept: bool = False,
     ) -> dict:
         text = output.render() or "(no output)"
         structured: dict[str, Any] = {
@@ -272,6 +302,8 @@ class ShellTool(Tool):
             "outputBytes": output.total,
             "truncatedBytes": output.cut,
         }
+        if background:
+            structured["backgroundProcesses"] = len(background)
         if returncode is not None and returncode >= 0:
             structured["exitCode"] = returncode
             status = f"[exit code {returncode}]"
@@ -287,6 +319,8 @@ class ShellTool(Tool):
         else:
             message = f"The command exited with code {returncode}."
         footer = status if returncode == 0 and not (timed_out or cancelled) else f"{status} {message}"
+        if background:
+            footer += "\n" + _background_note(background, kept)
         content = [text_content(f"{text.rstrip(chr(10))}\n{footer}")]
         if timed_out:
             return failure_result(f"Ran `{command}` (timed out)", message, "timeout", content, structured)

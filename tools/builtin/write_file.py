@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..base import Tool, ToolContext, success_result
 from ..content import file_edit, file_edit_content, text_content
 from ..errors import ToolFailure
-from ._files import read_existing, write_bytes
+from ._files import file_work, read_existing, write_bytes
 
 __all__ = ["WriteFileTool"]
 
@@ -58,12 +58,12 @@ class WriteFileTool(Tool):
         return shown, path, read_existing(path, shown), args["content"].encode("utf-8")
 
     async def preview(self, args: dict, ctx: ToolContext) -> list[dict]:
-        _, path, before, after = self._plan(args, ctx)
+        _, path, before, after = await file_work(args.get("path", ""), self._plan, args, ctx)
         return [file_edit(ctx.content_store, path, before, after)]
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
-        shown, path, before, after = self._plan(args, ctx)
-        write_bytes(path, after, shown)
+        shown, path, before, after = await file_work(args.get("path", ""), self._plan, args, ctx)
+        await file_work(shown, write_bytes, path, after, shown)
         edit = file_edit_content(ctx.content_store, path, before, after)
         display = ctx.display_path(path)
         stats = edit["diff"]

@@ -51,7 +51,7 @@ SAFE_ENV_VARS = ("HOME", "LOGNAME", "USER", "PATH", "SHELL", "TERM", "LANG", "LA
                  "XDG_DATA_HOME", "SSL_CERT_FILE", "SSL_CERT_DIR")
 """Host variables every stdio server inherits; everything else must be declared."""
 
-EXIT_GRACE_SECONDS = 2.0
+EXIT_GRACE_SECONDS = 1.0
 """How long a server may take to exit after its stdin closes."""
 TERM_GRACE_SECONDS = 2.0
 """How long the group may take to exit after SIGTERM before SIGKILL."""

@@ -2,8 +2,11 @@
 
 Contract:
 * `McpServerConnection(spec, ...)`; `start()` spawns the owner task and returns at once;
-  `wait_ready(timeout)` waits until the server is `running` or `failed`; `stop()` ends
-  it. The owner task is the only task that enters and leaves the SDK's transport and
+  `wait_ready(timeout)` waits until the server is `running` or `failed`; `wait_tried(timeout)`
+  only until its first start attempt is over (`running`, or `restarting`/`failed` after a
+  crash: a turn does not wait through the restarts). `stop()` ends it within a few seconds,
+  even in the middle of a start (a server that never answers `initialize` is not waited
+  for): no process of it is left. The owner task is the only task that enters and leaves the SDK's transport and
   session contexts (their anyio cancel scopes must be entered and exited in one task);
   everything else talks to it through a queue.
 * The owner: opens the transport (stdio child process, streamable HTTP or SSE), runs the
@@ -19,6 +22,9 @@ Contract:
   a call in flight when the server dies fails with a message naming the server and how
   it ended (it is not retried: the tool may have had side effects); a call queued while
   the server restarts waits for it; a call to a failed or stopped server fails at once.
+  Every call has a deadline, the spec's `timeout` or else the connection's `call_timeout`
+  (queueing included): past it the MCP request is cancelled and the result is an error
+  with code `timeout` saying how long the server was given and how to give it more.
   Setting `ctx.cancellation` (or cancelling the calling task) cancels the MCP request.
 * Progress notifications for a call go to `ctx.emit` (`toolCallContentChanged`).
   Elicitation requests go to the `ask` of the call's `ToolContext` when exactly one call
@@ -57,7 +63,7 @@ from .results import progress_content, tool_call_result
 from ._stdio import ServerProcess, SpawnError, stdio_transport
 from .specs import McpServerSpec
 
-__all__ = ["McpServerConnection", "ServerStatus", "ServerState", "RestartPolicy"]
+__all__ = ["McpServerConnection", "ServerStatus", "ServerState", "RestartPolicy", "DEFAULT_CALL_TIMEOUT"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +71,12 @@ ServerState = Literal["starting", "running", "restarting", "failed", "stopped"]
 
 _CLIENT_INFO = types.Implementation(name="agent-host", version="0.1.0")
 _MAX_TOOL_PAGES = 100
+
+DEFAULT_CALL_TIMEOUT = 300.0
+"""Seconds a tool call may take when neither the host nor the server's declaration says."""
+STOP_GRACE_SECONDS = 6.0
+"""How long `stop()` lets a server end (its session, then the shielded process-group shutdown of
+`_stdio`, at most about 3 s) before its owner task is cancelled."""
 
 
 @dataclass(frozen=True)
@@ -161,9 +173,12 @@ class McpServerConnection:
         ask: AskUser | None = None,
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
         on_tools_changed: Callable[[McpServerConnection], Awaitable[None] | None] | None = None,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self.spec = spec
         self.policy = policy or RestartPolicy()
+        self.call_timeout = spec.timeout or call_timeout
+        """Seconds one tool call may take: the server's declared ``timeout``, else the host's."""
         self._inherit_env = inherit_env
         self._ask = ask
         self._on_status = on_status
@@ -179,6 +194,10 @@ class McpServerConnection:
         self._relisted = asyncio.Event()
         self._stopping = asyncio.Event()
         self._settled = asyncio.Event()
+        self._tried = asyncio.Event()
+        self._starting_up: anyio.CancelScope | None = None
+        self.launched_at: float | None = None
+        """Event-loop time of `start()`, so a waiter can bound its wait from the launch."""
         self._owner: asyncio.Task | None = None
         self._process: ServerProcess | None = None
         self._elicit_counter = itertools.count(1)
@@ -209,6 +228,7 @@ class McpServerConnection:
     def start(self) -> None:
         """Spawn the owner task (idempotent)."""
         if self._owner is None:
+            self.launched_at = asyncio.get_running_loop().time()
             self._owner = asyncio.get_running_loop().create_task(self._own(), name=f"mcp-server-{self.name}")
 
     async def wait_ready(self, timeout: float | None = None) -> ServerStatus:
@@ -219,12 +239,23 @@ class McpServerConnection:
             pass
         return self._status
 
+    async def wait_tried(self, timeout: float | None = None) -> ServerStatus:
+        """Wait until the first start attempt is over (see the module contract), or `timeout`."""
+        if not self._tried.is_set():
+            try:
+                await asyncio.wait_for(self._tried.wait(), timeout)
+            except TimeoutError:
+                pass
+        return self._status
+
     async def stop(self) -> None:
         """Stop the server and wait for its processes to be gone (bounded)."""
         self._stopping.set()
+        if self._starting_up is not None:
+            self._starting_up.cancel()  # nothing to wind down politely before the handshake ended
         if self._owner is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._owner), timeout=15)
+                await asyncio.wait_for(asyncio.shield(self._owner), timeout=STOP_GRACE_SECONDS)
             except TimeoutError:
                 logger.warning("MCP server %r did not shut down in time; cancelling its owner task", self.name)
                 self._owner.cancel()
@@ -242,7 +273,7 @@ class McpServerConnection:
         self._queue.put_nowait(job)
         cancel_wait = asyncio.ensure_future(ctx.cancellation.wait())
         try:
-            await asyncio.wait({job.future, cancel_wait}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({job.future, cancel_wait}, timeout=self.call_timeout, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             job.cancel()
             raise
@@ -250,8 +281,17 @@ class McpServerConnection:
             cancel_wait.cancel()
         if not job.future.done():
             job.cancel()
-            job.resolve(failure_result(past_tense, "The call was cancelled.", "cancelled"))
+            if ctx.cancellation.is_set():
+                job.resolve(failure_result(past_tense, "The call was cancelled.", "cancelled"))
+            else:
+                job.resolve(failure_result(past_tense, self._timed_out(), "timeout"))
         return job.future.result()
+
+    def _timed_out(self) -> str:
+        where = ("its `timeout` in the server's declaration" if self.spec.timeout
+                 else "`[mcp] call_timeout` in the host config, or `timeout` in the server's declaration")
+        return (f"The MCP server '{self.name}' did not answer within {self.call_timeout:g} s, so the call was cancelled. "
+                f"A tool that needs longer can be given more time with {where} (milliseconds there).")
 
     # ----------------------------------------------------------------- owner task
 
@@ -265,6 +305,8 @@ class McpServerConnection:
             self._settled.set()
         else:
             self._settled.clear()
+        if state != "starting":
+            self._tried.set()
         await _notify(self._on_status, self._status)
 
     def _drain(self, message: str) -> None:
@@ -336,25 +378,36 @@ class McpServerConnection:
         """One server run, from spawn/connect to the end of the connection."""
         self._process = None
         started: float | None = None
-        with anyio.CancelScope(deadline=anyio.current_time() + self.policy.startup_timeout) as startup:
-            async with AsyncExitStack() as stack:
-                read, write = await self._open_transport(stack)
-                client = Client(
-                    _opened(read, write), mode="legacy", cache=None, client_info=_CLIENT_INFO,
-                    elicitation_callback=self._elicit, message_handler=self._on_message,
-                )
-                await stack.enter_async_context(client)
-                await self._list_tools(client)
-                startup.deadline = math.inf
-                started = asyncio.get_running_loop().time()
-                await self._set_status("running", None)
-                await _notify(self._on_tools_changed, self)
-                reason = await self._serve(client)
-            if self._process is not None:
-                # Leaving the stack stopped the process, so the exit code is known now.
-                reason = self._process.describe_exit(with_stderr=False) if reason == "ended" else reason
-        if startup.cancelled_caught:
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + self.policy.startup_timeout) as startup:
+                # stop() cancels this scope while the server is starting: one that never answers
+                # `initialize` is not waited for. Once it runs, _serve ends it politely instead.
+                self._starting_up = startup
+                if self._stopping.is_set():
+                    startup.cancel()
+                async with AsyncExitStack() as stack:
+                    read, write = await self._open_transport(stack)
+                    client = Client(
+                        _opened(read, write), mode="legacy", cache=None, client_info=_CLIENT_INFO,
+                        elicitation_callback=self._elicit, message_handler=self._on_message,
+                    )
+                    await stack.enter_async_context(client)
+                    await self._list_tools(client)
+                    startup.deadline = math.inf
+                    self._starting_up = None
+                    started = asyncio.get_running_loop().time()
+                    await self._set_status("running", None)
+                    await _notify(self._on_tools_changed, self)
+                    reason = await self._serve(client)
+                if self._process is not None:
+                    # Leaving the stack stopped the process, so the exit code is known now.
+                    reason = self._process.describe_exit(with_stderr=False) if reason == "ended" else reason
+        finally:
+            self._starting_up = None
+        if startup.cancelled_caught and not self._stopping.is_set():
             raise TimeoutError(f"did not finish starting within {self.policy.startup_timeout:g} s")
+        if startup.cancelled_caught:
+            return "stopped", started
         if reason == "ended":
             reason = "closed its connection"
         return reason, started
@@ -458,7 +511,7 @@ class McpServerConnection:
                 call.scope = scope
                 if call.cancelled:
                     scope.cancel()
-                result = await client.call_tool(call.tool, call.arguments, read_timeout_seconds=self.spec.timeout,
+                result = await client.call_tool(call.tool, call.arguments, read_timeout_seconds=self.call_timeout,
                                                 progress_callback=progress)
                 if self._list_changes > self._listed_changes:
                     await self._until_relisted(self._list_changes)
@@ -474,9 +527,7 @@ class McpServerConnection:
                 connection_ended = True
                 self._broken.set()
             elif exc.error.code == types.REQUEST_TIMEOUT:
-                call.resolve(failure_result(
-                    call.past_tense, f"The MCP server '{self.name}' did not answer within {self.spec.timeout:g} s.",
-                    "timeout"))
+                call.resolve(failure_result(call.past_tense, self._timed_out(), "timeout"))
             else:
                 call.resolve(failure_result(
                     call.past_tense, f"The MCP server '{self.name}' refused the call: {exc.error.message}", "mcp_error"))

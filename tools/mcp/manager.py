@@ -1,12 +1,16 @@
 """The set of MCP servers a host (or one session) uses.
 
 Contract:
-* `McpManager(policy=..., inherit_env=..., ask=..., on_tools_changed=..., on_status=...)`.
-  `await start(specs)` starts one `McpServerConnection` per spec (names must be unique)
-  and returns without waiting for them; `await wait_ready(timeout)` waits until every
-  server is running or failed. `await set_specs(specs)` reconciles: servers whose spec
-  changed are restarted, removed ones stopped, new ones started. `await stop()` stops
-  them all concurrently; afterwards no server process is left.
+* `McpManager(policy=..., inherit_env=..., ask=..., on_tools_changed=..., on_status=...,
+  call_timeout=...)`. `await start(specs)` starts one `McpServerConnection` per spec (names
+  must be unique) and returns without waiting for them; `await wait_ready(timeout)` waits
+  until every server is running or failed; `await wait_started(grace, skip=...)` only until
+  each server's first start attempt is over, and for none longer than `grace` seconds after
+  it was launched (what a turn waits for: a slow or crashing server is not waited for).
+  `await set_specs(specs)` reconciles: servers whose spec changed are restarted, removed ones
+  stopped, new ones started. `await stop()` stops them all concurrently, within a few
+  seconds; afterwards no server process is left. `call_timeout` is the deadline of a tool
+  call on a server whose declaration sets no `timeout`.
 * `tools()` is the current list of `McpTool`s over all running servers, named by
   `naming.allocate_names` (deterministic, unique, provider-safe), ordered by server then
   MCP tool order. `tool(name)` finds one. `statuses()` maps server name → `ServerStatus`.
@@ -24,7 +28,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from ..base import AskUser
-from .connection import McpServerConnection, RestartPolicy, ServerStatus
+from .connection import DEFAULT_CALL_TIMEOUT, McpServerConnection, RestartPolicy, ServerStatus
 from .errors import McpConfigError
 from .naming import allocate_names
 from .specs import McpServerSpec
@@ -47,8 +51,10 @@ class McpManager:
         on_tools_changed: Callable[[list[McpTool]], Awaitable[None] | None] | None = None,
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
         reserved_names: Iterable[str] = (),
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
         self._policy = policy
+        self._call_timeout = call_timeout
         self._inherit_env = inherit_env
         self._ask = ask
         self._on_tools_changed = on_tools_changed
@@ -101,6 +107,19 @@ class McpManager:
         await asyncio.gather(*(c.wait_ready(timeout) for c in self._connections.values()))
         return self.statuses()
 
+    async def wait_started(self, grace: float, *, skip: Iterable[str] = ()) -> dict[str, ServerStatus]:
+        """Wait until each server's first start attempt is over, for none longer than ``grace``
+        seconds after its launch; servers named in ``skip`` are not waited for. Returns the statuses."""
+        loop = asyncio.get_running_loop()
+        skipped = set(skip)
+        waits = []
+        for name, connection in self._connections.items():
+            left = (connection.launched_at or loop.time()) + grace - loop.time()
+            if name not in skipped and left > 0:
+                waits.append(connection.wait_tried(left))
+        await asyncio.gather(*waits)
+        return self.statuses()
+
     async def stop(self) -> None:
         """Stop every server; returns when their processes are gone."""
         connections = list(self._connections.values())
@@ -116,7 +135,7 @@ class McpManager:
     def _launch(self, spec: McpServerSpec) -> None:
         connection = McpServerConnection(
             spec, policy=self._policy, inherit_env=self._inherit_env, ask=self._ask,
-            on_status=self._on_status, on_tools_changed=self._server_tools_changed,
+            on_status=self._on_status, on_tools_changed=self._server_tools_changed, call_timeout=self._call_timeout,
         )
         self._connections[spec.name] = connection
         connection.start()

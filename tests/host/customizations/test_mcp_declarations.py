@@ -79,6 +79,17 @@ def test_missing_workspace_file_means_no_servers(tmp_path: Path) -> None:
     assert specs_from_mcp_json(tmp_path / ".mcp.json") == []
 
 
+def test_a_workspace_mcp_json_that_is_a_named_pipe_is_refused_at_once(tmp_path: Path, make_fifo) -> None:
+    import time
+
+    path = make_fifo(tmp_path / ".mcp.json")
+    started = time.monotonic()
+    with pytest.raises(McpConfigError) as raised:
+        specs_from_mcp_json(path)  # a plain open would wait for a writer (on the host's event loop)
+    assert time.monotonic() - started < 2
+    assert str(raised.value) == f"{path}: cannot be read (it is a named pipe (FIFO), not a regular file)"
+
+
 def test_broken_workspace_json_names_file_and_position(tmp_path: Path) -> None:
     path = tmp_path / ".mcp.json"
     path.write_text('{"mcpServers": {"a": {"command": "x",}}}')

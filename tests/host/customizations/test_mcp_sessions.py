@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,9 @@ from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from client import AhpClient
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
-from tests.conftest import FrameChecker
+from tests.conftest import TOKEN, FrameChecker
 from tests.host.agents.harness import config_for, idle, ready_session, serving
-from tests.tools.mcp.conftest import KITCHEN_SINK, eventually, process_gone
+from tests.tools.mcp.conftest import KITCHEN_SINK, SILENT, eventually, process_gone
 
 PYTHON = sys.executable
 
@@ -230,8 +231,15 @@ async def test_a_config_or_workspace_server_that_fails_to_start_is_visible_in_th
         def container() -> dict[str, Any] | None:
             return next((c for c in client.state(session).get("customizations") or [] if c.get("id") == "mcp-servers"), None)
 
-        await client.wait_for(lambda m, e: (container() or {}).get("load", {}).get("kind") == "degraded", timeout=60)
+        def load() -> dict[str, Any]:
+            return (container() or {}).get("load") or {}
+
+        # Restarting after each crash first (the message says when it tries again), then failed.
+        await client.wait_for(lambda m, e: "restarting in" in load().get("message", ""), timeout=60)
+        restarting = load()
+        await client.wait_for(lambda m, e: "MCP server 'broken' failed" in load().get("message", ""), timeout=60)
         listed = container()
+    assert restarting["kind"] == "degraded" and "(attempt 1 of 5)" in restarting["message"]
     assert sorted(child["name"] for child in listed["children"]) == ["broken", "sink"]
     assert all(child["type"] == "mcpServer" for child in listed["children"])
     message = listed["load"]["message"]
@@ -268,3 +276,114 @@ async def run_turn_and_idle(client: AhpClient, session: str, text: str) -> None:
     turn_id = client.send_message(session, text)
     await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []), timeout=30)
     await idle(client, session)
+
+
+def silent_server(marker: Path) -> dict[str, Any]:
+    """A ``.mcp.json`` entry for a server that never answers, not even ``initialize``."""
+    return {"command": PYTHON, "args": [str(SILENT), "--marker", str(marker)]}
+
+
+def mcp_container(client: AhpClient, session: str) -> dict[str, Any]:
+    return next((c for c in client.state(session).get("customizations") or [] if c.get("id") == "mcp-servers"), {})
+
+
+async def timed_turn(client: AhpClient, session: str, text: str) -> float:
+    """Seconds from sending ``text`` until the turn is over."""
+    started = time.monotonic()
+    await run_turn_and_idle(client, session, text)
+    return time.monotonic() - started
+
+
+async def test_a_server_that_never_answers_neither_holds_up_a_turn_nor_the_host_stop(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    marker = tmp_path / "silent.pids"
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"mute": silent_server(marker)}}))
+    config = mcp_config(tmp_path, {"sink": sink_server()}, start="first-turn", sessions={"default_directory": str(workspace)})
+    provider = ScriptedProvider([reply("without it"), reply("still without it")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, client):
+        session = await ready_session(client)
+        first = await timed_turn(client, session, "hello")  # the servers are launched by this turn
+        listed = mcp_container(client, session)
+        await wait_tools(client, session, "sink", "echo")
+        second = await timed_turn(client, session, "again")
+        offered = {tool.name for tool in provider.requests[1].tools}
+        system = provider.requests[1].system or ""
+        [pid] = [int(line) for line in marker.read_text().split()]
+        assert not process_gone(pid)
+        await client.close()
+        started = time.monotonic()
+        await running.stop()  # (stopping it again on the way out is a no-op)
+        stop_took = time.monotonic() - started
+    # Before: the first turn waited 30 s for it, and stopping the host took 14 s more.
+    assert first < 3 + 5  # [mcp] start_wait (3 s) at most, from the servers' launch
+    assert second < 3  # it hung before in this host: not waited for again
+    assert any(name.startswith("mcp__sink__") for name in offered)
+    assert not any(name.startswith("mcp__mute__") for name in offered)
+    assert listed["load"] == {"kind": "degraded", "message": "MCP server 'mute' is still starting; its tools are added once it is up."}
+    assert "- MCP server 'mute' is still starting." in system
+    assert stop_took < 8
+    assert process_gone(pid)
+
+
+async def test_a_server_that_crashes_at_start_holds_up_neither_the_first_turn_nor_new_sessions(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"broken": {
+        "command": PYTHON, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]}}}))
+    config = mcp_config(tmp_path, {}, start="first-turn", sessions={"default_directory": str(workspace)})
+    config.mcp.start_wait = 10.0  # its first (crashing) start is waited for, even on a busy machine
+    provider = ScriptedProvider([reply("one"), reply("two"), reply("three")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        took = []
+        for text in ("first session", "second session", "third session"):
+            session = await ready_session(client)
+            took.append(await timed_turn(client, session, text))
+        # The latest session went ahead before its server even crashed; it shows once it has.
+        await client.wait_for(lambda m, e: "exited with code 7" in mcp_container(client, session)["load"].get("message", ""))
+        shown = mcp_container(client, session)["load"]
+    # Before: every new session's first turn waited 15-20 s while the server was restarted 5 times.
+    assert took[0] < 12  # its first attempt, not its five restarts (15 s of back-off alone)
+    assert took[1] < 2 and took[2] < 2  # it crashed before in this host: not waited for at all
+    assert shown["kind"] == "degraded" and "restarting in" in shown["message"]
+    told = provider.requests[0].system or ""  # the first session's turn waited for the first attempt only
+    assert "- MCP server 'broken' exited with code 7" in told and "restarting in" in told, told[:400]
+
+
+async def test_a_tool_call_that_never_returns_times_out_with_an_error_the_model_sees(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server()}, tools={"enabled": True, "auto_approve": True})
+    config.mcp.call_timeout = 1.0
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        names = await wait_tools(client, session, "sink", "hang")
+        provider.add(call_tools((names["hang"], {})))
+        provider.add(reply("it timed out"))
+        took = await timed_turn(client, session, "hang")
+        [call] = tool_calls(last_turn(client, session))
+    assert took < 10
+    assert call["success"] is False and call["error"]["code"] == "timeout"
+    assert call["error"]["message"].startswith("The MCP server 'sink' did not answer within 1 s, so the call was cancelled.")
+    assert "did not answer within 1 s" in provider.requests[1].messages[-1].results[0].text
+
+
+async def test_the_servers_of_a_session_nobody_is_connected_to_stop_soon_after_its_turn(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    marker = tmp_path / "starts.txt"
+    config = mcp_config(tmp_path, {"sink": sink_server("--marker", str(marker))}, start="first-turn")
+    config.mcp.unwatched_stop = 0.5  # idle_stop stays at its 15 minutes
+    provider = ScriptedProvider([reply("done")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, _):
+        one_shot = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)  # like `agent-host chat URL -p`
+        await one_shot.initialize(subscriptions=["ahp-root://"])
+        session = await ready_session(one_shot)
+        await run_turn_and_idle(one_shot, session, "do it")
+        [server] = started_pids(marker)
+        assert not process_gone(server)
+        await one_shot.close()
+        gone = await eventually(lambda: process_gone(server), timeout=15)
+        still_there = session in running.host.store
+    assert gone and still_there  # the session is kept; its next turn starts the servers again

@@ -30,8 +30,18 @@ def test_bounded_keeps_the_newest_half_once_over_the_limit() -> None:
 
 
 def test_segments_keep_the_command_marks_in_order_with_their_values_unescaped() -> None:
-    text = TerminalText()
-    first = text.segments(b"$ ls\r\n\x1b]633;E;echo a\\x3b b \\\\ c\x07\x1b]633;C\x07out\r\n\x1b]63")
-    second = text.segments(b"3;D;2\x07\x1b]633;P;Cwd=/tmp\x07\x1b]133;A\x07$ ")
+    text = TerminalText("n0nce")
+    first = text.segments(b"$ ls\r\n\x1b]633;E;echo a\\x3b b \\\\ c;n0nce\x07\x1b]633;C;n0nce\x07out\r\n\x1b]63")
+    second = text.segments(b"3;D;2;n0n")
+    third = text.segments(b"ce\x07\x1b]633;P;Cwd=/tmp;n0nce\x07\x1b]133;A\x07$ ")
     assert first == ["$ ls\r\n", Mark("E", "echo a; b \\ c"), Mark("C", None), "out\r\n"]
-    assert second == [Mark("D", "2"), Mark("P", "Cwd=/tmp"), "$ "]
+    assert second == []
+    assert third == [Mark("D", "2"), Mark("P", "Cwd=/tmp"), "$ "]
+
+
+def test_a_mark_without_the_terminals_nonce_is_removed_and_means_nothing() -> None:
+    text = TerminalText("n0nce")
+    forged = b"\x1b]633;E;rm -rf /\x07\x1b]633;C\x07\x1b]633;D;0;guess\x07\x1b]633;P;Cwd=/etc;N0NCE\x07"
+    assert text.segments(b"before " + forged + b"after") == ["before ", "after"]
+    # A terminal with no nonce (no shell integration) believes no mark at all.
+    assert TerminalText().segments(b"x\x1b]633;C;n0nce\x07y") == ["x", "y"]

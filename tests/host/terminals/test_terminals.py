@@ -20,6 +20,7 @@ from tests.conftest import FrameChecker
 from tests.host.agents.harness import idle, ready_session, serving
 from tests.host.test_durability import HostProcess
 from tests.host.tools_runtime._support import calls, scripted, tools_config
+from tests.tools.test_processes import DAEMONS, daemon_pids
 
 ROOT = "ahp-root://"
 WAIT = 30
@@ -364,3 +365,82 @@ async def test_a_flood_of_output_stays_bounded(running_host: Any, connect) -> No
     assert len(text(alice, terminal)) <= 10_000
     state = running_host.host.store.state(terminal)
     assert sum(len(p.get("value") or p.get("output") or "") for p in state["content"]) <= 10_000
+
+
+async def start_daemons_in(client: AhpClient, terminal: str) -> list[int]:
+    """Type a line that starts one job of each kind (&, nohup, setsid, double fork); their pids."""
+    client.dispatch(terminal, {"type": "terminal/input", "data": f"{DAEMONS}; echo daemons-$((6*7))\n"})
+    await see(client, terminal, "daemons-42")
+    return daemon_pids(Path(client.state(terminal)["cwd"].removeprefix("file://")))
+
+
+async def test_a_terminals_daemonised_jobs_end_with_dispose_terminal(connect) -> None:
+    alice = await connect()
+    terminal = await new_terminal(alice)
+    pids = await start_daemons_in(alice, terminal)
+    assert not any(gone(pid) for pid in pids)
+    await alice.request("disposeTerminal", {"channel": terminal})
+    assert await eventually(lambda: all(gone(pid) for pid in pids)), "a daemonised job survived disposeTerminal"
+
+
+async def test_a_session_terminals_daemonised_jobs_end_with_dispose_session(connect, tmp_path: Path) -> None:
+    alice = await connect()
+    session = await ready_session(alice)
+    terminal = await new_terminal(alice, claim={"kind": "session", "session": session})
+    pids = await start_daemons_in(alice, terminal)
+    await alice.dispose_session(session)
+    assert await eventually(lambda: all(gone(pid) for pid in pids)), "a daemonised job survived disposeSession"
+
+
+async def test_jobs_of_a_shell_that_exited_run_on_until_its_terminal_is_disposed(connect) -> None:
+    alice = await connect()
+    terminal = await new_terminal(alice)
+    pids = await start_daemons_in(alice, terminal)
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "exit 0\n"})
+    await alice.wait_for(lambda m, e: (alice.state(terminal) or {}).get("exitCode") == 0, timeout=WAIT)
+    # Like nohup'd jobs after closing a terminal window, they run on while the terminal is listed.
+    assert not any(gone(pid) for pid in pids)
+    await alice.request("disposeTerminal", {"channel": terminal})
+    assert await eventually(lambda: all(gone(pid) for pid in pids)), "a job outlived its disposed terminal"
+
+
+async def test_host_stop_ends_a_terminals_daemonised_jobs(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    async with serving(tools_config(tmp_path), frame_checker) as (running, client):
+        terminal = await new_terminal(client)
+        pids = await start_daemons_in(client, terminal)
+    assert all(gone(pid) for pid in pids), "a terminal's daemonised job outlived the host"
+
+
+@pytest.mark.parametrize("name", ["bash", "zsh", "fish"])
+async def test_a_program_printing_a_forged_command_mark_does_not_make_a_command(
+    connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+) -> None:
+    shell = shutil.which(name)
+    if shell is None:
+        pytest.skip(f"{name} is not installed")
+    monkeypatch.setenv("SHELL", shell)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("ZDOTDIR", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    # A file whose content imitates the shell integration: a whole fake command, finished.
+    forged = "\x1b]633;E;rm -rf ~\x07\x1b]633;C\x07fake-output\x1b]633;D;0\x07\x1b]633;E;guessed;0123\x07\x1b]633;C;0123\x07"
+    (tmp_path / "trap.txt").write_text(f"before {forged} after\n")
+    alice = await connect()
+    executed: list[str] = []
+    terminal = await new_terminal(alice)
+    await alice.wait_for(lambda m, e: (alice.state(terminal) or {}).get("supportsCommandDetection") is True, timeout=WAIT)
+    queue = alice.subscribe_events()
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "cat trap.txt\n"})
+    alice.dispatch(terminal, {"type": "terminal/input", "data": "echo real-(math 6 \\* 7)\n" if name == "fish" else "echo real-$((6*7))\n"})
+    await alice.wait_for(lambda m, e: [c["isComplete"] for c in commands(alice, terminal)] == [True, True], timeout=WAIT)
+    real = "echo real-(math 6 \\* 7)" if name == "fish" else "echo real-$((6*7))"
+    while not queue.empty():
+        note = queue.get_nowait()
+        if note is not None and note.method == "action" and note.params["action"]["type"] == "terminal/commandExecuted":
+            executed.append(note.params["action"]["commandLine"])
+    # Only the two commands the user ran were reported: the printed marks made none.
+    assert executed == ["cat trap.txt", real]
+    first, second = commands(alice, terminal)
+    assert "before" in first["output"] and "after" in first["output"] and first["exitCode"] == 0
+    assert "\x1b]633" not in text(alice, terminal)
+    assert "real-42" in second["output"]

@@ -3,8 +3,13 @@ list / resolve / write / mkdir / delete behaving per PROTOCOL.md §5."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
+import stat
+import threading
+import time
+import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
@@ -15,6 +20,7 @@ from client.errors import AhpError as RpcRequestError
 from tests.conftest import TOKEN, host_config
 from host.server import start_host
 from host.service import AgentHost
+from host.tools_runtime import resources
 
 
 @pytest.fixture
@@ -125,3 +131,83 @@ async def test_write_resolve_list_mkdir_delete_inside_the_working_directory(work
     with pytest.raises(RpcRequestError) as root_delete:
         await call("resourceDelete", {"channel": "ahp-root://", "uri": root.as_uri(), "recursive": True})
     assert root_delete.value.code == -32009 and root.exists()
+
+
+@pytest.fixture
+async def served(tmp_path: Path, frame_checker):
+    """A host on port 0 whose default directory is ``<tmp>/ws``, and a client."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    host = AgentHost(host_config(tmp_path / "data", default_directory=str(root), default_agent="offline"))
+    running = await start_host(host, token=TOKEN)
+    client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
+    await client.initialize(subscriptions=["ahp-root://"])
+    yield running, client, root
+    await client.close()
+    await running.stop()
+
+
+def _health(running) -> int:
+    """GET /health from another thread (as another program would), with a short timeout."""
+    with urllib.request.urlopen(f"{running.http_url}/health", timeout=3) as response:
+        return response.status
+
+
+async def test_reading_a_named_pipe_is_refused_at_once_and_the_host_keeps_answering(served, make_fifo) -> None:
+    running, client, root = served
+    make_fifo(root / "pipe")  # nobody writes to it: a plain open would wait for ever
+    started = time.monotonic()
+    with pytest.raises(RpcRequestError) as raised:
+        await client.request("resourceRead", {"channel": "ahp-root://", "uri": uri(root, "pipe")})
+    elapsed = time.monotonic() - started
+    assert await asyncio.to_thread(_health, running) == 200
+    assert elapsed < 2
+    assert raised.value.code == -32602
+    assert raised.value.message == f"{uri(root, 'pipe')} is a named pipe (FIFO), not a regular file; resourceRead reads only regular files."
+
+
+async def test_a_named_pipe_is_not_written_over_nor_copied(served, make_fifo) -> None:
+    _, client, root = served
+    fifo = make_fifo(root / "pipe")
+    (root / "tree").mkdir()
+    make_fifo(root / "tree" / "inner")
+    started = time.monotonic()
+    with pytest.raises(RpcRequestError) as written:
+        await client.request("resourceWrite", {"channel": "ahp-root://", "uri": uri(root, "pipe"), "data": "x",
+                                               "encoding": "utf-8", "mode": "append"})
+    with pytest.raises(RpcRequestError) as copied:
+        await client.request("resourceCopy", {"channel": "ahp-root://", "source": uri(root, "pipe"), "destination": uri(root, "copy")})
+    with pytest.raises(RpcRequestError) as tree:
+        await client.request("resourceCopy", {"channel": "ahp-root://", "source": uri(root, "tree"), "destination": uri(root, "tree2")})
+    assert time.monotonic() - started < 2
+    assert (written.value.code, copied.value.code, tree.value.code) == (-32602, -32602, -32602)
+    assert "is a named pipe (FIFO), not a regular file; the host does not write over it" in written.value.message
+    assert f"{uri(root, 'pipe')} is a named pipe (FIFO)" in copied.value.message
+    assert f"{uri(root, 'tree')} holds inner, which is a named pipe (FIFO)" in tree.value.message
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and not (root / "copy").exists() and not (root / "tree2").exists()
+
+
+async def test_slow_file_work_runs_off_the_event_loop_and_gives_up_after_the_timeout(
+        served, monkeypatch: pytest.MonkeyPatch) -> None:
+    running, client, root = served
+    (root / "slow.txt").write_text("eventually")
+    release = threading.Event()
+    real_read = resources.read_regular
+
+    def slow_file_system(path, limit=None):
+        release.wait(10)  # a hung network mount, as far as the host can tell
+        return real_read(path, limit)
+
+    monkeypatch.setattr(resources, "read_regular", slow_file_system)
+    running.host.resources.timeout = 1.5
+    read = asyncio.ensure_future(client.request("resourceRead", {"channel": "ahp-root://", "uri": uri(root, "slow.txt")}))
+    await asyncio.sleep(0.1)  # the read is under way
+    started = time.monotonic()
+    assert await asyncio.to_thread(_health, running) == 200
+    health_took = time.monotonic() - started
+    with pytest.raises(RpcRequestError) as raised:
+        await asyncio.wait_for(read, 10)
+    release.set()
+    assert health_took < 1
+    assert raised.value.code == -32603
+    assert raised.value.message == f"resourceRead of {uri(root, 'slow.txt')} did not finish within 1.5 s; the file system may be slow or hung."

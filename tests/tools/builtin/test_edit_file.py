@@ -90,3 +90,17 @@ async def test_prepare_reports_a_missing_string_as_failure(ctx, workspace):
     prep = await EditFileTool().prepare({"path": "c.txt", "old_string": "zzz", "new_string": ""}, ctx)
     assert prep.failure["error"]["code"] == "not_found_in_file"
     assert prep.edits is None
+
+
+async def test_a_named_pipe_is_refused_at_once(ctx, workspace, make_fifo):
+    import time
+
+    make_fifo(workspace / "pipe")
+    started = time.monotonic()
+    preview = (await EditFileTool().prepare({"path": "pipe", "old_string": "a", "new_string": "b"}, ctx)).failure
+    result = await EditFileTool().call({"path": "pipe", "old_string": "a", "new_string": "b"}, ctx)
+    assert time.monotonic() - started < 2
+    for outcome in (preview, result):
+        assert outcome["success"] is False
+        assert outcome["error"]["code"] == "not_regular_file"
+        assert "pipe is a named pipe (FIFO), not a regular file" in outcome["error"]["message"]

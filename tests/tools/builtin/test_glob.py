@@ -57,3 +57,14 @@ async def test_ignored_files_and_dependency_folders_are_not_found_unless_asked(c
     assert result["content"][0]["text"] == "src/a.py"
     everything = await GlobTool().call({"pattern": "**/*.py", "include_ignored": True}, ctx)
     assert everything["structuredContent"]["total"] == 4
+
+
+async def test_an_ignore_file_that_is_a_named_pipe_does_not_hang_the_search(ctx, workspace, make_fifo):
+    import time
+
+    (workspace / "a.py").write_text("")
+    make_fifo(workspace / ".gitignore")
+    started = time.monotonic()
+    result = await GlobTool().call({"pattern": "**/*.py"}, ctx)
+    assert time.monotonic() - started < 2
+    assert result["content"][0]["text"].splitlines()[0] == "a.py"

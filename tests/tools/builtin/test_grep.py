@@ -117,3 +117,20 @@ async def test_a_python_only_pattern_works_on_both_engines(ctx, workspace, make_
     (workspace / "a.txt").write_text("foobar\nfoobaz\n")
     result = await make_grep().call({"pattern": r"foo(?=bar)"}, ctx)
     assert result["content"][0]["text"] == "a.txt:1: foobar"
+
+
+async def test_a_named_pipe_is_refused_as_the_path_and_skipped_in_a_walk(ctx, workspace, make_grep, make_fifo):
+    import time
+
+    (workspace / "a.txt").write_text("needle\n")
+    make_fifo(workspace / "pipe")
+    (workspace / "sub").mkdir()
+    make_fifo(workspace / "sub" / ".gitignore")  # an ignore file nobody writes to
+    (workspace / "sub" / "b.txt").write_text("needle too\n")
+    started = time.monotonic()
+    refused = await make_grep().call({"pattern": "needle", "path": "pipe"}, ctx)
+    walked = await make_grep().call({"pattern": "needle"}, ctx)
+    assert time.monotonic() - started < 2
+    assert refused["success"] is False and refused["error"]["code"] == "not_regular_file"
+    assert "pipe is a named pipe (FIFO), not a regular file" in refused["error"]["message"]
+    assert walked["content"][0]["text"].splitlines() == ["a.txt:1: needle", "sub/b.txt:1: needle too"]

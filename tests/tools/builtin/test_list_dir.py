@@ -52,3 +52,16 @@ async def test_ignored_entries_are_left_out_and_counted(ctx, workspace):
     ]
     everything = await ListDirTool().call({"include_ignored": True}, ctx)
     assert "debug.log" in everything["content"][0]["text"].splitlines()
+
+
+async def test_a_named_pipe_is_listed_and_its_ignore_file_twin_does_not_hang(ctx, workspace, make_fifo):
+    import time
+
+    make_fifo(workspace / ".ignore")
+    make_fifo(workspace / "pipe")
+    started = time.monotonic()
+    listed = await ListDirTool().call({"path": "."}, ctx)
+    refused = await ListDirTool().call({"path": "pipe"}, ctx)
+    assert time.monotonic() - started < 2
+    assert listed["content"][0]["text"].splitlines() == [".ignore", "pipe"]
+    assert refused["error"]["message"] == "pipe is a named pipe (FIFO), not a directory."

@@ -88,3 +88,23 @@ async def test_invalid_offset_is_rejected(ctx, workspace):
     (workspace / "a").write_text("x")
     result = await ReadFileTool().call({"path": "a", "offset": 0}, ctx)
     assert "argument 'offset' must be at least 1, got 0" in result["error"]["message"]
+
+
+async def test_a_named_pipe_is_refused_at_once_naming_the_path_and_what_it_is(ctx, workspace, make_fifo):
+    import time
+
+    make_fifo(workspace / "pipe")
+    started = time.monotonic()
+    result = await ReadFileTool().call({"path": "pipe"}, ctx)
+    assert time.monotonic() - started < 2  # nobody writes to it: opening it plainly would wait for ever
+    assert result["success"] is False
+    assert result["error"]["code"] == "not_regular_file"
+    assert result["error"]["message"] == "pipe is a named pipe (FIFO), not a regular file; the file tools only work on regular files."
+
+
+async def test_a_character_device_is_refused_rather_than_read_without_end(ctx, workspace):
+    (workspace / "zero").symlink_to("/dev/zero")
+    ctx.extra_roots = ["/dev"]
+    result = await ReadFileTool().call({"path": "zero"}, ctx)
+    assert result["error"]["code"] == "not_regular_file"
+    assert "zero is a character device" in result["error"]["message"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools.test_processes import DAEMONS, daemon_pids
 from tests.tools.wire import assert_wire
 from tools.base import ToolContext
 from tools.builtin.shell import ShellTool
@@ -145,12 +146,48 @@ async def test_host_task_cancellation_kills_the_group(workspace):
     assert await _wait_until(lambda: _gone(int((workspace / "bg.pid").read_text())))
 
 
-async def test_background_process_holding_the_pipe_does_not_block_the_result(ctx, workspace):
-    tool = ShellTool(shell="/bin/sh", kill_grace=0.2)
-    result = await asyncio.wait_for(tool.call({"command": "sleep 300 & echo $! > bg.pid; echo done"}, ctx), 5)
+async def test_background_jobs_end_with_the_call_when_no_session_keeps_them(ctx, workspace):
+    tool = ShellTool(shell="/bin/sh", kill_grace=0.5)
+    result = await asyncio.wait_for(tool.call({"command": f"{DAEMONS}; echo done"}, ctx), 10)
     assert result["success"] is True and "done" in _text(result)
-    os.kill(int((workspace / "bg.pid").read_text()), 9)  # tidy up the deliberately left process
+    assert result["structuredContent"]["backgroundProcesses"] == 4
+    assert "4 background processes" in _text(result) and "stopped with the command" in _text(result)
+    pids = daemon_pids(workspace)
+    assert await _wait_until(lambda: all(_gone(pid) for pid in pids)), "a background job outlived its call"
 
+
+async def test_background_jobs_are_kept_for_the_session_without_holding_up_the_result(workspace):
+    kept = []
+    ctx = ToolContext(workspace, keep_background=kept.append)
+    started = time.monotonic()
+    result = await ShellTool(shell="/bin/sh", kill_grace=2).call({"command": f"{DAEMONS}; echo done"}, ctx)
+    assert time.monotonic() - started < 2, "the result waited for the background jobs"
+    assert result["success"] is True and "still running" in _text(result)
+    [process] = kept
+    pids = daemon_pids(workspace)
+    try:
+        assert not any(_gone(pid) for pid in pids)
+        assert set(pids) <= process.background()
+    finally:
+        await process.terminate(0.5)  # what the host does when the session is disposed
+        process.close()
+    assert await _wait_until(lambda: all(_gone(pid) for pid in pids))
+
+
+async def test_a_cancelled_command_takes_its_daemonised_jobs_with_it(workspace):
+    kept = []
+    ctx = ToolContext(workspace, keep_background=kept.append)
+
+    def report(content):
+        if "ready" in content[0]["text"]:
+            ctx.cancellation.set()
+
+    ctx.report_content = report
+    tool = ShellTool(shell="/bin/sh", stream_interval=0.01, kill_grace=0.5)
+    result = await tool.call({"command": f"{DAEMONS}; echo ready; sleep 300"}, ctx)
+    assert result["error"]["code"] == "cancelled" and kept == []
+    pids = daemon_pids(workspace)
+    assert await _wait_until(lambda: all(_gone(pid) for pid in pids))
 
 async def test_missing_working_directory_is_a_clear_failure(tmp_path):
     ctx = ToolContext(tmp_path / "gone")

@@ -82,3 +82,17 @@ async def test_file_mode_is_kept(ctx, workspace):
 async def test_missing_content_is_named(ctx):
     result = await WriteFileTool().call({"path": "x"}, ctx)
     assert "missing required argument 'content'" in result["error"]["message"]
+
+
+async def test_a_named_pipe_is_neither_read_nor_replaced(ctx, workspace, make_fifo):
+    import stat
+    import time
+
+    fifo = make_fifo(workspace / "pipe")
+    started = time.monotonic()
+    result = await WriteFileTool().call({"path": "pipe", "content": "x"}, ctx)
+    assert time.monotonic() - started < 2
+    assert result["success"] is False
+    assert result["error"]["code"] == "not_regular_file"
+    assert "pipe is a named pipe (FIFO), not a regular file" in result["error"]["message"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)

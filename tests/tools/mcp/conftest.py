@@ -16,6 +16,7 @@ from tools.mcp import McpManager, McpServerSpec, RestartPolicy, ServerStatus
 
 SERVERS = Path(__file__).parent / "servers"
 KITCHEN_SINK = SERVERS / "kitchen_sink.py"
+SILENT = SERVERS / "silent.py"
 SAMPLES = Path(__file__).parents[2] / "plugins" / "samples"
 
 FAST = RestartPolicy(initial_delay=0.01, factor=2.0, max_delay=0.05, max_restarts=2, startup_timeout=30)
@@ -26,6 +27,12 @@ def kitchen_sink(name: str = "ks", *args: str, **overrides) -> McpServerSpec:
     """A stdio spec running the kitchen-sink fixture server."""
     return McpServerSpec(name=name, transport="stdio", command=sys.executable,
                          args=(str(KITCHEN_SINK), *args), **overrides)
+
+
+def silent(name: str = "mute", marker: Path | None = None) -> McpServerSpec:
+    """A stdio spec running a server that never answers (not even ``initialize``)."""
+    return McpServerSpec(name=name, transport="stdio", command=sys.executable,
+                         args=(str(SILENT), *(("--marker", str(marker)) if marker else ())))
 
 
 def process_gone(pid: int) -> bool:

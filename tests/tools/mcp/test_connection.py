@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from tools.base import ToolContext
 from tools.mcp import McpManager, McpServerConnection, McpServerSpec, RestartPolicy
 
-from .conftest import FAST, Recorder, eventually, kitchen_sink, process_gone
+from .conftest import FAST, Recorder, eventually, kitchen_sink, process_gone, silent
 
 
 async def test_call_in_flight_when_the_server_dies_fails_clearly_and_the_server_restarts(
@@ -178,3 +179,57 @@ async def test_elicitation_with_several_calls_in_flight_goes_to_the_manager_call
     assert result["content"] == [{"type": "text", "text": "no answer: decline"}]
     (request,) = asked
     assert request["id"].startswith("mcp-elicit-") and request["message"] == "Who are you?"
+
+
+async def test_stopping_a_server_that_never_answers_takes_seconds_and_leaves_nothing(recorder: Recorder, tmp_path: Path) -> None:
+    marker = tmp_path / "pids"
+    connection = McpServerConnection(silent(marker=marker), on_status=recorder.on_status)  # 30 s to start, by default
+    connection.start()
+    assert await eventually(lambda: marker.exists() and marker.read_text().strip() != "")
+    [pid] = [int(line) for line in marker.read_text().split()]
+    started = time.monotonic()
+    await connection.stop()
+    took = time.monotonic() - started
+    assert took < 8  # it ignores its closed stdin: a short grace, then its process group is signalled
+    assert process_gone(pid)
+    assert connection.status.state == "stopped"
+
+
+async def test_a_call_that_never_returns_times_out_with_a_tool_error(recorder: Recorder, tmp_path: Path) -> None:
+    declared = McpServerConnection(kitchen_sink(timeout=0.5), policy=FAST)
+    defaulted = McpServerConnection(kitchen_sink("ks2"), policy=FAST, call_timeout=0.5)
+    for connection in (declared, defaulted):
+        connection.start()
+    try:
+        for connection in (declared, defaulted):
+            assert (await connection.wait_ready(30)).state == "running"
+        started = time.monotonic()
+        results = [await connection.call("hang", {}, ToolContext(working_directory=tmp_path), "Ran hang")
+                   for connection in (declared, defaulted)]
+        assert time.monotonic() - started < 10
+        echoed = await declared.call("echo", {"text": "still here"}, ToolContext(working_directory=tmp_path), "Ran echo")
+    finally:
+        await asyncio.gather(declared.stop(), defaulted.stop())
+    assert [r["error"]["code"] for r in results] == ["timeout", "timeout"]
+    assert results[0]["error"]["message"] == (
+        "The MCP server 'ks' did not answer within 0.5 s, so the call was cancelled. A tool that needs longer can be "
+        "given more time with its `timeout` in the server's declaration (milliseconds there).")
+    assert results[1]["error"]["message"] == (
+        "The MCP server 'ks2' did not answer within 0.5 s, so the call was cancelled. A tool that needs longer can be "
+        "given more time with `[mcp] call_timeout` in the host config, or `timeout` in the server's declaration "
+        "(milliseconds there).")
+    assert results[0]["success"] is False and echoed["success"] is True  # the server itself is fine
+
+
+async def test_a_turn_waits_only_for_the_first_start_attempt_and_never_past_the_grace(
+        recorder: Recorder, tmp_path: Path) -> None:
+    async with McpManager(policy=RestartPolicy(initial_delay=5, max_restarts=5), on_status=recorder.on_status) as manager:
+        await manager.start([kitchen_sink("ok"), silent(), kitchen_sink("crashy", "--die-at-start")])
+        started = time.monotonic()
+        statuses = await manager.wait_started(3.0)
+        took = time.monotonic() - started
+        skipped = await manager.wait_started(3.0, skip=["mute"])
+    assert 2.5 < took < 6  # the silent server costs the grace, not its 30 s start timeout
+    assert {name: status.state for name, status in statuses.items()} == {
+        "ok": "running", "mute": "starting", "crashy": "restarting"}  # the crashing one is not waited through its restarts
+    assert skipped["mute"].state == "starting"

@@ -1,0 +1,154 @@
+"""Checking a command's params against the vendored schema of its version, pure.
+
+Contract:
+
+* ``ParamsCheck(schema_file)`` reads the schema the first time a check needs it, never at import:
+  a connection that never speaks that version never pays for it. ``PARAMS_0_7`` checks against
+  the vendored AHP 0.7.0 schema (``ahp/protocol/spec-0.7.0/ahp-0.7.0.schema.json``).
+* ``check(method, params)`` returns ``None`` when ``params`` fits ``<Method>Params`` (``listSessions``
+  → ``ListSessionsParams``), else one sentence for the client naming the first offending field
+  by its path (``limit must be a number``, ``claim.kind is required``); it never contains library
+  text. A method the schema does not define has nothing to check (``None``).
+* It understands the part of JSON Schema the AHP command schemas use: ``$ref`` (to ``#/$defs``),
+  ``type``, ``const``, ``enum``, ``required``, ``properties``, ``additionalProperties`` (a schema),
+  ``items`` and ``oneOf``/``anyOf`` (a value must fit one branch). Unknown properties are allowed,
+  as the schemas allow them (0.8.0 adds ``_meta`` to every command).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PARAMS_0_7", "ParamsCheck"]
+
+_REF = "#/$defs/"
+
+_TYPE_WORDS = {
+    "string": "a string", "number": "a number", "integer": "a whole number", "boolean": "true or false",
+    "array": "a list", "object": "an object", "null": "null",
+}
+
+
+def _fits_type(value: Any, name: str) -> bool:
+    if name == "string":
+        return isinstance(value, str)
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if name == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
+    if name == "array":
+        return isinstance(value, list)
+    if name == "object":
+        return isinstance(value, dict)
+    if name == "null":
+        return value is None
+    return True
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class ParamsCheck:
+    """Params checks against one vendored schema document (loaded on first use)."""
+
+    def __init__(self, schema_file: Path) -> None:
+        self._file = schema_file
+        self._defs: dict[str, Any] | None = None
+
+    @property
+    def defs(self) -> dict[str, Any]:
+        if self._defs is None:
+            with self._file.open(encoding="utf-8") as handle:
+                self._defs = json.load(handle)["$defs"]
+        return self._defs
+
+    def defines(self, method: str) -> bool:
+        return _params_name(method) in self.defs
+
+    def check(self, method: str, params: Any) -> str | None:
+        schema = self.defs.get(_params_name(method))
+        if schema is None:
+            return None
+        return self._problem(schema, params, "")
+
+    # -- the subset of JSON Schema ------------------------------------------------------------
+
+    def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
+        seen = 0
+        while "$ref" in schema and seen < 32:
+            ref = schema["$ref"]
+            schema = self.defs.get(ref[len(_REF):], {}) if ref.startswith(_REF) else {}
+            seen += 1
+        return schema
+
+    def _problem(self, schema: dict[str, Any], value: Any, path: str) -> str | None:
+        schema = self._resolve(schema)
+        where = path or "params"
+        branches = schema.get("oneOf") or schema.get("anyOf")
+        if branches:
+            problems = [self._problem(branch, value, path) for branch in branches]
+            if all(problem is not None for problem in problems):
+                return _union_problem(where, value, [self._resolve(b) for b in branches], problems)
+        if "const" in schema and value != schema["const"]:
+            return f"{where} must be {_shown(schema['const'])}"
+        if "enum" in schema and value not in schema["enum"]:
+            if len(schema["enum"]) == 1:
+                return f"{where} must be {_shown(schema['enum'][0])}"
+            return f"{where} must be one of {', '.join(_shown(v) for v in schema['enum'][:8])}"
+        declared = schema.get("type")
+        names = [declared] if isinstance(declared, str) else list(declared or ())
+        if names and not any(_fits_type(value, name) for name in names):
+            return f"{where} must be {' or '.join(_TYPE_WORDS.get(n, n) for n in names)}"
+        if isinstance(value, dict):
+            return self._object_problem(schema, value, path)
+        if isinstance(value, list) and isinstance(schema.get("items"), dict):
+            for index, item in enumerate(value):
+                problem = self._problem(schema["items"], item, f"{where}[{index}]")
+                if problem is not None:
+                    return problem
+        return None
+
+    def _object_problem(self, schema: dict[str, Any], value: dict[str, Any], path: str) -> str | None:
+        prefix = f"{path}." if path else ""
+        for name in schema.get("required") or ():
+            if name not in value:
+                return f"{prefix}{name} is required"
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for name, item in value.items():
+            if name in properties:
+                problem = self._problem(properties[name], item, prefix + name)
+            elif isinstance(extra, dict):
+                problem = self._problem(extra, item, prefix + name)
+            else:
+                continue
+            if problem is not None:
+                return problem
+        return None
+
+
+def _union_problem(where: str, value: Any, branches: list[dict[str, Any]], problems: list[str | None]) -> str:
+    """One sentence for a value that fits no branch of a union: if every branch is an object
+    tagged by a constant ``kind``/``type`` and the value names one, that branch's problem."""
+    if isinstance(value, dict):
+        for tag in ("kind", "type"):
+            consts = [((b.get("properties") or {}).get(tag) or {}).get("const") for b in branches]
+            if all(c is not None for c in consts):
+                if value.get(tag) in consts:
+                    return problems[consts.index(value.get(tag))] or f"{where} is malformed"
+                return f"{where}.{tag} must be one of {', '.join(_shown(c) for c in consts)}"
+    return f"{where} has the wrong shape"
+
+
+def _params_name(method: str) -> str:
+    return method[:1].upper() + method[1:] + "Params"
+
+
+PARAMS_0_7 = ParamsCheck(Path(__file__).resolve().parents[1] / "protocol" / "spec-0.7.0" / "ahp-0.7.0.schema.json")
+"""Params checks of AHP 0.7.0 (the served 0.9.0 dialect uses them too, see ``host.dialects``)."""

@@ -1,0 +1,56 @@
+"""Pure reducer for the root channel (``RootState``, AHP 0.9.0; unchanged since 0.2.0).
+
+Invariants:
+
+* ``agentsChanged``, ``activeSessionsChanged`` and ``terminalsChanged`` replace their field
+  (an absent value deletes it).
+* ``configChanged`` is a no-op while the root has no ``config``; otherwise it shallow-merges
+  ``config`` into ``config.values``, or replaces them when ``replace`` is truthy (``replace``
+  without ``config`` empties the values). VS Code sends many of these at once, one key each.
+* Unknown or malformed actions return ``state`` itself; inputs are never mutated; no ``None`` is
+  written; ``now`` is not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ahp.state._dispatch import dispatch
+from ahp.state._js import as_dict, assign, payload, truthy
+
+__all__ = ["ROOT_ACTION_TYPES", "reduce_root"]
+
+Handler = Callable[[dict, dict, int], dict]
+
+
+def _replace(field: str) -> Handler:
+    def handler(state: dict, action: dict, now: int) -> dict:
+        return assign(state, **{field: payload(action, field)})
+
+    return handler
+
+
+def _config_changed(state: dict, action: dict, now: int) -> dict:
+    config = state.get("config")
+    if not truthy(config):
+        return state
+    config = as_dict(config)
+    update = as_dict(payload(action, "config"))
+    values = dict(update) if truthy(action.get("replace")) else {**as_dict(config.get("values")), **update}
+    return {**state, "config": {**config, "values": values}}
+
+
+_HANDLERS: dict[str, Handler] = {
+    "root/agentsChanged": _replace("agents"),
+    "root/activeSessionsChanged": _replace("activeSessions"),
+    "root/terminalsChanged": _replace("terminals"),
+    "root/configChanged": _config_changed,
+}
+
+ROOT_ACTION_TYPES = frozenset(_HANDLERS)
+"""Every action type the root reducer understands."""
+
+
+def reduce_root(state: dict, action: dict, now: int) -> dict:
+    """The root state after ``action``; ``state`` itself for unknown or malformed actions."""
+    return dispatch(_HANDLERS, state, action, now)

@@ -1,0 +1,83 @@
+"""The host's root config: what a client may set with root/configChanged, and what survives restarts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host.journal import Journal
+from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, ROOT_CONFIG_SCHEMA, root_config_state
+from host.service import AgentHost
+from host.store import ROOT, Store
+from host.validation import check_client_action
+from tests.conftest import host_config
+
+
+def root(values: dict[str, Any] | None = None, **schema_props: Any) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {**ROOT_CONFIG_SCHEMA["properties"], **schema_props}}
+    return {"agents": [], "config": {"schema": schema, "values": dict(values or {})}}
+
+
+def change(config: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "root/configChanged", "config": config, **extra}
+
+
+def test_a_declared_key_with_a_fitting_value_and_undeclared_keys_are_accepted() -> None:
+    assert check_client_action("root", root(), change({"telemetryLevel": "all"}), "c") is None
+    assert check_client_action("root", root(), change({"http.proxy": "", "sandbox": {"enabled": "off"}}), "c") is None
+
+
+@pytest.mark.parametrize(("config", "words"), [
+    ({"telemetryLevel": "loud"}, ["'telemetryLevel'", "one of", '"off"']),
+    ({"telemetryLevel": 3}, ["'telemetryLevel'", "a string"]),
+])
+def test_a_declared_key_with_a_wrong_value_is_refused_naming_it(config: dict[str, Any], words: list[str]) -> None:
+    reason = check_client_action("root", root(), change(config), "c")
+    assert reason is not None
+    for word in words:
+        assert word in reason
+
+
+def test_a_read_only_key_is_refused() -> None:
+    state = root(policy={"type": "boolean", "title": "Policy", "readOnly": True})
+    assert "read-only" in check_client_action("root", state, change({"policy": False}), "c")
+
+
+def test_undeclared_keys_are_bounded() -> None:
+    full = {f"k{index}": index for index in range(MAX_UNDECLARED_KEYS)}
+    assert check_client_action("root", root(full), change({"k0": "again"}), "c") is None  # replacing one
+    reason = check_client_action("root", root(full), change({"one.more": True}), "c")
+    assert reason is not None and str(MAX_UNDECLARED_KEYS) in reason
+    assert check_client_action("root", root(full), change({"one.more": True}, replace=True), "c") is None
+    reason = check_client_action("root", root(), change({"huge": "x" * MAX_VALUE_CHARS}), "c")
+    assert reason is not None and "'huge'" in reason
+
+
+def test_the_root_starts_with_the_schema_and_keeps_previous_values() -> None:
+    assert root_config_state() == {"schema": ROOT_CONFIG_SCHEMA, "values": {}}
+    assert root_config_state({"schema": {"old": True}, "values": {"http.proxy": "x"}})["values"] == {"http.proxy": "x"}
+
+
+async def test_a_journal_from_before_the_root_config_gets_it_at_start(tmp_path: Path) -> None:
+    config = host_config(tmp_path / "data", default_agent="offline")
+    config.data_path().mkdir(parents=True, exist_ok=True)
+    old = Store({"agents": [], "activeSessions": 0}, clock=lambda: 1, journal=Journal(config.data_path() / "journal.sqlite3"))
+    old.recover()
+    old.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 0})
+    old.close()
+
+    host = AgentHost(config)
+    await host.start()
+    try:
+        assert host.store.state(ROOT)["config"] == root_config_state()
+        host.store.dispatch(ROOT, change({"telemetryLevel": "crash"}))
+    finally:
+        await host.stop()
+    again = AgentHost(config)
+    await again.start()
+    try:
+        assert again.store.state(ROOT)["config"]["values"] == {"telemetryLevel": "crash"}
+    finally:
+        await again.stop()
