@@ -31,7 +31,7 @@ def vscode_frames() -> list[dict[str, Any]]:
 
 @cache
 def _validator(definition: str) -> Draft202012Validator:
-    schema = json.loads((Path(ahp.dialects.__file__).parent / "spec" / "ahp-0.7.0.schema.json").read_text("utf-8"))
+    schema = json.loads((Path(ahp.dialects.__file__).parents[1] / "protocol" / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
     return Draft202012Validator({"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"})
 
 
