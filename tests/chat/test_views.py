@@ -73,7 +73,7 @@ async def test_mcp_shows_a_crashing_servers_error_and_the_running_ones_tools(mcp
             await asyncio.sleep(0.2)
         assert "MCP servers (degraded)" in shown
         assert "broken  ✗ failed" in shown
-        assert "MCP server 'broken' failed" in shown
+        assert "MCP server 'broken' exited with code 7" in shown  # restarted in the background (issue 22)
         assert "refusing to start" in shown  # the server's own stderr says why
         assert "sink  ● running" in shown
         chat.send("/tools")
