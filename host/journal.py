@@ -8,9 +8,10 @@ channel takes no serverSeq):
 * ``created``  — a channel appeared, with its initial state;
 * ``removed``  — a channel went away.
 
-**Text runs.** Consecutive text appends to the same part of the same channel (``session/delta``,
-``session/reasoning``: the caller says which envelopes are such appends, with a ``run_key``) share
-one ``action`` row: its body is one envelope whose ``content`` is the run's text joined and whose
+**Text runs.** Consecutive text appends to the same part of the same channel (``chat/delta``,
+``chat/reasoning``: ``ahp.state.appends.TEXT_APPENDS``, with that module's ``run_key``, the one
+definition of a run the store holds state by too; the caller passes the action of an envelope that
+may join a run) share one ``action`` row: its body is one envelope whose ``content`` is the run's text joined and whose
 ``serverSeq`` is the run's last, plus ``"coalesced": [[serverSeq, length], ...]`` from which the
 individual envelopes are cut again (``expand``). Reducing the joined envelope gives the same state as
 reducing each piece (appending is associative and these reducers ignore the clock), so a reader that
@@ -46,8 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from host.errors import JournalError
 from ahp.jsonrpc import encode
+from ahp.state.appends import TEXT_APPENDS, run_key
+from host.errors import JournalError
 
 __all__ = ["Journal", "JournalEntry", "Snapshot", "expand", "RUN_LIMIT"]
 
@@ -217,24 +219,25 @@ class Journal:
     # -- writing -------------------------------------------------------------------------------
 
     def append_action(
-        self, channel: str, seq: int, now: int, envelope_json: str,
-        run_key: tuple[Any, ...] | None = None, action: dict[str, Any] | None = None,
+        self, channel: str, seq: int, now: int, envelope_json: str, action: dict[str, Any] | None = None,
     ) -> None:
-        """Journal an envelope. With ``run_key`` (and its ``action``, whose ``content`` is a str) it is
-        a text append that joins the channel's open run when the key matches."""
-        if run_key is None or action is None:
+        """Journal an envelope. With its ``action`` (the caller passes it only for an envelope that is
+        the action alone: no ``origin``), a text append (``TEXT_APPENDS`` with a ``run_key``) joins
+        the channel's open run when the key matches."""
+        key = run_key(action) if action is not None and action.get("type") in TEXT_APPENDS else None
+        if key is None or action is None:
             self._end_run(channel)
             self._append_row(("action", channel, seq, now, envelope_json))
             return
         run = self._runs.get(channel)
-        if run is not None and run.key == run_key and len(run.marks) < RUN_LIMIT:
+        if run is not None and run.key == key and len(run.marks) < RUN_LIMIT:
             run.add(seq, action["content"])
             if not run.dirty:  # its row is written: rewrite it at the next flush
                 run.dirty = True
                 self._to_rewrite.append(run)
             return
         self._end_run(channel)
-        run = _Run(run_key, channel, now, action, seq)
+        run = _Run(key, channel, now, action, seq)
         self._runs[channel] = run
         self._append_row(run)
 

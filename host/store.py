@@ -1,7 +1,8 @@
 """The store: the host's one mutable object.
 
 It holds every channel's state, stamps accepted actions with the next host-wide ``serverSeq``,
-runs the pure reducers (``ahp.dialects.v0_2.state``), appends to the journal, keeps a bounded replay buffer for
+runs the pure reducers of the internal model (``ahp.state``: AHP 0.9.0 shapes; each channel's
+reducer is bound by the kind given to ``create``), appends to the journal, keeps a bounded replay buffer for
 ``reconnect`` and fans each envelope out to the channel's subscribers. It holds no business
 logic: which actions are allowed, and what happens because of them, is decided elsewhere
 (``host.service``, ``host.turns``), the latter through *observers* called after each change.
@@ -19,7 +20,7 @@ Invariants:
   ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
   transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
   so a frame never leaves before its action is durable.
-* Streamed tokens (``session/delta``, ``session/reasoning``, ``session/toolCallDelta``) reach
+* Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
   ``change_observers`` (those that never act on a streamed token).
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
@@ -27,7 +28,7 @@ Invariants:
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
   reference to the current state.
 * Streamed text costs O(1) per token: consecutive joinable appends to one target
-  (``ahp.dialects.v0_2.state.appends``) are kept as a list of strings in the channel and reduced, as one joined
+  (``ahp.state.appends``, the one definition of a run, which the journal uses too) are kept as a list of strings in the channel and reduced, as one joined
   append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
   entry in ``observers``, any other action on the channel). Whoever reads gets exactly the dicts
   and plain strings the reducers would have produced action by action; ``active_turn_id`` answers
@@ -53,8 +54,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ahp.jsonrpc import encode
-from ahp.dialects.v0_2.state import reduce
-from ahp.dialects.v0_2.state.appends import RUN_ACTION_TYPES, AppendingState
+from ahp.state import reduce as _reduce_internal
+from ahp.state import refresh_session_status
+from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame
 
@@ -75,9 +77,6 @@ can still mean something (an owner declining its running tool call too late)."""
 TokenObserver = Callable[[str, dict[str, Any]], None]
 """``observer(channel, envelope)``, called after each streamed token (``STREAMED``), without the
 states: building them for every token would cost a copy of the streamed text each time."""
-
-TEXT_APPENDS = frozenset({"session/delta", "session/reasoning"})
-"""Text appends journaled as runs (consecutive ones to a part share a row)."""
 
 STREAMED = RUN_ACTION_TYPES
 """Streamed-token actions (text appends and tool-call input): shown to ``observers`` and
@@ -111,12 +110,22 @@ class Translator(Protocol):
     def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
 
 
+def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
+    """The internal reducers as the host runs them: a session's status follows its chats
+    (``ahp.state.refresh_session_status`` after every change of a session, e.g. the
+    ``session/chatUpdated`` that ``host.chat_summaries`` dispatches when a chat's summary moves)."""
+    after = _reduce_internal(kind, state, action, now)
+    if kind == "session" and after is not state:
+        return refresh_session_status(after)
+    return after
+
+
 def _translator(subscriber: Subscriber) -> Translator | None:
     return getattr(subscriber, "translator", None)
 
 
 class _Channel(AppendingState):
-    """One channel's state (runs of text appends held back, ``ahp.dialects.v0_2.state.appends``) and who
+    """One channel's state (runs of text appends held back, ``ahp.state.appends``) and who
     subscribes to it."""
 
     __slots__ = ("subscribers", "translated")
@@ -293,11 +302,7 @@ class Store:
             envelope["origin"] = origin
         envelope_json, frame = action_frame(envelope)
         if self._journal is not None:
-            if action.get("type") in TEXT_APPENDS and origin is None and isinstance(action.get("content"), str):
-                key = (action["type"], action.get("turnId"), action.get("partId"))
-                self._journal.append_action(channel, self.seq, now, envelope_json, key, action)
-            else:
-                self._journal.append_action(channel, self.seq, now, envelope_json)
+            self._journal.append_action(channel, self.seq, now, envelope_json, action if origin is None else None)
             self._schedule_flush()
         if changed:
             self._changed.add(channel)
