@@ -14,6 +14,12 @@ Contract:
 - A server that fails (to start, or for good after its restarts) is logged once and reported to its
   owner: the plugin that declared it, or the session's "MCP servers" container for servers from the
   host config and ``.mcp.json``, so it is visible in the session's customizations with its error.
+- Each server's lifecycle is published on its ``mcpServer`` customization entry (the entry named
+  like the server inside the container that declared it) with ``session/mcpServerStateChanged``:
+  ``starting``, ``ready``, ``error`` (with the failure), ``stopped``; a state already shown is not
+  sent again.
+- Every MCP tool offered to a turn carries its ``contributor`` (``{kind: "mcp", customizationId}``,
+  that entry's id), which ``chat/toolCallStart`` names.
 - Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
 - ``stop()`` returns when every server process is gone.
 """
@@ -59,7 +65,32 @@ class SessionMcp:
         thread (about half a second), so hosts and sessions without MCP servers never pay it."""
 
     def tools(self) -> list[McpTool]:
-        return self.manager.tools() if self.manager is not None else []
+        tools = self.manager.tools() if self.manager is not None else []
+        for tool in tools:
+            entry = self._entry_id(tool.server_name)
+            tool.contributor = {"kind": "mcp", "customizationId": entry} if entry is not None else None  # type: ignore[attr-defined]
+        return tools
+
+    def _entry_id(self, server: str) -> str | None:
+        """The id of the ``mcpServer`` customization entry of ``server`` in its owner's container."""
+        owner = self._owners.get(server)
+        for container in (self._store.state(self.session) or {}).get("customizations") or ():
+            if not isinstance(container, dict) or (owner is not None and container.get("id") != owner):
+                continue
+            for child in container.get("children") or ():
+                if isinstance(child, dict) and child.get("type") == "mcpServer" and child.get("name") == server:
+                    return child.get("id")
+        return None
+
+    def _publish_state(self, server: str, state: dict[str, Any]) -> None:
+        entry = self._entry_id(server)
+        if entry is None or self.session not in self._store:
+            return
+        for container in (self._store.state(self.session) or {}).get("customizations") or ():
+            for child in (container.get("children") or ()) if isinstance(container, dict) else ():
+                if isinstance(child, dict) and child.get("id") == entry and child.get("state") == state:
+                    return
+        self._store.dispatch(self.session, builders.session_mcp_server_state_changed(id=entry, state=state))
 
     def statuses(self) -> dict[str, ServerStatus]:
         return self.manager.statuses() if self.manager is not None else {}
@@ -85,6 +116,8 @@ class SessionMcp:
     async def stop(self) -> None:
         if self.manager is not None:
             await self.manager.stop()
+            for server in self._owners:
+                self._publish_state(server, {"kind": "stopped"})
 
     def unpublish(self) -> None:
         """Take this session's MCP tools out of ``serverTools`` (its servers were stopped)."""
@@ -94,6 +127,7 @@ class SessionMcp:
         owner = self._owners.get(status.name)
         if owner is None:
             return
+        self._publish_state(status.name, _server_state(status))
         if status.state == "failed":
             message = f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}"
             if status.name not in self._reported:  # once per failure, not once per retry or turn
@@ -116,6 +150,17 @@ class SessionMcp:
         self._published = {tool["name"] for tool in mine}
         merged = others + [tool for tool in mine if tool["name"] not in {o.get("name") for o in others}]
         self._store.dispatch(self.session, builders.session_server_tools_changed(tools=merged))
+
+
+def _server_state(status: ServerStatus) -> dict[str, Any]:
+    """An ``McpServerState`` for a server's status."""
+    if status.state == "running":
+        return {"kind": "ready"}
+    if status.state == "failed":
+        return {"kind": "error", "error": {"errorType": "mcpServerFailed", "message": status.message or "The MCP server failed."}}
+    if status.state == "stopped":
+        return {"kind": "stopped"}
+    return {"kind": "starting"}
 
 
 def _is_mcp(tool: dict[str, Any]) -> bool:
