@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 
 __all__ = ["EPOCH_ISO", "iso_to_ms", "ms_to_iso"]
 
@@ -26,6 +26,7 @@ EPOCH_ISO = "1970-01-01T00:00:00.000Z"
 """The instant 0; what a projection writes where a source time stamp is missing or unreadable."""
 
 _MS_PER_DAY = 86_400_000
+_EXACT_DIGITS = 800
 
 _ISO = re.compile(
     r"(?P<year>[+-]\d{6,}|\d{4})-(?P<month>\d{2})-(?P<day>\d{2})"
@@ -69,7 +70,9 @@ def ms_to_iso(ms: int | float) -> str:
         raise ValueError(f"not a finite epoch-milliseconds number: {ms!r}")
     exact = Decimal(ms) if isinstance(ms, int) else Decimal(repr(ms))
     whole = int(exact.to_integral_value(rounding="ROUND_FLOOR"))
-    beyond_ms = exact - whole  # in [0, 1): the part finer than a millisecond
+    with localcontext() as context:
+        context.prec = _EXACT_DIGITS  # enough for any float's digits below a millisecond
+        beyond_ms = exact - whole  # in [0, 1): the part finer than a millisecond
     days, ms_of_day = divmod(whole, _MS_PER_DAY)
     year, month, day = _civil_from_days(days)
     seconds_of_day, millis = divmod(ms_of_day, 1000)
@@ -103,11 +106,13 @@ def iso_to_ms(text: object) -> int | float | None:
         offset_minutes = (zone_hours * 60 + zone_minutes) * (1 if zone[0] == "+" else -1)
     whole_seconds = _days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
     whole_seconds -= offset_minutes * 60
-    try:
-        fraction_ms = Decimal("0." + match["fraction"]) * 1000 if match["fraction"] else Decimal(0)
-    except InvalidOperation:  # pragma: no cover - the pattern only admits digits
-        return None
-    total = Decimal(whole_seconds * 1000) + fraction_ms
+    fraction = match["fraction"] or ""
+    with localcontext() as context:
+        context.prec = _EXACT_DIGITS + len(fraction) + len(str(whole_seconds))
+        try:
+            total = Decimal(whole_seconds * 1000) + (Decimal("0." + fraction).scaleb(3) if fraction else 0)
+        except InvalidOperation:  # pragma: no cover - the pattern only admits digits
+            return None
     if total == total.to_integral_value():
         return int(total)
     return float(total)
