@@ -51,7 +51,7 @@ def _input(state: dict, action: dict, now: int) -> dict:
 
 def _set(*fields: str) -> Handler:
     def handler(state: dict, action: dict, now: int) -> dict:
-        return assign(state, **{field: payload(action, field)})
+        return assign(state, **{field: payload(action, field) for field in fields})
 
     return handler
 

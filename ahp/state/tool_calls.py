@@ -121,11 +121,13 @@ def _delta(tool_call: dict, action: dict) -> dict:
     message = payload(action, "invocationMessage")
     meta = payload(action, "_meta")
     prior = tool_call.get("partialInput")
+    content = action.get("content")
     return without_none(
         {
             **tool_call,
             "_meta": meta if meta is not None else tool_call.get("_meta"),
-            "partialInput": concat("" if prior is None else prior, action.get("content")),
+            # A delta without content only updates the message or metadata.
+            "partialInput": prior if content is None else concat("" if prior is None else prior, content),
             "invocationMessage": message if message is not None else tool_call.get("invocationMessage"),
         }
     )

@@ -1,7 +1,8 @@
 """Shared helpers for the reducer tests: fixture locations, folding, and the wire comparison.
 
-The comparison follows PROTOCOL.md §13: every ``None`` means "absent" (dropped recursively on
-both sides), key order is ignored, ``1 == 1.0``, and booleans are never equal to numbers.
+The comparison follows PROTOCOL.md §13 and lives in ``tests/ahp/_wire.py`` (shared with the
+internal model's tests): every ``None`` means "absent", key order is ignored, ``1 == 1.0``, and
+booleans are never equal to numbers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,22 @@ from typing import Any
 
 from ahp.dialects.v0_2.state import reduce
 from ahp.dialects.v0_2.state.appends import run_key
+from tests.ahp._wire import contains_none, first_difference, strip_none, wire_equal
+
+__all__ = [
+    "CLOCK",
+    "DIFFERENTIAL_CASES",
+    "REPO_ROOT",
+    "contains_none",
+    "first_difference",
+    "fold",
+    "load_differential_cases",
+    "load_vectors",
+    "strip_none",
+    "stutter",
+    "vector_dir",
+    "wire_equal",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[5]
 VENDORED_VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec" / "test-cases" / "reducers"
@@ -50,56 +67,6 @@ def fold(kind: str, state: Any, actions: list, now: int = CLOCK) -> Any:
     for action in actions:
         state = reduce(kind, state, action, now)
     return state
-
-
-def strip_none(value: Any) -> Any:
-    """``value`` without ``None``-valued keys, at every depth."""
-    if isinstance(value, dict):
-        return {key: strip_none(item) for key, item in value.items() if item is not None}
-    if isinstance(value, list):
-        return [strip_none(item) for item in value]
-    return value
-
-
-def wire_equal(left: Any, right: Any) -> bool:
-    """Structural equality of two JSON values as the official harness compares them."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return type(left) is type(right) and left == right
-    if isinstance(left, (int, float)) and isinstance(right, (int, float)):
-        return left == right
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(wire_equal(left[key], right[key]) for key in left)
-    if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(wire_equal(a, b) for a, b in zip(left, right))
-    return type(left) is type(right) and left == right
-
-
-def first_difference(left: Any, right: Any, path: str = "$") -> str:
-    """A human-readable pointer to where two JSON values first differ (for failure messages)."""
-    if isinstance(left, dict) and isinstance(right, dict):
-        for key in sorted(set(left) | set(right)):
-            if key not in left:
-                return f"{path}.{key}: missing, expected {json.dumps(right[key])[:200]}"
-            if key not in right:
-                return f"{path}.{key}: unexpected {json.dumps(left[key])[:200]}"
-            if not wire_equal(left[key], right[key]):
-                return first_difference(left[key], right[key], f"{path}.{key}")
-    elif isinstance(left, list) and isinstance(right, list):
-        if len(left) != len(right):
-            return f"{path}: {len(left)} items, expected {len(right)}"
-        for index, (a, b) in enumerate(zip(left, right)):
-            if not wire_equal(a, b):
-                return first_difference(a, b, f"{path}[{index}]")
-    return f"{path}: got {json.dumps(left)[:200]}, expected {json.dumps(right)[:200]}"
-
-
-def contains_none(value: Any) -> bool:
-    """Whether ``None`` appears anywhere as a dict value (reducers must never write one)."""
-    if isinstance(value, dict):
-        return any(item is None or contains_none(item) for item in value.values())
-    if isinstance(value, list):
-        return any(contains_none(item) for item in value)
-    return False
 
 
 STUTTER_PIECES = ("+", "ab", "", "\u00fc", "{\"k\": 1}", "\n")
