@@ -33,8 +33,8 @@ Actions with no single 0.2.0 counterpart, and what is sent instead:
   the message that carried it) is followed by ``session/modelChanged`` / ``session/agentChanged``.
 * One active client: ``session/activeClientSet``/``Removed`` send ``session/activeClientChanged``
   when the client 0.2.0 shows (the last one) changes, else nothing.
-* ``chat/toolCallAuthRequired``/``Resolved`` (0.6.0 MCP authentication): the call stays
-  ``running`` for 0.2.0 (see ``shapes.tool_call_down``).
+* ``chat/toolCallAuthRequired``/``Resolved`` (0.6.0 MCP authentication): nothing; the call stays
+  ``running`` for 0.2.0 and the status with it (``shapes.tool_call_down``, ``states.status_down``).
 * ``chat/turnResume`` (0.9.0 resumable errors): the errored turn is replayed as 0.2.0 can say it:
   ``session/truncated`` to the turn before it, ``session/turnStarted``, its visible parts as
   ``session/responsePart``\\ s, its usage and open input requests.
@@ -49,9 +49,10 @@ reconnect answered with snapshots brings it back in step). The cases: the defaul
 was removed; older turns were loaded into the default chat (0.2.0 clients page with
 ``fetchTurns``); the session's first working directory changed; a tool-call action replaced the
 call's ``_meta``; ``toolCallReady`` updated a call that was already pending confirmation (0.2.0
-ignores that); a call paused for MCP authentication makes the chat's status InputNeeded while 0.2.0
-shows the call running; an input-request or malformed error part arrived through
-``chat/responsePart`` / ``chat/error``.
+ignores that); a ``toolCallDelta`` without content changed the message of a call with no partial
+input yet (0.2.0 now shows an empty one); an input-request or malformed error part arrived
+through ``chat/responsePart`` / ``chat/error``; several open input requests shared the id
+``chat/inputCompleted`` answered (0.2.0 removes them all).
 
 Not a matter of ``exact``: ``summary.modifiedAt``. 0.9.0 moves it only when a turn starts or
 ends, from the turn's own times; 0.2.0 replicas also move it on their own clock at truncation,
@@ -66,7 +67,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.dialects.v0_2 import shapes
-from ahp.dialects.v0_2.states import InternalSession, selection_of
+from ahp.dialects.v0_2.states import InternalSession, selection_of, session_down
 from ahp.dialects.v0_2.uris import v02_session_uri
 
 __all__ = [
@@ -213,7 +214,11 @@ def session_action_down(action: Any, before: InternalSession, after: InternalSes
         return NOTHING
     kind = action.get("type")
     if before.default_chat_uri != after.default_chat_uri:
+        if session_down(before) == session_down(after):
+            return Down(channel)
         return Down(channel, stale="the session's default chat changed: 0.2.0 shows another conversation now")
+    if kind == "session/isReadChanged" and before.default_chat is None:
+        return Down(channel, ({"type": kind, **_pick(action, "isRead")},))  # no conversation: the session's own flag shows
     if kind in _SESSION_PASS:
         return Down(channel, (_renamed(action, kind, *_SESSION_PASS[kind]),))
     if kind in _SESSION_INVISIBLE:
@@ -353,6 +358,8 @@ def _chat_actions(action: dict, old: dict | None, new: dict | None) -> tuple[lis
     if kind in _CHAT_PASS:
         new_type, keys = _CHAT_PASS[kind]
         stale = None
+        if kind == "chat/inputRequested" and not isinstance((old or {}).get("activeTurn"), dict):
+            return [], None  # 0.9.0 ignores an input request outside a turn
         if kind == "chat/inputCompleted":
             same_id = [r for r in shapes.open_input_requests((old or {}).get("activeTurn")) if isinstance(r, dict) and r.get("id") == action.get("requestId")]
             if len(same_id) > 1:
@@ -366,8 +373,10 @@ def _chat_actions(action: dict, old: dict | None, new: dict | None) -> tuple[lis
     if kind == "chat/responsePart":
         part = action.get("part")
         if isinstance(part, dict) and part.get("kind") in shapes.HIDDEN_PART_KINDS:
-            changed = old != new
-            return [], ("an input-request part arrived as a plain response part" if changed else None)
+            # 0.9.0 refuses error parts here; an answered input request stays hidden; an open one
+            # would be a 0.2.0 input request, without the status and read flag 0.2.0 would set.
+            opened = part.get("kind") == "inputRequest" and part.get("response") is None and old != new
+            return [], ("an input-request part arrived as a plain response part" if opened else None)
         return [{"type": "session/responsePart", **_pick(action, "turnId"), "part": shapes.part_down(part)}], None
     if kind == "chat/toolCallStart":
         out = _renamed(action, "session/toolCallStart", "turnId", "toolCallId", "toolName", "displayName", "_meta")
@@ -411,7 +420,16 @@ def _tool_call_actions(action: dict, old: dict | None, new: dict | None) -> tupl
     base = _pick(action, "turnId", "toolCallId")
 
     if kind == "chat/toolCallDelta":
-        return [{"type": "session/toolCallDelta", **base, **_pick(action, "content", "invocationMessage")}], stale
+        delta = {"type": "session/toolCallDelta", **base, **_pick(action, "content", "invocationMessage")}
+        if action.get("content") is None:
+            # 0.9.0: a delta without content only updates the message; 0.2.0 always appends, so it
+            # appends nothing, which only a call without partial input yet can tell apart.
+            if all(b == a for b, a in pairs):
+                return [], stale
+            delta["content"] = ""
+            if any(b.get("status") == "streaming" and b.get("partialInput") is None for b, a in pairs):
+                stale = stale or "a delta without content gave 0.2.0 an empty partial input"
+        return [delta], stale
     if kind == "chat/toolCallReady":
         out = {
             "type": "session/toolCallReady",
@@ -442,9 +460,17 @@ def _tool_call_actions(action: dict, old: dict | None, new: dict | None) -> tupl
             out["userSuggestion"] = shapes.user_message_down(action["userSuggestion"])
         return [out], stale
     if kind == "chat/toolCallComplete":
+        meta = action.get("_meta")
+        if meta is not None and isinstance(action.get("result"), dict) and "_meta" not in action["result"]:
+            # 0.2.0 spreads the result over the call last: a result's _meta is how 0.2.0 can
+            # replace the call's, as 0.9.0 does with the action's.
+            action = {**action, "result": {**action["result"], "_meta": meta}}
+            stale = None
         if status == "auth-required":
             if all(b == a for b, a in pairs):
-                return [], stale  # a successful result cannot end a paused call: nothing happened
+                # A successful result cannot end a paused call: nothing happened but the status
+                # recomputation every completion makes.
+                return _status_nudge(action, old, new), stale
             result = action.get("result")
             result = dict(result) if isinstance(result, dict) else result
             if isinstance(result, dict) and "content" not in result and before_call.get("content") is not None:
@@ -457,12 +483,32 @@ def _tool_call_actions(action: dict, old: dict | None, new: dict | None) -> tupl
         if status == "auth-required":
             return [], stale
         return [{"type": "session/toolCallContentChanged", **base, **_pick(action, "content")}], stale
-    if kind == "chat/toolCallAuthRequired":
-        paused = any(a.get("status") == "auth-required" and b.get("status") != "auth-required" for b, a in pairs)
-        if paused and (old or {}).get("status") != (new or {}).get("status"):
-            stale = stale or "a tool call waits for MCP authentication: the chat needs input, 0.2.0 shows the call running"
-        return [], stale
-    return [], stale  # toolCallAuthResolved: the call was running for 0.2.0 all along
+    # toolCallAuthRequired / Resolved: the call is running for 0.2.0 all along (``states.status_down``);
+    # only the status recomputation they make may show.
+    return _status_nudge(action, old, new), stale
+
+
+_NUDGES = (
+    ("session/toolCallResultConfirmed", frozenset({"pending-result-confirmation"}), {"approved": False}),
+    ("session/toolCallConfirmed", frozenset({"pending-confirmation"}), {"approved": False, "reason": "skipped"}),
+)
+"""0.2.0 tool-call actions that recompute the status even when they change no call, and the
+statuses in which they would change one."""
+
+
+def _status_nudge(action: dict, old: dict | None, new: dict | None) -> list[dict]:
+    """When a 0.9.0 tool-call action changed nothing but the chat's status (it recomputes it, as
+    0.2.0's do), a 0.2.0 action that changes no call and recomputes the status the same way."""
+    if (old or {}).get("status") == (new or {}).get("status"):
+        return []
+    statuses = {call.get("status") for call in _calls(old, action.get("toolCallId"))}
+    active = (old or {}).get("activeTurn")
+    if not isinstance(active, dict) or active.get("id") != action.get("turnId"):
+        statuses = set()  # the turn does not match: no call can change
+    for kind, sources, fields in _NUDGES:
+        if not statuses & sources:
+            return [{"type": kind, **_pick(action, "turnId", "toolCallId"), **fields}]
+    return []
 
 
 def _resumed(old: dict | None, new: dict | None) -> tuple[list[dict], str | None]:

@@ -14,7 +14,7 @@ summary.provider       ``provider``
 summary.title          ``title`` (the session's, not the chat's)
 summary.status         activity bits and IsRead from the default chat's ``status``; IsArchived
                        from the session's (archiving is a session-list matter; reading and new
-                       turns are the chat's)
+                       turns are the chat's); Idle and the session's flags without a default chat
 summary.activity       ``activity`` (the session's)
 summary.createdAt      ``SessionSummary.createdAt`` (ISO; the session channel has no such field,
                        so the host passes it in ``InternalSession.created_at``), in epoch ms
@@ -80,6 +80,8 @@ __all__ = [
 
 ARCHIVED = 64
 """``SessionStatus.IsArchived``: the one status bit a 0.2.0 view takes from the session."""
+ACTIVITY_MASK = 31
+IDLE, IN_PROGRESS, INPUT_NEEDED = 1, 8, 24
 
 
 @dataclass(frozen=True)
@@ -118,15 +120,34 @@ def _put(target: dict, key: str, value: Any) -> None:
 
 
 def status_down(session: dict, chat: dict | None) -> Any:
-    """0.2.0's ``summary.status``: the chat's bits with the session's IsArchived bit."""
+    """0.2.0's ``summary.status``: the chat's bits with the session's IsArchived bit.
+
+    A call paused for MCP authentication shows as running in 0.2.0 (``shapes.tool_call_down``), so
+    when such calls are all that makes the chat InputNeeded, 0.2.0 sees InProgress, as its own
+    reducers compute from what it is shown. A session without a default chat has no conversation:
+    Idle, with the session's flags."""
     session_status = session.get("status")
+    session_int = session_status if isinstance(session_status, int) and not isinstance(session_status, bool) else 0
     if chat is None:
-        return session_status
+        return (session_int & ~ACTIVITY_MASK) | IDLE
     chat_status = chat.get("status")
     if isinstance(chat_status, bool) or not isinstance(chat_status, int):
         return chat_status
-    archived = session_status & ARCHIVED if isinstance(session_status, int) and not isinstance(session_status, bool) else 0
-    return (chat_status & ~ARCHIVED) | archived
+    if chat_status & ACTIVITY_MASK == INPUT_NEEDED and _only_auth_blocks(chat.get("activeTurn")):
+        chat_status = (chat_status & ~ACTIVITY_MASK) | IN_PROGRESS
+    return (chat_status & ~ARCHIVED) | (session_int & ARCHIVED)
+
+
+def _only_auth_blocks(active: Any) -> bool:
+    """Whether an active turn waits on nothing but MCP authentication."""
+    if shapes.open_input_requests(active):
+        return False
+    calls = [
+        part.get("toolCall") for part in (active.get("responseParts") if isinstance(active, dict) else None) or []
+        if isinstance(part, dict) and part.get("kind") == "toolCall" and isinstance(part.get("toolCall"), dict)
+    ]
+    statuses = {call.get("status") for call in calls}
+    return "auth-required" in statuses and not statuses & {"pending-confirmation", "pending-result-confirmation"}
 
 
 def _latest_message(chat: dict) -> Any:

@@ -35,6 +35,17 @@ REPLICA_CLOCK_TYPES = frozenset(
 where 0.9.0 (which moves ``modifiedAt`` only at a turn's start and end, from the turn's own times)
 leaves it. PROTOCOL.md §7: ``modifiedAt`` is "each replica's own clock" in 0.2.0."""
 
+STAMPED_BY_REPLICA = REPLICA_CLOCK_TYPES | {
+    "session/turnStarted",
+    "session/turnComplete",
+    "session/turnCancelled",
+    "session/error",
+}
+"""Every 0.2.0 action after which a replica stamps ``modifiedAt`` with its own clock. At a turn's
+start and end 0.9.0 moves it too, but to the times the turn actions carry, which a replica's clock
+need not agree with (a host translating 0.2.0 actions up uses its clock for both: see
+``actions_up``)."""
+
 
 def down(session: InternalSession) -> dict:
     return strip_none(session_down(session))
@@ -112,7 +123,7 @@ class DownCheck:
 
     @property
     def stamped_by_replica(self) -> bool:
-        return any(action.get("type") in REPLICA_CLOCK_TYPES for action in self.down.actions)
+        return any(action.get("type") in STAMPED_BY_REPLICA for action in self.down.actions)
 
     @property
     def agrees(self) -> bool:
