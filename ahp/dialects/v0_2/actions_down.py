@@ -72,6 +72,7 @@ from ahp.dialects.v0_2.uris import v02_session_uri
 
 __all__ = [
     "Down",
+    "action_down",
     "chat_action_down",
     "changeset_action_down",
     "resource_watch_action_down",
@@ -118,6 +119,8 @@ def root_action_down(action: Any) -> Down:
     if action.get("type") == "root/terminalsChanged" and isinstance(action.get("terminals"), list):
         terminals = [shapes.terminal_info_down(info, v02_session_uri) for info in action["terminals"]]
         return Down("ahp-root://", ({**action, "terminals": terminals},))
+    if action.get("type") == "root/agentsChanged" and isinstance(action.get("agents"), list):
+        return Down("ahp-root://", ({**action, "agents": shapes.agents_down(action["agents"])},))
     return Down("ahp-root://", (action,))
 
 
@@ -139,6 +142,8 @@ def changeset_action_down(channel: str, action: Any) -> Down:
         return Down(channel)
     if kind == "changeset/operationsChanged":
         return Down(channel, ({**action, "operations": _operations_down(action.get("operations"))},))
+    if kind == "changeset/statusChanged":
+        return Down(channel, ({**action, "status": shapes.changeset_status_down(action.get("status"))},))
     if kind == "changeset/fileSet":
         return Down(channel, ({**action, "file": _file_down(action.get("file"))},))
     if kind == "changeset/contentChanged":
@@ -534,3 +539,24 @@ def _resumed(old: dict | None, new: dict | None) -> tuple[list[dict], str | None
     for request in shapes.open_input_requests(active):
         actions.append({"type": "session/inputRequested", "request": request})
     return actions, None
+
+
+def action_down(kind: str, channel: str, action: Any, before: Any = None, after: Any = None) -> Down:
+    """An internal envelope on a channel of ``kind`` (``ahp.state`` kinds) for 0.2.0 clients.
+
+    For ``session`` and ``chat``, ``before``/``after`` are the owning session around the action
+    (``InternalSession``); the other kinds need no state. Annotations and automation channels, and
+    any kind 0.2.0 lacks, show nothing."""
+    if kind == "root":
+        return root_action_down(action)
+    if kind == "terminal":
+        return terminal_action_down(channel, action)
+    if kind == "changeset":
+        return changeset_action_down(channel, action)
+    if kind == "resourceWatch":
+        return resource_watch_action_down(channel, action)
+    if kind == "session" and isinstance(before, InternalSession) and isinstance(after, InternalSession):
+        return session_action_down(action, before, after)
+    if kind == "chat" and isinstance(before, InternalSession) and isinstance(after, InternalSession):
+        return chat_action_down(channel, action, before, after)
+    return NOTHING

@@ -41,6 +41,7 @@ edited tool input for a call whose input is not inline text (a content reference
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,12 +49,14 @@ from ahp.dialects.v0_2 import shapes
 from ahp.dialects.v0_2.shapes import USER_ORIGIN
 from ahp.dialects.v0_2.states import InternalSession, operation_up, selection_of
 from ahp.dialects.v0_2.timestamps import iso_to_ms, ms_to_iso
+from ahp.dialects.v0_2.state.channels import channel_kind
 from ahp.dialects.v0_2.uris import ProviderLookup, internal_session_uri
 from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE
 
 __all__ = [
     "CLIENT_DISPATCHABLE",
     "Up",
+    "action_up",
     "changeset_action_up",
     "resource_watch_action_up",
     "root_action_up",
@@ -105,6 +108,8 @@ def root_action_up(action: Any, *, provider_of: ProviderLookup, from_client: boo
     if action["type"] == "root/terminalsChanged" and isinstance(action.get("terminals"), list):
         internal = lambda uri: internal_session_uri(uri, provider_of)  # noqa: E731
         action = {**action, "terminals": [shapes.terminal_info_up(info, internal) for info in action["terminals"]]}
+    if action["type"] == "root/agentsChanged" and isinstance(action.get("agents"), list):
+        action = {**action, "agents": shapes.agents_up(action["agents"])}
     return Up((("ahp-root://", action),))
 
 
@@ -367,3 +372,36 @@ def _customizations(action: dict, session: InternalSession) -> Up:
     previous = entry.get("enablement") if entry.get("type") in shapes.KEEPS_DECISIONS else None
     enablement = shapes.session_decision(action.get("enabled"), previous)
     return Up(((session.uri, {"type": kind, **_pick(action, "id"), "enablement": enablement}),))
+
+
+def action_up(
+    channel: Any,
+    action: Any,
+    *,
+    now: int,
+    provider_of: ProviderLookup,
+    session_of: Callable[[str], InternalSession | None],
+    from_client: bool = True,
+) -> Up:
+    """A 0.2.0 ``dispatchAction`` (``channel``, ``action``) in the internal model.
+
+    ``provider_of`` names a 0.2.0 session's provider and ``session_of(internal_uri)`` gives the
+    host's current view of that session (its state, default chat and creation time); both are the
+    host's lookups, so this stays pure. A channel of no known kind, or a session the host does not
+    have, is refused (PROTOCOL.md §3: the host drops such a dispatch without an echo)."""
+    kind = channel_kind(channel)
+    if kind == "root":
+        return root_action_up(action, provider_of=provider_of, from_client=from_client)
+    if kind == "terminal":
+        return terminal_action_up(channel, action, provider_of=provider_of, from_client=from_client)
+    if kind == "changeset":
+        return changeset_action_up(channel, action, from_client=from_client)
+    if kind == "resourceWatch":
+        return resource_watch_action_up(channel, action, from_client=from_client)
+    if kind == "session":
+        internal = internal_session_uri(channel, provider_of)
+        session = session_of(internal) if internal is not None else None
+        if session is None:
+            return _refuse(f"no session {channel}")
+        return session_action_up(action, session, now=now, from_client=from_client)
+    return _refuse(f"{channel!r} is not a 0.2.0 channel")

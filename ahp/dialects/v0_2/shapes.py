@@ -29,6 +29,9 @@ __all__ = [
     "HIDDEN_PART_KINDS",
     "USER_ORIGIN",
     "active_client_down",
+    "agents_down",
+    "agents_up",
+    "changeset_status_down",
     "client_down",
     "client_up",
     "customization_down",
@@ -480,3 +483,29 @@ def customizations_down(entries: Any) -> Any:
 
 def customizations_up(entries: Any) -> Any:
     return [customization_up(entry) for entry in entries] if isinstance(entries, list) else entries
+
+
+def agents_down(agents: Any) -> Any:
+    """``AgentInfo`` list with each agent's customizations as 0.2.0 shows them."""
+    if not isinstance(agents, list):
+        return agents
+    return [
+        {**agent, "customizations": customizations_down(agent["customizations"])}
+        if isinstance(agent, dict) and isinstance(agent.get("customizations"), list) else agent
+        for agent in agents
+    ]
+
+
+def agents_up(agents: Any) -> Any:
+    if not isinstance(agents, list):
+        return agents
+    return [
+        {**agent, "customizations": customizations_up(agent["customizations"])}
+        if isinstance(agent, dict) and isinstance(agent.get("customizations"), list) else agent
+        for agent in agents
+    ]
+
+
+def changeset_status_down(status: Any) -> Any:
+    """``recomputing`` (a 1.0.0-schema changeset status) is ``computing`` to 0.2.0."""
+    return "computing" if status == "recomputing" else status

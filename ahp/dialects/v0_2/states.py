@@ -303,12 +303,15 @@ def session_lift(state: dict, *, provider_of: ProviderLookup | None = None) -> I
 
 
 def root_down(state: Any) -> Any:
-    """0.2.0's ``RootState``: terminals renamed, the host's ``_meta`` (0.9.0 only) left out."""
+    """0.2.0's ``RootState``: terminals and the agents' customizations renamed, the host's ``_meta``
+    (0.9.0 only) left out."""
     if not isinstance(state, dict):
         return state
     out = {key: value for key, value in state.items() if key != "_meta"}
     if isinstance(state.get("terminals"), list):
         out["terminals"] = [shapes.terminal_info_down(info, v02_session_uri) for info in state["terminals"]]
+    if isinstance(state.get("agents"), list):
+        out["agents"] = shapes.agents_down(state["agents"])
     return out
 
 
@@ -321,6 +324,8 @@ def root_lift(state: Any, *, provider_of: ProviderLookup) -> Any:
         out["terminals"] = [
             shapes.terminal_info_up(info, lambda uri: internal_session_uri(uri, provider_of)) for info in state["terminals"]
         ]
+    if isinstance(state.get("agents"), list):
+        out["agents"] = shapes.agents_up(state["agents"])
     return out
 
 
@@ -353,10 +358,13 @@ _OPERATION_ONLY = ("status", "error")
 
 def changeset_down(state: Any) -> Any:
     """0.2.0's ``ChangesetState``: files without 0.6.0's ``reviewed``, operations without 0.3.0's
-    execution ``status``/``error``."""
+    execution ``status``/``error``, and ``recomputing`` (1.0.0 schema) read as ``computing``."""
     if not isinstance(state, dict):
         return state
     out = dict(state)
+    out["status"] = shapes.changeset_status_down(state.get("status"))
+    if out["status"] is None:
+        del out["status"]
     if isinstance(state.get("files"), list):
         out["files"] = [
             {k: v for k, v in file.items() if k != "reviewed"} if isinstance(file, dict) else file for file in state["files"]
