@@ -19,7 +19,7 @@ Translation by 0.2.0 action (every 0.2.0 type; ``CLIENT_DISPATCHABLE`` says whic
   ``turnStarted`` re-raises the open input requests of the turn it replaces (0.2.0 keeps them
   across a new turn, 0.9.0 keeps them inside the turn).
 * ``session/modelChanged`` / ``session/agentChanged`` -> ``chat/draftChanged``: the default chat's
-  draft (an empty one if there is none) with the new selection. ``session/truncated`` pins the
+  draft (if there is none, an empty one with the model and agent 0.2.0 shows) with the new selection. ``session/truncated`` pins the
   selection on a draft the same way when dropping turns would change it.
 * ``session/isReadChanged`` -> ``chat/isReadChanged`` on the default chat (0.2.0's read flag is the
   conversation's); ``session/isArchivedChanged`` stays on the session.
@@ -207,7 +207,7 @@ def session_action_up(action: Any, session: InternalSession, *, now: int, from_c
         return to_chat(translated)
     if kind in ("session/modelChanged", "session/agentChanged"):
         key = "model" if kind == "session/modelChanged" else "agent"
-        draft = chat.get("draft") if isinstance(chat.get("draft"), dict) else {"text": "", "origin": dict(USER_ORIGIN)}
+        draft = chat.get("draft") if isinstance(chat.get("draft"), dict) else _empty_draft(chat)
         draft = {k: v for k, v in draft.items() if k != key}
         if action.get(key) is not None:
             draft[key] = action[key]
@@ -276,12 +276,18 @@ def _truncated(action: dict, chat: dict) -> list[dict]:
         return [truncated]
     # 0.2.0 keeps the session's model when turns go; 0.9.0 reads it off the latest message, so it
     # is pinned on a draft first.
+    return [{"type": "chat/draftChanged", "draft": _empty_draft(chat)}, truncated]
+
+
+def _empty_draft(chat: dict) -> dict:
+    """A draft with no text that keeps the model and agent 0.2.0 shows (a draft, once there, is
+    what 0.2.0's selection is read from)."""
     draft: dict = {"text": "", "origin": dict(USER_ORIGIN)}
-    if model is not None:
-        draft["model"] = model
-    if agent is not None:
-        draft["agent"] = agent
-    return [{"type": "chat/draftChanged", "draft": draft}, truncated]
+    for key in ("model", "agent"):
+        value = selection_of(chat, key)
+        if value is not None:
+            draft[key] = value
+    return draft
 
 
 def _tool_call(action: dict, chat: dict, chat_uri: str) -> Up:

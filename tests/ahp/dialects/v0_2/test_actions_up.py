@@ -6,8 +6,13 @@ the other kinds are in ``test_channel_actions.py``): each vector's initial state
 the 0.2.0 host would be: host-only types too) and applied by the internal reducers; after every
 action the projection of the internal session must equal what the 0.2.0 reducer computes from
 the projection before it. Where the two models cannot agree, ``DIVERGENCES`` names the case, the
-reason, and the only part of the state that may differ; every entry must be needed by the corpus.
-Vectors that never needed one must also end where the vector says.
+reason, and the only part of the state that may differ; every entry must be needed (by the corpus,
+or, for the three that only sessions of 0.9.0 clients show, by an example). Vectors that never
+needed one must also end where the vector says.
+
+The same law is then checked with hypothesis on internal sessions as 0.9.0 clients leave them
+(several chats and active clients, drafts, paused MCP calls, answered input requests, resumable
+errors) and every 0.2.0 session action type.
 """
 
 from __future__ import annotations
@@ -18,14 +23,18 @@ from collections.abc import Callable
 from functools import cache
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from ahp.dialects.v0_2.actions_up import CLIENT_DISPATCHABLE, Up, session_action_up
 from ahp.dialects.v0_2.shapes import open_input_requests
 from ahp.dialects.v0_2.states import InternalSession, session_lift
+from ahp.dialects.v0_2.timestamps import iso_to_ms
 from ahp.dialects.v0_2.state import SESSION_ACTION_TYPES
 from ahp.dialects.v0_2.state import reduce as reduce_v02
 from tests.ahp._wire import first_difference, strip_none, wire_equal
 
+from . import _internal_strategies as strategies
+from . import _v02_strategies as v02_strategies
 from ._dialect import CLOCK, REPLICA_CLOCK_TYPES, apply_internal, down, in_domain, without_paths
 from .state._support import load_differential_cases, load_vectors
 
@@ -49,8 +58,9 @@ class Divergence:
 
     name: str
     reason: str
-    applies: Callable[[dict, dict, Up], bool]
-    """``(0.2.0 state before, 0.2.0 action, translation)``: whether the case is this one."""
+    applies: Callable[[dict, dict, Up, InternalSession], bool]
+    """``(0.2.0 state before, 0.2.0 action, translation, internal session before)``: whether the
+    case is this one."""
     may_differ: tuple[str, ...]
     """Dotted paths of the 0.2.0 state that may differ; nothing else may."""
 
@@ -60,21 +70,46 @@ DIVERGENCES = (
         "replica clock",
         "0.2.0 stamps summary.modifiedAt with each replica's own clock on these actions; 0.9.0 moves "
         "a chat's modifiedAt only at a turn's start and end, from the turn's own times",
-        lambda state, action, up: action.get("type") in REPLICA_CLOCK_TYPES,
+        lambda state, action, up, session: action.get("type") in REPLICA_CLOCK_TYPES,
         ("summary.modifiedAt",),
+    ),
+    Divergence(
+        "turn ended before it started",
+        "0.9.0 stamps a turn's end at its start plus its duration, never earlier; a host clock behind "
+        "the turn's startedAt (made by another host) cannot move modifiedAt back as 0.2.0's does",
+        lambda state, action, up, session: action.get("type") in ("session/turnComplete", "session/turnCancelled", "session/error")
+        and _started_after(session, CLOCK),
+        ("summary.modifiedAt",),
+    ),
+    Divergence(
+        "session without a default chat",
+        "a 0.9.0 session may have no default chat (none made yet, or it was removed): there is no "
+        "conversation to hold 0.2.0's turns, so per-turn actions are refused",
+        lambda state, action, up, session: session.default_chat_uri is None and up.refused is not None,
+        ("activeTurn", "turns", "steeringMessage", "queuedMessages", "inputRequests", "summary.status", "summary.modifiedAt",
+         "summary.model", "summary.agent"),
+    ),
+    Divergence(
+        "several active clients",
+        "0.9.0 sessions have several active clients and 0.2.0 shows the last; a 0.2.0 client giving up "
+        "the role removes that one, and the one before it shows",
+        lambda state, action, up, session: action.get("type") == "session/activeClientChanged"
+        and action.get("activeClient") is None
+        and len(session.state.get("activeClients") or []) > 1,
+        ("activeClient",),
     ),
     Divergence(
         "input request outside a turn",
         "0.2.0 accepts an input request with no active turn; 0.9.0 keeps input requests inside the "
         "active turn, so the translation is refused",
-        lambda state, action, up: action.get("type") == "session/inputRequested" and not isinstance(state.get("activeTurn"), dict),
+        lambda state, action, up, session: action.get("type") == "session/inputRequested" and not isinstance(state.get("activeTurn"), dict),
         ("inputRequests", "summary.status", "summary.modifiedAt"),
     ),
     Divergence(
         "toolCallReady on a call pending confirmation",
         "0.2.0 ignores it but recomputes the status, which changes only a status that was already "
         "wrong (random initial states); 0.9.0 would update the call, so the translation drops it",
-        lambda state, action, up: action.get("type") == "session/toolCallReady"
+        lambda state, action, up, session: action.get("type") == "session/toolCallReady"
         and bool(_calls(state, action))
         and all(call.get("status") == "pending-confirmation" for call in _calls(state, action)),
         ("summary.status",),
@@ -83,7 +118,7 @@ DIVERGENCES = (
         "re-readied call keeps its input",
         "0.2.0 takes a re-readied running call's toolInput from the action (none: no input); 0.9.0 "
         "keeps the call's input when the action brings none",
-        lambda state, action, up: action.get("type") == "session/toolCallReady"
+        lambda state, action, up, session: action.get("type") == "session/toolCallReady"
         and action.get("toolInput") is None
         and any(call.get("status") == "running" and call.get("toolInput") is not None for call in _calls(state, action)),
         ("activeTurn.responseParts",),
@@ -93,19 +128,25 @@ DIVERGENCES = (
         "the random corpus gives several tool calls of one turn the same id in different statuses; "
         "the two models' tables differ on some statuses (pending-confirmation), so such a group moves "
         "differently",
-        lambda state, action, up: len(_calls(state, action)) > 1,
+        lambda state, action, up, session: len(_calls(state, action)) > 1,
         ("activeTurn.responseParts", "summary.status"),
     ),
     Divergence(
         "edited input that is not inline",
         "0.2.0 puts an edited input in place of any tool input; 0.9.0 only in place of inline text, "
         "so the translation is refused",
-        lambda state, action, up: action.get("type") == "session/toolCallConfirmed"
+        lambda state, action, up, session: action.get("type") == "session/toolCallConfirmed"
         and action.get("editedToolInput") is not None
         and up.refused is not None,
         ("activeTurn.responseParts", "summary.status"),
     ),
 )
+
+
+def _started_after(session: InternalSession, now: int) -> bool:
+    active = (session.default_chat or {}).get("activeTurn")
+    started = iso_to_ms(active.get("startedAt")) if isinstance(active, dict) else None
+    return started is not None and started > now
 
 
 @dataclasses.dataclass
@@ -126,7 +167,7 @@ def run_case(initial: dict, actions: list) -> tuple[Outcome, list[str]]:
         outcome.failures.append(f"lift is not a right inverse: {first_difference(down(session), state)}")
         return outcome, changes
     for step, action in enumerate(actions):
-        before = down(session)
+        before, previous = down(session), session
         expected = strip_none(reduce_v02("session", before, action, CLOCK))
         up = session_action_up(action, session, now=CLOCK, from_client=False)
         for channel, internal_action in up.envelopes:
@@ -134,7 +175,7 @@ def run_case(initial: dict, actions: list) -> tuple[Outcome, list[str]]:
         got = down(session)
         if wire_equal(got, expected):
             continue
-        applicable = [rule for rule in DIVERGENCES if rule.applies(before, action, up)]
+        applicable = [rule for rule in DIVERGENCES if rule.applies(before, action, up, previous)]
         paths = tuple(path for rule in applicable for path in rule.may_differ)
         if applicable and wire_equal(without_paths(got, paths), without_paths(expected, paths)):
             outcome.needed.update(rule.name for rule in applicable)
@@ -186,6 +227,54 @@ def test_the_corpora_hold_every_0_2_0_session_action_type():
     assert SESSION_ACTION_TYPES <= seen
 
 
+MIXED_VERSION = {"turn ended before it started", "session without a default chat", "several active clients"}
+"""Divergences only sessions made or changed by 0.9.0 clients show (the 0.2.0 corpora are lifts)."""
+
+
+def check_step(session: InternalSession, action: dict) -> tuple[list[str], bool]:
+    """One 0.2.0 action on an internal session: the divergences it needed (``None`` as the second
+    value when it fails even with them)."""
+    before = down(session)
+    expected = strip_none(reduce_v02("session", before, action, CLOCK))
+    up = session_action_up(action, session, now=CLOCK, from_client=False)
+    after = session
+    for channel, internal_action in up.envelopes:
+        after = apply_internal(after, channel, internal_action)
+    got = down(after)
+    if wire_equal(got, expected):
+        return [], True
+    applicable = [rule for rule in DIVERGENCES if rule.applies(before, action, up, session)]
+    paths = tuple(path for rule in applicable for path in rule.may_differ)
+    ok = bool(applicable) and wire_equal(without_paths(got, paths), without_paths(expected, paths))
+    return [rule.name for rule in applicable], ok
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(strategies.internal_sessions(), v02_strategies.session_actions())
+def test_0_2_0_actions_on_sessions_of_0_9_0_clients_commute(session, action):
+    """Internal sessions as 0.9.0 clients leave them (several chats, several active clients, drafts,
+    paused MCP calls, answered input requests, resumable errors...) and every 0.2.0 session action."""
+    needed, ok = check_step(session, action)
+    assert ok, (action, needed)
+
+
+def test_the_mixed_version_divergences_are_real():
+    state = {"summary": {"resource": "ahp-session:/s", "provider": "p", "title": "T", "status": 8, "createdAt": 0,
+                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []}
+    session = session_lift(state)
+    chat = session.default_chat_uri
+    late = apply_internal(session, chat, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "1970-01-01T00:00:20.000Z",
+                                          "message": {"text": "hi", "origin": {"kind": "user"}}})
+    assert check_step(late, {"type": "session/turnComplete", "turnId": "t1"}) == (["turn ended before it started"], True)
+    chatless = apply_internal(session, session.uri, {"type": "session/chatRemoved", "chat": chat})
+    assert check_step(chatless, {"type": "session/turnStarted", "turnId": "t1", "userMessage": {"text": "hi"}}) == (
+        ["session without a default chat"], True)
+    crowded = session
+    for client in ("vscode", "tui"):
+        crowded = apply_internal(crowded, session.uri, {"type": "session/activeClientSet", "activeClient": {"clientId": client, "tools": []}})
+    assert check_step(crowded, {"type": "session/activeClientChanged", "activeClient": None}) == (["several active clients"], True)
+
+
 def test_every_listed_divergence_is_needed_and_most_steps_need_none():
     needed: Counter = Counter()
     steps = 0
@@ -195,7 +284,7 @@ def test_every_listed_divergence_is_needed_and_most_steps_need_none():
     for position in range(len(CASES)):
         needed += case_outcome(position)[0].needed
         steps += len(CASES[position][1]["actions"])
-    assert set(needed) == {rule.name for rule in DIVERGENCES}, needed
+    assert set(needed) == {rule.name for rule in DIVERGENCES} - MIXED_VERSION, needed
     assert sum(needed.values()) < steps / 4, (needed, steps)
 
 
