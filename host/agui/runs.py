@@ -16,7 +16,8 @@ Contract:
 * The thread acts as the AHP client ``agui:<threadId>``. With ``tools`` in the input, the run
   becomes one of the session's active clients with those tools (``session/activeClientSet``,
   AHP ``ToolDefinition``s); a run that ends without waiting on a front-end tool leaves again
-  (``session/activeClientRemoved``). Other active clients (AHP clients' tools) stay as they are.
+  (``session/activeClientRemoved``). While another client is active the run offers no tools and
+  ends with ``RUN_ERROR`` saying so (a 0.2.0 client sees one active client per session).
 * A ``tool`` message answering one of the thread's front-end calls that the running turn waits
   on completes that call (``chat/toolCallComplete`` as its owner); the run then streams the
   rest of that turn. Otherwise the last ``user`` message, when no turn of the chat carries its
@@ -71,8 +72,9 @@ def _session_id(thread_id: str) -> str:
     return f"agui-{uuid.uuid5(_THREAD_NAMESPACE, thread_id)}"
 
 
-def session_uri_for(thread_id: str, provider: str) -> str:
-    """The session a thread maps to on ``provider``: stable across runs and host restarts."""
+def session_uri_for(thread_id: str, provider: str = "ahp-session") -> str:
+    """The session a thread maps to on ``provider``: stable across runs and host restarts. Without
+    a provider, the URI an AHP 0.2.0 client names it with (``ahp-session:/agui-<uuid>``)."""
     return f"{provider}:/{_session_id(thread_id)}"
 
 
@@ -314,6 +316,15 @@ class AguiRuns:
             if current is not None:
                 self._release_role(session, client_id)
             return
+        other = next((client for client in (self.host.store.state(session) or {}).get("activeClients") or ()
+                      if isinstance(client, dict) and client.get("clientId") != client_id), None)
+        if other is not None:
+            # The thread's tools would sit beside another client's: a client of AHP 0.2.0 (one
+            # active client per session) could not see them, so the run offers none.
+            raise _Refused(
+                f"Another client ({other.get('displayName') or other.get('clientId')}) provides the tools of this "
+                "thread's session right now, so this run's tools cannot be offered. Run without tools, or once "
+                "that client lets go.", "actionRefused")
         active_client = {"clientId": client_id, "displayName": f"AG-UI thread {run_input.thread_id}", "tools": tools}
         if current != active_client:
             self._dispatch(session, builders.session_active_client_set(active_client=active_client), client_id)
