@@ -35,7 +35,7 @@ from host.inputs import InputRequests
 from host.journal import Journal
 from host.processes import BackgroundContributor, BackgroundProcesses
 from ahp.state.clock import iso_timestamp, parse_timestamp
-from host.chat_summaries import ChatSummaries
+from host.chat_summaries import ChatSummaries, summary_of_chat
 from host.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
 from host.store import ROOT, Store
@@ -188,6 +188,9 @@ class AgentHost:
                 self.store.dispatch(uri, builders.chat_error(turn_id=turn["id"], duration=duration,
                                                              part={"kind": "error", "error": INTERRUPTED_ERROR}))
         for uri, state in list(self.store.channels("session")):
+            for chat in self.session_chats(uri):
+                self.chat_summaries.track(chat, uri)
+        for uri, state in list(self.store.channels("session")):
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
             if state.get("lifecycle") == "creating":
@@ -298,6 +301,61 @@ class AgentHost:
         self.customizations.open_session(uri)
         self.runner.prepare(uri)
         return uri
+
+    def create_chat(self, params: dict[str, Any], client_id: str) -> str:
+        """``createChat``: a new chat channel in a session's catalogue (a fork copies a source
+        chat's turns up to and including ``source.turnId``); an ``initialMessage`` starts its
+        first turn."""
+        session = self.session_uri(params.get("channel"))
+        if session is None:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {params.get('channel')}.")
+        chat = params.get("chat")
+        if not isinstance(chat, str) or not chat.startswith("ahp-chat:"):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "chat must be an ahp-chat: URI.")
+        if chat in self.store:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"A chat already exists at {chat}; pick a new URI.")
+        turns: list[dict[str, Any]] = []
+        source = params.get("source")
+        draft: dict[str, Any] | None = None
+        if isinstance(source, dict):
+            source_chat = source.get("chat")
+            if source_chat not in self.session_chats(session):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"The source chat {source_chat} is not a chat of {params.get('channel')}.")
+            copied = forked_turns(self.store.state(source_chat) or {}, source.get("turnId"))
+            if copied is None:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"{source_chat} has no completed turn {source.get('turnId')}.")
+            if source.get("kind") == "fork":
+                turns = copied
+            model = _selection(self.store.state(source_chat) or {}, "model")
+            if model is not None:
+                draft = {"text": "", "origin": {"kind": "user"}, "model": model}
+        state = new_chat_state(chat, now=self.clock(), turns=turns, draft=draft)
+        self.chat_summaries.track(chat, session)
+        self.store.create(chat, "chat", state)
+        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
+        message = params.get("initialMessage")
+        if isinstance(message, dict):
+            import uuid  # the host names the first turn
+
+            self.store.dispatch(chat, builders.chat_turn_started(
+                turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
+        return chat
+
+    def dispose_chat(self, chat: Any) -> None:
+        """``disposeChat``: the chat leaves its session's catalogue and its channel goes; a
+        session's default chat goes only with the session."""
+        session = self.chat_summaries.session_of(chat) if isinstance(chat, str) else None
+        if session is None or self.store.kind(chat) != "chat":
+            raise RpcError(ErrorCode.NOT_FOUND, f"No chat {chat}.")
+        if (self.store.state(session) or {}).get("defaultChat") == chat:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{chat} is the session's default chat; dispose the session instead.")
+        turn = (self.store.state(chat) or {}).get("activeTurn")
+        if isinstance(turn, dict):
+            self.store.dispatch(chat, builders.chat_turn_cancelled(turn_id=turn["id"], duration=0))
+        self.store.dispatch(session, builders.session_chat_removed(chat=chat))
+        self.store.remove(chat)
+        self.chat_summaries.forget(chat)
+        self._turn_index.pop(chat, None)
 
     def session_uri(self, name: Any) -> str | None:
         """The internal URI of a session named by its internal or its 0.2.0 URI; None if none."""

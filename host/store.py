@@ -60,7 +60,7 @@ from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame
 
-__all__ = ["Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
+__all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
            "TEXT_APPENDS", "action_frame"]
 
 logger = logging.getLogger(__name__)
@@ -99,15 +99,30 @@ class Subscriber(Protocol):
     def send(self, text: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class Change:
+    """What a translator may read about one accepted action: the channel's states around it
+    (``None`` unless the translator's ``wants_states`` asked for them) and the store, for the
+    other channels it needs (a 0.2.0 session is a session channel and its default chat)."""
+
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    store: "Store"
+
+
 class Translator(Protocol):
     """Turns the store's envelopes and notifications into the shapes of a group of subscribers
     (a protocol version other than the store's own): the very object it was given to send it as
-    is (the frame already built is reused), a new one to send instead, None to send nothing. Pure, and called once per envelope per
-    channel for the whole group."""
+    is (the frame already built is reused), a new one (or a list of them, sent in order) to send
+    instead, None to send nothing. Called once per envelope per channel for the whole group.
+    ``wants_states(kind, action)`` says whether it needs the states around the action (reading
+    them costs a reduction of a pending text run: translators say no for streamed tokens)."""
 
-    def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None: ...
+    def wants_states(self, kind: str, action: dict[str, Any]) -> bool: ...
 
-    def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
+    def envelope(self, kind: str, envelope: dict[str, Any], change: Change) -> Any: ...
+
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: "Store") -> dict[str, Any] | None: ...
 
 
 def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
@@ -293,8 +308,10 @@ class Store:
         now = self._clock()
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
+        translated = entry.translated
+        wants_states = bool(translated) and any(t.wants_states(entry.kind, action) for t in tuple(translated))
         # A streamed token stays in the channel's run unless an observer wants the states now.
-        before = entry.state if observers else None
+        before = entry.state if observers or wants_states else None
         changed = entry.apply(action, now)
         self.seq += 1
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": self.seq}
@@ -309,10 +326,9 @@ class Store:
         self._replay.append((self.seq, channel, envelope))
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
-        if entry.translated:
-            self._send_translated(entry, envelope, frame)
-        if observers:
-            after = entry.state
+        after = entry.state if observers or wants_states else None
+        if translated:
+            self._send_translated(entry, envelope, frame, Change(before, after, self))
         for observer in observers:
             try:
                 observer(channel, before, after, envelope)
@@ -328,9 +344,12 @@ class Store:
         return envelope
 
     def reject(
-        self, channel: str, action: Any, origin: dict[str, Any], reason: str, to: Subscriber
+        self, channel: str, action: Any, origin: dict[str, Any], reason: str, to: Subscriber,
+        internal: list[tuple[str, Any]] | None = None,
     ) -> None:
-        """Tell only the dispatcher that its action was refused (state and seq unchanged)."""
+        """Tell only the dispatcher that its action was refused (state and seq unchanged). The
+        envelope carries the action as the client sent it; ``internal`` is what it is in the
+        store's model (when the client's version differs), for the rejection observers."""
         envelope = {
             "channel": channel,
             "action": action,
@@ -339,26 +358,41 @@ class Store:
             "rejectionReason": reason,
         }
         to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
-        if isinstance(action, dict):
+        seen = internal if internal is not None else [(channel, action)]
+        for target, item in seen:
+            if not isinstance(item, dict):
+                continue
             for observer in tuple(self.rejection_observers):
                 try:
-                    observer(channel, action, str(origin.get("clientId") or ""))
+                    observer(target, item, str(origin.get("clientId") or ""))
                 except Exception:
-                    logger.exception("store rejection observer failed on %s", action.get("type"))
+                    logger.exception("store rejection observer failed on %s", item.get("type"))
 
-    def _send_translated(self, entry: _Channel, envelope: dict[str, Any], frame: str) -> None:
+    def echo(self, channel: str, action: Any, origin: dict[str, Any], to: Subscriber) -> None:
+        """Tell only the dispatcher that its action was taken though it changes nothing in the
+        store (a no-op in the client's protocol version): its echo, at the current serverSeq."""
+        envelope = {"channel": channel, "action": action, "serverSeq": self.seq, "origin": origin}
+        to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+
+    def _send_translated(self, entry: _Channel, envelope: dict[str, Any], frame: str, change: Change) -> None:
         """Each translator group gets ``envelope`` in its shapes, serialised once for the group."""
         for translator, group in tuple(entry.translated.items()):
             try:
-                shown = translator.envelope(entry.kind, envelope)
+                shown = translator.envelope(entry.kind, envelope, change)
             except Exception:  # a translation bug must not stop the store or the other groups
                 logger.exception("translating %s failed", envelope["action"].get("type"))
                 continue
             if shown is None:
                 continue
-            text = frame if shown is envelope else action_frame(shown)[1]
+            if shown is envelope:
+                texts = [frame]
+            elif isinstance(shown, list):
+                texts = [frame if item is envelope else action_frame(item)[1] for item in shown]
+            else:
+                texts = [action_frame(shown)[1]]
             for subscriber in tuple(group):
-                subscriber.send(text)
+                for text in texts:
+                    subscriber.send(text)
 
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send a protocol notification (never journaled or replayed) to a channel's subscribers."""
@@ -370,7 +404,7 @@ class Store:
             subscriber.send(frame)  # type: ignore[arg-type]
         for translator, group in tuple(entry.translated.items()):
             try:
-                shown = translator.notification(entry.kind, method, params)
+                shown = translator.notification(entry.kind, method, params, self)
             except Exception:
                 logger.exception("translating %s failed", method)
                 continue

@@ -13,6 +13,7 @@ from typing import Any
 from ahp.state import default_chat_uri
 from client import AhpClient
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from host.dialects.ahp02 import v02_session_state
 from host.journal import Journal
 from host.store import Store, reduce
 from providers import ScriptedProvider
@@ -212,7 +213,7 @@ async def test_a_client_subscribing_mid_turn_and_fetch_turns_get_the_streamed_te
             late_state = late.state(session)
         finally:
             await late.close()
-        host_state = running.host.store.state(session)
+        host_state = v02_session_state(running.host, session)
     assert _active_text(mid_turn) == "".join(chunks[:1_500])
     turns = client.state(session)["turns"]
     assert [turn["id"] for turn in turns] == [first_id, second_id]

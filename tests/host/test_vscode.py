@@ -17,7 +17,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import ahp.dialects
-from ahp.dialects.registry import action_known, notification_known
+from ahp.dialects.catalogue import known_to, notification_known_to
 from host.server import RunningHost
 from tests.conftest import TOKEN, Connect
 
@@ -102,11 +102,11 @@ def assert_only_what_0_9_0_knows(frames: list[dict[str, Any]]) -> None:
         method = frame.get("method")
         if method == "action":
             action_type = frame["params"]["action"]["type"]
-            assert action_known(action_type, "0.9.0"), action_type
+            assert known_to("0.9.0", action_type), action_type
             assert not action_type.startswith("session/"), action_type  # no session is served to 0.9.0 yet
             assert_valid(frame["params"], "ActionEnvelope")
         elif method is not None:
-            assert notification_known(method, "0.9.0"), method
+            assert notification_known_to("0.9.0", method), method
 
 
 async def test_vscode_connects_and_its_first_seconds_get_answers_without_errors(
@@ -339,7 +339,7 @@ async def test_reconnect_replays_through_the_dialect(running_host: RunningHost, 
     assert result["type"] == "replay" and result["missing"] == ["ahp-session:/x"]
     types = [envelope["action"]["type"] for envelope in result["actions"]]
     assert "root/configChanged" in types and "root/activeSessionsChanged" in types
-    assert all(action_known(t, "0.9.0") for t in types)
+    assert all(known_to("0.9.0", t) for t in types)
     # the reconnected connection speaks 0.9.0: automations exist, createChat is "not yet"
     assert (await back.request("listAutomationTriggerDefinitions", {"channel": ROOT}))["result"] == {"items": []}
     await back.close()
