@@ -51,7 +51,7 @@ from ahp.jsonrpc import encode
 from ahp.state.appends import TEXT_APPENDS, run_key
 from host.errors import JournalError
 
-__all__ = ["Journal", "JournalEntry", "Snapshot", "expand", "RUN_LIMIT"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "Snapshot", "expand", "RUN_LIMIT"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -89,6 +89,11 @@ _FORMAT_VERSION = "2"
 """2: snapshots keep each channel's state in its own ``channel_states`` row (only changed channels
 are rewritten); 1 (still read, upgraded by the first snapshot): the whole store in ``snapshots.body``."""
 _READABLE = ("1", _FORMAT_VERSION)
+
+MODEL = "0.9.0"
+"""The state model this build journals (``meta.model``): the internal model of ``ahp.state``. A
+journal without a model was written by an older build, whose store held AHP 0.2.0 states and
+actions; ``host.journal_upgrade`` converts it once."""
 
 _INSERT = "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)"
 
@@ -197,8 +202,10 @@ class Journal:
             row = self._db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
-            elif row[0] not in _READABLE:
-                pass  # refused below
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)", (MODEL,))
+            model = self._db.execute("SELECT value FROM meta WHERE key='model'").fetchone()
+            self.model: str | None = model[0] if model is not None else None
+            """The state model of what the journal holds; None: an older build's (AHP 0.2.0)."""
             self.needs_full_snapshot = row is not None and row[0] == "1"
             """A format-1 journal: its first snapshot here must write every channel."""
             if row is not None and row[0] not in _READABLE:
@@ -330,6 +337,30 @@ class Journal:
             self._db.execute("DELETE FROM snapshots WHERE upto < ?", (upto,))
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (_FORMAT_VERSION,))
         self.needs_full_snapshot = False
+
+    def rewrite(self, channels: dict[str, tuple[str, dict[str, Any]]], seq: int, model: str = MODEL) -> None:
+        """Replace everything the journal holds by one snapshot of ``channels`` (uri → (kind,
+        state)) as of ``seq``, in the state model ``model``, in one transaction (an upgrade of
+        an older build's journal: its entries are in the old model, so none is kept)."""
+        self.end_runs()
+        self.flush()
+        try:
+            with self._transaction():
+                for table in ("entries", "snapshots", "channel_states", "channel_state_parts"):
+                    self._db.execute(f"DELETE FROM {table}")
+                for channel, (kind, state) in channels.items():
+                    part = self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)",
+                                            (channel, encode(state))).lastrowid
+                    self._db.execute("INSERT INTO channel_states(channel, kind, manifest) VALUES (?, ?, ?)",
+                                     (channel, kind, encode([part])))
+                self._db.execute("INSERT INTO snapshots(upto, seq, body) VALUES (0, ?, '')", (seq,))
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)", (model,))
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        self.model = model
+        self.needs_full_snapshot = False
+        self.entries_since_snapshot = 0
 
     def prune(self, upto: int, keep_actions: int) -> Iterator[None]:
         """Delete the entries older than both the snapshot at ``upto`` and the newest ``keep_actions``

@@ -33,6 +33,7 @@ from host.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
 from host.inputs import InputRequests
 from host.journal import Journal
+from host.journal_upgrade import upgrade_journal
 from host.processes import BackgroundContributor, BackgroundProcesses
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.chat_summaries import ChatSummaries, summary_of_chat
@@ -76,6 +77,7 @@ class AgentHost:
         agent_list = list(agents) if agents is not None else build_agents(config)
         self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
         journal = None if in_memory else Journal(config.data_path() / "journal.sqlite3")
+        self._journal = journal
         # Content referenced from state (tool output, edit previews), readable with resourceRead.
         self.content = ContentStore(None if in_memory else config.data_path() / "content.sqlite3")
         # Provider-native turn transcripts live next to the journal, so memory survives restarts.
@@ -165,6 +167,8 @@ class AgentHost:
 
     async def start(self) -> None:
         self.background.start()
+        if self._journal is not None:
+            upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
         self.store.recover()
         if self.subagents is not None:
             self.subagents.recover()
