@@ -309,14 +309,19 @@ class ProviderTurn:
     def _set_activity(self, activity: str) -> None:
         if self.activity != activity and self.ctx.is_active():
             self.activity = activity
+            # The chat says what it does; the session says it too (what the session list and a
+            # 0.2.0 client show is the session's activity).
             self.ctx.dispatch_chat(builders.chat_activity_changed(activity=activity))
+            self.ctx.dispatch(builders.session_activity_changed(activity=activity))
 
     def _clear_activity(self) -> None:
         if self.activity is None:
             return
-        current = self.ctx.chat_state.get("activity")
-        if current == self.activity:  # a later turn may already say something else
+        # A later turn may already say something else: clear only what is still ours.
+        if self.ctx.chat_state.get("activity") == self.activity:
             self.ctx.dispatch_chat(builders.chat_activity_changed())
+        if self.ctx.state.get("activity") == self.activity:
+            self.ctx.dispatch(builders.session_activity_changed())
         self.activity = None
 
     async def _make_title(self, model_id: str) -> None:
