@@ -344,7 +344,7 @@ class ChangesetService:
         if state is None or session_changeset(session) not in self.store:
             return
         changesets = catalogue(session, (self.store.state(session_changeset(session)) or {}).get("files") or [])
-        if state["summary"].get("changesets") != changesets:
+        if state.get("changesets") != changesets:
             self.store.dispatch(session, builders.session_changesets_changed(changesets=changesets))
 
     def _bytes(self, side: Any) -> bytes | None:
