@@ -180,6 +180,8 @@ class TerminalService:
             session_state = self.store.state(claim.get("session")) if self.store.kind(claim.get("session")) == "session" else None
             if session_state is None:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {claim.get('session')} to claim the terminal.")
+            if not isinstance(claim.get("chat"), str) and isinstance(session_state.get("defaultChat"), str):
+                claim = {**claim, "chat": session_state["defaultChat"]}  # 0.7.0 claims name no chat
         cwd = self._directory(params.get("cwd"), session_state)
         cols, rows = _dimension(params.get("cols"), 80), _dimension(params.get("rows"), 24)
         shell = os.environ.get("SHELL") or "/bin/sh"
