@@ -13,7 +13,8 @@ What a user sees, and the rules:
   Sub-agents stay child *sessions* here; the newer spec's tool-spawned chats
   (``ahp-chat://subagent/...``) are not modelled yet.
 * As soon as the child exists, the running ``task`` call carries a ``ToolResultSubagentContent``
-  (``toolCallContentChanged``) naming the child's URI, so a client can subscribe and watch it live.
+  (``toolCallContentChanged``) naming the child's default chat (0.9.0 names the worker chat; a
+  0.2.0 client sees the child session), so a client can subscribe and watch it live.
 * The child's turn runs the prompt; its final answer is the tool's result (with the subagent
   content kept). A child turn that fails or is cancelled makes the call fail, saying why.
 * Cancelling the parent's turn cancels the child's turn. Children get no ``task`` tool of their own
@@ -39,11 +40,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.protocol import builders
-from ahp.state import default_chat_uri
+from ahp.dialects.v0_2.uris import v02_session_uri
+from ahp.state import default_chat_uri, session_of_default_chat
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from host.errors import RpcError
-from host.sessions import is_session_uri
+from host.sessions import session_id
 from host.store import Store
 from host.turns import turn_duration, turn_started, user_message
 from tools.base import Tool, ToolContext, failure_result, success_result
@@ -176,10 +178,12 @@ class SubagentContributor(Contributor):
         self.children[child] = parent
         title = f"Sub-agent: {description}"
         self.store.dispatch(child, builders.session_title_changed(title=title))
-        block: dict[str, Any] = {"type": "subagent", "resource": child, "title": title, "description": description}
+        # The block names the worker chat (0.9.0's ToolResultSubagentContent); the text names the
+        # session as people type it into a client (ahp-session:/<id>, which the host accepts).
+        block: dict[str, Any] = {"type": "subagent", "resource": default_chat_uri(child), "title": title, "description": description}
         if spec is not None:
             block["agentName"] = spec.name
-        await ctx.emit([block, text_content(f"Working in {child}")])
+        await ctx.emit([block, text_content(f"Working in {v02_session_uri(child) or child}")])
         state = await _until(self.store, child, lambda s: s.get("lifecycle") in ("ready", "failed"), _READY_TIMEOUT)
         if state.get("lifecycle") != "ready":
             reason = (state.get("creationError") or {}).get("message") or "it did not become ready"
@@ -209,8 +213,8 @@ class SubagentContributor(Contributor):
 
 
 def _children_named(state: dict[str, Any]) -> list[str]:
-    """The sessions named by the ``subagent`` content of a chat's own ``task`` calls (a client or
-    MCP tool's content, which names any session it likes, is not looked at)."""
+    """The sessions whose default chats the ``subagent`` content of a chat's own ``task`` calls
+    names (a client or MCP tool's content, which names any chat it likes, is not looked at)."""
     found = []
     turns = [*(state.get("turns") or ()), *([state["activeTurn"]] if state.get("activeTurn") else [])]
     for turn in turns:
@@ -219,8 +223,9 @@ def _children_named(state: dict[str, Any]) -> list[str]:
             if not call or call.get("toolName") != TaskTool.name or call.get("contributor") is not None:
                 continue
             for block in call.get("content") or ():
-                if block.get("type") == "subagent" and is_session_uri(block.get("resource")):
-                    found.append(block["resource"])
+                child = session_of_default_chat(block.get("resource")) if block.get("type") == "subagent" else None
+                if child is not None and session_id(child) is not None:
+                    found.append(child)
     return found
 
 
