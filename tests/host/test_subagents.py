@@ -188,3 +188,27 @@ async def test_disposing_a_parent_disposes_its_sub_agents_running_or_finished(tm
     finally:
         never.set()
     assert listed == {other}, "a sub-agent outlived the session that started it"
+
+
+async def test_a_restarted_host_still_disposes_a_parents_sub_agents(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    task = {"description": "Quick look", "prompt": "Look quickly."}
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "task", json.dumps(task))])),
+        Reply(200, chat_sse("Looked.")),
+        Reply(200, chat_sse("The sub-agent looked.")),
+    ]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = config_for(tmp_path, toml=fake_agent_toml(server.base_url))
+        async with serving(config, frame_checker) as (_, client):
+            session = await ready_session(client, provider="fake")
+            other = await ready_session(client, provider="fake")
+            turn = await run_turn(client, session, "look")
+            await idle(client, session)
+        assert turn["state"] == "complete"
+        # A new host on the same data knows the child only from the parent's recorded task call.
+        async with serving(config, frame_checker) as (_, client):
+            before = {summary["resource"] for summary in await client.list_sessions()}
+            await client.dispose_session(session)
+            after = {summary["resource"] for summary in await client.list_sessions()}
+    assert len(before - {session, other}) == 1, "the sub-agent's session was not restored"
+    assert after == {other}, "a sub-agent outlived the session that started it after a restart"
