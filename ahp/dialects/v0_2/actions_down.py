@@ -38,6 +38,8 @@ Actions with no single 0.2.0 counterpart, and what is sent instead:
 * ``chat/turnResume`` (0.9.0 resumable errors): the errored turn is replayed as 0.2.0 can say it:
   ``session/truncated`` to the turn before it, ``session/turnStarted``, its visible parts as
   ``session/responsePart``\\ s, its usage and open input requests.
+* ``chat/turnStarted`` over a turn still active: 0.9.0 drops that turn's open input requests with
+  it, 0.2.0 keeps them; each is first closed with ``session/inputCompleted`` ``cancel``.
 * ``changeset/contentChanged``: ``changeset/cleared``, one ``changeset/fileSet`` per file, and
   ``changeset/operationsChanged`` when it carries operations.
 * A customization change 0.2.0 has no action for (a child toggled, an MCP server's state):
@@ -374,7 +376,14 @@ def _chat_actions(action: dict, old: dict | None, new: dict | None) -> tuple[lis
         out = _renamed(action, "session/turnStarted", "turnId", "queuedMessageId")
         if "message" in action:
             out["userMessage"] = shapes.user_message_down(action["message"])
-        return [out], None
+        # A turn started over an active one drops that turn's open input requests in 0.9.0 (they
+        # live in it); 0.2.0 would keep them, so they are closed first, as abandoned.
+        abandoned = [
+            {"type": "session/inputCompleted", "requestId": request.get("id"), "response": "cancel"}
+            for request in shapes.open_input_requests((old or {}).get("activeTurn"))
+            if isinstance(request, dict)
+        ]
+        return [*abandoned, out], None
     if kind == "chat/responsePart":
         part = action.get("part")
         if isinstance(part, dict) and part.get("kind") in shapes.HIDDEN_PART_KINDS:
