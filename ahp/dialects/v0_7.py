@@ -6,6 +6,7 @@ VS Code 1.139.1 offers 0.7.0 next to 0.9.0; a host that negotiates 0.7.0 keeps i
 * ``state_down(kind, state)``: the 0.7.0 view of an internal state (snapshots);
 * ``action_down(kind, action)``: the 0.7.0 form of an internal action, ``None`` when 0.7.0 has no
   such action type (``ahp.dialects.catalogue``) or the action means nothing in 0.7.0;
+* ``notification_down(method, params)``: the 0.7.0 form of a host → client notification;
 * ``action_up(kind, action, channel=)`` / ``state_up(kind, state, channel=)``: the internal form
   of what a 0.7.0 peer sends (``None`` for a type 0.7.0 does not have);
 * ``reduce(kind, state, action, now, channel=)``: what a 0.7.0 client's own reducers compute,
@@ -42,6 +43,10 @@ Shapes (the projections)
   8. ``ChangesetStatus`` ``recomputing`` [1.0.0 schema] reads as ``computing``.
   9. ``changeset/contentChanged.error`` [0.7.0] is gone in 0.9.0 (failures travel on
      ``changeset/statusChanged``): dropped going up.
+  Notifications: ``SessionSummary`` gained ``chats``, ``defaultChat`` and ``origin`` [1.0.0
+  schema], dropped going down (``root/sessionAdded``, ``root/sessionSummaryChanged``);
+  ``auth/required.resource`` is complete ``ProtectedResourceMetadata`` since 0.8.0 where 0.7.0
+  has the resource identifier: down, its ``resource`` field.
 
 Behaviour (``reduce`` adds what 0.7.0 reducers did and 0.9.0 ones no longer do)
   10. 0.7.0 chat reducers stamp ``modifiedAt`` from the clock (``now``) on turn start and end,
@@ -55,8 +60,16 @@ Behaviour (``reduce`` adds what 0.7.0 reducers did and 0.9.0 ones no longer do)
 Actions with no 0.7.0 form
   Every type introduced after 0.7.0 goes down as ``None``. Most change nothing a 0.7.0 client can
   see (their fields are dropped by rule 7, or they are automation channels, which 0.7.0 lacks: no
-  state projection either). Those in :data:`RESYNC_AFTER` do change the 0.7.0 view; after one, the
-  edge must send the 0.7.0 client a fresh snapshot of the channel.
+  state projection either). Those in :data:`RESYNC_AFTER` do change the 0.7.0 view.
+
+Convergence
+  For every internal state ``s`` and action ``a`` with ``s' = ahp.state.reduce(kind, s, a)``, a
+  0.7.0 client that holds ``state_down(s)`` and applies ``action_down(a)`` with its own reducers
+  (:func:`reduce`) ends up holding ``state_down(s')``, apart from a chat's ``modifiedAt`` (rule
+  10) — unless :func:`needs_resync` says otherwise: after the actions of :data:`RESYNC_AFTER`, and
+  where rules 11 and 12 make the two reducers disagree. Then the edge sends the 0.7.0 client a
+  fresh snapshot (``state_down(s')``). ``tests/ahp/dialects/test_v0_7.py`` checks this law on
+  every step of every vector.
 """
 
 from __future__ import annotations
@@ -65,11 +78,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ahp import state as internal
-from ahp.dialects.catalogue import known_to
+from ahp.dialects.catalogue import known_to, notification_known_to
 from ahp.state._js import as_dict, as_list, assign, payload
 from ahp.state.channels import default_chat_uri, session_of_annotations
 from ahp.state.clock import iso_timestamp
-from ahp.state.status import SessionStatus, status_int, with_activity
+from ahp.state.status import SessionStatus, awaits_user, status_int, with_activity
 
 __all__ = [
     "KINDS",
@@ -77,6 +90,8 @@ __all__ = [
     "VERSION",
     "action_down",
     "action_up",
+    "needs_resync",
+    "notification_down",
     "reduce",
     "state_down",
     "state_up",
@@ -453,6 +468,23 @@ def action_up(kind: str, action: Json, *, channel: str | None = None) -> Json:
     return action if convert is None else convert(action, channel)
 
 
+_SUMMARY_KEYS_0_9 = ("chats", "defaultChat", "origin")
+
+
+def notification_down(method: str, params: Json) -> Json:
+    """The 0.7.0 form of a host → client notification's params; ``None`` when 0.7.0 has no such
+    notification."""
+    if not notification_known_to(VERSION, method) or not isinstance(params, dict):
+        return None
+    if method == "root/sessionAdded":
+        return _mapped(params, "summary", lambda summary: _without(summary, *_SUMMARY_KEYS_0_9))
+    if method == "root/sessionSummaryChanged":
+        return _mapped(params, "changes", lambda changes: _without(changes, *_SUMMARY_KEYS_0_9))
+    if method == "auth/required" and isinstance(params.get("resource"), dict):
+        return assign(params, resource=params["resource"].get("resource"))
+    return params
+
+
 # ── What a 0.7.0 client computes (rules 10-12) ──────────────────────────────────────────────────
 
 _STAMPS_MODIFIED_AT = frozenset(
@@ -499,3 +531,23 @@ def reduce(kind: str, state: Json, action: Json, now: int, *, channel: str | Non
     if reduced is lifted:
         return state
     return _behaviour_0_7(_type_of(action) or "", state, state_down(kind, reduced), action, now)
+
+
+def needs_resync(kind: str, state: Json, action: Json, now: int = 0) -> bool:
+    """Whether a 0.7.0 client that mirrors ``state`` (internal) through :func:`action_down` will
+    hold something other than the projection of the state after ``action`` (internal), so that the
+    edge must send it a fresh snapshot instead (the "Convergence" section above)."""
+    action_type = _type_of(action)
+    if action_type is None or kind not in KINDS or not isinstance(state, dict):
+        return False
+    if action_type in RESYNC_AFTER:
+        after = internal.reduce(kind, state, action, now)
+        return after is not state and state_down(kind, after) != state_down(kind, state)
+    if action_type == "changeset/contentChanged":
+        return "error" in state  # a 0.7.0 client clears the error with its own reducer (rule 12)
+    if action_type in ("session/inputNeededSet", "session/inputNeededRemoved"):
+        after = internal.reduce(kind, state, action, now)
+        requests = as_list(as_dict(after).get("inputNeeded"))
+        # Rule 11: only a list of nothing but client executions reads differently in 0.7.0.
+        return after is not state and bool(requests) and not any(awaits_user(request) for request in requests)
+    return False

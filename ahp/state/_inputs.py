@@ -96,7 +96,9 @@ def on_input_completed(state: dict, action: dict, now: int) -> dict:
     part = parts[index]
     request = as_dict(part.get("request"))
     answers = {**as_dict(request.get("answers")), **as_dict(payload(action, "answers"))}
-    completed = assign({**part, "request": assign(request, answers=answers or None)}, response=payload(action, "response"))
+    completed = assign(
+        {**part, "request": assign(request, answers=answers or None)}, response=payload(action, "response")
+    )
     updated = list(parts)
     updated[index] = completed
     nxt = {**state, "activeTurn": {**active, "responseParts": updated}}

@@ -106,4 +106,3 @@ def assign(mapping: dict, **changes: Any) -> dict:
         else:
             result[key] = value
     return result
-

@@ -55,7 +55,9 @@ def _with_annotation(state: dict, annotation_id: object, update: Callable[[dict]
 
 def _updated(state: dict, action: dict, now: int) -> dict:
     changes = {field: payload(action, field) for field in UPDATABLE if payload(action, field) is not None}
-    return _with_annotation(state, action.get("annotationId"), lambda annotation: {**annotation, **changes} if changes else annotation)
+    return _with_annotation(
+        state, action.get("annotationId"), lambda annotation: {**annotation, **changes} if changes else annotation
+    )
 
 
 def _removed(state: dict, action: dict, now: int) -> dict:

@@ -9,7 +9,7 @@ signature and ignored).
   ``creationError``.
 * Chat catalogue: ``chatAdded`` upserts by ``summary.resource``; ``chatRemoved`` removes one and
   clears ``defaultChat`` when it named that chat; ``chatUpdated`` merges ``changes`` (never
-  ``resource``) into one; ``chatsReordered`` [0.9.0] takes a complete new order and is ignored
+  ``resource``; a null change clears the field) into one; ``chatsReordered`` [0.9.0] takes a complete new order and is ignored
   unless it lists every current chat exactly once; ``defaultChatChanged`` sets or clears the hint
   (whether the chat exists is the host's check, not the reducer's).
 * Metadata setters: ``titleChanged``, ``activityChanged``, ``metaChanged``,
@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 from ahp.state import _customizations
 from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, as_list, assign, payload, truthy
+from ahp.state._js import as_dict, as_list, assign, clean, payload, truthy
 from ahp.state._lists import index_by, remove_at, upsert_by, without_value
 from ahp.state.status import SessionStatus, input_needed_status, with_flag
 
@@ -92,9 +92,10 @@ def _chat_updated(state: dict, action: dict, now: int) -> dict:
     index = index_by(chats, "resource", action.get("chat"))
     if index < 0:
         return state
-    changes = {key: value for key, value in as_dict(payload(action, "changes")).items() if key != "resource"}
+    # `resource` is the entry's identity and never changes; a null change clears the field.
+    changes = {key: clean(value) for key, value in as_dict(action.get("changes")).items() if key != "resource"}
     updated = list(chats)
-    updated[index] = {**as_dict(chats[index]), **changes}
+    updated[index] = assign(as_dict(chats[index]), **changes)
     return {**state, "chats": updated}
 
 
@@ -109,7 +110,11 @@ def _chats_reordered(state: dict, action: dict, now: int) -> dict:
         if not isinstance(resource, str) or resource in by_resource:
             return state  # a catalogue whose entries cannot be told apart cannot be reordered
         by_resource[resource] = chat
-    if not all(isinstance(uri, str) for uri in order) or set(order) != set(by_resource) or len(set(order)) != len(order):
+    if (
+        not all(isinstance(uri, str) for uri in order)
+        or set(order) != set(by_resource)
+        or len(set(order)) != len(order)
+    ):
         return state
     reordered = [by_resource[uri] for uri in order]
     if all(new is old for new, old in zip(reordered, chats)):

@@ -110,7 +110,9 @@ def session_status_from_chats(
     """
     summaries = [chat for chat in chats if isinstance(chat, dict) and "status" in chat]
     activity = status_int(status) & ACTIVITY_MASK
-    primary = next((chat for chat in summaries if default_chat is not None and chat.get("resource") == default_chat), None)
+    primary = next(
+        (chat for chat in summaries if default_chat is not None and chat.get("resource") == default_chat), None
+    )
     if primary is None and summaries:
         primary = max(summaries, key=_modified_key)  # max keeps the first of equal keys
     if primary is not None:

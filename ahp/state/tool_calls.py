@@ -95,8 +95,8 @@ def _refined_contributor(current: Any, proposed: Any) -> Any:
     current_kind = as_dict(current).get("kind")
     proposed_kind = as_dict(proposed).get("kind")
     if current_kind == "client":
-        same_client = proposed_kind == "client" and as_dict(proposed).get("clientId") == as_dict(current).get("clientId")
-        return proposed if same_client else current
+        same_client = as_dict(proposed).get("clientId") == as_dict(current).get("clientId")
+        return proposed if proposed_kind == "client" and same_client else current
     if proposed_kind == "client":
         return current
     return proposed

@@ -99,7 +99,11 @@ def schema_1_0() -> dict:
         defs.update(loaded["$defs"])
     defs = copy.deepcopy(defs)
     defs["StateAction"]["oneOf"] = [branch for branch in defs["StateAction"]["oneOf"] if branch["$ref"] != "#/$defs/"]
-    defs["SessionStatus"] = {"type": "integer", "minimum": 0, "description": defs["SessionStatus"].get("description", "")}
+    defs["SessionStatus"] = {
+        "type": "integer",
+        "minimum": 0,
+        "description": defs["SessionStatus"].get("description", ""),
+    }
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs}
 
 
@@ -125,7 +129,10 @@ STATE_DEFINITIONS = {
 def schema_errors(schema: dict, definition: str, value: Any) -> list[str]:
     """Validation errors of ``value`` (null-valued keys dropped) against ``definition``."""
     checker = _validator_cached(id(schema), definition, schema)
-    return [f"{'/'.join(map(str, error.absolute_path))}: {error.message[:300]}" for error in checker.iter_errors(strip_none(value))]
+    return [
+        f"{'/'.join(map(str, error.absolute_path))}: {error.message[:300]}"
+        for error in checker.iter_errors(strip_none(value))
+    ]
 
 
 _VALIDATORS: dict[tuple[int, str], Draft202012Validator] = {}

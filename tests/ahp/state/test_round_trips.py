@@ -51,12 +51,22 @@ SESSION = {"provider": "demo", "title": "S", "status": 1, "lifecycle": "ready", 
 CHAT = {"resource": "ahp-chat:/c1", "title": "C", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []}
 RUNNING_TOOL = {
     "kind": "toolCall",
-    "toolCall": {"status": "running", "toolCallId": "tool-1", "toolName": "t", "displayName": "T", "invocationMessage": "m"},
+    "toolCall": {
+        "status": "running",
+        "toolCallId": "tool-1",
+        "toolName": "t",
+        "displayName": "T",
+        "invocationMessage": "m",
+    },
 }
 ACTIVE_CHAT = {
     **CHAT,
     "status": 8,
-    "activeTurn": {"id": "turn-1", "message": {"text": "hi", "origin": {"kind": "user"}}, "responseParts": [RUNNING_TOOL]},
+    "activeTurn": {
+        "id": "turn-1",
+        "message": {"text": "hi", "origin": {"kind": "user"}},
+        "responseParts": [RUNNING_TOOL],
+    },
 }
 
 
@@ -123,7 +133,10 @@ def _status(status: int) -> None:
     assert v0_7.state_down("session", session)["status"] == status
     chat = {**CHAT, "status": status}
     started = internal.reduce(
-        "chat", chat, {"type": "chat/turnStarted", "turnId": "t", "startedAt": CHAT["modifiedAt"], "message": {"text": "x"}}, 0
+        "chat",
+        chat,
+        {"type": "chat/turnStarted", "turnId": "t", "startedAt": CHAT["modifiedAt"], "message": {"text": "x"}},
+        0,
     )
     assert started["status"] == (status & ~0b11111 & ~32) | 8  # flags kept, IsRead cleared, InProgress
     assert v0_7.state_down("chat", started)["status"] == started["status"]
