@@ -34,6 +34,8 @@ _WHERE = {
     "root_lift": "states",
     "session_down": "states",
     "session_lift": "states",
+    "summary_changes": "states",
+    "summary_down": "states",
     "terminal_down": "states",
     "terminal_lift": "states",
     "v02_session_uri": "uris",

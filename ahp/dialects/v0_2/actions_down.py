@@ -35,9 +35,18 @@ Actions with no single 0.2.0 counterpart, and what is sent instead:
   when the client 0.2.0 shows (the last one) changes, else nothing.
 * ``chat/toolCallAuthRequired``/``Resolved`` (0.6.0 MCP authentication): nothing; the call stays
   ``running`` for 0.2.0 and the status with it (``shapes.tool_call_down``, ``states.status_down``).
+  When one of them (or a completion a paused call ignores) changes no call but still recomputes
+  the chat's status, as every such 0.9.0 action does, 0.2.0 gets a tool-call action that changes
+  no call and recomputes its status the same way (``toolCallResultConfirmed`` for a call that is
+  not awaiting result confirmation).
+* ``_meta`` of a tool-call action other than ``toolCallStart`` replaces the call's in 0.9.0; 0.2.0
+  ignores it, except that ``toolCallComplete`` spreads its result over the call, so a completion's
+  ``_meta`` rides in its result.
 * ``chat/turnResume`` (0.9.0 resumable errors): the errored turn is replayed as 0.2.0 can say it:
   ``session/truncated`` to the turn before it, ``session/turnStarted``, its visible parts as
   ``session/responsePart``\\ s, its usage and open input requests.
+* ``chat/turnStarted`` over a turn still active: 0.9.0 drops that turn's open input requests with
+  it, 0.2.0 keeps them; each is first closed with ``session/inputCompleted`` ``cancel``.
 * ``changeset/contentChanged``: ``changeset/cleared``, one ``changeset/fileSet`` per file, and
   ``changeset/operationsChanged`` when it carries operations.
 * A customization change 0.2.0 has no action for (a child toggled, an MCP server's state):
@@ -47,16 +56,18 @@ When no 0.2.0 action can carry what changed, the result is not ``exact`` and ``s
 the 0.2.0 client's mirror now differs from a fresh snapshot of the session (only a resubscribe or a
 reconnect answered with snapshots brings it back in step). The cases: the default chat changed or
 was removed; older turns were loaded into the default chat (0.2.0 clients page with
-``fetchTurns``); the session's first working directory changed; a tool-call action replaced the
-call's ``_meta``; ``toolCallReady`` updated a call that was already pending confirmation (0.2.0
-ignores that); a ``toolCallDelta`` without content changed the message of a call with no partial
-input yet (0.2.0 now shows an empty one); an input-request or malformed error part arrived
-through ``chat/responsePart`` / ``chat/error``; several open input requests shared the id
-``chat/inputCompleted`` answered (0.2.0 removes them all).
+``fetchTurns``); the session's first working directory changed; a tool-call action other than a
+completion replaced the call's ``_meta``; ``toolCallReady`` updated a call that was already pending
+confirmation (0.2.0 ignores that); calls sharing one id were re-readied to different inputs; a
+``toolCallDelta`` without content changed the message of a call with no partial input yet (0.2.0
+now shows an empty one); an open input-request part arrived through ``chat/responsePart`` (0.2.0
+would also set the status), or a malformed error part through ``chat/error``; several open input
+requests shared the id ``chat/inputCompleted`` answered (0.2.0 removes them all).
 
 Not a matter of ``exact``: ``summary.modifiedAt``. 0.9.0 moves it only when a turn starts or
-ends, from the turn's own times; 0.2.0 replicas also move it on their own clock at truncation,
-title/model/agent/config changes and input actions (PROTOCOL.md §7: "each replica's own clock").
+ends, to the times the turn's actions carry; a 0.2.0 replica stamps its own clock then, and also at
+truncation, title/model/agent/config changes and input actions (PROTOCOL.md §7: "each replica's
+own clock"). A fresh snapshot shows the chat's ``modifiedAt``.
 
 Everything here is pure; nothing raises on malformed actions or states.
 """
@@ -374,7 +385,14 @@ def _chat_actions(action: dict, old: dict | None, new: dict | None) -> tuple[lis
         out = _renamed(action, "session/turnStarted", "turnId", "queuedMessageId")
         if "message" in action:
             out["userMessage"] = shapes.user_message_down(action["message"])
-        return [out], None
+        # A turn started over an active one drops that turn's open input requests in 0.9.0 (they
+        # live in it); 0.2.0 would keep them, so they are closed first, as abandoned.
+        abandoned = [
+            {"type": "session/inputCompleted", "requestId": request.get("id"), "response": "cancel"}
+            for request in shapes.open_input_requests((old or {}).get("activeTurn"))
+            if isinstance(request, dict)
+        ]
+        return [*abandoned, out], None
     if kind == "chat/responsePart":
         part = action.get("part")
         if isinstance(part, dict) and part.get("kind") in shapes.HIDDEN_PART_KINDS:

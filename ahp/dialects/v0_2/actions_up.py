@@ -19,8 +19,12 @@ Translation by 0.2.0 action (every 0.2.0 type; ``CLIENT_DISPATCHABLE`` says whic
   ``turnStarted`` re-raises the open input requests of the turn it replaces (0.2.0 keeps them
   across a new turn, 0.9.0 keeps them inside the turn).
 * ``session/modelChanged`` / ``session/agentChanged`` -> ``chat/draftChanged``: the default chat's
-  draft (if there is none, an empty one with the model and agent 0.2.0 shows) with the new selection. ``session/truncated`` pins the
-  selection on a draft the same way when dropping turns would change it.
+  draft (if there is none, an empty one with the model and agent 0.2.0 shows) with the new
+  selection. ``session/truncated`` pins the selection on such a draft first when dropping turns
+  would change it.
+* ``session/toolCallReady`` for a call pending confirmation -> nothing (0.2.0 ignores it, 0.9.0
+  would update the call). ``session/inputCompleted`` -> one ``chat/inputCompleted`` per open request
+  with that id (0.2.0 removes them all, 0.9.0 answers one per action).
 * ``session/isReadChanged`` -> ``chat/isReadChanged`` on the default chat (0.2.0's read flag is the
   conversation's); ``session/isArchivedChanged`` stays on the session.
 * ``session/activeClientChanged`` -> ``session/activeClientSet`` (after ``activeClientRemoved`` when
@@ -37,6 +41,12 @@ another channel kind, a host-only type from a client (``from_client``), a per-tu
 session without a default chat, and what 0.9.0 cannot do: an input request outside a turn; a
 confirmation, completion or content update of a tool call that waits for MCP authentication; an
 edited tool input for a call whose input is not inline text (a content reference, or none).
+
+For the edge: apply the envelopes in order, each with the client's ``origin``, and send every
+0.2.0 subscriber the ``actions_down`` translation of each (that is what converges, whatever the
+divergences above). The dispatching client expects one echo: carry its ``origin`` on the last
+0.2.0 action those translations produce and none on the others; when they produce none (a
+no-op for 0.2.0), echo its own action.
 """
 
 from __future__ import annotations

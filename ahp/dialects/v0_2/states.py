@@ -14,7 +14,8 @@ summary.provider       ``provider``
 summary.title          ``title`` (the session's, not the chat's)
 summary.status         activity bits and IsRead from the default chat's ``status``; IsArchived
                        from the session's (archiving is a session-list matter; reading and new
-                       turns are the chat's); Idle and the session's flags without a default chat
+                       turns are the chat's); a call paused for MCP authentication counts as
+                       running; Idle and the session's flags without a default chat
 summary.activity       ``activity`` (the session's)
 summary.createdAt      ``SessionSummary.createdAt`` (ISO; the session channel has no such field,
                        so the host passes it in ``InternalSession.created_at``), in epoch ms
@@ -25,15 +26,28 @@ summary.model, .agent  the default chat's ``draft`` selection when there is a dr
 summary.workingDir…    ``workingDirectories[0]``
 summary.changesets     ``changesets``, as ``ChangesetSummary``
 lifecycle              ``lifecycle`` (``failed`` reads ``creationFailed``)
-activeClient           the last of ``activeClients``
-turns, activeTurn      the default chat's, renamed (``shapes``); input-request and final error
-                       parts hidden
+activeClient           the last of ``activeClients`` (the last to join)
+turns, activeTurn      the default chat's, renamed (``shapes``); input-request and error parts
+                       hidden, a turn's final error part as its ``error``
 inputRequests          the active turn's unanswered input-request parts, absent when none
-steeringMessage, queu… the default chat's, renamed
-creationError, server  same name, same value
-Tools, config, custo…
-mizations, _meta
+steeringMessage,       the default chat's, renamed
+queuedMessages
+customizations         ``customizations``, a plugin's or MCP server's ``enablement`` decisions as
+                       the ``enabled`` flag they amount to
+creationError,         same name, same value
+serverTools, config,
+_meta
 =====================  ====================================================================
+
+Not shown to 0.2.0: the chat catalogue and every chat but the default one; the session's own read
+flag (0.2.0's is the conversation's); ``inputNeeded``; working directories after the first;
+``origin``, ``annotations``; chat-only fields (``draft`` text, ``turnsNextCursor``, activity,
+background work, chat changesets, ``movable``, ``interactivity``); a turn's ``startedAt`` and
+``duration``; a message's ``origin``; tool calls' ``intention``, ``riskAssessment``, ``auth`` and
+an MCP ``contributor``.
+
+The 0.2.0 ``SessionSummary`` of ``listSessions`` and the root notifications is this state's
+``summary`` (``summary_down``, ``summary_changes``).
 
 Contract:
 
@@ -74,6 +88,8 @@ __all__ = [
     "session_down",
     "session_lift",
     "status_down",
+    "summary_changes",
+    "summary_down",
     "terminal_down",
     "terminal_lift",
 ]
@@ -297,6 +313,28 @@ def session_lift(state: dict, *, provider_of: ProviderLookup | None = None) -> I
         session["changesets"] = shapes.changesets_up(summary["changesets"])
     _put(session, "_meta", state.get("_meta"))
     return InternalSession(uri=uri, state=session, chats={chat_uri: chat}, created_at=iso_or_epoch(summary.get("createdAt")))
+
+
+_FIXED_SUMMARY_FIELDS = ("resource", "provider", "createdAt")
+
+
+def summary_down(session: InternalSession) -> dict | None:
+    """The 0.2.0 ``SessionSummary`` of a session (``listSessions``, ``root/sessionAdded``): the
+    summary of its 0.2.0 state, so both always agree."""
+    state = session_down(session)
+    return None if state is None else state["summary"]
+
+
+def summary_changes(before: InternalSession, after: InternalSession) -> dict:
+    """The ``changes`` of a ``root/sessionSummaryChanged`` for 0.2.0 clients: the summary fields
+    that differ, without ``resource``, ``provider`` and ``createdAt`` (PROTOCOL.md §6: MUST omit);
+    a field that went away is ``None`` (``null`` on the wire). Empty: nothing to notify."""
+    old, new = summary_down(before) or {}, summary_down(after) or {}
+    return {
+        key: new.get(key)
+        for key in sorted(set(old) | set(new))
+        if key not in _FIXED_SUMMARY_FIELDS and old.get(key) != new.get(key)
+    }
 
 
 # --- root, terminal, changeset, resource watch ----------------------------------------------------

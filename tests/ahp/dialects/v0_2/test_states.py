@@ -16,6 +16,8 @@ from ahp.dialects.v0_2.states import (
     root_lift,
     session_down,
     session_lift,
+    summary_changes,
+    summary_down,
     terminal_down,
     terminal_lift,
 )
@@ -24,7 +26,7 @@ from ahp.state import reduce as reduce_internal
 from tests.ahp._wire import first_difference, strip_none, wire_equal
 
 from . import _internal_strategies as strategies
-from ._dialect import down, in_domain
+from ._dialect import apply_internal, down, in_domain
 from .state._support import load_differential_cases, load_vectors
 
 PROVIDERS = {"s": "p", "s1": "copilot", "session-1": "copilot", "test-session": "copilot"}
@@ -219,3 +221,17 @@ def test_lift_of_a_projection_projects_the_same(session):
     # and the internal reducers accept what lift builds
     lifted = session_lift(shown)
     assert reduce_internal("session", lifted.state, {"type": "session/titleChanged", "title": "x"}, 0)["title"] == "x"
+
+
+def test_session_summaries_for_list_sessions_and_their_changes():
+    session = _session()
+    assert summary_down(session) == down(session)["summary"]
+    started = apply_internal(session, session.default_chat_uri, {
+        "type": "chat/turnStarted", "turnId": "t", "startedAt": "1970-01-01T00:00:03.000Z",
+        "message": {"text": "x", "origin": {"kind": "user"}, "model": {"id": "m"}}})
+    assert summary_changes(session, started) == {"modifiedAt": 3000, "model": {"id": "m"}, "status": 8}
+    renamed = apply_internal(started, session.uri, {"type": "session/titleChanged", "title": "New"})
+    assert summary_changes(started, renamed) == {"title": "New"}
+    cleared = apply_internal(renamed, session.default_chat_uri, {"type": "chat/draftChanged", "draft": {"text": "", "origin": {"kind": "user"}}})
+    assert summary_changes(renamed, cleared) == {"model": None}
+    assert summary_changes(cleared, cleared) == {}
