@@ -291,7 +291,9 @@ class Ahp02Dialect(Dialect):
             return None
         if len(down.actions) == 1:
             return _wrapped(envelope, down.channel, down.actions[0])
-        return [_wrapped(envelope, down.channel, item) for item in down.actions]
+        # The dispatching client expects one echo: the origin rides on the last of them.
+        last = len(down.actions) - 1
+        return [_wrapped(envelope, down.channel, item, index == last) for index, item in enumerate(down.actions)]
 
     def replay_envelope(self, host: Any, envelope: dict[str, Any]) -> Any:
         """A past envelope in 0.2.0 shapes, with the current states standing in for the ones
@@ -339,9 +341,9 @@ class _Now:
         self.before, self.after, self.store = before, after, store
 
 
-def _wrapped(envelope: dict[str, Any], channel: str, action: dict[str, Any]) -> dict[str, Any]:
+def _wrapped(envelope: dict[str, Any], channel: str, action: dict[str, Any], origin: bool = True) -> dict[str, Any]:
     shown = {"channel": channel, "action": action, "serverSeq": envelope["serverSeq"]}
-    if "origin" in envelope:
+    if origin and "origin" in envelope:
         shown["origin"] = envelope["origin"]
     return shown
 
