@@ -499,13 +499,19 @@ def _tool_call_actions(action: dict, old: dict | None, new: dict | None) -> tupl
             if isinstance(result, dict) and "content" not in result and before_call.get("content") is not None:
                 result = {"content": before_call["content"], **result}  # the pause keeps earlier output
             return [{"type": "session/toolCallComplete", **base, "result": result}], stale
+        result = action.get("result")
+        if isinstance(result, dict) and "content" in result:
+            action = {**action, "result": {**result, "content": shapes.content_down(result["content"])}}
         return [{"type": "session/toolCallComplete", **base, **_pick(action, "result", "requiresResultConfirmation")}], stale
     if kind == "chat/toolCallResultConfirmed":
         return [{"type": "session/toolCallResultConfirmed", **base, **_pick(action, "approved")}], stale
     if kind == "chat/toolCallContentChanged":
         if status == "auth-required":
             return [], stale
-        return [{"type": "session/toolCallContentChanged", **base, **_pick(action, "content")}], stale
+        changed = {"type": "session/toolCallContentChanged", **base, **_pick(action, "content")}
+        if "content" in changed:
+            changed["content"] = shapes.content_down(changed["content"])
+        return [changed], stale
     # toolCallAuthRequired / Resolved: the call is running for 0.2.0 all along (``states.status_down``);
     # only the status recomputation they make may show.
     return _status_nudge(action, old, new), stale

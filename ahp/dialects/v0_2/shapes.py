@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from ahp.dialects.v0_2.timestamps import iso_to_ms, ms_to_iso
-from ahp.dialects.v0_2.uris import default_chat_uri
+from ahp.dialects.v0_2.uris import default_chat_uri, session_of_default_chat, v02_session_uri
 
 __all__ = [
     "HIDDEN_PART_KINDS",
@@ -50,6 +50,7 @@ __all__ = [
     "changesets_up",
     "claim_down",
     "claim_up",
+    "content_down",
     "contributor_to_tool_client_id",
     "error_of_parts",
     "lifecycle_down",
@@ -136,6 +137,19 @@ def contributor_to_tool_client_id(contributor: Any) -> Any:
     return None
 
 
+def content_down(blocks: Any) -> Any:
+    """Tool content as 0.2.0 shows it: a sub-agent block names the worker's default chat in 0.9.0
+    (``ToolResultSubagentContent.resource``) and the worker session in 0.2.0 (``ahp-session:/<id>``)."""
+    if not isinstance(blocks, list) or not any(isinstance(b, dict) and b.get("type") == "subagent" for b in blocks):
+        return blocks
+    out = []
+    for block in blocks:
+        session = session_of_default_chat(block.get("resource")) if isinstance(block, dict) and block.get("type") == "subagent" else None
+        name = v02_session_uri(session) if session is not None else None
+        out.append({**block, "resource": name} if name is not None else block)
+    return out
+
+
 def tool_call_down(call: Any) -> Any:
     """A 0.9.0 tool call as 0.2.0 shows it.
 
@@ -153,6 +167,8 @@ def tool_call_down(call: Any) -> Any:
         out["status"] = "running"
     if "userSuggestion" in out:
         out["userSuggestion"] = user_message_down(out["userSuggestion"])
+    if "content" in out:
+        out["content"] = content_down(out["content"])
     return out
 
 
