@@ -453,6 +453,11 @@ class ClientConnection:
 
     async def _create_terminal(self, params: Any) -> None:
         params = self._params("createTerminal", params)
+        claim = params.get("claim")
+        if isinstance(claim, dict) and claim.get("kind") == "session":
+            session = self.host.session_uri(claim.get("session"))  # a 0.2.0 client names ahp-session:/<id>
+            if session is not None:
+                params = {**params, "claim": {**claim, "session": session}}
         await self.host.terminals.create(params, self.client_id or "")
         return None
 
