@@ -17,6 +17,7 @@ import logging
 import mimetypes
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
@@ -338,9 +339,7 @@ class AgentHost:
         self.store.create(chat, "chat", state)
         self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
         message = params.get("initialMessage")
-        if isinstance(message, dict):
-            import uuid  # the host names the first turn
-
+        if isinstance(message, dict):  # the host names the first turn
             self.store.dispatch(chat, builders.chat_turn_started(
                 turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
         return chat
