@@ -21,7 +21,10 @@ Invariants:
   dropped without ever touching state, and the reason is recorded.
 * An envelope with ``rejectionReason`` is never applied, whoever it belongs to.
 * An accepted envelope with ``serverSeq <= seq`` of its channel is already reflected
-  (snapshot taken later, duplicate, out of order) and is not applied again.
+  (snapshot taken later, duplicate, out of order) and is not applied again; except that
+  envelopes right after one another with the same ``serverSeq`` and different actions are all
+  applied (a host that projects one action of its own model into several of this client's
+  version sends them so).
 * Envelopes for channels the mirror does not hold only advance ``last_server_seq``.
 * Every dispatched action gets exactly one outcome: accepted, rejected, or lost (its
   channel was dropped or the connection went away before the host answered).
@@ -95,6 +98,9 @@ class _Channel:
     pending: list[_Pending] = field(default_factory=list)
     # Cached optimistic view when actions are pending; None means "re-fold on next read".
     view: dict | None = None
+    # The actions applied from envelopes at ``seq`` (none after a snapshot): a following envelope
+    # with the same serverSeq and another action is the next action of one projected change.
+    at_seq: list[dict] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -184,7 +190,7 @@ class Mirror:
         if ch is None:
             self._channels[channel] = _Channel(AppendingState(kind, state, self._apply), seq=from_seq)
         else:
-            ch.confirmed.state, ch.seq, ch.view = state, from_seq, None
+            ch.confirmed.state, ch.seq, ch.view, ch.at_seq = state, from_seq, None, []
         self.note_server_seq(from_seq)
 
     def drop(self, channel: str, reason: str = "the channel was dropped") -> list[ActionOutcome]:
@@ -252,8 +258,11 @@ class Mirror:
                     self.rejections.append(outcome)
         if reason is not None:
             return outcome
-        if server_seq > ch.seq:
+        if server_seq > ch.seq or (server_seq == ch.seq and ch.at_seq and action not in ch.at_seq):
             ch.confirmed.apply(action, now)
+            if server_seq > ch.seq:
+                ch.at_seq = []
+            ch.at_seq.append(action)
             ch.seq = server_seq
             ch.view = None
         return outcome

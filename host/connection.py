@@ -12,6 +12,9 @@ is done by ``host.rpc``; this module adds AHP's rules:
   params against the version's shapes (-32602 with the offending field, never a library's text),
   shapes results, snapshots and the replay, and translates what the store fans out. The
   connection itself is the same for every version;
+* a channel the client names is what its dialect says it is in the store (``internal_channels``:
+  a 0.2.0 ``ahp-session:/<id>`` is the internal session and its default chat, subscribed and
+  unsubscribed together);
 * ``dispatchAction``: unknown channel → dropped silently; refused (by the dialect, which lifts
   the action into the store's model, or by ``host.validation``) → a rejection envelope to this
   connection only; accepted → applied and echoed to every subscriber with its ``origin``.
@@ -33,6 +36,7 @@ from host.errors import ErrorCode, ProtocolViolation, RpcError
 from host.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.validation import check_client_action
+from ahp.state.channels import session_of_default_chat
 
 __all__ = ["ClientConnection", "OUTBOX_LIMIT", "BACKLOG_LIMIT"]
 
@@ -62,6 +66,9 @@ class ClientConnection:
         self.dialect: Dialect | None = None
         """This connection's protocol version, from ``initialize`` (or ``reconnect``) on."""
         self.subscriptions: set[str] = set()
+        """The channels this client subscribed to, as it names them."""
+        self._internal: dict[str, list[str]] = {}
+        """Each of ``subscriptions`` → the store channels it stands for."""
         self._on_overflow = on_overflow
         self._overflowed = False
         self.close_requested = False
@@ -76,6 +83,8 @@ class ClientConnection:
                 "disposeSession": self._dispose_session,
                 "listSessions": self._list_sessions,
                 "fetchTurns": self._fetch_turns,
+                "createChat": self._create_chat,
+                "disposeChat": self._dispose_chat,
                 "resourceRead": self._resource_read,
                 "authenticate": self._authenticate,
                 "resourceList": self._resource_list,
@@ -107,8 +116,7 @@ class ClientConnection:
 
     @property
     def translator(self) -> object | None:
-        """What the store groups this subscriber by (``host.store.Translator``): None while the
-        connection takes the store's own shapes."""
+        """What the store groups this subscriber by (``host.store.Translator``): its dialect."""
         return self.dialect.translator if self.dialect is not None else None
 
     # -- transport side ------------------------------------------------------------------------
@@ -142,6 +150,7 @@ class ClientConnection:
             self.host.client_resources.detach(self.client_id, self.rpc.call)
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
+        self._internal.clear()
         self.host.watches.release_idle(closed_owner=self)
         if self.client_id is not None:
             self.host.client_disconnected(self.client_id)
@@ -178,9 +187,10 @@ class ClientConnection:
         store = self.host.store
         snapshots = []
         for channel in params.get("initialSubscriptions") or []:
-            # A channel the version is not served yet is left out, as a channel that does not exist is.
-            if channel in store and dialect.channel_refusal(channel, store.kind(channel)) is None:
-                snapshots.append(self._subscribe_now(channel))
+            # A channel that does not exist (or this version cannot see) is left out.
+            internal = dialect.internal_channels(self.host, channel)
+            if internal:
+                snapshots.append(self._subscribe_now(channel, internal))
         result = dialect.initialize_result({
             "protocolVersion": negotiated.version,
             "serverSeq": store.seq,
@@ -214,50 +224,65 @@ class ClientConnection:
         assert dialect is not None and self.client_id is not None
         store = self.host.store
         wanted = [uri for uri in params["subscriptions"] if isinstance(uri, str)]
-        resumable = [uri for uri in wanted if uri in store and dialect.channel_refusal(uri, store.kind(uri)) is None]
-        resuming = set(resumable)
-        missing = [uri for uri in wanted if uri not in resuming]
-        replayed = store.replay(int(params["lastSeenServerSeq"]), resumable)
+        resumable: dict[str, list[str]] = {}
+        for uri in wanted:
+            internal = dialect.internal_channels(self.host, uri)
+            if internal:
+                resumable[uri] = internal
+        missing = [uri for uri in wanted if uri not in resumable]
+        replayed = store.replay(int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal])
         self.host.client_resources.attach(self.client_id, self.rpc.call)
         self.host.client_connected(self.client_id)
-        if replayed is None:
-            snapshots = [self._subscribe_now(uri) for uri in resumable]
+        shown = dialect.replayed(self.host, replayed) if replayed is not None else None
+        if shown is None:
+            snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]
             return {"type": "snapshot", "snapshots": snapshots}
-        for uri in resumable:
-            store.subscribe(uri, self)
+        for uri, internal in resumable.items():
+            for channel in internal:
+                store.subscribe(channel, self)
+                self.host.watches.subscribed(channel)
             self.subscriptions.add(uri)
-            self.host.watches.subscribed(uri)
-        return {"type": "replay", "actions": dialect.replayed(replayed, store.kind), "missing": missing}
+            self._internal[uri] = internal
+        return {"type": "replay", "actions": shown, "missing": missing}
 
     async def _ping(self, params: Any) -> None:
         return None
 
     # -- subscriptions -------------------------------------------------------------------------
 
-    def _subscribe_now(self, channel: str) -> dict[str, Any]:
+    def _subscribe_now(self, channel: str, internal: list[str]) -> dict[str, Any]:
+        """Subscribe to the store channels ``channel`` stands for, in one synchronous step, and
+        return its snapshot in this connection's shapes."""
         assert self.dialect is not None
         self.subscriptions.add(channel)
-        snapshot = self.host.store.subscribe(channel, self)
-        self.host.watches.subscribed(channel)
-        return self.dialect.snapshot(self.host.store.kind(channel) or "", snapshot)
+        self._internal[channel] = internal
+        snapshots = [self.host.store.subscribe(uri, self) for uri in internal]
+        for uri in internal:
+            self.host.watches.subscribed(uri)
+        return self.dialect.snapshot(self.host, channel, snapshots)
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:
         params = self._params("subscribe", params)
         channel = params["channel"]
         assert self.dialect is not None
-        refusal = self.dialect.channel_refusal(channel, self.host.store.kind(channel))
-        if refusal is not None:
-            raise refusal
-        if channel not in self.host.store and not self.host.changesets.materialize(channel):
-            if isinstance(channel, str) and channel.startswith("ahp-session:"):
+        internal = self.dialect.internal_channels(self.host, channel)
+        if internal is None:
+            name = self.dialect.internal_uri(self.host, channel)
+            if isinstance(name, str) and name not in self.host.store and self.host.changesets.materialize(name):
+                internal = self.dialect.internal_channels(self.host, channel)
+        if not internal:
+            if isinstance(channel, str) and (channel.startswith("ahp-session:") or self.host.store.kind(channel) == "session"
+                                             or self.host.session_uri(channel) is not None):
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
-        return {"snapshot": self._subscribe_now(channel)}
+        return {"snapshot": self._subscribe_now(channel, internal)}
 
     async def _unsubscribe(self, params: Any) -> None:
         channel = params.get("channel") if isinstance(params, dict) else None
         if isinstance(channel, str):
-            self.host.store.unsubscribe(channel, self)
+            for uri in self._internal.pop(channel, [channel]):
+                if not any(uri in others for others in self._internal.values()):
+                    self.host.store.unsubscribe(uri, self)
             self.subscriptions.discard(channel)
             self.host.watches.release_idle()  # the last subscriber releases a watch (§11)
 
@@ -269,23 +294,48 @@ class ClientConnection:
         channel = params.get("channel")
         client_seq = params.get("clientSeq")
         store = self.host.store
-        if not isinstance(channel, str) or channel not in store:
+        assert self.dialect is not None
+        internal = self.dialect.internal_uri(self.host, channel) if isinstance(channel, str) else None
+        if not isinstance(internal, str) or internal not in store or not self.dialect.sees_kind(store.kind(internal)):
             return  # PROTOCOL.md §3: an unknown channel is dropped without an echo
         if not isinstance(client_seq, int) or isinstance(client_seq, bool):
             logger.info("dropped dispatchAction without an integer clientSeq from %s", self.client_id)
             return
         origin = {"clientId": self.client_id, "clientSeq": client_seq}
         action = params.get("action")
-        kind = store.kind(channel) or ""
-        assert self.dialect is not None
-        lifted, reason = self.dialect.lift(kind, action)
-        if reason is None:
-            reason = check_client_action(kind, store.state(channel) or {}, lifted, self.client_id or "")
+        client_id = self.client_id or ""
+        envelopes, reason = self.dialect.lift(self.host, channel, action, client_id)
+        if reason is None and envelopes:
+            target, first = envelopes[0]
+            reason = check_client_action(store.kind(target) or "", store.state(target) or {}, first, client_id)
         if reason is not None:
             # The rejection echoes the action as this client sent it, in its own version.
-            store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self)
+            store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self,
+                         internal=self._internal_form(channel, action))
             return
-        store.dispatch(channel, lifted, origin)
+        if not envelopes:
+            # Nothing to change in the store (a no-op in the client's version): the client still
+            # gets its echo, and nobody else needs it.
+            store.echo(channel, action, origin, self)
+            return
+        for index, (target, lifted) in enumerate(envelopes):
+            if index:
+                later = check_client_action(store.kind(target) or "", store.state(target) or {}, lifted, client_id)
+                if later is not None:
+                    logger.info("part of %s from %s refused: %s", (action or {}).get("type"), self.client_id, later)
+                    return
+            store.dispatch(target, lifted, origin)
+
+    def _internal_form(self, channel: str, action: Any) -> list[tuple[str, Any]] | None:
+        """A refused action as the store's model has it, for the rejection observers."""
+        take_up = getattr(self.dialect, "take_up", None)
+        if take_up is None:
+            return None
+        try:
+            up = take_up(self.host, channel, action)
+        except Exception:  # only for observers: a malformed action has no internal form
+            return None
+        return list(up.envelopes) or None
 
     async def _set_client_managed_settings_permissions(self, params: Any) -> None:
         # VS Code 1.139.1 sends it after initialize (in no schema): which of the client's managed
@@ -296,12 +346,27 @@ class ClientConnection:
 
     async def _create_session(self, params: Any) -> None:
         params = self._params("createSession", params)
+        channel = params.get("channel")
+        if params.get("provider") is None and isinstance(channel, str) and not channel.startswith("ahp-session:"):
+            scheme = channel.split(":", 1)[0]
+            if scheme in self.host.agents:  # a 0.9.0 session URI names its provider
+                params = {**params, "provider": scheme}
         self.host.create_session(params, self.client_id or "")
         return None
 
     async def _dispose_session(self, params: Any) -> None:
         params = self._params("disposeSession", params)
         self.host.dispose_session(params["channel"])
+        return None
+
+    async def _create_chat(self, params: Any) -> None:
+        params = self._params("createChat", params)
+        self.host.create_chat(params, self.client_id or "")
+        return None
+
+    async def _dispose_chat(self, params: Any) -> None:
+        params = self._params("disposeChat", params)
+        self.host.dispose_chat(params["channel"])
         return None
 
     async def _list_sessions(self, params: Any) -> dict[str, Any]:
@@ -328,7 +393,8 @@ class ClientConnection:
         limit = params.get("limit")
         if limit is not None and (limit < 0 or limit != int(limit)):
             raise ProtocolViolation.invalid_params("fetchTurns limit must be a whole number ≥ 0.")
-        return self.host.fetch_turns(params["channel"], params.get("before"), limit)
+        assert self.dialect is not None
+        return self.dialect.fetch_turns(self.host, params)
 
     async def _resource_read(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceRead", params)
@@ -379,12 +445,19 @@ class ClientConnection:
 
     async def _completions(self, params: Any) -> dict[str, Any]:
         params = self._params("completions", params)
-        return self.host.completions(params["channel"], params["text"], params["offset"])
+        channel = params["channel"]
+        session = session_of_default_chat(channel) or self.host.session_uri(channel) or channel
+        return self.host.completions(session, params["text"], params["offset"])
 
     # -- terminals -----------------------------------------------------------------------------
 
     async def _create_terminal(self, params: Any) -> None:
         params = self._params("createTerminal", params)
+        claim = params.get("claim")
+        if isinstance(claim, dict) and claim.get("kind") == "session":
+            session = self.host.session_uri(claim.get("session"))  # a 0.2.0 client names ahp-session:/<id>
+            if session is not None:
+                params = {**params, "claim": {**claim, "session": session}}
         await self.host.terminals.create(params, self.client_id or "")
         return None
 

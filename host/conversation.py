@@ -1,6 +1,6 @@
 """AHP turns ⇄ the neutral conversation (``providers.messages``) a model is sent.
 
-* ``to_user_message`` turns an AHP ``UserMessage`` (text + attachments) into a neutral one:
+* ``to_user_message`` turns an AHP ``Message`` (text + attachments) into a neutral one:
   embedded images go to vision models only (others get a note in the text); ``file://``
   resource attachments inside the session's working directory are read and given as text, any
   other URI is refused with a note; simple attachments use their ``modelRepresentation``.
@@ -247,7 +247,7 @@ def partial_reply(message: AssistantMessage) -> AssistantMessage | None:
 
 def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
     """A finished AHP turn as neutral messages (no reasoning, no native payloads)."""
-    user = turn.get("userMessage") or {}
+    user = turn.get("message") or {}
     messages: list[Message] = [UserMessage.of(str(user.get("text") or ""))]
     parts: list[Any] = []
     results: list[ToolResult] = []

@@ -8,9 +8,10 @@ channel takes no serverSeq):
 * ``created``  — a channel appeared, with its initial state;
 * ``removed``  — a channel went away.
 
-**Text runs.** Consecutive text appends to the same part of the same channel (``session/delta``,
-``session/reasoning``: the caller says which envelopes are such appends, with a ``run_key``) share
-one ``action`` row: its body is one envelope whose ``content`` is the run's text joined and whose
+**Text runs.** Consecutive text appends to the same part of the same channel (``chat/delta``,
+``chat/reasoning``: ``ahp.state.appends.TEXT_APPENDS``, with that module's ``run_key``, the one
+definition of a run the store holds state by too; the caller passes the action of an envelope that
+may join a run) share one ``action`` row: its body is one envelope whose ``content`` is the run's text joined and whose
 ``serverSeq`` is the run's last, plus ``"coalesced": [[serverSeq, length], ...]`` from which the
 individual envelopes are cut again (``expand``). Reducing the joined envelope gives the same state as
 reducing each piece (appending is associative and these reducers ignore the clock), so a reader that
@@ -46,10 +47,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from host.errors import JournalError
 from ahp.jsonrpc import encode
+from ahp.state.appends import TEXT_APPENDS, run_key
+from host.errors import JournalError
 
-__all__ = ["Journal", "JournalEntry", "Snapshot", "expand", "RUN_LIMIT"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "Snapshot", "expand", "RUN_LIMIT"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -87,6 +89,11 @@ _FORMAT_VERSION = "2"
 """2: snapshots keep each channel's state in its own ``channel_states`` row (only changed channels
 are rewritten); 1 (still read, upgraded by the first snapshot): the whole store in ``snapshots.body``."""
 _READABLE = ("1", _FORMAT_VERSION)
+
+MODEL = "0.9.0"
+"""The state model this build journals (``meta.model``): the internal model of ``ahp.state``. A
+journal without a model was written by an older build, whose store held AHP 0.2.0 states and
+actions; ``host.journal_upgrade`` converts it once."""
 
 _INSERT = "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)"
 
@@ -195,8 +202,10 @@ class Journal:
             row = self._db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
-            elif row[0] not in _READABLE:
-                pass  # refused below
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)", (MODEL,))
+            model = self._db.execute("SELECT value FROM meta WHERE key='model'").fetchone()
+            self.model: str | None = model[0] if model is not None else None
+            """The state model of what the journal holds; None: an older build's (AHP 0.2.0)."""
             self.needs_full_snapshot = row is not None and row[0] == "1"
             """A format-1 journal: its first snapshot here must write every channel."""
             if row is not None and row[0] not in _READABLE:
@@ -217,24 +226,25 @@ class Journal:
     # -- writing -------------------------------------------------------------------------------
 
     def append_action(
-        self, channel: str, seq: int, now: int, envelope_json: str,
-        run_key: tuple[Any, ...] | None = None, action: dict[str, Any] | None = None,
+        self, channel: str, seq: int, now: int, envelope_json: str, action: dict[str, Any] | None = None,
     ) -> None:
-        """Journal an envelope. With ``run_key`` (and its ``action``, whose ``content`` is a str) it is
-        a text append that joins the channel's open run when the key matches."""
-        if run_key is None or action is None:
+        """Journal an envelope. With its ``action`` (the caller passes it only for an envelope that is
+        the action alone: no ``origin``), a text append (``TEXT_APPENDS`` with a ``run_key``) joins
+        the channel's open run when the key matches."""
+        key = run_key(action) if action is not None and action.get("type") in TEXT_APPENDS else None
+        if key is None or action is None:
             self._end_run(channel)
             self._append_row(("action", channel, seq, now, envelope_json))
             return
         run = self._runs.get(channel)
-        if run is not None and run.key == run_key and len(run.marks) < RUN_LIMIT:
+        if run is not None and run.key == key and len(run.marks) < RUN_LIMIT:
             run.add(seq, action["content"])
             if not run.dirty:  # its row is written: rewrite it at the next flush
                 run.dirty = True
                 self._to_rewrite.append(run)
             return
         self._end_run(channel)
-        run = _Run(run_key, channel, now, action, seq)
+        run = _Run(key, channel, now, action, seq)
         self._runs[channel] = run
         self._append_row(run)
 
@@ -327,6 +337,30 @@ class Journal:
             self._db.execute("DELETE FROM snapshots WHERE upto < ?", (upto,))
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (_FORMAT_VERSION,))
         self.needs_full_snapshot = False
+
+    def rewrite(self, channels: dict[str, tuple[str, dict[str, Any]]], seq: int, model: str = MODEL) -> None:
+        """Replace everything the journal holds by one snapshot of ``channels`` (uri → (kind,
+        state)) as of ``seq``, in the state model ``model``, in one transaction (an upgrade of
+        an older build's journal: its entries are in the old model, so none is kept)."""
+        self.end_runs()
+        self.flush()
+        try:
+            with self._transaction():
+                for table in ("entries", "snapshots", "channel_states", "channel_state_parts"):
+                    self._db.execute(f"DELETE FROM {table}")
+                for channel, (kind, state) in channels.items():
+                    part = self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)",
+                                            (channel, encode(state))).lastrowid
+                    self._db.execute("INSERT INTO channel_states(channel, kind, manifest) VALUES (?, ?, ?)",
+                                     (channel, kind, encode([part])))
+                self._db.execute("INSERT INTO snapshots(upto, seq, body) VALUES (0, ?, '')", (seq,))
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)", (model,))
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        self.model = model
+        self.needs_full_snapshot = False
+        self.entries_since_snapshot = 0
 
     def prune(self, upto: int, keep_actions: int) -> Iterator[None]:
         """Delete the entries older than both the snapshot at ``upto`` and the newest ``keep_actions``

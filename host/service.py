@@ -16,6 +16,7 @@ import base64
 import logging
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
@@ -32,8 +33,11 @@ from host.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
 from host.inputs import InputRequests
 from host.journal import Journal
+from host.journal_upgrade import upgrade_journal
 from host.processes import BackgroundContributor, BackgroundProcesses
-from host.sessions import forked_turns, is_session_uri, new_session_state, summary_changes
+from ahp.state.clock import iso_timestamp, parse_timestamp
+from host.chat_summaries import ChatSummaries, summary_of_chat
+from host.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
 from host.store import ROOT, Store
 from host.subagents import SubagentContributor, SubagentSpec
@@ -72,6 +76,7 @@ class AgentHost:
         agent_list = list(agents) if agents is not None else build_agents(config)
         self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
         journal = None if in_memory else Journal(config.data_path() / "journal.sqlite3")
+        self._journal = journal
         # Content referenced from state (tool output, edit previews), readable with resourceRead.
         self.content = ContentStore(None if in_memory else config.data_path() / "content.sqlite3")
         # Provider-native turn transcripts live next to the journal, so memory survives restarts.
@@ -109,6 +114,9 @@ class AgentHost:
             self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
             self.environment.contributors.append(self.preamble)
         self.store.change_observers.append(self._publish_summary_changes)
+        # A session's catalogue and status follow its chats: the one place that says so.
+        self.chat_summaries = ChatSummaries(self.store)
+        self.store.change_observers.append(self.chat_summaries.observe)
         self._connected: dict[str, int] = {}
         self.client_versions: dict[str, str] = {}
         """The AHP version each client negotiated at its last ``initialize``, so that a
@@ -150,7 +158,7 @@ class AgentHost:
             self.agents, self.default_provider,
             lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
             self.default_directory,
-            lambda: [state["summary"].get("workingDirectory") for _, state in self.store.channels("session")],
+            lambda: [(state.get("workingDirectories") or [None])[0] for _, state in self.store.channels("session")],
             config.tools.auto_approve if self.tools is not None else None,
         )
 
@@ -158,6 +166,8 @@ class AgentHost:
 
     async def start(self) -> None:
         self.background.start()
+        if self._journal is not None:
+            upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
         self.store.recover()
         if self.subagents is not None:
             self.subagents.recover()
@@ -173,12 +183,19 @@ class AgentHost:
         if root.get("agents") != agents:
             self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))
         self._publish_active_count()
-        for uri, state in list(self.store.channels("session")):
+        for uri, state in list(self.store.channels("chat")):
             turn = state.get("activeTurn")
             if turn is not None:
-                self.store.dispatch(uri, builders.session_error(turn_id=turn["id"], error=INTERRUPTED_ERROR))
-            if state.get("activeClient") is not None:
-                self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
+                started = parse_timestamp(turn.get("startedAt"))
+                duration = max(0, self.clock() - started) if isinstance(started, int) else 0
+                self.store.dispatch(uri, builders.chat_error(turn_id=turn["id"], duration=duration,
+                                                             part={"kind": "error", "error": INTERRUPTED_ERROR}))
+        for uri, state in list(self.store.channels("session")):
+            for chat in self.session_chats(uri):
+                self.chat_summaries.track(chat, uri)
+        for uri, state in list(self.store.channels("session")):
+            for client in state.get("activeClients") or ():
+                self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
             self.customizations.open_session(uri)
@@ -204,42 +221,52 @@ class AgentHost:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def create_session(self, params: dict[str, Any], client_id: str) -> None:
-        uri = params.get("channel")
-        if not is_session_uri(uri):
-            raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a session URI: ahp-session:/ followed by a UUID, "
-                           "or an id of at most 128 letters, digits, '.', '_' and '-' (e.g. ahp-session:/<uuid>).")
-        if uri in self.store:
-            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"A session already exists at {uri}; pick a new URI.")
+    def create_session(self, params: dict[str, Any], client_id: str) -> str:
+        """Create a session channel (``<provider>:/<id>``) and its default chat; the internal URI.
+        ``channel`` may be a 0.2.0 name (``ahp-session:/<id>``) or the internal one; an ``<id>``
+        is unique across providers."""
         provider = params.get("provider")
         if provider is None:
             provider = self.default_provider()
         if provider not in self.agents:
             known = ", ".join(sorted(self.agents)) or "none"
             raise RpcError(ErrorCode.PROVIDER_NOT_FOUND, f"No agent {provider!r} on this host (available: {known}).")
+        requested = params.get("channel")
+        uri = internal_session_uri(provider, requested) if isinstance(requested, str) else None
+        if uri is None:
+            raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a session URI: ahp-session:/ or <provider>:/ followed by a UUID, "
+                           "or an id of at most 128 letters, digits, '.', '_' and '-' (e.g. ahp-session:/<uuid>).")
+        ident = session_id(uri)
+        if uri in self.store or any(session_id(other) == ident for other, _ in self.store.channels("session")):
+            raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"A session already exists at {requested}; pick a new URI.")
         model = params.get("model")
         if isinstance(model, str):
             model = {"id": model}  # older docs send a bare string
         turns: list[dict[str, Any]] = []
         fork = params.get("fork")
+        source_session: dict[str, Any] | None = None
         if fork is not None:
-            source = self.store.state(fork.get("session")) if self.store.kind(fork.get("session")) == "session" else None
-            if source is None:
+            source_uri = self.session_uri(fork.get("session"))
+            source_session = self.store.state(source_uri) if source_uri is not None else None
+            source_chat = self.store.state(source_session.get("defaultChat")) if source_session else None
+            if source_chat is None:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"Cannot fork: no session {fork.get('session')}.")
-            copied = forked_turns(source, fork.get("turnId"))
+            copied = forked_turns(source_chat, fork.get("turnId"))
             if copied is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Cannot fork: {fork.get('session')} has no completed turn {fork.get('turnId')}.")
             turns = copied
-            model = model or source["summary"].get("model")
-            self.transcripts.copy(fork["session"], uri, [turn["id"] for turn in copied])
+            model = model or _selection(source_chat, "model")
+            self.transcripts.copy(source_uri, uri, [turn["id"] for turn in copied])
         # The config from resolveSessionConfig: checked again (it may be stale or hand-written).
         requested_config = params.get("config") or {}
         resolved_config = self.session_config.resolve({"provider": provider, "config": requested_config})
         if model is None and fork is None and MODEL in requested_config:
             model = self.session_config.model_selection(resolved_config["values"], resolved_config["schema"]["properties"])
-        working_directory = params.get("workingDirectory") or requested_config.get(WORKING_DIRECTORY)
-        if working_directory is None and fork is not None:
-            working_directory = source["summary"].get("workingDirectory")
+        directories = params.get("workingDirectories")
+        working_directory = params.get("workingDirectory") or (directories[0] if isinstance(directories, list) and directories else None) \
+            or requested_config.get(WORKING_DIRECTORY)
+        if working_directory is None and source_session is not None:
+            working_directory = (source_session.get("workingDirectories") or [None])[0]
         if working_directory is not None:
             try:
                 working_directory = check_working_directory(
@@ -251,27 +278,116 @@ class AgentHost:
         if active_client is not None and active_client.get("clientId") != client_id:
             raise RpcError(ErrorCode.INVALID_PARAMS, "activeClient.clientId must be your own clientId.")
         agent = self.agents[provider]
-        state = new_session_state(
-            uri,
-            provider=provider,
-            now=self.clock(),
-            model=model or _default_model(agent),
-            agent=params.get("agent"),
-            working_directory=working_directory or self.default_directory.as_uri(),
-            turns=turns,
-        )
-        resolved_config["values"][WORKING_DIRECTORY] = state["summary"]["workingDirectory"]
-        selected = state["summary"].get("model")
-        if isinstance(selected, dict) and MODEL in resolved_config["values"]:
-            resolved_config["values"][MODEL] = selected["id"]  # params.model or a fork's model wins
-        state["config"] = resolved_config
+        model = model or _default_model(agent)
+        working_directory = working_directory or self.default_directory.as_uri()
+        resolved_config["values"][WORKING_DIRECTORY] = working_directory
+        if isinstance(model, dict) and MODEL in resolved_config["values"]:
+            resolved_config["values"][MODEL] = model["id"]  # params.model or a fork's model wins
+        now = self.clock()
+        state = new_session_state(uri, provider=provider, working_directory=working_directory, config=resolved_config)
+        state["_meta"] = {"createdAt": iso_timestamp(now)}
+        draft: dict[str, Any] | None = None
+        if model is not None or params.get("agent") is not None:
+            draft = {"text": "", "origin": {"kind": "user"}}
+            if model is not None:
+                draft["model"] = model
+            if params.get("agent") is not None:
+                draft["agent"] = params["agent"]
+        chat = new_chat_state(state["defaultChat"], now=now, turns=turns, draft=draft)
+        self.chat_summaries.track(chat["resource"], uri)
         self.store.create(uri, "session", state)
-        self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": state["summary"]})
+        self.store.create(chat["resource"], "chat", chat)
+        self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": self.session_summary(uri)})
         self._publish_active_count()
         if active_client is not None:
-            self.store.dispatch(uri, builders.session_active_client_changed(active_client=active_client))
+            self.store.dispatch(uri, builders.session_active_client_set(active_client=active_client))
         self.customizations.open_session(uri)
         self.runner.prepare(uri)
+        return uri
+
+    def create_chat(self, params: dict[str, Any], client_id: str) -> str:
+        """``createChat``: a new chat channel in a session's catalogue (a fork copies a source
+        chat's turns up to and including ``source.turnId``); an ``initialMessage`` starts its
+        first turn."""
+        session = self.session_uri(params.get("channel"))
+        if session is None:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {params.get('channel')}.")
+        chat = params.get("chat")
+        if not isinstance(chat, str) or not chat.startswith("ahp-chat:"):
+            raise RpcError(ErrorCode.INVALID_PARAMS, "chat must be an ahp-chat: URI.")
+        if chat in self.store:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"A chat already exists at {chat}; pick a new URI.")
+        turns: list[dict[str, Any]] = []
+        source = params.get("source")
+        draft: dict[str, Any] | None = None
+        if isinstance(source, dict):
+            source_chat = source.get("chat")
+            if source_chat not in self.session_chats(session):
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"The source chat {source_chat} is not a chat of {params.get('channel')}.")
+            copied = forked_turns(self.store.state(source_chat) or {}, source.get("turnId"))
+            if copied is None:
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"{source_chat} has no completed turn {source.get('turnId')}.")
+            if source.get("kind") == "fork":
+                turns = copied
+            model = _selection(self.store.state(source_chat) or {}, "model")
+            if model is not None:
+                draft = {"text": "", "origin": {"kind": "user"}, "model": model}
+        state = new_chat_state(chat, now=self.clock(), turns=turns, draft=draft)
+        self.chat_summaries.track(chat, session)
+        self.store.create(chat, "chat", state)
+        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
+        message = params.get("initialMessage")
+        if isinstance(message, dict):  # the host names the first turn
+            self.store.dispatch(chat, builders.chat_turn_started(
+                turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
+        return chat
+
+    def dispose_chat(self, chat: Any) -> None:
+        """``disposeChat``: the chat leaves its session's catalogue and its channel goes; a
+        session's default chat goes only with the session."""
+        session = self.chat_summaries.session_of(chat) if isinstance(chat, str) else None
+        if session is None or self.store.kind(chat) != "chat":
+            raise RpcError(ErrorCode.NOT_FOUND, f"No chat {chat}.")
+        if (self.store.state(session) or {}).get("defaultChat") == chat:
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{chat} is the session's default chat; dispose the session instead.")
+        turn = (self.store.state(chat) or {}).get("activeTurn")
+        if isinstance(turn, dict):
+            self.store.dispatch(chat, builders.chat_turn_cancelled(turn_id=turn["id"], duration=0))
+        self.store.dispatch(session, builders.session_chat_removed(chat=chat))
+        self.store.remove(chat)
+        self.chat_summaries.forget(chat)
+        self._turn_index.pop(chat, None)
+
+    def session_uri(self, name: Any) -> str | None:
+        """The internal URI of a session named by its internal or its 0.2.0 URI; None if none."""
+        if self.store.kind(name) == "session":
+            return name
+        ident = session_id(name)
+        if ident is None:
+            return None
+        return next((uri for uri, _ in self.store.channels("session") if session_id(uri) == ident), None)
+
+    def session_chats(self, uri: str) -> list[str]:
+        """The chat channels of a session (its catalogue)."""
+        state = self.store.state(uri) or {}
+        return [chat["resource"] for chat in state.get("chats") or () if isinstance(chat, dict) and isinstance(chat.get("resource"), str)]
+
+    def session_summary(self, uri: str) -> dict[str, Any]:
+        """The 0.9.0 ``SessionSummary`` of a session (its default chat gives ``modifiedAt``)."""
+        state = self.store.state(uri) or {}
+        chat = self.store.state(state.get("defaultChat")) or {}
+        created = (state.get("_meta") or {}).get("createdAt")
+        summary: dict[str, Any] = {"resource": uri}
+        for key in ("provider", "title", "status", "activity", "origin", "project", "workingDirectories"):
+            if state.get(key) is not None:
+                summary[key] = state[key]
+        summary["createdAt"] = created or chat.get("modifiedAt")
+        summary["modifiedAt"] = chat.get("modifiedAt") or created
+        if state.get("chats") is not None:
+            summary["chats"] = state["chats"]
+        if state.get("defaultChat") is not None:
+            summary["defaultChat"] = state["defaultChat"]
+        return summary
 
     def default_provider(self) -> str:
         """The agent for a session created without one (``sessions.default_agent``)."""
@@ -290,9 +406,10 @@ class AgentHost:
                 return candidates[0]
         return next(iter(self.agents))
 
-    def dispose_session(self, uri: Any) -> None:
-        if self.store.kind(uri) != "session":
-            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+    def dispose_session(self, name: Any) -> None:
+        uri = self.session_uri(name)
+        if uri is None:
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {name}.")
         children = self.subagents.session_disposed(uri) if self.subagents is not None else []
         self.runner.forget(uri)
         if self.preamble is not None:
@@ -304,8 +421,11 @@ class AgentHost:
         self.changesets.session_disposed(uri)
         if self.tools is not None:
             self.tools.session_disposed(uri)  # its "allow in this session" approvals go too
+        for chat in self.session_chats(uri):
+            self.store.remove(chat)
+            self.chat_summaries.forget(chat)
+            self._turn_index.pop(chat, None)
         self.store.remove(uri)
-        self._turn_index.pop(uri, None)
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
@@ -314,18 +434,17 @@ class AgentHost:
                 self.dispose_session(child)
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        summaries = [state["summary"] for _, state in self.store.channels("session")]
-        summaries.sort(key=lambda summary: summary.get("modifiedAt", 0), reverse=True)
+        summaries = [self.session_summary(uri) for uri, _ in self.store.channels("session")]
+        summaries.sort(key=lambda summary: _epoch(summary.get("modifiedAt")), reverse=True)
         return summaries
 
     def page_sessions(self, limit: int, after: SessionKey | None = None) -> tuple[list[dict[str, Any]], SessionKey | None]:
         """One page of session summaries, most recently modified first, for ``listSessions`` with
         ``limit``/``cursor``. Ordered by (modifiedAt descending, URI), a total order, so pages never
-        overlap: ``after`` is the key of the last summary of the previous page (a session modified
-        meanwhile moves ahead of it; ``root/sessionSummaryChanged`` tells the client). Returns the
-        page and the key to continue after, or None when it is the last page."""
-        summaries = [state["summary"] for _, state in self.store.channels("session")]
-        keyed = sorted((((-int(s.get("modifiedAt") or 0), str(s.get("resource"))), s) for s in summaries),
+        overlap: ``after`` is the key of the last summary of the previous page. Returns the page
+        and the key to continue after, or None when it is the last page."""
+        summaries = [self.session_summary(uri) for uri, _ in self.store.channels("session")]
+        keyed = sorted((((-_epoch(s.get("modifiedAt")), str(s.get("resource"))), s) for s in summaries),
                        key=lambda item: item[0])
         start = 0
         if after is not None:
@@ -334,15 +453,20 @@ class AgentHost:
         more = start + limit < len(keyed)
         return [summary for _, summary in page], (page[-1][0] if more and page else None)
 
-    def fetch_turns(self, uri: Any, before: Any, limit: Any) -> dict[str, Any]:
-        if self.store.kind(uri) != "session":
-            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {uri}.")
+    def fetch_turns(self, name: Any, before: Any, limit: Any) -> dict[str, Any]:
+        """A page of a chat's turns (a session names its default chat), newest last."""
+        uri = name if self.store.kind(name) == "chat" else None
+        if uri is None:
+            session = self.session_uri(name)
+            uri = (self.store.state(session) or {}).get("defaultChat") if session is not None else None
+        if uri is None or self.store.kind(uri) != "chat":
+            raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {name}.")
         turns = self.store.state(uri).get("turns") or []
         end = len(turns)
         if before is not None:
             index = self._turn_positions(uri, turns).get(before)
             if index is None:
-                raise RpcError(ErrorCode.INVALID_PARAMS, f"Session {uri} has no turn {before}.")
+                raise RpcError(ErrorCode.INVALID_PARAMS, f"Session {name} has no turn {before}.")
             end = index
         count = _FETCH_LIMIT_MAX if limit is None else max(0, min(int(limit), _FETCH_LIMIT_MAX))
         start = max(0, end - count)
@@ -397,9 +521,9 @@ class AgentHost:
     def _allowed_roots(self) -> list[Path]:
         roots = {self.default_directory, *(Path(os.path.realpath(os.path.expanduser(r))) for r in self.config.tools.extra_roots)}
         for _, state in self.store.channels("session"):
-            directory = state["summary"].get("workingDirectory")
-            if isinstance(directory, str) and directory.startswith("file:"):
-                roots.add(Path(os.path.realpath(unquote(urlparse(directory).path))))
+            for directory in state.get("workingDirectories") or ():
+                if isinstance(directory, str) and directory.startswith("file:"):
+                    roots.add(Path(os.path.realpath(unquote(urlparse(directory).path))))
         return [self.default_directory, *sorted(roots - {self.default_directory})]
 
     # -- clients -------------------------------------------------------------------------------
@@ -415,9 +539,8 @@ class AgentHost:
         self._connected.pop(client_id, None)
         # PROTOCOL.md §4: a departed active client gives up the role.
         for uri, state in list(self.store.channels("session")):
-            active = state.get("activeClient")
-            if isinstance(active, dict) and active.get("clientId") == client_id:
-                self.store.dispatch(uri, builders.session_active_client_changed(active_client=None))
+            if any(isinstance(active, dict) and active.get("clientId") == client_id for active in state.get("activeClients") or ()):
+                self.store.dispatch(uri, builders.session_active_client_removed(client_id=client_id))
         self.customizations.clients_left()
 
     # -- root bookkeeping ----------------------------------------------------------------------
@@ -428,9 +551,19 @@ class AgentHost:
             self.store.dispatch(ROOT, builders.root_active_sessions_changed(active_sessions=count))
 
     def _publish_summary_changes(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
-        if self.store.kind(channel) != "session":
+        """``root/sessionSummaryChanged`` for a session whose summary fields moved (a chat's
+        ``modifiedAt`` is its session's)."""
+        kind = self.store.kind(channel)
+        if kind == "chat":
+            session = self.chat_summaries.session_of(channel)
+            if session is None or (self.store.state(session) or {}).get("defaultChat") != channel:
+                return
+            changes = {"modifiedAt": after["modifiedAt"]} if before.get("modifiedAt") != after.get("modifiedAt") and after.get("modifiedAt") else {}
+            channel = session
+        elif kind == "session":
+            changes = {key: after.get(key) for key in _SUMMARY_FIELDS if before.get(key) != after.get(key) and after.get(key) is not None}
+        else:
             return
-        changes = {k: v for k, v in summary_changes(before.get("summary"), after.get("summary")).items() if v is not None}
         if changes:
             self.store.notify(ROOT, "root/sessionSummaryChanged", {"channel": ROOT, "session": channel, "changes": changes})
 
@@ -443,6 +576,24 @@ def _encoded(data: bytes, encoding: str | None, content_type: str) -> dict[str, 
         except UnicodeDecodeError:
             pass
     return {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64", "contentType": content_type}
+
+
+_SUMMARY_FIELDS = ("title", "status", "activity", "project", "workingDirectories", "chats", "defaultChat")
+
+
+def _epoch(value: Any) -> int:
+    stamp = parse_timestamp(value) if isinstance(value, str) else value
+    return int(stamp) if isinstance(stamp, (int, float)) else 0
+
+
+def _selection(chat: dict[str, Any], key: str) -> Any:
+    """The model or agent a chat's next message uses: its draft's, else its latest message's."""
+    draft = chat.get("draft")
+    if isinstance(draft, dict) and draft.get(key) is not None:
+        return draft[key]
+    turns = chat.get("turns") or []
+    latest = chat.get("activeTurn") or (turns[-1] if turns else None)
+    return ((latest or {}).get("message") or {}).get(key)
 
 
 def _default_model(agent: Agent) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """The store: the host's one mutable object.
 
 It holds every channel's state, stamps accepted actions with the next host-wide ``serverSeq``,
-runs the pure reducers (``ahp.dialects.v0_2.state``), appends to the journal, keeps a bounded replay buffer for
+runs the pure reducers of the internal model (``ahp.state``: AHP 0.9.0 shapes; each channel's
+reducer is bound by the kind given to ``create``), appends to the journal, keeps a bounded replay buffer for
 ``reconnect`` and fans each envelope out to the channel's subscribers. It holds no business
 logic: which actions are allowed, and what happens because of them, is decided elsewhere
 (``host.service``, ``host.turns``), the latter through *observers* called after each change.
@@ -19,7 +20,7 @@ Invariants:
   ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
   transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
   so a frame never leaves before its action is durable.
-* Streamed tokens (``session/delta``, ``session/reasoning``, ``session/toolCallDelta``) reach
+* Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
   ``change_observers`` (those that never act on a streamed token).
 * ``subscribe`` captures the snapshot and registers the subscriber in one synchronous step, so a
@@ -27,7 +28,7 @@ Invariants:
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
   reference to the current state.
 * Streamed text costs O(1) per token: consecutive joinable appends to one target
-  (``ahp.dialects.v0_2.state.appends``) are kept as a list of strings in the channel and reduced, as one joined
+  (``ahp.state.appends``, the one definition of a run, which the journal uses too) are kept as a list of strings in the channel and reduced, as one joined
   append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
   entry in ``observers``, any other action on the channel). Whoever reads gets exactly the dicts
   and plain strings the reducers would have produced action by action; ``active_turn_id`` answers
@@ -53,12 +54,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from ahp.jsonrpc import encode
-from ahp.dialects.v0_2.state import reduce
-from ahp.dialects.v0_2.state.appends import RUN_ACTION_TYPES, AppendingState
+from ahp.state import reduce as _reduce_internal
+from ahp.state import refresh_session_status
+from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
 from host.journal import PART_CHARS, Journal, expand
 from host.wire import action_frame
 
-__all__ = ["Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
+__all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
            "TEXT_APPENDS", "action_frame"]
 
 logger = logging.getLogger(__name__)
@@ -75,9 +77,6 @@ can still mean something (an owner declining its running tool call too late)."""
 TokenObserver = Callable[[str, dict[str, Any]], None]
 """``observer(channel, envelope)``, called after each streamed token (``STREAMED``), without the
 states: building them for every token would cost a copy of the streamed text each time."""
-
-TEXT_APPENDS = frozenset({"session/delta", "session/reasoning"})
-"""Text appends journaled as runs (consecutive ones to a part share a row)."""
 
 STREAMED = RUN_ACTION_TYPES
 """Streamed-token actions (text appends and tool-call input): shown to ``observers`` and
@@ -100,15 +99,40 @@ class Subscriber(Protocol):
     def send(self, text: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class Change:
+    """What a translator may read about one accepted action: the channel's states around it
+    (``None`` unless the translator's ``wants_states`` asked for them) and the store, for the
+    other channels it needs (a 0.2.0 session is a session channel and its default chat)."""
+
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    store: "Store"
+
+
 class Translator(Protocol):
     """Turns the store's envelopes and notifications into the shapes of a group of subscribers
     (a protocol version other than the store's own): the very object it was given to send it as
-    is (the frame already built is reused), a new one to send instead, None to send nothing. Pure, and called once per envelope per
-    channel for the whole group."""
+    is (the frame already built is reused), a new one (or a list of them, sent in order) to send
+    instead, None to send nothing. Called once per envelope per channel for the whole group.
+    ``wants_states(kind, action)`` says whether it needs the states around the action (reading
+    them costs a reduction of a pending text run: translators say no for streamed tokens)."""
 
-    def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None: ...
+    def wants_states(self, kind: str, action: dict[str, Any]) -> bool: ...
 
-    def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None: ...
+    def envelope(self, kind: str, envelope: dict[str, Any], change: Change) -> Any: ...
+
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: "Store") -> dict[str, Any] | None: ...
+
+
+def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
+    """The internal reducers as the host runs them: a session's status follows its chats
+    (``ahp.state.refresh_session_status`` after every change of a session, e.g. the
+    ``session/chatUpdated`` that ``host.chat_summaries`` dispatches when a chat's summary moves)."""
+    after = _reduce_internal(kind, state, action, now)
+    if kind == "session" and after is not state:
+        return refresh_session_status(after)
+    return after
 
 
 def _translator(subscriber: Subscriber) -> Translator | None:
@@ -116,7 +140,7 @@ def _translator(subscriber: Subscriber) -> Translator | None:
 
 
 class _Channel(AppendingState):
-    """One channel's state (runs of text appends held back, ``ahp.dialects.v0_2.state.appends``) and who
+    """One channel's state (runs of text appends held back, ``ahp.state.appends``) and who
     subscribes to it."""
 
     __slots__ = ("subscribers", "translated")
@@ -284,8 +308,10 @@ class Store:
         now = self._clock()
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
+        translated = entry.translated
+        wants_states = bool(translated) and any(t.wants_states(entry.kind, action) for t in tuple(translated))
         # A streamed token stays in the channel's run unless an observer wants the states now.
-        before = entry.state if observers else None
+        before = entry.state if observers or wants_states else None
         changed = entry.apply(action, now)
         self.seq += 1
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": self.seq}
@@ -293,21 +319,16 @@ class Store:
             envelope["origin"] = origin
         envelope_json, frame = action_frame(envelope)
         if self._journal is not None:
-            if action.get("type") in TEXT_APPENDS and origin is None and isinstance(action.get("content"), str):
-                key = (action["type"], action.get("turnId"), action.get("partId"))
-                self._journal.append_action(channel, self.seq, now, envelope_json, key, action)
-            else:
-                self._journal.append_action(channel, self.seq, now, envelope_json)
+            self._journal.append_action(channel, self.seq, now, envelope_json, action if origin is None else None)
             self._schedule_flush()
         if changed:
             self._changed.add(channel)
         self._replay.append((self.seq, channel, envelope))
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
-        if entry.translated:
-            self._send_translated(entry, envelope, frame)
-        if observers:
-            after = entry.state
+        after = entry.state if observers or wants_states else None
+        if translated:
+            self._send_translated(entry, envelope, frame, Change(before, after, self))
         for observer in observers:
             try:
                 observer(channel, before, after, envelope)
@@ -323,9 +344,12 @@ class Store:
         return envelope
 
     def reject(
-        self, channel: str, action: Any, origin: dict[str, Any], reason: str, to: Subscriber
+        self, channel: str, action: Any, origin: dict[str, Any], reason: str, to: Subscriber,
+        internal: list[tuple[str, Any]] | None = None,
     ) -> None:
-        """Tell only the dispatcher that its action was refused (state and seq unchanged)."""
+        """Tell only the dispatcher that its action was refused (state and seq unchanged). The
+        envelope carries the action as the client sent it; ``internal`` is what it is in the
+        store's model (when the client's version differs), for the rejection observers."""
         envelope = {
             "channel": channel,
             "action": action,
@@ -334,26 +358,41 @@ class Store:
             "rejectionReason": reason,
         }
         to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
-        if isinstance(action, dict):
+        seen = internal if internal is not None else [(channel, action)]
+        for target, item in seen:
+            if not isinstance(item, dict):
+                continue
             for observer in tuple(self.rejection_observers):
                 try:
-                    observer(channel, action, str(origin.get("clientId") or ""))
+                    observer(target, item, str(origin.get("clientId") or ""))
                 except Exception:
-                    logger.exception("store rejection observer failed on %s", action.get("type"))
+                    logger.exception("store rejection observer failed on %s", item.get("type"))
 
-    def _send_translated(self, entry: _Channel, envelope: dict[str, Any], frame: str) -> None:
+    def echo(self, channel: str, action: Any, origin: dict[str, Any], to: Subscriber) -> None:
+        """Tell only the dispatcher that its action was taken though it changes nothing in the
+        store (a no-op in the client's protocol version): its echo, at the current serverSeq."""
+        envelope = {"channel": channel, "action": action, "serverSeq": self.seq, "origin": origin}
+        to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+
+    def _send_translated(self, entry: _Channel, envelope: dict[str, Any], frame: str, change: Change) -> None:
         """Each translator group gets ``envelope`` in its shapes, serialised once for the group."""
         for translator, group in tuple(entry.translated.items()):
             try:
-                shown = translator.envelope(entry.kind, envelope)
+                shown = translator.envelope(entry.kind, envelope, change)
             except Exception:  # a translation bug must not stop the store or the other groups
                 logger.exception("translating %s failed", envelope["action"].get("type"))
                 continue
             if shown is None:
                 continue
-            text = frame if shown is envelope else action_frame(shown)[1]
+            if shown is envelope:
+                texts = [frame]
+            elif isinstance(shown, list):
+                texts = [frame if item is envelope else action_frame(item)[1] for item in shown]
+            else:
+                texts = [action_frame(shown)[1]]
             for subscriber in tuple(group):
-                subscriber.send(text)
+                for text in texts:
+                    subscriber.send(text)
 
     def notify(self, channel: str, method: str, params: dict[str, Any]) -> None:
         """Send a protocol notification (never journaled or replayed) to a channel's subscribers."""
@@ -365,7 +404,7 @@ class Store:
             subscriber.send(frame)  # type: ignore[arg-type]
         for translator, group in tuple(entry.translated.items()):
             try:
-                shown = translator.notification(entry.kind, method, params)
+                shown = translator.notification(entry.kind, method, params, self)
             except Exception:
                 logger.exception("translating %s failed", method)
                 continue

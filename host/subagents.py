@@ -5,11 +5,16 @@ What a user sees, and the rules:
 * The model calls ``task`` with a short ``description``, the full ``prompt`` and optionally a
   ``subagent_type``: the name of a custom agent from the session's plugins or ``.claude/agents``
   (Claude Code's ``agents/`` folders), listed in the tool's description with what each is for.
-* The host creates a child session (``ahp-session:/<uuid>``) on the parent's provider, model and
-  working directory, with that custom agent selected, titled "Sub-agent: <description>". It is an
-  ordinary session: its own turns, tools and confirmations, listed with the others.
+* The host creates a child session (``<provider>:/<uuid>``, the internal model's session URI) on
+  the parent's provider and working directory, titled "Sub-agent: <description>". It is an
+  ordinary session: its own default chat, turns, tools and confirmations, listed with the others.
+  Its one turn's ``Message`` carries the model the parent's turn runs with and, for a specialist,
+  that custom agent (model and agent ride on messages since AHP 0.5.0).
+  Sub-agents stay child *sessions* here; the newer spec's tool-spawned chats
+  (``ahp-chat://subagent/...``) are not modelled yet.
 * As soon as the child exists, the running ``task`` call carries a ``ToolResultSubagentContent``
-  (``toolCallContentChanged``) naming the child's URI, so a client can subscribe and watch it live.
+  (``toolCallContentChanged``) naming the child's default chat (0.9.0 names the worker chat; a
+  0.2.0 client sees the child session), so a client can subscribe and watch it live.
 * The child's turn runs the prompt; its final answer is the tool's result (with the subagent
   content kept). A child turn that fails or is cancelled makes the call fail, saying why.
 * Cancelling the parent's turn cancels the child's turn. Children get no ``task`` tool of their own
@@ -35,11 +40,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.protocol import builders
+from ahp.dialects.v0_2.uris import v02_session_uri
+from ahp.state import default_chat_uri, session_of_default_chat
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from host.errors import RpcError
-from host.sessions import is_session_uri
+from host.sessions import session_id
 from host.store import Store
+from host.turns import turn_duration, turn_started, user_message
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
 from tools.errors import ToolFailure
@@ -118,8 +126,8 @@ class SubagentContributor(Contributor):
 
     def recover(self) -> None:
         """Rebuild the parent links from the parents' ``task`` calls (after a restart)."""
-        for parent, state in self.store.channels("session"):
-            for child in _children_named(state):
+        for parent, _state in list(self.store.channels("session")):
+            for child in _children_named(self.store.state(default_chat_uri(parent)) or {}):
                 if child != parent and self.store.kind(child) == "session":
                     self.children.setdefault(child, parent)
 
@@ -137,9 +145,11 @@ class SubagentContributor(Contributor):
             return ()
         session = ctx.session
         agents = list(self.agents_for(session))
-        return (TaskTool(lambda args, tool_ctx: self._run(session, agents, args, tool_ctx), agents),)
+        model = ctx.model
+        return (TaskTool(lambda args, tool_ctx: self._run(session, agents, args, tool_ctx, model), agents),)
 
-    async def _run(self, parent: str, agents: Sequence[SubagentSpec], args: dict, ctx: ToolContext) -> dict:
+    async def _run(self, parent: str, agents: Sequence[SubagentSpec], args: dict, ctx: ToolContext,
+                   model: dict[str, Any] | None = None) -> dict:
         description = str(args["description"]).strip()
         wanted = args.get("subagent_type")
         spec = next((a for a in agents if a.name == wanted), None)
@@ -151,18 +161,16 @@ class SubagentContributor(Contributor):
             await ctx.emit([text_content(f"Waiting for a free sub-agent: this session runs {self.limit} at once, "
                                          "and this one starts when one of them finishes.")])
         async with slots:
-            return await self._run_child(parent, spec, description, args, ctx)
+            return await self._run_child(parent, spec, description, args, ctx, model)
 
-    async def _run_child(self, parent: str, spec: SubagentSpec | None, description: str, args: dict, ctx: ToolContext) -> dict:
+    async def _run_child(self, parent: str, spec: SubagentSpec | None, description: str, args: dict, ctx: ToolContext,
+                         model: dict[str, Any] | None = None) -> dict:
         parent_state = self.store.state(parent) or {}
-        summary = parent_state.get("summary") or {}
-        child = f"ahp-session:/{uuid.uuid4()}"
-        params: dict[str, Any] = {"channel": child, "provider": summary.get("provider")}
-        for key in ("model", "workingDirectory"):
-            if summary.get(key) is not None:
-                params[key] = summary[key]
-        if spec is not None:
-            params["agent"] = {"uri": spec.uri}
+        provider = parent_state.get("provider")
+        child = f"{provider}:/{uuid.uuid4()}"
+        params: dict[str, Any] = {"channel": child, "provider": provider}
+        if parent_state.get("workingDirectories"):
+            params["workingDirectories"] = list(parent_state["workingDirectories"][:1])
         try:
             self.create_session(params, "host")
         except RpcError as error:
@@ -170,45 +178,54 @@ class SubagentContributor(Contributor):
         self.children[child] = parent
         title = f"Sub-agent: {description}"
         self.store.dispatch(child, builders.session_title_changed(title=title))
-        block: dict[str, Any] = {"type": "subagent", "resource": child, "title": title, "description": description}
+        # The block names the worker chat (0.9.0's ToolResultSubagentContent); the text names the
+        # session as people type it into a client (ahp-session:/<id>, which the host accepts).
+        block: dict[str, Any] = {"type": "subagent", "resource": default_chat_uri(child), "title": title, "description": description}
         if spec is not None:
             block["agentName"] = spec.name
-        await ctx.emit([block, text_content(f"Working in {child}")])
-        state = await _until(self.store, child, lambda s: s.get("lifecycle") in ("ready", "creationFailed"), _READY_TIMEOUT)
+        await ctx.emit([block, text_content(f"Working in {v02_session_uri(child) or child}")])
+        state = await _until(self.store, child, lambda s: s.get("lifecycle") in ("ready", "failed"), _READY_TIMEOUT)
         if state.get("lifecycle") != "ready":
             reason = (state.get("creationError") or {}).get("message") or "it did not become ready"
             return failure_result(f"Sub-agent could not start: {description}", f"The sub-agent session failed: {reason}", "subagent_failed")
         turn_id = str(uuid.uuid4())
-        self.store.dispatch(child, builders.session_turn_started(turn_id=turn_id, user_message={"text": str(args["prompt"])}))
+        chat = default_chat_uri(child)
+        message = user_message(str(args["prompt"]), model=model, agent={"uri": spec.uri} if spec is not None else None)
+        self.store.dispatch(chat, turn_started(turn_id, message))
         try:
-            state = await _until(self.store, child, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), None)
+            state = await _until(self.store, chat, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), None)
         except asyncio.CancelledError:
-            live = self.store.state(child) or {}
-            if (live.get("activeTurn") or {}).get("id") == turn_id:
-                self.store.dispatch(child, builders.session_turn_cancelled(turn_id=turn_id))
+            live = (self.store.state(chat) or {}).get("activeTurn") or {}
+            if live.get("id") == turn_id:
+                self.store.dispatch(chat, builders.chat_turn_cancelled(turn_id=turn_id, duration=turn_duration(live.get("startedAt"))))
             raise
-        turn = next(t for t in state["turns"] if t.get("id") == turn_id)
+        turn = next((t for t in state.get("turns") or () if t.get("id") == turn_id), None)
+        if turn is None:  # the child went away before its turn ended
+            return failure_result(f"Sub-agent did not finish: {description}", "The sub-agent session was removed.", "subagent_failed",
+                                  content=[block])
         answer = "\n\n".join(p.get("content", "") for p in turn.get("responseParts") or () if p.get("kind") == "markdown").strip()
         if turn.get("state") != "complete":
-            why = (turn.get("error") or {}).get("message") or f"the sub-agent's turn ended as {turn.get('state')}"
+            errors = [p.get("error") or {} for p in turn.get("responseParts") or () if p.get("kind") == "error"]
+            why = (errors[-1] if errors else {}).get("message") or f"the sub-agent's turn ended as {turn.get('state')}"
             return failure_result(f"Sub-agent did not finish: {description}", f"The sub-agent stopped: {why}", "subagent_failed",
                                   content=[block, text_content(f"The sub-agent stopped: {why}" + (f"\n\nWhat it said:\n{answer}" if answer else ""))])
         return success_result(f"Sub-agent finished: {description}", [block, text_content(answer or "(The sub-agent gave no answer.)")])
 
 
 def _children_named(state: dict[str, Any]) -> list[str]:
-    """The sessions named by the ``subagent`` content of a session's own ``task`` calls (a client
-    tool's content, which names any session it likes, is not looked at)."""
+    """The sessions whose default chats the ``subagent`` content of a chat's own ``task`` calls
+    names (a client or MCP tool's content, which names any chat it likes, is not looked at)."""
     found = []
     turns = [*(state.get("turns") or ()), *([state["activeTurn"]] if state.get("activeTurn") else [])]
     for turn in turns:
         for part in turn.get("responseParts") or ():
             call = part.get("toolCall") if part.get("kind") == "toolCall" else None
-            if not call or call.get("toolName") != TaskTool.name or call.get("toolClientId") is not None:
+            if not call or call.get("toolName") != TaskTool.name or call.get("contributor") is not None:
                 continue
             for block in call.get("content") or ():
-                if block.get("type") == "subagent" and is_session_uri(block.get("resource")):
-                    found.append(block["resource"])
+                child = session_of_default_chat(block.get("resource")) if block.get("type") == "subagent" else None
+                if child is not None and session_id(child) is not None:
+                    found.append(child)
     return found
 
 

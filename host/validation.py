@@ -1,14 +1,19 @@
-"""Deciding whether a client may dispatch an action (PROTOCOL.md §9-§10). Pure: no I/O, no clock.
+"""Whether a client may dispatch an action of the internal (0.9.0) model (PROTOCOL.md §9-§10, in
+0.9.0's terms). Pure: no I/O, no clock.
 
 ``check_client_action(kind, state, action, client_id)`` returns None when the action may be
 applied, or a sentence for the client (the ``rejectionReason``) saying what was wrong and what to
-do instead. It runs after the channel is known to exist and before the reducer; the reducer never
-sees a refused action, so a refused action changes nothing.
+do instead. It runs on what the client's dialect lifted (``host.dialects``: a 0.2.0 client's
+action was first judged by 0.2.0's own rules on the state that client sees), after the channel is
+known to exist and before the reducer; the reducer never sees a refused action.
 
-The rules, in order: the action is a JSON object with a string ``type``; the type belongs to this
-channel kind and clients may dispatch it; its fields have the schema's shape; and the semantic
-rules of §10 (no second concurrent turn, confirmations only for calls that wait for one, only a
-client tool's owner completes it, one active client at a time, answers that fit their question...).
+The rules, in order: the action is a JSON object with a string ``type``; the type is one of the
+internal model's, belongs to this channel kind and clients may dispatch it (``HOST_ONLY`` lists
+those only the host produces); and the semantic rules: no second concurrent turn in a chat,
+confirmations only for calls that wait for one, only a client tool's owner completes or updates
+it, a client sets or removes only its own active-client entry, answers fit their questions, the
+config contracts of sessions and of the host, terminal input only to a running shell a client
+may type in.
 """
 
 from __future__ import annotations
@@ -16,12 +21,36 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
+from ahp.dialects.catalogue import ACTION_INTRODUCED_IN
 from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS
 
-__all__ = ["check_client_action"]
+__all__ = ["HOST_ONLY", "check_client_action"]
 
 Rule = Callable[[dict[str, Any], dict[str, Any], str], "str | None"]
+
+HOST_ONLY = frozenset({
+    "root/agentsChanged", "root/activeSessionsChanged", "root/terminalsChanged",
+    "session/ready", "session/creationFailed", "session/serverToolsChanged", "session/activityChanged",
+    "session/customizationsChanged", "session/customizationUpdated", "session/customizationRemoved",
+    "session/changesetsChanged", "session/metaChanged", "session/chatAdded", "session/chatRemoved",
+    "session/chatUpdated", "session/defaultChatChanged", "session/inputNeededSet", "session/inputNeededRemoved",
+    "session/mcpServerStateChanged",
+    "chat/delta", "chat/reasoning", "chat/responsePart", "chat/usage", "chat/turnComplete", "chat/error",
+    "chat/toolCallStart", "chat/toolCallDelta", "chat/toolCallReady", "chat/toolCallAuthRequired",
+    "chat/toolCallAuthResolved", "chat/inputRequested", "chat/turnsLoaded", "chat/activityChanged",
+    "chat/backgroundWorkSet", "chat/backgroundWorkRemoved", "chat/changesetsChanged", "chat/canvasesChanged",
+    "terminal/data", "terminal/exited", "terminal/cwdChanged", "terminal/commandDetectionAvailable",
+    "terminal/commandExecuted", "terminal/commandFinished",
+    "changeset/statusChanged", "changeset/fileSet", "changeset/fileRemoved", "changeset/operationsChanged",
+    "changeset/cleared", "changeset/contentChanged", "changeset/operationStatusChanged",
+    "resourceWatch/changed",
+    "automation/set", "automation/removed", "automationRun/lifecycleChanged", "automationRun/sessionSet",
+    "automationRun/sessionRemoved", "automationRun/primarySessionChanged",
+    "canvas/stateChanged",
+})
+"""Internal action types only the host dispatches."""
+
+_KIND_OF_PREFIX = {"automationRun": "automationRun", "resourceWatch": "resourceWatch"}
 
 
 def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id: str) -> str | None:
@@ -29,44 +58,25 @@ def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id
         return "The action must be a JSON object with a string \"type\"."
     action_type = action.get("type")
     if not isinstance(action_type, str) or not action_type:
-        return "The action must have a string \"type\", for example \"session/turnStarted\"."
-    spec = ACTIONS.get(action_type)
-    if spec is None:
-        return f"Unknown action type {action_type!r}; see the AHP 0.2.0 action catalogue."
-    if spec.channel_kind != kind:
-        return f"{action_type} belongs on a {spec.channel_kind} channel, not on a {kind} channel."
-    if action_type not in CLIENT_DISPATCHABLE:
+        return "The action must have a string \"type\", for example \"chat/turnStarted\"."
+    if action_type not in ACTION_INTRODUCED_IN:
+        return f"Unknown action type {action_type!r}."
+    prefix = action_type.split("/", 1)[0]
+    owner = _KIND_OF_PREFIX.get(prefix, prefix)
+    if owner != kind:
+        return f"{action_type} belongs on a {owner} channel, not on a {kind} channel."
+    if action_type in HOST_ONLY:
         return f"{action_type} is produced by the host only; clients cannot dispatch it."
-    shape_error = _check_shape(action_type, action)
-    if shape_error is not None:
-        return shape_error
     rule = _RULES.get(action_type)
-    return rule(state, action, client_id) if rule is not None else None
-
-
-def _check_shape(action_type: str, action: dict[str, Any]) -> str | None:
-    from pydantic import ValidationError
-
+    if rule is None:
+        return None
     try:
-        action_model(action_type).validate_python(action)
-    except ValidationError as error:
-        problems = []
-        for item in error.errors()[:3]:
-            where = ".".join(str(part) for part in item.get("loc", ()) if not _is_union_tag(part)) or "action"
-            if item.get("type") == "missing":
-                problems.append(f"{where} is required")
-            else:
-                problems.append(f"{where} has the wrong type or value")
-        return f"Malformed {action_type}: " + "; ".join(problems) + "."
-    return None
+        return rule(state, action, client_id)
+    except (KeyError, TypeError, AttributeError):
+        return f"Malformed {action_type}: a required field is missing or has the wrong type."
 
 
-def _is_union_tag(part: Any) -> bool:
-    # pydantic puts model names into error locations for unions; they mean nothing to a client.
-    return isinstance(part, str) and (part[:1].isupper() or part.startswith("function-"))
-
-
-# -- session rules ---------------------------------------------------------------------------------
+# -- chat rules ------------------------------------------------------------------------------------
 
 
 def _active_turn(state: dict[str, Any]) -> dict[str, Any] | None:
@@ -78,38 +88,38 @@ def _tool_call(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any] 
     turn = _active_turn(state)
     if turn is None or turn.get("id") != action.get("turnId"):
         return None
-    for part in turn.get("responseParts", ()):
-        call = part.get("toolCall") if part.get("kind") == "toolCall" else None
-        if call is not None and call.get("toolCallId") == action.get("toolCallId"):
+    for part in turn.get("responseParts") or ():
+        call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
+        if isinstance(call, dict) and call.get("toolCallId") == action.get("toolCallId"):
             return call
     return None
 
 
-def _turn_started(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
-    if state.get("lifecycle") == "creationFailed":
-        return "This session failed to start; create a new session."
-    active = _active_turn(state)
-    if active is not None:
-        return (
-            f"Turn {active.get('id')} is still running; cancel it first, or send the message as a "
-            "queued or steering message (session/pendingMessageSet)."
-        )
-    turn_id = action["turnId"]
-    if any(turn.get("id") == turn_id for turn in state.get("turns", ())):
-        return f"Turn id {turn_id} is already used in this session; pick a new id."
-    queued_id = action.get("queuedMessageId")
-    if queued_id is not None and not _pending_exists(state, queued_id):
-        return f"There is no pending message with id {queued_id}."
-    return None
-
-
-def _pending_exists(state: dict[str, Any], message_id: str, kind: str | None = None) -> bool:
+def _pending_exists(state: dict[str, Any], message_id: Any, kind: str | None = None) -> bool:
     steering = state.get("steeringMessage")
     if kind in (None, "steering") and isinstance(steering, dict) and steering.get("id") == message_id:
         return True
     if kind in (None, "queued"):
-        return any(item.get("id") == message_id for item in state.get("queuedMessages") or ())
+        return any(isinstance(item, dict) and item.get("id") == message_id for item in state.get("queuedMessages") or ())
     return False
+
+
+def _turn_started(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    active = _active_turn(state)
+    if active is not None:
+        return (f"Turn {active.get('id')} is still running; cancel it first, or send the message as a "
+                "queued or steering message (chat/pendingMessageSet).")
+    turn_id = action["turnId"]
+    if not isinstance(turn_id, str) or not turn_id:
+        return "Malformed chat/turnStarted: turnId must be a non-empty string."
+    if not isinstance(action.get("message"), dict):
+        return "Malformed chat/turnStarted: message is required."
+    if any(isinstance(turn, dict) and turn.get("id") == turn_id for turn in state.get("turns") or ()):
+        return f"Turn id {turn_id} is already used in this chat; pick a new id."
+    queued_id = action.get("queuedMessageId")
+    if queued_id is not None and not _pending_exists(state, queued_id):
+        return f"There is no pending message with id {queued_id}."
+    return None
 
 
 def _turn_cancelled(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
@@ -129,7 +139,7 @@ def _tool_call_confirmed(state: dict[str, Any], action: dict[str, Any], client_i
         return f"Tool call {action['toolCallId']} is {call.get('status')}, not waiting for confirmation."
     option_id = action.get("selectedOptionId")
     if option_id is not None:
-        option = next((o for o in call.get("options") or () if o.get("id") == option_id), None)
+        option = next((o for o in call.get("options") or () if isinstance(o, dict) and o.get("id") == option_id), None)
         if option is None:
             return f"Tool call {action['toolCallId']} offers no option {option_id!r}."
         if (option.get("kind") == "approve") != bool(action.get("approved")):
@@ -151,7 +161,8 @@ def _owned_tool_call(verb: str, statuses: tuple[str, ...]) -> Rule:
         call = _tool_call(state, action)
         if call is None:
             return f"Tool call {action.get('toolCallId')} is not part of the running turn."
-        owner = call.get("toolClientId")
+        contributor = call.get("contributor")
+        owner = contributor.get("clientId") if isinstance(contributor, dict) and contributor.get("kind") == "client" else None
         if owner is None:
             return f"Tool call {action['toolCallId']} is run by the host; clients cannot {verb} it."
         if owner != client_id:
@@ -163,28 +174,6 @@ def _owned_tool_call(verb: str, statuses: tuple[str, ...]) -> Rule:
     return rule
 
 
-def _active_client_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
-    current = state.get("activeClient")
-    current_id = current.get("clientId") if isinstance(current, dict) else None
-    wanted = action.get("activeClient")
-    if wanted is None:
-        if current_id is not None and current_id != client_id:
-            return f"Client {current_id} is the active client; only it can release the role."
-        return None
-    if wanted.get("clientId") != client_id:
-        return "A client can only make itself the active client (activeClient.clientId must be your clientId)."
-    if current_id is not None and current_id != client_id:
-        return f"Client {current_id} is already the active client of this session."
-    return None
-
-
-def _active_client_tools(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
-    current = state.get("activeClient")
-    if not isinstance(current, dict) or current.get("clientId") != client_id:
-        return "Only the session's active client can publish client tools; claim the role first."
-    return None
-
-
 def _pending_removed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
     if not _pending_exists(state, action["id"], action.get("kind")):
         return f"There is no {action.get('kind')} message with id {action['id']}."
@@ -192,19 +181,18 @@ def _pending_removed(state: dict[str, Any], action: dict[str, Any], client_id: s
 
 
 def _input_request(state: dict[str, Any], request_id: Any) -> dict[str, Any] | None:
-    for request in state.get("inputRequests") or ():
-        if request.get("id") == request_id:
-            return request
+    turn = _active_turn(state)
+    for part in (turn or {}).get("responseParts") or ():
+        if isinstance(part, dict) and part.get("kind") == "inputRequest" and part.get("response") is None:
+            request = part.get("request")
+            if isinstance(request, dict) and request.get("id") == request_id:
+                return request
     return None
 
 
 _VALUE_KIND_FOR_QUESTION = {
-    "text": "text",
-    "number": "number",
-    "integer": "number",
-    "boolean": "boolean",
-    "single-select": "selected",
-    "multi-select": "selected-many",
+    "text": "text", "number": "number", "integer": "number", "boolean": "boolean",
+    "single-select": "selected", "multi-select": "selected-many",
 }
 
 
@@ -221,7 +209,7 @@ def _answer_problem(question: dict[str, Any] | None, answer: dict[str, Any]) -> 
     return None
 
 
-def _questions(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _questions(request: dict[str, Any]) -> dict[Any, dict[str, Any]]:
     return {q.get("id"): q for q in request.get("questions") or () if isinstance(q, dict)}
 
 
@@ -233,7 +221,7 @@ def _input_answer_changed(state: dict[str, Any], action: dict[str, Any], client_
     if questions and action["questionId"] not in questions:
         return f"Input request {action['requestId']} has no question {action['questionId']}."
     answer = action.get("answer")
-    if answer is not None:
+    if isinstance(answer, dict):
         problem = _answer_problem(questions.get(action["questionId"]), answer)
         if problem:
             return f"Answer to {action['questionId']} refused: {problem}."
@@ -259,6 +247,22 @@ def _input_completed(state: dict[str, Any], action: dict[str, Any], client_id: s
     return None
 
 
+# -- session rules ---------------------------------------------------------------------------------
+
+
+def _active_client_set(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    wanted = action.get("activeClient")
+    if not isinstance(wanted, dict) or wanted.get("clientId") != client_id:
+        return "A client can only add itself as an active client (activeClient.clientId must be your clientId)."
+    return None
+
+
+def _active_client_removed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    if action.get("clientId") != client_id:
+        return f"Only client {action.get('clientId')} can give up its active-client role."
+    return None
+
+
 def _config_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
     values = action.get("config")
     if not values:
@@ -276,7 +280,6 @@ def _config_changed(state: dict[str, Any], action: dict[str, Any], client_id: st
     return None
 
 
-# JSON schema type names → the Python values that decode from them (bool is not a number).
 _JSON_TYPES: dict[str, Any] = {
     "boolean": lambda v: isinstance(v, bool),
     "string": lambda v: isinstance(v, str),
@@ -287,6 +290,8 @@ _JSON_TYPES: dict[str, Any] = {
     "object": lambda v: isinstance(v, dict),
     "null": lambda v: v is None,
 }
+_TYPE_WORDS = {"boolean": "true or false", "string": "a string", "integer": "an integer", "number": "a number",
+               "array": "a list", "object": "an object", "null": "null"}
 
 
 def _config_value_problem(prop: dict[str, Any], value: Any) -> str | None:
@@ -302,13 +307,24 @@ def _config_value_problem(prop: dict[str, Any], value: Any) -> str | None:
     return None
 
 
-_TYPE_WORDS = {"boolean": "true or false", "string": "a string", "integer": "an integer", "number": "a number",
-               "array": "a list", "object": "an object", "null": "null"}
-
-
 def _shown_value(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _customization_toggled(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    if not any(isinstance(item, dict) and item.get("id") == action["id"] for item in state.get("customizations") or ()):
+        return f"There is no customization container with id {action['id']}."
+    return None
+
+
+def _title_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    if not isinstance(action["title"], str) or not action["title"].strip():
+        return "A session title cannot be empty."
+    return None
+
+
+# -- root and terminal rules -----------------------------------------------------------------------
 
 
 def _root_config_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
@@ -318,6 +334,8 @@ def _root_config_changed(state: dict[str, Any], action: dict[str, Any], client_i
     if not isinstance(config, dict):
         return "This host has no root configuration to change."
     values = action.get("config") or {}
+    if not isinstance(values, dict):
+        return "Malformed root/configChanged: config must be an object."
     schema = (config.get("schema") or {}).get("properties") or {}
     kept = {} if action.get("replace") else dict(config.get("values") or {})
     for key, value in values.items():
@@ -339,23 +357,9 @@ def _root_config_changed(state: dict[str, Any], action: dict[str, Any], client_i
     return None
 
 
-def _customization_toggled(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
-    if not any(item.get("id") == action["id"] for item in state.get("customizations") or ()):
-        return f"There is no customization container with id {action['id']}."
-    return None
-
-
-def _title_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
-    if not action["title"].strip():
-        return "A session title cannot be empty."
-    return None
-
-
-# -- terminal rules --------------------------------------------------------------------------------
-
-
 def _terminal_input(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
-    if state.get("exitCode") is not None:
+    lifecycle = state.get("lifecycle")
+    if isinstance(lifecycle, dict) and lifecycle.get("status") == "exited":
         return ("This terminal's shell is no longer running: it exited, or it ended with the host when the host "
                 "stopped or restarted. The terminal is gone and takes no input; create a new one with createTerminal.")
     claim = state.get("claim") or {}
@@ -373,21 +377,21 @@ def _terminal_claimed(state: dict[str, Any], action: dict[str, Any], client_id: 
 
 
 _RULES: dict[str, Rule] = {
-    "terminal/input": _terminal_input,
-    "terminal/claimed": _terminal_claimed,
-    "session/turnStarted": _turn_started,
-    "session/turnCancelled": _turn_cancelled,
-    "session/toolCallConfirmed": _tool_call_confirmed,
-    "session/toolCallResultConfirmed": _tool_call_result_confirmed,
-    "session/toolCallComplete": _owned_tool_call("complete", ("running", "pending-confirmation")),
-    "session/toolCallContentChanged": _owned_tool_call("update", ("running",)),
-    "session/activeClientChanged": _active_client_changed,
-    "session/activeClientToolsChanged": _active_client_tools,
-    "session/pendingMessageRemoved": _pending_removed,
-    "session/inputAnswerChanged": _input_answer_changed,
-    "session/inputCompleted": _input_completed,
+    "chat/turnStarted": _turn_started,
+    "chat/turnCancelled": _turn_cancelled,
+    "chat/toolCallConfirmed": _tool_call_confirmed,
+    "chat/toolCallResultConfirmed": _tool_call_result_confirmed,
+    "chat/toolCallComplete": _owned_tool_call("complete", ("running", "pending-confirmation")),
+    "chat/toolCallContentChanged": _owned_tool_call("update", ("running",)),
+    "chat/pendingMessageRemoved": _pending_removed,
+    "chat/inputAnswerChanged": _input_answer_changed,
+    "chat/inputCompleted": _input_completed,
+    "session/activeClientSet": _active_client_set,
+    "session/activeClientRemoved": _active_client_removed,
     "session/configChanged": _config_changed,
     "session/customizationToggled": _customization_toggled,
     "session/titleChanged": _title_changed,
     "root/configChanged": _root_config_changed,
+    "terminal/input": _terminal_input,
+    "terminal/claimed": _terminal_claimed,
 }

@@ -54,8 +54,10 @@ def directory_of(uri: str) -> Path | None:
 
 
 def session_directory(state: dict[str, Any]) -> Path | None:
-    """The working directory in a session's state (``summary.workingDirectory``), or None."""
-    uri = (state.get("summary") or {}).get("workingDirectory")
+    """The working directory in a session's state (the first of ``workingDirectories``, internal
+    model AHP 0.9.0), or None."""
+    directories = state.get("workingDirectories")
+    uri = directories[0] if isinstance(directories, list) and directories else None
     return directory_of(uri) if isinstance(uri, str) else None
 
 

@@ -1,4 +1,4 @@
-"""Which action types and notifications each protocol version knows: the version tables.
+"""Which action types, notifications and client methods each protocol version knows: the version tables.
 
 After ``initialize`` the host may send a client only the action types and notifications its
 negotiated version knows [VERSIONS.md §1, versioning.md]. Upstream gates this with "introduced in"
@@ -26,19 +26,29 @@ Sources:
   [Go client changelog 0.5.2, 0.6.0]. ``session/chatsChanged`` (0.4.0 only, never in a registry) is
   not listed.
 
+``CLIENT_REQUESTS`` / ``CLIENT_NOTIFICATIONS`` list, per served baseline, the client→host methods
+that version defines (0.2.0: the vendored 0.2.0 method table; 0.7.0: the commands of the vendored
+0.7.0 schema; 0.9.0: those plus the automation commands of 0.8.0). ``setClientManagedSettingsPermissions``
+is in no schema: VS Code 1.139.1 sends it on 0.9.0 connections, so the newer baselines list it as a
+notification.
+
 Versions are ``MAJOR.MINOR.PATCH`` strings; a malformed version knows nothing. Everything here is
-pure data and total functions.
+pure data and total functions; ``known_to`` and ``notification_known_to`` are memoised (bounded: a
+client can make up action types), as the fan-out asks them once per envelope per connection group.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
     "ACTION_INTRODUCED_IN",
     "ACTION_REMOVED_IN",
     "ACTION_TYPES_0_2",
+    "CLIENT_NOTIFICATIONS",
+    "CLIENT_REQUESTS",
     "LEGACY_ACTION_INTRODUCED_IN",
     "NOTIFICATION_INTRODUCED_IN",
     "action_types_known_to",
@@ -255,6 +265,13 @@ def introduced_in(action_type: Any) -> str | None:
 
 def known_to(version: Any, action_type: Any) -> bool:
     """Whether a peer that negotiated ``version`` knows ``action_type``."""
+    if not isinstance(version, str) or not isinstance(action_type, str):
+        return False
+    return _known_to(version, action_type)
+
+
+@lru_cache(maxsize=4096)
+def _known_to(version: str, action_type: str) -> bool:
     negotiated = parse_version(version)
     introduced = parse_version(introduced_in(action_type))
     if negotiated is None or introduced is None or introduced > negotiated:
@@ -265,6 +282,13 @@ def known_to(version: Any, action_type: Any) -> bool:
 
 def notification_known_to(version: Any, method: Any) -> bool:
     """Whether a peer that negotiated ``version`` knows the notification ``method``."""
+    if not isinstance(version, str) or not isinstance(method, str):
+        return False
+    return _notification_known_to(version, method)
+
+
+@lru_cache(maxsize=1024)
+def _notification_known_to(version: str, method: str) -> bool:
     negotiated = parse_version(version)
     introduced = parse_version(NOTIFICATION_INTRODUCED_IN.get(method) if isinstance(method, str) else None)
     return negotiated is not None and introduced is not None and introduced <= negotiated
@@ -277,3 +301,30 @@ def action_types_known_to(version: Any) -> frozenset[str]:
 
 ACTION_TYPES_0_2: frozenset[str] = action_types_known_to("0.2.0")
 """The 61 action types of the 0.2.0 line (equal to the 0.2.0 reducers' catalogue)."""
+
+
+_RESOURCE_METHODS = (
+    "resourceRead", "resourceWrite", "resourceList", "resourceCopy", "resourceDelete", "resourceMove",
+    "resourceRequest", "resourceResolve", "resourceMkdir",
+)
+_REQUESTS_0_2 = frozenset({
+    "initialize", "ping", "reconnect", "subscribe", "createSession", "disposeSession", "listSessions",
+    "fetchTurns", "authenticate", *_RESOURCE_METHODS, "createResourceWatch", "completions", "createTerminal",
+    "disposeTerminal", "invokeChangesetOperation", "resolveSessionConfig", "sessionConfigCompletions",
+})
+_REQUESTS_0_7 = _REQUESTS_0_2 | {"createChat", "disposeChat"}
+_AUTOMATIONS = frozenset({"listAutomationTriggerDefinitions", "fetchAutomationRuns", "runAutomation"})
+
+CLIENT_REQUESTS: dict[str, frozenset[str]] = {
+    "0.2.0": _REQUESTS_0_2,
+    "0.7.0": _REQUESTS_0_7,
+    "0.9.0": _REQUESTS_0_7 | _AUTOMATIONS,
+}
+"""The client→host requests of each served baseline."""
+
+CLIENT_NOTIFICATIONS: dict[str, frozenset[str]] = {
+    "0.2.0": frozenset({"unsubscribe", "dispatchAction"}),
+    "0.7.0": frozenset({"unsubscribe", "dispatchAction", "setClientManagedSettingsPermissions"}),
+    "0.9.0": frozenset({"unsubscribe", "dispatchAction", "setClientManagedSettingsPermissions"}),
+}
+"""The client→host notifications of each served baseline."""

@@ -2,9 +2,10 @@
 
 ``CallMapper.apply(event)`` dispatches at once:
 
-* text part start → ``session/responsePart`` (markdown, empty) and each delta → ``session/delta``;
-* reasoning part start → ``session/responsePart`` (reasoning) and deltas → ``session/reasoning``;
-* tool-call part start → ``session/toolCallStart``; deltas → ``session/toolCallDelta`` (raw JSON).
+* text part start → ``chat/responsePart`` (markdown, empty) and each delta → ``chat/delta``;
+* reasoning part start → ``chat/responsePart`` (reasoning) and deltas → ``chat/reasoning``;
+* tool-call part start → ``chat/toolCallStart`` (with the tool's ``contributor`` for client and
+  MCP tools); deltas → ``chat/toolCallDelta`` (raw JSON).
 
 Invariants: response part ids are ``<turn>:text-N`` / ``<turn>:reasoning-N`` (unique in the turn,
 never equal to a tool-call id); AHP tool-call ids are the provider's ids made unique within the
@@ -16,6 +17,7 @@ the first part: from then on a failed call must not be retried (the user already
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ahp.protocol import builders
 from host.agents.base import TurnContext
@@ -42,13 +44,13 @@ class TurnToolIds:
 class CallMapper:
     def __init__(
         self, ctx: TurnContext, api: str, ids: TurnToolIds, display_names: dict[str, str],
-        owners: dict[str, tuple[str, str]] | None = None,
+        owners: dict[str, tuple[dict[str, Any], str]] | None = None,
     ) -> None:
         self._ctx = ctx
         self._ids = ids
         self._display = display_names
         self._owners = owners or {}
-        """Offered name → (toolClientId, the client's name) for client-provided tools."""
+        """Offered name → (``ToolCallContributor``, the tool's name on the wire) for client and MCP tools."""
         self.acc = StreamAccumulator(api=api)  # type: ignore[arg-type]
         self.streamed = False
         self.usage = Usage()
@@ -67,9 +69,9 @@ class CallMapper:
             case PartDelta():
                 kind, target = self._targets[event.index]
                 if kind == "tool_call":
-                    self._ctx.emit(builders.session_tool_call_delta(turn_id=self._ctx.turn_id, tool_call_id=target, content=event.content))
+                    self._ctx.emit(builders.chat_tool_call_delta(turn_id=self._ctx.turn_id, tool_call_id=target, content=event.content))
                 elif event.content:
-                    build = builders.session_delta if kind == "text" else builders.session_reasoning
+                    build = builders.chat_delta if kind == "text" else builders.chat_reasoning
                     self._ctx.emit(build(turn_id=self._ctx.turn_id, part_id=target, content=event.content))
             case PartEnd():
                 pass  # tool arguments are final here; the loop approves calls after the stream
@@ -85,13 +87,13 @@ class CallMapper:
             self.tool_ids[provider_id] = call_id
             self._targets[event.index] = ("tool_call", call_id)
             name = event.tool_name or "tool"
-            client_id, tool_name = self._owners.get(name) or (None, name)
-            self._ctx.emit(builders.session_tool_call_start(
+            contributor, tool_name = self._owners.get(name) or (None, name)
+            self._ctx.emit(builders.chat_tool_call_start(
                 turn_id=self._ctx.turn_id, tool_call_id=call_id, tool_name=tool_name,
-                display_name=self._display.get(name, name), tool_client_id=client_id,
+                display_name=self._display.get(name, name), contributor=contributor,
             ))
             return
         kind = "markdown" if event.part_kind == "text" else "reasoning"
         part_id = self._ctx.new_part_id(event.part_kind)
         self._targets[event.index] = (event.part_kind, part_id)
-        self._ctx.emit(builders.session_response_part(turn_id=self._ctx.turn_id, part={"kind": kind, "id": part_id, "content": ""}))
+        self._ctx.emit(builders.chat_response_part(turn_id=self._ctx.turn_id, part={"kind": kind, "id": part_id, "content": ""}))

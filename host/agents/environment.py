@@ -19,7 +19,7 @@ turn loop without editing it:
   partial content, asking the user, re-confirmation, the content store, sandbox roots).
 * ``filter_tools(ctx, tools)``: narrows the offered set after every contributor added its tools
   (a custom agent's tool allow-list); filters run in registration order.
-* ``user_message(ctx, message)``: sees the turn's ``UserMessage`` before the model does and may
+* ``user_message(ctx, message)``: sees the turn's ``Message`` before the model does and may
   return a replacement (``/skill args`` expanded) or raise ``TurnFailed`` to reject it (a
   ``UserPromptSubmit`` hook exiting 2). Runs once per turn, before the first model call.
 

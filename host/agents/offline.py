@@ -1,8 +1,8 @@
 """The embedded offline agent: a newcomer's first host works with no provider key and no network.
 
 It answers every message with a short streamed explanation of what the host is and how to
-connect a real provider, word by word, as ``session/responsePart`` + ``session/delta`` actions,
-followed by ``session/usage``. Its output depends only on the message, so tests can assert it.
+connect a real provider, word by word, as ``chat/responsePart`` + ``chat/delta`` actions,
+followed by ``chat/usage``. Its output depends only on the message, so tests can assert it.
 """
 
 from __future__ import annotations
@@ -57,15 +57,15 @@ class OfflineAgent:
         return None
 
     async def run_turn(self, ctx: TurnContext) -> None:
-        text = answer_for(str(ctx.user_message.get("text", "")))
+        text = answer_for(str(ctx.message.get("text", "")))
         part_id = ctx.new_part_id("text")
-        ctx.emit(builders.session_response_part(turn_id=ctx.turn_id, part={"kind": "markdown", "id": part_id, "content": ""}))
+        ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "markdown", "id": part_id, "content": ""}))
         words = text.split(" ")
         for index, word in enumerate(words):
             await asyncio.sleep(self._delay)
-            ctx.emit(builders.session_delta(turn_id=ctx.turn_id, part_id=part_id, content=word if index == 0 else " " + word))
-        ctx.emit(builders.session_usage(turn_id=ctx.turn_id, usage={
-            "inputTokens": len(str(ctx.user_message.get("text", "")).split()),
+            ctx.emit(builders.chat_delta(turn_id=ctx.turn_id, part_id=part_id, content=word if index == 0 else " " + word))
+        ctx.emit(builders.chat_usage(turn_id=ctx.turn_id, usage={
+            "inputTokens": len(str(ctx.message.get("text", "")).split()),
             "outputTokens": len(words),
             "model": _MODEL_ID,
         }))

@@ -14,7 +14,7 @@
    them; the results go back to the model and the loop repeats, until the model answers without
    tool calls (or ``max_model_calls`` is reached, which is said in the turn). Stop hooks may keep
    the turn going a bounded number of times.
-4. ``session/usage`` after every model call carries the turn's running totals (summed over its
+4. ``chat/usage`` after every model call carries the turn's running totals (summed over its
    calls; within a call the provider's latest report wins).
 
 Failures: a provider error becomes ``TurnFailed`` with an ``ErrorInfo`` saying what to do.

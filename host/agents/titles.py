@@ -29,7 +29,7 @@ TITLE_TIMEOUT = 30.0
 
 async def make_title(source: ProviderSource, ctx: TurnContext, model_id: str, settings: TurnSettings) -> str | None:
     """The session's title from its first message (see the module docstring)."""
-    text = str(ctx.user_message.get("text") or "")
+    text = str(ctx.message.get("text") or "")
     title = None
     if settings.title == "model":
         try:

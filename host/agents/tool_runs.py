@@ -83,7 +83,7 @@ class TurnTools:
                             failure = failure_result(f"Did not run {tool.title}", blocked, "blocked")
             if failure is not None:
                 ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed", asking=False))
-                ctx.emit(builders.session_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=failure))
+                ctx.emit(builders.chat_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=failure))
                 results[call.tool_call_id] = failure
                 continue
             assert tool is not None
@@ -142,8 +142,8 @@ class TurnTools:
             provider_id = f"{ctx.turn_id}-command-{index}"
             call_id = ahp_ids[provider_id] = ids.assign(provider_id)
             arguments = json.dumps({"command": command})
-            ctx.emit(builders.session_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name="shell", display_name=shell.title))
-            ctx.emit(builders.session_tool_call_delta(turn_id=ctx.turn_id, tool_call_id=call_id, content=arguments))
+            ctx.emit(builders.chat_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name="shell", display_name=shell.title))
+            ctx.emit(builders.chat_tool_call_delta(turn_id=ctx.turn_id, tool_call_id=call_id, content=arguments))
             parts.append(ToolCallPart(tool_call_id=provider_id, tool_name="shell", arguments=arguments))
         results = await self.run(AssistantMessage(parts=tuple(parts)), ahp_ids, offered)
         outputs = iter(result.text for result in results.results)

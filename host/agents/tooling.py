@@ -2,11 +2,11 @@
 
 For each tool call whose arguments are final, the loop builds a ``ToolCallRequest`` (the tool,
 the raw JSON arguments, and the ``toolCallReady`` fields from ``Tool.prepare``) and awaits
-``approver.approve(request, ctx)``. The approver owns the ``session/toolCallReady`` action:
+``approver.approve(request, ctx)``. The approver owns the ``chat/toolCallReady`` action:
 
 * ``AutoApprover`` (this task) dispatches it with ``confirmed: "not-needed"`` → ``running``.
 * A confirming approver (the confirmation flow) dispatches it without ``confirmed`` →
-  ``pending-confirmation`` and waits for the client's ``session/toolCallConfirmed``; it returns
+  ``pending-confirmation`` and waits for the client's ``chat/toolCallConfirmed``; it returns
   ``Approval(approved=False, ...)`` on denial (the reducer already cancelled the call), or
   ``Approval(True, edited_input=...)`` when the client edited the input.
 
@@ -47,10 +47,10 @@ class ToolCallRequest:
         self, turn_id: str, *, confirmed: str | None = None, asking: bool = True,
         options: Sequence[Any] | None = None, editable: bool | None = None,
     ) -> dict[str, Any]:
-        """This call's ``session/toolCallReady``. Without ``asking`` (the call was allowed or
+        """This call's ``chat/toolCallReady``. Without ``asking`` (the call was allowed or
         refused without asking anyone) the confirmation title and the proposed edits are left out."""
         fields = self.ready_fields
-        return builders.session_tool_call_ready(
+        return builders.chat_tool_call_ready(
             turn_id=turn_id,
             tool_call_id=self.tool_call_id,
             tool_input=self.arguments,
@@ -74,7 +74,7 @@ class Approval:
 
 class ToolApprover(Protocol):
     async def approve(self, request: ToolCallRequest, ctx: TurnContext) -> Approval:
-        """Dispatch ``session/toolCallReady`` for ``request`` and decide whether it runs."""
+        """Dispatch ``chat/toolCallReady`` for ``request`` and decide whether it runs."""
         ...
 
 
@@ -108,7 +108,7 @@ async def finish_call(approver: ToolApprover, request: ToolCallRequest, result: 
     finish = getattr(approver, "finish", None)
     if finish is not None:
         return await finish(request, result, ctx)
-    ctx.emit(builders.session_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result))
+    ctx.emit(builders.chat_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result))
     return result
 
 

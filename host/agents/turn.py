@@ -69,9 +69,8 @@ class ProviderTurn:
 
     async def run(self) -> None:
         ctx = self.ctx
-        state = ctx.state
-        finished_turns = list(state.get("turns") or [])
-        title_before = state.get("summary", {}).get("title")
+        finished_turns = list(ctx.chat_state.get("turns") or [])
+        title_before = ctx.state.get("title")
         model_id, spec = self.agent.model_for(ctx.model)
         self.model = model_id
         try:
@@ -88,13 +87,13 @@ class ProviderTurn:
     async def _loop(self, provider: Provider, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]]) -> None:
         ctx, settings, environment = self.ctx, self.settings, self.environment
         working_directory = session_directory(ctx.state)
-        text = str(ctx.user_message.get("text") or "")
+        text = str(ctx.message.get("text") or "")
         if text.strip() == COMPACT_COMMAND or text.startswith(COMPACT_COMMAND + " "):
             focus = text[len(COMPACT_COMMAND):].strip() or None
             await self._compact(provider, model_id, spec, finished, keep=0, focus=focus, through=ctx.turn_id)
             return
         # Contributors may expand ``/skill args`` or reject the prompt (UserPromptSubmit hooks).
-        message = await environment.user_message(ctx, ctx.user_message)
+        message = await environment.user_message(ctx, ctx.message)
         ids = TurnToolIds()
         tools = TurnTools(ctx, environment, working_directory, output_limit=settings.tool_output_limit,
                           running=lambda names: self._set_activity(f"Running {names}"))
@@ -188,9 +187,9 @@ class ProviderTurn:
     async def _call(self, provider: Provider, request: ModelRequest, ids: TurnToolIds, offered: dict[str, Tool]) -> CallMapper:
         ctx, settings = self.ctx, self.settings
         display = {name: tool.title for name, tool in offered.items()}
-        # Client-provided tools start with their owner and the client's own name for the tool.
-        owners = {name: (tool.tool_client_id, getattr(tool, "wire_name", name)) for name, tool in offered.items()
-                  if getattr(tool, "tool_client_id", None)}
+        # Client-provided and MCP tools start with their contributor (and a client's own name for the tool).
+        owners = {name: (tool.contributor, getattr(tool, "wire_name", name)) for name, tool in offered.items()
+                  if getattr(tool, "contributor", None)}
         attempt = 0
         while True:
             self._set_activity(f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
@@ -241,7 +240,7 @@ class ProviderTurn:
         meta = {k: v for k, v in (("cacheWriteTokens", total.cache_write_tokens), ("reasoningTokens", total.reasoning_tokens)) if v}
         if meta:
             usage["_meta"] = meta
-        self.ctx.emit(builders.session_usage(turn_id=self.ctx.turn_id, usage=usage))
+        self.ctx.emit(builders.chat_usage(turn_id=self.ctx.turn_id, usage=usage))
 
     def _explain(self, error: ProviderError, *, streamed: bool, attempts: int) -> str:
         message = error.message
@@ -283,16 +282,16 @@ class ProviderTurn:
 
     def _take_steering(self) -> None:
         ctx = self.ctx
-        steering = ctx.state.get("steeringMessage")
+        steering = ctx.chat_state.get("steeringMessage")
         if not isinstance(steering, dict) or not steering.get("id"):
             return
         spec = self.agent.model_for(ctx.model)[1]
         message, notes = to_user_message(
-            steering.get("userMessage") or {}, working_directory=session_directory(ctx.state), vision=spec.vision
+            steering.get("message") or {}, working_directory=session_directory(ctx.state), vision=spec.vision
         )
-        ctx.dispatch(builders.session_pending_message_removed(kind="steering", id=steering["id"]))
+        ctx.dispatch_chat(builders.chat_pending_message_removed(kind="steering", id=steering["id"]))
         # Say where it entered, so clients see it and a turn rebuilt from state keeps it.
-        _notify(ctx, steering_note(steering.get("userMessage") or {}))
+        _notify(ctx, steering_note(steering.get("message") or {}))
         for note in notes:
             _notify(ctx, note)
         self.messages.append(message)
@@ -310,20 +309,25 @@ class ProviderTurn:
     def _set_activity(self, activity: str) -> None:
         if self.activity != activity and self.ctx.is_active():
             self.activity = activity
+            # The chat says what it does; the session says it too (what the session list and a
+            # 0.2.0 client show is the session's activity).
+            self.ctx.dispatch_chat(builders.chat_activity_changed(activity=activity))
             self.ctx.dispatch(builders.session_activity_changed(activity=activity))
 
     def _clear_activity(self) -> None:
         if self.activity is None:
             return
-        current = self.ctx.state.get("summary", {}).get("activity")
-        if current == self.activity:  # a later turn may already say something else
+        # A later turn may already say something else: clear only what is still ours.
+        if self.ctx.chat_state.get("activity") == self.activity:
+            self.ctx.dispatch_chat(builders.chat_activity_changed())
+        if self.ctx.state.get("activity") == self.activity:
             self.ctx.dispatch(builders.session_activity_changed())
         self.activity = None
 
     async def _make_title(self, model_id: str) -> None:
         ctx = self.ctx
         title = await make_title(self.agent.source, ctx, model_id, self.settings)
-        if not title or ctx.state.get("summary", {}).get("title") != DEFAULT_TITLE:
+        if not title or ctx.state.get("title") != DEFAULT_TITLE:
             return  # a client named the session meanwhile: never overwrite that
         ctx.dispatch(builders.session_title_changed(title=title))
 
@@ -344,4 +348,4 @@ def _definitions(tools: dict[str, Tool]) -> list[ToolDefinition]:
 
 def _notify(ctx: TurnContext, text: str) -> None:
     """A system notification in the turn's response (what happened that the user should know)."""
-    ctx.emit(builders.session_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": text}))
+    ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": text}))

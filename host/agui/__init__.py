@@ -16,13 +16,13 @@ AGUI_PATH = "/agui"
 _WHERE = {
     "agui_endpoint": "endpoint", "parse_run_input": "endpoint",
     "RunTranslator": "mapping", "token_usage": "mapping",
-    "AguiRuns": "runs", "client_id_for": "runs", "session_uri_for": "runs",
+    "AguiRuns": "runs", "client_id_for": "runs", "session_uri_for": "runs", "thread_session": "runs",
 }
 
 if TYPE_CHECKING:
     from host.agui.endpoint import agui_endpoint, parse_run_input
     from host.agui.mapping import RunTranslator, token_usage
-    from host.agui.runs import AguiRuns, client_id_for, session_uri_for
+    from host.agui.runs import AguiRuns, client_id_for, session_uri_for, thread_session
 
 
 __getattr__ = lazy_exports(__name__, _WHERE)
@@ -36,5 +36,6 @@ __all__ = [
     "client_id_for",
     "parse_run_input",
     "session_uri_for",
+    "thread_session",
     "token_usage",
 ]

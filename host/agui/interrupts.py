@@ -33,6 +33,8 @@ from typing import Any
 
 from ag_ui.core import Interrupt
 
+from ahp.protocol import builders
+
 __all__ = ["AnswerError", "answer", "coverage_problem", "interrupt_id", "interrupts", "waiting_calls"]
 
 _CONFIRM = "ahp-confirm:"
@@ -99,7 +101,7 @@ def answer(entry: Any, call: Mapping[str, Any], turn_id: str) -> dict[str, Any]:
         approved = entry.status == "resolved" and payload.get("approved") is True
         if entry.status == "resolved" and not isinstance(payload.get("approved"), bool):
             raise AnswerError(f"Answer interrupt {entry.interrupt_id} with payload {{\"approved\": true}} or false.")
-        return {"type": "session/toolCallResultConfirmed", "turnId": turn_id, "toolCallId": call_id, "approved": approved}
+        return builders.chat_tool_call_result_confirmed(turn_id=turn_id, tool_call_id=call_id, approved=approved)
     options = list(call.get("options") or ())
     if entry.status == "cancelled":
         return _denied(turn_id, call_id, options, "The person dismissed the confirmation in the front end.")
@@ -120,16 +122,14 @@ def answer(entry: Any, call: Mapping[str, Any], turn_id: str) -> dict[str, Any]:
         reason = payload.get("reason") if isinstance(payload.get("reason"), str) else None
         action = _denied(turn_id, call_id, options, reason, option)
         return action
-    action = {"type": "session/toolCallConfirmed", "turnId": turn_id, "toolCallId": call_id, "approved": True,
-              "confirmed": "user-action"}
-    if option is not None and option.get("id") is not None:
-        action["selectedOptionId"] = option["id"]
     edited = payload.get("editedArgs")
-    if edited is not None:
-        if not call.get("editable"):
-            raise AnswerError(f"The call behind interrupt {entry.interrupt_id} cannot be edited; approve it without editedArgs.")
-        action["editedToolInput"] = edited if isinstance(edited, str) else json.dumps(edited)
-    return action
+    if edited is not None and not call.get("editable"):
+        raise AnswerError(f"The call behind interrupt {entry.interrupt_id} cannot be edited; approve it without editedArgs.")
+    return builders.chat_tool_call_approved(
+        turn_id=turn_id, tool_call_id=call_id, confirmed="user-action",
+        selected_option_id=option["id"] if option is not None and option.get("id") is not None else None,
+        edited_tool_input=None if edited is None else edited if isinstance(edited, str) else json.dumps(edited),
+    )
 
 
 def _denied(turn_id: str, call_id: str, options: list[Any], reason: str | None, option: Any = None) -> dict[str, Any]:
@@ -138,13 +138,11 @@ def _denied(turn_id: str, call_id: str, options: list[Any], reason: str | None, 
     if reason and option is not None and option.get("id") == "deny":
         # "Deny with a reason" is the option whose reason reaches the model.
         option = next((o for o in options if o.get("id") == "deny-with-reason"), option)
-    action: dict[str, Any] = {"type": "session/toolCallConfirmed", "turnId": turn_id, "toolCallId": call_id,
-                              "approved": False, "reason": "denied"}
-    if option is not None and option.get("id") is not None:
-        action["selectedOptionId"] = option["id"]
-    if reason:
-        action["reasonMessage"] = reason
-    return action
+    return builders.chat_tool_call_denied(
+        turn_id=turn_id, tool_call_id=call_id, reason="denied",
+        selected_option_id=option["id"] if option is not None and option.get("id") is not None else None,
+        reason_message=reason or None,
+    )
 
 
 def coverage_problem(entries: Iterable[Any], open_ids: Iterable[str]) -> str | None:

@@ -1,7 +1,7 @@
 """Pure translation of one AHP turn, action by action, into the AG-UI events of one run.
 
 ``RunTranslator(thread_id, run_id, turn_id, client_id)`` is fed every accepted action of the
-session (with the session state *after* it) through ``feed(action, state)`` and returns the AG-UI
+thread's chat (``chat/*``, internal model AHP 0.9.0, with the chat state *after* it) through ``feed(action, state)`` and returns the AG-UI
 events that action means. It does no I/O, keeps no clock and dispatches nothing; the endpoint
 (``host.agui.runs``) decides what to dispatch and writes what this returns.
 
@@ -15,7 +15,8 @@ The mapping:
   ``toolCallReady`` → ``TOOL_CALL_END`` (with the whole input as one ``TOOL_CALL_ARGS`` first if no
   delta carried it); a host tool's ``toolCallComplete`` → ``TOOL_CALL_RESULT``; a call cancelled
   or denied → ``TOOL_CALL_RESULT`` saying so.
-* Calls owned by this run's client (``toolClientId == client_id``, the front-end tools) get no
+* Calls owned by this run's client (``contributor`` ``{kind: "client", clientId: client_id}``, the
+  front-end tools) get no
   result event: the front end runs them. When every unfinished call of the turn is one of ours
   and ``running``, the run is *suspended*: ``RUN_FINISHED`` with a success outcome naming the
   pending calls; the turn stays active and the next run answers them.
@@ -25,7 +26,8 @@ The mapping:
   active and the run whose ``resume`` answers the interrupts continues it.
 * ``usage`` is remembered (minus what the turn had used before this run began) and reported as
   ``RUN_FINISHED.usage``; ``turnComplete`` → ``RUN_FINISHED``; ``turnCancelled`` → ``RUN_FINISHED``
-  with a cancelled outcome; ``error`` → ``RUN_ERROR`` with the ErrorInfo message and type.
+  with a cancelled outcome; ``error`` → ``RUN_ERROR`` with the message and type of its error
+  part's ErrorInfo.
 
 Invariants: actions of other turns are ignored; every START gets exactly one END before the run's
 terminal event; after the terminal event ``done`` is true and ``feed`` returns nothing.
@@ -95,7 +97,7 @@ class RunTranslator:
     # -- feeding ---------------------------------------------------------------------------------
 
     def feed(self, action: dict[str, Any], state: dict[str, Any] | None) -> list[BaseEvent]:
-        """The events ``action`` means for this run; ``state`` is the session after it, or ``None``
+        """The events ``action`` means for this run; ``state`` is the chat after it, or ``None``
         for a streamed token (``host.store.STREAMED``: it changes no tool call's status, so the
         run cannot become suspended by it and its handler reads only the action)."""
         if self.done or action.get("turnId") != self.turn_id:
@@ -138,7 +140,7 @@ class RunTranslator:
 
     def _text(self, action: dict[str, Any], state: dict[str, Any]) -> list[BaseEvent]:
         content = action.get("content")
-        wanted = "text" if action["type"] == "session/delta" else "reasoning"
+        wanted = "text" if action["type"] == "chat/delta" else "reasoning"
         if not isinstance(content, str) or not content or self._open != (wanted, action.get("partId")):
             return []
         message_id = action["partId"]
@@ -182,7 +184,7 @@ class RunTranslator:
         return self._end_call(action.get("toolCallId", ""), action.get("toolInput"))
 
     def _tool_complete(self, action: dict[str, Any], state: dict[str, Any]) -> list[BaseEvent]:
-        if (_find_call(state, action.get("toolCallId", "")) or {}).get("toolClientId") == self.client_id:
+        if _client_of(_find_call(state, action.get("toolCallId", "")) or {}) == self.client_id:
             return []  # the front end ran it and already holds the result
         if action.get("requiresResultConfirmation"):
             return []  # reported when a person accepts (or refuses) the result
@@ -240,7 +242,8 @@ class RunTranslator:
         events = self._close_open()
         for call_id in list(self._calls):
             events += self._end_call(call_id, None)
-        error = action.get("error") or {}
+        part = action.get("part") if isinstance(action.get("part"), dict) else {}
+        error = part.get("error") if isinstance(part.get("error"), dict) else {}
         message = error.get("message") or "The turn failed without saying why; the host's log has details."
         usage = token_usage(self._usage, self.usage_before)
         events.append(RunErrorEvent(message=message, code=error.get("errorType"), usage=[usage] if usage else None))
@@ -253,7 +256,7 @@ class RunTranslator:
             self._calls.setdefault(call_id, _ToolCall("tool", args_sent=True, ended=True))
 
     def check(self, state: dict[str, Any]) -> list[BaseEvent]:
-        """Events the session's current state means on its own (a run joining a turn that
+        """Events the chat's current state means on its own (a run joining a turn that
         already waits for a person ends at once with the interrupts)."""
         return [] if self.done else self._maybe_suspend(state)
 
@@ -271,7 +274,7 @@ class RunTranslator:
                 continue
             if call.get("status") in ("pending-confirmation", "pending-result-confirmation"):
                 asking = True
-            elif call.get("toolClientId") == self.client_id and call.get("status") == "running":
+            elif _client_of(call) == self.client_id and call.get("status") == "running":
                 ours.append(call.get("toolCallId"))
             else:
                 return []  # something else is still going on: keep streaming
@@ -285,20 +288,26 @@ class RunTranslator:
 
 
 _HANDLERS = {
-    "session/responsePart": RunTranslator._response_part,
-    "session/delta": RunTranslator._text,
-    "session/reasoning": RunTranslator._text,
-    "session/toolCallStart": RunTranslator._tool_start,
-    "session/toolCallDelta": RunTranslator._tool_delta,
-    "session/toolCallReady": RunTranslator._tool_ready,
-    "session/toolCallComplete": RunTranslator._tool_complete,
-    "session/toolCallConfirmed": RunTranslator._tool_confirmed,
-    "session/toolCallResultConfirmed": RunTranslator._tool_result_confirmed,
-    "session/usage": RunTranslator._usage_report,
-    "session/turnComplete": RunTranslator._turn_complete,
-    "session/turnCancelled": RunTranslator._turn_cancelled,
-    "session/error": RunTranslator._error,
+    "chat/responsePart": RunTranslator._response_part,
+    "chat/delta": RunTranslator._text,
+    "chat/reasoning": RunTranslator._text,
+    "chat/toolCallStart": RunTranslator._tool_start,
+    "chat/toolCallDelta": RunTranslator._tool_delta,
+    "chat/toolCallReady": RunTranslator._tool_ready,
+    "chat/toolCallComplete": RunTranslator._tool_complete,
+    "chat/toolCallConfirmed": RunTranslator._tool_confirmed,
+    "chat/toolCallResultConfirmed": RunTranslator._tool_result_confirmed,
+    "chat/usage": RunTranslator._usage_report,
+    "chat/turnComplete": RunTranslator._turn_complete,
+    "chat/turnCancelled": RunTranslator._turn_cancelled,
+    "chat/error": RunTranslator._error,
 }
+
+
+def _client_of(call: dict[str, Any]) -> str | None:
+    """The clientId a call runs on (its client contributor), None for host and MCP tools."""
+    contributor = call.get("contributor")
+    return contributor.get("clientId") if isinstance(contributor, dict) and contributor.get("kind") == "client" else None
 
 
 def _find_call(state: dict[str, Any], call_id: str) -> dict[str, Any] | None:

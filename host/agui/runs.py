@@ -1,21 +1,27 @@
-"""AG-UI runs on AHP sessions: thread ↔ session, and one run's lifecycle.
+"""AG-UI runs on AHP sessions: thread ↔ session (and its default chat), and one run's lifecycle.
 
 ``AguiRuns(host).run(run_input, cancel_on_disconnect=...)`` is an async iterator of AG-UI events
-for one ``RunAgentInput``. Everything it does to a session goes through the store exactly as an
-AHP client's ``dispatchAction`` would (same ``check_client_action`` validation, an ``origin`` with
-this thread's client id), so AHP clients subscribed to the session see the run live.
+for one ``RunAgentInput``. Everything it does to a session or its chat goes through the store
+exactly as an AHP client's ``dispatchAction`` would (same ``check_client_action`` validation, an
+``origin`` with this thread's client id), so AHP clients subscribed to the session see the run
+live. It speaks the host's internal model (AHP 0.9.0): turns are ``chat/*`` actions on the
+session's default chat, the front end's tools are one entry of the session's ``activeClients``.
 
 Contract:
 
-* A thread maps to the session ``ahp-session:/agui-<uuid5(threadId)>``, created on first use with
-  the host's default agent, or ``forwardedProps.agent`` (and ``forwardedProps.model``).
+* A thread maps to the session ``<provider>:/agui-<uuid5(threadId)>`` (``session_uri_for``; an
+  existing one is found by its id whatever its provider, ``thread_session``), created on first use
+  with the host's default agent, or ``forwardedProps.agent``. ``forwardedProps.model`` is the
+  model of each message the run sends.
 * The thread acts as the AHP client ``agui:<threadId>``. With ``tools`` in the input, the run
-  claims the session's active-client role with those tools (AHP ``ToolDefinition``s); a run that
-  ends without waiting on a front-end tool releases the role again.
+  becomes one of the session's active clients with those tools (``session/activeClientSet``,
+  AHP ``ToolDefinition``s); a run that ends without waiting on a front-end tool leaves again
+  (``session/activeClientRemoved``). While another client is active the run offers no tools and
+  ends with ``RUN_ERROR`` saying so (a 0.2.0 client sees one active client per session).
 * A ``tool`` message answering one of the thread's front-end calls that the running turn waits
-  on completes that call (``session/toolCallComplete`` as its owner); the run then streams the
-  rest of that turn. Otherwise the last ``user`` message, when no turn of the session carries its
-  id yet (``userMessage._meta.agui.messageId``), starts a turn; ``context`` entries become simple
+  on completes that call (``chat/toolCallComplete`` as its owner); the run then streams the
+  rest of that turn. Otherwise the last ``user`` message, when no turn of the chat carries its
+  id yet (``message._meta.agui.messageId``), starts a turn; ``context`` entries become simple
   attachments, media parts become attachments too.
 * A run with ``resume`` answers the confirmation interrupts an earlier run ended with
   (``host.agui.interrupts``): every open one exactly once, else ``RUN_ERROR`` ``resumeMismatch``;
@@ -45,22 +51,37 @@ from typing import Any
 from ag_ui.core import BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunStartedEvent
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
+from ahp.protocol import builders
+from ahp.state import default_chat_uri
 from host.agui.interrupts import AnswerError, answer, coverage_problem, waiting_calls
 from host.agui.mapping import RunTranslator
 from host.agui.snapshot import thread_messages
 from host.errors import RpcError
 from host.service import AgentHost
+from host.store import Store
+from host.turns import now_iso, turn_duration
 from host.validation import check_client_action
 
-__all__ = ["AguiRuns", "session_uri_for", "client_id_for"]
+__all__ = ["AguiRuns", "session_uri_for", "client_id_for", "thread_session"]
 
 _THREAD_NAMESPACE = uuid.UUID("5d0c6f1e-2b8a-4f55-9a55-6a0d7f0c4e21")
 _READY_TIMEOUT = 60.0
 
 
-def session_uri_for(thread_id: str) -> str:
-    """The session a thread maps to: stable across runs and host restarts."""
-    return f"ahp-session:/agui-{uuid.uuid5(_THREAD_NAMESPACE, thread_id)}"
+def _session_id(thread_id: str) -> str:
+    return f"agui-{uuid.uuid5(_THREAD_NAMESPACE, thread_id)}"
+
+
+def session_uri_for(thread_id: str, provider: str = "ahp-session") -> str:
+    """The session a thread maps to on ``provider``: stable across runs and host restarts. Without
+    a provider, the URI an AHP 0.2.0 client names it with (``ahp-session:/agui-<uuid>``)."""
+    return f"{provider}:/{_session_id(thread_id)}"
+
+
+def thread_session(store: Store, thread_id: str) -> str | None:
+    """The session the thread already has (under whichever provider), or None."""
+    suffix = ":/" + _session_id(thread_id)
+    return next((uri for uri, _ in store.channels("session") if uri.endswith(suffix)), None)
 
 
 def client_id_for(thread_id: str) -> str:
@@ -86,24 +107,24 @@ class _SeqCounter:
 
 
 class _SessionWatch:
-    """Queues (action, state after) for one session from the store's observer hooks; a streamed
-    token comes with ``None`` for the state (it changes no state the translator reads, and building
-    the state for every token would cost a copy of the turn's text)."""
+    """Queues (channel, action, state after) for one session and its default chat from the store's
+    observer hooks; a streamed token comes with ``None`` for the state (it changes no state the
+    translator reads, and building the state for every token would cost a copy of the turn's text)."""
 
     def __init__(self, host: AgentHost, session: str) -> None:
         self._store = host.store
-        self._session = session
-        self.queue: asyncio.Queue[tuple[dict[str, Any], dict[str, Any] | None]] = asyncio.Queue()
+        self._channels = (session, default_chat_uri(session))
+        self.queue: asyncio.Queue[tuple[str, dict[str, Any], dict[str, Any] | None]] = asyncio.Queue()
         self._store.change_observers.append(self._observe)
         self._store.token_observers.append(self._observe_token)
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
-        if channel == self._session:
-            self.queue.put_nowait((envelope["action"], after))
+        if channel in self._channels:
+            self.queue.put_nowait((channel, envelope["action"], after))
 
     def _observe_token(self, channel: str, envelope: dict[str, Any]) -> None:
-        if channel == self._session:
-            self.queue.put_nowait((envelope["action"], None))
+        if channel in self._channels:
+            self.queue.put_nowait((channel, envelope["action"], None))
 
     def close(self) -> None:
         for hooks, hook in ((self._store.change_observers, self._observe), (self._store.token_observers, self._observe_token)):
@@ -123,7 +144,10 @@ class AguiRuns:
     async def run(self, run_input: RunAgentInput, *, cancel_on_disconnect: bool = False) -> AsyncIterator[BaseEvent]:
         thread_id, run_id = run_input.thread_id, run_input.run_id
         client_id = client_id_for(thread_id)
-        session = session_uri_for(thread_id)
+        props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
+        agent = props.get("agent") if isinstance(props.get("agent"), str) and props.get("agent") else None
+        session = thread_session(self.host.store, thread_id) or session_uri_for(thread_id, agent or self.host.default_provider())
+        chat = default_chat_uri(session)
         yield RunStartedEvent(thread_id=thread_id, run_id=run_id, protocol_version=AGUI_PROTOCOL_VERSION)
         watch = _SessionWatch(self.host, session)
         translator: RunTranslator | None = None
@@ -147,10 +171,12 @@ class AguiRuns:
                 finished = True
                 yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
                 return
-            for event in translator.check(self.host.store.state(session) or {}):
+            for event in translator.check(self.host.store.state(chat) or {}):
                 yield event
             while not translator.done:
-                action, state = await watch.queue.get()
+                channel, action, state = await watch.queue.get()
+                if channel != chat:
+                    continue
                 for event in translator.feed(action, state):
                     yield event
             finished = True
@@ -165,14 +191,7 @@ class AguiRuns:
     async def _ensure_session(self, session: str, run_input: RunAgentInput, client_id: str, watch: _SessionWatch) -> None:
         store = self.host.store
         if session not in store:
-            params: dict[str, Any] = {"channel": session}
-            props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
-            agent = props.get("agent")
-            if isinstance(agent, str) and agent:
-                params["provider"] = agent
-            model = props.get("model")
-            if isinstance(model, str) and model:
-                params["model"] = {"id": model}
+            params: dict[str, Any] = {"channel": session, "provider": session.split(":", 1)[0]}
             try:
                 self.host.create_session(params, client_id)
             except RpcError as error:
@@ -186,7 +205,7 @@ class AguiRuns:
         except TimeoutError:
             raise _Refused("The session for this thread is still starting; try again in a moment.", "sessionNotReady") from None
         state = store.state(session) or {}
-        if state.get("lifecycle") == "creationFailed":
+        if state.get("lifecycle") == "failed":
             error = state.get("creationError") or {}
             message = error.get("message") or "The session for this thread failed to start."
             raise _Refused(f"{message} (Use a new threadId once this is fixed.)", error.get("errorType") or "creationFailed")
@@ -194,7 +213,8 @@ class AguiRuns:
     # -- starting or resuming the turn ---------------------------------------------------------
 
     def _begin(self, session: str, run_input: RunAgentInput, client_id: str, plan: "_Plan") -> RunTranslator | None:
-        state = self.host.store.state(session) or {}
+        chat = default_chat_uri(session)
+        state = self.host.store.state(chat) or {}
         active = state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None
         waiting = _our_waiting_calls(active, client_id)
         answers = [
@@ -216,10 +236,10 @@ class AguiRuns:
         if message is None and not answers:
             return self._join(session, state, active, run_input, client_id, waiting, plan)
         if active is not None and answers:
-            self._claim_role(session, state, run_input, client_id)
+            self._claim_role(session, run_input, client_id)
             translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
             for message in answers:
-                self._dispatch(session, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
+                self._dispatch(chat, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
             return translator
         if waiting:
             names = ", ".join(sorted(waiting))
@@ -230,11 +250,11 @@ class AguiRuns:
             )
         if message is None:
             return None
-        self._claim_role(session, state, run_input, client_id)
+        self._claim_role(session, run_input, client_id)
         turn_id = str(uuid.uuid4())
-        action = {"type": "session/turnStarted", "turnId": turn_id, "userMessage": _user_message(message, run_input)}
+        action = builders.chat_turn_started(turn_id=turn_id, started_at=now_iso(), message=_user_message(message, run_input))
         translator = self._translator(run_input, turn_id, client_id, None)
-        self._dispatch(session, action, client_id)
+        self._dispatch(chat, action, client_id)
         return translator
 
     def _resume(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
@@ -257,13 +277,14 @@ class AguiRuns:
             actions = [answer(entry, asking[entry.interrupt_id], active["id"]) for entry in live]
         except AnswerError as error:
             raise _Refused(str(error), "resumeInvalid") from None
-        self._claim_role(session, state, run_input, client_id)
+        self._claim_role(session, run_input, client_id)
         translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
         translator.adopt_calls(_call_ids(active))
+        chat = default_chat_uri(session)
         for action in actions:
-            self._dispatch(session, action, client_id)
+            self._dispatch(chat, action, client_id)
         for message in answers:
-            self._dispatch(session, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
+            self._dispatch(chat, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
         return translator
 
     def _join(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
@@ -288,52 +309,61 @@ class AguiRuns:
     def _translator(run_input: RunAgentInput, turn_id: str, client_id: str, usage: Any) -> RunTranslator:
         return RunTranslator(run_input.thread_id, run_input.run_id, turn_id, client_id, usage_before=usage)
 
-    def _claim_role(self, session: str, state: dict[str, Any], run_input: RunAgentInput, client_id: str) -> None:
+    def _claim_role(self, session: str, run_input: RunAgentInput, client_id: str) -> None:
         tools = [_tool_definition(tool) for tool in run_input.tools or ()]
-        current = state.get("activeClient") if isinstance(state.get("activeClient"), dict) else None
+        current = _our_entry(self.host.store.state(session) or {}, client_id)
         if not tools:
-            if current is not None and current.get("clientId") == client_id:
+            if current is not None:
                 self._release_role(session, client_id)
             return
-        if current is not None and current.get("clientId") == client_id:
-            if current.get("tools") != tools:
-                self._dispatch(session, {"type": "session/activeClientToolsChanged", "tools": tools}, client_id)
-            return
+        other = next((client for client in (self.host.store.state(session) or {}).get("activeClients") or ()
+                      if isinstance(client, dict) and client.get("clientId") != client_id), None)
+        if other is not None:
+            # The thread's tools would sit beside another client's: a client of AHP 0.2.0 (one
+            # active client per session) could not see them, so the run offers none.
+            raise _Refused(
+                f"Another client ({other.get('displayName') or other.get('clientId')}) provides the tools of this "
+                "thread's session right now, so this run's tools cannot be offered. Run without tools, or once "
+                "that client lets go.", "actionRefused")
         active_client = {"clientId": client_id, "displayName": f"AG-UI thread {run_input.thread_id}", "tools": tools}
-        self._dispatch(session, {"type": "session/activeClientChanged", "activeClient": active_client}, client_id)
+        if current != active_client:
+            self._dispatch(session, builders.session_active_client_set(active_client=active_client), client_id)
 
     def _release_role(self, session: str, client_id: str) -> None:
-        """Give up the active-client role, unless the running turn still waits on our tools."""
-        state = self.host.store.state(session) or {}
-        current = state.get("activeClient")
-        if not isinstance(current, dict) or current.get("clientId") != client_id:
+        """Leave the session's active clients, unless the running turn still waits on our tools."""
+        if _our_entry(self.host.store.state(session) or {}, client_id) is None:
             return
-        if _our_waiting_calls(state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None, client_id):
+        turn = (self.host.store.state(default_chat_uri(session)) or {}).get("activeTurn")
+        if _our_waiting_calls(turn if isinstance(turn, dict) else None, client_id):
             return
         try:
-            self._dispatch(session, {"type": "session/activeClientChanged", "activeClient": None}, client_id)
+            self._dispatch(session, builders.session_active_client_removed(client_id=client_id), client_id)
         except _Refused:
             pass  # the session went away meanwhile: there is no role left to give up
 
     def _cancel_turn(self, session: str, turn_id: str, client_id: str) -> None:
-        turn = (self.host.store.state(session) or {}).get("activeTurn")
+        chat = default_chat_uri(session)
+        turn = (self.host.store.state(chat) or {}).get("activeTurn")
         if isinstance(turn, dict) and turn.get("id") == turn_id:
             try:
-                self._dispatch(session, {"type": "session/turnCancelled", "turnId": turn_id}, client_id)
+                self._dispatch(chat, builders.chat_turn_cancelled(
+                    turn_id=turn_id, duration=turn_duration(turn.get("startedAt"))), client_id)
             except _Refused:
                 pass  # the turn ended on its own meanwhile
 
-    def _dispatch(self, session: str, action: dict[str, Any], client_id: str) -> None:
-        """Apply ``action`` as this thread's client would, through the same validation."""
+    def _dispatch(self, channel: str, action: dict[str, Any], client_id: str) -> None:
+        """Apply ``action`` to the session or its chat as this thread's client would, through the
+        same validation."""
         store = self.host.store
-        if session not in store:
+        kind = store.kind(channel)
+        if kind is None:
             raise _Refused("The session for this thread was disposed; use a new threadId.", "sessionNotFound")
-        state = store.state(session) or {}
-        reason = check_client_action("session", state, action, client_id)
+        state = store.state(channel) or {}
+        reason = check_client_action(kind, state, action, client_id)
         if reason is not None:
             raise _Refused(_explain(reason, action, state), "actionRefused")
         origin = {"clientId": client_id, "clientSeq": self._seqs.setdefault(client_id, _SeqCounter()).next()}
-        store.dispatch(session, action, origin)
+        store.dispatch(channel, action, origin)
 
 
 @dataclass
@@ -371,18 +401,18 @@ def _decided_interrupts(state: dict[str, Any]) -> set[str]:
 
 def _explain(reason: str, action: dict[str, Any], state: dict[str, Any]) -> str:
     """The validation's sentence, said in AG-UI terms where the AHP one would not help."""
-    if action.get("type") == "session/turnStarted" and isinstance(state.get("activeTurn"), dict):
+    if action.get("type") == "chat/turnStarted" and isinstance(state.get("activeTurn"), dict):
         return (
             "A turn is already running in this thread's session (another client may have started it). "
             "Wait for it to finish, or cancel it, then send your message again."
         )
-    if action.get("type") == "session/activeClientChanged":
-        other = (state.get("activeClient") or {}).get("displayName") or (state.get("activeClient") or {}).get("clientId")
-        return (
-            f"Another client ({other}) provides the tools of this thread's session right now, so this run's "
-            "tools cannot be offered. Run without tools, or once that client lets go."
-        )
     return reason
+
+
+def _our_entry(state: dict[str, Any], client_id: str) -> dict[str, Any] | None:
+    """This thread's entry in the session's ``activeClients``, or None."""
+    return next((client for client in state.get("activeClients") or ()
+                 if isinstance(client, dict) and client.get("clientId") == client_id), None)
 
 
 def _our_waiting_calls(active: dict[str, Any] | None, client_id: str) -> dict[str, dict[str, Any]]:
@@ -390,7 +420,9 @@ def _our_waiting_calls(active: dict[str, Any] | None, client_id: str) -> dict[st
     waiting: dict[str, dict[str, Any]] = {}
     for part in (active or {}).get("responseParts") or ():
         call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
-        if isinstance(call, dict) and call.get("toolClientId") == client_id and call.get("status") in ("running", "pending-confirmation"):
+        contributor = call.get("contributor") if isinstance(call, dict) else None
+        if (isinstance(contributor, dict) and contributor.get("kind") == "client" and contributor.get("clientId") == client_id
+                and call.get("status") in ("running", "pending-confirmation")):
             waiting[call["toolCallId"]] = call
     return waiting
 
@@ -406,7 +438,7 @@ def _tool_complete(turn_id: str, message: Any, call: dict[str, Any]) -> dict[str
     }
     if error:
         result["error"] = {"message": str(error)}
-    return {"type": "session/toolCallComplete", "turnId": turn_id, "toolCallId": call["toolCallId"], "result": result}
+    return builders.chat_tool_call_complete(turn_id=turn_id, tool_call_id=call["toolCallId"], result=result)
 
 
 def _recorded_message_ids(state: dict[str, Any]) -> set[str]:
@@ -415,7 +447,7 @@ def _recorded_message_ids(state: dict[str, Any]) -> set[str]:
         turns.append(state["activeTurn"])
     ids = set()
     for turn in turns:
-        meta = ((turn.get("userMessage") or {}).get("_meta") or {}).get("agui") or {}
+        meta = ((turn.get("message") or {}).get("_meta") or {}).get("agui") or {}
         if isinstance(meta.get("messageId"), str):
             ids.add(meta["messageId"])
     return ids
@@ -443,9 +475,14 @@ def _user_message(message: Any, run_input: RunAgentInput) -> dict[str, Any]:
                 attachments.append(attachment)
     for item in run_input.context or ():
         attachments.append({"type": "simple", "label": item.description, "modelRepresentation": item.value})
-    user: dict[str, Any] = {"text": _content_text(message.content), "_meta": {"agui": {"messageId": message.id}}}
+    user: dict[str, Any] = {"text": _content_text(message.content), "origin": {"kind": "user"},
+                            "_meta": {"agui": {"messageId": message.id}}}
     if attachments:
         user["attachments"] = attachments
+    props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
+    model = props.get("model")
+    if isinstance(model, str) and model:
+        user["model"] = {"id": model}
     return user
 
 

@@ -1,11 +1,12 @@
-"""A session's turns as the AG-UI messages of its thread (``MESSAGES_SNAPSHOT``). Pure.
+"""A chat's turns (the thread's session's default chat) as the AG-UI messages of its thread
+(``MESSAGES_SNAPSHOT``). Pure.
 
 A front end joining a thread (a run that brings no new user message, answers nothing and resumes
 nothing) first gets the whole conversation, so it shows what AHP clients and earlier runs did.
 Ids are chosen so the snapshot agrees with what the runs streamed, which the official client
 needs: it keeps a message whose id the snapshot has and drops one it does not.
 
-* user message → ``user``, id ``userMessage._meta.agui.messageId`` (the front end's own id) or
+* the turn's message → ``user``, id ``message._meta.agui.messageId`` (the front end's own id) or
   ``<turnId>:user`` for a message an AHP client sent;
 * markdown part → ``assistant`` with the part id (the ``TEXT_MESSAGE_*`` id of the run);
 * tool call → a ``toolCalls`` entry on the assistant message before it in the same turn (the
@@ -41,7 +42,7 @@ def thread_messages(state: Mapping[str, Any]) -> list[Message]:
 
 
 def _turn_messages(turn: Mapping[str, Any]) -> list[Message]:
-    user = turn.get("userMessage") or {}
+    user = turn.get("message") or {}
     agui_id = ((user.get("_meta") or {}).get("agui") or {}).get("messageId")
     messages: list[Message] = [UserMessage(id=agui_id if isinstance(agui_id, str) else f"{turn['id']}:user",
                                            content=str(user.get("text") or ""))]

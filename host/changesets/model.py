@@ -124,13 +124,15 @@ def fold(
 
 
 def catalogue(session: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The session's ``ChangesetSummary`` list: the review list with its counts, and the turns."""
+    """The session's ``Changeset`` catalogue: the review list (``changeKind`` "session") with its
+    counts, and the turns ("turn"). The counts are 0.2.0's ``ChangesetSummary`` fields, which
+    newer clients ignore."""
     added = sum(int((f["edit"].get("diff") or {}).get("added", 0)) for f in files)
     removed = sum(int((f["edit"].get("diff") or {}).get("removed", 0)) for f in files)
     return [
-        {"label": "Session changes", "uriTemplate": session_changeset(session),
+        {"label": "Session changes", "uriTemplate": session_changeset(session), "changeKind": "session",
          "description": "Files this session's tools changed that you have not kept or undone yet.",
          "additions": added, "deletions": removed, "files": len(files)},
-        {"label": "Changes by turn", "uriTemplate": turn_template(session),
+        {"label": "Changes by turn", "uriTemplate": turn_template(session), "changeKind": "turn",
          "description": "What one turn changed; undo it to go back to before that turn."},
     ]

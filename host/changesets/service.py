@@ -3,7 +3,7 @@ review, keep and undo (PROTOCOL.md §11; the shapes are in ``host.changesets.mod
 
 Contract:
 
-* Recording: every host-run tool call that completes (``session/toolCallComplete`` dispatched by
+* Recording: every host-run tool call that completes (``chat/toolCallComplete`` on one of its chats, dispatched by
   the host, so not a client's own tool) with ``fileEdit`` items in its result (``edit_file``,
   ``write_file``) is folded into the session changeset and the turn's changeset, with the
   before/after content the tool stored in the host's content store. The session's catalogue
@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ahp.protocol import builders
+from ahp.state import default_chat_uri, parse_chat_uri
 from host.content import ContentStore
 from host.errors import ErrorCode, RpcError
 from host.store import Store
@@ -73,15 +74,17 @@ class ChangesetService:
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         action = envelope.get("action") or {}
-        if action.get("type") != "session/toolCallComplete" or envelope.get("origin") is not None:
+        if action.get("type") != "chat/toolCallComplete" or envelope.get("origin") is not None:
             return
-        if self.store.kind(channel) != "session":
+        parsed = parse_chat_uri(channel) if self.store.kind(channel) == "chat" else None
+        if parsed is None:
             return
+        session = parsed[1]
         result = action.get("result") or {}
         edits = [item for item in result.get("content") or [] if isinstance(item, dict) and item.get("type") == "fileEdit"]
         if edits and isinstance(action.get("turnId"), str):
             # Observers run inside Store.dispatch; record once it has returned.
-            asyncio.get_running_loop().call_soon(self.record, channel, action["turnId"], edits)
+            asyncio.get_running_loop().call_soon(self.record, session, action["turnId"], edits)
 
     def record(self, session: str, turn_id: str, edits: list[dict[str, Any]]) -> None:
         """Fold file edits made in ``turn_id`` into the turn's and the session's changesets."""
@@ -109,7 +112,7 @@ class ChangesetService:
 
     def invoke(self, params: dict[str, Any]) -> dict[str, Any]:
         uri = params["channel"]
-        owner = changeset_owner(uri)
+        owner = self._owner(uri)
         if owner is None or self.store.kind(uri) != "changeset":
             raise RpcError(ErrorCode.NOT_FOUND, f"No changeset {uri}; take changeset URIs from the session's summary.changesets.")
         session, turn_id = owner
@@ -292,17 +295,17 @@ class ChangesetService:
 
     def session_disposed(self, session: str) -> None:
         for uri, _ in list(self.store.channels("changeset")):
-            owner = changeset_owner(uri)
+            owner = self._owner(uri)
             if owner is not None and owner[0] == session:
                 self.store.dispatch(uri, builders.changeset_cleared())
                 self.store.remove(uri)
 
     def materialize(self, uri: Any) -> bool:
         """Create the (empty) changeset of a session's turn on first subscription; True if made."""
-        owner = changeset_owner(uri)
+        owner = self._owner(uri)
         if owner is None or owner[1] is None or self.store.kind(owner[0]) != "session" or uri in self.store:
             return False
-        state = self.store.state(owner[0]) or {}
+        state = self.store.state(default_chat_uri(owner[0])) or {}
         turns = [turn.get("id") for turn in state.get("turns") or []] + [(state.get("activeTurn") or {}).get("id")]
         if owner[1] not in turns:
             return False
@@ -310,6 +313,17 @@ class ChangesetService:
         return True
 
     # -- state helpers -------------------------------------------------------------------------
+
+    def _owner(self, uri: Any) -> tuple[str, str | None] | None:
+        """``changeset_owner`` with the session named by its internal URI (``<provider>:/<id>``,
+        the changeset URI only holds the id); a session this host does not hold keeps the
+        ``ahp-session:/<id>`` form, which names no channel."""
+        owner = changeset_owner(uri)
+        if owner is None:
+            return None
+        suffix = ":/" + owner[0].split(":/", 1)[1]
+        session = next((name for name, _ in self.store.channels("session") if name.endswith(suffix)), owner[0])
+        return session, owner[1]
 
     def _ensure(self, uri: str, operations: list[dict[str, Any]]) -> None:
         if uri not in self.store:
@@ -333,7 +347,7 @@ class ChangesetService:
         if state is None or session_changeset(session) not in self.store:
             return
         changesets = catalogue(session, (self.store.state(session_changeset(session)) or {}).get("files") or [])
-        if state["summary"].get("changesets") != changesets:
+        if state.get("changesets") != changesets:
             self.store.dispatch(session, builders.session_changesets_changed(changesets=changesets))
 
     def _bytes(self, side: Any) -> bytes | None:

@@ -7,6 +7,12 @@ Invariants:
 - ``problems`` are runtime troubles (an MCP server that failed); they degrade the published load
   state without touching what was parsed, and clearing them restores it.
 - A container whose parsed state is ``error`` contributes nothing at run time.
+- ``wire()`` is the internal model's shape (AHP 0.9.0): a plugin carries its switch as an
+  ``enablement`` decision list (``[{kind: "session", enabled: false}]`` when switched off, no list
+  when on: enabled by default), a directory keeps ``enabled``; an ``mcpServer`` entry carries a
+  ``state`` (``stopped`` until the session's MCP runtime reports otherwise with
+  ``session/mcpServerStateChanged``). ``entry_enabled`` / ``enablement_enabled`` read a switch
+  back from either form.
 """
 
 from __future__ import annotations
@@ -18,10 +24,43 @@ if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
     from plugins import DirectorySpec, LoadedContainer, LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
     from plugins.diagnostics import LoadState
 
-__all__ = ["Container", "McpServersContainer", "MCP_SERVERS_ID"]
+__all__ = ["Container", "McpServersContainer", "MCP_SERVERS_ID", "enablement_enabled", "entry_enabled", "internal_shape"]
 
 MCP_SERVERS_ID = "mcp-servers"
 """The container listing a session's MCP servers from the host config and the workspace ``.mcp.json``."""
+
+
+def enablement_enabled(enablement: Any) -> bool:
+    """Whether an ``enablement`` decision list switches its entry on (no decision: on)."""
+    if isinstance(enablement, list) and enablement and isinstance(enablement[0], dict):
+        return bool(enablement[0].get("enabled", True))
+    return True
+
+
+def entry_enabled(entry: dict[str, Any]) -> bool:
+    """Whether a published customization (either form) is switched on."""
+    if "enablement" in entry:
+        return enablement_enabled(entry.get("enablement"))
+    return bool(entry.get("enabled", True))
+
+
+def internal_shape(entry: dict[str, Any], states: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A customization as the plugin parser builds it (``enabled`` everywhere) in the internal
+    model's shape (see the module docstring); ``states`` are known MCP server states by id."""
+    entry = dict(entry)
+    kind = entry.get("type")
+    if kind == "plugin":
+        enabled = entry.pop("enabled", True)
+        if not enabled:
+            entry["enablement"] = [{"kind": "session", "enabled": False}]
+    elif kind == "mcpServer":
+        enabled = entry.pop("enabled", True)
+        if not enabled:
+            entry["enablement"] = [{"kind": "session", "enabled": False}]
+        entry["state"] = (states or {}).get(entry.get("id")) or entry.get("state") or {"kind": "stopped"}
+    if isinstance(entry.get("children"), list):
+        entry["children"] = [internal_shape(child, states) if isinstance(child, dict) else child for child in entry["children"]]
+    return entry
 
 
 @dataclass
@@ -53,7 +92,10 @@ class Container:
         return self.loaded
 
     def wire(self) -> dict[str, Any]:
-        """The AHP container customization, children included."""
+        """The AHP container customization (internal model), children included."""
+        return internal_shape(self._parsed_wire())
+
+    def _parsed_wire(self) -> dict[str, Any]:
         from plugins import LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
         from plugins.diagnostics import LoadState
 
@@ -91,7 +133,7 @@ class McpServersContainer(Container):
     def usable(self) -> LoadedContainer | None:
         return None
 
-    def wire(self) -> dict[str, Any]:
+    def _parsed_wire(self) -> dict[str, Any]:
         from plugins.diagnostics import LoadState
 
         state = LoadState("loaded").with_problems(sorted(self.problems.values())) if self.problems else LoadState("loaded")

@@ -22,6 +22,12 @@ Contract:
   failed or hung before in this host (``unready``, shared by the host's sessions, keyed by name
   and command line; a server seen running is taken out of it). ``unavailable()`` describes, for
   the model, the servers that are not running and why.
+- Each server's lifecycle is published on its ``mcpServer`` customization entry (the entry named
+  like the server inside the container that declared it) with ``session/mcpServerStateChanged``:
+  ``starting``, ``ready``, ``error`` (with the failure), ``stopped``; a state already shown is not
+  sent again.
+- Every MCP tool offered to a turn carries its ``contributor`` (``{kind: "mcp", customizationId}``,
+  that entry's id), which ``chat/toolCallStart`` names.
 - Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
 - ``stop()`` returns when every server process is gone.
 """
@@ -70,7 +76,32 @@ class SessionMcp:
         thread (about half a second), so hosts and sessions without MCP servers never pay it."""
 
     def tools(self) -> list[McpTool]:
-        return self.manager.tools() if self.manager is not None else []
+        tools = self.manager.tools() if self.manager is not None else []
+        for tool in tools:
+            entry = self._entry_id(tool.server_name)
+            tool.contributor = {"kind": "mcp", "customizationId": entry} if entry is not None else None  # type: ignore[attr-defined]
+        return tools
+
+    def _entry_id(self, server: str) -> str | None:
+        """The id of the ``mcpServer`` customization entry of ``server`` in its owner's container."""
+        owner = self._owners.get(server)
+        for container in (self._store.state(self.session) or {}).get("customizations") or ():
+            if not isinstance(container, dict) or (owner is not None and container.get("id") != owner):
+                continue
+            for child in container.get("children") or ():
+                if isinstance(child, dict) and child.get("type") == "mcpServer" and child.get("name") == server:
+                    return child.get("id")
+        return None
+
+    def _publish_state(self, server: str, state: dict[str, Any]) -> None:
+        entry = self._entry_id(server)
+        if entry is None or self.session not in self._store:
+            return
+        for container in (self._store.state(self.session) or {}).get("customizations") or ():
+            for child in (container.get("children") or ()) if isinstance(container, dict) else ():
+                if isinstance(child, dict) and child.get("id") == entry and child.get("state") == state:
+                    return
+        self._store.dispatch(self.session, builders.session_mcp_server_state_changed(id=entry, state=state))
 
     def statuses(self) -> dict[str, ServerStatus]:
         return self.manager.statuses() if self.manager is not None else {}
@@ -127,6 +158,8 @@ class SessionMcp:
     async def stop(self) -> None:
         if self.manager is not None:
             await self.manager.stop()
+            for server in self._owners:
+                self._publish_state(server, {"kind": "stopped"})
 
     def unpublish(self) -> None:
         """Take this session's MCP tools out of ``serverTools`` (its servers were stopped)."""
@@ -142,6 +175,7 @@ class SessionMcp:
         owner = self._owners.get(status.name)
         if owner is None:
             return
+        self._publish_state(status.name, _server_state(status))
         if status.state == "restarting":
             self._on_problem(owner, f"mcp:{status.name}", status.message or f"MCP server {status.name!r} is restarting.")
         elif status.state == "stopped":
@@ -173,6 +207,17 @@ class SessionMcp:
 def _key(spec: McpServerSpec) -> str:
     """Which server a spec starts, for remembering across sessions that it is slow or broken."""
     return f"{spec.name}\0{spec.describe()}\0{spec.cwd}"
+
+
+def _server_state(status: ServerStatus) -> dict[str, Any]:
+    """An ``McpServerState`` for a server's status."""
+    if status.state == "running":
+        return {"kind": "ready"}
+    if status.state == "failed":
+        return {"kind": "error", "error": {"errorType": "mcpServerFailed", "message": status.message or "The MCP server failed."}}
+    if status.state == "stopped":
+        return {"kind": "stopped"}
+    return {"kind": "starting"}
 
 
 def _is_mcp(tool: dict[str, Any]) -> bool:

@@ -21,16 +21,23 @@ Contract:
   log in that order but every subscriber's snapshot, even a ``subscribe`` pipelined behind
   ``createSession``, already holds the final load states. Runtime trouble (a server failing)
   later re-publishes the container as ``degraded``.
-- ``session/customizationToggled`` (observed) re-applies the container's effects: its MCP servers
-  stop or start; its rules, skills, agents and hooks stop or start counting at the next model
-  request. Disabling the container of the selected agent clears the selection.
-- ``session/activeClientChanged`` (observed) resolves the client's published plugins: a
+- ``session/customizationToggled`` (observed; its ``enablement`` decision list, AHP 0.8.0+) re-applies
+  the container's effects: its MCP servers stop or start; its rules, skills, agents and hooks stop
+  or start counting at the next model request. Disabling the container of the agent selected in
+  the session's default chat draft clears that selection from the draft (``chat/draftChanged``).
+- ``session/mcpServerStartRequested`` / ``session/mcpServerStopRequested`` (observed, dispatched by
+  clients) start or stop the session's MCP servers (the reducer already shows ``starting`` /
+  ``stopped``; ``SessionMcp`` reports each server's state with ``session/mcpServerStateChanged``).
+- ``session/activeClientSet`` / ``session/activeClientRemoved`` (observed) resolve the published
+  plugins of every active client (AHP 0.9.0 ``activeClients``): a
   ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); any other
   URI (``virtual://``) is published as ``loading``, copied from the client with host→client
   ``resourceList`` / ``resourceRead`` (``host.client_resources``) into the host's data directory,
   parsed from there like a ``file://`` plugin (children keep the client's URIs) and re-published;
   a fetch that fails is published as ``error`` naming the client, the URI and the reason. A
   departing client's plugins are removed.
+- The session's turns run in its chats: a chat's turn ending (observed on the chat channel)
+  starts the idle-stop countdown of its session's MCP servers.
 - ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
   servers; ``stop()`` does that for every session (host shutdown): no server process survives.
 """
@@ -45,8 +52,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
+from ahp.state import default_chat_uri, parse_chat_uri
 from host.config import HostConfig
-from host.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer
+from host.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer, enablement_enabled, entry_enabled
 from host.inputs import InputRequests
 from host.customizations.completions import complete_user_message
 from host.customizations.mcp import SessionMcp
@@ -150,7 +158,7 @@ class CustomizationService:
                               uri=_dir_uri(runtime, spec.relative), directory=spec) for spec in self._directory_specs(runtime)]
         for container in pending:
             if container.id in previous:
-                container.enabled = bool(previous[container.id].get("enabled", True))
+                container.enabled = entry_enabled(previous[container.id])
         self.store.dispatch(uri, builders.session_customizations_changed(customizations=[c.wire() for c in pending]))
         by_id = {c.id: c for c in pending}
         for plugin in self.plugins:
@@ -164,9 +172,8 @@ class CustomizationService:
             container.loaded = load_directory(runtime.working_directory, spec)
             runtime.containers.append(container)
             self._publish(runtime, container)
-        active = state.get("activeClient")
-        if isinstance(active, dict) and active.get("customizations"):
-            self._resolve_client_plugins(runtime, active)
+        if any(isinstance(client, dict) and client.get("customizations") for client in state.get("activeClients") or ()):
+            self._resolve_client_plugins(runtime, state.get("activeClients") or [])
         self._spawn(self._start_session(runtime))
 
     def session_disposed(self, uri: str) -> None:
@@ -307,7 +314,7 @@ class CustomizationService:
     async def _stop_idle(self, runtime: SessionCustomizations) -> None:
         lock = self._locks.setdefault(runtime.session, asyncio.Lock())
         async with lock:
-            state = self.store.state(runtime.session) or {}
+            state = self.store.state(default_chat_uri(runtime.session)) or {}
             if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None or state.get("activeTurn"):
                 return
             limit = self._idle_limit(runtime)
@@ -371,29 +378,55 @@ class CustomizationService:
     # -- observing -----------------------------------------------------------------------------
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+        parsed = parse_chat_uri(channel) if channel not in self.sessions else None
+        if parsed is not None:
+            runtime = self.sessions.get(parsed[1])
+            if runtime is not None and before.get("activeTurn") is not None and after.get("activeTurn") is None:
+                self.turn_ended(parsed[1])
+            return
         runtime = self.sessions.get(channel)
         if runtime is None:
             return
-        if before.get("activeTurn") is not None and after.get("activeTurn") is None:
-            self.turn_ended(channel)
         action = envelope.get("action") or {}
         kind = action.get("type")
         if kind == "session/customizationToggled":
             container = runtime.container(action.get("id"))
-            if container is None or container.enabled == bool(action.get("enabled")):
+            enabled = enablement_enabled(action.get("enablement"))
+            if container is None or container.enabled == enabled:
                 return
-            held_agent = runtime.agent_container(after.get("summary", {}).get("agent")) is container
-            container.enabled = bool(action.get("enabled"))
+            draft = (self.store.state(default_chat_uri(channel)) or {}).get("draft") or {}
+            held_agent = runtime.agent_container(draft.get("agent")) is container
+            container.enabled = enabled
             if not container.enabled and held_agent:
                 asyncio.get_running_loop().call_soon(self._clear_agent, channel)
             self._spawn(self._reconcile(runtime))
-        elif kind == "session/activeClientChanged":
-            self._resolve_client_plugins(runtime, action.get("activeClient"))
+        elif kind in ("session/activeClientSet", "session/activeClientRemoved"):
+            self._resolve_client_plugins(runtime, after.get("activeClients") or [])
             self._spawn(self._reconcile(runtime))
+        elif kind == "session/mcpServerStartRequested":
+            runtime.mcp_wanted = True
+            self._spawn(self._reconcile(runtime))
+        elif kind == "session/mcpServerStopRequested":
+            self._spawn(self._stop_requested(runtime, action.get("id")))
+
+    async def _stop_requested(self, runtime: SessionCustomizations, customization_id: Any) -> None:
+        """A client asked to stop one MCP server: stop the session's servers (they start again
+        with the next turn, or a start request)."""
+        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
+        async with lock:
+            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None:
+                return
+            logger.info("session %s: stopping its MCP servers as a client asked (%s)", runtime.session, customization_id)
+            runtime.mcp_wanted = False
+            mcp, runtime.mcp = runtime.mcp, None
+            await mcp.stop()
+            mcp.unpublish()
 
     def _clear_agent(self, session: str) -> None:
-        if session in self.store:
-            self.store.dispatch(session, builders.session_agent_changed())
+        chat = default_chat_uri(session)
+        draft = (self.store.state(chat) or {}).get("draft")
+        if isinstance(draft, dict) and "agent" in draft:
+            self.store.dispatch(chat, builders.chat_draft_changed(draft={k: v for k, v in draft.items() if k != "agent"}))
 
     async def _reconcile(self, runtime: SessionCustomizations) -> None:
         lock = self._locks.setdefault(runtime.session, asyncio.Lock())
@@ -403,27 +436,31 @@ class CustomizationService:
 
     # -- client plugins ------------------------------------------------------------------------
 
-    def _resolve_client_plugins(self, runtime: SessionCustomizations, active: Any) -> None:
+    def _resolve_client_plugins(self, runtime: SessionCustomizations, active_clients: list[Any]) -> None:
         from plugins import LoadedPlugin
 
         if not self.config.plugins.client_plugins:
             return
-        client_id = active.get("clientId") if isinstance(active, dict) else None
-        published = (active.get("customizations") or []) if isinstance(active, dict) else []
-        wanted = {item.get("id"): item for item in published if isinstance(item, dict) and item.get("id")}
+        wanted: dict[Any, tuple[str, dict[str, Any]]] = {}
+        for active in active_clients:
+            if not isinstance(active, dict) or not isinstance(active.get("clientId"), str):
+                continue
+            for item in active.get("customizations") or []:
+                if isinstance(item, dict) and item.get("id") and item["id"] not in wanted:
+                    wanted[item["id"]] = (active["clientId"], item)  # the first client to publish an id keeps it
         for container in [c for c in runtime.containers if c.client_id is not None]:
-            if container.client_id != client_id or container.id not in wanted:
+            if container.id not in wanted or wanted[container.id][0] != container.client_id:
                 runtime.containers.remove(container)
                 self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
         position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, LoadedPlugin))
-        for item in wanted.values():
+        for client_id, item in wanted.values():
             existing = runtime.container(item["id"])
             if existing is not None and existing.client_id == client_id and item.get("nonce") is not None \
                     and existing.nonce == item.get("nonce") and existing.uri == item.get("uri"):
                 continue  # unchanged: the client said so with the same nonce
             container = Container(id=item["id"], loaded=None, client_id=client_id, uri=str(item.get("uri") or ""),
                                   nonce=item.get("nonce"), name=str(item.get("name") or item["id"]),
-                                  enabled=bool(item.get("enabled", True)) if existing is None else existing.enabled)
+                                  enabled=entry_enabled(item) if existing is None else existing.enabled)
             fetch = self._load_client_plugin(container)
             if fetch is not None:
                 self._spawn(self._fetch_client_plugin(runtime, container))

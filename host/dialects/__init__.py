@@ -2,26 +2,23 @@
 
 ``initialize`` negotiates a version (``ahp.dialects.negotiation``) and the connection takes
 ``dialect_for(negotiated)``; nothing past the connection knows which version a client speaks.
-A dialect decides, for its version:
+The store holds the internal (0.9.0) model. A dialect decides, for its version:
 
 (a) the ``initialize`` result's shape (``initialize_result``);
-(b) which methods exist (``gate``: -32601 naming the version for a method of another version; a
-    clear ``not_served_yet`` error for one this build does not serve to the version yet) and
+(b) which methods exist (``gate``: -32601 naming the version for a method of another version) and
     whether params fit the version's shapes (``params``: -32602 naming the field);
-(c) how outgoing envelopes and notifications look on the connection (``envelope``,
-    ``notification``, ``snapshot``, ``replayed``, ``list_sessions``): translated into the
-    version's shapes, and dropped when the version does not know the action type or
-    notification (``ahp.dialects.registry``). The store fans out per ``translator``: connections
-    whose dialect has none share the frame every such subscriber gets; the others are grouped by
-    translator, and each group's frame is built once per envelope;
-(d) how an incoming ``dispatchAction`` enters the store's model (``lift``): the action in the
-    model, or a reason the client gets as a ``rejectionReason``.
+(c) what a channel it names is in the store (``internal_channels``, ``internal_uri``: a 0.2.0
+    ``ahp-session:/<id>`` is the session ``<provider>:/<id>`` and its default chat);
+(d) how snapshots, the session list and the replay look (``snapshot``, ``list_sessions``,
+    ``replayed``), and, as the store's ``Translator`` (``host.store``), how every envelope and
+    notification the store fans out looks on the connection: translated into the version's
+    shapes, dropped when the version does not know it (``ahp.dialects.catalogue``). The store
+    groups subscribers by translator and builds each group's frame once per envelope;
+(e) how an incoming ``dispatchAction`` enters the store's model (``lift``): internal envelopes,
+    or a reason the client gets as a ``rejectionReason``.
 
-Today the store holds the AHP 0.2.0 model, so ``Ahp02Dialect`` is the identity and
-``NewerDialect`` (0.7.0, 0.9.0) projects the root channel and the session list and refuses the
-rest clearly (``host.dialects.newer``). When the store moves to the 0.9.0 model, the switch is a
-change of these dialect objects (0.9.0 the identity, 0.2.0 through ``ahp.dialects.v0_2``, 0.7.0
-through ``ahp.dialects.v0_7``), not of the connection.
+0.9.0 is the identity (gated by the version table), 0.7.0 goes through ``ahp.dialects.v0_7``
+(``host.dialects.newer``), 0.2.0 through ``ahp.dialects.v0_2`` (``host.dialects.ahp02``).
 
 Dialects are shared: one instance per negotiated version string, so that every connection of a
 version falls in the same fan-out group. A client that ``reconnect``s on a new connection
@@ -36,24 +33,23 @@ from functools import lru_cache
 
 from ahp.dialects.negotiation import SERVED_VERSIONS, Negotiated, accepts
 from host.dialects.ahp02 import Ahp02Dialect
-from host.dialects.base import NOT_SERVED_YET, Dialect, not_served_yet
-from host.dialects.newer import NewerDialect
+from host.dialects.base import Dialect
+from host.dialects.newer import Ahp07Dialect, NewerDialect
 
 __all__ = [
     "DEFAULT_VERSION",
-    "NOT_SERVED_YET",
     "Ahp02Dialect",
+    "Ahp07Dialect",
     "Dialect",
     "NewerDialect",
     "dialect_for",
     "dialect_for_version",
-    "not_served_yet",
 ]
 
 DEFAULT_VERSION = "0.2.0"
 """What a reconnecting client the host does not know is taken to speak."""
 
-_CLASSES: dict[str, type[Dialect]] = {"0.2.0": Ahp02Dialect, "0.7.0": NewerDialect, "0.9.0": NewerDialect}
+_CLASSES: dict[str, type[Dialect]] = {"0.2.0": Ahp02Dialect, "0.7.0": Ahp07Dialect, "0.9.0": NewerDialect}
 """The dialect class of each served baseline."""
 
 

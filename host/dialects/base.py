@@ -1,34 +1,20 @@
-"""What every dialect does the same way: method tables, the gate, the errors for what is not served.
+"""What every dialect does the same way: method tables, the gate, channel names, the identity.
 
-See ``host.dialects`` for the contract a dialect fulfils; this module holds the shared parts.
+See ``host.dialects`` for the contract a dialect fulfils; this module holds the shared parts and
+the identity behaviour (the store's own shapes), which the newest version uses as it is.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from ahp.dialects.registry import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
+from ahp.dialects.catalogue import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
 from host.errors import ErrorCode, ProtocolViolation, RpcError
 
-__all__ = ["Dialect", "KNOWN_METHODS", "NOT_SERVED_YET", "not_served_yet"]
+__all__ = ["Dialect", "KNOWN_METHODS"]
 
 KNOWN_METHODS = frozenset().union(*CLIENT_REQUESTS.values(), *CLIENT_NOTIFICATIONS.values())
 """Every client→host method of every served version."""
-
-NOT_SERVED_YET = ErrorCode.INTERNAL_ERROR
-"""The code for "this version has the method, this host build does not serve it to that version
-yet". AHP has no "not implemented" code: -32601 would claim the method is not part of the
-version (false, and a client may stop offering the feature for good), and each AHP code means
-something else. The message says what is missing and what to do; ``data.notServedYet`` marks it."""
-
-
-def not_served_yet(what: str, version: str) -> RpcError:
-    return RpcError(
-        NOT_SERVED_YET,
-        f"This host build does not serve {what} to AHP {version} clients yet: they come when the host's "
-        "state moves to the 0.9.0 session and chat model. AHP 0.2.0 clients (agent-host chat) have them now.",
-        {"notServedYet": what, "protocolVersion": version},
-    )
 
 
 class Dialect:
@@ -40,13 +26,6 @@ class Dialect:
     """The served baseline that accepted it (``0.7.0``)."""
     requests: frozenset[str]
     notifications: frozenset[str]
-    pending: dict[str, str] = {}
-    """Methods of this version that this host build does not serve to it yet, each with what it
-    is about ("sessions", "chats"...), answered with ``not_served_yet``."""
-    translator: Any = None
-    """What the store groups this dialect's subscribers by (``host.store.Translator``); None when
-    the connection takes the store's own shapes and so shares the one frame every such
-    subscriber gets."""
 
     def __init__(self, version: str, baseline: str) -> None:
         self.version = version
@@ -57,15 +36,19 @@ class Dialect:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.version}>"
 
+    @property
+    def translator(self) -> Any:
+        """What the store groups this dialect's subscribers by (``host.store.Translator``); None
+        when the connection takes the store's own shapes unfiltered."""
+        return self
+
     # -- methods -------------------------------------------------------------------------------
 
     def gate(self, method: str, is_request: bool) -> RpcError | None:
-        """Refuse a method this version lacks (-32601 naming the version) or that is not served
-        to it yet; None lets it through (a name no version has gets the JSON-RPC layer's own
-        "Unknown method")."""
+        """Refuse a method this version lacks (-32601 naming the version); None lets it through
+        (a name no version has gets the JSON-RPC layer's own "Unknown method")."""
         if method in self.requests or method in self.notifications:
-            what = self.pending.get(method)
-            return None if what is None else not_served_yet(what, self.version)
+            return None
         if method in KNOWN_METHODS:
             return RpcError(
                 ErrorCode.METHOD_NOT_FOUND,
@@ -81,48 +64,81 @@ class Dialect:
             raise ProtocolViolation.invalid_params(f"{method} takes its params as an object.")
         return params
 
-    # -- results -------------------------------------------------------------------------------
-
     def initialize_result(self, base: dict[str, Any]) -> dict[str, Any]:
-        """The ``initialize`` result of this version from the fields every version has
-        (protocolVersion, serverSeq, snapshots already shown in this dialect, defaultDirectory)."""
+        """The ``initialize`` result of this version from the fields every version has."""
         return base
 
-    def channel_refusal(self, channel: str, kind: str | None) -> RpcError | None:
-        """Why this connection may not subscribe to ``channel`` (of ``kind``, None if it does not
-        exist), or None."""
-        return None
+    # -- channel names -------------------------------------------------------------------------
 
-    def snapshot(self, kind: str, snapshot: dict[str, Any]) -> dict[str, Any]:
-        """A store snapshot (``{resource, state, fromSeq}``) in this version's shapes."""
-        return snapshot
+    def internal_channels(self, host: Any, channel: Any) -> list[str] | None:
+        """The store channels a channel named by this version stands for (subscribe, replay),
+        None when there is none or this version may not see it."""
+        if not isinstance(channel, str) or channel not in host.store:
+            return None
+        return [channel] if self.sees_kind(host.store.kind(channel)) else None
+
+    def internal_uri(self, host: Any, channel: Any) -> Any:
+        """The store's name of a channel this version names (session URIs differ in 0.2.0)."""
+        return channel
+
+    def sees_kind(self, kind: str | None) -> bool:
+        """Whether this version has channels of ``kind``."""
+        return True
+
+    def snapshot(self, host: Any, channel: str, snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+        """The snapshot of ``channel`` in this version's shapes, from the store snapshots of its
+        ``internal_channels`` (taken in one synchronous step)."""
+        return snapshots[0]
 
     def list_sessions(self, host: Any, params: dict[str, Any]) -> dict[str, Any]:
-        """The ``listSessions`` result of this version."""
         return {"items": host.list_sessions()}
 
-    # -- actions and notifications --------------------------------------------------------------
+    def session_summary(self, host: Any, uri: str) -> dict[str, Any] | None:
+        return host.session_summary(uri)
 
-    def lift(self, kind: str, action: Any) -> tuple[Any, str | None]:
-        """A client's dispatched action in the store's model, or a refusal: ``(action, None)`` to
-        go on with (the host's rules still apply, ``host.validation``), ``(None, reason)`` to
-        answer with a rejection."""
-        return action, None
+    def fetch_turns(self, host: Any, params: dict[str, Any]) -> dict[str, Any]:
+        """``fetchTurns`` (0.5.1 on): the host loads older turns into the chat with
+        ``chat/turnsLoaded`` before answering. This host keeps every turn of a chat in its state,
+        so no chat ever has a ``turnsNextCursor``: there is nothing older to load, and a cursor is
+        never one this host gave out."""
+        channel = params.get("channel")
+        store = host.store
+        if store.kind(channel) != "chat":
+            raise RpcError(ErrorCode.NOT_FOUND, f"No chat {channel}.")
+        cursor = params.get("cursor")
+        if cursor is not None and cursor != (store.state(channel) or {}).get("turnsNextCursor"):
+            raise ProtocolViolation.invalid_params(
+                "Invalid fetchTurns params: cursor is not one this host gave out (this chat's turns are all loaded).")
+        return {}
 
-    def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None:
-        """An outgoing envelope in this version's shapes, None if this version must not see it."""
-        return envelope
+    # -- actions -------------------------------------------------------------------------------
 
-    def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        """An outgoing notification's params in this version's shapes, None to send nothing."""
-        return params
+    def lift(self, host: Any, channel: str, action: Any, client_id: str = "") -> tuple[list[tuple[str, Any]], str | None]:
+        """A client's dispatched action in the store's model: ``(envelopes, None)`` to check
+        (``host.validation``) and apply in order, ``([], reason)`` to answer with a rejection."""
+        return [(channel, action)], None
 
-    def replayed(self, envelopes: Iterable[dict[str, Any]], kind_of: Callable[[str], str | None]) -> list[dict[str, Any]]:
-        """``reconnect``'s replay through the same translation as the live fan-out."""
-        shown = []
+    def replayed(self, host: Any, envelopes: Iterable[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """``reconnect``'s replay through the same translation as the live fan-out; None when it
+        cannot be replayed in this version (the caller sends snapshots)."""
+        shown: list[dict[str, Any]] = []
+        store = host.store
         for envelope in envelopes:
-            kind = kind_of(envelope["channel"])
-            item = self.envelope(kind, envelope) if kind is not None else None
-            if item is not None:
+            kind = store.kind(envelope["channel"])
+            item = self.envelope(kind, envelope, None) if kind is not None else None
+            if isinstance(item, list):
+                shown.extend(item)
+            elif item is not None:
                 shown.append(item)
         return shown
+
+    # -- the translator (host.store.Translator) ---------------------------------------------------
+
+    def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
+        return False
+
+    def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
+        return envelope
+
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
+        return params

@@ -1,21 +1,15 @@
-"""AHP 0.7.0 and 0.9.0 on today's store: the root channel and the session list now, sessions later.
+"""AHP 0.9.0 (the store's own model) and 0.7.0 (through ``ahp.dialects.v0_7``) at the edge.
 
-What a 0.7.0 or 0.9.0 connection gets from this host build:
-
-* the root channel in its own shapes (``projection``): agents and their models, the active
-  session count, the root config (``host.root_config``), the terminal list;
-* ``root/configChanged`` dispatched by the client, merged and echoed to every root subscriber;
-* ``listSessions`` with ``limit``/``cursor``/``nextCursor``, the summaries in the newer shape;
-  ``ping``, ``authenticate``, the ``resource*`` family and resource watches (their shapes did not
-  change since 0.2.0); the 0.9.0 automation commands (this host has no automations: an empty
-  trigger catalogue, ``NotFound`` for a run);
-* for everything about sessions, chats, terminals and changesets (``createSession``,
-  ``subscribe`` to such a channel, ``createChat``, ``fetchTurns``, their actions...) a clear
-  error or rejection saying this build does not serve them to the version yet.
-
-Actions and notifications go out only if the negotiated version knows their type
-(``ahp.dialects.registry``), after translation. Params are checked against the vendored 0.7.0
-schema (``ahp.dialects.params``), read on the first request of such a client.
+* 0.9.0 is the identity: snapshots, envelopes and notifications are the store's own, gated by the
+  version table (``ahp.dialects.catalogue``: a type the negotiated version does not know is not
+  sent; an envelope it knows is the very object the store built, so its frame is reused).
+* 0.7.0: snapshots through ``v0_7.state_down``, envelopes through ``v0_7.action_down`` (None: not
+  sent), notifications through ``v0_7.notification_down``, a client's dispatch through
+  ``v0_7.action_up``. Automation channels do not exist for it. Where ``v0_7.needs_resync`` says
+  a 0.7.0 mirror drifts (a handful of 0.9.0-only actions), 0.7.0 has no message that carries a
+  snapshot unasked: the drift lasts until the client subscribes again or reconnects.
+* Both: ``listSessions`` pages with ``limit``/``cursor``/``nextCursor``; params are checked
+  against the vendored 0.7.0 schema (``ahp.dialects.params``, whose commands 0.9.0 shares).
 """
 
 from __future__ import annotations
@@ -25,42 +19,21 @@ import binascii
 import json
 from typing import Any
 
+from ahp.dialects import v0_7
+from ahp.dialects.catalogue import ACTION_REMOVED_IN, introduced_in, known_to, notification_known_to
 from ahp.dialects.params import PARAMS_0_7
-from ahp.dialects.registry import ACTION_INTRODUCED_IN, ACTION_REMOVED_IN, action_known, notification_known
-from host.dialects import projection
-from host.dialects.base import Dialect, not_served_yet
-from host.errors import ProtocolViolation, RpcError
+from host.dialects.base import Dialect
+from host.errors import ProtocolViolation
 
-__all__ = ["NewerDialect", "PAGE_MAX"]
+__all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX"]
 
 PAGE_MAX = 500
 """The most session summaries one ``listSessions`` page holds (also the page size when the client
 gives no ``limit``)."""
 
-_SERVED_KINDS = frozenset({"root", "resourceWatch"})
-_WHAT = {"session": "sessions", "chat": "chats", "terminal": "terminals", "changeset": "changesets",
-         "annotations": "annotations", "automation": "automations", "automationRun": "automations"}
-"""What a channel kind (or an action type's prefix) is, in a "not served yet" message."""
-
-_PENDING = {
-    "createSession": "sessions", "disposeSession": "sessions", "resolveSessionConfig": "sessions",
-    "sessionConfigCompletions": "sessions",
-    "createChat": "chats", "disposeChat": "chats", "fetchTurns": "chats", "completions": "chats",
-    "createTerminal": "terminals", "disposeTerminal": "terminals",
-    "invokeChangesetOperation": "changesets",
-}
-
 
 class NewerDialect(Dialect):
-    """AHP 0.7.0 / 0.9.0 (and their later patches) on the 0.2.0 store."""
-
-    pending = _PENDING
-
-    @property
-    def translator(self) -> "NewerDialect":  # type: ignore[override]
-        return self  # one instance per negotiated version (host.dialects.dialect_for)
-
-    # -- params and results --------------------------------------------------------------------
+    """AHP 0.9.0 (and its later patches): the store's own shapes."""
 
     def params(self, method: str, params: Any) -> dict[str, Any]:
         params = super().params(method, params)
@@ -72,79 +45,82 @@ class NewerDialect(Dialect):
     def initialize_result(self, base: dict[str, Any]) -> dict[str, Any]:
         return {**base, "serverInfo": {"name": "agent-host"}}
 
-    def channel_refusal(self, channel: str, kind: str | None) -> RpcError | None:
-        if kind in _SERVED_KINDS or (kind is None and channel.startswith(("ahp-root:", "ahp-resource-watch:"))):
-            return None
-        return not_served_yet(_WHAT.get(kind or "", "sessions and chats"), self.version)
-
-    def snapshot(self, kind: str, snapshot: dict[str, Any]) -> dict[str, Any]:
-        if kind == "root":
-            return {**snapshot, "state": projection.root_state(snapshot["state"], self.version)}
-        if kind == "resourceWatch":
-            return snapshot
-        raise not_served_yet(_WHAT.get(kind, kind), self.version)
-
     def list_sessions(self, host: Any, params: dict[str, Any]) -> dict[str, Any]:
         limit = params.get("limit")
         if limit is not None and (limit != int(limit) or limit < 1):
             raise ProtocolViolation.invalid_params("Invalid listSessions params: limit must be a whole number of at least 1.")
         after = _decode_cursor(params["cursor"]) if params.get("cursor") is not None else None
         page, last = host.page_sessions(min(int(limit or PAGE_MAX), PAGE_MAX), after)
-        result: dict[str, Any] = {"items": [projection.session_summary(summary) for summary in page]}
+        result: dict[str, Any] = {"items": [self.summary_down(summary) for summary in page]}
         if last is not None:
             result["nextCursor"] = _encode_cursor(last)
         return result
 
-    # -- actions and notifications --------------------------------------------------------------
+    def summary_down(self, summary: dict[str, Any]) -> dict[str, Any]:
+        return summary
 
-    def lift(self, kind: str, action: Any) -> tuple[Any, str | None]:
+    # -- actions -------------------------------------------------------------------------------
+
+    def lift(self, host: Any, channel: str, action: Any, client_id: str = "") -> tuple[list[tuple[str, Any]], str | None]:
         action_type = action.get("type") if isinstance(action, dict) else None
         if not isinstance(action_type, str):
-            return action, None  # host.validation names what is wrong with it
-        if not action_known(action_type, self.version):
-            return None, self._unknown_type(action_type)
-        prefix = action_type.split("/", 1)[0]
-        if prefix not in _SERVED_KINDS or kind not in _SERVED_KINDS:
-            what = _WHAT.get(prefix if prefix not in _SERVED_KINDS else kind, "sessions and chats")
-            return None, (f"This host build does not serve {what} to AHP {self.version} clients yet, so it "
-                          f"cannot apply {action_type} here.")
-        return action, None  # root and resource-watch actions have the store's shapes
+            return [(channel, action)], None  # host.validation names what is wrong with it
+        if not known_to(self.version, action_type):
+            return [], self._unknown_type(action_type)
+        return [(channel, self.action_up(host.store.kind(channel), channel, action))], None
+
+    def action_up(self, kind: str | None, channel: str, action: dict[str, Any]) -> dict[str, Any]:
+        return action
 
     def _unknown_type(self, action_type: str) -> str:
         removed = ACTION_REMOVED_IN.get(action_type)
         if removed is not None:
             hint = ""
-            if action_type.startswith("session/") and f"chat/{action_type[8:]}" in ACTION_INTRODUCED_IN:
+            if action_type.startswith("session/") and introduced_in(f"chat/{action_type[8:]}") is not None:
                 hint = f" Since {removed} a turn's actions are chat/* actions on an ahp-chat: channel (chat/{action_type[8:]})."
             return (f"{action_type} is an AHP 0.2.0 action that AHP {self.version}, the version this connection "
                     f"negotiated, does not have (it went in {removed}).{hint}")
-        introduced = ACTION_INTRODUCED_IN.get(action_type)
+        introduced = introduced_in(action_type)
         if introduced is not None:
             return (f"{action_type} came with AHP {introduced}; this connection negotiated AHP {self.version}, "
                     "which does not have it.")
         return f"Unknown action type {action_type!r} in AHP {self.version}."
 
-    def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None:
+    def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
+        return envelope if known_to(self.version, envelope["action"].get("type")) else None
+
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
+        return params if notification_known_to(self.version, method) else None
+
+
+class Ahp07Dialect(NewerDialect):
+    """AHP 0.7.0 (and its later patches) through ``ahp.dialects.v0_7``."""
+
+    def sees_kind(self, kind: str | None) -> bool:
+        return kind is None or kind in v0_7.KINDS
+
+    def snapshot(self, host: Any, channel: str, snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+        snapshot = snapshots[0]
+        kind = host.store.kind(channel) or ""
+        return {**snapshot, "state": v0_7.state_down(kind, snapshot["state"])}
+
+    def summary_down(self, summary: dict[str, Any]) -> dict[str, Any]:
+        shown = v0_7.notification_down("root/sessionAdded", {"summary": summary})
+        return shown["summary"] if isinstance(shown, dict) else summary
+
+    def action_up(self, kind: str | None, channel: str, action: dict[str, Any]) -> dict[str, Any]:
+        lifted = v0_7.action_up(kind or "", action, channel=channel)
+        return lifted if lifted is not None else action
+
+    def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
         action = envelope["action"]
-        if kind == "root":
-            shown = projection.root_action(action, self.version)
-        elif kind == "resourceWatch":
-            shown = action
-        else:
-            return None  # nothing else is served to this version yet (no subscription exists)
-        if shown is None or not action_known(shown.get("type"), self.version):
+        shown = v0_7.action_down(kind or "", action)
+        if shown is None:
             return None
         return envelope if shown is action else {**envelope, "action": shown}
 
-    def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
-        if not notification_known(method, self.version):
-            return None
-        if method == "root/sessionAdded" and isinstance(params.get("summary"), dict):
-            return {**params, "summary": projection.session_summary(params["summary"])}
-        if method == "root/sessionSummaryChanged" and isinstance(params.get("changes"), dict):
-            changes = projection.summary_changes(params["changes"])
-            return {**params, "changes": changes} if changes else None
-        return params
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
+        return v0_7.notification_down(method, params)
 
 
 def _encode_cursor(key: tuple[int, str]) -> str:

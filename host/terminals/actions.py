@@ -42,11 +42,15 @@ def exited(exit_code: int | None) -> dict[str, Any]:
 
 
 def terminal_info(uri: str, state: dict[str, Any]) -> dict[str, Any]:
-    """The root's ``TerminalInfo`` for one terminal channel."""
-    info: dict[str, Any] = {"resource": uri, "title": state.get("title") or "Terminal", "claim": state.get("claim")}
-    if state.get("exitCode") is not None:
-        info["exitCode"] = state["exitCode"]
-    return info
+    """The root's ``TerminalInfo`` for one terminal channel (AHP 0.9.0: with its ``lifecycle``)."""
+    lifecycle = state.get("lifecycle") if isinstance(state.get("lifecycle"), dict) else {"status": "running"}
+    return {"resource": uri, "title": state.get("title") or "Terminal", "claim": state.get("claim"), "lifecycle": lifecycle}
+
+
+def has_exited(state: dict[str, Any]) -> bool:
+    """Whether a terminal state's process has exited (internal model: ``lifecycle.status``)."""
+    lifecycle = state.get("lifecycle")
+    return isinstance(lifecycle, dict) and lifecycle.get("status") == "exited"
 
 
 def terminals_changed(terminals: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:

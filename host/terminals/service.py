@@ -42,7 +42,7 @@ Contract:
   host's ``BackgroundProcesses`` under the terminal's URI: they end when the terminal is disposed
   (or its session, or the host stops), as nohup'd jobs outlive a closed terminal window.
 * A terminal whose shell is gone refuses ``terminal/input`` with one reason (``host.validation``):
-  the state has an ``exitCode`` in every such case. Stopping the host ends each shell (SIGHUP,
+  the state's ``lifecycle`` is ``exited`` in every such case. Stopping the host ends each shell (SIGHUP,
   observed: 129) and adds a line to its output saying the host stopped. After the host died
   without stopping (``kill -9``) the journal brings terminal channels back without their
   processes; ``start`` finishes each unfinished one: a command still running is finished (no exit
@@ -146,7 +146,7 @@ class TerminalService:
         """Terminals recovered from the journal have no process any more: finish and mark them
         exited, saying why (see the module contract)."""
         for uri, state in list(self.store.channels("terminal")):
-            if uri in self._running or state.get("exitCode") is not None:
+            if uri in self._running or actions.has_exited(state):
                 continue
             for part in state.get("content") or []:
                 if part.get("type") == "command" and not part.get("isComplete"):
@@ -180,6 +180,8 @@ class TerminalService:
             session_state = self.store.state(claim.get("session")) if self.store.kind(claim.get("session")) == "session" else None
             if session_state is None:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {claim.get('session')} to claim the terminal.")
+            if not isinstance(claim.get("chat"), str) and isinstance(session_state.get("defaultChat"), str):
+                claim = {**claim, "chat": session_state["defaultChat"]}  # 0.7.0 claims name no chat
         cwd = self._directory(params.get("cwd"), session_state)
         cols, rows = _dimension(params.get("cols"), 80), _dimension(params.get("rows"), 24)
         shell = os.environ.get("SHELL") or "/bin/sh"
@@ -190,7 +192,8 @@ class TerminalService:
         except OSError as error:
             raise RpcError(ErrorCode.INTERNAL_ERROR, f"Could not start {shell}: {error.strerror or type(error).__name__}.") from None
         title = params.get("name") or os.path.basename(shell)
-        state = {"title": title, "cwd": cwd.as_uri(), "cols": cols, "rows": rows, "content": [], "claim": claim}
+        state = {"title": title, "cwd": cwd.as_uri(), "cols": cols, "rows": rows, "content": [], "claim": claim,
+                 "lifecycle": {"status": "running"}}
         self.store.create(uri, "terminal", state)
         self._open(uri, process, owns_process=True, cwd=cwd.as_uri(), nonce=nonce)
 
@@ -199,7 +202,8 @@ class TerminalService:
         self._counter += 1
         started = self._clock()
         uri = f"{TERMINAL_SCHEME}cmd-{os.getpid()}-{started}-{self._counter}"
-        state = {"title": title, "cwd": cwd.as_uri(), "cols": 80, "rows": 24, "content": [], "claim": claim}
+        state = {"title": title, "cwd": cwd.as_uri(), "cols": 80, "rows": 24, "content": [], "claim": claim,
+                 "lifecycle": {"status": "running"}}
         command_id = claim.get("toolCallId") or f"command-{self._counter}"
         self.store.create(uri, "terminal", state)
         self.store.dispatch(uri, actions.command_executed(command_id, command, started))
@@ -359,7 +363,7 @@ class TerminalService:
             item.watcher.cancel()
         try:
             returncode = await item.process.terminate(_KILL_GRACE)
-            if item.uri in self.store and (self.store.state(item.uri) or {}).get("exitCode") is None:
+            if item.uri in self.store and not actions.has_exited(self.store.state(item.uri) or {}):
                 if item.owns_process:
                     self._finish_command(item, None)
                     self.store.dispatch(item.uri, actions.data(_STOPPED_NOTE))
@@ -407,7 +411,7 @@ class TerminalContributor(Contributor):
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         terminals = self._terminals
-        claim: dict[str, Any] = {"kind": "session", "session": ctx.session, "turnId": ctx.turn_id}
+        claim: dict[str, Any] = {"kind": "session", "session": ctx.session, "chat": ctx.chat, "turnId": ctx.turn_id}
         if context.tool_call_id is not None:
             claim["toolCallId"] = context.tool_call_id
         cwd = context.working_directory

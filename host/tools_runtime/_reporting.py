@@ -1,6 +1,6 @@
-"""Throttled ``session/toolCallContentChanged`` for running host tools.
+"""Throttled ``chat/toolCallContentChanged`` for running host tools.
 
-Contract: a tool reports its *whole* partial content as often as it likes; the session sees the
+Contract: a tool reports its *whole* partial content as often as it likes; the chat sees the
 first report at once and then at most one ``toolCallContentChanged`` per ``interval`` seconds,
 always carrying the latest content (nothing is appended, so dropping intermediate reports loses
 nothing). ``stop`` (the call is completing) discards a pending report so no update lands after
@@ -42,7 +42,7 @@ class ContentReporters:
         """The ``ToolContext.report_content`` for one call."""
 
         def report(content: list[dict]) -> None:
-            reporter = self._reporters.setdefault((ctx.session, tool_call_id), _Reporter(ctx, tool_call_id))
+            reporter = self._reporters.setdefault((ctx.chat, tool_call_id), _Reporter(ctx, tool_call_id))
             reporter.ctx = ctx
             reporter.pending = list(content)
             if reporter.paused or reporter.timer is not None:
@@ -63,28 +63,28 @@ class ContentReporters:
         reporter.last_sent = self._clock()
         reporter.sent = content
         try:
-            reporter.ctx.emit(builders.session_tool_call_content_changed(
+            reporter.ctx.emit(builders.chat_tool_call_content_changed(
                 turn_id=reporter.ctx.turn_id, tool_call_id=reporter.tool_call_id, content=content))
         except TurnEnded:
-            self.stop(reporter.ctx.session, reporter.tool_call_id)
+            self.stop(reporter.ctx.chat, reporter.tool_call_id)
 
-    def pause(self, session: str, tool_call_id: str) -> None:
-        reporter = self._reporters.get((session, tool_call_id))
+    def pause(self, chat: str, tool_call_id: str) -> None:
+        reporter = self._reporters.get((chat, tool_call_id))
         if reporter is not None:
             reporter.paused = True
             if reporter.timer is not None:
                 reporter.timer.cancel()
                 reporter.timer = None
 
-    def resume(self, session: str, tool_call_id: str) -> None:
-        reporter = self._reporters.get((session, tool_call_id))
+    def resume(self, chat: str, tool_call_id: str) -> None:
+        reporter = self._reporters.get((chat, tool_call_id))
         if reporter is not None:
             reporter.paused = False
             reporter.sent = None  # re-confirmation dropped the content: send the latest again
             if reporter.pending is not None:
                 self._send(reporter)
 
-    def stop(self, session: str, tool_call_id: str) -> None:
-        reporter = self._reporters.pop((session, tool_call_id), None)
+    def stop(self, chat: str, tool_call_id: str) -> None:
+        reporter = self._reporters.pop((chat, tool_call_id), None)
         if reporter is not None and reporter.timer is not None:
             reporter.timer.cancel()

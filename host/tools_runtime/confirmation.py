@@ -7,7 +7,7 @@ For each call the turn loop hands over (``approve``):
   with ``success: false`` and the rule as the reason; the model gets the same reason; no prompt;
 * **ask** → ``toolCallReady`` with the ``options`` of ``confirmation_options``, the ``edits`` from
   ``prepare`` and ``editable: true`` for shell commands and file edits, then waits (a future keyed
-  by the tool call id, resolved by the runtime's store observer) for ``session/toolCallConfirmed``
+  by the tool call id, resolved by the runtime's store observer) for ``chat/toolCallConfirmed``
   and applies the chosen option with ``apply_option``: allow once; allow in this session (kept in
   the session's policy state, shell commands by prefix); always allow (saved in
   ``ToolSettings``, so later calls get ``confirmed: "setting"``, across restarts too); deny; deny
@@ -59,12 +59,12 @@ _CONTINUE_OPTIONS = [
 ]
 
 
-def confirm_key(session: str, turn_id: str, tool_call_id: str) -> tuple[str, ...]:
-    return ("confirm", session, turn_id, tool_call_id)
+def confirm_key(chat: str, turn_id: str, tool_call_id: str) -> tuple[str, ...]:
+    return ("confirm", chat, turn_id, tool_call_id)
 
 
-def result_key(session: str, turn_id: str, tool_call_id: str) -> tuple[str, ...]:
-    return ("result", session, turn_id, tool_call_id)
+def result_key(chat: str, turn_id: str, tool_call_id: str) -> tuple[str, ...]:
+    return ("result", chat, turn_id, tool_call_id)
 
 
 class ConfirmingApprover:
@@ -103,14 +103,14 @@ class ConfirmingApprover:
         if decision.outcome == "deny":
             reason = decision.reason or "A rule denies this tool call."
             ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed", asking=False))
-            ctx.emit(builders.session_tool_call_complete(
+            ctx.emit(builders.chat_tool_call_complete(
                 turn_id=ctx.turn_id, tool_call_id=request.tool_call_id,
                 result=failure_result(f"Did not run {tool.title}", reason, "denied_by_rule"),
             ))
             return Approval(False, reason=reason)
         editable = getattr(tool, "subject_kind", None) == "command" or "edits" in request.ready_fields
         ready = request.ready_action(ctx.turn_id, options=confirmation_options(tool, args), editable=True if editable else None)
-        key = confirm_key(ctx.session, ctx.turn_id, request.tool_call_id)
+        key = confirm_key(ctx.chat, ctx.turn_id, request.tool_call_id)
         self._waiters.expect(key)
         ctx.emit(ready)
         answer = await self._waiters.wait(key)
@@ -138,13 +138,13 @@ class ConfirmingApprover:
 
     async def reconfirm(self, ctx: TurnContext, tool_call_id: str, reason: str) -> bool:
         """Ask again whether a running call may go on; True when the user approves."""
-        call = _call(ctx.state, ctx.turn_id, tool_call_id)
+        call = _call(ctx.chat_state, ctx.turn_id, tool_call_id)
         if call is None or call.get("status") != "running":
             return False
-        key = confirm_key(ctx.session, ctx.turn_id, tool_call_id)
+        key = confirm_key(ctx.chat, ctx.turn_id, tool_call_id)
         self._waiters.expect(key)
-        self._reporters.pause(ctx.session, tool_call_id)
-        ctx.emit(builders.session_tool_call_ready(
+        self._reporters.pause(ctx.chat, tool_call_id)
+        ctx.emit(builders.chat_tool_call_ready(
             turn_id=ctx.turn_id,
             tool_call_id=tool_call_id,
             invocation_message=call.get("invocationMessage") or reason,
@@ -153,28 +153,28 @@ class ConfirmingApprover:
             tool_input=call.get("toolInput"),
         ))
         answer = await self._waiters.wait(key)
-        self._reporters.resume(ctx.session, tool_call_id)
+        self._reporters.resume(ctx.chat, tool_call_id)
         return bool(answer.get("approved"))
 
     # -- after the call ------------------------------------------------------------------------
 
     async def finish(self, request: ToolCallRequest, result: dict[str, Any], ctx: TurnContext) -> dict[str, Any]:
-        """Complete the call in the session; returns what the model is told."""
-        self._reporters.stop(ctx.session, request.tool_call_id)
+        """Complete the call in the chat; returns what the model is told."""
+        self._reporters.stop(ctx.chat, request.tool_call_id)
         if isinstance(request.tool, ClientTool):
             return result  # the owning client already completed it (or the host did on its departure)
-        call = _call(ctx.state, ctx.turn_id, request.tool_call_id)
+        call = _call(ctx.chat_state, ctx.turn_id, request.tool_call_id)
         if call is not None and call.get("status") == "cancelled":
             return result  # the user stopped it at a re-confirmation: nothing left to complete
         confirming = self._needs_result_confirmation(request.tool_name)
-        complete = builders.session_tool_call_complete(
+        complete = builders.chat_tool_call_complete(
             turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result,
             requires_result_confirmation=True if confirming else None,
         )
         if not confirming:
             ctx.emit(complete)
             return result
-        key = result_key(ctx.session, ctx.turn_id, request.tool_call_id)
+        key = result_key(ctx.chat, ctx.turn_id, request.tool_call_id)
         self._waiters.expect(key)
         ctx.emit(complete)
         answer = await self._waiters.wait(key)

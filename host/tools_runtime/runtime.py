@@ -4,15 +4,16 @@ One per ``AgentHost`` (``host.tools``). ``install(environment)`` registers the `
 contributor and makes the ``ConfirmingApprover`` the environment's approver. The runtime watches
 the store (an observer, so no polling) and:
 
-* resolves the futures the approver and client tools wait on: ``toolCallConfirmed``,
-  ``toolCallResultConfirmed``, a client's ``toolCallComplete`` (``ask`` goes through the host's
-  ``host.inputs.InputRequests``, shared with MCP elicitation);
+* resolves the futures the approver and client tools wait on, from chat channels:
+  ``chat/toolCallConfirmed``, ``chat/toolCallResultConfirmed``, a client's ``chat/toolCallComplete``
+  (``ask`` goes through the host's ``host.inputs.InputRequests``, shared with MCP elicitation);
 * publishes ``session/serverToolsChanged`` when a session becomes ready (and whenever
   ``publish_server_tools`` is called because a contributor's set changed, e.g. MCP);
-* starts a departed active client's grace period (``client_tools.ClientDeparture``);
+* starts the grace period of a client that left a session's ``activeClients``
+  (``session/activeClientRemoved``, or a set that replaced it; ``client_tools.ClientDeparture``);
 * forgets the waiters of a turn that ended;
 * fails a running client tool call whose owner declines it too late (``action_rejected``:
-  validation refuses ``toolCallConfirmed{approved: false}`` outside pending-confirmation, so
+  validation refuses ``chat/toolCallConfirmed{approved: false}`` outside pending-confirmation, so
   per PROTOCOL.md §8 the host completes the call with ``success: false`` and the owner's reason,
   and the turn goes on).
 
@@ -134,7 +135,7 @@ class ToolsRuntime:
 
     def server_tools(self, session: str) -> list[dict[str, Any]]:
         """The ``ToolDefinition``s of every server tool the session's turns are offered."""
-        ctx = TurnContext(session, "", {}, lambda action: None, lambda: self.store.state(session))
+        ctx = TurnContext(session, "", {}, lambda channel, action: None, lambda: self.store.state(session))
         seen: dict[str, dict[str, Any]] = {}
         for contributor in self.environment.contributors if self.environment else [self.contributor]:
             for tool in contributor.tools(ctx):
@@ -154,7 +155,7 @@ class ToolsRuntime:
     # -- asking the user -----------------------------------------------------------------------
 
     async def ask(self, ctx: TurnContext, request: dict) -> dict:
-        return await self.inputs.ask(ctx.session, request)
+        return await self.inputs.ask(ctx.chat, request)
 
     def session_disposed(self, session: str) -> None:
         """Delete what the user allowed in a disposed session (and in any other session gone)."""
@@ -163,17 +164,17 @@ class ToolsRuntime:
 
     # -- refused client actions ----------------------------------------------------------------
 
-    def action_rejected(self, session: str, action: dict[str, Any], client_id: str) -> None:
+    def action_rejected(self, chat: str, action: dict[str, Any], client_id: str) -> None:
         """React to a client action validation refused; only an owner's late denial matters."""
-        if action.get("type") != "session/toolCallConfirmed" or action.get("approved") is not False:
+        if action.get("type") != "chat/toolCallConfirmed" or action.get("approved") is not False:
             return
-        state = self.store.state(session) or {}
+        state = self.store.state(chat) or {}
         turn_id, call_id = action.get("turnId"), action.get("toolCallId")
         call = _running_call(state, turn_id, call_id)
-        if call is None or not client_id or call.get("toolClientId") != client_id:
+        if call is None or not client_id or _client_of(call) != client_id:
             return
         title = call.get("displayName") or call.get("toolName") or "the tool"
-        self.store.dispatch(session, builders.session_tool_call_complete(
+        self.store.dispatch(chat, builders.chat_tool_call_complete(
             turn_id=turn_id, tool_call_id=call_id,
             result=failure_result(f"Did not run {title}", _declined_text(action), "declined_by_client"),
         ))
@@ -181,22 +182,25 @@ class ToolsRuntime:
     # -- observing the store -------------------------------------------------------------------
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
-        if self.store.kind(channel) != "session":
-            return
+        kind_of_channel = self.store.kind(channel)
         action = envelope.get("action") or {}
         kind = action.get("type")
+        if kind_of_channel == "session":
+            if kind in ("session/activeClientSet", "session/activeClientRemoved"):
+                self.departure.active_changed(channel, before, after)
+            elif kind == "session/ready":
+                asyncio.get_running_loop().call_soon(self.publish_server_tools, channel)
+            return
+        if kind_of_channel != "chat":
+            return
         turn_id = action.get("turnId")
         call_id = action.get("toolCallId")
-        if kind == "session/toolCallConfirmed":
+        if kind == "chat/toolCallConfirmed":
             self._resolve_if_waiting(confirm_key(channel, turn_id, call_id), action)
-        elif kind == "session/toolCallResultConfirmed":
+        elif kind == "chat/toolCallResultConfirmed":
             self._resolve_if_waiting(result_key(channel, turn_id, call_id), action)
-        elif kind == "session/toolCallComplete" and _is_client_call(before, turn_id, call_id):
+        elif kind == "chat/toolCallComplete" and _is_client_call(before, turn_id, call_id):
             self.waiters.resolve(client_call_key(channel, turn_id, call_id), action.get("result"))
-        elif kind == "session/activeClientChanged":
-            self.departure.active_changed(channel, before, after)
-        elif kind == "session/ready":
-            asyncio.get_running_loop().call_soon(self.publish_server_tools, channel)
         ended = before.get("activeTurn")
         if isinstance(ended, dict) and (after.get("activeTurn") or {}).get("id") != ended.get("id"):
             self._forget_turn(channel, ended.get("id"))
@@ -205,9 +209,9 @@ class ToolsRuntime:
         if self.waiters.waiting(key):
             self.waiters.resolve(key, value)
 
-    def _forget_turn(self, session: str, turn_id: Any) -> None:
+    def _forget_turn(self, chat: str, turn_id: Any) -> None:
         def ended(key: Any) -> bool:
-            return isinstance(key, tuple) and len(key) >= 3 and key[1] == session and key[2] == turn_id
+            return isinstance(key, tuple) and len(key) >= 3 and key[1] == chat and key[2] == turn_id
 
         self.waiters.drop(ended)
 
@@ -219,7 +223,7 @@ def _is_client_call(state: dict[str, Any], turn_id: Any, call_id: Any) -> bool:
     for part in turn.get("responseParts") or ():
         call = part.get("toolCall") if part.get("kind") == "toolCall" else None
         if call is not None and call.get("toolCallId") == call_id:
-            return bool(call.get("toolClientId")) and call.get("status") in ("running", "pending-confirmation")
+            return _client_of(call) is not None and call.get("status") in ("running", "pending-confirmation")
     return False
 
 
@@ -231,6 +235,14 @@ def _running_call(state: dict[str, Any], turn_id: Any, call_id: Any) -> dict[str
         call = part.get("toolCall") if part.get("kind") == "toolCall" else None
         if call is not None and call.get("toolCallId") == call_id and call.get("status") == "running":
             return call
+    return None
+
+
+def _client_of(call: dict[str, Any]) -> str | None:
+    """The clientId of the client that runs ``call``; None for host and MCP tools."""
+    contributor = call.get("contributor")
+    if isinstance(contributor, dict) and contributor.get("kind") == "client" and isinstance(contributor.get("clientId"), str):
+        return contributor["clientId"]
     return None
 
 

@@ -1,15 +1,16 @@
 """The ``Contributor`` that gives every session its tools and fills in each call's ``ToolContext``.
 
 ``tools(ctx)``: the built-in tools (``tools.builtin``, the shell with the configured timeout),
-then the active client's tools (``client_tools``: a client tool clashing with any server tool
-offered by any contributor is offered as ``client__<name>``).
+then the session's active clients' tools (``client_tools``: a client tool clashing with any server
+tool offered by any contributor is offered as ``client__<name>``).
 
 ``tool_context(ctx, context)`` wires a call to its session:
 
 * sandbox: the session's working directory (set by the turn loop) plus ``[tools] extra_roots``;
-* ``report_content`` → throttled ``session/toolCallContentChanged`` (``_reporting``);
-* ``ask`` → ``session/inputRequested``; resolves when ``session/inputCompleted`` arrives, with the
-  answers merged from the synced state (``inputAnswerChanged``) and the completing action;
+* ``report_content`` → throttled ``chat/toolCallContentChanged`` (``_reporting``);
+* ``ask`` → ``chat/inputRequested`` in the turn's chat (``host.inputs``); resolves when
+  ``chat/inputCompleted`` arrives, with the answers merged from the synced state
+  (``inputAnswerChanged``) and the completing action;
 * ``reconfirm`` → the approver's re-confirmation (``toolCallReady`` without ``confirmed``);
 * ``content_store`` → the host's durable content store (served by ``resourceRead``).
 """
@@ -62,7 +63,7 @@ class SessionTools(Contributor):
         parts = self._parts
 
         def make(definition: dict[str, Any], client_id: str, name: str) -> ClientTool:
-            return ClientTool(definition, client_id, name, session=ctx.session, turn_id=ctx.turn_id,
+            return ClientTool(definition, client_id, name, session=ctx.session, chat=ctx.chat, turn_id=ctx.turn_id,
                               waiters=parts.waiters, on_orphan=parts.departure.watch)
 
         return [*builtins, *offered_client_tools(ctx.state, taken, make)]

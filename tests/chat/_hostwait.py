@@ -5,11 +5,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable
 
+from ahp.dialects.v0_2.uris import v02_session_uri
 from host.server import RunningHost
 
 
 def sessions(host: RunningHost) -> list[tuple[str, dict[str, Any]]]:
+    """Each session's internal URI and its session-channel state (the internal model)."""
     return list(host.host.store.channels("session"))
+
+
+def chats(host: RunningHost) -> list[tuple[str, dict[str, Any]]]:
+    """Each session's name as a person types it into the chat client (``ahp-session:/<id>``) and
+    the state of its default chat (the internal model: ``turns`` with their ``message``,
+    ``activeTurn``, pending messages)."""
+    store = host.host.store
+    return [(v02_session_uri(uri) or uri, store.state(state["defaultChat"]) or {}) for uri, state in store.channels("session")]
 
 
 async def until_host(host: RunningHost, predicate: Callable[[], bool], timeout: float = 10.0) -> None:

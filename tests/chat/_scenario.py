@@ -1,9 +1,10 @@
 """A test agent for the chat client: each message's first word picks what the turn does.
 
-It implements ``host.agents.base.Agent`` and only emits AHP actions through its ``TurnContext``,
-so the chat client sees exactly what a real provider-backed turn would produce. Where a turn
+It implements ``host.agents.base.Agent`` and only emits the internal model's ``chat/*`` actions
+through its ``TurnContext``, so the chat client (AHP 0.2.0, through the host's projection) sees
+exactly what a real provider-backed turn would produce. Where a turn
 must wait for the user (a confirmation, an input request, a steering message) it waits on the
-host's store, woken by a store observer: no polling, no sleeps.
+host's store (the turn's chat), woken by a store observer: no polling, no sleeps.
 
 Words: ``confirm`` (shell-like tool call with five options, editable), ``patch`` (file edit with
 an edits preview, editable JSON input; ``patch code`` edits a Python file), ``result`` (result confirmation), ``ask`` (an input request
@@ -93,14 +94,14 @@ class ScenarioAgent:
     async def _until(self, ctx: TurnContext, check: Callable[[dict[str, Any], dict[str, Any] | None], Any]) -> Any:
         """Wait until ``check(state, envelope)`` returns something truthy; returns it."""
         assert self.store is not None
-        found = check(ctx.state, None)
+        found = check(ctx.chat_state, None)
         if found:
             return found
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
 
         def observer(channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
-            if channel == ctx.session and not future.done():
+            if channel == ctx.chat and not future.done():
                 result = check(after, envelope)
                 if result:
                     future.set_result(result)
@@ -120,7 +121,7 @@ class ScenarioAgent:
     # -- turns -----------------------------------------------------------------------------------
 
     async def run_turn(self, ctx: TurnContext) -> None:
-        text = str(ctx.user_message.get("text", ""))
+        text = str(ctx.message.get("text", ""))
         word = text.split(" ", 1)[0].lower() if text else ""
         handler = {
             "confirm": self._confirm,
@@ -138,27 +139,27 @@ class ScenarioAgent:
 
     def _say(self, ctx: TurnContext, *pieces: str) -> None:
         part_id = ctx.new_part_id("text")
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        ctx.emit({"type": "chat/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
         for piece in pieces:
-            ctx.emit({"type": "session/delta", "partId": part_id, "content": piece})
+            ctx.emit({"type": "chat/delta", "partId": part_id, "content": piece})
 
     async def _greet(self, ctx: TurnContext) -> None:
         effort = ((ctx.model or {}).get("config") or {}).get("effort", "low")
-        attached = [a.get("label") for a in ctx.user_message.get("attachments") or ()]
+        attached = [a.get("label") for a in ctx.message.get("attachments") or ()]
         part_id = ctx.new_part_id("text")
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        ctx.emit({"type": "chat/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
         for piece in ["Hello ", "from the ", "scenario ", "agent", f" (effort {effort})"]:
             await asyncio.sleep(0)  # let each delta go out as its own frame
-            ctx.emit({"type": "session/delta", "partId": part_id, "content": piece})
+            ctx.emit({"type": "chat/delta", "partId": part_id, "content": piece})
         if attached:
-            ctx.emit({"type": "session/delta", "partId": part_id, "content": f" with {', '.join(attached)}"})
-        ctx.emit({"type": "session/usage", "usage": {"inputTokens": 3, "outputTokens": 5, "model": MODEL_ID}})
+            ctx.emit({"type": "chat/delta", "partId": part_id, "content": f" with {', '.join(attached)}"})
+        ctx.emit({"type": "chat/usage", "usage": {"inputTokens": 3, "outputTokens": 5, "model": MODEL_ID}})
 
     async def _tool(self, ctx: TurnContext, call_id: str, name: str, tool_input: str, **ready: Any) -> dict[str, Any]:
         """Start a tool call, ask for confirmation, and return the call once it was answered."""
-        ctx.emit({"type": "session/toolCallStart", "toolCallId": call_id, "toolName": name, "displayName": name})
-        ctx.emit({"type": "session/toolCallDelta", "toolCallId": call_id, "content": tool_input})
-        ctx.emit({"type": "session/toolCallReady", "toolCallId": call_id, "toolInput": tool_input, **ready})
+        ctx.emit({"type": "chat/toolCallStart", "toolCallId": call_id, "toolName": name, "displayName": name})
+        ctx.emit({"type": "chat/toolCallDelta", "toolCallId": call_id, "content": tool_input})
+        ctx.emit({"type": "chat/toolCallReady", "toolCallId": call_id, "toolInput": tool_input, **ready})
         return await self._until(
             ctx, lambda state, _e: (c := self._call(state, call_id)) and c["status"] != "pending-confirmation" and c
         )
@@ -169,10 +170,10 @@ class ScenarioAgent:
             self._say(ctx, f"denied ({call.get('reasonMessage') or 'no reason'})")
             return
         option = (call.get("selectedOption") or {}).get("id", "none")
-        ctx.emit({"type": "session/toolCallContentChanged", "toolCallId": call_id, "content": [{"type": "text", "text": "partial output"}]})
+        ctx.emit({"type": "chat/toolCallContentChanged", "toolCallId": call_id, "content": [{"type": "text", "text": "partial output"}]})
         ctx.emit(
             {
-                "type": "session/toolCallComplete",
+                "type": "chat/toolCallComplete",
                 "toolCallId": call_id,
                 "result": {"success": True, "pastTenseMessage": f"Ran {call['toolInput']}", "content": [{"type": "text", "text": "all good"}]},
             }
@@ -193,7 +194,7 @@ class ScenarioAgent:
         await self._finish_tool(ctx, call)
 
     async def _patch(self, ctx: TurnContext) -> None:
-        if "code" in str(ctx.user_message.get("text", "")):  # "patch code": a Python file
+        if "code" in str(ctx.message.get("text", "")):  # "patch code": a Python file
             name, old, new = "greet.py", "def greet():\n    return 1\n", "def greet():\n    return 42\n"
         else:
             name, old, new = "notes.txt", "old line\nsame line\n", "new line\nsame line\n"
@@ -218,11 +219,11 @@ class ScenarioAgent:
 
     async def _result(self, ctx: TurnContext) -> None:
         call_id = "call-3"
-        ctx.emit({"type": "session/toolCallStart", "toolCallId": call_id, "toolName": "fetch", "displayName": "fetch"})
-        ctx.emit({"type": "session/toolCallReady", "toolCallId": call_id, "toolInput": "{}", "invocationMessage": "Fetch a page", "confirmed": "not-needed"})
+        ctx.emit({"type": "chat/toolCallStart", "toolCallId": call_id, "toolName": "fetch", "displayName": "fetch"})
+        ctx.emit({"type": "chat/toolCallReady", "toolCallId": call_id, "toolInput": "{}", "invocationMessage": "Fetch a page", "confirmed": "not-needed"})
         ctx.emit(
             {
-                "type": "session/toolCallComplete",
+                "type": "chat/toolCallComplete",
                 "toolCallId": call_id,
                 "requiresResultConfirmation": True,
                 "result": {"success": True, "pastTenseMessage": "Fetched a page", "content": [{"type": "text", "text": "page body"}]},
@@ -234,11 +235,11 @@ class ScenarioAgent:
         self._say(ctx, "result accepted" if call["status"] == "completed" else "result rejected")
 
     async def _ask(self, ctx: TurnContext) -> None:
-        ctx.dispatch({"type": "session/inputRequested", "request": {"id": "req-1", "message": "A few questions", "questions": QUESTIONS}})
+        ctx.dispatch_chat({"type": "chat/inputRequested", "request": {"id": "req-1", "message": "A few questions", "questions": QUESTIONS}})
 
         def completed(_state: dict[str, Any], envelope: dict[str, Any] | None) -> Any:
             action = (envelope or {}).get("action") or {}
-            return action if action.get("type") == "session/inputCompleted" and action.get("requestId") == "req-1" else None
+            return action if action.get("type") == "chat/inputCompleted" and action.get("requestId") == "req-1" else None
 
         action = await self._until(ctx, completed)
         self.completed_inputs.append(action)
@@ -257,8 +258,8 @@ class ScenarioAgent:
     async def _steer(self, ctx: TurnContext) -> None:
         self._say(ctx, "waiting for steering")
         message = await self._until(ctx, lambda state, _e: state.get("steeringMessage"))
-        ctx.dispatch({"type": "session/pendingMessageRemoved", "kind": "steering", "id": message["id"]})
-        self._say(ctx, f"steered by: {message['userMessage']['text']}")
+        ctx.dispatch_chat({"type": "chat/pendingMessageRemoved", "kind": "steering", "id": message["id"]})
+        self._say(ctx, f"steered by: {message['message']['text']}")
 
     async def _late(self, ctx: TurnContext) -> None:
         self._say(ctx, "finishing up")
@@ -276,13 +277,13 @@ class ScenarioAgent:
     async def _markdown(self, ctx: TurnContext) -> None:
         text = "# Plan\n\nThis is **important** and `inline`.\n\n- first item\n- second item\n\n```python\ndef greet():\n    return 42\n```\n\nAll done."
         part_id = ctx.new_part_id("text")
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
+        ctx.emit({"type": "chat/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
         for start in range(0, len(text), 7):
             await asyncio.sleep(0)
-            ctx.emit({"type": "session/delta", "partId": part_id, "content": text[start : start + 7]})
+            ctx.emit({"type": "chat/delta", "partId": part_id, "content": text[start : start + 7]})
 
     async def _think(self, ctx: TurnContext) -> None:
         part_id = ctx.new_part_id("reasoning")
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "reasoning", "id": part_id, "content": ""}})
-        ctx.emit({"type": "session/reasoning", "partId": part_id, "content": "pondering deeply"})
+        ctx.emit({"type": "chat/responsePart", "part": {"kind": "reasoning", "id": part_id, "content": ""}})
+        ctx.emit({"type": "chat/reasoning", "partId": part_id, "content": "pondering deeply"})
         self._say(ctx, "the answer is 42")

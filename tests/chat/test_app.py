@@ -7,7 +7,7 @@ from typing import Any, Callable
 import pytest
 
 from host.server import RunningHost
-from tests.chat._hostwait import sessions, until_host
+from tests.chat._hostwait import chats, sessions, until_host
 from tests.chat._pty import ChatProcess
 
 Spawn = Callable[..., ChatProcess]
@@ -54,7 +54,7 @@ async def test_a_confirmation_offers_the_hosts_options_and_sends_the_chosen_one(
         await chat.expect("✓ shell Ran")
         await chat.expect("all good")  # the short result under the finished call
     await chat.expect(expected)
-    [(_, state)] = sessions(chat_host)
+    [(_, state)] = chats(chat_host)
     call = state["turns"][-1]["responseParts"][0]["toolCall"]
     option_id = {"1": "allow-once", "2": "allow-session", "3": "allow-always", "4": "deny", "5": "deny-reason"}[choice]
     assert call["selectedOption"]["id"] == option_id
@@ -77,7 +77,7 @@ async def test_the_shell_command_can_be_edited_before_it_runs(spawn_chat: Spawn,
     await chat.expect("Choose [1-5, e]: ")
     chat.send("1")
     await chat.expect('Ran {"command": "echo safe"}')
-    [(_, state)] = sessions(chat_host)
+    [(_, state)] = chats(chat_host)
     assert state["turns"][-1]["responseParts"][0]["toolCall"]["toolInput"] == '{"command": "echo safe"}'
 
 
@@ -154,9 +154,9 @@ async def test_text_typed_during_a_turn_steers_it_and_double_angle_queues(spawn_
     # The host starts the queued message as the next turn; the client follows it live.
     await chat.expect("Hello from the scenario agent")
     assert await chat.printed("(the turn took in your steering message)") == 1
-    await until_host(chat_host, lambda: len(sessions(chat_host)[0][1].get("turns") or []) == 2)
-    [(_, state)] = sessions(chat_host)
-    assert [t["userMessage"]["text"] for t in state["turns"]] == ["steer me", "hello after"]
+    await until_host(chat_host, lambda: len(chats(chat_host)[0][1].get("turns") or []) == 2)
+    [(_, state)] = chats(chat_host)
+    assert [t["message"]["text"] for t in state["turns"]] == ["steer me", "hello after"]
 
 
 async def test_a_steering_message_the_turn_did_not_take_in_runs_next_in_order(spawn_chat: Spawn, chat_host: RunningHost) -> None:
@@ -174,9 +174,9 @@ async def test_a_steering_message_the_turn_did_not_take_in_runs_next_in_order(sp
     assert "» too late steering" in shown
     assert "runs as its own turn" in shown.split("» too late steering", 1)[1]
     assert "(the turn took in your steering message)" not in shown
-    await until_host(chat_host, lambda: len(sessions(chat_host)[0][1].get("turns") or []) == 3)
-    [(_, state)] = sessions(chat_host)
-    assert [t["userMessage"]["text"] for t in state["turns"]] == ["late work", "too late steering", "queued first"]
+    await until_host(chat_host, lambda: len(chats(chat_host)[0][1].get("turns") or []) == 3)
+    [(_, state)] = chats(chat_host)
+    assert [t["message"]["text"] for t in state["turns"]] == ["late work", "too late steering", "queued first"]
 
 
 async def test_ctrl_c_cancels_the_turn_and_ctrl_c_when_idle_exits(spawn_chat: Spawn, chat_host: RunningHost) -> None:
@@ -187,8 +187,8 @@ async def test_ctrl_c_cancels_the_turn_and_ctrl_c_when_idle_exits(spawn_chat: Sp
     chat.ctrl_c()
     await chat.expect("cancelling the turn")
     await chat.expect("(cancelled)")
-    await until_host(chat_host, lambda: bool(sessions(chat_host)[0][1].get("turns")))
-    [(_, state)] = sessions(chat_host)
+    await until_host(chat_host, lambda: bool(chats(chat_host)[0][1].get("turns")))
+    [(_, state)] = chats(chat_host)
     assert state["turns"][-1]["state"] == "cancelled"
     await chat.expect("> ")
     chat.ctrl_c()
@@ -217,7 +217,7 @@ async def test_a_session_is_resumed_with_its_history_and_can_be_forked(spawn_cha
     await first.expect("[3 in")
     first.send("/quit")
     assert await first.wait() == 0
-    [(uri, _)] = sessions(chat_host)
+    [(uri, _)] = chats(chat_host)
 
     second = spawn_chat("--session", uri)
     history = await second.expect("> ")

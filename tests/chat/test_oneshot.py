@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from host.server import RunningHost
-from tests.chat._hostwait import sessions, until_host
+from tests.chat._hostwait import chats, sessions, until_host
 from tests.chat._pty import chat_env
 
 
@@ -84,8 +84,8 @@ async def test_ctrl_c_cancels_the_turn_and_exits_130(chat_host: RunningHost, wor
     out, err = await asyncio.wait_for(process.communicate(), 20)
     assert process.returncode == 130
     assert b"(cancelled)" in err
-    await until_host(chat_host, lambda: bool(sessions(chat_host)[0][1].get("turns")))
-    assert sessions(chat_host)[0][1]["turns"][-1]["state"] == "cancelled"
+    await until_host(chat_host, lambda: bool(chats(chat_host)[0][1].get("turns")))
+    assert chats(chat_host)[0][1]["turns"][-1]["state"] == "cancelled"
 
 
 async def test_connection_and_usage_problems_exit_2(chat_host: RunningHost, workdir: Path) -> None:
@@ -123,8 +123,9 @@ async def test_a_new_session_works_in_the_clients_directory_and_at_paths_resolve
     code, _out, err = await run_p(chat_host.url, "-p", "hello, look at @app.py", cwd=project)
     assert code == 0, err
     (_uri, state), = sessions(chat_host)
-    assert state["summary"]["workingDirectory"] == project.resolve().as_uri()
-    attachment, = state["turns"][0]["userMessage"]["attachments"]
+    assert state["workingDirectories"][0] == project.resolve().as_uri()
+    (_name, chat), = chats(chat_host)
+    attachment, = chat["turns"][0]["message"]["attachments"]
     assert attachment["uri"] == (project / "app.py").resolve().as_uri()
 
 
@@ -134,7 +135,7 @@ async def test_cwd_flag_overrides_the_directory_and_a_missing_one_exits_2(chat_h
     code, _out, err = await run_p(chat_host.url, "-p", "hello", "--cwd", str(other), cwd=workdir)
     assert code == 0, err
     (_uri, state), = sessions(chat_host)
-    assert state["summary"]["workingDirectory"] == other.resolve().as_uri()
+    assert state["workingDirectories"][0] == other.resolve().as_uri()
     code, _out, err = await run_p(chat_host.url, "-p", "hello", "--cwd", str(tmp_path / "missing"), cwd=workdir)
     assert code == 2
     assert "no such directory" in err

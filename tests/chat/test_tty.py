@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from host.server import RunningHost
-from tests.chat._hostwait import sessions, until_host
+from tests.chat._hostwait import chats, until_host
 from tests.chat._pty import ChatProcess, tty_env
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
@@ -22,7 +22,7 @@ def _spawn(host: RunningHost, workdir: Path, state: Path, *args: str) -> ChatPro
 
 
 def _texts(host: RunningHost) -> list[str]:
-    return [t["userMessage"]["text"] for _, state in sessions(host) for t in state.get("turns") or ()]
+    return [t["message"]["text"] for _, state in chats(host) for t in state.get("turns") or ()]
 
 
 async def test_markdown_is_rendered_not_printed_raw(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
@@ -51,9 +51,9 @@ async def test_a_pasted_block_of_lines_is_one_message(chat_host: RunningHost, wo
         chat.paste("first pasted line\nsecond pasted line\nthird pasted line")
         chat.send("")  # Enter after the paste sends it
         await chat.expect("Hello from the scenario agent", timeout=20)
-        await until_host(chat_host, lambda: bool(sessions(chat_host)) and not sessions(chat_host)[0][1].get("activeTurn") and bool(_texts(chat_host)))
+        await until_host(chat_host, lambda: bool(chats(chat_host)) and not chats(chat_host)[0][1].get("activeTurn") and bool(_texts(chat_host)))
         assert _texts(chat_host) == ["first pasted line\nsecond pasted line\nthird pasted line"]
-        [(_, state)] = sessions(chat_host)
+        [(_, state)] = chats(chat_host)
         assert not state.get("steeringMessage") and not state.get("queuedMessages")
         chat.send("/quit")
         assert await chat.wait() == 0
@@ -128,7 +128,7 @@ async def test_e_edits_the_command_in_place_before_approving(chat_host: RunningH
         await chat.expect("now pick an allow option")
         chat.send("1")
         await chat.expect("tool finished via allow-once", timeout=20)
-        [(_, state)] = sessions(chat_host)
+        [(_, state)] = chats(chat_host)
         call = state["turns"][-1]["responseParts"][0]["toolCall"]
         assert json.loads(call["toolInput"]) == {"command": "ls -la /tmp"}
         chat.send("/quit")
@@ -233,8 +233,8 @@ async def test_at_paths_and_slash_commands_complete_from_the_host(chat_host: Run
         chat.send("")  # and Enter sends the message
         await until_host(chat_host, lambda: len(_texts(chat_host)) == 2, timeout=20)
         assert _texts(chat_host)[1].strip() == "read @notes_for_completion.md"
-        [(_, state)] = sessions(chat_host)
-        attached = [a.get("uri") for a in state["turns"][-1]["userMessage"].get("attachments") or ()]
+        [(_, state)] = chats(chat_host)
+        attached = [a.get("uri") for a in state["turns"][-1]["message"].get("attachments") or ()]
         assert (workdir / "notes_for_completion.md").as_uri() in attached
         await chat.expect("(effort low)", timeout=20)
         await chat.line_editor()

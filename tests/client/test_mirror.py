@@ -281,3 +281,15 @@ def test_a_long_streamed_answer_is_reduced_once_when_read_not_once_per_token() -
     assert text == "".join(t["content"] for t in tokens)
     # turnStarted, responsePart, the first delta (it opens the run), then the run joined once.
     assert calls == ["session/turnStarted", "session/responsePart", "session/delta", "session/delta"]
+
+
+def test_several_actions_sharing_one_server_seq_are_all_applied_once():
+    # A host projecting one action of its own model into several of this version's sends them so.
+    mirror = mirror_with_session(seq=10)
+    mirror.apply_envelope(envelope(SESSION, queue("a", "1"), 11), now=2000)
+    mirror.apply_envelope(envelope(SESSION, queue("b", "2"), 11), now=2000)
+    mirror.apply_envelope(envelope(SESSION, queue("b", "2"), 11), now=2000)  # a duplicate
+    assert queued_ids(mirror.state(SESSION)) == ["a", "b"]
+    fresh = mirror_with_session(seq=11)  # a snapshot at 11 already holds everything at 11
+    fresh.apply_envelope(envelope(SESSION, queue("a", "1"), 11), now=2000)
+    assert queued_ids(fresh.state(SESSION)) == []

@@ -11,6 +11,7 @@ import pytest
 from ahp.protocol import METHODS
 
 from client import AhpClient, AhpError
+from host.dialects.ahp02 import v02_session_state
 from host.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.conftest import TOKEN, Connect, host_config
@@ -74,7 +75,7 @@ async def test_two_clients_converge_on_the_same_session_state(connect: Connect, 
     await alice.ping()  # everything dispatched before the ping has been echoed
     await bob.ping()
     assert alice.state(session) == bob.state(session)
-    assert without_clock(alice.state(session)) == without_clock(running_host.host.store.state(session))
+    assert without_clock(alice.state(session)) == without_clock(v02_session_state(running_host.host, session))
     assert [t["userMessage"]["text"] for t in bob.state(session)["turns"]] == ["first", "second"]
 
 
@@ -106,7 +107,9 @@ async def test_a_refused_action_reaches_only_its_sender_and_changes_nothing(conn
     await bob.subscribe(session)
     bob_events = bob.subscribe_events()
     seq_before = running_host.host.store.seq
-    state_before = running_host.host.store.state(session)
+    store = running_host.host.store
+    internal = running_host.host.session_uri(session)
+    state_before = [store.state(internal), store.state(store.state(internal)["defaultChat"])]
 
     seq = alice.dispatch(session, {"type": "session/turnCancelled", "turnId": "no-such-turn"})
     outcome = await alice.outcome(seq)
@@ -115,7 +118,8 @@ async def test_a_refused_action_reaches_only_its_sender_and_changes_nothing(conn
     await bob.ping()
     assert bob_events.empty()
     assert running_host.host.store.seq == seq_before
-    assert running_host.host.store.state(session) is state_before
+    assert [store.state(internal), store.state(store.state(internal)["defaultChat"])] == state_before
+    assert all(now is then for now, then in zip([store.state(internal), store.state(store.state(internal)["defaultChat"])], state_before))
     assert alice.state(session) == bob.state(session)
 
 
@@ -306,7 +310,7 @@ async def test_reconnect_falls_back_to_snapshots_past_the_replay_buffer(tmp_path
         await run_turn(alice, session, "many words stream more than five actions")
         result = await bob.resume()
         assert result.kind == "snapshot"
-        assert without_clock(bob.state(session)) == without_clock(running.host.store.state(session))
+        assert without_clock(bob.state(session)) == without_clock(v02_session_state(running.host, session))
         await alice.close()
         await bob.close()
     finally:

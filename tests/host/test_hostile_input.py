@@ -153,7 +153,9 @@ def test_the_table_has_at_least_forty_cases() -> None:
 async def test_hostile_frame(name: str, frame: str, expected: Any, peer: RawPeer, running_host: RunningHost, frame_checker: FrameChecker) -> None:
     store = running_host.host.store
     seq_before = store.seq
-    session_before = store.state(SESSION)
+    internal = running_host.host.session_uri(SESSION)
+    chat = store.state(internal)["defaultChat"]
+    session_before, chat_before = store.state(internal), store.state(chat)
     sessions_before = sorted(uri for uri, _ in store.channels("session"))
 
     await peer.send(frame)
@@ -174,7 +176,7 @@ async def test_hostile_frame(name: str, frame: str, expected: Any, peer: RawPeer
     pong = await peer.request("ping", {"channel": ROOT})
     assert pong == {"jsonrpc": "2.0", "id": peer.next_id, "result": None}
     assert store.seq == seq_before
-    assert store.state(SESSION) is session_before
+    assert store.state(internal) is session_before and store.state(chat) is chat_before
     assert sorted(uri for uri, _ in store.channels("session")) == sessions_before
 
 

@@ -15,8 +15,9 @@ from typing import Any
 from host.journal import RUN_LIMIT, Journal
 from host.store import Store
 
-A = "ahp-session:/a"
-B = "ahp-session:/b"
+A = "ahp-chat://default/a"
+B = "ahp-chat://default/b"
+"""Chat channels: the journal's text runs are the internal model's (``ahp.state.appends``)."""
 
 
 class Sink:
@@ -27,12 +28,8 @@ class Sink:
         self.texts.append(text)
 
 
-def session_state(uri: str) -> dict[str, Any]:
-    return {
-        "summary": {"resource": uri, "provider": "p", "title": "t", "status": 1, "createdAt": 1, "modifiedAt": 1},
-        "lifecycle": "ready",
-        "turns": [],
-    }
+def chat_state(uri: str) -> dict[str, Any]:
+    return {"resource": uri, "title": "t", "status": 1, "modifiedAt": "1970-01-01T00:00:00.001Z", "turns": []}
 
 
 def open_store(path: Path, **kwargs: Any) -> Store:
@@ -42,9 +39,9 @@ def open_store(path: Path, **kwargs: Any) -> Store:
 
 
 def start_turn(store: Store, channel: str, turn: str) -> None:
-    store.dispatch(channel, {"type": "session/turnStarted", "turnId": turn, "userMessage": {"text": "go"}})
-    store.dispatch(channel, {"type": "session/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "m", "content": ""}})
-    store.dispatch(channel, {"type": "session/responsePart", "turnId": turn, "part": {"kind": "reasoning", "id": "r", "content": ""}})
+    store.dispatch(channel, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "1970-01-01T00:00:00.002Z", "message": {"text": "go", "origin": {"kind": "user"}}})
+    store.dispatch(channel, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "m", "content": ""}})
+    store.dispatch(channel, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "reasoning", "id": "r", "content": ""}})
 
 
 def rows(path: Path) -> int:
@@ -53,19 +50,19 @@ def rows(path: Path) -> int:
 
 
 def random_stream(store: Store, rng: random.Random, count: int, flush_rate: float = 0.05) -> list[dict[str, Any]]:
-    """Two sessions streaming text and reasoning with other actions between, flushed at random points."""
+    """Two chats streaming text and reasoning with other actions between, flushed at random points."""
     sent: list[dict[str, Any]] = []
     for index in range(count):
         channel = rng.choice((A, B))
         roll = rng.random()
         if roll < 0.6:
-            action = {"type": "session/delta", "turnId": "t", "partId": "m", "content": rng.choice(("a", "bé", "🙂", "", "line\n"))}
+            action = {"type": "chat/delta", "turnId": "t", "partId": "m", "content": rng.choice(("a", "bé", "🙂", "", "line\n"))}
         elif roll < 0.85:
-            action = {"type": "session/reasoning", "turnId": "t", "partId": "r", "content": f"<{index}>"}
+            action = {"type": "chat/reasoning", "turnId": "t", "partId": "r", "content": f"<{index}>"}
         elif roll < 0.95:
-            action = {"type": "session/usage", "turnId": "t", "usage": {"inputTokens": index, "outputTokens": 1}}
+            action = {"type": "chat/usage", "turnId": "t", "usage": {"inputTokens": index, "outputTokens": 1}}
         else:
-            action = {"type": "session/titleChanged", "title": f"title {index}"}
+            action = {"type": "chat/activityChanged", "activity": f"title {index}"}
         origin = {"clientId": "c", "clientSeq": index} if roll > 0.97 else None
         sent.append(store.dispatch(channel, action, origin))
         if rng.random() < flush_rate:
@@ -77,7 +74,7 @@ async def test_a_coalesced_journal_recovers_the_same_state_seq_and_replay_window
     path = tmp_path / "journal.sqlite3"
     store = open_store(path, replay_capacity=100_000)
     for channel in (A, B):
-        store.create(channel, "session", session_state(channel))
+        store.create(channel, "chat", chat_state(channel))
         start_turn(store, channel, "t")
     sent = random_stream(store, random.Random(12), 3_000)
     store.flush()
@@ -89,7 +86,7 @@ async def test_a_coalesced_journal_recovers_the_same_state_seq_and_replay_window
     assert {channel: again.state(channel) for channel in (A, B)} != expected  # the unflushed tail is gone...
     reference = open_store(tmp_path / "reference.sqlite3")  # ...and what is back is what was flushed:
     for channel in (A, B):
-        reference.create(channel, "session", session_state(channel))
+        reference.create(channel, "chat", chat_state(channel))
         start_turn(reference, channel, "t")
     random_stream(reference, random.Random(12), 3_000)
     assert {channel: again.state(channel) for channel in (A, B)} == {channel: reference.state(channel) for channel in (A, B)}
@@ -101,11 +98,11 @@ async def test_a_coalesced_journal_recovers_the_same_state_seq_and_replay_window
 async def test_a_10000_delta_turn_journals_in_fewer_than_200_rows_and_recovers(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     store = open_store(path)
-    store.create(A, "session", session_state(A))
+    store.create(A, "chat", chat_state(A))
     start_turn(store, A, "t")
     before = rows(path)
     for index in range(10_000):
-        store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": f"{index} "})
+        store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"{index} "})
         if index % 7 == 0:
             store.flush()  # as a transport does before each frame leaves
     store.flush()
@@ -119,12 +116,12 @@ def test_every_append_committed_at_once_still_coalesces(tmp_path: Path) -> None:
     # Without an event loop the store commits each append immediately: the open run's row is rewritten.
     path = tmp_path / "journal.sqlite3"
     store = open_store(path)
-    store.create(A, "session", session_state(A))
+    store.create(A, "chat", chat_state(A))
     start_turn(store, A, "t")
     for index in range(RUN_LIMIT * 3 + 5):
-        store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": str(index % 10)})
-    store.dispatch(A, {"type": "session/titleChanged", "title": "between"})
-    store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": "!"})
+        store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": str(index % 10)})
+    store.dispatch(A, {"type": "chat/activityChanged", "activity": "between"})
+    store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "!"})
     assert rows(path) == 3 + 4 + 1 + 1
     again = open_store(path)
     assert again.state(A) == store.state(A)
@@ -134,16 +131,16 @@ def test_every_append_committed_at_once_still_coalesces(tmp_path: Path) -> None:
 def test_a_snapshot_taken_inside_a_run_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     store = open_store(path, snapshot_every=5)
-    store.create(A, "session", session_state(A))
+    store.create(A, "chat", chat_state(A))
     start_turn(store, A, "t")
     sink = Sink()
     store.subscribe(A, sink)
     for index in range(500):
-        store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": "x"})
+        store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "x"})
         if index % 97 == 0:
             store.snapshot_now()
         if index % 33 == 0:
-            store.dispatch(A, {"type": "session/usage", "turnId": "t", "usage": {"inputTokens": index, "outputTokens": 1}})
+            store.dispatch(A, {"type": "chat/usage", "turnId": "t", "usage": {"inputTokens": index, "outputTokens": 1}})
     again = open_store(path)
     assert again.state(A) == store.state(A)
     assert again.seq == store.seq
@@ -153,12 +150,12 @@ def test_the_wal_is_checkpointed_at_snapshots_and_then_reused(tmp_path: Path) ->
     path = tmp_path / "journal.sqlite3"
     wal = Path(str(path) + "-wal")
     store = open_store(path)
-    store.create(A, "session", session_state(A))
+    store.create(A, "chat", chat_state(A))
     start_turn(store, A, "t")
 
     def write_a_megabyte(round: int) -> None:
         for index in range(500):
-            store.dispatch(A, {"type": "session/titleChanged", "title": f"{round}-{index}-" + "x" * 2000})
+            store.dispatch(A, {"type": "chat/activityChanged", "activity": f"{round}-{index}-" + "x" * 2000})
 
     write_a_megabyte(1)
     database_before = path.stat().st_size
@@ -177,16 +174,16 @@ def test_incremental_snapshots_with_channels_created_changed_and_removed_recover
     store = open_store(path)
     channels = [f"ahp-session:/s{index}" for index in range(6)]
     for channel in channels:
-        store.create(channel, "session", session_state(channel))
+        store.create(channel, "chat", chat_state(channel))
     store.snapshot_now()
-    store.dispatch(channels[0], {"type": "session/titleChanged", "title": "changed after the first snapshot"})
+    store.dispatch(channels[0], {"type": "chat/activityChanged", "activity": "changed after the first snapshot"})
     store.remove(channels[1])
     store.snapshot_now()
-    store.create(channels[1], "session", session_state(channels[1]))  # the same URI again, new state
-    store.dispatch(channels[1], {"type": "session/titleChanged", "title": "reborn"})
+    store.create(channels[1], "chat", chat_state(channels[1]))  # the same URI again, new state
+    store.dispatch(channels[1], {"type": "chat/activityChanged", "activity": "reborn"})
     store.remove(channels[2])
     store.snapshot_now()
-    store.dispatch(channels[3], {"type": "session/titleChanged", "title": "after the last snapshot"})
+    store.dispatch(channels[3], {"type": "chat/activityChanged", "activity": "after the last snapshot"})
     again = open_store(path)
     for channel in channels:
         assert again.state(channel) == store.state(channel)
@@ -200,8 +197,8 @@ def test_a_journal_in_the_previous_format_is_read_and_upgraded(tmp_path: Path) -
     path = tmp_path / "journal.sqlite3"
     store = open_store(path)
     for channel in (A, B):
-        store.create(channel, "session", session_state(channel))
-    store.dispatch(A, {"type": "session/titleChanged", "title": "old"})
+        store.create(channel, "chat", chat_state(channel))
+    store.dispatch(A, {"type": "chat/activityChanged", "activity": "old"})
     expected = {channel: store.state(channel) for channel in (A, B)}
     store.flush()
     with sqlite3.connect(path) as db:  # rewrite it as format 1 wrote it: the whole store in one body
@@ -212,11 +209,11 @@ def test_a_journal_in_the_previous_format_is_read_and_upgraded(tmp_path: Path) -
         db.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
     old = open_store(path)
     assert {channel: old.state(channel) for channel in (A, B)} == expected
-    old.dispatch(B, {"type": "session/titleChanged", "title": "new"})
+    old.dispatch(B, {"type": "chat/activityChanged", "activity": "new"})
     old.snapshot_now()  # the first snapshot here writes every channel, not only B
     upgraded = open_store(path)
     assert upgraded.state(A) == expected[A]
-    assert upgraded.state(B)["summary"]["title"] == "new"
+    assert upgraded.state(B)["activity"] == "new"
 
 
 async def test_snapshots_written_in_the_background_recover_what_was_sent(tmp_path: Path) -> None:
@@ -226,15 +223,15 @@ async def test_snapshots_written_in_the_background_recover_what_was_sent(tmp_pat
     store = open_store(path, snapshot_every=50)
     channels = [f"ahp-session:/bg{index}" for index in range(20)]
     for channel in channels:
-        store.create(channel, "session", session_state(channel))
+        store.create(channel, "chat", chat_state(channel))
         start_turn(store, channel, "t")
     rng = random.Random(5)
     for index in range(3_000):
         channel = rng.choice(channels)
         if rng.random() < 0.3:
-            store.dispatch(channel, {"type": "session/titleChanged", "title": f"t{index}"})
+            store.dispatch(channel, {"type": "chat/activityChanged", "activity": f"t{index}"})
         else:
-            store.dispatch(channel, {"type": "session/delta", "turnId": "t", "partId": "m", "content": f"{index},"})
+            store.dispatch(channel, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"{index},"})
         if index % 25 == 0:
             store.flush()
             await asyncio.sleep(0)  # lets background snapshots run while the stream goes on
@@ -252,7 +249,7 @@ async def test_frames_wait_for_the_commit_of_their_actions_and_commits_are_group
 
     path = tmp_path / "journal.sqlite3"
     store = open_store(path)
-    store.create(A, "session", session_state(A))
+    store.create(A, "chat", chat_state(A))
     start_turn(store, A, "t")
     store.flush()
 
@@ -263,7 +260,7 @@ async def test_frames_wait_for_the_commit_of_their_actions_and_commits_are_group
 
     seen: list[tuple[int, int]] = []
     for index in range(1, 6):
-        store.dispatch(A, {"type": "session/delta", "turnId": "t", "partId": "m", "content": "x"})
+        store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "x"})
         store.when_durable(lambda index=index: seen.append((index, committed_deltas())))
     while len(seen) < 5:
         await asyncio.sleep(0.001)
@@ -276,9 +273,9 @@ async def test_frames_wait_for_the_commit_of_their_actions_and_commits_are_group
 def test_a_snapshot_prunes_entries_older_than_it_and_the_replay_window(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     store = open_store(path, replay_capacity=300)
-    store.create(A, "session", session_state(A))
+    store.create(A, "chat", chat_state(A))
     for index in range(1_000):  # more than one prune batch
-        store.dispatch(A, {"type": "session/titleChanged", "title": f"t{index}"})
+        store.dispatch(A, {"type": "chat/activityChanged", "activity": f"t{index}"})
     store.snapshot_now()
     assert 300 <= rows(path) <= 301
     again = open_store(path, replay_capacity=300)
@@ -292,21 +289,21 @@ def manifest(path: Path, channel: str) -> list[int]:
 
 
 def finish_turn(store: Store, channel: str, turn: str, text: str) -> None:
-    store.dispatch(channel, {"type": "session/turnStarted", "turnId": turn, "userMessage": {"text": "go"}})
-    store.dispatch(channel, {"type": "session/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "m", "content": text}})
-    store.dispatch(channel, {"type": "session/turnComplete", "turnId": turn})
+    store.dispatch(channel, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "1970-01-01T00:00:00.002Z", "message": {"text": "go", "origin": {"kind": "user"}}})
+    store.dispatch(channel, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "m", "content": text}})
+    store.dispatch(channel, {"type": "chat/turnComplete", "turnId": turn, "duration": 5})
 
 
 def test_a_snapshot_rewrites_only_the_turns_that_changed_and_deletes_unused_parts(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     store = open_store(path)
-    store.create(A, "session", session_state(A))
+    store.create(A, "chat", chat_state(A))
     for index in range(3):
         finish_turn(store, A, f"t{index}", "é" * 1_500_000 if index == 1 else f"turn {index}")
     store.snapshot_now()
     first = manifest(path, A)
     finish_turn(store, A, "t3", "a fourth turn")
-    store.dispatch(A, {"type": "session/titleChanged", "title": "the head changed too"})
+    store.dispatch(A, {"type": "chat/activityChanged", "activity": "the head changed too"})
     store.snapshot_now()
     second = manifest(path, A)
     # The three earlier turns (the long one in two parts) are the same rows; the head, the new turn
@@ -318,7 +315,7 @@ def test_a_snapshot_rewrites_only_the_turns_that_changed_and_deletes_unused_part
     assert stored == set(second) | set(manifest(path, "ahp-root://"))  # unused parts are gone
     again = open_store(path)
     assert again.state(A) == store.state(A)
-    store.dispatch(A, {"type": "session/truncated", "turnId": "t0"})  # turns change in place of old ones
+    store.dispatch(A, {"type": "chat/truncated", "turnId": "t0"})  # turns change in place of old ones
     finish_turn(store, A, "t9", "after the truncation")
     store.snapshot_now()
     assert open_store(path).state(A) == store.state(A)

@@ -160,20 +160,29 @@ def test_a_journal_from_an_incompatible_format_is_refused_clearly(tmp_path: Path
 
 class CountingTranslator:
     """Shows root/activeSessionsChanged as a made-up ``x/count``, passes root/configChanged
-    through as is, and hides everything else; counts how often it is asked."""
+    through as is, shows session/titleChanged as two actions (with the states around it), and
+    hides everything else; counts how often it is asked."""
 
     def __init__(self) -> None:
         self.envelopes = 0
         self.notifications = 0
+        self.changes: list[Any] = []
 
-    def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None:
+    def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
+        return action["type"] == "session/titleChanged"
+
+    def envelope(self, kind: str, envelope: dict[str, Any], change: Any) -> Any:
         self.envelopes += 1
+        self.changes.append(change)
         action = envelope["action"]
         if action["type"] == "root/activeSessionsChanged":
             return {**envelope, "action": {"type": "x/count", "n": action["activeSessions"]}}
+        if action["type"] == "session/titleChanged":
+            return [{**envelope, "action": {"type": "x/was", "title": change.before.get("title")}},
+                    {**envelope, "action": {"type": "x/is", "title": change.after.get("title")}}]
         return envelope if action["type"] == "root/configChanged" else None
 
-    def notification(self, kind: str, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: Any) -> dict[str, Any] | None:
         self.notifications += 1
         return None if method == "x/hidden" else {**params, "seen": True}
 
@@ -231,6 +240,20 @@ def test_notifications_are_translated_per_group_and_can_be_hidden() -> None:
                                   "params": {"channel": ROOT, "session": "s", "seen": True}}]
 
 
+def test_a_translator_may_ask_for_the_states_around_an_action_and_send_several_actions() -> None:
+    store = make_store()
+    store.create(SESSION, "session", session_state())
+    translator = CountingTranslator()
+    translated = TranslatedSink(translator)
+    store.subscribe(SESSION, translated)
+    store.dispatch(SESSION, {"type": "session/titleChanged", "title": "New"})
+    store.dispatch(SESSION, {"type": "session/ready"})
+    assert [f["params"]["action"] for f in translated.frames] == [
+        {"type": "x/was", "title": None}, {"type": "x/is", "title": "New"}]
+    assert {f["params"]["serverSeq"] for f in translated.frames} == {1}
+    assert translator.changes[1].before is None  # not asked for: not read
+
+
 def test_a_translated_subscriber_counts_as_a_subscriber_until_it_leaves() -> None:
     store = make_store()
     translated = TranslatedSink(CountingTranslator())
@@ -246,7 +269,7 @@ def test_a_translated_subscriber_counts_as_a_subscriber_until_it_leaves() -> Non
 
 def test_a_translator_that_fails_costs_only_its_own_group_the_frame() -> None:
     class Broken(CountingTranslator):
-        def envelope(self, kind: str, envelope: dict[str, Any]) -> dict[str, Any] | None:
+        def envelope(self, kind: str, envelope: dict[str, Any], change: Any) -> Any:
             raise RuntimeError("bug")
 
     store = make_store()

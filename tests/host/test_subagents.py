@@ -131,10 +131,12 @@ async def test_ten_parallel_task_calls_run_at_most_the_cap_at_once_and_all_finis
         async with serving(config, frame_checker) as (running, client):
             store = running.host.store
             session = await ready_session(client, provider="fake")
+            parent = running.host.session_uri(session)
             busy: list[int] = []
 
             def count_running(*_args: object) -> None:
-                busy.append(sum(1 for uri, state in store.channels("session") if uri != session and state.get("activeTurn")))
+                busy.append(sum(1 for uri, state in store.channels("session")
+                                if uri != parent and store.active_turn_id(state["defaultChat"]) is not None))
 
             store.change_observers.append(count_running)
             turn_id = client.send_message(session, "search ten things")
@@ -142,12 +144,12 @@ async def test_ten_parallel_task_calls_run_at_most_the_cap_at_once_and_all_finis
             waiting = lambda: [c for c in _calls(client, session)
                                if any("Waiting for a free sub-agent" in b.get("text", "") for b in c.get("content") or ())]
             await client.wait_for(lambda m, e: len(waiting()) == 6 and max(busy, default=0) == 4, timeout=30)
-            assert sum(1 for uri, _ in store.channels("session") if uri != session) == 4
+            assert sum(1 for uri, _ in store.channels("session") if uri != parent) == 4
             release.set()
             await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []), timeout=60)
             store.change_observers.remove(count_running)
             turn = client.state(session)["turns"][-1]
-            children = [uri for uri, _ in store.channels("session") if uri != session]
+            children = [uri for uri, _ in store.channels("session") if uri != parent]
     assert max(busy) == 4, f"at most 4 sub-agents may run at once, saw {max(busy)}"
     assert turn["state"] == "complete"
     finished = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
@@ -173,13 +175,40 @@ async def test_disposing_a_parent_disposes_its_sub_agents_running_or_finished(tm
                 client.send_message(session, "look, then search")
                 store = running.host.store
 
-                def children() -> list[tuple[str, dict]]:
-                    return [(uri, state) for uri, state in store.channels("session") if uri not in (session, other)]
+                parents = {running.host.session_uri(session), running.host.session_uri(other)}
 
-                # The first child finished; the second is running its turn.
-                await client.wait_for(lambda m, e: len(children()) == 2 and any(s.get("activeTurn") for _, s in children()), timeout=30)
+                def children() -> list[tuple[str, dict]]:
+                    return [(uri, state) for uri, state in store.channels("session") if uri not in parents]
+
+                # The first child finished; the second is running its turn (on its default chat).
+                await client.wait_for(lambda m, e: len(children()) == 2
+                                      and any(store.active_turn_id(s["defaultChat"]) is not None for _, s in children()), timeout=30)
                 await client.dispose_session(session)
                 listed = {summary["resource"] for summary in await client.list_sessions()}
     finally:
         never.set()
     assert listed == {other}, "a sub-agent outlived the session that started it"
+
+
+async def test_a_restarted_host_still_disposes_a_parents_sub_agents(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    task = {"description": "Quick look", "prompt": "Look quickly."}
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "task", json.dumps(task))])),
+        Reply(200, chat_sse("Looked.")),
+        Reply(200, chat_sse("The sub-agent looked.")),
+    ]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = config_for(tmp_path, toml=fake_agent_toml(server.base_url))
+        async with serving(config, frame_checker) as (_, client):
+            session = await ready_session(client, provider="fake")
+            other = await ready_session(client, provider="fake")
+            turn = await run_turn(client, session, "look")
+            await idle(client, session)
+        assert turn["state"] == "complete"
+        # A new host on the same data knows the child only from the parent's recorded task call.
+        async with serving(config, frame_checker) as (_, client):
+            before = {summary["resource"] for summary in await client.list_sessions()}
+            await client.dispose_session(session)
+            after = {summary["resource"] for summary in await client.list_sessions()}
+    assert len(before - {session, other}) == 1, "the sub-agent's session was not restored"
+    assert after == {other}, "a sub-agent outlived the session that started it after a restart"

@@ -16,8 +16,8 @@ from typing import Any, Callable
 import pytest
 from jsonschema import Draft202012Validator
 
-import ahp.dialects
-from ahp.dialects.registry import action_known, notification_known
+import ahp.protocol
+from ahp.dialects.catalogue import known_to, notification_known_to
 from host.server import RunningHost
 from tests.conftest import TOKEN, Connect
 
@@ -31,7 +31,7 @@ def vscode_frames() -> list[dict[str, Any]]:
 
 @cache
 def _validator(definition: str) -> Draft202012Validator:
-    schema = json.loads((Path(ahp.dialects.__file__).parents[1] / "protocol" / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
+    schema = json.loads((Path(ahp.protocol.__file__).parent / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
     return Draft202012Validator({"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"})
 
 
@@ -102,11 +102,10 @@ def assert_only_what_0_9_0_knows(frames: list[dict[str, Any]]) -> None:
         method = frame.get("method")
         if method == "action":
             action_type = frame["params"]["action"]["type"]
-            assert action_known(action_type, "0.9.0"), action_type
-            assert not action_type.startswith("session/"), action_type  # no session is served to 0.9.0 yet
+            assert known_to("0.9.0", action_type), action_type
             assert_valid(frame["params"], "ActionEnvelope")
         elif method is not None:
-            assert notification_known(method, "0.9.0"), method
+            assert notification_known_to("0.9.0", method), method
 
 
 async def test_vscode_connects_and_its_first_seconds_get_answers_without_errors(
@@ -160,7 +159,7 @@ async def test_vscode_connects_and_its_first_seconds_get_answers_without_errors(
         if frame["method"] == "listSessions":
             assert_valid(reply["result"], "ListSessionsResult")
             [item] = reply["result"]["items"]
-            assert item["resource"] == session and item["createdAt"].endswith("Z") and "nextCursor" not in reply["result"]
+            assert item["resource"] == running_host.host.session_uri(session) and item["createdAt"].endswith("Z") and "nextCursor" not in reply["result"]
         else:
             assert frame["method"] == "ping" and reply["result"] is None
     # setClientManagedSettingsPermissions got no frame: every frame is accounted for
@@ -200,7 +199,9 @@ async def test_a_0_2_0_and_a_0_9_0_client_each_see_root_changes_in_their_own_dia
     old_events = old.subscribe_events()
     session = await old.create_session()
     added = await new.until(lambda: next((f["params"] for f in new.received if f.get("method") == "root/sessionAdded"), None))
-    assert added["summary"]["resource"] == session and isinstance(added["summary"]["createdAt"], str)
+    # 0.9.0 names it <provider>:/<id>, 0.2.0 ahp-session:/<id>: the same <id>.
+    assert added["summary"]["resource"] == running_host.host.session_uri(session) == "offline:/" + session.split(":/", 1)[1]
+    assert isinstance(added["summary"]["createdAt"], str)
     assert_valid(added, "SessionAddedParams")
     while True:
         note = await asyncio.wait_for(old_events.get(), 5)
@@ -250,7 +251,7 @@ async def test_a_malformed_version_is_invalid_params_naming_it(running_host: Run
 async def test_a_0_9_0_client_sending_0_2_0_actions_is_refused_clearly_and_goes_on(
         running_host: RunningHost, connect: Connect) -> None:
     old = await connect()
-    session = await old.create_session()
+    session = running_host.host.session_uri(await old.create_session())
     new = await Peer.open(running_host)
     await new.initialize("new-client", ["0.9.0"])
     store = running_host.host.store
@@ -258,7 +259,8 @@ async def test_a_0_9_0_client_sending_0_2_0_actions_is_refused_clearly_and_goes_
     for client_seq, (channel, action) in enumerate([
         (session, {"type": "session/turnStarted", "turnId": "t1", "userMessage": {"text": "hi"}}),
         (ROOT, {"type": "session/delta", "turnId": "t1", "partId": "p", "content": "x"}),
-        (session, {"type": "session/titleChanged", "title": "mine now"}),
+        (session, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-11-26T00:00:00.000Z",
+                   "message": {"text": "hi", "origin": {"kind": "user"}}}),
     ]):
         await new.send({"jsonrpc": "2.0", "method": "dispatchAction",
                         "params": {"channel": channel, "clientSeq": client_seq, "action": action}})
@@ -266,16 +268,15 @@ async def test_a_0_9_0_client_sending_0_2_0_actions_is_refused_clearly_and_goes_
     assert [r["origin"]["clientSeq"] for r in rejections] == [0, 1, 2]
     assert "AHP 0.2.0 action" in rejections[0]["rejectionReason"] and "chat/turnStarted" in rejections[0]["rejectionReason"]
     assert "AHP 0.2.0 action" in rejections[1]["rejectionReason"]
-    assert "does not serve sessions" in rejections[2]["rejectionReason"]
+    assert "belongs on a chat channel" in rejections[2]["rejectionReason"]
     assert rejections[0]["action"]["type"] == "session/turnStarted"  # the client's own action, echoed back
     assert store.seq == seq_before
     # ...and the connection is still usable
     assert (await new.request("ping", {"channel": ROOT}))["result"] is None
     reply = await new.request("subscribe", {"channel": session})
-    assert reply["error"]["code"] == -32603 and "does not serve sessions" in reply["error"]["message"]
-    assert reply["error"]["data"]["notServedYet"] == "sessions"
+    assert reply["result"]["snapshot"]["state"]["defaultChat"].startswith("ahp-chat://default/")
     reply = await new.request("createSession", {"channel": "copilotcli:/0b5e1f2a-8f0e-4a3c-9d1e-3c9e2b7a6f10", "provider": "offline"})
-    assert reply["error"]["code"] == -32603 and "does not serve sessions" in reply["error"]["message"]
+    assert reply["error"]["code"] == -32602 and "session URI" in reply["error"]["message"]  # its scheme is its provider
     reply = await new.request("listSessions", {"channel": ROOT, "limit": "all"})
     assert reply["error"]["code"] == -32602 and "limit" in reply["error"]["message"]
     await new.close()
@@ -312,7 +313,7 @@ async def test_list_sessions_pages_for_newer_clients(running_host: RunningHost, 
         cursor = result.get("nextCursor")
         if cursor is None:
             break
-    assert sorted(seen) == sorted(made) and len(seen) == 5
+    assert sorted(seen) == sorted(running_host.host.session_uri(uri) for uri in made) and len(seen) == 5
     all_at_once = (await new.request("listSessions", {"channel": ROOT}))["result"]
     assert [item["resource"] for item in all_at_once["items"]] == seen
     modified = [item["modifiedAt"] for item in all_at_once["items"]]
@@ -339,7 +340,7 @@ async def test_reconnect_replays_through_the_dialect(running_host: RunningHost, 
     assert result["type"] == "replay" and result["missing"] == ["ahp-session:/x"]
     types = [envelope["action"]["type"] for envelope in result["actions"]]
     assert "root/configChanged" in types and "root/activeSessionsChanged" in types
-    assert all(action_known(t, "0.9.0") for t in types)
+    assert all(known_to("0.9.0", t) for t in types)
     # the reconnected connection speaks 0.9.0: automations exist, createChat is "not yet"
     assert (await back.request("listAutomationTriggerDefinitions", {"channel": ROOT}))["result"] == {"items": []}
     await back.close()

@@ -103,3 +103,43 @@ def test_notifications_by_version():
     assert "root/progress" in known_0_9 and len(known_0_9) == 8
     assert not notification_known_to("1.0.0", "channel/frame") and notification_known_to("1.1.0", "tcp/eof")
     assert not notification_known_to("0.9.0", "action")
+
+
+def _schema_commands(schema: dict) -> set[str]:
+    params = {name[: -len("Params")] for name in schema["$defs"] if name.endswith("Params")}
+    return {name[0].lower() + name[1:] for name in params} - {
+        "base", "paginated",  # shared shapes, not methods
+        "authRequired", "sessionAdded", "sessionRemoved", "sessionSummaryChanged", "progress",  # host→client
+        "otlpExportLogs", "otlpExportMetrics", "otlpExportTraces",
+    }
+
+
+def test_the_0_2_0_methods_are_those_of_the_0_2_0_table():
+    from ahp.protocol import METHODS
+
+    clients = {name: spec for name, spec in METHODS.items() if spec.sent_by_client()}
+    assert catalogue.CLIENT_REQUESTS["0.2.0"] == {n for n, s in clients.items() if s.kind == "request"}
+    assert catalogue.CLIENT_NOTIFICATIONS["0.2.0"] == {n for n, s in clients.items() if s.kind == "notification"}
+
+
+def test_the_0_7_0_methods_are_the_commands_of_the_0_7_0_schema():
+    served = catalogue.CLIENT_REQUESTS["0.7.0"] | catalogue.CLIENT_NOTIFICATIONS["0.7.0"] - {"setClientManagedSettingsPermissions"}
+    assert served == _schema_commands(schema_0_7())
+
+
+@pytest.mark.parametrize("method", ["listAutomationTriggerDefinitions", "fetchAutomationRuns", "runAutomation"])
+def test_automations_are_0_9_0_methods(method):
+    assert method in catalogue.CLIENT_REQUESTS["0.9.0"]
+    assert method not in catalogue.CLIENT_REQUESTS["0.7.0"]
+
+
+def test_a_0_9_0_connection_never_sees_a_0_2_0_only_or_a_0_10_0_type():
+    assert not known_to("0.9.0", "session/delta")
+    assert not known_to("0.9.0", "session/activeClientChanged")
+    assert not known_to("0.9.0", "chat/canvasesChanged")
+    assert known_to("0.9.0", "chat/turnStarted")
+    assert known_to("0.9.0", "automation/set")
+    assert not known_to("0.7.0", "automation/set")
+    assert not known_to("0.2.0", "chat/delta")
+    assert known_to("0.2.1", "session/delta")
+    assert not known_to("0.9.0", "no/suchAction")

@@ -1,4 +1,5 @@
-"""The generated action builders: fresh, complete, and rebuilding every real action exactly."""
+"""The generated builders of the internal model (AHP 0.9.0): fresh, complete, and rebuilding
+every action of the official 0.7.0 vectors whose shape 0.9.0 kept, exactly."""
 
 from __future__ import annotations
 
@@ -10,30 +11,43 @@ from pathlib import Path
 
 import pytest
 
-from pydantic import ValidationError
-
-from ahp.protocol import ACTIONS, action_model, builders
-from ahp.protocol._models import adapter_for
-
-from tests.ahp.dialects.v0_2.state._support import load_differential_cases
+from ahp.protocol import builders
+from ahp.state import ACTION_TYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = REPO_ROOT / "scripts" / "generate_action_builders.py"
-VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec" / "test-cases" / "reducers"
+VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec-0.7.0" / "test-cases" / "reducers"
+SPEC_1_0_0_ACTIONS = REPO_ROOT / "ahp" / "protocol" / "spec-1.0.0" / "schema" / "actions.schema.json"
 
 
-def test_builders_are_up_to_date_with_the_schema():
+def test_both_builders_modules_are_up_to_date_with_their_schemas():
     completed = subprocess.run([sys.executable, str(SCRIPT), "--check"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
-def test_every_action_type_has_a_builder():
+def _built_types() -> set[str]:
     built = set()
     for name in builders.__all__:
         function = getattr(builders, name)
         required = {p.name: "x" for p in inspect.signature(function).parameters.values() if p.default is inspect.Parameter.empty}
         built.add(function(**required)["type"])
-    assert built == set(ACTIONS)
+    return built
+
+
+def test_every_action_type_the_internal_reducers_know_has_a_builder():
+    known = set().union(*ACTION_TYPES.values())
+    assert known <= _built_types()
+
+
+def test_the_builders_are_the_1_0_0_actions_without_the_0_10_0_canvas_ones():
+    schema = json.loads(SPEC_1_0_0_ACTIONS.read_text(encoding="utf-8"))
+    typed = {
+        definition["properties"]["type"]["const"]
+        for name, definition in schema["$defs"].items()
+        if name.endswith("Action") and "const" in definition.get("properties", {}).get("type", {})
+    }
+    assert _built_types() == typed - {"chat/canvasesChanged", "canvas/stateChanged"}
+    assert "canvas/stateChanged" not in _built_types()
 
 
 def _snake(key: str) -> str:
@@ -43,51 +57,39 @@ def _snake(key: str) -> str:
 
 
 def _builder_for(action: dict):
-    short = action["type"].split("/", 1)[1]
-    if action["type"] == "session/toolCallConfirmed":
+    prefix, short = action["type"].split("/", 1)
+    if short == "toolCallConfirmed":
         short = "toolCallApproved" if action.get("approved") else "toolCallDenied"
-    return getattr(builders, _snake(action["type"].split("/")[0]) + "_" + _snake(short))
+    return getattr(builders, _snake(prefix) + "_" + _snake(short), None)
 
 
-def _valid(action: dict) -> bool:
-    if action.get("type") not in ACTIONS:
-        return False
-    model = action_model(action["type"])
-    if action["type"] == "session/toolCallConfirmed":
-        # the schema lost the `approved` literals, so the union alone accepts either branch's shape
-        model = adapter_for("SessionToolCallApprovedAction" if action.get("approved") else "SessionToolCallDeniedAction")
-    try:
-        model.validate_python(action)
-    except ValidationError:
-        return False
-    return True
-
-
-def _real_actions():
-    """Every valid action the official vectors and the differential cases fold (the unknown
-    types and broken payloads they also feed reducers are left out: no builder makes those)."""
-    for path in sorted(VECTORS.glob("*.json")):
-        yield from filter(_valid, json.loads(path.read_text(encoding="utf-8"))["actions"])
-    for case in load_differential_cases():
-        yield from filter(_valid, case.get("actions", []))
-
-
-def test_every_action_in_the_vectors_is_rebuilt_exactly_from_its_fields():
+def test_every_vector_action_with_a_0_9_0_shape_is_rebuilt_exactly_from_its_fields():
     seen = 0
-    for action in _real_actions():
-        builder = _builder_for(action)
-        parameters = inspect.signature(builder).parameters
-        optional = {name for name, p in parameters.items() if p.default is None}
-        # fields no 0.2.0 type declares (tolerated on the wire) are not the builders' business,
-        # and an optional field sent as null means the same as one left out
-        kept = {k: v for k, v in action.items() if k in ("type", "approved") or _snake(k) in parameters}
-        expected = {k: v for k, v in kept.items() if v is not None or _snake(k) not in optional}
-        fixed = ("type", "approved") if action["type"] == "session/toolCallConfirmed" else ("type",)
-        assert builder(**{_snake(k): v for k, v in kept.items() if k not in fixed}) == expected
-        seen += 1
-    assert seen > 1000
+    for path in sorted(VECTORS.glob("*.json")):
+        for action in json.loads(path.read_text(encoding="utf-8"))["actions"]:
+            builder = _builder_for(action) if isinstance(action.get("type"), str) and "/" in action["type"] else None
+            if builder is None:
+                continue
+            parameters = inspect.signature(builder).parameters
+            fixed = ("type", "approved") if action["type"].endswith("/toolCallConfirmed") else ("type",)
+            given = {_snake(k): v for k, v in action.items() if k not in fixed}
+            required = {n for n, p in parameters.items() if p.default is inspect.Parameter.empty}
+            if not required <= given.keys() or not given.keys() <= parameters.keys():
+                continue  # a 0.7.0 shape 0.9.0 changed, or a broken action the vectors feed on purpose
+            # an optional field sent as null means the same as one left out (the clearing fields)
+            expected = {k: v for k, v in action.items() if v is not None or _snake(k) in required or k in fixed}
+            assert builder(**given) == expected, path.name
+            seen += 1
+    assert seen > 350
 
 
 def test_a_missing_required_field_is_a_type_error_not_a_bad_frame():
     with pytest.raises(TypeError, match="part_id"):
-        builders.session_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]
+        builders.chat_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]
+
+
+def test_the_confirmed_union_has_one_builder_per_branch_with_its_literal():
+    approved = builders.chat_tool_call_approved(turn_id="t", tool_call_id="c", confirmed="user-action")
+    denied = builders.chat_tool_call_denied(turn_id="t", tool_call_id="c", reason="denied")
+    assert approved["approved"] is True and denied["approved"] is False
+    assert approved["type"] == denied["type"] == "chat/toolCallConfirmed"

@@ -103,8 +103,8 @@ async def test_sessions_in_one_directory_share_one_git_run_within_the_reuse_wind
     preamble = EnvironmentPreamble(lambda: 1_767_312_000_000, lambda session: (), monotonic=lambda: now[0])
 
     def context(session: str) -> TurnContext:
-        state = {"summary": {"workingDirectory": project.as_uri()}}
-        return TurnContext(session=session, turn_id="t1", user_message={}, _dispatch=lambda action: None, _state=lambda: state)
+        state = {"workingDirectories": [project.as_uri()]}
+        return TurnContext(session=session, turn_id="t1", message={}, _dispatch=lambda channel, action: None, _state=lambda: state)
 
     def git_runs() -> int:
         return len(log.read_text().splitlines()) if log.exists() else 0

@@ -160,7 +160,7 @@ async def test_responses_reasoning_summary_streams_as_a_reasoning_part_and_turn_
     assert turn["usage"] == {"inputTokens": 32, "outputTokens": 839, "model": "gpt-5-2025-08-07", "_meta": {"reasoningTokens": 832}}
 
     await run_turn(client, session, "If you remember what the primes were, then share them, or say 'I don't remember.'")
-    transport = running.host.agents["rec"].source.transport_for(session, "resp-reasoning")
+    transport = running.host.agents["rec"].source.transport_for(running.host.session_uri(session), "resp-reasoning")
     sent = json.loads(transport.requests[1].content)
     assert sent["input"][1:3] == recorded_body(MODELS["resp-reasoning"], 1)["input"][1:3]  # reasoning + message items verbatim
 
@@ -183,7 +183,7 @@ async def test_anthropic_thinking_signature_is_sent_back_unchanged_on_turn_two(r
     assert first["usage"] == {"inputTokens": 67, "outputTokens": 1193, "model": "claude-sonnet-4-20250514"}
 
     second = await run_turn(client, session, "If you remember what the primes were, then share them, or say 'I don't remember.'")
-    transport = running.host.agents["rec"].source.transport_for(session, "claude-thinking")
+    transport = running.host.agents["rec"].source.transport_for(running.host.session_uri(session), "claude-thinking")
     sent = json.loads(transport.requests[1].content)
     recorded_assistant = recorded_body(MODELS["claude-thinking"], 1)["messages"][1]
     assert sent["messages"][1] == recorded_assistant  # thinking block with its 3312-char signature, unchanged
@@ -229,7 +229,7 @@ async def test_anthropic_parallel_tool_use_then_answer_and_the_results_go_back_a
     assert turn["state"] == "complete"
     assert [p["kind"] for p in turn["responseParts"]] == ["markdown", "toolCall", "toolCall", "markdown"]
     assert turn["usage"] == {"inputTokens": 1018, "outputTokens": 161, "model": "claude-sonnet-4-20250514"}
-    transport = running.host.agents["rec"].source.transport_for(session, "claude-tools")
+    transport = running.host.agents["rec"].source.transport_for(running.host.session_uri(session), "claude-tools")
     sent = json.loads(transport.requests[1].content)
     recorded = recorded_body(MODELS["claude-tools"], 1)["messages"]
     assert sent["messages"][1] == recorded[1]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import httpx
 
+from ahp.state import default_chat_uri
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from host.agui import session_uri_for
+from host.agui import thread_session
 from providers import ScriptedProvider
 from providers.errors import AuthenticationError
 from providers.scripted import call_tools, reply
@@ -28,6 +29,14 @@ class EchoTool(Tool):
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
         return success_result(f"Echoed {args['text']}", [{"type": "text", "text": args["text"].upper()}])
+
+
+def thread_chat(running: object, thread_id: str) -> dict:
+    """The host's internal state of the default chat of a thread's session."""
+    store = running.host.store  # type: ignore[attr-defined]
+    session = thread_session(store, thread_id)
+    assert session is not None
+    return store.state(default_chat_uri(session)) or {}
 
 
 def scripted(provider: ScriptedProvider) -> ProviderAgent:
@@ -60,7 +69,7 @@ async def test_a_missing_token_is_401_and_a_wrong_one_403(running_host) -> None:
     assert missing.headers["www-authenticate"] == "Bearer"
     assert wrong.status_code == 403 and "token is wrong" in wrong.json()["error"]
     assert wrong_query.status_code == 403
-    assert running_host.host.store.state(session_uri_for("t")) is None  # nothing was created
+    assert thread_session(running_host.host.store, "t") is None  # nothing was created
 
 
 async def test_the_token_may_come_as_a_query_parameter(running_host) -> None:
@@ -123,9 +132,8 @@ async def test_a_text_answer_streams_as_one_text_message_with_usage_in_run_finis
     assert events[0]["threadId"] == "thread-text" and events[0]["runId"] == "run-1"
     assert text_of(events).startswith('You said: "hello there"')
     assert events[-1]["usage"] == [{"model": "offline-echo", "inputTokens": 2, "outputTokens": 47, "totalTokens": 49}]
-    session = running_host.host.store.state(session_uri_for("thread-text"))
-    [turn] = session["turns"]
-    assert turn["userMessage"]["text"] == "hello there" and turn["state"] == "complete"
+    [turn] = thread_chat(running_host, "thread-text")["turns"]
+    assert turn["message"]["text"] == "hello there" and turn["state"] == "complete"
 
 
 async def test_reasoning_streams_as_reasoning_events_before_the_text(tmp_path: Path, frame_checker: FrameChecker) -> None:
@@ -177,11 +185,13 @@ async def test_a_provider_error_is_run_error_with_the_message_a_person_can_act_o
     provider = ScriptedProvider([[failure]])
     async with serving(config_for(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
         events = await run(running.http_url, run_input("thread-error", "run-1", [user("m1", "hi")]))
-        turn = running.host.store.state(session_uri_for("thread-error"))["turns"][0]
+        turn = thread_chat(running, "thread-error")["turns"][0]
     assert types(events) == ["RUN_STARTED", "RUN_ERROR"]
-    assert events[-1]["message"] == turn["error"]["message"]
+    error = turn["responseParts"][-1]  # since 0.9.0 a turn's error is its last response part
+    assert error["kind"] == "error" and turn["state"] == "error"
+    assert events[-1]["message"] == error["error"]["message"]
     assert "SCRIPTED_API_KEY" in events[-1]["message"] and "Traceback" not in events[-1]["message"]
-    assert events[-1]["code"] == turn["error"]["errorType"]
+    assert events[-1]["code"] == error["error"]["errorType"]
 
 
 async def test_an_unknown_agent_in_forwarded_props_is_a_run_error_listing_the_agents(running_host) -> None:
@@ -200,7 +210,7 @@ async def test_a_repeated_input_sends_the_thread_and_says_why_nothing_ran(runnin
     assert snapshot[1]["role"] == "assistant" and snapshot[1]["content"] == text_of(first)
     assert again[-1]["code"] == "nothingToRun"
     assert "m1" in again[-1]["message"] and "new user message" in again[-1]["message"]
-    assert len(running_host.host.store.state(session_uri_for("thread-again"))["turns"]) == 1
+    assert len(thread_chat(running_host, "thread-again")["turns"]) == 1
 
 
 async def test_joining_a_thread_without_messages_sends_the_snapshot_and_finishes(running_host) -> None:
@@ -216,5 +226,5 @@ async def test_the_same_thread_continues_the_same_session(running_host) -> None:
     history += [{"id": "a1", "role": "assistant", "content": "..."}, user("m2", "second")]
     events = await run(running_host.http_url, run_input("thread-two", "run-2", history))
     assert text_of(events).startswith('You said: "second"')
-    turns = running_host.host.store.state(session_uri_for("thread-two"))["turns"]
-    assert [t["userMessage"]["text"] for t in turns] == ["first", "second"]
+    turns = thread_chat(running_host, "thread-two")["turns"]
+    assert [t["message"]["text"] for t in turns] == ["first", "second"]

@@ -24,7 +24,7 @@ def entry(status: str = "resolved", **payload) -> ResumeEntry:
 
 def test_approved_true_picks_allow_once() -> None:
     assert answer(entry(approved=True), CALL, "t1") == {
-        "type": "session/toolCallConfirmed", "turnId": "t1", "toolCallId": "c1", "approved": True,
+        "type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": "c1", "approved": True,
         "confirmed": "user-action", "selectedOptionId": "allow-once"}
 
 
@@ -66,7 +66,7 @@ def test_a_result_confirmation_is_its_own_interrupt() -> None:
     [interrupt] = interrupts({"responseParts": [{"kind": "toolCall", "toolCall": call}]})
     assert (interrupt.id, interrupt.reason) == ("ahp-result:c1", "tool_result_approval")
     resumed = ResumeEntry(interrupt_id="ahp-result:c1", status="resolved", payload={"approved": False})
-    assert answer(resumed, call, "t1") == {"type": "session/toolCallResultConfirmed", "turnId": "t1", "toolCallId": "c1", "approved": False}
+    assert answer(resumed, call, "t1") == {"type": "chat/toolCallResultConfirmed", "turnId": "t1", "toolCallId": "c1", "approved": False}
 
 
 def test_coverage_every_open_interrupt_once_and_nothing_else() -> None:

@@ -11,7 +11,9 @@ from typing import Any
 
 from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.agents.base import TurnContext
-from host.agui import client_id_for, session_uri_for
+from ahp.protocol import builders
+from ahp.state import default_chat_uri
+from host.agui import client_id_for, session_uri_for, thread_session
 from host.store import Store
 from providers import ScriptedProvider
 from providers.scripted import Pause, Script, finish, reply, text
@@ -27,9 +29,16 @@ PICK_COLOR = {
 }
 
 
+
+def thread_states(running: Any, thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The host's internal states of a thread's session and of its default chat."""
+    session = thread_session(running.host.store, thread_id)
+    assert session is not None
+    return running.host.store.state(session) or {}, running.host.store.state(default_chat_uri(session)) or {}
+
 class FrontEndToolAgent:
     """Calls the active client's first tool exactly as the AHP client-tool contract says:
-    ``toolCallStart`` with ``toolClientId``, a delta, ``toolCallReady`` (running), then waits on
+    ``chat/toolCallStart`` with its client ``contributor``, a delta, ``toolCallReady`` (running), then waits on
     the store for the owner's ``toolCallComplete`` and answers with what the tool returned."""
 
     provider = "frontend"
@@ -51,30 +60,32 @@ class FrontEndToolAgent:
 
     async def run_turn(self, ctx: TurnContext) -> None:
         assert self.store is not None
-        active = ctx.state.get("activeClient") or {}
+        active = (ctx.state.get("activeClients") or [{}])[0]
         self.seen_tools.append(active.get("tools") or [])
         call_id = f"{ctx.turn_id}:call"
         completed = asyncio.Event()
 
         def observe(channel: str, before: dict, after: dict, envelope: dict) -> None:
             action = envelope["action"]
-            if channel == ctx.session and action.get("type") == "session/toolCallComplete" and action.get("toolCallId") == call_id:
+            if channel == ctx.chat and action.get("type") == "chat/toolCallComplete" and action.get("toolCallId") == call_id:
                 completed.set()
 
         self.store.observers.append(observe)
         try:
             name = active["tools"][0]["name"]
-            ctx.emit({"type": "session/toolCallStart", "toolCallId": call_id, "toolName": name, "displayName": name, "toolClientId": active["clientId"]})
-            ctx.emit({"type": "session/toolCallDelta", "toolCallId": call_id, "content": '{"hint": "warm"}'})
-            ctx.emit({"type": "session/toolCallReady", "toolCallId": call_id, "invocationMessage": f"Run {name}", "toolInput": '{"hint": "warm"}', "confirmed": "not-needed"})
+            ctx.emit(builders.chat_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name=name, display_name=name,
+                                                   contributor={"kind": "client", "clientId": active["clientId"]}))
+            ctx.emit(builders.chat_tool_call_delta(turn_id=ctx.turn_id, tool_call_id=call_id, content='{"hint": "warm"}'))
+            ctx.emit(builders.chat_tool_call_ready(turn_id=ctx.turn_id, tool_call_id=call_id, invocation_message=f"Run {name}",
+                                                   tool_input='{"hint": "warm"}', confirmed="not-needed"))
             await asyncio.wait_for(completed.wait(), 20)
         finally:
             self.store.observers.remove(observe)
-        call = next(p["toolCall"] for p in ctx.state["activeTurn"]["responseParts"] if p.get("kind") == "toolCall")
+        call = next(p["toolCall"] for p in ctx.chat_state["activeTurn"]["responseParts"] if p.get("kind") == "toolCall")
         answer = " ".join(item["text"] for item in call.get("content") or [])
         part_id = ctx.new_part_id("text")
-        ctx.emit({"type": "session/responsePart", "part": {"kind": "markdown", "id": part_id, "content": ""}})
-        ctx.emit({"type": "session/delta", "partId": part_id, "content": f"You picked {answer}."})
+        ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "markdown", "id": part_id, "content": ""}))
+        ctx.emit(builders.chat_delta(turn_id=ctx.turn_id, part_id=part_id, content=f"You picked {answer}."))
 
 
 async def test_a_front_end_tool_ends_the_run_and_its_tool_message_continues_the_turn_in_the_next(tmp_path: Path, frame_checker: FrameChecker) -> None:
@@ -88,9 +99,9 @@ async def test_a_front_end_tool_ends_the_run_and_its_tool_message_continues_the_
         call_id = first[1]["toolCallId"]
         assert first[1]["toolCallName"] == "pick_color" and first[2]["delta"] == '{"hint": "warm"}'
         assert first[-1]["outcome"] == {"type": "success", "pendingToolCallIds": [call_id]}
-        state = running.host.store.state(session)
-        assert state["activeTurn"] is not None  # the turn waits for the front end
-        assert state["activeClient"]["clientId"] == client_id_for("thread-fe")
+        state, chat = thread_states(running, "thread-fe")
+        assert chat["activeTurn"] is not None  # the turn waits for the front end
+        assert [c["clientId"] for c in state["activeClients"]] == [client_id_for("thread-fe")]
         assert agent.seen_tools[0] == [{"name": "pick_color", "description": PICK_COLOR["description"], "inputSchema": PICK_COLOR["parameters"]}]
 
         messages += [
@@ -100,11 +111,11 @@ async def test_a_front_end_tool_ends_the_run_and_its_tool_message_continues_the_
         second = await run(running.http_url, run_input("thread-fe", "run-2", messages, tools=[PICK_COLOR]))
         assert compact(second) == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"]
         assert text_of(second) == "You picked orange."
-        state = running.host.store.state(session)
-        [turn] = state["turns"]
+        state, chat = thread_states(running, "thread-fe")
+        [turn] = chat["turns"]
         call = turn["responseParts"][0]["toolCall"]
         assert (call["status"], call["success"], call["content"]) == ("completed", True, [{"type": "text", "text": "orange"}])
-        assert "activeClient" not in state  # the role is released once no call waits on the front end
+        assert state["activeClients"] == []  # the role is released once no call waits on the front end
 
 
 async def test_a_new_message_while_a_front_end_call_waits_is_refused_with_what_to_send(tmp_path: Path, frame_checker: FrameChecker) -> None:
@@ -154,12 +165,14 @@ async def test_an_ahp_client_sees_the_ag_ui_run_live_and_both_converge_on_the_sa
         ahp_turn = await run_turn(client, session, "from the editor")
         third = await run(running.http_url, run_input("thread-both", "run-2", [user("m1", "say hello"), user("m3", "and again")]))
         await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 3)
-        host_turns = running.host.store.state(session)["turns"]
+        host_turns = thread_states(running, "thread-both")[1]["turns"]
         mirror_turns = client.state(session)["turns"]
     assert text_of(collected) == "Hello world" and collected[-1]["type"] == "RUN_FINISHED"
     assert ahp_turn["state"] == "complete" and text_of(third) == "Third."
-    assert mirror_turns == host_turns
-    assert [t["userMessage"]["text"] for t in host_turns] == ["say hello", "from the editor", "and again"]
+    # The 0.2.0 mirror shows the same turns as the host's chat (a turn's Message is its userMessage there).
+    assert [(t["id"], t["userMessage"]["text"], t["responseParts"], t["state"]) for t in mirror_turns] == [
+        (t["id"], t["message"]["text"], t["responseParts"], t["state"]) for t in host_turns]
+    assert [t["message"]["text"] for t in host_turns] == ["say hello", "from the editor", "and again"]
     assert [p["content"] for t in host_turns for p in t["responseParts"]] == ["Hello world", "From AHP.", "Third."]
 
 
@@ -204,10 +217,10 @@ async def test_tools_cannot_be_offered_while_an_ahp_client_holds_the_active_clie
         seq = client.dispatch(session, {"type": "session/activeClientChanged", "activeClient": {"clientId": client.client_id, "displayName": "Editor", "tools": []}})
         await client.outcome(seq)
         events = await run(running.http_url, run_input("thread-role", "run-1", [user("m1", "pick")], tools=[PICK_COLOR]))
-        state = running.host.store.state(session)
+        state, chat = thread_states(running, "thread-role")
     assert types(events) == ["RUN_STARTED", "RUN_ERROR"]
     assert "Editor" in events[-1]["message"] and "Run without tools" in events[-1]["message"]
-    assert state["activeClient"]["clientId"] == client.client_id and state["turns"] == []
+    assert [c["clientId"] for c in state["activeClients"]] == [client.client_id] and chat["turns"] == []
 
 
 async def test_a_front_end_tool_called_by_the_real_provider_loop_round_trips_across_two_runs(tmp_path: Path, frame_checker: FrameChecker) -> None:
@@ -233,5 +246,5 @@ async def test_a_front_end_tool_called_by_the_real_provider_loop_round_trips_acr
         assert types(second)[-1] == "RUN_FINISHED"
         [results] = [m for m in provider.requests[1].messages if isinstance(m, ToolResultsMessage)]
         assert [(r.text, r.is_error) for r in results.results] == [("orange", False)]
-        [turn] = running.host.store.state(session_uri_for("thread-real"))["turns"]
+        [turn] = thread_states(running, "thread-real")[1]["turns"]
         assert turn["state"] == "complete"

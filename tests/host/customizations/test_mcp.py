@@ -8,7 +8,7 @@ from host.customizations import SessionMcp
 from host.store import Store
 from tests.tools.mcp.conftest import FAST, kitchen_sink
 
-SESSION = "ahp-session:/restored"
+SESSION = "p:/restored"
 BUILT_IN = {"name": "read_file", "description": "Reads a file.", "inputSchema": {"type": "object"}}
 LEFT_OVER = {"name": "mcp__gone__echo", "description": "From a server of the previous host process.",
              "inputSchema": {"type": "object"}, "_meta": {"mcpServer": "gone", "mcpTool": "echo"}}
@@ -18,8 +18,8 @@ def restored_store() -> Store:
     store = Store({"agents": []}, clock=lambda: 5)
     store.recover()
     store.create(SESSION, "session", {
-        "summary": {"resource": SESSION, "provider": "p", "title": "t", "status": 1, "createdAt": 1, "modifiedAt": 1},
-        "lifecycle": "ready", "turns": [], "serverTools": [BUILT_IN, LEFT_OVER]})
+        "provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "activeClients": [], "chats": [],
+        "serverTools": [BUILT_IN, LEFT_OVER]})
     return store
 
 

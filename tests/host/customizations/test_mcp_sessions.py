@@ -261,13 +261,13 @@ async def test_servers_start_with_the_first_turn_stop_when_idle_and_start_again(
         session = await ready_session(client)
         await asyncio.sleep(0.3)  # time enough for an eager start to have published tools
         assert server_tools(client, session, "sink") == {}
-        assert running.host.customizations.runtime(session).mcp is None  # no process spawned yet
+        assert running.host.customizations.runtime(running.host.session_uri(session)).mcp is None  # no process spawned yet
         await run_turn_and_idle(client, session, "first")
         first_tools = {t.name for t in provider.requests[0].tools}
         assert any(name.startswith("mcp__sink__") for name in first_tools)
         # Idle for longer than idle_stop: the servers stop and their tools are withdrawn.
         await client.wait_for(lambda m, e: server_tools(client, session, "sink") == {}, timeout=20)
-        assert running.host.customizations.runtime(session).mcp is None
+        assert running.host.customizations.runtime(running.host.session_uri(session)).mcp is None
         await run_turn_and_idle(client, session, "second")
         assert any(t.name.startswith("mcp__sink__") for t in provider.requests[1].tools)
 

@@ -1,0 +1,177 @@
+"""Internal actions as 0.2.0 clients see them: ``down(reduce_internal(S, A)) == reduce_0.2.0(down(S), down(A))``.
+
+``action_down`` returns the 0.2.0 actions and whether they are *exact*. When exact, a 0.2.0
+replica that applies them to the projection it holds must end with the projection of the new
+internal state, ``summary.modifiedAt`` excepted after the actions that make a 0.2.0 replica stamp
+its own clock (``_dialect.STAMPED_BY_REPLICA``). When not exact, the reason must be one of those
+the module documents, and it must be needed: the replica really does differ then.
+
+Sources of internal actions: the 247 official 0.7.0 vectors (brought into the 0.9.0 model by
+``ahp.dialects.v0_7``) and the hand-made 0.9.0 vectors, the actions ``actions_up`` makes of the
+0.2.0 corpora, and hypothesis sequences over sessions with several chats (``_internal_strategies``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ahp.dialects import v0_7
+from ahp.dialects.v0_2.actions_down import chat_action_down
+from ahp.dialects.v0_2.actions_up import session_action_up
+from ahp.dialects.v0_2.states import InternalSession, session_lift
+from ahp.dialects.v0_2.uris import default_chat_uri
+from tests.ahp.state._support import vectors_0_7, vectors_0_9
+
+from . import _internal_strategies as strategies
+from ._dialect import CLOCK, apply_internal, check_down, down, in_domain
+from .state._support import load_differential_cases, load_vectors
+
+STALE_REASONS = {
+    "the session's default chat changed: 0.2.0 shows another conversation now",
+    "older turns were loaded (0.2.0 clients page with fetchTurns)",
+    "the session's first working directory changed (0.2.0 has no action for it)",
+    "a tool-call action replaced the call's _meta (0.2.0 takes _meta only at toolCallStart)",
+    "toolCallReady updated a call already pending confirmation (0.2.0 ignores that)",
+    "calls sharing one id were re-readied with different inputs",
+    "a delta without content gave 0.2.0 an empty partial input",
+    "an input-request part arrived as a plain response part",
+    "a turn ended with an error part of another kind",
+    "several open input requests share the completed id (0.2.0 removes them all)",
+}
+"""Every reason ``action_down`` gives for an inexact projection (its module docstring lists them)."""
+
+URI = "copilot:/test-session"
+CHAT = default_chat_uri(URI)
+
+
+def _session_around(kind: str, state: dict) -> tuple[InternalSession, str]:
+    """An internal session holding a vector's state: a chat vector's state is the default chat."""
+    if kind == "chat":
+        summary = {key: state[key] for key in ("title", "status", "modifiedAt") if key in state}
+        session = {"provider": "copilot", "title": "T", "status": 1, "lifecycle": "ready", "activeClients": [],
+                   "chats": [{"resource": CHAT, **summary}], "defaultChat": CHAT}
+        return InternalSession(URI, session, {CHAT: state}), CHAT
+    return InternalSession(URI, state), URI
+
+
+def _vector_streams():
+    for vector in vectors_0_7():
+        if vector["reducer"] in ("chat", "session"):
+            actions = [v0_7.action_up(vector["reducer"], action) for action in vector["actions"]]
+            yield vector["_file"], vector["reducer"], v0_7.state_up(vector["reducer"], vector["initial"]), [a for a in actions if a]
+    for vector in vectors_0_9():
+        if vector["reducer"] in ("chat", "session"):
+            yield vector["_file"], vector["reducer"], vector["initial"], vector["actions"]
+
+
+STREAMS = list(_vector_streams())
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.stale: Counter = Counter()
+        self.stale_and_differing: Counter = Counter()
+        self.failures: list[str] = []
+
+    def check(self, channel, action, session, label) -> InternalSession:
+        after, check = check_down(channel, action, session)
+        if check.down.exact:
+            if not check.agrees:
+                self.failures.append(f"{label} {action.get('type')}: {check.explain()}")
+        else:
+            self.stale[check.down.stale] += 1
+            if not check.agrees:
+                self.stale_and_differing[check.down.stale] += 1
+        return after
+
+
+@pytest.mark.parametrize(("name", "kind", "initial", "actions"), STREAMS, ids=[stream[0] for stream in STREAMS])
+def test_official_and_hand_made_internal_vectors_project_exactly(name, kind, initial, actions):
+    session, channel = _session_around(kind, initial)
+    tally = Tally()
+    for action in actions:
+        session = tally.check(channel, action, session, name)
+    assert tally.failures == []
+    assert set(tally.stale) <= STALE_REASONS
+
+
+def test_the_actions_made_of_0_2_0_actions_project_back_exactly():
+    tally = Tally()
+    corpus = [(v["initial"], v["actions"]) for v in load_vectors() if v["reducer"] == "session"]
+    corpus += [(c["initial"], c["actions"]) for c in load_differential_cases() if c["kind"] == "session"]
+    for initial, actions in corpus:
+        session = session_lift(in_domain(initial)[0])
+        for action in actions:
+            for channel, internal_action in session_action_up(action, session, now=CLOCK, from_client=False).envelopes:
+                session = tally.check(channel, internal_action, session, action.get("type"))
+    assert tally.failures == []
+    assert set(tally.stale) <= STALE_REASONS
+
+
+HYPOTHESIS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+TALLY = Tally()
+
+
+@HYPOTHESIS
+@given(strategies.internal_sessions(), st.data())
+def test_random_sessions_with_several_chats_project_every_action_exactly(session, data):
+    tally = Tally()
+    for _ in range(data.draw(st.integers(1, 8))):
+        channel, action = data.draw(strategies.envelopes(session))
+        session = tally.check(channel, action, session, "random")
+        TALLY.stale.update(tally.stale)
+    assert tally.failures == []
+    assert set(tally.stale) <= STALE_REASONS
+    TALLY.stale_and_differing.update(tally.stale_and_differing)
+
+
+def test_every_stale_reason_is_needed_somewhere():
+    """Runs after the tests above (pytest keeps file order): each reason seen was needed at least
+    once, i.e. the replica really differed from a fresh snapshot."""
+    seen = set(TALLY.stale_and_differing)
+    for name, kind, initial, actions in STREAMS:
+        session, channel = _session_around(kind, initial)
+        tally = Tally()
+        for action in actions:
+            session = tally.check(channel, action, session, name)
+        seen |= set(tally.stale_and_differing)
+    assert seen, "no inexact projection was exercised"
+    assert seen <= STALE_REASONS
+
+
+# --- what a 0.2.0 client sees of a second chat ----------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.internal_sessions(), strategies.chat_actions())
+def test_a_0_2_0_client_sees_nothing_of_a_chat_that_is_not_the_default(session, action):
+    others = [uri for uri in session.chats if uri != session.default_chat_uri]
+    if not others:
+        return
+    after = apply_internal(session, others[0], action)
+    projected = chat_action_down(others[0], action, session, after)
+    assert projected.actions == () and projected.exact
+    assert down(after) == down(session)
+
+
+def test_a_second_chat_is_invisible_and_the_default_one_is_the_0_2_0_conversation():
+    state = {"summary": {"resource": "ahp-session:/s", "provider": "p", "title": "T", "status": 1, "createdAt": 0,
+                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []}
+    session = session_lift(state)
+    side = "ahp-chat://side/cDovcw"
+    session = apply_internal(session, session.uri, {"type": "session/chatAdded",
+                                                    "summary": {"resource": side, "title": "Side", "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z"}})
+    session = InternalSession(session.uri, session.state, {**session.chats, side: {"resource": side, "title": "Side", "status": 1,
+                                                                                     "modifiedAt": "1970-01-01T00:00:00.000Z", "turns": []}})
+    started = {"type": "chat/turnStarted", "turnId": "x", "startedAt": "1970-01-01T00:00:01.000Z", "message": {"text": "psst", "origin": {"kind": "user"}}}
+    after = apply_internal(session, side, started)
+    assert chat_action_down(side, started, session, after).actions == ()
+    assert down(after) == down(session) and down(after)["turns"] == [] and "activeTurn" not in down(after)
+    after = apply_internal(session, session.default_chat_uri, started)
+    projected = chat_action_down(session.default_chat_uri, started, session, after)
+    assert projected.channel == "ahp-session:/s"
+    assert projected.actions == ({"type": "session/turnStarted", "turnId": "x", "userMessage": {"text": "psst"}},)
