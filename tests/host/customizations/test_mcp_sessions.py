@@ -385,5 +385,5 @@ async def test_the_servers_of_a_session_nobody_is_connected_to_stop_soon_after_i
         assert not process_gone(server)
         await one_shot.close()
         gone = await eventually(lambda: process_gone(server), timeout=15)
-        still_there = session in running.host.store
+        still_there = running.host.session_uri(session) in running.host.store
     assert gone and still_there  # the session is kept; its next turn starts the servers again
