@@ -4,10 +4,19 @@ with their arguments; ``/help`` lists the host's commands beside the client's.""
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Callable
 
-from host.server import RunningHost
+import pytest
+
+from host.agents import OfflineAgent
+from host.config import load_config
+from host.server import RunningHost, start_host
+from host.service import AgentHost
+from tests.chat._scenario import ScenarioAgent
+from tests.conftest import TOKEN
 from tests.chat._hostwait import chats, until_host
 from tests.chat._pty import ChatProcess
 
@@ -82,3 +91,42 @@ async def test_help_lists_the_hosts_commands_of_this_session(spawn_chat: Spawn, 
     assert "/compact [FOCUS]" in chat.text
     chat.send("/quit")
     assert await chat.wait() == 0
+
+
+@pytest.fixture
+async def plugin_host(tmp_path: Path, workdir: Path, scenario: ScenarioAgent) -> AsyncIterator[RunningHost]:
+    """The scenario host with a Claude Code plugin ``styleplug`` offering the command ``gitctx``."""
+    plugin = tmp_path / "plugins" / "styleplug"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "styleplug", "version": "1.0.0"}))
+    (plugin / "commands").mkdir()
+    (plugin / "commands" / "gitctx.md").write_text("---\ndescription: Git context\n---\nExplain $ARGUMENTS with git context.\n")
+    config = load_config(None, environ={}, overrides={
+        "server": {"port": 0, "data_dir": str(tmp_path / "data"), "token": TOKEN},
+        "sessions": {"offline_delay": 0, "default_directory": str(workdir)},
+        "plugins": {"directories": [str(tmp_path / "plugins")]},
+    })
+    host = AgentHost(config, agents=[scenario, OfflineAgent(delay=0)])
+    scenario.store = host.store
+    running = await start_host(host, token=TOKEN)
+    yield running
+    await running.stop()
+
+
+@pytest.mark.parametrize("typed", ["/styleplug:gitctx the edit", "/gitctx the edit"])
+async def test_a_plugin_command_with_arguments_runs_by_its_full_or_bare_name(plugin_host: RunningHost, workdir: Path, typed: str) -> None:
+    chat = ChatProcess.spawn([plugin_host.url], cwd=workdir)
+    try:
+        await chat.expect("/help for commands")
+        chat.send("hello")
+        await chat.expect("Hello from the scenario agent (effort low)")
+        chat.send(typed)
+        await chat.expect("Hello from the scenario agent (effort low) with /styleplug:gitctx")
+        await until_host(plugin_host, lambda: len(chats(plugin_host)[0][1].get("turns") or ()) == 2)
+        message = _last_message(plugin_host)
+        assert message["text"] == typed
+        assert message["attachments"][0]["_meta"] == {"slash": "styleplug:gitctx", "kind": "command"}
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
