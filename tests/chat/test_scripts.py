@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from host.server import RunningHost
-from tests.chat._hostwait import chats
+from tests.chat._hostwait import chats, until_host
 from tests.chat.test_oneshot import run_p
 
 
@@ -138,3 +138,13 @@ async def test_a_silent_agent_is_given_up_after_the_timeout_and_the_error_says_s
 async def test_script_options_need_p(chat_host: RunningHost, workdir: Path) -> None:
     code, _, err = await run_p(chat_host.url, "--output-format", "json", cwd=workdir)
     assert code == 2 and "--output-format only applies with -p" in err
+
+
+async def test_the_interactive_chat_continues_the_last_session_too(chat_host: RunningHost, workdir: Path, spawn_chat: Any) -> None:
+    assert (await run_p(chat_host.url, "-p", "hello", cwd=workdir))[0] == 0
+    chat = spawn_chat("--continue")
+    await chat.expect("Hello from the scenario agent (effort low)")  # the history of the session
+    chat.send("again")
+    await until_host(chat_host, lambda: len(chats(chat_host)[0][1].get("turns") or ()) == 2)
+    chat.send("/quit")
+    assert await chat.wait() == 0
