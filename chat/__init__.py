@@ -1,6 +1,12 @@
 """``agent-host chat``: a terminal client for an AHP host, on the ``client`` library.
 
-``agent-host chat [URL] [--token T] [--session URI | --new] [--agent A] [--model M] [--cwd DIR] [-p MESSAGE [--yes]]``
+``agent-host chat [URL] [--token T] [--session URI | --resume ID | --continue | --new] [--agent A] [--model M]
+[--cwd DIR] [-p [MESSAGE|-] [--yes] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
+
+``--resume ID`` opens a session by its id or its URI; ``--continue`` the session of ``--cwd`` that
+changed last. With ``-p``, when stdin is not a terminal its text is read and sent after the
+message, between ``<stdin>`` and ``</stdin>`` lines (``git diff | agent-host -p "review this"``);
+``-p -`` or ``-p`` alone sends stdin as the whole message (``prompt_from``).
 
 New sessions work in ``--cwd`` (default: the current directory); ``@path`` is resolved in the
 session's working directory.
@@ -15,9 +21,11 @@ session's working directory.
   same messages as ``/agent`` and ``/model``.
 * ``render`` is the pure state → terminal text layer both modes share.
 
-Exit status: 0 success, 1 the ``-p`` turn ended in error (or the session failed), 2 usage or
-connection errors, an unknown agent or model (the message says what to fix; never a traceback),
-130 cancelled with Ctrl-C, 141 stdout was closed early (``chat -p ... | head``), quietly.
+Exit status: 0 success, 1 the ``-p`` turn ended in error (or the session failed, or a ``--timeout``
+or ``--max-turns`` limit stopped it), 2 usage or connection errors, an unknown agent or model,
+nothing to send, no session to ``--continue`` (the message says what to fix; never a traceback),
+3 the ``-p`` turn completed but the client refused a tool call, a result or a question for the
+user (``--yes`` allows them; see ``chat.oneshot``), 130 cancelled with Ctrl-C, 141 stdout was closed early (``chat -p ... | head``), quietly.
 Colour: only when the stream is a terminal and ``NO_COLOR`` is unset. The interactive chat reads
 its input with prompt_toolkit (``chat._prompt``) when stdin and stdout are terminals and ``TERM``
 is not ``dumb``, and renders answers with rich (``chat._markdown``) when it also has colour;
@@ -40,7 +48,7 @@ from chat._settings import ChatSettingsError, display_url, resolve_settings
 from chat.render import Style
 from client import ROOT_CHANNEL, AhpClient
 
-__all__ = ["add_arguments", "run", "style_for", "check_agent_and_model", "EmbeddedHost", "ChatConnectError", "ChatSettingsError"]
+__all__ = ["add_arguments", "run", "style_for", "check_agent_and_model", "prompt_from", "EmbeddedHost", "ChatConnectError", "ChatSettingsError"]
 
 EmbeddedHost = Callable[[], AbstractAsyncContextManager[str]]
 """Runs a host for the time of one chat and yields the URL to reach it, token included."""
@@ -56,12 +64,47 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
         parser.add_argument("--token", help="connection token (default: from the URL, AGENT_HOST_TOKEN or the client config)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="URI", help="open an existing session (ahp-session:/...)")
+    which.add_argument("--resume", metavar="ID", help="open an existing session by its id or URI")
+    which.add_argument("-c", "--continue", dest="continue_last", action="store_true", help="open the session in --cwd that changed last")
     which.add_argument("--new", action="store_true", help="start a new session (the default)")
     parser.add_argument("--agent", help="agent for new sessions (an AgentInfo provider, e.g. offline)")
     parser.add_argument("--model", help="model id for new sessions")
-    parser.add_argument("-p", "--print", dest="message", metavar="MESSAGE", help="send one message, print the answer and exit")
+    parser.add_argument("-p", "--print", dest="message", metavar="MESSAGE", nargs="?", const="-",
+                        help="send one message, print the answer and exit (piped stdin follows the message; '-' or none: stdin is the message)")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for new sessions (default: the current directory)")
     parser.add_argument("--yes", action="store_true", help="with -p: allow tool calls instead of denying them")
+    parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default=None,
+                        help="with -p: text (the default), one JSON object at the end, or one JSON object per line as it happens")
+    parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="with -p: stop the turn when the model would answer more than N times")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="with -p: cancel the turn after this long without news from the agent (default 120; 0: wait forever)")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def prompt_from(message: str, piped: str | None) -> str | None:
+    """The ``-p`` message: ``message`` then the ``piped`` stdin text between ``<stdin>`` lines, or
+    stdin alone for ``-p -``; None when there is nothing to send."""
+    if message == "-":
+        return piped if piped and piped.strip() else None
+    if piped and piped.strip():
+        return f"{message}\n\n<stdin>\n{piped.rstrip(chr(10))}\n</stdin>"
+    return message if message.strip() else None
+
+
+def _read_stdin() -> str | None:
+    """All of stdin when it is not a terminal (a pipe, a file), else None."""
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return None
+        return sys.stdin.buffer.read().decode("utf-8", "replace")
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def style_for(stream: TextIO, environ: dict[str, str] | os._Environ[str] | None = None) -> Style:
@@ -99,9 +142,17 @@ def run(args: argparse.Namespace, *, embedded: EmbeddedHost | None = None) -> in
 
     With ``embedded``, the chat talks to the host that context manager runs instead of a URL.
     """
-    if args.yes and args.message is None:
-        print("agent-host chat: --yes only applies with -p MESSAGE", file=sys.stderr)
-        return EXIT_USAGE
+    if args.message is None:
+        for flag, value in (("--yes", args.yes), ("--output-format", args.output_format), ("--max-turns", args.max_turns), ("--timeout", args.timeout)):
+            if value:
+                print(f"agent-host chat: {flag} only applies with -p MESSAGE", file=sys.stderr)
+                return EXIT_USAGE
+    else:
+        message = prompt_from(args.message, _read_stdin())
+        if message is None:
+            print("agent-host chat: -p has nothing to send: give a message after -p, or pipe it on stdin", file=sys.stderr)
+            return EXIT_USAGE
+        args.message = message
     cwd = Path(args.cwd).expanduser() if getattr(args, "cwd", None) else Path.cwd()
     if not cwd.is_dir():
         print(f"agent-host chat: --cwd {args.cwd}: no such directory", file=sys.stderr)
@@ -151,12 +202,17 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
         return EXIT_USAGE
     cwd = args.cwd
     try:
+        try:
+            args.session = await _session_to_open(client, args)
+        except ChatSettingsError as error:
+            print(f"agent-host chat: {error}", file=sys.stderr)
+            return EXIT_USAGE
         problem = check_agent_and_model(_agents(client), settings.agent, settings.model)
         if problem is not None:
             print(f"agent-host chat: {problem}", file=sys.stderr)
             return EXIT_USAGE
         if args.message is not None:
-            from chat.oneshot import run_oneshot
+            from chat.oneshot import IDLE_TIMEOUT, run_oneshot
 
             return await run_oneshot(
                 client,
@@ -169,6 +225,9 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
                 agent=settings.agent,
                 model=settings.model,
                 approve=args.yes,
+                output_format=args.output_format or "text",
+                max_turns=args.max_turns,
+                idle_timeout=IDLE_TIMEOUT if args.timeout is None else (args.timeout or None),
             )
         from chat.app import ChatApp
 
@@ -200,6 +259,20 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
             terminal.restore()
     finally:
         await client.close()
+
+
+async def _session_to_open(client: AhpClient, args: argparse.Namespace) -> str | None:
+    """The session ``--session``, ``--resume`` or ``--continue`` names, or None for a new one."""
+    if getattr(args, "resume", None):
+        target = args.resume.strip()
+        return target if ":" in target else f"ahp-session:/{target}"
+    if not getattr(args, "continue_last", False):
+        return args.session
+    here = args.cwd.as_uri()
+    mine = [s for s in await client.list_sessions() if s.get("workingDirectory") == here and s.get("resource")]
+    if not mine:
+        raise ChatSettingsError(f"no session to continue in {args.cwd}: start one without --continue")
+    return max(mine, key=lambda s: s.get("modifiedAt") or 0)["resource"]
 
 
 def line_editing(environ: Mapping[str, str] | None = None) -> bool:

@@ -1,6 +1,14 @@
 """The interactive chat's slash commands: sessions (list, resume, new, fork, history), agents
-and models, the title, the queue, help and quit; any other ``/name`` is a command or skill the
-host offers through ``completions`` and is sent as a message with its attachment.
+and models, the title, the queue, compaction, help and quit; any other ``/name args`` is a
+command, skill or prompt the host offers through ``completions`` (project ``.claude/commands``,
+plugin ``plugin:cmd``, ...) and is sent as a message with its attachment.
+
+A command is matched by its name, the first word; the rest of the line is its arguments. The
+client asks the host's ``completions`` for ``/name`` alone (the word at the cursor of the whole
+line would be the last argument) and sends the whole line as typed: the host expands the
+command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the model sees it.
+``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
+older turns when a turn's text is ``/compact`` (``host.agents.turn``).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ __all__ = ["Commands", "CLIENT_COMMANDS"]
 
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
-    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage",
+    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact",
 )
 """The commands this client runs itself (the host offers more through ``completions``)."""
 
@@ -59,6 +67,7 @@ class Commands(ChatCore):
             "context": self._cmd_context,
             "cost": self._cmd_cost,
             "usage": self._cmd_cost,
+            "compact": self._cmd_compact,
         }.get(name)
         try:
             if handler is not None:
@@ -70,6 +79,23 @@ class Commands(ChatCore):
 
     async def _cmd_help(self, args: str) -> None:
         self._write(HELP_TEXT)
+        if not self.session:
+            self._note("(the host's commands and skills for a session are listed here once it exists)")
+            return
+        try:
+            entries = await self._host_entries("/")
+        except AhpError:  # a host without completions offers no commands
+            entries = {}
+        if entries:
+            self._write("The host offers, in this session (/NAME args):\n")
+            for name, item in sorted(entries.items()):
+                attachment = item.get("attachment") or {}
+                kind = clean((attachment.get("_meta") or {}).get("kind") or attachment.get("displayKind") or "")
+                self._write(f"  /{clean(name):<30} {self.style.dim(kind)}\n")
+
+    async def _cmd_compact(self, args: str) -> None:
+        """``/compact [FOCUS]``: a turn whose text the host's model agents read as "compact now"."""
+        await self._send("/compact" + (f" {args.strip()}" if args.strip() else ""))
 
     async def _cmd_quit(self, args: str) -> None:
         raise ChatExit(0)
@@ -276,27 +302,41 @@ class Commands(ChatCore):
             return []
         return [i for i in (result or {}).get("items") or () if isinstance(i, dict)]
 
+    async def _host_entries(self, typed: str) -> dict[str, dict[str, Any]]:
+        """The host's ``/`` completion items for ``typed`` (``/`` + a name prefix), by command name.
+
+        Raises ``AhpError`` when the host refuses (e.g. it does not support completions)."""
+        assert self.session is not None
+        result = await self.client.request(  # AHP offsets are UTF-16 code units
+            "completions", {"channel": self.session, "kind": "userMessage", "text": typed, "offset": utf16_length(typed)}
+        )
+        entries: dict[str, dict[str, Any]] = {}
+        for item in (result or {}).get("items") or ():
+            insert = str(item.get("insertText", "")).strip() if isinstance(item, dict) else ""
+            if insert.startswith("/") and insert[1:]:
+                entries.setdefault(insert[1:].split()[0], item)
+        return entries
+
     async def _host_command(self, name: str, text: str) -> None:
-        """``/name args``: a command or skill the host offers through ``completions``."""
+        """``/name args``: a command or skill the host offers through ``completions``, matched by
+        its name alone; the line is sent whole (the host expands the arguments)."""
         if not await self._ensure_session():
             return
-        assert self.session is not None
-        offset = utf16_length(text)  # AHP offsets are UTF-16 code units
         try:
-            result = await self.client.request(
-                "completions", {"channel": self.session, "kind": "userMessage", "text": text, "offset": offset}
-            )
+            entries = await self._host_entries("/" + name)
         except AhpError as error:
             if error.code == _METHOD_NOT_FOUND:
                 self._note(f"/{name}: this host does not offer commands or skills (it does not support completions yet); /help lists the client's commands")
             else:
                 self._problem(f"/{name}: {error.message}")
             return
-        items = [i for i in (result or {}).get("items") or () if isinstance(i, dict)]
-        match = next((i for i in items if str(i.get("insertText", "")).strip().lstrip("/").split(" ")[0] == name), None)
+        match = entries.get(name)
+        if match is None:  # a bare name the host knows under its plugin (``/gitctx`` for ``styleplug:gitctx``)
+            found = [item for key, item in entries.items() if key.split(":")[-1] == name]
+            match = found[0] if len(found) == 1 else None
         if match is None:
-            offered = ", ".join(sorted({str(i.get('insertText', '')).strip() for i in items if str(i.get('insertText', '')).startswith('/')}))
-            self._note(f"unknown command /{name}" + (f" (the host offers: {offered})" if offered else "; /help lists commands"))
+            offered = ", ".join("/" + key for key in sorted(entries))
+            self._note(f"unknown command /{name}" + (f" (did you mean: {offered})" if offered else "; /help lists commands"))
             return
         attachment = match.get("attachment")
         await self._send(text, [attachment] if isinstance(attachment, dict) else None)

@@ -232,7 +232,7 @@ class ChatApp(Commands, Dialogs):
                 self._send_pending("queued", text[2:].strip())
             return
         if text.startswith("/") and not text.startswith("//"):
-            name, _, rest = text[1:].partition(" ")
+            name, rest = (text[1:].split(None, 1) + [""])[:2]  # the name is the first word, the rest its arguments
             await self._command(name, rest.strip(), text)
             return
         await self._send(text[1:] if text.startswith("//") else text)

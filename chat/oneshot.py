@@ -1,35 +1,96 @@
 """``agent-host chat -p MESSAGE``: send one message, print the answer, exit with the turn's outcome.
 
-The answer text (markdown parts) goes to stdout, as it streams; reasoning, tool activity, usage
-and errors go to stderr, so ``agent-host chat -p "..." > answer.md`` captures only the answer.
+Output (``output_format``):
+
+* ``text``: the answer text (markdown parts) goes to stdout, as it streams; reasoning, tool
+  activity, usage and errors go to stderr, so ``agent-host -p "..." > answer.md`` captures only
+  the answer.
+* ``json``: nothing until the end, then one JSON object on stdout (``chat._stream.result_object``:
+  the answer, session id, usage, turns, whether it errored); notes still go to stderr.
+* ``stream-json``: one JSON object per line on stdout as things happen: ``{"type": "init",
+  "session_id", "session", "agent", "model", "cwd"}``, the turn's events (``chat._stream``),
+  ``{"type": "decision", ...}`` for each answer the client gives for the user, and the
+  ``result`` object last. Every line is a whole JSON object.
 
 Nobody is at the keyboard, so the client answers for the user: a tool call waiting for
 confirmation is denied with the host's first deny option (``--yes``: approved with its first
 approve option); a result waiting for acceptance is rejected (``--yes``: accepted); an input
-request is declined. Each decision is reported on stderr.
+request is declined. Each decision is reported on stderr (and in ``stream-json``).
 
-Exit status: 0 the turn completed, 1 it ended in error (or the session could not start, or the
-host refused the message), 130 it was cancelled (Ctrl-C cancels it), 2 connection problems.
+Limits: ``max_turns`` cancels the turn as soon as its tool calls would have the model answer more
+than N times (``chat._stream.model_rounds``: the call is not run, the model not asked again); ``idle_timeout`` seconds without any news from the host while the
+turn waits on the agent (not while a tool runs) cancel it too, and the message says so.
+
+Exit status: 0 the turn completed; 1 it ended in error, the session could not start, the host
+refused the message, or a limit (``--timeout``, ``--max-turns``) stopped it; 2 usage and
+connection problems; 3 the turn completed but the client refused something for the user (a tool
+call denied, a result rejected, an input request declined: pass ``--yes``); 130 it was
+cancelled (Ctrl-C cancels it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
+from chat._stream import TurnEvents, model_rounds, result_object
 from chat.render import Style, TurnView, clean, text_of
 from client import AhpClient, AhpClientError, AhpError
 
-__all__ = ["run_oneshot", "EXIT_OK", "EXIT_TURN_ERROR", "EXIT_USAGE", "EXIT_CANCELLED"]
+__all__ = ["run_oneshot", "EXIT_OK", "EXIT_TURN_ERROR", "EXIT_USAGE", "EXIT_REFUSED", "EXIT_CANCELLED", "IDLE_TIMEOUT", "OUTPUT_FORMATS"]
 
 EXIT_OK = 0
 EXIT_TURN_ERROR = 1
 EXIT_USAGE = 2
+EXIT_REFUSED = 3
 EXIT_CANCELLED = 130
+
+IDLE_TIMEOUT = 120.0
+"""Default ``--timeout``: seconds a script waits on a silent agent before the turn is cancelled."""
+
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+
+_CANCEL_GRACE = 10.0
+"""Seconds the client waits for the host to end a turn it cancelled because of a limit."""
+
+
+class _Output:
+    """Where each kind of output goes for one output format."""
+
+    def __init__(self, fmt: str, out: TextIO, err: TextIO, err_style: Style) -> None:
+        self.fmt = fmt
+        self.out = out
+        self.err = err
+        self.view = TurnView(err_style)
+        self.events = TurnEvents()
+
+    def note(self, text: str, **event: Any) -> None:
+        """A line for a person (stderr); in stream-json also ``event`` as an object."""
+        if text:
+            self.err.write(text)
+            self.err.flush()
+        if event and self.fmt == "stream-json":
+            self.emit(event)
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.out.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def turn(self, turn: dict[str, Any]) -> None:
+        if self.fmt == "text":
+            for channel, text in self.view.update_split(turn):
+                (self.out if channel == "answer" else self.err).write(text)
+            self.out.flush()
+            self.err.flush()
+        elif self.fmt == "stream-json":
+            for event in self.events.update(turn):
+                self.emit(event)
 
 
 async def run_oneshot(
@@ -45,13 +106,23 @@ async def run_oneshot(
     model: str | None = None,
     approve: bool = False,
     timeout: float | None = None,
+    output_format: str = "text",
+    max_turns: int | None = None,
+    idle_timeout: float | None = IDLE_TIMEOUT,
 ) -> int:
     """Run one turn and return the exit status (see the module docstring)."""
+    output = _Output(output_format, out, err, err_style)
+    started = time.monotonic()
+    turn: dict[str, Any] | None = None
+    refused_for_user = False
 
-    def say(text: str) -> None:
-        if text:
-            err.write(text)
-            err.flush()
+    def finish(code: int, subtype: str, error: str | None = None) -> int:
+        if error:
+            output.note(f"agent-host: {error}\n")
+        if output_format != "text":
+            output.emit(result_object(session=session, turn=turn, exit_code=code, subtype=subtype, error=error,
+                                      duration_ms=int((time.monotonic() - started) * 1000)))
+        return code
 
     try:
         if session is not None:
@@ -59,12 +130,15 @@ async def run_oneshot(
         else:
             session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri())
     except AhpError as error:
-        say(f"agent-host chat: {error.message}\n")
-        return EXIT_USAGE if session is not None else EXIT_TURN_ERROR
+        return finish(EXIT_USAGE if session is not None else EXIT_TURN_ERROR, "error", error.message)
+    if output_format == "stream-json":
+        summary = (client.state(session) or {}).get("summary") or {}
+        output.emit({"type": "init", "session_id": session.rsplit("/", 1)[-1], "session": session,
+                     "agent": summary.get("provider"), "model": (summary.get("model") or {}).get("id"), "cwd": str(cwd)})
 
     attachments, problems = attachments_in(message, session_directory(client.state(session), cwd))
     for problem in problems:
-        say(f"(not attached: {problem})\n")
+        output.note(f"(not attached: {problem})\n")
     events = client.subscribe_events()  # before dispatching: no update can slip past the loop
     action = actions.turn_started(message, attachments)
     turn_id = action["turnId"]
@@ -77,76 +151,106 @@ async def run_oneshot(
     except (NotImplementedError, RuntimeError):
         pass
 
-    view = TurnView(err_style)
     answered: set[tuple[str, str]] = set()
     declined: set[str] = set()
     cancelled_sent = False
+    stopped: tuple[str, str] | None = None
+    """Why the client cancelled the turn itself (subtype, message), reported when it ends."""
     deadline = None if timeout is None else loop.time() + timeout
+    idle_since = loop.time()
+    stop_deadline: float | None = None
+
+    def stop(subtype: str, why: str) -> None:
+        nonlocal cancelled_sent, stopped
+        stopped = (subtype, why)
+        if not cancelled_sent:
+            cancelled_sent = True
+            client.cancel_turn(session, turn_id)
 
     try:
         while True:
             outcome = client.mirror.outcome(seq)
             if outcome is not None and outcome.status != "accepted":
-                say(f"agent-host chat: the host refused the message: {outcome.reason}\n")
-                return EXIT_TURN_ERROR
+                return finish(EXIT_TURN_ERROR, "refused", f"the host refused the message: {outcome.reason}")
             state = client.state(session) or {}
             if state.get("lifecycle") == "creationFailed":
                 error = state.get("creationError") or {}
-                say(f"agent-host chat: the session could not start: {clean(error.get('message', 'unknown error'))}\n")
-                return EXIT_TURN_ERROR
+                return finish(EXIT_TURN_ERROR, "error", f"the session could not start: {clean(error.get('message', 'unknown error'))}")
             turn, finished = actions.turn_snapshot(state, turn_id)
             if turn is not None:
-                for channel, text in view.update_split(turn):
-                    (out if channel == "answer" else err).write(text)
-                out.flush()
-                err.flush()
+                output.turn(turn)
             if finished and outcome is not None:
                 if turn is None:
-                    say("agent-host chat: the turn disappeared (the session was truncated or disposed)\n")
-                    return EXIT_TURN_ERROR
+                    return finish(EXIT_TURN_ERROR, "error", "the turn disappeared (the session was truncated or disposed)")
                 await _settle(client)
-                return {"complete": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(turn.get("state"), EXIT_TURN_ERROR)
+                ended = turn.get("state")
+                if stopped is not None:
+                    return finish(EXIT_TURN_ERROR, *stopped)
+                if ended == "complete":
+                    return finish(EXIT_REFUSED, "denied") if refused_for_user else finish(EXIT_OK, "success")
+                if ended == "cancelled":
+                    return finish(EXIT_CANCELLED, "cancelled")
+                return finish(EXIT_TURN_ERROR, "error", None if output_format == "text" else text_of((turn.get("error") or {}).get("message")) or "the turn failed")
             if turn is not None and not finished:
-                for call in actions.waiting_tool_calls(turn):
+                if max_turns is not None and model_rounds(turn) > max_turns and not cancelled_sent:
+                    stop("max_turns", f"stopped the turn: its tool calls would have the model answer more than {max_turns} time(s) (--max-turns {max_turns})")
+                for call in () if cancelled_sent else actions.waiting_tool_calls(turn):
                     key = (call["toolCallId"], call["status"])
                     if key in answered:
                         continue
                     answered.add(key)
-                    _decide(client, session, turn_id, call, approve, say)
+                    refused_for_user |= not approve
+                    _decide(client, session, turn_id, call, approve, output.note)
             for request in actions.open_input_requests(state):
                 if request["id"] not in declined:
                     declined.add(request["id"])
-                    say(f"(the agent asks: {text_of(request.get('message')) or 'for input'}; declined: -p mode cannot answer)\n")
+                    refused_for_user = True
+                    asked = text_of(request.get("message")) or "for input"
+                    output.note(f"(the agent asks: {asked}; declined: -p mode cannot answer)\n",
+                                type="decision", decision="declined", request=asked)
                     client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "decline"})
             if cancel_requested.is_set() and not cancelled_sent and turn is not None and not finished:
                 cancelled_sent = True
                 client.cancel_turn(session, turn_id)
-                say("\n^C cancelling the turn\n")
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
-                say("agent-host chat: gave up waiting for the turn to finish\n")
-                return EXIT_TURN_ERROR
+                output.note("\n^C cancelling the turn\n")
+            now = loop.time()
+            if turn is not None and _tool_running(turn):
+                idle_since = now  # a tool at work is not a stalled agent
+            if deadline is not None and deadline <= now:
+                return finish(EXIT_TURN_ERROR, "timeout", "gave up waiting for the turn to finish")
+            if stop_deadline is not None and stop_deadline <= now and stopped is not None:
+                return finish(EXIT_TURN_ERROR, stopped[0], stopped[1] + " (the host did not confirm the cancellation)")
+            if idle_timeout is not None and not cancelled_sent and idle_since + idle_timeout <= now:
+                stop("timeout", f"no news from the agent for {idle_timeout:g}s (--timeout); the turn was cancelled")
+            if stopped is not None and stop_deadline is None:
+                stop_deadline = now + _CANCEL_GRACE
+            wakes = [t for t in (deadline, stop_deadline, None if idle_timeout is None or cancelled_sent else idle_since + idle_timeout) if t is not None]
             next_event = asyncio.ensure_future(events.get())
             interrupt = asyncio.ensure_future(cancel_requested.wait())
-            done, pending = await asyncio.wait({next_event, interrupt}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            done, pending = await asyncio.wait(
+                {next_event, interrupt}, timeout=max(0.0, min(wakes) - now) if wakes else None, return_when=asyncio.FIRST_COMPLETED
+            )
             for task in pending:
                 task.cancel()
-            if next_event in done and next_event.result() is None:
-                say("agent-host chat: the connection to the host was lost\n")
-                return EXIT_USAGE
+            if next_event in done:
+                idle_since = loop.time()
+                if next_event.result() is None:
+                    return finish(EXIT_USAGE, "error", "the connection to the host was lost")
             while not events.empty():  # state is read whole next time round: drain the backlog
                 if events.get_nowait() is None:
-                    say("agent-host chat: the connection to the host was lost\n")
-                    return EXIT_USAGE
+                    return finish(EXIT_USAGE, "error", "the connection to the host was lost")
     except AhpClientError as error:
-        say(f"agent-host chat: {error}\n")
-        return EXIT_USAGE
+        return finish(EXIT_USAGE, "error", str(error))
     finally:
         client.unsubscribe_events(events)
         try:
             loop.remove_signal_handler(signal.SIGINT)
         except (NotImplementedError, RuntimeError, ValueError):
             pass
+
+
+def _tool_running(turn: dict[str, Any]) -> bool:
+    return any(p.get("kind") == "toolCall" and (p.get("toolCall") or {}).get("status") == "running" for p in turn.get("responseParts") or ())
 
 
 async def _settle(client: AhpClient) -> None:
@@ -157,14 +261,16 @@ async def _settle(client: AhpClient) -> None:
         pass
 
 
-def _decide(client: AhpClient, session: str, turn_id: str, call: dict[str, Any], approve: bool, say: Any) -> None:
+def _decide(client: AhpClient, session: str, turn_id: str, call: dict[str, Any], approve: bool, say: Callable[..., None]) -> None:
     name = clean(call.get("displayName") or call.get("toolName") or "tool")
     if call["status"] == "pending-result-confirmation":
         client.dispatch(session, actions.result_confirmation(turn_id, call, approve))
-        say(f"({'accepted' if approve else 'rejected'} the result of {name}{'' if approve else '; pass --yes to accept results'})\n")
+        say(f"({'accepted' if approve else 'rejected'} the result of {name}{'' if approve else '; pass --yes to accept results'})\n",
+            type="decision", decision="accepted" if approve else "rejected", tool_call_id=call["toolCallId"], tool=call.get("toolName"))
         return
     option = actions.first_option(call, "approve" if approve else "deny")
     reason = None if approve else "Denied automatically: the chat client runs non-interactively (-p) without --yes."
     client.dispatch(session, actions.confirmation(turn_id, call, option, reason_message=reason))
     label = clean(option.get("label") or ("allowed" if approve else "denied"))
-    say(f"({label}: {name}{'' if approve else '; pass --yes to allow tool calls'})\n")
+    say(f"({label}: {name}{'' if approve else '; pass --yes to allow tool calls'})\n",
+        type="decision", decision="approved" if approve else "denied", option=option.get("id"), tool_call_id=call["toolCallId"], tool=call.get("toolName"))

@@ -485,8 +485,8 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /queue TEXT          queue a message          /help           this help
   /tools               the session's tools      /mcp            MCP servers, their state and errors
   /plugins             plugins and problems     /context        tokens used of the context window
-  /cost                tokens used per model    /compact [FOCUS] summarise older turns (host command)
-  /quit                exit                     /NAME args      run a host command or skill
+  /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
+  /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 
 

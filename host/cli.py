@@ -4,8 +4,9 @@
 starts a host inside this process on a private loopback port (port 0, a fresh token nobody else
 sees) with the user's config (``--config``, else ``$XDG_CONFIG_HOME/agent-host/config.toml`` when it
 exists) and data directory, runs the chat against it in this terminal, in
-the current directory (``--cwd``), and stops the host when the chat ends. ``-p MESSAGE`` works
-the same way for scripts. The host logs to ``host.log`` in the data directory, not the terminal.
+the current directory (``--cwd``), and stops the host when the chat ends. ``-p [MESSAGE]`` works
+the same way for scripts (piped stdin, ``--output-format``, ``--continue``, ``--resume``,
+``--max-turns``, ``--timeout``: see ``chat`` and ``chat.oneshot``). The host logs to ``host.log`` in the data directory, not the terminal.
 
 ``agent-host chat [URL] ...`` talks to a host that is already running (see ``chat``).
 
@@ -26,7 +27,8 @@ Setting ``PYDANTIC_DISABLE_PLUGINS`` (to anything, even empty) leaves the choice
 documented there. Processes the host starts (shells, MCP servers, hooks) are unaffected.
 
 Exit codes: 0 after a clean stop, 2 for a configuration error (the message says what to fix); the
-one-command mode exits like ``agent-host chat``.
+one-command mode exits like ``agent-host chat`` (``-p``: 0 completed, 1 the turn errored or a limit
+stopped it, 2 usage, 3 the client refused a tool call or question for the user, 130 cancelled).
 """
 
 from __future__ import annotations

@@ -144,3 +144,20 @@ async def test_a_shell_tools_output_is_shown_once(tmp_path: Path) -> None:
     output = [line.strip() for line in shown.splitlines() if line.startswith("    ")]
     assert output.count("first-line") == 1 and output.count("second-line") == 1 and output.count("third-line") == 1, shown
     assert "{\"comm" not in chat.text  # no raw partial JSON on the preparing line
+
+
+async def test_one_command_print_mode_reads_the_prompt_from_a_pipe_and_prints_json(tmp_path: Path) -> None:
+    """``echo q | agent-host -p --output-format json``: stdin is the message, one object comes back."""
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    import asyncio
+
+    process = await asyncio.create_subprocess_shell(
+        f"echo 'what is q' | {sys.executable} -m host.cli -p --agent offline --output-format json",
+        cwd=tmp_path, env=env, executable="/bin/bash", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    result = json.loads(out)
+    assert result["type"] == "result" and result["is_error"] is False
+    assert 'You said: "what is q' in result["result"]
+    assert result["session"].startswith("ahp-session:/")

@@ -12,12 +12,16 @@ from tests.chat._hostwait import chats, sessions, until_host
 from tests.chat._pty import chat_env
 
 
-async def run_p(url: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 20.0) -> tuple[int, str, str]:
+async def run_p(
+    url: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 20.0, stdin: bytes | None = None
+) -> tuple[int, str, str]:
+    """The client as a script runs it; ``stdin`` is piped in (else it reads from /dev/null)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "host.cli", "chat", url, *args,
         cwd=cwd, env=env or chat_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    out, err = await asyncio.wait_for(process.communicate(stdin), timeout)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 
@@ -55,7 +59,7 @@ async def test_a_turn_ending_in_error_exits_1_with_the_message_on_stderr(chat_ho
 
 async def test_tool_calls_are_denied_without_yes_and_allowed_with_it(chat_host: RunningHost, workdir: Path) -> None:
     code, out, err = await run_p(chat_host.url, "-p", "confirm", cwd=workdir)
-    assert code == 0
+    assert code == 3  # completed, but the client refused something for the user
     assert out.startswith("denied (Denied automatically")
     assert "Deny: shell; pass --yes to allow tool calls" in err
 
@@ -67,7 +71,7 @@ async def test_tool_calls_are_denied_without_yes_and_allowed_with_it(chat_host: 
 
 async def test_input_requests_are_declined_in_p_mode(chat_host: RunningHost, workdir: Path) -> None:
     code, out, err = await run_p(chat_host.url, "-p", "ask", cwd=workdir)
-    assert code == 0
+    assert code == 3
     assert out == "input decline\n"
     assert "declined: -p mode cannot answer" in err
 
@@ -75,7 +79,7 @@ async def test_input_requests_are_declined_in_p_mode(chat_host: RunningHost, wor
 async def test_ctrl_c_cancels_the_turn_and_exits_130(chat_host: RunningHost, workdir: Path) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "host.cli", "chat", chat_host.url, "-p", "slow",
-        cwd=workdir, env=chat_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        cwd=workdir, env=chat_env(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     assert process.stdout is not None
     first = await asyncio.wait_for(process.stdout.readuntil(b"working"), 20)
@@ -107,7 +111,7 @@ async def test_the_url_and_token_can_come_from_the_environment(chat_host: Runnin
     base, token = chat_host.url.split("?token=")
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "host.cli", "chat", "-p", "hello",
-        cwd=workdir, env=chat_env(AGENT_HOST_URL=base, AGENT_HOST_TOKEN=token),
+        cwd=workdir, env=chat_env(AGENT_HOST_URL=base, AGENT_HOST_TOKEN=token), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, _ = await asyncio.wait_for(process.communicate(), 20)

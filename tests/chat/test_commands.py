@@ -1,0 +1,132 @@
+"""Slash commands with arguments in the interactive chat, in a real pty against a real host:
+a project ``.claude/commands`` command and ``/compact [FOCUS]`` are matched by their name and sent
+with their arguments; ``/help`` lists the host's commands beside the client's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from host.agents import OfflineAgent
+from host.config import load_config
+from host.server import RunningHost, start_host
+from host.service import AgentHost
+from tests.chat._scenario import ScenarioAgent
+from tests.conftest import TOKEN
+from tests.chat._hostwait import chats, until_host
+from tests.chat._pty import ChatProcess
+
+Spawn = Callable[..., ChatProcess]
+
+
+def _fixdoc(workdir: Path) -> None:
+    commands = workdir / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "fixdoc.md").write_text("---\ndescription: Fix a file's docs\n---\nFix the docstrings of $1 ($ARGUMENTS).\n")
+
+
+def _last_message(host: RunningHost) -> dict:
+    [(_, state)] = chats(host)
+    return state["turns"][-1]["message"]
+
+
+async def test_a_project_command_with_arguments_is_sent_whole_with_its_attachment(
+    spawn_chat: Spawn, chat_host: RunningHost, workdir: Path
+) -> None:
+    _fixdoc(workdir)
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("hello")  # the session exists (and has read .claude/commands) before the command
+    await chat.expect("Hello from the scenario agent (effort low)")
+    chat.send("/fixdoc src/x.py")
+    await chat.expect("Hello from the scenario agent (effort low) with /fixdoc")
+    await until_host(chat_host, lambda: len(chats(chat_host)[0][1].get("turns") or ()) == 2)
+    message = _last_message(chat_host)
+    assert message["text"] == "/fixdoc src/x.py"
+    assert [a.get("label") for a in message.get("attachments") or ()] == ["/fixdoc"]
+    assert "unknown command" not in chat.text
+    chat.send("/quit")
+    assert await chat.wait() == 0
+
+
+async def test_an_unknown_command_is_named_and_nothing_is_sent(spawn_chat: Spawn, chat_host: RunningHost, workdir: Path) -> None:
+    _fixdoc(workdir)
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("hello")
+    await chat.expect("Hello from the scenario agent (effort low)")
+    chat.send("/fixd0c src/x.py")
+    await chat.expect("unknown command /fixd0c")
+    assert len(chats(chat_host)[0][1].get("turns") or ()) == 1
+    chat.send("/quit")
+    assert await chat.wait() == 0
+
+
+async def test_compact_with_a_focus_is_sent_to_the_agent_as_the_host_reads_it(spawn_chat: Spawn, chat_host: RunningHost) -> None:
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("hello")
+    await chat.expect("Hello from the scenario agent (effort low)")
+    chat.send("/compact   the API  ")
+    await until_host(chat_host, lambda: len(chats(chat_host)[0][1].get("turns") or ()) == 2)
+    assert _last_message(chat_host)["text"] == "/compact the API"  # host.agents.turn: "/compact FOCUS"
+    assert "unknown command" not in chat.text
+    chat.send("/quit")
+    assert await chat.wait() == 0
+
+
+async def test_help_lists_the_hosts_commands_of_this_session(spawn_chat: Spawn, workdir: Path) -> None:
+    _fixdoc(workdir)
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("hello")
+    await chat.expect("Hello from the scenario agent (effort low)")
+    chat.send("/help")
+    await chat.expect("The host offers, in this session")
+    await chat.expect("/fixdoc")
+    assert "/compact [FOCUS]" in chat.text
+    chat.send("/quit")
+    assert await chat.wait() == 0
+
+
+@pytest.fixture
+async def plugin_host(tmp_path: Path, workdir: Path, scenario: ScenarioAgent) -> AsyncIterator[RunningHost]:
+    """The scenario host with a Claude Code plugin ``styleplug`` offering the command ``gitctx``."""
+    plugin = tmp_path / "plugins" / "styleplug"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "styleplug", "version": "1.0.0"}))
+    (plugin / "commands").mkdir()
+    (plugin / "commands" / "gitctx.md").write_text("---\ndescription: Git context\n---\nExplain $ARGUMENTS with git context.\n")
+    config = load_config(None, environ={}, overrides={
+        "server": {"port": 0, "data_dir": str(tmp_path / "data"), "token": TOKEN},
+        "sessions": {"offline_delay": 0, "default_directory": str(workdir)},
+        "plugins": {"directories": [str(tmp_path / "plugins")]},
+    })
+    host = AgentHost(config, agents=[scenario, OfflineAgent(delay=0)])
+    scenario.store = host.store
+    running = await start_host(host, token=TOKEN)
+    yield running
+    await running.stop()
+
+
+@pytest.mark.parametrize("typed", ["/styleplug:gitctx the edit", "/gitctx the edit"])
+async def test_a_plugin_command_with_arguments_runs_by_its_full_or_bare_name(plugin_host: RunningHost, workdir: Path, typed: str) -> None:
+    chat = ChatProcess.spawn([plugin_host.url], cwd=workdir)
+    try:
+        await chat.expect("/help for commands")
+        chat.send("hello")
+        await chat.expect("Hello from the scenario agent (effort low)")
+        chat.send(typed)
+        await chat.expect("Hello from the scenario agent (effort low) with /styleplug:gitctx")
+        await until_host(plugin_host, lambda: len(chats(plugin_host)[0][1].get("turns") or ()) == 2)
+        message = _last_message(plugin_host)
+        assert message["text"] == typed
+        assert message["attachments"][0]["_meta"] == {"slash": "styleplug:gitctx", "kind": "command"}
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
