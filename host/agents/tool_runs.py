@@ -24,7 +24,7 @@ from typing import Any
 
 from ahp.protocol import builders
 from ahp.tool_results import result_text
-from host.agents._mapping import TurnToolIds
+from host.agents._mapping import TurnToolIds, tool_start_meta
 from host.agents.base import TurnContext
 from host.agents.context import cut_tool_output
 from host.agents.environment import TurnEnvironment
@@ -142,7 +142,8 @@ class TurnTools:
             provider_id = f"{ctx.turn_id}-command-{index}"
             call_id = ahp_ids[provider_id] = ids.assign(provider_id)
             arguments = json.dumps({"command": command})
-            ctx.emit(builders.chat_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name="shell", display_name=shell.title))
+            ctx.emit(builders.chat_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name="shell", display_name=shell.title,
+                                                       meta=tool_start_meta(shell)))
             ctx.emit(builders.chat_tool_call_delta(turn_id=ctx.turn_id, tool_call_id=call_id, content=arguments))
             parts.append(ToolCallPart(tool_call_id=provider_id, tool_name="shell", arguments=arguments))
         results = await self.run(AssistantMessage(parts=tuple(parts)), ahp_ids, offered)
