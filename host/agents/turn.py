@@ -103,7 +103,8 @@ class ProviderTurn:
             # their output takes their place, as in Claude Code's slash commands.
             offered = environment.tools(ctx, list(self.agent.tools.values()))
             message = {**message, "text": await tools.run_commands(expanded, ids, offered)}
-        user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id)
+        user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id,
+                                      content=tools.content_reader())
         for note in notes:
             _notify(ctx, note)
         past = self.compaction.past(ctx.session, finished)
