@@ -12,7 +12,9 @@ tools without asking); anything else means off.
 is, or one of VS Code's approval levels (it sends them from its own settings, whatever our schema
 says): ``"default"`` (ask as usual) and ``"assisted"`` (the Copilot agent's own classifier, which
 this host does not have: ask as usual) are off, ``"autoApprove"`` and the older ``"autopilot"``
-are on. Anything else raises ``AutoApproveValueError``. The session keeps the boolean.
+are on. Anything else raises ``AutoApproveValueError``. ``createSession`` keeps the boolean; a
+later ``session/configChanged`` keeps the level as VS Code sent it, which ``auto_approve_of``
+reads the same way.
 """
 
 from __future__ import annotations
@@ -65,4 +67,5 @@ def with_auto_approve(config: dict[str, Any] | None, requested: dict[str, Any] |
 
 def auto_approve_of(state: dict[str, Any]) -> bool:
     values = (state.get("config") or {}).get("values") or {}
-    return values.get(AUTO_APPROVE) is True or values.get("mode") == "autopilot"
+    value = values.get(AUTO_APPROVE)
+    return value is True or (isinstance(value, str) and APPROVAL_LEVELS.get(value) is True) or values.get("mode") == "autopilot"

@@ -86,3 +86,23 @@ async def test_resolve_session_config_lists_vscode_properties_only_when_sent(run
         assert sent["schema"]["properties"]["mode"]["enum"] == ["interactive", "plan", "autopilot"]
     finally:
         await peer.close()
+
+
+async def test_vscode_changes_the_approval_level_later(running_host: RunningHost, tmp_path: Path) -> None:
+    peer = await vscode(running_host)
+    try:
+        channel, reply = await create(peer, tmp_path, {"isolation": "folder", "autoApprove": "default", "mode": "interactive"})
+        await peer.request("subscribe", {"channel": channel})
+        store = running_host.host.store
+        for seq, level in enumerate(["always", "autoApprove", "assisted"], start=1):
+            await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+                "channel": channel, "clientSeq": seq, "action": {"type": "session/configChanged", "config": {"autoApprove": level}}}})
+            await peer.request("ping", {"channel": ROOT})
+            if level == "always":  # refused: the session still asks
+                assert store.state(channel)["config"]["values"]["autoApprove"] is False
+                assert auto_approve_of(store.state(channel)) is False
+            else:
+                assert store.state(channel)["config"]["values"]["autoApprove"] == level
+                assert auto_approve_of(store.state(channel)) is (level == "autoApprove")
+    finally:
+        await peer.close()
