@@ -162,10 +162,11 @@ class TurnTools:
             f"The whole output is stored; read it in pages with read_file(path=\"{uri}\", offset=<line>, limit=<lines>).]"
         )
 
-    def content_reader(self) -> Callable[[str], bytes | None] | None:
-        """The host's content store lookup, for attachments naming content it served."""
+    def read_content(self, uri: str) -> bytes | None:
+        """The bytes the host's content store holds at ``uri``, for an attachment naming content it
+        served; the tool context is only built when such an attachment comes."""
         store = self._context("message").content_store
-        return store.get if store is not None else None
+        return store.get(uri) if store is not None else None
 
     def _context(self, call_id: str) -> ToolContext:
         context = ToolContext(working_directory=self._working_directory or Path.cwd(), tool_call_id=call_id)

@@ -104,7 +104,7 @@ class ProviderTurn:
             offered = environment.tools(ctx, list(self.agent.tools.values()))
             message = {**message, "text": await tools.run_commands(expanded, ids, offered)}
         user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id,
-                                      content=tools.content_reader())
+                                      content=tools.read_content)
         for note in notes:
             _notify(ctx, note)
         past = self.compaction.past(ctx.session, finished)
