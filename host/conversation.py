@@ -4,6 +4,10 @@
   embedded images go to vision models only (others get a note in the text); ``file://``
   resource attachments inside the session's working directory are read and given as text, any
   other URI is refused with a note; simple attachments use their ``modelRepresentation``.
+  Content this host served by reference (``agent-host-content:/sha256/<hex>``: a file-edit
+  preview, a tool's output) is read from the host's content store (``content``) when attached,
+  also in the form VS Code sends it back (``vscode-agent-host://<authority>/<path>?_ah=<base64 of
+  {"scheme": "agent-host-content", ...}>``, its name for a URI of the host it is connected to).
   It also returns the notes meant for the user (shown as system notifications). ``@path`` words in
   the text that name a file inside the working directory and were not attached by the client are
   read the same way, so every client gets Claude Code's ``@file`` behaviour.
@@ -30,8 +34,8 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlparse
+from typing import Any, Callable
+from urllib.parse import parse_qs, unquote, urlparse
 
 from ahp.tool_results import result_text
 from providers import (
@@ -49,6 +53,7 @@ from regular_files import NotARegularFile, read_regular
 
 __all__ = [
     "to_user_message",
+    "host_content_uri",
     "rebuild_turn",
     "history",
     "repair",
@@ -67,8 +72,13 @@ STEERING_PREFIX = "Steering: "
 _CANCELLED_RESULT = "This tool call did not run to completion (the turn was cancelled or failed)."
 
 
+ContentReader = Callable[[str], "bytes | None"]
+"""The host's content store lookup: the bytes behind an ``agent-host-content:`` URI, or None."""
+
+
 def to_user_message(
-    message: Mapping[str, Any], *, working_directory: Path | None, vision: bool, model_name: str = "this model"
+    message: Mapping[str, Any], *, working_directory: Path | None, vision: bool, model_name: str = "this model",
+    content: ContentReader | None = None,
 ) -> tuple[UserMessage, list[str]]:
     """The neutral message for an AHP ``UserMessage`` and the notes to show the user."""
     text = str(message.get("text") or "")
@@ -85,7 +95,7 @@ def to_user_message(
         elif kind == "embeddedResource":
             _embedded(attachment, label, vision, model_name, contents, extra, notes)
         elif kind == "resource":
-            _resource(attachment, label, working_directory, extra, notes)
+            _resource(attachment, label, working_directory, extra, notes, content)
     attached = {str(a.get("uri")) for a in message.get("attachments") or [] if isinstance(a, Mapping)}
     for label, uri in _mentions(text, working_directory):
         if uri not in attached:
@@ -143,10 +153,47 @@ def _embedded(
     extra.append(_as_file_block(label, _select(decoded, attachment.get("selection"))))
 
 
+def host_content_uri(uri: str) -> str | None:
+    """The ``agent-host-content:`` URI ``uri`` names: itself, or VS Code's wrapped form of it."""
+    if uri.startswith("agent-host-content:"):
+        return uri
+    parsed = urlparse(uri)
+    if parsed.scheme != "vscode-agent-host":
+        return None
+    encoded = (parse_qs(unquote(parsed.query)).get("_ah") or [""])[0]  # VS Code escapes the "="
+    try:
+        original = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+    except (binascii.Error, ValueError):
+        return None
+    if not isinstance(original, dict) or original.get("scheme") != "agent-host-content":
+        return None
+    return f"agent-host-content:{unquote(parsed.path)}"
+
+
 def _resource(
-    attachment: Mapping[str, Any], label: str, working_directory: Path | None, extra: list[str], notes: list[str]
+    attachment: Mapping[str, Any], label: str, working_directory: Path | None, extra: list[str], notes: list[str],
+    content: ContentReader | None = None,
 ) -> None:
     uri = str(attachment.get("uri") or "")
+    stored_uri = host_content_uri(uri)
+    if stored_uri is not None:
+        stored = content(stored_uri) if content is not None else None
+        if stored is None:
+            note = f"The attachment {label} was not read: this host holds no content at {stored_uri}."
+            extra.append(f"[{note}]")
+            notes.append(note)
+            return
+        try:
+            text = stored[:ATTACHMENT_TEXT_LIMIT].decode("utf-8")
+        except UnicodeDecodeError:
+            note = f"The attachment {label} was not sent: it is not text."
+            extra.append(f"[{note}]")
+            notes.append(note)
+            return
+        if len(stored) > ATTACHMENT_TEXT_LIMIT:
+            notes.append(f"Only the first {ATTACHMENT_TEXT_LIMIT // 1024} KiB of {label} were sent to the model.")
+        extra.append(_as_file_block(label, _select(text, attachment.get("selection"))))
+        return
     path, refusal = _readable(uri, working_directory)
     if path is None:
         note = f"The attachment {label} was not read: {refusal}"

@@ -10,7 +10,18 @@ agent ``params.provider`` (default: the host's default agent) given what the use
   models, ``thinking`` for Anthropic ones) — so the schema changes when the model does, which is
   why the method is iterative;
 * ``workingDirectory`` — ``enumDynamic``: completed from the directories sessions may work in;
-* ``autoApprove`` — when the host runs tools (``sessionMutable``: it can be flipped later).
+* ``autoApprove`` — when the host runs tools (``sessionMutable``: it can be flipped later); besides
+  booleans it takes VS Code's approval levels (``"default"``, ``"assisted"``, ``"autoApprove"``,
+  ``"autopilot"``), kept as the boolean they mean here (``host.tools_runtime.session_config``).
+
+VS Code 1.139.1 sends two more properties from its own settings, whatever this schema says; they
+are accepted, and join the schema and the values only when sent:
+
+* ``mode`` — ``"interactive"``, ``"plan"`` or ``"autopilot"``. ``"autopilot"`` runs tools without
+  asking (as VS Code means it); ``"interactive"`` and ``"plan"`` are kept as values and change
+  nothing else (our agents have no plan mode).
+* ``isolation`` — ``"folder"`` only: sessions run in their working directory itself. A
+  ``"worktree"`` (or anything else) is refused, since this host makes no worktrees.
 
 Every value the client sent is checked (an unknown model, an effort the model does not offer, a
 directory outside ``[sessions] allowed_directories``) and refused with -32602 saying what is
@@ -33,13 +44,28 @@ from typing import Any
 
 from host.agents import Agent
 from host.errors import ErrorCode, RpcError
-from host.tools_runtime.session_config import AUTO_APPROVE, auto_approve_property
+from host.tools_runtime.session_config import AUTO_APPROVE, AutoApproveValueError, auto_approve_property, auto_approve_value
 from host.workdirs import WorkingDirectoryError, check_working_directory, directory_of
 
-__all__ = ["SessionConfigResolver", "MODEL", "WORKING_DIRECTORY"]
+__all__ = ["SessionConfigResolver", "MODEL", "WORKING_DIRECTORY", "MODE", "ISOLATION"]
 
 MODEL = "model"
 WORKING_DIRECTORY = "workingDirectory"
+MODE = "mode"
+ISOLATION = "isolation"
+_CLIENT_PROPERTIES: dict[str, dict[str, Any]] = {
+    MODE: {
+        "type": "string", "title": "Mode", "enum": ["interactive", "plan", "autopilot"], "default": "interactive",
+        "description": "How the agent works: interactive asks before tools as the approval setting says; autopilot runs them "
+                       "without asking; plan is kept and changes nothing on this host.",
+        "sessionMutable": True,
+    },
+    ISOLATION: {
+        "type": "string", "title": "Isolation", "enum": ["folder"], "default": "folder", "readOnly": True,
+        "description": "Sessions work in their working directory itself; this host makes no worktrees.",
+    },
+}
+"""Properties VS Code sends from its own settings: in the schema only when a client sent them."""
 _COMPLETION_LIMIT = 50
 
 
@@ -98,9 +124,19 @@ class SessionConfigResolver:
             "default": self._default_directory.as_uri(),
         }
         values[WORKING_DIRECTORY] = self._working_directory(given.get(WORKING_DIRECTORY))
-        if self._auto_approve_default is not None:
-            properties[AUTO_APPROVE] = auto_approve_property(self._auto_approve_default)
-            values[AUTO_APPROVE] = _checked(AUTO_APPROVE, properties[AUTO_APPROVE], given.get(AUTO_APPROVE, self._auto_approve_default))
+        if self._auto_approve_default is not None or AUTO_APPROVE in given:  # a client's level is understood even without tools
+            properties[AUTO_APPROVE] = auto_approve_property(bool(self._auto_approve_default))
+            try:
+                values[AUTO_APPROVE] = auto_approve_value(given.get(AUTO_APPROVE, bool(self._auto_approve_default)))
+            except AutoApproveValueError as error:
+                raise RpcError(ErrorCode.INVALID_PARAMS, str(error)) from None
+        for key, prop in _CLIENT_PROPERTIES.items():
+            if key in given:
+                if key == ISOLATION and given[key] not in prop["enum"]:
+                    raise RpcError(ErrorCode.INVALID_PARAMS, f"config.isolation {given[key]!r} cannot be honoured: this host runs "
+                                   "sessions in their working directory itself (isolation 'folder') and makes no worktrees.")
+                properties[key] = prop
+                values[key] = _checked(key, prop, given[key])
         return properties, {key: value for key, value in values.items() if value is not None}
 
     def _agent(self, provider: Any) -> Agent:
@@ -126,7 +162,7 @@ class SessionConfigResolver:
         model = values.get(MODEL)
         if not isinstance(model, str):
             return None
-        own = {key: values[key] for key in properties if key not in (MODEL, WORKING_DIRECTORY, AUTO_APPROVE) and key in values}
+        own = {key: values[key] for key in properties if key not in (MODEL, WORKING_DIRECTORY, AUTO_APPROVE, *_CLIENT_PROPERTIES) and key in values}
         return {"id": model, **({"config": own} if own else {})}
 
     # -- sessionConfigCompletions --------------------------------------------------------------

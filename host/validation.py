@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ahp.dialects.catalogue import ACTION_INTRODUCED_IN
 from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS
+from host.tools_runtime.session_config import AUTO_APPROVE, AutoApproveValueError, auto_approve_value
 
 __all__ = ["HOST_ONLY", "check_client_action"]
 
@@ -274,6 +275,12 @@ def _config_changed(state: dict[str, Any], action: dict[str, Any], client_id: st
             return f"Unknown config property {key!r}."
         if not prop.get("sessionMutable"):
             return f"Config property {key!r} cannot be changed after the session is created."
+        if key == AUTO_APPROVE:  # a boolean, or one of VS Code's approval levels
+            try:
+                auto_approve_value(values[key])
+            except AutoApproveValueError as error:
+                return str(error)
+            continue
         problem = _config_value_problem(prop, values[key])
         if problem is not None:
             return f"Config property {key!r} {problem}, not {_shown_value(values[key])}."

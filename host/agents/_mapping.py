@@ -5,7 +5,8 @@
 * text part start → ``chat/responsePart`` (markdown, empty) and each delta → ``chat/delta``;
 * reasoning part start → ``chat/responsePart`` (reasoning) and deltas → ``chat/reasoning``;
 * tool-call part start → ``chat/toolCallStart`` (with the tool's ``contributor`` for client and
-  MCP tools); deltas → ``chat/toolCallDelta`` (raw JSON).
+  MCP tools, and ``_meta.toolKind: "terminal"`` for a tool that runs commands, which VS Code shows
+  as a terminal command and asks "Allow" / "Skip" for); deltas → ``chat/toolCallDelta`` (raw JSON).
 
 Invariants: response part ids are ``<turn>:text-N`` / ``<turn>:reasoning-N`` (unique in the turn,
 never equal to a tool-call id); AHP tool-call ids are the provider's ids made unique within the
@@ -23,7 +24,12 @@ from ahp.protocol import builders
 from host.agents.base import TurnContext
 from providers import Finish, PartDelta, PartEnd, PartStart, StreamAccumulator, StreamEvent, Usage, UsageReport
 
-__all__ = ["CallMapper", "TurnToolIds"]
+__all__ = ["CallMapper", "TurnToolIds", "tool_start_meta"]
+
+
+def tool_start_meta(tool: Any) -> dict[str, Any] | None:
+    """The ``_meta`` of a tool's ``chat/toolCallStart``: its kind for clients that paint by kind."""
+    return {"toolKind": "terminal"} if getattr(tool, "subject_kind", None) == "command" else None
 
 
 @dataclass
@@ -44,12 +50,14 @@ class TurnToolIds:
 class CallMapper:
     def __init__(
         self, ctx: TurnContext, api: str, ids: TurnToolIds, display_names: dict[str, str],
-        owners: dict[str, tuple[dict[str, Any], str]] | None = None,
+        owners: dict[str, tuple[dict[str, Any], str]] | None = None, metas: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self._ctx = ctx
         self._ids = ids
         self._display = display_names
         self._owners = owners or {}
+        self._metas = metas or {}
+        """Offered name → the ``_meta`` its ``chat/toolCallStart`` carries (``tool_start_meta``)."""
         """Offered name → (``ToolCallContributor``, the tool's name on the wire) for client and MCP tools."""
         self.acc = StreamAccumulator(api=api)  # type: ignore[arg-type]
         self.streamed = False
@@ -90,7 +98,7 @@ class CallMapper:
             contributor, tool_name = self._owners.get(name) or (None, name)
             self._ctx.emit(builders.chat_tool_call_start(
                 turn_id=self._ctx.turn_id, tool_call_id=call_id, tool_name=tool_name,
-                display_name=self._display.get(name, name), contributor=contributor,
+                display_name=self._display.get(name, name), contributor=contributor, meta=self._metas.get(name),
             ))
             return
         kind = "markdown" if event.part_kind == "text" else "reasoning"

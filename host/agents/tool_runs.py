@@ -24,7 +24,7 @@ from typing import Any
 
 from ahp.protocol import builders
 from ahp.tool_results import result_text
-from host.agents._mapping import TurnToolIds
+from host.agents._mapping import TurnToolIds, tool_start_meta
 from host.agents.base import TurnContext
 from host.agents.context import cut_tool_output
 from host.agents.environment import TurnEnvironment
@@ -142,7 +142,8 @@ class TurnTools:
             provider_id = f"{ctx.turn_id}-command-{index}"
             call_id = ahp_ids[provider_id] = ids.assign(provider_id)
             arguments = json.dumps({"command": command})
-            ctx.emit(builders.chat_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name="shell", display_name=shell.title))
+            ctx.emit(builders.chat_tool_call_start(turn_id=ctx.turn_id, tool_call_id=call_id, tool_name="shell", display_name=shell.title,
+                                                       meta=tool_start_meta(shell)))
             ctx.emit(builders.chat_tool_call_delta(turn_id=ctx.turn_id, tool_call_id=call_id, content=arguments))
             parts.append(ToolCallPart(tool_call_id=provider_id, tool_name="shell", arguments=arguments))
         results = await self.run(AssistantMessage(parts=tuple(parts)), ahp_ids, offered)
@@ -160,6 +161,12 @@ class TurnTools:
             f"{cut}\n\n[This output was cut for you: {left_out} of {len(text)} characters are not shown. "
             f"The whole output is stored; read it in pages with read_file(path=\"{uri}\", offset=<line>, limit=<lines>).]"
         )
+
+    def read_content(self, uri: str) -> bytes | None:
+        """The bytes the host's content store holds at ``uri``, for an attachment naming content it
+        served; the tool context is only built when such an attachment comes."""
+        store = self._context("message").content_store
+        return store.get(uri) if store is not None else None
 
     def _context(self, call_id: str) -> ToolContext:
         context = ToolContext(working_directory=self._working_directory or Path.cwd(), tool_call_id=call_id)

@@ -16,7 +16,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ahp.protocol import builders
-from host.agents._mapping import CallMapper, TurnToolIds
+from host.agents._mapping import CallMapper, TurnToolIds, tool_start_meta
 from host.agents.base import TurnContext, TurnFailed
 from host.agents.compaction import Compaction
 from host.agents.context import COMPACT_COMMAND, TokenMeter, elide_old_tool_results
@@ -103,7 +103,8 @@ class ProviderTurn:
             # their output takes their place, as in Claude Code's slash commands.
             offered = environment.tools(ctx, list(self.agent.tools.values()))
             message = {**message, "text": await tools.run_commands(expanded, ids, offered)}
-        user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id)
+        user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id,
+                                      content=tools.read_content)
         for note in notes:
             _notify(ctx, note)
         past = self.compaction.past(ctx.session, finished)
@@ -187,13 +188,14 @@ class ProviderTurn:
     async def _call(self, provider: Provider, request: ModelRequest, ids: TurnToolIds, offered: dict[str, Tool]) -> CallMapper:
         ctx, settings = self.ctx, self.settings
         display = {name: tool.title for name, tool in offered.items()}
+        metas = {name: meta for name, tool in offered.items() if (meta := tool_start_meta(tool)) is not None}
         # Client-provided and MCP tools start with their contributor (and a client's own name for the tool).
         owners = {name: (tool.contributor, getattr(tool, "wire_name", name)) for name, tool in offered.items()
                   if getattr(tool, "contributor", None)}
         attempt = 0
         while True:
             self._set_activity(f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
-            mapper = CallMapper(ctx, provider.api, ids, display, owners)
+            mapper = CallMapper(ctx, provider.api, ids, display, owners, metas)
             try:
                 try:
                     async with contextlib.aclosing(provider.stream(request)) as events:

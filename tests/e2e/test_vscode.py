@@ -434,9 +434,12 @@ async def test_h_a_second_client_sees_the_same_turns_live(run: Run) -> None:
         if TARGET == "reference":
             _second_vscode_window(run)
             return
+        from ahp.dialects.v0_2.uris import v02_session_uri
         from client import ROOT_CHANNEL, AhpClient
 
         assert run.host is not None
+        # Our client speaks AHP 0.2.0, which names VS Code's session <provider>:/<id> ahp-session:/<id>.
+        session = v02_session_uri(session)
         client = await AhpClient.connect(run.host.url)
         try:
             await client.initialize(subscriptions=[ROOT_CHANNEL])

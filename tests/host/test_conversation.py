@@ -42,3 +42,36 @@ def test_a_file_attached_by_the_client_and_mentioned_is_sent_once(tmp_path: Path
         working_directory=tmp_path, vision=False,
     )
     assert _text(message).count("[Attached file app.py]") == 1
+
+
+def _vscode_wrapped(content_uri: str) -> str:
+    """How VS Code 1.139.1 names a host's content URI when it attaches it (seen on the wire)."""
+    import base64
+    import json
+    from urllib.parse import quote
+    query = base64.urlsafe_b64encode(json.dumps({"scheme": "agent-host-content", "contentRef": True}).encode()).decode().rstrip("=")
+    return f"vscode-agent-host://local{content_uri.removeprefix('agent-host-content:')}?{quote('_ah=' + query)}"
+
+
+def test_content_the_host_served_is_read_from_its_store_also_as_vscode_wraps_it(tmp_path: Path) -> None:
+    from host.content import ContentStore
+    store = ContentStore(None)
+    uri = store.put(b"notes written by the agent\n", "text/plain; charset=utf-8")
+    for attached in (uri, _vscode_wrapped(uri)):
+        message, notes = to_user_message(
+            {"text": "what is in it?", "attachments": [{"type": "resource", "uri": attached, "label": "notes.txt"}]},
+            working_directory=tmp_path, vision=False, content=store.get)
+        assert notes == []
+        assert "notes written by the agent" in message.content[0].text
+    missing = "agent-host-content:/sha256/" + "0" * 64
+    message, notes = to_user_message(
+        {"text": "and this?", "attachments": [{"type": "resource", "uri": _vscode_wrapped(missing), "label": "gone"}]},
+        working_directory=tmp_path, vision=False, content=store.get)
+    assert notes == [f"The attachment gone was not read: this host holds no content at {missing}."]
+
+
+def test_another_vscode_agent_host_uri_is_still_refused(tmp_path: Path) -> None:
+    message, notes = to_user_message(
+        {"text": "x", "attachments": [{"type": "resource", "uri": "vscode-agent-host://local/etc/passwd", "label": "p"}]},
+        working_directory=tmp_path, vision=False, content=lambda uri: b"secret")
+    assert "secret" not in message.content[0].text and "only file:// URIs" in notes[0]

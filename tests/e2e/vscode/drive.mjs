@@ -401,6 +401,10 @@ const steps = {
       opened = await page.evaluate(() => [...document.querySelectorAll('.editor-group-container .tab .label-name, .multi-diff-editor .header .label-name, .monaco-diff-editor')]
         .filter((element) => element.offsetParent !== null).map((element) => element.innerText.replace(/\s+/g, ' ').trim().slice(0, 200)));
       await screenshot(page, 'changes-opened');
+      // Close the diff again: VS Code attaches the active editor to the next message as implicit
+      // context, hidden live but shown as a chip once the chat is reloaded (step g would then
+      // compare a message VS Code painted differently, whatever the host kept).
+      await runCommand(page, 'View: Close All Editors');
       await maximizeChat(page);
     }
     return { summary, files, pills, opened };
