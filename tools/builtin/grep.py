@@ -22,6 +22,7 @@ import asyncio
 import os
 import re
 import shutil
+import stat
 
 from regular_files import NotARegularFile, check_regular, read_regular
 
@@ -182,6 +183,11 @@ class GrepTool(Tool):
         total = 0
         stopped = False
         last = None
+        # ripgrep opens every ignore file it meets, and opening a FIFO named .gitignore blocks until
+        # someone writes to it. A search still running after RIPGREP_PATIENCE has the tree checked
+        # for such files (off the loop, only in that slow case); if one is there, ripgrep is ended
+        # and the Python walk, which skips them, answers instead.
+        watchdog = asyncio.ensure_future(_end_if_blocked_by_an_ignore_file(process, base))
         try:
             while True:
                 raw = await process.stdout.readline()
@@ -201,9 +207,41 @@ class GrepTool(Tool):
             if process.returncode is None and stopped:
                 process.kill()
             _, err = await process.communicate()
+            watchdog.cancel()
+        if not watchdog.cancelled() and watchdog.done() and watchdog.result():
+            return None  # blocked on a FIFO ignore file: the Python walk answers
         if process.returncode == 2 and not hits and b"regex" in err.lower():
             return None  # a pattern only Python's engine understands
         return hits, total, None, stopped
+
+
+RIPGREP_PATIENCE = 0.5
+"""Seconds a ripgrep search runs before the tree is checked for ignore files it could block on."""
+
+_RIPGREP_IGNORE_FILES = frozenset({".gitignore", ".ignore", ".rgignore"})
+
+
+async def _end_if_blocked_by_an_ignore_file(process: asyncio.subprocess.Process, base) -> bool:
+    """After ``RIPGREP_PATIENCE``, end ``process`` if an ignore file below ``base`` is not a regular
+    file (ripgrep would wait on it for ever); True when it did."""
+    await asyncio.sleep(RIPGREP_PATIENCE)
+    if process.returncode is not None or not await asyncio.to_thread(_has_irregular_ignore_file, base):
+        return False
+    if process.returncode is None:
+        process.kill()
+    return True
+
+
+def _has_irregular_ignore_file(base) -> bool:
+    for top, directories, files in os.walk(base):
+        directories[:] = [name for name in directories if name not in (".git", ".hg", ".svn")]
+        for name in _RIPGREP_IGNORE_FILES.intersection(files):
+            try:
+                if not stat.S_ISREG(os.stat(os.path.join(top, name)).st_mode):
+                    return True
+            except OSError:
+                continue
+    return False
 
 
 def _is_searchable(base, shown: str) -> bool:
