@@ -468,7 +468,9 @@ class ClientConnection:
 
     async def _invoke_changeset_operation(self, params: Any) -> dict[str, Any]:
         params = self._params("invokeChangesetOperation", params)
-        return self.host.changesets.invoke(params)
+        assert self.dialect is not None
+        channel = self.dialect.internal_uri(self.host, params["channel"])
+        return self.host.changesets.invoke({**params, "channel": channel} if isinstance(channel, str) else params)
 
     async def _resolve_session_config(self, params: Any) -> dict[str, Any]:
         params = self._params("resolveSessionConfig", params)

@@ -8,6 +8,11 @@
   ``v0_7.action_up``. Automation channels do not exist for it. Where ``v0_7.needs_resync`` says
   a 0.7.0 mirror drifts (a handful of 0.9.0-only actions), 0.7.0 has no message that carries a
   snapshot unasked: the drift lasts until the client subscribes again or reconnects.
+* Both: VS Code names a turn's changeset ``<session URI>/changeset/turn/<turn id>`` whatever
+  ``uriTemplate`` the catalogue gives; that name is an alias of the host's
+  ``ahp-changeset:/<session id>/turn/<turn id>`` (``changeset_alias``) for ``subscribe`` (the
+  snapshot names the alias; created empty on first subscribe like any turn changeset) and
+  ``invokeChangesetOperation``. Later actions on it are sent under the host's own name.
 * Both: ``listSessions`` pages with ``limit``/``cursor``/``nextCursor``; params are checked
   against the vendored 0.7.0 schema (``ahp.dialects.params``, whose commands 0.9.0 shares).
 """
@@ -18,14 +23,16 @@ import base64
 import binascii
 import json
 from typing import Any
+from urllib.parse import unquote
 
 from ahp.dialects import v0_7
 from ahp.dialects.catalogue import ACTION_REMOVED_IN, introduced_in, known_to, notification_known_to
 from ahp.dialects.params import PARAMS_0_7
+from host.changesets.model import turn_changeset
 from host.dialects.base import Dialect
 from host.errors import ProtocolViolation
 
-__all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX"]
+__all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX", "changeset_alias"]
 
 PAGE_MAX = 500
 """The most session summaries one ``listSessions`` page holds (also the page size when the client
@@ -44,6 +51,18 @@ class NewerDialect(Dialect):
 
     def initialize_result(self, base: dict[str, Any]) -> dict[str, Any]:
         return {**base, "serverInfo": {"name": "agent-host"}}
+
+    # -- channels ------------------------------------------------------------------------------
+
+    def internal_uri(self, host: Any, channel: Any) -> Any:
+        return changeset_alias(host, channel) or channel
+
+    def internal_channels(self, host: Any, channel: Any) -> list[str] | None:
+        return super().internal_channels(host, self.internal_uri(host, channel))
+
+    def snapshot(self, host: Any, channel: str, snapshots: list[dict[str, Any]]) -> dict[str, Any]:
+        snapshot = snapshots[0]
+        return snapshot if snapshot.get("resource") == channel else {**snapshot, "resource": channel}
 
     def list_sessions(self, host: Any, params: dict[str, Any]) -> dict[str, Any]:
         limit = params.get("limit")
@@ -100,8 +119,8 @@ class Ahp07Dialect(NewerDialect):
         return kind is None or kind in v0_7.KINDS
 
     def snapshot(self, host: Any, channel: str, snapshots: list[dict[str, Any]]) -> dict[str, Any]:
-        snapshot = snapshots[0]
-        kind = host.store.kind(channel) or ""
+        snapshot = super().snapshot(host, channel, snapshots)
+        kind = host.store.kind(self.internal_uri(host, channel)) or ""
         return {**snapshot, "state": v0_7.state_down(kind, snapshot["state"])}
 
     def summary_down(self, summary: dict[str, Any]) -> dict[str, Any]:
@@ -121,6 +140,21 @@ class Ahp07Dialect(NewerDialect):
 
     def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
         return v0_7.notification_down(method, params)
+
+
+_VSCODE_TURN = "/changeset/turn/"
+
+
+def changeset_alias(host: Any, channel: Any) -> str | None:
+    """The host's name of a turn changeset named the way VS Code names it
+    (``<session URI>/changeset/turn/<turn id>``, the session one this host holds), else None."""
+    if not isinstance(channel, str) or _VSCODE_TURN not in channel:
+        return None
+    session, _, turn_id = channel.rpartition(_VSCODE_TURN)
+    turn_id = unquote(turn_id)
+    if not turn_id or "/" in turn_id or host.store.kind(session) != "session":
+        return None
+    return turn_changeset(session, turn_id)
 
 
 def _encode_cursor(key: tuple[int, str]) -> str:
