@@ -60,9 +60,17 @@ class AppendingState:
     ``state`` is always what the pure reducers would have produced from every applied action: a
     pending run is reduced, as one joined append, when ``state`` is read. ``reduce`` has the shape
     of ``ahp.state.reduce`` (``reduce(kind, state, action, now)``).
+
+    A dialect with other action names (0.2.0's ``session/delta``...) subclasses it with its own
+    ``run_kinds`` and ``key_of``; the holding and joining stay this one class.
     """
 
     __slots__ = ("kind", "_reduce", "_state", "_run_key", "_run_template", "_run_chunks", "_runs")
+
+    run_kinds: frozenset[str] = RUN_KINDS
+    """Channel kinds whose actions may form runs."""
+    key_of = staticmethod(run_key)
+    """``key_of(action)``: the action's run key, ``None`` when it is reduced on its own."""
 
     def __init__(self, kind: str, state: dict[str, Any],
                  reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
@@ -71,7 +79,7 @@ class AppendingState:
         self.kind = kind
         self._reduce = reduce
         self._state = state
-        self._runs = kind in RUN_KINDS
+        self._runs = kind in self.run_kinds
         self._run_key: tuple[Any, ...] | None = None
         """The key of the run the last applied action opened or continued (``None``: no run)."""
         self._run_template: dict[str, Any] = {}
@@ -102,7 +110,7 @@ class AppendingState:
 
     def apply(self, action: dict[str, Any], now: int) -> bool:
         """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
-        key = run_key(action) if self._runs else None
+        key = self.key_of(action) if self._runs else None
         if key is not None and key == self._run_key:
             self._run_chunks.append(action["content"])
             return True

@@ -26,6 +26,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ahp.state.appends import AppendingState as _AppendingState
+from ahp.state.appends import joined
+
 __all__ = ["RUN_ACTION_TYPES", "AppendingState", "joined", "run_key"]
 
 RUN_ACTION_TYPES = frozenset({"session/delta", "session/reasoning", "session/toolCallDelta"})
@@ -45,67 +48,20 @@ def run_key(action: dict[str, Any]) -> tuple[Any, ...] | None:
     return (action_type, action.get("turnId"), action.get("partId"))
 
 
-def joined(template: dict[str, Any], contents: list[str]) -> dict[str, Any]:
-    """One action equivalent to appending ``contents`` in order with actions like ``template``."""
-    return {**template, "content": "".join(contents)}
-
-
-class AppendingState:
-    """One channel's state, with streamed text appends held back as a run.
-
-    ``state`` is always what the pure reducers would have produced from every applied action: a
-    pending run is reduced, as one joined append, when ``state`` is read. Appending to a run is a
-    list append, so a long turn costs O(1) per token instead of a copy of its whole text.
-    ``reduce`` has the shape of ``ahp.dialects.v0_2.state.reduce`` (``reduce(kind, state, action, now)``).
+class AppendingState(_AppendingState):
+    """One 0.2.0 channel's state, with streamed text appends held back as a run (the client's
+    mirror): the internal model's holder (``ahp.state.appends.AppendingState``) with 0.2.0's
+    action names and reducers. Appending to a run is a list append, so a long turn costs O(1) per
+    token instead of a copy of its whole text.
     """
 
-    __slots__ = ("kind", "_reduce", "_state", "_run_key", "_run_template", "_run_chunks")
+    __slots__ = ()
+
+    run_kinds = frozenset({"session"})
+    key_of = staticmethod(run_key)
 
     def __init__(self, kind: str, state: dict[str, Any],
                  reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
         if reduce is None:
             from ahp.dialects.v0_2.state import reduce  # the package imports this module's names lazily
-        self.kind = kind
-        self._reduce = reduce
-        self._state = state
-        self._run_key: tuple[Any, ...] | None = None
-        """The key of the run the last applied action opened or continued (``None``: no run)."""
-        self._run_template: dict[str, Any] = {}
-        self._run_chunks: list[str] = []
-        """Contents appended to the run and not yet reduced into ``_state``."""
-
-    @property
-    def state(self) -> dict[str, Any]:
-        """The reducers' state after every applied action (reduces a pending run first)."""
-        if self._run_chunks:
-            # ``now`` is not read by text appends: 0 stands for it.
-            self._state = self._reduce(self.kind, self._state, joined(self._run_template, self._run_chunks), 0)
-            self._run_chunks = []
-        return self._state
-
-    @state.setter
-    def state(self, state: dict[str, Any]) -> None:
-        """Replace the state outright (a snapshot); an open run is forgotten with the old one."""
-        self._state = state
-        self._run_key = None
-        self._run_chunks = []
-
-    @property
-    def shape(self) -> dict[str, Any]:
-        """The state without reducing a pending run: exact in everything but the text of the run's
-        target (text appends change nothing else), for cheap per-token checks."""
-        return self._state
-
-    def apply(self, action: dict[str, Any], now: int) -> bool:
-        """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
-        key = run_key(action) if self.kind == "session" else None
-        if key is not None and key == self._run_key:
-            self._run_chunks.append(action["content"])
-            return True
-        before = self.state
-        after = self._reduce(self.kind, before, action, now)
-        self._state = after
-        # Only an append that found its target opens a run: the law needs it.
-        self._run_key = key if after is not before else None
-        self._run_template = action
-        return after is not before
+        super().__init__(kind, state, reduce)
