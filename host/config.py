@@ -221,6 +221,9 @@ class ToolsConfig(_Section):
     """Rules that refuse a call outright (the model is told why); nothing overrides them."""
     auto_approve: bool = False
     """Default of the per-session ``autoApprove`` switch (sessions can change it)."""
+    remembered_approvals: Literal["all", "project", "none"] = "all"
+    """Default of the per-session ``useRememberedApprovals`` property: which "Always allow"
+    choices apply: this project's and host-wide ones, this project's only, or none."""
     result_confirmation: list[str] = Field(default_factory=list)
     """Tool names (``*`` wildcards) whose results the user confirms before the model sees them."""
     extra_roots: list[str] = Field(default_factory=list)

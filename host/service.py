@@ -160,6 +160,7 @@ class AgentHost:
             self.default_directory,
             lambda: [(state.get("workingDirectories") or [None])[0] for _, state in self.store.channels("session")],
             config.tools.auto_approve if self.tools is not None else None,
+            config.tools.remembered_approvals,
         )
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -175,6 +176,8 @@ class AgentHost:
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
             self.store.replace(ROOT, {**root, "config": config})
+        if self.tools is not None:
+            self.tools.publish_remembered()  # the "always allow" choices as they are on disk now
         self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()

@@ -22,7 +22,7 @@ import json
 from typing import Any, Callable
 
 from ahp.dialects.catalogue import ACTION_INTRODUCED_IN
-from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS
+from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem
 from host.tools_runtime.session_config import AUTO_APPROVE, AutoApproveValueError, auto_approve_value
 
 __all__ = ["HOST_ONLY", "check_client_action"]
@@ -353,7 +353,7 @@ def _root_config_changed(state: dict[str, Any], action: dict[str, Any], client_i
             continue
         if prop.get("readOnly"):
             return f"Host config property {key!r} is read-only."
-        problem = _config_value_problem(prop, value)
+        problem = _config_value_problem(prop, value) or declared_value_problem(key, value)
         if problem is not None:
             return f"Host config property {key!r} {problem}, not {_shown_value(value)}."
     kept.update(values)

@@ -3,14 +3,18 @@
 For each call the turn loop hands over (``approve``):
 
 * ``tools.policy.decide`` says **allow** → ``toolCallReady{confirmed: "not-needed" | "setting"}``;
+  when a remembered *Always allow* choice allowed it, the call's ``_meta`` gains
+  ``rememberedApproval`` (the choice as ``rememberedApprovals`` lists it: rule, scope, project), so
+  a client can say why nobody was asked (``agent-host -p`` prints it);
 * **deny** (a deny rule) → ``toolCallReady{confirmed: "not-needed"}`` then ``toolCallComplete``
   with ``success: false`` and the rule as the reason; the model gets the same reason; no prompt;
 * **ask** → ``toolCallReady`` with the ``options`` of ``confirmation_options``, the ``edits`` from
   ``prepare`` and ``editable: true`` for shell commands and file edits, then waits (a future keyed
   by the tool call id, resolved by the runtime's store observer) for ``chat/toolCallConfirmed``
   and applies the chosen option with ``apply_option``: allow once; allow in this session (kept in
-  the session's policy state, shell commands by prefix); always allow (saved in
-  ``ToolSettings``, so later calls get ``confirmed: "setting"``, across restarts too); deny; deny
+  the session's policy state, shell commands by prefix); always allow in this project (saved in
+  ``ToolSettings`` for the session's project, which the option names, so later calls in that
+  project get ``confirmed: "setting"``, across restarts too); deny; deny
   with a reason, whose ``reasonMessage`` and ``userSuggestion`` go back to the model as the
   call's result. An approval's ``editedToolInput`` replaces the arguments.
 
@@ -44,6 +48,7 @@ from tools.policy import (
 )
 
 from ._reporting import ContentReporters
+from .remembered import entry, shown_path
 from ._waiters import Waiters
 from .client_tools import ClientTool
 
@@ -81,12 +86,14 @@ class ConfirmingApprover:
         policy: Callable[[str], PolicyState],
         remember: Callable[[str, OptionEffect], None],
         needs_result_confirmation: Callable[[str], bool],
+        project: Callable[[str], str | None] = lambda session: None,
     ) -> None:
         self._waiters = waiters
         self._reporters = reporters
         self._policy = policy
         self._remember = remember
         self._needs_result_confirmation = needs_result_confirmation
+        self._project = project
 
     # -- before the call -----------------------------------------------------------------------
 
@@ -98,7 +105,11 @@ class ConfirmingApprover:
             return Approval(True)
         decision = self._decide(ctx.session, tool, args)
         if decision.outcome == "allow":
-            ctx.emit(request.ready_action(ctx.turn_id, confirmed=decision.confirmed, asking=False))
+            ready = request.ready_action(ctx.turn_id, confirmed=decision.confirmed, asking=False)
+            if decision.source in ("project", "host") and decision.rule is not None:
+                ready["_meta"] = {**(_meta_of(ctx.chat_state, ctx.turn_id, request.tool_call_id)),
+                                  "rememberedApproval": entry(str(decision.rule), self._project(ctx.session) if decision.source == "project" else None)}
+            ctx.emit(ready)
             return Approval(True)
         if decision.outcome == "deny":
             reason = decision.reason or "A rule denies this tool call."
@@ -109,7 +120,9 @@ class ConfirmingApprover:
             ))
             return Approval(False, reason=reason)
         editable = getattr(tool, "subject_kind", None) == "command" or "edits" in request.ready_fields
-        ready = request.ready_action(ctx.turn_id, options=confirmation_options(tool, args), editable=True if editable else None)
+        project = self._project(ctx.session)
+        options = confirmation_options(tool, args, project=shown_path(project) if project is not None else None)
+        ready = request.ready_action(ctx.turn_id, options=options, editable=True if editable else None)
         key = confirm_key(ctx.chat, ctx.turn_id, request.tool_call_id)
         self._waiters.expect(key)
         ctx.emit(ready)
@@ -213,6 +226,13 @@ def _denial_text(answer: dict[str, Any]) -> str:
     if suggestion:
         text += f"\nWhat the user suggests doing instead: {suggestion}"
     return text
+
+
+def _meta_of(state: dict[str, Any], turn_id: str, tool_call_id: str) -> dict[str, Any]:
+    """The call's ``_meta`` so far: a ``toolCallReady`` that carries one replaces it."""
+    call = _call(state, turn_id, tool_call_id)
+    meta = call.get("_meta") if call is not None else None
+    return dict(meta) if isinstance(meta, dict) else {}
 
 
 def _call(state: dict[str, Any], turn_id: str, tool_call_id: str) -> dict[str, Any] | None:

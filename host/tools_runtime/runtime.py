@@ -19,11 +19,17 @@ the store (an observer, so no polling) and:
 
 Observers run inside ``Store.dispatch``; anything that dispatches is scheduled with ``call_soon``.
 
-Policy state per session = configured rules + saved "always allow" rules (``ToolSettings``,
-read at every decision so a choice made in one session applies to all) + the session's own
-"allow in this session" rules (also in ``ToolSettings``, keyed by session, so they survive a
-restart as the session does; ``session_disposed`` deletes them) + the session's ``autoApprove``
-config value.
+Policy state per session = configured rules + the "always allow" choices remembered for the
+session's project and the host-wide ones (``ToolSettings``, read at every decision so a choice made
+in one session applies to the project's other sessions at once; which of them apply follows the
+session's ``useRememberedApprovals``) + the session's own "allow in this session" rules (also in
+``ToolSettings``, keyed by session, so they survive a restart as the session does;
+``session_disposed`` deletes them) + the session's ``autoApprove`` config value.
+
+The remembered choices are listed in the root config (``rememberedApprovals``, see
+``host.tools_runtime.remembered``): ``publish_remembered`` puts the stored list there (at host
+start and after every change), and the observer revokes what a client's ``root/configChanged``
+removed from it, then publishes the list again.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from host.agents.base import TurnContext
 from host.agents.environment import Contributor, TurnEnvironment
 from host.config import ToolsConfig
 from host.inputs import InputRequests
-from host.store import Store
+from host.store import ROOT, Store
 from host.workdirs import session_directory
 from tools.base import failure_result
 from tools.builtin import builtin_tools
@@ -52,7 +58,8 @@ from ._reporting import ContentReporters
 from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
-from .session_config import auto_approve_of
+from .remembered import ROOT_KEY, entries, project_root, revoked
+from .session_config import auto_approve_of, remembered_use_of
 from .session_tools import SessionToolParts, SessionTools
 from .settings import ToolSettings
 
@@ -81,7 +88,7 @@ class ToolsRuntime:
         self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
         self.approver = ConfirmingApprover(
             waiters=self.waiters, reporters=self.reporters, policy=self.policy, remember=self.remember,
-            needs_result_confirmation=self.needs_result_confirmation,
+            needs_result_confirmation=self.needs_result_confirmation, project=self.project,
         )
         self.contributor = SessionTools(SessionToolParts(
             builtins=self.builtins, extra_roots=self.extra_roots, untracked=untracked, content_store=self.content_store,
@@ -107,19 +114,41 @@ class ToolsRuntime:
     def policy(self, session: str) -> PolicyState:
         state = self.store.state(session) or {}
         directory = session_directory(state)
+        project = self.project(session)
+        use = remembered_use_of(state)
         return PolicyState(
             rules=self._rules,
-            always_allow=self.settings.always_allow(),
+            always_allow=self.settings.project_allow(project) if project is not None and use != "none" else (),
+            host_allow=self.settings.host_allow() if use == "all" else (),
             session_allow=self.settings.session_allow(session),
             auto_approve=auto_approve_of(state),
             working_directory=str(directory) if directory is not None else None,
         )
 
+    def project(self, session: str) -> str | None:
+        """The path of the session's project ("always" choices are kept for it), or None."""
+        directory = session_directory(self.store.state(session) or {})
+        return str(project_root(directory)) if directory is not None else None
+
     def remember(self, session: str, effect: OptionEffect) -> None:
-        """Keep what a chosen option added: session rules and "always" rules, both on disk."""
+        """Keep what a chosen option added: session rules, and "always" rules for the session's project."""
         self.settings.add_session(session, (str(rule) for rule in effect.state.session_allow))
         if effect.persist:
-            self.settings.add(effect.persist)
+            self.settings.add(effect.persist, self.project(session))
+            self.publish_remembered()
+
+    def publish_remembered(self) -> None:
+        """Make the root config's ``rememberedApprovals`` the stored list (if it is not already)."""
+        listed = entries(self.settings.remembered())
+        config = (self.store.state(ROOT) or {}).get("config")
+        if isinstance(config, dict) and (config.get("values") or {}).get(ROOT_KEY) != listed:
+            self.store.dispatch(ROOT, builders.root_config_changed(config={ROOT_KEY: listed}))
+
+    def _revoke_removed(self, after: dict[str, Any]) -> None:
+        value = ((after.get("config") or {}).get("values") or {}).get(ROOT_KEY)
+        for rule, project in revoked(self.settings.remembered(), value):
+            self.settings.revoke(rule, project)
+        asyncio.get_running_loop().call_soon(self.publish_remembered)
 
     def needs_result_confirmation(self, tool_name: str) -> bool:
         return any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.config.result_confirmation)
@@ -185,6 +214,10 @@ class ToolsRuntime:
         kind_of_channel = self.store.kind(channel)
         action = envelope.get("action") or {}
         kind = action.get("type")
+        if channel == ROOT:
+            if kind == "root/configChanged":
+                self._revoke_removed(after)
+            return
         if kind_of_channel == "session":
             if kind in ("session/activeClientSet", "session/activeClientRemoved"):
                 self.departure.active_changed(channel, before, after)

@@ -15,6 +15,14 @@ this host does not have: ask as usual) are off, ``"autoApprove"`` and the older 
 are on. Anything else raises ``AutoApproveValueError``. ``createSession`` keeps the boolean; a
 later ``session/configChanged`` keeps the level as VS Code sent it, which ``auto_approve_of``
 reads the same way.
+
+The package owns a second property, ``useRememberedApprovals``: which *Always allow* choices the
+session's calls may run on without asking. ``"all"`` (the ``[tools] remembered_approvals``
+default unless configured otherwise): those remembered for the session's project and the host-wide
+ones; ``"project"``: only the project's (``agent-host -p`` without ``--yes`` asks for this, see
+``chat.oneshot``); ``"none"``: none, every call that no configured rule allows asks. It is
+``sessionMutable``. ``remembered_use_of(state)`` reads it back (``"all"`` when absent or unknown:
+sessions from before this property).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "REMEMBERED_USE", "REMEMBERED_USES", "remembered_use_property", "remembered_use_of",
     "AUTO_APPROVE", "with_auto_approve", "auto_approve_of", "auto_approve_property", "auto_approve_value", "AutoApproveValueError",
 ]
 
@@ -36,6 +45,30 @@ _PROPERTY = {
     "default": False,
     "sessionMutable": True,
 }
+
+
+REMEMBERED_USE = "useRememberedApprovals"
+REMEMBERED_USES = ("all", "project", "none")
+_REMEMBERED_PROPERTY = {
+    "type": "string",
+    "title": "Remembered approvals",
+    "description": "Which 'Always allow' choices let tool calls run without asking: this project's and host-wide ones, "
+                   "this project's only, or none.",
+    "enum": list(REMEMBERED_USES),
+    "enumLabels": ["This project's and host-wide", "This project's only", "None (ask)"],
+    "default": "all",
+    "sessionMutable": True,
+}
+
+
+def remembered_use_property(default: str) -> dict[str, Any]:
+    """The ``useRememberedApprovals`` property schema with the host's default."""
+    return {**_REMEMBERED_PROPERTY, "default": default}
+
+
+def remembered_use_of(state: dict[str, Any]) -> str:
+    value = ((state.get("config") or {}).get("values") or {}).get(REMEMBERED_USE)
+    return value if value in REMEMBERED_USES else "all"
 
 
 class AutoApproveValueError(ValueError):
