@@ -5,7 +5,9 @@ For each call the turn loop hands over (``approve``):
 * ``tools.policy.decide`` says **allow** → ``toolCallReady{confirmed: "not-needed" | "setting"}``;
   when a remembered *Always allow* choice allowed it, the call's ``_meta`` gains
   ``rememberedApproval`` (the choice as ``rememberedApprovals`` lists it: rule, scope, project), so
-  a client can say why nobody was asked (``agent-host -p`` prints it);
+  a client can say why nobody was asked (``agent-host -p`` prints it). It is added with the call's
+  ``toolCallComplete``, the one tool-call action after ``toolCallStart`` whose ``_meta`` an AHP 0.2.0
+  client receives (``forget_turn`` drops what a cancelled turn's calls never used);
 * **deny** (a deny rule) → ``toolCallReady{confirmed: "not-needed"}`` then ``toolCallComplete``
   with ``success: false`` and the rule as the reason; the model gets the same reason; no prompt;
 * **ask** → ``toolCallReady`` with the ``options`` of ``confirmation_options``, the ``edits`` from
@@ -94,6 +96,8 @@ class ConfirmingApprover:
         self._remember = remember
         self._needs_result_confirmation = needs_result_confirmation
         self._project = project
+        self._remembered: dict[tuple[str, str, str], dict[str, Any]] = {}
+        """The remembered choice that allowed each running call, for its completion's ``_meta``."""
 
     # -- before the call -----------------------------------------------------------------------
 
@@ -105,11 +109,10 @@ class ConfirmingApprover:
             return Approval(True)
         decision = self._decide(ctx.session, tool, args)
         if decision.outcome == "allow":
-            ready = request.ready_action(ctx.turn_id, confirmed=decision.confirmed, asking=False)
             if decision.source in ("project", "host") and decision.rule is not None:
-                ready["_meta"] = {**(_meta_of(ctx.chat_state, ctx.turn_id, request.tool_call_id)),
-                                  "rememberedApproval": entry(str(decision.rule), self._project(ctx.session) if decision.source == "project" else None)}
-            ctx.emit(ready)
+                project = self._project(ctx.session) if decision.source == "project" else None
+                self._remembered[(ctx.chat, ctx.turn_id, request.tool_call_id)] = entry(str(decision.rule), project)
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed=decision.confirmed, asking=False))
             return Approval(True)
         if decision.outcome == "deny":
             reason = decision.reason or "A rule denies this tool call."
@@ -169,19 +172,26 @@ class ConfirmingApprover:
         self._reporters.resume(ctx.chat, tool_call_id)
         return bool(answer.get("approved"))
 
+    def forget_turn(self, chat: str, turn_id: str) -> None:
+        """Drop what the calls of a turn that ended left behind."""
+        for key in [key for key in self._remembered if key[:2] == (chat, turn_id)]:
+            del self._remembered[key]
+
     # -- after the call ------------------------------------------------------------------------
 
     async def finish(self, request: ToolCallRequest, result: dict[str, Any], ctx: TurnContext) -> dict[str, Any]:
         """Complete the call in the chat; returns what the model is told."""
         self._reporters.stop(ctx.chat, request.tool_call_id)
+        remembered = self._remembered.pop((ctx.chat, ctx.turn_id, request.tool_call_id), None)
         if isinstance(request.tool, ClientTool):
             return result  # the owning client already completed it (or the host did on its departure)
         call = _call(ctx.chat_state, ctx.turn_id, request.tool_call_id)
         if call is not None and call.get("status") == "cancelled":
             return result  # the user stopped it at a re-confirmation: nothing left to complete
         confirming = self._needs_result_confirmation(request.tool_name)
+        meta = None if remembered is None else {**_meta_of(call), "rememberedApproval": remembered}
         complete = builders.chat_tool_call_complete(
-            turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result,
+            turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result, meta=meta,
             requires_result_confirmation=True if confirming else None,
         )
         if not confirming:
@@ -228,9 +238,8 @@ def _denial_text(answer: dict[str, Any]) -> str:
     return text
 
 
-def _meta_of(state: dict[str, Any], turn_id: str, tool_call_id: str) -> dict[str, Any]:
-    """The call's ``_meta`` so far: a ``toolCallReady`` that carries one replaces it."""
-    call = _call(state, turn_id, tool_call_id)
+def _meta_of(call: dict[str, Any] | None) -> dict[str, Any]:
+    """The call's ``_meta`` so far: an action that carries one replaces it."""
     meta = call.get("_meta") if call is not None else None
     return dict(meta) if isinstance(meta, dict) else {}
 

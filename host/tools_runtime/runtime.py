@@ -247,6 +247,7 @@ class ToolsRuntime:
             return isinstance(key, tuple) and len(key) >= 3 and key[1] == chat and key[2] == turn_id
 
         self.waiters.drop(ended)
+        self.approver.forget_turn(chat, turn_id)
 
 
 def _is_client_call(state: dict[str, Any], turn_id: Any, call_id: Any) -> bool:
