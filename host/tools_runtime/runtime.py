@@ -215,7 +215,7 @@ class ToolsRuntime:
         action = envelope.get("action") or {}
         kind = action.get("type")
         if channel == ROOT:
-            if kind == "root/configChanged":
+            if kind == "root/configChanged" and (ROOT_KEY in (action.get("config") or {}) or action.get("replace")):
                 self._revoke_removed(after)
             return
         if kind_of_channel == "session":
