@@ -19,8 +19,8 @@ request is declined. Each decision is reported on stderr (and in ``stream-json``
 
 Remembered *Always allow* choices: without ``--yes`` the run uses only those remembered for this
 project, never host-wide ones, and says so each time one let a call run without asking
-(``(allowed without asking by a choice remembered for ~/app: write_file ...)`` on stderr, a
-``{"type": "decision", "decision": "remembered", ...}`` object in ``stream-json``). It asks the
+(``(allowed without asking by a choice remembered for ~/app: write_file)`` on the call's line on
+stderr, a ``{"type": "decision", "decision": "remembered", ...}`` object in ``stream-json``). It asks the
 host for this by setting the session's ``useRememberedApprovals`` to ``"project"`` before the
 message (when the host offers the property); a session it resumed gets its previous value back
 when the run ends. ``agent-host chat`` and ``/permissions`` list and revoke the choices.
@@ -312,13 +312,10 @@ async def _settle(client: AhpClient) -> None:
 
 
 def _note_remembered(call: dict[str, Any], approval: dict[str, Any], say: Callable[..., None]) -> None:
-    name = clean(call.get("displayName") or call.get("toolName") or "tool")
-    project = approval.get("project")
-    where = f"for {clean(actions.shown_directory(project))}" if isinstance(project, str) else "host-wide"
-    say(f"(allowed without asking by a choice remembered {where}: {clean(approval['rule'])} for {name}; "
-        "list or revoke remembered choices with /permissions in agent-host)\n",
-        type="decision", decision="remembered", rule=approval["rule"], scope=approval.get("scope"), project=project,
-        tool_call_id=call["toolCallId"], tool=call.get("toolName"))
+    """``stream-json``'s account of a call a remembered choice allowed (the text output says it on the
+    call's line, ``chat.render.remembered_note``)."""
+    say("", type="decision", decision="remembered", rule=approval["rule"], scope=approval.get("scope"),
+        project=approval.get("project"), tool_call_id=call["toolCallId"], tool=call.get("toolName"))
 
 
 def _decide(client: AhpClient, session: str, turn_id: str, call: dict[str, Any], approve: bool, say: Callable[..., None]) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 
 from host.workdirs import directory_of
 
-from .settings import Remembered
+from .settings import MAX_REMEMBERED, Remembered
 
 __all__ = ["ROOT_KEY", "ROOT_PROPERTY", "Scope", "entry", "entries", "project_root", "revoked", "scope_of", "shown_path", "value_problem"]
 
@@ -110,6 +110,8 @@ def value_problem(value: Any) -> str | None:
     """Why a client's ``rememberedApprovals`` value is malformed, or None."""
     if not isinstance(value, list):
         return "must be the list of remembered approvals (remove an entry to revoke it)"
+    if len(value) > MAX_REMEMBERED:
+        return f"holds at most {MAX_REMEMBERED} entries (this host remembers no more)"
     for index, item in enumerate(value):
         if scope_of(item) is None:
             return (f"entry {index} must be an object with 'rule' and 'scope' ('host', or 'project' with the "

@@ -12,7 +12,8 @@ were given in, or none for a host-wide choice. ``remembered()`` lists them all i
 were added (what clients see and revoke, see ``host.tools_runtime.remembered``);
 ``project_allow(project)`` returns the rules of exactly that project, ``host_allow()`` the host-wide
 ones; ``add(rules, project)`` is idempotent; ``revoke(rule, project)`` deletes one and says whether
-it existed.
+it existed. At most ``MAX_REMEMBERED`` are kept (the list is shared with every client through the
+root state): beyond that the oldest are forgotten, which only means their calls ask again.
 
 Migration: the previous build kept *Always allow* rules in a table ``always_allow`` with no
 directory. At open they move, once and in one transaction, to ``remembered_allow`` as host-wide
@@ -37,9 +38,12 @@ from pathlib import Path
 from tools.errors import PolicyRuleError
 from tools.policy import Rule, parse_rule
 
-__all__ = ["Remembered", "ToolSettings"]
+__all__ = ["MAX_REMEMBERED", "Remembered", "ToolSettings"]
 
 logger = logging.getLogger(__name__)
+
+MAX_REMEMBERED = 1000
+"""Remembered "Always allow" choices kept at most."""
 
 _HOST_WIDE = ""
 """The ``project`` column of a host-wide choice (a primary key column cannot hold NULL usefully)."""
@@ -108,6 +112,12 @@ class ToolSettings:
                 "INSERT OR IGNORE INTO remembered_allow (rule, project, added_at) VALUES (?, ?, ?)",
                 [(rule, project or _HOST_WIDE, now) for rule in rules],
             )
+            forgotten = self._db.execute(
+                "DELETE FROM remembered_allow WHERE rowid NOT IN "
+                "(SELECT rowid FROM remembered_allow ORDER BY added_at DESC, rowid DESC LIMIT ?)", (MAX_REMEMBERED,)
+            ).rowcount
+        if forgotten:
+            logger.info("forgot the %d oldest 'always allow' choice(s): at most %d are kept", forgotten, MAX_REMEMBERED)
 
     def revoke(self, rule: str, project: str | None) -> bool:
         with self._db:

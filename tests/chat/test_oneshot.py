@@ -190,7 +190,7 @@ async def test_p_without_yes_uses_only_this_projects_remembered_choices_and_says
         code, out, err = await run_p(running.url, "-p", "write", cwd=project)
         assert code == 0 and out == "two\n"
         assert (project / "project.txt").exists()
-        assert f"(allowed without asking by a choice remembered for {project}: write_file for Write File;" in err
+        assert f"(allowed without asking by a choice remembered for {project}: write_file)" in err
 
         # A session -p resumes gets its own setting back afterwards.
         [session] = [uri for uri, state in host.store.channels("session") if state.get("workingDirectories") == [project.as_uri()]][:1]
