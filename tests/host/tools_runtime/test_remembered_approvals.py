@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from client import AhpClient
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
@@ -76,13 +78,18 @@ async def test_always_allow_applies_in_its_project_and_not_in_another(tmp_path: 
         assert (alpha / "src" / "three.txt").exists()
 
 
-async def test_clients_list_and_revoke_remembered_choices_through_the_root_config(tmp_path: Path, frame_checker: FrameChecker) -> None:
+@pytest.mark.parametrize("version", ["0.2.0", "0.9.0"])
+async def test_clients_list_and_revoke_remembered_choices_through_the_root_config(
+    tmp_path: Path, frame_checker: FrameChecker, version: str,
+) -> None:
     alpha, _ = projects(tmp_path)
     provider = ScriptedProvider([write("one.txt"), reply("a"), write("two.txt")])
     async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, client):
-        other = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
+        # (the frame checker knows the 0.2.0 schemas; the 0.9.0 client goes unchecked)
+        hook = frame_checker.hook if version == "0.2.0" else None
+        other = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=hook)
         try:
-            await other.initialize(subscriptions=["ahp-root://"])
+            await other.initialize(subscriptions=["ahp-root://"], protocol_versions=(version,))
             assert listed(other) == []
             session = await ready_session(client, working_directory=alpha.as_uri())
             client.send_message(session, "write")
