@@ -59,12 +59,15 @@ REMEMBERED_USE = "useRememberedApprovals"
 """The session config property that says which remembered "Always allow" choices apply."""
 
 
-def shown_directory(uri: str) -> str:
-    """A ``file://`` URI as a path people read (the home directory as ``~``); other URIs as they are."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        return uri
-    path = unquote(parsed.path)
+def shown_directory(location: str) -> str:
+    """A directory (an absolute path or a ``file://`` URI) as people read it, the home directory as
+    ``~``; other URIs as they are."""
+    path = location
+    if not location.startswith("/"):
+        parsed = urlparse(location)
+        if parsed.scheme != "file":
+            return location
+        path = unquote(parsed.path)
     home = os.path.expanduser("~").rstrip("/")
     if home and (path == home or path.startswith(home + "/")):
         return "~" + path[len(home):]

@@ -10,8 +10,8 @@ such (``host.tools_runtime.settings`` migrates them).
 
 **Listing and revoking: the root config.** The host declares the root config property
 ``rememberedApprovals`` (``ROOT_PROPERTY``) and keeps its value equal to the stored choices, in the
-order they were given: ``[{"rule", "scope": "project" | "host", "project": file URI (project scope
-only), "addedAt": ms}]``. Every AHP client already subscribes to the root and mirrors its config, so
+order they were given: ``[{"rule", "scope": "project" | "host", "project": absolute path (project
+scope only), "addedAt": ms}]``. Every AHP client already subscribes to the root and mirrors its config, so
 every client (VS Code, the terminal client, a 0.2.0 or 0.7.0 client, a script) lists them with no new
 method, sees a choice the moment another client or a confirmation adds it, and revokes one with the
 action it already has: ``root/configChanged`` whose ``rememberedApprovals`` is the list without
@@ -28,11 +28,10 @@ This file is pure except ``project_root``, which looks for ``.git`` on disk.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-from host.workdirs import directory_of
 
 from .settings import MAX_REMEMBERED, Remembered
 
@@ -52,7 +51,7 @@ ROOT_PROPERTY: dict[str, Any] = {
             "rule": {"type": "string", "title": "Rule", "description": "What it allows: 'tool' or 'tool(pattern)'."},
             "scope": {"type": "string", "title": "Scope", "enum": ["project", "host"],
                       "enumLabels": ["This project", "Every project (host-wide)"]},
-            "project": {"type": "string", "title": "Project", "description": "The project's directory (file URI)."},
+            "project": {"type": "string", "title": "Project", "description": "The project's directory (an absolute path)."},
             "addedAt": {"type": "number", "title": "Added", "description": "When it was chosen (ms since the epoch)."},
         },
         "required": ["rule", "scope"],
@@ -84,7 +83,7 @@ def entry(rule: str, project: str | None, added_at: int | None = None) -> dict[s
     """One wire entry (also the ``_meta`` a call allowed by it carries, without ``addedAt``)."""
     value: dict[str, Any] = {"rule": rule, "scope": "project" if project else "host"}
     if project:
-        value["project"] = Path(project).as_uri()
+        value["project"] = project
     if added_at is not None:
         value["addedAt"] = added_at
     return value
@@ -100,9 +99,9 @@ def scope_of(value: Any) -> Scope | None:
         return None
     if value.get("scope") == "host":
         return (value["rule"], None)
-    if value.get("scope") == "project" and isinstance(value.get("project"), str):
-        path = directory_of(value["project"])
-        return (value["rule"], str(path)) if path is not None else None
+    project = value.get("project")
+    if value.get("scope") == "project" and isinstance(project, str) and posixpath.isabs(project) and "\0" not in project:
+        return (value["rule"], project)
     return None
 
 
@@ -115,7 +114,7 @@ def value_problem(value: Any) -> str | None:
     for index, item in enumerate(value):
         if scope_of(item) is None:
             return (f"entry {index} must be an object with 'rule' and 'scope' ('host', or 'project' with the "
-                    "project's file URI in 'project'), as the host lists them")
+                    "project's absolute path in 'project'), as the host lists them")
     return None
 
 

@@ -177,7 +177,7 @@ def test_a_call_a_remembered_choice_allowed_says_so_on_its_line() -> None:
 
     call = {"toolCallId": "t1", "toolName": "write_file", "displayName": "Write File", "status": "completed", "success": True,
             "pastTenseMessage": "Wrote a.txt", "confirmed": "setting",
-            "_meta": {"rememberedApproval": {"rule": "write_file", "scope": "project", "project": "file:///work/app"}}}
+            "_meta": {"rememberedApproval": {"rule": "write_file", "scope": "project", "project": "/work/app"}}}
     assert render_tool_line(call, PLAIN).splitlines()[0] == (
         "✓ Write File Wrote a.txt (allowed without asking by a choice remembered for /work/app: write_file)")
     host_wide = {**call, "_meta": {"rememberedApproval": {"rule": "write_file", "scope": "host"}}}

@@ -151,7 +151,7 @@ def test_permissions_view_says_what_the_host_lists_and_what_a_revocation_sends_b
     style = PLAIN
     schema = {"properties": {"rememberedApprovals": {"type": "array", "title": "Remembered approvals"}}}
     entries = [{"rule": "write_file", "scope": "host", "addedAt": 0},
-               {"rule": "shell(git status:*)", "scope": "project", "project": "file:///work/my%20app"}]
+               {"rule": "shell(git status:*)", "scope": "project", "project": "/work/my app"}]
     shown = render_permissions({"schema": schema, "values": {"rememberedApprovals": entries}}, style)
     assert " 1) write_file" in shown and "every project (host-wide)" in shown
     assert " 2) shell(git status:*)" in shown and "this project only: /work/my app" in shown

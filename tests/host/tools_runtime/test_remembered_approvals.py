@@ -60,7 +60,7 @@ async def test_always_allow_applies_in_its_project_and_not_in_another(tmp_path: 
         await idle(client, first)
         await client.wait_for(lambda m, e: bool(listed(client)))
         [choice] = listed(client)
-        assert {k: choice[k] for k in ("rule", "scope", "project")} == {"rule": "write_file", "scope": "project", "project": alpha.as_uri()}
+        assert {k: choice[k] for k in ("rule", "scope", "project")} == {"rule": "write_file", "scope": "project", "project": str(alpha)}
 
         elsewhere = await ready_session(client, working_directory=beta.as_uri())
         client.send_message(elsewhere, "write")
@@ -74,7 +74,7 @@ async def test_always_allow_applies_in_its_project_and_not_in_another(tmp_path: 
         inside = await ready_session(client, working_directory=(alpha / "src").as_uri())
         call = only_call(await run_turn(client, inside, "write"))
         assert (call["confirmed"], call["success"]) == ("setting", True)
-        assert call["_meta"]["rememberedApproval"] == {"rule": "write_file", "scope": "project", "project": alpha.as_uri()}
+        assert call["_meta"]["rememberedApproval"] == {"rule": "write_file", "scope": "project", "project": str(alpha)}
         assert (alpha / "src" / "three.txt").exists()
 
 
