@@ -18,7 +18,7 @@ approve option); a result waiting for acceptance is rejected (``--yes``: accepte
 request is declined. Each decision is reported on stderr (and in ``stream-json``).
 
 Remembered *Always allow* choices: without ``--yes`` the run uses only those remembered for this
-project, never host-wide ones, and says so each time one let a call run without asking
+project (or none, when the session says so), never host-wide ones, and says so each time one let a call run without asking
 (``(allowed without asking by a choice remembered for ~/app: write_file)`` on the call's line on
 stderr, a ``{"type": "decision", "decision": "remembered", ...}`` object in ``stream-json``). It asks the
 host for this by setting the session's ``useRememberedApprovals`` to ``"project"`` before the
@@ -120,8 +120,8 @@ async def _only_project_choices(client: AhpClient, session: str, *, resumed: boo
     if actions.REMEMBERED_USE not in ((config.get("schema") or {}).get("properties") or {}):
         return None  # a host that keeps no remembered approvals
     previous = (config.get("values") or {}).get(actions.REMEMBERED_USE)
-    if previous == "project":
-        return None
+    if previous in ("project", "none"):
+        return None  # already this project's only, or stricter: never loosen it
     seq = client.dispatch(session, {"type": "session/configChanged", "config": {actions.REMEMBERED_USE: "project"}})
     outcome = await client.outcome(seq)
     if outcome.status != "accepted":

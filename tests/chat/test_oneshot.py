@@ -171,6 +171,7 @@ async def test_p_without_yes_uses_only_this_projects_remembered_choices_and_says
         call_tools(("write_file", {"path": "host-wide.txt", "content": "x"})), reply("one"),
         call_tools(("write_file", {"path": "project.txt", "content": "x"})), reply("two"),
         call_tools(("write_file", {"path": "resumed.txt", "content": "x"})), reply("three"),
+        call_tools(("write_file", {"path": "strict.txt", "content": "x"})), reply("four"),
     ])
     host = AgentHost(tools_config(tmp_path), agents=[scripted(provider)])
     running = await start_host(host, token=TOKEN)
@@ -200,5 +201,11 @@ async def test_p_without_yes_uses_only_this_projects_remembered_choices_and_says
         code, _, err = await run_p(running.url, "-p", "write", "--resume", session.rsplit("/", 1)[-1], cwd=project)
         assert code == 0 and "choice remembered for" in err, err
         assert values()["useRememberedApprovals"] == "all"
+
+        # A session that uses no remembered choices is not loosened to this project's.
+        host.store.dispatch(session, {"type": "session/configChanged", "config": {"useRememberedApprovals": "none"}})
+        code, _, err = await run_p(running.url, "-p", "write", "--resume", session.rsplit("/", 1)[-1], cwd=project)
+        assert code == 3 and "Deny: Write File" in err
+        assert values()["useRememberedApprovals"] == "none"
     finally:
         await running.stop()
