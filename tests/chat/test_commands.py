@@ -11,9 +11,9 @@ from typing import Callable
 
 import pytest
 
-from host.agents import OfflineAgent
+from host.runtime.agents import OfflineAgent
 from host.config import load_config
-from host.server import RunningHost, start_host
+from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.chat._scenario import ScenarioAgent
 from tests.conftest import TOKEN

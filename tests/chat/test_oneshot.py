@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from host.server import RunningHost
+from host.transport.server import RunningHost
 from tests.chat._hostwait import chats, sessions, until_host
 from tests.chat._pty import chat_env
 
@@ -17,7 +17,7 @@ async def run_p(
 ) -> tuple[int, str, str]:
     """The client as a script runs it; ``stdin`` is piped in (else it reads from /dev/null)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", url, *args,
+        sys.executable, "-m", "cli.main", "chat", url, *args,
         cwd=cwd, env=env or chat_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
     )
@@ -78,7 +78,7 @@ async def test_input_requests_are_declined_in_p_mode(chat_host: RunningHost, wor
 
 async def test_ctrl_c_cancels_the_turn_and_exits_130(chat_host: RunningHost, workdir: Path) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", chat_host.url, "-p", "slow",
+        sys.executable, "-m", "cli.main", "chat", chat_host.url, "-p", "slow",
         cwd=workdir, env=chat_env(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     assert process.stdout is not None
@@ -110,7 +110,7 @@ async def test_connection_and_usage_problems_exit_2(chat_host: RunningHost, work
 async def test_the_url_and_token_can_come_from_the_environment(chat_host: RunningHost, workdir: Path) -> None:
     base, token = chat_host.url.split("?token=")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", "-p", "hello",
+        sys.executable, "-m", "cli.main", "chat", "-p", "hello",
         cwd=workdir, env=chat_env(AGENT_HOST_URL=base, AGENT_HOST_TOKEN=token), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
