@@ -417,21 +417,33 @@ class Store:
 
     # -- subscriptions -------------------------------------------------------------------------
 
-    def subscribe(self, channel: str, subscriber: Subscriber) -> dict[str, Any]:
+    def subscribe(self, channel: str, subscriber: Subscriber, translator: Translator | None = None) -> dict[str, Any]:
         """Register ``subscriber`` and return the snapshot (in the store's own shapes: the caller
-        projects it for a subscriber of another version)."""
+        projects it for a subscriber of another version). ``translator``, when given, replaces
+        the subscriber's own for this channel (a channel it names differently)."""
         entry = self._channels[channel]
-        translator = _translator(subscriber)
+        translator = translator or _translator(subscriber)
         if translator is None:
             entry.subscribers.add(subscriber)
         else:
             entry.translated.setdefault(translator, set()).add(subscriber)
         return {"resource": channel, "state": entry.state, "fromSeq": self.seq}
 
-    def unsubscribe(self, channel: str, subscriber: Subscriber) -> None:
+    def unsubscribe(self, channel: str, subscriber: Subscriber, translator: Translator | None = None) -> None:
+        """Stop sending ``channel`` to ``subscriber`` in the shapes it subscribed with
+        (``translator``, else its own)."""
         entry = self._channels.get(channel)
-        if entry is not None:
-            _drop(entry, subscriber)
+        if entry is None:
+            return
+        translator = translator or _translator(subscriber)
+        if translator is None:
+            entry.subscribers.discard(subscriber)
+            return
+        group = entry.translated.get(translator)
+        if group is not None:
+            group.discard(subscriber)
+            if not group:
+                del entry.translated[translator]
 
     def unsubscribe_all(self, subscriber: Subscriber) -> None:
         for entry in self._channels.values():

@@ -69,6 +69,8 @@ class ClientConnection:
         """The channels this client subscribed to, as it names them."""
         self._internal: dict[str, list[str]] = {}
         """Each of ``subscriptions`` → the store channels it stands for."""
+        self._renamed: dict[str, Any] = {}
+        """Subscriptions to a store channel under another name → their translator (``Renamed``)."""
         self._on_overflow = on_overflow
         self._overflowed = False
         self.close_requested = False
@@ -238,11 +240,7 @@ class ClientConnection:
             snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]
             return {"type": "snapshot", "snapshots": snapshots}
         for uri, internal in resumable.items():
-            for channel in internal:
-                store.subscribe(channel, self)
-                self.host.watches.subscribed(channel)
-            self.subscriptions.add(uri)
-            self._internal[uri] = internal
+            self._register(uri, internal)
         return {"type": "replay", "actions": shown, "missing": missing}
 
     async def _ping(self, params: Any) -> None:
@@ -254,12 +252,22 @@ class ClientConnection:
         """Subscribe to the store channels ``channel`` stands for, in one synchronous step, and
         return its snapshot in this connection's shapes."""
         assert self.dialect is not None
+        snapshots = self._register(channel, internal)
+        return self.dialect.snapshot(self.host, channel, snapshots)
+
+    def _register(self, channel: str, internal: list[str]) -> list[dict[str, Any]]:
+        """Subscribe to the store channels ``channel`` stands for; their store snapshots."""
+        assert self.dialect is not None
         self.subscriptions.add(channel)
         self._internal[channel] = internal
-        snapshots = [self.host.store.subscribe(uri, self) for uri in internal]
+        snapshots = []
         for uri in internal:
+            translator = self.dialect.translator_for(self.host, channel, uri) if len(internal) == 1 else None
+            if translator is not None:
+                self._renamed[channel] = translator
+            snapshots.append(self.host.store.subscribe(uri, self, translator))
             self.host.watches.subscribed(uri)
-        return self.dialect.snapshot(self.host, channel, snapshots)
+        return snapshots
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:
         params = self._params("subscribe", params)
@@ -280,8 +288,11 @@ class ClientConnection:
     async def _unsubscribe(self, params: Any) -> None:
         channel = params.get("channel") if isinstance(params, dict) else None
         if isinstance(channel, str):
+            renamed = self._renamed.pop(channel, None)
             for uri in self._internal.pop(channel, [channel]):
-                if not any(uri in others for others in self._internal.values()):
+                if renamed is not None:
+                    self.host.store.unsubscribe(uri, self, renamed)
+                elif not any(uri in others for name, others in self._internal.items() if name not in self._renamed):
                     self.host.store.unsubscribe(uri, self)
             self.subscriptions.discard(channel)
             self.host.watches.release_idle()  # the last subscriber releases a watch (§11)

@@ -301,10 +301,14 @@ class ChangesetService:
                 self.store.remove(uri)
 
     def materialize(self, uri: Any) -> bool:
-        """Create the (empty) changeset of a session's turn on first subscription; True if made."""
+        """Create the (empty) changeset of a session, or of one of its turns, on first
+        subscription; True if made."""
         owner = self._owner(uri)
-        if owner is None or owner[1] is None or self.store.kind(owner[0]) != "session" or uri in self.store:
+        if owner is None or self.store.kind(owner[0]) != "session" or uri in self.store:
             return False
+        if owner[1] is None:
+            self._ensure(uri, SESSION_OPERATIONS)
+            return True
         state = self.store.state(default_chat_uri(owner[0])) or {}
         turns = [turn.get("id") for turn in state.get("turns") or []] + [(state.get("activeTurn") or {}).get("id")]
         if owner[1] not in turns:

@@ -81,6 +81,11 @@ class Dialect:
         """The store's name of a channel this version names (session URIs differ in 0.2.0)."""
         return channel
 
+    def translator_for(self, host: Any, channel: str, internal: str) -> Any:
+        """The translator for the store channel ``internal`` when this connection subscribed to it
+        as ``channel``: None for the connection's own (``translator``)."""
+        return None
+
     def sees_kind(self, kind: str | None) -> bool:
         """Whether this version has channels of ``kind``."""
         return True

@@ -10,9 +10,12 @@
   snapshot unasked: the drift lasts until the client subscribes again or reconnects.
 * Both: VS Code names a turn's changeset ``<session URI>/changeset/turn/<turn id>`` whatever
   ``uriTemplate`` the catalogue gives; that name is an alias of the host's
-  ``ahp-changeset:/<session id>/turn/<turn id>`` (``changeset_alias``) for ``subscribe`` (the
-  snapshot names the alias; created empty on first subscribe like any turn changeset) and
-  ``invokeChangesetOperation``. Later actions on it are sent under the host's own name.
+  ``ahp-changeset:/<session id>/turn/<turn id>`` (``changeset_alias``), and its
+  ``<session URI>/changeset/uncommitted`` (or ``/session``) of the session changeset
+  ``ahp-changeset:/<session id>``, for ``subscribe`` (the snapshot names the alias; created
+  empty on first subscribe) and
+  ``invokeChangesetOperation``, and a connection subscribed to it gets the changeset's later
+  actions under that name (``Renamed``: its own fan-out group, one per alias and version).
 * Both: ``listSessions`` pages with ``limit``/``cursor``/``nextCursor``; params are checked
   against the vendored 0.7.0 schema (``ahp.dialects.params``, whose commands 0.9.0 shares).
 """
@@ -22,17 +25,18 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 from ahp.dialects import v0_7
 from ahp.dialects.catalogue import ACTION_REMOVED_IN, introduced_in, known_to, notification_known_to
 from ahp.dialects.params import PARAMS_0_7
-from host.resources.changesets.model import turn_changeset
+from host.resources.changesets.model import session_changeset, turn_changeset
 from host.transport.dialects.base import Dialect
 from host.errors import ProtocolViolation
 
-__all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX", "changeset_alias"]
+__all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX", "Renamed", "changeset_alias"]
 
 PAGE_MAX = 500
 """The most session summaries one ``listSessions`` page holds (also the page size when the client
@@ -59,6 +63,9 @@ class NewerDialect(Dialect):
 
     def internal_channels(self, host: Any, channel: Any) -> list[str] | None:
         return super().internal_channels(host, self.internal_uri(host, channel))
+
+    def translator_for(self, host: Any, channel: str, internal: str) -> Any:
+        return Renamed(self.translator, internal, channel) if channel != internal else None
 
     def snapshot(self, host: Any, channel: str, snapshots: list[dict[str, Any]]) -> dict[str, Any]:
         snapshot = snapshots[0]
@@ -142,13 +149,49 @@ class Ahp07Dialect(NewerDialect):
         return v0_7.notification_down(method, params)
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """A translator that sends one store channel under another name (a changeset VS Code names
+    its own way): ``inner``'s shapes, with ``channel`` renamed in every envelope of it."""
+
+    inner: Any
+    internal: str
+    name: str
+
+    def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
+        return self.inner is not None and self.inner.wants_states(kind, action)
+
+    def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
+        shown = envelope if self.inner is None else self.inner.envelope(kind, envelope, change)
+        if isinstance(shown, list):
+            return [self._renamed(item) for item in shown]
+        return None if shown is None else self._renamed(shown)
+
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
+        return params if self.inner is None else self.inner.notification(kind, method, params, store)
+
+    def _renamed(self, envelope: dict[str, Any]) -> dict[str, Any]:
+        return {**envelope, "channel": self.name} if envelope.get("channel") == self.internal else envelope
+
+
 _VSCODE_TURN = "/changeset/turn/"
+_VSCODE_SESSION = ("/changeset/uncommitted", "/changeset/session")
+"""VS Code's names of what this host's session changeset holds: what the session changed and
+nobody has kept or undone yet. (Its ``/changeset/branch``, a git branch against its base, has no
+counterpart here and stays unknown.)"""
 
 
 def changeset_alias(host: Any, channel: Any) -> str | None:
-    """The host's name of a turn changeset named the way VS Code names it
-    (``<session URI>/changeset/turn/<turn id>``, the session one this host holds), else None."""
-    if not isinstance(channel, str) or _VSCODE_TURN not in channel:
+    """The host's name of a changeset named the way VS Code names it (``<session
+    URI>/changeset/turn/<turn id>``, ``/changeset/uncommitted`` or ``/changeset/session``, the
+    session one this host holds), else None."""
+    if not isinstance(channel, str) or "/changeset/" not in channel:
+        return None
+    for suffix in _VSCODE_SESSION:
+        if channel.endswith(suffix):
+            session = channel[:-len(suffix)]
+            return session_changeset(session) if host.store.kind(session) == "session" else None
+    if _VSCODE_TURN not in channel:
         return None
     session, _, turn_id = channel.rpartition(_VSCODE_TURN)
     turn_id = unquote(turn_id)
