@@ -9,7 +9,7 @@ client asks the host's ``completions`` for ``/name`` alone (the word at the curs
 line would be the last argument) and sends the whole line as typed: the host expands the
 command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the model sees it.
 ``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
-older turns when a turn's text is ``/compact`` (``host.agents.turn``).
+older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The schema advertised here is the contract:
   cannot be set. It declares ``telemetryLevel``, and honours it trivially: this host collects and
   sends no telemetry at any level; and ``rememberedApprovals``, the *Always allow* choices the host
   remembers, which clients list there and revoke by removing an entry (the host owns the value:
-  ``host.tools_runtime.remembered``; ``declared_value_problem`` checks its shape).
+  ``host.runtime.tools.remembered``; ``declared_value_problem`` checks its shape).
 * Keys it does not declare are accepted into ``values`` and kept (journaled, shown to every root
   subscriber, so each client's mirror agrees with the host) but **the host never acts on them**.
   VS Code 1.139.1 pushes about 60 settings of its own reference host on every connect
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from host.tools_runtime.remembered import ROOT_KEY as REMEMBERED_KEY
-from host.tools_runtime.remembered import ROOT_PROPERTY as REMEMBERED_PROPERTY
-from host.tools_runtime.remembered import value_problem as remembered_value_problem
+from host.runtime.tools.remembered import ROOT_KEY as REMEMBERED_KEY
+from host.runtime.tools.remembered import ROOT_PROPERTY as REMEMBERED_PROPERTY
+from host.runtime.tools.remembered import value_problem as remembered_value_problem
 
 __all__ = ["MAX_UNDECLARED_KEYS", "MAX_VALUE_CHARS", "ROOT_CONFIG_SCHEMA", "declared_value_problem", "root_config_state"]
 

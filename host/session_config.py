@@ -12,9 +12,9 @@ agent ``params.provider`` (default: the host's default agent) given what the use
 * ``workingDirectory`` — ``enumDynamic``: completed from the directories sessions may work in;
 * ``autoApprove`` — when the host runs tools (``sessionMutable``: it can be flipped later); besides
   booleans it takes VS Code's approval levels (``"default"``, ``"assisted"``, ``"autoApprove"``,
-  ``"autopilot"``), kept as the boolean they mean here (``host.tools_runtime.session_config``);
+  ``"autopilot"``), kept as the boolean they mean here (``host.runtime.tools.session_config``);
 * ``useRememberedApprovals`` — when the host runs tools (``sessionMutable``): which *Always allow*
-  choices apply (``"all"``, ``"project"``, ``"none"``; ``host.tools_runtime.session_config``).
+  choices apply (``"all"``, ``"project"``, ``"none"``; ``host.runtime.tools.session_config``).
 
 VS Code 1.139.1 sends two more properties from its own settings, whatever this schema says; they
 are accepted, and join the schema and the values only when sent:
@@ -44,12 +44,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from host.agents import Agent
+from host.runtime.agents import Agent
 from host.errors import ErrorCode, RpcError
-from host.tools_runtime.session_config import (
+from host.runtime.tools.session_config import (
     AUTO_APPROVE, REMEMBERED_USE, AutoApproveValueError, auto_approve_property, auto_approve_value, remembered_use_property,
 )
-from host.workdirs import WorkingDirectoryError, check_working_directory, directory_of
+from host.resources.workdirs import WorkingDirectoryError, check_working_directory, directory_of
 
 __all__ = ["SessionConfigResolver", "MODEL", "WORKING_DIRECTORY", "MODE", "ISOLATION"]
 

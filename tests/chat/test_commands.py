@@ -11,9 +11,9 @@ from typing import Callable
 
 import pytest
 
-from host.agents import OfflineAgent
+from host.runtime.agents import OfflineAgent
 from host.config import load_config
-from host.server import RunningHost, start_host
+from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.chat._scenario import ScenarioAgent
 from tests.conftest import TOKEN
@@ -134,7 +134,7 @@ async def test_a_plugin_command_with_arguments_runs_by_its_full_or_bare_name(plu
 
 async def test_permissions_lists_remembered_approvals_with_their_scope_and_revokes_one(tmp_path: Path, workdir: Path) -> None:
     from providers import ScriptedProvider
-    from tests.host.tools_runtime._support import scripted, tools_config
+    from tests.host.runtime.tools._support import scripted, tools_config
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

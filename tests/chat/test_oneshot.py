@@ -7,8 +7,8 @@ import signal
 import sys
 from pathlib import Path
 
-from host.server import RunningHost, start_host
 from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN
@@ -21,7 +21,7 @@ async def run_p(
 ) -> tuple[int, str, str]:
     """The client as a script runs it; ``stdin`` is piped in (else it reads from /dev/null)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", url, *args,
+        sys.executable, "-m", "cli.main", "chat", url, *args,
         cwd=cwd, env=env or chat_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
     )
@@ -82,7 +82,7 @@ async def test_input_requests_are_declined_in_p_mode(chat_host: RunningHost, wor
 
 async def test_ctrl_c_cancels_the_turn_and_exits_130(chat_host: RunningHost, workdir: Path) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", chat_host.url, "-p", "slow",
+        sys.executable, "-m", "cli.main", "chat", chat_host.url, "-p", "slow",
         cwd=workdir, env=chat_env(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     assert process.stdout is not None
@@ -114,7 +114,7 @@ async def test_connection_and_usage_problems_exit_2(chat_host: RunningHost, work
 async def test_the_url_and_token_can_come_from_the_environment(chat_host: RunningHost, workdir: Path) -> None:
     base, token = chat_host.url.split("?token=")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", "-p", "hello",
+        sys.executable, "-m", "cli.main", "chat", "-p", "hello",
         cwd=workdir, env=chat_env(AGENT_HOST_URL=base, AGENT_HOST_TOKEN=token), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
@@ -162,7 +162,7 @@ async def test_an_unknown_agent_or_model_exits_2_saying_what_exists(chat_host: R
 
 
 async def test_p_without_yes_uses_only_this_projects_remembered_choices_and_says_so(tmp_path: Path) -> None:
-    from tests.host.tools_runtime._support import scripted, tools_config
+    from tests.host.runtime.tools._support import scripted, tools_config
 
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     project.mkdir()

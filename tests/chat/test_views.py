@@ -15,9 +15,9 @@ import pytest
 
 from chat.render import Style
 from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
-from host.agents import OfflineAgent
+from host.runtime.agents import OfflineAgent
 from host.config import load_config
-from host.server import RunningHost, start_host
+from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.chat._hostwait import sessions, until_host
 from tests.chat._pty import ChatProcess

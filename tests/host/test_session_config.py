@@ -10,9 +10,9 @@ import pytest
 
 from client import AhpClient
 from client.errors import AhpError
-from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider
-from tests.host.agents.harness import config_for, serving
+from tests.host.runtime.agents.harness import config_for, serving
 
 ROOT = "ahp-root://"
 
