@@ -308,6 +308,8 @@ class ClientConnection:
         if reason is None and envelopes:
             target, first = envelopes[0]
             reason = check_client_action(store.kind(target) or "", store.state(target) or {}, first, client_id)
+            if reason is None and _reuses_older_turn_id(store, target, first):
+                reason = f"Turn id {first['turnId']} is already used in this chat; pick a new id."
         if reason is not None:
             # The rejection echoes the action as this client sent it, in its own version.
             store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self,
@@ -484,3 +486,10 @@ class ClientConnection:
 def _named(params: dict[str, Any]) -> str:
     automation = params.get("automation")
     return repr(automation) if isinstance(automation, str) else "that automation"
+
+
+def _reuses_older_turn_id(store: Any, chat: str, action: Any) -> bool:
+    """A turn started with the id of one of the chat's turns older than its state holds (which
+    ``host.validation``, reading the state, cannot see)."""
+    return (isinstance(action, dict) and action.get("type") == "chat/turnStarted"
+            and bool(store.older_turn_count(chat)) and action.get("turnId") in store.turn_ids(chat))
