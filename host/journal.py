@@ -34,7 +34,8 @@ switches the manifests in one small transaction. To recover, load the channel st
 older than both the snapshot and the replay window are then pruned in small transactions and the
 WAL checkpointed, from a worker thread on its own connection (``prune``; never by a commit on the
 event loop: automatic checkpoints are off). The journal never interprets states; of actions it
-knows only the run shape above.
+knows only the run shape above. The store reads a chat's older turns back from its snapshot rows
+(``read_parts``; ``latest_snapshot`` hands it a chat's rows as they are, see ``host.turn_pages``).
 """
 
 from __future__ import annotations

@@ -41,6 +41,21 @@ Invariants:
   the single definition of every state.
 * The replay buffer holds a contiguous run of the newest envelopes; a gap it cannot cover makes
   ``replay`` return None and the caller falls back to snapshots.
+* **Older turns** (AHP ``turnsNextCursor``, ``fetchTurns``, ``chat/turnsLoaded``). With a journal
+  and ``recent_turns`` > 0, a chat's state holds its newest ``recent_turns`` completed turns and
+  ``turnsNextCursor``; the older ones are not in memory. They stay where the journal's snapshots
+  keep every chat turn by turn (one row or more per turn, ``host.turn_pages``): every snapshot
+  lists their rows again, so they are never pruned, and ``turns`` / ``load_older`` read them back.
+  A subscriber holds exactly the state it was given plus what it was sent, and no action takes
+  turns away from the front, so turns leave a state (``_trim``) only when nobody subscribes to the
+  chat: when its last subscriber leaves, after a snapshot, and at recovery; and only turns whose
+  rows the last snapshot wrote (never while a snapshot's plans are out). While clients watch a
+  chat its state grows with new and loaded turns as theirs do. Turns come back only by
+  ``chat/turnsLoaded`` (``load_older``: ``fetchTurns``, and before a truncation at an older turn),
+  which every subscriber sees, so every subscriber converges. After a trim, a ``reconnect``
+  replay from before it is refused (the client would hold turns the state lacks): the client
+  gets a snapshot. Recovery reads whole snapshots (every turn) and applies later entries to them,
+  then trims: the reducers give the same newest turns on a longer list.
 """
 
 from __future__ import annotations
@@ -360,10 +375,12 @@ class Store:
         if not isinstance(turns, list) or len(turns) <= self._recent_turns:
             return
         written_turns, written_ids = self._written.get(chat, ([], []))
-        limit = min(len(turns) - self._recent_turns, len(written_turns))
+        excess = len(turns) - self._recent_turns
         moved = 0
-        while moved < limit and turns[moved] is written_turns[moved] and isinstance(turns[moved], dict):
+        while moved < min(excess, len(written_turns)) and turns[moved] is written_turns[moved] and isinstance(turns[moved], dict):
             moved += 1
+        if excess - moved >= self._recent_turns:
+            self._snapshot_soon()  # a page or more of turns without rows yet: write them, then move them
         if not moved:
             return
         self._older.setdefault(chat, []).extend((turns[index].get("id"), written_ids[index]) for index in range(moved))
@@ -374,8 +391,15 @@ class Store:
 
     def _before_apply(self, channel: str, action: dict[str, Any]) -> None:
         """What an action on a chat with older turns needs first: a truncation at an older turn
-        loads the turns from there on (so it reduces against them); one of every turn drops them."""
-        if action.get("type") != "chat/truncated" or channel not in self._older:
+        loads the turns from there on (so it reduces against them); one of every turn drops them;
+        resuming the last turn loads the one before it if the state holds no other (AHP 0.2.0
+        shows a resume as a truncation at that turn)."""
+        action_type = action.get("type")
+        if action_type == "chat/turnResume":
+            if len((self._channels[channel].shape.get("turns") or ())) < 2:
+                self.load_older(channel, len(self._older[channel]) - 1)
+            return
+        if action_type != "chat/truncated":
             return
         turn_id = action.get("turnId")
         if turn_id is None:
@@ -548,7 +572,6 @@ class Store:
         """Register ``subscriber`` and return the snapshot (in the store's own shapes: the caller
         projects it for a subscriber of another version)."""
         entry = self._channels[channel]
-        self._trim(channel)  # a chat nobody held yet: its older turns stay out of the snapshot
         translator = _translator(subscriber)
         if translator is None:
             entry.subscribers.add(subscriber)
@@ -785,6 +808,17 @@ class Store:
                 return
             self._flush_timer.cancel()
         self._flush_timer = loop.call_at(due, self.flush)
+
+    def _snapshot_soon(self) -> None:
+        """Start a snapshot in the background now, unless one is running (it then covers this)."""
+        if self._journal is None or (self._snapshot_task is not None and not self._snapshot_task.done()):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no event loop (tools, tests): the next snapshot does it
+        self._snapshot_task = loop.create_task(self._snapshot_in_background())
+        self._snapshot_task.add_done_callback(_log_failure)
 
     def _maybe_snapshot(self) -> None:
         if self._journal is None or self._journal.entries_since_snapshot < self._snapshot_every:
