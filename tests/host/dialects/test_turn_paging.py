@@ -198,3 +198,22 @@ async def test_paging_keeps_working_across_restarts_and_a_truncation_at_an_older
     async with serving(config, frame_checker) as (running, client):
         await client.subscribe(old_name)
         assert [turn["userMessage"]["text"] for turn in client.state(old_name)["turns"]] == ["message 0", "message 1"]
+
+
+async def test_a_0_7_0_client_pages_in_its_own_shapes(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    config = config_for(tmp_path, sessions={"recent_turns": RECENT, "default_agent": "offline"})
+    async with serving(config, frame_checker) as (running, client):
+        session, chat, _ = await _long_session(running, client)
+    async with serving(config, frame_checker) as (running, client):
+        peer = await Peer.open(running)
+        assert (await peer.initialize("seven", ["0.7.0"]))["result"]["protocolVersion"] == "0.7.0"
+        snapshot = await _subscribe(peer, chat)
+        assert_valid(snapshot["state"], "ChatState")  # the exact 0.7.0 schema
+        assert _texts(snapshot["state"]["turns"]) == [f"message {i}" for i in range(TURNS - RECENT, TURNS)]
+        reply = await peer.request("fetchTurns", {"channel": chat, "cursor": snapshot["state"]["turnsNextCursor"]})
+        assert reply.get("result") == {}, reply
+        [loaded] = [f["params"] for f in peer.received if f.get("method") == "action"]
+        assert loaded["channel"] == chat and loaded["serverSeq"] > snapshot["fromSeq"]
+        assert_valid(loaded["action"], "ChatTurnsLoadedAction")
+        assert _texts(loaded["action"]["turns"]) == ["message 2", "message 3", "message 4"]
+        await peer.close()
