@@ -379,8 +379,11 @@ class Store:
         moved = 0
         while moved < min(excess, len(written_turns)) and turns[moved] is written_turns[moved] and isinstance(turns[moved], dict):
             moved += 1
-        if excess - moved >= self._recent_turns:
-            self._snapshot_soon()  # a page or more of turns without rows yet: write them, then move them
+        unwritten = moved == len(written_turns) or turns[moved] is not written_turns[moved]
+        if excess - moved >= self._recent_turns and unwritten:
+            # A page or more of turns without rows of their own yet: write them soon, then move them.
+            self._changed.add(chat)
+            self._snapshot_soon()
         if not moved:
             return
         self._older.setdefault(chat, []).extend((turns[index].get("id"), written_ids[index]) for index in range(moved))

@@ -202,3 +202,18 @@ def test_without_a_journal_every_turn_stays(tmp_path: Path) -> None:
     add_turns(store, 0, 6)
     store.snapshot_now()
     assert len(store.state(CHAT)["turns"]) == 6 and store.older_turn_count(CHAT) == 0
+
+
+def test_a_chat_written_whole_by_an_upgrade_is_paged_out_after_its_next_snapshot(tmp_path: Path) -> None:
+    store = new_chat(tmp_path, 6, recent=0)
+    whole = store.state(CHAT)
+    store.close()
+    journal = Journal(tmp_path / "journal.sqlite3")
+    journal.rewrite({CHAT: ("chat", whole)}, seq=40)  # one row for the whole state, as an upgrade writes it
+    journal.close()
+    store = open_store(tmp_path)
+    assert len(store.state(CHAT)["turns"]) == 6  # no turn has rows of its own yet
+    store.snapshot_now()
+    assert ids(store.state(CHAT)["turns"]) == ["t3", "t4", "t5"]
+    assert store.turns(CHAT) == whole["turns"]
+    store.close()

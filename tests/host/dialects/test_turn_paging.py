@@ -100,6 +100,15 @@ async def test_a_0_9_0_client_gets_recent_turns_pages_back_to_the_first_and_a_se
         page = await client.fetch_turns(old_name, before=whole[4]["id"], limit=2)
         assert [turn["userMessage"]["text"] for turn in page["turns"]] == ["message 2", "message 3"] and page["hasMore"]
 
+        # A turn id of an older turn is still taken, though the chat's state no longer holds it.
+        await first.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": chat, "clientSeq": 7, "action": {
+            "type": "chat/turnStarted", "turnId": whole[0]["id"], "startedAt": "2026-01-01T00:00:00.000Z",
+            "message": {"text": "again", "origin": {"kind": "user"}}}}})
+        refused = await first.until(lambda: next((f["params"] for f in first.received[one.seen:] if f.get("method") == "action"
+                                                  and f["params"].get("rejectionReason")), None))
+        assert "already used" in refused["rejectionReason"]
+        one.seen = len(first.received)
+
         # Paging back: each fetchTurns loads the page before the cursor into the chat's state,
         # which both clients receive before the answer.
         pages: list[list[str]] = []
