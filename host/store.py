@@ -673,8 +673,11 @@ class Store:
         if self._journal is None:
             return
         upto, seq, plans, removed = self._begin_snapshot()
-        for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
-            pass
+        try:
+            for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
+                pass
+        finally:
+            self._snapshotting = False
         self._journal.checkpoint()
 
     async def _snapshot_in_background(self) -> None:
