@@ -225,4 +225,8 @@ async def test_a_0_7_0_client_pages_in_its_own_shapes(tmp_path: Path, frame_chec
         assert loaded["channel"] == chat and loaded["serverSeq"] > snapshot["fromSeq"]
         assert_valid(loaded["action"], "ChatTurnsLoadedAction")
         assert _texts(loaded["action"]["turns"]) == ["message 2", "message 3", "message 4"]
+        # Without a cursor: the chat's next older page, if any.
+        assert (await peer.request("fetchTurns", {"channel": chat})).get("result") == {}
+        last = [f["params"]["action"] for f in peer.received if f.get("method") == "action"][-1]
+        assert _texts(last["turns"]) == ["message 0", "message 1"] and "turnsNextCursor" not in last
         await peer.close()
