@@ -123,7 +123,8 @@ class AgentHost:
         """The AHP version each client negotiated at its last ``initialize``, so that a
         ``reconnect`` on a new connection speaks it again (memory only: see host.dialects)."""
         self._turn_index: dict[str, tuple[tuple[Any, int], dict[Any, int]]] = {}
-        """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
+        """Per chat: the version of its turns (state's list, older count) and each turn id's
+        position among all of them (0.2.0 ``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
         self.tools: ToolsRuntime | None = None
