@@ -217,3 +217,62 @@ def test_a_chat_written_whole_by_an_upgrade_is_paged_out_after_its_next_snapshot
     assert ids(store.state(CHAT)["turns"]) == ["t3", "t4", "t5"]
     assert store.turns(CHAT) == whole["turns"]
     store.close()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_histories_keep_every_turn_and_every_subscriber_converges(tmp_path: Path, seed: int) -> None:
+    """Turns, snapshots, clients coming and going, pages loaded, truncations and restarts in a
+    random order: the chat's turns read as a reference list says, and each subscriber's mirror
+    (its snapshot plus the actions it was sent) is the store's state."""
+    import random
+
+    rng = random.Random(seed)
+    store = open_store(tmp_path, recent=rng.choice([1, 2, 3]))
+    store.create(CHAT, "chat", new_chat_state(CHAT, now=0))
+    expected: list[str] = []
+    mirrors: dict[Sink, dict[str, Any]] = {}
+    made = 0
+
+    def catch_up() -> None:
+        for sink, state in mirrors.items():
+            for action in sink.actions():
+                state = reduce_internal("chat", state, action, 5)
+            sink.frames.clear()
+            mirrors[sink] = state
+            assert state == store.state(CHAT)
+
+    for _ in range(60):
+        step = rng.random()
+        if step < 0.35:
+            count = rng.randint(1, 3)
+            add_turns(store, made, count)
+            expected += [f"t{i}" for i in range(made, made + count)]
+            made += count
+        elif step < 0.5:
+            store.snapshot_now()
+        elif step < 0.6:
+            sink = Sink()
+            mirrors[sink] = store.subscribe(CHAT, sink)["state"]
+        elif step < 0.7 and mirrors:
+            sink = rng.choice(list(mirrors))
+            del mirrors[sink]
+            store.unsubscribe(CHAT, sink)
+        elif step < 0.8:
+            store.load_older(CHAT, store.older_turn_count(CHAT) - rng.randint(1, 3))
+        elif step < 0.9 and expected:
+            if rng.random() < 0.15:
+                store.dispatch(CHAT, {"type": "chat/truncated"})
+                expected = []
+            else:
+                keep = rng.randrange(len(expected))
+                store.dispatch(CHAT, {"type": "chat/truncated", "turnId": expected[keep]})
+                expected = expected[:keep + 1]
+        elif not mirrors:
+            store.close()
+            store = open_store(tmp_path, recent=store.recent_turns)
+        catch_up()
+        assert ids(store.turns(CHAT)) == expected
+        assert store.turn_ids(CHAT) == expected
+        state = store.state(CHAT)
+        assert ("turnsNextCursor" in state) == bool(store.older_turn_count(CHAT))
+    store.close()
