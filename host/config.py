@@ -102,6 +102,10 @@ class SessionDefaults(_Section):
     provider key is set, else the replay agent (recorded, offline), else the first agent."""
     offline_delay: float = Field(default=0.01, ge=0)
     """Seconds between the offline agent's streamed words."""
+    recent_turns: int = Field(default=50, ge=0)
+    """Completed turns a chat keeps in its state, which is what an AHP 0.7.0/0.9.0 client gets on
+    ``subscribe``; older ones stay on disk and are paged in with ``fetchTurns``, this many at a
+    time. 0 keeps every turn in the state."""
 
 
 class ModelConfig(_Section):

@@ -97,6 +97,7 @@ class AgentHost:
             journal=journal,
             replay_capacity=config.server.replay_buffer,
             snapshot_every=config.server.snapshot_every,
+            recent_turns=config.sessions.recent_turns,
         )
         self.runner = TurnRunner(self.store, self.agents.get)
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).
@@ -122,8 +123,9 @@ class AgentHost:
         self.client_versions: dict[str, str] = {}
         """The AHP version each client negotiated at its last ``initialize``, so that a
         ``reconnect`` on a new connection speaks it again (memory only: see host.dialects)."""
-        self._turn_index: dict[str, tuple[list[dict[str, Any]], dict[Any, int]]] = {}
-        """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
+        self._turn_index: dict[str, tuple[tuple[Any, int], dict[Any, int]]] = {}
+        """Per chat: the version of its turns (state's list, older count) and each turn id's
+        position among all of them (0.2.0 ``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.runtime.tools.
         self.tools: ToolsRuntime | None = None
@@ -255,7 +257,7 @@ class AgentHost:
             source_chat = self.store.state(source_session.get("defaultChat")) if source_session else None
             if source_chat is None:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"Cannot fork: no session {fork.get('session')}.")
-            copied = forked_turns(source_chat, fork.get("turnId"))
+            copied = forked_turns({"turns": self.store.turns(source_session["defaultChat"])}, fork.get("turnId"))
             if copied is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Cannot fork: {fork.get('session')} has no completed turn {fork.get('turnId')}.")
             turns = copied
@@ -328,7 +330,7 @@ class AgentHost:
             source_chat = source.get("chat")
             if source_chat not in self.session_chats(session):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"The source chat {source_chat} is not a chat of {params.get('channel')}.")
-            copied = forked_turns(self.store.state(source_chat) or {}, source.get("turnId"))
+            copied = forked_turns({"turns": self.store.turns(source_chat)}, source.get("turnId"))
             if copied is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"{source_chat} has no completed turn {source.get('turnId')}.")
             if source.get("kind") == "fork":
@@ -465,27 +467,30 @@ class AgentHost:
             uri = (self.store.state(session) or {}).get("defaultChat") if session is not None else None
         if uri is None or self.store.kind(uri) != "chat":
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {name}.")
-        turns = self.store.state(uri).get("turns") or []
-        end = len(turns)
+        # Counted over every turn: the chat's older ones (not in its state) are read back from the
+        # journal by the store, only those of the page.
+        end = self.store.older_turn_count(uri) + len((self.store.state(uri) or {}).get("turns") or ())
         if before is not None:
-            index = self._turn_positions(uri, turns).get(before)
+            index = self._turn_positions(uri).get(before)
             if index is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Session {name} has no turn {before}.")
             end = index
         count = _FETCH_LIMIT_MAX if limit is None else max(0, min(int(limit), _FETCH_LIMIT_MAX))
         start = max(0, end - count)
-        return {"turns": turns[start:end], "hasMore": start > 0}
+        return {"turns": self.store.turns(uri, start, end), "hasMore": start > 0}
 
-    def _turn_positions(self, uri: str, turns: list[dict[str, Any]]) -> dict[Any, int]:
-        """Turn id → index in ``turns``, built once per version of the list (states are never
-        mutated, so the same list object means the same turns): paging a long session with
-        ``before`` costs O(1) per page instead of a scan."""
+    def _turn_positions(self, uri: str) -> dict[Any, int]:
+        """Turn id → index among every turn of the chat (``Store.turn_ids``), built once per version of the
+        chat's turns (states are never mutated, so the same turns list and as many older turns
+        mean the same turns): paging a long session with ``before`` costs O(1) per page."""
+        turns = (self.store.state(uri) or {}).get("turns")
+        version = (turns, self.store.older_turn_count(uri))
         cached = self._turn_index.get(uri)
-        if cached is None or cached[0] is not turns:
+        if cached is None or cached[0][0] is not version[0] or cached[0][1] != version[1]:
             positions: dict[Any, int] = {}
-            for index, turn in enumerate(turns):
-                positions.setdefault(turn.get("id"), index)  # the first turn with an id, as a scan finds it
-            cached = (turns, positions)
+            for index, turn_id in enumerate(self.store.turn_ids(uri)):
+                positions.setdefault(turn_id, index)  # the first turn with an id, as a scan finds it
+            cached = (version, positions)
             self._turn_index[uri] = cached
         return cached[1]
 

@@ -127,7 +127,9 @@ class SubagentContributor(Contributor):
     def recover(self) -> None:
         """Rebuild the parent links from the parents' ``task`` calls (after a restart)."""
         for parent, _state in list(self.store.channels("session")):
-            for child in _children_named(self.store.state(default_chat_uri(parent)) or {}):
+            chat = default_chat_uri(parent)
+            whole = {**(self.store.state(chat) or {}), "turns": self.store.turns(chat)}  # older turns too
+            for child in _children_named(whole):
                 if child != parent and self.store.kind(child) == "session":
                     self.children.setdefault(child, parent)
 

@@ -186,6 +186,7 @@ class TurnRunner:
             _state=lambda: store.state(session),
             _chat_state=lambda: store.state(chat),
             _active_turn_id=lambda: store.active_turn_id(chat),
+            _finished_turns=lambda: store.turns(chat),
         )
         task = asyncio.get_running_loop().create_task(self._run(agent, ctx), name=f"turn {turn['id']}")
         self._tasks[chat] = (turn["id"], task)

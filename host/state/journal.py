@@ -34,7 +34,8 @@ switches the manifests in one small transaction. To recover, load the channel st
 older than both the snapshot and the replay window are then pruned in small transactions and the
 WAL checkpointed, from a worker thread on its own connection (``prune``; never by a commit on the
 event loop: automatic checkpoints are off). The journal never interprets states; of actions it
-knows only the run shape above.
+knows only the run shape above. The store reads a chat's older turns back from its snapshot rows
+(``read_parts``; ``latest_snapshot`` hands it a chat's rows as they are, see ``host.state.turn_pages``).
 """
 
 from __future__ import annotations
@@ -102,6 +103,9 @@ RUN_LIMIT = 64
 
 _PRUNE_BATCH = 200
 """Rows deleted per transaction when pruning."""
+
+_READ_BATCH = 500
+"""Part ids looked up per query when reading parts."""
 
 PART_CHARS = 1_000_000
 """Most characters of state JSON a ``channel_state_parts`` row holds (one transaction each)."""
@@ -397,7 +401,11 @@ class Journal:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def latest_snapshot(self) -> Snapshot | None:
+    def latest_snapshot(self, raw_kinds: frozenset[str] = frozenset()) -> Snapshot | None:
+        """The newest snapshot: per channel ``{"kind", "state"}``, or, for a channel whose kind is in
+        ``raw_kinds`` (and whose state is kept in parts), ``{"kind", "parts"}`` with its manifest's
+        ``(part id, text)`` pairs in order, for a caller that wants to know which rows hold what
+        (the store finds each turn's rows in a chat's, to page old turns back in later)."""
         row = self._db.execute("SELECT upto, seq, body FROM snapshots ORDER BY upto DESC LIMIT 1").fetchone()
         if row is None:
             return None
@@ -405,14 +413,30 @@ class Journal:
             return Snapshot(upto=row[0], seq=row[1], channels=json.loads(row[2]))
         channels: dict[str, dict[str, Any]] = {}
         for channel, kind, manifest in self._db.execute("SELECT channel, kind, manifest FROM channel_states").fetchall():
-            bodies = dict(self._db.execute("SELECT id, body FROM channel_state_parts WHERE channel = ?", (channel,)))
-            try:
-                text = "".join(bodies[part] for part in json.loads(manifest))
-            except KeyError:
-                raise JournalError(f"{self.path}: the snapshot of {channel} lacks some of its parts; the journal is "
-                                   "damaged: point --data-dir at a new directory.") from None
-            channels[channel] = {"kind": kind, "state": json.loads(text)}
+            ids = json.loads(manifest)
+            texts = self.read_parts(channel, ids)
+            if kind in raw_kinds:
+                channels[channel] = {"kind": kind, "parts": list(zip(ids, texts))}
+            else:
+                channels[channel] = {"kind": kind, "state": json.loads("".join(texts))}
         return Snapshot(upto=row[0], seq=row[1], channels=channels)
+
+    def read_parts(self, channel: str, ids: list[int]) -> list[str]:
+        """The texts of ``channel``'s state parts ``ids``, in that order (a page of a chat's older
+        turns, whose rows the last snapshot wrote)."""
+        bodies: dict[int, str] = {}
+        try:
+            for start in range(0, len(ids), _READ_BATCH):
+                wanted = ids[start:start + _READ_BATCH]
+                marks = ",".join("?" * len(wanted))
+                bodies.update(self._db.execute(
+                    f"SELECT id, body FROM channel_state_parts WHERE channel = ? AND id IN ({marks})", (channel, *wanted)))
+            return [bodies[part] for part in ids]
+        except KeyError:
+            raise JournalError(f"{self.path}: the snapshot of {channel} lacks some of its parts; the journal is "
+                               "damaged: point --data-dir at a new directory.") from None
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot read the journal at {self.path}: {error}") from error
 
     def entries_after(self, entry_id: int) -> Iterator[JournalEntry]:
         cursor = self._db.execute(

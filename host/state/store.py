@@ -41,11 +41,27 @@ Invariants:
   the single definition of every state.
 * The replay buffer holds a contiguous run of the newest envelopes; a gap it cannot cover makes
   ``replay`` return None and the caller falls back to snapshots.
+* **Older turns** (AHP ``turnsNextCursor``, ``fetchTurns``, ``chat/turnsLoaded``). With a journal
+  and ``recent_turns`` > 0, a chat's state holds its newest ``recent_turns`` completed turns and
+  ``turnsNextCursor``; the older ones are not in memory. They stay where the journal's snapshots
+  keep every chat turn by turn (one row or more per turn, ``host.state.turn_pages``): every snapshot
+  lists their rows again, so they are never pruned, and ``turns`` / ``load_older`` read them back.
+  A subscriber holds exactly the state it was given plus what it was sent, and no action takes
+  turns away from the front, so turns leave a state (``_trim``) only when nobody subscribes to the
+  chat: when its last subscriber leaves, after a snapshot, and at recovery; and only turns whose
+  rows the last snapshot wrote (never while a snapshot's plans are out). While clients watch a
+  chat its state grows with new and loaded turns as theirs do. Turns come back only by
+  ``chat/turnsLoaded`` (``load_older``: ``fetchTurns``, and before a truncation at an older turn),
+  which every subscriber sees, so every subscriber converges. After a trim, a ``reconnect``
+  replay from before it is refused (the client would hold turns the state lacks): the client
+  gets a snapshot. Recovery reads whole snapshots (every turn) and applies later entries to them,
+  then trims: the reducers give the same newest turns on a longer list.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -57,8 +73,10 @@ from ahp.jsonrpc import encode
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
-from host.state.journal import PART_CHARS, Journal, expand
 from ahp.jsonrpc import action_frame
+from ahp.protocol import builders
+from host.state.journal import PART_CHARS, Journal, expand
+from host.state.turn_pages import split_turns, turn_of, turns_cursor
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
            "TEXT_APPENDS", "action_frame"]
@@ -165,7 +183,12 @@ class _Plan:
     """How many leading turns are unchanged since the previous snapshot."""
     kept_ids: list[list[int]]
     """The part ids of those turns."""
+    older: list[list[int]] = dataclasses.field(default_factory=list)
+    """The part ids of the chat's older turns, not in its state (they come first in the JSON)."""
 
+
+_UNWRITTEN = object()
+"""Stands for a turn whose rows are not its own (a snapshot written whole): never the same object."""
 
 _Pieces = tuple[str, _Plan, list[str], list[list[str]], list[str]]
 """``(kind, plan, head texts, texts of each new turn, tail texts)``: joined in order, the state's JSON."""
@@ -181,7 +204,9 @@ def _encode_plans(plans: dict[str, _Plan]) -> dict[str, _Pieces]:
             continue
         head = encode({key: value for key, value in plan.state.items() if key != "turns"})
         opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
-        new_turns = [_cut(("," if index else "") + encode(plan.turns[index])) for index in range(plan.kept, len(plan.turns))]
+        before = len(plan.older)  # the older turns' rows come first: every turn here follows one
+        new_turns = [_cut(("," if before + index else "") + encode(plan.turns[index]))
+                     for index in range(plan.kept, len(plan.turns))]
         out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
     return out
 
@@ -190,12 +215,16 @@ def _cut(text: str) -> list[str]:
     return [text[start:start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
 
 
-def _drop(entry: _Channel, subscriber: Subscriber) -> None:
+def _drop(entry: _Channel, subscriber: Subscriber) -> bool:
+    """Forget ``subscriber``; whether it was one."""
+    found = subscriber in entry.subscribers
     entry.subscribers.discard(subscriber)
     for translator, group in tuple(entry.translated.items()):
+        found = found or subscriber in group
         group.discard(subscriber)
         if not group:
             del entry.translated[translator]
+    return found
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -213,8 +242,17 @@ class Store:
         journal: Journal | None = None,
         replay_capacity: int = 10_000,
         snapshot_every: int = 5_000,
+        recent_turns: int = 0,
     ) -> None:
         self.seq = 0
+        self._recent_turns = recent_turns if journal is not None else 0
+        """Completed turns a chat nobody watches keeps in its state (0: all); see "Older turns"."""
+        self._older: dict[str, list[tuple[Any, list[int]]]] = {}
+        """Per chat: its turns older than its state's, oldest first, as (turn id, part ids)."""
+        self._trimmed: dict[str, int] = {}
+        """Per chat: the serverSeq when its state last lost older turns (``replay`` cannot cover it)."""
+        self._snapshotting = False
+        """A snapshot's plans are out: part ids may not move from states to ``_older`` meanwhile."""
         self._clock = clock
         self._journal = journal
         self._flush_timer: asyncio.TimerHandle | None = None
@@ -264,6 +302,117 @@ class Store:
     def __contains__(self, channel: str) -> bool:
         return channel in self._channels
 
+    # -- older turns ---------------------------------------------------------------------------
+
+    @property
+    def recent_turns(self) -> int:
+        """Completed turns a chat nobody watches keeps in its state, and the size of a page of
+        older ones (0: every turn stays in the state)."""
+        return self._recent_turns
+
+    def older_turn_count(self, chat: str) -> int:
+        """How many of a chat's completed turns are older than its state holds."""
+        return len(self._older.get(chat, ()))
+
+    def turn_ids(self, chat: str) -> list[Any]:
+        """Every completed turn id of a chat, oldest first: its older turns' and its state's."""
+        window = (self.state(chat) or {}).get("turns") or ()
+        return [turn_id for turn_id, _ in self._older.get(chat, ())] + [
+            turn.get("id") if isinstance(turn, dict) else None for turn in window]
+
+    def turns(self, chat: str, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+        """A chat's completed turns ``[start:end]``, counted over all of them: the older ones read
+        back from the journal, the rest from its state. For what needs the whole conversation (a
+        provider's history, a fork, an AHP 0.2.0 view); a client of a newer version pages in."""
+        older = self._older.get(chat, [])
+        window = (self.state(chat) or {}).get("turns") or []
+        start, end, _ = slice(start, end).indices(len(older) + len(window))
+        out = self._read_older(chat, older[start:end]) if start < len(older) else []
+        out.extend(window[max(0, start - len(older)):max(0, end - len(older))])
+        return out
+
+    def load_older(self, chat: str, start: int) -> dict[str, Any] | None:
+        """Bring a chat's older turns from position ``start`` on back into its state with one
+        ``chat/turnsLoaded``, which every subscriber sees (AHP: the host loads turns so before it
+        answers ``fetchTurns``, and before it applies an action naming a turn its state lacks).
+        Its envelope; None when no older turn is at or after ``start``."""
+        older = self._older.get(chat)
+        start = max(0, start)
+        if not older or start >= len(older):
+            return None
+        page, rest = older[start:], older[:start]
+        turns = self._read_older(chat, page)
+        if rest:
+            self._older[chat] = rest
+        else:
+            del self._older[chat]
+        action = builders.chat_turns_loaded(turns=turns, turns_next_cursor=turns_cursor(page[0][0]) if rest else None)
+        envelope = self.dispatch(chat, action)
+        # The loaded turns head the state as the very objects read, in the same rows: a snapshot
+        # keeps those rows rather than writing the turns again.
+        written_turns, written_ids = self._written.get(chat, ([], []))
+        self._written[chat] = ([*turns, *written_turns], [ids for _, ids in page] + written_ids)
+        return envelope
+
+    def _read_older(self, chat: str, entries: list[tuple[Any, list[int]]]) -> list[dict[str, Any]]:
+        if not entries or self._journal is None:
+            return []
+        texts = iter(self._journal.read_parts(chat, [part for _, parts in entries for part in parts]))
+        return [turn_of([next(texts) for _ in parts]) for _, parts in entries]
+
+    def _trim(self, chat: str) -> None:
+        """Move a chat's oldest completed turns out of its state, down to ``recent_turns``, when
+        nobody subscribes to it (a subscriber holds the state it was given: see "Older turns").
+        Only turns whose rows the last snapshot wrote move (they are read back from there), and
+        never while a snapshot's plans are out. Silent, as nobody holds the state: a ``reconnect``
+        from before it gets a snapshot instead of a replay."""
+        entry = self._channels.get(chat)
+        if (self._recent_turns <= 0 or self._snapshotting or entry is None or entry.kind != "chat"
+                or entry.subscribers or entry.translated):
+            return
+        state = entry.state
+        turns = state.get("turns")
+        if not isinstance(turns, list) or len(turns) <= self._recent_turns:
+            return
+        written_turns, written_ids = self._written.get(chat, ([], []))
+        excess = len(turns) - self._recent_turns
+        moved = 0
+        while moved < min(excess, len(written_turns)) and turns[moved] is written_turns[moved] and isinstance(turns[moved], dict):
+            moved += 1
+        unwritten = moved == len(written_turns) or turns[moved] is not written_turns[moved]
+        if excess - moved >= self._recent_turns and unwritten:
+            # A page or more of turns without rows of their own yet: write them soon, then move them.
+            self._changed.add(chat)
+            self._snapshot_soon()
+        if not moved:
+            return
+        self._older.setdefault(chat, []).extend((turns[index].get("id"), written_ids[index]) for index in range(moved))
+        self._written[chat] = (written_turns[moved:], written_ids[moved:])
+        entry.state = {**state, "turns": turns[moved:], "turnsNextCursor": turns_cursor(turns[moved].get("id"))}
+        self._changed.add(chat)
+        self._trimmed[chat] = self.seq
+
+    def _before_apply(self, channel: str, action: dict[str, Any]) -> None:
+        """What an action on a chat with older turns needs first: a truncation at an older turn
+        loads the turns from there on (so it reduces against them); one of every turn drops them;
+        resuming the last turn loads the one before it if the state holds no other (AHP 0.2.0
+        shows a resume as a truncation at that turn)."""
+        action_type = action.get("type")
+        if action_type == "chat/turnResume":
+            if len((self._channels[channel].shape.get("turns") or ())) < 2:
+                self.load_older(channel, len(self._older[channel]) - 1)
+            return
+        if action_type != "chat/truncated":
+            return
+        turn_id = action.get("turnId")
+        if turn_id is None:
+            del self._older[channel]
+            return
+        for position, (older_id, _) in enumerate(self._older[channel]):
+            if older_id == turn_id:
+                self.load_older(channel, position)
+                return
+
     # -- changing ------------------------------------------------------------------------------
 
     def create(self, channel: str, kind: str, state: dict[str, Any]) -> None:
@@ -290,6 +439,7 @@ class Store:
             self._schedule_flush()
         self._channels[channel] = _Channel(entry.kind, state)
         self._changed.add(channel)
+        self._older.pop(channel, None)  # the new state is whole
 
     def remove(self, channel: str) -> None:
         """Drop a channel and all its subscriptions."""
@@ -301,10 +451,14 @@ class Store:
         del self._channels[channel]
         self._changed.discard(channel)
         self._removed.add(channel)
+        self._older.pop(channel, None)
+        self._trimmed.pop(channel, None)
 
     def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None) -> dict[str, Any]:
         """Apply an accepted action, journal it and send it to every subscriber of ``channel``."""
         entry = self._channels[channel]
+        if channel in self._older:
+            self._before_apply(channel, action)
         now = self._clock()
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
@@ -437,17 +591,21 @@ class Store:
             return
         translator = translator or _translator(subscriber)
         if translator is None:
+            found = subscriber in entry.subscribers
             entry.subscribers.discard(subscriber)
-            return
-        group = entry.translated.get(translator)
-        if group is not None:
+        else:
+            group = entry.translated.get(translator) or set()
+            found = subscriber in group
             group.discard(subscriber)
             if not group:
-                del entry.translated[translator]
+                entry.translated.pop(translator, None)
+        if found:
+            self._trim(channel)
 
     def unsubscribe_all(self, subscriber: Subscriber) -> None:
-        for entry in self._channels.values():
-            _drop(entry, subscriber)
+        for channel, entry in tuple(self._channels.items()):
+            if _drop(entry, subscriber):
+                self._trim(channel)
 
     def has_subscribers(self, channel: str) -> bool:
         entry = self._channels.get(channel)
@@ -470,6 +628,8 @@ class Store:
             if not self._replay or self._replay[0][0] > since + 1:
                 return None
         wanted = set(channels)
+        if any(self._trimmed.get(channel, -1) >= since for channel in wanted):
+            return None  # a chat lost older turns from its state since: the client holds them
         return [envelope for seq, channel, envelope in self._replay if seq > since and channel in wanted]
 
     # -- durability ----------------------------------------------------------------------------
@@ -478,13 +638,20 @@ class Store:
         """Rebuild every channel from the journal (newest snapshot + later entries)."""
         if self._journal is None:
             return
-        snapshot = self._journal.latest_snapshot()
+        snapshot = self._journal.latest_snapshot(raw_kinds=frozenset({"chat"}))
         upto = 0
         if snapshot is not None:
             upto = snapshot.upto
             self.seq = snapshot.seq
             for uri, saved in snapshot.channels.items():
-                self._channels[uri] = _Channel(saved["kind"], saved["state"])
+                if "parts" in saved:  # a chat: which rows hold each turn, to page them out again
+                    state, groups = split_turns(saved["parts"])
+                    turns = state.get("turns") if isinstance(state.get("turns"), list) else []
+                    self._written[uri] = ([turn if ids is not None else _UNWRITTEN for turn, ids in zip(turns, groups)],
+                                          [ids or [] for ids in groups])
+                else:
+                    state = saved["state"]
+                self._channels[uri] = _Channel(saved["kind"], state)
         self._changed = set() if snapshot is not None else set(self._channels)
         for item in self._journal.entries_after(upto):
             if item.kind == "created":
@@ -503,6 +670,11 @@ class Store:
                     entry.apply(envelope["action"], item.now or 0)
                     self._changed.add(item.channel)
                 self.seq = max(self.seq, item.seq or 0)
+        for uri, entry in self._channels.items():
+            if entry.kind == "chat":
+                if "turnsNextCursor" in entry.shape:  # every turn is in the state again
+                    entry.state = {key: value for key, value in entry.state.items() if key != "turnsNextCursor"}
+                self._trim(uri)
         recent: list[tuple[int, str, dict[str, Any]]] = []
         for item in self._journal.recent_actions(self._replay.maxlen or 0):
             for envelope in expand(json.loads(item.body or "{}")):
@@ -516,8 +688,11 @@ class Store:
         if self._journal is None:
             return
         upto, seq, plans, removed = self._begin_snapshot()
-        for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
-            pass
+        try:
+            for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
+                pass
+        finally:
+            self._snapshotting = False
         self._journal.checkpoint()
 
     async def _snapshot_in_background(self) -> None:
@@ -538,10 +713,12 @@ class Store:
         except BaseException:
             self._changed.update(plans)  # not written: the next snapshot takes them
             self._removed.update(removed)
+            self._snapshotting = False
             raise
 
     def _begin_snapshot(self) -> tuple[int, int, dict[str, _Plan], set[str]]:
         assert self._journal is not None
+        self._snapshotting = True
         if self._journal.needs_full_snapshot:
             self._changed.update(self._channels)
             self._written.clear()
@@ -562,7 +739,8 @@ class Store:
         kept = 0
         while kept < min(len(turns), len(written_turns)) and turns[kept] is written_turns[kept]:
             kept += 1
-        return _Plan(entry.kind, entry.state, turns, kept, written_ids[:kept])
+        older = [ids for _, ids in self._older.get(uri, ())]
+        return _Plan(entry.kind, entry.state, turns, kept, written_ids[:kept], older)
 
     def _write_snapshot(self, journal: Journal, upto: int, seq: int, pieces: dict[str, _Pieces],
                         removed: set[str]) -> Iterator[None]:
@@ -578,7 +756,7 @@ class Store:
             for turn_texts in new_turns:
                 turn_ids.append([journal.write_part(uri, text) for text in turn_texts])
                 yield
-            for group in turn_ids:
+            for group in (*plan.older, *turn_ids):
                 ids.extend(group)
             for text in tail:
                 ids.append(journal.write_part(uri, text))
@@ -589,7 +767,10 @@ class Store:
         for uri in removed:
             self._written.pop(uri, None)
         self._written.update(written)
+        self._snapshotting = False
         yield from journal.prune(upto, self._replay.maxlen or 0)
+        for uri in written:  # their turns now have rows to be read back from
+            self._trim(uri)
 
     def close(self) -> None:
         if self._journal is not None:
@@ -648,6 +829,17 @@ class Store:
                 return
             self._flush_timer.cancel()
         self._flush_timer = loop.call_at(due, self.flush)
+
+    def _snapshot_soon(self) -> None:
+        """Start a snapshot in the background now, unless one is running (it then covers this)."""
+        if self._journal is None or (self._snapshot_task is not None and not self._snapshot_task.done()):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no event loop (tools, tests): the next snapshot does it
+        self._snapshot_task = loop.create_task(self._snapshot_in_background())
+        self._snapshot_task.add_done_callback(_log_failure)
 
     def _maybe_snapshot(self) -> None:
         if self._journal is None or self._journal.entries_since_snapshot < self._snapshot_every:

@@ -318,7 +318,7 @@ class ClientConnection:
         envelopes, reason = self.dialect.lift(self.host, channel, action, client_id)
         if reason is None and envelopes:
             target, first = envelopes[0]
-            reason = check_client_action(store.kind(target) or "", store.state(target) or {}, first, client_id)
+            reason = _refusal(store, target, first, client_id)
         if reason is not None:
             # The rejection echoes the action as this client sent it, in its own version.
             store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self,
@@ -331,7 +331,7 @@ class ClientConnection:
             return
         for index, (target, lifted) in enumerate(envelopes):
             if index:
-                later = check_client_action(store.kind(target) or "", store.state(target) or {}, lifted, client_id)
+                later = _refusal(store, target, lifted, client_id)
                 if later is not None:
                     logger.info("part of %s from %s refused: %s", (action or {}).get("type"), self.client_id, later)
                     return
@@ -495,3 +495,14 @@ class ClientConnection:
 def _named(params: dict[str, Any]) -> str:
     automation = params.get("automation")
     return repr(automation) if isinstance(automation, str) else "that automation"
+
+
+def _refusal(store: Any, target: str, action: Any, client_id: str) -> str | None:
+    """Why the store must not take a client's (lifted) action: ``host.transport.validation``'s rules on the
+    channel's state, and a turn started with the id of one of the chat's turns older than its
+    state holds (which those rules, reading the state, cannot see)."""
+    reason = check_client_action(store.kind(target) or "", store.state(target) or {}, action, client_id)
+    if (reason is None and isinstance(action, dict) and action.get("type") == "chat/turnStarted"
+            and store.older_turn_count(target) and action.get("turnId") in store.turn_ids(target)):
+        reason = f"Turn id {action['turnId']} is already used in this chat; pick a new id."
+    return reason

@@ -309,8 +309,9 @@ class ChangesetService:
         if owner[1] is None:
             self._ensure(uri, SESSION_OPERATIONS)
             return True
-        state = self.store.state(default_chat_uri(owner[0])) or {}
-        turns = [turn.get("id") for turn in state.get("turns") or []] + [(state.get("activeTurn") or {}).get("id")]
+        chat = default_chat_uri(owner[0])
+        state = self.store.state(chat) or {}
+        turns = self.store.turn_ids(chat) + [(state.get("activeTurn") or {}).get("id")]
         if owner[1] not in turns:
             return False
         self._ensure(uri, TURN_OPERATIONS)

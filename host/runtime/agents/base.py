@@ -71,6 +71,8 @@ class TurnContext:
     agent: dict[str, Any] | None = None
     """The ``AgentSelection`` the turn runs with."""
     _part_ids: int = field(default=0)
+    _finished_turns: Callable[[], list[dict[str, Any]]] | None = None
+    """Every completed turn of the chat, also those older than its state holds (``Store.turns``)."""
     _active_turn_id: Callable[[], Any] | None = None
     """The chat's active turn id, read without building the whole state (``Store.active_turn_id``);
     ``is_active`` runs on every token, so reading ``chat_state`` there would cost a copy of the turn's text."""
@@ -88,6 +90,13 @@ class TurnContext:
     def chat_state(self) -> dict[str, Any]:
         """The chat's current state (read-only: never mutate it)."""
         return (self._chat_state() if self._chat_state is not None else None) or {}
+
+    def finished_turns(self) -> list[dict[str, Any]]:
+        """The chat's completed turns, oldest first: the whole conversation so far, also the
+        turns the chat's state no longer holds (read back from the journal)."""
+        if self._finished_turns is not None:
+            return self._finished_turns()
+        return list(self.chat_state.get("turns") or [])
 
     def is_active(self) -> bool:
         if self._active_turn_id is not None:

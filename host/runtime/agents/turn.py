@@ -69,7 +69,7 @@ class ProviderTurn:
 
     async def run(self) -> None:
         ctx = self.ctx
-        finished_turns = list(ctx.chat_state.get("turns") or [])
+        finished_turns = ctx.finished_turns()
         title_before = ctx.state.get("title")
         model_id, spec = self.agent.model_for(ctx.model)
         self.model = model_id

@@ -291,7 +291,9 @@ class AguiRuns:
               client_id: str, waiting: dict[str, dict[str, Any]], plan: "_Plan", *,
               joined_after_resume: bool = False) -> RunTranslator | None:
         """A run that brings nothing new: the thread so far, then the running turn live (if any)."""
-        plan.events.append(MessagesSnapshotEvent(messages=thread_messages(state)))
+        # The whole thread, also the turns older than the chat's state holds.
+        whole = {**state, "turns": self.host.store.turns(default_chat_uri(session))}
+        plan.events.append(MessagesSnapshotEvent(messages=thread_messages(whole)))
         if active is not None:
             translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
             translator.adopt_calls(_call_ids(active))

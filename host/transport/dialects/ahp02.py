@@ -51,7 +51,7 @@ from host.transport.dialects.base import Dialect
 from host.transport.dialects.v02_rules import check_v02_action
 from host.errors import ProtocolViolation
 
-__all__ = ["Ahp02Dialect", "describe_params_error", "session_view", "v02_session_state", "v02_summary"]
+__all__ = ["Ahp02Dialect", "describe_params_error", "session_view", "v02_session_state", "v02_summary", "whole_view"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +101,23 @@ def session_view(store: Any, uri: str, state: dict[str, Any] | None = None,
     return InternalSession(uri=uri, state=state, chats=chats, created_at=created_at(state))
 
 
+def whole_view(store: Any, uri: str, state: dict[str, Any] | None = None,
+               chat: tuple[str, dict[str, Any] | None] | None = None) -> InternalSession | None:
+    """``session_view`` with every completed turn of the default chat, also those older than
+    its state holds (read back by the store): what a 0.2.0 snapshot shows. 0.2.0 has no paging
+    into state, and its reducers act on turn ids, so a 0.2.0 client holds the whole session."""
+    view = session_view(store, uri, state, chat)
+    if view is None:
+        return None
+    for chat_uri, chat_state in view.chats.items():
+        if isinstance(chat_state, dict) and store.older_turn_count(chat_uri):
+            whole = {key: value for key, value in chat_state.items() if key != "turnsNextCursor"}
+            whole["turns"] = store.turns(chat_uri)
+            view = InternalSession(uri=view.uri, state=view.state, chats={**view.chats, chat_uri: whole},
+                                   created_at=view.created_at)
+    return view
+
+
 def _down_state(view: InternalSession) -> dict[str, Any] | None:
     shown = session_down(view)
     if shown is None:
@@ -118,7 +135,7 @@ def v02_session_state(host: Any, name: Any) -> dict[str, Any] | None:
     """The 0.2.0 ``SessionState`` a 0.2.0 client is shown of the session ``name`` (its 0.2.0 or
     internal URI), None when there is none."""
     uri = host.session_uri(name)
-    view = session_view(host.store, uri) if uri is not None else None
+    view = whole_view(host.store, uri) if uri is not None else None
     return _down_state(view) if view is not None else None
 
 
@@ -175,8 +192,8 @@ class Ahp02Dialect(Dialect):
         kind = store.kind(first["resource"])
         if kind == "session":
             chat = snapshots[1] if len(snapshots) > 1 else None
-            view = session_view(store, first["resource"], first["state"],
-                                (chat["resource"], chat["state"]) if chat is not None else None)
+            view = whole_view(store, first["resource"], first["state"],
+                              (chat["resource"], chat["state"]) if chat is not None else None)
             state = _down_state(view) if view is not None else None
             return {"resource": channel, "state": state, "fromSeq": first["fromSeq"]}
         return {**first, "state": _state_down(kind, first["state"])}
@@ -210,6 +227,8 @@ class Ahp02Dialect(Dialect):
         kind = store.kind(internal) if isinstance(internal, str) else None
         if kind is None:
             return [], f"No channel {channel} on this host."
+        if kind == "session" and action_type == "session/truncated":
+            _load_through(store, (store.state(internal) or {}).get("defaultChat"), action.get("turnId"))
         if kind == "session":
             view = session_view(store, internal)
             shown = _down_state(view) if view is not None else None
@@ -261,6 +280,8 @@ class Ahp02Dialect(Dialect):
             session = session_of_default_chat(channel)
             if session is None:
                 return None  # another chat than the default: 0.2.0 sees nothing of it
+            if action.get("type") == "chat/turnsLoaded":
+                return None  # a 0.2.0 client holds every turn already (``whole_view``)
             if _is_token(action):
                 target = v02_session_uri(session)
                 new_type, keys = _TOKENS[action["type"]]
@@ -330,6 +351,16 @@ class Ahp02Dialect(Dialect):
             shown_changes = {field: shown[field] for field in sorted(fields) if field in shown}
             return {**params, "session": target, "changes": shown_changes} if shown_changes else None
         return params
+
+
+def _load_through(store: Any, chat: Any, turn_id: Any) -> None:
+    """Before a 0.2.0 truncation at a turn older than the chat's state holds is taken up (it
+    reads the turns kept), load the turns from that one on into the state."""
+    if not isinstance(chat, str) or turn_id is None or not store.older_turn_count(chat):
+        return
+    ids = store.turn_ids(chat)
+    if turn_id in ids:
+        store.load_older(chat, ids.index(turn_id))
 
 
 class _Now:

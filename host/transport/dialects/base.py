@@ -10,6 +10,7 @@ from typing import Any, Iterable
 
 from ahp.dialects.catalogue import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
 from host.errors import ErrorCode, ProtocolViolation, RpcError
+from host.state.turn_pages import cursor_turn
 
 __all__ = ["Dialect", "KNOWN_METHODS"]
 
@@ -102,18 +103,32 @@ class Dialect:
         return host.session_summary(uri)
 
     def fetch_turns(self, host: Any, params: dict[str, Any]) -> dict[str, Any]:
-        """``fetchTurns`` (0.5.1 on): the host loads older turns into the chat with
-        ``chat/turnsLoaded`` before answering. This host keeps every turn of a chat in its state,
-        so no chat ever has a ``turnsNextCursor``: there is nothing older to load, and a cursor is
-        never one this host gave out."""
+        """``fetchTurns`` (0.5.1 on): before answering (with no turns: the result is empty), the
+        host brings the page of turns before ``cursor`` into the chat's state with one
+        ``chat/turnsLoaded``, which every subscriber of the chat receives (``Store.load_older``).
+        The cursor is a ``turnsNextCursor`` the chat's state carried; it names the oldest turn
+        the state held, so a cursor whose page another client loaded meanwhile is answered at once
+        with nothing to load. Without a cursor the chat's next older page is loaded, if any."""
         channel = params.get("channel")
         store = host.store
         if store.kind(channel) != "chat":
             raise RpcError(ErrorCode.NOT_FOUND, f"No chat {channel}.")
         cursor = params.get("cursor")
-        if cursor is not None and cursor != (store.state(channel) or {}).get("turnsNextCursor"):
+        older = store.older_turn_count(channel)
+        if cursor is None:
+            store.load_older(channel, older - store.recent_turns)
+            return {}
+        turn_id = cursor_turn(cursor)
+        if turn_id is None:
             raise ProtocolViolation.invalid_params(
-                "Invalid fetchTurns params: cursor is not one this host gave out (this chat's turns are all loaded).")
+                f"Invalid fetchTurns params: cursor {str(cursor)[:80]!r} is not one this host gave out; pass the "
+                "chat's turnsNextCursor as it is (no cursor: the chat's next older page).")
+        ids = store.turn_ids(channel)
+        if turn_id not in ids:
+            raise ProtocolViolation.invalid_params(
+                f"Invalid fetchTurns params: the cursor names turn {turn_id[:80]}, which {channel} no longer has "
+                "(its turns were truncated since); use the turnsNextCursor of the chat's current state.")
+        store.load_older(channel, ids.index(turn_id) - store.recent_turns)
         return {}
 
     # -- actions -------------------------------------------------------------------------------

@@ -160,3 +160,30 @@ def test_eliding_keeps_the_calls_and_the_latest_rounds() -> None:
     assert elided == 2
     assert [m.results[0].text.startswith("[Output elided") for m in messages[1:]] == [True, True, False]
     assert messages[3].results[0].text == "output 2"
+
+
+async def test_the_model_still_gets_turns_the_chat_state_no_longer_holds(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    replies = [Reply(200, chat_sse(f"answer {i}")) for i in range(5)]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        # One turn per chat state: after a restart the first two turns live only on disk.
+        config = config_for(tmp_path, toml=fake_agent_toml(server.base_url), sessions={"recent_turns": 1})
+        async with serving(config, frame_checker) as (_, client):
+            session = await ready_session(client, provider="fake")
+            for index in range(3):
+                await run_turn(client, session, f"question {index}")
+            await idle(client, session)
+        async with serving(config, frame_checker) as (running, client):
+            chat = running.host.store.state(running.host.session_uri(session))["defaultChat"]
+            assert running.host.store.older_turn_count(chat) == 2
+            await client.subscribe(session)
+            await run_turn(client, session, "question 3")
+            first = client.state(session)["turns"][0]["id"]
+            fork = await client.create_session(fork={"session": session, "turnId": first})
+            await client.wait_for(lambda m, e: client.state(fork)["lifecycle"] == "ready")
+            await run_turn(client, fork, "question in the fork")
+            await idle(client, fork)
+        sent = _texts(server.requests[3])
+        assert [t for t in sent if t.startswith("user:")] == [f"user: question {i}" for i in range(4)]
+        assert [t for t in sent if t.startswith("assistant:")] == [f"assistant: answer {i}" for i in range(3)]
+        in_fork = _texts(server.requests[4])
+        assert [t for t in in_fork if t.startswith("user:")] == ["user: question 0", "user: question in the fork"]
