@@ -34,8 +34,10 @@ __all__ = ["Commands", "CLIENT_COMMANDS"]
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
     "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact",
+    "diff", "undo", "rewind",
 )
-"""The commands this client runs itself (the host offers more through ``completions``)."""
+"""The commands this client runs itself (the host offers more through ``completions``;
+``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
 
 _METHOD_NOT_FOUND = -32601
 _HISTORY_PAGE = 10

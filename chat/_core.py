@@ -82,6 +82,8 @@ class ChatCore:
         """Our steering messages still pending: the turn each was meant for, and its text."""
         self._ended_turns: set[str] = set()
         """Turns whose end this client has seen go by (for ``_watch_steering``)."""
+        self._prefill: str = ""
+        """Text the next message prompt starts with (a rewound turn's message), taken once."""
         self._applied: Any = None
         """The client's notifications in the order its mirror applied them, read by
         ``_catch_up_steering`` (the inbox lags behind the mirror the turns are drawn from)."""

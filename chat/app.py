@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from chat import _session as actions
+from chat._changes import Changes
 from chat._commands import CLIENT_COMMANDS, Commands
 from chat._core import ChatExit
 from chat._dialogs import Dialogs
@@ -45,10 +46,11 @@ __all__ = ["ChatApp", "CLIENT_COMMANDS"]
 _DOUBLE_INTERRUPT_SECONDS = 2.0
 
 
-class ChatApp(Commands, Dialogs):
+class ChatApp(Changes, Commands, Dialogs):
     """One interactive chat on a connected client; ``await run()`` returns the exit status.
 
-    The loop lives here; ``Commands`` and ``Dialogs`` (on the shared ``ChatCore``) do the rest.
+    The loop lives here; ``Changes`` (``/diff``, ``/undo``, ``/rewind``), ``Commands`` and
+    ``Dialogs`` (on the shared ``ChatCore``) do the rest.
     """
 
     # -- main loop -------------------------------------------------------------------------------
@@ -72,7 +74,8 @@ class ChatApp(Commands, Dialogs):
                     prompt_shown = False
                     continue
                 if not prompt_shown:
-                    self._ask(self.style.bold("> "), history=True)
+                    prefill, self._prefill = self._prefill, ""
+                    self._ask(self.style.bold("> "), default=prefill, history=True)
                     prompt_shown = True
                 item = await self._next()
                 if isinstance(item, Line):

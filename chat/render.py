@@ -486,6 +486,8 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /tools               the session's tools      /mcp            MCP servers, their state and errors
   /plugins             plugins and problems     /context        tokens used of the context window
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
+  /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
+  /rewind [N [MODE]]   back to before turn N: files, conversation or both (MODE: both|conversation|files)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 
