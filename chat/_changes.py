@@ -25,7 +25,7 @@ Nothing runs while a turn is running (its changes are not final); the commands s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from chat._dialogs import Dialogs
 from chat._markdown import render_edit
@@ -44,7 +44,10 @@ _TURN_LIST = 20
 
 
 class Changes(Dialogs):
-    """The handlers of ``CHANGE_COMMANDS``; ``_command`` runs them and passes other names on."""
+    """The handlers of ``CHANGE_COMMANDS``; ``_command`` runs them and passes other names on.
+    ``_pick`` (a number typed by the user) is ``Commands``'s, next in the chat's MRO."""
+
+    _pick: Callable[[str, int], Awaitable[int | None]]
 
     async def _command(self, name: str, args: str, text: str) -> None:
         handler = {"diff": self._cmd_diff, "undo": self._cmd_undo, "rewind": self._cmd_rewind}.get(name)
@@ -217,31 +220,20 @@ class Changes(Dialogs):
         for index in range(start, len(turns)):
             text = _first_line((turns[index].get("userMessage") or {}).get("text"))
             self._write(f"  {index + 1:>3}) {text}\n")
-        self._ask(f"Turn [1-{len(turns)}] (Enter cancels): ")
-        while True:
-            answer = await self._dialog_line(lambda: True)
-            if answer is None or not answer.strip():
-                self._note("(nothing rewound)")
-                return None
-            if answer.strip().isdigit() and 1 <= int(answer) <= len(turns):
-                return int(answer)
-            self._ask(f"type a turn number from 1 to {len(turns)}, or Enter to cancel: ")
+        picked = await self._pick(f"Turn [1-{len(turns)}] (Enter cancels): ", len(turns))
+        if picked is None:
+            self._note("(nothing rewound)")
+        return picked
 
     async def _pick_mode(self, number: int) -> str | None:
         choices = [("both", "files and conversation"), ("conversation", "conversation only (files stay as they are)"),
                    ("files", "files only (the conversation stays)")]
         self._write(f"Go back to before turn {number}:\n" + "".join(f"  {i}) {label}\n" for i, (_, label) in enumerate(choices, 1)))
-        self._ask("Choose [1-3] (Enter cancels): ")
-        while True:
-            answer = (await self._dialog_line(lambda: True) or "").strip()
-            if not answer:
-                self._note("(nothing rewound)")
-                return None
-            if answer in ("1", "2", "3"):
-                return choices[int(answer) - 1][0]
-            if answer in REWIND_MODES:
-                return answer
-            self._ask("type 1, 2 or 3, or Enter to cancel: ")
+        picked = await self._pick("Choose [1-3] (Enter cancels): ", len(choices))
+        if picked is None:
+            self._note("(nothing rewound)")
+            return None
+        return choices[picked - 1][0]
 
     async def _rewind_files(self, turns: list[dict[str, Any]], number: int) -> None:
         changed = False

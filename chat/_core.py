@@ -43,6 +43,7 @@ class ChatCore:
         *,
         cwd: Path,
         session: str | None = None,
+        pick_session: bool = False,
         agent: str | None = None,
         model: str | None = None,
         host_label: str = "",
@@ -56,6 +57,8 @@ class ChatCore:
         self.cwd = cwd
         self.session: str | None = None
         self._initial_session = session
+        self._pick_session = pick_session
+        """Start by listing the sessions to resume and asking which (``--resume`` without an id)."""
         self.provider = agent
         """Agent (``AgentInfo.provider``) for sessions this client creates."""
         self.model: dict[str, Any] | None = {"id": model} if model else None

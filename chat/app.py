@@ -37,7 +37,7 @@ from chat._commands import CLIENT_COMMANDS, Commands
 from chat._core import ChatExit
 from chat._dialogs import Dialogs
 from chat._terminal import Eof, Interrupt, Line
-from chat._markdown import MarkdownStream
+from chat._markdown import MarkdownStream, drawn
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpClientError
 
@@ -62,6 +62,8 @@ class ChatApp(Changes, Commands, Dialogs):
             self._note(f"connected{where} · {agent} · /help for commands")
             if self._initial_session:
                 await self._open_session(self._initial_session)
+            elif self._pick_session:
+                await self._cmd_resume("")
             prompt_shown = False
             while True:
                 self._report_rejections()
@@ -159,11 +161,7 @@ class ChatApp(Changes, Commands, Dialogs):
         if answer is None:
             self._write("".join(text for _, text in chunks))
         else:
-            for channel, text in chunks:
-                if channel == "answer":
-                    self._write(answer.feed(text))
-                else:  # tool calls, reasoning, usage: the answer block before them is done
-                    self._write(answer.finish() + text)
+            self._write(drawn(chunks, answer))  # tool calls, reasoning, usage end the answer block before them
             if finished:
                 self._write(answer.finish())
             self.terminal.set_tail(answer.tail())
