@@ -28,7 +28,7 @@ from host.agents.offline import OfflineAgent
 from host.agents.provider import ModelSpec, ProviderAgent, TurnSettings
 from host.agents.replay import VENDORED_CASSETTES, DemoSecretTool, DemoWeatherTool, ReplaySource, replayable
 from host.agents.sources import SdkSource
-from host.agents.system_prompt import configured_system_prompt
+from host.agents.system_prompt import BUILTIN_SYSTEM_PROMPT, configured_system_prompt
 from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
 from host.errors import ConfigError
 
@@ -117,7 +117,8 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
     ]
     base = Path(config.source).parent if config.source and Path(config.source).is_file() else Path.cwd()
     settings = TurnSettings(
-        system_prompt=configured_system_prompt(name, table.system_prompt, table.system_prompt_file, base),
+        system_prompt=configured_system_prompt(name, table.system_prompt, table.system_prompt_file, base,
+                                               default=None if table.kind == "replay" else BUILTIN_SYSTEM_PROMPT),
         max_tokens=table.max_tokens,
         retries=table.retries,
         retry_base_delay=table.retry_base_delay,

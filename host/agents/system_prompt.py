@@ -15,7 +15,8 @@ Contract:
 * ``configured_system_prompt(name, text, file, base)`` is the agent's own prompt from its
   ``[agents.<id>]`` table: ``system_prompt`` (the text; ``""`` sends no base prompt at all) or
   ``system_prompt_file`` (a UTF-8 file, relative to ``base``, the config file's folder), read once
-  when the config is loaded; neither: the built-in prompt. Both set, or a file that cannot be read,
+  when the config is loaded; neither: the built-in prompt (a replay agent gets none: its answers
+  were recorded, and its requests stay as they were recorded). Both set, or a file that cannot be read,
   is a ``ConfigError`` naming the key, the value and the fix. An override replaces the built-in
   prompt entirely (the contributors' text still follows it).
 """
@@ -76,16 +77,17 @@ back unless asked; refer to them by path and line.
 """The host's own system prompt (see the module docstring); a constant, so it caches."""
 
 
-def configured_system_prompt(name: str, text: str | None, file: str | None, base: Path) -> str | None:
+def configured_system_prompt(name: str, text: str | None, file: str | None, base: Path,
+                             default: str | None = BUILTIN_SYSTEM_PROMPT) -> str | None:
     """The base system prompt of agent ``name`` from its config table (see the module docstring);
-    None means no base prompt (``system_prompt = ""``)."""
+    None means no base prompt (``system_prompt = ""``). ``default`` is what neither key gives."""
     if text is not None and file is not None:
         raise ConfigError(f"agents.{name}: set system_prompt or system_prompt_file, not both "
                           f"(system_prompt_file = {file!r}); remove one of them.")
     if text is not None:
         return text if text.strip() else None
     if file is None:
-        return BUILTIN_SYSTEM_PROMPT
+        return default
     path = Path(file).expanduser()
     path = path if path.is_absolute() else base / path
     try:

@@ -128,3 +128,12 @@ def test_both_keys_or_an_unreadable_file_are_config_errors_that_say_what_to_do(t
     message = str(missing.value)
     assert "agents.fake.system_prompt_file = 'missing.md'" in message and str(tmp_path / "missing.md") in message
     assert json.dumps(message)  # one plain sentence, no traceback
+
+
+def test_the_default_agents_send_it_and_a_replay_agent_keeps_its_recorded_requests(tmp_path: Path) -> None:
+    from host.agents.catalog import build_agents
+
+    agents = {agent.provider: agent for agent in build_agents(config_for(tmp_path)) if hasattr(agent, "settings")}
+    assert agents["openai"].settings.system_prompt == BUILTIN_SYSTEM_PROMPT
+    assert agents["anthropic"].settings.system_prompt == BUILTIN_SYSTEM_PROMPT
+    assert agents["replay"].settings.system_prompt is None
