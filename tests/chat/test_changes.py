@@ -6,6 +6,7 @@ conversation was rewound (the dropped turns are gone from its request)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.chat._fakehost import host_toml, spawn_agent_host
@@ -105,3 +106,43 @@ async def test_diff_undo_with_a_conflict_and_rewind_of_files_and_conversation(tm
     assert _user_texts(last)[0].endswith("create notes") and _user_texts(last)[-1].endswith("start over")
     sent = json.dumps(last)
     assert "edit notes" not in sent and "add a todo" not in sent and "buy milk" not in sent
+
+
+async def test_in_a_terminal_that_draws_diff_is_highlighted_and_a_rewound_message_waits_in_the_input(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "greet.py").write_text("def greet():\n    return 1\n")
+    replies = [
+        Reply(200, chat_sse("Greeting first.")),
+        _tool("c1", "edit_file", path="greet.py", old_string="return 1", new_string="return 42"), Reply(200, chat_sse("Now 42.")),
+        Reply(200, chat_sse("Made it 42 again.")),
+    ]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server, AUTO), tty=True)
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            await chat.line_editor()
+            chat.send("hello")
+            await chat.expect("Greeting first.", timeout=30)
+            chat.send("make greet return 42")
+            await chat.expect("Now 42.", timeout=30)
+            chat.send("/diff")
+            await chat.printed("+    return 42")
+            raw = chat.raw.decode()
+            added = raw[raw.rindex("+\x1b[0m"):].split("\n", 1)[0]  # the added line as the terminal got it
+            assert len(set(re.findall(r"\x1b\[38;5;(\d+)", added))) >= 2, repr(added)  # highlighted for Python
+            chat.send("/rewind 2 both")
+            await chat.expect("(turn 2) Undid the changes to 1 file.", timeout=30)
+            await chat.expect("(the conversation now ends before turn 2; its message is back in the input line)")
+            assert (project / "greet.py").read_text() == "def greet():\n    return 1\n"
+            await chat.expect("make greet return 42")  # drawn in the input line, ready to edit
+            chat.send("")  # Enter sends it as it is
+            await chat.expect("Made it 42 again.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    again = server.requests[-1].json()
+    first, second = _user_texts(again)  # turn 1, then the message sent again: turn 2 is gone
+    assert first.endswith("hello") and second == "make greet return 42"
+    assert "Now 42." not in json.dumps(again)
