@@ -80,6 +80,7 @@ async def test_resume_lists_this_directorys_sessions_first_and_replays_markdown_
             await chat.printed("[-p run]")
             everything = chat.text[chat.text.index("/resume --all"):]
             assert "[sub-agent]" in everything and "Sub-agent: find the cart code" in everything
+            assert "“Where is the cart total computed?”" in everything  # its first message, unlike its title
             assert "[-p run]" in everything and "review this" in everything
             chat.send("")
             await chat.expect("(nothing resumed)")
