@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
     parser.add_argument("-p", "--print", dest="message", metavar="MESSAGE", nargs="?", const="-",
                         help="send one message, print the answer and exit (piped stdin follows the message; '-' or none: stdin is the message)")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for new sessions (default: the current directory)")
-    parser.add_argument("--yes", action="store_true", help="with -p: allow tool calls instead of denying them")
+    parser.add_argument("--yes", action="store_true", help="with -p: allow tool calls instead of denying them (without it, only this project's remembered \"Always allow\" choices apply)")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default=None,
                         help="with -p: text (the default), one JSON object at the end, or one JSON object per line as it happens")
     parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="with -p: stop the turn when the model would answer more than N times")

@@ -1,5 +1,6 @@
 """The interactive chat's slash commands: sessions (list, resume, new, fork, history), agents
-and models, the title, the queue, compaction, help and quit; any other ``/name args`` is a
+and models, the title, the queue, compaction, remembered approvals (``/permissions``, listed and
+revoked through the root config the host shares with every client), help and quit; any other ``/name args`` is a
 command, skill or prompt the host offers through ``completions`` (project ``.claude/commands``,
 plugin ``plugin:cmd``, ...) and is sent as a message with its attachment.
 
@@ -8,7 +9,7 @@ client asks the host's ``completions`` for ``/name`` alone (the word at the curs
 line would be the last argument) and sends the whole line as typed: the host expands the
 command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the model sees it.
 ``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
-older turns when a turn's text is ``/compact`` (``host.agents.turn``).
+older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``).
 """
 
 from __future__ import annotations
@@ -30,13 +31,17 @@ from chat.render import (
 )
 from chat.session_list import Listing, arrange, render_session_list
 from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
+from chat.views import (
+    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_permissions, render_plugins, render_tools,
+    without_remembered,
+)
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
 __all__ = ["Commands", "CLIENT_COMMANDS"]
 
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
-    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact",
+    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
     "diff", "undo", "rewind",
 )
 """The commands this client runs itself (the host offers more through ``completions``;
@@ -73,6 +78,7 @@ class Commands(ChatCore):
             "cost": self._cmd_cost,
             "usage": self._cmd_cost,
             "compact": self._cmd_compact,
+            "permissions": self._cmd_permissions,
         }.get(name)
         try:
             if handler is not None:
@@ -148,6 +154,27 @@ class Commands(ChatCore):
         self._listed = list(listing.ordered)
         self._write(render_session_list(listing, self.style, current=self.session, now_ms=time.time() * 1000))
         return listing
+    async def _cmd_permissions(self, args: str) -> None:
+        """``/permissions``: the host's remembered approvals; ``/permissions revoke N`` forgets one."""
+        words = args.split()
+        config = (self.client.state(ROOT_CHANNEL) or {}).get("config")
+        if not words:
+            self._write(render_permissions(config, self.style))
+            return
+        if words[0] not in ("revoke", "rm") or len(words) != 2 or not words[1].isdigit():
+            self._note("usage: /permissions (list) or /permissions revoke N")
+            return
+        found = without_remembered(config, int(words[1]))
+        if found is None:
+            self._note(f"there is no remembered approval {words[1]}; /permissions lists them")
+            return
+        remaining, entry = found
+        seq = self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": {REMEMBERED: remaining}})
+        outcome = await self.client.outcome(seq)
+        if outcome.status != "accepted":
+            self._problem(f"the host did not revoke it: {outcome.reason}")
+            return
+        self._note(f"(revoked: {clean(str(entry.get('rule')))} for {remembered_scope(entry)}; such calls ask again)")
 
     async def _cmd_sessions(self, args: str) -> None:
         await self._listing(args.strip())

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from ahp.tool_results import content_text
+from chat._session import remembered_approval, shown_directory
 
 __all__ = [
     "Style",
@@ -243,11 +244,13 @@ def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
     if status == "pending-result-confirmation":
         return style.yellow("? ") + f"{name} {text_of(call.get('pastTenseMessage')) or detail} {style.yellow('(review the result)')}\n" + render_tool_result(call, style)
     if status == "completed":
+        why = remembered_note(call)
+        why = style.dim(f" ({clean(why)})") if why else ""
         if call.get("success", True):
             past = _short(text_of(call.get("pastTenseMessage"))) or detail
-            return style.green("✓ ") + f"{name} {past}\n" + render_tool_result(call, style)
+            return style.green("✓ ") + f"{name} {past}{why}\n" + render_tool_result(call, style)
         error = (call.get("error") or {}).get("message") or text_of(call.get("pastTenseMessage")) or "failed"
-        return style.red("✗ ") + f"{name} failed: {clean(error)}\n" + render_tool_result(call, style)
+        return style.red("✗ ") + f"{name} failed: {clean(error)}{why}\n" + render_tool_result(call, style)
     if status == "cancelled":
         reason = {"denied": "denied", "skipped": "skipped", "result-denied": "result rejected"}.get(
             call.get("reason", ""), "cancelled"
@@ -255,6 +258,16 @@ def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
         why = f": {clean(call['reasonMessage'])}" if call.get("reasonMessage") else ""
         return style.dim(f"⊘ {_name(call)} {reason}{why}") + "\n"
     return f"• {name} {clean(status)}\n"
+
+
+def remembered_note(call: Mapping[str, Any]) -> str | None:
+    """Why nobody was asked, when a remembered "Always allow" choice let the call run."""
+    approval = remembered_approval(call)
+    if approval is None:
+        return None
+    project = approval.get("project")
+    where = f"for {shown_directory(project)}" if isinstance(project, str) else "host-wide"
+    return f"allowed without asking by a choice remembered {where}: {approval['rule']}"
 
 
 def render_confirmation(call: Mapping[str, Any], style: Style) -> tuple[str, list[dict[str, Any]]]:
@@ -467,6 +480,7 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /tools               the session's tools      /mcp            MCP servers, their state and errors
   /plugins             plugins and problems     /context        tokens used of the context window
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
+  /permissions         remembered approvals     /permissions revoke N   forget one ("Always allow")
   /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
   /rewind [N [MODE]]   back to before turn N: files, conversation or both (MODE: both|conversation|files)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)

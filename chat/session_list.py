@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
-from urllib.parse import unquote, urlparse
 
+from chat._session import shown_directory
 from chat.render import Style, clean
 
 __all__ = ["Listing", "arrange", "render_session_list", "age"]
@@ -78,13 +77,7 @@ def age(modified_ms: float, now_ms: float) -> str:
 
 
 def _path(uri: Any) -> str:
-    if not isinstance(uri, str) or not uri.startswith("file:"):
-        return clean(uri or "no directory")
-    path = Path(unquote(urlparse(uri).path))
-    try:
-        return "~/" + str(path.relative_to(Path.home()))
-    except ValueError:
-        return str(path)
+    return clean(shown_directory(uri)) if isinstance(uri, str) and uri else "no directory"
 
 
 def _status_label(status: Any) -> str:

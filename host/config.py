@@ -138,7 +138,7 @@ class AgentConfig(_Section):
     api_key: str | None = Field(default=None, repr=False)
     """The key itself (prefer api_key_env: config files get copied around). Never logged."""
     system_prompt: str | None = None
-    """Replaces the host's built-in system prompt (``host.agents.system_prompt``) for this agent;
+    """Replaces the host's built-in system prompt (``host.runtime.agents.system_prompt``) for this agent;
     "" sends none. Instruction files, plugin context and the <environment> block still follow it."""
     system_prompt_file: str | None = None
     """Like system_prompt, read from this UTF-8 file (relative to the config file) when the config
@@ -225,6 +225,9 @@ class ToolsConfig(_Section):
     """Rules that refuse a call outright (the model is told why); nothing overrides them."""
     auto_approve: bool = False
     """Default of the per-session ``autoApprove`` switch (sessions can change it)."""
+    remembered_approvals: Literal["all", "project", "none"] = "all"
+    """Default of the per-session ``useRememberedApprovals`` property: which "Always allow"
+    choices apply: this project's and host-wide ones, this project's only, or none."""
     result_confirmation: list[str] = Field(default_factory=list)
     """Tool names (``*`` wildcards) whose results the user confirms before the model sees them."""
     extra_roots: list[str] = Field(default_factory=list)

@@ -1,7 +1,7 @@
 """The host's AHP operations that are not tied to one connection.
 
 ``AgentHost`` owns the store, the journal, the agents and the turn runner. Connections
-(``host.connection``) call it to create, dispose, list and page sessions and to read content;
+(``host.transport.connection``) call it to create, dispose, list and page sessions and to read content;
 it keeps the root channel current (agents, active session count) and turns session changes into
 ``root/sessionSummaryChanged`` notifications.
 
@@ -22,32 +22,33 @@ from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
-from host.agents.environment import TurnEnvironment
-from host.agents.preamble import EnvironmentPreamble
-from host.agents import Agent, build_agents
-from host.changesets import ChangesetService
-from host.client_resources import ClientResources
+from host.runtime.agents.environment import TurnEnvironment
+from host.runtime.agents.preamble import EnvironmentPreamble
+from host.runtime.agents import Agent, build_agents
+from host.resources.changesets import ChangesetService
+from host.resources.client_resources import ClientResources
 from host.config import HostConfig
-from host.content import CONTENT_SCHEME, ContentStore
-from host.customizations import CustomizationContributor, CustomizationService
+from host.state.content import CONTENT_SCHEME, ContentStore
+from host.runtime.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
-from host.inputs import InputRequests
-from host.journal import Journal
-from host.journal_upgrade import upgrade_journal
-from host.processes import BackgroundContributor, BackgroundProcesses
+from host.runtime.inputs import InputRequests
+from host.state.journal import Journal
+from host.state.journal_upgrade import upgrade_journal
+from host.runtime.processes import BackgroundContributor, BackgroundProcesses
 from ahp.state.clock import iso_timestamp, parse_timestamp
-from host.chat_summaries import ChatSummaries, summary_of_chat
-from host.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
+from host.state.chat_summaries import ChatSummaries, summary_of_chat
+from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
-from host.store import ROOT, Store
-from host.subagents import SubagentContributor, SubagentSpec
-from host.terminals import TerminalContributor, TerminalService
-from host.tools_runtime import ResourceService, ToolsRuntime
-from host.transcripts import TranscriptStore
-from host.turns import TurnRunner
+from host.state.store import ROOT, Store
+from host.runtime.subagents import SubagentContributor, SubagentSpec
+from host.runtime.terminals import TerminalContributor, TerminalService
+from host.runtime.tools import ToolsRuntime
+from host.resources.files import ResourceService
+from host.state.transcripts import TranscriptStore
+from host.runtime.turns import TurnRunner
 from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
-from host.watches import ResourceWatches
-from host.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.resources.watches import ResourceWatches
+from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 
@@ -127,7 +128,7 @@ class AgentHost:
         self._turn_index: dict[str, tuple[list[dict[str, Any]], dict[Any, int]]] = {}
         """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
-        # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
+        # Built-in and client tools, the confirmation flow and policy (issue 4): host.runtime.tools.
         self.tools: ToolsRuntime | None = None
         self.subagents: SubagentContributor | None = None
         if config.tools.enabled if config.tools.enabled is not None else agents is None:
@@ -163,6 +164,7 @@ class AgentHost:
             self.default_directory,
             lambda: [(state.get("workingDirectories") or [None])[0] for _, state in self.store.channels("session")],
             config.tools.auto_approve if self.tools is not None else None,
+            config.tools.remembered_approvals,
         )
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -178,6 +180,8 @@ class AgentHost:
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
             self.store.replace(ROOT, {**root, "config": config})
+        if self.tools is not None:
+            self.tools.publish_remembered()  # the "always allow" choices as they are on disk now
         self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()

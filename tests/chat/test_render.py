@@ -163,3 +163,16 @@ def test_the_preparing_line_reads_the_partial_input_not_its_json() -> None:
     assert partial_input_summary({"partialInput": '{"path": "a.txt", "text": "hi\\nth'}) == "a.txt · text: hi th"
     assert partial_input_summary({"partialInput": '{"patter'}) == ""
     assert "{" not in TurnView(PLAIN).update(turn(tool("streaming", partialInput='{"comm')))
+
+
+def test_a_call_a_remembered_choice_allowed_says_so_on_its_line() -> None:
+    from chat.render import render_tool_line
+
+    call = {"toolCallId": "t1", "toolName": "write_file", "displayName": "Write File", "status": "completed", "success": True,
+            "pastTenseMessage": "Wrote a.txt", "confirmed": "setting",
+            "_meta": {"rememberedApproval": {"rule": "write_file", "scope": "project", "project": "/work/app"}}}
+    assert render_tool_line(call, PLAIN).splitlines()[0] == (
+        "✓ Write File Wrote a.txt (allowed without asking by a choice remembered for /work/app: write_file)")
+    host_wide = {**call, "_meta": {"rememberedApproval": {"rule": "write_file", "scope": "host"}}}
+    assert "remembered host-wide: write_file" in render_tool_line(host_wide, PLAIN)
+    assert "remembered" not in render_tool_line({**call, "_meta": {"toolKind": "terminal"}}, PLAIN)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from host.server import RunningHost
+from host.transport.server import RunningHost
 from tests.chat._hostwait import chats, until_host
 from tests.chat.test_oneshot import run_p
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from host.agents.system_prompt import BUILTIN_SYSTEM_PROMPT
+from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT
 from tests.chat._fakehost import host_toml, spawn_agent_host
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from tests.conftest import FrameChecker
-from tests.host.agents.harness import config_for, idle, ready_session, run_turn, serving
-from tests.host.agents.test_faults import fake_agent_toml
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
+from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.host.test_vscode import Peer, assert_valid
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
