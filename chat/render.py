@@ -472,7 +472,7 @@ idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal tha
 Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
 /commands and @paths, and Ctrl-C on a line being typed clears it.
 
-  /sessions [--all]    this folder's sessions first  /resume [N|ID] pick a session (--all: with sub-agents, -p runs)
+  /sessions [--all]    sessions, this folder first  /resume [N|ID]  pick one (--all: sub-agents, -p runs too)
   /new                 start a new session      /fork [N]       fork this session at turn N (default: last)
   /history             show older turns         /agent [NAME]   list agents / new session with NAME
   /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
@@ -482,7 +482,7 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
   /permissions         remembered approvals     /permissions revoke N   forget one ("Always allow")
   /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
-  /rewind [N [MODE]]   back to before turn N: files, conversation or both (MODE: both|conversation|files)
+  /rewind [N [MODE]]   go back to before turn N (MODE: both, conversation or files)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 
