@@ -472,7 +472,7 @@ idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal tha
 Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
 /commands and @paths, and Ctrl-C on a line being typed clears it.
 
-  /sessions [--all]    sessions, this folder first  /resume [N|ID]  pick one (--all: sub-agents, -p runs too)
+  /sessions [--all]    sessions, here first     /resume [N|ID]  pick one (--all: sub-agents, -p runs too)
   /new                 start a new session      /fork [N]       fork this session at turn N (default: last)
   /history             show older turns         /agent [NAME]   list agents / new session with NAME
   /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
