@@ -12,6 +12,9 @@ Output (``output_format``):
   ``{"type": "decision", ...}`` for each answer the client gives for the user, and the
   ``result`` object last. Every line is a whole JSON object.
 
+A session it creates is marked as a script's (``createSession`` with ``_meta.oneShot``), so
+``/resume`` lists it only when asked (``--all``).
+
 Nobody is at the keyboard, so the client answers for the user: a tool call waiting for
 confirmation is denied with the host's first deny option (``--yes``: approved with its first
 approve option); a result waiting for acceptance is rejected (``--yes``: accepted); an input
@@ -165,7 +168,8 @@ async def _oneshot(
         if session is not None:
             await client.subscribe(session)
         else:
-            session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri())
+            session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri(),
+                                                  meta={"oneShot": True})  # listed by /resume only on request
     except AhpError as error:
         return finish(EXIT_USAGE if session is not None else EXIT_TURN_ERROR, "error", error.message)
     if output_format == "stream-json":

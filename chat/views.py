@@ -14,6 +14,9 @@ say so when a field is absent (an older host, a session without usage yet) inste
 * ``/context`` — input tokens of the last model request against the model's
   ``maxContextWindow``, and the compactions the host reported (its ``systemNotification`` parts);
 * ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``;
+* ``/diff``, ``/undo``, ``/rewind`` — a changeset's files, one line each: created, deleted or
+  changed, lines added and removed, and the host's ``_meta.conflict`` sentence when an operation
+  left the file alone.
 * ``/permissions`` — the root config's ``rememberedApprovals`` (``REMEMBERED``): each *Always
   allow* choice, numbered for ``/permissions revoke N``, with its scope (a project's directory, or
   every project) and when it was given; ``without_remembered(values, n)`` is the list a revocation
@@ -24,14 +27,14 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from chat._session import shown_directory
 from chat.render import Style, clean, text_of
 
 __all__ = [
     "render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
-    "without_remembered", "MCP_CONTAINER", "REMEMBERED",
+    "without_remembered", "render_change_list", "MCP_CONTAINER", "REMEMBERED",
 ]
 
 REMEMBERED = "rememberedApprovals"
@@ -230,6 +233,24 @@ def render_cost(state: Mapping[str, Any], style: Style) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_change_list(files: Sequence[Mapping[str, Any]], display_path: Callable[[str], str], style: Style) -> str:
+    """A changeset's files (``ChangesetState.files``), one line each, with totals."""
+    lines = []
+    added = removed = 0
+    for entry in files:
+        edit = entry.get("edit") or {}
+        diff = edit.get("diff") or {}
+        plus, minus = int(diff.get("added", 0) or 0), int(diff.get("removed", 0) or 0)
+        added, removed = added + plus, removed + minus
+        kind = "created" if not edit.get("before") else "deleted" if not edit.get("after") else "changed"
+        line = f"  {clean(display_path(str(entry.get('id', ''))))}  {style.green(f'+{plus}')} {style.red(f'-{minus}')}  {style.dim(kind)}"
+        conflict = (entry.get("_meta") or {}).get("conflict")
+        if conflict:
+            line += "\n    " + style.yellow("! " + clean(conflict))
+        lines.append(line)
+    count = "1 file" if len(files) == 1 else f"{len(files)} files"
+    lines.append(style.dim(f"  {count}, +{added} -{removed}"))
+    return "\n".join(lines) + "\n"
 # -- /permissions ---------------------------------------------------------------------------------
 
 

@@ -142,7 +142,11 @@ class AgentConfig(_Section):
     api_key: str | None = Field(default=None, repr=False)
     """The key itself (prefer api_key_env: config files get copied around). Never logged."""
     system_prompt: str | None = None
-    """Sent as the system prompt of every request."""
+    """Replaces the host's built-in system prompt (``host.runtime.agents.system_prompt``) for this agent;
+    "" sends none. Instruction files, plugin context and the <environment> block still follow it."""
+    system_prompt_file: str | None = None
+    """Like system_prompt, read from this UTF-8 file (relative to the config file) when the config
+    is loaded; set one of the two."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Output-token cap per model call; default: the provider's own."""
     retries: int = Field(default=3, ge=0, le=20)

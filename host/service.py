@@ -70,6 +70,9 @@ def epoch_ms() -> int:
     return int(time.time() * 1000)
 
 
+_FIRST_MESSAGE = 200
+"""Characters of a session's first message ``listSessions`` shows."""
+
 class AgentHost:
     def __init__(self, config: HostConfig, *, agents: Iterable[Agent] | None = None, in_memory: bool = False) -> None:
         self.config = config
@@ -292,6 +295,9 @@ class AgentHost:
         now = self.clock()
         state = new_session_state(uri, provider=provider, working_directory=working_directory, config=resolved_config)
         state["_meta"] = {"createdAt": iso_timestamp(now)}
+        requested_meta = params.get("_meta")
+        if isinstance(requested_meta, dict) and requested_meta.get("oneShot") is True:
+            state["_meta"]["oneShot"] = True  # a script's run (``agent-host -p``): listed only on request
         draft: dict[str, Any] | None = None
         if model is not None or params.get("agent") is not None:
             draft = {"text": "", "origin": {"kind": "user"}}
@@ -394,6 +400,25 @@ class AgentHost:
         if state.get("defaultChat") is not None:
             summary["defaultChat"] = state["defaultChat"]
         return summary
+
+    def listing_meta(self, uri: str) -> dict[str, Any]:
+        """What ``listSessions`` adds to a session's summary in ``_meta`` so a client can list
+        sessions by project: ``firstMessage`` (the text of its first turn, cut at 200 characters),
+        ``parent`` (the internal URI of the session whose ``task`` call made this one a sub-agent
+        child) and ``oneShot`` (created by a script, ``agent-host -p``); each only when it applies."""
+        state = self.store.state(uri) or {}
+        chat = self.store.state(state.get("defaultChat")) or {}
+        meta: dict[str, Any] = {}
+        first = next(iter(chat.get("turns") or ()), None) or chat.get("activeTurn")
+        text = ((first or {}).get("message") or {}).get("text") if isinstance(first, dict) else None
+        if isinstance(text, str) and text.strip():
+            meta["firstMessage"] = text if len(text) <= _FIRST_MESSAGE else text[:_FIRST_MESSAGE - 1] + "…"
+        parent = self.subagents.children.get(uri) if self.subagents is not None else None
+        if parent is not None:
+            meta["parent"] = parent
+        if (state.get("_meta") or {}).get("oneShot"):
+            meta["oneShot"] = True
+        return meta
 
     def default_provider(self) -> str:
         """The agent for a session created without one (``sessions.default_agent``)."""

@@ -10,7 +10,6 @@ from chat.render import (
     render_history,
     render_input_request,
     render_question,
-    render_session_list,
     render_tool_line,
     render_tool_result,
     render_unified_diff,
@@ -133,13 +132,7 @@ def test_questions_show_options_bounds_and_defaults() -> None:
     assert "Sign in" in header and "open: https://example.test/login" in header
 
 
-def test_session_list_and_history_are_numbered() -> None:
-    summaries = [
-        {"resource": "ahp-session:/a", "title": "First", "provider": "offline", "status": 1},
-        {"resource": "ahp-session:/b", "title": "Second", "provider": "offline", "status": 24, "model": {"id": "m"}},
-    ]
-    listing = render_session_list(summaries, PLAIN, current="ahp-session:/b")
-    assert listing.splitlines() == ["   1) First (offline, idle)", "*  2) Second (offline, m, needs input)"]
+def test_history_is_numbered() -> None:
     history = render_history([turn(md("one"), state="complete"), turn(md("two"), state="complete")], PLAIN, first_number=4)
     assert "#4 you: hi\none\n" in history and "#5 you: hi\ntwo\n" in history
 

@@ -28,6 +28,7 @@ from host.runtime.agents.offline import OfflineAgent
 from host.runtime.agents.provider import ModelSpec, ProviderAgent, TurnSettings
 from host.runtime.agents.replay import VENDORED_CASSETTES, DemoSecretTool, DemoWeatherTool, ReplaySource, replayable
 from host.runtime.agents.sources import SdkSource
+from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT, configured_system_prompt
 from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
 from host.errors import ConfigError
 
@@ -114,8 +115,10 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
         )
         for m in table.models
     ]
+    base = Path(config.source).parent if config.source and Path(config.source).is_file() else Path.cwd()
     settings = TurnSettings(
-        system_prompt=table.system_prompt,
+        system_prompt=configured_system_prompt(name, table.system_prompt, table.system_prompt_file, base,
+                                               default=None if table.kind == "replay" else BUILTIN_SYSTEM_PROMPT),
         max_tokens=table.max_tokens,
         retries=table.retries,
         retry_base_delay=table.retry_base_delay,
@@ -129,7 +132,6 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
     )
     if table.kind == "replay":
         cassettes = {}
-        base = Path(config.source).parent if config.source and Path(config.source).is_file() else Path.cwd()
         for model in table.models:
             if not model.cassette:
                 raise ConfigError(f"agents.{name}.models: model {model.id!r} of a replay agent needs a cassette path")

@@ -18,7 +18,8 @@ default chat (``ahp.dialects.v0_2.uris``). So, for a 0.2.0 connection:
   (``host.transport.dialects.v02_rules``), then taken up (``actions_up.action_up``) into internal envelopes,
   which ``host.transport.validation`` and the store then see.
 * Notifications: session summaries are the 0.2.0 ones (projected from the store), session URIs
-  the 0.2.0 names; a notification 0.2.0 does not know is not sent.
+  the 0.2.0 names; a notification 0.2.0 does not know is not sent. ``listSessions`` items carry
+  the host's listing facts in ``_meta`` (``AgentHost.listing_meta``; a parent under its 0.2.0 name).
 * ``reconnect``'s replay goes through the same translation, with the session's current states in
   place of those around each replayed action (they are gone): the model/agent 0.2.0 shows may
   then come late, as the next snapshot shows it.
@@ -203,6 +204,11 @@ class Ahp02Dialect(Dialect):
         for summary in host.list_sessions():
             shown = v02_summary(host.store, summary["resource"])
             if shown is not None:
+                meta = host.listing_meta(summary["resource"])
+                if "parent" in meta:
+                    meta["parent"] = v02_session_uri(meta["parent"]) or meta["parent"]
+                if meta:
+                    shown = {**shown, "_meta": {**(shown.get("_meta") or {}), **meta}}
                 items.append(shown)
         items.sort(key=lambda item: item.get("modifiedAt") or 0, reverse=True)
         return {"items": items}

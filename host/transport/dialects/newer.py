@@ -18,6 +18,8 @@
   actions under that name (``Renamed``: its own fan-out group, one per alias and version).
 * Both: ``listSessions`` pages with ``limit``/``cursor``/``nextCursor``; params are checked
   against the vendored 0.7.0 schema (``ahp.dialects.params``, whose commands 0.9.0 shares).
+  Each item's ``_meta`` carries the host's listing facts (``AgentHost.listing_meta``: first
+  message, sub-agent parent, one-shot run), as 0.2.0's do.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class NewerDialect(Dialect):
             raise ProtocolViolation.invalid_params("Invalid listSessions params: limit must be a whole number of at least 1.")
         after = _decode_cursor(params["cursor"]) if params.get("cursor") is not None else None
         page, last = host.page_sessions(min(int(limit or PAGE_MAX), PAGE_MAX), after)
-        result: dict[str, Any] = {"items": [self.summary_down(summary) for summary in page]}
+        result: dict[str, Any] = {"items": [self.summary_down(_with_listing_meta(host, summary)) for summary in page]}
         if last is not None:
             result["nextCursor"] = _encode_cursor(last)
         return result
@@ -215,3 +217,9 @@ def _decode_cursor(cursor: Any) -> tuple[int, str]:
         pass
     raise ProtocolViolation.invalid_params(
         "Invalid listSessions params: cursor is not one this host gave out; list again without a cursor.")
+
+
+def _with_listing_meta(host: Any, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with the host's listing facts (first message, parent, one-shot) in ``_meta``."""
+    meta = host.listing_meta(summary["resource"])
+    return {**summary, "_meta": {**(summary.get("_meta") or {}), **meta}} if meta else summary

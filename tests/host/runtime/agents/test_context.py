@@ -36,8 +36,9 @@ def _notes(turn: dict) -> list[str]:
 
 def _toml(base_url: str, extra: str = "") -> str:
     # A 7,000-token window compacted at half (3,500 tokens): the tool definitions, the preamble
-    # and one long answer fit; two long answers do not.
-    return fake_agent_toml(base_url, extra="compact_at = 0.5\nkeep_recent_turns = 1\n" + extra).replace(
+    # and one long answer fit; two long answers do not. Without the built-in system prompt, whose
+    # length would move these numbers whenever its wording changes.
+    return fake_agent_toml(base_url, extra='compact_at = 0.5\nkeep_recent_turns = 1\nsystem_prompt = ""\n' + extra).replace(
         "context_window = 8000", "context_window = 7000"
     )
 

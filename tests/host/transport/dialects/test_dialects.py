@@ -175,10 +175,14 @@ class _Host:
         return [{"resource": k[1], "provider": "p", "title": k[1], "status": 1, "createdAt": 0, "modifiedAt": -k[0]}
                 for k in page], (page[-1] if start + limit < len(keys) else None)
 
+    def listing_meta(self, uri: str) -> dict[str, Any]:
+        return {"firstMessage": f"about {uri}"} if uri == "b" else {}
+
 
 def test_list_sessions_pages_with_an_opaque_cursor() -> None:
     first = V09.list_sessions(_Host(), {"channel": ROOT, "limit": 2})
     assert [item["resource"] for item in first["items"]] == ["a", "b"]
+    assert "_meta" not in first["items"][0] and first["items"][1]["_meta"] == {"firstMessage": "about b"}
     second = V09.list_sessions(_Host(), {"channel": ROOT, "limit": 2, "cursor": first["nextCursor"]})
     assert [item["resource"] for item in second["items"]] == ["c"] and "nextCursor" not in second
 
