@@ -40,7 +40,7 @@ from host.chat_summaries import ChatSummaries, summary_of_chat
 from host.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
 from host.store import ROOT, Store
-from host.subagents import SubagentContributor, SubagentSpec
+from host.subagents import SubagentContributor, SubagentSpec, adopt_child_sessions
 from host.terminals import TerminalContributor, TerminalService
 from host.tools_runtime import ResourceService, ToolsRuntime
 from host.transcripts import TranscriptStore
@@ -136,7 +136,7 @@ class AgentHost:
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
-                self.subagents = SubagentContributor(self.store, self.create_session, self._subagents,
+                self.subagents = SubagentContributor(self.store, self.open_chat, self._subagents,
                                                      limit=config.sessions.max_subagents)
                 self.environment.contributors.append(self.subagents)
         self.resources = ResourceService(self._allowed_roots)
@@ -169,8 +169,6 @@ class AgentHost:
         if self._journal is not None:
             upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
         self.store.recover()
-        if self.subagents is not None:
-            self.subagents.recover()
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
@@ -193,6 +191,8 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
+        # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
+        adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session)
         for uri, state in list(self.store.channels("session")):
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
@@ -332,15 +332,20 @@ class AgentHost:
             model = _selection(self.store.state(source_chat) or {}, "model")
             if model is not None:
                 draft = {"text": "", "origin": {"kind": "user"}, "model": model}
-        state = new_chat_state(chat, now=self.clock(), turns=turns, draft=draft)
-        self.chat_summaries.track(chat, session)
-        self.store.create(chat, "chat", state)
-        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
+        self.open_chat(session, new_chat_state(chat, now=self.clock(), turns=turns, draft=draft))
         message = params.get("initialMessage")
         if isinstance(message, dict):  # the host names the first turn
             self.store.dispatch(chat, builders.chat_turn_started(
                 turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
         return chat
+
+    def open_chat(self, session: str, state: dict[str, Any]) -> None:
+        """Add the chat ``state`` (its ``resource`` a new ``ahp-chat:`` URI) to ``session``'s
+        catalogue: the channel, then ``session/chatAdded`` with its summary."""
+        chat = state["resource"]
+        self.chat_summaries.track(chat, session)
+        self.store.create(chat, "chat", state)
+        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
 
     def dispose_chat(self, chat: Any) -> None:
         """``disposeChat``: the chat leaves its session's catalogue and its channel goes; a
@@ -410,7 +415,8 @@ class AgentHost:
         uri = self.session_uri(name)
         if uri is None:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {name}.")
-        children = self.subagents.session_disposed(uri) if self.subagents is not None else []
+        if self.subagents is not None:
+            self.subagents.session_disposed(uri)
         self.runner.forget(uri)
         if self.preamble is not None:
             self.preamble.forget(uri)
@@ -429,9 +435,6 @@ class AgentHost:
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
-        for child in children:  # sub-agents go with the session that started them
-            if self.store.kind(child) == "session":
-                self.dispose_session(child)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [self.session_summary(uri) for uri, _ in self.store.channels("session")]

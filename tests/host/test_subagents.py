@@ -1,8 +1,9 @@
-"""Sub-agents: the ``task`` tool runs a job in a child session that clients can watch live.
+"""Sub-agents: the ``task`` tool runs a job in a chat it opens in its session, which clients watch live.
 
 A real host on port 0 with a local fake OpenAI-compatible provider (it records what the model was
-sent), a custom agent in a Claude Code-shaped plugin, and a second client that subscribes to the
-child session as soon as the parent's tool call names it."""
+sent) or a scripted one, a custom agent in a Claude Code-shaped plugin, our 0.2.0 client (which
+sees a sub-agent's chat as a projected session ``ahp-session:/<id>/subagent/<call>``) and bare
+0.9.0 clients (which see it in the session's catalogue of chats)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import asyncio
 import json
 from pathlib import Path
 
+from typing import Any
+
+from ahp.state import parse_subagent_chat_uri
 from client import AhpClient
 from tests.conftest import TOKEN, FrameChecker
 from tests.host.agents.harness import Recorder, config_for, idle, ready_session, run_turn, serving
@@ -38,7 +42,7 @@ def _subagent_block(client: AhpClient, session: str) -> dict | None:
     return None
 
 
-async def test_a_sub_agent_runs_in_a_child_session_a_second_client_watches(tmp_path: Path, frame_checker: FrameChecker) -> None:
+async def test_a_sub_agent_runs_in_its_own_chat_a_0_2_0_client_watches_it_as_a_session(tmp_path: Path, frame_checker: FrameChecker) -> None:
     plugins = tmp_path / "plugins"
     _reviewer_plugin(plugins)
     release = asyncio.Event()
@@ -70,6 +74,7 @@ async def test_a_sub_agent_runs_in_a_child_session_a_second_client_watches(tmp_p
                 await watcher.close()
             turn = client.state(session)["turns"][0]
     assert (block["title"], block["agentName"], block["description"]) == ("Sub-agent: Review the parser", "code-reviewer", "Review the parser")
+    assert child == f"{session}/subagent/call-1"  # the 0.2.0 name of the sub-agent's chat
     # The second client saw the child's answer stream in, and converged on the finished child turn.
     assert ("session/delta" in [a if isinstance(a, str) else a[0] for a in recorder.compact()])
     child_turn, = child_state["turns"]
@@ -135,29 +140,35 @@ async def test_ten_parallel_task_calls_run_at_most_the_cap_at_once_and_all_finis
             busy: list[int] = []
 
             def count_running(*_args: object) -> None:
-                busy.append(sum(1 for uri, state in store.channels("session")
-                                if uri != parent and store.active_turn_id(state["defaultChat"]) is not None))
+                busy.append(sum(1 for uri in _subagent_chats(store, parent) if store.active_turn_id(uri) is not None))
 
             store.change_observers.append(count_running)
             turn_id = client.send_message(session, "search ten things")
-            # Four children run; the six other calls say they wait for a free sub-agent.
+            # Four sub-agents run; the six other calls say they wait for a free sub-agent.
             waiting = lambda: [c for c in _calls(client, session)
                                if any("Waiting for a free sub-agent" in b.get("text", "") for b in c.get("content") or ())]
             await client.wait_for(lambda m, e: len(waiting()) == 6 and max(busy, default=0) == 4, timeout=30)
-            assert sum(1 for uri, _ in store.channels("session") if uri != parent) == 4
+            assert len(_subagent_chats(store, parent)) == 4
             release.set()
             await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []), timeout=60)
             store.change_observers.remove(count_running)
             turn = client.state(session)["turns"][-1]
-            children = [uri for uri, _ in store.channels("session") if uri != parent]
+            children = _subagent_chats(store, parent)
+            sessions = [uri for uri, _ in store.channels("session")]
     assert max(busy) == 4, f"at most 4 sub-agents may run at once, saw {max(busy)}"
     assert turn["state"] == "complete"
     finished = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
     assert len(finished) == 10 and all(call["success"] is True for call in finished)
-    assert len(children) == 10
+    assert len(children) == 10 and sessions == [parent], "sub-agents are chats of the session, not sessions"
 
 
-async def test_disposing_a_parent_disposes_its_sub_agents_running_or_finished(tmp_path: Path, frame_checker: FrameChecker) -> None:
+def _subagent_chats(store: Any, session: str) -> list[str]:
+    """The sub-agent chats in ``session``'s catalogue."""
+    chats = [c["resource"] for c in (store.state(session) or {}).get("chats") or ()]
+    return [uri for uri in chats if parse_subagent_chat_uri(uri) is not None]
+
+
+async def test_disposing_a_session_removes_its_sub_agent_chats_running_or_finished(tmp_path: Path, frame_checker: FrameChecker) -> None:
     never = asyncio.Event()
     first = {"description": "Quick look", "prompt": "Look quickly."}
     second = {"description": "Long search", "prompt": "Search for ever."}
@@ -174,23 +185,28 @@ async def test_disposing_a_parent_disposes_its_sub_agents_running_or_finished(tm
                 other = await ready_session(client, provider="fake")
                 client.send_message(session, "look, then search")
                 store = running.host.store
-
-                parents = {running.host.session_uri(session), running.host.session_uri(other)}
-
-                def children() -> list[tuple[str, dict]]:
-                    return [(uri, state) for uri, state in store.channels("session") if uri not in parents]
-
-                # The first child finished; the second is running its turn (on its default chat).
-                await client.wait_for(lambda m, e: len(children()) == 2
-                                      and any(store.active_turn_id(s["defaultChat"]) is not None for _, s in children()), timeout=30)
+                parent = running.host.session_uri(session)
+                # The first sub-agent finished; the second is running its turn.
+                await client.wait_for(lambda m, e: len(_subagent_chats(store, parent)) == 2
+                                      and any(store.active_turn_id(c) is not None for c in _subagent_chats(store, parent)), timeout=30)
+                chats = _subagent_chats(store, parent)
                 await client.dispose_session(session)
                 listed = {summary["resource"] for summary in await client.list_sessions()}
+                left = [chat for chat in chats if chat in store]
+                # The 0.2.0 name of a sub-agent of a disposed session names nothing any more.
+                try:
+                    await client.subscribe(f"{session}/subagent/call-1")
+                    refused = None
+                except Exception as error:  # noqa: BLE001 - the error is what is checked
+                    refused = error
     finally:
         never.set()
-    assert listed == {other}, "a sub-agent outlived the session that started it"
+    assert listed == {other}
+    assert left == [], "a sub-agent's chat outlived its session"
+    assert refused is not None and "No session" in str(refused)
 
 
-async def test_a_restarted_host_still_disposes_a_parents_sub_agents(tmp_path: Path, frame_checker: FrameChecker) -> None:
+async def test_a_restarted_host_restores_the_sub_agent_chat_and_disposes_it_with_its_session(tmp_path: Path, frame_checker: FrameChecker) -> None:
     task = {"description": "Quick look", "prompt": "Look quickly."}
     replies = [
         Reply(200, chat_sse(tool_calls=[("call-1", "task", json.dumps(task))])),
@@ -205,10 +221,15 @@ async def test_a_restarted_host_still_disposes_a_parents_sub_agents(tmp_path: Pa
             turn = await run_turn(client, session, "look")
             await idle(client, session)
         assert turn["state"] == "complete"
-        # A new host on the same data knows the child only from the parent's recorded task call.
-        async with serving(config, frame_checker) as (_, client):
-            before = {summary["resource"] for summary in await client.list_sessions()}
+        async with serving(config, frame_checker) as (running, client):
+            parent = running.host.session_uri(session)
+            restored = _subagent_chats(running.host.store, parent)
+            answer = (running.host.store.state(restored[0]) or {}).get("turns") if restored else None
+            await client.subscribe(f"{session}/subagent/call-1")
+            shown = client.state(f"{session}/subagent/call-1")
             await client.dispose_session(session)
             after = {summary["resource"] for summary in await client.list_sessions()}
-    assert len(before - {session, other}) == 1, "the sub-agent's session was not restored"
-    assert after == {other}, "a sub-agent outlived the session that started it after a restart"
+            gone = [chat for chat in restored if chat in running.host.store]
+    assert len(restored) == 1 and answer and answer[0]["responseParts"][-1]["content"] == "Looked."
+    assert shown is not None and shown["turns"][0]["responseParts"][-1]["content"] == "Looked."
+    assert after == {other} and gone == []
