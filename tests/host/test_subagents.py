@@ -13,9 +13,19 @@ from pathlib import Path
 
 from typing import Any
 
-from ahp.state import parse_subagent_chat_uri
+from ahp import state as internal
+from ahp.state import default_chat_uri, parse_subagent_chat_uri, subagent_chat_uri
 from client import AhpClient
-from tests.conftest import TOKEN, FrameChecker
+from host.dialects.ahp02 import v02_session_state
+from host.journal import Journal
+from host.service import AgentHost
+from host.sessions import new_chat_state, new_session_state
+from host.transcripts import TranscriptStore
+from providers import AssistantMessage, ScriptedProvider, TextPart, UserMessage
+from providers.scripted import Script, call_tools, finish, reply, text
+from tests.conftest import TOKEN, FrameChecker, host_config
+from tests.host.test_vscode import ROOT, Peer
+from tests.host.tools_runtime._support import scripted, tools_config, wait_pending
 from tests.host.agents.harness import Recorder, config_for, idle, ready_session, run_turn, serving
 from tests.host.agents.test_faults import fake_agent_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
@@ -233,3 +243,168 @@ async def test_a_restarted_host_restores_the_sub_agent_chat_and_disposes_it_with
     assert len(restored) == 1 and answer and answer[0]["responseParts"][-1]["content"] == "Looked."
     assert shown is not None and shown["turns"][0]["responseParts"][-1]["content"] == "Looked."
     assert after == {other} and gone == []
+
+
+# --- the same sub-agent seen by 0.9.0, 0.7.0 and 0.2.0 clients ------------------------------------
+
+
+def _mirror(peer: Peer, channel: str, snapshot: dict, kind: str = "chat") -> dict:
+    """What a 0.9.0 client that took ``snapshot`` and applied every later action of ``channel`` holds."""
+    state = snapshot["state"]
+    for envelope in peer.actions():
+        if envelope["channel"] == channel and envelope["serverSeq"] > snapshot["fromSeq"] and "rejectionReason" not in envelope:
+            state = internal.reduce(kind, state, envelope["action"], 0)
+    return state
+
+
+async def test_clients_of_every_version_see_the_sub_agent_chat_its_confirmation_and_its_end(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    """A 0.9.0 client sees the sub-agent's chat join the session's catalogue linked to the spawning
+    call, its turn stream in it (a shell call confirmed from the 0.2.0 client) and the chat go with
+    the session; a 0.7.0 client sees the same catalogue entry; our 0.2.0 client watches it as the
+    projected session the parent call's content names."""
+    provider = ScriptedProvider([
+        call_tools(("task", {"description": "Look around", "prompt": "Say what echo prints."})),
+        call_tools(("shell", {"command": "echo hi"})),
+        Script(tuple(text(["Echo ", "printed hi."], index=0) + finish("stop"))),
+        reply("The sub-agent says echo printed hi."),
+    ])
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, client):
+        host = running.host
+        session = await ready_session(client)
+        internal_session = host.session_uri(session)
+        default_chat = default_chat_uri(internal_session)
+        worker = subagent_chat_uri(internal_session, "call_0")
+        new = await Peer.open(running)
+        await new.initialize("client-09", ["0.9.0"], [ROOT, internal_session, default_chat])
+        mid = await Peer.open(running)
+        await mid.initialize("client-07", ["0.7.0"], [ROOT, internal_session])
+        try:
+            turn_id = client.send_message(session, "ask a sub-agent what echo prints")
+            added = await new.until(lambda: next((a for a in new.actions() if a["channel"] == internal_session
+                                                  and a["action"]["type"] == "session/chatAdded"), None))
+            worker_snapshot = (await new.request("subscribe", {"channel": worker}))["result"]["snapshot"]
+            # Our 0.2.0 client follows the parent call's subagent block to the projected session.
+            await client.wait_for(lambda m, e: _subagent_block(client, session) is not None)
+            projected = _subagent_block(client, session)["resource"]
+            await client.subscribe(projected)
+            call = await wait_pending(client, projected)
+            await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": worker, "clientSeq": 1, "action": {
+                "type": "chat/turnStarted", "turnId": "mine", "startedAt": "2026-01-01T00:00:00.000Z",
+                "message": {"text": "hello?", "origin": {"kind": "user"}}}}})
+            client.dispatch(projected, {"type": "session/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
+                                        "approved": True, "confirmed": "user-action"})
+            await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or ()))
+            await new.until(lambda: any(a["channel"] == worker and a["action"]["type"] == "chat/turnComplete" for a in new.actions()))
+            worker_mirror = _mirror(new, worker, worker_snapshot)
+            worker_state = host.store.state(worker)
+            old_view = client.state(projected)
+            await mid.until(lambda: any(a["channel"] == internal_session and a["action"]["type"] == "session/chatAdded"
+                                        for a in mid.actions()))
+            mid_added = next(a for a in mid.actions() if a["action"]["type"] == "session/chatAdded")
+            parent_turn = client.state(session)["turns"][-1]
+            rejected = await new.until(lambda: next((a for a in new.actions() if a.get("rejectionReason")), None))
+
+            disposed = await new.request("disposeSession", {"channel": internal_session})
+            await new.until(lambda: any(f.get("method") == "root/sessionRemoved" for f in new.received))
+            resubscribe = await new.request("subscribe", {"channel": worker})
+        finally:
+            await new.close()
+            await mid.close()
+    # 0.9.0: the chat joined the catalogue, linked to the spawning call both ways.
+    summary = added["action"]["summary"]
+    assert summary["resource"] == worker and summary["title"] == "Sub-agent: Look around"
+    assert summary["origin"] == {"kind": "tool", "chat": default_chat, "toolCallId": "call_0"}
+    assert summary["interactivity"] == "read-only"
+    worker_actions = [a["action"]["type"] for a in new.actions() if a["channel"] == worker]
+    assert worker_actions[0] == "chat/turnStarted" and worker_actions.count("chat/delta") == 2
+    assert "chat/toolCallConfirmed" in worker_actions and worker_actions[-1] == "chat/turnComplete"
+    assert worker_mirror == worker_state
+    [done] = worker_state["turns"]
+    assert done["message"]["text"] == "Say what echo prints." and done["state"] == "complete"
+    assert done["responseParts"][-1]["content"] == "Echo printed hi."
+    # The client may not type into it (read-only): its message is refused, saying why.
+    assert rejected["channel"] == worker and rejected["action"]["turnId"] == "mine"
+    assert "read-only" in rejected["rejectionReason"]
+    # 0.7.0 sees the same catalogue entry (ChatOrigin "tool" and interactivity are 0.7.0 fields).
+    assert mid_added["action"]["summary"]["origin"]["kind"] == "tool"
+    # 0.2.0: the parent's call names the projected session, which shows the sub-agent's turn.
+    assert projected == f"{session}/subagent/call_0"
+    parent_call = next(p["toolCall"] for p in parent_turn["responseParts"] if p["kind"] == "toolCall")
+    assert parent_call["success"] is True and parent_call["content"][0]["resource"] == projected
+    assert "Echo printed hi." in parent_call["content"][1]["text"]
+    [shown] = old_view["turns"]
+    shell = next(p["toolCall"] for p in shown["responseParts"] if p["kind"] == "toolCall")
+    assert shell["status"] == "completed" and shell["confirmed"] == "user-action"
+    assert old_view["summary"]["title"] == "Sub-agent: Look around"
+    # The chat went with its session.
+    assert disposed.get("error") is None and worker not in host.store
+    assert resubscribe["error"]["code"] in (-32001, -32008)
+
+
+# --- a journal from the build that ran sub-agents as child sessions --------------------------------
+
+PARENT, CHILD = "offline:/parent-1", "offline:/child-1"
+
+
+def _write_child_session_journal(data: Path, directory: str) -> None:
+    """What the previous build left: a parent whose finished ``task`` call names the default chat
+    of a child session, the child with its one turn, and the child turn's transcript."""
+    data.mkdir(parents=True, exist_ok=True)
+    journal = Journal(data / "journal.sqlite3")
+    journal.append_created("ahp-root://", {"agents": [], "activeSessions": 2}, "root")
+    parent_chat, child_chat = default_chat_uri(PARENT), default_chat_uri(CHILD)
+    block = {"type": "subagent", "resource": child_chat, "title": "Sub-agent: Look", "description": "Look"}
+    call = {"toolCallId": "call-7", "toolName": "task", "displayName": "Run Sub-agent", "status": "completed",
+            "invocationMessage": "Start sub-agent: Look", "toolInput": "{}", "confirmed": "not-needed", "success": True,
+            "pastTenseMessage": "Sub-agent finished: Look", "content": [block, {"type": "text", "text": "Looked."}]}
+    turn = {"id": "pt1", "message": {"text": "look", "origin": {"kind": "user"}}, "state": "complete", "usage": None,
+            "startedAt": "2026-01-01T00:00:00.000Z", "responseParts": [{"kind": "toolCall", "toolCall": call},
+                                                                       {"kind": "markdown", "id": "pt1:text-0", "content": "It looked."}]}
+    child_turn = {"id": "ct1", "message": {"text": "Look.", "origin": {"kind": "user"}}, "state": "complete", "usage": None,
+                  "startedAt": "2026-01-01T00:00:01.000Z", "responseParts": [{"kind": "markdown", "id": "ct1:text-0", "content": "Looked."}]}
+    for uri, chat, title, turns in ((PARENT, parent_chat, "Parent", [turn]), (CHILD, child_chat, "Sub-agent: Look", [child_turn])):
+        state = new_session_state(uri, provider="offline", working_directory=directory, title=title)
+        state["lifecycle"] = "ready"
+        state["_meta"] = {"createdAt": "2026-01-01T00:00:00.000Z"}
+        journal.append_created(uri, state, "session")
+        journal.append_created(chat, new_chat_state(chat, now=1_767_225_600_000, turns=turns), "chat")
+    journal.flush()
+    journal.close()
+    transcripts = TranscriptStore(data / "transcripts.sqlite3")
+    transcripts.save(CHILD, "ct1", [UserMessage.of("Look."), AssistantMessage(parts=(TextPart(text="Looked."),))])
+    transcripts.close()
+
+
+async def test_a_journal_with_child_sessions_opens_with_them_as_sub_agent_chats(tmp_path: Path) -> None:
+    config = host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline")
+    _write_child_session_journal(config.data_path(), tmp_path.as_uri())
+    host = AgentHost(config)
+    await host.start()
+    try:
+        worker = subagent_chat_uri(PARENT, "call-7")
+        sessions = [uri for uri, _ in host.store.channels("session")]
+        catalogue = host.store.state(PARENT)["chats"]
+        worker_state = host.store.state(worker)
+        parent_call = host.store.state(default_chat_uri(PARENT))["turns"][0]["responseParts"][0]["toolCall"]
+        copied = host.transcripts.load(PARENT, ["ct1"])
+        shown = v02_session_state(host, "ahp-session:/parent-1")
+    finally:
+        await host.stop()
+    assert sessions == [PARENT], "the child session should be gone"
+    assert [c["resource"] for c in catalogue] == [default_chat_uri(PARENT), worker]
+    assert catalogue[1]["origin"] == {"kind": "tool", "chat": default_chat_uri(PARENT), "toolCallId": "call-7"}
+    assert catalogue[1]["interactivity"] == "read-only" and catalogue[1]["title"] == "Sub-agent: Look"
+    assert [t["id"] for t in worker_state["turns"]] == ["ct1"] and worker_state["turns"][0]["responseParts"][0]["content"] == "Looked."
+    assert parent_call["content"][0]["resource"] == worker
+    assert copied["ct1"][1].text == "Looked."
+    assert shown is not None and shown["turns"][0]["responseParts"][0]["toolCall"]["content"][0]["resource"] == \
+        "ahp-session:/parent-1/subagent/call-7"
+    # Opening it again changes nothing: the conversion happened once.
+    host = AgentHost(config)
+    await host.start()
+    try:
+        again = [c["resource"] for c in host.store.state(PARENT)["chats"]]
+    finally:
+        await host.stop()
+    assert again == [default_chat_uri(PARENT), worker]
