@@ -170,3 +170,17 @@ def test_the_preparing_line_reads_the_partial_input_not_its_json() -> None:
     assert partial_input_summary({"partialInput": '{"path": "a.txt", "text": "hi\\nth'}) == "a.txt · text: hi th"
     assert partial_input_summary({"partialInput": '{"patter'}) == ""
     assert "{" not in TurnView(PLAIN).update(turn(tool("streaming", partialInput='{"comm')))
+
+
+def test_a_running_sub_agent_says_where_to_watch_it_and_its_answer_follows() -> None:
+    view = TurnView(PLAIN)
+    block = {"type": "subagent", "resource": "ahp-session:/s1/subagent/call_0", "title": "Sub-agent: Look around"}
+    task = lambda status, **fields: {"kind": "toolCall", "toolCall": {"toolCallId": "c1", "toolName": "task", "displayName": "Run Sub-agent",
+                                                                       "status": status, "invocationMessage": "Start sub-agent: Look around", **fields}}
+    running = view.update(turn(task("running", confirmed="not-needed", content=[block])))
+    assert running == ("▶ Run Sub-agent Start sub-agent: Look around\n"
+                       "    Sub-agent: Look around is working: /resume ahp-session:/s1/subagent/call_0 to watch it\n")
+    assert view.update(turn(task("running", confirmed="not-needed", content=[block]))) == ""
+    done = view.update(turn(task("completed", success=True, pastTenseMessage="Sub-agent finished: Look around",
+                                 content=[block, {"type": "text", "text": "Echo printed hi."}])))
+    assert "✓ Run Sub-agent Sub-agent finished: Look around" in done and "Echo printed hi." in done
