@@ -20,6 +20,9 @@ What a user sees, and the rules:
   whose reverse is the chat's ``origin`` (the spec asks hosts to keep the two consistent). A
   0.2.0 client, which has no chats, sees the same block naming a virtual session
   (``ahp.dialects.v0_2.uris``), which it can subscribe to like any other.
+* While the sub-agent waits for a person (a confirmation or a question in its chat: the chat's
+  status is InputNeeded), the running call's content says so (``WAITING_FOR_YOU``), so a client
+  that shows only the calling chat (a 0.2.0 client, AG-UI) knows where to look.
 * The chat's turn runs the prompt; its final answer is the tool's result (with the subagent
   content kept). A turn that fails or is cancelled makes the call fail, saying why.
 * Cancelling the parent's turn cancels the sub-agent's turn. Sub-agent chats get no ``task`` tool
@@ -49,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.protocol import builders
-from ahp.state import parse_subagent_chat_uri, session_of_default_chat, subagent_chat_uri
+from ahp.state import ACTIVITY_MASK, SessionStatus, parse_subagent_chat_uri, session_of_default_chat, subagent_chat_uri
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from host.store import Store
@@ -68,6 +71,9 @@ DEFAULT_LIMIT = 4
 
 SUBAGENT_INTERACTIVITY = "read-only"
 """``ChatInteractivity`` of a sub-agent's chat: watched (and its confirmations answered), not typed into."""
+
+WAITING_FOR_YOU = "The sub-agent is waiting for you: a confirmation or a question in its chat."
+"""What a running ``task`` call says while its sub-agent waits for a person."""
 
 OpenChat = Callable[[str, dict[str, Any]], None]
 """``open_chat(session, chat_state)``: add a chat channel to a session's catalogue (the host's)."""
@@ -201,8 +207,17 @@ class SubagentContributor(Contributor):
         turn_id = str(uuid.uuid4())
         message = user_message(str(args["prompt"]), model=model, agent={"uri": spec.uri} if spec is not None else None)
         self.store.dispatch(chat, turn_started(turn_id, message))
+        ended = lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ())  # noqa: E731
+        asking = False
         try:
-            state = await _until(self.store, chat, lambda s: any(t.get("id") == turn_id for t in s.get("turns") or ()), None)
+            while True:
+                # Wakes when the turn ends, or when the sub-agent starts or stops waiting for a
+                # person (a confirmation or a question in its chat), which the call then says.
+                state = await _until(self.store, chat, lambda s: ended(s) or _needs_input(s) != asking, None)
+                if ended(state) or chat not in self.store:
+                    break
+                asking = _needs_input(state)
+                await ctx.emit([block, text_content(WAITING_FOR_YOU)] if asking else [block])
         except asyncio.CancelledError:
             live = (self.store.state(chat) or {}).get("activeTurn") or {}
             if live.get("id") == turn_id:
@@ -219,6 +234,11 @@ class SubagentContributor(Contributor):
             return failure_result(f"Sub-agent did not finish: {description}", f"The sub-agent stopped: {why}", "subagent_failed",
                                   content=[block, text_content(f"The sub-agent stopped: {why}" + (f"\n\nWhat it said:\n{answer}" if answer else ""))])
         return success_result(f"Sub-agent finished: {description}", [block, text_content(answer or "(The sub-agent gave no answer.)")])
+
+
+def _needs_input(chat: dict[str, Any]) -> bool:
+    status = chat.get("status")
+    return isinstance(status, int) and status & ACTIVITY_MASK == int(SessionStatus.InputNeeded)
 
 
 def child_sessions_named(state: dict[str, Any]) -> list[tuple[str, str, str]]:

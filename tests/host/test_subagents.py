@@ -19,6 +19,7 @@ from client import AhpClient
 from host.dialects.ahp02 import v02_session_state
 from host.journal import Journal
 from host.service import AgentHost
+from host.subagents import WAITING_FOR_YOU
 from host.sessions import new_chat_state, new_session_state
 from host.transcripts import TranscriptStore
 from providers import AssistantMessage, ScriptedProvider, TextPart, UserMessage
@@ -248,6 +249,10 @@ async def test_a_restarted_host_restores_the_sub_agent_chat_and_disposes_it_with
 # --- the same sub-agent seen by 0.9.0, 0.7.0 and 0.2.0 clients ------------------------------------
 
 
+def _call_says(client: AhpClient, session: str, text: str) -> bool:
+    return any(text in block.get("text", "") for call in _calls(client, session) for block in call.get("content") or ())
+
+
 def _mirror(peer: Peer, channel: str, snapshot: dict, kind: str = "chat") -> dict:
     """What a 0.9.0 client that took ``snapshot`` and applied every later action of ``channel`` holds."""
     state = snapshot["state"]
@@ -289,11 +294,15 @@ async def test_clients_of_every_version_see_the_sub_agent_chat_its_confirmation_
             projected = _subagent_block(client, session)["resource"]
             await client.subscribe(projected)
             call = await wait_pending(client, projected)
+            # The parent's call says its sub-agent waits for a person (the parent's own 0.2.0 view
+            # shows no other sign of it), and stops saying so once it was answered.
+            await client.wait_for(lambda m, e: _call_says(client, session, WAITING_FOR_YOU))
             await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": worker, "clientSeq": 1, "action": {
                 "type": "chat/turnStarted", "turnId": "mine", "startedAt": "2026-01-01T00:00:00.000Z",
                 "message": {"text": "hello?", "origin": {"kind": "user"}}}}})
             client.dispatch(projected, {"type": "session/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
                                         "approved": True, "confirmed": "user-action"})
+            await client.wait_for(lambda m, e: not _call_says(client, session, WAITING_FOR_YOU))
             await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or ()))
             await new.until(lambda: any(a["channel"] == worker and a["action"]["type"] == "chat/turnComplete" for a in new.actions()))
             worker_mirror = _mirror(new, worker, worker_snapshot)
