@@ -56,7 +56,7 @@ from ahp.state import ACTIVITY_MASK, SessionStatus, parse_subagent_chat_uri, ses
 from host.agents.base import TurnContext
 from host.agents.environment import Contributor
 from host.store import Store
-from host.turns import turn_duration, turn_started, user_message
+from host.turns import now_iso, turn_duration, turn_started, user_message
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
 from tools.errors import ToolFailure
@@ -197,9 +197,8 @@ class SubagentContributor(Contributor):
         tool_call_id = ctx.tool_call_id or str(uuid.uuid4())
         chat = self._free_chat_uri(session, tool_call_id)
         title = f"Sub-agent: {description}"
-        parent_state = self.store.state(parent_chat) or {}
         self.open_chat(session, subagent_chat_state(chat, title=title, parent_chat=parent_chat, tool_call_id=tool_call_id,
-                                                    modified_at=parent_state.get("modifiedAt") or ""))
+                                                    modified_at=now_iso()))
         block: dict[str, Any] = {"type": "subagent", "resource": chat, "title": title, "description": description}
         if spec is not None:
             block["agentName"] = spec.name
