@@ -417,3 +417,38 @@ async def test_a_journal_with_child_sessions_opens_with_them_as_sub_agent_chats(
     finally:
         await host.stop()
     assert again == [default_chat_uri(PARENT), worker]
+
+
+async def test_a_0_2_0_client_that_drops_catches_up_on_a_sub_agent_by_replay(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    release = asyncio.Event()
+    task = {"description": "Search", "prompt": "Find it."}
+    replies = [
+        Reply(200, chat_sse(tool_calls=[("call-1", "task", json.dumps(task))])),
+        Reply(200, chat_sse("Found ", "it."), hold=release),
+        Reply(200, chat_sse("The sub-agent found it.")),
+    ]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (running, client):
+            session = await ready_session(client, provider="fake")
+            projected = f"{session}/subagent/call-1"
+            watcher = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
+            try:
+                await watcher.initialize(subscriptions=["ahp-root://"])
+                turn_id = client.send_message(session, "search")
+                await client.wait_for(lambda m, e: _subagent_block(client, session) is not None)
+                await watcher.subscribe(projected)
+                await watcher.wait_for(lambda m, e: (watcher.state(projected) or {}).get("activeTurn") is not None)
+                await watcher._conn.close()  # the watcher's socket drops while the sub-agent works
+                release.set()
+                await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []))
+                result = await watcher.resume()
+                await client.subscribe(projected)
+                fresh, caught_up = client.state(projected), watcher.state(projected)
+            finally:
+                await watcher.close()
+    assert result.kind == "replay" and len(result.replayed) > 0
+    assert all(envelope["channel"] == projected for envelope in result.replayed)
+    for state in (fresh, caught_up):
+        state["summary"].pop("modifiedAt", None)
+    assert caught_up == fresh
+    assert fresh["turns"][0]["responseParts"][-1]["content"] == "Found it."
