@@ -308,6 +308,9 @@ async def test_clients_of_every_version_see_the_sub_agent_chat_its_confirmation_
             worker_mirror = _mirror(new, worker, worker_snapshot)
             worker_state = host.store.state(worker)
             old_view = client.state(projected)
+            # Our 0.2.0 client cannot type into it either: the chat is read-only.
+            typed = await client.outcome(client.dispatch(projected, {"type": "session/turnStarted", "turnId": "typed",
+                                                                    "userMessage": {"text": "hello?"}}))
             await mid.until(lambda: any(a["channel"] == internal_session and a["action"]["type"] == "session/chatAdded"
                                         for a in mid.actions()))
             mid_added = next(a for a in mid.actions() if a["action"]["type"] == "session/chatAdded")
@@ -346,6 +349,7 @@ async def test_clients_of_every_version_see_the_sub_agent_chat_its_confirmation_
     shell = next(p["toolCall"] for p in shown["responseParts"] if p["kind"] == "toolCall")
     assert shell["status"] == "completed" and shell["confirmed"] == "user-action"
     assert old_view["summary"]["title"] == "Sub-agent: Look around"
+    assert typed.status == "rejected" and "read-only" in (typed.reason or "")
     # The chat went with its session.
     assert disposed.get("error") is None and worker not in host.store
     assert resubscribe["error"]["code"] in (-32001, -32008)
