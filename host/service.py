@@ -40,7 +40,7 @@ from host.chat_summaries import ChatSummaries, summary_of_chat
 from host.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
 from host.store import ROOT, Store
-from host.subagents import SubagentContributor, SubagentSpec, adopt_child_sessions
+from host.subagents import SUBAGENT_CHAT_PREFIX, SubagentContributor, SubagentSpec, adopt_child_sessions
 from host.terminals import TerminalContributor, TerminalService
 from host.tools_runtime import ResourceService, ToolsRuntime
 from host.transcripts import TranscriptStore
@@ -315,6 +315,9 @@ class AgentHost:
         chat = params.get("chat")
         if not isinstance(chat, str) or not chat.startswith("ahp-chat:"):
             raise RpcError(ErrorCode.INVALID_PARAMS, "chat must be an ahp-chat: URI.")
+        if chat.startswith(SUBAGENT_CHAT_PREFIX):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{SUBAGENT_CHAT_PREFIX}… names the chats sub-agents work in, which "
+                           "the host opens itself; pick another chat URI.")
         if chat in self.store:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"A chat already exists at {chat}; pick a new URI.")
         turns: list[dict[str, Any]] = []

@@ -61,13 +61,16 @@ from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
 from tools.errors import ToolFailure
 
-__all__ = ["SubagentContributor", "TaskTool", "SubagentSpec", "DEFAULT_LIMIT", "SUBAGENT_INTERACTIVITY", "adopt_child_sessions", "child_sessions_named",
-           "subagent_chat_state"]
+__all__ = ["SubagentContributor", "TaskTool", "SubagentSpec", "DEFAULT_LIMIT", "SUBAGENT_CHAT_PREFIX", "SUBAGENT_INTERACTIVITY",
+           "adopt_child_sessions", "child_sessions_named", "subagent_chat_state"]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 4
 """Sub-agents one session runs at once."""
+
+SUBAGENT_CHAT_PREFIX = "ahp-chat://subagent/"
+"""Where sub-agent chats live (``ahp.state.subagent_chat_uri``); clients may not create chats there."""
 
 SUBAGENT_INTERACTIVITY = "read-only"
 """``ChatInteractivity`` of a sub-agent's chat: watched (and its confirmations answered), not typed into."""

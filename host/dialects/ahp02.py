@@ -9,8 +9,8 @@ default chat (``ahp.dialects.v0_2.uris``). So, for a 0.2.0 connection:
   own, ``ahp-session:/<id>/subagent/<call>`` (``states.subagent_view``): subscribing to it
   subscribes to that chat alone, its actions come under that name, and the session's
   dispatches on it (confirming the sub-agent's tool calls, cancelling its turn) go to the chat.
-  It is not listed by ``listSessions``: the parent's ``task`` call names it in its content. Root, terminal, changeset and resource-watch
-  channels keep their URIs and are projected alone. Internal session and chat URIs mean nothing to
+  It is not listed by ``listSessions``: the parent's ``task`` call names it in its content.
+  Root, terminal, changeset and resource-watch channels keep their URIs and are projected alone. Internal session and chat URIs mean nothing to
   0.2.0.
 * Every envelope of either channel becomes zero or more 0.2.0 envelopes on the 0.2.0 session URI
   (``actions_down.action_down``, which reads the session around the action: the store hands the

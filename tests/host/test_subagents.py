@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 from typing import Any
@@ -18,6 +19,7 @@ from ahp.state import default_chat_uri, parse_subagent_chat_uri, subagent_chat_u
 from client import AhpClient
 from host.dialects.ahp02 import v02_session_state
 from host.journal import Journal
+from host.server import RunningHost
 from host.service import AgentHost
 from host.subagents import WAITING_FOR_YOU
 from host.sessions import new_chat_state, new_session_state
@@ -456,3 +458,17 @@ async def test_a_0_2_0_client_that_drops_catches_up_on_a_sub_agent_by_replay(tmp
         state["summary"].pop("modifiedAt", None)
     assert caught_up == fresh
     assert fresh["turns"][0]["responseParts"][-1]["content"] == "Found it."
+
+
+async def test_a_client_cannot_create_a_chat_where_sub_agents_live(running_host: RunningHost) -> None:
+    session = f"offline:/{uuid.uuid4()}"
+    peer = await Peer.open(running_host)
+    try:
+        await peer.initialize("client-09", ["0.9.0"])
+        assert (await peer.request("createSession", {"channel": session})).get("error") is None
+        reply = await peer.request("createChat", {"channel": session, "chat": subagent_chat_uri(session, "mine")})
+        fine = await peer.request("createChat", {"channel": session, "chat": f"ahp-chat:/{uuid.uuid4()}"})
+    finally:
+        await peer.close()
+    assert reply["error"]["code"] == -32602 and "sub-agents" in reply["error"]["message"]
+    assert fine.get("error") is None
