@@ -192,7 +192,7 @@ class AgentHost:
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
-        adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session)
+        adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))

@@ -244,10 +244,11 @@ def _needs_input(chat: dict[str, Any]) -> bool:
 
 
 def child_sessions_named(state: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``(turn id, tool call id, child session)`` for each ``task`` call of a chat whose
-    ``subagent`` content names a child session's default chat: how builds before tool-spawned
-    chats recorded a sub-agent (a client or MCP tool's content, which names any chat it likes, is
-    not looked at)."""
+    """``(turn id, tool call id, resource)`` for each ``subagent`` block of a chat's own ``task``
+    calls that names something other than a sub-agent chat: how builds before tool-spawned chats
+    recorded a sub-agent (its child session's default chat, or in the 0.2.0 era the child's
+    ``ahp-session:/<id>``). A client or MCP tool's content, which names anything it likes, is not
+    looked at."""
     found = []
     turns = [*(state.get("turns") or ()), *([state["activeTurn"]] if state.get("activeTurn") else [])]
     for turn in turns:
@@ -256,9 +257,9 @@ def child_sessions_named(state: dict[str, Any]) -> list[tuple[str, str, str]]:
             if not call or call.get("toolName") != TaskTool.name or call.get("contributor") is not None:
                 continue
             for block in call.get("content") or ():
-                child = session_of_default_chat(block.get("resource")) if block.get("type") == "subagent" else None
-                if child is not None:
-                    found.append((str(turn.get("id")), str(call.get("toolCallId")), child))
+                resource = block.get("resource") if isinstance(block, dict) and block.get("type") == "subagent" else None
+                if isinstance(resource, str) and parse_subagent_chat_uri(resource) is None:
+                    found.append((str(turn.get("id")), str(call.get("toolCallId")), resource))
     return found
 
 
@@ -267,13 +268,16 @@ def adopt_child_sessions(
     open_chat: OpenChat,
     copy_transcripts: Callable[[str, str, list[str]], None],
     dispose_session: Callable[[str], None],
+    session_named: Callable[[str], str | None] = lambda name: None,
 ) -> int:
     """Start-up only (``Store.replace``): convert sub-agents an older build ran as child sessions
-    into the tool-spawned chats this build opens. For each ``task`` call that names a child
-    session still in the store, the child's default chat (its turns, read-only, its title) opens
-    as that call's sub-agent chat in the parent's session, its transcripts are copied to the
-    parent, the call's ``subagent`` block is rewritten to name the new chat, and the child session
-    is disposed. Idempotent: a converted store names no child sessions. Returns how many it moved."""
+    into the tool-spawned chats this build opens. For each ``task`` call whose ``subagent`` block
+    names a child session still in the store (by its default chat, or by any name
+    ``session_named`` resolves, e.g. a 0.2.0 ``ahp-session:/<id>``), the child's default chat (its
+    turns, read-only, its title) opens as that call's sub-agent chat in the parent's session, its
+    transcripts are copied to the parent, the block is rewritten to name the new chat, and the
+    child session is disposed. Idempotent: a converted store names no child sessions. Returns
+    how many it moved."""
     moved = 0
     for session, session_state in list(store.channels("session")):
         if session not in store:
@@ -284,11 +288,12 @@ def adopt_child_sessions(
             if chat_state is None:
                 continue
             renamed: dict[str, str] = {}
-            for _turn_id, tool_call_id, child in child_sessions_named(chat_state):
-                child_state = store.state(child)
+            for _turn_id, tool_call_id, resource in child_sessions_named(chat_state):
+                child = session_of_default_chat(resource) or session_named(resource)
+                child_state = store.state(child) if child is not None and store.kind(child) == "session" else None
                 child_chat = (child_state or {}).get("defaultChat")
-                old = store.state(child_chat) if store.kind(child) == "session" and isinstance(child_chat, str) else None
-                if child == session or old is None or tool_call_id in renamed.values():
+                old = store.state(child_chat) if isinstance(child_chat, str) else None
+                if child == session or child is None or old is None:
                     continue
                 chat = subagent_chat_uri(session, tool_call_id)
                 n = 1
@@ -300,7 +305,7 @@ def adopt_child_sessions(
                 open_chat(session, subagent_chat_state(chat, title=title, parent_chat=parent_chat, tool_call_id=tool_call_id,
                                                        modified_at=old.get("modifiedAt") or "", turns=turns))
                 copy_transcripts(child, session, [str(turn.get("id")) for turn in turns])
-                renamed[child_chat] = chat
+                renamed[resource] = chat
                 dispose_session(child)
                 moved += 1
             if renamed:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from typing import Any
 
+import pytest
+
 from ahp import state as internal
 from ahp.state import default_chat_uri, parse_subagent_chat_uri, subagent_chat_uri
 from client import AhpClient
@@ -362,14 +364,14 @@ async def test_clients_of_every_version_see_the_sub_agent_chat_its_confirmation_
 PARENT, CHILD = "offline:/parent-1", "offline:/child-1"
 
 
-def _write_child_session_journal(data: Path, directory: str) -> None:
-    """What the previous build left: a parent whose finished ``task`` call names the default chat
-    of a child session, the child with its one turn, and the child turn's transcript."""
+def _write_child_session_journal(data: Path, directory: str, named: str) -> None:
+    """What the previous build left: a parent whose finished ``task`` call names (``named``) a
+    child session, the child with its one turn, and the child turn's transcript."""
     data.mkdir(parents=True, exist_ok=True)
     journal = Journal(data / "journal.sqlite3")
     journal.append_created("ahp-root://", {"agents": [], "activeSessions": 2}, "root")
     parent_chat, child_chat = default_chat_uri(PARENT), default_chat_uri(CHILD)
-    block = {"type": "subagent", "resource": child_chat, "title": "Sub-agent: Look", "description": "Look"}
+    block = {"type": "subagent", "resource": named, "title": "Sub-agent: Look", "description": "Look"}
     call = {"toolCallId": "call-7", "toolName": "task", "displayName": "Run Sub-agent", "status": "completed",
             "invocationMessage": "Start sub-agent: Look", "toolInput": "{}", "confirmed": "not-needed", "success": True,
             "pastTenseMessage": "Sub-agent finished: Look", "content": [block, {"type": "text", "text": "Looked."}]}
@@ -391,9 +393,10 @@ def _write_child_session_journal(data: Path, directory: str) -> None:
     transcripts.close()
 
 
-async def test_a_journal_with_child_sessions_opens_with_them_as_sub_agent_chats(tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", [default_chat_uri(CHILD), "ahp-session:/child-1"], ids=["0.9.0-era", "0.2.0-era"])
+async def test_a_journal_with_child_sessions_opens_with_them_as_sub_agent_chats(tmp_path: Path, named: str) -> None:
     config = host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline")
-    _write_child_session_journal(config.data_path(), tmp_path.as_uri())
+    _write_child_session_journal(config.data_path(), tmp_path.as_uri(), named)
     host = AgentHost(config)
     await host.start()
     try:
