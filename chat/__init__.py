@@ -276,8 +276,7 @@ async def _session_to_open(client: AhpClient, args: argparse.Namespace) -> str |
     if not getattr(args, "continue_last", False):
         return args.session
     here = args.cwd.as_uri()
-    mine = [s for s in await client.list_sessions()  # a sub-agent's child session is not one to continue
-            if s.get("workingDirectory") == here and s.get("resource") and not (s.get("_meta") or {}).get("parent")]
+    mine = [s for s in await client.list_sessions() if s.get("workingDirectory") == here and s.get("resource")]
     if not mine:
         raise ChatSettingsError(f"no session to continue in {args.cwd}: start one without --continue")
     return max(mine, key=lambda s: s.get("modifiedAt") or 0)["resource"]

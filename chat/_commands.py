@@ -148,7 +148,7 @@ class Commands(ChatCore):
     async def _listing(self, args: str) -> Listing | None:
         """The host's sessions by project (``chat.session_list``), shown; ``args`` may be ``--all``."""
         if args not in ("", "--all"):
-            self._note("usage: /sessions [--all] (--all: sub-agent and -p sessions too)")
+            self._note("usage: /sessions [--all] (--all: -p sessions too)")
             return None
         listing = arrange(await self.client.list_sessions(), self.cwd.as_uri(), show_all=args == "--all")
         self._listed = list(listing.ordered)

@@ -193,6 +193,17 @@ def _output_and_marks(content: Any) -> tuple[str, list[str]]:
     return output, [mark for mark in marks if mark]
 
 
+def _subagent_lines(content: Any) -> str:
+    """A running call's sub-agents, each on a line saying where to watch it: the session this host
+    shows a sub-agent's chat as (``ahp-session:/<id>/subagent/<call>``), which ``/resume`` opens."""
+    lines = []
+    for item in content or ():
+        if isinstance(item, Mapping) and item.get("type") == "subagent" and item.get("resource"):
+            title = clean(str(item.get("title") or "sub-agent"))
+            lines.append(f"{title} is working: /resume {clean(str(item['resource']))} to watch it\n")
+    return "".join(lines)
+
+
 _RESULT_LINES = 8
 
 
@@ -663,6 +674,7 @@ class TurnView:
 
     def _running_content(self, call_id: str, call: Mapping[str, Any], out: list[tuple[Channel, str]]) -> None:
         text, _ = _output_and_marks(call.get("content"))  # the marks (a terminal...) follow the result
+        text = _subagent_lines(call.get("content")) + text
         shown = self._shown_content.get(call_id, "")
         if text == shown:
             return

@@ -2,9 +2,8 @@
 
 ``arrange(summaries, here, show_all)`` orders the host's ``listSessions`` items the way a user
 picks one to resume: the sessions whose ``workingDirectory`` is ``here`` (the chat's directory)
-first, then the others, each group most recently changed first. Sub-agent children
-(``_meta.parent``) and one-shot script runs (``_meta.oneShot``, ``agent-host -p``) are hidden
-unless ``show_all``; how many were hidden is kept so the list can say so. The numbers the list
+first, then the others, each group most recently changed first. One-shot script runs
+(``_meta.oneShot``, ``agent-host -p``) are hidden unless ``show_all``; how many were hidden is kept so the list can say so. The numbers the list
 shows are positions in ``Listing.ordered``, which ``/resume N`` takes.
 
 ``render_session_list(listing, style, current=, now_ms=)``: one line per session with its title,
@@ -55,7 +54,7 @@ def _epoch_ms(value: Any) -> float:
 
 
 def arrange(summaries: Sequence[Mapping[str, Any]], here: str, show_all: bool = False) -> Listing:
-    shown = [s for s in summaries if show_all or not (_meta(s).get("parent") or _meta(s).get("oneShot"))]
+    shown = [s for s in summaries if show_all or not _meta(s).get("oneShot")]
     newest = sorted(shown, key=lambda s: _epoch_ms(s.get("modifiedAt")), reverse=True)
     mine = [s for s in newest if s.get("workingDirectory") == here]
     others = [s for s in newest if s.get("workingDirectory") != here]
@@ -99,14 +98,14 @@ def _line(index: int, summary: Mapping[str, Any], style: Style, current: str | N
         facts.append(_path(summary.get("workingDirectory")))
     model = (summary.get("model") or {}).get("id") if isinstance(summary.get("model"), Mapping) else None
     who = ", ".join(x for x in (clean(summary.get("provider", "")), clean(model or ""), _status_label(summary.get("status"))) if x)
-    tags = ("sub-agent" if meta.get("parent") else "") or ("-p run" if meta.get("oneShot") else "")
+    tags = "-p run" if meta.get("oneShot") else ""
     tail = style.dim(" (" + who + ")") if who else ""
     return f"{mark}{index:>3}) {style.bold(title)} · " + " · ".join(facts) + tail + (" " + style.yellow(f"[{tags}]") if tags else "")
 
 
 def render_session_list(listing: Listing, style: Style, *, current: str | None = None, now_ms: float = 0.0) -> str:
     if not listing.ordered:
-        hidden = f" ({listing.hidden} sub-agent and -p sessions hidden: --all lists them)" if listing.hidden else ""
+        hidden = f" ({listing.hidden} -p sessions hidden: --all lists them)" if listing.hidden else ""
         return f"No sessions to resume yet; type a message to start one.{hidden}\n"
     lines = []
     if listing.here:
@@ -116,5 +115,5 @@ def render_session_list(listing: Listing, style: Style, *, current: str | None =
             lines.append(style.bold("In other directories:"))
         lines.append(_line(index, summary, style, current, now_ms, elsewhere=index > listing.here))
     if listing.hidden:
-        lines.append(style.dim(f"({listing.hidden} sub-agent and -p sessions hidden: --all lists them)"))
+        lines.append(style.dim(f"({listing.hidden} -p sessions hidden: --all lists them)"))
     return "\n".join(lines) + "\n"

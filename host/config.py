@@ -91,8 +91,8 @@ class SessionDefaults(_Section):
     the working directory, platform, shell, date, git branch and short status, and the instruction
     files loaded."""
     subagents: bool = True
-    """Offer provider-backed agents the ``task`` tool: a job run in a child session, optionally by
-    a custom agent from the session's plugins (sub-agents)."""
+    """Offer provider-backed agents the ``task`` tool: a job run in a sub-agent chat of the session,
+    optionally by a custom agent from the session's plugins (sub-agents)."""
     max_subagents: int = Field(default=4, ge=1, le=64)
     """Sub-agents one session runs at once; a further ``task`` call waits until one finishes."""
     offline_agent: bool = True

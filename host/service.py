@@ -40,7 +40,7 @@ from host.state.chat_summaries import ChatSummaries, summary_of_chat
 from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
 from host.state.store import ROOT, Store
-from host.runtime.subagents import SubagentContributor, SubagentSpec
+from host.runtime.subagents import SUBAGENT_CHAT_PREFIX, SubagentContributor, SubagentSpec, adopt_child_sessions
 from host.runtime.terminals import TerminalContributor, TerminalService
 from host.runtime.tools import ToolsRuntime
 from host.resources.files import ResourceService
@@ -85,7 +85,7 @@ class AgentHost:
         self.content = ContentStore(None if in_memory else config.data_path() / "content.sqlite3")
         # Provider-native turn transcripts live next to the journal, so memory survives restarts.
         self.transcripts = TranscriptStore(None if in_memory else config.data_path() / "transcripts.sqlite3")
-        # What sessions add to every turn (tools, prompt, hooks, confirmation): see host.agents.environment.
+        # What sessions add to every turn (tools, prompt, hooks, confirmation): see host.runtime.agents.environment.
         self.environment = TurnEnvironment()
         for agent in agent_list:
             bind = getattr(agent, "bind_transcripts", None)
@@ -125,7 +125,7 @@ class AgentHost:
         self._connected: dict[str, int] = {}
         self.client_versions: dict[str, str] = {}
         """The AHP version each client negotiated at its last ``initialize``, so that a
-        ``reconnect`` on a new connection speaks it again (memory only: see host.dialects)."""
+        ``reconnect`` on a new connection speaks it again (memory only: see host.transport.dialects)."""
         self._turn_index: dict[str, tuple[tuple[Any, int], dict[Any, int]]] = {}
         """Per chat: the version of its turns (state's list, older count) and each turn id's
         position among all of them (0.2.0 ``fetchTurns`` ``before``)."""
@@ -142,7 +142,7 @@ class AgentHost:
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
-                self.subagents = SubagentContributor(self.store, self.create_session, self._subagents,
+                self.subagents = SubagentContributor(self.store, self.open_chat, self._subagents,
                                                      limit=config.sessions.max_subagents)
                 self.environment.contributors.append(self.subagents)
         self.resources = ResourceService(self._allowed_roots)
@@ -176,8 +176,6 @@ class AgentHost:
         if self._journal is not None:
             upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
         self.store.recover()
-        if self.subagents is not None:
-            self.subagents.recover()
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
@@ -202,6 +200,8 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
+        # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
+        adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
@@ -327,6 +327,9 @@ class AgentHost:
         chat = params.get("chat")
         if not isinstance(chat, str) or not chat.startswith("ahp-chat:"):
             raise RpcError(ErrorCode.INVALID_PARAMS, "chat must be an ahp-chat: URI.")
+        if chat.startswith(SUBAGENT_CHAT_PREFIX):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{SUBAGENT_CHAT_PREFIX}… names the chats sub-agents work in, which "
+                           "the host opens itself; pick another chat URI.")
         if chat in self.store:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"A chat already exists at {chat}; pick a new URI.")
         turns: list[dict[str, Any]] = []
@@ -344,15 +347,20 @@ class AgentHost:
             model = _selection(self.store.state(source_chat) or {}, "model")
             if model is not None:
                 draft = {"text": "", "origin": {"kind": "user"}, "model": model}
-        state = new_chat_state(chat, now=self.clock(), turns=turns, draft=draft)
-        self.chat_summaries.track(chat, session)
-        self.store.create(chat, "chat", state)
-        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
+        self.open_chat(session, new_chat_state(chat, now=self.clock(), turns=turns, draft=draft))
         message = params.get("initialMessage")
         if isinstance(message, dict):  # the host names the first turn
             self.store.dispatch(chat, builders.chat_turn_started(
                 turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
         return chat
+
+    def open_chat(self, session: str, state: dict[str, Any]) -> None:
+        """Add the chat ``state`` (its ``resource`` a new ``ahp-chat:`` URI) to ``session``'s
+        catalogue: the channel, then ``session/chatAdded`` with its summary."""
+        chat = state["resource"]
+        self.chat_summaries.track(chat, session)
+        self.store.create(chat, "chat", state)
+        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
 
     def dispose_chat(self, chat: Any) -> None:
         """``disposeChat``: the chat leaves its session's catalogue and its channel goes; a
@@ -403,19 +411,17 @@ class AgentHost:
 
     def listing_meta(self, uri: str) -> dict[str, Any]:
         """What ``listSessions`` adds to a session's summary in ``_meta`` so a client can list
-        sessions by project: ``firstMessage`` (the text of its first turn, cut at 200 characters),
-        ``parent`` (the internal URI of the session whose ``task`` call made this one a sub-agent
-        child) and ``oneShot`` (created by a script, ``agent-host -p``); each only when it applies."""
+        sessions by project: ``firstMessage`` (the text of its first turn, cut at 200 characters)
+        and ``oneShot`` (created by a script, ``agent-host -p``); each only when it applies.
+        (Sub-agents are chats of their session, never sessions of their own.)"""
         state = self.store.state(uri) or {}
-        chat = self.store.state(state.get("defaultChat")) or {}
+        default_chat = state.get("defaultChat")
+        chat = self.store.state(default_chat) or {}
         meta: dict[str, Any] = {}
-        first = next(iter(chat.get("turns") or ()), None) or chat.get("activeTurn")
+        first = next(iter(self.store.turns(default_chat, 0, 1) if isinstance(default_chat, str) else ()), None) or chat.get("activeTurn")
         text = ((first or {}).get("message") or {}).get("text") if isinstance(first, dict) else None
         if isinstance(text, str) and text.strip():
             meta["firstMessage"] = text if len(text) <= _FIRST_MESSAGE else text[:_FIRST_MESSAGE - 1] + "…"
-        parent = self.subagents.children.get(uri) if self.subagents is not None else None
-        if parent is not None:
-            meta["parent"] = parent
         if (state.get("_meta") or {}).get("oneShot"):
             meta["oneShot"] = True
         return meta
@@ -441,7 +447,8 @@ class AgentHost:
         uri = self.session_uri(name)
         if uri is None:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {name}.")
-        children = self.subagents.session_disposed(uri) if self.subagents is not None else []
+        if self.subagents is not None:
+            self.subagents.session_disposed(uri)
         self.runner.forget(uri)
         if self.preamble is not None:
             self.preamble.forget(uri)
@@ -460,9 +467,6 @@ class AgentHost:
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
-        for child in children:  # sub-agents go with the session that started them
-            if self.store.kind(child) == "session":
-                self.dispose_session(child)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [self.session_summary(uri) for uri, _ in self.store.channels("session")]

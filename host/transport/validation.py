@@ -13,7 +13,8 @@ those only the host produces); and the semantic rules: no second concurrent turn
 confirmations only for calls that wait for one, only a client tool's owner completes or updates
 it, a client sets or removes only its own active-client entry, answers fit their questions, the
 config contracts of sessions and of the host, terminal input only to a running shell a client
-may type in.
+may type in, and no messages into a chat whose ``interactivity`` is ``read-only`` or ``hidden``
+(a sub-agent's: its one turn is the host's).
 """
 
 from __future__ import annotations
@@ -105,7 +106,17 @@ def _pending_exists(state: dict[str, Any], message_id: Any, kind: str | None = N
     return False
 
 
+def _not_read_only(state: dict[str, Any]) -> str | None:
+    if state.get("interactivity") in ("read-only", "hidden"):
+        return ("This chat is read-only (a sub-agent's chat: the host runs its turn). Watch it, answer its "
+                "confirmations or cancel its turn; send messages in the chat that started it.")
+    return None
+
+
 def _turn_started(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    refused = _not_read_only(state)
+    if refused is not None:
+        return refused
     active = _active_turn(state)
     if active is not None:
         return (f"Turn {active.get('id')} is still running; cancel it first, or send the message as a "
@@ -390,6 +401,7 @@ _RULES: dict[str, Rule] = {
     "chat/toolCallResultConfirmed": _tool_call_result_confirmed,
     "chat/toolCallComplete": _owned_tool_call("complete", ("running", "pending-confirmation")),
     "chat/toolCallContentChanged": _owned_tool_call("update", ("running",)),
+    "chat/pendingMessageSet": lambda state, action, client_id: _not_read_only(state),
     "chat/pendingMessageRemoved": _pending_removed,
     "chat/inputAnswerChanged": _input_answer_changed,
     "chat/inputCompleted": _input_completed,

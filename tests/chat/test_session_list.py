@@ -19,17 +19,16 @@ def summary(name: str, directory: str, minutes_ago: float, **meta: object) -> di
     return item
 
 
-def test_this_directory_first_then_the_others_newest_first_with_children_and_scripts_hidden() -> None:
+def test_this_directory_first_then_the_others_newest_first_with_scripts_hidden() -> None:
     items = [
         summary("elsewhere", "file:///work/blog", 1, firstMessage="write the post"),
         summary("older", HERE, 120, firstMessage="fix the cart total"),
         summary("newer", HERE, 5, firstMessage="add a discount code"),
-        summary("child", HERE, 2, parent="ahp-session:/newer", firstMessage="look for usages"),
         summary("script", HERE, 3, oneShot=True, firstMessage="review this"),
     ]
     listing = arrange(items, HERE)
     assert [s["resource"] for s in listing.ordered] == ["ahp-session:/newer", "ahp-session:/older", "ahp-session:/elsewhere"]
-    assert (listing.here, listing.hidden) == (2, 2)
+    assert (listing.here, listing.hidden) == (2, 1)
     text = render_session_list(listing, PLAIN, current="ahp-session:/older", now_ms=NOW).splitlines()
     assert text == [
         "In /work/shop:",
@@ -37,12 +36,11 @@ def test_this_directory_first_then_the_others_newest_first_with_children_and_scr
         "*  2) Older · 2 h ago · “fix the cart total” (fake)",
         "In other directories:",
         "   3) Elsewhere · 1 min ago · “write the post” · /work/blog (fake)",
-        "(2 sub-agent and -p sessions hidden: --all lists them)",
+        "(1 -p sessions hidden: --all lists them)",
     ]
     every = arrange(items, HERE, show_all=True)
-    assert every.hidden == 0 and len(every.ordered) == 5
+    assert every.hidden == 0 and len(every.ordered) == 4
     shown = render_session_list(every, PLAIN, now_ms=NOW)
-    assert "Child · 2 min ago · “look for usages” (fake) [sub-agent]" in shown
     assert "Script · 3 min ago · “review this” (fake) [-p run]" in shown
 
 
@@ -58,4 +56,4 @@ def test_ages_and_an_empty_list() -> None:
     assert age(0, NOW) == "unknown age"
     assert render_session_list(arrange([], HERE), PLAIN) == "No sessions to resume yet; type a message to start one.\n"
     only_scripts = arrange([summary("s", HERE, 1, oneShot=True)], HERE)
-    assert "1 sub-agent and -p sessions hidden" in render_session_list(only_scripts, PLAIN)
+    assert "1 -p sessions hidden" in render_session_list(only_scripts, PLAIN)

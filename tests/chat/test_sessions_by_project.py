@@ -62,8 +62,8 @@ async def test_resume_lists_this_directorys_sessions_first_and_replays_markdown_
             assert lines[here + 1].startswith("1) explain the cart module · just now")
             assert lines[here + 2] == "In other directories:"
             assert lines[here + 3].startswith("2) hello from the blog · just now") and str(blog) in lines[here + 3]
-            assert "(2 sub-agent and -p sessions hidden: --all lists them)" in lines
-            assert "review this" not in listing and "Sub-agent" not in listing
+            assert "(1 -p sessions hidden: --all lists them)" in lines
+            assert "review this" not in listing and "Sub-agent" not in listing  # a sub-agent is a chat, never listed
             chat.send("1")
             history = await chat.expect("rounding per line", timeout=30)
             assert "#1 you: explain the cart module" in history
@@ -76,11 +76,10 @@ async def test_resume_lists_this_directorys_sessions_first_and_replays_markdown_
             chat.send("and the tests?")
             await chat.expect("Add a test for rounding.", timeout=30)
             chat.send("/resume --all")
-            await chat.expect("Resume which? [1-4] (Enter cancels):", timeout=30)
+            await chat.expect("Resume which? [1-3] (Enter cancels):", timeout=30)
             await chat.printed("[-p run]")
             everything = chat.text[chat.text.index("/resume --all"):]
-            assert "[sub-agent]" in everything and "Sub-agent: find the cart code" in everything
-            assert "“Where is the cart total computed?”" in everything  # its first message, unlike its title
+            assert "Sub-agent" not in everything
             assert "[-p run]" in everything and "review this" in everything
             chat.send("")
             await chat.expect("(nothing resumed)")

@@ -79,7 +79,7 @@ class ProviderTurn:
         finally:
             self._save()
             self._clear_activity()
-        if not finished_turns and title_before == DEFAULT_TITLE:
+        if not finished_turns and title_before == DEFAULT_TITLE and ctx.chat == ctx.state.get("defaultChat"):
             self.agent.spawn(self._make_title(model_id))
 
     # -- the loop ------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ class ProviderTurn:
         past = self.compaction.past(ctx.session, finished)
         self.messages.append(user)
         options = request_options(ctx.model, spec, self.agent.source.api, settings.max_tokens)
-        meter = self.agent.meters.setdefault(ctx.session, TokenMeter())
+        meter = self.agent.meters.setdefault(ctx.chat, TokenMeter())
         elide_keep: int | None = None
         overflowed = False
         stops = 0
@@ -277,7 +277,7 @@ class ProviderTurn:
             started=lambda: self._set_activity("Compacting the conversation"),
         )
         if compacted:
-            self.agent.meters.pop(self.ctx.session, None)
+            self.agent.meters.pop(self.ctx.chat, None)
         return compacted
 
     # -- context -------------------------------------------------------------------------------

@@ -5,8 +5,12 @@ default chat (``ahp.dialects.v0_2.uris``). So, for a 0.2.0 connection:
 
 * ``subscribe`` (also ``initialSubscriptions``, ``reconnect``) of ``ahp-session:/<id>`` subscribes
   the connection to the internal session AND its default chat; the snapshot is the projected pair
-  (``states.session_down``) under the 0.2.0 name. Root, terminal, changeset and resource-watch
-  channels keep their URIs and are projected alone. Internal session and chat URIs mean nothing to
+  (``states.session_down``) under the 0.2.0 name. A sub-agent's chat is a projected session of its
+  own, ``ahp-session:/<id>/subagent/<call>`` (``states.subagent_view``): subscribing to it
+  subscribes to that chat alone, its actions come under that name, and the session's
+  dispatches on it (confirming the sub-agent's tool calls, cancelling its turn) go to the chat.
+  It is not listed by ``listSessions``: the parent's ``task`` call names it in its content.
+  Root, terminal, changeset and resource-watch channels keep their URIs and are projected alone. Internal session and chat URIs mean nothing to
   0.2.0.
 * Every envelope of either channel becomes zero or more 0.2.0 envelopes on the 0.2.0 session URI
   (``actions_down.action_down``, which reads the session around the action: the store hands the
@@ -19,7 +23,7 @@ default chat (``ahp.dialects.v0_2.uris``). So, for a 0.2.0 connection:
   which ``host.transport.validation`` and the store then see.
 * Notifications: session summaries are the 0.2.0 ones (projected from the store), session URIs
   the 0.2.0 names; a notification 0.2.0 does not know is not sent. ``listSessions`` items carry
-  the host's listing facts in ``_meta`` (``AgentHost.listing_meta``; a parent under its 0.2.0 name).
+  the host's listing facts in ``_meta`` (``AgentHost.listing_meta``).
 * ``reconnect``'s replay goes through the same translation, with the session's current states in
   place of those around each replayed action (they are gone): the model/agent 0.2.0 shows may
   then come late, as the next snapshot shows it.
@@ -41,12 +45,13 @@ from ahp.dialects.v0_2.states import (
     resource_watch_down,
     root_down,
     session_down,
+    subagent_view,
     terminal_down,
 )
 from ahp.dialects.v0_2.shapes import turn_down
-from ahp.dialects.v0_2.uris import session_id, v02_session_uri
+from ahp.dialects.v0_2.uris import SUBAGENT_SEGMENT, session_id, subagent_chat_of, subagent_session_uri, v02_session_uri
 from ahp.protocol import METHODS
-from ahp.state.channels import session_of_default_chat
+from ahp.state.channels import parse_subagent_chat_uri, session_of_default_chat
 from ahp.state.clock import iso_timestamp
 from host.transport.dialects.base import Dialect
 from host.transport.dialects.v02_rules import check_v02_action
@@ -119,6 +124,20 @@ def whole_view(store: Any, uri: str, state: dict[str, Any] | None = None,
     return view
 
 
+def subagent_session_view(store: Any, chat: str, state: dict[str, Any] | None = None) -> InternalSession | None:
+    """The projected session 0.2.0 is shown for the sub-agent chat ``chat`` (its state, or
+    ``state``, with every completed turn as in ``whole_view``); None when ``chat`` is no
+    sub-agent chat of a live session."""
+    parsed = parse_subagent_chat_uri(chat)
+    parent = store.state(parsed[0]) if parsed is not None else None
+    state = state if state is not None else store.state(chat)
+    if parent is None or state is None:
+        return None
+    if store.older_turn_count(chat):
+        state = {**{key: value for key, value in state.items() if key != "turnsNextCursor"}, "turns": store.turns(chat)}
+    return subagent_view(parent, chat, state, created_at(parent))
+
+
 def _down_state(view: InternalSession) -> dict[str, Any] | None:
     shown = session_down(view)
     if shown is None:
@@ -166,7 +185,7 @@ class Ahp02Dialect(Dialect):
 
     def internal_uri(self, host: Any, channel: Any) -> Any:
         if session_id(channel) is not None:
-            return host.session_uri(channel)
+            return host.session_uri(channel) or _subagent_chat(host, channel)
         if host.store.kind(channel) in ("session", "chat"):
             return None  # internal names mean nothing to 0.2.0
         return channel
@@ -177,7 +196,8 @@ class Ahp02Dialect(Dialect):
         if session_id(channel) is not None:
             uri = host.session_uri(channel)
             if uri is None:
-                return None
+                chat = _subagent_chat(host, channel)
+                return [chat] if chat is not None else None
             chat = (host.store.state(uri) or {}).get("defaultChat")
             return [uri, chat] if isinstance(chat, str) and chat in host.store else [uri]
         if channel in host.store and host.store.kind(channel) in _VISIBLE_KINDS:
@@ -185,7 +205,7 @@ class Ahp02Dialect(Dialect):
         return None
 
     def sees_kind(self, kind: str | None) -> bool:
-        return kind == "session" or kind in _VISIBLE_KINDS
+        return kind in ("session", "chat") or kind in _VISIBLE_KINDS  # a chat: a sub-agent's projected session
 
     def snapshot(self, host: Any, channel: str, snapshots: list[dict[str, Any]]) -> dict[str, Any]:
         first = snapshots[0]
@@ -197,6 +217,9 @@ class Ahp02Dialect(Dialect):
                               (chat["resource"], chat["state"]) if chat is not None else None)
             state = _down_state(view) if view is not None else None
             return {"resource": channel, "state": state, "fromSeq": first["fromSeq"]}
+        if kind == "chat":
+            view = subagent_session_view(store, first["resource"], first["state"])
+            return {"resource": channel, "state": _down_state(view) if view is not None else None, "fromSeq": first["fromSeq"]}
         return {**first, "state": _state_down(kind, first["state"])}
 
     def list_sessions(self, host: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -205,8 +228,6 @@ class Ahp02Dialect(Dialect):
             shown = v02_summary(host.store, summary["resource"])
             if shown is not None:
                 meta = host.listing_meta(summary["resource"])
-                if "parent" in meta:
-                    meta["parent"] = v02_session_uri(meta["parent"]) or meta["parent"]
                 if meta:
                     shown = {**shown, "_meta": {**(shown.get("_meta") or {}), **meta}}
                 items.append(shown)
@@ -218,7 +239,8 @@ class Ahp02Dialect(Dialect):
 
     def fetch_turns(self, host: Any, params: dict[str, Any]) -> dict[str, Any]:
         """0.2.0's paging: turns before ``before`` (newest last), in 0.2.0 shapes."""
-        page = host.fetch_turns(params["channel"], params.get("before"), params.get("limit"))
+        channel = _subagent_chat(host, params["channel"]) or params["channel"]
+        page = host.fetch_turns(channel, params.get("before"), params.get("limit"))
         return {**page, "turns": [turn_down(turn) for turn in page["turns"]]}
 
     # -- actions -------------------------------------------------------------------------------
@@ -235,9 +257,10 @@ class Ahp02Dialect(Dialect):
             return [], f"No channel {channel} on this host."
         if kind == "session" and action_type == "session/truncated":
             _load_through(store, (store.state(internal) or {}).get("defaultChat"), action.get("turnId"))
-        if kind == "session":
-            view = session_view(store, internal)
+        if kind in ("session", "chat"):
+            view = session_view(store, internal) if kind == "session" else subagent_session_view(store, internal)
             shown = _down_state(view) if view is not None else None
+            kind = "session"
         else:
             shown = _state_down(kind, store.state(internal))
         reason = check_v02_action(kind, shown or {}, action, client_id)
@@ -254,13 +277,17 @@ class Ahp02Dialect(Dialect):
         store = host.store
 
         def provider_of(ident: str) -> str | None:
-            uri = host.session_uri(f"ahp-session:/{ident}")
+            parent, _, _ = ident.rpartition(SUBAGENT_SEGMENT)  # a sub-agent's: its session's provider
+            uri = host.session_uri(f"ahp-session:/{parent or ident}")
             if uri is None:
                 return None
             return (store.state(uri) or {}).get("provider") or uri.split(":", 1)[0]
 
-        return action_up(channel, action, now=host.clock(), provider_of=provider_of,
-                         session_of=lambda uri: session_view(store, uri))
+        def session_of(uri: str) -> InternalSession | None:
+            chat = subagent_chat_of(uri)
+            return session_view(store, uri) if chat is None else subagent_session_view(store, chat)
+
+        return action_up(channel, action, now=host.clock(), provider_of=provider_of, session_of=session_of)
 
     def replayed(self, host: Any, envelopes: Any) -> list[dict[str, Any]] | None:
         shown: list[dict[str, Any]] = []
@@ -284,20 +311,25 @@ class Ahp02Dialect(Dialect):
             down = action_down(kind, channel, action)
         elif kind == "chat":
             session = session_of_default_chat(channel)
-            if session is None:
-                return None  # another chat than the default: 0.2.0 sees nothing of it
+            projected = subagent_session_uri(channel) if session is None else None
+            if session is None and projected is None:
+                return None  # another chat than the default or a sub-agent's: 0.2.0 sees nothing of it
             if action.get("type") == "chat/turnsLoaded":
                 return None  # a 0.2.0 client holds every turn already (``whole_view``)
             if _is_token(action):
-                target = v02_session_uri(session)
+                target = v02_session_uri(session or projected)
                 new_type, keys = _TOKENS[action["type"]]
                 shown = {"type": new_type, **{key: action[key] for key in keys if key in action}}
                 return None if target is None else _wrapped(envelope, target, shown)
             store = change.store if change is not None else None
             if store is None or change.before is None:
                 return None
-            before = session_view(store, session, chat=(channel, change.before))
-            after = session_view(store, session, chat=(channel, change.after))
+            if session is None:
+                before = subagent_session_view(store, channel, change.before)
+                after = subagent_session_view(store, channel, change.after)
+            else:
+                before = session_view(store, session, chat=(channel, change.before))
+                after = session_view(store, session, chat=(channel, change.after))
             if before is None or after is None:
                 return None
             down = action_down("chat", channel, action, before, after)
@@ -367,6 +399,17 @@ def _load_through(store: Any, chat: Any, turn_id: Any) -> None:
     ids = store.turn_ids(chat)
     if turn_id in ids:
         store.load_older(chat, ids.index(turn_id))
+
+
+def _subagent_chat(host: Any, name: Any) -> str | None:
+    """The sub-agent chat whose projected session 0.2.0 names ``name``, if it is in the store."""
+
+    def provider_of(ident: str) -> str | None:
+        uri = host.session_uri(f"ahp-session:/{ident}")
+        return (host.store.state(uri) or {}).get("provider") if uri is not None else None
+
+    chat = subagent_chat_of(name, provider_of)
+    return chat if chat is not None and host.store.kind(chat) == "chat" else None
 
 
 class _Now:

@@ -152,7 +152,7 @@ class Dialect:
                 shown.append(item)
         return shown
 
-    # -- the translator (host.store.Translator) ---------------------------------------------------
+    # -- the translator (host.state.store.Translator) ---------------------------------------------------
 
     def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
         return False

@@ -19,7 +19,7 @@
 * Both: ``listSessions`` pages with ``limit``/``cursor``/``nextCursor``; params are checked
   against the vendored 0.7.0 schema (``ahp.dialects.params``, whose commands 0.9.0 shares).
   Each item's ``_meta`` carries the host's listing facts (``AgentHost.listing_meta``: first
-  message, sub-agent parent, one-shot run), as 0.2.0's do.
+  message, one-shot run), as 0.2.0's do.
 """
 
 from __future__ import annotations
@@ -220,6 +220,6 @@ def _decode_cursor(cursor: Any) -> tuple[int, str]:
 
 
 def _with_listing_meta(host: Any, summary: dict[str, Any]) -> dict[str, Any]:
-    """``summary`` with the host's listing facts (first message, parent, one-shot) in ``_meta``."""
+    """``summary`` with the host's listing facts (first message, one-shot) in ``_meta``."""
     meta = host.listing_meta(summary["resource"])
     return {**summary, "_meta": {**(summary.get("_meta") or {}), **meta}} if meta else summary
