@@ -57,7 +57,7 @@ from ahp.jsonrpc import encode
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
-from host.journal import PART_CHARS, Journal, expand
+from host.journal import PART_CHARS, WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, expand
 from host.wire import action_frame
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
@@ -90,6 +90,15 @@ FLUSH_ROWS = 1_000
 
 MIN_COMMIT_INTERVAL = 0.001
 """Seconds between two commits made for frames waiting to leave (``when_durable``)."""
+
+REPLAY_CHARS = 4_000_000
+"""Most characters of envelopes the replay buffer (and the journal's replay window) holds, besides
+its count: a terminal printing megabytes must not make reconnect replay, or the journal, hold them."""
+
+SNAPSHOT_CHARS = 8_000_000
+"""Characters journaled since the last snapshot past which the next one is taken, besides
+``snapshot_every`` entries: what the journal holds beyond its states stays under this plus
+``REPLAY_CHARS``, however large the actions."""
 
 
 class Subscriber(Protocol):
@@ -213,6 +222,8 @@ class Store:
         journal: Journal | None = None,
         replay_capacity: int = 10_000,
         snapshot_every: int = 5_000,
+        replay_chars: int = REPLAY_CHARS,
+        snapshot_chars: int = SNAPSHOT_CHARS,
     ) -> None:
         self.seq = 0
         self._clock = clock
@@ -221,7 +232,13 @@ class Store:
         self._last_commit = 0.0
         self._on_commit: list[Callable[[], None]] = []
         self._snapshot_every = snapshot_every
-        self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
+        self._snapshot_chars = snapshot_chars
+        self._replay: deque[tuple[int, str, dict[str, Any], int]] = deque(maxlen=replay_capacity)
+        """``(serverSeq, channel, envelope, characters of its JSON)``, oldest first."""
+        self._replay_chars = replay_chars
+        self._replay_size = 0
+        """Characters the replay buffer holds."""
+        self._checkpoint_task: asyncio.Future[None] | None = None
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -323,7 +340,7 @@ class Store:
             self._schedule_flush()
         if changed:
             self._changed.add(channel)
-        self._replay.append((self.seq, channel, envelope))
+        self._remember(self.seq, channel, envelope, len(envelope_json))
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
         after = entry.state if observers or wants_states else None
@@ -458,7 +475,7 @@ class Store:
             if not self._replay or self._replay[0][0] > since + 1:
                 return None
         wanted = set(channels)
-        return [envelope for seq, channel, envelope in self._replay if seq > since and channel in wanted]
+        return [envelope for seq, channel, envelope, _ in self._replay if seq > since and channel in wanted]
 
     # -- durability ----------------------------------------------------------------------------
 
@@ -496,8 +513,10 @@ class Store:
             for envelope in expand(json.loads(item.body or "{}")):
                 recent.append((envelope["serverSeq"], item.channel, envelope))
         recent.sort(key=lambda entry: entry[0])  # runs of different channels interleave in seq
-        self._replay.extend(recent)
-        self._trim_replay_to_contiguous()
+        self._replay.clear()
+        self._replay_size = 0
+        for seq, channel, envelope in self._contiguous(recent):
+            self._remember(seq, channel, envelope, len(action_frame(envelope)[0]))
 
     def snapshot_now(self) -> None:
         """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""
@@ -505,8 +524,8 @@ class Store:
             return
         upto, seq, plans, removed = self._begin_snapshot()
         for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
-            pass
-        self._journal.checkpoint()
+            self._check_wal(background=False)
+        self._journal.checkpoint_here()
 
     async def _snapshot_in_background(self) -> None:
         """A snapshot that never holds the event loop long: states are serialised in a worker
@@ -519,10 +538,15 @@ class Store:
         try:
             pieces = await asyncio.to_thread(_encode_plans, plans)
             for _ in self._write_snapshot(journal, upto, seq, pieces, removed):
-                await asyncio.sleep(0)
+                self._check_wal(background=True)
+                task = self._checkpoint_task
+                if task is not None and not task.done() and journal.wal_bytes() >= WAL_CHECKPOINT_BYTES:
+                    await asyncio.wait({task})  # written faster than checkpointed: let it catch up
+                else:
+                    await asyncio.sleep(0)
                 if self._journal is not journal:
                     return  # closed meanwhile: close() wrote a full snapshot
-            await asyncio.to_thread(journal.checkpoint)
+            self._check_wal(background=True)
         except BaseException:
             self._changed.update(plans)  # not written: the next snapshot takes them
             self._removed.update(removed)
@@ -577,7 +601,7 @@ class Store:
         for uri in removed:
             self._written.pop(uri, None)
         self._written.update(written)
-        yield from journal.prune(upto, self._replay.maxlen or 0)
+        yield from journal.prune(upto, self._replay.maxlen or 0, self._replay_chars)
 
     def close(self) -> None:
         if self._journal is not None:
@@ -597,6 +621,7 @@ class Store:
         if self._journal is not None and self._journal.dirty:
             self._journal.flush()
             self._last_commit = time.monotonic()
+            self._check_wal(background=True)
         if self._on_commit:
             callbacks, self._on_commit = self._on_commit, []
             for callback in callbacks:
@@ -638,7 +663,9 @@ class Store:
         self._flush_timer = loop.call_at(due, self.flush)
 
     def _maybe_snapshot(self) -> None:
-        if self._journal is None or self._journal.entries_since_snapshot < self._snapshot_every:
+        journal = self._journal
+        if journal is None or (journal.entries_since_snapshot < self._snapshot_every
+                               and journal.chars_since_snapshot < self._snapshot_chars):
             return
         if self._snapshot_task is not None and not self._snapshot_task.done():
             return  # one at a time; this one's changes go in the next
@@ -650,14 +677,60 @@ class Store:
         self._snapshot_task = loop.create_task(self._snapshot_in_background())
         self._snapshot_task.add_done_callback(_log_failure)
 
-    def _trim_replay_to_contiguous(self) -> None:
-        # Keep only the newest run of consecutive seqs ending at self.seq.
+    def _check_wal(self, background: bool) -> None:
+        """Keep the WAL near ``WAL_CHECKPOINT_BYTES``: past it, checkpoint (in a worker thread when
+        ``background`` and an event loop runs, else here); past ``WAL_LIMIT_BYTES``, here at once."""
+        journal = self._journal
+        if journal is None:
+            return
+        size = journal.wal_bytes()
+        if size < WAL_CHECKPOINT_BYTES:
+            return
+        if size >= WAL_LIMIT_BYTES or not background:
+            journal.checkpoint_here()  # after a worker's pass that is running, if any
+            return
+        task = self._checkpoint_task
+        if task is not None and not task.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            journal.checkpoint_here()
+            return
+        self._checkpoint_task = loop.create_task(self._checkpoint_in_background(journal))
+
+    async def _checkpoint_in_background(self, journal: Journal) -> None:
+        """Copy the WAL from a worker thread (its fsyncs and the bulk of the copying off the loop);
+        frames committed meanwhile are copied by a second pass, and what is still left, a few
+        frames, here between two commits, so that the next commit starts the WAL again."""
+        for _ in range(2):
+            if await asyncio.to_thread(journal.checkpoint):
+                return
+            if self._journal is not journal:
+                return
+        journal.checkpoint_here()
+
+    def _contiguous(self, items: list[tuple[int, str, dict[str, Any]]]) -> list[tuple[int, str, dict[str, Any]]]:
+        """The newest run of consecutive seqs of ``items`` (sorted) ending at ``self.seq``."""
         kept: list[tuple[int, str, dict[str, Any]]] = []
         expected = self.seq
-        for item in reversed(self._replay):
+        for item in reversed(items):
             if item[0] != expected:
                 break
             kept.append(item)
             expected -= 1
-        self._replay.clear()
-        self._replay.extend(reversed(kept))
+        kept.reverse()
+        return kept
+
+    def _remember(self, seq: int, channel: str, envelope: dict[str, Any], size: int) -> None:
+        """Add an envelope to the replay buffer, dropping the oldest past its count or characters
+        (the newest always stays)."""
+        replay = self._replay
+        if replay.maxlen == 0:
+            return
+        if len(replay) == replay.maxlen:
+            self._replay_size -= replay.popleft()[3]
+        replay.append((seq, channel, envelope, size))
+        self._replay_size += size
+        while self._replay_size > self._replay_chars and len(replay) > 1:
+            self._replay_size -= replay.popleft()[3]
