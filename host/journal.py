@@ -11,13 +11,17 @@ channel takes no serverSeq):
 **Text runs.** Consecutive text appends to the same part of the same channel (``chat/delta``,
 ``chat/reasoning``: ``ahp.state.appends.TEXT_APPENDS``, with that module's ``run_key``, the one
 definition of a run the store holds state by too; the caller passes the action of an envelope that
-may join a run) share one ``action`` row: its body is one envelope whose ``content`` is the run's text joined and whose
-``serverSeq`` is the run's last, plus ``"coalesced": [[serverSeq, length], ...]`` from which the
-individual envelopes are cut again (``expand``). Reducing the joined envelope gives the same state as
-reducing each piece (appending is associative and these reducers ignore the clock), so a reader that
-ignores ``coalesced`` still recovers the right state. Any other entry for the channel, a snapshot,
-or ``RUN_LIMIT`` pieces end a run; while a run is open its row is rewritten at each flush (bounded by
-the limit), so a 10,000-delta turn takes some 10,000 / ``RUN_LIMIT`` rows.
+may join a run) form a run of at most ``RUN_LIMIT`` pieces. Its first commit writes one ``action``
+row (the head): one envelope whose ``content`` is the pieces so far joined and whose ``serverSeq``
+is their last, plus ``"coalesced": [[serverSeq, length], ...]``. Each later commit appends the
+pieces committed since as one ``run_texts`` row (``entry`` = the head's id, their marks and their
+text joined): nothing written is ever rewritten, so a commit costs the new text's page of WAL, not
+the whole run again. Readers (``entries_after``, ``recent_actions``) join a head and its
+``run_texts`` into one coalesced envelope, from which the individual envelopes are cut again
+(``expand``): every envelope's serverSeq is recovered. Reducing the joined envelope gives the same
+state as reducing each piece (appending is associative and these reducers ignore the clock), so a
+reader that ignores ``coalesced`` still recovers the right state. Any other entry for the channel,
+a snapshot, or ``RUN_LIMIT`` pieces end a run.
 
 **Batches.** Appends are kept in memory and ``flush`` writes them in one transaction
 (``synchronous=NORMAL`` in WAL mode: once ``flush`` returns, the entries survive the process being
@@ -30,11 +34,22 @@ ids of the ``channel_state_parts`` rows whose texts, joined in order, are its st
 ``snapshots`` the entry id and serverSeq they are as of. A snapshot writes parts only for what
 changed since the previous one (the store reuses the parts of a session's unchanged turns), each in
 its own small transaction (``write_part``; the event loop runs in between), then ``write_snapshot``
-switches the manifests in one small transaction. To recover, load the channel states and re-apply the entries after that id. Entries
-older than both the snapshot and the replay window are then pruned in small transactions and the
-WAL checkpointed, from a worker thread on its own connection (``prune``; never by a commit on the
-event loop: automatic checkpoints are off). The journal never interprets states; of actions it
-knows only the run shape above.
+switches the manifests in one small transaction. To recover, load the channel states and re-apply
+the entries after that id. Entries older than both the snapshot and the replay window (a count and
+a number of characters) are then pruned, with the state parts no manifest lists, in steps of at
+most ``PRUNE_STEP_CHARS`` characters of rows (a larger row alone), measured from the sizes this
+process wrote or read, never by reading rows (``prune``, a generator the caller steps between
+event-loop turns).
+
+**Size on disk.** What the journal holds is its states plus what came since the last snapshot plus
+the replay window: the store snapshots after ``snapshot_every`` entries or a number of characters,
+whichever comes first, so a terminal printing gigabytes costs the scrollback its state keeps and
+those two bounded windows. The WAL is kept near ``WAL_CHECKPOINT_BYTES`` (``checkpoint`` from a
+worker thread on its own connection, ``checkpoint_here`` for the last frames on the writer's; never
+by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
+once copied whole, the next commit starts it again and ``journal_size_limit`` truncates it. Freed
+pages are reused, so the database file levels off at its largest content. The journal never
+interprets states; of actions it knows only the run shape above.
 """
 
 from __future__ import annotations

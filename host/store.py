@@ -39,8 +39,14 @@ Invariants:
   understood by every reader (orjson, the journal, tools, clients' tests comparing with plain
   JSON), while a run held by the one mutable object is invisible outside it, and the reducers stay
   the single definition of every state.
-* The replay buffer holds a contiguous run of the newest envelopes; a gap it cannot cover makes
-  ``replay`` return None and the caller falls back to snapshots.
+* The replay buffer holds a contiguous run of the newest envelopes, at most ``replay_capacity`` of
+  them and ``replay_chars`` characters of their JSON (the newest always); a gap it cannot cover
+  makes ``replay`` return None and the caller falls back to snapshots. The journal keeps the same
+  window across restarts.
+* The journal stays bounded on disk: a snapshot is taken after ``snapshot_every`` entries or
+  ``snapshot_chars`` characters journaled, and after each commit the WAL's size decides a
+  checkpoint (``_check_wal``: a worker thread past ``WAL_CHECKPOINT_BYTES``, this thread past
+  ``WAL_LIMIT_BYTES``).
 """
 
 from __future__ import annotations
