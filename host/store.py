@@ -713,7 +713,7 @@ class Store:
             if await asyncio.to_thread(journal.checkpoint):
                 return
             if self._journal is not journal:
-                return
+                return  # closed meanwhile (closing checkpoints)
         journal.checkpoint_here()
 
     def _contiguous(self, items: list[tuple[int, str, dict[str, Any]]]) -> list[tuple[int, str, dict[str, Any]]]:
