@@ -137,8 +137,11 @@ walks a long row's overflow pages to free them: a million characters is some 250
 millisecond or two), so a step never holds the event loop longer than that; a larger row (a
 state part) is deleted alone."""
 
-_PRUNE_ROWS = 500
+_PRUNE_ROWS = 200
 """Most rows one prune step deletes, however small."""
+
+_SCAN_ROWS = 500
+"""Manifests read per prune step (ten times as many part ids) when looking for unused parts."""
 
 _UNKNOWN_ROW_CHARS = 65_536
 """What pruning takes an entry of unknown size to weigh (one this process neither wrote nor read:
@@ -277,6 +280,9 @@ class Journal:
             # started again from its beginning and truncated to ``WAL_KEEP_BYTES``.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
+            # Some builds of SQLite (Debian's) zero every deleted page, which makes pruning a
+            # megabyte write a megabyte of WAL: zero only within pages written anyway.
+            self._db.execute("PRAGMA secure_delete=FAST")
             row = self._db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
@@ -511,25 +517,43 @@ class Journal:
                         break
                     self._sizes.pop(row_id, None)
                 yield
-            live: set[int] = set()
-            for (manifest,) in self._db.execute("SELECT manifest FROM channel_states"):
-                live.update(json.loads(manifest))
-            unused = [part for (part,) in self._db.execute("SELECT id FROM channel_state_parts") if part not in live]
-            while unused:
-                yield
-                chars, count = 0, 0
-                for part in unused:
-                    size = self._part_sizes.get(part, PART_CHARS)
-                    if count and (chars + size > PRUNE_STEP_CHARS or count == _PRUNE_ROWS):
-                        break
-                    chars, count = chars + size, count + 1
-                batch, unused = unused[:count], unused[count:]
-                with self._transaction():
-                    self._db.executemany("DELETE FROM channel_state_parts WHERE id = ?", [(part,) for part in batch])
-                for part in batch:
-                    self._part_sizes.pop(part, None)
+            yield from self._prune_parts()
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+
+    def _prune_parts(self) -> Iterator[None]:
+        """Delete the state parts no manifest lists, reading manifests and part ids in chunks. Only
+        parts older than the scan are candidates: a snapshot written between two steps (its parts
+        are newer; the ones it reuses are listed by the manifests it replaces) loses nothing."""
+        newest = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM channel_state_parts").fetchone()[0]
+        live: set[int] = set()
+        after = 0
+        while rows := self._db.execute("SELECT rowid, manifest FROM channel_states WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                       (after, _SCAN_ROWS)).fetchall():
+            for after, manifest in rows:
+                live.update(json.loads(manifest))
+            yield
+        unused: list[int] = []
+        after = 0
+        while ids := self._db.execute("SELECT id FROM channel_state_parts WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+                                      (after, newest, _SCAN_ROWS * 10)).fetchall():
+            unused.extend(part for (part,) in ids if part not in live)
+            after = ids[-1][0]
+            yield
+        start = 0
+        while start < len(unused):
+            chars, end = 0, start
+            while end < len(unused) and end - start < _PRUNE_ROWS:
+                size = self._part_sizes.get(unused[end], PART_CHARS)
+                if end > start and chars + size > PRUNE_STEP_CHARS:
+                    break
+                chars, end = chars + size, end + 1
+            batch, start = unused[start:end], end
+            with self._transaction():
+                self._db.executemany("DELETE FROM channel_state_parts WHERE id = ?", [(part,) for part in batch])
+            for part in batch:
+                self._part_sizes.pop(part, None)
+            yield
 
     def _window_start(self, keep_actions: int, keep_chars: int | None) -> int:
         """The id of the oldest action the replay window keeps (past every entry when it keeps none)."""

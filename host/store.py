@@ -607,6 +607,7 @@ class Store:
         for uri in removed:
             self._written.pop(uri, None)
         self._written.update(written)
+        yield
         yield from journal.prune(upto, self._replay.maxlen or 0, self._replay_chars)
 
     def close(self) -> None:
