@@ -581,8 +581,8 @@ class Journal:
 
     def checkpoint(self) -> bool:
         """Copy the WAL into the database file. From any thread: it uses its own connection, and a
-        passive checkpoint neither waits for nor blocks the writer. True when it copied every
-        frame: the next commit then starts the WAL again from its beginning."""
+        passive checkpoint neither waits for nor blocks the writer. True when it copied every frame
+        committed when it started (later commits may have added more)."""
         try:
             with self._checkpointing, contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
                 busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()

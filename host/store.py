@@ -245,6 +245,8 @@ class Store:
         self._replay_size = 0
         """Characters the replay buffer holds."""
         self._checkpoint_task: asyncio.Future[None] | None = None
+        self._commits_held = False
+        """A checkpoint's last pass runs in a worker: the store's own commits wait (``_flush_soon``)."""
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -546,8 +548,8 @@ class Store:
             for _ in self._write_snapshot(journal, upto, seq, pieces, removed):
                 self._check_wal(background=True)
                 task = self._checkpoint_task
-                if task is not None and not task.done() and journal.wal_bytes() >= WAL_CHECKPOINT_BYTES:
-                    await asyncio.wait({task})  # written faster than checkpointed: let it catch up
+                if task is not None and not task.done():
+                    await asyncio.wait({task})  # its commits would keep a checkpoint from completing
                 else:
                     await asyncio.sleep(0)
                 if self._journal is not journal:
@@ -645,14 +647,14 @@ class Store:
         self._on_commit.append(callback)
         wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
         if wait <= 0:
-            self.flush()
+            self._flush_soon()
         else:
             self._arm_flush(wait)
 
     def _schedule_flush(self) -> None:
         if self._flush_timer is not None:
             if self._journal is not None and self._journal.pending >= FLUSH_ROWS:
-                self.flush()
+                self._flush_soon()
             return
         self._arm_flush(FLUSH_DELAY)
 
@@ -667,7 +669,15 @@ class Store:
             if self._flush_timer.when() <= due:
                 return
             self._flush_timer.cancel()
-        self._flush_timer = loop.call_at(due, self.flush)
+        self._flush_timer = loop.call_at(due, self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        """The store's own commits (timer, size, ``when_durable``): ``flush``, unless a checkpoint's
+        last pass runs (a few milliseconds), whose end commits what waited meanwhile."""
+        if self._commits_held:
+            self._flush_timer = None
+            return
+        self.flush()
 
     def _maybe_snapshot(self) -> None:
         journal = self._journal
@@ -707,15 +717,23 @@ class Store:
         self._checkpoint_task = loop.create_task(self._checkpoint_in_background(journal))
 
     async def _checkpoint_in_background(self, journal: Journal) -> None:
-        """Copy the WAL from a worker thread (its fsyncs and the bulk of the copying off the loop);
-        frames committed meanwhile are copied by a second pass, and what is still left, a few
-        frames, here between two commits, so that the next commit starts the WAL again."""
-        for _ in range(2):
-            if await asyncio.to_thread(journal.checkpoint):
-                return
-            if self._journal is not journal:
-                return  # closed meanwhile (closing checkpoints)
-        journal.checkpoint_here()
+        """Copy the WAL from a worker thread, so that its copying and fsyncs stay off the event loop.
+        A pass copies the frames committed when it started: the first copies the bulk, the second
+        what was committed meanwhile (fewer), and the third, while the store's own commits wait
+        (frames wait for it, the loop runs on), what is left, so that it completes and the commit
+        after it starts the WAL again. If a commit came in anyway (``flush`` from outside), the next
+        commit past the threshold starts another round."""
+        try:
+            for _ in range(2):
+                await asyncio.to_thread(journal.checkpoint)
+                if self._journal is not journal:
+                    return  # closed meanwhile (closing checkpoints)
+            self._commits_held = True
+            await asyncio.to_thread(journal.checkpoint)
+        finally:
+            self._commits_held = False
+        if self._journal is journal and (self._on_commit or journal.dirty):
+            self.flush()
 
     def _contiguous(self, items: list[tuple[int, str, dict[str, Any]]]) -> list[tuple[int, str, dict[str, Any]]]:
         """The newest run of consecutive seqs of ``items`` (sorted) ending at ``self.seq``."""
