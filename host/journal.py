@@ -45,8 +45,8 @@ event-loop turns).
 the replay window: the store snapshots after ``snapshot_every`` entries or a number of characters,
 whichever comes first, so a terminal printing gigabytes costs the scrollback its state keeps and
 those two bounded windows. The WAL is kept near ``WAL_CHECKPOINT_BYTES`` (``checkpoint`` from a
-worker thread on its own connection, ``checkpoint_here`` for the last frames on the writer's; never
-by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
+worker thread on its own connection; ``checkpoint_here`` on the writer's without an event loop;
+never by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
 once copied whole, the next commit starts it again and ``journal_size_limit`` truncates it. Freed
 pages are reused, so the database file levels off at its largest content. The journal never
 interprets states; of actions it knows only the run shape above.
@@ -133,9 +133,8 @@ PART_CHARS = 1_000_000
 
 PRUNE_STEP_CHARS = 1_000_000
 """Most characters of rows one prune step deletes. Deleting a row costs about its size (SQLite
-walks a long row's overflow pages to free them: a million characters is some 250 pages, a
-millisecond or two), so a step never holds the event loop longer than that; a larger row (a
-state part) is deleted alone."""
+walks a long row's overflow pages to free them: a million characters is some 250 pages, 1 to 3 ms
+of CPU), so a step never holds the event loop longer than that; a larger row is deleted alone."""
 
 _PRUNE_ROWS = 200
 """Most rows one prune step deletes, however small."""
@@ -152,8 +151,8 @@ WAL_KEEP_BYTES = 1 << 20
 starts it again from its beginning and truncates the file to this size."""
 
 WAL_CHECKPOINT_BYTES = 4 << 20
-"""A WAL larger than this is checkpointed (``Store`` starts it after a commit: a worker thread
-copies the bulk, the loop finishes the last few frames), so the file stays near this size."""
+"""A WAL larger than this is checkpointed (``Store`` starts it after a commit, in a worker thread),
+so the file stays near this size."""
 
 WAL_LIMIT_BYTES = 16 << 20
 """The cap: past it, the writer checkpoints on its own thread before going on (only when the
@@ -592,9 +591,9 @@ class Journal:
 
     def checkpoint_here(self) -> bool:
         """``checkpoint`` on the journal's own connection, on the writer's thread: as nothing
-        commits meanwhile it copies every frame (the few a worker's checkpoint left behind, or the
-        whole WAL when it reached ``WAL_LIMIT_BYTES``). It first waits for a worker's checkpoint
-        to end: then the writer waits, which is what keeps the WAL under its cap."""
+        commits meanwhile it copies every frame (without an event loop, or when the WAL reached
+        ``WAL_LIMIT_BYTES`` because writes outran the worker). It first waits for a worker's
+        checkpoint to end: then the writer waits, which is what keeps the WAL under its cap."""
         try:
             with self._checkpointing:
                 busy, log, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
