@@ -274,9 +274,9 @@ class Journal:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
-            # Checkpoints are started by the WAL's size after a commit (``Store``), off the event
-            # loop but for their last few frames, not inside a commit on the loop; the WAL is then
-            # started again from its beginning and truncated to ``WAL_KEEP_BYTES``.
+            # Checkpoints are started by the WAL's size after a commit (``Store``), in a worker
+            # thread, not inside a commit on the loop; once one copied everything, the next commit
+            # starts the WAL again from its beginning and truncates it to ``WAL_KEEP_BYTES``.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
             # Some builds of SQLite (Debian's) zero every deleted page, which makes pruning a
