@@ -14,8 +14,9 @@ fake OpenAI Chat Completions server and three clients, one per workload, all at 
 * one session on the fake provider streams a turn of ``--turn-deltas`` deltas at ``--rate`` a second
   (each delta committed on its own, as at a model's pace).
 
-Every ``--every`` seconds a line: seconds, sessions done, terminal MB printed, deltas streamed, the
-journal's database and WAL sizes, and the host's resident memory. It stops when the three are done
+Every ``--every`` seconds a line: seconds, sessions done, terminal MB printed, deltas streamed, what
+the journal holds (millions of characters of its rows: entries, run texts, state parts), its
+database and WAL files' sizes, and the host's resident memory. It stops when the three are done
 or after ``--max-seconds``, stops the host cleanly, and prints the database's size after the stop.
 """
 
@@ -23,9 +24,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -115,6 +118,18 @@ class Host:
             except FileNotFoundError:
                 return 0.0
         return size(self.journal), size(Path(f"{self.journal}-wal"))
+
+    def held_mb(self) -> float:
+        """Characters of entries, run texts and state parts the journal holds (what it needs), read
+        through a read-only connection of this process."""
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{self.journal}?mode=ro", uri=True)) as db:
+                total = 0
+                for table, column in (("entries", "body"), ("run_texts", "content"), ("channel_state_parts", "body")):
+                    total += db.execute(f"SELECT COALESCE(SUM(length({column})), 0) FROM {table}").fetchone()[0]
+        except sqlite3.Error:
+            return 0.0
+        return total / MB
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -239,13 +254,14 @@ async def main() -> None:
                 _long_turn(url, progress),
             )]
             started = time.monotonic()
-            print(f"{'s':>6} {'sessions':>8} {'term MB':>7} {'deltas':>6} {'db MB':>7} {'WAL MB':>7} {'RSS MB':>7}", flush=True)
+            print(f"{'s':>6} {'sessions':>8} {'term MB':>7} {'deltas':>6} {'held MB':>7} {'db MB':>7} {'WAL MB':>7} {'RSS MB':>7}",
+                  flush=True)
             while True:
                 done, _ = await asyncio.wait(work, timeout=args.every)
                 elapsed = time.monotonic() - started
                 db, wal = host.sizes_mb()
                 print(f"{elapsed:6.0f} {progress.sessions:8d} {progress.terminal_mb:7d} {progress.deltas:6d} "
-                      f"{db:7.1f} {wal:7.1f} {host.rss_mb():7.1f}", flush=True)
+                      f"{host.held_mb():7.1f} {db:7.1f} {wal:7.1f} {host.rss_mb():7.1f}", flush=True)
                 if all(task.done() for task in work):
                     break
                 if elapsed > args.max_seconds:
