@@ -8,10 +8,11 @@ channel takes no serverSeq):
 * ``created``  — a channel appeared, with its initial state;
 * ``removed``  — a channel went away.
 
-**Text runs.** Consecutive text appends to the same part of the same channel (``chat/delta``,
-``chat/reasoning``: ``ahp.state.appends.TEXT_APPENDS``, with that module's ``run_key``, the one
-definition of a run the store holds state by too; the caller passes the action of an envelope that
-may join a run) form a run of at most ``RUN_LIMIT`` pieces. Its first commit writes one ``action``
+**Text runs.** Consecutive streamed appends to the same text of the same channel (``chat/delta``,
+``chat/reasoning`` to a part, ``chat/toolCallDelta`` to a call's input:
+``ahp.state.appends.RUN_ACTION_TYPES``, with that module's ``run_key``, the one definition of a run
+the store holds state by too; the caller passes the action of an envelope that may join a run) form
+a run of at most ``RUN_LIMIT`` pieces. Its first commit writes one ``action``
 row (the head): one envelope whose ``content`` is the pieces so far joined and whose ``serverSeq``
 is their last, plus ``"coalesced": [[serverSeq, length], ...]``. Each later commit appends the
 pieces committed since as one ``run_texts`` row (``entry`` = the head's id, their marks and their
@@ -65,7 +66,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ahp.jsonrpc import encode
-from ahp.state.appends import TEXT_APPENDS, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, run_key
 from host.errors import JournalError
 
 __all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
@@ -324,9 +325,9 @@ class Journal:
         self, channel: str, seq: int, now: int, envelope_json: str, action: dict[str, Any] | None = None,
     ) -> None:
         """Journal an envelope. With its ``action`` (the caller passes it only for an envelope that is
-        the action alone: no ``origin``), a text append (``TEXT_APPENDS`` with a ``run_key``) joins
-        the channel's open run when the key matches."""
-        key = run_key(action) if action is not None and action.get("type") in TEXT_APPENDS else None
+        the action alone: no ``origin``), a streamed append (``RUN_ACTION_TYPES`` with a ``run_key``)
+        joins the channel's open run when the key matches."""
+        key = run_key(action) if action is not None and action.get("type") in RUN_ACTION_TYPES else None
         if key is None or action is None:
             self._end_run(channel)
             self._append_row(("action", channel, seq, now, envelope_json))

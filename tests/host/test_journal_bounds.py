@@ -127,6 +127,22 @@ def test_a_long_streamed_turn_adds_about_one_page_of_wal_per_committed_delta(tmp
     assert again.replay(store.seq - deltas, [A]) == store.replay(store.seq - deltas, [A])
 
 
+def test_a_streamed_tool_call_input_is_appended_too_and_replayed_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path)  # no event loop: each delta is committed on its own
+    store.create(A, "chat", chat_state(A))
+    start_turn(store, A, "t")
+    store.dispatch(A, {"type": "chat/toolCallStart", "turnId": "t", "toolCallId": "c1", "toolName": "write", "displayName": "Write"})
+    sent = [store.dispatch(A, {"type": "chat/toolCallDelta", "turnId": "t", "toolCallId": "c1", "content": f'"line {i}\\n' if i else '{"text": '})
+            for i in range(300)]
+    sent.append(store.dispatch(A, {"type": "chat/toolCallDelta", "turnId": "t", "toolCallId": "c1", "content": '"}', "invocationMessage": "Writing"}))
+    with sqlite3.connect(path) as db:  # a head row per run of 64 deltas, the rest appended
+        assert db.execute("SELECT COUNT(*) FROM entries WHERE body LIKE '%toolCallDelta%'").fetchone()[0] <= 6
+    again = open_store(path)
+    assert again.state(A) == store.state(A)
+    assert again.replay(sent[0]["serverSeq"] - 1, [A]) == sent
+
+
 def test_replay_after_a_restart_is_exact_when_runs_are_committed_piece_by_piece(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     store = open_store(path, replay_capacity=100_000)
