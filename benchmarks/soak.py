@@ -10,7 +10,8 @@ fake OpenAI Chat Completions server and three clients, one per workload, all at 
 
 * sessions, one after another: created, sent one message (the offline agent streams its answer word
   by word), and disposed once ``--keep`` newer ones exist, as a user's sessions come and go;
-* a terminal prints ``--terminal-mb`` megabytes, one command of 1 MB at a time;
+* a terminal prints ``--terminal-mb`` megabytes, one command of 1 MB at a time, at a build log's
+  pace (lines of 3 kB a millisecond apart);
 * one session on the fake provider streams a turn of ``--turn-deltas`` deltas at ``--rate`` a second
   (each delta committed on its own, as at a model's pace).
 
@@ -189,9 +190,13 @@ async def _terminal(url: str, megabytes: int, progress: Progress) -> None:
     try:
         await client.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": client.client_id}})
         await client.subscribe(terminal)
+        # A megabyte at a build log's pace (3 kB lines, a millisecond apart): each 16 ms burst fits
+        # the scrollback, so the host journals all of it (a faster flood is cut to the scrollback
+        # before it is journaled, which would make this too easy).
+        printer = "import sys, time\nfor i in range(333):\n    sys.stdout.write('x' * 3000 + chr(10)); sys.stdout.flush(); time.sleep(0.001)"
         for index in range(megabytes):
             # The mark is computed by the shell, so the echoed command line never matches it.
-            command = f"head -c {MB} /dev/zero | tr '\\0' x | fold -w 99; echo soak-mark-$(({index} + 1))\n"
+            command = f"{sys.executable} -c \"{printer}\"; echo soak-mark-$(({index} + 1))\n"
             client.dispatch(terminal, {"type": "terminal/input", "data": command})
             mark = f"soak-mark-{index + 1}"
             await client.wait_for(lambda m, e: mark in _terminal_text(client.state(terminal))[-4_000:], timeout=120)

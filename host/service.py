@@ -96,6 +96,8 @@ class AgentHost:
             journal=journal,
             replay_capacity=config.server.replay_buffer,
             snapshot_every=config.server.snapshot_every,
+            replay_chars=config.server.replay_buffer_chars,
+            snapshot_chars=config.server.snapshot_every_chars,
         )
         self.runner = TurnRunner(self.store, self.agents.get)
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).

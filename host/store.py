@@ -99,12 +99,13 @@ MIN_COMMIT_INTERVAL = 0.001
 
 REPLAY_CHARS = 4_000_000
 """Most characters of envelopes the replay buffer (and the journal's replay window) holds, besides
-its count: a terminal printing megabytes must not make reconnect replay, or the journal, hold them."""
+its count, by default (``server.replay_buffer_chars``): a terminal printing megabytes must not make
+reconnect replay, or the journal, hold them."""
 
 SNAPSHOT_CHARS = 8_000_000
 """Characters journaled since the last snapshot past which the next one is taken, besides
-``snapshot_every`` entries: what the journal holds beyond its states stays under this plus
-``REPLAY_CHARS``, however large the actions."""
+``snapshot_every`` entries, by default (``server.snapshot_every_chars``): what the journal holds
+beyond its states stays under this plus ``REPLAY_CHARS``, however large the actions."""
 
 
 class Subscriber(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +267,51 @@ def row_sizes(path: Path, lengths: bool = True) -> dict[tuple[str, int], int]:
         out = {("entries", row): chars for row, chars in db.execute(f"SELECT id, {size} FROM entries")}
         out.update({("parts", row): chars for row, chars in db.execute(f"SELECT id, {size} FROM channel_state_parts")})
     return out
+
+
+async def test_a_real_terminal_printing_megabytes_leaves_a_bounded_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    from client import AhpClient
+    from host.config import load_config
+    from host.server import start_host
+    from host.service import AgentHost
+    from tests.conftest import TOKEN
+
+    monkeypatch.setenv("SHELL", "/bin/sh")  # no rc files: a predictable shell
+    monkeypatch.setenv("ENV", "")
+    replay_chars, snapshot_chars = 200_000, 400_000
+    config = load_config(None, environ={}, overrides={
+        "server": {"port": 0, "data_dir": str(tmp_path / "data"), "token": TOKEN,
+                   "replay_buffer_chars": replay_chars, "snapshot_every_chars": snapshot_chars},
+        "sessions": {"default_directory": str(tmp_path), "default_agent": "offline", "offline_delay": 0},
+    })
+    host = AgentHost(config)
+    running = await start_host(host, token=TOKEN)
+    try:
+        client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
+        await client.initialize(subscriptions=["ahp-root://"])
+        terminal = f"ahp-terminal:/{uuid.uuid4()}"
+        await client.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": client.client_id}})
+        await client.subscribe(terminal)
+
+        def shown() -> str:
+            parts = (client.state(terminal) or {}).get("content") or []
+            return "".join(p.get("output") if p.get("type") == "command" else p.get("value", "") for p in parts)
+
+        # 3 MB of output at a build log's pace: each 16 ms burst fits the scrollback, so the terminal
+        # service journals all of it (a faster flood is cut to the scrollback before it is journaled).
+        # The mark is computed by the shell, so the echoed command never matches it.
+        printer = "import sys, time\nfor i in range(1000):\n    sys.stdout.write(('%04d' % i) + 'x' * 2995 + chr(10)); sys.stdout.flush(); time.sleep(0.001)"
+        client.dispatch(terminal, {"type": "terminal/input", "data": f"{sys.executable} -c \"{printer}\"; echo done-$((40 + 2))\n"})
+        await client.wait_for(lambda m, e: "done-42" in shown()[-2_000:], timeout=60)
+        if host.store._snapshot_task is not None:
+            await asyncio.wait_for(host.store._snapshot_task, 30)  # the last snapshot and its pruning
+        host.store.flush()
+        # The journal holds the scrollback (256 k characters, in the terminal's snapshot) and at most
+        # the two windows, not the 3 MB printed.
+        assert stored_chars(tmp_path / "data" / "journal.sqlite3") <= 400_000 + 200_000 + 300_000
+        assert len(shown()) <= 256_000  # what the client keeps is the scrollback too
+        await client.close()
+    finally:
+        await running.stop()
