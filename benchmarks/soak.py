@@ -123,11 +123,12 @@ class Host:
     def held_mb(self) -> float:
         """Characters of entries, run texts and state parts the journal holds (what it needs), read
         through a read-only connection of this process."""
+        total = 0
         try:
             with contextlib.closing(sqlite3.connect(f"file:{self.journal}?mode=ro", uri=True)) as db:
-                total = 0
                 for table, column in (("entries", "body"), ("run_texts", "content"), ("channel_state_parts", "body")):
-                    total += db.execute(f"SELECT COALESCE(SUM(length({column})), 0) FROM {table}").fetchone()[0]
+                    with contextlib.suppress(sqlite3.OperationalError):  # an older build has no run_texts
+                        total += db.execute(f"SELECT COALESCE(SUM(length({column})), 0) FROM {table}").fetchone()[0]
         except sqlite3.Error:
             return 0.0
         return total / MB
