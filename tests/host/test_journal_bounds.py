@@ -220,10 +220,12 @@ def test_terminal_output_is_journaled_as_bounded_as_the_state_keeps_it(tmp_path:
     assert again.state(TERMINAL) == store.state(TERMINAL)
     assert again.seq == store.seq
     # The replay window is bounded by characters too, and the same after the restart.
-    window = store.replay(0, [TERMINAL])
-    assert window is None or sum(len(json.dumps(e)) for e in window) <= replay_chars + 60_000
-    kept = [e for e in sent if e["serverSeq"] > sent[-1]["serverSeq"] - 5]
-    assert again.replay(kept[0]["serverSeq"] - 1, [TERMINAL]) == kept
+    oldest = store._replay[0][0]
+    window = store.replay(oldest - 1, [TERMINAL])
+    assert window == [e for e in sent if e["serverSeq"] >= oldest]
+    assert sum(len(json.dumps(e, ensure_ascii=False, separators=(",", ":"))) for e in window) <= replay_chars
+    assert store.replay(oldest - 2, [TERMINAL]) is None  # older ones are a snapshot's business
+    assert again.replay(oldest - 1, [TERMINAL]) == window
 
 
 def test_pruning_deletes_in_steps_bounded_by_characters(tmp_path: Path) -> None:
