@@ -75,8 +75,14 @@ class ServerConfig(_Section):
     """Where the journal lives; default: $XDG_DATA_HOME/agent-host."""
     replay_buffer: int = Field(default=10_000, ge=0)
     """How many recent actions a reconnecting client can be replayed."""
+    replay_buffer_chars: int = Field(default=4_000_000, ge=1)
+    """At most this many characters of those actions (a terminal printing megabytes must not make
+    the replay buffer, or the journal, hold them); the newest one is always kept."""
     snapshot_every: int = Field(default=5_000, ge=1)
     """Write a snapshot (of what changed) after this many journal rows (a run of text appends is one row)."""
+    snapshot_every_chars: int = Field(default=8_000_000, ge=1)
+    """...or after this many characters journaled, whichever comes first: what the journal holds
+    beyond its states stays under this plus replay_buffer_chars."""
 
 
 class SessionDefaults(_Section):

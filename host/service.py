@@ -101,6 +101,8 @@ class AgentHost:
             replay_capacity=config.server.replay_buffer,
             snapshot_every=config.server.snapshot_every,
             recent_turns=config.sessions.recent_turns,
+            replay_chars=config.server.replay_buffer_chars,
+            snapshot_chars=config.server.snapshot_every_chars,
         )
         self.runner = TurnRunner(self.store, self.agents.get)
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).

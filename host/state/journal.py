@@ -8,16 +8,21 @@ channel takes no serverSeq):
 * ``created``  — a channel appeared, with its initial state;
 * ``removed``  — a channel went away.
 
-**Text runs.** Consecutive text appends to the same part of the same channel (``chat/delta``,
-``chat/reasoning``: ``ahp.state.appends.TEXT_APPENDS``, with that module's ``run_key``, the one
-definition of a run the store holds state by too; the caller passes the action of an envelope that
-may join a run) share one ``action`` row: its body is one envelope whose ``content`` is the run's text joined and whose
-``serverSeq`` is the run's last, plus ``"coalesced": [[serverSeq, length], ...]`` from which the
-individual envelopes are cut again (``expand``). Reducing the joined envelope gives the same state as
-reducing each piece (appending is associative and these reducers ignore the clock), so a reader that
-ignores ``coalesced`` still recovers the right state. Any other entry for the channel, a snapshot,
-or ``RUN_LIMIT`` pieces end a run; while a run is open its row is rewritten at each flush (bounded by
-the limit), so a 10,000-delta turn takes some 10,000 / ``RUN_LIMIT`` rows.
+**Text runs.** Consecutive streamed appends to the same text of the same channel (``chat/delta``,
+``chat/reasoning`` to a part, ``chat/toolCallDelta`` to a call's input:
+``ahp.state.appends.RUN_ACTION_TYPES``, with that module's ``run_key``, the one definition of a run
+the store holds state by too; the caller passes the action of an envelope that may join a run) form
+a run of at most ``RUN_LIMIT`` pieces. Its first commit writes one ``action``
+row (the head): one envelope whose ``content`` is the pieces so far joined and whose ``serverSeq``
+is their last, plus ``"coalesced": [[serverSeq, length], ...]``. Each later commit appends the
+pieces committed since as one ``run_texts`` row (``entry`` = the head's id, their marks and their
+text joined): nothing written is ever rewritten, so a commit costs the new text's page of WAL, not
+the whole run again. Readers (``entries_after``, ``recent_actions``) join a head and its
+``run_texts`` into one coalesced envelope, from which the individual envelopes are cut again
+(``expand``): every envelope's serverSeq is recovered. Reducing the joined envelope gives the same
+state as reducing each piece (appending is associative and these reducers ignore the clock), so a
+reader that ignores ``coalesced`` still recovers the right state. Any other entry for the channel,
+a snapshot, or ``RUN_LIMIT`` pieces end a run.
 
 **Batches.** Appends are kept in memory and ``flush`` writes them in one transaction
 (``synchronous=NORMAL`` in WAL mode: once ``flush`` returns, the entries survive the process being
@@ -30,29 +35,44 @@ ids of the ``channel_state_parts`` rows whose texts, joined in order, are its st
 ``snapshots`` the entry id and serverSeq they are as of. A snapshot writes parts only for what
 changed since the previous one (the store reuses the parts of a session's unchanged turns), each in
 its own small transaction (``write_part``; the event loop runs in between), then ``write_snapshot``
-switches the manifests in one small transaction. To recover, load the channel states and re-apply the entries after that id. Entries
-older than both the snapshot and the replay window are then pruned in small transactions and the
-WAL checkpointed, from a worker thread on its own connection (``prune``; never by a commit on the
-event loop: automatic checkpoints are off). The journal never interprets states; of actions it
-knows only the run shape above. The store reads a chat's older turns back from its snapshot rows
-(``read_parts``; ``latest_snapshot`` hands it a chat's rows as they are, see ``host.state.turn_pages``).
+switches the manifests in one small transaction. To recover, load the channel states and re-apply
+the entries after that id. Entries older than both the snapshot and the replay window (a count and
+a number of characters) are then pruned, with the state parts no manifest lists, in steps of at
+most ``PRUNE_STEP_CHARS`` characters of rows (a larger row alone), measured from the sizes this
+process wrote or read, never by reading rows (``prune``, a generator the caller steps between
+event-loop turns).
+
+**Size on disk.** What the journal holds is its states plus what came since the last snapshot plus
+the replay window: the store snapshots after ``snapshot_every`` entries or a number of characters,
+whichever comes first, so a terminal printing gigabytes costs the scrollback its state keeps and
+those two bounded windows. The WAL is kept near ``WAL_CHECKPOINT_BYTES`` (``checkpoint`` from a
+worker thread on its own connection; ``checkpoint_here`` on the writer's without an event loop;
+never by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
+once copied whole, the next commit starts it again and ``journal_size_limit`` truncates it. Freed
+pages are reused, so the database file levels off at its largest content. The journal never
+interprets states; of actions it knows only the run shape above. The store reads a chat's older
+turns back from its snapshot rows (``read_parts``; ``latest_snapshot`` hands it a chat's rows as
+they are, see ``host.state.turn_pages``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ahp.jsonrpc import encode
-from ahp.state.appends import TEXT_APPENDS, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, run_key
 from host.errors import JournalError
 
-__all__ = ["Journal", "JournalEntry", "MODEL", "Snapshot", "expand", "RUN_LIMIT"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
+           "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "expand"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -80,16 +100,25 @@ CREATE TABLE IF NOT EXISTS channel_state_parts (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS channel_state_parts_channel ON channel_state_parts(channel);
+CREATE TABLE IF NOT EXISTS run_texts (
+    entry INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    marks TEXT NOT NULL,
+    content TEXT NOT NULL,
+    PRIMARY KEY (entry, seq)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
 """
 
-_FORMAT_VERSION = "2"
-"""2: snapshots keep each channel's state in its own ``channel_states`` row (only changed channels
-are rewritten); 1 (still read, upgraded by the first snapshot): the whole store in ``snapshots.body``."""
-_READABLE = ("1", _FORMAT_VERSION)
+_FORMAT_VERSION = "3"
+"""3: a text run's appends after its first commit are rows of ``run_texts`` (a build that reads
+only 2 would miss them, so it refuses the file); 2 (still read, marked 3 when opened): snapshots
+keep each channel's state in its own ``channel_states`` row (only changed channels are rewritten);
+1 (still read, upgraded by the first snapshot): the whole store in ``snapshots.body``."""
+_READABLE = ("1", "2", _FORMAT_VERSION)
 
 MODEL = "0.9.0"
 """The state model this build journals (``meta.model``): the internal model of ``ahp.state``. A
@@ -99,10 +128,8 @@ actions; ``host.state.journal_upgrade`` converts it once."""
 _INSERT = "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)"
 
 RUN_LIMIT = 64
-"""Most text appends one row holds (bounds what rewriting an open run's row costs)."""
-
-_PRUNE_BATCH = 200
-"""Rows deleted per transaction when pruning."""
+"""Most text appends one run holds (a run is its head row plus one ``run_texts`` row per later
+commit; recovery joins them into one envelope)."""
 
 _READ_BATCH = 500
 """Part ids looked up per query when reading parts."""
@@ -110,11 +137,40 @@ _READ_BATCH = 500
 PART_CHARS = 1_000_000
 """Most characters of state JSON a ``channel_state_parts`` row holds (one transaction each)."""
 
+PRUNE_STEP_CHARS = 1_000_000
+"""Most characters of rows one prune step deletes. Deleting a row costs about its size (SQLite
+walks a long row's overflow pages to free them: a million characters is some 250 pages, 1 to 3 ms
+of CPU), so a step never holds the event loop longer than that; a larger row is deleted alone."""
+
+_PRUNE_ROWS = 200
+"""Most rows one prune step deletes, however small."""
+
+_SCAN_ROWS = 500
+"""Manifests read per prune step (ten times as many part ids) when looking for unused parts."""
+
+_UNKNOWN_ROW_CHARS = 65_536
+"""What pruning takes an entry of unknown size to weigh (one this process neither wrote nor read:
+left over from an interrupted prune of an earlier run)."""
+
+WAL_KEEP_BYTES = 1 << 20
+"""``PRAGMA journal_size_limit``: when a checkpoint has copied the whole WAL, the next commit
+starts it again from its beginning and truncates the file to this size."""
+
+WAL_CHECKPOINT_BYTES = 4 << 20
+"""A WAL larger than this is checkpointed (``Store`` starts it after a commit, in a worker thread),
+so the file stays near this size."""
+
+WAL_LIMIT_BYTES = 16 << 20
+"""The cap: past it, the writer checkpoints on its own thread before going on (only when the
+worker cannot keep up), so the WAL never holds more than this and one transaction."""
+
 
 class _Run:
-    """An open text run: consecutive appends to one part of one channel, kept as one row."""
+    """An open text run: consecutive appends to one part of one channel. Its first commit writes a
+    head row in ``entries`` (the pieces so far, in the coalesced shape); each later commit adds one
+    ``run_texts`` row with the pieces appended since, so a commit writes only the new text."""
 
-    __slots__ = ("key", "channel", "now", "action", "texts", "marks", "row_id", "dirty")
+    __slots__ = ("key", "channel", "now", "action", "texts", "marks", "row_id", "count", "queued")
 
     def __init__(self, key: tuple[Any, ...], channel: str, now: int, action: dict[str, Any], seq: int) -> None:
         self.key = key
@@ -122,38 +178,61 @@ class _Run:
         self.now = now
         self.action = {name: value for name, value in action.items() if name != "content"}
         self.texts: list[str] = [action["content"]]
+        """Appends not written yet, in order."""
         self.marks: list[tuple[int, int]] = [(seq, len(action["content"]))]
-        """``(serverSeq, length)`` of each append, in order."""
+        """``(serverSeq, length)`` of each append not written yet."""
         self.row_id: int | None = None
-        self.dirty = True
-        """Appends not in the row yet (the row is not written, or is queued for a rewrite)."""
+        """The head row, once written."""
+        self.count = 1
+        """Appends in the run, written or not."""
+        self.queued = True
+        """Waiting for the next flush (its head, or a ``run_texts`` row)."""
 
     def add(self, seq: int, text: str) -> None:
         self.texts.append(text)
         self.marks.append((seq, len(text)))
+        self.count += 1
 
-    @property
-    def seq(self) -> int:
-        return self.marks[-1][0]
-
-    def body(self) -> str:
+    def head_body(self) -> str:
         if len(self.marks) == 1:
-            return encode({"channel": self.channel, "action": {**self.action, "content": self.texts[0]}, "serverSeq": self.seq})
+            return encode({"channel": self.channel, "action": {**self.action, "content": self.texts[0]},
+                           "serverSeq": self.marks[0][0]})
         return encode({
             "channel": self.channel,
             "action": {**self.action, "content": "".join(self.texts)},
-            "serverSeq": self.seq,
+            "serverSeq": self.marks[-1][0],
             "coalesced": self.marks,
         })
 
-    def insert(self, db: sqlite3.Connection) -> None:
-        cursor = db.execute(_INSERT, ("action", self.channel, self.seq, self.now, self.body()))
-        self.row_id = cursor.lastrowid
-        self.dirty = False
+    def insert(self, db: sqlite3.Connection) -> int:
+        """Write the head row; the characters written."""
+        body = self.head_body()
+        self.row_id = db.execute(_INSERT, ("action", self.channel, self.marks[-1][0], self.now, body)).lastrowid
+        return len(body)
 
-    def rewrite(self, db: sqlite3.Connection) -> None:
-        db.execute("UPDATE entries SET seq = ?, body = ? WHERE id = ?", (self.seq, self.body(), self.row_id))
-        self.dirty = False
+    def append(self, db: sqlite3.Connection) -> int:
+        """Write the pieces appended since the last commit as one ``run_texts`` row; the characters written."""
+        marks, content = encode(self.marks), "".join(self.texts)
+        db.execute("INSERT INTO run_texts(entry, seq, marks, content) VALUES (?, ?, ?, ?)",
+                   (self.row_id, self.marks[-1][0], marks, content))
+        return len(marks) + len(content)
+
+    def written(self) -> None:
+        self.texts, self.marks, self.queued = [], [], False
+
+
+def _joined(body: str, continuations: list[tuple[str, str]]) -> tuple[str, int]:
+    """A run's head row and its ``run_texts`` rows as one coalesced envelope, and its last serverSeq."""
+    envelope = json.loads(body)
+    action = envelope["action"]
+    marks = envelope.get("coalesced") or [[envelope["serverSeq"], len(action["content"])]]
+    texts = [action["content"]]
+    for more_marks, more_text in continuations:
+        marks.extend(json.loads(more_marks))
+        texts.append(more_text)
+    seq = marks[-1][0]
+    return encode({"channel": envelope["channel"], "action": {**action, "content": "".join(texts)},
+                   "serverSeq": seq, "coalesced": marks}), seq
 
 
 def expand(envelope: dict[str, Any]) -> list[dict[str, Any]]:
@@ -189,20 +268,26 @@ class Snapshot:
 
 
 class Journal:
-    """One SQLite file. All methods are synchronous and fast; call them from the event loop."""
+    """One SQLite file. All methods are synchronous and fast; call them from the event loop, except
+    ``checkpoint`` (any thread)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._wal_path = Path(f"{path}-wal")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
-            # Checkpoints run after each snapshot, off the event loop (``checkpoint``), not inside a
-            # commit on the loop. The WAL file is then reused from its start; it is not truncated
-            # (no journal_size_limit), as truncating a large file inside a commit stalls the loop.
+            # Checkpoints are started by the WAL's size after a commit (``Store``), in a worker
+            # thread, not inside a commit on the loop; once one copied everything, the next commit
+            # starts the WAL again from its beginning and truncates it to ``WAL_KEEP_BYTES``.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
+            # Some builds of SQLite (Debian's) zero every deleted page, which makes pruning a
+            # megabyte write a megabyte of WAL: zero only within pages written anyway.
+            self._db.execute("PRAGMA secure_delete=FAST")
             row = self._db.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta(key, value) VALUES ('format', ?)", (_FORMAT_VERSION,))
@@ -217,15 +302,27 @@ class Journal:
                     f"{path} was written by an incompatible agent-host (journal format {row[0]}, "
                     f"this host reads {_FORMAT_VERSION}); point --data-dir at a new directory."
                 )
+            if row is not None and row[0] == "2":  # from now on it may hold run_texts rows
+                self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (_FORMAT_VERSION,))
         except sqlite3.Error as error:
             raise JournalError(f"cannot open the journal at {path}: {error}") from error
         self.entries_since_snapshot = 0
+        self.chars_since_snapshot = 0
+        """Characters journaled since the last snapshot (what the next recovery would re-read)."""
         self._pending: list[Any] = []
-        """Rows not written yet, in order: plain tuples, or the ``_Run`` a row was started for."""
+        """Rows not written yet, in order: plain tuples, or the ``_Run`` a head row is due for."""
         self._runs: dict[str, _Run] = {}
         """Each channel's open text run."""
-        self._to_rewrite: list[_Run] = []
-        """Runs whose written row lacks pieces appended since the last flush."""
+        self._to_append: list[_Run] = []
+        """Runs whose head row is written and that have appends not written yet."""
+        self._sizes: dict[int, tuple[bool, int]] = {}
+        """Entry id → (is an action, characters with its ``run_texts``), for the entries this process
+        wrote or read: pruning measures its steps and the replay window with it, without reading rows."""
+        self._sizes_sorted = True
+        self._part_sizes: dict[int, int] = {}
+        """State part id → characters, for the parts this process wrote or read."""
+        self._checkpointing = threading.Lock()
+        """Held by a checkpoint: one at a time, so that ``checkpoint_here`` waits for a worker's."""
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -233,19 +330,21 @@ class Journal:
         self, channel: str, seq: int, now: int, envelope_json: str, action: dict[str, Any] | None = None,
     ) -> None:
         """Journal an envelope. With its ``action`` (the caller passes it only for an envelope that is
-        the action alone: no ``origin``), a text append (``TEXT_APPENDS`` with a ``run_key``) joins
-        the channel's open run when the key matches."""
-        key = run_key(action) if action is not None and action.get("type") in TEXT_APPENDS else None
+        the action alone: no ``origin``), a streamed append (``RUN_ACTION_TYPES`` with a ``run_key``)
+        joins the channel's open run when the key matches."""
+        key = run_key(action) if action is not None and action.get("type") in RUN_ACTION_TYPES else None
         if key is None or action is None:
             self._end_run(channel)
             self._append_row(("action", channel, seq, now, envelope_json))
+            self.chars_since_snapshot += len(envelope_json)
             return
+        self.chars_since_snapshot += len(action["content"])
         run = self._runs.get(channel)
-        if run is not None and run.key == key and len(run.marks) < RUN_LIMIT:
+        if run is not None and run.key == key and run.count < RUN_LIMIT:
             run.add(seq, action["content"])
-            if not run.dirty:  # its row is written: rewrite it at the next flush
-                run.dirty = True
-                self._to_rewrite.append(run)
+            if not run.queued:  # its head row is written: the new text goes in a run_texts row
+                run.queued = True
+                self._to_append.append(run)
             return
         self._end_run(channel)
         run = _Run(key, channel, now, action, seq)
@@ -254,7 +353,9 @@ class Journal:
 
     def append_created(self, channel: str, state: dict[str, Any], kind: str) -> None:
         self._end_run(channel)
-        self._append_row(("created", channel, None, None, encode({"kind": kind, "state": state})))
+        body = encode({"kind": kind, "state": state})
+        self.chars_since_snapshot += len(body)
+        self._append_row(("created", channel, None, None, body))
 
     def append_removed(self, channel: str) -> None:
         self._end_run(channel)
@@ -265,45 +366,66 @@ class Journal:
         self.entries_since_snapshot += 1  # rows, which is what recovery pays for
 
     def _end_run(self, channel: str) -> None:
-        """Later entries of ``channel`` follow its open run: close it (its row is completed at the next flush)."""
+        """Later entries of ``channel`` follow its open run: close it (what it holds is written at the next flush)."""
         self._runs.pop(channel, None)
 
     @property
     def pending(self) -> int:
         """Entries appended since the last ``flush``."""
-        return len(self._pending) + len(self._to_rewrite)
+        return len(self._pending) + len(self._to_append)
 
     @property
     def dirty(self) -> bool:
         """Entries were appended since the last ``flush``."""
-        return bool(self._pending or self._to_rewrite)
+        return bool(self._pending or self._to_append)
 
     def flush(self) -> None:
         """Write every entry appended so far in one transaction and commit it."""
         if not self.dirty:
             return
+        sizes: list[tuple[int, bool, int]] = []
         try:
             self._db.execute("BEGIN")
-            for run in self._to_rewrite:
-                run.rewrite(self._db)
             plain: list[tuple[Any, ...]] = []
             for item in self._pending:
                 if isinstance(item, _Run):
-                    if plain:
-                        self._db.executemany(_INSERT, plain)
-                        plain = []
-                    item.insert(self._db)
+                    self._insert_plain(plain, sizes)
+                    size = item.insert(self._db)
+                    sizes.append((item.row_id, True, size))  # type: ignore[arg-type]
                 else:
                     plain.append(item)
-            if plain:
-                self._db.executemany(_INSERT, plain)
+            self._insert_plain(plain, sizes)
+            appended = [(run.row_id, run.append(self._db)) for run in self._to_append]
             self._db.execute("COMMIT")
         except sqlite3.Error as error:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        for item in self._pending:
+            if isinstance(item, _Run):
+                item.written()
+        for run in self._to_append:
+            run.written()
+        for row_id, is_action, size in sizes:
+            self._sizes[row_id] = (is_action, size)
+        for row_id, size in appended:
+            known = self._sizes.get(row_id)  # type: ignore[arg-type]
+            if known is not None:
+                self._sizes[row_id] = (True, known[1] + size)  # type: ignore[index]
         self._pending.clear()
-        self._to_rewrite.clear()
+        self._to_append.clear()
+
+    def _insert_plain(self, plain: list[tuple[Any, ...]], sizes: list[tuple[int, bool, int]]) -> None:
+        """Insert ``plain`` rows (and empty it), noting their ids: one writer and AUTOINCREMENT
+        give the rows of one ``executemany`` consecutive ids ending at the last one inserted."""
+        if not plain:
+            return
+        self._db.executemany(_INSERT, plain)
+        last = self._db.execute("SELECT last_insert_rowid()").fetchone()[0]
+        first = last - len(plain) + 1
+        for offset, (kind, _channel, _seq, _now, body) in enumerate(plain):
+            sizes.append((first + offset, kind == "action", len(body or "")))
+        plain.clear()
 
     def end_runs(self) -> None:
         """Close every open run (before a snapshot: rows it covers must not change afterwards)."""
@@ -316,15 +438,18 @@ class Journal:
         self.end_runs()
         self.flush()
         self.entries_since_snapshot = 0
+        self.chars_since_snapshot = 0
         return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
 
     def write_part(self, channel: str, text: str) -> int:
         """Store a piece of a channel's state JSON in its own small transaction; its id, for a
         manifest. Parts are invisible until a ``write_snapshot`` manifest lists them."""
         try:
-            return self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)", (channel, text)).lastrowid
+            part = self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)", (channel, text)).lastrowid
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        self._part_sizes[part] = len(text)  # type: ignore[index]
+        return part  # type: ignore[return-value]
 
     def write_snapshot(self, upto: int, seq: int, manifests: dict[str, tuple[str, list[int]]], removed: Iterable[str]) -> None:
         """Record the store as of entry ``upto`` in one small transaction: each channel of
@@ -350,7 +475,7 @@ class Journal:
         self.flush()
         try:
             with self._transaction():
-                for table in ("entries", "snapshots", "channel_states", "channel_state_parts"):
+                for table in ("entries", "run_texts", "snapshots", "channel_states", "channel_state_parts"):
                     self._db.execute(f"DELETE FROM {table}")
                 for channel, (kind, state) in channels.items():
                     part = self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)",
@@ -362,42 +487,125 @@ class Journal:
                 self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?)", (model,))
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        self._sizes.clear()
+        self._part_sizes.clear()
         self.model = model
         self.needs_full_snapshot = False
         self.entries_since_snapshot = 0
+        self.chars_since_snapshot = 0
 
-    def prune(self, upto: int, keep_actions: int) -> Iterator[None]:
-        """Delete the entries older than both the snapshot at ``upto`` and the newest ``keep_actions``
-        actions (which reconnect replay keeps across restarts), and the state parts no manifest
-        lists. A generator: one small transaction per step, yielding in between."""
+    def prune(self, upto: int, keep_actions: int, keep_chars: int | None = None) -> Iterator[None]:
+        """Delete the entries older than both the snapshot at ``upto`` and the replay window (the
+        newest actions, at most ``keep_actions`` of them and ``keep_chars`` characters, which
+        reconnect replay keeps across restarts), and the state parts no manifest lists. A
+        generator: one small transaction per step (at most ``PRUNE_STEP_CHARS`` characters of
+        rows, measured without reading them), yielding in between."""
         try:
-            floor = self._db.execute(
-                "SELECT COALESCE(MIN(id), 0) FROM (SELECT id FROM entries WHERE kind='action' ORDER BY id DESC LIMIT ?)",
-                (keep_actions,),
-            ).fetchone()[0]
-            while self._db.execute(
-                "DELETE FROM entries WHERE id IN (SELECT id FROM entries WHERE id <= ? ORDER BY id LIMIT ?)",
-                (min(upto, floor - 1), _PRUNE_BATCH),
-            ).rowcount == _PRUNE_BATCH:
+            cut = min(upto, self._window_start(keep_actions, keep_chars) - 1)
+            while True:
+                ids = [row_id for (row_id,) in self._db.execute(
+                    "SELECT id FROM entries WHERE id <= ? ORDER BY id LIMIT ?", (cut, _PRUNE_ROWS))]
+                if not ids:
+                    break
+                chars, last = 0, ids[0]
+                for row_id in ids:
+                    known = self._sizes.get(row_id)
+                    size = known[1] if known is not None else _UNKNOWN_ROW_CHARS
+                    if chars and chars + size > PRUNE_STEP_CHARS:
+                        break
+                    chars, last = chars + size, row_id
+                with self._transaction():
+                    self._db.execute("DELETE FROM entries WHERE id BETWEEN ? AND ?", (ids[0], last))
+                    self._db.execute("DELETE FROM run_texts WHERE entry BETWEEN ? AND ?", (ids[0], last))
+                for row_id in ids:
+                    if row_id > last:
+                        break
+                    self._sizes.pop(row_id, None)
                 yield
-            live: set[int] = set()
-            for (manifest,) in self._db.execute("SELECT manifest FROM channel_states"):
-                live.update(json.loads(manifest))
-            unused = [part for (part,) in self._db.execute("SELECT id FROM channel_state_parts") if part not in live]
-            for start in range(0, len(unused), _PRUNE_BATCH):
-                yield
-                self._db.executemany("DELETE FROM channel_state_parts WHERE id = ?", [(part,) for part in unused[start:start + _PRUNE_BATCH]])
+            yield from self._prune_parts()
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
 
-    def checkpoint(self) -> None:
-        """Copy the WAL into the database file. From any thread: it uses its own connection, and a
-        passive checkpoint neither waits for nor blocks the writer; the WAL is then reused."""
+    def _prune_parts(self) -> Iterator[None]:
+        """Delete the state parts no manifest lists, reading manifests and part ids in chunks. Only
+        parts older than the scan are candidates: a snapshot written between two steps (its parts
+        are newer; the ones it reuses are listed by the manifests it replaces) loses nothing."""
+        newest = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM channel_state_parts").fetchone()[0]
+        live: set[int] = set()
+        after = 0
+        while rows := self._db.execute("SELECT rowid, manifest FROM channel_states WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                       (after, _SCAN_ROWS)).fetchall():
+            for after, manifest in rows:
+                live.update(json.loads(manifest))
+            yield
+        unused: list[int] = []
+        after = 0
+        while ids := self._db.execute("SELECT id FROM channel_state_parts WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+                                      (after, newest, _SCAN_ROWS * 10)).fetchall():
+            unused.extend(part for (part,) in ids if part not in live)
+            after = ids[-1][0]
+            yield
+        start = 0
+        while start < len(unused):
+            chars, end = 0, start
+            while end < len(unused) and end - start < _PRUNE_ROWS:
+                size = self._part_sizes.get(unused[end], PART_CHARS)
+                if end > start and chars + size > PRUNE_STEP_CHARS:
+                    break
+                chars, end = chars + size, end + 1
+            batch, start = unused[start:end], end
+            with self._transaction():
+                self._db.executemany("DELETE FROM channel_state_parts WHERE id = ?", [(part,) for part in batch])
+            for part in batch:
+                self._part_sizes.pop(part, None)
+            yield
+
+    def _window_start(self, keep_actions: int, keep_chars: int | None) -> int:
+        """The id of the oldest action the replay window keeps (past every entry when it keeps none)."""
+        if not self._sizes_sorted:
+            self._sizes = dict(sorted(self._sizes.items()))
+            self._sizes_sorted = True
+        start = self._db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
+        count = chars = 0
+        for row_id in reversed(self._sizes):
+            is_action, size = self._sizes[row_id]
+            if not is_action:
+                continue
+            count, chars = count + 1, chars + size
+            if count > keep_actions or (keep_chars is not None and chars > keep_chars and count > 1):
+                break
+            start = row_id
+        return start
+
+    def wal_bytes(self) -> int:
+        """The size of the WAL file (what the last checkpoint left to copy, plus commits since)."""
         try:
-            with contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            return os.stat(self._wal_path).st_size
+        except FileNotFoundError:
+            return 0
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the database file. From any thread: it uses its own connection, and a
+        passive checkpoint neither waits for nor blocks the writer. True when it copied every frame
+        committed when it started (later commits may have added more)."""
+        try:
+            with self._checkpointing, contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
+                busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:
-            pass  # housekeeping: the next snapshot checkpoints again
+            return False  # housekeeping: the next commit past the threshold tries again
+        return busy == 0 and log == copied
+
+    def checkpoint_here(self) -> bool:
+        """``checkpoint`` on the journal's own connection, on the writer's thread: as nothing
+        commits meanwhile it copies every frame (without an event loop, or when the WAL reached
+        ``WAL_LIMIT_BYTES`` because writes outran the worker). It first waits for a worker's
+        checkpoint to end: then the writer waits, which is what keeps the WAL under its cap."""
+        try:
+            with self._checkpointing:
+                busy, log, copied = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error:
+            return False
+        return busy == 0 and log == copied
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -414,7 +622,14 @@ class Journal:
         channels: dict[str, dict[str, Any]] = {}
         for channel, kind, manifest in self._db.execute("SELECT channel, kind, manifest FROM channel_states").fetchall():
             ids = json.loads(manifest)
-            texts = self.read_parts(channel, ids)
+            bodies = dict(self._db.execute("SELECT id, body FROM channel_state_parts WHERE channel = ?", (channel,)))
+            for part, body in bodies.items():
+                self._part_sizes[part] = len(body)
+            try:
+                texts = [bodies[part] for part in ids]
+            except KeyError:
+                raise JournalError(f"{self.path}: the snapshot of {channel} lacks some of its parts; the journal is "
+                                   "damaged: point --data-dir at a new directory.") from None
             if kind in raw_kinds:
                 channels[channel] = {"kind": kind, "parts": list(zip(ids, texts))}
             else:
@@ -439,18 +654,45 @@ class Journal:
             raise JournalError(f"cannot read the journal at {self.path}: {error}") from error
 
     def entries_after(self, entry_id: int) -> Iterator[JournalEntry]:
+        """The entries after ``entry_id`` in order, each run's rows joined into its one envelope."""
+        continuations = self._continuations(entry_id)
         cursor = self._db.execute(
             "SELECT id, kind, channel, seq, now, body FROM entries WHERE id > ? ORDER BY id", (entry_id,)
         )
-        for row in cursor:
-            yield JournalEntry(*row)
+        for row in cursor.fetchall():
+            yield self._entry(row, continuations)
 
     def recent_actions(self, limit: int) -> list[JournalEntry]:
+        """The newest ``limit`` action entries, oldest first, each run joined into its one envelope."""
         rows = self._db.execute(
             "SELECT id, kind, channel, seq, now, body FROM entries WHERE kind='action' ORDER BY id DESC LIMIT ?",
             (limit,),
         ).fetchall()
-        return [JournalEntry(*row) for row in reversed(rows)]
+        continuations = self._continuations(rows[-1][0] - 1) if rows else {}
+        return [self._entry(row, continuations) for row in reversed(rows)]
+
+    def _continuations(self, entry_id: int) -> dict[int, list[tuple[str, str]]]:
+        """The ``run_texts`` rows of the runs after ``entry_id``: head id → ``(marks, text)`` in order."""
+        out: dict[int, list[tuple[str, str]]] = {}
+        for entry, marks, content in self._db.execute(
+            "SELECT entry, marks, content FROM run_texts WHERE entry > ? ORDER BY entry, seq", (entry_id,)
+        ):
+            out.setdefault(entry, []).append((marks, content))
+        return out
+
+    def _entry(self, row: tuple[Any, ...], continuations: dict[int, list[tuple[str, str]]]) -> JournalEntry:
+        entry = JournalEntry(*row)
+        more = continuations.get(entry.id)
+        if more:
+            body, seq = _joined(entry.body or "{}", more)
+            entry = JournalEntry(entry.id, entry.kind, entry.channel, seq, entry.now, body)
+        self._remember(entry.id, entry.kind == "action", len(entry.body or ""))
+        return entry
+
+    def _remember(self, entry_id: int, is_action: bool, size: int) -> None:
+        if self._sizes and entry_id < next(reversed(self._sizes)):
+            self._sizes_sorted = False
+        self._sizes[entry_id] = (is_action, size)
 
     def close(self) -> None:
         try:

@@ -39,8 +39,14 @@ Invariants:
   understood by every reader (orjson, the journal, tools, clients' tests comparing with plain
   JSON), while a run held by the one mutable object is invisible outside it, and the reducers stay
   the single definition of every state.
-* The replay buffer holds a contiguous run of the newest envelopes; a gap it cannot cover makes
-  ``replay`` return None and the caller falls back to snapshots.
+* The replay buffer holds a contiguous run of the newest envelopes, at most ``replay_capacity`` of
+  them and ``replay_chars`` characters of their JSON (the newest always); a gap it cannot cover
+  makes ``replay`` return None and the caller falls back to snapshots. The journal keeps the same
+  window across restarts.
+* The journal stays bounded on disk: a snapshot is taken after ``snapshot_every`` entries or
+  ``snapshot_chars`` characters journaled, and after each commit the WAL's size decides a
+  checkpoint (``_check_wal``: a worker thread past ``WAL_CHECKPOINT_BYTES``, this thread past
+  ``WAL_LIMIT_BYTES``).
 * **Older turns** (AHP ``turnsNextCursor``, ``fetchTurns``, ``chat/turnsLoaded``). With a journal
   and ``recent_turns`` > 0, a chat's state holds its newest ``recent_turns`` completed turns and
   ``turnsNextCursor``; the older ones are not in memory. They stay where the journal's snapshots
@@ -75,7 +81,7 @@ from ahp.state import refresh_session_status
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
 from ahp.jsonrpc import action_frame
 from ahp.protocol import builders
-from host.state.journal import PART_CHARS, Journal, expand
+from host.state.journal import PART_CHARS, WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, expand
 from host.state.turn_pages import split_turns, turn_of, turns_cursor
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
@@ -108,6 +114,16 @@ FLUSH_ROWS = 1_000
 
 MIN_COMMIT_INTERVAL = 0.001
 """Seconds between two commits made for frames waiting to leave (``when_durable``)."""
+
+REPLAY_CHARS = 4_000_000
+"""Most characters of envelopes the replay buffer (and the journal's replay window) holds, besides
+its count, by default (``server.replay_buffer_chars``): a terminal printing megabytes must not make
+reconnect replay, or the journal, hold them."""
+
+SNAPSHOT_CHARS = 8_000_000
+"""Characters journaled since the last snapshot past which the next one is taken, besides
+``snapshot_every`` entries, by default (``server.snapshot_every_chars``): what the journal holds
+beyond its states stays under this plus ``REPLAY_CHARS``, however large the actions."""
 
 
 class Subscriber(Protocol):
@@ -243,6 +259,8 @@ class Store:
         replay_capacity: int = 10_000,
         snapshot_every: int = 5_000,
         recent_turns: int = 0,
+        replay_chars: int = REPLAY_CHARS,
+        snapshot_chars: int = SNAPSHOT_CHARS,
     ) -> None:
         self.seq = 0
         self._recent_turns = recent_turns if journal is not None else 0
@@ -259,7 +277,15 @@ class Store:
         self._last_commit = 0.0
         self._on_commit: list[Callable[[], None]] = []
         self._snapshot_every = snapshot_every
-        self._replay: deque[tuple[int, str, dict[str, Any]]] = deque(maxlen=replay_capacity)
+        self._snapshot_chars = snapshot_chars
+        self._replay: deque[tuple[int, str, dict[str, Any], int]] = deque(maxlen=replay_capacity)
+        """``(serverSeq, channel, envelope, characters of its JSON)``, oldest first."""
+        self._replay_chars = replay_chars
+        self._replay_size = 0
+        """Characters the replay buffer holds."""
+        self._checkpoint_task: asyncio.Future[None] | None = None
+        self._commits_held = False
+        """A checkpoint's last pass runs in a worker: the store's own commits wait (``_flush_soon``)."""
         self._channels: dict[str, _Channel] = {ROOT: _Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -477,7 +503,7 @@ class Store:
             self._schedule_flush()
         if changed:
             self._changed.add(channel)
-        self._replay.append((self.seq, channel, envelope))
+        self._remember(self.seq, channel, envelope, len(envelope_json))
         for subscriber in tuple(entry.subscribers):
             subscriber.send(frame)
         after = entry.state if observers or wants_states else None
@@ -630,7 +656,7 @@ class Store:
         wanted = set(channels)
         if any(self._trimmed.get(channel, -1) >= since for channel in wanted):
             return None  # a chat lost older turns from its state since: the client holds them
-        return [envelope for seq, channel, envelope in self._replay if seq > since and channel in wanted]
+        return [envelope for seq, channel, envelope, _ in self._replay if seq > since and channel in wanted]
 
     # -- durability ----------------------------------------------------------------------------
 
@@ -680,8 +706,10 @@ class Store:
             for envelope in expand(json.loads(item.body or "{}")):
                 recent.append((envelope["serverSeq"], item.channel, envelope))
         recent.sort(key=lambda entry: entry[0])  # runs of different channels interleave in seq
-        self._replay.extend(recent)
-        self._trim_replay_to_contiguous()
+        self._replay.clear()
+        self._replay_size = 0
+        for seq, channel, envelope in self._contiguous(recent):
+            self._remember(seq, channel, envelope, len(action_frame(envelope)[0]))
 
     def snapshot_now(self) -> None:
         """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""
@@ -690,10 +718,10 @@ class Store:
         upto, seq, plans, removed = self._begin_snapshot()
         try:
             for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
-                pass
+                self._check_wal(background=False)
         finally:
             self._snapshotting = False
-        self._journal.checkpoint()
+        self._journal.checkpoint_here()
 
     async def _snapshot_in_background(self) -> None:
         """A snapshot that never holds the event loop long: states are serialised in a worker
@@ -706,10 +734,15 @@ class Store:
         try:
             pieces = await asyncio.to_thread(_encode_plans, plans)
             for _ in self._write_snapshot(journal, upto, seq, pieces, removed):
-                await asyncio.sleep(0)
+                self._check_wal(background=True)
+                task = self._checkpoint_task
+                if task is not None and not task.done():
+                    await asyncio.wait({task})  # its commits would keep a checkpoint from completing
+                else:
+                    await asyncio.sleep(0)
                 if self._journal is not journal:
                     return  # closed meanwhile: close() wrote a full snapshot
-            await asyncio.to_thread(journal.checkpoint)
+            self._check_wal(background=True)
         except BaseException:
             self._changed.update(plans)  # not written: the next snapshot takes them
             self._removed.update(removed)
@@ -768,7 +801,8 @@ class Store:
             self._written.pop(uri, None)
         self._written.update(written)
         self._snapshotting = False
-        yield from journal.prune(upto, self._replay.maxlen or 0)
+        yield
+        yield from journal.prune(upto, self._replay.maxlen or 0, self._replay_chars)
         for uri in written:  # their turns now have rows to be read back from
             self._trim(uri)
 
@@ -790,6 +824,7 @@ class Store:
         if self._journal is not None and self._journal.dirty:
             self._journal.flush()
             self._last_commit = time.monotonic()
+            self._check_wal(background=True)
         if self._on_commit:
             callbacks, self._on_commit = self._on_commit, []
             for callback in callbacks:
@@ -806,14 +841,14 @@ class Store:
         self._on_commit.append(callback)
         wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
         if wait <= 0:
-            self.flush()
+            self._flush_soon()
         else:
             self._arm_flush(wait)
 
     def _schedule_flush(self) -> None:
         if self._flush_timer is not None:
             if self._journal is not None and self._journal.pending >= FLUSH_ROWS:
-                self.flush()
+                self._flush_soon()
             return
         self._arm_flush(FLUSH_DELAY)
 
@@ -828,7 +863,15 @@ class Store:
             if self._flush_timer.when() <= due:
                 return
             self._flush_timer.cancel()
-        self._flush_timer = loop.call_at(due, self.flush)
+        self._flush_timer = loop.call_at(due, self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        """The store's own commits (timer, size, ``when_durable``): ``flush``, unless a checkpoint's
+        last pass runs (a few milliseconds), whose end commits what waited meanwhile."""
+        if self._commits_held:
+            self._flush_timer = None
+            return
+        self.flush()
 
     def _snapshot_soon(self) -> None:
         """Start a snapshot in the background now, unless one is running (it then covers this)."""
@@ -842,7 +885,9 @@ class Store:
         self._snapshot_task.add_done_callback(_log_failure)
 
     def _maybe_snapshot(self) -> None:
-        if self._journal is None or self._journal.entries_since_snapshot < self._snapshot_every:
+        journal = self._journal
+        if journal is None or (journal.entries_since_snapshot < self._snapshot_every
+                               and journal.chars_since_snapshot < self._snapshot_chars):
             return
         if self._snapshot_task is not None and not self._snapshot_task.done():
             return  # one at a time; this one's changes go in the next
@@ -854,14 +899,68 @@ class Store:
         self._snapshot_task = loop.create_task(self._snapshot_in_background())
         self._snapshot_task.add_done_callback(_log_failure)
 
-    def _trim_replay_to_contiguous(self) -> None:
-        # Keep only the newest run of consecutive seqs ending at self.seq.
+    def _check_wal(self, background: bool) -> None:
+        """Keep the WAL near ``WAL_CHECKPOINT_BYTES``: past it, checkpoint (in a worker thread when
+        ``background`` and an event loop runs, else here); past ``WAL_LIMIT_BYTES``, here at once."""
+        journal = self._journal
+        if journal is None:
+            return
+        size = journal.wal_bytes()
+        if size < WAL_CHECKPOINT_BYTES:
+            return
+        if size >= WAL_LIMIT_BYTES or not background:
+            journal.checkpoint_here()  # after a worker's pass that is running, if any
+            return
+        task = self._checkpoint_task
+        if task is not None and not task.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            journal.checkpoint_here()
+            return
+        self._checkpoint_task = loop.create_task(self._checkpoint_in_background(journal))
+
+    async def _checkpoint_in_background(self, journal: Journal) -> None:
+        """Copy the WAL from a worker thread, so that its copying and fsyncs stay off the event loop.
+        A pass copies the frames committed when it started: the first copies the bulk, the second
+        what was committed meanwhile (fewer), and the third, while the store's own commits wait
+        (frames wait for it, the loop runs on), what is left, so that it completes and the commit
+        after it starts the WAL again. If a commit came in anyway (``flush`` from outside), the next
+        commit past the threshold starts another round."""
+        try:
+            for _ in range(2):
+                await asyncio.to_thread(journal.checkpoint)
+                if self._journal is not journal:
+                    return  # closed meanwhile (closing checkpoints)
+            self._commits_held = True
+            await asyncio.to_thread(journal.checkpoint)
+        finally:
+            self._commits_held = False
+        if self._journal is journal and (self._on_commit or journal.dirty):
+            self.flush()
+
+    def _contiguous(self, items: list[tuple[int, str, dict[str, Any]]]) -> list[tuple[int, str, dict[str, Any]]]:
+        """The newest run of consecutive seqs of ``items`` (sorted) ending at ``self.seq``."""
         kept: list[tuple[int, str, dict[str, Any]]] = []
         expected = self.seq
-        for item in reversed(self._replay):
+        for item in reversed(items):
             if item[0] != expected:
                 break
             kept.append(item)
             expected -= 1
-        self._replay.clear()
-        self._replay.extend(reversed(kept))
+        kept.reverse()
+        return kept
+
+    def _remember(self, seq: int, channel: str, envelope: dict[str, Any], size: int) -> None:
+        """Add an envelope to the replay buffer, dropping the oldest past its count or characters
+        (the newest always stays)."""
+        replay = self._replay
+        if replay.maxlen == 0:
+            return
+        if len(replay) == replay.maxlen:
+            self._replay_size -= replay.popleft()[3]
+        replay.append((seq, channel, envelope, size))
+        self._replay_size += size
+        while self._replay_size > self._replay_chars and len(replay) > 1:
+            self._replay_size -= replay.popleft()[3]
