@@ -5,6 +5,10 @@ The schema advertised here is the contract:
 * Keys it declares are checked against their declared ``type`` and ``enum``; a ``readOnly`` key
   cannot be set. Today it declares ``telemetryLevel`` only, and honours it trivially: this host
   collects and sends no telemetry at any level.
+* ``trustedFolders`` (``ahp.workspace_trust``) lists the folders the user trusts: the host adds one
+  when a user answers its trust question with "Trust this folder", and a client revokes one by
+  dispatching the list without it. Each entry must be an absolute path (``trusted_folders_problem``);
+  ``host.trust`` acts on every change.
 * Keys it does not declare are accepted into ``values`` and kept (journaled, shown to every root
   subscriber, so each client's mirror agrees with the host) but **the host never acts on them**.
   VS Code 1.139.1 pushes about 60 settings of its own reference host on every connect
@@ -19,9 +23,14 @@ The schema advertised here is the contract:
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
-__all__ = ["MAX_UNDECLARED_KEYS", "MAX_VALUE_CHARS", "ROOT_CONFIG_SCHEMA", "root_config_state"]
+from ahp.workspace_trust import CONFIG_KEY as TRUSTED_FOLDERS
+from ahp.workspace_trust import CONFIG_PROPERTY as TRUSTED_FOLDERS_PROPERTY
+
+__all__ = ["MAX_TRUSTED_FOLDERS", "MAX_UNDECLARED_KEYS", "MAX_VALUE_CHARS", "ROOT_CONFIG_SCHEMA", "root_config_state",
+           "trusted_folders_problem"]
 
 ROOT_CONFIG_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -34,9 +43,12 @@ ROOT_CONFIG_SCHEMA: dict[str, Any] = {
             "enum": ["all", "error", "crash", "off"],
             "default": "off",
         },
+        TRUSTED_FOLDERS: TRUSTED_FOLDERS_PROPERTY,
     },
 }
 
+MAX_TRUSTED_FOLDERS = 1000
+"""Trusted folders the root config keeps at most."""
 MAX_UNDECLARED_KEYS = 256
 """Undeclared keys kept in the root config values at most."""
 MAX_VALUE_CHARS = 256 * 1024
@@ -47,3 +59,15 @@ def root_config_state(previous: Any = None) -> dict[str, Any]:
     """``RootConfigState``: the advertised schema with the values kept so far."""
     values = previous.get("values") if isinstance(previous, dict) else None
     return {"schema": ROOT_CONFIG_SCHEMA, "values": dict(values) if isinstance(values, dict) else {}}
+
+
+def trusted_folders_problem(value: Any) -> str | None:
+    """Why a ``trustedFolders`` value cannot be kept (a list of absolute paths), else None."""
+    if not isinstance(value, list):
+        return None  # the declared type check says so
+    if len(value) > MAX_TRUSTED_FOLDERS:
+        return f"lists {len(value)} folders; this host keeps at most {MAX_TRUSTED_FOLDERS}"
+    for item in value:
+        if not isinstance(item, str) or not posixpath.isabs(item) or "\0" in item:
+            return f"must list absolute folder paths (such as /home/me/project), not {item!r}"
+    return None
