@@ -36,6 +36,7 @@ from host.errors import ErrorCode, ProtocolViolation, RpcError
 from host.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.validation import check_client_action
+from ahp.state import parse_chat_uri
 from ahp.state.channels import session_of_default_chat
 
 __all__ = ["ClientConnection", "OUTBOX_LIMIT", "BACKLOG_LIMIT"]
@@ -239,6 +240,7 @@ class ClientConnection:
             return {"type": "snapshot", "snapshots": snapshots}
         for uri, internal in resumable.items():
             for channel in internal:
+                self.host.customizations.resumed(channel)
                 store.subscribe(channel, self)
                 self.host.watches.subscribed(channel)
             self.subscriptions.add(uri)
@@ -256,6 +258,8 @@ class ClientConnection:
         assert self.dialect is not None
         self.subscriptions.add(channel)
         self._internal[channel] = internal
+        for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
+            self.host.customizations.resumed(uri)
         snapshots = [self.host.store.subscribe(uri, self) for uri in internal]
         for uri in internal:
             self.host.watches.subscribed(uri)
@@ -307,7 +311,8 @@ class ClientConnection:
         envelopes, reason = self.dialect.lift(self.host, channel, action, client_id)
         if reason is None and envelopes:
             target, first = envelopes[0]
-            reason = check_client_action(store.kind(target) or "", store.state(target) or {}, first, client_id)
+            reason = check_client_action(store.kind(target) or "", store.state(target) or {}, first, client_id,
+                                         _session_of_chat(store, target))
         if reason is not None:
             # The rejection echoes the action as this client sent it, in its own version.
             store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self,
@@ -320,7 +325,8 @@ class ClientConnection:
             return
         for index, (target, lifted) in enumerate(envelopes):
             if index:
-                later = check_client_action(store.kind(target) or "", store.state(target) or {}, lifted, client_id)
+                later = check_client_action(store.kind(target) or "", store.state(target) or {}, lifted, client_id,
+                                            _session_of_chat(store, target))
                 if later is not None:
                     logger.info("part of %s from %s refused: %s", (action or {}).get("type"), self.client_id, later)
                     return
@@ -484,3 +490,9 @@ class ClientConnection:
 def _named(params: dict[str, Any]) -> str:
     automation = params.get("automation")
     return repr(automation) if isinstance(automation, str) else "that automation"
+
+
+def _session_of_chat(store: Any, channel: str) -> dict[str, Any] | None:
+    """The state of the session a chat channel belongs to (None for other channels)."""
+    parsed = parse_chat_uri(channel)
+    return store.state(parsed[1]) if parsed is not None else None

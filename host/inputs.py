@@ -102,30 +102,37 @@ class InputRequests:
         return parsed[1] if parsed is not None else None
 
     async def ask(self, channel: str, request: dict[str, Any]) -> dict[str, Any]:
+        return await self.ask_now(channel, request)
+
+    def ask_now(self, channel: str, request: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Publish the question at once (before this returns, so a snapshot taken next holds it)
+        and return the future of its answer; cancelling the future withdraws the question."""
         chat = channel if self._store.kind(channel) == "chat" else default_chat_uri(channel)
         session = self._session_of(chat) or channel
         key = (chat, str(request["id"]))
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if session not in self._store:
+            future.set_result({"response": "cancel"})
+            return future
         outside = _entry_id(chat, "ask", request["id"])
-        published_outside = False
-        try:
-            if session not in self._store:
-                return {"response": "cancel"}
-            turn = (self._store.state(chat) or {}).get("activeTurn")
-            turn_id = turn.get("id") if isinstance(turn, dict) else None
-            self._waiting[key] = _Question(future, turn_id, session)
-            if turn_id is not None:
-                self._store.dispatch(chat, builders.chat_input_requested(request=request))
-            else:
-                self._store.dispatch(session, builders.session_input_needed_set(
-                    request={"id": outside, "chat": chat, "kind": "chatInput", "request": request}))
-                published_outside = True
-            return await future
-        finally:
-            self._waiting.pop(key, None)
-            if published_outside and session in self._store and any(
+        turn = (self._store.state(chat) or {}).get("activeTurn")
+        turn_id = turn.get("id") if isinstance(turn, dict) else None
+        question = self._waiting[key] = _Question(future, turn_id, session)
+
+        def done(_: asyncio.Future[dict[str, Any]]) -> None:
+            if self._waiting.get(key) is question:
+                del self._waiting[key]
+            if turn_id is None and session in self._store and any(
                     entry.get("id") == outside for entry in (self._store.state(session) or {}).get("inputNeeded") or ()):
                 self._store.dispatch(session, builders.session_input_needed_removed(id=outside))
+
+        future.add_done_callback(done)
+        if turn_id is not None:
+            self._store.dispatch(chat, builders.chat_input_requested(request=request))
+        else:
+            self._store.dispatch(session, builders.session_input_needed_set(
+                request={"id": outside, "chat": chat, "kind": "chatInput", "request": request}))
+        return future
 
     def observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         if self._store.kind(channel) != "chat":

@@ -22,7 +22,7 @@ import json
 from typing import Any, Callable
 
 from ahp.dialects.catalogue import ACTION_INTRODUCED_IN
-from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS
+from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, TRUSTED_FOLDERS, trusted_folders_problem
 from host.tools_runtime.session_config import AUTO_APPROVE, AutoApproveValueError, auto_approve_value
 
 __all__ = ["HOST_ONLY", "check_client_action"]
@@ -54,7 +54,10 @@ HOST_ONLY = frozenset({
 _KIND_OF_PREFIX = {"automationRun": "automationRun", "resourceWatch": "resourceWatch"}
 
 
-def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id: str) -> str | None:
+def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id: str,
+                        session: dict[str, Any] | None = None) -> str | None:
+    """``session``: for a chat channel, its session's state (an input request asked while the chat
+    runs no turn lives only in the session's ``inputNeeded``, and is answered on the chat)."""
     if not isinstance(action, dict):
         return "The action must be a JSON object with a string \"type\"."
     action_type = action.get("type")
@@ -71,6 +74,8 @@ def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id
     rule = _RULES.get(action_type)
     if rule is None:
         return None
+    if session is not None and kind == "chat" and action_type in ("chat/inputAnswerChanged", "chat/inputCompleted"):
+        state = {**state, "inputNeeded": session.get("inputNeeded")}
     try:
         return rule(state, action, client_id)
     except (KeyError, TypeError, AttributeError):
@@ -186,6 +191,11 @@ def _input_request(state: dict[str, Any], request_id: Any) -> dict[str, Any] | N
     for part in (turn or {}).get("responseParts") or ():
         if isinstance(part, dict) and part.get("kind") == "inputRequest" and part.get("response") is None:
             request = part.get("request")
+            if isinstance(request, dict) and request.get("id") == request_id:
+                return request
+    for entry in state.get("inputNeeded") or ():  # asked outside a turn (see check_client_action)
+        if isinstance(entry, dict) and entry.get("kind") == "chatInput" and entry.get("chat") == state.get("resource"):
+            request = entry.get("request")
             if isinstance(request, dict) and request.get("id") == request_id:
                 return request
     return None
@@ -356,6 +366,8 @@ def _root_config_changed(state: dict[str, Any], action: dict[str, Any], client_i
         problem = _config_value_problem(prop, value)
         if problem is not None:
             return f"Host config property {key!r} {problem}, not {_shown_value(value)}."
+        if key == TRUSTED_FOLDERS and (problem := trusted_folders_problem(value)) is not None:
+            return f"Host config property {key!r} {problem}."
     kept.update(values)
     undeclared = sum(1 for key in kept if key not in schema)
     if undeclared > MAX_UNDECLARED_KEYS:
