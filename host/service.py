@@ -198,7 +198,7 @@ class AgentHost:
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
-            self.customizations.open_session(uri)
+            self.customizations.open_session(uri, restored=True)
         self.terminals.start()
 
     async def stop(self) -> None:
@@ -301,7 +301,9 @@ class AgentHost:
         self._publish_active_count()
         if active_client is not None:
             self.store.dispatch(uri, builders.session_active_client_set(active_client=active_client))
-        self.customizations.open_session(uri)
+        # A sub-agent's session (created by the host for a parent) does not ask to trust its folder:
+        # the parent's session asks, and the answer applies to the folder.
+        self.customizations.open_session(uri, ask=client_id != "host")
         self.runner.prepare(uri)
         return uri
 
