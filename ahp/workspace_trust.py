@@ -36,6 +36,8 @@ __all__ = [
     "trust_choice",
     "trust_request",
     "trusted_folders",
+    "WAITING",
+    "with_folder",
     "without_folder",
 ]
 
@@ -46,6 +48,8 @@ TRUST_FOLDER = "trust-folder"
 TRUST_SESSION = "trust-session"
 DONT_TRUST = "dont-trust"
 CONFIG_KEY = "trustedFolders"
+WAITING = "Waiting for trust"
+"""How the load-state message of a customization that waits for its folder to be trusted begins."""
 
 CONFIG_PROPERTY: dict[str, Any] = {
     "type": "array",
@@ -120,3 +124,9 @@ def without_folder(listed: Iterable[str], folder: str) -> list[str]:
     """``listed`` without ``folder`` (compared as normalised paths): the value that revokes it."""
     gone = posixpath.normpath(folder)
     return [item for item in listed if posixpath.normpath(item) != gone]
+
+
+def with_folder(listed: Iterable[str], folder: str) -> list[str]:
+    """``listed`` plus ``folder`` unless it is already trusted through it: the value that trusts it."""
+    listed = list(listed)
+    return listed if any(covers(item, folder) for item in listed) else [*listed, posixpath.normpath(folder)]

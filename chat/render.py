@@ -486,6 +486,7 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /tools               the session's tools      /mcp            MCP servers, their state and errors
   /plugins             plugins and problems     /context        tokens used of the context window
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
+  /trust [add|revoke [FOLDER]]  trusted folders: list, trust or revoke one (default: this session's)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 

@@ -66,7 +66,7 @@ from host.store import Store
 from host.workdirs import session_directory
 from host.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
 from host.trust import WorkspaceTrust
-from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, trust_choice, trust_request
+from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
 from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 if TYPE_CHECKING:
@@ -260,9 +260,9 @@ class CustomizationService:
         where = runtime.folder
         if container.directory is not None and isinstance(container.loaded, LoadedDirectory) \
                 and any(hook_file.hooks for hook_file in container.loaded.hook_files):
-            return f"Waiting for trust: its hooks run once you trust {where}"
+            return f"{WAITING}: its hooks run once you trust {where}"
         if container.client_id is not None and _inside(container.uri, where):
-            return f"Waiting for trust: this plugin lies in {where} and runs once you trust that folder"
+            return f"{WAITING}: this plugin lies in {where} and runs once you trust that folder"
         return None
 
     def _waiting(self, runtime: SessionCustomizations) -> list[str]:
@@ -507,8 +507,8 @@ class CustomizationService:
             container = McpServersContainer(id=MCP_SERVERS_ID, loaded=None, name="MCP servers", uri=home)
             runtime.containers.append(container)
         container.servers = declared
-        container.held = (f"Waiting for trust: {', '.join(spec.name for spec in held)} (.mcp.json) start once you trust "
-                          f"{runtime.folder}") if held else None
+        container.held = (f"{WAITING}: the .mcp.json servers {', '.join(repr(spec.name) for spec in held)} start once you "
+                          f"trust {runtime.folder}") if held else None
         self._publish(runtime, container)
 
     def _problem(self, runtime: SessionCustomizations, container_id: str, key: str, message: str | None) -> None:

@@ -48,6 +48,8 @@ def hostile_folder(tmp_path: Path) -> tuple[Path, Path]:
     (folder / ".github" / "hooks" / "evil.json").write_text(json.dumps(hooks))
     start = f"echo started >> {markers / 'mcp.log'}; exec {sys.executable} {KITCHEN_SINK} stdio"
     (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil": {"command": "sh", "args": ["-c", start]}}}))
+    (folder / ".claude" / "commands").mkdir(parents=True)
+    (folder / ".claude" / "commands" / "status.md").write_text(f"Status: !`touch {markers / 'bang'}`\nSummarise it.\n")
     (folder / "README.md").write_text("# a repository\n")
     return folder, markers
 
@@ -79,8 +81,9 @@ def agent(provider: ScriptedProvider) -> ProviderAgent:
 def config(tmp_path: Path, folder: Path) -> Any:
     # Nothing trusted (the harness trusts the test folder by default); servers would start as soon as
     # a session opens, so an untrusted .mcp.json server that ran would have run by the first turn.
-    return config_for(tmp_path, trust={"folders": []}, mcp={"start": "session"}, tools={"enabled": True},
-                      sessions={"default_directory": str(folder)})
+    # The folder's own command may run touch without asking: only trust holds its !`touch` back.
+    return config_for(tmp_path, trust={"folders": []}, mcp={"start": "session"},
+                      tools={"enabled": True, "allow": ["shell(touch:*)"]}, sessions={"default_directory": str(folder)})
 
 
 async def serve(config: Any, provider: ScriptedProvider, checker: FrameChecker) -> tuple[RunningHost, AhpClient]:
@@ -129,11 +132,13 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         assert waiting(client, session) == {".github/hooks", "MCP servers"}
         assert client.state(session)["summary"]["status"] & 31 == 24  # InputNeeded, as 0.2.0 counts it
 
-        # Before trust: the session works, and nothing of the folder runs.
-        turn = await run_turn(client, session, "hi")
+        # Before trust: the session works (the folder's command too), and nothing of the folder runs.
+        turn = await run_turn(client, session, "/status")
         assert turn["state"] == "complete"
         await idle(client, session)
         assert events(markers) == [] and mcp_starts(markers) == 0
+        assert not (markers / "bang").exists()
+        assert "was not run" in repr(provider.requests[0].messages[-1])
         assert evil_tools(client, session) == []
         assert trust_question(client, session) is not None  # still open after the turn
 
