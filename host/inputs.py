@@ -12,7 +12,9 @@ with the ones sent on completion. A request asked while the chat runs no turn ha
 in: it is published only in the session's ``inputNeeded`` (a ``chatInput`` entry naming the
 chat), which is all a client needs to answer it. ``observe`` must be registered as a store
 observer. A request whose session goes away, or whose turn ends unanswered, resolves as
-``cancel`` so the waiting MCP server is answered.
+``cancel`` so the waiting MCP server is answered. ``ask_now`` publishes at once and returns the
+answer's future (cancelling it withdraws the question). Questions asked outside a turn that a
+previous run of the host left behind are removed at start (``drop_unanswerable``).
 
 **What the session waits on** (``SessionState.inputNeeded``): ``observe`` keeps, for every chat,
 one entry per open input request (``chatInput``), per tool call waiting for a confirmation
@@ -189,6 +191,15 @@ class InputRequests:
         for entry_id, entry in wanted.items():
             if managed.get(entry_id) != entry:
                 self._store.dispatch(session, builders.session_input_needed_set(request=entry))
+
+    def drop_unanswerable(self) -> None:
+        """At host start: remove the questions asked outside a turn that a previous run left in
+        sessions' ``inputNeeded`` (nobody waits for their answers any more; whoever asked them
+        asks again, e.g. the trust question when the session is resumed)."""
+        for session, state in list(self._store.channels("session")):
+            for entry in state.get("inputNeeded") or ():
+                if isinstance(entry, dict) and "|ask|" in str(entry.get("id")) and entry.get("kind") == "chatInput":
+                    self._store.dispatch(session, builders.session_input_needed_removed(id=entry["id"]))
 
     def session_gone(self, session: str) -> None:
         for question in list(self._waiting.values()):

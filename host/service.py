@@ -176,6 +176,7 @@ class AgentHost:
         if root.get("config") != config:  # a journal from before the root config, or another schema
             self.store.replace(ROOT, {**root, "config": config})
         self.watches.drop_recovered()
+        self.inputs.drop_unanswerable()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]

@@ -73,7 +73,10 @@ class WorkspaceTrust:
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         if channel != ROOT or trusted_folders(before.get("config")) == trusted_folders(after.get("config")):
             return
-        loop = asyncio.get_running_loop()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a synchronous caller (no loop yet): sessions read the list when they open
+            return
         for listener in list(self.listeners):
             loop.call_soon(listener)
 

@@ -197,6 +197,7 @@ class CustomizationService:
         if runtime is None or not runtime.resume_pending:
             return
         runtime.resume_pending = False
+        runtime.start_source = "resume"
         runtime.hooks_started.clear()  # its first turn waits for their context
         self._spawn(self._session_start(runtime, "resume"))
         if self.config.mcp.start == "session" and not runtime.mcp_wanted:
@@ -344,7 +345,7 @@ class CustomizationService:
                 self._publish(runtime, container)
         if released and not runtime.resume_pending:
             runtime.hooks_started.clear()
-            self._spawn(self._session_start(runtime, "startup", only=released))
+            self._spawn(self._session_start(runtime, runtime.start_source, only=released))
         self._spawn(self._reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:

@@ -90,6 +90,9 @@ class SessionCustomizations:
         """The user answered the trust question with no: it is not asked again in this session."""
         self.asks = True
         """Whether this session asks the trust question (a sub-agent's parent asks for it)."""
+        self.start_source = "startup"
+        """The ``source`` of its SessionStart hooks: ``resume`` once a restored session was resumed
+        (also for hooks a folder trusted later releases)."""
         self.resume_pending = False
         """A session restored at host start: its SessionStart hooks (``source: "resume"``) and trust
         question wait until a client resumes it."""

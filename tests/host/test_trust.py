@@ -276,3 +276,28 @@ async def test_a_folder_trusted_in_the_config_asks_nothing_and_a_bad_trusted_lis
     finally:
         await client.close()
         await running.stop()
+
+
+async def test_a_question_left_open_by_a_restart_is_asked_again_once_and_its_answer_works(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    folder, markers = hostile_folder(tmp_path)
+    running, client = await serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker)
+    try:
+        session = await ready_session(client)
+        before = trust_question(client, session)
+        assert before is not None
+    finally:
+        await client.close()
+        await running.stop()
+
+    running, client = await serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker)
+    try:
+        await client.subscribe(session)
+        questions = [r for r in client.state(session).get("inputRequests") or () if is_trust_request(r)]
+        assert len(questions) == 1 and questions[0]["id"] != before["id"]
+        answer(client, session, questions[0], TRUST_FOLDER)
+        await client.wait_for(lambda m, e: evil_tools(client, session) and events(markers) == ["SessionStart"], timeout=20)
+        assert [p["source"] for p in payloads(markers, "SessionStart")] == ["resume"]
+    finally:
+        await client.close()
+        await running.stop()
