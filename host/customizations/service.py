@@ -695,7 +695,8 @@ class CustomizationService:
 
 
 def _inside(uri: str | None, folder: str) -> bool:
-    """Whether a ``file:`` URI names a path in ``folder`` (symlinks resolved)."""
+    """Whether a ``file:`` URI names a path in ``folder``, as written or with symlinks resolved
+    (a link in the folder to a plugin elsewhere is still something the folder brings)."""
     import os
 
     from ahp.workspace_trust import covers
@@ -703,7 +704,8 @@ def _inside(uri: str | None, folder: str) -> bool:
     parsed = urlparse(uri or "")
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
         return False
-    return covers(folder, os.path.realpath(unquote(parsed.path)))
+    path = unquote(parsed.path)
+    return covers(folder, os.path.realpath(path)) or covers(folder, os.path.abspath(path))
 
 
 def _relative(path: Path, folder: str | None) -> str:

@@ -301,3 +301,32 @@ async def test_a_question_left_open_by_a_restart_is_asked_again_once_and_its_ans
     finally:
         await client.close()
         await running.stop()
+
+
+async def test_a_client_plugin_inside_the_folder_waits_for_trust_and_one_elsewhere_does_not(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    folder, markers = hostile_folder(tmp_path)
+    for root in (folder / "tools" / "inner", tmp_path / "outer"):
+        (root / "hooks").mkdir(parents=True)
+        hook = {"type": "command", "command": f"echo {root.name} >> {markers / 'plugins.log'}"}
+        (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [hook]}]}}))
+    provider = ScriptedProvider([reply("one"), reply("two")])
+    running, client = await serve(config(tmp_path, folder), provider, frame_checker)
+    try:
+        session = await ready_session(client)
+        published = [{"type": "plugin", "id": name, "uri": root.as_uri(), "name": name, "enabled": True, "nonce": "1"}
+                     for name, root in (("inner", folder / "tools" / "inner"), ("outer", tmp_path / "outer"))]
+        client.dispatch(session, {"type": "session/activeClientChanged", "activeClient": {
+            "clientId": client.client_id, "tools": [], "customizations": published}})
+        await client.wait_for(lambda m, e: {"inner", "outer"} <= set(containers(client, session)), timeout=20)
+        assert "inner" in waiting(client, session) and "outer" not in waiting(client, session)
+        await run_turn(client, session, "hi")
+        log = markers / "plugins.log"
+        assert log.read_text().split() == ["outer"]
+        answer(client, session, trust_question(client, session), TRUST_SESSION)
+        await client.wait_for(lambda m, e: "inner" not in waiting(client, session), timeout=20)
+        await run_turn(client, session, "again")
+        assert sorted(log.read_text().split()) == ["inner", "outer", "outer"]
+    finally:
+        await client.close()
+        await running.stop()
