@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ahp.protocol import builders
