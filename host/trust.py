@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ahp.protocol import builders
@@ -40,7 +40,7 @@ def resolved_folder(folder: str | os.PathLike[str]) -> str:
 class WorkspaceTrust:
     """The trusted folders: the root config's list plus the host config's."""
 
-    def __init__(self, store: Store, *, configured: list[str] = (), required: bool = True) -> None:  # type: ignore[assignment]
+    def __init__(self, store: Store, *, configured: Sequence[str] = (), required: bool = True) -> None:
         self._store = store
         self.required = required
         self.configured = [resolved_folder(folder) for folder in configured]
