@@ -9,7 +9,7 @@ Contract:
   containers with ``session/customizationsChanged`` (each ``loading``), then one
   ``session/customizationUpdated`` per container with its parsed tree and load state; enabled
   flags of a recovered session are kept. It then runs the ``SessionStart`` hooks in the
-  background; the session's MCP servers start with its first turn (``wait_started``), or at once
+  background (a new session only, see below); the session's MCP servers start with its first turn (``wait_started``), or at once
   with ``[mcp] start = "session"``, and stop ``[mcp] idle_stop`` seconds after its last turn ended,
   or ``[mcp] unwatched_stop`` seconds after it ended with no client connected to the session (the
   next turn starts them again). A restarted host spawns no server for a session until it is
@@ -38,6 +38,19 @@ Contract:
   departing client's plugins are removed.
 - The session's turns run in its chats: a chat's turn ending (observed on the chat channel)
   starts the idle-stop countdown of its session's MCP servers.
+- Workspace trust (``host.trust``): in a session whose folder is not trusted, the folder's hook
+  containers and the client plugins that lie inside it are ``held`` (published ``degraded``
+  "Waiting for trust ...", contributing nothing), its ``.mcp.json`` servers are listed in the "MCP
+  servers" container as waiting and not started. When something is held, ``open_session`` asks once
+  (``InputRequests.ask_now``: the question is in the session before ``createSession`` answers);
+  "Trust this folder" adds it to the root config's ``trustedFolders`` and every session in it
+  releases what it held (their SessionStart hooks run for what was released, servers start as
+  ``[mcp] start`` says), "for this session" does so for the session, no leaves it held and is not
+  asked again in that session. A change of the trusted folders by anyone (a client revoking one
+  with ``root/configChanged``) re-holds or releases at once, stopping a revoked folder's servers.
+- A session restored at host start (``open_session(restored=True)``) runs no SessionStart hook,
+  starts no server and asks nothing until a client resumes it (``resumed``: a subscription, or a
+  turn); its SessionStart hooks then get ``source: "resume"``.
 - ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
   servers; ``stop()`` does that for every session (host shutdown): no server process survives.
 """
