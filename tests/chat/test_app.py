@@ -295,5 +295,11 @@ async def test_a_new_sessions_trust_question_is_answered_before_its_first_messag
     await chat.expect("(no longer trusted: ")
     await until_host(chat_host, lambda: not chat_host.host.store.state("ahp-root://")["config"]["values"]["trustedFolders"])
     await until_host(chat_host, lambda: not chat_host.host.customizations.runtime(uri).folder_trusted)
-    chat.send("/plugins")
+    for _ in range(50):  # the host has published it; the chat shows it once the update reached it
+        chat.send("/plugins")
+        shown = await chat.expect(".github/hooks")
+        if "degraded" in await chat.expect("\n"):
+            break
+    else:
+        raise AssertionError(f"the hooks never showed as waiting: {shown}")
     await chat.expect("Waiting for trust: its hooks run once you trust")
