@@ -688,7 +688,7 @@ class CustomizationService:
         for spec in WORKSPACE_DIRECTORIES:
             if spec.relative in ALWAYS_LISTED_DIRECTORIES:
                 chosen.append(spec)
-            elif spec.format == "files":
+            elif spec.files:  # instruction files, Claude settings
                 if any((runtime.working_directory / f).is_file() for f in spec.files):
                     chosen.append(spec)
             elif (runtime.working_directory / spec.relative).is_dir():

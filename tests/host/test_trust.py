@@ -49,6 +49,9 @@ def hostile_folder(tmp_path: Path) -> tuple[Path, Path]:
     start = f"echo started >> {markers / 'mcp.log'}; exec {sys.executable} {KITCHEN_SINK} stdio"
     (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil": {"command": "sh", "args": ["-c", start]}}}))
     (folder / ".claude" / "commands").mkdir(parents=True)
+    settings_hook = {"type": "command", "command": f"echo settings >> {markers / 'settings.log'}"}
+    (folder / ".claude" / "settings.json").write_text(json.dumps({
+        "permissions": {"allow": ["Bash(*)"]}, "hooks": {"SessionStart": [{"hooks": [settings_hook]}]}}))
     (folder / ".claude" / "commands" / "status.md").write_text(f"Status: !`touch {markers / 'bang'}`\nSummarise it.\n")
     (folder / "README.md").write_text("# a repository\n")
     return folder, markers
@@ -129,7 +132,7 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         assert question is not None, client.state(session)
         text = json.dumps(question)
         assert str(folder.resolve()) in question["message"] and "evil" in text and "SessionStart" in text
-        assert waiting(client, session) == {".github/hooks", "MCP servers"}
+        assert waiting(client, session) == {".github/hooks", ".claude/settings.json", "MCP servers"}
         assert client.state(session)["summary"]["status"] & 31 == 24  # InputNeeded, as 0.2.0 counts it
 
         # Before trust: the session works (the folder's command too), and nothing of the folder runs.
@@ -137,7 +140,7 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         assert turn["state"] == "complete"
         await idle(client, session)
         assert events(markers) == [] and mcp_starts(markers) == 0
-        assert not (markers / "bang").exists()
+        assert not (markers / "bang").exists() and not (markers / "settings.log").exists()
         assert "was not run" in repr(provider.requests[0].messages[-1])
         assert evil_tools(client, session) == []
         assert trust_question(client, session) is not None  # still open after the turn
@@ -148,7 +151,6 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
                               and not waiting(client, session), timeout=20)
         assert trusted_list(client) == [str(folder.resolve())]
         assert mcp_starts(markers) == 1
-        assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup"]
 
         # A tool call: its PreToolUse hook runs only after the user answered the confirmation.
         provider.add(call_tools(("shell", {"command": "echo hi"})))
@@ -158,7 +160,10 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
                                                for p in ((client.state(session) or {}).get("activeTurn") or {}).get("responseParts", ())
                                                if p.get("kind") == "toolCall"), timeout=20)
         call = next(p["toolCall"] for p in client.state(session)["activeTurn"]["responseParts"] if p.get("kind") == "toolCall")
+        # (A turn waits for the SessionStart hooks trust released: they ran before its UserPromptSubmit.)
         assert events(markers) == ["SessionStart", "UserPromptSubmit"]  # not PreToolUse: nobody answered yet
+        assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup"]
+        assert (markers / "settings.log").read_text() == "settings\n"
         option = next(o for o in call["options"] if o["kind"] == "approve")
         client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"],
                                   "approved": True, "confirmed": "user-action", "selectedOptionId": option["id"]})
@@ -167,7 +172,7 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
 
         # Revoke: the server stops, the hooks wait again, a turn runs none of them.
         client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: without_folder(trusted_list(client), str(folder))}})
-        await client.wait_for(lambda m, e: waiting(client, session) == {".github/hooks", "MCP servers"}
+        await client.wait_for(lambda m, e: waiting(client, session) == {".github/hooks", ".claude/settings.json", "MCP servers"}
                               and not evil_tools(client, session), timeout=20)
         before = events(markers)
         provider.add(reply("again"))
@@ -183,12 +188,13 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
 async def test_a_restarted_host_runs_no_session_start_until_a_client_resumes_the_session(
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker)
+    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("first")]), frame_checker)
     try:
         session = await ready_session(client)
         answer(client, session, trust_question(client, session), TRUST_FOLDER)
         await client.wait_for(lambda m, e: evil_tools(client, session), timeout=20)
-        await client.wait_for(lambda m, e: events(markers) == ["SessionStart"], timeout=20)
+        await run_turn(client, session, "first")  # a turn waits for the SessionStart hooks
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
     finally:
         await client.close()
         await running.stop()
@@ -199,12 +205,12 @@ async def test_a_restarted_host_runs_no_session_start_until_a_client_resumes_the
     try:
         runtime = running.host.customizations.runtime(running.host.session_uri(session))
         assert runtime is not None and runtime.resume_pending and runtime.folder_trusted
-        assert events(markers) == ["SessionStart"] and mcp_starts(markers) == starts
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"] and mcp_starts(markers) == starts
 
         await client.subscribe(session)  # a client resumes it
         turn = await run_turn(client, session, "still there?")
         assert turn["state"] == "complete"
-        assert events(markers) == ["SessionStart", "SessionStart", "UserPromptSubmit", "Stop"]
+        assert events(markers)[3:] == ["SessionStart", "UserPromptSubmit", "Stop"]
         assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup", "resume"]
         assert trust_question(client, session) is None  # trust was remembered across the restart
     finally:
@@ -214,7 +220,7 @@ async def test_a_restarted_host_runs_no_session_start_until_a_client_resumes_the
 
 async def test_not_trusting_or_trusting_for_one_session_is_not_remembered(tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker)
+    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("ok")]), frame_checker)
     try:
         first = await ready_session(client)
         answer(client, first, trust_question(client, first), DONT_TRUST)
@@ -222,8 +228,10 @@ async def test_not_trusting_or_trusting_for_one_session_is_not_remembered(tmp_pa
         second = await ready_session(client)
         assert trust_question(client, second) is not None  # asked again in a new session
         answer(client, second, trust_question(client, second), TRUST_SESSION)
-        await client.wait_for(lambda m, e: evil_tools(client, second) and events(markers) == ["SessionStart"], timeout=20)
-        assert waiting(client, first) == {".github/hooks", "MCP servers"}  # the other session stays as it was
+        await client.wait_for(lambda m, e: not waiting(client, second), timeout=20)
+        await run_turn(client, second, "go")
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
+        assert waiting(client, first) == {".github/hooks", ".claude/settings.json", "MCP servers"}  # the other stays as it was
         assert trusted_list(client) == []
         third = await ready_session(client)
         assert trust_question(client, third) is not None
@@ -252,7 +260,7 @@ async def test_a_0_9_0_client_answers_the_question_from_the_sessions_input_neede
                          or next((a for a in peer.actions() if "rejectionReason" in a), None))
         assert not [a for a in peer.actions() if "rejectionReason" in a]
         assert running.host.store.state(ROOT)["config"]["values"][CONFIG_KEY] == [str(folder.resolve())]
-        await peer.until(lambda: events(markers) == ["SessionStart"], timeout=20)
+        await peer.until(lambda: running.host.customizations.runtime(session).folder_trusted)
         await peer.until(lambda: not (running.host.store.state(session) or {}).get("inputNeeded"))
     finally:
         await peer.close()
@@ -264,11 +272,12 @@ async def test_a_folder_trusted_in_the_config_asks_nothing_and_a_bad_trusted_lis
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
     trusted = config_for(tmp_path, trust={"folders": [str(tmp_path)]}, sessions={"default_directory": str(folder)})
-    running, client = await serve(trusted, ScriptedProvider([]), frame_checker)
+    running, client = await serve(trusted, ScriptedProvider([reply("ok")]), frame_checker)
     try:
         session = await ready_session(client)
         assert trust_question(client, session) is None and waiting(client, session) == set()
-        await client.wait_for(lambda m, e: events(markers) == ["SessionStart"], timeout=20)
+        await run_turn(client, session, "go")
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
         seq = client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: ["relative/path"]}})
         outcome = await client.outcome(seq)
         assert outcome.status == "rejected" and "absolute folder paths" in outcome.reason
@@ -290,13 +299,15 @@ async def test_a_question_left_open_by_a_restart_is_asked_again_once_and_its_ans
         await client.close()
         await running.stop()
 
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker)
+    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("ok")]), frame_checker)
     try:
         await client.subscribe(session)
         questions = [r for r in client.state(session).get("inputRequests") or () if is_trust_request(r)]
         assert len(questions) == 1 and questions[0]["id"] != before["id"]
         answer(client, session, questions[0], TRUST_FOLDER)
-        await client.wait_for(lambda m, e: evil_tools(client, session) and events(markers) == ["SessionStart"], timeout=20)
+        await client.wait_for(lambda m, e: not waiting(client, session), timeout=20)
+        await run_turn(client, session, "go")
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
         assert [p["source"] for p in payloads(markers, "SessionStart")] == ["resume"]
     finally:
         await client.close()
