@@ -1,0 +1,62 @@
+"""Background processes of the ``shell`` tool over a real host: a call's jobs (``&``, ``nohup``,
+``setsid``, a double fork) run on after the call, end when the session is disposed or the host
+stops, and leave no zombie behind (the host is their subreaper and reaps them)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from providers import ScriptedProvider
+from providers.scripted import call_tools, reply
+from tests.conftest import FrameChecker
+from tests.host.runtime.agents.harness import idle, ready_session, serving
+from tests.host.runtime.tools._support import calls, scripted, tools_config
+from tests.tools.test_processes import DAEMONS, daemon_pids, eventually, status
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="processes are checked through /proc")
+
+
+def running(pid: int) -> bool:
+    found = status(pid)
+    return found is not None and found[0] not in ("Z", "X")
+
+
+async def start_daemons(client, session: str) -> list[int]:
+    client.send_message(session, "start the servers")
+    await idle(client, session)
+    [call] = calls(client, session)
+    assert call["success"] is True, call
+    text = "".join(item.get("text", "") for item in call["content"] if item.get("type") == "text")
+    assert "4 background processes" in text and "still running" in text
+    return call
+
+
+def agent(tmp_path: Path) -> ScriptedProvider:
+    return ScriptedProvider([call_tools(("shell", {"command": f"{DAEMONS}; echo started"})), reply("they run")])
+
+
+async def test_a_calls_background_jobs_run_on_and_end_with_their_session(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(agent(tmp_path))]) as (_, client):
+        session = await ready_session(client)
+        other = await ready_session(client)
+        await start_daemons(client, session)
+        pids = daemon_pids(tmp_path)
+        # The call is over; what it started in the background still runs (a server it will use next).
+        assert all(running(pid) for pid in pids)
+        await client.dispose_session(other)
+        assert all(running(pid) for pid in pids), "another session's dispose ended them"
+        await client.dispose_session(session)
+        # Ended with the session, and reaped by the host: not even a zombie is left.
+        assert await eventually(lambda: all(status(pid) is None for pid in pids)), [status(pid) for pid in pids]
+
+
+async def test_host_stop_ends_the_background_jobs_sessions_left(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(agent(tmp_path))]) as (_, client):
+        session = await ready_session(client)
+        await start_daemons(client, session)
+        pids = daemon_pids(tmp_path)
+        assert all(running(pid) for pid in pids)
+    assert await eventually(lambda: all(status(pid) is None for pid in pids)), [status(pid) for pid in pids]
