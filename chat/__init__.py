@@ -1,7 +1,7 @@
 """``agent-host chat``: a terminal client for an AHP host, on the ``client`` library.
 
 ``agent-host chat [URL] [--token T] [--session URI | --resume [ID] | --continue | --new] [--agent A] [--model M]
-[--cwd DIR] [-p [MESSAGE|-] [--yes] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
+[--cwd DIR] [-p [MESSAGE|-] [--yes] [--trust] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
 
 ``--resume ID`` opens a session by its id or its URI; ``--resume`` alone lists the sessions (this
 directory's first, ``chat.session_list``) and asks which; ``--continue`` the session of ``--cwd``
@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
                         help="send one message, print the answer and exit (piped stdin follows the message; '-' or none: stdin is the message)")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for new sessions (default: the current directory)")
     parser.add_argument("--yes", action="store_true", help="with -p: allow tool calls instead of denying them (without it, only this project's remembered \"Always allow\" choices apply)")
+    parser.add_argument("--trust", action="store_true",
+                        help="with -p: trust the session's folder for this session (its hooks, .mcp.json servers and "
+                             "plugins run); without it an untrusted folder's extras stay off")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default=None,
                         help="with -p: text (the default), one JSON object at the end, or one JSON object per line as it happens")
     parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="with -p: stop the turn when the model would answer more than N times")
@@ -145,7 +148,7 @@ def run(args: argparse.Namespace, *, embedded: EmbeddedHost | None = None) -> in
     With ``embedded``, the chat talks to the host that context manager runs instead of a URL.
     """
     if args.message is None:
-        for flag, value in (("--yes", args.yes), ("--output-format", args.output_format), ("--max-turns", args.max_turns), ("--timeout", args.timeout)):
+        for flag, value in (("--yes", args.yes), ("--trust", args.trust), ("--output-format", args.output_format), ("--max-turns", args.max_turns), ("--timeout", args.timeout)):
             if value:
                 print(f"agent-host chat: {flag} only applies with -p MESSAGE", file=sys.stderr)
                 return EXIT_USAGE
@@ -227,6 +230,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
                 agent=settings.agent,
                 model=settings.model,
                 approve=args.yes,
+                trust=args.trust,
                 output_format=args.output_format or "text",
                 max_turns=args.max_turns,
                 idle_timeout=IDLE_TIMEOUT if args.timeout is None else (args.timeout or None),

@@ -9,16 +9,20 @@ client asks the host's ``completions`` for ``/name`` alone (the word at the curs
 line would be the last argument) and sends the whole line as typed: the host expands the
 command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the model sees it.
 ``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
-older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``).
+older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``). ``/trust`` lists the folders
+the host trusts and changes that list with ``root/configChanged`` (``/trust add|revoke [FOLDER]``,
+``ahp.workspace_trust``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable
 
 from ahp.text_offsets import utf16_length
-from chat._answers import AnswerError, model_selection
+from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
+from chat._answers import AnswerError, model_selection, session_directory
 from chat._core import ChatCore, ChatExit
 from chat._markdown import MarkdownStream, drawn
 from chat._terminal import Eof, Interrupt, Line
@@ -33,7 +37,7 @@ from chat.session_list import Listing, arrange, render_session_list
 from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
 from chat.views import (
     REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_permissions, render_plugins, render_tools,
-    without_remembered,
+    without_remembered, render_trust,
 )
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
@@ -42,7 +46,7 @@ __all__ = ["Commands", "CLIENT_COMMANDS"]
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
     "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
-    "diff", "undo", "rewind",
+    "diff", "undo", "rewind", "trust",
 )
 """The commands this client runs itself (the host offers more through ``completions``;
 ``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
@@ -79,6 +83,7 @@ class Commands(ChatCore):
             "usage": self._cmd_cost,
             "compact": self._cmd_compact,
             "permissions": self._cmd_permissions,
+            "trust": self._cmd_trust,
         }.get(name)
         try:
             if handler is not None:
@@ -136,6 +141,32 @@ class Commands(ChatCore):
     async def _cmd_plugins(self, args: str) -> None:
         if (state := await self._session_view()) is not None:
             self._write(render_plugins(state, self.style))
+
+    async def _cmd_trust(self, args: str) -> None:
+        """``/trust`` lists the trusted folders; ``/trust add [FOLDER]`` and ``/trust revoke [FOLDER]``
+        change the host's list (``root/configChanged``; FOLDER defaults to this session's folder)."""
+        verb, _, rest = args.partition(" ")
+        state = self._state() if self.session else None
+        folder = os.path.realpath(os.path.expanduser(rest.strip())) if rest.strip() else \
+            os.path.realpath(session_directory(state, self.cwd) if state else self.cwd)
+        root = self.client.state(ROOT_CHANNEL) or {}
+        listed = trusted_folders(root.get("config"))
+        if not verb:
+            self._write(render_trust(root, folder, state, self.style))
+            return
+        if verb not in ("add", "revoke"):
+            self._note("usage: /trust, /trust add [FOLDER], /trust revoke [FOLDER]")
+            return
+        changed = with_folder(listed, folder) if verb == "add" else without_folder(listed, folder)
+        if changed == listed:
+            self._note(f"(nothing to change: {clean(folder)} is {'already' if verb == 'add' else 'not'} in the host's list"
+                       + ("" if verb == "add" else "; a folder above it, or the host's own config, may trust it") + ")")
+            return
+        outcome = await self.client.outcome(self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": {CONFIG_KEY: changed}}))
+        if outcome.status != "accepted":
+            self._problem(f"the host refused it: {outcome.reason}")
+            return
+        self._note(f"({'trusted' if verb == 'add' else 'no longer trusted'}: {clean(folder)})")
 
     async def _cmd_context(self, args: str) -> None:
         if (state := await self._session_view()) is not None:

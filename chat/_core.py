@@ -184,6 +184,10 @@ class ChatCore:
             self._note(f"(attached {attachment['label']})")
         return attachments
 
+    async def _settle_trust(self) -> None:
+        """A new session's folder asks to be trusted: answered before its first message is sent
+        (the dialogs do it), so that message runs with the user's choice."""
+
     async def _ensure_session(self) -> bool:
         if self.session:
             return True
@@ -203,8 +207,11 @@ class ChatCore:
         return True
 
     async def _send(self, text: str, attachments: list[dict[str, Any]] | None = None) -> None:
+        created = self.session is None
         if not await self._ensure_session():
             return
+        if created:
+            await self._settle_trust()
         assert self.session is not None
         state = self._state() or {}
         if state.get("lifecycle") == "creationFailed":

@@ -1,5 +1,7 @@
 """The dialogs of the interactive chat: confirming a tool call (with its edits preview and an
-edit of its input), accepting a tool result, and answering an input request.
+edit of its input), accepting a tool result, and answering an input request (among them the
+host's question whether to trust the session's folder, ``ahp.workspace_trust``, answered before a
+new session's first message is sent).
 
 A dialog runs inside the chat loop and reads its answers from the same inbox; it ends by
 itself when the host moves on (someone else answered, the turn ended): ``_dialog_line``
@@ -12,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from ahp.workspace_trust import is_trust_request
 from chat import _session as actions
 from chat._answers import AnswerError, parse_answer, parse_choice
 from chat._core import ChatCore
@@ -228,6 +231,12 @@ class Dialogs(ChatCore):
         if answers:
             action["answers"] = answers
         self.client.dispatch(self.session, action)
+
+    async def _settle_trust(self) -> None:
+        for request in actions.open_input_requests(self._state()):
+            if is_trust_request(request) and request.get("id") not in self._answered_requests:
+                self._answered_requests.add(request["id"])
+                await self._answer(request)
 
     async def _idle_input_requests(self) -> bool:
         for request in actions.open_input_requests(self._state()):

@@ -20,6 +20,11 @@ confirmation is denied with the host's first deny option (``--yes``: approved wi
 approve option); a result waiting for acceptance is rejected (``--yes``: accepted); an input
 request is declined. Each decision is reported on stderr (and in ``stream-json``).
 
+The host's question whether to trust the session's folder (``ahp.workspace_trust``) is answered
+before the message is sent: "for this session only" with ``trust`` (``--trust``), else no, so an
+untrusted folder's hooks, ``.mcp.json`` servers and plugins stay off and the stderr note says how
+to allow them. Neither answer counts as refusing something for the user (exit status 3).
+
 Remembered *Always allow* choices: without ``--yes`` the run uses only those remembered for this
 project (or none, when the session says so), never host-wide ones, and says so each time one let a call run without asking
 (``(allowed without asking by a choice remembered for ~/app: write_file)`` on the call's line on
@@ -48,6 +53,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from ahp.workspace_trust import TRUST_SESSION, is_trust_request, trust_answers
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
 from chat._stream import TurnEvents, model_rounds, result_object
@@ -145,6 +151,7 @@ async def _oneshot(
     agent: str | None = None,
     model: str | None = None,
     approve: bool = False,
+    trust: bool = False,
     timeout: float | None = None,
     output_format: str = "text",
     max_turns: int | None = None,
@@ -184,6 +191,24 @@ async def _oneshot(
             return finish(EXIT_USAGE, "error", f"could not limit the session to this project's remembered approvals: {error}")
         if restore:
             restore["session"] = session
+
+    trust_answered: set[str] = set()
+
+    def answer_trust(state: dict[str, Any]) -> None:
+        for request in actions.open_input_requests(state):
+            if is_trust_request(request) and request["id"] not in trust_answered:
+                trust_answered.add(request["id"])
+                if trust:
+                    client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "accept",
+                                              "answers": trust_answers(TRUST_SESSION)})
+                    output.note("(trusted this folder for this session: its hooks, .mcp.json servers and plugins run)\n",
+                                type="decision", decision="trusted", request="workspace trust")
+                else:
+                    client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "decline"})
+                    output.note("(this folder is not trusted: its hooks, .mcp.json servers and plugins do not run; "
+                                "pass --trust to run them)\n", type="decision", decision="untrusted", request="workspace trust")
+
+    answer_trust(client.state(session) or {})
     attachments, problems = attachments_in(message, session_directory(client.state(session), cwd))
     for problem in problems:
         output.note(f"(not attached: {problem})\n")
@@ -255,8 +280,9 @@ async def _oneshot(
                     answered.add(key)
                     refused_for_user |= not approve
                     _decide(client, session, turn_id, call, approve, output.note)
+            answer_trust(state)
             for request in actions.open_input_requests(state):
-                if request["id"] not in declined:
+                if request["id"] not in declined and request["id"] not in trust_answered:
                     declined.add(request["id"])
                     refused_for_user = True
                     asked = text_of(request.get("message")) or "for input"

@@ -494,6 +494,7 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /permissions         remembered approvals     /permissions revoke N   forget one ("Always allow")
   /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
   /rewind [N [MODE]]   go back to before turn N (MODE: both, conversation or files)
+  /trust               trusted folders          /trust add|revoke [DIR] trust or stop trusting one
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 

@@ -21,6 +21,9 @@ say so when a field is absent (an older host, a session without usage yet) inste
   allow* choice, numbered for ``/permissions revoke N``, with its scope (a project's directory, or
   every project) and when it was given; ``without_remembered(values, n)`` is the list a revocation
   sends back.
+* ``/trust`` — the folders the host trusts (``RootState.config``, ``ahp.workspace_trust``) and
+  whether this session's folder is one; a server or plugin waiting for trust says so in ``/mcp``
+  and ``/plugins``.
 """
 
 from __future__ import annotations
@@ -29,12 +32,13 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence
 
+from ahp.workspace_trust import WAITING, covers, trusted_folders
 from chat._session import shown_directory
 from chat.render import Style, clean, text_of
 
 __all__ = [
     "render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
-    "without_remembered", "render_change_list", "MCP_CONTAINER", "REMEMBERED",
+    "without_remembered", "render_change_list", "render_trust", "MCP_CONTAINER", "REMEMBERED",
 ]
 
 REMEMBERED = "rememberedApprovals"
@@ -105,7 +109,10 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
     kind, message = _load(container)
     published = Counter(_server_of(t) for t in _tools(state))
-    problems = [line.strip() for line in message.splitlines() if line.strip()] if kind in ("degraded", "error") else []
+    found = [part.strip() for line in message.splitlines() for part in line.split("; ") if part.strip()] \
+        if kind in ("degraded", "error") else []
+    waiting = [p for p in found if p.startswith(WAITING)]
+    problems = [p for p in found if not p.startswith(WAITING)]
     lines = [style.bold("MCP servers") + style.dim(f" ({kind})")]
     for child in container.get("children") or ():
         if not isinstance(child, Mapping):
@@ -115,6 +122,8 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         count = published.get(name, 0)
         if own:
             status = style.red("✗ failed")
+        elif any(f"'{name}'" in p for p in waiting):
+            status = style.yellow("◌ waiting for you to trust this folder (/trust add)")
         elif count:
             status = style.green(f"● running, {count} tool{'s' if count != 1 else ''}")
         else:
@@ -123,6 +132,31 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         lines.extend("    " + style.red(_short(p, 300)) for p in own)
     unowned = [p for p in problems if not any(f"'{clean(c.get('name'))}'" in p for c in container.get("children") or () if isinstance(c, Mapping))]
     lines.extend("  " + style.red(_short(p, 300)) for p in unowned)
+    lines.extend("  " + style.yellow(_short(p, 300)) for p in waiting)
+    return "\n".join(lines) + "\n"
+
+
+def render_trust(root: Mapping[str, Any] | None, folder: str | None, state: Mapping[str, Any] | None, style: Style) -> str:
+    """``/trust``: the folders the host trusts (its root config) and where this session's folder
+    stands: waiting (something of it waits for trust), trusted (listed), or nothing waiting (it
+    brings nothing to run, or it is trusted for this session or by the host's own config)."""
+    listed = trusted_folders((root or {}).get("config"))
+    lines = []
+    if folder:
+        if state is None:
+            where = "no session yet"
+        elif any(str((c.get("load") or {}).get("message") or "").find(WAITING) >= 0 for c in _containers(state)):
+            where = style.yellow("not trusted") + " (its hooks, .mcp.json servers and plugins wait; /trust add trusts it)"
+        elif any(covers(item, folder) for item in listed):
+            where = style.green("trusted") + " (its hooks, .mcp.json servers and plugins run)"
+        else:
+            where = "nothing of it waits for trust"
+        lines.append(f"This folder: {style.bold(clean(folder))} — {where}")
+    if listed:
+        lines.append("Folders the host trusts (each with everything below it; /trust revoke FOLDER):")
+        lines.extend(f"  {clean(item)}" for item in listed)
+    else:
+        lines.append("The host trusts no folder yet" + style.dim(" (besides any its own config names)") + ".")
     return "\n".join(lines) + "\n"
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "RecordingConfig",
     "PluginsConfig",
     "McpConfig",
+    "TrustConfig",
     "AgentKind",
     "DEFAULT_KEY_VARIABLES",
     "load_config",
@@ -197,6 +198,14 @@ class PluginsConfig(_Section):
     """Resolve plugins the active client publishes (file:// URIs readable on this machine)."""
 
 
+class TrustConfig(_Section):
+    require: bool = True
+    """Ask before running what a session's folder brings (its hooks, .mcp.json servers, plugins inside it,
+    the !`commands` of its slash commands); false trusts every folder, as before workspace trust."""
+    folders: list[str] = Field(default_factory=list)
+    """Folders (each with everything below it) trusted without asking; clients cannot revoke these."""
+
+
 class McpConfig(_Section):
     servers: dict[str, dict[str, Any]] | list[dict[str, Any]] = Field(default_factory=dict)
     """``[mcp.servers.<name>]`` tables or ``[[mcp.servers]]`` entries with a ``name``; each has
@@ -269,6 +278,8 @@ class HostConfig(_Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     """Tool policy, sandbox roots and client-tool timing (``[tools]``)."""
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    trust: TrustConfig = Field(default_factory=TrustConfig)
+    """Workspace trust (``[trust]``, ``host.runtime.trust``)."""
     mcp: McpConfig = Field(default_factory=McpConfig)
     environ: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     """Provider key variables read from the environment at load time (never logged or dumped)."""

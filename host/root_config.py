@@ -7,6 +7,10 @@ The schema advertised here is the contract:
   sends no telemetry at any level; and ``rememberedApprovals``, the *Always allow* choices the host
   remembers, which clients list there and revoke by removing an entry (the host owns the value:
   ``host.runtime.tools.remembered``; ``declared_value_problem`` checks its shape).
+* ``trustedFolders`` (``ahp.workspace_trust``) lists the folders the user trusts: the host adds one
+  when a user answers its trust question with "Trust this folder", and a client revokes one by
+  dispatching the list without it. Each entry must be an absolute path (``declared_value_problem``,
+  ``trusted_folders_problem``); ``host.runtime.trust`` acts on every change.
 * Keys it does not declare are accepted into ``values`` and kept (journaled, shown to every root
   subscriber, so each client's mirror agrees with the host) but **the host never acts on them**.
   VS Code 1.139.1 pushes about 60 settings of its own reference host on every connect
@@ -21,13 +25,17 @@ The schema advertised here is the contract:
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
+from ahp.workspace_trust import CONFIG_KEY as TRUSTED_FOLDERS
+from ahp.workspace_trust import CONFIG_PROPERTY as TRUSTED_FOLDERS_PROPERTY
 from host.runtime.tools.remembered import ROOT_KEY as REMEMBERED_KEY
 from host.runtime.tools.remembered import ROOT_PROPERTY as REMEMBERED_PROPERTY
 from host.runtime.tools.remembered import value_problem as remembered_value_problem
 
-__all__ = ["MAX_UNDECLARED_KEYS", "MAX_VALUE_CHARS", "ROOT_CONFIG_SCHEMA", "declared_value_problem", "root_config_state"]
+__all__ = ["MAX_TRUSTED_FOLDERS", "MAX_UNDECLARED_KEYS", "MAX_VALUE_CHARS", "ROOT_CONFIG_SCHEMA", "declared_value_problem",
+           "root_config_state", "trusted_folders_problem"]
 
 ROOT_CONFIG_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -41,9 +49,12 @@ ROOT_CONFIG_SCHEMA: dict[str, Any] = {
             "default": "off",
         },
         REMEMBERED_KEY: REMEMBERED_PROPERTY,
+        TRUSTED_FOLDERS: TRUSTED_FOLDERS_PROPERTY,
     },
 }
 
+MAX_TRUSTED_FOLDERS = 1000
+"""Trusted folders the root config keeps at most."""
 MAX_UNDECLARED_KEYS = 256
 """Undeclared keys kept in the root config values at most."""
 MAX_VALUE_CHARS = 256 * 1024
@@ -54,6 +65,8 @@ def declared_value_problem(key: str, value: Any) -> str | None:
     """What is wrong with a client's value for a declared key beyond its JSON type, or None."""
     if key == REMEMBERED_KEY:
         return remembered_value_problem(value)
+    if key == TRUSTED_FOLDERS:
+        return trusted_folders_problem(value)
     return None
 
 
@@ -61,3 +74,15 @@ def root_config_state(previous: Any = None) -> dict[str, Any]:
     """``RootConfigState``: the advertised schema with the values kept so far."""
     values = previous.get("values") if isinstance(previous, dict) else None
     return {"schema": ROOT_CONFIG_SCHEMA, "values": dict(values) if isinstance(values, dict) else {}}
+
+
+def trusted_folders_problem(value: Any) -> str | None:
+    """Why a ``trustedFolders`` value cannot be kept (a list of absolute paths), else None."""
+    if not isinstance(value, list):
+        return None  # the declared type check says so
+    if len(value) > MAX_TRUSTED_FOLDERS:
+        return f"must list at most {MAX_TRUSTED_FOLDERS} folders"
+    for item in value:
+        if not isinstance(item, str) or not posixpath.isabs(item) or "\0" in item:
+            return "must list absolute folder paths (such as /home/me/project)"
+    return None

@@ -185,6 +185,7 @@ class AgentHost:
         if self.tools is not None:
             self.tools.publish_remembered()  # the "always allow" choices as they are on disk now
         self.watches.drop_recovered()
+        self.inputs.drop_unanswerable()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
@@ -209,7 +210,7 @@ class AgentHost:
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)
-            self.customizations.open_session(uri)
+            self.customizations.open_session(uri, restored=True)
         self.terminals.start()
 
     async def stop(self) -> None:

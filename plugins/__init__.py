@@ -18,6 +18,7 @@ from plugins.customizations import (
 )
 from plugins.diagnostics import Diagnostic, LoadState, Severity, load_state_from
 from plugins.directories import (
+    CLAUDE_SETTINGS,
     INSTRUCTION_FILES,
     WORKSPACE_DIRECTORIES,
     DirectorySpec,
@@ -60,6 +61,7 @@ __all__ = [
     "HookFile",
     "HookOutcome",
     "HookResult",
+    "CLAUDE_SETTINGS",
     "INSTRUCTION_FILES",
     "Icon",
     "LifecyclePoint",

@@ -163,12 +163,14 @@ def directory_customization(
     enabled: bool = True,
     client_id: str | None = None,
     writable: bool | None = None,
+    state: LoadState | None = None,
 ) -> dict[str, Any]:
-    """AHP ``DirectoryCustomization``; ``writable`` defaults to the spec's policy."""
+    """AHP ``DirectoryCustomization``; ``writable`` defaults to the spec's policy; ``state``
+    overrides ``directory.state`` (run-time problems, as for plugins)."""
     container_uri = directory.root.absolute().as_uri()
     children = None if directory.state.kind == "error" else child_customizations(directory, mint_id=mint_id)
     wire = _container("directory", id or mint_id(container_uri), container_uri, directory.name, enabled,
-                      client_id, directory.state, children)
+                      client_id, state or directory.state, children)
     wire["contents"] = directory.contents
     wire["writable"] = directory.writable if writable is None else writable
     return wire

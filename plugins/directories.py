@@ -8,11 +8,14 @@ Contract:
   Cursor rules, Claude agents/commands) plus :data:`INSTRUCTION_FILES`, a file-set container
   over ``AGENTS.md``, ``CLAUDE.md`` and ``.github/copilot-instructions.md`` (always-on rules),
   each real file once (symlinks resolved) with its ``@path`` imports expanded once
-  (``plugins.imports``).
+  (``plugins.imports``), and :data:`CLAUDE_SETTINGS`, the ``hooks`` of Claude Code's project
+  settings (``.claude/settings.json``, ``.claude/settings.local.json``; their other keys are not
+  this host's and are ignored without a warning).
 - :func:`load_directory` never raises. A folder that does not exist yet loads as ``loaded``
   with no components (``exists=False``), so clients can write into it when ``writable``.
   Bad files are skipped and reported (``degraded``); unknown keys only warn.
-- Variables in hooks files resolve ``${PLUGIN_ROOT}`` to the working directory.
+- Variables in hooks files resolve ``${PLUGIN_ROOT}`` and ``${CLAUDE_PROJECT_DIR}`` to the working
+  directory (hooks also get both in their environment).
 """
 
 from __future__ import annotations
@@ -33,14 +36,14 @@ from plugins.expand import plugin_variables
 from plugins.imports import expand_imports
 from plugins.model import ContainerKind, HookFile, LoadedDirectory
 
-__all__ = ["DirectoryFormat", "DirectorySpec", "INSTRUCTION_FILES", "WORKSPACE_DIRECTORIES", "load_directory",
+__all__ = ["CLAUDE_SETTINGS", "DirectoryFormat", "DirectorySpec", "INSTRUCTION_FILES", "WORKSPACE_DIRECTORIES", "load_directory",
            "load_workspace_directories"]
 
-DirectoryFormat = Literal["instructions", "rules", "prompts", "agents", "skills", "commands", "hooks", "files"]
+DirectoryFormat = Literal["instructions", "rules", "prompts", "agents", "skills", "commands", "hooks", "files", "settings"]
 
 _CONTENTS: dict[str, ContainerKind] = {
     "instructions": "rule", "rules": "rule", "files": "rule", "prompts": "prompt", "agents": "agent",
-    "skills": "skill", "commands": "skill", "hooks": "hook",
+    "skills": "skill", "commands": "skill", "hooks": "hook", "settings": "hook",
 }
 _SUFFIXES = {
     "instructions": (".instructions.md",),
@@ -62,7 +65,7 @@ class DirectorySpec:
     """Display name; defaults to ``relative``."""
     writable: bool = True
     files: tuple[str, ...] = ()
-    """For the ``files`` format: paths relative to the working directory."""
+    """For the ``files`` and ``settings`` formats: paths relative to the working directory."""
 
     @property
     def contents(self) -> ContainerKind:
@@ -79,6 +82,11 @@ INSTRUCTION_FILES = DirectorySpec(
     files=("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md"),
 )
 
+CLAUDE_SETTINGS = DirectorySpec(
+    ".claude", "settings", name=".claude/settings.json", writable=False,
+    files=(".claude/settings.json", ".claude/settings.local.json"),
+)
+
 WORKSPACE_DIRECTORIES: tuple[DirectorySpec, ...] = (
     DirectorySpec(".github/instructions", "instructions"),
     DirectorySpec(".github/prompts", "prompts"),
@@ -90,6 +98,7 @@ WORKSPACE_DIRECTORIES: tuple[DirectorySpec, ...] = (
     DirectorySpec(".cursor/rules", "rules"),
     DirectorySpec(".claude/agents", "agents"),
     DirectorySpec(".claude/commands", "commands"),
+    CLAUDE_SETTINGS,
     INSTRUCTION_FILES,
 )
 
@@ -120,6 +129,13 @@ def load_directory(
     exists = folder.is_dir()
     if spec.format == "files":
         _load_instruction_files(workspace, spec, collector, items)
+    elif spec.format == "settings":
+        exists = any((workspace / relative).is_file() for relative in spec.files)
+        for relative in spec.files:
+            if (workspace / relative).is_file():
+                hook_file = _hooks_file(workspace / relative, workspace, environ, collector, settings=True)
+                if hook_file is not None:
+                    items["hook_files"].append(hook_file)
     elif exists:
         _load_folder(folder, spec, workspace, environ, collector, items)
     _drop_duplicates(items, collector)
@@ -211,7 +227,8 @@ def _load_folder(folder: Path, spec: DirectorySpec, workspace: Path, environ: Ma
 
 
 def _hooks_file(path: Path, workspace: Path, environ: Mapping[str, str] | None,
-                collector: Collector) -> HookFile | None:
+                collector: Collector, *, settings: bool = False) -> HookFile | None:
+    """A hooks file; with ``settings``, the ``hooks`` (and ``disableAllHooks``) of a settings file."""
     report = collector.for_file(path)
     try:
         data, _spans = parse_json(read_regular_text(path))
@@ -221,8 +238,13 @@ def _hooks_file(path: Path, workspace: Path, environ: Mapping[str, str] | None,
     except (OSError, UnicodeDecodeError):
         report(Severity.PROBLEM, (), "cannot be read as UTF-8 text; skipped")
         return None
+    if settings:
+        if not isinstance(data, dict) or "hooks" not in data:
+            return None  # settings without hooks: nothing of this host's
+        data = {key: data[key] for key in ("hooks", "disableAllHooks") if key in data}
     hooks = parse_hooks_document(
-        data, source=path, plugin_root=workspace, plugin_vars=plugin_variables(workspace),
+        data, source=path, plugin_root=workspace,
+        plugin_vars={**plugin_variables(workspace), "CLAUDE_PROJECT_DIR": str(workspace)},
         environ=dict(os.environ if environ is None else environ), report=report,
     )
     return HookFile(name=path.name, path=path, hooks=hooks)

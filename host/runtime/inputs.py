@@ -12,7 +12,9 @@ with the ones sent on completion. A request asked while the chat runs no turn ha
 in: it is published only in the session's ``inputNeeded`` (a ``chatInput`` entry naming the
 chat), which is all a client needs to answer it. ``observe`` must be registered as a store
 observer. A request whose session goes away, or whose turn ends unanswered, resolves as
-``cancel`` so the waiting MCP server is answered.
+``cancel`` so the waiting MCP server is answered. ``ask_now`` publishes at once and returns the
+answer's future (cancelling it withdraws the question). Questions asked outside a turn that a
+previous run of the host left behind are removed at start (``drop_unanswerable``).
 
 **What the session waits on** (``SessionState.inputNeeded``): ``observe`` keeps, for every chat,
 one entry per open input request (``chatInput``), per tool call waiting for a confirmation
@@ -102,30 +104,37 @@ class InputRequests:
         return parsed[1] if parsed is not None else None
 
     async def ask(self, channel: str, request: dict[str, Any]) -> dict[str, Any]:
+        return await self.ask_now(channel, request)
+
+    def ask_now(self, channel: str, request: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Publish the question at once (before this returns, so a snapshot taken next holds it)
+        and return the future of its answer; cancelling the future withdraws the question."""
         chat = channel if self._store.kind(channel) == "chat" else default_chat_uri(channel)
         session = self._session_of(chat) or channel
         key = (chat, str(request["id"]))
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if session not in self._store:
+            future.set_result({"response": "cancel"})
+            return future
         outside = _entry_id(chat, "ask", request["id"])
-        published_outside = False
-        try:
-            if session not in self._store:
-                return {"response": "cancel"}
-            turn = (self._store.state(chat) or {}).get("activeTurn")
-            turn_id = turn.get("id") if isinstance(turn, dict) else None
-            self._waiting[key] = _Question(future, turn_id, session)
-            if turn_id is not None:
-                self._store.dispatch(chat, builders.chat_input_requested(request=request))
-            else:
-                self._store.dispatch(session, builders.session_input_needed_set(
-                    request={"id": outside, "chat": chat, "kind": "chatInput", "request": request}))
-                published_outside = True
-            return await future
-        finally:
-            self._waiting.pop(key, None)
-            if published_outside and session in self._store and any(
+        turn = (self._store.state(chat) or {}).get("activeTurn")
+        turn_id = turn.get("id") if isinstance(turn, dict) else None
+        question = self._waiting[key] = _Question(future, turn_id, session)
+
+        def done(_: asyncio.Future[dict[str, Any]]) -> None:
+            if self._waiting.get(key) is question:
+                del self._waiting[key]
+            if turn_id is None and session in self._store and any(
                     entry.get("id") == outside for entry in (self._store.state(session) or {}).get("inputNeeded") or ()):
                 self._store.dispatch(session, builders.session_input_needed_removed(id=outside))
+
+        future.add_done_callback(done)
+        if turn_id is not None:
+            self._store.dispatch(chat, builders.chat_input_requested(request=request))
+        else:
+            self._store.dispatch(session, builders.session_input_needed_set(
+                request={"id": outside, "chat": chat, "kind": "chatInput", "request": request}))
+        return future
 
     def observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
         if self._store.kind(channel) != "chat":
@@ -182,6 +191,15 @@ class InputRequests:
         for entry_id, entry in wanted.items():
             if managed.get(entry_id) != entry:
                 self._store.dispatch(session, builders.session_input_needed_set(request=entry))
+
+    def drop_unanswerable(self) -> None:
+        """At host start: remove the questions asked outside a turn that a previous run left in
+        sessions' ``inputNeeded`` (nobody waits for their answers any more; whoever asked them
+        asks again, e.g. the trust question when the session is resumed)."""
+        for session, state in list(self._store.channels("session")):
+            for entry in state.get("inputNeeded") or ():
+                if isinstance(entry, dict) and "|ask|" in str(entry.get("id")) and entry.get("kind") == "chatInput":
+                    self._store.dispatch(session, builders.session_input_needed_removed(id=entry["id"]))
 
     def session_gone(self, session: str) -> None:
         for question in list(self._waiting.values()):

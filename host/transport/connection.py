@@ -36,6 +36,7 @@ from host.errors import ErrorCode, ProtocolViolation, RpcError
 from host.transport.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.transport.validation import check_client_action
+from ahp.state import parse_chat_uri
 from ahp.state.channels import session_of_default_chat
 
 __all__ = ["ClientConnection", "OUTBOX_LIMIT", "BACKLOG_LIMIT"]
@@ -260,6 +261,8 @@ class ClientConnection:
         assert self.dialect is not None
         self.subscriptions.add(channel)
         self._internal[channel] = internal
+        for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
+            self.host.customizations.resumed(uri)
         snapshots = []
         for uri in internal:
             translator = self.dialect.translator_for(self.host, channel, uri) if len(internal) == 1 else None
@@ -497,11 +500,18 @@ def _named(params: dict[str, Any]) -> str:
     return repr(automation) if isinstance(automation, str) else "that automation"
 
 
+def _session_of_chat(store: Any, channel: str) -> dict[str, Any] | None:
+    """The state of the session a chat channel belongs to (None for other channels)."""
+    parsed = parse_chat_uri(channel)
+    return store.state(parsed[1]) if parsed is not None else None
+
+
 def _refusal(store: Any, target: str, action: Any, client_id: str) -> str | None:
     """Why the store must not take a client's (lifted) action: ``host.transport.validation``'s rules on the
     channel's state, and a turn started with the id of one of the chat's turns older than its
     state holds (which those rules, reading the state, cannot see)."""
-    reason = check_client_action(store.kind(target) or "", store.state(target) or {}, action, client_id)
+    reason = check_client_action(store.kind(target) or "", store.state(target) or {}, action, client_id,
+                                 _session_of_chat(store, target))
     if (reason is None and isinstance(action, dict) and action.get("type") == "chat/turnStarted"
             and store.older_turn_count(target) and action.get("turnId") in store.turn_ids(target)):
         reason = f"Turn id {action['turnId']} is already used in this chat; pick a new id."

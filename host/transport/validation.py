@@ -55,7 +55,10 @@ HOST_ONLY = frozenset({
 _KIND_OF_PREFIX = {"automationRun": "automationRun", "resourceWatch": "resourceWatch"}
 
 
-def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id: str) -> str | None:
+def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id: str,
+                        session: dict[str, Any] | None = None) -> str | None:
+    """``session``: for a chat channel, its session's state (an input request asked while the chat
+    runs no turn lives only in the session's ``inputNeeded``, and is answered on the chat)."""
     if not isinstance(action, dict):
         return "The action must be a JSON object with a string \"type\"."
     action_type = action.get("type")
@@ -72,6 +75,8 @@ def check_client_action(kind: str, state: dict[str, Any], action: Any, client_id
     rule = _RULES.get(action_type)
     if rule is None:
         return None
+    if session is not None and kind == "chat" and action_type in ("chat/inputAnswerChanged", "chat/inputCompleted"):
+        state = {**state, "inputNeeded": session.get("inputNeeded")}
     try:
         return rule(state, action, client_id)
     except (KeyError, TypeError, AttributeError):
@@ -197,6 +202,11 @@ def _input_request(state: dict[str, Any], request_id: Any) -> dict[str, Any] | N
     for part in (turn or {}).get("responseParts") or ():
         if isinstance(part, dict) and part.get("kind") == "inputRequest" and part.get("response") is None:
             request = part.get("request")
+            if isinstance(request, dict) and request.get("id") == request_id:
+                return request
+    for entry in state.get("inputNeeded") or ():  # asked outside a turn (see check_client_action)
+        if isinstance(entry, dict) and entry.get("kind") == "chatInput" and entry.get("chat") == state.get("resource"):
+            request = entry.get("request")
             if isinstance(request, dict) and request.get("id") == request_id:
                 return request
     return None

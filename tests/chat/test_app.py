@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 import pytest
@@ -267,3 +268,38 @@ async def test_an_unknown_agent_exits_2_before_the_chat_starts(spawn_chat: Spawn
     await chat.expect("no agent 'nope' (agents: scenario, offline)")
     assert await chat.wait() == 2
     assert "Traceback" not in chat.text
+
+
+async def test_a_new_sessions_trust_question_is_answered_before_its_first_message(
+        spawn_chat: Spawn, chat_host: RunningHost, workdir: Any) -> None:
+    (workdir / ".github" / "hooks").mkdir(parents=True)
+    hook = {"type": "command", "command": "true"}
+    (workdir / ".github" / "hooks" / "start.json").write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}}))
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("hello")
+    await chat.expect("Do you trust the files in")
+    await chat.expect("3) Don't trust it")
+    chat.send("1")
+    await chat.expect("Hello from the scenario agent")
+    folder = str(workdir.resolve())
+    assert chat_host.host.store.state("ahp-root://")["config"]["values"]["trustedFolders"] == [folder]
+    [(uri, _)] = sessions(chat_host)
+    assert chat_host.host.customizations.runtime(uri).folder_trusted
+    [(_, chat_state)] = chats(chat_host)
+    assert [turn["message"]["text"] for turn in chat_state["turns"]] == ["hello"]  # the answer was not sent as a message
+
+    chat.send("/trust")
+    await chat.expect("trusted (its hooks")
+    chat.send("/trust revoke")
+    await chat.expect("(no longer trusted: ")
+    await until_host(chat_host, lambda: not chat_host.host.store.state("ahp-root://")["config"]["values"]["trustedFolders"])
+    await until_host(chat_host, lambda: not chat_host.host.customizations.runtime(uri).folder_trusted)
+    for _ in range(50):  # the host has published it; the chat shows it once the update reached it
+        chat.send("/plugins")
+        shown = await chat.expect(".github/hooks")
+        if "degraded" in await chat.expect("\n"):
+            break
+    else:
+        raise AssertionError(f"the hooks never showed as waiting: {shown}")
+    await chat.expect("Waiting for trust: its hooks run once you trust")

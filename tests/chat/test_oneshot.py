@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 from pathlib import Path
@@ -209,3 +210,32 @@ async def test_p_without_yes_uses_only_this_projects_remembered_choices_and_says
         assert values()["useRememberedApprovals"] == "none"
     finally:
         await running.stop()
+
+
+def _hooked_folder(workdir: Path) -> None:
+    """Make the working directory bring a hook: the host asks to trust it."""
+    (workdir / ".github" / "hooks").mkdir(parents=True)
+    hook = {"type": "command", "command": f"echo started >> {workdir.parent / 'hook.log'}"}
+    (workdir / ".github" / "hooks" / "start.json").write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}}))
+
+
+async def test_p_mode_answers_the_trust_question_no_unless_trust_is_passed(chat_host: RunningHost, workdir: Path) -> None:
+    _hooked_folder(workdir)
+    code, out, err = await run_p(chat_host.url, "-p", "hello", cwd=workdir)
+    assert code == 0  # not trusting the folder is not refusing something for the user
+    assert "this folder is not trusted" in err and "pass --trust" in err
+    [(_, state)] = sessions(chat_host)
+    assert _held(state)
+    assert not (workdir.parent / "hook.log").exists()
+
+    code, out, err = await run_p(chat_host.url, "-p", "hello", "--trust", "--new", cwd=workdir)
+    assert code == 0
+    assert "trusted this folder for this session" in err
+    await until_host(chat_host, lambda: any(not _held(state) for _, state in sessions(chat_host)))
+    config = chat_host.host.store.state("ahp-root://")["config"]["values"]
+    assert not config.get("trustedFolders")  # --trust is for that session only: scripts change nothing lasting
+
+
+def _held(state: dict) -> bool:
+    return any("Waiting for trust" in str((item.get("load") or {}).get("message"))
+               for item in state.get("customizations") or () if item.get("name") == ".github/hooks")

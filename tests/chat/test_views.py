@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from chat.render import Style
-from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
+from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools, render_trust
 from host.runtime.agents import OfflineAgent
 from host.config import load_config
 from host.transport.server import RunningHost, start_host
@@ -161,3 +161,21 @@ def test_permissions_view_says_what_the_host_lists_and_what_a_revocation_sends_b
     config = {"schema": schema, "values": {"rememberedApprovals": entries}}
     assert without_remembered(config, 1) == ([entries[1]], entries[0])
     assert without_remembered(config, 3) is None and without_remembered(None, 1) is None
+
+
+def test_mcp_and_trust_say_what_waits_for_the_folder_to_be_trusted() -> None:
+    waiting = ("Waiting for trust: the .mcp.json servers 'evil' start once you trust /repo; "
+               "'sink' failed to start: it exited")
+    state = {"customizations": [{"id": "mcp-servers", "name": "MCP servers", "load": {"kind": "degraded", "message": waiting},
+                                 "children": [{"type": "mcpServer", "id": "mcp-servers#evil", "name": "evil"},
+                                              {"type": "mcpServer", "id": "mcp-servers#sink", "name": "sink"}]},
+                                {"id": "file:///repo/.github/hooks", "name": ".github/hooks",
+                                 "load": {"kind": "degraded", "message": "Waiting for trust: its hooks run once you trust /repo"}}]}
+    shown = render_mcp(state, PLAIN)
+    assert "evil  ◌ waiting for you to trust this folder (/trust add)" in shown
+    assert "sink  ✗ failed" in shown
+    root = {"config": {"values": {"trustedFolders": ["/elsewhere"]}}}
+    assert "This folder: /repo — not trusted" in render_trust(root, "/repo", state, PLAIN)
+    assert "  /elsewhere" in render_trust(root, "/repo", state, PLAIN)
+    assert "This folder: /elsewhere/sub — trusted" in render_trust(root, "/elsewhere/sub", {}, PLAIN)
+    assert "no session yet" in render_trust({}, "/repo", None, PLAIN)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from plugins import (
+    CLAUDE_SETTINGS,
     INSTRUCTION_FILES,
     DirectorySpec,
     HookEvent,
@@ -78,3 +79,18 @@ def test_bad_agent_file_degrades_the_directory_but_keeps_the_rest(tmp_path: Path
     assert (agent.name, agent.tools, agent.model, agent.models) == ("good", ("read",), "gpt-5", ("gpt-5", "gpt-4.1"))
     assert directory.state.kind == "degraded"
     assert "directory .github/agents ==> bad.agent.md ==> frontmatter" in directory.state.message
+
+
+def test_claude_settings_hooks_are_read_and_their_other_keys_ignored(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({
+        "permissions": {"allow": ["Bash(ls)"]}, "env": {"X": "1"},
+        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "$CLAUDE_PROJECT_DIR/.claude/start.sh"}]}]}}))
+    (tmp_path / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {}}))
+    loaded = load_directory(tmp_path, CLAUDE_SETTINGS)
+    assert loaded.state.kind == "loaded" and loaded.exists and loaded.contents == "hook"
+    [hook_file] = loaded.hook_files
+    [hook] = hook_file.hooks
+    assert hook.event.value == "SessionStart"
+    assert hook.env["CLAUDE_PROJECT_DIR"] == str(tmp_path.absolute())
+    assert not load_directory(tmp_path / "nothing-here", CLAUDE_SETTINGS).exists

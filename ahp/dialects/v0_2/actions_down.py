@@ -19,8 +19,9 @@ What 0.2.0 clients see, by channel:
   status, not that they exist. (Their input requests are not promoted to the 0.2.0 session's
   status either.)
 * **Session channel**: metadata actions keep their 0.2.0 names; the chat catalogue, the session's
-  own read flag, working directories beyond the first, ``inputNeeded``, and MCP server actions'
-  bookkeeping have no 0.2.0 counterpart and send nothing, or the 0.2.0 action that carries the
+  own read flag, working directories beyond the first, ``inputNeeded`` (but for input requests
+  asked outside a turn: ``session/inputRequested`` / ``inputCompleted``, see ``states``), and MCP
+  server actions' bookkeeping have no 0.2.0 counterpart and send nothing, or the 0.2.0 action that carries the
   visible effect (``customizationUpdated`` for an MCP server's new state).
 * **Annotations**, **automations**: nothing (0.2.0 has no such channels).
 * **Root, terminal, changeset, resource watch**: the same actions, renamed where the shapes differ.
@@ -78,7 +79,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.dialects.v0_2 import shapes
-from ahp.dialects.v0_2.states import InternalSession, selection_of, session_down
+from ahp.dialects.v0_2.states import ACTIVITY_MASK, InternalSession, outside_input_requests, selection_of, session_down, status_down
 from ahp.dialects.v0_2.uris import v02_session_uri
 
 __all__ = [
@@ -206,8 +207,6 @@ _SESSION_INVISIBLE = frozenset(
         "session/chatUpdated",
         "session/chatsReordered",
         "session/isReadChanged",
-        "session/inputNeededSet",
-        "session/inputNeededRemoved",
     }
 )
 """Session actions whose effect 0.2.0 does not show."""
@@ -239,6 +238,9 @@ def session_action_down(action: Any, before: InternalSession, after: InternalSes
         return Down(channel, (_renamed(action, kind, *_SESSION_PASS[kind]),))
     if kind in _SESSION_INVISIBLE:
         return Down(channel)
+    if kind in ("session/inputNeededSet", "session/inputNeededRemoved"):
+        # Only input requests asked outside a turn show (``states.outside_input_requests``).
+        return Down(channel, *_outside_changes(before, after))
     if kind == "session/changesetsChanged":
         changesets = shapes.changesets_down(action.get("changesets"))
         return Down(channel, ({"type": kind, **({"changesets": changesets} if changesets is not None else {})},))
@@ -355,7 +357,48 @@ def chat_action_down(channel: str, action: Any, before: InternalSession, after: 
     old, new = before.default_chat, after.default_chat
     actions, stale = _chat_actions(action, old, new)
     actions = list(actions) + _selection_changes(old, new)
+    if outside_input_requests(before) != outside_input_requests(after):
+        # A turn started or ended with requests open that were asked outside a turn: 0.2.0 keeps
+        # requests across a turn's start and drops them all at its end, 0.9.0 shows them only
+        # between turns.
+        changes, outside_stale = _outside_changes(before, after)
+        started = isinstance((new or {}).get("activeTurn"), dict)
+        actions = [*changes, *actions] if started else [*actions, *changes]
+        stale = stale or outside_stale
+    elif _answers_outside(action, before):
+        stale = stale or ("an input request asked outside a turn was answered: 0.2.0 drops it now, the host with "
+                          "the session/inputNeededRemoved that follows")
     return Down(target, tuple(actions), stale)
+
+
+def _answers_outside(action: dict, session: InternalSession) -> bool:
+    """Whether a chat action answers an input request asked outside a turn."""
+    return action.get("type") == "chat/inputCompleted" and any(
+        request.get("id") == action.get("requestId") for request in outside_input_requests(session))
+
+
+def _outside_changes(before: InternalSession, after: InternalSession) -> tuple[tuple[dict, ...], str | None]:
+    """0.2.0 actions that turn the requests asked outside a turn shown ``before`` into ``after``:
+    ``inputCompleted`` (``cancel``) for those gone, ``inputRequested`` for new or changed ones,
+    then ``isReadChanged`` to undo the read flag ``inputRequested`` clears (0.9.0 does not)."""
+    shown_before = {request["id"]: request for request in outside_input_requests(before)}
+    shown_after = {request["id"]: request for request in outside_input_requests(after)}
+    actions: list[dict] = [
+        {"type": "session/inputCompleted", "requestId": request_id, "response": "cancel"}
+        for request_id in shown_before if request_id not in shown_after
+    ]
+    requested = [request for request_id, request in shown_after.items() if shown_before.get(request_id) != request]
+    actions += [{"type": "session/inputRequested", "request": request} for request in requested]
+    stale = None
+    status = status_down(after.state, after.default_chat, bool(shown_after))
+    if requested and isinstance(status, int) and not isinstance(status, bool) and status & 32:
+        actions.append({"type": "session/isReadChanged", "isRead": True})
+    if shown_before and not shown_after and isinstance(status, int) and status & ACTIVITY_MASK not in (1, 8, 24):
+        stale = "the last request asked outside a turn went away: 0.2.0 recomputes Idle, the chat shows another activity"
+    if any(request_id in shown_before and shown_before[request_id].get("answers") and not request.get("answers")
+           for request_id, request in shown_after.items()):
+        stale = stale or "a request asked outside a turn was replaced without its answers (0.2.0 keeps them)"
+    return tuple(actions), stale
 
 
 def _selection_changes(old: dict | None, new: dict | None) -> list[dict]:

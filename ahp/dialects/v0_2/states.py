@@ -29,7 +29,10 @@ lifecycle              ``lifecycle`` (``failed`` reads ``creationFailed``)
 activeClient           the last of ``activeClients`` (the last to join)
 turns, activeTurn      the default chat's, renamed (``shapes``); input-request and error parts
                        hidden, a turn's final error part as its ``error``
-inputRequests          the active turn's unanswered input-request parts, absent when none
+inputRequests          the active turn's unanswered input-request parts; while the default chat
+                       runs no turn, the requests asked outside a turn (``chatInput`` entries of
+                       ``inputNeeded`` for the default chat, ``outside_input_requests``), which
+                       also make the status InputNeeded; absent when none
 steeringMessage,       the default chat's, renamed
 queuedMessages
 customizations         ``customizations``, a plugin's or MCP server's ``enablement`` decisions as
@@ -40,7 +43,8 @@ _meta
 =====================  ====================================================================
 
 Not shown to 0.2.0: the chat catalogue and every chat but the default one; the session's own read
-flag (0.2.0's is the conversation's); ``inputNeeded``; working directories after the first;
+flag (0.2.0's is the conversation's); ``inputNeeded`` (but for input requests asked outside a
+turn, above); working directories after the first;
 ``origin``, ``annotations``; chat-only fields (``draft`` text, ``turnsNextCursor``, activity,
 background work, chat changesets, ``movable``, ``interactivity``); a turn's ``startedAt`` and
 ``duration``; a message's ``origin``; tool calls' ``intention``, ``riskAssessment``, ``auth`` and
@@ -89,6 +93,7 @@ __all__ = [
     "InternalSession",
     "changeset_down",
     "changeset_lift",
+    "outside_input_requests",
     "resource_watch_down",
     "resource_watch_lift",
     "root_down",
@@ -160,7 +165,25 @@ def _put(target: dict, key: str, value: Any) -> None:
 # --- session --------------------------------------------------------------------------------------
 
 
-def status_down(session: dict, chat: dict | None) -> Any:
+def outside_input_requests(session: InternalSession) -> list[dict]:
+    """The default chat's input requests asked while it ran no turn, as 0.2.0 shows them: only
+    while the chat still runs none (0.2.0 drops every request when a turn ends), one per id (0.2.0
+    upserts by id: the first position, the last value)."""
+    chat_uri, chat = session.default_chat_uri, session.default_chat
+    state = session.state if isinstance(session.state, dict) else {}
+    if chat_uri is None or chat is None or isinstance(chat.get("activeTurn"), dict):
+        return []
+    found: dict[str, dict] = {}
+    entries = state.get("inputNeeded")
+    for entry in entries if isinstance(entries, list) else ():
+        request = entry.get("request") if isinstance(entry, dict) else None
+        if entry.get("kind") == "chatInput" and entry.get("chat") == chat_uri and isinstance(request, dict) \
+                and isinstance(request.get("id"), str):
+            found[request["id"]] = request
+    return list(found.values())
+
+
+def status_down(session: dict, chat: dict | None, outside: bool = False) -> Any:
     """0.2.0's ``summary.status``: the chat's bits with the session's IsArchived bit.
 
     A call paused for MCP authentication shows as running in 0.2.0 (``shapes.tool_call_down``), so
@@ -176,6 +199,8 @@ def status_down(session: dict, chat: dict | None) -> Any:
         return chat_status
     if chat_status & ACTIVITY_MASK == INPUT_NEEDED and _only_auth_blocks(chat.get("activeTurn")):
         chat_status = (chat_status & ~ACTIVITY_MASK) | IN_PROGRESS
+    if outside:  # input requests asked outside a turn are open: 0.2.0 counts them (``outside``)
+        chat_status = (chat_status & ~ACTIVITY_MASK) | INPUT_NEEDED
     return (chat_status & ~ARCHIVED) | (session_int & ARCHIVED)
 
 
@@ -223,7 +248,8 @@ def session_down(session: InternalSession) -> dict | None:
     summary: dict = {"resource": resource}
     for key in ("provider", "title"):
         _put(summary, key, state.get(key))
-    _put(summary, "status", status_down(state, chat))
+    outside = outside_input_requests(session)
+    _put(summary, "status", status_down(state, chat, bool(outside)))
     _put(summary, "activity", state.get("activity"))
     summary["createdAt"] = created
     summary["modifiedAt"] = ms_or_zero(chat.get("modifiedAt")) if chat is not None else created
@@ -252,7 +278,7 @@ def session_down(session: InternalSession) -> dict | None:
         out["queuedMessages"] = [shapes.pending_message_down(message) for message in queued]
     else:
         _put(out, "queuedMessages", queued)
-    requests = shapes.open_input_requests(active)
+    requests = shapes.open_input_requests(active) + outside
     if requests:
         out["inputRequests"] = requests
     _put(out, "config", state.get("config"))

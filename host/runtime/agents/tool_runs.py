@@ -2,10 +2,11 @@
 
 Contract (``TurnTools``, made per turn):
 * ``run(message, ahp_ids, offered)``: for each tool call in the assistant ``message``, in order:
-  an unknown tool, arguments that are not JSON, a failed ``prepare`` or a ``PreToolUse`` hook
-  that blocks completes the call at once with a failure (``toolCallReady`` with
-  ``confirmed: "not-needed"``, then ``toolCallComplete``); otherwise the approver decides (and
-  dispatches ``toolCallReady``). Approved calls then run concurrently; each is completed through
+  an unknown tool, arguments that are not JSON or a failed ``prepare`` completes the call at once
+  with a failure (``toolCallReady`` with ``confirmed: "not-needed"``, then ``toolCallComplete``);
+  otherwise the approver decides (and dispatches ``toolCallReady``). Only an approved call runs its
+  ``PreToolUse`` hooks (never before the user answered its confirmation); one that blocks
+  completes the call with the hook's reason. Approved calls then run concurrently; each is completed through
   the approver (which may ask the user to accept the result). Returns the results for the model,
   each cut to ``output_limit`` characters (the whole output stored in the content store and
   readable with ``read_file``), with any context a ``PostToolUse`` hook added.
@@ -77,10 +78,6 @@ class TurnTools:
                     prep = await tool.prepare(arguments, self._context(call_id))
                     failure = prep.failure
                     request = ToolCallRequest(call_id, call.tool_name, call.arguments, tool, prep.ready_fields())
-                    if failure is None:
-                        blocked = await environment.before_tool_call(ctx, request, arguments)
-                        if blocked:
-                            failure = failure_result(f"Did not run {tool.title}", blocked, "blocked")
             if failure is not None:
                 ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed", asking=False))
                 ctx.emit(builders.chat_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=failure))
@@ -100,6 +97,15 @@ class TurnTools:
                     arguments = parse_arguments(approval.edited_input)
                 except ValueError:
                     pass
+            # PreToolUse hooks run only once the call is approved (by the user, a rule or
+            # autoApprove), on the input that will run: a hook is a command on this machine, and
+            # nothing about a call runs before the user has said yes to it.
+            blocked = await environment.before_tool_call(ctx, request, arguments)
+            if blocked:
+                failure = failure_result(f"Did not run {tool.title}", blocked, "blocked")
+                ctx.emit(builders.chat_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=failure))
+                results[call.tool_call_id] = failure
+                continue
             approved.append((call.tool_call_id, call_id, tool, arguments))
         if approved:
             self._running(", ".join(dict.fromkeys(tool.title for _, _, tool, _ in approved)))

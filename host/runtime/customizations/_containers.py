@@ -6,7 +6,8 @@ Invariants:
   re-parse or a runtime problem is a ``customizationUpdated`` upsert, never a new entry.
 - ``problems`` are runtime troubles (an MCP server that failed); they degrade the published load
   state without touching what was parsed, and clearing them restores it.
-- A container whose parsed state is ``error`` contributes nothing at run time.
+- A container whose parsed state is ``error`` contributes nothing at run time, nor does one
+  ``held`` for workspace trust (``host.runtime.trust``): it is published ``degraded`` with the reason.
 - ``wire()`` is the internal model's shape (AHP 0.9.0): a plugin carries its switch as an
   ``enablement`` decision list (``[{kind: "session", enabled: false}]`` when switched off, no list
   when on: enabled by default), a directory keeps ``enabled``; an ``mcpServer`` entry carries a
@@ -83,13 +84,19 @@ class Container:
     """Runtime problems keyed by what caused them (``mcp:<server>``)."""
     directory: DirectorySpec | None = None
     """For a workspace folder: what it holds (so even its ``loading`` form is a directory)."""
+    held: str | None = None
+    """Why it waits for the user to trust its folder (it runs nothing until then), or None."""
 
     @property
     def usable(self) -> LoadedContainer | None:
-        """What the session acts on: enabled and parsed without a fatal error."""
-        if not self.enabled or self.loaded is None or self.loaded.state.kind == "error":
+        """What the session acts on: enabled, parsed without a fatal error, not held for trust."""
+        if not self.enabled or self.held is not None or self.loaded is None or self.loaded.state.kind == "error":
             return None
         return self.loaded
+
+    def shown_problems(self) -> list[str]:
+        """Run-time problems and the trust hold, as published."""
+        return sorted(self.problems.values()) + ([self.held] if self.held else [])
 
     def wire(self) -> dict[str, Any]:
         """The AHP container customization (internal model), children included."""
@@ -110,10 +117,11 @@ class Container:
                 wire["contents"] = self.directory.contents
                 wire["writable"] = self.directory.writable
             return wire
-        state = self.loaded.state.with_problems(sorted(self.problems.values())) if self.problems else None
+        problems = self.shown_problems()
+        state = self.loaded.state.with_problems(problems) if problems else None
         if isinstance(self.loaded, LoadedDirectory):
             return directory_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
-                                           client_id=self.client_id)
+                                           client_id=self.client_id, state=state)
         assert isinstance(self.loaded, LoadedPlugin)
         return plugin_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
                                     client_id=self.client_id, uri=self.uri, state=state)
@@ -136,7 +144,8 @@ class McpServersContainer(Container):
     def _parsed_wire(self) -> dict[str, Any]:
         from plugins.diagnostics import LoadState
 
-        state = LoadState("loaded").with_problems(sorted(self.problems.values())) if self.problems else LoadState("loaded")
+        problems = self.shown_problems()
+        state = LoadState("loaded").with_problems(problems) if problems else LoadState("loaded")
         children = [{"type": "mcpServer", "id": f"{self.id}#{name}", "uri": uri, "name": name} for name, uri in self.servers]
         return {"type": "directory", "id": self.id, "uri": self.uri or self.id, "name": self.name or "MCP servers",
                 "enabled": self.enabled, "load": state.to_wire(), "children": children,

@@ -5,8 +5,9 @@ Per turn (and per model request where noted) it adds:
 * **user message** (once, before the first model call): waits (briefly, see
   ``CustomizationService.wait_started``) for the session's MCP servers to start; runs ``UserPromptSubmit`` hooks (a block ends the turn with the hook's
   reason); expands ``/name args`` naming a usable skill, command or prompt into its body with
-  ``$ARGUMENTS`` substituted (the model receives the expanded text); attached files join the
-  files in play.
+  ``$ARGUMENTS`` substituted (the model receives the expanded text; the ``!`cmd``` lines of a
+  command that lies in a folder not trusted are replaced by a note instead of running, see
+  ``host.runtime.trust``); attached files join the files in play.
 * **system prompt** (every request): the selected custom agent's body (``ctx.agent``, captured at
   turn start), rules with ``alwaysApply`` and no globs, glob rules whose files are in play
   (attached or touched by a tool), a list of on-request rules, and which MCP servers are not
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from host.runtime.agents.base import TurnContext, TurnFailed
 from host.runtime.agents.environment import Contributor
+from host.runtime.agents.tool_runs import BANG_COMMAND
 from host.runtime.agents.tooling import ToolCallRequest
 from host.runtime.customizations.session import TOOL_ALIASES, SessionCustomizations
 from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
@@ -88,7 +90,11 @@ class CustomizationContributor(Contributor):
                 added.append(result.additional_context)
         invocation = parse_slash(text, runtime.slash_entries())
         if invocation is not None:
-            message = {**message, "text": invocation.prompt}
+            prompt = invocation.prompt
+            if not runtime.folder_trusted and runtime.folder is not None and _inside(invocation.entry.target.path, runtime.folder):
+                # The folder's own commands do not run their !`cmd` lines until it is trusted.
+                prompt = BANG_COMMAND.sub(lambda m: f"[`{m.group(1)}` was not run: {runtime.folder} is not trusted]", prompt)
+            message = {**message, "text": prompt}
         if added:
             message = {**message, "text": str(message.get("text") or "") + "".join(f"\n\n{HOOK_CONTEXT}\n{a}" for a in added)}
         return message
@@ -237,3 +243,11 @@ def _paths(request: ToolCallRequest, result: dict[str, Any]) -> list[str]:
                 if isinstance(uri, str) and uri.startswith("file:"):
                     found.append(uri)
     return found
+
+
+def _inside(path: Any, folder: str) -> bool:
+    import os
+
+    from ahp.workspace_trust import covers
+
+    return path is not None and covers(folder, os.path.realpath(path))

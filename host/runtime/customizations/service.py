@@ -9,7 +9,7 @@ Contract:
   containers with ``session/customizationsChanged`` (each ``loading``), then one
   ``session/customizationUpdated`` per container with its parsed tree and load state; enabled
   flags of a recovered session are kept. It then runs the ``SessionStart`` hooks in the
-  background; the session's MCP servers start with its first turn (``wait_started``), or at once
+  background (a new session only, see below); the session's MCP servers start with its first turn (``wait_started``), or at once
   with ``[mcp] start = "session"``, and stop ``[mcp] idle_stop`` seconds after its last turn ended,
   or ``[mcp] unwatched_stop`` seconds after it ended with no client connected to the session (the
   next turn starts them again). A restarted host spawns no server for a session until it is
@@ -38,6 +38,19 @@ Contract:
   departing client's plugins are removed.
 - The session's turns run in its chats: a chat's turn ending (observed on the chat channel)
   starts the idle-stop countdown of its session's MCP servers.
+- Workspace trust (``host.runtime.trust``): in a session whose folder is not trusted, the folder's hook
+  containers and the client plugins that lie inside it are ``held`` (published ``degraded``
+  "Waiting for trust ...", contributing nothing), its ``.mcp.json`` servers are listed in the "MCP
+  servers" container as waiting and not started. When something is held, ``open_session`` asks once
+  (``InputRequests.ask_now``: the question is in the session before ``createSession`` answers);
+  "Trust this folder" adds it to the root config's ``trustedFolders`` and every session in it
+  releases what it held (their SessionStart hooks run for what was released, servers start as
+  ``[mcp] start`` says), "for this session" does so for the session, no leaves it held and is not
+  asked again in that session. A change of the trusted folders by anyone (a client revoking one
+  with ``root/configChanged``) re-holds or releases at once, stopping a revoked folder's servers.
+- A session restored at host start (``open_session(restored=True)``) runs no SessionStart hook,
+  starts no server and asks nothing until a client resumes it (``resumed``: a subscription, or a
+  turn); its SessionStart hooks then get ``source: "resume"``.
 - ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
   servers; ``stop()`` does that for every session (host shutdown): no server process survives.
 """
@@ -47,6 +60,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -64,6 +78,8 @@ from host.errors import ConfigError
 from host.state.store import Store
 from host.resources.workdirs import session_directory
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.runtime.trust import WorkspaceTrust
+from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
 from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 if TYPE_CHECKING:
@@ -88,9 +104,12 @@ class CustomizationService:
 
     def __init__(
         self, config: HostConfig, store: Store, *, inputs: InputRequests, mcp_policy: RestartPolicy | None = None,
-        client_files: ClientResources | None = None,
+        client_files: ClientResources | None = None, trust: WorkspaceTrust | None = None,
     ) -> None:
         self.config = config
+        self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require)
+        """Which folders the user trusts (the root config's list, ``[trust]``)."""
+        self.trust.listeners.append(self._trust_changed)
         self.client_files = client_files
         """Host→client resource requests: how a client's ``virtual://`` plugin is fetched."""
         self.store = store
@@ -145,13 +164,17 @@ class CustomizationService:
     def runtime(self, session: str) -> SessionCustomizations | None:
         return self.sessions.get(session)
 
-    def open_session(self, uri: str) -> None:
-        """Publish the session's containers and start its servers and SessionStart hooks."""
+    def open_session(self, uri: str, *, restored: bool = False) -> None:
+        """Publish the session's containers and start its servers and SessionStart hooks; ask the
+        user to trust its folder when it brings something that runs. A ``restored`` session (host start) runs no
+        SessionStart hook and asks nothing until a client resumes it (``resumed``)."""
         from plugins import load_directory
 
         state = self.store.state(uri) or {}
         previous = {item.get("id"): item for item in state.get("customizations") or []}
         runtime = SessionCustomizations(uri, session_directory(state))
+        runtime.trusted = self.trust.is_trusted(runtime.folder)
+        runtime.resume_pending = restored
         self.sessions[uri] = runtime
         pending = [Container(id=p.root.as_uri(), loaded=None, name=p.name, uri=p.root.as_uri()) for p in self.plugins]
         pending += [Container(id=_dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
@@ -170,11 +193,28 @@ class CustomizationService:
             container = by_id[_dir_uri(runtime, spec.relative)]
             assert runtime.working_directory is not None
             container.loaded = load_directory(runtime.working_directory, spec)
+            container.held = self._held(runtime, container)
             runtime.containers.append(container)
             self._publish(runtime, container)
         if any(isinstance(client, dict) and client.get("customizations") for client in state.get("activeClients") or ()):
             self._resolve_client_plugins(runtime, state.get("activeClients") or [])
-        self._spawn(self._start_session(runtime))
+        self._spawn(self._start_session(runtime, fire=not restored))
+        self._maybe_ask(runtime)
+
+    def resumed(self, uri: str) -> None:
+        """A client subscribed to the session (or started a turn in it): a session restored at
+        host start now runs its SessionStart hooks with ``source: "resume"`` and asks for trust."""
+        runtime = self.sessions.get(uri)
+        if runtime is None or not runtime.resume_pending:
+            return
+        runtime.resume_pending = False
+        runtime.start_source = "resume"
+        runtime.hooks_started.clear()  # its first turn waits for their context
+        self._spawn(self._session_start(runtime, "resume"))
+        if self.config.mcp.start == "session" and not runtime.mcp_wanted:
+            runtime.mcp_wanted = True
+            self._spawn(self._reconcile(runtime))
+        self._maybe_ask(runtime)
 
     def session_disposed(self, uri: str) -> None:
         """disposeSession: end the session's customizations in the background."""
@@ -195,26 +235,136 @@ class CustomizationService:
         if runtime.mcp is not None:
             await runtime.mcp.stop()
 
-    async def _start_session(self, runtime: SessionCustomizations) -> None:
-        from plugins import HookEvent
-
-        if self.config.mcp.start == "session":
-            runtime.mcp_wanted = True
+    async def _start_session(self, runtime: SessionCustomizations, *, fire: bool) -> None:
+        if self.config.mcp.start == "session" and not runtime.resume_pending:
+            runtime.mcp_wanted = True  # (a restored session's start when a client resumes it)
         try:
             await self._apply_mcp(runtime)
         finally:
             runtime.mcp_started.set()
+        if fire:
+            await self._session_start(runtime, "startup")
+        elif runtime.resume_pending:
+            runtime.hooks_started.set()  # nothing to wait for until a client resumes it
+
+    async def _session_start(self, runtime: SessionCustomizations, source: str, only: set[str] | None = None) -> None:
+        """Run SessionStart hooks (``only`` of those containers: a folder trusted later) and keep
+        the context they add; a first turn waits for them (``hooks_started``)."""
+        from plugins import HookEvent
+
+        runtime.hooks_started.clear()
         try:
-            results = await runtime.fire(HookEvent.SESSION_START, source="startup")
-            runtime.session_context = [r.additional_context for r in results if r.additional_context]
+            results = await runtime.fire(HookEvent.SESSION_START, only=only, source=source)
+            added = [r.additional_context for r in results if r.additional_context]
+            runtime.session_context = added if only is None else [*runtime.session_context, *added]
         finally:
             runtime.hooks_started.set()
+
+    # -- workspace trust -----------------------------------------------------------------------
+
+    def _held(self, runtime: SessionCustomizations, container: Container) -> str | None:
+        """Why ``container`` waits for its folder to be trusted: a workspace folder with hooks, or
+        a client's plugin that lies inside the folder (it may run anything). None: it may act."""
+        from plugins import LoadedDirectory
+
+        if runtime.folder_trusted or runtime.folder is None:
+            return None
+        where = runtime.folder
+        if container.directory is not None and isinstance(container.loaded, LoadedDirectory) \
+                and any(hook_file.hooks for hook_file in container.loaded.hook_files):
+            return f"{WAITING}: its hooks run once you trust {where}"
+        if container.client_id is not None and _inside(container.uri, where):
+            return f"{WAITING}: this plugin lies in {where} and runs once you trust that folder"
+        return None
+
+    def _waiting(self, runtime: SessionCustomizations) -> list[str]:
+        """What the folder brings that waits for trust, one line each (the trust question lists them)."""
+        from plugins import LoadedDirectory
+
+        lines: list[str] = []
+        for container in runtime.containers:
+            if container.held is None or container.id == MCP_SERVERS_ID:
+                continue
+            if isinstance(container.loaded, LoadedDirectory):
+                for hook_file in container.loaded.hook_files:
+                    for hook in hook_file.hooks:
+                        lines.append(f"hook ({hook.event.value}, {_relative(hook_file.path, runtime.folder)}): {_short(hook.command)}")
+            else:
+                lines.append(f"plugin {container.name or container.id} ({_relative_uri(container.uri, runtime.folder)})")
+        for spec in self._workspace_specs(runtime):
+            lines.append(f"MCP server {spec.name} (.mcp.json): {_short(_command_line(spec))}")
+        return lines
+
+    def _maybe_ask(self, runtime: SessionCustomizations) -> None:
+        """Ask the trust question, once, when the folder brings something that waits for it."""
+        if (runtime.folder_trusted or runtime.declined or runtime.question is not None or runtime.resume_pending
+                or runtime.folder is None or self.sessions.get(runtime.session) is not runtime):
+            return
+        extras = self._waiting(runtime)
+        if not extras:
+            return
+        request = trust_request(f"{REQUEST_PREFIX}{uuid.uuid4()}", runtime.folder, extras)
+        logger.info("session %s: asking whether to trust %s (%d things wait)", runtime.session, runtime.folder, len(extras))
+        question = runtime.question = self.inputs.ask_now(runtime.session, request)
+        question.add_done_callback(lambda done: self._answered(runtime, done))
+
+    def _answered(self, runtime: SessionCustomizations, question: asyncio.Future[dict[str, Any]]) -> None:
+        if runtime.question is question:
+            runtime.question = None
+        if question.cancelled() or self.sessions.get(runtime.session) is not runtime or runtime.folder_trusted:
+            return
+        answer = question.result()
+        choice = trust_choice(answer.get("response"), answer.get("answers"))
+        if choice == TRUST_FOLDER and runtime.folder is not None:
+            logger.info("session %s: the user trusts %s", runtime.session, runtime.folder)
+            self.trust.trust(runtime.folder)
+            self._trust_changed()  # at once: a message sent right after the answer finds the folder trusted
+        elif choice == TRUST_SESSION:
+            logger.info("session %s: the user trusts %s for this session", runtime.session, runtime.folder)
+            runtime.trusted_here = True
+            self._apply_trust(runtime)
+        else:
+            runtime.declined = True
+
+    def _trust_changed(self) -> None:
+        """The trusted folders changed (an answer, or a client's ``root/configChanged``)."""
+        for runtime in list(self.sessions.values()):
+            trusted = self.trust.is_trusted(runtime.folder)
+            if trusted == runtime.trusted:
+                continue
+            was = runtime.folder_trusted
+            runtime.trusted = trusted
+            if runtime.folder_trusted != was:
+                logger.info("session %s: %s is %s", runtime.session, runtime.folder, "trusted" if trusted else "no longer trusted")
+                self._apply_trust(runtime)
+
+    def _apply_trust(self, runtime: SessionCustomizations) -> None:
+        """Re-hold or release the folder's containers and servers after trust changed; a folder
+        trusted now runs the SessionStart hooks of what it released (unless the session waits to
+        be resumed, when they run then)."""
+        if runtime.folder_trusted and runtime.question is not None:
+            runtime.question.cancel()  # answered elsewhere (another session, a client's config change)
+        released: set[str] = set()
+        for container in runtime.containers:
+            if container.id == MCP_SERVERS_ID:
+                continue  # its .mcp.json servers: reconciled below
+            held = self._held(runtime, container)
+            if held != container.held:
+                if container.held is not None and held is None:
+                    released.add(container.id)
+                container.held = held
+                self._publish(runtime, container)
+        if released and not runtime.resume_pending:
+            runtime.hooks_started.clear()
+            self._spawn(self._session_start(runtime, runtime.start_source, only=released))
+        self._spawn(self._reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
         """Until the session's MCP servers made their first start attempt, bounded by ``[mcp]
         start_wait`` (see the module contract): a turn uses it. The servers of a session that did
         not need them yet (or stopped them when idle) start here."""
         self._cancel_idle_stop(runtime)
+        self.resumed(runtime.session)
         if not runtime.mcp_wanted:
             runtime.mcp_wanted = True
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
@@ -245,12 +395,7 @@ class CustomizationService:
         """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
         from plugins import LoadedPlugin
 
-        workspace: list[McpServerSpec] = []
-        if self.config.plugins.workspace and runtime.working_directory is not None:
-            try:
-                workspace = specs_from_mcp_json(runtime.working_directory / ".mcp.json")
-            except McpConfigError as error:
-                logger.warning("%s", error)
+        workspace = self._workspace_specs(runtime) if runtime.folder_trusted else []
         owners: dict[str, str] = {}
         plugin_specs = []
         for container in runtime.containers:
@@ -267,6 +412,16 @@ class CustomizationService:
         specs = merge_specs(self.config_specs, workspace, plugin_specs)
         return specs, {spec.name: owners[spec.name] if spec.source.startswith("plugin") else MCP_SERVERS_ID
                        for spec in specs if spec.name in owners or not spec.source.startswith("plugin")}
+
+    def _workspace_specs(self, runtime: SessionCustomizations) -> list[McpServerSpec]:
+        """The servers of the workspace ``.mcp.json`` (they run only in a trusted folder)."""
+        if not self.config.plugins.workspace or runtime.working_directory is None:
+            return []
+        try:
+            return specs_from_mcp_json(runtime.working_directory / ".mcp.json")
+        except McpConfigError as error:
+            logger.warning("%s", error)
+            return []
 
     def turn_ended(self, session: str) -> None:
         """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``, or
@@ -331,7 +486,8 @@ class CustomizationService:
 
     async def _apply_mcp(self, runtime: SessionCustomizations) -> None:
         specs, owners = self.mcp_specs(runtime)
-        self._publish_mcp_servers(runtime, [spec for spec in specs if owners.get(spec.name) == MCP_SERVERS_ID])
+        held = [] if runtime.folder_trusted else self._workspace_specs(runtime)
+        self._publish_mcp_servers(runtime, [spec for spec in specs if owners.get(spec.name) == MCP_SERVERS_ID], held)
         if not runtime.mcp_wanted:
             return
         if runtime.mcp is None:
@@ -345,13 +501,15 @@ class CustomizationService:
             )
         await runtime.mcp.apply(specs, owners)
 
-    def _publish_mcp_servers(self, runtime: SessionCustomizations, specs: list[McpServerSpec]) -> None:
-        """List the config and ``.mcp.json`` servers as a container, so their failures show."""
+    def _publish_mcp_servers(self, runtime: SessionCustomizations, specs: list[McpServerSpec],
+                             held: list[McpServerSpec]) -> None:
+        """List the config and ``.mcp.json`` servers as a container, so their failures show, and
+        the ``.mcp.json`` servers that wait for the folder to be trusted (``held``)."""
         container = runtime.container(MCP_SERVERS_ID)
-        if not specs and container is None:
+        if not specs and not held and container is None:
             return
         declared = []
-        for spec in specs:
+        for spec in [*specs, *held]:
             where = spec.source if spec.source not in ("config", "") else (self.config.source or "").split(" + ")[0]
             path = Path(where) if where and not where.startswith("<") else None
             declared.append((spec.name, path.resolve().as_uri() if path is not None and path.is_absolute() else (
@@ -361,6 +519,8 @@ class CustomizationService:
             container = McpServersContainer(id=MCP_SERVERS_ID, loaded=None, name="MCP servers", uri=home)
             runtime.containers.append(container)
         container.servers = declared
+        container.held = (f"{WAITING}: the .mcp.json servers {', '.join(repr(spec.name) for spec in held)} start once you "
+                          f"trust {runtime.folder}") if held else None
         self._publish(runtime, container)
 
     def _problem(self, runtime: SessionCustomizations, container_id: str, key: str, message: str | None) -> None:
@@ -462,6 +622,7 @@ class CustomizationService:
                                   nonce=item.get("nonce"), name=str(item.get("name") or item["id"]),
                                   enabled=entry_enabled(item) if existing is None else existing.enabled)
             fetch = self._load_client_plugin(container)
+            container.held = self._held(runtime, container)
             if fetch is not None:
                 self._spawn(self._fetch_client_plugin(runtime, container))
             if existing is not None:
@@ -470,6 +631,7 @@ class CustomizationService:
                 runtime.containers.insert(position, container)
                 position += 1
             self._publish(runtime, container)
+        self._maybe_ask(runtime)
 
     def _load_client_plugin(self, container: Container) -> bool | None:
         """Parse a ``file://`` client plugin now; True when it must be fetched from the client first."""
@@ -524,7 +686,7 @@ class CustomizationService:
         for spec in WORKSPACE_DIRECTORIES:
             if spec.relative in ALWAYS_LISTED_DIRECTORIES:
                 chosen.append(spec)
-            elif spec.format == "files":
+            elif spec.files:  # instruction files, Claude settings
                 if any((runtime.working_directory / f).is_file() for f in spec.files):
                     chosen.append(spec)
             elif (runtime.working_directory / spec.relative).is_dir():
@@ -541,6 +703,41 @@ class CustomizationService:
         if not task.cancelled() and task.exception() is not None:
             logger.error("customization task failed", exc_info=task.exception())
 
+
+
+def _inside(uri: str | None, folder: str) -> bool:
+    """Whether a ``file:`` URI names a path in ``folder``, as written or with symlinks resolved
+    (a link in the folder to a plugin elsewhere is still something the folder brings)."""
+    import os
+
+    from ahp.workspace_trust import covers
+
+    parsed = urlparse(uri or "")
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return False
+    path = unquote(parsed.path)
+    return covers(folder, os.path.realpath(path)) or covers(folder, os.path.abspath(path))
+
+
+def _relative(path: Path, folder: str | None) -> str:
+    try:
+        return str(path.resolve().relative_to(folder)) if folder else str(path)
+    except ValueError:
+        return str(path)
+
+
+def _relative_uri(uri: str | None, folder: str | None) -> str:
+    parsed = urlparse(uri or "")
+    return _relative(Path(unquote(parsed.path)), folder) if parsed.scheme == "file" else str(uri)
+
+
+def _command_line(spec: McpServerSpec) -> str:
+    return spec.url or " ".join([spec.command or "", *spec.args]).strip()
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _dir_uri(runtime: SessionCustomizations, relative: str) -> str:

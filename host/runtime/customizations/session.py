@@ -78,6 +78,27 @@ class SessionCustomizations:
         """Set once the SessionStart hooks ran (a first turn waits for their context)."""
         self.session_context: list[str] = []
         """What SessionStart hooks asked to add to the model's context (output styles...)."""
+        self.folder: str | None = os.path.realpath(working_directory) if working_directory is not None else None
+        """The working directory without symlinks: what workspace trust is decided for."""
+        self.trusted = False
+        """Whether the host trusts ``folder`` (``host.runtime.trust``)."""
+        self.trusted_here = False
+        """Whether the user trusted ``folder`` for this session only."""
+        self.question: asyncio.Future[dict[str, Any]] | None = None
+        """The open trust question, if any."""
+        self.declined = False
+        """The user answered the trust question with no: it is not asked again in this session."""
+        self.start_source = "startup"
+        """The ``source`` of its SessionStart hooks: ``resume`` once a restored session was resumed
+        (also for hooks a folder trusted later releases)."""
+        self.resume_pending = False
+        """A session restored at host start: its SessionStart hooks (``source: "resume"``) and trust
+        question wait until a client resumes it."""
+
+    @property
+    def folder_trusted(self) -> bool:
+        """Whether what the folder brings may run in this session."""
+        return self.trusted or self.trusted_here
 
     # -- containers ----------------------------------------------------------------------------
 
@@ -176,13 +197,16 @@ class SessionCustomizations:
 
     # -- hooks ---------------------------------------------------------------------------------
 
-    async def fire(self, when: HookEvent | LifecyclePoint, subject: str | None = None, **fields: Any) -> list[HookResult]:
-        """Run the hooks of usable containers that fire for ``when``, one after another, with
-        the Claude-shaped event JSON on stdin; stops after the first that blocks."""
+    async def fire(self, when: HookEvent | LifecyclePoint, subject: str | None = None, *, only: set[str] | None = None,
+                   **fields: Any) -> list[HookResult]:
+        """Run the hooks of usable containers (``only`` those ids, when given) that fire for
+        ``when``, one after another, with the Claude-shaped event JSON on stdin; stops after the
+        first that blocks."""
         from plugins import hook_payload, run_hook, select_hooks
 
         aliases = TOOL_ALIASES.get(subject or "", ())
-        hooks = select_hooks(self.usable(), when, subject, aliases)
+        usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
+        hooks = select_hooks(usable, when, subject, aliases)
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
         results = []
         for hook in hooks:

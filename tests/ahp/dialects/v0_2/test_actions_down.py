@@ -178,6 +178,29 @@ def test_a_second_chat_is_invisible_and_the_default_one_is_the_0_2_0_conversatio
     assert projected.actions == ({"type": "session/turnStarted", "turnId": "x", "userMessage": {"text": "psst"}},)
 
 
+def test_a_request_asked_outside_a_turn_shows_between_turns_and_converges_at_each_step() -> None:
+    state = {"summary": {"resource": "ahp-session:/s", "provider": "p", "title": "T", "status": 1 | 32, "createdAt": 0,
+                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []}
+    session = session_lift(state)
+    chat = default_chat_uri(session.uri)
+    request = {"id": "workspace-trust:1", "message": "Trust?", "questions": [
+        {"id": "trust", "kind": "single-select", "message": "?", "options": [{"id": "a", "label": "A"}]}]}
+    entry = {"id": f"{chat}|ask|workspace-trust:1", "chat": chat, "kind": "chatInput", "request": request}
+    steps = [
+        (session.uri, {"type": "session/inputNeededSet", "request": entry}),
+        (chat, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "1970-01-01T00:00:01.000Z",
+                "message": {"text": "hi", "origin": {"kind": "user"}}}),
+        (chat, {"type": "chat/turnComplete", "turnId": "t1", "duration": 5}),
+        (session.uri, {"type": "session/inputNeededRemoved", "id": entry["id"]}),
+    ]
+    shown = []
+    for channel, action in steps:
+        session, check = check_down(channel, action, session)
+        assert check.down.exact and check.agrees, (action, check.explain())
+        shown.append([r["id"] for r in down(session).get("inputRequests") or ()])
+    assert shown == [["workspace-trust:1"], [], ["workspace-trust:1"], []]
+
+
 # --- a sub-agent's chat, which a 0.2.0 client sees as a session of its own ---------------------
 
 SUBAGENT_CHAT = subagent_chat_uri(strategies.SESSION_URI, "call-1")

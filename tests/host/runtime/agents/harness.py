@@ -30,6 +30,9 @@ def config_for(tmp_path: Path, *, toml: str | None = None, environ: dict[str, st
     sections: dict[str, dict[str, Any]] = {
         "server": {"port": 0, "data_dir": str(tmp_path / "data"), "token": TOKEN},
         "sessions": {"default_directory": str(tmp_path), "offline_delay": 0},
+        # The test's own folder is trusted, so its hooks and .mcp.json run as the test means them to;
+        # workspace trust itself is tested in tests/host/runtime/test_trust.py (pass trust={"folders": []}).
+        "trust": {"folders": [str(tmp_path)]},
     }
     for key, value in overrides.items():
         sections.setdefault(key, {}).update(value)
