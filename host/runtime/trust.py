@@ -4,7 +4,7 @@ Contract:
 - The record is ``RootState.config.values.trustedFolders`` (``ahp.workspace_trust``). The root
   state is journaled like every channel, so trust lives in the host's data directory and survives
   restarts; every client subscribed to the root sees the list, and a client revokes a folder with
-  the action it already knows, ``root/configChanged`` (validated by ``host.validation``: absolute
+  the action it already knows, ``root/configChanged`` (validated by ``host.transport.validation``: absolute
   paths only). This was chosen over a new method because any client, in any version this host
   speaks, can list and change it without new protocol, and the host and clients agree on it the
   same way they agree on everything else (one action, one ``serverSeq``).
