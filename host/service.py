@@ -6,8 +6,10 @@ it keeps the root channel current (agents, active session count) and turns sessi
 ``root/sessionSummaryChanged`` notifications.
 
 Start-up recovers the store from the journal; any turn that was running when the host stopped is
-ended with a ``session/error`` saying so, sessions stuck in ``creating`` are prepared again, and
-stale active-client claims are released (no client is connected yet).
+ended with a ``session/error`` saying so, sessions stuck in ``creating`` are prepared again, every
+other chat's pending messages start (a message queued as a turn ended, just before a ``kill -9``,
+runs now rather than never), and stale active-client claims are released (no client is connected
+yet).
 """
 
 from __future__ import annotations
@@ -197,7 +199,12 @@ class AgentHost:
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
             if state.get("lifecycle") == "creating":
-                self.runner.prepare(uri)
+                self.runner.prepare(uri)  # (its chats' pending messages start once it is ready)
+            else:
+                for chat in self.session_chats(uri):
+                    # A message queued (or a steering message sent) just before the host was
+                    # killed, with no turn running then: it starts now, as it would have then.
+                    self.runner.start_pending(chat)
             self.customizations.open_session(uri)
         self.terminals.start()
 

@@ -172,3 +172,45 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
         await again.close()
     finally:
         host.stop()
+
+
+async def test_a_message_queued_as_the_turn_completes_runs_after_kill_9(tmp_path: Path) -> None:
+    # The host is killed the moment the client sees the turn complete, with a message queued behind
+    # it: the queued message must not wait for ever in the restarted host.
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.05\ndefault_directory = "{tmp_path}"\n')
+    host = HostProcess(tmp_path / "data", config)
+    try:
+        await host.start()
+        client = await AhpClient.connect(host.url)
+        await client.initialize(subscriptions=[ROOT])
+        session = await client.create_session()
+        first = client.send_message(session, "answer me first")
+        await client.wait_for(lambda m, e: (client.state(session) or {}).get("activeTurn") is not None)
+        queued = client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "queued", "id": "q1",
+                                           "userMessage": {"text": "queued behind it"}})
+        assert (await client.outcome(queued)).accepted
+
+        def completed_then_kill(message: Any, envelope: Any) -> bool:
+            turns = (client.state(session) or {}).get("turns") or []
+            if turns and turns[0]["id"] == first:
+                host.kill()
+                return True
+            return False
+
+        await client.wait_for(completed_then_kill, timeout=30)
+        await client.close()
+
+        await host.start()
+        again = await AhpClient.connect(host.url)
+        await again.initialize(subscriptions=[ROOT, session])
+
+        def ran(m: Any, e: Any) -> bool:
+            state = again.state(session) or {}
+            texts = [turn["userMessage"]["text"] for turn in state.get("turns") or []]
+            return texts[:2] == ["answer me first", "queued behind it"] and not state.get("queuedMessages")
+
+        await again.wait_for(ran, timeout=30)
+        await again.close()
+    finally:
+        host.stop()
