@@ -23,7 +23,10 @@ The mapping:
 * When the turn waits for a person to confirm a call (``pending-confirmation``) or its result
   (``pending-result-confirmation``) and nothing else is running, the run ends with
   ``RUN_FINISHED`` whose outcome is ``interrupt`` (``host.agui.interrupts``); the turn stays
-  active and the run whose ``resume`` answers the interrupts continues it.
+  active and the run whose ``resume`` answers the interrupts continues it. An open question for
+  the user (``inputRequest``: ``ask_user``, MCP elicitation) ends the run the same way, with its
+  own interrupt, even while server tools run: the call that asked is one of them, and nothing
+  the turn does can finish before the answer comes.
 * ``usage`` is remembered (minus what the turn had used before this run began) and reported as
   ``RUN_FINISHED.usage``; ``turnComplete`` → ``RUN_FINISHED``; ``turnCancelled`` → ``RUN_FINISHED``
   with a cancelled outcome; ``error`` → ``RUN_ERROR`` with the message and type of its error
@@ -61,7 +64,7 @@ from ag_ui.core import (
 )
 
 from ahp.tool_results import result_text
-from host.agui.interrupts import interrupts
+from host.agui.interrupts import interrupts, open_inputs
 
 __all__ = ["RunTranslator", "token_usage"]
 
@@ -100,7 +103,13 @@ class RunTranslator:
         """The events ``action`` means for this run; ``state`` is the chat after it, or ``None``
         for a streamed token (``host.store.STREAMED``: it changes no tool call's status, so the
         run cannot become suspended by it and its handler reads only the action)."""
-        if self.done or action.get("turnId") != self.turn_id:
+        if self.done:
+            return []
+        if "turnId" not in action:
+            # A chat-wide action (``inputRequested`` carries no turn id): it may leave this run's
+            # turn waiting for a person; ``_maybe_suspend`` checks that it is this run's turn.
+            return self._maybe_suspend(state) if state is not None else []
+        if action.get("turnId") != self.turn_id:
             return []
         handler = _HANDLERS.get(action.get("type", ""))
         events = handler(self, action, state or {}) if handler is not None else []
@@ -267,7 +276,8 @@ class RunTranslator:
         if not isinstance(turn, dict) or turn.get("id") != self.turn_id:
             return []
         ours: list[str] = []
-        asking = False
+        questions = bool(open_inputs(turn))
+        asking = questions
         for part in turn.get("responseParts") or ():
             call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
             if not isinstance(call, dict) or call.get("status") not in _UNFINISHED:
@@ -276,6 +286,8 @@ class RunTranslator:
                 asking = True
             elif _client_of(call) == self.client_id and call.get("status") == "running":
                 ours.append(call.get("toolCallId"))
+            elif questions and call.get("status") == "running":
+                continue  # the call asking the question (or one that runs beside it)
             else:
                 return []  # something else is still going on: keep streaming
         if asking:
