@@ -144,7 +144,7 @@ class AgentHost:
         self.resources = ResourceService(self._allowed_roots)
         # Processes that outlive their command (a shell tool call's background jobs, a terminal's
         # nohup'd ones): kept per session or terminal, ended with it or at stop; the host reaps them.
-        self.background = BackgroundProcesses()
+        self.background = BackgroundProcesses(record=None if in_memory else config.data_path() / "processes.json")
         # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
         self.terminals = TerminalService(
             self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,

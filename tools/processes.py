@@ -23,6 +23,13 @@ daemonised with ``nohup``, ``setsid`` or a double fork. Contract:
   instead of ``init``: they stay findable as its descendants and are ended with the family.
   Elsewhere it does nothing and returns False; orphans then go to ``init`` and are found by their
   token alone.
+* ``ISSUER`` starts every token this process issues. ``left_by(issuer)``: the live processes
+  (this user's, with their descendants) carrying a token another process issued; ``end_left_by
+  (issuer, grace)`` ends them as ``end`` ends a family. A host killed without stopping (``kill
+  -9``) leaves its families' daemonised jobs running, re-parented to ``init``; the next host on
+  the same data directory ends them this way (``host.processes``).
+* ``started(pid)``: when ``pid`` started (boot id and clock ticks since boot), to tell a live
+  process from a later one given the same pid.
 * ``reap_orphans()`` collects the zombies among this process's children that nobody else will
   wait for, and only those (a ``subprocess``/``asyncio`` child's status belongs to its owner):
   a zombie whose session is neither its own nor this process's (a job of a family: leaders and
@@ -49,11 +56,11 @@ import secrets
 import signal
 import sys
 import time
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 __all__ = [
-    "FAMILY_VARIABLE", "become_subreaper", "end", "is_subreaper", "members", "new_family", "reap_orphans",
-    "register_leader", "stop_being_subreaper", "unregister_leader",
+    "FAMILY_VARIABLE", "ISSUER", "become_subreaper", "end", "end_left_by", "is_subreaper", "left_by", "members",
+    "new_family", "reap_orphans", "register_leader", "started", "stop_being_subreaper", "unregister_leader",
 ]
 
 FAMILY_VARIABLE = "AGENT_HOST_FAMILY"
@@ -69,6 +76,7 @@ _ISSUER = secrets.token_hex(6)
 """Starts every token this process issues: another host's families (a host started from a
 terminal of another) are not this one's to reap."""
 _ISSUED = f"\0{FAMILY_VARIABLE}={_ISSUER}.".encode()
+ISSUER = _ISSUER
 
 _leaders: set[int] = set()
 _adopted: set[int] = set()
@@ -212,7 +220,13 @@ def _signal(pids: set[int], *numbers: int) -> None:
 
 async def end(token: str, leader: int | None, grace: float) -> None:
     """End every member of the family (see the module contract)."""
-    found = _remaining(token, leader)
+    await _end_found(lambda: _remaining(token, leader), leader, grace)
+
+
+async def _end_found(find: Callable[[], set[int]], leader: int | None, grace: float) -> None:
+    """SIGHUP, SIGCONT and SIGTERM to what ``find`` finds (and ``leader``'s group), SIGKILL rounds
+    after ``grace`` until it finds nothing."""
+    found = find()
     _signal(found, signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
     _signal_group(_alive(leader), signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
     deadline, delay = time.monotonic() + grace, _POLL
@@ -220,15 +234,50 @@ async def end(token: str, leader: int | None, grace: float) -> None:
         # Each look reads /proc: soon at first (most end at once), then less often.
         await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, _MAX_POLL)
-        found = _remaining(token, leader)
+        found = find()
     for _ in range(_KILL_ROUNDS):
         _signal_group(_alive(leader), signal.SIGKILL)
-        found = _remaining(token, leader)
+        found = find()
         if not found:
             break
         _signal(found, signal.SIGKILL)
         await asyncio.sleep(_POLL)
     reap_orphans()
+
+
+def left_by(issuer: str) -> set[int]:
+    """The live processes carrying a token ``issuer`` issued, and their descendants (never this
+    process, nor anything while ``issuer`` is this process's own); empty without ``/proc``."""
+    if issuer == _ISSUER or not issuer:
+        return set()
+    table = _table()
+    me = os.getpid()
+    children: dict[int, list[int]] = {}
+    for pid, info in table.items():
+        children.setdefault(info.ppid, []).append(pid)
+    needle = f"\0{FAMILY_VARIABLE}={issuer}.".encode()
+    seeds = {pid for pid in table if pid != me and _carries(pid, needle)}
+    return {pid for pid in _descendants(seeds, children) if pid != me and table[pid].state not in ("Z", "X")}
+
+
+async def end_left_by(issuer: str, grace: float) -> int:
+    """End what ``left_by(issuer)`` finds; how many processes there were at first."""
+    first = await asyncio.to_thread(left_by, issuer)  # a look through every process: off the loop
+    if first:
+        await _end_found(lambda: left_by(issuer), None, grace)
+    return len(first)
+
+
+def started(pid: int) -> str | None:
+    """``pid``'s start (boot id and start time in clock ticks), or None if it is not running."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            ticks = handle.read().rsplit(b")", 1)[1].split()[19].decode()
+        with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
+            boot = handle.read().strip().decode()
+    except (OSError, IndexError):
+        return None
+    return f"{boot}/{ticks}"
 
 
 def _remaining(token: str, leader: int | None) -> set[int]:

@@ -60,3 +60,48 @@ async def test_host_stop_ends_the_background_jobs_sessions_left(tmp_path: Path, 
         pids = daemon_pids(tmp_path)
         assert all(running(pid) for pid in pids)
     assert await eventually(lambda: all(status(pid) is None for pid in pids)), [status(pid) for pid in pids]
+
+
+async def test_jobs_left_running_by_a_host_killed_with_sigkill_end_when_the_next_host_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shutil
+
+    from client import AhpClient
+    from tests.host.terminals.test_terminals import new_terminal, see
+    from tests.host.test_durability import ROOT, HostProcess
+
+    monkeypatch.setenv("SHELL", shutil.which("bash") or "/bin/sh")  # the terminal's shell reads DAEMONS as POSIX sh
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
+    host = HostProcess(tmp_path / "data", config)
+    unrelated = None
+    try:
+        await host.start()
+        client = await AhpClient.connect(host.url)
+        await client.initialize(subscriptions=[ROOT])
+        terminal = await new_terminal(client, name="daemons")
+        client.dispatch(terminal, {"type": "terminal/input", "data": f"{DAEMONS}; printf 'all-%s\\n' started\n"})
+        await see(client, terminal, "all-started")
+        await client.close()
+        pids = daemon_pids(tmp_path)
+        # Not ours: the same command started outside any host carries no host's token.
+        import subprocess
+        unrelated = subprocess.Popen(["sleep", "300"])
+        host.kill()
+        # Nothing ended them: the nohup'd and setsid'd jobs outlive the host.
+        survivors = [pid for pid in pids if running(pid)]
+        assert len(survivors) >= 2, [status(pid) for pid in pids]
+        assert (tmp_path / "data" / "processes.json").exists()
+
+        await host.start()
+        assert await eventually(lambda: not any(running(pid) for pid in survivors), timeout=30), [status(pid) for pid in survivors]
+        assert unrelated.poll() is None, "a process no host started was ended"
+        host.stop()
+        assert not (tmp_path / "data" / "processes.json").exists()  # a clean stop leaves nothing to end
+    finally:
+        host.stop()
+        if unrelated is not None:
+            unrelated.kill()
+            unrelated.wait()
