@@ -58,7 +58,7 @@ from host.customizations._containers import MCP_SERVERS_ID, Container, McpServer
 from host.inputs import InputRequests
 from host.customizations.completions import complete_user_message
 from host.customizations.mcp import SessionMcp
-from host.customizations.session import SessionCustomizations
+from host.customizations.session import SessionCustomizations, end_hook_processes
 from host.client_resources import ClientResourceError, ClientResources
 from host.errors import ConfigError
 from host.store import Store
@@ -194,6 +194,7 @@ class CustomizationService:
             logger.exception("SessionEnd hooks of %s failed", uri)
         if runtime.mcp is not None:
             await runtime.mcp.stop()
+        await end_hook_processes(runtime)
 
     async def _start_session(self, runtime: SessionCustomizations) -> None:
         from plugins import HookEvent
