@@ -172,3 +172,27 @@ def test_one_client_past_its_own_limit_is_cut_off_alone(size: int) -> None:
     budget.note(one, one.held)
     assert one.closed is not None and "this client's limit of 8 MiB" in one.closed[1]
     assert other.closed is None
+
+
+async def test_a_client_that_falls_behind_and_catches_up_gets_every_frame_in_order(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    # Frames past what the socket buffer takes wait unframed in the host until the client reads
+    # again; none is lost, reordered or duplicated, and the client is not cut off.
+    config = config_for(tmp_path)
+    async with serving(config, frame_checker) as (running, fast):
+        session = await fast.create_session()
+        behind = await slow_client(running, session, "behind")
+        await set_titles(running, session, 1_000)  # about 10 MB: far more than the socket buffers hold
+        [protocol] = [p for p in server_connections(running) if p.backlog() > WRITE_AHEAD]
+        assert protocol.backlog() > 1 * MIB and not protocol.close_sent
+        seen: list[int] = []
+        while len(seen) < 1_000:
+            message = json.loads(await asyncio.wait_for(behind.recv(), 30))
+            action = (message.get("params") or {}).get("action") or {}
+            if action.get("type") == "session/titleChanged":
+                seen.append(int(action["title"][:6]))
+        assert seen == list(range(1_000))
+        await behind.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {}}))
+        while json.loads(await asyncio.wait_for(behind.recv(), 30)).get("id") != 2:
+            pass
+        assert protocol.backlog() == 0
+        await behind.close()
