@@ -18,7 +18,9 @@ not read therefore holds its backlog here, where it can be counted (``backlog``,
 ``queue_text`` returns) and dropped: ``cut_off(code, reason)`` discards what waits, sends a close
 frame right behind the little already framed (a client that reads again learns why it was cut
 off) and aborts the socket if the close handshake has not completed within ``CUT_OFF_GRACE``
-seconds, which frees its buffer even when the peer never reads again.
+seconds, which frees its buffer even when the peer never reads again. When the server shuts
+down, a client gets ``SHUTDOWN_GRACE`` seconds to read what is left, then its socket is aborted,
+so a client that does not read cannot keep the host from stopping.
 
 This subclasses ``uvicorn.protocols.websockets.websockets_sansio_impl.WebSocketsSansIOProtocol``
 and relies on its attributes (``conn``, ``transport``, ``writable``, ``handshake_complete``,
@@ -35,7 +37,7 @@ from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 
-__all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION", "WRITE_AHEAD", "CUT_OFF_GRACE"]
+__all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION", "WRITE_AHEAD", "CUT_OFF_GRACE", "SHUTDOWN_GRACE"]
 
 FRAMES_EXTENSION = "agent-host.frames"
 
@@ -43,6 +45,9 @@ WRITE_AHEAD = 256 * 1024
 """Bytes framed into the transport's buffer beyond which further messages wait unframed."""
 CUT_OFF_GRACE = 10.0
 """Seconds a cut-off client has to read its close frame before its socket is aborted."""
+SHUTDOWN_GRACE = 2.0
+"""Seconds a client has, when the server shuts down, to read what is left before its socket is
+aborted (a client that does not read would otherwise keep the host from stopping)."""
 
 
 class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
@@ -119,6 +124,21 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
             raise ClientDisconnected()
         if self.queue_text(text) < 0:
             raise ClientDisconnected()
+
+    def shutdown(self) -> None:
+        """The server is stopping: what waits goes out before the close frame if the client keeps
+        up, and is dropped if it is behind; the socket is aborted after ``SHUTDOWN_GRACE``."""
+        if self.writable.is_set() and not self.close_sent:
+            self._write_buffered(force=True)
+        else:
+            self._pending, self._pending_chars = None, 0
+        super().shutdown()
+        if not self.disconnected:
+            self.loop.call_later(SHUTDOWN_GRACE, self._abort_if_open)
+
+    def _abort_if_open(self) -> None:
+        if not self.disconnected:
+            self.transport.abort()
 
     def resume_writing(self) -> None:
         super().resume_writing()

@@ -196,3 +196,41 @@ async def test_a_client_that_falls_behind_and_catches_up_gets_every_frame_in_ord
             pass
         assert protocol.backlog() == 0
         await behind.close()
+
+
+async def test_a_client_that_does_not_read_cannot_keep_the_host_from_stopping(tmp_path: Path) -> None:
+    # The host as its own process, stopped with SIGTERM while a client that stopped reading has
+    # frames waiting: the stop must not wait for that client to read (it never will).
+    import subprocess
+
+    from tests.host.test_durability import ROOT, HostProcess
+
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\ndefault_directory = "{tmp_path}"\n')
+    host = HostProcess(tmp_path / "data", config)
+    try:
+        await host.start()
+        writer = await AhpClient.connect(host.url)
+        await writer.initialize(subscriptions=[ROOT])
+        session = await writer.create_session()
+        port = int(host.url.split(":")[2].split("/")[0])
+        stuck = await slow_client(_At(host.url, port), session, "stuck")
+        for index in range(600):  # about 12 MB to a client whose socket holds far less
+            writer.dispatch(session, {"type": "session/titleChanged", "title": f"{index:06d}" + "x" * 20_000})
+        await writer.ping()
+        await writer.close()
+        assert host.process is not None
+        host.process.terminate()
+        await asyncio.to_thread(host.process.wait, 30)  # raises if the host is still waiting for the client
+        await stuck.close()
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the host did not stop within 30 s: it waited for a client that does not read") from None
+    finally:
+        host.stop()
+
+
+class _At:
+    """Where a host subprocess listens, as ``slow_client`` reads it from a ``RunningHost``."""
+
+    def __init__(self, url: str, port: int) -> None:
+        self.url, self.address, self.port = url, "127.0.0.1", port
