@@ -10,7 +10,7 @@ library (``client``) and the terminal client (``chat``) run the very same code.
   catalogue, error codes and version negotiation.
 - ``ahp.dialects.v0_2.state``: the pure reducers for every channel kind.
 - ``ahp.jsonrpc``: JSON-RPC 2.0 without I/O (decode a frame, build a reply, number our own
-  requests), used by ``host.rpc`` and ``client._connection`` alike.
+  requests), used by ``host.transport.rpc`` and ``client._connection`` alike.
 - ``ahp.tool_results``: a tool call's result as text, the same for the model, AG-UI and the
   terminal client.
 """

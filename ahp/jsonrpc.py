@@ -1,6 +1,6 @@
 """JSON-RPC 2.0 as AHP uses it, without I/O: text in, typed messages out, and back.
 
-The host (``host.rpc``) and the client library (``client._connection``) both speak JSON-RPC over a
+The host (``host.transport.rpc``) and the client library (``client._connection``) both speak JSON-RPC over a
 WebSocket; this module is the part they share, so the two ends cannot drift apart. It never
 touches a socket, a clock, a task or a logger. The caller owns the connection and the waiting.
 
@@ -54,6 +54,7 @@ __all__ = [
     "classify",
     "decode",
     "encode",
+    "action_frame",
     "request",
     "notification",
     "result",
@@ -129,6 +130,13 @@ def encode(message: Any) -> str:
     if "null" in text and _has_non_finite(message):
         return _encode_stdlib(message)  # raises, as the wire must never carry NaN
     return text
+
+
+def action_frame(envelope: Any) -> tuple[str, str]:
+    """An action envelope's JSON text (what a journal keeps) and the ``action`` notification that
+    carries it, from one serialisation: the one place action frames are built."""
+    envelope_json = encode(envelope)
+    return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
 
 
 def _encode_stdlib(message: Any) -> str:

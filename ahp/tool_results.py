@@ -1,7 +1,7 @@
 """An AHP ``ToolCallResult`` (or a running call's content) as plain text: the one renderer.
 
-The model reads a tool's result as text (``host.conversation``), an AG-UI front end shows it as
-text (``host.agui``), and the terminal client prints it (``chat.render``). All three call this
+The model reads a tool's result as text (``host.runtime.conversation``), an AG-UI front end shows it as
+text (``host.transport.agui``), and the terminal client prints it (``chat.render``). All three call this
 module, so a result reads the same wherever it appears.
 
 * ``content_text(items)``: each ``ToolResultContent`` item on its own line: text as it is; a

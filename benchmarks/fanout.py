@@ -91,7 +91,7 @@ async def _measure(url: str, clients: int, deltas: int, processes: int, mode: st
 
 async def run_host(clients: int, deltas: int, processes: int) -> float:
     from host.config import load_config
-    from host.server import start_host
+    from host.transport.server import start_host
     from host.service import AgentHost
 
     with tempfile.TemporaryDirectory() as data:

@@ -76,7 +76,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as data:
         token = "inbound-memory-benchmark"
         host = subprocess.Popen(
-            [sys.executable, "-m", "host.cli", "serve", "--port", "0", "--data-dir", data, "--token", token],
+            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", data, "--token", token],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         try:

@@ -26,9 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import machine_note, median  # noqa: E402
-from host.journal import Journal  # noqa: E402
-from host.memory import settle  # noqa: E402
-from host.store import Store  # noqa: E402
+from host.state.journal import Journal  # noqa: E402
+from host.runtime.memory import settle  # noqa: E402
+from host.state.store import Store  # noqa: E402
 
 _SNAPSHOT_EVERY = 100
 """Rows between snapshots in the stall runs (the host's default is 5,000): several per run."""

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ahp.dialects.v0_2.state import reduce  # noqa: E402
 from benchmarks._runs import machine_note, median  # noqa: E402
-from host.journal import Journal  # noqa: E402
+from host.state.journal import Journal  # noqa: E402
 from client.mirror import Mirror  # noqa: E402
-from host.store import Store  # noqa: E402
+from host.state.store import Store  # noqa: E402
 
 URI = "ahp-session:/long"
 TOKEN = "tok "

@@ -75,7 +75,7 @@ def _rss_mb(pids: list[int]) -> float:
 async def measure(sessions: int, start: str, workdir: Path) -> tuple[int, float]:
     from client import AhpClient
     from host.config import load_config
-    from host.server import start_host
+    from host.transport.server import start_host
     from host.service import AgentHost
 
     script = workdir / "notes_server.py"

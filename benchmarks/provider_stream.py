@@ -33,7 +33,7 @@ a CPU at 200 sessions; sharing cores, the host's process waits for their time sl
 2-core machine doubled its p99 (measured both ways; the README has the figures).
 
 The host runs as ``agent-host serve`` runs it: after start-up its memory is settled
-(``host.memory.settle``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
+(``host.runtime.memory.settle``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
 baseline is the SDK as it comes (its default httpx client, typed chunks); the host's providers use
 the SDKs' aiohttp-backed clients and read the raw stream (``providers/_sse.py``).
 """
@@ -198,9 +198,9 @@ async def _bare_sdk(base_url: str, model: str, sessions: int) -> dict[str, float
 
 async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, float]:
     from host.config import load_config
-    from host.memory import settle
-    from host.server import start_host
-    from host.ws_protocol import TickBatchingWebSocketProtocol
+    from host.runtime.memory import settle
+    from host.transport.server import start_host
+    from host.transport.ws_protocol import TickBatchingWebSocketProtocol
     from host.service import AgentHost
 
     with tempfile.TemporaryDirectory() as data_dir:

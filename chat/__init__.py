@@ -1,10 +1,11 @@
 """``agent-host chat``: a terminal client for an AHP host, on the ``client`` library.
 
-``agent-host chat [URL] [--token T] [--session URI | --resume ID | --continue | --new] [--agent A] [--model M]
+``agent-host chat [URL] [--token T] [--session URI | --resume [ID] | --continue | --new] [--agent A] [--model M]
 [--cwd DIR] [-p [MESSAGE|-] [--yes] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
 
-``--resume ID`` opens a session by its id or its URI; ``--continue`` the session of ``--cwd`` that
-changed last. With ``-p``, when stdin is not a terminal its text is read and sent after the
+``--resume ID`` opens a session by its id or its URI; ``--resume`` alone lists the sessions (this
+directory's first, ``chat.session_list``) and asks which; ``--continue`` the session of ``--cwd``
+that changed last. With ``-p``, when stdin is not a terminal its text is read and sent after the
 message, between ``<stdin>`` and ``</stdin>`` lines (``git diff | agent-host -p "review this"``);
 ``-p -`` or ``-p`` alone sends stdin as the whole message (``prompt_from``).
 
@@ -64,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
         parser.add_argument("--token", help="connection token (default: from the URL, AGENT_HOST_TOKEN or the client config)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="URI", help="open an existing session (ahp-session:/...)")
-    which.add_argument("--resume", metavar="ID", help="open an existing session by its id or URI")
+    which.add_argument("--resume", metavar="ID", nargs="?", const="",
+                       help="open an existing session by its id or URI; without one, pick from this directory's sessions")
     which.add_argument("-c", "--continue", dest="continue_last", action="store_true", help="open the session in --cwd that changed last")
     which.add_argument("--new", action="store_true", help="start a new session (the default)")
     parser.add_argument("--agent", help="agent for new sessions (an AgentInfo provider, e.g. offline)")
@@ -72,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
     parser.add_argument("-p", "--print", dest="message", metavar="MESSAGE", nargs="?", const="-",
                         help="send one message, print the answer and exit (piped stdin follows the message; '-' or none: stdin is the message)")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for new sessions (default: the current directory)")
-    parser.add_argument("--yes", action="store_true", help="with -p: allow tool calls instead of denying them")
+    parser.add_argument("--yes", action="store_true", help="with -p: allow tool calls instead of denying them (without it, only this project's remembered \"Always allow\" choices apply)")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default=None,
                         help="with -p: text (the default), one JSON object at the end, or one JSON object per line as it happens")
     parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="with -p: stop the turn when the model would answer more than N times")
@@ -248,6 +250,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
                 sys.stdout,
                 cwd=cwd,
                 session=args.session,
+                pick_session=getattr(args, "resume", None) == "",
                 agent=settings.agent,
                 model=settings.model,
                 host_label=display_url(settings.url) if label is None else label,
@@ -263,8 +266,12 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
 
 async def _session_to_open(client: AhpClient, args: argparse.Namespace) -> str | None:
     """The session ``--session``, ``--resume`` or ``--continue`` names, or None for a new one."""
-    if getattr(args, "resume", None):
+    if getattr(args, "resume", None) is not None:
         target = args.resume.strip()
+        if not target:
+            if args.message is not None:
+                raise ChatSettingsError("--resume needs a session id with -p (or --continue: this directory's last session)")
+            return None  # picked in the chat, from this directory's sessions first
         return target if ":" in target else f"ahp-session:/{target}"
     if not getattr(args, "continue_last", False):
         return args.session

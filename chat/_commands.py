@@ -1,5 +1,6 @@
 """The interactive chat's slash commands: sessions (list, resume, new, fork, history), agents
-and models, the title, the queue, compaction, help and quit; any other ``/name args`` is a
+and models, the title, the queue, compaction, remembered approvals (``/permissions``, listed and
+revoked through the root config the host shares with every client), help and quit; any other ``/name args`` is a
 command, skill or prompt the host offers through ``completions`` (project ``.claude/commands``,
 plugin ``plugin:cmd``, ...) and is sent as a message with its attachment.
 
@@ -8,34 +9,43 @@ client asks the host's ``completions`` for ``/name`` alone (the word at the curs
 line would be the last argument) and sends the whole line as typed: the host expands the
 command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the model sees it.
 ``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
-older turns when a turn's text is ``/compact`` (``host.agents.turn``).
+older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 from ahp.text_offsets import utf16_length
 from chat._answers import AnswerError, model_selection
 from chat._core import ChatCore, ChatExit
+from chat._markdown import MarkdownStream, drawn
+from chat._terminal import Eof, Interrupt, Line
 from chat.render import (
     HELP_TEXT,
     clean,
     render_agents,
     render_history,
     render_models,
-    render_session_list,
 )
+from chat.session_list import Listing, arrange, render_session_list
 from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
+from chat.views import (
+    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_permissions, render_plugins, render_tools,
+    without_remembered,
+)
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
 __all__ = ["Commands", "CLIENT_COMMANDS"]
 
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
-    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact",
+    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
+    "diff", "undo", "rewind",
 )
-"""The commands this client runs itself (the host offers more through ``completions``)."""
+"""The commands this client runs itself (the host offers more through ``completions``;
+``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
 
 _METHOD_NOT_FOUND = -32601
 _HISTORY_PAGE = 10
@@ -68,6 +78,7 @@ class Commands(ChatCore):
             "cost": self._cmd_cost,
             "usage": self._cmd_cost,
             "compact": self._cmd_compact,
+            "permissions": self._cmd_permissions,
         }.get(name)
         try:
             if handler is not None:
@@ -134,24 +145,90 @@ class Commands(ChatCore):
         if (state := await self._session_view()) is not None:
             self._write(render_cost(state, self.style))
 
+    async def _listing(self, args: str) -> Listing | None:
+        """The host's sessions by project (``chat.session_list``), shown; ``args`` may be ``--all``."""
+        if args not in ("", "--all"):
+            self._note("usage: /sessions [--all] (--all: -p sessions too)")
+            return None
+        listing = arrange(await self.client.list_sessions(), self.cwd.as_uri(), show_all=args == "--all")
+        self._listed = list(listing.ordered)
+        self._write(render_session_list(listing, self.style, current=self.session, now_ms=time.time() * 1000))
+        return listing
+    async def _cmd_permissions(self, args: str) -> None:
+        """``/permissions``: the host's remembered approvals; ``/permissions revoke N`` forgets one."""
+        words = args.split()
+        config = (self.client.state(ROOT_CHANNEL) or {}).get("config")
+        if not words:
+            self._write(render_permissions(config, self.style))
+            return
+        if words[0] not in ("revoke", "rm") or len(words) != 2 or not words[1].isdigit():
+            self._note("usage: /permissions (list) or /permissions revoke N")
+            return
+        found = without_remembered(config, int(words[1]))
+        if found is None:
+            self._note(f"there is no remembered approval {words[1]}; /permissions lists them")
+            return
+        remaining, entry = found
+        seq = self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": {REMEMBERED: remaining}})
+        outcome = await self.client.outcome(seq)
+        if outcome.status != "accepted":
+            self._problem(f"the host did not revoke it: {outcome.reason}")
+            return
+        self._note(f"(revoked: {clean(str(entry.get('rule')))} for {remembered_scope(entry)}; such calls ask again)")
+
     async def _cmd_sessions(self, args: str) -> None:
-        self._listed = await self.client.list_sessions()
-        self._write(render_session_list(self._listed, self.style, current=self.session))
+        await self._listing(args.strip())
 
     async def _cmd_resume(self, args: str) -> None:
+        """``/resume`` (or ``--all``): list and pick; ``/resume N``: from the last list; else an id or URI."""
         target = args.strip()
-        if not target:
-            self._note("usage: /resume N (from /sessions) or /resume ahp-session:/...")
-            return
+        if target in ("", "--all"):
+            listing = await self._listing(target)
+            if listing is None or not listing.ordered:
+                return
+            picked = await self._pick(f"Resume which? [1-{len(listing.ordered)}] (Enter cancels): ", len(listing.ordered))
+            if picked is None:
+                self._note("(nothing resumed)")
+                return
+            target = str(picked)
         if target.isdigit():
             if not self._listed:
-                self._listed = await self.client.list_sessions()
+                self._listed = list(arrange(await self.client.list_sessions(), self.cwd.as_uri()).ordered)
             index = int(target)
             if not 1 <= index <= len(self._listed):
-                self._note(f"there is no session {index}; /sessions lists {len(self._listed)}")
+                self._note(f"there is no session {index}; /resume lists {len(self._listed)}")
                 return
             target = self._listed[index - 1]["resource"]
-        await self._open_session(target)
+        await self._open_session(target if ":" in target else f"ahp-session:/{target}")
+
+    async def _pick(self, prompt: str, count: int) -> int | None:
+        """A number from 1 to ``count`` typed by the user; None for an empty line or Ctrl-C."""
+        self._ask(prompt)
+        while True:
+            item = await self._next()
+            if isinstance(item, Eof):
+                raise ChatExit(0)
+            if isinstance(item, Interrupt):
+                return None
+            if not isinstance(item, Line):
+                continue  # the host's news: keep waiting for the answer
+            text = item.text.strip()
+            if not text:
+                return None
+            if text.isdigit() and 1 <= int(text) <= count:
+                return int(text)
+            self._ask(f"type a number from 1 to {count}, or Enter to cancel: ")
+
+    def _draw(self) -> Callable[[list[tuple[str, str]]], str] | None:
+        """How history turns are drawn: as live ones are (markdown rendered) in a colour terminal."""
+        if not self.rich:
+            return None
+
+        def draw(chunks: list[tuple[str, str]]) -> str:
+            answer = MarkdownStream(self.width())
+            return drawn(chunks, answer) + answer.finish()
+
+        return draw
 
     async def _open_session(self, uri: str) -> None:
         try:
@@ -173,7 +250,7 @@ class Commands(ChatCore):
         self._done_turns.update(t.get("id") for t in turns)
         start = max(0, len(turns) - _HISTORY_PAGE)
         self._write(self.style.bold(f"── {clean(summary.get('title') or 'session')} ──") + self.style.dim(f" {uri}") + "\n")
-        self._write(render_history(turns[start:], self.style, first_number=start + 1))
+        self._write(render_history(turns[start:], self.style, first_number=start + 1, draw=self._draw()))
         self._oldest_shown = start
         self._fetched_before = turns[0]["id"] if turns else None
         if start > 0:
@@ -186,7 +263,7 @@ class Commands(ChatCore):
         turns = (self._state() or {}).get("turns") or []
         if self._oldest_shown > 0:
             start = max(0, self._oldest_shown - _HISTORY_PAGE)
-            self._write(render_history(turns[start : self._oldest_shown], self.style, first_number=start + 1))
+            self._write(render_history(turns[start : self._oldest_shown], self.style, first_number=start + 1, draw=self._draw()))
             self._oldest_shown = start
             if start > 0:
                 self._note(f"({start} earlier turns: /history)")
@@ -200,7 +277,7 @@ class Commands(ChatCore):
             self._note("(no earlier turns)")
             self._fetched_before = None
             return
-        self._write("".join(render_history([t], self.style).replace("#1 ", "earlier ") for t in older))
+        self._write("".join(render_history([t], self.style, draw=self._draw()).replace("#1 ", "earlier ") for t in older))
         self._fetched_before = older[0]["id"] if page.get("hasMore") else None
 
     async def _cmd_new(self, args: str) -> None:

@@ -43,6 +43,7 @@ class ChatCore:
         *,
         cwd: Path,
         session: str | None = None,
+        pick_session: bool = False,
         agent: str | None = None,
         model: str | None = None,
         host_label: str = "",
@@ -56,6 +57,8 @@ class ChatCore:
         self.cwd = cwd
         self.session: str | None = None
         self._initial_session = session
+        self._pick_session = pick_session
+        """Start by listing the sessions to resume and asking which (``--resume`` without an id)."""
         self.provider = agent
         """Agent (``AgentInfo.provider``) for sessions this client creates."""
         self.model: dict[str, Any] | None = {"id": model} if model else None
@@ -82,6 +85,8 @@ class ChatCore:
         """Our steering messages still pending: the turn each was meant for, and its text."""
         self._ended_turns: set[str] = set()
         """Turns whose end this client has seen go by (for ``_watch_steering``)."""
+        self._prefill: str = ""
+        """Text the next message prompt starts with (a rewound turn's message), taken once."""
         self._applied: Any = None
         """The client's notifications in the order its mirror applied them, read by
         ``_catch_up_steering`` (the inbox lags behind the mirror the turns are drawn from)."""

@@ -9,6 +9,11 @@ that unfinished rest for the live region (it is drawn again as it grows, never p
 
 A block ends at a blank line outside a fenced code block, or at the line closing a fence.
 
+``drawn(chunks, answer)`` is how a turn's pieces (``TurnView.update_split``) become terminal
+text: ``answer`` pieces go through the part's ``MarkdownStream``, anything else (tool calls,
+reasoning, usage) first finishes the answer block before it. A live turn and a replayed history
+are drawn by it alike.
+
 ``render_edit(path, before, after, width)`` is the diff shown before an edit is approved: the
 hunks of a unified diff (``difflib``), each line highlighted by the lexer rich (pygments) picks
 for the path, removed lines on a red and added lines on a green background.
@@ -21,14 +26,14 @@ from __future__ import annotations
 import difflib
 import io
 import re
-from typing import Callable
+from typing import Callable, Sequence
 
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
-__all__ = ["MarkdownStream", "render_markdown", "render_edit", "block_end"]
+__all__ = ["MarkdownStream", "render_markdown", "render_edit", "block_end", "drawn"]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _PADDING = re.compile(r"[ ]+(?=\n|$)")
@@ -156,3 +161,11 @@ class MarkdownStream:
         spaced = ("\n" if self._blocks else "") + rendered  # blocks apart, as rich spaces them
         self._blocks += 1
         return spaced
+
+
+def drawn(chunks: Sequence[tuple[str, str]], answer: MarkdownStream) -> str:
+    """``chunks`` as the terminal shows them (see the module docstring)."""
+    out = []
+    for channel, text in chunks:
+        out.append(answer.feed(text) if channel == "answer" else answer.finish() + text)
+    return "".join(out)

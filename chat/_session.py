@@ -7,8 +7,10 @@ and the exact ``session/*`` action payloads (PROTOCOL.md §7-§8).
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any, Mapping
+from urllib.parse import unquote, urlparse
 
 __all__ = [
     "turn_snapshot",
@@ -20,6 +22,10 @@ __all__ = [
     "result_confirmation",
     "pending_message",
     "first_option",
+    "REMEMBERED_USE",
+    "remembered_approval",
+    "remembered_tool_calls",
+    "shown_directory",
 ]
 
 
@@ -47,6 +53,43 @@ def waiting_tool_calls(turn: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         if isinstance(call, dict) and call.get("status") in ("pending-confirmation", "pending-result-confirmation"):
             calls.append(call)
     return calls
+
+
+REMEMBERED_USE = "useRememberedApprovals"
+"""The session config property that says which remembered "Always allow" choices apply."""
+
+
+def shown_directory(location: str) -> str:
+    """A directory (an absolute path or a ``file://`` URI) as people read it, the home directory as
+    ``~``; other URIs as they are."""
+    path = location
+    if not location.startswith("/"):
+        parsed = urlparse(location)
+        if parsed.scheme != "file":
+            return location
+        path = unquote(parsed.path)
+    home = os.path.expanduser("~").rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        return "~" + path[len(home):]
+    return path
+
+
+def remembered_approval(call: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The remembered "Always allow" choice that let ``call`` run without asking, if one did."""
+    meta = call.get("_meta")
+    approval = meta.get("rememberedApproval") if isinstance(meta, dict) else None
+    return approval if isinstance(approval, dict) and isinstance(approval.get("rule"), str) else None
+
+
+def remembered_tool_calls(turn: Mapping[str, Any] | None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Tool calls of the turn a remembered choice allowed, each with that choice."""
+    found = []
+    for part in (turn or {}).get("responseParts") or ():
+        call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
+        approval = remembered_approval(call) if isinstance(call, dict) else None
+        if approval is not None:
+            found.append((call, approval))
+    return found
 
 
 def tool_call(turn: Mapping[str, Any] | None, tool_call_id: str) -> dict[str, Any] | None:

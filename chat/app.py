@@ -32,11 +32,12 @@ import time
 from typing import Any
 
 from chat import _session as actions
+from chat._changes import Changes
 from chat._commands import CLIENT_COMMANDS, Commands
 from chat._core import ChatExit
 from chat._dialogs import Dialogs
 from chat._terminal import Eof, Interrupt, Line
-from chat._markdown import MarkdownStream
+from chat._markdown import MarkdownStream, drawn
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpClientError
 
@@ -45,10 +46,11 @@ __all__ = ["ChatApp", "CLIENT_COMMANDS"]
 _DOUBLE_INTERRUPT_SECONDS = 2.0
 
 
-class ChatApp(Commands, Dialogs):
+class ChatApp(Changes, Commands, Dialogs):
     """One interactive chat on a connected client; ``await run()`` returns the exit status.
 
-    The loop lives here; ``Commands`` and ``Dialogs`` (on the shared ``ChatCore``) do the rest.
+    The loop lives here; ``Changes`` (``/diff``, ``/undo``, ``/rewind``), ``Commands`` and
+    ``Dialogs`` (on the shared ``ChatCore``) do the rest.
     """
 
     # -- main loop -------------------------------------------------------------------------------
@@ -60,6 +62,8 @@ class ChatApp(Commands, Dialogs):
             self._note(f"connected{where} · {agent} · /help for commands")
             if self._initial_session:
                 await self._open_session(self._initial_session)
+            elif self._pick_session:
+                await self._cmd_resume("")
             prompt_shown = False
             while True:
                 self._report_rejections()
@@ -72,7 +76,8 @@ class ChatApp(Commands, Dialogs):
                     prompt_shown = False
                     continue
                 if not prompt_shown:
-                    self._ask(self.style.bold("> "), history=True)
+                    prefill, self._prefill = self._prefill, ""
+                    self._ask(self.style.bold("> "), default=prefill, history=True)
                     prompt_shown = True
                 item = await self._next()
                 if isinstance(item, Line):
@@ -156,11 +161,7 @@ class ChatApp(Commands, Dialogs):
         if answer is None:
             self._write("".join(text for _, text in chunks))
         else:
-            for channel, text in chunks:
-                if channel == "answer":
-                    self._write(answer.feed(text))
-                else:  # tool calls, reasoning, usage: the answer block before them is done
-                    self._write(answer.finish() + text)
+            self._write(drawn(chunks, answer))  # tool calls, reasoning, usage end the answer block before them
             if finished:
                 self._write(answer.finish())
             self.terminal.set_tail(answer.tail())

@@ -12,10 +12,21 @@ Output (``output_format``):
   ``{"type": "decision", ...}`` for each answer the client gives for the user, and the
   ``result`` object last. Every line is a whole JSON object.
 
+A session it creates is marked as a script's (``createSession`` with ``_meta.oneShot``), so
+``/resume`` lists it only when asked (``--all``).
+
 Nobody is at the keyboard, so the client answers for the user: a tool call waiting for
 confirmation is denied with the host's first deny option (``--yes``: approved with its first
 approve option); a result waiting for acceptance is rejected (``--yes``: accepted); an input
 request is declined. Each decision is reported on stderr (and in ``stream-json``).
+
+Remembered *Always allow* choices: without ``--yes`` the run uses only those remembered for this
+project (or none, when the session says so), never host-wide ones, and says so each time one let a call run without asking
+(``(allowed without asking by a choice remembered for ~/app: write_file)`` on the call's line on
+stderr, a ``{"type": "decision", "decision": "remembered", ...}`` object in ``stream-json``). It asks the
+host for this by setting the session's ``useRememberedApprovals`` to ``"project"`` before the
+message (when the host offers the property); a session it resumed gets its previous value back
+when the run ends. ``agent-host chat`` and ``/permissions`` list and revoke the choices.
 
 Limits: ``max_turns`` cancels the turn as soon as its tool calls would have the model answer more
 than N times (``chat._stream.model_rounds``: the call is not run, the model not asked again); ``idle_timeout`` seconds without any news from the host while the
@@ -93,10 +104,39 @@ class _Output:
                 self.emit(event)
 
 
-async def run_oneshot(
+async def run_oneshot(client: AhpClient, message: str, **options: Any) -> int:
+    """Run one turn and return the exit status (see the module docstring)."""
+    restore: dict[str, Any] = {}
+    try:
+        return await _oneshot(client, message, restore=restore, **options)
+    finally:
+        session = restore.pop("session", None)
+        if session is not None and restore:
+            client.dispatch(session, {"type": "session/configChanged", "config": restore})
+            await _settle(client)
+
+
+async def _only_project_choices(client: AhpClient, session: str, *, resumed: bool) -> dict[str, Any] | None:
+    """Have the host use only this project's remembered approvals in the session; returns the
+    config to put back when the run ends (a resumed session's previous value), or None."""
+    config = (client.state(session) or {}).get("config") or {}
+    if actions.REMEMBERED_USE not in ((config.get("schema") or {}).get("properties") or {}):
+        return None  # a host that keeps no remembered approvals
+    previous = (config.get("values") or {}).get(actions.REMEMBERED_USE)
+    if previous in ("project", "none"):
+        return None  # already this project's only, or stricter: never loosen it
+    seq = client.dispatch(session, {"type": "session/configChanged", "config": {actions.REMEMBERED_USE: "project"}})
+    outcome = await client.outcome(seq)
+    if outcome.status != "accepted":
+        raise AhpClientError(f"the host refused it: {outcome.reason}")
+    return {actions.REMEMBERED_USE: previous or "all"} if resumed else None
+
+
+async def _oneshot(
     client: AhpClient,
     message: str,
     *,
+    restore: dict[str, Any],
     out: TextIO,
     err: TextIO,
     err_style: Style,
@@ -110,7 +150,6 @@ async def run_oneshot(
     max_turns: int | None = None,
     idle_timeout: float | None = IDLE_TIMEOUT,
 ) -> int:
-    """Run one turn and return the exit status (see the module docstring)."""
     output = _Output(output_format, out, err, err_style)
     started = time.monotonic()
     turn: dict[str, Any] | None = None
@@ -124,11 +163,13 @@ async def run_oneshot(
                                       duration_ms=int((time.monotonic() - started) * 1000)))
         return code
 
+    resumed = session is not None
     try:
         if session is not None:
             await client.subscribe(session)
         else:
-            session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri())
+            session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri(),
+                                                  meta={"oneShot": True})  # listed by /resume only on request
     except AhpError as error:
         return finish(EXIT_USAGE if session is not None else EXIT_TURN_ERROR, "error", error.message)
     if output_format == "stream-json":
@@ -136,6 +177,13 @@ async def run_oneshot(
         output.emit({"type": "init", "session_id": session.rsplit("/", 1)[-1], "session": session,
                      "agent": summary.get("provider"), "model": (summary.get("model") or {}).get("id"), "cwd": str(cwd)})
 
+    if not approve:
+        try:
+            restore.update(await _only_project_choices(client, session, resumed=resumed) or {})
+        except (AhpError, AhpClientError) as error:
+            return finish(EXIT_USAGE, "error", f"could not limit the session to this project's remembered approvals: {error}")
+        if restore:
+            restore["session"] = session
     attachments, problems = attachments_in(message, session_directory(client.state(session), cwd))
     for problem in problems:
         output.note(f"(not attached: {problem})\n")
@@ -152,6 +200,8 @@ async def run_oneshot(
         pass
 
     answered: set[tuple[str, str]] = set()
+    noted: set[str] = set()
+    """Calls already reported as allowed by a remembered choice."""
     declined: set[str] = set()
     cancelled_sent = False
     stopped: tuple[str, str] | None = None
@@ -179,6 +229,10 @@ async def run_oneshot(
             turn, finished = actions.turn_snapshot(state, turn_id)
             if turn is not None:
                 output.turn(turn)
+                for call, approval in actions.remembered_tool_calls(turn):
+                    if call["toolCallId"] not in noted:
+                        noted.add(call["toolCallId"])
+                        _note_remembered(call, approval, output.note)
             if finished and outcome is not None:
                 if turn is None:
                     return finish(EXIT_TURN_ERROR, "error", "the turn disappeared (the session was truncated or disposed)")
@@ -259,6 +313,13 @@ async def _settle(client: AhpClient) -> None:
         await client.wait_for(lambda mirror, _event: not mirror.pending(), timeout=5.0)
     except AhpClientError:
         pass
+
+
+def _note_remembered(call: dict[str, Any], approval: dict[str, Any], say: Callable[..., None]) -> None:
+    """``stream-json``'s account of a call a remembered choice allowed (the text output says it on the
+    call's line, ``chat.render.remembered_note``)."""
+    say("", type="decision", decision="remembered", rule=approval["rule"], scope=approval.get("scope"),
+        project=approval.get("project"), tool_call_id=call["toolCallId"], tool=call.get("toolName"))
 
 
 def _decide(client: AhpClient, session: str, turn_id: str, call: dict[str, Any], approve: bool, say: Callable[..., None]) -> None:

@@ -24,9 +24,10 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ahp.tool_results import content_text
+from chat._session import remembered_approval, shown_directory
 
 __all__ = [
     "Style",
@@ -36,7 +37,6 @@ __all__ = [
     "text_of",
     "render_turn",
     "render_history",
-    "render_session_list",
     "render_agents",
     "render_models",
     "render_tool_line",
@@ -193,6 +193,17 @@ def _output_and_marks(content: Any) -> tuple[str, list[str]]:
     return output, [mark for mark in marks if mark]
 
 
+def _subagent_lines(content: Any) -> str:
+    """A running call's sub-agents, each on a line saying where to watch it: the session this host
+    shows a sub-agent's chat as (``ahp-session:/<id>/subagent/<call>``), which ``/resume`` opens."""
+    lines = []
+    for item in content or ():
+        if isinstance(item, Mapping) and item.get("type") == "subagent" and item.get("resource"):
+            title = clean(str(item.get("title") or "sub-agent"))
+            lines.append(f"{title} is working: /resume {clean(str(item['resource']))} to watch it\n")
+    return "".join(lines)
+
+
 _RESULT_LINES = 8
 
 
@@ -244,11 +255,13 @@ def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
     if status == "pending-result-confirmation":
         return style.yellow("? ") + f"{name} {text_of(call.get('pastTenseMessage')) or detail} {style.yellow('(review the result)')}\n" + render_tool_result(call, style)
     if status == "completed":
+        why = remembered_note(call)
+        why = style.dim(f" ({clean(why)})") if why else ""
         if call.get("success", True):
             past = _short(text_of(call.get("pastTenseMessage"))) or detail
-            return style.green("✓ ") + f"{name} {past}\n" + render_tool_result(call, style)
+            return style.green("✓ ") + f"{name} {past}{why}\n" + render_tool_result(call, style)
         error = (call.get("error") or {}).get("message") or text_of(call.get("pastTenseMessage")) or "failed"
-        return style.red("✗ ") + f"{name} failed: {clean(error)}\n" + render_tool_result(call, style)
+        return style.red("✗ ") + f"{name} failed: {clean(error)}{why}\n" + render_tool_result(call, style)
     if status == "cancelled":
         reason = {"denied": "denied", "skipped": "skipped", "result-denied": "result rejected"}.get(
             call.get("reason", ""), "cancelled"
@@ -256,6 +269,16 @@ def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
         why = f": {clean(call['reasonMessage'])}" if call.get("reasonMessage") else ""
         return style.dim(f"⊘ {_name(call)} {reason}{why}") + "\n"
     return f"• {name} {clean(status)}\n"
+
+
+def remembered_note(call: Mapping[str, Any]) -> str | None:
+    """Why nobody was asked, when a remembered "Always allow" choice let the call run."""
+    approval = remembered_approval(call)
+    if approval is None:
+        return None
+    project = approval.get("project")
+    where = f"for {shown_directory(project)}" if isinstance(project, str) else "host-wide"
+    return f"allowed without asking by a choice remembered {where}: {approval['rule']}"
 
 
 def render_confirmation(call: Mapping[str, Any], style: Style) -> tuple[str, list[dict[str, Any]]]:
@@ -396,43 +419,25 @@ def render_error(error: Mapping[str, Any] | None, style: Style) -> str:
     return style.red("error: ") + message + (style.dim(f" ({kind})") if kind else "") + "\n"
 
 
-def render_turn(turn: Mapping[str, Any], style: Style, *, number: int | None = None) -> str:
-    """A finished turn as history: the user's message, then the whole answer and its outcome."""
+def render_turn(turn: Mapping[str, Any], style: Style, *, number: int | None = None,
+                draw: Callable[[list[tuple[Channel, str]]], str] | None = None) -> str:
+    """A finished turn as history: the user's message, then the whole answer and its outcome.
+    ``draw`` turns the turn's pieces (``TurnView.update_split``) into text the way a live turn is
+    drawn (markdown rendered, in a colour terminal); without it they are printed as they are."""
     label = f"#{number} " if number is not None else ""
     message = turn.get("userMessage") or {}
     out = style.bold(f"{label}you: ") + clean(message.get("text", "")) + "\n"
     for attachment in message.get("attachments") or ():
         out += style.dim(f"  @{clean(attachment.get('label') or attachment.get('uri') or '')}") + "\n"
-    view = TurnView(style)
-    out += view.update(turn)
+    chunks = TurnView(style).update_split(turn)
+    out += draw(chunks) if draw is not None else "".join(text for _, text in chunks)
     return out
 
 
-def render_history(turns: Sequence[Mapping[str, Any]], style: Style, *, first_number: int = 1) -> str:
+def render_history(turns: Sequence[Mapping[str, Any]], style: Style, *, first_number: int = 1,
+                   draw: Callable[[list[tuple[Channel, str]]], str] | None = None) -> str:
     """Several finished turns, numbered from ``first_number`` (numbers are what ``/fork`` takes)."""
-    return "".join(render_turn(t, style, number=first_number + i) + "\n" for i, t in enumerate(turns))
-
-
-def _status_label(status: int) -> str:
-    activity = status & 0x1F
-    label = {1: "idle", 2: "error", 8: "running", 24: "needs input"}.get(activity, "")
-    if status & 64:
-        label += " archived"
-    return label.strip()
-
-
-def render_session_list(summaries: Sequence[Mapping[str, Any]], style: Style, *, current: str | None = None) -> str:
-    """Numbered session summaries (``/resume N`` takes the number)."""
-    if not summaries:
-        return "No sessions on this host yet; type a message to start one.\n"
-    lines = []
-    for index, summary in enumerate(summaries, 1):
-        mark = "*" if summary.get("resource") == current else " "
-        title = clean(summary.get("title") or "untitled")
-        model = (summary.get("model") or {}).get("id")
-        extra = ", ".join(x for x in (clean(summary.get("provider", "")), clean(model or ""), _status_label(int(summary.get("status", 1)))) if x)
-        lines.append(f"{mark}{index:>3}) {style.bold(title)} {style.dim('(' + extra + ')')}")
-    return "\n".join(lines) + "\n"
+    return "".join(render_turn(t, style, number=first_number + i, draw=draw) + "\n" for i, t in enumerate(turns))
 
 
 def render_agents(agents: Sequence[Mapping[str, Any]], style: Style, *, current: str | None = None) -> str:
@@ -478,7 +483,7 @@ idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal tha
 Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
 /commands and @paths, and Ctrl-C on a line being typed clears it.
 
-  /sessions            list sessions            /resume N|URI   open a session and its history
+  /sessions [--all]    sessions, here first     /resume [N|ID]  pick one (--all: sub-agents, -p runs too)
   /new                 start a new session      /fork [N]       fork this session at turn N (default: last)
   /history             show older turns         /agent [NAME]   list agents / new session with NAME
   /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
@@ -486,6 +491,9 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /tools               the session's tools      /mcp            MCP servers, their state and errors
   /plugins             plugins and problems     /context        tokens used of the context window
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
+  /permissions         remembered approvals     /permissions revoke N   forget one ("Always allow")
+  /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
+  /rewind [N [MODE]]   go back to before turn N (MODE: both, conversation or files)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 
@@ -666,6 +674,7 @@ class TurnView:
 
     def _running_content(self, call_id: str, call: Mapping[str, Any], out: list[tuple[Channel, str]]) -> None:
         text, _ = _output_and_marks(call.get("content"))  # the marks (a terminal...) follow the result
+        text = _subagent_lines(call.get("content")) + text
         shown = self._shown_content.get(call_id, "")
         if text == shown:
             return

@@ -1,4 +1,5 @@
-"""Views of a session for the chat's ``/tools``, ``/mcp``, ``/plugins``, ``/context`` and ``/cost``.
+"""Views of a session for the chat's ``/tools``, ``/mcp``, ``/plugins``, ``/context`` and ``/cost``,
+and of the host's remembered approvals for ``/permissions``.
 
 Pure, like ``render``: each function takes the session state as the host sent it (and, where
 needed, the host's ``AgentInfo`` list) and returns text. They read only what is in the state and
@@ -12,17 +13,32 @@ say so when a field is absent (an older host, a session without usage yet) inste
   contributes (skills, commands, agents, ...);
 * ``/context`` — input tokens of the last model request against the model's
   ``maxContextWindow``, and the compactions the host reported (its ``systemNotification`` parts);
-* ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``.
+* ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``;
+* ``/diff``, ``/undo``, ``/rewind`` — a changeset's files, one line each: created, deleted or
+  changed, lines added and removed, and the host's ``_meta.conflict`` sentence when an operation
+  left the file alone.
+* ``/permissions`` — the root config's ``rememberedApprovals`` (``REMEMBERED``): each *Always
+  allow* choice, numbered for ``/permissions revoke N``, with its scope (a project's directory, or
+  every project) and when it was given; ``without_remembered(values, n)`` is the list a revocation
+  sends back.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Callable, Mapping, Sequence
 
+from chat._session import shown_directory
 from chat.render import Style, clean, text_of
 
-__all__ = ["render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "MCP_CONTAINER"]
+__all__ = [
+    "render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
+    "without_remembered", "render_change_list", "MCP_CONTAINER", "REMEMBERED",
+]
+
+REMEMBERED = "rememberedApprovals"
+"""The root config property in which the host lists its remembered "Always allow" choices."""
 
 MCP_CONTAINER = "mcp-servers"
 """The id of the container the host lists a session's MCP servers in."""
@@ -215,3 +231,62 @@ def render_cost(state: Mapping[str, Any], style: Style) -> str:
             lines.append(f"  {model}: {row(counts)}")
     lines.append(style.dim("  tokens as the provider reported them; prices are not known to the client"))
     return "\n".join(lines) + "\n"
+
+
+def render_change_list(files: Sequence[Mapping[str, Any]], display_path: Callable[[str], str], style: Style) -> str:
+    """A changeset's files (``ChangesetState.files``), one line each, with totals."""
+    lines = []
+    added = removed = 0
+    for entry in files:
+        edit = entry.get("edit") or {}
+        diff = edit.get("diff") or {}
+        plus, minus = int(diff.get("added", 0) or 0), int(diff.get("removed", 0) or 0)
+        added, removed = added + plus, removed + minus
+        kind = "created" if not edit.get("before") else "deleted" if not edit.get("after") else "changed"
+        line = f"  {clean(display_path(str(entry.get('id', ''))))}  {style.green(f'+{plus}')} {style.red(f'-{minus}')}  {style.dim(kind)}"
+        conflict = (entry.get("_meta") or {}).get("conflict")
+        if conflict:
+            line += "\n    " + style.yellow("! " + clean(conflict))
+        lines.append(line)
+    count = "1 file" if len(files) == 1 else f"{len(files)} files"
+    lines.append(style.dim(f"  {count}, +{added} -{removed}"))
+    return "\n".join(lines) + "\n"
+# -- /permissions ---------------------------------------------------------------------------------
+
+
+def remembered_scope(entry: Mapping[str, Any]) -> str:
+    """Where a remembered choice applies, in words."""
+    project = entry.get("project")
+    if entry.get("scope") == "project" and isinstance(project, str):
+        return f"this project only: {clean(shown_directory(project))}"
+    return "every project (host-wide)"
+
+
+def render_permissions(config: Mapping[str, Any] | None, style: Style) -> str:
+    """The host's remembered approvals, numbered, from the root ``config`` (``RootConfigState``)."""
+    properties = ((config or {}).get("schema") or {}).get("properties") or {}
+    listed = ((config or {}).get("values") or {}).get(REMEMBERED)
+    if REMEMBERED not in properties or not isinstance(listed, list):
+        return "This host does not list remembered approvals.\n"
+    if not listed:
+        return ("No remembered approvals. Choosing \"Always allow\" when a tool call asks adds one for the project "
+                "you are working in.\n")
+    lines = [style.bold(f"Remembered approvals ({len(listed)})") + "\n"]
+    width = min(40, max((len(clean(str(e.get("rule", "?")))) for e in listed if isinstance(e, Mapping)), default=10))
+    for number, entry in enumerate(listed, 1):
+        if not isinstance(entry, Mapping):
+            continue
+        added = entry.get("addedAt")
+        when = datetime.fromtimestamp(added / 1000).strftime("%Y-%m-%d %H:%M") if isinstance(added, (int, float)) else ""
+        rule = clean(str(entry.get("rule", "?")))
+        lines.append(f"  {number:>2}) {rule:<{width}}  {remembered_scope(entry)}" + (style.dim(f"  added {when}") if when else "") + "\n")
+    lines.append(style.dim("/permissions revoke N forgets one: the next such call asks again.") + "\n")
+    return "".join(lines)
+
+
+def without_remembered(config: Mapping[str, Any] | None, number: int) -> tuple[list[Any], Mapping[str, Any]] | None:
+    """The list to send back to revoke choice ``number`` (1-based) and that choice; None if there is none."""
+    listed = ((config or {}).get("values") or {}).get(REMEMBERED)
+    if not isinstance(listed, list) or not 1 <= number <= len(listed):
+        return None
+    return listed[: number - 1] + listed[number:], listed[number - 1]

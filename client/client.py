@@ -384,11 +384,13 @@ class AhpClient:
         working_directory: str | None = None,
         fork: Mapping[str, Any] | None = None,
         subscribe: bool = True,
+        meta: Mapping[str, Any] | None = None,
     ) -> str:
         """Create a session (a fresh ``ahp-session:/<uuid4>`` unless given) and subscribe to it.
 
         ``agent`` is an agent URI or an ``AgentSelection``; ``model`` a model id or a
-        ``ModelSelection``; ``fork`` is ``{session, turnId}``. Returns the channel.
+        ``ModelSelection``; ``fork`` is ``{session, turnId}``; ``meta`` is sent as the params'
+        ``_meta`` (e.g. ``{"oneShot": true}`` for a script's session). Returns the channel.
         """
         channel = channel or f"ahp-session:/{uuid.uuid4()}"
         params: dict[str, Any] = {"channel": channel}
@@ -402,6 +404,8 @@ class AhpClient:
             params["workingDirectory"] = working_directory
         if fork is not None:
             params["fork"] = dict(fork)
+        if meta is not None:
+            params["_meta"] = dict(meta)
         await self.request("createSession", params)
         if subscribe:
             await self.subscribe(channel)

@@ -98,8 +98,8 @@ class SessionDefaults(_Section):
     the working directory, platform, shell, date, git branch and short status, and the instruction
     files loaded."""
     subagents: bool = True
-    """Offer provider-backed agents the ``task`` tool: a job run in a child session, optionally by
-    a custom agent from the session's plugins (sub-agents)."""
+    """Offer provider-backed agents the ``task`` tool: a job run in a sub-agent chat of the session,
+    optionally by a custom agent from the session's plugins (sub-agents)."""
     max_subagents: int = Field(default=4, ge=1, le=64)
     """Sub-agents one session runs at once; a further ``task`` call waits until one finishes."""
     offline_agent: bool = True
@@ -109,6 +109,10 @@ class SessionDefaults(_Section):
     provider key is set, else the replay agent (recorded, offline), else the first agent."""
     offline_delay: float = Field(default=0.01, ge=0)
     """Seconds between the offline agent's streamed words."""
+    recent_turns: int = Field(default=50, ge=0)
+    """Completed turns a chat keeps in its state, which is what an AHP 0.7.0/0.9.0 client gets on
+    ``subscribe``; older ones stay on disk and are paged in with ``fetchTurns``, this many at a
+    time. 0 keeps every turn in the state."""
 
 
 class ModelConfig(_Section):
@@ -145,7 +149,11 @@ class AgentConfig(_Section):
     api_key: str | None = Field(default=None, repr=False)
     """The key itself (prefer api_key_env: config files get copied around). Never logged."""
     system_prompt: str | None = None
-    """Sent as the system prompt of every request."""
+    """Replaces the host's built-in system prompt (``host.runtime.agents.system_prompt``) for this agent;
+    "" sends none. Instruction files, plugin context and the <environment> block still follow it."""
+    system_prompt_file: str | None = None
+    """Like system_prompt, read from this UTF-8 file (relative to the config file) when the config
+    is loaded; set one of the two."""
     max_tokens: int | None = Field(default=None, ge=1)
     """Output-token cap per model call; default: the provider's own."""
     retries: int = Field(default=3, ge=0, le=20)
@@ -228,6 +236,9 @@ class ToolsConfig(_Section):
     """Rules that refuse a call outright (the model is told why); nothing overrides them."""
     auto_approve: bool = False
     """Default of the per-session ``autoApprove`` switch (sessions can change it)."""
+    remembered_approvals: Literal["all", "project", "none"] = "all"
+    """Default of the per-session ``useRememberedApprovals`` property: which "Always allow"
+    choices apply: this project's and host-wide ones, this project's only, or none."""
     result_confirmation: list[str] = Field(default_factory=list)
     """Tool names (``*`` wildcards) whose results the user confirms before the model sees them."""
     extra_roots: list[str] = Field(default_factory=list)

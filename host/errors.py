@@ -5,11 +5,12 @@ Everything the host raises on purpose derives from ``AgentHostError``::
     AgentHostError
      ├── ConfigError          a config file, key or flag is wrong; names the key and the bad value
      ├── JournalError         the durable log cannot be opened or written
-     └── RpcError             a request must be answered with a JSON-RPC error (code, message, data)
-          └── ProtocolViolation   the peer broke the protocol (bad frame, bad params, wrong order)
+     ├── RpcError             a request must be answered with a JSON-RPC error (code, message, data)
+     │    └── ProtocolViolation   the peer broke the protocol (bad frame, bad params, wrong order)
+     └── RpcCallError         a client answered one of the host's own requests with an error (or went away)
 
 ``RpcError`` is the only exception whose text reaches the wire, and only through the JSON-RPC
-layer (``host.rpc``), which is the single place an exception becomes an error response. Any other
+layer (``host.transport.rpc``), which is the single place an exception becomes an error response. Any other
 exception escaping a handler is *our* bug: it is logged with its traceback on the host and the
 peer gets a generic internal error, never the traceback or a library's message.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "JournalError",
     "RpcError",
     "ProtocolViolation",
+    "RpcCallError",
     "ErrorCode",
 ]
 
@@ -71,3 +73,13 @@ class ProtocolViolation(RpcError):
     @classmethod
     def invalid_request(cls, message: str) -> "ProtocolViolation":
         return cls(ErrorCode.INVALID_REQUEST, message)
+
+
+class RpcCallError(AgentHostError):
+    """The peer answered one of our requests with an error (or went away first)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+        self.data = data

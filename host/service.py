@@ -1,7 +1,7 @@
 """The host's AHP operations that are not tied to one connection.
 
 ``AgentHost`` owns the store, the journal, the agents and the turn runner. Connections
-(``host.connection``) call it to create, dispose, list and page sessions and to read content;
+(``host.transport.connection``) call it to create, dispose, list and page sessions and to read content;
 it keeps the root channel current (agents, active session count) and turns session changes into
 ``root/sessionSummaryChanged`` notifications.
 
@@ -24,32 +24,33 @@ from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
-from host.agents.environment import TurnEnvironment
-from host.agents.preamble import EnvironmentPreamble
-from host.agents import Agent, build_agents
-from host.changesets import ChangesetService
-from host.client_resources import ClientResources
+from host.runtime.agents.environment import TurnEnvironment
+from host.runtime.agents.preamble import EnvironmentPreamble
+from host.runtime.agents import Agent, build_agents
+from host.resources.changesets import ChangesetService
+from host.resources.client_resources import ClientResources
 from host.config import HostConfig
-from host.content import CONTENT_SCHEME, ContentStore
-from host.customizations import CustomizationContributor, CustomizationService
+from host.state.content import CONTENT_SCHEME, ContentStore
+from host.runtime.customizations import CustomizationContributor, CustomizationService
 from host.errors import ErrorCode, RpcError
-from host.inputs import InputRequests
-from host.journal import Journal
-from host.journal_upgrade import upgrade_journal
-from host.processes import BackgroundContributor, BackgroundProcesses
+from host.runtime.inputs import InputRequests
+from host.state.journal import Journal
+from host.state.journal_upgrade import upgrade_journal
+from host.runtime.processes import BackgroundContributor, BackgroundProcesses
 from ahp.state.clock import iso_timestamp, parse_timestamp
-from host.chat_summaries import ChatSummaries, summary_of_chat
-from host.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
+from host.state.chat_summaries import ChatSummaries, summary_of_chat
+from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
-from host.store import ROOT, Store
-from host.subagents import SubagentContributor, SubagentSpec
-from host.terminals import TerminalContributor, TerminalService
-from host.tools_runtime import ResourceService, ToolsRuntime
-from host.transcripts import TranscriptStore
-from host.turns import TurnRunner
+from host.state.store import ROOT, Store
+from host.runtime.subagents import SUBAGENT_CHAT_PREFIX, SubagentContributor, SubagentSpec, adopt_child_sessions
+from host.runtime.terminals import TerminalContributor, TerminalService
+from host.runtime.tools import ToolsRuntime
+from host.resources.files import ResourceService
+from host.state.transcripts import TranscriptStore
+from host.runtime.turns import TurnRunner
 from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
-from host.watches import ResourceWatches
-from host.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.resources.watches import ResourceWatches
+from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 
@@ -71,6 +72,9 @@ def epoch_ms() -> int:
     return int(time.time() * 1000)
 
 
+_FIRST_MESSAGE = 200
+"""Characters of a session's first message ``listSessions`` shows."""
+
 class AgentHost:
     def __init__(self, config: HostConfig, *, agents: Iterable[Agent] | None = None, in_memory: bool = False) -> None:
         self.config = config
@@ -83,7 +87,7 @@ class AgentHost:
         self.content = ContentStore(None if in_memory else config.data_path() / "content.sqlite3")
         # Provider-native turn transcripts live next to the journal, so memory survives restarts.
         self.transcripts = TranscriptStore(None if in_memory else config.data_path() / "transcripts.sqlite3")
-        # What sessions add to every turn (tools, prompt, hooks, confirmation): see host.agents.environment.
+        # What sessions add to every turn (tools, prompt, hooks, confirmation): see host.runtime.agents.environment.
         self.environment = TurnEnvironment()
         for agent in agent_list:
             bind = getattr(agent, "bind_transcripts", None)
@@ -98,6 +102,7 @@ class AgentHost:
             journal=journal,
             replay_capacity=config.server.replay_buffer,
             snapshot_every=config.server.snapshot_every,
+            recent_turns=config.sessions.recent_turns,
         )
         self.runner = TurnRunner(self.store, self.agents.get)
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).
@@ -122,11 +127,12 @@ class AgentHost:
         self._connected: dict[str, int] = {}
         self.client_versions: dict[str, str] = {}
         """The AHP version each client negotiated at its last ``initialize``, so that a
-        ``reconnect`` on a new connection speaks it again (memory only: see host.dialects)."""
-        self._turn_index: dict[str, tuple[list[dict[str, Any]], dict[Any, int]]] = {}
-        """Per session: its turns list and each turn id's position (``fetchTurns`` ``before``)."""
+        ``reconnect`` on a new connection speaks it again (memory only: see host.transport.dialects)."""
+        self._turn_index: dict[str, tuple[tuple[Any, int], dict[Any, int]]] = {}
+        """Per chat: the version of its turns (state's list, older count) and each turn id's
+        position among all of them (0.2.0 ``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
-        # Built-in and client tools, the confirmation flow and policy (issue 4): host.tools_runtime.
+        # Built-in and client tools, the confirmation flow and policy (issue 4): host.runtime.tools.
         self.tools: ToolsRuntime | None = None
         self.subagents: SubagentContributor | None = None
         if config.tools.enabled if config.tools.enabled is not None else agents is None:
@@ -138,7 +144,7 @@ class AgentHost:
             )
             self.tools.install(self.environment)
             if config.sessions.subagents:
-                self.subagents = SubagentContributor(self.store, self.create_session, self._subagents,
+                self.subagents = SubagentContributor(self.store, self.open_chat, self._subagents,
                                                      limit=config.sessions.max_subagents)
                 self.environment.contributors.append(self.subagents)
         self.resources = ResourceService(self._allowed_roots)
@@ -162,6 +168,7 @@ class AgentHost:
             self.default_directory,
             lambda: [(state.get("workingDirectories") or [None])[0] for _, state in self.store.channels("session")],
             config.tools.auto_approve if self.tools is not None else None,
+            config.tools.remembered_approvals,
         )
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -171,12 +178,12 @@ class AgentHost:
         if self._journal is not None:
             upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
         self.store.recover()
-        if self.subagents is not None:
-            self.subagents.recover()
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
             self.store.replace(ROOT, {**root, "config": config})
+        if self.tools is not None:
+            self.tools.publish_remembered()  # the "always allow" choices as they are on disk now
         self.watches.drop_recovered()
         self.customizations.load()
         plugins = self.customizations.agent_customizations()
@@ -195,6 +202,8 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
+        # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
+        adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
@@ -258,7 +267,7 @@ class AgentHost:
             source_chat = self.store.state(source_session.get("defaultChat")) if source_session else None
             if source_chat is None:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"Cannot fork: no session {fork.get('session')}.")
-            copied = forked_turns(source_chat, fork.get("turnId"))
+            copied = forked_turns({"turns": self.store.turns(source_session["defaultChat"])}, fork.get("turnId"))
             if copied is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Cannot fork: {fork.get('session')} has no completed turn {fork.get('turnId')}.")
             turns = copied
@@ -293,6 +302,9 @@ class AgentHost:
         now = self.clock()
         state = new_session_state(uri, provider=provider, working_directory=working_directory, config=resolved_config)
         state["_meta"] = {"createdAt": iso_timestamp(now)}
+        requested_meta = params.get("_meta")
+        if isinstance(requested_meta, dict) and requested_meta.get("oneShot") is True:
+            state["_meta"]["oneShot"] = True  # a script's run (``agent-host -p``): listed only on request
         draft: dict[str, Any] | None = None
         if model is not None or params.get("agent") is not None:
             draft = {"text": "", "origin": {"kind": "user"}}
@@ -322,6 +334,9 @@ class AgentHost:
         chat = params.get("chat")
         if not isinstance(chat, str) or not chat.startswith("ahp-chat:"):
             raise RpcError(ErrorCode.INVALID_PARAMS, "chat must be an ahp-chat: URI.")
+        if chat.startswith(SUBAGENT_CHAT_PREFIX):
+            raise RpcError(ErrorCode.INVALID_PARAMS, f"{SUBAGENT_CHAT_PREFIX}… names the chats sub-agents work in, which "
+                           "the host opens itself; pick another chat URI.")
         if chat in self.store:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"A chat already exists at {chat}; pick a new URI.")
         turns: list[dict[str, Any]] = []
@@ -331,7 +346,7 @@ class AgentHost:
             source_chat = source.get("chat")
             if source_chat not in self.session_chats(session):
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"The source chat {source_chat} is not a chat of {params.get('channel')}.")
-            copied = forked_turns(self.store.state(source_chat) or {}, source.get("turnId"))
+            copied = forked_turns({"turns": self.store.turns(source_chat)}, source.get("turnId"))
             if copied is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"{source_chat} has no completed turn {source.get('turnId')}.")
             if source.get("kind") == "fork":
@@ -339,15 +354,20 @@ class AgentHost:
             model = _selection(self.store.state(source_chat) or {}, "model")
             if model is not None:
                 draft = {"text": "", "origin": {"kind": "user"}, "model": model}
-        state = new_chat_state(chat, now=self.clock(), turns=turns, draft=draft)
-        self.chat_summaries.track(chat, session)
-        self.store.create(chat, "chat", state)
-        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
+        self.open_chat(session, new_chat_state(chat, now=self.clock(), turns=turns, draft=draft))
         message = params.get("initialMessage")
         if isinstance(message, dict):  # the host names the first turn
             self.store.dispatch(chat, builders.chat_turn_started(
                 turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
         return chat
+
+    def open_chat(self, session: str, state: dict[str, Any]) -> None:
+        """Add the chat ``state`` (its ``resource`` a new ``ahp-chat:`` URI) to ``session``'s
+        catalogue: the channel, then ``session/chatAdded`` with its summary."""
+        chat = state["resource"]
+        self.chat_summaries.track(chat, session)
+        self.store.create(chat, "chat", state)
+        self.store.dispatch(session, builders.session_chat_added(summary=summary_of_chat(chat, state)))
 
     def dispose_chat(self, chat: Any) -> None:
         """``disposeChat``: the chat leaves its session's catalogue and its channel goes; a
@@ -396,6 +416,23 @@ class AgentHost:
             summary["defaultChat"] = state["defaultChat"]
         return summary
 
+    def listing_meta(self, uri: str) -> dict[str, Any]:
+        """What ``listSessions`` adds to a session's summary in ``_meta`` so a client can list
+        sessions by project: ``firstMessage`` (the text of its first turn, cut at 200 characters)
+        and ``oneShot`` (created by a script, ``agent-host -p``); each only when it applies.
+        (Sub-agents are chats of their session, never sessions of their own.)"""
+        state = self.store.state(uri) or {}
+        default_chat = state.get("defaultChat")
+        chat = self.store.state(default_chat) or {}
+        meta: dict[str, Any] = {}
+        first = next(iter(self.store.turns(default_chat, 0, 1) if isinstance(default_chat, str) else ()), None) or chat.get("activeTurn")
+        text = ((first or {}).get("message") or {}).get("text") if isinstance(first, dict) else None
+        if isinstance(text, str) and text.strip():
+            meta["firstMessage"] = text if len(text) <= _FIRST_MESSAGE else text[:_FIRST_MESSAGE - 1] + "…"
+        if (state.get("_meta") or {}).get("oneShot"):
+            meta["oneShot"] = True
+        return meta
+
     def default_provider(self) -> str:
         """The agent for a session created without one (``sessions.default_agent``)."""
         if not self.agents:
@@ -417,7 +454,8 @@ class AgentHost:
         uri = self.session_uri(name)
         if uri is None:
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {name}.")
-        children = self.subagents.session_disposed(uri) if self.subagents is not None else []
+        if self.subagents is not None:
+            self.subagents.session_disposed(uri)
         self.runner.forget(uri)
         if self.preamble is not None:
             self.preamble.forget(uri)
@@ -436,9 +474,6 @@ class AgentHost:
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
-        for child in children:  # sub-agents go with the session that started them
-            if self.store.kind(child) == "session":
-                self.dispose_session(child)
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [self.session_summary(uri) for uri, _ in self.store.channels("session")]
@@ -468,27 +503,30 @@ class AgentHost:
             uri = (self.store.state(session) or {}).get("defaultChat") if session is not None else None
         if uri is None or self.store.kind(uri) != "chat":
             raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {name}.")
-        turns = self.store.state(uri).get("turns") or []
-        end = len(turns)
+        # Counted over every turn: the chat's older ones (not in its state) are read back from the
+        # journal by the store, only those of the page.
+        end = self.store.older_turn_count(uri) + len((self.store.state(uri) or {}).get("turns") or ())
         if before is not None:
-            index = self._turn_positions(uri, turns).get(before)
+            index = self._turn_positions(uri).get(before)
             if index is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Session {name} has no turn {before}.")
             end = index
         count = _FETCH_LIMIT_MAX if limit is None else max(0, min(int(limit), _FETCH_LIMIT_MAX))
         start = max(0, end - count)
-        return {"turns": turns[start:end], "hasMore": start > 0}
+        return {"turns": self.store.turns(uri, start, end), "hasMore": start > 0}
 
-    def _turn_positions(self, uri: str, turns: list[dict[str, Any]]) -> dict[Any, int]:
-        """Turn id → index in ``turns``, built once per version of the list (states are never
-        mutated, so the same list object means the same turns): paging a long session with
-        ``before`` costs O(1) per page instead of a scan."""
+    def _turn_positions(self, uri: str) -> dict[Any, int]:
+        """Turn id → index among every turn of the chat (``Store.turn_ids``), built once per version of the
+        chat's turns (states are never mutated, so the same turns list and as many older turns
+        mean the same turns): paging a long session with ``before`` costs O(1) per page."""
+        turns = (self.store.state(uri) or {}).get("turns")
+        version = (turns, self.store.older_turn_count(uri))
         cached = self._turn_index.get(uri)
-        if cached is None or cached[0] is not turns:
+        if cached is None or cached[0][0] is not version[0] or cached[0][1] != version[1]:
             positions: dict[Any, int] = {}
-            for index, turn in enumerate(turns):
-                positions.setdefault(turn.get("id"), index)  # the first turn with an id, as a scan finds it
-            cached = (turns, positions)
+            for index, turn_id in enumerate(self.store.turn_ids(uri)):
+                positions.setdefault(turn_id, index)  # the first turn with an id, as a scan finds it
+            cached = (version, positions)
             self._turn_index[uri] = cached
         return cached[1]
 

@@ -12,7 +12,9 @@ agent ``params.provider`` (default: the host's default agent) given what the use
 * ``workingDirectory`` — ``enumDynamic``: completed from the directories sessions may work in;
 * ``autoApprove`` — when the host runs tools (``sessionMutable``: it can be flipped later); besides
   booleans it takes VS Code's approval levels (``"default"``, ``"assisted"``, ``"autoApprove"``,
-  ``"autopilot"``), kept as the boolean they mean here (``host.tools_runtime.session_config``).
+  ``"autopilot"``), kept as the boolean they mean here (``host.runtime.tools.session_config``);
+* ``useRememberedApprovals`` — when the host runs tools (``sessionMutable``): which *Always allow*
+  choices apply (``"all"``, ``"project"``, ``"none"``; ``host.runtime.tools.session_config``).
 
 VS Code 1.139.1 sends two more properties from its own settings, whatever this schema says; they
 are accepted, and join the schema and the values only when sent:
@@ -42,10 +44,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from host.agents import Agent
+from host.runtime.agents import Agent
 from host.errors import ErrorCode, RpcError
-from host.tools_runtime.session_config import AUTO_APPROVE, AutoApproveValueError, auto_approve_property, auto_approve_value
-from host.workdirs import WorkingDirectoryError, check_working_directory, directory_of
+from host.runtime.tools.session_config import (
+    AUTO_APPROVE, REMEMBERED_USE, AutoApproveValueError, auto_approve_property, auto_approve_value, remembered_use_property,
+)
+from host.resources.workdirs import WorkingDirectoryError, check_working_directory, directory_of
 
 __all__ = ["SessionConfigResolver", "MODEL", "WORKING_DIRECTORY", "MODE", "ISOLATION"]
 
@@ -78,6 +82,7 @@ class SessionConfigResolver:
         default_directory: Path,
         session_directories: Callable[[], Iterable[str]],
         auto_approve_default: bool | None,
+        remembered_use_default: str = "all",
     ) -> None:
         self._agents = agents
         self._default_provider = default_provider
@@ -86,6 +91,7 @@ class SessionConfigResolver:
         self._session_directories = session_directories
         self._auto_approve_default = auto_approve_default
         """None when the host runs no tools: then there is nothing to approve."""
+        self._remembered_use_default = remembered_use_default
 
     # -- resolveSessionConfig ------------------------------------------------------------------
 
@@ -130,6 +136,10 @@ class SessionConfigResolver:
                 values[AUTO_APPROVE] = auto_approve_value(given.get(AUTO_APPROVE, bool(self._auto_approve_default)))
             except AutoApproveValueError as error:
                 raise RpcError(ErrorCode.INVALID_PARAMS, str(error)) from None
+        if self._auto_approve_default is not None:  # only a host that runs tools remembers approvals
+            prop = remembered_use_property(self._remembered_use_default)
+            properties[REMEMBERED_USE] = prop
+            values[REMEMBERED_USE] = _checked(REMEMBERED_USE, prop, given[REMEMBERED_USE]) if REMEMBERED_USE in given else prop["default"]
         for key, prop in _CLIENT_PROPERTIES.items():
             if key in given:
                 if key == ISOLATION and given[key] not in prop["enum"]:
@@ -162,7 +172,7 @@ class SessionConfigResolver:
         model = values.get(MODEL)
         if not isinstance(model, str):
             return None
-        own = {key: values[key] for key in properties if key not in (MODEL, WORKING_DIRECTORY, AUTO_APPROVE, *_CLIENT_PROPERTIES) and key in values}
+        own = {key: values[key] for key in properties if key not in (MODEL, WORKING_DIRECTORY, AUTO_APPROVE, REMEMBERED_USE, *_CLIENT_PROPERTIES) and key in values}
         return {"id": model, **({"config": own} if own else {})}
 
     # -- sessionConfigCompletions --------------------------------------------------------------

@@ -6,7 +6,7 @@ clients (``openai.DefaultAioHttpClient``, ``anthropic.DefaultAioHttpClient``) ea
 when they are made, which is at a provider's first model call, on the event loop: every session on
 the host stopped streaming for that long. The context is immutable once built and safe to share,
 so :func:`ssl_context` builds it once, with httpx's own rules (the same environment variables the
-SDK would honour), and ``host.agents.sources`` builds it in the worker thread that imports the SDK
+SDK would honour), and ``host.runtime.agents.sources`` builds it in the worker thread that imports the SDK
 when a session is created.
 """
 

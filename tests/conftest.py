@@ -15,7 +15,7 @@ import pytest
 
 from client import AhpClient
 from host.config import load_config
-from host.server import RunningHost, start_host
+from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.wire import FrameValidator
 

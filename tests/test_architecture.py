@@ -9,6 +9,13 @@
   ``providers`` and ``plugins`` never import ``host`` or each other (``tools`` may use ``ahp``).
 * ``regular_files`` (reading files that cannot block) is shared by the server's parts and imports
   nothing from any room.
+* ``cli`` (the ``agent-host`` command) composes the server and the terminal client; the server
+  never imports a client, and nothing imports ``cli``.
+* Inside ``host``, four rooms, top down: ``transport`` (how clients reach the host) sits on the
+  composition (``host.service``, ``AgentHost``), which sits on ``runtime`` (what runs in sessions),
+  ``resources`` (files served and guarded) and ``state`` (the store and the journal). ``state``
+  imports none of the others; ``resources`` never imports ``runtime``; nothing below imports
+  ``transport`` or the composition.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ IO_MODULES = {
     "random", "uuid",
 }
 SERVER_SIDE = {"host", "tools", "providers", "plugins"}
-ROOMS = {"ahp", "client", "chat", *SERVER_SIDE}
+ROOMS = {"ahp", "client", "chat", "cli", *SERVER_SIDE}
 
 
 def _imports(package: str) -> list[tuple[str, str]]:
@@ -47,13 +54,13 @@ def _matches(module: str, names: set[str]) -> bool:
 
 def test_the_ahp_core_imports_nothing_that_does_io_and_nothing_from_the_other_rooms() -> None:
     offending = [f"{where}: {module}" for module, where in _imports("ahp")
-                 if _matches(module, IO_MODULES | SERVER_SIDE | {"client", "chat", "regular_files"})]
+                 if _matches(module, IO_MODULES | SERVER_SIDE | {"client", "chat", "cli", "regular_files"})]
     assert offending == []
 
 
 @pytest.mark.parametrize("package", ["client", "chat"])
 def test_clients_never_import_the_server(package: str) -> None:
-    offending = [f"{where}: {module}" for module, where in _imports(package) if _matches(module, SERVER_SIDE)]
+    offending = [f"{where}: {module}" for module, where in _imports(package) if _matches(module, SERVER_SIDE | {"cli"})]
     assert offending == []
 
 
@@ -63,10 +70,36 @@ def test_the_client_library_does_not_import_the_terminal_client() -> None:
 
 @pytest.mark.parametrize("package", ["tools", "providers", "plugins"])
 def test_the_servers_parts_do_not_import_each_other_or_the_host(package: str) -> None:
-    others = ({"host", "tools", "providers", "plugins", "client", "chat"} - {package})
+    others = ({"host", "tools", "providers", "plugins", "client", "chat", "cli"} - {package})
     offending = [f"{where}: {module}" for module, where in _imports(package) if _matches(module, others)]
     assert offending == []
 
 
 def test_the_shared_file_reader_imports_nothing_from_the_rooms() -> None:
     assert [f"{where}: {module}" for module, where in _imports("regular_files") if _matches(module, ROOMS)] == []
+
+
+def test_the_server_imports_no_client_and_nothing_imports_the_command() -> None:
+    offending = [f"{where}: {module}" for module, where in _imports("host") if _matches(module, {"client", "chat", "cli"})]
+    assert offending == []
+
+
+def _host_imports_by_room() -> list[tuple[str, str, str]]:
+    found = []
+    for module, where in _imports("host"):
+        parts = where.split("/")
+        source = parts[1] if len(parts) > 2 else parts[1].removesuffix(".py")
+        if module.startswith("host."):
+            found.append((source, module.split(".")[1], f"{where}: {module}"))
+    return found
+
+
+@pytest.mark.parametrize("room, forbidden", [
+    ("state", {"transport", "runtime", "resources", "service"}),
+    ("runtime", {"transport", "service"}),
+    ("resources", {"transport", "runtime", "service"}),
+    ("service", {"transport"}),
+])
+def test_the_host_rooms_import_only_downwards(room: str, forbidden: set[str]) -> None:
+    offending = [line for source, target, line in _host_imports_by_room() if source == room and target in forbidden]
+    assert offending == []

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ("ahp", "host", "client", "chat", "providers", "tools", "plugins", "regular_files")
+SHIPPED = ("ahp", "host", "client", "chat", "providers", "tools", "plugins", "regular_files", "cli")
 
 
 def _imported_top_levels() -> dict[str, str]:

@@ -22,7 +22,7 @@ import difflib
 import hashlib
 from pathlib import Path
 from typing import Protocol, runtime_checkable
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote, unquote_to_bytes
 
 __all__ = [
     "ContentStore",
@@ -41,8 +41,9 @@ __all__ = [
 class ContentStore(Protocol):
     """Maps URIs to bytes so large content can travel as a `ContentRef`."""
 
-    def put(self, data: bytes, content_type: str) -> str:
-        """Store `data` and return the URI clients will read it from."""
+    def put(self, data: bytes, content_type: str, name: str | None = None) -> str:
+        """Store `data` and return the URI clients will read it from; `name` (a file's name, when
+        the data is a version of a file) ends the URI where the store's URIs have a path."""
         ...
 
     def get(self, uri: str) -> bytes | None:
@@ -58,24 +59,28 @@ class InMemoryContentStore:
         self._blobs: dict[str, bytes] = {}
         self._types: dict[str, str] = {}
 
-    def put(self, data: bytes, content_type: str) -> str:
-        uri = f"{self._scheme}:/sha256/{hashlib.sha256(data).hexdigest()}"
-        self._blobs[uri] = bytes(data)
-        self._types[uri] = content_type
-        return uri
+    def put(self, data: bytes, content_type: str, name: str | None = None) -> str:
+        key = f"{self._scheme}:/sha256/{hashlib.sha256(data).hexdigest()}"
+        self._blobs[key] = bytes(data)
+        self._types[key] = content_type
+        return key + ("/" + quote(name, safe="") if name else "")
+
+    def _key(self, uri: str) -> str:
+        head, sha, rest = uri.partition("/sha256/")
+        return head + sha + rest.split("/", 1)[0]
 
     def get(self, uri: str) -> bytes | None:
-        return self._blobs.get(uri)
+        return self._blobs.get(self._key(uri))
 
     def content_type(self, uri: str) -> str | None:
         """The content type given when `uri` was stored."""
-        return self._types.get(uri)
+        return self._types.get(self._key(uri))
 
 
 class DataUriContentStore:
     """Encodes content into `data:` URIs; nothing is retained."""
 
-    def put(self, data: bytes, content_type: str) -> str:
+    def put(self, data: bytes, content_type: str, name: str | None = None) -> str:
         return f"data:{content_type};base64,{base64.b64encode(data).decode('ascii')}"
 
     def get(self, uri: str) -> bytes | None:
@@ -95,9 +100,9 @@ def text_content(text: str) -> dict:
     return {"type": "text", "text": text}
 
 
-def content_ref(store: ContentStore, data: bytes, content_type: str) -> dict:
-    """Store `data` and return the `ContentRef` pointing at it."""
-    return {"uri": store.put(data, content_type), "sizeHint": len(data), "contentType": content_type}
+def content_ref(store: ContentStore, data: bytes, content_type: str, name: str | None = None) -> dict:
+    """Store `data` and return the `ContentRef` pointing at it (`name`: the file it is a version of)."""
+    return {"uri": store.put(data, content_type, name), "sizeHint": len(data), "contentType": content_type}
 
 
 def file_uri(path: Path) -> str:
@@ -140,9 +145,9 @@ def file_edit(store: ContentStore, path: Path, before: bytes | None, after: byte
     edit: dict = {}
     uri = file_uri(path)
     if before is not None:
-        edit["before"] = {"uri": uri, "content": content_ref(store, before, _content_type(before))}
+        edit["before"] = {"uri": uri, "content": content_ref(store, before, _content_type(before), path.name)}
     if after is not None:
-        edit["after"] = {"uri": uri, "content": content_ref(store, after, _content_type(after))}
+        edit["after"] = {"uri": uri, "content": content_ref(store, after, _content_type(after), path.name)}
     edit["diff"] = diff_stats(before, after)
     return edit
 

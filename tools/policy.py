@@ -17,8 +17,9 @@ A rule with a pattern never matches a tool without a subject.
 `decide(tool, args, state)` applies, in order:
 1. a matching `deny` rule → deny (nothing overrides it, not even auto-approve);
 2. a matching `ask` rule → ask (an explicit ask beats allow rules and auto-approve);
-3. a matching allow rule (configured, persisted "always allow", or remembered for this
-   session) → allow, `confirmed: "setting"`;
+3. a matching allow rule (configured, "always allow" remembered for this project or
+   host-wide, or remembered for this session) → allow, `confirmed: "setting"`, and the
+   decision's `source` says which of these it was;
 4. the session's auto-approve switch → allow, `confirmed: "setting"`;
 5. a tool annotated `readOnlyHint: true` → allow, `confirmed: "not-needed"`;
 6. otherwise → ask.
@@ -30,9 +31,12 @@ and ask rules match if any chained command matches and, for lines that are not p
 also if the rule's words occur anywhere in the line. Only a pattern-less `shell` allow
 rule allows every command line.
 
-`confirmation_options(tool, args, locale)` lists the AHP `ConfirmationOption`s to offer,
-and `apply_option(state, tool, args, option_id)` says what choosing one means: approved
-or not, the new session state, and which rule strings the host must persist.
+`confirmation_options(tool, args, locale, project=...)` lists the AHP `ConfirmationOption`s
+to offer; the "always" option names where it applies: `project` (a display path) when the
+host keeps the choice for that project, otherwise it says plainly that it applies
+everywhere. `apply_option(state, tool, args, option_id)` says what choosing one means:
+approved or not, the new session state, and which rule strings the host must persist
+(for the scope it named in the option).
 """
 
 from __future__ import annotations
@@ -132,13 +136,15 @@ class PolicyState:
     rules: tuple[Rule, ...] = ()
     """Configured allow/ask/deny rules (user or project settings)."""
     always_allow: tuple[Rule, ...] = ()
-    """Persisted "always allow" rules; the host stores them across sessions."""
+    """Persisted "always allow" rules of this session's project; the host stores them."""
     session_allow: tuple[Rule, ...] = ()
     """Approvals remembered for this session only."""
     auto_approve: bool = False
     """The per-session switch that approves everything no rule asks about or denies."""
     working_directory: str | None = None
     """Used to relate absolute paths to relative path patterns."""
+    host_allow: tuple[Rule, ...] = ()
+    """Persisted "always allow" rules that apply in every project (host-wide)."""
 
     @classmethod
     def from_settings(
@@ -172,6 +178,9 @@ class Decision:
     """Why: the matching rule or the default that applied (shown on deny)."""
     rule: Rule | None = None
     """The rule that decided, if one did."""
+    source: Literal["configured", "project", "host", "session"] | None = None
+    """For an allow rule: a configured rule, one remembered for this project or host-wide,
+    or one remembered for this session."""
 
 
 # --- matching ---------------------------------------------------------------------
@@ -280,6 +289,14 @@ def _allowing_rule(rules: Iterable[Rule], tool: PolicyTool, args: dict, line: Co
     return None
 
 
+_ALLOW_SOURCES = (
+    ("configured", "configured rule", "rules"),
+    ("project", "rule remembered for this project", "always_allow"),
+    ("host", "host-wide remembered rule", "host_allow"),
+    ("session", "session approval", "session_allow"),
+)
+
+
 def decide(tool: PolicyTool, args: dict, state: PolicyState) -> Decision:
     """Whether `tool` may run with `args` (see the module docstring for the order)."""
     args = args if isinstance(args, dict) else {}
@@ -292,10 +309,10 @@ def decide(tool: PolicyTool, args: dict, state: PolicyState) -> Decision:
     for rule in state.rules:
         if rule.effect == "ask" and _matches_any_part(rule, tool, args, line, state):
             return Decision("ask", reason=f"The rule {rule} asks for confirmation.", rule=rule)
-    for source, rules in (("configured rule", state.rules), ("saved rule", state.always_allow), ("session approval", state.session_allow)):
-        rule = _allowing_rule(rules, tool, args, line, state)
+    for source, said, rules in _ALLOW_SOURCES:
+        rule = _allowing_rule(getattr(state, rules), tool, args, line, state)
         if rule is not None:
-            return Decision("allow", "setting", f"Allowed by the {source} {rule}.", rule)
+            return Decision("allow", "setting", f"Allowed by the {said} {rule}.", rule, source)
     if state.auto_approve:
         return Decision("allow", "setting", "Auto-approve is on for this session.")
     if bool((getattr(tool, "annotations", None) or {}).get("readOnlyHint", False)):
@@ -353,7 +370,8 @@ _LABELS: dict[str, dict[str, str]] = {
     "en": {
         OPTION_ALLOW_ONCE: "Allow once",
         OPTION_ALLOW_SESSION: "Allow {what} in this session",
-        OPTION_ALLOW_ALWAYS: "Always allow {what}",
+        OPTION_ALLOW_ALWAYS: "Always allow {what} in {project}",
+        "everywhere": "Always allow {what} everywhere (host-wide)",
         OPTION_DENY: "Deny",
         OPTION_DENY_WITH_REASON: "Deny with a reason…",
         "commands": "`{prefixes}` commands",
@@ -382,15 +400,19 @@ def _what(tool: PolicyTool, rules: list[Rule], labels: dict[str, str]) -> str:
     return labels["exact"].format(command="`, `".join(shown))
 
 
-def confirmation_options(tool: PolicyTool, args: dict, locale: str | None = None) -> list[dict]:
-    """The AHP `ConfirmationOption`s for a call that needs the user, in display order."""
+def confirmation_options(tool: PolicyTool, args: dict, locale: str | None = None, *, project: str | None = None) -> list[dict]:
+    """The AHP `ConfirmationOption`s for a call that needs the user, in display order.
+
+    `project` is how the host shows the project an "always" choice is kept for; None means
+    the host keeps it host-wide, and the label says so."""
     labels = _labels(locale)
     options = [{"id": OPTION_ALLOW_ONCE, "label": labels[OPTION_ALLOW_ONCE], "kind": "approve", "group": 0}]
     remembered = _remembered_rules(tool, args if isinstance(args, dict) else {})
     if remembered:
         what = _what(tool, remembered, labels)
         options.append({"id": OPTION_ALLOW_SESSION, "label": labels[OPTION_ALLOW_SESSION].format(what=what), "kind": "approve", "group": 1})
-        options.append({"id": OPTION_ALLOW_ALWAYS, "label": labels[OPTION_ALLOW_ALWAYS].format(what=what), "kind": "approve", "group": 1})
+        always = labels[OPTION_ALLOW_ALWAYS] if project else labels["everywhere"]
+        options.append({"id": OPTION_ALLOW_ALWAYS, "label": always.format(what=what, project=project), "kind": "approve", "group": 1})
     options.append({"id": OPTION_DENY, "label": labels[OPTION_DENY], "kind": "deny", "group": 2})
     options.append({"id": OPTION_DENY_WITH_REASON, "label": labels[OPTION_DENY_WITH_REASON], "kind": "deny", "group": 2})
     return options

@@ -3,7 +3,7 @@
 Contract:
 
 * ``SERVED_VERSIONS`` are the baselines this host serves, newest first; each is one wire dialect
-  (``host.dialects``). A served baseline also serves its later patch releases: a client offering
+  (``host.transport.dialects``). A served baseline also serves its later patch releases: a client offering
   ``0.7.3`` speaks the 0.7.0 dialect and gets ``0.7.3`` echoed.
 * Versions are plain ``MAJOR.MINOR.PATCH`` strings (no pre-release or build part, no leading
   zeros). ``negotiate`` raises ``MalformedVersion`` if any offered entry is not one: the

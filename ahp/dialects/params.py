@@ -151,4 +151,4 @@ def _params_name(method: str) -> str:
 
 
 PARAMS_0_7 = ParamsCheck(Path(__file__).resolve().parents[1] / "protocol" / "spec-0.7.0" / "ahp-0.7.0.schema.json")
-"""Params checks of AHP 0.7.0 (the served 0.9.0 dialect uses them too, see ``host.dialects``)."""
+"""Params checks of AHP 0.7.0 (the served 0.9.0 dialect uses them too, see ``host.transport.dialects``)."""

@@ -50,8 +50,10 @@ from ahp.state.channels import (
     chat_uri,
     default_chat_uri,
     parse_chat_uri,
+    parse_subagent_chat_uri,
     session_of_annotations,
     session_of_default_chat,
+    subagent_chat_uri,
 )
 from ahp.state.chat import CHAT_ACTION_TYPES, reduce_chat
 from ahp.state.resource_watch import RESOURCE_WATCH_ACTION_TYPES, reduce_resource_watch
@@ -74,6 +76,7 @@ __all__ = [
     "chat_uri",
     "default_chat_uri",
     "parse_chat_uri",
+    "parse_subagent_chat_uri",
     "reduce",
     "reduce_annotations",
     "reduce_automation",
@@ -87,6 +90,7 @@ __all__ = [
     "refresh_session_status",
     "session_of_annotations",
     "session_of_default_chat",
+    "subagent_chat_uri",
     "session_status_from_chats",
 ]
 

@@ -1,6 +1,6 @@
 """Streamed-text runs of the internal model: the law that lets the host stream tokens in O(1)
-each while the reducers stay pure. The one definition of a run, used by ``host.store`` (held
-state) and ``host.journal`` (coalesced rows).
+each while the reducers stay pure. The one definition of a run, used by ``host.state.store`` (held
+state) and ``host.state.journal`` (coalesced rows).
 
 ``chat/delta``, ``chat/reasoning`` and ``chat/toolCallDelta`` (without ``invocationMessage`` or
 ``_meta``, which replace fields of the call) only ever append their ``content`` string to one text

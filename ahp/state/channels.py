@@ -37,8 +37,12 @@ Chat URIs: VS Code names a session's chats ``ahp-chat://<name>/<id>``, the defau
 ``ahp-chat://default/<unpadded base64url of the session URI>`` [VERSIONS.md §2].
 :func:`default_chat_uri` builds that URI and :func:`session_of_default_chat` inverts it;
 :func:`chat_uri` and :func:`parse_chat_uri` do the same for any ``<name>`` whose id is the encoded
-session URI. Other clients may choose chat URIs of other shapes: ``parse_chat_uri`` then answers
-``None`` and the chat's session is whatever the catalogue says.
+session URI. A sub-agent's chat, opened by the tool call that spawned it, is
+``ahp-chat://subagent/<unpadded base64url of the session URI>/<percent-encoded tool call id>``, as
+VS Code 1.139.1 parses it (its ``chatIdFromResource``): :func:`subagent_chat_uri` builds it,
+:func:`parse_subagent_chat_uri` inverts it, and ``parse_chat_uri`` reads its session too. Other
+clients may choose chat URIs of other shapes: ``parse_chat_uri`` then answers ``None`` and the
+chat's session is whatever the catalogue says.
 
 Every function is total: any input, including non-strings, yields a value, never an exception.
 """
@@ -49,6 +53,7 @@ import base64
 import binascii
 import re
 from typing import Any, Literal
+from urllib.parse import quote, unquote
 
 __all__ = [
     "ANNOTATIONS_SUFFIX",
@@ -56,6 +61,7 @@ __all__ = [
     "CHANNEL_KINDS",
     "ChannelKind",
     "DEFAULT_CHAT_NAME",
+    "SUBAGENT_CHAT_NAME",
     "ROOT_CHANNEL",
     "annotations_uri",
     "channel_kind",
@@ -63,8 +69,10 @@ __all__ = [
     "default_chat_uri",
     "is_well_formed_uri",
     "parse_chat_uri",
+    "parse_subagent_chat_uri",
     "session_of_annotations",
     "session_of_default_chat",
+    "subagent_chat_uri",
 ]
 
 ChannelKind = Literal[
@@ -88,10 +96,12 @@ ROOT_CHANNEL = "ahp-root://"
 AUTOMATIONS_CHANNEL = "ahp-automations://"
 ANNOTATIONS_SUFFIX = "/annotations"
 DEFAULT_CHAT_NAME = "default"
+SUBAGENT_CHAT_NAME = "subagent"
 _CHAT_PREFIX = "ahp-chat://"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(.+)$", re.DOTALL)
 _CHAT = re.compile(r"^ahp-chat://([^/?#]+)/([A-Za-z0-9_\-]+)$")
+_SUBAGENT_CHAT = re.compile(r"^ahp-chat://subagent/([A-Za-z0-9_\-]+)/([^/?#]+)$")
 
 _BY_SCHEME: dict[str, ChannelKind] = {
     "ahp-chat": "chat",
@@ -157,8 +167,7 @@ def session_of_annotations(uri: Any) -> str | None:
 
 def chat_uri(session_uri: str, name: str = DEFAULT_CHAT_NAME) -> str:
     """``ahp-chat://<name>/<unpadded base64url of session_uri>`` (UTF-8 encoded)."""
-    encoded = base64.urlsafe_b64encode(session_uri.encode("utf-8")).decode("ascii").rstrip("=")
-    return f"{_CHAT_PREFIX}{name}/{encoded}"
+    return f"{_CHAT_PREFIX}{name}/{_encoded(session_uri)}"
 
 
 def default_chat_uri(session_uri: str) -> str:
@@ -166,25 +175,60 @@ def default_chat_uri(session_uri: str) -> str:
     return chat_uri(session_uri, DEFAULT_CHAT_NAME)
 
 
-def parse_chat_uri(uri: Any) -> tuple[str, str] | None:
-    """``(name, session URI)`` of a URI :func:`chat_uri` could have built; ``None`` otherwise.
+def _encoded(session_uri: str) -> str:
+    return base64.urlsafe_b64encode(session_uri.encode("utf-8")).decode("ascii").rstrip("=")
 
-    Only canonical encodings are accepted (``chat_uri`` of the result gives ``uri`` back), and the
-    decoded session must be a well-formed URI.
+
+def _decoded(encoded: str) -> str | None:
+    try:
+        session = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return session if is_well_formed_uri(session) else None
+
+
+def parse_chat_uri(uri: Any) -> tuple[str, str] | None:
+    """``(name, session URI)`` of a URI :func:`chat_uri` or :func:`subagent_chat_uri` could have
+    built (the name of a sub-agent's chat is ``subagent``); ``None`` otherwise.
+
+    Only canonical encodings are accepted (building the URI again from the result gives ``uri``
+    back), and the decoded session must be a well-formed URI.
     """
+    spawned = parse_subagent_chat_uri(uri)
+    if spawned is not None:
+        return SUBAGENT_CHAT_NAME, spawned[0]
     if not isinstance(uri, str):
         return None
     match = _CHAT.match(uri)
     if match is None:
         return None
     name, encoded = match.groups()
-    try:
-        session = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return None
-    if not is_well_formed_uri(session) or chat_uri(session, name) != uri:
+    session = _decoded(encoded)
+    if session is None or chat_uri(session, name) != uri:
         return None
     return name, session
+
+
+def subagent_chat_uri(session_uri: str, tool_call_id: str) -> str:
+    """``ahp-chat://subagent/<unpadded base64url of session_uri>/<percent-encoded tool_call_id>``:
+    the chat of the sub-agent the tool call ``tool_call_id`` spawned in ``session_uri``."""
+    return f"{_CHAT_PREFIX}{SUBAGENT_CHAT_NAME}/{_encoded(session_uri)}/{quote(tool_call_id, safe='')}"
+
+
+def parse_subagent_chat_uri(uri: Any) -> tuple[str, str] | None:
+    """``(session URI, tool call id)`` of a URI :func:`subagent_chat_uri` could have built (canonical
+    encodings only); ``None`` otherwise."""
+    if not isinstance(uri, str):
+        return None
+    match = _SUBAGENT_CHAT.match(uri)
+    if match is None:
+        return None
+    encoded, quoted = match.groups()
+    session = _decoded(encoded)
+    tool_call_id = unquote(quoted)
+    if session is None or not tool_call_id or subagent_chat_uri(session, tool_call_id) != uri:
+        return None
+    return session, tool_call_id
 
 
 def session_of_default_chat(uri: Any) -> str | None:

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, Callable
 
 from ahp.dialects.v0_2.uris import v02_session_uri
-from host.server import RunningHost
+from host.transport.server import RunningHost
 
 
 def sessions(host: RunningHost) -> list[tuple[str, dict[str, Any]]]:

@@ -1,4 +1,4 @@
-"""Drive ``python -m host.cli chat`` (or another ``agent-host`` command) in a real pseudo-terminal from an asyncio test.
+"""Drive ``python -m cli.main chat`` (or another ``agent-host`` command) in a real pseudo-terminal from an asyncio test.
 
 ``ChatProcess.spawn`` forks the client onto a fresh pty (it becomes the session leader with the
 pty as its controlling terminal, so Ctrl-C written to the master delivers SIGINT like a real
@@ -54,7 +54,7 @@ class ChatProcess:
     @classmethod
     def spawn(cls, args: list[str], *, cwd: Path, env: dict[str, str] | None = None, command: tuple[str, ...] = ("chat",)) -> "ChatProcess":
         """``agent-host chat ARGS`` (``command=()``: ``agent-host ARGS``, the one-command mode)."""
-        argv = [sys.executable, "-m", "host.cli", *command, *args]
+        argv = [sys.executable, "-m", "cli.main", *command, *args]
         environment = env or chat_env()
         pid, fd = pty.fork()
         if pid == 0:  # the child: become the client

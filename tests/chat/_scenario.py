@@ -1,6 +1,6 @@
 """A test agent for the chat client: each message's first word picks what the turn does.
 
-It implements ``host.agents.base.Agent`` and only emits the internal model's ``chat/*`` actions
+It implements ``host.runtime.agents.base.Agent`` and only emits the internal model's ``chat/*`` actions
 through its ``TurnContext``, so the chat client (AHP 0.2.0, through the host's projection) sees
 exactly what a real provider-backed turn would produce. Where a turn
 must wait for the user (a confirmation, an input request, a steering message) it waits on the
@@ -23,8 +23,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from host.agents.base import TurnContext, TurnFailed
-from host.store import Store
+from host.runtime.agents.base import TurnContext, TurnFailed
+from host.state.store import Store
 
 PROVIDER = "scenario"
 MODEL_ID = "scene-1"

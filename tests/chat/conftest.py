@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from host.agents import OfflineAgent
-from host.server import RunningHost, start_host
+from host.runtime.agents import OfflineAgent
+from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.conftest import TOKEN, host_config
 from tests.chat._pty import ChatProcess

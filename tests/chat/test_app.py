@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import pytest
 
-from host.server import RunningHost
+from host.transport.server import RunningHost
 from tests.chat._hostwait import chats, sessions, until_host
 from tests.chat._pty import ChatProcess
 

@@ -94,7 +94,7 @@ async def test_a_second_host_on_the_same_data_directory_is_refused(tmp_path: Pat
 
 async def test_print_mode_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
-    command = f"{sys.executable} -m host.cli -p hello --agent offline | head -c 3"
+    command = f"{sys.executable} -m cli.main -p hello --agent offline | head -c 3"
     import asyncio
 
     process = await asyncio.create_subprocess_shell(
@@ -111,7 +111,7 @@ async def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Co
     import asyncio
 
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", *args, cwd=cwd, env={**env, "PYTHONPATH": str(REPO)},
+        sys.executable, "-m", "cli.main", *args, cwd=cwd, env={**env, "PYTHONPATH": str(REPO)},
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(process.communicate(), 60)
@@ -152,7 +152,7 @@ async def test_one_command_print_mode_reads_the_prompt_from_a_pipe_and_prints_js
     import asyncio
 
     process = await asyncio.create_subprocess_shell(
-        f"echo 'what is q' | {sys.executable} -m host.cli -p --agent offline --output-format json",
+        f"echo 'what is q' | {sys.executable} -m cli.main -p --agent offline --output-format json",
         cwd=tmp_path, env=env, executable="/bin/bash", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(process.communicate(), 60)

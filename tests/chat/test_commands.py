@@ -11,9 +11,9 @@ from typing import Callable
 
 import pytest
 
-from host.agents import OfflineAgent
+from host.runtime.agents import OfflineAgent
 from host.config import load_config
-from host.server import RunningHost, start_host
+from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.chat._scenario import ScenarioAgent
 from tests.conftest import TOKEN
@@ -130,3 +130,39 @@ async def test_a_plugin_command_with_arguments_runs_by_its_full_or_bare_name(plu
         assert await chat.wait() == 0
     finally:
         chat.close()
+
+
+async def test_permissions_lists_remembered_approvals_with_their_scope_and_revokes_one(tmp_path: Path, workdir: Path) -> None:
+    from providers import ScriptedProvider
+    from tests.host.runtime.tools._support import scripted, tools_config
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    host = AgentHost(tools_config(tmp_path), agents=[scripted(ScriptedProvider([]))])
+    running = await start_host(host, token=TOKEN)
+    host.tools.settings.add(["write_file"], None)  # as an earlier version kept it
+    host.tools.settings.add(["shell(npm test:*)"], str(elsewhere))
+    host.tools.publish_remembered()
+    chat = ChatProcess.spawn([running.url], cwd=workdir)
+    try:
+        await chat.expect("/help for commands")
+        chat.send("/permissions")
+        await chat.expect("Remembered approvals (2)")
+        await chat.expect("1) write_file")
+        await chat.expect("every project (host-wide)")
+        await chat.expect("2) shell(npm test:*)")
+        await chat.expect(f"this project only: {elsewhere}")
+        chat.send("/permissions revoke 3")
+        await chat.expect("there is no remembered approval 3")
+        chat.send("/permissions revoke 1")
+        await chat.expect("(revoked: write_file for every project (host-wide); such calls ask again)")
+        await until_host(running, lambda: len(host.tools.settings.remembered()) == 1)
+        assert [(r.rule, r.project) for r in host.tools.settings.remembered()] == [("shell(npm test:*)", str(elsewhere))]
+        chat.send("/permissions")
+        await chat.expect("Remembered approvals (1)")
+        await chat.expect("1) shell(npm test:*)")
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()
+        await running.stop()

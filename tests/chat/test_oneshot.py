@@ -7,7 +7,11 @@ import signal
 import sys
 from pathlib import Path
 
-from host.server import RunningHost
+from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
+from providers import ScriptedProvider
+from providers.scripted import call_tools, reply
+from tests.conftest import TOKEN
 from tests.chat._hostwait import chats, sessions, until_host
 from tests.chat._pty import chat_env
 
@@ -17,7 +21,7 @@ async def run_p(
 ) -> tuple[int, str, str]:
     """The client as a script runs it; ``stdin`` is piped in (else it reads from /dev/null)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", url, *args,
+        sys.executable, "-m", "cli.main", "chat", url, *args,
         cwd=cwd, env=env or chat_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
     )
@@ -78,7 +82,7 @@ async def test_input_requests_are_declined_in_p_mode(chat_host: RunningHost, wor
 
 async def test_ctrl_c_cancels_the_turn_and_exits_130(chat_host: RunningHost, workdir: Path) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", chat_host.url, "-p", "slow",
+        sys.executable, "-m", "cli.main", "chat", chat_host.url, "-p", "slow",
         cwd=workdir, env=chat_env(), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     assert process.stdout is not None
@@ -110,7 +114,7 @@ async def test_connection_and_usage_problems_exit_2(chat_host: RunningHost, work
 async def test_the_url_and_token_can_come_from_the_environment(chat_host: RunningHost, workdir: Path) -> None:
     base, token = chat_host.url.split("?token=")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "host.cli", "chat", "-p", "hello",
+        sys.executable, "-m", "cli.main", "chat", "-p", "hello",
         cwd=workdir, env=chat_env(AGENT_HOST_URL=base, AGENT_HOST_TOKEN=token), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
@@ -155,3 +159,53 @@ async def test_an_unknown_agent_or_model_exits_2_saying_what_exists(chat_host: R
     code, out, _ = await run_p(chat_host.url, "--agent", "scenario", "--model", "scene-1", "-p", "hi", cwd=workdir)
     assert (code, out) == (0, "Hello from the scenario agent (effort low)\n")
     assert not sessions(chat_host)[1:]  # the refused runs created no session
+
+
+async def test_p_without_yes_uses_only_this_projects_remembered_choices_and_says_so(tmp_path: Path) -> None:
+    from tests.host.runtime.tools._support import scripted, tools_config
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    provider = ScriptedProvider([
+        call_tools(("write_file", {"path": "host-wide.txt", "content": "x"})), reply("one"),
+        call_tools(("write_file", {"path": "project.txt", "content": "x"})), reply("two"),
+        call_tools(("write_file", {"path": "resumed.txt", "content": "x"})), reply("three"),
+        call_tools(("write_file", {"path": "strict.txt", "content": "x"})), reply("four"),
+    ])
+    host = AgentHost(tools_config(tmp_path), agents=[scripted(provider)])
+    running = await start_host(host, token=TOKEN)
+    try:
+        tools = host.tools
+        # An "always" from an earlier version (host-wide) and one given in another project.
+        tools.settings.add(["write_file"], None)
+        tools.settings.add(["write_file"], str(elsewhere))
+        tools.publish_remembered()
+
+        code, out, err = await run_p(running.url, "-p", "write", cwd=project)
+        assert code == 3  # neither applies here: -p asked, and without --yes the answer is no
+        assert "Deny: Write File; pass --yes to allow tool calls" in err
+        assert not (project / "host-wide.txt").exists()
+
+        tools.settings.add(["write_file"], str(project))
+        code, out, err = await run_p(running.url, "-p", "write", cwd=project)
+        assert code == 0 and out == "two\n"
+        assert (project / "project.txt").exists()
+        assert f"(allowed without asking by a choice remembered for {project}: write_file)" in err
+
+        # A session -p resumes gets its own setting back afterwards.
+        [session] = [uri for uri, state in host.store.channels("session") if state.get("workingDirectories") == [project.as_uri()]][:1]
+        values = lambda: host.store.state(session)["config"]["values"]  # noqa: E731
+        assert values()["useRememberedApprovals"] == "project"  # the -p run's own session keeps it
+        host.store.dispatch(session, {"type": "session/configChanged", "config": {"useRememberedApprovals": "all"}})
+        code, _, err = await run_p(running.url, "-p", "write", "--resume", session.rsplit("/", 1)[-1], cwd=project)
+        assert code == 0 and "choice remembered for" in err, err
+        assert values()["useRememberedApprovals"] == "all"
+
+        # A session that uses no remembered choices is not loosened to this project's.
+        host.store.dispatch(session, {"type": "session/configChanged", "config": {"useRememberedApprovals": "none"}})
+        code, _, err = await run_p(running.url, "-p", "write", "--resume", session.rsplit("/", 1)[-1], cwd=project)
+        assert code == 3 and "Deny: Write File" in err
+        assert values()["useRememberedApprovals"] == "none"
+    finally:
+        await running.stop()

@@ -10,7 +10,6 @@ from chat.render import (
     render_history,
     render_input_request,
     render_question,
-    render_session_list,
     render_tool_line,
     render_tool_result,
     render_unified_diff,
@@ -133,13 +132,7 @@ def test_questions_show_options_bounds_and_defaults() -> None:
     assert "Sign in" in header and "open: https://example.test/login" in header
 
 
-def test_session_list_and_history_are_numbered() -> None:
-    summaries = [
-        {"resource": "ahp-session:/a", "title": "First", "provider": "offline", "status": 1},
-        {"resource": "ahp-session:/b", "title": "Second", "provider": "offline", "status": 24, "model": {"id": "m"}},
-    ]
-    listing = render_session_list(summaries, PLAIN, current="ahp-session:/b")
-    assert listing.splitlines() == ["   1) First (offline, idle)", "*  2) Second (offline, m, needs input)"]
+def test_history_is_numbered() -> None:
     history = render_history([turn(md("one"), state="complete"), turn(md("two"), state="complete")], PLAIN, first_number=4)
     assert "#4 you: hi\none\n" in history and "#5 you: hi\ntwo\n" in history
 
@@ -170,3 +163,30 @@ def test_the_preparing_line_reads_the_partial_input_not_its_json() -> None:
     assert partial_input_summary({"partialInput": '{"path": "a.txt", "text": "hi\\nth'}) == "a.txt · text: hi th"
     assert partial_input_summary({"partialInput": '{"patter'}) == ""
     assert "{" not in TurnView(PLAIN).update(turn(tool("streaming", partialInput='{"comm')))
+
+
+def test_a_call_a_remembered_choice_allowed_says_so_on_its_line() -> None:
+    from chat.render import render_tool_line
+
+    call = {"toolCallId": "t1", "toolName": "write_file", "displayName": "Write File", "status": "completed", "success": True,
+            "pastTenseMessage": "Wrote a.txt", "confirmed": "setting",
+            "_meta": {"rememberedApproval": {"rule": "write_file", "scope": "project", "project": "/work/app"}}}
+    assert render_tool_line(call, PLAIN).splitlines()[0] == (
+        "✓ Write File Wrote a.txt (allowed without asking by a choice remembered for /work/app: write_file)")
+    host_wide = {**call, "_meta": {"rememberedApproval": {"rule": "write_file", "scope": "host"}}}
+    assert "remembered host-wide: write_file" in render_tool_line(host_wide, PLAIN)
+    assert "remembered" not in render_tool_line({**call, "_meta": {"toolKind": "terminal"}}, PLAIN)
+
+
+def test_a_running_sub_agent_says_where_to_watch_it_and_its_answer_follows() -> None:
+    view = TurnView(PLAIN)
+    block = {"type": "subagent", "resource": "ahp-session:/s1/subagent/call_0", "title": "Sub-agent: Look around"}
+    task = lambda status, **fields: {"kind": "toolCall", "toolCall": {"toolCallId": "c1", "toolName": "task", "displayName": "Run Sub-agent",
+                                                                       "status": status, "invocationMessage": "Start sub-agent: Look around", **fields}}
+    running = view.update(turn(task("running", confirmed="not-needed", content=[block])))
+    assert running == ("▶ Run Sub-agent Start sub-agent: Look around\n"
+                       "    Sub-agent: Look around is working: /resume ahp-session:/s1/subagent/call_0 to watch it\n")
+    assert view.update(turn(task("running", confirmed="not-needed", content=[block]))) == ""
+    done = view.update(turn(task("completed", success=True, pastTenseMessage="Sub-agent finished: Look around",
+                                 content=[block, {"type": "text", "text": "Echo printed hi."}])))
+    assert "✓ Run Sub-agent Sub-agent finished: Look around" in done and "Echo printed hi." in done

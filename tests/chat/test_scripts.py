@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from host.server import RunningHost
+from host.transport.server import RunningHost
 from tests.chat._hostwait import chats, until_host
 from tests.chat.test_oneshot import run_p
 
@@ -110,6 +110,9 @@ async def test_resume_takes_a_session_id_or_its_uri(chat_host: RunningHost, work
     assert (await run_p(chat_host.url, "-p", "third", "--resume", first["session"], cwd=workdir))[0] == 0
     [(_, state)] = chats(chat_host)
     assert [t["message"]["text"] for t in state["turns"]] == ["hello", "second", "third"]
+    # Without an id a script cannot pick one: a usage error that says what to do instead.
+    code, out, err = await run_p(chat_host.url, "--resume", "-p", "fourth", cwd=workdir)
+    assert (code, out) == (2, "") and "--resume needs a session id with -p (or --continue" in err
 
 
 async def test_max_turns_stops_a_turn_whose_tools_would_ask_the_model_again(chat_host: RunningHost, workdir: Path) -> None:

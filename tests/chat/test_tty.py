@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from host.server import RunningHost
+from host.transport.server import RunningHost
 from tests.chat._hostwait import chats, until_host
 from tests.chat._pty import ChatProcess, tty_env
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse

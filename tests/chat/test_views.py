@@ -15,9 +15,9 @@ import pytest
 
 from chat.render import Style
 from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
-from host.agents import OfflineAgent
+from host.runtime.agents import OfflineAgent
 from host.config import load_config
-from host.server import RunningHost, start_host
+from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
 from tests.chat._hostwait import sessions, until_host
 from tests.chat._pty import ChatProcess
@@ -143,3 +143,21 @@ def test_plugins_show_load_state_problems_and_contents() -> None:
     assert "● tidy loaded — 1 agent, 2 skills" in shown
     assert "✗ broken-plugin error" in shown
     assert "plugin.json ==> name: required" in shown
+
+
+def test_permissions_view_says_what_the_host_lists_and_what_a_revocation_sends_back() -> None:
+    from chat.views import render_permissions, without_remembered
+
+    style = PLAIN
+    schema = {"properties": {"rememberedApprovals": {"type": "array", "title": "Remembered approvals"}}}
+    entries = [{"rule": "write_file", "scope": "host", "addedAt": 0},
+               {"rule": "shell(git status:*)", "scope": "project", "project": "/work/my app"}]
+    shown = render_permissions({"schema": schema, "values": {"rememberedApprovals": entries}}, style)
+    assert " 1) write_file" in shown and "every project (host-wide)" in shown
+    assert " 2) shell(git status:*)" in shown and "this project only: /work/my app" in shown
+    assert "No remembered approvals" in render_permissions({"schema": schema, "values": {"rememberedApprovals": []}}, style)
+    assert render_permissions({"schema": {"properties": {}}, "values": {}}, style) == "This host does not list remembered approvals.\n"
+    assert render_permissions(None, style) == "This host does not list remembered approvals.\n"
+    config = {"schema": schema, "values": {"rememberedApprovals": entries}}
+    assert without_remembered(config, 1) == ([entries[1]], entries[0])
+    assert without_remembered(config, 3) is None and without_remembered(None, 1) is None

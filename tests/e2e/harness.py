@@ -153,7 +153,7 @@ def start_our_host(config: Path, data_dir: Path, log_path: Path, checkout: Path 
     env = {key: value for key, value in os.environ.items() if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENT_HOST_TOKEN")}
     if checkout is not None:
         env["PYTHONPATH"] = str(checkout)
-    process = Process("agent-host", [sys.executable, "-m", "host.cli", "serve", "--port", "0", "--data-dir", str(data_dir),
+    process = Process("agent-host", [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(data_dir),
                                      "--config", str(config)], log_path, env=env, cwd=checkout or REPO).start()
     match = process.wait_for_log(r"agent-host listening on (ws://127\.0\.0\.1:(\d+)/\?token=(\S+))", 60)
     return OurHost(process, match.group(1), int(match.group(2)), match.group(3))

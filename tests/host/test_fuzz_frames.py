@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from ahp.protocol import METHODS
-from host.server import start_host
+from host.transport.server import start_host
 from host.service import AgentHost
 from tests.conftest import TOKEN, host_config
 

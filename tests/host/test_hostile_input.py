@@ -10,9 +10,9 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from host.server import RunningHost
+from host.transport.server import RunningHost
 from tests.conftest import TOKEN, Connect, FrameChecker
-from tests.host.test_connection import RawPeer
+from tests.host.transport.test_connection import RawPeer
 
 ROOT = "ahp-root://"
 PARSE, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -192,7 +192,7 @@ async def test_requests_before_initialize_are_refused_but_ping_works(running_hos
 
 
 async def test_a_frame_over_the_size_limit_closes_the_connection(tmp_path: Any) -> None:
-    from host.server import start_host
+    from host.transport.server import start_host
     from host.service import AgentHost
     from tests.conftest import host_config
 
@@ -244,7 +244,7 @@ async def test_a_websocket_from_a_web_page_origin_is_refused(running_host: Runni
 
 
 async def test_an_allowed_origin_may_connect(tmp_path: Any) -> None:
-    from host.server import start_host
+    from host.transport.server import start_host
     from host.service import AgentHost
     from tests.conftest import host_config
 
@@ -262,7 +262,7 @@ async def test_an_allowed_origin_may_connect(tmp_path: Any) -> None:
 
 async def test_connections_past_the_limits_are_closed_with_a_reason_and_the_rest_keep_working(tmp_path) -> None:
     from host.service import AgentHost
-    from host.server import start_host
+    from host.transport.server import start_host
     from tests.conftest import host_config
 
     config = host_config(tmp_path / "data", default_directory=str(tmp_path))
@@ -292,7 +292,7 @@ async def test_connections_past_the_limits_are_closed_with_a_reason_and_the_rest
 def test_the_host_wide_limit_counts_every_token() -> None:
     from types import SimpleNamespace
 
-    from host.server import _connection_refusal
+    from host.transport.server import _connection_refusal
 
     limits = SimpleNamespace(max_connections=3, max_connections_per_token=2)
     assert _connection_refusal(limits, {"a": 2, "b": 1}, "c") == "host is at its limit of 3 connections; try again later"

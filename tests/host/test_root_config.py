@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from host.journal import Journal
+from host.state.journal import Journal
 from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, ROOT_CONFIG_SCHEMA, root_config_state
 from host.service import AgentHost
-from host.store import ROOT, Store
-from host.validation import check_client_action
+from host.state.store import ROOT, Store
+from host.transport.validation import check_client_action
 from tests.conftest import host_config
 
 
@@ -71,13 +71,14 @@ async def test_a_journal_from_before_the_root_config_gets_it_at_start(tmp_path: 
     host = AgentHost(config)
     await host.start()
     try:
-        assert host.store.state(ROOT)["config"] == root_config_state()
+        # The host's own key (the remembered approvals, none yet) is listed from the start.
+        assert host.store.state(ROOT)["config"] == {**root_config_state(), "values": {"rememberedApprovals": []}}
         host.store.dispatch(ROOT, change({"telemetryLevel": "crash"}))
     finally:
         await host.stop()
     again = AgentHost(config)
     await again.start()
     try:
-        assert again.store.state(ROOT)["config"]["values"] == {"telemetryLevel": "crash"}
+        assert again.store.state(ROOT)["config"]["values"] == {"rememberedApprovals": [], "telemetryLevel": "crash"}
     finally:
         await again.stop()

@@ -10,9 +10,9 @@ import pytest
 
 from client import AhpClient
 from client.errors import AhpError
-from host.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider
-from tests.host.agents.harness import config_for, serving
+from tests.host.runtime.agents.harness import config_for, serving
 
 ROOT = "ahp-root://"
 
@@ -64,7 +64,7 @@ async def test_the_schema_follows_the_chosen_model(host) -> None:
     assert second["values"] == {**second["values"], "model": "claude-y", "thinking": "off", "autoApprove": True}
 
     plain = await resolve(client, provider="scripted", config={"model": "plain"}, workingDirectory=(projects / "alpha").as_uri())
-    assert set(plain["schema"]["properties"]) == {"model", "workingDirectory", "autoApprove"}
+    assert set(plain["schema"]["properties"]) == {"model", "workingDirectory", "autoApprove", "useRememberedApprovals"}
     assert plain["values"]["workingDirectory"] == (projects / "alpha").as_uri()
 
 

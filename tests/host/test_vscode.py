@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 import ahp.protocol
 from ahp.dialects.catalogue import known_to, notification_known_to
-from host.server import RunningHost
+from host.transport.server import RunningHost
 from tests.conftest import TOKEN, Connect
 
 ROOT = "ahp-root://"

@@ -45,10 +45,20 @@ def test_file_edit_shapes_for_create_edit_delete(tmp_path: Path):
     assert set(created) == {"after", "diff"} and set(deleted) == {"before", "diff"}
     assert edited["before"]["uri"] == edited["after"]["uri"] == path.as_uri()
     assert edited["after"]["content"] == {
-        "uri": store.put(b"y\n", "text/plain; charset=utf-8"),
+        "uri": store.put(b"y\n", "text/plain; charset=utf-8", "f.txt"),
         "sizeHint": 2,
         "contentType": "text/plain; charset=utf-8",
     }
     item = file_edit_content(store, path, b"x\n", b"y\n")
     validate_wire("ToolResultContent", item)
     assert item["type"] == "fileEdit"
+
+
+def test_a_file_edits_contents_end_with_the_files_name(tmp_path: Path):
+    store = InMemoryContentStore()
+    edit = file_edit(store, tmp_path / "notes.md", b"old\n", b"new\n")
+    for side in ("before", "after"):
+        uri = edit[side]["content"]["uri"]
+        assert uri.rsplit("/", 1)[1] == "notes.md"
+    assert store.get(edit["after"]["content"]["uri"]) == b"new\n"
+    assert store.content_type(edit["before"]["content"]["uri"]) == "text/plain; charset=utf-8"

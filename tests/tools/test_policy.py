@@ -194,7 +194,7 @@ def test_path_glob_without_slash_matches_top_level_only():
 # --- options ------------------------------------------------------------------------
 
 def test_options_are_grouped_with_stable_ids_and_valid_shapes():
-    options = confirmation_options(SHELL, {"command": "git status -s"})
+    options = confirmation_options(SHELL, {"command": "git status -s"}, project="~/src/app")
     for option in options:
         validate_wire("ConfirmationOption", option)
     assert [(o["id"], o["kind"], o["group"]) for o in options] == [
@@ -208,15 +208,30 @@ def test_options_are_grouped_with_stable_ids_and_valid_shapes():
     assert labels == [
         "Allow once",
         "Allow `git status` commands in this session",
-        "Always allow `git status` commands",
+        "Always allow `git status` commands in ~/src/app",
         "Deny",
         "Deny with a reason…",
     ]
 
 
 def test_options_for_file_tools_name_the_tool():
+    labels = [o["label"] for o in confirmation_options(WRITE, {"path": "a", "content": ""}, project="/work/app")]
+    assert labels[1:3] == ["Allow Write File in this session", "Always allow Write File in /work/app"]
+
+
+def test_an_always_option_without_a_project_says_it_is_host_wide():
     labels = [o["label"] for o in confirmation_options(WRITE, {"path": "a", "content": ""})]
-    assert labels[1:3] == ["Allow Write File in this session", "Always allow Write File"]
+    assert labels[2] == "Always allow Write File everywhere (host-wide)"
+
+
+def test_a_decision_says_which_remembered_scope_allowed_it():
+    write = {"path": "a", "content": ""}
+    project = decide(WRITE, write, PolicyState(always_allow=(parse_rule("write_file"),)))
+    host = decide(WRITE, write, PolicyState(host_allow=(parse_rule("write_file"),)))
+    session = decide(WRITE, write, PolicyState(session_allow=(parse_rule("write_file"),)))
+    assert [(d.outcome, d.source) for d in (project, host, session)] == [("allow", "project"), ("allow", "host"), ("allow", "session")]
+    assert "remembered for this project" in project.reason and "host-wide" in host.reason
+    assert decide(WRITE, write, PolicyState()).source is None
 
 
 def test_complex_commands_offer_no_remembering():

@@ -4,7 +4,7 @@ server, restarts with backoff, tools under namespaced names, progress, elicitati
 
 Public surface:
 * `McpServerSpec`, `merge_specs` (tools.mcp.specs; declarations are parsed by
-  `plugins.mcp_servers` and `host.customizations.mcp_declarations`)
+  `plugins.mcp_servers` and `host.runtime.customizations.mcp_declarations`)
 * `McpManager` (tools.mcp.manager): start/stop a set of servers, `tools()`, `statuses()`
 * `McpServerConnection`, `ServerStatus`, `ServerState`, `RestartPolicy` (tools.mcp.connection)
 * `McpTool`, `annotation_hints` (tools.mcp.tool)

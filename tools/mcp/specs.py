@@ -7,7 +7,7 @@ Contract:
   `PLUGIN_ROOT` & co. for plugin servers), never the host environment: what a server
   process inherits from the host is decided when it is spawned (see `_stdio`).
 * Declarations are parsed elsewhere, once: `plugins.mcp_servers` reads the format and
-  `host.customizations.mcp_declarations` turns config, workspace and plugin declarations
+  `host.runtime.customizations.mcp_declarations` turns config, workspace and plugin declarations
   into specs. This package never reads declarations itself.
 * `merge_specs` combines groups; a later group's server replaces an earlier one with the
   same name (config, then workspace, then plugins is the host's precedence).

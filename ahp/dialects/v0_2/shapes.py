@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from ahp.dialects.v0_2.timestamps import iso_to_ms, ms_to_iso
-from ahp.dialects.v0_2.uris import default_chat_uri, session_of_default_chat, v02_session_uri
+from ahp.dialects.v0_2.uris import default_chat_uri, session_of_default_chat, subagent_session_uri, v02_session_uri
 
 __all__ = [
     "HIDDEN_PART_KINDS",
@@ -138,13 +138,16 @@ def contributor_to_tool_client_id(contributor: Any) -> Any:
 
 
 def content_down(blocks: Any) -> Any:
-    """Tool content as 0.2.0 shows it: a sub-agent block names the worker's default chat in 0.9.0
-    (``ToolResultSubagentContent.resource``) and the worker session in 0.2.0 (``ahp-session:/<id>``)."""
+    """Tool content as 0.2.0 shows it: a sub-agent block names the worker chat in 0.9.0
+    (``ToolResultSubagentContent.resource``) and a session in 0.2.0: the projected session of a
+    sub-agent's chat (``ahp-session:/<id>/subagent/<call>``), or the session whose default chat
+    the block names (``ahp-session:/<id>``)."""
     if not isinstance(blocks, list) or not any(isinstance(b, dict) and b.get("type") == "subagent" for b in blocks):
         return blocks
     out = []
     for block in blocks:
-        session = session_of_default_chat(block.get("resource")) if isinstance(block, dict) and block.get("type") == "subagent" else None
+        resource = block.get("resource") if isinstance(block, dict) and block.get("type") == "subagent" else None
+        session = subagent_session_uri(resource) or session_of_default_chat(resource)
         name = v02_session_uri(session) if session is not None else None
         out.append({**block, "resource": name} if name is not None else block)
     return out

@@ -49,6 +49,14 @@ an MCP ``contributor``.
 The 0.2.0 ``SessionSummary`` of ``listSessions`` and the root notifications is this state's
 ``summary`` (``summary_down``, ``summary_changes``).
 
+A sub-agent's chat (a chat of the session, spawned by a ``task`` call) is shown to 0.2.0 as a
+session of its own (``subagent_view``): an ``InternalSession`` named
+``uris.subagent_session_uri(chat)`` whose default chat is the sub-agent's chat, and whose session
+fields are fixed at what the parent had when the chat opened and cannot change through it:
+provider, the chat's title, ``ready``, the first working directory, the parent's creation time.
+No customizations, server tools or active client: it is a window onto one chat, and everything in
+it changes through that chat's actions alone (which is what makes its projection commute).
+
 Contract:
 
 * ``*_down(*_lift(s)) == s`` for every 0.2.0 state ``s`` in the lift's domain (each ``*_lift``
@@ -72,6 +80,7 @@ from ahp.dialects.v0_2.uris import (
     ProviderLookup,
     default_chat_uri,
     internal_session_uri,
+    subagent_session_uri,
     v02_session_uri,
 )
 
@@ -88,6 +97,7 @@ __all__ = [
     "session_down",
     "session_lift",
     "status_down",
+    "subagent_view",
     "summary_changes",
     "summary_down",
     "terminal_down",
@@ -124,6 +134,21 @@ class InternalSession:
         uri = self.default_chat_uri
         chat = self.chats.get(uri) if uri is not None else None
         return chat if isinstance(chat, dict) else None
+
+
+def subagent_view(parent_state: Any, chat_uri: str, chat: Any, created_at: str = shapes.ms_to_iso(0)) -> InternalSession | None:
+    """The session 0.2.0 is shown for the sub-agent chat ``chat_uri`` (state ``chat``) of the
+    session whose state is ``parent_state``; ``None`` when ``chat_uri`` is no sub-agent's chat."""
+    uri = subagent_session_uri(chat_uri)
+    if uri is None or not isinstance(parent_state, dict) or not isinstance(chat, dict):
+        return None
+    state: dict = {"title": chat.get("title") if isinstance(chat.get("title"), str) else "Sub-agent",
+                   "status": IDLE, "lifecycle": "ready", "defaultChat": chat_uri}
+    _put(state, "provider", parent_state.get("provider"))
+    directories = parent_state.get("workingDirectories")
+    if isinstance(directories, list) and directories:
+        state["workingDirectories"] = directories[:1]
+    return InternalSession(uri=uri, state=state, chats={chat_uri: chat}, created_at=created_at)
 
 
 def _put(target: dict, key: str, value: Any) -> None:

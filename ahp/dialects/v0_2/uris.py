@@ -23,27 +23,39 @@ Contract:
   (unpadded base64url of ``S``'s UTF-8 bytes), as VS Code 1.139.1 names it; ``default_chat_uri``
   and ``session_of_default_chat`` are the internal model's (``ahp.state.channels``), re-exported.
   0.2.0 has no chat channels: a chat URI only tells which session a chat action belongs to.
+* Sub-agents: a sub-agent's chat (``ahp-chat://subagent/<b64url(S)>/<tool call id>``, a chat of
+  ``S``) is shown to 0.2.0, which has no chats, as a session of its own (a *projected* session:
+  no such session channel exists). Its internal name is ``S/subagent/<percent-encoded tool call
+  id>`` (``subagent_session_uri``), so its 0.2.0 name is
+  ``ahp-session:/<id of S>/subagent/<percent-encoded tool call id>``: a name no client can create
+  (``/`` is not allowed in a created session's id), much like the ``<session>/subagent/<call>``
+  name VS Code gives a restored sub-agent. ``subagent_chat_of`` inverts either name.
 * Root, terminal, changeset and resource-watch URIs are the same strings in both models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import quote, unquote
 
-from ahp.state.channels import ROOT_CHANNEL, default_chat_uri, session_of_default_chat
+from ahp.state.channels import ROOT_CHANNEL, default_chat_uri, parse_subagent_chat_uri, session_of_default_chat, subagent_chat_uri
 
 __all__ = [
     "ProviderLookup",
     "ROOT_CHANNEL",
+    "SUBAGENT_SEGMENT",
     "V02_SESSION_PREFIX",
     "default_chat_uri",
     "internal_session_uri",
     "session_id",
     "session_of_default_chat",
+    "subagent_chat_of",
+    "subagent_session_uri",
     "v02_session_uri",
 ]
 
 V02_SESSION_PREFIX = "ahp-session:/"
+SUBAGENT_SEGMENT = "/subagent/"
 
 ProviderLookup = Callable[[str], "str | None"]
 """``provider_of(session_id)``: the provider of the host's session with that id, ``None`` if none."""
@@ -83,3 +95,36 @@ def internal_session_uri(v02_uri: object, provider_of: ProviderLookup | str) -> 
     if not isinstance(provider, str) or not provider:
         return None
     return f"{provider}:/{ident}"
+
+
+def subagent_session_uri(chat_uri: object) -> str | None:
+    """The internal name of the session 0.2.0 is shown for a sub-agent's chat,
+    ``<session>/subagent/<percent-encoded tool call id>``; ``None`` for any other chat."""
+    parsed = parse_subagent_chat_uri(chat_uri)
+    if parsed is None or _split_internal(parsed[0]) is None:
+        return None
+    return parsed[0] + SUBAGENT_SEGMENT + quote(parsed[1], safe="")
+
+
+def subagent_chat_of(uri: object, provider_of: ProviderLookup | str | None = None) -> str | None:
+    """The sub-agent chat a projected session name stands for: ``uri`` is its internal name
+    (``<provider>:/<id>/subagent/<call>``) or, with ``provider_of`` (as in
+    ``internal_session_uri``), its 0.2.0 name. ``None`` when ``uri`` is neither."""
+    if not isinstance(uri, str):
+        return None
+    if session_id(uri) is not None:
+        if provider_of is None:
+            return None
+        ident = session_id(uri) or ""
+        parent_id, found, quoted = ident.rpartition(SUBAGENT_SEGMENT[1:])
+        if not found or not parent_id.endswith("/") or len(parent_id) < 2:
+            return None
+        parent = internal_session_uri(V02_SESSION_PREFIX + parent_id[:-1], provider_of)
+    else:
+        parent, found, quoted = uri.rpartition(SUBAGENT_SEGMENT)
+        if not found or _split_internal(parent) is None:
+            return None
+    if parent is None or not quoted or quote(unquote(quoted), safe="") != quoted:
+        return None
+    chat = subagent_chat_uri(parent, unquote(quoted))
+    return chat if subagent_session_uri(chat) is not None else None

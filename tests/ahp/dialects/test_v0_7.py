@@ -347,3 +347,23 @@ def test_notifications_go_down_in_0_7_0_shapes():
     assert v0_7.notification_down("channel/frame", {"channel": "x"}) is None
     progress = {"channel": "ahp-root://", "progressToken": "p", "progress": {"message": "m"}}
     assert v0_7.notification_down("root/progress", progress) is progress
+
+
+def test_a_sub_agent_chat_looks_the_same_to_0_7_0():
+    """Tool-spawned chats (ChatOrigin ``tool``, ``interactivity``) and ``ToolResultSubagentContent``
+    are 0.7.0 shapes already: the catalogue entry, the chat and the spawning call's content pass
+    unchanged, and a 0.7.0 mirror of the session converges on them."""
+    worker = "ahp-chat://subagent/Y29waWxvdDovcw/call-1"
+    summary = {"resource": worker, "title": "Sub-agent: Look", "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z",
+               "origin": {"kind": "tool", "chat": "ahp-chat://default/Y29waWxvdDovcw", "toolCallId": "call-1"},
+               "interactivity": "read-only"}
+    added = {"type": "session/chatAdded", "summary": summary}
+    assert v0_7.action_down("session", added) == added
+    session = {**SESSION, "chats": []}
+    after = internal.reduce("session", session, added, 9999)
+    mirrored = v0_7.reduce("session", v0_7.state_down("session", session), v0_7.action_down("session", added), 9999)
+    assert wire_equal(strip_none(mirrored), strip_none(v0_7.state_down("session", after)))
+    assert v0_7.state_down("session", after)["chats"] == [summary]
+    block = {"type": "subagent", "resource": worker, "title": "Sub-agent: Look", "description": "Look"}
+    changed = {"type": "chat/toolCallContentChanged", "turnId": "t1", "toolCallId": "call-1", "content": [block]}
+    assert v0_7.action_down("chat", changed) == changed

@@ -141,7 +141,7 @@ def test_null_optional_field_is_rejected(validator):
         ({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message":
             'Traceback (most recent call last):\n  File "host/x.py", line 3, in f'}}, "traceback"),
         ({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal error",
-            "data": {"detail": 'File "/srv/host/rpc.py", line 88, in handle'}}}, "traceback"),
+            "data": {"detail": 'File "/srv/host/transport/rpc.py", line 88, in handle'}}}, "traceback"),
         ({"jsonrpc": "2.0", "method": "dispatchAction", "params": {}}, "client->host only"),
         ({"jsonrpc": "2.0", "method": "session/toolStart", "params": {}}, "unknown method"),
         ({"jsonrpc": "2.0", "id": 3, "method": "action", "params": {}}, "must not carry an id"),

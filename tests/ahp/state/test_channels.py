@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ahp.state import CHANNEL_KINDS, REDUCERS, channel_kind, default_chat_uri, session_of_default_chat
-from ahp.state.channels import annotations_uri, chat_uri, parse_chat_uri, session_of_annotations
+from ahp.state.channels import (
+    annotations_uri,
+    chat_uri,
+    parse_chat_uri,
+    parse_subagent_chat_uri,
+    session_of_annotations,
+    subagent_chat_uri,
+)
 
 
 @pytest.mark.parametrize(
@@ -82,6 +89,38 @@ def test_chat_uris_parse_back_to_their_session(session, name):
 def test_only_chat_uris_of_that_shape_name_a_session(uri):
     assert parse_chat_uri(uri) is None
     assert session_of_default_chat(uri) is None
+
+
+def test_a_sub_agent_chat_uri_is_the_one_vs_code_parses():
+    # VS Code 1.139.1: `ahp-chat://subagent/<base64-session>/<toolCallId>` (chatIdFromResource).
+    session = "copilotcli:/session"
+    assert subagent_chat_uri(session, "toolu_01") == "ahp-chat://subagent/Y29waWxvdGNsaTovc2Vzc2lvbg/toolu_01"
+    assert channel_kind(subagent_chat_uri(session, "toolu_01")) == "chat"
+
+
+@given(st.text(min_size=1).map(lambda rest: "provider:/" + rest), st.text(min_size=1))
+def test_sub_agent_chat_uris_parse_back_to_their_session_and_tool_call(session, tool_call_id):
+    uri = subagent_chat_uri(session, tool_call_id)
+    assert parse_subagent_chat_uri(uri) == (session, tool_call_id)
+    assert parse_chat_uri(uri) == ("subagent", session)
+    assert session_of_default_chat(uri) is None
+    assert parse_subagent_chat_uri(chat_uri(session, "subagent")) is None
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "ahp-chat://subagent/YTovYg",  # no tool call
+        "ahp-chat://subagent/YTovYg/",  # empty tool call
+        "ahp-chat://subagent/YTovYh/call-1",  # not the canonical encoding of its session
+        "ahp-chat://subagent/YTovYg/a%2fb",  # lower-case escape: not what the host builds
+        "ahp-chat://subagent/YTovYg/a/b",  # a slash left unescaped
+        "ahp-chat://subagent/bm9zY2hlbWU/call-1",  # "noscheme": not a URI
+        None,
+    ],
+)
+def test_only_canonical_sub_agent_chat_uris_parse(uri):
+    assert parse_subagent_chat_uri(uri) is None
 
 
 def test_annotations_channels_belong_to_their_session():

@@ -198,7 +198,11 @@ async function transcript(page) {
         const kind = container?.classList.contains('interactive-request') ? 'request'
           : container?.classList.contains('interactive-response') ? 'response' : null;
         const value = row.querySelector('.value');
-        const markdown = [...row.querySelectorAll('.value .chat-markdown-part')].map((part) => part.innerText.trim()).filter(Boolean);
+        // The answer's own text: not what VS Code folds into a finished turn's "Completed N steps"
+        // box (text before a tool call, the call), which shows only while someone holds it open.
+        const markdown = [...row.querySelectorAll('.value .chat-markdown-part')]
+          .filter((part) => !part.closest('.chat-thinking-box'))
+          .map((part) => part.innerText.trim()).filter(Boolean);
         return { index: Number(row.dataset.index), kind, text: (value || row).innerText.trim(), markdown: markdown.join('\n') };
       }), CHAT_ROWS);
     for (const row of rows) if (row.kind) seen.set(row.index, row);

@@ -14,7 +14,7 @@ import pytest
 
 from plugins import load_plugin
 from tools.base import ToolContext
-from host.customizations.mcp_declarations import spec_from_plugin
+from host.runtime.customizations.mcp_declarations import spec_from_plugin
 from tools.mcp import McpManager, McpServerSpec
 
 from .conftest import FAST, KITCHEN_SINK, SAMPLES, Recorder, kitchen_sink, process_gone

@@ -22,12 +22,13 @@ from hypothesis import strategies as st
 from ahp.dialects import v0_7
 from ahp.dialects.v0_2.actions_down import chat_action_down
 from ahp.dialects.v0_2.actions_up import session_action_up
-from ahp.dialects.v0_2.states import InternalSession, session_lift
+from ahp.dialects.v0_2.states import InternalSession, session_lift, subagent_view
 from ahp.dialects.v0_2.uris import default_chat_uri
+from ahp.state.channels import subagent_chat_uri
 from tests.ahp.state._support import vectors_0_7, vectors_0_9
 
 from . import _internal_strategies as strategies
-from ._dialect import CLOCK, apply_internal, check_down, down, in_domain
+from ._dialect import CLOCK, apply_internal, check_down, down, in_domain, without_paths
 from .state._support import load_differential_cases, load_vectors
 
 STALE_REASONS = {
@@ -175,3 +176,55 @@ def test_a_second_chat_is_invisible_and_the_default_one_is_the_0_2_0_conversatio
     projected = chat_action_down(session.default_chat_uri, started, session, after)
     assert projected.channel == "ahp-session:/s"
     assert projected.actions == ({"type": "session/turnStarted", "turnId": "x", "userMessage": {"text": "psst"}},)
+
+
+# --- a sub-agent's chat, which a 0.2.0 client sees as a session of its own ---------------------
+
+SUBAGENT_CHAT = subagent_chat_uri(strategies.SESSION_URI, "call-1")
+
+
+@HYPOTHESIS
+@given(strategies.internal_sessions(), strategies.chats(SUBAGENT_CHAT), st.data())
+def test_a_sub_agent_chat_projected_as_a_session_commutes_with_every_chat_action(parent, chat, data):
+    """reduce-then-project equals project-then-reduce for the projected session of a sub-agent's
+    chat, and the projection is a function of the chat alone (a new snapshot of the view after an
+    action is the view of the chat after it)."""
+    view = subagent_view(parent.state, SUBAGENT_CHAT, chat, parent.created_at)
+    assert view is not None and down(view)["summary"]["resource"] == "ahp-session:/s1/subagent/call-1"
+    tally = Tally()
+    for _ in range(data.draw(st.integers(1, 8))):
+        view = tally.check(SUBAGENT_CHAT, data.draw(strategies.chat_actions()), view, "subagent")
+        fresh = subagent_view(parent.state, SUBAGENT_CHAT, view.chats[SUBAGENT_CHAT], parent.created_at)
+        assert fresh is not None and down(fresh) == down(view)
+    assert tally.failures == []
+    assert set(tally.stale) <= STALE_REASONS
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.internal_sessions(), strategies.chats(SUBAGENT_CHAT), st.data())
+def test_a_sub_agent_s_projected_session_changes_with_its_chat_alone(parent, chat, data):
+    """Actions on the parent session never reach a 0.2.0 client of the sub-agent's projected
+    session, so they must not change it: only its first working directory may drift (0.2.0 has no
+    action for that; the same listed reason as for any session)."""
+    before = subagent_view(parent.state, SUBAGENT_CHAT, chat, parent.created_at)
+    action = data.draw(strategies.session_actions(parent))
+    after_parent = apply_internal(parent, parent.uri, action)
+    after = subagent_view(after_parent.state, SUBAGENT_CHAT, chat, parent.created_at)
+    assert before is not None and after is not None
+    ignored = ("summary.workingDirectory",)
+    assert without_paths(down(after), ignored) == without_paths(down(before), ignored)
+
+
+def test_a_sub_agent_chat_is_a_session_to_0_2_0_with_the_chat_s_title_and_turns():
+    parent = {"provider": "p", "title": "Parent", "status": 64 | 1, "lifecycle": "ready", "workingDirectories": ["file:///a", "file:///b"],
+              "activeClients": [{"clientId": "tui", "tools": []}], "customizations": [], "defaultChat": strategies.DEFAULT_CHAT}
+    chat = {"resource": SUBAGENT_CHAT, "title": "Sub-agent: Look", "status": 1, "modifiedAt": "1970-01-01T00:00:02.000Z",
+            "origin": {"kind": "tool", "chat": strategies.DEFAULT_CHAT, "toolCallId": "call-1"}, "interactivity": "read-only",
+            "turns": [{"id": "t1", "message": {"text": "Look.", "origin": {"kind": "user"}}, "responseParts": [
+                {"kind": "markdown", "id": "p1", "content": "Looked."}], "state": "complete", "usage": None}]}
+    shown = down(subagent_view(parent, SUBAGENT_CHAT, chat, "1970-01-01T00:00:01.000Z"))
+    assert shown["summary"] == {"resource": "ahp-session:/s1/subagent/call-1", "provider": "p", "title": "Sub-agent: Look",
+                                "status": 1, "createdAt": 1000, "modifiedAt": 2000, "workingDirectory": "file:///a"}
+    assert shown["lifecycle"] == "ready" and "activeClient" not in shown and "customizations" not in shown
+    assert [turn["userMessage"]["text"] for turn in shown["turns"]] == ["Look."]
+    assert subagent_view(parent, strategies.DEFAULT_CHAT, chat) is None

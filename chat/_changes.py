@@ -1,0 +1,263 @@
+"""``/diff``, ``/undo`` and ``/rewind``: the host's changesets and the session's turns, from the chat.
+
+Everything here is done with AHP operations any client has (PROTOCOL.md §11 and the session
+actions), nothing the chat keeps of its own:
+
+* ``/diff`` subscribes to the session changeset (``summary.changesets``, the entry whose
+  ``uriTemplate`` has no ``{turnId}``: the files the session's tools changed that are not yet kept
+  or undone), reads each file's ``before`` and ``after`` content with ``resourceRead`` and prints
+  them as unified diffs (highlighted with rich in a colour terminal). ``/diff N``: what turn N
+  changed (its turn changeset, the template with ``{turnId}`` filled in).
+* ``/undo`` finds the newest turn whose turn changeset still holds changes, shows them, asks, and
+  runs that changeset's ``revert`` operation (``invokeChangesetOperation``). The host's conflict
+  rules apply as they are: a file changed since the agent wrote it is left alone and named; when
+  nothing could be undone the host answers -32011 and the chat shows its message. Again steps back
+  one more turn.
+* ``/rewind [N [both|conversation|files]]`` goes back to before turn N: ``files`` reverts the turn
+  changesets of turns N to the last, newest first (so each revert finds the content the later
+  turn started from); ``conversation`` dispatches ``session/truncated`` keeping the turns before N
+  (none for N = 1) and puts turn N's message back in the input line to edit and send again;
+  ``both`` does files, then the conversation. Without arguments it lists the turns and asks.
+  Turn numbers are those ``/history`` and ``/fork`` show.
+
+Nothing runs while a turn is running (its changes are not final); the commands say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+from chat._dialogs import Dialogs
+from chat._markdown import render_edit
+from chat.render import clean, render_unified_diff
+from chat.views import render_change_list
+from client import AhpClientError, AhpError
+
+__all__ = ["Changes", "CHANGE_COMMANDS", "REWIND_MODES"]
+
+CHANGE_COMMANDS = ("diff", "undo", "rewind")
+REWIND_MODES = {"both": ("files", "conversation"), "conversation": ("conversation",), "files": ("files",)}
+"""What each ``/rewind`` mode puts back."""
+
+_CONFLICT = -32011
+_TURN_LIST = 20
+
+
+class Changes(Dialogs):
+    """The handlers of ``CHANGE_COMMANDS``; ``_command`` runs them and passes other names on.
+    ``_pick`` (a number typed by the user) is ``Commands``'s, next in the chat's MRO."""
+
+    _pick: Callable[[str, int], Awaitable[int | None]]
+
+    async def _command(self, name: str, args: str, text: str) -> None:
+        handler = {"diff": self._cmd_diff, "undo": self._cmd_undo, "rewind": self._cmd_rewind}.get(name)
+        if handler is None:
+            await super()._command(name, args, text)  # type: ignore[misc]  # Commands, next in the chat's MRO
+            return
+        try:
+            await handler(args.strip())
+        except AhpError as error:
+            self._problem(error.message)
+
+    # -- reading changesets ----------------------------------------------------------------------
+
+    def _turns(self) -> list[dict[str, Any]]:
+        return [t for t in (self._state() or {}).get("turns") or () if isinstance(t, dict)]
+
+    def _catalogue(self) -> tuple[str | None, str | None]:
+        """``(session changeset URI, per-turn template)`` from the session's summary."""
+        session_uri = template = None
+        for entry in ((self._state() or {}).get("summary") or {}).get("changesets") or ():
+            uri = entry.get("uriTemplate") if isinstance(entry, dict) else None
+            if isinstance(uri, str):
+                if "{turnId}" in uri:
+                    template = template or uri
+                else:
+                    session_uri = session_uri or uri
+        return session_uri, template
+
+    def _turn_changeset(self, turn_id: str) -> str | None:
+        from urllib.parse import quote
+
+        _, template = self._catalogue()
+        return template.replace("{turnId}", quote(turn_id, safe="")) if template else None
+
+    async def _files(self, uri: str) -> list[dict[str, Any]]:
+        """The file entries of the changeset ``uri`` now (subscribed for the read, then let go)."""
+        await self.client.subscribe(uri)
+        try:
+            return [f for f in (self.client.state(uri) or {}).get("files") or () if isinstance(f, dict)]
+        finally:
+            try:
+                await self.client.unsubscribe(uri)
+            except AhpClientError:
+                pass
+
+    def _idle_session(self, what: str) -> bool:
+        """True when there is a session with no turn running; otherwise says why ``what`` waits."""
+        if not self.session:
+            self._note(f"no session yet: nothing to {what}")
+            return False
+        if (self._state() or {}).get("activeTurn"):
+            self._note(f"a turn is running: wait for it (or Ctrl-C to cancel it) before you {what}")
+            return False
+        return True
+
+    def _turn_number(self, text: str, turns: list[dict[str, Any]]) -> int | None:
+        if not text.isdigit() or not 1 <= int(text) <= len(turns):
+            self._note(f"pick a turn from 1 to {len(turns)} (/history shows them)" if turns else "this session has no turns yet")
+            return None
+        return int(text)
+
+    # -- /diff -----------------------------------------------------------------------------------
+
+    async def _cmd_diff(self, args: str) -> None:
+        if not self.session:
+            self._note("no session yet: nothing has changed")
+            return
+        session_uri, _ = self._catalogue()
+        if args:
+            turns = self._turns()
+            number = self._turn_number(args, turns)
+            if number is None:
+                return
+            uri = self._turn_changeset(turns[number - 1]["id"])
+            title = f"Turn {number} changed"
+        else:
+            uri, title = session_uri, "This session's changes not yet kept or undone"
+        files = await self._files(uri) if uri else []
+        if not files:
+            self._note("(no file changes" + (f" in turn {args})" if args else " to review in this session)"))
+            return
+        self._write(self.style.bold(title) + "\n" + render_change_list(files, self._display_path, self.style))
+        for entry in files:
+            await self._show_diff(entry)
+
+    async def _show_diff(self, entry: dict[str, Any]) -> None:
+        edit = entry.get("edit") or {}
+        path = self._display_path(str(entry.get("id", "")))
+        try:
+            old = await self._read_ref(edit.get("before"))
+            new = await self._read_ref(edit.get("after"))
+        except AhpError as error:
+            self._note(f"(cannot show the changes to {clean(path)}: {error.message})")
+            return
+        if self.rich:
+            self._write(render_edit(path, old, new, self.width()))
+        else:
+            self._write(render_unified_diff(path, old, new, self.style))
+
+    # -- /undo -----------------------------------------------------------------------------------
+
+    async def _cmd_undo(self, args: str) -> None:
+        if not self._idle_session("undo"):
+            return
+        turns = self._turns()
+        for number in range(len(turns), 0, -1):
+            uri = self._turn_changeset(turns[number - 1]["id"])
+            files = await self._files(uri) if uri else []
+            if files:
+                break
+        else:
+            self._note("nothing to undo: no turn of this session has file changes left to undo")
+            return
+        message = _first_line(((turns[number - 1].get("userMessage") or {}).get("text")))
+        self._write(self.style.bold(f"Turn {number}") + f" ({message}) changed:\n" + render_change_list(files, self._display_path, self.style))
+        self._ask("Undo these changes? Files changed since are left alone. [y/N] ")
+        answer = await self._dialog_line(lambda: True)
+        if answer is None or answer.strip().lower() not in ("y", "yes"):
+            self._note("(nothing undone)")
+            return
+        await self._revert(number, uri)
+
+    async def _revert(self, number: int, uri: str) -> bool:
+        """Run the turn changeset's ``revert``; True when something was undone."""
+        try:
+            result = await self.client.request("invokeChangesetOperation", {"channel": uri, "operationId": "revert"})
+        except AhpError as error:
+            if error.code != _CONFLICT:
+                raise
+            self._problem(f"turn {number}: {error.message}")
+            return False
+        self._note(f"(turn {number}) " + clean((result or {}).get("message") or "Undone."))
+        return True
+
+    # -- /rewind ---------------------------------------------------------------------------------
+
+    async def _cmd_rewind(self, args: str) -> None:
+        if not self._idle_session("rewind"):
+            return
+        turns = self._turns()
+        if not turns:
+            self._note("this session has no turns yet: nothing to rewind")
+            return
+        words = args.split()
+        if len(words) > 2 or (len(words) == 2 and words[1] not in REWIND_MODES):
+            self._note("usage: /rewind [N [both|conversation|files]]")
+            return
+        if words:
+            number = self._turn_number(words[0], turns)
+            if number is None:
+                return
+        else:
+            number = await self._pick_turn(turns)
+            if number is None:
+                return
+        mode = words[1] if len(words) == 2 else await self._pick_mode(number)
+        if mode is None:
+            return
+        parts = REWIND_MODES[mode]
+        if "files" in parts:
+            await self._rewind_files(turns, number)
+        if "conversation" in parts:
+            self._rewind_conversation(turns, number)
+
+    async def _pick_turn(self, turns: list[dict[str, Any]]) -> int | None:
+        start = max(0, len(turns) - _TURN_LIST)
+        self._write(self.style.bold("Rewind to before which turn?") + "\n")
+        if start:
+            self._note(f"  ({start} earlier turns: /rewind N)")
+        for index in range(start, len(turns)):
+            text = _first_line((turns[index].get("userMessage") or {}).get("text"))
+            self._write(f"  {index + 1:>3}) {text}\n")
+        picked = await self._pick(f"Turn [1-{len(turns)}] (Enter cancels): ", len(turns))
+        if picked is None:
+            self._note("(nothing rewound)")
+        return picked
+
+    async def _pick_mode(self, number: int) -> str | None:
+        choices = [("both", "files and conversation"), ("conversation", "conversation only (files stay as they are)"),
+                   ("files", "files only (the conversation stays)")]
+        self._write(f"Go back to before turn {number}:\n" + "".join(f"  {i}) {label}\n" for i, (_, label) in enumerate(choices, 1)))
+        picked = await self._pick("Choose [1-3] (Enter cancels): ", len(choices))
+        if picked is None:
+            self._note("(nothing rewound)")
+            return None
+        return choices[picked - 1][0]
+
+    async def _rewind_files(self, turns: list[dict[str, Any]], number: int) -> None:
+        changed = False
+        for later in range(len(turns), number - 1, -1):  # newest first
+            uri = self._turn_changeset(turns[later - 1]["id"])
+            if uri and await self._files(uri):
+                changed = True
+                await self._revert(later, uri)
+        if not changed:
+            self._note(f"(no file changes to undo since turn {number})")
+
+    def _rewind_conversation(self, turns: list[dict[str, Any]], number: int) -> None:
+        assert self.session is not None
+        action: dict[str, Any] = {"type": "session/truncated"}
+        if number > 1:
+            action["turnId"] = turns[number - 2]["id"]
+        self.client.dispatch(self.session, action)
+        text = str((turns[number - 1].get("userMessage") or {}).get("text") or "")
+        self._oldest_shown = 0
+        where = "its message is back in the input line" if self.terminal.prefills else f"its message was: {clean(text)}"
+        self._note(f"(the conversation now ends before turn {number}; {where})")
+        self._prefill = text
+
+
+def _first_line(text: Any, limit: int = 70) -> str:
+    line = clean(text).strip().split("\n", 1)[0] if text else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,6 +1,0 @@
-"""Changesets: the files a session's tools changed, per session and per turn, with keep, undo and
-per-turn checkpoints (``ChangesetService``; shapes and URIs in ``host.changesets.model``)."""
-
-from .service import ChangesetService
-
-__all__ = ["ChangesetService"]

@@ -1,0 +1,192 @@
+"""The replay agent: recorded provider traffic served through the real SDKs, fully offline.
+
+Each model of a replay agent is one vcrpy cassette. A session replays its model's cassette
+interaction by interaction: each model call (including the calls after tool results) gets the
+next recorded response, through the same SDK and provider code a live agent uses, so what
+streams into a client is exactly what the real provider sent. When every interaction has been
+played, the next *turn* starts the cassette again; a model call inside a turn that finds the
+cassette exhausted fails the turn with a message saying so (nothing is made up).
+
+The user's words do not change the recorded answer; the agent's description says so.
+``DemoSecretTool`` and ``DemoWeatherTool`` are the tools the vendored cassettes call; they give
+fixed, clearly labelled answers so the recorded tool loops can complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from host.runtime.agents.sources import make_provider
+from providers import Provider, ProviderError
+from tools.base import Tool, ToolContext, success_result
+from tools.content import text_content
+
+if TYPE_CHECKING:
+    from providers import ModelRequest, StreamEvent
+
+__all__ = ["ReplaySource", "RecordingEnded", "cassette_kind", "DemoSecretTool", "DemoWeatherTool", "replayable", "VENDORED_CASSETTES"]
+
+VENDORED_CASSETTES = Path(__file__).resolve().parents[3] / "cassettes"
+"""The cassettes shipped with the repository (see cassettes/SOURCES.md)."""
+
+_SESSIONS_KEPT = 512
+
+
+class RecordingEnded(ProviderError):
+    """The turn asked for more model calls than the cassette recorded."""
+
+    error_type = "recording_ended"
+
+
+def _peek(path: Path) -> tuple[str, int]:
+    """The first request URI and response status of a vcrpy cassette, without parsing the YAML:
+    listing agents happens at start-up, and loading every recorded body would slow it down."""
+    text = path.read_text(encoding="utf-8")
+    uri = re.search(r"^\s+uri:\s*(\S+)\s*$", text, re.MULTILINE)
+    code = re.search(r"^\s+code:\s*(\d+)\s*$", text, re.MULTILINE)
+    if uri is None or code is None:
+        raise ValueError(f"{path} is not a vcrpy cassette with at least one interaction")
+    return uri.group(1).strip("'\""), int(code.group(1))
+
+
+def cassette_kind(path: Path) -> tuple[str, str]:
+    """The agent kind (SDK) a cassette was recorded with and the base URL it talked to, from its
+    first request (the base URL matters for recordings made against a local or proxy server)."""
+    uri = _peek(path)[0].split("?", 1)[0]
+    for suffix, kind in (("/v1/messages", "anthropic"), ("/responses", "openai"), ("/chat/completions", "openai-chat")):
+        if uri.endswith(suffix):
+            return kind, uri[: -len(suffix)]
+    raise ValueError(f"{path} does not record an OpenAI or Anthropic API call ({uri})")
+
+
+def replayable(path: Path) -> bool:
+    """Whether a cassette's first response is a success (the demo agent offers only those)."""
+    try:
+        return _peek(path)[1] == 200
+    except (OSError, ValueError):
+        return False
+
+
+class _ReplayProvider:
+    """A real SDK provider over a replay transport; turns "cassette exhausted" into an error."""
+
+    def __init__(self, inner: Provider, transport: Any, source: str) -> None:
+        self._inner = inner
+        self.transport = transport
+        self.name = inner.name
+        self.api = inner.api
+        self._source = source
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        from providers.cassette import CassetteError
+
+        if not self.transport.unplayed:
+            raise RecordingEnded(
+                f"The recording {self._source} has no more responses for this turn. "
+                "Send another message to replay it from the start.",
+                provider=self.name,
+            )
+        try:
+            async for event in self._inner.stream(request):
+                yield event
+        except CassetteError as error:  # a BaseException: keep it from killing the turn silently
+            raise RecordingEnded(f"The recording {self._source} cannot answer this request ({error}).", provider=self.name) from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class ReplaySource:
+    """Per (session, model) replay state over the cassettes of one replay agent."""
+
+    api = "replay"
+
+    def __init__(self, cassettes: dict[str, Path]) -> None:
+        self.cassettes = dict(cassettes)
+        self._kinds: dict[str, tuple[str, str]] = {}
+        self._live: OrderedDict[tuple[str, str], _ReplayProvider] = OrderedDict()
+
+    @contextlib.asynccontextmanager
+    async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
+        key = (session, model)
+        provider = self._live.get(key)
+        if provider is None or not provider.transport.unplayed:
+            provider = self._open(model)
+            old = self._live.pop(key, None)
+            if old is not None:
+                await old.aclose()
+            self._live[key] = provider
+            while len(self._live) > _SESSIONS_KEPT:
+                _, evicted = self._live.popitem(last=False)
+                await evicted.aclose()
+        self._live.move_to_end(key)
+        yield provider
+
+    def transport_for(self, session: str, model: str) -> Any:
+        """The ``ReplayTransport`` now serving ``session`` on ``model`` (its ``requests`` are what was sent)."""
+        provider = self._live.get((session, model))
+        return provider.transport if provider is not None else None
+
+    def _open(self, model: str) -> _ReplayProvider:
+        from providers.cassette import replay_client
+
+        path = self.cassettes.get(model)
+        if path is None:
+            known = ", ".join(sorted(self.cassettes)) or "none"
+            raise RecordingEnded(f"No recording is configured for model {model!r} (recorded models: {known}).", provider="replay")
+        kind, base_url = self._kinds.get(model) or cassette_kind(path)
+        self._kinds[model] = (kind, base_url)
+        client, transport = replay_client(path)
+        # The SDKs insist on a key; replayed requests never leave the process.
+        inner = make_provider(kind, api_key="replay-no-key", base_url=base_url, http_client=client)
+        return _ReplayProvider(inner, transport, path.name)
+
+    async def aclose(self) -> None:
+        while self._live:
+            _, provider = self._live.popitem()
+            await provider.aclose()
+
+
+class DemoSecretTool(Tool):
+    name = "secret_retrieval_tool"
+    title = "Secret retrieval (demo)"
+    description = "A tool that requires a password to retrieve a secret."
+    input_schema = {
+        "type": "object",
+        "properties": {"password": {"title": "Password", "type": "string"}},
+        "required": ["password"],
+        "additionalProperties": False,
+    }
+    annotations = {"readOnlyHint": True}
+    _SECRETS = {"mellon": "Welcome to Moria!", "radiance": "Life before Death"}
+
+    def describe(self, args: dict) -> str:
+        return f"Retrieve the secret for {args.get('password', '?')!r}"
+
+    async def run(self, args: dict, ctx: ToolContext) -> dict:
+        secret = self._SECRETS.get(args["password"], "No secret is stored for that password.")
+        return success_result(f"Retrieved the secret for {args['password']!r}", [text_content(secret)])
+
+
+class DemoWeatherTool(Tool):
+    name = "get_current_weather"
+    title = "Current weather (demo)"
+    description = "Get the current weather in a given location."
+    input_schema = {
+        "type": "object",
+        "properties": {"location": {"type": "string", "description": "The city and state, e.g. Boston, MA"}},
+        "required": ["location"],
+    }
+    annotations = {"readOnlyHint": True}
+
+    def describe(self, args: dict) -> str:
+        return f"Look up the weather in {args.get('location', '?')}"
+
+    async def run(self, args: dict, ctx: ToolContext) -> dict:
+        text = f"This replay demo has no live weather data for {args['location']}."
+        return success_result(f"Looked up the weather in {args['location']}", [text_content(text)])

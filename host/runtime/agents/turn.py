@@ -1,0 +1,353 @@
+"""One turn of a ``ProviderAgent``: a loop of model calls and tool runs (see ``host.runtime.agents.provider``).
+
+``ProviderTurn(agent, ctx).run()`` is the whole turn; the object lives as long as the turn and
+holds what is the turn's own (its messages, running usage, activity, tool-call ids), while what
+outlives a turn stays on the agent (its settings, tools, environment, transcripts, token meters).
+
+This module, and with it the providers' message and event models, the stream mapping, compaction
+and tool runs, is imported when a ``ProviderAgent`` runs its first turn, not when the host starts:
+an agent only needs its models and settings to be listed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ahp.protocol import builders
+from host.runtime.agents._mapping import CallMapper, TurnToolIds, tool_start_meta
+from host.runtime.agents.base import TurnContext, TurnFailed
+from host.runtime.agents.compaction import Compaction
+from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter, elide_old_tool_results
+from host.runtime.agents.models import ModelSpec, request_options
+from host.runtime.agents.titles import make_title
+from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
+from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
+from host.state.sessions import DEFAULT_TITLE
+from host.resources.workdirs import session_directory
+from providers import (
+    AnthropicOptions,
+    Message,
+    ModelRequest,
+    OpenAIOptions,
+    Provider,
+    ProviderError,
+    ToolDefinition,
+    Usage,
+    UserMessage,
+)
+from tools.base import Tool
+
+if TYPE_CHECKING:
+    from host.runtime.agents.provider import ProviderAgent
+
+__all__ = ["ProviderTurn"]
+
+logger = logging.getLogger(__name__)
+
+_STOP_CONTINUATIONS = 3
+"""How often Stop hooks may keep one turn going: a hook that always blocks must not loop forever."""
+
+
+class ProviderTurn:
+    """The state and loop of one turn (see the module docstring)."""
+
+    def __init__(self, agent: ProviderAgent, ctx: TurnContext) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.settings = agent.settings
+        self.environment = agent.environment
+        self.messages: list[Message] = []
+        """What this turn sent and received, saved as its transcript when it ends."""
+        self.model: str | None = None
+        """The model the provider says answered (else the one asked for)."""
+        self.activity: str | None = None
+        self.usage = Usage()
+        """Summed over the turn's model calls."""
+        self.compaction = Compaction(lambda: agent.transcripts, agent.settings, _notify)
+
+    async def run(self) -> None:
+        ctx = self.ctx
+        finished_turns = ctx.finished_turns()
+        title_before = ctx.state.get("title")
+        model_id, spec = self.agent.model_for(ctx.model)
+        self.model = model_id
+        try:
+            async with self.agent.source.for_turn(ctx.session, ctx.turn_id, model_id) as provider:
+                await self._loop(provider, model_id, spec, finished_turns)
+        finally:
+            self._save()
+            self._clear_activity()
+        if not finished_turns and title_before == DEFAULT_TITLE and ctx.chat == ctx.state.get("defaultChat"):
+            self.agent.spawn(self._make_title(model_id))
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def _loop(self, provider: Provider, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]]) -> None:
+        ctx, settings, environment = self.ctx, self.settings, self.environment
+        working_directory = session_directory(ctx.state)
+        text = str(ctx.message.get("text") or "")
+        if text.strip() == COMPACT_COMMAND or text.startswith(COMPACT_COMMAND + " "):
+            focus = text[len(COMPACT_COMMAND):].strip() or None
+            await self._compact(provider, model_id, spec, finished, keep=0, focus=focus, through=ctx.turn_id)
+            return
+        # Contributors may expand ``/skill args`` or reject the prompt (UserPromptSubmit hooks).
+        message = await environment.user_message(ctx, ctx.message)
+        ids = TurnToolIds()
+        tools = TurnTools(ctx, environment, working_directory, output_limit=settings.tool_output_limit,
+                          running=lambda names: self._set_activity(f"Running {names}"))
+        expanded = str(message.get("text") or "")
+        if text.startswith("/") and expanded != text and BANG_COMMAND.search(expanded):
+            # A command's !`cmd` lines run as shell tool calls (same confirmation and policy) and
+            # their output takes their place, as in Claude Code's slash commands.
+            offered = environment.tools(ctx, list(self.agent.tools.values()))
+            message = {**message, "text": await tools.run_commands(expanded, ids, offered)}
+        user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id,
+                                      content=tools.read_content)
+        for note in notes:
+            _notify(ctx, note)
+        past = self.compaction.past(ctx.session, finished)
+        self.messages.append(user)
+        options = request_options(ctx.model, spec, self.agent.source.api, settings.max_tokens)
+        meter = self.agent.meters.setdefault(ctx.chat, TokenMeter())
+        elide_keep: int | None = None
+        overflowed = False
+        stops = 0
+
+        def build(offered: dict[str, Tool]) -> ModelRequest:
+            sent = self.messages if elide_keep is None else elide_old_tool_results(self.messages, elide_keep)[0]
+            return ModelRequest(
+                model=model_id,
+                system=environment.system_prompt(ctx, settings.system_prompt),
+                messages=tuple(repair([*past, *sent])),
+                tools=tuple(_definitions(offered)),
+                max_tokens=options.get("max_tokens", settings.max_tokens),
+                anthropic=options.get("anthropic", AnthropicOptions()),
+                openai=options.get("openai", OpenAIOptions()),
+                stall_timeout=settings.stall_timeout,
+            )
+
+        for _ in range(settings.max_model_calls):
+            self._take_steering()
+            offered = environment.tools(ctx, list(self.agent.tools.values()))
+            request = build(offered)
+            budget = self.compaction.budget(spec)
+            if budget is not None and meter.estimate(request) > budget:
+                # Older turns first (keeping the latest ones), then all of them, then this turn's
+                # oldest tool output: each step only if the previous one did not make enough room.
+                for keep in dict.fromkeys((settings.keep_recent_turns, 0)):
+                    if await self._compact(provider, model_id, spec, finished, keep=keep, focus=None):
+                        past = self.compaction.past(ctx.session, finished)
+                        meter.forget()
+                        request = build(offered)
+                    if meter.estimate(request) <= budget:
+                        break
+                if meter.estimate(request) > budget and elide_keep is None and elide_old_tool_results(self.messages, 2)[1]:
+                    elide_keep = 2
+                    request = build(offered)
+                    _notify(ctx, "Older tool output in this turn was left out of what the model is sent, "
+                                 "to stay within its context window; the calls themselves are kept.")
+            try:
+                mapper = await self._call(provider, request, ids, offered)
+            except TurnFailed as failure:
+                # The provider says it does not fit after all: compact everything once and retry.
+                if failure.error.get("errorType") != "context_length" or overflowed:
+                    raise
+                overflowed = True
+                if await self._compact(provider, model_id, spec, finished, keep=0, focus=None):
+                    past = self.compaction.past(ctx.session, finished)
+                elide_keep = 1
+                meter.forget()
+                request = build(offered)
+                mapper = await self._call(provider, request, ids, offered)
+            meter.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
+                         mapper.usage.output_tokens)
+            message = mapper.acc.message()
+            self.messages.append(message)
+            finish = mapper.finish
+            if message.tool_calls:
+                results = await tools.run(message, mapper.tool_ids, offered)
+                self.messages.append(results)
+                continue
+            if finish is not None and finish.reason == "pause":
+                continue  # Anthropic pause_turn: call again so the model can carry on
+            if finish is not None:
+                self._finish_note(finish.reason, request.max_tokens)
+            if stops < _STOP_CONTINUATIONS:
+                reason = await environment.stop(ctx, stops > 0)
+                if reason:
+                    stops += 1
+                    _notify(ctx, f"A plugin's Stop hook asked the agent to go on: {reason}")
+                    self.messages.append(UserMessage.of(f"[A Stop hook asked you to continue]\n{reason}"))
+                    continue
+            return
+        _notify(ctx, f"Stopped after {settings.max_model_calls} model calls in one turn. "
+                     "Send a message to let the agent continue.")
+
+    async def _call(self, provider: Provider, request: ModelRequest, ids: TurnToolIds, offered: dict[str, Tool]) -> CallMapper:
+        ctx, settings = self.ctx, self.settings
+        display = {name: tool.title for name, tool in offered.items()}
+        metas = {name: meta for name, tool in offered.items() if (meta := tool_start_meta(tool)) is not None}
+        # Client-provided and MCP tools start with their contributor (and a client's own name for the tool).
+        owners = {name: (tool.contributor, getattr(tool, "wire_name", name)) for name, tool in offered.items()
+                  if getattr(tool, "contributor", None)}
+        attempt = 0
+        while True:
+            self._set_activity(f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
+            mapper = CallMapper(ctx, provider.api, ids, display, owners, metas)
+            try:
+                try:
+                    async with contextlib.aclosing(provider.stream(request)) as events:
+                        async for event in events:
+                            mapper.apply(event)
+                            if event.kind == "part_start" and self.activity and self.activity.startswith(("Waiting", "Retrying")):
+                                self._set_activity("Thinking" if event.part_kind == "reasoning" else "Writing")
+                except BaseException:
+                    # Cancelled or failed after streaming: what the user saw is kept for the next turn.
+                    if mapper.streamed:
+                        partial = partial_reply(mapper.acc.message())
+                        if partial is not None:
+                            self.messages.append(partial)
+                    raise
+            except ProviderError as error:
+                if mapper.streamed or not error.retryable or attempt >= settings.retries:
+                    self._add_usage(mapper)
+                    raise TurnFailed(error.error_type, self._explain(error, streamed=mapper.streamed, attempts=attempt + 1)) from error
+                delay = error.retry_after if error.retry_after is not None else settings.retry_base_delay * (2**attempt)
+                if delay > settings.retry_max_delay:
+                    raise TurnFailed(
+                        error.error_type,
+                        f"{error.message} The provider asked to wait {delay:.0f} s before retrying, which is longer "
+                        f"than this host waits ({settings.retry_max_delay:.0f} s); send your message again later.",
+                    ) from error
+                attempt += 1
+                self._set_activity(f"Retrying in {delay:.1f} s: {error.message}")
+                await self.agent.sleep(delay)
+                continue
+            self._add_usage(mapper)
+            return mapper
+
+    def _add_usage(self, mapper: CallMapper) -> None:
+        if mapper.usage == Usage():
+            return  # the provider reported no usage for this call: nothing to add or show
+        total = self.usage = _sum(self.usage, mapper.usage)
+        if mapper.finish is not None and mapper.finish.model:
+            self.model = mapper.finish.model
+        usage: dict[str, Any] = {"inputTokens": total.input_tokens, "outputTokens": total.output_tokens}
+        if self.model:
+            usage["model"] = self.model
+        if total.cache_read_tokens:
+            usage["cacheReadTokens"] = total.cache_read_tokens
+        meta = {k: v for k, v in (("cacheWriteTokens", total.cache_write_tokens), ("reasoningTokens", total.reasoning_tokens)) if v}
+        if meta:
+            usage["_meta"] = meta
+        self.ctx.emit(builders.chat_usage(turn_id=self.ctx.turn_id, usage=usage))
+
+    def _explain(self, error: ProviderError, *, streamed: bool, attempts: int) -> str:
+        message = error.message
+        if error.error_type == "authentication" and self.agent.key_hint:
+            message += f" Check {self.agent.key_hint}, then send your message again."
+        elif streamed and error.retryable:
+            message += " Part of the answer had already arrived, so the host did not retry; send your message again to retry."
+        elif error.retryable and attempts > 1:
+            message += f" The host tried {attempts} times; send your message again later."
+        elif error.error_type == "context_length":
+            message += " Start a new session or fork an earlier turn to shorten the conversation."
+        return message
+
+    def _finish_note(self, reason: str, max_tokens: int | None) -> None:
+        limit = f" ({max_tokens} tokens)" if max_tokens else ""
+        note = {
+            "max_tokens": f"The answer was cut off: the model reached its output limit{limit}.",
+            "content_filter": "The provider's content filter stopped the answer.",
+            "refusal": "The model declined to answer.",
+        }.get(reason)
+        if note:
+            _notify(self.ctx, note)
+
+    # -- context window ------------------------------------------------------------------------
+
+    async def _compact(
+        self, provider: Provider, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]], *,
+        keep: int, focus: str | None, through: str | None = None,
+    ) -> bool:
+        compacted = await self.compaction.compact(
+            self.ctx, provider, model_id, spec, finished, keep=keep, focus=focus, through=through,
+            started=lambda: self._set_activity("Compacting the conversation"),
+        )
+        if compacted:
+            self.agent.meters.pop(self.ctx.chat, None)
+        return compacted
+
+    # -- context -------------------------------------------------------------------------------
+
+    def _take_steering(self) -> None:
+        ctx = self.ctx
+        steering = ctx.chat_state.get("steeringMessage")
+        if not isinstance(steering, dict) or not steering.get("id"):
+            return
+        spec = self.agent.model_for(ctx.model)[1]
+        message, notes = to_user_message(
+            steering.get("message") or {}, working_directory=session_directory(ctx.state), vision=spec.vision
+        )
+        ctx.dispatch_chat(builders.chat_pending_message_removed(kind="steering", id=steering["id"]))
+        # Say where it entered, so clients see it and a turn rebuilt from state keeps it.
+        _notify(ctx, steering_note(steering.get("message") or {}))
+        for note in notes:
+            _notify(ctx, note)
+        self.messages.append(message)
+
+    # -- persistence, activity, title ----------------------------------------------------------
+
+    def _save(self) -> None:
+        if not self.messages:
+            return
+        try:
+            self.agent.transcripts.save(self.ctx.session, self.ctx.turn_id, repair(self.messages))
+        except Exception:  # memory loss degrades the next turn; it must not break this one's end
+            logger.exception("could not save the transcript of turn %s", self.ctx.turn_id)
+
+    def _set_activity(self, activity: str) -> None:
+        if self.activity != activity and self.ctx.is_active():
+            self.activity = activity
+            # The chat says what it does; the session says it too (what the session list and a
+            # 0.2.0 client show is the session's activity).
+            self.ctx.dispatch_chat(builders.chat_activity_changed(activity=activity))
+            self.ctx.dispatch(builders.session_activity_changed(activity=activity))
+
+    def _clear_activity(self) -> None:
+        if self.activity is None:
+            return
+        # A later turn may already say something else: clear only what is still ours.
+        if self.ctx.chat_state.get("activity") == self.activity:
+            self.ctx.dispatch_chat(builders.chat_activity_changed())
+        if self.ctx.state.get("activity") == self.activity:
+            self.ctx.dispatch(builders.session_activity_changed())
+        self.activity = None
+
+    async def _make_title(self, model_id: str) -> None:
+        ctx = self.ctx
+        title = await make_title(self.agent.source, ctx, model_id, self.settings)
+        if not title or ctx.state.get("title") != DEFAULT_TITLE:
+            return  # a client named the session meanwhile: never overwrite that
+        ctx.dispatch(builders.session_title_changed(title=title))
+
+
+def _sum(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_read_tokens=a.cache_read_tokens + b.cache_read_tokens,
+        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
+        reasoning_tokens=a.reasoning_tokens + b.reasoning_tokens,
+    )
+
+
+def _definitions(tools: dict[str, Tool]) -> list[ToolDefinition]:
+    return [ToolDefinition(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools.values()]
+
+
+def _notify(ctx: TurnContext, text: str) -> None:
+    """A system notification in the turn's response (what happened that the user should know)."""
+    ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": text}))

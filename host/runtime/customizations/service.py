@@ -1,0 +1,556 @@
+"""Per-host plugin loading and per-session customization state.
+
+``CustomizationService`` is created by the ``AgentHost`` and registered as a store observer.
+
+Contract:
+- ``load()`` (host start) parses the configured plugin directories once; ``agent_customizations()``
+  is the host's plugin list for ``AgentInfo.customizations``.
+- ``open_session(uri)`` (createSession, or a session recovered at start) publishes the session's
+  containers with ``session/customizationsChanged`` (each ``loading``), then one
+  ``session/customizationUpdated`` per container with its parsed tree and load state; enabled
+  flags of a recovered session are kept. It then runs the ``SessionStart`` hooks in the
+  background; the session's MCP servers start with its first turn (``wait_started``), or at once
+  with ``[mcp] start = "session"``, and stop ``[mcp] idle_stop`` seconds after its last turn ended,
+  or ``[mcp] unwatched_stop`` seconds after it ended with no client connected to the session (the
+  next turn starts them again). A restarted host spawns no server for a session until it is
+  used. A turn waits for servers still starting at most ``[mcp] start_wait`` seconds from their
+  launch, and not for a server that crashed or hung before in this host: a slow or broken server
+  never holds a turn up; its tools join the session's model requests once it runs. Servers from the host config and ``.mcp.json`` are listed in an "MCP servers" container,
+  which a failing server degrades with its error, as a plugin's failing server degrades the plugin. Publishing is synchronous (host plugins were parsed
+  at ``load()``; workspace folders are small), so the ``loading`` -> final pair is in the action
+  log in that order but every subscriber's snapshot, even a ``subscribe`` pipelined behind
+  ``createSession``, already holds the final load states. Runtime trouble (a server failing)
+  later re-publishes the container as ``degraded``.
+- ``session/customizationToggled`` (observed; its ``enablement`` decision list, AHP 0.8.0+) re-applies
+  the container's effects: its MCP servers stop or start; its rules, skills, agents and hooks stop
+  or start counting at the next model request. Disabling the container of the agent selected in
+  the session's default chat draft clears that selection from the draft (``chat/draftChanged``).
+- ``session/mcpServerStartRequested`` / ``session/mcpServerStopRequested`` (observed, dispatched by
+  clients) start or stop the session's MCP servers (the reducer already shows ``starting`` /
+  ``stopped``; ``SessionMcp`` reports each server's state with ``session/mcpServerStateChanged``).
+- ``session/activeClientSet`` / ``session/activeClientRemoved`` (observed) resolve the published
+  plugins of every active client (AHP 0.9.0 ``activeClients``): a
+  ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); any other
+  URI (``virtual://``) is published as ``loading``, copied from the client with host→client
+  ``resourceList`` / ``resourceRead`` (``host.resources.client_resources``) into the host's data directory,
+  parsed from there like a ``file://`` plugin (children keep the client's URIs) and re-published;
+  a fetch that fails is published as ``error`` naming the client, the URI and the reason. A
+  departing client's plugins are removed.
+- The session's turns run in its chats: a chat's turn ending (observed on the chat channel)
+  starts the idle-stop countdown of its session's MCP servers.
+- ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
+  servers; ``stop()`` does that for every session (host shutdown): no server process survives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from ahp.protocol import builders
+from ahp.state import default_chat_uri, parse_chat_uri
+from host.config import HostConfig
+from host.runtime.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer, enablement_enabled, entry_enabled
+from host.runtime.inputs import InputRequests
+from host.runtime.customizations.completions import complete_user_message
+from host.runtime.customizations.mcp import SessionMcp
+from host.runtime.customizations.session import SessionCustomizations, end_hook_processes
+from host.resources.client_resources import ClientResourceError, ClientResources
+from host.errors import ConfigError
+from host.state.store import Store
+from host.resources.workdirs import session_directory
+from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from tools.mcp import McpConfigError, McpServerSpec, merge_specs
+
+if TYPE_CHECKING:
+    from plugins import HookEvent, LoadedPlugin
+    from tools.mcp import RestartPolicy
+
+__all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
+
+logger = logging.getLogger(__name__)
+
+ALWAYS_LISTED_DIRECTORIES = (".github/instructions", ".github/prompts", ".github/agents")
+"""Workspace folders published even before they exist (writable, so clients can add files);
+the other known folders and instruction files appear only when present."""
+
+_MCP_START_WAIT = 30.0
+"""Seconds a turn waits for the session's MCP servers to be launched and its SessionStart hooks to
+run (the servers themselves are waited for ``[mcp] start_wait`` at most)."""
+
+
+class CustomizationService:
+    """Host plugins, and the customizations of every open session."""
+
+    def __init__(
+        self, config: HostConfig, store: Store, *, inputs: InputRequests, mcp_policy: RestartPolicy | None = None,
+        client_files: ClientResources | None = None,
+    ) -> None:
+        self.config = config
+        self.client_files = client_files
+        """Host→client resource requests: how a client's ``virtual://`` plugin is fetched."""
+        self.store = store
+        self.mcp_policy = mcp_policy
+        self.plugins: list[LoadedPlugin] = []
+        self.sessions: dict[str, SessionCustomizations] = {}
+        self.inputs = inputs
+        """The host's input requests (MCP elicitation asks the user through them)."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._mcp_unready: set[str] = set()
+        """MCP servers (by name and command line) that crashed, failed or hung at start in this host:
+        a turn does not wait for them (shared by the sessions)."""
+        try:
+            self.config_specs: list[McpServerSpec] = specs_from_config(config.mcp.servers, base_dir=_config_dir(config))
+        except McpConfigError as error:
+            raise ConfigError(f"invalid configuration ({config.source}): mcp.servers: {error}") from None
+        store.change_observers.append(self._observe)
+
+    # -- host ----------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Parse the configured plugin directories (never raises for bad plugin content)."""
+        if not self.config.plugins.directories:
+            self.plugins = []  # nothing to parse: the plugin parser is not even imported at start
+            return
+        from plugins import load_plugins
+
+        data_root = self.config.data_path() / "plugins"
+        self.plugins = load_plugins(self.config.plugins.directories, data_root=data_root)
+        for plugin in self.plugins:
+            if plugin.state.kind != "loaded":
+                logger.warning("plugin %s is %s: %s", plugin.name, plugin.state.kind, plugin.state.message)
+
+    def agent_customizations(self) -> list[dict[str, Any]]:
+        """``AgentInfo.customizations``: the host's plugins, ids = their root URIs."""
+        if not self.plugins:
+            return []
+        from plugins import plugin_customization, uri_id
+
+        return [plugin_customization(p, mint_id=uri_id, id=p.root.as_uri()) for p in self.plugins]
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(self.close_session(uri) for uri in list(self.sessions)), return_exceptions=True)
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def runtime(self, session: str) -> SessionCustomizations | None:
+        return self.sessions.get(session)
+
+    def open_session(self, uri: str) -> None:
+        """Publish the session's containers and start its servers and SessionStart hooks."""
+        from plugins import load_directory
+
+        state = self.store.state(uri) or {}
+        previous = {item.get("id"): item for item in state.get("customizations") or []}
+        runtime = SessionCustomizations(uri, session_directory(state))
+        self.sessions[uri] = runtime
+        pending = [Container(id=p.root.as_uri(), loaded=None, name=p.name, uri=p.root.as_uri()) for p in self.plugins]
+        pending += [Container(id=_dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
+                              uri=_dir_uri(runtime, spec.relative), directory=spec) for spec in self._directory_specs(runtime)]
+        for container in pending:
+            if container.id in previous:
+                container.enabled = entry_enabled(previous[container.id])
+        self.store.dispatch(uri, builders.session_customizations_changed(customizations=[c.wire() for c in pending]))
+        by_id = {c.id: c for c in pending}
+        for plugin in self.plugins:
+            container = by_id[plugin.root.as_uri()]
+            container.loaded = plugin
+            runtime.containers.append(container)
+            self._publish(runtime, container)
+        for spec in self._directory_specs(runtime):
+            container = by_id[_dir_uri(runtime, spec.relative)]
+            assert runtime.working_directory is not None
+            container.loaded = load_directory(runtime.working_directory, spec)
+            runtime.containers.append(container)
+            self._publish(runtime, container)
+        if any(isinstance(client, dict) and client.get("customizations") for client in state.get("activeClients") or ()):
+            self._resolve_client_plugins(runtime, state.get("activeClients") or [])
+        self._spawn(self._start_session(runtime))
+
+    def session_disposed(self, uri: str) -> None:
+        """disposeSession: end the session's customizations in the background."""
+        if uri in self.sessions:
+            self._spawn(self.close_session(uri))
+
+    async def close_session(self, uri: str) -> None:
+        from plugins import HookEvent
+
+        runtime = self.sessions.pop(uri, None)
+        if runtime is None:
+            return
+        self._cancel_idle_stop(runtime)
+        try:
+            await runtime.fire(HookEvent.SESSION_END, reason="session disposed")
+        except Exception:  # a hook failing must not keep the servers running
+            logger.exception("SessionEnd hooks of %s failed", uri)
+        if runtime.mcp is not None:
+            await runtime.mcp.stop()
+        await end_hook_processes(runtime)
+
+    async def _start_session(self, runtime: SessionCustomizations) -> None:
+        from plugins import HookEvent
+
+        if self.config.mcp.start == "session":
+            runtime.mcp_wanted = True
+        try:
+            await self._apply_mcp(runtime)
+        finally:
+            runtime.mcp_started.set()
+        try:
+            results = await runtime.fire(HookEvent.SESSION_START, source="startup")
+            runtime.session_context = [r.additional_context for r in results if r.additional_context]
+        finally:
+            runtime.hooks_started.set()
+
+    async def wait_started(self, runtime: SessionCustomizations) -> None:
+        """Until the session's MCP servers made their first start attempt, bounded by ``[mcp]
+        start_wait`` (see the module contract): a turn uses it. The servers of a session that did
+        not need them yet (or stopped them when idle) start here."""
+        self._cancel_idle_stop(runtime)
+        if not runtime.mcp_wanted:
+            runtime.mcp_wanted = True
+            await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
+            await self._reconcile(runtime)
+        try:
+            # (Checked first: ``wait_for`` makes a task and a timer even for an event already set,
+            # and after the first turn they always are.)
+            if not runtime.mcp_started.is_set():
+                await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
+            if runtime.mcp is not None:
+                await runtime.mcp.wait_started(self.config.mcp.start_wait)
+            if not runtime.hooks_started.is_set():
+                await asyncio.wait_for(runtime.hooks_started.wait(), _MCP_START_WAIT)
+        except TimeoutError:
+            pass
+
+    def completions(self, session: str, text: str, offset: int) -> list[dict[str, Any]]:
+        """``completions`` items for a message being typed in ``session`` (UTF-16 offsets)."""
+        runtime = self.sessions.get(session)
+        if runtime is None:
+            return []
+        return complete_user_message(text, offset, entries=runtime.slash_entries(),
+                                     working_directory=runtime.working_directory)
+
+    # -- MCP -----------------------------------------------------------------------------------
+
+    def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
+        """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
+        from plugins import LoadedPlugin
+
+        workspace: list[McpServerSpec] = []
+        if self.config.plugins.workspace and runtime.working_directory is not None:
+            try:
+                workspace = specs_from_mcp_json(runtime.working_directory / ".mcp.json")
+            except McpConfigError as error:
+                logger.warning("%s", error)
+        owners: dict[str, str] = {}
+        plugin_specs = []
+        for container in runtime.containers:
+            loaded = container.usable
+            if not isinstance(loaded, LoadedPlugin):
+                continue
+            for server in loaded.mcp_servers:
+                try:
+                    plugin_specs.append(spec_from_plugin(server, loaded.name))
+                except McpConfigError as error:
+                    container.problems[f"mcp:{server.name}"] = str(error)
+                    continue
+                owners[server.name] = container.id
+        specs = merge_specs(self.config_specs, workspace, plugin_specs)
+        return specs, {spec.name: owners[spec.name] if spec.source.startswith("plugin") else MCP_SERVERS_ID
+                       for spec in specs if spec.name in owners or not spec.source.startswith("plugin")}
+
+    def turn_ended(self, session: str) -> None:
+        """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``, or
+        ``unwatched_stop`` when no client is connected to the session)."""
+        runtime = self.sessions.get(session)
+        if runtime is None or runtime.mcp is None:
+            return
+        runtime.idle_since = asyncio.get_running_loop().time()
+        self._arm_idle_stop(runtime)
+
+    def clients_left(self) -> None:
+        """A client disconnected: sessions nobody is connected to any more stop their MCP servers
+        ``[mcp] unwatched_stop`` seconds after their last turn (or now, if that is longer ago)."""
+        if not self.config.mcp.unwatched_stop:
+            return
+        for runtime in self.sessions.values():
+            if runtime.mcp is None or self.store.has_subscribers(runtime.session):
+                continue
+            if runtime.idle_since is None:
+                runtime.idle_since = asyncio.get_running_loop().time()
+            self._arm_idle_stop(runtime)
+
+    def _idle_limit(self, runtime: SessionCustomizations) -> float | None:
+        """Seconds of idleness after which the session's servers stop; None: never."""
+        limits = [self.config.mcp.idle_stop]
+        if not self.store.has_subscribers(runtime.session):
+            limits.append(self.config.mcp.unwatched_stop)
+        limits = [limit for limit in limits if limit]
+        return min(limits) if limits else None
+
+    def _arm_idle_stop(self, runtime: SessionCustomizations) -> None:
+        self._cancel_idle_stop(runtime)
+        limit = self._idle_limit(runtime)
+        if limit is None or runtime.idle_since is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, runtime.idle_since + limit - loop.time())
+        runtime.idle_stop = loop.call_later(delay, lambda: self._spawn(self._stop_idle(runtime)))
+
+    def _cancel_idle_stop(self, runtime: SessionCustomizations) -> None:
+        if runtime.idle_stop is not None:
+            runtime.idle_stop.cancel()
+            runtime.idle_stop = None
+
+    async def _stop_idle(self, runtime: SessionCustomizations) -> None:
+        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
+        async with lock:
+            state = self.store.state(default_chat_uri(runtime.session)) or {}
+            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None or state.get("activeTurn"):
+                return
+            limit = self._idle_limit(runtime)
+            idle_for = asyncio.get_running_loop().time() - (runtime.idle_since or 0.0)
+            if limit is None or idle_for < limit - 0.05:  # a client came back meanwhile: the longer limit applies
+                self._arm_idle_stop(runtime)
+                return
+            logger.info("session %s: stopping its MCP servers after %g s without a turn%s", runtime.session, idle_for,
+                        "" if self.store.has_subscribers(runtime.session) else " or a client")
+            runtime.mcp_wanted = False
+            mcp, runtime.mcp = runtime.mcp, None
+            await mcp.stop()
+            mcp.unpublish()
+
+    async def _apply_mcp(self, runtime: SessionCustomizations) -> None:
+        specs, owners = self.mcp_specs(runtime)
+        self._publish_mcp_servers(runtime, [spec for spec in specs if owners.get(spec.name) == MCP_SERVERS_ID])
+        if not runtime.mcp_wanted:
+            return
+        if runtime.mcp is None:
+            if not specs:
+                return
+            runtime.mcp = SessionMcp(
+                runtime.session, self.store, policy=self.mcp_policy, call_timeout=self.config.mcp.call_timeout,
+                unready=self._mcp_unready,
+                ask=lambda request: self.inputs.ask(runtime.session, request),
+                on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
+            )
+        await runtime.mcp.apply(specs, owners)
+
+    def _publish_mcp_servers(self, runtime: SessionCustomizations, specs: list[McpServerSpec]) -> None:
+        """List the config and ``.mcp.json`` servers as a container, so their failures show."""
+        container = runtime.container(MCP_SERVERS_ID)
+        if not specs and container is None:
+            return
+        declared = []
+        for spec in specs:
+            where = spec.source if spec.source not in ("config", "") else (self.config.source or "").split(" + ")[0]
+            path = Path(where) if where and not where.startswith("<") else None
+            declared.append((spec.name, path.resolve().as_uri() if path is not None and path.is_absolute() else (
+                runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///")))
+        if container is None:
+            home = runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///"
+            container = McpServersContainer(id=MCP_SERVERS_ID, loaded=None, name="MCP servers", uri=home)
+            runtime.containers.append(container)
+        container.servers = declared
+        self._publish(runtime, container)
+
+    def _problem(self, runtime: SessionCustomizations, container_id: str, key: str, message: str | None) -> None:
+        container = runtime.container(container_id)
+        if container is None or self.sessions.get(runtime.session) is not runtime:
+            return
+        before = dict(container.problems)
+        if message is None:
+            container.problems.pop(key, None)
+        else:
+            container.problems[key] = message
+        if container.problems != before:
+            self._publish(runtime, container)
+
+    # -- observing -----------------------------------------------------------------------------
+
+    def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
+        parsed = parse_chat_uri(channel) if channel not in self.sessions else None
+        if parsed is not None:
+            runtime = self.sessions.get(parsed[1])
+            if runtime is not None and before.get("activeTurn") is not None and after.get("activeTurn") is None:
+                self.turn_ended(parsed[1])
+            return
+        runtime = self.sessions.get(channel)
+        if runtime is None:
+            return
+        action = envelope.get("action") or {}
+        kind = action.get("type")
+        if kind == "session/customizationToggled":
+            container = runtime.container(action.get("id"))
+            enabled = enablement_enabled(action.get("enablement"))
+            if container is None or container.enabled == enabled:
+                return
+            draft = (self.store.state(default_chat_uri(channel)) or {}).get("draft") or {}
+            held_agent = runtime.agent_container(draft.get("agent")) is container
+            container.enabled = enabled
+            if not container.enabled and held_agent:
+                asyncio.get_running_loop().call_soon(self._clear_agent, channel)
+            self._spawn(self._reconcile(runtime))
+        elif kind in ("session/activeClientSet", "session/activeClientRemoved"):
+            self._resolve_client_plugins(runtime, after.get("activeClients") or [])
+            self._spawn(self._reconcile(runtime))
+        elif kind == "session/mcpServerStartRequested":
+            runtime.mcp_wanted = True
+            self._spawn(self._reconcile(runtime))
+        elif kind == "session/mcpServerStopRequested":
+            self._spawn(self._stop_requested(runtime, action.get("id")))
+
+    async def _stop_requested(self, runtime: SessionCustomizations, customization_id: Any) -> None:
+        """A client asked to stop one MCP server: stop the session's servers (they start again
+        with the next turn, or a start request)."""
+        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
+        async with lock:
+            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None:
+                return
+            logger.info("session %s: stopping its MCP servers as a client asked (%s)", runtime.session, customization_id)
+            runtime.mcp_wanted = False
+            mcp, runtime.mcp = runtime.mcp, None
+            await mcp.stop()
+            mcp.unpublish()
+
+    def _clear_agent(self, session: str) -> None:
+        chat = default_chat_uri(session)
+        draft = (self.store.state(chat) or {}).get("draft")
+        if isinstance(draft, dict) and "agent" in draft:
+            self.store.dispatch(chat, builders.chat_draft_changed(draft={k: v for k, v in draft.items() if k != "agent"}))
+
+    async def _reconcile(self, runtime: SessionCustomizations) -> None:
+        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
+        async with lock:
+            if self.sessions.get(runtime.session) is runtime:
+                await self._apply_mcp(runtime)
+
+    # -- client plugins ------------------------------------------------------------------------
+
+    def _resolve_client_plugins(self, runtime: SessionCustomizations, active_clients: list[Any]) -> None:
+        from plugins import LoadedPlugin
+
+        if not self.config.plugins.client_plugins:
+            return
+        wanted: dict[Any, tuple[str, dict[str, Any]]] = {}
+        for active in active_clients:
+            if not isinstance(active, dict) or not isinstance(active.get("clientId"), str):
+                continue
+            for item in active.get("customizations") or []:
+                if isinstance(item, dict) and item.get("id") and item["id"] not in wanted:
+                    wanted[item["id"]] = (active["clientId"], item)  # the first client to publish an id keeps it
+        for container in [c for c in runtime.containers if c.client_id is not None]:
+            if container.id not in wanted or wanted[container.id][0] != container.client_id:
+                runtime.containers.remove(container)
+                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
+        position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, LoadedPlugin))
+        for client_id, item in wanted.values():
+            existing = runtime.container(item["id"])
+            if existing is not None and existing.client_id == client_id and item.get("nonce") is not None \
+                    and existing.nonce == item.get("nonce") and existing.uri == item.get("uri"):
+                continue  # unchanged: the client said so with the same nonce
+            container = Container(id=item["id"], loaded=None, client_id=client_id, uri=str(item.get("uri") or ""),
+                                  nonce=item.get("nonce"), name=str(item.get("name") or item["id"]),
+                                  enabled=entry_enabled(item) if existing is None else existing.enabled)
+            fetch = self._load_client_plugin(container)
+            if fetch is not None:
+                self._spawn(self._fetch_client_plugin(runtime, container))
+            if existing is not None:
+                runtime.containers[runtime.containers.index(existing)] = container
+            else:
+                runtime.containers.insert(position, container)
+                position += 1
+            self._publish(runtime, container)
+
+    def _load_client_plugin(self, container: Container) -> bool | None:
+        """Parse a ``file://`` client plugin now; True when it must be fetched from the client first."""
+        from plugins import load_plugin
+
+        parsed = urlparse(container.uri or "")
+        if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
+            root = Path(unquote(parsed.path))
+            if not root.is_dir():
+                container.failure = f"Cannot load the client plugin {container.uri}: {root} is not a folder on the host's machine."
+                return None
+            container.loaded = load_plugin(root, name=container.name, data_root=self.config.data_path() / "plugins")
+            return None
+        if self.client_files is None or not parsed.scheme:
+            container.failure = (f"Cannot load the client plugin {container.uri}: this host reads client plugins from "
+                                 "file:// URIs or from the publishing client over its connection.")
+            return None
+        return True  # stays "loading" until the fetch ends
+
+    async def _fetch_client_plugin(self, runtime: SessionCustomizations, container: Container) -> None:
+        from plugins import load_plugin
+
+        assert self.client_files is not None and container.client_id is not None and container.uri
+        key = hashlib.sha256(f"{container.client_id}\n{container.uri}".encode()).hexdigest()[:24]
+        mirror = self.config.data_path() / "client-plugins" / key
+        async with self._locks.setdefault(f"mirror:{key}", asyncio.Lock()):  # one fetch per tree at a time
+            try:
+                await self.client_files.mirror(container.client_id, container.uri, mirror)
+            except ClientResourceError as error:
+                container.failure = f"Cannot load the client plugin {container.uri}: {error}."
+            except OSError as error:
+                container.failure = f"Cannot load the client plugin {container.uri}: the host could not store it ({error.strerror})."
+            else:
+                container.loaded = load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
+        if runtime.container(container.id) is not container or self.sessions.get(runtime.session) is not runtime:
+            return  # replaced or removed meanwhile (a newer nonce, the client left)
+        self._publish(runtime, container)
+        await self._reconcile(runtime)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
+        if runtime.session in self.store:
+            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire()))
+
+    def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
+        from plugins import WORKSPACE_DIRECTORIES
+
+        if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
+            return []
+        chosen = []
+        for spec in WORKSPACE_DIRECTORIES:
+            if spec.relative in ALWAYS_LISTED_DIRECTORIES:
+                chosen.append(spec)
+            elif spec.format == "files":
+                if any((runtime.working_directory / f).is_file() for f in spec.files):
+                    chosen.append(spec)
+            elif (runtime.working_directory / spec.relative).is_dir():
+                chosen.append(spec)
+        return chosen
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("customization task failed", exc_info=task.exception())
+
+
+
+def _dir_uri(runtime: SessionCustomizations, relative: str) -> str:
+    assert runtime.working_directory is not None
+    folder = runtime.working_directory if relative == "." else runtime.working_directory / relative
+    return folder.absolute().as_uri()
+
+
+def _config_dir(config: HostConfig) -> Path | None:
+    source = (config.source or "").split(" + ")[0]
+    path = Path(source)
+    return path.parent.resolve() if source and not source.startswith("<") and path.is_file() else None

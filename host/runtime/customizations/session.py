@@ -1,0 +1,228 @@
+"""What one session's customizations are at run time: its containers (host plugins, the active
+client's plugins, workspace directories), the files in play, its MCP servers and hook firing.
+
+Invariants:
+- Only ``usable`` containers (enabled, not ``error``) contribute anything: hooks, rules, skills,
+  agents, slash entries, MCP servers. A broken plugin therefore never runs a hook or starts a server.
+- Container order is stable: host plugins (configuration order), client plugins, directories;
+  rules, skills and hooks follow it.
+- Hooks run as one process family per session (``tools.processes``: the token in their
+  environment): what a hook leaves running in the background is ended with the session
+  (``end_hook_processes``), at host stop too, and after a ``kill -9`` by the next start.
+- ``touched`` is the session's recent file activity (attachments and tool-call paths, relative
+  to the working directory when inside it), bounded to the most recent ``TOUCHED_LIMIT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from host.runtime.customizations._containers import Container
+from host.runtime.customizations.mcp import SessionMcp
+from tools import processes
+
+if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
+    from plugins import (
+        Agent,
+        HookEvent,
+        HookResult,
+        LifecyclePoint,
+        LoadedContainer,
+        LoadedDirectory,
+        LoadedPlugin,
+        Rule,
+        SlashEntry,
+        hook_payload,
+        run_hook,
+        select_hooks,
+        slash_entries,
+    )
+
+__all__ = ["SessionCustomizations", "TOUCHED_LIMIT", "TOOL_ALIASES"]
+
+logger = logging.getLogger(__name__)
+
+TOUCHED_LIMIT = 200
+
+TOOL_ALIASES: dict[str, tuple[str, ...]] = {
+    "shell": ("Bash", "Shell", "Terminal"),
+    "read_file": ("Read",),
+    "write_file": ("Write",),
+    "edit_file": ("Edit",),
+    "grep": ("Grep",),
+    "glob": ("Glob",),
+    "list_dir": ("LS",),
+}
+"""Claude Code's tool names for this host's built-in tools: plugin matchers are written for them."""
+
+
+class SessionCustomizations:
+    """The runtime customization state of one session."""
+
+    def __init__(self, session: str, working_directory: Path | None) -> None:
+        self.session = session
+        self.working_directory = working_directory
+        self.containers: list[Container] = []
+        self.touched: dict[str, None] = {}
+        self.mcp: SessionMcp | None = None
+        self.mcp_started = asyncio.Event()
+        """Set once the session's MCP servers were asked to start (a first turn waits for it)."""
+        self.mcp_wanted = False
+        """Whether its MCP servers should run: from its first turn (or at open, with
+        ``[mcp] start = "session"``) until they are stopped for being idle."""
+        self.idle_stop: asyncio.TimerHandle | None = None
+        """The pending idle stop of its MCP servers, if any."""
+        self.idle_since: float | None = None
+        """Event-loop time its last turn ended (or its last client left, with no turn since)."""
+        self.hooks_started = asyncio.Event()
+        """Set once the SessionStart hooks ran (a first turn waits for their context)."""
+        self.session_context: list[str] = []
+        """What SessionStart hooks asked to add to the model's context (output styles...)."""
+        self.family = processes.new_family()
+        """The process family of its hooks (``tools.processes``): what a hook leaves running in the
+        background (``cmd &``, ``nohup``, ``setsid``) runs on until ``end_hook_processes``."""
+        self.hooks_ran = False
+
+    # -- containers ----------------------------------------------------------------------------
+
+    def container(self, container_id: str) -> Container | None:
+        return next((c for c in self.containers if c.id == container_id), None)
+
+    def usable(self) -> list[LoadedContainer]:
+        return [c.usable for c in self.containers if c.usable is not None]
+
+    def wire(self) -> list[dict[str, Any]]:
+        return [container.wire() for container in self.containers]
+
+    def slash_entries(self) -> list[SlashEntry]:
+        from plugins import slash_entries
+
+        return slash_entries(self.usable())
+
+    def agent(self, selection: dict[str, Any] | None) -> Agent | None:
+        """The custom agent an ``AgentSelection`` names (by its child ``uri``), if still usable."""
+        uri = selection.get("uri") if isinstance(selection, dict) else None
+        if not isinstance(uri, str):
+            return None
+        for container in self.containers:
+            loaded = container.usable
+            if loaded is None:
+                continue
+            for agent in loaded.agents:
+                if _uri_of(container, agent.path) == uri:
+                    return agent
+        return None
+
+    def custom_agents(self) -> list[tuple[Agent, str]]:
+        """Every usable custom agent with the URI a session selects it by (first of a name wins)."""
+        found: dict[str, tuple[Agent, str]] = {}
+        for container in self.containers:
+            loaded = container.usable
+            if loaded is None:
+                continue
+            for agent in loaded.agents:
+                found.setdefault(agent.name, (agent, _uri_of(container, agent.path)))
+        return list(found.values())
+
+    def agent_container(self, selection: dict[str, Any] | None) -> Container | None:
+        agent = self.agent(selection)
+        if agent is None:
+            return None
+        return next((c for c in self.containers if c.usable is not None and agent in c.usable.agents), None)
+
+    def rules(self) -> list[tuple[LoadedContainer, Rule]]:
+        return [(loaded, rule) for loaded in self.usable() for rule in loaded.rules]
+
+    def instruction_files(self) -> list[str]:
+        """The instruction files in the prompt (AGENTS.md, CLAUDE.md...) and what they imported,
+        relative to the working directory where possible."""
+        from plugins import LoadedDirectory
+
+        shown: list[str] = []
+        for loaded in self.usable():
+            if not isinstance(loaded, LoadedDirectory) or loaded.files is None:
+                continue
+            for rule in loaded.rules:
+                shown.append(rule.name)
+                shown.extend(f"{self._relative(path)} (imported)" for path in rule.imports)
+        return shown
+
+    def _relative(self, path: Path) -> str:
+        if self.working_directory is not None:
+            try:
+                return str(path.relative_to(self.working_directory.resolve()))
+            except ValueError:
+                pass
+        return str(path)
+
+    # -- files in play -------------------------------------------------------------------------
+
+    def touch(self, path: str | Path) -> None:
+        text = str(path)
+        if text.startswith("file://"):
+            from urllib.parse import unquote, urlparse
+
+            text = unquote(urlparse(text).path)
+        candidate = Path(text)
+        if candidate.is_absolute() and self.working_directory is not None:
+            try:
+                candidate = candidate.resolve().relative_to(self.working_directory.resolve())
+            except (ValueError, OSError):
+                return  # outside the workspace: globs are relative to it, so nothing can match
+        key = candidate.as_posix()
+        self.touched.pop(key, None)
+        self.touched[key] = None
+        while len(self.touched) > TOUCHED_LIMIT:
+            self.touched.pop(next(iter(self.touched)))
+
+    def in_play(self, rule: Rule) -> bool:
+        return any(rule.applies_to(path) for path in self.touched)
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    async def fire(self, when: HookEvent | LifecyclePoint, subject: str | None = None, **fields: Any) -> list[HookResult]:
+        """Run the hooks of usable containers that fire for ``when``, one after another, with
+        the Claude-shaped event JSON on stdin; stops after the first that blocks."""
+        from plugins import hook_payload, run_hook, select_hooks
+
+        aliases = TOOL_ALIASES.get(subject or "", ())
+        hooks = select_hooks(self.usable(), when, subject, aliases)
+        cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
+        results = []
+        environment = {**os.environ, processes.FAMILY_VARIABLE: self.family}
+        for hook in hooks:
+            self.hooks_ran = True
+            payload = hook_payload(hook.event, session_id=self.session, cwd=cwd or hook.plugin_root, **fields)
+            result = await run_hook(hook, payload, cwd=cwd, base_env=environment)
+            if result.outcome.value in ("error", "timeout"):
+                logger.info("hook %s (%s) for %s: %s", hook.command, hook.event.value, self.session, result.reason)
+            results.append(result)
+            if result.blocked:
+                break
+        return results
+
+
+async def end_hook_processes(runtime: SessionCustomizations, grace: float = 2.0) -> None:
+    """End whatever the session's hooks left running (the session is closing)."""
+    if runtime.hooks_ran:
+        await processes.end(runtime.family, None, grace)
+
+
+def _uri_of(container: Container, path: Path) -> str:
+    """The URI a child was published under (a client plugin's URIs are its own)."""
+    from plugins import LoadedPlugin
+
+    loaded = container.loaded
+    if container.uri and isinstance(loaded, LoadedPlugin):
+        try:
+            relative = path.relative_to(loaded.root).as_posix()
+        except ValueError:
+            return path.absolute().as_uri()
+        from urllib.parse import quote
+
+        return container.uri.rstrip("/") + "/" + quote(relative)
+    return path.absolute().as_uri()

@@ -1,0 +1,57 @@
+"""Content the host serves by reference (``ContentRef``): tool output, file-edit previews.
+
+``ContentStore`` implements the ``tools.content.ContentStore`` interface on SQLite, so that a
+content reference that appeared in session state can still be read with ``resourceRead`` after
+a restart. Content is addressed by its SHA-256: the same bytes always get the same URI
+(``agent-host-content:/sha256/<hex>``), and storing them twice costs nothing. Content that is a
+version of a file is given with the file's name, which ends its URI
+(``agent-host-content:/sha256/<hex>/<name>``): editors title a diff with the last segment of what
+they open, so the user reads ``app.py``, not a hash. Any name after the digest reads the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+__all__ = ["ContentStore", "CONTENT_SCHEME"]
+
+CONTENT_SCHEME = "agent-host-content:"
+_PREFIX = CONTENT_SCHEME + "/sha256/"
+
+
+class ContentStore:
+    def __init__(self, path: Path | None) -> None:
+        """``path=None`` keeps content in memory (hosts without a data directory)."""
+        target = ":memory:" if path is None else str(path)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, content_type TEXT NOT NULL, data BLOB NOT NULL)"
+        )
+
+    def put(self, data: bytes, content_type: str, name: str | None = None) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        self._db.execute(
+            "INSERT OR IGNORE INTO blobs(digest, content_type, data) VALUES (?, ?, ?)", (digest, content_type, data)
+        )
+        return _PREFIX + digest + ("/" + quote(name, safe="") if name else "")
+
+    def get(self, uri: str) -> bytes | None:
+        found = self.lookup(uri)
+        return found[0] if found else None
+
+    def lookup(self, uri: str) -> tuple[bytes, str] | None:
+        """The bytes and content type behind ``uri``, or None."""
+        if not uri.startswith(_PREFIX):
+            return None
+        digest = uri[len(_PREFIX):].split("/", 1)[0]
+        row = self._db.execute("SELECT data, content_type FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        return (bytes(row[0]), row[1]) if row else None
+
+    def close(self) -> None:
+        self._db.close()

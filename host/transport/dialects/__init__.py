@@ -1,0 +1,67 @@
+"""The host's edge for protocol versions: each connection speaks through one dialect object.
+
+``initialize`` negotiates a version (``ahp.dialects.negotiation``) and the connection takes
+``dialect_for(negotiated)``; nothing past the connection knows which version a client speaks.
+The store holds the internal (0.9.0) model. A dialect decides, for its version:
+
+(a) the ``initialize`` result's shape (``initialize_result``);
+(b) which methods exist (``gate``: -32601 naming the version for a method of another version) and
+    whether params fit the version's shapes (``params``: -32602 naming the field);
+(c) what a channel it names is in the store (``internal_channels``, ``internal_uri``: a 0.2.0
+    ``ahp-session:/<id>`` is the session ``<provider>:/<id>`` and its default chat);
+(d) how snapshots, the session list and the replay look (``snapshot``, ``list_sessions``,
+    ``replayed``), and, as the store's ``Translator`` (``host.state.store``), how every envelope and
+    notification the store fans out looks on the connection: translated into the version's
+    shapes, dropped when the version does not know it (``ahp.dialects.catalogue``). The store
+    groups subscribers by translator and builds each group's frame once per envelope;
+(e) how an incoming ``dispatchAction`` enters the store's model (``lift``): internal envelopes,
+    or a reason the client gets as a ``rejectionReason``.
+
+0.9.0 is the identity (gated by the version table), 0.7.0 goes through ``ahp.dialects.v0_7``
+(``host.transport.dialects.newer``), 0.2.0 through ``ahp.dialects.v0_2`` (``host.transport.dialects.ahp02``).
+
+Dialects are shared: one instance per negotiated version string, so that every connection of a
+version falls in the same fan-out group. A client that ``reconnect``s on a new connection
+without ``initialize`` speaks the version it negotiated last time (``AgentHost.client_versions``,
+in memory); one the host does not know (e.g. after a host restart) is taken to speak 0.2.0, the
+only version older host builds served.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ahp.dialects.negotiation import SERVED_VERSIONS, Negotiated, accepts
+from host.transport.dialects.ahp02 import Ahp02Dialect
+from host.transport.dialects.base import Dialect
+from host.transport.dialects.newer import Ahp07Dialect, NewerDialect
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "Ahp02Dialect",
+    "Ahp07Dialect",
+    "Dialect",
+    "NewerDialect",
+    "dialect_for",
+    "dialect_for_version",
+]
+
+DEFAULT_VERSION = "0.2.0"
+"""What a reconnecting client the host does not know is taken to speak."""
+
+_CLASSES: dict[str, type[Dialect]] = {"0.2.0": Ahp02Dialect, "0.7.0": Ahp07Dialect, "0.9.0": NewerDialect}
+"""The dialect class of each served baseline."""
+
+
+@lru_cache(maxsize=64)
+def dialect_for(negotiated: Negotiated) -> Dialect:
+    """The (shared) dialect of a negotiated version."""
+    return _CLASSES[negotiated.baseline](negotiated.version, negotiated.baseline)
+
+
+def dialect_for_version(version: str) -> Dialect:
+    """The dialect of a version negotiated earlier (``reconnect``); 0.2.0 if it is not served."""
+    baseline = next((base for base in SERVED_VERSIONS if accepts(base, version)), None)
+    if baseline is None:
+        return dialect_for(Negotiated(DEFAULT_VERSION, DEFAULT_VERSION))
+    return dialect_for(Negotiated(version, baseline))

@@ -1,0 +1,317 @@
+"""The network edge: one port serving the AHP WebSocket and plain HTTP, on Starlette + uvicorn.
+
+Why an ASGI app rather than the ``websockets`` server alone: the same port must later serve HTTP
+endpoints that stream (the AG-UI event stream) besides a health check, which the ``websockets``
+server's ``process_request`` hook cannot do. uvicorn's WebSocket protocol is itself built on the
+``websockets`` package (its Sans-I/O implementation); ``host.transport.ws_protocol`` extends it so the
+store's frames skip the per-message ASGI path and each connection's frames of one tick go out in one
+write after the journal commit. ``benchmarks/fanout.py`` measures the result against a raw
+``websockets`` server using ``broadcast()`` (figures in the README).
+
+Safety at the edge, before any JSON-RPC is read:
+
+* a connection token is required, as ``Authorization: Bearer <token>``, ``?token=<token>`` or
+  ``?tkn=<token>`` (what VS Code's agent-host bridge appends), compared in constant time; a missing
+  or wrong one gets HTTP 403 on the upgrade;
+* a WebSocket upgrade whose ``Origin`` header is present and not in ``server.allowed_origins`` is
+  refused with 403, so a web page cannot drive a host that runs commands on this machine;
+* inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
+
+Once listening, what the first requests need is loaded in a worker thread (``_load_soon``), so a
+client that connects a moment later finds it ready instead of waiting for it on the event loop; one
+that asks sooner waits only for what is left of that import. First the wire models every request
+is validated with (``ahp.protocol._generated``, about 0.13 s of pydantic class building here),
+then the plugin loader the first session reads its working directory's customizations with
+(``plugins``, 0.04-0.09 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import socket
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from host.transport.agui import AGUI_PATH
+from host.runtime import memory
+from host.transport.connection import ClientConnection
+from host.transport.outbound import OutboundBudget
+from host.transport.ws_protocol import FRAMES_EXTENSION
+from ahp.dialects.negotiation import SERVED_VERSIONS
+from host.service import AgentHost
+
+__all__ = ["build_app", "serve", "RunningHost", "start_host"]
+
+logger = logging.getLogger(__name__)
+
+_TRY_AGAIN_LATER = 1013
+_POLICY_VIOLATION = 1008
+
+
+def _presented_token(headers: Any, query: Any) -> str | None:
+    authorization = headers.get("authorization")
+    if authorization and authorization.lower().startswith("bearer "):
+        return authorization[7:].strip()
+    token = query.get("token")
+    return token if token is not None else query.get("tkn")
+
+
+def _token_ok(expected: str | None, presented: str | None) -> bool:
+    if expected is None:
+        return True
+    return presented is not None and hmac.compare_digest(presented.encode(), expected.encode())
+
+
+def _connection_refusal(config: Any, open_connections: dict[str, int], presented: str) -> str | None:
+    """Why one more connection is refused (a close reason, at most 123 bytes), or None."""
+    if sum(open_connections.values()) >= config.max_connections:
+        return f"host is at its limit of {config.max_connections} connections; try again later"
+    if open_connections.get(presented, 0) >= config.max_connections_per_token:
+        return f"this token has {config.max_connections_per_token} connections open, its limit; close one"
+    return None
+
+
+def build_app(host: AgentHost, *, token: str | None) -> Starlette:
+    allowed_origins = set(host.config.server.allowed_origins)
+    open_connections: dict[str, int] = {}
+    """Open AHP connections by the token they presented."""
+    budget = OutboundBudget(total=host.config.server.max_queued_bytes,
+                            per_client=host.config.server.max_queued_bytes_per_client)
+    """What all connections may hold unread, together and each (``host.transport.outbound``)."""
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "protocolVersions": list(SERVED_VERSIONS)})
+
+    async def ahp(websocket: WebSocket) -> None:
+        origin = websocket.headers.get("origin")
+        if origin is not None and origin not in allowed_origins:
+            logger.warning("refused a WebSocket from origin %s", origin)
+            await websocket.close(code=_POLICY_VIOLATION, reason="origin not allowed")
+            return
+        if not _token_ok(token, _presented_token(websocket.headers, websocket.query_params)):
+            logger.warning("refused a WebSocket with a missing or wrong token")
+            await websocket.close(code=_POLICY_VIOLATION, reason="missing or wrong token")
+            return
+        presented = _presented_token(websocket.headers, websocket.query_params) or ""
+        refusal = _connection_refusal(host.config.server, open_connections, presented)
+        await websocket.accept()
+        if refusal is not None:
+            logger.warning("refused a WebSocket: %s", refusal)
+            await websocket.close(code=_TRY_AGAIN_LATER, reason=refusal)
+            return
+        open_connections[presented] = open_connections.get(presented, 0) + 1
+        try:
+            await _serve_connection(host, websocket, budget)
+        finally:
+            open_connections[presented] -= 1
+            if not open_connections[presented]:
+                del open_connections[presented]
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await host.start()
+        try:
+            yield
+        finally:
+            await host.stop()
+
+    def agui_token_check(request: Request) -> bool | None:
+        presented = _presented_token(request.headers, request.query_params)
+        return None if presented is None else _token_ok(token, presented)
+
+    agui_handler: Any = None
+
+    async def agui(request: Request) -> Any:
+        # Built on the first request: importing AG-UI is not worth its start-up time until then.
+        nonlocal agui_handler
+        if agui_handler is None:
+            from host.transport.agui import agui_endpoint
+
+            agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+        return await agui_handler(request)
+
+    return Starlette(
+        routes=[
+            Route("/health", health),
+            Route(AGUI_PATH, agui, methods=["POST", "OPTIONS"]),
+            WebSocketRoute("/", ahp),
+            WebSocketRoute("/ahp", ahp),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: OutboundBudget) -> None:
+    reader_done = asyncio.Event()
+    frames = websocket.scope.get("extensions", {}).get(FRAMES_EXTENSION)
+
+    def cut_off(code: int, reason: str) -> None:
+        if frames is not None:
+            frames.cut_off(code, reason)  # drops what waits and sends the close frame now
+        reader_done.set()
+
+    connection = ClientConnection(host, on_cut_off=cut_off, budget=budget)
+    writer: asyncio.Task[None] | None = None
+    if frames is not None:
+        # uvicorn with host.ws_protocol: frames go straight into the protocol's buffer, written once
+        # per tick after the journal commit.
+        frames.before_write = host.store.flush  # nothing leaves the process before it is durable
+        frames.when_durable = host.store.when_durable
+        connection.direct = frames.queue_text
+        connection.direct_backlog = frames.backlog
+    else:
+        async def write() -> None:
+            while True:
+                frame = await connection.outbox.get()
+                if frame is None:
+                    return
+                connection.outbox_chars -= len(frame)
+                host.store.flush()  # nothing leaves the process before it is durable
+                await websocket.send_text(frame)
+                if connection.close_requested and connection.outbox.empty():
+                    reader_done.set()
+                    return
+
+        writer = asyncio.create_task(write())
+    try:
+        while not reader_done.is_set():
+            receive = asyncio.create_task(websocket.receive())
+            stop = asyncio.create_task(reader_done.wait())
+            finished, _ = await asyncio.wait({receive, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if receive not in finished:
+                receive.cancel()
+                stop.cancel()
+                break
+            stop.cancel()
+            message = receive.result()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = message.get("text")
+            if text is None and message.get("bytes") is not None:
+                text = message["bytes"]
+            if text is not None:
+                await connection.receive(text)
+                if connection.close_requested:
+                    if writer is not None:
+                        connection.outbox.put_nowait(None)
+                        await writer
+                    break  # (direct: the close below writes the pending frames first)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        connection.closed()
+        if writer is not None:
+            writer.cancel()
+        code, reason = connection.cut_off_reason or (1000, "")
+        try:
+            await websocket.close(code=code, reason=reason)
+        except Exception:
+            pass
+
+
+class RunningHost:
+    """A host serving on a bound socket (used by the CLI and by tests on port 0)."""
+
+    def __init__(self, server: Any, task: asyncio.Task[None], sock: socket.socket, host: AgentHost, token: str | None) -> None:
+        self.server = server
+        self.task = task
+        self.socket = sock
+        self.host = host
+        self.token = token
+        address = sock.getsockname()
+        self.address = address[0]
+        self.port = address[1]
+
+    @property
+    def url(self) -> str:
+        bracketed = f"[{self.address}]" if ":" in self.address else self.address
+        base = f"ws://{bracketed}:{self.port}/"
+        return f"{base}?token={self.token}" if self.token else base
+
+    @property
+    def http_url(self) -> str:
+        bracketed = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{bracketed}:{self.port}"
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        await self.task
+
+
+def _bind(address: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    # IPPROTO_TCP, not 0: accepted sockets inherit it, and asyncio turns Nagle's algorithm off
+    # (TCP_NODELAY) only on sockets that say they are TCP. With it on, a small frame written while
+    # an earlier one was unacknowledged waited for the client's delayed ACK: 10-40 ms per frame
+    # once several sessions streamed to one client.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((address, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
+    """Bind, start serving in a task, and return once the host accepts connections."""
+    import uvicorn
+
+    from host.transport.ws_protocol import TickBatchingWebSocketProtocol
+
+    config = host.config.server
+    sock = _bind(config.host, config.port)
+    uv_config = uvicorn.Config(
+        build_app(host, token=token),
+        ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
+        ws_max_size=config.max_frame_bytes,
+        ws_per_message_deflate=False,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+    )
+    server = uvicorn.Server(uv_config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("the host stopped while starting")
+        await asyncio.sleep(0.001)
+    asyncio.get_running_loop().run_in_executor(None, _load_soon)
+    return RunningHost(server, task, sock, host, token)
+
+
+def _load_soon() -> None:
+    """In a worker thread once listening: the imports the first requests need (module docstring)."""
+    from ahp.protocol._models import generated_module
+
+    memory.import_ahead(generated_module, "the wire models")
+    memory.import_ahead(_import_plugins, "the plugin loader")
+
+
+def _import_plugins() -> None:
+    import plugins  # noqa: F401
+
+
+async def serve(host: AgentHost, *, token: str | None, announce: Any = print) -> None:
+    """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening."""
+    import signal
+
+    running = await start_host(host, token=token)
+    memory.settle()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, lambda: setattr(running.server, "should_exit", True))
+        except (NotImplementedError, RuntimeError):
+            pass
+    announce(f"agent-host listening on {running.url}")
+    await running.task

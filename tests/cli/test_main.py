@@ -1,0 +1,165 @@
+"""The ``agent-host`` command: what a person sees when starting it, including mistakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT), **(env or {})},
+    )
+
+
+def test_a_non_loopback_address_without_a_token_is_refused(tmp_path: Path) -> None:
+    result = run_cli("serve", "--host", "0.0.0.0", "--port", "0", "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "refusing to listen on 0.0.0.0 without a token" in result.stderr
+    assert "--token" in result.stderr and "AGENT_HOST_TOKEN" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_config_key_names_the_key(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text("[server]\nprot = 9000\n")
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "unknown key 'server.prot'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_config_value_names_key_value_and_expectation(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text('[server]\nport = "eighty"\n')
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "server.port = 'eighty' is not valid: expected a whole number" in result.stderr
+
+
+def test_a_config_file_that_is_not_toml_says_so(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text("[server\nport = 1\n")
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "is not valid TOML" in result.stderr
+
+
+def test_a_missing_config_file_points_at_the_example(tmp_path: Path) -> None:
+    result = run_cli("serve", "--config", str(tmp_path / "nope.toml"), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "config.example.toml" in result.stderr
+
+
+def test_a_token_is_never_echoed_in_config_errors(tmp_path: Path) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text("[server]\ntoken = 12345\n")
+    result = run_cli("serve", "--config", str(config), "--data-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "12345" not in result.stderr
+    assert "server.token" in result.stderr
+
+
+def test_serve_prints_one_line_with_the_url_and_token(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(tmp_path), "--token", "secret-1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        line = process.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("agent-host listening on ws://127.0.0.1:")
+        assert line.rstrip().endswith("/?token=secret-1")
+        port = int(line.split(":")[2].split("/")[0])
+        assert port > 0
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0
+
+
+# What `serve` loads before it listens. Each of these is loaded on first use instead; importing one
+# at start costs every start of the host (benchmarks/startup.py measures the sum).
+_NOT_AT_START = (
+    "h11",  # uvicorn parses HTTP with httptools, a declared dependency
+    "mcp", "ag_ui", "yaml", "openai", "anthropic", "litellm", "chat", "pathspec",
+)
+# Modules of this project loaded with a session's first turn: the turn loop, and the providers'
+# message and event models it builds requests and reads streams with.
+_NOT_AT_START_HERE = ("host.runtime.agents.turn", "providers.messages", "providers.events", "providers.accumulator")
+
+_SERVE_AND_REPORT = """
+import builtins, gc, importlib.metadata, json, os, signal, sys
+scans = []
+real_entry_points = importlib.metadata.entry_points
+def entry_points(*args, **kwargs):
+    scans.append(kwargs.get("group"))
+    return real_entry_points(*args, **kwargs)
+importlib.metadata.entry_points = entry_points
+real_print = builtins.print
+def report(*args, **kwargs):
+    real_print(*args, **kwargs)
+    if args and str(args[0]).startswith("agent-host listening on"):
+        real_print(json.dumps({
+            "modules": sorted(sys.modules), "scans": scans,
+            "collections_while_starting": sum(gen["collections"] for gen in gc.get_stats()) - collections_before,
+        }), flush=True)
+        if os.environ.get("REPORT_WIRE_MODELS"):  # no request is ever sent: does the host load them anyway?
+            import importlib, time
+            deadline = time.monotonic() + 30
+            while "ahp.protocol._generated" not in sys.modules and time.monotonic() < deadline:
+                time.sleep(0.01)
+            started = "ahp.protocol._generated" in sys.modules  # by the host, not by this script
+            # Waits for an import under way in another thread to finish (the module's import lock).
+            module = importlib.import_module("ahp.protocol._generated") if started else None
+            while not ("plugins" in sys.modules and gc.isenabled()) and time.monotonic() < deadline:
+                time.sleep(0.01)  # the plugin loader comes next; the last step turns the collector on
+            real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams"), "collector_on": gc.isenabled(),
+                                   "plugin_loader_loaded": "plugins" in sys.modules}), flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+builtins.print = report
+from cli.main import main
+collections_before = sum(gen["collections"] for gen in gc.get_stats())
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _serve_and_report(tmp_path: Path, env: dict[str, str] | None = None) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE_AND_REPORT, "serve", "--port", "0", "--data-dir", str(tmp_path), "--token", "secret-1"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "HOME": str(ROOT), **(env or {})},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("agent-host listening on ws://127.0.0.1:")
+    return {key: value for line in lines[1:] for key, value in json.loads(line).items()}
+
+
+def test_serve_listens_before_loading_what_it_needs_only_later(tmp_path: Path) -> None:
+    report = _serve_and_report(tmp_path)
+    loaded = {name.split(".")[0] for name in report["modules"]}
+    assert sorted(loaded & set(_NOT_AT_START)) == []
+    assert sorted(set(report["modules"]) & set(_NOT_AT_START_HERE)) == []
+    assert "httptools" in loaded
+
+
+def test_serve_does_not_scan_installed_packages_for_pydantic_plugins_unless_asked(tmp_path: Path) -> None:
+    assert _serve_and_report(tmp_path)["scans"] == []
+    # Setting pydantic's own variable hands the choice back to pydantic, which then looks.
+    assert _serve_and_report(tmp_path / "second", env={"PYDANTIC_DISABLE_PLUGINS": ""})["scans"] == ["pydantic"]
+
+
+def test_serve_starts_with_the_collector_held_off_and_turns_it_on_once_started(tmp_path: Path) -> None:
+    report = _serve_and_report(tmp_path, env={"REPORT_WIRE_MODELS": "1"})
+    # Start-up makes some 70,000 long-lived containers: a young collection would walk them for nothing.
+    assert report["collections_while_starting"] == 0
+    assert report["collector_on"] is True  # once the wire models, loaded out of its sight, are in
+
+
+def test_serve_loads_the_wire_models_and_the_plugin_loader_before_the_first_request(tmp_path: Path) -> None:
+    report = _serve_and_report(tmp_path, env={"REPORT_WIRE_MODELS": "1"})
+    assert report["wire_models_loaded"] is True
+    assert report["plugin_loader_loaded"] is True

@@ -1,0 +1,389 @@
+"""MCP servers in sessions, end to end: servers declared in the host config (stdio and streamable
+HTTP) and in a workspace ``.mcp.json``, elicitation answered through the session's input request,
+crash and restart, and no server process left after dispose or host stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from client import AhpClient
+from providers import ScriptedProvider
+from providers.scripted import call_tools, reply
+from tests.conftest import TOKEN, FrameChecker
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
+from tests.tools.mcp.conftest import KITCHEN_SINK, SILENT, eventually, process_gone
+
+PYTHON = sys.executable
+
+
+def scripted_agent(provider: ScriptedProvider) -> ProviderAgent:
+    return ProviderAgent("scripted", StaticSource(provider), display_name="Scripted", models=[ModelSpec("m1")],
+                         settings=TurnSettings(title="first-words"))
+
+
+def sink_server(*args: str) -> dict[str, Any]:
+    """A ``[mcp.servers.<name>]`` table running the kitchen-sink fixture over stdio."""
+    return {"command": PYTHON, "args": [str(KITCHEN_SINK), "stdio", *args]}
+
+
+def mcp_config(tmp_path: Path, servers: dict[str, dict[str, Any]], start: str = "session", **sections: Any) -> Any:
+    """Servers start with the session by default here: most tests wait for their tools first."""
+    return config_for(tmp_path, mcp={"servers": servers, "start": start}, plugins={"workspace": True}, **sections)
+
+
+def server_tools(client: AhpClient, session: str, server: str) -> dict[str, str]:
+    """MCP tool name → the name the session publishes it under, for one server."""
+    return {t["_meta"]["mcpTool"]: t["name"] for t in (client.state(session) or {}).get("serverTools") or []
+            if (t.get("_meta") or {}).get("mcpServer") == server}
+
+
+async def wait_tools(client: AhpClient, session: str, server: str, *wanted: str) -> dict[str, str]:
+    await client.wait_for(lambda m, e: set(wanted) <= set(server_tools(client, session, server)), timeout=20)
+    return server_tools(client, session, server)
+
+
+def tool_calls(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p["toolCall"] for p in turn.get("responseParts") or [] if p.get("kind") == "toolCall"]
+
+
+def last_turn(client: AhpClient, session: str) -> dict[str, Any]:
+    return client.state(session)["turns"][-1]
+
+
+def answer(client: AhpClient, session: str, request_id: str, question: str, value: dict[str, Any]) -> int:
+    return client.dispatch(session, {"type": "session/inputAnswerChanged", "requestId": request_id, "questionId": question,
+                                     "answer": {"state": "submitted", "value": value}})
+
+
+async def open_request(client: AhpClient, session: str) -> dict[str, Any]:
+    await client.wait_for(lambda m, e: bool((client.state(session) or {}).get("inputRequests")), timeout=20)
+    return client.state(session)["inputRequests"][0]
+
+
+async def test_an_elicitation_is_answered_through_the_sessions_input_request(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server()}, tools={"enabled": True, "auto_approve": True})
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        names = await wait_tools(client, session, "sink", "ask_name")
+        provider.add(call_tools((names["ask_name"], {})))
+        provider.add(reply("greeted"))
+        client.send_message(session, "who am I?")
+        request = await open_request(client, session)
+        questions = {q["id"]: q for q in request["questions"]}
+        for question, value in (("name", {"kind": "text", "value": "Ada"}), ("age", {"kind": "number", "value": 36}),
+                                ("colour", {"kind": "selected", "value": "green"}),
+                                ("subscribe", {"kind": "boolean", "value": True})):
+            await client.outcome(answer(client, session, request["id"], question, value))
+        client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "accept"})
+        await idle(client, session)
+        turn = last_turn(client, session)
+    assert request["message"] == "Who are you?"
+    assert (questions["name"]["kind"], questions["age"]["kind"], questions["subscribe"]["kind"]) == ("text", "integer", "boolean")
+    assert [o["id"] for o in questions["colour"]["options"]] == ["red", "green", "blue"]
+    [call] = tool_calls(turn)
+    assert call["success"] is True
+    assert "hello Ada (36, green, subscribe=True)" in json.dumps(call)
+    assert "hello Ada (36, green, subscribe=True)" in provider.requests[1].messages[-1].results[0].text
+
+
+async def test_a_declined_elicitation_reaches_the_server_and_the_tool_result_says_so(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    # No tools runtime here: the customization contributor itself turns the elicitation into the request.
+    provider = ScriptedProvider([])
+    async with serving(mcp_config(tmp_path, {"sink": sink_server()}), frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        names = await wait_tools(client, session, "sink", "ask_name")
+        provider.add(call_tools((names["ask_name"], {})))
+        provider.add(reply("fine"))
+        client.send_message(session, "who am I?")
+        request = await open_request(client, session)
+        client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "decline"})
+        await idle(client, session)
+        turn = last_turn(client, session)
+        left_open = client.state(session).get("inputRequests")
+    [call] = tool_calls(turn)
+    assert "no answer: decline" in json.dumps(call)
+    assert "no answer: decline" in provider.requests[1].messages[-1].results[0].text
+    assert not left_open
+
+
+@pytest.fixture
+async def http_sink() -> AsyncIterator[str]:
+    """The kitchen-sink server over streamable HTTP, started by the test on 127.0.0.1 port 0."""
+    process = await asyncio.create_subprocess_exec(PYTHON, str(KITCHEN_SINK), "http", stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.DEVNULL)
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+        assert line.startswith(b"PORT "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+def started_pids(marker: Path) -> list[int]:
+    """Pids the fixture server wrote at each start (``--marker``)."""
+    return [int(line) for line in marker.read_text().split()] if marker.exists() else []
+
+
+async def test_config_workspace_and_http_servers_are_listed_and_called_in_a_session(
+        tmp_path: Path, http_sink: str, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"local": {
+        "command": PYTHON, "args": [str(KITCHEN_SINK), "stdio"], "env": {"WHERE": "${workspaceFolder}"}}}}))
+    servers = {"sink": sink_server(), "web": {"type": "http", "url": http_sink}}
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, servers, sessions={"default_directory": str(workspace)})
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        sink = await wait_tools(client, session, "sink", "echo")
+        local = await wait_tools(client, session, "local", "env_var")
+        web = await wait_tools(client, session, "web", "echo")
+        provider.add(call_tools((sink["echo"], {"text": "from config"}), (local["env_var"], {"name": "WHERE"}),
+                                (web["echo"], {"text": "over http"})))
+        provider.add(reply("done"))
+        client.send_message(session, "use them all")
+        await idle(client, session)
+        turn = last_turn(client, session)
+        published = client.state(session)["serverTools"]
+    offered = {tool.name for tool in provider.requests[0].tools}
+    assert {sink["echo"], local["env_var"], web["echo"]} <= offered
+    assert len({sink["echo"], local["echo"], web["echo"]}) == 3  # the same MCP tool, three distinct names
+    assert all(t["name"] in offered for t in published)
+    results = {c["toolName"]: c for c in tool_calls(turn)}
+    assert all(c["success"] for c in results.values())
+    assert "from config" in json.dumps(results[sink["echo"]])
+    assert str(workspace) in json.dumps(results[local["env_var"]])
+    assert "over http" in json.dumps(results[web["echo"]])
+
+
+async def test_a_crashed_server_fails_the_call_in_flight_and_the_next_call_works(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    marker = tmp_path / "starts.txt"
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server("--marker", str(marker))})
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        names = await wait_tools(client, session, "sink", "die", "echo")
+        provider.add(call_tools((names["die"], {})))
+        provider.add(reply("it crashed"))
+        provider.add(call_tools((names["echo"], {"text": "still here"})))
+        provider.add(reply("fine"))
+        client.send_message(session, "crash it")
+        await idle(client, session)
+        [crashed] = tool_calls(last_turn(client, session))
+        client.send_message(session, "try again")
+        await idle(client, session)
+        [after] = tool_calls(last_turn(client, session))
+        first, second = started_pids(marker)[:2]
+    assert crashed["success"] is False
+    assert crashed["error"]["message"].startswith("The MCP server 'sink' exited with code 3 while the call was running")
+    assert "not retried" in crashed["error"]["message"]
+    assert "exited with code 3" in provider.requests[1].messages[-1].results[0].text
+    assert after["success"] is True and "still here" in json.dumps(after)
+    assert first != second and process_gone(first)
+
+
+async def test_no_server_process_survives_dispose_or_host_stop(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    marker = tmp_path / "starts.txt"
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server("--marker", str(marker))})
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        disposed = await ready_session(client)
+        names = await wait_tools(client, disposed, "sink", "spawn_sleeper")
+        provider.add(call_tools((names["spawn_sleeper"], {})))
+        provider.add(reply("spawned"))
+        client.send_message(disposed, "spawn")
+        await idle(client, disposed)
+        [spawned] = tool_calls(last_turn(client, disposed))
+        grandchild = int(spawned["content"][0]["text"])
+        [server] = started_pids(marker)
+        await client.dispose_session(disposed)
+        assert await eventually(lambda: process_gone(server) and process_gone(grandchild))
+        kept = await ready_session(client)
+        await wait_tools(client, kept, "sink", "echo")
+        [_, survivor] = started_pids(marker)
+        assert not process_gone(survivor)
+    assert process_gone(survivor)  # host stop returns only once its servers are gone
+
+
+async def test_a_config_or_workspace_server_that_fails_to_start_is_visible_in_the_session_and_logged_once(
+    tmp_path: Path, frame_checker: FrameChecker, caplog: pytest.LogCaptureFixture
+) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"broken": {"command": PYTHON, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]}}}))
+    config = mcp_config(tmp_path, {"sink": sink_server()}, sessions={"default_directory": str(workspace)})
+    provider = ScriptedProvider([reply("hi")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+
+        def container() -> dict[str, Any] | None:
+            return next((c for c in client.state(session).get("customizations") or [] if c.get("id") == "mcp-servers"), None)
+
+        def load() -> dict[str, Any]:
+            return (container() or {}).get("load") or {}
+
+        # Restarting after each crash first (the message says when it tries again), then failed.
+        await client.wait_for(lambda m, e: "restarting in" in load().get("message", ""), timeout=60)
+        restarting = load()
+        await client.wait_for(lambda m, e: "MCP server 'broken' failed" in load().get("message", ""), timeout=60)
+        listed = container()
+    assert restarting["kind"] == "degraded" and "(attempt 1 of 5)" in restarting["message"]
+    assert sorted(child["name"] for child in listed["children"]) == ["broken", "sink"]
+    assert all(child["type"] == "mcpServer" for child in listed["children"])
+    message = listed["load"]["message"]
+    assert "MCP server 'broken' failed" in message
+    assert "refusing to start" in message  # its stderr says why
+    assert "'sink'" not in message
+    logged = [r.getMessage() for r in caplog.records if "MCP server 'broken' failed" in r.getMessage()]
+    assert len(logged) == 1
+
+
+async def test_servers_start_with_the_first_turn_stop_when_idle_and_start_again(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    config = mcp_config(tmp_path, {"sink": sink_server()}, start="first-turn",
+                        sessions={"default_directory": str(workspace)})
+    config.mcp.idle_stop = 0.5
+    provider = ScriptedProvider([reply("one"), reply("two")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, client):
+        session = await ready_session(client)
+        await asyncio.sleep(0.3)  # time enough for an eager start to have published tools
+        assert server_tools(client, session, "sink") == {}
+        assert running.host.customizations.runtime(running.host.session_uri(session)).mcp is None  # no process spawned yet
+        await run_turn_and_idle(client, session, "first")
+        first_tools = {t.name for t in provider.requests[0].tools}
+        assert any(name.startswith("mcp__sink__") for name in first_tools)
+        # Idle for longer than idle_stop: the servers stop and their tools are withdrawn.
+        await client.wait_for(lambda m, e: server_tools(client, session, "sink") == {}, timeout=20)
+        assert running.host.customizations.runtime(running.host.session_uri(session)).mcp is None
+        await run_turn_and_idle(client, session, "second")
+        assert any(t.name.startswith("mcp__sink__") for t in provider.requests[1].tools)
+
+
+async def run_turn_and_idle(client: AhpClient, session: str, text: str) -> None:
+    turn_id = client.send_message(session, text)
+    await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(session).get("turns") or []), timeout=30)
+    await idle(client, session)
+
+
+def silent_server(marker: Path) -> dict[str, Any]:
+    """A ``.mcp.json`` entry for a server that never answers, not even ``initialize``."""
+    return {"command": PYTHON, "args": [str(SILENT), "--marker", str(marker)]}
+
+
+def mcp_container(client: AhpClient, session: str) -> dict[str, Any]:
+    return next((c for c in client.state(session).get("customizations") or [] if c.get("id") == "mcp-servers"), {})
+
+
+async def timed_turn(client: AhpClient, session: str, text: str) -> float:
+    """Seconds from sending ``text`` until the turn is over."""
+    started = time.monotonic()
+    await run_turn_and_idle(client, session, text)
+    return time.monotonic() - started
+
+
+async def test_a_server_that_never_answers_neither_holds_up_a_turn_nor_the_host_stop(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    marker = tmp_path / "silent.pids"
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"mute": silent_server(marker)}}))
+    config = mcp_config(tmp_path, {"sink": sink_server()}, start="first-turn", sessions={"default_directory": str(workspace)})
+    provider = ScriptedProvider([reply("without it"), reply("still without it")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, client):
+        session = await ready_session(client)
+        first = await timed_turn(client, session, "hello")  # the servers are launched by this turn
+        listed = mcp_container(client, session)
+        await wait_tools(client, session, "sink", "echo")
+        second = await timed_turn(client, session, "again")
+        offered = {tool.name for tool in provider.requests[1].tools}
+        system = provider.requests[1].system or ""
+        [pid] = [int(line) for line in marker.read_text().split()]
+        assert not process_gone(pid)
+        await client.close()
+        started = time.monotonic()
+        await running.stop()  # (stopping it again on the way out is a no-op)
+        stop_took = time.monotonic() - started
+    # Before: the first turn waited 30 s for it, and stopping the host took 14 s more.
+    assert first < 3 + 5  # [mcp] start_wait (3 s) at most, from the servers' launch
+    assert second < 3  # it hung before in this host: not waited for again
+    assert any(name.startswith("mcp__sink__") for name in offered)
+    assert not any(name.startswith("mcp__mute__") for name in offered)
+    assert listed["load"] == {"kind": "degraded", "message": "MCP server 'mute' is still starting; its tools are added once it is up."}
+    assert "- MCP server 'mute' is still starting." in system
+    assert stop_took < 8
+    assert process_gone(pid)
+
+
+async def test_a_server_that_crashes_at_start_holds_up_neither_the_first_turn_nor_new_sessions(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"broken": {
+        "command": PYTHON, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]}}}))
+    config = mcp_config(tmp_path, {}, start="first-turn", sessions={"default_directory": str(workspace)})
+    config.mcp.start_wait = 10.0  # its first (crashing) start is waited for, even on a busy machine
+    provider = ScriptedProvider([reply("one"), reply("two"), reply("three")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        took = []
+        for text in ("first session", "second session", "third session"):
+            session = await ready_session(client)
+            took.append(await timed_turn(client, session, text))
+        # The latest session went ahead before its server even crashed; it shows once it has.
+        await client.wait_for(lambda m, e: "exited with code 7" in mcp_container(client, session)["load"].get("message", ""))
+        shown = mcp_container(client, session)["load"]
+    # Before: every new session's first turn waited 15-20 s while the server was restarted 5 times.
+    assert took[0] < 12  # its first attempt, not its five restarts (15 s of back-off alone)
+    assert took[1] < 2 and took[2] < 2  # it crashed before in this host: not waited for at all
+    assert shown["kind"] == "degraded" and "restarting in" in shown["message"]
+    told = provider.requests[0].system or ""  # the first session's turn waited for the first attempt only
+    assert "- MCP server 'broken' exited with code 7" in told and "restarting in" in told, told[:400]
+
+
+async def test_a_tool_call_that_never_returns_times_out_with_an_error_the_model_sees(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"sink": sink_server()}, tools={"enabled": True, "auto_approve": True})
+    config.mcp.call_timeout = 1.0
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        names = await wait_tools(client, session, "sink", "hang")
+        provider.add(call_tools((names["hang"], {})))
+        provider.add(reply("it timed out"))
+        took = await timed_turn(client, session, "hang")
+        [call] = tool_calls(last_turn(client, session))
+    assert took < 10
+    assert call["success"] is False and call["error"]["code"] == "timeout"
+    assert call["error"]["message"].startswith("The MCP server 'sink' did not answer within 1 s, so the call was cancelled.")
+    assert "did not answer within 1 s" in provider.requests[1].messages[-1].results[0].text
+
+
+async def test_the_servers_of_a_session_nobody_is_connected_to_stop_soon_after_its_turn(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    marker = tmp_path / "starts.txt"
+    config = mcp_config(tmp_path, {"sink": sink_server("--marker", str(marker))}, start="first-turn")
+    config.mcp.unwatched_stop = 0.5  # idle_stop stays at its 15 minutes
+    provider = ScriptedProvider([reply("done")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, _):
+        one_shot = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)  # like `agent-host chat URL -p`
+        await one_shot.initialize(subscriptions=["ahp-root://"])
+        session = await ready_session(one_shot)
+        await run_turn_and_idle(one_shot, session, "do it")
+        [server] = started_pids(marker)
+        assert not process_gone(server)
+        await one_shot.close()
+        gone = await eventually(lambda: process_gone(server), timeout=15)
+        still_there = running.host.session_uri(session) in running.host.store
+    assert gone and still_there  # the session is kept; its next turn starts the servers again

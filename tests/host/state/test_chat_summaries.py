@@ -1,0 +1,68 @@
+"""A session's catalogue and status follow its chats: after a chat's summary fields change, the
+host dispatches ``session/chatUpdated`` (and only then), and the session's status follows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ahp.state import default_chat_uri
+from host.state.chat_summaries import ChatSummaries
+from host.state.sessions import internal_session_uri, new_chat_state, new_session_state, session_id
+from host.state.store import Store
+
+SESSION = "replay:/s1"
+CHAT = default_chat_uri(SESSION)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.frames: list[str] = []
+
+    def send(self, text: str) -> None:
+        self.frames.append(text)
+
+
+def _store() -> tuple[Store, list[dict[str, Any]]]:
+    store = Store({"agents": []}, clock=lambda: 1_000)
+    summaries = ChatSummaries(store)
+    store.change_observers.append(summaries.observe)
+    store.create(SESSION, "session", {**new_session_state(SESSION, provider="replay"), "lifecycle": "ready"})
+    store.create(CHAT, "chat", new_chat_state(CHAT, now=1_000))
+    seen: list[dict[str, Any]] = []
+    store.change_observers.append(lambda channel, before, after, envelope: seen.append(envelope))
+    return store, seen
+
+
+def test_a_running_turn_makes_the_session_in_progress_and_its_end_idle_again() -> None:
+    store, seen = _store()
+    store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "1970-01-01T00:00:01.000Z",
+                          "message": {"text": "hi", "origin": {"kind": "user"}}})
+    updates = [e["action"] for e in seen if e["action"]["type"] == "session/chatUpdated"]
+    assert updates and updates[-1]["chat"] == CHAT and updates[-1]["changes"]["status"] & 8
+    assert store.state(SESSION)["status"] & 31 == 8
+    assert store.state(SESSION)["chats"][0]["status"] & 31 == 8
+    store.dispatch(CHAT, {"type": "chat/turnComplete", "turnId": "t", "duration": 5})
+    assert store.state(SESSION)["status"] & 31 == 1
+
+
+def test_streamed_tokens_and_unchanged_summaries_dispatch_nothing() -> None:
+    store, seen = _store()
+    store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "1970-01-01T00:00:01.000Z",
+                          "message": {"text": "hi", "origin": {"kind": "user"}}})
+    store.dispatch(CHAT, {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "m", "content": ""}})
+    before = len([e for e in seen if e["action"]["type"] == "session/chatUpdated"])
+    for _ in range(50):
+        store.dispatch(CHAT, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "x"})
+    store.dispatch(CHAT, {"type": "chat/usage", "turnId": "t", "usage": {"inputTokens": 1, "outputTokens": 1}})
+    assert len([e for e in seen if e["action"]["type"] == "session/chatUpdated"]) == before
+
+
+def test_session_names_of_both_models_and_ids_unique_across_providers() -> None:
+    assert internal_session_uri("replay", "ahp-session:/abc") == "replay:/abc"
+    assert internal_session_uri("replay", "replay:/abc") == "replay:/abc"
+    assert internal_session_uri("replay", "copilot:/abc") is None
+    assert internal_session_uri("replay", "ahp-session:/../x") is None
+    assert session_id("replay:/abc") == session_id("ahp-session:/abc") == "abc"
+    state = new_session_state(SESSION, provider="replay", working_directory="file:///w")
+    assert state["defaultChat"] == CHAT and state["chats"][0]["resource"] == CHAT
+    assert state["workingDirectories"] == ["file:///w"] and state["activeClients"] == []

@@ -1,0 +1,56 @@
+"""Chats of a session for a 0.9.0 client over a real WebSocket: createChat, disposeChat, fetchTurns;
+a 0.2.0 client of the same session sees its default chat only."""
+
+from __future__ import annotations
+
+import uuid
+
+from ahp.state import default_chat_uri
+from host.transport.server import RunningHost
+from tests.conftest import Connect
+from tests.host.test_vscode import Peer
+
+ROOT = "ahp-root://"
+
+
+async def test_a_0_9_0_client_adds_and_disposes_a_chat_and_pages_turns(running_host: RunningHost, connect: Connect) -> None:
+    ident = str(uuid.uuid4())
+    session, side = f"offline:/{ident}", f"ahp-chat:/{uuid.uuid4()}"
+    new = await Peer.open(running_host)
+    await new.initialize("client-09", ["0.9.0"])
+    assert (await new.request("createSession", {"channel": session})).get("error") is None
+    await new.request("subscribe", {"channel": session})
+    old = await connect(subscriptions=(ROOT, f"ahp-session:/{ident}"))
+    old_events = old.subscribe_events()
+
+    reply = await new.request("createChat", {"channel": session, "chat": side})
+    assert reply.get("error") is None, reply
+    added = await new.until(lambda: next((a for a in new.actions() if a["action"]["type"] == "session/chatAdded"), None))
+    assert added["channel"] == session and added["action"]["summary"]["resource"] == side
+    snapshot = (await new.request("subscribe", {"channel": side}))["result"]["snapshot"]
+    assert snapshot["state"]["turns"] == [] and snapshot["resource"] == side
+    catalogue = [chat["resource"] for chat in running_host.host.store.state(session)["chats"]]
+    assert catalogue == [default_chat_uri(session), side]
+
+    again = await new.request("createChat", {"channel": session, "chat": side})
+    assert again["error"]["code"] == -32602
+    default = await new.request("disposeChat", {"channel": default_chat_uri(session)})
+    assert default["error"]["code"] == -32602 and "default chat" in default["error"]["message"]
+
+    # fetchTurns: every turn is in the chat's state, so there is nothing older and no cursor.
+    assert (await new.request("fetchTurns", {"channel": side}))["result"] == {}
+    bad = await new.request("fetchTurns", {"channel": side, "cursor": "made-up"})
+    assert bad["error"]["code"] == -32602 and "cursor" in bad["error"]["message"]
+
+    assert (await new.request("disposeChat", {"channel": side})).get("error") is None
+    await new.until(lambda: any(a["action"]["type"] == "session/chatRemoved" for a in new.actions()))
+    assert side not in running_host.host.store
+    assert [chat["resource"] for chat in running_host.host.store.state(session)["chats"]] == [default_chat_uri(session)]
+
+    # The 0.2.0 client saw none of it: its session is the default chat's conversation.
+    await old.ping()
+    while not old_events.empty():
+        note = old_events.get_nowait()
+        assert note.method != "action" or note.params["channel"] == ROOT, note
+    assert old.state(f"ahp-session:/{ident}")["turns"] == []
+    await new.close()
