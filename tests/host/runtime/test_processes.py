@@ -67,20 +67,16 @@ async def test_jobs_left_running_by_a_host_killed_with_sigkill_end_when_the_next
 ) -> None:
     import shutil
 
-    from client import AhpClient
     from tests.host.runtime.terminals.test_terminals import new_terminal, see
-    from tests.host.state.test_durability import ROOT, HostProcess
+    from tests.host.state.test_durability import host_in, root_client
 
     monkeypatch.setenv("SHELL", shutil.which("bash") or "/bin/sh")  # the terminal's shell reads DAEMONS as POSIX sh
     monkeypatch.setenv("HOME", str(tmp_path))
-    config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_in(tmp_path, "")
     unrelated = None
     try:
         await host.start()
-        client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        client = await root_client(host)
         terminal = await new_terminal(client, name="daemons")
         client.dispatch(terminal, {"type": "terminal/input", "data": f"{DAEMONS}; printf 'all-%s\\n' started\n"})
         await see(client, terminal, "all-started")

@@ -56,6 +56,21 @@ class HostProcess:
                 self.process.kill()
 
 
+def host_in(tmp_path: Path, sessions: str) -> HostProcess:
+    """A host process (not started) on ``tmp_path/data``, its ``[sessions]`` table holding ``sessions``
+    and the default directory ``tmp_path``."""
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\n{sessions}default_directory = "{tmp_path}"\n')
+    return HostProcess(tmp_path / "data", config)
+
+
+async def root_client(host: HostProcess) -> AhpClient:
+    """An initialized client of the running ``host``, subscribed to the root channel."""
+    client = await AhpClient.connect(host.url)
+    await client.initialize(subscriptions=[ROOT])
+    return client
+
+
 async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     # Slow words, so that a turn is certainly still streaming when the host is killed.
@@ -177,13 +192,10 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
 async def test_a_message_queued_as_the_turn_completes_runs_after_kill_9(tmp_path: Path) -> None:
     # The host is killed the moment the client sees the turn complete, with a message queued behind
     # it: the queued message must not wait for ever in the restarted host.
-    config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.05\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_in(tmp_path, 'default_agent = "offline"\noffline_delay = 0.05\n')
     try:
         await host.start()
-        client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        client = await root_client(host)
         session = await client.create_session()
         first = client.send_message(session, "answer me first")
         await client.wait_for(lambda m, e: (client.state(session) or {}).get("activeTurn") is not None)

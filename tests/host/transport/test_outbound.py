@@ -203,15 +203,12 @@ async def test_a_client_that_does_not_read_cannot_keep_the_host_from_stopping(tm
     # frames waiting: the stop must not wait for that client to read (it never will).
     import subprocess
 
-    from tests.host.state.test_durability import ROOT, HostProcess
+    from tests.host.state.test_durability import host_in, root_client
 
-    config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_agent = "offline"\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_in(tmp_path, 'default_agent = "offline"\n')
     try:
         await host.start()
-        writer = await AhpClient.connect(host.url)
-        await writer.initialize(subscriptions=[ROOT])
+        writer = await root_client(host)
         session = await writer.create_session()
         port = int(host.url.split(":")[2].split("/")[0])
         stuck = await slow_client(_At(host.url, port), session, "stuck")

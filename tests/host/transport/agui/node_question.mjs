@@ -3,19 +3,10 @@
 // the answers, then a second question cancelled together with its turn. Prints one JSON object.
 // Usage: node node_question.mjs URL TOKEN
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
+import { runOnce } from "./agui_runs.mjs";
 
 const [url, token] = process.argv.slice(2);
 const headers = { Authorization: `Bearer ${token}` };
-
-async function runOnce(agent, params) {
-  const types = [];
-  let outcome;
-  await agent.runAgent(params, {
-    onEvent: ({ event }) => { types.push(event.type); },
-    onRunFinishedEvent: (finished) => { outcome = finished.outcome; },
-  });
-  return { types, outcome, pending: structuredClone(agent.pendingInterrupts) };
-}
 
 const out = {};
 const agent = new HttpAgent({ url, headers, threadId: "node-question" });

@@ -13,6 +13,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,32 @@ async def _install_client(directory: Path) -> str | None:
     if process.returncode != 0:
         return "npm install @ag-ui/client failed: " + output.decode(errors="replace").strip().splitlines()[-1:][0]
     return None
+
+
+RUNS_HELPER = Path(__file__).with_name("agui_runs.mjs")
+
+
+async def _prepared(tmp_path: Path, script: Path) -> Path:
+    """A directory with @ag-ui/client installed and ``script`` in it (the test is skipped, saying
+    why, when that cannot be done)."""
+    workdir = tmp_path / "node"
+    reason = await _install_client(workdir)
+    if reason is not None:
+        pytest.skip(reason)
+    shutil.copy(script, workdir / script.name)
+    shutil.copy(RUNS_HELPER, workdir / RUNS_HELPER.name)
+    return workdir
+
+
+async def _run_script(workdir: Path, script: Path, running: Any) -> dict[str, Any]:
+    """Run ``script`` under Node against ``running``'s /agui; the one JSON object it prints."""
+    process = await asyncio.create_subprocess_exec(
+        "node", script.name, f"{running.http_url}/agui", TOKEN,
+        cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
+    return json.loads(stdout)
 
 
 @pytest.mark.timeout(180)
@@ -95,20 +122,10 @@ CONFIRM_SCRIPT = Path(__file__).with_name("node_confirm.mjs")
 async def test_the_official_ag_ui_client_answers_a_confirmation_interrupt_and_joins_a_thread(tmp_path: Path, frame_checker: FrameChecker) -> None:
     from tests.host.runtime.tools._support import scripted as tool_agent, tools_config
 
-    workdir = tmp_path / "node"
-    reason = await _install_client(workdir)
-    if reason is not None:
-        pytest.skip(reason)
-    shutil.copy(CONFIRM_SCRIPT, workdir / CONFIRM_SCRIPT.name)
+    workdir = await _prepared(tmp_path, CONFIRM_SCRIPT)
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo node-approved"})), Script((*text("Printed.", index=0), *finish("stop")))])
     async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)]) as (running, _):
-        process = await asyncio.create_subprocess_exec(
-            "node", CONFIRM_SCRIPT.name, f"{running.http_url}/agui", TOKEN,
-            cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
-        stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
-    seen = json.loads(stdout)
+        seen = await _run_script(workdir, CONFIRM_SCRIPT, running)
 
     first = seen["first"]
     assert first["types"][-1] == "RUN_FINISHED" and first["outcome"] == "interrupt"
@@ -136,11 +153,7 @@ QUESTION_SCRIPT = Path(__file__).with_name("node_question.mjs")
 async def test_the_official_ag_ui_client_answers_a_question_and_cancels_the_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
     from tests.host.runtime.tools._support import scripted as tool_agent, tools_config
 
-    workdir = tmp_path / "node"
-    reason = await _install_client(workdir)
-    if reason is not None:
-        pytest.skip(reason)
-    shutil.copy(QUESTION_SCRIPT, workdir / QUESTION_SCRIPT.name)
+    workdir = await _prepared(tmp_path, QUESTION_SCRIPT)
     question = {"id": "colour", "kind": "single-select", "message": "Which colour?", "required": True,
                 "options": [{"id": "red", "label": "Red"}, {"id": "blue", "label": "Blue"}]}
     provider = ScriptedProvider([
@@ -148,15 +161,9 @@ async def test_the_official_ag_ui_client_answers_a_question_and_cancels_the_next
         call_tools(("ask_user", {"questions": [question]})),
     ])
     async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)]) as (running, _):
-        process = await asyncio.create_subprocess_exec(
-            "node", QUESTION_SCRIPT.name, f"{running.http_url}/agui", TOKEN,
-            cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
-        stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+        seen = await _run_script(workdir, QUESTION_SCRIPT, running)
         chat = running.host.store.state(running.host.store.state(
             next(uri for uri, _ in running.host.store.channels("session")))["defaultChat"])
-    assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
-    seen = json.loads(stdout)
 
     first = seen["first"]
     assert first["outcome"] == "interrupt"
