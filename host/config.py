@@ -71,7 +71,8 @@ class ServerConfig(_Section):
     max_queued_bytes: int = Field(default=128 * 1024 * 1024, ge=1024 * 1024)
     """Bytes the host holds for all clients together that have not read what it sent them. Past
     it, the clients holding the most are disconnected first (close code 1013, with a reason), until
-    the rest fit; a client that keeps up holds about nothing and is never the one cut off."""
+    the rest fit; a client that keeps up holds at most one event-loop tick's frames, so it goes only
+    after every client that holds more."""
     max_queued_bytes_per_client: int = Field(default=64 * 1024 * 1024, ge=64 * 1024)
     """Bytes one client may have waiting unread before it is disconnected (1013, with a reason).
     It can reconnect and be replayed what it missed."""

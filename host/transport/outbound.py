@@ -4,8 +4,8 @@ Each connection reports its backlog (bytes waiting for its socket) whenever it q
 (``note``). One connection past ``per_client`` bytes, or all of them together past ``total``, is
 more than the host will hold: the connections are then asked for their current backlog (a
 connection that caught up since its last report has less) and the largest are cut off, one by
-one, until the rest fit. A client that reads keeps a backlog of about zero, so it is the last
-that could ever be cut; a client that stopped reading is the first.
+one, until the rest fit. A client that reads holds at most one event-loop tick's frames, so it is
+among the last that could be cut; a client that stopped reading is among the first.
 
 A cut-off connection gets a close frame with ``CUT_OFF_CODE`` (1013, "try again later") and a
 reason saying how much was waiting and which limit it reached; it may ``reconnect`` and be
