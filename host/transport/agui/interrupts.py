@@ -35,6 +35,10 @@ part of the turn, ``host.inputs``) are interrupts too:
   single-select → an option id, or any string where free input is allowed, multi-select → a list),
   with the required questions required, or ``{response: "decline"}``. The request itself is in
   ``metadata.agentHost.request``.
+* ``elsewhere(chats)``: what the session's *other* chats wait on (a sub-agent's chat: a
+  confirmation or a question there), from their states, by interrupt id: the same ids with
+  ``@<chat>`` appended (tool call ids repeat across chats), each with the chat, the turn and the
+  call or request. Their interrupts (``elsewhere_interrupts``) carry ``metadata.agentHost.chat``.
 * ``answer_input(entry, request)``: ``status: "cancelled"`` → ``chat/inputCompleted`` with
   ``response: "cancel"``; ``payload.response == "decline"`` → ``decline``; otherwise ``accept``
   with ``payload.answers`` turned into AHP answers, each checked against its question: a value of
@@ -45,14 +49,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ag_ui.core import Interrupt
 
 from ahp.protocol import builders
 
-__all__ = ["AnswerError", "answer", "answer_input", "coverage_problem", "input_interrupts", "interrupt_id", "interrupts",
-           "open_inputs", "waiting_calls", "INPUT_PREFIX"]
+__all__ = ["AnswerError", "Elsewhere", "answer", "answer_input", "coverage_problem", "elsewhere", "elsewhere_interrupts",
+           "input_interrupts", "interrupt_id", "interrupts", "open_inputs", "waiting_calls", "INPUT_PREFIX"]
 
 _CONFIRM = "ahp-confirm:"
 _RESULT = "ahp-result:"
@@ -300,3 +304,39 @@ def _answer_value(interrupt: str, question: Mapping[str, Any], value: Any) -> di
     wanted = {"text": "a string", "number": "a number", "integer": "a whole number", "boolean": "true or false",
               "single-select": "an option id", "multi-select": "a list of option ids"}.get(str(kind), "a value")
     raise AnswerError(f"Interrupt {interrupt}: question {name!r} takes {wanted}, not {value!r}.")
+
+
+# -- what the session's other chats wait on ---------------------------------------------------------
+
+
+class Elsewhere(NamedTuple):
+    """A confirmation (``call``) or a question (``request``) open in another chat of the session."""
+
+    chat: str
+    turn_id: str | None
+    call: Mapping[str, Any] | None
+    request: Mapping[str, Any] | None
+
+
+def elsewhere(chats: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Elsewhere]:
+    """What the given chats (the session's others) wait on, from their states, by interrupt id."""
+    found: dict[str, Elsewhere] = {}
+    for where, state in chats.items():
+        turn = (state or {}).get("activeTurn")
+        if not isinstance(turn, dict):
+            continue
+        for key, call in waiting_calls(turn).items():
+            found[f"{key}@{where}"] = Elsewhere(where, turn.get("id"), call, None)
+        for key, request in open_inputs(turn).items():
+            found[f"{key}@{where}"] = Elsewhere(where, turn.get("id"), None, request)
+    return found
+
+
+def elsewhere_interrupts(waiting: Mapping[str, Elsewhere]) -> list[Interrupt]:
+    made = []
+    for key, item in waiting.items():
+        interrupt = _interrupt(key, item.call) if item.call is not None else _input_interrupt(key, item.request or {})
+        metadata = dict(interrupt.metadata or {})
+        metadata["agentHost"] = {**(metadata.get("agentHost") or {}), "chat": item.chat}
+        made.append(interrupt.model_copy(update={"metadata": metadata}))
+    return made

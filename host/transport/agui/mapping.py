@@ -26,7 +26,9 @@ The mapping:
   active and the run whose ``resume`` answers the interrupts continues it. An open question for
   the user (``inputRequest``: ``ask_user``, MCP elicitation) ends the run the same way, with its
   own interrupt, even while server tools run: the call that asked is one of them, and nothing
-  the turn does can finish before the answer comes.
+  the turn does can finish before the answer comes. So does a confirmation or a question open in
+  another chat of the session (a sub-agent's, which its running ``task`` call waits on), told to
+  the translator with ``note_elsewhere``.
 * ``usage`` is remembered (minus what the turn had used before this run began) and reported as
   ``RUN_FINISHED.usage``; ``turnComplete`` → ``RUN_FINISHED``; ``turnCancelled`` → ``RUN_FINISHED``
   with a cancelled outcome; ``error`` → ``RUN_ERROR`` with the message and type of its error
@@ -64,7 +66,7 @@ from ag_ui.core import (
 )
 
 from ahp.tool_results import result_text
-from host.transport.agui.interrupts import interrupts, open_inputs
+from host.transport.agui.interrupts import Elsewhere, elsewhere_interrupts, interrupts, open_inputs
 
 __all__ = ["RunTranslator", "token_usage"]
 
@@ -96,6 +98,10 @@ class RunTranslator:
     _calls: dict[str, _ToolCall] = field(default_factory=dict)
     _usage: dict[str, Any] | None = None
     _last_text_id: str | None = None
+    _elsewhere: dict[str, Elsewhere] = field(default_factory=dict)
+    """What the session's other chats (sub-agents) wait on, by interrupt id (``note_session``)."""
+    _last_state: dict[str, Any] | None = None
+    """The chat as the last action with a state left it."""
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -264,6 +270,14 @@ class RunTranslator:
         for call_id in call_ids:
             self._calls.setdefault(call_id, _ToolCall("tool", args_sent=True, ended=True))
 
+    def note_elsewhere(self, waiting: dict[str, Elsewhere]) -> list[BaseEvent]:
+        """What the session's other chats (a sub-agent's) wait on now (``interrupts.elsewhere``):
+        it ends the run with its interrupts once this turn waits only on people."""
+        self._elsewhere = dict(waiting)
+        if self.done or self._last_state is None:
+            return []
+        return self._maybe_suspend(self._last_state)
+
     def check(self, state: dict[str, Any]) -> list[BaseEvent]:
         """Events the chat's current state means on its own (a run joining a turn that
         already waits for a person ends at once with the interrupts)."""
@@ -272,11 +286,12 @@ class RunTranslator:
     def _maybe_suspend(self, state: dict[str, Any]) -> list[BaseEvent]:
         """End the run once the turn waits only on people: this run's front-end tools (success
         with ``pendingToolCallIds``) or confirmations (the ``interrupt`` outcome)."""
+        self._last_state = state
         turn = state.get("activeTurn")
         if not isinstance(turn, dict) or turn.get("id") != self.turn_id:
             return []
         ours: list[str] = []
-        questions = bool(open_inputs(turn))
+        questions = bool(open_inputs(turn)) or bool(self._elsewhere)
         asking = questions
         for part in turn.get("responseParts") or ():
             call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
@@ -291,8 +306,9 @@ class RunTranslator:
             else:
                 return []  # something else is still going on: keep streaming
         if asking:
-            self.interrupted = [item.id for item in interrupts(turn)]
-            return self._finish(RunFinishedInterruptOutcome(interrupts=interrupts(turn)))
+            waiting = interrupts(turn) + elsewhere_interrupts(self._elsewhere)
+            self.interrupted = [item.id for item in waiting]
+            return self._finish(RunFinishedInterruptOutcome(interrupts=waiting))
         if not ours or any(call_id not in self._calls for call_id in ours):
             return []
         self.suspended_on = ours

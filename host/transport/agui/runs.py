@@ -29,6 +29,9 @@ Contract:
   are moot. It then follows the same turn. A new user message while a confirmation waits is
   ``RUN_ERROR`` ``confirmationPending`` (``inputPending`` while only a question waits) saying how
   to answer, or to cancel.
+* What another chat of the session waits on (a sub-agent's confirmation or question: read from
+  that chat's state whenever the session's ``inputNeeded`` changes) is an interrupt of the thread
+  too, its id suffixed ``@<chat>``; the resume's answer goes to that chat.
 * A run with ``forwardedProps.cancel: true`` cancels the thread's running turn, whatever it waits
   on (interrupts, front-end tools, a hung model or MCP server), as an AHP client's
   ``chat/turnCancelled`` would, and ends with ``RUN_FINISHED`` whose outcome is ``cancelled``; its
@@ -58,9 +61,9 @@ from ag_ui.core import BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunError
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
 from ahp.protocol import builders
-from ahp.state import default_chat_uri
+from ahp.state import default_chat_uri, parse_chat_uri
 from host.transport.agui.interrupts import (
-    INPUT_PREFIX, AnswerError, answer, answer_input, coverage_problem, open_inputs, waiting_calls,
+    INPUT_PREFIX, AnswerError, Elsewhere, answer, answer_input, coverage_problem, elsewhere, open_inputs, waiting_calls,
 )
 from host.transport.agui.mapping import RunTranslator
 from host.transport.agui.snapshot import thread_messages
@@ -179,13 +182,19 @@ class AguiRuns:
                 finished = True
                 yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
                 return
+            translator.note_elsewhere(self._elsewhere(session))
             for event in translator.check(self.host.store.state(chat) or {}):
                 yield event
             while not translator.done:
                 channel, action, state = await watch.queue.get()
-                if channel != chat:
+                if channel == session and state is not None:
+                    # What the session waits on changed: a sub-agent's chat may wait on a person.
+                    events = translator.note_elsewhere(self._elsewhere(session))
+                elif channel == chat:
+                    events = translator.feed(action, state)
+                else:
                     continue
-                for event in translator.feed(action, state):
+                for event in events:
                     yield event
             finished = True
             self._release_role(session, client_id)
@@ -282,12 +291,16 @@ class AguiRuns:
                 client_id: str, answers: list[Any], waiting: dict[str, dict[str, Any]], plan: "_Plan") -> RunTranslator | None:
         """A run whose ``resume`` answers the confirmations an earlier run was interrupted by."""
         entries = list(run_input.resume or ())
-        asking: dict[str, dict[str, Any]] = {**waiting_calls(active), **open_inputs(active)}
+        chat = default_chat_uri(session)
+        other = self._elsewhere(session) if active is not None else {}
+        asking: dict[str, Any] = {**waiting_calls(active), **open_inputs(active), **other}
         # A confirmation someone answered meanwhile (an AHP client) is no longer open: its entry
         # is moot, and a resume of nothing but moot entries just joins the thread, so the front
-        # end's pending interrupts clear instead of locking it.
+        # end's pending interrupts clear instead of locking it. (An entry for another chat of the
+        # session that is no longer open is moot the same way.)
         decided = _decided_interrupts(state)
-        live = [entry for entry in entries if entry.interrupt_id not in decided or entry.interrupt_id in asking]
+        live = [entry for entry in entries if entry.interrupt_id in asking
+                or (entry.interrupt_id not in decided and not _of_other_chat(entry.interrupt_id, session))]
         problem = coverage_problem(live, asking)
         if problem is not None:
             raise _Refused(problem + " Answer exactly the interrupts of the run that ended with them.", "resumeMismatch")
@@ -295,19 +308,23 @@ class AguiRuns:
             return self._join(session, state, active, run_input, client_id, waiting, plan, joined_after_resume=True)
         assert active is not None  # live entries answer open interrupts, which only an active turn has
         try:
-            actions = [answer_input(entry, asking[entry.interrupt_id]) if entry.interrupt_id.startswith(INPUT_PREFIX)
-                       else answer(entry, asking[entry.interrupt_id], active["id"]) for entry in live]
+            actions = [_answer(entry, asking[entry.interrupt_id], chat, active["id"]) for entry in live]
         except AnswerError as error:
             raise _Refused(str(error), "resumeInvalid") from None
         self._claim_role(session, run_input, client_id)
         translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
         translator.adopt_calls(_call_ids(active))
-        chat = default_chat_uri(session)
-        for action in actions:
-            self._dispatch(chat, action, client_id)
+        for where, action in actions:
+            self._dispatch(where, action, client_id)
         for message in answers:
             self._dispatch(chat, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
         return translator
+
+    def _elsewhere(self, session: str) -> dict[str, Elsewhere]:
+        """What the session's chats other than the thread's wait on (``interrupts.elsewhere``)."""
+        chat = default_chat_uri(session)
+        store = self.host.store
+        return elsewhere({other: store.state(other) for other in self.host.session_chats(session) if other != chat})
 
     def _cancel(self, session: str, active: dict[str, Any] | None, run_input: RunAgentInput, client_id: str) -> RunTranslator | None:
         """``forwardedProps.cancel``: end the running turn, whatever it waits on."""
@@ -409,6 +426,25 @@ class _Plan:
 
 
 # -- pure helpers ----------------------------------------------------------------------------------
+
+
+def _answer(entry: Any, waiting: Any, chat: str, turn_id: str) -> tuple[str, dict[str, Any]]:
+    """The chat a resume entry's answer goes to, and the action: a question or a confirmation of
+    this thread's chat, or of another chat of its session (``Elsewhere``: a sub-agent's)."""
+    if isinstance(waiting, Elsewhere):
+        if waiting.request is not None:
+            return waiting.chat, answer_input(entry, waiting.request)
+        return waiting.chat, answer(entry, waiting.call or {}, str(waiting.turn_id))
+    if entry.interrupt_id.startswith(INPUT_PREFIX):
+        return chat, answer_input(entry, waiting)
+    return chat, answer(entry, waiting, turn_id)
+
+
+def _of_other_chat(interrupt: str, session: str) -> bool:
+    """Whether ``interrupt`` names a confirmation or question of another chat of ``session``."""
+    where = interrupt.rpartition("@")[2] if "@" in interrupt else None
+    parsed = parse_chat_uri(where)
+    return parsed is not None and parsed[1] == session
 
 
 def _call_ids(turn: dict[str, Any]) -> list[str]:

@@ -179,3 +179,35 @@ async def test_a_cancel_also_ends_a_turn_waiting_on_a_question(tmp_path: Path, f
                                and not (watcher.state(session) or {}).get("inputRequests"))
         again = await run(running.http_url, body("thread-qc", "run-3", [*history, said("m2", "go on")]))
         assert text_of(again) == "Next one."
+
+
+async def test_a_sub_agents_confirmation_and_question_are_interrupts_of_the_thread(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    # The sub-agent runs in a chat of its own; the AG-UI thread shows only the calling chat, whose
+    # task call waits on it. What the sub-agent waits for still ends the run as an interrupt.
+    provider = ScriptedProvider([
+        call_tools(("task", {"description": "Look around", "prompt": "Say what echo prints."})),
+        call_tools(("shell", {"command": "echo from-the-sub-agent"})),
+        call_tools(("ask_user", {"questions": QUESTIONS[:1]})),
+        reply("Echo printed it; the user wants blue."),
+        reply("The sub-agent is done."),
+    ])
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+        history = [said("m1", "delegate it")]
+        first = finished(await asyncio.wait_for(run(running.http_url, body("thread-sub", "run-1", history, agent="scripted")), 30))
+        [confirm] = first.outcome.interrupts
+        chat = confirm.metadata["agentHost"]["chat"]
+        assert chat.startswith("ahp-chat://subagent/") and confirm.id == f"ahp-confirm:{confirm.tool_call_id}@{chat}"
+        assert confirm.reason == "tool_approval" and "echo from-the-sub-agent" in confirm.message
+
+        second = finished(await asyncio.wait_for(run(running.http_url, body("thread-sub", "run-2", history, resume=[
+            ResumeEntry(interrupt_id=confirm.id, status="resolved", payload={"approved": True})])), 30))
+        [question] = second.outcome.interrupts
+        assert question.id.startswith("ahp-input:ask-") and question.id.endswith(f"@{chat}")
+
+        third = await asyncio.wait_for(run(running.http_url, body("thread-sub", "run-3", history, resume=[
+            ResumeEntry(interrupt_id=question.id, status="resolved", payload={"answers": {"colour": "blue"}})])), 30)
+        assert text_of(third) == "The sub-agent is done." and third[-1]["type"] == "RUN_FINISHED"
+        result = next(e for e in third if e["type"] == "TOOL_CALL_RESULT")
+        assert "Echo printed it; the user wants blue." in result["content"]
+        sub_results = tool_results(provider, 3)
+        assert "from-the-sub-agent" in tool_results(provider, 2)[0].text and "Which colour? → blue" in sub_results[0].text
