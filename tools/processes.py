@@ -23,6 +23,8 @@ daemonised with ``nohup``, ``setsid`` or a double fork. Contract:
   instead of ``init``: they stay findable as its descendants and are ended with the family.
   Elsewhere it does nothing and returns False; orphans then go to ``init`` and are found by their
   token alone.
+* ``end_families(tokens, grace)`` ends several families together, one look through ``/proc`` per
+  round for them all.
 * ``ISSUER`` starts every token this process issues. ``left_by(issuer)``: the live processes
   (this user's, with their descendants) carrying a token another process issued; ``end_left_by
   (issuer, grace)`` ends them as ``end`` ends a family. A host killed without stopping (``kill
@@ -56,10 +58,10 @@ import secrets
 import signal
 import sys
 import time
-from typing import Callable, NamedTuple
+from typing import Callable, Collection, NamedTuple
 
 __all__ = [
-    "FAMILY_VARIABLE", "ISSUER", "become_subreaper", "end", "end_left_by", "is_subreaper", "left_by", "members",
+    "FAMILY_VARIABLE", "ISSUER", "become_subreaper", "end", "end_families", "end_left_by", "is_subreaper", "left_by", "members",
     "new_family", "reap_orphans", "register_leader", "started", "stop_being_subreaper", "unregister_leader",
 ]
 
@@ -166,13 +168,14 @@ def _table() -> dict[int, _Stat]:
     return table
 
 
-def _carries(pid: int, needle: bytes) -> bool:
+def _carries(pid: int, *needles: bytes) -> bool:
+    """Whether ``pid``'s environment holds any of ``needles``."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             environment = b"\0" + handle.read()
     except OSError:
         return False
-    return needle in environment
+    return any(needle in environment for needle in needles)
 
 
 def _descendants(roots: set[int], children: dict[int, list[int]]) -> set[int]:
@@ -187,6 +190,11 @@ def _descendants(roots: set[int], children: dict[int, list[int]]) -> set[int]:
 
 def members(token: str, leader: int | None = None) -> set[int]:
     """The family's live processes (see the module contract); empty where ``/proc`` is missing."""
+    return _members([token], leader)
+
+
+def _members(tokens: Collection[str], leader: int | None) -> set[int]:
+    """The live processes of the families of ``tokens`` (one look through ``/proc`` for them all)."""
     table = _table()
     if not table:
         return set()
@@ -199,8 +207,8 @@ def members(token: str, leader: int | None = None) -> set[int]:
         seeds.update(pid for pid, info in table.items() if pid == leader or info.sid == leader)
     # A subreaper's family never leaves its tree; without one, orphans went to init.
     candidates = _descendants({me}, children) if is_subreaper() else set(table)
-    needle = b"\0" + f"{FAMILY_VARIABLE}={token}".encode() + b"\0"
-    seeds.update(pid for pid in candidates - seeds if pid != me and _carries(pid, needle))
+    needles = [b"\0" + f"{FAMILY_VARIABLE}={token}".encode() + b"\0" for token in tokens]
+    seeds.update(pid for pid in candidates - seeds if pid != me and _carries(pid, *needles))
     found = {pid for pid in _descendants(seeds, children) if pid != me and table[pid].state not in ("Z", "X")}
     for pid in found:
         if table[pid].ppid == me and pid not in _leaders:
@@ -243,6 +251,14 @@ async def _end_found(find: Callable[[], set[int]], leader: int | None, grace: fl
         _signal(found, signal.SIGKILL)
         await asyncio.sleep(_POLL)
     reap_orphans()
+
+
+async def end_families(tokens: Collection[str], grace: float) -> None:
+    """End every member of the families of ``tokens`` together, as ``end`` ends one (one look
+    through ``/proc`` per round for them all: a host stopping ends many at once)."""
+    tokens = list(tokens)
+    if tokens and _PROC:
+        await _end_found(lambda: _members(tokens, None), None, grace)
 
 
 def left_by(issuer: str) -> set[int]:

@@ -8,7 +8,8 @@ Invariants:
   rules, skills and hooks follow it.
 - Hooks run as one process family per session (``tools.processes``: the token in their
   environment): what a hook leaves running in the background is ended with the session
-  (``end_hook_processes``), at host stop too, and after a ``kill -9`` by the next start.
+  (``CustomizationService.close_session``), at host stop too, and after a ``kill -9`` by the
+  next start.
 - ``touched`` is the session's recent file activity (attachments and tool-call paths, relative
   to the working directory when inside it), bounded to the most recent ``TOUCHED_LIMIT``.
 """
@@ -84,7 +85,7 @@ class SessionCustomizations:
         """What SessionStart hooks asked to add to the model's context (output styles...)."""
         self.family = processes.new_family()
         """The process family of its hooks (``tools.processes``): what a hook leaves running in the
-        background (``cmd &``, ``nohup``, ``setsid``) runs on until ``end_hook_processes``."""
+        background (``cmd &``, ``nohup``, ``setsid``) runs on until the session closes."""
         self.hooks_ran = False
 
     # -- containers ----------------------------------------------------------------------------
@@ -204,12 +205,6 @@ class SessionCustomizations:
             if result.blocked:
                 break
         return results
-
-
-async def end_hook_processes(runtime: SessionCustomizations, grace: float = 2.0) -> None:
-    """End whatever the session's hooks left running (the session is closing)."""
-    if runtime.hooks_ran:
-        await processes.end(runtime.family, None, grace)
 
 
 def _uri_of(container: Container, path: Path) -> str:
