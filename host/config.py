@@ -69,6 +69,14 @@ class ServerConfig(_Section):
     """WebSocket connections the host serves at once; one more is closed with 1013 and a reason."""
     max_connections_per_token: int = Field(default=64, ge=1)
     """Connections one token may hold at once (a runaway script cannot take every slot)."""
+    max_queued_bytes: int = Field(default=128 * 1024 * 1024, ge=1024 * 1024)
+    """Bytes the host holds for all clients together that have not read what it sent them. Past
+    it, the clients holding the most are disconnected first (close code 1013, with a reason), until
+    the rest fit; a client that keeps up holds at most one event-loop tick's frames, so it goes only
+    after every client that holds more."""
+    max_queued_bytes_per_client: int = Field(default=64 * 1024 * 1024, ge=64 * 1024)
+    """Bytes one client may have waiting unread before it is disconnected (1013, with a reason).
+    It can reconnect and be replayed what it missed."""
     max_resource_watches: int = Field(default=256, ge=1)
     """Resource watches (createResourceWatch) open at once; one more is refused saying so. Each holds
     an OS file watcher, which the OS may run out of first (Linux: fs.inotify.max_user_instances)."""

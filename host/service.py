@@ -6,8 +6,10 @@ it keeps the root channel current (agents, active session count) and turns sessi
 ``root/sessionSummaryChanged`` notifications.
 
 Start-up recovers the store from the journal; any turn that was running when the host stopped is
-ended with a ``session/error`` saying so, sessions stuck in ``creating`` are prepared again, and
-stale active-client claims are released (no client is connected yet).
+ended with a ``session/error`` saying so, sessions stuck in ``creating`` are prepared again, every
+other chat's pending messages start (a message queued as a turn ended, just before a ``kill -9``,
+runs now rather than never), and stale active-client claims are released (no client is connected
+yet).
 """
 
 from __future__ import annotations
@@ -150,7 +152,7 @@ class AgentHost:
         self.resources = ResourceService(self._allowed_roots)
         # Processes that outlive their command (a shell tool call's background jobs, a terminal's
         # nohup'd ones): kept per session or terminal, ended with it or at stop; the host reaps them.
-        self.background = BackgroundProcesses()
+        self.background = BackgroundProcesses(record=None if in_memory else config.data_path() / "processes.json")
         # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
         self.terminals = TerminalService(
             self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
@@ -209,7 +211,12 @@ class AgentHost:
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
             if state.get("lifecycle") == "creating":
-                self.runner.prepare(uri)
+                self.runner.prepare(uri)  # (its chats' pending messages start once it is ready)
+            else:
+                for chat in self.session_chats(uri):
+                    # A message queued (or a steering message sent) just before the host was
+                    # killed, with no turn running then: it starts now, as it would have then.
+                    self.runner.start_pending(chat)
             self.customizations.open_session(uri, restored=True)
         self.terminals.start()
 

@@ -23,6 +23,15 @@ daemonised with ``nohup``, ``setsid`` or a double fork. Contract:
   instead of ``init``: they stay findable as its descendants and are ended with the family.
   Elsewhere it does nothing and returns False; orphans then go to ``init`` and are found by their
   token alone.
+* ``end_families(tokens, grace)`` ends several families together, one look through ``/proc`` per
+  round for them all.
+* ``ISSUER`` starts every token this process issues. ``left_by(issuer)``: the live processes
+  (this user's, with their descendants) carrying a token another process issued; ``end_left_by
+  (issuer, grace)`` ends them as ``end`` ends a family. A host killed without stopping (``kill
+  -9``) leaves its families' daemonised jobs running, re-parented to ``init``; the next host on
+  the same data directory ends them this way (``host.runtime.processes``).
+* ``started(pid)``: when ``pid`` started (boot id and clock ticks since boot), to tell a live
+  process from a later one given the same pid.
 * ``reap_orphans()`` collects the zombies among this process's children that nobody else will
   wait for, and only those (a ``subprocess``/``asyncio`` child's status belongs to its owner):
   a zombie whose session is neither its own nor this process's (a job of a family: leaders and
@@ -49,11 +58,11 @@ import secrets
 import signal
 import sys
 import time
-from typing import NamedTuple
+from typing import Callable, Collection, NamedTuple
 
 __all__ = [
-    "FAMILY_VARIABLE", "become_subreaper", "end", "is_subreaper", "members", "new_family", "reap_orphans",
-    "register_leader", "stop_being_subreaper", "unregister_leader",
+    "FAMILY_VARIABLE", "ISSUER", "become_subreaper", "end", "end_families", "end_left_by", "is_subreaper", "left_by", "members",
+    "new_family", "reap_orphans", "register_leader", "started", "stop_being_subreaper", "unregister_leader",
 ]
 
 FAMILY_VARIABLE = "AGENT_HOST_FAMILY"
@@ -69,6 +78,7 @@ _ISSUER = secrets.token_hex(6)
 """Starts every token this process issues: another host's families (a host started from a
 terminal of another) are not this one's to reap."""
 _ISSUED = f"\0{FAMILY_VARIABLE}={_ISSUER}.".encode()
+ISSUER = _ISSUER
 
 _leaders: set[int] = set()
 _adopted: set[int] = set()
@@ -158,13 +168,14 @@ def _table() -> dict[int, _Stat]:
     return table
 
 
-def _carries(pid: int, needle: bytes) -> bool:
+def _carries(pid: int, *needles: bytes) -> bool:
+    """Whether ``pid``'s environment holds any of ``needles``."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             environment = b"\0" + handle.read()
     except OSError:
         return False
-    return needle in environment
+    return any(needle in environment for needle in needles)
 
 
 def _descendants(roots: set[int], children: dict[int, list[int]]) -> set[int]:
@@ -179,6 +190,11 @@ def _descendants(roots: set[int], children: dict[int, list[int]]) -> set[int]:
 
 def members(token: str, leader: int | None = None) -> set[int]:
     """The family's live processes (see the module contract); empty where ``/proc`` is missing."""
+    return _members([token], leader)
+
+
+def _members(tokens: Collection[str], leader: int | None) -> set[int]:
+    """The live processes of the families of ``tokens`` (one look through ``/proc`` for them all)."""
     table = _table()
     if not table:
         return set()
@@ -191,8 +207,8 @@ def members(token: str, leader: int | None = None) -> set[int]:
         seeds.update(pid for pid, info in table.items() if pid == leader or info.sid == leader)
     # A subreaper's family never leaves its tree; without one, orphans went to init.
     candidates = _descendants({me}, children) if is_subreaper() else set(table)
-    needle = b"\0" + f"{FAMILY_VARIABLE}={token}".encode() + b"\0"
-    seeds.update(pid for pid in candidates - seeds if pid != me and _carries(pid, needle))
+    needles = [b"\0" + f"{FAMILY_VARIABLE}={token}".encode() + b"\0" for token in tokens]
+    seeds.update(pid for pid in candidates - seeds if pid != me and _carries(pid, *needles))
     found = {pid for pid in _descendants(seeds, children) if pid != me and table[pid].state not in ("Z", "X")}
     for pid in found:
         if table[pid].ppid == me and pid not in _leaders:
@@ -212,7 +228,13 @@ def _signal(pids: set[int], *numbers: int) -> None:
 
 async def end(token: str, leader: int | None, grace: float) -> None:
     """End every member of the family (see the module contract)."""
-    found = _remaining(token, leader)
+    await _end_found(lambda: _remaining(token, leader), leader, grace)
+
+
+async def _end_found(find: Callable[[], set[int]], leader: int | None, grace: float) -> None:
+    """SIGHUP, SIGCONT and SIGTERM to what ``find`` finds (and ``leader``'s group), SIGKILL rounds
+    after ``grace`` until it finds nothing."""
+    found = find()
     _signal(found, signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
     _signal_group(_alive(leader), signal.SIGHUP, signal.SIGCONT, signal.SIGTERM)
     deadline, delay = time.monotonic() + grace, _POLL
@@ -220,15 +242,58 @@ async def end(token: str, leader: int | None, grace: float) -> None:
         # Each look reads /proc: soon at first (most end at once), then less often.
         await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, _MAX_POLL)
-        found = _remaining(token, leader)
+        found = find()
     for _ in range(_KILL_ROUNDS):
         _signal_group(_alive(leader), signal.SIGKILL)
-        found = _remaining(token, leader)
+        found = find()
         if not found:
             break
         _signal(found, signal.SIGKILL)
         await asyncio.sleep(_POLL)
     reap_orphans()
+
+
+async def end_families(tokens: Collection[str], grace: float) -> None:
+    """End every member of the families of ``tokens`` together, as ``end`` ends one (one look
+    through ``/proc`` per round for them all: a host stopping ends many at once)."""
+    tokens = list(tokens)
+    if tokens and _PROC:
+        await _end_found(lambda: _members(tokens, None), None, grace)
+
+
+def left_by(issuer: str) -> set[int]:
+    """The live processes carrying a token ``issuer`` issued, and their descendants (never this
+    process, nor anything while ``issuer`` is this process's own); empty without ``/proc``."""
+    if issuer == _ISSUER or not issuer:
+        return set()
+    table = _table()
+    me = os.getpid()
+    children: dict[int, list[int]] = {}
+    for pid, info in table.items():
+        children.setdefault(info.ppid, []).append(pid)
+    needle = f"\0{FAMILY_VARIABLE}={issuer}.".encode()
+    seeds = {pid for pid in table if pid != me and _carries(pid, needle)}
+    return {pid for pid in _descendants(seeds, children) if pid != me and table[pid].state not in ("Z", "X")}
+
+
+async def end_left_by(issuer: str, grace: float) -> int:
+    """End what ``left_by(issuer)`` finds; how many processes there were at first."""
+    first = await asyncio.to_thread(left_by, issuer)  # a look through every process: off the loop
+    if first:
+        await _end_found(lambda: left_by(issuer), None, grace)
+    return len(first)
+
+
+def started(pid: int) -> str | None:
+    """``pid``'s start (boot id and start time in clock ticks), or None if it is not running."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            ticks = handle.read().rsplit(b")", 1)[1].split()[19].decode()
+        with open("/proc/sys/kernel/random/boot_id", "rb") as handle:
+            boot = handle.read().strip().decode()
+    except (OSError, IndexError):
+        return None
+    return f"{boot}/{ticks}"
 
 
 def _remaining(token: str, leader: int | None) -> set[int]:

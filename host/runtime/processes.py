@@ -16,14 +16,22 @@ Contract:
   ``grace``), in the background; ``stop()`` ends every kept family, waits for them and for the
   ``end`` calls still under way, and stops reaping and being a subreaper.
 * A kept family with no live process left is forgotten at the next reaping pass.
+* With a ``record`` file (``<data dir>/processes.json``), ``start()`` notes there which host this
+  is (its token issuer, pid and start). A host killed without stopping (``kill -9``, a crash)
+  cannot end its families; the next ``start()`` on the same data directory finds what is left of
+  them (every process carrying that host's tokens, ``tools.processes.end_left_by``) and ends it,
+  in the background, unless that host is in fact still running. ``stop()`` removes the record.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 from collections.abc import Hashable
+from pathlib import Path
 
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
@@ -39,13 +47,16 @@ REAP_INTERVAL = 2.0
 
 
 class BackgroundProcesses:
-    def __init__(self, grace: float = 2.0) -> None:
+    def __init__(self, grace: float = 2.0, *, record: Path | None = None) -> None:
         self.grace = grace
+        self.record = record
         self._kept: dict[Hashable, list[PtyProcess]] = {}
         self._ending: set[asyncio.Task[None]] = set()
         self._releasing: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._subreaper = False
+        self.left_behind: asyncio.Task[int] | None = None
+        """Ending what a host killed before this one left running (``start``): how many processes."""
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -54,6 +65,28 @@ class BackgroundProcesses:
         if not self._subreaper:
             logger.debug("not a child subreaper here: daemonised jobs are found by their environment alone")
         self._reaper = asyncio.get_running_loop().create_task(self._reap_periodically())
+        if self.record is not None:
+            previous = _read_record(self.record)
+            _write_record(self.record)
+            if previous is not None:
+                self.left_behind = asyncio.get_running_loop().create_task(self._end_left_behind(previous))
+
+    async def _end_left_behind(self, previous: dict[str, object]) -> int:
+        issuer, pid, began = previous.get("issuer"), previous.get("pid"), previous.get("started")
+        if not isinstance(issuer, str) or issuer == processes.ISSUER:
+            return 0
+        if isinstance(pid, int) and began is not None and processes.started(pid) == began:
+            logger.warning("the host that used this data directory before (pid %s) is still running; "
+                           "its processes are left alone", pid)
+            return 0
+        try:
+            ended = await processes.end_left_by(issuer, self.grace)
+        except Exception:  # housekeeping: it must never keep the host from starting
+            logger.exception("ending the processes a killed host left running failed")
+            return 0
+        if ended:
+            logger.warning("ended %d process(es) the previous host (killed without stopping) left running", ended)
+        return ended
 
     async def stop(self) -> None:
         kept = [process for family in self._kept.values() for process in family]
@@ -66,10 +99,17 @@ class BackgroundProcesses:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
             self._reaper = None
+        if self.left_behind is not None:
+            self.left_behind.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.left_behind
         processes.reap_orphans()
         if self._subreaper:
             processes.stop_being_subreaper()
             self._subreaper = False
+        if self.record is not None:
+            with contextlib.suppress(OSError):
+                self.record.unlink()  # stopped cleanly: every family was ended above
 
     # -- keeping and ending --------------------------------------------------------------------
 
@@ -125,6 +165,29 @@ class BackgroundProcesses:
                 self._kept[owner] = alive
             else:
                 del self._kept[owner]
+
+
+def _read_record(path: Path) -> dict[str, object] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        logger.warning("%s is unreadable; processes a killed host left running are not looked for", path)
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _write_record(path: Path) -> None:
+    """Which host issues this data directory's family tokens now (written whole, then renamed)."""
+    record = {"issuer": processes.ISSUER, "pid": os.getpid(), "started": processes.started(os.getpid())}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        logger.warning("could not write %s; after a kill -9 the next start cannot end what this host leaves", path)
 
 
 class BackgroundContributor(Contributor):

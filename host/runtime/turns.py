@@ -13,7 +13,8 @@ It watches the store (as an observer) and, for each chat of a session (internal 
 * a steering message still pending when the turn ends (it came after the turn's last model call),
   or sent while no turn runs → it becomes the next turn, before the queued messages, with a
   system notification saying so: never held back to follow the user's next message;
-* ``session/ready`` / ``creationFailed`` after ``prepare_session`` (on the session channel).
+* ``session/ready`` / ``creationFailed`` after ``prepare_session`` (on the session channel);
+* ``start_pending`` at start-up: a chat recovered idle with pending messages starts the next one.
 
 The model and agent a turn runs with are its message's own, else the chat draft's, else the
 session config's ``model``/``agent`` values, else the agent's default (``selection``).
@@ -225,6 +226,11 @@ class TurnRunner:
                 ctx.emit(builders.chat_error(turn_id=ctx.turn_id, duration=duration, part={"kind": "error", "error": error}))
 
     # -- queued messages -----------------------------------------------------------------------
+
+    def start_pending(self, chat: str) -> None:
+        """Start ``chat``'s pending steering or first queued message soon, if no turn runs then
+        (start-up: the host may have been killed before it started one). Idempotent."""
+        self._schedule_next_queued(chat)
 
     def _schedule_next_queued(self, chat: str) -> None:
         asyncio.get_running_loop().call_soon(self._start_next_queued, chat)

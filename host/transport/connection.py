@@ -20,8 +20,11 @@ is done by ``host.transport.rpc``; this module adds AHP's rules:
   connection only; accepted → applied and echoed to every subscriber with its ``origin``.
   ``clientSeq`` is only echoed in ``origin``: a client that sends the same one many times (VS
   Code starts with seven ``clientSeq: 0``) gets each action applied and echoed;
-* a client that cannot keep up (its outbox is full) is disconnected rather than slowing the
-  host or growing memory without bound; it can ``reconnect`` and be replayed.
+* a client that cannot keep up is cut off rather than slowing the host or growing memory without
+  bound: each frame it is sent reports its backlog to the host-wide ``host.transport.outbound.OutboundBudget``,
+  which cuts it off past ``[server] max_queued_bytes_per_client`` or, when all clients together
+  pass ``[server] max_queued_bytes``, the clients that hold the most first. It gets close code 1013
+  and a reason, and can ``reconnect`` and be replayed.
 """
 
 from __future__ import annotations
@@ -33,20 +36,17 @@ from typing import Any, Callable
 from ahp.dialects.negotiation import MalformedVersion, Negotiated, negotiate, unsupported_error_data, unsupported_message
 from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
 from host.errors import ErrorCode, ProtocolViolation, RpcError
+from host.transport.outbound import OutboundBudget
 from host.transport.rpc import RpcEndpoint
 from host.service import AgentHost
 from host.transport.validation import check_client_action
 from ahp.state import parse_chat_uri
 from ahp.state.channels import session_of_default_chat
 
-__all__ = ["ClientConnection", "OUTBOX_LIMIT", "BACKLOG_LIMIT"]
+__all__ = ["ClientConnection"]
 
 logger = logging.getLogger(__name__)
 
-OUTBOX_LIMIT = 50_000
-"""Frames a queued client may have waiting before it is disconnected."""
-BACKLOG_LIMIT = 64 * 1024 * 1024
-"""Bytes a direct-write client may have waiting before it is disconnected."""
 REMEMBERED_CLIENTS = 10_000
 """Clients whose negotiated version the host remembers for their ``reconnect``."""
 
@@ -56,12 +56,19 @@ the same in every served version)."""
 
 
 class ClientConnection:
-    def __init__(self, host: AgentHost, *, on_overflow: Callable[[], None] | None = None) -> None:
+    def __init__(self, host: AgentHost, *, on_cut_off: Callable[[int, str], None] | None = None,
+                 budget: OutboundBudget | None = None) -> None:
         self.host = host
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.outbox_chars = 0
+        """Characters of the frames in ``outbox`` (the transport that drains it subtracts them)."""
         self.direct: Callable[[str], int] | None = None
         """Set by a transport that takes frames synchronously: ``direct(text)`` returns the bytes
         waiting for the socket, or -1 once the connection is gone; ``outbox`` is unused then."""
+        self.direct_backlog: Callable[[], int] | None = None
+        """With ``direct``: the bytes waiting for the socket now."""
+        server = host.config.server
+        self._budget = budget or OutboundBudget(total=server.max_queued_bytes, per_client=server.max_queued_bytes_per_client)
         self.client_id: str | None = None
         self.protocol_version: str | None = None
         self.dialect: Dialect | None = None
@@ -72,8 +79,9 @@ class ClientConnection:
         """Each of ``subscriptions`` → the store channels it stands for."""
         self._renamed: dict[str, Any] = {}
         """Subscriptions to a store channel under another name → their translator (``Renamed``)."""
-        self._on_overflow = on_overflow
-        self._overflowed = False
+        self._on_cut_off = on_cut_off
+        self.cut_off_reason: tuple[int, str] | None = None
+        """The close code and reason once the budget cut this client off."""
         self.close_requested = False
         self.rpc = RpcEndpoint(
             self.send,
@@ -126,28 +134,39 @@ class ClientConnection:
 
     def send(self, text: str) -> None:
         """Queue a frame for the client (the store calls this during fan-out)."""
-        if self._overflowed:
+        if self.cut_off_reason is not None:
             return
         if self.direct is not None:
-            if self.direct(text) > BACKLOG_LIMIT:
-                self._overflow()
-            return
-        if self.outbox.qsize() >= OUTBOX_LIMIT:
-            self._overflow()
+            backlog = self.direct(text)
+            if backlog >= 0:
+                self._budget.note(self, backlog)
             return
         self.outbox.put_nowait(text)
+        self.outbox_chars += len(text)
+        self._budget.note(self, self.outbox_chars)
 
-    def _overflow(self) -> None:
-        self._overflowed = True
-        logger.warning("client %s is not reading; disconnecting it", self.client_id)
-        if self._on_overflow is not None:
-            self._on_overflow()
+    def backlog(self) -> int:
+        """Bytes waiting for this client now (``host.transport.outbound.Outbound``)."""
+        if self.direct_backlog is not None:
+            return self.direct_backlog()
+        return self.outbox_chars
+
+    def cut_off(self, code: int, reason: str) -> None:
+        """The budget cut this client off: drop what waits; the transport closes with ``code``
+        and ``reason`` (``on_cut_off``)."""
+        self.cut_off_reason = (code, reason)
+        while not self.outbox.empty():
+            self.outbox.get_nowait()
+        self.outbox_chars = 0
+        if self._on_cut_off is not None:
+            self._on_cut_off(code, reason)
 
     async def receive(self, text: str | bytes) -> None:
         await self.rpc.receive(text)
 
     def closed(self) -> None:
         """The socket is gone: drop subscriptions and release what this client held."""
+        self._budget.forget(self)
         self.rpc.close()
         if self.client_id is not None:
             self.host.client_resources.detach(self.client_id, self.rpc.call)

@@ -43,6 +43,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from host.transport.agui import AGUI_PATH
 from host.runtime import memory
 from host.transport.connection import ClientConnection
+from host.transport.outbound import OutboundBudget
 from host.transport.ws_protocol import FRAMES_EXTENSION
 from ahp.dialects.negotiation import SERVED_VERSIONS
 from host.service import AgentHost
@@ -82,6 +83,9 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
     allowed_origins = set(host.config.server.allowed_origins)
     open_connections: dict[str, int] = {}
     """Open AHP connections by the token they presented."""
+    budget = OutboundBudget(total=host.config.server.max_queued_bytes,
+                            per_client=host.config.server.max_queued_bytes_per_client)
+    """What all connections may hold unread, together and each (``host.transport.outbound``)."""
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "protocolVersions": list(SERVED_VERSIONS)})
@@ -105,7 +109,7 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
             return
         open_connections[presented] = open_connections.get(presented, 0) + 1
         try:
-            await _serve_connection(host, websocket)
+            await _serve_connection(host, websocket, budget)
         finally:
             open_connections[presented] -= 1
             if not open_connections[presented]:
@@ -145,10 +149,16 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
     )
 
 
-async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
+async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: OutboundBudget) -> None:
     reader_done = asyncio.Event()
-    connection = ClientConnection(host, on_overflow=reader_done.set)
     frames = websocket.scope.get("extensions", {}).get(FRAMES_EXTENSION)
+
+    def cut_off(code: int, reason: str) -> None:
+        if frames is not None:
+            frames.cut_off(code, reason)  # drops what waits and sends the close frame now
+        reader_done.set()
+
+    connection = ClientConnection(host, on_cut_off=cut_off, budget=budget)
     writer: asyncio.Task[None] | None = None
     if frames is not None:
         # uvicorn with host.ws_protocol: frames go straight into the protocol's buffer, written once
@@ -156,12 +166,14 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
         frames.before_write = host.store.flush  # nothing leaves the process before it is durable
         frames.when_durable = host.store.when_durable
         connection.direct = frames.queue_text
+        connection.direct_backlog = frames.backlog
     else:
         async def write() -> None:
             while True:
                 frame = await connection.outbox.get()
                 if frame is None:
                     return
+                connection.outbox_chars -= len(frame)
                 host.store.flush()  # nothing leaves the process before it is durable
                 await websocket.send_text(frame)
                 if connection.close_requested and connection.outbox.empty():
@@ -198,8 +210,9 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket) -> None:
         connection.closed()
         if writer is not None:
             writer.cancel()
+        code, reason = connection.cut_off_reason or (1000, "")
         try:
-            await websocket.close()
+            await websocket.close(code=code, reason=reason)
         except Exception:
             pass
 

@@ -12,6 +12,16 @@ or ASGI message per frame (the host's fan-out path); the end-of-tick write waits
 ``when_durable`` and a forced one (before a close) calls ``before_write`` first (the host commits
 its journal there: nothing leaves before it is durable).
 
+Flow control: at most ``WRITE_AHEAD`` bytes are framed into the transport's buffer; past that,
+messages wait unframed until the transport has drained (``resume_writing``). A client that does
+not read therefore holds its backlog here, where it can be counted (``backlog``, also what
+``queue_text`` returns) and dropped: ``cut_off(code, reason)`` discards what waits, sends a close
+frame right behind the little already framed (a client that reads again learns why it was cut
+off) and aborts the socket if the close handshake has not completed within ``CUT_OFF_GRACE``
+seconds, which frees its buffer even when the peer never reads again. When the server shuts
+down, a client gets ``SHUTDOWN_GRACE`` seconds to read what is left, then its socket is aborted,
+so a client that does not read cannot keep the host from stopping.
+
 This subclasses ``uvicorn.protocols.websockets.websockets_sansio_impl.WebSocketsSansIOProtocol``
 and relies on its attributes (``conn``, ``transport``, ``writable``, ``handshake_complete``,
 ``close_sent``, ``initial_response``, ``disconnected``, ``scope``) and ``run_asgi``; uvicorn is
@@ -27,14 +37,23 @@ from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 
-__all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION"]
+__all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION", "WRITE_AHEAD", "CUT_OFF_GRACE", "SHUTDOWN_GRACE"]
 
 FRAMES_EXTENSION = "agent-host.frames"
+
+WRITE_AHEAD = 256 * 1024
+"""Bytes framed into the transport's buffer beyond which further messages wait unframed."""
+CUT_OFF_GRACE = 10.0
+"""Seconds a cut-off client has to read its close frame before its socket is aborted."""
+SHUTDOWN_GRACE = 2.0
+"""Seconds a client has, when the server shuts down, to read what is left before its socket is
+aborted (a client that does not read would otherwise keep the host from stopping)."""
 
 
 class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     """Text messages wait in ``_pending`` (not yet framed, so uvicorn's own writes — pongs, pings,
-    closes — never carry them) until ``_write_buffered`` runs at the end of the tick."""
+    closes — never carry them) until ``_write_buffered`` runs at the end of the tick, or, while the
+    transport holds ``WRITE_AHEAD`` bytes or more, until it has drained."""
 
     before_write: Callable[[], None] | None = None
     """Called before pending messages are written to the socket (makes them durable now)."""
@@ -43,37 +62,89 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     end-of-tick write, so the application can group several ticks' frames behind one commit."""
 
     _pending: list[str] | None = None
+    _pending_chars = 0
+    """Characters of the messages in ``_pending`` (about their bytes: frames are mostly ASCII)."""
+    _write_armed = False
 
     async def run_asgi(self) -> None:
         self.scope["extensions"][FRAMES_EXTENSION] = self  # type: ignore[index]
         await super().run_asgi()
 
     def queue_text(self, text: str) -> int:
-        """Send ``text`` at the end of this tick. Returns the bytes this connection has waiting
-        (a client that does not read makes it grow), or -1 when the connection is closing or
-        closed and the message was dropped."""
+        """Send ``text`` at the end of this tick (or, if the client is behind, once it has read
+        what was framed before). Returns ``backlog()`` (a client that does not read makes it
+        grow), or -1 when the connection is closing or closed and the message was dropped."""
         if self.disconnected or self.close_sent or not self.handshake_complete or self.transport.is_closing():
             return -1
         pending = self._pending
         if pending is None:
             pending = self._pending = []
-            self.loop.call_soon(self._end_of_tick)
         pending.append(text)
-        return self.transport.get_write_buffer_size()
+        self._pending_chars += len(text)
+        if not self._write_armed and self.writable.is_set():
+            self._write_armed = True
+            self.loop.call_soon(self._end_of_tick)
+        return self.transport.get_write_buffer_size() + self._pending_chars
+
+    def backlog(self) -> int:
+        """Bytes waiting for this client: framed in the transport's buffer, or not yet framed."""
+        if self.disconnected:
+            return 0
+        return self.transport.get_write_buffer_size() + self._pending_chars
+
+    def cut_off(self, code: int, reason: str) -> None:
+        """Drop every message that waits and close with ``code`` and ``reason`` (at most 123
+        bytes): the close frame follows what is already framed, at most ``WRITE_AHEAD`` bytes.
+        The socket is aborted if the client has not completed the close within ``CUT_OFF_GRACE``."""
+        self._pending, self._pending_chars = None, 0
+        if self.disconnected or self.close_sent or not self.handshake_complete or self.transport.is_closing():
+            return
+        self.queue.put_nowait({"type": "websocket.disconnect", "code": code, "reason": reason})
+        try:
+            self.conn.send_close(code, reason)
+        except InvalidState:
+            self.transport.abort()
+            return
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        self.close_sent = True
+        self.stop_keepalive()
+        self.close_timer = self.loop.call_later(CUT_OFF_GRACE, self.transport.abort)
 
     async def send(self, message: Any) -> None:
         text = message.get("text") if message["type"] == "websocket.send" else None
+        if message["type"] == "websocket.close" and self.close_sent:
+            return  # already closed (cut off): uvicorn's send would wait for a reader that never comes
         if text is None or not self.handshake_complete or self.close_sent or self.initial_response is not None:
-            self._write_buffered()
+            self._write_buffered(force=True)
             await super().send(message)
             return
         if not self.writable.is_set():
-            self._write_buffered()  # the peer is slow: wait for the transport to drain, as uvicorn does
-            await self.writable.wait()
+            await self.writable.wait()  # the peer is slow: wait for the transport to drain, as uvicorn does
         if self.disconnected:
             raise ClientDisconnected()
         if self.queue_text(text) < 0:
             raise ClientDisconnected()
+
+    def shutdown(self) -> None:
+        """The server is stopping: what waits goes out before the close frame if the client keeps
+        up, and is dropped if it is behind; the socket is aborted after ``SHUTDOWN_GRACE``."""
+        if self.writable.is_set() and not self.close_sent:
+            self._write_buffered(force=True)
+        else:
+            self._pending, self._pending_chars = None, 0
+        super().shutdown()
+        if not self.disconnected:
+            self.loop.call_later(SHUTDOWN_GRACE, self._abort_if_open)
+
+    def _abort_if_open(self) -> None:
+        if not self.disconnected:
+            self.transport.abort()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._pending and not self._write_armed:
+            self._write_armed = True
+            self.loop.call_soon(self._end_of_tick)
 
     def _end_of_tick(self) -> None:
         if self.when_durable is not None:
@@ -81,18 +152,41 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         else:
             self._write_buffered()
 
-    def _write_buffered(self) -> None:
+    def _write_buffered(self, force: bool = False) -> None:
+        """Frame and write waiting messages: all of them when ``force`` (before a close or any
+        other write), else up to ``WRITE_AHEAD`` bytes in the transport's buffer."""
+        self._write_armed = False
         pending = self._pending
-        if pending is None:
+        if not pending:
             return
-        self._pending = None
         if self.disconnected or self.close_sent or self.transport.is_closing():
+            self._pending, self._pending_chars = None, 0
             return
         if self.before_write is not None:
             self.before_write()
+        room = WRITE_AHEAD - self.transport.get_write_buffer_size()
+        if force or room >= self._pending_chars:
+            taken = len(pending)
+        else:
+            taken = 0
+            while taken < len(pending) and room > 0:
+                room -= len(pending[taken])
+                taken += 1
+        if not taken:
+            return  # the transport is full: resume_writing writes more once it has drained
         try:
-            for text in pending:
+            for text in pending[:taken] if taken < len(pending) else pending:
                 self.conn.send_text(text.encode())
         except InvalidState:
+            self._pending, self._pending_chars = None, 0
             return
+        if taken < len(pending):
+            self._pending = pending[taken:]
+            self._pending_chars -= sum(len(text) for text in pending[:taken])
+        else:
+            self._pending, self._pending_chars = None, 0
         self.transport.write(b"".join(self.conn.data_to_send()))
+        if self._pending and self.writable.is_set() and not self._write_armed:
+            # The kernel took it all at once (no pause_writing, so no resume_writing): go on.
+            self._write_armed = True
+            self.loop.call_soon(self._end_of_tick)

@@ -9,7 +9,10 @@ Contract:
   context always ends the whole group: stdin is closed and the server gets a grace
   period to exit, then the group gets SIGTERM, then SIGKILL; finally any member still in
   the group (a grandchild that outlived its parent or ignores SIGTERM) is SIGKILLed.
-  Every wait is bounded and the shutdown runs shielded from cancellation.
+  The server is also a process family (``tools.processes``: a token in its environment), so
+  what left the group (``setsid``, a double fork) is found and ended with it, and after a
+  ``kill -9`` of the host by the next host's start. Every wait is bounded and the shutdown
+  runs shielded from cancellation.
 * The child's environment is a small safe subset of the host's (PATH, HOME, locale...)
   plus the spec's declared `env`, unless `inherit_env=True` passes the host env through.
   Host secrets such as provider API keys therefore do not leak into third-party servers
@@ -40,6 +43,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcp.shared.message import SessionMessage
 
+from .. import processes
 from .specs import McpServerSpec
 
 __all__ = ["SpawnError", "ServerProcess", "stdio_transport", "SAFE_ENV_VARS", "group_alive"]
@@ -194,6 +198,8 @@ async def stdio_transport(
     """Start the server of `spec` and bridge its pipes to SDK streams (see module contract)."""
     env = child_environment(spec, inherit_env)
     _check_spawnable(spec, env)
+    family = processes.new_family()
+    env[processes.FAMILY_VARIABLE] = family
     try:
         process = await anyio.open_process(
             [spec.command or "", *spec.args], env=env, cwd=spec.cwd, start_new_session=True,
@@ -269,4 +275,5 @@ async def stdio_transport(
                 read_stream.close()
                 await _stop(process)
                 handle.returncode = process.returncode
+                await processes.end(family, None, TERM_GRACE_SECONDS)  # what left the group
             group.cancel_scope.cancel()

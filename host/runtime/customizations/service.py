@@ -80,6 +80,7 @@ from host.resources.workdirs import session_directory
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
 from host.runtime.trust import WorkspaceTrust
 from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
+from tools import processes
 from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 if TYPE_CHECKING:
@@ -89,6 +90,9 @@ if TYPE_CHECKING:
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
 
 logger = logging.getLogger(__name__)
+
+HOOK_GRACE = 2.0
+"""Seconds what a session's hooks left running has to end after SIGTERM (then SIGKILL)."""
 
 ALWAYS_LISTED_DIRECTORIES = (".github/instructions", ".github/prompts", ".github/agents")
 """Workspace folders published even before they exist (writable, so clients can add files);
@@ -153,7 +157,10 @@ class CustomizationService:
         return [plugin_customization(p, mint_id=uri_id, id=p.root.as_uri()) for p in self.plugins]
 
     async def stop(self) -> None:
-        await asyncio.gather(*(self.close_session(uri) for uri in list(self.sessions)), return_exceptions=True)
+        runtimes = list(self.sessions.values())
+        await asyncio.gather(*(self.close_session(uri, end_hooks=False) for uri in list(self.sessions)), return_exceptions=True)
+        # What the sessions' hooks left running, ended together (one look through /proc per round).
+        await processes.end_families([runtime.family for runtime in runtimes if runtime.hooks_ran], HOOK_GRACE)
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -221,7 +228,9 @@ class CustomizationService:
         if uri in self.sessions:
             self._spawn(self.close_session(uri))
 
-    async def close_session(self, uri: str) -> None:
+    async def close_session(self, uri: str, *, end_hooks: bool = True) -> None:
+        """End the session's customizations: its ``SessionEnd`` hooks, its MCP servers and, unless
+        the caller ends them with others (``stop``), what its hooks left running."""
         from plugins import HookEvent
 
         runtime = self.sessions.pop(uri, None)
@@ -234,6 +243,8 @@ class CustomizationService:
             logger.exception("SessionEnd hooks of %s failed", uri)
         if runtime.mcp is not None:
             await runtime.mcp.stop()
+        if end_hooks and runtime.hooks_ran:
+            await processes.end(runtime.family, None, HOOK_GRACE)
 
     async def _start_session(self, runtime: SessionCustomizations, *, fire: bool) -> None:
         if self.config.mcp.start == "session" and not runtime.resume_pending:

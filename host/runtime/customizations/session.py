@@ -6,6 +6,10 @@ Invariants:
   agents, slash entries, MCP servers. A broken plugin therefore never runs a hook or starts a server.
 - Container order is stable: host plugins (configuration order), client plugins, directories;
   rules, skills and hooks follow it.
+- Hooks run as one process family per session (``tools.processes``: the token in their
+  environment): what a hook leaves running in the background is ended with the session
+  (``CustomizationService.close_session``), at host stop too, and after a ``kill -9`` by the
+  next start.
 - ``touched`` is the session's recent file activity (attachments and tool-call paths, relative
   to the working directory when inside it), bounded to the most recent ``TOUCHED_LIMIT``.
 """
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from host.runtime.customizations._containers import Container
 from host.runtime.customizations.mcp import SessionMcp
+from tools import processes
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
     from plugins import (
@@ -94,6 +99,10 @@ class SessionCustomizations:
         self.resume_pending = False
         """A session restored at host start: its SessionStart hooks (``source: "resume"``) and trust
         question wait until a client resumes it."""
+        self.family = processes.new_family()
+        """The process family of its hooks (``tools.processes``): what a hook leaves running in the
+        background (``cmd &``, ``nohup``, ``setsid``) runs on until the session closes."""
+        self.hooks_ran = False
 
     @property
     def folder_trusted(self) -> bool:
@@ -209,9 +218,11 @@ class SessionCustomizations:
         hooks = select_hooks(usable, when, subject, aliases)
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
         results = []
+        environment = {**os.environ, processes.FAMILY_VARIABLE: self.family}
         for hook in hooks:
+            self.hooks_ran = True
             payload = hook_payload(hook.event, session_id=self.session, cwd=cwd or hook.plugin_root, **fields)
-            result = await run_hook(hook, payload, cwd=cwd, base_env=os.environ)
+            result = await run_hook(hook, payload, cwd=cwd, base_env=environment)
             if result.outcome.value in ("error", "timeout"):
                 logger.info("hook %s (%s) for %s: %s", hook.command, hook.event.value, self.session, result.reason)
             results.append(result)

@@ -10,7 +10,10 @@ WebSocket's:
   preflights (``OPTIONS``) are answered only for allowed origins, and responses to them carry
   ``Access-Control-Allow-Origin``;
 * the body must be JSON and a valid AG-UI ``RunAgentInput``; otherwise 400 / 422 with a JSON body
-  ``{"error": ..., "problems": [...]}`` naming the fields, never pydantic's text or a traceback;
+  ``{"error": ..., "problems": [...]}`` naming the fields, never pydantic's text or a traceback.
+  The body is read by ``ahp.jsonrpc.parse``, the WebSocket's own reader: JSON nested deeper than
+  its ``MAX_DEPTH``, ``NaN`` or a number too large for a float is a 400 saying so, before anything
+  walks it;
 * ``Accept`` must allow ``text/event-stream`` (the encoder's only format); otherwise 406.
 
 The stream itself is ``host.transport.agui.runs.AguiRuns.run`` encoded with ``ag_ui.encoder.EventEncoder``.
@@ -20,7 +23,6 @@ goes away; by default a dropped connection cancels nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
@@ -31,6 +33,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from ahp.jsonrpc import Malformed, parse
 from host.transport.agui import AGUI_PATH
 from host.transport.agui.runs import AguiRuns
 from host.service import AgentHost
@@ -93,11 +96,12 @@ def agui_endpoint(
         body = await request.body()
         if len(body) > _MAX_BODY:
             return _error(413, f"The request body is larger than {_MAX_BODY} bytes.", headers=cors)
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return _error(400, "The body must be a JSON RunAgentInput object.", headers=cors)
-        run_input, problems = parse_run_input(payload)
+        parsed = parse(body)
+        if isinstance(parsed, Malformed):
+            return _error(400, f"{_as_body(parsed.reason)} Send a JSON RunAgentInput object.", headers=cors)
+        if parsed.out_of_range is not None:
+            return _error(400, f"The number {parsed.out_of_range} is too large; send a finite number.", headers=cors)
+        run_input, problems = parse_run_input(parsed.value)
         if run_input is None:
             return _error(422, "The body is not a valid AG-UI RunAgentInput.", problems=problems, headers=cors)
         encoder = EventEncoder(accept=accept)
@@ -149,6 +153,11 @@ def _location(loc: Iterable[Any]) -> str:
             parts.append("." + part)
     text = "".join(parts).lstrip(".")
     return text or "the body"
+
+
+def _as_body(reason: str) -> str:
+    """A JSON-RPC parse reason ("The message ...") said of a request body."""
+    return reason.replace("The message", "The body", 1)
 
 
 def _accepts_event_stream(accept: str) -> bool:

@@ -23,7 +23,12 @@ The mapping:
 * When the turn waits for a person to confirm a call (``pending-confirmation``) or its result
   (``pending-result-confirmation``) and nothing else is running, the run ends with
   ``RUN_FINISHED`` whose outcome is ``interrupt`` (``host.transport.agui.interrupts``); the turn stays
-  active and the run whose ``resume`` answers the interrupts continues it.
+  active and the run whose ``resume`` answers the interrupts continues it. An open question for
+  the user (``inputRequest``: ``ask_user``, MCP elicitation) ends the run the same way, with its
+  own interrupt, even while server tools run: the call that asked is one of them, and nothing
+  the turn does can finish before the answer comes. So does a confirmation or a question open in
+  another chat of the session (a sub-agent's, which its running ``task`` call waits on), told to
+  the translator with ``note_elsewhere``.
 * ``usage`` is remembered (minus what the turn had used before this run began) and reported as
   ``RUN_FINISHED.usage``; ``turnComplete`` → ``RUN_FINISHED``; ``turnCancelled`` → ``RUN_FINISHED``
   with a cancelled outcome; ``error`` → ``RUN_ERROR`` with the message and type of its error
@@ -61,7 +66,7 @@ from ag_ui.core import (
 )
 
 from ahp.tool_results import result_text
-from host.transport.agui.interrupts import interrupts
+from host.transport.agui.interrupts import Elsewhere, elsewhere_interrupts, interrupts, open_inputs
 
 __all__ = ["RunTranslator", "token_usage"]
 
@@ -93,6 +98,10 @@ class RunTranslator:
     _calls: dict[str, _ToolCall] = field(default_factory=dict)
     _usage: dict[str, Any] | None = None
     _last_text_id: str | None = None
+    _elsewhere: dict[str, Elsewhere] = field(default_factory=dict)
+    """What the session's other chats (sub-agents) wait on, by interrupt id (``note_session``)."""
+    _last_state: dict[str, Any] | None = None
+    """The chat as the last action with a state left it."""
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -100,7 +109,13 @@ class RunTranslator:
         """The events ``action`` means for this run; ``state`` is the chat after it, or ``None``
         for a streamed token (``host.state.store.STREAMED``: it changes no tool call's status, so the
         run cannot become suspended by it and its handler reads only the action)."""
-        if self.done or action.get("turnId") != self.turn_id:
+        if self.done:
+            return []
+        if "turnId" not in action:
+            # A chat-wide action (``inputRequested`` carries no turn id): it may leave this run's
+            # turn waiting for a person; ``_maybe_suspend`` checks that it is this run's turn.
+            return self._maybe_suspend(state) if state is not None else []
+        if action.get("turnId") != self.turn_id:
             return []
         handler = _HANDLERS.get(action.get("type", ""))
         events = handler(self, action, state or {}) if handler is not None else []
@@ -255,6 +270,14 @@ class RunTranslator:
         for call_id in call_ids:
             self._calls.setdefault(call_id, _ToolCall("tool", args_sent=True, ended=True))
 
+    def note_elsewhere(self, waiting: dict[str, Elsewhere]) -> list[BaseEvent]:
+        """What the session's other chats (a sub-agent's) wait on now (``interrupts.elsewhere``):
+        it ends the run with its interrupts once this turn waits only on people."""
+        self._elsewhere = dict(waiting)
+        if self.done or self._last_state is None:
+            return []
+        return self._maybe_suspend(self._last_state)
+
     def check(self, state: dict[str, Any]) -> list[BaseEvent]:
         """Events the chat's current state means on its own (a run joining a turn that
         already waits for a person ends at once with the interrupts)."""
@@ -263,11 +286,13 @@ class RunTranslator:
     def _maybe_suspend(self, state: dict[str, Any]) -> list[BaseEvent]:
         """End the run once the turn waits only on people: this run's front-end tools (success
         with ``pendingToolCallIds``) or confirmations (the ``interrupt`` outcome)."""
+        self._last_state = state
         turn = state.get("activeTurn")
         if not isinstance(turn, dict) or turn.get("id") != self.turn_id:
             return []
         ours: list[str] = []
-        asking = False
+        questions = bool(open_inputs(turn)) or bool(self._elsewhere)
+        asking = questions
         for part in turn.get("responseParts") or ():
             call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
             if not isinstance(call, dict) or call.get("status") not in _UNFINISHED:
@@ -276,11 +301,14 @@ class RunTranslator:
                 asking = True
             elif _client_of(call) == self.client_id and call.get("status") == "running":
                 ours.append(call.get("toolCallId"))
+            elif questions and call.get("status") == "running":
+                continue  # the call asking the question (or one that runs beside it)
             else:
                 return []  # something else is still going on: keep streaming
         if asking:
-            self.interrupted = [item.id for item in interrupts(turn)]
-            return self._finish(RunFinishedInterruptOutcome(interrupts=interrupts(turn)))
+            waiting = interrupts(turn) + elsewhere_interrupts(self._elsewhere)
+            self.interrupted = [item.id for item in waiting]
+            return self._finish(RunFinishedInterruptOutcome(interrupts=waiting))
         if not ours or any(call_id not in self._calls for call_id in ours):
             return []
         self.suspended_on = ours

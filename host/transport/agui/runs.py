@@ -23,11 +23,20 @@ Contract:
   rest of that turn. Otherwise the last ``user`` message, when no turn of the chat carries its
   id yet (``message._meta.agui.messageId``), starts a turn; ``context`` entries become simple
   attachments, media parts become attachments too.
-* A run with ``resume`` answers the confirmation interrupts an earlier run ended with
-  (``host.transport.agui.interrupts``): every open one exactly once, else ``RUN_ERROR`` ``resumeMismatch``;
-  entries for calls someone else answered meanwhile are moot. It then follows the same turn. A new
-  user message while a confirmation waits is ``RUN_ERROR`` ``confirmationPending`` saying how to
-  answer.
+* A run with ``resume`` answers the interrupts an earlier run ended with (confirmations and
+  questions for the user, ``host.transport.agui.interrupts``): every open one exactly once, else
+  ``RUN_ERROR`` ``resumeMismatch``; entries for calls or questions someone else answered meanwhile
+  are moot. It then follows the same turn. A new user message while a confirmation waits is
+  ``RUN_ERROR`` ``confirmationPending`` (``inputPending`` while only a question waits) saying how
+  to answer, or to cancel.
+* What another chat of the session waits on (a sub-agent's confirmation or question: read from
+  that chat's state whenever the session's ``inputNeeded`` changes) is an interrupt of the thread
+  too, its id suffixed ``@<chat>``; the resume's answer goes to that chat.
+* A run with ``forwardedProps.cancel: true`` cancels the thread's running turn, whatever it waits
+  on (interrupts, front-end tools, a hung model or MCP server), as an AHP client's
+  ``chat/turnCancelled`` would, and ends with ``RUN_FINISHED`` whose outcome is ``cancelled``; its
+  ``resume`` entries, if any, are not applied. With no turn running it just finishes. So a thread
+  is never stuck: the next run may send a new message.
 * A run that brings nothing new (no unseen user message, no tool answer, no live resume entry)
   *joins*: ``MESSAGES_SNAPSHOT`` of the thread (``host.transport.agui.snapshot``), then the running turn live,
   if any (ending at once with its interrupts when it waits for a person). Without a running turn,
@@ -52,8 +61,10 @@ from ag_ui.core import BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunError
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
 from ahp.protocol import builders
-from ahp.state import default_chat_uri
-from host.transport.agui.interrupts import AnswerError, answer, coverage_problem, waiting_calls
+from ahp.state import default_chat_uri, parse_chat_uri
+from host.transport.agui.interrupts import (
+    INPUT_PREFIX, AnswerError, Elsewhere, answer, answer_input, coverage_problem, elsewhere, open_inputs, waiting_calls,
+)
 from host.transport.agui.mapping import RunTranslator
 from host.transport.agui.snapshot import thread_messages
 from host.errors import RpcError
@@ -171,13 +182,19 @@ class AguiRuns:
                 finished = True
                 yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
                 return
+            translator.note_elsewhere(self._elsewhere(session))
             for event in translator.check(self.host.store.state(chat) or {}):
                 yield event
             while not translator.done:
                 channel, action, state = await watch.queue.get()
-                if channel != chat:
+                if channel == session and state is not None:
+                    # What the session waits on changed: a sub-agent's chat may wait on a person.
+                    events = translator.note_elsewhere(self._elsewhere(session))
+                elif channel == chat:
+                    events = translator.feed(action, state)
+                else:
                     continue
-                for event in translator.feed(action, state):
+                for event in events:
                     yield event
             finished = True
             self._release_role(session, client_id)
@@ -220,18 +237,31 @@ class AguiRuns:
         answers = [
             m for m in run_input.messages if getattr(m, "role", None) == "tool" and m.tool_call_id in waiting
         ]
+        props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
+        if props.get("cancel") is True:
+            return self._cancel(session, active, run_input, client_id)
         if run_input.resume:
             return self._resume(session, state, active, run_input, client_id, answers, waiting, plan)
         message = _new_user_message(run_input, state)
         asking = waiting_calls(active)
+        questions = open_inputs(active)
         if asking and message is not None and not answers:
-            ids = list(asking)
+            ids = list(asking) + list(questions)
             raise _Refused(
                 f"The turn is waiting for a person to confirm {_call_names(asking.values())} (interrupt "
                 f"{', '.join(ids)}). Start the next run with resume entries answering each interrupt: "
                 "status \"resolved\" with payload {\"approved\": true} or {\"approved\": false, \"reason\": \"...\"}, "
-                "or status \"cancelled\" to refuse; send the new message once the turn has ended.",
+                "or status \"cancelled\" to refuse; send the new message once the turn has ended"
+                f"{_OR_CANCEL}",
                 "confirmationPending",
+            )
+        if questions and message is not None and not answers:
+            raise _Refused(
+                f"The turn is waiting for your answer to {_question_names(questions.values())} (interrupt "
+                f"{', '.join(questions)}). Start the next run with resume entries answering each interrupt: "
+                "status \"resolved\" with payload {\"answers\": {<questionId>: <value>}} or {\"response\": \"decline\"}, "
+                f"or status \"cancelled\"; send the new message once the turn has ended{_OR_CANCEL}",
+                "inputPending",
             )
         if message is None and not answers:
             return self._join(session, state, active, run_input, client_id, waiting, plan)
@@ -245,7 +275,7 @@ class AguiRuns:
             names = ", ".join(sorted(waiting))
             raise _Refused(
                 f"The turn is waiting for the result of front-end tool call {names}; send a tool message "
-                "with that toolCallId (or cancel the turn) before a new message.",
+                f"with that toolCallId before a new message{_OR_CANCEL}",
                 "toolResultMissing",
             )
         if message is None:
@@ -261,12 +291,16 @@ class AguiRuns:
                 client_id: str, answers: list[Any], waiting: dict[str, dict[str, Any]], plan: "_Plan") -> RunTranslator | None:
         """A run whose ``resume`` answers the confirmations an earlier run was interrupted by."""
         entries = list(run_input.resume or ())
-        asking = waiting_calls(active)
+        chat = default_chat_uri(session)
+        other = self._elsewhere(session) if active is not None else {}
+        asking: dict[str, Any] = {**waiting_calls(active), **open_inputs(active), **other}
         # A confirmation someone answered meanwhile (an AHP client) is no longer open: its entry
         # is moot, and a resume of nothing but moot entries just joins the thread, so the front
-        # end's pending interrupts clear instead of locking it.
+        # end's pending interrupts clear instead of locking it. (An entry for another chat of the
+        # session that is no longer open is moot the same way.)
         decided = _decided_interrupts(state)
-        live = [entry for entry in entries if entry.interrupt_id not in decided or entry.interrupt_id in asking]
+        live = [entry for entry in entries if entry.interrupt_id in asking
+                or (entry.interrupt_id not in decided and not _of_other_chat(entry.interrupt_id, session))]
         problem = coverage_problem(live, asking)
         if problem is not None:
             raise _Refused(problem + " Answer exactly the interrupts of the run that ended with them.", "resumeMismatch")
@@ -274,17 +308,32 @@ class AguiRuns:
             return self._join(session, state, active, run_input, client_id, waiting, plan, joined_after_resume=True)
         assert active is not None  # live entries answer open interrupts, which only an active turn has
         try:
-            actions = [answer(entry, asking[entry.interrupt_id], active["id"]) for entry in live]
+            actions = [_answer(entry, asking[entry.interrupt_id], chat, active["id"]) for entry in live]
         except AnswerError as error:
             raise _Refused(str(error), "resumeInvalid") from None
         self._claim_role(session, run_input, client_id)
         translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
         translator.adopt_calls(_call_ids(active))
-        chat = default_chat_uri(session)
-        for action in actions:
-            self._dispatch(chat, action, client_id)
+        for where, action in actions:
+            self._dispatch(where, action, client_id)
         for message in answers:
             self._dispatch(chat, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
+        return translator
+
+    def _elsewhere(self, session: str) -> dict[str, Elsewhere]:
+        """What the session's chats other than the thread's wait on (``interrupts.elsewhere``)."""
+        chat = default_chat_uri(session)
+        store = self.host.store
+        return elsewhere({other: store.state(other) for other in self.host.session_chats(session) if other != chat})
+
+    def _cancel(self, session: str, active: dict[str, Any] | None, run_input: RunAgentInput, client_id: str) -> RunTranslator | None:
+        """``forwardedProps.cancel``: end the running turn, whatever it waits on."""
+        if active is None:
+            return None
+        translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
+        translator.adopt_calls(_call_ids(active))
+        self._dispatch(default_chat_uri(session), builders.chat_turn_cancelled(
+            turn_id=active["id"], duration=turn_duration(active.get("startedAt"))), client_id)
         return translator
 
     def _join(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
@@ -379,6 +428,25 @@ class _Plan:
 # -- pure helpers ----------------------------------------------------------------------------------
 
 
+def _answer(entry: Any, waiting: Any, chat: str, turn_id: str) -> tuple[str, dict[str, Any]]:
+    """The chat a resume entry's answer goes to, and the action: a question or a confirmation of
+    this thread's chat, or of another chat of its session (``Elsewhere``: a sub-agent's)."""
+    if isinstance(waiting, Elsewhere):
+        if waiting.request is not None:
+            return waiting.chat, answer_input(entry, waiting.request)
+        return waiting.chat, answer(entry, waiting.call or {}, str(waiting.turn_id))
+    if entry.interrupt_id.startswith(INPUT_PREFIX):
+        return chat, answer_input(entry, waiting)
+    return chat, answer(entry, waiting, turn_id)
+
+
+def _of_other_chat(interrupt: str, session: str) -> bool:
+    """Whether ``interrupt`` names a confirmation or question of another chat of ``session``."""
+    where = interrupt.rpartition("@")[2] if "@" in interrupt else None
+    parsed = parse_chat_uri(where)
+    return parsed is not None and parsed[1] == session
+
+
 def _call_ids(turn: dict[str, Any]) -> list[str]:
     return [part["toolCall"]["toolCallId"] for part in turn.get("responseParts") or ()
             if isinstance(part, dict) and part.get("kind") == "toolCall"]
@@ -398,7 +466,17 @@ def _decided_interrupts(state: dict[str, Any]) -> set[str]:
         for call_id in _call_ids(turn):
             decided.add(f"ahp-confirm:{call_id}")
             decided.add(f"ahp-result:{call_id}")
+        for part in turn.get("responseParts") or ():
+            if isinstance(part, dict) and part.get("kind") == "inputRequest" and isinstance(part.get("request"), dict):
+                decided.add(INPUT_PREFIX + str(part["request"].get("id")))
     return decided
+
+
+_OR_CANCEL = '; or cancel the turn with a run whose forwardedProps are {"cancel": true}.'
+
+
+def _question_names(requests: Any) -> str:
+    return ", ".join(repr(str(request.get("message") or request.get("id"))) for request in requests)
 
 
 def _explain(reason: str, action: dict[str, Any], state: dict[str, Any]) -> str:
@@ -406,7 +484,8 @@ def _explain(reason: str, action: dict[str, Any], state: dict[str, Any]) -> str:
     if action.get("type") == "chat/turnStarted" and isinstance(state.get("activeTurn"), dict):
         return (
             "A turn is already running in this thread's session (another client may have started it). "
-            "Wait for it to finish, or cancel it, then send your message again."
+            "Wait for it to finish, or cancel it with a run whose forwardedProps are {\"cancel\": true}, "
+            "then send your message again."
         )
     return reason
 

@@ -60,3 +60,87 @@ async def test_host_stop_ends_the_background_jobs_sessions_left(tmp_path: Path, 
         pids = daemon_pids(tmp_path)
         assert all(running(pid) for pid in pids)
     assert await eventually(lambda: all(status(pid) is None for pid in pids)), [status(pid) for pid in pids]
+
+
+async def test_jobs_left_running_by_a_host_killed_with_sigkill_end_when_the_next_host_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shutil
+
+    from tests.host.runtime.terminals.test_terminals import new_terminal, see
+    from tests.host.state.test_durability import host_in, root_client
+
+    monkeypatch.setenv("SHELL", shutil.which("bash") or "/bin/sh")  # the terminal's shell reads DAEMONS as POSIX sh
+    monkeypatch.setenv("HOME", str(tmp_path))
+    host = host_in(tmp_path, "")
+    unrelated = None
+    try:
+        await host.start()
+        client = await root_client(host)
+        terminal = await new_terminal(client, name="daemons")
+        client.dispatch(terminal, {"type": "terminal/input", "data": f"{DAEMONS}; printf 'all-%s\\n' started\n"})
+        await see(client, terminal, "all-started")
+        await client.close()
+        pids = daemon_pids(tmp_path)
+        # Not ours: the same command started outside any host carries no host's token.
+        import subprocess
+        unrelated = subprocess.Popen(["sleep", "300"])
+        host.kill()
+        # Nothing ended them: the nohup'd and setsid'd jobs outlive the host.
+        survivors = [pid for pid in pids if running(pid)]
+        assert len(survivors) >= 2, [status(pid) for pid in pids]
+        assert (tmp_path / "data" / "processes.json").exists()
+
+        await host.start()
+        assert await eventually(lambda: not any(running(pid) for pid in survivors), timeout=30), [status(pid) for pid in survivors]
+        assert unrelated.poll() is None, "a process no host started was ended"
+        host.stop()
+        assert not (tmp_path / "data" / "processes.json").exists()  # a clean stop leaves nothing to end
+    finally:
+        host.stop()
+        if unrelated is not None:
+            unrelated.kill()
+            unrelated.wait()
+
+
+def hook_plugin(root: Path, pids: Path) -> Path:
+    """A plugin whose SessionStart hook leaves two jobs running: a ``nohup`` one and a ``setsid``
+    one (a session of its own, out of the hook's process group); each writes its pid."""
+    plugin = root / "daemonizer"
+    (plugin / ".plugin").mkdir(parents=True)
+    (plugin / ".plugin" / "plugin.json").write_text('{"name": "daemonizer", "version": "1.0.0"}')
+    (plugin / "hooks").mkdir()
+    command = (f"nohup sleep 300 > /dev/null 2>&1 & echo $! > {pids}/nohup-$$.pid; "
+               f"setsid sh -c 'echo $$ > {pids}/setsid-'$$'.pid; exec sleep 300' > /dev/null 2>&1 < /dev/null &")
+    import json
+
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps(
+        {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}))
+    return root
+
+
+async def hook_jobs(pids: Path, count: int) -> list[int]:
+    assert await eventually(lambda: len([p for p in pids.glob("*.pid") if p.read_text().strip()]) >= count, timeout=20)
+    return [int(p.read_text()) for p in sorted(pids.glob("*.pid"))]
+
+
+async def test_what_a_hook_leaves_running_ends_with_its_session_and_with_the_host(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    config = tools_config(tmp_path, auto_approve=True)
+    config = config.model_copy(update={"plugins": config.plugins.model_copy(
+        update={"directories": [str(hook_plugin(tmp_path / "plugins", pids))]})})
+    async with serving(config, frame_checker, [scripted(ScriptedProvider([]))]) as (_, client):
+        session = await ready_session(client)
+        first = await hook_jobs(pids, 2)
+        # The hook has finished; what it started in the background runs on, out of its group.
+        assert all(running(pid) for pid in first)
+        other = await ready_session(client)
+        both = await hook_jobs(pids, 4)
+        second = [pid for pid in both if pid not in first]
+        await client.dispose_session(session)
+        assert await eventually(lambda: not any(running(pid) for pid in first)), [status(pid) for pid in first]
+        assert all(running(pid) for pid in second), "another session's hook jobs were ended"
+        assert other
+    # The host stopped: the other session's hook jobs went with it.
+    assert await eventually(lambda: not any(running(pid) for pid in second)), [status(pid) for pid in second]

@@ -56,6 +56,21 @@ class HostProcess:
                 self.process.kill()
 
 
+def host_in(tmp_path: Path, sessions: str) -> HostProcess:
+    """A host process (not started) on ``tmp_path/data``, its ``[sessions]`` table holding ``sessions``
+    and the default directory ``tmp_path``."""
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\n{sessions}default_directory = "{tmp_path}"\n')
+    return HostProcess(tmp_path / "data", config)
+
+
+async def root_client(host: HostProcess) -> AhpClient:
+    """An initialized client of the running ``host``, subscribed to the root channel."""
+    client = await AhpClient.connect(host.url)
+    await client.initialize(subscriptions=[ROOT])
+    return client
+
+
 async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     # Slow words, so that a turn is certainly still streaming when the host is killed.
@@ -169,6 +184,45 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
         for session in sessions:
             recovered = again.state(session)["turns"][0]["responseParts"][0]["content"] if seen[session] else ""
             assert recovered.startswith(seen[session]), session
+        await again.close()
+    finally:
+        host.stop()
+
+
+async def test_a_message_queued_as_the_turn_completes_runs_after_kill_9(tmp_path: Path) -> None:
+    # The host is killed the moment the client sees the turn complete, with a message queued behind
+    # it: the queued message must not wait for ever in the restarted host.
+    host = host_in(tmp_path, 'default_agent = "offline"\noffline_delay = 0.05\n')
+    try:
+        await host.start()
+        client = await root_client(host)
+        session = await client.create_session()
+        first = client.send_message(session, "answer me first")
+        await client.wait_for(lambda m, e: (client.state(session) or {}).get("activeTurn") is not None)
+        queued = client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "queued", "id": "q1",
+                                           "userMessage": {"text": "queued behind it"}})
+        assert (await client.outcome(queued)).accepted
+
+        def completed_then_kill(message: Any, envelope: Any) -> bool:
+            turns = (client.state(session) or {}).get("turns") or []
+            if turns and turns[0]["id"] == first:
+                host.kill()
+                return True
+            return False
+
+        await client.wait_for(completed_then_kill, timeout=30)
+        await client.close()
+
+        await host.start()
+        again = await AhpClient.connect(host.url)
+        await again.initialize(subscriptions=[ROOT, session])
+
+        def ran(m: Any, e: Any) -> bool:
+            state = again.state(session) or {}
+            texts = [turn["userMessage"]["text"] for turn in state.get("turns") or []]
+            return texts[:2] == ["answer me first", "queued behind it"] and not state.get("queuedMessages")
+
+        await again.wait_for(ran, timeout=30)
         await again.close()
     finally:
         host.stop()

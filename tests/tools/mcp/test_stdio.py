@@ -4,6 +4,7 @@ environment holds what was declared plus a safe subset of the host's, not its se
 from __future__ import annotations
 
 import asyncio
+import os
 
 import tools.mcp._stdio as stdio
 from tools.mcp import McpManager
@@ -22,6 +23,19 @@ async def test_shutdown_kills_grandchildren_left_in_the_process_group(manager, c
     assert process_gone(server_pid)
     assert await eventually(lambda: process_gone(sleeper))  # it ignored SIGTERM: only SIGKILL ends it
     assert server_pid not in children_of_this_process()
+
+
+async def test_shutdown_ends_a_daemon_that_left_the_process_group(manager, call_ctx) -> None:
+    # A server that daemonised a helper (its own session, as setsid does): the group kill misses
+    # it, the server's process family does not.
+    await manager.start([kitchen_sink()])
+    await manager.wait_ready(timeout=30)
+    daemon = int((await manager.tool("mcp__ks__spawn_daemon").call({}, call_ctx))["content"][0]["text"])
+    assert not process_gone(daemon)
+    assert os.getsid(daemon) == daemon  # out of the server's group and session
+
+    await manager.stop()
+    assert await eventually(lambda: process_gone(daemon))
 
 
 async def test_a_server_ignoring_stdin_close_and_sigterm_is_killed(monkeypatch, recorder: Recorder) -> None:

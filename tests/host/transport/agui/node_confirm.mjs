@@ -3,24 +3,15 @@
 // built with its buildResumeArray, and a second front end joining the thread. Prints one JSON object.
 // Usage: node node_confirm.mjs URL TOKEN
 import { HttpAgent, buildResumeArray } from "@ag-ui/client";
+import { runOnce } from "./agui_runs.mjs";
 
 const [url, token] = process.argv.slice(2);
 const headers = { Authorization: `Bearer ${token}` };
 
-async function runOnce(agent, params) {
-  const types = [];
-  let outcome;
-  await agent.runAgent(params, {
-    onEvent: ({ event }) => { types.push(event.type); },
-    onRunFinishedEvent: (finished) => { outcome = finished.outcome; },
-  });
-  return { types, outcome };
-}
-
 const out = {};
 const agent = new HttpAgent({ url, headers, threadId: "node-confirm" });
 agent.addMessage({ id: "u1", role: "user", content: "print something" });
-out.first = { ...(await runOnce(agent, { runId: "c-1", forwardedProps: { agent: "scripted" } })), pending: agent.pendingInterrupts };
+out.first = await runOnce(agent, { runId: "c-1", forwardedProps: { agent: "scripted" } });
 
 try {
   await agent.runAgent({ runId: "c-unanswered" });
@@ -31,7 +22,7 @@ try {
 
 const [interrupt] = agent.pendingInterrupts;
 const resume = buildResumeArray(agent.pendingInterrupts, { [interrupt.id]: { status: "resolved", payload: { approved: true } } });
-out.second = { ...(await runOnce(agent, { runId: "c-2", resume })), pending: agent.pendingInterrupts, messages: agent.messages };
+out.second = { ...(await runOnce(agent, { runId: "c-2", resume })), messages: agent.messages };
 
 const joiner = new HttpAgent({ url, headers, threadId: "node-confirm" });
 out.join = { ...(await runOnce(joiner, { runId: "c-3" })), messages: joiner.messages };

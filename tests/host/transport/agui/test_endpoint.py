@@ -92,9 +92,31 @@ async def test_a_malformed_run_agent_input_is_422_naming_the_fields(running_host
     assert any(p.startswith("messages[0]") for p in body["problems"])
     assert "Traceback" not in bad.text and "pydantic" not in bad.text
     not_json = await post(running_host.http_url, None, raw=b"{nope", headers={**auth, "Content-Type": "application/json"})
-    assert not_json.status_code == 400 and not_json.json() == {"error": "The body must be a JSON RunAgentInput object."}
+    assert not_json.status_code == 400
+    assert not_json.json() == {"error": "The body is not valid JSON. Send a JSON RunAgentInput object."}
     a_list = await post(running_host.http_url, [1, 2], headers=auth)
     assert a_list.status_code == 422 and "JSON object" in a_list.json()["problems"][0]
+
+
+async def test_json_nested_too_deeply_is_a_400_saying_so_and_the_host_keeps_serving(running_host) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    deep = b"[" * 100_000 + b"]" * 100_000
+    refused = await post(running_host.http_url, None, raw=deep, headers=auth)
+    assert refused.status_code == 400
+    assert refused.json() == {"error": "The body is nested too deeply (at most 64 levels). Send a JSON RunAgentInput object."}
+    # Deep inside an otherwise valid input (within what Python's parser reads) is refused the same way.
+    state: object = {}
+    for _ in range(200):
+        state = {"a": state}
+    inner = await post(running_host.http_url, {**run_input("deep", "r", [user("m1", "hi")]), "state": state}, headers=auth)
+    assert inner.status_code == 400 and "nested too deeply" in inner.json()["error"]
+    for raw, said in ((b'{"threadId": NaN}', "not valid JSON"), (b'{"threadId": 1e999}', "1e999 is too large")):
+        answer = await post(running_host.http_url, None, raw=raw, headers=auth)
+        assert answer.status_code == 400 and said in answer.json()["error"]
+        assert "Traceback" not in answer.text
+    assert thread_session(running_host.host.store, "deep") is None
+    served = await post(running_host.http_url, run_input("after", "r", [user("m1", "hi")]), headers={"Authorization": f"Bearer {TOKEN}"})
+    assert served.status_code == 200
 
 
 async def test_an_accept_header_without_event_stream_is_406(running_host) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from ag_ui.core import ResumeEntry
 
-from host.transport.agui.interrupts import AnswerError, answer, coverage_problem, interrupts
+from host.transport.agui.interrupts import AnswerError, answer, answer_input, coverage_problem, interrupts
 
 OPTIONS = [
     {"id": "allow-once", "label": "Allow once", "kind": "approve"},
@@ -76,3 +76,55 @@ def test_coverage_every_open_interrupt_once_and_nothing_else() -> None:
     assert "unanswered: ahp-confirm:b" in coverage_problem([a], open_ids)
     assert "twice" in coverage_problem([a, a, b], open_ids)
     assert "ahp-confirm:z" in coverage_problem([a, b, ResumeEntry(interrupt_id="ahp-confirm:z", status="cancelled")], open_ids)
+
+
+# -- questions for the user ------------------------------------------------------------------------
+
+REQUEST = {"id": "ask-c9", "message": "Details", "questions": [
+    {"id": "size", "kind": "single-select", "message": "Size?", "required": True, "allowFreeformInput": True,
+     "options": [{"id": "s", "label": "S"}, {"id": "m", "label": "M"}]},
+    {"id": "extras", "kind": "multi-select", "message": "Extras?", "options": [{"id": "bag", "label": "Bag"}]},
+    {"id": "n", "kind": "integer", "message": "How many?"},
+    {"id": "note", "kind": "text", "message": "Anything else?"},
+]}
+
+
+def asked(status: str = "resolved", **payload) -> ResumeEntry:
+    return ResumeEntry(interrupt_id="ahp-input:ask-c9", status=status, payload=payload or None)
+
+
+def test_an_open_question_is_an_input_interrupt_after_the_confirmations() -> None:
+    turn = {"responseParts": [{"kind": "toolCall", "toolCall": CALL}, {"kind": "inputRequest", "request": REQUEST},
+                              {"kind": "inputRequest", "request": {"id": "done"}, "response": "accept"}]}
+    first, second = interrupts(turn)
+    assert (first.id, second.id, second.reason) == ("ahp-confirm:c1", "ahp-input:ask-c9", "input_required")
+    answers = second.response_schema["properties"]["answers"]
+    assert "enum" not in answers["properties"]["size"]  # free input is allowed
+    assert answers["properties"]["extras"] == {"description": "Extras?", "type": "array", "items": {"type": "string", "enum": ["bag"]}}
+
+
+def test_plain_answers_become_the_answers_each_question_takes() -> None:
+    action = answer_input(asked(answers={"size": "XL", "extras": ["bag"], "n": 3.0, "note": "thanks"}), REQUEST)
+    assert action == {"type": "chat/inputCompleted", "requestId": "ask-c9", "response": "accept", "answers": {
+        "size": {"state": "submitted", "value": {"kind": "selected", "value": "", "freeformValues": ["XL"]}},
+        "extras": {"state": "submitted", "value": {"kind": "selected-many", "value": ["bag"]}},
+        "n": {"state": "submitted", "value": {"kind": "number", "value": 3.0}},
+        "note": {"state": "submitted", "value": {"kind": "text", "value": "thanks"}},
+    }}
+    assert answer_input(asked(response="decline"), REQUEST)["response"] == "decline"
+    assert answer_input(asked("cancelled"), REQUEST)["response"] == "cancel"
+
+
+@pytest.mark.parametrize("payload, words", [
+    ({"answers": {"size": "m", "n": 2.5}}, ["'n'", "whole number"]),
+    ({"answers": {"size": "m", "extras": ["cape"]}}, ["'extras'", "cape"]),
+    ({"answers": {"size": "m", "colour": "red"}}, ["'colour'", "size, extras, n, note"]),
+    ({"answers": {"n": 1}}, ["'size'", "required", "decline"]),
+    ({"answers": {"size": 5}}, ["'size'", "an option id"]),
+    ({"response": "maybe"}, ["accept", "decline"]),
+])
+def test_answers_that_do_not_fit_say_which_question_and_what_it_takes(payload, words) -> None:
+    with pytest.raises(AnswerError) as raised:
+        answer_input(asked(**payload), REQUEST)
+    for word in words:
+        assert word in str(raised.value)

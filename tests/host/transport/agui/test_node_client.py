@@ -1,7 +1,8 @@
 """The official AG-UI client (``@ag-ui/client`` from npm, run by Node) drives threads against the
 host: a server tool with reasoning and text, a front-end tool answered in a second run, and a
 server tool needing confirmation answered through the client's interrupt/resume support, then
-the thread joined by a second front end.
+the thread joined by a second front end; and an ``ask_user`` question answered the same way, the
+next one cancelled with its turn.
 
 Skipped, saying why, when ``node``/``npm`` are missing or the package cannot be installed (the
 install is the one step that needs the npm registry; the runs themselves are loopback only)."""
@@ -12,6 +13,7 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +47,32 @@ async def _install_client(directory: Path) -> str | None:
     if process.returncode != 0:
         return "npm install @ag-ui/client failed: " + output.decode(errors="replace").strip().splitlines()[-1:][0]
     return None
+
+
+RUNS_HELPER = Path(__file__).with_name("agui_runs.mjs")
+
+
+async def _prepared(tmp_path: Path, script: Path) -> Path:
+    """A directory with @ag-ui/client installed and ``script`` in it (the test is skipped, saying
+    why, when that cannot be done)."""
+    workdir = tmp_path / "node"
+    reason = await _install_client(workdir)
+    if reason is not None:
+        pytest.skip(reason)
+    shutil.copy(script, workdir / script.name)
+    shutil.copy(RUNS_HELPER, workdir / RUNS_HELPER.name)
+    return workdir
+
+
+async def _run_script(workdir: Path, script: Path, running: Any) -> dict[str, Any]:
+    """Run ``script`` under Node against ``running``'s /agui; the one JSON object it prints."""
+    process = await asyncio.create_subprocess_exec(
+        "node", script.name, f"{running.http_url}/agui", TOKEN,
+        cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
+    return json.loads(stdout)
 
 
 @pytest.mark.timeout(180)
@@ -94,20 +122,10 @@ CONFIRM_SCRIPT = Path(__file__).with_name("node_confirm.mjs")
 async def test_the_official_ag_ui_client_answers_a_confirmation_interrupt_and_joins_a_thread(tmp_path: Path, frame_checker: FrameChecker) -> None:
     from tests.host.runtime.tools._support import scripted as tool_agent, tools_config
 
-    workdir = tmp_path / "node"
-    reason = await _install_client(workdir)
-    if reason is not None:
-        pytest.skip(reason)
-    shutil.copy(CONFIRM_SCRIPT, workdir / CONFIRM_SCRIPT.name)
+    workdir = await _prepared(tmp_path, CONFIRM_SCRIPT)
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo node-approved"})), Script((*text("Printed.", index=0), *finish("stop")))])
     async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)]) as (running, _):
-        process = await asyncio.create_subprocess_exec(
-            "node", CONFIRM_SCRIPT.name, f"{running.http_url}/agui", TOKEN,
-            cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
-        stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
-    seen = json.loads(stdout)
+        seen = await _run_script(workdir, CONFIRM_SCRIPT, running)
 
     first = seen["first"]
     assert first["types"][-1] == "RUN_FINISHED" and first["outcome"] == "interrupt"
@@ -126,3 +144,40 @@ async def test_the_official_ag_ui_client_answers_a_confirmation_interrupt_and_jo
     assert join["types"] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     assert [m["role"] for m in join["messages"]] == ["user", "assistant", "tool", "assistant"]
     assert join["messages"][0]["id"] == "u1" and join["messages"][-1]["content"] == "Printed."
+
+
+QUESTION_SCRIPT = Path(__file__).with_name("node_question.mjs")
+
+
+@pytest.mark.timeout(180)
+async def test_the_official_ag_ui_client_answers_a_question_and_cancels_the_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    from tests.host.runtime.tools._support import scripted as tool_agent, tools_config
+
+    workdir = await _prepared(tmp_path, QUESTION_SCRIPT)
+    question = {"id": "colour", "kind": "single-select", "message": "Which colour?", "required": True,
+                "options": [{"id": "red", "label": "Red"}, {"id": "blue", "label": "Blue"}]}
+    provider = ScriptedProvider([
+        call_tools(("ask_user", {"questions": [question]})), Script((*text("Blue socks it is.", index=0), *finish("stop"))),
+        call_tools(("ask_user", {"questions": [question]})),
+    ])
+    async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)]) as (running, _):
+        seen = await _run_script(workdir, QUESTION_SCRIPT, running)
+        chat = running.host.store.state(running.host.store.state(
+            next(uri for uri, _ in running.host.store.channels("session")))["defaultChat"])
+
+    first = seen["first"]
+    assert first["outcome"] == "interrupt"
+    [pending] = first["pending"]
+    assert pending["id"].startswith("ahp-input:") and pending["reason"] == "input_required"
+    assert pending["responseSchema"]["properties"]["answers"]["properties"]["colour"]["enum"] == ["red", "blue"]
+
+    second = seen["second"]
+    assert second["outcome"] == "success" and second["pending"] == []
+    tool_message = next(m for m in second["messages"] if m["role"] == "tool")
+    assert "Which colour? → blue" in tool_message["content"]
+    assert second["messages"][-1]["content"] == "Blue socks it is."
+
+    assert seen["third"]["outcome"] == "interrupt" and len(seen["third"]["pending"]) == 1
+    cancel = seen["cancel"]
+    assert cancel["outcome"] == "cancelled" and cancel["pending"] == []
+    assert chat.get("activeTurn") is None and [turn["state"] for turn in chat["turns"]] == ["complete", "cancelled"]

@@ -7,6 +7,8 @@ Tools, each exercising one behaviour the host must handle:
 * `grow()`                - adds a tool `extra` and sends tools/list_changed.
 * `die()`                 - exits the process mid-call (exit code 3).
 * `spawn_sleeper()`       - starts a grandchild that ignores SIGTERM-free shutdown; reports its pid.
+* `spawn_daemon()`        - starts a grandchild in a session of its own (out of the server's
+                            process group, as `setsid` does); reports its pid.
 * `picture()`             - an image, an embedded blob, a resource link and structured content.
 * `fail()`                - a result with isError.
 * `hang()`                - reports progress once, then never returns (for cancellation).
@@ -99,6 +101,16 @@ def spawn_sleeper() -> str:
     """Start a grandchild process in this server's process group and report its pid."""
     child = subprocess.Popen(
         [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    return str(child.pid)
+
+
+@server.tool()
+def spawn_daemon() -> str:
+    """Start a grandchild that leaves this server's process group and session, and report its pid."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     return str(child.pid)
