@@ -46,7 +46,7 @@ __all__ = ["Commands", "CLIENT_COMMANDS"]
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
     "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
-    "diff", "undo", "rewind", "trust",
+    "diff", "undo", "rewind", "trust", "mode",
 )
 """The commands this client runs itself (the host offers more through ``completions``;
 ``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
@@ -84,6 +84,7 @@ class Commands(ChatCore):
             "compact": self._cmd_compact,
             "permissions": self._cmd_permissions,
             "trust": self._cmd_trust,
+            "mode": self._cmd_mode,
         }.get(name)
         try:
             if handler is not None:
