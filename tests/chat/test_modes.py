@@ -91,3 +91,33 @@ async def test_the_permission_mode_flag_with_p_accepts_edits_but_refuses_a_comma
     assert (project / "notes.txt").read_text() == "hi\n"  # the edit ran without asking
     assert not (project / "cmd.txt").exists()  # the command asked, and -p without --yes refuses it
     assert status == 3
+
+
+async def test_a_plan_approved_in_the_terminal_leaves_plan_mode_and_nothing_ran_before(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    plan = "1. Write notes.txt with a greeting"
+    replies = [Reply(200, chat_sse("Here is my plan.", tool_calls=[("call_1", "propose_plan", json.dumps({"plan": plan}))])),
+               Reply(200, chat_sse("Carrying it out.", tool_calls=[("call_2", "write_file", json.dumps({"path": "notes.txt", "content": "hi\n"}))])),
+               Reply(200, chat_sse("Notes written."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server), "--permission-mode", "plan")
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("add notes")
+            await chat.expect(plan, timeout=30)
+            await chat.expect("1) Yes, and accept edits")
+            await chat.expect("3) No, keep planning")
+            assert not (project / "notes.txt").exists()
+            chat.send("1")
+            await chat.expect("Notes written.", timeout=30)
+            chat.send("/mode")
+            await chat.expect("● accept-edits")
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    first, second, third = server.requests
+    assert not _tools(first) & WRITERS and "propose_plan" in _tools(first)
+    assert WRITERS <= _tools(second) and "propose_plan" not in _tools(second)
+    assert (project / "notes.txt").read_text() == "hi\n"  # accept-edits: the edit ran without asking
