@@ -11,7 +11,8 @@ makes the rest of each mode happen, read afresh for every model request:
   or *keep planning* (with what to change, typed freely). Approval dispatches
   ``session/configChanged{permissionMode}``, so the next model request of the same turn is offered
   every tool again and the model carries the plan out; anything else leaves the session in plan
-  mode and tells the model what the user said. Outside plan mode ``propose_plan`` is not offered.
+  mode and tells the model what the user said. Outside plan mode ``propose_plan`` is not offered,
+  nor to a sub-agent's chat (its ``task`` explores for the plan under the same read-only limit).
 * **the OS sandbox** (``tools.os_sandbox``): with ``[tools] sandbox = "auto"`` the shell tool's
   commands run in it when the session is in ``full-auto``; with ``"always"`` in every mode; with
   ``"off"`` never. The sandbox may write the session's working directory and ``[tools]
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ahp.protocol import builders
+from ahp.state.channels import parse_subagent_chat_uri
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
 from host.resources.workdirs import session_directory
@@ -124,7 +126,9 @@ class PermissionModes(Contributor):
         self._sandbox_unavailable = sandbox_unavailable
 
     def tools(self, ctx: TurnContext) -> Sequence[Tool]:
-        return (ProposePlanTool(ctx.session, self._set_mode),) if permission_mode_of(ctx.state) == "plan" else ()
+        if permission_mode_of(ctx.state) != "plan" or parse_subagent_chat_uri(ctx.chat) is not None:
+            return ()  # a sub-agent explores for the plan; only the session's own chat proposes it
+        return (ProposePlanTool(ctx.session, self._set_mode),)
 
     def filter_tools(self, ctx: TurnContext, tools: dict[str, Tool]) -> dict[str, Tool]:
         if permission_mode_of(ctx.state) != "plan":
