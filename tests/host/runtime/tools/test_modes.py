@@ -211,3 +211,34 @@ async def test_full_auto_refuses_commands_where_the_platform_has_no_sandbox(tmp_
     assert call["success"] is False and not (work / "out.txt").exists()
     told = tool_results(provider, 1)[0].text
     assert "sandbox" in told and "install bubblewrap" in told
+
+
+async def test_vscode_over_0_9_0_and_our_0_2_0_client_see_and_change_the_same_mode(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    import uuid
+
+    from tests.host.test_vscode import Peer
+
+    config, work = _config(tmp_path)
+    async with serving(config, frame_checker, [scripted(ScriptedProvider([]))]) as (running, client):
+        peer = await Peer.open(running)
+        try:
+            await peer.initialize(str(uuid.uuid4()), ["0.9.0"])
+            channel = f"scripted:/{uuid.uuid4()}"
+            reply = await peer.request("createSession", {"channel": channel, "provider": "scripted", "workingDirectories": [work.as_uri()],
+                                                         "config": {"isolation": "folder", "autoApprove": "default", "mode": "plan"},
+                                                         "progressToken": str(uuid.uuid4())})
+            assert "error" not in reply, reply
+            subscribed = await peer.request("subscribe", {"channel": channel})
+            assert subscribed["result"]["snapshot"]["state"]["config"]["values"]["permissionMode"] == "plan"
+            ours = next(s["resource"] for s in await client.list_sessions())
+            await client.subscribe(ours)
+            assert _mode(client, ours) == "plan"  # the 0.2.0 client sees VS Code's plan mode
+            client.dispatch(ours, {"type": "session/configChanged", "config": {"permissionMode": "accept-edits"}})
+
+            def changed() -> bool:
+                return any(a["action"].get("type") == "session/configChanged" and a["action"]["config"].get("mode") == "interactive"
+                           for a in peer.actions())
+            await peer.until(changed)  # VS Code is told in its own terms: mode "interactive"
+            assert any(a["action"].get("config", {}).get("permissionMode") == "accept-edits" for a in peer.actions())
+        finally:
+            await peer.close()
