@@ -242,3 +242,23 @@ async def test_vscode_over_0_9_0_and_our_0_2_0_client_see_and_change_the_same_mo
             assert any(a["action"].get("config", {}).get("permissionMode") == "accept-edits" for a in peer.actions())
         finally:
             await peer.close()
+
+
+async def test_a_sub_agent_in_plan_mode_reads_but_cannot_write_or_approve_a_plan(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    config, work = _config(tmp_path)
+    task = {"description": "Look around", "prompt": "Find the entry point, then write notes.txt."}
+    provider = ScriptedProvider([
+        call_tools(("task", task)),
+        call_tools(("write_file", {"path": "notes.txt", "content": "sneaky"})),  # the sub-agent tries to write
+        reply("I could not write in plan mode."),
+        reply("The sub-agent only looked."),
+    ])
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await session_with(client, config={"permissionMode": "plan"})
+        client.send_message(session, "explore")
+        await idle(client, session)
+        await client.wait_for(lambda m, e: len(provider.requests) == 4)
+    sub_agent = {tool.name for tool in provider.requests[1].tools}
+    assert sub_agent == READ_ONLY - {"task"}  # no writers, no nested task, no propose_plan
+    assert not (work / "notes.txt").exists()
+    assert tool_results(provider, 2)[0].is_error
