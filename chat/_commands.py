@@ -11,7 +11,8 @@ command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the m
 ``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
 older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``). ``/trust`` lists the folders
 the host trusts and changes that list with ``root/configChanged`` (``/trust add|revoke [FOLDER]``,
-``ahp.workspace_trust``).
+``ahp.workspace_trust``). ``/mode [MODE]`` shows or switches the session's permission mode
+(``chat._modes``).
 """
 
 from __future__ import annotations

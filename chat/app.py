@@ -20,6 +20,8 @@ Behaviour (the contract users rely on):
 * A tool call waiting for confirmation, a result waiting for acceptance or an open input request
   opens a dialog; the dialog ends by itself when the host moves on (someone else answered, the
   turn ended), and Ctrl-C inside it cancels the turn.
+* Shift+Tab switches the session's permission mode at any time, and the status line shows it;
+  ``/mode`` does the same in the line terminal (``chat._modes``).
 * Actions the host rejects are reported with the host's reason.
 
 Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C at the prompt), 1 the connection was lost
