@@ -44,7 +44,7 @@ from tools.os_sandbox import OsSandbox, unavailable
 
 from .session_config import PERMISSION_MODE, mode_for_vscode, permission_mode_of
 
-__all__ = ["PermissionModes", "ProposePlanTool", "PLAN_TOOL", "vscode_mode_change", "permission_mode_change"]
+__all__ = ["PermissionModes", "ProposePlanTool", "PLAN_TOOL", "vscode_mode_change", "permission_mode_change", "set_mode_action"]
 
 PLAN_TOOL = "propose_plan"
 _PLAN_NOTE = ("The session is in plan mode: only read-only tools run. Explore, then call propose_plan with a "
