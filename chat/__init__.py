@@ -1,7 +1,7 @@
 """``agent-host chat``: a terminal client for an AHP host, on the ``client`` library.
 
 ``agent-host chat [URL] [--token T] [--session URI | --resume [ID] | --continue | --new] [--agent A] [--model M]
-[--cwd DIR] [-p [MESSAGE|-] [--yes] [--trust] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
+[--cwd DIR] [--permission-mode MODE] [-p [MESSAGE|-] [--yes] [--trust] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
 
 ``--resume ID`` opens a session by its id or its URI; ``--resume`` alone lists the sessions (this
 directory's first, ``chat.session_list``) and asks which; ``--continue`` the session of ``--cwd``
@@ -10,7 +10,9 @@ message, between ``<stdin>`` and ``</stdin>`` lines (``git diff | agent-host -p 
 ``-p -`` or ``-p`` alone sends stdin as the whole message (``prompt_from``).
 
 New sessions work in ``--cwd`` (default: the current directory); ``@path`` is resolved in the
-session's working directory.
+session's working directory. ``--permission-mode MODE`` creates a new session in that permission
+mode, or switches an opened one to it (``chat._modes``; with ``-p``, a resumed session gets its
+previous mode back when the run ends).
 
 * ``add_arguments(parser)`` declares those options on an ``argparse`` (sub)parser (``connect=False``
   leaves out URL and token, for a chat on an embedded host); ``run(args)`` connects and runs the
@@ -46,6 +48,7 @@ from typing import Any, Callable, Mapping, Sequence, TextIO
 
 from chat._connect import ChatConnectError, connect
 from chat._settings import ChatSettingsError, display_url, resolve_settings
+from chat._session import PERMISSION_MODES
 from chat.render import Style
 from client import ROOT_CHANNEL, AhpClient
 
@@ -80,6 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
                              "plugins run); without it an untrusted folder's extras stay off")
     parser.add_argument("--output-format", choices=("text", "json", "stream-json"), default=None,
                         help="with -p: text (the default), one JSON object at the end, or one JSON object per line as it happens")
+    parser.add_argument("--permission-mode", choices=PERMISSION_MODES, metavar="MODE",
+                        help="the session's permission mode: default (ask before edits and commands), accept-edits (edits in "
+                             "the session's folders run without asking), plan (read-only until you approve a plan) or "
+                             "full-auto (nothing asks; commands in the OS sandbox); in the chat, Shift+Tab or /mode switch it")
     parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="with -p: stop the turn when the model would answer more than N times")
     parser.add_argument("--timeout", type=float, metavar="SECONDS",
                         help="with -p: cancel the turn after this long without news from the agent (default 120; 0: wait forever)")
@@ -233,6 +240,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
                 trust=args.trust,
                 output_format=args.output_format or "text",
                 max_turns=args.max_turns,
+                permission_mode=getattr(args, "permission_mode", None),
                 idle_timeout=IDLE_TIMEOUT if args.timeout is None else (args.timeout or None),
             )
         from chat.app import ChatApp
@@ -260,6 +268,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
                 host_label=display_url(settings.url) if label is None else label,
                 rich=style.color and terminal.prefills,
                 width=lambda: shutil.get_terminal_size().columns,
+                permission_mode=getattr(args, "permission_mode", None),
             )
             return await app.run()
         finally:

@@ -11,7 +11,8 @@ command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the m
 ``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
 older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``). ``/trust`` lists the folders
 the host trusts and changes that list with ``root/configChanged`` (``/trust add|revoke [FOLDER]``,
-``ahp.workspace_trust``).
+``ahp.workspace_trust``). ``/mode [MODE]`` shows or switches the session's permission mode
+(``chat._modes``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ __all__ = ["Commands", "CLIENT_COMMANDS"]
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
     "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
-    "diff", "undo", "rewind", "trust",
+    "diff", "undo", "rewind", "trust", "mode",
 )
 """The commands this client runs itself (the host offers more through ``completions``;
 ``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
@@ -84,6 +85,7 @@ class Commands(ChatCore):
             "compact": self._cmd_compact,
             "permissions": self._cmd_permissions,
             "trust": self._cmd_trust,
+            "mode": self._cmd_mode,
         }.get(name)
         try:
             if handler is not None:

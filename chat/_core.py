@@ -49,6 +49,7 @@ class ChatCore:
         host_label: str = "",
         rich: bool = False,
         width: Callable[[], int] = lambda: 80,
+        permission_mode: str | None = None,
     ) -> None:
         self.client = client
         self.terminal = terminal
@@ -87,6 +88,9 @@ class ChatCore:
         """Turns whose end this client has seen go by (for ``_watch_steering``)."""
         self._prefill: str = ""
         """Text the next message prompt starts with (a rewound turn's message), taken once."""
+        self._new_session_mode = permission_mode
+        """The permission mode for the session this client creates (``--permission-mode``, or
+        switched before the first message); None: the host's default."""
         self._applied: Any = None
         """The client's notifications in the order its mirror applied them, read by
         ``_catch_up_steering`` (the inbox lags behind the mirror the turns are drawn from)."""
@@ -193,7 +197,8 @@ class ChatCore:
             return True
         try:
             self.session = await self.client.create_session(
-                provider=self.provider, model=self.model, working_directory=self.cwd.as_uri()
+                provider=self.provider, model=self.model, working_directory=self.cwd.as_uri(),
+                config={actions.PERMISSION_MODE: self._new_session_mode} if self._new_session_mode else None,
             )
         except AhpError as error:
             self._problem(f"cannot create a session: {error.message}")

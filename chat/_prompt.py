@@ -6,12 +6,15 @@ and is used when stdin and stdout are terminals (and ``TERM`` is not ``dumb``). 
 * the input line is a prompt_toolkit buffer: Enter sends, Alt-Enter (Esc Enter) inserts a
   newline, a bracketed paste is inserted whole (several lines stay one message until Enter),
   Ctrl-R searches the history, Tab or typing ``/`` or ``@`` completes from ``completer``;
+* Shift+Tab switches the session's permission mode (``on_mode_key``: the chat's callback), unless
+  a completion menu is open (there it steps back through the menu, as usual);
 * messages (not dialog answers) are kept in a history file per user that survives restarts
   (``history_path``: ``$XDG_STATE_HOME/agent-host/chat_history``);
 * ``ask(prompt, default)`` pre-fills the buffer, which is how a command or an edit is changed in
   place before approval; asking for something else while a line is being typed keeps its text;
 * a live region between the output and the input line: the status (a spinner, the elapsed time
-  and tokens, from send to the end of the turn) and the unfinished end of the streaming answer.
+  and tokens, from send to the end of the turn), the unfinished end of the streaming answer, and
+  the permission mode when it is not the default (``⏵⏵ accept edits on (shift+tab to cycle)``).
   Output is printed above the prompt a whole line at a time (``patch_stdout``); a partial line
   waits in the live region until it is complete, so the prompt never splits a line.
 
@@ -34,7 +37,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.application import get_app
-from prompt_toolkit.filters import Condition, is_searching
+from prompt_toolkit.filters import Condition, has_completions, is_searching
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
@@ -108,8 +111,15 @@ def _completing() -> bool:
     return word.startswith("@") or (word.startswith("/") and document.text_before_cursor.lstrip() == word)
 
 
-def _bindings() -> KeyBindings:
+def _bindings(mode_key: Callable[[], None] | None = None) -> KeyBindings:
     bindings = KeyBindings()
+
+    @bindings.add("s-tab", filter=~has_completions & ~is_searching)
+    def _mode(event: Any) -> None:
+        """Shift+Tab: the next permission mode (the status line shows it)."""
+        if mode_key is not None:
+            mode_key()
+        event.app.invalidate()
 
     # Not while Ctrl-R searches: there Enter keeps the line found (prompt_toolkit's own binding).
     @bindings.add("enter", filter=~is_searching)
@@ -143,6 +153,8 @@ class PromptTerminal(Terminal):
     def __init__(self, *, history_file: Path | None, completer: Completer | None = None, color: bool = True) -> None:
         super().__init__()
         self._color = color
+        self._cycle_mode: Callable[[], None] | None = None
+        self._mode_line: Callable[[], str] = lambda: ""
         history: Any = InMemoryHistory()
         if history_file is not None:
             try:
@@ -151,7 +163,7 @@ class PromptTerminal(Terminal):
             except OSError:
                 pass  # an unwritable state directory costs the history, not the chat
         common: dict[str, Any] = {
-            "key_bindings": _bindings(), "multiline": True, "refresh_interval": 0.12,
+            "key_bindings": _bindings(self._mode_key), "multiline": True, "refresh_interval": 0.12,
         }
         self._messages: PromptSession[str] = PromptSession(
             history=history, completer=completer, complete_while_typing=_completing, reserve_space_for_menu=8, **common
@@ -256,6 +268,14 @@ class PromptTerminal(Terminal):
             self._tail = text
             self._invalidate()
 
+    def on_mode_key(self, cycle: Callable[[], None], line: Callable[[], str]) -> None:
+        self._cycle_mode = cycle
+        self._mode_line = line
+
+    def _mode_key(self) -> None:
+        if self._cycle_mode is not None:
+            self._cycle_mode()
+
     def _invalidate(self) -> None:
         session = self._session
         if session is not None and session.app.is_running:
@@ -271,6 +291,10 @@ class PromptTerminal(Terminal):
             lines.extend(tail.split("\n")[-_TAIL_LINES:])
         if self._status is not None:
             lines.append(_status_line(self._status, time.monotonic(), self._color))
+        mode = self._mode_line()
+        if mode:
+            hint = " (shift+tab to cycle)"
+            lines.append(f"\x1b[35m{mode}\x1b[0m\x1b[2m{hint}\x1b[0m" if self._color else mode + hint)
         return ANSI("\n".join(lines + [prompt]))
 
 

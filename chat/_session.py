@@ -23,6 +23,12 @@ __all__ = [
     "pending_message",
     "first_option",
     "REMEMBERED_USE",
+    "PERMISSION_MODE",
+    "PERMISSION_MODES",
+    "MODE_DESCRIPTIONS",
+    "permission_mode",
+    "next_mode",
+    "mode_status",
     "remembered_approval",
     "remembered_tool_calls",
     "shown_directory",
@@ -57,6 +63,42 @@ def waiting_tool_calls(turn: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 REMEMBERED_USE = "useRememberedApprovals"
 """The session config property that says which remembered "Always allow" choices apply."""
+
+PERMISSION_MODE = "permissionMode"
+"""The session config property that holds the session's permission mode."""
+PERMISSION_MODES = ("default", "accept-edits", "plan", "full-auto")
+MODE_DESCRIPTIONS = {
+    "default": "ask before edits and commands",
+    "accept-edits": "edits in the session's folders run without asking; commands ask",
+    "plan": "read-only tools only; the agent proposes a plan for you to approve",
+    "full-auto": "everything runs without asking (commands in the OS sandbox)",
+}
+_CYCLE = ("default", "accept-edits", "plan")
+"""What Shift+Tab steps through; full-auto only by ``/mode full-auto`` or ``--permission-mode``."""
+
+
+def permission_mode(state: Mapping[str, Any] | None) -> str | None:
+    """The session's permission mode, or None when the session has none (a host without tools,
+    or a session from before permission modes)."""
+    config = (state or {}).get("config") or {}
+    if PERMISSION_MODE not in ((config.get("schema") or {}).get("properties") or {}):
+        return None
+    value = (config.get("values") or {}).get(PERMISSION_MODE)
+    return value if value in PERMISSION_MODES else "default"
+
+
+def next_mode(mode: str | None) -> str:
+    """The mode Shift+Tab switches to from ``mode`` (from full-auto: back to default)."""
+    return _CYCLE[(_CYCLE.index(mode) + 1) % len(_CYCLE)] if mode in _CYCLE else "default"
+
+
+def mode_status(mode: str | None) -> str:
+    """The status line's words for a mode ("" for the default, which needs no reminder)."""
+    return {
+        "accept-edits": "⏵⏵ accept edits on",
+        "plan": "⏸ plan mode on",
+        "full-auto": "⚠ full auto on: nothing asks",
+    }.get(mode or "default", "")
 
 
 def shown_directory(location: str) -> str:

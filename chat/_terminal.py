@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from chat.render import Status
 from client import AhpClient, Notification
@@ -106,6 +106,10 @@ class Terminal:
 
     def set_tail(self, text: str) -> None:
         """The unfinished end of the streaming answer, shown live (a line terminal prints it as it comes)."""
+
+    def on_mode_key(self, cycle: Callable[[], None], line: Callable[[], str]) -> None:
+        """What Shift+Tab does (``cycle``: switch the permission mode) and what the status line says
+        about the mode (``line()``, read at every redraw). A line terminal has neither: ``/mode``."""
 
     def follow(self, client: AhpClient) -> None:
         """Forward the client's notifications into the inbox (replacing an earlier pump)."""

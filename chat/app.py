@@ -20,6 +20,8 @@ Behaviour (the contract users rely on):
 * A tool call waiting for confirmation, a result waiting for acceptance or an open input request
   opens a dialog; the dialog ends by itself when the host moves on (someone else answered, the
   turn ended), and Ctrl-C inside it cancels the turn.
+* Shift+Tab switches the session's permission mode at any time, and the status line shows it;
+  ``/mode`` does the same in the line terminal (``chat._modes``).
 * Actions the host rejects are reported with the host's reason.
 
 Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C at the prompt), 1 the connection was lost
@@ -36,6 +38,7 @@ from chat._changes import Changes
 from chat._commands import CLIENT_COMMANDS, Commands
 from chat._core import ChatExit
 from chat._dialogs import Dialogs
+from chat._modes import Modes
 from chat._terminal import Eof, Interrupt, Line
 from chat._markdown import MarkdownStream, drawn
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
@@ -46,7 +49,7 @@ __all__ = ["ChatApp", "CLIENT_COMMANDS"]
 _DOUBLE_INTERRUPT_SECONDS = 2.0
 
 
-class ChatApp(Changes, Commands, Dialogs):
+class ChatApp(Changes, Commands, Dialogs, Modes):
     """One interactive chat on a connected client; ``await run()`` returns the exit status.
 
     The loop lives here; ``Changes`` (``/diff``, ``/undo``, ``/rewind``), ``Commands`` and
@@ -56,12 +59,15 @@ class ChatApp(Changes, Commands, Dialogs):
     # -- main loop -------------------------------------------------------------------------------
 
     async def run(self) -> int:
+        self._install_mode_key()
         try:
             where = f" at {self._host_label}" if self._host_label else ""
             agent = f"agent {self.provider}" if self.provider else "the host's default agent"
             self._note(f"connected{where} · {agent} · /help for commands")
             if self._initial_session:
                 await self._open_session(self._initial_session)
+                if self._new_session_mode and self.session and self._current_mode() not in (None, self._new_session_mode):
+                    self._switch_mode(self._new_session_mode)  # --permission-mode for the session opened
             elif self._pick_session:
                 await self._cmd_resume("")
             prompt_shown = False

@@ -33,6 +33,11 @@ host for this by setting the session's ``useRememberedApprovals`` to ``"project"
 message (when the host offers the property); a session it resumed gets its previous value back
 when the run ends. ``agent-host chat`` and ``/permissions`` list and revoke the choices.
 
+``permission_mode`` (``--permission-mode``): a new session is created in that mode; a resumed
+one is switched to it and gets its previous mode back when the run ends. ``full-auto`` runs every
+call without asking (the client then has nothing to refuse), ``plan`` offers the model read-only
+tools and its plan is declined (nobody is there to approve it), ``accept-edits`` runs edits.
+
 Limits: ``max_turns`` cancels the turn as soon as its tool calls would have the model answer more
 than N times (``chat._stream.model_rounds``: the call is not run, the model not asked again); ``idle_timeout`` seconds without any news from the host while the
 turn waits on the agent (not while a tool runs) cancel it too, and the message says so.
@@ -138,6 +143,19 @@ async def _only_project_choices(client: AhpClient, session: str, *, resumed: boo
     return {actions.REMEMBERED_USE: previous or "all"} if resumed else None
 
 
+async def _switch_mode(client: AhpClient, session: str, mode: str) -> str | None:
+    """Put a resumed session in ``mode`` for this run; returns the mode to put back, or None."""
+    previous = actions.permission_mode(client.state(session))
+    if previous is None:
+        raise AhpClientError("the session has no permission modes (its host runs no tools, or it predates them)")
+    if previous == mode:
+        return None
+    outcome = await client.outcome(client.dispatch(session, {"type": "session/configChanged", "config": {actions.PERMISSION_MODE: mode}}))
+    if outcome.status != "accepted":
+        raise AhpClientError(f"the host refused it: {outcome.reason}")
+    return previous
+
+
 async def _oneshot(
     client: AhpClient,
     message: str,
@@ -156,6 +174,7 @@ async def _oneshot(
     output_format: str = "text",
     max_turns: int | None = None,
     idle_timeout: float | None = IDLE_TIMEOUT,
+    permission_mode: str | None = None,
 ) -> int:
     output = _Output(output_format, out, err, err_style)
     started = time.monotonic()
@@ -176,9 +195,17 @@ async def _oneshot(
             await client.subscribe(session)
         else:
             session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri(),
-                                                  meta={"oneShot": True})  # listed by /resume only on request
+                                                  meta={"oneShot": True},  # listed by /resume only on request
+                                                  config={actions.PERMISSION_MODE: permission_mode} if permission_mode else None)
     except AhpError as error:
         return finish(EXIT_USAGE if session is not None else EXIT_TURN_ERROR, "error", error.message)
+    if resumed and permission_mode:
+        try:
+            previous = await _switch_mode(client, session, permission_mode)
+        except (AhpError, AhpClientError) as error:
+            return finish(EXIT_USAGE, "error", f"could not switch the session to {permission_mode} mode: {error}")
+        if previous is not None:
+            restore.update({actions.PERMISSION_MODE: previous, "session": session})
     if output_format == "stream-json":
         summary = (client.state(session) or {}).get("summary") or {}
         output.emit({"type": "init", "session_id": session.rsplit("/", 1)[-1], "session": session,

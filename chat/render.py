@@ -495,6 +495,7 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
   /rewind [N [MODE]]   go back to before turn N (MODE: both, conversation or files)
   /trust               trusted folders          /trust add|revoke [DIR] trust or stop trusting one
+  /mode [MODE]         permission mode: default, accept-edits, plan or full-auto (Shift+Tab cycles)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 

@@ -385,12 +385,14 @@ class AhpClient:
         fork: Mapping[str, Any] | None = None,
         subscribe: bool = True,
         meta: Mapping[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> str:
         """Create a session (a fresh ``ahp-session:/<uuid4>`` unless given) and subscribe to it.
 
         ``agent`` is an agent URI or an ``AgentSelection``; ``model`` a model id or a
         ``ModelSelection``; ``fork`` is ``{session, turnId}``; ``meta`` is sent as the params'
-        ``_meta`` (e.g. ``{"oneShot": true}`` for a script's session). Returns the channel.
+        ``_meta`` (e.g. ``{"oneShot": true}`` for a script's session); ``config`` the session config
+values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         """
         channel = channel or f"ahp-session:/{uuid.uuid4()}"
         params: dict[str, Any] = {"channel": channel}
@@ -406,6 +408,8 @@ class AhpClient:
             params["fork"] = dict(fork)
         if meta is not None:
             params["_meta"] = dict(meta)
+        if config:
+            params["config"] = dict(config)
         await self.request("createSession", params)
         if subscribe:
             await self.subscribe(channel)

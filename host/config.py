@@ -255,6 +255,15 @@ class ToolsConfig(_Section):
     remembered_approvals: Literal["all", "project", "none"] = "all"
     """Default of the per-session ``useRememberedApprovals`` property: which "Always allow"
     choices apply: this project's and host-wide ones, this project's only, or none."""
+    permission_mode: Literal["default", "accept-edits", "plan", "full-auto"] = "default"
+    """Default of the per-session ``permissionMode`` (sessions can change it): ask as the rules say,
+    accept file edits in the session's folders, plan with read-only tools, or run everything."""
+    sandbox: Literal["auto", "always", "off"] = "auto"
+    """The OS sandbox (bubblewrap) for the shell tool's commands: ``"auto"`` runs them in it when the
+    session's permission mode is ``full-auto`` (and refuses them there when the platform has none);
+    ``"always"`` in every mode (refusing them where there is none); ``"off"`` never."""
+    sandbox_network: bool = False
+    """Whether sandboxed commands reach the network (off: only loopback inside the sandbox)."""
     result_confirmation: list[str] = Field(default_factory=list)
     """Tool names (``*`` wildcards) whose results the user confirms before the model sees them."""
     extra_roots: list[str] = Field(default_factory=list)

@@ -171,6 +171,7 @@ class AgentHost:
             lambda: [(state.get("workingDirectories") or [None])[0] for _, state in self.store.channels("session")],
             config.tools.auto_approve if self.tools is not None else None,
             config.tools.remembered_approvals,
+            config.tools.permission_mode,
         )
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -14,14 +14,18 @@ agent ``params.provider`` (default: the host's default agent) given what the use
   booleans it takes VS Code's approval levels (``"default"``, ``"assisted"``, ``"autoApprove"``,
   ``"autopilot"``), kept as the boolean they mean here (``host.runtime.tools.session_config``);
 * ``useRememberedApprovals`` — when the host runs tools (``sessionMutable``): which *Always allow*
-  choices apply (``"all"``, ``"project"``, ``"none"``; ``host.runtime.tools.session_config``).
+  choices apply (``"all"``, ``"project"``, ``"none"``; ``host.runtime.tools.session_config``);
+* ``permissionMode`` — when the host runs tools (``sessionMutable``): ``"default"``,
+  ``"accept-edits"``, ``"plan"`` or ``"full-auto"`` (``host.runtime.tools.session_config``); when
+  not given, VS Code's ``mode`` decides it if sent (``"plan"`` → ``"plan"``, ``"autopilot"`` →
+  ``"full-auto"``), else ``[tools] permission_mode``.
 
 VS Code 1.139.1 sends two more properties from its own settings, whatever this schema says; they
 are accepted, and join the schema and the values only when sent:
 
 * ``mode`` — ``"interactive"``, ``"plan"`` or ``"autopilot"``. ``"autopilot"`` runs tools without
-  asking (as VS Code means it); ``"interactive"`` and ``"plan"`` are kept as values and change
-  nothing else (our agents have no plan mode).
+  asking (as VS Code means it); each value also sets ``permissionMode`` (at creation when that is
+  not given, and whenever VS Code changes ``mode`` later: ``host.runtime.tools.modes``).
 * ``isolation`` — ``"folder"`` only: sessions run in their working directory itself. A
   ``"worktree"`` (or anything else) is refused, since this host makes no worktrees.
 
@@ -47,7 +51,8 @@ from typing import Any
 from host.runtime.agents import Agent
 from host.errors import ErrorCode, RpcError
 from host.runtime.tools.session_config import (
-    AUTO_APPROVE, REMEMBERED_USE, AutoApproveValueError, auto_approve_property, auto_approve_value, remembered_use_property,
+    AUTO_APPROVE, PERMISSION_MODE, REMEMBERED_USE, AutoApproveValueError, auto_approve_property, auto_approve_value, mode_for_vscode,
+    permission_mode_property, remembered_use_property,
 )
 from host.resources.workdirs import WorkingDirectoryError, check_working_directory, directory_of
 
@@ -61,7 +66,7 @@ _CLIENT_PROPERTIES: dict[str, dict[str, Any]] = {
     MODE: {
         "type": "string", "title": "Mode", "enum": ["interactive", "plan", "autopilot"], "default": "interactive",
         "description": "How the agent works: interactive asks before tools as the approval setting says; autopilot runs them "
-                       "without asking; plan is kept and changes nothing on this host.",
+                       "without asking; plan offers read-only tools until you approve the agent's plan.",
         "sessionMutable": True,
     },
     ISOLATION: {
@@ -83,6 +88,7 @@ class SessionConfigResolver:
         session_directories: Callable[[], Iterable[str]],
         auto_approve_default: bool | None,
         remembered_use_default: str = "all",
+        permission_mode_default: str = "default",
     ) -> None:
         self._agents = agents
         self._default_provider = default_provider
@@ -92,6 +98,7 @@ class SessionConfigResolver:
         self._auto_approve_default = auto_approve_default
         """None when the host runs no tools: then there is nothing to approve."""
         self._remembered_use_default = remembered_use_default
+        self._permission_mode_default = permission_mode_default
 
     # -- resolveSessionConfig ------------------------------------------------------------------
 
@@ -140,6 +147,10 @@ class SessionConfigResolver:
             prop = remembered_use_property(self._remembered_use_default)
             properties[REMEMBERED_USE] = prop
             values[REMEMBERED_USE] = _checked(REMEMBERED_USE, prop, given[REMEMBERED_USE]) if REMEMBERED_USE in given else prop["default"]
+            prop = permission_mode_property(self._permission_mode_default)
+            properties[PERMISSION_MODE] = prop
+            values[PERMISSION_MODE] = (_checked(PERMISSION_MODE, prop, given[PERMISSION_MODE]) if PERMISSION_MODE in given
+                                       else mode_for_vscode(given.get(MODE)) or prop["default"])
         for key, prop in _CLIENT_PROPERTIES.items():
             if key in given:
                 if key == ISOLATION and given[key] not in prop["enum"]:
@@ -172,7 +183,7 @@ class SessionConfigResolver:
         model = values.get(MODEL)
         if not isinstance(model, str):
             return None
-        own = {key: values[key] for key in properties if key not in (MODEL, WORKING_DIRECTORY, AUTO_APPROVE, REMEMBERED_USE, *_CLIENT_PROPERTIES) and key in values}
+        own = {key: values[key] for key in properties if key not in (MODEL, WORKING_DIRECTORY, AUTO_APPROVE, REMEMBERED_USE, PERMISSION_MODE, *_CLIENT_PROPERTIES) and key in values}
         return {"id": model, **({"config": own} if own else {})}
 
     # -- sessionConfigCompletions --------------------------------------------------------------

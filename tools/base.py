@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._schema import validate_arguments
 from .content import ContentStore, InMemoryContentStore, text_content
 from .errors import ToolFailure, ToolInputError, ToolsError
+from .os_sandbox import OsSandbox
 from .sandbox import resolve_path
 
 if TYPE_CHECKING:
@@ -110,6 +111,11 @@ class ToolContext:
     """Folders every client of the host may read (the host's resource roots). The ``shell`` tool
     reports the files it changes there outside the working directory, after the user approved
     writing there, so they can be undone like the others."""
+    sandbox: OsSandbox | None = None
+    """The OS sandbox commands run in (``tools.os_sandbox``), when the host asks for one."""
+    sandbox_unavailable: str | None = None
+    """Set when the session needs a sandbox this platform cannot give: why (the ``shell`` tool
+    then refuses to run anything, with this reason)."""
 
     def __post_init__(self) -> None:
         self.working_directory = Path(self.working_directory)

@@ -16,13 +16,18 @@ A rule with a pattern never matches a tool without a subject.
 
 `decide(tool, args, state)` applies, in order:
 1. a matching `deny` rule → deny (nothing overrides it, not even auto-approve);
-2. a matching `ask` rule → ask (an explicit ask beats allow rules and auto-approve);
-3. a matching allow rule (configured, "always allow" remembered for this project or
+2. permission mode `plan` and a tool not annotated `readOnlyHint: true` → deny (nothing but
+   reading runs until the user approved the plan; allow rules and auto-approve do not apply);
+3. a matching `ask` rule → ask (an explicit ask beats allow rules and auto-approve);
+4. a matching allow rule (configured, "always allow" remembered for this project or
    host-wide, or remembered for this session) → allow, `confirmed: "setting"`, and the
    decision's `source` says which of these it was;
-4. the session's auto-approve switch → allow, `confirmed: "setting"`;
-5. a tool annotated `readOnlyHint: true` → allow, `confirmed: "not-needed"`;
-6. otherwise → ask.
+5. permission mode `full-auto`, or the session's auto-approve switch → allow, `confirmed: "setting"`;
+6. permission mode `accept-edits` and a file tool (`subject_kind` `"path"`) whose path lies
+   inside the working directory or one of `edit_roots` (lexically: `..` that leaves them does
+   not count) → allow, `confirmed: "setting"`; commands and other tools go on;
+7. a tool annotated `readOnlyHint: true` → allow, `confirmed: "not-needed"`;
+8. otherwise → ask.
 
 Shell commands are read conservatively (`tools.shell`): an allow rule applies only
 to a *plain* command line (no substitution, redirection, subshell...) and only if every
@@ -145,6 +150,10 @@ class PolicyState:
     """Used to relate absolute paths to relative path patterns."""
     host_allow: tuple[Rule, ...] = ()
     """Persisted "always allow" rules that apply in every project (host-wide)."""
+    permission_mode: Literal["default", "accept-edits", "plan", "full-auto"] = "default"
+    """The session's permission mode (see `decide`)."""
+    edit_roots: tuple[str, ...] = ()
+    """Absolute folders besides the working directory whose files `accept-edits` edits without asking."""
 
     @classmethod
     def from_settings(
@@ -218,6 +227,13 @@ def _relative_subject(path: str, working_directory: str | None) -> str | None:
                 return normal[len(root.rstrip("/")) + 1 :]
         return None
     return None if normal == ".." or normal.startswith("../") else normal
+
+
+def _in_folders(path: str, state: PolicyState) -> bool:
+    """Whether a file tool's path lies in the working directory or an edit root (lexically)."""
+    if not posixpath.isabs(path):
+        return state.working_directory is not None and _relative_subject(path, None) is not None
+    return any(_relative_subject(path, root) is not None for root in (state.working_directory, *state.edit_roots) if root)
 
 
 def _path_matches(path: str, pattern: str, working_directory: str | None) -> bool:
@@ -306,6 +322,10 @@ def decide(tool: PolicyTool, args: dict, state: PolicyState) -> Decision:
     for rule in state.rules:
         if rule.effect == "deny" and _matches_any_part(rule, tool, args, line, state):
             return Decision("deny", reason=f"Denied by the rule {rule}.", rule=rule)
+    read_only = bool((getattr(tool, "annotations", None) or {}).get("readOnlyHint", False))
+    if state.permission_mode == "plan" and not read_only:
+        return Decision("deny", reason="The session is in plan mode: only read-only tools run until the user approves a plan "
+                                       "(propose one with propose_plan).")
     for rule in state.rules:
         if rule.effect == "ask" and _matches_any_part(rule, tool, args, line, state):
             return Decision("ask", reason=f"The rule {rule} asks for confirmation.", rule=rule)
@@ -313,9 +333,13 @@ def decide(tool: PolicyTool, args: dict, state: PolicyState) -> Decision:
         rule = _allowing_rule(getattr(state, rules), tool, args, line, state)
         if rule is not None:
             return Decision("allow", "setting", f"Allowed by the {said} {rule}.", rule, source)
+    if state.permission_mode == "full-auto":
+        return Decision("allow", "setting", "The session is in full-auto mode.")
     if state.auto_approve:
         return Decision("allow", "setting", "Auto-approve is on for this session.")
-    if bool((getattr(tool, "annotations", None) or {}).get("readOnlyHint", False)):
+    if state.permission_mode == "accept-edits" and _kind(tool) == "path" and subject is not None and _in_folders(subject, state):
+        return Decision("allow", "setting", "The session accepts edits in its folders.")
+    if read_only:
         return Decision("allow", "not-needed", "The tool only reads.")
     if line is not None and not line.plain:
         return Decision("ask", reason=f"The command needs confirmation because {line.reason}.")

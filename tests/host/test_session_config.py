@@ -64,7 +64,7 @@ async def test_the_schema_follows_the_chosen_model(host) -> None:
     assert second["values"] == {**second["values"], "model": "claude-y", "thinking": "off", "autoApprove": True}
 
     plain = await resolve(client, provider="scripted", config={"model": "plain"}, workingDirectory=(projects / "alpha").as_uri())
-    assert set(plain["schema"]["properties"]) == {"model", "workingDirectory", "autoApprove", "useRememberedApprovals"}
+    assert set(plain["schema"]["properties"]) == {"model", "workingDirectory", "autoApprove", "useRememberedApprovals", "permissionMode"}
     assert plain["values"]["workingDirectory"] == (projects / "alpha").as_uri()
 
 

@@ -312,3 +312,31 @@ def test_policy_state_is_never_mutated():
     state = PolicyState()
     apply_option(state, SHELL, {"command": "ls"}, "allow-session")
     assert state.session_allow == ()
+
+
+# --- permission modes -------------------------------------------------------------
+
+def test_plan_mode_refuses_every_tool_that_is_not_read_only_even_when_a_rule_or_auto_approve_allows_it():
+    state = PolicyState.from_settings(allow=["shell", "write_file"], auto_approve=True, working_directory="/w")
+    plan = PolicyState(**{**state.__dict__, "permission_mode": "plan"})
+    for tool, args in ((ShellTool(), {"command": "ls"}), (WriteFileTool(), {"path": "a", "content": ""})):
+        decision = decide(tool, args, plan)
+        assert decision.outcome == "deny" and "plan mode" in decision.reason
+    assert decide(ReadFileTool(), {"path": "a"}, plan).outcome == "allow"
+
+
+def test_accept_edits_allows_file_edits_in_the_sessions_folders_only_and_still_asks_for_commands():
+    state = PolicyState(working_directory="/w", permission_mode="accept-edits", edit_roots=("/shared",))
+    assert decide(WriteFileTool(), {"path": "src/a.py", "content": ""}, state).outcome == "allow"
+    assert decide(EditFileTool(), {"path": "/shared/b.txt", "old_string": "a", "new_string": "b"}, state).confirmed == "setting"
+    assert decide(WriteFileTool(), {"path": "../elsewhere.txt", "content": ""}, state).outcome == "ask"
+    assert decide(WriteFileTool(), {"path": "/etc/passwd", "content": ""}, state).outcome == "ask"
+    assert decide(ShellTool(), {"command": "ls"}, state).outcome == "ask"
+
+
+def test_full_auto_allows_everything_but_deny_and_ask_rules_still_apply():
+    rules = PolicyState.from_settings(deny=["shell(rm:*)"], ask=["shell(git push:*)"], working_directory="/w").rules
+    state = PolicyState(rules=rules, working_directory="/w", permission_mode="full-auto")
+    assert decide(ShellTool(), {"command": "make test"}, state).outcome == "allow"
+    assert decide(ShellTool(), {"command": "rm -rf x"}, state).outcome == "deny"
+    assert decide(ShellTool(), {"command": "git push origin"}, state).outcome == "ask"

@@ -23,7 +23,12 @@ Contract:
   their output is not collected once the command exited.
 * Output beyond `max_output_bytes` is cut from the middle (the start and the end are
   kept) with a note saying how many bytes were left out.
-* Before anything is spawned, the command line is read for writes outside the allowed roots
+* When the host gives `ctx.sandbox`, the command runs inside that OS sandbox (`tools.os_sandbox`:
+  bubblewrap, writes only in the session's folders and a private /tmp, network as configured);
+  a write elsewhere fails in the command, so the outside-write check below is skipped. When the
+  host sets `ctx.sandbox_unavailable` (a sandbox is required and the platform has none), nothing
+  runs: the call fails with code `sandbox_unavailable` and the reason.
+* Before anything is spawned (and without an OS sandbox), the command line is read for writes outside the allowed roots
   (`tools.shell.writes`: redirections, `tee`/`cp`/`mv`/`rm`/…, `cd` out of the root); if
   there are any, the tool asks again through `ctx.reconfirm` with a sentence naming them. A
   refusal (or no host to ask) fails the call with code `outside_write_denied` and that
@@ -191,7 +196,11 @@ class ShellTool(Tool):
         shell = self.shell or os.environ.get("SHELL") or "/bin/sh"
         if not ctx.working_directory.is_dir():
             raise ToolFailure(f"The working directory {ctx.working_directory} does not exist.", code="no_working_directory")
-        findings = outside_writes(command, ctx.working_directory, ctx.extra_roots)
+        if ctx.sandbox_unavailable:
+            message = f"Commands must run in a sandbox in this session, and {ctx.sandbox_unavailable}."
+            return failure_result(f"Did not run `{command}`", message, "sandbox_unavailable")
+        # In the OS sandbox a write outside the session's folders fails by itself: nothing to ask.
+        findings = outside_writes(command, ctx.working_directory, ctx.extra_roots) if ctx.sandbox is None else []
         if findings:
             reason = describe_findings(findings, ctx.working_directory)
             if not await ctx.reconfirm(f"{reason} Run it anyway?"):
@@ -201,7 +210,9 @@ class ShellTool(Tool):
         if self.track_changes:
             snapshots = await asyncio.to_thread(self._snapshots, command, ctx)
         try:
-            process = await PtyProcess.spawn([shell, "-c", command], cwd=ctx.working_directory, env=self._environment())
+            argv = [shell, "-c", command]
+            process = await PtyProcess.spawn(ctx.sandbox.command(argv) if ctx.sandbox else argv, cwd=ctx.working_directory,
+                                             env=self._environment())
         except OSError as exc:
             raise ToolFailure(f"Could not start {shell}: {exc.strerror or type(exc).__name__}.", code="spawn_failed") from None
 

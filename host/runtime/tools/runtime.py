@@ -24,7 +24,9 @@ session's project and the host-wide ones (``ToolSettings``, read at every decisi
 in one session applies to the project's other sessions at once; which of them apply follows the
 session's ``useRememberedApprovals``) + the session's own "allow in this session" rules (also in
 ``ToolSettings``, keyed by session, so they survive a restart as the session does;
-``session_disposed`` deletes them) + the session's ``autoApprove`` config value.
+``session_disposed`` deletes them) + the session's ``autoApprove`` and ``permissionMode`` config
+values (``modes`` makes the rest of each permission mode happen: plan mode's tools, the OS
+sandbox; the observer keeps VS Code's ``mode`` and ``permissionMode`` in step).
 
 The remembered choices are listed in the root config (``rememberedApprovals``, see
 ``host.runtime.tools.remembered``): ``publish_remembered`` puts the stored list there (at host
@@ -59,7 +61,8 @@ from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
 from .remembered import ROOT_KEY, entries, project_root, revoked
-from .session_config import auto_approve_of, remembered_use_of
+from .modes import PermissionModes, permission_mode_change, set_mode_action, vscode_mode_change
+from .session_config import auto_approve_of, permission_mode_of, remembered_use_of
 from .session_tools import SessionToolParts, SessionTools
 from .settings import ToolSettings
 
@@ -96,6 +99,8 @@ class ToolsRuntime:
             other_server_tool_names=self.other_server_tool_names, reconfirm=self.approver.reconfirm, ask=self.ask,
             readable_roots=readable_roots,
         ))
+        self.modes = PermissionModes(self.set_mode, sandbox=config.sandbox, network=config.sandbox_network,
+                                     extra_roots=self.extra_roots)
         self.environment: TurnEnvironment | None = None
         store.change_observers.append(self._observe)
         store.rejection_observers.append(self.action_rejected)
@@ -103,6 +108,7 @@ class ToolsRuntime:
     def install(self, environment: TurnEnvironment) -> None:
         self.environment = environment
         environment.contributors.append(self.contributor)
+        environment.contributors.append(self.modes)
         environment.approver = self.approver
 
     def close(self) -> None:
@@ -123,7 +129,13 @@ class ToolsRuntime:
             session_allow=self.settings.session_allow(session),
             auto_approve=auto_approve_of(state),
             working_directory=str(directory) if directory is not None else None,
+            permission_mode=permission_mode_of(state),
+            edit_roots=tuple(str(root) for root in self.extra_roots),
         )
+
+    def set_mode(self, session: str, mode: str) -> None:
+        """Switch the session's permission mode (as a client would: every client sees it)."""
+        self.store.dispatch(session, set_mode_action(mode))
 
     def project(self, session: str) -> str | None:
         """The path of the session's project ("always" choices are kept for it), or None."""
@@ -223,6 +235,10 @@ class ToolsRuntime:
                 self.departure.active_changed(channel, before, after)
             elif kind == "session/ready":
                 asyncio.get_running_loop().call_soon(self.publish_server_tools, channel)
+            elif kind == "session/configChanged":
+                follow = vscode_mode_change(after, action) or permission_mode_change(after, action)
+                if follow is not None:  # VS Code's ``mode`` and ``permissionMode`` say the same thing
+                    asyncio.get_running_loop().call_soon(self.store.dispatch, channel, builders.session_config_changed(config=follow))
             return
         if kind_of_channel != "chat":
             return

@@ -23,6 +23,22 @@ ones; ``"project"``: only the project's (``agent-host -p`` without ``--yes`` ask
 ``chat.oneshot``); ``"none"``: none, every call that no configured rule allows asks. It is
 ``sessionMutable``. ``remembered_use_of(state)`` reads it back (``"all"`` when absent or unknown:
 sessions from before this property).
+
+The third property is ``permissionMode`` (``sessionMutable``), the session's permission mode:
+
+* ``"default"``: calls ask as the rules and the other properties say;
+* ``"accept-edits"``: file edits (``edit_file``, ``write_file``) inside the session's folders run
+  without asking; commands and everything else still ask;
+* ``"plan"``: only read-only tools are offered and run; the model explores and proposes a plan
+  (``propose_plan``), and the user's approval switches the mode (``host.runtime.tools.modes``);
+* ``"full-auto"``: every call runs without asking (deny and ask rules still apply), for trusted
+  scripts; commands run in the OS sandbox (``[tools] sandbox``).
+
+Its default is ``[tools] permission_mode``. ``permission_mode_of(state)`` reads it back; a session
+without it (created before this property) is in ``"plan"`` when VS Code's ``mode`` is ``"plan"``,
+else ``"default"``. ``mode_for_vscode(mode)`` maps VS Code's ``mode`` setting to the permission mode
+it means (``"plan"`` → ``"plan"``, ``"autopilot"`` → ``"full-auto"``, ``"interactive"`` →
+``"default"``).
 """
 
 from __future__ import annotations
@@ -30,6 +46,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "PERMISSION_MODE", "PERMISSION_MODES", "permission_mode_property", "permission_mode_of", "mode_for_vscode",
     "REMEMBERED_USE", "REMEMBERED_USES", "remembered_use_property", "remembered_use_of",
     "AUTO_APPROVE", "with_auto_approve", "auto_approve_of", "auto_approve_property", "auto_approve_value", "AutoApproveValueError",
 ]
@@ -102,3 +119,37 @@ def auto_approve_of(state: dict[str, Any]) -> bool:
     values = (state.get("config") or {}).get("values") or {}
     value = values.get(AUTO_APPROVE)
     return value is True or (isinstance(value, str) and APPROVAL_LEVELS.get(value) is True) or values.get("mode") == "autopilot"
+
+
+PERMISSION_MODE = "permissionMode"
+PERMISSION_MODES = ("default", "accept-edits", "plan", "full-auto")
+_MODE_PROPERTY = {
+    "type": "string",
+    "title": "Permission mode",
+    "description": "default: ask before edits and commands; accept-edits: edits in the session's folders run without asking, "
+                   "commands ask; plan: read-only tools only until you approve the agent's plan; full-auto: everything runs "
+                   "without asking (commands in the OS sandbox), for trusted scripts.",
+    "enum": list(PERMISSION_MODES),
+    "enumLabels": ["Default (ask)", "Accept edits", "Plan (read-only)", "Full auto"],
+    "default": "default",
+    "sessionMutable": True,
+}
+_VSCODE_MODES = {"interactive": "default", "plan": "plan", "autopilot": "full-auto"}
+
+
+def permission_mode_property(default: str) -> dict[str, Any]:
+    """The ``permissionMode`` property schema with the host's default."""
+    return {**_MODE_PROPERTY, "default": default}
+
+
+def mode_for_vscode(mode: Any) -> str | None:
+    """The permission mode VS Code's ``mode`` setting means, or None for a value it does not send."""
+    return _VSCODE_MODES.get(mode) if isinstance(mode, str) else None
+
+
+def permission_mode_of(state: dict[str, Any]) -> str:
+    values = (state.get("config") or {}).get("values") or {}
+    value = values.get(PERMISSION_MODE)
+    if value in PERMISSION_MODES:
+        return value
+    return "plan" if values.get("mode") == "plan" else "default"
