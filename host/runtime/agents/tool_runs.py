@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from ahp.tool_results import result_text
 from host.runtime.agents._mapping import TurnToolIds, tool_start_meta
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.context import cut_tool_output
+from host.runtime.command_bodies import BANG_COMMAND
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.tooling import Approval, ToolCallRequest, finish_call, parse_arguments, run_tool, unknown_tool_result
 from providers import AssistantMessage, ToolCallPart, ToolResult, ToolResultsMessage
@@ -35,8 +35,6 @@ from tools.base import Tool, ToolContext, failure_result
 
 __all__ = ["TurnTools", "BANG_COMMAND"]
 
-BANG_COMMAND = re.compile(r"!`([^`\n]+)`")
-"""A shell command inside a slash command's body, run before the prompt reaches the model."""
 
 HOOK_CONTEXT_NOTE = "[Context added by a plugin hook]"
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from host.runtime.agents.base import TurnContext, TurnFailed
 from host.runtime.agents.environment import Contributor
-from host.runtime.agents.tool_runs import BANG_COMMAND
+from host.runtime.command_bodies import BANG_COMMAND
 from host.runtime.agents.tooling import ToolCallRequest
 from host.runtime.customizations.session import TOOL_ALIASES, SessionCustomizations
 from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
