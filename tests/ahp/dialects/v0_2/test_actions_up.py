@@ -301,6 +301,14 @@ def _paused_call_example() -> InternalSession:
 @given(strategies.internal_sessions(), v02_strategies.session_actions())
 @example(_paused_call_example(),
          {"type": "session/toolCallContentChanged", "turnId": "t1", "toolCallId": "c3", "content": [{"type": "text", "text": ""}]})
+@example(_paused_call_example(),
+         {"type": "session/toolCallReady", "turnId": "t1", "toolCallId": "c3", "invocationMessage": '{"k": 1}', "confirmationTitle": "ls -la",
+          "options": [{"id": "o1", "label": "Allow", "kind": "approve"}, {"id": "o2", "label": "Deny", "kind": "deny"}], "editable": False})
+@example(_paused_call_example(),
+         {"type": "session/toolCallConfirmed", "turnId": "t1", "toolCallId": "c3", "approved": False, "reason": "denied", "selectedOptionId": "o2"})
+@example(_paused_call_example(),
+         {"type": "session/toolCallComplete", "turnId": "t1", "toolCallId": "c3",
+          "result": {"success": False, "pastTenseMessage": {"markdown": '{"k": 1}'}}, "requiresResultConfirmation": False})
 def test_0_2_0_actions_on_sessions_of_0_9_0_clients_commute(session, action):
     """Internal sessions as 0.9.0 clients leave them (several chats, several active clients, drafts,
     paused MCP calls, answered input requests, resumable errors...) and every 0.2.0 session action."""
