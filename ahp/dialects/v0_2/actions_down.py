@@ -63,7 +63,10 @@ confirmation (0.2.0 ignores that); calls sharing one id were re-readied to diffe
 ``toolCallDelta`` without content changed the message of a call with no partial input yet (0.2.0
 now shows an empty one); an open input-request part arrived through ``chat/responsePart`` (0.2.0
 would also set the status), or a malformed error part through ``chat/error``; several open input
-requests shared the id ``chat/inputCompleted`` answered (0.2.0 removes them all).
+requests shared the id ``chat/inputCompleted`` answered (0.2.0 removes them all); of the input
+requests asked outside a turn: the last one went away while the chat shows an activity other than
+the Idle 0.2.0 recomputes, one was replaced by a request without the answers it had (0.2.0 keeps
+them), or one was answered (0.2.0 drops it at once, the host's ``session/inputNeededRemoved`` later).
 
 Not a matter of ``exact``: ``summary.modifiedAt``. 0.9.0 moves it only when a turn starts or
 ends, to the times the turn's actions carry; a 0.2.0 replica stamps its own clock then, and also at

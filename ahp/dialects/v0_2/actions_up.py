@@ -39,7 +39,9 @@ Translation by 0.2.0 action (every 0.2.0 type; ``CLIENT_DISPATCHABLE`` says whic
 Refused (``Up.refused``), with the reason to put in the 0.2.0 rejection: an unknown type, a type on
 another channel kind, a host-only type from a client (``from_client``), a per-turn action for a
 session without a default chat, and what 0.9.0 cannot do: an input request outside a turn; a
-confirmation, completion or content update of a tool call that waits for MCP authentication; an
+re-ready, confirmation, completion or content update of a tool call that waits for MCP
+authentication (0.2.0 shows it as running; 0.9.0 takes none of them from a paused call but a
+failed result, which cancels it keeping the output from before the pause); an
 edited tool input for a call whose input is not inline text (a content reference, or none).
 
 For the edge: apply the envelopes in order, each with the client's ``origin``, and send every
@@ -300,6 +302,16 @@ def _empty_draft(chat: dict) -> dict:
     return draft
 
 
+_PAUSED_REFUSED = frozenset(
+    {"session/toolCallReady", "session/toolCallConfirmed", "session/toolCallComplete", "session/toolCallContentChanged"}
+)
+"""0.2.0 actions that would update a running call, refused for a call paused on MCP authentication:
+0.2.0 shows that call as running (it has no ``auth-required``), but 0.9.0 changes a paused call only
+when its authentication resolves (``chat/toolCallAuthResolved``, the host's) or when a failed result
+cancels it, which 0.2.0 would not know to send and would show differently (0.9.0 keeps the output
+from before the pause)."""
+
+
 def _tool_call(action: dict, chat: dict, chat_uri: str) -> Up:
     kind = action["type"]
     calls = _calls(chat, action.get("turnId"), action.get("toolCallId"))
@@ -312,7 +324,7 @@ def _tool_call(action: dict, chat: dict, chat_uri: str) -> Up:
         if action.get("toolClientId") is not None:
             start["contributor"] = {"kind": "client", "clientId": action["toolClientId"]}
         return Up(((chat_uri, start),))
-    if paused and kind in ("session/toolCallConfirmed", "session/toolCallComplete", "session/toolCallContentChanged"):
+    if paused and kind in _PAUSED_REFUSED:
         return _refuse("the tool call waits for its MCP server's authentication, not for a client")
     if kind == "session/toolCallReady":
         if calls and all(call.get("status") == "pending-confirmation" for call in calls):

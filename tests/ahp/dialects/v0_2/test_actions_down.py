@@ -42,6 +42,9 @@ STALE_REASONS = {
     "an input-request part arrived as a plain response part",
     "a turn ended with an error part of another kind",
     "several open input requests share the completed id (0.2.0 removes them all)",
+    "the last request asked outside a turn went away: 0.2.0 recomputes Idle, the chat shows another activity",
+    "a request asked outside a turn was replaced without its answers (0.2.0 keeps them)",
+    "an input request asked outside a turn was answered: 0.2.0 drops it now, the host with the session/inputNeededRemoved that follows",
 }
 """Every reason ``action_down`` gives for an inexact projection (its module docstring lists them)."""
 
@@ -142,6 +145,23 @@ def test_every_stale_reason_is_needed_somewhere():
         seen |= set(tally.stale_and_differing)
     assert seen, "no inexact projection was exercised"
     assert seen <= STALE_REASONS
+
+
+def test_a_request_outside_a_turn_replaced_without_its_answers_leaves_0_2_0_stale():
+    """Hypothesis found it (the reason was missing above): 0.2.0's inputRequested on an open id keeps
+    the answers given so far, 0.9.0 takes the new request whole."""
+    chat = "ahp-chat://default/cDovczE"
+    summary = {"resource": chat, "title": "", "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z"}
+    session = InternalSession("p:/s1", {"provider": "p", "title": "", "status": 1, "lifecycle": "creating", "activeClients": [],
+                                        "chats": [summary], "defaultChat": chat}, {chat: {**summary, "turns": []}})
+    answered = {"id": "r1", "message": "", "answers": {"q1": {"state": "draft", "value": {"kind": "text", "value": "because"}}}}
+    tally = Tally()
+    for request in (answered, {"id": "r1", "message": ""}):
+        action = {"type": "session/inputNeededSet", "request": {"kind": "chatInput", "id": f"{chat}#r1", "chat": chat, "request": request}}
+        session = tally.check(session.uri, action, session, "outside")
+    assert tally.failures == []
+    reason = "a request asked outside a turn was replaced without its answers (0.2.0 keeps them)"
+    assert tally.stale == Counter({reason: 1}) and reason in tally.stale_and_differing
 
 
 # --- what a 0.2.0 client sees of a second chat ----------------------------------------------------

@@ -7,7 +7,7 @@ the 0.2.0 host would be: host-only types too) and applied by the internal reduce
 action the projection of the internal session must equal what the 0.2.0 reducer computes from
 the projection before it. Where the two models cannot agree, ``DIVERGENCES`` names the case, the
 reason, and the only part of the state that may differ; every entry must be needed (by the corpus,
-or, for the three that only sessions of 0.9.0 clients show, by an example). Vectors that never
+or, for the ones that only sessions of 0.9.0 clients show (``MIXED_VERSION``), by an example). Vectors that never
 needed one must also end where the vector says.
 
 The same law is then checked with hypothesis on internal sessions as 0.9.0 clients leave them
@@ -23,12 +23,12 @@ from collections.abc import Callable
 from functools import cache
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from ahp.dialects.v0_2.actions_up import CLIENT_DISPATCHABLE, Up, session_action_up
 from ahp.dialects.v0_2.shapes import open_input_requests
 from ahp.dialects.v0_2.states import InternalSession, session_lift
-from ahp.dialects.v0_2.timestamps import iso_to_ms
+from ahp.dialects.v0_2.timestamps import EPOCH_ISO, iso_to_ms
 from ahp.dialects.v0_2.state import SESSION_ACTION_TYPES
 from ahp.dialects.v0_2.state import reduce as reduce_v02
 from tests.ahp._wire import first_difference, strip_none, wire_equal
@@ -147,7 +147,23 @@ DIVERGENCES = (
         and up.refused is not None,
         ("activeTurn.responseParts", "summary.status"),
     ),
+    Divergence(
+        "call paused for MCP authentication",
+        "0.2.0 has no auth-required status and shows a call paused for its MCP server's authentication "
+        "as the running call it was; 0.9.0 takes no re-ready, confirmation, success or content for a "
+        "paused call (only a failed result, which keeps the output from before the pause), so the "
+        "translation is refused and 0.2.0's update of the call and recomputed status do not happen",
+        lambda state, action, up, session: up.refused is not None
+        and any(call.get("status") == "auth-required" for call in _internal_calls(session, action)),
+        ("activeTurn.responseParts", "summary.status"),
+    ),
 )
+
+
+def _internal_calls(session: InternalSession, action: dict) -> list[dict]:
+    """The 0.9.0 tool calls ``action`` addresses in the default chat's active turn (``_calls`` of
+    the chat, where a paused call still says ``auth-required``)."""
+    return _calls(session.default_chat or {}, action)
 
 
 def _duplicate_requests(state: dict) -> bool:
@@ -240,7 +256,7 @@ def test_the_corpora_hold_every_0_2_0_session_action_type():
 
 
 MIXED_VERSION = {"turn ended before it started", "session without a default chat", "several active clients",
-                 "input requests sharing an id"}
+                 "input requests sharing an id", "call paused for MCP authentication"}
 """Divergences only sessions made or changed by 0.9.0 clients show (the 0.2.0 corpora are lifts)."""
 
 
@@ -262,8 +278,37 @@ def check_step(session: InternalSession, action: dict) -> tuple[list[str], bool]
     return [rule.name for rule in applicable], ok
 
 
+def _paused_call_example() -> InternalSession:
+    """The session hypothesis found a paused MCP call in: a side chat is the default chat, and its
+    active turn holds call ``c3`` waiting for authentication (no output yet)."""
+    chat = "ahp-chat://side/cDovczE"
+    call = {"toolCallId": "c3", "toolName": "bash", "displayName": "Bash", "status": "auth-required", "invocationMessage": "",
+            "confirmed": "not-needed", "contributor": {"kind": "mcp", "customizationId": "mcp-top"},
+            "auth": {"reason": "required", "resource": {"resource": "https://mcp.example"}}}
+    summary = {"resource": chat, "title": "", "status": 1, "modifiedAt": EPOCH_ISO}
+    active = {"id": "t1", "startedAt": EPOCH_ISO, "message": {"text": "", "origin": {"kind": "user"}},
+              "responseParts": [{"kind": "toolCall", "toolCall": call}]}
+    return InternalSession(
+        uri="p:/s1",
+        state={"provider": "p", "title": "", "status": 1, "lifecycle": "creating", "activeClients": [], "chats": [summary],
+               "defaultChat": chat},
+        chats={chat: {**summary, "turns": [], "activeTurn": active}},
+        created_at=EPOCH_ISO,
+    )
+
+
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(strategies.internal_sessions(), v02_strategies.session_actions())
+@example(_paused_call_example(),
+         {"type": "session/toolCallContentChanged", "turnId": "t1", "toolCallId": "c3", "content": [{"type": "text", "text": ""}]})
+@example(_paused_call_example(),
+         {"type": "session/toolCallReady", "turnId": "t1", "toolCallId": "c3", "invocationMessage": '{"k": 1}', "confirmationTitle": "ls -la",
+          "options": [{"id": "o1", "label": "Allow", "kind": "approve"}, {"id": "o2", "label": "Deny", "kind": "deny"}], "editable": False})
+@example(_paused_call_example(),
+         {"type": "session/toolCallConfirmed", "turnId": "t1", "toolCallId": "c3", "approved": False, "reason": "denied", "selectedOptionId": "o2"})
+@example(_paused_call_example(),
+         {"type": "session/toolCallComplete", "turnId": "t1", "toolCallId": "c3",
+          "result": {"success": False, "pastTenseMessage": {"markdown": '{"k": 1}'}}, "requiresResultConfirmation": False})
 def test_0_2_0_actions_on_sessions_of_0_9_0_clients_commute(session, action):
     """Internal sessions as 0.9.0 clients leave them (several chats, several active clients, drafts,
     paused MCP calls, answered input requests, resumable errors...) and every 0.2.0 session action."""
@@ -387,7 +432,8 @@ def test_claiming_the_active_client_role_makes_the_client_the_one_0_2_0_shows():
     assert [client["clientId"] for client in session.state["activeClients"]] == ["vscode", "tui"]
 
 
-def test_a_client_cannot_answer_for_a_call_waiting_on_mcp_authentication():
+def _session_with_a_paused_call() -> InternalSession:
+    """A session whose active turn ``t1`` has MCP call ``c1``, with some output, paused for authentication."""
     state = {"summary": {"resource": "ahp-session:/s", "provider": "p", "title": "T", "status": 8, "createdAt": 5,
                          "modifiedAt": 5}, "lifecycle": "ready", "turns": [],
              "activeTurn": {"id": "t1", "userMessage": {"text": "hi"}, "responseParts": []}}
@@ -397,9 +443,37 @@ def test_a_client_cannot_answer_for_a_call_waiting_on_mcp_authentication():
         {"type": "chat/toolCallStart", "turnId": "t1", "toolCallId": "c1", "toolName": "search", "displayName": "Search",
          "contributor": {"kind": "mcp", "customizationId": "m"}},
         {"type": "chat/toolCallReady", "turnId": "t1", "toolCallId": "c1", "invocationMessage": "Searching", "confirmed": "not-needed"},
+        {"type": "chat/toolCallContentChanged", "turnId": "t1", "toolCallId": "c1", "content": [{"type": "text", "text": "3 hits"}]},
         {"type": "chat/toolCallAuthRequired", "turnId": "t1", "toolCallId": "c1", "auth": {"reason": "required", "resource": {"resource": "https://m"}}},
     ):
         session = apply_internal(session, chat, action)
+    return session
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"type": "session/toolCallContentChanged", "turnId": "t1", "toolCallId": "c1", "content": [{"type": "text", "text": "4 hits"}]},
+        {"type": "session/toolCallReady", "turnId": "t1", "toolCallId": "c1", "invocationMessage": "Searching again", "confirmed": "not-needed"},
+        {"type": "session/toolCallComplete", "turnId": "t1", "toolCallId": "c1", "result": {"success": True, "pastTenseMessage": "Searched"}},
+        {"type": "session/toolCallComplete", "turnId": "t1", "toolCallId": "c1", "result": {"success": False, "pastTenseMessage": "Gave up"}},
+    ],
+    ids=["content", "ready", "success", "failure"],
+)
+def test_a_call_paused_for_mcp_authentication_is_a_real_divergence(action):
+    session = _session_with_a_paused_call()
+    shown = down(session)["activeTurn"]["responseParts"][0]["toolCall"]
+    assert shown["status"] == "running" and shown["content"] == [{"type": "text", "text": "3 hits"}]
+    # 0.2.0 updates the running call it sees; 0.9.0 keeps the paused call as it was.
+    expected = reduce_v02("session", down(session), action, CLOCK)
+    assert expected["activeTurn"]["responseParts"][0]["toolCall"] != shown
+    assert check_step(session, action) == (["call paused for MCP authentication"], True)
+    assert session_action_up(action, session, now=CLOCK, from_client=False).refused == (
+        "the tool call waits for its MCP server's authentication, not for a client")
+
+
+def test_a_client_cannot_answer_for_a_call_waiting_on_mcp_authentication():
+    session = _session_with_a_paused_call()
     assert down(session)["activeTurn"]["responseParts"][0]["toolCall"]["status"] == "running"
     up = session_action_up(
         {"type": "session/toolCallComplete", "turnId": "t1", "toolCallId": "c1", "result": {"success": True, "pastTenseMessage": "x"}},
