@@ -79,6 +79,8 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
     serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
+    serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
     chat = commands.add_parser("chat", help="talk to a running host from the terminal (see chat)")
     code = commands.add_parser("code", help="start a private host and chat with it in the current directory (the default)")
     _add_host_files(code)
@@ -135,46 +137,84 @@ def _load(args: argparse.Namespace, server: dict[str, Any], recording: bool | No
 
 @contextmanager
 def _data_lock(data_dir: Path) -> Iterator[None]:
-    """Hold ``host.lock`` in the data directory for as long as a host runs on it."""
+    """Hold ``host.lock`` in the data directory for as long as a host runs on it (``cli.shared_host``)."""
     import fcntl
 
+    from cli import shared_host
     from host.config import ConfigError
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    with open(data_dir / "host.lock", "a+") as handle:
+    with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
+        if not shared_host.try_lock(handle, fcntl.LOCK_EX):
+            raise _DataDirectoryTaken(_taken(data_dir))
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(
-                f"another agent-host already uses the data directory {data_dir}: connect to it with "
-                "'agent-host chat URL', or pass --data-dir to use another one"
-            ) from None
-        try:
+            (data_dir / shared_host.HOST_FILE).unlink(missing_ok=True)  # a dead host's, if any
             yield
         finally:
+            shared_host.withdraw(data_dir)
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def _taken(data_dir: Path) -> str:
+    """What to say when another host holds ``data_dir``: true whether it is published yet or not."""
+    from cli import shared_host
+
+    try:
+        record = shared_host.read(data_dir)
+    except shared_host.SharedHostError:
+        record = None
+    who = f"another agent-host (pid {record.get('pid')})" if record else "another agent-host"
+    where = (
+        f"other clients connect with the URL in {data_dir / shared_host.HOST_FILE} (readable only by you)"
+        if record else f"it publishes its URL in {data_dir / shared_host.HOST_FILE} once it listens"
+    )
+    ends = " It stops by itself once no chat or script uses it." if record and record.get("terminal") else ""
+    return (
+        f"{who} already runs on the data directory {data_dir}: 'agent-host' and 'agent-host -p' use it as "
+        f"it is; {where}; or pass --data-dir to run a separate host.{ends}"
+    )
+
+
+class _DataDirectoryTaken(Exception):
+    """Another host holds the data directory's lock; the message says what to do."""
+
+
 def _serve(args: argparse.Namespace) -> int:
+    from cli import shared_host
     from host.config import ConfigError
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    terminal = args.for_terminal
+    if not terminal:
+        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = _load(
-            args,
-            {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
-            True if args.record else None,
-        )
-        with _data_lock(config.data_path()):
-            return _serve_locked(config)
+        if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
+            config = _load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
+            allowed = config.sessions.allowed_directories
+            if allowed is not None:  # the user started it here: this directory is one to work in
+                allowed.append(os.getcwd())
+        else:
+            config = _load(
+                args,
+                {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
+                True if args.record else None,
+            )
+        data_dir = config.data_path()
+        with _data_lock(data_dir):
+            if terminal:
+                _log_to(data_dir / "host.log")
+            return _serve_locked(config, data_dir, shared_host.config_identity(args.config), terminal)
+    except _DataDirectoryTaken as error:
+        print(f"agent-host: {error}", file=sys.stderr)
+        return shared_host.STARTING_ELSEWHERE if terminal else 2
     except ConfigError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
 
 
-def _serve_locked(config: Any) -> int:
-    token = config.server.token or secrets.token_urlsafe(24)
+def _serve_locked(config: Any, data_dir: Path, identity: str, terminal: bool) -> int:
+    token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
 
+    from cli import shared_host
     from host.transport.server import serve
     from host.service import AgentHost
 
@@ -183,8 +223,15 @@ def _serve_locked(config: Any) -> int:
     except Exception as error:  # JournalError and friends: say it plainly, no traceback
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
+
+    async def listening(running: Any) -> None:
+        shared_host.publish(data_dir, url=_local_url(running), config=identity, terminal=terminal)
+        if terminal:
+            _detach(data_dir / "host.log")
+            await shared_host.stop_when_unused(data_dir, lambda: running.connections, running.stop_soon)
+
     try:
-        asyncio.run(serve(host, token=token, announce=lambda line: print(line, flush=True)))
+        asyncio.run(serve(host, token=token, announce=lambda line: print(line, flush=True), listening=listening))
     except KeyboardInterrupt:
         pass
     except OSError as error:
@@ -193,43 +240,61 @@ def _serve_locked(config: Any) -> int:
     return 0
 
 
+def _local_url(running: Any) -> str:
+    """The host's URL as a client on this machine reaches it (a wildcard address becomes loopback)."""
+    url = running.url
+    for wildcard, loopback in (("ws://0.0.0.0:", "ws://127.0.0.1:"), ("ws://[::]:", "ws://[::1]:")):
+        url = url.replace(wildcard, loopback, 1)
+    return url
+
+
+def _detach(log: Path) -> None:
+    """A terminal host, once it has said where it listens: stdout and stderr leave the pipes of the
+    client that started it (which may end at any time) for ``host.log``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def _code(args: argparse.Namespace) -> int:
-    """The one-command mode: a private host in this process, the chat in this terminal."""
+    """The one-command mode: the chat in this terminal, on the data directory's shared host
+    (started in a process of its own when none runs: ``cli.shared_host``)."""
+    import subprocess
+
     from chat import run as run_chat
+    from cli import shared_host
     from host.config import ConfigError
 
     try:
-        # Whatever the config says about where to listen, this host is only for this terminal.
         if args.config is None and _user_config().is_file():
             args.config = str(_user_config())
         config = _load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
-        allowed = config.sessions.allowed_directories
-        if allowed is not None:  # the user started it here: this directory is one to work in
-            allowed.append(str(Path(args.cwd or Path.cwd()).expanduser().resolve()))
-        data_dir = config.data_path()
-        with _data_lock(data_dir):
-            _log_to(data_dir / "host.log")
-            from host.service import AgentHost
-
-            try:
-                host = AgentHost(config)
-            except Exception as error:  # JournalError and friends: say it plainly, no traceback
-                print(f"agent-host: {error}", file=sys.stderr)
-                return 2
-
-            @asynccontextmanager
-            async def embedded() -> AsyncIterator[str]:
-                from host.transport.server import start_host
-
-                running = await start_host(host, token=secrets.token_urlsafe(24))
-                memory.settle()
-                try:
-                    yield running.url
-                finally:
-                    await running.stop()
-
-            return run_chat(args, embedded=embedded)
     except ConfigError as error:
+        print(f"agent-host: {error}", file=sys.stderr)
+        return 2
+    data_dir = config.data_path()
+
+    def start() -> subprocess.Popen[bytes]:
+        command = [sys.executable, "-m", "cli.main", "serve", "--for-terminal", "--data-dir", str(data_dir)]
+        if args.config is not None:
+            command += ["--config", str(Path(args.config).expanduser().resolve())]
+        return subprocess.Popen(
+            command, cwd=args.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,  # Ctrl-C in this terminal is the chat's, not the host's
+        )
+
+    @asynccontextmanager
+    async def shared() -> AsyncIterator[str]:
+        with shared_host.reach(data_dir, config=shared_host.config_identity(args.config), start=start) as url:
+            memory.settle()  # this process is a client: the collector as usual from here
+            yield url
+
+    try:
+        return run_chat(args, embedded=shared)
+    except shared_host.SharedHostError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
 

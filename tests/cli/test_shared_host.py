@@ -1,0 +1,226 @@
+"""One host per data directory, shared by every ``agent-host`` (``cli.shared_host``): two chats in
+two projects at once, ``-p`` while a chat runs, the first chat ending under a second one, and what
+a second ``serve`` or a mismatched config is told. Real processes in real ptys against real hosts;
+the model is a fake OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.chat._pty import REPO, ChatProcess, chat_env
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
+
+
+def _config(tmp_path: Path, base_url: str, name: str = "host.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(
+        f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "sk-test"\n'
+        'retries = 0\ntitle = "first-words"\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def _projects(tmp_path: Path, *names: str) -> list[Path]:
+    made = []
+    for name in names:
+        project = tmp_path / name
+        project.mkdir()
+        made.append(project)
+    return made
+
+
+def _data(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "agent-host"
+
+
+async def _host_stopped(data: Path) -> None:
+    """Wait until no host holds the data directory (the terminal host stops once unused)."""
+    for _ in range(600):
+        with open(data / "host.lock", "a+") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+        await asyncio.sleep(0.05)
+    raise AssertionError("the shared host is still running")
+
+
+async def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cli.main", *args, cwd=cwd, env={**env, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    return subprocess.CompletedProcess(args, process.returncode or 0, out.decode(), err.decode())
+
+
+def _sent_directory(request: object) -> str:
+    return json.dumps(request.json())  # type: ignore[attr-defined]
+
+
+async def test_two_chats_in_two_projects_at_once_both_answer(tmp_path: Path) -> None:
+    alpha, beta = _projects(tmp_path, "alpha", "beta")
+    replies = [Reply(200, chat_sse("Alpha answered.")), Reply(200, chat_sse("Beta answered."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = str(_config(tmp_path, server.base_url))
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+        first = ChatProcess.spawn(["--config", config], cwd=alpha, env=env, command=())
+        second = ChatProcess.spawn(["--config", config], cwd=beta, env=env, command=())
+        try:
+            await first.expect("/help for commands", timeout=30)
+            await second.expect("/help for commands", timeout=30)
+            first.send("hello from alpha")
+            await first.expect("Alpha answered.", timeout=30)
+            second.send("hello from beta")
+            await second.expect("Beta answered.", timeout=30)
+            assert "agent-host:" not in first.text and "agent-host:" not in second.text  # no refusal
+            first.send("/quit")
+            second.send("/quit")
+            assert await first.wait(30) == 0
+            assert await second.wait(30) == 0
+        finally:
+            first.close()
+            second.close()
+        await _host_stopped(_data(tmp_path))
+    # Each session works in its own project, on the one host.
+    assert str(alpha) in _sent_directory(server.requests[0]) and str(beta) not in _sent_directory(server.requests[0])
+    assert str(beta) in _sent_directory(server.requests[1])
+    assert not (_data(tmp_path) / "host.json").exists()  # withdrawn when the host stopped
+
+
+async def test_print_mode_while_a_chat_runs_in_the_same_directory_answers_and_exits(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    replies = [Reply(200, chat_sse("From the script.")), Reply(200, chat_sse("The chat goes on."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = str(_config(tmp_path, server.base_url))
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+        chat = ChatProcess.spawn(["--config", config], cwd=project, env=env, command=())
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            script = await _run(["--config", config, "-p", "summarise"], project, env)
+            assert script.returncode == 0, script.stderr
+            assert script.stdout == "From the script.\n"
+            chat.send("still there?")
+            await chat.expect("The chat goes on.", timeout=30)  # the script's exit took nothing down
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+        await _host_stopped(_data(tmp_path))
+
+
+async def test_the_first_chat_ending_leaves_the_host_to_the_second(tmp_path: Path) -> None:
+    alpha, beta = _projects(tmp_path, "alpha", "beta")
+    replies = [Reply(200, chat_sse("Still answering."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = str(_config(tmp_path, server.base_url))
+        env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+        first = ChatProcess.spawn(["--config", config], cwd=alpha, env=env, command=())
+        second = None
+        try:
+            await first.expect("/help for commands", timeout=30)  # this one started the host
+            second = ChatProcess.spawn(["--config", config], cwd=beta, env=env, command=())
+            await second.expect("/help for commands", timeout=30)
+            first.send("/quit")
+            assert await first.wait(30) == 0
+            second.send("are you there?")
+            await second.expect("Still answering.", timeout=30)
+            second.send("/quit")
+            assert await second.wait(30) == 0
+        finally:
+            first.close()
+            if second is not None:
+                second.close()
+        await _host_stopped(_data(tmp_path))
+
+
+async def test_the_address_file_is_private_and_a_second_serve_is_told_where_the_host_is(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
+    try:
+        await chat.expect("/help for commands", timeout=30)
+        record = data / "host.json"
+        assert stat.S_IMODE(record.stat().st_mode) == 0o600
+        published = json.loads(record.read_text())
+        assert published["url"].startswith("ws://127.0.0.1:") and "token=" in published["url"]
+        assert published["url"] not in chat.text  # the token is in the file only
+
+        refused = await _run(["serve", "--port", "0", "--data-dir", str(data)], project, env)
+        assert refused.returncode == 2
+        assert f"another agent-host (pid {published['pid']}) already runs on the data directory {data}" in refused.stderr
+        assert str(record) in refused.stderr and "--data-dir" in refused.stderr
+        assert "Traceback" not in refused.stderr
+
+        # Doing what the message says works: another client with the URL from the file.
+        other = await _run(["chat", published["url"], "-p", "ping", "--agent", "offline"], project, env)
+        assert other.returncode == 0, other.stderr
+        assert 'You said: "ping"' in other.stdout
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
+    finally:
+        chat.close()
+    await _host_stopped(data)
+
+
+async def test_a_host_running_with_another_config_is_named_not_silently_used(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    one = _config(tmp_path, "http://127.0.0.1:9/v1", "one.toml")
+    two = _config(tmp_path, "http://127.0.0.1:9/v1", "two.toml")
+    chat = ChatProcess.spawn(["--config", str(one), "--agent", "offline"], cwd=project, env=env, command=())
+    try:
+        await chat.expect("/help for commands", timeout=30)
+        refused = await _run(["--config", str(two), "-p", "hi", "--agent", "offline"], project, env)
+        assert refused.returncode == 2
+        assert f"runs with {one}, not {two}" in refused.stderr
+        assert "quit the agent-host chats and scripts using it" in refused.stderr and "--data-dir" in refused.stderr
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
+    finally:
+        chat.close()
+    await _host_stopped(_data(tmp_path))
+
+
+async def test_an_address_file_others_can_read_is_refused_not_used(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
+    try:
+        await chat.expect("/help for commands", timeout=30)
+        os.chmod(data / "host.json", 0o644)
+        refused = await _run(["-p", "hi", "--agent", "offline"], project, env)
+        assert refused.returncode == 2
+        assert "host.json is not private to you" in refused.stderr and "remove it" in refused.stderr
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
+    finally:
+        chat.close()
+    await _host_stopped(data)
+
+
+async def test_a_host_that_died_is_replaced_by_the_next_agent_host(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    data.mkdir(parents=True)
+    # What a killed host leaves: its address file, naming a process that no longer exists.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    fd = os.open(data / "host.json", os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, json.dumps({"url": "ws://127.0.0.1:9/?token=x", "pid": int(dead.stdout), "config": "none", "terminal": True}).encode())
+    os.close(fd)
+    answered = await _run(["-p", "hi", "--agent", "offline"], project, env)
+    assert answered.returncode == 0, answered.stderr
+    assert 'You said: "hi"' in answered.stdout
+    await _host_stopped(data)
