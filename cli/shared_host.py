@@ -169,11 +169,39 @@ def read(data_dir: Path) -> dict[str, Any] | None:
 def reach(data_dir: Path, *, config: str, start: Callable[[], subprocess.Popen[bytes]]) -> Iterator[str]:
     """Hold ``clients.lock`` shared for the block and yield the URL (token included) of the host
     of ``data_dir``, starting one with ``start()`` when none runs. ``start`` returns the process
-    of ``agent-host serve --for-terminal``, its stdout and stderr piped."""
+    of ``agent-host serve --for-terminal``, its stdout and stderr piped.
+
+    A terminal host running with another config (the user edited it, or passed another
+    ``--config``) that nobody else uses is let stop, and a new one started; one still in use is
+    named in the error."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / CLIENTS_FILE, "a+") as clients:
-        fcntl.flock(clients.fileno(), fcntl.LOCK_SH)  # waits only while a host is stopping
-        yield _find_or_start(data_dir, config, start)
+        while True:
+            fcntl.flock(clients.fileno(), fcntl.LOCK_SH)  # waits only while a host is stopping
+            try:
+                url = _find_or_start(data_dir, config, start)
+                break
+            except _OtherConfig as other:
+                fcntl.flock(clients.fileno(), fcntl.LOCK_UN)  # this client does not keep it running
+                if not (other.terminal and _stops(data_dir)):
+                    raise SharedHostError(str(other)) from None
+        yield url
+
+
+class _OtherConfig(SharedHostError):
+    def __init__(self, message: str, terminal: bool) -> None:
+        super().__init__(message)
+        self.terminal = terminal
+
+
+def _stops(data_dir: Path) -> bool:
+    """Whether the host of ``data_dir`` stops within a few of its checks (nobody else uses it)."""
+    deadline = time.monotonic() + 3 * LINGER + 5
+    while time.monotonic() < deadline:
+        if not _host_alive(data_dir):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _find_or_start(data_dir: Path, config: str, start: Callable[[], subprocess.Popen[bytes]]) -> str:
@@ -247,10 +275,11 @@ def _check_config(data_dir: Path, record: dict[str, Any], config: str) -> None:
     if described == wanted:
         described = f"{described} as it was when the host started (the file changed since)"
     how_it_ends = (
-        "quit the agent-host chats and scripts using it (it stops by itself once none is left)"
+        "it is still in use: quit the agent-host chats and scripts using it (it stops by itself once none is left)"
         if record.get("terminal") else "stop that host (agent-host serve)"
     )
-    raise SharedHostError(
+    raise _OtherConfig(
         f"the host of the data directory {data_dir} (pid {record.get('pid')}) runs with {described}, "
-        f"not {wanted}: {how_it_ends}, or pass --data-dir to run another host with this config"
+        f"not {wanted}: {how_it_ends}, or pass --data-dir to run another host with this config",
+        bool(record.get("terminal")),
     )

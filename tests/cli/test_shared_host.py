@@ -184,7 +184,7 @@ async def test_a_host_running_with_another_config_is_named_not_silently_used(tmp
         refused = await _run(["--config", str(two), "-p", "hi", "--agent", "offline"], project, env)
         assert refused.returncode == 2
         assert f"runs with {one}, not {two}" in refused.stderr
-        assert "quit the agent-host chats and scripts using it" in refused.stderr and "--data-dir" in refused.stderr
+        assert "it is still in use: quit the agent-host chats and scripts using it" in refused.stderr and "--data-dir" in refused.stderr
         chat.send("/quit")
         assert await chat.wait(30) == 0
     finally:
@@ -223,4 +223,21 @@ async def test_a_host_that_died_is_replaced_by_the_next_agent_host(tmp_path: Pat
     answered = await _run(["-p", "hi", "--agent", "offline"], project, env)
     assert answered.returncode == 0, answered.stderr
     assert 'You said: "hi"' in answered.stdout
+    await _host_stopped(data)
+
+
+async def test_an_edited_config_takes_effect_at_the_next_agent_host_once_the_host_is_unused(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    config = _config(tmp_path, "http://127.0.0.1:9/v1")
+    first = await _run(["--config", str(config), "-p", "one", "--agent", "offline"], project, env)
+    assert first.returncode == 0, first.stderr
+    before = json.loads((data / "host.json").read_text())  # still running, until it sees nobody uses it
+    config.write_text(config.read_text() + "# edited\n", encoding="utf-8")
+    second = await _run(["--config", str(config), "-p", "two", "--agent", "offline"], project, env)
+    assert second.returncode == 0, second.stderr
+    assert 'You said: "two"' in second.stdout
+    after = json.loads((data / "host.json").read_text())
+    assert after["pid"] != before["pid"] and after["config"] != before["config"]
     await _host_stopped(data)
