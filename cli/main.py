@@ -1,24 +1,34 @@
 """The ``agent-host`` command: it composes the host and the terminal client.
 
 ``agent-host`` (no subcommand) or ``agent-host code [--config FILE] [--data-dir DIR] [chat options]``
-starts a host inside this process on a private loopback port (port 0, a fresh token nobody else
-sees) with the user's config (``--config``, else ``$XDG_CONFIG_HOME/agent-host/config.toml`` when it
-exists) and data directory, runs the chat against it in this terminal, in
-the current directory (``--cwd``), and stops the host when the chat ends. ``-p [MESSAGE]`` works
-the same way for scripts (piped stdin, ``--output-format``, ``--continue``, ``--resume``,
-``--max-turns``, ``--timeout``: see ``chat`` and ``chat.oneshot``). The host logs to ``host.log`` in the data directory, not the terminal.
+runs the chat in this terminal, in the current directory (``--cwd``), on the host of the user's data
+directory, starting that host when none runs. ``-p [MESSAGE]`` works the same way for scripts (piped
+stdin, ``--output-format``, ``--continue``, ``--resume``, ``--max-turns``, ``--timeout``: see ``chat``
+and ``chat.oneshot``). The config is ``--config``, else ``$XDG_CONFIG_HOME/agent-host/config.toml``
+when it exists.
+
+One host per data directory, shared (``cli.shared_host``), rather than one per project: the journal
+has one writer, so a host per project would need a data directory per project (sessions split by
+folder, ``/resume`` blind to the others) and would still leave ``-p`` next to a chat in the same
+project wanting the chat's host. So every ``agent-host`` is a client. The host is a process of its
+own (``serve --for-terminal``: loopback, port 0, a fresh token, logging to ``host.log`` in the data
+directory, its URL and token published in ``host.json`` there, mode 0600), not a part of the first
+terminal's process, because that chat may end while another project's turn runs on the host; it
+stops by itself once no terminal client runs and no connection is open. A host running with another
+config is replaced once unused, and named while in use.
 
 ``agent-host chat [URL] ...`` talks to a host that is already running (see ``chat``).
 
 ``agent-host serve [--host H] [--port P] [--config FILE] [--data-dir DIR] [--token T]`` starts the
-host and prints, on one line, the URL it listens on with the token. ``--port 0`` picks a free
+host and prints, on one line, the URL it listens on with the token, and publishes it in the data
+directory's ``host.json`` (so ``agent-host`` in a terminal uses it too). ``--port 0`` picks a free
 port. A non-loopback ``--host`` is refused unless a token was set explicitly (flag, config file or
 ``AGENT_HOST_TOKEN``): a generated token printed on one machine's console is no protection for a
 host reachable from the network.
 
-Only one host at a time may use a data directory (the journal has one writer): ``serve`` and the
-embedded host both hold an exclusive lock on ``host.lock`` there, and a second one is refused with
-a message saying how to reach the first or pick another directory.
+Only one host at a time may use a data directory: every host holds an exclusive lock on
+``host.lock`` there, and a second ``serve`` is refused with the holder's pid, where its URL is
+(``host.json``, readable only by the user) and ``--data-dir`` for a separate one.
 
 Pydantic plugins (packages that register in the ``pydantic`` entry-point group) are not loaded
 into this process: looking for them reads the metadata of every installed distribution, 13-27 ms
@@ -28,7 +38,9 @@ documented there. Processes the host starts (shells, MCP servers, hooks) are una
 
 Exit codes: 0 after a clean stop, 2 for a configuration error (the message says what to fix); the
 one-command mode exits like ``agent-host chat`` (``-p``: 0 completed, 1 the turn errored or a limit
-stopped it, 2 usage, 3 the client refused a tool call or question for the user, 130 cancelled).
+stopped it, 2 usage, 3 the client refused a tool call or question for the user, 130 cancelled), and
+exits 2 when the shared host can be neither reached nor started (the message says why and what to do);
+``serve --for-terminal`` exits 75 when another host holds the data directory (its client then uses that one).
 """
 
 from __future__ import annotations
@@ -65,7 +77,7 @@ def _add_host_files(parser: argparse.ArgumentParser) -> None:
 
 _DESCRIPTION = (
     "A self-hosted Agent Host Protocol (AHP 0.9.0, 0.7.0 and 0.2.0) server. Without a command: "
-    "'agent-host code' (a host for this terminal and a chat in the current directory)."
+    "'agent-host code' (a chat in the current directory, on the host shared by every agent-host on the data directory)."
 )
 
 
@@ -82,7 +94,7 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
     chat = commands.add_parser("chat", help="talk to a running host from the terminal (see chat)")
-    code = commands.add_parser("code", help="start a private host and chat with it in the current directory (the default)")
+    code = commands.add_parser("code", help="chat in the current directory on the data directory's shared host, started if none runs (the default)")
     _add_host_files(code)
     # The chat client (and its imports) only when it is what runs: 'serve' starts without them.
     if argv[:1] in (["chat"], ["code"]):

@@ -1,4 +1,4 @@
-"""``agent-host`` with no command (or ``agent-host code``): a private host and the chat in one
+"""``agent-host`` with no command (or ``agent-host code``): the chat on the data directory's shared host (``cli.shared_host``) in one
 terminal, working in the directory it was started in. Driven in a real pty; the model is a
 fake OpenAI-compatible server on 127.0.0.1 that asks to read a file and then answers."""
 
