@@ -161,6 +161,7 @@ def _data_lock(data_dir: Path) -> Iterator[None]:
             raise _DataDirectoryTaken(_taken(data_dir))
         try:
             (data_dir / shared_host.HOST_FILE).unlink(missing_ok=True)  # a dead host's, if any
+            (data_dir / shared_host.DIRECTORIES_FILE).unlink(missing_ok=True)  # its clients' directories
             yield
         finally:
             shared_host.withdraw(data_dir)
@@ -236,6 +237,17 @@ def _serve_locked(config: Any, data_dir: Path, identity: str, terminal: bool) ->
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
 
+    allowed = config.sessions.allowed_directories
+
+    def on_connection() -> None:
+        """A terminal host: the directories its clients were started in are ones to work in."""
+        try:
+            started = shared_host.started_directories(data_dir)
+        except shared_host.SharedHostError as error:
+            logging.getLogger(__name__).warning("%s", error)
+            return
+        allowed.extend([d for d in dict.fromkeys(started) if d not in allowed])
+
     async def listening(running: Any) -> None:
         shared_host.publish(data_dir, url=_local_url(running), config=identity, terminal=terminal)
         if terminal:
@@ -243,7 +255,10 @@ def _serve_locked(config: Any, data_dir: Path, identity: str, terminal: bool) ->
             await shared_host.stop_when_unused(data_dir, lambda: running.connections, running.stop_soon)
 
     try:
-        asyncio.run(serve(host, token=token, announce=lambda line: print(line, flush=True), listening=listening))
+        asyncio.run(serve(
+            host, token=token, announce=lambda line: print(line, flush=True), listening=listening,
+            on_connection=on_connection if terminal and allowed is not None else None,
+        ))
     except KeyboardInterrupt:
         pass
     except OSError as error:
@@ -300,7 +315,8 @@ def _code(args: argparse.Namespace) -> int:
 
     @asynccontextmanager
     async def shared() -> AsyncIterator[str]:
-        with shared_host.reach(data_dir, config=shared_host.config_identity(args.config), start=start) as url:
+        identity = shared_host.config_identity(args.config)
+        with shared_host.reach(data_dir, config=identity, directory=args.cwd, start=start) as url:
             memory.settle()  # this process is a client: the collector as usual from here
             yield url
 

@@ -10,6 +10,10 @@ The journal has one writer, so one host runs per data directory; every ``agent-h
   host started for terminals, which stops by itself). Written by the host once it listens, mode
   0600 from the moment it exists (written aside and renamed in place), removed before it stops. A
   client reads it only when it belongs to this user and nobody else may read or write it.
+* ``terminal-directories``: each terminal client appends the directory it was started in (one
+  resolved path a line, mode 0600) before it connects; a terminal host adds them to a configured
+  ``[sessions] allowed_directories`` when a connection opens, as it does its own starting
+  directory ("the user started agent-host here: a directory to work in"). Emptied when a host starts.
 * ``clients.lock``: every terminal client holds a shared ``flock`` on it while it runs. A terminal
   host stops only when it can take that lock exclusively and has no connection open (checked every
   ``LINGER`` seconds), so it never stops under a chat or ``-p`` run that is still starting, nor
@@ -41,7 +45,7 @@ from typing import Any, Callable, Iterator
 
 __all__ = [
     "LINGER", "HOST_FILE", "SharedHostError", "config_identity", "publish", "withdraw", "read",
-    "reach", "stop_when_unused", "try_lock", "STARTING_ELSEWHERE",
+    "reach", "stop_when_unused", "try_lock", "STARTING_ELSEWHERE", "started_directories",
 ]
 
 LINGER = 2.0
@@ -49,6 +53,7 @@ LINGER = 2.0
 a chat, or a script's next ``-p``, finds the same host)."""
 
 HOST_FILE = "host.json"
+DIRECTORIES_FILE = "terminal-directories"
 LOCK_FILE = "host.lock"
 CLIENTS_FILE = "clients.lock"
 
@@ -135,13 +140,32 @@ async def stop_when_unused(data_dir: Path, connections: Callable[[], int], stop:
 _keep_open: list[Any] = []
 
 
+def started_directories(data_dir: Path) -> list[str]:
+    """The directories terminal clients of this host were started in (``terminal-directories``;
+    nothing when that file is not private to this user)."""
+    text = _read_private(data_dir / DIRECTORIES_FILE)
+    return [line for line in (text or "").splitlines() if line.startswith("/")]
+
+
 # -- the client's side -------------------------------------------------------------------------
 
 
 def read(data_dir: Path) -> dict[str, Any] | None:
     """``host.json`` as a dict, None when there is none; ``SharedHostError`` when it is not
     private to this user or not readable."""
-    path = data_dir / HOST_FILE
+    text = _read_private(data_dir / HOST_FILE)
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None  # being replaced; the caller looks again
+    return record if isinstance(record, dict) and isinstance(record.get("url"), str) else None
+
+
+def _read_private(path: Path) -> str | None:
+    """The text of ``path`` (None when missing); ``SharedHostError`` unless only this user may
+    read or write it."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
@@ -153,23 +177,32 @@ def read(data_dir: Path) -> dict[str, Any] | None:
         if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
             raise SharedHostError(
                 f"{path} is not private to you (owner uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):04o}); "
-                "it holds a connection token: remove it and try again"
+                "it is what your agent-host trusts: remove it and try again"
             )
-        text = os.read(fd, 1 << 16).decode("utf-8", "replace")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+            if sum(map(len, chunks)) > 1 << 20:
+                break
+        return b"".join(chunks).decode("utf-8", "replace")
     finally:
         os.close(fd)
+
+
+def _note_directory(data_dir: Path, directory: Path) -> None:
+    fd = os.open(data_dir / DIRECTORIES_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        record = json.loads(text)
-    except ValueError:
-        return None  # being replaced; the caller looks again
-    return record if isinstance(record, dict) and isinstance(record.get("url"), str) else None
+        os.write(fd, f"{directory}\n".encode())
+    finally:
+        os.close(fd)
 
 
 @contextmanager
-def reach(data_dir: Path, *, config: str, start: Callable[[], subprocess.Popen[bytes]]) -> Iterator[str]:
+def reach(data_dir: Path, *, config: str, directory: Path, start: Callable[[], subprocess.Popen[bytes]]) -> Iterator[str]:
     """Hold ``clients.lock`` shared for the block and yield the URL (token included) of the host
     of ``data_dir``, starting one with ``start()`` when none runs. ``start`` returns the process
-    of ``agent-host serve --for-terminal``, its stdout and stderr piped.
+    of ``agent-host serve --for-terminal``, its stdout and stderr piped. ``directory`` (where this
+    client works) is noted in ``terminal-directories`` before the URL is yielded.
 
     A terminal host running with another config (the user edited it, or passed another
     ``--config``) that nobody else uses is let stop, and a new one started; one still in use is
@@ -185,6 +218,8 @@ def reach(data_dir: Path, *, config: str, start: Callable[[], subprocess.Popen[b
                 fcntl.flock(clients.fileno(), fcntl.LOCK_UN)  # this client does not keep it running
                 if not (other.terminal and _stops(data_dir)):
                     raise SharedHostError(str(other)) from None
+        if "\n" not in str(directory):
+            _note_directory(data_dir, directory)
         yield url
 
 

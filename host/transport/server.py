@@ -32,7 +32,7 @@ import hmac
 import logging
 import socket
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -78,7 +78,8 @@ def _connection_refusal(config: Any, open_connections: dict[str, int], presented
     return None
 
 
-def build_app(host: AgentHost, *, token: str | None) -> Starlette:
+def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> Starlette:
+    """The app; ``on_connection`` runs for each AHP connection accepted, before its first message."""
     allowed_origins = set(host.config.server.allowed_origins)
     open_connections: dict[str, int] = {}
     """Open AHP connections by the token they presented."""
@@ -105,6 +106,8 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
             return
         open_connections[presented] = open_connections.get(presented, 0) + 1
         try:
+            if on_connection is not None:
+                on_connection()
             await _serve_connection(host, websocket)
         finally:
             open_connections[presented] -= 1
@@ -260,7 +263,7 @@ def _bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
+async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> RunningHost:
     """Bind, start serving in a task, and return once the host accepts connections."""
     import uvicorn
 
@@ -268,7 +271,7 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
 
     config = host.config.server
     sock = _bind(config.host, config.port)
-    app = build_app(host, token=token)
+    app = build_app(host, token=token, on_connection=on_connection)
     uv_config = uvicorn.Config(
         app,
         ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
@@ -306,12 +309,13 @@ def _import_plugins() -> None:
 
 async def serve(
     host: AgentHost, *, token: str | None, announce: Any = print, listening: Any = None,
+    on_connection: Callable[[], None] | None = None,
 ) -> None:
     """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening. ``listening``,
     when given, is awaited with the ``RunningHost`` alongside (it may stop it: ``stop_soon``)."""
     import signal
 
-    running = await start_host(host, token=token)
+    running = await start_host(host, token=token, on_connection=on_connection)
     memory.settle()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

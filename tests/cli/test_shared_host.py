@@ -241,3 +241,30 @@ async def test_an_edited_config_takes_effect_at_the_next_agent_host_once_the_hos
     after = json.loads((data / "host.json").read_text())
     assert after["pid"] != before["pid"] and after["config"] != before["config"]
     await _host_stopped(data)
+
+
+async def test_each_project_an_agent_host_starts_in_is_one_to_work_in_when_directories_are_restricted(tmp_path: Path) -> None:
+    alpha, beta, gamma = _projects(tmp_path, "alpha", "beta", "gamma")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\nallowed_directories = ["{gamma}"]\n', encoding="utf-8")
+    chat = ChatProcess.spawn(["--config", str(config), "--agent", "offline"], cwd=alpha, env=env, command=())
+    try:
+        await chat.expect("/help for commands", timeout=30)
+        chat.send("from alpha")
+        await chat.expect('You said: "from alpha"', timeout=30)  # where the host was started
+        script = await _run(["--config", str(config), "-p", "from beta", "--agent", "offline"], beta, env)
+        assert script.returncode == 0, script.stderr  # started later, in another project
+        assert 'You said: "from beta"' in script.stdout
+        # A plain client (not started there by agent-host) is still held to the configured list.
+        url = json.loads((_data(tmp_path) / "host.json").read_text())["url"]
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        refused = await _run(["chat", url, "-p", "hi", "--agent", "offline"], outside, env)
+        assert refused.returncode != 0
+        assert "add it to [sessions] allowed_directories" in refused.stderr
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
+    finally:
+        chat.close()
+    await _host_stopped(_data(tmp_path))
