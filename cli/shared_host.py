@@ -283,22 +283,38 @@ def _host_alive(data_dir: Path) -> bool:
 
 
 def _start(start: Callable[[], subprocess.Popen[bytes]]) -> str | None:
-    """Start a terminal host and return its URL; None when another host took the directory first."""
+    """Start a terminal host and return its URL; None when another host took the directory first.
+    Its stdout and stderr are read together until it says where it listens (or exits), so that
+    warnings on stderr cannot fill the pipe and stall it."""
+    import selectors
+
     process = start()
     assert process.stdout is not None and process.stderr is not None
-    for raw in process.stdout:
-        line = raw.decode("utf-8", "replace").strip()
-        if line.startswith("agent-host listening on "):
-            process.stdout.close()
-            process.stderr.close()
-            return line.removeprefix("agent-host listening on ")
+    out, err = bytearray(), bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ, out)
+        selector.register(process.stderr, selectors.EVENT_READ, err)
+        while selector.get_map():
+            for key, _ in selector.select():
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if key.data is out and b"\n" in out:
+                    for raw in out.splitlines():
+                        line = raw.decode("utf-8", "replace").strip()
+                        if line.startswith("agent-host listening on "):
+                            process.stdout.close()
+                            process.stderr.close()
+                            return line.removeprefix("agent-host listening on ")
     status = process.wait()
-    problem = process.stderr.read().decode("utf-8", "replace").strip()
+    process.stdout.close()
     process.stderr.close()
     if status == STARTING_ELSEWHERE:
         return None
-    problem = problem.removeprefix("agent-host: ") or f"the host stopped while starting (exit status {status})"
-    raise SharedHostError(problem)
+    problem = err.decode("utf-8", "replace").strip().removeprefix("agent-host: ")
+    raise SharedHostError(problem or f"the host stopped while starting (exit status {status}); see its host.log")
 
 
 def _check_config(data_dir: Path, record: dict[str, Any], config: str) -> None:

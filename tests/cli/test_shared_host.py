@@ -268,3 +268,26 @@ async def test_each_project_an_agent_host_starts_in_is_one_to_work_in_when_direc
     finally:
         chat.close()
     await _host_stopped(_data(tmp_path))
+
+
+async def test_two_agent_hosts_started_at_once_share_the_one_host_they_start(tmp_path: Path) -> None:
+    alpha, beta = _projects(tmp_path, "alpha", "beta")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    runs = await asyncio.gather(*(
+        _run(["-p", f"from {project.name}", "--agent", "offline"], project, env) for project in (alpha, beta, alpha, beta)
+    ))
+    for run, name in zip(runs, ("alpha", "beta", "alpha", "beta")):
+        assert run.returncode == 0, run.stderr
+        assert f'You said: "from {name}"' in run.stdout
+    await _host_stopped(_data(tmp_path))
+
+
+async def test_a_host_that_cannot_start_says_why_in_the_terminal(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    _data(tmp_path).mkdir(parents=True)
+    (_data(tmp_path) / "journal.sqlite3").write_text("not a database, whatever it is\n", encoding="utf-8")
+    failed = await _run(["-p", "hi", "--agent", "offline"], project, env)
+    assert failed.returncode == 2
+    assert failed.stderr.startswith("agent-host: cannot open the journal at ")  # the host's own words
+    assert "Traceback" not in failed.stderr
