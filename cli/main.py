@@ -320,8 +320,13 @@ def _code(args: argparse.Namespace) -> int:
             memory.settle()  # this process is a client: the collector as usual from here
             yield url
 
+    async def find_again() -> str:
+        """For a chat whose host went away (killed, crashed): the host now, started again if need be."""
+        identity = shared_host.config_identity(args.config)
+        return await asyncio.to_thread(shared_host.find_or_start, data_dir, identity, start)
+
     try:
-        return run_chat(args, embedded=shared)
+        return run_chat(args, embedded=shared, find_host=find_again)
     except shared_host.SharedHostError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2

@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator
 
 __all__ = [
     "LINGER", "HOST_FILE", "SharedHostError", "config_identity", "publish", "withdraw", "read",
-    "reach", "stop_when_unused", "try_lock", "STARTING_ELSEWHERE", "started_directories",
+    "reach", "find_or_start", "stop_when_unused", "try_lock", "STARTING_ELSEWHERE", "started_directories",
 ]
 
 LINGER = 2.0
@@ -212,7 +212,7 @@ def reach(data_dir: Path, *, config: str, directory: Path, start: Callable[[], s
         while True:
             fcntl.flock(clients.fileno(), fcntl.LOCK_SH)  # waits only while a host is stopping
             try:
-                url = _find_or_start(data_dir, config, start)
+                url = find_or_start(data_dir, config, start)
                 break
             except _OtherConfig as other:
                 fcntl.flock(clients.fileno(), fcntl.LOCK_UN)  # this client does not keep it running
@@ -239,7 +239,9 @@ def _stops(data_dir: Path) -> bool:
     return False
 
 
-def _find_or_start(data_dir: Path, config: str, start: Callable[[], subprocess.Popen[bytes]]) -> str:
+def find_or_start(data_dir: Path, config: str, start: Callable[[], subprocess.Popen[bytes]]) -> str:
+    """The URL of the host of ``data_dir``, started with ``start()`` when none runs. The caller
+    holds ``clients.lock`` shared (``reach``; again when a chat looks for a host that stopped)."""
     deadline = time.monotonic() + _START_WAIT
     while True:
         record = read(data_dir)

@@ -291,3 +291,28 @@ async def test_a_host_that_cannot_start_says_why_in_the_terminal(tmp_path: Path)
     assert failed.returncode == 2
     assert failed.stderr.startswith("agent-host: cannot open the journal at ")  # the host's own words
     assert "Traceback" not in failed.stderr
+
+
+async def test_a_chat_whose_host_was_killed_starts_it_again_and_goes_on_in_its_session(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
+    try:
+        await chat.expect("/help for commands", timeout=30)
+        chat.send("before")
+        await chat.expect('You said: "before"', timeout=30)
+        await chat.expect("> ")
+        killed = json.loads((data / "host.json").read_text())["pid"]
+        os.kill(killed, 9)
+        await chat.expect("connection lost", timeout=30)
+        await chat.expect("(reconnected)", timeout=30)
+        chat.send("after")
+        shown = await chat.expect('You said: "after"', timeout=30)
+        assert "new session" not in shown  # the same session, recovered from the journal
+        assert json.loads((data / "host.json").read_text())["pid"] != killed
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
+    finally:
+        chat.close()
+    await _host_stopped(data)
