@@ -305,7 +305,9 @@ def _code(args: argparse.Namespace) -> int:
     data_dir = config.data_path()
 
     def start() -> subprocess.Popen[bytes]:
-        command = [sys.executable, "-m", "cli.main", "serve", "--for-terminal", "--data-dir", str(data_dir)]
+        # -P: the project directory (its cwd) is not put on sys.path, so a project's own cli/main.py
+        # is never what runs here.
+        command = [sys.executable, "-P", "-m", "cli.main", "serve", "--for-terminal", "--data-dir", str(data_dir)]
         if args.config is not None:
             command += ["--config", str(Path(args.config).expanduser().resolve())]
         return subprocess.Popen(

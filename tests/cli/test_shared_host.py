@@ -316,3 +316,22 @@ async def test_a_chat_whose_host_was_killed_starts_it_again_and_goes_on_in_its_s
     finally:
         chat.close()
     await _host_stopped(data)
+
+
+async def test_a_project_with_its_own_cli_package_does_not_run_it_as_the_host(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    marker = tmp_path / "ran-the-projects-code"
+    (project / "cli").mkdir()
+    (project / "cli" / "__init__.py").write_text("", encoding="utf-8")
+    (project / "cli" / "main.py").write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    env.pop("PYTHONPATH")  # as a user's shell has it: agent-host from its installation only
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "agent-host"), "-p", "hi", "--agent", "offline", cwd=project, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    assert 'You said: "hi"' in out.decode()
+    assert not marker.exists()
+    await _host_stopped(_data(tmp_path))
