@@ -215,7 +215,7 @@ def _serve(args: argparse.Namespace) -> int:
         with _data_lock(data_dir):
             if terminal:
                 _log_to(data_dir / "host.log")
-            return _serve_locked(config, data_dir, shared_host.config_identity(args.config), terminal)
+            return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal)
     except _DataDirectoryTaken as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return shared_host.STARTING_ELSEWHERE if terminal else 2
@@ -224,7 +224,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
 
-def _serve_locked(config: Any, data_dir: Path, identity: str, terminal: bool) -> int:
+def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], terminal: bool) -> int:
     token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
 
     from cli import shared_host
@@ -317,14 +317,14 @@ def _code(args: argparse.Namespace) -> int:
 
     @asynccontextmanager
     async def shared() -> AsyncIterator[str]:
-        identity = shared_host.config_identity(args.config)
+        identity = shared_host.config_identity(args.config, config.environ)
         with shared_host.reach(data_dir, config=identity, directory=args.cwd, start=start) as url:
             memory.settle()  # this process is a client: the collector as usual from here
             yield url
 
     async def find_again() -> str:
         """For a chat whose host went away (killed, crashed): the host now, started again if need be."""
-        identity = shared_host.config_identity(args.config)
+        identity = shared_host.config_identity(args.config, config.environ)
         return await asyncio.to_thread(shared_host.find_or_start, data_dir, identity, start)
 
     try:

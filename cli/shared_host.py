@@ -6,7 +6,7 @@ The journal has one writer, so one host runs per data directory; every ``agent-h
 * ``host.lock``: the running host holds an exclusive ``flock`` on it for its whole life, so "the
   lock is held" means "a host is alive" (the kernel drops it when the process dies, however it dies).
 * ``host.json``: what a client needs to reach that host: ``url`` (loopback, token included),
-  ``pid``, ``config`` (which config it runs with, ``config_identity``) and ``terminal`` (true for a
+  ``pid``, ``config`` (which config it runs with: path and digests, ``config_identity``) and ``terminal`` (true for a
   host started for terminals, which stops by itself). Written by the host once it listens, mode
   0600 from the moment it exists (written aside and renamed in place), removed before it stops. A
   client reads it only when it belongs to this user and nobody else may read or write it.
@@ -70,16 +70,19 @@ class SharedHostError(Exception):
     """The shared host cannot be reached or started; the message says why and what to do."""
 
 
-def config_identity(path: str | None) -> str:
-    """Which config a host runs with: the resolved path and a digest of its text ("none")."""
-    if path is None:
-        return "none"
-    resolved = Path(path).expanduser().resolve()
-    try:
-        digest = hashlib.sha256(resolved.read_bytes()).hexdigest()[:16]
-    except OSError:
-        digest = "unreadable"
-    return f"{resolved} sha256:{digest}"
+def config_identity(path: str | None, keys: dict[str, str]) -> dict[str, str]:
+    """Which config a host runs with: the resolved path (or "none"), a digest of its text, and a
+    digest of the API key variables its agents read from the environment (``keys``, name to value;
+    the values never leave this digest)."""
+    digest = "none"
+    if path is not None:
+        resolved = Path(path).expanduser().resolve()
+        try:
+            digest = hashlib.sha256(resolved.read_bytes()).hexdigest()[:16]
+        except OSError:
+            digest = "unreadable"
+    keyed = hashlib.sha256(json.dumps(sorted(keys.items())).encode()).hexdigest()[:16]
+    return {"path": str(resolved) if path is not None else "none", "text": digest, "keys": keyed}
 
 
 def try_lock(handle: Any, mode: int) -> bool:
@@ -94,7 +97,7 @@ def try_lock(handle: Any, mode: int) -> bool:
 # -- the host's side ---------------------------------------------------------------------------
 
 
-def publish(data_dir: Path, *, url: str, config: str, terminal: bool) -> None:
+def publish(data_dir: Path, *, url: str, config: dict[str, str], terminal: bool) -> None:
     """Write ``host.json`` (mode 0600 from the start, then renamed over any old one)."""
     record = {"url": url, "pid": os.getpid(), "config": config, "terminal": terminal}
     aside = data_dir / f".{HOST_FILE}.{os.getpid()}"
@@ -198,7 +201,7 @@ def _note_directory(data_dir: Path, directory: Path) -> None:
 
 
 @contextmanager
-def reach(data_dir: Path, *, config: str, directory: Path, start: Callable[[], subprocess.Popen[bytes]]) -> Iterator[str]:
+def reach(data_dir: Path, *, config: dict[str, str], directory: Path, start: Callable[[], subprocess.Popen[bytes]]) -> Iterator[str]:
     """Hold ``clients.lock`` shared for the block and yield the URL (token included) of the host
     of ``data_dir``, starting one with ``start()`` when none runs. ``start`` returns the process
     of ``agent-host serve --for-terminal``, its stdout and stderr piped. ``directory`` (where this
@@ -239,7 +242,7 @@ def _stops(data_dir: Path) -> bool:
     return False
 
 
-def find_or_start(data_dir: Path, config: str, start: Callable[[], subprocess.Popen[bytes]]) -> str:
+def find_or_start(data_dir: Path, config: dict[str, str], start: Callable[[], subprocess.Popen[bytes]]) -> str:
     """The URL of the host of ``data_dir``, started with ``start()`` when none runs. The caller
     holds ``clients.lock`` shared (``reach``; again when a chat looks for a host that stopped)."""
     deadline = time.monotonic() + _START_WAIT
@@ -319,20 +322,25 @@ def _start(start: Callable[[], subprocess.Popen[bytes]]) -> str | None:
     raise SharedHostError(problem or f"the host stopped while starting (exit status {status}); see its host.log")
 
 
-def _check_config(data_dir: Path, record: dict[str, Any], config: str) -> None:
+def _check_config(data_dir: Path, record: dict[str, Any], config: dict[str, str]) -> None:
     running = record.get("config")
     if running == config:
         return
-    described = "no config file" if running == "none" else str(running).split(" sha256:")[0]
-    wanted = "no config file" if config == "none" else config.split(" sha256:")[0]
-    if described == wanted:
-        described = f"{described} as it was when the host started (the file changed since)"
+    running = running if isinstance(running, dict) else {}
+    described = "no config file" if running.get("path") == "none" else str(running.get("path"))
+    wanted = "no config file" if config["path"] == "none" else config["path"]
+    if described != wanted:
+        difference = f"{described}, not {wanted}"
+    elif running.get("text") != config["text"]:
+        difference = f"{described} as it was when the host started (the file changed since)"
+    else:
+        difference = f"{described} but other API key variables in its environment than this shell has"
     how_it_ends = (
         "it is still in use: quit the agent-host chats and scripts using it (it stops by itself once none is left)"
         if record.get("terminal") else "stop that host (agent-host serve)"
     )
     raise _OtherConfig(
-        f"the host of the data directory {data_dir} (pid {record.get('pid')}) runs with {described}, "
-        f"not {wanted}: {how_it_ends}, or pass --data-dir to run another host with this config",
+        f"the host of the data directory {data_dir} (pid {record.get('pid')}) runs with {difference}: "
+        f"{how_it_ends}, or pass --data-dir to run another host with this config",
         bool(record.get("terminal")),
     )

@@ -335,3 +335,22 @@ async def test_a_project_with_its_own_cli_package_does_not_run_it_as_the_host(tm
     assert 'You said: "hi"' in out.decode()
     assert not marker.exists()
     await _host_stopped(_data(tmp_path))
+
+
+async def test_a_script_with_other_api_keys_than_the_running_host_is_told_so(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    env.pop("OPENAI_API_KEY", None)
+    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
+    try:
+        await chat.expect("/help for commands", timeout=30)
+        refused = await _run(["-p", "hi", "--agent", "offline"], project, {**env, "OPENAI_API_KEY": "sk-other"})
+        assert refused.returncode == 2
+        assert "runs with no config file but other API key variables in its environment than this shell has" in refused.stderr
+        assert "it is still in use" in refused.stderr and "sk-other" not in refused.stderr
+        assert "sk-other" not in (_data(tmp_path) / "host.json").read_text()
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
+    finally:
+        chat.close()
+    await _host_stopped(_data(tmp_path))
