@@ -155,7 +155,7 @@ def _data_lock(data_dir: Path) -> Iterator[None]:
     from cli import shared_host
     from host.config import ConfigError
 
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
     with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
         if not shared_host.try_lock(handle, fcntl.LOCK_EX):
             raise _DataDirectoryTaken(_taken(data_dir))

@@ -1,7 +1,7 @@
 """One host per data directory, shared by every ``agent-host`` that uses the directory.
 
 The journal has one writer, so one host runs per data directory; every ``agent-host`` (chat or
-``-p``) in any project is a client of it. Three files in the data directory carry the arrangement:
+``-p``) in any project is a client of it. Four files in the data directory carry the arrangement:
 
 * ``host.lock``: the running host holds an exclusive ``flock`` on it for its whole life, so "the
   lock is held" means "a host is alive" (the kernel drops it when the process dies, however it dies).
@@ -111,11 +111,12 @@ def publish(data_dir: Path, *, url: str, config: dict[str, str], terminal: bool)
 
 
 def withdraw(data_dir: Path) -> None:
-    """Remove ``host.json`` if it is this process's."""
+    """Remove ``host.json`` if it is this process's (or unreadable as anyone's: the caller holds
+    ``host.lock``, so no other host can have written it)."""
     try:
         record = read(data_dir)
     except SharedHostError:
-        return
+        record = {"pid": os.getpid()}
     if record is not None and record.get("pid") == os.getpid():
         (data_dir / HOST_FILE).unlink(missing_ok=True)
 
@@ -210,7 +211,7 @@ def reach(data_dir: Path, *, config: dict[str, str], directory: Path, start: Cal
     A terminal host running with another config (the user edited it, or passed another
     ``--config``) that nobody else uses is let stop, and a new one started; one still in use is
     named in the error."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
     with open(data_dir / CLIENTS_FILE, "a+") as clients:
         while True:
             fcntl.flock(clients.fileno(), fcntl.LOCK_SH)  # waits only while a host is stopping

@@ -152,6 +152,7 @@ async def test_the_address_file_is_private_and_a_second_serve_is_told_where_the_
         await chat.expect("/help for commands", timeout=30)
         record = data / "host.json"
         assert stat.S_IMODE(record.stat().st_mode) == 0o600
+        assert stat.S_IMODE(data.stat().st_mode) == 0o700  # made by agent-host: private as a whole
         published = json.loads(record.read_text())
         assert published["url"].startswith("ws://127.0.0.1:") and "token=" in published["url"]
         assert published["url"] not in chat.text  # the token is in the file only
