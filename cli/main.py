@@ -318,7 +318,10 @@ def _code(args: argparse.Namespace) -> int:
     @asynccontextmanager
     async def shared() -> AsyncIterator[str]:
         identity = shared_host.config_identity(args.config, config.environ)
-        with shared_host.reach(data_dir, config=identity, directory=args.cwd, start=start) as url:
+        def notice(text: str) -> None:
+            print(f"agent-host: {text}", file=sys.stderr, flush=True)
+
+        with shared_host.reach(data_dir, config=identity, directory=args.cwd, start=start, notice=notice) as url:
             memory.settle()  # this process is a client: the collector as usual from here
             yield url
 

@@ -202,11 +202,15 @@ def _note_directory(data_dir: Path, directory: Path) -> None:
 
 
 @contextmanager
-def reach(data_dir: Path, *, config: dict[str, str], directory: Path, start: Callable[[], subprocess.Popen[bytes]]) -> Iterator[str]:
+def reach(
+    data_dir: Path, *, config: dict[str, str], directory: Path, start: Callable[[], subprocess.Popen[bytes]],
+    notice: Callable[[str], None] = lambda text: None,
+) -> Iterator[str]:
     """Hold ``clients.lock`` shared for the block and yield the URL (token included) of the host
     of ``data_dir``, starting one with ``start()`` when none runs. ``start`` returns the process
     of ``agent-host serve --for-terminal``, its stdout and stderr piped. ``directory`` (where this
-    client works) is noted in ``terminal-directories`` before the URL is yielded.
+    client works) is noted in ``terminal-directories`` before the URL is yielded. ``notice`` is
+    told, once, when this client waits a while for another host to start.
 
     A terminal host running with another config (the user edited it, or passed another
     ``--config``) that nobody else uses is let stop, and a new one started; one still in use is
@@ -216,7 +220,7 @@ def reach(data_dir: Path, *, config: dict[str, str], directory: Path, start: Cal
         while True:
             fcntl.flock(clients.fileno(), fcntl.LOCK_SH)  # waits only while a host is stopping
             try:
-                url = find_or_start(data_dir, config, start)
+                url = find_or_start(data_dir, config, start, notice)
                 break
             except _OtherConfig as other:
                 fcntl.flock(clients.fileno(), fcntl.LOCK_UN)  # this client does not keep it running
@@ -243,10 +247,15 @@ def _stops(data_dir: Path) -> bool:
     return False
 
 
-def find_or_start(data_dir: Path, config: dict[str, str], start: Callable[[], subprocess.Popen[bytes]]) -> str:
+def find_or_start(
+    data_dir: Path, config: dict[str, str], start: Callable[[], subprocess.Popen[bytes]],
+    notice: Callable[[str], None] = lambda text: None,
+) -> str:
     """The URL of the host of ``data_dir``, started with ``start()`` when none runs. The caller
     holds ``clients.lock`` shared (``reach``; again when a chat looks for a host that stopped)."""
-    deadline = time.monotonic() + _START_WAIT
+    began = time.monotonic()
+    deadline = began + _START_WAIT
+    noticed = False
     while True:
         record = read(data_dir)
         if _host_alive(data_dir):
@@ -258,6 +267,9 @@ def find_or_start(data_dir: Path, config: dict[str, str], start: Callable[[], su
             if url is not None:
                 return url
             # Another client's host won the data directory: it publishes its address shortly.
+        if not noticed and time.monotonic() > began + 2:
+            noticed = True
+            notice(f"waiting for the agent-host starting on {data_dir} (its log: {data_dir / 'host.log'})")
         if time.monotonic() > deadline:
             raise SharedHostError(
                 f"an agent-host holds the data directory {data_dir} but has not published its address "

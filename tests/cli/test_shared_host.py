@@ -355,3 +355,57 @@ async def test_a_script_with_other_api_keys_than_the_running_host_is_told_so(tmp
     finally:
         chat.close()
     await _host_stopped(_data(tmp_path))
+
+
+async def test_agent_host_uses_a_host_the_user_serves_on_the_data_directory(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    served = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(data), cwd=project,
+        env={**env, "PYTHONPATH": str(REPO)}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        assert served.stdout is not None
+        line = (await asyncio.wait_for(served.stdout.readline(), 60)).decode()
+        assert line.startswith("agent-host listening on ws://127.0.0.1:")
+        answered = await _run(["-p", "hi", "--agent", "offline"], project, env)
+        assert answered.returncode == 0, answered.stderr
+        assert 'You said: "hi"' in answered.stdout
+        record = json.loads((data / "host.json").read_text())
+        assert record["pid"] == served.pid and record["terminal"] is False
+        assert record["url"] == line.removeprefix("agent-host listening on ").strip()
+        assert served.returncode is None  # a host the user runs stops when the user stops it
+    finally:
+        served.send_signal(2)
+        await asyncio.wait_for(served.wait(), 60)
+    assert not (data / "host.json").exists()
+
+
+async def test_a_host_still_starting_is_waited_for_and_the_wait_is_said(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    data.mkdir(parents=True)
+    # Another host has the directory and has not published where it listens yet: the client waits
+    # and says so; once that host is gone, the client starts one and answers.
+    holder = open(data / "host.lock", "a+")
+    fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+    client = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cli.main", "-p", "hi", "--agent", "offline", cwd=project,
+        env={**env, "PYTHONPATH": str(REPO)}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        assert client.stderr is not None and client.stdout is not None
+        said = (await asyncio.wait_for(client.stderr.readline(), 60)).decode()
+        assert said == f"agent-host: waiting for the agent-host starting on {data} (its log: {data / 'host.log'})\n"
+        holder.close()
+        out, err = await asyncio.wait_for(client.communicate(), 60)
+        assert client.returncode == 0, err.decode()
+        assert 'You said: "hi"' in out.decode()
+    finally:
+        holder.close()
+        if client.returncode is None:
+            client.kill()
+            await client.wait()
+    await _host_stopped(data)
