@@ -302,7 +302,7 @@ def _code(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
-    data_dir = config.data_path()
+    data_dir = config.data_path().resolve()  # the host starts in --cwd: a relative one means here
 
     def start() -> subprocess.Popen[bytes]:
         # -P: the project directory (its cwd) is not put on sys.path, so a project's own cli/main.py
