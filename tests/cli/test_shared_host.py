@@ -63,6 +63,14 @@ async def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Co
     return subprocess.CompletedProcess(args, process.returncode or 0, out.decode(), err.decode())
 
 
+def _record(data: Path) -> dict | None:
+    """``host.json`` now, or None when no host is published (it may stop at any moment)."""
+    try:
+        return json.loads((data / "host.json").read_text())
+    except FileNotFoundError:
+        return None
+
+
 def _sent_directory(request: object) -> str:
     return json.dumps(request.json())  # type: ignore[attr-defined]
 
@@ -235,13 +243,13 @@ async def test_an_edited_config_takes_effect_at_the_next_agent_host_once_the_hos
     first = await _run(["--config", str(config), "-p", "one", "--agent", "offline"], project, env)
     assert first.returncode == 0, first.stderr
     # Usually still running (until it sees nobody uses it), with the config as it was.
-    before = json.loads((data / "host.json").read_text()) if (data / "host.json").exists() else None
+    before = _record(data)
     config.write_text(config.read_text() + "# edited\n", encoding="utf-8")
     second = await _run(["--config", str(config), "-p", "two", "--agent", "offline"], project, env)
     assert second.returncode == 0, second.stderr
     assert 'You said: "two"' in second.stdout
-    if before is not None and (data / "host.json").exists():
-        after = json.loads((data / "host.json").read_text())
+    after = _record(data)
+    if before is not None and after is not None:
         assert after["pid"] != before["pid"] and after["config"] != before["config"]
     await _host_stopped(data)
 
