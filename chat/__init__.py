@@ -19,7 +19,10 @@ previous mode back when the run ends).
   interactive loop (``app.ChatApp``) or, with ``-p``, the one-shot mode (``oneshot.run_oneshot``),
   and returns the process exit status. ``run(args, embedded=start)`` first enters ``start()``, an
   async context manager the caller supplies that runs a host and yields its URL (token included),
-  and leaves it when the chat ends: this package never imports the server.
+  and leaves it when the chat ends: this package never imports the server. With
+  ``find_host`` too (an async callable returning a URL with its token), an interactive chat whose
+  host went away and cannot be reconnected to asks it where the host is now (it starts one again)
+  and resumes there.
 * ``--agent`` and ``--model`` are checked against the host's agents before anything is sent, with the
   same messages as ``/agent`` and ``/model``.
 * ``render`` is the pure state → terminal text layer both modes share.
@@ -44,7 +47,7 @@ import shutil
 import sys
 from pathlib import Path
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Callable, Mapping, Sequence, TextIO
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TextIO
 
 from chat._connect import ChatConnectError, connect
 from chat._settings import ChatSettingsError, display_url, resolve_settings
@@ -149,7 +152,10 @@ def check_agent_and_model(agents: Sequence[Mapping[str, Any]], agent: str | None
     return f"no agent offers a model {model!r} (models: {', '.join(offered)}); /model lists them per agent"
 
 
-def run(args: argparse.Namespace, *, embedded: EmbeddedHost | None = None) -> int:
+def run(
+    args: argparse.Namespace, *, embedded: EmbeddedHost | None = None,
+    find_host: Callable[[], Awaitable[str]] | None = None,
+) -> int:
     """Run ``agent-host chat`` with parsed ``args``; returns the exit status.
 
     With ``embedded``, the chat talks to the host that context manager runs instead of a URL.
@@ -177,7 +183,7 @@ def run(args: argparse.Namespace, *, embedded: EmbeddedHost | None = None) -> in
         print(f"agent-host chat: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(_main(args, settings, embedded))
+        return asyncio.run(_main(args, settings, embedded, find_host))
     except KeyboardInterrupt:  # Ctrl-C before the loop could take SIGINT over
         return 130
     except BrokenPipeError:
@@ -194,7 +200,7 @@ def _quiet_broken_pipe() -> int:
     return EXIT_BROKEN_PIPE
 
 
-async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None) -> int:  # type: ignore[no-untyped-def]
+async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:  # type: ignore[no-untyped-def]
     if embedded is None:
         return await _chat(args, settings)
     from dataclasses import replace
@@ -203,10 +209,10 @@ async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | Non
 
     async with embedded() as url:
         bare, token = split_token(url)
-        return await _chat(args, replace(settings, url=bare, token=token), label="")
+        return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host)
 
 
-async def _chat(args: argparse.Namespace, settings, *, label: str | None = None) -> int:  # type: ignore[no-untyped-def]
+async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None) -> int:  # type: ignore[no-untyped-def]
     try:
         client = await connect(settings)
     except ChatConnectError as error:
@@ -269,6 +275,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None)
                 rich=style.color and terminal.prefills,
                 width=lambda: shutil.get_terminal_size().columns,
                 permission_mode=getattr(args, "permission_mode", None),
+                find_host=find_host,
             )
             return await app.run()
         finally:

@@ -33,7 +33,8 @@ def describe_error(error: BaseException, url: str) -> str:
     if re.search(r"HTTP 40[13]", text):
         return (
             f"the host at {shown} refused the connection: the token is missing or wrong. "
-            "Pass the URL exactly as 'agent-host serve' printed it, or set --token / AGENT_HOST_TOKEN."
+            "Pass the URL exactly as 'agent-host serve' printed it (or as 'url' in host.json in the "
+            "host's data directory), or set --token / AGENT_HOST_TOKEN."
         )
     if "HTTP" in text:
         return f"the host at {shown} refused the connection ({text.split('(')[-1].rstrip(')')})"

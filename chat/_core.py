@@ -3,7 +3,8 @@
 ``ChatCore`` holds the state of one interactive chat (which session, which agent and model new
 sessions get, which turns were already drawn) and the few operations the loop (``chat.app``),
 the dialogs (``chat._dialogs``) and the slash commands (``chat._commands``) all use: writing to
-the terminal, taking the next inbox item (resuming a lost connection there), reading the
+the terminal, taking the next inbox item (resuming a lost connection there; on the shared host of
+``agent-host``, starting a host that stopped again through ``find_host``), reading the
 session's state from the client's mirror, creating the session on first use and sending a
 message, a steering message or a queued one. ``ChatExit`` ends the chat with a status.
 """
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Awaitable, Callable, TextIO
 
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
+from chat._settings import split_token
 from chat._terminal import Event, Lost, Terminal
 from chat.render import Style, clean
 from client import AhpClient, AhpClientError, AhpError
@@ -50,8 +52,12 @@ class ChatCore:
         rich: bool = False,
         width: Callable[[], int] = lambda: 80,
         permission_mode: str | None = None,
+        find_host: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.client = client
+        self._find_host = find_host
+        """Where the host is now, starting it again if it stopped (a URL with its token), for a
+        chat on the data directory's shared host; None for a chat given a URL."""
         self.terminal = terminal
         self.style = style
         self.out = out
@@ -127,13 +133,30 @@ class ChatCore:
                 return item
             self._problem(f"connection lost: {item.error}")
             try:
-                await self.client.resume()
+                await self._resume()
             except (AhpClientError, OSError) as error:
                 self._problem(f"could not reconnect: {error}")
                 raise ChatExit(1) from None
             self.terminal.follow(self.client)
             self._note("(reconnected)")
             return Event(None)  # type: ignore[arg-type]  # "state may have changed"
+
+    async def _resume(self) -> None:
+        """Reconnect; on the shared host, one that stopped is started again and resumed there."""
+        try:
+            await self.client.resume()
+            return
+        except (AhpClientError, OSError):
+            if self._find_host is None:
+                raise
+        self._note("(the host stopped: starting it again)")
+        try:
+            url = await self._find_host()
+        except Exception as error:  # the shared host's own sentence (it cannot start, and why)
+            raise OSError(str(error)) from None
+        bare, token = split_token(url)
+        self.client.move_to(bare, token)
+        await self.client.resume()
 
     def _catch_up_steering(self) -> None:
         """Read every action the mirror has applied so far for ``_watch_steering``. Turns are drawn

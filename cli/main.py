@@ -1,24 +1,34 @@
 """The ``agent-host`` command: it composes the host and the terminal client.
 
 ``agent-host`` (no subcommand) or ``agent-host code [--config FILE] [--data-dir DIR] [chat options]``
-starts a host inside this process on a private loopback port (port 0, a fresh token nobody else
-sees) with the user's config (``--config``, else ``$XDG_CONFIG_HOME/agent-host/config.toml`` when it
-exists) and data directory, runs the chat against it in this terminal, in
-the current directory (``--cwd``), and stops the host when the chat ends. ``-p [MESSAGE]`` works
-the same way for scripts (piped stdin, ``--output-format``, ``--continue``, ``--resume``,
-``--max-turns``, ``--timeout``: see ``chat`` and ``chat.oneshot``). The host logs to ``host.log`` in the data directory, not the terminal.
+runs the chat in this terminal, in the current directory (``--cwd``), on the host of the user's data
+directory, starting that host when none runs. ``-p [MESSAGE]`` works the same way for scripts (piped
+stdin, ``--output-format``, ``--continue``, ``--resume``, ``--max-turns``, ``--timeout``: see ``chat``
+and ``chat.oneshot``). The config is ``--config``, else ``$XDG_CONFIG_HOME/agent-host/config.toml``
+when it exists.
+
+One host per data directory, shared (``cli.shared_host``), rather than one per project: the journal
+has one writer, so a host per project would need a data directory per project (sessions split by
+folder, ``/resume`` blind to the others) and would still leave ``-p`` next to a chat in the same
+project wanting the chat's host. So every ``agent-host`` is a client. The host is a process of its
+own (``serve --for-terminal``: loopback, port 0, a fresh token, logging to ``host.log`` in the data
+directory, its URL and token published in ``host.json`` there, mode 0600), not a part of the first
+terminal's process, because that chat may end while another project's turn runs on the host; it
+stops by itself once no terminal client runs and no connection is open. A host running with another
+config is replaced once unused, and named while in use.
 
 ``agent-host chat [URL] ...`` talks to a host that is already running (see ``chat``).
 
 ``agent-host serve [--host H] [--port P] [--config FILE] [--data-dir DIR] [--token T]`` starts the
-host and prints, on one line, the URL it listens on with the token. ``--port 0`` picks a free
+host and prints, on one line, the URL it listens on with the token, and publishes it in the data
+directory's ``host.json`` (so ``agent-host`` in a terminal uses it too). ``--port 0`` picks a free
 port. A non-loopback ``--host`` is refused unless a token was set explicitly (flag, config file or
 ``AGENT_HOST_TOKEN``): a generated token printed on one machine's console is no protection for a
 host reachable from the network.
 
-Only one host at a time may use a data directory (the journal has one writer): ``serve`` and the
-embedded host both hold an exclusive lock on ``host.lock`` there, and a second one is refused with
-a message saying how to reach the first or pick another directory.
+Only one host at a time may use a data directory: every host holds an exclusive lock on
+``host.lock`` there, and a second ``serve`` is refused with the holder's pid, where its URL is
+(``host.json``, readable only by the user) and ``--data-dir`` for a separate one.
 
 Pydantic plugins (packages that register in the ``pydantic`` entry-point group) are not loaded
 into this process: looking for them reads the metadata of every installed distribution, 13-27 ms
@@ -28,7 +38,9 @@ documented there. Processes the host starts (shells, MCP servers, hooks) are una
 
 Exit codes: 0 after a clean stop, 2 for a configuration error (the message says what to fix); the
 one-command mode exits like ``agent-host chat`` (``-p``: 0 completed, 1 the turn errored or a limit
-stopped it, 2 usage, 3 the client refused a tool call or question for the user, 130 cancelled).
+stopped it, 2 usage, 3 the client refused a tool call or question for the user, 130 cancelled), and
+exits 2 when the shared host can be neither reached nor started (the message says why and what to do);
+``serve --for-terminal`` exits 75 when another host holds the data directory (its client then uses that one).
 """
 
 from __future__ import annotations
@@ -65,7 +77,7 @@ def _add_host_files(parser: argparse.ArgumentParser) -> None:
 
 _DESCRIPTION = (
     "A self-hosted Agent Host Protocol (AHP 0.9.0, 0.7.0 and 0.2.0) server. Without a command: "
-    "'agent-host code' (a host for this terminal and a chat in the current directory)."
+    "'agent-host code' (a chat in the current directory, on the host shared by every agent-host on the data directory)."
 )
 
 
@@ -79,8 +91,10 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
     serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
+    serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
     chat = commands.add_parser("chat", help="talk to a running host from the terminal (see chat)")
-    code = commands.add_parser("code", help="start a private host and chat with it in the current directory (the default)")
+    code = commands.add_parser("code", help="chat in the current directory on the data directory's shared host, started if none runs (the default)")
     _add_host_files(code)
     # The chat client (and its imports) only when it is what runs: 'serve' starts without them.
     if argv[:1] in (["chat"], ["code"]):
@@ -135,46 +149,85 @@ def _load(args: argparse.Namespace, server: dict[str, Any], recording: bool | No
 
 @contextmanager
 def _data_lock(data_dir: Path) -> Iterator[None]:
-    """Hold ``host.lock`` in the data directory for as long as a host runs on it."""
+    """Hold ``host.lock`` in the data directory for as long as a host runs on it (``cli.shared_host``)."""
     import fcntl
 
+    from cli import shared_host
     from host.config import ConfigError
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with open(data_dir / "host.lock", "a+") as handle:
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
+    with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
+        if not shared_host.try_lock(handle, fcntl.LOCK_EX):
+            raise _DataDirectoryTaken(_taken(data_dir))
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(
-                f"another agent-host already uses the data directory {data_dir}: connect to it with "
-                "'agent-host chat URL', or pass --data-dir to use another one"
-            ) from None
-        try:
+            (data_dir / shared_host.HOST_FILE).unlink(missing_ok=True)  # a dead host's, if any
+            (data_dir / shared_host.DIRECTORIES_FILE).unlink(missing_ok=True)  # its clients' directories
             yield
         finally:
+            shared_host.withdraw(data_dir)
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def _taken(data_dir: Path) -> str:
+    """What to say when another host holds ``data_dir``: true whether it is published yet or not."""
+    from cli import shared_host
+
+    try:
+        record = shared_host.read(data_dir)
+    except shared_host.SharedHostError:
+        record = None
+    who = f"another agent-host (pid {record.get('pid')})" if record else "another agent-host"
+    where = (
+        f"other clients connect with the URL in {data_dir / shared_host.HOST_FILE} (readable only by you)"
+        if record else f"it publishes its URL in {data_dir / shared_host.HOST_FILE} once it listens"
+    )
+    ends = " It stops by itself once no chat or script uses it." if record and record.get("terminal") else ""
+    return (
+        f"{who} already runs on the data directory {data_dir}: 'agent-host' and 'agent-host -p' use it as "
+        f"it is; {where}; or pass --data-dir to run a separate host.{ends}"
+    )
+
+
+class _DataDirectoryTaken(Exception):
+    """Another host holds the data directory's lock; the message says what to do."""
+
+
 def _serve(args: argparse.Namespace) -> int:
+    from cli import shared_host
     from host.config import ConfigError
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    terminal = args.for_terminal
+    if not terminal:
+        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = _load(
-            args,
-            {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
-            True if args.record else None,
-        )
-        with _data_lock(config.data_path()):
-            return _serve_locked(config)
+        if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
+            config = _load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
+            allowed = config.sessions.allowed_directories
+            if allowed is not None:  # the user started it here: this directory is one to work in
+                allowed.append(os.getcwd())
+        else:
+            config = _load(
+                args,
+                {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
+                True if args.record else None,
+            )
+        data_dir = config.data_path()
+        with _data_lock(data_dir):
+            if terminal:
+                _log_to(data_dir / "host.log")
+            return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal)
+    except _DataDirectoryTaken as error:
+        print(f"agent-host: {error}", file=sys.stderr)
+        return shared_host.STARTING_ELSEWHERE if terminal else 2
     except ConfigError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
 
 
-def _serve_locked(config: Any) -> int:
-    token = config.server.token or secrets.token_urlsafe(24)
+def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], terminal: bool) -> int:
+    token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
 
+    from cli import shared_host
     from host.transport.server import serve
     from host.service import AgentHost
 
@@ -183,8 +236,29 @@ def _serve_locked(config: Any) -> int:
     except Exception as error:  # JournalError and friends: say it plainly, no traceback
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
+
+    allowed = config.sessions.allowed_directories
+
+    def on_connection() -> None:
+        """A terminal host: the directories its clients were started in are ones to work in."""
+        try:
+            started = shared_host.started_directories(data_dir)
+        except shared_host.SharedHostError as error:
+            logging.getLogger(__name__).warning("%s", error)
+            return
+        allowed.extend([d for d in dict.fromkeys(started) if d not in allowed])
+
+    async def listening(running: Any) -> None:
+        shared_host.publish(data_dir, url=_local_url(running), config=identity, terminal=terminal)
+        if terminal:
+            _detach(data_dir / "host.log")
+            await shared_host.stop_when_unused(data_dir, lambda: running.connections, running.stop_soon)
+
     try:
-        asyncio.run(serve(host, token=token, announce=lambda line: print(line, flush=True)))
+        asyncio.run(serve(
+            host, token=token, announce=lambda line: print(line, flush=True), listening=listening,
+            on_connection=on_connection if terminal and allowed is not None else None,
+        ))
     except KeyboardInterrupt:
         pass
     except OSError as error:
@@ -193,43 +267,72 @@ def _serve_locked(config: Any) -> int:
     return 0
 
 
+def _local_url(running: Any) -> str:
+    """The host's URL as a client on this machine reaches it (a wildcard address becomes loopback)."""
+    url = running.url
+    for wildcard, loopback in (("ws://0.0.0.0:", "ws://127.0.0.1:"), ("ws://[::]:", "ws://[::1]:")):
+        url = url.replace(wildcard, loopback, 1)
+    return url
+
+
+def _detach(log: Path) -> None:
+    """A terminal host, once it has said where it listens: stdout and stderr leave the pipes of the
+    client that started it (which may end at any time) for ``host.log``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def _code(args: argparse.Namespace) -> int:
-    """The one-command mode: a private host in this process, the chat in this terminal."""
+    """The one-command mode: the chat in this terminal, on the data directory's shared host
+    (started in a process of its own when none runs: ``cli.shared_host``)."""
+    import subprocess
+
     from chat import run as run_chat
+    from cli import shared_host
     from host.config import ConfigError
 
     try:
-        # Whatever the config says about where to listen, this host is only for this terminal.
         if args.config is None and _user_config().is_file():
             args.config = str(_user_config())
         config = _load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
-        allowed = config.sessions.allowed_directories
-        if allowed is not None:  # the user started it here: this directory is one to work in
-            allowed.append(str(Path(args.cwd or Path.cwd()).expanduser().resolve()))
-        data_dir = config.data_path()
-        with _data_lock(data_dir):
-            _log_to(data_dir / "host.log")
-            from host.service import AgentHost
-
-            try:
-                host = AgentHost(config)
-            except Exception as error:  # JournalError and friends: say it plainly, no traceback
-                print(f"agent-host: {error}", file=sys.stderr)
-                return 2
-
-            @asynccontextmanager
-            async def embedded() -> AsyncIterator[str]:
-                from host.transport.server import start_host
-
-                running = await start_host(host, token=secrets.token_urlsafe(24))
-                memory.settle()
-                try:
-                    yield running.url
-                finally:
-                    await running.stop()
-
-            return run_chat(args, embedded=embedded)
     except ConfigError as error:
+        print(f"agent-host: {error}", file=sys.stderr)
+        return 2
+    data_dir = config.data_path().resolve()  # the host starts in --cwd: a relative one means here
+
+    def start() -> subprocess.Popen[bytes]:
+        # -P: the project directory (its cwd) is not put on sys.path, so a project's own cli/main.py
+        # is never what runs here.
+        command = [sys.executable, "-P", "-m", "cli.main", "serve", "--for-terminal", "--data-dir", str(data_dir)]
+        if args.config is not None:
+            command += ["--config", str(Path(args.config).expanduser().resolve())]
+        return subprocess.Popen(
+            command, cwd=args.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,  # Ctrl-C in this terminal is the chat's, not the host's
+        )
+
+    @asynccontextmanager
+    async def shared() -> AsyncIterator[str]:
+        identity = shared_host.config_identity(args.config, config.environ)
+        def notice(text: str) -> None:
+            print(f"agent-host: {text}", file=sys.stderr, flush=True)
+
+        with shared_host.reach(data_dir, config=identity, directory=args.cwd, start=start, notice=notice) as url:
+            memory.settle()  # this process is a client: the collector as usual from here
+            yield url
+
+    async def find_again() -> str:
+        """For a chat whose host went away (killed, crashed): the host now, started again if need be."""
+        identity = shared_host.config_identity(args.config, config.environ)
+        return await asyncio.to_thread(shared_host.find_or_start, data_dir, identity, start)
+
+    try:
+        return run_chat(args, embedded=shared, find_host=find_again)
+    except shared_host.SharedHostError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2
 

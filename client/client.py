@@ -182,6 +182,12 @@ class AhpClient:
         self._init_options = (versions, locale)
         return result
 
+    def move_to(self, url: str, token: str | None) -> None:
+        """The host now listens at ``url`` (it was started again): the next ``resume`` goes there,
+        catching up as from a restart of the host on the same data."""
+        self.url = url
+        self._token = token
+
     async def resume(self) -> ResumeResult:
         """Reconnect to the same URL and catch up with ``reconnect`` (or re-``initialize``).
 

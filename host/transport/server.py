@@ -32,7 +32,7 @@ import hmac
 import logging
 import socket
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -79,7 +79,8 @@ def _connection_refusal(config: Any, open_connections: dict[str, int], presented
     return None
 
 
-def build_app(host: AgentHost, *, token: str | None) -> Starlette:
+def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> Starlette:
+    """The app; ``on_connection`` runs for each AHP connection accepted, before its first message."""
     allowed_origins = set(host.config.server.allowed_origins)
     open_connections: dict[str, int] = {}
     """Open AHP connections by the token they presented."""
@@ -109,6 +110,8 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
             return
         open_connections[presented] = open_connections.get(presented, 0) + 1
         try:
+            if on_connection is not None:
+                on_connection()
             await _serve_connection(host, websocket, budget)
         finally:
             open_connections[presented] -= 1
@@ -138,7 +141,7 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
             agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
         return await agui_handler(request)
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/health", health),
             Route(AGUI_PATH, agui, methods=["POST", "OPTIONS"]),
@@ -147,6 +150,8 @@ def build_app(host: AgentHost, *, token: str | None) -> Starlette:
         ],
         lifespan=lifespan,
     )
+    app.state.open_connections = open_connections
+    return app
 
 
 async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: OutboundBudget) -> None:
@@ -229,6 +234,13 @@ class RunningHost:
         address = sock.getsockname()
         self.address = address[0]
         self.port = address[1]
+        self.open_connections: dict[str, int] = {}
+        """Open AHP connections by the token they presented (set by ``start_host``)."""
+
+    @property
+    def connections(self) -> int:
+        """How many AHP connections are open now."""
+        return sum(self.open_connections.values())
 
     @property
     def url(self) -> str:
@@ -241,8 +253,12 @@ class RunningHost:
         bracketed = f"[{self.address}]" if ":" in self.address else self.address
         return f"http://{bracketed}:{self.port}"
 
-    async def stop(self) -> None:
+    def stop_soon(self) -> None:
+        """Ask the server to close its connections and stop (``serve`` returns once it has)."""
         self.server.should_exit = True
+
+    async def stop(self) -> None:
+        self.stop_soon()
         await self.task
 
 
@@ -260,7 +276,7 @@ def _bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
+async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> RunningHost:
     """Bind, start serving in a task, and return once the host accepts connections."""
     import uvicorn
 
@@ -268,8 +284,9 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
 
     config = host.config.server
     sock = _bind(config.host, config.port)
+    app = build_app(host, token=token, on_connection=on_connection)
     uv_config = uvicorn.Config(
-        build_app(host, token=token),
+        app,
         ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
         ws_max_size=config.max_frame_bytes,
         ws_per_message_deflate=False,
@@ -286,7 +303,9 @@ async def start_host(host: AgentHost, *, token: str | None) -> RunningHost:
             raise RuntimeError("the host stopped while starting")
         await asyncio.sleep(0.001)
     asyncio.get_running_loop().run_in_executor(None, _load_soon)
-    return RunningHost(server, task, sock, host, token)
+    running = RunningHost(server, task, sock, host, token)
+    running.open_connections = app.state.open_connections
+    return running
 
 
 def _load_soon() -> None:
@@ -301,11 +320,15 @@ def _import_plugins() -> None:
     import plugins  # noqa: F401
 
 
-async def serve(host: AgentHost, *, token: str | None, announce: Any = print) -> None:
-    """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening."""
+async def serve(
+    host: AgentHost, *, token: str | None, announce: Any = print, listening: Any = None,
+    on_connection: Callable[[], None] | None = None,
+) -> None:
+    """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening. ``listening``,
+    when given, is awaited with the ``RunningHost`` alongside (it may stop it: ``stop_soon``)."""
     import signal
 
-    running = await start_host(host, token=token)
+    running = await start_host(host, token=token, on_connection=on_connection)
     memory.settle()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -314,4 +337,11 @@ async def serve(host: AgentHost, *, token: str | None, announce: Any = print) ->
         except (NotImplementedError, RuntimeError):
             pass
     announce(f"agent-host listening on {running.url}")
-    await running.task
+    if listening is None:
+        await running.task
+        return
+    watcher = asyncio.create_task(listening(running))
+    try:
+        await running.task
+    finally:
+        watcher.cancel()

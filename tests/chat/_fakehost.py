@@ -1,4 +1,4 @@
-"""``agent-host`` (the one-command mode: a private host in the client's process) on a pty, with an
+"""``agent-host`` (the one-command mode: the chat on the data directory's shared host) on a pty, with an
 agent whose model is a scripted fake provider server on 127.0.0.1 (``tests.providers.fake_server``):
 what the user sees is the pty's text, what the model received is the server's ``requests``."""
 

@@ -1,4 +1,4 @@
-"""``agent-host`` with no command (or ``agent-host code``): a private host and the chat in one
+"""``agent-host`` with no command (or ``agent-host code``): the chat on the data directory's shared host (``cli.shared_host``) in one
 terminal, working in the directory it was started in. Driven in a real pty; the model is a
 fake OpenAI-compatible server on 127.0.0.1 that asks to read a file and then answers."""
 
@@ -76,20 +76,6 @@ async def test_one_command_print_mode_answers_on_stdout_for_scripts(tmp_path: Pa
     assert process.stdout == "The notes say the build needs tea.\n"
     assert "read_file" in process.stderr or "Read" in process.stderr
     assert "the build needs tea" in _tool_output(server)
-
-
-async def test_a_second_host_on_the_same_data_directory_is_refused(tmp_path: Path) -> None:
-    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
-    data = tmp_path / "data" / "agent-host"
-    data.mkdir(parents=True)
-    import fcntl
-
-    with open(data / "host.lock", "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        process = await _run(["-p", "hi"], tmp_path, env)
-    assert process.returncode == 2
-    assert "another agent-host already uses the data directory" in process.stderr
-    assert "Traceback" not in process.stderr
 
 
 async def test_print_mode_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
