@@ -21,22 +21,13 @@ from host.state.journal import PRUNE_STEP_CHARS, Journal
 from host.state.store import Store
 from host.runtime.terminals import actions as terminal_actions
 from host.runtime.terminals.output import bounded
+from tests.host.state.test_journal import chat_state, open_store
 
 A = "ahp-chat://default/a"
 B = "ahp-chat://default/b"
 TERMINAL = "ahp-terminal://t1"
 PAGE_FRAME = 4096 + 24
 """What one page costs in the WAL (the page and its frame header)."""
-
-
-def chat_state(uri: str) -> dict[str, Any]:
-    return {"resource": uri, "title": "t", "status": 1, "modifiedAt": "1970-01-01T00:00:00.001Z", "turns": []}
-
-
-def open_store(path: Path, **kwargs: Any) -> Store:
-    store = Store({"agents": []}, clock=lambda: 7, journal=Journal(path), **kwargs)
-    store.recover()
-    return store
 
 
 def start_turn(store: Store, channel: str, turn: str) -> None:
