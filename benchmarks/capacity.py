@@ -13,10 +13,10 @@ second) and each session then streams for ``--seconds``.
 
 The search stops by itself: session counts double from ``--start`` until a count misses the limit
 (or ``--max`` is reached), then the gap between the last count that held and the first that did
-not is halved until it is at most ``--resolution`` of the lower one. A run in which the load
-generators could not keep up (the streaming lasted over 5 % longer than planned, or chunks were lost)
-counts as a miss and says so: on a machine whose other CPUs are too slow for the load the answer
-is then a lower bound of the generators, not of the host. The host's CPU per chunk is printed for
+not is halved until it is at most ``--resolution`` of the lower one. A count whose streams
+lasted over 5 % longer than planned (chunks read late: the host, or on a machine whose other CPUs
+are too slow the load generators, fell behind), or lost chunks, is a miss whatever its p99, and
+says so. The host's CPU per chunk is printed for
 every count (this process's CPU from the first chunk to the last, turn starts included, and
 while every session streamed).
 """
@@ -45,14 +45,15 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace) -> 
     steady = median([run["written_steady_p99"] for run in runs])
     cpu = median([run["cpu_us"] for run in runs])
     steady_cpu = median([run.get("steady_cpu_us", run["cpu_us"]) for run in runs])
-    # Every chunk arrives in the end; if the load generators fall behind, the streaming lasts longer.
+    # Every chunk arrives in the end; when the host (or a load generator) falls behind, the
+    # streaming lasts longer than planned and the count is a miss whatever its p99.
     planned_s = count / args.rate + stagger  # the last session starts ``stagger`` after the first
     lasted = median([run["seconds"] for run in runs])
     fell_behind = lasted > 1.05 * planned_s + 0.1 or min(run["chunks"] for run in runs) < count * sessions
     held = p99 <= args.limit_ms and not fell_behind
     each = ", ".join(f"{run['written_p99']:.2f}" for run in runs)
     line = (f"{sessions:>8} | {p99:>9.2f} | {steady:>10.2f} | {cpu:>7.1f} {steady_cpu:>7.1f} | {lasted:>8.2f} / {planned_s:>5.2f} | "
-            f"{'held' if held else 'missed'}{' (the load generators fell behind)' if fell_behind else ''}  [p99 of each run: {each}]")
+            f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  [p99 of each run: {each}]")
     return held, line
 
 

@@ -1,6 +1,6 @@
 """Fan-out benchmark: one chat streaming deltas to 1, 10 and 50 subscribed clients.
 
-    .venv/bin/python benchmarks/fanout.py [--deltas 5000] [--clients 1,10,50] [--repeat 3] [--protocol 0.9.0]
+    .venv/bin/python benchmarks/fanout.py [--deltas 20000] [--clients 1,10,50] [--repeat 3] [--protocol 0.9.0]
 
 For each client count it measures delivered frames per second (clients × deltas / wall time from
 the first delta to the last frame received by the last client) for
@@ -252,7 +252,7 @@ if __name__ == "__main__":
         asyncio.run(_client_main(url, clients, deltas, mode, protocol, channel))
         sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--deltas", type=int, default=5000)
+    parser.add_argument("--deltas", type=int, default=20_000)
     parser.add_argument("--clients", default="1,10,50")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--client-processes", type=int, default=4)
