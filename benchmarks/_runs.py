@@ -84,3 +84,10 @@ def percentile(sorted_values: Sequence[float], fraction: float) -> float:
 def machine_note() -> str:
     load = os.getloadavg()
     return f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+
+
+def command_line() -> str:
+    """The command that ran this benchmark, as the README writes it (to print beside its figures)."""
+    script = Path(sys.argv[0]).resolve()
+    shown = script.relative_to(REPO) if script.is_relative_to(REPO) else script
+    return " ".join([".venv/bin/python", str(shown), *sys.argv[1:]])

@@ -2,12 +2,12 @@
 
     .venv/bin/python benchmarks/journal.py [--deltas 20000] [--state-mb 50] [--repeat 3]
 
-1. Per-delta cost. A session streams ``--deltas`` ``session/delta`` actions into the store with the
+1. Per-delta cost. A chat streams ``--deltas`` ``chat/delta`` actions into the store with the
    SQLite journal on disk, flushing every 8 deltas as transports do before frames leave; baseline:
    the same store with no journal, in the same run. Microseconds per delta, median of ``--repeat``.
 2. Rows. How many journal rows a 10,000-delta turn leaves.
-3. Stalls. A store holding ``--state-mb`` MB of session state, spread over 250 sessions, and again
-   in one long session (turns of ~100 kB), snapshots every 100 rows while 20 sessions stream and the large sessions change
+3. Stalls. A store holding ``--state-mb`` MB of chat state, spread over 250 chats, and again
+   in one long chat (turns of ~100 kB), snapshots every 100 rows while 20 chats stream and the large chats change
    now and then (so snapshots rewrite them); a ticker measures the longest gap of the event loop.
    Baseline: the same stream with no journal. Both first settle memory as ``agent-host serve``
    does once started (``gc.freeze()``, fewer young collections).
@@ -25,21 +25,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import machine_note, median  # noqa: E402
+from benchmarks._runs import command_line, machine_note, median  # noqa: E402
 from host.state.journal import Journal  # noqa: E402
 from host.runtime.memory import settle  # noqa: E402
+from host.state.sessions import new_chat_state  # noqa: E402
 from host.state.store import Store  # noqa: E402
 
 _SNAPSHOT_EVERY = 100
 """Rows between snapshots in the stall runs (the host's default is 5,000): several per run."""
 
 
-def _session(uri: str, text: str = "", turns_count: int = 1) -> dict:
+def _chat(uri: str, text: str = "", turns_count: int = 1) -> dict:
     size = len(text) // max(1, turns_count)
-    turns = [{"id": f"old{index}", "userMessage": {"text": "before"}, "state": "complete",
-              "responseParts": [{"kind": "markdown", "id": "m", "content": text[:size]}]} for index in range(turns_count)] if text else []
-    return {"summary": {"resource": uri, "provider": "p", "title": "t", "status": 1, "createdAt": 1, "modifiedAt": 1},
-            "lifecycle": "ready", "turns": turns}
+    turns = [{"id": f"old{index}", "startedAt": "2026-11-29T00:00:00.000Z", "message": {"text": "before", "origin": {"kind": "user"}},
+              "state": "complete", "responseParts": [{"kind": "markdown", "id": "m", "content": text[:size]}]}
+             for index in range(turns_count)] if text else []
+    return new_chat_state(uri, now=1, turns=turns)
 
 
 def _store(data: str | None, **kwargs) -> Store:
@@ -50,18 +51,19 @@ def _store(data: str | None, **kwargs) -> Store:
 
 
 def _start(store: Store, uri: str, text: str = "", turns_count: int = 1) -> None:
-    store.create(uri, "session", _session(uri, text, turns_count))
-    store.dispatch(uri, {"type": "session/turnStarted", "turnId": "t", "userMessage": {"text": "go"}})
-    store.dispatch(uri, {"type": "session/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "m", "content": ""}})
+    store.create(uri, "chat", _chat(uri, text, turns_count))
+    store.dispatch(uri, {"type": "chat/turnStarted", "turnId": "t", "startedAt": "2026-11-29T00:00:00.000Z",
+                         "message": {"text": "go", "origin": {"kind": "user"}}})
+    store.dispatch(uri, {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "m", "content": ""}})
 
 
 async def per_delta(deltas: int, journaled: bool) -> float:
     with tempfile.TemporaryDirectory() as data:
         store = _store(data if journaled else None)
-        _start(store, "ahp-session:/a")
+        _start(store, "bench:/a")
         started = time.perf_counter()
         for index in range(deltas):
-            store.dispatch("ahp-session:/a", {"type": "session/delta", "turnId": "t", "partId": "m", "content": "tok "})
+            store.dispatch("bench:/a", {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "tok "})
             if index % 8 == 0:
                 store.flush()
                 await asyncio.sleep(0)
@@ -74,9 +76,9 @@ async def per_delta(deltas: int, journaled: bool) -> float:
 async def rows_for_a_turn(deltas: int) -> int:
     with tempfile.TemporaryDirectory() as data:
         store = _store(data)
-        _start(store, "ahp-session:/a")
+        _start(store, "bench:/a")
         for index in range(deltas):
-            store.dispatch("ahp-session:/a", {"type": "session/delta", "turnId": "t", "partId": "m", "content": f"{index} "})
+            store.dispatch("bench:/a", {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"{index} "})
             store.flush()  # the worst case: every delta committed on its own
         with sqlite3.connect(Path(data) / "journal.sqlite3") as db:
             count = db.execute("SELECT COUNT(*) FROM entries WHERE seq > 2").fetchone()[0]
@@ -88,9 +90,9 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool) -> tuple[
     with tempfile.TemporaryDirectory() as data:
         store = _store(data if journaled else None, snapshot_every=_SNAPSHOT_EVERY)
         text = "x" * (state_mb * 1_000_000 // sessions)
-        for index in range(sessions):  # a long session: its state is many turns of ~100 kB
-            _start(store, f"ahp-session:/big{index}", text, turns_count=max(1, len(text) // 100_000))
-        streaming = [f"ahp-session:/s{index}" for index in range(20)]
+        for index in range(sessions):  # a long chat: its state is many turns of ~100 kB
+            _start(store, f"bench:/big{index}", text, turns_count=max(1, len(text) // 100_000))
+        streaming = [f"bench:/s{index}" for index in range(20)]
         for uri in streaming:
             _start(store, uri)
         store.snapshot_now()  # start from a snapshot holding the large state, as a running host would
@@ -118,12 +120,12 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool) -> tuple[
 
         tick = asyncio.create_task(ticker())
         await asyncio.sleep(0.01)
-        big = [f"ahp-session:/big{index}" for index in range(sessions)]
+        big = [f"bench:/big{index}" for index in range(sessions)]
         for index in range(20_000):
             target = streaming[index % len(streaming)]
-            store.dispatch(target, {"type": "session/delta", "turnId": "t", "partId": "m", "content": "tok "})
-            if index % 500 == 0:  # now and then a large session changes too, so snapshots rewrite it
-                store.dispatch(big[index // 500 % sessions], {"type": "session/titleChanged", "title": f"t{index}"})
+            store.dispatch(target, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "tok "})
+            if index % 500 == 0:  # now and then a large chat changes too, so snapshots rewrite it
+                store.dispatch(big[index // 500 % sessions], {"type": "chat/activityChanged", "activity": f"step {index}"})
             if index % 20 == 0:
                 store.flush()
                 await asyncio.sleep(0)
@@ -142,6 +144,7 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print(f"journal, median of {args.repeat}; {machine_note()}")
+    print(f"command: {command_line()}")
     journaled, memory = [], []
     for _ in range(args.repeat):
         journaled.append(await per_delta(args.deltas, True))
@@ -152,7 +155,7 @@ async def main() -> None:
     for sessions in (250, 1):
         runs = [await longest_stall(args.state_mb, sessions, True) for _ in range(args.repeat)]
         bases = [(await longest_stall(args.state_mb, sessions, False))[0] for _ in range(args.repeat)]
-        print(f"longest event-loop stall, {args.state_mb} MB stored in {sessions} session(s), "
+        print(f"longest event-loop stall, {args.state_mb} MB stored in {sessions} chat(s), "
               f"{median([count for _, count in runs]):.0f} snapshots during the stream: "
               f"{median([stall for stall, _ in runs]):.1f} ms (no journal: {median(bases):.1f} ms)")
     print(f"load average after the run: {machine_note()}")

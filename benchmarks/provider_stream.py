@@ -7,22 +7,28 @@ Three processes, all on 127.0.0.1, no keys: a fake OpenAI Chat Completions serve
 turn loop, store, journal, WebSocket), and the clients (``AhpClient``, their own process).
 
 1. Throughput. The fake server streams ``--deltas`` text chunks as fast as it can. Baseline: the
-   bare ``openai`` SDK consuming that stream in this process. Host: the same stream through the
-   host to one subscribed client in the client process (message sent → ``turnComplete`` seen).
-   Runs alternate; the medians of ``--repeat`` and their ratio are printed.
+   ``openai`` SDK at its best, consuming that stream in this process as the host's providers
+   read it: the same HTTP client (the SDK's aiohttp-backed ``DefaultAioHttpClient``), the body
+   posted as orjson bytes, the raw SSE split into lines and each ``data`` parsed with orjson, no
+   typed models. Host: the same stream through the host to one subscribed client in the client
+   process (message sent → ``turnComplete`` seen). Runs alternate; the medians of ``--repeat``,
+   their ratio and the range of the pairs' ratios are printed. The SDK as it comes (default httpx
+   client, typed chunks) is printed too, for information only: it is not the baseline.
 2. Latency at a model's pace. ``N`` sessions (``--sessions``) each stream ``--rate`` chunks a
    second for ``--seconds``; their turns start spread over one second and each stream's first
    chunk at a random point of one chunk interval (staggered). Each chunk
    carries the monotonic clock reading (``perf_counter_ns``, shared by the processes of one
    machine) at which the server wrote it. Baseline: the bare SDK consuming the N streams in this
-   process, chunk written → chunk parsed. Host: chunk written → its ``session/delta`` dispatched
+   process (at its best, as above), chunk written → chunk parsed. Host: chunk written → its ``session/delta`` dispatched
    (the frame handed to every subscriber's socket buffer in the same call), chunk written → frame
    written to the client's socket (after the journal commit that makes it durable; measured by
    wrapping the connection's ``_write_buffered`` in this process), and chunk written →
    frame received by the client process (which adds the operating system waking a third process
    on a shared machine). Median and p99 of every chunk of every session, and the p99 of the
    "steady" chunks (written once every session was streaming: without the first second's turn
-   starts), each the median of ``--repeat`` runs.
+   starts), each the median of ``--repeat`` runs. Beside them, the CPU this process spends per
+   chunk (``time.process_time``) from the first chunk to the last, for the baseline and the host,
+   and for the host also over the steady part alone.
    ``--busy N`` runs N more processes that only spin on the CPU during the latency runs (other
    work on the machine, the same for the baseline and the host).
 
@@ -33,9 +39,9 @@ a CPU at 200 sessions; sharing cores, the host's process waits for their time sl
 2-core machine doubled its p99 (measured both ways; the README has the figures).
 
 The host runs as ``agent-host serve`` runs it: after start-up its memory is settled
-(``host.runtime.memory.settle``: ``gc.freeze()`` and the host's collector thresholds). The bare SDK
-baseline is the SDK as it comes (its default httpx client, typed chunks); the host's providers use
-the SDKs' aiohttp-backed clients and read the raw stream (``providers/_sse.py``).
+(``host.runtime.memory.settle``: ``gc.freeze()`` and the host's collector thresholds). The client
+process is an ``AhpClient`` speaking AHP 0.2.0 (the terminal client's version), so its frames go
+through the host's 0.2.0 projection.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, machine_note, median, percentile, pin_measured_process  # noqa: E402
+from benchmarks._runs import ChildProcess, command_line, machine_note, median, percentile, pin_measured_process  # noqa: E402
 
 TOKEN = "bench-token-0123456789"
 _STAGGER = 1.0
@@ -116,7 +122,7 @@ async def _serve_sse() -> None:
 _TURN_ENDS = frozenset({"session/turnComplete", "session/turnCancelled", "session/error"})
 
 
-async def _clients(url: str, model: str, sessions: int) -> None:
+async def _clients(url: str, model: str, sessions: int, stagger: float) -> None:
     """Create ``sessions`` sessions on the host, send each a message, report what was measured."""
     from client import AhpClient
 
@@ -138,7 +144,7 @@ async def _clients(url: str, model: str, sessions: int) -> None:
     channels = [await client.create_session(provider="bench", model=model) for _ in range(sessions)]
     await client.wait_for(lambda m, e: all(client.state(c)["lifecycle"] == "ready" for c in channels), timeout=120)
     started = time.perf_counter()
-    spread = 0 if model.startswith("fast") else _STAGGER
+    spread = 0 if model.startswith("fast") else stagger
     for index, channel in enumerate(channels):
         client.send_message(channel, "go")
         await asyncio.sleep(spread / len(channels))  # sessions start one after another, not all at once
@@ -164,39 +170,61 @@ async def _clients(url: str, model: str, sessions: int) -> None:
 # -- this process: the host, and the bare SDK baseline ---------------------------------------------
 
 
-async def _bare_sdk(base_url: str, model: str, sessions: int) -> dict[str, float]:
+async def _bare_sdk(base_url: str, model: str, sessions: int, *, typed: bool = False) -> dict[str, float]:
+    """The baseline: the ``openai`` SDK at its best, as the host uses it (its aiohttp-backed client,
+    the body posted as orjson bytes, the raw SSE read with orjson), or with ``typed`` as it comes
+    (default httpx client, ``create(stream=True)`` and its typed chunks)."""
     import openai
 
-    client = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0)
+    from benchmarks._bare_sdk import open_raw, sse_data
+
+    http = None if typed else openai.DefaultAioHttpClient()
+    client = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=http)
+    paced = model.startswith("paced")
     samples: list[float] = []
     seen = 0
+    cpu_first = cpu_last = 0.0
 
-    async def one() -> None:
-        nonlocal seen
+    def got(content: str) -> None:
+        nonlocal seen, cpu_first, cpu_last
+        if not seen:
+            cpu_first = time.process_time()
+        seen += 1
+        if paced:
+            now = time.perf_counter_ns()
+            samples.extend((now - int(stamp)) / 1e6 for stamp in content.split(";") if stamp)
+            cpu_last = time.process_time()
+
+    async def typed_stream() -> None:
         stream = await client.chat.completions.create(model=model, messages=[{"role": "user", "content": "go"}], stream=True)
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
-                seen += 1
-                if model.startswith("paced"):
-                    now = time.perf_counter_ns()
-                    samples.extend((now - int(stamp)) / 1e6 for stamp in chunk.choices[0].delta.content.split(";") if stamp)
+                got(chunk.choices[0].delta.content)
+
+    async def raw_stream() -> None:
+        body = {"model": model, "messages": [{"role": "user", "content": "go"}]}
+        async for chunk in sse_data(await open_raw(client, "/chat/completions", body)):
+            choices = chunk["choices"]
+            if choices and (content := choices[0]["delta"].get("content")):
+                got(content)
 
     async def staggered(index: int) -> None:
-        if model.startswith("paced"):
+        if paced:
             await asyncio.sleep(_STAGGER * index / sessions)
-        await one()
+        await (typed_stream() if typed else raw_stream())
 
     started = time.perf_counter()
     await asyncio.gather(*(staggered(index) for index in range(sessions)))
     elapsed = time.perf_counter() - started
     await client.close()
-    if model.startswith("fast"):
+    if not paced:
         return {"deltas": seen, "seconds": elapsed}
     samples.sort()
-    return {"median": median(samples), "p99": percentile(samples, 0.99), "count": len(samples)}
+    return {"median": median(samples), "p99": percentile(samples, 0.99), "count": len(samples),
+            "cpu_us": (cpu_last - cpu_first) * 1e6 / max(1, seen - 1)}
 
 
-async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, float]:
+async def _through_host(base_url: str, model: str, sessions: int, stagger: float = _STAGGER) -> dict[str, float]:
     from host.config import load_config
     from host.runtime.memory import settle
     from host.transport.server import start_host
@@ -216,12 +244,16 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
         queued_raw: list[tuple[int, str, str]] = []
         written_raw: list[tuple[int, list[str]]] = []
 
+        cpu_marks: list[tuple[int, float]] = []  # (index in queued_raw, process CPU time) every 32 deltas, and the last
+
         def at_dispatch(channel: str, envelope: dict) -> None:
             # The frame is handed to every subscriber's socket buffer in this same call.
             if paced:
                 action = envelope["action"]
-                if action.get("type") == "session/delta":
+                if action.get("type") == "chat/delta":
                     queued_raw.append((time.perf_counter_ns(), channel, action["content"]))
+                    if len(queued_raw) % 32 == 1:
+                        cpu_marks.append((len(queued_raw) - 1, time.process_time()))
 
         host.store.token_observers.append(at_dispatch)  # tokens only, without rebuilding states
         write_buffered = TickBatchingWebSocketProtocol._write_buffered
@@ -234,9 +266,11 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
         TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]
         running = await start_host(host, token=TOKEN)
         settle()  # as `agent-host serve` does once started
-        child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions)
+        child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions, stagger)
         try:
             result = json.loads(await child.expect("result", timeout=900))
+            if queued_raw:
+                cpu_marks.append((len(queued_raw) - 1, time.process_time()))  # the client saw the last turn end
             await child.wait()
         finally:
             child.kill()
@@ -258,6 +292,17 @@ async def _through_host(base_url: str, model: str, sessions: int) -> dict[str, f
             steady = sorted((now - stamp) / 1e6 for now, stamp in pairs if stamp >= steady_from) or [0.0]
             result.update({name + "median": median(every), name + "p99": percentile(every, 0.99),
                            name + "steady_p99": percentile(steady, 0.99)})
+    if queued_raw:
+        # CPU per chunk from the first chunk to the last (turn starts and ends included), and over
+        # the steady part (from the first mark at or after the last session's first chunk).
+        (first_index, first_cpu), (last_index, last_cpu) = cpu_marks[0], cpu_marks[-1]
+        result["cpu_us"] = (last_cpu - first_cpu) * 1e6 / max(1, last_index - first_index)
+        steady_marks = [(index, cpu) for index, cpu in cpu_marks if int(queued_raw[index][2].split(";")[0]) >= steady_from]
+        if len(steady_marks) >= 2:
+            (first_index, first_cpu), (last_index, last_cpu) = steady_marks[0], steady_marks[-1]
+            result["steady_cpu_us"] = (last_cpu - first_cpu) * 1e6 / max(1, last_index - first_index)
+        result["chunks"] = len(queued_raw)
+        result["seconds"] = (queued_raw[-1][0] - queued_raw[0][0]) / 1e9
     return result
 
 
@@ -278,39 +323,55 @@ async def main() -> None:
     try:
         base_url = await server.expect("url")
         print(f"provider streams, median of {args.repeat}; {machine_note()}; {placement}")
+        print(f"command: {command_line()}")
         fast = f"fast-{args.deltas}"
-        sdk_rates, host_rates = [], []
+        # Untimed: the first stream of a process imports the SDK, its HTTP client and the turn loop.
+        await _bare_sdk(base_url, "fast-100", 1)
+        await _through_host(base_url, "fast-100", 1)
+        sdk_rates, typed_rates, host_rates = [], [], []
         for _ in range(args.repeat):
             bare = await _bare_sdk(base_url, fast, 1)
             sdk_rates.append(bare["deltas"] / bare["seconds"])
             hosted = await _through_host(base_url, fast, 1)
             assert hosted["deltas"] == args.deltas, hosted
             host_rates.append(hosted["deltas"] / hosted["seconds"])
-        sdk, host = median(sdk_rates), median(host_rates)
-        print(f"{'stream of ' + str(args.deltas) + ' deltas':<40}{'deltas/s':>12}")
-        print(f"{'bare openai SDK':<40}{sdk:>12,.0f}")
-        print(f"{'SDK → host → WebSocket → client process':<40}{host:>12,.0f}")
-        print(f"{'ratio host / bare SDK':<40}{host / sdk:>12.2f}")
+            typed = await _bare_sdk(base_url, fast, 1, typed=True)
+            typed_rates.append(typed["deltas"] / typed["seconds"])
+        sdk, host, typed_sdk = median(sdk_rates), median(host_rates), median(typed_rates)
+        pairs = [h / b for h, b in zip(host_rates, sdk_rates)]
+        print(f"{'stream of ' + str(args.deltas) + ' deltas':<58}{'deltas/s':>12}")
+        print(f"{'baseline: openai SDK, aiohttp client, raw SSE + orjson':<58}{sdk:>12,.0f}")
+        print(f"{'SDK → host → WebSocket → client process':<58}{host:>12,.0f}")
+        print(f"{'ratio host / baseline (range over the pairs)':<58}{host / sdk:>12.2f}  ({min(pairs):.2f}-{max(pairs):.2f})")
+        print(f"{'(not a baseline) openai SDK as it comes: httpx, typed chunks':<58}{typed_sdk:>12,.0f}")
         print()
         count = round(args.rate * args.seconds)
         paced = f"paced-{count}-{args.rate:g}"
         busy.extend(ChildProcess(__file__, "busy") for _ in range(args.busy))
         print(f"{args.rate:g} chunks/s per session for {args.seconds:g} s, starts staggered"
               f"{f', {args.busy} processes spinning on the CPU' if busy else ''}; ms from chunk written by the fake provider to:")
-        print("(median and p99 over every chunk; 'steady' is the p99 of the chunks written once every session was streaming)")
-        print(f"{'sessions':>8} | {'bare SDK: parsed':>16} {'p99':>7} | {'host: frame queued':>18} {'p99':>7} {'steady':>7} | {'host: frame written':>19} {'p99':>7} {'steady':>7} | {'client process: frame':>21} {'p99':>7}")
+        print("(median and p99 over every chunk; 'steady' is the p99 of the chunks written once every session was streaming;")
+        print(" CPU: µs of the measured process's CPU per chunk, from the first chunk to the last, and while every session streamed)")
+        print(f"{'sessions':>8} | {'baseline: parsed':>16} {'p99':>7} {'CPU':>6} | {'host: frame queued':>18} {'p99':>7} {'steady':>7} | "
+              f"{'host: frame written':>19} {'p99':>7} {'steady':>7} | {'client process: frame':>21} {'p99':>7} | {'host CPU':>8} {'steady':>7}")
         for sessions in (int(n) for n in args.sessions.split(",")):
             bare_runs, host_runs = [], []
             for _ in range(args.repeat):
                 bare_runs.append(await _bare_sdk(base_url, paced, sessions))
                 host_runs.append(await _through_host(base_url, paced, sessions))
+
             def both(runs: list[dict], key: str = "") -> str:
                 text = f"{median([r[key + 'median'] for r in runs]):.2f} {median([r[key + 'p99'] for r in runs]):>7.2f}"
                 if key + "steady_p99" in runs[0]:
                     text += f" {median([r[key + 'steady_p99'] for r in runs]):>7.2f}"
                 return text
 
-            print(f"{sessions:>8} | {both(bare_runs):>24} | {both(host_runs, 'queued_'):>34} | {both(host_runs, 'written_'):>35} | {both(host_runs):>29}", flush=True)
+            bare_cpu, host_cpu = median([r["cpu_us"] for r in bare_runs]), median([r["cpu_us"] for r in host_runs])
+            steady_cpu = median([r.get("steady_cpu_us", r["cpu_us"]) for r in host_runs])
+            written = sorted(r["written_p99"] for r in host_runs)
+            print(f"{sessions:>8} | {both(bare_runs):>24} {bare_cpu:>6.1f} | {both(host_runs, 'queued_'):>34} | "
+                  f"{both(host_runs, 'written_'):>35} | {both(host_runs):>29} | {host_cpu:>8.1f} {steady_cpu:>7.1f}", flush=True)
+            print(f"{'':>8}   frame written p99 of each run: {', '.join(f'{value:.2f}' for value in written)} ms", flush=True)
         print(f"load average after the run: {machine_note()}")
     finally:
         server.kill()
@@ -326,6 +387,6 @@ if __name__ == "__main__":
             while True:  # other work on the machine
                 pass
         else:
-            asyncio.run(_clients(sys.argv[3], sys.argv[4], int(sys.argv[5])))
+            asyncio.run(_clients(sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6])))
         sys.exit(0)
     asyncio.run(main())

@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/startup.py [--repeat 5]
 
 Host: spawn ``agent-host serve --port 0`` (a fresh data directory each time), read the URL it
-prints, complete a WebSocket handshake. Baseline: the same for a bare ``websockets`` server in a
-fresh interpreter (``python -c``: import websockets, listen, print the URL). Both are wall time from
+prints, complete a WebSocket handshake. Baseline: the same for the host's web stack bare, in a
+fresh interpreter (``python -c``: Starlette with one WebSocket route on uvicorn with the
+``websockets-sansio`` protocol and httptools, started as the host starts it; print the URL). Both are wall time from
 spawn to handshake; median of ``--repeat`` alternating runs, and their ratio. The host's runs also
 send an AHP ``initialize`` right after the handshake and time its answer: what a client waits for
 before it can do anything (the first request loads the wire models, ``ahp.protocol._generated``).
@@ -31,23 +32,43 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import REPO, machine_note, median  # noqa: E402
+from benchmarks._runs import REPO, command_line, machine_note, median  # noqa: E402
 
 TOKEN = "bench-token-0123456789"
 
 _BARE = """
-import asyncio
-from websockets.asyncio.server import serve
+import asyncio, socket
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import WebSocketRoute
+
+async def endpoint(websocket):
+    await websocket.accept()
+    try:
+        while True:
+            await websocket.receive_text()
+    except Exception:
+        pass
 
 async def main():
-    async def handler(ws):
-        await ws.wait_closed()
-    async with serve(handler, "127.0.0.1", 0) as server:
-        print("listening on ws://127.0.0.1:%d/" % server.sockets[0].getsockname()[1], flush=True)
-        await asyncio.Event().wait()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sock.setblocking(False)
+    config = uvicorn.Config(Starlette(routes=[WebSocketRoute("/", endpoint)]), ws="websockets-sansio",
+                            ws_per_message_deflate=False, log_level="warning", lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.001)
+    print("listening on ws://127.0.0.1:%d/" % sock.getsockname()[1], flush=True)
+    await task
 
 asyncio.run(main())
 """
+"""The baseline: the host's web stack bare (Starlette on uvicorn, its ``websockets-sansio``
+WebSocket protocol and httptools, started on a bound socket as ``host.transport.server`` does),
+one WebSocket route that accepts."""
 
 
 def _environment(bytecode_cache: str, *, compile_every_time: bool = False) -> dict[str, str]:
@@ -118,11 +139,12 @@ def main() -> None:
                 cold_runs.append(host(data_dir, cold)[0])
     host_s, bare_s, cold_s = median(host_runs), median(bare_runs), median(cold_runs)
     print(f"start-up to first WebSocket, median of {args.repeat}; {machine_note()}")
-    print(f"{'agent-host serve':<40}{host_s:>8.3f} s")
-    print(f"{'bare websockets server':<40}{bare_s:>8.3f} s")
+    print(f"command: {command_line()}")
+    print(f"{'agent-host serve':<40}{host_s:>8.3f} s   (runs {min(host_runs):.3f}-{max(host_runs):.3f})")
+    print(f"{'bare Starlette + uvicorn server':<40}{bare_s:>8.3f} s   (runs {min(bare_runs):.3f}-{max(bare_runs):.3f})")
     print(f"{'ratio host / bare':<40}{host_s / bare_s:>8.2f}")
     print(f"{'agent-host serve, compiling its modules':<40}{cold_s:>8.3f} s")
-    print(f"{'agent-host serve, initialize answered':<40}{median(answered_runs):>8.3f} s")
+    print(f"{'agent-host serve, initialize answered':<40}{median(answered_runs):>8.3f} s   (runs {min(answered_runs):.3f}-{max(answered_runs):.3f})")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+"""The bare SDK at its best, the baseline of the provider benchmarks: what a program that only
+wants the streamed text would write with the vendor's SDK and nothing of the host.
+
+It posts the body as orjson bytes through the SDK client's own ``post`` (URL, headers, auth and
+error mapping stay the SDK's; ``X-Stainless-Raw-Response`` asks for the response unparsed, as
+``with_raw_response`` does) and reads the raw server-sent events: the body's bytes split into
+lines, each ``data:`` line handed to ``orjson.loads``. No typed models, no SSE features beyond
+what these APIs send (one ``data`` line per event; ``event:`` lines are skipped, the payload names
+its type). The host's providers read the same way (``providers._sse``), plus everything a host
+must do with an event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+
+_DATA = b"data: "
+_DONE = b"[DONE]"
+
+
+async def open_raw(client: Any, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` (``stream`` set) to ``path``; the raw HTTP response, its body not read yet."""
+    raw = await client.post(path, cast_to=object, stream=True, content=orjson.dumps({**body, "stream": True}),
+                            options={"headers": {"X-Stainless-Raw-Response": "true"}})
+    return raw.http_response
+
+
+async def sse_data(response: Any) -> AsyncIterator[Any]:
+    """Each event's ``data`` parsed with orjson, until ``[DONE]`` or the end of the body; the
+    response is closed at the end."""
+    rest = b""
+    try:
+        async for piece in response.aiter_bytes():
+            *lines, rest = (rest + piece).split(b"\n") if rest else piece.split(b"\n")
+            for line in lines:
+                if line[:6] == _DATA:
+                    if line[6:12] == _DONE:
+                        return
+                    yield orjson.loads(line[6:])
+    finally:
+        await response.aclose()
