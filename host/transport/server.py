@@ -5,8 +5,9 @@ endpoints that stream (the AG-UI event stream) besides a health check, which the
 server's ``process_request`` hook cannot do. uvicorn's WebSocket protocol is itself built on the
 ``websockets`` package (its Sans-I/O implementation); ``host.transport.ws_protocol`` extends it so the
 store's frames skip the per-message ASGI path and each connection's frames of one tick go out in one
-write after the journal commit. ``benchmarks/fanout.py`` measures the result against a raw
-``websockets`` server using ``broadcast()`` (figures in the README).
+write after the journal commit. ``benchmarks/fanout.py`` measures the result against a bare
+server on the same Sans-I/O stack writing pre-encoded frames once per connection per tick (the
+figures are in the README).
 
 Safety at the edge, before any JSON-RPC is read:
 
