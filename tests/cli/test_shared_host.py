@@ -12,6 +12,8 @@ import os
 import stat
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from tests.chat._pty import REPO, ChatProcess, chat_env
@@ -69,6 +71,20 @@ def _record(data: Path) -> dict | None:
         return json.loads((data / "host.json").read_text())
     except FileNotFoundError:
         return None
+
+
+@asynccontextmanager
+async def _chat(args: list[str], cwd: Path, env: dict[str, str]) -> AsyncIterator[ChatProcess]:
+    """An ``agent-host`` chat in ``cwd``, ready for a message; the block's end quits it, and it
+    must exit 0."""
+    chat = ChatProcess.spawn(args, cwd=cwd, env=env, command=())
+    try:
+        await chat.expect("/help for commands", timeout=30)
+        yield chat
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
+    finally:
+        chat.close()
 
 
 def _sent_directory(request: object) -> str:
@@ -155,9 +171,7 @@ async def test_the_address_file_is_private_and_a_second_serve_is_told_where_the_
     (project,) = _projects(tmp_path, "project")
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     data = _data(tmp_path)
-    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
-    try:
-        await chat.expect("/help for commands", timeout=30)
+    async with _chat(["--agent", "offline"], project, env) as chat:
         record = data / "host.json"
         assert stat.S_IMODE(record.stat().st_mode) == 0o600
         assert stat.S_IMODE(data.stat().st_mode) == 0o700  # made by agent-host: private as a whole
@@ -175,10 +189,6 @@ async def test_the_address_file_is_private_and_a_second_serve_is_told_where_the_
         other = await _run(["chat", published["url"], "-p", "ping", "--agent", "offline"], project, env)
         assert other.returncode == 0, other.stderr
         assert 'You said: "ping"' in other.stdout
-        chat.send("/quit")
-        assert await chat.wait(30) == 0
-    finally:
-        chat.close()
     await _host_stopped(data)
 
 
@@ -187,17 +197,11 @@ async def test_a_host_running_with_another_config_is_named_not_silently_used(tmp
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     one = _config(tmp_path, "http://127.0.0.1:9/v1", "one.toml")
     two = _config(tmp_path, "http://127.0.0.1:9/v1", "two.toml")
-    chat = ChatProcess.spawn(["--config", str(one), "--agent", "offline"], cwd=project, env=env, command=())
-    try:
-        await chat.expect("/help for commands", timeout=30)
+    async with _chat(["--config", str(one), "--agent", "offline"], project, env) as chat:
         refused = await _run(["--config", str(two), "-p", "hi", "--agent", "offline"], project, env)
         assert refused.returncode == 2
         assert f"runs with {one}, not {two}" in refused.stderr
         assert "it is still in use: quit the agent-host chats and scripts using it" in refused.stderr and "--data-dir" in refused.stderr
-        chat.send("/quit")
-        assert await chat.wait(30) == 0
-    finally:
-        chat.close()
     await _host_stopped(_data(tmp_path))
 
 
@@ -205,17 +209,11 @@ async def test_an_address_file_others_can_read_is_refused_not_used(tmp_path: Pat
     (project,) = _projects(tmp_path, "project")
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     data = _data(tmp_path)
-    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
-    try:
-        await chat.expect("/help for commands", timeout=30)
+    async with _chat(["--agent", "offline"], project, env) as chat:
         os.chmod(data / "host.json", 0o644)
         refused = await _run(["-p", "hi", "--agent", "offline"], project, env)
         assert refused.returncode == 2
         assert "host.json is not private to you" in refused.stderr and "remove it" in refused.stderr
-        chat.send("/quit")
-        assert await chat.wait(30) == 0
-    finally:
-        chat.close()
     await _host_stopped(data)
 
 
@@ -259,9 +257,7 @@ async def test_each_project_an_agent_host_starts_in_is_one_to_work_in_when_direc
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\nallowed_directories = ["{gamma}"]\n', encoding="utf-8")
-    chat = ChatProcess.spawn(["--config", str(config), "--agent", "offline"], cwd=alpha, env=env, command=())
-    try:
-        await chat.expect("/help for commands", timeout=30)
+    async with _chat(["--config", str(config), "--agent", "offline"], alpha, env) as chat:
         chat.send("from alpha")
         await chat.expect('You said: "from alpha"', timeout=30)  # where the host was started
         script = await _run(["--config", str(config), "-p", "from beta", "--agent", "offline"], beta, env)
@@ -274,10 +270,6 @@ async def test_each_project_an_agent_host_starts_in_is_one_to_work_in_when_direc
         refused = await _run(["chat", url, "-p", "hi", "--agent", "offline"], outside, env)
         assert refused.returncode != 0
         assert "add it to [sessions] allowed_directories" in refused.stderr
-        chat.send("/quit")
-        assert await chat.wait(30) == 0
-    finally:
-        chat.close()
     await _host_stopped(_data(tmp_path))
 
 
@@ -308,9 +300,7 @@ async def test_a_chat_whose_host_was_killed_starts_it_again_and_goes_on_in_its_s
     (project,) = _projects(tmp_path, "project")
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     data = _data(tmp_path)
-    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
-    try:
-        await chat.expect("/help for commands", timeout=30)
+    async with _chat(["--agent", "offline"], project, env) as chat:
         chat.send("before")
         await chat.expect('You said: "before"', timeout=30)
         await chat.expect("> ")
@@ -322,10 +312,6 @@ async def test_a_chat_whose_host_was_killed_starts_it_again_and_goes_on_in_its_s
         shown = await chat.expect('You said: "after"', timeout=30)
         assert "new session" not in shown  # the same session, recovered from the journal
         assert json.loads((data / "host.json").read_text())["pid"] != killed
-        chat.send("/quit")
-        assert await chat.wait(30) == 0
-    finally:
-        chat.close()
     await _host_stopped(data)
 
 
@@ -352,18 +338,12 @@ async def test_a_script_with_other_api_keys_than_the_running_host_is_told_so(tmp
     (project,) = _projects(tmp_path, "project")
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     env.pop("OPENAI_API_KEY", None)
-    chat = ChatProcess.spawn(["--agent", "offline"], cwd=project, env=env, command=())
-    try:
-        await chat.expect("/help for commands", timeout=30)
+    async with _chat(["--agent", "offline"], project, env) as chat:
         refused = await _run(["-p", "hi", "--agent", "offline"], project, {**env, "OPENAI_API_KEY": "sk-other"})
         assert refused.returncode == 2
         assert "runs with no config file but other API key variables in its environment than this shell has" in refused.stderr
         assert "it is still in use" in refused.stderr and "sk-other" not in refused.stderr
         assert "sk-other" not in (_data(tmp_path) / "host.json").read_text()
-        chat.send("/quit")
-        assert await chat.wait(30) == 0
-    finally:
-        chat.close()
     await _host_stopped(_data(tmp_path))
 
 
