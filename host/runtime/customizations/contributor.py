@@ -34,8 +34,9 @@ from host.runtime.agents.base import TurnContext, TurnFailed
 from host.runtime.agents.environment import Contributor
 from host.runtime.command_bodies import BANG_COMMAND
 from host.runtime.agents.tooling import ToolCallRequest
-from host.runtime.customizations.session import TOOL_ALIASES, SessionCustomizations
+from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
+from plugins.claude_code_tools import matcher_names
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
@@ -206,7 +207,7 @@ class CustomizationContributor(Contributor):
 
 def _allowed(tool: Tool, allowed: set[str]) -> bool:
     # Claude Code agents name its tools ("Read", "Bash(git:*)"): they mean this host's equivalents.
-    names = {tool.name, *TOOL_ALIASES.get(tool.name, ())}
+    names = {tool.name, *matcher_names(tool.name)}
     if names & {entry.split("(", 1)[0].strip() for entry in allowed}:
         return True
     server = getattr(tool, "server_name", None)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from host.runtime.customizations._containers import Container
 from host.runtime.customizations.mcp import SessionMcp
+from plugins.claude_code_tools import matcher_names
 from tools import processes
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
@@ -43,22 +44,12 @@ if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
         slash_entries,
     )
 
-__all__ = ["SessionCustomizations", "TOUCHED_LIMIT", "TOOL_ALIASES"]
+__all__ = ["SessionCustomizations", "TOUCHED_LIMIT"]
 
 logger = logging.getLogger(__name__)
 
 TOUCHED_LIMIT = 200
 
-TOOL_ALIASES: dict[str, tuple[str, ...]] = {
-    "shell": ("Bash", "Shell", "Terminal"),
-    "read_file": ("Read",),
-    "write_file": ("Write",),
-    "edit_file": ("Edit",),
-    "grep": ("Grep",),
-    "glob": ("Glob",),
-    "list_dir": ("LS",),
-}
-"""Claude Code's tool names for this host's built-in tools: plugin matchers are written for them."""
 
 
 class SessionCustomizations:
@@ -213,7 +204,7 @@ class SessionCustomizations:
         first that blocks."""
         from plugins import hook_payload, run_hook, select_hooks
 
-        aliases = TOOL_ALIASES.get(subject or "", ())
+        aliases = matcher_names(subject or "")
         usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
         hooks = select_hooks(usable, when, subject, aliases)
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
