@@ -1,0 +1,203 @@
+"""A Claude Code user's set-up as this host uses it: settings layers, their plugins, rules and env.
+
+Contract:
+- ``ClaudeCode(config_dir, data_dir)`` is the host's view of one Claude Code configuration
+  folder (``$CLAUDE_CONFIG_DIR``, default ``~/.claude``; the host passes it in, so tests never read
+  the real home) and of the plugins this host installed (``ClaudePlugins``).
+- ``load()`` (host start, and whenever the user settings or the plugin record changed: ``refresh``)
+  reads the user settings. Their hooks form a host-level container (``user_container``): the user's
+  own, so they run without workspace trust. Their ``permissions`` and ``env`` apply to every session.
+- ``session_view(folder, trusted)`` is what a session in ``folder`` gets: the project and local
+  settings layered over the user's (``plugins.claude_settings``), and the plugins to list:
+  every ``name@marketplace`` the layered ``enabledPlugins`` switch on (the user's choices made on
+  this host count as user settings), each loaded from where it is installed (``ClaudePlugins.resolve``;
+  one parse per folder, shared by the sessions), else from its marketplace when that is on this
+  machine (a folder marketplace, or one cloned here) and the entry is a path in it, else as an
+  ``error`` plugin saying how to install it. A plugin switched on only by the project's files is ``held_by`` them:
+  it runs nothing until the folder is trusted. One a project switches off is listed off.
+  Project and local ``permissions`` allow rules, ``additionalDirectories``, ``defaultMode`` and
+  ``env`` count only in a trusted folder; their ``deny`` and ``ask`` rules always count (they can
+  only make the host ask more).
+- Rules are translated with ``plugins.claude_code_tools.host_rules`` and parsed with
+  ``tools.policy.parse_rule``; every rule that cannot be used is a diagnostic of its file.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plugins.claude_settings import SettingsLayer, permission_rules, read_settings, settings_paths
+from plugins.diagnostics import Diagnostic
+from host.runtime.customizations.claude_plugins import ClaudePlugins, MarketplaceError
+from tools.policy import PolicyRuleError, Rule, parse_rule
+
+__all__ = ["ClaudeCode", "ClaudePlugin", "SessionView"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClaudePlugin:
+    """One plugin a session lists."""
+
+    plugin_id: str
+    loaded: Any
+    """``LoadedPlugin``."""
+    enabled: bool = True
+    held_by: Path | None = None
+    """The project settings file that switched it on, when only that file did (trust needed)."""
+
+
+@dataclass
+class SessionView:
+    plugins: list[ClaudePlugin] = field(default_factory=list)
+    rules: tuple[Rule, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    additional_directories: tuple[str, ...] = ()
+    default_mode: str | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+class ClaudeCode:
+    """The Claude Code configuration folder, its settings and plugins (see the module contract)."""
+
+    def __init__(self, config_dir: Path, data_dir: Path, *, home: str | None = None, git: str = "git") -> None:
+        self.config_dir = config_dir
+        self.data_dir = data_dir
+        self.home = home
+        self.store = ClaudePlugins(config_dir, data_dir, git=git)
+        self.user = SettingsLayer("user", config_dir / "settings.json")
+        self.user_container: Any = None
+        """``LoadedDirectory`` of the user settings' hooks (None: no user settings file)."""
+        self._user_stamp: tuple[int, int] | None = None
+        self._loaded: dict[tuple[str, str], Any] = {}
+        self._user_rules: tuple[Rule, ...] = ()
+        self._user_notes: list[Diagnostic] = []
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def _settings_stamp(self) -> tuple[int, int] | None:
+        try:
+            stat = (self.config_dir / "settings.json").stat()
+        except OSError:
+            return None
+        return stat.st_mtime_ns, stat.st_size
+
+    def load(self) -> None:
+        from plugins import DirectorySpec, load_directory
+
+        self._user_stamp = self._settings_stamp()
+        self.user = read_settings(self.config_dir / "settings.json", "user", home=self.home)
+        self._user_rules, self._user_notes = self._rules(self.user, trusted=True)
+        self.user_container = None
+        if self.user.exists:
+            spec = DirectorySpec(".", "settings", name="Claude Code user settings", writable=False, files=("settings.json",))
+            self.user_container = load_directory(self.config_dir, spec, extra_diagnostics=[*self.user.diagnostics, *self._user_notes])
+        for diagnostic in [*self.user.diagnostics, *self._user_notes]:
+            logger.warning("%s", diagnostic)
+
+    def refresh(self) -> bool:
+        """Re-read what changed on disk (user settings, the plugin record); True when anything did."""
+        changed = self.store.refresh()
+        if self._settings_stamp() != self._user_stamp:
+            self.load()
+            changed = True
+        return changed
+
+    def user_enabled(self) -> dict[str, bool]:
+        """The user-level ``enabledPlugins``: user settings, then the choices made on this host."""
+        return self.store.effective_enabled(self.user.enabled_plugins)
+
+    def declared_marketplaces(self, project: SettingsLayer | None = None) -> dict[str, dict[str, Any]]:
+        return {**self.user.marketplaces, **(project.marketplaces if project is not None else {})}
+
+    def _plugin(self, plugin_id: str, declared: dict[str, dict[str, Any]]) -> Any:
+        from plugins import LoadedPlugin, load_plugin
+        from plugins.diagnostics import LoadState
+
+        where = self.store.resolve(plugin_id)
+        name = plugin_id.rpartition("@")[0]
+        if isinstance(where, str):
+            where = self._in_marketplace(plugin_id, declared) or where
+        if isinstance(where, str):
+            return LoadedPlugin(name=name, root=self.data_dir / "claude-code" / "missing" / plugin_id,
+                                state=LoadState("error", where))
+        key = (plugin_id, str(where))
+        if key not in self._loaded:
+            self._loaded[key] = load_plugin(where, name=name, data_root=self.data_dir / "plugins")
+        return self._loaded[key]
+
+    def _in_marketplace(self, plugin_id: str, declared: dict[str, dict[str, Any]]) -> Path | None:
+        """A plugin not installed whose marketplace is on this machine (a folder, or a clone made
+        here) with the plugin at a path inside it: used where it is."""
+        name, _, market_name = plugin_id.rpartition("@")
+        try:
+            market = self.store.marketplace(market_name, declared)
+        except MarketplaceError:
+            return None
+        entry = market.entry(name)
+        if entry is None or entry.source.kind != "path" or not entry.strict:
+            return None
+        folder = (market.root / (entry.source.path or "")).resolve()
+        return folder if folder.is_dir() and folder.is_relative_to(market.root.resolve()) else None
+
+    def _rules(self, layer: SettingsLayer, *, trusted: bool) -> tuple[tuple[Rule, ...], list[Diagnostic]]:
+        texts, notes = permission_rules(layer, home=self.home)
+        rules: list[Rule] = []
+        for effect in ("deny", "ask", "allow"):
+            if effect == "allow" and not trusted:
+                continue
+            for text in texts[effect]:
+                try:
+                    rules.append(parse_rule(text, effect))  # type: ignore[arg-type]
+                except PolicyRuleError as error:
+                    from plugins.diagnostics import Severity
+
+                    notes.append(Diagnostic(Severity.PROBLEM, "Claude Code settings", str(layer.path),
+                                            ("permissions", effect), f"{text!r}: {error}; ignored", "directory"))
+        return tuple(rules), notes
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def project_layers(self, folder: Path | None) -> list[SettingsLayer]:
+        if folder is None:
+            return []
+        return [read_settings(path, scope, home=self.home) for scope, path in settings_paths(self.config_dir, folder)[1:]]
+
+    def session_view(self, folder: Path | None, trusted: bool) -> SessionView:
+        view = SessionView()
+        layers = self.project_layers(folder)
+        user_enabled = self.user_enabled()
+        wanted = dict(user_enabled)
+        brought: dict[str, Path] = {}
+        for layer in layers:
+            for plugin_id, flag in layer.enabled_plugins.items():
+                if flag and not user_enabled.get(plugin_id):
+                    brought.setdefault(plugin_id, layer.path)
+                elif not flag:
+                    brought.pop(plugin_id, None)
+                wanted[plugin_id] = flag
+        declared = {**self.user.marketplaces, **{k: v for layer in layers for k, v in layer.marketplaces.items()}}
+        for plugin_id, flag in wanted.items():
+            if not flag and not user_enabled.get(plugin_id):
+                continue  # never switched on anywhere: not listed
+            view.plugins.append(ClaudePlugin(plugin_id, self._plugin(plugin_id, declared), enabled=flag,
+                                             held_by=brought.get(plugin_id)))
+        rules = list(self._user_rules)
+        view.env = dict(self.user.env)
+        directories = list(self.user.permissions.additional_directories)
+        view.default_mode = self.user.permissions.default_mode
+        for layer in layers:
+            layer_rules, notes = self._rules(layer, trusted=trusted)
+            rules += layer_rules
+            view.diagnostics += notes
+            if trusted:
+                view.env.update(layer.env)
+                directories += [d for d in layer.permissions.additional_directories if d not in directories]
+                view.default_mode = layer.permissions.default_mode or view.default_mode
+        view.rules = tuple(rules)
+        view.additional_directories = tuple(directories)
+        return view
