@@ -160,6 +160,58 @@ class ClaudeCode:
                                             ("permissions", effect), f"{text!r}: {error}; ignored", "directory"))
         return tuple(rules), notes
 
+    # -- listing -------------------------------------------------------------------------------
+
+    def marketplace_rows(self) -> list[dict[str, Any]]:
+        """Every known marketplace: ``name``, ``source`` (as typed: ``owner/repo``, a URL, a
+        folder), ``origin`` (``here``, ``claude-code``, ``settings``), ``plugins`` (names) or ``error``."""
+        rows = []
+        for name, known in sorted(self.store.marketplaces(self.user.marketplaces).items()):
+            row: dict[str, Any] = {"name": name, "source": known.source.describe() if known.source else "", "origin": known.origin}
+            try:
+                market = self.store.marketplace(name, self.user.marketplaces)
+            except MarketplaceError as error:
+                row["error"] = str(error)
+            else:
+                row["plugins"] = [entry.name for entry in market.plugins]
+                if market.description:
+                    row["description"] = market.description
+            rows.append(row)
+        return rows
+
+    def plugin_rows(self) -> list[dict[str, Any]]:
+        """Every plugin known at user level: installed (here or by Claude Code), or switched on by
+        the user's settings: ``id``, ``enabled``, ``installed`` (``here``, ``claude-code``,
+        ``in place``, or None), ``version``, ``path``, ``problem``."""
+        installed = self.store.installed()
+        enabled = self.user_enabled()
+        rows = []
+        for plugin_id in sorted(set(installed) | set(enabled)):
+            entry = installed.get(plugin_id)
+            row: dict[str, Any] = {"id": plugin_id, "enabled": enabled.get(plugin_id, False)}
+            if entry is not None:
+                row.update(installed=entry["origin"], version=entry.get("version"), path=entry.get("installPath"))
+            else:
+                where = self._in_marketplace(plugin_id, self.user.marketplaces)
+                row.update(installed="in place" if where else None, path=str(where) if where else None)
+            loaded = self._plugin(plugin_id, self.user.marketplaces) if row["enabled"] else None
+            if loaded is not None and loaded.state.kind in ("error", "degraded"):
+                row["problem"] = loaded.state.message
+            rows.append(row)
+        return rows
+
+    def find_plugin(self, name: str) -> str:
+        """``name@marketplace`` for what a user typed: a full id as it is, a bare name when exactly
+        one known marketplace lists it (raises ``MarketplaceError`` otherwise)."""
+        if "@" in name:
+            return name
+        found = [f"{name}@{row['name']}" for row in self.marketplace_rows() if name in row.get("plugins", ())]
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise MarketplaceError(f"no known marketplace lists a plugin {name!r}; add one first (plugin marketplace add)")
+        raise MarketplaceError(f"{name!r} is in several marketplaces; name one: {', '.join(found)}")
+
     # -- sessions ------------------------------------------------------------------------------
 
     def project_layers(self, folder: Path | None) -> list[SettingsLayer]:

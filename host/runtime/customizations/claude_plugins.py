@@ -147,7 +147,7 @@ class ClaudePlugins:
             root = Path(source.location) if source is not None and source.kind == "directory" else None
             found[name] = KnownMarketplace(name, source, root, "settings")
         known, problem = read_known_marketplaces(self.config_dir)
-        if problem:
+        if problem and problem not in self.problems:
             self.problems.append(problem)
         for name, entry in known.items():
             try:
@@ -249,7 +249,7 @@ class ClaudePlugins:
     def installed(self) -> dict[str, dict[str, Any]]:
         """Plugins installed here, and Claude Code's (``origin`` says which)."""
         claude, problem = read_installed_plugins(self.config_dir)
-        if problem:
+        if problem and problem not in self.problems:
             self.problems.append(problem)
         found = {plugin_id: {**entry, "origin": "claude-code"} for plugin_id, entry in claude.items()}
         found.update({plugin_id: {**entry, "origin": "here"} for plugin_id, entry in self._record["plugins"].items()
@@ -308,7 +308,8 @@ class ClaudePlugins:
         previous = self._record["plugins"].get(plugin_id)
         if isinstance(previous, dict) and previous.get("installPath") != str(target):
             _remove_under(Path(str(previous.get("installPath"))), self.root / "cache")
-        record = {"installPath": str(target), "version": entry.version or version[:12], "gitCommitSha": version,
+        record = {"installPath": str(target), "version": entry.version or _manifest_version(target) or version[:12],
+                  "gitCommitSha": version,
                   "installedAt": _now(), "marketplace": market_name}
         self._record["plugins"][plugin_id] = record
         self._record["enabled"][plugin_id] = True
@@ -391,6 +392,15 @@ def _tree_hash(folder: Path) -> str:
         except OSError:
             pass
     return digest.hexdigest()
+
+
+def _manifest_version(folder: Path) -> str | None:
+    try:
+        data = json.loads((folder / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    version = data.get("version") if isinstance(data, dict) else None
+    return version if isinstance(version, str) and version else None
 
 
 def _write_manifest(folder: Path, entry: dict[str, Any]) -> None:
