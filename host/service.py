@@ -33,6 +33,7 @@ from host.config import HostConfig
 from host.state.content import CONTENT_SCHEME, ContentStore
 from host.runtime.customizations import CustomizationContributor, CustomizationService
 from host.runtime.customizations.claude_code import ClaudeCode
+from host.runtime.customizations.claude_config import ClaudeRootConfig
 from plugins.claude_settings import claude_config_dir as claude_config_dir_of
 from host.errors import ErrorCode, RpcError
 from host.runtime.inputs import InputRequests
@@ -125,6 +126,11 @@ class AgentHost:
             self.claude = ClaudeCode(folder, config.data_path())
         self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources,
                                                    claude=self.claude)
+        # The user's plugins and marketplaces in the root config, listed and changed by any client.
+        self.claude_config: ClaudeRootConfig | None = None
+        if self.claude is not None:
+            self.claude_config = ClaudeRootConfig(self.store, self.claude, self.customizations.claude_changed)
+            self.customizations.claude_listeners.append(self.claude_config.publish)
         self.environment.contributors.append(CustomizationContributor(
             runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
             ask=self.inputs.ask,
@@ -205,6 +211,8 @@ class AgentHost:
         if self.claude is not None and self.claude.user.permissions.default_mode and self.config.tools.permission_mode == "default":
             # The user's Claude Code defaultMode, unless [tools] permission_mode says otherwise.
             self.session_config.permission_mode_default = self.claude.user.permissions.default_mode
+        if self.claude_config is not None:
+            self.claude_config.publish()
         plugins = self.customizations.agent_customizations()
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
@@ -242,6 +250,8 @@ class AgentHost:
         await self.background.stop()
         await self.watches.close()
         await self.customizations.stop()
+        if self.claude_config is not None:
+            await self.claude_config.close()
         for agent in self.agents.values():
             close = getattr(agent, "aclose", None)
             if close is not None:

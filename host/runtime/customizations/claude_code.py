@@ -11,8 +11,8 @@ Contract:
   settings layered over the user's (``plugins.claude_settings``), and the plugins to list:
   every ``name@marketplace`` the layered ``enabledPlugins`` switch on (the user's choices made on
   this host count as user settings), each loaded from where it is installed (``ClaudePlugins.resolve``;
-  one parse per folder, shared by the sessions), else from its marketplace when that is on this
-  machine (a folder marketplace, or one cloned here) and the entry is a path in it, else as an
+  one parse per folder, shared by the sessions), else from its marketplace when that is a folder
+  on this machine and the entry is a path in it, else as an
   ``error`` plugin saying how to install it. A plugin switched on only by the project's files is ``held_by`` them:
   it runs nothing until the folder is trusted. One a project switches off is listed off.
   Project and local ``permissions`` allow rules, ``additionalDirectories``, ``defaultMode`` and
@@ -130,10 +130,17 @@ class ClaudeCode:
             self._loaded[key] = load_plugin(where, name=name, data_root=self.data_dir / "plugins")
         return self._loaded[key]
 
+    def in_marketplace(self, plugin_id: str) -> Path | None:
+        """Where a plugin not installed can be used in place (see ``_in_marketplace``), or None."""
+        return self._in_marketplace(plugin_id, self.user.marketplaces)
+
     def _in_marketplace(self, plugin_id: str, declared: dict[str, dict[str, Any]]) -> Path | None:
-        """A plugin not installed whose marketplace is on this machine (a folder, or a clone made
-        here) with the plugin at a path inside it: used where it is."""
+        """A plugin not installed whose marketplace is a folder on this machine, with the plugin at
+        a path inside it: used where it is (a marketplace cloned from git is installed from)."""
         name, _, market_name = plugin_id.rpartition("@")
+        known = self.store.marketplaces(declared).get(market_name)
+        if known is None or known.source is None or known.source.kind != "directory":
+            return None
         try:
             market = self.store.marketplace(market_name, declared)
         except MarketplaceError:

@@ -116,6 +116,8 @@ class CustomizationService:
         self.config = config
         self.claude = claude
         """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
+        self.claude_listeners: list[Any] = []
+        """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
         self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require)
         """Which folders the user trusts (the root config's list, ``[trust]``)."""
         self.trust.listeners.append(self._trust_changed)
@@ -396,6 +398,8 @@ class CustomizationService:
         not need them yet (or stopped them when idle) start here."""
         self._cancel_idle_stop(runtime)
         self.resumed(runtime.session)
+        if self.claude is not None and self.claude.refresh():
+            self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
         if not runtime.mcp_wanted:
             runtime.mcp_wanted = True
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
@@ -665,6 +669,8 @@ class CustomizationService:
         self.claude.refresh()
         for runtime in list(self.sessions.values()):
             self._sync_claude(runtime)
+        for listener in list(self.claude_listeners):
+            listener()
 
     def _sync_claude(self, runtime: SessionCustomizations) -> None:
         wanted = {c.id: c for c in self._claude_containers(runtime)}
