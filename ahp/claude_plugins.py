@@ -12,7 +12,8 @@ changes them with ``root/configChanged``, as it changes ``trustedFolders``:
   "plugins": [names], "error"?}``. A client appends ``{"source": "owner/repo"}`` (or a git URL, or
   an absolute folder) to add a marketplace; the host then publishes it with its name and plugins,
   or with an ``error`` saying why it could not be added (such an entry is dropped at the next
-  change). Removing an entry removes a marketplace added on this host (Claude Code's own and those
+  change); an entry sent again with its ``source`` only fetches that marketplace again (an
+  update). Removing an entry removes a marketplace added on this host (Claude Code's own and those
   settings declare stay: the host lists them again).
 * :data:`PLUGINS_KEY` (``claudePlugins``, read-only): one row per plugin known at user level:
   ``id``, ``enabled``, ``installed`` (``here``, ``claude-code``, ``in place``, or null),
@@ -29,7 +30,7 @@ from typing import Any
 __all__ = [
     "ENABLED_KEY", "ENABLED_PROPERTY", "MARKETPLACES_KEY", "MARKETPLACES_PROPERTY", "MAX_MARKETPLACES", "PLUGINS_KEY",
     "PLUGINS_PROPERTY", "enabled_plugins", "marketplaces", "plugin_rows", "value_problem", "with_enabled",
-    "with_marketplace", "without_marketplace",
+    "with_marketplace", "with_marketplace_updated", "without_marketplace",
 ]
 
 ENABLED_KEY = "enabledPlugins"
@@ -91,6 +92,11 @@ def with_marketplace(current: list[dict[str, Any]], source: str) -> list[dict[st
 
 def without_marketplace(current: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     return [item for item in current if item.get("name") != name]
+
+
+def with_marketplace_updated(current: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The list with marketplace ``name`` sent again by its source only (the host fetches it again)."""
+    return [{"source": item["source"]} if item.get("name") == name else item for item in current]
 
 
 def value_problem(key: str, value: Any) -> str | None:

@@ -108,7 +108,8 @@ class ClaudeRootConfig:
                     continue
                 source = str(item.get("source"))
                 try:
-                    market = store.add_marketplace(source)
+                    market = store.add_marketplace(source)  # (an entry a client re-sent without its name: fetched again)
+                    kept.add(market.name)
                     logger.info("marketplace %s added from %s", market.name, source)
                 except MarketplaceError as error:
                     self._failed_adds.append({"source": source, "error": str(error)})
