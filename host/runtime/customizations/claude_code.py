@@ -97,7 +97,7 @@ class ClaudeCode:
             spec = DirectorySpec(".", "settings", name="Claude Code user settings", writable=False, files=("settings.json",))
             self.user_container = load_directory(self.config_dir, spec, extra_diagnostics=[*self.user.diagnostics, *self._user_notes])
         for diagnostic in [*self.user.diagnostics, *self._user_notes]:
-            logger.warning("%s", diagnostic)
+            logger.log(logging.WARNING if diagnostic.severity.value in ("problem", "fatal") else logging.INFO, "%s", diagnostic)
 
     def refresh(self) -> bool:
         """Re-read what changed on disk (user settings, the plugin record); True when anything did."""
