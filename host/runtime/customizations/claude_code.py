@@ -239,11 +239,14 @@ class ClaudeCode:
                 elif not flag:
                     brought.pop(plugin_id, None)
                 wanted[plugin_id] = flag
-        declared = {**self.user.marketplaces, **{k: v for layer in layers for k, v in layer.marketplaces.items()}}
+        # A marketplace the project declares places only the plugins the project itself brings (they
+        # wait for trust): it never decides where a plugin the user switched on comes from.
+        declared = {**{k: v for layer in layers for k, v in layer.marketplaces.items()}, **self.user.marketplaces}
         for plugin_id, flag in wanted.items():
             if not flag and not user_enabled.get(plugin_id):
                 continue  # never switched on anywhere: not listed
-            view.plugins.append(ClaudePlugin(plugin_id, self._plugin(plugin_id, declared), enabled=flag,
+            markets = declared if plugin_id in brought else self.user.marketplaces
+            view.plugins.append(ClaudePlugin(plugin_id, self._plugin(plugin_id, markets), enabled=flag,
                                              held_by=brought.get(plugin_id)))
         rules = list(self._user_rules)
         view.env = dict(self.user.env)

@@ -161,3 +161,26 @@ async def test_a_malformed_user_settings_file_is_a_diagnostic_and_loses_nothing_
         await run_turn(client, session, "hello")
         await idle(client, session)
     assert (markers / "user-hooks.log").read_text() == "user-hook from-settings\n"
+
+
+def test_a_project_cannot_redirect_a_plugin_the_user_switched_on(tmp_path: Path) -> None:
+    """A project declaring a marketplace of the same name as the user's does not decide where the
+    user's plugin is loaded from (it would run without trust)."""
+    from host.runtime.customizations.claude_code import ClaudeCode
+
+    mine = local_marketplace(tmp_path / "mine", name="tools", plugins=("fmt",))
+    theirs = local_marketplace(tmp_path / "theirs", name="tools", plugins=("fmt", "extra"))
+    home = claude_home(tmp_path / "claude", settings={
+        "enabledPlugins": {"fmt@tools": True},
+        "extraKnownMarketplaces": {"tools": {"source": {"source": "directory", "path": str(mine)}}}})
+    work = tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    (work / ".claude" / "settings.json").write_text(json.dumps({
+        "enabledPlugins": {"extra@tools": True},
+        "extraKnownMarketplaces": {"tools": {"source": {"source": "directory", "path": str(theirs)}}}}))
+    claude = ClaudeCode(home, tmp_path / "data")
+    claude.load()
+    view = claude.session_view(work, trusted=False)
+    by_id = {plugin.plugin_id: plugin for plugin in view.plugins}
+    assert by_id["fmt@tools"].loaded.root == (mine / "plugins" / "fmt").resolve() and by_id["fmt@tools"].held_by is None
+    assert by_id["extra@tools"].held_by == work / ".claude" / "settings.json"
