@@ -6,6 +6,7 @@ settings file is a diagnostic in the load state and loses nothing else."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
 from tests.host.runtime.customizations.claude_fixtures import claude_home, local_marketplace, plugin
+from tests.tools.mcp.conftest import KITCHEN_SINK
 
 MARKET = "claude-code-plugins"
 
@@ -64,7 +66,12 @@ async def test_a_fresh_host_uses_the_claude_code_users_settings_plugins_hooks_en
         tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch) -> None:
     markers = tmp_path / "markers"
     markers.mkdir()
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(user_setup(tmp_path, markers)))
+    home = user_setup(tmp_path, markers)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
+    # The plugin's MCP server records the environment it got, then serves.
+    start = f"echo mcp $MARKER_ENV >> {markers / 'mcp.log'}; exec {sys.executable} {KITCHEN_SINK} stdio"
+    installed = home / "plugins" / "cache" / MARKET / "commit-commands"
+    (installed / ".mcp.json").write_text(json.dumps({"mcpServers": {"sink": {"command": "sh", "args": ["-c", start]}}}))
     work = tmp_path / "work"
     work.mkdir()
     provider = ScriptedProvider([
@@ -89,6 +96,7 @@ async def test_a_fresh_host_uses_the_claude_code_users_settings_plugins_hooks_en
         assert (remove["success"], remove["error"]["code"]) == (False, "denied_by_rule")
         assert (markers / "user-hooks.log").read_text() == "user-hook from-settings\n"
         assert (markers / "plugin-hooks.log").read_text() == "commit-commands from-settings\n"
+        assert (markers / "mcp.log").read_text() == "mcp from-settings\n"  # and the plugin's MCP server
         # The plugin's command, as its author wrote it.
         await run_turn(client, session, "/commit-commands:commit the release")
         await idle(client, session)
