@@ -48,6 +48,15 @@ Contract:
   ``[mcp] start`` says), "for this session" does so for the session, no leaves it held and is not
   asked again in that session. A change of the trusted folders by anyone (a client revoking one
   with ``root/configChanged``) re-holds or releases at once, stopping a revoked folder's servers.
+- Claude Code (``host.runtime.customizations.claude_code``, when ``[claude_code] enabled``): every
+  session also lists the "Claude Code user settings" container (their hooks, run without trust) and
+  one container per Claude Code plugin its layered settings switch on (id
+  ``claude-plugin:name@marketplace``), after the host plugins; one only the project's settings switch
+  on is ``held`` until the folder is trusted. The settings' ``env``, permission rules and
+  ``additionalDirectories`` are kept on the session's runtime (``permission_settings`` feeds the tool
+  policy) and re-read when trust changes. ``claude_changed`` (a client's root config change, or the
+  record or user settings changed on disk, noticed at a turn) re-lists every open session's Claude
+  Code plugins, adding and removing containers, and calls ``claude_listeners``.
 - A session restored at host start (``open_session(restored=True)``) runs no SessionStart hook,
   starts no server and asks nothing until a client resumes it (``resumed``: a subscription, or a
   turn); its SessionStart hooks then get ``source: "resume"``.
