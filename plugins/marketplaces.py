@@ -6,7 +6,8 @@ does that, ``host.runtime.customizations.claude_plugins``):
 - :func:`parse_source` reads where a marketplace comes from, as a user types it
   (``owner/repo``, a git URL, a local folder) or as settings write it
   (``{"source": "github", "repo": "owner/repo", "ref"?}``, ``{"source": "git", "url": ...}``,
-  ``{"source": "directory", "path": ...}``); anything else raises :class:`MarketplaceError` saying
+  ``{"source": "directory", "path": ...}``, ``{"source": "file", "path": ".../.claude-plugin/marketplace.json"}``);
+  a ``{"source": "url"}`` marketplace (a ``marketplace.json`` address) and anything else raise :class:`MarketplaceError` saying
   what is accepted.
 - :func:`read_marketplace` reads ``.claude-plugin/marketplace.json`` of a marketplace folder into a
   :class:`Marketplace`. A file that is missing or not a JSON object raises
@@ -91,9 +92,11 @@ def _looks_like_git_url(text: str) -> bool:
             bool(re.match(r"^[\w.-]+@[\w.-]+:", text)) or text.endswith(".git"))
 
 
-def parse_source(value: Any, *, base: Path | None = None) -> MarketplaceSource:
-    """A marketplace source from what a user typed or a settings ``source`` object. Relative
-    folders are placed against ``base`` (default: the current folder)."""
+def parse_source(value: Any, *, base: Path | None = None, plugin: bool = False) -> MarketplaceSource:
+    """A marketplace source from what a user typed or a settings ``source`` object (with
+    ``plugin``: a marketplace entry's source, where ``{"source": "url"}`` is a git repository;
+    for a marketplace it is the address of a ``marketplace.json`` this host does not download).
+    Relative folders are placed against ``base`` (default: the current folder)."""
     if isinstance(value, str):
         text = value.strip()
         if not text:
@@ -118,8 +121,14 @@ def parse_source(value: Any, *, base: Path | None = None) -> MarketplaceSource:
     sha = value.get("sha") if isinstance(value.get("sha"), str) else None
     if kind == "github" and isinstance(value.get("repo"), str) and _GITHUB.match(value["repo"]):
         return MarketplaceSource("github", value["repo"], ref=ref, sha=sha)
+    if kind == "url" and not plugin:
+        raise MarketplaceError(f"the marketplace source {value.get('url')!r} is a marketplace.json address, which this "
+                               "host does not download; add the git repository that holds it instead")
     if kind in ("git", "url") and isinstance(value.get("url"), str) and value["url"]:
         return MarketplaceSource("git", value["url"], ref=ref, sha=sha)
+    if kind == "file" and isinstance(value.get("path"), str) and value["path"].endswith(MARKETPLACE_FILE):
+        folder = Path(value["path"][: -len(MARKETPLACE_FILE)] or ".").expanduser()
+        return MarketplaceSource("directory", str(folder if folder.is_absolute() else (base or Path.cwd()) / folder))
     if kind == "directory" and isinstance(value.get("path"), str) and value["path"]:
         folder = Path(value["path"]).expanduser()
         return MarketplaceSource("directory", str(folder if folder.is_absolute() else (base or Path.cwd()) / folder))
@@ -190,14 +199,14 @@ def _plugin_source(value: Any, plugin_root: str) -> PluginSource:
         kind = value.get("source")
         if kind in ("github", "url", "git"):
             try:
-                return PluginSource("git", git=parse_source(value))
+                return PluginSource("git", git=parse_source(value, plugin=True))
             except MarketplaceError as error:
                 return PluginSource("unsupported", reason=str(error))
         if kind == "git-subdir" and isinstance(value.get("path"), str):
             url = value.get("url") or value.get("repo")
             try:
                 git = parse_source({"source": "github" if value.get("repo") and not value.get("url") else "git",
-                                    "repo": url, "url": url, "ref": value.get("ref"), "sha": value.get("sha")})
+                                    "repo": url, "url": url, "ref": value.get("ref"), "sha": value.get("sha")}, plugin=True)
             except MarketplaceError as error:
                 return PluginSource("unsupported", reason=str(error))
             inside = _inside(value["path"])

@@ -33,8 +33,11 @@ def test_sources_as_settings_write_them() -> None:
         "source": "github", "repo": "acme/tools", "ref": "main"}
     assert parse_source({"source": "git", "url": "https://example.com/x.git"}).git_url == "https://example.com/x.git"
     assert parse_source({"source": "directory", "path": "/opt/m"}).kind == "directory"
+    assert parse_source({"source": "file", "path": "/opt/m/.claude-plugin/marketplace.json"}).location == "/opt/m"
     with pytest.raises(MarketplaceError, match="unsupported marketplace source"):
         parse_source({"source": "npm", "package": "x"})
+    with pytest.raises(MarketplaceError, match="marketplace.json address, which this host does not download"):
+        parse_source({"source": "url", "url": "https://example.com/marketplace.json"})
 
 
 def test_a_marketplace_in_anthropics_shape_lists_its_plugins_with_their_sources(tmp_path: Path) -> None:

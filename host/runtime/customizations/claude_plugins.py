@@ -16,7 +16,8 @@ Contract:
   with ``git`` (``GIT_TERMINAL_PROMPT=0``: nothing waits for a password) into
   ``claude-code/marketplaces/<name>``. A source that cannot be reached raises
   :class:`~plugins.marketplaces.MarketplaceError` naming it and git's reason.
-- ``install`` copies an entry whose source is a path in its marketplace, or clones one whose
+- ``install`` (adding first a marketplace that settings declare in ``extraKnownMarketplaces`` and
+  that was not added yet) copies an entry whose source is a path in its marketplace, or clones one whose
   source is another git repository, into ``claude-code/cache/<marketplace>/<plugin>/<version>``
   where the version is the commit it came from (a folder that is no git checkout: a hash of its
   files); an entry with ``strict: false`` gets its manifest written from the entry. The plugin is
@@ -273,6 +274,9 @@ class ClaudePlugins:
         if parts is None:
             raise MarketplaceError(f"{plugin_id!r} is not a plugin id: write name@marketplace")
         name, market_name = parts
+        known = self.marketplaces(declared).get(market_name)
+        if known is not None and known.root is None and known.source is not None:
+            self.add_marketplace(known.source.to_settings())  # declared in settings, not added yet: added now
         market = self.marketplace(market_name, declared)
         entry = market.entry(name)
         if entry is None:

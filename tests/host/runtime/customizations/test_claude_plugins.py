@@ -127,3 +127,13 @@ def test_enabling_is_recorded_and_wins_over_user_settings(tmp_path: Path) -> Non
     assert plugins.effective_enabled({"a@m": True}) == {"a@m": True}
     with pytest.raises(MarketplaceError, match="write name@marketplace"):
         plugins.set_enabled("nomarket", True)
+
+
+def test_installing_from_a_marketplace_settings_declare_adds_it_first(tmp_path: Path) -> None:
+    remote = bare_remote(local_marketplace(tmp_path / "src", name="team", plugins=("linter",)), tmp_path / "team.git")
+    plugins = store(tmp_path)
+    declared = {"team": {"source": "git", "url": f"file://{remote}"}}
+    assert plugins.marketplaces(declared)["team"].root is None  # declared only
+    record = plugins.install("linter@team", declared)
+    assert Path(record["installPath"]).is_dir()
+    assert plugins.marketplaces()["team"].origin == "here"
