@@ -74,6 +74,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 class ClaudePlugins:
     """Marketplaces and plugins: this host's record plus a Claude Code user's own."""
 
@@ -86,7 +94,25 @@ class ClaudePlugins:
         self._stamp: tuple[int, int] | None = None
         self.problems: list[str] = []
         """Why a record could not be read (shown in ``list`` and logged by the host)."""
+        self._cache: dict[tuple[str, str], tuple[Any, Any]] = {}
+        """Files read before, by what and path: (their stamp, what was read); read again when changed."""
         self.refresh()
+
+    def _cached(self, what: str, path: Path, read: Any) -> Any:
+        """``read()`` of ``path``, again only when the file changed (sessions ask for the same
+        marketplaces and records once per plugin)."""
+        stamp = _stamp(path)
+        key = (what, str(path))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == stamp and stamp is not None:
+            return hit[1]
+        value = read()
+        self._cache[key] = (stamp, value)
+        return value
+
+    def read_marketplace(self, root: Path) -> Marketplace:
+        """``plugins.marketplaces.read_marketplace``, cached by the file's stamp (errors are not cached)."""
+        return self._cached("marketplace", root / ".claude-plugin" / "marketplace.json", lambda: read_marketplace(root))
 
     # -- the record ----------------------------------------------------------------------------
 
@@ -147,7 +173,8 @@ class ClaudePlugins:
                 source = None
             root = Path(source.location) if source is not None and source.kind == "directory" else None
             found[name] = KnownMarketplace(name, source, root, "settings")
-        known, problem = read_known_marketplaces(self.config_dir)
+        known, problem = self._cached("known", self.config_dir / "plugins" / "known_marketplaces.json",
+                                      lambda: read_known_marketplaces(self.config_dir))
         if problem and problem not in self.problems:
             self.problems.append(problem)
         for name, entry in known.items():
@@ -176,7 +203,7 @@ class ClaudePlugins:
         if known.root is None:
             where = known.source.describe() if known.source is not None else "its source"
             raise MarketplaceError(f"the marketplace {name!r} (from {where}) is not added yet: agent-host plugin marketplace add {where}")
-        return read_marketplace(known.root)
+        return self.read_marketplace(known.root)
 
     def add_marketplace(self, value: Any, *, base: Path | None = None) -> Marketplace:
         """Add a marketplace from a folder, a git URL or ``owner/repo`` (see the contract)."""
@@ -249,7 +276,8 @@ class ClaudePlugins:
 
     def installed(self) -> dict[str, dict[str, Any]]:
         """Plugins installed here, and Claude Code's (``origin`` says which)."""
-        claude, problem = read_installed_plugins(self.config_dir)
+        claude, problem = self._cached("installed", self.config_dir / "plugins" / "installed_plugins.json",
+                                       lambda: read_installed_plugins(self.config_dir))
         if problem and problem not in self.problems:
             self.problems.append(problem)
         found = {plugin_id: {**entry, "origin": "claude-code"} for plugin_id, entry in claude.items()}
