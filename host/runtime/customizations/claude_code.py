@@ -13,7 +13,9 @@ Contract:
   this host count as user settings), each loaded from where it is installed (``ClaudePlugins.resolve``;
   one parse per folder, shared by the sessions), else from its marketplace when that is a folder
   on this machine and the entry is a path in it, else as an
-  ``error`` plugin saying how to install it. A plugin switched on only by the project's files is ``held_by`` them:
+  ``error`` plugin saying how to install it. ``install_missing`` installs such a plugin when its
+  marketplace is known (the host calls it in the background for a session's plugins that may run:
+  the user's, and a trusted project's), as Claude Code does. A plugin switched on only by the project's files is ``held_by`` them:
   it runs nothing until the folder is trusted. One a project switches off is listed off.
   Project and local ``permissions`` allow rules, ``additionalDirectories``, ``defaultMode`` and
   ``env`` count only in a trusted folder; their ``deny`` and ``ask`` rules always count (they can
@@ -49,6 +51,10 @@ class ClaudePlugin:
     enabled: bool = True
     held_by: Path | None = None
     """The project settings file that switched it on, when only that file did (trust needed)."""
+    markets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The marketplaces settings declare that may place it (``extraKnownMarketplaces``)."""
+    missing: bool = False
+    """Not installed, and its marketplace is known: the host can install it."""
 
 
 @dataclass
@@ -76,6 +82,8 @@ class ClaudeCode:
         self._loaded: dict[tuple[str, str], Any] = {}
         self._user_rules: tuple[Rule, ...] = ()
         self._user_notes: list[Diagnostic] = []
+        self.install_failures: dict[str, str] = {}
+        """Plugins the host tried to install by itself (``install_missing``) and why it could not."""
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -122,6 +130,8 @@ class ClaudeCode:
         name = plugin_id.rpartition("@")[0]
         if isinstance(where, str):
             where = self._in_marketplace(plugin_id, declared) or where
+        if isinstance(where, str) and plugin_id in self.install_failures:
+            where = f"{plugin_id} could not be installed: {self.install_failures[plugin_id]}"
         if isinstance(where, str):
             return LoadedPlugin(name=name, root=self.data_dir / "claude-code" / "missing" / plugin_id,
                                 state=LoadState("error", where))
@@ -166,6 +176,37 @@ class ClaudeCode:
                     notes.append(Diagnostic(Severity.PROBLEM, "Claude Code settings", str(layer.path),
                                             ("permissions", effect), f"{text!r}: {error}; ignored", "directory"))
         return tuple(rules), notes
+
+    @staticmethod
+    def _not_installed(plugin_id: str, loaded: Any, *, waiting: bool) -> Any:
+        """The listing of a plugin the host will install: when, and from where."""
+        from dataclasses import replace as replaced
+
+        from ahp.workspace_trust import WAITING
+        from plugins.diagnostics import LoadState
+
+        market = plugin_id.rpartition("@")[2]
+        message = (f"{WAITING}: the project's settings switch it on; it is installed from the marketplace {market} "
+                   "once you trust this folder") if waiting else f"being installed from the marketplace {market}"
+        return replaced(loaded, state=LoadState("error", message))
+
+    def install_missing(self, plugins: list[ClaudePlugin]) -> bool:
+        """Install switched-on plugins that are not installed but whose marketplace is known, as
+        Claude Code does (blocking: git, copies). Nothing is switched on by it. True when one was
+        installed; a failure is kept in ``install_failures`` (and tried again only at a restart)."""
+        done = False
+        for plugin in plugins:
+            if not plugin.missing or plugin.plugin_id in self.install_failures:
+                continue
+            try:
+                self.store.install(plugin.plugin_id, plugin.markets, enable=False)
+            except MarketplaceError as error:
+                self.install_failures[plugin.plugin_id] = str(error)
+                logger.warning("could not install %s: %s", plugin.plugin_id, error)
+            else:
+                logger.info("installed %s", plugin.plugin_id)
+            done = True
+        return done
 
     # -- listing -------------------------------------------------------------------------------
 
@@ -246,8 +287,14 @@ class ClaudeCode:
             if not flag and not user_enabled.get(plugin_id):
                 continue  # never switched on anywhere: not listed
             markets = declared if plugin_id in brought else self.user.marketplaces
-            view.plugins.append(ClaudePlugin(plugin_id, self._plugin(plugin_id, markets), enabled=flag,
-                                             held_by=brought.get(plugin_id)))
+            loaded = self._plugin(plugin_id, markets)
+            missing = (flag and loaded.state.kind == "error" and plugin_id not in self.install_failures
+                       and isinstance(self.store.resolve(plugin_id), str)
+                       and plugin_id.rpartition("@")[2] in self.store.marketplaces(markets))
+            if missing:
+                loaded = self._not_installed(plugin_id, loaded, waiting=plugin_id in brought and not trusted)
+            view.plugins.append(ClaudePlugin(plugin_id, loaded, enabled=flag, held_by=brought.get(plugin_id),
+                                             markets=markets, missing=missing))
         rules = list(self._user_rules)
         view.env = dict(self.user.env)
         directories = list(self.user.permissions.additional_directories)

@@ -296,8 +296,9 @@ class ClaudePlugins:
                     f"agent-host plugin install {plugin_id}")
         return f"{plugin_id} is enabled but not installed: agent-host plugin install {plugin_id} (or /plugin install {plugin_id})"
 
-    def install(self, plugin_id: str, declared: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-        """Install ``name@marketplace`` from its marketplace and switch it on (see the contract)."""
+    def install(self, plugin_id: str, declared: dict[str, dict[str, Any]] | None = None, *, enable: bool = True) -> dict[str, Any]:
+        """Install ``name@marketplace`` from its marketplace and switch it on (see the contract);
+        ``enable=False`` leaves the switches alone (a plugin a project's settings switch on)."""
         parts = plugin_id_parts(plugin_id)
         if parts is None:
             raise MarketplaceError(f"{plugin_id!r} is not a plugin id: write name@marketplace")
@@ -344,7 +345,8 @@ class ClaudePlugins:
                   "gitCommitSha": version,
                   "installedAt": _now(), "marketplace": market_name}
         self._record["plugins"][plugin_id] = record
-        self._record["enabled"][plugin_id] = True
+        if enable:
+            self._record["enabled"][plugin_id] = True
         self._save()
         return record
 

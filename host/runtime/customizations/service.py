@@ -125,6 +125,8 @@ class CustomizationService:
         self.config = config
         self.claude = claude
         """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
+        self._installing = False
+        """Whether plugins switched on but not installed are being installed (one batch at a time)."""
         self.claude_listeners: list[Any] = []
         """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
         self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require)
@@ -399,6 +401,8 @@ class CustomizationService:
         if released and not runtime.resume_pending:
             runtime.hooks_started.clear()
             self._spawn(self._session_start(runtime, runtime.start_source, only=released))
+        if self.claude is not None and runtime.folder_trusted:
+            self._sync_claude(runtime)  # a trusted project's plugins that are not installed yet get installed
         self._spawn(self._reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
@@ -654,10 +658,16 @@ class CustomizationService:
         return view
 
     def _claude_containers(self, runtime: SessionCustomizations) -> list[Container]:
-        """The user settings' hooks and the Claude Code plugins the session's settings switch on."""
+        """The user settings' hooks and the Claude Code plugins the session's settings switch on;
+        those not installed whose marketplace is known are installed in the background (a
+        project's once its folder is trusted), and the sessions re-listed."""
         view = self._settings_view(runtime)
         if view is None or self.claude is None:
             return []
+        runnable = [plugin for plugin in view.plugins if plugin.missing and (plugin.held_by is None or runtime.folder_trusted)]
+        if runnable and not self._installing:
+            self._installing = True
+            self._spawn(self._install_missing(runnable))
         containers = []
         user = self.claude.user_container
         if user is not None:
@@ -669,6 +679,15 @@ class CustomizationService:
                                         uri=uri, enabled=plugin.enabled, claude_id=plugin.plugin_id,
                                         enabled_by=str(plugin.held_by) if plugin.held_by is not None else None))
         return containers
+
+    async def _install_missing(self, plugins: list[Any]) -> None:
+        assert self.claude is not None
+        try:
+            installed = await asyncio.to_thread(self.claude.install_missing, plugins)
+        finally:
+            self._installing = False
+        if installed:
+            self.claude_changed()
 
     def claude_changed(self) -> None:
         """The Claude Code set-up changed (a plugin switched, installed or removed; settings

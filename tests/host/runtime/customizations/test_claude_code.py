@@ -19,7 +19,7 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
-from tests.host.runtime.customizations.claude_fixtures import claude_home, local_marketplace, plugin
+from tests.host.runtime.customizations.claude_fixtures import bare_remote, claude_home, local_marketplace, plugin
 from tests.tools.mcp.conftest import KITCHEN_SINK
 
 MARKET = "claude-code-plugins"
@@ -192,3 +192,33 @@ def test_a_project_cannot_redirect_a_plugin_the_user_switched_on(tmp_path: Path)
     by_id = {plugin.plugin_id: plugin for plugin in view.plugins}
     assert by_id["fmt@tools"].loaded.root == (mine / "plugins" / "fmt").resolve() and by_id["fmt@tools"].held_by is None
     assert by_id["extra@tools"].held_by == work / ".claude" / "settings.json"
+
+
+async def test_a_trusted_project_gets_the_plugins_it_switches_on_installed_from_its_git_marketplace(
+        tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    remote = bare_remote(local_marketplace(tmp_path / "src", name="team", plugins=("reviewer",), hook_marker=markers / "team.log"),
+                         tmp_path / "team.git")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_home(tmp_path / "claude", settings={"env": {"MARKER_ENV": "x"}})))
+    work = tmp_path / "work"
+    (work / ".claude").mkdir(parents=True)
+    (work / ".claude" / "settings.json").write_text(json.dumps({
+        "enabledPlugins": {"reviewer@team": True},
+        "extraKnownMarketplaces": {"team": {"source": {"source": "git", "url": f"file://{remote}"}}}}))
+    provider = ScriptedProvider([reply("reviewed")])
+    async with serving(config_for(tmp_path, trust={"folders": []}), frame_checker, agents=[agent(provider)]) as (running, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        held = containers(client, session)["reviewer@team"]["load"]
+        assert "Waiting for trust" in held["message"]
+        assert not (tmp_path / "data" / "claude-code" / "marketplaces").exists()  # nothing fetched before trust
+        question = trust_question(client, session)
+        assert question is not None
+        client.dispatch(session, {"type": "session/inputCompleted", "requestId": question["id"], "response": "accept",
+                                  "answers": trust_answers(TRUST_FOLDER)})
+        await client.wait_for(lambda m, e: containers(client, session)["reviewer@team"]["load"] == {"kind": "loaded"}, timeout=60)
+        await run_turn(client, session, "review")
+        await idle(client, session)
+        assert (markers / "team.log").read_text() == "reviewer x\n"
+        # Installed for the project: not switched on for the user's other projects.
+        assert "reviewer@team" not in running.host.claude.user_enabled()
