@@ -302,7 +302,7 @@ class ClaudeCode:
         for layer in layers:
             layer_rules, notes = self._rules(layer, trusted=trusted)
             rules += layer_rules
-            view.diagnostics += notes
+            view.diagnostics += [*layer.diagnostics, *notes]
             if trusted:
                 view.env.update(layer.env)
                 directories += [d for d in layer.permissions.additional_directories if d not in directories]

@@ -116,7 +116,7 @@ async def test_a_projects_settings_and_the_plugins_it_switches_on_wait_for_trust
     (work / ".claude" / "settings.json").write_text(json.dumps({
         "enabledPlugins": {"reviewer@team": True, f"commit-commands@{MARKET}": False},
         "extraKnownMarketplaces": {"team": {"source": {"source": "directory", "path": str(market)}}},
-        "permissions": {"allow": ["Bash(touch:*)"]},
+        "permissions": {"allow": ["Bash(touch:*)"], "defaultMode": "yolo"},
         "env": {"MARKER_ENV": "from-project"},
     }))
     config = config_for(tmp_path, trust={"folders": []}, tools={"enabled": True})
@@ -127,6 +127,8 @@ async def test_a_projects_settings_and_the_plugins_it_switches_on_wait_for_trust
         assert "Waiting for trust" in shown["reviewer@team"]["load"]["message"]
         assert ".claude/settings.json switches it on" in shown["reviewer@team"]["load"]["message"]
         assert shown[f"commit-commands@{MARKET}"]["enabled"] is False  # the project switched it off
+        settings = shown[".claude/settings.json"]["load"]  # a malformed key is shown; the rest counts
+        assert settings["kind"] == "degraded" and "permissions ==> defaultMode: expected one of" in settings["message"]
         question = trust_question(client, session)
         assert question is not None and "plugin reviewer@team (switched on by .claude/settings.json)" in json.dumps(question)
         # Before trust: the project's allow rule does not count, so the touch waits for confirmation; cancel the turn.
