@@ -113,6 +113,8 @@ class ToolContext:
     writing there, so they can be undone like the others."""
     sandbox: OsSandbox | None = None
     """The OS sandbox commands run in (``tools.os_sandbox``), when the host asks for one."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Variables set for the processes the tool starts, on top of the host's (Claude Code settings' ``env``)."""
     sandbox_unavailable: str | None = None
     """Set when the session needs a sandbox this platform cannot give: why (the ``shell`` tool
     then refuses to run anything, with this reason)."""

@@ -28,6 +28,7 @@ Per turn (and per model request where noted) it adds:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from host.runtime.agents.base import TurnContext, TurnFailed
@@ -195,7 +196,13 @@ class CustomizationContributor(Contributor):
         return None
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
-        if context.ask is _DEFAULT_ASK and self._runtime(ctx) is not None:
+        runtime = self._runtime(ctx)
+        if runtime is not None and (runtime.settings_env or runtime.settings_directories):
+            # Claude Code settings: their env for the tools' processes, their additionalDirectories as roots.
+            context.environment = {**context.environment, **runtime.settings_env}
+            extra = tuple(Path(d) for d in runtime.settings_directories)
+            context.extra_roots = (*context.extra_roots, *(d for d in extra if d not in context.extra_roots))
+        if context.ask is _DEFAULT_ASK and runtime is not None:
             session = ctx.session
 
             async def ask(request: dict) -> dict:
