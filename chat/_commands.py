@@ -258,7 +258,7 @@ class Commands(ChatCore):
             return None
 
         def draw(chunks: list[tuple[str, str]]) -> str:
-            answer = MarkdownStream(self.width())
+            answer = MarkdownStream(self.width(), theme=self.theme)
             return drawn(chunks, answer) + answer.finish()
 
         return draw

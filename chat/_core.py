@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, TextIO
 
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
+from chat._markdown import DARK, Theme
 from chat._settings import split_token
 from chat._terminal import Event, Lost, Terminal
 from chat.render import Style, clean
@@ -53,6 +54,7 @@ class ChatCore:
         width: Callable[[], int] = lambda: 80,
         permission_mode: str | None = None,
         find_host: Callable[[], Awaitable[str]] | None = None,
+        theme: Theme = DARK,
     ) -> None:
         self.client = client
         self._find_host = find_host
@@ -75,6 +77,8 @@ class ChatCore:
         """Render answers as markdown and diffs highlighted, with rich (a colour terminal)."""
         self.width = width
         """The terminal's width now, for rich to wrap at."""
+        self.theme = theme
+        """The colours of answers and diffs rendered with rich (the terminal's background)."""
         self._turn_since: dict[str, float] = {}
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
         self._listed: list[dict[str, Any]] = []

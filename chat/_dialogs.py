@@ -78,9 +78,8 @@ class Dialogs(ChatCore):
                     return
                 self._note("type y to accept the result or n to reject it")
         waits = self._call_waits(turn_id, call_id, "pending-confirmation")
-        header, choices = render_confirmation(call, self.style)
+        header, choices = render_confirmation(call, self.style, preview=await self._edits_preview(call))
         self._write(header)
-        await self._edits_preview(call)
         edited: str | None = None
         while True:
             editable = bool(call.get("editable"))
@@ -144,7 +143,9 @@ class Dialogs(ChatCore):
                 continue
             return text
 
-    async def _edits_preview(self, call: dict[str, Any]) -> None:
+    async def _edits_preview(self, call: dict[str, Any]) -> str:
+        """The diffs of the files ``call`` would change (its ``edits``), as the terminal shows them."""
+        shown: list[str] = []
         for edit in (call.get("edits") or {}).get("items") or ():
             before, after = edit.get("before"), edit.get("after")
             target = (after or before or {}).get("uri", "")
@@ -152,13 +153,14 @@ class Dialogs(ChatCore):
                 old = await self._read_ref(before)
                 new = await self._read_ref(after)
             except AhpError as error:
-                self._note(f"(cannot show the changes to {clean(target)}: {error.message})")
+                shown.append(self.style.dim(f"(cannot show the changes to {clean(target)}: {error.message})") + "\n")
                 continue
             path = self._display_path(target)
             if self.rich:  # the code highlighted for its language, changed lines on a tint
-                self._write(render_edit(path, old, new, self.width()))
+                shown.append(render_edit(path, old, new, self.width(), self.theme))
             else:
-                self._write(render_unified_diff(path, old, new, self.style))
+                shown.append(render_unified_diff(path, old, new, self.style))
+        return "".join(shown)
 
     async def _read_ref(self, side: dict[str, Any] | None) -> str | None:
         if not side:

@@ -114,7 +114,7 @@ class ChatApp(Changes, Commands, Dialogs, Modes):
     async def _follow(self, turn_id: str) -> None:
         self._current_turn = turn_id
         view = TurnView(self.style)
-        answer = MarkdownStream(self.width()) if self.rich else None
+        answer = MarkdownStream(self.width(), theme=self.theme) if self.rich else None
         self._turn_since.setdefault(turn_id, time.monotonic())
         asked: dict[str, str] = {}
         if turn_id not in self._own_turns:

@@ -181,7 +181,9 @@ class SessionMcp:
         elif status.state == "stopped":
             self._on_problem(owner, f"mcp:{status.name}", None)
         elif status.state == "failed":
-            message = f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}"
+            message = status.message or ""
+            if f"'{status.name}'" not in message:  # the connection's messages already name the server
+                message = f"MCP server {status.name!r} failed: {message or 'unknown cause'}"
             if status.name not in self._reported:  # once per failure, not once per retry or turn
                 self._reported.add(status.name)
                 logger.warning("session %s: %s", self.session, message)
