@@ -525,6 +525,7 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /rewind [N [MODE]]   go back to before turn N (MODE: both, conversation or files)
   /trust               trusted folders          /trust add|revoke [DIR] trust or stop trusting one
   /mode [MODE]         permission mode: default, accept-edits, plan or full-auto (Shift+Tab cycles)
+  /init [FOCUS]        have the agent write (or improve) AGENTS.md for this project
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 
