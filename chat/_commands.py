@@ -14,7 +14,8 @@ is a normal turn whose message is ``INIT_PROMPT``: the agent studies the project
 ``AGENTS.md`` (or improves the one there), through the usual confirmation of its edits. ``/trust`` lists the folders
 the host trusts and changes that list with ``root/configChanged`` (``/trust add|revoke [FOLDER]``,
 ``ahp.workspace_trust``). ``/mode [MODE]`` shows or switches the session's permission mode
-(``chat._modes``).
+(``chat._modes``). ``/paste-image`` takes the clipboard's image (``wl-paste`` or ``xclip``) for the
+next message, as image files named with ``@path`` or pasted as paths are (``chat._images``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
 from chat._answers import AnswerError, model_selection, session_directory
 from chat._core import ChatCore, ChatExit
+from chat._images import ImageError, clipboard_image, image_attachment
 from chat._markdown import MarkdownStream, drawn
 from chat._terminal import Eof, Interrupt, Line
 from chat.render import (
@@ -49,7 +51,7 @@ __all__ = ["Commands", "CLIENT_COMMANDS", "INIT_PROMPT"]
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
     "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
-    "diff", "undo", "rewind", "trust", "mode", "init",
+    "diff", "undo", "rewind", "trust", "mode", "init", "paste-image",
 )
 """The commands this client runs itself (the host offers more through ``completions``;
 ``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
@@ -116,6 +118,7 @@ class Commands(ChatCore):
             "trust": self._cmd_trust,
             "mode": self._cmd_mode,
             "init": self._cmd_init,
+            "paste-image": self._cmd_paste_image,
         }.get(name)
         try:
             if handler is not None:
@@ -150,6 +153,21 @@ class Commands(ChatCore):
         self._note("(asking the agent to study the project and write AGENTS.md; you confirm the file before it is written)")
         focus = args.strip()
         await self._send(INIT_PROMPT + (f"\n\nThe user adds: {focus}" if focus else ""))
+
+    async def _cmd_paste_image(self, args: str) -> None:
+        """``/paste-image``: the clipboard's image goes with the next message (``chat._images``)."""
+        sees, model = self._sees_images()
+        if sees is False:
+            self._problem(f"{model} cannot see images; pick a model that can with /model")
+            return
+        try:
+            data, kind = await clipboard_image()
+            label = f"clipboard image {len(self._pasted_images) + 1}"
+            self._pasted_images.append(image_attachment(data, label, kind))
+        except ImageError as error:
+            self._problem(str(error))
+            return
+        self._note(f"({label}: {kind}, {max(1, len(data) // 1024)} KB, goes with your next message)")
 
     async def _cmd_quit(self, args: str) -> None:
         raise ChatExit(0)

@@ -507,10 +507,11 @@ def render_models(models: Sequence[Mapping[str, Any]], style: Style, *, current:
 HELP_TEXT = """\
 Type a message and press Enter to send it. While the agent answers, what you type steers the
 running turn; start the line with >> (or use /queue) to queue it for after the turn instead.
-@path attaches a file from the working directory. Ctrl-C cancels the running turn; Ctrl-C when
-idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal that can draw,
-Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
-/commands and @paths, and Ctrl-C on a line being typed clears it.
+@path attaches a file from the working directory; @image.png, or an image file's path pasted,
+sends the image. Ctrl-C cancels the running turn; Ctrl-C when idle, or Ctrl-D, exits. Up and
+Ctrl-R recall earlier messages. In a terminal that can draw, Alt-Enter (or Esc Enter) adds a line,
+a paste stays one message until Enter, Tab completes /commands and @paths, and Ctrl-C on a line
+being typed clears it.
 
   /sessions [--all]    sessions, here first     /resume [N|ID]  pick one (--all: sub-agents, -p runs too)
   /new                 start a new session      /fork [N]       fork this session at turn N (default: last)
@@ -526,6 +527,8 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /trust               trusted folders          /trust add|revoke [DIR] trust or stop trusting one
   /mode [MODE]         permission mode: default, accept-edits, plan or full-auto (Shift+Tab cycles)
   /init [FOCUS]        have the agent write (or improve) AGENTS.md for this project
+  /paste-image         the clipboard's image goes with your next message (@image.png, or a pasted
+                       image path, attaches a file; models that see images only)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 

@@ -10,7 +10,8 @@
   {"scheme": "agent-host-content", ...}>``, its name for a URI of the host it is connected to).
   It also returns the notes meant for the user (shown as system notifications). ``@path`` words in
   the text that name a file inside the working directory and were not attached by the client are
-  read the same way, so every client gets Claude Code's ``@file`` behaviour.
+  read the same way, so every client gets Claude Code's ``@file`` behaviour (a mention whose
+  label an attachment has, such as an image the client sent inline, is that attachment).
 * ``rebuild_turn`` reconstructs a finished turn's messages from its AHP state, for turns that
   have no stored transcript (forked from an older host, say). Reasoning is dropped there: without
   the provider's signature it cannot be sent back.
@@ -97,8 +98,9 @@ def to_user_message(
         elif kind == "resource":
             _resource(attachment, label, working_directory, extra, notes, content)
     attached = {str(a.get("uri")) for a in message.get("attachments") or [] if isinstance(a, Mapping)}
+    labels = {str(a.get("label")) for a in message.get("attachments") or [] if isinstance(a, Mapping)}
     for label, uri in _mentions(text, working_directory):
-        if uri not in attached:
+        if uri not in attached and label not in labels:  # an image the client sent inline has no URI, only its label
             attached.add(uri)
             _resource({"uri": uri}, label, working_directory, extra, notes)
     body = "\n\n".join([text, *extra]) if extra else text
