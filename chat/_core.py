@@ -18,7 +18,8 @@ from typing import Any, Awaitable, Callable, TextIO
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
 from chat._images import model_sees_images
-from chat._markdown import DARK, Theme
+from chat._markdown import THEMES, Theme
+from chat._notify import Notifier
 from chat._settings import split_token
 from chat._terminal import Event, Lost, Terminal
 from chat.render import Style, clean
@@ -55,7 +56,8 @@ class ChatCore:
         width: Callable[[], int] = lambda: 80,
         permission_mode: str | None = None,
         find_host: Callable[[], Awaitable[str]] | None = None,
-        theme: Theme = DARK,
+        theme: str = "dark",
+        notifier: Notifier | None = None,
     ) -> None:
         self.client = client
         self._find_host = find_host
@@ -78,8 +80,10 @@ class ChatCore:
         """Render answers as markdown and diffs highlighted, with rich (a colour terminal)."""
         self.width = width
         """The terminal's width now, for rich to wrap at."""
-        self.theme = theme
+        self.theme: Theme = THEMES[theme]
         """The colours of answers and diffs rendered with rich (the terminal's background)."""
+        self.notifier = notifier or Notifier("off")
+        """When and how the user is called back to the chat (``chat._notify``)."""
         self._turn_since: dict[str, float] = {}
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
         self._listed: list[dict[str, Any]] = []
@@ -119,6 +123,10 @@ class ChatCore:
 
     def _note(self, text: str) -> None:
         self._write(self.style.dim(text) + "\n")
+
+    def _call_back(self, what: str) -> None:
+        """A turn waits for the user: ring (and notify) unless the window is known to have the focus."""
+        self.terminal.signal(self.notifier.waiting(what, self.terminal.focused))
 
     def _problem(self, text: str) -> None:
         self._write(self.style.red("! ") + clean(text) + "\n")

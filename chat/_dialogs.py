@@ -27,6 +27,7 @@ from chat.render import (
     render_question,
     render_unified_diff,
     shell_command_of,
+    text_of,
     tool_input_text,
 )
 from client import ROOT_CHANNEL, AhpError
@@ -65,7 +66,9 @@ class Dialogs(ChatCore):
     async def _confirm(self, turn_id: str, call: dict[str, Any]) -> None:
         assert self.session is not None
         call_id = call["toolCallId"]
+        name = clean(call.get("displayName") or call.get("toolName") or "a tool")
         if call.get("status") == "pending-result-confirmation":
+            self._call_back(f"{name}: its result waits for you to accept it")
             waits = self._call_waits(turn_id, call_id, "pending-result-confirmation")
             while True:
                 self._ask("Accept this result? [y/n] ")
@@ -78,6 +81,7 @@ class Dialogs(ChatCore):
                     return
                 self._note("type y to accept the result or n to reject it")
         waits = self._call_waits(turn_id, call_id, "pending-confirmation")
+        self._call_back(f"{name} waits for your confirmation")
         header, choices = render_confirmation(call, self.style, preview=await self._edits_preview(call))
         self._write(header)
         edited: str | None = None
@@ -189,6 +193,7 @@ class Dialogs(ChatCore):
         def still_open() -> bool:
             return any(r.get("id") == request_id for r in actions.open_input_requests(self._state()))
 
+        self._call_back(f"a question waits for you: {text_of(request.get('message')) or 'the agent asks for input'}")
         self._write("\n" + render_input_request(request, self.style))
         questions = [q for q in request.get("questions") or () if isinstance(q, dict)]
         if not questions:
