@@ -131,3 +131,18 @@ def test_whether_the_model_sees_images_comes_from_the_hosts_agent_list() -> None
     assert model_sees_images(agents, {"summary": {"provider": "p", "model": {"id": "t"}}}) == (False, "t")
     assert model_sees_images(agents, {"summary": {"provider": "p", "model": {"id": "u"}}}) == (None, "u")
     assert model_sees_images([], None) == (None, "this model")
+
+
+async def test_a_script_attaches_an_image_the_same_way(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "shot.png").write_bytes(PNG)
+    async with FakeProviderServer([Reply(200, chat_sse("A screenshot."))], base_path="/v1") as server:
+        run = spawn_agent_host(tmp_path, project, host_toml(server, vision=True), "-p", "describe @shot.png")
+        try:
+            await run.expect("A screenshot.", timeout=30)
+            assert await run.wait(30) == 0
+        finally:
+            run.close()
+    [request] = server.requests
+    assert _images(request) == [_data_url("image/png", PNG)]
