@@ -86,7 +86,7 @@ async def test_mcp_shows_a_crashing_servers_error_and_the_running_ones_tools(mcp
             [own] = [line for line in lines if f"MCP server '{name}'" in line]
             assert own.startswith("    ") and own.count(f"'{name}'") == 1
             assert lines[lines.index(own) - 1].lstrip().startswith(name)
-        assert "cannot start: command '/nonexistent/mcp-server' not found" in shown
+        assert "MCP server 'missing' failed: cannot start: command '/nonexistent/mcp-server' not found" in shown
         assert not [line for line in lines if line.startswith("  ") and not line.startswith("    ") and "MCP server" not in line
                     and not any(line.lstrip().startswith(n) for n in ("sink", "broken", "crashy", "missing"))]
         chat.send("/tools")
