@@ -183,11 +183,26 @@ async def _run(argv: list[str], environ: Mapping[str, str], *, limit: int = 64 *
     try:
         data = await asyncio.wait_for(read_all(), _CLIPBOARD_SECONDS)
     except asyncio.TimeoutError:
-        data = b""
-    if process.returncode is None:
-        try:
-            process.kill()
-        except ProcessLookupError:
-            pass
-    await process.wait()
-    return data if process.returncode in (0, -9) and data else b""
+        _stop(process)
+        await process.wait()
+        return b""
+    if len(data) >= limit:  # more than wanted: it is still writing (``image_attachment`` says too large)
+        _stop(process)
+        await process.wait()
+        return data
+    # It closed its output: wait for its status, never signal it (killing a child that has just
+    # exited reaps it behind asyncio's child watcher, which then reports 255).
+    try:
+        status = await asyncio.wait_for(process.wait(), _CLIPBOARD_SECONDS)
+    except asyncio.TimeoutError:  # it closed its output but lingers
+        _stop(process)
+        await process.wait()
+        return b""
+    return data if status == 0 else b""
+
+
+def _stop(process: asyncio.subprocess.Process) -> None:
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass

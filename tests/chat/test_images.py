@@ -58,10 +58,13 @@ async def test_named_pasted_and_clipboard_images_reach_a_model_that_sees_images(
     (pictures / "photo.jpg").write_bytes(JPEG)
     replies = [Reply(200, chat_sse("Two images: a screenshot and a photo.")), Reply(200, chat_sse("One copied image."))]
     async with FakeProviderServer(replies, base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server, vision=True), **_fake_wl_paste(tmp_path))
+        chat = spawn_agent_host(tmp_path, project, host_toml(server, vision=True), tty=True, **_fake_wl_paste(tmp_path))
         try:
             await chat.expect("/help for commands", timeout=30)
-            chat.send(f"compare @shot.png with '{pictures / 'photo.jpg'}'")
+            await chat.line_editor()
+            chat.type("compare @shot.png with ")
+            chat.paste(f"'{pictures / 'photo.jpg'}'")  # a file dragged into the terminal
+            chat.send("")
             await chat.expect("(attached shot.png (image))", timeout=30)
             await chat.expect(f"(attached '{pictures / 'photo.jpg'}' (image))".replace("'", ""))
             await chat.expect("Two images: a screenshot and a photo.", timeout=30)
