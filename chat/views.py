@@ -8,9 +8,10 @@ say so when a field is absent (an older host, a session without usage yet) inste
 * ``/tools`` — ``serverTools``, grouped as built-in or by the MCP server that provides them
   (``_meta.mcpServer``);
 * ``/mcp`` — the children of the ``mcp-servers`` container with the tools each publishes; a
-  server named in the container's degraded/error message is shown with that message;
+  server named in the container's degraded/error message is shown with that message, once (a
+  server the host is restarting as restarting, not failed);
 * ``/plugins`` — every other customization container with its load state, problems and what it
-  contributes (skills, commands, agents, ...);
+  contributes (skills, commands, agents, ...), leaving out workspace folders with nothing in them;
 * ``/context`` — input tokens of the last model request against the model's
   ``maxContextWindow``, and the compactions the host reported (its ``systemNotification`` parts);
 * ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``;
@@ -109,8 +110,8 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
     kind, message = _load(container)
     published = Counter(_server_of(t) for t in _tools(state))
-    found = [part.strip() for line in message.splitlines() for part in line.split("; ") if part.strip()] \
-        if kind in ("degraded", "error") else []
+    names = [clean(c.get("name") or c.get("id")) for c in container.get("children") or () if isinstance(c, Mapping)]
+    found = _problems(message, names) if kind in ("degraded", "error") else []
     waiting = [p for p in found if p.startswith(WAITING)]
     problems = [p for p in found if not p.startswith(WAITING)]
     lines = [style.bold("MCP servers") + style.dim(f" ({kind})")]
@@ -118,9 +119,11 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         if not isinstance(child, Mapping):
             continue
         name = clean(child.get("name") or child.get("id"))
-        own = [p for p in problems if f"'{name}'" in p]
+        own = [p for p in problems if _names(p, [name])]
         count = published.get(name, 0)
-        if own:
+        if own and all("; restarting in " in p for p in own):
+            status = style.yellow("↻ restarting")
+        elif own:
             status = style.red("✗ failed")
         elif any(f"'{name}'" in p for p in waiting):
             status = style.yellow("◌ waiting for you to trust this folder (/trust add)")
@@ -130,10 +133,31 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
             status = style.dim("○ not started (starts with a turn)")
         lines.append(f"  {style.bold(name)}  {status}")
         lines.extend("    " + style.red(_short(p, 300)) for p in own)
-    unowned = [p for p in problems if not any(f"'{clean(c.get('name'))}'" in p for c in container.get("children") or () if isinstance(c, Mapping))]
+    unowned = [p for p in problems if not _names(p, names)]
     lines.extend("  " + style.red(_short(p, 300)) for p in unowned)
     lines.extend("  " + style.yellow(_short(p, 300)) for p in waiting)
     return "\n".join(lines) + "\n"
+
+
+def _names(problem: str, names: Sequence[str]) -> bool:
+    """Whether ``problem`` is about one of the servers ``names`` (messages quote the name)."""
+    return any(f"'{name}'" in problem for name in names)
+
+
+def _problems(message: str, names: Sequence[str]) -> list[str]:
+    """The separate problems in a container's load message. The host joins them with "; ", and a
+    problem's own text may hold "; " too ("...; restarting in 1 s"): a piece that names no server
+    and is no trust notice continues the problem before it."""
+    found: list[str] = []
+    for line in message.splitlines():
+        for piece in (part.strip() for part in line.split("; ")):
+            if not piece:
+                continue
+            if found and names and not piece.startswith(WAITING) and not _names(piece, names) and not found[-1].startswith(WAITING):
+                found[-1] += "; " + piece
+            else:
+                found.append(piece)
+    return found
 
 
 def render_trust(root: Mapping[str, Any] | None, folder: str | None, state: Mapping[str, Any] | None, style: Style) -> str:
@@ -160,8 +184,15 @@ def render_trust(root: Mapping[str, Any] | None, folder: str | None, state: Mapp
     return "\n".join(lines) + "\n"
 
 
+def _empty_folder(container: Mapping[str, Any]) -> bool:
+    """A workspace folder with nothing in it and nothing to say: the host publishes some
+    (``.github/prompts``...) even before they exist, so that clients can add files there."""
+    kind, message = _load(container)
+    return container.get("type") == "directory" and kind == "loaded" and not message and not container.get("children")
+
+
 def render_plugins(state: Mapping[str, Any], style: Style) -> str:
-    containers = [c for c in _containers(state) if c.get("id") != MCP_CONTAINER]
+    containers = [c for c in _containers(state) if c.get("id") != MCP_CONTAINER and not _empty_folder(c)]
     if not containers:
         return "This session has no plugins or workspace customizations.\n"
     lines = []

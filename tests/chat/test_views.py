@@ -33,6 +33,8 @@ async def mcp_host(tmp_path: Path, workdir: Path, scenario: ScenarioAgent) -> As
     servers = {
         "sink": {"command": sys.executable, "args": [str(KITCHEN_SINK), "stdio"]},
         "broken": {"command": sys.executable, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]},
+        "crashy": {"command": sys.executable, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]},
+        "missing": {"command": "/nonexistent/mcp-server"},
     }
     config = load_config(
         None,
@@ -68,14 +70,25 @@ async def test_mcp_shows_a_crashing_servers_error_and_the_running_ones_tools(mcp
         for _ in range(50):
             chat.send("/mcp")
             shown = await chat.expect("> ")
-            if "MCP servers (degraded)" in shown and "sink  ● running" in shown:
+            if "sink  ● running" in shown and all(f"MCP server '{n}'" in shown for n in ("broken", "crashy")):
                 break
             await asyncio.sleep(0.2)
         assert "MCP servers (degraded)" in shown
-        assert "broken  ✗ failed" in shown
-        assert "MCP server 'broken' exited with code 7" in shown  # restarted in the background (issue 22)
+        # Restarted in the background (issue 22): restarting, or failed once it gave up.
+        assert "broken  ↻ restarting" in shown or "broken  ✗ failed" in shown
+        assert "MCP server 'broken' exited with code 7" in shown
         assert "refusing to start" in shown  # the server's own stderr says why
         assert "sink  ● running" in shown
+        assert "missing  ✗ failed" in shown
+        # Each problem once, under its own server: none repeated, nothing left over below them.
+        lines = shown.splitlines()
+        for name in ("broken", "crashy", "missing"):
+            [own] = [line for line in lines if f"MCP server '{name}'" in line]
+            assert own.startswith("    ") and own.count(f"'{name}'") == 1
+            assert lines[lines.index(own) - 1].lstrip().startswith(name)
+        assert "MCP server 'missing' failed: cannot start: command '/nonexistent/mcp-server' not found" in shown
+        assert not [line for line in lines if line.startswith("  ") and not line.startswith("    ") and "MCP server" not in line
+                    and not any(line.lstrip().startswith(n) for n in ("sink", "broken", "crashy", "missing"))]
         chat.send("/tools")
         shown = await chat.expect("> ")
         assert "MCP server sink (" in shown
@@ -179,3 +192,26 @@ def test_mcp_and_trust_say_what_waits_for_the_folder_to_be_trusted() -> None:
     assert "  /elsewhere" in render_trust(root, "/repo", state, PLAIN)
     assert "This folder: /elsewhere/sub — trusted" in render_trust(root, "/elsewhere/sub", {}, PLAIN)
     assert "no session yet" in render_trust({}, "/repo", None, PLAIN)
+
+
+async def test_plugins_lists_what_the_folder_has_and_not_the_empty_github_folders(spawn_chat: Any, workdir: Path) -> None:
+    (workdir / "AGENTS.md").write_text("# Rules\nBe brief.\n")
+    (workdir / ".claude" / "commands").mkdir(parents=True)
+    (workdir / ".claude" / "commands" / "fixdoc.md").write_text("Fix the docs of $ARGUMENTS.\n")
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("/plugins")
+    await chat.expect("Workspace instructions")
+    chat.send("/quit")
+    assert await chat.wait() == 0
+    shown = chat.text[chat.text.index("/plugins"):chat.text.index("/quit")]
+    assert "● .claude/commands loaded — 1 skill" in shown and "● Workspace instructions loaded — 1 rule" in shown
+    assert ".github" not in shown and "Prompts" not in shown
+
+
+def test_an_empty_workspace_folder_is_not_listed_but_one_with_a_problem_is() -> None:
+    empty = {"type": "directory", "id": "p", "name": ".github/prompts", "load": {"kind": "loaded"}, "children": []}
+    waiting = {"type": "directory", "id": "h", "name": ".github/hooks", "load": {"kind": "degraded", "message": "Waiting for trust"}}
+    assert render_plugins({"customizations": [empty]}, PLAIN) == "This session has no plugins or workspace customizations.\n"
+    assert ".github/hooks" in render_plugins({"customizations": [empty, waiting]}, PLAIN)
+    assert ".github/prompts" not in render_plugins({"customizations": [empty, waiting]}, PLAIN)

@@ -181,7 +181,8 @@ class SessionMcp:
         elif status.state == "stopped":
             self._on_problem(owner, f"mcp:{status.name}", None)
         elif status.state == "failed":
-            message = f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}"
+            cause = (status.message or "").removeprefix(f"MCP server {status.name!r} ")  # named once, not twice
+            message = f"MCP server {status.name!r} failed: {cause or 'unknown cause'}"
             if status.name not in self._reported:  # once per failure, not once per retry or turn
                 self._reported.add(status.name)
                 logger.warning("session %s: %s", self.session, message)
