@@ -10,7 +10,8 @@ say so when a field is absent (an older host, a session without usage yet) inste
 * ``/mcp`` — the children of the ``mcp-servers`` container with the tools each publishes; a
   server named in the container's degraded/error message is shown with that message;
 * ``/plugins`` — every other customization container with its load state, problems and what it
-  contributes (skills, commands, agents, ...);
+  contributes (skills, commands, agents, ...), and its notes (``_meta.notes``: what the host read
+  leniently or ignored, which does not change the load state);
 * ``/context`` — input tokens of the last model request against the model's
   ``maxContextWindow``, and the compactions the host reported (its ``systemNotification`` parts);
 * ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``;
@@ -175,6 +176,9 @@ def render_plugins(state: Mapping[str, Any], style: Style) -> str:
         if message:
             colour = style.red if kind == "error" else style.yellow
             lines.extend("    " + colour(line) for line in message.splitlines() if line.strip())
+        notes = (container.get("_meta") or {}).get("notes") if isinstance(container.get("_meta"), Mapping) else None
+        if isinstance(notes, list):
+            lines.extend("    " + style.dim("note: " + _short(clean(str(note)), 300)) for note in notes)
     return "\n".join(lines) + "\n"
 
 

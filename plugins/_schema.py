@@ -27,6 +27,16 @@ class Invalid(ValueError):
     """A converter rejected a value; the message says what was expected."""
 
 
+@dataclass(frozen=True)
+class Lenient:
+    """A converter's result read in a way the author may not have meant (a JSON-ish list in a
+    string, a YAML list where text was expected): the value is kept and ``note`` is reported as a
+    warning, which never changes the load state."""
+
+    value: Any
+    note: str
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
@@ -84,17 +94,39 @@ def split_top_level(value: str, separators: str) -> list[str]:
     return [item.strip() for item in items if item.strip()]
 
 
-def string_list(separators: str) -> Callable[[Any], tuple[str, ...]]:
-    """A YAML list of strings, or one string split on ``separators`` (outside parentheses)."""
+def _unquoted(item: str) -> str:
+    item = item.strip()
+    if len(item) >= 2 and item[0] == item[-1] and item[0] in "\"'":
+        return item[1:-1].strip()
+    return item
 
-    def convert(value: Any) -> tuple[str, ...]:
+
+def string_list(separators: str) -> Callable[[Any], tuple[str, ...] | Lenient]:
+    """A YAML list of strings, or one string split on ``separators`` (outside parentheses). A
+    string that is itself a bracketed list (``["Read", "Grep"]``, what a frontmatter that was not
+    valid YAML leaves) is read as that list, with a note."""
+
+    def convert(value: Any) -> tuple[str, ...] | Lenient:
         if isinstance(value, str):
+            stripped = value.strip()
+            if len(stripped) >= 2 and stripped[0] == "[" and stripped[-1] == "]":
+                items = tuple(i for i in (_unquoted(part) for part in split_top_level(stripped[1:-1], ",")) if i)
+                return Lenient(items, f"read the text {_describe(stripped)} as the list {list(items)}")
             return tuple(split_top_level(value, separators))
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
             return tuple(item.strip() for item in value if item.strip())
         raise Invalid(f"expected a string or a list of strings, got {_describe(value)}")
 
     return convert
+
+
+def hint(value: Any) -> str | Lenient:
+    """Text shown after a slash name (``argument-hint``). YAML reads the common
+    ``argument-hint: [message]`` as a list; that is taken back as the text the author wrote."""
+    if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+        shown = "[" + ", ".join(str(item) for item in value) + "]"
+        return Lenient(shown, f"YAML read this as a list; kept as the text {shown!r}")
+    return text(value)
 
 
 def strict_string_list(value: Any) -> tuple[str, ...]:
@@ -173,9 +205,14 @@ class Schema:
                 report(Severity.WARNING, where + (key,), f"unknown {self.kind} key (ignored)")
                 continue
             try:
-                clean[key] = field.convert(value)
+                converted = field.convert(value)
             except Invalid as exc:
                 report(Severity.PROBLEM, where + (key,), f"{exc} (ignored)")
+                continue
+            if isinstance(converted, Lenient):
+                report(Severity.WARNING, where + (key,), converted.note)
+                converted = converted.value
+            clean[key] = converted
         for key, field in self.fields.items():
             if field.required and key not in data:
                 report(Severity.PROBLEM, where + (key,), "required key is missing")
@@ -196,7 +233,7 @@ SKILL = Schema(
         "allowed-tools": Field(_TOOLS),
         "disable-model-invocation": Field(boolean),
         "user-invocable": Field(boolean),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "model": Field(text),
         "context": Field(text),
         "agent": Field(text),
@@ -211,7 +248,7 @@ COMMAND = Schema(
         "description": Field(text),
         "disable-model-invocation": Field(boolean),
         "user-invocable": Field(boolean),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "allowed-tools": Field(_TOOLS),
         "model": Field(text),
     },
@@ -225,7 +262,7 @@ AGENT = Schema(
         "tools": Field(_TOOLS),
         "model": Field(text_or_text_list),
         "color": Field(text),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "handoffs": Field(anything),
         "agents": Field(anything),
         "target": Field(text),
@@ -254,7 +291,7 @@ PROMPT = Schema(
     {
         "name": Field(text),
         "description": Field(text),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "agent": Field(text),
         "mode": Field(text),
         "model": Field(text),

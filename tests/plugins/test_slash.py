@@ -38,7 +38,7 @@ def test_unique_bare_name_is_accepted() -> None:
 
 def test_command_without_arguments_placeholder_gets_them_appended() -> None:
     invocation = parse_slash("/sample-toolkit:wipe-cache dist only", _entries())
-    assert invocation is not None and invocation.prompt.endswith("\n\ndist only")
+    assert invocation is not None and invocation.prompt.endswith("\n\nARGUMENTS: dist only")
 
 
 def test_unknown_names_and_plain_messages_are_not_invocations() -> None:

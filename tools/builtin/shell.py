@@ -184,8 +184,8 @@ class ShellTool(Tool):
     def policy_subject(self, args: dict) -> str | None:
         return args.get("command")
 
-    def _environment(self) -> dict[str, str]:
-        env = dict(os.environ)
+    def _environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {**os.environ, **(extra or {})}
         # Nothing can answer a pager or a credential prompt: make them not happen.
         env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
         return env
@@ -212,7 +212,7 @@ class ShellTool(Tool):
         try:
             argv = [shell, "-c", command]
             process = await PtyProcess.spawn(ctx.sandbox.command(argv) if ctx.sandbox else argv, cwd=ctx.working_directory,
-                                             env=self._environment())
+                                             env=self._environment(ctx.environment))
         except OSError as exc:
             raise ToolFailure(f"Could not start {shell}: {exc.strerror or type(exc).__name__}.", code="spawn_failed") from None
 
