@@ -1,0 +1,214 @@
+"""Commands, skills and agents written for Claude Code act here as their authors wrote them.
+
+A real host on port 0, the scripted provider (it records every request the model was sent) and
+plugins in the published shapes (``.claude-plugin/plugin.json``, ``commands/*.md`` with
+``allowed-tools`` and ``!`` lines, ``skills/<name>/SKILL.md`` with files beside it,
+``agents/*.md`` whose frontmatter is not strict YAML). What is asserted is what the user sees
+(tool calls, confirmations, load states) and what the model is sent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from providers import ScriptedProvider, UserMessage
+from providers.scripted import call_tools, reply
+from tests.conftest import FrameChecker
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
+from tests.host.runtime.tools._support import calls, scripted, tool_results, wait_pending
+
+COMMIT = """---
+allowed-tools: Bash(git add:*), Bash(git status:*), Bash(git commit:*)
+description: Create a git commit
+---
+
+## Context
+
+- Current git status: !`git status --short`
+- Branch and tracking:
+
+```!
+git status --porcelain
+git status --branch --short
+```
+
+Write the message as ${CLAUDE_PLUGIN_ROOT}/COMMIT_STYLE.md says.
+
+## Your task
+
+Based on the above changes, create a single git commit.
+"""
+
+
+def _plugin(root: Path, name: str, files: dict[str, str]) -> Path:
+    plugin = root / name
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": name, "version": "1.0.0"}))
+    for relative, text in files.items():
+        (plugin / relative).parent.mkdir(parents=True, exist_ok=True)
+        (plugin / relative).write_text(text)
+    return plugin
+
+
+def _user_text(provider: ScriptedProvider, index: int) -> str:
+    return [m for m in provider.requests[index].messages if isinstance(m, UserMessage)][-1].text
+
+
+def _tool(provider: ScriptedProvider, index: int, name: str):
+    return next(t for t in provider.requests[index].tools if t.name == name)
+
+
+def _git(work: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=work, capture_output=True, text=True, check=True).stdout
+
+
+async def test_commit_asks_nothing_for_what_its_allowed_tools_list_and_the_grant_ends_with_the_turn(
+    tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(variable, "Test")
+    for variable in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(variable, "test@example.com")
+    plugins = tmp_path / "plugins"
+    plugin = _plugin(plugins, "commit-commands", {"commands/commit.md": COMMIT, "COMMIT_STYLE.md": "Imperative mood.\n"})
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")
+    (work / "notes.txt").write_text("ship it\n")
+    provider = ScriptedProvider([
+        call_tools(("shell", {"command": "git add notes.txt"}), ("shell", {"command": "git commit -m 'Add notes'"})),
+        reply("Committed."),
+        call_tools(("shell", {"command": "git commit --amend -m 'Add the notes'"})),
+        reply("Left it as it was."),
+    ])
+    config = config_for(tmp_path, tools={"enabled": True}, plugins={"directories": [str(plugins)]})
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        turn = await run_turn(client, session, "/commit")
+        # The next turn is not the command's: the same kind of call asks again.
+        client.send_message(session, "reword it")
+        call = await wait_pending(client, session)
+        client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": call["turnId"],
+                                  "toolCallId": call["toolCallId"], "approved": False, "confirmed": "user-action",
+                                  "selectedOptionId": "deny"})
+        await idle(client, session)
+    shell_calls = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
+    # Two shell commands of the body (the inline line and the ```! block), then the model's two calls.
+    assert [c["toolName"] for c in shell_calls] == ["shell"] * 4
+    assert [(c["status"], c["confirmed"], c["success"]) for c in shell_calls] == [("completed", "setting", True)] * 4
+    sent = _user_text(provider, 0)
+    assert "- Current git status: ?? notes.txt" in sent
+    assert "## No commits yet" in sent  # the fenced block's second line ran too
+    assert "```!" not in sent and "!`" not in sent
+    assert f"Write the message as {plugin.resolve()}/COMMIT_STYLE.md says." in sent
+    assert _git(work, "log", "--format=%s") == "Add notes\n"
+    assert call["toolInput"] and "--amend" in call["toolInput"]
+    assert _git(work, "log", "--format=%s") == "Add notes\n"
+
+
+SKILL = """---
+name: pdf
+description: Fill in and read PDF forms. Use when the user mentions a PDF form.
+---
+
+# PDF forms
+
+- Plugin check: !`echo "root=$CLAUDE_PLUGIN_ROOT"`
+- The field reference is ${CLAUDE_SKILL_DIR}/reference.md; read it before filling a form.
+- Fill the form named $1 (all arguments: $ARGUMENTS).
+"""
+
+
+async def test_a_skill_sees_its_plugin_root_and_its_files_are_readable_but_not_writable(
+    tmp_path: Path, frame_checker: FrameChecker
+) -> None:
+    plugins = tmp_path / "plugins"
+    plugin = _plugin(plugins, "doc-kit", {"skills/pdf/SKILL.md": SKILL, "skills/pdf/reference.md": "Field 7 is the date.\n"})
+    root = plugin.resolve()
+    reference = root / "skills" / "pdf" / "reference.md"
+    work = tmp_path / "work"
+    work.mkdir()
+    provider = ScriptedProvider([
+        call_tools(("read_file", {"path": str(reference)}), ("grep", {"pattern": "Field", "path": str(reference.parent)})),
+        call_tools(("write_file", {"path": str(reference), "content": "changed\n"}),
+                   ("shell", {"command": 'echo "model-sees=$CLAUDE_PLUGIN_ROOT"'})),
+        reply("Filled."),
+        call_tools(("shell", {"command": 'echo "later=$CLAUDE_PLUGIN_ROOT"'})),
+        reply("Done."),
+    ])
+    config = config_for(tmp_path, tools={"enabled": True, "allow": ["shell", "write_file"]},
+                        plugins={"directories": [str(plugins)]})
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        turn = await run_turn(client, session, '/doc-kit:pdf "tax form" quickly')
+        await run_turn(client, session, "anything else?")
+    sent = _user_text(provider, 0)
+    assert f"- Plugin check: root={root}" in sent
+    assert f"- The field reference is {reference}; read it" in sent
+    assert "- Fill the form named tax form (all arguments: \"tax form\" quickly)." in sent
+    read, grep = tool_results(provider, 1)
+    assert "Field 7 is the date." in read.text and not read.is_error
+    assert "reference.md" in grep.text and not grep.is_error
+    written, echoed = tool_results(provider, 2)
+    assert written.is_error and "outside the allowed directories" in written.text
+    assert reference.read_text() == "Field 7 is the date.\n"
+    assert f"model-sees={root}" in echoed.text
+    [later] = tool_results(provider, 4)
+    assert later.text.startswith("later=\n")  # the plugin's variables belonged to the skill's turn
+    write_call = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"][3]
+    assert (write_call["toolName"], write_call["success"]) == ("write_file", False)
+
+
+LENIENT_AGENT = """---
+name: reviewer
+description: Use this agent when code needs review. Examples: <example>Context: the user says "check it": review</example>
+tools: ["Read", "Grep"]
+model: sonnet
+---
+You review code in the {plugin} style.
+"""
+
+CHECK_COMMAND = """---
+description: Check a file
+argument-hint: [file]
+---
+Check $1.
+"""
+
+
+async def test_two_plugins_agents_of_one_name_are_both_reachable_and_lenient_frontmatter_is_a_note(
+    tmp_path: Path, frame_checker: FrameChecker
+) -> None:
+    plugins = tmp_path / "plugins"
+    _plugin(plugins, "alpha", {"agents/reviewer.md": LENIENT_AGENT.format(plugin="alpha"), "commands/check.md": CHECK_COMMAND})
+    _plugin(plugins, "beta", {"agents/reviewer.md": LENIENT_AGENT.format(plugin="beta")})
+    task = {"description": "Review", "prompt": "Review main.py", "subagent_type": "beta:reviewer"}
+    provider = ScriptedProvider([call_tools(("task", task)), reply("Looks fine."), reply("The beta reviewer says it looks fine.")])
+    config = config_for(tmp_path, tools={"enabled": True}, plugins={"directories": [str(plugins)]})
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted")
+        state = client.state(session)
+        turn = await run_turn(client, session, "review main.py")
+    containers = {c["name"]: c for c in state["customizations"]}
+    for name in ("alpha", "beta"):
+        assert containers[name]["load"] == {"kind": "loaded"}  # lenient readings are notes, not problems
+        notes = containers[name]["_meta"]["notes"]
+        assert any("agents/reviewer.md ==> frontmatter: frontmatter is not valid YAML" in n for n in notes)
+        assert any("frontmatter ==> tools: read the text '[\"Read\", \"Grep\"]' as the list ['Read', 'Grep']" in n
+                   for n in notes)
+    assert any("commands/check.md ==> frontmatter ==> argument-hint: YAML read this as a list; kept as the text '[file]'" in n
+               for n in containers["alpha"]["_meta"]["notes"])
+    listing = _tool(provider, 0, "task").description
+    assert "- alpha:reviewer: Use this agent when code needs review." in listing
+    assert "- beta:reviewer: Use this agent when code needs review." in listing
+    [call] = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
+    assert call["success"] is True
+    block = next(b for b in call["content"] if b.get("type") == "subagent")
+    assert block["agentName"] == "beta:reviewer"
+    sub_request = provider.requests[1]
+    assert "You review code in the beta style." in (sub_request.system or "")
+    # tools: ["Read", "Grep"] means exactly those two, and the skill loader (alpha has a command).
+    assert sorted(t.name for t in sub_request.tools) == ["grep", "load_skill", "read_file"]
