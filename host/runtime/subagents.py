@@ -74,7 +74,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_LIMIT = 4
 """Sub-agents one session runs at once."""
 
-AGENT_BUDGET = 3072
+AGENT_BUDGET = 2048
 """Bytes of the specialists' catalogue in the ``task`` tool's description."""
 
 SUBAGENT_CHAT_PREFIX = "ahp-chat://subagent/"

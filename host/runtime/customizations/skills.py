@@ -31,8 +31,8 @@ __all__ = ["CatalogEntry", "LoadTextTool", "SKILL_TOOL", "RULE_TOOL", "SKILL_BUD
 SKILL_TOOL = "load_skill"
 RULE_TOOL = "load_rule"
 
-SKILL_BUDGET = 4096
-"""Bytes of skill catalogue sent with each model request (about 30 skills)."""
+SKILL_BUDGET = 3072
+"""Bytes of skill catalogue sent with each model request (some 25 skills)."""
 RULE_BUDGET = 2048
 """Bytes of the on-request rules catalogue."""
 

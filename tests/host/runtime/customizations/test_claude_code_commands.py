@@ -79,7 +79,7 @@ async def test_commit_asks_nothing_for_what_its_allowed_tools_list_and_the_grant
     _git(work, "init", "-q")
     (work / "notes.txt").write_text("ship it\n")
     provider = ScriptedProvider([
-        call_tools(("shell", {"command": "git add notes.txt"}), ("shell", {"command": "git commit -m 'Add notes'"})),
+        call_tools(("shell", {"command": "git add notes.txt && git commit -m 'Add notes'"})),
         reply("Committed."),
         call_tools(("shell", {"command": "git commit --amend -m 'Add the notes'"})),
         reply("Left it as it was."),
@@ -96,9 +96,9 @@ async def test_commit_asks_nothing_for_what_its_allowed_tools_list_and_the_grant
                                   "selectedOptionId": "deny"})
         await idle(client, session)
     shell_calls = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
-    # Two shell commands of the body (the inline line and the ```! block), then the model's two calls.
-    assert [c["toolName"] for c in shell_calls] == ["shell"] * 4
-    assert [(c["status"], c["confirmed"], c["success"]) for c in shell_calls] == [("completed", "setting", True)] * 4
+    # Two shell commands of the body (the inline line and the ```! block), then the model's call.
+    assert [c["toolName"] for c in shell_calls] == ["shell"] * 3
+    assert [(c["status"], c["confirmed"], c["success"]) for c in shell_calls] == [("completed", "setting", True)] * 3
     sent = _user_text(provider, 0)
     assert "- Current git status: ?? notes.txt" in sent
     assert "## No commits yet" in sent  # the fenced block's second line ran too
@@ -212,3 +212,67 @@ async def test_two_plugins_agents_of_one_name_are_both_reachable_and_lenient_fro
     assert "You review code in the beta style." in (sub_request.system or "")
     # tools: ["Read", "Grep"] means exactly those two, and the skill loader (alpha has a command).
     assert sorted(t.name for t in sub_request.tools) == ["grep", "load_skill", "read_file"]
+
+
+def _many_plugins(root: Path, count: int) -> None:
+    """``count`` plugins shaped like the published marketplaces': long skill and agent
+    descriptions (with examples, as Claude Code agents write them) and a command each."""
+    example = (" Examples: <example>Context: the user is working on the {area} code and asks for help. user: 'Please "
+               "look at the {area} module' assistant: 'I will use the {name} agent to look at it.' <commentary>The "
+               "user asked about {area}, so this agent applies.</commentary></example>")
+    for i in range(count):
+        area = f"area{i:02d}"
+        files = {
+            f"skills/{area}-guide/SKILL.md": f"---\nname: {area}-guide\ndescription: Guidance for working in {area}: "
+                                             f"conventions, pitfalls and checklists. Use when editing {area} files or "
+                                             f"reviewing changes that touch them.{' More detail.' * 50}\n---\nThe {area} guide.\n",
+            f"skills/{area}-audit/SKILL.md": f"---\nname: {area}-audit\ndescription: Audits {area} for common mistakes "
+                                             f"and reports them with file and line.{' Thorough.' * 40}\n---\nAudit {area}.\n",
+            f"agents/{area}-expert.md": f"---\nname: {area}-expert\ndescription: Use this agent for deep questions about "
+                                        f"{area}.{example.format(area=area, name=area + '-expert')}\n---\nYou know {area}.\n",
+            f"commands/{area}-status.md": f"---\ndescription: Show the status of {area}\n---\nReport on {area}.\n",
+        }
+        if i == count - 2:
+            files["skills/kube-deploy/SKILL.md"] = ("---\nname: kube-deploy\ndescription: Deploy services to Kubernetes "
+                                                    "clusters with rolling updates.\n---\nUse kubectl rollout.\n")
+        _plugin(root, f"kit-{i:02d}", files)
+
+
+async def test_the_catalogue_of_93_plugins_costs_a_few_kilobytes_ranked_by_the_message(
+    tmp_path: Path, frame_checker: FrameChecker
+) -> None:
+    plugins = tmp_path / "plugins"
+    _many_plugins(plugins, 93)
+    provider = ScriptedProvider([
+        call_tools(("load_skill", {"name": "kubernetes"})),
+        call_tools(("load_skill", {"name": "kit-91:kube-deploy"})),
+        reply("Deployed."),
+        reply("Hello."),
+    ])
+    config = config_for(tmp_path, tools={"enabled": True}, plugins={"directories": [str(plugins)]})
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted")
+        await run_turn(client, session, "deploy the api to our kubernetes cluster")
+        await run_turn(client, session, "hello")
+    skills = _tool(provider, 0, "load_skill")
+    agents = _tool(provider, 0, "task")
+    every = 93 * 3 + 1  # two skills and a command per plugin, and the Kubernetes skill
+    full_size = sum(len(p.read_text()) for p in plugins.rglob("*.md"))
+    assert full_size > 160_000  # about what listing every description would cost
+    catalogue = len(skills.description) + len(json.dumps(skills.input_schema)) + len(agents.description) + len(
+        json.dumps(agents.input_schema))
+    assert catalogue < 7_000  # 6.4 KB when written
+    # Ranked: the one skill the message is about comes first, though its plugin is near the end.
+    lines = skills.description.splitlines()
+    assert lines[1] == "- kit-91:kube-deploy: Deploy services to Kubernetes clusters with rolling updates."
+    listed = [line for line in lines if line.startswith("- kit-")]
+    assert lines[-1] == (f"- ... and {every - len(listed)} more skills not listed here: call load_skill with a name the "
+                         "user gives, or with a word of what you need, and it answers with the skills that match.")
+    assert agents.description.splitlines()[-1].startswith("- ... and ")
+    # A word finds what the listing left out; the full text comes on demand.
+    found, = tool_results(provider, 1)
+    assert found.is_error and "- kit-91:kube-deploy: Deploy services to Kubernetes" in found.text
+    loaded, = tool_results(provider, 2)
+    assert loaded.text.startswith("Use kubectl rollout.")
+    # Used once, it stays at the top of the listing in the session's later requests.
+    assert _tool(provider, 3, "load_skill").description.splitlines()[1].startswith("- kit-91:kube-deploy:")
