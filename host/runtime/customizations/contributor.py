@@ -9,10 +9,13 @@ Per turn (and per model request where noted) it adds:
   ``!`cmd``` and ```` ```! ```` blocks, run next, see ``tool_runs``). A skill's or command's
   ``allowed-tools`` (Claude Code permission rules, read with ``plugins.claude_code_tools.host_rules``)
   become the turn's grants (``TurnContext.grants``): allow rules for this turn only, which cover
-  its shell commands and the model's calls until the turn ends; a plugin's command also sets
+  its shell commands and the model's calls until the turn ends (its own read-only shell commands,
+  ``git status`` or ``git log``, are granted too: ``command_bodies.context_rules``); a plugin's command also sets
   ``CLAUDE_PLUGIN_ROOT`` (and ``PLUGIN_ROOT``, ``PLUGIN_DATA``) for the commands the turn runs. A
   command that lies in a folder not trusted gets neither: its shell commands are replaced by a
-  note instead of running, and its ``allowed-tools`` grant nothing (``host.runtime.trust``);
+  note instead of running, and its ``allowed-tools`` grant nothing (``host.runtime.trust``); in
+  such a folder no command grants anything (a repository's git configuration can run programs), so
+  a plugin's command runs with every call confirmed;
   attached files join the files in play.
 * **system prompt** (every request): the selected custom agent's body (``ctx.agent``, captured at
   turn start), rules with ``alwaysApply`` and no globs, glob rules whose files are in play
@@ -42,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants
 from host.runtime.agents.environment import Contributor
 from host.runtime.catalogue import CatalogueItem, catalogue
-from host.runtime.command_bodies import replace_bang_commands
+from host.runtime.command_bodies import context_rules, replace_bang_commands
 from host.runtime.agents.tooling import ToolCallRequest
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.skills import (
@@ -112,12 +115,15 @@ class CustomizationContributor(Contributor):
         invocation = parse_slash(text, runtime.slash_entries())
         if invocation is not None:
             prompt = invocation.prompt
-            if not runtime.folder_trusted and runtime.folder is not None and _inside(invocation.entry.target.path, runtime.folder):
+            untrusted = not runtime.folder_trusted and runtime.folder is not None
+            if untrusted and _inside(invocation.entry.target.path, runtime.folder):
                 # The folder's own commands neither run their shell commands nor pre-approve
                 # anything until it is trusted.
                 prompt = replace_bang_commands(prompt, lambda command: f"[`{command}` was not run: {runtime.folder} is not trusted]")
             else:
-                ctx.grants = _grants(runtime, invocation)
+                # In a folder not trusted, nothing runs there unasked (its git config alone can
+                # run programs): a plugin's command still runs, but every call is confirmed.
+                ctx.grants = _grants(runtime, invocation, prompt, allow=not untrusted)
             message = {**message, "text": prompt}
         if added:
             message = {**message, "text": str(message.get("text") or "") + "".join(f"\n\n{HOOK_CONTEXT}\n{a}" for a in added)}
@@ -237,9 +243,10 @@ class CustomizationContributor(Contributor):
         return context
 
 
-def _grants(runtime: SessionCustomizations, invocation: SlashInvocation) -> TurnGrants:
+def _grants(runtime: SessionCustomizations, invocation: SlashInvocation, prompt: str, *, allow: bool) -> TurnGrants:
     """What an invoked skill or command grants its turn: its ``allowed-tools`` as this host's
-    allow rules, and its plugin's variables for the commands the turn runs."""
+    allow rules, its own read-only shell commands (``command_bodies.context_rules``), and its
+    plugin's variables for the commands the turn runs. ``allow=False``: the variables only."""
     import os
 
     from plugins import LoadedPlugin, plugin_environment
@@ -248,7 +255,7 @@ def _grants(runtime: SessionCustomizations, invocation: SlashInvocation) -> Turn
 
     target = invocation.entry.target
     rules: list[str] = []
-    for rule in getattr(target, "allowed_tools", ()) or ():
+    for rule in (getattr(target, "allowed_tools", ()) or ()) if allow else ():
         try:
             translated = host_rules(rule, settings_root=runtime.folder, home=os.path.expanduser("~"))
             for host_rule in translated:
@@ -257,6 +264,8 @@ def _grants(runtime: SessionCustomizations, invocation: SlashInvocation) -> Turn
             logger.info("/%s: allowed-tools entry %r is not used: %s", invocation.entry.name, rule, exc)
             continue
         rules.extend(translated)
+    if allow:
+        rules.extend(context_rules(prompt))
     environment: dict[str, str] = {}
     owner = next((c for c in runtime.usable() if c.name == invocation.entry.container
                   and any(item is target for item in (*c.skills, *c.commands, *c.prompts))), None)

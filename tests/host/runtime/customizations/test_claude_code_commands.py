@@ -27,8 +27,11 @@ description: Create a git commit
 
 ## Context
 
-- Current git status: !`git status --short`
-- Branch and tracking:
+- Status: !`git status`
+- Changes against HEAD: !`git diff HEAD --stat`
+- Branch: !`git branch --show-current`
+- Latest commits: !`git log --oneline -10`
+- In short:
 
 ```!
 git status --porcelain
@@ -39,7 +42,7 @@ Write the message as ${CLAUDE_PLUGIN_ROOT}/COMMIT_STYLE.md says.
 
 ## Your task
 
-Based on the above changes, create a single git commit.
+Stage what changed and create one commit, in one message of tool calls.
 """
 
 
@@ -76,10 +79,14 @@ async def test_commit_asks_nothing_for_what_its_allowed_tools_list_and_the_grant
     plugin = _plugin(plugins, "commit-commands", {"commands/commit.md": COMMIT, "COMMIT_STYLE.md": "Imperative mood.\n"})
     work = tmp_path / "work"
     work.mkdir()
-    _git(work, "init", "-q")
+    _git(work, "init", "-q", "-b", "main")
+    (work / "README.md").write_text("# app\n")
+    _git(work, "add", "README.md")
+    _git(work, "commit", "-q", "-m", "Start")
+    (work / "README.md").write_text("# app\n\nIt ships.\n")
     (work / "notes.txt").write_text("ship it\n")
     provider = ScriptedProvider([
-        call_tools(("shell", {"command": "git add notes.txt && git commit -m 'Add notes'"})),
+        call_tools(("shell", {"command": "git add README.md notes.txt && git commit -m 'Add notes'"})),
         reply("Committed."),
         call_tools(("shell", {"command": "git commit --amend -m 'Add the notes'"})),
         reply("Left it as it was."),
@@ -96,17 +103,58 @@ async def test_commit_asks_nothing_for_what_its_allowed_tools_list_and_the_grant
                                   "selectedOptionId": "deny"})
         await idle(client, session)
     shell_calls = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
-    # Two shell commands of the body (the inline line and the ```! block), then the model's call.
-    assert [c["toolName"] for c in shell_calls] == ["shell"] * 3
-    assert [(c["status"], c["confirmed"], c["success"]) for c in shell_calls] == [("completed", "setting", True)] * 3
+    # The body's five shell commands (four lines and the ```! block), then the model's call: nobody
+    # was asked. allowed-tools covers git status, add and commit; git diff, branch --show-current
+    # and log are read-only commands of the command's own body, which Claude Code runs unasked too.
+    assert [c["toolName"] for c in shell_calls] == ["shell"] * 6
+    assert [(c["status"], c["confirmed"], c["success"]) for c in shell_calls] == [("completed", "setting", True)] * 6
     sent = _user_text(provider, 0)
-    assert "- Current git status: ?? notes.txt" in sent
-    assert "## No commits yet" in sent  # the fenced block's second line ran too
+    assert "- Status: On branch main" in sent
+    assert "- Changes against HEAD:  README.md | 2 ++" in sent
+    assert "- Branch: main\n" in sent
+    assert "- Latest commits: " in sent and " Start" in sent
+    assert " M README.md\n?? notes.txt\n## main" in sent  # the fenced block's two lines ran as one script
     assert "```!" not in sent and "!`" not in sent
     assert f"Write the message as {plugin.resolve()}/COMMIT_STYLE.md says." in sent
-    assert _git(work, "log", "--format=%s") == "Add notes\n"
-    assert call["toolInput"] and "--amend" in call["toolInput"]
-    assert _git(work, "log", "--format=%s") == "Add notes\n"
+    assert _git(work, "log", "--format=%s") == "Add notes\nStart\n"
+    assert call["toolInput"] and "--amend" in call["toolInput"]  # asked, and denied: nothing changed
+    assert _git(work, "log", "--format=%s") == "Add notes\nStart\n"
+
+
+async def test_in_a_folder_not_trusted_a_plugins_command_grants_nothing(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugins = tmp_path / "plugins"
+    _plugin(plugins, "commit-commands", {"commands/commit.md": COMMIT})
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")  # its .git/config could name programs git runs (core.fsmonitor...)
+    provider = ScriptedProvider([reply("Nothing to commit.")])
+    config = config_for(tmp_path, tools={"enabled": True}, plugins={"directories": [str(plugins)]}, trust={"folders": []})
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        client.send_message(session, "/commit")
+        call = await wait_pending(client, session)
+        assert json.loads(call["toolInput"]) == {"command": "git status"}  # asked, though allowed-tools lists it
+        for _ in range(6):  # deny each of the body's commands in turn
+            client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": call["turnId"],
+                                      "toolCallId": call["toolCallId"], "approved": False, "confirmed": "user-action",
+                                      "selectedOptionId": "deny"})
+            await client.wait_for(lambda m, e: (p := pending_call(client, session, call["toolCallId"])) is not None
+                                  or (client.state(session) or {}).get("activeTurn") is None)
+            nxt = pending_call(client, session, call["toolCallId"])
+            if nxt is None:
+                break
+            call = nxt
+        await idle(client, session)
+    assert "denied" in _user_text(provider, 0)
+
+
+def pending_call(client, session: str, after: str):
+    """A call waiting for confirmation other than ``after``, if any."""
+    active = (client.state(session) or {}).get("activeTurn")
+    for call in calls(client, session) if active else ():
+        if call.get("status") == "pending-confirmation" and call["toolCallId"] != after:
+            return {**call, "turnId": active["id"]}
+    return None
 
 
 SKILL = """---
