@@ -59,12 +59,14 @@ def text(value: Any) -> str:
     raise Invalid(f"expected a string, got {_describe(value)}")
 
 
-def boolean(value: Any) -> bool:
-    """``true``/``false``; the strings "true"/"false" are tolerated."""
+def boolean(value: Any) -> bool | Lenient:
+    """``true``/``false``; the strings "true"/"false" are tolerated (with a note: a frontmatter
+    read leniently, or a quoted ``"true"``, gives them)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
+        flag = value.strip().lower() == "true"
+        return Lenient(flag, f"read the text {_describe(value)} as {'true' if flag else 'false'}")
     raise Invalid(f"expected true or false, got {_describe(value)}")
 
 
@@ -101,15 +103,16 @@ def _unquoted(item: str) -> str:
     return item
 
 
-def string_list(separators: str) -> Callable[[Any], tuple[str, ...] | Lenient]:
-    """A YAML list of strings, or one string split on ``separators`` (outside parentheses). A
-    string that is itself a bracketed list (``["Read", "Grep"]``, what a frontmatter that was not
-    valid YAML leaves) is read as that list, with a note."""
+def string_list(separators: str, *, brackets: bool = False) -> Callable[[Any], tuple[str, ...] | Lenient]:
+    """A YAML list of strings, or one string split on ``separators`` (outside parentheses). With
+    ``brackets``, a string that is itself a bracketed list (``["Read", "Grep"]``, what a
+    frontmatter that was not valid YAML leaves) is read as that list, with a note (not for globs,
+    where ``[ab]`` is a character class)."""
 
     def convert(value: Any) -> tuple[str, ...] | Lenient:
         if isinstance(value, str):
             stripped = value.strip()
-            if len(stripped) >= 2 and stripped[0] == "[" and stripped[-1] == "]":
+            if brackets and len(stripped) >= 2 and stripped[0] == "[" and stripped[-1] == "]":
                 items = tuple(i for i in (_unquoted(part) for part in split_top_level(stripped[1:-1], ",")) if i)
                 return Lenient(items, f"read the text {_describe(stripped)} as the list {list(items)}")
             return tuple(split_top_level(value, separators))
@@ -219,7 +222,7 @@ class Schema:
         return clean
 
 
-_TOOLS = string_list(", ")
+_TOOLS = string_list(", ", brackets=True)
 _GLOBS = string_list(",")
 
 SKILL = Schema(
