@@ -336,3 +336,15 @@ def test_plugin_variables_are_filled_in_in_command_skill_and_agent_bodies(make_p
     assert plugin.commands[0].body == f"Run !`'{real}'/bin/go.sh` and read {real}/GUIDE.md; $HOME stays.\n"
     assert plugin.skills[0].body == f"See {real}/skills/pdf/forms.md and {tmp_path / 'data' / plugin.name}/cache.\n"
     assert plugin.agents[0].body == f"Templates are in {real}/templates; ${{UNKNOWN}} stays.\n"
+
+
+def test_example_lines_in_a_lenient_description_stay_in_it_and_known_keys_after_them_still_count(make_plugin) -> None:
+    agent = ('---\nname: simplifier\ndescription: Use this agent after code changes. Examples: <example>\n'
+             'Context: the user added a feature.\nuser: "Please add auth"\nassistant: "I will use the agent."\n'
+             '</example>\nmodel: opus\n---\nSimplify.\n')
+    plugin = load_plugin(make_plugin({"agents/simplifier.md": agent}))
+    [loaded] = plugin.agents
+    assert loaded.description.endswith('Context: the user added a feature.\nuser: "Please add auth"\n'
+                                       'assistant: "I will use the agent."\n</example>')
+    assert loaded.model == "opus"
+    assert not [n for n in _warnings(plugin) if "unknown" in n]
