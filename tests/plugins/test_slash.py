@@ -28,6 +28,7 @@ def test_qualified_command_substitutes_arguments() -> None:
     assert invocation is not None
     assert (invocation.entry.kind, invocation.arguments) == ("skill", "staging")
     assert "Requested name: staging" in invocation.prompt
+    assert invocation.prompt.startswith(f"Base directory for this skill: {invocation.entry.target.folder}\n\n")
 
 
 def test_unique_bare_name_is_accepted() -> None:

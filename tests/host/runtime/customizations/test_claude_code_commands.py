@@ -194,6 +194,7 @@ async def test_a_skill_sees_its_plugin_root_and_its_files_are_readable_but_not_w
         turn = await run_turn(client, session, '/doc-kit:pdf "tax form" quickly')
         await run_turn(client, session, "anything else?")
     sent = _user_text(provider, 0)
+    assert sent.startswith(f"Base directory for this skill: {reference.parent}\n\n# PDF forms")
     assert f"- Plugin check: root={root}" in sent
     assert f"- The field reference is {reference}; read it" in sent
     assert "- Fill the form named tax form (all arguments: \"tax form\" quickly)." in sent
