@@ -7,7 +7,8 @@ What a user sees, and the rules:
   two plugins' agents of one name are both reachable; the bare name works when only one agent has
   it) or ``.claude/agents`` (Claude Code's ``agents/`` folders). The tool's description lists them
   with what each is for, bounded and ranked (``host.runtime.catalogue``, ``AGENT_BUDGET`` bytes:
-  those matching the user's message first, then how many more there are); an unknown name is
+  those matching the session's first message first, so the listing stays the same from turn to
+  turn and the provider's prompt cache holds, then how many more there are); an unknown name is
   answered with the agents that match it.
 * The host opens a *tool-spawned chat* in the parent's session, as AHP 0.7.0+ models sub-agents:
   ``ahp-chat://subagent/<base64url of the session URI>/<tool call id>``
@@ -107,7 +108,7 @@ class TaskTool(Tool):
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 
     def __init__(self, run: Callable[[dict, ToolContext], Any], agents: Sequence[SubagentSpec], query: str = "") -> None:
-        """``query``: the user's message of the turn, which ranks the specialists listed."""
+        """``query``: the message the specialists listed are ranked by."""
         self._run = run
         self.agents = {agent.name: agent for agent in agents}
         more = ("- ... and {count} more specialists not listed here: give subagent_type a name the user mentions, "
@@ -178,18 +179,23 @@ class SubagentContributor(Contributor):
         self.limit = limit
         self._slots: dict[str, asyncio.Semaphore] = {}
         """Per session: one slot per sub-agent that may run at once."""
+        self._queries: dict[str, str] = {}
+        """Per session: the message its specialists' listing is ranked by (its first)."""
 
     def session_disposed(self, session: str) -> None:
         """Forget ``session`` (its chats, sub-agents' included, go with it)."""
         self._slots.pop(session, None)
+        self._queries.pop(session, None)
 
     def tools(self, ctx: TurnContext) -> Sequence[Tool]:
         if parse_subagent_chat_uri(ctx.chat) is not None:
             return ()
         session, chat, model = ctx.session, ctx.chat, ctx.model
         agents = list(self.agents_for(session))
-        tool = TaskTool(lambda args, tool_ctx: self._run(session, chat, tool, args, tool_ctx, model), agents,
-                        query=str(ctx.message.get("text") or ""))
+        query = self._queries.get(session, str(ctx.message.get("text") or ""))
+        if agents and ctx.turn_id:  # a listing of the session's tools outside a turn pins nothing
+            self._queries.setdefault(session, query)
+        tool = TaskTool(lambda args, tool_ctx: self._run(session, chat, tool, args, tool_ctx, model), agents, query=query)
         return (tool,)
 
     async def _run(self, session: str, parent_chat: str, tool: TaskTool, args: dict, ctx: ToolContext,

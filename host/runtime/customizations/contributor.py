@@ -10,8 +10,9 @@ Per turn (and per model request where noted) it adds:
   ``allowed-tools`` (Claude Code permission rules, read with ``plugins.claude_code_tools.host_rules``)
   become the turn's grants (``TurnContext.grants``): allow rules for this turn only, which cover
   its shell commands and the model's calls until the turn ends (its own read-only shell commands,
-  ``git status`` or ``git log``, are granted too: ``command_bodies.context_rules``); a plugin's command also sets
-  ``CLAUDE_PLUGIN_ROOT`` (and ``PLUGIN_ROOT``, ``PLUGIN_DATA``) for the commands the turn runs. A
+  ``git status`` or ``git log``, are granted too: ``command_bodies.context_rules``); a plugin's
+  command also sets ``CLAUDE_PLUGIN_ROOT`` (and ``PLUGIN_ROOT``, ``PLUGIN_DATA``) for the
+  commands the turn runs. A
   command that lies in a folder not trusted gets neither: its shell commands are replaced by a
   note instead of running, and its ``allowed-tools`` grant nothing (``host.runtime.trust``); in
   such a folder no command grants anything (a repository's git configuration can run programs), so
@@ -23,8 +24,10 @@ Per turn (and per model request where noted) it adds:
   available right now (starting, restarting, failed) so the model knows their tools are missing
   for a reason and may come later.
 * **tools**: the session's MCP tools, ``load_skill`` (model-invocable skills and commands) and
-  ``load_rule``, whose catalogues are bounded and ranked by the turn's message (``skills``); a custom agent that declares ``tools`` restricts the offered set to those names
-  (the loaders stay available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
+  ``load_rule``, whose catalogues are bounded and ranked (``skills``; by the session's first
+  message, so they do not change from turn to turn and the provider's prompt cache holds); a
+  custom agent that declares ``tools`` restricts the offered set to those names (the loaders stay
+  available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
 * **tool hooks**: ``PreToolUse``-type hooks before a call (exit 2 or a JSON deny blocks it; the
   reason is the call's error, which the user and the model see); ``PostToolUse`` /
   ``PostToolUseFailure`` after it, and the call's paths join the files in play.
@@ -150,7 +153,7 @@ class CustomizationContributor(Contributor):
             else:
                 on_request.append(CatalogueItem(qualified(loaded, rule.name), rule.description or ""))
         if on_request:
-            listing = catalogue(on_request, budget=RULE_BUDGET, query=str(ctx.message.get("text") or ""),
+            listing = catalogue(on_request, budget=RULE_BUDGET, query=_catalogue_query(runtime, ctx),
                                 more=f"- ... and {{count}} more rules: call {RULE_TOOL} with a word of what you need to find one.")
             parts.append(f"Rules you can load with the {RULE_TOOL} tool when they apply:\n{listing}")
         missing = runtime.mcp.unavailable() if runtime.mcp is not None else []
@@ -167,7 +170,7 @@ class CustomizationContributor(Contributor):
         if runtime is None:
             return ()
         offered: list[Tool] = list(runtime.mcp.tools()) if runtime.mcp is not None else []
-        query = str(ctx.message.get("text") or "")
+        query = _catalogue_query(runtime, ctx)
         skills = [CatalogEntry(qualified(loaded, item.name), item.name, item)
                   for loaded in _ranked_containers(runtime) for item in (*loaded.skills, *loaded.commands)
                   if not item.disable_model_invocation]
@@ -272,6 +275,16 @@ def _grants(runtime: SessionCustomizations, invocation: SlashInvocation, prompt:
     if isinstance(owner, LoadedPlugin):
         environment = plugin_environment(owner.root, owner.data_dir)
     return TurnGrants(allow=tuple(dict.fromkeys(rules)), granted_by=f"/{invocation.entry.name}", environment=environment)
+
+
+def _catalogue_query(runtime: SessionCustomizations, ctx: TurnContext) -> str:
+    """What the session's catalogues are ranked by: the first message they were made for."""
+    if runtime.catalogue_query is not None:
+        return runtime.catalogue_query
+    text = str(ctx.message.get("text") or "")
+    if ctx.turn_id:  # a listing of the session's tools outside a turn pins nothing
+        runtime.catalogue_query = text
+    return text
 
 
 def _ranked_containers(runtime: SessionCustomizations) -> list[Any]:

@@ -100,6 +100,9 @@ class SessionCustomizations:
         self.hooks_ran = False
         self.catalogue_used: dict[str, None] = {}
         """Skills the model loaded in this session, oldest first: listed first in the catalogue."""
+        self.catalogue_query: str | None = None
+        """The message the session's catalogues are ranked by: its first, kept so that they stay
+        the same from request to request (a provider's prompt cache covers them)."""
 
     @property
     def folder_trusted(self) -> bool:

@@ -2,16 +2,17 @@
 
 * ``load_skill`` (``SKILL_TOOL``): offered when at least one usable skill or command allows model
   invocation; its description is the catalogue: bounded and ranked (``host.runtime.catalogue``,
-  ``SKILL_BUDGET`` bytes: skills used earlier in the session and those matching the user's
-  message first, each name with the first sentence of its description, then how many more
+  ``SKILL_BUDGET`` bytes: skills used earlier in the session and those matching the session's
+  first message first, each name with the first sentence of its description, then how many more
   there are). Calling it returns the skill's full instructions and, for folder skills, where its
   files are (readable with the file tools); a name that matches nothing (or a word) answers
   with the closest entries, so what the listing left out can still be found.
 * ``load_rule`` (``RULE_TOOL``): offered when a rule is "agent decides" (no ``alwaysApply``) and
   relevant (no globs, or a matching file in play); returns the rule's text.
 
-``load_rule``'s catalogue is bounded the same way (``RULE_BUDGET``). Both are read-only (auto-approved by the confirmation policy) and never touch the file system:
-the text comes from the parsed plugins. A name may be qualified (``plugin:name``) or bare.
+``load_rule``'s catalogue is bounded the same way (``RULE_BUDGET``). Both are read-only
+(auto-approved by the confirmation policy) and never touch the file system: the text comes from
+the parsed plugins. A name may be qualified (``plugin:name``) or bare.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class LoadTextTool(Tool):
 
     def __init__(self, name: str, noun: str, entries: list[CatalogEntry], *, budget: int, query: str = "",
                  used: Iterable[str] = (), on_load: Callable[[str], None] | None = None) -> None:
-        """``query``: the user's message of the turn (ranks the catalogue); ``used``: names loaded
+        """``query``: the message the catalogue is ranked by; ``used``: names loaded
         earlier in the session, oldest first; ``on_load(name)``: told of each successful load."""
         self.name = name
         self.noun = noun

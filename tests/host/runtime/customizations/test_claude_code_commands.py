@@ -287,7 +287,7 @@ def _many_plugins(root: Path, count: int) -> None:
         _plugin(root, f"kit-{i:02d}", files)
 
 
-async def test_the_catalogue_of_93_plugins_costs_a_few_kilobytes_ranked_by_the_message(
+async def test_the_catalogue_of_93_plugins_costs_a_few_kilobytes_ranked_by_the_sessions_first_message(
     tmp_path: Path, frame_checker: FrameChecker
 ) -> None:
     plugins = tmp_path / "plugins"
@@ -325,3 +325,7 @@ async def test_the_catalogue_of_93_plugins_costs_a_few_kilobytes_ranked_by_the_m
     assert loaded.text.startswith("Use kubectl rollout.")
     # Used once, it stays at the top of the listing in the session's later requests.
     assert _tool(provider, 3, "load_skill").description.splitlines()[1].startswith("- kit-91:kube-deploy:")
+    # The ranking is the session's, not each message's: a later turn about something else gets the
+    # same listings, so a provider's prompt cache of the tools keeps holding.
+    assert _tool(provider, 3, "task").description == agents.description
+    assert _tool(provider, 1, "load_skill").description == skills.description
