@@ -5,8 +5,9 @@ than the conversation (93 published plugins: about 160 KB per request). A catalo
 cut to a byte budget, and what makes the cut is chosen, not left to chance:
 
 * **ranked**: entries used earlier in the session first, then those sharing the most words with
-  the user's message of this turn, then the rest in the order the containers were configured
-  (the workspace's own before plugins, as the caller orders them);
+  the message it is ranked by (callers pass the session's first, so that a listing stays the
+  same from request to request and a provider's prompt cache holds), then the rest in the order
+  the caller gives (the workspace's own before plugins, in configuration order);
 * **short**: each entry is its name and the first sentence of its description, at most
   ``DESCRIPTION_CHARS`` characters (the full text comes on demand through the tool that loads it);
 * **bounded**: lines are added while the listing stays within ``budget`` bytes (UTF-8); the
