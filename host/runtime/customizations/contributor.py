@@ -12,8 +12,8 @@ Per turn (and per model request where noted) it adds:
   its shell commands and the model's calls until the turn ends (its own read-only shell commands,
   ``git status`` or ``git log``, are granted too: ``command_bodies.context_rules``); a plugin's
   command also sets ``CLAUDE_PLUGIN_ROOT`` (and ``PLUGIN_ROOT``, ``PLUGIN_DATA``) for the
-  commands the turn runs. A
-  command that lies in a folder not trusted gets neither: its shell commands are replaced by a
+  commands the turn runs, and so does a turn run by a plugin's custom agent (a sub-agent's,
+  say). A command that lies in a folder not trusted gets neither: its shell commands are replaced by a
   note instead of running, and its ``allowed-tools`` grant nothing (``host.runtime.trust``); in
   such a folder no command grants anything (a repository's git configuration can run programs), so
   a plugin's command runs with every call confirmed;
@@ -99,7 +99,7 @@ class CustomizationContributor(Contributor):
     # -- user message --------------------------------------------------------------------------
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
-        from plugins import LifecyclePoint, parse_slash
+        from plugins import LifecyclePoint, LoadedPlugin, parse_slash, plugin_environment
 
         runtime = self._runtime(ctx)
         if runtime is None:
@@ -115,6 +115,10 @@ class CustomizationContributor(Contributor):
                 raise TurnFailed("blockedByHook", f"A plugin hook refused this message: {result.reason}")
             if result.additional_context:
                 added.append(result.additional_context)
+        owner = runtime.agent_container(ctx.agent)
+        if owner is not None and isinstance(owner.usable, LoadedPlugin):
+            # A plugin's agent runs its commands with the plugin's variables, as its hooks do.
+            ctx.grants = TurnGrants(environment=plugin_environment(owner.usable.root, owner.usable.data_dir))
         invocation = parse_slash(text, runtime.slash_entries())
         if invocation is not None:
             prompt = invocation.prompt

@@ -329,3 +329,23 @@ async def test_the_catalogue_of_93_plugins_costs_a_few_kilobytes_ranked_by_the_s
     # same listings, so a provider's prompt cache of the tools keeps holding.
     assert _tool(provider, 3, "task").description == agents.description
     assert _tool(provider, 1, "load_skill").description == skills.description
+
+
+async def test_a_plugins_agent_runs_its_commands_with_the_plugin_root_set(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugins = tmp_path / "plugins"
+    plugin = _plugin(plugins, "ops", {"agents/runner.md": "---\nname: runner\ndescription: Runs the plugin's scripts\n"
+                                                           "tools: Bash\n---\nRun scripts from ${CLAUDE_PLUGIN_ROOT}/bin.\n"})
+    task = {"description": "Run it", "prompt": "Run the check", "subagent_type": "runner"}
+    provider = ScriptedProvider([
+        call_tools(("task", task)),
+        call_tools(("shell", {"command": 'echo "agent-sees=$CLAUDE_PLUGIN_ROOT"'})),
+        reply("Ran it."),
+        reply("The runner ran it."),
+    ])
+    config = config_for(tmp_path, tools={"enabled": True, "allow": ["shell"]}, plugins={"directories": [str(plugins)]})
+    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted")
+        await run_turn(client, session, "run the check")
+    assert f"Run scripts from {plugin.resolve()}/bin." in (provider.requests[1].system or "")
+    [echoed] = tool_results(provider, 2)
+    assert echoed.text.startswith(f"agent-sees={plugin.resolve()}\n")
