@@ -18,6 +18,8 @@ Contract:
 - Order is deterministic: default folder first, then declared paths, entries sorted by name.
   Within one plugin the first component of a name wins (skills and commands share one slash
   namespace); MCP sources are merged inline -> ``.mcp.json`` -> declared files.
+- Command, skill and agent bodies have the plugin's own variables filled in
+  (``${CLAUDE_PLUGIN_ROOT}``, a skill's ``${CLAUDE_SKILL_DIR}``...: ``plugins.bodies``).
 - The environment used for ``${VAR}`` expansion in MCP configs is passed in (``environ``);
   ``data_root`` gives each plugin ``PLUGIN_DATA = data_root/<name>`` (not created here).
 """

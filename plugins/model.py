@@ -7,7 +7,8 @@ Contract:
   plugin can be surfaced, run or started. ``degraded`` containers hold what did load.
 - Strings that run as processes (hook commands, MCP command/args/env/cwd/url/headers) are
   already expanded (``${PLUGIN_ROOT}`` etc.); :attr:`Hook.env` and :attr:`McpServer.env` do
-  *not* include the host environment: the process starter adds it.
+  *not* include the host environment: the process starter adds it. A plugin's skill, command
+  and agent bodies have its variables (``${CLAUDE_PLUGIN_ROOT}``...) filled in already.
 - Hook events are normalised to canonical PascalCase names (:class:`HookEvent`); each maps to
   the host lifecycle point (:class:`LifecyclePoint`) where the host fires it (FORMAT.md 7.5).
 """
