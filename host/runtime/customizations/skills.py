@@ -6,7 +6,9 @@
   first message first, each name with the first sentence of its description, then how many more
   there are). Calling it returns the skill's full instructions and, for folder skills, where its
   files are (readable with the file tools); a name that matches nothing (or a word) answers
-  with the closest entries, so what the listing left out can still be found.
+  with the closest entries, so what the listing left out can still be found. Shell commands in
+  a loaded text (``!`cmd```, ```` ```! ````) are not run (nobody confirmed them); the model is
+  told to run those it needs with the shell tool.
 * ``load_rule`` (``RULE_TOOL``): offered when a rule is "agent decides" (no ``alwaysApply``) and
   relevant (no globs, or a matching file in play); returns the rule's text.
 
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 from host.runtime.catalogue import CatalogueItem, catalogue, closest
+from host.runtime.command_bodies import BANG_COMMAND
 from tools.base import Tool, ToolContext, failure_result, success_result
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
@@ -107,6 +110,11 @@ class LoadTextTool(Tool):
                     f"None matches that either; try another word, or ask the user which {self.noun} they mean."))
             return failure_result(f"Did not load {name}", text, "not_found")
         text = entry.item.body.strip()
+        if BANG_COMMAND.search(text):
+            # Run by /name, these run before the model reads the text; loaded here, they cannot
+            # (nobody confirmed them), so the model is told what they are.
+            text += ("\n\n(The !`command` spans and ```! blocks above are shell commands whose output belongs in their "
+                     "place: run the ones you need with the shell tool.)")
         if isinstance(entry.item, Skill):
             text += (f"\n\n(This skill's files are in {entry.item.folder}: read them with the file tools when the "
                      "instructions refer to them.)")

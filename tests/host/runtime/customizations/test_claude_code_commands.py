@@ -283,7 +283,8 @@ def _many_plugins(root: Path, count: int) -> None:
         }
         if i == count - 2:
             files["skills/kube-deploy/SKILL.md"] = ("---\nname: kube-deploy\ndescription: Deploy services to Kubernetes "
-                                                    "clusters with rolling updates.\n---\nUse kubectl rollout.\n")
+                                                    "clusters with rolling updates.\n---\nUse kubectl rollout. Context: "
+                                                    "!`kubectl config current-context`\n")
         _plugin(root, f"kit-{i:02d}", files)
 
 
@@ -322,7 +323,8 @@ async def test_the_catalogue_of_93_plugins_costs_a_few_kilobytes_ranked_by_the_s
     found, = tool_results(provider, 1)
     assert found.is_error and "- kit-91:kube-deploy: Deploy services to Kubernetes" in found.text
     loaded, = tool_results(provider, 2)
-    assert loaded.text.startswith("Use kubectl rollout.")
+    assert loaded.text.startswith("Use kubectl rollout. Context: !`kubectl config current-context`")
+    assert "are shell commands whose output belongs in their place: run the ones you need" in loaded.text
     # Used once, it stays at the top of the listing in the session's later requests.
     assert _tool(provider, 3, "load_skill").description.splitlines()[1].startswith("- kit-91:kube-deploy:")
     # The ranking is the session's, not each message's: a later turn about something else gets the
