@@ -12,7 +12,8 @@ command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the m
 older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``). ``/trust`` lists the folders
 the host trusts and changes that list with ``root/configChanged`` (``/trust add|revoke [FOLDER]``,
 ``ahp.workspace_trust``). ``/mode [MODE]`` shows or switches the session's permission mode
-(``chat._modes``).
+(``chat._modes``). ``/plugin`` lists and changes the user's Claude Code marketplaces and plugins
+(``chat._plugin_command``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, withou
 from chat._answers import AnswerError, model_selection, session_directory
 from chat._core import ChatCore, ChatExit
 from chat._markdown import MarkdownStream, drawn
+from chat._plugin_command import plugin_command
 from chat._terminal import Eof, Interrupt, Line
 from chat.render import (
     HELP_TEXT,
@@ -47,7 +49,7 @@ __all__ = ["Commands", "CLIENT_COMMANDS"]
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
     "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
-    "diff", "undo", "rewind", "trust", "mode",
+    "diff", "undo", "rewind", "trust", "mode", "plugin",
 )
 """The commands this client runs itself (the host offers more through ``completions``;
 ``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
@@ -79,6 +81,7 @@ class Commands(ChatCore):
             "tools": self._cmd_tools,
             "mcp": self._cmd_mcp,
             "plugins": self._cmd_plugins,
+            "plugin": self._cmd_plugin,
             "context": self._cmd_context,
             "cost": self._cmd_cost,
             "usage": self._cmd_cost,
@@ -143,6 +146,24 @@ class Commands(ChatCore):
     async def _cmd_plugins(self, args: str) -> None:
         if (state := await self._session_view()) is not None:
             self._write(render_plugins(state, self.style))
+
+    async def _cmd_plugin(self, args: str) -> None:
+        """``/plugin ...``: Claude Code marketplaces and plugins through the root config (``chat._plugin_command``)."""
+
+        async def change(values: dict[str, Any]) -> str | None:
+            outcome = await self.client.outcome(self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": values}))
+            return None if outcome.status == "accepted" else str(outcome.reason)
+
+        async def wait(predicate: Callable[[], bool]) -> bool:
+            try:
+                await self.client.wait_for(lambda m, e: predicate(), timeout=300)
+            except AhpClientError:
+                return False
+            return True
+
+        await plugin_command(args, config=lambda: (self.client.state(ROOT_CHANNEL) or {}).get("config"),
+                             session=self._state() if self.session else None, change=change, wait=wait,
+                             write=self._write, note=self._note, problem=self._problem, style=self.style)
 
     async def _cmd_trust(self, args: str) -> None:
         """``/trust`` lists the trusted folders; ``/trust add [FOLDER]`` and ``/trust revoke [FOLDER]``

@@ -490,6 +490,7 @@ Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab
   /queue TEXT          queue a message          /help           this help
   /tools               the session's tools      /mcp            MCP servers, their state and errors
   /plugins             plugins and problems     /context        tokens used of the context window
+  /plugin              Claude Code marketplaces and plugins: /plugin marketplace add owner/repo, /plugin install NAME@MARKET
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
   /permissions         remembered approvals     /permissions revoke N   forget one ("Always allow")
   /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes

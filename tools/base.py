@@ -113,15 +113,15 @@ class ToolContext:
     writing there, so they can be undone like the others."""
     sandbox: OsSandbox | None = None
     """The OS sandbox commands run in (``tools.os_sandbox``), when the host asks for one."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Variables set for the processes the tool starts, on top of the host's (Claude Code settings'
+    ``env``; ``CLAUDE_PLUGIN_ROOT`` while a plugin's command, skill or agent is in play)."""
     sandbox_unavailable: str | None = None
     """Set when the session needs a sandbox this platform cannot give: why (the ``shell`` tool
     then refuses to run anything, with this reason)."""
     read_roots: tuple[Path, ...] = ()
     """Folders the reading tools (``read_file``, ``list_dir``, ``glob``, ``grep``) may read as
     well, and nothing may write: the files of the session's plugins and skills."""
-    environment: dict[str, str] = field(default_factory=dict)
-    """Variables the commands a tool runs get on top of the host's (``CLAUDE_PLUGIN_ROOT`` while
-    a plugin's command is in play)."""
 
     def __post_init__(self) -> None:
         self.working_directory = Path(self.working_directory)

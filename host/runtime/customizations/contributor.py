@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants
@@ -236,9 +237,15 @@ class CustomizationContributor(Contributor):
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         runtime = self._runtime(ctx)
+        if runtime is not None and (runtime.settings_env or runtime.settings_directories):
+            # Claude Code settings: their env for the tools' processes, their additionalDirectories as roots.
+            context.environment = {**context.environment, **runtime.settings_env}
+            extra = tuple(Path(d) for d in runtime.settings_directories)
+            context.extra_roots = (*context.extra_roots, *(d for d in extra if d not in context.extra_roots))
         if runtime is not None:
             context.read_roots = (*context.read_roots, *runtime.read_roots())
         if ctx.grants.environment:
+            # A plugin's command, skill or agent in play: its variables win over the settings' env.
             context.environment = {**context.environment, **ctx.grants.environment}
         if context.ask is _DEFAULT_ASK and runtime is not None:
             session = ctx.session

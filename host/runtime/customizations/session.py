@@ -82,6 +82,14 @@ class SessionCustomizations:
         """The working directory without symlinks: what workspace trust is decided for."""
         self.trusted = False
         """Whether the host trusts ``folder`` (``host.runtime.trust``)."""
+        self.settings_env: dict[str, str] = {}
+        """Claude Code settings' ``env``: set for the session's tools, hooks and MCP servers."""
+        self.settings_rules: tuple[Any, ...] = ()
+        """Claude Code settings' permission rules (``tools.policy.Rule``) for this session."""
+        self.settings_directories: tuple[str, ...] = ()
+        """Claude Code settings' ``additionalDirectories``: folders its tools may work in too."""
+        self.settings_notes: tuple[Any, ...] = ()
+        """What the project's settings files hold that cannot be used (their container shows it)."""
         self.trusted_here = False
         """Whether the user trusted ``folder`` for this session only."""
         self.question: asyncio.Future[dict[str, Any]] | None = None
@@ -237,7 +245,7 @@ class SessionCustomizations:
         hooks = select_hooks(usable, when, subject, aliases)
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
         results = []
-        environment = {**os.environ, processes.FAMILY_VARIABLE: self.family}
+        environment = {**os.environ, **self.settings_env, processes.FAMILY_VARIABLE: self.family}
         for hook in hooks:
             self.hooks_ran = True
             payload = hook_payload(hook.event, session_id=self.session, cwd=cwd or hook.plugin_root, **fields)
