@@ -11,7 +11,9 @@ say so when a field is absent (an older host, a session without usage yet) inste
   server named in the container's degraded/error message is shown with that message, once (a
   server the host is restarting as restarting, not failed);
 * ``/plugins`` — every other customization container with its load state, problems and what it
-  contributes (skills, commands, agents, ...), leaving out workspace folders with nothing in them;
+  contributes (skills, commands, agents, ...), and its notes (``_meta.notes``: what the host read
+  leniently or ignored, which does not change the load state), leaving out workspace folders with
+  nothing in them;
 * ``/context`` — input tokens of the last model request against the model's
   ``maxContextWindow``, and the compactions the host reported (its ``systemNotification`` parts);
 * ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``;
@@ -206,6 +208,9 @@ def render_plugins(state: Mapping[str, Any], style: Style) -> str:
         if message:
             colour = style.red if kind == "error" else style.yellow
             lines.extend("    " + colour(line) for line in message.splitlines() if line.strip())
+        notes = (container.get("_meta") or {}).get("notes") if isinstance(container.get("_meta"), Mapping) else None
+        if isinstance(notes, list):
+            lines.extend("    " + style.dim("note: " + _short(clean(str(note)), 300)) for note in notes)
     return "\n".join(lines) + "\n"
 
 

@@ -586,7 +586,7 @@ class AgentHost:
         runtime = self.customizations.runtime(session)
         if runtime is None:
             return []
-        return [SubagentSpec(agent.name, agent.description or agent.name, uri) for agent, uri in runtime.custom_agents()]
+        return [SubagentSpec(name, agent.description or name, uri) for name, agent, uri in runtime.custom_agents()]
 
     def _instruction_files(self, session: str) -> list[str]:
         runtime = self.customizations.runtime(session)

@@ -12,7 +12,8 @@ built-in tools have names and arguments of their own (``shell``, ``read_file``, 
   use for a host tool (its Claude Code name and older spellings such as ``LS``).
 - :func:`to_claude_input` / :func:`to_host_input`: a call's arguments in each vocabulary. They are
   inverse for every argument the table maps; arguments it does not map pass through unchanged.
-- :func:`host_rules`: a Claude Code permission rule (``Bash(npm run test:*)``, ``Edit(/src/**)``,
+- :func:`host_rules`: a Claude Code permission rule (``Bash(npm run test:*)``, its newer spelling
+  ``Bash(npm run test *)``, ``Edit(/src/**)``,
   ``Read(~/.ssh/**)``, ``mcp__github``) as the rule strings of ``tools.policy``. As in Claude Code,
   ``Read`` rules cover every tool that reads files and ``Edit`` rules every tool that changes one;
   ``//path`` is absolute, ``~/path`` is in the home folder, ``/path`` is relative to the folder the
@@ -188,4 +189,7 @@ def host_rules(rule: str, *, settings_root: str | None = None, home: str | None 
         return [tool.host]
     if tool.edits_files or tool.reads_files:
         specifier = _host_path_pattern(specifier, settings_root=settings_root, home=home)
+    elif tool.host == "shell" and specifier.endswith(" *") and "*" not in specifier[:-2]:
+        # Claude Code's newer spelling of a command prefix: ``Bash(npm run *)`` is ``npm run:*``.
+        specifier = specifier[:-2].rstrip() + ":*"
     return [f"{tool.host}({specifier})"]

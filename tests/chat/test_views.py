@@ -158,6 +158,14 @@ def test_plugins_show_load_state_problems_and_contents() -> None:
     assert "plugin.json ==> name: required" in shown
 
 
+def test_plugins_show_their_notes_under_a_loaded_state() -> None:
+    note = "plugin kit ==> agents/a.md ==> frontmatter ==> tools: read the text '[\"Read\"]' as the list ['Read']"
+    state = {"customizations": [{"id": "a", "name": "kit", "load": {"kind": "loaded"}, "_meta": {"notes": [note]}}]}
+    shown = render_plugins(state, PLAIN)
+    assert "● kit loaded" in shown
+    assert f"    note: {note}" in shown
+
+
 def test_permissions_view_says_what_the_host_lists_and_what_a_revocation_sends_back() -> None:
     from chat.views import render_permissions, without_remembered
 

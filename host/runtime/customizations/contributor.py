@@ -5,46 +5,72 @@ Per turn (and per model request where noted) it adds:
 * **user message** (once, before the first model call): waits (briefly, see
   ``CustomizationService.wait_started``) for the session's MCP servers to start; runs ``UserPromptSubmit`` hooks (a block ends the turn with the hook's
   reason); expands ``/name args`` naming a usable skill, command or prompt into its body with
-  ``$ARGUMENTS`` substituted (the model receives the expanded text; the ``!`cmd``` lines of a
-  command that lies in a folder not trusted are replaced by a note instead of running, see
-  ``host.runtime.trust``); attached files join the files in play.
+  ``$ARGUMENTS``, ``$1``... substituted (the model receives the expanded text; its shell commands,
+  ``!`cmd``` and ```` ```! ```` blocks, run next, see ``tool_runs``). A skill's or command's
+  ``allowed-tools`` (Claude Code permission rules, read with ``plugins.claude_code_tools.host_rules``)
+  become the turn's grants (``TurnContext.grants``): allow rules for this turn only, which cover
+  its shell commands and the model's calls until the turn ends (its own read-only shell commands,
+  ``git status`` or ``git log``, are granted too: ``command_bodies.context_rules``); a plugin's
+  command also sets ``CLAUDE_PLUGIN_ROOT`` (and ``PLUGIN_ROOT``, ``PLUGIN_DATA``) for the
+  commands the turn runs, and so does a turn run by a plugin's custom agent (a sub-agent's,
+  say). A command that lies in a folder not trusted gets neither: its shell commands are replaced by a
+  note instead of running, and its ``allowed-tools`` grant nothing (``host.runtime.trust``); in
+  such a folder no command grants anything (a repository's git configuration can run programs), so
+  a plugin's command runs with every call confirmed;
+  attached files join the files in play.
 * **system prompt** (every request): the selected custom agent's body (``ctx.agent``, captured at
   turn start), rules with ``alwaysApply`` and no globs, glob rules whose files are in play
   (attached or touched by a tool), a list of on-request rules, and which MCP servers are not
   available right now (starting, restarting, failed) so the model knows their tools are missing
   for a reason and may come later.
 * **tools**: the session's MCP tools, ``load_skill`` (model-invocable skills and commands) and
-  ``load_rule``; a custom agent that declares ``tools`` restricts the offered set to those names
-  (the loaders stay available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
+  ``load_rule``, whose catalogues are bounded and ranked (``skills``; by the session's first
+  message, so they do not change from turn to turn and the provider's prompt cache holds); a
+  custom agent that declares ``tools`` restricts the offered set to those names (the loaders stay
+  available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
 * **tool hooks**: ``PreToolUse``-type hooks before a call (exit 2 or a JSON deny blocks it; the
   reason is the call's error, which the user and the model see); ``PostToolUse`` /
   ``PostToolUseFailure`` after it, and the call's paths join the files in play.
 * **stop**: ``Stop`` hooks when the model has answered; one that blocks (exit 2, or JSON
   ``decision: block``) keeps the turn going with its reason as the next user message.
 * **tool context**: elicitation from MCP tools becomes a session input request, unless another
-  contributor already supplied ``ask``.
+  contributor already supplied ``ask``; the reading tools may also read the session's plugins and
+  skill folders (``SessionCustomizations.read_roots``, never writable); the turn's grants'
+  environment reaches the commands it runs.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from host.runtime.agents.base import TurnContext, TurnFailed
+from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants
 from host.runtime.agents.environment import Contributor
-from host.runtime.command_bodies import BANG_COMMAND
+from host.runtime.catalogue import CatalogueItem, catalogue
+from host.runtime.command_bodies import context_rules, replace_bang_commands
 from host.runtime.agents.tooling import ToolCallRequest
 from host.runtime.customizations.session import SessionCustomizations
-from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
-from plugins.claude_code_tools import matcher_names
+from host.runtime.customizations.skills import (
+    RULE_BUDGET,
+    RULE_TOOL,
+    SKILL_BUDGET,
+    SKILL_TOOL,
+    CatalogEntry,
+    LoadTextTool,
+    qualified,
+)
+from plugins.claude_code_tools import host_rules, matcher_names
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import LifecyclePoint, parse_slash
+    from plugins import LifecyclePoint, SlashInvocation, parse_slash
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
+
+logger = logging.getLogger(__name__)
 
 HOOK_CONTEXT = "[Context added by a plugin hook]"
 
@@ -74,7 +100,7 @@ class CustomizationContributor(Contributor):
     # -- user message --------------------------------------------------------------------------
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
-        from plugins import LifecyclePoint, parse_slash
+        from plugins import LifecyclePoint, LoadedPlugin, parse_slash, plugin_environment
 
         runtime = self._runtime(ctx)
         if runtime is None:
@@ -90,12 +116,22 @@ class CustomizationContributor(Contributor):
                 raise TurnFailed("blockedByHook", f"A plugin hook refused this message: {result.reason}")
             if result.additional_context:
                 added.append(result.additional_context)
+        owner = runtime.agent_container(ctx.agent)
+        if owner is not None and isinstance(owner.usable, LoadedPlugin):
+            # A plugin's agent runs its commands with the plugin's variables, as its hooks do.
+            ctx.grants = TurnGrants(environment=plugin_environment(owner.usable.root, owner.usable.data_dir))
         invocation = parse_slash(text, runtime.slash_entries())
         if invocation is not None:
             prompt = invocation.prompt
-            if not runtime.folder_trusted and runtime.folder is not None and _inside(invocation.entry.target.path, runtime.folder):
-                # The folder's own commands do not run their !`cmd` lines until it is trusted.
-                prompt = BANG_COMMAND.sub(lambda m: f"[`{m.group(1)}` was not run: {runtime.folder} is not trusted]", prompt)
+            untrusted = not runtime.folder_trusted and runtime.folder is not None
+            if untrusted and _inside(invocation.entry.target.path, runtime.folder):
+                # The folder's own commands neither run their shell commands nor pre-approve
+                # anything until it is trusted.
+                prompt = replace_bang_commands(prompt, lambda command: f"[`{command}` was not run: {runtime.folder} is not trusted]")
+            else:
+                # In a folder not trusted, nothing runs there unasked (its git config alone can
+                # run programs): a plugin's command still runs, but every call is confirmed.
+                ctx.grants = _grants(runtime, invocation, prompt, allow=not untrusted)
             message = {**message, "text": prompt}
         if added:
             message = {**message, "text": str(message.get("text") or "") + "".join(f"\n\n{HOOK_CONTEXT}\n{a}" for a in added)}
@@ -111,7 +147,7 @@ class CustomizationContributor(Contributor):
         agent = runtime.agent(ctx.agent)
         if agent is not None and agent.body.strip():
             parts.append(agent.body.strip())
-        on_request: list[str] = []
+        on_request: list[CatalogueItem] = []
         for loaded, rule in runtime.rules():
             if rule.always_apply and not rule.globs:
                 parts.append(rule.body.strip())
@@ -120,9 +156,11 @@ class CustomizationContributor(Contributor):
             elif rule.always_apply:
                 parts.append(rule.body.strip())
             else:
-                on_request.append(f"- {qualified(loaded, rule.name)}: {(rule.description or '').strip()}")
+                on_request.append(CatalogueItem(qualified(loaded, rule.name), rule.description or ""))
         if on_request:
-            parts.append(f"Rules you can load with the {RULE_TOOL} tool when they apply:\n" + "\n".join(on_request))
+            listing = catalogue(on_request, budget=RULE_BUDGET, query=_catalogue_query(runtime, ctx),
+                                more=f"- ... and {{count}} more rules: call {RULE_TOOL} with a word of what you need to find one.")
+            parts.append(f"Rules you can load with the {RULE_TOOL} tool when they apply:\n{listing}")
         missing = runtime.mcp.unavailable() if runtime.mcp is not None else []
         if missing:
             parts.append("These MCP servers of the session are not available right now, so their tools are not offered "
@@ -137,15 +175,17 @@ class CustomizationContributor(Contributor):
         if runtime is None:
             return ()
         offered: list[Tool] = list(runtime.mcp.tools()) if runtime.mcp is not None else []
+        query = _catalogue_query(runtime, ctx)
         skills = [CatalogEntry(qualified(loaded, item.name), item.name, item)
-                  for loaded in runtime.usable() for item in (*loaded.skills, *loaded.commands)
+                  for loaded in _ranked_containers(runtime) for item in (*loaded.skills, *loaded.commands)
                   if not item.disable_model_invocation]
         if skills:
-            offered.append(LoadTextTool(SKILL_TOOL, "skill", skills))
+            offered.append(LoadTextTool(SKILL_TOOL, "skill", skills, budget=SKILL_BUDGET, query=query,
+                                        used=list(runtime.catalogue_used), on_load=lambda name: _used(runtime, name)))
         rules = [CatalogEntry(qualified(loaded, rule.name), rule.name, rule) for loaded, rule in runtime.rules()
                  if not rule.always_apply and (not rule.globs or runtime.in_play(rule))]
         if rules:
-            offered.append(LoadTextTool(RULE_TOOL, "rule", rules))
+            offered.append(LoadTextTool(RULE_TOOL, "rule", rules, budget=RULE_BUDGET, query=query))
         return offered
 
     def filter_tools(self, ctx: TurnContext, tools: dict[str, Tool]) -> dict[str, Tool]:
@@ -202,6 +242,11 @@ class CustomizationContributor(Contributor):
             context.environment = {**context.environment, **runtime.settings_env}
             extra = tuple(Path(d) for d in runtime.settings_directories)
             context.extra_roots = (*context.extra_roots, *(d for d in extra if d not in context.extra_roots))
+        if runtime is not None:
+            context.read_roots = (*context.read_roots, *runtime.read_roots())
+        if ctx.grants.environment:
+            # A plugin's command, skill or agent in play: its variables win over the settings' env.
+            context.environment = {**context.environment, **ctx.grants.environment}
         if context.ask is _DEFAULT_ASK and runtime is not None:
             session = ctx.session
 
@@ -210,6 +255,62 @@ class CustomizationContributor(Contributor):
 
             context.ask = ask
         return context
+
+
+def _grants(runtime: SessionCustomizations, invocation: SlashInvocation, prompt: str, *, allow: bool) -> TurnGrants:
+    """What an invoked skill or command grants its turn: its ``allowed-tools`` as this host's
+    allow rules, its own read-only shell commands (``command_bodies.context_rules``), and its
+    plugin's variables for the commands the turn runs. ``allow=False``: the variables only."""
+    import os
+
+    from plugins import LoadedPlugin, plugin_environment
+    from tools.errors import PolicyRuleError
+    from tools.policy import parse_rule
+
+    target = invocation.entry.target
+    rules: list[str] = []
+    for rule in (getattr(target, "allowed_tools", ()) or ()) if allow else ():
+        try:
+            translated = host_rules(rule, settings_root=runtime.folder, home=os.path.expanduser("~"))
+            for host_rule in translated:
+                parse_rule(host_rule)
+        except (ValueError, PolicyRuleError) as exc:
+            logger.info("/%s: allowed-tools entry %r is not used: %s", invocation.entry.name, rule, exc)
+            continue
+        rules.extend(translated)
+    if allow:
+        rules.extend(context_rules(prompt))
+    environment: dict[str, str] = {}
+    owner = next((c for c in runtime.usable() if c.name == invocation.entry.container
+                  and any(item is target for item in (*c.skills, *c.commands, *c.prompts))), None)
+    if isinstance(owner, LoadedPlugin):
+        environment = plugin_environment(owner.root, owner.data_dir)
+    return TurnGrants(allow=tuple(dict.fromkeys(rules)), granted_by=f"/{invocation.entry.name}", environment=environment)
+
+
+def _catalogue_query(runtime: SessionCustomizations, ctx: TurnContext) -> str:
+    """What the session's catalogues are ranked by: the first message they were made for."""
+    if runtime.catalogue_query is not None:
+        return runtime.catalogue_query
+    text = str(ctx.message.get("text") or "")
+    if ctx.turn_id:  # a listing of the session's tools outside a turn pins nothing
+        runtime.catalogue_query = text
+    return text
+
+
+def _ranked_containers(runtime: SessionCustomizations) -> list[Any]:
+    """Usable containers with the workspace's own folders first: they rank first in catalogues."""
+    from plugins import LoadedPlugin
+
+    usable = runtime.usable()
+    return [c for c in usable if not isinstance(c, LoadedPlugin)] + [c for c in usable if isinstance(c, LoadedPlugin)]
+
+
+def _used(runtime: SessionCustomizations, name: str) -> None:
+    runtime.catalogue_used.pop(name, None)
+    runtime.catalogue_used[name] = None
+    while len(runtime.catalogue_used) > 50:
+        runtime.catalogue_used.pop(next(iter(runtime.catalogue_used)))
 
 
 def _allowed(tool: Tool, allowed: set[str]) -> bool:

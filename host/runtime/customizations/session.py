@@ -10,6 +10,10 @@ Invariants:
   environment): what a hook leaves running in the background is ended with the session
   (``CustomizationService.close_session``), at host stop too, and after a ``kill -9`` by the
   next start.
+- Custom agents a ``task`` call may name (``custom_agents``): a plugin's as ``plugin:agent``, a
+  folder's by its bare name; ``resolve_agent`` also takes a bare name that only one agent has.
+- ``read_roots`` are the folders the model may read with the file tools besides the session's own:
+  the roots of usable plugins and the folders of usable skills (never writable).
 - ``touched`` is the session's recent file activity (attachments and tool-call paths, relative
   to the working directory when inside it), bounded to the most recent ``TOUCHED_LIMIT``.
 """
@@ -102,6 +106,11 @@ class SessionCustomizations:
         """The process family of its hooks (``tools.processes``): what a hook leaves running in the
         background (``cmd &``, ``nohup``, ``setsid``) runs on until the session closes."""
         self.hooks_ran = False
+        self.catalogue_used: dict[str, None] = {}
+        """Skills the model loaded in this session, oldest first: listed first in the catalogue."""
+        self.catalogue_query: str | None = None
+        """The message the session's catalogues are ranked by: its first, kept so that they stay
+        the same from request to request (a provider's prompt cache covers them)."""
 
     @property
     def folder_trusted(self) -> bool:
@@ -138,16 +147,35 @@ class SessionCustomizations:
                     return agent
         return None
 
-    def custom_agents(self) -> list[tuple[Agent, str]]:
-        """Every usable custom agent with the URI a session selects it by (first of a name wins)."""
-        found: dict[str, tuple[Agent, str]] = {}
+    def custom_agents(self) -> list[tuple[str, Agent, str]]:
+        """Every usable custom agent as ``(name, agent, uri)``: a plugin's agent is named
+        ``plugin:agent``, so two plugins' agents of one name are both reachable; a folder's keeps
+        its bare name (the first of a name wins)."""
+        from plugins import LoadedPlugin
+
+        found: dict[str, tuple[str, Agent, str]] = {}
         for container in self.containers:
             loaded = container.usable
             if loaded is None:
                 continue
             for agent in loaded.agents:
-                found.setdefault(agent.name, (agent, _uri_of(container, agent.path)))
+                name = f"{loaded.name}:{agent.name}" if isinstance(loaded, LoadedPlugin) else agent.name
+                found.setdefault(name, (name, agent, _uri_of(container, agent.path)))
         return list(found.values())
+
+    def read_roots(self) -> tuple[Path, ...]:
+        """Folders the model may read besides the session's own (see the module docstring)."""
+        from plugins import LoadedPlugin
+
+        roots: dict[Path, None] = {}
+        for loaded in self.usable():
+            if isinstance(loaded, LoadedPlugin):
+                roots[loaded.root] = None
+                continue
+            for skill in loaded.skills:
+                if skill.path.name == "SKILL.md":
+                    roots[skill.folder] = None
+        return tuple(roots)
 
     def agent_container(self, selection: dict[str, Any] | None) -> Container | None:
         agent = self.agent(selection)
