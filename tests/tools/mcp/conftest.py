@@ -117,3 +117,11 @@ def children_of_this_process() -> set[int]:
         if fields[1] == me and fields[0] != "Z":
             found.add(int(entry.name))
     return found
+
+
+CONTEXT_SERVER = SERVERS / "context_server.py"
+
+
+def context_server(name: str = "notes", **overrides) -> McpServerSpec:
+    """A stdio spec running the context fixture server (prompts, resources, roots, logging)."""
+    return McpServerSpec(name=name, transport="stdio", command=sys.executable, args=(str(CONTEXT_SERVER),), **overrides)
