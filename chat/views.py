@@ -8,7 +8,10 @@ say so when a field is absent (an older host, a session without usage yet) inste
 * ``/tools`` — ``serverTools``, grouped as built-in or by the MCP server that provides them
   (``_meta.mcpServer``);
 * ``/mcp`` — the children of the ``mcp-servers`` container with the tools each publishes; a
-  server named in the container's degraded/error message is shown with that message;
+  server named in the container's degraded/error message is shown with that message; what the
+  host publishes in a server's ``_meta`` (its prompts as slash commands, resource counts, tools not
+  offered and why, and the last ``MCP_LOG_SHOWN`` lines it logged; ``/mcp log NAME`` shows every
+  published line of one server);
 * ``/plugins`` — every other customization container with its load state, problems and what it
   contributes (skills, commands, agents, ...);
 * ``/context`` — input tokens of the last model request against the model's
@@ -37,7 +40,7 @@ from chat._session import shown_directory
 from chat.render import Style, clean, text_of
 
 __all__ = [
-    "render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
+    "render_tools", "render_mcp", "render_mcp_log", "MCP_LOG_SHOWN", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
     "without_remembered", "render_change_list", "render_trust", "MCP_CONTAINER", "REMEMBERED",
 ]
 
@@ -46,6 +49,9 @@ REMEMBERED = "rememberedApprovals"
 
 MCP_CONTAINER = "mcp-servers"
 """The id of the container the host lists a session's MCP servers in."""
+
+MCP_LOG_SHOWN = 5
+"""Log lines of each server ``/mcp`` shows (``/mcp log NAME`` shows all the host published)."""
 
 _COMPACTED = "Compacted the conversation"
 
@@ -103,6 +109,47 @@ def _mark(kind: str, style: Style) -> str:
     }.get(kind, "·")
 
 
+def _log_line(entry: Any) -> str:
+    if not isinstance(entry, Mapping):
+        return clean(entry)
+    logger = f"{clean(entry.get('logger'))}: " if entry.get("logger") else ""
+    return f"[{clean(entry.get('level') or 'info')}] {logger}{clean(entry.get('text'))}"
+
+
+def _server_details(meta: Any, style: Style, log_lines: int) -> list[str]:
+    """What the host published about a server besides its state (see the module docstring)."""
+    if not isinstance(meta, Mapping):
+        return []
+    lines = []
+    prompts = [clean(p) for p in meta.get("prompts") or () if isinstance(p, str)]
+    if prompts:
+        lines.append(style.dim("prompts: ") + _short(", ".join(f"/{p}" for p in prompts), 200))
+    if "resources" in meta:
+        lines.append(style.dim("resources: ") + f"{meta.get('resources', 0)}, templates: {meta.get('resourceTemplates', 0)}"
+                     + style.dim(" (attach one with @server:uri)"))
+    for skipped in meta.get("notOffered") or ():
+        if isinstance(skipped, Mapping):
+            lines.append(style.yellow(f"{clean(skipped.get('tool'))} not offered: ") + _short(clean(skipped.get("reason") or ""), 200))
+    log = [entry for entry in meta.get("log") or ()]
+    if log and log_lines:
+        kept = meta.get("logKept")
+        lines.append(style.dim(f"log (last {min(log_lines, len(log))} of {kept if isinstance(kept, int) else len(log)}):"))
+        lines.extend("  " + _short(_log_line(entry), 200) for entry in log[-log_lines:])
+    return lines
+
+
+def render_mcp_log(state: Mapping[str, Any], server: str, style: Style) -> str:
+    """``/mcp log NAME``: every log line the host published for one server."""
+    for container in _containers(state):
+        for child in container.get("children") or ():
+            if isinstance(child, Mapping) and child.get("type") == "mcpServer" and child.get("name") == server:
+                log = ((child.get("_meta") or {}).get("log")) or []
+                if not log:
+                    return f"The MCP server {clean(server)} has logged nothing yet.\n"
+                return style.bold(f"Log of the MCP server {clean(server)}") + "\n" + "\n".join(_log_line(e) for e in log) + "\n"
+    return f"This session has no MCP server called {clean(server)}.\n"
+
+
 def render_mcp(state: Mapping[str, Any], style: Style) -> str:
     container = next((c for c in _containers(state) if c.get("id") == MCP_CONTAINER), None)
     if container is None:
@@ -130,6 +177,7 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
             status = style.dim("○ not started (starts with a turn)")
         lines.append(f"  {style.bold(name)}  {status}")
         lines.extend("    " + style.red(_short(p, 300)) for p in own)
+        lines.extend("    " + line for line in _server_details(child.get("_meta"), style, MCP_LOG_SHOWN))
     unowned = [p for p in problems if not any(f"'{clean(c.get('name'))}'" in p for c in container.get("children") or () if isinstance(c, Mapping))]
     lines.extend("  " + style.red(_short(p, 300)) for p in unowned)
     lines.extend("  " + style.yellow(_short(p, 300)) for p in waiting)

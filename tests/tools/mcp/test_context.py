@@ -84,8 +84,12 @@ async def test_roots_are_the_given_folders_and_a_change_is_announced(tmp_path: P
     try:
         listed = await connection.call("roots", {}, ctx, "listed")
         assert listed["content"][0]["text"] == first.as_uri()
+        assert (await connection.call("roots_changes", {}, ctx, "counted"))["content"][0]["text"] == "0"
         folders.append(second)
-        connection.roots_changed()  # the server may ask again; it answers with both now
+        connection.roots_changed()
+        # Notifications and calls go out in order on one connection: the count is seen next.
+        changes = await connection.call("roots_changes", {}, ctx, "counted")
+        assert changes["content"][0]["text"] == "1"
         listed = await connection.call("roots", {}, ctx, "listed")
         assert listed["content"][0]["text"].splitlines() == [first.as_uri(), second.as_uri()]
     finally:

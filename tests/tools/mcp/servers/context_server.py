@@ -7,6 +7,7 @@
 * Resources: `notes://readme` (text), `notes://logo` (a PNG), `notes://big` (300 KiB of text),
   and the template `notes://items/{item}`.
 * Tools: `roots()` asks the client for its roots (`roots/list`) and returns their URIs, one a line;
+  `roots_changes()` how many `notifications/roots/list_changed` it received;
   `chatter(count)` sends `count` log messages (`notifications/message`, level info, logger
   "chatter") and writes as many lines on stderr; `add_note(name)` adds the resource
   `notes://extra/<name>` and sends `resources/list_changed`; `long_job()` is declared with
@@ -24,7 +25,7 @@ import sys
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
 from mcp.server.mcpserver.resources import TextResource
-from mcp_types import EmbeddedResource, ImageContent, TextResourceContents, ToolExecution
+from mcp_types import NotificationParams, EmbeddedResource, ImageContent, TextResourceContents, ToolExecution
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
@@ -40,6 +41,14 @@ class ContextServer(MCPServer):
 
 
 server = ContextServer("context-server")
+ROOTS_CHANGES = [0]
+
+
+async def _roots_changed(ctx, params) -> None:
+    ROOTS_CHANGES[0] += 1
+
+
+server._lowlevel_server.add_notification_handler("notifications/roots/list_changed", NotificationParams, _roots_changed)
 
 
 @server.prompt(description="Review a piece of code")
@@ -93,6 +102,12 @@ async def roots(ctx: Context) -> str:
     """The client's roots, one URI a line."""
     result = await ctx.session.list_roots()
     return "\n".join(str(root.uri) for root in result.roots) or "(no roots)"
+
+
+@server.tool()
+def roots_changes() -> str:
+    """How many notifications/roots/list_changed the client sent."""
+    return str(ROOTS_CHANGES[0])
 
 
 @server.tool()
