@@ -165,21 +165,33 @@ async def test_the_resource_tools_are_not_offered_without_a_server_that_has_reso
     assert "list_mcp_resources" not in offered and "read_mcp_resource" not in offered
 
 
-async def test_roots_are_the_sessions_working_directory(tmp_path: Path, frame_checker: FrameChecker) -> None:
+async def test_roots_are_the_sessions_folders_and_the_server_hears_when_they_change(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([])
     config = mcp_config(tmp_path, {"notes": NOTES}, tools={"enabled": True, "auto_approve": True})
-    workdir = tmp_path / "project"
+    workdir, added = tmp_path / "project", tmp_path / "library"
     workdir.mkdir()
-    async with serving(config, frame_checker, [vision_agent(provider)]) as (_, client):
+    added.mkdir()
+    async with serving(config, frame_checker, [vision_agent(provider)]) as (running, client):
         session = await ready_session(client, working_directory=workdir.as_uri())
         names = await notes_ready(client, session)
-        provider.add(call_tools((names["roots"], {})))
+        provider.add(call_tools((names["roots"], {}), (names["roots_changes"], {})))
         provider.add(reply("listed"))
         await run_turn(client, session, "which roots?")
         await idle(client, session)
-        [call] = tool_calls(client.state(session)["turns"][-1])
-    assert call["success"] is True
-    assert call["content"][0]["text"] == workdir.resolve().as_uri()
+        before = tool_calls(client.state(session)["turns"][-1])
+        # A folder joins the session (what a 0.7.0+ client's session/workingDirectorySet does; the
+        # 0.2.0 test client has no such action, so the host's store takes it directly).
+        internal = "scripted:/" + session.split(":/", 1)[1]
+        running.host.store.dispatch(internal, {"type": "session/workingDirectorySet", "directory": added.resolve().as_uri()})
+        provider.add(call_tools((names["roots_changes"], {}), (names["roots"], {})))
+        provider.add(reply("listed again"))
+        await run_turn(client, session, "and now?")
+        await idle(client, session)
+        after = tool_calls(client.state(session)["turns"][-1])
+    assert [call["content"][0]["text"] for call in before] == [workdir.resolve().as_uri(), "0"]
+    assert after[0]["content"][0]["text"] == "1"
+    assert after[1]["content"][0]["text"].splitlines() == [workdir.resolve().as_uri(), added.resolve().as_uri()]
 
 
 async def test_the_servers_log_and_its_task_only_tool_show_in_the_mcp_view(tmp_path: Path, frame_checker: FrameChecker) -> None:
