@@ -48,6 +48,14 @@ Contract:
 * MCP tasks: a tool whose `execution.taskSupport` is `"required"` cannot be called without the
   tasks protocol, which this client does not speak: it is not offered, and
   `ServerStatus.not_offered` names it with the reason.
+* OAuth (streamable HTTP and SSE servers, given `oauth_dir` and no `Authorization` header of
+  their own): a server that answers 401 gets the SDK's OAuth flow (`tools.mcp.oauth`); when the
+  user must sign in, the status message says so with the authorization URL (state `starting`),
+  the user is asked through `ask` (an input request with that `url`; declining it ends the
+  attempt) and the browser's redirect comes back to a loopback listener. The startup deadline
+  waits `AUTH_WAIT` seconds for a person instead. A sign-in that was declined or never done
+  fails the server at once (no restarts; starting it again asks again). Tokens are kept per
+  server in `oauth_dir` (0600) and refreshed by the SDK.
 * The handshake is the `initialize` one (protocol revisions up to 2025-11-25), which
   every MCP server in the wild speaks and which delivers list_changed notifications
   without a subscription.
@@ -60,6 +68,7 @@ import inspect
 import itertools
 import logging
 import math
+import socket
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -93,6 +102,8 @@ _MAX_TOOL_PAGES = 100
 
 DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds a tool call may take when neither the host nor the server's declaration says."""
+AUTH_WAIT = 600.0
+"""Seconds a server start waits for the user to sign in (OAuth) before it fails."""
 STOP_GRACE_SECONDS = 6.0
 """How long `stop()` lets a server end (its session, then the shielded process-group shutdown of
 `_stdio`, at most about 3 s) before its owner task is cancelled."""
@@ -223,8 +234,14 @@ class McpServerConnection:
         roots: Callable[[], Sequence[str | Path]] | None = None,
         on_log: Callable[[McpServerConnection], None] | None = None,
         on_catalog_changed: Callable[[McpServerConnection], Awaitable[None] | None] | None = None,
+        oauth_dir: Path | None = None,
     ) -> None:
         self.spec = spec
+        self._oauth_dir = oauth_dir
+        self._listening: Any = None
+        """The loopback listener of a sign-in in progress (closed once the handshake is done)."""
+        self._sign_in: tuple[str, asyncio.Task | None] | None = None
+        """The authorization URL the user is asked to open, and the question's task, while waiting."""
         self.policy = policy or RestartPolicy()
         self.call_timeout = spec.timeout or call_timeout
         """Seconds one tool call may take: the server's declared ``timeout``, else the host's."""
@@ -454,7 +471,14 @@ class McpServerConnection:
                 return
             except Exception as exc:  # the boundary of one server run: report, then maybe restart
                 logger.debug("MCP server %r run ended with %r", self.name, exc, exc_info=True)
+                declined = _declined(exc)
+                if declined is not None and not self._stopping.is_set():
+                    await self._fail(f"MCP server '{self.name}' needs you to sign in, and the sign-in did not complete "
+                                     f"({declined}). It asks again when it is started again (with the next turn).")
+                    return
                 reason = self._describe_failure(exc)
+            finally:
+                self._end_sign_in()
             if self._stopping.is_set():
                 break
             loop = asyncio.get_running_loop()
@@ -521,6 +545,10 @@ class McpServerConnection:
                         list_roots_callback=self._list_roots if self._roots is not None else None,
                     )
                     await stack.enter_async_context(client)
+                    self._end_sign_in()
+                    if self._listening is not None:
+                        await self._listening.close()
+                        self._listening = None
                     await self._list_tools(client)
                     await self._list_prompts(client)
                     await self._list_resources(client)
@@ -536,6 +564,10 @@ class McpServerConnection:
                     reason = self._process.describe_exit(with_stderr=False) if reason == "ended" else reason
         finally:
             self._starting_up = None
+        if startup.cancelled_caught and not self._stopping.is_set() and self._sign_in is not None:
+            from .oauth import OAuthDeclined
+
+            raise OAuthDeclined(f"nobody signed in within {AUTH_WAIT:g} s")
         if startup.cancelled_caught and not self._stopping.is_set():
             raise TimeoutError(f"did not finish starting within {self.policy.startup_timeout:g} s")
         if startup.cancelled_caught:
@@ -543,6 +575,69 @@ class McpServerConnection:
         if reason == "ended":
             reason = "closed its connection"
         return reason, started
+
+    def _oauth(self, stack: AsyncExitStack) -> Any:
+        """The SDK's OAuth provider for this attempt, or None (see the module contract)."""
+        if self._oauth_dir is None or any(key.lower() == "authorization" for key in self.spec.headers):
+            return None
+        from .oauth import LoopbackCallback, TokenFile, oauth_provider, token_path
+
+        tokens = TokenFile(token_path(self._oauth_dir, self.spec))
+        # The redirect URI is fixed before the flow starts: the remembered port, or a free one now.
+        if tokens.port is None:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                tokens.use_port(sock.getsockname()[1])
+        planned = tokens.port or 0
+        callback = LoopbackCallback(planned)
+        callback.port = planned
+
+        async def authorize(url: str) -> None:
+            # The listener exists only while the user signs in.
+            await callback.start()
+            stack.push_async_callback(callback.close)
+            if callback.port != planned:  # the remembered port was taken: the next attempt registers anew
+                tokens.use_port(callback.port)
+                callback.decline(f"the sign-in's callback port {planned} was in use; start the server again")
+                return
+            self._listening = callback
+            await self._ask_sign_in(url, callback)
+
+        return oauth_provider(self.spec, tokens, callback, authorize)
+
+    async def _ask_sign_in(self, url: str, callback: Any) -> None:
+        """Show the authorization URL (status and a question) and wait no longer than AUTH_WAIT."""
+        if self._starting_up is not None:
+            self._starting_up.deadline = anyio.current_time() + AUTH_WAIT  # a person's pace, bounded
+        question: asyncio.Task | None = None
+        if self._ask is not None:
+            question = asyncio.get_running_loop().create_task(self._sign_in_question(url, callback))
+            done = callback.done
+            if done is not None:
+                done.add_done_callback(lambda _: question.cancel())
+        self._sign_in = (url, question)
+        await self._set_status("starting", f"MCP server '{self.name}' needs you to sign in: open {url}")
+
+    async def _sign_in_question(self, url: str, callback: Any) -> None:
+        assert self._ask is not None
+        request = {"id": f"mcp-sign-in-{uuid.uuid4().hex}", "url": url,
+                   "message": f"The MCP server '{self.name}' needs you to sign in. Open the link, sign in, and come back."}
+        try:
+            reply = await self._ask(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # nobody can be asked: the status still shows the URL
+            logger.info("MCP server %r: the sign-in could not be asked: %s", self.name, exc)
+            return
+        if reply.get("response") != "accept":
+            callback.decline("you declined")
+
+    def _end_sign_in(self) -> None:
+        if self._sign_in is not None:
+            _, question = self._sign_in
+            if question is not None:
+                question.cancel()
+            self._sign_in = None
 
     async def _open_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         spec = self.spec
@@ -554,11 +649,11 @@ class McpServerConnection:
         if spec.transport == "sse":
             from mcp.client.sse import sse_client
 
-            return await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers)))
+            return await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers), auth=self._oauth(stack)))
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
+        http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers), auth=self._oauth(stack)))
         return await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
 
     async def _list_tools(self, client: Client) -> None:
@@ -797,6 +892,24 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     for exc in group.exceptions:
         found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return found
+
+
+def _declined(exc: BaseException) -> str | None:
+    """Why the sign-in did not complete, when that is what ended a run (else None)."""
+    from mcp.client.auth import OAuthFlowError
+
+    from .oauth import OAuthDeclined
+
+    leaves = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    for leaf in leaves:
+        seen = leaf
+        while seen is not None:
+            if isinstance(seen, OAuthDeclined):
+                return str(seen)
+            if isinstance(seen, OAuthFlowError):
+                return f"the sign-in failed: {seen}"
+            seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _needs_tasks(tool: types.Tool) -> bool:

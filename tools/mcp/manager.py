@@ -18,7 +18,7 @@ Contract:
   list changes (started, re-listed after `tools/list_changed`, failed, stopped); the host
   turns it into `session/serverToolsChanged`. `on_status(status)` sees every status
   change. `ask` answers elicitations that cannot be tied to a single running tool call.
-* `roots`, `on_log` and `on_catalog_changed` are passed to every connection (see
+* `roots`, `on_log`, `on_catalog_changed` and `oauth_dir` are passed to every connection (see
   `tools.mcp.connection`); `roots_changed()` tells every running server that the folders changed.
   `connection(name)` is the server of that name, if any (prompts, resources and logs are read
   from it).
@@ -60,8 +60,10 @@ class McpManager:
         roots: Callable[[], Sequence[str | Path]] | None = None,
         on_log: Callable[[McpServerConnection], None] | None = None,
         on_catalog_changed: Callable[[McpServerConnection], Awaitable[None] | None] | None = None,
+        oauth_dir: Path | None = None,
     ) -> None:
         self._policy = policy
+        self._oauth_dir = oauth_dir
         self._roots = roots
         self._on_log = on_log
         self._on_catalog_changed = on_catalog_changed
@@ -156,7 +158,7 @@ class McpManager:
         connection = McpServerConnection(
             spec, policy=self._policy, inherit_env=self._inherit_env, ask=self._ask,
             on_status=self._on_status, on_tools_changed=self._server_tools_changed, call_timeout=self._call_timeout,
-            roots=self._roots, on_log=self._on_log, on_catalog_changed=self._on_catalog_changed,
+            roots=self._roots, on_log=self._on_log, on_catalog_changed=self._on_catalog_changed, oauth_dir=self._oauth_dir,
         )
         self._connections[spec.name] = connection
         connection.start()

@@ -28,7 +28,10 @@ Contract:
   sent again.
 - Every MCP tool offered to a turn carries its ``contributor`` (``{kind: "mcp", customizationId}``,
   that entry's id), which ``chat/toolCallStart`` names.
-- Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
+- Elicitations that cannot be tied to one running call go to ``ask`` (a session input request),
+  and so does the sign-in of a remote server that asks for OAuth (a question with the
+  authorization ``url``; the URL is also the server's problem while it waits). Tokens are kept
+  in ``oauth_dir`` (the host's data directory, ``mcp-oauth/``).
 - Each server's prompts are slash entries (``prompt_entries()``, see ``mcp_prompts``) and the
   servers with resources or resource templates are ``resource_servers()`` (mentions and the
   resource tools, see ``mcp_resources``).
@@ -78,8 +81,9 @@ class SessionMcp:
 
     def __init__(self, session: str, store: Store, *, ask: AskUser, on_problem: ProblemSink,
                  policy: RestartPolicy | None = None, call_timeout: float | None = None,
-                 unready: set[str] | None = None, on_meta: MetaSink | None = None) -> None:
+                 unready: set[str] | None = None, on_meta: MetaSink | None = None, oauth_dir: Path | None = None) -> None:
         self.session = session
+        self._oauth_dir = oauth_dir
         self._on_meta = on_meta
         self._meta_dirty: set[str] = set()
         self._meta_timer: asyncio.TimerHandle | None = None
@@ -215,7 +219,7 @@ class SessionMcp:
                 self.manager = manager_module.McpManager(
                     policy=self._policy, ask=self._ask, on_tools_changed=self._tools_changed, on_status=self._status,
                     roots=self.roots, on_log=lambda c: self._meta_changed(c.name),
-                    on_catalog_changed=lambda c: self._meta_changed(c.name), **timeout,
+                    on_catalog_changed=lambda c: self._meta_changed(c.name), oauth_dir=self._oauth_dir, **timeout,
                 )
         await self.manager.set_specs(specs)
 
@@ -276,7 +280,9 @@ class SessionMcp:
         if owner is None:
             return
         self._publish_state(status.name, _server_state(status))
-        if status.state == "restarting":
+        if status.state == "starting" and status.message:  # waiting for the user to sign in
+            self._on_problem(owner, f"mcp:{status.name}", status.message)
+        elif status.state == "restarting":
             self._on_problem(owner, f"mcp:{status.name}", status.message or f"MCP server {status.name!r} is restarting.")
         elif status.state == "stopped":
             self._on_problem(owner, f"mcp:{status.name}", None)

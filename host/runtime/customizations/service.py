@@ -512,6 +512,7 @@ class CustomizationService:
                 ask=lambda request: self.inputs.ask(runtime.session, request),
                 on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
                 on_meta=lambda container_id, server, meta: self._server_meta(runtime, container_id, server, meta),
+                oauth_dir=self.config.data_path() / "mcp-oauth",
             )
         await runtime.mcp.apply(specs, owners)
 

@@ -21,7 +21,7 @@ from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import idle, ready_session, run_turn, serving
 from tests.host.runtime.customizations.test_mcp_sessions import mcp_config, tool_calls, wait_tools
-from tests.tools.mcp.conftest import CONTEXT_SERVER
+from tests.tools.mcp.conftest import CONTEXT_SERVER, oauth_server  # noqa: F401 (a fixture)
 
 NOTES = {"command": sys.executable, "args": [str(CONTEXT_SERVER)]}
 
@@ -221,3 +221,29 @@ async def test_the_servers_log_and_its_task_only_tool_show_in_the_mcp_view(tmp_p
     assert "notes" in shown and "[info] chatter: chatter message 2" in shown
     assert "long_job not offered:" in shown
     assert "prompts: /mcp__notes__review" in shown
+
+
+async def test_a_remote_server_that_asks_for_oauth_is_signed_in_through_the_sessions_input_request(
+        tmp_path: Path, frame_checker: FrameChecker, oauth_server: str) -> None:
+    from tests.host.runtime.customizations.test_mcp_sessions import open_request
+    from tests.tools.mcp.conftest import play_browser
+
+    provider = ScriptedProvider([reply("hello")])
+    config = mcp_config(tmp_path, {"remote": {"type": "http", "url": oauth_server}})
+    async with serving(config, frame_checker, [vision_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        request = await open_request(client, session)
+        container = next(c for c in client.state(session)["customizations"] if c["id"] == "mcp-servers")
+        shown = render_mcp(client.state(session), Style(color=False))
+        assert await play_browser(request["url"]) == 200
+        await wait_tools(client, session, "remote", "whoami")
+        await client.wait_for(lambda m, e: not (client.state(session) or {}).get("inputRequests"), timeout=20)
+        healed = next(c for c in client.state(session)["customizations"] if c["id"] == "mcp-servers")
+        data = config.data_path()
+    assert request["url"].startswith(oauth_server.removesuffix("/mcp") + "/authorize?")
+    assert "needs you to sign in" in request["message"]
+    assert f"MCP server 'remote' needs you to sign in: open {request['url']}" in container["load"]["message"]
+    assert "needs you to sign in" in shown
+    assert healed["load"]["kind"] == "loaded"
+    [token_file] = (data / "mcp-oauth").iterdir()
+    assert oct(token_file.stat().st_mode & 0o777) == "0o600"
