@@ -150,12 +150,45 @@ def render_mcp_log(state: Mapping[str, Any], server: str, style: Style) -> str:
     return f"This session has no MCP server called {clean(server)}.\n"
 
 
+def _plugin_servers(state: Mapping[str, Any], style: Style, published: Counter) -> list[str]:
+    """The MCP servers plugins declare, each with the state its entry carries."""
+    lines: list[str] = []
+    for container in _containers(state):
+        if container.get("id") == MCP_CONTAINER:
+            continue
+        servers = [c for c in container.get("children") or () if isinstance(c, Mapping) and c.get("type") == "mcpServer"]
+        if not servers:
+            continue
+        lines.append(style.bold(f"MCP servers of {clean(container.get('name') or container.get('id'))}"))
+        for child in servers:
+            name = clean(child.get("name") or child.get("id"))
+            server_state = child.get("state") if isinstance(child.get("state"), Mapping) else {}
+            kind = server_state.get("kind")
+            count = published.get(name, 0)
+            if kind == "error":
+                status = style.red("✗ failed")
+            elif kind == "ready":
+                status = style.green(f"● running, {count} tool{'s' if count != 1 else ''}")
+            elif kind == "starting":
+                status = style.yellow("… starting")
+            else:
+                status = style.dim("○ not started (starts with a turn)")
+            lines.append(f"  {style.bold(name)}  {status}")
+            if kind == "error":
+                lines.append("    " + style.red(_short(clean((server_state.get("error") or {}).get("message") or ""), 300)))
+            lines.extend("    " + line for line in _server_details(child.get("_meta"), style, MCP_LOG_SHOWN))
+    return lines
+
+
 def render_mcp(state: Mapping[str, Any], style: Style) -> str:
     container = next((c for c in _containers(state) if c.get("id") == MCP_CONTAINER), None)
-    if container is None:
-        return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
-    kind, message = _load(container)
     published = Counter(_server_of(t) for t in _tools(state))
+    from_plugins = _plugin_servers(state, style, published)
+    if container is None and not from_plugins:
+        return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
+    if container is None:
+        return "\n".join(from_plugins) + "\n"
+    kind, message = _load(container)
     found = [part.strip() for line in message.splitlines() for part in line.split("; ") if part.strip()] \
         if kind in ("degraded", "error") else []
     waiting = [p for p in found if p.startswith(WAITING)]
@@ -167,7 +200,9 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         name = clean(child.get("name") or child.get("id"))
         own = [p for p in problems if f"'{name}'" in p]
         count = published.get(name, 0)
-        if own:
+        if own and all("needs you to sign in" in p for p in own):
+            status = style.yellow("◌ waiting for you to sign in (open the link below)")
+        elif own:
             status = style.red("✗ failed")
         elif any(f"'{name}'" in p for p in waiting):
             status = style.yellow("◌ waiting for you to trust this folder (/trust add)")
@@ -176,12 +211,13 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         else:
             status = style.dim("○ not started (starts with a turn)")
         lines.append(f"  {style.bold(name)}  {status}")
-        lines.extend("    " + style.red(_short(p, 300)) for p in own)
+        # A sign-in link is shown whole: cut, it could not be opened.
+        lines.extend("    " + (style.yellow(clean(p)) if "needs you to sign in" in p else style.red(_short(p, 300))) for p in own)
         lines.extend("    " + line for line in _server_details(child.get("_meta"), style, MCP_LOG_SHOWN))
     unowned = [p for p in problems if not any(f"'{clean(c.get('name'))}'" in p for c in container.get("children") or () if isinstance(c, Mapping))]
     lines.extend("  " + style.red(_short(p, 300)) for p in unowned)
     lines.extend("  " + style.yellow(_short(p, 300)) for p in waiting)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + from_plugins) + "\n"
 
 
 def render_trust(root: Mapping[str, Any] | None, folder: str | None, state: Mapping[str, Any] | None, style: Style) -> str:
