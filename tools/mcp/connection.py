@@ -43,8 +43,10 @@ Contract:
 * Roots: given `roots` (a callable returning the session's folders), the client announces the
   roots capability and answers `roots/list` with them as `file://` URIs; `roots_changed()`
   sends `notifications/roots/list_changed` to a running server.
-* Logging: `notifications/message` and (stdio) stderr lines go to `log` (a bounded
-  `ServerLog` that survives restarts); `on_log(connection)` is called (plainly) after each.
+* Logging: a server that announces logging is asked for level `info` and above
+  (`logging/setLevel`, once running); its `notifications/message` and (stdio) stderr lines go to
+  `log` (a bounded `ServerLog` that survives restarts); `on_log(connection)` is called (plainly)
+  after each.
 * MCP tasks: a tool whose `execution.taskSupport` is `"required"` cannot be called without the
   tasks protocol, which this client does not speak: it is not offered, and
   `ServerStatus.not_offered` names it with the reason.
@@ -191,6 +193,8 @@ _RELIST_RESOURCES = object()
 """Queue marker: the server said its resource list changed."""
 _ROOTS_CHANGED = object()
 """Queue marker: tell the server the session's folders changed."""
+_LOG_LEVEL = object()
+"""Queue marker: ask a server that logs for messages of level info and above."""
 
 TASKS_REQUIRED = ("it can only run as an MCP task (execution.taskSupport \"required\"), "
                   "which this host does not support yet")
@@ -556,6 +560,8 @@ class McpServerConnection:
                     self._starting_up = None
                     started = asyncio.get_running_loop().time()
                     await self._set_status("running", None)
+                    if client.server_capabilities.logging is not None:
+                        self._queue.put_nowait(_LOG_LEVEL)
                     await _notify(self._on_tools_changed, self)
                     await _notify(self._on_catalog_changed, self)
                     reason = await self._serve(client)
@@ -726,6 +732,8 @@ class McpServerConnection:
                         group.start_soon(self._relist_catalog, client, job)
                     elif job is _ROOTS_CHANGED:
                         group.start_soon(self._send_roots_changed, client)
+                    elif job is _LOG_LEVEL:
+                        group.start_soon(self._set_log_level, client)
                     elif isinstance(job, _Request):
                         group.start_soon(self._run_request, client, job)
                     else:
@@ -762,6 +770,14 @@ class McpServerConnection:
             logger.warning("MCP server %r: re-listing its prompts or resources failed: %s", self.name, exc)
             return
         await _notify(self._on_catalog_changed, self)
+
+    async def _set_log_level(self, client: Client) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated in protocol 2026-07-28; this is a handshake-era session
+                await client.set_logging_level("info")
+        except Exception as exc:  # a server that refuses keeps logging at its own level
+            logger.debug("MCP server %r: logging/setLevel failed: %s", self.name, exc)
 
     async def _send_roots_changed(self, client: Client) -> None:
         try:

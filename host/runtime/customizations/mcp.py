@@ -38,7 +38,7 @@ Contract:
 - Roots: every server is told the session's folders (its ``workingDirectories``, read from the
   store when asked) on ``roots/list``; ``roots_changed()`` notifies the running servers.
 - What each server logged and how it is doing beyond its state (its last ``PUBLISHED_LOG`` log
-  entries, its prompts, resource counts, the tools not offered and why) is published as the
+  entries, each cut at ``PUBLISHED_TEXT`` characters, its prompts, resource counts, the tools not offered and why) is published as the
   ``_meta`` of its ``mcpServer`` entry through ``on_meta(container id, server, meta)``, at most
   once per ``META_INTERVAL`` seconds per session, so a chatty server cannot flood the clients.
 - ``stop()`` returns when every server process is gone.
@@ -70,9 +70,11 @@ ProblemSink = Callable[[str, str, "str | None"], None]
 MetaSink = Callable[[str, str, "dict[str, Any]"], None]
 """``(container id, server name, the _meta of its mcpServer entry)``."""
 
-PUBLISHED_LOG = 30
+PUBLISHED_LOG = 20
 """Log entries of a server published in its entry's ``_meta`` (the connection keeps more)."""
-META_INTERVAL = 0.5
+PUBLISHED_TEXT = 300
+"""Characters of one published log entry (the connection keeps up to 1000)."""
+META_INTERVAL = 1.0
 """Seconds between two publications of the servers' ``_meta`` in one session, at least."""
 
 
@@ -316,7 +318,13 @@ def server_meta(connection: McpServerConnection) -> dict[str, Any]:
     from tools.mcp.naming import namespaced_name
 
     entries = connection.log.entries()
-    meta: dict[str, Any] = {"log": [entry.wire() for entry in entries[-PUBLISHED_LOG:]], "logKept": len(entries)}
+    published = []
+    for entry in entries[-PUBLISHED_LOG:]:
+        wire = entry.wire()
+        if len(wire["text"]) > PUBLISHED_TEXT:
+            wire["text"] = wire["text"][: PUBLISHED_TEXT - 1] + "…"
+        published.append(wire)
+    meta: dict[str, Any] = {"log": published, "logKept": len(entries)}
     if connection.prompts:
         meta["prompts"] = [namespaced_name(connection.name, prompt.name) for prompt in connection.prompts]
     if connection.resources or connection.resource_templates:
