@@ -54,7 +54,8 @@ Contract:
   their own): a server that answers 401 gets the SDK's OAuth flow (`tools.mcp.oauth`); when the
   user must sign in, the status message says so with the authorization URL (state `starting`),
   the user is asked through `ask` (an input request with that `url`; declining it ends the
-  attempt) and the browser's redirect comes back to a loopback listener. The startup deadline
+  attempt; a question cancelled unanswered, as at the end of the turn it was asked in, is asked
+  once more) and the browser's redirect comes back to a loopback listener. The startup deadline
   waits `AUTH_WAIT` seconds for a person instead. A sign-in that was declined or never done
   fails the server at once (no restarts; starting it again asks again). Tokens are kept per
   server in `oauth_dir` (0600) and refreshed by the SDK.
@@ -626,17 +627,24 @@ class McpServerConnection:
 
     async def _sign_in_question(self, url: str, callback: Any) -> None:
         assert self._ask is not None
-        request = {"id": f"mcp-sign-in-{uuid.uuid4().hex}", "url": url,
-                   "message": f"The MCP server '{self.name}' needs you to sign in. Open the link, sign in, and come back."}
-        try:
-            reply = await self._ask(request)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # nobody can be asked: the status still shows the URL
-            logger.info("MCP server %r: the sign-in could not be asked: %s", self.name, exc)
-            return
-        if reply.get("response") != "accept":
-            callback.decline("you declined")
+        # A question asked during a turn is cancelled when that turn ends unanswered: it is asked
+        # once more (then outside the turn). Only "decline" gives up; after a second "cancel" the
+        # link in the status still works until the start gives up waiting.
+        for _ in range(2):
+            request = {"id": f"mcp-sign-in-{uuid.uuid4().hex}", "url": url,
+                       "message": f"The MCP server '{self.name}' needs you to sign in. Open the link, sign in, and come back."}
+            try:
+                reply = await self._ask(request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # nobody can be asked: the status still shows the URL
+                logger.info("MCP server %r: the sign-in could not be asked: %s", self.name, exc)
+                return
+            if reply.get("response") == "decline":
+                callback.decline("you declined")
+                return
+            if reply.get("response") != "cancel":
+                return
 
     def _end_sign_in(self) -> None:
         if self._sign_in is not None:

@@ -104,3 +104,35 @@ async def test_a_server_with_its_own_authorization_header_is_not_given_oauth(oau
         await connection.stop()
     assert status.state in ("restarting", "failed")
     assert not (tmp_path / "oauth").exists()
+
+
+async def test_a_sign_in_question_cancelled_unanswered_is_asked_again_and_the_link_still_works(
+        oauth_server: str, tmp_path: Path) -> None:
+    asked: list[str] = []
+    browser: list[asyncio.Task[int]] = []
+    asked_twice = asyncio.Event()
+
+    async def ask(request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request["url"])
+        if len(asked) == 2:
+            asked_twice.set()
+        if len(asked) < 3:
+            return {"response": "cancel"}  # e.g. the turn it was asked in ended unanswered
+        raise AssertionError("asked a third time")
+
+    statuses: list[ServerStatus] = []
+    connection = McpServerConnection(remote(oauth_server), policy=FAST, ask=ask, oauth_dir=tmp_path / "oauth",
+                                     on_status=statuses.append)
+    connection.start()
+    try:
+        await asyncio.wait_for(asked_twice.wait(), 60)
+        # Nobody answered; the user opens the link shown in the server's status.
+        waiting = next(s for s in statuses if s.state == "starting" and s.message)
+        assert waiting.message is not None
+        link = waiting.message.split("open ", 1)[1]
+        browser.append(asyncio.create_task(play_browser(link)))
+        status = await connection.wait_ready(timeout=60)
+    finally:
+        await connection.stop()
+    assert status.state == "running" and len(asked) == 2
+    assert [await task for task in browser] == [200]
