@@ -590,12 +590,14 @@ class McpServerConnection:
         from .oauth import LoopbackCallback, TokenFile, oauth_provider, token_path
 
         tokens = TokenFile(token_path(self._oauth_dir, self.spec))
-        # The redirect URI is fixed before the flow starts: the remembered port, or a free one now.
-        if tokens.port is None:
+        # The redirect URI is fixed before the flow starts (the client registers with it): the
+        # remembered port, or a free one now (remembered only once a sign-in uses it, so a server
+        # that never asks for OAuth leaves no file behind).
+        planned = tokens.port
+        if planned is None:
             with socket.socket() as sock:
                 sock.bind(("127.0.0.1", 0))
-                tokens.use_port(sock.getsockname()[1])
-        planned = tokens.port or 0
+                planned = sock.getsockname()[1]
         callback = LoopbackCallback(planned)
         callback.port = planned
 
@@ -603,10 +605,11 @@ class McpServerConnection:
             # The listener exists only while the user signs in.
             await callback.start()
             stack.push_async_callback(callback.close)
-            if callback.port != planned:  # the remembered port was taken: the next attempt registers anew
+            if callback.port != planned:  # the port was taken meanwhile: the next attempt registers anew
                 tokens.use_port(callback.port)
                 callback.decline(f"the sign-in's callback port {planned} was in use; start the server again")
                 return
+            tokens.remember_port(planned)
             self._listening = callback
             await self._ask_sign_in(url, callback)
 

@@ -108,8 +108,13 @@ class TokenFile:
         port = self._read().get("redirectPort")
         return port if isinstance(port, int) else None
 
+    def remember_port(self, port: int) -> None:
+        """Remember the port the registered client's redirect URI uses."""
+        if port != self.port:
+            self._write(redirectPort=port)
+
     def use_port(self, port: int) -> None:
-        """Remember the redirect port; a different one than before drops the registration."""
+        """Move to another redirect port: the registration (made for the old one) is dropped."""
         if port != self.port:
             self._write(redirectPort=port, client=None)
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
 from tools.base import ToolContext
 from tools.mcp import McpServerConnection, McpServerSpec, ServerStatus
 
-from .conftest import FAST, play_browser
+from .conftest import FAST, KITCHEN_SINK, play_browser
 
 
 def remote(url: str, **overrides: Any) -> McpServerSpec:
@@ -136,3 +137,22 @@ async def test_a_sign_in_question_cancelled_unanswered_is_asked_again_and_the_li
         await connection.stop()
     assert status.state == "running" and len(asked) == 2
     assert [await task for task in browser] == [200]
+
+
+async def test_a_remote_server_that_does_not_ask_for_oauth_leaves_no_token_file(tmp_path: Path) -> None:
+    # The kitchen-sink fixture over streamable HTTP answers without a token.
+    process = await asyncio.create_subprocess_exec(sys.executable, str(KITCHEN_SINK), "http", stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.DEVNULL)
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+        connection = McpServerConnection(remote(f"http://127.0.0.1:{int(line.split()[1])}/mcp"), policy=FAST,
+                                         oauth_dir=tmp_path / "oauth")
+        connection.start()
+        try:
+            assert (await connection.wait_ready(timeout=60)).state == "running"
+        finally:
+            await connection.stop()
+    finally:
+        process.kill()
+        await process.wait()
+    assert not (tmp_path / "oauth").exists()
