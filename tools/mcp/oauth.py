@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -40,8 +39,6 @@ from .errors import McpError
 from .specs import McpServerSpec
 
 __all__ = ["TokenFile", "LoopbackCallback", "OAuthDeclined", "oauth_provider", "token_path", "CALLBACK_PATH"]
-
-logger = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/callback"
 _REQUEST_LIMIT = 16 * 1024

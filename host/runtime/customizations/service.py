@@ -28,6 +28,9 @@ Contract:
 - ``session/mcpServerStartRequested`` / ``session/mcpServerStopRequested`` (observed, dispatched by
   clients) start or stop the session's MCP servers (the reducer already shows ``starting`` /
   ``stopped``; ``SessionMcp`` reports each server's state with ``session/mcpServerStateChanged``).
+- ``session/workingDirectorySet`` / ``Removed`` / ``Replaced`` (observed) tell the session's running
+  MCP servers that their roots changed; a server's log, prompts and resources re-publish its
+  container with that server's ``_meta`` (the published server states are kept).
 - ``session/activeClientSet`` / ``session/activeClientRemoved`` (observed) resolve the published
   plugins of every active client (AHP 0.9.0 ``activeClients``): a
   ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); any other

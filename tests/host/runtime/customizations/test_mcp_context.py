@@ -6,7 +6,6 @@ offered."""
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 from pathlib import Path
