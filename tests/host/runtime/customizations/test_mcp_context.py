@@ -246,3 +246,24 @@ async def test_a_remote_server_that_asks_for_oauth_is_signed_in_through_the_sess
     assert healed["load"]["kind"] == "loaded"
     [token_file] = (data / "mcp-oauth").iterdir()
     assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+
+
+async def test_a_prompt_the_server_adds_later_becomes_a_slash_command(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    provider = ScriptedProvider([])
+    config = mcp_config(tmp_path, {"notes": NOTES}, tools={"enabled": True, "auto_approve": True})
+    async with serving(config, frame_checker, [vision_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        names = await notes_ready(client, session)
+        assert not await completions(client, session, "/mcp__notes__lat")
+        provider.add(call_tools((names["add_prompt"], {"name": "later"})))
+        provider.add(reply("added"))
+        await run_turn(client, session, "add a prompt")
+        await idle(client, session)
+        await client.wait_for(lambda m, e: "mcp__notes__later" in (notes_entry(client, session)["_meta"].get("prompts") or []),
+                              timeout=20)
+        items = await completions(client, session, "/mcp__notes__lat")
+        provider.add(reply("used it"))
+        turn = await run_turn(client, session, "/mcp__notes__later")
+    assert [item["insertText"] for item in items] == ["/mcp__notes__later "]
+    assert turn["state"] == "complete"
+    assert user_message(provider).text.endswith("the later prompt")

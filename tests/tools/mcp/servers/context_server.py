@@ -10,7 +10,8 @@
   `roots_changes()` how many `notifications/roots/list_changed` it received;
   `chatter(count)` sends `count` log messages (`notifications/message`, level info, logger
   "chatter") and writes as many lines on stderr; `add_note(name)` adds the resource
-  `notes://extra/<name>` and sends `resources/list_changed`; `long_job()` is declared with
+  `notes://extra/<name>` and sends `resources/list_changed`; `add_prompt(name)` adds a prompt and
+  sends `prompts/list_changed`; `long_job()` is declared with
   `execution.taskSupport: "required"` (a host without MCP tasks must not offer it).
 * At start it writes "context-server: starting" on stderr.
 
@@ -23,7 +24,7 @@ import base64
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Prompt, UserMessage
 from mcp.server.mcpserver.resources import TextResource
 from mcp_types import NotificationParams, EmbeddedResource, ImageContent, TextResourceContents, ToolExecution
 
@@ -125,6 +126,17 @@ async def add_note(name: str, ctx: Context) -> str:
     """Add the resource notes://extra/<name> and announce the new list."""
     server.add_resource(TextResource(uri=f"notes://extra/{name}", name=name, text=f"note {name}"))
     await ctx.session.send_resource_list_changed()
+    return f"added {name}"
+
+
+@server.tool()
+async def add_prompt(name: str, ctx: Context) -> str:
+    """Add a prompt called `name` and announce the new list."""
+    def text() -> str:
+        return f"the {name} prompt"
+
+    server.add_prompt(Prompt.from_function(text, name=name, description=f"Added {name}"))
+    await ctx.session.send_prompt_list_changed()
     return f"added {name}"
 
 
