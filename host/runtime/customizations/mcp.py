@@ -243,8 +243,8 @@ class SessionMcp:
             if connection is not None:
                 self._unready.add(_key(connection.spec))
             owner = self._owners.get(name)
-            if owner is not None:
-                self._on_problem(owner, f"mcp:{name}", f"MCP server {name!r} is still starting; "
+            if owner is not None:  # (one waiting for a sign-in keeps saying so, with its link)
+                self._on_problem(owner, f"mcp:{name}", status.message or f"MCP server {name!r} is still starting; "
                                  "its tools are added once it is up.")
 
     def unavailable(self) -> list[str]:
@@ -252,7 +252,8 @@ class SessionMcp:
         lines = []
         for name, status in self.statuses().items():
             if status.state == "starting":
-                lines.append(f"MCP server {name!r} is still starting.")
+                lines.append(f"MCP server {name!r} is still starting" + (" (waiting for the user to sign in)."
+                                                                          if status.message else "."))
             elif status.state in ("restarting", "failed"):
                 lines.append(status.message or f"MCP server {name!r} is {status.state}.")
         return lines

@@ -267,3 +267,24 @@ async def test_a_prompt_the_server_adds_later_becomes_a_slash_command(tmp_path: 
     assert [item["insertText"] for item in items] == ["/mcp__notes__later "]
     assert turn["state"] == "complete"
     assert user_message(provider).text.endswith("the later prompt")
+
+
+async def test_a_turn_that_does_not_wait_for_a_sign_in_keeps_the_link_shown_and_tells_the_model(
+        tmp_path: Path, frame_checker: FrameChecker, oauth_server: str) -> None:
+    from tests.host.runtime.customizations.test_mcp_sessions import open_request
+
+    provider = ScriptedProvider([reply("without it")])
+    config = mcp_config(tmp_path, {"remote": {"type": "http", "url": oauth_server}})
+    config.mcp.start_wait = 0.5
+    async with serving(config, frame_checker, [vision_agent(provider)]) as (_, client):
+        session = await ready_session(client)
+        request = await open_request(client, session)
+        turn = await run_turn(client, session, "hello")
+        await idle(client, session)
+        container = next(c for c in client.state(session)["customizations"] if c["id"] == "mcp-servers")
+        still_asked = [r["id"] for r in client.state(session).get("inputRequests") or []]
+    assert turn["state"] == "complete"
+    assert "MCP server 'remote' is still starting (waiting for the user to sign in)." in (provider.requests[0].system or "")
+    # The turn that gave up waiting did not hide the link behind "still starting", nor withdraw the question.
+    assert f"needs you to sign in: open {request['url']}" in container["load"]["message"]
+    assert still_asked == [request["id"]]
