@@ -41,9 +41,9 @@ from chat.render import (
     render_models,
 )
 from chat.session_list import Listing, arrange, render_session_list
-from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
+from chat.views import render_context, render_cost, render_mcp, render_mcp_log, render_plugins, render_tools
 from chat.views import (
-    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_permissions, render_plugins, render_tools,
+    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_mcp_log, render_permissions, render_plugins, render_tools,
     without_remembered, render_trust,
 )
 from client import ROOT_CHANNEL, AhpClientError, AhpError
@@ -194,8 +194,15 @@ class Commands(ChatCore):
             self._write(render_tools(state, self.style))
 
     async def _cmd_mcp(self, args: str) -> None:
+        """``/mcp`` lists the session's MCP servers; ``/mcp log NAME`` shows one server's log."""
+        verb, _, name = args.strip().partition(" ")
         if (state := await self._session_view()) is not None:
-            self._write(render_mcp(state, self.style))
+            if verb == "log" and name.strip():
+                self._write(render_mcp_log(state, name.strip(), self.style))
+            elif verb:
+                self._note("usage: /mcp, or /mcp log NAME for one server's log")
+            else:
+                self._write(render_mcp(state, self.style))
 
     async def _cmd_plugins(self, args: str) -> None:
         if (state := await self._session_view()) is not None:

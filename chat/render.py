@@ -518,7 +518,8 @@ being typed clears it.
   /history             show older turns         /agent [NAME]   list agents / new session with NAME
   /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
   /queue TEXT          queue a message          /help           this help
-  /tools               the session's tools      /mcp            MCP servers, their state and errors
+  /tools               the session's tools      /mcp            MCP servers, their state, errors and log
+  /mcp log NAME        one MCP server's log     @server:uri     attach an MCP server's resource
   /plugins             plugins and problems     /context        tokens used of the context window
   /plugin              Claude Code marketplaces and plugins: /plugin marketplace add owner/repo, /plugin install NAME@MARKET
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)

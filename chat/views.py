@@ -9,7 +9,9 @@ say so when a field is absent (an older host, a session without usage yet) inste
   (``_meta.mcpServer``);
 * ``/mcp`` — the children of the ``mcp-servers`` container with the tools each publishes; a
   server named in the container's degraded/error message is shown with that message, once (a
-  server the host is restarting as restarting, not failed);
+  server the host is restarting as restarting, not failed); what the host publishes in a server's
+  ``_meta`` (its prompts as slash commands, resource counts, tools not offered and why, and the last
+  ``MCP_LOG_SHOWN`` lines it logged; ``/mcp log NAME`` shows every published line of one server);
 * ``/plugins`` — every other customization container with its load state, problems and what it
   contributes (skills, commands, agents, ...), and its notes (``_meta.notes``: what the host read
   leniently or ignored, which does not change the load state), leaving out workspace folders with
@@ -40,7 +42,7 @@ from chat._session import shown_directory
 from chat.render import Style, clean, text_of
 
 __all__ = [
-    "render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
+    "render_tools", "render_mcp", "render_mcp_log", "MCP_LOG_SHOWN", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
     "without_remembered", "render_change_list", "render_trust", "MCP_CONTAINER", "REMEMBERED",
 ]
 
@@ -49,6 +51,9 @@ REMEMBERED = "rememberedApprovals"
 
 MCP_CONTAINER = "mcp-servers"
 """The id of the container the host lists a session's MCP servers in."""
+
+MCP_LOG_SHOWN = 5
+"""Log lines of each server ``/mcp`` shows (``/mcp log NAME`` shows all the host published)."""
 
 _COMPACTED = "Compacted the conversation"
 
@@ -106,12 +111,86 @@ def _mark(kind: str, style: Style) -> str:
     }.get(kind, "·")
 
 
+def _log_line(entry: Any) -> str:
+    if not isinstance(entry, Mapping):
+        return clean(entry)
+    logger = f"{clean(entry.get('logger'))}: " if entry.get("logger") else ""
+    return f"[{clean(entry.get('level') or 'info')}] {logger}{clean(entry.get('text'))}"
+
+
+def _server_details(meta: Any, style: Style, log_lines: int) -> list[str]:
+    """What the host published about a server besides its state (see the module docstring)."""
+    if not isinstance(meta, Mapping):
+        return []
+    lines = []
+    prompts = [clean(p) for p in meta.get("prompts") or () if isinstance(p, str)]
+    if prompts:
+        lines.append(style.dim("prompts: ") + _short(", ".join(f"/{p}" for p in prompts), 200))
+    if "resources" in meta:
+        lines.append(style.dim("resources: ") + f"{meta.get('resources', 0)}, templates: {meta.get('resourceTemplates', 0)}"
+                     + style.dim(" (attach one with @server:uri)"))
+    for skipped in meta.get("notOffered") or ():
+        if isinstance(skipped, Mapping):
+            lines.append(style.yellow(f"{clean(skipped.get('tool'))} not offered: ") + _short(clean(skipped.get("reason") or ""), 200))
+    log = [entry for entry in meta.get("log") or ()]
+    if log and log_lines:
+        kept = meta.get("logKept")
+        lines.append(style.dim(f"log (last {min(log_lines, len(log))} of {kept if isinstance(kept, int) else len(log)}):"))
+        lines.extend("  " + _short(_log_line(entry), 200) for entry in log[-log_lines:])
+    return lines
+
+
+def render_mcp_log(state: Mapping[str, Any], server: str, style: Style) -> str:
+    """``/mcp log NAME``: every log line the host published for one server."""
+    for container in _containers(state):
+        for child in container.get("children") or ():
+            if isinstance(child, Mapping) and child.get("type") == "mcpServer" and child.get("name") == server:
+                log = ((child.get("_meta") or {}).get("log")) or []
+                if not log:
+                    return f"The MCP server {clean(server)} has logged nothing yet.\n"
+                return style.bold(f"Log of the MCP server {clean(server)}") + "\n" + "\n".join(_log_line(e) for e in log) + "\n"
+    return f"This session has no MCP server called {clean(server)}.\n"
+
+
+def _plugin_servers(state: Mapping[str, Any], style: Style, published: Counter) -> list[str]:
+    """The MCP servers plugins declare, each with the state its entry carries."""
+    lines: list[str] = []
+    for container in _containers(state):
+        if container.get("id") == MCP_CONTAINER:
+            continue
+        servers = [c for c in container.get("children") or () if isinstance(c, Mapping) and c.get("type") == "mcpServer"]
+        if not servers:
+            continue
+        lines.append(style.bold(f"MCP servers of {clean(container.get('name') or container.get('id'))}"))
+        for child in servers:
+            name = clean(child.get("name") or child.get("id"))
+            server_state = child.get("state") if isinstance(child.get("state"), Mapping) else {}
+            kind = server_state.get("kind")
+            count = published.get(name, 0)
+            if kind == "error":
+                status = style.red("✗ failed")
+            elif kind == "ready":
+                status = style.green(f"● running, {count} tool{'s' if count != 1 else ''}")
+            elif kind == "starting":
+                status = style.yellow("… starting")
+            else:
+                status = style.dim("○ not started (starts with a turn)")
+            lines.append(f"  {style.bold(name)}  {status}")
+            if kind == "error":
+                lines.append("    " + style.red(_short(clean((server_state.get("error") or {}).get("message") or ""), 300)))
+            lines.extend("    " + line for line in _server_details(child.get("_meta"), style, MCP_LOG_SHOWN))
+    return lines
+
+
 def render_mcp(state: Mapping[str, Any], style: Style) -> str:
     container = next((c for c in _containers(state) if c.get("id") == MCP_CONTAINER), None)
-    if container is None:
-        return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
-    kind, message = _load(container)
     published = Counter(_server_of(t) for t in _tools(state))
+    from_plugins = _plugin_servers(state, style, published)
+    if container is None and not from_plugins:
+        return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
+    if container is None:
+        return "\n".join(from_plugins) + "\n"
+    kind, message = _load(container)
     names = [clean(c.get("name") or c.get("id")) for c in container.get("children") or () if isinstance(c, Mapping)]
     found = _problems(message, names) if kind in ("degraded", "error") else []
     waiting = [p for p in found if p.startswith(WAITING)]
@@ -123,7 +202,9 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         name = clean(child.get("name") or child.get("id"))
         own = [p for p in problems if _names(p, [name])]
         count = published.get(name, 0)
-        if own and all("; restarting in " in p for p in own):
+        if own and all("needs you to sign in" in p for p in own):
+            status = style.yellow("◌ waiting for you to sign in (open the link below)")
+        elif own and all("; restarting in " in p for p in own):
             status = style.yellow("↻ restarting")
         elif own:
             status = style.red("✗ failed")
@@ -134,11 +215,13 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         else:
             status = style.dim("○ not started (starts with a turn)")
         lines.append(f"  {style.bold(name)}  {status}")
-        lines.extend("    " + style.red(_short(p, 300)) for p in own)
+        # A sign-in link is shown whole: cut, it could not be opened.
+        lines.extend("    " + (style.yellow(clean(p)) if "needs you to sign in" in p else style.red(_short(p, 300))) for p in own)
+        lines.extend("    " + line for line in _server_details(child.get("_meta"), style, MCP_LOG_SHOWN))
     unowned = [p for p in problems if not _names(p, names)]
     lines.extend("  " + style.red(_short(p, 300)) for p in unowned)
     lines.extend("  " + style.yellow(_short(p, 300)) for p in waiting)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + from_plugins) + "\n"
 
 
 def _names(problem: str, names: Sequence[str]) -> bool:

@@ -89,6 +89,8 @@ TABLE: tuple[ClaudeTool, ...] = (
     ClaudeTool("ask_user", "AskUserQuestion"),
     ClaudeTool("task", "Task", older=("Agent",)),
     ClaudeTool("propose_plan", "ExitPlanMode"),
+    ClaudeTool("list_mcp_resources", "ListMcpResourcesTool"),
+    ClaudeTool("read_mcp_resource", "ReadMcpResourceTool"),
 )
 """Every host tool with a Claude Code counterpart. Arguments not listed have the same name."""
 

@@ -223,3 +223,89 @@ def test_an_empty_workspace_folder_is_not_listed_but_one_with_a_problem_is() -> 
     assert render_plugins({"customizations": [empty]}, PLAIN) == "This session has no plugins or workspace customizations.\n"
     assert ".github/hooks" in render_plugins({"customizations": [empty, waiting]}, PLAIN)
     assert ".github/prompts" not in render_plugins({"customizations": [empty, waiting]}, PLAIN)
+def test_mcp_shows_each_servers_prompts_resources_skipped_tools_log_and_sign_in_link() -> None:
+    from chat.views import MCP_LOG_SHOWN, render_mcp_log
+
+    link = "http://127.0.0.1:9/authorize?" + "x" * 400
+    log = [{"level": "info", "logger": "db", "text": f"line {i}"} for i in range(8)] + [{"level": "stderr", "text": "boom"}]
+    meta = {"log": log, "logKept": 40, "prompts": ["mcp__notes__review"], "resources": 3, "resourceTemplates": 1,
+            "notOffered": [{"tool": "long_job", "reason": "it can only run as an MCP task"}]}
+    state = {
+        "customizations": [
+            {"id": "mcp-servers", "name": "MCP servers",
+             "load": {"kind": "degraded", "message": f"MCP server 'remote' needs you to sign in: open {link}"},
+             "children": [{"type": "mcpServer", "id": "mcp-servers#notes", "name": "notes", "_meta": meta},
+                          {"type": "mcpServer", "id": "mcp-servers#remote", "name": "remote"}]},
+            {"id": "file:///p", "name": "toolkit", "load": {"kind": "loaded"},
+             "children": [{"type": "mcpServer", "id": "t#db", "name": "db", "state": {"kind": "error", "error": {"message": "it exited"}}},
+                          {"type": "mcpServer", "id": "t#kv", "name": "kv", "state": {"kind": "ready"}}]}],
+        "serverTools": [{"name": "mcp__notes__echo", "_meta": {"mcpServer": "notes"}}, {"name": "mcp__kv__get", "_meta": {"mcpServer": "kv"}}],
+    }
+    shown = render_mcp(state, PLAIN)
+    assert "notes  ● running, 1 tool" in shown
+    assert "prompts: /mcp__notes__review" in shown
+    assert "resources: 3, templates: 1" in shown
+    assert "long_job not offered: it can only run as an MCP task" in shown
+    assert f"log (last {MCP_LOG_SHOWN} of 40):" in shown
+    assert "[info] db: line 3" not in shown and "[info] db: line 4" in shown and "[stderr] boom" in shown
+    assert "remote  ◌ waiting for you to sign in (open the link below)" in shown
+    assert link in shown  # whole, so it can be opened
+    assert "MCP servers of toolkit" in shown and "db  ✗ failed" in shown and "it exited" in shown
+    assert "kv  ● running, 1 tool" in shown
+    assert render_mcp_log(state, "notes", PLAIN).splitlines()[1:] == [f"[info] db: line {i}" for i in range(8)] + ["[stderr] boom"]
+    assert render_mcp_log(state, "remote", PLAIN) == "The MCP server remote has logged nothing yet.\n"
+    assert render_mcp_log(state, "nope", PLAIN) == "This session has no MCP server called nope.\n"
+
+
+@pytest.fixture
+async def notes_host(tmp_path: Path, workdir: Path, scenario: ScenarioAgent) -> AsyncIterator[RunningHost]:
+    from tests.tools.mcp.conftest import CONTEXT_SERVER
+
+    config = load_config(None, overrides={
+        "server": {"port": 0, "data_dir": str(tmp_path / "data"), "token": TOKEN},
+        "sessions": {"default_directory": str(workdir), "offline_delay": 0},
+        "mcp": {"servers": {"notes": {"command": sys.executable, "args": [str(CONTEXT_SERVER)]}}, "start": "session"},
+    }, environ={})
+    host = AgentHost(config, agents=[scenario, OfflineAgent(delay=0)])
+    scenario.store = host.store
+    running = await start_host(host, token=TOKEN)
+    yield running
+    await running.stop()
+
+
+async def test_the_terminal_completes_mcp_prompts_and_resources_and_shows_a_servers_log(
+        notes_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    from tests.chat._pty import tty_env
+
+    def published() -> bool:
+        entry = next((c for c in _mcp_container(notes_host).get("children") or () if c.get("name") == "notes"), {})
+        return "prompts" in (entry.get("_meta") or {})
+
+    chat = ChatProcess.spawn([notes_host.url], cwd=workdir, env=tty_env(XDG_STATE_HOME=str(tmp_path / "state")))
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.send("hello")  # a session (completions are asked of the session)
+        await chat.expect("Hello from the scenario agent", timeout=20)
+        await until_host(notes_host, published, timeout=60)
+        await chat.line_editor()
+        chat.type("/mcp__notes__re")
+        await chat.expect("/mcp__notes__review", timeout=20)  # the host's item, in the menu
+        chat.type("\x15")  # Ctrl-U: a fresh line
+        chat.type("see @notes:notes://rea")
+        await chat.expect("@notes:notes://readme", timeout=20)
+        chat.type("\x15")
+        for _ in range(50):  # the client's mirror follows the host's state a moment later
+            chat.send("/mcp log notes")
+            shown = await chat.expect("> ")
+            if "context-server: starting" in shown:
+                break
+            await asyncio.sleep(0.2)
+        assert "Log of the MCP server notes" in shown and "[stderr] context-server: starting" in shown
+        chat.send("/mcp")
+        shown = await chat.expect("long_job not offered", timeout=20)
+        assert "prompts: /mcp__notes__review" in shown
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()

@@ -18,12 +18,19 @@ Per turn (and per model request where noted) it adds:
   such a folder no command grants anything (a repository's git configuration can run programs), so
   a plugin's command runs with every call confirmed;
   attached files join the files in play.
+  ``/mcp__<server>__<prompt> args`` runs an MCP server's prompt (``prompts/get``, arguments as
+  ``mcp_prompts`` maps them) and its messages become the user's turn (a prompt's text never runs
+  shell commands); ``@server:uri`` mentions of a running server's resources are read
+  (``resources/read``) and attached (``mcp_resources``); what could not be read is said in the
+  turn and to the model. A prompt that fails or gets wrong arguments ends the turn with an error
+  saying why and how to call it.
 * **system prompt** (every request): the selected custom agent's body (``ctx.agent``, captured at
   turn start), rules with ``alwaysApply`` and no globs, glob rules whose files are in play
   (attached or touched by a tool), a list of on-request rules, and which MCP servers are not
   available right now (starting, restarting, failed) so the model knows their tools are missing
   for a reason and may come later.
-* **tools**: the session's MCP tools, ``load_skill`` (model-invocable skills and commands) and
+* **tools**: the session's MCP tools, ``list_mcp_resources`` / ``read_mcp_resource`` when a
+  running server has resources, ``load_skill`` (model-invocable skills and commands) and
   ``load_rule``, whose catalogues are bounded and ranked (``skills``; by the session's first
   message, so they do not change from turn to turn and the provider's prompt cache holds); a
   custom agent that declares ``tools`` restricts the offered set to those names (the loaders stay
@@ -51,6 +58,8 @@ from host.runtime.agents.environment import Contributor
 from host.runtime.catalogue import CatalogueItem, catalogue
 from host.runtime.command_bodies import context_rules, replace_bang_commands
 from host.runtime.agents.tooling import ToolCallRequest
+from host.runtime.customizations.mcp_prompts import McpPrompt
+from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.skills import (
     RULE_BUDGET,
@@ -121,7 +130,9 @@ class CustomizationContributor(Contributor):
             # A plugin's agent runs its commands with the plugin's variables, as its hooks do.
             ctx.grants = TurnGrants(environment=plugin_environment(owner.usable.root, owner.usable.data_dir))
         invocation = parse_slash(text, runtime.slash_entries())
-        if invocation is not None:
+        if invocation is not None and isinstance(invocation.entry.target, McpPrompt):
+            message = await self._mcp_prompt(runtime, message, invocation.entry.target, invocation.arguments)
+        elif invocation is not None:
             prompt = invocation.prompt
             untrusted = not runtime.folder_trusted and runtime.folder is not None
             if untrusted and _inside(invocation.entry.target.path, runtime.folder):
@@ -135,7 +146,62 @@ class CustomizationContributor(Contributor):
             message = {**message, "text": prompt}
         if added:
             message = {**message, "text": str(message.get("text") or "") + "".join(f"\n\n{HOOK_CONTEXT}\n{a}" for a in added)}
+        if runtime.mcp is not None:
+            message = await self._mcp_mentions(ctx, runtime, message, text)
         return message
+
+    async def _mcp_prompt(self, runtime: SessionCustomizations, message: dict[str, Any], prompt: McpPrompt,
+                          typed: str) -> dict[str, Any]:
+        from host.runtime.customizations.mcp_prompts import PromptUsageError, prompt_arguments, prompt_message
+        from tools.mcp.errors import McpRequestError
+
+        assert runtime.mcp is not None
+        try:
+            arguments = prompt_arguments(prompt, typed)
+        except PromptUsageError as error:
+            raise TurnFailed("mcpPromptArguments", str(error)) from None
+        try:
+            result = await runtime.mcp.get_prompt(prompt, arguments)
+        except McpRequestError as error:
+            raise TurnFailed("mcpPromptFailed", f"/{prompt.name} could not be run: {error}") from None
+        text, attachments = prompt_message(result, f"/{prompt.name}")
+        meta = {**(message.get("_meta") or {}), "mcpPrompt": {"server": prompt.server, "prompt": prompt.mcp_name}}
+        return {**message, "text": text, "attachments": [*(message.get("attachments") or []), *attachments], "_meta": meta}
+
+    async def _mcp_mentions(self, ctx: TurnContext, runtime: SessionCustomizations, message: dict[str, Any],
+                            typed: str) -> dict[str, Any]:
+        from ahp.protocol import builders
+        from host.runtime.customizations.mcp_resources import mentions, resource_attachments
+        from tools.mcp.errors import McpRequestError
+
+        assert runtime.mcp is not None
+        servers = runtime.mcp.resource_servers()
+        attachments = list(message.get("attachments") or [])
+        # A resource completion's attachment names its server in _meta; the text names it as @server:uri.
+        found = [(a["_meta"]["mcpServer"], str(a.get("uri"))) for a in attachments
+                 if isinstance(a, dict) and isinstance(a.get("_meta"), dict) and a["_meta"].get("mcpServer") in servers]
+        found += [pair for pair in mentions(typed, frozenset(servers)) if pair not in found]
+        if not found:
+            return message
+        uris = {uri for _, uri in found}
+        attachments = [a for a in attachments if not (isinstance(a, dict) and a.get("type") == "resource" and a.get("uri") in uris)]
+        problems: list[str] = []
+        for server, uri in found:
+            label = f"@{server}:{uri}"
+            try:
+                result = await servers[server].read_resource(uri)
+            except McpRequestError as error:
+                problems.append(f"{label} was not attached: {error}")
+                continue
+            added, notes = resource_attachments(result, label)
+            attachments.extend(added)
+            problems.extend(notes)
+        for note in problems:
+            ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": note}))
+        text = str(message.get("text") or "")
+        if problems:
+            text += "".join(f"\n\n[{note}]" for note in problems)
+        return {**message, "text": text, "attachments": attachments}
 
     # -- prompt --------------------------------------------------------------------------------
 
@@ -175,6 +241,8 @@ class CustomizationContributor(Contributor):
         if runtime is None:
             return ()
         offered: list[Tool] = list(runtime.mcp.tools()) if runtime.mcp is not None else []
+        if runtime.mcp is not None and runtime.mcp.resource_servers():
+            offered += [ListMcpResourcesTool(runtime.mcp.resource_servers), ReadMcpResourceTool(runtime.mcp.resource_servers)]
         query = _catalogue_query(runtime, ctx)
         skills = [CatalogEntry(qualified(loaded, item.name), item.name, item)
                   for loaded in _ranked_containers(runtime) for item in (*loaded.skills, *loaded.commands)

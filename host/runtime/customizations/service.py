@@ -28,6 +28,9 @@ Contract:
 - ``session/mcpServerStartRequested`` / ``session/mcpServerStopRequested`` (observed, dispatched by
   clients) start or stop the session's MCP servers (the reducer already shows ``starting`` /
   ``stopped``; ``SessionMcp`` reports each server's state with ``session/mcpServerStateChanged``).
+- ``session/workingDirectorySet`` / ``Removed`` / ``Replaced`` (observed) tell the session's running
+  MCP servers that their roots changed; a server's log, prompts and resources re-publish its
+  container with that server's ``_meta`` (the published server states are kept).
 - ``session/activeClientSet`` / ``session/activeClientRemoved`` (observed) resolve the published
   plugins of every active client (AHP 0.9.0 ``activeClients``): a
   ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); any other
@@ -434,8 +437,10 @@ class CustomizationService:
         runtime = self.sessions.get(session)
         if runtime is None:
             return []
+        resources = ([(name, str(resource.uri), resource.name) for name, connection in runtime.mcp.resource_servers().items()
+                      for resource in connection.resources] if runtime.mcp is not None else [])
         return complete_user_message(text, offset, entries=runtime.slash_entries(),
-                                     working_directory=runtime.working_directory)
+                                     working_directory=runtime.working_directory, resources=resources)
 
     # -- MCP -----------------------------------------------------------------------------------
 
@@ -548,6 +553,8 @@ class CustomizationService:
                 unready=self._mcp_unready,
                 ask=lambda request: self.inputs.ask(runtime.session, request),
                 on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
+                on_meta=lambda container_id, server, meta: self._server_meta(runtime, container_id, server, meta),
+                oauth_dir=self.config.data_path() / "mcp-oauth",
             )
         await runtime.mcp.apply(specs, owners)
 
@@ -585,6 +592,14 @@ class CustomizationService:
         if container.problems != before:
             self._publish(runtime, container)
 
+    def _server_meta(self, runtime: SessionCustomizations, container_id: str, server: str, meta: dict[str, Any]) -> None:
+        """A server's log, prompts and resources changed: re-publish its entry's ``_meta``."""
+        container = runtime.container(container_id)
+        if container is None or self.sessions.get(runtime.session) is not runtime or container.server_meta.get(server) == meta:
+            return
+        container.server_meta[server] = meta
+        self._publish(runtime, container)
+
     # -- observing -----------------------------------------------------------------------------
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
@@ -613,6 +628,9 @@ class CustomizationService:
         elif kind in ("session/activeClientSet", "session/activeClientRemoved"):
             self._resolve_client_plugins(runtime, after.get("activeClients") or [])
             self._spawn(self._reconcile(runtime))
+        elif kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved", "session/workingDirectoryReplaced"):
+            if runtime.mcp is not None and before.get("workingDirectories") != after.get("workingDirectories"):
+                runtime.mcp.roots_changed()
         elif kind == "session/mcpServerStartRequested":
             runtime.mcp_wanted = True
             self._spawn(self._reconcile(runtime))
@@ -813,7 +831,14 @@ class CustomizationService:
 
     def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
         if runtime.session in self.store:
-            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire()))
+            # The MCP servers' states are the runtime's (``mcpServerStateChanged``): re-publishing the
+            # container keeps them instead of resetting them to ``stopped``.
+            states = {child.get("id"): child.get("state")
+                      for entry in (self.store.state(runtime.session) or {}).get("customizations") or ()
+                      if isinstance(entry, dict) and entry.get("id") == container.id
+                      for child in entry.get("children") or () if isinstance(child, dict) and child.get("type") == "mcpServer"
+                      and isinstance(child.get("state"), dict)}
+            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
 
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
         from plugins import WORKSPACE_DIRECTORIES

@@ -3,7 +3,7 @@ client's plugins, workspace directories), the files in play, its MCP servers and
 
 Invariants:
 - Only ``usable`` containers (enabled, not ``error``) contribute anything: hooks, rules, skills,
-  agents, slash entries, MCP servers. A broken plugin therefore never runs a hook or starts a server.
+  agents, slash entries, MCP servers. The running MCP servers' prompts are slash entries too. A broken plugin therefore never runs a hook or starts a server.
 - Container order is stable: host plugins (configuration order), client plugins, directories;
   rules, skills and hooks follow it.
 - Hooks run as one process family per session (``tools.processes``: the token in their
@@ -129,9 +129,17 @@ class SessionCustomizations:
         return [container.wire() for container in self.containers]
 
     def slash_entries(self) -> list[SlashEntry]:
-        from plugins import slash_entries
+        """The usable skills, commands and prompts, then the running MCP servers' prompts
+        (``/mcp__<server>__<prompt>``, see ``host.runtime.customizations.mcp_prompts``)."""
+        from plugins import SlashEntry, slash_entries
 
-        return slash_entries(self.usable())
+        entries = slash_entries(self.usable())
+        if self.mcp is not None:
+            entries.extend(SlashEntry(name=prompt.name, short_name=prompt.name, kind="prompt", target=prompt,  # type: ignore[arg-type]
+                                      container=f"MCP server {prompt.server}", description=prompt.description,
+                                      argument_hint=prompt.argument_hint)
+                           for prompt in self.mcp.prompt_entries())
+        return entries
 
     def agent(self, selection: dict[str, Any] | None) -> Agent | None:
         """The custom agent an ``AgentSelection`` names (by its child ``uri``), if still usable."""
