@@ -88,6 +88,10 @@ class Container:
     """For a workspace folder: what it holds (so even its ``loading`` form is a directory)."""
     held: str | None = None
     """Why it waits for the user to trust its folder (it runs nothing until then), or None."""
+    claude_id: str | None = None
+    """A Claude Code plugin (``name@marketplace``) switched on by settings or on this host."""
+    enabled_by: str | None = None
+    """The project settings file that alone switched that plugin on (it waits for trust)."""
     server_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The ``_meta`` of its ``mcpServer`` children by server name (log, prompts, resources)."""
 
