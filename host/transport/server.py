@@ -139,7 +139,8 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         if agui_handler is None:
             from host.transport.agui import agui_endpoint
 
-            agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+            agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check,
+                                         budget=budget)
         return await agui_handler(request)
 
     app = Starlette(
@@ -281,6 +282,7 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
     """Bind, start serving in a task, and return once the host accepts connections."""
     import uvicorn
 
+    from host.transport.http_protocol import AbortableHttpProtocol
     from host.transport.ws_protocol import TickBatchingWebSocketProtocol
 
     config = host.config.server
@@ -289,6 +291,7 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
     uv_config = uvicorn.Config(
         app,
         ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
+        http=AbortableHttpProtocol,  # uvicorn's httptools, able to drop a client cut off for not reading
         ws_max_size=config.max_frame_bytes,
         ws_per_message_deflate=False,
         log_level="warning",

@@ -10,7 +10,10 @@ import { runOnce } from "./agui_runs.mjs";
 
 const [url, token, hookLog] = process.argv.slice(2);
 const headers = { Authorization: `Bearer ${token}` };
-const hooks = () => (existsSync(hookLog) ? readFileSync(hookLog, "utf8").split("\n").filter((line) => /^[A-Z]\w+$/.test(line)) : []);
+// The hooks' log: each event's name on a line of its own, though hooks of sessions running at once
+// may write a payload just before it.
+const hooks = () => (existsSync(hookLog) ? readFileSync(hookLog, "utf8").split("\n")
+  .map((line) => /(?:^|\})([A-Z]\w+)$/.exec(line)?.[1]).filter(Boolean) : []);
 const answer = (agent, choice) => buildResumeArray(agent.pendingInterrupts, Object.fromEntries(
   agent.pendingInterrupts.map((item) => [item.id, { status: "resolved", payload: { answers: { trust: choice } } }])));
 

@@ -214,7 +214,8 @@ async def test_the_official_ag_ui_client_answers_the_workspace_trust_question(tm
     assert seen["askedAgain"]["outcome"] == "interrupt" and seen["askedAgain"]["hooks"] == []  # a new session asks again
     trusted = seen["trusted"]
     assert trusted["outcome"] == "success" and trusted["messages"][-1]["content"] == "With the folder."
-    # "Trust this folder": every session there runs its SessionStart (both threads'), then the
-    # trusted thread's message runs its UserPromptSubmit and Stop hooks.
-    assert sorted(trusted["hooks"]) == sorted(["SessionStart", "SessionStart", "UserPromptSubmit", "Stop"])
-    assert trusted["hooks"].index("UserPromptSubmit") > trusted["hooks"].index("SessionStart")
+    # "Trust this folder": the session's SessionStart runs, then its message's UserPromptSubmit and
+    # Stop (the untrusted thread's session, released by the same answer, runs its SessionStart too).
+    hooks = trusted["hooks"]
+    assert hooks.count("UserPromptSubmit") == 1 and hooks.count("Stop") == 1 and 1 <= hooks.count("SessionStart") <= 2
+    assert hooks.index("SessionStart") < hooks.index("UserPromptSubmit") < hooks.index("Stop")

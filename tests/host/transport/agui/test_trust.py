@@ -6,7 +6,9 @@ run with nothing of the folder, "trust" runs the folder's hooks for it. The offi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from ag_ui.core import ResumeEntry
 
@@ -15,7 +17,7 @@ from providers import ScriptedProvider
 from providers.scripted import reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
-from tests.host.runtime.test_trust import agent, config, events, hostile_folder, mcp_starts, payloads
+from tests.host.runtime.test_trust import agent, config, events, hostile_folder, mcp_starts
 
 from .agui_client import run, text_of, types
 from .test_questions import body, finished, said
@@ -79,8 +81,22 @@ async def test_the_trust_question_is_an_interrupt_answered_before_the_threads_fi
         trusted = await run(url, body("yes", "run-10", [said("y1", "hello trusted")], resume=trust_answer(trust.id, TRUST_FOLDER)))
         assert text_of(trusted) == "Hello with it."
         assert running.host.store.state("ahp-root://")["config"]["values"][CONFIG_KEY] == [str(folder.resolve())]
-        [prompt] = payloads(markers, "UserPromptSubmit")
+        ran = hook_payloads(markers)
+        [prompt] = [p for p in ran if p["hook_event_name"] == "UserPromptSubmit"]
         assert prompt["prompt"] == "hello trusted"
-        starts = [p["session_id"] for p in payloads(markers, "SessionStart")]
-        assert prompt["session_id"] in starts  # its SessionStart ran, before its prompt's hook
-        assert events(markers).index("SessionStart") < events(markers).index("UserPromptSubmit")
+        # Its session's SessionStart ran before its prompt's hook (the other sessions in the folder,
+        # released by the same answer, run theirs meanwhile).
+        start = next(p for p in ran if p["hook_event_name"] == "SessionStart" and p["session_id"] == prompt["session_id"])
+        assert ran.index(start) < ran.index(prompt)
+
+
+def hook_payloads(markers: Path) -> list[dict[str, Any]]:
+    """Every payload in the hooks' log, in order (hooks of several sessions that run at once
+    may write theirs on one line)."""
+    text = (markers / "hooks.log").read_text()
+    decoder, found, at = json.JSONDecoder(), [], text.find("{")
+    while at >= 0:
+        payload, end = decoder.raw_decode(text, at)
+        found.append(payload)
+        at = text.find("{", end)
+    return found
