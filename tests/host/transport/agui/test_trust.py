@@ -100,3 +100,29 @@ def hook_payloads(markers: Path) -> list[dict[str, Any]]:
         found.append(payload)
         at = text.find("{", end)
     return found
+
+
+async def test_a_thread_restored_at_host_start_is_asked_again_before_its_next_message_runs(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    folder, markers = hostile_folder(tmp_path)
+    history = [said("m1", "hello")]
+    async with serving(config(tmp_path, folder), frame_checker, [agent(provider := ScriptedProvider([reply("First.")]))]) as (running, _):
+        [interrupt] = finished(await run(running.http_url, body("back", "run-1", history, agent="scripted"))).outcome.interrupts
+        declined = await run(running.http_url, body("back", "run-2", history, resume=trust_answer(interrupt.id, DONT_TRUST)))
+        assert text_of(declined) == "First."
+
+    provider = ScriptedProvider([reply("After the restart.")])
+    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)]) as (running, _):
+        history = [*history, said("m2", "still there?")]
+        # The thread's first run after the restart resumes its session: the question comes first,
+        # outside a turn, and the message waits for it.
+        asked = await run(running.http_url, body("back", "run-3", history))
+        outcome = finished(asked).outcome
+        assert outcome is not None and outcome.type == "interrupt", asked
+        [again] = outcome.interrupts
+        assert again.id.startswith("ahp-input:workspace-trust:") and again.id != interrupt.id
+        assert not provider.requests and events(markers) == []
+        resumed = await run(running.http_url, body("back", "run-4", history, resume=trust_answer(again.id, TRUST_SESSION)))
+        assert text_of(resumed) == "After the restart."
+        starts = [p for p in hook_payloads(markers) if p["hook_event_name"] == "SessionStart"]
+        assert [p["source"] for p in starts] == ["resume"]
