@@ -40,7 +40,7 @@ from ahp.jsonrpc import Malformed, parse
 from host.transport.agui import AGUI_PATH
 from host.transport.agui.runs import AguiRuns, client_id_for
 from host.transport.agui.stream import AguiStream
-from host.transport.http_protocol import ABORT_EXTENSION
+from host.transport.http_protocol import ABORT_EXTENSION, UNSENT_EXTENSION
 from host.transport.outbound import OutboundBudget
 from host.service import AgentHost
 
@@ -119,15 +119,31 @@ def agui_endpoint(
         events = runs.run(run_input, cancel_on_disconnect=props.get("cancelOnDisconnect") is True)
         stream = AguiStream(client_id_for(run_input.thread_id), budget=budget, encode=encoder.encode,
                             flush=host.store.flush,  # nothing leaves the process before it is durable
-                            abort=(request.scope.get("extensions") or {}).get(ABORT_EXTENSION))
+                            abort=(request.scope.get("extensions") or {}).get(ABORT_EXTENSION),
+                            unsent=(request.scope.get("extensions") or {}).get(UNSENT_EXTENSION))
         stream.start(events)
-        return StreamingResponse(
-            stream.body(),
+        return _StreamResponse(
+            stream,
             media_type=encoder.get_content_type(),
             headers={**cors, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     return endpoint
+
+
+class _StreamResponse(StreamingResponse):
+    """The run's event stream; the stream is closed when the response ends however it ends (also
+    when the client went away before its body was started, which no ``finally`` in it would see)."""
+
+    def __init__(self, stream: AguiStream, **kwargs: Any) -> None:
+        super().__init__(stream.body(), **kwargs)
+        self._stream = stream
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._stream.close()
 
 
 def parse_run_input(payload: Any) -> tuple[RunAgentInput | None, list[str]]:

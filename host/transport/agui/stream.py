@@ -16,9 +16,10 @@ Cut off (``cut_off``): what waits is dropped and the run's event iterator is clo
 client goes away (the turn goes on for the AHP clients watching it, or is cancelled when the run
 asked for that with ``cancelOnDisconnect``); the stream then ends with one ``RUN_ERROR`` (code
 ``tooSlow``) giving the reason and how to catch up (a run that joins the thread). A client that
-reads again gets what was already in the socket's buffer, then that event. If the stream has not
-ended ``CUT_OFF_GRACE`` seconds later (the client still does not read), its connection is
-aborted (``ABORT_EXTENSION``, see ``host.transport.http_protocol``), which frees the buffer.
+reads again gets what was already in the socket's buffer, then that event. If ``CUT_OFF_GRACE``
+seconds later the stream has not ended or the connection still holds bytes the client has not
+read (``UNSENT_EXTENSION``), the connection is aborted (``ABORT_EXTENSION``, both from
+``host.transport.http_protocol``), which frees its buffer.
 """
 
 from __future__ import annotations
@@ -46,12 +47,15 @@ class AguiStream:
     """The outgoing side of one ``POST /agui`` response (``host.transport.outbound.Outbound``)."""
 
     def __init__(self, client_id: str, *, budget: OutboundBudget, encode: Callable[[BaseEvent], str],
-                 flush: Callable[[], None], abort: Callable[[], None] | None = None) -> None:
+                 flush: Callable[[], None], abort: Callable[[], None] | None = None,
+                 unsent: Callable[[], int] | None = None) -> None:
         self.client_id: str | None = client_id
         self._budget = budget
         self._encode = encode
         self._flush = flush
         self._abort = abort
+        self._unsent = unsent
+        self._body_done = False
         self._waiting: deque[str] = deque()
         self._chars = 0
         self._wake = asyncio.Event()
@@ -105,7 +109,13 @@ class AguiStream:
         self._ended = True
         self._wake.set()
         if self._abort is not None:
-            self._abort_timer = asyncio.get_running_loop().call_later(CUT_OFF_GRACE, self._abort)
+            self._abort_timer = asyncio.get_running_loop().call_later(CUT_OFF_GRACE, self._abort_unread)
+
+    def _abort_unread(self) -> None:
+        self._abort_timer = None
+        if not self._body_done or (self._unsent is not None and self._unsent() > 0):
+            assert self._abort is not None
+            self._abort()
 
     async def body(self) -> AsyncIterator[str]:
         """The response body: what waits, in one piece per wake-up, until the stream ends. Ending
@@ -114,6 +124,7 @@ class AguiStream:
             while True:
                 if not self._waiting:
                     if self._ended:
+                        self._body_done = True
                         return
                     self._wake.clear()
                     await self._wake.wait()
@@ -131,6 +142,6 @@ class AguiStream:
         self._budget.forget(self)
         if self._pump is not None and not self._pump.done():
             self._pump.cancel()
-        if self._abort_timer is not None:
-            self._abort_timer.cancel()
+        if self._abort_timer is not None and self.cut_off_reason is None:
+            self._abort_timer.cancel()  # (a cut-off client still has CUT_OFF_GRACE to read what is buffered)
             self._abort_timer = None
