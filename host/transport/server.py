@@ -8,6 +8,9 @@ store's frames skip the per-message ASGI path and each connection's frames of on
 write after the journal commit. ``benchmarks/fanout.py`` measures the result against a bare
 server on the same Sans-I/O stack writing pre-encoded frames once per connection per tick (the
 figures are in the README).
+HTTP requests go through uvicorn's httptools protocol extended by ``host.transport.http_protocol``,
+so that the AG-UI stream of a client cut off for not reading can drop its connection; that stream
+reports to the same outbound budget as the WebSocket connections.
 
 Safety at the edge, before any JSON-RPC is read:
 
