@@ -353,6 +353,8 @@ HOOK_ACTION = Schema(
         "url": Field(text),
         "statusMessage": Field(text),
         "async": Field(boolean),
+        "asyncRewake": Field(boolean),
+        "if": Field(text),
         "once": Field(boolean),
         "description": Field(text),
     },
