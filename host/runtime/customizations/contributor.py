@@ -27,16 +27,19 @@ Per turn (and per model request where noted) it adds:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Sequence
 
-from host.runtime.agents.base import TurnContext, TurnFailed
+from ahp.protocol import builders
+from ahp.tool_results import result_text
+from host.runtime.agents.base import TurnContext, TurnFailed, TurnStopped
 from host.runtime.agents.environment import Contributor
 from host.runtime.command_bodies import BANG_COMMAND
-from host.runtime.agents.tooling import ToolCallRequest
-from host.runtime.customizations.session import SessionCustomizations
+from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
+from host.runtime.customizations.session import HookCall, SessionCustomizations
 from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
-from plugins.claude_code_tools import matcher_names
+from plugins.claude_code_tools import claude_name, matcher_names, to_claude_response, to_host_input
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
@@ -83,8 +86,12 @@ class CustomizationContributor(Contributor):
         for attachment in message.get("attachments") or []:
             if isinstance(attachment, dict) and isinstance(attachment.get("uri"), str):
                 runtime.touch(attachment["uri"])
-        added: list[str] = []
-        for result in await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text):
+        added: list[str] = runtime.take_late_context()
+        results = await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text)
+        _show(ctx, runtime)
+        for result in results:
+            if result.stopped:
+                raise TurnStopped(result.stop_reason or "")
             if result.blocked:
                 raise TurnFailed("blockedByHook", f"A plugin hook refused this message: {result.reason}")
             if result.additional_context:
@@ -157,17 +164,35 @@ class CustomizationContributor(Contributor):
             return tools
         return {name: tool for name, tool in tools.items() if name in (SKILL_TOOL, RULE_TOOL) or _allowed(tool, allowed)}
 
-    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> str | None:
+    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> PreToolVerdict:
         from plugins import LifecyclePoint
 
         runtime = self._runtime(ctx)
         if runtime is None:
-            return None
-        for result in await runtime.fire(LifecyclePoint.BEFORE_TOOL_CALL, request.tool_name,
-                                         tool_name=request.tool_name, tool_input=arguments):
+            return PreToolVerdict()
+        given = arguments if isinstance(arguments, dict) else {}
+        call = HookCall(request.tool_name, given, request.tool, request.tool_call_id)
+        results = await runtime.fire(LifecyclePoint.BEFORE_TOOL_CALL, call=call)
+        _show(ctx, runtime)
+        permission: str | None = None
+        reason: str | None = None
+        changed: dict[str, Any] | None = None
+        for result in results:
+            if result.stopped:
+                raise TurnStopped(result.stop_reason or "")
+            if result.additional_context:
+                runtime.tool_notes.setdefault(request.tool_call_id, []).append(result.additional_context)
             if result.blocked:
-                return result.reason
-        return None
+                runtime.tool_notes.pop(request.tool_call_id, None)
+                return PreToolVerdict(blocked=result.reason)
+            if result.updated_input is not None:
+                changed = to_host_input(request.tool_name, result.updated_input)
+            if result.permission_decision == "ask" or (result.permission_decision == "allow" and permission is None):
+                permission, reason = result.permission_decision, result.permission_reason or reason
+        if changed is not None and changed != given:
+            name = claude_name(request.tool_name)
+            _notify(ctx, f"A plugin's PreToolUse hook changed the input of this {name} call to: {json.dumps(changed)}")
+        return PreToolVerdict(permission=permission, reason=reason, arguments=changed if changed != given else None)
 
     async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
         from plugins import LifecyclePoint
@@ -177,10 +202,28 @@ class CustomizationContributor(Contributor):
             return None
         for path in _paths(request, result):
             runtime.touch(path)
-        point = LifecyclePoint.AFTER_TOOL_CALL if result.get("success") else LifecyclePoint.AFTER_TOOL_CALL_FAILURE
-        results = await runtime.fire(point, request.tool_name, tool_name=request.tool_name,
-                                     tool_input=_json_or_text(request.arguments), tool_response=result)
-        added = [r.additional_context for r in results if r.additional_context]
+        arguments = _json_or_text(request.arguments)
+        given = arguments if isinstance(arguments, dict) else {}
+        call = HookCall(request.tool_name, given, request.tool, request.tool_call_id)
+        if result.get("success"):
+            cwd = str(runtime.working_directory) if runtime.working_directory is not None else None
+            results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL, call=call,
+                                         tool_response=to_claude_response(request.tool_name, given, result, cwd=cwd))
+        else:
+            error = result.get("error") if isinstance(result.get("error"), dict) else {}
+            results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL_FAILURE, call=call,
+                                         error=str(error.get("message") or result_text(result)),
+                                         is_interrupt=error.get("code") in ("cancelled", "timeout"))
+        _show(ctx, runtime)
+        added = runtime.tool_notes.pop(request.tool_call_id, [])
+        for hook_result in results:
+            if hook_result.stopped:
+                raise TurnStopped(hook_result.stop_reason or "")
+            if hook_result.blocked and hook_result.reason:
+                # The tool already ran: a block is feedback for the model (exit 2, decision: block).
+                added.append(f"A {hook_result.hook.event.value} hook says: {hook_result.reason}")
+            if hook_result.additional_context:
+                added.append(hook_result.additional_context)
         return "\n\n".join(added) or None
 
     async def stop(self, ctx: TurnContext, active: bool) -> str | None:
@@ -189,7 +232,11 @@ class CustomizationContributor(Contributor):
         runtime = self._runtime(ctx)
         if runtime is None:
             return None
-        for result in await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active):
+        results = await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active)
+        _show(ctx, runtime)
+        for result in results:
+            if result.stopped:
+                raise TurnStopped(result.stop_reason or "")
             if result.blocked:
                 return result.reason
         return None
@@ -205,6 +252,16 @@ class CustomizationContributor(Contributor):
         return context
 
 
+def _notify(ctx: TurnContext, text: str) -> None:
+    ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": text}))
+
+
+def _show(ctx: TurnContext, runtime: SessionCustomizations) -> None:
+    """What hooks said for the user (``systemMessage``, failures), as system notifications in the turn."""
+    for notice in runtime.take_notices():
+        _notify(ctx, notice)
+
+
 def _allowed(tool: Tool, allowed: set[str]) -> bool:
     # Claude Code agents name its tools ("Read", "Bash(git:*)"): they mean this host's equivalents.
     names = {tool.name, *matcher_names(tool.name)}
@@ -218,8 +275,6 @@ def _allowed(tool: Tool, allowed: set[str]) -> bool:
 
 
 def _json_or_text(arguments: str) -> Any:
-    import json
-
     try:
         return json.loads(arguments)
     except ValueError:

@@ -73,6 +73,7 @@ from host.runtime.inputs import InputRequests
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp
 from host.runtime.customizations.session import SessionCustomizations
+from host.runtime.customizations.transcript import HookTranscript
 from host.resources.client_resources import ClientResourceError, ClientResources
 from host.errors import ConfigError
 from host.state.store import Store
@@ -180,6 +181,7 @@ class CustomizationService:
         state = self.store.state(uri) or {}
         previous = {item.get("id"): item for item in state.get("customizations") or []}
         runtime = SessionCustomizations(uri, session_directory(state))
+        self._attach_transcript(runtime)
         runtime.trusted = self.trust.is_trusted(runtime.folder)
         runtime.resume_pending = restored
         self.sessions[uri] = runtime
@@ -226,11 +228,25 @@ class CustomizationService:
     def session_disposed(self, uri: str) -> None:
         """disposeSession: end the session's customizations in the background."""
         if uri in self.sessions:
-            self._spawn(self.close_session(uri))
+            self._spawn(self.close_session(uri, disposed=True))
 
-    async def close_session(self, uri: str, *, end_hooks: bool = True) -> None:
+    def _attach_transcript(self, runtime: SessionCustomizations) -> None:
+        """The session's Claude Code-shaped transcript for hooks (``transcript_path``) and its
+        permission mode as hooks are told it; the file is written only when a hook runs."""
+        from host.runtime.tools.session_config import permission_mode_of
+
+        chat = default_chat_uri(runtime.session)
+        path = self.config.data_path() / "transcripts" / f"{_file_name(runtime.session_id)}.jsonl"
+        cwd = str(runtime.working_directory) if runtime.working_directory is not None else None
+        runtime.transcript = HookTranscript(path, runtime.session_id, cwd,
+                                            turns_from=lambda start: self.store.turns(chat, start),
+                                            active=lambda: (self.store.state(chat) or {}).get("activeTurn"))
+        runtime.permission_mode = lambda: permission_mode_of(self.store.state(runtime.session) or {})
+
+    async def close_session(self, uri: str, *, end_hooks: bool = True, disposed: bool = False) -> None:
         """End the session's customizations: its ``SessionEnd`` hooks, its MCP servers and, unless
-        the caller ends them with others (``stop``), what its hooks left running."""
+        the caller ends them with others (``stop``), what its hooks left running; the hooks'
+        transcript of a ``disposed`` session is deleted (a stopping host keeps it for the restart)."""
         from plugins import HookEvent
 
         runtime = self.sessions.pop(uri, None)
@@ -238,9 +254,12 @@ class CustomizationService:
             return
         self._cancel_idle_stop(runtime)
         try:
-            await runtime.fire(HookEvent.SESSION_END, reason="session disposed")
+            await runtime.fire(HookEvent.SESSION_END, "other", reason="other")
         except Exception:  # a hook failing must not keep the servers running
             logger.exception("SessionEnd hooks of %s failed", uri)
+        await runtime.end_background()
+        if runtime.transcript is not None and disposed:
+            runtime.transcript.remove()
         if runtime.mcp is not None:
             await runtime.mcp.stop()
         if end_hooks and runtime.hooks_ran:
@@ -265,7 +284,7 @@ class CustomizationService:
 
         runtime.hooks_started.clear()
         try:
-            results = await runtime.fire(HookEvent.SESSION_START, only=only, source=source)
+            results = await runtime.fire(HookEvent.SESSION_START, source, only=only, source=source)
             added = [r.additional_context for r in results if r.additional_context]
             runtime.session_context = added if only is None else [*runtime.session_context, *added]
         finally:
@@ -761,3 +780,9 @@ def _config_dir(config: HostConfig) -> Path | None:
     source = (config.source or "").split(" + ")[0]
     path = Path(source)
     return path.parent.resolve() if source and not source.startswith("<") and path.is_file() else None
+
+
+def _file_name(ident: str) -> str:
+    """A session id as a file name (ids are safe already; anything else is hashed)."""
+    safe = all(c.isalnum() or c in "._-" for c in ident) and not ident.startswith(".") and len(ident) <= 128
+    return ident if safe else hashlib.sha256(ident.encode("utf-8")).hexdigest()[:32]
