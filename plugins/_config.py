@@ -87,7 +87,7 @@ def _parse_rule(
         return []
     values = schema.HOOK_RULE.validate(rule, report, at)
     matcher = values.get("matcher")
-    if matcher is not None:
+    if matcher is not None and matcher not in ("", "*"):  # "*" and "" mean every subject (Claude Code)
         try:
             re.compile(matcher)
         except re.error as exc:

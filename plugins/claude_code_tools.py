@@ -224,6 +224,16 @@ def _result_text(result: Mapping[str, Any]) -> str:
     return "\n".join(piece for piece in pieces if isinstance(piece, str))
 
 
+def _command_output(text: str) -> str:
+    """The shell tool's output without the status line it ends with (``[exit code 0]``...)."""
+    for marker in ("\n[exit code ", "\n[terminated by signal "):
+        at = text.rfind(marker)
+        if at >= 0:
+            text = text[:at + 1]
+            break
+    return "" if text.strip() == "(no output)" else text
+
+
 def to_claude_response(host: str, arguments: Mapping[str, Any], result: Mapping[str, Any], *,
                        cwd: str | None = None) -> Any:
     """A finished host call's result (``ToolCallResult``) as Claude Code's ``tool_response``."""
@@ -233,7 +243,7 @@ def to_claude_response(host: str, arguments: Mapping[str, Any], result: Mapping[
     structured = result.get("structuredContent") if isinstance(result.get("structuredContent"), Mapping) else {}
     if claude == "Bash":
         error = result.get("error") if isinstance(result.get("error"), Mapping) else {}
-        return {"stdout": text, "stderr": "", "interrupted": error.get("code") in ("timeout", "cancelled"),
+        return {"stdout": _command_output(text), "stderr": "", "interrupted": error.get("code") in ("timeout", "cancelled"),
                 "isImage": False, **({"exitCode": structured["exitCode"]} if "exitCode" in structured else {})}
     if claude == "Write":
         return {"type": "create" if structured.get("created") else "update", "filePath": given.get("file_path"),

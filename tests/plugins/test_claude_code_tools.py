@@ -107,7 +107,7 @@ def test_hook_input_has_absolute_file_paths_and_the_inverse_keeps_them() -> None
 
 
 def test_tool_responses_take_claude_codes_shapes() -> None:
-    shell = {"success": True, "content": [{"type": "text", "text": "hi\n"}], "structuredContent": {"exitCode": 0}}
+    shell = {"success": True, "content": [{"type": "text", "text": "hi\n[exit code 0]"}], "structuredContent": {"exitCode": 0}}
     assert to_claude_response("shell", {"command": "echo hi"}, shell) == {
         "stdout": "hi\n", "stderr": "", "interrupted": False, "isImage": False, "exitCode": 0}
     wrote = {"success": True, "structuredContent": {"path": "/w/a", "created": True}}

@@ -1,0 +1,374 @@
+"""Hooks written for Claude Code get Claude Code's input and their answers are honoured, end to end.
+
+Every test runs a real host on port 0 with a scripted model and a plugin whose hooks are real
+scripts: ``record.py`` appends the JSON it got on stdin to the plugin's ``log.jsonl`` and answers
+what the test put in ``answers/<name>[-<tool_name>].json`` (``stdout``, ``stderr``, ``exit``).
+Each test checks what a script received, what the user saw (the actions the client received)
+and what the model was sent (the scripted provider's requests). The published plugins' cases
+(security-guidance, hookify, ralph-wiggum, superpowers) use their ``hooks.json`` shapes, with
+scripts written here."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from client import AhpClient
+from host.transport.server import RunningHost
+from providers import ScriptedProvider
+from providers.scripted import call_tools, reply
+from tests.conftest import FrameChecker
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn
+from tests.host.runtime.test_trust import serve
+
+RECORD = r'''import json, os, sys
+name = sys.argv[1]
+root = os.path.dirname(os.path.abspath(__file__))
+event = json.load(sys.stdin)
+with open(os.path.join(root, "log.jsonl"), "a") as log:
+    log.write(json.dumps({"name": name, "input": event}) + "\n")
+tool = event.get("tool_name")
+for candidate in ([f"{name}-{tool}"] if tool else []) + [name]:
+    path = os.path.join(root, "answers", candidate + ".json")
+    if os.path.exists(path):
+        answer = json.load(open(path))
+        if isinstance(answer.get("stdout"), dict):
+            answer["stdout"] = json.dumps(answer["stdout"])
+        sys.stdout.write(answer.get("stdout", ""))
+        sys.stderr.write(answer.get("stderr", ""))
+        sys.exit(answer.get("exit", 0))
+'''
+
+
+def _command(name: str) -> dict[str, Any]:
+    return {"type": "command", "command": f"python3 ${{CLAUDE_PLUGIN_ROOT}}/record.py {name}"}
+
+
+def make_plugin(root: Path, hooks: dict[str, Any], name: str = "cc-hooks", scripts: dict[str, str] | None = None) -> Path:
+    plugin = root / name
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": name, "version": "1.0.0"}))
+    (plugin / "hooks").mkdir()
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hooks}, indent=2))
+    (plugin / "answers").mkdir()
+    (plugin / "record.py").write_text(RECORD)
+    for script, text in (scripts or {}).items():
+        path = plugin / script
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return plugin
+
+
+def answer(plugin: Path, name: str, *, stdout: Any = "", stderr: str = "", code: int = 0) -> None:
+    (plugin / "answers" / f"{name}.json").write_text(json.dumps({"stdout": stdout, "stderr": stderr, "exit": code}))
+
+
+def received(plugin: Path, name: str | None = None) -> list[dict[str, Any]]:
+    log = plugin / "log.jsonl"
+    entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [e["input"] for e in entries if name is None or e["name"] == name]
+
+
+def text_of(message: Any) -> str:
+    """What the model reads of one message (user text, tool results)."""
+    if hasattr(message, "results"):
+        return "\n".join(c.text for r in message.results for c in r.content if hasattr(c, "text"))
+    return "\n".join(c.text for c in getattr(message, "content", ()) if hasattr(c, "text"))
+
+
+def calls(turn: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
+
+
+def notes(turn: dict[str, Any]) -> list[str]:
+    return [p["content"] for p in turn["responseParts"] if p["kind"] == "systemNotification"]
+
+
+class Host:
+    def __init__(self, running: RunningHost, client: AhpClient, provider: ScriptedProvider, work: Path) -> None:
+        self.running, self.client, self.provider, self.work = running, client, provider, work
+        self.session = ""
+
+    async def background_done(self) -> None:
+        """Until the session's background hooks finished and their results were taken in."""
+        ident = self.session.split(":/", 1)[1]
+        runtime = next(r for uri, r in self.running.host.customizations.sessions.items() if uri.endswith(":/" + ident))
+        while runtime.background:
+            await asyncio.gather(*runtime.background, return_exceptions=True)
+
+    def pending(self) -> dict[str, Any] | None:
+        turn = (self.client.state(self.session) or {}).get("activeTurn") or {}
+        return next((p["toolCall"] for p in turn.get("responseParts", ()) if p.get("kind") == "toolCall"
+                     and p["toolCall"].get("status") == "pending-confirmation"), None)
+
+    async def approve(self, turn_id: str) -> dict[str, Any]:
+        await self.client.wait_for(lambda m, e: self.pending() is not None, timeout=20)
+        call = self.pending()
+        assert call is not None
+        option = next(o for o in call["options"] if o["kind"] == "approve")
+        self.client.dispatch(self.session, {"type": "session/toolCallConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"],
+                                            "approved": True, "confirmed": "user-action", "selectedOptionId": option["id"]})
+        return call
+
+    async def finished(self, turn_id: str) -> dict[str, Any]:
+        await self.client.wait_for(lambda m, e: any(t["id"] == turn_id for t in (self.client.state(self.session) or {}).get("turns") or ()),
+                                   timeout=20)
+        return next(t for t in self.client.state(self.session)["turns"] if t["id"] == turn_id)
+
+
+@asynccontextmanager
+async def hosting(tmp_path: Path, checker: FrameChecker, plugins: Path, *, allow: list[str] | None = None,
+                  **overrides: Any) -> AsyncIterator[Host]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    provider = ScriptedProvider([])
+    config = config_for(tmp_path, plugins={"directories": [str(plugins)]}, tools={"enabled": True, "allow": allow or []},
+                        sessions={"default_directory": str(work)}, **overrides)
+    running, client = await serve(config, provider, checker)
+    host = Host(running, client, provider, work)
+    try:
+        host.session = await ready_session(client)
+        yield host
+    finally:
+        await client.close()
+        await running.stop()
+
+
+# -- input -----------------------------------------------------------------------------------------
+
+
+async def test_tool_hooks_get_claude_codes_names_arguments_transcript_and_permission_mode(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {
+        "PreToolUse": [{"matcher": "Write", "hooks": [_command("pre")]}],
+        "PostToolUse": [{"matcher": "Write|Bash", "hooks": [_command("post")]}],
+    })
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["write_file", "shell(echo:*)"]) as host:
+        host.provider.add(call_tools(("write_file", {"path": "notes/a.txt", "content": "hello"}),
+                                     ("shell", {"command": "echo hi", "timeout_seconds": 5}), text_before="Writing it."))
+        host.provider.add(reply("Done."))
+        turn = await run_turn(host.client, host.session, "write the note")
+    assert turn["state"] == "complete"
+    (pre,) = received(plugin, "pre")
+    work = str(host.work)
+    assert pre["hook_event_name"] == "PreToolUse" and pre["tool_name"] == "Write"
+    assert pre["tool_input"] == {"file_path": f"{work}/notes/a.txt", "content": "hello"}
+    assert pre["cwd"] == work and pre["permission_mode"] == "default"
+    assert pre["session_id"] == host.session.split(":/", 1)[1] and pre["tool_use_id"]
+    post_write, post_bash = sorted(received(plugin, "post"), key=lambda e: e["tool_name"], reverse=True)
+    assert post_write["tool_response"] == {"type": "create", "filePath": f"{work}/notes/a.txt", "content": "hello"}
+    assert post_bash["tool_input"] == {"command": "echo hi", "timeout": 5000}
+    assert post_bash["tool_response"]["stdout"].strip() == "hi" and post_bash["tool_response"]["interrupted"] is False
+    # The transcript: Claude Code's JSONL, compact, up to date when the hook ran.
+    lines = [json.loads(line) for line in Path(post_bash["transcript_path"]).read_text().splitlines()]
+    assert '"role":"assistant"' in Path(post_bash["transcript_path"]).read_text()
+    assert lines[0]["type"] == "user" and lines[0]["message"] == {"role": "user", "content": "write the note"}
+    assert lines[1]["message"]["content"] == [{"type": "text", "text": "Writing it."}]
+    uses = [block for line in lines for block in line["message"]["content"] if isinstance(line["message"]["content"], list)
+            and block.get("type") == "tool_use"]
+    assert [(u["name"], u["input"]) for u in uses] == [
+        ("Write", {"file_path": f"{work}/notes/a.txt", "content": "hello"}), ("Bash", {"command": "echo hi", "timeout": 5000})]
+    results = [block for line in lines if line["type"] == "user" and isinstance(line["message"]["content"], list)
+               for block in line["message"]["content"]]
+    assert results and all(r["type"] == "tool_result" and not r["is_error"] for r in results)
+    assert all(line["sessionId"] == pre["session_id"] and line["cwd"] == work for line in lines)
+    assert [line["parentUuid"] for line in lines[1:]] == [line["uuid"] for line in lines[:-1]]
+
+
+async def test_the_transcript_is_removed_with_the_session(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"UserPromptSubmit": [{"hooks": [_command("prompt")]}]})
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        host.provider.add(reply("hello"))
+        await run_turn(host.client, host.session, "hi there")
+        (prompt,) = received(plugin, "prompt")
+        assert prompt["prompt"] == "hi there"
+        transcript = Path(prompt["transcript_path"])
+        assert transcript.exists() and transcript.parent == tmp_path / "data" / "transcripts"
+        assert oct(transcript.stat().st_mode & 0o777) == "0o600"
+        await host.client.dispose_session(host.session)
+        await host.client.wait_for(lambda m, e: not transcript.exists(), timeout=20)
+
+
+async def test_session_start_matchers_see_the_source_as_superpowers_uses_them(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    # obra/superpowers: {"matcher": "startup|resume|clear|compact"} on SessionStart; here without "resume".
+    plugin = make_plugin(tmp_path / "plugins", {"SessionStart": [
+        {"matcher": "startup|clear|compact", "hooks": [_command("start")]},
+        {"matcher": "resume", "hooks": [_command("resumed")]},
+    ]})
+    answer(plugin, "start", stdout={"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                           "additionalContext": "You have superpowers."},
+                                    "systemMessage": "superpowers loaded"})
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        host.provider.add(reply("ok"))
+        turn = await run_turn(host.client, host.session, "hello")
+    (start,) = received(plugin, "start")
+    assert start["source"] == "startup" and start["hook_event_name"] == "SessionStart"
+    assert received(plugin, "resumed") == []
+    assert "You have superpowers." in (host.provider.requests[0].system or "")
+    assert "superpowers loaded" in notes(turn)
+
+
+# -- PreToolUse answers -------------------------------------------------------------------------
+
+
+async def test_allow_skips_the_confirmation_and_ask_forces_it_with_the_reason(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"PreToolUse": [{"matcher": "Bash", "hooks": [_command("pre")]}]})
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["shell(echo:*)"]) as host:
+        # allow: "ls" would need a confirmation; the hook's allow skips it.
+        answer(plugin, "pre", stdout={"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                                             "permissionDecisionReason": "ls is harmless"}})
+        host.provider.add(call_tools(("shell", {"command": "ls"})))
+        host.provider.add(reply("listed"))
+        turn = await run_turn(host.client, host.session, "list")
+        (call,) = calls(turn)
+        assert (call["status"], call["success"], call["confirmed"]) == ("completed", True, "setting")
+        # ask: "echo" is allowed by a rule; the hook's ask makes the user confirm, with its reason.
+        answer(plugin, "pre", stdout={"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                                             "permissionDecisionReason": "echo prints secrets here"}})
+        host.provider.add(call_tools(("shell", {"command": "echo hi"})))
+        host.provider.add(reply("echoed"))
+        turn_id = host.client.send_message(host.session, "echo")
+        pending = await host.approve(turn_id)
+        turn = await host.finished(turn_id)
+    assert "echo prints secrets here" in pending["confirmationTitle"]
+    (call,) = calls(turn)
+    assert (call["status"], call["success"], call["confirmed"]) == ("completed", True, "user-action")
+
+
+async def test_deny_and_exit_2_refuse_the_call_and_the_model_reads_why(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"PreToolUse": [{"matcher": "*", "hooks": [_command("pre")]}]})
+    answer(plugin, "pre-Bash", stdout={"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                                              "permissionDecisionReason": "no shell on Fridays"}})
+    answer(plugin, "pre-Write", stderr="writing there is not allowed", code=2)
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["shell", "write_file"]) as host:
+        host.provider.add(call_tools(("shell", {"command": "touch ran"}), ("write_file", {"path": "x.txt", "content": "x"})))
+        host.provider.add(reply("ok"))
+        turn = await run_turn(host.client, host.session, "go")
+    shell, write = calls(turn)
+    assert (shell["success"], shell["error"]["message"]) == (False, "no shell on Fridays")
+    assert (write["success"], write["error"]["message"]) == (False, "writing there is not allowed")
+    assert not (host.work / "ran").exists() and not (host.work / "x.txt").exists()
+    seen = text_of(host.provider.requests[1].messages[-1])
+    assert "no shell on Fridays" in seen and "writing there is not allowed" in seen
+
+
+async def test_updated_input_runs_instead_and_the_user_sees_it(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"PreToolUse": [{"matcher": "Bash", "hooks": [_command("pre")]}]})
+    answer(plugin, "pre", stdout={"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                                         "updatedInput": {"command": "echo changed", "timeout": 9000}}})
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        host.provider.add(call_tools(("shell", {"command": "echo original"})))
+        host.provider.add(reply("ok"))
+        turn = await run_turn(host.client, host.session, "go")
+    (call,) = calls(turn)
+    assert json.loads(call["toolInput"]) == {"command": "echo changed", "timeout_seconds": 9.0}
+    assert call["success"] and "changed" in text_of(host.provider.requests[1].messages[-1])
+    assert any("changed the input of this Bash call" in n and "echo changed" in n for n in notes(turn))
+
+
+async def test_if_conditions_use_permission_rule_syntax(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    conditional = {**_command("git-guard"), "if": "Bash(git *)"}
+    plugin = make_plugin(tmp_path / "plugins", {"PreToolUse": [{"matcher": "Bash", "hooks": [conditional]}]})
+    answer(plugin, "git-guard", stderr="no git here", code=2)
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["shell"]) as host:
+        host.provider.add(call_tools(("shell", {"command": "echo fine"}), ("shell", {"command": "echo x && git push"})))
+        host.provider.add(reply("ok"))
+        turn = await run_turn(host.client, host.session, "go")
+    fine, git = calls(turn)
+    assert fine["success"] and (git["success"], git["error"]["message"]) == (False, "no git here")
+    assert [e["tool_input"]["command"] for e in received(plugin, "git-guard")] == ["echo x && git push"]
+
+
+# -- after the call, the prompt, the stop ---------------------------------------------------------
+
+
+async def test_post_tool_use_feedback_and_failure_input(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {
+        "PostToolUse": [{"matcher": "Bash", "hooks": [_command("post")]}],
+        "PostToolUseFailure": [{"matcher": "Bash", "hooks": [_command("failed")]}],
+    })
+    answer(plugin, "post", stdout={"decision": "block", "reason": "the output has a typo; fix it",
+                                   "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "lint: 0 errors"}})
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["shell"]) as host:
+        host.provider.add(call_tools(("shell", {"command": "echo helo"}), ("shell", {"command": "exit 3"})))
+        host.provider.add(reply("ok"))
+        await run_turn(host.client, host.session, "go")
+    (failed,) = received(plugin, "failed")
+    assert failed["hook_event_name"] == "PostToolUseFailure" and failed["tool_input"] == {"command": "exit 3"}
+    assert failed["error"] and failed["is_interrupt"] is False
+    seen = text_of(host.provider.requests[1].messages[-1])
+    assert "the output has a typo; fix it" in seen and "lint: 0 errors" in seen
+
+
+async def test_continue_false_stops_the_turn_and_the_user_reads_the_stop_reason(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"PostToolUse": [{"hooks": [_command("post")]}]})
+    answer(plugin, "post", stdout={"continue": False, "stopReason": "build is red: stopping", "suppressOutput": True})
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["shell"]) as host:
+        host.provider.add(call_tools(("shell", {"command": "echo a"})))
+        host.provider.add(reply("never sent"))
+        turn = await run_turn(host.client, host.session, "go")
+    assert turn["state"] == "complete" and len(host.provider.requests) == 1
+    assert "A plugin hook stopped this turn: build is red: stopping" in notes(turn)
+
+
+async def test_user_prompt_submit_blocks_adds_context_and_stops(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"UserPromptSubmit": [{"hooks": [_command("prompt")]}]})
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        answer(plugin, "prompt", stdout={"decision": "block", "reason": "no secrets in prompts", "systemMessage": "prompt refused"})
+        refused = await run_turn(host.client, host.session, "my password is hunter2")
+        answer(plugin, "prompt", stdout={"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "Sprint S42"}})
+        host.provider.add(reply("ok"))
+        added = await run_turn(host.client, host.session, "plan the sprint")
+        answer(plugin, "prompt", stdout={"continue": False, "stopReason": "quiet hours"})
+        stopped = await run_turn(host.client, host.session, "anything")
+    assert refused["state"] == "error" and "no secrets in prompts" in refused["error"]["message"]
+    assert "prompt refused" in notes(refused)
+    assert len(host.provider.requests) == 1  # neither the refused nor the stopped prompt reached the model
+    assert text_of(host.provider.requests[0].messages[-1]).endswith("[Context added by a plugin hook]\nSprint S42")
+    assert stopped["state"] == "complete" and "A plugin hook stopped this turn: quiet hours" in notes(stopped)
+    assert [e["prompt"] for e in received(plugin, "prompt")] == ["my password is hunter2", "plan the sprint", "anything"]
+
+
+async def test_async_hooks_run_in_the_background_and_speak_at_the_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    # The hook waits for a file the test writes only after the turn ended: a turn that waited for it
+    # would never end.
+    release = tmp_path / "release"
+    script = f"""#!/bin/sh
+cat > /dev/null
+while [ ! -e {release} ]; do sleep 0.05; done
+echo '{{"systemMessage": "tests passed in the background", "hookSpecificOutput": {{"hookEventName": "PostToolUse", "additionalContext": "background: 12 tests passed"}}}}'
+echo done >> {tmp_path / "async.log"}
+"""
+    plugin = make_plugin(tmp_path / "plugins", {"PostToolUse": [{"matcher": "Write", "hooks": [
+        {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/run-tests.sh", "async": True, "timeout": 60}]}]},
+        scripts={"run-tests.sh": script})
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["write_file"]) as host:
+        host.provider.add(call_tools(("write_file", {"path": "a.py", "content": "x = 1\n"})))
+        host.provider.add(reply("written"))
+        first = await run_turn(host.client, host.session, "write it")
+        assert first["state"] == "complete"
+        assert "background" not in text_of(host.provider.requests[1].messages[-1])
+        release.write_text("go")
+        await asyncio.wait_for(host.background_done(), 20)
+        assert (tmp_path / "async.log").read_text() == "done\n"
+        host.provider.add(reply("noted"))
+        second = await run_turn(host.client, host.session, "next")
+    assert "background: 12 tests passed" in text_of(host.provider.requests[2].messages[-1])
+    assert "tests passed in the background" in text_of(host.provider.requests[2].messages[-1])
+    assert "tests passed in the background" in notes(second)
+
+
+async def test_hook_failures_are_shown_to_the_user_and_the_turn_goes_on(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"Stop": [{"hooks": [_command("stop")]}]})
+    answer(plugin, "stop", stderr="lint crashed", code=1)
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        host.provider.add(reply("hello"))
+        turn = await run_turn(host.client, host.session, "hi")
+    assert turn["state"] == "complete"
+    assert any("Stop hook failed" in n and "lint crashed" in n for n in notes(turn))
