@@ -18,7 +18,8 @@ Contract:
   ``error``. Exit 0: stdout parsed when it is one JSON object; ``decision: "block"`` (and the older
   PreToolUse ``decision: "approve"``) and ``hookSpecificOutput.permissionDecision``
   (``allow``/``deny``/``ask`` with ``permissionDecisionReason``, ``updatedInput``) are read;
-  ``deny`` or ``block`` make it ``blocked`` with their reason; ``continue: false`` sets
+  ``deny`` or ``block`` make it ``blocked`` with their reason (a ``deny`` without one: its
+  ``systemMessage``, so the model knows why); ``continue: false`` sets
   ``stop_reason`` (``stopReason``, the turn stops); ``systemMessage`` is for the user,
   ``hookSpecificOutput.additionalContext`` for the model, and so is the plain (non-JSON) stdout of
   ``SessionStart`` and ``UserPromptSubmit`` hooks; ``suppressOutput`` is kept. What each of these
@@ -278,7 +279,8 @@ def _interpret(hook: Hook, code: int | None, stdout: str, stderr: str) -> HookRe
     updated = specific.get("updatedInput")
     blocked_reason = None
     if decision == "deny":
-        blocked_reason = permission_reason or "denied by a plugin hook"
+        # With no reason of its own, the model is told the hook's message (hookify answers so).
+        blocked_reason = permission_reason or _text(output.get("systemMessage")) or "denied by a plugin hook"
     elif top == "block":
         blocked_reason = _text(output.get("reason")) or "blocked by a plugin hook"
     stop_reason = None

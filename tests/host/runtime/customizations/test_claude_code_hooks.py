@@ -372,3 +372,187 @@ async def test_hook_failures_are_shown_to_the_user_and_the_turn_goes_on(tmp_path
         turn = await run_turn(host.client, host.session, "hi")
     assert turn["state"] == "complete"
     assert any("Stop hook failed" in n and "lint crashed" in n for n in notes(turn))
+
+
+# -- the published plugins' cases (their hooks.json shapes; the scripts are written here) ----------
+
+SECURITY_HOOKS = {  # anthropics/claude-code plugins/security-guidance/hooks/hooks.json
+    "description": "Security reminder hook that warns about potential security issues when editing files",
+    "hooks": {"PreToolUse": [
+        {"hooks": [{"type": "command", "command": "python3 ${CLAUDE_PLUGIN_ROOT}/hooks/security_reminder_hook.py"}],
+         "matcher": "Edit|Write|MultiEdit"},
+        {"hooks": [{"type": "command", "command": "python3 ${CLAUDE_PLUGIN_ROOT}/hooks/git_pre_commit_hook.py", "timeout": 30}],
+         "matcher": "Bash"},
+    ]},
+}
+
+SECURITY_REMINDER = r'''import json, os, sys
+# Warns once per file, rule and session about a risky pattern in an edit (exit 2: the model reads it).
+PATTERNS = [("eval_injection", "eval(", "Security Warning: eval() executes arbitrary code; use json.loads or ast.literal_eval."),
+            ("os_system_injection", "os.system", "Security Warning: os.system with user input allows command injection.")]
+data = json.load(sys.stdin)
+if data.get("tool_name") not in ("Edit", "Write", "MultiEdit"):
+    sys.exit(0)
+tool_input = data.get("tool_input", {})
+path = tool_input.get("file_path", "")
+content = tool_input.get("new_string") or tool_input.get("content") or ""
+state = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"state_{data['session_id']}.json")
+shown = set(json.load(open(state))) if os.path.exists(state) else set()
+for rule, needle, warning in PATTERNS:
+    if path and needle in content and f"{path}-{rule}" not in shown:
+        shown.add(f"{path}-{rule}")
+        json.dump(sorted(shown), open(state, "w"))
+        print(warning, file=sys.stderr)
+        sys.exit(2)
+'''
+
+
+async def test_security_guidance_warns_the_model_about_an_edit_once(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {}, name="security-guidance",
+                         scripts={"hooks/security_reminder_hook.py": SECURITY_REMINDER,
+                                  "hooks/git_pre_commit_hook.py": "import sys; sys.stdin.read()\n"})
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps(SECURITY_HOOKS, indent=2))
+    edit = ("edit_file", {"path": "app.py", "old_string": "x = 1", "new_string": "x = eval(s)"})
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["edit_file"]) as host:
+        (host.work / "app.py").write_text("x = 1\n")
+        host.provider.add(call_tools(edit))
+        host.provider.add(call_tools(edit))  # the model read the warning and goes on anyway
+        host.provider.add(reply("done"))
+        turn = await run_turn(host.client, host.session, "use eval")
+    warned, edited = calls(turn)
+    assert warned["success"] is False and warned["error"]["message"].startswith("Security Warning: eval()")
+    assert "Security Warning: eval()" in text_of(host.provider.requests[1].messages[-1])
+    assert edited["success"] is True and (host.work / "app.py").read_text() == "x = eval(s)\n"
+    session_id = host.session.split(":/", 1)[1]
+    assert json.loads((plugin / "hooks" / f"state_{session_id}.json").read_text()) == [f"{host.work}/app.py-eval_injection"]
+
+
+HOOKIFY_HOOKS = {  # anthropics/claude-code plugins/hookify/hooks/hooks.json
+    "description": "Hookify plugin - User-configurable hooks from .local.md files",
+    "hooks": {event: [{"matcher": "*", "hooks": [{"type": "command", "command": f"python3 ${{CLAUDE_PLUGIN_ROOT}}/hooks/{script}.py",
+                                                   "timeout": 10}]}]
+              for event, script in (("PreToolUse", "pretooluse"), ("PostToolUse", "posttooluse"), ("Stop", "stop"),
+                                    ("UserPromptSubmit", "userpromptsubmit"))},
+}
+
+HOOKIFY_RULES = {  # .claude/hookify.*.local.md files, in hookify's rule format
+    "hookify.block-env.local.md": "---\nname: block-env\nenabled: true\nevent: file\naction: block\nfield: file_path\n"
+                                  "operator: regex_match\npattern: \\.env$\n---\nDo not touch .env files: secrets live there.\n",
+    "hookify.require-tests.local.md": "---\nname: require-tests\nenabled: true\nevent: stop\naction: block\nfield: transcript\n"
+                                      "operator: not_contains\npattern: make check\n---\nRun the tests (make check) before you stop.\n",
+}
+
+HOOKIFY_ENGINE = r'''import glob, json, os, re, sys
+# A small rule engine in hookify's manner: rules are .claude/hookify.*.local.md files in the project.
+event_kinds = {"PreToolUse": ("file", "bash", "all"), "PostToolUse": ("file", "bash", "all"), "Stop": ("stop", "all"),
+               "UserPromptSubmit": ("prompt", "all")}
+data = json.load(sys.stdin)
+event = data["hook_event_name"]
+def rules():
+    for path in sorted(glob.glob(os.path.join(data["cwd"], ".claude", "hookify.*.local.md"))):
+        head, body = open(path).read().split("---\n", 2)[1:]
+        meta = dict(line.split(": ", 1) for line in head.splitlines() if ": " in line)
+        if meta.get("enabled") == "true" and meta.get("event") in event_kinds.get(event, ()):
+            yield meta, body.strip()
+def value(field):
+    tool_input = data.get("tool_input") or {}
+    if field in tool_input:
+        return str(tool_input[field])
+    if field == "transcript":
+        return open(data["transcript_path"]).read()
+    return None
+blocked, warned = [], []
+for meta, message in rules():
+    if meta["event"] == "file" and data.get("tool_name") not in ("Edit", "Write", "MultiEdit"):
+        continue
+    got = value(meta["field"])
+    if got is None:
+        continue
+    hit = re.search(meta["pattern"], got) if meta["operator"] == "regex_match" else meta["pattern"] not in got
+    if hit:
+        (blocked if meta["action"] == "block" else warned).append(f"**[{meta['name']}]**\n{message}")
+if blocked:
+    text = "\n\n".join(blocked)
+    if event == "Stop":
+        print(json.dumps({"decision": "block", "reason": text, "systemMessage": text}))
+    else:
+        print(json.dumps({"hookSpecificOutput": {"hookEventName": event, "permissionDecision": "deny"}, "systemMessage": text}))
+elif warned:
+    print(json.dumps({"systemMessage": "\n\n".join(warned)}))
+'''
+
+
+async def test_hookify_file_and_transcript_rules_act_and_the_user_reads_their_messages(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {}, name="hookify",
+                         scripts={f"hooks/{name}.py": HOOKIFY_ENGINE for name in ("pretooluse", "posttooluse", "stop", "userpromptsubmit")})
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps(HOOKIFY_HOOKS, indent=2))
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["write_file", "shell(echo:*)"]) as host:
+        (host.work / ".claude").mkdir()
+        for name, text in HOOKIFY_RULES.items():
+            (host.work / ".claude" / name).write_text(text)
+        host.provider.add(call_tools(("write_file", {"path": ".env", "content": "TOKEN=1"})))
+        host.provider.add(reply("I will not touch it."))  # Stop: no "make check" in the transcript yet
+        host.provider.add(call_tools(("shell", {"command": "echo make check: 3 passed"})))
+        host.provider.add(reply("Tests pass."))
+        turn = await run_turn(host.client, host.session, "set the token")
+    assert turn["state"] == "complete"
+    (denied, tests) = calls(turn)
+    assert denied["success"] is False and "Do not touch .env files" in denied["error"]["message"]
+    assert not (host.work / ".env").exists()
+    shown = notes(turn)
+    assert "**[block-env]**\nDo not touch .env files: secrets live there." in shown
+    assert "**[require-tests]**\nRun the tests (make check) before you stop." in shown
+    assert text_of(host.provider.requests[2].messages[-1]) == (
+        "[A Stop hook asked you to continue]\n**[require-tests]**\nRun the tests (make check) before you stop.")
+    assert tests["success"] and len(host.provider.requests) == 4  # the second stop found "make check" in the transcript
+
+
+RALPH_HOOKS = {  # anthropics/claude-code plugins/ralph-wiggum/hooks/hooks.json
+    "description": "Ralph Wiggum plugin stop hook for self-referential loops",
+    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/stop-hook.sh", "timeout": 10}]}]},
+}
+
+RALPH_STOP = r'''#!/bin/sh
+# Keeps the session going while .claude/ralph-loop.local.md says so, feeding the same prompt back.
+set -eu
+input=$(cat)
+state=".claude/ralph-loop.local.md"
+[ -f "$state" ] || exit 0
+echo "$input" >> "$CLAUDE_PLUGIN_ROOT/stop-inputs.jsonl"
+iteration=$(sed -n 's/^iteration: *//p' "$state")
+max=$(sed -n 's/^max_iterations: *//p' "$state")
+promise=$(sed -n 's/^completion_promise: *"\(.*\)"$/\1/p' "$state")
+if [ "$max" -gt 0 ] && [ "$iteration" -ge "$max" ]; then rm "$state"; exit 0; fi
+transcript=$(printf '%s' "$input" | python3 -c 'import json,sys; print(json.load(sys.stdin)["transcript_path"])')
+last=$(grep '"role":"assistant"' "$transcript" | tail -1 | python3 -c '
+import json, sys
+line = json.loads(sys.stdin.read())
+print("\n".join(b["text"] for b in line["message"]["content"] if b["type"] == "text"))')
+case "$last" in *"<promise>$promise</promise>"*) rm "$state"; exit 0;; esac
+next=$((iteration + 1))
+sed "s/^iteration: .*/iteration: $next/" "$state" > "$state.tmp" && mv "$state.tmp" "$state"
+prompt=$(awk '/^---$/{i++; next} i>=2' "$state")
+python3 -c 'import json,sys; print(json.dumps({"decision": "block", "reason": sys.argv[1], "systemMessage": sys.argv[2]}))' \
+  "$prompt" "Ralph iteration $next | To stop: output <promise>$promise</promise>"
+'''
+
+
+async def test_ralph_wiggums_stop_hook_loops_keeping_its_state_until_the_promise(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {}, name="ralph-wiggum", scripts={"hooks/stop-hook.sh": RALPH_STOP})
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps(RALPH_HOOKS, indent=2))
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        state = host.work / ".claude" / "ralph-loop.local.md"
+        state.parent.mkdir()
+        state.write_text('---\nactive: true\niteration: 1\nmax_iterations: 10\ncompletion_promise: "DONE"\n---\n\nFix the flaky test.\n')
+        for text in ("Working on it.", "Still going.", "All fixed. <promise>DONE</promise>"):
+            host.provider.add(reply(text))
+        turn = await run_turn(host.client, host.session, "/ralph-loop Fix the flaky test.")
+    assert turn["state"] == "complete" and len(host.provider.requests) == 3
+    for request in host.provider.requests[1:]:
+        assert text_of(request.messages[-1]) == "[A Stop hook asked you to continue]\nFix the flaky test."
+    shown = notes(turn)
+    assert any(n.startswith("Ralph iteration 2 |") for n in shown) and any(n.startswith("Ralph iteration 3 |") for n in shown)
+    inputs = [json.loads(line) for line in (plugin / "stop-inputs.jsonl").read_text().splitlines()]
+    assert [i["stop_hook_active"] for i in inputs] == [False, True, True]
+    assert not state.exists()  # the promise ended the loop; the hook deleted its state only then
