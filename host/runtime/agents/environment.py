@@ -22,6 +22,9 @@ turn loop without editing it:
   partial content, asking the user, re-confirmation, the content store, sandbox roots).
 * ``filter_tools(ctx, tools)``: narrows the offered set after every contributor added its tools
   (a custom agent's tool allow-list); filters run in registration order.
+* ``before_compact(ctx, trigger, instructions)`` / ``after_compact(ctx, trigger)``: around a
+  compaction of the conversation (``trigger`` ``manual`` for ``/compact``, ``auto`` when the
+  context window is full): ``PreCompact`` hooks, then ``SessionStart`` hooks with ``compact``.
 * ``user_message(ctx, message)``: sees the turn's ``Message`` before the model does and may
   return a replacement (``/skill args`` expanded) or raise ``TurnFailed`` to reject it (a
   ``UserPromptSubmit`` hook exiting 2). Runs once per turn, before the first model call.
@@ -69,6 +72,12 @@ class Contributor:
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
         return message
+
+    async def before_compact(self, ctx: TurnContext, trigger: str, instructions: str | None) -> None:
+        return None
+
+    async def after_compact(self, ctx: TurnContext, trigger: str) -> None:
+        return None
 
 
 @dataclass
@@ -120,6 +129,14 @@ class TurnEnvironment:
             if reason:
                 return reason
         return None
+
+    async def before_compact(self, ctx: TurnContext, trigger: str, instructions: str | None) -> None:
+        for contributor in self.contributors:
+            await contributor.before_compact(ctx, trigger, instructions)
+
+    async def after_compact(self, ctx: TurnContext, trigger: str) -> None:
+        for contributor in self.contributors:
+            await contributor.after_compact(ctx, trigger)
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         for contributor in self.contributors:

@@ -269,12 +269,15 @@ class ProviderTurn:
         self, provider: Provider, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]], *,
         keep: int, focus: str | None, through: str | None = None,
     ) -> bool:
+        trigger = "manual" if through is not None else "auto"
+        await self.environment.before_compact(self.ctx, trigger, focus)
         compacted = await self.compaction.compact(
             self.ctx, provider, model_id, spec, finished, keep=keep, focus=focus, through=through,
             started=lambda: self._set_activity("Compacting the conversation"),
         )
         if compacted:
             self.agent.meters.pop(self.ctx.chat, None)
+            await self.environment.after_compact(self.ctx, trigger)
         return compacted
 
     # -- context -------------------------------------------------------------------------------

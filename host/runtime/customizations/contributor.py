@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ahp.protocol import builders
+from ahp.state import parse_subagent_chat_uri
 from ahp.tool_results import result_text
 from host.runtime.agents.base import TurnContext, TurnFailed, TurnStopped
 from host.runtime.agents.environment import Contributor
@@ -87,7 +88,12 @@ class CustomizationContributor(Contributor):
             if isinstance(attachment, dict) and isinstance(attachment.get("uri"), str):
                 runtime.touch(attachment["uri"])
         added: list[str] = runtime.take_late_context()
-        results = await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text)
+        subagent = _subagent(ctx, runtime)
+        if subagent is not None:  # a sub-agent's task is no user prompt: SubagentStart, as in Claude Code
+            agent_id, agent_type = subagent
+            results = await runtime.fire(LifecyclePoint.SUBAGENT_START, agent_type, agent_id=agent_id, agent_type=agent_type)
+        else:
+            results = await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text)
         _show(ctx, runtime)
         for result in results:
             if result.stopped:
@@ -232,7 +238,13 @@ class CustomizationContributor(Contributor):
         runtime = self._runtime(ctx)
         if runtime is None:
             return None
-        results = await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active)
+        subagent = _subagent(ctx, runtime)
+        if subagent is not None:
+            agent_id, agent_type = subagent
+            results = await runtime.fire(LifecyclePoint.SUBAGENT_STOP, agent_type, stop_hook_active=active,
+                                         agent_id=agent_id, agent_type=agent_type)
+        else:
+            results = await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active)
         _show(ctx, runtime)
         for result in results:
             if result.stopped:
@@ -240,6 +252,32 @@ class CustomizationContributor(Contributor):
             if result.blocked:
                 return result.reason
         return None
+
+    async def before_compact(self, ctx: TurnContext, trigger: str, instructions: str | None) -> None:
+        from plugins import LifecyclePoint
+
+        runtime = self._runtime(ctx)
+        if runtime is None:
+            return
+        results = await runtime.fire(LifecyclePoint.PRE_COMPACT, trigger, trigger=trigger, custom_instructions=instructions or "")
+        for result in results:
+            if result.blocked and result.reason:  # as in Claude Code, PreCompact's exit 2 is for the user
+                runtime.notices.append(f"A PreCompact hook says: {result.reason}")
+        _show(ctx, runtime)
+
+    async def after_compact(self, ctx: TurnContext, trigger: str) -> None:
+        from plugins import HookEvent
+
+        runtime = self._runtime(ctx)
+        if runtime is None:
+            return
+        # The conversation was summarised: SessionStart hooks run again with ``compact`` (what they
+        # add joins the session's context once).
+        results = await runtime.fire(HookEvent.SESSION_START, "compact", source="compact")
+        for result in results:
+            if result.additional_context and result.additional_context not in runtime.session_context:
+                runtime.session_context.append(result.additional_context)
+        _show(ctx, runtime)
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         if context.ask is _DEFAULT_ASK and self._runtime(ctx) is not None:
@@ -250,6 +288,16 @@ class CustomizationContributor(Contributor):
 
             context.ask = ask
         return context
+
+
+def _subagent(ctx: TurnContext, runtime: SessionCustomizations) -> tuple[str, str] | None:
+    """``(agent_id, agent_type)`` when the turn is a sub-agent's (its spawning call's id, its custom
+    agent's name or Claude Code's ``general-purpose``); None for the session's own chats."""
+    parsed = parse_subagent_chat_uri(ctx.chat)
+    if parsed is None:
+        return None
+    agent = runtime.agent(ctx.agent)
+    return parsed[1], agent.name if agent is not None else "general-purpose"
 
 
 def _notify(ctx: TurnContext, text: str) -> None:

@@ -240,7 +240,8 @@ class CustomizationService:
         cwd = str(runtime.working_directory) if runtime.working_directory is not None else None
         runtime.transcript = HookTranscript(path, runtime.session_id, cwd,
                                             turns_from=lambda start: self.store.turns(chat, start),
-                                            active=lambda: (self.store.state(chat) or {}).get("activeTurn"))
+                                            active=lambda: (self.store.state(chat) or {}).get("activeTurn"),
+                                            turn_ids=lambda: self.store.turn_ids(chat))
         runtime.permission_mode = lambda: permission_mode_of(self.store.state(runtime.session) or {})
 
     async def close_session(self, uri: str, *, end_hooks: bool = True, disposed: bool = False) -> None:
@@ -573,6 +574,13 @@ class CustomizationService:
             runtime = self.sessions.get(parsed[1])
             if runtime is not None and before.get("activeTurn") is not None and after.get("activeTurn") is None:
                 self.turn_ended(parsed[1])
+            action = envelope.get("action") or {}
+            if runtime is not None and action.get("type") == "chat/truncated" and action.get("turnId") is None \
+                    and channel == default_chat_uri(runtime.session):
+                self._spawn(self._cleared(runtime))  # the conversation was cleared (Claude Code's /clear)
+            notice = _notification(action, after) if runtime is not None else None
+            if runtime is not None and notice is not None:
+                self._spawn(self._notification_hooks(runtime, *notice))
             return
         runtime = self.sessions.get(channel)
         if runtime is None:
@@ -598,6 +606,20 @@ class CustomizationService:
             self._spawn(self._reconcile(runtime))
         elif kind == "session/mcpServerStopRequested":
             self._spawn(self._stop_requested(runtime, action.get("id")))
+
+    async def _cleared(self, runtime: SessionCustomizations) -> None:
+        """The session's conversation was cleared: ``SessionEnd`` (``clear``), then ``SessionStart``
+        hooks with ``source: "clear"``, whose context replaces what the earlier ones added."""
+        from plugins import HookEvent
+
+        await runtime.fire(HookEvent.SESSION_END, "clear", reason="clear")
+        await self._session_start(runtime, "clear")
+
+    async def _notification_hooks(self, runtime: SessionCustomizations, message: str, kind: str) -> None:
+        """``Notification`` hooks: the user is asked something (what they say is shown at the next turn)."""
+        from plugins import HookEvent
+
+        await runtime.fire(HookEvent.NOTIFICATION, kind, message=message, notification_type=kind)
 
     async def _stop_requested(self, runtime: SessionCustomizations, customization_id: Any) -> None:
         """A client asked to stop one MCP server: stop the session's servers (they start again
@@ -786,3 +808,24 @@ def _file_name(ident: str) -> str:
     """A session id as a file name (ids are safe already; anything else is hashed)."""
     safe = all(c.isalnum() or c in "._-" for c in ident) and not ident.startswith(".") and len(ident) <= 128
     return ident if safe else hashlib.sha256(ident.encode("utf-8")).hexdigest()[:32]
+
+
+def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, str] | None:
+    """``(message, notification_type)`` of Claude Code's ``Notification`` event for a chat action
+    that asks the user something: a tool call's confirmation (``permission_prompt``) or a question
+    (``elicitation_dialog``; not the workspace trust question, which holds the folder's hooks)."""
+    from plugins.claude_code_tools import claude_name
+
+    kind = action.get("type")
+    if kind == "chat/toolCallReady" and action.get("confirmed") is None and action.get("options"):
+        parts = ((chat.get("activeTurn") or {}).get("responseParts")) or ()
+        call = next((p["toolCall"] for p in parts if p.get("kind") == "toolCall"
+                     and p["toolCall"].get("toolCallId") == action.get("toolCallId")), {})
+        name = claude_name(str(call.get("toolName") or "a tool"))
+        return f"The agent needs your permission to use {name}", "permission_prompt"
+    if kind == "chat/inputRequested":
+        request = action.get("request") or {}
+        if str(request.get("id", "")).startswith(REQUEST_PREFIX):
+            return None
+        return str(request.get("message") or "The agent is asking for your input"), "elicitation_dialog"
+    return None

@@ -12,7 +12,8 @@ Contract (:class:`HookTranscript`):
 - ``sync()`` brings the file up to date from the session's chat: completed turns (read from
   ``turns_from(start)``, only those not yet written) and the active turn; every part present is
   complete when hooks run (the model is not streaming then), so each is written once, in order.
-  The first ``sync`` of a host process writes the file anew (a restarted host gives the same file).
+  The first ``sync`` of a host process writes the file anew (a restarted host gives the same file),
+  and so does one after turns it wrote were removed (``turn_ids`` lacks one: a clear or truncation).
   Returns the path.
 - Bounded: a text or tool result longer than ``TEXT_LIMIT`` characters is cut (saying so); when the
   file grows over ``FILE_LIMIT`` bytes its older half is dropped (hooks read the recent end).
@@ -44,12 +45,16 @@ class HookTranscript:
 
     def __init__(self, path: Path, session_id: str, cwd: str | None, *,
                  turns_from: Callable[[int], Sequence[dict[str, Any]]],
-                 active: Callable[[], dict[str, Any] | None]) -> None:
+                 active: Callable[[], dict[str, Any] | None], turn_ids: Callable[[], Sequence[Any]] | None = None) -> None:
         self.path = path
         self.session_id = session_id
         self.cwd = cwd
         self._turns_from = turns_from
         self._active = active
+        self._turn_ids = turn_ids
+        """The ids of the chat's completed turns now (one written that is gone: turns were removed)."""
+        self._seen: set[str] = set()
+        """The ids of the turns written so far."""
         self._written: set[tuple[str, ...]] = set()
         self._finished = 0
         """How many completed turns are entirely in the file."""
@@ -57,11 +62,20 @@ class HookTranscript:
         self._fresh = True
 
     def sync(self) -> Path:
+        active = self._active()
+        if self._turn_ids is not None and self._seen:
+            present = {str(ident) for ident in self._turn_ids()}
+            if isinstance(active, dict):
+                present.add(str(active.get("id")))
+            if not self._seen <= present:
+                # Turns were removed (the conversation was cleared or truncated): write it anew.
+                self._written.clear()
+                self._seen.clear()
+                self._finished, self._parent, self._fresh = 0, None, True
         lines: list[str] = []
         finished = list(self._turns_from(self._finished))
         for turn in finished:
             lines.extend(self._turn_lines(turn))
-        active = self._active()
         if isinstance(active, dict):
             lines.extend(self._turn_lines(active))
         self._finished += len(finished)
@@ -78,6 +92,7 @@ class HookTranscript:
 
     def _turn_lines(self, turn: dict[str, Any]) -> list[str]:
         turn_id = str(turn.get("id"))
+        self._seen.add(turn_id)
         lines: list[str] = []
         message = turn.get("userMessage") or turn.get("message") or {}
         text = message.get("text") if isinstance(message, dict) else None

@@ -556,3 +556,91 @@ async def test_ralph_wiggums_stop_hook_loops_keeping_its_state_until_the_promise
     inputs = [json.loads(line) for line in (plugin / "stop-inputs.jsonl").read_text().splitlines()]
     assert [i["stop_hook_active"] for i in inputs] == [False, True, True]
     assert not state.exists()  # the promise ended the loop; the hook deleted its state only then
+
+
+# -- the other events ------------------------------------------------------------------------------
+
+
+async def eventually(check: Any, timeout: float = 20) -> None:
+    """Until ``check()`` holds (hooks fired by what the user is asked run alongside the turn)."""
+    async def wait() -> None:
+        while not check():
+            await asyncio.sleep(0.02)
+    await asyncio.wait_for(wait(), timeout)
+
+
+async def test_pre_compact_gets_trigger_and_instructions_and_session_start_runs_with_compact(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {
+        "PreCompact": [{"matcher": "manual", "hooks": [_command("precompact")]}],
+        "SessionStart": [{"matcher": "compact", "hooks": [_command("recompact")]}],
+    })
+    answer(plugin, "recompact", stdout={"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "Re-read PLAN.md."}})
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        for text in ("one", "SUMMARY of the API talk", "three"):
+            host.provider.add(reply(text))
+        await run_turn(host.client, host.session, "design the API")
+        compacted = await run_turn(host.client, host.session, "/compact the API")
+        await run_turn(host.client, host.session, "go on")
+    assert compacted["state"] == "complete"
+    (pre,) = received(plugin, "precompact")
+    assert (pre["hook_event_name"], pre["trigger"], pre["custom_instructions"]) == ("PreCompact", "manual", "the API")
+    assert [e["source"] for e in received(plugin, "recompact")] == ["compact"]
+    assert "Re-read PLAN.md." in (host.provider.requests[2].system or "")
+
+
+async def test_notification_hooks_hear_when_the_user_is_asked(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"Notification": [{"matcher": "permission_prompt", "hooks": [_command("notify")]}]})
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        host.provider.add(call_tools(("shell", {"command": "ls"})))
+        host.provider.add(reply("listed"))
+        turn_id = host.client.send_message(host.session, "list")
+        await host.client.wait_for(lambda m, e: host.pending() is not None, timeout=20)
+        await eventually(lambda: received(plugin, "notify"))
+        await host.approve(turn_id)
+        await host.finished(turn_id)
+    (notified,) = received(plugin, "notify")
+    assert notified["hook_event_name"] == "Notification" and notified["notification_type"] == "permission_prompt"
+    assert notified["message"] == "The agent needs your permission to use Bash"
+
+
+async def test_sub_agents_fire_subagent_start_and_stop_not_the_sessions_prompt_and_stop_hooks(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {
+        "UserPromptSubmit": [{"hooks": [_command("prompt")]}],
+        "SubagentStart": [{"matcher": "general-purpose", "hooks": [_command("sub-start")]}],
+        "SubagentStop": [{"hooks": [_command("sub-stop")]}],
+        "Stop": [{"hooks": [_command("stop")]}],
+    })
+    task = {"description": "Find TODOs", "prompt": "Find all TODOs."}
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["task"]) as host:
+        host.provider.add(call_tools(("task", task)))
+        host.provider.add(reply("Found 3 TODOs."))  # the sub-agent
+        host.provider.add(reply("There are 3 TODOs."))
+        turn = await run_turn(host.client, host.session, "how many TODOs?")
+    assert turn["state"] == "complete"
+    assert [e["prompt"] for e in received(plugin, "prompt")] == ["how many TODOs?"]
+    (start,) = received(plugin, "sub-start")
+    (stop,) = received(plugin, "sub-stop")
+    (call,) = calls(turn)
+    assert (start["agent_type"], start["agent_id"]) == ("general-purpose", call["toolCallId"])
+    assert (stop["hook_event_name"], stop["stop_hook_active"], stop["agent_id"]) == ("SubagentStop", False, call["toolCallId"])
+    assert len(received(plugin, "stop")) == 1
+
+
+async def test_clearing_the_conversation_ends_and_starts_the_session_with_clear(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {
+        "SessionStart": [{"matcher": "startup|clear", "hooks": [_command("start")]}],
+        "SessionEnd": [{"hooks": [_command("end")]}],
+        "UserPromptSubmit": [{"hooks": [_command("prompt")]}],
+    })
+    async with hosting(tmp_path, frame_checker, plugin.parent) as host:
+        host.provider.add(reply("one"))
+        host.provider.add(reply("two"))
+        await run_turn(host.client, host.session, "first")
+        host.client.dispatch(host.session, {"type": "session/truncated"})
+        await eventually(lambda: [e["source"] for e in received(plugin, "start")] == ["startup", "clear"])
+        await run_turn(host.client, host.session, "second")
+    assert [e["reason"] for e in received(plugin, "end")][:1] == ["clear"]
+    transcript = Path(received(plugin, "prompt")[-1]["transcript_path"]).read_text()
+    assert "second" in transcript and "first" not in transcript  # the cleared conversation is gone from it too
