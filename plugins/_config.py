@@ -146,9 +146,14 @@ def _parse_action(
                                                    f"{event.value} hook never runs (skipped)")
             return None
         try:
-            host_rules(condition, settings_root=str(plugin_root), home=environ.get("HOME"))
+            if "(" in condition and not condition.rstrip().endswith(")"):
+                raise ValueError("its parenthesis is not closed")
+            rules = host_rules(condition, settings_root=str(plugin_root), home=environ.get("HOME"))
         except ValueError as exc:
             report(Severity.PROBLEM, at + ("if",), f"not a permission rule such as 'Bash(git *)' ({exc}); hook skipped")
+            return None
+        if not rules:
+            report(Severity.WARNING, at + ("if",), f"{condition!r} names no tool this host has, so the hook never runs (skipped)")
             return None
     run_async = bool(values.get("async", False))
     rewake = bool(values.get("asyncRewake", False))

@@ -180,3 +180,26 @@ async def test_a_hook_answering_async_on_its_first_line_goes_on_in_the_backgroun
     assert result.asynchronous and result.system_message is None
     late = await asyncio.wait_for(done, 10)
     assert late.system_message == "later"
+
+
+def test_claude_code_action_fields_are_read_and_what_this_host_cannot_do_is_said(tmp_path: Path) -> None:
+    plugin = tmp_path / "p"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "p"}))
+    (plugin / "hooks").mkdir()
+    action = {"type": "command", "command": "true"}
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{**action, "if": "Bash(git *)"}, {**action, "async": True},
+                                                     {**action, "asyncRewake": True}, {**action, "once": True}]}],
+        "Stop": [{"hooks": [{**action, "if": "Bash(git *)"}]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [{**action, "if": "Bash(git *"}]}],
+    }}))
+    loaded = load_plugin(plugin)
+    conditional, background, rewake, once = loaded.hooks
+    assert conditional.condition == "Bash(git *)" and background.run_async and not background.async_rewake
+    assert rewake.run_async and rewake.async_rewake and not once.run_async
+    said = {(d.severity.value, d.keys[-1]): d.message for d in loaded.diagnostics}
+    assert "never runs" in said[("warning", "if")]  # on Stop: skipped, as Claude Code would never run it
+    assert "does not start a turn by itself" in said[("warning", "asyncRewake")]
+    assert "runs every time" in said[("info", "once")]
+    assert len(loaded.hooks) == 4  # the Stop hook and the one whose 'if' is no rule are not loaded

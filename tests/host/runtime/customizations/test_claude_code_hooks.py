@@ -644,3 +644,22 @@ async def test_clearing_the_conversation_ends_and_starts_the_session_with_clear(
     assert [e["reason"] for e in received(plugin, "end")][:1] == ["clear"]
     transcript = Path(received(plugin, "prompt")[-1]["transcript_path"]).read_text()
     assert "second" in transcript and "first" not in transcript  # the cleared conversation is gone from it too
+
+
+async def test_mcp_tools_are_named_mcp__server__tool_and_matched_by_patterns(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    from tests.host.runtime.customizations.test_mcp_sessions import sink_server, wait_tools
+
+    plugin = make_plugin(tmp_path / "plugins", {"PreToolUse": [{"matcher": "mcp__sink__.*", "hooks": [_command("pre")]}],
+                                                "PostToolUse": [{"matcher": "mcp__sink__echo", "hooks": [_command("post")]}]})
+    answer(plugin, "pre", stdout={"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+    async with hosting(tmp_path, frame_checker, plugin.parent, mcp={"servers": {"sink": sink_server()}, "start": "session"}) as host:
+        names = await wait_tools(host.client, host.session, "sink", "echo")
+        host.provider.add(call_tools((names["echo"], {"text": "ping"})))
+        host.provider.add(reply("pong"))
+        turn = await run_turn(host.client, host.session, "echo ping")
+    (call,) = calls(turn)
+    assert call["success"]
+    (pre,) = received(plugin, "pre")
+    (post,) = received(plugin, "post")
+    assert (pre["tool_name"], pre["tool_input"]) == ("mcp__sink__echo", {"text": "ping"})
+    assert post["tool_response"] == [{"type": "text", "text": "ping"}]
