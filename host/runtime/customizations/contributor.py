@@ -37,6 +37,7 @@ from ahp.tool_results import result_text
 from host.runtime.agents.base import TurnContext, TurnFailed, TurnStopped
 from host.runtime.agents.environment import Contributor
 from host.runtime.command_bodies import BANG_COMMAND
+from host.runtime.conversation import BLOCKED_BY_HOOK
 from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.customizations.session import HookCall, SessionCustomizations
 from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
@@ -99,7 +100,7 @@ class CustomizationContributor(Contributor):
             if result.stopped:
                 raise TurnStopped(result.stop_reason or "")
             if result.blocked:
-                raise TurnFailed("blockedByHook", f"A plugin hook refused this message: {result.reason}")
+                raise TurnFailed(BLOCKED_BY_HOOK, f"A plugin hook refused this message: {result.reason}")
             if result.additional_context:
                 added.append(result.additional_context)
         invocation = parse_slash(text, runtime.slash_entries())

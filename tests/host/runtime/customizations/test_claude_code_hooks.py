@@ -25,6 +25,7 @@ from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn
 from tests.host.runtime.test_trust import serve
+from tests.host.runtime.tools._support import session_with
 
 RECORD = r'''import json, os, sys
 name = sys.argv[1]
@@ -124,7 +125,7 @@ class Host:
 
 @asynccontextmanager
 async def hosting(tmp_path: Path, checker: FrameChecker, plugins: Path, *, allow: list[str] | None = None,
-                  **overrides: Any) -> AsyncIterator[Host]:
+                  session_config: dict[str, Any] | None = None, **overrides: Any) -> AsyncIterator[Host]:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     provider = ScriptedProvider([])
@@ -133,7 +134,7 @@ async def hosting(tmp_path: Path, checker: FrameChecker, plugins: Path, *, allow
     running, client = await serve(config, provider, checker)
     host = Host(running, client, provider, work)
     try:
-        host.session = await ready_session(client)
+        host.session = await (session_with(client, config=session_config) if session_config else ready_session(client))
         yield host
     finally:
         await client.close()
@@ -331,6 +332,7 @@ async def test_user_prompt_submit_blocks_adds_context_and_stops(tmp_path: Path, 
     assert "prompt refused" in notes(refused)
     assert len(host.provider.requests) == 1  # neither the refused nor the stopped prompt reached the model
     assert text_of(host.provider.requests[0].messages[-1]).endswith("[Context added by a plugin hook]\nSprint S42")
+    assert not any("hunter2" in text_of(m) for m in host.provider.requests[0].messages)  # erased, as in Claude Code
     assert stopped["state"] == "complete" and "A plugin hook stopped this turn: quiet hours" in notes(stopped)
     assert [e["prompt"] for e in received(plugin, "prompt")] == ["my password is hunter2", "plan the sprint", "anything"]
 
@@ -663,3 +665,11 @@ async def test_mcp_tools_are_named_mcp__server__tool_and_matched_by_patterns(tmp
     (post,) = received(plugin, "post")
     assert (pre["tool_name"], pre["tool_input"]) == ("mcp__sink__echo", {"text": "ping"})
     assert post["tool_response"] == [{"type": "text", "text": "ping"}]
+
+
+async def test_permission_mode_is_told_in_claude_codes_words(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    plugin = make_plugin(tmp_path / "plugins", {"UserPromptSubmit": [{"hooks": [_command("prompt")]}]})
+    async with hosting(tmp_path, frame_checker, plugin.parent, session_config={"permissionMode": "accept-edits"}) as host:
+        host.provider.add(reply("ok"))
+        await run_turn(host.client, host.session, "hi")
+    assert [e["permission_mode"] for e in received(plugin, "prompt")] == ["acceptEdits"]
