@@ -190,3 +190,12 @@ def test_a_running_sub_agent_says_where_to_watch_it_and_its_answer_follows() -> 
     done = view.update(turn(task("completed", success=True, pastTenseMessage="Sub-agent finished: Look around",
                                  content=[block, {"type": "text", "text": "Echo printed hi."}])))
     assert "✓ Run Sub-agent Sub-agent finished: Look around" in done and "Echo printed hi." in done
+
+
+def test_a_hooks_system_message_is_printed_once_as_a_note_without_escapes() -> None:
+    view = TurnView(PLAIN)
+    note = {"kind": "systemNotification", "content": "**[block-env]**\nDo not touch .env files.\x1b[2J"}
+    chunks = view.update_split(turn(md("Hi."), note))
+    (shown,) = [text for channel, text in chunks if channel == "activity" and "block-env" in text]
+    assert shown.startswith("ℹ **[block-env]**\nDo not touch .env files.") and "\x1b" not in shown
+    assert view.update_split(turn(md("Hi."), note)) == []

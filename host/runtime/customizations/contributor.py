@@ -3,10 +3,13 @@
 Per turn (and per model request where noted) it adds:
 
 * **user message** (once, before the first model call): waits (briefly, see
-  ``CustomizationService.wait_started``) for the session's MCP servers to start; runs ``UserPromptSubmit`` hooks (a block ends the turn with the hook's
-  reason); expands ``/name args`` naming a usable skill, command or prompt into its body with
-  ``$ARGUMENTS`` substituted (the model receives the expanded text; the ``!`cmd``` lines of a
-  command that lies in a folder not trusted are replaced by a note instead of running, see
+  ``CustomizationService.wait_started``) for the session's MCP servers to start; takes what hooks
+  that ran in the background said for the model; runs ``UserPromptSubmit`` hooks (a sub-agent's
+  turn runs ``SubagentStart`` instead): a block ends the turn with the hook's reason (the prompt is
+  then left out of the conversation), ``continue: false`` stops it (``TurnStopped``), context is
+  added after the prompt; expands ``/name args`` naming a usable skill, command or prompt into its
+  body with ``$ARGUMENTS`` substituted (the model receives the expanded text; the ``!`cmd``` lines
+  of a command that lies in a folder not trusted are replaced by a note instead of running, see
   ``host.runtime.trust``); attached files join the files in play.
 * **system prompt** (every request): the selected custom agent's body (``ctx.agent``, captured at
   turn start), rules with ``alwaysApply`` and no globs, glob rules whose files are in play
@@ -16,11 +19,20 @@ Per turn (and per model request where noted) it adds:
 * **tools**: the session's MCP tools, ``load_skill`` (model-invocable skills and commands) and
   ``load_rule``; a custom agent that declares ``tools`` restricts the offered set to those names
   (the loaders stay available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
-* **tool hooks**: ``PreToolUse``-type hooks before a call (exit 2 or a JSON deny blocks it; the
-  reason is the call's error, which the user and the model see); ``PostToolUse`` /
-  ``PostToolUseFailure`` after it, and the call's paths join the files in play.
-* **stop**: ``Stop`` hooks when the model has answered; one that blocks (exit 2, or JSON
-  ``decision: block``) keeps the turn going with its reason as the next user message.
+* **tool hooks** (Claude Code's input and answers, see ``plugins.hooks``): ``PreToolUse`` hooks
+  before the confirmation give a ``PreToolVerdict``: a block (exit 2, ``deny``) refuses the call
+  with the reason the user and the model see; ``allow``/``ask`` go to the approver; an
+  ``updatedInput`` (translated back by ``plugins.claude_code_tools``) replaces the arguments, which a
+  notification tells the user; their ``additionalContext`` joins the call's result. After the call,
+  ``PostToolUse`` (with ``tool_response``) / ``PostToolUseFailure`` (with ``error``): a block is
+  feedback added to the result the model reads, and so is their context; the call's paths join the
+  files in play.
+* **stop**: ``Stop`` hooks (``SubagentStop`` for a sub-agent's turn) when the model has answered;
+  one that blocks keeps the turn going with its reason as the next user message.
+* **compaction**: ``PreCompact`` hooks before (``trigger``, ``custom_instructions``), ``SessionStart``
+  hooks with ``source: "compact"`` after (their context joins the session's once).
+* Every hook's ``systemMessage`` and failure is shown to the user as a ``systemNotification`` part at
+  the next of these points; ``continue: false`` anywhere stops the turn (``TurnStopped``).
 * **tool context**: elicitation from MCP tools becomes a session input request, unless another
   contributor already supplied ``ask``.
 """

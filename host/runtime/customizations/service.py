@@ -51,8 +51,16 @@ Contract:
 - A session restored at host start (``open_session(restored=True)``) runs no SessionStart hook,
   starts no server and asks nothing until a client resumes it (``resumed``: a subscription, or a
   turn); its SessionStart hooks then get ``source: "resume"``.
-- ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
-  servers; ``stop()`` does that for every session (host shutdown): no server process survives.
+- ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks (``reason: "other"``), cancels
+  its background hooks, stops the session's MCP servers and deletes its hooks' transcript;
+  ``stop()`` does that for every session (host shutdown, keeping the transcripts): no server process
+  survives.
+- Claude Code hook events from what is observed: each session gets its hooks' transcript
+  (``<data>/transcripts/<session id>.jsonl``, ``HookTranscript``) and permission mode; a cleared
+  default chat (``chat/truncated`` without ``turnId``) runs ``SessionEnd`` with ``clear``, then
+  ``SessionStart`` with ``source: "clear"``; a tool call waiting for confirmation or a question to
+  the user (not the trust question) runs ``Notification`` hooks (``permission_prompt``,
+  ``elicitation_dialog``).
 """
 
 from __future__ import annotations

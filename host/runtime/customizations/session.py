@@ -10,6 +10,11 @@ Invariants:
   environment): what a hook leaves running in the background is ended with the session
   (``CustomizationService.close_session``), at host stop too, and after a ``kill -9`` by the
   next start.
+- Hooks get Claude Code's input (``fire``): ``session_id`` (the session's id), ``transcript_path``
+  (``transcript``, brought up to date first), ``cwd``, ``permission_mode`` and, for tool events,
+  the call in Claude Code's words (``HookCall`` through ``plugins.claude_code_tools``), whose ``if``
+  conditions are checked against it. ``async`` hooks run in ``background`` (cancelled with the
+  session); what they say joins ``late_context`` (for the model's next turn) and ``notices``.
 - ``touched`` is the session's recent file activity (attachments and tool-call paths, relative
   to the working directory when inside it), bounded to the most recent ``TOUCHED_LIMIT``.
 """
