@@ -35,6 +35,12 @@ from plugins.model import DEFAULT_HOOK_TIMEOUT, Hook, HookEvent, McpServer
 
 __all__: list[str] = []
 
+_NOT_FIRED = {
+    HookEvent.PERMISSION_REQUEST: "this host does not fire PermissionRequest hooks (a PreToolUse hook's permissionDecision "
+                                  "allow/ask/deny decides about the confirmation instead)",
+}
+"""Events this host parses but never fires, and what to use instead."""
+
 _TOOL_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE,
                           HookEvent.PERMISSION_REQUEST})
 """The events whose hooks may have an ``if`` condition (Claude Code evaluates it on tool calls only)."""
@@ -62,6 +68,8 @@ def parse_hook_events(
         if event is None:
             report(Severity.INFO, at, "unknown hook event (ignored)")
             continue
+        if event in _NOT_FIRED:
+            report(Severity.INFO, at, _NOT_FIRED[event])
         if not isinstance(rules, list):
             report(Severity.PROBLEM, at, "expected a list of hook rules; event skipped")
             continue

@@ -171,7 +171,9 @@ async def run_hook(
             wait = wait / 1000 if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait > 0 else _ASYNC_WAIT
             assert on_background is not None
             rest_of_first = first.split(b"\n", 1)[1] if b"\n" in first else b""
-            asyncio.ensure_future(_finish_in_background(hook, process, rest_of_first, errors, wait, on_background))
+            task = asyncio.ensure_future(_finish_in_background(hook, process, rest_of_first, errors, wait, on_background))
+            _BACKGROUND.add(task)  # held until done (the event loop keeps only weak references)
+            task.add_done_callback(_BACKGROUND.discard)
             return HookResult(hook, HookOutcome.SUCCESS, None, stdout=first.decode("utf-8", errors="replace"), asynchronous=True)
         rest, stderr_bytes = await asyncio.wait_for(_rest(process, errors), timeout=limit)
     except asyncio.TimeoutError:
@@ -192,6 +194,10 @@ async def run_hook(
 
 _HEAD_LIMIT = 1 << 20
 """The most output read before deciding whether a hook answered ``{"async": true}`` on its first line."""
+
+_BACKGROUND: set[asyncio.Future[None]] = set()
+"""Hooks that answered ``{"async": true}`` and are still running (their process group is killed
+when their time is up; a session's hooks also end with its process family)."""
 
 _ASYNC_WAIT = 15.0
 """Seconds a hook that answered ``{"async": true}`` has to finish (Claude Code's default)."""

@@ -282,6 +282,7 @@ class SessionCustomizations:
         told = [text for text in (result.system_message, result.additional_context) if text]
         if result.blocked and result.hook.async_rewake and result.reason:
             told.append(result.reason)
+            self.notices.append(f"A {_event_name(result)} hook that ran in the background reports: {result.reason}")
         self.late_context.extend(f"[{_event_name(result)} hook, ran in the background] {text}" for text in told)
 
     def _note(self, result: HookResult) -> None:

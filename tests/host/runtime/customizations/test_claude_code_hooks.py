@@ -366,6 +366,32 @@ echo done >> {tmp_path / "async.log"}
     assert "tests passed in the background" in notes(second)
 
 
+async def test_an_async_rewake_hooks_exit_2_reaches_the_model_with_the_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    release = tmp_path / "release"
+    script = f"""#!/bin/sh
+cat > /dev/null
+while [ ! -e {release} ]; do sleep 0.05; done
+echo "3 tests failed: test_a, test_b, test_c" >&2
+exit 2
+"""
+    plugin = make_plugin(tmp_path / "plugins", {"PostToolUse": [{"matcher": "Write", "hooks": [
+        {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/run-tests.sh", "asyncRewake": True}]}]},
+        scripts={"run-tests.sh": script})
+    async with hosting(tmp_path, frame_checker, plugin.parent, allow=["write_file"]) as host:
+        (loaded,) = host.running.host.customizations.plugins
+        assert any("does not start a turn by itself" in str(d) for d in loaded.warnings)  # the plugin's diagnostics say so
+        host.provider.add(call_tools(("write_file", {"path": "a.py", "content": "x = 1\n"})))
+        host.provider.add(reply("written"))
+        first = await run_turn(host.client, host.session, "write it")
+        assert first["state"] == "complete"
+        release.write_text("go")
+        await asyncio.wait_for(host.background_done(), 20)
+        host.provider.add(reply("I will fix them"))
+        second = await run_turn(host.client, host.session, "next")
+    assert "[PostToolUse hook, ran in the background] 3 tests failed" in text_of(host.provider.requests[2].messages[-1])
+    assert any("3 tests failed" in n for n in notes(second))
+
+
 async def test_hook_failures_are_shown_to_the_user_and_the_turn_goes_on(tmp_path: Path, frame_checker: FrameChecker) -> None:
     plugin = make_plugin(tmp_path / "plugins", {"Stop": [{"hooks": [_command("stop")]}]})
     answer(plugin, "stop", stderr="lint crashed", code=1)
