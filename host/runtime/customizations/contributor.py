@@ -102,6 +102,8 @@ class CustomizationContributor(Contributor):
                 runtime.touch(attachment["uri"])
         added: list[str] = runtime.take_late_context()
         subagent = _subagent(ctx, runtime)
+        if subagent is None:
+            runtime.tool_notes.clear()  # context for calls an earlier turn never ran
         if subagent is not None:  # a sub-agent's task is no user prompt: SubagentStart, as in Claude Code
             agent_id, agent_type = subagent
             results = await runtime.fire(LifecyclePoint.SUBAGENT_START, agent_type, agent_id=agent_id, agent_type=agent_type)

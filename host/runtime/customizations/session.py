@@ -59,6 +59,9 @@ logger = logging.getLogger(__name__)
 
 TOUCHED_LIMIT = 200
 
+NOTICE_LIMIT = 50
+"""The most hook messages kept for the next turn (for the user, and for the model)."""
+
 
 
 class SessionCustomizations:
@@ -284,6 +287,7 @@ class SessionCustomizations:
             told.append(result.reason)
             self.notices.append(f"A {_event_name(result)} hook that ran in the background reports: {result.reason}")
         self.late_context.extend(f"[{_event_name(result)} hook, ran in the background] {text}" for text in told)
+        del self.late_context[:-NOTICE_LIMIT]
 
     def _note(self, result: HookResult) -> None:
         if result.system_message:
@@ -291,6 +295,7 @@ class SessionCustomizations:
         if result.outcome.value in ("error", "timeout"):
             logger.info("hook %s (%s) for %s: %s", result.hook.command, result.hook.event.value, self.session, result.reason)
             self.notices.append(f"A plugin's {_event_name(result)} hook failed ({result.reason}); the session goes on.")
+        del self.notices[:-NOTICE_LIMIT]  # hooks outside turns (background, notifications) keep the newest
 
     def _in_background(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
