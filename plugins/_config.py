@@ -10,7 +10,7 @@ Contract:
   An invalid matcher regex skips its rule (problem). Claude Code's per-action fields: ``if`` (a
   permission rule; tool events only, elsewhere the hook is skipped with a warning, as it would
   never run), ``async``, ``asyncRewake`` (runs like ``async``, with a warning saying how it
-  differs), ``once`` and ``statusMessage`` (accepted, an info note says they have no effect).
+  differs; its ``rewakeMessage``/``rewakeSummary`` are used), ``once`` and ``statusMessage`` (accepted, an info note says they have no effect).
 - MCP: documents are read by ``plugins.mcp_servers`` (the one MCP declaration parser), with
   the plugin root as the base and default ``cwd`` of stdio servers.
 - Strings are expanded per :mod:`plugins.expand`; relative ``cwd`` values resolve against
@@ -185,6 +185,8 @@ def _parse_action(
         condition=condition,
         run_async=run_async or rewake,
         async_rewake=rewake,
+        rewake_message=values.get("rewakeMessage"),
+        rewake_summary=values.get("rewakeSummary"),
     )
 
 

@@ -354,6 +354,8 @@ HOOK_ACTION = Schema(
         "statusMessage": Field(text),
         "async": Field(boolean),
         "asyncRewake": Field(boolean),
+        "rewakeMessage": Field(text),
+        "rewakeSummary": Field(text),
         "if": Field(text),
         "once": Field(boolean),
         "description": Field(text),

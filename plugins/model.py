@@ -321,6 +321,10 @@ class Hook:
     cannot block or change anything (its messages reach the next turn)."""
     async_rewake: bool = False
     """``asyncRewake: true``: like ``run_async``; an exit 2 is reported to the model (next turn)."""
+    rewake_message: str | None = None
+    """``rewakeMessage``: what the model is told before an ``asyncRewake`` hook's report."""
+    rewake_summary: str | None = None
+    """``rewakeSummary``: what the user is told of it."""
 
     @property
     def point(self) -> LifecyclePoint:

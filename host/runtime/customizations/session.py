@@ -283,9 +283,11 @@ class SessionCustomizations:
         the model with the next turn; the user sees its messages and failures."""
         self._note(result)
         told = [text for text in (result.system_message, result.additional_context) if text]
-        if result.blocked and result.hook.async_rewake and result.reason:
-            told.append(result.reason)
-            self.notices.append(f"A {_event_name(result)} hook that ran in the background reports: {result.reason}")
+        hook = result.hook
+        if result.blocked and hook.async_rewake and result.reason:
+            told.append(f"{hook.rewake_message}\n{result.reason}" if hook.rewake_message else result.reason)
+            self.notices.append(f"{hook.rewake_summary}: {result.reason}" if hook.rewake_summary
+                                else f"A {_event_name(result)} hook that ran in the background reports: {result.reason}")
         self.late_context.extend(f"[{_event_name(result)} hook, ran in the background] {text}" for text in told)
         del self.late_context[:-NOTICE_LIMIT]
 

@@ -375,7 +375,8 @@ echo "3 tests failed: test_a, test_b, test_c" >&2
 exit 2
 """
     plugin = make_plugin(tmp_path / "plugins", {"PostToolUse": [{"matcher": "Write", "hooks": [
-        {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/run-tests.sh", "asyncRewake": True}]}]},
+        {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/run-tests.sh", "asyncRewake": True,
+         "rewakeMessage": "Background test run: fix these.", "rewakeSummary": "Tests failed"}]}]},
         scripts={"run-tests.sh": script})
     async with hosting(tmp_path, frame_checker, plugin.parent, allow=["write_file"]) as host:
         (loaded,) = host.running.host.customizations.plugins
@@ -388,8 +389,9 @@ exit 2
         await asyncio.wait_for(host.background_done(), 20)
         host.provider.add(reply("I will fix them"))
         second = await run_turn(host.client, host.session, "next")
-    assert "[PostToolUse hook, ran in the background] 3 tests failed" in text_of(host.provider.requests[2].messages[-1])
-    assert any("3 tests failed" in n for n in notes(second))
+    assert "[PostToolUse hook, ran in the background] Background test run: fix these.\n3 tests failed" in text_of(
+        host.provider.requests[2].messages[-1])
+    assert "Tests failed: 3 tests failed: test_a, test_b, test_c" in notes(second)
 
 
 async def test_hook_failures_are_shown_to_the_user_and_the_turn_goes_on(tmp_path: Path, frame_checker: FrameChecker) -> None:
