@@ -262,14 +262,16 @@ async def test_deny_and_exit_2_refuse_the_call_and_the_model_reads_why(tmp_path:
 async def test_updated_input_runs_instead_and_the_user_sees_it(tmp_path: Path, frame_checker: FrameChecker) -> None:
     plugin = make_plugin(tmp_path / "plugins", {"PreToolUse": [{"matcher": "Bash", "hooks": [_command("pre")]}]})
     answer(plugin, "pre", stdout={"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
-                                                         "updatedInput": {"command": "echo changed", "timeout": 9000}}})
+                                                         "updatedInput": {"command": "echo changed", "timeout": 9000},
+                                                         "additionalContext": "Commands run in the staging sandbox."}})
     async with hosting(tmp_path, frame_checker, plugin.parent) as host:
         host.provider.add(call_tools(("shell", {"command": "echo original"})))
         host.provider.add(reply("ok"))
         turn = await run_turn(host.client, host.session, "go")
     (call,) = calls(turn)
     assert json.loads(call["toolInput"]) == {"command": "echo changed", "timeout_seconds": 9.0}
-    assert call["success"] and "changed" in text_of(host.provider.requests[1].messages[-1])
+    result = text_of(host.provider.requests[1].messages[-1])
+    assert call["success"] and "changed" in result and result.endswith("Commands run in the staging sandbox.")
     assert any("changed the input of this Bash call" in n and "echo changed" in n for n in notes(turn))
 
 
