@@ -254,12 +254,13 @@ class CustomizationContributor(Contributor):
         if runtime is None:
             return None
         subagent = _subagent(ctx, runtime)
+        answer = _last_answer(ctx)
         if subagent is not None:
             agent_id, agent_type = subagent
             results = await runtime.fire(LifecyclePoint.SUBAGENT_STOP, agent_type, stop_hook_active=active,
-                                         agent_id=agent_id, agent_type=agent_type)
+                                         agent_id=agent_id, agent_type=agent_type, last_assistant_message=answer)
         else:
-            results = await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active)
+            results = await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active, last_assistant_message=answer)
         _show(ctx, runtime)
         for result in results:
             if result.stopped:
@@ -313,6 +314,21 @@ def _subagent(ctx: TurnContext, runtime: SessionCustomizations) -> tuple[str, st
         return None
     agent = runtime.agent(ctx.agent)
     return parsed[1], agent.name if agent is not None else "general-purpose"
+
+
+def _last_answer(ctx: TurnContext) -> str:
+    """The model's final answer in the running turn: its text since the last tool call or system
+    notification (which sit between model calls: a Stop hook that kept the turn going leaves one)."""
+    parts = (ctx.chat_state.get("activeTurn") or {}).get("responseParts") or ()
+    texts: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if part.get("kind") in ("toolCall", "systemNotification"):
+            texts = []
+        elif part.get("kind") == "markdown" and part.get("content"):
+            texts.append(str(part["content"]))
+    return "\n".join(texts)
 
 
 def _notify(ctx: TurnContext, text: str) -> None:

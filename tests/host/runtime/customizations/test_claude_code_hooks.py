@@ -551,7 +551,7 @@ set -eu
 input=$(cat)
 state=".claude/ralph-loop.local.md"
 [ -f "$state" ] || exit 0
-echo "$input" >> "$CLAUDE_PLUGIN_ROOT/stop-inputs.jsonl"
+printf '%s\n' "$input" >> "$CLAUDE_PLUGIN_ROOT/stop-inputs.jsonl"
 iteration=$(sed -n 's/^iteration: *//p' "$state")
 max=$(sed -n 's/^max_iterations: *//p' "$state")
 promise=$(sed -n 's/^completion_promise: *"\(.*\)"$/\1/p' "$state")
@@ -587,6 +587,7 @@ async def test_ralph_wiggums_stop_hook_loops_keeping_its_state_until_the_promise
     assert any(n.startswith("Ralph iteration 2 |") for n in shown) and any(n.startswith("Ralph iteration 3 |") for n in shown)
     inputs = [json.loads(line) for line in (plugin / "stop-inputs.jsonl").read_text().splitlines()]
     assert [i["stop_hook_active"] for i in inputs] == [False, True, True]
+    assert [i["last_assistant_message"] for i in inputs] == ["Working on it.", "Still going.", "All fixed. <promise>DONE</promise>"]
     assert not state.exists()  # the promise ended the loop; the hook deleted its state only then
 
 
