@@ -8,8 +8,10 @@ process; only :func:`plugins.hooks.run_hook` runs anything.
 """
 
 from plugins.customizations import (
+    NOTES_LIMIT,
     MintId,
     child_customizations,
+    container_notes,
     directory_customization,
     loading_plugin_customization,
     plugin_customization,
@@ -72,6 +74,8 @@ __all__ = [
     "MANIFEST_LOCATIONS",
     "McpServer",
     "MintId",
+    "NOTES_LIMIT",
+    "container_notes",
     "Prompt",
     "Rule",
     "Severity",

@@ -18,13 +18,13 @@ built-in tools have names and arguments of their own (``shell``, ``read_file``, 
   Claude Code ``PostToolUse`` hook reads for that tool (``stdout`` for ``Bash``, ``filePath`` and
   the strings for ``Edit``/``Write``, ``file.content`` for ``Read``; MCP and other tools get
   their content blocks).
-- :func:`host_rules`: a Claude Code permission rule (``Bash(npm run test:*)``, ``Edit(/src/**)``,
+- :func:`host_rules`: a Claude Code permission rule (``Bash(npm run test:*)``, its newer spelling
+  ``Bash(npm run test *)``, ``Edit(/src/**)``,
   ``Read(~/.ssh/**)``, ``mcp__github``) as the rule strings of ``tools.policy``. As in Claude Code,
   ``Read`` rules cover every tool that reads files and ``Edit`` rules every tool that changes one;
   ``//path`` is absolute, ``~/path`` is in the home folder, ``/path`` is relative to the folder the
   settings file belongs to, and ``./path`` or ``path`` to the working directory; a pattern with no
-  ``/`` in it (and no ``./``) matches in every folder (gitignore: ``*.ts`` is ``**/*.ts``). ``Bash(git *)`` is the
-  prefix rule ``shell(git:*)``.
+  ``/`` in it (and no ``./``) matches in every folder (gitignore: ``*.ts`` is ``**/*.ts``).
 - :func:`claude_permission_mode`: the session's permission mode as Claude Code names it.
 
 Pure: no I/O. Claude Code's tool names and input fields are those of its tool reference
@@ -97,6 +97,8 @@ TABLE: tuple[ClaudeTool, ...] = (
     ClaudeTool("ask_user", "AskUserQuestion"),
     ClaudeTool("task", "Task", older=("Agent",)),
     ClaudeTool("propose_plan", "ExitPlanMode"),
+    ClaudeTool("list_mcp_resources", "ListMcpResourcesTool"),
+    ClaudeTool("read_mcp_resource", "ReadMcpResourceTool"),
 )
 """Every host tool with a Claude Code counterpart. Arguments not listed have the same name."""
 
@@ -181,14 +183,6 @@ def _host_path_pattern(pattern: str, *, settings_root: str | None, home: str | N
     return pattern
 
 
-def _command_pattern(pattern: str) -> str:
-    """A ``Bash`` specifier in ``tools.policy`` words: Claude Code's ``git *`` (a word boundary,
-    then anything) is the policy's prefix form ``git:*``."""
-    if pattern.endswith(" *"):
-        return pattern[:-2].rstrip() + ":*"
-    return pattern
-
-
 def host_rules(rule: str, *, settings_root: str | None = None, home: str | None = None) -> list[str]:
     """A Claude Code permission rule as ``tools.policy`` rule strings (several when a rule covers
     several host tools, none when it names nothing this host has). Raises ``ValueError`` for a
@@ -214,8 +208,9 @@ def host_rules(rule: str, *, settings_root: str | None = None, home: str | None 
         return [tool.host]
     if tool.edits_files or tool.reads_files:
         specifier = _host_path_pattern(specifier, settings_root=settings_root, home=home)
-    elif tool.claude == "Bash":
-        specifier = _command_pattern(specifier)
+    elif tool.host == "shell" and specifier.endswith(" *") and "*" not in specifier[:-2]:
+        # Claude Code's newer spelling of a command prefix: ``Bash(npm run *)`` is ``npm run:*``.
+        specifier = specifier[:-2].rstrip() + ":*"
     return [f"{tool.host}({specifier})"]
 
 

@@ -54,6 +54,8 @@ def test_file_tools_speak_file_path_and_bash_milliseconds() -> None:
 def test_bash_rules_keep_their_command_pattern() -> None:
     assert host_rules("Bash") == ["shell"]
     assert host_rules("Bash(npm run test:*)") == ["shell(npm run test:*)"]
+    assert host_rules("Bash(git diff *)") == ["shell(git diff:*)"]  # the newer spelling of a prefix
+    assert host_rules("Bash(git * main)") == ["shell(git * main)"]  # a wildcard inside is no prefix
 
 
 def test_read_and_edit_rules_cover_every_tool_that_reads_or_changes_files() -> None:
