@@ -29,7 +29,8 @@ after it streamed keeps its streamed text in the transcript (``host.runtime.conv
 After a successful first turn a title is made in the background (``host.runtime.agents.titles``); a title
 already changed by a client is never overwritten.
 
-The loop itself is ``host.runtime.agents.turn.ProviderTurn``, one object per turn, not imported at
+The loop itself is ``host.runtime.agents.turn.ProviderTurn``, one object per turn, given what it
+needs of the agent as a frozen ``TurnNeeds`` (the turn never imports this module), not imported at
 start-up: listing an agent needs only its models and settings, not the providers' message models,
 the stream mapping, compaction and tool runs (some 35 ms). Creating a session starts importing them
 in a worker thread, as for the SDK (``host.runtime.memory.import_ahead``), and a turn waits for that import
@@ -150,9 +151,14 @@ class ProviderAgent:
     async def run_turn(self, ctx: TurnContext) -> None:
         if self._loading is not None and not self._loading.done():
             await asyncio.shield(self._loading)  # not on the event loop (see the module docstring)
-        from host.runtime.agents.turn import ProviderTurn
+        from host.runtime.agents.turn import ProviderTurn, TurnNeeds
 
-        await ProviderTurn(self, ctx).run()
+        needs = TurnNeeds(
+            source=self.source, settings=self.settings, environment=self.environment, transcripts=self.transcripts,
+            tools=tuple(self.tools.values()), models=tuple(self.models), agent_name=self.display_name,
+            meters=self.meters, key_hint=self.key_hint, sleep=self.sleep, spawn=self.spawn,
+        )
+        await ProviderTurn(needs, ctx).run()
 
     # -- for the turn --------------------------------------------------------------------------
 
