@@ -26,6 +26,7 @@ from ._sse import RawEventStream
 from ._streaming import sdk_events
 from ._tls import ssl_context
 from .accumulator import StreamAccumulator
+from .stream import ModelStream
 from .errors import (
     AuthenticationError,
     ContextLengthError,
@@ -120,9 +121,12 @@ class AnthropicProvider:
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request, default_max_tokens=self.default_max_tokens)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        params = self.build_params(request)
+    def stream(self, request: ModelRequest) -> ModelStream:
         translator = _Translator()
+        return ModelStream(self._events(request, translator), translator.acc)
+
+    async def _events(self, request: ModelRequest, translator: _Translator) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
         async for event in sdk_events(
             lambda: open_event_stream(self._sdk(), params),
             lambda item: translator.feed(item[1]),
@@ -188,7 +192,7 @@ class _Translator:
                 reason = _STOP_REASONS.get(self._stop_reason or "", "other")
                 return [
                     *self.acc.end_all(),
-                    Finish(reason=reason, raw_reason=self._stop_reason, response_id=self._message_id, model=self._model),
+                    self.acc.finish_call(Finish(reason=reason, raw_reason=self._stop_reason, response_id=self._message_id, model=self._model)),
                 ]
         return []  # ping, and event types added by later API versions, are not ours to guess at
 

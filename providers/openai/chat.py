@@ -14,6 +14,7 @@ from typing import Any, Literal
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
+from ..stream import ModelStream
 from ..messages import (
     AssistantMessage,
     ImageContent,
@@ -53,9 +54,12 @@ class OpenAIChatProvider(OpenAIClientOwner):
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request, max_tokens_field=self.max_tokens_field)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        params = self.build_params(request)
+    def stream(self, request: ModelRequest) -> ModelStream:
         translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
+        return ModelStream(self._events(request, translator), translator.acc)
+
+    async def _events(self, request: ModelRequest, translator: ChatStreamTranslator) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
         async for event in sdk_events(
             lambda: open_chunk_stream(self._sdk(), params),
             lambda item: translator.feed(item[1]),

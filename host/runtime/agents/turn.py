@@ -40,8 +40,10 @@ from host.state.transcripts import TranscriptStore
 from host.resources.workdirs import session_directory
 from providers import (
     AnthropicOptions,
+    AssistantMessage,
     Message,
     ModelRequest,
+    ModelStream,
     OpenAIOptions,
     Provider,
     ProviderError,
@@ -172,17 +174,16 @@ class ProviderTurn:
             offered = environment.tools(ctx, list(self.needs.tools))
             request = await budget.fit(offered)
             try:
-                mapper = await self._call(provider, request, ids, offered)
+                mapper, message = await self._call(provider, request, ids, offered)
             except TurnFailed as failure:
                 # The provider says it does not fit after all: compact everything once and retry.
                 retry = await budget.refit(offered) if failure.error.get("errorType") == "context_length" else None
                 if retry is None:
                     raise
                 request = retry
-                mapper = await self._call(provider, request, ids, offered)
+                mapper, message = await self._call(provider, request, ids, offered)
             budget.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
                           mapper.usage.output_tokens)
-            message = mapper.acc.message()
             self.messages.append(message)
             finish = mapper.finish
             if message.tool_calls:
@@ -204,7 +205,11 @@ class ProviderTurn:
         _notify(ctx, f"Stopped after {settings.max_model_calls} model calls in one turn. "
                      "Send a message to let the agent continue.")
 
-    async def _call(self, provider: Provider, request: ModelRequest, ids: TurnToolIds, offered: dict[str, Tool]) -> CallMapper:
+    async def _call(
+        self, provider: Provider, request: ModelRequest, ids: TurnToolIds, offered: dict[str, Tool],
+    ) -> tuple[CallMapper, AssistantMessage]:
+        """One model call, retried while nothing streamed: the actions its events map to (the
+        mapper's usage, finish and tool ids) and the message the provider's stream built."""
         ctx, settings = self.ctx, self.settings
         display = {name: tool.title for name, tool in offered.items()}
         metas = {name: meta for name, tool in offered.items() if (meta := tool_start_meta(tool)) is not None}
@@ -214,18 +219,19 @@ class ProviderTurn:
         attempt = 0
         while True:
             self._set_activity(f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
-            mapper = CallMapper(ctx, provider.api, ids, display, owners, metas)
+            mapper = CallMapper(ctx, ids, display, owners, metas)
             try:
+                stream = ModelStream.open(provider, request)
                 try:
-                    async with contextlib.aclosing(provider.stream(request)) as events:
-                        async for event in events:
+                    async with contextlib.aclosing(stream):
+                        async for event in stream:
                             mapper.apply(event)
                             if event.kind == "part_start" and self.activity and self.activity.startswith(("Waiting", "Retrying")):
                                 self._set_activity("Thinking" if event.part_kind == "reasoning" else "Writing")
                 except BaseException:
                     # Cancelled or failed after streaming: what the user saw is kept for the next turn.
                     if mapper.streamed:
-                        partial = partial_reply(mapper.acc.message())
+                        partial = partial_reply(stream.message())
                         if partial is not None:
                             self.messages.append(partial)
                     raise
@@ -246,7 +252,7 @@ class ProviderTurn:
                 await self.needs.sleep(delay)
                 continue
             self._add_usage(mapper)
-            return mapper
+            return mapper, stream.message()
 
     def _add_usage(self, mapper: CallMapper) -> None:
         if mapper.usage == Usage():
