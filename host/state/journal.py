@@ -13,8 +13,8 @@ channel takes no serverSeq):
 ``ahp.state.appends.RUN_ACTION_TYPES``, with that module's ``run_key``, the one definition of a run
 the store holds state by too; the caller passes the action of an envelope that may join a run) form
 a run of at most ``RUN_LIMIT`` pieces. Its first commit writes one ``action``
-row (the head): one envelope whose ``content`` is the pieces so far joined and whose ``serverSeq``
-is their last, plus ``"coalesced": [[serverSeq, length], ...]``. Each later commit appends the
+row (the head): the run's coalesced envelope (``ahp.state.appends.TextRun.envelope``: ``content``
+the pieces so far joined, ``serverSeq`` their last, plus ``"coalesced": [[serverSeq, length], ...]``). Each later commit appends the
 pieces committed since as one ``run_texts`` row (``entry`` = the head's id, their marks and their
 text joined): nothing written is ever rewritten, so a commit costs the new text's page of WAL, not
 the whole run again. Readers (``entries_after``, ``recent_actions``) join a head and its
@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ahp.jsonrpc import encode
-from ahp.state.appends import RUN_ACTION_TYPES, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
 from host.errors import JournalError
 
 __all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
@@ -165,89 +165,45 @@ WAL_LIMIT_BYTES = 16 << 20
 worker cannot keep up), so the WAL never holds more than this and one transaction."""
 
 
-class _Run:
-    """An open text run: consecutive appends to one part of one channel. Its first commit writes a
-    head row in ``entries`` (the pieces so far, in the coalesced shape); each later commit adds one
-    ``run_texts`` row with the pieces appended since, so a commit writes only the new text."""
+class _Run(TextRun):
+    """An open text run (``ahp.state.appends.TextRun``) and where the journal wrote it. Its first
+    commit writes a head row in ``entries`` (the pieces so far, as the run's coalesced envelope);
+    each later commit adds one ``run_texts`` row with the pieces appended since, so a commit writes
+    only the new text."""
 
-    __slots__ = ("key", "channel", "now", "action", "texts", "marks", "row_id", "count", "queued")
+    __slots__ = ("channel", "now", "row_id", "queued")
 
     def __init__(self, key: tuple[Any, ...], channel: str, now: int, action: dict[str, Any], seq: int) -> None:
-        self.key = key
+        super().__init__(key, action, seq)
         self.channel = channel
         self.now = now
-        self.action = {name: value for name, value in action.items() if name != "content"}
-        self.texts: list[str] = [action["content"]]
-        """Appends not written yet, in order."""
-        self.marks: list[tuple[int, int]] = [(seq, len(action["content"]))]
-        """``(serverSeq, length)`` of each append not written yet."""
         self.row_id: int | None = None
         """The head row, once written."""
-        self.count = 1
-        """Appends in the run, written or not."""
         self.queued = True
         """Waiting for the next flush (its head, or a ``run_texts`` row)."""
 
-    def add(self, seq: int, text: str) -> None:
-        self.texts.append(text)
-        self.marks.append((seq, len(text)))
-        self.count += 1
-
-    def head_body(self) -> str:
-        if len(self.marks) == 1:
-            return encode({"channel": self.channel, "action": {**self.action, "content": self.texts[0]},
-                           "serverSeq": self.marks[0][0]})
-        return encode({
-            "channel": self.channel,
-            "action": {**self.action, "content": "".join(self.texts)},
-            "serverSeq": self.marks[-1][0],
-            "coalesced": self.marks,
-        })
-
     def insert(self, db: sqlite3.Connection) -> int:
         """Write the head row; the characters written."""
-        body = self.head_body()
-        self.row_id = db.execute(_INSERT, ("action", self.channel, self.marks[-1][0], self.now, body)).lastrowid
+        body = encode(self.envelope(self.channel))
+        self.row_id = db.execute(_INSERT, ("action", self.channel, self.seqs[-1], self.now, body)).lastrowid
         return len(body)
 
     def append(self, db: sqlite3.Connection) -> int:
         """Write the pieces appended since the last commit as one ``run_texts`` row; the characters written."""
-        marks, content = encode(self.marks), "".join(self.texts)
+        marks, content = encode(self.marks()), "".join(self.pieces)
         db.execute("INSERT INTO run_texts(entry, seq, marks, content) VALUES (?, ?, ?, ?)",
-                   (self.row_id, self.marks[-1][0], marks, content))
+                   (self.row_id, self.seqs[-1], marks, content))
         return len(marks) + len(content)
 
     def written(self) -> None:
-        self.texts, self.marks, self.queued = [], [], False
+        self.used_up()
+        self.queued = False
 
 
 def _joined(body: str, continuations: list[tuple[str, str]]) -> tuple[str, int]:
     """A run's head row and its ``run_texts`` rows as one coalesced envelope, and its last serverSeq."""
-    envelope = json.loads(body)
-    action = envelope["action"]
-    marks = envelope.get("coalesced") or [[envelope["serverSeq"], len(action["content"])]]
-    texts = [action["content"]]
-    for more_marks, more_text in continuations:
-        marks.extend(json.loads(more_marks))
-        texts.append(more_text)
-    seq = marks[-1][0]
-    return encode({"channel": envelope["channel"], "action": {**action, "content": "".join(texts)},
-                   "serverSeq": seq, "coalesced": marks}), seq
-
-
-def expand(envelope: dict[str, Any]) -> list[dict[str, Any]]:
-    """The envelopes a journaled one stands for: itself, or each text append of a coalesced run."""
-    pieces = envelope.get("coalesced")
-    if pieces is None:
-        return [envelope]
-    action = envelope["action"]
-    text = action["content"]
-    out: list[dict[str, Any]] = []
-    offset = 0
-    for seq, length in pieces:
-        out.append({"channel": envelope["channel"], "action": {**action, "content": text[offset:offset + length]}, "serverSeq": seq})
-        offset += length
-    return out
+    envelope = extended(json.loads(body), [(json.loads(marks), text) for marks, text in continuations])
+    return encode(envelope), envelope["serverSeq"]
 
 
 @dataclass(frozen=True)
@@ -341,7 +297,7 @@ class Journal:
         self.chars_since_snapshot += len(action["content"])
         run = self._runs.get(channel)
         if run is not None and run.key == key and run.count < RUN_LIMIT:
-            run.add(seq, action["content"])
+            run.add(action["content"], seq)
             if not run.queued:  # its head row is written: the new text goes in a run_texts row
                 run.queued = True
                 self._to_append.append(run)

@@ -28,8 +28,8 @@ Invariants:
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
   reference to the current state.
 * Streamed text costs O(1) per token: consecutive joinable appends to one target
-  (``ahp.state.appends``, the one definition of a run, which the journal uses too) are kept as a list of strings in the channel and reduced, as one joined
-  append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
+  (``ahp.state.appends.TextRun``, the one definition of a run, which the journal holds too) are
+  kept as a list of strings in the channel and reduced, as one joined append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
   entry in ``observers``, any other action on the channel). Whoever reads gets exactly the dicts
   and plain strings the reducers would have produced action by action; ``active_turn_id`` answers
   the per-token "is my turn still running" without that. ``observers`` make each token pay for
@@ -78,10 +78,10 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 from ahp.jsonrpc import encode
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
-from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
+from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState, expand
 from ahp.jsonrpc import action_frame
 from ahp.protocol import builders
-from host.state.journal import PART_CHARS, WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, expand
+from host.state.journal import PART_CHARS, WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal
 from host.state.turn_pages import split_turns, turn_of, turns_cursor
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
