@@ -21,7 +21,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ._request_body import open_stream
+from ._events import TypedEventStream, open_events
 from ._sse import RawEventStream
 from ._streaming import sdk_events
 from ._tls import ssl_context
@@ -139,10 +139,9 @@ class AnthropicProvider:
             yield event
 
 
-async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
-    """The SDK sends the request; the events are read from its raw response as plain dicts."""
-    response = await open_stream(client, "/v1/messages", params)
-    return RawEventStream(response, error=lambda data: stream_error(response, data))
+async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
+    """The SDK sends the request; the events are read as plain dicts (``providers._events``)."""
+    return await open_events(client, "/v1/messages", params, error=stream_error)
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from .._events import TypedEventStream
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
@@ -74,7 +75,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
             yield event
 
 
-async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
+async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
     """The chunk stream for ``params``, read as plain dicts (see :func:`._client.open_raw_stream`)."""
     return await open_raw_stream(client, "/chat/completions", params)
 
