@@ -35,7 +35,10 @@ ids of the ``channel_state_parts`` rows whose texts, joined in order, are its st
 ``snapshots`` the entry id and serverSeq they are as of. A snapshot writes parts only for what
 changed since the previous one (the store reuses the parts of a session's unchanged turns), each in
 its own small transaction (``write_part``; the event loop runs in between), then ``write_snapshot``
-switches the manifests in one small transaction. To recover, load the channel states and re-apply
+switches the manifests in one small transaction. The journal plans them too: ``plan`` compares a
+channel's turns with the very turn objects its last snapshot wrote (``turn_rows``; states are
+immutable, so an unchanged turn is the same object), ``encode_plans`` serialises only what
+changed (pure, for a worker thread) and ``write_planned`` writes it in steps. To recover, load the channel states and re-apply
 the entries after that id. Entries older than both the snapshot and the replay window (a count and
 a number of characters) are then pruned, with the state parts no manifest lists, in steps of at
 most ``PRUNE_STEP_CHARS`` characters of rows (a larger row alone), measured from the sizes this
@@ -49,8 +52,9 @@ those two bounded windows. The WAL is kept near ``WAL_CHECKPOINT_BYTES`` (``chec
 worker thread on its own connection; ``checkpoint_here`` on the writer's without an event loop;
 never by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
 once copied whole, the next commit starts it again and ``journal_size_limit`` truncates it. Freed
-pages are reused, so the database file levels off at its largest content. The journal never
-interprets states; of actions it knows only the run shape above. The store reads a chat's older
+pages are reused, so the database file levels off at its largest content. Of states the journal
+knows only that a chat's may have a ``turns`` list (written turn by turn); of actions only the run
+shape above. The store reads a chat's older
 turns back from its snapshot rows (``read_parts``; ``latest_snapshot`` hands it a chat's rows as
 they are, see ``host.state.turn_pages``).
 """
@@ -63,7 +67,7 @@ import os
 import sqlite3
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -71,8 +75,8 @@ from ahp.jsonrpc import encode
 from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
 from host.errors import JournalError
 
-__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
-           "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "expand"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot", "SnapshotPieces",
+           "SnapshotPlan", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -207,6 +211,51 @@ def _joined(body: str, continuations: list[tuple[str, str]]) -> tuple[str, int]:
 
 
 @dataclass(frozen=True)
+class SnapshotPlan:
+    """What a snapshot writes for one channel (``Journal.plan``)."""
+
+    kind: str
+    state: dict[str, Any]
+    turns: list[Any] | None
+    """The state's turns, when it has a turn list (written turn by turn)."""
+    kept: int
+    """How many leading turns are unchanged since the previous snapshot."""
+    kept_ids: list[list[int]]
+    """The part ids of those turns."""
+    older: list[list[int]] = field(default_factory=list)
+    """The part ids of the chat's older turns, not in its state (they come first in the JSON)."""
+
+
+_UNWRITTEN = object()
+"""Stands for a turn whose rows are not its own (a snapshot written whole): never the same object."""
+
+SnapshotPieces = tuple[str, SnapshotPlan, list[str], list[list[str]], list[str]]
+"""``(kind, plan, head texts, texts of each new turn, tail texts)``: joined in order, the state's JSON."""
+
+
+def encode_plans(plans: dict[str, SnapshotPlan]) -> dict[str, SnapshotPieces]:
+    """Serialise what each plan needs, cut in parts of at most ``PART_CHARS`` characters. Pure, so
+    it may run in a worker thread: many short encoder calls (one per turn) let the event loop take
+    the GIL back."""
+    out: dict[str, SnapshotPieces] = {}
+    for uri, plan in plans.items():
+        if plan.turns is None:
+            out[uri] = (plan.kind, plan, _cut(encode(plan.state)), [], [])
+            continue
+        head = encode({key: value for key, value in plan.state.items() if key != "turns"})
+        opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
+        before = len(plan.older)  # the older turns' rows come first: every turn here follows one
+        new_turns = [_cut(("," if before + index else "") + encode(plan.turns[index]))
+                     for index in range(plan.kept, len(plan.turns))]
+        out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
+    return out
+
+
+def _cut(text: str) -> list[str]:
+    return [text[start:start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
+
+
+@dataclass(frozen=True)
 class JournalEntry:
     id: int
     kind: str
@@ -279,6 +328,8 @@ class Journal:
         """State part id → characters, for the parts this process wrote or read."""
         self._checkpointing = threading.Lock()
         """Held by a checkpoint: one at a time, so that ``checkpoint_here`` waits for a worker's."""
+        self._turn_rows: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        """Per channel with turns: the turn objects the last snapshot wrote and their part ids."""
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -390,12 +441,71 @@ class Journal:
 
     def begin_snapshot(self) -> int:
         """Close every open run and commit; the id of the newest entry, which a snapshot taken now
-        is "as of" (rows a snapshot covers must not change afterwards)."""
+        is "as of" (rows a snapshot covers must not change afterwards). A full snapshot (an older
+        format's file) writes every turn again: the rows known for turns are forgotten."""
+        if self.needs_full_snapshot:
+            self._turn_rows.clear()
         self.end_runs()
         self.flush()
         self.entries_since_snapshot = 0
         self.chars_since_snapshot = 0
         return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
+
+    # -- planning a snapshot ---------------------------------------------------------------------
+
+    def turn_rows(self, channel: str) -> tuple[list[Any], list[list[int]]]:
+        """The turn objects of ``channel`` the last snapshot wrote (in its state's order) and the part
+        ids of each: a turn still the very same object needs no new rows."""
+        return self._turn_rows.get(channel, ([], []))
+
+    def note_turn_rows(self, channel: str, turns: list[Any], groups: list[list[int] | None]) -> None:
+        """``turns`` of ``channel`` are in the rows ``groups`` (a ``None`` group: in no rows of its own,
+        as in a snapshot written whole); the store calls it when turns move between its state and
+        the rows (older turns paged out or loaded back, a recovery)."""
+        self._turn_rows[channel] = ([turn if ids is not None else _UNWRITTEN for turn, ids in zip(turns, groups)],
+                                    [ids or [] for ids in groups])
+
+    def plan(self, channel: str, kind: str, state: dict[str, Any], older: list[list[int]]) -> SnapshotPlan:
+        """What to serialise of a channel: for a state with turns, only the turns that are not the
+        very objects the previous snapshot wrote at the same positions (states are immutable).
+        ``older``: the part ids of the chat's turns older than its state, which come first."""
+        turns = state.get("turns")
+        if not isinstance(turns, list):
+            return SnapshotPlan(kind, state, None, 0, [])
+        written_turns, written_ids = self.turn_rows(channel)
+        kept = 0
+        while kept < min(len(turns), len(written_turns)) and turns[kept] is written_turns[kept]:
+            kept += 1
+        return SnapshotPlan(kind, state, turns, kept, written_ids[:kept], older)
+
+    def write_planned(self, upto: int, seq: int, pieces: dict[str, SnapshotPieces], removed: set[str]) -> Iterator[None]:
+        """Write the parts of ``pieces`` (``encode_plans``), each in its own small transaction, then
+        the snapshot as of entry ``upto`` and serverSeq ``seq`` (``write_snapshot``): the steps of
+        a snapshot, between which the caller may let the event loop run."""
+        manifests: dict[str, tuple[str, list[int]]] = {}
+        written: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        for uri, (kind, plan, head, new_turns, tail) in pieces.items():
+            ids: list[int] = []
+            for text in head:
+                ids.append(self.write_part(uri, text))
+                yield
+            turn_ids = list(plan.kept_ids)
+            for turn_texts in new_turns:
+                turn_ids.append([self.write_part(uri, text) for text in turn_texts])
+                yield
+            for group in (*plan.older, *turn_ids):
+                ids.extend(group)
+            for text in tail:
+                ids.append(self.write_part(uri, text))
+            manifests[uri] = (kind, ids)
+            if plan.turns is not None:
+                written[uri] = (list(plan.turns), turn_ids)
+        self.write_snapshot(upto, seq, manifests, removed)
+        for uri in removed:
+            self._turn_rows.pop(uri, None)
+        self._turn_rows.update(written)
+
+    # -- writing a snapshot --------------------------------------------------------------------
 
     def write_part(self, channel: str, text: str) -> int:
         """Store a piece of a channel's state JSON in its own small transaction; its id, for a
