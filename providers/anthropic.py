@@ -25,6 +25,7 @@ from ._events import TypedEventStream, open_events
 from ._sse import RawEventStream
 from ._streaming import sdk_events
 from ._tls import ssl_context
+from ._transport_errors import is_transport_error, really_timed_out
 from .accumulator import StreamAccumulator
 from .stream import ModelStream
 from .errors import (
@@ -392,8 +393,6 @@ def _mark_cache_breakpoints(params: dict[str, Any]) -> None:
 def map_error(exc: BaseException) -> ProviderError:
     """An Anthropic SDK / transport exception as a :class:`ProviderError` with advice."""
     import anthropic
-
-    from ._transport_errors import is_transport_error, really_timed_out
 
     if isinstance(exc, json.JSONDecodeError):  # orjson's error is one too
         return ProviderProtocolError(

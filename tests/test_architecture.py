@@ -150,3 +150,37 @@ def _cycles(package: str) -> list[list[str]]:
 def test_the_agents_modules_import_one_another_without_a_cycle() -> None:
     """The turn loop is handed what it needs (``TurnNeeds``) instead of importing its agent back."""
     assert _cycles("host/runtime/agents") == []
+
+
+PLANNED_ROOMS = ["host/runtime/agents", "host/state", "providers"]
+"""The rooms whose imports follow the start-up plan (``host/startup.py``)."""
+
+
+def _imports_in_functions(package: str) -> list[tuple[str, str]]:
+    """``(module, where)`` for every import made inside a function of ``package`` (relative ones resolved)."""
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        name = _module_name(path)
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                if isinstance(node, ast.Import):
+                    found += [(alias.name, where) for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = name.split(".")
+                    if node.level:
+                        base = base[: len(base) - node.level + (1 if path.name == "__init__.py" else 0)]
+                        found.append((".".join([*base, *([node.module] if node.module else [])]), where))
+                    else:
+                        found.append((node.module or "", where))
+    return found
+
+
+@pytest.mark.parametrize("package", PLANNED_ROOMS)
+def test_imports_inside_functions_name_only_modules_the_start_up_plan_defers(package: str) -> None:
+    """Elsewhere a module's head says what it depends on."""
+    from host.startup import planned
+
+    assert [f"{where}: {module}" for module, where in _imports_in_functions(package) if not planned(module)] == []
