@@ -10,7 +10,8 @@ sends back unchanged next turn. Only the SDK call site maps exceptions (:func:`m
 
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the events are
 read from its raw response with the lean reader (``providers._sse``, orjson) as plain dicts, as
-the SDK's typed models would cost ~10 µs a chunk. An ``error`` event inside the stream is raised
+the SDK's typed models would cost several times more a chunk (``benchmarks/provider_parsing.py``;
+the typed way remains the fallback, ``providers._events``). An ``error`` event inside the stream is raised
 as the SDK would raise it (``anthropic.APIStatusError`` on the 200 response).
 """
 

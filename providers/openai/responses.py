@@ -2,7 +2,8 @@
 
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the event
 stream is read from its raw response with the lean reader (``providers._sse``, orjson) as plain
-dicts, as the SDK's typed models would cost ~50 µs a chunk. An ``{"error": ...}`` payload inside
+dicts, as the SDK's typed models would cost many times more a chunk (``benchmarks/provider_parsing.py``;
+the typed way remains the fallback, ``providers._events``). An ``{"error": ...}`` payload inside
 the stream is raised as the SDK would raise it (``openai.APIError``).
 
 Each output item becomes one neutral part, keyed by the item id: a ``reasoning`` item → a
