@@ -9,14 +9,17 @@ Everything the host raises on purpose derives from ``AgentHostError``::
      │    └── ProtocolViolation   the peer broke the protocol (bad frame, bad params, wrong order)
      ├── RpcCallError         a client answered one of the host's own requests with an error (or went away)
      ├── TurnEnded            a turn is over (cancelled or replaced): its agent stops producing output
+     ├── TurnStopped          a hook answered ``continue: false``: the turn ends as completed
      ├── TurnFailed           a turn ends with ``chat/error`` (an AHP ``ErrorInfo`` a person can act on)
      ├── SessionCreationFailed  an agent cannot serve a session (``session/creationFailed``)
-     │                        (these three: ``host.runtime.agents.base``)
+     │                        (these four: ``host.runtime.agents.base``)
      ├── WorkingDirectoryError  a session's working directory is refused (also a ``ValueError``;
      │                        ``host.resources.workdirs``)
      ├── AutoApproveValueError  ``autoApprove`` is no boolean and none of VS Code's levels (also a
      │                        ``ValueError``; ``host.runtime.tools.session_config``)
-     └── ClientResourceError  a client's resource could not be read (``host.resources.client_resources``)
+     ├── ClientResourceError  a client's resource could not be read (``host.resources.client_resources``)
+     └── PromptUsageError     the arguments typed for an MCP prompt do not fit it (also a ``ValueError``;
+                              ``host.runtime.customizations.mcp_prompts``)
 
 Each is defined beside the code that raises it; this tree is where they are listed. Two stay
 outside: AG-UI's ``AnswerError`` (a ``ValueError`` of ``host.transport.agui.interrupts``) and the

@@ -11,7 +11,7 @@ here.
 The host's own deferred modules are loaded through :func:`load`. ``providers``, ``tools`` and
 ``plugins`` may not import the host; they defer their SDKs themselves (an import inside the
 function that first needs the SDK) and export their own names lazily (PEP 562: ``providers``'
-``__init__``, ``ahp.lazy``), and the SDK entries below say when those run.
+and ``plugins``' ``__init__``, ``ahp.lazy``), and the SDK entries below say when those run.
 """
 
 from __future__ import annotations
@@ -29,7 +29,16 @@ DEFERRED: dict[str, str] = {
         "(ProviderAgent.prepare_session); a turn sent before that import ends waits for it off the loop",
     "host.transport.agui": "AG-UI: on the first request to its endpoint",
     "ahp.protocol._generated": "the generated wire models: in a worker thread once the host listens (ahp.protocol._models)",
-    "plugins": "the plugin loader: in a worker thread once the host listens",
+    # The plugin loader (discovery, parsing, the customization tree, hooks): when a session first
+    # needs its plugins. The small modules of ``plugins`` (the Claude Code tool table, settings
+    # files, marketplaces, command bodies, diagnostics) load with the host; the package's own
+    # names are lazy (PEP 562, plugins/__init__.py).
+    "plugins.loader": "the plugin loader: when a session first needs its plugins",
+    "plugins.directories": "with the plugin loader",
+    "plugins.customizations": "with the plugin loader",
+    "plugins.model": "with the plugin loader",
+    "plugins.hooks": "with the plugin loader",
+    "plugins.slash": "with the plugin loader",
     # -- providers: the modules that import an SDK or the message models ----------------------------
     "providers": "every name on first use (PEP 562, providers/__init__.py)",
     "providers.openai": "with the openai SDK, in a worker thread when a session is made (SdkSource.warm)",

@@ -26,13 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from host.errors import AgentHostError
+
 __all__ = ["McpPrompt", "PromptUsageError", "argument_hint", "prompt_arguments", "prompt_message", "PROMPT_TEXT_LIMIT"]
 
 PROMPT_TEXT_LIMIT = 256 * 1024
 """Characters of prompt text sent as the user's message at most."""
 
 
-class PromptUsageError(ValueError):
+class PromptUsageError(AgentHostError, ValueError):
     """The arguments typed for a prompt do not fit it; the message shows how to call it."""
 
 
