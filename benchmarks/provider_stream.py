@@ -145,7 +145,7 @@ async def _clients(url: str, model: str, sessions: int, stagger: float) -> None:
     await client.wait_for(lambda m, e: all(client.state(c)["lifecycle"] == "ready" for c in channels), timeout=120)
     started = time.perf_counter()
     spread = 0 if model.startswith("fast") else stagger
-    for index, channel in enumerate(channels):
+    for channel in channels:
         client.send_message(channel, "go")
         await asyncio.sleep(spread / len(channels))  # sessions start one after another, not all at once
 
@@ -227,9 +227,9 @@ async def _bare_sdk(base_url: str, model: str, sessions: int, *, typed: bool = F
 async def _through_host(base_url: str, model: str, sessions: int, stagger: float = _STAGGER) -> dict[str, float]:
     from host.config import load_config
     from host.runtime.memory import settle
+    from host.service import AgentHost
     from host.transport.server import start_host
     from host.transport.ws_protocol import TickBatchingWebSocketProtocol
-    from host.service import AgentHost
 
     with tempfile.TemporaryDirectory() as data_dir:
         path = Path(data_dir) / "bench.toml"

@@ -39,8 +39,8 @@ def _turn(store: Any, channel: str, turn: str, text: str) -> None:
 
 
 def main() -> None:
-    from host.state.journal import Journal
     from host.runtime.memory import settle
+    from host.state.journal import Journal
     from host.state.store import Store, _encode_plans
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -169,7 +169,7 @@ async def _sessions(url: str, count: int, keep: int, progress: Progress) -> None
         for index in range(count):
             channel = await client.create_session()
             turn = client.send_message(channel, f"short session {index}: say hello")
-            await client.wait_for(lambda m, e: _turn_done(client, channel, turn), timeout=60)
+            await client.wait_for(lambda m, e: _turn_done(client, channel, turn), timeout=60)  # noqa: B023  (awaited in this iteration)
             kept.append(channel)
             if len(kept) > keep:
                 await client.dispose_session(kept.popleft())
@@ -200,7 +200,7 @@ async def _terminal(url: str, megabytes: int, progress: Progress) -> None:
             command = f"{sys.executable} -c \"{printer}\"; echo soak-mark-$(({index} + 1))\n"
             client.dispatch(terminal, {"type": "terminal/input", "data": command})
             mark = f"soak-mark-{index + 1}"
-            await client.wait_for(lambda m, e: mark in _terminal_text(client.state(terminal))[-4_000:], timeout=120)
+            await client.wait_for(lambda m, e: mark in _terminal_text(client.state(terminal))[-4_000:], timeout=120)  # noqa: B023  (awaited in this iteration)
             progress.terminal_mb = index + 1
     finally:
         await client.close()

@@ -45,13 +45,14 @@ import asyncio
 import os
 import shutil
 import sys
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
 from chat._connect import ChatConnectError, connect
-from chat._settings import ChatSettingsError, display_url, resolve_settings
 from chat._session import PERMISSION_MODES
+from chat._settings import ChatSettingsError, display_url, resolve_settings
 from chat.render import Style
 from client import ROOT_CHANNEL, AhpClient
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = [

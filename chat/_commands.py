@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
@@ -35,10 +36,17 @@ from chat.render import (
     render_models,
 )
 from chat.session_list import Listing, arrange, render_session_list
-from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools
 from chat.views import (
-    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_permissions, render_plugins, render_tools,
-    without_remembered, render_trust,
+    REMEMBERED,
+    remembered_scope,
+    render_context,
+    render_cost,
+    render_mcp,
+    render_permissions,
+    render_plugins,
+    render_tools,
+    render_trust,
+    without_remembered,
 )
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 

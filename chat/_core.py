@@ -12,8 +12,9 @@ message, a steering message or a queued one. ``ChatExit`` ends the chat with a s
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TextIO
+from typing import Any, TextIO
 
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory

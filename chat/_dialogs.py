@@ -11,8 +11,9 @@ returns None then, and on Ctrl-C (which cancels the turn) or Ctrl-D.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ahp.workspace_trust import is_trust_request
 from chat import _session as actions

@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import io
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 from rich.markdown import Markdown

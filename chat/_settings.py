@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = ["ChatSettings", "ChatSettingsError", "resolve_settings", "display_url", "split_token", "default_config_path"]

@@ -26,8 +26,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from chat.render import Status
 from client import AhpClient, Notification
@@ -60,7 +61,7 @@ class Lost:
     error: BaseException
 
 
-InboxItem = Union[Line, Eof, Interrupt, Event, Lost]
+InboxItem = Line | Eof | Interrupt | Event | Lost
 
 
 class Terminal:
@@ -101,7 +102,7 @@ class Terminal:
         if not quiet:
             self.write(prompt)
 
-    def set_status(self, status: "Status | None") -> None:
+    def set_status(self, status: Status | None) -> None:
         """The live status shown while a turn runs (a line terminal shows none)."""
 
     def set_tail(self, text: str) -> None:

@@ -38,9 +38,9 @@ from chat._changes import Changes
 from chat._commands import CLIENT_COMMANDS, Commands
 from chat._core import ChatExit
 from chat._dialogs import Dialogs
+from chat._markdown import MarkdownStream, drawn
 from chat._modes import Modes
 from chat._terminal import Eof, Interrupt, Line
-from chat._markdown import MarkdownStream, drawn
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpClientError
 

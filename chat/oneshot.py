@@ -55,8 +55,9 @@ import asyncio
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from ahp.workspace_trust import TRUST_SESSION, is_trust_request, trust_answers
 from chat import _session as actions

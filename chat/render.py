@@ -23,8 +23,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ahp.tool_results import content_text
 from chat._session import remembered_approval, shown_directory

@@ -29,8 +29,9 @@ say so when a field is absent (an older host, a session without usage yet) inste
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ahp.workspace_trust import WAITING, covers, trusted_folders
 from chat._session import shown_directory

@@ -70,7 +70,7 @@ class Connection:
         frame_hook: FrameHook | None,
         on_notification: Callable[[str, dict], None],
         after_frame: Callable[[], None],
-        on_closed: Callable[["Connection", BaseException], None],
+        on_closed: Callable[[Connection, BaseException], None],
         request_handlers: Mapping[str, RequestHandler],
     ) -> None:
         self._ws = ws
@@ -98,7 +98,7 @@ class Connection:
         origin: str | None,
         open_timeout: float,
         **callbacks: Any,
-    ) -> "Connection":
+    ) -> Connection:
         """Open the WebSocket (bearer token in the upgrade) and start reader and writer."""
         headers = {"Authorization": f"Bearer {token}"} if token else None
         try:

@@ -126,7 +126,7 @@ class AhpClient:
         request_timeout: float = 30.0,
         open_timeout: float = 10.0,
         reducer: Reducer | None = None,
-    ) -> "AhpClient":
+    ) -> AhpClient:
         """Open a WebSocket to ``url``; call ``initialize`` (or ``resume``) next.
 
         ``token`` travels as ``Authorization: Bearer``; ``origin`` is the HTTP Origin header;
@@ -234,7 +234,7 @@ class AhpClient:
         if conn is not None:
             await conn.close()
 
-    async def __aenter__(self) -> "AhpClient":
+    async def __aenter__(self) -> AhpClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:

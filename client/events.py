@@ -57,7 +57,7 @@ class EventStream:
         self._release = release
         self._done = False
 
-    def __aiter__(self) -> "EventStream":
+    def __aiter__(self) -> EventStream:
         return self
 
     async def __anext__(self) -> Notification:
@@ -91,7 +91,7 @@ class EventStream:
         """Async-generator style alias of ``close``."""
         self.close()
 
-    def __enter__(self) -> "EventStream":
+    def __enter__(self) -> EventStream:
         return self
 
     def __exit__(self, *exc: Any) -> None:

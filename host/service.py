@@ -19,38 +19,39 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
-from host.runtime.agents.environment import TurnEnvironment
-from host.runtime.agents.preamble import EnvironmentPreamble
-from host.runtime.agents import Agent, build_agents
+from ahp.state.clock import iso_timestamp, parse_timestamp
+from host.config import HostConfig
+from host.errors import ErrorCode, RpcError
 from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
-from host.config import HostConfig
-from host.state.content import CONTENT_SCHEME, ContentStore
-from host.runtime.customizations import CustomizationContributor, CustomizationService
-from host.errors import ErrorCode, RpcError
-from host.runtime.inputs import InputRequests
-from host.state.journal import Journal
-from host.state.journal_upgrade import upgrade_journal
-from host.runtime.processes import BackgroundContributor, BackgroundProcesses
-from ahp.state.clock import iso_timestamp, parse_timestamp
-from host.state.chat_summaries import ChatSummaries, summary_of_chat
-from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
+from host.resources.files import ResourceService
+from host.resources.watches import ResourceWatches
+from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 from host.root_config import root_config_state
-from host.state.store import ROOT, Store
+from host.runtime.agents import Agent, build_agents
+from host.runtime.agents.environment import TurnEnvironment
+from host.runtime.agents.preamble import EnvironmentPreamble
+from host.runtime.customizations import CustomizationContributor, CustomizationService
+from host.runtime.inputs import InputRequests
+from host.runtime.processes import BackgroundContributor, BackgroundProcesses
 from host.runtime.subagents import SUBAGENT_CHAT_PREFIX, SubagentContributor, SubagentSpec, adopt_child_sessions
 from host.runtime.terminals import TerminalContributor, TerminalService
 from host.runtime.tools import ToolsRuntime
-from host.resources.files import ResourceService
-from host.state.transcripts import TranscriptStore
 from host.runtime.turns import TurnRunner
 from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
-from host.resources.watches import ResourceWatches
-from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.state.chat_summaries import ChatSummaries, summary_of_chat
+from host.state.content import CONTENT_SCHEME, ContentStore
+from host.state.journal import Journal
+from host.state.journal_upgrade import upgrade_journal
+from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
+from host.state.store import ROOT, Store
+from host.state.transcripts import TranscriptStore
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 
@@ -203,7 +204,7 @@ class AgentHost:
                 duration = max(0, self.clock() - started) if isinstance(started, int) else 0
                 self.store.dispatch(uri, builders.chat_error(turn_id=turn["id"], duration=duration,
                                                              part={"kind": "error", "error": INTERRUPTED_ERROR}))
-        for uri, state in list(self.store.channels("session")):
+        for uri, _ in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.

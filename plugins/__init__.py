@@ -28,7 +28,14 @@ from plugins.directories import (
 from plugins.expand import expand_config, expand_hook_command, plugin_environment
 from plugins.globs import any_glob_matches, glob_matches
 from plugins.hooks import HookOutcome, HookResult, hook_payload, run_hook, run_hooks, select_hooks
-from plugins.loader import MANIFEST_LOCATIONS, DiscoveryResult, discover_plugins, is_plugin_root, load_plugin, load_plugins
+from plugins.loader import (
+    MANIFEST_LOCATIONS,
+    DiscoveryResult,
+    discover_plugins,
+    is_plugin_root,
+    load_plugin,
+    load_plugins,
+)
 from plugins.model import (
     DEFAULT_HOOK_TIMEOUT,
     Agent,

@@ -17,12 +17,13 @@ Contract:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 from plugins.diagnostics import LoadState
-from plugins.model import LoadedDirectory, LoadedPlugin, LoadedContainer
+from plugins.model import LoadedContainer, LoadedDirectory, LoadedPlugin
 
 __all__ = [
     "MintId",

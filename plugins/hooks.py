@@ -26,10 +26,11 @@ import asyncio
 import json
 import os
 import signal
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from plugins.model import Hook, HookEvent, LifecyclePoint, LoadedContainer
 
@@ -135,7 +136,7 @@ async def run_hook(
                           reason=f"hook could not start in {workdir}: {exc.strerror or 'OS error'}")
     try:
         stdout_bytes, stderr_bytes = await asyncio.wait_for(process.communicate(data), timeout=limit)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         _kill_group(process)
         await process.wait()
         return HookResult(hook, HookOutcome.TIMEOUT, None, reason=f"hook timed out after {limit:g} s and was killed")

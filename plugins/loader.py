@@ -27,11 +27,10 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
-
-from regular_files import read_regular, read_regular_text
+from typing import Any, TypeVar
 
 from plugins import _schema as schema
 from plugins._collect import Collector
@@ -41,6 +40,7 @@ from plugins._jsonspan import JsonSyntaxError, Span, parse_json
 from plugins.diagnostics import Diagnostic, LoadState, Severity, load_state_from
 from plugins.expand import plugin_variables
 from plugins.model import Agent, Command, HookFile, Icon, LoadedPlugin, McpServer, Rule, Skill
+from regular_files import read_regular, read_regular_text
 
 T = TypeVar("T")
 

@@ -28,8 +28,9 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from plugins import _schema as schema
 from plugins._collect import Report

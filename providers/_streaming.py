@@ -45,7 +45,7 @@ async def _within(waiting: Awaitable[T], timeout: float | None, provider: str, w
         # asyncio.timeout, not wait_for: wait_for wraps each wait in a new task, once per chunk.
         async with asyncio.timeout(timeout):
             return await waiting
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         raise _stalled(timeout, provider, what) from None
 
 

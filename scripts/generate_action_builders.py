@@ -180,7 +180,8 @@ def render(target: str) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from typing import Any, Mapping, Sequence",
+        "from collections.abc import Mapping, Sequence",
+        "from typing import Any",
     ]
     names = []
     for action_type, definition_name, definition in sorted(actions, key=lambda item: (_builder_name(item[0], item[1]))):

@@ -15,8 +15,8 @@ import pytest
 
 from client import AhpClient
 from host.config import load_config
-from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
 from tests.wire import FrameValidator
 
 TOKEN = "test-token-0123456789"

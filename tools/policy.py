@@ -55,9 +55,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from ._globs import glob_matches
+from .errors import PolicyRuleError
 from .shell.commands import RUNS_OTHER_COMMANDS
 from .shell.lines import CommandLine, analyse, loose_words
-from .errors import PolicyRuleError
 
 __all__ = [
     "Effect",

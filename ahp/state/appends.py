@@ -22,7 +22,8 @@ Only ``chat`` channels have runs. ``tests/ahp/state/test_appends.py`` checks the
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "AppendingState", "joined", "run_key"]
 

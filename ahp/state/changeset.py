@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, as_list, assign, payload
+from ahp.state._js import as_list, assign, payload
 from ahp.state._lists import index_by, remove_at, upsert_by
 
 __all__ = ["CHANGESET_ACTION_TYPES", "reduce_changeset"]

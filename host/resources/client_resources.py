@@ -89,7 +89,7 @@ class ClientResources:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
 
-    async def _copy_tree(self, client_id: str, uri: str, target: Path, depth: int, budget: "_Budget") -> None:
+    async def _copy_tree(self, client_id: str, uri: str, target: Path, depth: int, budget: _Budget) -> None:
         if depth > MAX_DEPTH:
             raise ClientResourceError(f"{uri} is nested more than {MAX_DEPTH} levels deep")
         listing = await self.call(client_id, "resourceList", {"uri": uri})

@@ -54,8 +54,8 @@ from watchfiles._rust_notify import RustNotify
 
 from ahp.protocol import builders
 from host.errors import ErrorCode, RpcError
-from host.state.store import Store
 from host.resources.files import ResourceService
+from host.state.store import Store
 
 if TYPE_CHECKING:  # imported on first watch: a host that never watches does not load it at start
     import pathspec

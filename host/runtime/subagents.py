@@ -55,8 +55,8 @@ from ahp.protocol import builders
 from ahp.state import ACTIVITY_MASK, SessionStatus, parse_subagent_chat_uri, session_of_default_chat, subagent_chat_uri
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
-from host.state.store import Store
 from host.runtime.turns import now_iso, turn_duration, turn_started, user_message
+from host.state.store import Store
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
 from tools.errors import ToolFailure
@@ -215,7 +215,7 @@ class SubagentContributor(Contributor):
             while True:
                 # Wakes when the turn ends, or when the sub-agent starts or stops waiting for a
                 # person (a confirmation or a question in its chat), which the call then says.
-                state = await _until(self.store, chat, lambda s: ended(s) or _needs_input(s) != asking, None)
+                state = await _until(self.store, chat, lambda s: ended(s) or _needs_input(s) != asking, None)  # noqa: B023  (awaited here)
                 if ended(state) or chat not in self.store:
                     break
                 asking = _needs_input(state)

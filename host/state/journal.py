@@ -62,10 +62,11 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ahp.jsonrpc import encode
 from ahp.state.appends import RUN_ACTION_TYPES, run_key
@@ -535,7 +536,7 @@ class Journal:
         after = 0
         while rows := self._db.execute("SELECT rowid, manifest FROM channel_states WHERE rowid > ? ORDER BY rowid LIMIT ?",
                                        (after, _SCAN_ROWS)).fetchall():
-            for after, manifest in rows:
+            for after, manifest in rows:  # noqa: B007  (the last rowid pages the next query)
                 live.update(json.loads(manifest))
             yield
         unused: list[int] = []

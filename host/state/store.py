@@ -72,15 +72,15 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Protocol
 
-from ahp.jsonrpc import encode
+from ahp.jsonrpc import action_frame, encode
+from ahp.protocol import builders
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
-from ahp.jsonrpc import action_frame
-from ahp.protocol import builders
 from host.state.journal import PART_CHARS, WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, expand
 from host.state.turn_pages import split_turns, turn_of, turns_cursor
 
@@ -141,7 +141,7 @@ class Change:
 
     before: dict[str, Any] | None
     after: dict[str, Any] | None
-    store: "Store"
+    store: Store
 
 
 class Translator(Protocol):
@@ -156,7 +156,7 @@ class Translator(Protocol):
 
     def envelope(self, kind: str, envelope: dict[str, Any], change: Change) -> Any: ...
 
-    def notification(self, kind: str, method: str, params: dict[str, Any], store: "Store") -> dict[str, Any] | None: ...
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: Store) -> dict[str, Any] | None: ...
 
 
 def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
@@ -425,7 +425,7 @@ class Store:
         shows a resume as a truncation at that turn)."""
         action_type = action.get("type")
         if action_type == "chat/turnResume":
-            if len((self._channels[channel].shape.get("turns") or ())) < 2:
+            if len(self._channels[channel].shape.get("turns") or ()) < 2:
                 self.load_older(channel, len(self._older[channel]) - 1)
             return
         if action_type != "chat/truncated":

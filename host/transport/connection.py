@@ -31,17 +31,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ahp.dialects.negotiation import MalformedVersion, Negotiated, negotiate, unsupported_error_data, unsupported_message
-from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
-from host.errors import ErrorCode, ProtocolViolation, RpcError
-from host.transport.outbound import OutboundBudget
-from host.transport.rpc import RpcEndpoint
-from host.service import AgentHost
-from host.transport.validation import check_client_action
+from ahp.dialects.negotiation import (
+    MalformedVersion,
+    Negotiated,
+    negotiate,
+    unsupported_error_data,
+    unsupported_message,
+)
 from ahp.state import parse_chat_uri
 from ahp.state.channels import session_of_default_chat
+from host.errors import ErrorCode, ProtocolViolation, RpcError
+from host.service import AgentHost
+from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
+from host.transport.outbound import OutboundBudget
+from host.transport.rpc import RpcEndpoint
+from host.transport.validation import check_client_action
 
 __all__ = ["ClientConnection"]
 

@@ -22,7 +22,8 @@ import asyncio
 import logging
 import math
 import time
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from ahp import jsonrpc
 from ahp.jsonrpc import encode

@@ -20,7 +20,8 @@ may type in, and no messages into a chat whose ``interactivity`` is ``read-only`
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ahp.dialects.catalogue import ACTION_INTRODUCED_IN
 from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem

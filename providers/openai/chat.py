@@ -23,9 +23,9 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
+from ._client import OpenAIClientOwner, open_raw_stream
 from ._errors import map_error
 from .chat_stream import ChatStreamTranslator
-from ._client import OpenAIClientOwner, open_raw_stream
 
 PROVIDER = "openai"
 

@@ -5,20 +5,19 @@ with their arguments; ``/help`` lists the host's commands beside the client's.""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from host.runtime.agents import OfflineAgent
 from host.config import load_config
-from host.transport.server import RunningHost, start_host
+from host.runtime.agents import OfflineAgent
 from host.service import AgentHost
-from tests.chat._scenario import ScenarioAgent
-from tests.conftest import TOKEN
+from host.transport.server import RunningHost, start_host
 from tests.chat._hostwait import chats, until_host
 from tests.chat._pty import ChatProcess
+from tests.chat._scenario import ScenarioAgent
+from tests.conftest import TOKEN
 
 Spawn = Callable[..., ChatProcess]
 

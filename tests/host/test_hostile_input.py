@@ -192,8 +192,8 @@ async def test_requests_before_initialize_are_refused_but_ping_works(running_hos
 
 
 async def test_a_frame_over_the_size_limit_closes_the_connection(tmp_path: Any) -> None:
-    from host.transport.server import start_host
     from host.service import AgentHost
+    from host.transport.server import start_host
     from tests.conftest import host_config
 
     config = host_config(tmp_path / "data", default_agent="offline")
@@ -244,8 +244,8 @@ async def test_a_websocket_from_a_web_page_origin_is_refused(running_host: Runni
 
 
 async def test_an_allowed_origin_may_connect(tmp_path: Any) -> None:
-    from host.transport.server import start_host
     from host.service import AgentHost
+    from host.transport.server import start_host
     from tests.conftest import host_config
 
     config = host_config(tmp_path / "data", default_agent="offline")

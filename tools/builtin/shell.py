@@ -58,11 +58,11 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, failure_result, success_result
-from ..shell import describe_findings, outside_writes, write_targets
 from ..content import file_edit_content, text_content
 from ..errors import ToolFailure
 from ..file_changes import DirectorySnapshot
 from ..pty import PtyProcess
+from ..shell import describe_findings, outside_writes, write_targets
 
 __all__ = ["ShellTool", "plain_text"]
 

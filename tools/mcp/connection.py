@@ -53,14 +53,13 @@ from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-
 from mcp.client import Client, ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from ..base import AskUser, ToolContext, failure_result
+from ._stdio import ServerProcess, SpawnError, stdio_transport
 from .elicitation import elicit_result, input_request
 from .results import progress_content, tool_call_result
-from ._stdio import ServerProcess, SpawnError, stdio_transport
 from .specs import McpServerSpec
 
 __all__ = ["McpServerConnection", "ServerStatus", "ServerState", "RestartPolicy", "DEFAULT_CALL_TIMEOUT"]

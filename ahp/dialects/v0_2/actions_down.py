@@ -82,7 +82,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.dialects.v0_2 import shapes
-from ahp.dialects.v0_2.states import ACTIVITY_MASK, InternalSession, outside_input_requests, selection_of, session_down, status_down
+from ahp.dialects.v0_2.states import (
+    ACTIVITY_MASK,
+    InternalSession,
+    outside_input_requests,
+    selection_of,
+    session_down,
+    status_down,
+)
 from ahp.dialects.v0_2.uris import v02_session_uri
 
 __all__ = [

@@ -35,20 +35,20 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
-from host.state.content import ContentStore
 from host.errors import ErrorCode, RpcError
+from host.state.content import ContentStore
 from host.state.store import Store
 from regular_files import NotARegularFile, read_regular
 from tools.atomic import write_atomically
 from tools.content import content_ref, diff_stats
 
 from . import hunks as blocks
-
 from .model import (
     SESSION_OPERATIONS,
     TURN_OPERATIONS,

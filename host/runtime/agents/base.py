@@ -24,8 +24,9 @@ applies from the next message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ahp.state import default_chat_uri
 

@@ -23,14 +23,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
+from host.errors import ConfigError
 from host.runtime.agents.base import Agent
 from host.runtime.agents.offline import OfflineAgent
 from host.runtime.agents.provider import ModelSpec, ProviderAgent, TurnSettings
 from host.runtime.agents.replay import VENDORED_CASSETTES, DemoSecretTool, DemoWeatherTool, ReplaySource, replayable
 from host.runtime.agents.sources import SdkSource
 from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT, configured_system_prompt
-from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
-from host.errors import ConfigError
 
 __all__ = ["build_agents", "default_agent_configs", "agent_from_config", "vendored_replay_models"]
 

@@ -40,9 +40,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
-from host.resources.workdirs import session_directory
 
 __all__ = ["EnvironmentPreamble", "render_preamble", "git_facts"]
 
@@ -73,7 +73,7 @@ async def _git(directory: Path, *args: str) -> str | None:
         return None
     try:
         out, _ = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         process.kill()
         await process.wait()
         return None

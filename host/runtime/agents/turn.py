@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ahp.protocol import builders
+from host.resources.workdirs import session_directory
 from host.runtime.agents._mapping import CallMapper, TurnToolIds, tool_start_meta
 from host.runtime.agents.base import TurnContext, TurnFailed
 from host.runtime.agents.compaction import Compaction
@@ -25,7 +26,6 @@ from host.runtime.agents.titles import make_title
 from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
 from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
 from host.state.sessions import DEFAULT_TITLE
-from host.resources.workdirs import session_directory
 from providers import (
     AnthropicOptions,
     Message,

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import DirectorySpec, LoadedContainer, LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
-    from plugins.diagnostics import LoadState
+    from plugins import (
+        DirectorySpec,
+        LoadedContainer,
+    )
 
 __all__ = ["Container", "McpServersContainer", "MCP_SERVERS_ID", "enablement_enabled", "entry_enabled", "internal_shape"]
 

@@ -27,20 +27,20 @@ Per turn (and per model request where noted) it adds:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from host.runtime.agents.base import TurnContext, TurnFailed
 from host.runtime.agents.environment import Contributor
-from host.runtime.command_bodies import BANG_COMMAND
 from host.runtime.agents.tooling import ToolCallRequest
+from host.runtime.command_bodies import BANG_COMMAND
 from host.runtime.customizations.session import TOOL_ALIASES, SessionCustomizations
 from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import LifecyclePoint, parse_slash
+    pass
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
 

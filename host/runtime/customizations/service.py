@@ -67,24 +67,30 @@ from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
+from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
 from host.config import HostConfig
-from host.runtime.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer, enablement_enabled, entry_enabled
-from host.runtime.inputs import InputRequests
+from host.errors import ConfigError
+from host.resources.client_resources import ClientResourceError, ClientResources
+from host.resources.workdirs import session_directory
+from host.runtime.customizations._containers import (
+    MCP_SERVERS_ID,
+    Container,
+    McpServersContainer,
+    enablement_enabled,
+    entry_enabled,
+)
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp
-from host.runtime.customizations.session import SessionCustomizations
-from host.resources.client_resources import ClientResourceError, ClientResources
-from host.errors import ConfigError
-from host.state.store import Store
-from host.resources.workdirs import session_directory
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.runtime.customizations.session import SessionCustomizations
+from host.runtime.inputs import InputRequests
 from host.runtime.trust import WorkspaceTrust
-from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
+from host.state.store import Store
 from tools import processes
 from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 if TYPE_CHECKING:
-    from plugins import HookEvent, LoadedPlugin
+    from plugins import LoadedPlugin
     from tools.mcp import RestartPolicy
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]

@@ -33,14 +33,8 @@ if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
         HookResult,
         LifecyclePoint,
         LoadedContainer,
-        LoadedDirectory,
-        LoadedPlugin,
         Rule,
         SlashEntry,
-        hook_payload,
-        run_hook,
-        select_hooks,
-        slash_entries,
     )
 
 __all__ = ["SessionCustomizations", "TOUCHED_LIMIT", "TOOL_ALIASES"]

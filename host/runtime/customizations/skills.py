@@ -13,12 +13,12 @@ the text comes from the parsed plugins. A name may be qualified (``plugin:name``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from tools.base import Tool, ToolContext, failure_result, success_result
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import Command, LoadedPlugin, Rule, Skill
+    from plugins import Command, Rule, Skill
 
 __all__ = ["CatalogEntry", "LoadTextTool", "SKILL_TOOL", "RULE_TOOL"]
 
@@ -32,7 +32,7 @@ class CatalogEntry:
 
     name: str
     short_name: str
-    item: Union[Skill, Command, Rule]
+    item: Skill | Command | Rule
 
 
 def qualified(container: object, name: str) -> str:

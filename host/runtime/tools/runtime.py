@@ -44,12 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from ahp.protocol import builders
+from host.config import ToolsConfig
+from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor, TurnEnvironment
-from host.config import ToolsConfig
 from host.runtime.inputs import InputRequests
 from host.state.store import ROOT, Store
-from host.resources.workdirs import session_directory
 from tools.base import failure_result
 from tools.builtin import builtin_tools
 from tools.builtin.shell import ShellTool
@@ -60,8 +60,8 @@ from ._reporting import ContentReporters
 from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
-from .remembered import ROOT_KEY, entries, project_root, revoked
 from .modes import PermissionModes, permission_mode_change, set_mode_action, vscode_mode_change
+from .remembered import ROOT_KEY, entries, project_root, revoked
 from .session_config import auto_approve_of, permission_mode_of, remembered_use_of
 from .session_tools import SessionToolParts, SessionTools
 from .settings import ToolSettings

@@ -34,9 +34,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ahp.jsonrpc import Malformed, parse
+from host.service import AgentHost
 from host.transport.agui import AGUI_PATH
 from host.transport.agui.runs import AguiRuns
-from host.service import AgentHost
 
 __all__ = ["agui_endpoint", "AGUI_PATH"]
 
@@ -53,7 +53,7 @@ def agui_endpoint(
     *,
     token: str | None,
     allowed_origins: Iterable[str],
-    token_check: Callable[[Request], "bool | None"],
+    token_check: Callable[[Request], bool | None],
 ) -> Handler:
     """The route handler. ``token_check(request)`` is the host's own check: True when the
     presented token is right, False when it is wrong, None when none was presented."""

@@ -62,15 +62,23 @@ from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
+from host.errors import RpcError
+from host.runtime.turns import now_iso, turn_duration
+from host.service import AgentHost
+from host.state.store import Store
 from host.transport.agui.interrupts import (
-    INPUT_PREFIX, AnswerError, Elsewhere, answer, answer_input, coverage_problem, elsewhere, open_inputs, waiting_calls,
+    INPUT_PREFIX,
+    AnswerError,
+    Elsewhere,
+    answer,
+    answer_input,
+    coverage_problem,
+    elsewhere,
+    open_inputs,
+    waiting_calls,
 )
 from host.transport.agui.mapping import RunTranslator
 from host.transport.agui.snapshot import thread_messages
-from host.errors import RpcError
-from host.service import AgentHost
-from host.state.store import Store
-from host.runtime.turns import now_iso, turn_duration
 from host.transport.validation import check_client_action
 
 __all__ = ["AguiRuns", "session_uri_for", "client_id_for", "thread_session"]
@@ -229,7 +237,7 @@ class AguiRuns:
 
     # -- starting or resuming the turn ---------------------------------------------------------
 
-    def _begin(self, session: str, run_input: RunAgentInput, client_id: str, plan: "_Plan") -> RunTranslator | None:
+    def _begin(self, session: str, run_input: RunAgentInput, client_id: str, plan: _Plan) -> RunTranslator | None:
         chat = default_chat_uri(session)
         state = self.host.store.state(chat) or {}
         active = state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None
@@ -288,7 +296,7 @@ class AguiRuns:
         return translator
 
     def _resume(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
-                client_id: str, answers: list[Any], waiting: dict[str, dict[str, Any]], plan: "_Plan") -> RunTranslator | None:
+                client_id: str, answers: list[Any], waiting: dict[str, dict[str, Any]], plan: _Plan) -> RunTranslator | None:
         """A run whose ``resume`` answers the confirmations an earlier run was interrupted by."""
         entries = list(run_input.resume or ())
         chat = default_chat_uri(session)
@@ -337,7 +345,7 @@ class AguiRuns:
         return translator
 
     def _join(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
-              client_id: str, waiting: dict[str, dict[str, Any]], plan: "_Plan", *,
+              client_id: str, waiting: dict[str, dict[str, Any]], plan: _Plan, *,
               joined_after_resume: bool = False) -> RunTranslator | None:
         """A run that brings nothing new: the thread so far, then the running turn live (if any)."""
         # The whole thread, also the turns older than the chat's state holds.

@@ -39,6 +39,7 @@ from typing import Any
 from ahp.dialects.catalogue import introduced_in, known_to, notification_known_to
 from ahp.dialects.v0_2.actions_down import action_down
 from ahp.dialects.v0_2.actions_up import action_up
+from ahp.dialects.v0_2.shapes import turn_down
 from ahp.dialects.v0_2.states import (
     InternalSession,
     changeset_down,
@@ -48,14 +49,13 @@ from ahp.dialects.v0_2.states import (
     subagent_view,
     terminal_down,
 )
-from ahp.dialects.v0_2.shapes import turn_down
 from ahp.dialects.v0_2.uris import SUBAGENT_SEGMENT, session_id, subagent_chat_of, subagent_session_uri, v02_session_uri
 from ahp.protocol import METHODS
 from ahp.state.channels import parse_subagent_chat_uri, session_of_default_chat
 from ahp.state.clock import iso_timestamp
+from host.errors import ProtocolViolation
 from host.transport.dialects.base import Dialect
 from host.transport.dialects.v02_rules import check_v02_action
-from host.errors import ProtocolViolation
 
 __all__ = ["Ahp02Dialect", "describe_params_error", "session_view", "v02_session_state", "v02_summary", "whole_view"]
 

@@ -17,7 +17,8 @@ client tool's owner completes it, one active client at a time, answers that fit 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
 from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem

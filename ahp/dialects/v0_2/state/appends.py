@@ -24,7 +24,8 @@ the ones that end a run.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ahp.state.appends import AppendingState as _AppendingState
 from ahp.state.appends import joined

@@ -9,13 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from pydantic import ValidationError
 
 from ahp.dialects.v0_2 import builders
 from ahp.protocol import ACTIONS, action_model
 from ahp.protocol._models import adapter_for
-
 from tests.ahp.dialects.v0_2.state._support import load_differential_cases
 
 REPO_ROOT = Path(__file__).resolve().parents[4]

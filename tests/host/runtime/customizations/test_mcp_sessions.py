@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from client import AhpClient
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker

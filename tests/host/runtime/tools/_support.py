@@ -6,8 +6,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from client import AhpClient
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider, ToolResultsMessage
 from tests.host.runtime.agents.harness import config_for
 
