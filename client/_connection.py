@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
@@ -44,8 +44,8 @@ from client.errors import (
 
 logger = logging.getLogger(__name__)
 
-FrameHook = Callable[[dict, "str | None"], None]
-RequestHandler = Callable[[dict], Awaitable[Any]]
+FrameHook = Callable[[dict[str, Any], "str | None"], None]
+RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 ResultHook = Callable[[Any], None]
 
 # Snapshots of long sessions are large; the library default of 1 MiB is too small.
@@ -68,7 +68,7 @@ class Connection:
         ws: ClientConnection,
         *,
         frame_hook: FrameHook | None,
-        on_notification: Callable[[str, dict], None],
+        on_notification: Callable[[str, dict[str, Any]], None],
         after_frame: Callable[[], None],
         on_closed: Callable[[Connection, BaseException], None],
         request_handlers: Mapping[str, RequestHandler],
@@ -156,6 +156,11 @@ class Connection:
         except asyncio.CancelledError:
             self._outstanding.abandon(request_id)
             raise
+
+    @overload
+    def send_notification(self, method: str, params: Any, *, track: Literal[True] = ...) -> asyncio.Future[None]: ...
+    @overload
+    def send_notification(self, method: str, params: Any, *, track: Literal[False]) -> None: ...
 
     def send_notification(self, method: str, params: Any, *, track: bool = True) -> asyncio.Future[None] | None:
         """Queue a notification; with ``track`` the returned future resolves once written."""
@@ -307,12 +312,12 @@ class Connection:
         if not future.done():
             future.set_result(response.result)
 
-    def _start_host_request(self, request_id: Any, method: str, params: dict) -> None:
+    def _start_host_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         task = asyncio.create_task(self._answer_host_request(request_id, method, params))
         self._handler_tasks.add(task)
         task.add_done_callback(self._handler_tasks.discard)
 
-    async def _answer_host_request(self, request_id: Any, method: str, params: dict) -> None:
+    async def _answer_host_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         handler = self._handlers.get(method)
         if handler is None:
             reply = jsonrpc.error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -328,7 +333,7 @@ class Connection:
             self._outbox.put_nowait((reply, None))
 
 
-def _as_params(params: Any) -> dict:
+def _as_params(params: Any) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 

@@ -23,7 +23,7 @@ class Notification:
 
     method: str
     """JSON-RPC method, e.g. ``action`` or ``root/sessionAdded``."""
-    params: dict
+    params: dict[str, Any]
     """The params object verbatim (for ``action``: the flat ActionEnvelope)."""
     replayed: bool = False
     """True for envelopes delivered inside a ``reconnect`` replay rather than live."""
@@ -34,7 +34,7 @@ class Notification:
         return self.params.get("channel")
 
     @property
-    def action(self) -> dict | None:
+    def action(self) -> dict[str, Any] | None:
         """For ``action`` notifications, the action payload; otherwise None."""
         return self.params.get("action") if self.method == "action" else None
 

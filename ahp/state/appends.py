@@ -74,9 +74,10 @@ class AppendingState:
     """``key_of(action)``: the action's run key, ``None`` when it is reduced on its own."""
 
     def __init__(self, kind: str, state: dict[str, Any],
-                 reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
+                 reduce: Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]] | None = None) -> None:
         if reduce is None:
-            from ahp.state import reduce  # the package imports this module lazily
+            from ahp.state import reduce as reduce_any  # the package imports this module lazily
+            reduce = reduce_any
         self.kind = kind
         self._reduce = reduce
         self._state = state

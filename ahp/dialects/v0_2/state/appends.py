@@ -62,7 +62,7 @@ class AppendingState(_AppendingState):
     key_of = staticmethod(run_key)
 
     def __init__(self, kind: str, state: dict[str, Any],
-                 reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
+                 reduce: Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]] | None = None) -> None:
         if reduce is None:
             from ahp.dialects.v0_2.state import reduce  # the package imports this module's names lazily
         super().__init__(kind, state, reduce)
