@@ -162,7 +162,7 @@ class _BareConnection(asyncio.Protocol):
         self.conn = ServerProtocol(max_size=None)
         self.transport: asyncio.Transport | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:  # type: ignore[override]  # asyncio passes its Transport
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:

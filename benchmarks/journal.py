@@ -105,7 +105,7 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool) -> tuple[
             snapshots += 1
             await background()
 
-        store._snapshot_in_background = counted  # type: ignore[method-assign]
+        store._snapshot_in_background = counted  # type: ignore[method-assign]  # counted for the run
         longest = 0.0
         running = True
 

@@ -263,7 +263,7 @@ async def _through_host(base_url: str, model: str, sessions: int, stagger: float
                 written_raw.append((time.perf_counter_ns(), protocol._pending))  # the list is handed over, never reused
             write_buffered(protocol)
 
-        TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]
+        TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]  # timed for the run
         running = await start_host(host, token=TOKEN)
         settle()  # as `agent-host serve` does once started
         child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions, stagger)
@@ -275,7 +275,7 @@ async def _through_host(base_url: str, model: str, sessions: int, stagger: float
         finally:
             child.kill()
             await running.stop()
-            TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]
+            TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]  # restored
     # "Steady": chunks the provider wrote once every session was streaming (after the last
     # session's first chunk), without the turn starts of the first second.
     first: dict[str, int] = {}

@@ -82,7 +82,7 @@ def main() -> None:
             switched.append(True)
             write_snapshot(*args, **kwargs)
 
-        journal.write_snapshot = noting_the_switch  # type: ignore[method-assign]
+        journal.write_snapshot = noting_the_switch  # type: ignore[method-assign]  # observed for the run
         upto, seq, plans, removed = store._begin_snapshot()
         steps = store._write_snapshot(journal, upto, seq, _encode_plans(plans), removed)
         kinds: dict[str, list[float]] = {"writing parts": [], "switching manifests": [], "pruning": []}

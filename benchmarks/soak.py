@@ -95,13 +95,13 @@ class Host:
         self.url = ""
 
     async def started(self) -> str:
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]  # stdout=PIPE
         match = re.search(r"(ws://\S+)", line)
         if match is None:
             raise SystemExit(f"the host did not print its URL: {line!r}")
         self.url = match.group(1)
         # Keep reading its output so that it never blocks on a full pipe.
-        asyncio.get_running_loop().run_in_executor(None, self.process.stdout.read)  # type: ignore[union-attr]
+        asyncio.get_running_loop().run_in_executor(None, self.process.stdout.read)  # type: ignore[union-attr]  # stdout=PIPE
         return self.url
 
     def rss_mb(self) -> float:

@@ -201,7 +201,7 @@ def _quiet_broken_pipe() -> int:
     return EXIT_BROKEN_PIPE
 
 
-async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:  # type: ignore[no-untyped-def]
+async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:
     if embedded is None:
         return await _chat(args, settings)
     from dataclasses import replace
@@ -213,7 +213,7 @@ async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | Non
         return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host)
 
 
-async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None) -> int:  # type: ignore[no-untyped-def]
+async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None) -> int:
     try:
         client = await connect(settings)
     except ChatConnectError as error:

@@ -162,6 +162,7 @@ class Changes(Dialogs):
         else:
             self._note("nothing to undo: no turn of this session has file changes left to undo")
             return
+        assert uri is not None  # the loop broke on a turn with files, so with a changeset
         message = _first_line((turns[number - 1].get("userMessage") or {}).get("text"))
         self._write(self.style.bold(f"Turn {number}") + f" ({message}) changed:\n" + render_change_list(files, self._display_path, self.style))
         self._ask("Undo these changes? Files changed since are left alone. [y/N] ")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ahp.text_offsets import utf16_length
@@ -66,6 +66,9 @@ _HISTORY_PAGE = 10
 
 class Commands(ChatCore):
     """``/command`` handlers; ``_command(name, args, text)`` dispatches to them."""
+
+    _cmd_mode: Callable[[str], Awaitable[None]]
+    """``Modes``'s, later in the chat's MRO."""
 
     async def _command(self, name: str, args: str, text: str) -> None:
         handler = {

@@ -12,7 +12,7 @@ message, a steering message or a queued one. ``ChatExit`` ends the chat with a s
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -78,7 +78,7 @@ class ChatCore:
         """The terminal's width now, for rich to wrap at."""
         self._turn_since: dict[str, float] = {}
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
-        self._listed: list[dict[str, Any]] = []
+        self._listed: list[Mapping[str, Any]] = []
         self._oldest_shown: int = 0
         self._fetched_before: str | None = None
         self._done_turns: set[str] = set()
@@ -140,7 +140,7 @@ class ChatCore:
                 raise ChatExit(1) from None
             self.terminal.follow(self.client)
             self._note("(reconnected)")
-            return Event(None)  # type: ignore[arg-type]  # "state may have changed"
+            return Event(None)  # the state may have changed
 
     async def _resume(self) -> None:
         """Reconnect; on the shared host, one that stopped is started again and resumed there."""

@@ -38,6 +38,8 @@ __all__ = ["Dialogs"]
 class Dialogs(ChatCore):
     """Confirmation, result and input-request dialogs (``_interrupt`` comes from the loop)."""
 
+    _interrupt: Callable[[], None]
+
     async def _dialog_line(self, still_needed: Callable[[], bool]) -> str | None:
         """The next typed line, or None when the dialog is moot (host moved on, Ctrl-C, EOF)."""
         while True:
@@ -140,7 +142,7 @@ class Dialogs(ChatCore):
                 return json.dumps(parsed, ensure_ascii=False)
             try:
                 json.loads(text)
-            except ValueError as error:
+            except json.JSONDecodeError as error:
                 self._note(f"that is not valid JSON ({error.msg} at column {error.colno}); try again")
                 continue
             return text

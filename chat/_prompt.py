@@ -30,7 +30,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ class HostCompleter(Completer):
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         return []  # only the async path: the host is asked over the connection
 
-    async def get_completions_async(self, document: Document, complete_event: CompleteEvent) -> AsyncIterator[Completion]:
+    async def get_completions_async(self, document: Document, complete_event: CompleteEvent) -> AsyncGenerator[Completion, None]:
         text, cursor = document.text, document.cursor_position
         word = document.get_word_before_cursor(WORD=True)
         if not (word.startswith("@") or (word.startswith("/") and text.lstrip() == word)):
@@ -204,8 +204,8 @@ class PromptTerminal(Terminal):
                 return
             session = self._session
             app = session.app if session is not None else None
-            if app is not None and app.is_running and app.future is not None and not app.future.done():
-                default = default or session.default_buffer.text  # type: ignore[union-attr]
+            if session is not None and app is not None and app.is_running and app.future is not None and not app.future.done():
+                default = default or session.default_buffer.text
                 app.erase_when_done = True  # the next prompt takes its place
                 app.exit(exception=_Replaced())
             # Otherwise the previous prompt has not started yet (it gives way as it starts: see

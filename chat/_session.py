@@ -130,7 +130,7 @@ def remembered_tool_calls(turn: Mapping[str, Any] | None) -> list[tuple[dict[str
     for part in (turn or {}).get("responseParts") or ():
         call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
         approval = remembered_approval(call) if isinstance(call, dict) else None
-        if approval is not None:
+        if isinstance(call, dict) and approval is not None:
             found.append((call, approval))
     return found
 

@@ -53,7 +53,8 @@ class Interrupt:
 
 @dataclass(frozen=True)
 class Event:
-    note: Notification
+    note: Notification | None
+    """The host's notification; None after a reconnect (the state may have changed)."""
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ __all__ = ["ChatApp", "CLIENT_COMMANDS"]
 _DOUBLE_INTERRUPT_SECONDS = 2.0
 
 
-class ChatApp(Changes, Commands, Dialogs, Modes):
+# Changes declares _pick as an attribute (Commands's method, later in the MRO): mypy cannot relate the two.
+class ChatApp(Changes, Commands, Dialogs, Modes):  # type: ignore[misc]
     """One interactive chat on a connected client; ``await run()`` returns the exit status.
 
     The loop lives here; ``Changes`` (``/diff``, ``/undo``, ``/rewind``), ``Commands`` and

@@ -277,8 +277,8 @@ async def _oneshot(
                 return finish(EXIT_TURN_ERROR, "refused", f"the host refused the message: {outcome.reason}")
             state = client.state(session) or {}
             if state.get("lifecycle") == "creationFailed":
-                error = state.get("creationError") or {}
-                return finish(EXIT_TURN_ERROR, "error", f"the session could not start: {clean(error.get('message', 'unknown error'))}")
+                failure = state.get("creationError") or {}
+                return finish(EXIT_TURN_ERROR, "error", f"the session could not start: {clean(failure.get('message', 'unknown error'))}")
             turn, finished = actions.turn_snapshot(state, turn_id)
             if turn is not None:
                 output.turn(turn)

@@ -141,7 +141,7 @@ def partial_input_summary(call: Mapping[str, Any], limit: int = 80) -> str:
     raw = call.get("partialInput") or call.get("toolInput") or ""
     if not isinstance(raw, str):
         raw = json.dumps(raw, ensure_ascii=False)
-    fields = []
+    fields: list[str] = []
     for key, value in _PARTIAL_STRING.findall(raw):
         try:
             value = json.loads(f'"{value}"')

@@ -199,7 +199,7 @@ def _window(state: Mapping[str, Any], agents: Sequence[Mapping[str, Any]]) -> tu
     summary = state.get("summary") or {}
     model_id = (summary.get("model") or {}).get("id")
     agent = next((a for a in agents if a.get("provider") == summary.get("provider")), {})
-    model = next((m for m in agent.get("models") or () if m.get("id") == model_id), {})
+    model: Mapping[str, Any] = next((m for m in agent.get("models") or () if m.get("id") == model_id), {})
     window = model.get("maxContextWindow")
     return (clean(model_id) if model_id else None), (int(window) if isinstance(window, (int, float)) and window > 0 else None)
 

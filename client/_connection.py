@@ -31,6 +31,7 @@ from typing import Any, Literal, overload
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Origin
 
 from ahp import jsonrpc
 from client.errors import (
@@ -105,7 +106,7 @@ class Connection:
             ws = await connect(
                 url,
                 additional_headers=headers,
-                origin=origin,  # type: ignore[arg-type]
+                origin=Origin(origin) if origin is not None else None,
                 max_size=_MAX_FRAME_BYTES,
                 open_timeout=open_timeout,
             )

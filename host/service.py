@@ -269,10 +269,11 @@ class AgentHost:
         if fork is not None:
             source_uri = self.session_uri(fork.get("session"))
             source_session = self.store.state(source_uri) if source_uri is not None else None
-            source_chat = self.store.state(source_session.get("defaultChat")) if source_session else None
-            if source_chat is None:
+            default_chat = source_session.get("defaultChat") if source_session else None
+            source_chat = self.store.state(default_chat) if isinstance(default_chat, str) else None
+            if source_uri is None or not isinstance(default_chat, str) or source_chat is None:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"Cannot fork: no session {fork.get('session')}.")
-            copied = forked_turns({"turns": self.store.turns(source_session["defaultChat"])}, fork.get("turnId"))
+            copied = forked_turns({"turns": self.store.turns(default_chat)}, fork.get("turnId"))
             if copied is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Cannot fork: {fork.get('session')} has no completed turn {fork.get('turnId')}.")
             turns = copied
@@ -363,7 +364,7 @@ class AgentHost:
         message = params.get("initialMessage")
         if isinstance(message, dict):  # the host names the first turn
             self.store.dispatch(chat, builders.chat_turn_started(
-                turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
+                turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()) or "1970-01-01T00:00:00.000Z", message=message))
         return chat
 
     def open_chat(self, session: str, state: dict[str, Any]) -> None:
@@ -407,7 +408,8 @@ class AgentHost:
     def session_summary(self, uri: str) -> dict[str, Any]:
         """The 0.9.0 ``SessionSummary`` of a session (its default chat gives ``modifiedAt``)."""
         state = self.store.state(uri) or {}
-        chat = self.store.state(state.get("defaultChat")) or {}
+        default_chat = state.get("defaultChat")
+        chat = (self.store.state(default_chat) if isinstance(default_chat, str) else None) or {}
         created = (state.get("_meta") or {}).get("createdAt")
         summary: dict[str, Any] = {"resource": uri}
         for key in ("provider", "title", "status", "activity", "origin", "project", "workingDirectories"):
@@ -428,7 +430,7 @@ class AgentHost:
         (Sub-agents are chats of their session, never sessions of their own.)"""
         state = self.store.state(uri) or {}
         default_chat = state.get("defaultChat")
-        chat = self.store.state(default_chat) or {}
+        chat = (self.store.state(default_chat) if isinstance(default_chat, str) else None) or {}
         meta: dict[str, Any] = {}
         first = next(iter(self.store.turns(default_chat, 0, 1) if isinstance(default_chat, str) else ()), None) or chat.get("activeTurn")
         text = ((first or {}).get("message") or {}).get("text") if isinstance(first, dict) else None

@@ -96,7 +96,7 @@ def child_customizations(container: LoadedContainer, *, mint_id: MintId = random
     for hook_file in container.hook_files:
         add("hook", hook_file.path, hook_file.name, {}, hook_file.range)
     for server in container.mcp_servers:
-        add("mcpServer", server.path, server.name, {}, server.range, shared=True)
+        add("mcpServer", server.path or container.root, server.name, {}, server.range, shared=True)
     return children
 
 

@@ -338,7 +338,7 @@ class _PluginLoader:
 
     def hook_files(self) -> list[HookFile]:
         files: list[HookFile] = []
-        common = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
+        common: dict[str, Any] = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
         for path, data, spans, prefix in self.declared_documents("hooks", "hooks/hooks.json"):
             report = self.collector.for_file(path, prefix)
             hooks = parse_hooks_document(data, source=path, report=report, allow_flat=bool(prefix), **common)
@@ -350,7 +350,7 @@ class _PluginLoader:
 
     def mcp_servers(self) -> list[McpServer]:
         servers: list[McpServer] = []
-        common = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
+        common: dict[str, Any] = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
         for path, data, spans, prefix in self.declared_documents("mcpServers", ".mcp.json"):
             servers += parse_mcp_document(data, source=path, spans=spans, span_prefix=prefix,
                                           report=self.collector.for_file(path, prefix), **common)

@@ -54,6 +54,10 @@ class _StallWatch:
 
     __slots__ = ("_loop", "_task", "_timeout", "_handle", "since", "expired")
 
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
     def __init__(self, timeout: float) -> None:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
@@ -112,7 +116,7 @@ async def sdk_events(
                     raw = await anext(items, _END)
                 except asyncio.CancelledError:
                     if watch.stalled():
-                        raise _stalled(stall_timeout, provider, "streaming") from None  # type: ignore[arg-type]
+                        raise _stalled(watch.timeout, provider, "streaming") from None
                     raise
                 watch.since = None
             if raw is _END:

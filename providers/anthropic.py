@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from ._request_body import open_stream
@@ -41,6 +41,7 @@ from .errors import (
 )
 from .events import Finish, FinishReason, StreamEvent, Usage, UsageReport
 from .messages import (
+    ApiName,
     AssistantMessage,
     ImageContent,
     Message,
@@ -74,7 +75,7 @@ class AnthropicProvider:
     the SDK's aiohttp-backed ``anthropic.DefaultAioHttpClient`` is used."""
 
     name = PROVIDER
-    api = "anthropic"
+    api: ApiName = "anthropic"
 
     def __init__(
         self,
@@ -120,7 +121,7 @@ class AnthropicProvider:
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request, default_max_tokens=self.default_max_tokens)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         params = self.build_params(request)
         translator = _Translator()
         async for event in sdk_events(
@@ -243,7 +244,7 @@ class _Translator:
         text = self.acc.part_text(index)
         match block["type"]:
             case "text":
-                native = {"type": "text", "text": text}
+                native: dict[str, Any] = {"type": "text", "text": text}
                 if block.get("citations"):
                     native["citations"] = block["citations"]
             case "thinking":

@@ -16,7 +16,7 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # annotations only: the interface does not load the message and event models
@@ -33,7 +33,7 @@ class Provider(Protocol):
     api: ApiName
     """The wire API whose native payloads this provider produces and accepts."""
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """Start the call and yield its events (see the module docstring)."""
         ...
 

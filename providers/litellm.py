@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from ._streaming import sdk_events
 from .events import StreamEvent
-from .messages import ModelRequest
+from .messages import ApiName, ModelRequest
 from .openai._errors import map_error
 from .openai.chat import build_messages
 from .openai.chat_stream import ChatStreamTranslator
@@ -109,7 +109,7 @@ class LiteLLMProvider:
     """Streams any LiteLLM model id, e.g. ``openai/gpt-4o`` or ``ollama/llama3``."""
 
     name = PROVIDER
-    api = "litellm"
+    api: ApiName = "litellm"
 
     def __init__(
         self,
@@ -201,7 +201,7 @@ class LiteLLMProvider:
                 params[key] = value
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         params = self.build_params(request)
         translator = ChatStreamTranslator(api="litellm", provider=PROVIDER)
         async for event in sdk_events(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +100,7 @@ def reply(text_content: str, *, reasoning_text: str | None = None) -> Script:
     if reasoning_text is not None:
         steps += reasoning(reasoning_text, index=0)
     steps += text(text_content, index=1 if reasoning_text is not None else 0)
-    return Script(tuple(steps + finish("stop")))
+    return Script((*steps, *finish("stop")))
 
 
 def call_tools(*calls: tuple[str, Any], text_before: str | None = None) -> Script:
@@ -111,7 +111,7 @@ def call_tools(*calls: tuple[str, Any], text_before: str | None = None) -> Scrip
         steps += text(text_before, index=counter.take())
     for name, arguments in calls:
         steps += tool_call(name, arguments, index=counter.take())
-    return Script(tuple(steps + finish("tool_calls")))
+    return Script((*steps, *finish("tool_calls")))
 
 
 class ScriptExhaustedError(ProviderError):
@@ -144,7 +144,7 @@ class ScriptedProvider:
     async def aclose(self) -> None:
         return None
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         self.requests.append(request)
         script = self._next(request)
         checker = StreamAccumulator(api="scripted", provider=self.name)

@@ -285,7 +285,7 @@ def adopt_child_sessions(
         for entry in list(session_state.get("chats") or ()):
             parent_chat = entry.get("resource") if isinstance(entry, dict) else None
             chat_state = _whole(store, parent_chat) if isinstance(parent_chat, str) else None
-            if chat_state is None:
+            if chat_state is None or not isinstance(parent_chat, str):
                 continue
             renamed: dict[str, str] = {}
             for _turn_id, tool_call_id, resource in child_sessions_named(chat_state):
@@ -293,7 +293,7 @@ def adopt_child_sessions(
                 child_state = store.state(child) if child is not None and store.kind(child) == "session" else None
                 child_chat = (child_state or {}).get("defaultChat")
                 old = store.state(child_chat) if isinstance(child_chat, str) else None
-                if child == session or child is None or old is None:
+                if child == session or child is None or old is None or not isinstance(child_chat, str):
                     continue
                 chat = subagent_chat_uri(session, tool_call_id)
                 n = 1

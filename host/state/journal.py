@@ -392,11 +392,12 @@ class Journal:
                 if isinstance(item, _Run):
                     self._insert_plain(plain, sizes)
                     size = item.insert(self._db)
-                    sizes.append((item.row_id, True, size))  # type: ignore[arg-type]
+                    sizes.append((item.row_id, True, size))  # type: ignore[arg-type]  # insert() just set row_id
                 else:
                     plain.append(item)
             self._insert_plain(plain, sizes)
-            appended = [(run.row_id, run.append(self._db)) for run in self._to_append]
+            # A run appended to had its head row written at an earlier commit, so its row_id is set.
+            appended: list[tuple[int, int]] = [(run.row_id, run.append(self._db)) for run in self._to_append]  # type: ignore[misc]
             self._db.execute("COMMIT")
         except sqlite3.Error as error:
             if self._db.in_transaction:
@@ -410,9 +411,9 @@ class Journal:
         for row_id, is_action, size in sizes:
             self._sizes[row_id] = (is_action, size)
         for row_id, size in appended:
-            known = self._sizes.get(row_id)  # type: ignore[arg-type]
+            known = self._sizes.get(row_id)
             if known is not None:
-                self._sizes[row_id] = (True, known[1] + size)  # type: ignore[index]
+                self._sizes[row_id] = (True, known[1] + size)
         self._pending.clear()
         self._to_append.clear()
 
@@ -449,8 +450,9 @@ class Journal:
             part = self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)", (channel, text)).lastrowid
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
-        self._part_sizes[part] = len(text)  # type: ignore[index]
-        return part  # type: ignore[return-value]
+        assert part is not None  # sqlite sets lastrowid for every INSERT
+        self._part_sizes[part] = len(text)
+        return part
 
     def write_snapshot(self, upto: int, seq: int, manifests: dict[str, tuple[str, list[int]]], removed: Iterable[str]) -> None:
         """Record the store as of entry ``upto`` in one small transaction: each channel of

@@ -509,11 +509,13 @@ class Store:
         after = entry.state if observers or wants_states else None
         if translated:
             self._send_translated(entry, envelope, frame, Change(before, after, self))
-        for observer in observers:
-            try:
-                observer(channel, before, after, envelope)
-            except Exception:
-                logger.exception("store observer failed on %s", action.get("type"))
+        if observers:
+            assert before is not None and after is not None  # both read above whenever there are observers
+            for observer in observers:
+                try:
+                    observer(channel, before, after, envelope)
+                except Exception:
+                    logger.exception("store observer failed on %s", action.get("type"))
         if streamed:
             for token_observer in tuple(self.token_observers):
                 try:
@@ -580,8 +582,9 @@ class Store:
         if entry is None or not (entry.subscribers or entry.translated):
             return
         frame = encode({"jsonrpc": "2.0", "method": method, "params": params}) if entry.subscribers else None
-        for subscriber in tuple(entry.subscribers):
-            subscriber.send(frame)  # type: ignore[arg-type]
+        if frame is not None:
+            for subscriber in tuple(entry.subscribers):
+                subscriber.send(frame)
         for translator, group in tuple(entry.translated.items()):
             try:
                 shown = translator.notification(entry.kind, method, params, self)
@@ -672,7 +675,9 @@ class Store:
             for uri, saved in snapshot.channels.items():
                 if "parts" in saved:  # a chat: which rows hold each turn, to page them out again
                     state, groups = split_turns(saved["parts"])
-                    turns = state.get("turns") if isinstance(state.get("turns"), list) else []
+                    turns = state.get("turns")
+                    if not isinstance(turns, list):
+                        turns = []
                     self._written[uri] = ([turn if ids is not None else _UNWRITTEN for turn, ids in zip(turns, groups)],
                                           [ids or [] for ids in groups])
                 else:

@@ -336,7 +336,8 @@ class ClientConnection:
         store = self.host.store
         assert self.dialect is not None
         internal = self.dialect.internal_uri(self.host, channel) if isinstance(channel, str) else None
-        if not isinstance(internal, str) or internal not in store or not self.dialect.sees_kind(store.kind(internal)):
+        if (not isinstance(channel, str) or not isinstance(internal, str) or internal not in store
+                or not self.dialect.sees_kind(store.kind(internal))):
             return  # PROTOCOL.md §3: an unknown channel is dropped without an echo
         if not isinstance(client_seq, int) or isinstance(client_seq, bool):
             logger.info("dropped dispatchAction without an integer clientSeq from %s", self.client_id)

@@ -105,12 +105,12 @@ class RpcEndpoint:
         if self._gate is not None:
             refusal = self._gate(incoming.method, is_request)
             if refusal is not None:
-                if is_request:
+                if isinstance(incoming, jsonrpc.Request):
                     self._reply_error(incoming.id, refusal.code, refusal.message, refusal.data)
                 else:
                     logger.info("dropped notification %r: %s", incoming.method, refusal.message)
                 return
-        if is_request:
+        if isinstance(incoming, jsonrpc.Request):
             handler = self._requests.get(incoming.method)
             if handler is None:
                 if incoming.method in self._notifications:

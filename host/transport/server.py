@@ -297,7 +297,6 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
         access_log=False,
     )
     server = uvicorn.Server(uv_config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():

@@ -8,13 +8,14 @@ back: Chat Completions has no portable way to replay it (DeepSeek even rejects i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
 from ..messages import (
+    ApiName,
     AssistantMessage,
     ImageContent,
     ModelRequest,
@@ -34,7 +35,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
     """Streams ``client.chat.completions.create(stream=True)``; set ``base_url`` for compatible servers."""
 
     name = PROVIDER
-    api = "openai-chat"
+    api: ApiName = "openai-chat"
 
     def __init__(
         self,
@@ -53,7 +54,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request, max_tokens_field=self.max_tokens_field)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         params = self.build_params(request)
         translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
         async for event in sdk_events(

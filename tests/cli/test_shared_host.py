@@ -88,7 +88,7 @@ async def _chat(args: list[str], cwd: Path, env: dict[str, str]) -> AsyncIterato
 
 
 def _sent_directory(request: object) -> str:
-    return json.dumps(request.json())  # type: ignore[attr-defined]
+    return json.dumps(request.json())  # type: ignore[attr-defined]  # the fake server's request
 
 
 async def test_two_chats_in_two_projects_at_once_both_answer(tmp_path: Path) -> None:

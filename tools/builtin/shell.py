@@ -54,6 +54,7 @@ import contextlib
 import logging
 import os
 import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def plain_text(text: str) -> str:
     return _ESCAPES.sub("", text).replace("\r\n", "\n")
 
 
-def _background_note(pids: set[int], kept: bool) -> str:
+def _background_note(pids: AbstractSet[int], kept: bool) -> str:
     shown = ", ".join(map(str, sorted(pids)[:10])) + (", …" if len(pids) > 10 else "")
     count = f"{len(pids)} background process{'es' if len(pids) > 1 else ''} (pid {shown})"
     if kept:
@@ -304,7 +305,7 @@ class ShellTool(Tool):
 
     def _result(
         self, command: str, returncode: int | None, output: _Output, timeout: float, timed_out: bool, cancelled: bool,
-        background: set[int] = frozenset(), kept: bool = False,
+        background: AbstractSet[int] = frozenset(), kept: bool = False,
     ) -> dict:
         text = output.render() or "(no output)"
         structured: dict[str, Any] = {

@@ -501,8 +501,8 @@ class McpServerConnection:
     async def _run_call(self, client: Client, call: _Call) -> None:
         self._in_flight.add(call)
 
-        async def progress(value: float, total: float | None, message: str | None) -> None:
-            await call.ctx.emit(progress_content(value, total, message))
+        async def progress(progress: float, total: float | None, message: str | None) -> None:  # mcp's ProgressFnT
+            await call.ctx.emit(progress_content(progress, total, message))
 
         connection_ended = False
         try:

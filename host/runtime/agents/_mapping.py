@@ -22,7 +22,7 @@ from typing import Any
 
 from ahp.protocol import builders
 from host.runtime.agents.base import TurnContext
-from providers import Finish, PartDelta, PartEnd, PartStart, StreamAccumulator, StreamEvent, Usage, UsageReport
+from providers import ApiName, Finish, PartDelta, PartEnd, PartStart, StreamAccumulator, StreamEvent, Usage, UsageReport
 
 __all__ = ["CallMapper", "TurnToolIds", "tool_start_meta"]
 
@@ -49,7 +49,7 @@ class TurnToolIds:
 
 class CallMapper:
     def __init__(
-        self, ctx: TurnContext, api: str, ids: TurnToolIds, display_names: dict[str, str],
+        self, ctx: TurnContext, api: ApiName, ids: TurnToolIds, display_names: dict[str, str],
         owners: dict[str, tuple[dict[str, Any], str]] | None = None, metas: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self._ctx = ctx
@@ -59,7 +59,7 @@ class CallMapper:
         self._metas = metas or {}
         """Offered name → the ``_meta`` its ``chat/toolCallStart`` carries (``tool_start_meta``)."""
         """Offered name → (``ToolCallContributor``, the tool's name on the wire) for client and MCP tools."""
-        self.acc = StreamAccumulator(api=api)  # type: ignore[arg-type]
+        self.acc = StreamAccumulator(api=api)
         self.streamed = False
         self.usage = Usage()
         """The call's latest cumulative usage."""

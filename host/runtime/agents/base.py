@@ -59,7 +59,7 @@ class TurnContext:
     turn_id: str
     message: dict[str, Any]
     """The turn's ``Message`` (``text``, ``origin``, ``attachments?``, ``model?``, ``agent?``)."""
-    _dispatch: Callable[[str, dict[str, Any]], None]
+    _dispatch: Callable[[str, dict[str, Any]], object]
     """``dispatch(channel, action)`` into the store."""
     _state: Callable[[], dict[str, Any] | None]
     """The session's current state."""

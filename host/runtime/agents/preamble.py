@@ -162,7 +162,8 @@ class EnvironmentPreamble(Contributor):
 
     async def _gather(self, ctx: TurnContext, today: dt.date) -> str:
         directory = session_directory(ctx.state)
-        branch, status = (None, [])
+        branch: str | None = None
+        status: list[str] = []
         if directory is not None and directory.is_dir():
             branch, status = await self._shared_git_facts(directory)
         return render_preamble(

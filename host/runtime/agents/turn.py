@@ -163,11 +163,11 @@ class ProviderTurn:
                 mapper = await self._call(provider, request, ids, offered)
             meter.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
                          mapper.usage.output_tokens)
-            message = mapper.acc.message()
-            self.messages.append(message)
+            reply = mapper.acc.message()
+            self.messages.append(reply)
             finish = mapper.finish
-            if message.tool_calls:
-                results = await tools.run(message, mapper.tool_ids, offered)
+            if reply.tool_calls:
+                results = await tools.run(reply, mapper.tool_ids, offered)
                 self.messages.append(results)
                 continue
             if finish is not None and finish.reason == "pause":
@@ -190,8 +190,8 @@ class ProviderTurn:
         display = {name: tool.title for name, tool in offered.items()}
         metas = {name: meta for name, tool in offered.items() if (meta := tool_start_meta(tool)) is not None}
         # Client-provided and MCP tools start with their contributor (and a client's own name for the tool).
-        owners = {name: (tool.contributor, getattr(tool, "wire_name", name)) for name, tool in offered.items()
-                  if getattr(tool, "contributor", None)}
+        owners = {name: (contributor, getattr(tool, "wire_name", name)) for name, tool in offered.items()
+                  if (contributor := getattr(tool, "contributor", None))}
         attempt = 0
         while True:
             self._set_activity(f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")

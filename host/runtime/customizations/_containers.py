@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,7 @@ def entry_enabled(entry: dict[str, Any]) -> bool:
     return bool(entry.get("enabled", True))
 
 
-def internal_shape(entry: dict[str, Any], states: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def internal_shape(entry: dict[str, Any], states: Mapping[Any, dict[str, Any]] | None = None) -> dict[str, Any]:
     """A customization as the plugin parser builds it (``enabled`` everywhere) in the internal
     model's shape (see the module docstring); ``states`` are known MCP server states by id."""
     entry = dict(entry)
@@ -120,13 +121,13 @@ class Container:
                 wire["writable"] = self.directory.writable
             return wire
         problems = self.shown_problems()
-        state = self.loaded.state.with_problems(problems) if problems else None
+        shown = self.loaded.state.with_problems(problems) if problems else None
         if isinstance(self.loaded, LoadedDirectory):
             return directory_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
-                                           client_id=self.client_id, state=state)
+                                           client_id=self.client_id, state=shown)
         assert isinstance(self.loaded, LoadedPlugin)
         return plugin_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
-                                    client_id=self.client_id, uri=self.uri, state=state)
+                                    client_id=self.client_id, uri=self.uri, state=shown)
 
 
 @dataclass

@@ -40,7 +40,7 @@ from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    pass
+    from plugins import Command, LoadedContainer, Skill
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
 
@@ -136,8 +136,7 @@ class CustomizationContributor(Contributor):
             return ()
         offered: list[Tool] = list(runtime.mcp.tools()) if runtime.mcp is not None else []
         skills = [CatalogEntry(qualified(loaded, item.name), item.name, item)
-                  for loaded in runtime.usable() for item in (*loaded.skills, *loaded.commands)
-                  if not item.disable_model_invocation]
+                  for loaded in runtime.usable() for item in _model_invocable(loaded)]
         if skills:
             offered.append(LoadTextTool(SKILL_TOOL, "skill", skills))
         rules = [CatalogEntry(qualified(loaded, rule.name), rule.name, rule) for loaded, rule in runtime.rules()
@@ -251,3 +250,9 @@ def _inside(path: Any, folder: str) -> bool:
     from ahp.workspace_trust import covers
 
     return path is not None and covers(folder, os.path.realpath(path))
+
+
+def _model_invocable(loaded: LoadedContainer) -> list[Skill | Command]:
+    """The container's skills and commands the model may load (not ``disable-model-invocation``)."""
+    items: list[Skill | Command] = [*loaded.skills, *loaded.commands]
+    return [item for item in items if not item.disable_model_invocation]

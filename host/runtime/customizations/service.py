@@ -522,7 +522,8 @@ class CustomizationService:
                              held: list[McpServerSpec]) -> None:
         """List the config and ``.mcp.json`` servers as a container, so their failures show, and
         the ``.mcp.json`` servers that wait for the folder to be trusted (``held``)."""
-        container = runtime.container(MCP_SERVERS_ID)
+        found = runtime.container(MCP_SERVERS_ID)
+        container = found if isinstance(found, McpServersContainer) else None  # the one container with that id
         if not specs and not held and container is None:
             return
         declared = []

@@ -105,7 +105,7 @@ class SessionCustomizations:
 
     # -- containers ----------------------------------------------------------------------------
 
-    def container(self, container_id: str) -> Container | None:
+    def container(self, container_id: str | None) -> Container | None:
         return next((c for c in self.containers if c.id == container_id), None)
 
     def usable(self) -> list[LoadedContainer]:

@@ -38,7 +38,7 @@ class CatalogEntry:
 def qualified(container: object, name: str) -> str:
     from plugins import LoadedPlugin
 
-    return f"{container.name}:{name}" if isinstance(container, LoadedPlugin) else name  # type: ignore[attr-defined]
+    return f"{container.name}:{name}" if isinstance(container, LoadedPlugin) else name
 
 
 class LoadTextTool(Tool):

@@ -274,7 +274,7 @@ class TerminalService:
             self._flush(item)
             self._finish_command(item, _exit_code(mark.value))
         elif mark.code == "P" and (mark.value or "").startswith("Cwd="):
-            directory = mark.value[4:]
+            directory = (mark.value or "")[4:]
             if directory.startswith("/"):
                 cwd = Path(directory).as_uri()
                 if cwd != item.cwd:

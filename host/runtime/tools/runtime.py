@@ -214,6 +214,7 @@ class ToolsRuntime:
         call = _running_call(state, turn_id, call_id)
         if call is None or not client_id or _client_of(call) != client_id:
             return
+        assert isinstance(turn_id, str) and isinstance(call_id, str)  # they found a running call
         title = call.get("displayName") or call.get("toolName") or "the tool"
         self.store.dispatch(chat, builders.chat_tool_call_complete(
             turn_id=turn_id, tool_call_id=call_id,
@@ -244,7 +245,9 @@ class ToolsRuntime:
             return
         turn_id = action.get("turnId")
         call_id = action.get("toolCallId")
-        if kind == "chat/toolCallConfirmed":
+        if not isinstance(turn_id, str) or not isinstance(call_id, str):
+            pass  # no waiter is keyed by a missing id
+        elif kind == "chat/toolCallConfirmed":
             self._resolve_if_waiting(confirm_key(channel, turn_id, call_id), action)
         elif kind == "chat/toolCallResultConfirmed":
             self._resolve_if_waiting(result_key(channel, turn_id, call_id), action)

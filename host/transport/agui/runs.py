@@ -52,12 +52,21 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ag_ui.core import BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunStartedEvent
+from ag_ui.core import (
+    BaseEvent,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    ToolMessage,
+)
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
 from ahp.protocol import builders
@@ -146,11 +155,10 @@ class _SessionWatch:
             self.queue.put_nowait((channel, envelope["action"], None))
 
     def close(self) -> None:
-        for hooks, hook in ((self._store.change_observers, self._observe), (self._store.token_observers, self._observe_token)):
-            try:
-                hooks.remove(hook)
-            except ValueError:
-                pass
+        with contextlib.suppress(ValueError):
+            self._store.change_observers.remove(self._observe)
+        with contextlib.suppress(ValueError):
+            self._store.token_observers.remove(self._observe_token)
 
 
 class AguiRuns:
@@ -231,9 +239,9 @@ class AguiRuns:
             raise _Refused("The session for this thread is still starting; try again in a moment.", "sessionNotReady") from None
         state = store.state(session) or {}
         if state.get("lifecycle") == "failed":
-            error = state.get("creationError") or {}
-            message = error.get("message") or "The session for this thread failed to start."
-            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", error.get("errorType") or "creationFailed")
+            failure = state.get("creationError") or {}
+            message = failure.get("message") or "The session for this thread failed to start."
+            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", failure.get("errorType") or "creationFailed")
 
     # -- starting or resuming the turn ---------------------------------------------------------
 
@@ -243,7 +251,7 @@ class AguiRuns:
         active = state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None
         waiting = _our_waiting_calls(active, client_id)
         answers = [
-            m for m in run_input.messages if getattr(m, "role", None) == "tool" and m.tool_call_id in waiting
+            m for m in run_input.messages if isinstance(m, ToolMessage) and m.tool_call_id in waiting
         ]
         props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
         if props.get("cancel") is True:
@@ -276,8 +284,8 @@ class AguiRuns:
         if active is not None and answers:
             self._claim_role(session, run_input, client_id)
             translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
-            for message in answers:
-                self._dispatch(chat, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
+            for answer in answers:
+                self._dispatch(chat, _tool_complete(active["id"], answer, waiting[answer.tool_call_id]), client_id)
             return translator
         if waiting:
             names = ", ".join(sorted(waiting))
@@ -509,7 +517,9 @@ def _our_waiting_calls(active: dict[str, Any] | None, client_id: str) -> dict[st
     waiting: dict[str, dict[str, Any]] = {}
     for part in (active or {}).get("responseParts") or ():
         call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
-        contributor = call.get("contributor") if isinstance(call, dict) else None
+        if not isinstance(call, dict):
+            continue
+        contributor = call.get("contributor")
         if (isinstance(contributor, dict) and contributor.get("kind") == "client" and contributor.get("clientId") == client_id
                 and call.get("status") in ("running", "pending-confirmation")):
             waiting[call["toolCallId"]] = call
@@ -581,7 +591,7 @@ def _media_attachment(part: Any) -> dict[str, Any] | None:
     if kind == "text" or source is None:
         return None
     label = f"{kind} from the AG-UI client"
-    display = {"image": "image", "document": "document"}.get(kind)
+    display = {"image": "image", "document": "document"}.get(str(kind))
     if source.type == "data":
         attachment = {"type": "embeddedResource", "label": label, "data": source.value, "contentType": source.mime_type}
     else:  # url and file sources are references the host resolves (or refuses) itself

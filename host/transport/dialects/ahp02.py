@@ -86,7 +86,7 @@ def created_at(state: dict[str, Any] | None) -> str:
     """A session's creation time (ISO), kept by the host in the session's ``_meta``."""
     meta = (state or {}).get("_meta")
     created = meta.get("createdAt") if isinstance(meta, dict) else None
-    return created if isinstance(created, str) else iso_timestamp(0)
+    return created if isinstance(created, str) else str(iso_timestamp(0))  # never None for 0
 
 
 def session_view(store: Any, uri: str, state: dict[str, Any] | None = None,
@@ -384,7 +384,9 @@ class Ahp02Dialect(Dialect):
             target = v02_session_uri(uri)
             if shown is None or target is None:
                 return None
-            changes = params.get("changes") if isinstance(params.get("changes"), dict) else {}
+            changes = params.get("changes")
+            if not isinstance(changes, dict):
+                changes = {}
             fields = {_SUMMARY_KEYS[key] for key in changes if key in _SUMMARY_KEYS}
             shown_changes = {field: shown[field] for field in sorted(fields) if field in shown}
             return {**params, "session": target, "changes": shown_changes} if shown_changes else None

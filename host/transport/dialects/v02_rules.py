@@ -226,7 +226,7 @@ def _answer_problem(question: dict[str, Any] | None, answer: dict[str, Any]) -> 
 
 
 def _questions(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {q.get("id"): q for q in request.get("questions") or () if isinstance(q, dict)}
+    return {q["id"]: q for q in request.get("questions") or () if isinstance(q, dict) and isinstance(q.get("id"), str)}
 
 
 def _input_answer_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:

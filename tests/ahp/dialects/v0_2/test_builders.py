@@ -89,4 +89,4 @@ def test_every_action_in_the_vectors_is_rebuilt_exactly_from_its_fields():
 
 def test_a_missing_required_field_is_a_type_error_not_a_bad_frame():
     with pytest.raises(TypeError, match="part_id"):
-        builders.session_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]
+        builders.session_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]  # deliberately incomplete
