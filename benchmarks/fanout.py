@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, command_line, machine_note, median, split  # noqa: E402
+from benchmarks._runs import ChildProcess, command_line, machine_note, median, split
 
 TOKEN = "bench-token"
 DELTA_TEXT = "token "

@@ -58,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, command_line, machine_note, median, percentile, pin_measured_process  # noqa: E402
+from benchmarks._runs import ChildProcess, command_line, machine_note, median, percentile, pin_measured_process
 
 TOKEN = "bench-token-0123456789"
 _STAGGER = 1.0

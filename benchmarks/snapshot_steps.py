@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import machine_note, median  # noqa: E402
+from benchmarks._runs import machine_note, median
 
 
 def _chat(uri: str) -> dict[str, Any]:

@@ -41,8 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import REPO, machine_note  # noqa: E402
-from benchmarks.provider_stream import _chunk  # noqa: E402
+from benchmarks._runs import REPO, machine_note
+from benchmarks.provider_stream import _chunk
 
 TOKEN = "bench-token-0123456789"
 MB = 1_000_000

@@ -214,7 +214,7 @@ async def test_disposing_a_session_removes_its_sub_agent_chats_running_or_finish
                 try:
                     await client.subscribe(f"{session}/subagent/call-1")
                     refused = None
-                except Exception as error:  # noqa: BLE001 - the error is what is checked
+                except Exception as error:
                     refused = error
     finally:
         never.set()
