@@ -1,7 +1,8 @@
 """``agent-host chat``: a terminal client for an AHP host, on the ``client`` library.
 
 ``agent-host chat [URL] [--token T] [--session URI | --resume [ID] | --continue | --new] [--agent A] [--model M]
-[--cwd DIR] [--permission-mode MODE] [-p [MESSAGE|-] [--yes] [--trust] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
+[--cwd DIR] [--permission-mode MODE] [--theme auto|dark|light] [--editing-mode emacs|vi]
+[-p [MESSAGE|-] [--yes] [--trust] [--output-format text|json|stream-json] [--max-turns N] [--timeout S]]``
 
 ``--resume ID`` opens a session by its id or its URI; ``--resume`` alone lists the sessions (this
 directory's first, ``chat.session_list``) and asks which; ``--continue`` the session of ``--cwd``
@@ -32,7 +33,11 @@ or ``--max-turns`` limit stopped it), 2 usage or connection errors, an unknown a
 nothing to send, no session to ``--continue`` (the message says what to fix; never a traceback),
 3 the ``-p`` turn completed but the client refused a tool call, a result or a question for the
 user (``--yes`` allows them; see ``chat.oneshot``), 130 cancelled with Ctrl-C, 141 stdout was closed early (``chat -p ... | head``), quietly.
-Colour: only when the stream is a terminal and ``NO_COLOR`` is unset. The interactive chat reads
+Colour: only when the stream is a terminal and ``NO_COLOR`` is unset; rich's colours follow the
+terminal's background (``--theme``, the client config's ``theme``, else asked: ``chat._theme``).
+The input line's keys are emacs's or vi's (``--editing-mode``, ``editing_mode``). The chat rings
+the bell, with a desktop notification where the terminal shows one, when it waits for the user or
+a turn ends unwatched (``notify``, ``notify_after``: ``chat._notify``). The interactive chat reads
 its input with prompt_toolkit (``chat._prompt``) when stdin and stdout are terminals and ``TERM``
 is not ``dumb``, and renders answers with rich (``chat._markdown``) when it also has colour;
 otherwise it reads plain lines and prints plain text, as the one-shot mode always does.
@@ -51,6 +56,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chat._connect import ChatConnectError, connect
+from chat._notify import Notifier
+from chat._settings import EDITING_MODES, THEMES, ChatSettingsError, display_url, resolve_settings
+from chat._theme import resolve_theme
 from chat._session import PERMISSION_MODES
 from chat._settings import ChatSettingsError, display_url, resolve_settings
 from chat.render import Style
@@ -91,6 +99,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
                         help="the session's permission mode: default (ask before edits and commands), accept-edits (edits in "
                              "the session's folders run without asking), plan (read-only until you approve a plan) or "
                              "full-auto (nothing asks; commands in the OS sandbox); in the chat, Shift+Tab or /mode switch it")
+    parser.add_argument("--theme", choices=THEMES, help="colours for a dark or light terminal background (default: the client "
+                        "config's theme, else auto: asked of the terminal)")
+    parser.add_argument("--editing-mode", choices=EDITING_MODES, help="keys of the input line: emacs (the default) or vi")
     parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="with -p: stop the turn when the model would answer more than N times")
     parser.add_argument("--timeout", type=float, metavar="SECONDS",
                         help="with -p: cancel the turn after this long without news from the agent (default 120; 0: wait forever)")
@@ -179,7 +190,8 @@ def run(
     args.cwd = cwd.resolve()
     try:
         # Also for an embedded host: the file's agent and model defaults still apply.
-        settings = resolve_settings(getattr(args, "url", None), getattr(args, "token", None), agent=args.agent, model=args.model)
+        settings = resolve_settings(getattr(args, "url", None), getattr(args, "token", None), agent=args.agent, model=args.model,
+                                    theme=getattr(args, "theme", None), editing_mode=getattr(args, "editing_mode", None))
     except ChatSettingsError as error:
         print(f"agent-host chat: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -258,7 +270,10 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
             return await app.completions(text, offset) if app is not None else []
 
         style = style_for(sys.stdout)
-        terminal = _terminal_for(complete)
+        notifier = Notifier(settings.notify if _is_tty(sys.stdout) else "off", settings.notify_after, os.environ)
+        terminal = _terminal_for(complete, settings.editing_mode, notifier.enabled)
+        rich = style.color and terminal.prefills
+        theme = resolve_theme(settings.theme) if rich else "dark"  # before the input line takes the terminal
         terminal.start()
         terminal.follow(client)
         try:
@@ -273,10 +288,12 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
                 agent=settings.agent,
                 model=settings.model,
                 host_label=display_url(settings.url) if label is None else label,
-                rich=style.color and terminal.prefills,
+                rich=rich,
                 width=lambda: shutil.get_terminal_size().columns,
                 permission_mode=getattr(args, "permission_mode", None),
                 find_host=find_host,
+                theme=theme,
+                notifier=notifier,
             )
             return await app.run()
         finally:
@@ -313,7 +330,14 @@ def line_editing(environ: Mapping[str, str] | None = None) -> bool:
     return ttys and environ.get("TERM") != "dumb"
 
 
-def _terminal_for(complete: Any) -> Any:
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _terminal_for(complete: Any, editing_mode: str = "emacs", focus_reports: bool = False) -> Any:
     """The prompt_toolkit terminal where the terminal can draw it, else the line terminal."""
     from chat._terminal import Terminal
 
@@ -322,7 +346,8 @@ def _terminal_for(complete: Any) -> Any:
     from chat._prompt import HostCompleter, PromptTerminal, history_path
     from chat.app import CLIENT_COMMANDS
 
-    return PromptTerminal(history_file=history_path(), completer=HostCompleter(complete, CLIENT_COMMANDS), color=style_for(sys.stdout).color)
+    return PromptTerminal(history_file=history_path(), completer=HostCompleter(complete, CLIENT_COMMANDS), color=style_for(sys.stdout).color,
+                          editing_mode=editing_mode, focus_reports=focus_reports)
 
 
 def _agents(client: AhpClient) -> list[dict[str, Any]]:

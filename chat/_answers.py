@@ -1,4 +1,5 @@
-"""Turning what the user typed into AHP values. Pure: no I/O except ``attachments_in`` (a stat).
+"""Turning what the user typed into AHP values. Pure: no I/O except ``attachments_in`` (a stat,
+and reading the images it attaches).
 
 * ``parse_answer(question, line)`` → a ``SessionInputAnswer`` (``submitted``/``skipped``), or
   ``AnswerError`` with a sentence saying what to type instead. Empty input takes the question's
@@ -6,8 +7,12 @@
 * ``parse_choice(line, count, editable)`` → which confirmation option was picked (1-based
   numbers, ``e`` to edit, ``y``/``n`` as the first approve / first deny option).
 * ``session_directory(state, fallback)`` → the session's working directory (where ``@path`` is resolved).
-* ``attachments_in(text, cwd)`` → ``resource`` attachments for every ``@path`` naming an existing
-  file or directory inside ``cwd`` (paths outside it are refused: the host only reads there).
+* ``attachments_in(text, cwd, vision=, model=)`` → ``resource`` attachments for every ``@path``
+  naming an existing file or directory inside ``cwd`` (paths outside it are refused: the host only
+  reads there), and image attachments (``chat._images``) for every ``@image.png`` and every image
+  file pasted as a path (``pasted_image_paths``), wherever it is: the client sends those inline.
+  When the model is known not to see images (``vision`` False) an image is not sent: the user is
+  told, and the model gets a ``simple`` attachment saying so.
 * ``model_selection(args, models)`` → a ``ModelSelection`` from ``/model ID key=value ...``,
   checked against the model's ``configSchema``.
 """
@@ -21,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from chat._images import ImageError, is_image_path, pasted_image_paths, read_image
 
 __all__ = [
     "AnswerError",
@@ -178,14 +185,36 @@ def session_directory(state: Mapping[str, Any] | None, fallback: Path) -> Path:
     return fallback
 
 
-def attachments_in(text: str, cwd: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """``resource`` attachments for each ``@path`` in ``text``, and problems to report."""
+def attachments_in(
+    text: str, cwd: Path, *, vision: bool | None = None, model: str = "this model",
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Attachments for each ``@path`` and pasted image path in ``text``, and problems to report."""
     root = Path(os.path.realpath(cwd))
     attachments: list[dict[str, Any]] = []
     problems: list[str] = []
+
+    def image(label: str, path: Path) -> None:
+        if vision is False:
+            problems.append(f"{label} is an image and {model} cannot see images; pick a model that can with /model")
+            note = f"[The user attached the image {label}; it was not sent: this model cannot see images.]"
+            attachments.append({"type": "simple", "label": label, "modelRepresentation": note})
+            return
+        try:
+            attachments.append(read_image(path, label))
+        except ImageError as error:
+            problems.append(str(error))
+
     for match in _AT_PATH.finditer(text):
-        raw = match.group(1).strip('"')
+        raw = match.group(1)
+        if raw.startswith('"'):
+            raw = raw.strip('"')
+        elif not os.path.lexists(root / os.path.expanduser(raw)):
+            raw = raw.rstrip(".,;:!?)]}'\"") or raw  # "look at @a.py." means a.py, as the host reads it
         path = Path(os.path.realpath(root / os.path.expanduser(raw)))
+        if is_image_path(raw) and path.is_file():
+            if not any(a.get("label") == raw for a in attachments):
+                image(raw, path)
+            continue
         if path != root and root not in path.parents:
             problems.append(f"@{raw} is outside the working directory {root}; the host will not read it")
             continue
@@ -205,8 +234,10 @@ def attachments_in(text: str, cwd: Path) -> tuple[list[dict[str, Any]], list[str
             if content_type:
                 attachment["contentType"] = content_type
             attachment["displayKind"] = "document"
-        if not any(a["uri"] == attachment["uri"] for a in attachments):
+        if not any(a.get("uri") == attachment["uri"] for a in attachments):
             attachments.append(attachment)
+    for written, path in pasted_image_paths(text):
+        image(written.strip("'\""), path)
     return attachments, problems
 
 

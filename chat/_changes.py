@@ -144,7 +144,7 @@ class Changes(Dialogs):
             self._note(f"(cannot show the changes to {clean(path)}: {error.message})")
             return
         if self.rich:
-            self._write(render_edit(path, old, new, self.width()))
+            self._write(render_edit(path, old, new, self.width(), self.theme))
         else:
             self._write(render_unified_diff(path, old, new, self.style))
 

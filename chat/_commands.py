@@ -9,10 +9,14 @@ client asks the host's ``completions`` for ``/name`` alone (the word at the curs
 line would be the last argument) and sends the whole line as typed: the host expands the
 command's body with ``$ARGUMENTS`` and ``$1``.. (``plugins.model``) before the model sees it.
 ``/compact [FOCUS]`` is sent as a message too: the host's model agents compact the session's
-older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``). ``/trust`` lists the folders
+older turns when a turn's text is ``/compact`` (``host.runtime.agents.turn``). ``/init [FOCUS]``
+is a normal turn whose message is ``INIT_PROMPT``: the agent studies the project and writes an
+``AGENTS.md`` (or improves the one there), through the usual confirmation of its edits. ``/trust`` lists the folders
 the host trusts and changes that list with ``root/configChanged`` (``/trust add|revoke [FOLDER]``,
 ``ahp.workspace_trust``). ``/mode [MODE]`` shows or switches the session's permission mode
-(``chat._modes``).
+(``chat._modes``). ``/plugin`` lists and changes the user's Claude Code marketplaces and plugins
+(``chat._plugin_command``). ``/paste-image`` takes the clipboard's image (``wl-paste`` or ``xclip``)
+for the next message, as image files named with ``@path`` or pasted as paths are (``chat._images``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
 from chat._answers import AnswerError, model_selection, session_directory
 from chat._core import ChatCore, ChatExit
+from chat._images import ImageError, clipboard_image, image_attachment
 from chat._markdown import MarkdownStream, drawn
+from chat._plugin_command import plugin_command
 from chat._terminal import Eof, Interrupt, Line
 from chat.render import (
     HELP_TEXT,
@@ -36,29 +42,49 @@ from chat.render import (
     render_models,
 )
 from chat.session_list import Listing, arrange, render_session_list
+from chat.views import render_context, render_cost, render_mcp, render_mcp_log, render_plugins, render_tools
 from chat.views import (
-    REMEMBERED,
-    remembered_scope,
-    render_context,
-    render_cost,
-    render_mcp,
-    render_permissions,
-    render_plugins,
-    render_tools,
-    render_trust,
-    without_remembered,
+    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_mcp_log, render_permissions, render_plugins, render_tools,
+    without_remembered, render_trust,
 )
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
-__all__ = ["Commands", "CLIENT_COMMANDS"]
+__all__ = ["Commands", "CLIENT_COMMANDS", "INIT_PROMPT"]
 
 CLIENT_COMMANDS = (
     "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
     "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
-    "diff", "undo", "rewind", "trust", "mode",
+    "diff", "undo", "rewind", "trust", "mode", "plugin", "init", "paste-image",
 )
 """The commands this client runs itself (the host offers more through ``completions``;
 ``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
+
+INIT_PROMPT = """\
+Study this project and write an AGENTS.md file at the root of the working directory: the guide a \
+coding agent, or a new contributor, needs to work here well. If an AGENTS.md is already there, \
+read it first and improve it: keep what is still true, correct what is not, add what is missing; \
+do not start over.
+
+Look around before you write: the README and other docs, the build and package files \
+(pyproject.toml, package.json, Makefile, Cargo.toml, go.mod and the like), the CI configuration, \
+how the tests are laid out, and any other instruction files (CLAUDE.md, .cursorrules, \
+.cursor/rules/, .github/copilot-instructions.md), whose useful content belongs in AGENTS.md.
+
+Then write it with these sections, in this order, each only where the project gives you something \
+true to say:
+1. What the project is, in two or three sentences.
+2. The commands to set it up, build it, lint it and run the tests, and how to run a single test, \
+exactly as they are typed.
+3. The layout: the main folders and what lives in each, and the architecture that only shows when \
+several files are read together.
+4. The conventions a newcomer would get wrong: style, naming, error handling, how tests are \
+written, commit messages.
+5. Anything else that is surprising or easy to break.
+
+Keep it short and particular to this project: facts you checked in its files, no generic advice \
+(such as "write clean code" or "add tests"), no commands you did not find, and no list of every \
+file. When it is written, say in a few lines what it holds."""
+"""What ``/init`` asks the agent (a fixed text, so that the request is the same every time)."""
 
 _METHOD_NOT_FOUND = -32601
 _HISTORY_PAGE = 10
@@ -90,6 +116,7 @@ class Commands(ChatCore):
             "tools": self._cmd_tools,
             "mcp": self._cmd_mcp,
             "plugins": self._cmd_plugins,
+            "plugin": self._cmd_plugin,
             "context": self._cmd_context,
             "cost": self._cmd_cost,
             "usage": self._cmd_cost,
@@ -97,6 +124,8 @@ class Commands(ChatCore):
             "permissions": self._cmd_permissions,
             "trust": self._cmd_trust,
             "mode": self._cmd_mode,
+            "init": self._cmd_init,
+            "paste-image": self._cmd_paste_image,
         }.get(name)
         try:
             if handler is not None:
@@ -126,6 +155,27 @@ class Commands(ChatCore):
         """``/compact [FOCUS]``: a turn whose text the host's model agents read as "compact now"."""
         await self._send("/compact" + (f" {args.strip()}" if args.strip() else ""))
 
+    async def _cmd_init(self, args: str) -> None:
+        """``/init [FOCUS]``: ask the agent to write (or improve) the project's AGENTS.md."""
+        self._note("(asking the agent to study the project and write AGENTS.md; you confirm the file before it is written)")
+        focus = args.strip()
+        await self._send(INIT_PROMPT + (f"\n\nThe user adds: {focus}" if focus else ""))
+
+    async def _cmd_paste_image(self, args: str) -> None:
+        """``/paste-image``: the clipboard's image goes with the next message (``chat._images``)."""
+        sees, model = self._sees_images()
+        if sees is False:
+            self._problem(f"{model} cannot see images; pick a model that can with /model")
+            return
+        try:
+            data, kind = await clipboard_image()
+            label = f"clipboard image {len(self._pasted_images) + 1}"
+            self._pasted_images.append(image_attachment(data, label, kind))
+        except ImageError as error:
+            self._problem(str(error))
+            return
+        self._note(f"({label}: {kind}, {max(1, len(data) // 1024)} KB, goes with your next message)")
+
     async def _cmd_quit(self, args: str) -> None:
         raise ChatExit(0)
 
@@ -148,12 +198,37 @@ class Commands(ChatCore):
             self._write(render_tools(state, self.style))
 
     async def _cmd_mcp(self, args: str) -> None:
+        """``/mcp`` lists the session's MCP servers; ``/mcp log NAME`` shows one server's log."""
+        verb, _, name = args.strip().partition(" ")
         if (state := await self._session_view()) is not None:
-            self._write(render_mcp(state, self.style))
+            if verb == "log" and name.strip():
+                self._write(render_mcp_log(state, name.strip(), self.style))
+            elif verb:
+                self._note("usage: /mcp, or /mcp log NAME for one server's log")
+            else:
+                self._write(render_mcp(state, self.style))
 
     async def _cmd_plugins(self, args: str) -> None:
         if (state := await self._session_view()) is not None:
             self._write(render_plugins(state, self.style))
+
+    async def _cmd_plugin(self, args: str) -> None:
+        """``/plugin ...``: Claude Code marketplaces and plugins through the root config (``chat._plugin_command``)."""
+
+        async def change(values: dict[str, Any]) -> str | None:
+            outcome = await self.client.outcome(self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": values}))
+            return None if outcome.status == "accepted" else str(outcome.reason)
+
+        async def wait(predicate: Callable[[], bool]) -> bool:
+            try:
+                await self.client.wait_for(lambda m, e: predicate(), timeout=300)
+            except AhpClientError:
+                return False
+            return True
+
+        await plugin_command(args, config=lambda: (self.client.state(ROOT_CHANNEL) or {}).get("config"),
+                             session=self._state() if self.session else None, change=change, wait=wait,
+                             write=self._write, note=self._note, problem=self._problem, style=self.style)
 
     async def _cmd_trust(self, args: str) -> None:
         """``/trust`` lists the trusted folders; ``/trust add [FOLDER]`` and ``/trust revoke [FOLDER]``
@@ -269,7 +344,7 @@ class Commands(ChatCore):
             return None
 
         def draw(chunks: list[tuple[str, str]]) -> str:
-            answer = MarkdownStream(self.width())
+            answer = MarkdownStream(self.width(), theme=self.theme)
             return drawn(chunks, answer) + answer.finish()
 
         return draw

@@ -18,10 +18,13 @@ from typing import Any, TextIO
 
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
+from chat._images import model_sees_images
+from chat._markdown import THEMES, Theme
+from chat._notify import Notifier
 from chat._settings import split_token
 from chat._terminal import Event, Lost, Terminal
 from chat.render import Style, clean
-from client import AhpClient, AhpClientError, AhpError
+from client import ROOT_CHANNEL, AhpClient, AhpClientError, AhpError
 
 __all__ = ["ChatCore", "ChatExit"]
 
@@ -54,6 +57,8 @@ class ChatCore:
         width: Callable[[], int] = lambda: 80,
         permission_mode: str | None = None,
         find_host: Callable[[], Awaitable[str]] | None = None,
+        theme: str = "dark",
+        notifier: Notifier | None = None,
     ) -> None:
         self.client = client
         self._find_host = find_host
@@ -76,6 +81,10 @@ class ChatCore:
         """Render answers as markdown and diffs highlighted, with rich (a colour terminal)."""
         self.width = width
         """The terminal's width now, for rich to wrap at."""
+        self.theme: Theme = THEMES[theme]
+        """The colours of answers and diffs rendered with rich (the terminal's background)."""
+        self.notifier = notifier or Notifier("off")
+        """When and how the user is called back to the chat (``chat._notify``)."""
         self._turn_since: dict[str, float] = {}
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
         self._listed: list[Mapping[str, Any]] = []
@@ -98,6 +107,8 @@ class ChatCore:
         self._new_session_mode = permission_mode
         """The permission mode for the session this client creates (``--permission-mode``, or
         switched before the first message); None: the host's default."""
+        self._pasted_images: list[dict[str, Any]] = []
+        """Images ``/paste-image`` took from the clipboard, sent with the next message."""
         self._applied: Any = None
         """The client's notifications in the order its mirror applied them, read by
         ``_catch_up_steering`` (the inbox lags behind the mirror the turns are drawn from)."""
@@ -113,6 +124,10 @@ class ChatCore:
 
     def _note(self, text: str) -> None:
         self._write(self.style.dim(text) + "\n")
+
+    def _call_back(self, what: str) -> None:
+        """A turn waits for the user: ring (and notify) unless the window is known to have the focus."""
+        self.terminal.signal(self.notifier.waiting(what, self.terminal.focused))
 
     def _problem(self, text: str) -> None:
         self._write(self.style.red("! ") + clean(text) + "\n")
@@ -205,12 +220,28 @@ class ChatCore:
             self._note("(queued for after the turn)")
 
     def _attachments(self, text: str) -> list[dict[str, Any]]:
-        attachments, problems = attachments_in(text, session_directory(self._state(), self.cwd))
+        """The message's attachments: its ``@paths`` and pasted image paths, then the images
+        ``/paste-image`` took from the clipboard for it (taken once)."""
+        sees, model = self._sees_images()
+        attachments, problems = attachments_in(text, session_directory(self._state(), self.cwd), vision=sees, model=model)
+        attachments += self._pasted_images
+        self._pasted_images = []
         for problem in problems:
             self._note(f"(not attached: {problem})")
         for attachment in attachments:
-            self._note(f"(attached {attachment['label']})")
+            if attachment.get("type") == "simple":
+                continue  # an image the model cannot see: said above
+            kind = " (image)" if attachment.get("displayKind") == "image" else ""
+            self._note(f"(attached {attachment['label']}{kind})")
         return attachments
+
+    def _sees_images(self) -> tuple[bool | None, str]:
+        """Whether the session's model takes images (None: the host does not say), and its name."""
+        agents = (self.client.state(ROOT_CHANNEL) or {}).get("agents") or ()
+        state = self._state()
+        if state is None and self.provider:  # no session yet: the agent and model it will be created with
+            state = {"summary": {"provider": self.provider, "model": self.model}}
+        return model_sees_images(agents, state)
 
     async def _settle_trust(self) -> None:
         """A new session's folder asks to be trusted: answered before its first message is sent

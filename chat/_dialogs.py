@@ -28,6 +28,7 @@ from chat.render import (
     render_question,
     render_unified_diff,
     shell_command_of,
+    text_of,
     tool_input_text,
 )
 from client import ROOT_CHANNEL, AhpError
@@ -68,7 +69,9 @@ class Dialogs(ChatCore):
     async def _confirm(self, turn_id: str, call: dict[str, Any]) -> None:
         assert self.session is not None
         call_id = call["toolCallId"]
+        name = clean(call.get("displayName") or call.get("toolName") or "a tool")
         if call.get("status") == "pending-result-confirmation":
+            self._call_back(f"{name}: its result waits for you to accept it")
             waits = self._call_waits(turn_id, call_id, "pending-result-confirmation")
             while True:
                 self._ask("Accept this result? [y/n] ")
@@ -81,9 +84,9 @@ class Dialogs(ChatCore):
                     return
                 self._note("type y to accept the result or n to reject it")
         waits = self._call_waits(turn_id, call_id, "pending-confirmation")
-        header, choices = render_confirmation(call, self.style)
+        self._call_back(f"{name} waits for your confirmation")
+        header, choices = render_confirmation(call, self.style, preview=await self._edits_preview(call))
         self._write(header)
-        await self._edits_preview(call)
         edited: str | None = None
         while True:
             editable = bool(call.get("editable"))
@@ -147,7 +150,9 @@ class Dialogs(ChatCore):
                 continue
             return text
 
-    async def _edits_preview(self, call: dict[str, Any]) -> None:
+    async def _edits_preview(self, call: dict[str, Any]) -> str:
+        """The diffs of the files ``call`` would change (its ``edits``), as the terminal shows them."""
+        shown: list[str] = []
         for edit in (call.get("edits") or {}).get("items") or ():
             before, after = edit.get("before"), edit.get("after")
             target = (after or before or {}).get("uri", "")
@@ -155,13 +160,14 @@ class Dialogs(ChatCore):
                 old = await self._read_ref(before)
                 new = await self._read_ref(after)
             except AhpError as error:
-                self._note(f"(cannot show the changes to {clean(target)}: {error.message})")
+                shown.append(self.style.dim(f"(cannot show the changes to {clean(target)}: {error.message})") + "\n")
                 continue
             path = self._display_path(target)
             if self.rich:  # the code highlighted for its language, changed lines on a tint
-                self._write(render_edit(path, old, new, self.width()))
+                shown.append(render_edit(path, old, new, self.width(), self.theme))
             else:
-                self._write(render_unified_diff(path, old, new, self.style))
+                shown.append(render_unified_diff(path, old, new, self.style))
+        return "".join(shown)
 
     async def _read_ref(self, side: dict[str, Any] | None) -> str | None:
         if not side:
@@ -190,6 +196,7 @@ class Dialogs(ChatCore):
         def still_open() -> bool:
             return any(r.get("id") == request_id for r in actions.open_input_requests(self._state()))
 
+        self._call_back(f"a question waits for you: {text_of(request.get('message')) or 'the agent asks for input'}")
         self._write("\n" + render_input_request(request, self.style))
         questions = [q for q in request.get("questions") or () if isinstance(q, dict)]
         if not questions:

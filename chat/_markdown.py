@@ -18,6 +18,9 @@ are drawn by it alike.
 hunks of a unified diff (``difflib``), each line highlighted by the lexer rich (pygments) picks
 for the path, removed lines on a red and added lines on a green background.
 
+Both take a ``Theme``: ``DARK`` (the default: monokai, dark tints) or ``LIGHT`` (a pygments style
+drawn for white backgrounds, pale tints), for the terminal's background (``chat._theme``).
+
 No I/O: rich renders into a string; the caller decides where text goes.
 """
 
@@ -26,14 +29,15 @@ from __future__ import annotations
 import difflib
 import io
 import re
-from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
-__all__ = ["MarkdownStream", "render_markdown", "render_edit", "block_end", "drawn"]
+__all__ = ["MarkdownStream", "render_markdown", "render_edit", "block_end", "drawn", "Theme", "DARK", "LIGHT", "THEMES"]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _PADDING = re.compile(r"[ ]+(?=\n|$)")
@@ -49,26 +53,39 @@ def _console(width: int) -> tuple[Console, io.StringIO]:
     return console, buffer
 
 
-def render_markdown(text: str, width: int) -> str:
+@dataclass(frozen=True)
+class Theme:
+    """Colours of rendered answers and diffs for one kind of terminal background."""
+
+    name: str
+    code: str
+    """The pygments style code is highlighted with."""
+    removed: str
+    """The rich style of a removed line's background."""
+    added: str
+    """The rich style of an added line's background."""
+
+
+DARK = Theme("dark", "monokai", "on #3f1d1d", "on #1d3f1d")
+LIGHT = Theme("light", "friendly", "on #ffe4e4", "on #e2f7e2")
+THEMES = {theme.name: theme for theme in (DARK, LIGHT)}
+
+
+def render_markdown(text: str, width: int, theme: Theme = DARK) -> str:
     """``text`` as rich renders markdown (word-wrapped to ``width``, code highlighted)."""
-    console, buffer = _console(width)
-    console.print(Markdown(text, code_theme="monokai", hyperlinks=False))
-    out = buffer.getvalue()
+    console = _console(width)
+    console.print(Markdown(text, code_theme=theme.code, hyperlinks=False))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
     return _PADDING.sub("", out)  # rich pads plain lines to the width; a resize would wrap them
 
 
-_THEME = "monokai"
-_REMOVED = "on #3f1d1d"
-_ADDED = "on #1d3f1d"
-
-
-def render_edit(path: str, before: str | None, after: str | None, width: int) -> str:
+def render_edit(path: str, before: str | None, after: str | None, width: int, theme: Theme = DARK) -> str:
     """One file edit as a highlighted unified diff (creation when ``before`` is None, deletion
     when ``after`` is); empty when nothing changes."""
     old, new = (before or "").splitlines(), (after or "").splitlines()
     lexer = Syntax.guess_lexer(path, after or before or "")
-    old_lines, new_lines = _highlighted(before or "", lexer, len(old)), _highlighted(after or "", lexer, len(new))
-    console, buffer = _console(width)
+    old_lines, new_lines = _highlighted(before or "", lexer, len(old), theme), _highlighted(after or "", lexer, len(new), theme)
+    console = _console(width)
     groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(3))
     if not groups:
         return ""
@@ -83,17 +100,17 @@ def render_edit(path: str, before: str | None, after: str | None, width: int) ->
                     console.print(Text(" ") + line)
                 continue
             for line in old_lines[i1:i2]:
-                console.print(_marked("-", line, _REMOVED, "red"))
+                console.print(_marked("-", line, theme.removed, "red"))
             for line in new_lines[j1:j2]:
-                console.print(_marked("+", line, _ADDED, "green"))
-    return _PADDING.sub("", buffer.getvalue())
+                console.print(_marked("+", line, theme.added, "green"))
+    return _PADDING.sub("", console.file.getvalue())  # type: ignore[attr-defined]
 
 
-def _highlighted(code: str, lexer: str, count: int) -> list[Text]:
+def _highlighted(code: str, lexer: str, count: int, theme: Theme) -> list[Text]:
     """``code``'s lines, highlighted (exactly ``count`` of them, as ``splitlines`` counts)."""
     if not count:
         return []
-    lines = Syntax(code, lexer, theme=_THEME, background_color="default").highlight(code).split("\n", allow_blank=True)
+    lines = Syntax(code, lexer, theme=theme.code, background_color="default").highlight(code).split("\n", allow_blank=True)
     out = [line for line in lines][:count]
     return out + [Text("")] * (count - len(out))
 
@@ -136,9 +153,9 @@ def block_end(text: str) -> int:
 class MarkdownStream:
     """One markdown part as it streams (see the module docstring)."""
 
-    def __init__(self, width: int, render: Callable[[str, int], str] = render_markdown) -> None:
+    def __init__(self, width: int, render: Callable[[str, int], str] | None = None, theme: Theme = DARK) -> None:
         self.width = width
-        self._render = render
+        self._render = render or (lambda text, width: render_markdown(text, width, theme))
         self._pending = ""
         self._blocks = 0
 

@@ -8,6 +8,12 @@ and is used when stdin and stdout are terminals (and ``TERM`` is not ``dumb``). 
   Ctrl-R searches the history, Tab or typing ``/`` or ``@`` completes from ``completer``;
 * Shift+Tab switches the session's permission mode (``on_mode_key``: the chat's callback), unless
   a completion menu is open (there it steps back through the menu, as usual);
+* ``editing_mode="vi"`` gives the input line vi's keys (prompt_toolkit's vi mode; it starts in
+  insert mode, Esc goes to normal mode, and the live region says ``-- NORMAL --`` there);
+* with ``focus_reports`` the terminal is asked to report focus changes (xterm's mode 1004, which
+  ``restore`` turns off again) and ``focused`` follows them, for ``chat._notify``. prompt_toolkit
+  reads no focus reports: their two sequences are added to its table of escape sequences as keys
+  nobody types (Ctrl-F24 in, Ctrl-F23 out), which this terminal binds;
 * messages (not dialog answers) are kept in a history file per user that survives restarts
   (``history_path``: ``$XDG_STATE_HOME/agent-host/chat_history``);
 * ``ask(prompt, default)`` pre-fills the buffer, which is how a command or an edit is changed in
@@ -41,16 +47,25 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, has_completions, is_searching
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.enums import EditingMode
+from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.key_binding.vi_state import InputMode
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.patch_stdout import patch_stdout
 
 from ahp.text_offsets import utf16_length, utf16_to_index
+from chat._notify import FOCUS_OFF, FOCUS_ON
 from chat._terminal import Eof, Interrupt, Line, Status, Terminal
 
 __all__ = ["PromptTerminal", "HostCompleter", "history_path", "CompletionSource"]
 
 CompletionSource = Callable[[str, int], Awaitable[list[Mapping[str, Any]]]]
 """``await source(text, offset)`` → AHP ``CompletionItem`` dicts for the text typed so far."""
+
+_FOCUS_IN, _FOCUS_OUT = Keys.ControlF24, Keys.ControlF23
+ANSI_SEQUENCES.setdefault("\x1b[I", _FOCUS_IN)
+ANSI_SEQUENCES.setdefault("\x1b[O", _FOCUS_OUT)
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _TAIL_LINES = 12
@@ -112,8 +127,15 @@ def _completing() -> bool:
     return word.startswith("@") or (word.startswith("/") and document.text_before_cursor.lstrip() == word)
 
 
-def _bindings(mode_key: Callable[[], None] | None = None) -> KeyBindings:
+def _bindings(mode_key: Callable[[], None] | None = None, focus: Callable[[bool], None] | None = None) -> KeyBindings:
     bindings = KeyBindings()
+
+    @bindings.add(_FOCUS_IN)
+    @bindings.add(_FOCUS_OUT)
+    def _focus(event: Any) -> None:
+        """The terminal reports that its window gained or lost the focus."""
+        if focus is not None:
+            focus(event.key_sequence[0].key == _FOCUS_IN)
 
     @bindings.add("s-tab", filter=~has_completions & ~is_searching)
     def _mode(event: Any) -> None:
@@ -151,9 +173,15 @@ class PromptTerminal(Terminal):
 
     prefills = True
 
-    def __init__(self, *, history_file: Path | None, completer: Completer | None = None, color: bool = True) -> None:
+    def __init__(
+        self, *, history_file: Path | None, completer: Completer | None = None, color: bool = True,
+        editing_mode: str = "emacs", focus_reports: bool = False,
+    ) -> None:
         super().__init__()
         self._color = color
+        self._vi = editing_mode == "vi"
+        self._focus_reports = focus_reports
+        self._real_out: Any = None
         self._cycle_mode: Callable[[], None] | None = None
         self._mode_line: Callable[[], str] = lambda: ""
         history: Any = InMemoryHistory()
@@ -164,7 +192,8 @@ class PromptTerminal(Terminal):
             except OSError:
                 pass  # an unwritable state directory costs the history, not the chat
         common: dict[str, Any] = {
-            "key_bindings": _bindings(self._mode_key), "multiline": True, "refresh_interval": 0.12,
+            "key_bindings": _bindings(self._mode_key, self._focus), "multiline": True, "refresh_interval": 0.12,
+            "editing_mode": EditingMode.VI if self._vi else EditingMode.EMACS,
         }
         self._messages: PromptSession[str] = PromptSession(
             history=history, completer=completer, complete_while_typing=_completing, reserve_space_for_menu=8, **common
@@ -180,8 +209,23 @@ class PromptTerminal(Terminal):
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        self._real_out = sys.stdout
+        if self._focus_reports:
+            self.signal(FOCUS_ON)
         self._patch = patch_stdout(raw=True)
         self._patch.__enter__()
+
+    def signal(self, text: str) -> None:
+        # Straight to the terminal: the proxy of ``patch_stdout`` holds text until a line ends.
+        out = self._real_out or sys.stdout
+        try:
+            out.write(text)
+            out.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _focus(self, focused: bool) -> None:
+        self.focused = focused
 
     def restore(self) -> None:
         if self._task is not None and not self._task.done():
@@ -192,6 +236,8 @@ class PromptTerminal(Terminal):
         if self._patch is not None:
             self._patch.__exit__(None, None, None)
             self._patch = None
+        if self._focus_reports:
+            self.signal(FOCUS_OFF)
         super().restore()
 
     # -- input -------------------------------------------------------------------------------------
@@ -292,6 +338,8 @@ class PromptTerminal(Terminal):
             lines.extend(tail.split("\n")[-_TAIL_LINES:])
         if self._status is not None:
             lines.append(_status_line(self._status, time.monotonic(), self._color))
+        if self._vi and session is not None and session.app.vi_state.input_mode == InputMode.NAVIGATION:
+            lines.append("\x1b[1m-- NORMAL --\x1b[0m" if self._color else "-- NORMAL --")
         mode = self._mode_line()
         if mode:
             hint = " (shift+tab to cycle)"

@@ -3,9 +3,13 @@
 Precedence (first wins): the ``URL`` argument / ``--token`` flag (a ``?token=`` in the URL
 argument counts as given on the command line: it is the form ``agent-host serve`` prints), then
 ``AGENT_HOST_URL`` / ``AGENT_HOST_TOKEN``, then the client config file. The config file is TOML with optional keys
-``url``, ``token``, ``agent`` and ``model``; it lives at ``$AGENT_HOST_CLIENT_CONFIG`` or
-``$XDG_CONFIG_HOME/agent-client.toml`` (``~/.config/...``). A missing default file is fine;
-a broken or unknown key is a ``ChatSettingsError`` that names the file and the key.
+``url``, ``token``, ``agent`` and ``model`` (strings), and how the terminal looks and behaves:
+``theme`` (``auto``, ``dark`` or ``light``; flag ``--theme``), ``editing_mode`` (``emacs`` or
+``vi``; flag ``--editing-mode``), ``notify`` (``auto``, ``bell``, ``osc9``, ``osc777`` or ``off``;
+``chat._notify``) and ``notify_after`` (seconds, a number). It lives at
+``$AGENT_HOST_CLIENT_CONFIG`` or ``$XDG_CONFIG_HOME/agent-host/client.toml`` (``~/.config/...``).
+A missing default file is fine; a broken or unknown key, or a value not among a key's choices, is
+a ``ChatSettingsError`` that names the file, the key and the value.
 
 The token never appears in messages shown to the user (``display_url`` strips it).
 """
@@ -17,12 +21,25 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["ChatSettings", "ChatSettingsError", "resolve_settings", "display_url", "split_token", "default_config_path"]
+__all__ = [
+    "ChatSettings", "ChatSettingsError", "resolve_settings", "display_url", "split_token", "default_config_path",
+    "THEMES", "EDITING_MODES", "NOTIFY",
+]
 
 DEFAULT_URL = "ws://127.0.0.1:8765/"
-_KEYS = {"url", "token", "agent", "model"}
+THEMES = ("auto", "dark", "light")
+EDITING_MODES = ("emacs", "vi")
+NOTIFY = ("auto", "bell", "osc9", "osc777", "off")
+NOTIFY_AFTER = 30.0
+_CHOICES: dict[str, tuple[str, ...] | None] = {
+    "url": None, "token": None, "agent": None, "model": None,
+    "theme": THEMES, "editing_mode": EDITING_MODES, "notify": NOTIFY,
+}
+_NUMBERS = {"notify_after"}
+_KEYS = set(_CHOICES) | _NUMBERS
 
 
 class ChatSettingsError(Exception):
@@ -39,6 +56,14 @@ class ChatSettings:
     """Default agent (``AgentInfo.provider``) for new sessions."""
     model: str | None = None
     """Default model id for new sessions."""
+    theme: str = "auto"
+    """Colours for a ``dark`` or ``light`` terminal background; ``auto`` asks the terminal (``chat._theme``)."""
+    editing_mode: str = "emacs"
+    """Keys of the input line: ``emacs`` (prompt_toolkit's default) or ``vi``."""
+    notify: str = "auto"
+    """How the chat calls for attention when it waits for the user or a turn ends unwatched (``chat._notify``)."""
+    notify_after: float = NOTIFY_AFTER
+    """Seconds a turn runs before its end is announced, where the terminal does not report focus."""
 
 
 def default_config_path(environ: Mapping[str, str]) -> Path:
@@ -49,7 +74,7 @@ def default_config_path(environ: Mapping[str, str]) -> Path:
     return Path(base) / "agent-host" / "client.toml"
 
 
-def _load_file(environ: Mapping[str, str]) -> dict[str, str]:
+def _load_file(environ: Mapping[str, str]) -> dict[str, Any]:
     path = default_config_path(environ)
     explicit = bool(environ.get("AGENT_HOST_CLIENT_CONFIG"))
     try:
@@ -65,8 +90,15 @@ def _load_file(environ: Mapping[str, str]) -> dict[str, str]:
     for key, value in data.items():
         if key not in _KEYS:
             raise ChatSettingsError(f"{path}: unknown key {key!r} (expected one of: {', '.join(sorted(_KEYS))})")
+        if key in _NUMBERS:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ChatSettingsError(f"{path}: {key} must be a number of seconds (0 or more), not {value!r}")
+            continue
         if not isinstance(value, str):
             raise ChatSettingsError(f"{path}: {key} must be a string, not {value!r}")
+        choices = _CHOICES[key]
+        if choices is not None and value not in choices:
+            raise ChatSettingsError(f"{path}: {key} must be one of {', '.join(choices)}, not {value!r}")
     return data
 
 
@@ -90,9 +122,11 @@ def resolve_settings(
     *,
     agent: str | None = None,
     model: str | None = None,
+    theme: str | None = None,
+    editing_mode: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ChatSettings:
-    """Combine flags, environment and config file into the settings to connect with."""
+    """Combine flags, environment and config file into the settings to connect and draw with."""
     environ = os.environ if environ is None else environ
     file = _load_file(environ)
     chosen = url or environ.get("AGENT_HOST_URL") or file.get("url") or DEFAULT_URL
@@ -108,4 +142,8 @@ def resolve_settings(
         or url_token,
         agent=agent or file.get("agent"),
         model=model or file.get("model"),
+        theme=theme or file.get("theme") or "auto",
+        editing_mode=editing_mode or file.get("editing_mode") or "emacs",
+        notify=file.get("notify") or "auto",
+        notify_after=float(file.get("notify_after", NOTIFY_AFTER)),
     )

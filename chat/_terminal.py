@@ -11,7 +11,7 @@ Invariants:
   a terminal), so the event loop never blocks on the keyboard; lines cross over with
   ``call_soon_threadsafe``.
 * Output and prompts go through the terminal too: ``write(text)`` prints, ``ask(prompt)`` shows
-  what the next line is for. This line terminal prints the prompt as text and ignores a
+  what the next line is for, ``signal(text)`` writes a bell or notification (``chat._notify``). This line terminal prints the prompt as text and ignores a
   ``default`` (it cannot pre-fill a line) and the live status; ``chat._prompt.PromptTerminal``
   is the prompt_toolkit one (pre-filled buffers, history, a live region above the input).
 * SIGINT is handled by the event loop (``add_signal_handler``), never as ``KeyboardInterrupt``
@@ -70,6 +70,9 @@ class Terminal:
 
     prefills = False
     """True when ``ask`` can put an editable default in the input line."""
+    focused: bool | None = None
+    """Whether the terminal's window has the focus, as the terminal last reported it; None when it
+    has not (a line terminal never knows)."""
 
     def __init__(self, out: Any = None) -> None:
         self.out = out if out is not None else sys.stdout
@@ -103,7 +106,11 @@ class Terminal:
         if not quiet:
             self.write(prompt)
 
-    def set_status(self, status: Status | None) -> None:
+    def signal(self, text: str) -> None:
+        """Write control output (a bell, a notification: ``chat._notify``) straight to the terminal."""
+        self.write(text)
+
+    def set_status(self, status: "Status | None") -> None:
         """The live status shown while a turn runs (a line terminal shows none)."""
 
     def set_tail(self, text: str) -> None:

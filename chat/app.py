@@ -22,6 +22,8 @@ Behaviour (the contract users rely on):
   turn ended), and Ctrl-C inside it cancels the turn.
 * Shift+Tab switches the session's permission mode at any time, and the status line shows it;
   ``/mode`` does the same in the line terminal (``chat._modes``).
+* A dialog opening, or a turn ending while the user looks elsewhere, rings the terminal's bell
+  (and shows a desktop notification where the terminal can: ``chat._notify``).
 * Actions the host rejects are reported with the host's reason.
 
 Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C at the prompt), 1 the connection was lost
@@ -115,7 +117,7 @@ class ChatApp(Changes, Commands, Dialogs, Modes):  # type: ignore[misc]
     async def _follow(self, turn_id: str) -> None:
         self._current_turn = turn_id
         view = TurnView(self.style)
-        answer = MarkdownStream(self.width()) if self.rich else None
+        answer = MarkdownStream(self.width(), theme=self.theme) if self.rich else None
         self._turn_since.setdefault(turn_id, time.monotonic())
         asked: dict[str, str] = {}
         if turn_id not in self._own_turns:
@@ -137,6 +139,7 @@ class ChatApp(Changes, Commands, Dialogs, Modes):  # type: ignore[misc]
                 else:
                     self._show(view, answer, turn_id, turn, finished)
                     if finished:
+                        self._turn_ended(turn_id, turn)
                         return
                     if await self._dialogs(turn_id, turn, state or {}, asked):
                         continue
@@ -173,6 +176,16 @@ class ChatApp(Changes, Commands, Dialogs, Modes):  # type: ignore[misc]
                 self._write(answer.finish())
             self.terminal.set_tail(answer.tail())
         self.terminal.set_status(None if finished else turn_status(turn, self._turn_since[turn_id]))
+
+    def _turn_ended(self, turn_id: str, turn: dict[str, Any]) -> None:
+        """Call the user back to a turn that ended unwatched (``chat._notify``); not to one they cancelled."""
+        state = turn.get("state")
+        if state == "cancelled":
+            return
+        error = (turn.get("error") or {}).get("message") if state == "error" else None
+        summary = f"the turn failed: {error}" if error else "the turn finished"
+        elapsed = time.monotonic() - self._turn_since.get(turn_id, time.monotonic())
+        self.terminal.signal(self.notifier.turn_ended(summary, elapsed, self.terminal.focused))
 
     async def _dialogs(self, turn_id: str, turn: dict[str, Any], state: dict[str, Any], asked: dict[str, str]) -> bool:
         """Open at most one dialog for what waits on the user; True if one ran."""

@@ -62,9 +62,10 @@ from typing import Any, TextIO
 from ahp.workspace_trust import TRUST_SESSION, is_trust_request, trust_answers
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
+from chat._images import model_sees_images
 from chat._stream import TurnEvents, model_rounds, result_object
 from chat.render import Style, TurnView, clean, text_of
-from client import AhpClient, AhpClientError, AhpError
+from client import ROOT_CHANNEL, AhpClient, AhpClientError, AhpError
 
 __all__ = ["run_oneshot", "EXIT_OK", "EXIT_TURN_ERROR", "EXIT_USAGE", "EXIT_REFUSED", "EXIT_CANCELLED", "IDLE_TIMEOUT", "OUTPUT_FORMATS"]
 
@@ -237,7 +238,8 @@ async def _oneshot(
                                 "pass --trust to run them)\n", type="decision", decision="untrusted", request="workspace trust")
 
     answer_trust(client.state(session) or {})
-    attachments, problems = attachments_in(message, session_directory(client.state(session), cwd))
+    sees, model_name = model_sees_images((client.state(ROOT_CHANNEL) or {}).get("agents") or (), client.state(session))
+    attachments, problems = attachments_in(message, session_directory(client.state(session), cwd), vision=sees, model=model_name)
     for problem in problems:
         output.note(f"(not attached: {problem})\n")
     events = client.subscribe_events()  # before dispatching: no update can slip past the loop

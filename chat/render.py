@@ -49,6 +49,7 @@ __all__ = [
     "render_error",
     "render_unified_diff",
     "tool_input_text",
+    "input_fields",
     "shell_command_of",
     "partial_input_summary",
     "status_word",
@@ -238,8 +239,13 @@ def render_tool_result(call: Mapping[str, Any], style: Style) -> str:
     return "\n".join(style.dim("    " + line) for line in text.splitlines()) + "\n"
 
 
-def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
-    """One line for the call in its current state (with a short result block when finished)."""
+_ENDED_BY = {"cancelled": "cancelled with the turn", "error": "stopped: the turn failed"}
+"""What a call the turn's end cut short (reason ``skipped``) reads as, by how the turn ended."""
+
+
+def render_tool_line(call: Mapping[str, Any], style: Style, *, turn_state: str | None = None) -> str:
+    """One line for the call in its current state (with a short result block when finished);
+    ``turn_state`` is how its turn ended, which says why a call it cut short did not finish."""
     status = call.get("status", "")
     name = style.bold(_name(call))
     message = text_of(call.get("invocationMessage"))
@@ -264,9 +270,9 @@ def render_tool_line(call: Mapping[str, Any], style: Style) -> str:
         error = (call.get("error") or {}).get("message") or text_of(call.get("pastTenseMessage")) or "failed"
         return style.red("✗ ") + f"{name} failed: {clean(error)}{why}\n" + render_tool_result(call, style)
     if status == "cancelled":
-        reason = {"denied": "denied", "skipped": "skipped", "result-denied": "result rejected"}.get(
-            call.get("reason", ""), "cancelled"
-        )
+        reason = {"denied": "denied", "result-denied": "result rejected"}.get(call.get("reason", ""), "cancelled")
+        if call.get("reason") == "skipped":  # the turn ended before the call did
+            reason = _ENDED_BY.get(turn_state or "", "not run: the turn ended first")
         why = f": {clean(call['reasonMessage'])}" if call.get("reasonMessage") else ""
         return style.dim(f"⊘ {_name(call)} {reason}{why}") + "\n"
     return f"• {name} {clean(status)}\n"
@@ -282,11 +288,32 @@ def remembered_note(call: Mapping[str, Any]) -> str | None:
     return f"allowed without asking by a choice remembered {where}: {approval['rule']}"
 
 
-def render_confirmation(call: Mapping[str, Any], style: Style) -> tuple[str, list[dict[str, Any]]]:
+def input_fields(call: Mapping[str, Any], limit: int = 160) -> list[str]:
+    """The call's input as a person reads it: one ``key: value`` line per field of a JSON object
+    (each value on one line, shortened), or the raw text when it is not an object."""
+    raw = call.get("toolInput")
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, Mapping):
+        text = tool_input_text(call)
+        return [_short(text, 400)] if text else []
+    lines = []
+    for key, value in parsed.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"{clean(key)}: {_short(clean(shown), limit)}")
+    return lines
+
+
+def render_confirmation(call: Mapping[str, Any], style: Style, *, preview: str = "") -> tuple[str, list[dict[str, Any]]]:
     """The confirmation prompt text and the numbered choices it offers (in display order).
 
-    Choices are the host's ``options`` (grouped with dividers where ``group`` changes) or, when the
-    host offers none, a plain approve/deny pair without option ids.
+    What the call would do comes first: its title and message, the command, or ``preview`` (the
+    diff of the files it edits, which says more than its input) or else its input field by field;
+    the choices follow, right above where the answer is typed. Choices are the host's ``options``
+    (grouped with dividers where ``group`` changes) or, when the host offers none, a plain
+    approve/deny pair without option ids.
     """
     lines = [style.yellow("? ") + style.bold(text_of(call.get("confirmationTitle")) or f"Allow {_name(call)}?")]
     message = text_of(call.get("invocationMessage"))
@@ -295,8 +322,10 @@ def render_confirmation(call: Mapping[str, Any], style: Style) -> tuple[str, lis
     command = shell_command_of(call)
     if command is not None:
         lines.append("  $ " + style.bold(clean(command)))
-    elif tool_input_text(call):
-        lines.append("  input: " + style.dim(_short(tool_input_text(call), 400)))
+    elif preview:
+        lines.append(preview.rstrip("\n"))
+    else:
+        lines.extend("  " + style.dim(line) for line in input_fields(call))
     options = [o for o in call.get("options") or () if isinstance(o, Mapping)]
     if not options:
         options = [{"label": "Allow", "kind": "approve"}, {"label": "Deny", "kind": "deny"}]
@@ -479,24 +508,30 @@ def render_models(models: Sequence[Mapping[str, Any]], style: Style, *, current:
 HELP_TEXT = """\
 Type a message and press Enter to send it. While the agent answers, what you type steers the
 running turn; start the line with >> (or use /queue) to queue it for after the turn instead.
-@path attaches a file from the working directory. Ctrl-C cancels the running turn; Ctrl-C when
-idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal that can draw,
-Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
-/commands and @paths, and Ctrl-C on a line being typed clears it.
+@path attaches a file from the working directory; @image.png, or an image file's path pasted,
+sends the image. Ctrl-C cancels the running turn; Ctrl-C when idle, or Ctrl-D, exits. Up and
+Ctrl-R recall earlier messages. In a terminal that can draw, Alt-Enter (or Esc Enter) adds a line,
+a paste stays one message until Enter, Tab completes /commands and @paths, and Ctrl-C on a line
+being typed clears it.
 
   /sessions [--all]    sessions, here first     /resume [N|ID]  pick one (--all: sub-agents, -p runs too)
   /new                 start a new session      /fork [N]       fork this session at turn N (default: last)
   /history             show older turns         /agent [NAME]   list agents / new session with NAME
   /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
   /queue TEXT          queue a message          /help           this help
-  /tools               the session's tools      /mcp            MCP servers, their state and errors
+  /tools               the session's tools      /mcp            MCP servers, their state, errors and log
+  /mcp log NAME        one MCP server's log     @server:uri     attach an MCP server's resource
   /plugins             plugins and problems     /context        tokens used of the context window
+  /plugin              Claude Code marketplaces and plugins: /plugin marketplace add owner/repo, /plugin install NAME@MARKET
   /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
   /permissions         remembered approvals     /permissions revoke N   forget one ("Always allow")
   /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
   /rewind [N [MODE]]   go back to before turn N (MODE: both, conversation or files)
   /trust               trusted folders          /trust add|revoke [DIR] trust or stop trusting one
   /mode [MODE]         permission mode: default, accept-edits, plan or full-auto (Shift+Tab cycles)
+  /init [FOCUS]        have the agent write (or improve) AGENTS.md for this project
+  /paste-image         the clipboard's image goes with your next message (@image.png, or a pasted
+                       image path, attaches a file; models that see images only)
   /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
 
@@ -575,10 +610,10 @@ class TurnView:
     def update_split(self, turn: Mapping[str, Any]) -> list[tuple[Channel, str]]:
         """Like ``update``, but each piece tagged ``answer`` or ``activity``."""
         out: list[tuple[Channel, str]] = []
+        state = turn.get("state")
         for index, part in enumerate(turn.get("responseParts") or ()):
             if isinstance(part, Mapping):
-                self._part(index, part, out)
-        state = turn.get("state")
+                self._part(index, part, out, state)
         if state is not None and not self._finished:
             self._finished = True
             self._end_line(out)
@@ -612,7 +647,7 @@ class TurnView:
             self._end_line(out)
             self._last_kind = kind
 
-    def _part(self, index: int, part: Mapping[str, Any], out: list[tuple[Channel, str]]) -> None:
+    def _part(self, index: int, part: Mapping[str, Any], out: list[tuple[Channel, str]], turn_state: str | None = None) -> None:
         kind = part.get("kind")
         if kind in ("markdown", "reasoning"):
             key = f"{kind}:{part.get('id')}"
@@ -643,11 +678,11 @@ class TurnView:
                 if status == "running" or streamed:
                     # Output streamed while running is not shown again: the line carries none of
                     # it, and only what the final result adds to it follows.
-                    self._emit(out, "activity", render_tool_line({**call, "content": None}, self.style))
+                    self._emit(out, "activity", render_tool_line({**call, "content": None}, self.style, turn_state=turn_state))
                     if status != "running":
                         self._result_tail(call_id, call, streamed, out)
                 else:
-                    self._emit(out, "activity", render_tool_line(call, self.style))
+                    self._emit(out, "activity", render_tool_line(call, self.style, turn_state=turn_state))
             if status == "running":
                 self._running_content(call_id, call, out)
 

@@ -8,9 +8,14 @@ say so when a field is absent (an older host, a session without usage yet) inste
 * ``/tools`` — ``serverTools``, grouped as built-in or by the MCP server that provides them
   (``_meta.mcpServer``);
 * ``/mcp`` — the children of the ``mcp-servers`` container with the tools each publishes; a
-  server named in the container's degraded/error message is shown with that message;
+  server named in the container's degraded/error message is shown with that message, once (a
+  server the host is restarting as restarting, not failed); what the host publishes in a server's
+  ``_meta`` (its prompts as slash commands, resource counts, tools not offered and why, and the last
+  ``MCP_LOG_SHOWN`` lines it logged; ``/mcp log NAME`` shows every published line of one server);
 * ``/plugins`` — every other customization container with its load state, problems and what it
-  contributes (skills, commands, agents, ...);
+  contributes (skills, commands, agents, ...), and its notes (``_meta.notes``: what the host read
+  leniently or ignored, which does not change the load state), leaving out workspace folders with
+  nothing in them;
 * ``/context`` — input tokens of the last model request against the model's
   ``maxContextWindow``, and the compactions the host reported (its ``systemNotification`` parts);
 * ``/cost`` — tokens per session: totals and per model, from each turn's ``usage``;
@@ -38,7 +43,7 @@ from chat._session import shown_directory
 from chat.render import Style, clean, text_of
 
 __all__ = [
-    "render_tools", "render_mcp", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
+    "render_tools", "render_mcp", "render_mcp_log", "MCP_LOG_SHOWN", "render_plugins", "render_context", "render_cost", "render_permissions", "remembered_scope",
     "without_remembered", "render_change_list", "render_trust", "MCP_CONTAINER", "REMEMBERED",
 ]
 
@@ -47,6 +52,9 @@ REMEMBERED = "rememberedApprovals"
 
 MCP_CONTAINER = "mcp-servers"
 """The id of the container the host lists a session's MCP servers in."""
+
+MCP_LOG_SHOWN = 5
+"""Log lines of each server ``/mcp`` shows (``/mcp log NAME`` shows all the host published)."""
 
 _COMPACTED = "Compacted the conversation"
 
@@ -104,14 +112,88 @@ def _mark(kind: str, style: Style) -> str:
     }.get(kind, "·")
 
 
+def _log_line(entry: Any) -> str:
+    if not isinstance(entry, Mapping):
+        return clean(entry)
+    logger = f"{clean(entry.get('logger'))}: " if entry.get("logger") else ""
+    return f"[{clean(entry.get('level') or 'info')}] {logger}{clean(entry.get('text'))}"
+
+
+def _server_details(meta: Any, style: Style, log_lines: int) -> list[str]:
+    """What the host published about a server besides its state (see the module docstring)."""
+    if not isinstance(meta, Mapping):
+        return []
+    lines = []
+    prompts = [clean(p) for p in meta.get("prompts") or () if isinstance(p, str)]
+    if prompts:
+        lines.append(style.dim("prompts: ") + _short(", ".join(f"/{p}" for p in prompts), 200))
+    if "resources" in meta:
+        lines.append(style.dim("resources: ") + f"{meta.get('resources', 0)}, templates: {meta.get('resourceTemplates', 0)}"
+                     + style.dim(" (attach one with @server:uri)"))
+    for skipped in meta.get("notOffered") or ():
+        if isinstance(skipped, Mapping):
+            lines.append(style.yellow(f"{clean(skipped.get('tool'))} not offered: ") + _short(clean(skipped.get("reason") or ""), 200))
+    log = [entry for entry in meta.get("log") or ()]
+    if log and log_lines:
+        kept = meta.get("logKept")
+        lines.append(style.dim(f"log (last {min(log_lines, len(log))} of {kept if isinstance(kept, int) else len(log)}):"))
+        lines.extend("  " + _short(_log_line(entry), 200) for entry in log[-log_lines:])
+    return lines
+
+
+def render_mcp_log(state: Mapping[str, Any], server: str, style: Style) -> str:
+    """``/mcp log NAME``: every log line the host published for one server."""
+    for container in _containers(state):
+        for child in container.get("children") or ():
+            if isinstance(child, Mapping) and child.get("type") == "mcpServer" and child.get("name") == server:
+                log = ((child.get("_meta") or {}).get("log")) or []
+                if not log:
+                    return f"The MCP server {clean(server)} has logged nothing yet.\n"
+                return style.bold(f"Log of the MCP server {clean(server)}") + "\n" + "\n".join(_log_line(e) for e in log) + "\n"
+    return f"This session has no MCP server called {clean(server)}.\n"
+
+
+def _plugin_servers(state: Mapping[str, Any], style: Style, published: Counter) -> list[str]:
+    """The MCP servers plugins declare, each with the state its entry carries."""
+    lines: list[str] = []
+    for container in _containers(state):
+        if container.get("id") == MCP_CONTAINER:
+            continue
+        servers = [c for c in container.get("children") or () if isinstance(c, Mapping) and c.get("type") == "mcpServer"]
+        if not servers:
+            continue
+        lines.append(style.bold(f"MCP servers of {clean(container.get('name') or container.get('id'))}"))
+        for child in servers:
+            name = clean(child.get("name") or child.get("id"))
+            server_state = child.get("state") if isinstance(child.get("state"), Mapping) else {}
+            kind = server_state.get("kind")
+            count = published.get(name, 0)
+            if kind == "error":
+                status = style.red("✗ failed")
+            elif kind == "ready":
+                status = style.green(f"● running, {count} tool{'s' if count != 1 else ''}")
+            elif kind == "starting":
+                status = style.yellow("… starting")
+            else:
+                status = style.dim("○ not started (starts with a turn)")
+            lines.append(f"  {style.bold(name)}  {status}")
+            if kind == "error":
+                lines.append("    " + style.red(_short(clean((server_state.get("error") or {}).get("message") or ""), 300)))
+            lines.extend("    " + line for line in _server_details(child.get("_meta"), style, MCP_LOG_SHOWN))
+    return lines
+
+
 def render_mcp(state: Mapping[str, Any], style: Style) -> str:
     container = next((c for c in _containers(state) if c.get("id") == MCP_CONTAINER), None)
-    if container is None:
-        return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
-    kind, message = _load(container)
     published = Counter(_server_of(t) for t in _tools(state))
-    found = [part.strip() for line in message.splitlines() for part in line.split("; ") if part.strip()] \
-        if kind in ("degraded", "error") else []
+    from_plugins = _plugin_servers(state, style, published)
+    if container is None and not from_plugins:
+        return "This session has no MCP servers (configure [mcp.servers] or add a .mcp.json).\n"
+    if container is None:
+        return "\n".join(from_plugins) + "\n"
+    kind, message = _load(container)
+    names = [clean(c.get("name") or c.get("id")) for c in container.get("children") or () if isinstance(c, Mapping)]
+    found = _problems(message, names) if kind in ("degraded", "error") else []
     waiting = [p for p in found if p.startswith(WAITING)]
     problems = [p for p in found if not p.startswith(WAITING)]
     lines = [style.bold("MCP servers") + style.dim(f" ({kind})")]
@@ -119,9 +201,13 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         if not isinstance(child, Mapping):
             continue
         name = clean(child.get("name") or child.get("id"))
-        own = [p for p in problems if f"'{name}'" in p]
+        own = [p for p in problems if _names(p, [name])]
         count = published.get(name, 0)
-        if own:
+        if own and all("needs you to sign in" in p for p in own):
+            status = style.yellow("◌ waiting for you to sign in (open the link below)")
+        elif own and all("; restarting in " in p for p in own):
+            status = style.yellow("↻ restarting")
+        elif own:
             status = style.red("✗ failed")
         elif any(f"'{name}'" in p for p in waiting):
             status = style.yellow("◌ waiting for you to trust this folder (/trust add)")
@@ -130,11 +216,34 @@ def render_mcp(state: Mapping[str, Any], style: Style) -> str:
         else:
             status = style.dim("○ not started (starts with a turn)")
         lines.append(f"  {style.bold(name)}  {status}")
-        lines.extend("    " + style.red(_short(p, 300)) for p in own)
-    unowned = [p for p in problems if not any(f"'{clean(c.get('name'))}'" in p for c in container.get("children") or () if isinstance(c, Mapping))]
+        # A sign-in link is shown whole: cut, it could not be opened.
+        lines.extend("    " + (style.yellow(clean(p)) if "needs you to sign in" in p else style.red(_short(p, 300))) for p in own)
+        lines.extend("    " + line for line in _server_details(child.get("_meta"), style, MCP_LOG_SHOWN))
+    unowned = [p for p in problems if not _names(p, names)]
     lines.extend("  " + style.red(_short(p, 300)) for p in unowned)
     lines.extend("  " + style.yellow(_short(p, 300)) for p in waiting)
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + from_plugins) + "\n"
+
+
+def _names(problem: str, names: Sequence[str]) -> bool:
+    """Whether ``problem`` is about one of the servers ``names`` (messages quote the name)."""
+    return any(f"'{name}'" in problem for name in names)
+
+
+def _problems(message: str, names: Sequence[str]) -> list[str]:
+    """The separate problems in a container's load message. The host joins them with "; ", and a
+    problem's own text may hold "; " too ("...; restarting in 1 s"): a piece that names no server
+    and is no trust notice continues the problem before it."""
+    found: list[str] = []
+    for line in message.splitlines():
+        for piece in (part.strip() for part in line.split("; ")):
+            if not piece:
+                continue
+            if found and names and not piece.startswith(WAITING) and not _names(piece, names) and not found[-1].startswith(WAITING):
+                found[-1] += "; " + piece
+            else:
+                found.append(piece)
+    return found
 
 
 def render_trust(root: Mapping[str, Any] | None, folder: str | None, state: Mapping[str, Any] | None, style: Style) -> str:
@@ -161,8 +270,15 @@ def render_trust(root: Mapping[str, Any] | None, folder: str | None, state: Mapp
     return "\n".join(lines) + "\n"
 
 
+def _empty_folder(container: Mapping[str, Any]) -> bool:
+    """A workspace folder with nothing in it and nothing to say: the host publishes some
+    (``.github/prompts``...) even before they exist, so that clients can add files there."""
+    kind, message = _load(container)
+    return container.get("type") == "directory" and kind == "loaded" and not message and not container.get("children")
+
+
 def render_plugins(state: Mapping[str, Any], style: Style) -> str:
-    containers = [c for c in _containers(state) if c.get("id") != MCP_CONTAINER]
+    containers = [c for c in _containers(state) if c.get("id") != MCP_CONTAINER and not _empty_folder(c)]
     if not containers:
         return "This session has no plugins or workspace customizations.\n"
     lines = []
@@ -176,6 +292,9 @@ def render_plugins(state: Mapping[str, Any], style: Style) -> str:
         if message:
             colour = style.red if kind == "error" else style.yellow
             lines.extend("    " + colour(line) for line in message.splitlines() if line.strip())
+        notes = (container.get("_meta") or {}).get("notes") if isinstance(container.get("_meta"), Mapping) else None
+        if isinstance(notes, list):
+            lines.extend("    " + style.dim("note: " + _short(clean(str(note)), 300)) for note in notes)
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,9 @@ config is replaced once unused, and named while in use.
 
 ``agent-host chat [URL] ...`` talks to a host that is already running (see ``chat``).
 
+``agent-host plugin marketplace add|list|update|remove`` and ``agent-host plugin
+install|uninstall|enable|disable|list`` manage Claude Code marketplaces and plugins (``cli.plugin_commands``).
+
 ``agent-host serve [--host H] [--port P] [--config FILE] [--data-dir DIR] [--token T]`` starts the
 host and prints, on one line, the URL it listens on with the token, and publishes it in the data
 directory's ``host.json`` (so ``agent-host`` in a terminal uses it too). ``--port 0`` picks a free
@@ -94,6 +97,10 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
+    plugin = commands.add_parser("plugin", help="Claude Code plugins: marketplaces, install, enable, disable (see cli.plugin_commands)")
+    from cli.plugin_commands import add_arguments as add_plugin_arguments
+
+    add_plugin_arguments(plugin)
     chat = commands.add_parser("chat", help="talk to a running host from the terminal (see chat)")
     code = commands.add_parser("code", help="chat in the current directory on the data directory's shared host, started if none runs (the default)")
     _add_host_files(code)
@@ -131,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
             return _code(args)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "plugin":
+            from cli.plugin_commands import run as run_plugin
+
+            return run_plugin(args)
     from chat import run as run_chat  # a client only: the collector as usual
 
     return run_chat(args)

@@ -26,6 +26,7 @@ __all__ = [
     "ModelConfig",
     "RecordingConfig",
     "PluginsConfig",
+    "ClaudeCodeConfig",
     "McpConfig",
     "TrustConfig",
     "AgentKind",
@@ -206,6 +207,15 @@ class PluginsConfig(_Section):
     """Resolve plugins the active client publishes (file:// URIs readable on this machine)."""
 
 
+class ClaudeCodeConfig(_Section):
+    enabled: bool = True
+    """Use the user's Claude Code set-up: the user, project and local settings files (enabledPlugins,
+    extraKnownMarketplaces, hooks, permissions, env), its installed plugins and marketplaces, and the
+    plugins installed with ``agent-host plugin install`` or ``/plugin install``."""
+    config_dir: str | None = None
+    """Claude Code's configuration folder; default: $CLAUDE_CONFIG_DIR, else ~/.claude."""
+
+
 class TrustConfig(_Section):
     require: bool = True
     """Ask before running what a session's folder brings (its hooks, .mcp.json servers, plugins inside it,
@@ -295,6 +305,8 @@ class HostConfig(_Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     """Tool policy, sandbox roots and client-tool timing (``[tools]``)."""
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    claude_code: ClaudeCodeConfig = Field(default_factory=ClaudeCodeConfig)
+    """A Claude Code user's settings and plugins (``[claude_code]``)."""
     trust: TrustConfig = Field(default_factory=TrustConfig)
     """Workspace trust (``[trust]``, ``host.runtime.trust``)."""
     mcp: McpConfig = Field(default_factory=McpConfig)

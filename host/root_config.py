@@ -11,6 +11,10 @@ The schema advertised here is the contract:
   when a user answers its trust question with "Trust this folder", and a client revokes one by
   dispatching the list without it. Each entry must be an absolute path (``declared_value_problem``,
   ``trusted_folders_problem``); ``host.runtime.trust`` acts on every change.
+* ``enabledPlugins``, ``pluginMarketplaces`` and the read-only ``claudePlugins``
+  (``ahp.claude_plugins``) list the user's Claude Code plugins and marketplaces: a client switches
+  a plugin, installs one or adds a marketplace by changing them; the host acts on each change
+  (``host.runtime.customizations.claude_config``) and publishes the outcome.
 * Keys it does not declare are accepted into ``values`` and kept (journaled, shown to every root
   subscriber, so each client's mirror agrees with the host) but **the host never acts on them**.
   VS Code 1.139.1 pushes about 60 settings of its own reference host on every connect
@@ -28,6 +32,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from ahp import claude_plugins
 from ahp.workspace_trust import CONFIG_KEY as TRUSTED_FOLDERS
 from ahp.workspace_trust import CONFIG_PROPERTY as TRUSTED_FOLDERS_PROPERTY
 from host.runtime.tools.remembered import ROOT_KEY as REMEMBERED_KEY
@@ -50,6 +55,9 @@ ROOT_CONFIG_SCHEMA: dict[str, Any] = {
         },
         REMEMBERED_KEY: REMEMBERED_PROPERTY,
         TRUSTED_FOLDERS: TRUSTED_FOLDERS_PROPERTY,
+        claude_plugins.ENABLED_KEY: claude_plugins.ENABLED_PROPERTY,
+        claude_plugins.MARKETPLACES_KEY: claude_plugins.MARKETPLACES_PROPERTY,
+        claude_plugins.PLUGINS_KEY: claude_plugins.PLUGINS_PROPERTY,
     },
 }
 
@@ -67,7 +75,7 @@ def declared_value_problem(key: str, value: Any) -> str | None:
         return remembered_value_problem(value)
     if key == TRUSTED_FOLDERS:
         return trusted_folders_problem(value)
-    return None
+    return claude_plugins.value_problem(key, value)
 
 
 def root_config_state(previous: Any = None) -> dict[str, Any]:

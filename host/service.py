@@ -30,9 +30,20 @@ from host.config import HostConfig
 from host.errors import ErrorCode, RpcError
 from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
-from host.resources.files import ResourceService
-from host.resources.watches import ResourceWatches
-from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.config import HostConfig
+from host.state.content import CONTENT_SCHEME, ContentStore
+from host.runtime.customizations import CustomizationContributor, CustomizationService
+from host.runtime.customizations.claude_code import ClaudeCode
+from host.runtime.customizations.claude_config import ClaudeRootConfig
+from plugins.claude_settings import claude_config_dir as claude_config_dir_of
+from host.errors import ErrorCode, RpcError
+from host.runtime.inputs import InputRequests
+from host.state.journal import Journal
+from host.state.journal_upgrade import upgrade_journal
+from host.runtime.processes import BackgroundContributor, BackgroundProcesses
+from ahp.state.clock import iso_timestamp, parse_timestamp
+from host.state.chat_summaries import ChatSummaries, summary_of_chat
+from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.root_config import root_config_state
 from host.runtime.agents import Agent, build_agents
 from host.runtime.agents.environment import TurnEnvironment
@@ -77,7 +88,8 @@ _FIRST_MESSAGE = 200
 """Characters of a session's first message ``listSessions`` shows."""
 
 class AgentHost:
-    def __init__(self, config: HostConfig, *, agents: Iterable[Agent] | None = None, in_memory: bool = False) -> None:
+    def __init__(self, config: HostConfig, *, agents: Iterable[Agent] | None = None, in_memory: bool = False,
+                 claude_config_dir: Path | None = None) -> None:
         self.config = config
         self.clock = epoch_ms
         agent_list = list(agents) if agents is not None else build_agents(config)
@@ -114,7 +126,20 @@ class AgentHost:
         self.store.change_observers.append(self.inputs.observe)
         # Host→client resource* requests (a client's virtual:// plugins are read through them).
         self.client_resources = ClientResources()
-        self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources)
+        # A Claude Code user's settings, marketplaces and plugins (``[claude_code]``): where its
+        # configuration folder is can be given (tests), else the config, else $CLAUDE_CONFIG_DIR or ~/.claude.
+        self.claude: ClaudeCode | None = None
+        if config.claude_code.enabled:
+            folder = claude_config_dir or (Path(config.claude_code.config_dir).expanduser() if config.claude_code.config_dir
+                                           else claude_config_dir_of(os.environ))
+            self.claude = ClaudeCode(folder, config.data_path())
+        self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources,
+                                                   claude=self.claude)
+        # The user's plugins and marketplaces in the root config, listed and changed by any client.
+        self.claude_config: ClaudeRootConfig | None = None
+        if self.claude is not None:
+            self.claude_config = ClaudeRootConfig(self.store, self.claude, self.customizations.claude_changed)
+            self.customizations.claude_listeners.append(self.claude_config.publish)
         self.environment.contributors.append(CustomizationContributor(
             runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
             ask=self.inputs.ask,
@@ -146,6 +171,7 @@ class AgentHost:
                 readable_roots=self._allowed_roots,
             )
             self.tools.install(self.environment)
+            self.tools.session_settings = self.customizations.permission_settings
             if config.sessions.subagents:
                 self.subagents = SubagentContributor(self.store, self.open_chat, self._subagents,
                                                      limit=config.sessions.max_subagents)
@@ -191,6 +217,11 @@ class AgentHost:
         self.watches.drop_recovered()
         self.inputs.drop_unanswerable()
         self.customizations.load()
+        if self.claude is not None and self.claude.user.permissions.default_mode and self.config.tools.permission_mode == "default":
+            # The user's Claude Code defaultMode, unless [tools] permission_mode says otherwise.
+            self.session_config.permission_mode_default = self.claude.user.permissions.default_mode
+        if self.claude_config is not None:
+            self.claude_config.publish()
         plugins = self.customizations.agent_customizations()
         agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
@@ -228,6 +259,8 @@ class AgentHost:
         await self.background.stop()
         await self.watches.close()
         await self.customizations.stop()
+        if self.claude_config is not None:
+            await self.claude_config.close()
         for agent in self.agents.values():
             close = getattr(agent, "aclose", None)
             if close is not None:
@@ -564,7 +597,7 @@ class AgentHost:
         runtime = self.customizations.runtime(session)
         if runtime is None:
             return []
-        return [SubagentSpec(agent.name, agent.description or agent.name, uri) for agent, uri in runtime.custom_agents()]
+        return [SubagentSpec(name, agent.description or name, uri) for name, agent, uri in runtime.custom_agents()]
 
     def _instruction_files(self, session: str) -> list[str]:
         runtime = self.customizations.runtime(session)

@@ -105,7 +105,7 @@ class SessionConfigResolver:
         self._auto_approve_default = auto_approve_default
         """None when the host runs no tools: then there is nothing to approve."""
         self._remembered_use_default = remembered_use_default
-        self._permission_mode_default = permission_mode_default
+        self.permission_mode_default = permission_mode_default
 
     # -- resolveSessionConfig ------------------------------------------------------------------
 
@@ -154,7 +154,7 @@ class SessionConfigResolver:
             prop = remembered_use_property(self._remembered_use_default)
             properties[REMEMBERED_USE] = prop
             values[REMEMBERED_USE] = _checked(REMEMBERED_USE, prop, given[REMEMBERED_USE]) if REMEMBERED_USE in given else prop["default"]
-            prop = permission_mode_property(self._permission_mode_default)
+            prop = permission_mode_property(self.permission_mode_default)
             properties[PERMISSION_MODE] = prop
             values[PERMISSION_MODE] = (_checked(PERMISSION_MODE, prop, given[PERMISSION_MODE]) if PERMISSION_MODE in given
                                        else mode_for_vscode(given.get(MODE)) or prop["default"])

@@ -8,8 +8,10 @@ process; only :func:`plugins.hooks.run_hook` runs anything.
 """
 
 from plugins.customizations import (
+    NOTES_LIMIT,
     MintId,
     child_customizations,
+    container_notes,
     directory_customization,
     loading_plugin_customization,
     plugin_customization,
@@ -79,6 +81,8 @@ __all__ = [
     "MANIFEST_LOCATIONS",
     "McpServer",
     "MintId",
+    "NOTES_LIMIT",
+    "container_notes",
     "Prompt",
     "Rule",
     "Severity",

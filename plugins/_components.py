@@ -59,7 +59,7 @@ def read_text(path: Path, report: Report) -> str | None:
     return None
 
 
-def _read(path: Path, report: Report) -> tuple[dict[str, Any] | None, str] | None:
+def _read(path: Path, report: Report, spec: schema.Schema) -> tuple[dict[str, Any] | None, str] | None:
     text = read_text(path, report)
     if text is None:
         return None
@@ -71,7 +71,7 @@ def _read(path: Path, report: Report) -> tuple[dict[str, Any] | None, str] | Non
             return None
         # Claude Code reads such files leniently, and published plugins rely on it.
         report(Severity.WARNING, ("frontmatter",), f"{exc}; read as plain 'key: value' lines instead")
-        return read_leniently(text)
+        return read_leniently(text, keys=set(spec.fields))
 
 
 def _validated(front: dict[str, Any], spec: schema.Schema, report: Report) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def _validated(front: dict[str, Any], spec: schema.Schema, report: Report) -> di
 def _described(path: Path, report: Report, spec: schema.Schema, kind: str) -> tuple[dict[str, Any], str, str] | None:
     """A skill's or an agent's file: its validated frontmatter, description and body, or None
     (reported, and the component skipped) when the frontmatter or the description is missing."""
-    read = _read(path, report)
+    read = _read(path, report, spec)
     if read is None:
         return None
     front, body = read
@@ -129,7 +129,7 @@ def _invocation_fields(values: dict[str, Any]) -> dict[str, Any]:
 
 def parse_command(path: Path, report: Report) -> Command | None:
     """``commands/<name>.md``: frontmatter optional; the name is the file name."""
-    read = _read(path, report)
+    read = _read(path, report, schema.COMMAND)
     if read is None:
         return None
     front, body = read
@@ -173,7 +173,7 @@ def parse_rule(path: Path, report: Report, mode: RuleMode = "rule") -> Rule | No
     ``instructions``: VS Code; ``applyTo`` present means ``alwaysApply`` plus globs.
     ``always``: the whole file applies to every request (AGENTS.md, CLAUDE.md).
     """
-    read = _read(path, report)
+    read = _read(path, report, schema.RULE)
     if read is None:
         return None
     front, body = read
@@ -201,7 +201,7 @@ def parse_rule(path: Path, report: Report, mode: RuleMode = "rule") -> Rule | No
 
 def parse_prompt(path: Path, report: Report) -> Prompt | None:
     """``*.prompt.md``: everything optional; the name defaults to the file name."""
-    read = _read(path, report)
+    read = _read(path, report, schema.PROMPT)
     if read is None:
         return None
     front, body = read

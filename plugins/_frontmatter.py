@@ -13,7 +13,9 @@ Contract:
   commands have frontmatter that is not YAML (``description: Use this agent when ... Examples:
   <example>Context: ...``, with colons and quotes unescaped). It reads the block line by line:
   ``key: value`` starts a key, any other line continues the previous value, ``- item`` lines under
-  an empty key make a list, and matching quotes around a value are dropped. The caller reports a
+  an empty key make a list, and matching quotes around a value are dropped. Given the ``keys`` the
+  file kind knows, a ``Word:`` line that is not one of them continues the previous value instead
+  (``Context: ...`` and ``user: "..."`` lines of an agent's examples belong to its description). The caller reports a
   warning, so the author can see the file was not strict YAML, and the component still loads.
 """
 
@@ -71,8 +73,9 @@ def _quote_bare_glob(line: str) -> str:
     return f'{match.group(1)}"{value}"'
 
 
-def read_leniently(text: str) -> tuple[dict[str, Any], str]:
-    """``(mapping, body)`` read line by line from a frontmatter block YAML could not parse."""
+def read_leniently(text: str, keys: set[str] | None = None) -> tuple[dict[str, Any], str]:
+    """``(mapping, body)`` read line by line from a frontmatter block YAML could not parse;
+    ``keys``: the keys the file kind knows (see the module docstring)."""
     text = text.lstrip("\ufeff").replace("\r\n", "\n")
     lines = text.split("\n")
     if not lines or not _FENCE.match(lines[0]):
@@ -82,6 +85,8 @@ def read_leniently(text: str) -> tuple[dict[str, Any], str]:
     key: str | None = None
     for line in lines[1:end]:
         match = _KEY_LINE.match(line) if not line[:1].isspace() else None
+        if match and keys is not None and key is not None and match.group(1) not in keys:
+            match = None  # an unknown word followed by a colon, inside the previous value
         if match:
             key = match.group(1)
             values[key] = _unquote(match.group(2) or "")

@@ -28,6 +28,16 @@ class Invalid(ValueError):
     """A converter rejected a value; the message says what was expected."""
 
 
+@dataclass(frozen=True)
+class Lenient:
+    """A converter's result read in a way the author may not have meant (a JSON-ish list in a
+    string, a YAML list where text was expected): the value is kept and ``note`` is reported as a
+    warning, which never changes the load state."""
+
+    value: Any
+    note: str
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
@@ -50,12 +60,14 @@ def text(value: Any) -> str:
     raise Invalid(f"expected a string, got {_describe(value)}")
 
 
-def boolean(value: Any) -> bool:
-    """``true``/``false``; the strings "true"/"false" are tolerated."""
+def boolean(value: Any) -> bool | Lenient:
+    """``true``/``false``; the strings "true"/"false" are tolerated (with a note: a frontmatter
+    read leniently, or a quoted ``"true"``, gives them)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
+        flag = value.strip().lower() == "true"
+        return Lenient(flag, f"read the text {_describe(value)} as {'true' if flag else 'false'}")
     raise Invalid(f"expected true or false, got {_describe(value)}")
 
 
@@ -85,17 +97,40 @@ def split_top_level(value: str, separators: str) -> list[str]:
     return [item.strip() for item in items if item.strip()]
 
 
-def string_list(separators: str) -> Callable[[Any], tuple[str, ...]]:
-    """A YAML list of strings, or one string split on ``separators`` (outside parentheses)."""
+def _unquoted(item: str) -> str:
+    item = item.strip()
+    if len(item) >= 2 and item[0] == item[-1] and item[0] in "\"'":
+        return item[1:-1].strip()
+    return item
 
-    def convert(value: Any) -> tuple[str, ...]:
+
+def string_list(separators: str, *, brackets: bool = False) -> Callable[[Any], tuple[str, ...] | Lenient]:
+    """A YAML list of strings, or one string split on ``separators`` (outside parentheses). With
+    ``brackets``, a string that is itself a bracketed list (``["Read", "Grep"]``, what a
+    frontmatter that was not valid YAML leaves) is read as that list, with a note (not for globs,
+    where ``[ab]`` is a character class)."""
+
+    def convert(value: Any) -> tuple[str, ...] | Lenient:
         if isinstance(value, str):
+            stripped = value.strip()
+            if brackets and len(stripped) >= 2 and stripped[0] == "[" and stripped[-1] == "]":
+                items = tuple(i for i in (_unquoted(part) for part in split_top_level(stripped[1:-1], ",")) if i)
+                return Lenient(items, f"read the text {_describe(stripped)} as the list {list(items)}")
             return tuple(split_top_level(value, separators))
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
             return tuple(item.strip() for item in value if item.strip())
         raise Invalid(f"expected a string or a list of strings, got {_describe(value)}")
 
     return convert
+
+
+def hint(value: Any) -> str | Lenient:
+    """Text shown after a slash name (``argument-hint``). YAML reads the common
+    ``argument-hint: [message]`` as a list; that is taken back as the text the author wrote."""
+    if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+        shown = "[" + ", ".join(str(item) for item in value) + "]"
+        return Lenient(shown, f"YAML read this as a list; kept as the text {shown!r}")
+    return text(value)
 
 
 def strict_string_list(value: Any) -> tuple[str, ...]:
@@ -174,16 +209,21 @@ class Schema:
                 report(Severity.WARNING, where + (key,), f"unknown {self.kind} key (ignored)")
                 continue
             try:
-                clean[key] = field.convert(value)
+                converted = field.convert(value)
             except Invalid as exc:
                 report(Severity.PROBLEM, where + (key,), f"{exc} (ignored)")
+                continue
+            if isinstance(converted, Lenient):
+                report(Severity.WARNING, where + (key,), converted.note)
+                converted = converted.value
+            clean[key] = converted
         for key, field in self.fields.items():
             if field.required and key not in data:
                 report(Severity.PROBLEM, where + (key,), "required key is missing")
         return clean
 
 
-_TOOLS = string_list(", ")
+_TOOLS = string_list(", ", brackets=True)
 _GLOBS = string_list(",")
 
 SKILL = Schema(
@@ -197,7 +237,7 @@ SKILL = Schema(
         "allowed-tools": Field(_TOOLS),
         "disable-model-invocation": Field(boolean),
         "user-invocable": Field(boolean),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "model": Field(text),
         "context": Field(text),
         "agent": Field(text),
@@ -212,7 +252,7 @@ COMMAND = Schema(
         "description": Field(text),
         "disable-model-invocation": Field(boolean),
         "user-invocable": Field(boolean),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "allowed-tools": Field(_TOOLS),
         "model": Field(text),
     },
@@ -226,7 +266,7 @@ AGENT = Schema(
         "tools": Field(_TOOLS),
         "model": Field(text_or_text_list),
         "color": Field(text),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "handoffs": Field(anything),
         "agents": Field(anything),
         "target": Field(text),
@@ -255,7 +295,7 @@ PROMPT = Schema(
     {
         "name": Field(text),
         "description": Field(text),
-        "argument-hint": Field(text),
+        "argument-hint": Field(hint),
         "agent": Field(text),
         "mode": Field(text),
         "model": Field(text),

@@ -11,6 +11,11 @@ Contract:
   (e.g. a client's ``virtual://`` plugin URI, whose local copy was parsed).
 - A container whose state is ``error`` has no ``children`` (absent = not parsed); any other
   loaded container has a ``children`` list (possibly empty). Commands are ``skill`` children.
+- A loaded container's warnings and infos (lenient readings of frontmatter that was not strict
+  YAML, unknown keys, things ignored on purpose) are its *notes*: they never change the load
+  state (AHP's ``loaded`` has no message), so they travel in the container's ``_meta.notes``, a
+  list of ``plugin X ==> file ==> key: message`` strings, at most ``NOTES_LIMIT`` of them plus
+  one saying how many more there are.
 - Pure: no I/O; call again after a re-parse and dispatch ``session/customizationUpdated``.
 """
 
@@ -27,7 +32,9 @@ from plugins.model import LoadedContainer, LoadedDirectory, LoadedPlugin
 
 __all__ = [
     "MintId",
+    "NOTES_LIMIT",
     "child_customizations",
+    "container_notes",
     "directory_customization",
     "loading_plugin_customization",
     "plugin_customization",
@@ -36,6 +43,18 @@ __all__ = [
 ]
 
 MintId = Callable[[str], str]
+
+NOTES_LIMIT = 20
+"""Notes published per container; a plugin with more says how many were left out."""
+
+
+def container_notes(container: LoadedContainer) -> list[str]:
+    """The container's notes as published in ``_meta.notes`` (see the module docstring)."""
+    notes = [str(d) for d in container.warnings]
+    if len(notes) > NOTES_LIMIT:
+        left = len(notes) - NOTES_LIMIT
+        notes = notes[:NOTES_LIMIT] + [f"... and {left} more note{'s' if left != 1 else ''}"]
+    return notes
 
 
 def random_id(key: str) -> str:
@@ -101,13 +120,15 @@ def child_customizations(container: LoadedContainer, *, mint_id: MintId = random
 
 
 def _container(kind: str, container_id: str, uri: str, name: str, enabled: bool, client_id: str | None,
-               state: LoadState, children: list[dict[str, Any]] | None) -> dict[str, Any]:
+               state: LoadState, children: list[dict[str, Any]] | None, notes: list[str] | None = None) -> dict[str, Any]:
     wire: dict[str, Any] = {"type": kind, "id": container_id, "uri": uri, "name": name, "enabled": enabled}
     if client_id is not None:
         wire["clientId"] = client_id
     wire["load"] = state.to_wire()
     if children is not None:
         wire["children"] = children
+    if notes:
+        wire["_meta"] = {"notes": notes}
     return wire
 
 
@@ -134,7 +155,7 @@ def plugin_customization(
     children = None if effective.kind == "error" or plugin.state.kind == "error" else \
         child_customizations(plugin, mint_id=mint_id, uri_base=uri)
     wire = _container("plugin", id or mint_id(container_uri), container_uri, plugin.name, enabled, client_id,
-                      effective, children)
+                      effective, children, container_notes(plugin))
     if plugin.icon is not None:
         wire["icons"] = [plugin.icon.to_wire()]
     return wire
@@ -171,7 +192,7 @@ def directory_customization(
     container_uri = directory.root.absolute().as_uri()
     children = None if directory.state.kind == "error" else child_customizations(directory, mint_id=mint_id)
     wire = _container("directory", id or mint_id(container_uri), container_uri, directory.name, enabled,
-                      client_id, state or directory.state, children)
+                      client_id, state or directory.state, children, container_notes(directory))
     wire["contents"] = directory.contents
     wire["writable"] = directory.writable if writable is None else writable
     return wire

@@ -9,8 +9,8 @@ Contract:
   over ``AGENTS.md``, ``CLAUDE.md`` and ``.github/copilot-instructions.md`` (always-on rules),
   each real file once (symlinks resolved) with its ``@path`` imports expanded once
   (``plugins.imports``), and :data:`CLAUDE_SETTINGS`, the ``hooks`` of Claude Code's project
-  settings (``.claude/settings.json``, ``.claude/settings.local.json``; their other keys are not
-  this host's and are ignored without a warning).
+  settings (``.claude/settings.json``, ``.claude/settings.local.json``; their other keys are read by
+  ``plugins.claude_settings``, whose findings the host passes in as ``extra_diagnostics``).
 - :func:`load_directory` never raises. A folder that does not exist yet loads as ``loaded``
   with no components (``exists=False``), so clients can write into it when ``writable``.
   Bad files are skipped and reported (``degraded``); unknown keys only warn.
@@ -24,13 +24,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping, Sequence
+
+from regular_files import read_regular_text
 
 from plugins._collect import Collector
 from plugins._components import parse_agent, parse_command, parse_prompt, parse_rule, parse_skill
 from plugins._config import parse_hooks_document
 from plugins._jsonspan import JsonSyntaxError, parse_json
-from plugins.diagnostics import Severity, load_state_from
+from plugins.diagnostics import Diagnostic, Severity, load_state_from
 from plugins.expand import plugin_variables
 from plugins.imports import expand_imports
 from plugins.model import ContainerKind, HookFile, LoadedDirectory
@@ -118,8 +120,10 @@ def load_directory(
     spec: DirectorySpec,
     *,
     environ: Mapping[str, str] | None = None,
+    extra_diagnostics: Sequence[Diagnostic] = (),
 ) -> LoadedDirectory:
-    """Parse one watched folder of ``working_directory``."""
+    """Parse one watched folder of ``working_directory``; ``extra_diagnostics`` (what the host
+    found in the same files, e.g. a settings file's other keys) join the container's."""
     workspace = Path(working_directory).expanduser().absolute()
     folder = (workspace / spec.relative) if spec.relative != "." else workspace
     collector = Collector(spec.display_name, folder, "directory")
@@ -138,7 +142,7 @@ def load_directory(
     elif exists:
         _load_folder(folder, spec, workspace, environ, collector, items)
     _drop_duplicates(items, collector)
-    diagnostics = tuple(collector.items)
+    diagnostics = (*collector.items, *extra_diagnostics)
     return LoadedDirectory(
         name=spec.display_name,
         root=folder,

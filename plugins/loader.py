@@ -18,6 +18,8 @@ Contract:
 - Order is deterministic: default folder first, then declared paths, entries sorted by name.
   Within one plugin the first component of a name wins (skills and commands share one slash
   namespace); MCP sources are merged inline -> ``.mcp.json`` -> declared files.
+- Command, skill and agent bodies have the plugin's own variables filled in
+  (``${CLAUDE_PLUGIN_ROOT}``, a skill's ``${CLAUDE_SKILL_DIR}``...: ``plugins.bodies``).
 - The environment used for ``${VAR}`` expansion in MCP configs is passed in (``environ``);
   ``data_root`` gives each plugin ``PLUGIN_DATA = data_root/<name>`` (not created here).
 """
@@ -38,6 +40,7 @@ from plugins._components import MARKDOWN_SUFFIXES, parse_agent, parse_command, p
 from plugins._config import parse_hooks_document, parse_mcp_document
 from plugins._jsonspan import JsonSyntaxError, Span, parse_json
 from plugins.diagnostics import Diagnostic, LoadState, Severity, load_state_from
+from plugins.bodies import expand_plugin_variables
 from plugins.expand import plugin_variables
 from plugins.model import Agent, Command, HookFile, Icon, LoadedPlugin, McpServer, Rule, Skill
 from regular_files import read_regular, read_regular_text
@@ -280,19 +283,30 @@ class _PluginLoader:
                 if self.first_time(skill_md):
                     skill = parse_skill(skill_md, self.collector.for_file(skill_md))
                     if skill is not None:
-                        skills.append(skill)
+                        skills.append(self.expanded(skill))
         root_skill = self.root / "SKILL.md"
         if not (self.root / "skills").exists() and "skills" not in self.manifest and root_skill.is_file():
             skill = parse_skill(root_skill, self.collector.for_file(root_skill), fallback_name=self.name)
             if skill is not None:
-                skills.append(skill)
+                skills.append(self.expanded(skill))
         return skills
 
     def commands(self) -> list[Command]:
-        return self._markdown_components("commands", parse_command)
+        return [self.expanded(c) for c in self._markdown_components("commands", parse_command)]
 
     def agents(self) -> list[Agent]:
-        return self._markdown_components("agents", parse_agent)
+        return [self.expanded(a) for a in self._markdown_components("agents", parse_agent)]
+
+    def expanded(self, item: T) -> T:
+        """A skill, command or agent with ``${CLAUDE_PLUGIN_ROOT}`` and the other plugin
+        variables (a skill's ``${CLAUDE_SKILL_DIR}`` too) filled in in its body."""
+        variables = dict(self.plugin_vars)
+        if "PLUGIN_DATA" in variables:
+            variables["CLAUDE_PLUGIN_DATA"] = variables["PLUGIN_DATA"]
+        if isinstance(item, Skill):
+            variables["CLAUDE_SKILL_DIR"] = str(item.folder)
+        body = expand_plugin_variables(item.body, variables)
+        return replace(item, body=body) if body != item.body else item  # type: ignore[type-var]
 
     def rules(self) -> list[Rule]:
         return self._markdown_components("rules", parse_rule)

@@ -7,7 +7,8 @@ Contract:
   plugin can be surfaced, run or started. ``degraded`` containers hold what did load.
 - Strings that run as processes (hook commands, MCP command/args/env/cwd/url/headers) are
   already expanded (``${PLUGIN_ROOT}`` etc.); :attr:`Hook.env` and :attr:`McpServer.env` do
-  *not* include the host environment: the process starter adds it.
+  *not* include the host environment: the process starter adds it. A plugin's skill, command
+  and agent bodies have its variables (``${CLAUDE_PLUGIN_ROOT}``...) filled in already.
 - Hook events are normalised to canonical PascalCase names (:class:`HookEvent`); each maps to
   the host lifecycle point (:class:`LifecyclePoint`) where the host fires it (FORMAT.md 7.5).
 """
@@ -15,13 +16,13 @@ Contract:
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Literal
 
 from plugins._jsonspan import Span
+from plugins.bodies import substitute_arguments
 from plugins.diagnostics import Diagnostic, LoadState, Severity
 from plugins.globs import any_glob_matches
 
@@ -154,39 +155,6 @@ class Icon:
         if self.content_type:
             wire["contentType"] = self.content_type
         return wire
-
-
-_POSITIONAL = re.compile(r"\$(ARGUMENTS|\d+)\b|\$\{ARGUMENTS\}")
-
-
-def substitute_arguments(body: str, arguments: str) -> str:
-    """Fill a command/skill/prompt body with what the user typed after the slash name.
-
-    ``$ARGUMENTS`` (or ``${ARGUMENTS}``) becomes the whole text; ``$1``, ``$2``... become
-    shell-style words of it (missing words become empty). When the body references none of
-    these and arguments were given, they are appended after a blank line, so nothing the user
-    typed is silently lost.
-    """
-    arguments = arguments.strip()
-    try:
-        words = shlex.split(arguments)
-    except ValueError:  # unbalanced quotes: fall back to plain whitespace words
-        words = arguments.split()
-    used = False
-
-    def replace(match: re.Match[str]) -> str:
-        nonlocal used
-        used = True
-        token = match.group(1) or "ARGUMENTS"
-        if token == "ARGUMENTS":
-            return arguments
-        index = int(token) - 1
-        return words[index] if 0 <= index < len(words) else ""
-
-    result = _POSITIONAL.sub(replace, body)
-    if not used and arguments:
-        result = result.rstrip("\n") + "\n\n" + arguments
-    return result
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ Contract:
 - :func:`parse_slash` reads ``/name args`` at the start of a user message. ``name`` may be the
   qualified ``plugin:name`` or a bare name that identifies exactly one entry (an ambiguous or
   unknown name gives None, so the message is sent as typed). It returns the entry and the
-  prompt with ``$ARGUMENTS`` substituted.
+  prompt with ``$ARGUMENTS`` substituted; a folder skill's prompt starts with ``Base directory for
+  this skill: <folder>`` (Claude Code's first line), so the model can find the files it names.
 - :func:`complete_slash` returns entries whose qualified or bare name starts with the typed
   prefix (case-insensitive), qualified-name matches first, each group sorted.
 """
@@ -86,7 +87,10 @@ def parse_slash(message: str, entries: Iterable[SlashEntry]) -> SlashInvocation 
     if len(exact) != 1:
         return None
     entry = exact[0]
-    return SlashInvocation(entry=entry, arguments=arguments, prompt=entry.target.render(arguments))
+    prompt = entry.target.render(arguments)
+    if isinstance(entry.target, Skill) and entry.target.path.name == "SKILL.md":
+        prompt = f"Base directory for this skill: {entry.target.folder}\n\n{prompt}"
+    return SlashInvocation(entry=entry, arguments=arguments, prompt=prompt)
 
 
 def complete_slash(prefix: str, entries: Iterable[SlashEntry]) -> list[SlashEntry]:

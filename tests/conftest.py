@@ -53,6 +53,13 @@ class FrameChecker:
 
 
 @pytest.fixture(autouse=True)
+def _no_real_claude_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the real ``~/.claude``: hosts (and the processes they start) see an empty
+    Claude Code configuration folder unless the test gives one."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path_factory.getbasetemp() / "no-claude-config"))
+
+
+@pytest.fixture(autouse=True)
 def frame_checker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Every ``AhpClient`` a test opens checks each frame it receives against the schema
     (except in the client library's own tests, whose fake host sends deliberately odd frames)."""

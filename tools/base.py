@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._schema import validate_arguments
 from .content import ContentStore, InMemoryContentStore, text_content
-from .errors import ToolFailure, ToolInputError, ToolsError
+from .errors import SandboxError, ToolFailure, ToolInputError, ToolsError
 from .os_sandbox import OsSandbox
 from .sandbox import resolve_path
 
@@ -113,9 +113,15 @@ class ToolContext:
     writing there, so they can be undone like the others."""
     sandbox: OsSandbox | None = None
     """The OS sandbox commands run in (``tools.os_sandbox``), when the host asks for one."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Variables set for the processes the tool starts, on top of the host's (Claude Code settings'
+    ``env``; ``CLAUDE_PLUGIN_ROOT`` while a plugin's command, skill or agent is in play)."""
     sandbox_unavailable: str | None = None
     """Set when the session needs a sandbox this platform cannot give: why (the ``shell`` tool
     then refuses to run anything, with this reason)."""
+    read_roots: tuple[Path, ...] = ()
+    """Folders the reading tools (``read_file``, ``list_dir``, ``glob``, ``grep``) may read as
+    well, and nothing may write: the files of the session's plugins and skills."""
 
     def __post_init__(self) -> None:
         self.working_directory = Path(self.working_directory)
@@ -129,6 +135,19 @@ class ToolContext:
     def resolve(self, path: str) -> Path:
         """Resolve a tool-supplied path inside the sandbox (raises `SandboxError`)."""
         return resolve_path(path, self.working_directory, self.extra_roots)
+
+    def resolve_readable(self, path: str) -> Path:
+        """Like `resolve`, for reading: `read_roots` count as well. A path outside all of them
+        gets `resolve`'s error (which names the roots that may be written)."""
+        try:
+            return self.resolve(path)
+        except SandboxError as refused:
+            if not self.read_roots:
+                raise
+            try:
+                return resolve_path(path, self.working_directory, (*self.extra_roots, *self.read_roots))
+            except SandboxError:
+                raise refused from None
 
     def display_path(self, path: Path) -> str:
         """`path` relative to the working directory when inside it, else absolute."""

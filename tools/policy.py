@@ -20,7 +20,8 @@ A rule with a pattern never matches a tool without a subject.
    reading runs until the user approved the plan; allow rules and auto-approve do not apply);
 3. a matching `ask` rule → ask (an explicit ask beats allow rules and auto-approve);
 4. a matching allow rule (configured, "always allow" remembered for this project or
-   host-wide, or remembered for this session) → allow, `confirmed: "setting"`, and the
+   host-wide, remembered for this session, or pre-approved for this turn by the command that
+   started it: `turn_allow`, from its `allowed-tools`) → allow, `confirmed: "setting"`, and the
    decision's `source` says which of these it was;
 5. permission mode `full-auto`, or the session's auto-approve switch → allow, `confirmed: "setting"`;
 6. permission mode `accept-edits` and a file tool (`subject_kind` `"path"`) whose path lies
@@ -160,6 +161,10 @@ class PolicyState:
     """The session's permission mode (see `decide`)."""
     edit_roots: tuple[str, ...] = ()
     """Absolute folders besides the working directory whose files `accept-edits` edits without asking."""
+    turn_allow: tuple[Rule, ...] = ()
+    """Allow rules for one turn only: what the slash command that started it pre-approves."""
+    turn_granted_by: str = "the command"
+    """Who granted `turn_allow` (`/commit`), named in the decision's reason."""
 
     @classmethod
     def from_settings(
@@ -193,9 +198,9 @@ class Decision:
     """Why: the matching rule or the default that applied (shown on deny)."""
     rule: Rule | None = None
     """The rule that decided, if one did."""
-    source: RuleSource | None = None
+    source: Literal["configured", "project", "host", "session", "turn"] | None = None
     """For an allow rule: a configured rule, one remembered for this project or host-wide,
-    or one remembered for this session."""
+    one remembered for this session, or one the turn's command pre-approved."""
 
 
 # --- matching ---------------------------------------------------------------------
@@ -316,6 +321,7 @@ _ALLOW_SOURCES: tuple[tuple[RuleSource, str, str], ...] = (
     ("project", "rule remembered for this project", "always_allow"),
     ("host", "host-wide remembered rule", "host_allow"),
     ("session", "session approval", "session_allow"),
+    ("turn", "allowed-tools of {by}:", "turn_allow"),
 )
 
 
@@ -336,9 +342,10 @@ def decide(tool: PolicyTool, args: dict, state: PolicyState) -> Decision:
         if rule.effect == "ask" and _matches_any_part(rule, tool, args, line, state):
             return Decision("ask", reason=f"The rule {rule} asks for confirmation.", rule=rule)
     for source, said, rules in _ALLOW_SOURCES:
-        allowing = _allowing_rule(getattr(state, rules), tool, args, line, state)
-        if allowing is not None:
-            return Decision("allow", "setting", f"Allowed by the {said} {allowing}.", allowing, source)
+        rule = _allowing_rule(getattr(state, rules), tool, args, line, state)
+        if rule is not None:
+            said = said.format(by=state.turn_granted_by)
+            return Decision("allow", "setting", f"Allowed by the {said} {rule}.", rule, source)
     if state.permission_mode == "full-auto":
         return Decision("allow", "setting", "The session is in full-auto mode.")
     if state.auto_approve:

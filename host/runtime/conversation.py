@@ -2,7 +2,8 @@
 
 * ``to_user_message`` turns an AHP ``Message`` (text + attachments) into a neutral one:
   embedded images go to vision models only (others get a note in the text); ``file://``
-  resource attachments inside the session's working directory are read and given as text, any
+  resource attachments inside the session's working directory are read and given as text (an
+  image file, PNG, JPEG, GIF or WebP up to 5 MiB, as an image, under the same rule), any
   other URI is refused with a note; simple attachments use their ``modelRepresentation``.
   Content this host served by reference (``agent-host-content:/sha256/<hex>``: a file-edit
   preview, a tool's output) is read from the host's content store (``content``) when attached,
@@ -10,7 +11,8 @@
   {"scheme": "agent-host-content", ...}>``, its name for a URI of the host it is connected to).
   It also returns the notes meant for the user (shown as system notifications). ``@path`` words in
   the text that name a file inside the working directory and were not attached by the client are
-  read the same way, so every client gets Claude Code's ``@file`` behaviour.
+  read the same way, so every client gets Claude Code's ``@file`` behaviour (a mention whose
+  label an attachment has, such as an image the client sent inline, is that attachment).
 * ``rebuild_turn`` reconstructs a finished turn's messages from its AHP state, for turns that
   have no stored transcript (forked from an older host, say). Reasoning is dropped there: without
   the provider's signature it cannot be sent back.
@@ -30,6 +32,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import mimetypes
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -66,6 +69,11 @@ __all__ = [
 ATTACHMENT_TEXT_LIMIT = 256 * 1024
 """Largest attached file given to the model as text (bytes)."""
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+"""Image files the models take; one attached or mentioned in the working directory is sent as an image."""
+IMAGE_LIMIT = 5 * 1024 * 1024
+"""Largest image file sent (bytes; Anthropic's limit per image)."""
+
 STEERING_PREFIX = "Steering: "
 """How the ``systemNotification`` marking a steering message taken into a turn begins."""
 
@@ -95,12 +103,13 @@ def to_user_message(
         elif kind == "embeddedResource":
             _embedded(attachment, label, vision, model_name, contents, extra, notes)
         elif kind == "resource":
-            _resource(attachment, label, working_directory, extra, notes, content)
+            _resource(attachment, label, working_directory, extra, notes, content, vision=vision, model_name=model_name, images=contents)
     attached = {str(a.get("uri")) for a in message.get("attachments") or [] if isinstance(a, Mapping)}
+    labels = {str(a.get("label")) for a in message.get("attachments") or [] if isinstance(a, Mapping)}
     for label, uri in _mentions(text, working_directory):
-        if uri not in attached:
+        if uri not in attached and label not in labels:  # an image the client sent inline has no URI, only its label
             attached.add(uri)
-            _resource({"uri": uri}, label, working_directory, extra, notes)
+            _resource({"uri": uri}, label, working_directory, extra, notes, vision=vision, model_name=model_name, images=contents)
     body = "\n\n".join([text, *extra]) if extra else text
     return UserMessage(content=(TextContent(text=body), *contents)), notes
 
@@ -172,7 +181,7 @@ def host_content_uri(uri: str) -> str | None:
 
 def _resource(
     attachment: Mapping[str, Any], label: str, working_directory: Path | None, extra: list[str], notes: list[str],
-    content: ContentReader | None = None,
+    content: ContentReader | None = None, *, vision: bool = False, model_name: str = "this model", images: list[Any] | None = None,
 ) -> None:
     uri = str(attachment.get("uri") or "")
     stored_uri = host_content_uri(uri)
@@ -200,6 +209,10 @@ def _resource(
         extra.append(f"[{note}]")
         notes.append(note)
         return
+    image_type = mimetypes.guess_type(path.name)[0]
+    if image_type in IMAGE_TYPES and images is not None:
+        _image_file(path, image_type, label, vision, model_name, images, extra, notes)
+        return
     try:
         raw = read_regular(path, ATTACHMENT_TEXT_LIMIT + 1)
         text = raw[:ATTACHMENT_TEXT_LIMIT].decode("utf-8")
@@ -221,6 +234,29 @@ def _resource(
     if len(raw) > ATTACHMENT_TEXT_LIMIT:
         notes.append(f"Only the first {ATTACHMENT_TEXT_LIMIT // 1024} KiB of {label} were sent to the model.")
     extra.append(_as_file_block(label, _select(text, attachment.get("selection"))))
+
+
+def _image_file(
+    path: Path, media_type: str, label: str, vision: bool, model_name: str, images: list[Any], extra: list[str], notes: list[str],
+) -> None:
+    """An image file in the working directory: image content for a vision model, else a note."""
+    note = None
+    if not vision:
+        note = f"The image {label} was not sent: {model_name} cannot see images."
+    else:
+        try:
+            data = read_regular(path, IMAGE_LIMIT + 1)
+        except (NotARegularFile, OSError):
+            data = None
+        if data is None:
+            note = f"The image {label} could not be read."
+        elif len(data) > IMAGE_LIMIT:
+            note = f"The image {label} was not sent: it is larger than {IMAGE_LIMIT // (1024 * 1024)} MiB."
+        else:
+            images.append(ImageContent(media_type=media_type, data=base64.b64encode(data).decode("ascii")))
+    if note is not None:
+        extra.append(f"[{note}]")
+        notes.append(note)
 
 
 def _readable(uri: str, working_directory: Path | None) -> tuple[Path | None, str]:

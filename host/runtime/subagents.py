@@ -3,8 +3,13 @@
 What a user sees, and the rules:
 
 * The model calls ``task`` with a short ``description``, the full ``prompt`` and optionally a
-  ``subagent_type``: the name of a custom agent from the session's plugins or ``.claude/agents``
-  (Claude Code's ``agents/`` folders), listed in the tool's description with what each is for.
+  ``subagent_type``: the name of a custom agent from the session's plugins (``plugin:agent``, so
+  two plugins' agents of one name are both reachable; the bare name works when only one agent has
+  it) or ``.claude/agents`` (Claude Code's ``agents/`` folders). The tool's description lists them
+  with what each is for, bounded and ranked (``host.runtime.catalogue``, ``AGENT_BUDGET`` bytes:
+  those matching the session's first message first, so the listing stays the same from turn to
+  turn and the provider's prompt cache holds, then how many more there are); an unknown name is
+  answered with the agents that match it.
 * The host opens a *tool-spawned chat* in the parent's session, as AHP 0.7.0+ models sub-agents:
   ``ahp-chat://subagent/<base64url of the session URI>/<tool call id>``
   (``ahp.state.subagent_chat_uri``; a tool call id the session already used for one gets a
@@ -55,6 +60,8 @@ from ahp.protocol import builders
 from ahp.state import ACTIVITY_MASK, SessionStatus, parse_subagent_chat_uri, session_of_default_chat, subagent_chat_uri
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
+from host.runtime.catalogue import CatalogueItem, catalogue, closest
+from host.state.store import Store
 from host.runtime.turns import now_iso, turn_duration, turn_started, user_message
 from host.state.store import Store
 from tools.base import Tool, ToolContext, failure_result, success_result
@@ -68,6 +75,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 4
 """Sub-agents one session runs at once."""
+
+AGENT_BUDGET = 2048
+"""Bytes of the specialists' catalogue in the ``task`` tool's description."""
 
 SUBAGENT_CHAT_PREFIX = "ahp-chat://subagent/"
 """Where sub-agent chats live (``ahp.state.subagent_chat_uri``); clients may not create chats there."""
@@ -98,24 +108,35 @@ class TaskTool(Tool):
     title = "Run Sub-agent"
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 
-    def __init__(self, run: Callable[[dict, ToolContext], Any], agents: Sequence[SubagentSpec]) -> None:
+    def __init__(self, run: Callable[[dict, ToolContext], Any], agents: Sequence[SubagentSpec], query: str = "") -> None:
+        """``query``: the message the specialists listed are ranked by."""
         self._run = run
         self.agents = {agent.name: agent for agent in agents}
-        listed = "".join(f"\n- {a.name}: {a.description.strip().splitlines()[0][:300]}" for a in agents)
+        more = ("- ... and {count} more specialists not listed here: give subagent_type a name the user mentions, "
+                "or a word of what you need, and the answer lists the specialists that match.")
+        listed = catalogue([CatalogueItem(a.name, a.description) for a in agents], budget=AGENT_BUDGET, query=query,
+                           more=more)
         self.description = (
             "Hand a self-contained job to a sub-agent that works in its own chat with the same tools "
             "and working directory, and get its final answer back. Use it for searches or investigations "
             "that would fill this conversation, or for a specialist below. Give the sub-agent everything "
             "it needs in the prompt: it does not see this conversation."
-            + (f"\nSpecialists (subagent_type):{listed}" if agents else "")
+            + (f"\nSpecialists (subagent_type):\n{listed}" if agents else "")
         )
         properties: dict[str, Any] = {
             "description": {"type": "string", "minLength": 1, "description": "The job in three to six words."},
             "prompt": {"type": "string", "minLength": 1, "description": "The full task for the sub-agent."},
         }
         if agents:
-            properties["subagent_type"] = {"type": "string", "enum": sorted(self.agents), "description": "Which specialist to use."}
+            properties["subagent_type"] = {"type": "string", "description": "Which specialist to use, as listed."}
         self.input_schema = {"type": "object", "properties": properties, "required": ["description", "prompt"], "additionalProperties": False}
+
+    def find(self, name: str) -> SubagentSpec | None:
+        """The agent named ``name``: exactly, or by the bare name only one agent has."""
+        if name in self.agents:
+            return self.agents[name]
+        bare = [a for a in self.agents.values() if a.name.rsplit(":", 1)[-1] == name]
+        return bare[0] if len(bare) == 1 else None
 
     def describe(self, args: dict) -> str:
         who = args.get("subagent_type") or "sub-agent"
@@ -159,26 +180,36 @@ class SubagentContributor(Contributor):
         self.limit = limit
         self._slots: dict[str, asyncio.Semaphore] = {}
         """Per session: one slot per sub-agent that may run at once."""
+        self._queries: dict[str, str] = {}
+        """Per session: the message its specialists' listing is ranked by (its first)."""
 
     def session_disposed(self, session: str) -> None:
         """Forget ``session`` (its chats, sub-agents' included, go with it)."""
         self._slots.pop(session, None)
+        self._queries.pop(session, None)
 
     def tools(self, ctx: TurnContext) -> Sequence[Tool]:
         if parse_subagent_chat_uri(ctx.chat) is not None:
             return ()
         session, chat, model = ctx.session, ctx.chat, ctx.model
         agents = list(self.agents_for(session))
-        return (TaskTool(lambda args, tool_ctx: self._run(session, chat, agents, args, tool_ctx, model), agents),)
+        query = self._queries.get(session, str(ctx.message.get("text") or ""))
+        if agents and ctx.turn_id:  # a listing of the session's tools outside a turn pins nothing
+            self._queries.setdefault(session, query)
+        tool = TaskTool(lambda args, tool_ctx: self._run(session, chat, tool, args, tool_ctx, model), agents, query=query)
+        return (tool,)
 
-    async def _run(self, session: str, parent_chat: str, agents: Sequence[SubagentSpec], args: dict, ctx: ToolContext,
+    async def _run(self, session: str, parent_chat: str, tool: TaskTool, args: dict, ctx: ToolContext,
                    model: dict[str, Any] | None = None) -> dict:
         description = str(args["description"]).strip()
         wanted = args.get("subagent_type")
-        spec = next((a for a in agents if a.name == wanted), None)
+        spec = tool.find(str(wanted)) if wanted else None
         if wanted and spec is None:
-            known = ", ".join(a.name for a in agents) or "none"
-            raise ToolFailure(f"There is no sub-agent {wanted!r} (available: {known}).", code="unknown_subagent")
+            items = [CatalogueItem(a.name, a.description) for a in tool.agents.values()]
+            matches = closest(items, str(wanted))
+            known = ("; these match: " + ", ".join(m.name for m in matches)) if matches else \
+                ("; none matches that" if items else "; this session has no specialists")
+            raise ToolFailure(f"There is no sub-agent {wanted!r}{known}.", code="unknown_subagent")
         slots = self._slots.setdefault(session, asyncio.Semaphore(self.limit))
         if slots.locked():
             await ctx.emit([text_content(f"Waiting for a free sub-agent: this session runs {self.limit} at once, "

@@ -128,7 +128,9 @@ beyond its states stays under this plus ``REPLAY_CHARS``, however large the acti
 
 class Subscriber(Protocol):
     """Anything that can take a ready-to-send text frame without blocking. One with a
-    ``translator`` attribute that is not None gets frames in that translator's shapes."""
+    ``translator`` attribute that is not None gets frames in that translator's shapes. One with
+    a ``channel_removed(uri)`` method is told when a channel it subscribes to is removed (so that
+    it lets go of what it keeps for that subscription)."""
 
     def send(self, text: str) -> None: ...
 
@@ -474,9 +476,13 @@ class Store:
         if self._journal is not None:
             self._journal.append_removed(channel)
             self._schedule_flush()
-        del self._channels[channel]
+        entry = self._channels.pop(channel)
         self._changed.discard(channel)
         self._removed.add(channel)
+        for subscriber in {*entry.subscribers, *(s for group in entry.translated.values() for s in group)}:
+            removed = getattr(subscriber, "channel_removed", None)
+            if removed is not None:
+                removed(channel)
         self._older.pop(channel, None)
         self._trimmed.pop(channel, None)
 

@@ -314,6 +314,16 @@ class ClientConnection:
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
         return {"snapshot": self._subscribe_now(channel, internal)}
 
+    def channel_removed(self, uri: str) -> None:
+        """The store removed ``uri`` (a disposed session or chat): the subscriptions standing for
+        it end here, so that a client that creates and disposes sessions for weeks does not
+        accumulate them (it need not unsubscribe from what is gone)."""
+        for name, internal in list(self._internal.items()):
+            if uri in internal:
+                del self._internal[name]
+                self._renamed.pop(name, None)
+                self.subscriptions.discard(name)
+
     async def _unsubscribe(self, params: Any) -> None:
         channel = params.get("channel") if isinstance(params, dict) else None
         if isinstance(channel, str):

@@ -8,6 +8,9 @@ store's frames skip the per-message ASGI path and each connection's frames of on
 write after the journal commit. ``benchmarks/fanout.py`` measures the result against a bare
 server on the same Sans-I/O stack writing pre-encoded frames once per connection per tick (the
 figures are in the README).
+HTTP requests go through uvicorn's httptools protocol extended by ``host.transport.http_protocol``,
+so that the AG-UI stream of a client cut off for not reading can drop its connection; that stream
+reports to the same outbound budget as the WebSocket connections.
 
 Safety at the edge, before any JSON-RPC is read:
 
@@ -140,7 +143,8 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         if agui_handler is None:
             from host.transport.agui import agui_endpoint
 
-            agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check)
+            agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check,
+                                         budget=budget)
         return await agui_handler(request)
 
     app = Starlette(
@@ -282,6 +286,7 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
     """Bind, start serving in a task, and return once the host accepts connections."""
     import uvicorn
 
+    from host.transport.http_protocol import AbortableHttpProtocol
     from host.transport.ws_protocol import TickBatchingWebSocketProtocol
 
     config = host.config.server
@@ -290,6 +295,7 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
     uv_config = uvicorn.Config(
         app,
         ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
+        http=AbortableHttpProtocol,  # uvicorn's httptools, able to drop a client cut off for not reading
         ws_max_size=config.max_frame_bytes,
         ws_per_message_deflate=False,
         log_level="warning",

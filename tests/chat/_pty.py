@@ -24,10 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def tty_env(**extra: str) -> dict[str, str]:
     """A terminal that can draw (colour, cursor movement): the prompt_toolkit and rich client.
-    ``PROMPT_TOOLKIT_NO_CPR``: a pty does not answer cursor position requests as a terminal would."""
+    ``PROMPT_TOOLKIT_NO_CPR``: a pty does not answer cursor position requests as a terminal would;
+    ``COLORFGBG``: nor the background colour query (``chat._theme``): this one says it is dark."""
     env = chat_env(**extra)
     env.pop("NO_COLOR", None)
-    env.update({"TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"})
+    env.update({"TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1", "COLORFGBG": "15;0"})
     env.update(extra)
     return env
 

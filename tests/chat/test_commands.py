@@ -1,6 +1,9 @@
 """Slash commands with arguments in the interactive chat, in a real pty against a real host:
 a project ``.claude/commands`` command and ``/compact [FOCUS]`` are matched by their name and sent
-with their arguments; ``/help`` lists the host's commands beside the client's."""
+with their arguments; ``/help`` lists the host's commands beside the client's. ``/init`` on a real
+``agent-host`` whose model is a scripted provider server: the model receives the fixed instruction
+to study the project and write (or improve) its AGENTS.md, with the user's focus; its edit goes
+through the usual confirmation, diff first."""
 
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
 from tests.chat._hostwait import chats, until_host
 from tests.chat._pty import ChatProcess
-from tests.chat._scenario import ScenarioAgent
-from tests.conftest import TOKEN
+from chat._commands import INIT_PROMPT
+from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse
 
 Spawn = Callable[..., ChatProcess]
 
@@ -165,3 +169,43 @@ async def test_permissions_lists_remembered_approvals_with_their_scope_and_revok
     finally:
         chat.close()
         await running.stop()
+
+
+GUIDE = "# AGENTS.md\n\nRun the tests with `pytest -q`.\n\nCode lives in `src/shop/`.\n"
+
+
+def _user_text(request: SeenRequest) -> str:
+    content = [m for m in request.json()["messages"] if m["role"] == "user"][-1]["content"]
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
+async def test_init_asks_the_model_to_improve_agents_md_and_the_write_is_confirmed_first(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    (project / "src" / "shop").mkdir(parents=True)
+    (project / "AGENTS.md").write_text("# AGENTS.md\n\nRun the tests.\n")
+    edit = {"path": "AGENTS.md", "content": GUIDE}
+    replies = [Reply(200, chat_sse("I read the project.", tool_calls=[("call_1", "write_file", json.dumps(edit))])),
+               Reply(200, chat_sse("AGENTS.md now says how to run the tests and where the code lives."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server))
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("/help")
+            await chat.expect("/init [FOCUS]")
+            chat.send("/init mention the src layout")
+            await chat.expect("(asking the agent to study the project and write AGENTS.md")
+            shown = await chat.expect("Choose [", timeout=30)
+            assert (project / "AGENTS.md").read_text() == "# AGENTS.md\n\nRun the tests.\n"  # nothing written before the answer
+            chat.send("1")
+            await chat.expect("AGENTS.md now says how to run the tests", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    lines = shown.splitlines()
+    assert lines.index("-Run the tests.") < lines.index("+Run the tests with `pytest -q`.") < lines.index("  1) Allow once")
+    assert (project / "AGENTS.md").read_text() == GUIDE
+    first = server.requests[0]
+    assert _user_text(first) == INIT_PROMPT + "\n\nThe user adds: mention the src layout"
+    assert "If an AGENTS.md is already there, read it first and improve it" in INIT_PROMPT
+    assert {"read_file", "write_file"} <= {t["function"]["name"] for t in first.json()["tools"]}

@@ -1,7 +1,9 @@
 """The prompt_toolkit terminal's prompts giving way to one another without losing what was typed.
 
 Driven in-process through prompt_toolkit's pipe input (keys as a terminal sends them); the pty
-tests in ``test_tty.py`` cover the same terminal end to end.
+tests in ``test_tty.py`` cover the same terminal end to end. The vi editing mode is tested end to
+end here: a real ``agent-host`` on a pty whose model is a scripted provider server receives the
+line as vi's keys edited it.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
+from pathlib import Path
+
 from chat._prompt import PromptTerminal
 from chat._terminal import Line
+from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
 
 @pytest.fixture
@@ -76,3 +82,26 @@ async def test_a_line_entered_just_before_another_prompt_is_asked_is_delivered(k
     keys.send_text("next\r")
     assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("next")
     terminal.restore()
+
+
+async def test_vi_mode_edits_the_line_with_vis_keys_and_says_when_it_is_in_normal_mode(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    async with FakeProviderServer([Reply(200, chat_sse("Hello to you."))], base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server), "--editing-mode", "vi", tty=True)
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            await chat.line_editor()
+            chat.type("world")
+            await chat.expect("world")
+            chat.type("\x1b")  # Esc: normal mode
+            await chat.expect("-- NORMAL --")
+            chat.type("0i")  # to the start of the line, insert
+            chat.send("hello ")
+            await chat.expect("Hello to you.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    [request] = server.requests
+    assert [m["content"] for m in request.json()["messages"] if m["role"] == "user"][-1] == "hello world"

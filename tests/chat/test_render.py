@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from chat.render import (
     Style,
     TurnView,
@@ -192,3 +194,22 @@ def test_a_running_sub_agent_says_where_to_watch_it_and_its_answer_follows() -> 
     done = view.update(turn(task("completed", success=True, pastTenseMessage="Sub-agent finished: Look around",
                                  content=[block, {"type": "text", "text": "Echo printed hi."}])))
     assert "✓ Run Sub-agent Sub-agent finished: Look around" in done and "Echo printed hi." in done
+
+
+def test_a_call_the_turn_end_cut_short_says_how_the_turn_ended() -> None:
+    call = {"displayName": "Shell", "status": "cancelled", "reason": "skipped"}
+    assert render_tool_line(call, PLAIN, turn_state="cancelled") == "⊘ Shell cancelled with the turn\n"
+    assert render_tool_line(call, PLAIN, turn_state="error") == "⊘ Shell stopped: the turn failed\n"
+    assert render_tool_line(call, PLAIN) == "⊘ Shell not run: the turn ended first\n"
+    view = TurnView(PLAIN)
+    shown = view.update(turn({"kind": "toolCall", "toolCall": {"toolCallId": "c", **call}}, state="cancelled"))
+    assert shown == "⊘ Shell cancelled with the turn\n(cancelled)\n"
+
+
+def test_a_confirmation_shows_the_preview_instead_of_the_input_and_the_input_field_by_field_without_one() -> None:
+    call = {"toolCallId": "c", "displayName": "Write", "status": "pending-confirmation",
+            "toolInput": json.dumps({"path": "a.txt", "content": "one\ntwo", "mode": 420})}
+    text, _ = render_confirmation(call, PLAIN, preview="--- a/a.txt\n+++ b/a.txt\n")
+    assert text.splitlines() == ["? Allow Write?", "--- a/a.txt", "+++ b/a.txt", "  1) Allow", "  2) Deny"]
+    text, _ = render_confirmation(call, PLAIN)
+    assert text.splitlines()[1:4] == ["  path: a.txt", "  content: one two", "  mode: 420"]

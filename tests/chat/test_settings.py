@@ -44,3 +44,29 @@ def test_config_file_errors_name_the_file_and_key(tmp_path: Path) -> None:
 
 def test_display_url_drops_the_token() -> None:
     assert display_url("ws://h:1/ahp?token=secret&x=1") == "ws://h:1/ahp?x=1"
+
+
+def test_the_terminals_look_and_keys_come_from_the_file_and_flags_win(tmp_path: Path) -> None:
+    config = tmp_path / "client.toml"
+    config.write_text('theme = "light"\nediting_mode = "vi"\nnotify = "osc777"\nnotify_after = 5\n')
+    env = {"AGENT_HOST_CLIENT_CONFIG": str(config)}
+    settings = resolve_settings(None, None, environ=env)
+    assert (settings.theme, settings.editing_mode, settings.notify, settings.notify_after) == ("light", "vi", "osc777", 5.0)
+    settings = resolve_settings(None, None, theme="dark", editing_mode="emacs", environ=env)
+    assert (settings.theme, settings.editing_mode) == ("dark", "emacs")
+    defaults = resolve_settings(None, None, environ={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    assert (defaults.theme, defaults.editing_mode, defaults.notify, defaults.notify_after) == ("auto", "emacs", "auto", 30.0)
+
+
+def test_a_setting_outside_its_choices_names_the_choices(tmp_path: Path) -> None:
+    config = tmp_path / "client.toml"
+    env = {"AGENT_HOST_CLIENT_CONFIG": str(config)}
+    config.write_text('theme = "solarized"\n')
+    with pytest.raises(ChatSettingsError, match="theme must be one of auto, dark, light, not 'solarized'"):
+        resolve_settings(None, None, environ=env)
+    config.write_text('editing_mode = "vim"\n')
+    with pytest.raises(ChatSettingsError, match="editing_mode must be one of emacs, vi, not 'vim'"):
+        resolve_settings(None, None, environ=env)
+    config.write_text('notify_after = "soon"\n')
+    with pytest.raises(ChatSettingsError, match="notify_after must be a number of seconds"):
+        resolve_settings(None, None, environ=env)

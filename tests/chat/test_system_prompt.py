@@ -48,3 +48,25 @@ async def test_the_model_is_told_how_to_work_and_a_denial_reaches_it_under_the_s
     assert _system(second) == system  # the same prefix on the next call: cacheable
     [result] = [m for m in second.json()["messages"] if m["role"] == "tool"]
     assert "denied" in result["content"] and "keep the build cache" in result["content"]
+
+
+async def test_a_fresh_repository_without_a_commit_is_told_to_the_model_as_a_repository(tmp_path: Path) -> None:
+    import subprocess
+
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    (project / "app.py").write_text("print('hi')\n")
+    async with FakeProviderServer([Reply(200, chat_sse("A fresh repository."))], base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server))
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("where am I?")
+            await chat.expect("A fresh repository.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    system = _system(server.requests[0])
+    assert "Git branch: main (no commits yet)" in system and "?? app.py" in system
+    assert "not a git repository" not in system

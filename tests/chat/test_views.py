@@ -32,6 +32,8 @@ async def mcp_host(tmp_path: Path, workdir: Path, scenario: ScenarioAgent) -> As
     servers = {
         "sink": {"command": sys.executable, "args": [str(KITCHEN_SINK), "stdio"]},
         "broken": {"command": sys.executable, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]},
+        "crashy": {"command": sys.executable, "args": [str(KITCHEN_SINK), "stdio", "--die-at-start"]},
+        "missing": {"command": "/nonexistent/mcp-server"},
     }
     config = load_config(
         None,
@@ -67,14 +69,25 @@ async def test_mcp_shows_a_crashing_servers_error_and_the_running_ones_tools(mcp
         for _ in range(50):
             chat.send("/mcp")
             shown = await chat.expect("> ")
-            if "MCP servers (degraded)" in shown and "sink  ● running" in shown:
+            if "sink  ● running" in shown and all(f"MCP server '{n}'" in shown for n in ("broken", "crashy")):
                 break
             await asyncio.sleep(0.2)
         assert "MCP servers (degraded)" in shown
-        assert "broken  ✗ failed" in shown
-        assert "MCP server 'broken' exited with code 7" in shown  # restarted in the background (issue 22)
+        # Restarted in the background (issue 22): restarting, or failed once it gave up.
+        assert "broken  ↻ restarting" in shown or "broken  ✗ failed" in shown
+        assert "MCP server 'broken' exited with code 7" in shown
         assert "refusing to start" in shown  # the server's own stderr says why
         assert "sink  ● running" in shown
+        assert "missing  ✗ failed" in shown
+        # Each problem once, under its own server: none repeated, nothing left over below them.
+        lines = shown.splitlines()
+        for name in ("broken", "crashy", "missing"):
+            [own] = [line for line in lines if f"MCP server '{name}'" in line]
+            assert own.startswith("    ") and own.count(f"'{name}'") == 1
+            assert lines[lines.index(own) - 1].lstrip().startswith(name)
+        assert "MCP server 'missing' failed: cannot start: command '/nonexistent/mcp-server' not found" in shown
+        assert not [line for line in lines if line.startswith("  ") and not line.startswith("    ") and "MCP server" not in line
+                    and not any(line.lstrip().startswith(n) for n in ("sink", "broken", "crashy", "missing"))]
         chat.send("/tools")
         shown = await chat.expect("> ")
         assert "MCP server sink (" in shown
@@ -144,6 +157,14 @@ def test_plugins_show_load_state_problems_and_contents() -> None:
     assert "plugin.json ==> name: required" in shown
 
 
+def test_plugins_show_their_notes_under_a_loaded_state() -> None:
+    note = "plugin kit ==> agents/a.md ==> frontmatter ==> tools: read the text '[\"Read\"]' as the list ['Read']"
+    state = {"customizations": [{"id": "a", "name": "kit", "load": {"kind": "loaded"}, "_meta": {"notes": [note]}}]}
+    shown = render_plugins(state, PLAIN)
+    assert "● kit loaded" in shown
+    assert f"    note: {note}" in shown
+
+
 def test_permissions_view_says_what_the_host_lists_and_what_a_revocation_sends_back() -> None:
     from chat.views import render_permissions, without_remembered
 
@@ -178,3 +199,112 @@ def test_mcp_and_trust_say_what_waits_for_the_folder_to_be_trusted() -> None:
     assert "  /elsewhere" in render_trust(root, "/repo", state, PLAIN)
     assert "This folder: /elsewhere/sub — trusted" in render_trust(root, "/elsewhere/sub", {}, PLAIN)
     assert "no session yet" in render_trust({}, "/repo", None, PLAIN)
+
+
+async def test_plugins_lists_what_the_folder_has_and_not_the_empty_github_folders(spawn_chat: Any, workdir: Path) -> None:
+    (workdir / "AGENTS.md").write_text("# Rules\nBe brief.\n")
+    (workdir / ".claude" / "commands").mkdir(parents=True)
+    (workdir / ".claude" / "commands" / "fixdoc.md").write_text("Fix the docs of $ARGUMENTS.\n")
+    chat = spawn_chat()
+    await chat.expect("/help for commands")
+    chat.send("/plugins")
+    await chat.expect("Workspace instructions")
+    chat.send("/quit")
+    assert await chat.wait() == 0
+    shown = chat.text[chat.text.index("/plugins"):chat.text.index("/quit")]
+    assert "● .claude/commands loaded — 1 skill" in shown and "● Workspace instructions loaded — 1 rule" in shown
+    assert ".github" not in shown and "Prompts" not in shown
+
+
+def test_an_empty_workspace_folder_is_not_listed_but_one_with_a_problem_is() -> None:
+    empty = {"type": "directory", "id": "p", "name": ".github/prompts", "load": {"kind": "loaded"}, "children": []}
+    waiting = {"type": "directory", "id": "h", "name": ".github/hooks", "load": {"kind": "degraded", "message": "Waiting for trust"}}
+    assert render_plugins({"customizations": [empty]}, PLAIN) == "This session has no plugins or workspace customizations.\n"
+    assert ".github/hooks" in render_plugins({"customizations": [empty, waiting]}, PLAIN)
+    assert ".github/prompts" not in render_plugins({"customizations": [empty, waiting]}, PLAIN)
+def test_mcp_shows_each_servers_prompts_resources_skipped_tools_log_and_sign_in_link() -> None:
+    from chat.views import MCP_LOG_SHOWN, render_mcp_log
+
+    link = "http://127.0.0.1:9/authorize?" + "x" * 400
+    log = [{"level": "info", "logger": "db", "text": f"line {i}"} for i in range(8)] + [{"level": "stderr", "text": "boom"}]
+    meta = {"log": log, "logKept": 40, "prompts": ["mcp__notes__review"], "resources": 3, "resourceTemplates": 1,
+            "notOffered": [{"tool": "long_job", "reason": "it can only run as an MCP task"}]}
+    state = {
+        "customizations": [
+            {"id": "mcp-servers", "name": "MCP servers",
+             "load": {"kind": "degraded", "message": f"MCP server 'remote' needs you to sign in: open {link}"},
+             "children": [{"type": "mcpServer", "id": "mcp-servers#notes", "name": "notes", "_meta": meta},
+                          {"type": "mcpServer", "id": "mcp-servers#remote", "name": "remote"}]},
+            {"id": "file:///p", "name": "toolkit", "load": {"kind": "loaded"},
+             "children": [{"type": "mcpServer", "id": "t#db", "name": "db", "state": {"kind": "error", "error": {"message": "it exited"}}},
+                          {"type": "mcpServer", "id": "t#kv", "name": "kv", "state": {"kind": "ready"}}]}],
+        "serverTools": [{"name": "mcp__notes__echo", "_meta": {"mcpServer": "notes"}}, {"name": "mcp__kv__get", "_meta": {"mcpServer": "kv"}}],
+    }
+    shown = render_mcp(state, PLAIN)
+    assert "notes  ● running, 1 tool" in shown
+    assert "prompts: /mcp__notes__review" in shown
+    assert "resources: 3, templates: 1" in shown
+    assert "long_job not offered: it can only run as an MCP task" in shown
+    assert f"log (last {MCP_LOG_SHOWN} of 40):" in shown
+    assert "[info] db: line 3" not in shown and "[info] db: line 4" in shown and "[stderr] boom" in shown
+    assert "remote  ◌ waiting for you to sign in (open the link below)" in shown
+    assert link in shown  # whole, so it can be opened
+    assert "MCP servers of toolkit" in shown and "db  ✗ failed" in shown and "it exited" in shown
+    assert "kv  ● running, 1 tool" in shown
+    assert render_mcp_log(state, "notes", PLAIN).splitlines()[1:] == [f"[info] db: line {i}" for i in range(8)] + ["[stderr] boom"]
+    assert render_mcp_log(state, "remote", PLAIN) == "The MCP server remote has logged nothing yet.\n"
+    assert render_mcp_log(state, "nope", PLAIN) == "This session has no MCP server called nope.\n"
+
+
+@pytest.fixture
+async def notes_host(tmp_path: Path, workdir: Path, scenario: ScenarioAgent) -> AsyncIterator[RunningHost]:
+    from tests.tools.mcp.conftest import CONTEXT_SERVER
+
+    config = load_config(None, overrides={
+        "server": {"port": 0, "data_dir": str(tmp_path / "data"), "token": TOKEN},
+        "sessions": {"default_directory": str(workdir), "offline_delay": 0},
+        "mcp": {"servers": {"notes": {"command": sys.executable, "args": [str(CONTEXT_SERVER)]}}, "start": "session"},
+    }, environ={})
+    host = AgentHost(config, agents=[scenario, OfflineAgent(delay=0)])
+    scenario.store = host.store
+    running = await start_host(host, token=TOKEN)
+    yield running
+    await running.stop()
+
+
+async def test_the_terminal_completes_mcp_prompts_and_resources_and_shows_a_servers_log(
+        notes_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+    from tests.chat._pty import tty_env
+
+    def published() -> bool:
+        entry = next((c for c in _mcp_container(notes_host).get("children") or () if c.get("name") == "notes"), {})
+        return "prompts" in (entry.get("_meta") or {})
+
+    chat = ChatProcess.spawn([notes_host.url], cwd=workdir, env=tty_env(XDG_STATE_HOME=str(tmp_path / "state")))
+    try:
+        await chat.expect("/help for commands")
+        await chat.line_editor()
+        chat.send("hello")  # a session (completions are asked of the session)
+        await chat.expect("Hello from the scenario agent", timeout=20)
+        await until_host(notes_host, published, timeout=60)
+        await chat.line_editor()
+        chat.type("/mcp__notes__re")
+        await chat.expect("/mcp__notes__review", timeout=20)  # the host's item, in the menu
+        chat.type("\x15")  # Ctrl-U: a fresh line
+        chat.type("see @notes:notes://rea")
+        await chat.expect("@notes:notes://readme", timeout=20)
+        chat.type("\x15")
+        for _ in range(50):  # the client's mirror follows the host's state a moment later
+            chat.send("/mcp log notes")
+            shown = await chat.expect("> ")
+            if "context-server: starting" in shown:
+                break
+            await asyncio.sleep(0.2)
+        assert "Log of the MCP server notes" in shown and "[stderr] context-server: starting" in shown
+        chat.send("/mcp")
+        shown = await chat.expect("long_job not offered", timeout=20)
+        assert "prompts: /mcp__notes__review" in shown
+        chat.send("/quit")
+        assert await chat.wait() == 0
+    finally:
+        chat.close()

@@ -60,6 +60,9 @@ def test_the_root_starts_with_the_schema_and_keeps_previous_values() -> None:
     assert root_config_state({"schema": {"old": True}, "values": {"http.proxy": "x"}})["values"] == {"http.proxy": "x"}
 
 
+NO_PLUGINS = {"enabledPlugins": {}, "pluginMarketplaces": [], "claudePlugins": []}
+
+
 async def test_a_journal_from_before_the_root_config_gets_it_at_start(tmp_path: Path) -> None:
     config = host_config(tmp_path / "data", default_agent="offline")
     config.data_path().mkdir(parents=True, exist_ok=True)
@@ -71,14 +74,14 @@ async def test_a_journal_from_before_the_root_config_gets_it_at_start(tmp_path: 
     host = AgentHost(config)
     await host.start()
     try:
-        # The host's own key (the remembered approvals, none yet) is listed from the start.
-        assert host.store.state(ROOT)["config"] == {**root_config_state(), "values": {"rememberedApprovals": []}}
+        # The host's own keys (the remembered approvals, the user's Claude Code plugins; none yet) are listed from the start.
+        assert host.store.state(ROOT)["config"] == {**root_config_state(), "values": {"rememberedApprovals": [], **NO_PLUGINS}}
         host.store.dispatch(ROOT, change({"telemetryLevel": "crash"}))
     finally:
         await host.stop()
     again = AgentHost(config)
     await again.start()
     try:
-        assert again.store.state(ROOT)["config"]["values"] == {"rememberedApprovals": [], "telemetryLevel": "crash"}
+        assert again.store.state(ROOT)["config"]["values"] == {"rememberedApprovals": [], **NO_PLUGINS, "telemetryLevel": "crash"}
     finally:
         await again.stop()

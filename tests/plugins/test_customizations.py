@@ -171,3 +171,18 @@ def test_client_plugin_uris_map_back_to_the_published_uri() -> None:
     wire = plugin_customization(load_plugin(SAMPLES / "sample-toolkit"), uri="virtual://client/toolkit")
     assert wire["uri"] == "virtual://client/toolkit"
     assert "virtual://client/toolkit/skills/db-reset/SKILL.md" in [c["uri"] for c in wire["children"]]
+
+
+def test_what_was_read_leniently_or_ignored_travels_as_notes_and_a_long_list_says_how_many_more(tmp_path: Path) -> None:
+    from plugins import NOTES_LIMIT
+
+    root = tmp_path / "chatty"
+    (root / "commands").mkdir(parents=True)
+    for i in range(NOTES_LIMIT + 3):
+        (root / "commands" / f"c{i:02d}.md").write_text(f"---\ndescription: C\nargument-hint: [x{i}]\n---\nBody.\n")
+    wire = plugin_customization(load_plugin(root))
+    assert wire["load"] == {"kind": "loaded"}
+    notes = wire["_meta"]["notes"]
+    assert notes[0] == "plugin chatty ==> commands/c00.md ==> frontmatter ==> argument-hint: YAML read this as a list; kept as the text '[x0]'"
+    assert len(notes) == NOTES_LIMIT + 1 and notes[-1] == "... and 3 more notes"
+    _assert_valid_customization(wire)

@@ -295,3 +295,56 @@ def test_claude_code_agents_whose_frontmatter_is_not_yaml_still_load(make_plugin
     command, = plugin.commands
     assert command.description == "Ship it: build, test, tag"
     assert any("agents/code-reviewer.md ==> frontmatter: frontmatter is not valid YAML" in w for w in _warnings(plugin))
+
+
+def test_agent_tool_lists_are_read_in_every_shape_authors_write_them(make_plugin) -> None:
+    lenient = ('---\nname: strict-yaml-fails\ndescription: Use this agent when: the user says "go": it goes\n'
+               'tools: ["Read", "Grep"]\n---\nBody.\n')
+    root = make_plugin({
+        "agents/flow.md": '---\nname: flow\ndescription: A YAML flow list\ntools: ["Read", "Grep"]\n---\nBody.\n',
+        "agents/comma.md": "---\nname: comma\ndescription: A comma string\ntools: Read, Grep, Bash(git log:*)\n---\nBody.\n",
+        "agents/block.md": "---\nname: block\ndescription: A YAML block list\ntools:\n  - Read\n  - Grep\n---\nBody.\n",
+        "agents/lenient.md": lenient,
+    })
+    plugin = load_plugin(root)
+    tools = {a.name: a.tools for a in plugin.agents}
+    assert tools == {"block": ("Read", "Grep"), "comma": ("Read", "Grep", "Bash(git log:*)"), "flow": ("Read", "Grep"),
+                     "strict-yaml-fails": ("Read", "Grep")}
+    assert plugin.state.kind == "loaded"
+    notes = _warnings(plugin)
+    assert [n for n in notes if "tools" in n] == [
+        "plugin demo ==> agents/lenient.md ==> frontmatter ==> tools: read the text '[\"Read\", \"Grep\"]' as the list "
+        "['Read', 'Grep']"]
+
+
+def test_an_argument_hint_yaml_reads_as_a_list_is_kept_as_its_text_with_a_note(make_plugin) -> None:
+    plugin = load_plugin(make_plugin({"commands/review.md": "---\ndescription: Review\nargument-hint: [pr-number]\n---\nReview $1.\n"}))
+    assert plugin.state.kind == "loaded"
+    assert plugin.commands[0].argument_hint == "[pr-number]"
+    assert _warnings(plugin) == ["plugin demo ==> commands/review.md ==> frontmatter ==> argument-hint: YAML read this as a "
+                                 "list; kept as the text '[pr-number]'"]
+
+
+def test_plugin_variables_are_filled_in_in_command_skill_and_agent_bodies(make_plugin, tmp_path: Path) -> None:
+    root = make_plugin({
+        "commands/go.md": "Run !`${CLAUDE_PLUGIN_ROOT}/bin/go.sh` and read ${CLAUDE_PLUGIN_ROOT}/GUIDE.md; $HOME stays.\n",
+        "skills/pdf/SKILL.md": "---\ndescription: PDFs\n---\nSee ${CLAUDE_SKILL_DIR}/forms.md and ${PLUGIN_DATA}/cache.\n",
+        "agents/helper.md": "---\ndescription: Helps\n---\nTemplates are in ${CLAUDE_PLUGIN_ROOT}/templates; ${UNKNOWN} stays.\n",
+    }, name="my kit")
+    plugin = load_plugin(root, data_root=tmp_path / "data")
+    real = root.resolve()
+    assert plugin.commands[0].body == f"Run !`'{real}'/bin/go.sh` and read {real}/GUIDE.md; $HOME stays.\n"
+    assert plugin.skills[0].body == f"See {real}/skills/pdf/forms.md and {tmp_path / 'data' / plugin.name}/cache.\n"
+    assert plugin.agents[0].body == f"Templates are in {real}/templates; ${{UNKNOWN}} stays.\n"
+
+
+def test_example_lines_in_a_lenient_description_stay_in_it_and_known_keys_after_them_still_count(make_plugin) -> None:
+    agent = ('---\nname: simplifier\ndescription: Use this agent after code changes. Examples: <example>\n'
+             'Context: the user added a feature.\nuser: "Please add auth"\nassistant: "I will use the agent."\n'
+             '</example>\nmodel: opus\n---\nSimplify.\n')
+    plugin = load_plugin(make_plugin({"agents/simplifier.md": agent}))
+    [loaded] = plugin.agents
+    assert loaded.description.endswith('Context: the user added a feature.\nuser: "Please add auth"\n'
+                                       'assistant: "I will use the agent."\n</example>')
+    assert loaded.model == "opus"
+    assert not [n for n in _warnings(plugin) if "unknown" in n]

@@ -19,8 +19,13 @@ def test_positional_placeholders_take_shell_words() -> None:
     assert substitute_arguments(body, '"src dir" dest') == "from src dir to dest (then )"
 
 
-def test_arguments_are_appended_when_the_body_has_no_placeholder() -> None:
-    assert substitute_arguments("Clean the cache.\n", "only build/") == "Clean the cache.\n\nonly build/"
+def test_zero_based_indexed_arguments_are_the_words_counted_from_zero() -> None:
+    body = "move $ARGUMENTS[0] to $ARGUMENTS[1]; $ARGUMENTS[5] is missing"
+    assert substitute_arguments(body, "'my widget' React") == "move my widget to React;  is missing"
+
+
+def test_arguments_are_appended_as_claude_code_does_when_the_body_has_no_placeholder() -> None:
+    assert substitute_arguments("Clean the cache.\n", "only build/") == "Clean the cache.\n\nARGUMENTS: only build/"
     assert substitute_arguments("Clean the cache.\n", "") == "Clean the cache.\n"
 
 

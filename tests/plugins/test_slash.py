@@ -28,6 +28,7 @@ def test_qualified_command_substitutes_arguments() -> None:
     assert invocation is not None
     assert (invocation.entry.kind, invocation.arguments) == ("skill", "staging")
     assert "Requested name: staging" in invocation.prompt
+    assert invocation.prompt.startswith(f"Base directory for this skill: {invocation.entry.target.folder}\n\n")
 
 
 def test_unique_bare_name_is_accepted() -> None:
@@ -38,7 +39,7 @@ def test_unique_bare_name_is_accepted() -> None:
 
 def test_command_without_arguments_placeholder_gets_them_appended() -> None:
     invocation = parse_slash("/sample-toolkit:wipe-cache dist only", _entries())
-    assert invocation is not None and invocation.prompt.endswith("\n\ndist only")
+    assert invocation is not None and invocation.prompt.endswith("\n\nARGUMENTS: dist only")
 
 
 def test_unknown_names_and_plain_messages_are_not_invocations() -> None:

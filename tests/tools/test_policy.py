@@ -82,6 +82,22 @@ def test_ask_rules_beat_allow_rules_read_only_and_auto_approve():
     assert decide(READ, {"path": "README"}, state).outcome == "allow"
 
 
+def test_a_commands_turn_rules_allow_what_it_lists_and_name_it_but_never_beat_deny_ask_or_plan():
+    from dataclasses import replace
+
+    granted = replace(PolicyState.from_settings(deny=["shell(git push:*)"], ask=["shell(git commit --amend:*)"]),
+                      turn_allow=(parse_rule("shell(git add:*)"), parse_rule("shell(git commit:*)"), parse_rule("shell(git push:*)")),
+                      turn_granted_by="/commit-commands:commit")
+    decision = decide(SHELL, {"command": "git add a.py && git commit -m x"}, granted)
+    assert (decision.outcome, decision.confirmed, decision.source) == ("allow", "setting", "turn")
+    assert decision.reason == "Allowed by the allowed-tools of /commit-commands:commit: shell(git add:*)."
+    assert run("git push origin main", granted) == "deny"
+    assert run("git commit --amend -m y", granted) == "ask"
+    assert run("git add a.py && rm -rf /", granted) == "ask"  # every chained command must be granted
+    assert run("git add a.py", replace(granted, permission_mode="plan")) == "deny"
+    assert run("git add a.py", replace(granted, turn_allow=())) == "ask"
+
+
 # --- shell rules --------------------------------------------------------------------
 
 GIT_STATUS = PolicyState.from_settings(allow=["shell(git status:*)"])

@@ -63,11 +63,11 @@ class GlobTool(Tool):
                 "The pattern must be relative and must not contain '..'; use the path argument to pick the directory.",
             )
         shown = args.get("path", ".")
-        base = ctx.resolve(shown)
+        base = ctx.resolve_readable(shown)
         if not base.is_dir():
             raise ToolFailure(f"Directory not found: {shown}", code="not_found")
         regex = compile_glob(pattern)
-        roots = allowed_roots(ctx.working_directory, ctx.extra_roots)
+        roots = allowed_roots(ctx.working_directory, (*ctx.extra_roots, *ctx.read_roots))
 
         def search() -> tuple[list[str], int]:
             found: list[str] = []

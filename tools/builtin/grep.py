@@ -87,11 +87,11 @@ class GrepTool(Tool):
         except re.error as exc:
             raise ToolInputError(f"Invalid regular expression {args['pattern']!r}: {exc}.") from None
         shown = args.get("path", ".")
-        base = ctx.resolve(shown)
+        base = ctx.resolve_readable(shown)
         is_dir = await file_work(shown, _is_searchable, base, shown)
         limit = min(args.get("max_results", self.max_results), 1000)
         file_glob = args.get("glob")
-        roots = allowed_roots(ctx.working_directory, ctx.extra_roots)
+        roots = allowed_roots(ctx.working_directory, (*ctx.extra_roots, *ctx.read_roots))
 
         include_ignored = bool(args.get("include_ignored"))
 

@@ -53,7 +53,7 @@ class ListDirTool(Tool):
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
         shown = args.get("path", ".")
-        path = ctx.resolve(shown)
+        path = ctx.resolve_readable(shown)
         # A big folder, or ignore files on a slow file system, must not hold up the event loop.
         lines, entries, hidden, left_out = await file_work(shown, self._list, path, shown, bool(args.get("include_ignored")))
         display = ctx.display_path(path) if path != ctx.resolve(".") else "."

@@ -76,7 +76,7 @@ class ReadFileTool(Tool):
             shown_lines, total, cut_lines = self._collect(io.BytesIO(data), offset, limit)
             path: Path | None = None
         else:
-            path = ctx.resolve(shown)
+            path = ctx.resolve_readable(shown)
             # Counting lines of a large file is blocking work: keep it off the event loop.
             shown_lines, total, cut_lines = await file_work(shown, self._read, path, shown, offset, limit)
 

@@ -185,8 +185,10 @@ class ShellTool(Tool):
     def policy_subject(self, args: dict) -> str | None:
         return args.get("command")
 
-    def _environment(self) -> dict[str, str]:
+    def _environment(self, ctx: ToolContext | None = None) -> dict[str, str]:
         env = dict(os.environ)
+        if ctx is not None:
+            env.update(ctx.environment)
         # Nothing can answer a pager or a credential prompt: make them not happen.
         env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
         return env
@@ -213,7 +215,7 @@ class ShellTool(Tool):
         try:
             argv = [shell, "-c", command]
             process = await PtyProcess.spawn(ctx.sandbox.command(argv) if ctx.sandbox else argv, cwd=ctx.working_directory,
-                                             env=self._environment())
+                                             env=self._environment(ctx))
         except OSError as exc:
             raise ToolFailure(f"Could not start {shell}: {exc.strerror or type(exc).__name__}.", code="spawn_failed") from None
 

@@ -1,6 +1,7 @@
-"""MCP servers as tools: specs from config / `.mcp.json` / plugins, one owner task per
-server, restarts with backoff, tools under namespaced names, progress, elicitation and
-`tools/list_changed` wired to host callbacks.
+"""MCP servers: specs from config / `.mcp.json` / plugins, one owner task per server,
+restarts with backoff, tools under namespaced names, progress, elicitation and
+`tools/list_changed` wired to host callbacks; prompts, resources, roots, server logs and
+OAuth for remote servers.
 
 Public surface:
 * `McpServerSpec`, `merge_specs` (tools.mcp.specs; declarations are parsed by
@@ -11,7 +12,9 @@ Public surface:
 * `namespaced_name`, `allocate_names`, `MAX_TOOL_NAME` (tools.mcp.naming)
 * `tool_call_result`, `progress_content` (tools.mcp.results)
 * `input_request`, `elicit_result`, `questions_from_schema` (tools.mcp.elicitation)
-* `McpError`, `McpConfigError` (tools.mcp.errors)
+* `ServerLog`, `LogEntry` (tools.mcp.logs): what a server logged, bounded
+* `TokenFile`, `LoopbackCallback`, `oauth_provider` (tools.mcp.oauth): OAuth sign-in
+* `McpError`, `McpConfigError`, `McpRequestError` (tools.mcp.errors)
 """
 
 from typing import TYPE_CHECKING
@@ -24,7 +27,9 @@ _WHERE = {
     "McpServerConnection": "connection", "RestartPolicy": "connection", "ServerState": "connection",
     "ServerStatus": "connection",
     "elicit_result": "elicitation", "input_request": "elicitation", "questions_from_schema": "elicitation",
-    "McpConfigError": "errors", "McpError": "errors",
+    "McpConfigError": "errors", "McpError": "errors", "McpRequestError": "errors",
+    "LogEntry": "logs", "ServerLog": "logs",
+    "LoopbackCallback": "oauth", "TokenFile": "oauth", "oauth_provider": "oauth",
     "McpManager": "manager",
     "MAX_TOOL_NAME": "naming", "allocate_names": "naming", "namespaced_name": "naming",
     "progress_content": "results", "tool_call_result": "results",
@@ -35,7 +40,9 @@ _WHERE = {
 if TYPE_CHECKING:
     from .connection import McpServerConnection, RestartPolicy, ServerState, ServerStatus
     from .elicitation import elicit_result, input_request, questions_from_schema
-    from .errors import McpConfigError, McpError
+    from .errors import McpConfigError, McpError, McpRequestError
+    from .logs import LogEntry, ServerLog
+    from .oauth import LoopbackCallback, TokenFile, oauth_provider
     from .manager import McpManager
     from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
     from .results import progress_content, tool_call_result
@@ -64,6 +71,12 @@ __all__ = [
     "input_request",
     "elicit_result",
     "questions_from_schema",
+    "ServerLog",
+    "LogEntry",
+    "TokenFile",
+    "LoopbackCallback",
+    "oauth_provider",
     "McpError",
     "McpConfigError",
+    "McpRequestError",
 ]

@@ -21,6 +21,8 @@ Contract:
   command, a command that is not executable, a working directory that does not exist.
 * When the server closes stdout (it exited or crashed), the read stream ends, which the
   SDK reports to pending requests as a closed connection, and `ServerProcess.ended` is set.
+* Each stderr line (cut at 8 KiB) goes to `ServerProcess.stderr_lines` (the last 20) and to
+  `on_stderr`, when given (the connection keeps the server's log with it).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import os
 import shutil
 import signal
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +62,8 @@ TERM_GRACE_SECONDS = 2.0
 """How long the group may take to exit after SIGTERM before SIGKILL."""
 _POLL_SECONDS = 0.02
 _STDERR_LINES = 20
+_STDERR_LINE_BYTES = 8192
+"""Longest stderr line kept whole; a longer one is cut there (and the rest read as new lines)."""
 
 
 class SpawnError(Exception):
@@ -192,7 +196,7 @@ async def _stop(process: Process) -> None:
 
 @asynccontextmanager
 async def stdio_transport(
-    spec: McpServerSpec, *, inherit_env: bool = False
+    spec: McpServerSpec, *, inherit_env: bool = False, on_stderr: Callable[[str], None] | None = None
 ) -> AsyncIterator[tuple[MemoryObjectReceiveStream, MemoryObjectSendStream, ServerProcess]]:
     """Start the server of `spec` and bridge its pipes to SDK streams (see module contract)."""
     env = child_environment(spec, inherit_env)
@@ -248,6 +252,15 @@ async def stdio_transport(
             # The server stopped reading: end the read side so pending requests fail now.
             await read_writer.aclose()
 
+    def stderr_line(text: str) -> None:
+        handle.stderr_lines.append(text)
+        logger.debug("[mcp %s] %s", spec.name, text)
+        if on_stderr is not None:
+            try:
+                on_stderr(text)
+            except Exception:  # a host callback bug must not stop the pump
+                logger.exception("MCP stderr callback failed")
+
     async def pump_stderr() -> None:
         assert process.stderr is not None
         buffer = b""
@@ -255,12 +268,13 @@ async def stdio_transport(
             async for chunk in process.stderr:
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
+                if len(buffer) > _STDERR_LINE_BYTES:  # a line with no end in sight: keep its start
+                    lines.append(buffer[:_STDERR_LINE_BYTES])
+                    buffer = b""
                 for line in lines:
-                    text = line.decode("utf-8", "replace").rstrip()
-                    handle.stderr_lines.append(text)
-                    logger.debug("[mcp %s] %s", spec.name, text)
+                    stderr_line(line.decode("utf-8", "replace").rstrip())
         if buffer.strip():
-            handle.stderr_lines.append(buffer.decode("utf-8", "replace").rstrip())
+            stderr_line(buffer.decode("utf-8", "replace").rstrip())
 
     async with anyio.create_task_group() as group:
         group.start_soon(pump_stdout)

@@ -33,6 +33,32 @@ Contract:
   `cancel`. `notifications/tools/list_changed` re-lists the tools and then calls
   `on_tools_changed(connection)`; `on_status(status)` is called on every status change.
   Both callbacks may be plain or async; their exceptions are logged, never propagated.
+* Prompts and resources: after the tools, the owner lists the server's prompts, resources and
+  resource templates (all pages; only what its capabilities announce; a listing that fails
+  leaves that list empty and is logged, the server still runs) and lists them again on
+  `notifications/prompts/list_changed` / `resources/list_changed`, then calls
+  `on_catalog_changed(connection)`. `get_prompt(name, arguments)` and `read_resource(uri)` go
+  through the owner like tool calls (queued while it restarts, the same deadline) and return
+  the SDK's result or raise `McpRequestError` with a sentence for a person.
+* Roots: given `roots` (a callable returning the session's folders), the client announces the
+  roots capability and answers `roots/list` with them as `file://` URIs; `roots_changed()`
+  sends `notifications/roots/list_changed` to a running server.
+* Logging: a server that announces logging is asked for level `info` and above
+  (`logging/setLevel`, once running); its `notifications/message` and (stdio) stderr lines go to
+  `log` (a bounded `ServerLog` that survives restarts); `on_log(connection)` is called (plainly)
+  after each.
+* MCP tasks: a tool whose `execution.taskSupport` is `"required"` cannot be called without the
+  tasks protocol, which this client does not speak: it is not offered, and
+  `ServerStatus.not_offered` names it with the reason.
+* OAuth (streamable HTTP and SSE servers, given `oauth_dir` and no `Authorization` header of
+  their own): a server that answers 401 gets the SDK's OAuth flow (`tools.mcp.oauth`); when the
+  user must sign in, the status message says so with the authorization URL (state `starting`),
+  the user is asked through `ask` (an input request with that `url`; declining it ends the
+  attempt; a question cancelled unanswered, as at the end of the turn it was asked in, is asked
+  once more) and the browser's redirect comes back to a loopback listener. The startup deadline
+  waits `AUTH_WAIT` seconds for a person instead. A sign-in that was declined or never done
+  fails the server at once (no restarts; starting it again asks again). Tokens are kept per
+  server in `oauth_dir` (0600) and refreshed by the SDK.
 * The handshake is the `initialize` one (protocol revisions up to 2025-11-25), which
   every MCP server in the wild speaks and which delivers list_changed notifications
   without a subscription.
@@ -45,8 +71,11 @@ import inspect
 import itertools
 import logging
 import math
+import socket
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -59,6 +88,8 @@ from mcp.shared.exceptions import MCPError
 from ..base import AskUser, ToolContext, failure_result
 from ._stdio import ServerProcess, SpawnError, stdio_transport
 from .elicitation import elicit_result, input_request
+from .errors import McpRequestError
+from .logs import ServerLog
 from .results import progress_content, tool_call_result
 from .specs import McpServerSpec
 
@@ -73,6 +104,8 @@ _MAX_TOOL_PAGES = 100
 
 DEFAULT_CALL_TIMEOUT = 300.0
 """Seconds a tool call may take when neither the host nor the server's declaration says."""
+AUTH_WAIT = 600.0
+"""Seconds a server start waits for the user to sign in (OAuth) before it fails."""
 STOP_GRACE_SECONDS = 6.0
 """How long `stop()` lets a server end (its session, then the shielded process-group shutdown of
 `_stdio`, at most about 3 s) before its owner task is cancelled."""
@@ -90,6 +123,8 @@ class ServerStatus:
     """How many times it has been restarted since it was started."""
     tool_names: tuple[str, ...] = ()
     """The MCP names of the tools it currently offers."""
+    not_offered: tuple[tuple[str, str], ...] = ()
+    """``(MCP tool name, why)`` for each tool the server lists that the host does not offer."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +187,33 @@ class _Call:
 
 _RELIST = object()
 """Queue marker: the server said its tool list changed."""
+_RELIST_PROMPTS = object()
+"""Queue marker: the server said its prompt list changed."""
+_RELIST_RESOURCES = object()
+"""Queue marker: the server said its resource list changed."""
+_ROOTS_CHANGED = object()
+"""Queue marker: tell the server the session's folders changed."""
+_LOG_LEVEL = object()
+"""Queue marker: ask a server that logs for messages of level info and above."""
+
+TASKS_REQUIRED = ("it can only run as an MCP task (execution.taskSupport \"required\"), "
+                  "which this host does not support yet")
+"""Why a tool that requires MCP tasks is not offered."""
+
+
+@dataclass(eq=False)
+class _Request:
+    """A queued prompt or resource request: what to ask the SDK client, and who waits for it."""
+
+    what: str
+    """What is asked, for messages: "the prompt 'x'", "the resource <uri>"."""
+    run: Callable[[Client], Awaitable[Any]]
+    future: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    scope: anyio.CancelScope | None = None
+
+    def fail(self, message: str) -> None:
+        if not self.future.done():
+            self.future.set_exception(McpRequestError(message))
 
 
 @asynccontextmanager
@@ -173,8 +235,17 @@ class McpServerConnection:
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
         on_tools_changed: Callable[[McpServerConnection], Awaitable[None] | None] | None = None,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        roots: Callable[[], Sequence[str | Path]] | None = None,
+        on_log: Callable[[McpServerConnection], None] | None = None,
+        on_catalog_changed: Callable[[McpServerConnection], Awaitable[None] | None] | None = None,
+        oauth_dir: Path | None = None,
     ) -> None:
         self.spec = spec
+        self._oauth_dir = oauth_dir
+        self._listening: Any = None
+        """The loopback listener of a sign-in in progress (closed once the handshake is done)."""
+        self._sign_in: tuple[str, asyncio.Task | None] | None = None
+        """The authorization URL the user is asked to open, and the question's task, while waiting."""
         self.policy = policy or RestartPolicy()
         self.call_timeout = spec.timeout or call_timeout
         """Seconds one tool call may take: the server's declared ``timeout``, else the host's."""
@@ -184,6 +255,14 @@ class McpServerConnection:
         self._on_tools_changed = on_tools_changed
         self._status = ServerStatus(spec.name, "starting")
         self._tools: tuple[types.Tool, ...] = ()
+        self._prompts: tuple[types.Prompt, ...] = ()
+        self._resources: tuple[types.Resource, ...] = ()
+        self._templates: tuple[types.ResourceTemplate, ...] = ()
+        self._roots = roots
+        self._on_log = on_log
+        self._on_catalog_changed = on_catalog_changed
+        self.log = ServerLog()
+        """What the server logged (``notifications/message``) and wrote on stderr, across restarts."""
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._in_flight: set[_Call] = set()
         # tools/list_changed bookkeeping: a call whose server changed its tool list while it ran
@@ -218,6 +297,21 @@ class McpServerConnection:
     def tools(self) -> tuple[types.Tool, ...]:
         """The MCP tools from the latest listing (empty until running)."""
         return self._tools
+
+    @property
+    def prompts(self) -> tuple[types.Prompt, ...]:
+        """The server's prompts from the latest listing."""
+        return self._prompts
+
+    @property
+    def resources(self) -> tuple[types.Resource, ...]:
+        """The server's resources from the latest listing."""
+        return self._resources
+
+    @property
+    def resource_templates(self) -> tuple[types.ResourceTemplate, ...]:
+        """The server's resource templates from the latest listing."""
+        return self._templates
 
     @property
     def pid(self) -> int | None:
@@ -286,6 +380,58 @@ class McpServerConnection:
                 job.resolve(failure_result(past_tense, self._timed_out(), "timeout"))
         return job.future.result()
 
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> types.GetPromptResult:
+        """``prompts/get``; raises `McpRequestError` (see the module contract)."""
+        return await self._request(f"the prompt '{name}'", lambda client: client.get_prompt(name, arguments or None))
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """``resources/read``; raises `McpRequestError` (see the module contract)."""
+        return await self._request(f"the resource {uri}", lambda client: client.read_resource(uri))
+
+    def roots_changed(self) -> None:
+        """Tell a running server that the session's folders changed (when it was given ``roots``)."""
+        if self._roots is not None and self._status.state == "running" and not self._stopping.is_set():
+            self._queue.put_nowait(_ROOTS_CHANGED)
+
+    async def _request(self, what: str, run: Callable[[Client], Awaitable[Any]]) -> Any:
+        if self._status.state in ("failed", "stopped") or self._stopping.is_set():
+            detail = f": {self._status.message}" if self._status.message else "."
+            raise McpRequestError(f"The MCP server '{self.name}' is not running{detail}")
+        job = _Request(what, run)
+        self._queue.put_nowait(job)
+        try:
+            return await asyncio.wait_for(asyncio.shield(job.future), self.call_timeout)
+        except TimeoutError:
+            if job.scope is not None:
+                job.scope.cancel()
+            raise McpRequestError(f"The MCP server '{self.name}' did not answer {what} within {self.call_timeout:g} s.") from None
+        except asyncio.CancelledError:
+            if job.scope is not None:
+                job.scope.cancel()
+            raise
+
+    async def _run_request(self, client: Client, job: _Request) -> None:
+        try:
+            with anyio.CancelScope() as scope:
+                job.scope = scope
+                result = await job.run(client)
+                if not job.future.done():
+                    job.future.set_result(result)
+        except anyio.get_cancelled_exc_class():
+            job.fail(f"The connection to the MCP server '{self.name}' ended before it answered {job.what}.")
+            raise
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED:
+                self._broken.set()
+                job.fail(f"The connection to the MCP server '{self.name}' ended before it answered {job.what}.")
+            else:
+                job.fail(f"The MCP server '{self.name}' refused {job.what}: {exc.error.message}")
+        except Exception as exc:  # transport failures, invalid results
+            logger.debug("MCP request for %s on %r failed", job.what, self.name, exc_info=True)
+            job.fail(f"The MCP server '{self.name}' could not give {job.what} ({type(exc).__name__}).")
+        finally:
+            job.fail(f"The MCP server '{self.name}' gave no answer for {job.what}.")
+
     def _timed_out(self) -> str:
         where = ("its `timeout` in the server's declaration" if self.spec.timeout
                  else "`[mcp] call_timeout` in the host config, or `timeout` in the server's declaration")
@@ -313,6 +459,8 @@ class McpServerConnection:
             job = self._queue.get_nowait()
             if isinstance(job, _Call):
                 job.resolve(failure_result(job.past_tense, message, "mcp_unavailable"))
+            elif isinstance(job, _Request):
+                job.fail(message)
 
     async def _own(self) -> None:
         failures = 0
@@ -327,7 +475,14 @@ class McpServerConnection:
                 return
             except Exception as exc:  # the boundary of one server run: report, then maybe restart
                 logger.debug("MCP server %r run ended with %r", self.name, exc, exc_info=True)
+                declined = _declined(exc)
+                if declined is not None and not self._stopping.is_set():
+                    await self._fail(f"MCP server '{self.name}' needs you to sign in, and the sign-in did not complete "
+                                     f"({declined}). It asks again when it is started again (with the next turn).")
+                    return
                 reason = self._describe_failure(exc)
+            finally:
+                self._end_sign_in()
             if self._stopping.is_set():
                 break
             loop = asyncio.get_running_loop()
@@ -355,6 +510,7 @@ class McpServerConnection:
 
     async def _fail(self, message: str) -> None:
         self._tools = ()
+        self._prompts, self._resources, self._templates = (), (), ()
         await self._set_status("failed", message)
         self._drain(message)
         await _notify(self._on_tools_changed, self)
@@ -389,20 +545,35 @@ class McpServerConnection:
                     client = Client(
                         _opened(read, write), mode="legacy", cache=None, client_info=_CLIENT_INFO,
                         elicitation_callback=self._elicit, message_handler=self._on_message,
+                        logging_callback=self._on_log_message,
+                        list_roots_callback=self._list_roots if self._roots is not None else None,
                     )
                     await stack.enter_async_context(client)
+                    self._end_sign_in()
+                    if self._listening is not None:
+                        await self._listening.close()
+                        self._listening = None
                     await self._list_tools(client)
+                    await self._list_prompts(client)
+                    await self._list_resources(client)
                     startup.deadline = math.inf
                     self._starting_up = None
                     started = asyncio.get_running_loop().time()
                     await self._set_status("running", None)
+                    if client.server_capabilities.logging is not None:
+                        self._queue.put_nowait(_LOG_LEVEL)
                     await _notify(self._on_tools_changed, self)
+                    await _notify(self._on_catalog_changed, self)
                     reason = await self._serve(client)
                 if self._process is not None:
                     # Leaving the stack stopped the process, so the exit code is known now.
                     reason = self._process.describe_exit(with_stderr=False) if reason == "ended" else reason
         finally:
             self._starting_up = None
+        if startup.cancelled_caught and not self._stopping.is_set() and self._sign_in is not None:
+            from .oauth import OAuthDeclined
+
+            raise OAuthDeclined(f"nobody signed in within {AUTH_WAIT:g} s")
         if startup.cancelled_caught and not self._stopping.is_set():
             raise TimeoutError(f"did not finish starting within {self.policy.startup_timeout:g} s")
         if startup.cancelled_caught:
@@ -411,21 +582,94 @@ class McpServerConnection:
             reason = "closed its connection"
         return reason, started
 
+    def _oauth(self, stack: AsyncExitStack) -> Any:
+        """The SDK's OAuth provider for this attempt, or None (see the module contract)."""
+        if self._oauth_dir is None or any(key.lower() == "authorization" for key in self.spec.headers):
+            return None
+        from .oauth import LoopbackCallback, TokenFile, oauth_provider, token_path
+
+        tokens = TokenFile(token_path(self._oauth_dir, self.spec))
+        # The redirect URI is fixed before the flow starts (the client registers with it): the
+        # remembered port, or a free one now (remembered only once a sign-in uses it, so a server
+        # that never asks for OAuth leaves no file behind).
+        planned = tokens.port
+        if planned is None:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                planned = sock.getsockname()[1]
+        callback = LoopbackCallback(planned)
+        callback.port = planned
+
+        async def authorize(url: str) -> None:
+            # The listener exists only while the user signs in.
+            await callback.start()
+            stack.push_async_callback(callback.close)
+            if callback.port != planned:  # the port was taken meanwhile: the next attempt registers anew
+                tokens.use_port(callback.port)
+                callback.decline(f"the sign-in's callback port {planned} was in use; start the server again")
+                return
+            tokens.remember_port(planned)
+            self._listening = callback
+            await self._ask_sign_in(url, callback)
+
+        return oauth_provider(self.spec, tokens, callback, authorize)
+
+    async def _ask_sign_in(self, url: str, callback: Any) -> None:
+        """Show the authorization URL (status and a question) and wait no longer than AUTH_WAIT."""
+        if self._starting_up is not None:
+            self._starting_up.deadline = anyio.current_time() + AUTH_WAIT  # a person's pace, bounded
+        question: asyncio.Task | None = None
+        if self._ask is not None:
+            question = asyncio.get_running_loop().create_task(self._sign_in_question(url, callback))
+            done = callback.done
+            if done is not None:
+                done.add_done_callback(lambda _: question.cancel())
+        self._sign_in = (url, question)
+        await self._set_status("starting", f"MCP server '{self.name}' needs you to sign in: open {url}")
+
+    async def _sign_in_question(self, url: str, callback: Any) -> None:
+        assert self._ask is not None
+        # A question asked during a turn is cancelled when that turn ends unanswered: it is asked
+        # once more (then outside the turn). Only "decline" gives up; after a second "cancel" the
+        # link in the status still works until the start gives up waiting.
+        for _ in range(2):
+            request = {"id": f"mcp-sign-in-{uuid.uuid4().hex}", "url": url,
+                       "message": f"The MCP server '{self.name}' needs you to sign in. Open the link, sign in, and come back."}
+            try:
+                reply = await self._ask(request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # nobody can be asked: the status still shows the URL
+                logger.info("MCP server %r: the sign-in could not be asked: %s", self.name, exc)
+                return
+            if reply.get("response") == "decline":
+                callback.decline("you declined")
+                return
+            if reply.get("response") != "cancel":
+                return
+
+    def _end_sign_in(self) -> None:
+        if self._sign_in is not None:
+            _, question = self._sign_in
+            if question is not None:
+                question.cancel()
+            self._sign_in = None
+
     async def _open_transport(self, stack: AsyncExitStack) -> tuple[Any, Any]:
         spec = self.spec
         if spec.transport == "stdio":
             read, write, process = await stack.enter_async_context(
-                stdio_transport(spec, inherit_env=self._inherit_env))
+                stdio_transport(spec, inherit_env=self._inherit_env, on_stderr=self._on_stderr))
             self._process = process
             return read, write
         if spec.transport == "sse":
             from mcp.client.sse import sse_client
 
-            return await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers)))
+            return await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers), auth=self._oauth(stack)))
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
+        http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers), auth=self._oauth(stack)))
         return await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
 
     async def _list_tools(self, client: Client) -> None:
@@ -437,8 +681,44 @@ class McpServerConnection:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self._tools = tuple(tools)
-        self._status = replace(self._status, tool_names=tuple(tool.name for tool in tools))
+        offered = [tool for tool in tools if not _needs_tasks(tool)]
+        self._tools = tuple(offered)
+        self._status = replace(self._status, tool_names=tuple(tool.name for tool in offered),
+                               not_offered=tuple((tool.name, TASKS_REQUIRED) for tool in tools if _needs_tasks(tool)))
+
+    async def _list_prompts(self, client: Client) -> None:
+        if client.server_capabilities.prompts is None:
+            self._prompts = ()
+            return
+        self._prompts = tuple(await self._all_pages(client, "prompts", lambda cursor: client.list_prompts(cursor=cursor)))
+
+    async def _list_resources(self, client: Client) -> None:
+        if client.server_capabilities.resources is None:
+            self._resources, self._templates = (), ()
+            return
+        self._resources = tuple(await self._all_pages(
+            client, "resources", lambda cursor: client.list_resources(cursor=cursor)))
+        self._templates = tuple(await self._all_pages(
+            client, "resource_templates", lambda cursor: client.list_resource_templates(cursor=cursor)))
+
+    async def _all_pages(self, client: Client, field_name: str, page_of: Callable[[str | None], Awaitable[Any]]) -> list[Any]:
+        """Every item of a paginated listing; a listing the server fails is logged and empty."""
+        items: list[Any] = []
+        cursor: str | None = None
+        try:
+            for _ in range(_MAX_TOOL_PAGES):
+                page = await page_of(cursor)
+                items.extend(getattr(page, field_name))
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED:
+                raise
+            logger.warning("MCP server %r: listing its %s failed: %s", self.name, field_name.replace("_", " "), exc.error.message)
+            self.log.add_stderr(f"(host) listing the server's {field_name.replace('_', ' ')} failed: {exc.error.message}")
+            return []
+        return items
 
     async def _serve(self, client: Client) -> str:
         """Serve queued work until stopped or the connection ends; returns why it ended."""
@@ -458,6 +738,14 @@ class McpServerConnection:
                     job = await self._queue.get()
                     if job is _RELIST:
                         group.start_soon(self._relist, client)
+                    elif job is _RELIST_PROMPTS or job is _RELIST_RESOURCES:
+                        group.start_soon(self._relist_catalog, client, job)
+                    elif job is _ROOTS_CHANGED:
+                        group.start_soon(self._send_roots_changed, client)
+                    elif job is _LOG_LEVEL:
+                        group.start_soon(self._set_log_level, client)
+                    elif isinstance(job, _Request):
+                        group.start_soon(self._run_request, client, job)
                     else:
                         group.start_soon(self._run_call, client, job)
 
@@ -481,6 +769,33 @@ class McpServerConnection:
             self._relisted = asyncio.Event()
         await self._set_status(self._status.state, self._status.message)
         await _notify(self._on_tools_changed, self)
+
+    async def _relist_catalog(self, client: Client, which: object) -> None:
+        try:
+            if which is _RELIST_PROMPTS:
+                await self._list_prompts(client)
+            else:
+                await self._list_resources(client)
+        except Exception as exc:
+            logger.warning("MCP server %r: re-listing its prompts or resources failed: %s", self.name, exc)
+            return
+        await _notify(self._on_catalog_changed, self)
+
+    async def _set_log_level(self, client: Client) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated in protocol 2026-07-28; this is a handshake-era session
+                await client.set_logging_level("info")
+        except Exception as exc:  # a server that refuses keeps logging at its own level
+            logger.debug("MCP server %r: logging/setLevel failed: %s", self.name, exc)
+
+    async def _send_roots_changed(self, client: Client) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated in protocol 2026-07-28; this is a handshake-era session
+                await client.send_roots_list_changed()
+        except Exception as exc:
+            logger.info("MCP server %r: could not be told that the roots changed: %s", self.name, exc)
 
     async def _until_relisted(self, changes: int, timeout: float = 10.0) -> None:
         """Wait (bounded) until the tool list reflects every list_changed up to ``changes``."""
@@ -549,8 +864,35 @@ class McpServerConnection:
         if isinstance(message, types.ToolListChangedNotification):
             self._list_changes += 1
             self._queue.put_nowait(_RELIST)
+        elif isinstance(message, types.PromptListChangedNotification):
+            self._queue.put_nowait(_RELIST_PROMPTS)
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self._queue.put_nowait(_RELIST_RESOURCES)
         elif isinstance(message, Exception):
             logger.warning("MCP server %r: transport problem: %s", self.name, message)
+
+    async def _on_log_message(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.log.add_message(params)
+        self._logged()
+
+    def _on_stderr(self, line: str) -> None:
+        if self.log.add_stderr(line) is not None:
+            self._logged()
+
+    def _logged(self) -> None:
+        if self._on_log is not None:
+            try:
+                self._on_log(self)
+            except Exception:  # a host callback bug must not take the server down
+                logger.exception("MCP log callback failed")
+
+    async def _list_roots(self, context: ClientRequestContext) -> types.ListRootsResult:
+        folders = list(self._roots()) if self._roots is not None else []
+        roots = []
+        for folder in folders:
+            path = Path(folder)
+            roots.append(types.Root(uri=path.absolute().as_uri(), name=path.name or str(path)))
+        return types.ListRootsResult(roots=roots)
 
     async def _elicit(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         calls = [call for call in self._in_flight if not call.future.done()]
@@ -576,3 +918,26 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
     for exc in group.exceptions:
         found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
     return found
+
+
+def _declined(exc: BaseException) -> str | None:
+    """Why the sign-in did not complete, when that is what ended a run (else None)."""
+    from mcp.client.auth import OAuthFlowError
+
+    from .oauth import OAuthDeclined
+
+    leaves = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    for leaf in leaves:
+        seen = leaf
+        while seen is not None:
+            if isinstance(seen, OAuthDeclined):
+                return str(seen)
+            if isinstance(seen, OAuthFlowError):
+                return f"the sign-in failed: {seen}"
+            seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _needs_tasks(tool: types.Tool) -> bool:
+    """Whether the tool can only be called as an MCP task (spec 2025-11-25, ``execution.taskSupport``)."""
+    return tool.execution is not None and tool.execution.task_support == "required"

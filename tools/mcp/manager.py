@@ -18,6 +18,10 @@ Contract:
   list changes (started, re-listed after `tools/list_changed`, failed, stopped); the host
   turns it into `session/serverToolsChanged`. `on_status(status)` sees every status
   change. `ask` answers elicitations that cannot be tied to a single running tool call.
+* `roots`, `on_log`, `on_catalog_changed` and `oauth_dir` are passed to every connection (see
+  `tools.mcp.connection`); `roots_changed()` tells every running server that the folders changed.
+  `connection(name)` is the server of that name, if any (prompts, resources and logs are read
+  from it).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
 
 from ..base import AskUser
 from .connection import DEFAULT_CALL_TIMEOUT, McpServerConnection, RestartPolicy, ServerStatus
@@ -52,8 +57,16 @@ class McpManager:
         on_status: Callable[[ServerStatus], Awaitable[None] | None] | None = None,
         reserved_names: Iterable[str] = (),
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        roots: Callable[[], Sequence[str | Path]] | None = None,
+        on_log: Callable[[McpServerConnection], None] | None = None,
+        on_catalog_changed: Callable[[McpServerConnection], Awaitable[None] | None] | None = None,
+        oauth_dir: Path | None = None,
     ) -> None:
         self._policy = policy
+        self._oauth_dir = oauth_dir
+        self._roots = roots
+        self._on_log = on_log
+        self._on_catalog_changed = on_catalog_changed
         self._call_timeout = call_timeout
         self._inherit_env = inherit_env
         self._ask = ask
@@ -71,6 +84,15 @@ class McpManager:
     def statuses(self) -> dict[str, ServerStatus]:
         """Server name → current status."""
         return {name: connection.status for name, connection in self._connections.items()}
+
+    def connection(self, name: str) -> McpServerConnection | None:
+        """The server called ``name``, if it is in the set."""
+        return self._connections.get(name)
+
+    def roots_changed(self) -> None:
+        """Send ``notifications/roots/list_changed`` to every running server."""
+        for connection in self._connections.values():
+            connection.roots_changed()
 
     def tools(self) -> list[McpTool]:
         """Every tool of every running server, uniquely named."""
@@ -136,6 +158,7 @@ class McpManager:
         connection = McpServerConnection(
             spec, policy=self._policy, inherit_env=self._inherit_env, ask=self._ask,
             on_status=self._on_status, on_tools_changed=self._server_tools_changed, call_timeout=self._call_timeout,
+            roots=self._roots, on_log=self._on_log, on_catalog_changed=self._on_catalog_changed, oauth_dir=self._oauth_dir,
         )
         self._connections[spec.name] = connection
         connection.start()

@@ -20,6 +20,11 @@ messages).
 ``agent`` are the selections the turn runs with, fixed when it started: the message's own, else
 what the runner fell back to (the chat's draft, the session's config); a different selection
 applies from the next message.
+
+``grants`` is what the turn's own message brought with it and ends with the turn: a slash command
+whose frontmatter lists ``allowed-tools`` pre-approves those tools for this turn only (its ``!``
+commands and the model's calls), and a plugin's command sets ``CLAUDE_PLUGIN_ROOT`` for the
+commands the turn runs. A sub-agent's turn has its own, empty, grants.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any, Protocol
 
 from ahp.state import default_chat_uri
 
-__all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "SessionCreationFailed"]
+__all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "TurnGrants", "SessionCreationFailed"]
 
 
 class TurnEnded(Exception):
@@ -54,6 +59,18 @@ class SessionCreationFailed(Exception):
 
 
 @dataclass
+class TurnGrants:
+    """What the message that started a turn allows for that turn only (see the module docstring)."""
+
+    allow: tuple[str, ...] = ()
+    """``tools.policy`` allow rules (``shell(git add:*)``) the invoked command pre-approves."""
+    granted_by: str | None = None
+    """Who granted them, as the user typed it (``/commit``), for the reason shown on each call."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Variables the commands the turn runs get (``CLAUDE_PLUGIN_ROOT`` of the command's plugin)."""
+
+
+@dataclass
 class TurnContext:
     session: str
     turn_id: str
@@ -71,6 +88,8 @@ class TurnContext:
     """The ``ModelSelection`` the turn runs with."""
     agent: dict[str, Any] | None = None
     """The ``AgentSelection`` the turn runs with."""
+    grants: TurnGrants = field(default_factory=TurnGrants)
+    """What the turn's message pre-approved or set for this turn only."""
     _part_ids: int = field(default=0)
     _finished_turns: Callable[[], list[dict[str, Any]]] | None = None
     """Every completed turn of the chat, also those older than its state holds (``Store.turns``)."""

@@ -22,7 +22,8 @@ Coding agents work better when told their surroundings up front, as Claude Code 
   (10 s by default; a gather still running is awaited by all of them): starting ``git`` costs the
   event loop a few milliseconds per process, so a hundred sessions started together in one
   project would otherwise stall every stream on the host for a good part of a second.
-* ``git`` is optional: outside a repository, or without ``git`` on PATH, the git lines are left out.
+* ``git`` is optional: outside a repository, or without ``git`` on PATH, the git lines say so. A
+  repository with no commit yet is one (``Git branch: main (no commits yet)``).
   The short status is cut at ``status_lines`` lines with a note saying how many more there are.
 * ``instruction_files(session)`` is supplied by the customizations service: the always-on
   instruction files it loaded (each real file once) and the files they imported.
@@ -51,15 +52,29 @@ GIT_REUSE_SECONDS = 10.0
 
 
 async def git_facts(directory: Path, status_lines: int) -> tuple[str | None, list[str]]:
-    """``(branch, short status lines)`` of the repository at ``directory``; ``(None, [])`` if none."""
-    branch = await _git(directory, "rev-parse", "--abbrev-ref", "HEAD")
-    if branch is None:
+    """``(branch, short status lines)`` of the repository at ``directory``; ``(None, [])`` if none.
+
+    One ``git status --branch`` says both, also for a repository with no commit yet (the branch
+    then reads ``main (no commits yet)``) and a detached HEAD (``HEAD (detached)``)."""
+    status = await _git(directory, "status", "--short", "--branch", "--untracked-files=normal")
+    if status is None:
         return None, []
-    status = await _git(directory, "status", "--short", "--untracked-files=normal")
-    lines = [line for line in (status or "").splitlines() if line.strip()]
+    head, *rest = status.splitlines() or [""]
+    lines = [line for line in rest if line.strip()]
     if len(lines) > status_lines:
         lines = [*lines[:status_lines], f"... and {len(lines) - status_lines} more changed files"]
-    return branch.strip() or None, lines
+    return _branch(head), lines
+
+
+def _branch(head: str) -> str:
+    """The branch a ``git status --short --branch`` header line (``## main...origin/main [ahead 1]``) names."""
+    head = head.removeprefix("## ").strip()
+    for unborn in ("No commits yet on ", "Initial commit on "):  # the second: git before 2.14
+        if head.startswith(unborn):
+            return f"{head[len(unborn):]} (no commits yet)"
+    if head.startswith("HEAD (no branch)"):
+        return "HEAD (detached)"
+    return head.split("...", 1)[0].split(" [", 1)[0] or "HEAD (detached)"
 
 
 async def _git(directory: Path, *args: str) -> str | None:

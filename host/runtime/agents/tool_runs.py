@@ -10,8 +10,9 @@ Contract (``TurnTools``, made per turn):
   the approver (which may ask the user to accept the result). Returns the results for the model,
   each cut to ``output_limit`` characters (the whole output stored in the content store and
   readable with ``read_file``), with any context a ``PostToolUse`` hook added.
-* ``run_commands(text, ids)``: each ``!`cmd``` in a slash command's text runs as a ``shell``
-  tool call (shown to clients, confirmed like any other) and is replaced by what it returned.
+* ``run_commands(text, ids)``: each ``!`cmd``` and ```` ```! ```` block in a slash command's text
+  runs as a ``shell`` tool call (shown to clients, confirmed like any other, the turn's grants
+  applying) and is replaced by what it returned.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ahp.tool_results import result_text
 from host.runtime.agents._mapping import TurnToolIds, tool_start_meta
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.context import cut_tool_output
+from host.runtime.command_bodies import BANG_COMMAND, bang_command, replace_bang_commands
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.tooling import (
     Approval,
@@ -146,10 +148,10 @@ class TurnTools:
         ctx = self._ctx
         shell = offered.get("shell")
         if shell is None:
-            return BANG_COMMAND.sub(lambda m: f"[{m.group(1)} was not run: this session has no shell tool]", text)
+            return replace_bang_commands(text, lambda command: f"[{command} was not run: this session has no shell tool]")
         parts: list[ToolCallPart] = []
         ahp_ids: dict[str, str] = {}
-        for index, command in enumerate(BANG_COMMAND.findall(text)):
+        for index, command in enumerate(bang_command(m) for m in BANG_COMMAND.finditer(text)):
             provider_id = f"{ctx.turn_id}-command-{index}"
             call_id = ahp_ids[provider_id] = ids.assign(provider_id)
             arguments = json.dumps({"command": command})
@@ -159,7 +161,7 @@ class TurnTools:
             parts.append(ToolCallPart(tool_call_id=provider_id, tool_name="shell", arguments=arguments))
         results = await self.run(AssistantMessage(parts=tuple(parts)), ahp_ids, offered)
         outputs = iter(result.text for result in results.results)
-        return BANG_COMMAND.sub(lambda _m: next(outputs), text)
+        return replace_bang_commands(text, lambda _command: next(outputs))
 
     def _fit(self, text: str) -> str:
         """Tool output over the limit: head and tail for the model, the whole stored for read_file."""

@@ -98,9 +98,11 @@ class ProviderTurn:
         tools = TurnTools(ctx, environment, working_directory, output_limit=settings.tool_output_limit,
                           running=lambda names: self._set_activity(f"Running {names}"))
         expanded = str(message.get("text") or "")
-        if text.startswith("/") and expanded != text and BANG_COMMAND.search(expanded):
+        from_server = isinstance(message.get("_meta"), dict) and "mcpPrompt" in message["_meta"]
+        if text.startswith("/") and expanded != text and not from_server and BANG_COMMAND.search(expanded):
             # A command's !`cmd` lines run as shell tool calls (same confirmation and policy) and
-            # their output takes their place, as in Claude Code's slash commands.
+            # their output takes their place, as in Claude Code's slash commands (an MCP server's
+            # prompt text is the server's, so it never runs anything).
             offered = environment.tools(ctx, list(self.agent.tools.values()))
             message = {**message, "text": await tools.run_commands(expanded, ids, offered)}
         user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id,

@@ -9,7 +9,7 @@ from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.contributor import CustomizationContributor
 from host.runtime.customizations.mcp import SessionMcp
 from host.runtime.customizations.service import ALWAYS_LISTED_DIRECTORIES, CustomizationService
-from host.runtime.customizations.session import TOOL_ALIASES, SessionCustomizations
+from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, LoadTextTool
 
 __all__ = [
@@ -21,6 +21,5 @@ __all__ = [
     "SKILL_TOOL",
     "SessionCustomizations",
     "SessionMcp",
-    "TOOL_ALIASES",
     "complete_user_message",
 ]

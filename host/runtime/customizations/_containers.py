@@ -12,7 +12,9 @@ Invariants:
   ``enablement`` decision list (``[{kind: "session", enabled: false}]`` when switched off, no list
   when on: enabled by default), a directory keeps ``enabled``; an ``mcpServer`` entry carries a
   ``state`` (``stopped`` until the session's MCP runtime reports otherwise with
-  ``session/mcpServerStateChanged``). ``entry_enabled`` / ``enablement_enabled`` read a switch
+  ``session/mcpServerStateChanged``; a re-publication keeps the states already published) and,
+  once its server ran, a ``_meta`` with what it logged, its prompts and resources
+  (``server_meta``, see ``host.runtime.customizations.mcp``). ``entry_enabled`` / ``enablement_enabled`` read a switch
   back from either form.
 """
 
@@ -89,6 +91,12 @@ class Container:
     """For a workspace folder: what it holds (so even its ``loading`` form is a directory)."""
     held: str | None = None
     """Why it waits for the user to trust its folder (it runs nothing until then), or None."""
+    claude_id: str | None = None
+    """A Claude Code plugin (``name@marketplace``) switched on by settings or on this host."""
+    enabled_by: str | None = None
+    """The project settings file that alone switched that plugin on (it waits for trust)."""
+    server_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The ``_meta`` of its ``mcpServer`` children by server name (log, prompts, resources)."""
 
     @property
     def usable(self) -> LoadedContainer | None:
@@ -101,9 +109,18 @@ class Container:
         """Run-time problems and the trust hold, as published."""
         return sorted(self.problems.values()) + ([self.held] if self.held else [])
 
-    def wire(self) -> dict[str, Any]:
-        """The AHP container customization (internal model), children included."""
-        return internal_shape(self._parsed_wire())
+    def wire(self, states: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The AHP container customization (internal model), children included; ``states`` are the
+        MCP server states already published, by entry id (kept rather than reset)."""
+        wire = internal_shape(self._parsed_wire(), states)
+        if self.server_meta and isinstance(wire.get("children"), list):
+            wire["children"] = [
+                {**child, "_meta": {**(child.get("_meta") or {}), **self.server_meta[child["name"]]}}
+                if isinstance(child, dict) and child.get("type") == "mcpServer" and child.get("name") in self.server_meta
+                else child
+                for child in wire["children"]
+            ]
+        return wire
 
     def _parsed_wire(self) -> dict[str, Any]:
         from plugins import LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id

@@ -9,12 +9,18 @@ Contract:
   anywhere completes files and folders under the working directory (``resource`` attachment
   with the file URI), walking at most ``SCAN_LIMIT`` entries, skipping ``.git`` and other
   dot-folders unless the prefix names them, and returning at most ``ITEM_LIMIT`` items.
+  ``@prefix`` also completes the resources of the session's running MCP servers
+  (``resources``: ``(server, uri, name)``) as ``@server:uri`` (Claude Code's form), matched on
+  ``server:uri`` or the resource name, listed before the files once the prefix has a ``:``, after
+  them otherwise; their attachment is a ``resource`` whose ``_meta.mcpServer`` names the server
+  (the turn reads it from there, see ``contributor``).
 - Anything else returns no items: completions are best effort, never an error.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +37,8 @@ _SKIPPED = {".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn"}
 
 
 def complete_user_message(text: str, offset: int, *, entries: list[SlashEntry],
-                          working_directory: Path | None) -> list[dict[str, Any]]:
+                          working_directory: Path | None,
+                          resources: Sequence[tuple[str, str, str]] = ()) -> list[dict[str, Any]]:
     from plugins import complete_slash
 
     cursor = utf16_to_index(text, max(0, int(offset)))
@@ -42,10 +49,27 @@ def complete_user_message(text: str, offset: int, *, entries: list[SlashEntry],
     range_start, range_end = index_to_utf16(text, start), index_to_utf16(text, cursor)
     if word.startswith("/") and not text[:start].strip():
         return [_slash_item(entry, range_start, range_end) for entry in complete_slash(word, entries)[:ITEM_LIMIT]]
-    if word.startswith("@") and working_directory is not None and working_directory.is_dir():
-        return [_file_item(path, working_directory, range_start, range_end)
-                for path in _files(working_directory, word[1:])]
+    if word.startswith("@"):
+        typed = word[1:]
+        mcp = [_resource_item(server, uri, name, range_start, range_end)
+               for server, uri, name in _resources(resources, typed)]
+        files = ([_file_item(path, working_directory, range_start, range_end) for path in _files(working_directory, typed)]
+                 if working_directory is not None and working_directory.is_dir() else [])
+        return (mcp + files if ":" in typed else files + mcp)[:ITEM_LIMIT]
     return []
+
+
+def _resources(resources: Sequence[tuple[str, str, str]], typed: str) -> list[tuple[str, str, str]]:
+    typed_lower = typed.lower()
+    first = [r for r in resources if f"{r[0]}:{r[1]}".lower().startswith(typed_lower)]
+    then = [r for r in resources if r not in first and typed_lower and typed_lower in r[2].lower()]
+    return (first + then)[:ITEM_LIMIT]
+
+
+def _resource_item(server: str, uri: str, name: str, start: int, end: int) -> dict[str, Any]:
+    attachment: dict[str, Any] = {"type": "resource", "label": f"{server}:{name or uri}", "uri": uri,
+                                  "displayKind": "document", "_meta": {"mcpServer": server}}
+    return {"insertText": f"@{server}:{uri} ", "rangeStart": start, "rangeEnd": end, "attachment": attachment}
 
 
 def _slash_item(entry: SlashEntry, start: int, end: int) -> dict[str, Any]:

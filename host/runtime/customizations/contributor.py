@@ -5,44 +5,81 @@ Per turn (and per model request where noted) it adds:
 * **user message** (once, before the first model call): waits (briefly, see
   ``CustomizationService.wait_started``) for the session's MCP servers to start; runs ``UserPromptSubmit`` hooks (a block ends the turn with the hook's
   reason); expands ``/name args`` naming a usable skill, command or prompt into its body with
-  ``$ARGUMENTS`` substituted (the model receives the expanded text; the ``!`cmd``` lines of a
-  command that lies in a folder not trusted are replaced by a note instead of running, see
-  ``host.runtime.trust``); attached files join the files in play.
+  ``$ARGUMENTS``, ``$1``... substituted (the model receives the expanded text; its shell commands,
+  ``!`cmd``` and ```` ```! ```` blocks, run next, see ``tool_runs``). A skill's or command's
+  ``allowed-tools`` (Claude Code permission rules, read with ``plugins.claude_code_tools.host_rules``)
+  become the turn's grants (``TurnContext.grants``): allow rules for this turn only, which cover
+  its shell commands and the model's calls until the turn ends (its own read-only shell commands,
+  ``git status`` or ``git log``, are granted too: ``command_bodies.context_rules``); a plugin's
+  command also sets ``CLAUDE_PLUGIN_ROOT`` (and ``PLUGIN_ROOT``, ``PLUGIN_DATA``) for the
+  commands the turn runs, and so does a turn run by a plugin's custom agent (a sub-agent's,
+  say). A command that lies in a folder not trusted gets neither: its shell commands are replaced by a
+  note instead of running, and its ``allowed-tools`` grant nothing (``host.runtime.trust``); in
+  such a folder no command grants anything (a repository's git configuration can run programs), so
+  a plugin's command runs with every call confirmed;
+  attached files join the files in play.
+  ``/mcp__<server>__<prompt> args`` runs an MCP server's prompt (``prompts/get``, arguments as
+  ``mcp_prompts`` maps them) and its messages become the user's turn (a prompt's text never runs
+  shell commands); ``@server:uri`` mentions of a running server's resources are read
+  (``resources/read``) and attached (``mcp_resources``); what could not be read is said in the
+  turn and to the model. A prompt that fails or gets wrong arguments ends the turn with an error
+  saying why and how to call it.
 * **system prompt** (every request): the selected custom agent's body (``ctx.agent``, captured at
   turn start), rules with ``alwaysApply`` and no globs, glob rules whose files are in play
   (attached or touched by a tool), a list of on-request rules, and which MCP servers are not
   available right now (starting, restarting, failed) so the model knows their tools are missing
   for a reason and may come later.
-* **tools**: the session's MCP tools, ``load_skill`` (model-invocable skills and commands) and
-  ``load_rule``; a custom agent that declares ``tools`` restricts the offered set to those names
-  (the loaders stay available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
+* **tools**: the session's MCP tools, ``list_mcp_resources`` / ``read_mcp_resource`` when a
+  running server has resources, ``load_skill`` (model-invocable skills and commands) and
+  ``load_rule``, whose catalogues are bounded and ranked (``skills``; by the session's first
+  message, so they do not change from turn to turn and the provider's prompt cache holds); a
+  custom agent that declares ``tools`` restricts the offered set to those names (the loaders stay
+  available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
 * **tool hooks**: ``PreToolUse``-type hooks before a call (exit 2 or a JSON deny blocks it; the
   reason is the call's error, which the user and the model see); ``PostToolUse`` /
   ``PostToolUseFailure`` after it, and the call's paths join the files in play.
 * **stop**: ``Stop`` hooks when the model has answered; one that blocks (exit 2, or JSON
   ``decision: block``) keeps the turn going with its reason as the next user message.
 * **tool context**: elicitation from MCP tools becomes a session input request, unless another
-  contributor already supplied ``ask``.
+  contributor already supplied ``ask``; the reading tools may also read the session's plugins and
+  skill folders (``SessionCustomizations.read_roots``, never writable); the turn's grants'
+  environment reaches the commands it runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
-from host.runtime.agents.base import TurnContext, TurnFailed
+from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants
 from host.runtime.agents.environment import Contributor
+from host.runtime.catalogue import CatalogueItem, catalogue
+from host.runtime.command_bodies import context_rules, replace_bang_commands
 from host.runtime.agents.tooling import ToolCallRequest
-from host.runtime.command_bodies import BANG_COMMAND
-from host.runtime.customizations.session import TOOL_ALIASES, SessionCustomizations
-from host.runtime.customizations.skills import RULE_TOOL, SKILL_TOOL, CatalogEntry, LoadTextTool, qualified
+from host.runtime.customizations.mcp_prompts import McpPrompt
+from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
+from host.runtime.customizations.session import SessionCustomizations
+from host.runtime.customizations.skills import (
+    RULE_BUDGET,
+    RULE_TOOL,
+    SKILL_BUDGET,
+    SKILL_TOOL,
+    CatalogEntry,
+    LoadTextTool,
+    qualified,
+)
+from plugins.claude_code_tools import host_rules, matcher_names
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import Command, LoadedContainer, Skill
+    from plugins import LifecyclePoint, SlashInvocation, parse_slash
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
+
+logger = logging.getLogger(__name__)
 
 HOOK_CONTEXT = "[Context added by a plugin hook]"
 
@@ -72,7 +109,7 @@ class CustomizationContributor(Contributor):
     # -- user message --------------------------------------------------------------------------
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
-        from plugins import LifecyclePoint, parse_slash
+        from plugins import LifecyclePoint, LoadedPlugin, parse_slash, plugin_environment
 
         runtime = self._runtime(ctx)
         if runtime is None:
@@ -88,16 +125,83 @@ class CustomizationContributor(Contributor):
                 raise TurnFailed("blockedByHook", f"A plugin hook refused this message: {result.reason}")
             if result.additional_context:
                 added.append(result.additional_context)
+        owner = runtime.agent_container(ctx.agent)
+        if owner is not None and isinstance(owner.usable, LoadedPlugin):
+            # A plugin's agent runs its commands with the plugin's variables, as its hooks do.
+            ctx.grants = TurnGrants(environment=plugin_environment(owner.usable.root, owner.usable.data_dir))
         invocation = parse_slash(text, runtime.slash_entries())
-        if invocation is not None:
+        if invocation is not None and isinstance(invocation.entry.target, McpPrompt):
+            message = await self._mcp_prompt(runtime, message, invocation.entry.target, invocation.arguments)
+        elif invocation is not None:
             prompt = invocation.prompt
-            if not runtime.folder_trusted and runtime.folder is not None and _inside(invocation.entry.target.path, runtime.folder):
-                # The folder's own commands do not run their !`cmd` lines until it is trusted.
-                prompt = BANG_COMMAND.sub(lambda m: f"[`{m.group(1)}` was not run: {runtime.folder} is not trusted]", prompt)
+            untrusted = not runtime.folder_trusted and runtime.folder is not None
+            if untrusted and _inside(invocation.entry.target.path, runtime.folder):
+                # The folder's own commands neither run their shell commands nor pre-approve
+                # anything until it is trusted.
+                prompt = replace_bang_commands(prompt, lambda command: f"[`{command}` was not run: {runtime.folder} is not trusted]")
+            else:
+                # In a folder not trusted, nothing runs there unasked (its git config alone can
+                # run programs): a plugin's command still runs, but every call is confirmed.
+                ctx.grants = _grants(runtime, invocation, prompt, allow=not untrusted)
             message = {**message, "text": prompt}
         if added:
             message = {**message, "text": str(message.get("text") or "") + "".join(f"\n\n{HOOK_CONTEXT}\n{a}" for a in added)}
+        if runtime.mcp is not None:
+            message = await self._mcp_mentions(ctx, runtime, message, text)
         return message
+
+    async def _mcp_prompt(self, runtime: SessionCustomizations, message: dict[str, Any], prompt: McpPrompt,
+                          typed: str) -> dict[str, Any]:
+        from host.runtime.customizations.mcp_prompts import PromptUsageError, prompt_arguments, prompt_message
+        from tools.mcp.errors import McpRequestError
+
+        assert runtime.mcp is not None
+        try:
+            arguments = prompt_arguments(prompt, typed)
+        except PromptUsageError as error:
+            raise TurnFailed("mcpPromptArguments", str(error)) from None
+        try:
+            result = await runtime.mcp.get_prompt(prompt, arguments)
+        except McpRequestError as error:
+            raise TurnFailed("mcpPromptFailed", f"/{prompt.name} could not be run: {error}") from None
+        text, attachments = prompt_message(result, f"/{prompt.name}")
+        meta = {**(message.get("_meta") or {}), "mcpPrompt": {"server": prompt.server, "prompt": prompt.mcp_name}}
+        return {**message, "text": text, "attachments": [*(message.get("attachments") or []), *attachments], "_meta": meta}
+
+    async def _mcp_mentions(self, ctx: TurnContext, runtime: SessionCustomizations, message: dict[str, Any],
+                            typed: str) -> dict[str, Any]:
+        from ahp.protocol import builders
+        from host.runtime.customizations.mcp_resources import mentions, resource_attachments
+        from tools.mcp.errors import McpRequestError
+
+        assert runtime.mcp is not None
+        servers = runtime.mcp.resource_servers()
+        attachments = list(message.get("attachments") or [])
+        # A resource completion's attachment names its server in _meta; the text names it as @server:uri.
+        found = [(a["_meta"]["mcpServer"], str(a.get("uri"))) for a in attachments
+                 if isinstance(a, dict) and isinstance(a.get("_meta"), dict) and a["_meta"].get("mcpServer") in servers]
+        found += [pair for pair in mentions(typed, frozenset(servers)) if pair not in found]
+        if not found:
+            return message
+        uris = {uri for _, uri in found}
+        attachments = [a for a in attachments if not (isinstance(a, dict) and a.get("type") == "resource" and a.get("uri") in uris)]
+        problems: list[str] = []
+        for server, uri in found:
+            label = f"@{server}:{uri}"
+            try:
+                result = await servers[server].read_resource(uri)
+            except McpRequestError as error:
+                problems.append(f"{label} was not attached: {error}")
+                continue
+            added, notes = resource_attachments(result, label)
+            attachments.extend(added)
+            problems.extend(notes)
+        for note in problems:
+            ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": note}))
+        text = str(message.get("text") or "")
+        if problems:
+            text += "".join(f"\n\n[{note}]" for note in problems)
+        return {**message, "text": text, "attachments": attachments}
 
     # -- prompt --------------------------------------------------------------------------------
 
@@ -109,7 +213,7 @@ class CustomizationContributor(Contributor):
         agent = runtime.agent(ctx.agent)
         if agent is not None and agent.body.strip():
             parts.append(agent.body.strip())
-        on_request: list[str] = []
+        on_request: list[CatalogueItem] = []
         for loaded, rule in runtime.rules():
             if rule.always_apply and not rule.globs:
                 parts.append(rule.body.strip())
@@ -118,9 +222,11 @@ class CustomizationContributor(Contributor):
             elif rule.always_apply:
                 parts.append(rule.body.strip())
             else:
-                on_request.append(f"- {qualified(loaded, rule.name)}: {(rule.description or '').strip()}")
+                on_request.append(CatalogueItem(qualified(loaded, rule.name), rule.description or ""))
         if on_request:
-            parts.append(f"Rules you can load with the {RULE_TOOL} tool when they apply:\n" + "\n".join(on_request))
+            listing = catalogue(on_request, budget=RULE_BUDGET, query=_catalogue_query(runtime, ctx),
+                                more=f"- ... and {{count}} more rules: call {RULE_TOOL} with a word of what you need to find one.")
+            parts.append(f"Rules you can load with the {RULE_TOOL} tool when they apply:\n{listing}")
         missing = runtime.mcp.unavailable() if runtime.mcp is not None else []
         if missing:
             parts.append("These MCP servers of the session are not available right now, so their tools are not offered "
@@ -135,14 +241,19 @@ class CustomizationContributor(Contributor):
         if runtime is None:
             return ()
         offered: list[Tool] = list(runtime.mcp.tools()) if runtime.mcp is not None else []
+        if runtime.mcp is not None and runtime.mcp.resource_servers():
+            offered += [ListMcpResourcesTool(runtime.mcp.resource_servers), ReadMcpResourceTool(runtime.mcp.resource_servers)]
+        query = _catalogue_query(runtime, ctx)
         skills = [CatalogEntry(qualified(loaded, item.name), item.name, item)
-                  for loaded in runtime.usable() for item in _model_invocable(loaded)]
+                  for loaded in _ranked_containers(runtime) for item in (*loaded.skills, *loaded.commands)
+                  if not item.disable_model_invocation]
         if skills:
-            offered.append(LoadTextTool(SKILL_TOOL, "skill", skills))
+            offered.append(LoadTextTool(SKILL_TOOL, "skill", skills, budget=SKILL_BUDGET, query=query,
+                                        used=list(runtime.catalogue_used), on_load=lambda name: _used(runtime, name)))
         rules = [CatalogEntry(qualified(loaded, rule.name), rule.name, rule) for loaded, rule in runtime.rules()
                  if not rule.always_apply and (not rule.globs or runtime.in_play(rule))]
         if rules:
-            offered.append(LoadTextTool(RULE_TOOL, "rule", rules))
+            offered.append(LoadTextTool(RULE_TOOL, "rule", rules, budget=RULE_BUDGET, query=query))
         return offered
 
     def filter_tools(self, ctx: TurnContext, tools: dict[str, Tool]) -> dict[str, Tool]:
@@ -193,7 +304,18 @@ class CustomizationContributor(Contributor):
         return None
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
-        if context.ask is _DEFAULT_ASK and self._runtime(ctx) is not None:
+        runtime = self._runtime(ctx)
+        if runtime is not None and (runtime.settings_env or runtime.settings_directories):
+            # Claude Code settings: their env for the tools' processes, their additionalDirectories as roots.
+            context.environment = {**context.environment, **runtime.settings_env}
+            extra = tuple(Path(d) for d in runtime.settings_directories)
+            context.extra_roots = (*context.extra_roots, *(d for d in extra if d not in context.extra_roots))
+        if runtime is not None:
+            context.read_roots = (*context.read_roots, *runtime.read_roots())
+        if ctx.grants.environment:
+            # A plugin's command, skill or agent in play: its variables win over the settings' env.
+            context.environment = {**context.environment, **ctx.grants.environment}
+        if context.ask is _DEFAULT_ASK and runtime is not None:
             session = ctx.session
 
             async def ask(request: dict) -> dict:
@@ -203,9 +325,65 @@ class CustomizationContributor(Contributor):
         return context
 
 
+def _grants(runtime: SessionCustomizations, invocation: SlashInvocation, prompt: str, *, allow: bool) -> TurnGrants:
+    """What an invoked skill or command grants its turn: its ``allowed-tools`` as this host's
+    allow rules, its own read-only shell commands (``command_bodies.context_rules``), and its
+    plugin's variables for the commands the turn runs. ``allow=False``: the variables only."""
+    import os
+
+    from plugins import LoadedPlugin, plugin_environment
+    from tools.errors import PolicyRuleError
+    from tools.policy import parse_rule
+
+    target = invocation.entry.target
+    rules: list[str] = []
+    for rule in (getattr(target, "allowed_tools", ()) or ()) if allow else ():
+        try:
+            translated = host_rules(rule, settings_root=runtime.folder, home=os.path.expanduser("~"))
+            for host_rule in translated:
+                parse_rule(host_rule)
+        except (ValueError, PolicyRuleError) as exc:
+            logger.info("/%s: allowed-tools entry %r is not used: %s", invocation.entry.name, rule, exc)
+            continue
+        rules.extend(translated)
+    if allow:
+        rules.extend(context_rules(prompt))
+    environment: dict[str, str] = {}
+    owner = next((c for c in runtime.usable() if c.name == invocation.entry.container
+                  and any(item is target for item in (*c.skills, *c.commands, *c.prompts))), None)
+    if isinstance(owner, LoadedPlugin):
+        environment = plugin_environment(owner.root, owner.data_dir)
+    return TurnGrants(allow=tuple(dict.fromkeys(rules)), granted_by=f"/{invocation.entry.name}", environment=environment)
+
+
+def _catalogue_query(runtime: SessionCustomizations, ctx: TurnContext) -> str:
+    """What the session's catalogues are ranked by: the first message they were made for."""
+    if runtime.catalogue_query is not None:
+        return runtime.catalogue_query
+    text = str(ctx.message.get("text") or "")
+    if ctx.turn_id:  # a listing of the session's tools outside a turn pins nothing
+        runtime.catalogue_query = text
+    return text
+
+
+def _ranked_containers(runtime: SessionCustomizations) -> list[Any]:
+    """Usable containers with the workspace's own folders first: they rank first in catalogues."""
+    from plugins import LoadedPlugin
+
+    usable = runtime.usable()
+    return [c for c in usable if not isinstance(c, LoadedPlugin)] + [c for c in usable if isinstance(c, LoadedPlugin)]
+
+
+def _used(runtime: SessionCustomizations, name: str) -> None:
+    runtime.catalogue_used.pop(name, None)
+    runtime.catalogue_used[name] = None
+    while len(runtime.catalogue_used) > 50:
+        runtime.catalogue_used.pop(next(iter(runtime.catalogue_used)))
+
+
 def _allowed(tool: Tool, allowed: set[str]) -> bool:
     # Claude Code agents name its tools ("Read", "Bash(git:*)"): they mean this host's equivalents.
-    names = {tool.name, *TOOL_ALIASES.get(tool.name, ())}
+    names = {tool.name, *matcher_names(tool.name)}
     if names & {entry.split("(", 1)[0].strip() for entry in allowed}:
         return True
     server = getattr(tool, "server_name", None)

@@ -28,7 +28,19 @@ Contract:
   sent again.
 - Every MCP tool offered to a turn carries its ``contributor`` (``{kind: "mcp", customizationId}``,
   that entry's id), which ``chat/toolCallStart`` names.
-- Elicitations that cannot be tied to one running call go to ``ask`` (a session input request).
+- Elicitations that cannot be tied to one running call go to ``ask`` (a session input request),
+  and so does the sign-in of a remote server that asks for OAuth (a question with the
+  authorization ``url``; the URL is also the server's problem while it waits). Tokens are kept
+  in ``oauth_dir`` (the host's data directory, ``mcp-oauth/``).
+- Each server's prompts are slash entries (``prompt_entries()``, see ``mcp_prompts``) and the
+  servers with resources or resource templates are ``resource_servers()`` (mentions and the
+  resource tools, see ``mcp_resources``).
+- Roots: every server is told the session's folders (its ``workingDirectories``, read from the
+  store when asked) on ``roots/list``; ``roots_changed()`` notifies the running servers.
+- What each server logged and how it is doing beyond its state (its last ``PUBLISHED_LOG`` log
+  entries, each cut at ``PUBLISHED_TEXT`` characters, its prompts, resource counts, the tools not offered and why) is published as the
+  ``_meta`` of its ``mcpServer`` entry through ``on_meta(container id, server, meta)``, at most
+  once per ``META_INTERVAL`` seconds per session, so a chatty server cannot flood the clients.
 - ``stop()`` returns when every server process is gone.
 """
 
@@ -38,6 +50,7 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ahp.protocol import builders
@@ -45,7 +58,8 @@ from host.state.store import Store
 from tools.base import AskUser
 
 if TYPE_CHECKING:
-    from tools.mcp import McpManager, McpServerSpec, McpTool, RestartPolicy, ServerStatus
+    from host.runtime.customizations.mcp_prompts import McpPrompt
+    from tools.mcp import McpManager, McpServerConnection, McpServerSpec, McpTool, RestartPolicy, ServerStatus
 
 __all__ = ["SessionMcp"]
 
@@ -53,6 +67,15 @@ logger = logging.getLogger(__name__)
 
 ProblemSink = Callable[[str, str, "str | None"], None]
 """``(container id, key, message or None when healed)``."""
+MetaSink = Callable[[str, str, "dict[str, Any]"], None]
+"""``(container id, server name, the _meta of its mcpServer entry)``."""
+
+PUBLISHED_LOG = 20
+"""Log entries of a server published in its entry's ``_meta`` (the connection keeps more)."""
+PUBLISHED_TEXT = 300
+"""Characters of one published log entry (the connection keeps up to 1000)."""
+META_INTERVAL = 1.0
+"""Seconds between two publications of the servers' ``_meta`` in one session, at least."""
 
 
 class SessionMcp:
@@ -60,8 +83,13 @@ class SessionMcp:
 
     def __init__(self, session: str, store: Store, *, ask: AskUser, on_problem: ProblemSink,
                  policy: RestartPolicy | None = None, call_timeout: float | None = None,
-                 unready: set[str] | None = None) -> None:
+                 unready: set[str] | None = None, on_meta: MetaSink | None = None, oauth_dir: Path | None = None) -> None:
         self.session = session
+        self._oauth_dir = oauth_dir
+        self._on_meta = on_meta
+        self._meta_dirty: set[str] = set()
+        self._meta_timer: asyncio.TimerHandle | None = None
+        self._meta_last = float("-inf")
         self._store = store
         self._on_problem = on_problem
         self._owners: dict[str, str] = {}
@@ -103,6 +131,79 @@ class SessionMcp:
                     return
         self._store.dispatch(self.session, builders.session_mcp_server_state_changed(id=entry, state=state))
 
+    # -- prompts, resources, roots, logs --------------------------------------------------------
+
+    def _running(self) -> list[McpServerConnection]:
+        if self.manager is None:
+            return []
+        return [c for c in self.manager.connections.values() if c.status.state == "running"]
+
+    def prompt_entries(self) -> list[McpPrompt]:
+        """Every prompt of every running server, as a slash target (``mcp__<server>__<prompt>``)."""
+        from host.runtime.customizations.mcp_prompts import McpPrompt, argument_hint
+        from tools.mcp.naming import allocate_names
+
+        connections = self._running()
+        names = allocate_names([(c.name, p.name) for c in connections for p in c.prompts])
+        entries = []
+        for connection in connections:
+            for prompt in connection.prompts:
+                arguments = tuple((a.name, bool(a.required)) for a in prompt.arguments or ())
+                entries.append(McpPrompt(server=connection.name, mcp_name=prompt.name, name=names[(connection.name, prompt.name)],
+                                         description=prompt.description or prompt.title, arguments=arguments,
+                                         argument_hint=argument_hint(arguments)))
+        return entries
+
+    async def get_prompt(self, prompt: McpPrompt, arguments: dict[str, str]) -> Any:
+        """``prompts/get`` on the prompt's server; raises ``McpRequestError``."""
+        from tools.mcp.errors import McpRequestError
+
+        connection = self.manager.connection(prompt.server) if self.manager is not None else None
+        if connection is None:
+            raise McpRequestError(f"The MCP server '{prompt.server}' is not part of this session any more.")
+        return await connection.get_prompt(prompt.mcp_name, arguments)
+
+    def resource_servers(self) -> dict[str, McpServerConnection]:
+        """The running servers that list resources or resource templates, by name."""
+        return {c.name: c for c in self._running() if c.resources or c.resource_templates}
+
+    def roots(self) -> list[Path]:
+        """The session's folders: its working directories, first the primary one."""
+        from host.resources.workdirs import directory_of
+
+        folders: list[Path] = []
+        for uri in (self._store.state(self.session) or {}).get("workingDirectories") or ():
+            path = directory_of(uri) if isinstance(uri, str) else None
+            if path is not None and path not in folders:
+                folders.append(path)
+        return folders
+
+    def roots_changed(self) -> None:
+        if self.manager is not None:
+            self.manager.roots_changed()
+
+    def _meta_changed(self, server: str) -> None:
+        if self._on_meta is None:
+            return
+        self._meta_dirty.add(server)
+        if self._meta_timer is not None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, self._meta_last + META_INTERVAL - loop.time())
+        self._meta_timer = loop.call_later(delay, self._publish_meta)
+
+    def _publish_meta(self) -> None:
+        self._meta_timer = None
+        self._meta_last = asyncio.get_running_loop().time()
+        dirty, self._meta_dirty = self._meta_dirty, set()
+        if self.manager is None or self._on_meta is None:
+            return
+        for server in sorted(dirty):
+            connection = self.manager.connection(server)
+            owner = self._owners.get(server)
+            if connection is not None and owner is not None:
+                self._on_meta(owner, server, server_meta(connection))
+
     def statuses(self) -> dict[str, ServerStatus]:
         return self.manager.statuses() if self.manager is not None else {}
 
@@ -119,7 +220,8 @@ class SessionMcp:
                 timeout = {} if self._call_timeout is None else {"call_timeout": self._call_timeout}
                 self.manager = manager_module.McpManager(
                     policy=self._policy, ask=self._ask, on_tools_changed=self._tools_changed, on_status=self._status,
-                    **timeout,
+                    roots=self.roots, on_log=lambda c: self._meta_changed(c.name),
+                    on_catalog_changed=lambda c: self._meta_changed(c.name), oauth_dir=self._oauth_dir, **timeout,
                 )
         await self.manager.set_specs(specs)
 
@@ -141,8 +243,8 @@ class SessionMcp:
             if connection is not None:
                 self._unready.add(_key(connection.spec))
             owner = self._owners.get(name)
-            if owner is not None:
-                self._on_problem(owner, f"mcp:{name}", f"MCP server {name!r} is still starting; "
+            if owner is not None:  # (one waiting for a sign-in keeps saying so, with its link)
+                self._on_problem(owner, f"mcp:{name}", status.message or f"MCP server {name!r} is still starting; "
                                  "its tools are added once it is up.")
 
     def unavailable(self) -> list[str]:
@@ -150,12 +252,16 @@ class SessionMcp:
         lines = []
         for name, status in self.statuses().items():
             if status.state == "starting":
-                lines.append(f"MCP server {name!r} is still starting.")
+                lines.append(f"MCP server {name!r} is still starting" + (" (waiting for the user to sign in)."
+                                                                          if status.message else "."))
             elif status.state in ("restarting", "failed"):
                 lines.append(status.message or f"MCP server {name!r} is {status.state}.")
         return lines
 
     async def stop(self) -> None:
+        if self._meta_timer is not None:
+            self._meta_timer.cancel()
+            self._meta_timer = None
         if self.manager is not None:
             await self.manager.stop()
             for server in self._owners:
@@ -166,6 +272,7 @@ class SessionMcp:
         self._tools_changed([])
 
     def _status(self, status: ServerStatus) -> None:
+        self._meta_changed(status.name)
         connection = self.manager.connections.get(status.name) if self.manager is not None else None
         if connection is not None:
             if status.state in ("failed", "restarting"):
@@ -176,12 +283,15 @@ class SessionMcp:
         if owner is None:
             return
         self._publish_state(status.name, _server_state(status))
-        if status.state == "restarting":
+        if status.state == "starting" and status.message:  # waiting for the user to sign in
+            self._on_problem(owner, f"mcp:{status.name}", status.message)
+        elif status.state == "restarting":
             self._on_problem(owner, f"mcp:{status.name}", status.message or f"MCP server {status.name!r} is restarting.")
         elif status.state == "stopped":
             self._on_problem(owner, f"mcp:{status.name}", None)
         elif status.state == "failed":
-            message = f"MCP server {status.name!r} failed: {status.message or 'unknown cause'}"
+            cause = (status.message or "").removeprefix(f"MCP server {status.name!r} ")  # named once, not twice
+            message = f"MCP server {status.name!r} failed: {cause or 'unknown cause'}"
             if status.name not in self._reported:  # once per failure, not once per retry or turn
                 self._reported.add(status.name)
                 logger.warning("session %s: %s", self.session, message)
@@ -202,6 +312,29 @@ class SessionMcp:
         self._published = {tool["name"] for tool in mine}
         merged = others + [tool for tool in mine if tool["name"] not in {o.get("name") for o in others}]
         self._store.dispatch(self.session, builders.session_server_tools_changed(tools=merged))
+
+
+def server_meta(connection: McpServerConnection) -> dict[str, Any]:
+    """The ``_meta`` of a server's ``mcpServer`` entry: its recent log, prompts, resources and the
+    tools it lists that are not offered (and why)."""
+    from tools.mcp.naming import namespaced_name
+
+    entries = connection.log.entries()
+    published = []
+    for entry in entries[-PUBLISHED_LOG:]:
+        wire = entry.wire()
+        if len(wire["text"]) > PUBLISHED_TEXT:
+            wire["text"] = wire["text"][: PUBLISHED_TEXT - 1] + "…"
+        published.append(wire)
+    meta: dict[str, Any] = {"log": published, "logKept": len(entries)}
+    if connection.prompts:
+        meta["prompts"] = [namespaced_name(connection.name, prompt.name) for prompt in connection.prompts]
+    if connection.resources or connection.resource_templates:
+        meta["resources"] = len(connection.resources)
+        meta["resourceTemplates"] = len(connection.resource_templates)
+    if connection.status.not_offered:
+        meta["notOffered"] = [{"tool": name, "reason": reason} for name, reason in connection.status.not_offered]
+    return meta
 
 
 def _key(spec: McpServerSpec) -> str:

@@ -28,6 +28,9 @@ Contract:
 - ``session/mcpServerStartRequested`` / ``session/mcpServerStopRequested`` (observed, dispatched by
   clients) start or stop the session's MCP servers (the reducer already shows ``starting`` /
   ``stopped``; ``SessionMcp`` reports each server's state with ``session/mcpServerStateChanged``).
+- ``session/workingDirectorySet`` / ``Removed`` / ``Replaced`` (observed) tell the session's running
+  MCP servers that their roots changed; a server's log, prompts and resources re-publish its
+  container with that server's ``_meta`` (the published server states are kept).
 - ``session/activeClientSet`` / ``session/activeClientRemoved`` (observed) resolve the published
   plugins of every active client (AHP 0.9.0 ``activeClients``): a
   ``file://`` plugin readable here is parsed (again only when its ``nonce`` changed); any other
@@ -48,6 +51,15 @@ Contract:
   ``[mcp] start`` says), "for this session" does so for the session, no leaves it held and is not
   asked again in that session. A change of the trusted folders by anyone (a client revoking one
   with ``root/configChanged``) re-holds or releases at once, stopping a revoked folder's servers.
+- Claude Code (``host.runtime.customizations.claude_code``, when ``[claude_code] enabled``): every
+  session also lists the "Claude Code user settings" container (their hooks, run without trust) and
+  one container per Claude Code plugin its layered settings switch on (id
+  ``claude-plugin:name@marketplace``), after the host plugins; one only the project's settings switch
+  on is ``held`` until the folder is trusted. The settings' ``env``, permission rules and
+  ``additionalDirectories`` are kept on the session's runtime (``permission_settings`` feeds the tool
+  policy) and re-read when trust changes. ``claude_changed`` (a client's root config change, or the
+  record or user settings changed on disk, noticed at a turn) re-lists every open session's Claude
+  Code plugins, adding and removing containers, and calls ``claude_listeners``.
 - A session restored at host start (``open_session(restored=True)``) runs no SessionStart hook,
   starts no server and asks nothing until a client resumes it (``resumed``: a subscription, or a
   turn); its SessionStart hooks then get ``source: "resume"``.
@@ -61,6 +73,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -69,16 +82,9 @@ from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
 from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
 from host.config import HostConfig
-from host.errors import ConfigError
-from host.resources.client_resources import ClientResourceError, ClientResources
-from host.resources.workdirs import session_directory
-from host.runtime.customizations._containers import (
-    MCP_SERVERS_ID,
-    Container,
-    McpServersContainer,
-    enablement_enabled,
-    entry_enabled,
-)
+from host.runtime.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer, enablement_enabled, entry_enabled
+from host.runtime.inputs import InputRequests
+from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
@@ -115,8 +121,15 @@ class CustomizationService:
     def __init__(
         self, config: HostConfig, store: Store, *, inputs: InputRequests, mcp_policy: RestartPolicy | None = None,
         client_files: ClientResources | None = None, trust: WorkspaceTrust | None = None,
+        claude: ClaudeCode | None = None,
     ) -> None:
         self.config = config
+        self.claude = claude
+        """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
+        self._installing = False
+        """Whether plugins switched on but not installed are being installed (one batch at a time)."""
+        self.claude_listeners: list[Any] = []
+        """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
         self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require)
         """Which folders the user trusts (the root config's list, ``[trust]``)."""
         self.trust.listeners.append(self._trust_changed)
@@ -142,7 +155,10 @@ class CustomizationService:
     # -- host ----------------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Parse the configured plugin directories (never raises for bad plugin content)."""
+        """Parse the configured plugin directories and read the Claude Code user set-up (never
+        raises for bad plugin or settings content)."""
+        if self.claude is not None:
+            self.claude.load()
         if not self.config.plugins.directories:
             self.plugins = []  # nothing to parse: the plugin parser is not even imported at start
             return
@@ -190,6 +206,8 @@ class CustomizationService:
         runtime.resume_pending = restored
         self.sessions[uri] = runtime
         pending = [Container(id=p.root.as_uri(), loaded=None, name=p.name, uri=p.root.as_uri()) for p in self.plugins]
+        claude = self._claude_containers(runtime)
+        pending += claude
         pending += [Container(id=_dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
                               uri=_dir_uri(runtime, spec.relative), directory=spec) for spec in self._directory_specs(runtime)]
         for container in pending:
@@ -202,10 +220,15 @@ class CustomizationService:
             container.loaded = plugin
             runtime.containers.append(container)
             self._publish(runtime, container)
+        for container in claude:
+            container.held = self._held(runtime, container)
+            runtime.containers.append(container)
+            self._publish(runtime, container)
         for spec in self._directory_specs(runtime):
             container = by_id[_dir_uri(runtime, spec.relative)]
             assert runtime.working_directory is not None
-            container.loaded = load_directory(runtime.working_directory, spec)
+            extra = runtime.settings_notes if spec.format == "settings" else ()
+            container.loaded = load_directory(runtime.working_directory, spec, extra_diagnostics=extra)
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
             self._publish(runtime, container)
@@ -292,6 +315,8 @@ class CustomizationService:
             return f"{WAITING}: its hooks run once you trust {where}"
         if container.client_id is not None and _inside(container.uri, where):
             return f"{WAITING}: this plugin lies in {where} and runs once you trust that folder"
+        if container.enabled_by is not None:
+            return f"{WAITING}: {_relative(Path(container.enabled_by), where)} switches it on; it runs once you trust {where}"
         return None
 
     def _waiting(self, runtime: SessionCustomizations) -> list[str]:
@@ -306,6 +331,8 @@ class CustomizationService:
                 for hook_file in container.loaded.hook_files:
                     for hook in hook_file.hooks:
                         lines.append(f"hook ({hook.event.value}, {_relative(hook_file.path, runtime.folder)}): {_short(hook.command)}")
+            elif container.enabled_by is not None:
+                lines.append(f"plugin {container.claude_id} (switched on by {_relative(Path(container.enabled_by), runtime.folder)})")
             else:
                 lines.append(f"plugin {container.name or container.id} ({_relative_uri(container.uri, runtime.folder)})")
         for spec in self._workspace_specs(runtime):
@@ -361,6 +388,7 @@ class CustomizationService:
         be resumed, when they run then)."""
         if runtime.folder_trusted and runtime.question is not None:
             runtime.question.cancel()  # answered elsewhere (another session, a client's config change)
+        self._settings_view(runtime)  # project permissions and env count only in a trusted folder
         released: set[str] = set()
         for container in runtime.containers:
             if container.id == MCP_SERVERS_ID:
@@ -374,6 +402,8 @@ class CustomizationService:
         if released and not runtime.resume_pending:
             runtime.hooks_started.clear()
             self._spawn(self._session_start(runtime, runtime.start_source, only=released))
+        if self.claude is not None and runtime.folder_trusted:
+            self._sync_claude(runtime)  # a trusted project's plugins that are not installed yet get installed
         self._spawn(self._reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
@@ -382,6 +412,8 @@ class CustomizationService:
         not need them yet (or stopped them when idle) start here."""
         self._cancel_idle_stop(runtime)
         self.resumed(runtime.session)
+        if self.claude is not None and self.claude.refresh():
+            self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
         if not runtime.mcp_wanted:
             runtime.mcp_wanted = True
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
@@ -403,8 +435,10 @@ class CustomizationService:
         runtime = self.sessions.get(session)
         if runtime is None:
             return []
+        resources = ([(name, str(resource.uri), resource.name) for name, connection in runtime.mcp.resource_servers().items()
+                      for resource in connection.resources] if runtime.mcp is not None else [])
         return complete_user_message(text, offset, entries=runtime.slash_entries(),
-                                     working_directory=runtime.working_directory)
+                                     working_directory=runtime.working_directory, resources=resources)
 
     # -- MCP -----------------------------------------------------------------------------------
 
@@ -503,6 +537,8 @@ class CustomizationService:
 
     async def _apply_mcp(self, runtime: SessionCustomizations) -> None:
         specs, owners = self.mcp_specs(runtime)
+        if runtime.settings_env:
+            specs = [replace(spec, env={**runtime.settings_env, **spec.env}) for spec in specs]
         held = [] if runtime.folder_trusted else self._workspace_specs(runtime)
         self._publish_mcp_servers(runtime, [spec for spec in specs if owners.get(spec.name) == MCP_SERVERS_ID], held)
         if not runtime.mcp_wanted:
@@ -515,6 +551,8 @@ class CustomizationService:
                 unready=self._mcp_unready,
                 ask=lambda request: self.inputs.ask(runtime.session, request),
                 on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
+                on_meta=lambda container_id, server, meta: self._server_meta(runtime, container_id, server, meta),
+                oauth_dir=self.config.data_path() / "mcp-oauth",
             )
         await runtime.mcp.apply(specs, owners)
 
@@ -553,6 +591,14 @@ class CustomizationService:
         if container.problems != before:
             self._publish(runtime, container)
 
+    def _server_meta(self, runtime: SessionCustomizations, container_id: str, server: str, meta: dict[str, Any]) -> None:
+        """A server's log, prompts and resources changed: re-publish its entry's ``_meta``."""
+        container = runtime.container(container_id)
+        if container is None or self.sessions.get(runtime.session) is not runtime or container.server_meta.get(server) == meta:
+            return
+        container.server_meta[server] = meta
+        self._publish(runtime, container)
+
     # -- observing -----------------------------------------------------------------------------
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
@@ -581,6 +627,9 @@ class CustomizationService:
         elif kind in ("session/activeClientSet", "session/activeClientRemoved"):
             self._resolve_client_plugins(runtime, after.get("activeClients") or [])
             self._spawn(self._reconcile(runtime))
+        elif kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved", "session/workingDirectoryReplaced"):
+            if runtime.mcp is not None and before.get("workingDirectories") != after.get("workingDirectories"):
+                runtime.mcp.roots_changed()
         elif kind == "session/mcpServerStartRequested":
             runtime.mcp_wanted = True
             self._spawn(self._reconcile(runtime))
@@ -611,6 +660,94 @@ class CustomizationService:
         async with lock:
             if self.sessions.get(runtime.session) is runtime:
                 await self._apply_mcp(runtime)
+
+    # -- Claude Code settings and plugins ------------------------------------------------------
+
+    def _settings_view(self, runtime: SessionCustomizations) -> Any:
+        """Read the session's Claude Code settings layers and keep their env, rules and folders."""
+        if self.claude is None:
+            return None
+        view = self.claude.session_view(runtime.working_directory, runtime.folder_trusted)
+        runtime.settings_env = view.env
+        runtime.settings_rules = view.rules
+        runtime.settings_directories = view.additional_directories
+        runtime.settings_notes = tuple(view.diagnostics)
+        return view
+
+    def _claude_containers(self, runtime: SessionCustomizations) -> list[Container]:
+        """The user settings' hooks and the Claude Code plugins the session's settings switch on;
+        those not installed whose marketplace is known are installed in the background (a
+        project's once its folder is trusted), and the sessions re-listed."""
+        view = self._settings_view(runtime)
+        if view is None or self.claude is None:
+            return []
+        runnable = [plugin for plugin in view.plugins if plugin.missing and (plugin.held_by is None or runtime.folder_trusted)]
+        if runnable and not self._installing:
+            self._installing = True
+            self._spawn(self._install_missing(runnable))
+        containers = []
+        user = self.claude.user_container
+        if user is not None:
+            uri = (user.root / "settings.json").as_uri()
+            containers.append(Container(id=uri, loaded=user, name="Claude Code user settings", uri=uri))
+        for plugin in view.plugins:
+            uri = plugin.loaded.root.as_uri()
+            containers.append(Container(id=f"claude-plugin:{plugin.plugin_id}", loaded=plugin.loaded, name=plugin.plugin_id,
+                                        uri=uri, enabled=plugin.enabled, claude_id=plugin.plugin_id,
+                                        enabled_by=str(plugin.held_by) if plugin.held_by is not None else None))
+        return containers
+
+    async def _install_missing(self, plugins: list[Any]) -> None:
+        assert self.claude is not None
+        try:
+            installed = await asyncio.to_thread(self.claude.install_missing, plugins)
+        finally:
+            self._installing = False
+        if installed:
+            self.claude_changed()
+
+    def claude_changed(self) -> None:
+        """The Claude Code set-up changed (a plugin switched, installed or removed; settings
+        edited): every open session lists what it now switches on, from its next turn on."""
+        if self.claude is None:
+            return
+        self.claude.refresh()
+        for runtime in list(self.sessions.values()):
+            self._sync_claude(runtime)
+        for listener in list(self.claude_listeners):
+            listener()
+
+    def _sync_claude(self, runtime: SessionCustomizations) -> None:
+        wanted = {c.id: c for c in self._claude_containers(runtime)}
+        current = [c for c in runtime.containers if c.claude_id is not None or c.id in wanted]
+        for container in current:
+            if container.id not in wanted:
+                runtime.containers.remove(container)
+                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
+        position = max((i + 1 for i, c in enumerate(runtime.containers)
+                        if c.client_id is None and c.directory is None and c.id != MCP_SERVERS_ID), default=0)
+        for container in wanted.values():
+            container.held = self._held(runtime, container)
+            existing = runtime.container(container.id)
+            if existing is not None:
+                if existing.loaded is container.loaded and existing.enabled_by == container.enabled_by:
+                    if existing.held == container.held:
+                        continue  # unchanged (a switch the session made on it stays)
+                    container.enabled = existing.enabled
+                runtime.containers[runtime.containers.index(existing)] = container
+            else:
+                runtime.containers.insert(position, container)
+                position += 1
+            self._publish(runtime, container)
+        self._maybe_ask(runtime)
+        self._spawn(self._reconcile(runtime))
+
+    def permission_settings(self, session: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+        """The session's Claude Code permission rules and additional directories (for the tool policy)."""
+        runtime = self.sessions.get(session)
+        if runtime is None:
+            return (), ()
+        return runtime.settings_rules, runtime.settings_directories
 
     # -- client plugins ------------------------------------------------------------------------
 
@@ -693,7 +830,14 @@ class CustomizationService:
 
     def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
         if runtime.session in self.store:
-            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire()))
+            # The MCP servers' states are the runtime's (``mcpServerStateChanged``): re-publishing the
+            # container keeps them instead of resetting them to ``stopped``.
+            states = {child.get("id"): child.get("state")
+                      for entry in (self.store.state(runtime.session) or {}).get("customizations") or ()
+                      if isinstance(entry, dict) and entry.get("id") == container.id
+                      for child in entry.get("children") or () if isinstance(child, dict) and child.get("type") == "mcpServer"
+                      and isinstance(child.get("state"), dict)}
+            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
 
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
         from plugins import WORKSPACE_DIRECTORIES

@@ -3,13 +3,17 @@ client's plugins, workspace directories), the files in play, its MCP servers and
 
 Invariants:
 - Only ``usable`` containers (enabled, not ``error``) contribute anything: hooks, rules, skills,
-  agents, slash entries, MCP servers. A broken plugin therefore never runs a hook or starts a server.
+  agents, slash entries, MCP servers. The running MCP servers' prompts are slash entries too. A broken plugin therefore never runs a hook or starts a server.
 - Container order is stable: host plugins (configuration order), client plugins, directories;
   rules, skills and hooks follow it.
 - Hooks run as one process family per session (``tools.processes``: the token in their
   environment): what a hook leaves running in the background is ended with the session
   (``CustomizationService.close_session``), at host stop too, and after a ``kill -9`` by the
   next start.
+- Custom agents a ``task`` call may name (``custom_agents``): a plugin's as ``plugin:agent``, a
+  folder's by its bare name; ``resolve_agent`` also takes a bare name that only one agent has.
+- ``read_roots`` are the folders the model may read with the file tools besides the session's own:
+  the roots of usable plugins and the folders of usable skills (never writable).
 - ``touched`` is the session's recent file activity (attachments and tool-call paths, relative
   to the working directory when inside it), bounded to the most recent ``TOUCHED_LIMIT``.
 """
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from host.runtime.customizations._containers import Container
 from host.runtime.customizations.mcp import SessionMcp
+from plugins.claude_code_tools import matcher_names
 from tools import processes
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
@@ -37,22 +42,12 @@ if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
         SlashEntry,
     )
 
-__all__ = ["SessionCustomizations", "TOUCHED_LIMIT", "TOOL_ALIASES"]
+__all__ = ["SessionCustomizations", "TOUCHED_LIMIT"]
 
 logger = logging.getLogger(__name__)
 
 TOUCHED_LIMIT = 200
 
-TOOL_ALIASES: dict[str, tuple[str, ...]] = {
-    "shell": ("Bash", "Shell", "Terminal"),
-    "read_file": ("Read",),
-    "write_file": ("Write",),
-    "edit_file": ("Edit",),
-    "grep": ("Grep",),
-    "glob": ("Glob",),
-    "list_dir": ("LS",),
-}
-"""Claude Code's tool names for this host's built-in tools: plugin matchers are written for them."""
 
 
 class SessionCustomizations:
@@ -81,6 +76,14 @@ class SessionCustomizations:
         """The working directory without symlinks: what workspace trust is decided for."""
         self.trusted = False
         """Whether the host trusts ``folder`` (``host.runtime.trust``)."""
+        self.settings_env: dict[str, str] = {}
+        """Claude Code settings' ``env``: set for the session's tools, hooks and MCP servers."""
+        self.settings_rules: tuple[Any, ...] = ()
+        """Claude Code settings' permission rules (``tools.policy.Rule``) for this session."""
+        self.settings_directories: tuple[str, ...] = ()
+        """Claude Code settings' ``additionalDirectories``: folders its tools may work in too."""
+        self.settings_notes: tuple[Any, ...] = ()
+        """What the project's settings files hold that cannot be used (their container shows it)."""
         self.trusted_here = False
         """Whether the user trusted ``folder`` for this session only."""
         self.question: asyncio.Future[dict[str, Any]] | None = None
@@ -97,6 +100,11 @@ class SessionCustomizations:
         """The process family of its hooks (``tools.processes``): what a hook leaves running in the
         background (``cmd &``, ``nohup``, ``setsid``) runs on until the session closes."""
         self.hooks_ran = False
+        self.catalogue_used: dict[str, None] = {}
+        """Skills the model loaded in this session, oldest first: listed first in the catalogue."""
+        self.catalogue_query: str | None = None
+        """The message the session's catalogues are ranked by: its first, kept so that they stay
+        the same from request to request (a provider's prompt cache covers them)."""
 
     @property
     def folder_trusted(self) -> bool:
@@ -115,9 +123,17 @@ class SessionCustomizations:
         return [container.wire() for container in self.containers]
 
     def slash_entries(self) -> list[SlashEntry]:
-        from plugins import slash_entries
+        """The usable skills, commands and prompts, then the running MCP servers' prompts
+        (``/mcp__<server>__<prompt>``, see ``host.runtime.customizations.mcp_prompts``)."""
+        from plugins import SlashEntry, slash_entries
 
-        return slash_entries(self.usable())
+        entries = slash_entries(self.usable())
+        if self.mcp is not None:
+            entries.extend(SlashEntry(name=prompt.name, short_name=prompt.name, kind="prompt", target=prompt,  # type: ignore[arg-type]
+                                      container=f"MCP server {prompt.server}", description=prompt.description,
+                                      argument_hint=prompt.argument_hint)
+                           for prompt in self.mcp.prompt_entries())
+        return entries
 
     def agent(self, selection: dict[str, Any] | None) -> Agent | None:
         """The custom agent an ``AgentSelection`` names (by its child ``uri``), if still usable."""
@@ -133,16 +149,35 @@ class SessionCustomizations:
                     return agent
         return None
 
-    def custom_agents(self) -> list[tuple[Agent, str]]:
-        """Every usable custom agent with the URI a session selects it by (first of a name wins)."""
-        found: dict[str, tuple[Agent, str]] = {}
+    def custom_agents(self) -> list[tuple[str, Agent, str]]:
+        """Every usable custom agent as ``(name, agent, uri)``: a plugin's agent is named
+        ``plugin:agent``, so two plugins' agents of one name are both reachable; a folder's keeps
+        its bare name (the first of a name wins)."""
+        from plugins import LoadedPlugin
+
+        found: dict[str, tuple[str, Agent, str]] = {}
         for container in self.containers:
             loaded = container.usable
             if loaded is None:
                 continue
             for agent in loaded.agents:
-                found.setdefault(agent.name, (agent, _uri_of(container, agent.path)))
+                name = f"{loaded.name}:{agent.name}" if isinstance(loaded, LoadedPlugin) else agent.name
+                found.setdefault(name, (name, agent, _uri_of(container, agent.path)))
         return list(found.values())
+
+    def read_roots(self) -> tuple[Path, ...]:
+        """Folders the model may read besides the session's own (see the module docstring)."""
+        from plugins import LoadedPlugin
+
+        roots: dict[Path, None] = {}
+        for loaded in self.usable():
+            if isinstance(loaded, LoadedPlugin):
+                roots[loaded.root] = None
+                continue
+            for skill in loaded.skills:
+                if skill.path.name == "SKILL.md":
+                    roots[skill.folder] = None
+        return tuple(roots)
 
     def agent_container(self, selection: dict[str, Any] | None) -> Container | None:
         agent = self.agent(selection)
@@ -207,12 +242,12 @@ class SessionCustomizations:
         first that blocks."""
         from plugins import hook_payload, run_hook, select_hooks
 
-        aliases = TOOL_ALIASES.get(subject or "", ())
+        aliases = matcher_names(subject or "")
         usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
         hooks = select_hooks(usable, when, subject, aliases)
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
         results = []
-        environment = {**os.environ, processes.FAMILY_VARIABLE: self.family}
+        environment = {**os.environ, **self.settings_env, processes.FAMILY_VARIABLE: self.family}
         for hook in hooks:
             self.hooks_ran = True
             payload = hook_payload(hook.event, session_id=self.session, cwd=cwd or hook.plugin_root, **fields)

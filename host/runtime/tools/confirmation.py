@@ -2,7 +2,9 @@
 
 For each call the turn loop hands over (``approve``):
 
-* ``tools.policy.decide`` says **allow** → ``toolCallReady{confirmed: "not-needed" | "setting"}``;
+* ``tools.policy.decide`` decides on the session's policy plus the turn's grants (the
+  ``allowed-tools`` of the slash command that started the turn, ``TurnContext.grants``, as
+  ``turn_allow`` rules that end with the turn). It says **allow** → ``toolCallReady{confirmed: "not-needed" | "setting"}``;
   when a remembered *Always allow* choice allowed it, the call's ``_meta`` gains
   ``rememberedApproval`` (the choice as ``rememberedApprovals`` lists it: rule, scope, project), so
   a client can say why nobody was asked (``agent-host -p`` prints it). It is added with the call's
@@ -32,6 +34,7 @@ result"). ``reconfirm`` puts a running call back to pending-confirmation mid-exe
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ahp.protocol import builders
@@ -47,6 +50,7 @@ from tools.policy import (
     apply_option,
     confirmation_options,
     decide,
+    parse_rule,
 )
 
 from ._reporting import ContentReporters
@@ -107,7 +111,7 @@ class ConfirmingApprover:
         if tool is None:  # the loop never asks about unknown tools; be safe anyway
             ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed"))
             return Approval(True)
-        decision = self._decide(ctx.session, tool, args)
+        decision = self._decide(ctx, tool, args)
         if decision.outcome == "allow":
             if decision.source in ("project", "host") and decision.rule is not None:
                 project = self._project(ctx.session) if decision.source == "project" else None
@@ -132,8 +136,12 @@ class ConfirmingApprover:
         answer = await self._waiters.wait(key)
         return self._apply(ctx.session, tool, args, answer)
 
-    def _decide(self, session: str, tool: Any, args: dict[str, Any]) -> Decision:
-        decision = decide(tool, args, self._policy(session))
+    def _decide(self, ctx: TurnContext, tool: Any, args: dict[str, Any]) -> Decision:
+        state = self._policy(ctx.session)
+        if ctx.grants.allow:
+            state = replace(state, turn_allow=tuple(parse_rule(rule) for rule in ctx.grants.allow),
+                            turn_granted_by=ctx.grants.granted_by or "the command")
+        decision = decide(tool, args, state)
         if isinstance(tool, ClientTool) and decision.rule is None:
             return Decision("allow", "not-needed", "The client confirms its own tools.")
         return decision

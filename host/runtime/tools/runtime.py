@@ -19,7 +19,8 @@ the store (an observer, so no polling) and:
 
 Observers run inside ``Store.dispatch``; anything that dispatches is scheduled with ``call_soon``.
 
-Policy state per session = configured rules + the "always allow" choices remembered for the
+Policy state per session = configured rules (``[tools]``, then the session's Claude Code settings:
+``session_settings``) + the "always allow" choices remembered for the
 session's project and the host-wide ones (``ToolSettings``, read at every decision so a choice made
 in one session applies to the project's other sessions at once; which of them apply follows the
 session's ``useRememberedApprovals``) + the session's own "allow in this session" rules (also in
@@ -54,7 +55,7 @@ from tools.base import failure_result
 from tools.builtin import builtin_tools
 from tools.builtin.shell import ShellTool
 from tools.content import ContentStore
-from tools.policy import OptionEffect, PolicyState
+from tools.policy import OptionEffect, PolicyState, Rule
 
 from ._reporting import ContentReporters
 from ._waiters import Waiters
@@ -89,6 +90,8 @@ class ToolsRuntime:
                          for t in builtin_tools()]
         self.extra_roots = tuple(Path(os.path.expanduser(root)).resolve() for root in config.extra_roots)
         self._rules = PolicyState.from_settings(allow=config.allow, ask=config.ask, deny=config.deny).rules
+        self.session_settings: Callable[[str], tuple[Sequence[Rule], Sequence[str]]] = lambda session: ((), ())
+        """A session's rules and extra edit folders from its Claude Code settings (the host sets it)."""
         self.approver = ConfirmingApprover(
             waiters=self.waiters, reporters=self.reporters, policy=self.policy, remember=self.remember,
             needs_result_confirmation=self.needs_result_confirmation, project=self.project,
@@ -122,15 +125,16 @@ class ToolsRuntime:
         directory = session_directory(state)
         project = self.project(session)
         use = remembered_use_of(state)
+        settings_rules, settings_folders = self.session_settings(session)
         return PolicyState(
-            rules=self._rules,
+            rules=(*self._rules, *settings_rules),
             always_allow=self.settings.project_allow(project) if project is not None and use != "none" else (),
             host_allow=self.settings.host_allow() if use == "all" else (),
             session_allow=self.settings.session_allow(session),
             auto_approve=auto_approve_of(state),
             working_directory=str(directory) if directory is not None else None,
             permission_mode=permission_mode_of(state),
-            edit_roots=tuple(str(root) for root in self.extra_roots),
+            edit_roots=(*(str(root) for root in self.extra_roots), *settings_folders),
         )
 
     def set_mode(self, session: str, mode: str) -> None:

@@ -16,7 +16,10 @@ WebSocket's:
   walks it;
 * ``Accept`` must allow ``text/event-stream`` (the encoder's only format); otherwise 406.
 
-The stream itself is ``host.transport.agui.runs.AguiRuns.run`` encoded with ``ag_ui.encoder.EventEncoder``.
+The stream itself is ``host.transport.agui.runs.AguiRuns.run`` encoded with ``ag_ui.encoder.EventEncoder``,
+sent through an ``host.transport.agui.stream.AguiStream``: what the client leaves unread counts
+against the host's outbound budget (``budget``, shared with the WebSocket connections), and a
+client past it is cut off.
 ``forwardedProps.cancelOnDisconnect: true`` asks for the turn to be cancelled if the HTTP client
 goes away; by default a dropped connection cancels nothing.
 """
@@ -24,7 +27,7 @@ goes away; by default a dropped connection cancels nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ag_ui.core import RunAgentInput
@@ -36,7 +39,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from ahp.jsonrpc import Malformed, parse
 from host.service import AgentHost
 from host.transport.agui import AGUI_PATH
-from host.transport.agui.runs import AguiRuns
+from host.transport.agui.runs import AguiRuns, client_id_for
+from host.transport.agui.stream import AguiStream
+from host.transport.http_protocol import ABORT_EXTENSION, UNSENT_EXTENSION
+from host.transport.outbound import OutboundBudget
+from host.service import AgentHost
 
 __all__ = ["agui_endpoint", "AGUI_PATH"]
 
@@ -53,11 +60,15 @@ def agui_endpoint(
     *,
     token: str | None,
     allowed_origins: Iterable[str],
-    token_check: Callable[[Request], bool | None],
+    token_check: Callable[[Request], "bool | None"],
+    budget: OutboundBudget | None = None,
 ) -> Handler:
     """The route handler. ``token_check(request)`` is the host's own check: True when the
-    presented token is right, False when it is wrong, None when none was presented."""
+    presented token is right, False when it is wrong, None when none was presented. ``budget``:
+    the host's outbound budget (by default one of this endpoint's own, from ``[server]``)."""
     origins = frozenset(allowed_origins)
+    server = host.config.server
+    budget = budget or OutboundBudget(total=server.max_queued_bytes, per_client=server.max_queued_bytes_per_client)
     runs = AguiRuns(host)
 
     async def endpoint(request: Request) -> Response:
@@ -107,19 +118,33 @@ def agui_endpoint(
         encoder = EventEncoder(accept=accept)
         props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
         events = runs.run(run_input, cancel_on_disconnect=props.get("cancelOnDisconnect") is True)
-
-        async def stream() -> AsyncIterator[str]:
-            async for event in events:
-                host.store.flush()  # nothing leaves the process before it is durable
-                yield encoder.encode(event)
-
-        return StreamingResponse(
-            stream(),
+        stream = AguiStream(client_id_for(run_input.thread_id), budget=budget, encode=encoder.encode,
+                            flush=host.store.flush,  # nothing leaves the process before it is durable
+                            abort=(request.scope.get("extensions") or {}).get(ABORT_EXTENSION),
+                            unsent=(request.scope.get("extensions") or {}).get(UNSENT_EXTENSION))
+        stream.start(events)
+        return _StreamResponse(
+            stream,
             media_type=encoder.get_content_type(),
             headers={**cors, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     return endpoint
+
+
+class _StreamResponse(StreamingResponse):
+    """The run's event stream; the stream is closed when the response ends however it ends (also
+    when the client went away before its body was started, which no ``finally`` in it would see)."""
+
+    def __init__(self, stream: AguiStream, **kwargs: Any) -> None:
+        super().__init__(stream.body(), **kwargs)
+        self._stream = stream
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._stream.close()
 
 
 def parse_run_input(payload: Any) -> tuple[RunAgentInput | None, list[str]]:

@@ -43,6 +43,11 @@ part of the turn, ``host.runtime.inputs``) are interrupts too:
   ``response: "cancel"``; ``payload.response == "decline"`` → ``decline``; otherwise ``accept``
   with ``payload.answers`` turned into AHP answers, each checked against its question: a value of
   the wrong type, an unknown question or a missing required one raises ``AnswerError`` naming it.
+* ``asked_outside(session, chats, own_chat)``: the questions asked while their chat ran no turn
+  (the workspace-trust question a new session's folder raises, ``ahp.workspace_trust``): they live
+  only in the session's ``inputNeeded`` (a ``chatInput`` entry that is not an open request of its
+  chat's active turn) and are answered with ``chat/inputCompleted`` on the entry's chat. Ids as
+  above: ``ahp-input:<requestId>`` for the thread's own chat, with ``@<chat>`` for another.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ from ag_ui.core import Interrupt
 
 from ahp.protocol import builders
 
-__all__ = ["AnswerError", "Elsewhere", "answer", "answer_input", "coverage_problem", "elsewhere", "elsewhere_interrupts",
+__all__ = ["AnswerError", "Elsewhere", "answer", "answer_input", "asked_outside", "coverage_problem", "elsewhere",
+           "elsewhere_interrupts",
            "input_interrupts", "interrupt_id", "interrupts", "open_inputs", "waiting_calls", "INPUT_PREFIX"]
 
 _CONFIRM = "ahp-confirm:"
@@ -329,6 +335,25 @@ def elsewhere(chats: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Elsewh
             found[f"{key}@{where}"] = Elsewhere(where, turn.get("id"), call, None)
         for key, request in open_inputs(turn).items():
             found[f"{key}@{where}"] = Elsewhere(where, turn.get("id"), None, request)
+    return found
+
+
+def asked_outside(session: Mapping[str, Any], chats: Mapping[str, Mapping[str, Any] | None],
+                  own_chat: str) -> dict[str, Elsewhere]:
+    """The questions of ``session`` (its state) asked while their chat ran no turn, by interrupt
+    id; ``chats`` are the session's chats' states (a request open in its chat's active turn is that
+    turn's interrupt, not one of these)."""
+    found: dict[str, Elsewhere] = {}
+    for entry in session.get("inputNeeded") or ():
+        if not isinstance(entry, dict) or entry.get("kind") != "chatInput":
+            continue
+        request, where = entry.get("request"), entry.get("chat")
+        if not isinstance(request, dict) or not isinstance(request.get("id"), str) or not isinstance(where, str):
+            continue
+        key = INPUT_PREFIX + request["id"]
+        if key in open_inputs((chats.get(where) or {}).get("activeTurn")):
+            continue
+        found[key if where == own_chat else f"{key}@{where}"] = Elsewhere(where, None, None, request)
     return found
 
 

@@ -32,10 +32,20 @@ Contract:
 * What another chat of the session waits on (a sub-agent's confirmation or question: read from
   that chat's state whenever the session's ``inputNeeded`` changes) is an interrupt of the thread
   too, its id suffixed ``@<chat>``; the resume's answer goes to that chat.
+* A question the session asks outside a turn (the workspace-trust question of a folder that brings
+  hooks or servers, ``ahp.workspace_trust``; asked when the thread's session is created, or when a
+  run first uses a session restored at host start) comes before the thread's next message: a run
+  bringing a new user message while one is open starts no turn and ends with ``RUN_FINISHED``
+  whose outcome is ``interrupt``, one ``input_required`` interrupt per question
+  (``interrupts.asked_outside``). The run whose ``resume`` answers them (the official client sends
+  the message again with it) then starts that message's turn, once the answer took effect: a
+  folder trusted now has its hooks run for that message. A join with no turn running ends with
+  them the same way.
 * A run with ``forwardedProps.cancel: true`` cancels the thread's running turn, whatever it waits
   on (interrupts, front-end tools, a hung model or MCP server), as an AHP client's
   ``chat/turnCancelled`` would, and ends with ``RUN_FINISHED`` whose outcome is ``cancelled``; its
-  ``resume`` entries, if any, are not applied. With no turn running it just finishes. So a thread
+  ``resume`` entries, if any, are not applied. With no turn running it cancels the questions asked
+  outside a turn (a trust question cancelled: the folder stays untrusted) and finishes. So a thread
   is never stuck: the next run may send a new message.
 * A run that brings nothing new (no unseen user message, no tool answer, no live resume entry)
   *joins*: ``MESSAGES_SNAPSHOT`` of the thread (``host.transport.agui.snapshot``), then the running turn live,
@@ -54,18 +64,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
-    BaseEvent,
-    MessagesSnapshotEvent,
-    RunAgentInput,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunStartedEvent,
-    ToolMessage,
+    BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunFinishedInterruptOutcome, RunStartedEvent,
 )
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
@@ -76,15 +80,8 @@ from host.runtime.turns import now_iso, turn_duration
 from host.service import AgentHost
 from host.state.store import Store
 from host.transport.agui.interrupts import (
-    INPUT_PREFIX,
-    AnswerError,
-    Elsewhere,
-    answer,
-    answer_input,
-    coverage_problem,
-    elsewhere,
-    open_inputs,
-    waiting_calls,
+    INPUT_PREFIX, AnswerError, Elsewhere, answer, answer_input, asked_outside, coverage_problem, elsewhere,
+    elsewhere_interrupts, open_inputs, waiting_calls,
 )
 from host.transport.agui.mapping import RunTranslator
 from host.transport.agui.snapshot import thread_messages
@@ -196,7 +193,7 @@ class AguiRuns:
             if translator is None:  # joined a thread with nothing running: the snapshot was all
                 self._release_role(session, client_id)
                 finished = True
-                yield RunFinishedEvent(thread_id=thread_id, run_id=run_id)
+                yield RunFinishedEvent(thread_id=thread_id, run_id=run_id, outcome=plan.outcome)
                 return
             translator.note_elsewhere(self._elsewhere(session))
             for event in translator.check(self.host.store.state(chat) or {}):
@@ -239,9 +236,12 @@ class AguiRuns:
             raise _Refused("The session for this thread is still starting; try again in a moment.", "sessionNotReady") from None
         state = store.state(session) or {}
         if state.get("lifecycle") == "failed":
-            failure = state.get("creationError") or {}
-            message = failure.get("message") or "The session for this thread failed to start."
-            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", failure.get("errorType") or "creationFailed")
+            error = state.get("creationError") or {}
+            message = error.get("message") or "The session for this thread failed to start."
+            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", error.get("errorType") or "creationFailed")
+        # A run uses the session as a subscription would: one restored at host start resumes now,
+        # so its trust question (if any) is asked outside a turn, before this run's message runs.
+        self.host.customizations.resumed(session)
 
     # -- starting or resuming the turn ---------------------------------------------------------
 
@@ -294,8 +294,21 @@ class AguiRuns:
                 f"with that toolCallId before a new message{_OR_CANCEL}",
                 "toolResultMissing",
             )
+        return self._start_turn(session, run_input, client_id, message, active, plan)
+
+    def _start_turn(self, session: str, run_input: RunAgentInput, client_id: str, message: Any,
+                    active: dict[str, Any] | None, plan: "_Plan", answered: Iterable[str] = ()) -> RunTranslator | None:
+        """Start a turn with the run's new user message, unless a question asked outside a turn
+        (the workspace-trust question) must be answered first: then the run ends with it.
+        ``answered``: interrupts this run just answered (their entries leave the session soon after)."""
         if message is None:
             return None
+        settled = set(answered)
+        outside = {key: item for key, item in self._outside(session).items() if key not in settled} if active is None else {}
+        if outside:
+            plan.outcome = RunFinishedInterruptOutcome(interrupts=elsewhere_interrupts(outside))
+            return None
+        chat = default_chat_uri(session)
         self._claim_role(session, run_input, client_id)
         turn_id = str(uuid.uuid4())
         action = builders.chat_turn_started(turn_id=turn_id, started_at=now_iso(), message=_user_message(message, run_input))
@@ -308,25 +321,34 @@ class AguiRuns:
         """A run whose ``resume`` answers the confirmations an earlier run was interrupted by."""
         entries = list(run_input.resume or ())
         chat = default_chat_uri(session)
-        other = self._elsewhere(session) if active is not None else {}
+        # With no turn running, what the thread can wait on is a question asked outside a turn.
+        other = self._elsewhere(session) if active is not None else self._outside(session)
         asking: dict[str, Any] = {**waiting_calls(active), **open_inputs(active), **other}
         # A confirmation someone answered meanwhile (an AHP client) is no longer open: its entry
         # is moot, and a resume of nothing but moot entries just joins the thread, so the front
         # end's pending interrupts clear instead of locking it. (An entry for another chat of the
-        # session that is no longer open is moot the same way.)
+        # session that is no longer open is moot the same way, and so is a question no longer
+        # open: one asked outside a turn leaves no trace in the chat once answered.)
         decided = _decided_interrupts(state)
         live = [entry for entry in entries if entry.interrupt_id in asking
-                or (entry.interrupt_id not in decided and not _of_other_chat(entry.interrupt_id, session))]
+                or (entry.interrupt_id not in decided and not _of_other_chat(entry.interrupt_id, session)
+                    and not entry.interrupt_id.startswith(INPUT_PREFIX))]
         problem = coverage_problem(live, asking)
         if problem is not None:
             raise _Refused(problem + " Answer exactly the interrupts of the run that ended with them.", "resumeMismatch")
         if not live and not answers:
             return self._join(session, state, active, run_input, client_id, waiting, plan, joined_after_resume=True)
-        assert active is not None  # live entries answer open interrupts, which only an active turn has
         try:
-            actions = [_answer(entry, asking[entry.interrupt_id], chat, active["id"]) for entry in live]
+            actions = [_answer(entry, asking[entry.interrupt_id], chat, active["id"] if active else "") for entry in live]
         except AnswerError as error:
             raise _Refused(str(error), "resumeInvalid") from None
+        if active is None:
+            # Questions asked outside a turn, answered: then the run's new message, if any, runs.
+            # (Their askers hear the answers first: the futures' callbacks run before the turn.)
+            for where, action in actions:
+                self._dispatch(where, action, client_id)
+            return self._start_turn(session, run_input, client_id, _new_user_message(run_input, state), None, plan,
+                                    answered=[entry.interrupt_id for entry in live])
         self._claim_role(session, run_input, client_id)
         translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
         translator.adopt_calls(_call_ids(active))
@@ -342,9 +364,19 @@ class AguiRuns:
         store = self.host.store
         return elsewhere({other: store.state(other) for other in self.host.session_chats(session) if other != chat})
 
+    def _outside(self, session: str) -> dict[str, Elsewhere]:
+        """The session's questions asked outside a turn (``interrupts.asked_outside``)."""
+        store = self.host.store
+        chats = {chat: store.state(chat) for chat in self.host.session_chats(session)}
+        return asked_outside(store.state(session) or {}, chats, default_chat_uri(session))
+
     def _cancel(self, session: str, active: dict[str, Any] | None, run_input: RunAgentInput, client_id: str) -> RunTranslator | None:
-        """``forwardedProps.cancel``: end the running turn, whatever it waits on."""
+        """``forwardedProps.cancel``: end the running turn, whatever it waits on; with none running,
+        cancel the questions asked outside a turn (the trust question: then not trusted)."""
         if active is None:
+            for key, item in self._outside(session).items():
+                self._dispatch(item.chat, builders.chat_input_completed(
+                    request_id=str((item.request or {})["id"]), response="cancel"), client_id)
             return None
         translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
         translator.adopt_calls(_call_ids(active))
@@ -363,6 +395,10 @@ class AguiRuns:
             translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
             translator.adopt_calls(_call_ids(active))
             return translator
+        outside = self._outside(session)
+        if outside:  # nothing runs, but the session asks something (whether to trust its folder)
+            plan.outcome = RunFinishedInterruptOutcome(interrupts=elsewhere_interrupts(outside))
+            return None
         users = [m for m in run_input.messages if getattr(m, "role", None) == "user"]
         if users and not joined_after_resume:
             raise _Refused(
@@ -426,7 +462,10 @@ class AguiRuns:
         if kind is None:
             raise _Refused("The session for this thread was disposed; use a new threadId.", "sessionNotFound")
         state = store.state(channel) or {}
-        reason = check_client_action(kind, state, action, client_id)
+        parsed = parse_chat_uri(channel) if kind == "chat" else None
+        # (An answer to a question asked outside a turn is checked against the session's inputNeeded.)
+        session = store.state(parsed[1]) if parsed is not None else None
+        reason = check_client_action(kind, state, action, client_id, session)
         if reason is not None:
             raise _Refused(_explain(reason, action, state), "actionRefused")
         origin = {"clientId": client_id, "clientSeq": self._seqs.setdefault(client_id, _SeqCounter()).next()}
@@ -439,6 +478,8 @@ class _Plan:
 
     events: list[BaseEvent] = field(default_factory=list)
     refusal: _Refused | None = None
+    outcome: RunFinishedInterruptOutcome | None = None
+    """How a run that follows no turn finishes: interrupted by questions asked outside a turn."""
 
 
 # -- pure helpers ----------------------------------------------------------------------------------

@@ -75,3 +75,27 @@ def test_another_vscode_agent_host_uri_is_still_refused(tmp_path: Path) -> None:
         {"text": "x", "attachments": [{"type": "resource", "uri": "vscode-agent-host://local/etc/passwd", "label": "p"}]},
         working_directory=tmp_path, vision=False, content=lambda uri: b"secret")
     assert "secret" not in message.content[0].text and "only file:// URIs" in notes[0]
+
+
+def test_an_image_file_mentioned_or_attached_is_an_image_for_a_vision_model_and_a_note_for_another(tmp_path: Path) -> None:
+    import base64
+
+    from providers import ImageContent
+
+    png = b"\x89PNG\r\n\x1a\nframe"
+    (tmp_path / "shot.png").write_bytes(png)
+    uri = (tmp_path / "shot.png").resolve().as_uri()
+    message, notes = to_user_message({"text": "what is in @shot.png?"}, working_directory=tmp_path, vision=True)
+    assert message.content[1:] == (ImageContent(media_type="image/png", data=base64.b64encode(png).decode()),)
+    assert notes == [] and "not a text file" not in _text(message)
+    attached = {"text": "this", "attachments": [{"type": "resource", "uri": uri, "label": "shot.png"}]}
+    message, notes = to_user_message(attached, working_directory=tmp_path, vision=False, model_name="Texty")
+    assert len(message.content) == 1
+    assert notes == ["The image shot.png was not sent: Texty cannot see images."]
+
+
+def test_a_mention_an_inline_attachment_carries_is_not_read_again(tmp_path: Path) -> None:
+    (tmp_path / "shot.png").write_bytes(b"\x89PNG\r\n\x1a\nframe")
+    inline = {"type": "embeddedResource", "label": "shot.png", "data": "iVBORw0K", "contentType": "image/png"}
+    message, notes = to_user_message({"text": "see @shot.png", "attachments": [inline]}, working_directory=tmp_path, vision=True)
+    assert len(message.content) == 2 and notes == []

@@ -87,7 +87,9 @@ async def test_a_sub_agent_runs_in_its_own_chat_a_0_2_0_client_watches_it_as_a_s
             finally:
                 await watcher.close()
             turn = client.state(session)["turns"][0]
-    assert (block["title"], block["agentName"], block["description"]) == ("Sub-agent: Review the parser", "code-reviewer", "Review the parser")
+    # The model named it by its bare name, which only one agent has; it runs as plugin:agent.
+    assert (block["title"], block["agentName"], block["description"]) == (
+        "Sub-agent: Review the parser", "review-kit:code-reviewer", "Review the parser")
     assert child == f"{session}/subagent/call-1"  # the 0.2.0 name of the sub-agent's chat
     # The second client saw the child's answer stream in, and converged on the finished child turn.
     assert ("session/delta" in [a if isinstance(a, str) else a[0] for a in recorder.compact()])

@@ -458,3 +458,47 @@ async def test_a_session_created_without_an_agent_gets_the_replay_agent_when_no_
         await client.close()
     finally:
         await running.stop()
+
+
+def host_side_connections(running: RunningHost) -> list[Any]:
+    """The host's side of every connected client (each subscribes to the root channel)."""
+    from host.transport.connection import ClientConnection
+
+    entry = running.host.store._channels[ROOT]
+    subscribers = {*entry.subscribers, *(s for group in entry.translated.values() for s in group)}
+    return [s for s in subscribers if isinstance(s, ClientConnection)]
+
+
+async def test_a_disposed_session_leaves_nothing_in_the_connections_that_subscribed_to_it(
+        connect: Connect, running_host: RunningHost) -> None:
+    from tests.host.test_vscode import Peer
+
+    owner = await connect()
+    watcher = await connect()
+    peer = await Peer.open(running_host)  # a 0.9.0 client, as VS Code is
+    try:
+        await peer.initialize("vscode-like", ["0.9.0"])
+        kept = await owner.create_session()
+        session = await owner.create_session()
+        await run_turn(owner, session, "hello")
+        await watcher.subscribe(session)
+        internal = running_host.host.session_uri(session)
+        chat = running_host.host.store.state(internal)["defaultChat"]
+        for channel in (internal, chat):
+            assert (await peer.request("subscribe", {"channel": channel})).get("error") is None
+        connections = host_side_connections(running_host)
+        assert len(connections) == 3
+        assert all(len(c.subscriptions) >= 2 for c in connections)  # the root, the session (and its chat)
+
+        await owner.dispose_session(session)
+        await owner.wait_for(lambda m, e: running_host.host.store.kind(internal) is None, timeout=10)
+        # What each connection kept for its subscriptions to the disposed session is gone with it
+        # (a client that creates and disposes sessions for weeks would otherwise keep them all).
+        held = {frozenset(c.subscriptions) for c in connections}
+        assert held == {frozenset({ROOT, kept}), frozenset({ROOT})}, held
+        assert all(not any(internal in names or chat in names for names in c._internal.values()) for c in connections)
+        # Unsubscribing from it anyway is harmless, and the connections still work.
+        await watcher.unsubscribe(session)
+        await run_turn(owner, kept, "still here")
+    finally:
+        await peer.close()

@@ -117,3 +117,39 @@ def children_of_this_process() -> set[int]:
         if fields[1] == me and fields[0] != "Z":
             found.add(int(entry.name))
     return found
+
+
+CONTEXT_SERVER = SERVERS / "context_server.py"
+
+
+def context_server(name: str = "notes", **overrides) -> McpServerSpec:
+    """A stdio spec running the context fixture server (prompts, resources, roots, logging)."""
+    return McpServerSpec(name=name, transport="stdio", command=sys.executable, args=(str(CONTEXT_SERVER),), **overrides)
+
+
+OAUTH_SERVER = SERVERS / "oauth_server.py"
+
+
+@pytest.fixture
+async def oauth_server() -> AsyncIterator[str]:
+    """An OAuth-protected MCP server with its own authorization server, on 127.0.0.1 port 0;
+    yields its MCP endpoint URL."""
+    process = await asyncio.create_subprocess_exec(sys.executable, str(OAUTH_SERVER), stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.DEVNULL)
+    try:
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+        assert line.startswith(b"PORT "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+async def play_browser(url: str) -> int:
+    """What the user's browser does with an authorization URL: follow it to the redirect target
+    (the fake authorization server consents at once). Returns the final HTTP status."""
+    import httpx
+
+    async with httpx.AsyncClient(follow_redirects=True, timeout=10) as browser:
+        return (await browser.get(url)).status_code

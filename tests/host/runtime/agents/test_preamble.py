@@ -111,13 +111,29 @@ async def test_sessions_in_one_directory_share_one_git_run_within_the_reuse_wind
         return len(log.read_text().splitlines()) if log.exists() else 0
 
     await asyncio.gather(*(preamble.user_message(context(f"s{i}"), {}) for i in range(5)))
-    assert git_runs() == 2  # rev-parse and status, once for the five sessions
+    assert git_runs() == 1  # one status with its branch, once for the five sessions
     now[0] += 5
     await preamble.user_message(context("late"), {})
-    assert git_runs() == 2
+    assert git_runs() == 1
     now[0] += 30
     await preamble.user_message(context("later"), {})
-    assert git_runs() == 4
+    assert git_runs() == 2
     for session in ("s0", "s4", "late", "later"):
         (text,) = preamble.system_prompt(context(session))
         assert "Git branch: main" in text and "?? cart.py" in text
+
+
+@pytest.mark.skipif(subprocess.run(["git", "--version"], capture_output=True).returncode != 0, reason="git is not installed")
+async def test_a_repository_without_a_commit_is_a_repository_on_its_branch(tmp_path: Path) -> None:
+    from host.runtime.agents.preamble import git_facts
+
+    project = tmp_path / "fresh"
+    project.mkdir()
+    _git(project, "init", "-q", "-b", "trunk")
+    (project / "a.py").write_text("x = 1\n")
+    assert await git_facts(project, 20) == ("trunk (no commits yet)", ["?? a.py"])
+    _git(project, "add", "a.py")
+    _git(project, "commit", "-qm", "one")
+    _git(project, "checkout", "-q", "--detach")
+    assert await git_facts(project, 20) == ("HEAD (detached)", [])
+    assert await git_facts(tmp_path, 20) == (None, [])

@@ -256,6 +256,7 @@ async def test_servers_start_with_the_first_turn_stop_when_idle_and_start_again(
     config = mcp_config(tmp_path, {"sink": sink_server()}, start="first-turn",
                         sessions={"default_directory": str(workspace)})
     config.mcp.idle_stop = 0.5
+    config.mcp.start_wait = 60.0  # the first turn waits for the server however busy the machine is
     provider = ScriptedProvider([reply("one"), reply("two")])
     async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, client):
         session = await ready_session(client)

@@ -1,8 +1,9 @@
 """The official AG-UI client (``@ag-ui/client`` from npm, run by Node) drives threads against the
 host: a server tool with reasoning and text, a front-end tool answered in a second run, and a
 server tool needing confirmation answered through the client's interrupt/resume support, then
-the thread joined by a second front end; and an ``ask_user`` question answered the same way, the
-next one cancelled with its turn.
+the thread joined by a second front end; an ``ask_user`` question answered the same way, the
+next one cancelled with its turn; and the workspace-trust question of a hostile folder, answered
+"don't trust" in one thread and "trust this folder" in another.
 
 Skipped, saying why, when ``node``/``npm`` are missing or the package cannot be installed (the
 install is the one step that needs the npm registry; the runs themselves are loopback only)."""
@@ -64,10 +65,11 @@ async def _prepared(tmp_path: Path, script: Path) -> Path:
     return workdir
 
 
-async def _run_script(workdir: Path, script: Path, running: Any) -> dict[str, Any]:
-    """Run ``script`` under Node against ``running``'s /agui; the one JSON object it prints."""
+async def _run_script(workdir: Path, script: Path, running: Any, *extra: str) -> dict[str, Any]:
+    """Run ``script`` under Node against ``running``'s /agui (``extra``: more arguments); the one
+    JSON object it prints."""
     process = await asyncio.create_subprocess_exec(
-        "node", script.name, f"{running.http_url}/agui", TOKEN,
+        "node", script.name, f"{running.http_url}/agui", TOKEN, *extra,
         cwd=workdir, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
@@ -183,3 +185,39 @@ async def test_the_official_ag_ui_client_answers_a_question_and_cancels_the_next
     cancel = seen["cancel"]
     assert cancel["outcome"] == "cancelled" and cancel["pending"] == []
     assert chat.get("activeTurn") is None and [turn["state"] for turn in chat["turns"]] == ["complete", "cancelled"]
+
+
+TRUST_SCRIPT = Path(__file__).with_name("node_trust.mjs")
+
+
+@pytest.mark.timeout(180)
+async def test_the_official_ag_ui_client_answers_the_workspace_trust_question(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    from tests.host.runtime.test_trust import agent, config, hostile_folder
+
+    workdir = await _prepared(tmp_path, TRUST_SCRIPT)
+    folder, markers = hostile_folder(tmp_path)
+    provider = ScriptedProvider([Script((*text("Without the folder.", index=0), *finish("stop"))),
+                                 Script((*text("With the folder.", index=0), *finish("stop")))])
+    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)]) as (running, _):
+        seen = await _run_script(workdir, TRUST_SCRIPT, running, str(markers / "hooks.log"))
+
+    asked = seen["asked"]
+    assert asked["outcome"] == "interrupt" and "TEXT_MESSAGE_START" not in asked["types"]
+    [question] = asked["pending"]
+    assert question["id"].startswith("ahp-input:workspace-trust:") and question["reason"] == "input_required"
+    assert str(folder.resolve()) in question["message"]
+    assert asked["hooks"] == []  # the folder's hooks did not run before the answer
+    assert seen["refusedByClient"] is not None and question["id"] in seen["refusedByClient"]
+
+    declined = seen["declined"]
+    assert declined["outcome"] == "success" and declined["messages"][-1]["content"] == "Without the folder."
+    assert declined["hooks"] == []  # nor after "don't trust", though a turn ran
+
+    assert seen["askedAgain"]["outcome"] == "interrupt" and seen["askedAgain"]["hooks"] == []  # a new session asks again
+    trusted = seen["trusted"]
+    assert trusted["outcome"] == "success" and trusted["messages"][-1]["content"] == "With the folder."
+    # "Trust this folder": the session's SessionStart runs, then its message's UserPromptSubmit and
+    # Stop (the untrusted thread's session, released by the same answer, runs its SessionStart too).
+    hooks = trusted["hooks"]
+    assert hooks.count("UserPromptSubmit") == 1 and hooks.count("Stop") == 1 and 1 <= hooks.count("SessionStart") <= 2
+    assert hooks.index("SessionStart") < hooks.index("UserPromptSubmit") < hooks.index("Stop")
