@@ -57,10 +57,9 @@ from typing import Any, TextIO
 
 from chat._connect import ChatConnectError, connect
 from chat._notify import Notifier
+from chat._session import PERMISSION_MODES
 from chat._settings import EDITING_MODES, THEMES, ChatSettingsError, display_url, resolve_settings
 from chat._theme import resolve_theme
-from chat._session import PERMISSION_MODES
-from chat._settings import ChatSettingsError, display_url, resolve_settings
 from chat.render import Style
 from client import ROOT_CHANNEL, AhpClient
 

@@ -42,10 +42,18 @@ from chat.render import (
     render_models,
 )
 from chat.session_list import Listing, arrange, render_session_list
-from chat.views import render_context, render_cost, render_mcp, render_mcp_log, render_plugins, render_tools
 from chat.views import (
-    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_mcp_log, render_permissions, render_plugins, render_tools,
-    without_remembered, render_trust,
+    REMEMBERED,
+    remembered_scope,
+    render_context,
+    render_cost,
+    render_mcp,
+    render_mcp_log,
+    render_permissions,
+    render_plugins,
+    render_tools,
+    render_trust,
+    without_remembered,
 )
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 

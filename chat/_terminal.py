@@ -110,7 +110,7 @@ class Terminal:
         """Write control output (a bell, a notification: ``chat._notify``) straight to the terminal."""
         self.write(text)
 
-    def set_status(self, status: "Status | None") -> None:
+    def set_status(self, status: Status | None) -> None:
         """The live status shown while a turn runs (a line terminal shows none)."""
 
     def set_tail(self, text: str) -> None:

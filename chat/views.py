@@ -165,7 +165,9 @@ def _plugin_servers(state: Mapping[str, Any], style: Style, published: Counter) 
         lines.append(style.bold(f"MCP servers of {clean(container.get('name') or container.get('id'))}"))
         for child in servers:
             name = clean(child.get("name") or child.get("id"))
-            server_state = child.get("state") if isinstance(child.get("state"), Mapping) else {}
+            server_state = child.get("state")
+            if not isinstance(server_state, Mapping):
+                server_state = {}
             kind = server_state.get("kind")
             count = published.get(name, 0)
             if kind == "error":

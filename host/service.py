@@ -30,25 +30,16 @@ from host.config import HostConfig
 from host.errors import ErrorCode, RpcError
 from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
-from host.config import HostConfig
-from host.state.content import CONTENT_SCHEME, ContentStore
-from host.runtime.customizations import CustomizationContributor, CustomizationService
-from host.runtime.customizations.claude_code import ClaudeCode
-from host.runtime.customizations.claude_config import ClaudeRootConfig
-from plugins.claude_settings import claude_config_dir as claude_config_dir_of
-from host.errors import ErrorCode, RpcError
-from host.runtime.inputs import InputRequests
-from host.state.journal import Journal
-from host.state.journal_upgrade import upgrade_journal
-from host.runtime.processes import BackgroundContributor, BackgroundProcesses
-from ahp.state.clock import iso_timestamp, parse_timestamp
-from host.state.chat_summaries import ChatSummaries, summary_of_chat
-from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
+from host.resources.files import ResourceService
+from host.resources.watches import ResourceWatches
+from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
 from host.root_config import root_config_state
 from host.runtime.agents import Agent, build_agents
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.preamble import EnvironmentPreamble
 from host.runtime.customizations import CustomizationContributor, CustomizationService
+from host.runtime.customizations.claude_code import ClaudeCode
+from host.runtime.customizations.claude_config import ClaudeRootConfig
 from host.runtime.inputs import InputRequests
 from host.runtime.processes import BackgroundContributor, BackgroundProcesses
 from host.runtime.subagents import SUBAGENT_CHAT_PREFIX, SubagentContributor, SubagentSpec, adopt_child_sessions
@@ -63,6 +54,7 @@ from host.state.journal_upgrade import upgrade_journal
 from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.state.store import ROOT, Store
 from host.state.transcripts import TranscriptStore
+from plugins.claude_settings import claude_config_dir as claude_config_dir_of
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 

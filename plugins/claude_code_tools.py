@@ -27,9 +27,9 @@ hook input (``tool_input``) documentation.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = [
     "ClaudeTool", "TABLE", "claude_name", "host_name", "host_rules", "matcher_names",

@@ -21,12 +21,10 @@ Contract:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
-
-from regular_files import read_regular_text
+from typing import Any, Literal
 
 from plugins._collect import Collector
 from plugins._components import parse_agent, parse_command, parse_prompt, parse_rule, parse_skill

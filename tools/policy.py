@@ -83,7 +83,7 @@ __all__ = [
 Effect = Literal["allow", "ask", "deny"]
 PermissionMode = Literal["default", "accept-edits", "plan", "full-auto"]
 """A session's permission mode (see `decide`)."""
-RuleSource = Literal["configured", "project", "host", "session"]
+RuleSource = Literal["configured", "project", "host", "session", "turn"]
 """Where the rule that allowed a call was kept."""
 
 OPTION_ALLOW_ONCE = "allow-once"
@@ -198,7 +198,7 @@ class Decision:
     """Why: the matching rule or the default that applied (shown on deny)."""
     rule: Rule | None = None
     """The rule that decided, if one did."""
-    source: Literal["configured", "project", "host", "session", "turn"] | None = None
+    source: RuleSource | None = None
     """For an allow rule: a configured rule, one remembered for this project or host-wide,
     one remembered for this session, or one the turn's command pre-approved."""
 
@@ -342,10 +342,10 @@ def decide(tool: PolicyTool, args: dict, state: PolicyState) -> Decision:
         if rule.effect == "ask" and _matches_any_part(rule, tool, args, line, state):
             return Decision("ask", reason=f"The rule {rule} asks for confirmation.", rule=rule)
     for source, said, rules in _ALLOW_SOURCES:
-        rule = _allowing_rule(getattr(state, rules), tool, args, line, state)
-        if rule is not None:
+        allowing = _allowing_rule(getattr(state, rules), tool, args, line, state)
+        if allowing is not None:
             said = said.format(by=state.turn_granted_by)
-            return Decision("allow", "setting", f"Allowed by the {said} {rule}.", rule, source)
+            return Decision("allow", "setting", f"Allowed by the {said} {allowing}.", allowing, source)
     if state.permission_mode == "full-auto":
         return Decision("allow", "setting", "The session is in full-auto mode.")
     if state.auto_approve:

@@ -61,7 +61,6 @@ from ahp.state import ACTIVITY_MASK, SessionStatus, parse_subagent_chat_uri, ses
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
 from host.runtime.catalogue import CatalogueItem, catalogue, closest
-from host.state.store import Store
 from host.runtime.turns import now_iso, turn_duration, turn_started, user_message
 from host.state.store import Store
 from tools.base import Tool, ToolContext, failure_result, success_result

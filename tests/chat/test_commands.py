@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from chat._commands import INIT_PROMPT
 from host.config import load_config
 from host.runtime.agents import OfflineAgent
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
+from tests.chat._fakehost import host_toml, spawn_agent_host
 from tests.chat._hostwait import chats, until_host
 from tests.chat._pty import ChatProcess
-from chat._commands import INIT_PROMPT
-from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.chat._scenario import ScenarioAgent
+from tests.conftest import TOKEN
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse
 
 Spawn = Callable[..., ChatProcess]

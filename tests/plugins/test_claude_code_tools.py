@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from plugins.claude_code_tools import (
-    TABLE, claude_name, host_name, host_rules, matcher_names, to_claude_input, to_host_input,
+    TABLE,
+    claude_name,
+    host_name,
+    host_rules,
+    matcher_names,
+    to_claude_input,
+    to_host_input,
 )
 from tools.policy import PolicyState, decide, parse_rule
 

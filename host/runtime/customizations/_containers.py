@@ -50,7 +50,7 @@ def entry_enabled(entry: dict[str, Any]) -> bool:
     return bool(entry.get("enabled", True))
 
 
-def internal_shape(entry: dict[str, Any], states: Mapping[Any, dict[str, Any]] | None = None) -> dict[str, Any]:
+def internal_shape(entry: dict[str, Any], states: Mapping[Any, Any] | None = None) -> dict[str, Any]:
     """A customization as the plugin parser builds it (``enabled`` everywhere) in the internal
     model's shape (see the module docstring); ``states`` are known MCP server states by id."""
     entry = dict(entry)
@@ -109,7 +109,7 @@ class Container:
         """Run-time problems and the trust hold, as published."""
         return sorted(self.problems.values()) + ([self.held] if self.held else [])
 
-    def wire(self, states: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    def wire(self, states: Mapping[Any, Any] | None = None) -> dict[str, Any]:
         """The AHP container customization (internal model), children included; ``states`` are the
         MCP server states already published, by entry id (kept rather than reset)."""
         wire = internal_shape(self._parsed_wire(), states)

@@ -49,15 +49,15 @@ Per turn (and per model request where noted) it adds:
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants
 from host.runtime.agents.environment import Contributor
+from host.runtime.agents.tooling import ToolCallRequest
 from host.runtime.catalogue import CatalogueItem, catalogue
 from host.runtime.command_bodies import context_rules, replace_bang_commands
-from host.runtime.agents.tooling import ToolCallRequest
 from host.runtime.customizations.mcp_prompts import McpPrompt
 from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
 from host.runtime.customizations.session import SessionCustomizations
@@ -75,7 +75,7 @@ from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import LifecyclePoint, SlashInvocation, parse_slash
+    from plugins import SlashInvocation
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
 
@@ -135,7 +135,7 @@ class CustomizationContributor(Contributor):
         elif invocation is not None:
             prompt = invocation.prompt
             untrusted = not runtime.folder_trusted and runtime.folder is not None
-            if untrusted and _inside(invocation.entry.target.path, runtime.folder):
+            if untrusted and runtime.folder is not None and _inside(invocation.entry.target.path, runtime.folder):
                 # The folder's own commands neither run their shell commands nor pre-approve
                 # anything until it is trusted.
                 prompt = replace_bang_commands(prompt, lambda command: f"[`{command}` was not run: {runtime.folder} is not trusted]")
@@ -428,9 +428,3 @@ def _inside(path: Any, folder: str) -> bool:
     from ahp.workspace_trust import covers
 
     return path is not None and covers(folder, os.path.realpath(path))
-
-
-def _model_invocable(loaded: LoadedContainer) -> list[Skill | Command]:
-    """The container's skills and commands the model may load (not ``disable-model-invocation``)."""
-    items: list[Skill | Command] = [*loaded.skills, *loaded.commands]
-    return [item for item in items if not item.disable_model_invocation]

@@ -82,8 +82,16 @@ from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
 from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
 from host.config import HostConfig
-from host.runtime.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer, enablement_enabled, entry_enabled
-from host.runtime.inputs import InputRequests
+from host.errors import ConfigError
+from host.resources.client_resources import ClientResourceError, ClientResources
+from host.resources.workdirs import session_directory
+from host.runtime.customizations._containers import (
+    MCP_SERVERS_ID,
+    Container,
+    McpServersContainer,
+    enablement_enabled,
+    entry_enabled,
+)
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp

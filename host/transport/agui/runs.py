@@ -69,7 +69,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
-    BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunFinishedInterruptOutcome, RunStartedEvent,
+    BaseEvent,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    ToolMessage,
 )
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
@@ -80,8 +87,17 @@ from host.runtime.turns import now_iso, turn_duration
 from host.service import AgentHost
 from host.state.store import Store
 from host.transport.agui.interrupts import (
-    INPUT_PREFIX, AnswerError, Elsewhere, answer, answer_input, asked_outside, coverage_problem, elsewhere,
-    elsewhere_interrupts, open_inputs, waiting_calls,
+    INPUT_PREFIX,
+    AnswerError,
+    Elsewhere,
+    answer,
+    answer_input,
+    asked_outside,
+    coverage_problem,
+    elsewhere,
+    elsewhere_interrupts,
+    open_inputs,
+    waiting_calls,
 )
 from host.transport.agui.mapping import RunTranslator
 from host.transport.agui.snapshot import thread_messages
@@ -236,9 +252,9 @@ class AguiRuns:
             raise _Refused("The session for this thread is still starting; try again in a moment.", "sessionNotReady") from None
         state = store.state(session) or {}
         if state.get("lifecycle") == "failed":
-            error = state.get("creationError") or {}
-            message = error.get("message") or "The session for this thread failed to start."
-            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", error.get("errorType") or "creationFailed")
+            failure = state.get("creationError") or {}
+            message = failure.get("message") or "The session for this thread failed to start."
+            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", failure.get("errorType") or "creationFailed")
         # A run uses the session as a subscription would: one restored at host start resumes now,
         # so its trust question (if any) is asked outside a turn, before this run's message runs.
         self.host.customizations.resumed(session)
@@ -297,7 +313,7 @@ class AguiRuns:
         return self._start_turn(session, run_input, client_id, message, active, plan)
 
     def _start_turn(self, session: str, run_input: RunAgentInput, client_id: str, message: Any,
-                    active: dict[str, Any] | None, plan: "_Plan", answered: Iterable[str] = ()) -> RunTranslator | None:
+                    active: dict[str, Any] | None, plan: _Plan, answered: Iterable[str] = ()) -> RunTranslator | None:
         """Start a turn with the run's new user message, unless a question asked outside a turn
         (the workspace-trust question) must be answered first: then the run ends with it.
         ``answered``: interrupts this run just answered (their entries leave the session soon after)."""
@@ -374,7 +390,7 @@ class AguiRuns:
         """``forwardedProps.cancel``: end the running turn, whatever it waits on; with none running,
         cancel the questions asked outside a turn (the trust question: then not trusted)."""
         if active is None:
-            for key, item in self._outside(session).items():
+            for item in self._outside(session).values():
                 self._dispatch(item.chat, builders.chat_input_completed(
                     request_id=str((item.request or {})["id"]), response="cancel"), client_id)
             return None
