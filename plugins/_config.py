@@ -7,7 +7,10 @@ Contract:
   either that or the flat ``{Event: [rule...]}``. A rule is ``{matcher?, hooks: [action...]}``
   or a flat action (Cursor/Copilot CLI). Only ``command`` actions run; ``prompt``/``agent``/
   ``http`` actions are skipped with an info note. Unknown events are ignored (info).
-  An invalid matcher regex skips its rule (problem).
+  An invalid matcher regex skips its rule (problem). Claude Code's per-action fields: ``if`` (a
+  permission rule; tool events only, elsewhere the hook is skipped with a warning, as it would
+  never run), ``async``, ``asyncRewake`` (runs like ``async``, with a warning saying how it
+  differs; its ``rewakeMessage``/``rewakeSummary`` are used), ``once`` and ``statusMessage`` (accepted, an info note says they have no effect).
 - MCP: documents are read by ``plugins.mcp_servers`` (the one MCP declaration parser), with
   the plugin root as the base and default ``cwd`` of stdio servers.
 - Strings are expanded per :mod:`plugins.expand`; relative ``cwd`` values resolve against
@@ -25,12 +28,23 @@ from typing import Any
 from plugins import _schema as schema
 from plugins._collect import Report
 from plugins._jsonspan import Span
+from plugins.claude_code_tools import host_rules
 from plugins.diagnostics import Severity
 from plugins.expand import expand_config, expand_hook_command
 from plugins.mcp_servers import parse_server, server_entries
 from plugins.model import DEFAULT_HOOK_TIMEOUT, Hook, HookEvent, McpServer
 
 __all__: list[str] = []
+
+_NOT_FIRED = {
+    HookEvent.PERMISSION_REQUEST: "this host does not fire PermissionRequest hooks (a PreToolUse hook's permissionDecision "
+                                  "allow/ask/deny decides about the confirmation instead)",
+}
+"""Events this host parses but never fires, and what to use instead."""
+
+_TOOL_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.POST_TOOL_USE_FAILURE,
+                          HookEvent.PERMISSION_REQUEST})
+"""The events whose hooks may have an ``if`` condition (Claude Code evaluates it on tool calls only)."""
 
 JsonPath = tuple["str | int", ...]
 
@@ -55,6 +69,8 @@ def parse_hook_events(
         if event is None:
             report(Severity.INFO, at, "unknown hook event (ignored)")
             continue
+        if event in _NOT_FIRED:
+            report(Severity.INFO, at, _NOT_FIRED[event])
         if not isinstance(rules, list):
             report(Severity.PROBLEM, at, "expected a list of hook rules; event skipped")
             continue
@@ -80,7 +96,7 @@ def _parse_rule(
         return []
     values = schema.HOOK_RULE.validate(rule, report, at)
     matcher = values.get("matcher")
-    if matcher is not None:
+    if matcher is not None and matcher not in ("", "*"):  # "*" and "" mean every subject (Claude Code)
         try:
             re.compile(matcher)
         except re.error as exc:
@@ -132,6 +148,32 @@ def _parse_action(
     env = {k: expand_config(v, plugin_vars, environ) for k, v in values.get("env", {}).items()}
     env.update(plugin_vars)
     cwd = values.get("cwd")
+    condition = values.get("if")
+    if condition is not None:
+        if event not in _TOOL_EVENTS:
+            report(Severity.WARNING, at + ("if",), f"'if' applies to tool events only; as in Claude Code, this "
+                                                   f"{event.value} hook never runs (skipped)")
+            return None
+        try:
+            if "(" in condition and not condition.rstrip().endswith(")"):
+                raise ValueError("its parenthesis is not closed")
+            rules = host_rules(condition, settings_root=str(plugin_root), home=environ.get("HOME"))
+        except ValueError as exc:
+            report(Severity.PROBLEM, at + ("if",), f"not a permission rule such as 'Bash(git *)' ({exc}); hook skipped")
+            return None
+        if not rules:
+            report(Severity.WARNING, at + ("if",), f"{condition!r} names no tool this host has, so the hook never runs (skipped)")
+            return None
+    run_async = bool(values.get("async", False))
+    rewake = bool(values.get("asyncRewake", False))
+    if rewake:
+        report(Severity.WARNING, at + ("asyncRewake",),
+               "this host does not start a turn by itself: the hook runs in the background like 'async', and "
+               "when it exits with status 2 its message is given to the model with the next turn")
+    if values.get("once"):
+        report(Severity.INFO, at + ("once",), "'once' applies to hooks declared by skills; this hook runs every time")
+    if values.get("statusMessage"):
+        report(Severity.INFO, at + ("statusMessage",), "not shown: this host shows a hook's messages, not a spinner text")
     return Hook(
         event=event,
         command=expand_hook_command(command, plugin_vars),
@@ -141,6 +183,11 @@ def _parse_action(
         timeout=timeout if timeout > 0 else DEFAULT_HOOK_TIMEOUT,
         env=env,
         cwd=_resolve_cwd(expand_config(cwd, plugin_vars, environ), plugin_root) if cwd else None,
+        condition=condition,
+        run_async=run_async or rewake,
+        async_rewake=rewake,
+        rewake_message=values.get("rewakeMessage"),
+        rewake_summary=values.get("rewakeSummary"),
     )
 
 

@@ -12,12 +12,20 @@ built-in tools have names and arguments of their own (``shell``, ``read_file``, 
   use for a host tool (its Claude Code name and older spellings such as ``LS``).
 - :func:`to_claude_input` / :func:`to_host_input`: a call's arguments in each vocabulary. They are
   inverse for every argument the table maps; arguments it does not map pass through unchanged.
+  Given the working directory, :func:`to_claude_input` makes file paths absolute, as Claude Code's
+  ``tool_input`` always has them (the host's tools accept both, so the inverse keeps them so).
+- :func:`to_claude_response`: a finished call's AHP ``ToolCallResult`` as the ``tool_response`` a
+  Claude Code ``PostToolUse`` hook reads for that tool (``stdout`` for ``Bash``, ``filePath`` and
+  the strings for ``Edit``/``Write``, ``file.content`` for ``Read``; MCP and other tools get
+  their content blocks).
 - :func:`host_rules`: a Claude Code permission rule (``Bash(npm run test:*)``, its newer spelling
   ``Bash(npm run test *)``, ``Edit(/src/**)``,
   ``Read(~/.ssh/**)``, ``mcp__github``) as the rule strings of ``tools.policy``. As in Claude Code,
   ``Read`` rules cover every tool that reads files and ``Edit`` rules every tool that changes one;
   ``//path`` is absolute, ``~/path`` is in the home folder, ``/path`` is relative to the folder the
-  settings file belongs to, and ``./path`` or ``path`` to the working directory.
+  settings file belongs to, and ``./path`` or ``path`` to the working directory; a pattern with no
+  ``/`` in it (and no ``./``) matches in every folder (gitignore: ``*.ts`` is ``**/*.ts``).
+- :func:`claude_permission_mode`: the session's permission mode as Claude Code names it.
 
 Pure: no I/O. Claude Code's tool names and input fields are those of its tool reference
 (https://docs.anthropic.com/en/docs/claude-code/settings#tools-available-to-claude) and of its
@@ -32,8 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "ClaudeTool", "TABLE", "claude_name", "host_name", "host_rules", "matcher_names",
-    "to_claude_input", "to_host_input",
+    "ClaudeTool", "TABLE", "claude_name", "claude_permission_mode", "host_name", "host_rules", "matcher_names",
+    "to_claude_input", "to_claude_response", "to_host_input",
 ]
 
 
@@ -124,12 +132,17 @@ def _convert(arguments: Mapping[str, Any], pairs: dict[str, tuple[str, Callable[
     return converted
 
 
-def to_claude_input(host: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """A host tool call's arguments as Claude Code's ``tool_input`` for that tool."""
+def to_claude_input(host: str, arguments: Mapping[str, Any], *, cwd: str | None = None) -> dict[str, Any]:
+    """A host tool call's arguments as Claude Code's ``tool_input`` for that tool; with ``cwd``,
+    a relative ``file_path`` is made absolute against it."""
     tool = _BY_HOST.get(host)
     if tool is None:
         return dict(arguments)
-    return _convert(arguments, {a.host: (a.claude, a.to_claude) for a in tool.arguments})
+    converted = _convert(arguments, {a.host: (a.claude, a.to_claude) for a in tool.arguments})
+    path = converted.get("file_path")
+    if cwd is not None and isinstance(path, str) and path and not posixpath.isabs(path) and _PATH in tool.arguments:
+        converted["file_path"] = posixpath.normpath(posixpath.join(cwd, path))
+    return converted
 
 
 def to_host_input(host: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,8 +174,12 @@ def _host_path_pattern(pattern: str, *, settings_root: str | None, home: str | N
         if settings_root is None:
             raise ValueError(f"cannot place {pattern!r}: it is relative to a settings file's folder")
         return posixpath.join(settings_root, pattern.lstrip("/"))
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
+    if pattern.startswith("./"):
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
+        return pattern
+    if "/" not in pattern.rstrip("/") and not pattern.startswith("**"):
+        pattern = "**/" + pattern  # gitignore: a name without a slash matches in every folder
     return pattern
 
 
@@ -195,3 +212,51 @@ def host_rules(rule: str, *, settings_root: str | None = None, home: str | None 
         # Claude Code's newer spelling of a command prefix: ``Bash(npm run *)`` is ``npm run:*``.
         specifier = specifier[:-2].rstrip() + ":*"
     return [f"{tool.host}({specifier})"]
+
+
+def _result_text(result: Mapping[str, Any]) -> str:
+    pieces = [item.get("text") for item in result.get("content") or () if isinstance(item, Mapping) and item.get("type") == "text"]
+    return "\n".join(piece for piece in pieces if isinstance(piece, str))
+
+
+def _command_output(text: str) -> str:
+    """The shell tool's output without the status line it ends with (``[exit code 0]``...)."""
+    for marker in ("\n[exit code ", "\n[terminated by signal "):
+        at = text.rfind(marker)
+        if at >= 0:
+            text = text[:at + 1]
+            break
+    return "" if text.strip() == "(no output)" else text
+
+
+def to_claude_response(host: str, arguments: Mapping[str, Any], result: Mapping[str, Any], *,
+                       cwd: str | None = None) -> Any:
+    """A finished host call's result (``ToolCallResult``) as Claude Code's ``tool_response``."""
+    claude = claude_name(host)
+    given = to_claude_input(host, arguments, cwd=cwd)
+    text = _result_text(result)
+    structured = result.get("structuredContent") if isinstance(result.get("structuredContent"), Mapping) else {}
+    if claude == "Bash":
+        error = result.get("error") if isinstance(result.get("error"), Mapping) else {}
+        return {"stdout": _command_output(text), "stderr": "", "interrupted": error.get("code") in ("timeout", "cancelled"),
+                "isImage": False, **({"exitCode": structured["exitCode"]} if "exitCode" in structured else {})}
+    if claude == "Write":
+        return {"type": "create" if structured.get("created") else "update", "filePath": given.get("file_path"),
+                "content": given.get("content", "")}
+    if claude == "Edit":
+        return {"filePath": given.get("file_path"), "oldString": given.get("old_string"),
+                "newString": given.get("new_string"), "replaceAll": bool(given.get("replace_all", False)),
+                "userModified": False}
+    if claude == "Read":
+        return {"type": "text", "file": {"filePath": given.get("file_path"), "content": text,
+                                         "numLines": len(text.splitlines()), "startLine": structured.get("startLine", 1),
+                                         "totalLines": structured.get("totalLines", len(text.splitlines()))}}
+    return [{"type": "text", "text": text or str(result.get("pastTenseMessage") or "")}]
+
+
+_PERMISSION_MODES = {"default": "default", "accept-edits": "acceptEdits", "plan": "plan", "full-auto": "bypassPermissions"}
+
+
+def claude_permission_mode(host_mode: str | None) -> str:
+    """This host's permission mode (``tools.policy``) as Claude Code's ``permission_mode``."""
+    return _PERMISSION_MODES.get(host_mode or "default", "default")

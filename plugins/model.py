@@ -275,12 +275,24 @@ class Hook:
     plugin_root: Path
     source: Path
     matcher: str | None = None
-    """Regex searched in the event subject (tool name, file path or shell command); None = all."""
+    """Claude Code matcher over the event subject (tool name, SessionStart source, PreCompact trigger...); None = all."""
     timeout: float = DEFAULT_HOOK_TIMEOUT
     env: dict[str, str] = field(default_factory=dict)
     """Plugin-declared env plus PLUGIN_ROOT/CLAUDE_PLUGIN_ROOT/PLUGIN_DATA (not the host env)."""
     cwd: Path | None = None
     """Declared working directory; None means the session's working directory."""
+    condition: str | None = None
+    """Claude Code's ``if``: a permission rule (``Bash(git *)``, ``Edit(*.ts)``) the tool call must
+    match for the hook to run; only tool events have one."""
+    run_async: bool = False
+    """``async: true``: run in the background; the event does not wait for it and its answer
+    cannot block or change anything (its messages reach the next turn)."""
+    async_rewake: bool = False
+    """``asyncRewake: true``: like ``run_async``; an exit 2 is reported to the model (next turn)."""
+    rewake_message: str | None = None
+    """``rewakeMessage``: what the model is told before an ``asyncRewake`` hook's report."""
+    rewake_summary: str | None = None
+    """``rewakeSummary``: what the user is told of it."""
 
     @property
     def point(self) -> LifecyclePoint:
@@ -288,12 +300,21 @@ class Hook:
         return self.event.point
 
     def matches(self, subject: str | None, aliases: tuple[str, ...] = ()) -> bool:
-        """True when the matcher (a regex, searched) accepts ``subject`` or one of its
-        ``aliases`` (e.g. Claude's ``Bash`` for a host's ``run_shell``); no matcher accepts all."""
+        """True when the matcher accepts ``subject`` or one of its ``aliases`` (e.g. Claude's
+        ``Bash`` for the host's ``shell``). As in Claude Code: no matcher, ``""`` or ``*`` accept
+        everything; a matcher of only letters, digits, ``_`` and ``|`` is an exact name or a
+        ``|`` list of exact names (``Edit`` is not ``NotebookEdit``); anything else is a regular
+        expression searched in the name (``mcp__github__.*``, ``^Notebook``)."""
         if self.matcher is None or self.matcher in ("", "*"):
             return True
         candidates = ([subject] if subject is not None else []) + list(aliases)
+        if _EXACT_MATCHER.fullmatch(self.matcher):
+            names = set(self.matcher.split("|"))
+            return any(candidate in names for candidate in candidates)
         return any(re.search(self.matcher, candidate) for candidate in candidates)
+
+
+_EXACT_MATCHER = re.compile(r"[A-Za-z0-9_|]+")
 
 
 @dataclass(frozen=True)

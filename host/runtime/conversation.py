@@ -367,13 +367,27 @@ def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
     return messages
 
 
+BLOCKED_BY_HOOK = "blockedByHook"
+"""The ``errorType`` of a turn whose prompt a ``UserPromptSubmit`` hook refused."""
+
+
 def history(turns: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Sequence[Message]]) -> list[Message]:
-    """The conversation of finished ``turns``: stored transcripts where present, else rebuilt."""
+    """The conversation of finished ``turns``: stored transcripts where present, else rebuilt. A
+    prompt a ``UserPromptSubmit`` hook refused (``blockedByHook``) is left out, as Claude Code erases it."""
     messages: list[Message] = []
     for turn in turns:
+        if _refused_by_hook(turn):
+            continue
         stored = transcripts.get(str(turn.get("id")))
         messages.extend(stored if stored else rebuild_turn(turn))
     return messages
+
+
+def _refused_by_hook(turn: Mapping[str, Any]) -> bool:
+    """The turn ended with ``chat/error`` of type ``blockedByHook`` (its error part, or a 0.2.0 ``error``)."""
+    errors = [part.get("error") for part in turn.get("responseParts") or () if isinstance(part, Mapping) and part.get("kind") == "error"]
+    errors.append(turn.get("error"))
+    return any(isinstance(error, Mapping) and error.get("errorType") == BLOCKED_BY_HOOK for error in errors)
 
 
 def repair(messages: Sequence[Message]) -> list[Message]:

@@ -35,7 +35,7 @@ from typing import Any
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
 from ahp.state.clock import iso_timestamp, parse_timestamp
-from host.runtime.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed
+from host.runtime.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed, TurnStopped
 from host.state.store import Store
 
 __all__ = ["TurnRunner", "LATE_STEERING_NOTE", "now_iso", "turn_duration", "turn_started", "user_message", "selection"]
@@ -203,6 +203,11 @@ class TurnRunner:
             return
         except TurnFailed as failure:
             self._end(ctx, failure.error)
+        except TurnStopped as stop:
+            if ctx.chat in self._store and ctx.is_active():
+                ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={
+                    "kind": "systemNotification", "content": f"A plugin hook stopped this turn: {stop.reason}"}))
+            self._end(ctx, None)
         except Exception:
             logger.exception("turn %s of %s failed", ctx.turn_id, ctx.chat)
             self._end(ctx, {

@@ -196,6 +196,15 @@ def test_a_running_sub_agent_says_where_to_watch_it_and_its_answer_follows() -> 
     assert "✓ Run Sub-agent Sub-agent finished: Look around" in done and "Echo printed hi." in done
 
 
+def test_a_hooks_system_message_is_printed_once_as_a_note_without_escapes() -> None:
+    view = TurnView(PLAIN)
+    note = {"kind": "systemNotification", "content": "**[block-env]**\nDo not touch .env files.\x1b[2J"}
+    chunks = view.update_split(turn(md("Hi."), note))
+    (shown,) = [text for channel, text in chunks if channel == "activity" and "block-env" in text]
+    assert shown.startswith("ℹ **[block-env]**\nDo not touch .env files.") and "\x1b" not in shown
+    assert view.update_split(turn(md("Hi."), note)) == []
+
+
 def test_a_call_the_turn_end_cut_short_says_how_the_turn_ended() -> None:
     call = {"displayName": "Shell", "status": "cancelled", "reason": "skipped"}
     assert render_tool_line(call, PLAIN, turn_state="cancelled") == "⊘ Shell cancelled with the turn\n"

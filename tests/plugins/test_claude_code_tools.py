@@ -5,13 +5,8 @@ from __future__ import annotations
 import pytest
 
 from plugins.claude_code_tools import (
-    TABLE,
-    claude_name,
-    host_name,
-    host_rules,
-    matcher_names,
-    to_claude_input,
-    to_host_input,
+    TABLE, claude_name, claude_permission_mode, host_name, host_rules, matcher_names, to_claude_input,
+    to_claude_response, to_host_input,
 )
 from tools.policy import PolicyState, decide, parse_rule
 
@@ -103,3 +98,40 @@ def test_translated_rules_decide_as_claude_code_would() -> None:
     assert decide(write, {"path": "src/app.py"}, state).outcome == "allow"
     assert decide(write, {"path": "setup.py"}, state).outcome == "ask"
     assert all(parse_rule(rule) for rule in allow + deny)
+
+
+def test_hook_input_has_absolute_file_paths_and_the_inverse_keeps_them() -> None:
+    given = to_claude_input("edit_file", {"path": "src/a.py", "old_string": "x", "new_string": "y"}, cwd="/work")
+    assert given == {"file_path": "/work/src/a.py", "old_string": "x", "new_string": "y"}
+    assert to_host_input("edit_file", given) == {"path": "/work/src/a.py", "old_string": "x", "new_string": "y"}
+    assert to_claude_input("write_file", {"path": "/etc/x"}, cwd="/work") == {"file_path": "/etc/x"}
+    assert to_claude_input("shell", {"command": "ls"}, cwd="/work") == {"command": "ls"}
+
+
+def test_tool_responses_take_claude_codes_shapes() -> None:
+    shell = {"success": True, "content": [{"type": "text", "text": "hi\n[exit code 0]"}], "structuredContent": {"exitCode": 0}}
+    assert to_claude_response("shell", {"command": "echo hi"}, shell) == {
+        "stdout": "hi\n", "stderr": "", "interrupted": False, "isImage": False, "exitCode": 0}
+    wrote = {"success": True, "structuredContent": {"path": "/w/a", "created": True}}
+    assert to_claude_response("write_file", {"path": "a", "content": "c"}, wrote, cwd="/w") == {
+        "type": "create", "filePath": "/w/a", "content": "c"}
+    edited = to_claude_response("edit_file", {"path": "a", "old_string": "x", "new_string": "y"}, {"success": True}, cwd="/w")
+    assert (edited["filePath"], edited["oldString"], edited["newString"]) == ("/w/a", "x", "y")
+    read = to_claude_response("read_file", {"path": "a"}, {"success": True, "content": [{"type": "text", "text": "1\n2"}],
+                                                           "structuredContent": {"totalLines": 2}}, cwd="/w")
+    assert read == {"type": "text", "file": {"filePath": "/w/a", "content": "1\n2", "numLines": 2, "startLine": 1, "totalLines": 2}}
+    assert to_claude_response("mcp__s__t", {}, {"success": True, "content": [{"type": "text", "text": "ok"}]}) == [
+        {"type": "text", "text": "ok"}]
+
+
+def test_path_rules_without_a_slash_match_in_every_folder_and_bash_star_is_a_prefix() -> None:
+    assert host_rules("Edit(*.ts)") == ["write_file(**/*.ts)", "edit_file(**/*.ts)"]
+    assert host_rules("Bash(git *)") == ["shell(git:*)"]
+    assert host_rules("Bash(git push)") == ["shell(git push)"]
+
+
+@pytest.mark.parametrize(("host", "claude"), [
+    ("default", "default"), ("accept-edits", "acceptEdits"), ("plan", "plan"), ("full-auto", "bypassPermissions"), (None, "default"),
+])
+def test_permission_modes_in_claude_codes_words(host: str | None, claude: str) -> None:
+    assert claude_permission_mode(host) == claude

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,3 +145,61 @@ def test_matchers_also_see_claude_style_aliases(toolkit_copy: Path) -> None:
     plugin = load_plugin(toolkit_copy)
     assert len(select_hooks([plugin], HookEvent.POST_TOOL_USE, "apply_text_change")) == 0
     assert len(select_hooks([plugin], HookEvent.POST_TOOL_USE, "apply_text_change", aliases=("Edit",))) == 1
+
+
+def test_claude_code_matchers_are_exact_names_unless_they_are_regular_expressions(tmp_path: Path) -> None:
+    def hook(matcher: str | None) -> Hook:
+        return Hook(event=HookEvent.PRE_TOOL_USE, command="true", plugin_root=tmp_path, source=tmp_path, matcher=matcher)
+
+    assert hook("Edit").matches("Edit") and not hook("Edit").matches("NotebookEdit")
+    assert hook("Edit|Write").matches("Write") and not hook("Edit|Write").matches("MultiEdit")
+    assert hook("startup|clear|compact").matches("compact") and not hook("startup|clear|compact").matches("resume")
+    assert hook("mcp__github__.*").matches("mcp__github__create_issue") and not hook("mcp__github__.*").matches("mcp__git__x")
+    assert hook("^Notebook").matches("NotebookEdit")
+    assert all(hook(m).matches("Anything") for m in (None, "", "*"))
+
+
+async def test_every_answer_field_is_read(tmp_path: Path) -> None:
+    output = {"continue": False, "stopReason": "enough", "systemMessage": "note for you", "suppressOutput": True,
+              "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                     "permissionDecisionReason": "check it", "updatedInput": {"command": "ls -a"},
+                                     "additionalContext": "more"}}
+    result = await run_hook(_hook(tmp_path, f"cat >/dev/null; echo '{json.dumps(output)}'"), {})
+    assert result.outcome is HookOutcome.SUCCESS and result.stopped
+    assert (result.stop_reason, result.system_message, result.suppress_output) == ("enough", "note for you", True)
+    assert (result.permission_decision, result.permission_reason, result.updated_input, result.additional_context) == (
+        "ask", "check it", {"command": "ls -a"}, "more")
+    older = await run_hook(_hook(tmp_path, """cat >/dev/null; echo '{"decision": "block", "reason": "no"}'"""), {})
+    assert (older.blocked, older.permission_decision, older.reason) == (True, "deny", "no")
+
+
+async def test_a_hook_answering_async_on_its_first_line_goes_on_in_the_background(tmp_path: Path) -> None:
+    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    command = """cat >/dev/null; echo '{"async": true, "asyncTimeout": 5000}'; sleep 0.2; echo '{"systemMessage": "later"}'"""
+    result = await run_hook(_hook(tmp_path, command), {}, on_background=done.set_result)
+    assert result.asynchronous and result.system_message is None
+    late = await asyncio.wait_for(done, 10)
+    assert late.system_message == "later"
+
+
+def test_claude_code_action_fields_are_read_and_what_this_host_cannot_do_is_said(tmp_path: Path) -> None:
+    plugin = tmp_path / "p"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "p"}))
+    (plugin / "hooks").mkdir()
+    action = {"type": "command", "command": "true"}
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{**action, "if": "Bash(git *)"}, {**action, "async": True},
+                                                     {**action, "asyncRewake": True}, {**action, "once": True}]}],
+        "Stop": [{"hooks": [{**action, "if": "Bash(git *)"}]}],
+        "PostToolUse": [{"matcher": "*", "hooks": [{**action, "if": "Bash(git *"}]}],
+    }}))
+    loaded = load_plugin(plugin)
+    conditional, background, rewake, once = loaded.hooks
+    assert conditional.condition == "Bash(git *)" and background.run_async and not background.async_rewake
+    assert rewake.run_async and rewake.async_rewake and not once.run_async
+    said = {(d.severity.value, d.keys[-1]): d.message for d in loaded.diagnostics}
+    assert "never runs" in said[("warning", "if")]  # on Stop: skipped, as Claude Code would never run it
+    assert "does not start a turn by itself" in said[("warning", "asyncRewake")]
+    assert "runs every time" in said[("info", "once")]
+    assert len(loaded.hooks) == 4  # the Stop hook and the one whose 'if' is no rule are not loaded

@@ -5,7 +5,7 @@ provider (``provider``), built from the config by ``build_agents`` (``catalog``)
 approved through the ``ToolApprover`` seam (``tooling``).
 """
 
-from host.runtime.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed
+from host.runtime.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed, TurnStopped
 from host.runtime.agents.catalog import agent_from_config, build_agents, default_agent_configs
 from host.runtime.agents.offline import OFFLINE_PROVIDER, OfflineAgent
 from host.runtime.agents.provider import ModelSpec, ProviderAgent, ProviderSource, StaticSource, TurnSettings
@@ -17,6 +17,7 @@ __all__ = [
     "Agent",
     "TurnContext",
     "TurnEnded",
+    "TurnStopped",
     "TurnFailed",
     "SessionCreationFailed",
     "OfflineAgent",

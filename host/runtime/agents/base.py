@@ -35,11 +35,20 @@ from typing import Any, Protocol
 
 from ahp.state import default_chat_uri
 
-__all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "TurnGrants", "SessionCreationFailed"]
+__all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "TurnGrants", "TurnStopped", "SessionCreationFailed"]
 
 
 class TurnEnded(Exception):
     """The turn is over (cancelled or replaced); stop producing output."""
+
+
+class TurnStopped(Exception):
+    """End the turn now, as a completed turn: a hook answered ``continue: false``. ``reason`` (its
+    ``stopReason``) is shown to the user, not to the model."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class TurnFailed(Exception):

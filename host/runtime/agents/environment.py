@@ -8,8 +8,11 @@ turn loop without editing it:
   the active client's tools, a skill loader...). Names are unique: when two contributors offer
   the same name, the one registered first wins (and the agent's own static tools win over all).
 * ``system_prompt(ctx)``: text appended to the agent's system prompt (custom agent, rules...).
-* ``before_tool_call(ctx, request, arguments)``: may block a call (a ``PreToolUse`` hook exiting
-  2); returns the reason shown to the user and the model, or None.
+* ``before_tool_call(ctx, request, arguments)``: runs before the call is approved and returns a
+  ``PreToolVerdict``: block it (the reason is shown to the user and the model), change its
+  arguments, or say whether to ask (``allow`` skips the confirmation unless a rule asks, ``ask``
+  forces it), as ``PreToolUse`` hooks answer. Contributors are asked in order, each with the
+  arguments the previous one left; the first block wins, ``ask`` beats ``allow``.
 * ``after_tool_call(ctx, request, result)``: observes a finished call (``PostToolUse`` hooks) and
   may return text to add to what the model reads of the result (a hook's ``additionalContext``).
 * ``stop(ctx, active)``: the model finished answering; returning a reason keeps the turn going
@@ -19,6 +22,9 @@ turn loop without editing it:
   partial content, asking the user, re-confirmation, the content store, sandbox roots).
 * ``filter_tools(ctx, tools)``: narrows the offered set after every contributor added its tools
   (a custom agent's tool allow-list); filters run in registration order.
+* ``before_compact(ctx, trigger, instructions)`` / ``after_compact(ctx, trigger)``: around a
+  compaction of the conversation (``trigger`` ``manual`` for ``/compact``, ``auto`` when the
+  context window is full): ``PreCompact`` hooks, then ``SessionStart`` hooks with ``compact``.
 * ``user_message(ctx, message)``: sees the turn's ``Message`` before the model does and may
   return a replacement (``/skill args`` expanded) or raise ``TurnFailed`` to reject it (a
   ``UserPromptSubmit`` hook exiting 2). Runs once per turn, before the first model call.
@@ -34,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from host.runtime.agents.base import TurnContext
-from host.runtime.agents.tooling import AutoApprover, ToolApprover, ToolCallRequest
+from host.runtime.agents.tooling import AutoApprover, PreToolVerdict, ToolApprover, ToolCallRequest
 from tools.base import Tool, ToolContext
 
 __all__ = ["Contributor", "TurnEnvironment"]
@@ -49,8 +55,8 @@ class Contributor:
     def system_prompt(self, ctx: TurnContext) -> Sequence[str]:
         return ()
 
-    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> str | None:
-        return None
+    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> PreToolVerdict:
+        return PreToolVerdict()
 
     async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
         return None
@@ -66,6 +72,12 @@ class Contributor:
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
         return message
+
+    async def before_compact(self, ctx: TurnContext, trigger: str, instructions: str | None) -> None:
+        return None
+
+    async def after_compact(self, ctx: TurnContext, trigger: str) -> None:
+        return None
 
 
 @dataclass
@@ -93,12 +105,19 @@ class TurnEnvironment:
             parts.extend(text for text in contributor.system_prompt(ctx) if text)
         return "\n\n".join(parts) or None
 
-    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> str | None:
+    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> PreToolVerdict:
+        permission: str | None = None
+        reason: str | None = None
+        changed: Any = None
         for contributor in self.contributors:
-            reason = await contributor.before_tool_call(ctx, request, arguments)
-            if reason:
-                return reason
-        return None
+            verdict = await contributor.before_tool_call(ctx, request, arguments if changed is None else changed)
+            if verdict.blocked:
+                return verdict
+            if verdict.arguments is not None:
+                changed = verdict.arguments
+            if verdict.permission == "ask" or (verdict.permission == "allow" and permission is None):
+                permission, reason = verdict.permission, verdict.reason or reason
+        return PreToolVerdict(permission=permission, reason=reason, arguments=changed)
 
     async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
         added = [text for contributor in self.contributors if (text := await contributor.after_tool_call(ctx, request, result))]
@@ -110,6 +129,14 @@ class TurnEnvironment:
             if reason:
                 return reason
         return None
+
+    async def before_compact(self, ctx: TurnContext, trigger: str, instructions: str | None) -> None:
+        for contributor in self.contributors:
+            await contributor.before_compact(ctx, trigger, instructions)
+
+    async def after_compact(self, ctx: TurnContext, trigger: str) -> None:
+        for contributor in self.contributors:
+            await contributor.after_compact(ctx, trigger)
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         for contributor in self.contributors:

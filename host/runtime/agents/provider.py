@@ -13,7 +13,7 @@
 3. If the model called tools, ``host.runtime.agents.tool_runs`` prepares, approves, runs and completes
    them; the results go back to the model and the loop repeats, until the model answers without
    tool calls (or ``max_model_calls`` is reached, which is said in the turn). Stop hooks may keep
-   the turn going a bounded number of times.
+   the turn going as often as they ask (each time is a model call, within ``max_model_calls``).
 4. ``chat/usage`` after every model call carries the turn's running totals (summed over its
    calls; within a call the provider's latest report wins).
 

@@ -4,12 +4,15 @@ Contract (``TurnTools``, made per turn):
 * ``run(message, ahp_ids, offered)``: for each tool call in the assistant ``message``, in order:
   an unknown tool, arguments that are not JSON or a failed ``prepare`` completes the call at once
   with a failure (``toolCallReady`` with ``confirmed: "not-needed"``, then ``toolCallComplete``);
-  otherwise the approver decides (and dispatches ``toolCallReady``). Only an approved call runs its
-  ``PreToolUse`` hooks (never before the user answered its confirmation); one that blocks
-  completes the call with the hook's reason. Approved calls then run concurrently; each is completed through
+  otherwise its ``PreToolUse`` hooks run (``environment.before_tool_call``): a block completes the
+  call with the hook's reason; changed arguments replace the model's (prepared again, so the
+  confirmation shows them); ``allow``/``ask`` go to the approver with the request. Then the approver
+  decides (and dispatches ``toolCallReady``); arguments the user edited in the confirmation go
+  through the hooks again. Approved calls then run concurrently; each is completed through
   the approver (which may ask the user to accept the result). Returns the results for the model,
   each cut to ``output_limit`` characters (the whole output stored in the content store and
-  readable with ``read_file``), with any context a ``PostToolUse`` hook added.
+  readable with ``read_file``), with any context a ``PostToolUse`` hook added. A hook that stops
+  the turn (``TurnStopped``) during a call lets the other calls finish, then stops it.
 * ``run_commands(text, ids)``: each ``!`cmd``` and ```` ```! ```` block in a slash command's text
   runs as a ``shell`` tool call (shown to clients, confirmed like any other, the turn's grants
   applying) and is replaced by what it returned.
@@ -20,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ahp.protocol import builders
 from ahp.tool_results import result_text
 from host.runtime.agents._mapping import TurnToolIds, tool_start_meta
-from host.runtime.agents.base import TurnContext
+from host.runtime.agents.base import TurnContext, TurnStopped
 from host.runtime.agents.context import cut_tool_output
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.tooling import (
@@ -65,6 +69,9 @@ class TurnTools:
         added: dict[str, str] = {}
         """Context hooks added to a result, for the model only (PostToolUse additionalContext)."""
         approved: list[tuple[str, str, Tool, Any]] = []
+        ran: dict[str, str] = {}
+        """The arguments each approved call runs with (after hooks and user edits), as JSON."""
+        stopped: list[TurnStopped] = []
         for call in message.tool_calls:
             call_id = ahp_ids.get(call.tool_call_id, call.tool_call_id)
             tool = offered.get(call.tool_name)
@@ -84,6 +91,20 @@ class TurnTools:
                     prep = await tool.prepare(arguments, self._context(call_id))
                     failure = prep.failure
                     request = ToolCallRequest(call_id, call.tool_name, call.arguments, tool, prep.ready_fields())
+            if failure is None and tool is not None:
+                # PreToolUse hooks run before the confirmation, as in Claude Code: they may refuse
+                # the call, change its input (the confirmation shows the changed input) or say
+                # whether to ask. Hooks are configuration the user enabled (a folder's only once
+                # it is trusted); the call itself runs only after the approval.
+                verdict = await environment.before_tool_call(ctx, request, arguments)
+                if verdict.blocked:
+                    failure = failure_result(f"Did not run {tool.title}", verdict.blocked, "blocked")
+                elif verdict.arguments is not None:
+                    arguments = verdict.arguments
+                    prep = await tool.prepare(arguments, self._context(call_id))
+                    failure = prep.failure
+                    request = ToolCallRequest(call_id, call.tool_name, json.dumps(arguments), tool, prep.ready_fields())
+                request = replace(request, hook_permission=verdict.permission, hook_reason=verdict.reason)
             if failure is not None:
                 ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed", asking=False))
                 ctx.emit(builders.chat_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=failure))
@@ -100,18 +121,21 @@ class TurnTools:
                 continue
             if approval.edited_input is not None:
                 try:
-                    arguments = parse_arguments(approval.edited_input)
+                    edited = parse_arguments(approval.edited_input)
                 except ValueError:
-                    pass
-            # PreToolUse hooks run only once the call is approved (by the user, a rule or
-            # autoApprove), on the input that will run: a hook is a command on this machine, and
-            # nothing about a call runs before the user has said yes to it.
-            blocked = await environment.before_tool_call(ctx, request, arguments)
-            if blocked:
-                failure = failure_result(f"Did not run {tool.title}", blocked, "blocked")
-                ctx.emit(builders.chat_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=failure))
-                results[call.tool_call_id] = failure
-                continue
+                    edited = None
+                if edited is not None and edited != arguments:
+                    # The user changed the input: the hooks see what will actually run.
+                    arguments = edited
+                    verdict = await environment.before_tool_call(ctx, request, arguments)
+                    if verdict.blocked:
+                        failure = failure_result(f"Did not run {tool.title}", verdict.blocked, "blocked")
+                        ctx.emit(builders.chat_tool_call_complete(turn_id=ctx.turn_id, tool_call_id=call_id, result=failure))
+                        results[call.tool_call_id] = failure
+                        continue
+                    if verdict.arguments is not None:
+                        arguments = verdict.arguments
+            ran[call.tool_call_id] = call.arguments if _unchanged(call.arguments, arguments) else json.dumps(arguments)
             approved.append((call.tool_call_id, call_id, tool, arguments))
         if approved:
             self._running(", ".join(dict.fromkeys(tool.title for _, _, tool, _ in approved)))
@@ -120,17 +144,23 @@ class TurnTools:
             async def one(provider_id: str, call_id: str, tool: Tool, arguments: Any) -> None:
                 result = await run_tool(tool, arguments, self._context(call_id))
                 call = requests[provider_id]
-                done = ToolCallRequest(call_id, call.tool_name, call.arguments, tool)
+                done = ToolCallRequest(call_id, call.tool_name, ran[provider_id], tool)
                 # The approver completes the call (it may ask the user to confirm the result first).
                 result = await finish_call(environment.approver, done, result, ctx)
                 results[provider_id] = result
-                extra = await environment.after_tool_call(ctx, done, result)
+                try:
+                    extra = await environment.after_tool_call(ctx, done, result)
+                except TurnStopped as stop:  # the other calls finish; then the turn stops
+                    stopped.append(stop)
+                    return
                 if extra:
                     added[provider_id] = extra
 
             async with asyncio.TaskGroup() as group:
                 for entry in approved:
                     group.create_task(one(*entry))
+            if stopped:
+                raise stopped[0]
         return ToolResultsMessage(
             results=tuple(
                 ToolResult.of(
@@ -183,3 +213,10 @@ class TurnTools:
     def _context(self, call_id: str) -> ToolContext:
         context = ToolContext(working_directory=self._working_directory or Path.cwd(), tool_call_id=call_id)
         return self._environment.tool_context(self._ctx, context)
+
+
+def _unchanged(text: str, arguments: Any) -> bool:
+    try:
+        return parse_arguments(text) == arguments
+    except ValueError:
+        return False

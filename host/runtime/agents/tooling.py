@@ -26,7 +26,7 @@ from ahp.protocol import builders
 from host.runtime.agents.base import TurnContext
 from tools.base import Tool, ToolContext, failure_result
 
-__all__ = ["ToolCallRequest", "Approval", "ToolApprover", "AutoApprover", "run_tool", "finish_call", "unknown_tool_result"]
+__all__ = ["ToolCallRequest", "PreToolVerdict", "Approval", "ToolApprover", "AutoApprover", "run_tool", "finish_call", "unknown_tool_result"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,11 @@ class ToolCallRequest:
     """The tool, or None when the model called a tool this session does not have."""
     ready_fields: Mapping[str, Any] = field(default_factory=dict)
     """``invocationMessage``, ``confirmationTitle?``, ``edits?`` for ``toolCallReady``."""
+    hook_permission: str | None = None
+    """What ``PreToolUse`` hooks said about asking: ``allow`` (no confirmation unless a rule asks)
+    or ``ask`` (a confirmation even when a rule or the mode would allow it); None: nothing."""
+    hook_reason: str | None = None
+    """The hooks' ``permissionDecisionReason``, shown in the confirmation they asked for."""
 
     def ready_action(
         self, turn_id: str, *, confirmed: str | None = None, asking: bool = True,
@@ -61,6 +66,20 @@ class ToolCallRequest:
             options=options,
             editable=editable,
         )
+
+
+@dataclass(frozen=True)
+class PreToolVerdict:
+    """What the environment's ``before_tool_call`` decided about one call (``PreToolUse`` hooks)."""
+
+    blocked: str | None = None
+    """Refuse the call with this reason (the model and the user see it)."""
+    permission: str | None = None
+    """``allow`` or ``ask`` (see ``ToolCallRequest.hook_permission``)."""
+    reason: str | None = None
+    """Why (``permissionDecisionReason``)."""
+    arguments: Any = None
+    """Arguments to run the call with instead of the model's (this host's names), or None."""
 
 
 @dataclass(frozen=True)

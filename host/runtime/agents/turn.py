@@ -46,10 +46,6 @@ __all__ = ["ProviderTurn"]
 
 logger = logging.getLogger(__name__)
 
-_STOP_CONTINUATIONS = 3
-"""How often Stop hooks may keep one turn going: a hook that always blocks must not loop forever."""
-
-
 class ProviderTurn:
     """The state and loop of one turn (see the module docstring)."""
 
@@ -176,13 +172,14 @@ class ProviderTurn:
                 continue  # Anthropic pause_turn: call again so the model can carry on
             if finish is not None:
                 self._finish_note(finish.reason, request.max_tokens)
-            if stops < _STOP_CONTINUATIONS:
-                reason = await environment.stop(ctx, stops > 0)
-                if reason:
-                    stops += 1
-                    _notify(ctx, f"A plugin's Stop hook asked the agent to go on: {reason}")
-                    self.messages.append(UserMessage.of(f"[A Stop hook asked you to continue]\n{reason}"))
-                    continue
+            # As in Claude Code, Stop hooks may keep the turn going as often as they ask (a loop such as
+            # ralph-wiggum's); each time is a model call, so ``max_model_calls`` bounds it.
+            reason = await environment.stop(ctx, stops > 0)
+            if reason:
+                stops += 1
+                _notify(ctx, f"A plugin's Stop hook asked the agent to go on: {reason}")
+                self.messages.append(UserMessage.of(f"[A Stop hook asked you to continue]\n{reason}"))
+                continue
             return
         _notify(ctx, f"Stopped after {settings.max_model_calls} model calls in one turn. "
                      "Send a message to let the agent continue.")
@@ -274,12 +271,15 @@ class ProviderTurn:
         self, provider: Provider, model_id: str, spec: ModelSpec, finished: list[dict[str, Any]], *,
         keep: int, focus: str | None, through: str | None = None,
     ) -> bool:
+        trigger = "manual" if through is not None else "auto"
+        await self.environment.before_compact(self.ctx, trigger, focus)
         compacted = await self.compaction.compact(
             self.ctx, provider, model_id, spec, finished, keep=keep, focus=focus, through=through,
             started=lambda: self._set_activity("Compacting the conversation"),
         )
         if compacted:
             self.agent.meters.pop(self.ctx.chat, None)
+            await self.environment.after_compact(self.ctx, trigger)
         return compacted
 
     # -- context -------------------------------------------------------------------------------

@@ -3,8 +3,11 @@
 Per turn (and per model request where noted) it adds:
 
 * **user message** (once, before the first model call): waits (briefly, see
-  ``CustomizationService.wait_started``) for the session's MCP servers to start; runs ``UserPromptSubmit`` hooks (a block ends the turn with the hook's
-  reason); expands ``/name args`` naming a usable skill, command or prompt into its body with
+  ``CustomizationService.wait_started``) for the session's MCP servers to start; takes what hooks
+  that ran in the background said for the model; runs ``UserPromptSubmit`` hooks (a sub-agent's
+  turn runs ``SubagentStart`` instead): a block ends the turn with the hook's reason (the prompt is
+  then left out of the conversation), ``continue: false`` stops it (``TurnStopped``), context is
+  added after the prompt; expands ``/name args`` naming a usable skill, command or prompt into its body with
   ``$ARGUMENTS``, ``$1``... substituted (the model receives the expanded text; its shell commands,
   ``!`cmd``` and ```` ```! ```` blocks, run next, see ``tool_runs``). A skill's or command's
   ``allowed-tools`` (Claude Code permission rules, read with ``plugins.claude_code_tools.host_rules``)
@@ -35,11 +38,20 @@ Per turn (and per model request where noted) it adds:
   message, so they do not change from turn to turn and the provider's prompt cache holds); a
   custom agent that declares ``tools`` restricts the offered set to those names (the loaders stay
   available). Names match exactly, or as ``mcp-server/*`` / the MCP tool name.
-* **tool hooks**: ``PreToolUse``-type hooks before a call (exit 2 or a JSON deny blocks it; the
-  reason is the call's error, which the user and the model see); ``PostToolUse`` /
-  ``PostToolUseFailure`` after it, and the call's paths join the files in play.
-* **stop**: ``Stop`` hooks when the model has answered; one that blocks (exit 2, or JSON
-  ``decision: block``) keeps the turn going with its reason as the next user message.
+* **tool hooks** (Claude Code's input and answers, see ``plugins.hooks``): ``PreToolUse`` hooks
+  before the confirmation give a ``PreToolVerdict``: a block (exit 2, ``deny``) refuses the call
+  with the reason the user and the model see; ``allow``/``ask`` go to the approver; an
+  ``updatedInput`` (translated back by ``plugins.claude_code_tools``) replaces the arguments, which a
+  notification tells the user; their ``additionalContext`` joins the call's result. After the call,
+  ``PostToolUse`` (with ``tool_response``) / ``PostToolUseFailure`` (with ``error``): a block is
+  feedback added to the result the model reads, and so is their context; the call's paths join the
+  files in play.
+* **stop**: ``Stop`` hooks (``SubagentStop`` for a sub-agent's turn) when the model has answered;
+  one that blocks keeps the turn going with its reason as the next user message.
+* **compaction**: ``PreCompact`` hooks before (``trigger``, ``custom_instructions``), ``SessionStart``
+  hooks with ``source: "compact"`` after (their context joins the session's once).
+* Every hook's ``systemMessage`` and failure is shown to the user as a ``systemNotification`` part at
+  the next of these points; ``continue: false`` anywhere stops the turn (``TurnStopped``).
 * **tool context**: elicitation from MCP tools becomes a session input request, unless another
   contributor already supplied ``ask``; the reading tools may also read the session's plugins and
   skill folders (``SessionCustomizations.read_roots``, never writable); the turn's grants'
@@ -48,19 +60,25 @@ Per turn (and per model request where noted) it adds:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants
+from ahp.protocol import builders
+from ahp.state import parse_subagent_chat_uri
+from ahp.tool_results import result_text
+from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants, TurnStopped
 from host.runtime.agents.environment import Contributor
 from host.runtime.agents.tooling import ToolCallRequest
 from host.runtime.catalogue import CatalogueItem, catalogue
 from host.runtime.command_bodies import context_rules, replace_bang_commands
+from host.runtime.conversation import BLOCKED_BY_HOOK
+from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.customizations.mcp_prompts import McpPrompt
 from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
-from host.runtime.customizations.session import SessionCustomizations
+from host.runtime.customizations.session import HookCall, SessionCustomizations
 from host.runtime.customizations.skills import (
     RULE_BUDGET,
     RULE_TOOL,
@@ -70,7 +88,7 @@ from host.runtime.customizations.skills import (
     LoadTextTool,
     qualified,
 )
-from plugins.claude_code_tools import host_rules, matcher_names
+from plugins.claude_code_tools import claude_name, host_rules, matcher_names, to_claude_response, to_host_input
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
@@ -119,10 +137,21 @@ class CustomizationContributor(Contributor):
         for attachment in message.get("attachments") or []:
             if isinstance(attachment, dict) and isinstance(attachment.get("uri"), str):
                 runtime.touch(attachment["uri"])
-        added: list[str] = []
-        for result in await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text):
+        added: list[str] = runtime.take_late_context()
+        subagent = _subagent(ctx, runtime)
+        if subagent is None:
+            runtime.tool_notes.clear()  # context for calls an earlier turn never ran
+        if subagent is not None:  # a sub-agent's task is no user prompt: SubagentStart, as in Claude Code
+            agent_id, agent_type = subagent
+            results = await runtime.fire(LifecyclePoint.SUBAGENT_START, agent_type, agent_id=agent_id, agent_type=agent_type)
+        else:
+            results = await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text)
+        _show(ctx, runtime)
+        for result in results:
+            if result.stopped:
+                raise TurnStopped(result.stop_reason or "")
             if result.blocked:
-                raise TurnFailed("blockedByHook", f"A plugin hook refused this message: {result.reason}")
+                raise TurnFailed(BLOCKED_BY_HOOK, f"A plugin hook refused this message: {result.reason}")
             if result.additional_context:
                 added.append(result.additional_context)
         owner = runtime.agent_container(ctx.agent)
@@ -266,17 +295,35 @@ class CustomizationContributor(Contributor):
             return tools
         return {name: tool for name, tool in tools.items() if name in (SKILL_TOOL, RULE_TOOL) or _allowed(tool, allowed)}
 
-    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> str | None:
+    async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> PreToolVerdict:
         from plugins import LifecyclePoint
 
         runtime = self._runtime(ctx)
         if runtime is None:
-            return None
-        for result in await runtime.fire(LifecyclePoint.BEFORE_TOOL_CALL, request.tool_name,
-                                         tool_name=request.tool_name, tool_input=arguments):
+            return PreToolVerdict()
+        given = arguments if isinstance(arguments, dict) else {}
+        call = HookCall(request.tool_name, given, request.tool, request.tool_call_id)
+        results = await runtime.fire(LifecyclePoint.BEFORE_TOOL_CALL, call=call)
+        _show(ctx, runtime)
+        permission: str | None = None
+        reason: str | None = None
+        changed: dict[str, Any] | None = None
+        for result in results:
+            if result.stopped:
+                raise TurnStopped(result.stop_reason or "")
+            if result.additional_context:
+                runtime.tool_notes.setdefault(request.tool_call_id, []).append(result.additional_context)
             if result.blocked:
-                return result.reason
-        return None
+                runtime.tool_notes.pop(request.tool_call_id, None)
+                return PreToolVerdict(blocked=result.reason)
+            if result.updated_input is not None:
+                changed = to_host_input(request.tool_name, result.updated_input)
+            if result.permission_decision == "ask" or (result.permission_decision == "allow" and permission is None):
+                permission, reason = result.permission_decision, result.permission_reason or reason
+        if changed is not None and changed != given:
+            name = claude_name(request.tool_name)
+            _notify(ctx, f"A plugin's PreToolUse hook changed the input of this {name} call to: {json.dumps(changed)}")
+        return PreToolVerdict(permission=permission, reason=reason, arguments=changed if changed != given else None)
 
     async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
         from plugins import LifecyclePoint
@@ -286,10 +333,28 @@ class CustomizationContributor(Contributor):
             return None
         for path in _paths(request, result):
             runtime.touch(path)
-        point = LifecyclePoint.AFTER_TOOL_CALL if result.get("success") else LifecyclePoint.AFTER_TOOL_CALL_FAILURE
-        results = await runtime.fire(point, request.tool_name, tool_name=request.tool_name,
-                                     tool_input=_json_or_text(request.arguments), tool_response=result)
-        added = [r.additional_context for r in results if r.additional_context]
+        arguments = _json_or_text(request.arguments)
+        given = arguments if isinstance(arguments, dict) else {}
+        call = HookCall(request.tool_name, given, request.tool, request.tool_call_id)
+        if result.get("success"):
+            cwd = str(runtime.working_directory) if runtime.working_directory is not None else None
+            results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL, call=call,
+                                         tool_response=to_claude_response(request.tool_name, given, result, cwd=cwd))
+        else:
+            error = result.get("error") if isinstance(result.get("error"), dict) else {}
+            results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL_FAILURE, call=call,
+                                         error=str(error.get("message") or result_text(result)),
+                                         is_interrupt=error.get("code") in ("cancelled", "timeout"))
+        _show(ctx, runtime)
+        added = runtime.tool_notes.pop(request.tool_call_id, [])
+        for hook_result in results:
+            if hook_result.stopped:
+                raise TurnStopped(hook_result.stop_reason or "")
+            if hook_result.blocked and hook_result.reason:
+                # The tool already ran: a block is feedback for the model (exit 2, decision: block).
+                added.append(f"A {hook_result.hook.event.value} hook says: {hook_result.reason}")
+            if hook_result.additional_context:
+                added.append(hook_result.additional_context)
         return "\n\n".join(added) or None
 
     async def stop(self, ctx: TurnContext, active: bool) -> str | None:
@@ -298,10 +363,47 @@ class CustomizationContributor(Contributor):
         runtime = self._runtime(ctx)
         if runtime is None:
             return None
-        for result in await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active):
+        subagent = _subagent(ctx, runtime)
+        answer = _last_answer(ctx)
+        if subagent is not None:
+            agent_id, agent_type = subagent
+            results = await runtime.fire(LifecyclePoint.SUBAGENT_STOP, agent_type, stop_hook_active=active,
+                                         agent_id=agent_id, agent_type=agent_type, last_assistant_message=answer)
+        else:
+            results = await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active, last_assistant_message=answer)
+        _show(ctx, runtime)
+        for result in results:
+            if result.stopped:
+                raise TurnStopped(result.stop_reason or "")
             if result.blocked:
                 return result.reason
         return None
+
+    async def before_compact(self, ctx: TurnContext, trigger: str, instructions: str | None) -> None:
+        from plugins import LifecyclePoint
+
+        runtime = self._runtime(ctx)
+        if runtime is None:
+            return
+        results = await runtime.fire(LifecyclePoint.PRE_COMPACT, trigger, trigger=trigger, custom_instructions=instructions or "")
+        for result in results:
+            if result.blocked and result.reason:  # as in Claude Code, PreCompact's exit 2 is for the user
+                runtime.notices.append(f"A PreCompact hook says: {result.reason}")
+        _show(ctx, runtime)
+
+    async def after_compact(self, ctx: TurnContext, trigger: str) -> None:
+        from plugins import HookEvent
+
+        runtime = self._runtime(ctx)
+        if runtime is None:
+            return
+        # The conversation was summarised: SessionStart hooks run again with ``compact`` (what they
+        # add joins the session's context once).
+        results = await runtime.fire(HookEvent.SESSION_START, "compact", source="compact")
+        for result in results:
+            if result.additional_context and result.additional_context not in runtime.session_context:
+                runtime.session_context.append(result.additional_context)
+        _show(ctx, runtime)
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
         runtime = self._runtime(ctx)
@@ -381,6 +483,41 @@ def _used(runtime: SessionCustomizations, name: str) -> None:
         runtime.catalogue_used.pop(next(iter(runtime.catalogue_used)))
 
 
+def _subagent(ctx: TurnContext, runtime: SessionCustomizations) -> tuple[str, str] | None:
+    """``(agent_id, agent_type)`` when the turn is a sub-agent's (its spawning call's id, its custom
+    agent's name or Claude Code's ``general-purpose``); None for the session's own chats."""
+    parsed = parse_subagent_chat_uri(ctx.chat)
+    if parsed is None:
+        return None
+    agent = runtime.agent(ctx.agent)
+    return parsed[1], agent.name if agent is not None else "general-purpose"
+
+
+def _last_answer(ctx: TurnContext) -> str:
+    """The model's final answer in the running turn: its text since the last tool call or system
+    notification (which sit between model calls: a Stop hook that kept the turn going leaves one)."""
+    parts = (ctx.chat_state.get("activeTurn") or {}).get("responseParts") or ()
+    texts: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if part.get("kind") in ("toolCall", "systemNotification"):
+            texts = []
+        elif part.get("kind") == "markdown" and part.get("content"):
+            texts.append(str(part["content"]))
+    return "\n".join(texts)
+
+
+def _notify(ctx: TurnContext, text: str) -> None:
+    ctx.emit(builders.chat_response_part(turn_id=ctx.turn_id, part={"kind": "systemNotification", "content": text}))
+
+
+def _show(ctx: TurnContext, runtime: SessionCustomizations) -> None:
+    """What hooks said for the user (``systemMessage``, failures), as system notifications in the turn."""
+    for notice in runtime.take_notices():
+        _notify(ctx, notice)
+
+
 def _allowed(tool: Tool, allowed: set[str]) -> bool:
     # Claude Code agents name its tools ("Read", "Bash(git:*)"): they mean this host's equivalents.
     names = {tool.name, *matcher_names(tool.name)}
@@ -394,8 +531,6 @@ def _allowed(tool: Tool, allowed: set[str]) -> bool:
 
 
 def _json_or_text(arguments: str) -> Any:
-    import json
-
     try:
         return json.loads(arguments)
     except ValueError:

@@ -63,8 +63,16 @@ Contract:
 - A session restored at host start (``open_session(restored=True)``) runs no SessionStart hook,
   starts no server and asks nothing until a client resumes it (``resumed``: a subscription, or a
   turn); its SessionStart hooks then get ``source: "resume"``.
-- ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks and stops the session's MCP
-  servers; ``stop()`` does that for every session (host shutdown): no server process survives.
+- ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks (``reason: "other"``), cancels
+  its background hooks, stops the session's MCP servers and deletes its hooks' transcript;
+  ``stop()`` does that for every session (host shutdown, keeping the transcripts): no server process
+  survives.
+- Claude Code hook events from what is observed: each session gets its hooks' transcript
+  (``<data>/transcripts/<session id>.jsonl``, ``HookTranscript``) and permission mode; a cleared
+  default chat (``chat/truncated`` without ``turnId``) runs ``SessionEnd`` with ``clear``, then
+  ``SessionStart`` with ``source: "clear"``; a tool call waiting for confirmation or a question to
+  the user (not the trust question) runs ``Notification`` hooks (``permission_prompt``,
+  ``elicitation_dialog``).
 """
 
 from __future__ import annotations
@@ -95,6 +103,12 @@ from host.runtime.customizations._containers import (
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp
+from host.runtime.customizations.session import SessionCustomizations
+from host.runtime.customizations.transcript import HookTranscript
+from host.resources.client_resources import ClientResourceError, ClientResources
+from host.errors import ConfigError
+from host.state.store import Store
+from host.resources.workdirs import session_directory
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.inputs import InputRequests
@@ -210,6 +224,7 @@ class CustomizationService:
         state = self.store.state(uri) or {}
         previous = {item.get("id"): item for item in state.get("customizations") or []}
         runtime = SessionCustomizations(uri, session_directory(state))
+        self._attach_transcript(runtime)
         runtime.trusted = self.trust.is_trusted(runtime.folder)
         runtime.resume_pending = restored
         self.sessions[uri] = runtime
@@ -263,11 +278,26 @@ class CustomizationService:
     def session_disposed(self, uri: str) -> None:
         """disposeSession: end the session's customizations in the background."""
         if uri in self.sessions:
-            self._spawn(self.close_session(uri))
+            self._spawn(self.close_session(uri, disposed=True))
 
-    async def close_session(self, uri: str, *, end_hooks: bool = True) -> None:
+    def _attach_transcript(self, runtime: SessionCustomizations) -> None:
+        """The session's Claude Code-shaped transcript for hooks (``transcript_path``) and its
+        permission mode as hooks are told it; the file is written only when a hook runs."""
+        from host.runtime.tools.session_config import permission_mode_of
+
+        chat = default_chat_uri(runtime.session)
+        path = self.config.data_path() / "transcripts" / f"{_file_name(runtime.session_id)}.jsonl"
+        cwd = str(runtime.working_directory) if runtime.working_directory is not None else None
+        runtime.transcript = HookTranscript(path, runtime.session_id, cwd,
+                                            turns_from=lambda start: self.store.turns(chat, start),
+                                            active=lambda: (self.store.state(chat) or {}).get("activeTurn"),
+                                            turn_ids=lambda: self.store.turn_ids(chat))
+        runtime.permission_mode = lambda: permission_mode_of(self.store.state(runtime.session) or {})
+
+    async def close_session(self, uri: str, *, end_hooks: bool = True, disposed: bool = False) -> None:
         """End the session's customizations: its ``SessionEnd`` hooks, its MCP servers and, unless
-        the caller ends them with others (``stop``), what its hooks left running."""
+        the caller ends them with others (``stop``), what its hooks left running; the hooks'
+        transcript of a ``disposed`` session is deleted (a stopping host keeps it for the restart)."""
         from plugins import HookEvent
 
         runtime = self.sessions.pop(uri, None)
@@ -275,9 +305,12 @@ class CustomizationService:
             return
         self._cancel_idle_stop(runtime)
         try:
-            await runtime.fire(HookEvent.SESSION_END, reason="session disposed")
+            await runtime.fire(HookEvent.SESSION_END, "other", reason="other")
         except Exception:  # a hook failing must not keep the servers running
             logger.exception("SessionEnd hooks of %s failed", uri)
+        await runtime.end_background()
+        if runtime.transcript is not None and disposed:
+            runtime.transcript.remove()
         if runtime.mcp is not None:
             await runtime.mcp.stop()
         if end_hooks and runtime.hooks_ran:
@@ -302,7 +335,7 @@ class CustomizationService:
 
         runtime.hooks_started.clear()
         try:
-            results = await runtime.fire(HookEvent.SESSION_START, only=only, source=source)
+            results = await runtime.fire(HookEvent.SESSION_START, source, only=only, source=source)
             added = [r.additional_context for r in results if r.additional_context]
             runtime.session_context = added if only is None else [*runtime.session_context, *added]
         finally:
@@ -615,6 +648,13 @@ class CustomizationService:
             runtime = self.sessions.get(parsed[1])
             if runtime is not None and before.get("activeTurn") is not None and after.get("activeTurn") is None:
                 self.turn_ended(parsed[1])
+            action = envelope.get("action") or {}
+            if runtime is not None and action.get("type") == "chat/truncated" and action.get("turnId") is None \
+                    and channel == default_chat_uri(runtime.session):
+                self._spawn(self._cleared(runtime))  # the conversation was cleared (Claude Code's /clear)
+            notice = _notification(action, after) if runtime is not None else None
+            if runtime is not None and notice is not None:
+                self._spawn(self._notification_hooks(runtime, *notice))
             return
         runtime = self.sessions.get(channel)
         if runtime is None:
@@ -643,6 +683,20 @@ class CustomizationService:
             self._spawn(self._reconcile(runtime))
         elif kind == "session/mcpServerStopRequested":
             self._spawn(self._stop_requested(runtime, action.get("id")))
+
+    async def _cleared(self, runtime: SessionCustomizations) -> None:
+        """The session's conversation was cleared: ``SessionEnd`` (``clear``), then ``SessionStart``
+        hooks with ``source: "clear"``, whose context replaces what the earlier ones added."""
+        from plugins import HookEvent
+
+        await runtime.fire(HookEvent.SESSION_END, "clear", reason="clear")
+        await self._session_start(runtime, "clear")
+
+    async def _notification_hooks(self, runtime: SessionCustomizations, message: str, kind: str) -> None:
+        """``Notification`` hooks: the user is asked something (what they say is shown at the next turn)."""
+        from plugins import HookEvent
+
+        await runtime.fire(HookEvent.NOTIFICATION, kind, message=message, notification_type=kind)
 
     async def _stop_requested(self, runtime: SessionCustomizations, customization_id: Any) -> None:
         """A client asked to stop one MCP server: stop the session's servers (they start again
@@ -920,3 +974,30 @@ def _config_dir(config: HostConfig) -> Path | None:
     source = (config.source or "").split(" + ")[0]
     path = Path(source)
     return path.parent.resolve() if source and not source.startswith("<") and path.is_file() else None
+
+
+def _file_name(ident: str) -> str:
+    """A session id as a file name (ids are safe already; anything else is hashed)."""
+    safe = all(c.isalnum() or c in "._-" for c in ident) and not ident.startswith(".") and len(ident) <= 128
+    return ident if safe else hashlib.sha256(ident.encode("utf-8")).hexdigest()[:32]
+
+
+def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, str] | None:
+    """``(message, notification_type)`` of Claude Code's ``Notification`` event for a chat action
+    that asks the user something: a tool call's confirmation (``permission_prompt``) or a question
+    (``elicitation_dialog``; not the workspace trust question, which holds the folder's hooks)."""
+    from plugins.claude_code_tools import claude_name
+
+    kind = action.get("type")
+    if kind == "chat/toolCallReady" and action.get("confirmed") is None and action.get("options"):
+        parts = ((chat.get("activeTurn") or {}).get("responseParts")) or ()
+        call = next((p["toolCall"] for p in parts if p.get("kind") == "toolCall"
+                     and p["toolCall"].get("toolCallId") == action.get("toolCallId")), {})
+        name = claude_name(str(call.get("toolName") or "a tool"))
+        return f"The agent needs your permission to use {name}", "permission_prompt"
+    if kind == "chat/inputRequested":
+        request = action.get("request") or {}
+        if str(request.get("id", "")).startswith(REQUEST_PREFIX):
+            return None
+        return str(request.get("message") or "The agent is asking for your input"), "elicitation_dialog"
+    return None

@@ -10,6 +10,11 @@ Invariants:
   environment): what a hook leaves running in the background is ended with the session
   (``CustomizationService.close_session``), at host stop too, and after a ``kill -9`` by the
   next start.
+- Hooks get Claude Code's input (``fire``): ``session_id`` (the session's id), ``transcript_path``
+  (``transcript``, brought up to date first), ``cwd``, ``permission_mode`` and, for tool events,
+  the call in Claude Code's words (``HookCall`` through ``plugins.claude_code_tools``), whose ``if``
+  conditions are checked against it. ``async`` hooks run in ``background`` (cancelled with the
+  session); what they say joins ``late_context`` (for the model's next turn) and ``notices``.
 - Custom agents a ``task`` call may name (``custom_agents``): a plugin's as ``plugin:agent``, a
   folder's by its bare name; ``resolve_agent`` also takes a bare name that only one agent has.
 - ``read_roots`` are the folders the model may read with the file tools besides the session's own:
@@ -23,12 +28,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from host.runtime.customizations._containers import Container
 from host.runtime.customizations.mcp import SessionMcp
-from plugins.claude_code_tools import matcher_names
+from host.runtime.customizations.transcript import HookTranscript
+from host.state.sessions import session_id
+from plugins.claude_code_tools import claude_name, claude_permission_mode, host_rules, matcher_names, to_claude_input
 from tools import processes
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
@@ -42,11 +51,14 @@ if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
         SlashEntry,
     )
 
-__all__ = ["SessionCustomizations", "TOUCHED_LIMIT"]
+__all__ = ["HookCall", "SessionCustomizations", "TOUCHED_LIMIT"]
 
 logger = logging.getLogger(__name__)
 
 TOUCHED_LIMIT = 200
+
+NOTICE_LIMIT = 50
+"""The most hook messages kept for the next turn (for the user, and for the model)."""
 
 
 
@@ -100,6 +112,20 @@ class SessionCustomizations:
         """The process family of its hooks (``tools.processes``): what a hook leaves running in the
         background (``cmd &``, ``nohup``, ``setsid``) runs on until the session closes."""
         self.hooks_ran = False
+        self.session_id = session_id(session) or session
+        """The ``session_id`` hooks get: the session's id, not its URI (scripts make file names of it)."""
+        self.transcript: HookTranscript | None = None
+        """The session's Claude Code-shaped transcript (``transcript_path``), set by the service."""
+        self.permission_mode: Callable[[], str | None] = lambda: None
+        """The session's permission mode (``tools.policy`` words), read when a hook runs."""
+        self.notices: list[str] = []
+        """What hooks said for the user (``systemMessage``, failures), until a turn shows it."""
+        self.late_context: list[str] = []
+        """What hooks that ran in the background said for the model, until its next request."""
+        self.background: set[asyncio.Task[Any]] = set()
+        """Hooks running in the background (``async``)."""
+        self.tool_notes: dict[str, list[str]] = {}
+        """``additionalContext`` of PreToolUse hooks, by tool call id, until the call's result goes to the model."""
         self.catalogue_used: dict[str, None] = {}
         """Skills the model loaded in this session, oldest first: listed first in the catalogue."""
         self.catalogue_query: str | None = None
@@ -236,28 +262,144 @@ class SessionCustomizations:
     # -- hooks ---------------------------------------------------------------------------------
 
     async def fire(self, when: HookEvent | LifecyclePoint, subject: str | None = None, *, only: set[str] | None = None,
-                   **fields: Any) -> list[HookResult]:
+                   call: HookCall | None = None, **fields: Any) -> list[HookResult]:
         """Run the hooks of usable containers (``only`` those ids, when given) that fire for
-        ``when``, one after another, with the Claude-shaped event JSON on stdin; stops after the
-        first that blocks."""
-        from plugins import hook_payload, run_hook, select_hooks
+        ``when`` and whose matcher accepts ``subject`` (a tool event: the ``call``'s Claude Code
+        name), one after another, with Claude Code's event JSON on stdin; stops after the first that
+        blocks or stops. A tool event's payload has ``tool_name``/``tool_input`` in Claude Code's
+        words, and its hooks' ``if`` conditions are checked against the call. Hooks with
+        ``async`` run in the background (not in the results). Every hook's ``systemMessage`` and
+        failure joins ``notices``."""
+        from plugins import hook_payload, select_hooks
 
-        aliases = matcher_names(subject or "")
-        usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
-        hooks = select_hooks(usable, when, subject, aliases)
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
+        aliases: tuple[str, ...] = ()
+        if call is not None:
+            subject = claude_name(call.name)
+            aliases = (call.name, *matcher_names(call.name))
+            fields = {"tool_name": subject,
+                      "tool_input": to_claude_input(call.name, call.arguments, cwd=str(cwd) if cwd else None),
+                      "tool_use_id": call.tool_use_id, **fields}
+        usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
+        hooks = [hook for hook in select_hooks(usable, when, subject, aliases) if self._condition_holds(hook, call, cwd)]
+        if not hooks:
+            return []
+        transcript = self._sync_transcript()
         results = []
-        environment = {**os.environ, **self.settings_env, processes.FAMILY_VARIABLE: self.family}
         for hook in hooks:
             self.hooks_ran = True
-            payload = hook_payload(hook.event, session_id=self.session, cwd=cwd or hook.plugin_root, **fields)
-            result = await run_hook(hook, payload, cwd=cwd, base_env=environment)
-            if result.outcome.value in ("error", "timeout"):
-                logger.info("hook %s (%s) for %s: %s", hook.command, hook.event.value, self.session, result.reason)
+            payload = hook_payload(hook.event, session_id=self.session_id, cwd=cwd or hook.plugin_root,
+                                   transcript_path=str(transcript) if transcript is not None else None,
+                                   permission_mode=claude_permission_mode(self.permission_mode()), **fields)
+            if hook.run_async:
+                self._in_background(self._run_async(hook, payload, cwd))
+                continue
+            result = await self._run(hook, payload, cwd)
             results.append(result)
-            if result.blocked:
+            if result.blocked or result.stopped:
                 break
         return results
+
+    def _environment(self) -> dict[str, str]:
+        return {**os.environ, **self.settings_env, processes.FAMILY_VARIABLE: self.family}
+
+    async def _run(self, hook: Any, payload: dict[str, Any], cwd: Path | None) -> HookResult:
+        from plugins import run_hook
+
+        result = await run_hook(hook, payload, cwd=cwd, base_env=self._environment(), on_background=self._late)
+        self._note(result)
+        return result
+
+    async def _run_async(self, hook: Any, payload: dict[str, Any], cwd: Path | None) -> None:
+        from plugins import run_hook
+
+        self._late(await run_hook(hook, payload, cwd=cwd, base_env=self._environment()))
+
+    def _late(self, result: HookResult) -> None:
+        """A hook that ran in the background finished: as in Claude Code, what it says (its
+        ``systemMessage``, its ``additionalContext``, an ``asyncRewake`` hook's exit 2) reaches
+        the model with the next turn; the user sees its messages and failures."""
+        self._note(result)
+        told = [text for text in (result.system_message, result.additional_context) if text]
+        hook = result.hook
+        if result.blocked and hook.async_rewake and result.reason:
+            told.append(f"{hook.rewake_message}\n{result.reason}" if hook.rewake_message else result.reason)
+            self.notices.append(f"{hook.rewake_summary}: {result.reason}" if hook.rewake_summary
+                                else f"A {_event_name(result)} hook that ran in the background reports: {result.reason}")
+        self.late_context.extend(f"[{_event_name(result)} hook, ran in the background] {text}" for text in told)
+        del self.late_context[:-NOTICE_LIMIT]
+
+    def _note(self, result: HookResult) -> None:
+        if result.system_message:
+            self.notices.append(result.system_message)
+        if result.outcome.value in ("error", "timeout"):
+            logger.info("hook %s (%s) for %s: %s", result.hook.command, result.hook.event.value, self.session, result.reason)
+            self.notices.append(f"A plugin's {_event_name(result)} hook failed ({result.reason}); the session goes on.")
+        del self.notices[:-NOTICE_LIMIT]  # hooks outside turns (background, notifications) keep the newest
+
+    def _in_background(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
+
+    def take_late_context(self) -> list[str]:
+        late, self.late_context = self.late_context, []
+        return late
+
+    async def end_background(self) -> None:
+        """Cancel the hooks still running in the background (their process groups are killed)."""
+        tasks = list(self.background)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _sync_transcript(self) -> Path | None:
+        if self.transcript is None:
+            return None
+        try:
+            return self.transcript.sync()
+        except OSError as error:  # a full disk must not stop the hooks
+            logger.warning("transcript of %s could not be written: %s", self.session, error)
+            return self.transcript.path if self.transcript.path.exists() else None
+
+    def _condition_holds(self, hook: Any, call: HookCall | None, cwd: Path | None) -> bool:
+        """A hook's ``if`` (a Claude Code permission rule) holds for the call: checked with
+        ``tools.policy`` as a deny rule would be (any part of a chained command matches)."""
+        if hook.condition is None:
+            return True
+        if call is None or call.tool is None:
+            return False
+        from tools.policy import PolicyState, decide, parse_rule
+
+        try:
+            rules = host_rules(hook.condition, settings_root=str(hook.plugin_root), home=os.path.expanduser("~"))
+        except ValueError:
+            return False
+        if not rules:
+            return False
+        state = PolicyState(rules=tuple(parse_rule(rule, "deny") for rule in rules),
+                            working_directory=str(cwd) if cwd is not None else None)
+        decision = decide(call.tool, dict(call.arguments), state)
+        return decision.outcome == "deny" and decision.rule is not None
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """The tool call a tool event's hooks are about, in this host's words."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    tool: Any = None
+    """The ``tools.base.Tool`` (for ``if`` conditions); None when the session has no such tool."""
+    tool_use_id: str | None = None
+
+
+def _event_name(result: HookResult) -> str:
+    return result.hook.event.value
 
 
 def _uri_of(container: Container, path: Path) -> str:

@@ -12,6 +12,9 @@ For each call the turn loop hands over (``approve``):
   client receives (``forget_turn`` drops what a cancelled turn's calls never used);
 * **deny** (a deny rule) → ``toolCallReady{confirmed: "not-needed"}`` then ``toolCallComplete``
   with ``success: false`` and the rule as the reason; the model gets the same reason; no prompt;
+* a ``PreToolUse`` hook's ``allow`` (``request.hook_permission``) turns an **ask** that no rule made
+  into an allow (``confirmed: "setting"``); its ``ask`` turns an **allow** into an ask, with the
+  hook's reason in the confirmation title; deny rules and plan mode still deny;
 * **ask** → ``toolCallReady`` with the ``options`` of ``confirmation_options``, the ``edits`` from
   ``prepare`` and ``editable: true`` for shell commands and file edits, then waits (a future keyed
   by the tool call id, resolved by the runtime's store observer) for ``chat/toolCallConfirmed``
@@ -112,6 +115,12 @@ class ConfirmingApprover:
             ctx.emit(request.ready_action(ctx.turn_id, confirmed="not-needed"))
             return Approval(True)
         decision = self._decide(ctx, tool, args)
+        if request.hook_permission == "allow" and decision.outcome == "ask" and decision.rule is None:
+            # A PreToolUse hook allowed it: no confirmation, unless a rule asks (as in Claude Code).
+            ctx.emit(request.ready_action(ctx.turn_id, confirmed="setting", asking=False))
+            return Approval(True)
+        if request.hook_permission == "ask" and decision.outcome == "allow":
+            decision = Decision("ask", reason=request.hook_reason or "A plugin hook asks for confirmation.")
         if decision.outcome == "allow":
             if decision.source in ("project", "host") and decision.rule is not None:
                 project = self._project(ctx.session) if decision.source == "project" else None
@@ -129,6 +138,11 @@ class ConfirmingApprover:
         editable = getattr(tool, "subject_kind", None) == "command" or "edits" in request.ready_fields
         project = self._project(ctx.session)
         options = confirmation_options(tool, args, project=shown_path(project) if project is not None else None)
+        if request.hook_reason and request.hook_permission == "ask":
+            # The hook's permissionDecisionReason is shown in the confirmation it asked for.
+            title = request.ready_fields.get("confirmationTitle") or request.ready_fields.get("invocationMessage") or tool.title
+            request = replace(request, ready_fields={**request.ready_fields,
+                                                     "confirmationTitle": f"{title} (a plugin hook asks: {request.hook_reason})"})
         ready = request.ready_action(ctx.turn_id, options=options, editable=True if editable else None)
         key = confirm_key(ctx.chat, ctx.turn_id, request.tool_call_id)
         self._waiters.expect(key)

@@ -1,8 +1,8 @@
 """Workspace trust end to end, over real WebSockets: a hostile folder whose hooks and ``.mcp.json``
 server write marker files runs nothing before the user trusts it, everything after, nothing again
 once trust is revoked, and a restarted host runs no ``SessionStart`` until a client resumes the
-session (then with ``source: "resume"``). ``PreToolUse`` hooks run only after the user answered
-the tool call's confirmation."""
+session (then with ``source: "resume"``). Once trusted, a ``PreToolUse`` hook runs before the
+tool call's confirmation (as in Claude Code: it may decide whether to ask), the call only after it."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         assert trusted_list(client) == [str(folder.resolve())]
         assert mcp_starts(markers) == 1
 
-        # A tool call: its PreToolUse hook runs only after the user answered the confirmation.
+        # A tool call: the trusted folder's PreToolUse hook runs before the confirmation, the call after it.
         provider.add(call_tools(("shell", {"command": "echo hi"})))
         provider.add(reply("done"))
         turn_id = client.send_message(session, "run it")
@@ -164,14 +164,15 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
                                                if p.get("kind") == "toolCall"), timeout=20)
         call = next(p["toolCall"] for p in client.state(session)["activeTurn"]["responseParts"] if p.get("kind") == "toolCall")
         # (A turn waits for the SessionStart hooks trust released: they ran before its UserPromptSubmit.)
-        assert events(markers) == ["SessionStart", "UserPromptSubmit"]  # not PreToolUse: nobody answered yet
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "PreToolUse"]
+        assert payloads(markers, "PreToolUse")[-1]["tool_input"] == {"command": "echo hi"}
         assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup"]
         assert (markers / "settings.log").read_text() == "settings\n"
         option = next(o for o in call["options"] if o["kind"] == "approve")
         client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"],
                                   "approved": True, "confirmed": "user-action", "selectedOptionId": option["id"]})
         await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in (client.state(session) or {}).get("turns") or ()), timeout=20)
-        assert events(markers) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"]
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"]  # once each
 
         # Revoke: the server stops, the hooks wait again, a turn runs none of them.
         client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: without_folder(trusted_list(client), str(folder))}})

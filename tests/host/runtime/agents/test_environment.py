@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from host.runtime.agents.environment import Contributor
+from host.runtime.agents.tooling import PreToolVerdict
 from providers import ScriptedProvider, ToolResultsMessage
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
@@ -27,8 +28,8 @@ class Extras(Contributor):
     def system_prompt(self, ctx: Any) -> list[str]:
         return ["Always answer in French."]
 
-    async def before_tool_call(self, ctx: Any, request: Any, arguments: Any) -> str | None:
-        return "Blocked by the project's guard hook: no shouting." if arguments.get("text") == "SHOUT" else None
+    async def before_tool_call(self, ctx: Any, request: Any, arguments: Any) -> PreToolVerdict:
+        return PreToolVerdict(blocked="Blocked by the project's guard hook: no shouting." if arguments.get("text") == "SHOUT" else None)
 
     async def after_tool_call(self, ctx: Any, request: Any, result: dict[str, Any]) -> None:
         self.after.append((request.tool_name, result["success"]))

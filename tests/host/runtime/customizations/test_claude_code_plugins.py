@@ -43,7 +43,7 @@ LINT = """import json, sys
 event = json.load(sys.stdin)
 assert event["hook_event_name"] == "PostToolUse"
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse",
-      "additionalContext": "Remember to run the linter on " + event["tool_input"].get("path", "?")}}))
+      "additionalContext": "Remember to run the linter on " + event["tool_input"].get("file_path", "?")}}))
 """
 
 STOP = """#!/bin/sh
@@ -93,7 +93,7 @@ async def test_hook_context_reaches_the_model_and_a_stop_hook_keeps_the_turn_goi
     assert first[-1]["content"].endswith("[Context added by a plugin hook]\nCurrent sprint: S42")
     tool_result = second[-1]
     assert tool_result["role"] == "tool"
-    assert tool_result["content"].endswith("[Context added by a plugin hook]\nRemember to run the linter on notes.txt")
+    assert tool_result["content"].endswith(f"[Context added by a plugin hook]\nRemember to run the linter on {work / 'notes.txt'}")
     assert third[-1] == {"role": "user", "content": "[A Stop hook asked you to continue]\nRun the tests before you stop."}
     notes = [p["content"] for p in turn["responseParts"] if p["kind"] == "systemNotification"]
     assert "A plugin's Stop hook asked the agent to go on: Run the tests before you stop." in notes
