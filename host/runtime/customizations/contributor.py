@@ -71,11 +71,10 @@ from ahp.state import parse_subagent_chat_uri
 from ahp.tool_results import result_text
 from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants, TurnStopped
 from host.runtime.agents.environment import Contributor
-from host.runtime.agents.tooling import ToolCallRequest
+from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.catalogue import CatalogueItem, catalogue
 from host.runtime.command_bodies import context_rules, replace_bang_commands
 from host.runtime.conversation import BLOCKED_BY_HOOK
-from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.customizations.mcp_prompts import McpPrompt
 from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
 from host.runtime.customizations.session import HookCall, SessionCustomizations
@@ -341,7 +340,9 @@ class CustomizationContributor(Contributor):
             results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL, call=call,
                                          tool_response=to_claude_response(request.tool_name, given, result, cwd=cwd))
         else:
-            error = result.get("error") if isinstance(result.get("error"), dict) else {}
+            error = result.get("error")
+            if not isinstance(error, dict):
+                error = {}
             results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL_FAILURE, call=call,
                                          error=str(error.get("message") or result_text(result)),
                                          is_interrupt=error.get("code") in ("cancelled", "timeout"))

@@ -103,14 +103,9 @@ from host.runtime.customizations._containers import (
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp
-from host.runtime.customizations.session import SessionCustomizations
-from host.runtime.customizations.transcript import HookTranscript
-from host.resources.client_resources import ClientResourceError, ClientResources
-from host.errors import ConfigError
-from host.state.store import Store
-from host.resources.workdirs import session_directory
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
 from host.runtime.customizations.session import SessionCustomizations
+from host.runtime.customizations.transcript import HookTranscript
 from host.runtime.inputs import InputRequests
 from host.runtime.trust import WorkspaceTrust
 from host.state.store import Store
@@ -991,7 +986,7 @@ def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, st
     kind = action.get("type")
     if kind == "chat/toolCallReady" and action.get("confirmed") is None and action.get("options"):
         parts = ((chat.get("activeTurn") or {}).get("responseParts")) or ()
-        call = next((p["toolCall"] for p in parts if p.get("kind") == "toolCall"
+        call: dict[str, Any] = next((p["toolCall"] for p in parts if p.get("kind") == "toolCall"
                      and p["toolCall"].get("toolCallId") == action.get("toolCallId")), {})
         name = claude_name(str(call.get("toolName") or "a tool"))
         return f"The agent needs your permission to use {name}", "permission_prompt"
