@@ -39,9 +39,9 @@ def _turn(store: Any, channel: str, turn: str, text: str) -> None:
 
 
 def main() -> None:
+    from host.state.journal import Journal, encode_plans
     from host.runtime.memory import settle
-    from host.state.journal import Journal
-    from host.state.store import Store, _encode_plans
+    from host.state.store import Store
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=3_000)
@@ -84,7 +84,7 @@ def main() -> None:
 
         journal.write_snapshot = noting_the_switch  # type: ignore[method-assign]  # observed for the run
         upto, seq, plans, removed = store._begin_snapshot()
-        steps = store._write_snapshot(journal, upto, seq, _encode_plans(plans), removed)
+        steps = store._write_snapshot(journal, upto, seq, encode_plans(plans), removed)
         kinds: dict[str, list[float]] = {"writing parts": [], "switching manifests": [], "pruning": []}
         while True:
             before = len(switched)

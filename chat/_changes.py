@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ahp.dialects.v0_2 import builders
 from chat._dialogs import Dialogs
 from chat._markdown import render_edit
 from chat.render import clean, render_unified_diff
@@ -249,10 +250,7 @@ class Changes(Dialogs):
 
     def _rewind_conversation(self, turns: list[dict[str, Any]], number: int) -> None:
         assert self.session is not None
-        action: dict[str, Any] = {"type": "session/truncated"}
-        if number > 1:
-            action["turnId"] = turns[number - 2]["id"]
-        self.client.dispatch(self.session, action)
+        self.client.dispatch(self.session, builders.session_truncated(turn_id=turns[number - 2]["id"] if number > 1 else None))
         text = str((turns[number - 1].get("userMessage") or {}).get("text") or "")
         self._oldest_shown = 0
         where = "its message is back in the input line" if self.terminal.prefills else f"its message was: {clean(text)}"

@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ahp.dialects.v0_2 import builders
 from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
 from chat._answers import AnswerError, model_selection, session_directory
@@ -258,7 +259,7 @@ class Commands(ChatCore):
             self._note(f"(nothing to change: {clean(folder)} is {'already' if verb == 'add' else 'not'} in the host's list"
                        + ("" if verb == "add" else "; a folder above it, or the host's own config, may trust it") + ")")
             return
-        outcome = await self.client.outcome(self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": {CONFIG_KEY: changed}}))
+        outcome = await self.client.outcome(self.client.dispatch(ROOT_CHANNEL, builders.root_config_changed(config={CONFIG_KEY: changed})))
         if outcome.status != "accepted":
             self._problem(f"the host refused it: {outcome.reason}")
             return
@@ -296,7 +297,7 @@ class Commands(ChatCore):
             self._note(f"there is no remembered approval {words[1]}; /permissions lists them")
             return
         remaining, entry = found
-        seq = self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": {REMEMBERED: remaining}})
+        seq = self.client.dispatch(ROOT_CHANNEL, builders.root_config_changed(config={REMEMBERED: remaining}))
         outcome = await self.client.outcome(seq)
         if outcome.status != "accepted":
             self._problem(f"the host did not revoke it: {outcome.reason}")
@@ -457,7 +458,7 @@ class Commands(ChatCore):
             for child in container.get("children") or ():
                 if child.get("type") == "agent" and name in (child.get("name"), child.get("id"), child.get("uri")):
                     assert self.session is not None
-                    self.client.dispatch(self.session, {"type": "session/agentChanged", "agent": {"uri": child["uri"]}})
+                    self.client.dispatch(self.session, builders.session_agent_changed(agent={"uri": child["uri"]}))
                     self._note(f"(agent {clean(child.get('name'))} from the next turn)")
                     return
         known = ", ".join(str(a.get("provider")) for a in agents) or "none"
@@ -483,7 +484,7 @@ class Commands(ChatCore):
             self._note(str(error))
             return
         if self.session:
-            self.client.dispatch(self.session, {"type": "session/modelChanged", "model": selection})
+            self.client.dispatch(self.session, builders.session_model_changed(model=selection))
             self._note(f"(model {selection['id']} from the next turn)")
         else:
             self.model = selection
@@ -494,7 +495,7 @@ class Commands(ChatCore):
             self._note("usage: /title TEXT")
         elif await self._ensure_session():
             assert self.session is not None
-            self.client.dispatch(self.session, {"type": "session/titleChanged", "title": args.strip()})
+            self.client.dispatch(self.session, builders.session_title_changed(title=args.strip()))
 
     async def completions(self, text: str, offset: int) -> list[dict[str, Any]]:
         """The host's completion items for ``text`` typed so far (none without a session)."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ahp.dialects.v0_2 import builders
 from ahp.workspace_trust import is_trust_request
 from chat import _session as actions
 from chat._answers import AnswerError, parse_answer, parse_choice
@@ -229,7 +230,7 @@ class Dialogs(ChatCore):
                     continue
                 self.client.dispatch(
                     self.session,
-                    {"type": "session/inputAnswerChanged", "requestId": request_id, "questionId": question["id"], "answer": answer},
+                    builders.session_input_answer_changed(request_id=request_id, question_id=question["id"], answer=answer),
                 )
                 answers[question["id"]] = answer
                 break
@@ -237,10 +238,7 @@ class Dialogs(ChatCore):
 
     def _complete(self, request_id: str, response: str, answers: dict[str, Any] | None) -> None:
         assert self.session is not None
-        action: dict[str, Any] = {"type": "session/inputCompleted", "requestId": request_id, "response": response}
-        if answers:
-            action["answers"] = answers
-        self.client.dispatch(self.session, action)
+        self.client.dispatch(self.session, builders.session_input_completed(request_id=request_id, response=response, answers=answers or None))
 
     async def _settle_trust(self) -> None:
         for request in actions.open_input_requests(self._state()):

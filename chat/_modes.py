@@ -17,6 +17,7 @@ here at the next redraw (the status line reads the client's mirror). Before the 
 
 from __future__ import annotations
 
+from ahp.dialects.v0_2 import builders
 from chat import _session as actions
 from chat._core import ChatCore
 
@@ -50,7 +51,7 @@ class Modes(ChatCore):
             self._problem("this session has no permission modes (its host runs no tools, or it predates them)")
             return
         else:  # a refusal is reported with the host's reason, like every refused action
-            self.client.dispatch(self.session, {"type": "session/configChanged", "config": {actions.PERMISSION_MODE: mode}})
+            self.client.dispatch(self.session, builders.session_config_changed(config={actions.PERMISSION_MODE: mode}))
         if not quiet:
             self._note(f"(permission mode: {mode}: {actions.MODE_DESCRIPTIONS[mode]})")
 

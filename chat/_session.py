@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from ahp.dialects.v0_2 import builders
+
 __all__ = [
     "turn_snapshot",
     "waiting_tool_calls",
@@ -156,12 +158,12 @@ def _user_message(text: str, attachments: list[dict[str, Any]] | None) -> dict[s
 
 def turn_started(text: str, attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """``session/turnStarted`` with a fresh turn id."""
-    return {"type": "session/turnStarted", "turnId": str(uuid.uuid4()), "userMessage": _user_message(text, attachments)}
+    return builders.session_turn_started(turn_id=str(uuid.uuid4()), user_message=_user_message(text, attachments))
 
 
 def pending_message(kind: str, text: str, attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """``session/pendingMessageSet`` for a steering or queued message."""
-    return {"type": "session/pendingMessageSet", "kind": kind, "id": str(uuid.uuid4()), "userMessage": _user_message(text, attachments)}
+    return builders.session_pending_message_set(kind=kind, id=str(uuid.uuid4()), user_message=_user_message(text, attachments))
 
 
 def confirmation(
@@ -173,28 +175,20 @@ def confirmation(
     reason_message: str | None = None,
 ) -> dict[str, Any]:
     """``session/toolCallConfirmed`` answering ``call`` with ``option`` (a host option or a plain pair)."""
-    approved = option.get("kind") == "approve"
-    action: dict[str, Any] = {
-        "type": "session/toolCallConfirmed",
-        "turnId": turn_id,
-        "toolCallId": call["toolCallId"],
-        "approved": approved,
-    }
-    if option.get("id") is not None:
-        action["selectedOptionId"] = option["id"]
-    if approved:
-        action["confirmed"] = "user-action"
-        if edited_input is not None and call.get("editable"):
-            action["editedToolInput"] = edited_input
-    else:
-        action["reason"] = "denied"
-        if reason_message:
-            action["reasonMessage"] = reason_message
-    return action
+    selected = option.get("id")
+    if option.get("kind") == "approve":
+        return builders.session_tool_call_approved(
+            turn_id=turn_id, tool_call_id=call["toolCallId"], confirmed="user-action", selected_option_id=selected,
+            edited_tool_input=edited_input if call.get("editable") else None,
+        )
+    return builders.session_tool_call_denied(
+        turn_id=turn_id, tool_call_id=call["toolCallId"], reason="denied", selected_option_id=selected,
+        reason_message=reason_message or None,
+    )
 
 
 def result_confirmation(turn_id: str, call: Mapping[str, Any], approved: bool) -> dict[str, Any]:
-    return {"type": "session/toolCallResultConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"], "approved": approved}
+    return builders.session_tool_call_result_confirmed(turn_id=turn_id, tool_call_id=call["toolCallId"], approved=approved)
 
 
 def first_option(call: Mapping[str, Any], kind: str) -> dict[str, Any]:

@@ -59,6 +59,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from ahp.dialects.v0_2 import builders
 from ahp.workspace_trust import TRUST_SESSION, is_trust_request, trust_answers
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
@@ -125,7 +126,7 @@ async def run_oneshot(client: AhpClient, message: str, **options: Any) -> int:
     finally:
         session = restore.pop("session", None)
         if session is not None and restore:
-            client.dispatch(session, {"type": "session/configChanged", "config": restore})
+            client.dispatch(session, builders.session_config_changed(config=restore))
             await _settle(client)
 
 
@@ -138,7 +139,7 @@ async def _only_project_choices(client: AhpClient, session: str, *, resumed: boo
     previous = (config.get("values") or {}).get(actions.REMEMBERED_USE)
     if previous in ("project", "none"):
         return None  # already this project's only, or stricter: never loosen it
-    seq = client.dispatch(session, {"type": "session/configChanged", "config": {actions.REMEMBERED_USE: "project"}})
+    seq = client.dispatch(session, builders.session_config_changed(config={actions.REMEMBERED_USE: "project"}))
     outcome = await client.outcome(seq)
     if outcome.status != "accepted":
         raise AhpClientError(f"the host refused it: {outcome.reason}")
@@ -152,7 +153,7 @@ async def _switch_mode(client: AhpClient, session: str, mode: str) -> str | None
         raise AhpClientError("the session has no permission modes (its host runs no tools, or it predates them)")
     if previous == mode:
         return None
-    outcome = await client.outcome(client.dispatch(session, {"type": "session/configChanged", "config": {actions.PERMISSION_MODE: mode}}))
+    outcome = await client.outcome(client.dispatch(session, builders.session_config_changed(config={actions.PERMISSION_MODE: mode})))
     if outcome.status != "accepted":
         raise AhpClientError(f"the host refused it: {outcome.reason}")
     return previous
@@ -228,12 +229,12 @@ async def _oneshot(
             if is_trust_request(request) and request["id"] not in trust_answered:
                 trust_answered.add(request["id"])
                 if trust:
-                    client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "accept",
-                                              "answers": trust_answers(TRUST_SESSION)})
+                    client.dispatch(session, builders.session_input_completed(request_id=request["id"], response="accept",
+                                                                              answers=trust_answers(TRUST_SESSION)))
                     output.note("(trusted this folder for this session: its hooks, .mcp.json servers and plugins run)\n",
                                 type="decision", decision="trusted", request="workspace trust")
                 else:
-                    client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "decline"})
+                    client.dispatch(session, builders.session_input_completed(request_id=request["id"], response="decline"))
                     output.note("(this folder is not trusted: its hooks, .mcp.json servers and plugins do not run; "
                                 "pass --trust to run them)\n", type="decision", decision="untrusted", request="workspace trust")
 
@@ -318,7 +319,7 @@ async def _oneshot(
                     asked = text_of(request.get("message")) or "for input"
                     output.note(f"(the agent asks: {asked}; declined: -p mode cannot answer)\n",
                                 type="decision", decision="declined", request=asked)
-                    client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "decline"})
+                    client.dispatch(session, builders.session_input_completed(request_id=request["id"], response="decline"))
             if cancel_requested.is_set() and not cancelled_sent and turn is not None and not finished:
                 cancelled_sent = True
                 client.cancel_turn(session, turn_id)

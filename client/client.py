@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ahp.dialects.v0_2 import builders
 from client._connection import Connection, FrameHook, RequestHandler
 from client.errors import (
     AhpError,
@@ -452,12 +453,12 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         message: dict[str, Any] = {"text": text}
         if attachments:
             message["attachments"] = [dict(a) for a in attachments]
-        self.dispatch(channel, {"type": "session/turnStarted", "turnId": turn_id, "userMessage": message})
+        self.dispatch(channel, builders.session_turn_started(turn_id=turn_id, user_message=message))
         return turn_id
 
     def cancel_turn(self, channel: str, turn_id: str) -> int:
         """Cancel a running turn; returns the clientSeq of the dispatched action."""
-        return self.dispatch(channel, {"type": "session/turnCancelled", "turnId": turn_id})
+        return self.dispatch(channel, builders.session_turn_cancelled(turn_id=turn_id))
 
     # -- internals -----------------------------------------------------------------
 

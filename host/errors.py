@@ -7,7 +7,21 @@ Everything the host raises on purpose derives from ``AgentHostError``::
      ├── JournalError         the durable log cannot be opened or written
      ├── RpcError             a request must be answered with a JSON-RPC error (code, message, data)
      │    └── ProtocolViolation   the peer broke the protocol (bad frame, bad params, wrong order)
-     └── RpcCallError         a client answered one of the host's own requests with an error (or went away)
+     ├── RpcCallError         a client answered one of the host's own requests with an error (or went away)
+     ├── TurnEnded            a turn is over (cancelled or replaced): its agent stops producing output
+     ├── TurnFailed           a turn ends with ``chat/error`` (an AHP ``ErrorInfo`` a person can act on)
+     ├── SessionCreationFailed  an agent cannot serve a session (``session/creationFailed``)
+     │                        (these three: ``host.runtime.agents.base``)
+     ├── WorkingDirectoryError  a session's working directory is refused (also a ``ValueError``;
+     │                        ``host.resources.workdirs``)
+     ├── AutoApproveValueError  ``autoApprove`` is no boolean and none of VS Code's levels (also a
+     │                        ``ValueError``; ``host.runtime.tools.session_config``)
+     └── ClientResourceError  a client's resource could not be read (``host.resources.client_resources``)
+
+Each is defined beside the code that raises it; this tree is where they are listed. Two stay
+outside: AG-UI's ``AnswerError`` (a ``ValueError`` of ``host.transport.agui.interrupts``) and the
+replay agent's ``RecordingEnded``, a ``providers.ProviderError`` because the turn loop handles it
+as any provider's failure (``tests/host/test_errors.py`` holds the list).
 
 ``RpcError`` is the only exception whose text reaches the wire, and only through the JSON-RPC
 layer (``host.transport.rpc``), which is the single place an exception becomes an error response. Any other

@@ -4,10 +4,9 @@ How the turn loop uses this package::
 
     provider = AnthropicProvider()                      # or OpenAIResponsesProvider(), ...
     request = ModelRequest(model="claude-sonnet-4-5", system=..., messages=history, tools=...)
-    acc = StreamAccumulator(api=provider.api)
+    stream = provider.stream(request)                   # one model call (a ModelStream)
     try:
-        async for event in provider.stream(request):    # one model call
-            acc.apply(event)
+        async for event in stream:
             match event:
                 case PartStart(part_kind="text" | "reasoning"): ...    # new markdown/reasoning part
                 case PartStart(part_kind="tool_call"): ...             # toolCallStart(tool_call_id, tool_name)
@@ -18,7 +17,7 @@ How the turn loop uses this package::
                 case Finish(reason=r): ...                             # "tool_calls" → run tools, call again
     except ProviderError as err:                        # err.error_type, str(err), err.retryable, err.retry_after
         ...
-    history += (acc.message(),)                         # keeps native payloads for replay
+    history += (stream.message(),)                      # built once, by the provider; keeps native payloads
     history += (ToolResultsMessage(results=(ToolResult.of(call_id, name, "output"),)),)
 
 Invariants: events follow :mod:`providers.events` (start → deltas → end per part index, then
@@ -84,6 +83,7 @@ if TYPE_CHECKING:
     )
     from .openai import OpenAIChatProvider, OpenAIResponsesProvider
     from .scripted import Pause, Script, ScriptedProvider
+    from .stream import ModelStream
 
 # Every name is loaded on first use (PEP 562): the host imports this package at start-up, and the
 # message and event models (pydantic classes, some 20 ms to build) only when a turn needs them.
@@ -116,6 +116,7 @@ _WHERE = {
     ),
     **dict.fromkeys(["OpenAIChatProvider", "OpenAIResponsesProvider"], ".openai"),
     **dict.fromkeys(["Pause", "Script", "ScriptedProvider"], ".scripted"),
+    "ModelStream": ".stream",
 }
 
 
@@ -147,6 +148,7 @@ __all__ = [
     "MessageAdapter",
     "ModelNotFoundError",
     "ModelRequest",
+    "ModelStream",
     "OpenAIChatProvider",
     "OpenAIOptions",
     "OpenAIResponsesProvider",

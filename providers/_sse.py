@@ -1,7 +1,7 @@
 """A lean reader for the server-sent-event streams the vendor SDKs would otherwise parse.
 
 Why hand-written: the SDKs turn every streamed chunk into a typed model (openai's
-``construct_type`` costs about 100 µs a chunk, more than everything the host does with it), while
+``construct_type`` costs more than everything the host does with the chunk: ``benchmarks/provider_parsing.py``), while
 the translators here only read plain dicts. So a provider asks the SDK for the *raw* HTTP response
 (``providers._request_body``: the SDK still builds the request, authenticates, applies timeouts and
 maps HTTP error statuses to its exceptions) and reads the body with :class:`RawEventStream`: each event's

@@ -1,7 +1,7 @@
 """One TLS context for every SDK client of the process.
 
 Building an ``ssl.SSLContext`` loads a whole CA bundle (certifi's, or the one ``SSL_CERT_FILE`` /
-``SSL_CERT_DIR`` name): about 30 ms of CPU on the 2-core machines here. The SDKs' aiohttp-backed
+``SSL_CERT_DIR`` name), tens of milliseconds of CPU (``benchmarks/README.md``). The SDKs' aiohttp-backed
 clients (``openai.DefaultAioHttpClient``, ``anthropic.DefaultAioHttpClient``) each build their own
 when they are made, which is at a provider's first model call, on the event loop: every session on
 the host stopped streaming for that long. The context is immutable once built and safe to share,

@@ -5,9 +5,11 @@ Two ways in, one state:
 * **Vendor side** (used by the vendor modules): :meth:`StreamAccumulator.start`, :meth:`delta`
   and :meth:`end` take the vendor's own key for a block (Anthropic content-block index, an
   OpenAI output-item id, a Chat Completions tool-call index ...), assign neutral part indexes
-  in start order, and return the event to yield.
-* **Host side**: :meth:`StreamAccumulator.apply` folds events from any provider (including the
-  scripted one), so the turn loop can rebuild the message from the stream it relayed.
+  in start order, and return the event to yield; :meth:`finish_call` folds the call's
+  ``Finish``. The accumulator that made a call's events is the one its
+  :class:`providers.stream.ModelStream` answers the message from: nothing folds them again.
+* **Any events**: :meth:`StreamAccumulator.apply` folds events from any provider (the scripted
+  one checks its scripts with it; ``ModelStream.of`` folds a plain event stream with it).
 
 Invariants: part indexes are 0, 1, 2 ... in start order; a part is started once, ended at most
 once, and receives no delta after its end; tool arguments stay raw JSON text. Any event that
@@ -88,6 +90,11 @@ class StreamAccumulator:
         self.apply(event)
         return event
 
+    def finish_call(self, finish: Finish) -> Finish:
+        """Fold the call's ``Finish`` (every part must have ended) and return it."""
+        self.apply(finish)
+        return finish
+
     def is_open(self, vendor_key: Hashable) -> bool:
         index = self._by_vendor_key.get(vendor_key)
         return index is not None and not self._parts[index].ended
@@ -114,7 +121,7 @@ class StreamAccumulator:
             raise UnexpectedDeltaError(f"delta for finished block {vendor_key!r}", provider=self._provider)
         return index
 
-    # ---- host side ---------------------------------------------------------------------
+    # ---- any events --------------------------------------------------------------------
 
     def apply(self, event: StreamEvent) -> None:
         """Fold one event; raises :class:`UnexpectedDeltaError` on an out-of-order event."""

@@ -10,7 +10,8 @@ sends back unchanged next turn. Only the SDK call site maps exceptions (:func:`m
 
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the events are
 read from its raw response with the lean reader (``providers._sse``, orjson) as plain dicts, as
-the SDK's typed models would cost ~10 µs a chunk. An ``error`` event inside the stream is raised
+the SDK's typed models would cost several times more a chunk (``benchmarks/provider_parsing.py``;
+the typed way remains the fallback, ``providers._events``). An ``error`` event inside the stream is raised
 as the SDK would raise it (``anthropic.APIStatusError`` on the 200 response).
 """
 
@@ -21,11 +22,13 @@ import os
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ._request_body import open_stream
+from ._events import TypedEventStream, open_events
 from ._sse import RawEventStream
 from ._streaming import sdk_events
 from ._tls import ssl_context
+from ._transport_errors import is_transport_error, really_timed_out
 from .accumulator import StreamAccumulator
+from .stream import ModelStream
 from .errors import (
     AuthenticationError,
     ContextLengthError,
@@ -121,9 +124,12 @@ class AnthropicProvider:
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request, default_max_tokens=self.default_max_tokens)
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        params = self.build_params(request)
+    def stream(self, request: ModelRequest) -> ModelStream:
         translator = _Translator()
+        return ModelStream(self._events(request, translator), translator.acc)
+
+    async def _events(self, request: ModelRequest, translator: _Translator) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
         async for event in sdk_events(
             lambda: open_event_stream(self._sdk(), params),
             lambda item: translator.feed(item[1]),
@@ -136,10 +142,9 @@ class AnthropicProvider:
             yield event
 
 
-async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
-    """The SDK sends the request; the events are read from its raw response as plain dicts."""
-    response = await open_stream(client, "/v1/messages", params)
-    return RawEventStream(response, error=lambda data: stream_error(response, data))
+async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
+    """The SDK sends the request; the events are read as plain dicts (``providers._events``)."""
+    return await open_events(client, "/v1/messages", params, error=stream_error)
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:
@@ -189,7 +194,7 @@ class _Translator:
                 reason = _STOP_REASONS.get(self._stop_reason or "", "other")
                 return [
                     *self.acc.end_all(),
-                    Finish(reason=reason, raw_reason=self._stop_reason, response_id=self._message_id, model=self._model),
+                    self.acc.finish_call(Finish(reason=reason, raw_reason=self._stop_reason, response_id=self._message_id, model=self._model)),
                 ]
         return []  # ping, and event types added by later API versions, are not ours to guess at
 
@@ -390,8 +395,6 @@ def _mark_cache_breakpoints(params: dict[str, Any]) -> None:
 def map_error(exc: BaseException) -> ProviderError:
     """An Anthropic SDK / transport exception as a :class:`ProviderError` with advice."""
     import anthropic
-
-    from ._transport_errors import is_transport_error, really_timed_out
 
     if isinstance(exc, json.JSONDecodeError):  # orjson's error is one too
         return ProviderProtocolError(

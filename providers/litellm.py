@@ -34,6 +34,7 @@ from .messages import ApiName, ModelRequest
 from .openai._errors import map_error
 from .openai.chat import build_messages
 from .openai.chat_stream import ChatStreamTranslator
+from .stream import ModelStream
 
 PROVIDER = "litellm"
 
@@ -201,9 +202,12 @@ class LiteLLMProvider:
                 params[key] = value
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        params = self.build_params(request)
+    def stream(self, request: ModelRequest) -> ModelStream:
         translator = ChatStreamTranslator(api="litellm", provider=PROVIDER)
+        return ModelStream(self._events(request, translator), translator.acc)
+
+    async def _events(self, request: ModelRequest, translator: ChatStreamTranslator) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
         async for event in sdk_events(
             lambda: self._open(params),
             translator.feed,

@@ -2,8 +2,9 @@
 
 Contract: each call to :meth:`ScriptedProvider.stream` consumes the next :class:`Script` (or
 calls the ``respond`` function with the request) and yields its events in order, after
-validating them with a :class:`providers.accumulator.StreamAccumulator`, so a malformed
-script fails the same way a malformed provider stream would. Steps may be neutral events,
+folding them into a :class:`providers.accumulator.StreamAccumulator`, so a malformed
+script fails the same way a malformed provider stream would, and the returned
+:class:`providers.stream.ModelStream` answers with the message they built. Steps may be neutral events,
 :class:`Pause` (wait seconds, or until an ``asyncio.Event`` is set) or a
 :class:`providers.errors.ProviderError` to raise. Every request is appended to
 :attr:`ScriptedProvider.requests` before anything is yielded.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .accumulator import StreamAccumulator
+from .stream import ModelStream
 from .errors import ProviderError
 from .events import Finish, FinishReason, PartDelta, PartEnd, PartStart, StreamEvent, Usage, UsageReport
 from .messages import ModelRequest
@@ -144,10 +146,13 @@ class ScriptedProvider:
     async def aclose(self) -> None:
         return None
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+    def stream(self, request: ModelRequest) -> ModelStream:
+        checker = StreamAccumulator(api="scripted", provider=self.name)
+        return ModelStream(self._play(request, checker), checker)
+
+    async def _play(self, request: ModelRequest, checker: StreamAccumulator) -> AsyncIterator[StreamEvent]:
         self.requests.append(request)
         script = self._next(request)
-        checker = StreamAccumulator(api="scripted", provider=self.name)
         for step in script.steps:
             if isinstance(step, Pause):
                 if step.event is not None:

@@ -103,3 +103,84 @@ def _host_imports_by_room() -> list[tuple[str, str, str]]:
 def test_the_host_rooms_import_only_downwards(room: str, forbidden: set[str]) -> None:
     offending = [line for source, target, line in _host_imports_by_room() if source == room and target in forbidden]
     assert offending == []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _cycles(package: str) -> list[list[str]]:
+    """Import cycles among the modules of ``package`` (every import counts: at the head, in a
+    function or under ``TYPE_CHECKING``), each as the modules around it."""
+    paths = sorted((ROOT / package).rglob("*.py"))
+    modules = {_module_name(path): path for path in paths}
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if node.level:
+                    base = name.split(".")[: -node.level + (1 if path.name == "__init__.py" else 0) or None]
+                    module = ".".join([*base, node.module])
+                else:
+                    module = node.module
+                targets = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            edges[name] |= {target for target in targets if target in modules and target != name}
+    found: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(edges[name]):
+            if state.get(target) == 1:
+                found.append(trail[trail.index(target):] + [target])
+            elif target not in state:
+                visit(target, [*trail, target])
+        state[name] = 2
+
+    for name in sorted(modules):
+        if name not in state:
+            visit(name, [name])
+    return found
+
+
+def test_the_agents_modules_import_one_another_without_a_cycle() -> None:
+    """The turn loop is handed what it needs (``TurnNeeds``) instead of importing its agent back."""
+    assert _cycles("host/runtime/agents") == []
+
+
+PLANNED_ROOMS = ["host/runtime/agents", "host/state", "providers"]
+"""The rooms whose imports follow the start-up plan (``host/startup.py``)."""
+
+
+def _imports_in_functions(package: str) -> list[tuple[str, str]]:
+    """``(module, where)`` for every import made inside a function of ``package`` (relative ones resolved)."""
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        name = _module_name(path)
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+                if isinstance(node, ast.Import):
+                    found += [(alias.name, where) for alias in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = name.split(".")
+                    if node.level:
+                        base = base[: len(base) - node.level + (1 if path.name == "__init__.py" else 0)]
+                        found.append((".".join([*base, *([node.module] if node.module else [])]), where))
+                    else:
+                        found.append((node.module or "", where))
+    return found
+
+
+@pytest.mark.parametrize("package", PLANNED_ROOMS)
+def test_imports_inside_functions_name_only_modules_the_start_up_plan_defers(package: str) -> None:
+    """Elsewhere a module's head says what it depends on."""
+    from host.startup import planned
+
+    assert [f"{where}: {module}" for module, where in _imports_in_functions(package) if not planned(module)] == []

@@ -1,6 +1,6 @@
 """Streamed-text runs of the internal model: the law that lets the host stream tokens in O(1)
 each while the reducers stay pure. The one definition of a run, used by ``host.state.store`` (held
-state) and ``host.state.journal`` (coalesced rows).
+state) and ``host.state.journal`` (coalesced rows): both hold a :class:`TextRun`.
 
 ``chat/delta``, ``chat/reasoning`` and ``chat/toolCallDelta`` (without ``invocationMessage`` or
 ``_meta``, which replace fields of the call) only ever append their ``content`` string to one text
@@ -16,8 +16,15 @@ and the right-hand side builds the same dicts, keys in the same order, as the le
 action with another key, or a non-string content, ends a run and is reduced on its own. Text
 appends never read ``now``, so a run reduced later is the same state.
 
-:class:`AppendingState` holds one channel's state with the open run kept as a list of strings.
-Only ``chat`` channels have runs. ``tests/ahp/state/test_appends.py`` checks the law.
+**A run** is a :class:`TextRun`: consecutive appends to one channel with one :func:`run_key`; it
+keeps the first append's action (``template``) and the contents (and ``serverSeq``) of the appends
+its holder has not yet used up, and :meth:`TextRun.action` is them as one joined append. Its
+holders differ only in when a run ends, never in what one is: :class:`AppendingState` (one
+channel's state; only ``chat`` channels, and only a run whose first append found its target, as
+the law asks) reduces the run when the state is read; the journal writes it as one *coalesced
+envelope* (:meth:`TextRun.envelope`: the joined action, the last serverSeq and ``"coalesced":
+[[serverSeq, length], ...]``), which :func:`extended` joins with later pieces and :func:`expand`
+cuts back into the envelopes it stands for. ``tests/ahp/state/test_appends.py`` checks the law.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "AppendingState", "joined", "run_key"]
+__all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "AppendingState", "TextRun", "expand", "extended", "joined", "run_key"]
 
 RUN_ACTION_TYPES = frozenset({"chat/delta", "chat/reasoning", "chat/toolCallDelta"})
 """Action types that append a string to one text field and may be joined into runs."""
@@ -55,6 +62,76 @@ def joined(template: dict[str, Any], contents: list[str]) -> dict[str, Any]:
     return {**template, "content": "".join(contents)}
 
 
+class TextRun:
+    """One open run (see the module docstring): the first append's action and the appends not yet
+    used up, as contents and (for a holder that numbers them) serverSeqs."""
+
+    __slots__ = ("key", "template", "pieces", "seqs", "count")
+
+    def __init__(self, key: tuple[Any, ...], action: dict[str, Any], seq: int = 0) -> None:
+        self.key = key
+        """The :func:`run_key` every append of the run has."""
+        self.template = action
+        """The first append: every field of the joined action but its ``content``."""
+        self.pieces: list[str] = [action["content"]]
+        """Contents not used up yet, in order."""
+        self.seqs: list[int] = [seq]
+        """Their serverSeqs (a holder that does not number them leaves them 0)."""
+        self.count = 1
+        """Appends in the run, used up or not."""
+
+    def add(self, content: str, seq: int = 0) -> None:
+        self.pieces.append(content)
+        self.seqs.append(seq)
+        self.count += 1
+
+    def action(self) -> dict[str, Any]:
+        """The pieces not used up, as one append."""
+        return joined(self.template, self.pieces)
+
+    def marks(self) -> list[tuple[int, int]]:
+        """``(serverSeq, length)`` of each piece not used up."""
+        return [(seq, len(piece)) for seq, piece in zip(self.seqs, self.pieces)]
+
+    def envelope(self, channel: str) -> dict[str, Any]:
+        """The pieces not used up as one envelope: a single piece's own, else the coalesced one."""
+        if len(self.pieces) == 1:
+            return {"channel": channel, "action": {**self.template, "content": self.pieces[0]}, "serverSeq": self.seqs[0]}
+        return {"channel": channel, "action": self.action(), "serverSeq": self.seqs[-1], "coalesced": self.marks()}
+
+    def used_up(self) -> None:
+        """Everything held so far was used (reduced, written): the run goes on empty."""
+        self.pieces, self.seqs = [], []
+
+
+def extended(envelope: dict[str, Any], more: list[tuple[list[list[int]], str]]) -> dict[str, Any]:
+    """A run's envelope (:meth:`TextRun.envelope`) with pieces written after it, each ``(marks,
+    text)``: one coalesced envelope of them all."""
+    action = envelope["action"]
+    marks = list(envelope.get("coalesced") or [[envelope["serverSeq"], len(action["content"])]])
+    texts = [action["content"]]
+    for more_marks, more_text in more:
+        marks.extend(more_marks)
+        texts.append(more_text)
+    return {"channel": envelope["channel"], "action": {**action, "content": "".join(texts)},
+            "serverSeq": marks[-1][0], "coalesced": marks}
+
+
+def expand(envelope: dict[str, Any]) -> list[dict[str, Any]]:
+    """The envelopes a coalesced one stands for, each with its own serverSeq (a plain one: itself)."""
+    pieces = envelope.get("coalesced")
+    if pieces is None:
+        return [envelope]
+    action = envelope["action"]
+    text = action["content"]
+    out: list[dict[str, Any]] = []
+    offset = 0
+    for seq, length in pieces:
+        out.append({"channel": envelope["channel"], "action": {**action, "content": text[offset:offset + length]}, "serverSeq": seq})
+        offset += length
+    return out
+
+
 class AppendingState:
     """One channel's state, with streamed text appends held back as a run.
 
@@ -66,7 +143,7 @@ class AppendingState:
     ``run_kinds`` and ``key_of``; the holding and joining stay this one class.
     """
 
-    __slots__ = ("kind", "_reduce", "_state", "_run_key", "_run_template", "_run_chunks", "_runs")
+    __slots__ = ("kind", "_reduce", "_state", "_run", "_runs")
 
     run_kinds: frozenset[str] = RUN_KINDS
     """Channel kinds whose actions may form runs."""
@@ -82,27 +159,24 @@ class AppendingState:
         self._reduce = reduce
         self._state = state
         self._runs = kind in self.run_kinds
-        self._run_key: tuple[Any, ...] | None = None
-        """The key of the run the last applied action opened or continued (``None``: no run)."""
-        self._run_template: dict[str, Any] = {}
-        self._run_chunks: list[str] = []
-        """Contents appended to the run and not yet reduced into ``_state``."""
+        self._run: TextRun | None = None
+        """The run the last applied action opened or continued; its pieces are not in ``_state`` yet."""
 
     @property
     def state(self) -> dict[str, Any]:
         """The reducers' state after every applied action (reduces a pending run first)."""
-        if self._run_chunks:
+        run = self._run
+        if run is not None and run.pieces:
             # ``now`` is not read by text appends: 0 stands for it.
-            self._state = self._reduce(self.kind, self._state, joined(self._run_template, self._run_chunks), 0)
-            self._run_chunks = []
+            self._state = self._reduce(self.kind, self._state, run.action(), 0)
+            run.used_up()
         return self._state
 
     @state.setter
     def state(self, state: dict[str, Any]) -> None:
         """Replace the state outright (a snapshot); an open run is forgotten with the old one."""
         self._state = state
-        self._run_key = None
-        self._run_chunks = []
+        self._run = None
 
     @property
     def shape(self) -> dict[str, Any]:
@@ -113,13 +187,18 @@ class AppendingState:
     def apply(self, action: dict[str, Any], now: int) -> bool:
         """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
         key = self.key_of(action) if self._runs else None
-        if key is not None and key == self._run_key:
-            self._run_chunks.append(action["content"])
+        run = self._run
+        if key is not None and run is not None and key == run.key:
+            run.add(action["content"])
             return True
         before = self.state
         after = self._reduce(self.kind, before, action, now)
         self._state = after
-        # Only an append that found its target opens a run: the law needs it.
-        self._run_key = key if after is not before else None
-        self._run_template = action
+        # Only an append that found its target opens a run: the law needs it. It is reduced
+        # already, so the run starts empty.
+        if key is not None and after is not before:
+            self._run = TextRun(key, action)
+            self._run.used_up()
+        else:
+            self._run = None
         return after is not before

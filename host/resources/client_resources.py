@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from host.errors import RpcCallError
+from host.errors import AgentHostError, RpcCallError
 
 __all__ = ["ClientResources", "ClientResourceError", "MAX_FILES", "MAX_BYTES", "MAX_DEPTH"]
 
@@ -43,7 +43,7 @@ Call = Callable[..., Awaitable[Any]]
 """``call(method, params, timeout=...)``: one connection's host→client request (``RpcEndpoint.call``)."""
 
 
-class ClientResourceError(Exception):
+class ClientResourceError(AgentHostError):
     """A client's resource could not be read; the message says why, for a person."""
 
 

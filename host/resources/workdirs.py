@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from host.errors import AgentHostError
+
 __all__ = ["WorkingDirectoryError", "allowed_directories", "check_working_directory", "directory_of", "session_directory"]
 
 
-class WorkingDirectoryError(ValueError):
+class WorkingDirectoryError(AgentHostError, ValueError):
     """A requested working directory is refused; the message says why and what to do."""
 
 

@@ -5,33 +5,27 @@ for a time proportional to the objects it walks, and a young collection walks ev
 allocated since the last one that is still alive. Two kinds of allocation make those pauses long
 and find nothing: start-up (imports, recovered sessions) and importing a provider's SDK on first
 use (tens of thousands of classes, functions and pydantic field objects that live as long as the
-process; measured: young collections of 15–20 ms that freed nothing, during the first turns of
-200 sessions).
+process). The pauses measured, and the thresholds tried, are in ``benchmarks/README.md``
+("Figures moved out of docstrings").
 
 * :func:`starting`, around a command's start (``cli.main``): the collector is held off while the
-  host imports its modules and builds its models (some 70,000 long-lived containers, which a
-  hundred young collections would walk and never free: 15-20 ms of every start, measured), until
-  :func:`settle` or the end of the block, whichever comes first.
+  host imports its modules and builds its models (long-lived containers a young collection would
+  walk and never free), until :func:`settle` or the end of the block, whichever comes first.
 * :func:`settle`, once the host has started: everything alive moves out of the collector's sight
   (``gc.freeze``), the thresholds become ``GC_THRESHOLDS`` and a collector held off by
   :func:`starting` runs again.
-* ``GC_THRESHOLDS`` keep each pause short rather than pauses rare. While 200 turns stream, each
+* ``GC_THRESHOLDS`` keep each pause short rather than pauses rare. While many turns stream, each
   holds a few hundred live containers (coroutines, async generators, request objects, tool
   definitions), so most young objects survive a young collection and are walked again by the next
-  generation's. Measured at 200 sessions x 20 chunks/s (``benchmarks/provider_stream.py``'s load,
-  longest pause / collector time per 12,000 chunks): 50,000 net allocations per young collection
-  (and 20 young per middle one), 14–22 ms / 45 ms; 10,000 and 4, 18–29 ms (middle collections) /
-  75 ms; 2,000 and 5, 4–6 ms / 100 ms; 2,000 and 2, the longest pause of a run 7 ms where 2,000
-  and 5 gave 9 ms (medians of twelve runs each, alternating; collector time 100–150 ms either way:
-  a middle collection walks the survivors of two young collections instead of five, the turn
-  starts' request and stream objects among them). Full collections stay rare (the collector also
+  generation's; frequent young collections and a middle one every second young one gave the
+  shortest longest pause at the same collector time. Full collections stay rare (the collector also
   waits for the old generation to grow by a quarter), and walk only what is not frozen: the stored
-  states are mostly leaf dicts the collector untracks, 25 ms for 65 MB of turns.
+  states are mostly leaf dicts the collector untracks.
 * :func:`import_out_of_sight`: runs a heavy import (the SDKs are imported in a worker thread when a
   session is created) with the collector held off, then freezes what it created. Done once per
   import function per process. :func:`import_ahead` is the same for an import made before its
   first use (the SDK and the turn loop when a session is created, the wire models and the plugin
-  loader once the host listens): a failure is only logged, and the first real use raises it where
+  loader once the host listens: the start-up plan, ``host.startup``): a failure is only logged, and the first real use raises it where
   it can be reported.
 
 The cost: frozen objects are never examined again, so a reference cycle among them that later

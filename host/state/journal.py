@@ -13,8 +13,8 @@ channel takes no serverSeq):
 ``ahp.state.appends.RUN_ACTION_TYPES``, with that module's ``run_key``, the one definition of a run
 the store holds state by too; the caller passes the action of an envelope that may join a run) form
 a run of at most ``RUN_LIMIT`` pieces. Its first commit writes one ``action``
-row (the head): one envelope whose ``content`` is the pieces so far joined and whose ``serverSeq``
-is their last, plus ``"coalesced": [[serverSeq, length], ...]``. Each later commit appends the
+row (the head): the run's coalesced envelope (``ahp.state.appends.TextRun.envelope``: ``content``
+the pieces so far joined, ``serverSeq`` their last, plus ``"coalesced": [[serverSeq, length], ...]``). Each later commit appends the
 pieces committed since as one ``run_texts`` row (``entry`` = the head's id, their marks and their
 text joined): nothing written is ever rewritten, so a commit costs the new text's page of WAL, not
 the whole run again. Readers (``entries_after``, ``recent_actions``) join a head and its
@@ -35,7 +35,10 @@ ids of the ``channel_state_parts`` rows whose texts, joined in order, are its st
 ``snapshots`` the entry id and serverSeq they are as of. A snapshot writes parts only for what
 changed since the previous one (the store reuses the parts of a session's unchanged turns), each in
 its own small transaction (``write_part``; the event loop runs in between), then ``write_snapshot``
-switches the manifests in one small transaction. To recover, load the channel states and re-apply
+switches the manifests in one small transaction. The journal plans them too: ``plan`` compares a
+channel's turns with the very turn objects its last snapshot wrote (``turn_rows``; states are
+immutable, so an unchanged turn is the same object), ``encode_plans`` serialises only what
+changed (pure, for a worker thread) and ``write_planned`` writes it in steps. To recover, load the channel states and re-apply
 the entries after that id. Entries older than both the snapshot and the replay window (a count and
 a number of characters) are then pruned, with the state parts no manifest lists, in steps of at
 most ``PRUNE_STEP_CHARS`` characters of rows (a larger row alone), measured from the sizes this
@@ -49,8 +52,9 @@ those two bounded windows. The WAL is kept near ``WAL_CHECKPOINT_BYTES`` (``chec
 worker thread on its own connection; ``checkpoint_here`` on the writer's without an event loop;
 never by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
 once copied whole, the next commit starts it again and ``journal_size_limit`` truncates it. Freed
-pages are reused, so the database file levels off at its largest content. The journal never
-interprets states; of actions it knows only the run shape above. The store reads a chat's older
+pages are reused, so the database file levels off at its largest content. Of states the journal
+knows only that a chat's may have a ``turns`` list (written turn by turn); of actions only the run
+shape above. The store reads a chat's older
 turns back from its snapshot rows (``read_parts``; ``latest_snapshot`` hands it a chat's rows as
 they are, see ``host.state.turn_pages``).
 """
@@ -64,16 +68,16 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ahp.jsonrpc import encode
-from ahp.state.appends import RUN_ACTION_TYPES, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
 from host.errors import JournalError
 
-__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
-           "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "expand"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot", "SnapshotPieces",
+           "SnapshotPlan", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -166,89 +170,90 @@ WAL_LIMIT_BYTES = 16 << 20
 worker cannot keep up), so the WAL never holds more than this and one transaction."""
 
 
-class _Run:
-    """An open text run: consecutive appends to one part of one channel. Its first commit writes a
-    head row in ``entries`` (the pieces so far, in the coalesced shape); each later commit adds one
-    ``run_texts`` row with the pieces appended since, so a commit writes only the new text."""
+class _Run(TextRun):
+    """An open text run (``ahp.state.appends.TextRun``) and where the journal wrote it. Its first
+    commit writes a head row in ``entries`` (the pieces so far, as the run's coalesced envelope);
+    each later commit adds one ``run_texts`` row with the pieces appended since, so a commit writes
+    only the new text."""
 
-    __slots__ = ("key", "channel", "now", "action", "texts", "marks", "row_id", "count", "queued")
+    __slots__ = ("channel", "now", "row_id", "queued")
 
     def __init__(self, key: tuple[Any, ...], channel: str, now: int, action: dict[str, Any], seq: int) -> None:
-        self.key = key
+        super().__init__(key, action, seq)
         self.channel = channel
         self.now = now
-        self.action = {name: value for name, value in action.items() if name != "content"}
-        self.texts: list[str] = [action["content"]]
-        """Appends not written yet, in order."""
-        self.marks: list[tuple[int, int]] = [(seq, len(action["content"]))]
-        """``(serverSeq, length)`` of each append not written yet."""
         self.row_id: int | None = None
         """The head row, once written."""
-        self.count = 1
-        """Appends in the run, written or not."""
         self.queued = True
         """Waiting for the next flush (its head, or a ``run_texts`` row)."""
 
-    def add(self, seq: int, text: str) -> None:
-        self.texts.append(text)
-        self.marks.append((seq, len(text)))
-        self.count += 1
-
-    def head_body(self) -> str:
-        if len(self.marks) == 1:
-            return encode({"channel": self.channel, "action": {**self.action, "content": self.texts[0]},
-                           "serverSeq": self.marks[0][0]})
-        return encode({
-            "channel": self.channel,
-            "action": {**self.action, "content": "".join(self.texts)},
-            "serverSeq": self.marks[-1][0],
-            "coalesced": self.marks,
-        })
-
     def insert(self, db: sqlite3.Connection) -> int:
         """Write the head row; the characters written."""
-        body = self.head_body()
-        self.row_id = db.execute(_INSERT, ("action", self.channel, self.marks[-1][0], self.now, body)).lastrowid
+        body = encode(self.envelope(self.channel))
+        self.row_id = db.execute(_INSERT, ("action", self.channel, self.seqs[-1], self.now, body)).lastrowid
         return len(body)
 
     def append(self, db: sqlite3.Connection) -> int:
         """Write the pieces appended since the last commit as one ``run_texts`` row; the characters written."""
-        marks, content = encode(self.marks), "".join(self.texts)
+        marks, content = encode(self.marks()), "".join(self.pieces)
         db.execute("INSERT INTO run_texts(entry, seq, marks, content) VALUES (?, ?, ?, ?)",
-                   (self.row_id, self.marks[-1][0], marks, content))
+                   (self.row_id, self.seqs[-1], marks, content))
         return len(marks) + len(content)
 
     def written(self) -> None:
-        self.texts, self.marks, self.queued = [], [], False
+        self.used_up()
+        self.queued = False
 
 
 def _joined(body: str, continuations: list[tuple[str, str]]) -> tuple[str, int]:
     """A run's head row and its ``run_texts`` rows as one coalesced envelope, and its last serverSeq."""
-    envelope = json.loads(body)
-    action = envelope["action"]
-    marks = envelope.get("coalesced") or [[envelope["serverSeq"], len(action["content"])]]
-    texts = [action["content"]]
-    for more_marks, more_text in continuations:
-        marks.extend(json.loads(more_marks))
-        texts.append(more_text)
-    seq = marks[-1][0]
-    return encode({"channel": envelope["channel"], "action": {**action, "content": "".join(texts)},
-                   "serverSeq": seq, "coalesced": marks}), seq
+    envelope = extended(json.loads(body), [(json.loads(marks), text) for marks, text in continuations])
+    return encode(envelope), envelope["serverSeq"]
 
 
-def expand(envelope: dict[str, Any]) -> list[dict[str, Any]]:
-    """The envelopes a journaled one stands for: itself, or each text append of a coalesced run."""
-    pieces = envelope.get("coalesced")
-    if pieces is None:
-        return [envelope]
-    action = envelope["action"]
-    text = action["content"]
-    out: list[dict[str, Any]] = []
-    offset = 0
-    for seq, length in pieces:
-        out.append({"channel": envelope["channel"], "action": {**action, "content": text[offset:offset + length]}, "serverSeq": seq})
-        offset += length
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """What a snapshot writes for one channel (``Journal.plan``)."""
+
+    kind: str
+    state: dict[str, Any]
+    turns: list[Any] | None
+    """The state's turns, when it has a turn list (written turn by turn)."""
+    kept: int
+    """How many leading turns are unchanged since the previous snapshot."""
+    kept_ids: list[list[int]]
+    """The part ids of those turns."""
+    older: list[list[int]] = field(default_factory=list)
+    """The part ids of the chat's older turns, not in its state (they come first in the JSON)."""
+
+
+_UNWRITTEN = object()
+"""Stands for a turn whose rows are not its own (a snapshot written whole): never the same object."""
+
+SnapshotPieces = tuple[str, SnapshotPlan, list[str], list[list[str]], list[str]]
+"""``(kind, plan, head texts, texts of each new turn, tail texts)``: joined in order, the state's JSON."""
+
+
+def encode_plans(plans: dict[str, SnapshotPlan]) -> dict[str, SnapshotPieces]:
+    """Serialise what each plan needs, cut in parts of at most ``PART_CHARS`` characters. Pure, so
+    it may run in a worker thread: many short encoder calls (one per turn) let the event loop take
+    the GIL back."""
+    out: dict[str, SnapshotPieces] = {}
+    for uri, plan in plans.items():
+        if plan.turns is None:
+            out[uri] = (plan.kind, plan, _cut(encode(plan.state)), [], [])
+            continue
+        head = encode({key: value for key, value in plan.state.items() if key != "turns"})
+        opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
+        before = len(plan.older)  # the older turns' rows come first: every turn here follows one
+        new_turns = [_cut(("," if before + index else "") + encode(plan.turns[index]))
+                     for index in range(plan.kept, len(plan.turns))]
+        out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
     return out
+
+
+def _cut(text: str) -> list[str]:
+    return [text[start:start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
 
 
 @dataclass(frozen=True)
@@ -324,6 +329,8 @@ class Journal:
         """State part id → characters, for the parts this process wrote or read."""
         self._checkpointing = threading.Lock()
         """Held by a checkpoint: one at a time, so that ``checkpoint_here`` waits for a worker's."""
+        self._turn_rows: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        """Per channel with turns: the turn objects the last snapshot wrote and their part ids."""
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -342,7 +349,7 @@ class Journal:
         self.chars_since_snapshot += len(action["content"])
         run = self._runs.get(channel)
         if run is not None and run.key == key and run.count < RUN_LIMIT:
-            run.add(seq, action["content"])
+            run.add(action["content"], seq)
             if not run.queued:  # its head row is written: the new text goes in a run_texts row
                 run.queued = True
                 self._to_append.append(run)
@@ -436,12 +443,71 @@ class Journal:
 
     def begin_snapshot(self) -> int:
         """Close every open run and commit; the id of the newest entry, which a snapshot taken now
-        is "as of" (rows a snapshot covers must not change afterwards)."""
+        is "as of" (rows a snapshot covers must not change afterwards). A full snapshot (an older
+        format's file) writes every turn again: the rows known for turns are forgotten."""
+        if self.needs_full_snapshot:
+            self._turn_rows.clear()
         self.end_runs()
         self.flush()
         self.entries_since_snapshot = 0
         self.chars_since_snapshot = 0
         return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
+
+    # -- planning a snapshot ---------------------------------------------------------------------
+
+    def turn_rows(self, channel: str) -> tuple[list[Any], list[list[int]]]:
+        """The turn objects of ``channel`` the last snapshot wrote (in its state's order) and the part
+        ids of each: a turn still the very same object needs no new rows."""
+        return self._turn_rows.get(channel, ([], []))
+
+    def note_turn_rows(self, channel: str, turns: list[Any], groups: list[list[int] | None]) -> None:
+        """``turns`` of ``channel`` are in the rows ``groups`` (a ``None`` group: in no rows of its own,
+        as in a snapshot written whole); the store calls it when turns move between its state and
+        the rows (older turns paged out or loaded back, a recovery)."""
+        self._turn_rows[channel] = ([turn if ids is not None else _UNWRITTEN for turn, ids in zip(turns, groups)],
+                                    [ids or [] for ids in groups])
+
+    def plan(self, channel: str, kind: str, state: dict[str, Any], older: list[list[int]]) -> SnapshotPlan:
+        """What to serialise of a channel: for a state with turns, only the turns that are not the
+        very objects the previous snapshot wrote at the same positions (states are immutable).
+        ``older``: the part ids of the chat's turns older than its state, which come first."""
+        turns = state.get("turns")
+        if not isinstance(turns, list):
+            return SnapshotPlan(kind, state, None, 0, [])
+        written_turns, written_ids = self.turn_rows(channel)
+        kept = 0
+        while kept < min(len(turns), len(written_turns)) and turns[kept] is written_turns[kept]:
+            kept += 1
+        return SnapshotPlan(kind, state, turns, kept, written_ids[:kept], older)
+
+    def write_planned(self, upto: int, seq: int, pieces: dict[str, SnapshotPieces], removed: set[str]) -> Iterator[None]:
+        """Write the parts of ``pieces`` (``encode_plans``), each in its own small transaction, then
+        the snapshot as of entry ``upto`` and serverSeq ``seq`` (``write_snapshot``): the steps of
+        a snapshot, between which the caller may let the event loop run."""
+        manifests: dict[str, tuple[str, list[int]]] = {}
+        written: dict[str, tuple[list[Any], list[list[int]]]] = {}
+        for uri, (kind, plan, head, new_turns, tail) in pieces.items():
+            ids: list[int] = []
+            for text in head:
+                ids.append(self.write_part(uri, text))
+                yield
+            turn_ids = list(plan.kept_ids)
+            for turn_texts in new_turns:
+                turn_ids.append([self.write_part(uri, text) for text in turn_texts])
+                yield
+            for group in (*plan.older, *turn_ids):
+                ids.extend(group)
+            for text in tail:
+                ids.append(self.write_part(uri, text))
+            manifests[uri] = (kind, ids)
+            if plan.turns is not None:
+                written[uri] = (list(plan.turns), turn_ids)
+        self.write_snapshot(upto, seq, manifests, removed)
+        for uri in removed:
+            self._turn_rows.pop(uri, None)
+        self._turn_rows.update(written)
+
+    # -- writing a snapshot --------------------------------------------------------------------
 
     def write_part(self, channel: str, text: str) -> int:
         """Store a piece of a channel's state JSON in its own small transaction; its id, for a

@@ -20,6 +20,7 @@ from typing import Any
 
 from ahp.state import default_chat_uri
 from ahp.state.clock import iso_timestamp
+from host.state.chat_summaries import summary_of_chat
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -125,8 +126,6 @@ def new_chat_state(
 
 def chat_summary(chat: dict[str, Any]) -> dict[str, Any]:
     """The ``SessionChatSummary`` of a chat state, for ``session/chatAdded``."""
-    from host.state.chat_summaries import summary_of_chat
-
     return summary_of_chat(chat["resource"], chat)
 
 

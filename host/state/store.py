@@ -28,8 +28,8 @@ Invariants:
 * States are never mutated in place (reducers return new objects), so a snapshot is just a
   reference to the current state.
 * Streamed text costs O(1) per token: consecutive joinable appends to one target
-  (``ahp.state.appends``, the one definition of a run, which the journal uses too) are kept as a list of strings in the channel and reduced, as one joined
-  append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
+  (``ahp.state.appends.TextRun``, the one definition of a run, which the journal holds too) are
+  kept as a list of strings in the channel and reduced, as one joined append, when the state is next read (``state``, ``channels``, ``subscribe``, snapshots, an
   entry in ``observers``, any other action on the channel). Whoever reads gets exactly the dicts
   and plain strings the reducers would have produced action by action; ``active_turn_id`` answers
   the per-token "is my turn still running" without that. ``observers`` make each token pay for
@@ -44,7 +44,9 @@ Invariants:
   makes ``replay`` return None and the caller falls back to snapshots. The journal keeps the same
   window across restarts.
 * The journal stays bounded on disk: a snapshot is taken after ``snapshot_every`` entries or
-  ``snapshot_chars`` characters journaled, and after each commit the WAL's size decides a
+  ``snapshot_chars`` characters journaled (the store says when and which channels changed; the
+  journal plans and writes what of them: ``Journal.plan``, ``encode_plans``, ``write_planned``),
+  and after each commit the WAL's size decides a
   checkpoint (``_check_wal``: a worker thread past ``WAL_CHECKPOINT_BYTES``, this thread past
   ``WAL_LIMIT_BYTES``).
 * **Older turns** (AHP ``turnsNextCursor``, ``fetchTurns``, ``chat/turnsLoaded``). With a journal
@@ -55,7 +57,7 @@ Invariants:
   A subscriber holds exactly the state it was given plus what it was sent, and no action takes
   turns away from the front, so turns leave a state (``_trim``) only when nobody subscribes to the
   chat: when its last subscriber leaves, after a snapshot, and at recovery; and only turns whose
-  rows the last snapshot wrote (never while a snapshot's plans are out). While clients watch a
+  rows the last snapshot wrote (``Journal.turn_rows``; never while a snapshot's plans are out). While clients watch a
   chat its state grows with new and loaded turns as theirs do. Turns come back only by
   ``chat/turnsLoaded`` (``load_older``: ``fetchTurns``, and before a truncation at an older turn),
   which every subscriber sees, so every subscriber converges. After a trim, a ``reconnect``
@@ -67,7 +69,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import time
@@ -80,8 +81,10 @@ from ahp.jsonrpc import action_frame, encode
 from ahp.protocol import builders
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
-from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState
-from host.state.journal import PART_CHARS, WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, expand
+from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState, expand
+from ahp.jsonrpc import action_frame
+from ahp.protocol import builders
+from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan, encode_plans
 from host.state.turn_pages import split_turns, turn_of, turns_cursor
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
@@ -189,50 +192,6 @@ class _Channel(AppendingState):
         """Subscribers of other shapes, grouped by their translator."""
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """What a snapshot writes for one channel (``Store._plan``)."""
-
-    kind: str
-    state: dict[str, Any]
-    turns: list[Any] | None
-    """The state's turns, when it has a turn list (written turn by turn)."""
-    kept: int
-    """How many leading turns are unchanged since the previous snapshot."""
-    kept_ids: list[list[int]]
-    """The part ids of those turns."""
-    older: list[list[int]] = dataclasses.field(default_factory=list)
-    """The part ids of the chat's older turns, not in its state (they come first in the JSON)."""
-
-
-_UNWRITTEN = object()
-"""Stands for a turn whose rows are not its own (a snapshot written whole): never the same object."""
-
-_Pieces = tuple[str, _Plan, list[str], list[list[str]], list[str]]
-"""``(kind, plan, head texts, texts of each new turn, tail texts)``: joined in order, the state's JSON."""
-
-
-def _encode_plans(plans: dict[str, _Plan]) -> dict[str, _Pieces]:
-    """Serialise what each plan needs, cut in parts of at most ``PART_CHARS`` characters. Run in a
-    worker thread, many short encoder calls (one per turn) let the event loop take the GIL back."""
-    out: dict[str, _Pieces] = {}
-    for uri, plan in plans.items():
-        if plan.turns is None:
-            out[uri] = (plan.kind, plan, _cut(encode(plan.state)), [], [])
-            continue
-        head = encode({key: value for key, value in plan.state.items() if key != "turns"})
-        opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
-        before = len(plan.older)  # the older turns' rows come first: every turn here follows one
-        new_turns = [_cut(("," if before + index else "") + encode(plan.turns[index]))
-                     for index in range(plan.kept, len(plan.turns))]
-        out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
-    return out
-
-
-def _cut(text: str) -> list[str]:
-    return [text[start:start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
-
-
 def _drop(entry: _Channel, subscriber: Subscriber) -> bool:
     """Forget ``subscriber``; whether it was one."""
     found = subscriber in entry.subscribers
@@ -294,8 +253,6 @@ class Store:
         self._removed: set[str] = set()
         """Channels removed since the last snapshot."""
         self._snapshot_task: asyncio.Task[None] | None = None
-        self._written: dict[str, tuple[list[Any], list[list[int]]]] = {}
-        """Per channel with turns: the turn objects the last snapshot wrote and their part ids."""
         self.observers: list[Observer] = []
         """Called after every accepted action (each streamed token then costs a read of the state)."""
         self.change_observers: list[Observer] = []
@@ -378,8 +335,9 @@ class Store:
         envelope = self.dispatch(chat, action)
         # The loaded turns head the state as the very objects read, in the same rows: a snapshot
         # keeps those rows rather than writing the turns again.
-        written_turns, written_ids = self._written.get(chat, ([], []))
-        self._written[chat] = ([*turns, *written_turns], [ids for _, ids in page] + written_ids)
+        if self._journal is not None:
+            written_turns, written_ids = self._journal.turn_rows(chat)
+            self._journal.note_turn_rows(chat, [*turns, *written_turns], [ids for _, ids in page] + written_ids)
         return envelope
 
     def _read_older(self, chat: str, entries: list[tuple[Any, list[int]]]) -> list[dict[str, Any]]:
@@ -395,14 +353,14 @@ class Store:
         never while a snapshot's plans are out. Silent, as nobody holds the state: a ``reconnect``
         from before it gets a snapshot instead of a replay."""
         entry = self._channels.get(chat)
-        if (self._recent_turns <= 0 or self._snapshotting or entry is None or entry.kind != "chat"
-                or entry.subscribers or entry.translated):
+        if (self._recent_turns <= 0 or self._journal is None or self._snapshotting or entry is None
+                or entry.kind != "chat" or entry.subscribers or entry.translated):
             return
         state = entry.state
         turns = state.get("turns")
         if not isinstance(turns, list) or len(turns) <= self._recent_turns:
             return
-        written_turns, written_ids = self._written.get(chat, ([], []))
+        written_turns, written_ids = self._journal.turn_rows(chat)
         excess = len(turns) - self._recent_turns
         moved = 0
         while moved < min(excess, len(written_turns)) and turns[moved] is written_turns[moved] and isinstance(turns[moved], dict):
@@ -415,7 +373,7 @@ class Store:
         if not moved:
             return
         self._older.setdefault(chat, []).extend((turns[index].get("id"), written_ids[index]) for index in range(moved))
-        self._written[chat] = (written_turns[moved:], written_ids[moved:])
+        self._journal.note_turn_rows(chat, written_turns[moved:], list(written_ids[moved:]))
         entry.state = {**state, "turns": turns[moved:], "turnsNextCursor": turns_cursor(turns[moved].get("id"))}
         self._changed.add(chat)
         self._trimmed[chat] = self.seq
@@ -681,11 +639,8 @@ class Store:
             for uri, saved in snapshot.channels.items():
                 if "parts" in saved:  # a chat: which rows hold each turn, to page them out again
                     state, groups = split_turns(saved["parts"])
-                    turns = state.get("turns")
-                    if not isinstance(turns, list):
-                        turns = []
-                    self._written[uri] = ([turn if ids is not None else _UNWRITTEN for turn, ids in zip(turns, groups)],
-                                          [ids or [] for ids in groups])
+                    turns = state.get("turns") if isinstance(state.get("turns"), list) else []
+                    self._journal.note_turn_rows(uri, turns, groups)
                 else:
                     state = saved["state"]
                 self._channels[uri] = _Channel(saved["kind"], state)
@@ -728,7 +683,7 @@ class Store:
             return
         upto, seq, plans, removed = self._begin_snapshot()
         try:
-            for _ in self._write_snapshot(self._journal, upto, seq, _encode_plans(plans), removed):
+            for _ in self._write_snapshot(self._journal, upto, seq, encode_plans(plans), removed):
                 self._check_wal(background=False)
         finally:
             self._snapshotting = False
@@ -743,7 +698,7 @@ class Store:
             return
         upto, seq, plans, removed = self._begin_snapshot()
         try:
-            pieces = await asyncio.to_thread(_encode_plans, plans)
+            pieces = await asyncio.to_thread(encode_plans, plans)
             for _ in self._write_snapshot(journal, upto, seq, pieces, removed):
                 self._check_wal(background=True)
                 task = self._checkpoint_task
@@ -760,62 +715,33 @@ class Store:
             self._snapshotting = False
             raise
 
-    def _begin_snapshot(self) -> tuple[int, int, dict[str, _Plan], set[str]]:
-        assert self._journal is not None
+    def _begin_snapshot(self) -> tuple[int, int, dict[str, SnapshotPlan], set[str]]:
+        """Which channels a snapshot writes (those changed since the last, all of them for a full
+        one); the journal plans what of each (``Journal.plan``)."""
+        journal = self._journal
+        assert journal is not None
         self._snapshotting = True
-        if self._journal.needs_full_snapshot:
+        if journal.needs_full_snapshot:
             self._changed.update(self._channels)
-            self._written.clear()
-        upto = self._journal.begin_snapshot()
-        plans = {uri: self._plan(uri) for uri in self._changed if uri in self._channels}
+        upto = journal.begin_snapshot()
+        plans = {uri: journal.plan(uri, self._channels[uri].kind, self._channels[uri].state,
+                                   [ids for _, ids in self._older.get(uri, ())])
+                 for uri in self._changed if uri in self._channels}
         removed = self._removed
         self._changed, self._removed = set(), set()
         return upto, self.seq, plans, removed
 
-    def _plan(self, uri: str) -> _Plan:
-        """What to serialise of a channel: for a state with turns, only the turns that are not the
-        very objects the previous snapshot wrote at the same positions (states are immutable)."""
-        entry = self._channels[uri]
-        turns = entry.state.get("turns")
-        if not isinstance(turns, list):
-            return _Plan(entry.kind, entry.state, None, 0, [])
-        written_turns, written_ids = self._written.get(uri, ([], []))
-        kept = 0
-        while kept < min(len(turns), len(written_turns)) and turns[kept] is written_turns[kept]:
-            kept += 1
-        older = [ids for _, ids in self._older.get(uri, ())]
-        return _Plan(entry.kind, entry.state, turns, kept, written_ids[:kept], older)
-
-    def _write_snapshot(self, journal: Journal, upto: int, seq: int, pieces: dict[str, _Pieces],
+    def _write_snapshot(self, journal: Journal, upto: int, seq: int, pieces: dict[str, SnapshotPieces],
                         removed: set[str]) -> Iterator[None]:
-        """The steps of writing a snapshot; the caller may let the event loop run between them."""
-        manifests: dict[str, tuple[str, list[int]]] = {}
-        written: dict[str, tuple[list[Any], list[list[int]]]] = {}
-        for uri, (kind, plan, head, new_turns, tail) in pieces.items():
-            ids: list[int] = []
-            for text in head:
-                ids.append(journal.write_part(uri, text))
-                yield
-            turn_ids = list(plan.kept_ids)
-            for turn_texts in new_turns:
-                turn_ids.append([journal.write_part(uri, text) for text in turn_texts])
-                yield
-            for group in (*plan.older, *turn_ids):
-                ids.extend(group)
-            for text in tail:
-                ids.append(journal.write_part(uri, text))
-            manifests[uri] = (kind, ids)
-            if plan.turns is not None:
-                written[uri] = (list(plan.turns), turn_ids)
-        journal.write_snapshot(upto, seq, manifests, removed)
-        for uri in removed:
-            self._written.pop(uri, None)
-        self._written.update(written)
+        """The steps of writing a snapshot (``Journal.write_planned``) and pruning after it; the
+        caller may let the event loop run between them."""
+        yield from journal.write_planned(upto, seq, pieces, removed)
         self._snapshotting = False
         yield
         yield from journal.prune(upto, self._replay.maxlen or 0, self._replay_chars)
-        for uri in written:  # their turns now have rows to be read back from
-            self._trim(uri)
+        for uri, (_, plan, *_) in pieces.items():
+            if plan.turns is not None:  # their turns now have rows to be read back from
+                self._trim(uri)
 
     def close(self) -> None:
         if self._journal is not None:

@@ -15,8 +15,8 @@ Invariants:
   caller rebuilds that turn from the AHP state instead of failing the turn.
 * Saving does not wait for the disk (WAL with ``synchronous=NORMAL``: a commit survives the host
   being killed, only a power loss or OS crash can take the newest rows back). It runs on the event
-  loop when a turn ends, and a commit waiting on ``fsync`` there took about 4 ms on a busy disk, for
-  every session on the host; a transcript lost that way is rebuilt from the turn state, like an
+  loop when a turn ends, where a commit waiting on ``fsync`` would stop every session on the host
+  (``benchmarks/README.md``); a transcript lost that way is rebuilt from the turn state, like an
   unreadable one.
 * Compactions (``save_compaction``) are kept beside the transcripts, never instead of them: a
   compaction says "the turns up to and including turn T are summarised by this text". The turn

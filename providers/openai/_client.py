@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .._request_body import open_stream
+from .._events import TypedEventStream, open_events
 from .._sse import RawEventStream
 from .._tls import ssl_context
 from ..errors import AuthenticationError
@@ -63,13 +63,12 @@ class OpenAIClientOwner:
             await self._client.close()
 
 
-async def open_raw_stream(client: Any, path: str, params: dict[str, Any]) -> RawEventStream:
+async def open_raw_stream(client: Any, path: str, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
     """POST ``params`` to ``path`` with ``stream: true``: the SDK sends the request (auth, timeouts,
     HTTP error statuses as its exceptions), the body goes as built (``providers._request_body``),
     and the events are read from the raw response as plain dicts (``providers._sse``), not as SDK
-    models."""
-    response = await open_stream(client, path, params)
-    return RawEventStream(response, done="[DONE]", error=lambda data: stream_error(response, data))
+    models; or through the SDK's typed events where that cannot be done (``providers._events``)."""
+    return await open_events(client, path, params, done="[DONE]", error=stream_error)
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:

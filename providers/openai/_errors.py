@@ -7,8 +7,10 @@ or a raw transport exception when the connection dies.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from .._transport_errors import is_transport_error, really_timed_out
 from ..errors import (
     AuthenticationError,
     ContextLengthError,
@@ -29,11 +31,7 @@ def map_error(
 ) -> ProviderError:
     """An ``openai`` (or LiteLLM) exception as a :class:`ProviderError` with advice. With a custom
     ``base_url`` (a local or compatible server) the messages name that server, not OpenAI."""
-    import json
-
     import openai
-
-    from .._transport_errors import is_transport_error, really_timed_out
 
     label = f"The model server at {base_url}" if base_url else _label(provider)
     if isinstance(exc, json.JSONDecodeError):

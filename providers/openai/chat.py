@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any, Literal
 
+from .._events import TypedEventStream
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
+from ..stream import ModelStream
 from ..messages import (
     ApiName,
     AssistantMessage,
@@ -54,9 +56,12 @@ class OpenAIChatProvider(OpenAIClientOwner):
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request, max_tokens_field=self.max_tokens_field)
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        params = self.build_params(request)
+    def stream(self, request: ModelRequest) -> ModelStream:
         translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
+        return ModelStream(self._events(request, translator), translator.acc)
+
+    async def _events(self, request: ModelRequest, translator: ChatStreamTranslator) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
         async for event in sdk_events(
             lambda: open_chunk_stream(self._sdk(), params),
             lambda item: translator.feed(item[1]),
@@ -71,7 +76,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
             yield event
 
 
-async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream:
+async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
     """The chunk stream for ``params``, read as plain dicts (see :func:`._client.open_raw_stream`)."""
     return await open_raw_stream(client, "/chat/completions", params)
 

@@ -71,9 +71,9 @@ class ChatStreamTranslator:
         """End every open part and emit ``Finish``; ``None`` finish reason means 'dropped'."""
         events: list[StreamEvent] = list(self.acc.end_all())
         raw = self.finish_reason or "stop"
-        events.append(
+        events.append(self.acc.finish_call(
             Finish(reason=_FINISH.get(raw, "other"), raw_reason=raw, response_id=self._response_id, model=self._model)
-        )
+        ))
         return events
 
     def _text_like(self, key: str, content: str, *, close: str) -> list[StreamEvent]:

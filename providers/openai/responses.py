@@ -2,7 +2,8 @@
 
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the event
 stream is read from its raw response with the lean reader (``providers._sse``, orjson) as plain
-dicts, as the SDK's typed models would cost ~50 µs a chunk. An ``{"error": ...}`` payload inside
+dicts, as the SDK's typed models would cost many times more a chunk (``benchmarks/provider_parsing.py``;
+the typed way remains the fallback, ``providers._events``). An ``{"error": ...}`` payload inside
 the stream is raised as the SDK would raise it (``openai.APIError``).
 
 Each output item becomes one neutral part, keyed by the item id: a ``reasoning`` item → a
@@ -20,7 +21,8 @@ from typing import Any
 
 from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
-from ..events import Finish, FinishReason, PartKind, StreamEvent, Usage, UsageReport
+from ..stream import ModelStream
+from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
 from ..messages import (
     ApiName,
     AssistantMessage,
@@ -50,9 +52,12 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request)
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        params = self.build_params(request)
+    def stream(self, request: ModelRequest) -> ModelStream:
         translator = _Translator()
+        return ModelStream(self._events(request, translator), translator.acc)
+
+    async def _events(self, request: ModelRequest, translator: _Translator) -> AsyncIterator[StreamEvent]:
+        params = self.build_params(request)
         async for event in sdk_events(
             lambda: open_raw_stream(self._sdk(), "/responses", params),
             lambda item: translator.feed(item[1]),
@@ -143,7 +148,9 @@ class _Translator:
             reason = "max_tokens" if raw_reason == "max_output_tokens" else "content_filter" if raw_reason == "content_filter" else "other"
         else:
             reason = "tool_calls" if self._saw_function_call else "stop"
-        events.append(Finish(reason=reason, raw_reason=raw_reason, response_id=response.get("id"), model=response.get("model")))
+        events.append(self.acc.finish_call(
+            Finish(reason=reason, raw_reason=raw_reason, response_id=response.get("id"), model=response.get("model"))
+        ))
         return events
 
 

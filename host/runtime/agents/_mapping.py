@@ -1,5 +1,8 @@
 """One model call's neutral stream → AHP turn actions, token by token.
 
+The mapper only maps: the assistant message the events build is the stream's to answer for
+(``providers.ModelStream.message``), folded once by the provider that made the events.
+
 ``CallMapper.apply(event)`` dispatches at once:
 
 * text part start → ``chat/responsePart`` (markdown, empty) and each delta → ``chat/delta``;
@@ -22,7 +25,7 @@ from typing import Any
 
 from ahp.protocol import builders
 from host.runtime.agents.base import TurnContext
-from providers import ApiName, Finish, PartDelta, PartEnd, PartStart, StreamAccumulator, StreamEvent, Usage, UsageReport
+from providers import Finish, PartDelta, PartEnd, PartStart, StreamEvent, Usage, UsageReport
 
 __all__ = ["CallMapper", "TurnToolIds", "tool_start_meta"]
 
@@ -49,17 +52,16 @@ class TurnToolIds:
 
 class CallMapper:
     def __init__(
-        self, ctx: TurnContext, api: ApiName, ids: TurnToolIds, display_names: dict[str, str],
+        self, ctx: TurnContext, ids: TurnToolIds, display_names: dict[str, str],
         owners: dict[str, tuple[dict[str, Any], str]] | None = None, metas: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self._ctx = ctx
         self._ids = ids
         self._display = display_names
         self._owners = owners or {}
+        """Offered name → (``ToolCallContributor``, the tool's name on the wire) for client and MCP tools."""
         self._metas = metas or {}
         """Offered name → the ``_meta`` its ``chat/toolCallStart`` carries (``tool_start_meta``)."""
-        """Offered name → (``ToolCallContributor``, the tool's name on the wire) for client and MCP tools."""
-        self.acc = StreamAccumulator(api=api)
         self.streamed = False
         self.usage = Usage()
         """The call's latest cumulative usage."""
@@ -69,7 +71,6 @@ class CallMapper:
         self._targets: dict[int, tuple[str, str]] = {}
 
     def apply(self, event: StreamEvent) -> None:
-        self.acc.apply(event)
         match event:
             case PartStart():
                 self.streamed = True

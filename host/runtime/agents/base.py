@@ -34,15 +34,16 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ahp.state import default_chat_uri
+from host.errors import AgentHostError
 
 __all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "TurnGrants", "TurnStopped", "SessionCreationFailed"]
 
 
-class TurnEnded(Exception):
+class TurnEnded(AgentHostError):
     """The turn is over (cancelled or replaced); stop producing output."""
 
 
-class TurnStopped(Exception):
+class TurnStopped(AgentHostError):
     """End the turn now, as a completed turn: a hook answered ``continue: false``. ``reason`` (its
     ``stopReason``) is shown to the user, not to the model."""
 
@@ -51,7 +52,7 @@ class TurnStopped(Exception):
         self.reason = reason
 
 
-class TurnFailed(Exception):
+class TurnFailed(AgentHostError):
     """End the turn with ``chat/error``; ``error`` is an AHP ``ErrorInfo`` a person can act on."""
 
     def __init__(self, error_type: str, message: str) -> None:
@@ -59,7 +60,7 @@ class TurnFailed(Exception):
         self.error = {"errorType": error_type, "message": message}
 
 
-class SessionCreationFailed(Exception):
+class SessionCreationFailed(AgentHostError):
     """The backend cannot serve this session; becomes ``session/creationFailed``."""
 
     def __init__(self, error_type: str, message: str) -> None:

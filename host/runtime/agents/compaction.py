@@ -26,7 +26,7 @@ from host.runtime.agents.context import compaction_request, elide_old_tool_resul
 from host.runtime.agents.models import ModelSpec, TurnSettings
 from host.runtime.conversation import history, repair
 from host.state.transcripts import TranscriptStore
-from providers import Message, Provider, ProviderError, StreamAccumulator
+from providers import Message, ModelStream, Provider, ProviderError
 
 __all__ = ["Compaction"]
 
@@ -69,15 +69,15 @@ class Compaction:
             older, _ = elide_old_tool_results(older, 0)
         request = compaction_request(model_id, older, focus=focus, max_tokens=4096, stall_timeout=self._settings.stall_timeout)
         started()
-        acc = StreamAccumulator(api=provider.api)
+        stream = ModelStream.open(provider, request)
         try:
-            async with contextlib.aclosing(provider.stream(request)) as events:
-                async for event in events:
-                    acc.apply(event)
+            async with contextlib.aclosing(stream):
+                async for _ in stream:
+                    pass
         except ProviderError as error:
             self._notify(ctx, f"The conversation could not be compacted: {error.message}")
             return False
-        summary = acc.message().text.strip()
+        summary = stream.message().text.strip()
         if not summary:
             self._notify(ctx, "The conversation could not be compacted: the model returned an empty summary.")
             return False

@@ -16,13 +16,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Protocol
 
 import providers
 from host.runtime.agents.base import TurnFailed
-
-if TYPE_CHECKING:
-    from providers import Provider
+from providers.base import Provider
 
 __all__ = [
     "ProviderSource", "StaticSource", "ModelSpec", "TurnSettings", "THINKING_BUDGETS", "EFFORTS",

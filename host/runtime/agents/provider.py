@@ -29,9 +29,10 @@ after it streamed keeps its streamed text in the transcript (``host.runtime.conv
 After a successful first turn a title is made in the background (``host.runtime.agents.titles``); a title
 already changed by a client is never overwritten.
 
-The loop itself is ``host.runtime.agents.turn.ProviderTurn``, one object per turn, not imported at
+The loop itself is ``host.runtime.agents.turn.ProviderTurn``, one object per turn, given what it
+needs of the agent as a frozen ``TurnNeeds`` (the turn never imports this module), not imported at
 start-up: listing an agent needs only its models and settings, not the providers' message models,
-the stream mapping, compaction and tool runs (some 35 ms). Creating a session starts importing them
+the stream mapping, compaction and tool runs (the start-up plan, ``host.startup``). Creating a session starts importing them
 in a worker thread, as for the SDK (``host.runtime.memory.import_ahead``), and a turn waits for that import
 off the event loop instead of running it there.
 """
@@ -42,6 +43,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from host import startup
 from host.runtime.agents.base import SessionCreationFailed, TurnContext
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.models import (
@@ -56,9 +58,10 @@ from host.runtime.agents.tooling import AutoApprover, ToolApprover
 from host.runtime.memory import import_ahead
 from host.state.transcripts import TranscriptStore
 
-if TYPE_CHECKING:
+from tools.base import Tool
+
+if TYPE_CHECKING:  # the start-up plan: the token arithmetic loads the providers' message models
     from host.runtime.agents.context import TokenMeter
-    from tools.base import Tool
 
 __all__ = ["ProviderAgent", "ProviderSource", "StaticSource", "ModelSpec", "TurnSettings", "THINKING_BUDGETS"]
 
@@ -150,9 +153,13 @@ class ProviderAgent:
     async def run_turn(self, ctx: TurnContext) -> None:
         if self._loading is not None and not self._loading.done():
             await asyncio.shield(self._loading)  # not on the event loop (see the module docstring)
-        from host.runtime.agents.turn import ProviderTurn
-
-        await ProviderTurn(self, ctx).run()
+        turn = startup.load("host.runtime.agents.turn")
+        needs = turn.TurnNeeds(
+            source=self.source, settings=self.settings, environment=self.environment, transcripts=self.transcripts,
+            tools=tuple(self.tools.values()), models=tuple(self.models), agent_name=self.display_name,
+            meters=self.meters, key_hint=self.key_hint, sleep=self.sleep, spawn=self.spawn,
+        )
+        await turn.ProviderTurn(needs, ctx).run()
 
     # -- for the turn --------------------------------------------------------------------------
 
@@ -168,4 +175,4 @@ class ProviderAgent:
 
 
 def _import_turn_loop() -> None:
-    import host.runtime.agents.turn  # noqa: F401
+    startup.load("host.runtime.agents.turn")

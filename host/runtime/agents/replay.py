@@ -21,13 +21,14 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import providers
 from host.runtime.agents.sources import make_provider
 from providers import Provider, ProviderError
 from tools.base import Tool, ToolContext, success_result
 from tools.content import text_content
 
 if TYPE_CHECKING:
-    from providers import ModelRequest, StreamEvent
+    from providers import ModelRequest, ModelStream, StreamEvent
 
 __all__ = ["ReplaySource", "RecordingEnded", "cassette_kind", "DemoSecretTool", "DemoWeatherTool", "replayable", "VENDORED_CASSETTES"]
 
@@ -82,7 +83,11 @@ class _ReplayProvider:
         self.api = inner.api
         self._source = source
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+    def stream(self, request: ModelRequest) -> ModelStream:
+        inner = providers.ModelStream.open(self._inner, request)
+        return inner.relayed(self._events(inner))
+
+    async def _events(self, inner: ModelStream) -> AsyncIterator[StreamEvent]:
         from providers.cassette import CassetteError
 
         if not self.transport.unplayed:
@@ -92,8 +97,9 @@ class _ReplayProvider:
                 provider=self.name,
             )
         try:
-            async for event in self._inner.stream(request):
-                yield event
+            async with contextlib.aclosing(inner):
+                async for event in inner:
+                    yield event
         except CassetteError as error:  # a BaseException: keep it from killing the turn silently
             raise RecordingEnded(f"The recording {self._source} cannot answer this request ({error}).", provider=self.name) from None
 

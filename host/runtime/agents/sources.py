@@ -13,15 +13,14 @@
 
 SDKs and ``httpx2`` are imported on first use, so building sources costs nothing at start-up.
 ``SdkSource.warm`` (called when a session is created on the agent) imports the SDK in a worker
-thread ahead of the first model call: imported on the event loop by that call, the ``openai``
-SDK's resources took 0.25–0.45 s, during which no session on the host streamed a token. In a
-thread the loop keeps running (it gets the interpreter back every few milliseconds), and the
-import runs with the garbage collector held off (``host.runtime.memory.import_out_of_sight``): its
-young collections stopped every session for 15–20 ms each and freed nothing. A turn that starts
+thread ahead of the first model call: imported on the event loop by that call, it would stop
+every session on the host while it runs (``benchmarks/README.md``, "Figures moved out of
+docstrings", has the measurements). In a thread the loop keeps running, and the import runs with
+the garbage collector held off (``host.runtime.memory.import_out_of_sight``). A turn that starts
 while the import still runs awaits it (``for_turn``) rather than importing the SDK on the loop,
 where it would wait for the thread's import lock with every other session stopped. The same thread
-builds the process's TLS context (``providers._tls``; loading the CA bundle took 30 ms of the
-loop at the first model call).
+builds the process's TLS context (``providers._tls``), which the first model call would otherwise
+build on the loop.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import logging
 
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.models import ProviderSource, TurnSettings
-from providers import ModelRequest, ProviderError, StreamAccumulator, UserMessage
+from providers import ModelRequest, ModelStream, ProviderError, UserMessage
 
 __all__ = ["make_title", "first_words", "clean_title", "TITLE_TIMEOUT"]
 
@@ -47,11 +47,11 @@ async def _ask(source: ProviderSource, ctx: TurnContext, model_id: str, text: st
         stall_timeout=settings.stall_timeout,
     )
     async with source.for_turn(ctx.session, f"{ctx.turn_id}-title", model_id) as provider:
-        acc = StreamAccumulator(api=provider.api)
-        async with contextlib.aclosing(provider.stream(request)) as events:
-            async for event in events:
-                acc.apply(event)
-    return clean_title(acc.message().text)
+        stream = ModelStream.open(provider, request)
+        async with contextlib.aclosing(stream):
+            async for _ in stream:
+                pass
+    return clean_title(stream.message().text)
 
 
 def first_words(text: str, *, words: int = 6, limit: int = 60) -> str:

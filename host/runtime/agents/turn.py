@@ -1,8 +1,14 @@
 """One turn of a ``ProviderAgent``: a loop of model calls and tool runs (see ``host.runtime.agents.provider``).
 
-``ProviderTurn(agent, ctx).run()`` is the whole turn; the object lives as long as the turn and
-holds what is the turn's own (its messages, running usage, activity, tool-call ids), while what
-outlives a turn stays on the agent (its settings, tools, environment, transcripts, token meters).
+``ProviderTurn(needs, ctx).run()`` is the whole turn; the object lives as long as the turn and
+holds what is the turn's own (its messages, running usage, activity, tool-call ids). What outlives
+a turn stays on the agent (its settings, tools, environment, transcripts, token meters), which
+hands the turn only that, as a frozen ``TurnNeeds``: this module never imports the agent's.
+
+The loop decides what happens next; the parts it leans on are their own: the context budget
+(``host.runtime.agents.budget``: a request that fits, and the retry after a ``context_length``
+error), retry timing (``host.runtime.agents.retries``, pure), the stream's mapping onto actions
+(``host.runtime.agents._mapping``) and tool runs (``host.runtime.agents.tool_runs``).
 
 This module, and with it the providers' message and event models, the stream mapping, compaction
 and tool runs, is imported when a ``ProviderAgent`` runs its first turn, not when the host starts:
@@ -13,23 +19,32 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ahp.protocol import builders
 from host.resources.workdirs import session_directory
 from host.runtime.agents._mapping import CallMapper, TurnToolIds, tool_start_meta
 from host.runtime.agents.base import TurnContext, TurnFailed
+from host.runtime.agents.budget import ContextBudget
 from host.runtime.agents.compaction import Compaction
-from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter, elide_old_tool_results
-from host.runtime.agents.models import ModelSpec, request_options
+from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter
+from host.runtime.agents.environment import TurnEnvironment
+from host.runtime.agents.models import ModelSpec, ProviderSource, TurnSettings, model_for, request_options
+from host.runtime.agents.retries import retry_after, too_long
 from host.runtime.agents.titles import make_title
 from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
 from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
 from host.state.sessions import DEFAULT_TITLE
+from host.state.transcripts import TranscriptStore
+from host.resources.workdirs import session_directory
 from providers import (
     AnthropicOptions,
+    AssistantMessage,
     Message,
     ModelRequest,
+    ModelStream,
     OpenAIOptions,
     Provider,
     ProviderError,
@@ -39,21 +54,44 @@ from providers import (
 )
 from tools.base import Tool
 
-if TYPE_CHECKING:
-    from host.runtime.agents.provider import ProviderAgent
-
-__all__ = ["ProviderTurn"]
+__all__ = ["ProviderTurn", "TurnNeeds"]
 
 logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class TurnNeeds:
+    """What one turn takes from its agent, as the agent stands when the turn starts."""
+
+    source: ProviderSource
+    settings: TurnSettings
+    environment: TurnEnvironment
+    transcripts: TranscriptStore
+    tools: tuple[Tool, ...]
+    """The agent's own tools (the environment adds the session's)."""
+    models: tuple[ModelSpec, ...]
+    agent_name: str
+    """The agent's display name, for "no model configured"."""
+    meters: dict[str, TokenMeter]
+    """The agent's, per chat: what the last model call really used (outlives the turn)."""
+    key_hint: str | None
+    """Where the key comes from, for authentication errors."""
+    sleep: Callable[[float], Any]
+    """How to wait before a retry."""
+    spawn: Callable[[Coroutine[Any, Any, None]], None]
+    """Runs work beyond the turn (a title); the agent cancels it when it closes."""
+
+    def model_for(self, selection: dict[str, Any] | None) -> tuple[str, ModelSpec]:
+        return model_for(self.models, selection, self.agent_name)
+
 
 class ProviderTurn:
     """The state and loop of one turn (see the module docstring)."""
 
-    def __init__(self, agent: ProviderAgent, ctx: TurnContext) -> None:
-        self.agent = agent
+    def __init__(self, needs: TurnNeeds, ctx: TurnContext) -> None:
+        self.needs = needs
         self.ctx = ctx
-        self.settings = agent.settings
-        self.environment = agent.environment
+        self.settings = needs.settings
+        self.environment = needs.environment
         self.messages: list[Message] = []
         """What this turn sent and received, saved as its transcript when it ends."""
         self.model: str | None = None
@@ -61,22 +99,22 @@ class ProviderTurn:
         self.activity: str | None = None
         self.usage = Usage()
         """Summed over the turn's model calls."""
-        self.compaction = Compaction(lambda: agent.transcripts, agent.settings, _notify)
+        self.compaction = Compaction(lambda: needs.transcripts, needs.settings, _notify)
 
     async def run(self) -> None:
         ctx = self.ctx
         finished_turns = ctx.finished_turns()
         title_before = ctx.state.get("title")
-        model_id, spec = self.agent.model_for(ctx.model)
+        model_id, spec = self.needs.model_for(ctx.model)
         self.model = model_id
         try:
-            async with self.agent.source.for_turn(ctx.session, ctx.turn_id, model_id) as provider:
+            async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id) as provider:
                 await self._loop(provider, model_id, spec, finished_turns)
         finally:
             self._save()
             self._clear_activity()
         if not finished_turns and title_before == DEFAULT_TITLE and ctx.chat == ctx.state.get("defaultChat"):
-            self.agent.spawn(self._make_title(model_id))
+            self.needs.spawn(self._make_title(model_id))
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -99,26 +137,20 @@ class ProviderTurn:
             # A command's !`cmd` lines run as shell tool calls (same confirmation and policy) and
             # their output takes their place, as in Claude Code's slash commands (an MCP server's
             # prompt text is the server's, so it never runs anything).
-            offered = environment.tools(ctx, list(self.agent.tools.values()))
+            offered = environment.tools(ctx, list(self.needs.tools))
             message = {**message, "text": await tools.run_commands(expanded, ids, offered)}
         user, notes = to_user_message(message, working_directory=working_directory, vision=spec.vision, model_name=spec.name or model_id,
                                       content=tools.read_content)
         for note in notes:
             _notify(ctx, note)
-        past = self.compaction.past(ctx.session, finished)
         self.messages.append(user)
-        options = request_options(ctx.model, spec, self.agent.source.api, settings.max_tokens)
-        meter = self.agent.meters.setdefault(ctx.chat, TokenMeter())
-        elide_keep: int | None = None
-        overflowed = False
-        stops = 0
+        options = request_options(ctx.model, spec, self.needs.source.api, settings.max_tokens)
 
-        def build(offered: dict[str, Tool]) -> ModelRequest:
-            sent = self.messages if elide_keep is None else elide_old_tool_results(self.messages, elide_keep)[0]
+        def compose(messages: Sequence[Message], offered: dict[str, Tool]) -> ModelRequest:
             return ModelRequest(
                 model=model_id,
                 system=environment.system_prompt(ctx, settings.system_prompt),
-                messages=tuple(repair([*past, *sent])),
+                messages=tuple(repair(messages)),
                 tools=tuple(_definitions(offered)),
                 max_tokens=options.get("max_tokens", settings.max_tokens),
                 anthropic=options.get("anthropic", AnthropicOptions()),
@@ -126,43 +158,32 @@ class ProviderTurn:
                 stall_timeout=settings.stall_timeout,
             )
 
+        async def compact(keep: int) -> bool:
+            return await self._compact(provider, model_id, spec, finished, keep=keep, focus=None)
+
+        budget = ContextBudget(
+            messages=self.messages, compose=compose, past=lambda: self.compaction.past(ctx.session, finished),
+            compact=compact, notify=lambda text: _notify(ctx, text),
+            meter=self.needs.meters.setdefault(ctx.chat, TokenMeter()), limit=self.compaction.budget(spec),
+            keep_recent=settings.keep_recent_turns,
+        )
+        stops = 0
         for _ in range(settings.max_model_calls):
             self._take_steering()
-            offered = environment.tools(ctx, list(self.agent.tools.values()))
-            request = build(offered)
-            budget = self.compaction.budget(spec)
-            if budget is not None and meter.estimate(request) > budget:
-                # Older turns first (keeping the latest ones), then all of them, then this turn's
-                # oldest tool output: each step only if the previous one did not make enough room.
-                for keep in dict.fromkeys((settings.keep_recent_turns, 0)):
-                    if await self._compact(provider, model_id, spec, finished, keep=keep, focus=None):
-                        past = self.compaction.past(ctx.session, finished)
-                        meter.forget()
-                        request = build(offered)
-                    if meter.estimate(request) <= budget:
-                        break
-                if meter.estimate(request) > budget and elide_keep is None and elide_old_tool_results(self.messages, 2)[1]:
-                    elide_keep = 2
-                    request = build(offered)
-                    _notify(ctx, "Older tool output in this turn was left out of what the model is sent, "
-                                 "to stay within its context window; the calls themselves are kept.")
+            offered = environment.tools(ctx, list(self.needs.tools))
+            request = await budget.fit(offered)
             try:
-                mapper = await self._call(provider, request, ids, offered)
+                mapper, message = await self._call(provider, request, ids, offered)
             except TurnFailed as failure:
                 # The provider says it does not fit after all: compact everything once and retry.
-                if failure.error.get("errorType") != "context_length" or overflowed:
+                retry = await budget.refit(offered) if failure.error.get("errorType") == "context_length" else None
+                if retry is None:
                     raise
-                overflowed = True
-                if await self._compact(provider, model_id, spec, finished, keep=0, focus=None):
-                    past = self.compaction.past(ctx.session, finished)
-                elide_keep = 1
-                meter.forget()
-                request = build(offered)
-                mapper = await self._call(provider, request, ids, offered)
-            meter.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
-                         mapper.usage.output_tokens)
-            reply = mapper.acc.message()
-            self.messages.append(reply)
+                request = retry
+                mapper, message = await self._call(provider, request, ids, offered)
+            budget.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
+                          mapper.usage.output_tokens)
+            self.messages.append(message)
             finish = mapper.finish
             if reply.tool_calls:
                 results = await tools.run(reply, mapper.tool_ids, offered)
@@ -184,7 +205,11 @@ class ProviderTurn:
         _notify(ctx, f"Stopped after {settings.max_model_calls} model calls in one turn. "
                      "Send a message to let the agent continue.")
 
-    async def _call(self, provider: Provider, request: ModelRequest, ids: TurnToolIds, offered: dict[str, Tool]) -> CallMapper:
+    async def _call(
+        self, provider: Provider, request: ModelRequest, ids: TurnToolIds, offered: dict[str, Tool],
+    ) -> tuple[CallMapper, AssistantMessage]:
+        """One model call, retried while nothing streamed: the actions its events map to (the
+        mapper's usage, finish and tool ids) and the message the provider's stream built."""
         ctx, settings = self.ctx, self.settings
         display = {name: tool.title for name, tool in offered.items()}
         metas = {name: meta for name, tool in offered.items() if (meta := tool_start_meta(tool)) is not None}
@@ -194,27 +219,29 @@ class ProviderTurn:
         attempt = 0
         while True:
             self._set_activity(f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")
-            mapper = CallMapper(ctx, provider.api, ids, display, owners, metas)
+            mapper = CallMapper(ctx, ids, display, owners, metas)
             try:
+                stream = ModelStream.open(provider, request)
                 try:
-                    async with contextlib.aclosing(provider.stream(request)) as events:
-                        async for event in events:
+                    async with contextlib.aclosing(stream):
+                        async for event in stream:
                             mapper.apply(event)
                             if event.kind == "part_start" and self.activity and self.activity.startswith(("Waiting", "Retrying")):
                                 self._set_activity("Thinking" if event.part_kind == "reasoning" else "Writing")
                 except BaseException:
                     # Cancelled or failed after streaming: what the user saw is kept for the next turn.
                     if mapper.streamed:
-                        partial = partial_reply(mapper.acc.message())
+                        partial = partial_reply(stream.message())
                         if partial is not None:
                             self.messages.append(partial)
                     raise
             except ProviderError as error:
-                if mapper.streamed or not error.retryable or attempt >= settings.retries:
+                delay = retry_after(retryable=error.retryable, streamed=mapper.streamed, attempt=attempt,
+                                    retries=settings.retries, base_delay=settings.retry_base_delay, asked=error.retry_after)
+                if delay is None:
                     self._add_usage(mapper)
                     raise TurnFailed(error.error_type, self._explain(error, streamed=mapper.streamed, attempts=attempt + 1)) from error
-                delay = error.retry_after if error.retry_after is not None else settings.retry_base_delay * (2**attempt)
-                if delay > settings.retry_max_delay:
+                if too_long(delay, settings.retry_max_delay):
                     raise TurnFailed(
                         error.error_type,
                         f"{error.message} The provider asked to wait {delay:.0f} s before retrying, which is longer "
@@ -222,10 +249,10 @@ class ProviderTurn:
                     ) from error
                 attempt += 1
                 self._set_activity(f"Retrying in {delay:.1f} s: {error.message}")
-                await self.agent.sleep(delay)
+                await self.needs.sleep(delay)
                 continue
             self._add_usage(mapper)
-            return mapper
+            return mapper, stream.message()
 
     def _add_usage(self, mapper: CallMapper) -> None:
         if mapper.usage == Usage():
@@ -245,8 +272,8 @@ class ProviderTurn:
 
     def _explain(self, error: ProviderError, *, streamed: bool, attempts: int) -> str:
         message = error.message
-        if error.error_type == "authentication" and self.agent.key_hint:
-            message += f" Check {self.agent.key_hint}, then send your message again."
+        if error.error_type == "authentication" and self.needs.key_hint:
+            message += f" Check {self.needs.key_hint}, then send your message again."
         elif streamed and error.retryable:
             message += " Part of the answer had already arrived, so the host did not retry; send your message again to retry."
         elif error.retryable and attempts > 1:
@@ -278,7 +305,7 @@ class ProviderTurn:
             started=lambda: self._set_activity("Compacting the conversation"),
         )
         if compacted:
-            self.agent.meters.pop(self.ctx.chat, None)
+            self.needs.meters.pop(self.ctx.chat, None)
             await self.environment.after_compact(self.ctx, trigger)
         return compacted
 
@@ -289,7 +316,7 @@ class ProviderTurn:
         steering = ctx.chat_state.get("steeringMessage")
         if not isinstance(steering, dict) or not steering.get("id"):
             return
-        spec = self.agent.model_for(ctx.model)[1]
+        spec = self.needs.model_for(ctx.model)[1]
         message, notes = to_user_message(
             steering.get("message") or {}, working_directory=session_directory(ctx.state), vision=spec.vision
         )
@@ -306,7 +333,7 @@ class ProviderTurn:
         if not self.messages:
             return
         try:
-            self.agent.transcripts.save(self.ctx.session, self.ctx.turn_id, repair(self.messages))
+            self.needs.transcripts.save(self.ctx.session, self.ctx.turn_id, repair(self.messages))
         except Exception:  # memory loss degrades the next turn; it must not break this one's end
             logger.exception("could not save the transcript of turn %s", self.ctx.turn_id)
 
@@ -330,7 +357,7 @@ class ProviderTurn:
 
     async def _make_title(self, model_id: str) -> None:
         ctx = self.ctx
-        title = await make_title(self.agent.source, ctx, model_id, self.settings)
+        title = await make_title(self.needs.source, ctx, model_id, self.settings)
         if not title or ctx.state.get("title") != DEFAULT_TITLE:
             return  # a client named the session meanwhile: never overwrite that
         ctx.dispatch(builders.session_title_changed(title=title))

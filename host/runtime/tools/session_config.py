@@ -47,6 +47,8 @@ from typing import Any, cast
 
 from tools.policy import PermissionMode
 
+from host.errors import AgentHostError
+
 __all__ = [
     "PERMISSION_MODE", "PERMISSION_MODES", "permission_mode_property", "permission_mode_of", "mode_for_vscode",
     "REMEMBERED_USE", "REMEMBERED_USES", "remembered_use_property", "remembered_use_of",
@@ -90,7 +92,7 @@ def remembered_use_of(state: dict[str, Any]) -> str:
     return value if value in REMEMBERED_USES else "all"
 
 
-class AutoApproveValueError(ValueError):
+class AutoApproveValueError(AgentHostError, ValueError):
     """``params.config.autoApprove`` was neither a boolean nor one of VS Code's levels."""
 
 

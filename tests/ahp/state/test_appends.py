@@ -8,7 +8,7 @@ import json
 import random
 
 from ahp.state import reduce
-from ahp.state.appends import AppendingState, joined, run_key
+from ahp.state.appends import AppendingState, TextRun, expand, extended, joined, run_key
 
 from ._support import CLOCK, fold, vectors_0_7, vectors_0_9
 
@@ -109,3 +109,31 @@ def test_only_chat_channels_hold_runs() -> None:
     assert holder.apply(delta, CLOCK) is False
     assert holder.state is state
     assert reduce("session", state, delta, CLOCK) is state
+
+
+def _delta(content: str) -> dict:
+    return {"type": "chat/delta", "turnId": "t", "partId": "p", "content": content}
+
+
+def test_a_runs_envelope_stands_for_each_of_its_appends_with_its_own_server_seq() -> None:
+    run = TextRun(run_key(_delta("a")), _delta("a"), 7)
+    assert expand(run.envelope("c")) == [{"channel": "c", "action": _delta("a"), "serverSeq": 7}]
+    for seq, content in ((8, "bc"), (10, ""), (11, "é\n")):
+        run.add(content, seq)
+    envelope = run.envelope("c")
+    assert envelope["action"] == _delta("abcé\n") and envelope["serverSeq"] == 11
+    assert [(e["serverSeq"], e["action"]["content"]) for e in expand(envelope)] == [(7, "a"), (8, "bc"), (10, ""), (11, "é\n")]
+    assert run.count == 4
+
+
+def test_a_run_used_up_goes_on_with_the_pieces_after_and_extended_joins_them_again() -> None:
+    run = TextRun(run_key(_delta("a")), _delta("a"), 1)
+    run.add("b", 2)
+    head = run.envelope("c")  # what a holder wrote
+    run.used_up()
+    run.add("cd", 3)
+    run.add("e", 5)
+    assert run.action() == _delta("cde") and run.count == 4
+    whole = extended(head, [([list(mark) for mark in run.marks()], "".join(run.pieces))])
+    assert whole["action"] == _delta("abcde") and whole["serverSeq"] == 5
+    assert [(e["serverSeq"], e["action"]["content"]) for e in expand(whole)] == [(1, "a"), (2, "b"), (3, "cd"), (5, "e")]

@@ -220,7 +220,7 @@ def test_terminal_output_is_journaled_as_bounded_as_the_state_keeps_it(tmp_path:
 
 
 def test_pruning_deletes_in_steps_bounded_by_characters(tmp_path: Path) -> None:
-    from host.state.store import _encode_plans
+    from host.state.journal import encode_plans
 
     path = tmp_path / "journal.sqlite3"
     first = open_store(path, replay_capacity=10, snapshot_chars=10**12)
@@ -237,7 +237,7 @@ def test_pruning_deletes_in_steps_bounded_by_characters(tmp_path: Path) -> None:
         store.dispatch(A, {"type": "chat/activityChanged", "activity": f"{index}" + "z" * 100_000})
     sizes = row_sizes(path)
     upto, seq, plans, removed = store._begin_snapshot()
-    steps = store._write_snapshot(store._journal, upto, seq, _encode_plans(plans), removed)  # type: ignore[arg-type]  # open_store: it has a journal
+    steps = store._write_snapshot(store._journal, upto, seq, encode_plans(plans), removed)  # type: ignore[arg-type]
     deleted: list[tuple[int, int]] = []  # (rows, characters) per step
     present = set(sizes)
     for _ in steps:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import host.state.store
+import host.state.journal
 from ahp.protocol import builders
 from ahp.state import reduce as reduce_internal
 from host.state.journal import Journal
@@ -135,7 +135,7 @@ def test_recovery_pages_out_again_and_later_turns_join_after_the_next_snapshot(t
 
 
 def test_turns_cut_across_several_rows_come_back_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(host.state.store, "PART_CHARS", 40)  # every turn spans several rows
+    monkeypatch.setattr(host.state.journal, "PART_CHARS", 40)  # every turn spans several rows
     store = new_chat(tmp_path, 6)
     store.snapshot_now()
     assert ids(store.state(CHAT)["turns"]) == ["t3", "t4", "t5"]

@@ -1,0 +1,61 @@
+"""The start-up plan: which modules the host does not import while it starts, and when it does.
+
+``agent-host serve`` imports what it needs to listen and to list its agents, then answers; the
+modules below would cost start-up time (figures in ``benchmarks/README.md``, "Start-up") and are
+loaded later, at the moment each entry names. This table is the one place that says so: a module
+imports its dependencies at its head unless it is listed here (or the import would close a cycle),
+and ``tests/test_architecture.py`` checks the rooms that follow the plan (``host/runtime/agents``,
+``host/state``, ``providers``): every import they make inside a function names a module listed
+here.
+
+The host's own deferred modules are loaded through :func:`load`. ``providers``, ``tools`` and
+``plugins`` may not import the host; they defer their SDKs themselves (an import inside the
+function that first needs the SDK) and export their own names lazily (PEP 562: ``providers``'
+``__init__``, ``ahp.lazy``), and the SDK entries below say when those run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["DEFERRED", "load"]
+
+DEFERRED: dict[str, str] = {
+    # -- the host's own ----------------------------------------------------------------------------
+    "host.runtime.agents.turn":
+        "the turn loop, and with it the providers' message and event models, the stream mapping, "
+        "compaction and tool runs: in a worker thread when a session is made on a provider agent "
+        "(ProviderAgent.prepare_session); a turn sent before that import ends waits for it off the loop",
+    "host.transport.agui": "AG-UI: on the first request to its endpoint",
+    "ahp.protocol._generated": "the generated wire models: in a worker thread once the host listens (ahp.protocol._models)",
+    "plugins": "the plugin loader: in a worker thread once the host listens",
+    # -- providers: the modules that import an SDK or the message models ----------------------------
+    "providers": "every name on first use (PEP 562, providers/__init__.py)",
+    "providers.openai": "with the openai SDK, in a worker thread when a session is made (SdkSource.warm)",
+    "providers.anthropic": "with the anthropic SDK, in a worker thread when a session is made (SdkSource.warm)",
+    "providers.litellm": "with LiteLLM, in a worker thread when a session is made (SdkSource.warm)",
+    "providers.cassette": "when a replay or recording agent makes its first provider",
+    "providers._tls": "the process's TLS context, with the first SDK",
+    # -- the SDKs and HTTP stacks ------------------------------------------------------------------
+    "openai": "in a worker thread when a session is made on an OpenAI agent, else at its first model call",
+    "anthropic": "in a worker thread when a session is made on an Anthropic agent, else at its first model call",
+    "litellm": "in a worker thread when a session is made on a LiteLLM agent, else at its first model call",
+    "httpx": "with an SDK (its HTTP stack), or to map a transport error of one",
+    "httpx2": "with cassette replay or recording, or to map a transport error of an SDK",
+    "vcr": "when a cassette is read or written",
+}
+"""Module → when it is loaded. A submodule of a listed module counts as listed."""
+
+
+def load(module: str) -> ModuleType:
+    """Import a module the plan defers (at the moment its entry names); ``KeyError`` for any other,
+    which belongs at the head of the module that needs it."""
+    if not planned(module):
+        raise KeyError(f"{module} is not deferred by the start-up plan (host/startup.py): import it at the module head")
+    return importlib.import_module(module)
+
+
+def planned(module: str) -> bool:
+    """Whether the plan defers ``module`` (itself, or a package it belongs to)."""
+    return any(module == name or module.startswith(name + ".") for name in DEFERRED)

@@ -1,0 +1,102 @@
+"""providers.stream.ModelStream: a model call's events and the one message they built.
+
+Every provider answers for its message: what ``stream.message()`` says equals what folding the
+events it yielded gives (native payloads included), for each vendor over its cassettes and for
+the scripted provider. A stream of plain events is folded once on its way through, checked as
+strictly as a vendor's, and a call cut short answers with what streamed."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import pytest
+
+from providers import (
+    AnthropicProvider,
+    ModelRequest,
+    ModelStream,
+    OpenAIChatProvider,
+    OpenAIResponsesProvider,
+    PartDelta,
+    PartStart,
+    ScriptedProvider,
+    StreamAccumulator,
+    StreamEvent,
+    UnexpectedDeltaError,
+    UserMessage,
+    replay_client,
+)
+from providers.scripted import call_tools, reply
+
+from .streams import cassette
+
+REQUEST = ModelRequest(model="m", messages=(UserMessage.of("hi"),))
+
+
+async def _both(stream: ModelStream, api: str) -> tuple[object, object]:
+    """The stream's own message and the one an independent fold of its events gives."""
+    acc = StreamAccumulator(api=api)  # type: ignore[arg-type]
+    async with contextlib.aclosing(stream):
+        async for event in stream:
+            acc.apply(event)
+    return stream.message(), acc.message()
+
+
+@pytest.mark.parametrize("vendor, name, model", [
+    (AnthropicProvider, "anthropic/messages-stream-thinking-multiturn", "claude-sonnet-4-5"),
+    (AnthropicProvider, "anthropic/messages-stream-parallel-tool-use-multiturn", "claude-sonnet-4-5"),
+    (OpenAIChatProvider, "openai/chat-completions-stream-parallel-tool-calls-multiturn", "gpt-4o"),
+    (OpenAIResponsesProvider, "openai/responses-stream-reasoning-summary-multiturn", "gpt-5"),
+    (OpenAIResponsesProvider, "openai/responses-stream-parallel-function-calls-multiturn", "gpt-5"),
+])
+async def test_a_vendor_stream_answers_with_the_message_its_events_build(vendor, name: str, model: str) -> None:
+    client, _ = replay_client(cassette(f"{name}.yaml"))
+    provider = vendor(api_key="test-key", http_client=client)
+    stream = provider.stream(ModelRequest(model=model, messages=(UserMessage.of("hi"),)))
+    assert isinstance(stream, ModelStream)
+    own, folded = await _both(stream, provider.api)
+    assert own == folded and own.parts  # type: ignore[attr-defined]
+
+
+async def test_the_scripted_provider_answers_with_its_message() -> None:
+    provider = ScriptedProvider([call_tools(("read", {"path": "a"}), text_before="Let me look.")])
+    own, folded = await _both(provider.stream(REQUEST), "scripted")
+    assert own == folded
+    assert [(c.tool_name, c.parsed_arguments()) for c in own.tool_calls] == [("read", {"path": "a"})]  # type: ignore[attr-defined]
+
+
+async def _plain(events: list[StreamEvent]) -> AsyncIterator[StreamEvent]:
+    for event in events:
+        yield event
+
+
+async def test_plain_events_are_folded_once_on_their_way_through() -> None:
+    scripted = ScriptedProvider([reply("Done.", reasoning_text="easy")])
+    events = [event async for event in scripted.stream(REQUEST)]
+    stream = ModelStream.of(_plain(events), api="scripted")
+    assert [event async for event in stream] == events
+    assert [p.kind for p in stream.message().parts] == ["reasoning", "text"] and stream.message().text == "Done."
+
+
+def test_a_model_stream_is_taken_as_it_is() -> None:
+    stream = ScriptedProvider([reply("x")]).stream(REQUEST)
+    assert ModelStream.of(stream) is stream
+
+
+async def test_plain_events_that_fit_no_part_fail_as_a_malformed_stream() -> None:
+    stream = ModelStream.of(_plain([PartDelta(index=0, part_kind="text", content="x")]))
+    with pytest.raises(UnexpectedDeltaError):
+        async for _ in stream:
+            pass
+
+
+async def test_a_call_cut_short_answers_with_what_streamed() -> None:
+    stream = ScriptedProvider([reply("one two three")]).stream(REQUEST)
+    async with contextlib.aclosing(stream):
+        async for event in stream:
+            if isinstance(event, PartDelta):
+                break
+    message = stream.message()
+    assert message.text == "one two three" and message.model is None  # no finish: not complete
+    assert not isinstance(message.parts[0], PartStart)
