@@ -39,8 +39,8 @@ def _turn(store: Any, channel: str, turn: str, text: str) -> None:
 
 
 def main() -> None:
-    from host.state.journal import Journal, encode_plans
     from host.runtime.memory import settle
+    from host.state.journal import Journal, encode_plans
     from host.state.store import Store
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

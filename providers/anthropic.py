@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ._events import TypedEventStream, open_events
@@ -28,7 +28,6 @@ from ._streaming import sdk_events
 from ._tls import ssl_context
 from ._transport_errors import is_transport_error, really_timed_out
 from .accumulator import StreamAccumulator
-from .stream import ModelStream
 from .errors import (
     AuthenticationError,
     ContextLengthError,
@@ -57,6 +56,7 @@ from .messages import (
     UserContent,
     UserMessage,
 )
+from .stream import ModelStream
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 16000

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .accumulator import StreamAccumulator
-from .stream import ModelStream
 from .errors import ProviderError
 from .events import Finish, FinishReason, PartDelta, PartEnd, PartStart, StreamEvent, Usage, UsageReport
 from .messages import ModelRequest
+from .stream import ModelStream
 
 
 @dataclass(frozen=True)

@@ -82,9 +82,14 @@ from ahp.protocol import builders
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState, expand
-from ahp.jsonrpc import action_frame
-from ahp.protocol import builders
-from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan, encode_plans
+from host.state.journal import (
+    WAL_CHECKPOINT_BYTES,
+    WAL_LIMIT_BYTES,
+    Journal,
+    SnapshotPieces,
+    SnapshotPlan,
+    encode_plans,
+)
 from host.state.turn_pages import split_turns, turn_of, turns_cursor
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
@@ -337,7 +342,8 @@ class Store:
         # keeps those rows rather than writing the turns again.
         if self._journal is not None:
             written_turns, written_ids = self._journal.turn_rows(chat)
-            self._journal.note_turn_rows(chat, [*turns, *written_turns], [ids for _, ids in page] + written_ids)
+            loaded_ids: list[list[int] | None] = [ids for _, ids in page]
+            self._journal.note_turn_rows(chat, [*turns, *written_turns], [*loaded_ids, *written_ids])
         return envelope
 
     def _read_older(self, chat: str, entries: list[tuple[Any, list[int]]]) -> list[dict[str, Any]]:
@@ -639,7 +645,9 @@ class Store:
             for uri, saved in snapshot.channels.items():
                 if "parts" in saved:  # a chat: which rows hold each turn, to page them out again
                     state, groups = split_turns(saved["parts"])
-                    turns = state.get("turns") if isinstance(state.get("turns"), list) else []
+                    turns = state.get("turns")
+                    if not isinstance(turns, list):
+                        turns = []
                     self._journal.note_turn_rows(uri, turns, groups)
                 else:
                     state = saved["state"]

@@ -8,14 +8,13 @@ back: Chat Completions has no portable way to replay it (DeepSeek even rejects i
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from .._events import TypedEventStream
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
-from ..stream import ModelStream
 from ..messages import (
     ApiName,
     AssistantMessage,
@@ -26,6 +25,7 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
+from ..stream import ModelStream
 from ._client import OpenAIClientOwner, open_raw_stream
 from ._errors import map_error
 from .chat_stream import ChatStreamTranslator

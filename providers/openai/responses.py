@@ -16,13 +16,12 @@ tokens (reported as ``cache_read_tokens``), matching the neutral model.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
-from ..stream import ModelStream
-from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
+from ..events import Finish, FinishReason, PartKind, StreamEvent, Usage, UsageReport
 from ..messages import (
     ApiName,
     AssistantMessage,
@@ -36,6 +35,7 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
+from ..stream import ModelStream
 from ._client import OpenAIClientOwner, open_raw_stream
 from ._errors import error_from_payload, map_error
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

@@ -38,7 +38,6 @@ from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
 from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
 from host.state.sessions import DEFAULT_TITLE
 from host.state.transcripts import TranscriptStore
-from host.resources.workdirs import session_directory
 from providers import (
     AnthropicOptions,
     AssistantMessage,
@@ -173,17 +172,17 @@ class ProviderTurn:
             offered = environment.tools(ctx, list(self.needs.tools))
             request = await budget.fit(offered)
             try:
-                mapper, message = await self._call(provider, request, ids, offered)
+                mapper, reply = await self._call(provider, request, ids, offered)
             except TurnFailed as failure:
                 # The provider says it does not fit after all: compact everything once and retry.
                 retry = await budget.refit(offered) if failure.error.get("errorType") == "context_length" else None
                 if retry is None:
                     raise
                 request = retry
-                mapper, message = await self._call(provider, request, ids, offered)
+                mapper, reply = await self._call(provider, request, ids, offered)
             budget.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
                           mapper.usage.output_tokens)
-            self.messages.append(message)
+            self.messages.append(reply)
             finish = mapper.finish
             if reply.tool_calls:
                 results = await tools.run(reply, mapper.tool_ids, offered)

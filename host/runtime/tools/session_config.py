@@ -45,9 +45,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from tools.policy import PermissionMode
-
 from host.errors import AgentHostError
+from tools.policy import PermissionMode
 
 __all__ = [
     "PERMISSION_MODE", "PERMISSION_MODES", "permission_mode_property", "permission_mode_of", "mode_for_vscode",

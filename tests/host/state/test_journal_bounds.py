@@ -237,7 +237,7 @@ def test_pruning_deletes_in_steps_bounded_by_characters(tmp_path: Path) -> None:
         store.dispatch(A, {"type": "chat/activityChanged", "activity": f"{index}" + "z" * 100_000})
     sizes = row_sizes(path)
     upto, seq, plans, removed = store._begin_snapshot()
-    steps = store._write_snapshot(store._journal, upto, seq, encode_plans(plans), removed)  # type: ignore[arg-type]
+    steps = store._write_snapshot(store._journal, upto, seq, encode_plans(plans), removed)  # type: ignore[arg-type]  # open_store: it has a journal
     deleted: list[tuple[int, int]] = []  # (rows, characters) per step
     present = set(sizes)
     for _ in steps:
