@@ -34,8 +34,9 @@ import itertools
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, Mapping, TypeVar
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -185,6 +186,7 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):
@@ -272,8 +274,8 @@ def classify(parsed: Parsed) -> Message:
             ErrorCode.INVALID_PARAMS,
             owed=has_id,
         )
-    if has_id:
-        return Request(msg_id, method, params)
+    if reply_id is not None:  # an id was given (an invalid one was refused above)
+        return Request(reply_id, method, params)
     return Notification(method, params)
 
 

@@ -19,7 +19,8 @@ Pure: no I/O, no terminal escapes (callers that print text from a tool sanitise 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 __all__ = ["content_text", "result_text"]
 

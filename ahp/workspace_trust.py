@@ -20,7 +20,8 @@ list or revoke trust without knowing the host's internals:
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "CONFIG_KEY",

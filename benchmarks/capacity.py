@@ -30,8 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, command_line, machine_note, median, pin_measured_process  # noqa: E402
-from benchmarks.provider_stream import _through_host  # noqa: E402
+from benchmarks._runs import ChildProcess, command_line, machine_note, median, pin_measured_process
+from benchmarks.provider_stream import _through_host
 
 STREAM = str(Path(__file__).resolve().parent / "provider_stream.py")
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, command_line, machine_note, median, split  # noqa: E402
+from benchmarks._runs import ChildProcess, command_line, machine_note, median, split
 
 TOKEN = "bench-token"
 DELTA_TEXT = "token "
@@ -162,7 +162,7 @@ class _BareConnection(asyncio.Protocol):
         self.conn = ServerProtocol(max_size=None)
         self.transport: asyncio.Transport | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:  # type: ignore[override]  # asyncio passes its Transport
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:

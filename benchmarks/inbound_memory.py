@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import subprocess
 import sys
@@ -80,8 +79,8 @@ async def main() -> None:
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         try:
-            line = host.stdout.readline()  # type: ignore[union-attr]
-            url = re.search(r"ws://\S+", line).group(0).split("?")[0]  # type: ignore[union-attr]
+            line = host.stdout.readline()  # type: ignore[union-attr]  # stdout=PIPE
+            url = re.search(r"ws://\S+", line).group(0).split("?")[0]  # type: ignore[union-attr]  # the host prints its URL first
             time.sleep(0.5)
             size = int(args.mib * 1024 * 1024)
             before, peak, after, outcomes = await measure(host.pid, url, token, args.connections, size)

@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import command_line, machine_note, median  # noqa: E402
-from host.state.journal import Journal  # noqa: E402
-from host.runtime.memory import settle  # noqa: E402
-from host.state.sessions import new_chat_state  # noqa: E402
-from host.state.store import Store  # noqa: E402
+from benchmarks._runs import command_line, machine_note, median
+from host.runtime.memory import settle
+from host.state.journal import Journal
+from host.state.sessions import new_chat_state
+from host.state.store import Store
 
 _SNAPSHOT_EVERY = 100
 """Rows between snapshots in the stall runs (the host's default is 5,000): several per run."""
@@ -105,7 +105,7 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool) -> tuple[
             snapshots += 1
             await background()
 
-        store._snapshot_in_background = counted  # type: ignore[method-assign]
+        store._snapshot_in_background = counted  # type: ignore[method-assign]  # counted for the run
         longest = 0.0
         running = True
 

@@ -32,12 +32,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ahp.state import reduce  # noqa: E402
-from benchmarks._runs import command_line, machine_note, median  # noqa: E402
-from host.state.journal import Journal  # noqa: E402
-from client.mirror import Mirror  # noqa: E402
-from host.state.sessions import new_chat_state  # noqa: E402
-from host.state.store import Store  # noqa: E402
+from ahp.state import reduce
+from benchmarks._runs import command_line, machine_note, median
+from client.mirror import Mirror
+from host.state.journal import Journal
+from host.state.sessions import new_chat_state
+from host.state.store import Store
 
 URI = "bench:/long/chat"
 """The host's chat channel."""

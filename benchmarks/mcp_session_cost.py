@@ -75,8 +75,8 @@ def _rss_mb(pids: list[int]) -> float:
 async def measure(sessions: int, start: str, workdir: Path) -> tuple[int, float]:
     from client import AhpClient
     from host.config import load_config
-    from host.transport.server import start_host
     from host.service import AgentHost
+    from host.transport.server import start_host
 
     script = workdir / "notes_server.py"
     script.write_text(SERVER)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, machine_note, median, percentile  # noqa: E402
+from benchmarks._runs import ChildProcess, machine_note, median, percentile
 
 STREAM = str(Path(__file__).resolve().parent / "provider_stream.py")
 

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import orjson  # noqa: E402
+import orjson
 
-from benchmarks._runs import command_line, machine_note, median  # noqa: E402
+from benchmarks._runs import command_line, machine_note, median
 
 CHAT = json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4.1",
                    "system_fingerprint": "fp", "choices": [{"index": 0, "delta": {"content": " token"}, "logprobs": None,

@@ -58,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, command_line, machine_note, median, percentile, pin_measured_process  # noqa: E402
+from benchmarks._runs import ChildProcess, command_line, machine_note, median, percentile, pin_measured_process
 
 TOKEN = "bench-token-0123456789"
 _STAGGER = 1.0
@@ -145,7 +145,7 @@ async def _clients(url: str, model: str, sessions: int, stagger: float) -> None:
     await client.wait_for(lambda m, e: all(client.state(c)["lifecycle"] == "ready" for c in channels), timeout=120)
     started = time.perf_counter()
     spread = 0 if model.startswith("fast") else stagger
-    for index, channel in enumerate(channels):
+    for channel in channels:
         client.send_message(channel, "go")
         await asyncio.sleep(spread / len(channels))  # sessions start one after another, not all at once
 
@@ -227,9 +227,9 @@ async def _bare_sdk(base_url: str, model: str, sessions: int, *, typed: bool = F
 async def _through_host(base_url: str, model: str, sessions: int, stagger: float = _STAGGER) -> dict[str, float]:
     from host.config import load_config
     from host.runtime.memory import settle
+    from host.service import AgentHost
     from host.transport.server import start_host
     from host.transport.ws_protocol import TickBatchingWebSocketProtocol
-    from host.service import AgentHost
 
     with tempfile.TemporaryDirectory() as data_dir:
         path = Path(data_dir) / "bench.toml"
@@ -263,7 +263,7 @@ async def _through_host(base_url: str, model: str, sessions: int, stagger: float
                 written_raw.append((time.perf_counter_ns(), protocol._pending))  # the list is handed over, never reused
             write_buffered(protocol, force)
 
-        TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]
+        TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]  # timed for the run
         running = await start_host(host, token=TOKEN)
         settle()  # as `agent-host serve` does once started
         child = ChildProcess(__file__, "clients", running.url.split("?")[0], model, sessions, stagger)
@@ -275,7 +275,7 @@ async def _through_host(base_url: str, model: str, sessions: int, stagger: float
         finally:
             child.kill()
             await running.stop()
-            TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]
+            TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]  # restored
     # "Steady": chunks the provider wrote once every session was streaming (after the last
     # session's first chunk), without the turn starts of the first second.
     first: dict[str, int] = {}

@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import machine_note, median  # noqa: E402
+from benchmarks._runs import machine_note, median
 
 
 def _chat(uri: str) -> dict[str, Any]:
@@ -39,8 +39,8 @@ def _turn(store: Any, channel: str, turn: str, text: str) -> None:
 
 
 def main() -> None:
-    from host.state.journal import Journal, encode_plans
     from host.runtime.memory import settle
+    from host.state.journal import Journal, encode_plans
     from host.state.store import Store
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,7 +82,7 @@ def main() -> None:
             switched.append(True)
             write_snapshot(*args, **kwargs)
 
-        journal.write_snapshot = noting_the_switch  # type: ignore[method-assign]
+        journal.write_snapshot = noting_the_switch  # type: ignore[method-assign]  # observed for the run
         upto, seq, plans, removed = store._begin_snapshot()
         steps = store._write_snapshot(journal, upto, seq, encode_plans(plans), removed)
         kinds: dict[str, list[float]] = {"writing parts": [], "switching manifests": [], "pruning": []}

@@ -41,8 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import REPO, machine_note  # noqa: E402
-from benchmarks.provider_stream import _chunk  # noqa: E402
+from benchmarks._runs import REPO, machine_note
+from benchmarks.provider_stream import _chunk
 
 TOKEN = "bench-token-0123456789"
 MB = 1_000_000
@@ -95,13 +95,13 @@ class Host:
         self.url = ""
 
     async def started(self) -> str:
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]  # stdout=PIPE
         match = re.search(r"(ws://\S+)", line)
         if match is None:
             raise SystemExit(f"the host did not print its URL: {line!r}")
         self.url = match.group(1)
         # Keep reading its output so that it never blocks on a full pipe.
-        asyncio.get_running_loop().run_in_executor(None, self.process.stdout.read)  # type: ignore[union-attr]
+        asyncio.get_running_loop().run_in_executor(None, self.process.stdout.read)  # type: ignore[union-attr]  # stdout=PIPE
         return self.url
 
     def rss_mb(self) -> float:
@@ -169,7 +169,7 @@ async def _sessions(url: str, count: int, keep: int, progress: Progress) -> None
         for index in range(count):
             channel = await client.create_session()
             turn = client.send_message(channel, f"short session {index}: say hello")
-            await client.wait_for(lambda m, e: _turn_done(client, channel, turn), timeout=60)
+            await client.wait_for(lambda m, e: _turn_done(client, channel, turn), timeout=60)  # noqa: B023  (awaited in this iteration)
             kept.append(channel)
             if len(kept) > keep:
                 await client.dispose_session(kept.popleft())
@@ -200,7 +200,7 @@ async def _terminal(url: str, megabytes: int, progress: Progress) -> None:
             command = f"{sys.executable} -c \"{printer}\"; echo soak-mark-$(({index} + 1))\n"
             client.dispatch(terminal, {"type": "terminal/input", "data": command})
             mark = f"soak-mark-{index + 1}"
-            await client.wait_for(lambda m, e: mark in _terminal_text(client.state(terminal))[-4_000:], timeout=120)
+            await client.wait_for(lambda m, e: mark in _terminal_text(client.state(terminal))[-4_000:], timeout=120)  # noqa: B023  (awaited in this iteration)
             progress.terminal_mb = index + 1
     finally:
         await client.close()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import REPO, command_line, machine_note, median  # noqa: E402
+from benchmarks._runs import REPO, command_line, machine_note, median
 
 TOKEN = "bench-token-0123456789"
 

@@ -50,15 +50,16 @@ import asyncio
 import os
 import shutil
 import sys
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Awaitable, Callable, Mapping, Sequence, TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
 from chat._connect import ChatConnectError, connect
 from chat._notify import Notifier
+from chat._session import PERMISSION_MODES
 from chat._settings import EDITING_MODES, THEMES, ChatSettingsError, display_url, resolve_settings
 from chat._theme import resolve_theme
-from chat._session import PERMISSION_MODES
 from chat.render import Style
 from client import ROOT_CHANNEL, AhpClient
 
@@ -211,7 +212,7 @@ def _quiet_broken_pipe() -> int:
     return EXIT_BROKEN_PIPE
 
 
-async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:  # type: ignore[no-untyped-def]
+async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:
     if embedded is None:
         return await _chat(args, settings)
     from dataclasses import replace
@@ -223,7 +224,7 @@ async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | Non
         return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host)
 
 
-async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None) -> int:  # type: ignore[no-untyped-def]
+async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None) -> int:
     try:
         client = await connect(settings)
     except ChatConnectError as error:

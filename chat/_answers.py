@@ -22,8 +22,9 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from chat._images import ImageError, is_image_path, pasted_image_paths, read_image

@@ -25,7 +25,8 @@ Nothing runs while a turn is running (its changes are not final); the commands s
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ahp.dialects.v0_2 import builders
 from chat._dialogs import Dialogs
@@ -162,7 +163,8 @@ class Changes(Dialogs):
         else:
             self._note("nothing to undo: no turn of this session has file changes left to undo")
             return
-        message = _first_line(((turns[number - 1].get("userMessage") or {}).get("text")))
+        assert uri is not None  # the loop broke on a turn with files, so with a changeset
+        message = _first_line((turns[number - 1].get("userMessage") or {}).get("text"))
         self._write(self.style.bold(f"Turn {number}") + f" ({message}) changed:\n" + render_change_list(files, self._display_path, self.style))
         self._ask("Undo these changes? Files changed since are left alone. [y/N] ")
         answer = await self._dialog_line(lambda: True)

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ahp.dialects.v0_2 import builders
 from ahp.text_offsets import utf16_length
@@ -42,10 +43,18 @@ from chat.render import (
     render_models,
 )
 from chat.session_list import Listing, arrange, render_session_list
-from chat.views import render_context, render_cost, render_mcp, render_mcp_log, render_plugins, render_tools
 from chat.views import (
-    REMEMBERED, remembered_scope, render_context, render_cost, render_mcp, render_mcp_log, render_permissions, render_plugins, render_tools,
-    without_remembered, render_trust,
+    REMEMBERED,
+    remembered_scope,
+    render_context,
+    render_cost,
+    render_mcp,
+    render_mcp_log,
+    render_permissions,
+    render_plugins,
+    render_tools,
+    render_trust,
+    without_remembered,
 )
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
@@ -92,6 +101,9 @@ _HISTORY_PAGE = 10
 
 class Commands(ChatCore):
     """``/command`` handlers; ``_command(name, args, text)`` dispatches to them."""
+
+    _cmd_mode: Callable[[str], Awaitable[None]]
+    """``Modes``'s, later in the chat's MRO."""
 
     async def _command(self, name: str, args: str, text: str) -> None:
         handler = {

@@ -12,8 +12,9 @@ message, a steering message or a queued one. ``ChatExit`` ends the chat with a s
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TextIO
+from typing import Any, TextIO
 
 from chat import _session as actions
 from chat._answers import attachments_in, session_directory
@@ -86,7 +87,7 @@ class ChatCore:
         """When and how the user is called back to the chat (``chat._notify``)."""
         self._turn_since: dict[str, float] = {}
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
-        self._listed: list[dict[str, Any]] = []
+        self._listed: list[Mapping[str, Any]] = []
         self._oldest_shown: int = 0
         self._fetched_before: str | None = None
         self._done_turns: set[str] = set()
@@ -154,7 +155,7 @@ class ChatCore:
                 raise ChatExit(1) from None
             self.terminal.follow(self.client)
             self._note("(reconnected)")
-            return Event(None)  # type: ignore[arg-type]  # "state may have changed"
+            return Event(None)  # the state may have changed
 
     async def _resume(self) -> None:
         """Reconnect; on the shared host, one that stopped is started again and resumed there."""

@@ -11,8 +11,9 @@ returns None then, and on Ctrl-C (which cancels the turn) or Ctrl-D.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ahp.dialects.v0_2 import builders
 from ahp.workspace_trust import is_trust_request
@@ -38,6 +39,8 @@ __all__ = ["Dialogs"]
 
 class Dialogs(ChatCore):
     """Confirmation, result and input-request dialogs (``_interrupt`` comes from the loop)."""
+
+    _interrupt: Callable[[], None]
 
     async def _dialog_line(self, still_needed: Callable[[], bool]) -> str | None:
         """The next typed line, or None when the dialog is moot (host moved on, Ctrl-C, EOF)."""
@@ -143,7 +146,7 @@ class Dialogs(ChatCore):
                 return json.dumps(parsed, ensure_ascii=False)
             try:
                 json.loads(text)
-            except ValueError as error:
+            except json.JSONDecodeError as error:
                 self._note(f"that is not valid JSON ({error.msg} at column {error.colno}); try again")
                 continue
             return text

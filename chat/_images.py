@@ -30,8 +30,9 @@ import mimetypes
 import os
 import re
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
@@ -182,7 +183,7 @@ async def _run(argv: list[str], environ: Mapping[str, str], *, limit: int = 64 *
 
     try:
         data = await asyncio.wait_for(read_all(), _CLIPBOARD_SECONDS)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         _stop(process)
         await process.wait()
         return b""
@@ -194,7 +195,7 @@ async def _run(argv: list[str], environ: Mapping[str, str], *, limit: int = 64 *
     # exited reaps it behind asyncio's child watcher, which then reports 255).
     try:
         status = await asyncio.wait_for(process.wait(), _CLIPBOARD_SECONDS)
-    except asyncio.TimeoutError:  # it closed its output but lingers
+    except TimeoutError:  # it closed its output but lingers
         _stop(process)
         await process.wait()
         return b""

@@ -29,8 +29,8 @@ from __future__ import annotations
 import difflib
 import io
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -43,11 +43,14 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _PADDING = re.compile(r"[ ]+(?=\n|$)")
 
 
-def _console(width: int) -> Console:
-    return Console(
-        file=io.StringIO(), force_terminal=True, width=max(20, width), color_system="256",
+def _console(width: int) -> tuple[Console, io.StringIO]:
+    """A console that renders into the returned buffer."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, force_terminal=True, width=max(20, width), color_system="256",
         highlight=False, emoji=False, markup=False, soft_wrap=False,
     )
+    return console, buffer
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,9 @@ THEMES = {theme.name: theme for theme in (DARK, LIGHT)}
 
 def render_markdown(text: str, width: int, theme: Theme = DARK) -> str:
     """``text`` as rich renders markdown (word-wrapped to ``width``, code highlighted)."""
-    console = _console(width)
+    console, buffer = _console(width)
     console.print(Markdown(text, code_theme=theme.code, hyperlinks=False))
-    out = console.file.getvalue()  # type: ignore[attr-defined]
+    out = buffer.getvalue()
     return _PADDING.sub("", out)  # rich pads plain lines to the width; a resize would wrap them
 
 
@@ -82,7 +85,7 @@ def render_edit(path: str, before: str | None, after: str | None, width: int, th
     old, new = (before or "").splitlines(), (after or "").splitlines()
     lexer = Syntax.guess_lexer(path, after or before or "")
     old_lines, new_lines = _highlighted(before or "", lexer, len(old), theme), _highlighted(after or "", lexer, len(new), theme)
-    console = _console(width)
+    console, buffer = _console(width)
     groups = list(difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(3))
     if not groups:
         return ""
@@ -100,7 +103,7 @@ def render_edit(path: str, before: str | None, after: str | None, width: int, th
                 console.print(_marked("-", line, theme.removed, "red"))
             for line in new_lines[j1:j2]:
                 console.print(_marked("+", line, theme.added, "green"))
-    return _PADDING.sub("", console.file.getvalue())  # type: ignore[attr-defined]
+    return _PADDING.sub("", buffer.getvalue())
 
 
 def _highlighted(code: str, lexer: str, count: int, theme: Theme) -> list[Text]:

@@ -22,7 +22,7 @@ host text made safe: no control characters, and no ``;`` in the OSC 777 title.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["Notifier", "desktop_kind", "notification", "FOCUS_ON", "FOCUS_OFF", "BELL"]
 

@@ -36,7 +36,7 @@ def _marketplace_lines(config: Any, style: Style) -> list[str]:
             continue
         plugins = item.get("plugins") or []
         lines.append(f"  {name}  {style.dim(clean(item.get('source')))}  "
-                     f"({_ORIGIN.get(item.get('origin'), clean(item.get('origin')))}; {len(plugins)} plugins)")
+                     f"({_ORIGIN.get(str(item.get('origin')), clean(item.get('origin')))}; {len(plugins)} plugins)")
     return lines
 
 

@@ -36,17 +36,18 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
-from prompt_toolkit.application import get_app
+from prompt_toolkit.enums import EditingMode
 from prompt_toolkit.filters import Condition, has_completions, is_searching
 from prompt_toolkit.formatted_text import ANSI, AnyFormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
-from prompt_toolkit.enums import EditingMode
 from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.key_binding.vi_state import InputMode
@@ -91,7 +92,7 @@ class HostCompleter(Completer):
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
         return []  # only the async path: the host is asked over the connection
 
-    async def get_completions_async(self, document: Document, complete_event: CompleteEvent) -> AsyncIterator[Completion]:
+    async def get_completions_async(self, document: Document, complete_event: CompleteEvent) -> AsyncGenerator[Completion, None]:
         text, cursor = document.text, document.cursor_position
         word = document.get_word_before_cursor(WORD=True)
         if not (word.startswith("@") or (word.startswith("/") and text.lstrip() == word)):
@@ -249,8 +250,8 @@ class PromptTerminal(Terminal):
                 return
             session = self._session
             app = session.app if session is not None else None
-            if app is not None and app.is_running and app.future is not None and not app.future.done():
-                default = default or session.default_buffer.text  # type: ignore[union-attr]
+            if session is not None and app is not None and app.is_running and app.future is not None and not app.future.done():
+                default = default or session.default_buffer.text
                 app.erase_when_done = True  # the next prompt takes its place
                 app.exit(exception=_Replaced())
             # Otherwise the previous prompt has not started yet (it gives way as it starts: see

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.dialects.v0_2 import builders
@@ -131,7 +132,7 @@ def remembered_tool_calls(turn: Mapping[str, Any] | None) -> list[tuple[dict[str
     for part in (turn or {}).get("responseParts") or ():
         call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
         approval = remembered_approval(call) if isinstance(call, dict) else None
-        if approval is not None:
+        if isinstance(call, dict) and approval is not None:
             found.append((call, approval))
     return found
 

@@ -26,8 +26,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from chat.render import Status
 from client import AhpClient, Notification
@@ -52,7 +53,8 @@ class Interrupt:
 
 @dataclass(frozen=True)
 class Event:
-    note: Notification
+    note: Notification | None
+    """The host's notification; None after a reconnect (the state may have changed)."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Lost:
     error: BaseException
 
 
-InboxItem = Union[Line, Eof, Interrupt, Event, Lost]
+InboxItem = Line | Eof | Interrupt | Event | Lost
 
 
 class Terminal:
@@ -108,7 +110,7 @@ class Terminal:
         """Write control output (a bell, a notification: ``chat._notify``) straight to the terminal."""
         self.write(text)
 
-    def set_status(self, status: "Status | None") -> None:
+    def set_status(self, status: Status | None) -> None:
         """The live status shown while a turn runs (a line terminal shows none)."""
 
     def set_tail(self, text: str) -> None:

@@ -24,7 +24,7 @@ import re
 import select
 import sys
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 DARK, LIGHT = "dark", "light"
 

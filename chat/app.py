@@ -40,9 +40,9 @@ from chat._changes import Changes
 from chat._commands import CLIENT_COMMANDS, Commands
 from chat._core import ChatExit
 from chat._dialogs import Dialogs
+from chat._markdown import MarkdownStream, drawn
 from chat._modes import Modes
 from chat._terminal import Eof, Interrupt, Line
-from chat._markdown import MarkdownStream, drawn
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpClientError
 
@@ -51,7 +51,8 @@ __all__ = ["ChatApp", "CLIENT_COMMANDS"]
 _DOUBLE_INTERRUPT_SECONDS = 2.0
 
 
-class ChatApp(Changes, Commands, Dialogs, Modes):
+# Changes declares _pick as an attribute (Commands's method, later in the MRO): mypy cannot relate the two.
+class ChatApp(Changes, Commands, Dialogs, Modes):  # type: ignore[misc]
     """One interactive chat on a connected client; ``await run()`` returns the exit status.
 
     The loop lives here; ``Changes`` (``/diff``, ``/undo``, ``/rewind``), ``Commands`` and

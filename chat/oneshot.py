@@ -55,8 +55,9 @@ import asyncio
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from ahp.dialects.v0_2 import builders
 from ahp.workspace_trust import TRUST_SESSION, is_trust_request, trust_answers
@@ -279,8 +280,8 @@ async def _oneshot(
                 return finish(EXIT_TURN_ERROR, "refused", f"the host refused the message: {outcome.reason}")
             state = client.state(session) or {}
             if state.get("lifecycle") == "creationFailed":
-                error = state.get("creationError") or {}
-                return finish(EXIT_TURN_ERROR, "error", f"the session could not start: {clean(error.get('message', 'unknown error'))}")
+                failure = state.get("creationError") or {}
+                return finish(EXIT_TURN_ERROR, "error", f"the session could not start: {clean(failure.get('message', 'unknown error'))}")
             turn, finished = actions.turn_snapshot(state, turn_id)
             if turn is not None:
                 output.turn(turn)

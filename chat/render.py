@@ -23,8 +23,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ahp.tool_results import content_text
 from chat._session import remembered_approval, shown_directory
@@ -141,7 +142,7 @@ def partial_input_summary(call: Mapping[str, Any], limit: int = 80) -> str:
     raw = call.get("partialInput") or call.get("toolInput") or ""
     if not isinstance(raw, str):
         raw = json.dumps(raw, ensure_ascii=False)
-    fields = []
+    fields: list[str] = []
     for key, value in _PARTIAL_STRING.findall(raw):
         try:
             value = json.loads(f'"{value}"')

@@ -16,8 +16,9 @@ the caller, so nothing here reads the clock.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from chat._session import shown_directory
 from chat.render import Style, clean

@@ -34,8 +34,9 @@ say so when a field is absent (an older host, a session without usage yet) inste
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ahp.workspace_trust import WAITING, covers, trusted_folders
 from chat._session import shown_directory
@@ -164,7 +165,9 @@ def _plugin_servers(state: Mapping[str, Any], style: Style, published: Counter) 
         lines.append(style.bold(f"MCP servers of {clean(container.get('name') or container.get('id'))}"))
         for child in servers:
             name = clean(child.get("name") or child.get("id"))
-            server_state = child.get("state") if isinstance(child.get("state"), Mapping) else {}
+            server_state = child.get("state")
+            if not isinstance(server_state, Mapping):
+                server_state = {}
             kind = server_state.get("kind")
             count = published.get(name, 0)
             if kind == "error":
@@ -317,7 +320,7 @@ def _window(state: Mapping[str, Any], agents: Sequence[Mapping[str, Any]]) -> tu
     summary = state.get("summary") or {}
     model_id = (summary.get("model") or {}).get("id")
     agent = next((a for a in agents if a.get("provider") == summary.get("provider")), {})
-    model = next((m for m in agent.get("models") or () if m.get("id") == model_id), {})
+    model: Mapping[str, Any] = next((m for m in agent.get("models") or () if m.get("id") == model_id), {})
     window = model.get("maxContextWindow")
     return (clean(model_id) if model_id else None), (int(window) if isinstance(window, (int, float)) and window > 0 else None)
 

@@ -54,9 +54,10 @@ import logging
 import os
 import secrets
 import sys
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 from host.runtime import memory
 
@@ -164,7 +165,6 @@ def _data_lock(data_dir: Path) -> Iterator[None]:
     import fcntl
 
     from cli import shared_host
-    from host.config import ConfigError
 
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
     with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
@@ -239,8 +239,8 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
     token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
 
     from cli import shared_host
-    from host.transport.server import serve
     from host.service import AgentHost
+    from host.transport.server import serve
 
     try:
         host = AgentHost(config)

@@ -94,8 +94,8 @@ def _run(claude: Any, args: argparse.Namespace) -> list[str]:
         if sub == "list":
             return _marketplace_lines(claude.marketplace_rows()) or ["No marketplaces. Add one: agent-host plugin marketplace add owner/repo"]
         if sub == "update":
-            names = [args.name] if args.name else [row["name"] for row in claude.marketplace_rows() if row["origin"] == "here"]
-            return [f"Updated {store.update_marketplace(name).name}" for name in names] or ["No marketplace was added here."]
+            chosen = [args.name] if args.name else [row["name"] for row in claude.marketplace_rows() if row["origin"] == "here"]
+            return [f"Updated {store.update_marketplace(name).name}" for name in chosen] or ["No marketplace was added here."]
         if sub == "remove":
             removed = store.remove_marketplace(args.name)
             return [f"Removed the marketplace {args.name}" + (f" and its plugins {', '.join(removed)}" if removed else "")]

@@ -39,9 +39,10 @@ import os
 import stat
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 __all__ = [
     "LINGER", "HOST_FILE", "SharedHostError", "config_identity", "publish", "withdraw", "read",

@@ -27,10 +27,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Origin
 
 from ahp import jsonrpc
 from client.errors import (
@@ -44,8 +45,8 @@ from client.errors import (
 
 logger = logging.getLogger(__name__)
 
-FrameHook = Callable[[dict, "str | None"], None]
-RequestHandler = Callable[[dict], Awaitable[Any]]
+FrameHook = Callable[[dict[str, Any], "str | None"], None]
+RequestHandler = Callable[[dict[str, Any]], Awaitable[Any]]
 ResultHook = Callable[[Any], None]
 
 # Snapshots of long sessions are large; the library default of 1 MiB is too small.
@@ -68,9 +69,9 @@ class Connection:
         ws: ClientConnection,
         *,
         frame_hook: FrameHook | None,
-        on_notification: Callable[[str, dict], None],
+        on_notification: Callable[[str, dict[str, Any]], None],
         after_frame: Callable[[], None],
-        on_closed: Callable[["Connection", BaseException], None],
+        on_closed: Callable[[Connection, BaseException], None],
         request_handlers: Mapping[str, RequestHandler],
     ) -> None:
         self._ws = ws
@@ -98,14 +99,14 @@ class Connection:
         origin: str | None,
         open_timeout: float,
         **callbacks: Any,
-    ) -> "Connection":
+    ) -> Connection:
         """Open the WebSocket (bearer token in the upgrade) and start reader and writer."""
         headers = {"Authorization": f"Bearer {token}"} if token else None
         try:
             ws = await connect(
                 url,
                 additional_headers=headers,
-                origin=origin,  # type: ignore[arg-type]
+                origin=Origin(origin) if origin is not None else None,
                 max_size=_MAX_FRAME_BYTES,
                 open_timeout=open_timeout,
             )
@@ -156,6 +157,11 @@ class Connection:
         except asyncio.CancelledError:
             self._outstanding.abandon(request_id)
             raise
+
+    @overload
+    def send_notification(self, method: str, params: Any, *, track: Literal[True] = ...) -> asyncio.Future[None]: ...
+    @overload
+    def send_notification(self, method: str, params: Any, *, track: Literal[False]) -> None: ...
 
     def send_notification(self, method: str, params: Any, *, track: bool = True) -> asyncio.Future[None] | None:
         """Queue a notification; with ``track`` the returned future resolves once written."""
@@ -307,12 +313,12 @@ class Connection:
         if not future.done():
             future.set_result(response.result)
 
-    def _start_host_request(self, request_id: Any, method: str, params: dict) -> None:
+    def _start_host_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         task = asyncio.create_task(self._answer_host_request(request_id, method, params))
         self._handler_tasks.add(task)
         task.add_done_callback(self._handler_tasks.discard)
 
-    async def _answer_host_request(self, request_id: Any, method: str, params: dict) -> None:
+    async def _answer_host_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         handler = self._handlers.get(method)
         if handler is None:
             reply = jsonrpc.error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -328,7 +334,7 @@ class Connection:
             self._outbox.put_nowait((reply, None))
 
 
-def _as_params(params: Any) -> dict:
+def _as_params(params: Any) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 

@@ -59,7 +59,7 @@ class ResumeResult:
     """replay: missed envelopes applied; snapshot: states replaced; initialize: fallback handshake."""
     dropped: list[str] = field(default_factory=list)
     """Channels the host could not resume (``missing`` or no snapshot), now unsubscribed."""
-    replayed: list[dict] = field(default_factory=list)
+    replayed: list[dict[str, Any]] = field(default_factory=list[Any])
     """The envelopes applied from a replay, in order (empty for the other kinds)."""
     lost: list[ActionOutcome] = field(default_factory=list)
     """Our dispatched actions the host never confirmed; they were rolled back."""
@@ -109,7 +109,7 @@ class AhpClient:
         self._waiters: list[tuple[Predicate, asyncio.Future[Notification | None]]] = []
         self._handlers: dict[str, RequestHandler] = {}
         self._frame_event: Notification | None = None  # the notification of the frame being handled
-        self.initialize_result: dict | None = None
+        self.initialize_result: dict[str, Any] | None = None
         """The last ``InitializeResult`` (defaultDirectory, telemetry, ...)."""
 
     # -- lifecycle ---------------------------------------------------------------
@@ -127,7 +127,7 @@ class AhpClient:
         request_timeout: float = 30.0,
         open_timeout: float = 10.0,
         reducer: Reducer | None = None,
-    ) -> "AhpClient":
+    ) -> AhpClient:
         """Open a WebSocket to ``url``; call ``initialize`` (or ``resume``) next.
 
         ``token`` travels as ``Authorization: Bearer``; ``origin`` is the HTTP Origin header;
@@ -154,7 +154,7 @@ class AhpClient:
         subscriptions: Iterable[str] = (),
         protocol_versions: Sequence[str] = ("0.2.0",),
         locale: str | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Handshake; installs the returned snapshots and returns the ``InitializeResult``."""
         subscriptions = list(subscriptions)
         versions = tuple(protocol_versions)
@@ -179,7 +179,8 @@ class AhpClient:
             for snapshot in _snapshots(result.get("snapshots")):
                 self._install(snapshot)
 
-        result = await self._live().request("initialize", params, timeout=self.request_timeout, on_result=install)
+        result: dict[str, Any] = await self._live().request("initialize", params, timeout=self.request_timeout,
+                                                            on_result=install)  # install refuses anything else
         self._init_options = (versions, locale)
         return result
 
@@ -235,7 +236,7 @@ class AhpClient:
         if conn is not None:
             await conn.close()
 
-    async def __aenter__(self) -> "AhpClient":
+    async def __aenter__(self) -> AhpClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -268,7 +269,7 @@ class AhpClient:
         """True while the current connection is open."""
         return self._conn is not None and self._conn.is_open
 
-    def state(self, channel: str) -> dict | None:
+    def state(self, channel: str) -> dict[str, Any] | None:
         """The mirrored (optimistic) state of a channel; None if not mirrored."""
         return self.mirror.state(channel)
 
@@ -297,7 +298,7 @@ class AhpClient:
 
     # -- subscriptions and actions ----------------------------------------------
 
-    async def subscribe(self, channel: str) -> dict | None:
+    async def subscribe(self, channel: str) -> dict[str, Any] | None:
         """Subscribe; installs the snapshot and returns the state (None when stateless)."""
 
         def install(result: Any) -> None:
@@ -428,7 +429,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         self._subscriptions.pop(channel, None)
         self.mirror.drop(channel, "the session was disposed")
 
-    async def list_sessions(self, filter: Mapping[str, Any] | None = None) -> list[dict]:
+    async def list_sessions(self, filter: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """The host's session summaries (``listSessions`` items)."""
         params: dict[str, Any] = {"channel": ROOT_CHANNEL}
         if filter is not None:
@@ -436,14 +437,15 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         result = await self.request("listSessions", params)
         return list(result.get("items", [])) if isinstance(result, dict) else []
 
-    async def fetch_turns(self, channel: str, before: str | None = None, limit: int | None = None) -> dict:
+    async def fetch_turns(self, channel: str, before: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """Older turns of a session: ``{turns (oldest first), hasMore}``."""
         params: dict[str, Any] = {"channel": channel}
         if before is not None:
             params["before"] = before
         if limit is not None:
             params["limit"] = limit
-        return await self.request("fetchTurns", params)
+        turns: dict[str, Any] = await self.request("fetchTurns", params)
+        return turns
 
     def send_message(self, channel: str, text: str, attachments: Sequence[Mapping[str, Any]] | None = None) -> str:
         """Start a turn with a user message; returns the fresh turn id."""
@@ -463,7 +465,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
     async def _open(self) -> Connection:
         opened: list[Connection] = []
 
-        def on_notification(method: str, params: dict) -> None:
+        def on_notification(method: str, params: dict[str, Any]) -> None:
             # A connection ``resume`` replaced may still deliver a few frames; the replay
             # on the new one covers them, so they are not applied or reported twice.
             if opened and opened[0] is self._conn:
@@ -494,12 +496,12 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
             return conn
         raise self._failure or ConnectionClosedError("the client is not connected")
 
-    def _on_notification(self, method: str, params: dict) -> None:
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "action":
             self._apply_envelope(params)
         self._emit(Notification(method, params))
 
-    def _apply_envelope(self, envelope: dict) -> None:
+    def _apply_envelope(self, envelope: dict[str, Any]) -> None:
         try:
             self.mirror.apply_envelope(envelope, self._clock())
         except ValueError as exc:
@@ -544,7 +546,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
     def _install(self, snapshot: Any) -> str:
         if not isinstance(snapshot, dict) or not isinstance(snapshot.get("resource"), str) or "state" not in snapshot:
             raise HostProtocolError("the host sent a malformed snapshot")
-        channel = snapshot["resource"]
+        channel: str = snapshot["resource"]
         try:
             self.mirror.install_snapshot(channel, snapshot["state"], int(snapshot.get("fromSeq", 0)))
         except ValueError as exc:

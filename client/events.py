@@ -23,7 +23,7 @@ class Notification:
 
     method: str
     """JSON-RPC method, e.g. ``action`` or ``root/sessionAdded``."""
-    params: dict
+    params: dict[str, Any]
     """The params object verbatim (for ``action``: the flat ActionEnvelope)."""
     replayed: bool = False
     """True for envelopes delivered inside a ``reconnect`` replay rather than live."""
@@ -34,7 +34,7 @@ class Notification:
         return self.params.get("channel")
 
     @property
-    def action(self) -> dict | None:
+    def action(self) -> dict[str, Any] | None:
         """For ``action`` notifications, the action payload; otherwise None."""
         return self.params.get("action") if self.method == "action" else None
 
@@ -57,7 +57,7 @@ class EventStream:
         self._release = release
         self._done = False
 
-    def __aiter__(self) -> "EventStream":
+    def __aiter__(self) -> EventStream:
         return self
 
     async def __anext__(self) -> Notification:
@@ -91,7 +91,7 @@ class EventStream:
         """Async-generator style alias of ``close``."""
         self.close()
 
-    def __enter__(self) -> "EventStream":
+    def __enter__(self) -> EventStream:
         return self
 
     def __exit__(self, *exc: Any) -> None:

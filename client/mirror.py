@@ -48,7 +48,7 @@ from ahp.dialects.v0_2.state.appends import AppendingState
 
 __all__ = ["ActionOutcome", "Mirror", "Reducer", "ChannelKind"]
 
-Reducer = Callable[[str, dict, dict, int], dict]
+Reducer = Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]]
 """``reduce(kind, state, action, now) -> new state`` (the shape of ``ahp.dialects.v0_2.state.reduce``)."""
 
 ChannelKind = Callable[[str], "str | None"]
@@ -69,7 +69,7 @@ class ActionOutcome:
     """The ``clientSeq`` the action was dispatched with."""
     channel: str
     """The channel it was dispatched to."""
-    action: dict
+    action: dict[str, Any]
     """The action payload as dispatched."""
     status: OutcomeStatus
     """accepted (echoed), rejected (echo carried a reason) or lost (never answered)."""
@@ -87,7 +87,7 @@ class ActionOutcome:
 @dataclass
 class _Pending:
     client_seq: int
-    action: dict
+    action: dict[str, Any]
     now: int
 
 
@@ -97,10 +97,10 @@ class _Channel:
     seq: int
     pending: list[_Pending] = field(default_factory=list)
     # Cached optimistic view when actions are pending; None means "re-fold on next read".
-    view: dict | None = None
+    view: dict[str, Any] | None = None
     # The actions applied from envelopes at ``seq`` (none after a snapshot): a following envelope
     # with the same serverSeq and another action is the next action of one projected change.
-    at_seq: list[dict] = field(default_factory=list)
+    at_seq: list[dict[str, Any]] = field(default_factory=list[Any])
 
     @property
     def kind(self) -> str:
@@ -142,7 +142,7 @@ class Mirror:
     def __contains__(self, channel: object) -> bool:
         return channel in self._channels
 
-    def state(self, channel: str) -> dict | None:
+    def state(self, channel: str) -> dict[str, Any] | None:
         """The optimistic view (pending over confirmed); None if not mirrored. Do not mutate."""
         ch = self._channels.get(channel)
         if ch is None:
@@ -156,7 +156,7 @@ class Mirror:
             ch.view = view
         return ch.view
 
-    def confirmed_state(self, channel: str) -> dict | None:
+    def confirmed_state(self, channel: str) -> dict[str, Any] | None:
         """The host-acknowledged state, without pending actions; None if not mirrored."""
         ch = self._channels.get(channel)
         return None if ch is None else ch.confirmed.state
@@ -166,7 +166,7 @@ class Mirror:
         ch = self._channels.get(channel)
         return None if ch is None else ch.seq
 
-    def pending(self, channel: str | None = None) -> list[tuple[int, dict]]:
+    def pending(self, channel: str | None = None) -> list[tuple[int, dict[str, Any]]]:
         """Unacknowledged ``(clientSeq, action)`` pairs of one channel, or of all channels."""
         chans = self._channels.values() if channel is None else [self._channels.get(channel)]
         out = [(p.client_seq, p.action) for ch in chans if ch is not None for p in ch.pending]
@@ -183,7 +183,7 @@ class Mirror:
         if server_seq > self._last_server_seq:
             self._last_server_seq = server_seq
 
-    def install_snapshot(self, channel: str, state: dict, from_seq: int) -> None:
+    def install_snapshot(self, channel: str, state: dict[str, Any], from_seq: int) -> None:
         """Replace the channel's confirmed state; pending actions are kept and re-folded."""
         kind = self._kind_of(channel)
         ch = self._channels.get(channel)
@@ -284,7 +284,7 @@ class Mirror:
             self._outcomes.popitem(last=False)
         return outcome
 
-    def _apply(self, kind: str, state: dict, action: dict, now: int) -> dict:
+    def _apply(self, kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         if self._reduce is None:
             from ahp.dialects.v0_2.state import reduce  # lazy: the reducers live in another package
 

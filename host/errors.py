@@ -84,11 +84,11 @@ class ProtocolViolation(RpcError):
     """The peer sent something the protocol does not allow (as opposed to a bug of ours)."""
 
     @classmethod
-    def invalid_params(cls, message: str) -> "ProtocolViolation":
+    def invalid_params(cls, message: str) -> ProtocolViolation:
         return cls(ErrorCode.INVALID_PARAMS, message)
 
     @classmethod
-    def invalid_request(cls, message: str) -> "ProtocolViolation":
+    def invalid_request(cls, message: str) -> ProtocolViolation:
         return cls(ErrorCode.INVALID_REQUEST, message)
 
 

@@ -19,41 +19,42 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
-from host.runtime.agents.environment import TurnEnvironment
-from host.runtime.agents.preamble import EnvironmentPreamble
-from host.runtime.agents import Agent, build_agents
+from ahp.state.clock import iso_timestamp, parse_timestamp
+from host.config import HostConfig
+from host.errors import ErrorCode, RpcError
 from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
-from host.config import HostConfig
-from host.state.content import CONTENT_SCHEME, ContentStore
+from host.resources.files import ResourceService
+from host.resources.watches import ResourceWatches
+from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.root_config import root_config_state
+from host.runtime.agents import Agent, build_agents
+from host.runtime.agents.environment import TurnEnvironment
+from host.runtime.agents.preamble import EnvironmentPreamble
 from host.runtime.customizations import CustomizationContributor, CustomizationService
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.claude_config import ClaudeRootConfig
-from plugins.claude_settings import claude_config_dir as claude_config_dir_of
-from host.errors import ErrorCode, RpcError
 from host.runtime.inputs import InputRequests
-from host.state.journal import Journal
-from host.state.journal_upgrade import upgrade_journal
 from host.runtime.processes import BackgroundContributor, BackgroundProcesses
-from ahp.state.clock import iso_timestamp, parse_timestamp
-from host.state.chat_summaries import ChatSummaries, summary_of_chat
-from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
-from host.root_config import root_config_state
-from host.state.store import ROOT, Store
 from host.runtime.subagents import SUBAGENT_CHAT_PREFIX, SubagentContributor, SubagentSpec, adopt_child_sessions
 from host.runtime.terminals import TerminalContributor, TerminalService
 from host.runtime.tools import ToolsRuntime
-from host.resources.files import ResourceService
-from host.state.transcripts import TranscriptStore
 from host.runtime.turns import TurnRunner
 from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
-from host.resources.watches import ResourceWatches
-from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.state.chat_summaries import ChatSummaries, summary_of_chat
+from host.state.content import CONTENT_SCHEME, ContentStore
+from host.state.journal import Journal
+from host.state.journal_upgrade import upgrade_journal
+from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
+from host.state.store import ROOT, Store
+from host.state.transcripts import TranscriptStore
+from plugins.claude_settings import claude_config_dir as claude_config_dir_of
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 
@@ -226,7 +227,7 @@ class AgentHost:
                 duration = max(0, self.clock() - started) if isinstance(started, int) else 0
                 self.store.dispatch(uri, builders.chat_error(turn_id=turn["id"], duration=duration,
                                                              part={"kind": "error", "error": INTERRUPTED_ERROR}))
-        for uri, state in list(self.store.channels("session")):
+        for uri, _ in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
@@ -293,10 +294,11 @@ class AgentHost:
         if fork is not None:
             source_uri = self.session_uri(fork.get("session"))
             source_session = self.store.state(source_uri) if source_uri is not None else None
-            source_chat = self.store.state(source_session.get("defaultChat")) if source_session else None
-            if source_chat is None:
+            default_chat = source_session.get("defaultChat") if source_session else None
+            source_chat = self.store.state(default_chat) if isinstance(default_chat, str) else None
+            if source_uri is None or not isinstance(default_chat, str) or source_chat is None:
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"Cannot fork: no session {fork.get('session')}.")
-            copied = forked_turns({"turns": self.store.turns(source_session["defaultChat"])}, fork.get("turnId"))
+            copied = forked_turns({"turns": self.store.turns(default_chat)}, fork.get("turnId"))
             if copied is None:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"Cannot fork: {fork.get('session')} has no completed turn {fork.get('turnId')}.")
             turns = copied
@@ -387,7 +389,7 @@ class AgentHost:
         message = params.get("initialMessage")
         if isinstance(message, dict):  # the host names the first turn
             self.store.dispatch(chat, builders.chat_turn_started(
-                turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()), message=message))
+                turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()) or "1970-01-01T00:00:00.000Z", message=message))
         return chat
 
     def open_chat(self, session: str, state: dict[str, Any]) -> None:
@@ -431,7 +433,8 @@ class AgentHost:
     def session_summary(self, uri: str) -> dict[str, Any]:
         """The 0.9.0 ``SessionSummary`` of a session (its default chat gives ``modifiedAt``)."""
         state = self.store.state(uri) or {}
-        chat = self.store.state(state.get("defaultChat")) or {}
+        default_chat = state.get("defaultChat")
+        chat = (self.store.state(default_chat) if isinstance(default_chat, str) else None) or {}
         created = (state.get("_meta") or {}).get("createdAt")
         summary: dict[str, Any] = {"resource": uri}
         for key in ("provider", "title", "status", "activity", "origin", "project", "workingDirectories"):
@@ -452,7 +455,7 @@ class AgentHost:
         (Sub-agents are chats of their session, never sessions of their own.)"""
         state = self.store.state(uri) or {}
         default_chat = state.get("defaultChat")
-        chat = self.store.state(default_chat) or {}
+        chat = (self.store.state(default_chat) if isinstance(default_chat, str) else None) or {}
         meta: dict[str, Any] = {}
         first = next(iter(self.store.turns(default_chat, 0, 1) if isinstance(default_chat, str) else ()), None) or chat.get("activeTurn")
         text = ((first or {}).get("message") or {}).get("text") if isinstance(first, dict) else None

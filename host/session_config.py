@@ -48,13 +48,20 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from host.runtime.agents import Agent
 from host.errors import ErrorCode, RpcError
-from host.runtime.tools.session_config import (
-    AUTO_APPROVE, PERMISSION_MODE, REMEMBERED_USE, AutoApproveValueError, auto_approve_property, auto_approve_value, mode_for_vscode,
-    permission_mode_property, remembered_use_property,
-)
 from host.resources.workdirs import WorkingDirectoryError, check_working_directory, directory_of
+from host.runtime.agents import Agent
+from host.runtime.tools.session_config import (
+    AUTO_APPROVE,
+    PERMISSION_MODE,
+    REMEMBERED_USE,
+    AutoApproveValueError,
+    auto_approve_property,
+    auto_approve_value,
+    mode_for_vscode,
+    permission_mode_property,
+    remembered_use_property,
+)
 
 __all__ = ["SessionConfigResolver", "MODEL", "WORKING_DIRECTORY", "MODE", "ISOLATION"]
 

@@ -15,7 +15,59 @@ and the loader only when a session first needs plugins (``host/startup.py``).
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers (tests/plugins/test_package.py checks both agree)
+    from plugins.customizations import (
+        NOTES_LIMIT,
+        MintId,
+        child_customizations,
+        container_notes,
+        directory_customization,
+        loading_plugin_customization,
+        plugin_customization,
+        random_id,
+        uri_id,
+    )
+    from plugins.diagnostics import Diagnostic, LoadState, Severity, load_state_from
+    from plugins.directories import (
+        CLAUDE_SETTINGS,
+        INSTRUCTION_FILES,
+        WORKSPACE_DIRECTORIES,
+        DirectorySpec,
+        load_directory,
+        load_workspace_directories,
+    )
+    from plugins.expand import expand_config, expand_hook_command, plugin_environment
+    from plugins.globs import any_glob_matches, glob_matches
+    from plugins.hooks import HookOutcome, HookResult, hook_payload, run_hook, run_hooks, select_hooks
+    from plugins.loader import (
+        MANIFEST_LOCATIONS,
+        DiscoveryResult,
+        discover_plugins,
+        is_plugin_root,
+        load_plugin,
+        load_plugins,
+    )
+    from plugins.model import (
+        DEFAULT_HOOK_TIMEOUT,
+        Agent,
+        Command,
+        Hook,
+        HookEvent,
+        HookFile,
+        Icon,
+        LifecyclePoint,
+        LoadedContainer,
+        LoadedDirectory,
+        LoadedPlugin,
+        McpServer,
+        Prompt,
+        Rule,
+        Skill,
+        substitute_arguments,
+    )
+    from plugins.slash import SlashEntry, SlashInvocation, complete_slash, parse_slash, slash_entries
 
 _WHERE: dict[str, str] = {
     "Agent": "plugins.model",

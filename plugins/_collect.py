@@ -7,8 +7,9 @@ Contract: a :class:`Collector` is created per container load, accumulates
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from plugins.diagnostics import Diagnostic, Severity
 

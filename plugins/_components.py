@@ -17,13 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from regular_files import read_regular_text
-
 from plugins import _schema as schema
 from plugins._collect import Report
 from plugins._frontmatter import FrontmatterError, read_leniently, split_frontmatter
 from plugins.diagnostics import Severity
 from plugins.model import Agent, Command, Prompt, Rule, Skill
+from regular_files import read_regular_text
 
 __all__: list[str] = []
 

@@ -20,9 +20,10 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from plugins import _schema as schema
 from plugins._collect import Report

@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-
 __all__ = ["FrontmatterError", "split_frontmatter", "read_leniently"]
 
 _FENCE = re.compile(r"^---[ \t]*$")

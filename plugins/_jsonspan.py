@@ -75,7 +75,7 @@ def parse_json(text: str) -> tuple[Any, dict[Path, Span]]:
 
 
 def _skip_ws(text: str, index: int) -> int:
-    return _WS.match(text, index).end()  # type: ignore[union-attr]
+    return _WS.match(text, index).end()  # type: ignore[union-attr]  # "[...]*" matches everywhere
 
 
 class _Scanner:
@@ -93,8 +93,8 @@ class _Scanner:
         if char == "[":
             return self.array(index, path)
         if char == '"':
-            return json.decoder.scanstring(self.text, index + 1)[1]  # type: ignore[attr-defined]
-        return _SCALAR_END.match(self.text, index).end()  # type: ignore[union-attr]
+            return json.decoder.scanstring(self.text, index + 1)[1]  # type: ignore[attr-defined]  # public, not in typeshed
+        return _SCALAR_END.match(self.text, index).end()  # type: ignore[union-attr]  # "[...]*" matches everywhere
 
     def obj(self, index: int, path: Path) -> int:
         index = _skip_ws(self.text, index + 1)
@@ -102,7 +102,7 @@ class _Scanner:
             return index + 1
         while True:
             key_start = index
-            key, index = json.decoder.scanstring(self.text, index + 1)  # type: ignore[attr-defined]
+            key, index = json.decoder.scanstring(self.text, index + 1)  # type: ignore[attr-defined]  # public, not in typeshed
             index = _skip_ws(self.text, index)
             index = _skip_ws(self.text, index + 1)  # past ':'
             member = path + (key,)

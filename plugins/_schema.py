@@ -13,8 +13,9 @@ The schemas here mirror FORMAT.md sections 2.3 (manifest), 3.1-3.7 (components).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from plugins.diagnostics import Severity
 

@@ -35,9 +35,9 @@ hook input (``tool_input``) documentation.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 __all__ = [
     "ClaudeTool", "TABLE", "claude_name", "claude_permission_mode", "host_name", "host_rules", "matcher_names",
@@ -235,9 +235,13 @@ def to_claude_response(host: str, arguments: Mapping[str, Any], result: Mapping[
     claude = claude_name(host)
     given = to_claude_input(host, arguments, cwd=cwd)
     text = _result_text(result)
-    structured = result.get("structuredContent") if isinstance(result.get("structuredContent"), Mapping) else {}
+    structured = result.get("structuredContent")
+    if not isinstance(structured, Mapping):
+        structured = {}
     if claude == "Bash":
-        error = result.get("error") if isinstance(result.get("error"), Mapping) else {}
+        error = result.get("error")
+        if not isinstance(error, Mapping):
+            error = {}
         return {"stdout": _command_output(text), "stderr": "", "interrupted": error.get("code") in ("timeout", "cancelled"),
                 "isImage": False, **({"exitCode": structured["exitCode"]} if "exitCode" in structured else {})}
     if claude == "Write":

@@ -33,11 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from regular_files import read_regular_text
-
 from plugins._jsonspan import JsonSyntaxError, parse_json
 from plugins.claude_code_tools import host_rules
 from plugins.diagnostics import Diagnostic, Severity
+from regular_files import read_regular_text
 
 __all__ = [
     "CLAUDE_MODES", "ClaudePermissions", "Scope", "SettingsLayer", "claude_config_dir", "merge_layers",

@@ -22,12 +22,13 @@ Contract:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 from plugins.diagnostics import LoadState
-from plugins.model import LoadedDirectory, LoadedPlugin, LoadedContainer
+from plugins.model import LoadedContainer, LoadedDirectory, LoadedPlugin
 
 __all__ = [
     "MintId",
@@ -114,7 +115,7 @@ def child_customizations(container: LoadedContainer, *, mint_id: MintId = random
     for hook_file in container.hook_files:
         add("hook", hook_file.path, hook_file.name, {}, hook_file.range)
     for server in container.mcp_servers:
-        add("mcpServer", server.path, server.name, {}, server.range, shared=True)
+        add("mcpServer", server.path or container.root, server.name, {}, server.range, shared=True)
     return children
 
 

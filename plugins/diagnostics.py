@@ -18,9 +18,10 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 __all__ = ["Severity", "Diagnostic", "LoadState", "load_state_from"]
 
@@ -77,7 +78,7 @@ class LoadState:
             return {"kind": self.kind, "message": self.message or ""}
         return {"kind": self.kind}
 
-    def with_problems(self, problems: Iterable[str]) -> "LoadState":
+    def with_problems(self, problems: Iterable[str]) -> LoadState:
         """Fold run-time problems (e.g. an MCP server that failed to start) into this state.
 
         ``error`` stays ``error``; otherwise any problem makes the state ``degraded`` with all

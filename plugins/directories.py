@@ -21,11 +21,10 @@ Contract:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
-
-from regular_files import read_regular_text
+from typing import Any, Literal
 
 from plugins._collect import Collector
 from plugins._components import parse_agent, parse_command, parse_prompt, parse_rule, parse_skill
@@ -35,6 +34,7 @@ from plugins.diagnostics import Diagnostic, Severity, load_state_from
 from plugins.expand import plugin_variables
 from plugins.imports import expand_imports
 from plugins.model import ContainerKind, HookFile, LoadedDirectory
+from regular_files import read_regular_text
 
 __all__ = ["CLAUDE_SETTINGS", "DirectoryFormat", "DirectorySpec", "INSTRUCTION_FILES", "WORKSPACE_DIRECTORIES", "load_directory",
            "load_workspace_directories"]
@@ -125,7 +125,6 @@ def load_directory(
     workspace = Path(working_directory).expanduser().absolute()
     folder = (workspace / spec.relative) if spec.relative != "." else workspace
     collector = Collector(spec.display_name, folder, "directory")
-    report_for = collector.for_file
     items: dict[str, list[Any]] = {"skills": [], "commands": [], "agents": [], "rules": [], "prompts": [],
                                    "hook_files": []}
     exists = folder.is_dir()

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 __all__ = ["expand_config", "expand_hook_command", "plugin_environment", "plugin_variables"]
 

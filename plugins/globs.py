@@ -13,9 +13,9 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Iterable
 
 __all__ = ["glob_matches", "any_glob_matches"]
 

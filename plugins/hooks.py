@@ -34,10 +34,11 @@ import asyncio
 import json
 import os
 import signal
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from plugins.model import Hook, HookEvent, LifecyclePoint, LoadedContainer
 
@@ -176,7 +177,7 @@ async def run_hook(
             task.add_done_callback(_BACKGROUND.discard)
             return HookResult(hook, HookOutcome.SUCCESS, None, stdout=first.decode("utf-8", errors="replace"), asynchronous=True)
         rest, stderr_bytes = await asyncio.wait_for(_rest(process, errors), timeout=limit)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         _kill_group(process)
         errors.cancel()
         await process.wait()
@@ -243,7 +244,7 @@ async def _finish_in_background(hook: Hook, process: asyncio.subprocess.Process,
                                 deliver: Callable[[HookResult], None]) -> None:
     try:
         rest, stderr = await asyncio.wait_for(_rest(process, errors), timeout=wait)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         _kill_group(process)
         await process.wait()
         deliver(HookResult(hook, HookOutcome.TIMEOUT, None, reason=f"asynchronous hook ran over {wait:g} s and was killed"))

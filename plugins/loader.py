@@ -29,23 +29,24 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
-
-from regular_files import read_regular, read_regular_text
+from typing import Any, TypeVar
 
 from plugins import _schema as schema
 from plugins._collect import Collector
 from plugins._components import MARKDOWN_SUFFIXES, parse_agent, parse_command, parse_rule, parse_skill
 from plugins._config import parse_hooks_document, parse_mcp_document
 from plugins._jsonspan import JsonSyntaxError, Span, parse_json
-from plugins.diagnostics import Diagnostic, LoadState, Severity, load_state_from
 from plugins.bodies import expand_plugin_variables
+from plugins.diagnostics import Diagnostic, LoadState, Severity, load_state_from
 from plugins.expand import plugin_variables
 from plugins.model import Agent, Command, HookFile, Icon, LoadedPlugin, McpServer, Rule, Skill
+from regular_files import read_regular, read_regular_text
 
 T = TypeVar("T")
+_Bodied = TypeVar("_Bodied", Skill, Command, Agent)
 
 __all__ = ["MANIFEST_LOCATIONS", "DiscoveryResult", "discover_plugins", "is_plugin_root", "load_plugin", "load_plugins"]
 
@@ -297,7 +298,7 @@ class _PluginLoader:
     def agents(self) -> list[Agent]:
         return [self.expanded(a) for a in self._markdown_components("agents", parse_agent)]
 
-    def expanded(self, item: T) -> T:
+    def expanded(self, item: _Bodied) -> _Bodied:
         """A skill, command or agent with ``${CLAUDE_PLUGIN_ROOT}`` and the other plugin
         variables (a skill's ``${CLAUDE_SKILL_DIR}`` too) filled in in its body."""
         variables = dict(self.plugin_vars)
@@ -306,7 +307,7 @@ class _PluginLoader:
         if isinstance(item, Skill):
             variables["CLAUDE_SKILL_DIR"] = str(item.folder)
         body = expand_plugin_variables(item.body, variables)
-        return replace(item, body=body) if body != item.body else item  # type: ignore[type-var]
+        return replace(item, body=body) if body != item.body else item
 
     def rules(self) -> list[Rule]:
         return self._markdown_components("rules", parse_rule)
@@ -352,7 +353,7 @@ class _PluginLoader:
 
     def hook_files(self) -> list[HookFile]:
         files: list[HookFile] = []
-        common = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
+        common: dict[str, Any] = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
         for path, data, spans, prefix in self.declared_documents("hooks", "hooks/hooks.json"):
             report = self.collector.for_file(path, prefix)
             hooks = parse_hooks_document(data, source=path, report=report, allow_flat=bool(prefix), **common)
@@ -364,7 +365,7 @@ class _PluginLoader:
 
     def mcp_servers(self) -> list[McpServer]:
         servers: list[McpServer] = []
-        common = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
+        common: dict[str, Any] = dict(plugin_root=self.root, plugin_vars=self.plugin_vars, environ=self.environ)
         for path, data, spans, prefix in self.declared_documents("mcpServers", ".mcp.json"):
             servers += parse_mcp_document(data, source=path, spans=spans, span_prefix=prefix,
                                           report=self.collector.for_file(path, prefix), **common)

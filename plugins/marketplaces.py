@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from regular_files import read_regular_text
-
 from plugins._jsonspan import JsonSyntaxError, parse_json
+from regular_files import read_regular_text
 
 __all__ = [
     "MARKETPLACE_FILE", "Marketplace", "MarketplaceEntry", "MarketplaceError", "MarketplaceSource", "PluginSource",
@@ -233,8 +232,12 @@ def read_marketplace(root: Path) -> Marketplace:
     name = data.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         raise MarketplaceError(f"{path}: \"name\" must be a marketplace name (letters, digits, '.', '_', '-'), not {name!r}")
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    plugin_root = metadata.get("pluginRoot") if isinstance(metadata.get("pluginRoot"), str) else ""
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
+    plugin_root = metadata.get("pluginRoot")
+    if not isinstance(plugin_root, str):
+        plugin_root = ""
     problems: list[str] = []
     entries: list[MarketplaceEntry] = []
     raw_plugins = data.get("plugins")
@@ -250,10 +253,9 @@ def read_marketplace(root: Path) -> Marketplace:
             problems.append(f"plugins[{index}]: the name {item['name']!r} is listed twice; the first is kept")
             continue
         seen.add(item["name"])
-        text = lambda key: item.get(key) if isinstance(item.get(key), str) else None  # noqa: E731
         entries.append(MarketplaceEntry(
             name=item["name"], source=_plugin_source(item.get("source"), plugin_root),
-            description=text("description"), version=text("version"), category=text("category"),
+            description=_text(item, "description"), version=_text(item, "version"), category=_text(item, "category"),
             strict=item.get("strict") is not False, raw=item,
         ))
     owner = data.get("owner")
@@ -283,7 +285,9 @@ def read_installed_plugins(config_dir: Path, project: Path | None = None) -> tup
     data, problem = _json_file(config_dir / "plugins" / "installed_plugins.json")
     if not isinstance(data, dict):
         return {}, problem or (None if data is None else "installed_plugins.json is not a JSON object")
-    plugins = data.get("plugins") if isinstance(data.get("plugins"), dict) else data
+    plugins = data.get("plugins")
+    if not isinstance(plugins, dict):
+        plugins = data
     found: dict[str, dict[str, Any]] = {}
     for plugin_id, value in plugins.items():
         if not isinstance(plugin_id, str) or "@" not in plugin_id:
@@ -309,3 +313,9 @@ def read_known_marketplaces(config_dir: Path) -> tuple[dict[str, dict[str, Any]]
     if not isinstance(data, dict):
         return {}, problem
     return {name: entry for name, entry in data.items() if isinstance(entry, dict)}, problem
+
+
+def _text(item: dict[str, Any], key: str) -> str | None:
+    """A string field of a marketplace entry; None when absent or not a string."""
+    value = item.get(key)
+    return value if isinstance(value, str) else None

@@ -28,8 +28,9 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Literal
 
 from plugins import _schema as schema
 from plugins._collect import Report
@@ -39,7 +40,7 @@ from plugins.model import McpServer
 
 __all__ = ["TRANSPORTS", "server_entries", "parse_server"]
 
-TRANSPORTS = {
+TRANSPORTS: dict[str, Literal["stdio", "http", "sse"]] = {
     "stdio": "stdio",
     "local": "stdio",
     "http": "http",
@@ -94,6 +95,7 @@ def parse_server(
         report(Severity.INFO, at, "disabled; skipped")
         return None
     declared = values.get("type") or values.get("transport")
+    transport: Literal["stdio", "http", "sse"] | None
     if declared is not None:
         transport = TRANSPORTS.get(declared.lower())
         if transport is None:
@@ -140,4 +142,4 @@ def parse_server(
         report(Severity.PROBLEM, at + ("url",), f"url must start with http:// or https://, got {url!r}; skipped")
         return None
     headers = {key: expand(value) for key, value in values.get("headers", {}).items()}
-    return McpServer(transport=transport, url=url, headers=headers, **common)  # type: ignore[arg-type]
+    return McpServer(transport=transport, url=url, headers=headers, **common)

@@ -100,7 +100,7 @@ class HookEvent(str, Enum):
         return _EVENT_POINTS[self]
 
     @classmethod
-    def parse(cls, name: str) -> "HookEvent | None":
+    def parse(cls, name: str) -> HookEvent | None:
         """Canonical event for a PascalCase, camelCase, Copilot CLI or Cursor name; else None."""
         if name in _ALIASES:
             return _ALIASES[name]

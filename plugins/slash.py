@@ -17,10 +17,11 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Literal
 
-from plugins.model import Command, LoadedPlugin, Prompt, Skill, LoadedContainer
+from plugins.model import Command, LoadedContainer, LoadedPlugin, Prompt, Skill
 
 __all__ = ["SlashEntry", "SlashInvocation", "complete_slash", "parse_slash", "slash_entries"]
 

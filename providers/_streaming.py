@@ -45,7 +45,7 @@ async def _within(waiting: Awaitable[T], timeout: float | None, provider: str, w
         # asyncio.timeout, not wait_for: wait_for wraps each wait in a new task, once per chunk.
         async with asyncio.timeout(timeout):
             return await waiting
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         raise _stalled(timeout, provider, what) from None
 
 
@@ -53,6 +53,10 @@ class _StallWatch:
     """Cancels the task when one wait for an item lasts ``timeout`` s; re-armed only when it fires."""
 
     __slots__ = ("_loop", "_task", "_timeout", "_handle", "since", "expired")
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
 
     def __init__(self, timeout: float) -> None:
         self._loop = asyncio.get_running_loop()
@@ -112,7 +116,7 @@ async def sdk_events(
                     raw = await anext(items, _END)
                 except asyncio.CancelledError:
                     if watch.stalled():
-                        raise _stalled(stall_timeout, provider, "streaming") from None  # type: ignore[arg-type]
+                        raise _stalled(watch.timeout, provider, "streaming") from None
                     raise
                 watch.since = None
             if raw is _END:

@@ -28,7 +28,6 @@ from ._streaming import sdk_events
 from ._tls import ssl_context
 from ._transport_errors import is_transport_error, really_timed_out
 from .accumulator import StreamAccumulator
-from .stream import ModelStream
 from .errors import (
     AuthenticationError,
     ContextLengthError,
@@ -44,6 +43,7 @@ from .errors import (
 )
 from .events import Finish, FinishReason, StreamEvent, Usage, UsageReport
 from .messages import (
+    ApiName,
     AssistantMessage,
     ImageContent,
     Message,
@@ -56,6 +56,7 @@ from .messages import (
     UserContent,
     UserMessage,
 )
+from .stream import ModelStream
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 16000
@@ -77,7 +78,7 @@ class AnthropicProvider:
     the SDK's aiohttp-backed ``anthropic.DefaultAioHttpClient`` is used."""
 
     name = PROVIDER
-    api = "anthropic"
+    api: ApiName = "anthropic"
 
     def __init__(
         self,
@@ -248,7 +249,7 @@ class _Translator:
         text = self.acc.part_text(index)
         match block["type"]:
             case "text":
-                native = {"type": "text", "text": text}
+                native: dict[str, Any] = {"type": "text", "text": text}
                 if block.get("citations"):
                     native["citations"] = block["citations"]
             case "thinking":

@@ -30,7 +30,7 @@ from typing import Any
 
 from ._streaming import sdk_events
 from .events import StreamEvent
-from .messages import ModelRequest
+from .messages import ApiName, ModelRequest
 from .openai._errors import map_error
 from .openai.chat import build_messages
 from .openai.chat_stream import ChatStreamTranslator
@@ -110,7 +110,7 @@ class LiteLLMProvider:
     """Streams any LiteLLM model id, e.g. ``openai/gpt-4o`` or ``ollama/llama3``."""
 
     name = PROVIDER
-    api = "litellm"
+    api: ApiName = "litellm"
 
     def __init__(
         self,

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .accumulator import StreamAccumulator
-from .stream import ModelStream
 from .errors import ProviderError
 from .events import Finish, FinishReason, PartDelta, PartEnd, PartStart, StreamEvent, Usage, UsageReport
 from .messages import ModelRequest
+from .stream import ModelStream
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def reply(text_content: str, *, reasoning_text: str | None = None) -> Script:
     if reasoning_text is not None:
         steps += reasoning(reasoning_text, index=0)
     steps += text(text_content, index=1 if reasoning_text is not None else 0)
-    return Script(tuple(steps + finish("stop")))
+    return Script((*steps, *finish("stop")))
 
 
 def call_tools(*calls: tuple[str, Any], text_before: str | None = None) -> Script:
@@ -113,7 +113,7 @@ def call_tools(*calls: tuple[str, Any], text_before: str | None = None) -> Scrip
         steps += text(text_before, index=counter.take())
     for name, arguments in calls:
         steps += tool_call(name, arguments, index=counter.take())
-    return Script(tuple(steps + finish("tool_calls")))
+    return Script((*steps, *finish("tool_calls")))
 
 
 class ScriptExhaustedError(ProviderError):

@@ -65,8 +65,9 @@ CLEARING_FIELDS = (
 def _load_schema_module() -> Any:
     path = REPO_ROOT / "ahp" / "protocol" / "schema.py"
     spec = importlib.util.spec_from_file_location("_ahp_schema", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
     spec.loader.exec_module(module)
     return module
 
@@ -98,7 +99,7 @@ def _python_type(node: dict[str, Any], defs: dict[str, Any]) -> str:
         "null": "None",
         "array": "Sequence[Any]",
         "object": "Mapping[str, Any]",
-    }.get(kind, "Any")
+    }.get(str(kind), "Any")
 
 
 def _doc(description: str) -> str:
@@ -180,7 +181,8 @@ def render(target: str) -> str:
         "",
         "from __future__ import annotations",
         "",
-        "from typing import Any, Mapping, Sequence",
+        "from collections.abc import Mapping, Sequence",
+        "from typing import Any",
     ]
     names = []
     for action_type, definition_name, definition in sorted(actions, key=lambda item: (_builder_name(item[0], item[1]))):

@@ -48,6 +48,8 @@ def _load_schema_module() -> Any:
     # through the package, which imports pydantic) lets any Python 3.11 run this script.
     path = REPO_ROOT / "ahp" / "protocol" / "schema.py"
     spec = importlib.util.spec_from_file_location("_ahp_schema", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

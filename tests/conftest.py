@@ -15,8 +15,8 @@ import pytest
 
 from client import AhpClient
 from host.config import load_config
-from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
 from tests.wire import FrameValidator
 
 TOKEN = "test-token-0123456789"
@@ -33,7 +33,7 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
     return _real_connect(self, address)
 
 
-socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+socket.socket.connect = _loopback_only  # type: ignore[method-assign]  # the offline guard, for every test
 
 
 class FrameChecker:
@@ -67,7 +67,7 @@ def frame_checker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     if "client" in request.node.path.relative_to(Path(__file__).parent).parts[:2]:
         yield checker
         return
-    original = AhpClient.connect.__func__  # type: ignore[attr-defined]
+    original = AhpClient.connect.__func__  # type: ignore[attr-defined]  # the classmethod's function, to wrap
 
     async def connect(cls: type[AhpClient], url: str, **kwargs: Any) -> AhpClient:
         kwargs.setdefault("frame_hook", checker.hook)

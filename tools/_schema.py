@@ -55,7 +55,7 @@ def _check(schema: dict[str, Any], value: Any, where: str, problems: list[str]) 
     if expected is not None:
         choices = expected if isinstance(expected, list) else [expected]
         if not any(_type_matches(t, actual) for t in choices):
-            wanted = " or ".join(_TYPE_NAMES.get(t, t) for t in choices)
+            wanted = " or ".join(str(_TYPE_NAMES.get(t, t)) for t in choices)
             problems.append(f"{where} must be {wanted}, got {_TYPE_NAMES.get(actual, actual)}")
             return
     if "enum" in schema and value not in schema["enum"]:

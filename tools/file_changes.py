@@ -136,7 +136,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-async def reporting_changes(ctx: "ToolContext", run: Callable[[], Awaitable[dict]]) -> dict:
+async def reporting_changes(ctx: ToolContext, run: Callable[[], Awaitable[dict]]) -> dict:
     """``run()``'s result with a ``fileEdit`` item for every file it changed (see the docstring)."""
     snapshot = None
     if ctx.working_directory.is_dir():

@@ -56,12 +56,14 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from ._globs import glob_matches
+from .errors import PolicyRuleError
 from .shell.commands import RUNS_OTHER_COMMANDS
 from .shell.lines import CommandLine, analyse, loose_words
-from .errors import PolicyRuleError
 
 __all__ = [
     "Effect",
+    "PermissionMode",
+    "RuleSource",
     "Rule",
     "parse_rule",
     "PolicyState",
@@ -79,6 +81,10 @@ __all__ = [
 ]
 
 Effect = Literal["allow", "ask", "deny"]
+PermissionMode = Literal["default", "accept-edits", "plan", "full-auto"]
+"""A session's permission mode (see `decide`)."""
+RuleSource = Literal["configured", "project", "host", "session", "turn"]
+"""Where the rule that allowed a call was kept."""
 
 OPTION_ALLOW_ONCE = "allow-once"
 OPTION_ALLOW_SESSION = "allow-session"
@@ -151,7 +157,7 @@ class PolicyState:
     """Used to relate absolute paths to relative path patterns."""
     host_allow: tuple[Rule, ...] = ()
     """Persisted "always allow" rules that apply in every project (host-wide)."""
-    permission_mode: Literal["default", "accept-edits", "plan", "full-auto"] = "default"
+    permission_mode: PermissionMode = "default"
     """The session's permission mode (see `decide`)."""
     edit_roots: tuple[str, ...] = ()
     """Absolute folders besides the working directory whose files `accept-edits` edits without asking."""
@@ -192,7 +198,7 @@ class Decision:
     """Why: the matching rule or the default that applied (shown on deny)."""
     rule: Rule | None = None
     """The rule that decided, if one did."""
-    source: Literal["configured", "project", "host", "session", "turn"] | None = None
+    source: RuleSource | None = None
     """For an allow rule: a configured rule, one remembered for this project or host-wide,
     one remembered for this session, or one the turn's command pre-approved."""
 
@@ -310,7 +316,7 @@ def _allowing_rule(rules: Iterable[Rule], tool: PolicyTool, args: dict, line: Co
     return None
 
 
-_ALLOW_SOURCES = (
+_ALLOW_SOURCES: tuple[tuple[RuleSource, str, str], ...] = (
     ("configured", "configured rule", "rules"),
     ("project", "rule remembered for this project", "always_allow"),
     ("host", "host-wide remembered rule", "host_allow"),
@@ -336,10 +342,10 @@ def decide(tool: PolicyTool, args: dict, state: PolicyState) -> Decision:
         if rule.effect == "ask" and _matches_any_part(rule, tool, args, line, state):
             return Decision("ask", reason=f"The rule {rule} asks for confirmation.", rule=rule)
     for source, said, rules in _ALLOW_SOURCES:
-        rule = _allowing_rule(getattr(state, rules), tool, args, line, state)
-        if rule is not None:
+        allowing = _allowing_rule(getattr(state, rules), tool, args, line, state)
+        if allowing is not None:
             said = said.format(by=state.turn_granted_by)
-            return Decision("allow", "setting", f"Allowed by the {said} {rule}.", rule, source)
+            return Decision("allow", "setting", f"Allowed by the {said} {allowing}.", allowing, source)
     if state.permission_mode == "full-auto":
         return Decision("allow", "setting", "The session is in full-auto mode.")
     if state.auto_approve:

@@ -58,7 +58,8 @@ import secrets
 import signal
 import sys
 import time
-from typing import Callable, Collection, NamedTuple
+from collections.abc import Callable, Collection
+from typing import NamedTuple
 
 __all__ = [
     "FAMILY_VARIABLE", "ISSUER", "become_subreaper", "end", "end_families", "end_left_by", "is_subreaper", "left_by", "members",

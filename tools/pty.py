@@ -209,8 +209,13 @@ class PtyProcess:
         except (AttributeError, OSError):
             pidfd = None
         if pidfd is not None:
-            exited = self._loop.create_future()
-            self._loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+            exited: asyncio.Future[None] = self._loop.create_future()
+
+            def mark_exited() -> None:
+                if not exited.done():
+                    exited.set_result(None)
+
+            self._loop.add_reader(pidfd, mark_exited)
             try:
                 await exited
             finally:

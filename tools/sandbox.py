@@ -151,10 +151,10 @@ def resolve_path(
     scheme = _URI_SCHEME.match(path)
     if scheme and (path[scheme.end():].startswith("//") or scheme.group(1).lower() == "file"):
         path = _from_uri(path, roots)
-    elif _ENCODED_SEPARATOR.search(path):
+    elif encoded := _ENCODED_SEPARATOR.search(path):
         raise SandboxError(
             f"Path '{_shown(original)}' contains percent-encoded characters "
-            f"('{_ENCODED_SEPARATOR.search(path).group(0)}'); pass the plain path. "
+            f"('{encoded.group(0)}'); pass the plain path. "
             f"Allowed roots: {_roots_text(roots)}."
         )
     _refuse_malformed(path, original, roots)

@@ -140,14 +140,14 @@ def _claim_up(claim: Json) -> Json:
     return {**claim_dict, "chat": default_chat_uri(claim_dict["session"])}
 
 
-def _lifecycle_down(terminal: dict) -> dict:
+def _lifecycle_down(terminal: dict[str, Any]) -> dict[str, Any]:
     """``lifecycle`` → ``exitCode`` (rule 2)."""
     lifecycle = as_dict(terminal.get("lifecycle"))
     exit_code = lifecycle.get("exitCode") if lifecycle.get("status") == "exited" else None
     return assign(_without(terminal, "lifecycle"), exitCode=exit_code)
 
 
-def _lifecycle_up(terminal: dict) -> dict:
+def _lifecycle_up(terminal: dict[str, Any]) -> dict[str, Any]:
     if "lifecycle" in terminal:
         return terminal
     exit_code = terminal.get("exitCode")
@@ -167,7 +167,7 @@ def _terminal_up(terminal: Json) -> Json:
     return assign(_lifecycle_up(terminal), claim=_claim_up(terminal.get("claim")))
 
 
-def _error_part(error: Json) -> dict:
+def _error_part(error: Json) -> dict[str, Any]:
     return {"kind": "error", "error": error}
 
 
@@ -254,7 +254,7 @@ def _annotation_down(annotation: Json) -> Json:
     return assign(_without(annotation, "origin"), turnId=as_dict(annotation["origin"]).get("turnId"))
 
 
-def _origin(turn_id: Json, channel: str | None) -> dict:
+def _origin(turn_id: Json, channel: str | None) -> dict[str, Any]:
     session = session_of_annotations(channel) or ""
     return assign({"session": session}, turnId=turn_id)
 
@@ -265,7 +265,7 @@ def _annotation_up(annotation: Json, channel: str | None) -> Json:
     return {**_without(annotation, "turnId"), "origin": _origin(annotation.get("turnId"), channel)}
 
 
-def _mapped(state: dict, key: str, convert: Callable[[Json], Json], *, each: bool = False) -> dict:
+def _mapped(state: dict[str, Any], key: str, convert: Callable[[Json], Json], *, each: bool = False) -> dict[str, Any]:
     if key not in state:
         return state
     value = _each(state[key], convert) if each else convert(state[key])
@@ -275,7 +275,7 @@ def _mapped(state: dict, key: str, convert: Callable[[Json], Json], *, each: boo
 # ── States ──────────────────────────────────────────────────────────────────────────────────────
 
 
-def _session_down(state: dict) -> dict:
+def _session_down(state: dict[str, Any]) -> dict[str, Any]:
     down = _without(state, "origin")
     if down.get("lifecycle") == "failed":
         down = {**down, "lifecycle": "creationFailed"}
@@ -284,7 +284,7 @@ def _session_down(state: dict) -> dict:
     return _mapped(down, "chats", _chat_summary_down, each=True)
 
 
-def _session_up(state: dict, channel: str | None) -> dict:
+def _session_up(state: dict[str, Any], channel: str | None) -> dict[str, Any]:
     up = state
     if up.get("lifecycle") == "creationFailed":
         up = {**up, "lifecycle": "failed"}
@@ -292,32 +292,32 @@ def _session_up(state: dict, channel: str | None) -> dict:
     return _mapped(up, "activeClients", _client_up, each=True)
 
 
-def _chat_down(state: dict) -> dict:
+def _chat_down(state: dict[str, Any]) -> dict[str, Any]:
     down = _mapped(_without(state, *_CHAT_ONLY_0_9), "turns", _turn_down, each=True)
     return _mapped(down, "activeTurn", _parts_down)
 
 
-def _chat_up(state: dict, channel: str | None) -> dict:
+def _chat_up(state: dict[str, Any], channel: str | None) -> dict[str, Any]:
     return _mapped(state, "turns", _turn_up, each=True)
 
 
-def _changeset_down(state: dict) -> dict:
+def _changeset_down(state: dict[str, Any]) -> dict[str, Any]:
     return {**state, "status": "computing"} if state.get("status") == "recomputing" else state
 
 
-def _annotations_down(state: dict) -> dict:
+def _annotations_down(state: dict[str, Any]) -> dict[str, Any]:
     return _mapped(state, "annotations", _annotation_down, each=True)
 
 
-def _annotations_up(state: dict, channel: str | None) -> dict:
+def _annotations_up(state: dict[str, Any], channel: str | None) -> dict[str, Any]:
     return _mapped(state, "annotations", lambda annotation: _annotation_up(annotation, channel), each=True)
 
 
-def _same(state: dict, channel: str | None = None) -> dict:
+def _same(state: dict[str, Any], channel: str | None = None) -> dict[str, Any]:
     return state
 
 
-_STATE_DOWN: dict[str, Callable[[dict], dict]] = {
+_STATE_DOWN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "root": lambda state: _mapped(state, "terminals", _terminal_down, each=True),
     "session": _session_down,
     "chat": _chat_down,
@@ -327,7 +327,7 @@ _STATE_DOWN: dict[str, Callable[[dict], dict]] = {
     "annotations": _annotations_down,
 }
 
-_STATE_UP: dict[str, Callable[[dict, str | None], dict]] = {
+_STATE_UP: dict[str, Callable[[dict[str, Any], str | None], dict[str, Any]]] = {
     "root": lambda state, channel: _mapped(state, "terminals", _terminal_up, each=True),
     "session": _session_up,
     "chat": _chat_up,
@@ -357,58 +357,58 @@ def state_up(kind: str, state: Json, *, channel: str | None = None) -> Json:
 # ── Actions ─────────────────────────────────────────────────────────────────────────────────────
 
 
-def _error_down(action: dict) -> Json:
+def _error_down(action: dict[str, Any]) -> Json:
     error = as_dict(action.get("part")).get("error")
     return assign(_without(action, "part"), error=error)
 
 
-def _error_up(action: dict, channel: str | None) -> Json:
+def _error_up(action: dict[str, Any], channel: str | None) -> Json:
     error = payload(action, "error")
     return assign(_without(action, "error"), part=_error_part(error) if error is not None else None)
 
 
-def _toggled_down(action: dict) -> Json:
+def _toggled_down(action: dict[str, Any]) -> Json:
     return {**_without(action, "enablement"), "enabled": _enabled_of(action.get("enablement"))}
 
 
-def _toggled_up(action: dict, channel: str | None) -> Json:
+def _toggled_up(action: dict[str, Any], channel: str | None) -> Json:
     if "enabled" not in action:
         return action
     return {**_without(action, "enabled"), "enablement": [{"kind": "session", "enabled": action["enabled"]}]}
 
 
-def _annotation_updated_down(action: dict) -> Json:
+def _annotation_updated_down(action: dict[str, Any]) -> Json:
     if "origin" not in action:
         return action
     return assign(_without(action, "origin"), turnId=as_dict(action["origin"]).get("turnId"))
 
 
-def _annotation_updated_up(action: dict, channel: str | None) -> Json:
+def _annotation_updated_up(action: dict[str, Any], channel: str | None) -> Json:
     if "turnId" not in action:
         return action
     return {**_without(action, "turnId"), "origin": _origin(action.get("turnId"), channel)}
 
 
-def _status_down(action: dict) -> Json:
+def _status_down(action: dict[str, Any]) -> Json:
     return {**action, "status": "computing"} if action.get("status") == "recomputing" else action
 
 
-def _chat_updated_down(action: dict) -> Json:
+def _chat_updated_down(action: dict[str, Any]) -> Json:
     return _mapped(action, "changes", _chat_summary_down)
 
 
-def _mcp_state_down(action: dict) -> Json:
+def _mcp_state_down(action: dict[str, Any]) -> Json:
     server_state = action.get("state")
     if as_dict(server_state).get("kind") != "starting":
         return action
     return {**action, "state": _without(server_state, "blocking")}
 
 
-def _response_part_down(action: dict) -> Json:
+def _response_part_down(action: dict[str, Any]) -> Json:
     return None if _is_error_part(action.get("part")) else action
 
 
-_ACTION_DOWN: dict[str, Callable[[dict], Json]] = {
+_ACTION_DOWN: dict[str, Callable[[dict[str, Any]], Json]] = {
     "root/terminalsChanged": lambda action: _mapped(action, "terminals", _terminal_down, each=True),
     "session/chatAdded": lambda action: _mapped(action, "summary", _chat_summary_down),
     "session/chatUpdated": _chat_updated_down,
@@ -426,7 +426,7 @@ _ACTION_DOWN: dict[str, Callable[[dict], Json]] = {
     "annotations/updated": _annotation_updated_down,
 }
 
-_ACTION_UP: dict[str, Callable[[dict, str | None], Json]] = {
+_ACTION_UP: dict[str, Callable[[dict[str, Any], str | None], Json]] = {
     "root/terminalsChanged": lambda action, channel: _mapped(action, "terminals", _terminal_up, each=True),
     "session/customizationsChanged": lambda action, channel: _mapped(
         action, "customizations", _customization_up, each=True
@@ -501,7 +501,7 @@ _STAMPS_MODIFIED_AT = frozenset(
 )
 
 
-def _input_needed_status_0_7(before: dict, after: dict) -> dict:
+def _input_needed_status_0_7(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     requests = as_list(after.get("inputNeeded"))
     if requests:
         status = with_activity(before.get("status"), int(SessionStatus.InputNeeded))
@@ -510,7 +510,7 @@ def _input_needed_status_0_7(before: dict, after: dict) -> dict:
     return {**after, "status": status}
 
 
-def _behaviour_0_7(action_type: str, before: dict, after: dict, action: dict, now: int) -> dict:
+def _behaviour_0_7(action_type: str, before: dict[str, Any], after: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     if action_type in _STAMPS_MODIFIED_AT:
         return assign(after, modifiedAt=iso_timestamp(now))
     if action_type in ("session/inputNeededSet", "session/inputNeededRemoved"):

@@ -49,7 +49,9 @@ def model_for(expr: str) -> Any:
         classes.append(cls)
     if len(classes) == 1:
         return classes[0]
-    return TypeAdapter(Union[tuple(classes)])  # noqa: UP007 - runtime union of classes
+    # A union of classes found at run time: no static type describes it, hence Any.
+    union: Any = Union[tuple(classes)]  # noqa: UP007 - runtime union of classes
+    return TypeAdapter(union)
 
 
 @cache

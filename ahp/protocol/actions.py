@@ -128,7 +128,7 @@ def _spec(action_type: str, by_client: bool, new_in_0_2: bool) -> ActionSpec:
         raise ValueError(f"action {action_type!r} has no known channel kind")
     return ActionSpec(
         type=action_type,
-        channel_kind=kind,  # type: ignore[arg-type]  # checked against CHANNEL_KINDS above
+        channel_kind=kind,
         client_dispatchable=by_client,
         model_def=_model_def(action_type),
         introduced_in="0.2.0" if new_in_0_2 else "0.1.0",
@@ -143,7 +143,7 @@ CLIENT_DISPATCHABLE: frozenset[str] = frozenset(t for t, s in ACTIONS.items() if
 def channel_kind_of(action_type: str) -> ChannelKind | None:
     """The channel kind named by an action type's prefix, known type or not."""
     prefix = action_type.split("/", 1)[0] if isinstance(action_type, str) else ""
-    return prefix if prefix in CHANNEL_KINDS else None  # type: ignore[return-value]
+    return prefix if prefix in CHANNEL_KINDS else None
 
 
 def action_model(action_type: str) -> TypeAdapter[Any]:

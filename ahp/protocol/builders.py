@@ -6,7 +6,8 @@ Generated; see ``scripts/generate_action_builders.py`` for the naming and ``None
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def annotations_entry_removed(*, annotation_id: str, entry_id: str) -> dict[str, Any]:

@@ -44,7 +44,8 @@ _REF_PREFIX = "#/$defs/"
 def load_schema() -> dict[str, Any]:
     """The parsed schema document (cached; do not mutate)."""
     with SCHEMA_PATH.open(encoding="utf-8") as handle:
-        return json.load(handle)
+        schema: dict[str, Any] = json.load(handle)
+    return schema
 
 
 NULLABLE_REQUIRED_FIELDS: tuple[tuple[str, str], ...] = (
@@ -78,7 +79,8 @@ def wire_schema() -> dict[str, Any]:
 
 def definitions() -> dict[str, Any]:
     """The schema's ``$defs`` mapping (cached; do not mutate)."""
-    return load_schema()["$defs"]
+    defs: dict[str, Any] = load_schema()["$defs"]
+    return defs
 
 
 @cache

@@ -31,6 +31,7 @@ change (VERSIONS.md §3-§4, the 1.0.0 schema descriptions), checked by ``tests/
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state.annotations import ANNOTATIONS_ACTION_TYPES, reduce_annotations
 from ahp.state.automation import (
@@ -94,7 +95,7 @@ __all__ = [
     "session_status_from_chats",
 ]
 
-Reducer = Callable[[dict, dict, int], dict]
+Reducer = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 REDUCERS: dict[str, Reducer] = {
     "root": reduce_root,
@@ -123,7 +124,7 @@ ACTION_TYPES: dict[str, frozenset[str]] = {
 """Channel kind → the action types its reducer defines (the schema's names)."""
 
 
-def reduce(kind: str, state: dict, action: dict, now: int) -> dict:
+def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The state of a ``kind`` channel after ``action``; ``state`` itself for an unknown kind."""
     reducer = REDUCERS.get(kind) if isinstance(kind, str) else None
     return state if reducer is None else reducer(state, action, now)

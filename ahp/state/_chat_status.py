@@ -8,6 +8,8 @@ InProgress while a turn is active; else Idle. Flags (IsRead, IsArchived, unknown
 
 from __future__ import annotations
 
+from typing import Any
+
 from ahp.state._js import as_dict, as_list, truthy
 from ahp.state.status import SessionStatus, with_activity
 from ahp.state.tool_calls import BLOCKING_STATUSES
@@ -15,7 +17,7 @@ from ahp.state.tool_calls import BLOCKING_STATUSES
 __all__ = ["chat_status", "refresh_chat_status"]
 
 
-def _awaits_input(state: dict) -> bool:
+def _awaits_input(state: dict[str, Any]) -> bool:
     active = state.get("activeTurn")
     if not truthy(active):
         return False
@@ -29,7 +31,7 @@ def _awaits_input(state: dict) -> bool:
     return False
 
 
-def chat_status(state: dict, *, ended_in_error: bool = False) -> int:
+def chat_status(state: dict[str, Any], *, ended_in_error: bool = False) -> int:
     """The status ``state`` should carry: its flags plus the activity derived from its turn."""
     if ended_in_error:
         activity = SessionStatus.Error
@@ -42,7 +44,7 @@ def chat_status(state: dict, *, ended_in_error: bool = False) -> int:
     return with_activity(state.get("status"), int(activity))
 
 
-def refresh_chat_status(state: dict) -> dict:
+def refresh_chat_status(state: dict[str, Any]) -> dict[str, Any]:
     """``state`` with ``status`` recomputed; the same object when nothing changes."""
     status = chat_status(state)
     if status == state.get("status") and type(state.get("status")) is int:

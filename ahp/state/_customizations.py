@@ -42,14 +42,14 @@ __all__ = [
     "on_mcp_stop_requested",
 ]
 
-Update = Callable[[dict], dict]
+Update = Callable[[dict[str, Any]], dict[str, Any]]
 """``entry -> entry``: the updated entry, or the same object when nothing applies."""
 
 KEEPS_DECISIONS = frozenset({"plugin", "mcpServer"})
 """Customization types that store their explicit ``enablement`` decisions [0.8.0]."""
 
 
-def _update_entry(state: dict, entry_id: Any, update: Update, *, only_type: str | None = None) -> dict:
+def _update_entry(state: dict[str, Any], entry_id: Any, update: Update, *, only_type: str | None = None) -> dict[str, Any]:
     """Apply ``update`` to the entry ``entry_id`` (top level first, else children)."""
     entries = state.get("customizations")
     if not isinstance(entries, list):
@@ -91,11 +91,11 @@ def _update_entry(state: dict, entry_id: Any, update: Update, *, only_type: str 
     return {**state, "customizations": new_entries} if changed else state
 
 
-def on_customizations_changed(state: dict, action: dict, now: int) -> dict:
+def on_customizations_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, customizations=payload(action, "customizations"))
 
 
-def apply_enablement(entry: dict, enablement: list) -> dict:
+def apply_enablement(entry: dict[str, Any], enablement: list[Any]) -> dict[str, Any]:
     """``entry`` after a ``customizationToggled`` carrying ``enablement`` [0.8.0]."""
     if entry.get("type") in KEEPS_DECISIONS:
         return assign(entry, enablement=enablement or None)
@@ -103,14 +103,14 @@ def apply_enablement(entry: dict, enablement: list) -> dict:
     return {**entry, "enabled": True if enabled is None else enabled}
 
 
-def on_customization_toggled(state: dict, action: dict, now: int) -> dict:
+def on_customization_toggled(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     enablement = payload(action, "enablement")
     if not isinstance(enablement, list):
         return state
     return _update_entry(state, action.get("id"), lambda entry: apply_enablement(entry, enablement))
 
 
-def on_customization_updated(state: dict, action: dict, now: int) -> dict:
+def on_customization_updated(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     customization = payload(action, "customization")
     if not isinstance(customization, dict):
         return state
@@ -123,7 +123,7 @@ def on_customization_updated(state: dict, action: dict, now: int) -> dict:
     return {**state, "customizations": updated}
 
 
-def on_customization_removed(state: dict, action: dict, now: int) -> dict:
+def on_customization_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entries = state.get("customizations")
     if not truthy(entries) or not isinstance(entries, list):
         return state
@@ -134,8 +134,8 @@ def on_customization_removed(state: dict, action: dict, now: int) -> dict:
     changed = False
     updated = []
     for entry in entries:
-        children = as_dict(entry).get("children")
-        child_index = index_by(children, "id", target) if isinstance(children, list) else -1
+        children = as_list(as_dict(entry).get("children"))
+        child_index = index_by(children, "id", target)
         if child_index >= 0:
             entry = {**entry, "children": remove_at(children, child_index)}
             changed = True
@@ -143,7 +143,7 @@ def on_customization_removed(state: dict, action: dict, now: int) -> dict:
     return {**state, "customizations": updated} if changed else state
 
 
-def on_mcp_state_changed(state: dict, action: dict, now: int) -> dict:
+def on_mcp_state_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     new_state, channel = payload(action, "state"), payload(action, "channel")
     return _update_entry(
         state, action.get("id"), lambda entry: assign(entry, state=new_state, channel=channel), only_type="mcpServer"
@@ -154,20 +154,20 @@ def _requested(kind: str) -> Update:
     return lambda entry: assign({**entry, "state": {"kind": kind}}, channel=None)
 
 
-def on_mcp_start_requested(state: dict, action: dict, now: int) -> dict:
+def on_mcp_start_requested(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return _update_entry(state, action.get("id"), _requested("starting"), only_type="mcpServer")
 
 
-def on_mcp_stop_requested(state: dict, action: dict, now: int) -> dict:
+def on_mcp_stop_requested(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return _update_entry(state, action.get("id"), _requested("stopped"), only_type="mcpServer")
 
 
-def _backgrounded(entry: dict) -> dict:
+def _backgrounded(entry: dict[str, Any]) -> dict[str, Any]:
     server_state = as_dict(entry.get("state"))
     if server_state.get("kind") != "starting" or server_state.get("blocking") is not True:
         return entry
     return {**entry, "state": {**server_state, "blocking": False}}
 
 
-def on_mcp_background_requested(state: dict, action: dict, now: int) -> dict:
+def on_mcp_background_requested(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return _update_entry(state, action.get("id"), _backgrounded, only_type="mcpServer")

@@ -7,12 +7,15 @@ Invariant: ``dispatch`` never raises and never mutates. A non-dict state or acti
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["dispatch"]
 
+_State = TypeVar("_State")
 
-def dispatch(handlers: Mapping[str, Callable[..., dict]], state: Any, action: Any, *context: Any) -> Any:
+
+def dispatch(handlers: Mapping[str, Callable[..., dict[str, Any]]], state: _State, action: Any,
+             *context: Any) -> _State | dict[str, Any]:
     """Run the handler registered for ``action["type"]``; ``state`` itself when there is none."""
     if not isinstance(state, dict) or not isinstance(action, dict):
         return state

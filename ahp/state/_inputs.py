@@ -27,7 +27,7 @@ from ahp.state.status import SessionStatus, with_flag
 __all__ = ["on_input_answer_changed", "on_input_completed", "on_input_requested"]
 
 
-def _open_request(parts: list, request_id: Any) -> int:
+def _open_request(parts: list[Any], request_id: Any) -> int:
     for index, part in enumerate(parts):
         if (
             isinstance(part, dict)
@@ -39,12 +39,12 @@ def _open_request(parts: list, request_id: Any) -> int:
     return -1
 
 
-def _active(state: dict) -> dict | None:
+def _active(state: dict[str, Any]) -> dict[str, Any] | None:
     active = state.get("activeTurn")
     return active if truthy(active) and isinstance(active, dict) else None
 
 
-def on_input_requested(state: dict, action: dict, now: int) -> dict:
+def on_input_requested(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _active(state)
     request = payload(action, "request")
     if active is None or not isinstance(request, dict):
@@ -63,7 +63,7 @@ def on_input_requested(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def on_input_answer_changed(state: dict, action: dict, now: int) -> dict:
+def on_input_answer_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _active(state)
     question_id = action.get("questionId")
     if active is None or not isinstance(question_id, str):
@@ -85,7 +85,7 @@ def on_input_answer_changed(state: dict, action: dict, now: int) -> dict:
     return {**state, "activeTurn": {**active, "responseParts": updated}}
 
 
-def on_input_completed(state: dict, action: dict, now: int) -> dict:
+def on_input_completed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _active(state)
     if active is None:
         return state

@@ -54,17 +54,17 @@ def concat(left: Any, right: Any) -> str:
     return js_text(left) + js_text(right)
 
 
-def as_list(value: Any) -> list:
+def as_list(value: Any) -> list[Any]:
     """A list value, or an empty list when the field is absent or malformed."""
     return value if isinstance(value, list) else []
 
 
-def as_dict(value: Any) -> dict:
+def as_dict(value: Any) -> dict[str, Any]:
     """A dict value, or an empty dict when the field is absent or malformed."""
     return value if isinstance(value, dict) else {}
 
 
-def without_none(mapping: dict) -> dict:
+def without_none(mapping: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``mapping`` minus keys whose value is ``None`` (TS ``undefined`` vanishes)."""
     return {key: value for key, value in mapping.items() if value is not None}
 
@@ -88,12 +88,12 @@ def clean(value: Any) -> Any:
     return value
 
 
-def payload(action: dict, key: str) -> Any:
+def payload(action: dict[str, Any], key: str) -> Any:
     """An action field ready to be stored in state: ``None``-valued keys dropped at every depth."""
     return clean(action.get(key))
 
 
-def assign(mapping: dict, **changes: Any) -> dict:
+def assign(mapping: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """``{...mapping, ...changes}`` where a ``None`` change deletes the key instead of storing it.
 
     Values are stored as given: callers pass values taken from state (already shared) or from

@@ -11,7 +11,7 @@ from typing import Any
 __all__ = ["index_by", "remove_at", "upsert_by", "without_value"]
 
 
-def index_by(items: list, key: str, value: Any) -> int:
+def index_by(items: list[Any], key: str, value: Any) -> int:
     """The index of the first dict in ``items`` whose ``key`` equals ``value``; -1 when none does.
 
     ``value`` ``None`` matches an entry that lacks the key (JS: ``undefined === undefined``).
@@ -27,7 +27,7 @@ def _same_kind(left: Any, right: Any) -> bool:
     return isinstance(left, bool) == isinstance(right, bool)
 
 
-def upsert_by(items: list, key: str, entry: dict) -> list:
+def upsert_by(items: list[Any], key: str, entry: dict[str, Any]) -> list[Any]:
     """``items`` with ``entry`` replacing the first entry of the same ``key`` value, else appended."""
     index = index_by(items, key, entry.get(key))
     if index < 0:
@@ -37,12 +37,12 @@ def upsert_by(items: list, key: str, entry: dict) -> list:
     return updated
 
 
-def remove_at(items: list, index: int) -> list:
+def remove_at(items: list[Any], index: int) -> list[Any]:
     """``items`` without the entry at ``index``."""
     return items[:index] + items[index + 1 :]
 
 
-def without_value(items: list, value: Any) -> tuple[list, bool]:
+def without_value(items: list[Any], value: Any) -> tuple[list[Any], bool]:
     """``items`` without the first occurrence of ``value`` (a plain value such as a URI), and whether
     one was removed."""
     for index, item in enumerate(items):

@@ -43,14 +43,14 @@ __all__ = [
 ]
 
 
-def _matching_turn(state: dict, turn_id: Any) -> dict | None:
+def _matching_turn(state: dict[str, Any], turn_id: Any) -> dict[str, Any] | None:
     active = state.get("activeTurn")
     if not truthy(active) or not isinstance(active, dict):
         return None
     return active if active.get("id") == turn_id else None
 
 
-def _with_parts(state: dict, active: dict, parts: list) -> dict:
+def _with_parts(state: dict[str, Any], active: dict[str, Any], parts: list[Any]) -> dict[str, Any]:
     return {**state, "activeTurn": {**active, "responseParts": parts}}
 
 
@@ -59,7 +59,7 @@ def _timestamp(value: Any, now: int) -> Any:
     return value if isinstance(value, str) and value else iso_timestamp(now)
 
 
-def on_turn_started(state: dict, action: dict, now: int) -> dict:
+def on_turn_started(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = {
         "id": payload(action, "turnId"),
         "startedAt": payload(action, "startedAt"),
@@ -83,7 +83,7 @@ def on_turn_started(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def on_append_text(state: dict, action: dict, now: int) -> dict:
+def on_append_text(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """``chat/delta`` and ``chat/reasoning``: append to the first part with that id."""
     kind = "markdown" if action.get("type") == "chat/delta" else "reasoning"
     active = _matching_turn(state, action.get("turnId"))
@@ -105,7 +105,7 @@ def on_append_text(state: dict, action: dict, now: int) -> dict:
     return state
 
 
-def on_response_part(state: dict, action: dict, now: int) -> dict:
+def on_response_part(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     part = payload(action, "part")
     if active is None or not isinstance(part, dict) or part.get("kind") == "error":
@@ -113,14 +113,14 @@ def on_response_part(state: dict, action: dict, now: int) -> dict:
     return _with_parts(state, active, [*as_list(active.get("responseParts")), part])
 
 
-def on_usage(state: dict, action: dict, now: int) -> dict:
+def on_usage(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
     return {**state, "activeTurn": assign(active, usage=payload(action, "usage"))}
 
 
-def on_tool_call_start(state: dict, action: dict, now: int) -> dict:
+def on_tool_call_start(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
@@ -128,7 +128,7 @@ def on_tool_call_start(state: dict, action: dict, now: int) -> dict:
     return _with_parts(state, active, [*as_list(active.get("responseParts")), part])
 
 
-def _apply_to_tool_calls(state: dict, action: dict) -> dict:
+def _apply_to_tool_calls(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
@@ -150,7 +150,7 @@ def _apply_to_tool_calls(state: dict, action: dict) -> dict:
     return _with_parts(state, active, new_parts) if changed else state
 
 
-def on_tool_call(state: dict, action: dict, now: int) -> dict:
+def on_tool_call(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """Every tool-call action except start, routed through the transition table."""
     nxt = _apply_to_tool_calls(state, action)
     if action.get("type") in tool_calls.RECOMPUTES_STATUS:
@@ -168,12 +168,12 @@ def _duration(value: Any) -> int | float | None:
     return max(0, value)
 
 
-def end_turn(state: dict, action: dict, now: int) -> dict:
+def end_turn(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """``turnComplete``, ``turnCancelled`` and ``error``: finalise the matching active turn."""
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
-    turn_state = _END_STATES.get(action.get("type"), "error")
+    turn_state = _END_STATES.get(action["type"], "error")  # dispatch ran this handler for a str type
 
     parts = []
     for part in as_list(active.get("responseParts")):
@@ -213,7 +213,7 @@ def _resumable(turn: Any) -> bool:
     return last.get("kind") == "error" and last.get("resumable") is True
 
 
-def on_turn_resume(state: dict, action: dict, now: int) -> dict:
+def on_turn_resume(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     if truthy(state.get("activeTurn")):
         return state
     turns = as_list(state.get("turns"))
@@ -237,11 +237,11 @@ def on_turn_resume(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def on_truncated(state: dict, action: dict, now: int) -> dict:
+def on_truncated(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     turns = as_list(state.get("turns"))
     turn_id = action.get("turnId")
     if turn_id is None:
-        kept: list = []
+        kept: list[Any] = []
     else:
         for index, turn in enumerate(turns):
             if as_dict(turn).get("id") == turn_id:

@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state._dispatch import dispatch
 from ahp.state._js import as_list, payload
@@ -26,20 +27,20 @@ from ahp.state._lists import index_by, remove_at, upsert_by
 
 __all__ = ["ANNOTATIONS_ACTION_TYPES", "reduce_annotations"]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 UPDATABLE = ("origin", "resource", "range", "resolved")
 """The annotation fields ``annotations/updated`` may write."""
 
 
-def _set(state: dict, action: dict, now: int) -> dict:
+def _set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     annotation = payload(action, "annotation")
     if not isinstance(annotation, dict):
         return state
     return {**state, "annotations": upsert_by(as_list(state.get("annotations")), "id", annotation)}
 
 
-def _with_annotation(state: dict, annotation_id: object, update: Callable[[dict], dict]) -> dict:
+def _with_annotation(state: dict[str, Any], annotation_id: object, update: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
     annotations = as_list(state.get("annotations"))
     index = index_by(annotations, "id", annotation_id)
     if index < 0:
@@ -53,14 +54,14 @@ def _with_annotation(state: dict, annotation_id: object, update: Callable[[dict]
     return {**state, "annotations": new_annotations}
 
 
-def _updated(state: dict, action: dict, now: int) -> dict:
+def _updated(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     changes = {field: payload(action, field) for field in UPDATABLE if payload(action, field) is not None}
     return _with_annotation(
         state, action.get("annotationId"), lambda annotation: {**annotation, **changes} if changes else annotation
     )
 
 
-def _removed(state: dict, action: dict, now: int) -> dict:
+def _removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     annotations = as_list(state.get("annotations"))
     index = index_by(annotations, "id", action.get("annotationId"))
     if index < 0:
@@ -68,7 +69,7 @@ def _removed(state: dict, action: dict, now: int) -> dict:
     return {**state, "annotations": remove_at(annotations, index)}
 
 
-def _entry_set(state: dict, action: dict, now: int) -> dict:
+def _entry_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entry = payload(action, "entry")
     if not isinstance(entry, dict):
         return state
@@ -79,8 +80,8 @@ def _entry_set(state: dict, action: dict, now: int) -> dict:
     )
 
 
-def _entry_removed(state: dict, action: dict, now: int) -> dict:
-    def remove(annotation: dict) -> dict:
+def _entry_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
+    def remove(annotation: dict[str, Any]) -> dict[str, Any]:
         entries = as_list(annotation.get("entries"))
         index = index_by(entries, "id", action.get("entryId"))
         return annotation if index < 0 else {**annotation, "entries": remove_at(entries, index)}
@@ -100,6 +101,6 @@ ANNOTATIONS_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the annotations reducer understands."""
 
 
-def reduce_annotations(state: dict, action: dict, now: int) -> dict:
+def reduce_annotations(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The annotations state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action, now)

@@ -29,7 +29,8 @@ cuts back into the envelopes it stands for. ``tests/ahp/state/test_appends.py`` 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "AppendingState", "TextRun", "expand", "extended", "joined", "run_key"]
 
@@ -150,9 +151,10 @@ class AppendingState:
     """``key_of(action)``: the action's run key, ``None`` when it is reduced on its own."""
 
     def __init__(self, kind: str, state: dict[str, Any],
-                 reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
+                 reduce: Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]] | None = None) -> None:
         if reduce is None:
-            from ahp.state import reduce  # the package imports this module lazily
+            from ahp.state import reduce as reduce_any  # the package imports this module lazily
+            reduce = reduce_any
         self.kind = kind
         self._reduce = reduce
         self._state = state

@@ -20,6 +20,7 @@ Invariants: unknown or malformed actions return ``state`` itself; inputs are nev
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state._dispatch import dispatch
 from ahp.state._js import as_list, assign, payload
@@ -32,21 +33,21 @@ __all__ = [
     "reduce_automation_run",
 ]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
-def _unchanged(state: dict, action: dict, now: int) -> dict:
+def _unchanged(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return state
 
 
-def _set(state: dict, action: dict, now: int) -> dict:
+def _set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entry = payload(action, "automation")
     if not isinstance(entry, dict):
         return state
     return {**state, "entries": upsert_by(as_list(state.get("entries")), "resource", entry)}
 
 
-def _removed(state: dict, action: dict, now: int) -> dict:
+def _removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entries = as_list(state.get("entries"))
     index = index_by(entries, "resource", action.get("resource"))
     if index < 0:
@@ -62,14 +63,14 @@ _AUTOMATION: dict[str, Handler] = {
 }
 
 
-def _lifecycle_changed(state: dict, action: dict, now: int) -> dict:
+def _lifecycle_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     lifecycle = payload(action, "lifecycle")
     if not isinstance(lifecycle, dict):
         return state
     return {**state, "lifecycle": lifecycle}
 
 
-def _session_set(state: dict, action: dict, now: int) -> dict:
+def _session_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     session = action.get("session")
     sessions = as_list(state.get("sessions"))
     if not isinstance(session, str) or session in sessions:
@@ -77,7 +78,7 @@ def _session_set(state: dict, action: dict, now: int) -> dict:
     return {**state, "sessions": [*sessions, session]}
 
 
-def _session_removed(state: dict, action: dict, now: int) -> dict:
+def _session_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     session = action.get("session")
     sessions, removed = without_value(as_list(state.get("sessions")), session)
     if not removed:
@@ -88,7 +89,7 @@ def _session_removed(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def _primary_session_changed(state: dict, action: dict, now: int) -> dict:
+def _primary_session_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, primarySession=payload(action, "primarySession"))
 
 
@@ -107,11 +108,11 @@ AUTOMATION_RUN_ACTION_TYPES = frozenset(_AUTOMATION_RUN)
 """Every action type of an automation-run channel."""
 
 
-def reduce_automation(state: dict, action: dict, now: int) -> dict:
+def reduce_automation(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The automation catalogue after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_AUTOMATION, state, action, now)
 
 
-def reduce_automation_run(state: dict, action: dict, now: int) -> dict:
+def reduce_automation_run(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The automation run after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_AUTOMATION_RUN, state, action, now)

@@ -22,29 +22,30 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, as_list, assign, payload
+from ahp.state._js import as_list, assign, payload
 from ahp.state._lists import index_by, remove_at, upsert_by
 
 __all__ = ["CHANGESET_ACTION_TYPES", "reduce_changeset"]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
-def _status_changed(state: dict, action: dict, now: int) -> dict:
+def _status_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     status = payload(action, "status")
     return assign(state, status=status, error=payload(action, "error") if status == "error" else None)
 
 
-def _file_set(state: dict, action: dict, now: int) -> dict:
+def _file_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     file = payload(action, "file")
     if not isinstance(file, dict):
         return state
     return {**state, "files": upsert_by(as_list(state.get("files")), "id", file)}
 
 
-def _file_removed(state: dict, action: dict, now: int) -> dict:
+def _file_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     files = as_list(state.get("files"))
     index = index_by(files, "id", action.get("fileId"))
     if index < 0:
@@ -52,7 +53,7 @@ def _file_removed(state: dict, action: dict, now: int) -> dict:
     return {**state, "files": remove_at(files, index)}
 
 
-def _files_review_changed(state: dict, action: dict, now: int) -> dict:
+def _files_review_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     targets = action.get("files")
     if not isinstance(targets, list):
         return state
@@ -68,7 +69,7 @@ def _files_review_changed(state: dict, action: dict, now: int) -> dict:
     return {**state, "files": files} if changed else state
 
 
-def _content_changed(state: dict, action: dict, now: int) -> dict:
+def _content_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     files = payload(action, "files")
     if not isinstance(files, list):
         return state
@@ -79,11 +80,11 @@ def _content_changed(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def _operations_changed(state: dict, action: dict, now: int) -> dict:
+def _operations_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, operations=payload(action, "operations"))
 
 
-def _operation_status_changed(state: dict, action: dict, now: int) -> dict:
+def _operation_status_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     operations = as_list(state.get("operations"))
     index = index_by(operations, "id", action.get("operationId"))
     if index < 0:
@@ -96,7 +97,7 @@ def _operation_status_changed(state: dict, action: dict, now: int) -> dict:
     return {**state, "operations": updated}
 
 
-def _cleared(state: dict, action: dict, now: int) -> dict:
+def _cleared(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return {**state, "files": []}
 
 
@@ -115,6 +116,6 @@ CHANGESET_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the changeset reducer understands."""
 
 
-def reduce_changeset(state: dict, action: dict, now: int) -> dict:
+def reduce_changeset(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The changeset state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action, now)

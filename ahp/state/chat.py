@@ -23,6 +23,7 @@ unknown or malformed action returns ``state`` itself and nothing raises; no ``No
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state import _inputs, _pending, _turns
 from ahp.state._dispatch import dispatch
@@ -32,30 +33,30 @@ from ahp.state.status import SessionStatus, with_flag
 
 __all__ = ["CHAT_ACTION_TYPES", "reduce_chat"]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
 def _set(field: str, source: str | None = None) -> Handler:
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         return assign(state, **{field: payload(action, source or field)})
 
     return handler
 
 
 def _flag(flag: SessionStatus, field: str) -> Handler:
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         return {**state, "status": with_flag(state.get("status"), flag, truthy(action.get(field)))}
 
     return handler
 
 
-def _changesets_changed(state: dict, action: dict, now: int) -> dict:
+def _changesets_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     changesets = payload(action, "changesets")
     # An empty catalogue is still a catalogue (JS truthiness); absent or null removes the key.
     return assign(state, changesets=changesets if truthy(changesets) else None)
 
 
-def _working_directory_set(state: dict, action: dict, now: int) -> dict:
+def _working_directory_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     directory = action.get("directory")
     if not isinstance(directory, str):
         return state
@@ -65,19 +66,19 @@ def _working_directory_set(state: dict, action: dict, now: int) -> dict:
     return {**state, "workingDirectories": [*directories, directory]}
 
 
-def _working_directory_removed(state: dict, action: dict, now: int) -> dict:
+def _working_directory_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     directories, removed = without_value(as_list(state.get("workingDirectories")), action.get("directory"))
     return {**state, "workingDirectories": directories} if removed else state
 
 
-def _background_work_set(state: dict, action: dict, now: int) -> dict:
+def _background_work_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     work = payload(action, "work")
     if not isinstance(work, dict):
         return state
     return {**state, "backgroundWork": upsert_by(as_list(state.get("backgroundWork")), "id", work)}
 
 
-def _background_work_removed(state: dict, action: dict, now: int) -> dict:
+def _background_work_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entries = as_list(state.get("backgroundWork"))
     index = index_by(entries, "id", action.get("id"))
     if index < 0:
@@ -85,7 +86,7 @@ def _background_work_removed(state: dict, action: dict, now: int) -> dict:
     return assign(state, backgroundWork=remove_at(entries, index) or None)
 
 
-def _turns_loaded(state: dict, action: dict, now: int) -> dict:
+def _turns_loaded(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     loaded = payload(action, "turns")
     if not isinstance(loaded, list):
         return state
@@ -138,6 +139,6 @@ CHAT_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the chat reducer understands (the schema's names)."""
 
 
-def reduce_chat(state: dict, action: dict, now: int) -> dict:
+def reduce_chat(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The chat state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action, now)

@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = ["add_milliseconds", "iso_timestamp", "parse_timestamp"]
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 def iso_timestamp(epoch_ms: Any) -> str | None:
@@ -47,7 +47,7 @@ def parse_timestamp(text: Any) -> int | None:
     except ValueError:
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_dt.timezone.utc)
+        moment = moment.replace(tzinfo=_dt.UTC)
     delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 

@@ -7,12 +7,14 @@ known or not, returns ``state`` itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["RESOURCE_WATCH_ACTION_TYPES", "reduce_resource_watch"]
 
 RESOURCE_WATCH_ACTION_TYPES = frozenset({"resourceWatch/changed"})
 """Every action type the resource-watch channel defines."""
 
 
-def reduce_resource_watch(state: dict, action: dict, now: int) -> dict:
+def reduce_resource_watch(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """``state`` unchanged: changes are events for subscribers, not state."""
     return state

@@ -14,23 +14,24 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state._dispatch import dispatch
 from ahp.state._js import as_dict, assign, payload, truthy
 
 __all__ = ["ROOT_ACTION_TYPES", "reduce_root"]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
 def _replace(field: str) -> Handler:
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         return assign(state, **{field: payload(action, field)})
 
     return handler
 
 
-def _config_changed(state: dict, action: dict, now: int) -> dict:
+def _config_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     config = state.get("config")
     if not truthy(config):
         return state
@@ -51,6 +52,6 @@ ROOT_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the root reducer understands."""
 
 
-def reduce_root(state: dict, action: dict, now: int) -> dict:
+def reduce_root(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The root state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action, now)

@@ -34,6 +34,7 @@ The chat-derived part of the session's status is :func:`ahp.state.status.session
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state import _customizations
 from ahp.state._dispatch import dispatch
@@ -43,39 +44,39 @@ from ahp.state.status import SessionStatus, input_needed_status, with_flag
 
 __all__ = ["SESSION_ACTION_TYPES", "reduce_session"]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
-def _ready(state: dict, action: dict, now: int) -> dict:
+def _ready(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return {**state, "lifecycle": "ready"}
 
 
-def _creation_failed(state: dict, action: dict, now: int) -> dict:
+def _creation_failed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, lifecycle="failed", creationError=payload(action, "error"))
 
 
 def _set(field: str, source: str | None = None) -> Handler:
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         return assign(state, **{field: payload(action, source or field)})
 
     return handler
 
 
 def _flag(flag: SessionStatus, field: str) -> Handler:
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         return {**state, "status": with_flag(state.get("status"), flag, truthy(action.get(field)))}
 
     return handler
 
 
-def _chat_added(state: dict, action: dict, now: int) -> dict:
+def _chat_added(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     summary = payload(action, "summary")
     if not isinstance(summary, dict):
         return state
     return {**state, "chats": upsert_by(as_list(state.get("chats")), "resource", summary)}
 
 
-def _chat_removed(state: dict, action: dict, now: int) -> dict:
+def _chat_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     chats = as_list(state.get("chats"))
     chat = action.get("chat")
     index = index_by(chats, "resource", chat)
@@ -87,7 +88,7 @@ def _chat_removed(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def _chat_updated(state: dict, action: dict, now: int) -> dict:
+def _chat_updated(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     chats = as_list(state.get("chats"))
     index = index_by(chats, "resource", action.get("chat"))
     if index < 0:
@@ -99,7 +100,7 @@ def _chat_updated(state: dict, action: dict, now: int) -> dict:
     return {**state, "chats": updated}
 
 
-def _chats_reordered(state: dict, action: dict, now: int) -> dict:
+def _chats_reordered(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     order = action.get("chats")
     chats = as_list(state.get("chats"))
     if not isinstance(order, list) or len(order) != len(chats):
@@ -122,13 +123,13 @@ def _chats_reordered(state: dict, action: dict, now: int) -> dict:
     return {**state, "chats": reordered}
 
 
-def _changesets_changed(state: dict, action: dict, now: int) -> dict:
+def _changesets_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     changesets = payload(action, "changesets")
     # An empty catalogue is still a catalogue (JS truthiness); absent or null removes the key.
     return assign(state, changesets=changesets if truthy(changesets) else None)
 
 
-def _config_changed(state: dict, action: dict, now: int) -> dict:
+def _config_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     config = state.get("config")
     if not truthy(config):
         return state
@@ -138,14 +139,14 @@ def _config_changed(state: dict, action: dict, now: int) -> dict:
     return {**state, "config": {**config, "values": values}}
 
 
-def _active_client_set(state: dict, action: dict, now: int) -> dict:
+def _active_client_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     client = payload(action, "activeClient")
     if not isinstance(client, dict):
         return state
     return {**state, "activeClients": upsert_by(as_list(state.get("activeClients")), "clientId", client)}
 
 
-def _active_client_removed(state: dict, action: dict, now: int) -> dict:
+def _active_client_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     clients = as_list(state.get("activeClients"))
     index = index_by(clients, "clientId", action.get("clientId"))
     if index < 0:
@@ -153,7 +154,7 @@ def _active_client_removed(state: dict, action: dict, now: int) -> dict:
     return {**state, "activeClients": remove_at(clients, index)}
 
 
-def _working_directory_set(state: dict, action: dict, now: int) -> dict:
+def _working_directory_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     directory = action.get("directory")
     if not isinstance(directory, str):
         return state
@@ -163,12 +164,12 @@ def _working_directory_set(state: dict, action: dict, now: int) -> dict:
     return {**state, "workingDirectories": [*directories, directory]}
 
 
-def _working_directory_removed(state: dict, action: dict, now: int) -> dict:
+def _working_directory_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     directories, removed = without_value(as_list(state.get("workingDirectories")), action.get("directory"))
     return {**state, "workingDirectories": directories} if removed else state
 
 
-def _working_directory_replaced(state: dict, action: dict, now: int) -> dict:
+def _working_directory_replaced(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     directories = as_list(state.get("workingDirectories"))
     target, replacement = action.get("directory"), action.get("replacement")
     if not isinstance(target, str) or not isinstance(replacement, str) or target not in directories:
@@ -187,7 +188,7 @@ def _working_directory_replaced(state: dict, action: dict, now: int) -> dict:
     return {**state, "workingDirectories": replaced}
 
 
-def _input_needed_set(state: dict, action: dict, now: int) -> dict:
+def _input_needed_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     request = payload(action, "request")
     if not isinstance(request, dict):
         return state
@@ -195,7 +196,7 @@ def _input_needed_set(state: dict, action: dict, now: int) -> dict:
     return {**state, "inputNeeded": requests, "status": input_needed_status(state.get("status"), requests)}
 
 
-def _input_needed_removed(state: dict, action: dict, now: int) -> dict:
+def _input_needed_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     requests = as_list(state.get("inputNeeded"))
     index = index_by(requests, "id", action.get("id"))
     if index < 0:
@@ -241,6 +242,6 @@ SESSION_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the session reducer understands (the schema's names)."""
 
 
-def reduce_session(state: dict, action: dict, now: int) -> dict:
+def reduce_session(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The session state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action, now)

@@ -127,7 +127,7 @@ def session_status_from_chats(
     return with_activity(status, activity)
 
 
-def _modified_key(chat: dict) -> int:
+def _modified_key(chat: dict[str, Any]) -> int:
     stamp = parse_timestamp(chat.get("modifiedAt"))
     return stamp if stamp is not None else -(1 << 62)
 
@@ -148,7 +148,7 @@ def refresh_session_status(session: Any) -> Any:
     return {**session, "status": status}
 
 
-def input_needed_status(status: Any, requests: list) -> int:
+def input_needed_status(status: Any, requests: list[Any]) -> int:
     """The session reducer's ``inputNeeded`` rule: any user-blocking entry makes the activity
     InputNeeded; otherwise only bit 4 is cleared, so a blocked turn falls back to InProgress and an
     idle session stays idle."""

@@ -23,16 +23,17 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.state._dispatch import dispatch
 from ahp.state._js import as_list, assign, concat, payload, truthy
 
 __all__ = ["TERMINAL_ACTION_TYPES", "reduce_terminal"]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
-def _data(state: dict, action: dict, now: int) -> dict:
+def _data(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     content = list(as_list(state.get("content")))
     tail = content[-1] if content else None
     data = action.get("data")
@@ -45,30 +46,30 @@ def _data(state: dict, action: dict, now: int) -> dict:
     return {**state, "content": content}
 
 
-def _input(state: dict, action: dict, now: int) -> dict:
+def _input(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return state
 
 
 def _set(*fields: str) -> Handler:
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         return assign(state, **{field: payload(action, field) for field in fields})
 
     return handler
 
 
-def _exited(state: dict, action: dict, now: int) -> dict:
+def _exited(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return {**state, "lifecycle": assign({"status": "exited"}, exitCode=payload(action, "exitCode"))}
 
 
-def _cleared(state: dict, action: dict, now: int) -> dict:
+def _cleared(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return {**state, "content": []}
 
 
-def _detection_available(state: dict, action: dict, now: int) -> dict:
+def _detection_available(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return {**state, "supportsCommandDetection": True}
 
 
-def _command_executed(state: dict, action: dict, now: int) -> dict:
+def _command_executed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     part = assign(
         {"type": "command", "output": "", "isComplete": False},
         commandId=payload(action, "commandId"),
@@ -78,7 +79,7 @@ def _command_executed(state: dict, action: dict, now: int) -> dict:
     return {**state, "content": [*as_list(state.get("content")), part], "supportsCommandDetection": True}
 
 
-def _command_finished(state: dict, action: dict, now: int) -> dict:
+def _command_finished(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     command_id = action.get("commandId")
     content = []
     for part in as_list(state.get("content")):
@@ -108,6 +109,6 @@ TERMINAL_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the terminal reducer understands."""
 
 
-def reduce_terminal(state: dict, action: dict, now: int) -> dict:
+def reduce_terminal(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The terminal state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action, now)

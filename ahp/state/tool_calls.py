@@ -56,7 +56,7 @@ __all__ = [
     "transition",
 ]
 
-Transition = Callable[[dict, dict], dict]
+Transition = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 """``(tool_call, action) -> tool_call``: the new call, or the same object for a no-op."""
 
 FINISHED_STATUSES = frozenset({"completed", "cancelled"})
@@ -66,7 +66,7 @@ BLOCKING_STATUSES = frozenset({"pending-confirmation", "pending-result-confirmat
 """Statuses that wait on something outside the turn: they make the chat's activity InputNeeded."""
 
 
-def _base(tool_call: dict, action: dict | None = None) -> dict:
+def _base(tool_call: dict[str, Any], action: dict[str, Any] | None = None) -> dict[str, Any]:
     """The fields every status carries; an action's ``_meta`` wins over the call's."""
     meta = payload(action, "_meta") if action is not None else None
     return {
@@ -102,7 +102,7 @@ def _refined_contributor(current: Any, proposed: Any) -> Any:
     return proposed
 
 
-def new_tool_call(action: dict) -> dict:
+def new_tool_call(action: dict[str, Any]) -> dict[str, Any]:
     """The ``streaming`` call ``chat/toolCallStart`` creates."""
     return without_none(
         {
@@ -117,7 +117,7 @@ def new_tool_call(action: dict) -> dict:
     )
 
 
-def _delta(tool_call: dict, action: dict) -> dict:
+def _delta(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     message = payload(action, "invocationMessage")
     meta = payload(action, "_meta")
     prior = tool_call.get("partialInput")
@@ -141,7 +141,7 @@ def _first(*values: Any) -> Any:
     return None
 
 
-def _ready(tool_call: dict, action: dict) -> dict:
+def _ready(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     status = tool_call.get("status")
     base = _base(tool_call, action)
     base["contributor"] = _refined_contributor(tool_call.get("contributor"), payload(action, "contributor"))
@@ -174,7 +174,7 @@ def _ready(tool_call: dict, action: dict) -> dict:
     return without_none(ready)
 
 
-def _confirmed(tool_call: dict, action: dict) -> dict:
+def _confirmed(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     selected = _selected_option(tool_call.get("options"), action.get("selectedOptionId"))
     common = {**_base(tool_call, action), "invocationMessage": tool_call.get("invocationMessage")}
     if truthy(action.get("approved")):
@@ -200,7 +200,7 @@ def _confirmed(tool_call: dict, action: dict) -> dict:
     return without_none(result)
 
 
-def _complete(tool_call: dict, action: dict) -> dict:
+def _complete(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     status = tool_call.get("status")
     paused = status == "auth-required"
     if paused and truthy(as_dict(action.get("result")).get("success")):
@@ -220,10 +220,11 @@ def _complete(tool_call: dict, action: dict) -> dict:
         result["content"] = tool_call["content"]
     # Spread last so the result's own keys (even `status`) win; a null key erases the field.
     result.update(as_dict(action.get("result")))
-    return clean(without_none(result))
+    cleaned: dict[str, Any] = clean(without_none(result))  # clean keeps a dict a dict
+    return cleaned
 
 
-def _result_confirmed(tool_call: dict, action: dict) -> dict:
+def _result_confirmed(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     common = {
         **_base(tool_call, action),
         "invocationMessage": tool_call.get("invocationMessage"),
@@ -241,7 +242,7 @@ def _result_confirmed(tool_call: dict, action: dict) -> dict:
     return without_none(result)
 
 
-def _content_changed(tool_call: dict, action: dict) -> dict:
+def _content_changed(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     meta = payload(action, "_meta")
     return without_none(
         {
@@ -252,7 +253,7 @@ def _content_changed(tool_call: dict, action: dict) -> dict:
     )
 
 
-def _carry_running_fields(tool_call: dict, target: dict) -> dict:
+def _carry_running_fields(tool_call: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
     if truthy(tool_call.get("selectedOption")):
         target["selectedOption"] = tool_call["selectedOption"]
     if truthy(tool_call.get("content")):
@@ -260,7 +261,7 @@ def _carry_running_fields(tool_call: dict, target: dict) -> dict:
     return target
 
 
-def _auth_required(tool_call: dict, action: dict) -> dict:
+def _auth_required(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     if as_dict(tool_call.get("contributor")).get("kind") != "mcp":
         return tool_call  # only an MCP server's tool can pause on that server's authentication
     paused = {
@@ -275,7 +276,7 @@ def _auth_required(tool_call: dict, action: dict) -> dict:
     return without_none(paused)
 
 
-def _auth_resolved(tool_call: dict, action: dict) -> dict:
+def _auth_resolved(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     resumed = {
         "status": "running",
         **_base(tool_call, action),
@@ -303,7 +304,7 @@ RECOMPUTES_STATUS = frozenset(TRANSITIONS) - {"chat/toolCallDelta", "chat/toolCa
 blocking status)."""
 
 
-def transition(tool_call: dict, action: dict) -> dict:
+def transition(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     """Apply ``action`` to ``tool_call``; the same object back when the table has no such edge."""
     action_type = action.get("type")
     row = TRANSITIONS.get(action_type) if isinstance(action_type, str) else None
@@ -316,7 +317,7 @@ def transition(tool_call: dict, action: dict) -> dict:
     return apply(tool_call, action)
 
 
-def force_cancel(tool_call: dict) -> dict:
+def force_cancel(tool_call: dict[str, Any]) -> dict[str, Any]:
     """The call as a turn end leaves it: unfinished calls become ``cancelled`` / ``skipped``."""
     status = tool_call.get("status")
     if isinstance(status, str) and status in FINISHED_STATUSES:

@@ -28,7 +28,7 @@ import shutil
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from host.errors import AgentHostError, RpcCallError
 
@@ -89,7 +89,7 @@ class ClientResources:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
 
-    async def _copy_tree(self, client_id: str, uri: str, target: Path, depth: int, budget: "_Budget") -> None:
+    async def _copy_tree(self, client_id: str, uri: str, target: Path, depth: int, budget: _Budget) -> None:
         if depth > MAX_DEPTH:
             raise ClientResourceError(f"{uri} is nested more than {MAX_DEPTH} levels deep")
         listing = await self.call(client_id, "resourceList", {"uri": uri})
@@ -133,7 +133,7 @@ class _Budget:
             raise ClientResourceError(f"the tree under {uri} is larger than {MAX_BYTES // (1024 * 1024)} MB")
 
 
-def _plain_name(name: Any) -> bool:
+def _plain_name(name: Any) -> TypeGuard[str]:
     return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
             and "\x00" not in name and len(name) <= 255)
 

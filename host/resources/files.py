@@ -33,13 +33,21 @@ import binascii
 import mimetypes
 import os
 import shutil
-from datetime import datetime, timezone
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from host.errors import ErrorCode, RpcError
-from regular_files import FILE_IO_TIMEOUT, FileIOTimeout, NotARegularFile, check_regular, kind_of, off_loop, read_regular
+from regular_files import (
+    FILE_IO_TIMEOUT,
+    FileIOTimeout,
+    NotARegularFile,
+    check_regular,
+    kind_of,
+    off_loop,
+    read_regular,
+)
 from tools.errors import SandboxError
 from tools.sandbox import resolve_path
 
@@ -370,7 +378,7 @@ def _remove(path: Path) -> None:
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _uri_path(uri: Any) -> str:

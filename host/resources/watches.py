@@ -54,8 +54,8 @@ from watchfiles._rust_notify import RustNotify
 
 from ahp.protocol import builders
 from host.errors import ErrorCode, RpcError
-from host.state.store import Store
 from host.resources.files import ResourceService
+from host.state.store import Store
 
 if TYPE_CHECKING:  # imported on first watch: a host that never watches does not load it at start
     import pathspec
@@ -203,6 +203,8 @@ class ResourceWatches:
 
     def _pump(self, watch: _Watch) -> None:
         """Runs on the watch's own thread until the watch is released."""
+        loop = self._loop
+        assert loop is not None  # set before the first watch's thread starts
         try:
             while not watch.stop.is_set():
                 raw = watch.notifier.watch(_DEBOUNCE_MS, _STEP_MS, 0, watch.stop)
@@ -213,7 +215,7 @@ class ResourceWatches:
                 changes = _batch(watch, raw)
                 if changes:
                     try:
-                        self._loop.call_soon_threadsafe(self._deliver, watch.channel, changes)
+                        loop.call_soon_threadsafe(self._deliver, watch.channel, changes)
                     except RuntimeError:  # the event loop is gone: the host has stopped
                         break
         except Exception:  # the notifier failing must not kill the host; the watch just goes quiet

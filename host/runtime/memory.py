@@ -38,9 +38,8 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable
 
 __all__ = ["GC_THRESHOLDS", "import_ahead", "import_out_of_sight", "settle", "starting"]
 

@@ -61,8 +61,8 @@ from ahp.state import ACTIVITY_MASK, SessionStatus, parse_subagent_chat_uri, ses
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
 from host.runtime.catalogue import CatalogueItem, catalogue, closest
-from host.state.store import Store
 from host.runtime.turns import now_iso, turn_duration, turn_started, user_message
+from host.state.store import Store
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
 from tools.errors import ToolFailure
@@ -245,7 +245,7 @@ class SubagentContributor(Contributor):
             while True:
                 # Wakes when the turn ends, or when the sub-agent starts or stops waiting for a
                 # person (a confirmation or a question in its chat), which the call then says.
-                state = await _until(self.store, chat, lambda s: ended(s) or _needs_input(s) != asking, None)
+                state = await _until(self.store, chat, lambda s: ended(s) or _needs_input(s) != asking, None)  # noqa: B023  (awaited here)
                 if ended(state) or chat not in self.store:
                     break
                 asking = _needs_input(state)
@@ -315,7 +315,7 @@ def adopt_child_sessions(
         for entry in list(session_state.get("chats") or ()):
             parent_chat = entry.get("resource") if isinstance(entry, dict) else None
             chat_state = _whole(store, parent_chat) if isinstance(parent_chat, str) else None
-            if chat_state is None:
+            if chat_state is None or not isinstance(parent_chat, str):
                 continue
             renamed: dict[str, str] = {}
             for _turn_id, tool_call_id, resource in child_sessions_named(chat_state):
@@ -323,7 +323,7 @@ def adopt_child_sessions(
                 child_state = store.state(child) if child is not None and store.kind(child) == "session" else None
                 child_chat = (child_state or {}).get("defaultChat")
                 old = store.state(child_chat) if isinstance(child_chat, str) else None
-                if child == session or child is None or old is None:
+                if child == session or child is None or old is None or not isinstance(child_chat, str):
                     continue
                 chat = subagent_chat_uri(session, tool_call_id)
                 n = 1

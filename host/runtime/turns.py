@@ -29,7 +29,8 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri

@@ -66,10 +66,11 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ahp.jsonrpc import encode
 from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
@@ -398,11 +399,12 @@ class Journal:
                 if isinstance(item, _Run):
                     self._insert_plain(plain, sizes)
                     size = item.insert(self._db)
-                    sizes.append((item.row_id, True, size))  # type: ignore[arg-type]
+                    sizes.append((item.row_id, True, size))  # type: ignore[arg-type]  # insert() just set row_id
                 else:
                     plain.append(item)
             self._insert_plain(plain, sizes)
-            appended = [(run.row_id, run.append(self._db)) for run in self._to_append]
+            # A run appended to had its head row written at an earlier commit, so its row_id is set.
+            appended: list[tuple[int, int]] = [(run.row_id, run.append(self._db)) for run in self._to_append]  # type: ignore[misc]
             self._db.execute("COMMIT")
         except sqlite3.Error as error:
             if self._db.in_transaction:
@@ -416,9 +418,9 @@ class Journal:
         for row_id, is_action, size in sizes:
             self._sizes[row_id] = (is_action, size)
         for row_id, size in appended:
-            known = self._sizes.get(row_id)  # type: ignore[arg-type]
+            known = self._sizes.get(row_id)
             if known is not None:
-                self._sizes[row_id] = (True, known[1] + size)  # type: ignore[index]
+                self._sizes[row_id] = (True, known[1] + size)
         self._pending.clear()
         self._to_append.clear()
 
@@ -514,8 +516,9 @@ class Journal:
             part = self._db.execute("INSERT INTO channel_state_parts(channel, body) VALUES (?, ?)", (channel, text)).lastrowid
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
-        self._part_sizes[part] = len(text)  # type: ignore[index]
-        return part  # type: ignore[return-value]
+        assert part is not None  # sqlite sets lastrowid for every INSERT
+        self._part_sizes[part] = len(text)
+        return part
 
     def write_snapshot(self, upto: int, seq: int, manifests: dict[str, tuple[str, list[int]]], removed: Iterable[str]) -> None:
         """Record the store as of entry ``upto`` in one small transaction: each channel of
@@ -601,7 +604,7 @@ class Journal:
         after = 0
         while rows := self._db.execute("SELECT rowid, manifest FROM channel_states WHERE rowid > ? ORDER BY rowid LIMIT ?",
                                        (after, _SCAN_ROWS)).fetchall():
-            for after, manifest in rows:
+            for after, manifest in rows:  # noqa: B007  (the last rowid pages the next query)
                 live.update(json.loads(manifest))
             yield
         unused: list[int] = []

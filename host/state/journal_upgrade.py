@@ -60,7 +60,9 @@ def upgrade_journal(journal: Journal) -> bool:
     old, seq = _old_store(journal)
     providers: dict[str, str] = {}
     for _uri, (kind, state) in old.items():
-        summary = state.get("summary") if kind == "session" and isinstance(state.get("summary"), dict) else {}
+        summary = state.get("summary") if kind == "session" else None
+        if not isinstance(summary, dict):
+            summary = {}
         ident, provider = session_id(summary.get("resource")), summary.get("provider")
         if ident is not None and isinstance(provider, str):
             providers[ident] = provider
@@ -73,7 +75,9 @@ def upgrade_journal(journal: Journal) -> bool:
             except ValueError as error:
                 logger.warning("journal upgrade: %s left out: %s", uri, error)
                 continue
-            meta = session.state.get("_meta") if isinstance(session.state.get("_meta"), dict) else {}
+            meta = session.state.get("_meta")
+            if not isinstance(meta, dict):
+                meta = {}
             lifted[session.uri] = ("session", {**session.state, "_meta": {**meta, "createdAt": session.created_at}})
             for chat_uri, chat in session.chats.items():
                 lifted[chat_uri] = ("chat", chat)

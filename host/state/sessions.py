@@ -129,7 +129,7 @@ def chat_summary(chat: dict[str, Any]) -> dict[str, Any]:
     return summary_of_chat(chat["resource"], chat)
 
 
-def forked_turns(source: dict[str, Any], turn_id: str) -> list[dict[str, Any]] | None:
+def forked_turns(source: dict[str, Any], turn_id: str | None) -> list[dict[str, Any]] | None:
     """The chat's completed turns up to and including ``turn_id``; None if it has no such turn."""
     turns = source.get("turns") or []
     for index, turn in enumerate(turns):

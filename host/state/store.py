@@ -73,16 +73,23 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Protocol
 
-from ahp.jsonrpc import encode
+from ahp.jsonrpc import action_frame, encode
+from ahp.protocol import builders
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
 from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, AppendingState, expand
-from ahp.jsonrpc import action_frame
-from ahp.protocol import builders
-from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan, encode_plans
+from host.state.journal import (
+    WAL_CHECKPOINT_BYTES,
+    WAL_LIMIT_BYTES,
+    Journal,
+    SnapshotPieces,
+    SnapshotPlan,
+    encode_plans,
+)
 from host.state.turn_pages import split_turns, turn_of, turns_cursor
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
@@ -144,7 +151,7 @@ class Change:
 
     before: dict[str, Any] | None
     after: dict[str, Any] | None
-    store: "Store"
+    store: Store
 
 
 class Translator(Protocol):
@@ -159,7 +166,7 @@ class Translator(Protocol):
 
     def envelope(self, kind: str, envelope: dict[str, Any], change: Change) -> Any: ...
 
-    def notification(self, kind: str, method: str, params: dict[str, Any], store: "Store") -> dict[str, Any] | None: ...
+    def notification(self, kind: str, method: str, params: dict[str, Any], store: Store) -> dict[str, Any] | None: ...
 
 
 def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
@@ -335,7 +342,8 @@ class Store:
         # keeps those rows rather than writing the turns again.
         if self._journal is not None:
             written_turns, written_ids = self._journal.turn_rows(chat)
-            self._journal.note_turn_rows(chat, [*turns, *written_turns], [ids for _, ids in page] + written_ids)
+            loaded_ids: list[list[int] | None] = [ids for _, ids in page]
+            self._journal.note_turn_rows(chat, [*turns, *written_turns], [*loaded_ids, *written_ids])
         return envelope
 
     def _read_older(self, chat: str, entries: list[tuple[Any, list[int]]]) -> list[dict[str, Any]]:
@@ -383,7 +391,7 @@ class Store:
         shows a resume as a truncation at that turn)."""
         action_type = action.get("type")
         if action_type == "chat/turnResume":
-            if len((self._channels[channel].shape.get("turns") or ())) < 2:
+            if len(self._channels[channel].shape.get("turns") or ()) < 2:
                 self.load_older(channel, len(self._older[channel]) - 1)
             return
         if action_type != "chat/truncated":
@@ -471,11 +479,13 @@ class Store:
         after = entry.state if observers or wants_states else None
         if translated:
             self._send_translated(entry, envelope, frame, Change(before, after, self))
-        for observer in observers:
-            try:
-                observer(channel, before, after, envelope)
-            except Exception:
-                logger.exception("store observer failed on %s", action.get("type"))
+        if observers:
+            assert before is not None and after is not None  # both read above whenever there are observers
+            for observer in observers:
+                try:
+                    observer(channel, before, after, envelope)
+                except Exception:
+                    logger.exception("store observer failed on %s", action.get("type"))
         if streamed:
             for token_observer in tuple(self.token_observers):
                 try:
@@ -542,8 +552,9 @@ class Store:
         if entry is None or not (entry.subscribers or entry.translated):
             return
         frame = encode({"jsonrpc": "2.0", "method": method, "params": params}) if entry.subscribers else None
-        for subscriber in tuple(entry.subscribers):
-            subscriber.send(frame)  # type: ignore[arg-type]
+        if frame is not None:
+            for subscriber in tuple(entry.subscribers):
+                subscriber.send(frame)
         for translator, group in tuple(entry.translated.items()):
             try:
                 shown = translator.notification(entry.kind, method, params, self)
@@ -634,7 +645,9 @@ class Store:
             for uri, saved in snapshot.channels.items():
                 if "parts" in saved:  # a chat: which rows hold each turn, to page them out again
                     state, groups = split_turns(saved["parts"])
-                    turns = state.get("turns") if isinstance(state.get("turns"), list) else []
+                    turns = state.get("turns")
+                    if not isinstance(turns, list):
+                        turns = []
                     self._journal.note_turn_rows(uri, turns, groups)
                 else:
                     state = saved["state"]

@@ -225,7 +225,7 @@ def shown_value(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def config_changed(own_checks: Mapping[str, Callable[[Any], "str | None"]] = {}) -> Rule:
+def config_changed(own_checks: Mapping[str, Callable[[Any], str | None]] = {}) -> Rule:
     """A session config change: known, session-mutable properties with values of their schema.
     ``own_checks`` replace the schema check for the properties they name (they return the whole
     sentence for the client, or None)."""

@@ -31,17 +31,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ahp.dialects.negotiation import MalformedVersion, Negotiated, negotiate, unsupported_error_data, unsupported_message
-from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
-from host.errors import ErrorCode, ProtocolViolation, RpcError
-from host.transport.outbound import OutboundBudget
-from host.transport.rpc import RpcEndpoint
-from host.service import AgentHost
-from host.transport.validation import check_client_action
+from ahp.dialects.negotiation import (
+    MalformedVersion,
+    Negotiated,
+    negotiate,
+    unsupported_error_data,
+    unsupported_message,
+)
 from ahp.state import parse_chat_uri
 from ahp.state.channels import session_of_default_chat
+from host.errors import ErrorCode, ProtocolViolation, RpcError
+from host.service import AgentHost
+from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
+from host.transport.outbound import OutboundBudget
+from host.transport.rpc import RpcEndpoint
+from host.transport.validation import check_client_action
 
 __all__ = ["ClientConnection"]
 
@@ -339,7 +346,8 @@ class ClientConnection:
         store = self.host.store
         assert self.dialect is not None
         internal = self.dialect.internal_uri(self.host, channel) if isinstance(channel, str) else None
-        if not isinstance(internal, str) or internal not in store or not self.dialect.sees_kind(store.kind(internal)):
+        if (not isinstance(channel, str) or not isinstance(internal, str) or internal not in store
+                or not self.dialect.sees_kind(store.kind(internal))):
             return  # PROTOCOL.md §3: an unknown channel is dropped without an echo
         if not isinstance(client_seq, int) or isinstance(client_seq, bool):
             logger.info("dropped dispatchAction without an integer clientSeq from %s", self.client_id)

@@ -28,7 +28,8 @@ UNSENT_EXTENSION = "agent-host.unsent"
 class AbortableHttpProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.scope["extensions"] = {ABORT_EXTENSION: self._abort, UNSENT_EXTENSION: self._unsent}  # type: ignore[typeddict-unknown-key]
+        # ASGI types an extension's value as a dict; these hand the app two callables.
+        self.scope["extensions"] = {ABORT_EXTENSION: self._abort, UNSENT_EXTENSION: self._unsent}  # type: ignore[dict-item]
 
     def _unsent(self) -> int:
         return self.transport.get_write_buffer_size() if self.transport is not None else 0

@@ -22,7 +22,8 @@ import asyncio
 import logging
 import math
 import time
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from ahp import jsonrpc
 from ahp.jsonrpc import encode
@@ -104,12 +105,12 @@ class RpcEndpoint:
         if self._gate is not None:
             refusal = self._gate(incoming.method, is_request)
             if refusal is not None:
-                if is_request:
+                if isinstance(incoming, jsonrpc.Request):
                     self._reply_error(incoming.id, refusal.code, refusal.message, refusal.data)
                 else:
                     logger.info("dropped notification %r: %s", incoming.method, refusal.message)
                 return
-        if is_request:
+        if isinstance(incoming, jsonrpc.Request):
             handler = self._requests.get(incoming.method)
             if handler is None:
                 if incoming.method in self._notifications:

@@ -35,8 +35,9 @@ import asyncio
 import hmac
 import logging
 import socket
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -44,13 +45,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from host.transport.agui import AGUI_PATH
+from ahp.dialects.negotiation import SERVED_VERSIONS
 from host.runtime import memory
+from host.service import AgentHost
+from host.transport.agui import AGUI_PATH
 from host.transport.connection import ClientConnection
 from host.transport.outbound import OutboundBudget
 from host.transport.ws_protocol import FRAMES_EXTENSION
-from ahp.dialects.negotiation import SERVED_VERSIONS
-from host.service import AgentHost
 
 __all__ = ["build_app", "serve", "RunningHost", "start_host"]
 
@@ -302,7 +303,6 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
         access_log=False,
     )
     server = uvicorn.Server(uv_config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():

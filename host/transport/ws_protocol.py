@@ -31,7 +31,8 @@ end (as does every test that runs a host).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
@@ -67,7 +68,8 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     _write_armed = False
 
     async def run_asgi(self) -> None:
-        self.scope["extensions"][FRAMES_EXTENSION] = self  # type: ignore[index]
+        # ASGI types an extension's value as a dict; this one hands the app the protocol object.
+        self.scope["extensions"][FRAMES_EXTENSION] = self  # type: ignore[assignment]
         await super().run_asgi()
 
     def queue_text(self, text: str) -> int:

@@ -15,8 +15,8 @@ from .._events import TypedEventStream
 from .._sse import RawEventStream
 from .._streaming import sdk_events
 from ..events import StreamEvent
-from ..stream import ModelStream
 from ..messages import (
+    ApiName,
     AssistantMessage,
     ImageContent,
     ModelRequest,
@@ -25,9 +25,10 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
+from ..stream import ModelStream
+from ._client import OpenAIClientOwner, open_raw_stream
 from ._errors import map_error
 from .chat_stream import ChatStreamTranslator
-from ._client import OpenAIClientOwner, open_raw_stream
 
 PROVIDER = "openai"
 
@@ -36,7 +37,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
     """Streams ``client.chat.completions.create(stream=True)``; set ``base_url`` for compatible servers."""
 
     name = PROVIDER
-    api = "openai-chat"
+    api: ApiName = "openai-chat"
 
     def __init__(
         self,

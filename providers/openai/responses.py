@@ -21,9 +21,9 @@ from typing import Any
 
 from .._streaming import sdk_events
 from ..accumulator import StreamAccumulator
-from ..stream import ModelStream
-from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
+from ..events import Finish, FinishReason, PartKind, StreamEvent, Usage, UsageReport
 from ..messages import (
+    ApiName,
     AssistantMessage,
     ImageContent,
     ModelRequest,
@@ -35,18 +35,19 @@ from ..messages import (
     UserContent,
     UserMessage,
 )
+from ..stream import ModelStream
 from ._client import OpenAIClientOwner, open_raw_stream
 from ._errors import error_from_payload, map_error
 
 PROVIDER = "openai"
-_PART_ITEMS = {"reasoning": "reasoning", "message": "text", "function_call": "tool_call"}
+_PART_ITEMS: dict[str, PartKind] = {"reasoning": "reasoning", "message": "text", "function_call": "tool_call"}
 
 
 class OpenAIResponsesProvider(OpenAIClientOwner):
     """Streams OpenAI models through ``client.responses.create(stream=True)``."""
 
     name = PROVIDER
-    api = "openai-responses"
+    api: ApiName = "openai-responses"
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         return build_params(request)
@@ -84,7 +85,7 @@ class _Translator:
     def __init__(self) -> None:
         self.acc = StreamAccumulator(api="openai-responses", provider=PROVIDER)
         self.finished = False
-        self._ignored: set[str] = set()
+        self._ignored: set[str | None] = set()
         self._saw_function_call = False
 
     def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
@@ -111,7 +112,7 @@ class _Translator:
         return []
 
     def _item_added(self, item: dict[str, Any]) -> list[StreamEvent]:
-        part_kind = _PART_ITEMS.get(item.get("type"))  # type: ignore[arg-type]
+        part_kind = _PART_ITEMS.get(item.get("type") or "")
         if part_kind is None:
             self._ignored.add(item.get("id"))  # hosted tools (web search ...) are not neutral parts yet
             return []

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ahp.dialects.v0_2.uris import v02_session_uri
 from host.transport.server import RunningHost

@@ -53,7 +53,7 @@ class ChatProcess:
         asyncio.get_running_loop().add_reader(fd, self._on_readable)
 
     @classmethod
-    def spawn(cls, args: list[str], *, cwd: Path, env: dict[str, str] | None = None, command: tuple[str, ...] = ("chat",)) -> "ChatProcess":
+    def spawn(cls, args: list[str], *, cwd: Path, env: dict[str, str] | None = None, command: tuple[str, ...] = ("chat",)) -> ChatProcess:
         """``agent-host chat ARGS`` (``command=()``: ``agent-host ARGS``, the one-command mode)."""
         argv = [sys.executable, "-m", "cli.main", *command, *args]
         environment = env or chat_env()

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from host.runtime.agents.base import TurnContext, TurnFailed
 from host.state.store import Store

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from host.runtime.agents import OfflineAgent
-from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
-from tests.conftest import TOKEN, host_config
+from host.transport.server import RunningHost, start_host
 from tests.chat._pty import ChatProcess
 from tests.chat._scenario import ScenarioAgent
+from tests.conftest import TOKEN, host_config
 
 
 @pytest.fixture

@@ -8,22 +8,21 @@ through the usual confirmation, diff first."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from host.runtime.agents import OfflineAgent
+from chat._commands import INIT_PROMPT
 from host.config import load_config
-from host.transport.server import RunningHost, start_host
+from host.runtime.agents import OfflineAgent
 from host.service import AgentHost
-from tests.chat._scenario import ScenarioAgent
-from tests.conftest import TOKEN
+from host.transport.server import RunningHost, start_host
+from tests.chat._fakehost import host_toml, spawn_agent_host
 from tests.chat._hostwait import chats, until_host
 from tests.chat._pty import ChatProcess
-from chat._commands import INIT_PROMPT
-from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.chat._scenario import ScenarioAgent
+from tests.conftest import TOKEN
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse
 
 Spawn = Callable[..., ChatProcess]

@@ -12,9 +12,9 @@ from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
-from tests.conftest import TOKEN
 from tests.chat._hostwait import chats, sessions, until_host
 from tests.chat._pty import chat_env
+from tests.conftest import TOKEN
 
 
 async def run_p(

@@ -4,8 +4,8 @@ root config against a real host in a real pty; and the view itself."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ahp.workspace_trust import WAITING
 from chat._plugin_command import render_plugin_view

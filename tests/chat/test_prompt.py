@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
-
-from pathlib import Path
 
 from chat._prompt import PromptTerminal
 from chat._terminal import Line

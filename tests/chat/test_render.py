@@ -183,8 +183,10 @@ def test_a_call_a_remembered_choice_allowed_says_so_on_its_line() -> None:
 def test_a_running_sub_agent_says_where_to_watch_it_and_its_answer_follows() -> None:
     view = TurnView(PLAIN)
     block = {"type": "subagent", "resource": "ahp-session:/s1/subagent/call_0", "title": "Sub-agent: Look around"}
-    task = lambda status, **fields: {"kind": "toolCall", "toolCall": {"toolCallId": "c1", "toolName": "task", "displayName": "Run Sub-agent",
-                                                                       "status": status, "invocationMessage": "Start sub-agent: Look around", **fields}}
+
+    def task(status: str, **fields: object) -> dict:
+        return {"kind": "toolCall", "toolCall": {"toolCallId": "c1", "toolName": "task", "displayName": "Run Sub-agent",
+                                                 "status": status, "invocationMessage": "Start sub-agent: Look around", **fields}}
     running = view.update(turn(task("running", confirmed="not-needed", content=[block])))
     assert running == ("▶ Run Sub-agent Start sub-agent: Look around\n"
                        "    Sub-agent: Look around is working: /resume ahp-session:/s1/subagent/call_0 to watch it\n")

@@ -9,13 +9,14 @@ import json
 from pathlib import Path
 
 from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.chat._pty import ChatProcess
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
 ANSWER = "# Cart\n\nThe **total** is summed in `cart.py`.\n\n- taxes last\n- rounding per line\n"
 AUTO = "[tools]\nauto_approve = true\n"
 
 
-async def _run(chat, *steps: tuple[str, str]) -> None:  # type: ignore[no-untyped-def]
+async def _run(chat: ChatProcess, *steps: tuple[str, str]) -> None:
     try:
         await chat.expect("/help for commands", timeout=30)
         for message, answer in steps:

@@ -5,7 +5,6 @@ over crafted states (including states that lack the fields a view reads)."""
 from __future__ import annotations
 
 import asyncio
-
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,10 +14,10 @@ import pytest
 
 from chat.render import Style
 from chat.views import render_context, render_cost, render_mcp, render_plugins, render_tools, render_trust
-from host.runtime.agents import OfflineAgent
 from host.config import load_config
-from host.transport.server import RunningHost, start_host
+from host.runtime.agents import OfflineAgent
 from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
 from tests.chat._hostwait import sessions, until_host
 from tests.chat._pty import ChatProcess
 from tests.chat._scenario import ScenarioAgent

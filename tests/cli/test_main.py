@@ -71,7 +71,7 @@ def test_serve_prints_one_line_with_the_url_and_token(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
     )
     try:
-        line = process.stdout.readline()  # type: ignore[union-attr]
+        line = process.stdout.readline()  # type: ignore[union-attr]  # started with stdout=PIPE
         assert line.startswith("agent-host listening on ws://127.0.0.1:")
         assert line.rstrip().endswith("/?token=secret-1")
         port = int(line.split(":")[2].split("/")[0])

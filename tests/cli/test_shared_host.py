@@ -88,7 +88,7 @@ async def _chat(args: list[str], cwd: Path, env: dict[str, str]) -> AsyncIterato
 
 
 def _sent_directory(request: object) -> str:
-    return json.dumps(request.json())  # type: ignore[attr-defined]
+    return json.dumps(request.json())  # type: ignore[attr-defined]  # the fake server's request
 
 
 async def test_two_chats_in_two_projects_at_once_both_answer(tmp_path: Path) -> None:
@@ -197,7 +197,7 @@ async def test_a_host_running_with_another_config_is_named_not_silently_used(tmp
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     one = _config(tmp_path, "http://127.0.0.1:9/v1", "one.toml")
     two = _config(tmp_path, "http://127.0.0.1:9/v1", "two.toml")
-    async with _chat(["--config", str(one), "--agent", "offline"], project, env) as chat:
+    async with _chat(["--config", str(one), "--agent", "offline"], project, env):
         refused = await _run(["--config", str(two), "-p", "hi", "--agent", "offline"], project, env)
         assert refused.returncode == 2
         assert f"runs with {one}, not {two}" in refused.stderr
@@ -209,7 +209,7 @@ async def test_an_address_file_others_can_read_is_refused_not_used(tmp_path: Pat
     (project,) = _projects(tmp_path, "project")
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     data = _data(tmp_path)
-    async with _chat(["--agent", "offline"], project, env) as chat:
+    async with _chat(["--agent", "offline"], project, env):
         os.chmod(data / "host.json", 0o644)
         refused = await _run(["-p", "hi", "--agent", "offline"], project, env)
         assert refused.returncode == 2
@@ -338,7 +338,7 @@ async def test_a_script_with_other_api_keys_than_the_running_host_is_told_so(tmp
     (project,) = _projects(tmp_path, "project")
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     env.pop("OPENAI_API_KEY", None)
-    async with _chat(["--agent", "offline"], project, env) as chat:
+    async with _chat(["--agent", "offline"], project, env):
         refused = await _run(["-p", "hi", "--agent", "offline"], project, {**env, "OPENAI_API_KEY": "sk-other"})
         assert refused.returncode == 2
         assert "runs with no config file but other API key variables in its environment than this shell has" in refused.stderr

@@ -32,7 +32,7 @@ class RpcError(Exception):
 class FakeConn:
     """The host's side of one client connection."""
 
-    def __init__(self, host: "FakeHost", ws: ServerConnection) -> None:
+    def __init__(self, host: FakeHost, ws: ServerConnection) -> None:
         self.host = host
         self.ws = ws
         self.messages: list[dict] = []
@@ -84,7 +84,7 @@ class FakeHost:
         self._server = None
         self.url = ""
 
-    async def __aenter__(self) -> "FakeHost":
+    async def __aenter__(self) -> FakeHost:
         self._server = await serve(self._serve, "127.0.0.1", 0)
         port = self._server.sockets[0].getsockname()[1]
         self.url = f"ws://127.0.0.1:{port}/ahp"

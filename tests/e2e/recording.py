@@ -97,7 +97,7 @@ class Wire:
 
     def title_of(self, session: str) -> str | None:
         title = None
-        for t, _, d, m in self.messages:
+        for _, _, d, m in self.messages:
             params = m.get("params") or {}
             if d != "s2c":
                 continue

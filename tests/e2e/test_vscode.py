@@ -51,7 +51,17 @@ import pytest
 
 from tests.e2e.conftest import ARTIFACTS
 from tests.e2e.fake_anthropic import MODEL_ID, NOTES_CONTENT, FakeAnthropic
-from tests.e2e.harness import REPO, Driver, Install, OurHost, Process, free_port, start_code_server, start_our_host, write_vscode_settings
+from tests.e2e.harness import (
+    REPO,
+    Driver,
+    Install,
+    OurHost,
+    Process,
+    free_port,
+    start_code_server,
+    start_our_host,
+    write_vscode_settings,
+)
 from tests.e2e.recording import Wire
 from tests.e2e.wire_proxy import WireProxy
 
@@ -415,7 +425,7 @@ def test_g_a_page_reload_shows_the_same_conversation(run: Run) -> None:
         shown, expected = _conversation(after), _conversation(before)
         message = f"after a reload VS Code shows\n{shown}\ninstead of\n{expected} {run.where()}"
         assert [kind for kind, _ in shown] == [kind for kind, _ in expected], message
-        for index, ((kind, now), (_, then)) in enumerate(zip(shown, expected)):
+        for index, ((_, now), (_, then)) in enumerate(zip(shown, expected)):
             if index > 0 and expected[index - 1] == ("request", " ".join(_words(SLOW_MESSAGE))):
                 # The cancelled answer: the host may have kept a word or two more than VS Code had
                 # painted when Cancel was pressed (deltas already in flight); never fewer.

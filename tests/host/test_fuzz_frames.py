@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from ahp.protocol import METHODS
-from host.transport.server import start_host
 from host.service import AgentHost
+from host.transport.server import start_host
 from tests.conftest import TOKEN, host_config
 
 JSON = st.recursive(

@@ -192,8 +192,8 @@ async def test_requests_before_initialize_are_refused_but_ping_works(running_hos
 
 
 async def test_a_frame_over_the_size_limit_closes_the_connection(tmp_path: Any) -> None:
-    from host.transport.server import start_host
     from host.service import AgentHost
+    from host.transport.server import start_host
     from tests.conftest import host_config
 
     config = host_config(tmp_path / "data", default_agent="offline")
@@ -239,20 +239,20 @@ async def test_the_token_is_accepted_as_bearer_header_or_query(running_host: Run
 @pytest.mark.parametrize("origin", ["https://evil.example", "http://localhost:1234", "null", "file://"])
 async def test_a_websocket_from_a_web_page_origin_is_refused(running_host: RunningHost, origin: str) -> None:
     with pytest.raises(InvalidStatus) as refused:
-        await ws_connect(running_host.url, origin=origin)  # type: ignore[arg-type]
+        await ws_connect(running_host.url, origin=origin)  # type: ignore[arg-type]  # websockets wants its Origin NewType
     assert refused.value.response.status_code == 403
 
 
 async def test_an_allowed_origin_may_connect(tmp_path: Any) -> None:
-    from host.transport.server import start_host
     from host.service import AgentHost
+    from host.transport.server import start_host
     from tests.conftest import host_config
 
     config = host_config(tmp_path / "data", default_agent="offline")
     config.server.allowed_origins = ["http://localhost:5173"]
     running = await start_host(AgentHost(config), token=TOKEN)
     try:
-        ws = await ws_connect(running.url, origin="http://localhost:5173")  # type: ignore[arg-type]
+        ws = await ws_connect(running.url, origin="http://localhost:5173")  # type: ignore[arg-type]  # websockets wants its Origin NewType
         await ws.send(req("ping", {"channel": ROOT}))
         assert json.loads(await ws.recv())["result"] is None
         await ws.close()

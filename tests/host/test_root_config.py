@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from host.state.journal import Journal
 from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, ROOT_CONFIG_SCHEMA, root_config_state
 from host.service import AgentHost
+from host.state.journal import Journal
 from host.state.store import ROOT, Store
 from host.transport.validation import check_client_action
 from tests.conftest import host_config

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -53,7 +54,7 @@ class Peer:
         self._next_id = 1000
 
     @classmethod
-    async def open(cls, running: RunningHost, query: str = f"tkn={TOKEN}") -> "Peer":
+    async def open(cls, running: RunningHost, query: str = f"tkn={TOKEN}") -> Peer:
         from websockets.asyncio.client import connect
 
         url = f"ws://{running.address}:{running.port}/?{query}"
@@ -85,9 +86,9 @@ class Peer:
         await self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         return await self.until(lambda: self.reply(msg_id))
 
-    async def initialize(self, client_id: str, versions: list[str], subscriptions: list[str] = [ROOT]) -> dict[str, Any]:
+    async def initialize(self, client_id: str, versions: list[str], subscriptions: tuple[str, ...] = (ROOT,)) -> dict[str, Any]:
         return await self.request("initialize", {"channel": ROOT, "protocolVersions": versions, "clientId": client_id,
-                                                 "initialSubscriptions": subscriptions})
+                                                 "initialSubscriptions": list(subscriptions)})
 
     def actions(self) -> list[dict[str, Any]]:
         return [f["params"] for f in self.received if f.get("method") == "action"]
@@ -169,7 +170,7 @@ async def test_vscode_connects_and_its_first_seconds_get_answers_without_errors(
     # the host merged every pushed setting into the root config, declared or not
     values = running_host.host.store.state(ROOT)["config"]["values"]
     for sent in dispatches:
-        for key, value in sent["action"]["config"].items():
+        for key in sent["action"]["config"]:
             assert key in values
     assert values["telemetryLevel"] == "all" and values["sandbox"]["enabled"] == "off"
     await old_client.ping()

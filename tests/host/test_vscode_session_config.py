@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from host.transport.server import RunningHost
 from host.runtime.tools import auto_approve_of
+from host.transport.server import RunningHost
 from tests.host.test_vscode import Peer
 
 ROOT = "ahp-root://"

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from plugins.claude_code_tools import (
-    TABLE, claude_name, claude_permission_mode, host_name, host_rules, matcher_names, to_claude_input,
-    to_claude_response, to_host_input,
+    TABLE,
+    claude_name,
+    claude_permission_mode,
+    host_name,
+    host_rules,
+    matcher_names,
+    to_claude_input,
+    to_claude_response,
+    to_host_input,
 )
 from tools.policy import PolicyState, decide, parse_rule
 

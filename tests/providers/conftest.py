@@ -6,6 +6,7 @@ import socket
 
 import pytest
 
+
 @pytest.fixture(autouse=True)
 def no_live_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any connection that is not to 127.0.0.1 fails the test (record mode 'none')."""

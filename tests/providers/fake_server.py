@@ -30,7 +30,7 @@ class Reply:
     hold: asyncio.Event | None = None
     stall: asyncio.Event | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)
-    respond: Callable[[list["SeenRequest"]], bytes] | None = None
+    respond: Callable[[list[SeenRequest]], bytes] | None = None
     """Builds the body from the requests seen so far (this one last), for replies that depend on
     what the host sent (e.g. a tool call naming a reference the host made up)."""
 

@@ -8,7 +8,7 @@ import yaml
 
 from providers import AnthropicProvider, CassetteError, ModelRequest, RecordingTransport, ReplayTransport, UserMessage
 
-from .fake_server import FakeProviderServer, Reply, sse
+from .fake_server import FakeProviderServer, Reply
 from .streams import cassette, collect, summarize
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

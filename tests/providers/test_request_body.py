@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import anthropic
 import httpx2
+import openai
 import pytest
 
 from providers import (
@@ -16,6 +18,7 @@ from providers import (
     OpenAIChatProvider,
     OpenAIOptions,
     OpenAIResponsesProvider,
+    ProviderError,
     TextContent,
     ToolDefinition,
     ToolResult,
@@ -56,11 +59,11 @@ async def bodies(make, sdk_create, api: str) -> tuple[dict, dict]:
     the headers are compared here."""
     async with FakeProviderServer([Reply(500, b'{"error": {"message": "stop here"}}')] * 2) as server:
         provider = make(server.base_url)
-        with pytest.raises(Exception):
+        with pytest.raises(ProviderError):
             async for _ in provider.stream(request(api)):
                 pass
         await provider.aclose()
-        with pytest.raises(Exception):
+        with pytest.raises((openai.InternalServerError, anthropic.InternalServerError)):
             await sdk_create(server.base_url, provider.build_params(request(api)))
         ours, theirs = server.requests
         assert ours.path == theirs.path and ours.method == theirs.method == "POST"

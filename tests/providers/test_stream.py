@@ -36,7 +36,7 @@ REQUEST = ModelRequest(model="m", messages=(UserMessage.of("hi"),))
 
 async def _both(stream: ModelStream, api: str) -> tuple[object, object]:
     """The stream's own message and the one an independent fold of its events gives."""
-    acc = StreamAccumulator(api=api)  # type: ignore[arg-type]
+    acc = StreamAccumulator(api=api)  # type: ignore[arg-type]  # a provider's own api name
     async with contextlib.aclosing(stream):
         async for event in stream:
             acc.apply(event)
@@ -56,14 +56,14 @@ async def test_a_vendor_stream_answers_with_the_message_its_events_build(vendor,
     stream = provider.stream(ModelRequest(model=model, messages=(UserMessage.of("hi"),)))
     assert isinstance(stream, ModelStream)
     own, folded = await _both(stream, provider.api)
-    assert own == folded and own.parts  # type: ignore[attr-defined]
+    assert own == folded and own.parts  # type: ignore[attr-defined]  # an AssistantMessage
 
 
 async def test_the_scripted_provider_answers_with_its_message() -> None:
     provider = ScriptedProvider([call_tools(("read", {"path": "a"}), text_before="Let me look.")])
     own, folded = await _both(provider.stream(REQUEST), "scripted")
     assert own == folded
-    assert [(c.tool_name, c.parsed_arguments()) for c in own.tool_calls] == [("read", {"path": "a"})]  # type: ignore[attr-defined]
+    assert [(c.tool_name, c.parsed_arguments()) for c in own.tool_calls] == [("read", {"path": "a"})]  # type: ignore[attr-defined]  # an AssistantMessage
 
 
 async def _plain(events: list[StreamEvent]) -> AsyncIterator[StreamEvent]:

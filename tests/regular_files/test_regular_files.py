@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 
 import regular_files
-from regular_files import (FileIOTimeout, NotARegularFile, check_regular, off_loop, open_regular, read_regular,
-                           read_regular_text)
+from regular_files import (
+    FileIOTimeout,
+    NotARegularFile,
+    check_regular,
+    off_loop,
+    open_regular,
+    read_regular,
+    read_regular_text,
+)
 
 
 def test_a_regular_file_is_read_whole_or_up_to_a_limit(tmp_path: Path) -> None:

@@ -7,10 +7,10 @@ import asyncio
 import jsonschema
 import pytest
 
+from tests.tools.wire import assert_wire, validate_wire
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.builtin import builtin_tools
 from tools.errors import ToolFailure
-from tests.tools.wire import assert_wire, validate_wire
 
 
 class Echo(Tool):

@@ -44,7 +44,7 @@ def test_malformed_rules_are_reported(bad):
 
 def test_unknown_effect_is_reported():
     with pytest.raises(PolicyRuleError, match="allow, ask or deny"):
-        parse_rule("shell", "maybe")  # type: ignore[arg-type]
+        parse_rule("shell", "maybe")  # type: ignore[arg-type]  # deliberately not an effect
 
 
 # --- defaults ---------------------------------------------------------------------

@@ -152,7 +152,7 @@ def test_working_directory_reached_through_a_symlink(tmp_path, workspace):
 
 def test_non_string_path_is_refused(workspace):
     with pytest.raises(SandboxError, match="must be a string"):
-        resolve_path(123, workspace)  # type: ignore[arg-type]
+        resolve_path(123, workspace)  # type: ignore[arg-type]  # deliberately not a path
 
 
 def test_proc_self_root_into_the_workspace_is_the_same_file(workspace):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import jsonschema
@@ -44,7 +44,7 @@ def _schema() -> dict:
     return schema
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(definition: str) -> jsonschema.Draft202012Validator:
     # Compiled once per definition: building a validator over the whole schema is the slow part.
     return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": _schema()["$defs"]})

@@ -64,7 +64,7 @@ _KIND_KEYS = {
     "single-select": {"options", "allowFreeformInput"},
     "multi-select": {"options", "allowFreeformInput", "min", "max"},
 }
-_DEFAULT_TYPES = {"text": str, "number": (int, float), "integer": int, "boolean": bool}
+_DEFAULT_TYPES: dict[str, type | tuple[type, ...]] = {"text": str, "number": (int, float), "integer": int, "boolean": bool}
 _COMMON_KEYS = {"id", "kind", "message", "title", "required"}
 
 

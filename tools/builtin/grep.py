@@ -157,6 +157,7 @@ class GrepTool(Tool):
         self, args: dict, base, limit: int, include_ignored: bool, ctx: ToolContext
     ) -> tuple[list[str], int, int | None, bool] | None:
         """Search with ripgrep; None when it cannot take the pattern (the caller falls back)."""
+        assert self.ripgrep is not None  # the caller searches with ripgrep only when it was found
         command = [
             self.ripgrep, "--line-number", "--no-heading", "--null", "--color", "never", "--hidden", "--sort", "path",
             "--no-messages", "--max-filesize", str(self.max_file_bytes), "--glob", "!.git/", "--glob", "!.hg/", "--glob", "!.svn/",

@@ -54,15 +54,16 @@ import contextlib
 import logging
 import os
 import re
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
 from ..base import Tool, ToolContext, failure_result, success_result
-from ..shell import describe_findings, outside_writes, write_targets
 from ..content import file_edit_content, text_content
 from ..errors import ToolFailure
 from ..file_changes import DirectorySnapshot
 from ..pty import PtyProcess
+from ..shell import describe_findings, outside_writes, write_targets
 
 __all__ = ["ShellTool", "plain_text"]
 
@@ -90,7 +91,7 @@ def plain_text(text: str) -> str:
     return _ESCAPES.sub("", text).replace("\r\n", "\n")
 
 
-def _background_note(pids: set[int], kept: bool) -> str:
+def _background_note(pids: AbstractSet[int], kept: bool) -> str:
     shown = ", ".join(map(str, sorted(pids)[:10])) + (", …" if len(pids) > 10 else "")
     count = f"{len(pids)} background process{'es' if len(pids) > 1 else ''} (pid {shown})"
     if kept:
@@ -306,7 +307,7 @@ class ShellTool(Tool):
 
     def _result(
         self, command: str, returncode: int | None, output: _Output, timeout: float, timed_out: bool, cancelled: bool,
-        background: set[int] = frozenset(), kept: bool = False,
+        background: AbstractSet[int] = frozenset(), kept: bool = False,
     ) -> dict:
         text = output.render() or "(no output)"
         structured: dict[str, Any] = {

@@ -42,9 +42,9 @@ if TYPE_CHECKING:
     from .elicitation import elicit_result, input_request, questions_from_schema
     from .errors import McpConfigError, McpError, McpRequestError
     from .logs import LogEntry, ServerLog
-    from .oauth import LoopbackCallback, TokenFile, oauth_provider
     from .manager import McpManager
     from .naming import MAX_TOOL_NAME, allocate_names, namespaced_name
+    from .oauth import LoopbackCallback, TokenFile, oauth_provider
     from .results import progress_content, tool_call_result
     from .specs import McpServerSpec, merge_specs
     from .tool import McpTool, annotation_hints

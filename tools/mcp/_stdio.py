@@ -42,7 +42,6 @@ import anyio
 import mcp_types as types
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
 from mcp.shared.message import SessionMessage
 
 from .. import processes

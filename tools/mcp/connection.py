@@ -75,23 +75,23 @@ import socket
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from pathlib import Path
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-
 from mcp.client import Client, ClientRequestContext
 from mcp.shared.exceptions import MCPError
+from pydantic import FileUrl
 
 from ..base import AskUser, ToolContext, failure_result
+from ._stdio import ServerProcess, SpawnError, stdio_transport
 from .elicitation import elicit_result, input_request
 from .errors import McpRequestError
 from .logs import ServerLog
 from .results import progress_content, tool_call_result
-from ._stdio import ServerProcess, SpawnError, stdio_transport
 from .specs import McpServerSpec
 
 __all__ = ["McpServerConnection", "ServerStatus", "ServerState", "RestartPolicy", "DEFAULT_CALL_TIMEOUT"]
@@ -817,8 +817,8 @@ class McpServerConnection:
     async def _run_call(self, client: Client, call: _Call) -> None:
         self._in_flight.add(call)
 
-        async def progress(value: float, total: float | None, message: str | None) -> None:
-            await call.ctx.emit(progress_content(value, total, message))
+        async def progress(progress: float, total: float | None, message: str | None) -> None:  # mcp's ProgressFnT
+            await call.ctx.emit(progress_content(progress, total, message))
 
         connection_ended = False
         try:
@@ -892,7 +892,7 @@ class McpServerConnection:
         roots = []
         for folder in folders:
             path = Path(folder)
-            roots.append(types.Root(uri=path.absolute().as_uri(), name=path.name or str(path)))
+            roots.append(types.Root(uri=FileUrl(path.absolute().as_uri()), name=path.name or str(path)))
         return types.ListRootsResult(roots=roots)
 
     async def _elicit(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -929,7 +929,7 @@ def _declined(exc: BaseException) -> str | None:
 
     leaves = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
     for leaf in leaves:
-        seen = leaf
+        seen: BaseException | None = leaf
         while seen is not None:
             if isinstance(seen, OAuthDeclined):
                 return str(seen)

@@ -34,6 +34,7 @@ from urllib.parse import parse_qs, urlparse
 
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 from .errors import McpError
 from .specs import McpServerSpec
@@ -203,7 +204,7 @@ class LoopbackCallback:
 def oauth_provider(spec: McpServerSpec, tokens: TokenFile, callback: LoopbackCallback,
                    on_authorize: Callable[[str], Awaitable[None]]) -> OAuthClientProvider:
     """The SDK's OAuth provider for one connection attempt to ``spec`` (callback already started)."""
-    metadata = OAuthClientMetadata(client_name=f"agent-host ({spec.name})", redirect_uris=[callback.redirect_uri],  # type: ignore[list-item]
+    metadata = OAuthClientMetadata(client_name=f"agent-host ({spec.name})", redirect_uris=[AnyUrl(callback.redirect_uri)],
                                    grant_types=["authorization_code", "refresh_token"], response_types=["code"])
 
     async def redirect(url: str) -> None:

@@ -55,6 +55,8 @@ class McpTool(Tool):
         self.input_schema = schema
         self.output_schema = mcp_tool.output_schema
         self.annotations = annotation_hints(mcp_tool.annotations)
+        self.contributor: dict[str, Any] | None = None
+        """The ``ToolCallContributor`` the host names for the server's customization, if any."""
 
     def definition(self) -> dict:
         definition = super().definition()

@@ -215,14 +215,14 @@ def lex(command: str) -> Lexed:
             if word is not None and not quoted and word.text.isdigit() and not word.dynamic:
                 word, quoted = None, False  # an fd number: 2>file
             end_word()
-            op = _REDIRECT.match(command, i).group(0)  # type: ignore[union-attr]
+            op = _REDIRECT.match(command, i).group(0)  # type: ignore[union-attr]  # c starts a redirect
             tokens.append(Redirect(op))
             note(REDIRECTS)
             expect_heredoc_word = op in ("<<", "<<-")
             i += len(op)
         elif c in ";&|()\n":
             end_word()
-            op = _OPERATOR.match(command, i).group(0)  # type: ignore[union-attr]
+            op = _OPERATOR.match(command, i).group(0)  # type: ignore[union-attr]  # c starts an operator
             tokens.append(Operator(op))
             if op in "()":
                 note(SUBSHELL)

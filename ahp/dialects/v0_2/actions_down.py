@@ -82,7 +82,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.dialects.v0_2 import shapes
-from ahp.dialects.v0_2.states import ACTIVITY_MASK, InternalSession, outside_input_requests, selection_of, session_down, status_down
+from ahp.dialects.v0_2.states import (
+    ACTIVITY_MASK,
+    InternalSession,
+    outside_input_requests,
+    selection_of,
+    session_down,
+    status_down,
+)
 from ahp.dialects.v0_2.uris import v02_session_uri
 
 __all__ = [
@@ -103,7 +110,7 @@ class Down:
 
     channel: str | None = None
     """The 0.2.0 channel of ``actions``; ``None`` when nothing is visible."""
-    actions: tuple[dict, ...] = ()
+    actions: tuple[dict[str, Any], ...] = ()
     """The 0.2.0 actions, in order (each becomes one ``action`` envelope)."""
     stale: str | None = None
     """``None`` when the actions carry the whole visible change; else why they cannot."""
@@ -116,11 +123,11 @@ class Down:
 NOTHING = Down()
 
 
-def _pick(action: dict, *keys: str) -> dict:
+def _pick(action: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {key: action[key] for key in keys if key in action}
 
 
-def _renamed(action: dict, new_type: str, *keys: str) -> dict:
+def _renamed(action: dict[str, Any], new_type: str, *keys: str) -> dict[str, Any]:
     return {"type": new_type, **_pick(action, *keys)}
 
 
@@ -163,7 +170,7 @@ def changeset_action_down(channel: str, action: Any) -> Down:
         return Down(channel, ({**action, "file": _file_down(action.get("file"))},))
     if kind == "changeset/contentChanged":
         files = action.get("files")
-        actions: list[dict] = [{"type": "changeset/cleared"}]
+        actions: list[dict[str, Any]] = [{"type": "changeset/cleared"}]
         if isinstance(files, list):
             actions += [{"type": "changeset/fileSet", "file": _file_down(file)} for file in files]
         if "operations" in action and action["operations"] is not None:
@@ -266,16 +273,16 @@ def session_action_down(action: Any, before: InternalSession, after: InternalSes
     return Down(channel)
 
 
-def _present(key: str, value: Any) -> dict:
+def _present(key: str, value: Any) -> dict[str, Any]:
     return {} if value is None else {key: value}
 
 
-def _first_directory(state: dict) -> Any:
+def _first_directory(state: dict[str, Any]) -> Any:
     directories = state.get("workingDirectories")
     return directories[0] if isinstance(directories, list) and directories else None
 
 
-def _customization_changes(before: Any, after: Any) -> tuple[dict, ...]:
+def _customization_changes(before: Any, after: Any) -> tuple[dict[str, Any], ...]:
     """0.2.0 actions turning the projected customizations ``before`` into ``after`` when only
     existing top-level entries changed: a toggle where only ``enabled`` moved, else the whole entry."""
     shown_before, shown_after = shapes.customizations_down(before), shapes.customizations_down(after)
@@ -287,7 +294,7 @@ def _customization_changes(before: Any, after: Any) -> tuple[dict, ...]:
     after_ids = [entry.get("id") if isinstance(entry, dict) else None for entry in shown_after]
     if ids != after_ids or None in ids or len(set(map(repr, ids))) != len(ids):
         return ({"type": "session/customizationsChanged", "customizations": shown_after},)
-    actions: list[dict] = []
+    actions: list[dict[str, Any]] = []
     for old, new in zip(shown_before, shown_after):
         if old == new:
             continue
@@ -332,7 +339,7 @@ _TOOL_CALL_ACTIONS = frozenset(
 )
 
 
-def _calls(chat: dict | None, call_id: Any) -> list[dict]:
+def _calls(chat: dict[str, Any] | None, call_id: Any) -> list[dict[str, Any]]:
     """The tool calls with id ``call_id`` in the chat's active turn."""
     active = chat.get("activeTurn") if isinstance(chat, dict) else None
     parts = active.get("responseParts") if isinstance(active, dict) else None
@@ -374,19 +381,19 @@ def chat_action_down(channel: str, action: Any, before: InternalSession, after: 
     return Down(target, tuple(actions), stale)
 
 
-def _answers_outside(action: dict, session: InternalSession) -> bool:
+def _answers_outside(action: dict[str, Any], session: InternalSession) -> bool:
     """Whether a chat action answers an input request asked outside a turn."""
     return action.get("type") == "chat/inputCompleted" and any(
         request.get("id") == action.get("requestId") for request in outside_input_requests(session))
 
 
-def _outside_changes(before: InternalSession, after: InternalSession) -> tuple[tuple[dict, ...], str | None]:
+def _outside_changes(before: InternalSession, after: InternalSession) -> tuple[tuple[dict[str, Any], ...], str | None]:
     """0.2.0 actions that turn the requests asked outside a turn shown ``before`` into ``after``:
     ``inputCompleted`` (``cancel``) for those gone, ``inputRequested`` for new or changed ones,
     then ``isReadChanged`` to undo the read flag ``inputRequested`` clears (0.9.0 does not)."""
     shown_before = {request["id"]: request for request in outside_input_requests(before)}
     shown_after = {request["id"]: request for request in outside_input_requests(after)}
-    actions: list[dict] = [
+    actions: list[dict[str, Any]] = [
         {"type": "session/inputCompleted", "requestId": request_id, "response": "cancel"}
         for request_id in shown_before if request_id not in shown_after
     ]
@@ -404,7 +411,7 @@ def _outside_changes(before: InternalSession, after: InternalSession) -> tuple[t
     return tuple(actions), stale
 
 
-def _selection_changes(old: dict | None, new: dict | None) -> list[dict]:
+def _selection_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[dict[str, Any]]:
     changes = []
     for key, kind in (("model", "session/modelChanged"), ("agent", "session/agentChanged")):
         value = selection_of(new, key)
@@ -413,7 +420,7 @@ def _selection_changes(old: dict | None, new: dict | None) -> list[dict]:
     return changes
 
 
-def _chat_actions(action: dict, old: dict | None, new: dict | None) -> tuple[list[dict], str | None]:
+def _chat_actions(action: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[list[dict[str, Any]], str | None]:
     kind = action.get("type")
     if kind in _TOOL_CALL_ACTIONS:
         return _tool_call_actions(action, old, new)
@@ -476,7 +483,7 @@ def _chat_actions(action: dict, old: dict | None, new: dict | None) -> tuple[lis
     return [], None
 
 
-def _tool_call_actions(action: dict, old: dict | None, new: dict | None) -> tuple[list[dict], str | None]:
+def _tool_call_actions(action: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[list[dict[str, Any]], str | None]:
     kind = action.get("type")
     call_id = action.get("toolCallId")
     before_calls, after_calls = _calls(old, call_id), _calls(new, call_id)
@@ -571,7 +578,7 @@ _NUDGES = (
 statuses in which they would change one."""
 
 
-def _status_nudge(action: dict, old: dict | None, new: dict | None) -> list[dict]:
+def _status_nudge(action: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[dict[str, Any]]:
     """When a 0.9.0 tool-call action changed nothing but the chat's status (it recomputes it, as
     0.2.0's do), a 0.2.0 action that changes no call and recomputes the status the same way."""
     if (old or {}).get("status") == (new or {}).get("status"):
@@ -586,15 +593,17 @@ def _status_nudge(action: dict, old: dict | None, new: dict | None) -> list[dict
     return []
 
 
-def _resumed(old: dict | None, new: dict | None) -> tuple[list[dict], str | None]:
+def _resumed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[list[dict[str, Any]], str | None]:
     """``chat/turnResume`` replayed: drop the errored turn, start it again, re-add its parts."""
     old, new = old or {}, new or {}
     active = new.get("activeTurn")
     if not isinstance(active, dict) or isinstance(old.get("activeTurn"), dict):
         return [], None  # not resumed: the reducer left the chat as it was
-    turns = old.get("turns") if isinstance(old.get("turns"), list) else []
+    turns = old.get("turns")
+    if not isinstance(turns, list):
+        turns = []
     previous = turns[-2] if len(turns) >= 2 and isinstance(turns[-2], dict) else None
-    actions: list[dict] = [
+    actions: list[dict[str, Any]] = [
         {"type": "session/truncated", **({"turnId": previous["id"]} if previous is not None and "id" in previous else {})}
     ]
     shown = shapes.active_turn_down(active)

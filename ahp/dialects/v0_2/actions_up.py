@@ -59,9 +59,9 @@ from typing import Any
 
 from ahp.dialects.v0_2 import shapes
 from ahp.dialects.v0_2.shapes import USER_ORIGIN
+from ahp.dialects.v0_2.state.channels import channel_kind
 from ahp.dialects.v0_2.states import InternalSession, operation_up, selection_of
 from ahp.dialects.v0_2.timestamps import iso_to_ms, ms_to_iso
-from ahp.dialects.v0_2.state.channels import channel_kind
 from ahp.dialects.v0_2.uris import ProviderLookup, internal_session_uri
 from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE
 
@@ -81,7 +81,7 @@ __all__ = [
 class Up:
     """What one 0.2.0 action becomes in the internal model."""
 
-    envelopes: tuple[tuple[str, dict], ...] = ()
+    envelopes: tuple[tuple[str, dict[str, Any]], ...] = ()
     """Internal ``(channel, action)`` pairs, to apply in order (possibly none: a 0.2.0 no-op)."""
     refused: str | None = None
     """Why the action cannot be taken (then ``envelopes`` is empty)."""
@@ -106,7 +106,7 @@ def _check(kind: str, action: Any, from_client: bool) -> str | None:
     return None
 
 
-def _pick(action: dict, *keys: str) -> dict:
+def _pick(action: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {key: action[key] for key in keys if key in action}
 
 
@@ -207,7 +207,9 @@ def session_action_up(action: Any, session: InternalSession, *, now: int, from_c
     if chat_uri is None:
         return _refuse("the session has no default chat to hold its conversation")
     chat = session.default_chat or {}
-    to_chat = lambda *actions: Up(tuple((chat_uri, a) for a in actions))  # noqa: E731
+
+    def to_chat(*actions: dict[str, Any]) -> Up:
+        return Up(tuple((chat_uri, a) for a in actions))
 
     if kind in _TO_CHAT:
         new_type, keys = _TO_CHAT[kind]
@@ -219,7 +221,9 @@ def session_action_up(action: Any, session: InternalSession, *, now: int, from_c
         return to_chat(translated)
     if kind in ("session/modelChanged", "session/agentChanged"):
         key = "model" if kind == "session/modelChanged" else "agent"
-        draft = chat.get("draft") if isinstance(chat.get("draft"), dict) else _empty_draft(chat)
+        draft = chat.get("draft")
+        if not isinstance(draft, dict):
+            draft = _empty_draft(chat)
         draft = {k: v for k, v in draft.items() if k != key}
         if action.get(key) is not None:
             draft[key] = action[key]
@@ -249,7 +253,7 @@ def session_action_up(action: Any, session: InternalSession, *, now: int, from_c
     return _refuse(f"{kind} has no translation")  # pragma: no cover - every 0.2.0 type is handled above
 
 
-def _turn_started(action: dict, chat: dict, now: int) -> list[dict]:
+def _turn_started(action: dict[str, Any], chat: dict[str, Any], now: int) -> list[dict[str, Any]]:
     message = shapes.message_up(
         action.get("userMessage"), model=selection_of(chat, "model"), agent=selection_of(chat, "agent")
     )
@@ -260,7 +264,7 @@ def _turn_started(action: dict, chat: dict, now: int) -> list[dict]:
     return [started, *carried]
 
 
-def _duration(chat: dict, action: dict, now: int) -> int | float:
+def _duration(chat: dict[str, Any], action: dict[str, Any], now: int) -> int | float:
     """The ended turn's duration in ms: ``now`` minus its start, never negative."""
     active = chat.get("activeTurn")
     started = iso_to_ms(active.get("startedAt")) if isinstance(active, dict) else None
@@ -269,14 +273,16 @@ def _duration(chat: dict, action: dict, now: int) -> int | float:
     return max(0, now - started)
 
 
-def _truncated(action: dict, chat: dict) -> list[dict]:
+def _truncated(action: dict[str, Any], chat: dict[str, Any]) -> list[dict[str, Any]]:
     truncated = {"type": "chat/truncated", **_pick(action, "turnId")}
     if chat.get("draft") is not None:
         return [truncated]
-    turns = chat.get("turns") if isinstance(chat.get("turns"), list) else []
+    turns = chat.get("turns")
+    if not isinstance(turns, list):
+        turns = []
     turn_id = action.get("turnId")
     if turn_id is None:
-        kept: list = []
+        kept: list[Any] = []
     else:
         index = next((i for i, turn in enumerate(turns) if isinstance(turn, dict) and turn.get("id") == turn_id), None)
         if index is None:
@@ -291,10 +297,10 @@ def _truncated(action: dict, chat: dict) -> list[dict]:
     return [{"type": "chat/draftChanged", "draft": _empty_draft(chat)}, truncated]
 
 
-def _empty_draft(chat: dict) -> dict:
+def _empty_draft(chat: dict[str, Any]) -> dict[str, Any]:
     """A draft with no text that keeps the model and agent 0.2.0 shows (a draft, once there, is
     what 0.2.0's selection is read from)."""
-    draft: dict = {"text": "", "origin": dict(USER_ORIGIN)}
+    draft: dict[str, Any] = {"text": "", "origin": dict(USER_ORIGIN)}
     for key in ("model", "agent"):
         value = selection_of(chat, key)
         if value is not None:
@@ -312,7 +318,7 @@ cancels it, which 0.2.0 would not know to send and would show differently (0.9.0
 from before the pause)."""
 
 
-def _tool_call(action: dict, chat: dict, chat_uri: str) -> Up:
+def _tool_call(action: dict[str, Any], chat: dict[str, Any], chat_uri: str) -> Up:
     kind = action["type"]
     calls = _calls(chat, action.get("turnId"), action.get("toolCallId"))
     paused = any(call.get("status") == "auth-required" for call in calls)
@@ -346,7 +352,7 @@ def _tool_call(action: dict, chat: dict, chat_uri: str) -> Up:
     return _refuse(f"{kind} has no translation")  # pragma: no cover
 
 
-def _calls(chat: dict, turn_id: Any, call_id: Any) -> list[dict]:
+def _calls(chat: dict[str, Any], turn_id: Any, call_id: Any) -> list[dict[str, Any]]:
     active = chat.get("activeTurn")
     if not isinstance(active, dict) or active.get("id") != turn_id or not isinstance(active.get("responseParts"), list):
         return []
@@ -358,7 +364,7 @@ def _calls(chat: dict, turn_id: Any, call_id: Any) -> list[dict]:
     ]
 
 
-def _active_client(action: dict, session: InternalSession) -> Up:
+def _active_client(action: dict[str, Any], session: InternalSession) -> Up:
     clients = session.state.get("activeClients")
     clients = clients if isinstance(clients, list) else []
     shown = clients[-1] if clients else None
@@ -383,7 +389,7 @@ def _active_client(action: dict, session: InternalSession) -> Up:
     return Up(tuple(envelopes))
 
 
-def _customizations(action: dict, session: InternalSession) -> Up:
+def _customizations(action: dict[str, Any], session: InternalSession) -> Up:
     kind = action["type"]
     if kind == "session/customizationsChanged":
         entries = shapes.customizations_up(action.get("customizations"))

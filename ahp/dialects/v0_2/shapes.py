@@ -83,7 +83,7 @@ _MESSAGE_ONLY = ("origin", "model", "agent")
 _TOOL_CALL_ONLY = ("intention", "contributor", "riskAssessment", "auth")
 
 
-def _without(mapping: dict, keys: tuple[str, ...] | frozenset[str]) -> dict:
+def _without(mapping: dict[str, Any], keys: tuple[str, ...] | frozenset[str]) -> dict[str, Any]:
     return {key: value for key, value in mapping.items() if key not in keys}
 
 
@@ -219,7 +219,7 @@ def error_of_parts(parts: Any) -> Any:
     return None
 
 
-def open_input_requests(active_turn: Any) -> list:
+def open_input_requests(active_turn: Any) -> list[Any]:
     """The input requests of an active turn still waiting for an answer, in order: 0.2.0's
     ``inputRequests`` (0.9.0 keeps them, and the answered ones, as parts of the turn)."""
     if not isinstance(active_turn, dict) or not isinstance(active_turn.get("responseParts"), list):
@@ -243,7 +243,7 @@ def turn_down(turn: Any) -> Any:
     error = error_of_parts(parts)
     if error is None:
         error = turn.get("error")
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key in ("id",):
         if key in turn:
             out[key] = turn[key]
@@ -278,7 +278,7 @@ def active_turn_down(active: Any) -> Any:
     """An ``ActiveTurn`` as the 0.2.0 reducers build it: ``{id, userMessage, responseParts, usage?}``."""
     if not isinstance(active, dict):
         return active
-    out: dict = {}
+    out: dict[str, Any] = {}
     if "id" in active:
         out["id"] = active["id"]
     if "message" in active:
@@ -386,7 +386,7 @@ def claim_up(claim: Any, internal_session_of: Any) -> Any:
     return {**claim, "session": internal, "chat": default_chat_uri(internal)}
 
 
-def terminal_lifecycle_up(exit_code: Any) -> dict:
+def terminal_lifecycle_up(exit_code: Any) -> dict[str, Any]:
     """0.2.0's optional ``exitCode`` as a 0.9.0 lifecycle: present means exited with that code,
     absent means running (0.2.0 cannot tell "running" from "exited without a code")."""
     if exit_code is None:
@@ -474,7 +474,7 @@ def customization_down(entry: Any) -> Any:
     return out
 
 
-def session_decision(enabled: Any, enablement: Any = None) -> list:
+def session_decision(enabled: Any, enablement: Any = None) -> list[Any]:
     """A decision list whose effective value is ``enabled``: a session-scope decision ahead of the
     decisions of other scopes already in ``enablement`` (0.2.0 toggles are per session)."""
     others = [d for d in enablement if not (isinstance(d, dict) and d.get("kind") == "session")] if isinstance(enablement, list) else []

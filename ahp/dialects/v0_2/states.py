@@ -80,6 +80,7 @@ from typing import Any
 
 from ahp.dialects.v0_2 import shapes
 from ahp.dialects.v0_2.shapes import USER_ORIGIN, iso_or_epoch, ms_or_zero
+from ahp.dialects.v0_2.timestamps import ms_to_iso
 from ahp.dialects.v0_2.uris import (
     ProviderLookup,
     default_chat_uri,
@@ -121,11 +122,11 @@ class InternalSession:
 
     uri: str
     """The internal session URI, ``<provider>:/<id>``."""
-    state: dict
+    state: dict[str, Any]
     """The session channel's ``SessionState``."""
-    chats: Mapping[str, dict] = field(default_factory=dict)
+    chats: Mapping[str, dict[str, Any]] = field(default_factory=dict[str, Any])
     """Chat URI -> ``ChatState`` for the chats the caller holds (at least the default one)."""
-    created_at: str = shapes.ms_to_iso(0)
+    created_at: str = ms_to_iso(0)
     """``SessionSummary.createdAt`` (ISO 8601), kept by the host beside the session channel."""
 
     @property
@@ -134,20 +135,20 @@ class InternalSession:
         return uri if isinstance(uri, str) else None
 
     @property
-    def default_chat(self) -> dict | None:
+    def default_chat(self) -> dict[str, Any] | None:
         """The state of the default chat, ``None`` when there is none or the caller did not pass it."""
         uri = self.default_chat_uri
         chat = self.chats.get(uri) if uri is not None else None
         return chat if isinstance(chat, dict) else None
 
 
-def subagent_view(parent_state: Any, chat_uri: str, chat: Any, created_at: str = shapes.ms_to_iso(0)) -> InternalSession | None:
+def subagent_view(parent_state: Any, chat_uri: str, chat: Any, created_at: str = ms_to_iso(0)) -> InternalSession | None:
     """The session 0.2.0 is shown for the sub-agent chat ``chat_uri`` (state ``chat``) of the
     session whose state is ``parent_state``; ``None`` when ``chat_uri`` is no sub-agent's chat."""
     uri = subagent_session_uri(chat_uri)
     if uri is None or not isinstance(parent_state, dict) or not isinstance(chat, dict):
         return None
-    state: dict = {"title": chat.get("title") if isinstance(chat.get("title"), str) else "Sub-agent",
+    state: dict[str, Any] = {"title": chat.get("title") if isinstance(chat.get("title"), str) else "Sub-agent",
                    "status": IDLE, "lifecycle": "ready", "defaultChat": chat_uri}
     _put(state, "provider", parent_state.get("provider"))
     directories = parent_state.get("workingDirectories")
@@ -156,7 +157,7 @@ def subagent_view(parent_state: Any, chat_uri: str, chat: Any, created_at: str =
     return InternalSession(uri=uri, state=state, chats={chat_uri: chat}, created_at=created_at)
 
 
-def _put(target: dict, key: str, value: Any) -> None:
+def _put(target: dict[str, Any], key: str, value: Any) -> None:
     """``target[key] = value`` unless the value is absent (``None``)."""
     if value is not None:
         target[key] = value
@@ -165,7 +166,7 @@ def _put(target: dict, key: str, value: Any) -> None:
 # --- session --------------------------------------------------------------------------------------
 
 
-def outside_input_requests(session: InternalSession) -> list[dict]:
+def outside_input_requests(session: InternalSession) -> list[dict[str, Any]]:
     """The default chat's input requests asked while it ran no turn, as 0.2.0 shows them: only
     while the chat still runs none (0.2.0 drops every request when a turn ends), one per id (0.2.0
     upserts by id: the first position, the last value)."""
@@ -173,7 +174,7 @@ def outside_input_requests(session: InternalSession) -> list[dict]:
     state = session.state if isinstance(session.state, dict) else {}
     if chat_uri is None or chat is None or isinstance(chat.get("activeTurn"), dict):
         return []
-    found: dict[str, dict] = {}
+    found: dict[str, dict[str, Any]] = {}
     entries = state.get("inputNeeded")
     for entry in entries if isinstance(entries, list) else ():
         request = entry.get("request") if isinstance(entry, dict) else None
@@ -183,7 +184,7 @@ def outside_input_requests(session: InternalSession) -> list[dict]:
     return list(found.values())
 
 
-def status_down(session: dict, chat: dict | None, outside: bool = False) -> Any:
+def status_down(session: dict[str, Any], chat: dict[str, Any] | None, outside: bool = False) -> Any:
     """0.2.0's ``summary.status``: the chat's bits with the session's IsArchived bit.
 
     A call paused for MCP authentication shows as running in 0.2.0 (``shapes.tool_call_down``), so
@@ -209,14 +210,14 @@ def _only_auth_blocks(active: Any) -> bool:
     if shapes.open_input_requests(active):
         return False
     calls = [
-        part.get("toolCall") for part in (active.get("responseParts") if isinstance(active, dict) else None) or []
+        part["toolCall"] for part in (active.get("responseParts") if isinstance(active, dict) else None) or []
         if isinstance(part, dict) and part.get("kind") == "toolCall" and isinstance(part.get("toolCall"), dict)
     ]
     statuses = {call.get("status") for call in calls}
     return "auth-required" in statuses and not statuses & {"pending-confirmation", "pending-result-confirmation"}
 
 
-def _latest_message(chat: dict) -> Any:
+def _latest_message(chat: dict[str, Any]) -> Any:
     active = chat.get("activeTurn")
     if isinstance(active, dict):
         return active.get("message")
@@ -226,7 +227,7 @@ def _latest_message(chat: dict) -> Any:
     return None
 
 
-def selection_of(chat: dict | None, key: str) -> Any:
+def selection_of(chat: dict[str, Any] | None, key: str) -> Any:
     """The 0.2.0 session's ``model`` or ``agent`` (``key``): the draft's when the chat has a draft
     (what the next message will be sent with), else the latest message's."""
     if chat is None:
@@ -236,7 +237,7 @@ def selection_of(chat: dict | None, key: str) -> Any:
     return source.get(key) if isinstance(source, dict) else None
 
 
-def session_down(session: InternalSession) -> dict | None:
+def session_down(session: InternalSession) -> dict[str, Any] | None:
     """The 0.2.0 ``SessionState`` of an internal session; ``None`` if 0.2.0 cannot name it."""
     resource = v02_session_uri(session.uri)
     state = session.state
@@ -245,7 +246,7 @@ def session_down(session: InternalSession) -> dict | None:
     chat = session.default_chat
     created = ms_or_zero(session.created_at)
 
-    summary: dict = {"resource": resource}
+    summary: dict[str, Any] = {"resource": resource}
     for key in ("provider", "title"):
         _put(summary, key, state.get(key))
     outside = outside_input_requests(session)
@@ -262,7 +263,7 @@ def session_down(session: InternalSession) -> dict | None:
     if state.get("changesets") is not None:
         summary["changesets"] = shapes.changesets_down(state["changesets"])
 
-    out: dict = {"summary": summary}
+    out: dict[str, Any] = {"summary": summary}
     _put(out, "lifecycle", shapes.lifecycle_down(state.get("lifecycle")))
     for key in ("creationError", "serverTools"):
         _put(out, key, state.get(key))
@@ -287,7 +288,7 @@ def session_down(session: InternalSession) -> dict | None:
     return out
 
 
-def session_lift(state: dict, *, provider_of: ProviderLookup | None = None) -> InternalSession:
+def session_lift(state: dict[str, Any], *, provider_of: ProviderLookup | None = None) -> InternalSession:
     """The internal session (session channel + one default chat) a 0.2.0 ``SessionState`` stands for.
 
     The session URI is built from ``summary.resource`` and ``summary.provider`` (``provider_of``
@@ -300,7 +301,9 @@ def session_lift(state: dict, *, provider_of: ProviderLookup | None = None) -> I
     the session's model and agent ride on a draft with empty text (what "the next message will
     use this model" means in 0.9.0); messages come from the user.
     """
-    summary = state.get("summary") if isinstance(state.get("summary"), dict) else {}
+    summary = state.get("summary")
+    if not isinstance(summary, dict):
+        summary = {}
     provider = summary.get("provider")
     lookup: Any = provider if isinstance(provider, str) and provider else provider_of
     uri = internal_session_uri(summary.get("resource"), lookup) if lookup is not None else None
@@ -310,7 +313,7 @@ def session_lift(state: dict, *, provider_of: ProviderLookup | None = None) -> I
     status = summary.get("status")
     modified = iso_or_epoch(summary.get("modifiedAt"))
 
-    chat: dict = {"resource": chat_uri}
+    chat: dict[str, Any] = {"resource": chat_uri}
     _put(chat, "title", summary.get("title"))
     _put(chat, "status", status)
     chat["modifiedAt"] = modified
@@ -340,12 +343,12 @@ def session_lift(state: dict, *, provider_of: ProviderLookup | None = None) -> I
         _put(chat, "queuedMessages", queued)
     model, agent = summary.get("model"), summary.get("agent")
     if model is not None or agent is not None:
-        draft: dict = {"text": "", "origin": dict(USER_ORIGIN)}
+        draft: dict[str, Any] = {"text": "", "origin": dict(USER_ORIGIN)}
         _put(draft, "model", model)
         _put(draft, "agent", agent)
         chat["draft"] = draft
 
-    session: dict = {}
+    session: dict[str, Any] = {}
     for key in ("provider", "title", "status", "activity", "project"):
         _put(session, key, summary.get(key))
     if summary.get("workingDirectory") is not None:
@@ -369,14 +372,14 @@ def session_lift(state: dict, *, provider_of: ProviderLookup | None = None) -> I
 _FIXED_SUMMARY_FIELDS = ("resource", "provider", "createdAt")
 
 
-def summary_down(session: InternalSession) -> dict | None:
+def summary_down(session: InternalSession) -> dict[str, Any] | None:
     """The 0.2.0 ``SessionSummary`` of a session (``listSessions``, ``root/sessionAdded``): the
     summary of its 0.2.0 state, so both always agree."""
     state = session_down(session)
     return None if state is None else state["summary"]
 
 
-def summary_changes(before: InternalSession, after: InternalSession) -> dict:
+def summary_changes(before: InternalSession, after: InternalSession) -> dict[str, Any]:
     """The ``changes`` of a ``root/sessionSummaryChanged`` for 0.2.0 clients: the summary fields
     that differ, without ``resource``, ``provider`` and ``createdAt`` (PROTOCOL.md §6: MUST omit);
     a field that went away is ``None`` (``null`` on the wire). Empty: nothing to notify."""

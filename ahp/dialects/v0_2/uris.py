@@ -38,7 +38,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import quote, unquote
 
-from ahp.state.channels import ROOT_CHANNEL, default_chat_uri, parse_subagent_chat_uri, session_of_default_chat, subagent_chat_uri
+from ahp.state.channels import (
+    ROOT_CHANNEL,
+    default_chat_uri,
+    parse_subagent_chat_uri,
+    session_of_default_chat,
+    subagent_chat_uri,
+)
 
 __all__ = [
     "ProviderLookup",

@@ -35,20 +35,20 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
-from host.state.content import ContentStore
 from host.errors import ErrorCode, RpcError
+from host.state.content import ContentStore
 from host.state.store import Store
 from regular_files import NotARegularFile, read_regular
 from tools.atomic import write_atomically
 from tools.content import content_ref, diff_stats
 
 from . import hunks as blocks
-
 from .model import (
     SESSION_OPERATIONS,
     TURN_OPERATIONS,
@@ -101,6 +101,8 @@ class ChangesetService:
     def _fold_into(self, uri: str, operations: list[dict[str, Any]], edit: dict[str, Any], turn_id: str | None) -> None:
         self._ensure(uri, operations)
         file_id = entry_id(edit)
+        if file_id is None:
+            return  # an edit with neither side names no file
         previous = self._entry(uri, file_id)
         if previous is not None and previous["edit"].get("after") == edit.get("after"):
             return  # the same change reported twice (two tools running at once both saw it)
@@ -133,7 +135,7 @@ class ChangesetService:
                 raise RpcError(ErrorCode.NOT_FOUND, f"{target.get('resource')} is not in {uri}.")
         if not files:
             return {"message": "There is nothing in this changeset."}
-        if scope == "range":
+        if scope == "range" and target is not None:  # a range scope came with its target
             message = self._range(uri, session, turn_id, operation["id"], files[0], target)
             self._publish_catalogue(session)
             return {"message": message}
@@ -185,7 +187,7 @@ class ChangesetService:
         edit = entry["edit"]
         before, after = self._bytes(edit.get("before")), self._bytes(edit.get("after"))
         found = blocks.hunks(before, after) if before is not None and after is not None else None
-        if found is None:
+        if found is None or before is None or after is None:
             raise RpcError(ErrorCode.INVALID_PARAMS, f"{name} was created, deleted or is not text, so it has no line ranges; "
                                                      "use target kind \"resource\" for the whole file.")
         side = target.get("side") or "after"
@@ -258,7 +260,10 @@ class ChangesetService:
         original = self._bytes(edit.get("before"))
         if (edit.get("after") is not None and expected is None) or (edit.get("before") is not None and original is None):
             return "Its recorded content is no longer in the host's content store."
-        return self._rewrite((edit.get("after") or edit.get("before"))["uri"], expected, original)
+        uri = entry_id(edit)
+        if uri is None:
+            return "The change names no file."
+        return self._rewrite(uri, expected, original)
 
     def _rewrite(self, file_id: str, expected: bytes | None, data: bytes | None) -> str | None:
         """Replace a file whose content must still be ``expected`` with ``data`` (None: absent,

@@ -29,8 +29,9 @@ commands the turn runs. A sub-agent's turn has its own, empty, grants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ahp.state import default_chat_uri
 from host.errors import AgentHostError
@@ -85,7 +86,7 @@ class TurnContext:
     turn_id: str
     message: dict[str, Any]
     """The turn's ``Message`` (``text``, ``origin``, ``attachments?``, ``model?``, ``agent?``)."""
-    _dispatch: Callable[[str, dict[str, Any]], None]
+    _dispatch: Callable[[str, dict[str, Any]], object]
     """``dispatch(channel, action)`` into the store."""
     _state: Callable[[], dict[str, Any] | None]
     """The session's current state."""

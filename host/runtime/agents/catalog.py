@@ -23,14 +23,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
+from host.errors import ConfigError
 from host.runtime.agents.base import Agent
 from host.runtime.agents.offline import OfflineAgent
 from host.runtime.agents.provider import ModelSpec, ProviderAgent, TurnSettings
 from host.runtime.agents.replay import VENDORED_CASSETTES, DemoSecretTool, DemoWeatherTool, ReplaySource, replayable
 from host.runtime.agents.sources import SdkSource
 from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT, configured_system_prompt
-from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
-from host.errors import ConfigError
 
 __all__ = ["build_agents", "default_agent_configs", "agent_from_config", "vendored_replay_models"]
 
@@ -163,12 +163,12 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
     if record_to is not None and table.kind == "litellm":
         from providers.litellm import recordable
 
-        for model in models:
-            if not recordable(model.id):
+        for spec in models:
+            if not recordable(spec.id):
                 logger.warning(
                     "record mode: [agents.%s] model %s is served by a LiteLLM backend whose traffic cannot be "
                     "recorded (only openai/, OpenAI-compatible vendors and anthropic/ are); its turns write no cassette",
-                    name, model.id,
+                    name, spec.id,
                 )
     source = SdkSource(table.kind, agent=name, api_key=key or _local_server_key(table), base_url=table.base_url, record_to=record_to)
     hint = f"the {variable} environment variable" if variable and not table.api_key else f"api_key in [agents.{name}]"

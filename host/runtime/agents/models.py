@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import providers
 from host.runtime.agents.base import TurnFailed
@@ -29,7 +29,7 @@ __all__ = [
 
 THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
 """Anthropic extended-thinking budget (tokens) per thinking level offered in the configSchema."""
-EFFORTS = ["minimal", "low", "medium", "high"]
+EFFORTS: list[Literal["minimal", "low", "medium", "high"]] = ["minimal", "low", "medium", "high"]
 """OpenAI reasoning efforts offered in the configSchema."""
 
 
@@ -153,9 +153,10 @@ def request_options(selection: dict[str, Any] | None, spec: ModelSpec, api: str,
     config = (selection or {}).get("config") or {}
     options: dict[str, Any] = {}
     if spec.reasoning == "effort":
-        effort = config.get("reasoningEffort") or spec.default_level or "medium"
-        if effort in EFFORTS:
-            summary = "auto" if api == "openai-responses" else None
+        wanted = config.get("reasoningEffort") or spec.default_level or "medium"
+        effort = next((known for known in EFFORTS if known == wanted), None)
+        if effort is not None:
+            summary: Literal["auto"] | None = "auto" if api == "openai-responses" else None
             options["openai"] = providers.OpenAIOptions(reasoning_effort=effort, reasoning_summary=summary)
     elif spec.reasoning == "thinking":
         level = config.get("thinking") or spec.default_level or "off"

@@ -41,9 +41,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
-from host.resources.workdirs import session_directory
 
 __all__ = ["EnvironmentPreamble", "render_preamble", "git_facts"]
 
@@ -88,7 +88,7 @@ async def _git(directory: Path, *args: str) -> str | None:
         return None
     try:
         out, _ = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         process.kill()
         await process.wait()
         return None
@@ -177,7 +177,8 @@ class EnvironmentPreamble(Contributor):
 
     async def _gather(self, ctx: TurnContext, today: dt.date) -> str:
         directory = session_directory(ctx.state)
-        branch, status = (None, [])
+        branch: str | None = None
+        status: list[str] = []
         if directory is not None and directory.is_dir():
             branch, status = await self._shared_git_facts(directory)
         return render_preamble(

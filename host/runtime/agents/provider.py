@@ -57,7 +57,6 @@ from host.runtime.agents.models import (
 from host.runtime.agents.tooling import AutoApprover, ToolApprover
 from host.runtime.memory import import_ahead
 from host.state.transcripts import TranscriptStore
-
 from tools.base import Tool
 
 if TYPE_CHECKING:  # the start-up plan: the token arithmetic loads the providers' message models

@@ -32,9 +32,16 @@ from ahp.tool_results import result_text
 from host.runtime.agents._mapping import TurnToolIds, tool_start_meta
 from host.runtime.agents.base import TurnContext, TurnStopped
 from host.runtime.agents.context import cut_tool_output
-from host.runtime.command_bodies import BANG_COMMAND, bang_command, replace_bang_commands
 from host.runtime.agents.environment import TurnEnvironment
-from host.runtime.agents.tooling import Approval, ToolCallRequest, finish_call, parse_arguments, run_tool, unknown_tool_result
+from host.runtime.agents.tooling import (
+    Approval,
+    ToolCallRequest,
+    finish_call,
+    parse_arguments,
+    run_tool,
+    unknown_tool_result,
+)
+from host.runtime.command_bodies import BANG_COMMAND, bang_command, replace_bang_commands
 from providers import AssistantMessage, ToolCallPart, ToolResult, ToolResultsMessage
 from tools.base import Tool, ToolContext, failure_result
 

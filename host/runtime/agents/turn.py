@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ahp.protocol import builders
+from host.resources.workdirs import session_directory
 from host.runtime.agents._mapping import CallMapper, TurnToolIds, tool_start_meta
 from host.runtime.agents.base import TurnContext, TurnFailed
 from host.runtime.agents.budget import ContextBudget
@@ -37,7 +38,6 @@ from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
 from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
 from host.state.sessions import DEFAULT_TITLE
 from host.state.transcripts import TranscriptStore
-from host.resources.workdirs import session_directory
 from providers import (
     AnthropicOptions,
     AssistantMessage,
@@ -172,20 +172,20 @@ class ProviderTurn:
             offered = environment.tools(ctx, list(self.needs.tools))
             request = await budget.fit(offered)
             try:
-                mapper, message = await self._call(provider, request, ids, offered)
+                mapper, reply = await self._call(provider, request, ids, offered)
             except TurnFailed as failure:
                 # The provider says it does not fit after all: compact everything once and retry.
                 retry = await budget.refit(offered) if failure.error.get("errorType") == "context_length" else None
                 if retry is None:
                     raise
                 request = retry
-                mapper, message = await self._call(provider, request, ids, offered)
+                mapper, reply = await self._call(provider, request, ids, offered)
             budget.record(request, mapper.usage.input_tokens + mapper.usage.cache_read_tokens + mapper.usage.cache_write_tokens,
                           mapper.usage.output_tokens)
-            self.messages.append(message)
+            self.messages.append(reply)
             finish = mapper.finish
-            if message.tool_calls:
-                results = await tools.run(message, mapper.tool_ids, offered)
+            if reply.tool_calls:
+                results = await tools.run(reply, mapper.tool_ids, offered)
                 self.messages.append(results)
                 continue
             if finish is not None and finish.reason == "pause":
@@ -213,8 +213,8 @@ class ProviderTurn:
         display = {name: tool.title for name, tool in offered.items()}
         metas = {name: meta for name, tool in offered.items() if (meta := tool_start_meta(tool)) is not None}
         # Client-provided and MCP tools start with their contributor (and a client's own name for the tool).
-        owners = {name: (tool.contributor, getattr(tool, "wire_name", name)) for name, tool in offered.items()
-                  if getattr(tool, "contributor", None)}
+        owners = {name: (contributor, getattr(tool, "wire_name", name)) for name, tool in offered.items()
+                  if (contributor := getattr(tool, "contributor", None))}
         attempt = 0
         while True:
             self._set_activity(f"Waiting for {request.model}" if attempt == 0 else f"Retrying {request.model} (attempt {attempt + 1})")

@@ -20,12 +20,15 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import DirectorySpec, LoadedContainer, LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
-    from plugins.diagnostics import LoadState
+    from plugins import (
+        DirectorySpec,
+        LoadedContainer,
+    )
 
 __all__ = ["Container", "McpServersContainer", "MCP_SERVERS_ID", "enablement_enabled", "entry_enabled", "internal_shape"]
 
@@ -47,7 +50,7 @@ def entry_enabled(entry: dict[str, Any]) -> bool:
     return bool(entry.get("enabled", True))
 
 
-def internal_shape(entry: dict[str, Any], states: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def internal_shape(entry: dict[str, Any], states: Mapping[Any, Any] | None = None) -> dict[str, Any]:
     """A customization as the plugin parser builds it (``enabled`` everywhere) in the internal
     model's shape (see the module docstring); ``states`` are known MCP server states by id."""
     entry = dict(entry)
@@ -106,7 +109,7 @@ class Container:
         """Run-time problems and the trust hold, as published."""
         return sorted(self.problems.values()) + ([self.held] if self.held else [])
 
-    def wire(self, states: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    def wire(self, states: Mapping[Any, Any] | None = None) -> dict[str, Any]:
         """The AHP container customization (internal model), children included; ``states`` are the
         MCP server states already published, by entry id (kept rather than reset)."""
         wire = internal_shape(self._parsed_wire(), states)
@@ -135,13 +138,13 @@ class Container:
                 wire["writable"] = self.directory.writable
             return wire
         problems = self.shown_problems()
-        state = self.loaded.state.with_problems(problems) if problems else None
+        shown = self.loaded.state.with_problems(problems) if problems else None
         if isinstance(self.loaded, LoadedDirectory):
             return directory_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
-                                           client_id=self.client_id, state=state)
+                                           client_id=self.client_id, state=shown)
         assert isinstance(self.loaded, LoadedPlugin)
         return plugin_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
-                                    client_id=self.client_id, uri=self.uri, state=state)
+                                    client_id=self.client_id, uri=self.uri, state=shown)
 
 
 @dataclass

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from host.runtime.customizations.claude_plugins import ClaudePlugins, MarketplaceError
 from plugins.claude_settings import SettingsLayer, permission_rules, read_settings, settings_paths
 from plugins.diagnostics import Diagnostic
-from host.runtime.customizations.claude_plugins import ClaudePlugins, MarketplaceError
 from tools.policy import PolicyRuleError, Rule, parse_rule
 
 __all__ = ["ClaudeCode", "ClaudePlugin", "SessionView"]
@@ -169,7 +169,7 @@ class ClaudeCode:
                 continue
             for text in texts[effect]:
                 try:
-                    rules.append(parse_rule(text, effect))  # type: ignore[arg-type]
+                    rules.append(parse_rule(text, effect))
                 except PolicyRuleError as error:
                     from plugins.diagnostics import Severity
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ahp.text_offsets import index_to_utf16, utf16_to_index
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import SlashEntry, complete_slash
+    from plugins import SlashEntry
 
 __all__ = ["complete_user_message", "ITEM_LIMIT", "SCAN_LIMIT"]
 

@@ -62,19 +62,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ahp.protocol import builders
 from ahp.state import parse_subagent_chat_uri
 from ahp.tool_results import result_text
 from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants, TurnStopped
 from host.runtime.agents.environment import Contributor
+from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.catalogue import CatalogueItem, catalogue
 from host.runtime.command_bodies import context_rules, replace_bang_commands
 from host.runtime.conversation import BLOCKED_BY_HOOK
-from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.customizations.mcp_prompts import McpPrompt
 from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
 from host.runtime.customizations.session import HookCall, SessionCustomizations
@@ -92,7 +92,7 @@ from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import LifecyclePoint, SlashInvocation, parse_slash
+    from plugins import SlashInvocation
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
 
@@ -163,7 +163,7 @@ class CustomizationContributor(Contributor):
         elif invocation is not None:
             prompt = invocation.prompt
             untrusted = not runtime.folder_trusted and runtime.folder is not None
-            if untrusted and _inside(invocation.entry.target.path, runtime.folder):
+            if untrusted and runtime.folder is not None and _inside(invocation.entry.target.path, runtime.folder):
                 # The folder's own commands neither run their shell commands nor pre-approve
                 # anything until it is trusted.
                 prompt = replace_bang_commands(prompt, lambda command: f"[`{command}` was not run: {runtime.folder} is not trusted]")
@@ -340,7 +340,9 @@ class CustomizationContributor(Contributor):
             results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL, call=call,
                                          tool_response=to_claude_response(request.tool_name, given, result, cwd=cwd))
         else:
-            error = result.get("error") if isinstance(result.get("error"), dict) else {}
+            error = result.get("error")
+            if not isinstance(error, dict):
+                error = {}
             results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL_FAILURE, call=call,
                                          error=str(error.get("message") or result_text(result)),
                                          is_interrupt=error.get("code") in ("cancelled", "timeout"))

@@ -107,7 +107,7 @@ class SessionMcp:
         tools = self.manager.tools() if self.manager is not None else []
         for tool in tools:
             entry = self._entry_id(tool.server_name)
-            tool.contributor = {"kind": "mcp", "customizationId": entry} if entry is not None else None  # type: ignore[attr-defined]
+            tool.contributor = {"kind": "mcp", "customizationId": entry} if entry is not None else None
         return tools
 
     def _entry_id(self, server: str) -> str | None:

@@ -32,7 +32,6 @@ from tools.mcp import McpConfigError, McpServerSpec
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
     from plugins.diagnostics import Severity
-    from plugins.mcp_servers import parse_server, server_entries
     from plugins.model import McpServer
 
 __all__ = ["specs_from_config", "specs_from_mcp_json", "spec_from_plugin"]

@@ -88,26 +88,32 @@ from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
+from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
 from host.config import HostConfig
-from host.runtime.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer, enablement_enabled, entry_enabled
-from host.runtime.inputs import InputRequests
+from host.errors import ConfigError
+from host.resources.client_resources import ClientResourceError, ClientResources
+from host.resources.workdirs import session_directory
+from host.runtime.customizations._containers import (
+    MCP_SERVERS_ID,
+    Container,
+    McpServersContainer,
+    enablement_enabled,
+    entry_enabled,
+)
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp
+from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.transcript import HookTranscript
-from host.resources.client_resources import ClientResourceError, ClientResources
-from host.errors import ConfigError
-from host.state.store import Store
-from host.resources.workdirs import session_directory
-from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.runtime.inputs import InputRequests
 from host.runtime.trust import WorkspaceTrust
-from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
+from host.state.store import Store
 from tools import processes
 from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 if TYPE_CHECKING:
-    from plugins import HookEvent, LoadedPlugin
+    from plugins import LoadedPlugin
     from tools.mcp import RestartPolicy
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
@@ -590,7 +596,8 @@ class CustomizationService:
                              held: list[McpServerSpec]) -> None:
         """List the config and ``.mcp.json`` servers as a container, so their failures show, and
         the ``.mcp.json`` servers that wait for the folder to be trusted (``held``)."""
-        container = runtime.container(MCP_SERVERS_ID)
+        found = runtime.container(MCP_SERVERS_ID)
+        container = found if isinstance(found, McpServersContainer) else None  # the one container with that id
         if not specs and not held and container is None:
             return
         declared = []
@@ -979,7 +986,7 @@ def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, st
     kind = action.get("type")
     if kind == "chat/toolCallReady" and action.get("confirmed") is None and action.get("options"):
         parts = ((chat.get("activeTurn") or {}).get("responseParts")) or ()
-        call = next((p["toolCall"] for p in parts if p.get("kind") == "toolCall"
+        call: dict[str, Any] = next((p["toolCall"] for p in parts if p.get("kind") == "toolCall"
                      and p["toolCall"].get("toolCallId") == action.get("toolCallId")), {})
         name = claude_name(str(call.get("toolName") or "a tool"))
         return f"The agent needs your permission to use {name}", "permission_prompt"

@@ -47,14 +47,8 @@ if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
         HookResult,
         LifecyclePoint,
         LoadedContainer,
-        LoadedDirectory,
-        LoadedPlugin,
         Rule,
         SlashEntry,
-        hook_payload,
-        run_hook,
-        select_hooks,
-        slash_entries,
     )
 
 __all__ = ["HookCall", "SessionCustomizations", "TOUCHED_LIMIT"]
@@ -145,7 +139,7 @@ class SessionCustomizations:
 
     # -- containers ----------------------------------------------------------------------------
 
-    def container(self, container_id: str) -> Container | None:
+    def container(self, container_id: str | None) -> Container | None:
         return next((c for c in self.containers if c.id == container_id), None)
 
     def usable(self) -> list[LoadedContainer]:
@@ -161,7 +155,7 @@ class SessionCustomizations:
 
         entries = slash_entries(self.usable())
         if self.mcp is not None:
-            entries.extend(SlashEntry(name=prompt.name, short_name=prompt.name, kind="prompt", target=prompt,  # type: ignore[arg-type]
+            entries.extend(SlashEntry(name=prompt.name, short_name=prompt.name, kind="prompt", target=prompt,  # type: ignore[arg-type]  # plugins cannot name the host's McpPrompt
                                       container=f"MCP server {prompt.server}", description=prompt.description,
                                       argument_hint=prompt.argument_hint)
                            for prompt in self.mcp.prompt_entries())

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from host.runtime.catalogue import CatalogueItem, catalogue, closest
 from host.runtime.command_bodies import BANG_COMMAND
 from tools.base import Tool, ToolContext, failure_result, success_result
 
 if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import Command, LoadedPlugin, Rule, Skill
+    from plugins import Command, Rule, Skill
 
 __all__ = ["CatalogEntry", "LoadTextTool", "SKILL_TOOL", "RULE_TOOL", "SKILL_BUDGET", "RULE_BUDGET"]
 
@@ -47,13 +47,13 @@ class CatalogEntry:
 
     name: str
     short_name: str
-    item: Union[Skill, Command, Rule]
+    item: Skill | Command | Rule
 
 
 def qualified(container: object, name: str) -> str:
     from plugins import LoadedPlugin
 
-    return f"{container.name}:{name}" if isinstance(container, LoadedPlugin) else name  # type: ignore[attr-defined]
+    return f"{container.name}:{name}" if isinstance(container, LoadedPlugin) else name
 
 
 class LoadTextTool(Tool):

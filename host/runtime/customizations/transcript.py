@@ -27,7 +27,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,7 @@ class HookTranscript:
         ident = str(uuid.uuid5(uuid.NAMESPACE_URL, "\x00".join((self.session_id, *key))))
         entry = {"parentUuid": self._parent, "isSidechain": False, "userType": "external", "cwd": self.cwd,
                  "sessionId": self.session_id, "type": kind, "message": message, "uuid": ident,
-                 "timestamp": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
+                 "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")}
         self._parent = ident
         return [json.dumps(entry, ensure_ascii=False, separators=(",", ":"))]
 

@@ -60,16 +60,17 @@ import logging
 import os
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from host.errors import ErrorCode, RpcError
+from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
-from host.errors import ErrorCode, RpcError
 from host.runtime.processes import BackgroundProcesses
 from host.state.store import ROOT, Store
-from host.resources.workdirs import session_directory
 from tools.base import ToolContext
 from tools.pty import PtyProcess, exit_code_of
 
@@ -273,7 +274,7 @@ class TerminalService:
             self._flush(item)
             self._finish_command(item, _exit_code(mark.value))
         elif mark.code == "P" and (mark.value or "").startswith("Cwd="):
-            directory = mark.value[4:]
+            directory = (mark.value or "")[4:]
             if directory.startswith("/"):
                 cwd = Path(directory).as_uri()
                 if cwd != item.cwd:
@@ -324,7 +325,7 @@ class TerminalService:
             returncode = await item.process.wait()
             try:
                 await asyncio.wait_for(item.process.output_closed.wait(), _KILL_GRACE)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass  # a background job still holds the pty; the terminal is over anyway
             tail = item.text.feed(b"", final=True)
             if tail:

@@ -57,9 +57,9 @@ from tools.policy import (
 )
 
 from ._reporting import ContentReporters
-from .remembered import entry, shown_path
 from ._waiters import Waiters
 from .client_tools import ClientTool
+from .remembered import entry, shown_path
 
 __all__ = ["ConfirmingApprover", "RESULT_REJECTED"]
 

@@ -35,9 +35,9 @@ from typing import Any
 
 from ahp.protocol import builders
 from ahp.state.channels import parse_subagent_chat_uri
+from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
-from host.resources.workdirs import session_directory
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
 from tools.os_sandbox import OsSandbox, unavailable

@@ -45,12 +45,12 @@ from pathlib import Path
 from typing import Any
 
 from ahp.protocol import builders
+from host.config import ToolsConfig
+from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor, TurnEnvironment
-from host.config import ToolsConfig
 from host.runtime.inputs import InputRequests
 from host.state.store import ROOT, Store
-from host.resources.workdirs import session_directory
 from tools.base import failure_result
 from tools.builtin import builtin_tools
 from tools.builtin.shell import ShellTool
@@ -61,8 +61,8 @@ from ._reporting import ContentReporters
 from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
-from .remembered import ROOT_KEY, entries, project_root, revoked
 from .modes import PermissionModes, permission_mode_change, set_mode_action, vscode_mode_change
+from .remembered import ROOT_KEY, entries, project_root, revoked
 from .session_config import auto_approve_of, permission_mode_of, remembered_use_of
 from .session_tools import SessionToolParts, SessionTools
 from .settings import ToolSettings
@@ -218,6 +218,7 @@ class ToolsRuntime:
         call = _running_call(state, turn_id, call_id)
         if call is None or not client_id or _client_of(call) != client_id:
             return
+        assert isinstance(turn_id, str) and isinstance(call_id, str)  # they found a running call
         title = call.get("displayName") or call.get("toolName") or "the tool"
         self.store.dispatch(chat, builders.chat_tool_call_complete(
             turn_id=turn_id, tool_call_id=call_id,
@@ -248,7 +249,9 @@ class ToolsRuntime:
             return
         turn_id = action.get("turnId")
         call_id = action.get("toolCallId")
-        if kind == "chat/toolCallConfirmed":
+        if not isinstance(turn_id, str) or not isinstance(call_id, str):
+            pass  # no waiter is keyed by a missing id
+        elif kind == "chat/toolCallConfirmed":
             self._resolve_if_waiting(confirm_key(channel, turn_id, call_id), action)
         elif kind == "chat/toolCallResultConfirmed":
             self._resolve_if_waiting(result_key(channel, turn_id, call_id), action)

@@ -43,9 +43,10 @@ it means (``"plan"`` → ``"plan"``, ``"autopilot"`` → ``"full-auto"``, ``"int
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from host.errors import AgentHostError
+from tools.policy import PermissionMode
 
 __all__ = [
     "PERMISSION_MODE", "PERMISSION_MODES", "permission_mode_property", "permission_mode_of", "mode_for_vscode",
@@ -149,9 +150,9 @@ def mode_for_vscode(mode: Any) -> str | None:
     return _VSCODE_MODES.get(mode) if isinstance(mode, str) else None
 
 
-def permission_mode_of(state: dict[str, Any]) -> str:
+def permission_mode_of(state: dict[str, Any]) -> PermissionMode:
     values = (state.get("config") or {}).get("values") or {}
     value = values.get(PERMISSION_MODE)
     if value in PERMISSION_MODES:
-        return value
+        return cast(PermissionMode, value)
     return "plan" if values.get("mode") == "plan" else "default"

@@ -42,7 +42,7 @@ class SessionToolParts:
     extra_roots: tuple[Path, ...]
     untracked: tuple[Path, ...]
     """Folders whose file changes tools never report (the host's data directory)."""
-    content_store: ContentStore | None
+    content_store: ContentStore
     waiters: Waiters
     reporters: ContentReporters
     departure: ClientDeparture

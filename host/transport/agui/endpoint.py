@@ -37,12 +37,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ahp.jsonrpc import Malformed, parse
+from host.service import AgentHost
 from host.transport.agui import AGUI_PATH
 from host.transport.agui.runs import AguiRuns, client_id_for
 from host.transport.agui.stream import AguiStream
 from host.transport.http_protocol import ABORT_EXTENSION, UNSENT_EXTENSION
 from host.transport.outbound import OutboundBudget
-from host.service import AgentHost
 
 __all__ = ["agui_endpoint", "AGUI_PATH"]
 
@@ -59,7 +59,7 @@ def agui_endpoint(
     *,
     token: str | None,
     allowed_origins: Iterable[str],
-    token_check: Callable[[Request], "bool | None"],
+    token_check: Callable[[Request], bool | None],
     budget: OutboundBudget | None = None,
 ) -> Handler:
     """The route handler. ``token_check(request)`` is the host's own check: True when the

@@ -257,8 +257,12 @@ class RunTranslator:
         events = self._close_open()
         for call_id in list(self._calls):
             events += self._end_call(call_id, None)
-        part = action.get("part") if isinstance(action.get("part"), dict) else {}
-        error = part.get("error") if isinstance(part.get("error"), dict) else {}
+        part = action.get("part")
+        if not isinstance(part, dict):
+            part = {}
+        error = part.get("error")
+        if not isinstance(error, dict):
+            error = {}
         message = error.get("message") or "The turn failed without saying why; the host's log has details."
         usage = token_usage(self._usage, self.usage_before)
         events.append(RunErrorEvent(message=message, code=error.get("errorType"), usage=[usage] if usage else None))
@@ -300,7 +304,7 @@ class RunTranslator:
             if call.get("status") in ("pending-confirmation", "pending-result-confirmation"):
                 asking = True
             elif _client_of(call) == self.client_id and call.get("status") == "running":
-                ours.append(call.get("toolCallId"))
+                ours.append(call["toolCallId"])  # a call in state always has its id
             elif questions and call.get("status") == "running":
                 continue  # the call asking the question (or one that runs beside it)
             else:

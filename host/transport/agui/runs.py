@@ -62,28 +62,45 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
-    BaseEvent, MessagesSnapshotEvent, RunAgentInput, RunErrorEvent, RunFinishedEvent, RunFinishedInterruptOutcome, RunStartedEvent,
+    BaseEvent,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    ToolMessage,
 )
 from ag_ui.core.version import PROTOCOL_VERSION as AGUI_PROTOCOL_VERSION
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
+from host.errors import RpcError
+from host.runtime.turns import now_iso, turn_duration
+from host.service import AgentHost
+from host.state.store import Store
 from host.transport.agui.interrupts import (
-    INPUT_PREFIX, AnswerError, Elsewhere, answer, answer_input, asked_outside, coverage_problem, elsewhere,
-    elsewhere_interrupts, open_inputs, waiting_calls,
+    INPUT_PREFIX,
+    AnswerError,
+    Elsewhere,
+    answer,
+    answer_input,
+    asked_outside,
+    coverage_problem,
+    elsewhere,
+    elsewhere_interrupts,
+    open_inputs,
+    waiting_calls,
 )
 from host.transport.agui.mapping import RunTranslator
 from host.transport.agui.snapshot import thread_messages
-from host.errors import RpcError
-from host.service import AgentHost
-from host.state.store import Store
-from host.runtime.turns import now_iso, turn_duration
 from host.transport.validation import check_client_action
 
 __all__ = ["AguiRuns", "session_uri_for", "client_id_for", "thread_session"]
@@ -151,11 +168,10 @@ class _SessionWatch:
             self.queue.put_nowait((channel, envelope["action"], None))
 
     def close(self) -> None:
-        for hooks, hook in ((self._store.change_observers, self._observe), (self._store.token_observers, self._observe_token)):
-            try:
-                hooks.remove(hook)
-            except ValueError:
-                pass
+        with contextlib.suppress(ValueError):
+            self._store.change_observers.remove(self._observe)
+        with contextlib.suppress(ValueError):
+            self._store.token_observers.remove(self._observe_token)
 
 
 class AguiRuns:
@@ -236,22 +252,22 @@ class AguiRuns:
             raise _Refused("The session for this thread is still starting; try again in a moment.", "sessionNotReady") from None
         state = store.state(session) or {}
         if state.get("lifecycle") == "failed":
-            error = state.get("creationError") or {}
-            message = error.get("message") or "The session for this thread failed to start."
-            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", error.get("errorType") or "creationFailed")
+            failure = state.get("creationError") or {}
+            message = failure.get("message") or "The session for this thread failed to start."
+            raise _Refused(f"{message} (Use a new threadId once this is fixed.)", failure.get("errorType") or "creationFailed")
         # A run uses the session as a subscription would: one restored at host start resumes now,
         # so its trust question (if any) is asked outside a turn, before this run's message runs.
         self.host.customizations.resumed(session)
 
     # -- starting or resuming the turn ---------------------------------------------------------
 
-    def _begin(self, session: str, run_input: RunAgentInput, client_id: str, plan: "_Plan") -> RunTranslator | None:
+    def _begin(self, session: str, run_input: RunAgentInput, client_id: str, plan: _Plan) -> RunTranslator | None:
         chat = default_chat_uri(session)
         state = self.host.store.state(chat) or {}
         active = state.get("activeTurn") if isinstance(state.get("activeTurn"), dict) else None
         waiting = _our_waiting_calls(active, client_id)
         answers = [
-            m for m in run_input.messages if getattr(m, "role", None) == "tool" and m.tool_call_id in waiting
+            m for m in run_input.messages if isinstance(m, ToolMessage) and m.tool_call_id in waiting
         ]
         props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
         if props.get("cancel") is True:
@@ -284,8 +300,8 @@ class AguiRuns:
         if active is not None and answers:
             self._claim_role(session, run_input, client_id)
             translator = self._translator(run_input, active["id"], client_id, active.get("usage"))
-            for message in answers:
-                self._dispatch(chat, _tool_complete(active["id"], message, waiting[message.tool_call_id]), client_id)
+            for answer in answers:
+                self._dispatch(chat, _tool_complete(active["id"], answer, waiting[answer.tool_call_id]), client_id)
             return translator
         if waiting:
             names = ", ".join(sorted(waiting))
@@ -297,7 +313,7 @@ class AguiRuns:
         return self._start_turn(session, run_input, client_id, message, active, plan)
 
     def _start_turn(self, session: str, run_input: RunAgentInput, client_id: str, message: Any,
-                    active: dict[str, Any] | None, plan: "_Plan", answered: Iterable[str] = ()) -> RunTranslator | None:
+                    active: dict[str, Any] | None, plan: _Plan, answered: Iterable[str] = ()) -> RunTranslator | None:
         """Start a turn with the run's new user message, unless a question asked outside a turn
         (the workspace-trust question) must be answered first: then the run ends with it.
         ``answered``: interrupts this run just answered (their entries leave the session soon after)."""
@@ -317,7 +333,7 @@ class AguiRuns:
         return translator
 
     def _resume(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
-                client_id: str, answers: list[Any], waiting: dict[str, dict[str, Any]], plan: "_Plan") -> RunTranslator | None:
+                client_id: str, answers: list[Any], waiting: dict[str, dict[str, Any]], plan: _Plan) -> RunTranslator | None:
         """A run whose ``resume`` answers the confirmations an earlier run was interrupted by."""
         entries = list(run_input.resume or ())
         chat = default_chat_uri(session)
@@ -374,7 +390,7 @@ class AguiRuns:
         """``forwardedProps.cancel``: end the running turn, whatever it waits on; with none running,
         cancel the questions asked outside a turn (the trust question: then not trusted)."""
         if active is None:
-            for key, item in self._outside(session).items():
+            for item in self._outside(session).values():
                 self._dispatch(item.chat, builders.chat_input_completed(
                     request_id=str((item.request or {})["id"]), response="cancel"), client_id)
             return None
@@ -385,7 +401,7 @@ class AguiRuns:
         return translator
 
     def _join(self, session: str, state: dict[str, Any], active: dict[str, Any] | None, run_input: RunAgentInput,
-              client_id: str, waiting: dict[str, dict[str, Any]], plan: "_Plan", *,
+              client_id: str, waiting: dict[str, dict[str, Any]], plan: _Plan, *,
               joined_after_resume: bool = False) -> RunTranslator | None:
         """A run that brings nothing new: the thread so far, then the running turn live (if any)."""
         # The whole thread, also the turns older than the chat's state holds.
@@ -558,7 +574,9 @@ def _our_waiting_calls(active: dict[str, Any] | None, client_id: str) -> dict[st
     waiting: dict[str, dict[str, Any]] = {}
     for part in (active or {}).get("responseParts") or ():
         call = part.get("toolCall") if isinstance(part, dict) and part.get("kind") == "toolCall" else None
-        contributor = call.get("contributor") if isinstance(call, dict) else None
+        if not isinstance(call, dict):
+            continue
+        contributor = call.get("contributor")
         if (isinstance(contributor, dict) and contributor.get("kind") == "client" and contributor.get("clientId") == client_id
                 and call.get("status") in ("running", "pending-confirmation")):
             waiting[call["toolCallId"]] = call
@@ -630,7 +648,7 @@ def _media_attachment(part: Any) -> dict[str, Any] | None:
     if kind == "text" or source is None:
         return None
     label = f"{kind} from the AG-UI client"
-    display = {"image": "image", "document": "document"}.get(kind)
+    display = {"image": "image", "document": "document"}.get(str(kind))
     if source.type == "data":
         attachment = {"type": "embeddedResource", "label": label, "data": source.value, "contentType": source.mime_type}
     else:  # url and file sources are references the host resolves (or refuses) itself

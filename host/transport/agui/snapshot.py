@@ -68,5 +68,6 @@ def _turn_messages(turn: Mapping[str, Any]) -> list[Message]:
 
 def _cancelled_text(call: Mapping[str, Any]) -> str:
     if call.get("status") == "cancelled":
-        return call.get("reasonMessage") if isinstance(call.get("reasonMessage"), str) else "The tool call did not run."
+        reason = call.get("reasonMessage")
+        return reason if isinstance(reason, str) else "The tool call did not run."
     return ""

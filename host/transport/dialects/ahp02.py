@@ -39,6 +39,7 @@ from typing import Any
 from ahp.dialects.catalogue import introduced_in, known_to, notification_known_to
 from ahp.dialects.v0_2.actions_down import action_down
 from ahp.dialects.v0_2.actions_up import action_up
+from ahp.dialects.v0_2.shapes import turn_down
 from ahp.dialects.v0_2.states import (
     InternalSession,
     changeset_down,
@@ -48,14 +49,13 @@ from ahp.dialects.v0_2.states import (
     subagent_view,
     terminal_down,
 )
-from ahp.dialects.v0_2.shapes import turn_down
 from ahp.dialects.v0_2.uris import SUBAGENT_SEGMENT, session_id, subagent_chat_of, subagent_session_uri, v02_session_uri
 from ahp.protocol import METHODS
 from ahp.state.channels import parse_subagent_chat_uri, session_of_default_chat
 from ahp.state.clock import iso_timestamp
+from host.errors import ProtocolViolation
 from host.transport.dialects.base import Dialect
 from host.transport.dialects.v02_rules import check_v02_action
-from host.errors import ProtocolViolation
 
 __all__ = ["Ahp02Dialect", "describe_params_error", "session_view", "v02_session_state", "v02_summary", "whole_view"]
 
@@ -86,7 +86,7 @@ def created_at(state: dict[str, Any] | None) -> str:
     """A session's creation time (ISO), kept by the host in the session's ``_meta``."""
     meta = (state or {}).get("_meta")
     created = meta.get("createdAt") if isinstance(meta, dict) else None
-    return created if isinstance(created, str) else iso_timestamp(0)
+    return created if isinstance(created, str) else str(iso_timestamp(0))  # never None for 0
 
 
 def session_view(store: Any, uri: str, state: dict[str, Any] | None = None,
@@ -384,7 +384,9 @@ class Ahp02Dialect(Dialect):
             target = v02_session_uri(uri)
             if shown is None or target is None:
                 return None
-            changes = params.get("changes") if isinstance(params.get("changes"), dict) else {}
+            changes = params.get("changes")
+            if not isinstance(changes, dict):
+                changes = {}
             fields = {_SUMMARY_KEYS[key] for key in changes if key in _SUMMARY_KEYS}
             shown_changes = {field: shown[field] for field in sorted(fields) if field in shown}
             return {**params, "session": target, "changes": shown_changes} if shown_changes else None

@@ -6,7 +6,8 @@ the identity behaviour (the store's own shapes), which the newest version uses a
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ahp.dialects.catalogue import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
 from host.errors import ErrorCode, ProtocolViolation, RpcError

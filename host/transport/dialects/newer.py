@@ -34,9 +34,9 @@ from urllib.parse import unquote
 from ahp.dialects import v0_7
 from ahp.dialects.catalogue import ACTION_REMOVED_IN, introduced_in, known_to, notification_known_to
 from ahp.dialects.params import PARAMS_0_7
+from host.errors import ProtocolViolation
 from host.resources.changesets.model import session_changeset, turn_changeset
 from host.transport.dialects.base import Dialect
-from host.errors import ProtocolViolation
 
 __all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX", "Renamed", "changeset_alias"]
 

@@ -85,7 +85,7 @@ def test_every_vector_action_with_a_0_9_0_shape_is_rebuilt_exactly_from_its_fiel
 
 def test_a_missing_required_field_is_a_type_error_not_a_bad_frame():
     with pytest.raises(TypeError, match="part_id"):
-        builders.chat_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]
+        builders.chat_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]  # deliberately incomplete
 
 
 def test_the_confirmed_union_has_one_builder_per_branch_with_its_literal():

@@ -69,7 +69,7 @@ def test_empty_object_results_validate_an_empty_object():
 
 def test_method_specs_are_immutable():
     with pytest.raises(AttributeError):
-        METHODS["ping"].kind = "notification"  # type: ignore[misc]
+        METHODS["ping"].kind = "notification"  # type: ignore[misc]  # deliberately writing a frozen field
     assert isinstance(METHODS["ping"], MethodSpec)
 
 

@@ -17,10 +17,10 @@ import pytest
 
 from client import AhpClient
 from client.errors import AhpError as RpcRequestError
-from tests.conftest import TOKEN, host_config
-from host.transport.server import start_host
-from host.service import AgentHost
 from host.resources import files as resources
+from host.service import AgentHost
+from host.transport.server import start_host
+from tests.conftest import TOKEN, host_config
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from client import AhpError
-from tests.host.transport.test_connection import run_turn
 from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from tests.host.transport.test_connection import run_turn
 
 
 def test_an_existing_directory_inside_an_allowed_root_is_accepted_as_its_real_path(tmp_path: Path) -> None:

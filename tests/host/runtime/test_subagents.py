@@ -11,7 +11,6 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
-
 from typing import Any
 
 import pytest
@@ -19,20 +18,20 @@ import pytest
 from ahp import state as internal
 from ahp.state import default_chat_uri, parse_subagent_chat_uri, subagent_chat_uri
 from client import AhpClient
-from host.transport.dialects.ahp02 import v02_session_state
-from host.state.journal import Journal
-from host.transport.server import RunningHost
-from host.service import AgentHost
 from host.runtime.subagents import WAITING_FOR_YOU
+from host.service import AgentHost
+from host.state.journal import Journal
 from host.state.sessions import new_chat_state, new_session_state
 from host.state.transcripts import TranscriptStore
+from host.transport.dialects.ahp02 import v02_session_state
+from host.transport.server import RunningHost
 from providers import AssistantMessage, ScriptedProvider, TextPart, UserMessage
 from providers.scripted import Script, call_tools, finish, reply, text
 from tests.conftest import TOKEN, FrameChecker, host_config
-from tests.host.test_vscode import ROOT, Peer
-from tests.host.runtime.tools._support import scripted, tools_config, wait_pending
 from tests.host.runtime.agents.harness import Recorder, config_for, idle, ready_session, run_turn, serving
 from tests.host.runtime.agents.test_faults import fake_agent_toml
+from tests.host.runtime.tools._support import scripted, tools_config, wait_pending
+from tests.host.test_vscode import ROOT, Peer
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
 
@@ -162,8 +161,11 @@ async def test_ten_parallel_task_calls_run_at_most_the_cap_at_once_and_all_finis
             store.change_observers.append(count_running)
             turn_id = client.send_message(session, "search ten things")
             # Four sub-agents run; the six other calls say they wait for a free sub-agent.
-            waiting = lambda: [c for c in _calls(client, session)
-                               if any("Waiting for a free sub-agent" in b.get("text", "") for b in c.get("content") or ())]
+
+            def waiting() -> list:
+                return [c for c in _calls(client, session)
+                        if any("Waiting for a free sub-agent" in b.get("text", "") for b in c.get("content") or ())]
+
             await client.wait_for(lambda m, e: len(waiting()) == 6 and max(busy, default=0) == 4, timeout=30)
             assert len(_subagent_chats(store, parent)) == 4
             release.set()
@@ -214,7 +216,7 @@ async def test_disposing_a_session_removes_its_sub_agent_chats_running_or_finish
                 try:
                     await client.subscribe(f"{session}/subagent/call-1")
                     refused = None
-                except Exception as error:  # noqa: BLE001 - the error is what is checked
+                except Exception as error:
                     refused = error
     finally:
         never.set()

@@ -22,8 +22,8 @@ from ahp.workspace_trust import (
 )
 from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from host.transport.server import RunningHost, start_host
 from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker

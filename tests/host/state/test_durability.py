@@ -36,7 +36,7 @@ class HostProcess:
             text=True,
             cwd=Path(__file__).resolve().parents[3],
         )
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 30)  # type: ignore[union-attr]
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 30)  # type: ignore[union-attr]  # stdout=PIPE
         match = re.search(r"(ws://\S+)", line)
         assert match, f"the host did not print its URL: {line!r}"
         self.url = match.group(1)

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from host.state.journal import PRUNE_STEP_CHARS, Journal
-from host.state.store import Store
 from host.runtime.terminals import actions as terminal_actions
 from host.runtime.terminals.output import bounded
+from host.state.journal import PRUNE_STEP_CHARS
+from host.state.store import Store
 from tests.host.state.test_journal import chat_state, open_store
 
 A = "ahp-chat://default/a"
@@ -237,7 +237,7 @@ def test_pruning_deletes_in_steps_bounded_by_characters(tmp_path: Path) -> None:
         store.dispatch(A, {"type": "chat/activityChanged", "activity": f"{index}" + "z" * 100_000})
     sizes = row_sizes(path)
     upto, seq, plans, removed = store._begin_snapshot()
-    steps = store._write_snapshot(store._journal, upto, seq, encode_plans(plans), removed)  # type: ignore[arg-type]
+    steps = store._write_snapshot(store._journal, upto, seq, encode_plans(plans), removed)  # type: ignore[arg-type]  # open_store: it has a journal
     deleted: list[tuple[int, int]] = []  # (rows, characters) per step
     present = set(sizes)
     for _ in steps:
@@ -267,8 +267,8 @@ async def test_a_real_terminal_printing_megabytes_leaves_a_bounded_journal(tmp_p
 
     from client import AhpClient
     from host.config import load_config
-    from host.transport.server import start_host
     from host.service import AgentHost
+    from host.transport.server import start_host
     from tests.conftest import TOKEN
 
     monkeypatch.setenv("SHELL", "/bin/sh")  # no rc files: a predictable shell

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ahp.state import default_chat_uri
-from host.transport.dialects.ahp02 import v02_session_state
+from host.service import AgentHost
 from host.state.journal import MODEL, Journal
 from host.state.journal_upgrade import upgrade_journal
-from host.service import AgentHost
+from host.transport.dialects.ahp02 import v02_session_state
 from tests.conftest import host_config
 
 OLD = "ahp-session:/old-1"

@@ -13,18 +13,18 @@ from typing import Any
 from ahp.state import default_chat_uri
 from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from host.transport.dialects.ahp02 import v02_session_state
 from host.state.journal import Journal
 from host.state.store import Store, reduce
+from host.transport.dialects.ahp02 import v02_session_state
 from providers import ScriptedProvider
 from providers.scripted import Pause, Script, finish, reasoning
 from providers.scripted import text as text_events
 from tests.ahp.state._support import CLOCK, vectors_0_7, vectors_0_9
 from tests.ahp.state.test_appends import stutter
 from tests.conftest import TOKEN, FrameChecker
-
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
-from .test_store import SESSION, Sink
+
+from .test_store import Sink
 
 CHAT = default_chat_uri("replay:/text-runs")
 CHAT_CASES = [case for case in (*vectors_0_7(), *vectors_0_9()) if case["reducer"] == "chat"]
@@ -86,7 +86,7 @@ def test_observers_of_every_action_see_each_token_s_before_and_after() -> None:
         join_at = rng.randrange(len(actions) + 1)
         for step, action in enumerate(actions):
             if step == join_at:
-                store.observers.append(lambda channel, before, after, envelope: seen.append((text(before), text(after))))
+                store.observers.append(lambda channel, before, after, envelope: seen.append((text(before), text(after))))  # noqa: B023  (store and seen are both this case's)
             store.dispatch(CHAT, action)
         states = [case["initial"]]
         for action in actions:

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from ahp.protocol import METHODS
-
 from client import AhpClient, AhpError
+from host.service import AgentHost
 from host.transport.dialects.ahp02 import v02_session_state
 from host.transport.server import RunningHost, start_host
-from host.service import AgentHost
 from tests.conftest import TOKEN, Connect, host_config
 
 ROOT = "ahp-root://"
@@ -396,7 +395,7 @@ class RawPeer:
         self._methods: dict[int, str] = {}
 
     @classmethod
-    async def open(cls, running: RunningHost, checker: Any = None, **headers: str) -> "RawPeer":
+    async def open(cls, running: RunningHost, checker: Any = None, **headers: str) -> RawPeer:
         """``checker`` (the ``frame_checker`` fixture) schema-checks every frame received."""
         from websockets.asyncio.client import connect
 
@@ -435,7 +434,7 @@ class RawPeer:
 
 async def test_resource_read_serves_the_hosts_content_references(connect: Connect, running_host: RunningHost) -> None:
     client = await connect()
-    text_uri = running_host.host.content.put("before the edit\n".encode(), "text/plain")
+    text_uri = running_host.host.content.put(b"before the edit\n", "text/plain")
     binary_uri = running_host.host.content.put(b"\x89PNG\x00\x01", "image/png")
     assert await client.request("resourceRead", {"channel": ROOT, "uri": text_uri}) == {
         "data": "before the edit\n", "encoding": "utf-8", "contentType": "text/plain"}

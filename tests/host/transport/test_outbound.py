@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from websockets.asyncio.client import ClientConnection as RawClient, connect as raw_connect
+from websockets.asyncio.client import ClientConnection as RawClient
+from websockets.asyncio.client import connect as raw_connect
 from websockets.exceptions import ConnectionClosed
 
 from client import AhpClient

@@ -137,7 +137,7 @@ async def oauth_server() -> AsyncIterator[str]:
     process = await asyncio.create_subprocess_exec(sys.executable, str(OAUTH_SERVER), stdout=asyncio.subprocess.PIPE,
                                                    stderr=asyncio.subprocess.DEVNULL)
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]  # stdout=PIPE
         assert line.startswith(b"PORT "), line
         yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
     finally:

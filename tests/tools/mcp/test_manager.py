@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from host.runtime.customizations.mcp_declarations import spec_from_plugin
 from plugins import load_plugin
 from tools.base import ToolContext
-from host.runtime.customizations.mcp_declarations import spec_from_plugin
 from tools.mcp import McpManager, McpServerSpec
 
 from .conftest import FAST, KITCHEN_SINK, SAMPLES, Recorder, kitchen_sink, process_gone

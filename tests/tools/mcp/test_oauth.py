@@ -144,7 +144,7 @@ async def test_a_remote_server_that_does_not_ask_for_oauth_leaves_no_token_file(
     process = await asyncio.create_subprocess_exec(sys.executable, str(KITCHEN_SINK), "http", stdout=asyncio.subprocess.PIPE,
                                                    stderr=asyncio.subprocess.DEVNULL)
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]  # stdout=PIPE
         connection = McpServerConnection(remote(f"http://127.0.0.1:{int(line.split()[1])}/mcp"), policy=FAST,
                                          oauth_dir=tmp_path / "oauth")
         connection.start()

@@ -22,6 +22,8 @@ vectors and 3,300 differential cases under ``tests/ahp/dialects/v0_2/state/``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ahp.dialects.v0_2.state.changeset import CHANGESET_ACTION_TYPES, reduce_changeset
 from ahp.dialects.v0_2.state.channels import CHANNEL_KINDS, ROOT_CHANNEL, ChannelKind, channel_kind
 from ahp.dialects.v0_2.state.resource_watch import RESOURCE_WATCH_ACTION_TYPES, reduce_resource_watch
@@ -56,7 +58,7 @@ ACTION_TYPES: dict[str, frozenset[str]] = {
 """Channel kind → the action types its reducer defines (the schema's names)."""
 
 
-def reduce(kind: str, state: dict, action: dict, now: int) -> dict:
+def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The state of a ``kind`` channel after ``action``; ``state`` itself for an unknown kind."""
     if kind == "session":
         return reduce_session(state, action, now)

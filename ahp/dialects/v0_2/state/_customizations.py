@@ -14,6 +14,8 @@ Invariants:
 
 from __future__ import annotations
 
+from typing import Any
+
 from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload, truthy
 
 __all__ = [
@@ -24,18 +26,18 @@ __all__ = [
 ]
 
 
-def _index_of(entries: list, entry_id: object) -> int:
+def _index_of(entries: list[Any], entry_id: object) -> int:
     for index, entry in enumerate(entries):
         if as_dict(entry).get("id") == entry_id:
             return index
     return -1
 
 
-def on_customizations_changed(state: dict, action: dict, now: int) -> dict:
+def on_customizations_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, customizations=payload(action, "customizations"))
 
 
-def on_customization_toggled(state: dict, action: dict, now: int) -> dict:
+def on_customization_toggled(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entries = state.get("customizations")
     if not truthy(entries):
         return state
@@ -48,7 +50,7 @@ def on_customization_toggled(state: dict, action: dict, now: int) -> dict:
     return {**state, "customizations": updated}
 
 
-def on_customization_updated(state: dict, action: dict, now: int) -> dict:
+def on_customization_updated(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     customization = payload(action, "customization")
     if not isinstance(customization, dict):
         return state
@@ -61,7 +63,7 @@ def on_customization_updated(state: dict, action: dict, now: int) -> dict:
     return {**state, "customizations": updated}
 
 
-def on_customization_removed(state: dict, action: dict, now: int) -> dict:
+def on_customization_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entries = state.get("customizations")
     if not truthy(entries):
         return state
@@ -73,8 +75,8 @@ def on_customization_removed(state: dict, action: dict, now: int) -> dict:
     changed = False
     updated = []
     for entry in entries:
-        children = as_dict(entry).get("children")
-        child_index = _index_of(children, target) if truthy(children) and isinstance(children, list) else -1
+        children = as_list(as_dict(entry).get("children"))
+        child_index = _index_of(children, target)
         if child_index >= 0:
             entry = {**entry, "children": children[:child_index] + children[child_index + 1 :]}
             changed = True

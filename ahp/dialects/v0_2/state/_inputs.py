@@ -14,20 +14,22 @@ Invariants:
 
 from __future__ import annotations
 
+from typing import Any
+
 from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload
 from ahp.dialects.v0_2.state.status import SessionStatus, recompute_status, with_flag
 
 __all__ = ["on_input_answer_changed", "on_input_completed", "on_input_requested"]
 
 
-def _index_of(requests: list, request_id: object) -> int:
+def _index_of(requests: list[Any], request_id: object) -> int:
     for index, request in enumerate(requests):
         if as_dict(request).get("id") == request_id:
             return index
     return -1
 
 
-def on_input_requested(state: dict, action: dict, now: int) -> dict:
+def on_input_requested(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     request = payload(action, "request")
     if not isinstance(request, dict):
         return state
@@ -46,7 +48,7 @@ def on_input_requested(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def on_input_answer_changed(state: dict, action: dict, now: int) -> dict:
+def on_input_answer_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     requests = state.get("inputRequests")
     if not isinstance(requests, list):
         return state
@@ -72,7 +74,7 @@ def on_input_answer_changed(state: dict, action: dict, now: int) -> dict:
     }
 
 
-def on_input_completed(state: dict, action: dict, now: int) -> dict:
+def on_input_completed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     requests = as_list(state.get("inputRequests"))
     request_id = action.get("requestId")
     if _index_of(requests, request_id) < 0:

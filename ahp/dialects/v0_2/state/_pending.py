@@ -13,12 +13,14 @@ Invariants:
 
 from __future__ import annotations
 
+from typing import Any
+
 from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload, truthy, without_none
 
 __all__ = ["on_pending_message_removed", "on_pending_message_set", "on_queued_messages_reordered"]
 
 
-def on_pending_message_set(state: dict, action: dict, now: int) -> dict:
+def on_pending_message_set(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     entry = without_none({"id": payload(action, "id"), "userMessage": payload(action, "userMessage")})
     if action.get("kind") == "steering":
         return {**state, "steeringMessage": entry}
@@ -31,7 +33,7 @@ def on_pending_message_set(state: dict, action: dict, now: int) -> dict:
     return {**state, "queuedMessages": [*queued, entry]}
 
 
-def on_pending_message_removed(state: dict, action: dict, now: int) -> dict:
+def on_pending_message_removed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     message_id = action.get("id")
     if action.get("kind") == "steering":
         steering = state.get("steeringMessage")
@@ -48,18 +50,18 @@ def on_pending_message_removed(state: dict, action: dict, now: int) -> dict:
     return assign(state, queuedMessages=remaining or None)
 
 
-def on_queued_messages_reordered(state: dict, action: dict, now: int) -> dict:
+def on_queued_messages_reordered(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     queued = state.get("queuedMessages")
     order = action.get("order")
     if not truthy(queued) or not isinstance(order, list):
         return state
     queued = as_list(queued)
-    by_id: dict = {}
+    by_id: dict[Any, Any] = {}
     for message in queued:
         key = as_dict(message).get("id")
         if _hashable(key):
             by_id[key] = message  # like a JS Map built from the list: the last duplicate wins
-    placed: set = set()
+    placed: set[Any] = set()
     reordered = []
     # Listed known ids first (duplicates and unknown ids ignored), then the rest in old order.
     for message_id in order:

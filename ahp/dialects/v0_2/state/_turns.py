@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 
-def _matching_turn(state: dict, turn_id: Any) -> dict | None:
+def _matching_turn(state: dict[str, Any], turn_id: Any) -> dict[str, Any] | None:
     """The active turn if its id is ``turn_id``; ``None`` otherwise."""
     active = state.get("activeTurn")
     if not truthy(active) or not isinstance(active, dict):
@@ -41,11 +41,11 @@ def _matching_turn(state: dict, turn_id: Any) -> dict | None:
     return active if active.get("id") == turn_id else None
 
 
-def _with_parts(state: dict, active: dict, parts: list) -> dict:
+def _with_parts(state: dict[str, Any], active: dict[str, Any], parts: list[Any]) -> dict[str, Any]:
     return {**state, "activeTurn": {**active, "responseParts": parts}}
 
 
-def on_turn_started(state: dict, action: dict, now: int) -> dict:
+def on_turn_started(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = {"id": payload(action, "turnId"), "userMessage": payload(action, "userMessage"), "responseParts": []}
     nxt = {**state, "activeTurn": without_none(active)}
     summary = as_dict(state.get("summary"))
@@ -65,7 +65,7 @@ def on_turn_started(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def on_append_text(state: dict, action: dict, now: int) -> dict:
+def on_append_text(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """``session/delta`` and ``session/reasoning``: append to the first part with that id."""
     kind = "markdown" if action.get("type") == "session/delta" else "reasoning"
     active = _matching_turn(state, action.get("turnId"))
@@ -87,7 +87,7 @@ def on_append_text(state: dict, action: dict, now: int) -> dict:
     return state
 
 
-def on_response_part(state: dict, action: dict, now: int) -> dict:
+def on_response_part(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     part = payload(action, "part")
     if active is None or not isinstance(part, dict):
@@ -95,14 +95,14 @@ def on_response_part(state: dict, action: dict, now: int) -> dict:
     return _with_parts(state, active, [*as_list(active.get("responseParts")), part])
 
 
-def on_usage(state: dict, action: dict, now: int) -> dict:
+def on_usage(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
     return {**state, "activeTurn": assign(active, usage=payload(action, "usage"))}
 
 
-def on_tool_call_start(state: dict, action: dict, now: int) -> dict:
+def on_tool_call_start(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
@@ -110,7 +110,7 @@ def on_tool_call_start(state: dict, action: dict, now: int) -> dict:
     return _with_parts(state, active, [*as_list(active.get("responseParts")), part])
 
 
-def _apply_to_tool_calls(state: dict, action: dict) -> dict:
+def _apply_to_tool_calls(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
@@ -132,7 +132,7 @@ def _apply_to_tool_calls(state: dict, action: dict) -> dict:
     return _with_parts(state, active, new_parts) if changed else state
 
 
-def on_tool_call(state: dict, action: dict, now: int) -> dict:
+def on_tool_call(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """Every tool-call action except start, routed through the transition table."""
     nxt = _apply_to_tool_calls(state, action)
     if action.get("type") in tool_calls.RECOMPUTES_STATUS:
@@ -140,12 +140,12 @@ def on_tool_call(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def end_turn(state: dict, action: dict, now: int) -> dict:
+def end_turn(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """``turnComplete``, ``turnCancelled`` and ``error``: finalise the matching active turn."""
     active = _matching_turn(state, action.get("turnId"))
     if active is None:
         return state
-    action_type = action.get("type")
+    action_type = action["type"]  # dispatch ran this handler for a str type
     turn_state = {"session/turnComplete": "complete", "session/turnCancelled": "cancelled"}.get(action_type, "error")
 
     parts = []
@@ -174,11 +174,11 @@ def end_turn(state: dict, action: dict, now: int) -> dict:
     return nxt
 
 
-def on_truncated(state: dict, action: dict, now: int) -> dict:
+def on_truncated(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     turns = as_list(state.get("turns"))
     turn_id = action.get("turnId")
     if turn_id is None:
-        kept: list = []
+        kept: list[Any] = []
     else:
         for index, turn in enumerate(turns):
             if as_dict(turn).get("id") == turn_id:

@@ -24,7 +24,8 @@ the ones that end a run.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ahp.state.appends import AppendingState as _AppendingState
 from ahp.state.appends import joined
@@ -61,7 +62,7 @@ class AppendingState(_AppendingState):
     key_of = staticmethod(run_key)
 
     def __init__(self, kind: str, state: dict[str, Any],
-                 reduce: Callable[[str, dict, dict, int], dict] | None = None) -> None:
+                 reduce: Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]] | None = None) -> None:
         if reduce is None:
             from ahp.dialects.v0_2.state import reduce  # the package imports this module's names lazily
         super().__init__(kind, state, reduce)

@@ -15,29 +15,30 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.dialects.v0_2.state._dispatch import dispatch
 from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, payload
 
 __all__ = ["CHANGESET_ACTION_TYPES", "reduce_changeset"]
 
-Handler = Callable[[dict, dict], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
-def _index_of(files: list, file_id: object) -> int:
+def _index_of(files: list[Any], file_id: object) -> int:
     for index, file in enumerate(files):
         if as_dict(file).get("id") == file_id:
             return index
     return -1
 
 
-def _status_changed(state: dict, action: dict) -> dict:
+def _status_changed(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     status = payload(action, "status")
     error = payload(action, "error") if status == "error" else None
     return assign(state, status=status, error=error)
 
 
-def _file_set(state: dict, action: dict) -> dict:
+def _file_set(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     file = payload(action, "file")
     if not isinstance(file, dict):
         return state
@@ -50,7 +51,7 @@ def _file_set(state: dict, action: dict) -> dict:
     return {**state, "files": updated}
 
 
-def _file_removed(state: dict, action: dict) -> dict:
+def _file_removed(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     files = as_list(state.get("files"))
     index = _index_of(files, action.get("fileId"))
     if index < 0:
@@ -58,11 +59,11 @@ def _file_removed(state: dict, action: dict) -> dict:
     return {**state, "files": files[:index] + files[index + 1 :]}
 
 
-def _operations_changed(state: dict, action: dict) -> dict:
+def _operations_changed(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     return assign(state, operations=payload(action, "operations"))
 
 
-def _cleared(state: dict, action: dict) -> dict:
+def _cleared(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     return {**state, "files": []}
 
 
@@ -78,6 +79,6 @@ CHANGESET_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the changeset reducer understands."""
 
 
-def reduce_changeset(state: dict, action: dict) -> dict:
+def reduce_changeset(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     """The changeset state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action)

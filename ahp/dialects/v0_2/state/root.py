@@ -14,23 +14,24 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.dialects.v0_2.state._dispatch import dispatch
 from ahp.dialects.v0_2.state._js import as_dict, assign, payload, truthy
 
 __all__ = ["ROOT_ACTION_TYPES", "reduce_root"]
 
-Handler = Callable[[dict, dict], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
 def _replace(state_field: str, action_field: str) -> Handler:
-    def handler(state: dict, action: dict) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
         return assign(state, **{state_field: payload(action, action_field)})
 
     return handler
 
 
-def _config_changed(state: dict, action: dict) -> dict:
+def _config_changed(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     config = state.get("config")
     if not truthy(config):
         return state
@@ -51,6 +52,6 @@ ROOT_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the root reducer understands."""
 
 
-def reduce_root(state: dict, action: dict) -> dict:
+def reduce_root(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     """The root state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action)

@@ -17,6 +17,7 @@ Invariants (shared by every handler, see also ``_turns``, ``_inputs``, ``_pendin
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.dialects.v0_2.state import _customizations, _inputs, _pending, _turns
 from ahp.dialects.v0_2.state._dispatch import dispatch
@@ -25,22 +26,22 @@ from ahp.dialects.v0_2.state.status import SessionStatus, with_flag
 
 __all__ = ["SESSION_ACTION_TYPES", "reduce_session"]
 
-Handler = Callable[[dict, dict, int], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]]
 
 
-def _ready(state: dict, action: dict, now: int) -> dict:
+def _ready(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     # Never touches status: a provisional session may already be running its first turn.
     return {**state, "lifecycle": "ready"}
 
 
-def _creation_failed(state: dict, action: dict, now: int) -> dict:
+def _creation_failed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, lifecycle="creationFailed", creationError=payload(action, "error"))
 
 
 def _summary_change(field: str, *, bumps_modified: bool) -> Handler:
     """A handler that sets (or, when absent, deletes) one summary field from the same-named key."""
 
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         changes = {field: payload(action, field)}
         if bumps_modified:
             changes["modifiedAt"] = now
@@ -50,7 +51,7 @@ def _summary_change(field: str, *, bumps_modified: bool) -> Handler:
 
 
 def _status_flag(flag: SessionStatus, field: str) -> Handler:
-    def handler(state: dict, action: dict, now: int) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
         summary = as_dict(state.get("summary"))
         status = with_flag(summary.get("status"), flag, truthy(action.get(field)))
         return {**state, "summary": {**summary, "status": status}}
@@ -58,7 +59,7 @@ def _status_flag(flag: SessionStatus, field: str) -> Handler:
     return handler
 
 
-def _changesets_changed(state: dict, action: dict, now: int) -> dict:
+def _changesets_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     summary = as_dict(state.get("summary"))
     changesets = payload(action, "changesets")
     # An empty catalogue is still a catalogue (JS truthiness); absent or null removes the key.
@@ -69,7 +70,7 @@ def _changesets_changed(state: dict, action: dict, now: int) -> dict:
     return {**state, "summary": summary}
 
 
-def _config_changed(state: dict, action: dict, now: int) -> dict:
+def _config_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     config = state.get("config")
     if not truthy(config):
         return state
@@ -83,19 +84,19 @@ def _config_changed(state: dict, action: dict, now: int) -> dict:
     }
 
 
-def _meta_changed(state: dict, action: dict, now: int) -> dict:
+def _meta_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, _meta=payload(action, "_meta"))
 
 
-def _server_tools_changed(state: dict, action: dict, now: int) -> dict:
+def _server_tools_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, serverTools=payload(action, "tools"))
 
 
-def _active_client_changed(state: dict, action: dict, now: int) -> dict:
+def _active_client_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     return assign(state, activeClient=payload(action, "activeClient"))
 
 
-def _active_client_tools_changed(state: dict, action: dict, now: int) -> dict:
+def _active_client_tools_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     client = state.get("activeClient")
     if not truthy(client) or not isinstance(client, dict):
         return state
@@ -149,6 +150,6 @@ SESSION_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the session reducer understands (the schema's names)."""
 
 
-def reduce_session(state: dict, action: dict, now: int) -> dict:
+def reduce_session(state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
     """The session state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action, now)

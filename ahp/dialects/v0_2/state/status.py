@@ -57,7 +57,7 @@ def _status_int(value: Any) -> int:
     return 0
 
 
-def _awaits_tool_confirmation(state: dict) -> bool:
+def _awaits_tool_confirmation(state: dict[str, Any]) -> bool:
     active_turn = state.get("activeTurn")
     if not truthy(active_turn):
         return False
@@ -68,7 +68,7 @@ def _awaits_tool_confirmation(state: dict) -> bool:
     return False
 
 
-def recompute_status(state: dict, *, ended_in_error: bool = False) -> int:
+def recompute_status(state: dict[str, Any], *, ended_in_error: bool = False) -> int:
     """The status ``state`` should carry: its flags plus the activity derived from its contents."""
     if ended_in_error:
         activity = int(SessionStatus.Error)
@@ -88,7 +88,7 @@ def with_flag(status: Any, flag: SessionStatus, on: bool) -> int:
     return current | int(flag) if on else current & ~int(flag)
 
 
-def refresh_status(state: dict) -> dict:
+def refresh_status(state: dict[str, Any]) -> dict[str, Any]:
     """``state`` with ``summary.status`` recomputed; the same object when nothing changes."""
     summary = as_dict(state.get("summary"))
     status = recompute_status(state)

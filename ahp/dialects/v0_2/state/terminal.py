@@ -18,16 +18,17 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ahp.dialects.v0_2.state._dispatch import dispatch
 from ahp.dialects.v0_2.state._js import as_list, assign, concat, payload, truthy
 
 __all__ = ["TERMINAL_ACTION_TYPES", "reduce_terminal"]
 
-Handler = Callable[[dict, dict], dict]
+Handler = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 
 
-def _data(state: dict, action: dict) -> dict:
+def _data(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     content = list(as_list(state.get("content")))
     tail = content[-1] if content else None
     data = action.get("data")
@@ -40,26 +41,26 @@ def _data(state: dict, action: dict) -> dict:
     return {**state, "content": content}
 
 
-def _input(state: dict, action: dict) -> dict:
+def _input(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
 def _set(*fields: str) -> Handler:
-    def handler(state: dict, action: dict) -> dict:
+    def handler(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
         return assign(state, **{field: payload(action, field) for field in fields})
 
     return handler
 
 
-def _cleared(state: dict, action: dict) -> dict:
+def _cleared(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     return {**state, "content": []}
 
 
-def _detection_available(state: dict, action: dict) -> dict:
+def _detection_available(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     return {**state, "supportsCommandDetection": True}
 
 
-def _command_executed(state: dict, action: dict) -> dict:
+def _command_executed(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     part = assign(
         {"type": "command", "output": "", "isComplete": False},
         commandId=payload(action, "commandId"),
@@ -70,7 +71,7 @@ def _command_executed(state: dict, action: dict) -> dict:
     return {**state, "content": content, "supportsCommandDetection": True}
 
 
-def _command_finished(state: dict, action: dict) -> dict:
+def _command_finished(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     command_id = action.get("commandId")
     content = []
     for part in as_list(state.get("content")):
@@ -103,6 +104,6 @@ TERMINAL_ACTION_TYPES = frozenset(_HANDLERS)
 """Every action type the terminal reducer understands."""
 
 
-def reduce_terminal(state: dict, action: dict) -> dict:
+def reduce_terminal(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     """The terminal state after ``action``; ``state`` itself for unknown or malformed actions."""
     return dispatch(_HANDLERS, state, action)

@@ -44,14 +44,14 @@ __all__ = [
     "transition",
 ]
 
-Transition = Callable[[dict, dict], dict]
+Transition = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
 """``(tool_call, action) -> tool_call``: the new call, or the same object for a no-op."""
 
 FINISHED_STATUSES = frozenset({"completed", "cancelled"})
 """Statuses a turn end leaves alone; every other status (unknown ones too) is force-cancelled."""
 
 
-def _base(tool_call: dict) -> dict:
+def _base(tool_call: dict[str, Any]) -> dict[str, Any]:
     """The fields every status carries."""
     return {
         "toolCallId": tool_call.get("toolCallId"),
@@ -72,7 +72,7 @@ def _selected_option(options: Any, option_id: Any) -> Any:
     return None
 
 
-def new_tool_call(action: dict) -> dict:
+def new_tool_call(action: dict[str, Any]) -> dict[str, Any]:
     """The ``streaming`` call ``session/toolCallStart`` creates (the only place ``_meta`` is taken)."""
     return without_none(
         {
@@ -86,7 +86,7 @@ def new_tool_call(action: dict) -> dict:
     )
 
 
-def _delta(tool_call: dict, action: dict) -> dict:
+def _delta(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     message = payload(action, "invocationMessage")
     prior = tool_call.get("partialInput")
     return without_none(
@@ -98,7 +98,7 @@ def _delta(tool_call: dict, action: dict) -> dict:
     )
 
 
-def _ready(tool_call: dict, action: dict) -> dict:
+def _ready(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     common = {
         **_base(tool_call),
         "invocationMessage": payload(action, "invocationMessage"),
@@ -118,7 +118,7 @@ def _ready(tool_call: dict, action: dict) -> dict:
     return without_none(pending)
 
 
-def _confirmed(tool_call: dict, action: dict) -> dict:
+def _confirmed(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     selected = _selected_option(tool_call.get("options"), action.get("selectedOptionId"))
     common = {**_base(tool_call), "invocationMessage": tool_call.get("invocationMessage")}
     if truthy(action.get("approved")):
@@ -143,7 +143,7 @@ def _confirmed(tool_call: dict, action: dict) -> dict:
     return without_none(result)
 
 
-def _complete(tool_call: dict, action: dict) -> dict:
+def _complete(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     was_running = tool_call.get("status") == "running"
     selected = tool_call.get("selectedOption") if was_running else None
     result = {
@@ -157,10 +157,11 @@ def _complete(tool_call: dict, action: dict) -> dict:
         result["selectedOption"] = selected
     # Spread last so the result's own keys (even `status`) win; a null key erases the field.
     result.update(as_dict(action.get("result")))
-    return clean(without_none(result))
+    cleaned: dict[str, Any] = clean(without_none(result))  # clean keeps a dict a dict
+    return cleaned
 
 
-def _result_confirmed(tool_call: dict, action: dict) -> dict:
+def _result_confirmed(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     common = {
         **_base(tool_call),
         "invocationMessage": tool_call.get("invocationMessage"),
@@ -180,7 +181,7 @@ def _result_confirmed(tool_call: dict, action: dict) -> dict:
     return without_none(result)
 
 
-def _content_changed(tool_call: dict, action: dict) -> dict:
+def _content_changed(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     return without_none({**tool_call, "content": payload(action, "content")})
 
 
@@ -205,7 +206,7 @@ RECOMPUTES_STATUS = frozenset(
 """Tool-call actions after which ``summary.status`` is recomputed, even when they change nothing."""
 
 
-def transition(tool_call: dict, action: dict) -> dict:
+def transition(tool_call: dict[str, Any], action: dict[str, Any]) -> dict[str, Any]:
     """Apply ``action`` to ``tool_call``; the same object back when the table has no such edge."""
     action_type = action.get("type")
     row = TRANSITIONS.get(action_type) if isinstance(action_type, str) else None
@@ -218,7 +219,7 @@ def transition(tool_call: dict, action: dict) -> dict:
     return apply(tool_call, action)
 
 
-def force_cancel(tool_call: dict) -> dict:
+def force_cancel(tool_call: dict[str, Any]) -> dict[str, Any]:
     """The call as a turn end leaves it: unfinished calls become ``cancelled`` / ``skipped``."""
     status = tool_call.get("status")
     if isinstance(status, str) and status in FINISHED_STATUSES:

@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, example, given, settings
 
 from ahp.dialects.v0_2.actions_up import CLIENT_DISPATCHABLE, Up, session_action_up
 from ahp.dialects.v0_2.shapes import open_input_requests
-from ahp.dialects.v0_2.states import InternalSession, session_lift
-from ahp.dialects.v0_2.timestamps import EPOCH_ISO, iso_to_ms
 from ahp.dialects.v0_2.state import SESSION_ACTION_TYPES
 from ahp.dialects.v0_2.state import reduce as reduce_v02
+from ahp.dialects.v0_2.states import InternalSession, session_lift
+from ahp.dialects.v0_2.timestamps import EPOCH_ISO, iso_to_ms
 from tests.ahp._wire import first_difference, strip_none, wire_equal
 
 from . import _internal_strategies as strategies

@@ -9,13 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from pydantic import ValidationError
 
 from ahp.dialects.v0_2 import builders
 from ahp.protocol import ACTIONS, action_model
 from ahp.protocol._models import adapter_for
-
 from tests.ahp.dialects.v0_2.state._support import load_differential_cases
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -91,4 +89,4 @@ def test_every_action_in_the_vectors_is_rebuilt_exactly_from_its_fields():
 
 def test_a_missing_required_field_is_a_type_error_not_a_bad_frame():
     with pytest.raises(TypeError, match="part_id"):
-        builders.session_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]
+        builders.session_delta(turn_id="t1", content="hi")  # type: ignore[call-arg]  # deliberately incomplete

@@ -75,4 +75,4 @@ def test_ms_to_iso_refuses_what_is_not_a_finite_number(value):
 
 def test_the_epoch_constant_is_instant_zero():
     assert iso_to_ms(EPOCH_ISO) == 0
-    assert EPOCH_ISO == datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert EPOCH_ISO == datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -11,11 +11,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from host.runtime.agents import Agent
 from client import AhpClient
 from host.config import HostConfig, load_config
-from host.transport.server import RunningHost, start_host
+from host.runtime.agents import Agent
 from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
 from tests.conftest import TOKEN, FrameChecker
 
 CASSETTES = Path(__file__).resolve().parents[4] / "cassettes"

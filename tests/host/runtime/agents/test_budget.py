@@ -8,7 +8,15 @@ from collections.abc import Sequence
 
 from host.runtime.agents.budget import ELIDED_NOTE, ContextBudget
 from host.runtime.agents.context import TokenMeter, estimate_tokens
-from providers import AssistantMessage, Message, ModelRequest, TextPart, ToolCallPart, ToolResult, ToolResultsMessage, UserMessage
+from providers import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ToolCallPart,
+    ToolResult,
+    ToolResultsMessage,
+    UserMessage,
+)
 from tools.base import Tool
 
 LONG = "x" * 4_000  # about 1,000 tokens by the host's estimate

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from host.runtime.agents import build_agents
 from host.config import load_config
 from host.errors import ConfigError
+from host.runtime.agents import build_agents
 
 REPO = Path(__file__).resolve().parents[4]
 

@@ -14,6 +14,7 @@ from providers import ToolResult, ToolResultsMessage, UserMessage
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse
+
 from .harness import config_for, idle, ready_session, run_turn, serving
 
 ALPHA = "alpha " * 800  # about 1,200 tokens each by the host's estimate

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from tests.conftest import FrameChecker
-
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
+
 from .harness import Recorder, config_for, idle, ready_session, run_turn, serving
 
 SECRET = "sk-test-SECRET-0123456789"

@@ -13,6 +13,7 @@ from host.runtime.agents.preamble import render_preamble
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
+
 from .harness import config_for, idle, ready_session, run_turn, serving
 
 

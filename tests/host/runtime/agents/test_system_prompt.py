@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT
 from host.errors import ConfigError
+from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT
 from tests.conftest import FrameChecker
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse, sse
 from tests.providers.openai.test_responses import CREATED, MESSAGE_ADDED, TEXT_DELTA

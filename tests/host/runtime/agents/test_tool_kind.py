@@ -12,8 +12,8 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
-from tests.host.test_vscode import Peer
 from tests.host.runtime.tools._support import scripted, tools_config
+from tests.host.test_vscode import Peer
 
 ROOT = "ahp-root://"
 

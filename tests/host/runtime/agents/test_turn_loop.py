@@ -8,7 +8,16 @@ import base64
 from pathlib import Path
 
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from providers import AssistantMessage, PartEnd, PartStart, PartDelta, ReasoningPart, ScriptedProvider, ToolResultsMessage, UserMessage
+from providers import (
+    AssistantMessage,
+    PartDelta,
+    PartEnd,
+    PartStart,
+    ReasoningPart,
+    ScriptedProvider,
+    ToolResultsMessage,
+    UserMessage,
+)
 from providers.scripted import Pause, Script, call_tools, finish, reply, text
 from tests.conftest import FrameChecker
 from tools.base import Tool, ToolContext, success_result

@@ -138,7 +138,7 @@ async def test_in_a_folder_not_trusted_a_plugins_command_grants_nothing(tmp_path
             client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": call["turnId"],
                                       "toolCallId": call["toolCallId"], "approved": False, "confirmed": "user-action",
                                       "selectedOptionId": "deny"})
-            await client.wait_for(lambda m, e: (p := pending_call(client, session, call["toolCallId"])) is not None
+            await client.wait_for(lambda m, e: pending_call(client, session, call["toolCallId"]) is not None  # noqa: B023  (awaited in this iteration)
                                   or (client.state(session) or {}).get("activeTurn") is None)
             nxt = pending_call(client, session, call["toolCallId"])
             if nxt is None:

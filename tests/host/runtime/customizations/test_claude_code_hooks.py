@@ -23,7 +23,7 @@ from host.transport.server import RunningHost
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn
+from tests.host.runtime.agents.harness import config_for, ready_session, run_turn
 from tests.host.runtime.test_trust import serve
 from tests.host.runtime.tools._support import session_with
 
@@ -327,7 +327,7 @@ async def test_user_prompt_submit_blocks_adds_context_and_stops(tmp_path: Path, 
         refused = await run_turn(host.client, host.session, "my password is hunter2")
         answer(plugin, "prompt", stdout={"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "Sprint S42"}})
         host.provider.add(reply("ok"))
-        added = await run_turn(host.client, host.session, "plan the sprint")
+        await run_turn(host.client, host.session, "plan the sprint")
         answer(plugin, "prompt", stdout={"continue": False, "stopReason": "quiet hours"})
         stopped = await run_turn(host.client, host.session, "anything")
     assert refused["state"] == "error" and "no secrets in prompts" in refused["error"]["message"]

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from client import AhpClient
 from chat.render import Style
 from chat.views import render_mcp
+from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ImageContent, ScriptedProvider, UserMessage
 from providers.scripted import call_tools, reply
@@ -106,7 +106,7 @@ async def test_resource_mentions_are_completed_and_attached_for_the_model(tmp_pa
         await idle(client, session)
         readme = next(item for item in items if item["insertText"] == "@notes:notes://readme ")
         # Accepting the completion: the client sends the item's attachment with the message.
-        again = await run_turn(client, session, "see @notes:notes://readme and the logo", attachments=[
+        await run_turn(client, session, "see @notes:notes://readme and the logo", attachments=[
             readme["attachment"], next(item for item in items if item["insertText"] == "@notes:notes://logo ")["attachment"]])
     assert [item["insertText"] for item in items][:3] == ["@notes:notes://readme ", "@notes:notes://logo ", "@notes:notes://big "]
     assert readme["attachment"]["_meta"] == {"mcpServer": "notes"}

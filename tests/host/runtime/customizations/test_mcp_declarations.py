@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from plugins import load_plugin
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
-from tools.mcp import McpConfigError, McpServerSpec, merge_specs
-
+from plugins import load_plugin
 from tests.tools.mcp.conftest import SAMPLES
+from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 
 def test_config_list_form_expands_variables_and_resolves_relative_cwd(tmp_path: Path) -> None:

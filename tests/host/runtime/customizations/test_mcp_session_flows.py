@@ -14,7 +14,14 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import Recorder, idle, ready_session, serving
-from tests.host.runtime.customizations.test_mcp_sessions import last_turn, mcp_config, scripted_agent, sink_server, tool_calls, wait_tools
+from tests.host.runtime.customizations.test_mcp_sessions import (
+    last_turn,
+    mcp_config,
+    scripted_agent,
+    sink_server,
+    tool_calls,
+    wait_tools,
+)
 
 
 def pending_call(client: AhpClient, session: str) -> dict[str, Any] | None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from client import AhpClient
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker
@@ -122,7 +122,7 @@ async def http_sink() -> AsyncIterator[str]:
     process = await asyncio.create_subprocess_exec(PYTHON, str(KITCHEN_SINK), "http", stdout=asyncio.subprocess.PIPE,
                                                    stderr=asyncio.subprocess.DEVNULL)
     try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]
+        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]  # stdout=PIPE
         assert line.startswith(b"PORT "), line
         yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
     finally:

@@ -12,7 +12,14 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
-from tests.host.runtime.customizations.test_mcp_sessions import last_turn, scripted_agent, server_tools, sink_server, tool_calls, wait_tools
+from tests.host.runtime.customizations.test_mcp_sessions import (
+    last_turn,
+    scripted_agent,
+    server_tools,
+    sink_server,
+    tool_calls,
+    wait_tools,
+)
 from tests.host.runtime.customizations.test_service import settled
 
 

@@ -11,8 +11,8 @@ from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSett
 from providers import ScriptedProvider, ToolResultsMessage, UserMessage
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
-from tests.tools.mcp.conftest import eventually
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
+from tests.tools.mcp.conftest import eventually
 from tools.base import Tool, ToolContext, success_result
 
 

@@ -18,8 +18,8 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import idle, ready_session, serving
-from tests.host.state.test_durability import HostProcess
 from tests.host.runtime.tools._support import calls, scripted, tools_config
+from tests.host.state.test_durability import HostProcess
 from tests.tools.test_processes import DAEMONS, daemon_pids
 
 ROOT = "ahp-root://"
@@ -144,7 +144,7 @@ async def test_a_users_bash_zsh_or_fish_reports_each_command_with_its_exit_code_
     await alice.wait_for(lambda m, e: any(c["isComplete"] for c in commands(alice, terminal)), timeout=WAIT)
     bob.dispatch(terminal, {"type": "terminal/input", "data": "ls /no-such-dir; cd sub\n"})
     for client in (alice, bob):
-        await client.wait_for(lambda m, e: [c["isComplete"] for c in commands(client, terminal)] == [True, True], timeout=WAIT)
+        await client.wait_for(lambda m, e: [c["isComplete"] for c in commands(client, terminal)] == [True, True], timeout=WAIT)  # noqa: B023  (awaited in this iteration)
         first, second = commands(client, terminal)
         assert (first["commandLine"], first["exitCode"]) == ("echo rc=$FROM_USER_RC", 0)
         assert "rc=sourced" in first["output"] and first["durationMs"] >= 0
@@ -152,7 +152,7 @@ async def test_a_users_bash_zsh_or_fish_reports_each_command_with_its_exit_code_
         assert "No such file" in second["output"]
         # The marks themselves never reach the clients; the directory change does.
         assert "\x1b]633" not in text(client, terminal)
-        await client.wait_for(lambda m, e: client.state(terminal)["cwd"] == (tmp_path / "sub").resolve().as_uri(), timeout=WAIT)
+        await client.wait_for(lambda m, e: client.state(terminal)["cwd"] == (tmp_path / "sub").resolve().as_uri(), timeout=WAIT)  # noqa: B023  (awaited in this iteration)
     assert alice.state(terminal)["content"] == bob.state(terminal)["content"]
 
     # A failing command reports its own exit code.

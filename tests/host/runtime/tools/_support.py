@@ -6,8 +6,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from client import AhpClient
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider, ToolResultsMessage
 from tests.host.runtime.agents.harness import config_for
 
@@ -39,7 +39,7 @@ def pending(client: AhpClient, session: str, status: str = "pending-confirmation
 
 async def wait_pending(client: AhpClient, session: str, status: str = "pending-confirmation") -> dict[str, Any]:
     await client.wait_for(lambda m, e: pending(client, session, status) is not None)
-    return pending(client, session, status)  # type: ignore[return-value]
+    return pending(client, session, status)  # type: ignore[return-value]  # waited for above
 
 
 def tool_results(provider: ScriptedProvider, request_index: int) -> list[Any]:

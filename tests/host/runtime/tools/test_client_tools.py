@@ -4,7 +4,6 @@ reclaim, and cancellation."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from client import AhpClient

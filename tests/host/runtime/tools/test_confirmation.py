@@ -13,7 +13,7 @@ from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import idle, ready_session, run_turn, serving
 from tools.base import Tool, ToolContext, success_result
 
-from ._support import session_with, calls, scripted, tool_results, tools_config, wait_pending
+from ._support import calls, scripted, session_with, tool_results, tools_config, wait_pending
 
 
 def confirm(client, session, call, **fields) -> int:
@@ -46,12 +46,12 @@ async def test_allow_once_runs_the_shell_command_and_asks_again_next_time(tmp_pa
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo one"})), call_tools(("shell", {"command": "echo two"})), reply("ok")])
     async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (_, client):
         session = await ready_session(client)
-        turn_id = client.send_message(session, "run")
+        client.send_message(session, "run")
         call = await wait_pending(client, session)
         assert [o["id"] for o in call["options"]] == ["allow-once", "allow-session", "allow-always", "deny", "deny-with-reason"]
         assert call["editable"] is True
         confirm(client, session, call, approved=True, confirmed="user-action", selectedOptionId="allow-once")
-        second = await client.wait_for(lambda m, e: (c := _pending_other(client, session, call["toolCallId"])) is not None)
+        await client.wait_for(lambda m, e: _pending_other(client, session, call["toolCallId"]) is not None)
         call2 = _pending_other(client, session, call["toolCallId"])
         confirm(client, session, call2, approved=True, confirmed="user-action", selectedOptionId="allow-once")
         await idle(client, session)
@@ -170,7 +170,7 @@ async def test_result_confirmation_approved_and_denied(tmp_path: Path, frame_che
         client.send_message(session, "go")
         call = await wait_pending(client, session, "pending-result-confirmation")
         client.dispatch(session, {"type": "session/toolCallResultConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"], "approved": True})
-        await client.wait_for(lambda m, e: (c := _pending_other_result(client, session, call["toolCallId"])) is not None)
+        await client.wait_for(lambda m, e: _pending_other_result(client, session, call["toolCallId"]) is not None)
         call2 = _pending_other_result(client, session, call["toolCallId"])
         client.dispatch(session, {"type": "session/toolCallResultConfirmed", "turnId": call2["turnId"], "toolCallId": call2["toolCallId"], "approved": False})
         await idle(client, session)

@@ -14,8 +14,8 @@ from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import config_for, idle, serving
 from tools.os_sandbox import unavailable
 
-from .test_client_tools import second_client
 from ._support import calls, scripted, session_with, tool_results, wait_pending
+from .test_client_tools import second_client
 
 READ_ONLY = {"read_file", "list_dir", "glob", "grep", "ask_user", "task"}  # task: a sub-agent, in plan mode too
 

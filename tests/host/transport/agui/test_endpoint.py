@@ -33,7 +33,7 @@ class EchoTool(Tool):
 
 def thread_chat(running: object, thread_id: str) -> dict:
     """The host's internal state of the default chat of a thread's session."""
-    store = running.host.store  # type: ignore[attr-defined]
+    store = running.host.store  # type: ignore[attr-defined]  # a RunningHost
     session = thread_session(store, thread_id)
     assert session is not None
     return store.state(default_chat_uri(session)) or {}

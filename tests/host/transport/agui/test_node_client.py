@@ -122,7 +122,8 @@ CONFIRM_SCRIPT = Path(__file__).with_name("node_confirm.mjs")
 
 @pytest.mark.timeout(180)
 async def test_the_official_ag_ui_client_answers_a_confirmation_interrupt_and_joins_a_thread(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    from tests.host.runtime.tools._support import scripted as tool_agent, tools_config
+    from tests.host.runtime.tools._support import scripted as tool_agent
+    from tests.host.runtime.tools._support import tools_config
 
     workdir = await _prepared(tmp_path, CONFIRM_SCRIPT)
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo node-approved"})), Script((*text("Printed.", index=0), *finish("stop")))])
@@ -153,7 +154,8 @@ QUESTION_SCRIPT = Path(__file__).with_name("node_question.mjs")
 
 @pytest.mark.timeout(180)
 async def test_the_official_ag_ui_client_answers_a_question_and_cancels_the_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    from tests.host.runtime.tools._support import scripted as tool_agent, tools_config
+    from tests.host.runtime.tools._support import scripted as tool_agent
+    from tests.host.runtime.tools._support import tools_config
 
     workdir = await _prepared(tmp_path, QUESTION_SCRIPT)
     question = {"id": "colour", "kind": "single-select", "message": "Which colour?", "required": True,

@@ -17,7 +17,12 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
-from tests.host.runtime.customizations.test_mcp_sessions import mcp_config, scripted_agent, sink_server, wait_tools, ready_session
+from tests.host.runtime.customizations.test_mcp_sessions import (
+    mcp_config,
+    scripted_agent,
+    sink_server,
+    wait_tools,
+)
 from tests.host.runtime.tools._support import scripted, tool_results, tools_config
 
 from .agui_client import open_run, run, text_of, types

@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from host.runtime.agents.base import TurnContext
 from ahp.protocol import builders
 from ahp.state import default_chat_uri
-from host.transport.agui import client_id_for, session_uri_for, thread_session
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from host.runtime.agents.base import TurnContext
 from host.state.store import Store
+from host.transport.agui import client_id_for, session_uri_for, thread_session
 from providers import ScriptedProvider
 from providers.scripted import Pause, Script, finish, reply, text
 from tests.conftest import FrameChecker
@@ -92,7 +92,6 @@ async def test_a_front_end_tool_ends_the_run_and_its_tool_message_continues_the_
     agent = FrontEndToolAgent()
     async with serving(config_for(tmp_path), frame_checker, [agent]) as (running, client):
         agent.store = running.host.store
-        session = session_uri_for("thread-fe")
         messages = [user("m1", "pick a colour")]
         first = await run(running.http_url, run_input("thread-fe", "run-1", messages, tools=[PICK_COLOR]))
         assert types(first) == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]

@@ -60,7 +60,7 @@ class SlowHttpClient:
         self.complete = False
 
     @classmethod
-    async def start(cls, running: RunningHost, body: dict[str, Any]) -> "SlowHttpClient":
+    async def start(cls, running: RunningHost, body: dict[str, Any]) -> SlowHttpClient:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
         sock.setblocking(False)

@@ -12,8 +12,8 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import ready_session, run_turn, serving
-from tests.host.test_vscode import Peer
 from tests.host.runtime.tools._support import scripted, tools_config
+from tests.host.test_vscode import Peer
 
 
 async def test_a_0_9_0_client_subscribes_to_turn_changesets_by_vscodes_names(tmp_path: Path, frame_checker: FrameChecker) -> None:

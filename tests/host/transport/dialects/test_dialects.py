@@ -9,10 +9,10 @@ import pytest
 from ahp.dialects.catalogue import ACTION_INTRODUCED_IN, known_to
 from ahp.dialects.negotiation import Negotiated
 from ahp.state.channels import default_chat_uri
-from host.transport.dialects import Ahp02Dialect, Ahp07Dialect, dialect_for, dialect_for_version
-from host.transport.dialects.newer import NewerDialect
 from host.errors import ErrorCode, RpcError
 from host.state.store import Store
+from host.transport.dialects import Ahp02Dialect, Ahp07Dialect, dialect_for, dialect_for_version
+from host.transport.dialects.newer import NewerDialect
 
 ROOT = "ahp-root://"
 V09 = dialect_for(Negotiated("0.9.0", "0.9.0"))

@@ -26,14 +26,14 @@ import sys
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Prompt, UserMessage
 from mcp.server.mcpserver.resources import TextResource
-from mcp_types import NotificationParams, EmbeddedResource, ImageContent, TextResourceContents, ToolExecution
+from mcp_types import EmbeddedResource, ImageContent, NotificationParams, TextResourceContents, ToolExecution
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
 
 class ContextServer(MCPServer):
-    async def list_tools(self):  # type: ignore[override]
+    async def list_tools(self):  # type: ignore[override]  # unannotated: the SDK's return type is kept
         tools = await super().list_tools()
         for tool in tools:
             if tool.name == "long_job":

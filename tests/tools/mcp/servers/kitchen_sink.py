@@ -29,10 +29,9 @@ import sys
 import time
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp_types import BlobResourceContents, EmbeddedResource, ResourceLink, ToolAnnotations
+from pydantic import BaseModel, Field
 
 server = MCPServer("kitchen-sink")
 
