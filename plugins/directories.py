@@ -66,6 +66,10 @@ class DirectorySpec:
     writable: bool = True
     files: tuple[str, ...] = ()
     """For the ``files`` and ``settings`` formats: paths relative to the working directory."""
+    in_project: bool = True
+    """Whether the folder belongs to the project: its hooks' ``${CLAUDE_PROJECT_DIR}`` is the folder
+    then; the user's own settings (not in any project) leave it to the hook's environment, where
+    the host sets it to the session's working directory, as Claude Code does."""
 
     @property
     def contents(self) -> ContainerKind:
@@ -134,7 +138,8 @@ def load_directory(
         exists = any((workspace / relative).is_file() for relative in spec.files)
         for relative in spec.files:
             if (workspace / relative).is_file():
-                hook_file = _hooks_file(workspace / relative, workspace, environ, collector, settings=True)
+                hook_file = _hooks_file(workspace / relative, workspace, environ, collector, settings=True,
+                                        project=spec.in_project)
                 if hook_file is not None:
                     items["hook_files"].append(hook_file)
     elif exists:
@@ -228,7 +233,7 @@ def _load_folder(folder: Path, spec: DirectorySpec, workspace: Path, environ: Ma
 
 
 def _hooks_file(path: Path, workspace: Path, environ: Mapping[str, str] | None,
-                collector: Collector, *, settings: bool = False) -> HookFile | None:
+                collector: Collector, *, settings: bool = False, project: bool = True) -> HookFile | None:
     """A hooks file; with ``settings``, the ``hooks`` (and ``disableAllHooks``) of a settings file."""
     report = collector.for_file(path)
     try:
@@ -245,7 +250,7 @@ def _hooks_file(path: Path, workspace: Path, environ: Mapping[str, str] | None,
         data = {key: data[key] for key in ("hooks", "disableAllHooks") if key in data}
     hooks = parse_hooks_document(
         data, source=path, plugin_root=workspace,
-        plugin_vars={**plugin_variables(workspace), "CLAUDE_PROJECT_DIR": str(workspace)},
+        plugin_vars={**plugin_variables(workspace), **({"CLAUDE_PROJECT_DIR": str(workspace)} if project else {})},
         environ=dict(os.environ if environ is None else environ), report=report,
     )
     return HookFile(name=path.name, path=path, hooks=hooks)

@@ -102,7 +102,8 @@ class ClaudeCode:
         self._user_rules, self._user_notes = self._rules(self.user, trusted=True)
         self.user_container = None
         if self.user.exists:
-            spec = DirectorySpec(".", "settings", name="Claude Code user settings", writable=False, files=("settings.json",))
+            spec = DirectorySpec(".", "settings", name="Claude Code user settings", writable=False, files=("settings.json",),
+                                 in_project=False)
             self.user_container = load_directory(self.config_dir, spec, extra_diagnostics=[*self.user.diagnostics, *self._user_notes])
         for diagnostic in [*self.user.diagnostics, *self._user_notes]:
             logger.log(logging.WARNING if diagnostic.severity.value in ("problem", "fatal") else logging.INFO, "%s", diagnostic)

@@ -301,7 +301,10 @@ class SessionCustomizations:
         return results
 
     def _environment(self) -> dict[str, str]:
-        return {**os.environ, **self.settings_env, processes.FAMILY_VARIABLE: self.family}
+        # CLAUDE_PROJECT_DIR: the session's project, as Claude Code gives every hook (the user's
+        # own settings hooks read it from here; a project's hooks had it filled in at load).
+        project = {"CLAUDE_PROJECT_DIR": str(self.working_directory)} if self.working_directory is not None else {}
+        return {**os.environ, **project, **self.settings_env, processes.FAMILY_VARIABLE: self.family}
 
     async def _run(self, hook: Any, payload: dict[str, Any], cwd: Path | None) -> HookResult:
         from plugins import run_hook

@@ -52,7 +52,8 @@ def user_setup(tmp_path: Path, markers: Path, **settings: Any) -> Path:
     """A ~/.claude whose settings switch on a plugin Claude Code installed, with hooks, env and rules."""
     installed = plugin(tmp_path / "claude" / "plugins" / "cache" / MARKET, "commit-commands", command="commit",
                        hook_marker=markers / "plugin-hooks.log")
-    user_hook = {"type": "command", "command": f'echo "user-hook $MARKER_ENV" >> {markers / "user-hooks.log"}'}
+    user_hook = {"type": "command", "command": f'echo "user-hook $MARKER_ENV" >> {markers / "user-hooks.log"}; '
+                                               f'echo "${{CLAUDE_PROJECT_DIR}}" >> {markers / "project-dir.log"}'}
     return claude_home(tmp_path / "claude", installed={f"commit-commands@{MARKET}": installed}, settings={
         "enabledPlugins": {f"commit-commands@{MARKET}": True},
         "env": {"MARKER_ENV": "from-settings"},
@@ -95,6 +96,8 @@ async def test_a_fresh_host_uses_the_claude_code_users_settings_plugins_hooks_en
         assert "value=from-settings" in json.dumps(echo)  # the settings' env reached the command
         assert (remove["success"], remove["error"]["code"]) == (False, "denied_by_rule")
         assert (markers / "user-hooks.log").read_text() == "user-hook from-settings\n"
+        # The user's own hook sees the session's project as CLAUDE_PROJECT_DIR, not ~/.claude.
+        assert (markers / "project-dir.log").read_text() == f"{work}\n"
         assert (markers / "plugin-hooks.log").read_text() == "commit-commands from-settings\n"
         assert (markers / "mcp.log").read_text() == "mcp from-settings\n"  # and the plugin's MCP server
         # The plugin's command, as its author wrote it.
