@@ -32,7 +32,7 @@ from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
 from host.resources.files import ResourceService
 from host.resources.watches import ResourceWatches
-from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory
+from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory, directory_of
 from host.root_config import root_config_state
 from host.runtime.agents import Agent, build_agents
 from host.runtime.agents.environment import TurnEnvironment
@@ -191,7 +191,21 @@ class AgentHost:
             config.tools.auto_approve if self.tools is not None else None,
             config.tools.remembered_approvals,
             config.tools.permission_mode,
+            self._project_permission_mode,
         )
+
+    def _project_permission_mode(self, working_directory: str) -> str | None:
+        """A trusted project's Claude Code ``defaultMode`` (its project and local settings), unless
+        ``[tools] permission_mode`` chose one; None elsewhere (the user's, or the default, applies)."""
+        if self.claude is None or self.config.tools.permission_mode != "default":
+            return None
+        folder = directory_of(working_directory)
+        if folder is None or not self.customizations.trust.is_trusted(folder):
+            return None
+        mode = None
+        for layer in self.claude.project_layers(folder):
+            mode = layer.permissions.default_mode or mode
+        return mode
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -304,11 +318,7 @@ class AgentHost:
             turns = copied
             model = model or _selection(source_chat, "model")
             self.transcripts.copy(source_uri, uri, [turn["id"] for turn in copied])
-        # The config from resolveSessionConfig: checked again (it may be stale or hand-written).
         requested_config = params.get("config") or {}
-        resolved_config = self.session_config.resolve({"provider": provider, "config": requested_config})
-        if model is None and fork is None and MODEL in requested_config:
-            model = self.session_config.model_selection(resolved_config["values"], resolved_config["schema"]["properties"])
         directories = params.get("workingDirectories")
         working_directory = params.get("workingDirectory") or (directories[0] if isinstance(directories, list) and directories else None) \
             or requested_config.get(WORKING_DIRECTORY)
@@ -325,8 +335,14 @@ class AgentHost:
         if active_client is not None and active_client.get("clientId") != client_id:
             raise RpcError(ErrorCode.INVALID_PARAMS, "activeClient.clientId must be your own clientId.")
         agent = self.agents[provider]
-        model = model or _default_model(agent)
         working_directory = working_directory or self.default_directory.as_uri()
+        # The config from resolveSessionConfig: checked again (it may be stale or hand-written), for
+        # the working directory the session gets (its project's settings may set the permission mode).
+        resolved_config = self.session_config.resolve({"provider": provider, "config": requested_config,
+                                                       "workingDirectory": working_directory})
+        if model is None and fork is None and MODEL in requested_config:
+            model = self.session_config.model_selection(resolved_config["values"], resolved_config["schema"]["properties"])
+        model = model or _default_model(agent)
         resolved_config["values"][WORKING_DIRECTORY] = working_directory
         if isinstance(model, dict) and MODEL in resolved_config["values"]:
             resolved_config["values"][MODEL] = model["id"]  # params.model or a fork's model wins

@@ -96,6 +96,7 @@ class SessionConfigResolver:
         auto_approve_default: bool | None,
         remembered_use_default: str = "all",
         permission_mode_default: str = "default",
+        project_permission_mode: Callable[[str], str | None] | None = None,
     ) -> None:
         self._agents = agents
         self._default_provider = default_provider
@@ -106,6 +107,9 @@ class SessionConfigResolver:
         """None when the host runs no tools: then there is nothing to approve."""
         self._remembered_use_default = remembered_use_default
         self.permission_mode_default = permission_mode_default
+        self.project_permission_mode = project_permission_mode
+        """The permission mode a working directory's own settings ask for (a trusted folder's
+        Claude Code ``defaultMode``), or None; it replaces ``permission_mode_default`` there."""
 
     # -- resolveSessionConfig ------------------------------------------------------------------
 
@@ -154,7 +158,8 @@ class SessionConfigResolver:
             prop = remembered_use_property(self._remembered_use_default)
             properties[REMEMBERED_USE] = prop
             values[REMEMBERED_USE] = _checked(REMEMBERED_USE, prop, given[REMEMBERED_USE]) if REMEMBERED_USE in given else prop["default"]
-            prop = permission_mode_property(self.permission_mode_default)
+            project_mode = self.project_permission_mode(values[WORKING_DIRECTORY]) if self.project_permission_mode else None
+            prop = permission_mode_property(project_mode or self.permission_mode_default)
             properties[PERMISSION_MODE] = prop
             values[PERMISSION_MODE] = (_checked(PERMISSION_MODE, prop, given[PERMISSION_MODE]) if PERMISSION_MODE in given
                                        else mode_for_vscode(given.get(MODE)) or prop["default"])

@@ -227,3 +227,20 @@ async def test_a_trusted_project_gets_the_plugins_it_switches_on_installed_from_
         assert (markers / "team.log").read_text() == "reviewer x\n"
         # Installed for the project: not switched on for the user's other projects.
         assert "reviewer@team" not in running.host.claude.user_enabled()
+
+
+async def test_a_trusted_projects_default_mode_is_its_new_sessions_permission_mode(
+        tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_home(tmp_path / "claude", settings={"permissions": {"defaultMode": "plan"}})))
+    trusted, untrusted = tmp_path / "trusted", tmp_path / "untrusted"
+    for folder in (trusted, untrusted):
+        (folder / ".claude").mkdir(parents=True)
+        (folder / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": "acceptEdits"}}))
+    config = config_for(tmp_path, trust={"folders": [str(trusted)]}, tools={"enabled": True})
+    async with serving(config, frame_checker, agents=[agent(ScriptedProvider([]))]) as (_, client):
+        modes = {}
+        for folder in (trusted, untrusted):
+            session = await ready_session(client, provider="scripted", working_directory=folder.as_uri())
+            modes[folder.name] = client.state(session)["config"]["values"]["permissionMode"]
+    # The trusted project's own settings win; the untrusted one's wait, so the user's applies there.
+    assert modes == {"trusted": "accept-edits", "untrusted": "plan"}
