@@ -35,9 +35,8 @@ from chat.render import clean, render_unified_diff
 from chat.views import render_change_list
 from client import AhpClientError, AhpError
 
-__all__ = ["Changes", "CHANGE_COMMANDS", "REWIND_MODES"]
+__all__ = ["Changes", "REWIND_MODES"]
 
-CHANGE_COMMANDS = ("diff", "undo", "rewind")
 REWIND_MODES = {"both": ("files", "conversation"), "conversation": ("conversation",), "files": ("files",)}
 """What each ``/rewind`` mode puts back."""
 
@@ -46,20 +45,10 @@ _TURN_LIST = 20
 
 
 class Changes(Dialogs):
-    """The handlers of ``CHANGE_COMMANDS``; ``_command`` runs them and passes other names on.
+    """The handlers of ``/diff``, ``/undo`` and ``/rewind`` (``chat._command_table``).
     ``_pick`` (a number typed by the user) is ``Commands``'s, next in the chat's MRO."""
 
     _pick: Callable[[str, int], Awaitable[int | None]]
-
-    async def _command(self, name: str, args: str, text: str) -> None:
-        handler = {"diff": self._cmd_diff, "undo": self._cmd_undo, "rewind": self._cmd_rewind}.get(name)
-        if handler is None:
-            await super()._command(name, args, text)  # type: ignore[misc]  # Commands, next in the chat's MRO
-            return
-        try:
-            await handler(args.strip())
-        except AhpError as error:
-            self._problem(error.message)
 
     # -- reading changesets ----------------------------------------------------------------------
 
@@ -114,6 +103,7 @@ class Changes(Dialogs):
     # -- /diff -----------------------------------------------------------------------------------
 
     async def _cmd_diff(self, args: str) -> None:
+        args = args.strip()
         if not self.session:
             self._note("no session yet: nothing has changed")
             return
@@ -152,6 +142,7 @@ class Changes(Dialogs):
     # -- /undo -----------------------------------------------------------------------------------
 
     async def _cmd_undo(self, args: str) -> None:
+        args = args.strip()
         if not self._idle_session("undo"):
             return
         turns = self._turns()
@@ -188,6 +179,7 @@ class Changes(Dialogs):
     # -- /rewind ---------------------------------------------------------------------------------
 
     async def _cmd_rewind(self, args: str) -> None:
+        args = args.strip()
         if not self._idle_session("rewind"):
             return
         turns = self._turns()

@@ -30,6 +30,7 @@ from ahp.dialects.v0_2 import builders
 from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
 from chat._answers import AnswerError, model_selection, session_directory
+from chat._command_table import CLIENT_COMMANDS, HANDLERS
 from chat._core import ChatCore, ChatExit
 from chat._images import ImageError, clipboard_image, image_attachment
 from chat._markdown import MarkdownStream, drawn
@@ -59,14 +60,6 @@ from chat.views import (
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
 __all__ = ["Commands", "CLIENT_COMMANDS", "INIT_PROMPT"]
-
-CLIENT_COMMANDS = (
-    "help", "quit", "exit", "sessions", "resume", "new", "fork", "history", "agent", "agents", "model",
-    "models", "title", "queue", "tools", "mcp", "plugins", "context", "cost", "usage", "compact", "permissions",
-    "diff", "undo", "rewind", "trust", "mode", "plugin", "init", "paste-image",
-)
-"""The commands this client runs itself (the host offers more through ``completions``;
-``diff``, ``undo`` and ``rewind`` are ``chat._changes``'s)."""
 
 INIT_PROMPT = """\
 Study this project and write an AGENTS.md file at the root of the working directory: the guide a \
@@ -104,38 +97,15 @@ class Commands(ChatCore):
 
     _cmd_mode: Callable[[str], Awaitable[None]]
     """``Modes``'s, later in the chat's MRO."""
+    _cmd_diff: Callable[[str], Awaitable[None]]
+    _cmd_undo: Callable[[str], Awaitable[None]]
+    _cmd_rewind: Callable[[str], Awaitable[None]]
+    """``Changes``'s, earlier in the chat's MRO."""
 
     async def _command(self, name: str, args: str, text: str) -> None:
-        handler = {
-            "help": self._cmd_help,
-            "?": self._cmd_help,
-            "quit": self._cmd_quit,
-            "exit": self._cmd_quit,
-            "sessions": self._cmd_sessions,
-            "resume": self._cmd_resume,
-            "new": self._cmd_new,
-            "fork": self._cmd_fork,
-            "history": self._cmd_history,
-            "agent": self._cmd_agent,
-            "agents": self._cmd_agent,
-            "model": self._cmd_model,
-            "models": self._cmd_model,
-            "title": self._cmd_title,
-            "queue": self._cmd_queue,
-            "tools": self._cmd_tools,
-            "mcp": self._cmd_mcp,
-            "plugins": self._cmd_plugins,
-            "plugin": self._cmd_plugin,
-            "context": self._cmd_context,
-            "cost": self._cmd_cost,
-            "usage": self._cmd_cost,
-            "compact": self._cmd_compact,
-            "permissions": self._cmd_permissions,
-            "trust": self._cmd_trust,
-            "mode": self._cmd_mode,
-            "init": self._cmd_init,
-            "paste-image": self._cmd_paste_image,
-        }.get(name)
+        """Run client command ``name`` (``chat._command_table``) or hand the line to the host."""
+        method = HANDLERS.get(name)
+        handler: Callable[[str], Awaitable[None]] | None = getattr(self, method) if method is not None else None
         try:
             if handler is not None:
                 await handler(args)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ahp.tool_results import content_text
+from chat._command_table import help_text
 from chat._session import remembered_approval, shown_directory
 
 __all__ = [
@@ -505,35 +506,19 @@ def render_models(models: Sequence[Mapping[str, Any]], style: Style, *, current:
     return "\n".join(lines) + "\n"
 
 
-HELP_TEXT = """\
+HELP_INTRO = """\
 Type a message and press Enter to send it. While the agent answers, what you type steers the
 running turn; start the line with >> (or use /queue) to queue it for after the turn instead.
-@path attaches a file from the working directory; @image.png, or an image file's path pasted,
-sends the image. Ctrl-C cancels the running turn; Ctrl-C when idle, or Ctrl-D, exits. Up and
-Ctrl-R recall earlier messages. In a terminal that can draw, Alt-Enter (or Esc Enter) adds a line,
-a paste stays one message until Enter, Tab completes /commands and @paths, and Ctrl-C on a line
-being typed clears it.
+@path attaches a file from the working directory (@server:uri an MCP server's resource);
+@image.png, or an image file's path pasted, sends the image. Ctrl-C cancels the running turn;
+Ctrl-C when idle, or Ctrl-D, exits. Up and Ctrl-R recall earlier messages. In a terminal that can
+draw, Alt-Enter (or Esc Enter) adds a line, a paste stays one message until Enter, Tab completes
+/commands and @paths, and Ctrl-C on a line being typed clears it.
 
-  /sessions [--all]    sessions, here first     /resume [N|ID]  pick one (--all: sub-agents, -p runs too)
-  /new                 start a new session      /fork [N]       fork this session at turn N (default: last)
-  /history             show older turns         /agent [NAME]   list agents / new session with NAME
-  /model [ID k=v ...]  list or switch models    /title TEXT     rename this session
-  /queue TEXT          queue a message          /help           this help
-  /tools               the session's tools      /mcp            MCP servers, their state, errors and log
-  /mcp log NAME        one MCP server's log     @server:uri     attach an MCP server's resource
-  /plugins             plugins and problems     /context        tokens used of the context window
-  /plugin              Claude Code marketplaces and plugins: /plugin marketplace add owner/repo, /plugin install NAME@MARKET
-  /cost                tokens used per model    /compact [FOCUS] summarise older turns (model agents)
-  /permissions         remembered approvals     /permissions revoke N   forget one ("Always allow")
-  /diff [N]            files changed (turn N)   /undo           undo the last turn's file changes
-  /rewind [N [MODE]]   go back to before turn N (MODE: both, conversation or files)
-  /trust               trusted folders          /trust add|revoke [DIR] trust or stop trusting one
-  /mode [MODE]         permission mode: default, accept-edits, plan or full-auto (Shift+Tab cycles)
-  /init [FOCUS]        have the agent write (or improve) AGENTS.md for this project
-  /paste-image         the clipboard's image goes with your next message (@image.png, or a pasted
-                       image path, attaches a file; models that see images only)
-  /quit                exit                     /NAME args      a host command, skill or prompt (below)
 """
+HELP_TEXT = HELP_INTRO + help_text()
+"""What ``/help`` shows before the host's own commands: how to type, then the client's commands
+(``chat._command_table``)."""
 
 
 @dataclass(frozen=True)
