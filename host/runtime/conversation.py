@@ -41,6 +41,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from ahp.tool_results import result_text
+from host.runtime.agents.base import BLOCKED_BY_HOOK
 from providers import (
     AssistantMessage,
     ImageContent,
@@ -366,9 +367,6 @@ def rebuild_turn(turn: Mapping[str, Any]) -> list[Message]:
     flush()
     return messages
 
-
-BLOCKED_BY_HOOK = "blockedByHook"
-"""The ``errorType`` of a turn whose prompt a ``UserPromptSubmit`` hook refused."""
 
 
 def history(turns: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Sequence[Message]]) -> list[Message]:

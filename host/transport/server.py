@@ -324,7 +324,10 @@ def _load_soon() -> None:
 
 
 def _import_plugins() -> None:
-    import plugins  # noqa: F401
+    # The package exports lazily; these are the loader's modules the first session reads with.
+    import plugins.customizations
+    import plugins.directories
+    import plugins.loader  # noqa: F401
 
 
 async def serve(

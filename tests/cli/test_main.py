@@ -115,10 +115,10 @@ def report(*args, **kwargs):
             started = "ahp.protocol._generated" in sys.modules  # by the host, not by this script
             # Waits for an import under way in another thread to finish (the module's import lock).
             module = importlib.import_module("ahp.protocol._generated") if started else None
-            while not ("plugins" in sys.modules and gc.isenabled()) and time.monotonic() < deadline:
+            while not ("plugins.loader" in sys.modules and gc.isenabled()) and time.monotonic() < deadline:
                 time.sleep(0.01)  # the plugin loader comes next; the last step turns the collector on
             real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams"), "collector_on": gc.isenabled(),
-                                   "plugin_loader_loaded": "plugins" in sys.modules}), flush=True)
+                                   "plugin_loader_loaded": "plugins.loader" in sys.modules}), flush=True)
         os.kill(os.getpid(), signal.SIGINT)
 builtins.print = report
 from cli.main import main

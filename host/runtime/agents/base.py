@@ -39,6 +39,11 @@ from host.errors import AgentHostError
 __all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "TurnGrants", "TurnStopped", "SessionCreationFailed"]
 
 
+BLOCKED_BY_HOOK = "blockedByHook"
+"""The ``errorType`` of a turn whose prompt a ``UserPromptSubmit`` hook refused (left out of the
+conversation later turns send: ``host.runtime.conversation``)."""
+
+
 class TurnEnded(AgentHostError):
     """The turn is over (cancelled or replaced); stop producing output."""
 

@@ -69,12 +69,11 @@ from typing import TYPE_CHECKING, Any
 from ahp.protocol import builders
 from ahp.state import parse_subagent_chat_uri
 from ahp.tool_results import result_text
-from host.runtime.agents.base import TurnContext, TurnFailed, TurnGrants, TurnStopped
+from host.runtime.agents.base import BLOCKED_BY_HOOK, TurnContext, TurnFailed, TurnGrants, TurnStopped
 from host.runtime.agents.environment import Contributor
 from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.catalogue import CatalogueItem, catalogue
 from host.runtime.command_bodies import context_rules, replace_bang_commands
-from host.runtime.conversation import BLOCKED_BY_HOOK
 from host.runtime.customizations.mcp_prompts import McpPrompt
 from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
 from host.runtime.customizations.session import HookCall, SessionCustomizations
