@@ -7,6 +7,7 @@ import asyncio
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -130,11 +131,11 @@ def context_server(name: str = "notes", **overrides) -> McpServerSpec:
 OAUTH_SERVER = SERVERS / "oauth_server.py"
 
 
-@pytest.fixture
-async def oauth_server() -> AsyncIterator[str]:
-    """An OAuth-protected MCP server with its own authorization server, on 127.0.0.1 port 0;
-    yields its MCP endpoint URL."""
-    process = await asyncio.create_subprocess_exec(sys.executable, str(OAUTH_SERVER), stdout=asyncio.subprocess.PIPE,
+@asynccontextmanager
+async def served_over_http(script: Path, *args: str) -> AsyncIterator[str]:
+    """A fixture server that listens on 127.0.0.1 port 0 and prints ``PORT <n>``: started, its MCP
+    endpoint URL given, and ended (with whatever it started) when the block ends."""
+    process = await asyncio.create_subprocess_exec(sys.executable, str(script), *args, stdout=asyncio.subprocess.PIPE,
                                                    stderr=asyncio.subprocess.DEVNULL)
     try:
         line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]  # stdout=PIPE
@@ -144,6 +145,13 @@ async def oauth_server() -> AsyncIterator[str]:
         if process.returncode is None:
             process.kill()
         await process.wait()
+
+
+@pytest.fixture
+async def oauth_server() -> AsyncIterator[str]:
+    """An OAuth-protected MCP server with its own authorization server; yields its MCP endpoint URL."""
+    async with served_over_http(OAUTH_SERVER) as url:
+        yield url
 
 
 async def play_browser(url: str) -> int:

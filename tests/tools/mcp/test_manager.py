@@ -3,10 +3,8 @@ tool lists, statuses a person can act on, and reconciling the server set."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from plugins import load_plugin
 from tools.base import ToolContext
 from tools.mcp import McpManager, McpServerSpec
 
-from .conftest import FAST, KITCHEN_SINK, SAMPLES, Recorder, kitchen_sink, process_gone
+from .conftest import FAST, KITCHEN_SINK, SAMPLES, Recorder, kitchen_sink, process_gone, served_over_http
 
 
 @pytest.fixture
@@ -113,17 +111,8 @@ async def test_calls_to_a_failed_server_fail_with_its_status_message(manager: Mc
 @pytest.fixture
 async def http_server() -> AsyncIterator[str]:
     """The kitchen-sink server over streamable HTTP on 127.0.0.1, port chosen by the OS."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, str(KITCHEN_SINK), "http", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)
-        assert line.startswith(b"PORT "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
+    async with served_over_http(KITCHEN_SINK, "http") as url:
+        yield url
 
 
 async def test_streamable_http_server_lists_calls_and_reports_progress(http_server: str, manager: McpManager, tmp_path) -> None:

@@ -20,7 +20,7 @@ from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
-from tests.tools.mcp.conftest import KITCHEN_SINK, SILENT, eventually, process_gone
+from tests.tools.mcp.conftest import KITCHEN_SINK, SILENT, eventually, process_gone, served_over_http
 
 PYTHON = sys.executable
 
@@ -119,16 +119,8 @@ async def test_a_declined_elicitation_reaches_the_server_and_the_tool_result_say
 @pytest.fixture
 async def http_sink() -> AsyncIterator[str]:
     """The kitchen-sink server over streamable HTTP, started by the test on 127.0.0.1 port 0."""
-    process = await asyncio.create_subprocess_exec(PYTHON, str(KITCHEN_SINK), "http", stdout=asyncio.subprocess.PIPE,
-                                                   stderr=asyncio.subprocess.DEVNULL)
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)  # type: ignore[union-attr]  # stdout=PIPE
-        assert line.startswith(b"PORT "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-    finally:
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
+    async with served_over_http(KITCHEN_SINK, "http") as url:
+        yield url
 
 
 def started_pids(marker: Path) -> list[int]:
