@@ -22,7 +22,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TurnEvents", "result_object", "answer_text", "model_rounds"]
+__all__ = ["TurnEvents", "cancelled_reason", "result_object", "answer_text", "model_rounds"]
+
+
+_ENDED_BY = {"cancelled": "cancelled with the turn", "error": "stopped: the turn failed"}
+"""What a call the turn's end cut short (reason ``skipped``) reads as, by how the turn ended."""
+
+
+def cancelled_reason(call: Mapping[str, Any], turn_state: str | None) -> str:
+    """Why a cancelled call did not run, in the words the terminal and ``-p`` both use:
+    ``denied``, ``result rejected``, or how the turn's end cut it short."""
+    reason = call.get("reason", "")
+    if reason == "skipped":  # the turn ended before the call did
+        return _ENDED_BY.get(turn_state or "", "not run: the turn ended first")
+    return {"denied": "denied", "result-denied": "result rejected"}.get(str(reason), "cancelled")
 
 
 def _text(value: Any) -> str:
@@ -55,13 +68,13 @@ class TurnEvents:
                     self._text[key] = len(content)
                     events.append({"type": "text_delta" if kind == "markdown" else "reasoning_delta", "part_id": part.get("id"), "text": new})
             elif kind == "toolCall":
-                events.extend(self._tool(part.get("toolCall") or {}))
+                events.extend(self._tool(part.get("toolCall") or {}, turn.get("state")))
             elif kind == "systemNotification" and index not in self._notes:
                 self._notes.add(index)
                 events.append({"type": "notice", "text": _text(part.get("content"))})
         return events
 
-    def _tool(self, call: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def _tool(self, call: Mapping[str, Any], turn_state: str | None) -> list[dict[str, Any]]:
         call_id = str(call.get("toolCallId"))
         status = str(call.get("status"))
         if status == "streaming" or self._status.get(call_id) == status:
@@ -75,7 +88,7 @@ class TurnEvents:
                            "output": _content_text(call.get("content")), "error": error.get("message") if error else None})
         elif status == "cancelled":
             events.append({"type": "tool_result", "tool_call_id": call_id, "tool": tool, "success": False, "output": "",
-                           "error": call.get("reasonMessage") or f"not run ({call.get('reason') or 'cancelled'})"})
+                           "error": call.get("reasonMessage") or cancelled_reason(call, turn_state)})
         return events
 
 

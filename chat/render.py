@@ -30,6 +30,7 @@ from typing import Any
 from ahp.tool_results import content_text
 from chat._command_table import help_text
 from chat._session import remembered_approval, shown_directory
+from chat._stream import cancelled_reason
 
 __all__ = [
     "Style",
@@ -240,10 +241,6 @@ def render_tool_result(call: Mapping[str, Any], style: Style) -> str:
     return "\n".join(style.dim("    " + line) for line in text.splitlines()) + "\n"
 
 
-_ENDED_BY = {"cancelled": "cancelled with the turn", "error": "stopped: the turn failed"}
-"""What a call the turn's end cut short (reason ``skipped``) reads as, by how the turn ended."""
-
-
 def render_tool_line(call: Mapping[str, Any], style: Style, *, turn_state: str | None = None) -> str:
     """One line for the call in its current state (with a short result block when finished);
     ``turn_state`` is how its turn ended, which says why a call it cut short did not finish."""
@@ -271,9 +268,7 @@ def render_tool_line(call: Mapping[str, Any], style: Style, *, turn_state: str |
         error = (call.get("error") or {}).get("message") or text_of(call.get("pastTenseMessage")) or "failed"
         return style.red("✗ ") + f"{name} failed: {clean(error)}{why}\n" + render_tool_result(call, style)
     if status == "cancelled":
-        reason = {"denied": "denied", "result-denied": "result rejected"}.get(call.get("reason", ""), "cancelled")
-        if call.get("reason") == "skipped":  # the turn ended before the call did
-            reason = _ENDED_BY.get(turn_state or "", "not run: the turn ended first")
+        reason = cancelled_reason(call, turn_state)
         why = f": {clean(call['reasonMessage'])}" if call.get("reasonMessage") else ""
         return style.dim(f"⊘ {_name(call)} {reason}{why}") + "\n"
     return f"• {name} {clean(status)}\n"

@@ -35,3 +35,14 @@ def test_the_result_names_the_session_and_says_whether_it_errored() -> None:
     result = result_object(session="ahp-session:/abc", turn=turn, exit_code=1, subtype="timeout", error="slow", duration_ms=5)
     assert (result["session_id"], result["result"], result["is_error"], result["usage"]["input_tokens"]) == ("abc", "done", True, 7)
     assert result_object(session=None, turn=None, exit_code=3, subtype="denied", error=None, duration_ms=0)["is_error"] is False
+
+
+def test_a_call_the_turns_end_cut_short_says_how_the_turn_ended_as_the_terminal_does() -> None:
+    events = TurnEvents()
+    events.update({"responseParts": [_call("running")]})
+    cancelled = {"state": "cancelled", "responseParts": [_call("cancelled", reason="skipped")]}
+    assert events.update(cancelled)[1]["error"] == "cancelled with the turn"
+    denied = TurnEvents().update({"responseParts": [_call("cancelled", reason="denied")]})
+    assert denied[1]["error"] == "denied"
+    said = TurnEvents().update({"responseParts": [_call("cancelled", reason="denied", reasonMessage="not now")]})
+    assert said[1]["error"] == "not now"
