@@ -223,10 +223,7 @@ class ClaudePlugins:
                 if existing and existing.get("source") != source.to_settings():
                     raise MarketplaceError(f"a marketplace named {market.name!r} was already added from another source; "
                                            f"remove it first: agent-host plugin marketplace remove {market.name}")
-                if root.exists():
-                    shutil.rmtree(root)
-                root.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staging / "repo", root)
+                _put_in_place(staging / "repo", root)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
             commit = self._commit(root)
@@ -332,10 +329,7 @@ class ClaudePlugins:
             if not entry.strict:
                 _write_manifest(staging / "plugin", entry.raw)
             target = self.root / "cache" / market_name / name / version[:40]
-            if target.exists():
-                shutil.rmtree(target)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / "plugin", target)
+            _put_in_place(staging / "plugin", target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         previous = self._record["plugins"].get(plugin_id)
@@ -454,3 +448,12 @@ def _remove_under(path: Path, parent: Path) -> None:
         return
     if inside and path.exists():
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _put_in_place(staged: Path, target: Path) -> None:
+    """Move a fully prepared folder to ``target``, replacing what was there (a marketplace clone or
+    an installed plugin): whatever fails before this leaves the old copy untouched."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staged, target)
