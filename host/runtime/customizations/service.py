@@ -393,7 +393,7 @@ class CustomizationService:
         if not extras:
             return
         # A client that forwarded its own workspace trust (VS Code) can trust the folder there instead.
-        note = ("A connected client's workspace trust (VS Code's trusted folders) does not cover this folder; "
+        note = ("The workspace trust a client forwarded (VS Code's trusted folders) does not cover this folder; "
                 "trusting it there trusts it here too.") if self.trust.forwarded() is not None else None
         request = trust_request(f"{REQUEST_PREFIX}{uuid.uuid4()}", runtime.folder, extras, note=note)
         logger.info("session %s: asking whether to trust %s (%d things wait)", runtime.session, runtime.folder, len(extras))
