@@ -56,7 +56,7 @@ def resolved_folder(folder: str | os.PathLike[str]) -> str:
 
 
 class WorkspaceTrust:
-    """The trusted folders: the root config's list plus the host config's."""
+    """The trusted folders: the root config's list, the host config's, and the workspace trust a client forwarded."""
 
     def __init__(self, store: Store, *, configured: Sequence[str] = (), required: bool = True,
                  client_trust: str = FOLLOW_ALL) -> None:
