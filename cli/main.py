@@ -49,34 +49,57 @@ exits 2 when the shared host can be neither reached nor started (the message say
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
 import os
-import secrets
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
-from typing import Any
 
+from pydantic.plugin import _loader
+
+from host import startup
 from host.runtime import memory
+
+# Each command's work is a module of its own that imports what it needs at its head: ``cli.code``,
+# ``cli.serve``, ``cli.plugin_commands``, and ``chat`` for ``agent-host chat``. This one parses the
+# command line and loads the module of the command it runs through the start-up plan
+# (``host/startup.py``, "the command"): '--help' loads neither the host nor the terminal client,
+# 'agent-host chat URL' no host, 'serve' no terminal client.
 
 
 def _no_pydantic_plugins() -> None:
     """Record "no plugins" in pydantic's plugin cache before the first model is built (see above)."""
     if "PYDANTIC_DISABLE_PLUGINS" in os.environ:
         return
-    from pydantic.plugin import _loader
-
     if getattr(_loader, "_plugins", False) is None:  # not scanned yet (and the cache still exists)
         _loader._plugins = {}
 
 
 __all__ = ["main"]
 
+
 def _add_host_files(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML config file (see config.example.toml)")
     parser.add_argument("--data-dir", help="where the durable journal lives")
+
+
+def _add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML config file (see config.example.toml)")
+    parser.add_argument("--data-dir", help="the host's data directory (where installed plugins live)")
+    actions = parser.add_subparsers(dest="plugin_command", required=True)
+    market = actions.add_parser("marketplace", help="add, list, update or remove plugin marketplaces")
+    market_actions = market.add_subparsers(dest="marketplace_command", required=True)
+    add = market_actions.add_parser("add", help="add a marketplace: owner/repo, a git URL, or a folder")
+    add.add_argument("source")
+    market_actions.add_parser("list", help="list the known marketplaces")
+    update = market_actions.add_parser("update", help="fetch a marketplace (every one added here without a name)")
+    update.add_argument("name", nargs="?")
+    remove = market_actions.add_parser("remove", help="remove a marketplace added here and its plugins")
+    remove.add_argument("name")
+    for verb, text in (("install", "install a plugin from its marketplace and switch it on"),
+                       ("uninstall", "remove a plugin installed here"),
+                       ("enable", "switch a plugin on for every session"),
+                       ("disable", "switch a plugin off for every session")):
+        command = actions.add_parser(verb, help=text)
+        command.add_argument("plugin", help="name@marketplace (or a name only one marketplace lists)")
+    actions.add_parser("list", help="list installed and switched-on plugins")
 
 
 _DESCRIPTION = (
@@ -98,28 +121,23 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
     plugin = commands.add_parser("plugin", help="Claude Code plugins: marketplaces, install, enable, disable (see cli.plugin_commands)")
-    from cli.plugin_commands import add_arguments as add_plugin_arguments
-
-    add_plugin_arguments(plugin)
+    _add_plugin_arguments(plugin)
     chat = commands.add_parser("chat", help="talk to a running host from the terminal (see chat)")
     code = commands.add_parser("code", help="chat in the current directory on the data directory's shared host, started if none runs (the default)")
     _add_host_files(code)
     # The chat client (and its imports) only when it is what runs: 'serve' starts without them.
     if argv[:1] in (["chat"], ["code"]):
-        from chat import add_arguments as add_chat_arguments
-
-        add_chat_arguments(chat)
-        add_chat_arguments(code, connect=False)
+        terminal_client = startup.load("chat")
+        terminal_client.add_arguments(chat)
+        terminal_client.add_arguments(code, connect=False)
     return parser
 
 
 def _code_parser() -> argparse.ArgumentParser:
     """``agent-host [options]`` with no command: the options of ``code``."""
-    from chat import add_arguments as add_chat_arguments
-
     parser = argparse.ArgumentParser(prog="agent-host", description=_DESCRIPTION)
     _add_host_files(parser)
-    add_chat_arguments(parser, connect=False)
+    startup.load("chat").add_arguments(parser, connect=False)
     return parser
 
 
@@ -135,231 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             args = _parser(argv).parse_args(argv)
         if args.command == "code" or args.command is None:
-            return _code(args)
+            return int(startup.load("cli.code").run(args))
         if args.command == "serve":
-            return _serve(args)
+            return int(startup.load("cli.serve").run(args))
         if args.command == "plugin":
-            from cli.plugin_commands import run as run_plugin
-
-            return run_plugin(args)
-    from chat import run as run_chat  # a client only: the collector as usual
-
-    return run_chat(args)
-
-
-def _load(args: argparse.Namespace, server: dict[str, Any], recording: bool | None = None) -> Any:
-    from host.config import ConfigError, is_loopback, load_config
-
-    config = load_config(args.config, overrides={"server": server, "recording": {"enabled": recording}})
-    if not is_loopback(config.server.host) and not config.server.token:
-        raise ConfigError(
-            f"refusing to listen on {config.server.host} without a token: set --token, "
-            "server.token in the config file, or AGENT_HOST_TOKEN"
-        )
-    return config
-
-
-@contextmanager
-def _data_lock(data_dir: Path) -> Iterator[None]:
-    """Hold ``host.lock`` in the data directory for as long as a host runs on it (``cli.shared_host``)."""
-    import fcntl
-
-    from cli import shared_host
-
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
-    with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
-        if not shared_host.try_lock(handle, fcntl.LOCK_EX):
-            raise _DataDirectoryTaken(_taken(data_dir))
-        try:
-            (data_dir / shared_host.HOST_FILE).unlink(missing_ok=True)  # a dead host's, if any
-            (data_dir / shared_host.DIRECTORIES_FILE).unlink(missing_ok=True)  # its clients' directories
-            yield
-        finally:
-            shared_host.withdraw(data_dir)
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _taken(data_dir: Path) -> str:
-    """What to say when another host holds ``data_dir``: true whether it is published yet or not."""
-    from cli import shared_host
-
-    try:
-        record = shared_host.read(data_dir)
-    except shared_host.SharedHostError:
-        record = None
-    who = f"another agent-host (pid {record.get('pid')})" if record else "another agent-host"
-    where = (
-        f"other clients connect with the URL in {data_dir / shared_host.HOST_FILE} (readable only by you)"
-        if record else f"it publishes its URL in {data_dir / shared_host.HOST_FILE} once it listens"
-    )
-    ends = " It stops by itself once no chat or script uses it." if record and record.get("terminal") else ""
-    return (
-        f"{who} already runs on the data directory {data_dir}: 'agent-host' and 'agent-host -p' use it as "
-        f"it is; {where}; or pass --data-dir to run a separate host.{ends}"
-    )
-
-
-class _DataDirectoryTaken(Exception):
-    """Another host holds the data directory's lock; the message says what to do."""
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from cli import shared_host
-    from host.config import ConfigError
-
-    terminal = args.for_terminal
-    if not terminal:
-        logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
-            config = _load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
-            allowed = config.sessions.allowed_directories
-            if allowed is not None:  # the user started it here: this directory is one to work in
-                allowed.append(os.getcwd())
-        else:
-            config = _load(
-                args,
-                {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
-                True if args.record else None,
-            )
-        data_dir = config.data_path()
-        with _data_lock(data_dir):
-            if terminal:
-                _log_to(data_dir / "host.log")
-            return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal)
-    except _DataDirectoryTaken as error:
-        print(f"agent-host: {error}", file=sys.stderr)
-        return shared_host.STARTING_ELSEWHERE if terminal else 2
-    except ConfigError as error:
-        print(f"agent-host: {error}", file=sys.stderr)
-        return 2
-
-
-def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], terminal: bool) -> int:
-    token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
-
-    from cli import shared_host
-    from host.service import AgentHost
-    from host.transport.server import serve
-
-    try:
-        host = AgentHost(config)
-    except Exception as error:  # JournalError and friends: say it plainly, no traceback
-        print(f"agent-host: {error}", file=sys.stderr)
-        return 2
-
-    allowed = config.sessions.allowed_directories
-
-    def on_connection() -> None:
-        """A terminal host: the directories its clients were started in are ones to work in."""
-        try:
-            started = shared_host.started_directories(data_dir)
-        except shared_host.SharedHostError as error:
-            logging.getLogger(__name__).warning("%s", error)
-            return
-        allowed.extend([d for d in dict.fromkeys(started) if d not in allowed])
-
-    async def listening(running: Any) -> None:
-        shared_host.publish(data_dir, url=_local_url(running), config=identity, terminal=terminal)
-        if terminal:
-            _detach(data_dir / "host.log")
-            await shared_host.stop_when_unused(data_dir, lambda: running.connections, running.stop_soon)
-
-    try:
-        asyncio.run(serve(
-            host, token=token, announce=lambda line: print(line, flush=True), listening=listening,
-            on_connection=on_connection if terminal and allowed is not None else None,
-        ))
-    except KeyboardInterrupt:
-        pass
-    except OSError as error:
-        print(f"agent-host: cannot listen on {config.server.host}:{config.server.port}: {error.strerror}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _local_url(running: Any) -> str:
-    """The host's URL as a client on this machine reaches it (a wildcard address becomes loopback)."""
-    url = running.url
-    for wildcard, loopback in (("ws://0.0.0.0:", "ws://127.0.0.1:"), ("ws://[::]:", "ws://[::1]:")):
-        url = url.replace(wildcard, loopback, 1)
-    return url
-
-
-def _detach(log: Path) -> None:
-    """A terminal host, once it has said where it listens: stdout and stderr leave the pipes of the
-    client that started it (which may end at any time) for ``host.log``."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
-def _code(args: argparse.Namespace) -> int:
-    """The one-command mode: the chat in this terminal, on the data directory's shared host
-    (started in a process of its own when none runs: ``cli.shared_host``)."""
-    import subprocess
-
-    from chat import run as run_chat
-    from cli import shared_host
-    from host.config import ConfigError
-
-    try:
-        if args.config is None and _user_config().is_file():
-            args.config = str(_user_config())
-        config = _load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
-    except ConfigError as error:
-        print(f"agent-host: {error}", file=sys.stderr)
-        return 2
-    data_dir = config.data_path().resolve()  # the host starts in --cwd: a relative one means here
-
-    def start() -> subprocess.Popen[bytes]:
-        # -P: the project directory (its cwd) is not put on sys.path, so a project's own cli/main.py
-        # is never what runs here.
-        command = [sys.executable, "-P", "-m", "cli.main", "serve", "--for-terminal", "--data-dir", str(data_dir)]
-        if args.config is not None:
-            command += ["--config", str(Path(args.config).expanduser().resolve())]
-        return subprocess.Popen(
-            command, cwd=args.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,  # Ctrl-C in this terminal is the chat's, not the host's
-        )
-
-    @asynccontextmanager
-    async def shared() -> AsyncIterator[str]:
-        identity = shared_host.config_identity(args.config, config.environ)
-        def notice(text: str) -> None:
-            print(f"agent-host: {text}", file=sys.stderr, flush=True)
-
-        with shared_host.reach(data_dir, config=identity, directory=args.cwd, start=start, notice=notice) as url:
-            memory.settle()  # this process is a client: the collector as usual from here
-            yield url
-
-    async def find_again() -> str:
-        """For a chat whose host went away (killed, crashed): the host now, started again if need be."""
-        identity = shared_host.config_identity(args.config, config.environ)
-        return await asyncio.to_thread(shared_host.find_or_start, data_dir, identity, start)
-
-    try:
-        return run_chat(args, embedded=shared, find_host=find_again)
-    except shared_host.SharedHostError as error:
-        print(f"agent-host: {error}", file=sys.stderr)
-        return 2
-
-
-def _user_config() -> Path:
-    """The config the one-command mode reads without ``--config``: ``$XDG_CONFIG_HOME/agent-host/config.toml``."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "agent-host" / "config.toml"
-
-
-def _log_to(path: Path) -> None:
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.WARNING)
+            return int(startup.load("cli.plugin_commands").run(args))
+    return int(startup.load("chat").run(args))  # a client only: the collector as usual
 
 
 if __name__ == "__main__":

@@ -14,46 +14,23 @@ names the source or plugin and why), 2 a configuration error.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_arguments", "run"]
+from cli.config import user_config
+from host.config import ConfigError, load_config
+from host.runtime.customizations.claude_code import ClaudeCode
+from plugins.claude_settings import claude_config_dir
+from plugins.marketplaces import MarketplaceError
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="TOML config file (see config.example.toml)")
-    parser.add_argument("--data-dir", help="the host's data directory (where installed plugins live)")
-    actions = parser.add_subparsers(dest="plugin_command", required=True)
-    market = actions.add_parser("marketplace", help="add, list, update or remove plugin marketplaces")
-    market_actions = market.add_subparsers(dest="marketplace_command", required=True)
-    add = market_actions.add_parser("add", help="add a marketplace: owner/repo, a git URL, or a folder")
-    add.add_argument("source")
-    market_actions.add_parser("list", help="list the known marketplaces")
-    update = market_actions.add_parser("update", help="fetch a marketplace (every one added here without a name)")
-    update.add_argument("name", nargs="?")
-    remove = market_actions.add_parser("remove", help="remove a marketplace added here and its plugins")
-    remove.add_argument("name")
-    for verb, text in (("install", "install a plugin from its marketplace and switch it on"),
-                       ("uninstall", "remove a plugin installed here"),
-                       ("enable", "switch a plugin on for every session"),
-                       ("disable", "switch a plugin off for every session")):
-        command = actions.add_parser(verb, help=text)
-        command.add_argument("plugin", help="name@marketplace (or a name only one marketplace lists)")
-    actions.add_parser("list", help="list installed and switched-on plugins")
+__all__ = ["run"]
 
 
 def _claude(args: argparse.Namespace) -> Any:
-    from host.config import load_config
-    from host.runtime.customizations.claude_code import ClaudeCode
-    from plugins.claude_settings import claude_config_dir
-
     path = args.config
-    if path is None:
-        base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-        user_config = Path(base) / "agent-host" / "config.toml"
-        path = str(user_config) if user_config.is_file() else None
+    if path is None and user_config().is_file():
+        path = str(user_config())
     config = load_config(path, overrides={"server": {"data_dir": args.data_dir}})
     folder = Path(config.claude_code.config_dir).expanduser() if config.claude_code.config_dir else claude_config_dir()
     claude = ClaudeCode(folder, config.data_path())
@@ -62,9 +39,6 @@ def _claude(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from host.config import ConfigError
-    from plugins.marketplaces import MarketplaceError
-
     try:
         claude = _claude(args)
     except ConfigError as error:

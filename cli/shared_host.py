@@ -36,6 +36,7 @@ import fcntl
 import hashlib
 import json
 import os
+import selectors
 import stat
 import subprocess
 import time
@@ -305,8 +306,6 @@ def _start(start: Callable[[], subprocess.Popen[bytes]]) -> str | None:
     """Start a terminal host and return its URL; None when another host took the directory first.
     Its stdout and stderr are read together until it says where it listens (or exits), so that
     warnings on stderr cannot fill the pipe and stall it."""
-    import selectors
-
     process = start()
     assert process.stdout is not None and process.stderr is not None
     out, err = bytearray(), bytearray()

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from client.errors import AhpTimeout
+
 __all__ = ["EventStream", "Notification"]
 
 
@@ -74,8 +76,6 @@ class EventStream:
 
     async def next(self, timeout: float = 10.0) -> Notification:
         """The next notification, or ``AhpTimeout`` after ``timeout`` seconds."""
-        from client.errors import AhpTimeout
-
         try:
             return await asyncio.wait_for(self.__anext__(), timeout)
         except TimeoutError:

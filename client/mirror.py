@@ -44,6 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ahp.dialects.v0_2.state import channel_kind as v0_2_channel_kind
+from ahp.dialects.v0_2.state import reduce as v0_2_reduce
 from ahp.dialects.v0_2.state.appends import AppendingState
 
 __all__ = ["ActionOutcome", "Mirror", "Reducer", "ChannelKind"]
@@ -119,8 +121,8 @@ class Mirror:
     ) -> None:
         self.client_id = client_id
         """Envelopes whose ``origin.clientId`` equals this are our own echoes."""
-        self._reduce = reduce
-        self._channel_kind = channel_kind
+        self._reduce: Reducer = reduce or v0_2_reduce
+        self._channel_kind: ChannelKind = channel_kind or v0_2_channel_kind
         self._channels: dict[str, _Channel] = {}
         self._last_server_seq = 0
         self._outcomes: OrderedDict[int, ActionOutcome] = OrderedDict()
@@ -285,17 +287,9 @@ class Mirror:
         return outcome
 
     def _apply(self, kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
-        if self._reduce is None:
-            from ahp.dialects.v0_2.state import reduce  # lazy: the reducers live in another package
-
-            self._reduce = reduce
         return self._reduce(kind, state, action, now)
 
     def _kind_of(self, channel: str) -> str:
-        if self._channel_kind is None:
-            from ahp.dialects.v0_2.state import channel_kind
-
-            self._channel_kind = channel_kind
         kind = self._channel_kind(channel)
         if kind is None:
             raise ValueError(f"{channel!r} is not a state-bearing AHP channel")

@@ -8,7 +8,8 @@ and ``tests/test_architecture.py`` checks the rooms that follow the plan (``host
 ``host/state``, ``providers``): every import they make inside a function names a module listed
 here.
 
-The host's own deferred modules are loaded through :func:`load`. ``providers``, ``tools`` and
+The host's own deferred modules are loaded through :func:`load`, and so are the ``agent-host``
+command's (``cli``: the module of the command it runs). ``providers``, ``tools`` and
 ``plugins`` may not import the host; they defer their SDKs themselves (an import inside the
 function that first needs the SDK) and export their own names lazily (PEP 562: ``providers``'
 and ``plugins``' ``__init__``, ``ahp.lazy``), and the SDK entries below say when those run.
@@ -53,6 +54,14 @@ DEFERRED: dict[str, str] = {
     "httpx": "with an SDK (its HTTP stack), or to map a transport error of one",
     "httpx2": "with cassette replay or recording, or to map a transport error of an SDK",
     "vcr": "when a cassette is read or written",
+    # -- the command (cli) ---------------------------------------------------------------------------
+    # ``agent-host`` parses its command line (cli.main) and loads only the module of the command it
+    # runs: '--help' loads neither the host nor the terminal client, 'agent-host chat URL' no host,
+    # 'serve' no terminal client.
+    "cli.serve": "'agent-host serve': the host, its listener and the data directory's lock, when that command runs",
+    "cli.code": "'agent-host' and '-p': the chat on the data directory's shared host, when that command runs",
+    "cli.plugin_commands": "'agent-host plugin ...': the Claude Code record, when that command runs",
+    "chat": "the terminal client: its options when 'agent-host', '-p' or 'agent-host chat' parses them, then the chat",
 }
 """Module → when it is loaded. A submodule of a listed module counts as listed."""
 

@@ -152,7 +152,14 @@ def test_the_agents_modules_import_one_another_without_a_cycle() -> None:
     assert _cycles("host/runtime/agents") == []
 
 
-PLANNED_ROOMS = ["host/runtime/agents", "host/state", "providers"]
+@pytest.mark.parametrize("package", ["ahp", "client", "cli"])
+def test_the_core_the_client_library_and_the_command_have_no_import_cycle(package: str) -> None:
+    """A reducer module imports its siblings by their own names, never through the package that
+    imports it (``import ahp.state._turns as _turns``, not ``from ahp.state import _turns``)."""
+    assert _cycles(package) == []
+
+
+PLANNED_ROOMS = ["host/runtime/agents", "host/state", "providers", "ahp", "client", "cli"]
 """The rooms whose imports follow the start-up plan (``host/startup.py``)."""
 
 

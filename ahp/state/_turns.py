@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ahp.state import tool_calls
+import ahp.state.tool_calls as tool_calls
 from ahp.state._chat_status import chat_status, refresh_chat_status
 from ahp.state._js import as_dict, as_list, assign, concat, payload, truthy, without_none
 from ahp.state.clock import add_milliseconds, iso_timestamp

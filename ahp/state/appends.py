@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ahp.state import reduce as reduce_any
+
 __all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "AppendingState", "TextRun", "expand", "extended", "joined", "run_key"]
 
 RUN_ACTION_TYPES = frozenset({"chat/delta", "chat/reasoning", "chat/toolCallDelta"})
@@ -152,11 +154,8 @@ class AppendingState:
 
     def __init__(self, kind: str, state: dict[str, Any],
                  reduce: Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]] | None = None) -> None:
-        if reduce is None:
-            from ahp.state import reduce as reduce_any  # the package imports this module lazily
-            reduce = reduce_any
         self.kind = kind
-        self._reduce = reduce
+        self._reduce = reduce or reduce_any
         self._state = state
         self._runs = kind in self.run_kinds
         self._run: TextRun | None = None

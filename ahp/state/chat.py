@@ -25,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ahp.state import _inputs, _pending, _turns
+import ahp.state._inputs as _inputs
+import ahp.state._pending as _pending
+import ahp.state._turns as _turns
 from ahp.state._dispatch import dispatch
 from ahp.state._js import as_dict, as_list, assign, payload, truthy
 from ahp.state._lists import index_by, remove_at, upsert_by, without_value

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ahp.state import _customizations
+import ahp.state._customizations as _customizations
 from ahp.state._dispatch import dispatch
 from ahp.state._js import as_dict, as_list, assign, clean, payload, truthy
 from ahp.state._lists import index_by, remove_at, upsert_by, without_value

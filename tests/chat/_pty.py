@@ -4,7 +4,14 @@
 pty as its controlling terminal, so Ctrl-C written to the master delivers SIGINT like a real
 keyboard). Output is read with ``loop.add_reader``; every wait has a timeout and waits on
 output, except ``line_editor``, which looks at the terminal mode every 20 ms (a pty reports no
-event when it changes). ``tty_env`` is a terminal that draws (the prompt_toolkit and rich client),
+event when it changes).
+
+Output is kept two ways. ``text`` is the byte stream without escape sequences: what was printed,
+in order (a line printed above the prompt, a dialog). ``screen`` is what a terminal shows now
+(pyte plays the stream onto a screen of the pty's size). A drawing client (prompt_toolkit) redraws
+only the cells that changed and moves the cursor over the others, so the input line and the
+completion menu are read from ``screen`` (``on_screen``): in ``text`` a cell kept from the
+previous drawing is missing (``see @notes:not·s://rea`` after ``/mcp__notes__re``). ``tty_env`` is a terminal that draws (the prompt_toolkit and rich client),
 ``chat_env`` a dumb one without colour (the line client).
 """
 
@@ -17,6 +24,8 @@ import re
 import signal
 import sys
 from pathlib import Path
+
+import pyte
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 REPO = Path(__file__).resolve().parents[2]
@@ -41,11 +50,31 @@ def chat_env(**extra: str) -> dict[str, str]:
     return env
 
 
+class Screen:
+    """What a terminal of ``columns`` x ``lines`` shows after the bytes fed to it."""
+
+    def __init__(self, columns: int = 200, lines: int = 50) -> None:
+        self._screen = pyte.Screen(columns, lines)
+        self._stream = pyte.ByteStream(self._screen)
+
+    def feed(self, data: bytes) -> None:
+        self._stream.feed(data)
+
+    @property
+    def lines(self) -> list[str]:
+        """The screen's rows, trailing blanks dropped."""
+        return [row.rstrip() for row in self._screen.display]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines).rstrip("\n")
+
+
 class ChatProcess:
-    def __init__(self, pid: int, fd: int) -> None:
+    def __init__(self, pid: int, fd: int, columns: int = 200, lines: int = 50) -> None:
         self.pid = pid
         self.fd = fd
         self.raw = b""
+        self.screen = Screen(columns, lines)
         self._seen = 0
         self._changed = asyncio.Event()
         self._closed = False
@@ -69,8 +98,9 @@ class ChatProcess:
         import struct
         import termios
 
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", int(environment.get("LINES", 50)), int(environment.get("COLUMNS", 200)), 0, 0))
-        return cls(pid, fd)
+        lines, columns = int(environment.get("LINES", 50)), int(environment.get("COLUMNS", 200))
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+        return cls(pid, fd, columns, lines)
 
     def _on_readable(self) -> None:
         try:
@@ -81,6 +111,7 @@ class ChatProcess:
             self._closed = True
             asyncio.get_running_loop().remove_reader(self.fd)
         self.raw += data
+        self.screen.feed(data)
         self._changed.set()
 
     @property
@@ -109,6 +140,25 @@ class ChatProcess:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:
                 pass
+
+    async def on_screen(self, needle: str, timeout: float = 15.0) -> str:
+        """Wait until ``needle`` is shown on the screen (within one row); returns the screen. What
+        was printed until then counts as seen: a later ``expect`` waits for what comes after."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not any(needle in row for row in self.screen.lines):
+            if self._closed:
+                raise AssertionError(f"the client exited without showing {needle!r}; the screen:\n{self.screen}")
+            self._changed.clear()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise AssertionError(f"timed out waiting for {needle!r} on the screen; it shows:\n{self.screen}")
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                pass
+        self._seen = len(self.text)
+        return str(self.screen)
 
     async def printed(self, needle: str, timeout: float = 15.0) -> int:
         """Wait until ``needle`` was printed anywhere so far (order-free); returns how many times."""

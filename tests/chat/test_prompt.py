@@ -17,7 +17,7 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from chat._prompt import PromptTerminal
+from chat._prompt import HostCompleter, PromptTerminal
 from chat._terminal import Line
 from tests.chat._fakehost import host_toml, spawn_agent_host
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
@@ -82,6 +82,38 @@ async def test_a_line_entered_just_before_another_prompt_is_asked_is_delivered(k
     assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("next")
     terminal.restore()
 
+
+
+async def test_an_answer_for_text_typed_since_is_not_applied_to_the_line(keys: PipeInput) -> None:
+    """The host answers a completion for ``see @no`` after more keys arrived (a paste, a fast typist):
+    the line keeps every key, the menu offers what the host says for the line as it is now, and
+    choosing it replaces the whole ``@`` word."""
+    asked: list[str] = []
+    answer = asyncio.Event()
+
+    async def host(text: str, offset: int) -> list[dict]:
+        asked.append(text)
+        await answer.wait()
+        return [{"insertText": "@notes:notes://readme", "rangeStart": text.index("@")}]
+
+    terminal = PromptTerminal(history_file=None, color=False, completer=HostCompleter(host, []))
+    terminal.ask("> ", history=True)
+    await _running(terminal)
+    buffer = terminal._session.default_buffer
+    keys.send_text("see @no")
+    await _until(lambda: asked == ["see @no"], "the host being asked")
+    keys.send_text("tes:notes://rea")
+    await _until(lambda: buffer.text == "see @notes:notes://rea", "the later keys reaching the line")
+    answer.set()  # the answer for "see @no" arrives, then the one asked again for the line as it is
+    await _until(lambda: asked[-1] == "see @notes:notes://rea" and buffer.complete_state is not None
+                 and len(buffer.complete_state.completions) == 1, "the menu")
+    assert buffer.text == "see @notes:notes://rea"
+    assert buffer.complete_state.completions[0].start_position == -len("@notes:notes://rea")
+    keys.send_text("\t")  # choose it
+    await _until(lambda: buffer.text == "see @notes:notes://readme", "the completion chosen")
+    keys.send_text("\r\r")  # the first Enter applies the chosen item, the second sends
+    assert await asyncio.wait_for(terminal.inbox.get(), 5) == Line("see @notes:notes://readme")
+    terminal.restore()
 
 async def test_vi_mode_edits_the_line_with_vis_keys_and_says_when_it_is_in_normal_mode(tmp_path: Path) -> None:
     project = tmp_path / "project"

@@ -227,7 +227,7 @@ async def test_at_paths_and_slash_commands_complete_from_the_host(chat_host: Run
         await chat.expect("(effort low)")
         await chat.line_editor()
         chat.type("read @notes_f")
-        await chat.expect("@notes_for_completion.md", timeout=20)  # the host's item, in the menu
+        await chat.on_screen("@notes_for_completion.md", timeout=20)  # the host's item, in the menu
         chat.type("\t")  # Tab picks it,
         chat.send("")  # Enter takes it into the line,
         chat.send("")  # and Enter sends the message
@@ -239,7 +239,7 @@ async def test_at_paths_and_slash_commands_complete_from_the_host(chat_host: Run
         await chat.expect("(effort low)", timeout=20)
         await chat.line_editor()
         chat.type("/mc")
-        await chat.expect("/mcp")
+        await chat.on_screen("/mcp")
         chat.type("\t")
         chat.send("")
         chat.send("")

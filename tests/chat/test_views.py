@@ -302,11 +302,13 @@ async def test_the_terminal_completes_mcp_prompts_and_resources_and_shows_a_serv
         await chat.expect("Hello from the scenario agent", timeout=20)
         await until_host(notes_host, published, timeout=60)
         await chat.line_editor()
+        # The input line and its menu are read off the screen: they are redrawn cell by cell.
         chat.type("/mcp__notes__re")
-        await chat.expect("/mcp__notes__review", timeout=20)  # the host's item, in the menu
+        await chat.on_screen("/mcp__notes__review", timeout=20)  # the host's item, in the menu
         chat.type("\x15")  # Ctrl-U: a fresh line
         chat.type("see @notes:notes://rea")
-        await chat.expect("@notes:notes://readme", timeout=20)
+        shown = await chat.on_screen("@notes:notes://readme", timeout=20)
+        assert "> see @notes:notes://rea" in shown
         chat.type("\x15")
         for _ in range(50):  # the client's mirror follows the host's state a moment later
             chat.send("/mcp log notes")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -163,3 +165,35 @@ def test_serve_loads_the_wire_models_and_the_plugin_loader_before_the_first_requ
     report = _serve_and_report(tmp_path, env={"REPORT_WIRE_MODELS": "1"})
     assert report["wire_models_loaded"] is True
     assert report["plugin_loader_loaded"] is True
+
+
+_RUN_AND_LIST_MODULES = """
+import json, sys
+from cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("args, not_loaded", [
+    # The command line's help needs neither the host nor the terminal client.
+    (["--help"], ["host.config", "host.service", "host.transport", "chat", "client", "plugins", "asyncio"]),
+    (["serve", "--help"], ["host.config", "host.service", "chat", "client"]),
+    # A chat with a host that already runs never loads the host.
+    (["chat", "--help"], ["host.config", "host.service", "host.transport", "plugins"]),
+    # The plugin commands change files in the data directory: no host, no terminal client.
+    (["plugin", "--data-dir", "{data}", "list"], ["host.service", "host.transport", "chat", "client"]),
+])
+def test_a_command_loads_only_what_it_runs(tmp_path: Path, args: list[str], not_loaded: list[str]) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    result = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LIST_MODULES, *(arg.format(data=tmp_path / "data") for arg in args)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = set(json.loads(result.stdout.splitlines()[-1]))
+    assert sorted(name for name in loaded if any(name == n or name.startswith(n + ".") for n in not_loaded)) == []

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ahp.dialects.v0_2.state import tool_calls
+import ahp.dialects.v0_2.state.tool_calls as tool_calls
 from ahp.dialects.v0_2.state._js import as_dict, as_list, assign, concat, payload, truthy, without_none
 from ahp.dialects.v0_2.state.status import SessionStatus, recompute_status, refresh_status, with_flag
 

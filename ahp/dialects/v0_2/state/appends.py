@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ahp.dialects.v0_2.state import reduce as reduce_v0_2
 from ahp.state.appends import AppendingState as _AppendingState
 from ahp.state.appends import joined
 
@@ -63,6 +64,4 @@ class AppendingState(_AppendingState):
 
     def __init__(self, kind: str, state: dict[str, Any],
                  reduce: Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]] | None = None) -> None:
-        if reduce is None:
-            from ahp.dialects.v0_2.state import reduce  # the package imports this module's names lazily
-        super().__init__(kind, state, reduce)
+        super().__init__(kind, state, reduce or reduce_v0_2)

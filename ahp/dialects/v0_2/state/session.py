@@ -19,7 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ahp.dialects.v0_2.state import _customizations, _inputs, _pending, _turns
+import ahp.dialects.v0_2.state._customizations as _customizations
+import ahp.dialects.v0_2.state._inputs as _inputs
+import ahp.dialects.v0_2.state._pending as _pending
+import ahp.dialects.v0_2.state._turns as _turns
 from ahp.dialects.v0_2.state._dispatch import dispatch
 from ahp.dialects.v0_2.state._js import as_dict, assign, payload, truthy
 from ahp.dialects.v0_2.state.status import SessionStatus, with_flag
