@@ -3,15 +3,17 @@
 ``agent-host serve`` imports what it needs to listen and to list its agents, then answers; the
 modules below would cost start-up time (figures in ``benchmarks/README.md``, "Start-up") and are
 loaded later, at the moment each entry names. This table is the one place that says so: a module
-imports its dependencies at its head unless it is listed here (or the import would close a cycle),
-and ``tests/test_architecture.py`` checks the rooms that follow the plan (``host/runtime/agents``,
-``host/state``, ``providers``): every import they make inside a function names a module listed
-here.
+imports its dependencies at its head unless it is listed here, and ``tests/test_architecture.py``
+checks ``host``, ``tools``, ``plugins`` and ``providers``: every import they make inside a
+function names a module listed here (and none of them has an import cycle).
 
 The host's own deferred modules are loaded through :func:`load`. ``providers``, ``tools`` and
 ``plugins`` may not import the host; they defer their SDKs themselves (an import inside the
-function that first needs the SDK) and export their own names lazily (PEP 562: ``providers``'
-and ``plugins``' ``__init__``, ``ahp.lazy``), and the SDK entries below say when those run.
+function that first needs the SDK) and export their own names lazily (PEP 562: ``providers``',
+``plugins``', ``tools``' and ``tools.mcp``'s ``__init__``, ``ahp.lazy``), and the entries below say
+when those run. A host module that needs a lazily exported name imports the package at its head
+(``import plugins``) and reads the name where it uses it (``plugins.LoadedPlugin``): the module
+behind the name loads then, at the moment its entry here says.
 """
 
 from __future__ import annotations
@@ -27,16 +29,18 @@ DEFERRED: dict[str, str] = {
         "the turn loop, and with it the providers' message and event models, the stream mapping, "
         "compaction and tool runs: in a worker thread when a session is made on a provider agent "
         "(ProviderAgent.prepare_session); a turn sent before that import ends waits for it off the loop",
-    "host.transport.agui": "AG-UI: on the first request to its endpoint",
+    "host.transport.agui": "AG-UI: on the first request to its endpoint (host.transport.server)",
     "ahp.protocol._generated": "the generated wire models: in a worker thread once the host listens (ahp.protocol._models)",
     # The plugin loader (discovery, parsing, the customization tree, hooks): when a session first
-    # needs its plugins. The small modules of ``plugins`` (the Claude Code tool table, settings
-    # files, marketplaces, command bodies, diagnostics) load with the host; the package's own
-    # names are lazy (PEP 562, plugins/__init__.py).
-    "plugins.loader": "the plugin loader: when a session first needs its plugins",
-    "plugins.directories": "with the plugin loader",
+    # needs its plugins, and in a worker thread once the host listens (host.transport.server). The
+    # small modules of ``plugins`` (the Claude Code tool table, settings files, marketplaces,
+    # command bodies, diagnostics, variable expansion) load with the host; the package's own names
+    # are lazy (PEP 562, plugins/__init__.py).
+    "plugins.loader": "the plugin loader: when a session first needs its plugins, or at start for [plugins] directories",
+    "plugins.directories": "with the plugin loader, or at start when the user has Claude Code settings (ClaudeCode.load)",
     "plugins.customizations": "with the plugin loader",
-    "plugins.model": "with the plugin loader",
+    "plugins.model": "with the plugin loader, or at start for [mcp] servers or the user's Claude Code settings",
+    "plugins.mcp_servers": "with the plugin loader, or at start for [mcp] servers",
     "plugins.hooks": "with the plugin loader",
     "plugins.slash": "with the plugin loader",
     # -- providers: the modules that import an SDK or the message models ----------------------------
@@ -53,6 +57,15 @@ DEFERRED: dict[str, str] = {
     "httpx": "with an SDK (its HTTP stack), or to map a transport error of one",
     "httpx2": "with cassette replay or recording, or to map a transport error of an SDK",
     "vcr": "when a cassette is read or written",
+    # -- tools, and the libraries of the host's other parts ----------------------------------------
+    "tools.mcp.manager": "the MCP client and with it the mcp SDK: in a worker thread when a session first starts an "
+                         "MCP server (host.runtime.customizations.mcp.SessionMcp.apply)",
+    "tools.mcp.connection": "with the MCP client",
+    "tools.mcp.tool": "with the MCP client",
+    "mcp": "with the MCP client",
+    "pathspec": "on the first resource watch with include or exclude patterns (host.resources.watches), or the "
+                "first file walk under an ignore file (tools.builtin._walk)",
+    "yaml": "on the first Markdown front matter parsed (plugins._frontmatter): skills, commands, agents, rules",
 }
 """Module → when it is loaded. A submodule of a listed module counts as listed."""
 
