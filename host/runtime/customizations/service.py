@@ -780,11 +780,7 @@ class CustomizationService:
                     if existing.held == container.held:
                         continue  # unchanged (a switch the session made on it stays)
                     container.enabled = existing.enabled
-                runtime.containers[runtime.containers.index(existing)] = container
-            else:
-                runtime.containers.insert(position, container)
-                position += 1
-            self._publish(runtime, container)
+            position = self._put(runtime, container, existing, position)
         self._maybe_ask(runtime)
         self._spawn(self._reconcile(runtime))
 
@@ -824,12 +820,7 @@ class CustomizationService:
             container.held = self._held(runtime, container)
             if fetch is not None:
                 self._spawn(self._fetch_client_plugin(runtime, container))
-            if existing is not None:
-                runtime.containers[runtime.containers.index(existing)] = container
-            else:
-                runtime.containers.insert(position, container)
-                position += 1
-            self._publish(runtime, container)
+            position = self._put(runtime, container, existing, position)
         self._maybe_ask(runtime)
 
     def _load_client_plugin(self, container: Container) -> bool | None:
@@ -867,6 +858,17 @@ class CustomizationService:
         await self._reconcile(runtime)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _put(self, runtime: SessionCustomizations, container: Container, existing: Container | None, position: int) -> int:
+        """List ``container`` in the session in place of ``existing``, or at ``position`` when it is
+        new, and publish it; returns where the next new container goes."""
+        if existing is not None:
+            runtime.containers[runtime.containers.index(existing)] = container
+        else:
+            runtime.containers.insert(position, container)
+            position += 1
+        self._publish(runtime, container)
+        return position
 
     def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
         if runtime.session in self.store:
