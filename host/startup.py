@@ -7,11 +7,11 @@ imports its dependencies at its head unless it is listed here, and ``tests/test_
 checks ``host``, ``tools``, ``plugins`` and ``providers``: every import they make inside a
 function names a module listed here (and none of them has an import cycle).
 
-The host's own deferred modules are loaded through :func:`load`. ``providers``, ``tools`` and
-``plugins`` may not import the host; they defer their SDKs themselves (an import inside the
-function that first needs the SDK) and export their own names lazily (PEP 562: ``providers``',
-``plugins``', ``tools``' and ``tools.mcp``'s ``__init__``, ``ahp.lazy``), and the entries below say
-when those run. A host module that needs a lazily exported name imports the package at its head
+The host loads what it defers through :func:`load` (its own modules, the plugin loader, the MCP
+client). ``providers``, ``tools`` and ``plugins`` may not import the host; they defer their SDKs
+themselves (an import inside the function that first needs the SDK) and export their own names
+lazily (PEP 562: ``providers``', ``plugins``', ``tools``' and ``tools.mcp``'s ``__init__``,
+``ahp.lazy``), and the entries below say when those run. A host module that needs a lazily exported name imports the package at its head
 (``import plugins``) and reads the name where it uses it (``plugins.LoadedPlugin``): the module
 behind the name loads then, at the moment its entry here says.
 """
