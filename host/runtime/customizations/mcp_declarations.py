@@ -120,7 +120,7 @@ def specs_from_mcp_json(path: Path, *, environ: Mapping[str, str] | None = None)
     specs = []
     for name, entry, _where in plugins.server_entries(data, report):
         server = plugins.parse_server(name, entry, report=report, at=(name,), path=path, environ=env,
-                              variables={"workspaceFolder": str(folder)}, base_dir=folder, default_cwd=folder)
+                                      variables={"workspaceFolder": str(folder)}, base_dir=folder, default_cwd=folder)
         if server is not None:
             specs.append(_spec(server, str(path)))
     return specs

@@ -146,8 +146,8 @@ class SessionCustomizations:
         entries = plugins.slash_entries(self.usable())
         if self.mcp is not None:
             entries.extend(plugins.SlashEntry(name=prompt.name, short_name=prompt.name, kind="prompt", target=prompt,  # type: ignore[arg-type]  # plugins cannot name the host's McpPrompt
-                                      container=f"MCP server {prompt.server}", description=prompt.description,
-                                      argument_hint=prompt.argument_hint)
+                                              container=f"MCP server {prompt.server}", description=prompt.description,
+                                              argument_hint=prompt.argument_hint)
                            for prompt in self.mcp.prompt_entries())
         return entries
 
