@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from host.errors import ConfigError
+from tools.policy import parse_rule
 
 __all__ = [
     "HostConfig",
@@ -290,8 +291,6 @@ class ToolsConfig(_Section):
     @field_validator("allow", "ask", "deny")
     @classmethod
     def _rules_parse(cls, rules: list[str]) -> list[str]:
-        from tools.policy import parse_rule
-
         for rule in rules:
             try:
                 parse_rule(rule)

@@ -3,16 +3,20 @@
 ``agent-host serve`` imports what it needs to listen and to list its agents, then answers; the
 modules below would cost start-up time (figures in ``benchmarks/README.md``, "Start-up") and are
 loaded later, at the moment each entry names. This table is the one place that says so: a module
-imports its dependencies at its head unless it is listed here (or the import would close a cycle),
-and ``tests/test_architecture.py`` checks the rooms that follow the plan (``host/runtime/agents``,
-``host/state``, ``providers``): every import they make inside a function names a module listed
-here.
+imports its dependencies at its head unless it is listed here, and ``tests/test_architecture.py``
+checks ``host``, ``tools``, ``plugins``, ``providers``, ``ahp``, ``client`` and ``cli``: every
+import they make inside a function names a module listed here (and none of them has an import
+cycle).
 
-The host's own deferred modules are loaded through :func:`load`, and so are the ``agent-host``
-command's (``cli``: the module of the command it runs). ``providers``, ``tools`` and
-``plugins`` may not import the host; they defer their SDKs themselves (an import inside the
-function that first needs the SDK) and export their own names lazily (PEP 562: ``providers``'
-and ``plugins``' ``__init__``, ``ahp.lazy``), and the SDK entries below say when those run.
+The host loads what it defers through :func:`load` (its own modules, the plugin loader, the MCP
+client), and so does the ``agent-host`` command (``cli``: the module of the command it runs).
+``providers``, ``tools`` and ``plugins`` may not import the host; they defer their SDKs themselves
+(an import inside the function that first needs the SDK) and export their own names lazily (PEP
+562: ``providers``', ``plugins``', ``tools``' and ``tools.mcp``'s ``__init__``, ``ahp.lazy``), and
+the entries below say when those run. A host module that needs a lazily exported name imports the
+package at its head (``import plugins``) and reads the name where it uses it
+(``plugins.LoadedPlugin``): the module behind the name loads then, at the moment its entry here
+says.
 """
 
 from __future__ import annotations
@@ -28,16 +32,18 @@ DEFERRED: dict[str, str] = {
         "the turn loop, and with it the providers' message and event models, the stream mapping, "
         "compaction and tool runs: in a worker thread when a session is made on a provider agent "
         "(ProviderAgent.prepare_session); a turn sent before that import ends waits for it off the loop",
-    "host.transport.agui": "AG-UI: on the first request to its endpoint",
+    "host.transport.agui": "AG-UI: on the first request to its endpoint (host.transport.server)",
     "ahp.protocol._generated": "the generated wire models: in a worker thread once the host listens (ahp.protocol._models)",
     # The plugin loader (discovery, parsing, the customization tree, hooks): when a session first
-    # needs its plugins. The small modules of ``plugins`` (the Claude Code tool table, settings
-    # files, marketplaces, command bodies, diagnostics) load with the host; the package's own
-    # names are lazy (PEP 562, plugins/__init__.py).
-    "plugins.loader": "the plugin loader: when a session first needs its plugins",
-    "plugins.directories": "with the plugin loader",
+    # needs its plugins, and in a worker thread once the host listens (host.transport.server). The
+    # small modules of ``plugins`` (the Claude Code tool table, settings files, marketplaces,
+    # command bodies, diagnostics, variable expansion) load with the host; the package's own names
+    # are lazy (PEP 562, plugins/__init__.py).
+    "plugins.loader": "the plugin loader: when a session first needs its plugins, or at start for [plugins] directories",
+    "plugins.directories": "with the plugin loader, or at start when the user has Claude Code settings (ClaudeCode.load)",
     "plugins.customizations": "with the plugin loader",
-    "plugins.model": "with the plugin loader",
+    "plugins.model": "with the plugin loader, or at start for [mcp] servers or the user's Claude Code settings",
+    "plugins.mcp_servers": "with the plugin loader, or at start for [mcp] servers",
     "plugins.hooks": "with the plugin loader",
     "plugins.slash": "with the plugin loader",
     # -- providers: the modules that import an SDK or the message models ----------------------------
@@ -62,6 +68,15 @@ DEFERRED: dict[str, str] = {
     "cli.code": "'agent-host' and '-p': the chat on the data directory's shared host, when that command runs",
     "cli.plugin_commands": "'agent-host plugin ...': the Claude Code record, when that command runs",
     "chat": "the terminal client: its options when 'agent-host', '-p' or 'agent-host chat' parses them, then the chat",
+    # -- tools, and the libraries of the host's other parts ----------------------------------------
+    "tools.mcp.manager": "the MCP client and with it the mcp SDK: in a worker thread when a session first starts an "
+                         "MCP server (host.runtime.customizations.mcp.SessionMcp.apply)",
+    "tools.mcp.connection": "with the MCP client",
+    "tools.mcp.tool": "with the MCP client",
+    "mcp": "with the MCP client",
+    "pathspec": "on the first resource watch with include or exclude patterns (host.resources.watches), or the "
+                "first file walk under an ignore file (tools.builtin._walk)",
+    "yaml": "on the first Markdown front matter parsed (plugins._frontmatter): skills, commands, agents, rules",
 }
 """Module → when it is loaded. A submodule of a listed module counts as listed."""
 

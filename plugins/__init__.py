@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers (tests/plugins/t
         load_plugin,
         load_plugins,
     )
+    from plugins.mcp_servers import parse_server, server_entries
     from plugins.model import (
         DEFAULT_HOOK_TIMEOUT,
         Agent,
@@ -117,6 +118,7 @@ _WHERE: dict[str, str] = {
     "load_state_from": "plugins.diagnostics",
     "load_workspace_directories": "plugins.directories",
     "loading_plugin_customization": "plugins.customizations",
+    "parse_server": "plugins.mcp_servers",
     "parse_slash": "plugins.slash",
     "plugin_customization": "plugins.customizations",
     "plugin_environment": "plugins.expand",
@@ -124,6 +126,7 @@ _WHERE: dict[str, str] = {
     "run_hook": "plugins.hooks",
     "run_hooks": "plugins.hooks",
     "select_hooks": "plugins.hooks",
+    "server_entries": "plugins.mcp_servers",
     "slash_entries": "plugins.slash",
     "substitute_arguments": "plugins.model",
     "uri_id": "plugins.customizations",
@@ -178,6 +181,7 @@ __all__ = [
     "load_state_from",
     "load_workspace_directories",
     "loading_plugin_customization",
+    "parse_server",
     "parse_slash",
     "plugin_customization",
     "plugin_environment",
@@ -185,6 +189,7 @@ __all__ = [
     "run_hook",
     "run_hooks",
     "select_hooks",
+    "server_entries",
     "slash_entries",
     "substitute_arguments",
     "uri_id",

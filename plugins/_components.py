@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from plugins import _schema as schema
+import plugins._schema as schema
 from plugins._collect import Report
 from plugins._frontmatter import FrontmatterError, read_leniently, split_frontmatter
 from plugins.diagnostics import Severity

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from plugins import _schema as schema
+import plugins._schema as schema
 from plugins._collect import Report
 from plugins._jsonspan import Span
 from plugins.claude_code_tools import host_rules

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from plugins import _schema as schema
+import plugins._schema as schema
 from plugins._collect import Collector
 from plugins._components import MARKDOWN_SUFFIXES, parse_agent, parse_command, parse_rule, parse_skill
 from plugins._config import parse_hooks_document, parse_mcp_document

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from plugins import _schema as schema
+import plugins._schema as schema
 from plugins._collect import Report
 from plugins.diagnostics import Severity
 from plugins.expand import expand_config

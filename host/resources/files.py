@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from host.errors import ErrorCode, RpcError
 from regular_files import (
@@ -382,8 +383,6 @@ def _iso(timestamp: float) -> str:
 
 
 def _uri_path(uri: Any) -> str:
-    from urllib.parse import unquote, urlsplit
-
     if not isinstance(uri, str) or not uri.lower().startswith("file:"):
         raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not a file URI this host serves.")
     return unquote(urlsplit(uri).path) or "/"

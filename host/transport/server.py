@@ -34,11 +34,13 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import signal
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -46,16 +48,21 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ahp.dialects.negotiation import SERVED_VERSIONS
+from ahp.protocol._models import generated_module
+from host import startup
 from host.runtime import memory
 from host.service import AgentHost
-from host.transport.agui import AGUI_PATH
 from host.transport.connection import ClientConnection
+from host.transport.http_protocol import AbortableHttpProtocol
 from host.transport.outbound import OutboundBudget
-from host.transport.ws_protocol import FRAMES_EXTENSION
+from host.transport.ws_protocol import FRAMES_EXTENSION, TickBatchingWebSocketProtocol
 
 __all__ = ["build_app", "serve", "RunningHost", "start_host"]
 
 logger = logging.getLogger(__name__)
+
+AGUI_PATH = "/agui"
+"""Where the AG-UI endpoint (``host.transport.agui``) is mounted, loaded on its first request."""
 
 _TRY_AGAIN_LATER = 1013
 _POLICY_VIOLATION = 1008
@@ -141,8 +148,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         # Built on the first request: importing AG-UI is not worth its start-up time until then.
         nonlocal agui_handler
         if agui_handler is None:
-            from host.transport.agui import agui_endpoint
-
+            agui_endpoint = startup.load("host.transport.agui.endpoint").agui_endpoint
             agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check,
                                          budget=budget)
         return await agui_handler(request)
@@ -284,11 +290,6 @@ def _bind(address: str, port: int) -> socket.socket:
 
 async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> RunningHost:
     """Bind, start serving in a task, and return once the host accepts connections."""
-    import uvicorn
-
-    from host.transport.http_protocol import AbortableHttpProtocol
-    from host.transport.ws_protocol import TickBatchingWebSocketProtocol
-
     config = host.config.server
     sock = _bind(config.host, config.port)
     app = build_app(host, token=token, on_connection=on_connection)
@@ -317,17 +318,14 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
 
 def _load_soon() -> None:
     """In a worker thread once listening: the imports the first requests need (module docstring)."""
-    from ahp.protocol._models import generated_module
-
     memory.import_ahead(generated_module, "the wire models")
     memory.import_ahead(_import_plugins, "the plugin loader")
 
 
 def _import_plugins() -> None:
     # The package exports lazily; these are the loader's modules the first session reads with.
-    import plugins.customizations
-    import plugins.directories
-    import plugins.loader  # noqa: F401
+    for module in ("plugins.customizations", "plugins.directories", "plugins.loader"):
+        startup.load(module)
 
 
 async def serve(
@@ -336,8 +334,6 @@ async def serve(
 ) -> None:
     """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening. ``listening``,
     when given, is awaited with the ``RunningHost`` alongside (it may stop it: ``stop_soon``)."""
-    import signal
-
     running = await start_host(host, token=token, on_connection=on_connection)
     memory.settle()
     loop = asyncio.get_running_loop()

@@ -83,6 +83,10 @@ from typing import Any, Literal
 import anyio
 import mcp_types as types
 from mcp.client import Client, ClientRequestContext
+from mcp.client.auth import OAuthFlowError
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import FileUrl
 
@@ -91,6 +95,7 @@ from ._stdio import ServerProcess, SpawnError, stdio_transport
 from .elicitation import elicit_result, input_request
 from .errors import McpRequestError
 from .logs import ServerLog
+from .oauth import LoopbackCallback, OAuthDeclined, TokenFile, oauth_provider, token_path
 from .results import progress_content, tool_call_result
 from .specs import McpServerSpec
 
@@ -572,8 +577,6 @@ class McpServerConnection:
         finally:
             self._starting_up = None
         if startup.cancelled_caught and not self._stopping.is_set() and self._sign_in is not None:
-            from .oauth import OAuthDeclined
-
             raise OAuthDeclined(f"nobody signed in within {AUTH_WAIT:g} s")
         if startup.cancelled_caught and not self._stopping.is_set():
             raise TimeoutError(f"did not finish starting within {self.policy.startup_timeout:g} s")
@@ -587,8 +590,6 @@ class McpServerConnection:
         """The SDK's OAuth provider for this attempt, or None (see the module contract)."""
         if self._oauth_dir is None or any(key.lower() == "authorization" for key in self.spec.headers):
             return None
-        from .oauth import LoopbackCallback, TokenFile, oauth_provider, token_path
-
         tokens = TokenFile(token_path(self._oauth_dir, self.spec))
         # The redirect URI is fixed before the flow starts (the client registers with it): the
         # remembered port, or a free one now (remembered only once a sign-in uses it, so a server
@@ -664,12 +665,7 @@ class McpServerConnection:
             self._process = process
             return read, write
         if spec.transport == "sse":
-            from mcp.client.sse import sse_client
-
             return await stack.enter_async_context(sse_client(spec.url or "", headers=dict(spec.headers), auth=self._oauth(stack)))
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
         http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers), auth=self._oauth(stack)))
         return await stack.enter_async_context(streamable_http_client(spec.url or "", http_client=http))
 
@@ -923,10 +919,6 @@ def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
 
 def _declined(exc: BaseException) -> str | None:
     """Why the sign-in did not complete, when that is what ended a run (else None)."""
-    from mcp.client.auth import OAuthFlowError
-
-    from .oauth import OAuthDeclined
-
     leaves = _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
     for leaf in leaves:
         seen: BaseException | None = leaf

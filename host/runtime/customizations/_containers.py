@@ -22,13 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import (
-        DirectorySpec,
-        LoadedContainer,
-    )
+import plugins
+from plugins.diagnostics import LoadState
 
 __all__ = ["Container", "McpServersContainer", "MCP_SERVERS_ID", "enablement_enabled", "entry_enabled", "internal_shape"]
 
@@ -74,7 +71,7 @@ class Container:
     """A plugin or directory as one session sees it."""
 
     id: str
-    loaded: LoadedContainer | None
+    loaded: plugins.LoadedContainer | None
     """None while the container is still ``loading`` or could not be fetched at all."""
     enabled: bool = True
     client_id: str | None = None
@@ -87,7 +84,7 @@ class Container:
     """Why a container that has no ``loaded`` form failed (e.g. an unreachable client plugin)."""
     problems: dict[str, str] = field(default_factory=dict)
     """Runtime problems keyed by what caused them (``mcp:<server>``)."""
-    directory: DirectorySpec | None = None
+    directory: plugins.DirectorySpec | None = None
     """For a workspace folder: what it holds (so even its ``loading`` form is a directory)."""
     held: str | None = None
     """Why it waits for the user to trust its folder (it runs nothing until then), or None."""
@@ -99,7 +96,7 @@ class Container:
     """The ``_meta`` of its ``mcpServer`` children by server name (log, prompts, resources)."""
 
     @property
-    def usable(self) -> LoadedContainer | None:
+    def usable(self) -> plugins.LoadedContainer | None:
         """What the session acts on: enabled, parsed without a fatal error, not held for trust."""
         if not self.enabled or self.held is not None or self.loaded is None or self.loaded.state.kind == "error":
             return None
@@ -123,9 +120,6 @@ class Container:
         return wire
 
     def _parsed_wire(self) -> dict[str, Any]:
-        from plugins import LoadedDirectory, LoadedPlugin, directory_customization, plugin_customization, uri_id
-        from plugins.diagnostics import LoadState
-
         if self.loaded is None:
             state = LoadState("error", self.failure) if self.failure else LoadState("loading")
             wire: dict[str, Any] = {"type": "directory" if self.directory else "plugin", "id": self.id, "uri": self.uri or self.id,
@@ -139,12 +133,12 @@ class Container:
             return wire
         problems = self.shown_problems()
         shown = self.loaded.state.with_problems(problems) if problems else None
-        if isinstance(self.loaded, LoadedDirectory):
-            return directory_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
-                                           client_id=self.client_id, state=shown)
-        assert isinstance(self.loaded, LoadedPlugin)
-        return plugin_customization(self.loaded, mint_id=uri_id, id=self.id, enabled=self.enabled,
-                                    client_id=self.client_id, uri=self.uri, state=shown)
+        if isinstance(self.loaded, plugins.LoadedDirectory):
+            return plugins.directory_customization(self.loaded, mint_id=plugins.uri_id, id=self.id, enabled=self.enabled,
+                                                   client_id=self.client_id, state=shown)
+        assert isinstance(self.loaded, plugins.LoadedPlugin)
+        return plugins.plugin_customization(self.loaded, mint_id=plugins.uri_id, id=self.id, enabled=self.enabled,
+                                            client_id=self.client_id, uri=self.uri, state=shown)
 
 
 @dataclass
@@ -158,12 +152,10 @@ class McpServersContainer(Container):
     """``(server name, URI of where it was declared)``."""
 
     @property
-    def usable(self) -> LoadedContainer | None:
+    def usable(self) -> plugins.LoadedContainer | None:
         return None
 
     def _parsed_wire(self) -> dict[str, Any]:
-        from plugins.diagnostics import LoadState
-
         problems = self.shown_problems()
         state = LoadState("loaded").with_problems(problems) if problems else LoadState("loaded")
         children = [{"type": "mcpServer", "id": f"{self.id}#{name}", "uri": uri, "name": name} for name, uri in self.servers]

@@ -27,13 +27,15 @@ Contract:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import plugins
+from ahp.workspace_trust import WAITING
 from host.runtime.customizations.claude_plugins import ClaudePlugins, MarketplaceError
 from plugins.claude_settings import SettingsLayer, permission_rules, read_settings, settings_paths
-from plugins.diagnostics import Diagnostic
+from plugins.diagnostics import Diagnostic, LoadState, Severity
 from tools.policy import PolicyRuleError, Rule, parse_rule
 
 __all__ = ["ClaudeCode", "ClaudePlugin", "SessionView"]
@@ -95,16 +97,15 @@ class ClaudeCode:
         return stat.st_mtime_ns, stat.st_size
 
     def load(self) -> None:
-        from plugins import DirectorySpec, load_directory
-
         self._user_stamp = self._settings_stamp()
         self.user = read_settings(self.config_dir / "settings.json", "user", home=self.home)
         self._user_rules, self._user_notes = self._rules(self.user, trusted=True)
         self.user_container = None
         if self.user.exists:
-            spec = DirectorySpec(".", "settings", name="Claude Code user settings", writable=False, files=("settings.json",),
-                                 in_project=False)
-            self.user_container = load_directory(self.config_dir, spec, extra_diagnostics=[*self.user.diagnostics, *self._user_notes])
+            spec = plugins.DirectorySpec(".", "settings", name="Claude Code user settings", writable=False,
+                                         files=("settings.json",), in_project=False)
+            self.user_container = plugins.load_directory(self.config_dir, spec,
+                                                         extra_diagnostics=[*self.user.diagnostics, *self._user_notes])
         for diagnostic in [*self.user.diagnostics, *self._user_notes]:
             logger.log(logging.WARNING if diagnostic.severity.value in ("problem", "fatal") else logging.INFO, "%s", diagnostic)
 
@@ -124,9 +125,6 @@ class ClaudeCode:
         return {**self.user.marketplaces, **(project.marketplaces if project is not None else {})}
 
     def _plugin(self, plugin_id: str, declared: dict[str, dict[str, Any]]) -> Any:
-        from plugins import LoadedPlugin, load_plugin
-        from plugins.diagnostics import LoadState
-
         where = self.store.resolve(plugin_id)
         name = plugin_id.rpartition("@")[0]
         if isinstance(where, str):
@@ -134,11 +132,11 @@ class ClaudeCode:
         if isinstance(where, str) and plugin_id in self.install_failures:
             where = f"{plugin_id} could not be installed: {self.install_failures[plugin_id]}"
         if isinstance(where, str):
-            return LoadedPlugin(name=name, root=self.data_dir / "claude-code" / "missing" / plugin_id,
-                                state=LoadState("error", where))
+            return plugins.LoadedPlugin(name=name, root=self.data_dir / "claude-code" / "missing" / plugin_id,
+                                        state=LoadState("error", where))
         key = (plugin_id, str(where))
         if key not in self._loaded:
-            self._loaded[key] = load_plugin(where, name=name, data_root=self.data_dir / "plugins")
+            self._loaded[key] = plugins.load_plugin(where, name=name, data_root=self.data_dir / "plugins")
         return self._loaded[key]
 
     def in_marketplace(self, plugin_id: str) -> Path | None:
@@ -172,8 +170,6 @@ class ClaudeCode:
                 try:
                     rules.append(parse_rule(text, effect))
                 except PolicyRuleError as error:
-                    from plugins.diagnostics import Severity
-
                     notes.append(Diagnostic(Severity.PROBLEM, "Claude Code settings", str(layer.path),
                                             ("permissions", effect), f"{text!r}: {error}; ignored", "directory"))
         return tuple(rules), notes
@@ -181,15 +177,10 @@ class ClaudeCode:
     @staticmethod
     def _not_installed(plugin_id: str, loaded: Any, *, waiting: bool) -> Any:
         """The listing of a plugin the host will install: when, and from where."""
-        from dataclasses import replace as replaced
-
-        from ahp.workspace_trust import WAITING
-        from plugins.diagnostics import LoadState
-
         market = plugin_id.rpartition("@")[2]
         message = (f"{WAITING}: the project's settings switch it on; it is installed from the marketplace {market} "
                    "once you trust this folder") if waiting else f"being installed from the marketplace {market}"
-        return replaced(loaded, state=LoadState("error", message))
+        return replace(loaded, state=LoadState("error", message))
 
     def install_missing(self, plugins: list[ClaudePlugin]) -> bool:
         """Install switched-on plugins that are not installed but whose marketplace is known, as

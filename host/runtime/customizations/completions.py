@@ -22,12 +22,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import plugins
 from ahp.text_offsets import index_to_utf16, utf16_to_index
-
-if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import SlashEntry
 
 __all__ = ["complete_user_message", "ITEM_LIMIT", "SCAN_LIMIT"]
 
@@ -36,11 +34,9 @@ SCAN_LIMIT = 5000
 _SKIPPED = {".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn"}
 
 
-def complete_user_message(text: str, offset: int, *, entries: list[SlashEntry],
+def complete_user_message(text: str, offset: int, *, entries: list[plugins.SlashEntry],
                           working_directory: Path | None,
                           resources: Sequence[tuple[str, str, str]] = ()) -> list[dict[str, Any]]:
-    from plugins import complete_slash
-
     cursor = utf16_to_index(text, max(0, int(offset)))
     start = cursor
     while start > 0 and not text[start - 1].isspace():
@@ -48,7 +44,7 @@ def complete_user_message(text: str, offset: int, *, entries: list[SlashEntry],
     word = text[start:cursor]
     range_start, range_end = index_to_utf16(text, start), index_to_utf16(text, cursor)
     if word.startswith("/") and not text[:start].strip():
-        return [_slash_item(entry, range_start, range_end) for entry in complete_slash(word, entries)[:ITEM_LIMIT]]
+        return [_slash_item(entry, range_start, range_end) for entry in plugins.complete_slash(word, entries)[:ITEM_LIMIT]]
     if word.startswith("@"):
         typed = word[1:]
         mcp = [_resource_item(server, uri, name, range_start, range_end)
@@ -72,7 +68,7 @@ def _resource_item(server: str, uri: str, name: str, start: int, end: int) -> di
     return {"insertText": f"@{server}:{uri} ", "rangeStart": start, "rangeEnd": end, "attachment": attachment}
 
 
-def _slash_item(entry: SlashEntry, start: int, end: int) -> dict[str, Any]:
+def _slash_item(entry: plugins.SlashEntry, start: int, end: int) -> dict[str, Any]:
     label = f"/{entry.name}"
     representation = f"The user invoked the {entry.kind} {entry.name}"
     if entry.description:

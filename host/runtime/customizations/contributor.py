@@ -62,20 +62,28 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import plugins
 from ahp.protocol import builders
 from ahp.state import parse_subagent_chat_uri
 from ahp.tool_results import result_text
+from ahp.workspace_trust import covers
 from host.runtime.agents.base import BLOCKED_BY_HOOK, TurnContext, TurnFailed, TurnGrants, TurnStopped
 from host.runtime.agents.environment import Contributor
 from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.catalogue import CatalogueItem, catalogue
 from host.runtime.command_bodies import context_rules, replace_bang_commands
-from host.runtime.customizations.mcp_prompts import McpPrompt
-from host.runtime.customizations.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
+from host.runtime.customizations.mcp_prompts import McpPrompt, PromptUsageError, prompt_arguments, prompt_message
+from host.runtime.customizations.mcp_resources import (
+    ListMcpResourcesTool,
+    ReadMcpResourceTool,
+    mentions,
+    resource_attachments,
+)
 from host.runtime.customizations.session import HookCall, SessionCustomizations
 from host.runtime.customizations.skills import (
     RULE_BUDGET,
@@ -87,11 +95,12 @@ from host.runtime.customizations.skills import (
     qualified,
 )
 from plugins.claude_code_tools import claude_name, host_rules, matcher_names, to_claude_response, to_host_input
+from plugins.expand import plugin_environment
 from tools.base import Tool, ToolContext
 from tools.base import _no_ask as _DEFAULT_ASK  # the sentinel meaning "nobody supplied ask yet"
-
-if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import SlashInvocation
+from tools.errors import PolicyRuleError
+from tools.mcp.errors import McpRequestError
+from tools.policy import parse_rule
 
 __all__ = ["CustomizationContributor", "HOOK_CONTEXT"]
 
@@ -125,8 +134,6 @@ class CustomizationContributor(Contributor):
     # -- user message --------------------------------------------------------------------------
 
     async def user_message(self, ctx: TurnContext, message: dict[str, Any]) -> dict[str, Any]:
-        from plugins import LifecyclePoint, LoadedPlugin, parse_slash, plugin_environment
-
         runtime = self._runtime(ctx)
         if runtime is None:
             return message
@@ -141,9 +148,9 @@ class CustomizationContributor(Contributor):
             runtime.tool_notes.clear()  # context for calls an earlier turn never ran
         if subagent is not None:  # a sub-agent's task is no user prompt: SubagentStart, as in Claude Code
             agent_id, agent_type = subagent
-            results = await runtime.fire(LifecyclePoint.SUBAGENT_START, agent_type, agent_id=agent_id, agent_type=agent_type)
+            results = await runtime.fire(plugins.LifecyclePoint.SUBAGENT_START, agent_type, agent_id=agent_id, agent_type=agent_type)
         else:
-            results = await runtime.fire(LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text)
+            results = await runtime.fire(plugins.LifecyclePoint.USER_PROMPT_SUBMIT, prompt=text)
         _show(ctx, runtime)
         for result in results:
             if result.stopped:
@@ -153,10 +160,10 @@ class CustomizationContributor(Contributor):
             if result.additional_context:
                 added.append(result.additional_context)
         owner = runtime.agent_container(ctx.agent)
-        if owner is not None and isinstance(owner.usable, LoadedPlugin):
+        if owner is not None and isinstance(owner.usable, plugins.LoadedPlugin):
             # A plugin's agent runs its commands with the plugin's variables, as its hooks do.
             ctx.grants = TurnGrants(environment=plugin_environment(owner.usable.root, owner.usable.data_dir))
-        invocation = parse_slash(text, runtime.slash_entries())
+        invocation = plugins.parse_slash(text, runtime.slash_entries())
         if invocation is not None and isinstance(invocation.entry.target, McpPrompt):
             message = await self._mcp_prompt(runtime, message, invocation.entry.target, invocation.arguments)
         elif invocation is not None:
@@ -179,9 +186,6 @@ class CustomizationContributor(Contributor):
 
     async def _mcp_prompt(self, runtime: SessionCustomizations, message: dict[str, Any], prompt: McpPrompt,
                           typed: str) -> dict[str, Any]:
-        from host.runtime.customizations.mcp_prompts import PromptUsageError, prompt_arguments, prompt_message
-        from tools.mcp.errors import McpRequestError
-
         assert runtime.mcp is not None
         try:
             arguments = prompt_arguments(prompt, typed)
@@ -197,10 +201,6 @@ class CustomizationContributor(Contributor):
 
     async def _mcp_mentions(self, ctx: TurnContext, runtime: SessionCustomizations, message: dict[str, Any],
                             typed: str) -> dict[str, Any]:
-        from ahp.protocol import builders
-        from host.runtime.customizations.mcp_resources import mentions, resource_attachments
-        from tools.mcp.errors import McpRequestError
-
         assert runtime.mcp is not None
         servers = runtime.mcp.resource_servers()
         attachments = list(message.get("attachments") or [])
@@ -294,14 +294,12 @@ class CustomizationContributor(Contributor):
         return {name: tool for name, tool in tools.items() if name in (SKILL_TOOL, RULE_TOOL) or _allowed(tool, allowed)}
 
     async def before_tool_call(self, ctx: TurnContext, request: ToolCallRequest, arguments: Any) -> PreToolVerdict:
-        from plugins import LifecyclePoint
-
         runtime = self._runtime(ctx)
         if runtime is None:
             return PreToolVerdict()
         given = arguments if isinstance(arguments, dict) else {}
         call = HookCall(request.tool_name, given, request.tool, request.tool_call_id)
-        results = await runtime.fire(LifecyclePoint.BEFORE_TOOL_CALL, call=call)
+        results = await runtime.fire(plugins.LifecyclePoint.BEFORE_TOOL_CALL, call=call)
         _show(ctx, runtime)
         permission: str | None = None
         reason: str | None = None
@@ -324,8 +322,6 @@ class CustomizationContributor(Contributor):
         return PreToolVerdict(permission=permission, reason=reason, arguments=changed if changed != given else None)
 
     async def after_tool_call(self, ctx: TurnContext, request: ToolCallRequest, result: dict[str, Any]) -> str | None:
-        from plugins import LifecyclePoint
-
         runtime = self._runtime(ctx)
         if runtime is None:
             return None
@@ -336,13 +332,13 @@ class CustomizationContributor(Contributor):
         call = HookCall(request.tool_name, given, request.tool, request.tool_call_id)
         if result.get("success"):
             cwd = str(runtime.working_directory) if runtime.working_directory is not None else None
-            results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL, call=call,
+            results = await runtime.fire(plugins.LifecyclePoint.AFTER_TOOL_CALL, call=call,
                                          tool_response=to_claude_response(request.tool_name, given, result, cwd=cwd))
         else:
             error = result.get("error")
             if not isinstance(error, dict):
                 error = {}
-            results = await runtime.fire(LifecyclePoint.AFTER_TOOL_CALL_FAILURE, call=call,
+            results = await runtime.fire(plugins.LifecyclePoint.AFTER_TOOL_CALL_FAILURE, call=call,
                                          error=str(error.get("message") or result_text(result)),
                                          is_interrupt=error.get("code") in ("cancelled", "timeout"))
         _show(ctx, runtime)
@@ -358,8 +354,6 @@ class CustomizationContributor(Contributor):
         return "\n\n".join(added) or None
 
     async def stop(self, ctx: TurnContext, active: bool) -> str | None:
-        from plugins import LifecyclePoint
-
         runtime = self._runtime(ctx)
         if runtime is None:
             return None
@@ -367,10 +361,10 @@ class CustomizationContributor(Contributor):
         answer = _last_answer(ctx)
         if subagent is not None:
             agent_id, agent_type = subagent
-            results = await runtime.fire(LifecyclePoint.SUBAGENT_STOP, agent_type, stop_hook_active=active,
+            results = await runtime.fire(plugins.LifecyclePoint.SUBAGENT_STOP, agent_type, stop_hook_active=active,
                                          agent_id=agent_id, agent_type=agent_type, last_assistant_message=answer)
         else:
-            results = await runtime.fire(LifecyclePoint.STOP, stop_hook_active=active, last_assistant_message=answer)
+            results = await runtime.fire(plugins.LifecyclePoint.STOP, stop_hook_active=active, last_assistant_message=answer)
         _show(ctx, runtime)
         for result in results:
             if result.stopped:
@@ -380,26 +374,22 @@ class CustomizationContributor(Contributor):
         return None
 
     async def before_compact(self, ctx: TurnContext, trigger: str, instructions: str | None) -> None:
-        from plugins import LifecyclePoint
-
         runtime = self._runtime(ctx)
         if runtime is None:
             return
-        results = await runtime.fire(LifecyclePoint.PRE_COMPACT, trigger, trigger=trigger, custom_instructions=instructions or "")
+        results = await runtime.fire(plugins.LifecyclePoint.PRE_COMPACT, trigger, trigger=trigger, custom_instructions=instructions or "")
         for result in results:
             if result.blocked and result.reason:  # as in Claude Code, PreCompact's exit 2 is for the user
                 runtime.notices.append(f"A PreCompact hook says: {result.reason}")
         _show(ctx, runtime)
 
     async def after_compact(self, ctx: TurnContext, trigger: str) -> None:
-        from plugins import HookEvent
-
         runtime = self._runtime(ctx)
         if runtime is None:
             return
         # The conversation was summarised: SessionStart hooks run again with ``compact`` (what they
         # add joins the session's context once).
-        results = await runtime.fire(HookEvent.SESSION_START, "compact", source="compact")
+        results = await runtime.fire(plugins.HookEvent.SESSION_START, "compact", source="compact")
         for result in results:
             if result.additional_context and result.additional_context not in runtime.session_context:
                 runtime.session_context.append(result.additional_context)
@@ -427,16 +417,10 @@ class CustomizationContributor(Contributor):
         return context
 
 
-def _grants(runtime: SessionCustomizations, invocation: SlashInvocation, prompt: str, *, allow: bool) -> TurnGrants:
+def _grants(runtime: SessionCustomizations, invocation: plugins.SlashInvocation, prompt: str, *, allow: bool) -> TurnGrants:
     """What an invoked skill or command grants its turn: its ``allowed-tools`` as this host's
     allow rules, its own read-only shell commands (``command_bodies.context_rules``), and its
     plugin's variables for the commands the turn runs. ``allow=False``: the variables only."""
-    import os
-
-    from plugins import LoadedPlugin, plugin_environment
-    from tools.errors import PolicyRuleError
-    from tools.policy import parse_rule
-
     target = invocation.entry.target
     rules: list[str] = []
     for rule in (getattr(target, "allowed_tools", ()) or ()) if allow else ():
@@ -453,7 +437,7 @@ def _grants(runtime: SessionCustomizations, invocation: SlashInvocation, prompt:
     environment: dict[str, str] = {}
     owner = next((c for c in runtime.usable() if c.name == invocation.entry.container
                   and any(item is target for item in (*c.skills, *c.commands, *c.prompts))), None)
-    if isinstance(owner, LoadedPlugin):
+    if isinstance(owner, plugins.LoadedPlugin):
         environment = plugin_environment(owner.root, owner.data_dir)
     return TurnGrants(allow=tuple(dict.fromkeys(rules)), granted_by=f"/{invocation.entry.name}", environment=environment)
 
@@ -470,10 +454,8 @@ def _catalogue_query(runtime: SessionCustomizations, ctx: TurnContext) -> str:
 
 def _ranked_containers(runtime: SessionCustomizations) -> list[Any]:
     """Usable containers with the workspace's own folders first: they rank first in catalogues."""
-    from plugins import LoadedPlugin
-
     usable = runtime.usable()
-    return [c for c in usable if not isinstance(c, LoadedPlugin)] + [c for c in usable if isinstance(c, LoadedPlugin)]
+    return [c for c in usable if not isinstance(c, plugins.LoadedPlugin)] + [c for c in usable if isinstance(c, plugins.LoadedPlugin)]
 
 
 def _used(runtime: SessionCustomizations, name: str) -> None:
@@ -558,8 +540,4 @@ def _paths(request: ToolCallRequest, result: dict[str, Any]) -> list[str]:
 
 
 def _inside(path: Any, folder: str) -> bool:
-    import os
-
-    from ahp.workspace_trust import covers
-
     return path is not None and covers(folder, os.path.realpath(path))

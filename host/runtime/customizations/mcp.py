@@ -47,18 +47,21 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ahp.protocol import builders
+from host import startup
+from host.resources.workdirs import directory_of
+from host.runtime.customizations.mcp_prompts import McpPrompt, argument_hint
 from host.state.store import Store
 from tools.base import AskUser
+from tools.mcp.errors import McpRequestError
+from tools.mcp.naming import allocate_names, namespaced_name
 
 if TYPE_CHECKING:
-    from host.runtime.customizations.mcp_prompts import McpPrompt
     from tools.mcp import McpManager, McpServerConnection, McpServerSpec, McpTool, RestartPolicy, ServerStatus
 
 __all__ = ["SessionMcp"]
@@ -140,9 +143,6 @@ class SessionMcp:
 
     def prompt_entries(self) -> list[McpPrompt]:
         """Every prompt of every running server, as a slash target (``mcp__<server>__<prompt>``)."""
-        from host.runtime.customizations.mcp_prompts import McpPrompt, argument_hint
-        from tools.mcp.naming import allocate_names
-
         connections = self._running()
         names = allocate_names([(c.name, p.name) for c in connections for p in c.prompts])
         entries = []
@@ -156,8 +156,6 @@ class SessionMcp:
 
     async def get_prompt(self, prompt: McpPrompt, arguments: dict[str, str]) -> Any:
         """``prompts/get`` on the prompt's server; raises ``McpRequestError``."""
-        from tools.mcp.errors import McpRequestError
-
         connection = self.manager.connection(prompt.server) if self.manager is not None else None
         if connection is None:
             raise McpRequestError(f"The MCP server '{prompt.server}' is not part of this session any more.")
@@ -169,8 +167,6 @@ class SessionMcp:
 
     def roots(self) -> list[Path]:
         """The session's folders: its working directories, first the primary one."""
-        from host.resources.workdirs import directory_of
-
         folders: list[Path] = []
         for uri in (self._store.state(self.session) or {}).get("workingDirectories") or ():
             path = directory_of(uri) if isinstance(uri, str) else None
@@ -215,7 +211,7 @@ class SessionMcp:
         if self.manager is None:
             if not specs:
                 return
-            manager_module = await asyncio.to_thread(importlib.import_module, "tools.mcp.manager")
+            manager_module = await asyncio.to_thread(startup.load, "tools.mcp.manager")
             if self.manager is None:  # another apply may have created it meanwhile
                 timeout = {} if self._call_timeout is None else {"call_timeout": self._call_timeout}
                 self.manager = manager_module.McpManager(
@@ -317,8 +313,6 @@ class SessionMcp:
 def server_meta(connection: McpServerConnection) -> dict[str, Any]:
     """The ``_meta`` of a server's ``mcpServer`` entry: its recent log, prompts, resources and the
     tools it lists that are not offered (and why)."""
-    from tools.mcp.naming import namespaced_name
-
     entries = connection.log.entries()
     published = []
     for entry in entries[-PUBLISHED_LOG:]:

@@ -25,14 +25,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import plugins
+from plugins.diagnostics import Severity
 from regular_files import read_regular_text
 from tools.mcp import McpConfigError, McpServerSpec
-
-if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins.diagnostics import Severity
-    from plugins.model import McpServer
 
 __all__ = ["specs_from_config", "specs_from_mcp_json", "spec_from_plugin"]
 
@@ -46,8 +44,6 @@ class _Strict:
         self.source = source
 
     def __call__(self, severity: Severity, path: tuple[str, ...], message: str) -> None:
-        from plugins.diagnostics import Severity
-
         name, keys = (path[0], path[1:]) if path else (None, ())
         where = f"{self.source}: MCP server {name!r}" if name is not None else self.source
         if keys:
@@ -60,7 +56,7 @@ class _Strict:
             logger.warning("%s: %s", where, message)
 
 
-def _spec(server: McpServer, source: str) -> McpServerSpec:
+def _spec(server: plugins.McpServer, source: str) -> McpServerSpec:
     if server.transport == "stdio":
         return McpServerSpec(name=server.name, transport="stdio", command=server.command, args=tuple(server.args),
                              env=dict(server.env), cwd=server.cwd, source=source, timeout=server.timeout)
@@ -92,14 +88,12 @@ def specs_from_config(
     report = _Strict(source)
     specs: list[McpServerSpec] = []
     seen: set[str] = set()
-    if items:
-        from plugins.mcp_servers import parse_server
     for name, entry in items:
         if name in seen:
             raise McpConfigError(f"{source}: MCP server {name!r} is declared twice")
         seen.add(name)
-        server = parse_server(name, dict(entry) if isinstance(entry, Mapping) else entry, report=report, at=(name,),
-                              environ=env, base_dir=base_dir)
+        server = plugins.parse_server(name, dict(entry) if isinstance(entry, Mapping) else entry, report=report, at=(name,),
+                                      environ=env, base_dir=base_dir)
         if server is not None:
             specs.append(_spec(server, source))
     return specs
@@ -107,8 +101,6 @@ def specs_from_config(
 
 def specs_from_mcp_json(path: Path, *, environ: Mapping[str, str] | None = None) -> list[McpServerSpec]:
     """Specs from a workspace ``.mcp.json`` (see the module docstring)."""
-    from plugins.mcp_servers import parse_server, server_entries
-
     path = Path(path)
     try:
         text = read_regular_text(path)  # a FIFO named .mcp.json is refused, never waited on
@@ -126,15 +118,15 @@ def specs_from_mcp_json(path: Path, *, environ: Mapping[str, str] | None = None)
     env = dict(os.environ if environ is None else environ)
     report = _Strict(str(path))
     specs = []
-    for name, entry, _where in server_entries(data, report):
-        server = parse_server(name, entry, report=report, at=(name,), path=path, environ=env,
-                              variables={"workspaceFolder": str(folder)}, base_dir=folder, default_cwd=folder)
+    for name, entry, _where in plugins.server_entries(data, report):
+        server = plugins.parse_server(name, entry, report=report, at=(name,), path=path, environ=env,
+                                      variables={"workspaceFolder": str(folder)}, base_dir=folder, default_cwd=folder)
         if server is not None:
             specs.append(_spec(server, str(path)))
     return specs
 
 
-def spec_from_plugin(server: McpServer, plugin_name: str | None = None) -> McpServerSpec:
+def spec_from_plugin(server: plugins.McpServer, plugin_name: str | None = None) -> McpServerSpec:
     """The spec of a server an enabled plugin declares."""
     source = f"plugin {plugin_name}" if plugin_name else f"plugin at {server.plugin_root}"
     if server.transport == "stdio" and server.cwd is None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from tools.base import Tool, ToolContext, failure_result, success_result
 from tools.content import text_content
+from tools.mcp.errors import McpRequestError
 
 if TYPE_CHECKING:
     from tools.mcp import McpServerConnection
@@ -166,8 +167,6 @@ class ReadMcpResourceTool(Tool):
         return f"Read {args.get('uri')} from the MCP server {args.get('server')}"
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
-        from tools.mcp.errors import McpRequestError
-
         servers = self._servers()
         server, uri = str(args.get("server")), str(args.get("uri"))
         connection = servers.get(server)

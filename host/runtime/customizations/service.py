@@ -80,12 +80,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
 import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+import plugins
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
 from ahp.workspace_trust import (
@@ -94,6 +96,7 @@ from ahp.workspace_trust import (
     TRUST_FOLDER,
     TRUST_SESSION,
     WAITING,
+    covers,
     trust_choice,
     trust_request,
 )
@@ -115,13 +118,14 @@ from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.transcript import HookTranscript
 from host.runtime.inputs import InputRequests
+from host.runtime.tools.session_config import permission_mode_of
 from host.runtime.trust import WorkspaceTrust
 from host.state.store import Store
+from plugins.claude_code_tools import claude_name
 from tools import processes
 from tools.mcp import McpConfigError, McpServerSpec, merge_specs
 
 if TYPE_CHECKING:
-    from plugins import LoadedPlugin
     from tools.mcp import RestartPolicy
 
 __all__ = ["CustomizationService", "ALWAYS_LISTED_DIRECTORIES"]
@@ -163,7 +167,7 @@ class CustomizationService:
         """Host→client resource requests: how a client's ``virtual://`` plugin is fetched."""
         self.store = store
         self.mcp_policy = mcp_policy
-        self.plugins: list[LoadedPlugin] = []
+        self.plugins: list[plugins.LoadedPlugin] = []
         self.sessions: dict[str, SessionCustomizations] = {}
         self.inputs = inputs
         """The host's input requests (MCP elicitation asks the user through them)."""
@@ -188,10 +192,8 @@ class CustomizationService:
         if not self.config.plugins.directories:
             self.plugins = []  # nothing to parse: the plugin parser is not even imported at start
             return
-        from plugins import load_plugins
-
         data_root = self.config.data_path() / "plugins"
-        self.plugins = load_plugins(self.config.plugins.directories, data_root=data_root)
+        self.plugins = plugins.load_plugins(self.config.plugins.directories, data_root=data_root)
         for plugin in self.plugins:
             if plugin.state.kind != "loaded":
                 logger.warning("plugin %s is %s: %s", plugin.name, plugin.state.kind, plugin.state.message)
@@ -200,9 +202,7 @@ class CustomizationService:
         """``AgentInfo.customizations``: the host's plugins, ids = their root URIs."""
         if not self.plugins:
             return []
-        from plugins import plugin_customization, uri_id
-
-        return [plugin_customization(p, mint_id=uri_id, id=p.root.as_uri()) for p in self.plugins]
+        return [plugins.plugin_customization(p, mint_id=plugins.uri_id, id=p.root.as_uri()) for p in self.plugins]
 
     async def stop(self) -> None:
         runtimes = list(self.sessions.values())
@@ -223,8 +223,6 @@ class CustomizationService:
         """Publish the session's containers and start its servers and SessionStart hooks; ask the
         user to trust its folder when it brings something that runs. A ``restored`` session (host start) runs no
         SessionStart hook and asks nothing until a client resumes it (``resumed``)."""
-        from plugins import load_directory
-
         state = self.store.state(uri) or {}
         previous = {item.get("id"): item for item in state.get("customizations") or []}
         runtime = SessionCustomizations(uri, session_directory(state))
@@ -255,7 +253,7 @@ class CustomizationService:
             container = by_id[_dir_uri(runtime, spec.relative)]
             assert runtime.working_directory is not None
             extra = runtime.settings_notes if spec.format == "settings" else ()
-            container.loaded = load_directory(runtime.working_directory, spec, extra_diagnostics=extra)
+            container.loaded = plugins.load_directory(runtime.working_directory, spec, extra_diagnostics=extra)
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
             self._publish(runtime, container)
@@ -287,8 +285,6 @@ class CustomizationService:
     def _attach_transcript(self, runtime: SessionCustomizations) -> None:
         """The session's Claude Code-shaped transcript for hooks (``transcript_path``) and its
         permission mode as hooks are told it; the file is written only when a hook runs."""
-        from host.runtime.tools.session_config import permission_mode_of
-
         chat = default_chat_uri(runtime.session)
         path = self.config.data_path() / "transcripts" / f"{_file_name(runtime.session_id)}.jsonl"
         cwd = str(runtime.working_directory) if runtime.working_directory is not None else None
@@ -302,14 +298,12 @@ class CustomizationService:
         """End the session's customizations: its ``SessionEnd`` hooks, its MCP servers and, unless
         the caller ends them with others (``stop``), what its hooks left running; the hooks'
         transcript of a ``disposed`` session is deleted (a stopping host keeps it for the restart)."""
-        from plugins import HookEvent
-
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
         self._cancel_idle_stop(runtime)
         try:
-            await runtime.fire(HookEvent.SESSION_END, "other", reason="other")
+            await runtime.fire(plugins.HookEvent.SESSION_END, "other", reason="other")
         except Exception:  # a hook failing must not keep the servers running
             logger.exception("SessionEnd hooks of %s failed", uri)
         await runtime.end_background()
@@ -335,11 +329,9 @@ class CustomizationService:
     async def _session_start(self, runtime: SessionCustomizations, source: str, only: set[str] | None = None) -> None:
         """Run SessionStart hooks (``only`` of those containers: a folder trusted later) and keep
         the context they add; a first turn waits for them (``hooks_started``)."""
-        from plugins import HookEvent
-
         runtime.hooks_started.clear()
         try:
-            results = await runtime.fire(HookEvent.SESSION_START, source, only=only, source=source)
+            results = await runtime.fire(plugins.HookEvent.SESSION_START, source, only=only, source=source)
             added = [r.additional_context for r in results if r.additional_context]
             runtime.session_context = added if only is None else [*runtime.session_context, *added]
         finally:
@@ -350,12 +342,10 @@ class CustomizationService:
     def _held(self, runtime: SessionCustomizations, container: Container) -> str | None:
         """Why ``container`` waits for its folder to be trusted: a workspace folder with hooks, or
         a client's plugin that lies inside the folder (it may run anything). None: it may act."""
-        from plugins import LoadedDirectory
-
         if runtime.folder_trusted or runtime.folder is None:
             return None
         where = runtime.folder
-        if container.directory is not None and isinstance(container.loaded, LoadedDirectory) \
+        if container.directory is not None and isinstance(container.loaded, plugins.LoadedDirectory) \
                 and any(hook_file.hooks for hook_file in container.loaded.hook_files):
             return f"{WAITING}: its hooks run once you trust {where}"
         if container.client_id is not None and _inside(container.uri, where):
@@ -366,13 +356,11 @@ class CustomizationService:
 
     def _waiting(self, runtime: SessionCustomizations) -> list[str]:
         """What the folder brings that waits for trust, one line each (the trust question lists them)."""
-        from plugins import LoadedDirectory
-
         lines: list[str] = []
         for container in runtime.containers:
             if container.held is None or container.id == MCP_SERVERS_ID:
                 continue
-            if isinstance(container.loaded, LoadedDirectory):
+            if isinstance(container.loaded, plugins.LoadedDirectory):
                 for hook_file in container.loaded.hook_files:
                     for hook in hook_file.hooks:
                         lines.append(f"hook ({hook.event.value}, {_relative(hook_file.path, runtime.folder)}): {_short(hook.command)}")
@@ -494,14 +482,12 @@ class CustomizationService:
 
     def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
         """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
-        from plugins import LoadedPlugin
-
         workspace = self._workspace_specs(runtime) if runtime.folder_trusted else []
         owners: dict[str, str] = {}
         plugin_specs = []
         for container in runtime.containers:
             loaded = container.usable
-            if not isinstance(loaded, LoadedPlugin):
+            if not isinstance(loaded, plugins.LoadedPlugin):
                 continue
             for server in loaded.mcp_servers:
                 try:
@@ -696,16 +682,12 @@ class CustomizationService:
     async def _cleared(self, runtime: SessionCustomizations) -> None:
         """The session's conversation was cleared: ``SessionEnd`` (``clear``), then ``SessionStart``
         hooks with ``source: "clear"``, whose context replaces what the earlier ones added."""
-        from plugins import HookEvent
-
-        await runtime.fire(HookEvent.SESSION_END, "clear", reason="clear")
+        await runtime.fire(plugins.HookEvent.SESSION_END, "clear", reason="clear")
         await self._session_start(runtime, "clear")
 
     async def _notification_hooks(self, runtime: SessionCustomizations, message: str, kind: str) -> None:
         """``Notification`` hooks: the user is asked something (what they say is shown at the next turn)."""
-        from plugins import HookEvent
-
-        await runtime.fire(HookEvent.NOTIFICATION, kind, message=message, notification_type=kind)
+        await runtime.fire(plugins.HookEvent.NOTIFICATION, kind, message=message, notification_type=kind)
 
     async def _stop_requested(self, runtime: SessionCustomizations, customization_id: Any) -> None:
         """A client asked to stop one MCP server: stop the session's servers (they start again
@@ -805,11 +787,7 @@ class CustomizationService:
                     if existing.held == container.held:
                         continue  # unchanged (a switch the session made on it stays)
                     container.enabled = existing.enabled
-                runtime.containers[runtime.containers.index(existing)] = container
-            else:
-                runtime.containers.insert(position, container)
-                position += 1
-            self._publish(runtime, container)
+            position = self._put(runtime, container, existing, position)
         self._maybe_ask(runtime)
         self._spawn(self._reconcile(runtime))
 
@@ -823,8 +801,6 @@ class CustomizationService:
     # -- client plugins ------------------------------------------------------------------------
 
     def _resolve_client_plugins(self, runtime: SessionCustomizations, active_clients: list[Any]) -> None:
-        from plugins import LoadedPlugin
-
         if not self.config.plugins.client_plugins:
             return
         wanted: dict[Any, tuple[str, dict[str, Any]]] = {}
@@ -838,7 +814,7 @@ class CustomizationService:
             if container.id not in wanted or wanted[container.id][0] != container.client_id:
                 runtime.containers.remove(container)
                 self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
-        position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, LoadedPlugin))
+        position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, plugins.LoadedPlugin))
         for client_id, item in wanted.values():
             existing = runtime.container(item["id"])
             if existing is not None and existing.client_id == client_id and item.get("nonce") is not None \
@@ -851,25 +827,18 @@ class CustomizationService:
             container.held = self._held(runtime, container)
             if fetch is not None:
                 self._spawn(self._fetch_client_plugin(runtime, container))
-            if existing is not None:
-                runtime.containers[runtime.containers.index(existing)] = container
-            else:
-                runtime.containers.insert(position, container)
-                position += 1
-            self._publish(runtime, container)
+            position = self._put(runtime, container, existing, position)
         self._maybe_ask(runtime)
 
     def _load_client_plugin(self, container: Container) -> bool | None:
         """Parse a ``file://`` client plugin now; True when it must be fetched from the client first."""
-        from plugins import load_plugin
-
         parsed = urlparse(container.uri or "")
         if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
             root = Path(unquote(parsed.path))
             if not root.is_dir():
                 container.failure = f"Cannot load the client plugin {container.uri}: {root} is not a folder on the host's machine."
                 return None
-            container.loaded = load_plugin(root, name=container.name, data_root=self.config.data_path() / "plugins")
+            container.loaded = plugins.load_plugin(root, name=container.name, data_root=self.config.data_path() / "plugins")
             return None
         if self.client_files is None or not parsed.scheme:
             container.failure = (f"Cannot load the client plugin {container.uri}: this host reads client plugins from "
@@ -878,8 +847,6 @@ class CustomizationService:
         return True  # stays "loading" until the fetch ends
 
     async def _fetch_client_plugin(self, runtime: SessionCustomizations, container: Container) -> None:
-        from plugins import load_plugin
-
         assert self.client_files is not None and container.client_id is not None and container.uri
         key = hashlib.sha256(f"{container.client_id}\n{container.uri}".encode()).hexdigest()[:24]
         mirror = self.config.data_path() / "client-plugins" / key
@@ -891,13 +858,24 @@ class CustomizationService:
             except OSError as error:
                 container.failure = f"Cannot load the client plugin {container.uri}: the host could not store it ({error.strerror})."
             else:
-                container.loaded = load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
+                container.loaded = plugins.load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
         if runtime.container(container.id) is not container or self.sessions.get(runtime.session) is not runtime:
             return  # replaced or removed meanwhile (a newer nonce, the client left)
         self._publish(runtime, container)
         await self._reconcile(runtime)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _put(self, runtime: SessionCustomizations, container: Container, existing: Container | None, position: int) -> int:
+        """List ``container`` in the session in place of ``existing``, or at ``position`` when it is
+        new, and publish it; returns where the next new container goes."""
+        if existing is not None:
+            runtime.containers[runtime.containers.index(existing)] = container
+        else:
+            runtime.containers.insert(position, container)
+            position += 1
+        self._publish(runtime, container)
+        return position
 
     def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
         if runtime.session in self.store:
@@ -911,12 +889,10 @@ class CustomizationService:
             self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
 
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
-        from plugins import WORKSPACE_DIRECTORIES
-
         if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
             return []
         chosen = []
-        for spec in WORKSPACE_DIRECTORIES:
+        for spec in plugins.WORKSPACE_DIRECTORIES:
             if spec.relative in ALWAYS_LISTED_DIRECTORIES:
                 chosen.append(spec)
             elif spec.files:  # instruction files, Claude settings
@@ -941,10 +917,6 @@ class CustomizationService:
 def _inside(uri: str | None, folder: str) -> bool:
     """Whether a ``file:`` URI names a path in ``folder``, as written or with symlinks resolved
     (a link in the folder to a plugin elsewhere is still something the folder brings)."""
-    import os
-
-    from ahp.workspace_trust import covers
-
     parsed = urlparse(uri or "")
     if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
         return False
@@ -995,8 +967,6 @@ def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, st
     """``(message, notification_type)`` of Claude Code's ``Notification`` event for a chat action
     that asks the user something: a tool call's confirmation (``permission_prompt``) or a question
     (``elicitation_dialog``; not the workspace trust question, which holds the folder's hooks)."""
-    from plugins.claude_code_tools import claude_name
-
     kind = action.get("type")
     if kind == "chat/toolCallReady" and action.get("confirmed") is None and action.get("options"):
         parts = ((chat.get("activeTurn") or {}).get("responseParts")) or ()

@@ -31,25 +31,17 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from urllib.parse import quote, unquote, urlparse
 
+import plugins
 from host.runtime.customizations._containers import Container
 from host.runtime.customizations.mcp import SessionMcp
 from host.runtime.customizations.transcript import HookTranscript
 from host.state.sessions import session_id
 from plugins.claude_code_tools import claude_name, claude_permission_mode, host_rules, matcher_names, to_claude_input
 from tools import processes
-
-if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import (
-        Agent,
-        HookEvent,
-        HookResult,
-        LifecyclePoint,
-        LoadedContainer,
-        Rule,
-        SlashEntry,
-    )
+from tools.policy import PolicyState, decide, parse_rule
 
 __all__ = ["HookCall", "SessionCustomizations", "TOUCHED_LIMIT"]
 
@@ -142,26 +134,24 @@ class SessionCustomizations:
     def container(self, container_id: str | None) -> Container | None:
         return next((c for c in self.containers if c.id == container_id), None)
 
-    def usable(self) -> list[LoadedContainer]:
+    def usable(self) -> list[plugins.LoadedContainer]:
         return [c.usable for c in self.containers if c.usable is not None]
 
     def wire(self) -> list[dict[str, Any]]:
         return [container.wire() for container in self.containers]
 
-    def slash_entries(self) -> list[SlashEntry]:
+    def slash_entries(self) -> list[plugins.SlashEntry]:
         """The usable skills, commands and prompts, then the running MCP servers' prompts
         (``/mcp__<server>__<prompt>``, see ``host.runtime.customizations.mcp_prompts``)."""
-        from plugins import SlashEntry, slash_entries
-
-        entries = slash_entries(self.usable())
+        entries = plugins.slash_entries(self.usable())
         if self.mcp is not None:
-            entries.extend(SlashEntry(name=prompt.name, short_name=prompt.name, kind="prompt", target=prompt,  # type: ignore[arg-type]  # plugins cannot name the host's McpPrompt
-                                      container=f"MCP server {prompt.server}", description=prompt.description,
-                                      argument_hint=prompt.argument_hint)
+            entries.extend(plugins.SlashEntry(name=prompt.name, short_name=prompt.name, kind="prompt", target=prompt,  # type: ignore[arg-type]  # plugins cannot name the host's McpPrompt
+                                              container=f"MCP server {prompt.server}", description=prompt.description,
+                                              argument_hint=prompt.argument_hint)
                            for prompt in self.mcp.prompt_entries())
         return entries
 
-    def agent(self, selection: dict[str, Any] | None) -> Agent | None:
+    def agent(self, selection: dict[str, Any] | None) -> plugins.Agent | None:
         """The custom agent an ``AgentSelection`` names (by its child ``uri``), if still usable."""
         uri = selection.get("uri") if isinstance(selection, dict) else None
         if not isinstance(uri, str):
@@ -175,29 +165,25 @@ class SessionCustomizations:
                     return agent
         return None
 
-    def custom_agents(self) -> list[tuple[str, Agent, str]]:
+    def custom_agents(self) -> list[tuple[str, plugins.Agent, str]]:
         """Every usable custom agent as ``(name, agent, uri)``: a plugin's agent is named
         ``plugin:agent``, so two plugins' agents of one name are both reachable; a folder's keeps
         its bare name (the first of a name wins)."""
-        from plugins import LoadedPlugin
-
-        found: dict[str, tuple[str, Agent, str]] = {}
+        found: dict[str, tuple[str, plugins.Agent, str]] = {}
         for container in self.containers:
             loaded = container.usable
             if loaded is None:
                 continue
             for agent in loaded.agents:
-                name = f"{loaded.name}:{agent.name}" if isinstance(loaded, LoadedPlugin) else agent.name
+                name = f"{loaded.name}:{agent.name}" if isinstance(loaded, plugins.LoadedPlugin) else agent.name
                 found.setdefault(name, (name, agent, _uri_of(container, agent.path)))
         return list(found.values())
 
     def read_roots(self) -> tuple[Path, ...]:
         """Folders the model may read besides the session's own (see the module docstring)."""
-        from plugins import LoadedPlugin
-
         roots: dict[Path, None] = {}
         for loaded in self.usable():
-            if isinstance(loaded, LoadedPlugin):
+            if isinstance(loaded, plugins.LoadedPlugin):
                 roots[loaded.root] = None
                 continue
             for skill in loaded.skills:
@@ -211,17 +197,15 @@ class SessionCustomizations:
             return None
         return next((c for c in self.containers if c.usable is not None and agent in c.usable.agents), None)
 
-    def rules(self) -> list[tuple[LoadedContainer, Rule]]:
+    def rules(self) -> list[tuple[plugins.LoadedContainer, plugins.Rule]]:
         return [(loaded, rule) for loaded in self.usable() for rule in loaded.rules]
 
     def instruction_files(self) -> list[str]:
         """The instruction files in the prompt (AGENTS.md, CLAUDE.md...) and what they imported,
         relative to the working directory where possible."""
-        from plugins import LoadedDirectory
-
         shown: list[str] = []
         for loaded in self.usable():
-            if not isinstance(loaded, LoadedDirectory) or loaded.files is None:
+            if not isinstance(loaded, plugins.LoadedDirectory) or loaded.files is None:
                 continue
             for rule in loaded.rules:
                 shown.append(rule.name)
@@ -241,8 +225,6 @@ class SessionCustomizations:
     def touch(self, path: str | Path) -> None:
         text = str(path)
         if text.startswith("file://"):
-            from urllib.parse import unquote, urlparse
-
             text = unquote(urlparse(text).path)
         candidate = Path(text)
         if candidate.is_absolute() and self.working_directory is not None:
@@ -256,13 +238,13 @@ class SessionCustomizations:
         while len(self.touched) > TOUCHED_LIMIT:
             self.touched.pop(next(iter(self.touched)))
 
-    def in_play(self, rule: Rule) -> bool:
+    def in_play(self, rule: plugins.Rule) -> bool:
         return any(rule.applies_to(path) for path in self.touched)
 
     # -- hooks ---------------------------------------------------------------------------------
 
-    async def fire(self, when: HookEvent | LifecyclePoint, subject: str | None = None, *, only: set[str] | None = None,
-                   call: HookCall | None = None, **fields: Any) -> list[HookResult]:
+    async def fire(self, when: plugins.HookEvent | plugins.LifecyclePoint, subject: str | None = None, *,
+                   only: set[str] | None = None, call: HookCall | None = None, **fields: Any) -> list[plugins.HookResult]:
         """Run the hooks of usable containers (``only`` those ids, when given) that fire for
         ``when`` and whose matcher accepts ``subject`` (a tool event: the ``call``'s Claude Code
         name), one after another, with Claude Code's event JSON on stdin; stops after the first that
@@ -270,8 +252,6 @@ class SessionCustomizations:
         words, and its hooks' ``if`` conditions are checked against the call. Hooks with
         ``async`` run in the background (not in the results). Every hook's ``systemMessage`` and
         failure joins ``notices``."""
-        from plugins import hook_payload, select_hooks
-
         cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
         aliases: tuple[str, ...] = ()
         if call is not None:
@@ -281,16 +261,16 @@ class SessionCustomizations:
                       "tool_input": to_claude_input(call.name, call.arguments, cwd=str(cwd) if cwd else None),
                       "tool_use_id": call.tool_use_id, **fields}
         usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
-        hooks = [hook for hook in select_hooks(usable, when, subject, aliases) if self._condition_holds(hook, call, cwd)]
+        hooks = [hook for hook in plugins.select_hooks(usable, when, subject, aliases) if self._condition_holds(hook, call, cwd)]
         if not hooks:
             return []
         transcript = self._sync_transcript()
         results = []
         for hook in hooks:
             self.hooks_ran = True
-            payload = hook_payload(hook.event, session_id=self.session_id, cwd=cwd or hook.plugin_root,
-                                   transcript_path=str(transcript) if transcript is not None else None,
-                                   permission_mode=claude_permission_mode(self.permission_mode()), **fields)
+            payload = plugins.hook_payload(hook.event, session_id=self.session_id, cwd=cwd or hook.plugin_root,
+                                           transcript_path=str(transcript) if transcript is not None else None,
+                                           permission_mode=claude_permission_mode(self.permission_mode()), **fields)
             if hook.run_async:
                 self._in_background(self._run_async(hook, payload, cwd))
                 continue
@@ -306,19 +286,15 @@ class SessionCustomizations:
         project = {"CLAUDE_PROJECT_DIR": str(self.working_directory)} if self.working_directory is not None else {}
         return {**os.environ, **project, **self.settings_env, processes.FAMILY_VARIABLE: self.family}
 
-    async def _run(self, hook: Any, payload: dict[str, Any], cwd: Path | None) -> HookResult:
-        from plugins import run_hook
-
-        result = await run_hook(hook, payload, cwd=cwd, base_env=self._environment(), on_background=self._late)
+    async def _run(self, hook: Any, payload: dict[str, Any], cwd: Path | None) -> plugins.HookResult:
+        result = await plugins.run_hook(hook, payload, cwd=cwd, base_env=self._environment(), on_background=self._late)
         self._note(result)
         return result
 
     async def _run_async(self, hook: Any, payload: dict[str, Any], cwd: Path | None) -> None:
-        from plugins import run_hook
+        self._late(await plugins.run_hook(hook, payload, cwd=cwd, base_env=self._environment()))
 
-        self._late(await run_hook(hook, payload, cwd=cwd, base_env=self._environment()))
-
-    def _late(self, result: HookResult) -> None:
+    def _late(self, result: plugins.HookResult) -> None:
         """A hook that ran in the background finished: as in Claude Code, what it says (its
         ``systemMessage``, its ``additionalContext``, an ``asyncRewake`` hook's exit 2) reaches
         the model with the next turn; the user sees its messages and failures."""
@@ -332,7 +308,7 @@ class SessionCustomizations:
         self.late_context.extend(f"[{_event_name(result)} hook, ran in the background] {text}" for text in told)
         del self.late_context[:-NOTICE_LIMIT]
 
-    def _note(self, result: HookResult) -> None:
+    def _note(self, result: plugins.HookResult) -> None:
         if result.system_message:
             self.notices.append(result.system_message)
         if result.outcome.value in ("error", "timeout"):
@@ -376,8 +352,6 @@ class SessionCustomizations:
             return True
         if call is None or call.tool is None:
             return False
-        from tools.policy import PolicyState, decide, parse_rule
-
         try:
             rules = host_rules(hook.condition, settings_root=str(hook.plugin_root), home=os.path.expanduser("~"))
         except ValueError:
@@ -401,21 +375,17 @@ class HookCall:
     tool_use_id: str | None = None
 
 
-def _event_name(result: HookResult) -> str:
+def _event_name(result: plugins.HookResult) -> str:
     return result.hook.event.value
 
 
 def _uri_of(container: Container, path: Path) -> str:
     """The URI a child was published under (a client plugin's URIs are its own)."""
-    from plugins import LoadedPlugin
-
     loaded = container.loaded
-    if container.uri and isinstance(loaded, LoadedPlugin):
+    if container.uri and isinstance(loaded, plugins.LoadedPlugin):
         try:
             relative = path.relative_to(loaded.root).as_posix()
         except ValueError:
             return path.absolute().as_uri()
-        from urllib.parse import quote
-
         return container.uri.rstrip("/") + "/" + quote(relative)
     return path.absolute().as_uri()

@@ -21,14 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+import plugins
 from host.runtime.catalogue import CatalogueItem, catalogue, closest
 from host.runtime.command_bodies import BANG_COMMAND
 from tools.base import Tool, ToolContext, failure_result, success_result
-
-if TYPE_CHECKING:  # plugins is imported where used: the host starts without it
-    from plugins import Command, Rule, Skill
 
 __all__ = ["CatalogEntry", "LoadTextTool", "SKILL_TOOL", "RULE_TOOL", "SKILL_BUDGET", "RULE_BUDGET"]
 
@@ -47,13 +44,11 @@ class CatalogEntry:
 
     name: str
     short_name: str
-    item: Skill | Command | Rule
+    item: plugins.Skill | plugins.Command | plugins.Rule
 
 
 def qualified(container: object, name: str) -> str:
-    from plugins import LoadedPlugin
-
-    return f"{container.name}:{name}" if isinstance(container, LoadedPlugin) else name
+    return f"{container.name}:{name}" if isinstance(container, plugins.LoadedPlugin) else name
 
 
 class LoadTextTool(Tool):
@@ -99,8 +94,6 @@ class LoadTextTool(Tool):
         return exact[0] if len(exact) == 1 else None
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
-        from plugins import Skill
-
         name = str(args.get("name", ""))
         entry = self.find(name)
         if entry is None:
@@ -115,7 +108,7 @@ class LoadTextTool(Tool):
             # (nobody confirmed them), so the model is told what they are.
             text += ("\n\n(The !`command` spans and ```! blocks above are shell commands whose output belongs in their "
                      "place: run the ones you need with the shell tool.)")
-        if isinstance(entry.item, Skill):
+        if isinstance(entry.item, plugins.Skill):
             text += (f"\n\n(This skill's files are in {entry.item.folder}: read them with the file tools when the "
                      "instructions refer to them.)")
         if self._on_load is not None:

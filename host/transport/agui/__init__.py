@@ -1,18 +1,16 @@
 """The AG-UI endpoint: web front ends built on AG-UI drive AHP sessions over one HTTP POST.
 
-``agui_endpoint`` (``endpoint``) is the Starlette handler mounted at ``AGUI_PATH``; ``AguiRuns``
-(``runs``) maps threads to sessions and runs turns through the store; ``RunTranslator``
-(``mapping``) is the pure AHP-actions → AG-UI-events translation.
+``agui_endpoint`` (``endpoint``) is the Starlette handler ``host.transport.server`` mounts at
+``/agui``; ``AguiRuns`` (``runs``) maps threads to sessions and runs turns through the store;
+``RunTranslator`` (``mapping``) is the pure AHP-actions → AG-UI-events translation.
 """
 
 from typing import TYPE_CHECKING
 
 from ahp.lazy import lazy_exports
 
-AGUI_PATH = "/agui"
-
-# The rest is loaded on first use (PEP 562): the ag_ui package takes a tenth of a second to import,
-# which start-up should not pay for an endpoint most hosts never see a request on.
+# Loaded on first use (PEP 562): the ag_ui package takes a tenth of a second to import, which
+# start-up should not pay for an endpoint most hosts never see a request on (host/startup.py).
 _WHERE = {
     "agui_endpoint": "endpoint", "parse_run_input": "endpoint",
     "RunTranslator": "mapping", "token_usage": "mapping",
@@ -29,7 +27,6 @@ __getattr__ = lazy_exports(__name__, _WHERE)
 
 
 __all__ = [
-    "AGUI_PATH",
     "AguiRuns",
     "RunTranslator",
     "agui_endpoint",

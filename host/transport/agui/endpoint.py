@@ -38,13 +38,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ahp.jsonrpc import Malformed, parse
 from host.service import AgentHost
-from host.transport.agui import AGUI_PATH
 from host.transport.agui.runs import AguiRuns, client_id_for
 from host.transport.agui.stream import AguiStream
 from host.transport.http_protocol import ABORT_EXTENSION, UNSENT_EXTENSION
 from host.transport.outbound import OutboundBudget
 
-__all__ = ["agui_endpoint", "AGUI_PATH"]
+__all__ = ["agui_endpoint"]
 
 logger = logging.getLogger(__name__)
 

@@ -36,6 +36,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydantic import ValidationError
+
 from ahp.dialects.catalogue import introduced_in, known_to, notification_known_to
 from ahp.dialects.v0_2.actions_down import action_down
 from ahp.dialects.v0_2.actions_up import action_up
@@ -173,8 +175,6 @@ class Ahp02Dialect(Dialect):
         params = super().params(method, params)
         spec = METHODS.get(method)
         if spec is not None and spec.params_model is not None:
-            from pydantic import ValidationError  # with the wire models, on first use
-
             try:
                 spec.params_model.model_validate(params)
             except ValidationError as error:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
 from host.transport import action_checks as shared
 from host.transport.action_checks import Rule, active_turn, pending_exists
@@ -46,8 +48,6 @@ def check_v02_action(kind: str, state: dict[str, Any], action: Any, client_id: s
 
 
 def _check_shape(action_type: str, action: dict[str, Any]) -> str | None:
-    from pydantic import ValidationError
-
     try:
         action_model(action_type).validate_python(action)
     except ValidationError as error:
