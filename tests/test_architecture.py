@@ -16,8 +16,8 @@
   ``resources`` (files served and guarded) and ``state`` (the store and the journal). ``state``
   imports none of the others; ``resources`` never imports ``runtime``; nothing below imports
   ``transport`` or the composition.
-* The server's modules (``host``, ``tools``, ``plugins``, ``providers``) import one another
-  without a cycle, and import what they need at their head: an import inside a function names a
+* The server's modules (``host``, ``tools``, ``plugins``, ``providers``), the core, the client
+  library and the command (``ahp``, ``client``, ``cli``) import one another without a cycle, and import what they need at their head: an import inside a function names a
   module the start-up plan (``host/startup.py``) defers.
 """
 
