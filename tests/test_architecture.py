@@ -152,6 +152,12 @@ def test_the_agents_modules_import_one_another_without_a_cycle() -> None:
     assert _cycles("host/runtime/agents") == []
 
 
+def test_the_chat_modules_import_one_another_without_a_cycle() -> None:
+    """The chat's parts are handed its shared state (``chat._core.ChatCore``) and import what they
+    need from the modules that define it, never back from the package (``chat/__init__.py``)."""
+    assert _cycles("chat") == []
+
+
 PLANNED_ROOMS = ["host/runtime/agents", "host/state", "providers"]
 """The rooms whose imports follow the start-up plan (``host/startup.py``)."""
 
