@@ -31,11 +31,11 @@ class ClientCommand:
 
 
 COMMANDS: tuple[ClientCommand, ...] = (
-    ClientCommand(("sessions",), "/sessions [--all]", "sessions, this directory's first", "commands.sessions"),
-    ClientCommand(("resume",), "/resume [N|ID]", "pick a session to go on with (--all: sub-agents, -p runs too)", "commands.resume"),
-    ClientCommand(("new",), "/new", "start a new session", "commands.new"),
-    ClientCommand(("fork",), "/fork [N]", "fork this session at turn N (default: the last)", "commands.fork"),
-    ClientCommand(("history",), "/history", "show older turns", "commands.history"),
+    ClientCommand(("sessions",), "/sessions [--all]", "sessions, this directory's first", "sessions.sessions"),
+    ClientCommand(("resume",), "/resume [N|ID]", "pick a session to go on with (--all: sub-agents, -p runs too)", "sessions.resume"),
+    ClientCommand(("new",), "/new", "start a new session", "sessions.new"),
+    ClientCommand(("fork",), "/fork [N]", "fork this session at turn N (default: the last)", "sessions.fork"),
+    ClientCommand(("history",), "/history", "show older turns", "sessions.history"),
     ClientCommand(("agent", "agents"), "/agent [NAME]", "list agents, or start a new session with NAME", "commands.agent"),
     ClientCommand(("model", "models"), "/model [ID k=v ...]", "list or switch models", "commands.model"),
     ClientCommand(("title",), "/title TEXT", "rename this session", "commands.title"),

@@ -1,7 +1,7 @@
-"""The interactive chat's slash commands (but for ``/diff``, ``/undo``, ``/rewind``: ``chat._changes``,
-and ``/mode``: ``chat._modes``): sessions (list, resume, new, fork, history), agents
-and models, the title, the queue, compaction, remembered approvals (``/permissions``, listed and
-revoked through the root config the host shares with every client), help and quit; any other ``/name args`` is a
+"""The interactive chat's slash commands (but for those of sessions: ``chat._sessions``; ``/diff``,
+``/undo``, ``/rewind``: ``chat._changes``; and ``/mode``: ``chat._modes``): agents and models, the
+title, the queue, compaction, remembered approvals (``/permissions``, listed and revoked through
+the root config the host shares with every client), help and quit; any other ``/name args`` is a
 command, skill or prompt the host offers through ``completions`` (project ``.claude/commands``,
 plugin ``plugin:cmd``, ...) and is sent as a message with its attachment.
 
@@ -23,7 +23,6 @@ for the next message, as image files named with ``@path`` or pasted as paths are
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,19 +31,16 @@ from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
 from chat._answers import AnswerError, model_selection, session_directory
 from chat._core import ChatCore, ChatExit
-from chat._dialogs import Dialogs
 from chat._images import ImageError, clipboard_image, image_attachment
-from chat._markdown import MarkdownStream, drawn
 from chat._messages import Messages
 from chat._plugin_command import plugin_command
+from chat._sessions import Sessions
 from chat.render import (
     HELP_TEXT,
     clean,
     render_agents,
-    render_history,
     render_models,
 )
-from chat.session_list import Listing, arrange, render_session_list
 from chat.views import (
     REMEMBERED,
     remembered_scope,
@@ -90,18 +86,17 @@ file. When it is written, say in a few lines what it holds."""
 """What ``/init`` asks the agent (a fixed text, so that the request is the same every time)."""
 
 _METHOD_NOT_FOUND = -32601
-_HISTORY_PAGE = 10
 
 
 class Commands:
     """The handlers of the client's other slash commands (``chat._command_table``) and of the
-    host's (``host_command``), on the chat's shared ``core``; the ``dialogs`` ask which session,
-    and the ``messages`` send what a command sends."""
+    host's (``host_command``), on the chat's shared ``core``; the ``messages`` send what a command
+    sends, and ``/agent NAME`` starts a new session (``sessions``)."""
 
-    def __init__(self, core: ChatCore, dialogs: Dialogs, messages: Messages) -> None:
+    def __init__(self, core: ChatCore, messages: Messages, sessions: Sessions) -> None:
         self.core = core
-        self.dialogs = dialogs
         self.messages = messages
+        self.sessions = sessions
 
     async def help(self, args: str) -> None:
         self.core.write(HELP_TEXT)
@@ -232,15 +227,6 @@ class Commands:
         if (state := await self._session_view()) is not None:
             self.core.write(render_cost(state, self.core.style))
 
-    async def _listing(self, args: str) -> Listing | None:
-        """The host's sessions by project (``chat.session_list``), shown; ``args`` may be ``--all``."""
-        if args not in ("", "--all"):
-            self.core.note("usage: /sessions [--all] (--all: -p sessions too)")
-            return None
-        listing = arrange(await self.core.client.list_sessions(), self.core.cwd.as_uri(), show_all=args == "--all")
-        self.core.listed = list(listing.ordered)
-        self.core.write(render_session_list(listing, self.core.style, current=self.core.session, now_ms=time.time() * 1000))
-        return listing
     async def permissions(self, args: str) -> None:
         """``/permissions``: the host's remembered approvals; ``/permissions revoke N`` forgets one."""
         words = args.split()
@@ -263,119 +249,6 @@ class Commands:
             return
         self.core.note(f"(revoked: {clean(str(entry.get('rule')))} for {remembered_scope(entry)}; such calls ask again)")
 
-    async def sessions(self, args: str) -> None:
-        await self._listing(args.strip())
-
-    async def resume(self, args: str) -> None:
-        """``/resume`` (or ``--all``): list and pick; ``/resume N``: from the last list; else an id or URI."""
-        target = args.strip()
-        if target in ("", "--all"):
-            listing = await self._listing(target)
-            if listing is None or not listing.ordered:
-                return
-            picked = await self.dialogs.pick(f"Resume which? [1-{len(listing.ordered)}] (Enter cancels): ", len(listing.ordered))
-            if picked is None:
-                self.core.note("(nothing resumed)")
-                return
-            target = str(picked)
-        if target.isdigit():
-            if not self.core.listed:
-                self.core.listed = list(arrange(await self.core.client.list_sessions(), self.core.cwd.as_uri()).ordered)
-            index = int(target)
-            if not 1 <= index <= len(self.core.listed):
-                self.core.note(f"there is no session {index}; /resume lists {len(self.core.listed)}")
-                return
-            target = self.core.listed[index - 1]["resource"]
-        await self.open_session(target if ":" in target else f"ahp-session:/{target}")
-
-    def _draw(self) -> Callable[[list[tuple[str, str]]], str] | None:
-        """How history turns are drawn: as live ones are (markdown rendered) in a colour terminal."""
-        if not self.core.rich:
-            return None
-
-        def draw(chunks: list[tuple[str, str]]) -> str:
-            answer = MarkdownStream(self.core.width(), theme=self.core.theme)
-            return drawn(chunks, answer) + answer.finish()
-
-        return draw
-
-    async def open_session(self, uri: str) -> None:
-        try:
-            await self.core.client.subscribe(uri)
-        except AhpError as error:
-            self.core.problem(f"cannot open {uri}: {error.message}")
-            return
-        old, self.core.session = self.core.session, uri
-        if old and old != uri:
-            try:
-                await self.core.client.unsubscribe(old)
-            except AhpClientError:
-                pass
-        state = self.core.state() or {}
-        summary = state.get("summary") or {}
-        self.core.provider = summary.get("provider", self.core.provider)
-        turns = state.get("turns") or []
-        # Turns already finished are history, not something to follow live.
-        self.core.done_turns.update(t.get("id") for t in turns)
-        start = max(0, len(turns) - _HISTORY_PAGE)
-        self.core.write(self.core.style.bold(f"── {clean(summary.get('title') or 'session')} ──") + self.core.style.dim(f" {uri}") + "\n")
-        self.core.write(render_history(turns[start:], self.core.style, first_number=start + 1, draw=self._draw()))
-        self.core.oldest_shown = start
-        self.core.fetched_before = turns[0]["id"] if turns else None
-        if start > 0:
-            self.core.note(f"({start} earlier turns: /history)")
-
-    async def history(self, args: str) -> None:
-        if not self.core.session:
-            self.core.note("no session yet")
-            return
-        turns = (self.core.state() or {}).get("turns") or []
-        if self.core.oldest_shown > 0:
-            start = max(0, self.core.oldest_shown - _HISTORY_PAGE)
-            self.core.write(render_history(turns[start : self.core.oldest_shown], self.core.style, first_number=start + 1, draw=self._draw()))
-            self.core.oldest_shown = start
-            if start > 0:
-                self.core.note(f"({start} earlier turns: /history)")
-            return
-        if self.core.fetched_before is None:
-            self.core.note("(no earlier turns)")
-            return
-        page = await self.core.client.fetch_turns(self.core.session, before=self.core.fetched_before, limit=_HISTORY_PAGE)
-        older = page.get("turns") or []
-        if not older:
-            self.core.note("(no earlier turns)")
-            self.core.fetched_before = None
-            return
-        self.core.write("".join(render_history([t], self.core.style, draw=self._draw()).replace("#1 ", "earlier ") for t in older))
-        self.core.fetched_before = older[0]["id"] if page.get("hasMore") else None
-
-    async def new(self, args: str) -> None:
-        if self.core.session:
-            try:
-                await self.core.client.unsubscribe(self.core.session)
-            except AhpClientError:
-                pass
-        self.core.session = None
-        self.core.note("(a new session starts with your next message)")
-
-    async def fork(self, args: str) -> None:
-        state = self.core.state()
-        turns = (state or {}).get("turns") or []
-        if not self.core.session or not turns:
-            self.core.note("nothing to fork yet: a fork copies a session's finished turns")
-            return
-        number = int(args) if args.strip().isdigit() else len(turns)
-        if not 1 <= number <= len(turns):
-            self.core.note(f"pick a turn from 1 to {len(turns)}")
-            return
-        source = self.core.session
-        provider = (state or {}).get("summary", {}).get("provider")
-        fork = await self.core.client.create_session(
-            provider=provider, fork={"session": source, "turnId": turns[number - 1]["id"]}, subscribe=False
-        )
-        self.core.note(f"(forked at turn {number})")
-        await self.open_session(fork)
-
     def _agents(self) -> list[dict[str, Any]]:
         return list((self.core.client.state(ROOT_CHANNEL) or {}).get("agents") or [])
 
@@ -389,7 +262,7 @@ class Commands:
             self.core.provider = name
             self.core.model = None
             if self.core.session:
-                await self.new("")
+                await self.sessions.new("")
             else:
                 self.core.note("(a new session starts with your next message)")
             self.core.note(f"(agent {name})")

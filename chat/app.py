@@ -46,6 +46,7 @@ from chat._dialogs import Dialogs
 from chat._markdown import MarkdownStream, drawn
 from chat._messages import Messages
 from chat._modes import Modes
+from chat._sessions import Sessions
 from chat._terminal import Eof, Interrupt, Line
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpError
@@ -59,8 +60,9 @@ class ChatApp:
 
     The loop lives here; it is composed of parts with one job each, all on the same ``core``:
     ``dialogs`` (questions, confirmations, pickers), ``messages`` (what the user sends),
-    ``modes`` (the permission mode), ``changes`` (``/diff``, ``/undo``, ``/rewind``) and
-    ``commands`` (the other slash commands); the command table (``chat._command_table``) names
+    ``sessions`` (listing, opening, resuming, forking; the history), ``modes`` (the permission
+    mode), ``changes`` (``/diff``, ``/undo``, ``/rewind``) and ``commands`` (the other slash
+    commands); the command table (``chat._command_table``) names
     which part's method runs each command.
     """
 
@@ -69,8 +71,9 @@ class ChatApp:
         self.dialogs = Dialogs(core)
         self.messages = Messages(core, self.dialogs)
         self.modes = Modes(core)
+        self.sessions = Sessions(core, self.dialogs)
         self.changes = Changes(core, self.dialogs)
-        self.commands = Commands(core, self.dialogs, self.messages)
+        self.commands = Commands(core, self.messages, self.sessions)
         self._handlers: dict[str, Callable[[str], Awaitable[None]]] = {
             name: attrgetter(path)(self) for name, path in HANDLERS.items()}
         """Every spelling of a client command → the bound handler that runs it."""
@@ -89,11 +92,11 @@ class ChatApp:
             agent = f"agent {core.provider}" if core.provider else "the host's default agent"
             core.note(f"connected{where} · {agent} · /help for commands")
             if core.initial_session:
-                await self.commands.open_session(core.initial_session)
+                await self.sessions.open(core.initial_session)
                 if core.new_session_mode and core.session and self.modes.current() not in (None, core.new_session_mode):
                     self.modes.switch(core.new_session_mode)  # --permission-mode for the session opened
             elif core.pick_session:
-                await self.commands.resume("")
+                await self.sessions.resume("")
             prompt_shown = False
             while True:
                 core.report_rejections()
