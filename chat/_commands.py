@@ -211,7 +211,8 @@ class Commands:
         changed = with_folder(listed, folder) if verb == "add" else without_folder(listed, folder)
         if changed == listed:
             self.core.note(f"(nothing to change: {clean(folder)} is {'already' if verb == 'add' else 'not'} in the host's list"
-                       + ("" if verb == "add" else "; a folder above it, or the host's own config, may trust it") + ")")
+                           + ("" if verb == "add" else "; a folder above it, the host's own config or a client's workspace trust (VS Code's)"
+                              " may trust it: /trust shows which") + ")")
             return
         outcome = await self.core.client.outcome(self.core.client.dispatch(ROOT_CHANNEL, builders.root_config_changed(config={CONFIG_KEY: changed})))
         if outcome.status != "accepted":

@@ -38,7 +38,15 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ahp.workspace_trust import WAITING, covers, trusted_folders
+from ahp.workspace_trust import (
+    BY_CLIENT,
+    BY_CLIENT_OFF,
+    SOURCE_WORDS,
+    WAITING,
+    forwarded_trust,
+    trust_source,
+    trusted_folders,
+)
 from chat._session import shown_directory
 from chat.render import Style, clean, text_of
 
@@ -249,26 +257,40 @@ def _problems(message: str, names: Sequence[str]) -> list[str]:
 
 
 def render_trust(root: Mapping[str, Any] | None, folder: str | None, state: Mapping[str, Any] | None, style: Style) -> str:
-    """``/trust``: the folders the host trusts (its root config) and where this session's folder
-    stands: waiting (something of it waits for trust), trusted (listed), or nothing waiting (it
-    brings nothing to run, or it is trusted for this session or by the host's own config)."""
-    listed = trusted_folders((root or {}).get("config"))
+    """``/trust``: the folders the host trusts (its root config), the workspace trust a client
+    (VS Code) forwarded, and where this session's folder stands: waiting (something of it waits
+    for trust), trusted (and by what), or nothing waiting (it brings nothing to run, or it is
+    trusted for this session or by the host's own config)."""
+    config = (root or {}).get("config")
+    listed = trusted_folders(config)
+    forwarded = forwarded_trust(config)
     lines = []
     if folder:
+        source = trust_source(folder, listed=listed, forwarded=forwarded)
         if state is None:
             where = "no session yet"
         elif any(str((c.get("load") or {}).get("message") or "").find(WAITING) >= 0 for c in _containers(state)):
             where = style.yellow("not trusted") + " (its hooks, .mcp.json servers and plugins wait; /trust add trusts it)"
-        elif any(covers(item, folder) for item in listed):
-            where = style.green("trusted") + " (its hooks, .mcp.json servers and plugins run)"
+        elif source is not None:
+            where = style.green("trusted") + f" by {SOURCE_WORDS[source]} (its hooks, .mcp.json servers and plugins run)"
         else:
             where = "nothing of it waits for trust"
         lines.append(f"This folder: {style.bold(clean(folder))} — {where}")
+        if source in (BY_CLIENT, BY_CLIENT_OFF):
+            lines.append(style.dim("  (/trust revoke does not change a client's workspace trust: change it in that client, "
+                                   "or set [trust] client_trust in the host's config)"))
     if listed:
         lines.append("Folders the host trusts (each with everything below it; /trust revoke FOLDER):")
         lines.extend(f"  {clean(item)}" for item in listed)
     else:
         lines.append("The host trusts no folder yet" + style.dim(" (besides any its own config names)") + ".")
+    if forwarded is not None and not forwarded.enabled:
+        lines.append("A client (VS Code) forwarded its workspace trust switched off: the host trusts every folder "
+                     "unless its [trust] client_trust says otherwise.")
+    elif forwarded is not None:
+        lines.append("Folders a client (VS Code) trusts, forwarded to the host:" if forwarded.folders
+                     else "A client (VS Code) forwarded its workspace trust: it trusts no folder.")
+        lines.extend(f"  {clean(item)}" for item in forwarded.folders)
     return "\n".join(lines) + "\n"
 
 

@@ -222,6 +222,10 @@ class TrustConfig(_Section):
     the !`commands` of its slash commands); false trusts every folder, as before workspace trust."""
     folders: list[str] = Field(default_factory=list)
     """Folders (each with everything below it) trusted without asking; clients cannot revoke these."""
+    client_trust: Literal["follow", "folders", "ignore"] = "follow"
+    """A client's own workspace trust (VS Code forwards its trusted folders in the root config's
+    ``workspaceTrust``): "follow" trusts its folders, and every folder while its workspace trust is
+    switched off; "folders" only the folders it lists; "ignore" none of it."""
 
 
 class McpConfig(_Section):

@@ -11,6 +11,13 @@ The schema advertised here is the contract:
   when a user answers its trust question with "Trust this folder", and a client revokes one by
   dispatching the list without it. Each entry must be an absolute path (``declared_value_problem``,
   ``trusted_folders_problem``); ``host.runtime.trust`` acts on every change.
+* ``workspaceTrust`` (``ahp.workspace_trust.FORWARDED_PROPERTY``) is a client's own workspace
+  trust, in the shape VS Code forwards to every agent host: ``{enabled, trustedUris}``. Declared
+  ``readOnly`` as VS Code's own host declares it (users do not edit it; a settings UI only shows
+  it), yet a client may set it: it is in ``CLIENT_FORWARDED``, the keys a client sets from its own
+  state. Its URIs must be ``file:`` URIs (``forwarded_value_problem``). ``host.runtime.trust``
+  follows it as ``[trust] client_trust`` says. It is the client's live state: ``root_config_state``
+  does not carry it into a new run (the client sends it again when it connects).
 * ``enabledPlugins``, ``pluginMarketplaces`` and the read-only ``claudePlugins``
   (``ahp.claude_plugins``) list the user's Claude Code plugins and marketplaces: a client switches
   a plugin, installs one or adds a marketplace by changing them; the host acts on each change
@@ -24,7 +31,7 @@ The schema advertised here is the contract:
   the shared state without bound, at most ``MAX_UNDECLARED_KEYS`` undeclared keys are kept, each
   value at most ``MAX_VALUE_CHARS`` characters of JSON.
 * ``root_config_state(previous)`` is the ``config`` the root starts with: this schema, and the
-  values a previous run kept.
+  values a previous run kept (but ``workspaceTrust``).
 """
 
 from __future__ import annotations
@@ -35,11 +42,14 @@ from typing import Any
 from ahp import claude_plugins
 from ahp.workspace_trust import CONFIG_KEY as TRUSTED_FOLDERS
 from ahp.workspace_trust import CONFIG_PROPERTY as TRUSTED_FOLDERS_PROPERTY
+from ahp.workspace_trust import FORWARDED_KEY as WORKSPACE_TRUST
+from ahp.workspace_trust import FORWARDED_PROPERTY as WORKSPACE_TRUST_PROPERTY
+from ahp.workspace_trust import forwarded_value_problem
 from host.runtime.tools.remembered import ROOT_KEY as REMEMBERED_KEY
 from host.runtime.tools.remembered import ROOT_PROPERTY as REMEMBERED_PROPERTY
 from host.runtime.tools.remembered import value_problem as remembered_value_problem
 
-__all__ = ["MAX_TRUSTED_FOLDERS", "MAX_UNDECLARED_KEYS", "MAX_VALUE_CHARS", "ROOT_CONFIG_SCHEMA", "declared_value_problem",
+__all__ = ["CLIENT_FORWARDED", "MAX_TRUSTED_FOLDERS", "MAX_UNDECLARED_KEYS", "MAX_VALUE_CHARS", "ROOT_CONFIG_SCHEMA", "declared_value_problem",
            "root_config_state", "trusted_folders_problem"]
 
 ROOT_CONFIG_SCHEMA: dict[str, Any] = {
@@ -55,12 +65,15 @@ ROOT_CONFIG_SCHEMA: dict[str, Any] = {
         },
         REMEMBERED_KEY: REMEMBERED_PROPERTY,
         TRUSTED_FOLDERS: TRUSTED_FOLDERS_PROPERTY,
+        WORKSPACE_TRUST: WORKSPACE_TRUST_PROPERTY,
         claude_plugins.ENABLED_KEY: claude_plugins.ENABLED_PROPERTY,
         claude_plugins.MARKETPLACES_KEY: claude_plugins.MARKETPLACES_PROPERTY,
         claude_plugins.PLUGINS_KEY: claude_plugins.PLUGINS_PROPERTY,
     },
 }
 
+CLIENT_FORWARDED = frozenset({WORKSPACE_TRUST})
+"""Read-only keys a client still sets: it forwards its own state in them (users do not edit them)."""
 MAX_TRUSTED_FOLDERS = 1000
 """Trusted folders the root config keeps at most."""
 MAX_UNDECLARED_KEYS = 256
@@ -75,13 +88,17 @@ def declared_value_problem(key: str, value: Any) -> str | None:
         return remembered_value_problem(value)
     if key == TRUSTED_FOLDERS:
         return trusted_folders_problem(value)
+    if key == WORKSPACE_TRUST:
+        return forwarded_value_problem(value)
     return claude_plugins.value_problem(key, value)
 
 
 def root_config_state(previous: Any = None) -> dict[str, Any]:
-    """``RootConfigState``: the advertised schema with the values kept so far."""
+    """``RootConfigState``: the advertised schema with the values kept so far, but a client's
+    forwarded workspace trust (it holds while that client says so; it says so again when it connects)."""
     values = previous.get("values") if isinstance(previous, dict) else None
-    return {"schema": ROOT_CONFIG_SCHEMA, "values": dict(values) if isinstance(values, dict) else {}}
+    kept = {key: value for key, value in values.items() if key != WORKSPACE_TRUST} if isinstance(values, dict) else {}
+    return {"schema": ROOT_CONFIG_SCHEMA, "values": kept}
 
 
 def trusted_folders_problem(value: Any) -> str | None:

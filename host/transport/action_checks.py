@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from host.root_config import MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem
+from host.root_config import CLIENT_FORWARDED, MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem
 
 __all__ = [
     "Rule", "active_turn", "config_changed", "config_value_problem", "customization_toggled",
@@ -256,7 +256,8 @@ def config_changed(own_checks: Mapping[str, Callable[[Any], str | None]] = {}) -
 
 def root_config_changed(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
     """The host's root config contract (``host.root_config``): declared keys are checked against
-    the schema; undeclared keys are kept, within bounds, and never acted on."""
+    the schema (a read-only one refused, unless a client forwards its own state in it); undeclared
+    keys are kept, within bounds, and never acted on."""
     config = state.get("config")
     if not isinstance(config, dict):
         return "This host has no root configuration to change."
@@ -271,7 +272,7 @@ def root_config_changed(state: dict[str, Any], action: dict[str, Any], client_id
             if len(json.dumps(value, ensure_ascii=False, default=str)) > MAX_VALUE_CHARS:
                 return f"Host config property {key!r} is larger than this host keeps ({MAX_VALUE_CHARS} characters of JSON)."
             continue
-        if prop.get("readOnly"):
+        if prop.get("readOnly") and key not in CLIENT_FORWARDED:
             return f"Host config property {key!r} is read-only."
         problem = config_value_problem(prop, value) or declared_value_problem(key, value)
         if problem is not None:

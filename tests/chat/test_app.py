@@ -291,7 +291,7 @@ async def test_a_new_sessions_trust_question_is_answered_before_its_first_messag
     assert [turn["message"]["text"] for turn in chat_state["turns"]] == ["hello"]  # the answer was not sent as a message
 
     chat.send("/trust")
-    await chat.expect("trusted (its hooks")
+    await chat.expect("trusted by the host's trusted folders (its hooks")
     chat.send("/trust revoke")
     await chat.expect("(no longer trusted: ")
     await until_host(chat_host, lambda: not chat_host.host.store.state("ahp-root://")["config"]["values"]["trustedFolders"])

@@ -201,6 +201,20 @@ def test_mcp_and_trust_say_what_waits_for_the_folder_to_be_trusted() -> None:
     assert "no session yet" in render_trust({}, "/repo", None, PLAIN)
 
 
+def test_trust_says_when_the_folder_is_trusted_through_the_workspace_trust_vscode_forwarded() -> None:
+    vscode = {"config": {"values": {"trustedFolders": ["/mine"],
+                                    "workspaceTrust": {"enabled": True, "trustedUris": ["file:///work/vs%20code"]}}}}
+    shown = render_trust(vscode, "/work/vs code/sub", {}, PLAIN)
+    assert "This folder: /work/vs code/sub — trusted by the client's workspace trust (VS Code's trusted folders)" in shown
+    assert "/trust revoke does not change a client's workspace trust" in shown
+    assert "Folders a client (VS Code) trusts, forwarded to the host:\n  /work/vs code\n" in shown
+    assert "This folder: /mine — trusted by the host's trusted folders" in render_trust(vscode, "/mine", {}, PLAIN)
+    off = {"config": {"values": {"workspaceTrust": {"enabled": False, "trustedUris": []}}}}
+    shown = render_trust(off, "/anywhere", {}, PLAIN)
+    assert "trusted by the client's workspace trust being switched off" in shown
+    assert "forwarded its workspace trust switched off: the host trusts every folder" in shown
+
+
 async def test_plugins_lists_what_the_folder_has_and_not_the_empty_github_folders(spawn_chat: Any, workdir: Path) -> None:
     (workdir / "AGENTS.md").write_text("# Rules\nBe brief.\n")
     (workdir / ".claude" / "commands").mkdir(parents=True)

@@ -161,15 +161,18 @@ def start_our_host(config: Path, data_dir: Path, log_path: Path, checkout: Path 
 
 def start_code_server(install: Install, *, folder: Path, home: Path, log_path: Path, bridge_port: int,
                       bridge_token: str | None = None, reference_port: int | None = None,
-                      env: dict[str, str] | None = None) -> tuple[Process, str]:
+                      env: dict[str, str] | None = None, workspace_trust: bool = False) -> tuple[Process, str]:
     """Starts code-server on a free port; returns it and its URL once it listens.
 
     With ``reference_port`` VS Code's server also starts its own reference agent host there.
+    Workspace trust is off (``--disable-workspace-trust``: VS Code forwards ``enabled: false``)
+    unless ``workspace_trust``: then VS Code asks whether to trust each folder it opens.
     """
     port = free_port()
     argv = [str(install.node), str(install.code_server / "out" / "node" / "entry.js"),
             "--auth", "none", "--bind-addr", f"127.0.0.1:{port}", "--disable-telemetry", "--disable-update-check",
-            "--disable-workspace-trust", "--user-data-dir", str(home / "user-data"), "--extensions-dir", str(home / "extensions")]
+            *(() if workspace_trust else ("--disable-workspace-trust",)),
+            "--user-data-dir", str(home / "user-data"), "--extensions-dir", str(home / "extensions")]
     if reference_port is not None:
         argv += ["--vscode-option", f"agent-host-port={reference_port}"]
     argv += ["--vscode-option", f"agent-host-bridge-port={bridge_port}", "--vscode-option", "agent-host-bridge-host=127.0.0.1"]

@@ -15,6 +15,10 @@ skipped with that failure as the reason. Artifacts (screenshots, code-server, ho
   g. a page reload shows the same conversation (opened from the Sessions list);
   h. a second client on the same session sees the same turns live, and VS Code sees its turns.
 
+These steps run code-server with ``--disable-workspace-trust`` (VS Code then forwards
+``workspaceTrust.enabled: false``, which this host reads as "every folder trusted"); steps i and j,
+with VS Code's workspace trust on, are in ``test_vscode_trust.py``.
+
 Steps d to h use a session on an agent of kind ``anthropic`` whose API is ``fake_anthropic``
 (scripted answers, tool calls and a slow answer), since the recorded cassettes call no tool that
 needs confirmation and write no file.
@@ -169,6 +173,29 @@ models = [{{ id = "{MODEL_ID}", name = "Scripted Claude" }}]
 """)
 
 
+def _start_our_side(base: Path, artifacts: Path, project: Path, fake_url: str, settings: dict[str, Any],
+                    processes: list[Process], *, workspace_trust: bool = False) -> tuple[OurHost, WireProxy, Process, str]:
+    """Our host (its process added to ``processes``), the recording proxy in front of it and
+    code-server bridged to that proxy, opening ``project``; the caller stops them."""
+    config = base / "host.toml"
+    _write_host_config(config, project, fake_url)
+    checkout = os.environ.get("AGENT_HOST_E2E_HOST_CHECKOUT")
+    host = start_our_host(config, base / "host-data", artifacts / "host.log", Path(checkout) if checkout else None)
+    processes.append(host.process)
+    proxy = WireProxy(host.port, artifacts / "wire.jsonl")
+    bridge_port = proxy.start()
+    try:
+        write_vscode_settings(base / "code-server", settings)
+        code_server, url = start_code_server(
+            INSTALL, folder=project, home=base / "code-server", log_path=artifacts / "code-server.log",
+            bridge_port=bridge_port, bridge_token=host.token, workspace_trust=workspace_trust,
+        )
+    except BaseException:
+        proxy.stop()
+        raise
+    return host, proxy, code_server, url
+
+
 @pytest.fixture(scope="module")
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     artifacts = ARTIFACTS / f"vscode-{TARGET}"
@@ -211,18 +238,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                      "ANTHROPIC_BASE_URL": fake_url, "IS_SANDBOX": "1"},
             )
         else:
-            config = base / "host.toml"
-            _write_host_config(config, project, fake_url)
-            checkout = os.environ.get("AGENT_HOST_E2E_HOST_CHECKOUT")
-            host = start_our_host(config, base / "host-data", artifacts / "host.log", Path(checkout) if checkout else None)
-            processes.append(host.process)
-            proxy = WireProxy(host.port, artifacts / "wire.jsonl")
-            bridge_port = proxy.start()
-            write_vscode_settings(base / "code-server", settings)
-            code_server, url = start_code_server(
-                INSTALL, folder=project, home=base / "code-server", log_path=artifacts / "code-server.log",
-                bridge_port=bridge_port, bridge_token=host.token,
-            )
+            host, proxy, code_server, url = _start_our_side(base, artifacts, project, fake_url, settings, processes)
         processes.append(code_server)
         driver = Driver(INSTALL, artifacts, profiles=base / "chromium-profiles").start()
         driver.step("open", url=url, folder=str(project))

@@ -45,6 +45,27 @@ def test_a_read_only_key_is_refused() -> None:
     assert "read-only" in check_client_action("root", state, change({"policy": False}), "c")
 
 
+VSCODE_TRUST = {"workspaceTrust": {"enabled": True, "trustedUris": ["file:///home/me/project"]}}
+
+
+def test_vscodes_forwarded_workspace_trust_is_declared_read_only_yet_accepted_from_a_client() -> None:
+    prop = ROOT_CONFIG_SCHEMA["properties"]["workspaceTrust"]
+    # As VS Code's own agent host declares it (a settings UI shows it; the client sets it).
+    assert prop["readOnly"] is True and prop["required"] == ["enabled", "trustedUris"]
+    assert check_client_action("root", root(), change(VSCODE_TRUST), "c") is None
+    assert check_client_action("root", root(), change({"workspaceTrust": {"enabled": False, "trustedUris": []}}), "c") is None
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("on", "an object"),
+    ({"enabled": True}, "trustedUris"),
+    ({"enabled": True, "trustedUris": ["vscode-remote://box/home/me"]}, "file: URIs"),
+])
+def test_a_malformed_forwarded_workspace_trust_is_refused_saying_why(value: object, words: str) -> None:
+    reason = check_client_action("root", root(), change({"workspaceTrust": value}), "c")
+    assert reason is not None and "'workspaceTrust'" in reason and words in reason
+
+
 def test_undeclared_keys_are_bounded() -> None:
     full = {f"k{index}": index for index in range(MAX_UNDECLARED_KEYS)}
     assert check_client_action("root", root(full), change({"k0": "again"}), "c") is None  # replacing one
@@ -76,12 +97,13 @@ async def test_a_journal_from_before_the_root_config_gets_it_at_start(tmp_path: 
     try:
         # The host's own keys (the remembered approvals, the user's Claude Code plugins; none yet) are listed from the start.
         assert host.store.state(ROOT)["config"] == {**root_config_state(), "values": {"rememberedApprovals": [], **NO_PLUGINS}}
-        host.store.dispatch(ROOT, change({"telemetryLevel": "crash"}))
+        host.store.dispatch(ROOT, change({"telemetryLevel": "crash", **VSCODE_TRUST}))
     finally:
         await host.stop()
     again = AgentHost(config)
     await again.start()
     try:
+        # A client's forwarded workspace trust is its live state: not carried into the next run.
         assert again.store.state(ROOT)["config"]["values"] == {"rememberedApprovals": [], **NO_PLUGINS, "telemetryLevel": "crash"}
     finally:
         await again.stop()

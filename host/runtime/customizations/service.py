@@ -88,7 +88,15 @@ from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri, parse_chat_uri
-from ahp.workspace_trust import REQUEST_PREFIX, TRUST_FOLDER, TRUST_SESSION, WAITING, trust_choice, trust_request
+from ahp.workspace_trust import (
+    REQUEST_PREFIX,
+    SOURCE_WORDS,
+    TRUST_FOLDER,
+    TRUST_SESSION,
+    WAITING,
+    trust_choice,
+    trust_request,
+)
 from host.config import HostConfig
 from host.errors import ConfigError
 from host.resources.client_resources import ClientResourceError, ClientResources
@@ -147,7 +155,8 @@ class CustomizationService:
         """Whether plugins switched on but not installed are being installed (one batch at a time)."""
         self.claude_listeners: list[Any] = []
         """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
-        self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require)
+        self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require,
+                                             client_trust=config.trust.client_trust)
         """Which folders the user trusts (the root config's list, ``[trust]``)."""
         self.trust.listeners.append(self._trust_changed)
         self.client_files = client_files
@@ -383,7 +392,10 @@ class CustomizationService:
         extras = self._waiting(runtime)
         if not extras:
             return
-        request = trust_request(f"{REQUEST_PREFIX}{uuid.uuid4()}", runtime.folder, extras)
+        # A client that forwarded its own workspace trust (VS Code) can trust the folder there instead.
+        note = ("The workspace trust a client forwarded (VS Code's trusted folders) does not cover this folder; "
+                "trusting it there trusts it here too.") if self.trust.forwarded() is not None else None
+        request = trust_request(f"{REQUEST_PREFIX}{uuid.uuid4()}", runtime.folder, extras, note=note)
         logger.info("session %s: asking whether to trust %s (%d things wait)", runtime.session, runtime.folder, len(extras))
         question = runtime.question = self.inputs.ask_now(runtime.session, request)
         question.add_done_callback(lambda done: self._answered(runtime, done))
@@ -415,7 +427,9 @@ class CustomizationService:
             was = runtime.folder_trusted
             runtime.trusted = trusted
             if runtime.folder_trusted != was:
-                logger.info("session %s: %s is %s", runtime.session, runtime.folder, "trusted" if trusted else "no longer trusted")
+                source = self.trust.source(runtime.folder)
+                logger.info("session %s: %s is %s", runtime.session, runtime.folder,
+                            f"trusted (by {SOURCE_WORDS[source]})" if source else "no longer trusted")
                 self._apply_trust(runtime)
 
     def _apply_trust(self, runtime: SessionCustomizations) -> None:

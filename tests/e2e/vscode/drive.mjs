@@ -29,6 +29,13 @@
 // * The Sessions list shows when the chat view is maximized (`.agent-session-item-row`); after a
 //   page reload the old conversation is reached from there.
 // * "Developer: Inspect Agent Host Subscriptions" opens an untitled Markdown document.
+// * With workspace trust on (code-server without --disable-workspace-trust), a folder VS Code does
+//   not trust yet opens in Restricted Mode (a banner on top, "Restricted Mode" in the status bar,
+//   shown a few seconds after the workbench; code-server shows no start-up dialog). Picking an
+//   agent still creates a session there, but sending a message first shows VS Code's modal
+//   `.monaco-dialog-box` "Do you trust the authors of the files in this folder?" ("AI features are
+//   currently only supported in trusted workspaces.") with Manage / Cancel / "Trust Folder &
+//   Continue"; the message is sent only once the folder is trusted.
 
 import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
@@ -103,6 +110,28 @@ async function loadWorkbench(page) {
   await maximizeChat(page);
 }
 
+// VS Code's own "Do you trust the authors of the files in this folder?" dialog, if it shows within
+// `timeoutMs`: its text and buttons.
+async function trustDialog(page, timeoutMs) {
+  const dialog = page.locator('.monaco-dialog-box:visible').first();
+  try {
+    await dialog.waitFor({ state: 'visible', timeout: timeoutMs });
+  } catch {
+    return { shown: false };
+  }
+  const message = (await dialog.innerText()).trim();
+  const buttons = (await dialog.locator('a.monaco-button').allInnerTexts()).map((text) => text.trim()).filter(Boolean);
+  await screenshot(page, 'trust-dialog');
+  return { shown: true, message, buttons };
+}
+
+// Presses "Trust Folder & Continue" (`choice` "trust") or Cancel ("cancel") in that dialog.
+async function answerTrustDialog(page, choice) {
+  const dialog = page.locator('.monaco-dialog-box:visible').first();
+  await dialog.locator('a.monaco-button', { hasText: choice === 'trust' ? /^Trust Folder/ : /^Cancel$/ }).first().click();
+  await dialog.waitFor({ state: 'hidden', timeout: 10000 });
+}
+
 async function maximizeChat(page) {
   // A maximized chat view shows the Sessions list beside the conversation.
   // The same button restores when the view is maximized; only its label tells which it does.
@@ -111,6 +140,12 @@ async function maximizeChat(page) {
     await maximize.first().click();
     await sleep(800);
   }
+}
+
+// Whether the window is in Restricted Mode (its status bar says so).
+async function restricted(page) {
+  return page.evaluate(() => [...document.querySelectorAll('.part.statusbar .statusbar-item')]
+    .some((item) => item.offsetParent !== null && /Restricted Mode/.test(item.innerText + ' ' + (item.getAttribute('aria-label') || ''))));
 }
 
 async function runCommand(page, title) {
@@ -282,13 +317,18 @@ async function followTurn(page, { timeoutMs = 60000, stopAtConfirmation = true, 
 // -- steps ----------------------------------------------------------------------------------------
 
 const steps = {
+  // An open window of the same name is reused: it goes to the folder (same profile, same VS Code state).
   async open(args) {
     baseUrl = args.url;
-    const page = await newWindow(args.window || 'main');
+    const page = pages[args.window || 'main']?.page || await newWindow(args.window || 'main');
     await page.goto(`${args.url}/?folder=${encodeURIComponent(args.folder)}`);
     await loadWorkbench(page);
+    // VS Code settles a folder's trust a while after the workbench shows: with `restrictedWithinMs`
+    // the step waits that long for Restricted Mode to show.
+    const deadline = Date.now() + (args.restrictedWithinMs || 0);
+    while (Date.now() < deadline && !(await restricted(page))) await sleep(250);
     await screenshot(page, `open-${args.window || 'main'}`);
-    return { title: await page.title(), target: await currentTarget(page), placeholder: await placeholder(page) };
+    return { title: await page.title(), target: await currentTarget(page), placeholder: await placeholder(page), restricted: await restricted(page) };
   },
 
   // Polls the session-target picker until every name in `expect` is listed (or the timeout).
@@ -331,12 +371,36 @@ const steps = {
     return { target: await currentTarget(page), placeholder: await placeholder(page), ...models, errors: await errorsShown(page) };
   },
 
+  // With `trustDialog` ("trust", "cancel" or "leave"), VS Code's workspace trust dialog, if it
+  // shows, is answered first; after "cancel" nothing is sent, and with "leave" the dialog stays
+  // open (answer it with the step trustDialog): both return at once.
   async send(args) {
     const page = pageOf(args);
     await typeMessage(page, args.text);
+    let dialog = null;
+    if (args.trustDialog) {
+      dialog = await trustDialog(page, args.trustDialogWithinMs || 15000);
+      if (dialog.shown && args.trustDialog !== 'leave') await answerTrustDialog(page, args.trustDialog);
+      if (dialog.shown && args.trustDialog !== 'trust') {
+        await screenshot(page, args.name || 'send');
+        return { trustDialog: dialog, restricted: await restricted(page), response: await lastResponse(page), errors: await errorsShown(page) };
+      }
+    }
     const turn = await followTurn(page, { timeoutMs: args.timeoutMs, stopAtConfirmation: args.stopAtConfirmation !== false, name: args.name || 'send' });
     await screenshot(page, args.name || 'send');
-    return turn;
+    return { ...turn, trustDialog: dialog, restricted: await restricted(page) };
+  },
+
+  // Answers the workspace trust dialog a `send` left open (`choice` "trust" or "cancel"); after
+  // "trust" it follows the turn VS Code then starts.
+  async trustDialog(args) {
+    const page = pageOf(args);
+    const dialog = await trustDialog(page, 5000);
+    if (!dialog.shown) throw new Error('no workspace trust dialog is open');
+    await answerTrustDialog(page, args.choice);
+    const turn = args.choice === 'trust' ? await followTurn(page, { timeoutMs: args.timeoutMs, name: args.name || 'after-trust' }) : {};
+    await screenshot(page, args.name || 'after-trust');
+    return { ...turn, trustDialog: dialog, restricted: await restricted(page) };
   },
 
   // Answers the visible tool confirmation with the button named `choice`, then follows the turn.

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ahp.workspace_trust import (
     CONFIG_KEY,
     DONT_TRUST,
@@ -343,5 +345,99 @@ async def test_a_client_plugin_inside_the_folder_waits_for_trust_and_one_elsewhe
         await run_turn(client, session, "again")
         assert sorted(log.read_text().split()) == ["inner", "outer", "outer"]
     finally:
+        await client.close()
+        await running.stop()
+
+
+# -- VS Code's own workspace trust, forwarded ------------------------------------------------------
+
+
+async def forward_vscode_trust(peer: Peer, enabled: bool, folders: list[Path]) -> None:
+    """What VS Code 1.139.1 dispatches after ``initialize`` and whenever its trusted folders change
+    (``clientSeq`` 0, as it sends it), waited for until the host echoes it."""
+    value = {"enabled": enabled, "trustedUris": [folder.as_uri() for folder in folders]}
+    seen = len(peer.actions())
+    await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": ROOT, "clientSeq": 0, "action": {
+        "type": "root/configChanged", "config": {"workspaceTrust": value}}}})
+    echo = await peer.until(lambda: next((a for a in peer.actions()[seen:] if a["action"].get("config", {}).get("workspaceTrust") == value), None))
+    assert "rejectionReason" not in echo, echo
+
+
+async def vscode_like(running: RunningHost) -> Peer:
+    peer = await Peer.open(running)
+    result = (await peer.initialize("vscode-like", ["0.9.0", "0.7.0", "0.6.0"]))["result"]
+    [root] = [s["state"] for s in result["snapshots"] if s["resource"] == ROOT]
+    assert root["config"]["schema"]["properties"]["workspaceTrust"]["readOnly"] is True  # as VS Code's own host says
+    return peer
+
+
+async def test_a_folder_vscode_trusts_runs_its_hooks_once_vscode_forwards_it_and_stops_when_vscode_no_longer_does(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    folder, markers = hostile_folder(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    provider = ScriptedProvider([reply("one"), reply("two"), reply("three"), reply("four")])
+    running, client = await serve(config(tmp_path, folder), provider, frame_checker)
+    peer = await vscode_like(running)
+    try:
+        await forward_vscode_trust(peer, True, [elsewhere])  # VS Code trusts another folder only
+        session = await ready_session(client)
+        question = trust_question(client, session)
+        assert question is not None and "VS Code's trusted folders" in question["message"]
+        await run_turn(client, session, "before")
+        await idle(client, session)
+        assert events(markers) == [] and mcp_starts(markers) == 0
+
+        # The user trusts the folder in VS Code: VS Code forwards its new list; no second question.
+        await forward_vscode_trust(peer, True, [elsewhere, folder])
+        await client.wait_for(lambda m, e: trust_question(client, session) is None and evil_tools(client, session)
+                              and not waiting(client, session), timeout=20)
+        await run_turn(client, session, "after")
+        assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
+        assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup"]
+        assert mcp_starts(markers) == 1
+        assert trusted_list(client) == []  # the host's own list is not touched
+
+        # The host's own list trusts it as well: VS Code dropping it revokes nothing then.
+        seq = client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: [str(folder)]}})
+        assert (await client.outcome(seq)).status == "accepted"
+        await forward_vscode_trust(peer, True, [elsewhere])
+        await run_turn(client, session, "still trusted here")
+        assert events(markers)[3:] == ["UserPromptSubmit", "Stop"] and not waiting(client, session)
+
+        # Revoked here too: now nothing trusts it, and nothing of it runs.
+        client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: []}})
+        await client.wait_for(lambda m, e: waiting(client, session) == {".github/hooks", ".claude/settings.json", "MCP servers"}
+                              and not evil_tools(client, session), timeout=20)
+        before = events(markers)
+        await run_turn(client, session, "revoked")
+        await idle(client, session)
+        assert events(markers) == before
+    finally:
+        await peer.close()
+        await client.close()
+        await running.stop()
+
+
+@pytest.mark.parametrize(("client_trust", "runs"), [("follow", True), ("folders", False), ("ignore", False)])
+async def test_vscode_with_workspace_trust_switched_off_trusts_every_folder_as_client_trust_says(
+        tmp_path: Path, frame_checker: FrameChecker, client_trust: str, runs: bool) -> None:
+    folder, markers = hostile_folder(tmp_path)
+    settings = config_for(tmp_path, trust={"folders": [], "client_trust": client_trust},
+                          sessions={"default_directory": str(folder)})
+    running, client = await serve(settings, ScriptedProvider([reply("ok")]), frame_checker)
+    peer = await vscode_like(running)
+    try:
+        session = await ready_session(client)
+        assert trust_question(client, session) is not None
+        # What VS Code sends when its workspace trust is off (code-server --disable-workspace-trust).
+        await forward_vscode_trust(peer, False, [])
+        if runs:
+            await client.wait_for(lambda m, e: trust_question(client, session) is None and not waiting(client, session), timeout=20)
+        await run_turn(client, session, "go")
+        assert events(markers) == (["SessionStart", "UserPromptSubmit", "Stop"] if runs else [])
+        assert (trust_question(client, session) is None) == runs
+    finally:
+        await peer.close()
         await client.close()
         await running.stop()
