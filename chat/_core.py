@@ -1,20 +1,21 @@
 """The shared state of one interactive chat, and the few operations every part of it uses.
 
 ``ChatCore`` is built once per chat (``chat.app.ChatApp`` takes it) and handed to each part: the
-dialogs (``chat._dialogs``), what the user sends (``chat._messages``), the permission modes
-(``chat._modes``), the changes (``chat._changes``) and the other slash commands
-(``chat._commands``). It holds which session is open, which agent and model a new session gets,
-which turns were already drawn and what the user was already asked; and it does what they all
-need: writing to the terminal, taking the next inbox item (resuming a lost connection there; on
-the shared host of ``agent-host``, starting a host that stopped again through ``find_host``),
-reading the session's state from the client's mirror, cancelling the running turn on Ctrl-C, and
-saying when a turn took in one of our steering messages. ``ChatExit`` ends the chat with a status.
+dialogs (``chat._dialogs``), what the user sends (``chat._messages``), the sessions
+(``chat._sessions``), the permission modes (``chat._modes``), the changes (``chat._changes``) and
+the other slash commands (``chat._commands``). It holds the chat's settings, which session is
+open, which agent and model a new session gets, which turns were already drawn or are ours, and
+where ``/history`` is; and it does what they all need: writing to the terminal, taking the next
+inbox item (resuming a lost connection there; on the shared host of ``agent-host``, starting a
+host that stopped again through ``find_host``), reading the session's state from the client's
+mirror, cancelling the running turn on Ctrl-C, and saying when a turn took in one of our
+steering messages. ``ChatExit`` ends the chat with a status.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -89,8 +90,6 @@ class ChatCore:
         """When and how the user is called back to the chat (``chat._notify``)."""
         self.turn_since: dict[str, float] = {}
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
-        self.listed: list[Mapping[str, Any]] = []
-        """The sessions ``/sessions`` or ``/resume`` listed last, in their numbers' order."""
         self.oldest_shown: int = 0
         """The index of the oldest turn of the session's state on screen (``/history`` pages back)."""
         self.fetched_before: str | None = None
@@ -103,8 +102,6 @@ class ChatCore:
         """The client seq of our ``turnStarted`` not yet echoed by the host."""
         self.eof = False
         """End of input came in a dialog: the chat ends once the turn is drawn."""
-        self.answered_requests: set[str] = set()
-        """Input requests the user was already asked (each is asked once)."""
         self.own_turns: set[str] = set()
         """Turns this client started (others' are introduced by their message)."""
         self.prefill: str = ""

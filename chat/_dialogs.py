@@ -45,6 +45,8 @@ class Dialogs:
 
     def __init__(self, core: ChatCore) -> None:
         self.core = core
+        self._answered_requests: set[str] = set()
+        """Input requests the user was already asked (each is asked once)."""
 
     async def line(self, still_needed: Callable[[], bool]) -> str | None:
         """The next typed line, or None when the dialog is moot (host moved on, Ctrl-C, EOF)."""
@@ -277,15 +279,15 @@ class Dialogs:
     async def settle_trust(self) -> None:
         """Answer the new session's question whether to trust its folder, if it asks one."""
         for request in actions.open_input_requests(self.core.state()):
-            if is_trust_request(request) and request.get("id") not in self.core.answered_requests:
-                self.core.answered_requests.add(request["id"])
+            if is_trust_request(request) and request.get("id") not in self._answered_requests:
+                self._answered_requests.add(request["id"])
                 await self.answer(request)
 
     async def idle_input_requests(self) -> bool:
         """Answer the session's first input request not asked yet; True if there was one."""
         for request in actions.open_input_requests(self.core.state()):
-            if request.get("id") not in self.core.answered_requests:
-                self.core.answered_requests.add(request["id"])
+            if request.get("id") not in self._answered_requests:
+                self._answered_requests.add(request["id"])
                 await self.answer(request)
                 return True
         return False

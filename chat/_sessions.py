@@ -12,7 +12,8 @@ that the loop follows only what happens from now on.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from chat._core import ChatCore
 from chat._dialogs import Dialogs
@@ -34,6 +35,8 @@ class Sessions:
     def __init__(self, core: ChatCore, dialogs: Dialogs) -> None:
         self.core = core
         self.dialogs = dialogs
+        self.listed: list[Mapping[str, Any]] = []
+        """The sessions ``/sessions`` or ``/resume`` listed last, in their numbers' order."""
 
     async def _listing(self, args: str) -> Listing | None:
         """The host's sessions by project (``chat.session_list``), shown; ``args`` may be ``--all``."""
@@ -41,7 +44,7 @@ class Sessions:
             self.core.note("usage: /sessions [--all] (--all: -p sessions too)")
             return None
         listing = arrange(await self.core.client.list_sessions(), self.core.cwd.as_uri(), show_all=args == "--all")
-        self.core.listed = list(listing.ordered)
+        self.listed = list(listing.ordered)
         self.core.write(render_session_list(listing, self.core.style, current=self.core.session, now_ms=time.time() * 1000))
         return listing
 
@@ -61,13 +64,13 @@ class Sessions:
                 return
             target = str(picked)
         if target.isdigit():
-            if not self.core.listed:
-                self.core.listed = list(arrange(await self.core.client.list_sessions(), self.core.cwd.as_uri()).ordered)
+            if not self.listed:
+                self.listed = list(arrange(await self.core.client.list_sessions(), self.core.cwd.as_uri()).ordered)
             index = int(target)
-            if not 1 <= index <= len(self.core.listed):
-                self.core.note(f"there is no session {index}; /resume lists {len(self.core.listed)}")
+            if not 1 <= index <= len(self.listed):
+                self.core.note(f"there is no session {index}; /resume lists {len(self.listed)}")
                 return
-            target = self.core.listed[index - 1]["resource"]
+            target = self.listed[index - 1]["resource"]
         await self.open(target if ":" in target else f"ahp-session:/{target}")
 
     def _draw(self) -> Callable[[list[tuple[str, str]]], str] | None:
