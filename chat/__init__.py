@@ -52,14 +52,18 @@ import shutil
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from chat._command_table import CLIENT_COMMANDS
 from chat._connect import ChatConnectError, connect
 from chat._notify import Notifier
 from chat._session import PERMISSION_MODES
-from chat._settings import EDITING_MODES, THEMES, ChatSettingsError, display_url, resolve_settings
+from chat._settings import EDITING_MODES, THEMES, ChatSettingsError, display_url, resolve_settings, split_token
+from chat._terminal import Terminal
 from chat._theme import resolve_theme
+from chat.oneshot import IDLE_TIMEOUT, run_oneshot
 from chat.render import Style
 from client import ROOT_CHANNEL, AhpClient
 
@@ -215,10 +219,6 @@ def _quiet_broken_pipe() -> int:
 async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:
     if embedded is None:
         return await _chat(args, settings)
-    from dataclasses import replace
-
-    from chat._settings import split_token
-
     async with embedded() as url:
         bare, token = split_token(url)
         return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host)
@@ -242,8 +242,6 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
             print(f"agent-host chat: {problem}", file=sys.stderr)
             return EXIT_USAGE
         if args.message is not None:
-            from chat.oneshot import IDLE_TIMEOUT, run_oneshot
-
             return await run_oneshot(
                 client,
                 args.message,
@@ -261,6 +259,8 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
                 permission_mode=getattr(args, "permission_mode", None),
                 idle_timeout=IDLE_TIMEOUT if args.timeout is None else (args.timeout or None),
             )
+        # The interactive chat's modules (rich, prompt_toolkit) only when it is what runs: not for -p.
+        from chat._core import ChatCore
         from chat.app import ChatApp
 
         app: ChatApp | None = None
@@ -276,7 +276,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
         terminal.start()
         terminal.follow(client)
         try:
-            app = ChatApp(
+            app = ChatApp(ChatCore(
                 client,
                 terminal,
                 style,
@@ -293,7 +293,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
                 find_host=find_host,
                 theme=theme,
                 notifier=notifier,
-            )
+            ))
             return await app.run()
         finally:
             terminal.restore()
@@ -338,12 +338,9 @@ def _is_tty(stream: TextIO) -> bool:
 
 def _terminal_for(complete: Any, editing_mode: str = "emacs", focus_reports: bool = False) -> Any:
     """The prompt_toolkit terminal where the terminal can draw it, else the line terminal."""
-    from chat._terminal import Terminal
-
     if not line_editing():
         return Terminal(sys.stdout)
-    from chat._prompt import HostCompleter, PromptTerminal, history_path
-    from chat.app import CLIENT_COMMANDS
+    from chat._prompt import HostCompleter, PromptTerminal, history_path  # prompt_toolkit: only where it draws
 
     return PromptTerminal(history_file=history_path(), completer=HostCompleter(complete, CLIENT_COMMANDS), color=style_for(sys.stdout).color,
                           editing_mode=editing_mode, focus_reports=focus_reports)

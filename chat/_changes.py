@@ -25,10 +25,11 @@ Nothing runs while a turn is running (its changes are not final); the commands s
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 from ahp.dialects.v0_2 import builders
+from chat._core import ChatCore
 from chat._dialogs import Dialogs
 from chat._markdown import render_edit
 from chat.render import clean, render_unified_diff
@@ -44,21 +45,23 @@ _CONFLICT = -32011
 _TURN_LIST = 20
 
 
-class Changes(Dialogs):
-    """The handlers of ``/diff``, ``/undo`` and ``/rewind`` (``chat._command_table``).
-    ``_pick`` (a number typed by the user) is ``Commands``'s, next in the chat's MRO."""
+class Changes:
+    """The handlers of ``/diff``, ``/undo`` and ``/rewind`` (``chat._command_table``), on the
+    chat's shared ``core``; the ``dialogs`` ask which turn and how, and show each file's changes."""
 
-    _pick: Callable[[str, int], Awaitable[int | None]]
+    def __init__(self, core: ChatCore, dialogs: Dialogs) -> None:
+        self.core = core
+        self.dialogs = dialogs
 
     # -- reading changesets ----------------------------------------------------------------------
 
     def _turns(self) -> list[dict[str, Any]]:
-        return [t for t in (self._state() or {}).get("turns") or () if isinstance(t, dict)]
+        return [t for t in (self.core.state() or {}).get("turns") or () if isinstance(t, dict)]
 
     def _catalogue(self) -> tuple[str | None, str | None]:
         """``(session changeset URI, per-turn template)`` from the session's summary."""
         session_uri = template = None
-        for entry in ((self._state() or {}).get("summary") or {}).get("changesets") or ():
+        for entry in ((self.core.state() or {}).get("summary") or {}).get("changesets") or ():
             uri = entry.get("uriTemplate") if isinstance(entry, dict) else None
             if isinstance(uri, str):
                 if "{turnId}" in uri:
@@ -68,44 +71,42 @@ class Changes(Dialogs):
         return session_uri, template
 
     def _turn_changeset(self, turn_id: str) -> str | None:
-        from urllib.parse import quote
-
         _, template = self._catalogue()
         return template.replace("{turnId}", quote(turn_id, safe="")) if template else None
 
     async def _files(self, uri: str) -> list[dict[str, Any]]:
         """The file entries of the changeset ``uri`` now (subscribed for the read, then let go)."""
-        await self.client.subscribe(uri)
+        await self.core.client.subscribe(uri)
         try:
-            return [f for f in (self.client.state(uri) or {}).get("files") or () if isinstance(f, dict)]
+            return [f for f in (self.core.client.state(uri) or {}).get("files") or () if isinstance(f, dict)]
         finally:
             try:
-                await self.client.unsubscribe(uri)
+                await self.core.client.unsubscribe(uri)
             except AhpClientError:
                 pass
 
     def _idle_session(self, what: str) -> bool:
         """True when there is a session with no turn running; otherwise says why ``what`` waits."""
-        if not self.session:
-            self._note(f"no session yet: nothing to {what}")
+        if not self.core.session:
+            self.core.note(f"no session yet: nothing to {what}")
             return False
-        if (self._state() or {}).get("activeTurn"):
-            self._note(f"a turn is running: wait for it (or Ctrl-C to cancel it) before you {what}")
+        if (self.core.state() or {}).get("activeTurn"):
+            self.core.note(f"a turn is running: wait for it (or Ctrl-C to cancel it) before you {what}")
             return False
         return True
 
     def _turn_number(self, text: str, turns: list[dict[str, Any]]) -> int | None:
         if not text.isdigit() or not 1 <= int(text) <= len(turns):
-            self._note(f"pick a turn from 1 to {len(turns)} (/history shows them)" if turns else "this session has no turns yet")
+            self.core.note(f"pick a turn from 1 to {len(turns)} (/history shows them)" if turns else "this session has no turns yet")
             return None
         return int(text)
 
     # -- /diff -----------------------------------------------------------------------------------
 
-    async def _cmd_diff(self, args: str) -> None:
+    async def diff(self, args: str) -> None:
         args = args.strip()
-        if not self.session:
-            self._note("no session yet: nothing has changed")
+        if not self.core.session:
+            self.core.note("no session yet: nothing has changed")
             return
         session_uri, _ = self._catalogue()
         if args:
@@ -119,29 +120,29 @@ class Changes(Dialogs):
             uri, title = session_uri, "This session's changes not yet kept or undone"
         files = await self._files(uri) if uri else []
         if not files:
-            self._note("(no file changes" + (f" in turn {args})" if args else " to review in this session)"))
+            self.core.note("(no file changes" + (f" in turn {args})" if args else " to review in this session)"))
             return
-        self._write(self.style.bold(title) + "\n" + render_change_list(files, self._display_path, self.style))
+        self.core.write(self.core.style.bold(title) + "\n" + render_change_list(files, self.dialogs.display_path, self.core.style))
         for entry in files:
             await self._show_diff(entry)
 
     async def _show_diff(self, entry: dict[str, Any]) -> None:
         edit = entry.get("edit") or {}
-        path = self._display_path(str(entry.get("id", "")))
+        path = self.dialogs.display_path(str(entry.get("id", "")))
         try:
-            old = await self._read_ref(edit.get("before"))
-            new = await self._read_ref(edit.get("after"))
+            old = await self.dialogs.read_ref(edit.get("before"))
+            new = await self.dialogs.read_ref(edit.get("after"))
         except AhpError as error:
-            self._note(f"(cannot show the changes to {clean(path)}: {error.message})")
+            self.core.note(f"(cannot show the changes to {clean(path)}: {error.message})")
             return
-        if self.rich:
-            self._write(render_edit(path, old, new, self.width(), self.theme))
+        if self.core.rich:
+            self.core.write(render_edit(path, old, new, self.core.width(), self.core.theme))
         else:
-            self._write(render_unified_diff(path, old, new, self.style))
+            self.core.write(render_unified_diff(path, old, new, self.core.style))
 
     # -- /undo -----------------------------------------------------------------------------------
 
-    async def _cmd_undo(self, args: str) -> None:
+    async def undo(self, args: str) -> None:
         args = args.strip()
         if not self._idle_session("undo"):
             return
@@ -152,43 +153,43 @@ class Changes(Dialogs):
             if files:
                 break
         else:
-            self._note("nothing to undo: no turn of this session has file changes left to undo")
+            self.core.note("nothing to undo: no turn of this session has file changes left to undo")
             return
         assert uri is not None  # the loop broke on a turn with files, so with a changeset
         message = _first_line((turns[number - 1].get("userMessage") or {}).get("text"))
-        self._write(self.style.bold(f"Turn {number}") + f" ({message}) changed:\n" + render_change_list(files, self._display_path, self.style))
-        self._ask("Undo these changes? Files changed since are left alone. [y/N] ")
-        answer = await self._dialog_line(lambda: True)
+        self.core.write(self.core.style.bold(f"Turn {number}") + f" ({message}) changed:\n" + render_change_list(files, self.dialogs.display_path, self.core.style))
+        self.core.ask("Undo these changes? Files changed since are left alone. [y/N] ")
+        answer = await self.dialogs.line(lambda: True)
         if answer is None or answer.strip().lower() not in ("y", "yes"):
-            self._note("(nothing undone)")
+            self.core.note("(nothing undone)")
             return
         await self._revert(number, uri)
 
     async def _revert(self, number: int, uri: str) -> bool:
         """Run the turn changeset's ``revert``; True when something was undone."""
         try:
-            result = await self.client.request("invokeChangesetOperation", {"channel": uri, "operationId": "revert"})
+            result = await self.core.client.request("invokeChangesetOperation", {"channel": uri, "operationId": "revert"})
         except AhpError as error:
             if error.code != _CONFLICT:
                 raise
-            self._problem(f"turn {number}: {error.message}")
+            self.core.problem(f"turn {number}: {error.message}")
             return False
-        self._note(f"(turn {number}) " + clean((result or {}).get("message") or "Undone."))
+        self.core.note(f"(turn {number}) " + clean((result or {}).get("message") or "Undone."))
         return True
 
     # -- /rewind ---------------------------------------------------------------------------------
 
-    async def _cmd_rewind(self, args: str) -> None:
+    async def rewind(self, args: str) -> None:
         args = args.strip()
         if not self._idle_session("rewind"):
             return
         turns = self._turns()
         if not turns:
-            self._note("this session has no turns yet: nothing to rewind")
+            self.core.note("this session has no turns yet: nothing to rewind")
             return
         words = args.split()
         if len(words) > 2 or (len(words) == 2 and words[1] not in REWIND_MODES):
-            self._note("usage: /rewind [N [both|conversation|files]]")
+            self.core.note("usage: /rewind [N [both|conversation|files]]")
             return
         if words:
             number = self._turn_number(words[0], turns)
@@ -209,24 +210,24 @@ class Changes(Dialogs):
 
     async def _pick_turn(self, turns: list[dict[str, Any]]) -> int | None:
         start = max(0, len(turns) - _TURN_LIST)
-        self._write(self.style.bold("Rewind to before which turn?") + "\n")
+        self.core.write(self.core.style.bold("Rewind to before which turn?") + "\n")
         if start:
-            self._note(f"  ({start} earlier turns: /rewind N)")
+            self.core.note(f"  ({start} earlier turns: /rewind N)")
         for index in range(start, len(turns)):
             text = _first_line((turns[index].get("userMessage") or {}).get("text"))
-            self._write(f"  {index + 1:>3}) {text}\n")
-        picked = await self._pick(f"Turn [1-{len(turns)}] (Enter cancels): ", len(turns))
+            self.core.write(f"  {index + 1:>3}) {text}\n")
+        picked = await self.dialogs.pick(f"Turn [1-{len(turns)}] (Enter cancels): ", len(turns))
         if picked is None:
-            self._note("(nothing rewound)")
+            self.core.note("(nothing rewound)")
         return picked
 
     async def _pick_mode(self, number: int) -> str | None:
         choices = [("both", "files and conversation"), ("conversation", "conversation only (files stay as they are)"),
                    ("files", "files only (the conversation stays)")]
-        self._write(f"Go back to before turn {number}:\n" + "".join(f"  {i}) {label}\n" for i, (_, label) in enumerate(choices, 1)))
-        picked = await self._pick("Choose [1-3] (Enter cancels): ", len(choices))
+        self.core.write(f"Go back to before turn {number}:\n" + "".join(f"  {i}) {label}\n" for i, (_, label) in enumerate(choices, 1)))
+        picked = await self.dialogs.pick("Choose [1-3] (Enter cancels): ", len(choices))
         if picked is None:
-            self._note("(nothing rewound)")
+            self.core.note("(nothing rewound)")
             return None
         return choices[picked - 1][0]
 
@@ -238,16 +239,16 @@ class Changes(Dialogs):
                 changed = True
                 await self._revert(later, uri)
         if not changed:
-            self._note(f"(no file changes to undo since turn {number})")
+            self.core.note(f"(no file changes to undo since turn {number})")
 
     def _rewind_conversation(self, turns: list[dict[str, Any]], number: int) -> None:
-        assert self.session is not None
-        self.client.dispatch(self.session, builders.session_truncated(turn_id=turns[number - 2]["id"] if number > 1 else None))
+        assert self.core.session is not None
+        self.core.client.dispatch(self.core.session, builders.session_truncated(turn_id=turns[number - 2]["id"] if number > 1 else None))
         text = str((turns[number - 1].get("userMessage") or {}).get("text") or "")
-        self._oldest_shown = 0
-        where = "its message is back in the input line" if self.terminal.prefills else f"its message was: {clean(text)}"
-        self._note(f"(the conversation now ends before turn {number}; {where})")
-        self._prefill = text
+        self.core.oldest_shown = 0
+        where = "its message is back in the input line" if self.core.terminal.prefills else f"its message was: {clean(text)}"
+        self.core.note(f"(the conversation now ends before turn {number}; {where})")
+        self.core.prefill = text
 
 
 def _first_line(text: Any, limit: int = 70) -> str:

@@ -1,10 +1,11 @@
 """The terminal client's own slash commands, in one table.
 
-Each row names a command (and its other spellings), how ``/help`` shows it, and the chat method
-that runs it with the rest of the line. Everything else reads this table: the dispatcher
-(``Commands._command``), the completer's list of client commands (``CLIENT_COMMANDS``) and the
-help text (``help_text``). A line starting with ``/`` whose name is not here goes to the host as a
-command, skill or prompt (``Commands._host_command``).
+Each row names a command (and its other spellings), how ``/help`` shows it, and the handler that
+runs it with the rest of the line: a method of one of the chat's parts, named by its path from the
+chat (``changes.diff``: ``ChatApp.changes``'s ``diff``). Everything else reads this table: the
+dispatcher (``ChatApp._command``), the completer's list of client commands (``CLIENT_COMMANDS``)
+and the help text (``help_text``). A line starting with ``/`` whose name is not here goes to the
+host as a command, skill or prompt (``Commands.host_command``).
 
 Data and two pure functions; no I/O.
 """
@@ -25,45 +26,46 @@ class ClientCommand:
     """How ``/help`` shows it being typed (``/resume [N|ID]``)."""
     summary: str
     handler: str
-    """The chat's method that runs it, given what was typed after the name."""
+    """The part's method that runs it, given what was typed after the name, as its path from the
+    chat (``part.method``)."""
 
 
 COMMANDS: tuple[ClientCommand, ...] = (
-    ClientCommand(("sessions",), "/sessions [--all]", "sessions, this directory's first", "_cmd_sessions"),
-    ClientCommand(("resume",), "/resume [N|ID]", "pick a session to go on with (--all: sub-agents, -p runs too)", "_cmd_resume"),
-    ClientCommand(("new",), "/new", "start a new session", "_cmd_new"),
-    ClientCommand(("fork",), "/fork [N]", "fork this session at turn N (default: the last)", "_cmd_fork"),
-    ClientCommand(("history",), "/history", "show older turns", "_cmd_history"),
-    ClientCommand(("agent", "agents"), "/agent [NAME]", "list agents, or start a new session with NAME", "_cmd_agent"),
-    ClientCommand(("model", "models"), "/model [ID k=v ...]", "list or switch models", "_cmd_model"),
-    ClientCommand(("title",), "/title TEXT", "rename this session", "_cmd_title"),
-    ClientCommand(("queue",), "/queue TEXT", "queue a message for after the running turn", "_cmd_queue"),
-    ClientCommand(("tools",), "/tools", "the session's tools", "_cmd_tools"),
-    ClientCommand(("mcp",), "/mcp [log NAME]", "MCP servers, their state, errors and log (log NAME: one server's)", "_cmd_mcp"),
-    ClientCommand(("plugins",), "/plugins", "plugins, their problems and notes", "_cmd_plugins"),
+    ClientCommand(("sessions",), "/sessions [--all]", "sessions, this directory's first", "sessions.sessions"),
+    ClientCommand(("resume",), "/resume [N|ID]", "pick a session to go on with (--all: sub-agents, -p runs too)", "sessions.resume"),
+    ClientCommand(("new",), "/new", "start a new session", "sessions.new"),
+    ClientCommand(("fork",), "/fork [N]", "fork this session at turn N (default: the last)", "sessions.fork"),
+    ClientCommand(("history",), "/history", "show older turns", "sessions.history"),
+    ClientCommand(("agent", "agents"), "/agent [NAME]", "list agents, or start a new session with NAME", "commands.agent"),
+    ClientCommand(("model", "models"), "/model [ID k=v ...]", "list or switch models", "commands.model"),
+    ClientCommand(("title",), "/title TEXT", "rename this session", "commands.title"),
+    ClientCommand(("queue",), "/queue TEXT", "queue a message for after the running turn", "commands.queue"),
+    ClientCommand(("tools",), "/tools", "the session's tools", "commands.tools"),
+    ClientCommand(("mcp",), "/mcp [log NAME]", "MCP servers, their state, errors and log (log NAME: one server's)", "commands.mcp"),
+    ClientCommand(("plugins",), "/plugins", "plugins, their problems and notes", "commands.plugins"),
     ClientCommand(("plugin",), "/plugin [...]", "Claude Code marketplaces and plugins: /plugin marketplace add owner/repo, "
-                  "/plugin install NAME@MARKET", "_cmd_plugin"),
-    ClientCommand(("context",), "/context", "tokens used of the context window", "_cmd_context"),
-    ClientCommand(("cost", "usage"), "/cost", "tokens used per model", "_cmd_cost"),
-    ClientCommand(("compact",), "/compact [FOCUS]", "summarise older turns (model agents)", "_cmd_compact"),
+                  "/plugin install NAME@MARKET", "commands.plugin"),
+    ClientCommand(("context",), "/context", "tokens used of the context window", "commands.context"),
+    ClientCommand(("cost", "usage"), "/cost", "tokens used per model", "commands.cost"),
+    ClientCommand(("compact",), "/compact [FOCUS]", "summarise older turns (model agents)", "commands.compact"),
     ClientCommand(("permissions",), "/permissions [revoke N]", "remembered approvals; revoke N forgets one (\"Always allow\")",
-                  "_cmd_permissions"),
-    ClientCommand(("diff",), "/diff [N]", "files changed in this session (in turn N)", "_cmd_diff"),
-    ClientCommand(("undo",), "/undo", "undo the last turn's file changes", "_cmd_undo"),
+                  "commands.permissions"),
+    ClientCommand(("diff",), "/diff [N]", "files changed in this session (in turn N)", "changes.diff"),
+    ClientCommand(("undo",), "/undo", "undo the last turn's file changes", "changes.undo"),
     ClientCommand(("rewind",), "/rewind [N [MODE]]", "go back to before turn N (MODE: both, conversation or files)",
-                  "_cmd_rewind"),
-    ClientCommand(("trust",), "/trust [add|revoke [DIR]]", "trusted folders; trust a folder or stop trusting it", "_cmd_trust"),
+                  "changes.rewind"),
+    ClientCommand(("trust",), "/trust [add|revoke [DIR]]", "trusted folders; trust a folder or stop trusting it", "commands.trust"),
     ClientCommand(("mode",), "/mode [MODE]", "permission mode: default, accept-edits, plan or full-auto (Shift+Tab cycles)",
-                  "_cmd_mode"),
-    ClientCommand(("init",), "/init [FOCUS]", "have the agent write (or improve) AGENTS.md for this project", "_cmd_init"),
+                  "modes.command"),
+    ClientCommand(("init",), "/init [FOCUS]", "have the agent write (or improve) AGENTS.md for this project", "commands.init"),
     ClientCommand(("paste-image",), "/paste-image", "the clipboard's image goes with your next message (models that see "
-                  "images only)", "_cmd_paste_image"),
-    ClientCommand(("help", "?"), "/help", "this help", "_cmd_help"),
-    ClientCommand(("quit", "exit"), "/quit", "exit", "_cmd_quit"),
+                  "images only)", "commands.paste_image"),
+    ClientCommand(("help", "?"), "/help", "this help", "commands.help"),
+    ClientCommand(("quit", "exit"), "/quit", "exit", "commands.quit"),
 )
 
 HANDLERS: dict[str, str] = {name: command.handler for command in COMMANDS for name in command.names}
-"""Every spelling → the method that runs it."""
+"""Every spelling → the handler that runs it (its path from the chat)."""
 
 CLIENT_COMMANDS: tuple[str, ...] = tuple(name for command in COMMANDS for name in command.names if name != "?")
 """The names the completer offers as the client's own (the host offers more through ``completions``)."""

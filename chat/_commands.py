@@ -1,6 +1,7 @@
-"""The interactive chat's slash commands: sessions (list, resume, new, fork, history), agents
-and models, the title, the queue, compaction, remembered approvals (``/permissions``, listed and
-revoked through the root config the host shares with every client), help and quit; any other ``/name args`` is a
+"""The interactive chat's slash commands (but for those of sessions: ``chat._sessions``; ``/diff``,
+``/undo``, ``/rewind``: ``chat._changes``; and ``/mode``: ``chat._modes``): agents and models, the
+title, the queue, compaction, remembered approvals (``/permissions``, listed and revoked through
+the root config the host shares with every client), help and quit; any other ``/name args`` is a
 command, skill or prompt the host offers through ``completions`` (project ``.claude/commands``,
 plugin ``plugin:cmd``, ...) and is sent as a message with its attachment.
 
@@ -22,28 +23,24 @@ for the next message, as image files named with ``@path`` or pasted as paths are
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from ahp.dialects.v0_2 import builders
 from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
 from chat._answers import AnswerError, model_selection, session_directory
-from chat._command_table import CLIENT_COMMANDS, HANDLERS
 from chat._core import ChatCore, ChatExit
 from chat._images import ImageError, clipboard_image, image_attachment
-from chat._markdown import MarkdownStream, drawn
+from chat._messages import Messages
 from chat._plugin_command import plugin_command
-from chat._terminal import Eof, Interrupt, Line
+from chat._sessions import Sessions
 from chat.render import (
     HELP_TEXT,
     clean,
     render_agents,
-    render_history,
     render_models,
 )
-from chat.session_list import Listing, arrange, render_session_list
 from chat.views import (
     REMEMBERED,
     remembered_scope,
@@ -59,7 +56,7 @@ from chat.views import (
 )
 from client import ROOT_CHANNEL, AhpClientError, AhpError
 
-__all__ = ["Commands", "CLIENT_COMMANDS", "INIT_PROMPT"]
+__all__ = ["Commands", "INIT_PROMPT"]
 
 INIT_PROMPT = """\
 Study this project and write an AGENTS.md file at the root of the working directory: the guide a \
@@ -89,355 +86,202 @@ file. When it is written, say in a few lines what it holds."""
 """What ``/init`` asks the agent (a fixed text, so that the request is the same every time)."""
 
 _METHOD_NOT_FOUND = -32601
-_HISTORY_PAGE = 10
 
 
-class Commands(ChatCore):
-    """``/command`` handlers; ``_command(name, args, text)`` dispatches to them."""
+class Commands:
+    """The handlers of the client's other slash commands (``chat._command_table``) and of the
+    host's (``host_command``), on the chat's shared ``core``; the ``messages`` send what a command
+    sends, and ``/agent NAME`` starts a new session (``sessions``)."""
 
-    _cmd_mode: Callable[[str], Awaitable[None]]
-    """``Modes``'s, later in the chat's MRO."""
-    _cmd_diff: Callable[[str], Awaitable[None]]
-    _cmd_undo: Callable[[str], Awaitable[None]]
-    _cmd_rewind: Callable[[str], Awaitable[None]]
-    """``Changes``'s, earlier in the chat's MRO."""
+    def __init__(self, core: ChatCore, messages: Messages, sessions: Sessions) -> None:
+        self.core = core
+        self.messages = messages
+        self.sessions = sessions
 
-    async def _command(self, name: str, args: str, text: str) -> None:
-        """Run client command ``name`` (``chat._command_table``) or hand the line to the host."""
-        method = HANDLERS.get(name)
-        handler: Callable[[str], Awaitable[None]] | None = getattr(self, method) if method is not None else None
-        try:
-            if handler is not None:
-                await handler(args)
-            else:
-                await self._host_command(name, text)
-        except AhpError as error:
-            self._problem(error.message)
-
-    async def _cmd_help(self, args: str) -> None:
-        self._write(HELP_TEXT)
-        if not self.session:
-            self._note("(the host's commands and skills for a session are listed here once it exists)")
+    async def help(self, args: str) -> None:
+        self.core.write(HELP_TEXT)
+        if not self.core.session:
+            self.core.note("(the host's commands and skills for a session are listed here once it exists)")
             return
         try:
             entries = await self._host_entries("/")
         except AhpError:  # a host without completions offers no commands
             entries = {}
         if entries:
-            self._write("The host offers, in this session (/NAME args):\n")
+            self.core.write("The host offers, in this session (/NAME args):\n")
             for name, item in sorted(entries.items()):
                 attachment = item.get("attachment") or {}
                 kind = clean((attachment.get("_meta") or {}).get("kind") or attachment.get("displayKind") or "")
-                self._write(f"  /{clean(name):<30} {self.style.dim(kind)}\n")
+                self.core.write(f"  /{clean(name):<30} {self.core.style.dim(kind)}\n")
 
-    async def _cmd_compact(self, args: str) -> None:
+    async def compact(self, args: str) -> None:
         """``/compact [FOCUS]``: a turn whose text the host's model agents read as "compact now"."""
-        await self._send("/compact" + (f" {args.strip()}" if args.strip() else ""))
+        await self.messages.send("/compact" + (f" {args.strip()}" if args.strip() else ""))
 
-    async def _cmd_init(self, args: str) -> None:
+    async def init(self, args: str) -> None:
         """``/init [FOCUS]``: ask the agent to write (or improve) the project's AGENTS.md."""
-        self._note("(asking the agent to study the project and write AGENTS.md; you confirm the file before it is written)")
+        self.core.note("(asking the agent to study the project and write AGENTS.md; you confirm the file before it is written)")
         focus = args.strip()
-        await self._send(INIT_PROMPT + (f"\n\nThe user adds: {focus}" if focus else ""))
+        await self.messages.send(INIT_PROMPT + (f"\n\nThe user adds: {focus}" if focus else ""))
 
-    async def _cmd_paste_image(self, args: str) -> None:
+    async def paste_image(self, args: str) -> None:
         """``/paste-image``: the clipboard's image goes with the next message (``chat._images``)."""
-        sees, model = self._sees_images()
+        sees, model = self.messages.sees_images()
         if sees is False:
-            self._problem(f"{model} cannot see images; pick a model that can with /model")
+            self.core.problem(f"{model} cannot see images; pick a model that can with /model")
             return
         try:
             data, kind = await clipboard_image()
-            label = f"clipboard image {len(self._pasted_images) + 1}"
-            self._pasted_images.append(image_attachment(data, label, kind))
+            label = f"clipboard image {len(self.messages.pasted_images) + 1}"
+            self.messages.pasted_images.append(image_attachment(data, label, kind))
         except ImageError as error:
-            self._problem(str(error))
+            self.core.problem(str(error))
             return
-        self._note(f"({label}: {kind}, {max(1, len(data) // 1024)} KB, goes with your next message)")
+        self.core.note(f"({label}: {kind}, {max(1, len(data) // 1024)} KB, goes with your next message)")
 
-    async def _cmd_quit(self, args: str) -> None:
+    async def quit(self, args: str) -> None:
         raise ChatExit(0)
 
-    async def _cmd_queue(self, args: str) -> None:
+    async def queue(self, args: str) -> None:
         if not args:
-            self._note("usage: /queue TEXT")
-        elif await self._ensure_session():
-            self._send_pending("queued", args)
+            self.core.note("usage: /queue TEXT")
+        elif await self.messages.ensure_session():
+            self.messages.send_pending("queued", args)
 
     # -- views of the session ---------------------------------------------------------------------
 
     async def _session_view(self) -> dict[str, Any] | None:
         """The session to show (created now if there is none yet: its tools and servers exist from the start)."""
-        if not await self._ensure_session():
+        if not await self.messages.ensure_session():
             return None
-        return self._state() or {}
+        return self.core.state() or {}
 
-    async def _cmd_tools(self, args: str) -> None:
+    async def tools(self, args: str) -> None:
         if (state := await self._session_view()) is not None:
-            self._write(render_tools(state, self.style))
+            self.core.write(render_tools(state, self.core.style))
 
-    async def _cmd_mcp(self, args: str) -> None:
+    async def mcp(self, args: str) -> None:
         """``/mcp`` lists the session's MCP servers; ``/mcp log NAME`` shows one server's log."""
         verb, _, name = args.strip().partition(" ")
         if (state := await self._session_view()) is not None:
             if verb == "log" and name.strip():
-                self._write(render_mcp_log(state, name.strip(), self.style))
+                self.core.write(render_mcp_log(state, name.strip(), self.core.style))
             elif verb:
-                self._note("usage: /mcp, or /mcp log NAME for one server's log")
+                self.core.note("usage: /mcp, or /mcp log NAME for one server's log")
             else:
-                self._write(render_mcp(state, self.style))
+                self.core.write(render_mcp(state, self.core.style))
 
-    async def _cmd_plugins(self, args: str) -> None:
+    async def plugins(self, args: str) -> None:
         if (state := await self._session_view()) is not None:
-            self._write(render_plugins(state, self.style))
+            self.core.write(render_plugins(state, self.core.style))
 
-    async def _cmd_plugin(self, args: str) -> None:
+    async def plugin(self, args: str) -> None:
         """``/plugin ...``: Claude Code marketplaces and plugins through the root config (``chat._plugin_command``)."""
 
         async def change(values: dict[str, Any]) -> str | None:
-            outcome = await self.client.outcome(self.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": values}))
+            outcome = await self.core.client.outcome(self.core.client.dispatch(ROOT_CHANNEL, {"type": "root/configChanged", "config": values}))
             return None if outcome.status == "accepted" else str(outcome.reason)
 
         async def wait(predicate: Callable[[], bool]) -> bool:
             try:
-                await self.client.wait_for(lambda m, e: predicate(), timeout=300)
+                await self.core.client.wait_for(lambda m, e: predicate(), timeout=300)
             except AhpClientError:
                 return False
             return True
 
-        await plugin_command(args, config=lambda: (self.client.state(ROOT_CHANNEL) or {}).get("config"),
-                             session=self._state() if self.session else None, change=change, wait=wait,
-                             write=self._write, note=self._note, problem=self._problem, style=self.style)
+        await plugin_command(args, config=lambda: (self.core.client.state(ROOT_CHANNEL) or {}).get("config"),
+                             session=self.core.state() if self.core.session else None, change=change, wait=wait,
+                             write=self.core.write, note=self.core.note, problem=self.core.problem, style=self.core.style)
 
-    async def _cmd_trust(self, args: str) -> None:
+    async def trust(self, args: str) -> None:
         """``/trust`` lists the trusted folders; ``/trust add [FOLDER]`` and ``/trust revoke [FOLDER]``
         change the host's list (``root/configChanged``; FOLDER defaults to this session's folder)."""
         verb, _, rest = args.partition(" ")
-        state = self._state() if self.session else None
+        state = self.core.state() if self.core.session else None
         folder = os.path.realpath(os.path.expanduser(rest.strip())) if rest.strip() else \
-            os.path.realpath(session_directory(state, self.cwd) if state else self.cwd)
-        root = self.client.state(ROOT_CHANNEL) or {}
+            os.path.realpath(session_directory(state, self.core.cwd) if state else self.core.cwd)
+        root = self.core.client.state(ROOT_CHANNEL) or {}
         listed = trusted_folders(root.get("config"))
         if not verb:
-            self._write(render_trust(root, folder, state, self.style))
+            self.core.write(render_trust(root, folder, state, self.core.style))
             return
         if verb not in ("add", "revoke"):
-            self._note("usage: /trust, /trust add [FOLDER], /trust revoke [FOLDER]")
+            self.core.note("usage: /trust, /trust add [FOLDER], /trust revoke [FOLDER]")
             return
         changed = with_folder(listed, folder) if verb == "add" else without_folder(listed, folder)
         if changed == listed:
-            self._note(f"(nothing to change: {clean(folder)} is {'already' if verb == 'add' else 'not'} in the host's list"
-                       + ("" if verb == "add" else "; a folder above it, the host's own config or a client's workspace trust (VS Code's)"
-                          " may trust it: /trust shows which") + ")")
+            self.core.note(f"(nothing to change: {clean(folder)} is {'already' if verb == 'add' else 'not'} in the host's list"
+                           + ("" if verb == "add" else "; a folder above it, the host's own config or a client's workspace trust (VS Code's)"
+                              " may trust it: /trust shows which") + ")")
             return
-        outcome = await self.client.outcome(self.client.dispatch(ROOT_CHANNEL, builders.root_config_changed(config={CONFIG_KEY: changed})))
+        outcome = await self.core.client.outcome(self.core.client.dispatch(ROOT_CHANNEL, builders.root_config_changed(config={CONFIG_KEY: changed})))
         if outcome.status != "accepted":
-            self._problem(f"the host refused it: {outcome.reason}")
+            self.core.problem(f"the host refused it: {outcome.reason}")
             return
-        self._note(f"({'trusted' if verb == 'add' else 'no longer trusted'}: {clean(folder)})")
+        self.core.note(f"({'trusted' if verb == 'add' else 'no longer trusted'}: {clean(folder)})")
 
-    async def _cmd_context(self, args: str) -> None:
+    async def context(self, args: str) -> None:
         if (state := await self._session_view()) is not None:
-            self._write(render_context(state, self._agents(), self.style))
+            self.core.write(render_context(state, self._agents(), self.core.style))
 
-    async def _cmd_cost(self, args: str) -> None:
+    async def cost(self, args: str) -> None:
         if (state := await self._session_view()) is not None:
-            self._write(render_cost(state, self.style))
+            self.core.write(render_cost(state, self.core.style))
 
-    async def _listing(self, args: str) -> Listing | None:
-        """The host's sessions by project (``chat.session_list``), shown; ``args`` may be ``--all``."""
-        if args not in ("", "--all"):
-            self._note("usage: /sessions [--all] (--all: -p sessions too)")
-            return None
-        listing = arrange(await self.client.list_sessions(), self.cwd.as_uri(), show_all=args == "--all")
-        self._listed = list(listing.ordered)
-        self._write(render_session_list(listing, self.style, current=self.session, now_ms=time.time() * 1000))
-        return listing
-    async def _cmd_permissions(self, args: str) -> None:
+    async def permissions(self, args: str) -> None:
         """``/permissions``: the host's remembered approvals; ``/permissions revoke N`` forgets one."""
         words = args.split()
-        config = (self.client.state(ROOT_CHANNEL) or {}).get("config")
+        config = (self.core.client.state(ROOT_CHANNEL) or {}).get("config")
         if not words:
-            self._write(render_permissions(config, self.style))
+            self.core.write(render_permissions(config, self.core.style))
             return
         if words[0] not in ("revoke", "rm") or len(words) != 2 or not words[1].isdigit():
-            self._note("usage: /permissions (list) or /permissions revoke N")
+            self.core.note("usage: /permissions (list) or /permissions revoke N")
             return
         found = without_remembered(config, int(words[1]))
         if found is None:
-            self._note(f"there is no remembered approval {words[1]}; /permissions lists them")
+            self.core.note(f"there is no remembered approval {words[1]}; /permissions lists them")
             return
         remaining, entry = found
-        seq = self.client.dispatch(ROOT_CHANNEL, builders.root_config_changed(config={REMEMBERED: remaining}))
-        outcome = await self.client.outcome(seq)
+        seq = self.core.client.dispatch(ROOT_CHANNEL, builders.root_config_changed(config={REMEMBERED: remaining}))
+        outcome = await self.core.client.outcome(seq)
         if outcome.status != "accepted":
-            self._problem(f"the host did not revoke it: {outcome.reason}")
+            self.core.problem(f"the host did not revoke it: {outcome.reason}")
             return
-        self._note(f"(revoked: {clean(str(entry.get('rule')))} for {remembered_scope(entry)}; such calls ask again)")
-
-    async def _cmd_sessions(self, args: str) -> None:
-        await self._listing(args.strip())
-
-    async def _cmd_resume(self, args: str) -> None:
-        """``/resume`` (or ``--all``): list and pick; ``/resume N``: from the last list; else an id or URI."""
-        target = args.strip()
-        if target in ("", "--all"):
-            listing = await self._listing(target)
-            if listing is None or not listing.ordered:
-                return
-            picked = await self._pick(f"Resume which? [1-{len(listing.ordered)}] (Enter cancels): ", len(listing.ordered))
-            if picked is None:
-                self._note("(nothing resumed)")
-                return
-            target = str(picked)
-        if target.isdigit():
-            if not self._listed:
-                self._listed = list(arrange(await self.client.list_sessions(), self.cwd.as_uri()).ordered)
-            index = int(target)
-            if not 1 <= index <= len(self._listed):
-                self._note(f"there is no session {index}; /resume lists {len(self._listed)}")
-                return
-            target = self._listed[index - 1]["resource"]
-        await self._open_session(target if ":" in target else f"ahp-session:/{target}")
-
-    async def _pick(self, prompt: str, count: int) -> int | None:
-        """A number from 1 to ``count`` typed by the user; None for an empty line or Ctrl-C."""
-        self._ask(prompt)
-        while True:
-            item = await self._next()
-            if isinstance(item, Eof):
-                raise ChatExit(0)
-            if isinstance(item, Interrupt):
-                return None
-            if not isinstance(item, Line):
-                continue  # the host's news: keep waiting for the answer
-            text = item.text.strip()
-            if not text:
-                return None
-            if text.isdigit() and 1 <= int(text) <= count:
-                return int(text)
-            self._ask(f"type a number from 1 to {count}, or Enter to cancel: ")
-
-    def _draw(self) -> Callable[[list[tuple[str, str]]], str] | None:
-        """How history turns are drawn: as live ones are (markdown rendered) in a colour terminal."""
-        if not self.rich:
-            return None
-
-        def draw(chunks: list[tuple[str, str]]) -> str:
-            answer = MarkdownStream(self.width(), theme=self.theme)
-            return drawn(chunks, answer) + answer.finish()
-
-        return draw
-
-    async def _open_session(self, uri: str) -> None:
-        try:
-            await self.client.subscribe(uri)
-        except AhpError as error:
-            self._problem(f"cannot open {uri}: {error.message}")
-            return
-        old, self.session = self.session, uri
-        if old and old != uri:
-            try:
-                await self.client.unsubscribe(old)
-            except AhpClientError:
-                pass
-        state = self._state() or {}
-        summary = state.get("summary") or {}
-        self.provider = summary.get("provider", self.provider)
-        turns = state.get("turns") or []
-        # Turns already finished are history, not something to follow live.
-        self._done_turns.update(t.get("id") for t in turns)
-        start = max(0, len(turns) - _HISTORY_PAGE)
-        self._write(self.style.bold(f"── {clean(summary.get('title') or 'session')} ──") + self.style.dim(f" {uri}") + "\n")
-        self._write(render_history(turns[start:], self.style, first_number=start + 1, draw=self._draw()))
-        self._oldest_shown = start
-        self._fetched_before = turns[0]["id"] if turns else None
-        if start > 0:
-            self._note(f"({start} earlier turns: /history)")
-
-    async def _cmd_history(self, args: str) -> None:
-        if not self.session:
-            self._note("no session yet")
-            return
-        turns = (self._state() or {}).get("turns") or []
-        if self._oldest_shown > 0:
-            start = max(0, self._oldest_shown - _HISTORY_PAGE)
-            self._write(render_history(turns[start : self._oldest_shown], self.style, first_number=start + 1, draw=self._draw()))
-            self._oldest_shown = start
-            if start > 0:
-                self._note(f"({start} earlier turns: /history)")
-            return
-        if self._fetched_before is None:
-            self._note("(no earlier turns)")
-            return
-        page = await self.client.fetch_turns(self.session, before=self._fetched_before, limit=_HISTORY_PAGE)
-        older = page.get("turns") or []
-        if not older:
-            self._note("(no earlier turns)")
-            self._fetched_before = None
-            return
-        self._write("".join(render_history([t], self.style, draw=self._draw()).replace("#1 ", "earlier ") for t in older))
-        self._fetched_before = older[0]["id"] if page.get("hasMore") else None
-
-    async def _cmd_new(self, args: str) -> None:
-        if self.session:
-            try:
-                await self.client.unsubscribe(self.session)
-            except AhpClientError:
-                pass
-        self.session = None
-        self._note("(a new session starts with your next message)")
-
-    async def _cmd_fork(self, args: str) -> None:
-        state = self._state()
-        turns = (state or {}).get("turns") or []
-        if not self.session or not turns:
-            self._note("nothing to fork yet: a fork copies a session's finished turns")
-            return
-        number = int(args) if args.strip().isdigit() else len(turns)
-        if not 1 <= number <= len(turns):
-            self._note(f"pick a turn from 1 to {len(turns)}")
-            return
-        source = self.session
-        provider = (state or {}).get("summary", {}).get("provider")
-        fork = await self.client.create_session(
-            provider=provider, fork={"session": source, "turnId": turns[number - 1]["id"]}, subscribe=False
-        )
-        self._note(f"(forked at turn {number})")
-        await self._open_session(fork)
+        self.core.note(f"(revoked: {clean(str(entry.get('rule')))} for {remembered_scope(entry)}; such calls ask again)")
 
     def _agents(self) -> list[dict[str, Any]]:
-        return list((self.client.state(ROOT_CHANNEL) or {}).get("agents") or [])
+        return list((self.core.client.state(ROOT_CHANNEL) or {}).get("agents") or [])
 
-    async def _cmd_agent(self, args: str) -> None:
+    async def agent(self, args: str) -> None:
         name = args.strip()
         agents = self._agents()
         if not name:
-            self._write(render_agents(agents, self.style, current=self.provider))
+            self.core.write(render_agents(agents, self.core.style, current=self.core.provider))
             return
         if any(a.get("provider") == name for a in agents):
-            self.provider = name
-            self.model = None
-            if self.session:
-                await self._cmd_new("")
+            self.core.provider = name
+            self.core.model = None
+            if self.core.session:
+                await self.sessions.new("")
             else:
-                self._note("(a new session starts with your next message)")
-            self._note(f"(agent {name})")
+                self.core.note("(a new session starts with your next message)")
+            self.core.note(f"(agent {name})")
             return
         # Not a host agent: maybe an agent customization offered inside this session.
-        for container in (self._state() or {}).get("customizations") or ():
+        for container in (self.core.state() or {}).get("customizations") or ():
             for child in container.get("children") or ():
                 if child.get("type") == "agent" and name in (child.get("name"), child.get("id"), child.get("uri")):
-                    assert self.session is not None
-                    self.client.dispatch(self.session, builders.session_agent_changed(agent={"uri": child["uri"]}))
-                    self._note(f"(agent {clean(child.get('name'))} from the next turn)")
+                    assert self.core.session is not None
+                    self.core.client.dispatch(self.core.session, builders.session_agent_changed(agent={"uri": child["uri"]}))
+                    self.core.note(f"(agent {clean(child.get('name'))} from the next turn)")
                     return
         known = ", ".join(str(a.get("provider")) for a in agents) or "none"
-        self._note(f"no agent {name!r} (agents: {known})")
+        self.core.note(f"no agent {name!r} (agents: {known})")
 
-    async def _cmd_model(self, args: str) -> None:
-        provider = self.provider
-        state = self._state()
+    async def model(self, args: str) -> None:
+        provider = self.core.provider
+        state = self.core.state()
         if state:
             provider = state.get("summary", {}).get("provider", provider)
         if provider is None:  # no session yet and no /agent: the host will pick, any agent's model may do
@@ -445,35 +289,35 @@ class Commands(ChatCore):
         else:
             agent = next((a for a in self._agents() if a.get("provider") == provider), {})
             models = agent.get("models") or []
-        current = (state or {}).get("summary", {}).get("model") if state else self.model
+        current = (state or {}).get("summary", {}).get("model") if state else self.core.model
         if not args.strip():
-            self._write(render_models(models, self.style, current=current))
+            self.core.write(render_models(models, self.core.style, current=current))
             return
         try:
             selection = model_selection(args.split(), models)
         except AnswerError as error:
-            self._note(str(error))
+            self.core.note(str(error))
             return
-        if self.session:
-            self.client.dispatch(self.session, builders.session_model_changed(model=selection))
-            self._note(f"(model {selection['id']} from the next turn)")
+        if self.core.session:
+            self.core.client.dispatch(self.core.session, builders.session_model_changed(model=selection))
+            self.core.note(f"(model {selection['id']} from the next turn)")
         else:
-            self.model = selection
-            self._note(f"(model {selection['id']} for the new session)")
+            self.core.model = selection
+            self.core.note(f"(model {selection['id']} for the new session)")
 
-    async def _cmd_title(self, args: str) -> None:
+    async def title(self, args: str) -> None:
         if not args.strip():
-            self._note("usage: /title TEXT")
-        elif await self._ensure_session():
-            assert self.session is not None
-            self.client.dispatch(self.session, builders.session_title_changed(title=args.strip()))
+            self.core.note("usage: /title TEXT")
+        elif await self.messages.ensure_session():
+            assert self.core.session is not None
+            self.core.client.dispatch(self.core.session, builders.session_title_changed(title=args.strip()))
 
     async def completions(self, text: str, offset: int) -> list[dict[str, Any]]:
         """The host's completion items for ``text`` typed so far (none without a session)."""
-        if not self.session:
+        if not self.core.session:
             return []
         try:
-            result = await self.client.request("completions", {"channel": self.session, "kind": "userMessage", "text": text, "offset": offset})
+            result = await self.core.client.request("completions", {"channel": self.core.session, "kind": "userMessage", "text": text, "offset": offset})
         except (AhpError, AhpClientError):
             return []
         return [i for i in (result or {}).get("items") or () if isinstance(i, dict)]
@@ -482,9 +326,9 @@ class Commands(ChatCore):
         """The host's ``/`` completion items for ``typed`` (``/`` + a name prefix), by command name.
 
         Raises ``AhpError`` when the host refuses (e.g. it does not support completions)."""
-        assert self.session is not None
-        result = await self.client.request(  # AHP offsets are UTF-16 code units
-            "completions", {"channel": self.session, "kind": "userMessage", "text": typed, "offset": utf16_length(typed)}
+        assert self.core.session is not None
+        result = await self.core.client.request(  # AHP offsets are UTF-16 code units
+            "completions", {"channel": self.core.session, "kind": "userMessage", "text": typed, "offset": utf16_length(typed)}
         )
         entries: dict[str, dict[str, Any]] = {}
         for item in (result or {}).get("items") or ():
@@ -493,18 +337,18 @@ class Commands(ChatCore):
                 entries.setdefault(insert[1:].split()[0], item)
         return entries
 
-    async def _host_command(self, name: str, text: str) -> None:
+    async def host_command(self, name: str, text: str) -> None:
         """``/name args``: a command or skill the host offers through ``completions``, matched by
         its name alone; the line is sent whole (the host expands the arguments)."""
-        if not await self._ensure_session():
+        if not await self.messages.ensure_session():
             return
         try:
             entries = await self._host_entries("/" + name)
         except AhpError as error:
             if error.code == _METHOD_NOT_FOUND:
-                self._note(f"/{name}: this host does not offer commands or skills (it does not support completions yet); /help lists the client's commands")
+                self.core.note(f"/{name}: this host does not offer commands or skills (it does not support completions yet); /help lists the client's commands")
             else:
-                self._problem(f"/{name}: {error.message}")
+                self.core.problem(f"/{name}: {error.message}")
             return
         match = entries.get(name)
         if match is None:  # a bare name the host knows under its plugin (``/gitctx`` for ``styleplug:gitctx``)
@@ -512,8 +356,8 @@ class Commands(ChatCore):
             match = found[0] if len(found) == 1 else None
         if match is None:
             offered = ", ".join("/" + key for key in sorted(entries))
-            self._note(f"unknown command /{name}" + (f" (did you mean: {offered})" if offered else "; /help lists commands"))
+            self.core.note(f"unknown command /{name}" + (f" (did you mean: {offered})" if offered else "; /help lists commands"))
             return
         attachment = match.get("attachment")
-        await self._send(text, [attachment] if isinstance(attachment, dict) else None)
+        await self.messages.send(text, [attachment] if isinstance(attachment, dict) else None)
 

@@ -1,32 +1,34 @@
-"""What every part of the interactive chat shares: the connection, the session, output and sending.
+"""The shared state of one interactive chat, and the few operations every part of it uses.
 
-``ChatCore`` holds the state of one interactive chat (which session, which agent and model new
-sessions get, which turns were already drawn) and the few operations the loop (``chat.app``),
-the dialogs (``chat._dialogs``) and the slash commands (``chat._commands``) all use: writing to
-the terminal, taking the next inbox item (resuming a lost connection there; on the shared host of
-``agent-host``, starting a host that stopped again through ``find_host``), reading the
-session's state from the client's mirror, creating the session on first use and sending a
-message, a steering message or a queued one. ``ChatExit`` ends the chat with a status.
+``ChatCore`` is built once per chat (``chat.app.ChatApp`` takes it) and handed to each part: the
+dialogs (``chat._dialogs``), what the user sends (``chat._messages``), the sessions
+(``chat._sessions``), the permission modes (``chat._modes``), the changes (``chat._changes``) and
+the other slash commands (``chat._commands``). It holds the chat's settings, which session is
+open, which agent and model a new session gets, which turns were already drawn or are ours, and
+where ``/history`` is; and it does what they all need: writing to the terminal, taking the next
+inbox item (resuming a lost connection there; on the shared host of ``agent-host``, starting a
+host that stopped again through ``find_host``), reading the session's state from the client's
+mirror, cancelling the running turn on Ctrl-C, and saying when a turn took in one of our
+steering messages. ``ChatExit`` ends the chat with a status.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from chat import _session as actions
-from chat._answers import attachments_in, session_directory
-from chat._images import model_sees_images
 from chat._markdown import THEMES, Theme
 from chat._notify import Notifier
 from chat._settings import split_token
 from chat._terminal import Event, Lost, Terminal
 from chat.render import Style, clean
-from client import ROOT_CHANNEL, AhpClient, AhpClientError, AhpError
+from client import AhpClient, AhpClientError
 
 __all__ = ["ChatCore", "ChatExit"]
+
+_DOUBLE_INTERRUPT_SECONDS = 2.0
 
 
 class ChatExit(Exception):
@@ -69,14 +71,15 @@ class ChatCore:
         self.out = out
         self.cwd = cwd
         self.session: str | None = None
-        self._initial_session = session
-        self._pick_session = pick_session
+        self.initial_session = session
+        """The session to open first (``--session``, ``--resume ID``, ``--continue``)."""
+        self.pick_session = pick_session
         """Start by listing the sessions to resume and asking which (``--resume`` without an id)."""
         self.provider = agent
         """Agent (``AgentInfo.provider``) for sessions this client creates."""
         self.model: dict[str, Any] | None = {"id": model} if model else None
         """Model selection for sessions this client creates."""
-        self._host_label = host_label
+        self.host_label = host_label
         self.rich = rich
         """Render answers as markdown and diffs highlighted, with rich (a colour terminal)."""
         self.width = width
@@ -85,76 +88,80 @@ class ChatCore:
         """The colours of answers and diffs rendered with rich (the terminal's background)."""
         self.notifier = notifier or Notifier("off")
         """When and how the user is called back to the chat (``chat._notify``)."""
-        self._turn_since: dict[str, float] = {}
+        self.turn_since: dict[str, float] = {}
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
-        self._listed: list[Mapping[str, Any]] = []
-        self._oldest_shown: int = 0
-        self._fetched_before: str | None = None
-        self._done_turns: set[str] = set()
-        self._current_turn: str | None = None
-        self._start_seq: int | None = None
+        self.oldest_shown: int = 0
+        """The index of the oldest turn of the session's state on screen (``/history`` pages back)."""
+        self.fetched_before: str | None = None
+        """The oldest turn fetched from the host, before which ``/history`` fetches more (None: none left)."""
+        self.done_turns: set[str] = set()
+        """Turns already drawn to their end (or history when the session was opened)."""
+        self.current_turn: str | None = None
+        """The turn being followed now."""
+        self.start_seq: int | None = None
+        """The client seq of our ``turnStarted`` not yet echoed by the host."""
+        self.eof = False
+        """End of input came in a dialog: the chat ends once the turn is drawn."""
+        self.own_turns: set[str] = set()
+        """Turns this client started (others' are introduced by their message)."""
+        self.prefill: str = ""
+        """Text the next message prompt starts with (a rewound turn's message), taken once."""
+        self.new_session_mode = permission_mode
+        """The permission mode for the session this client creates (``--permission-mode``, or
+        switched before the first message); None: the host's default."""
         self._last_interrupt = -100.0
-        self._eof = False
         self._seen_rejections = 0
-        self._answered_requests: set[str] = set()
-        self._own_turns: set[str] = set()
         self._steering_sent: dict[str, tuple[str | None, str]] = {}
         """Our steering messages still pending: the turn each was meant for, and its text."""
         self._ended_turns: set[str] = set()
         """Turns whose end this client has seen go by (for ``_watch_steering``)."""
-        self._prefill: str = ""
-        """Text the next message prompt starts with (a rewound turn's message), taken once."""
-        self._new_session_mode = permission_mode
-        """The permission mode for the session this client creates (``--permission-mode``, or
-        switched before the first message); None: the host's default."""
-        self._pasted_images: list[dict[str, Any]] = []
-        """Images ``/paste-image`` took from the clipboard, sent with the next message."""
         self._applied: Any = None
         """The client's notifications in the order its mirror applied them, read by
-        ``_catch_up_steering`` (the inbox lags behind the mirror the turns are drawn from)."""
+        ``catch_up_steering`` (the inbox lags behind the mirror the turns are drawn from)."""
 
     # -- output ----------------------------------------------------------------------------------
 
-    def _write(self, text: str) -> None:
+    def write(self, text: str) -> None:
         self.terminal.write(text)
 
-    def _ask(self, prompt: str, *, default: str | None = None, history: bool = False, quiet: bool = False) -> None:
+    def ask(self, prompt: str, *, default: str | None = None, history: bool = False, quiet: bool = False) -> None:
         """Show what the next typed line answers (a pre-filled ``default`` where the terminal can)."""
         self.terminal.ask(prompt, default or "", history=history, quiet=quiet)
 
-    def _note(self, text: str) -> None:
-        self._write(self.style.dim(text) + "\n")
+    def note(self, text: str) -> None:
+        self.write(self.style.dim(text) + "\n")
 
-    def _call_back(self, what: str) -> None:
+    def call_back(self, what: str) -> None:
         """A turn waits for the user: ring (and notify) unless the window is known to have the focus."""
         self.terminal.signal(self.notifier.waiting(what, self.terminal.focused))
 
-    def _problem(self, text: str) -> None:
-        self._write(self.style.red("! ") + clean(text) + "\n")
+    def problem(self, text: str) -> None:
+        self.write(self.style.red("! ") + clean(text) + "\n")
 
-    def _report_rejections(self) -> None:
+    def report_rejections(self) -> None:
         rejections = self.client.mirror.rejections
         while self._seen_rejections < len(rejections):
             outcome = rejections[self._seen_rejections]
             self._seen_rejections += 1
-            self._problem(f"the host refused {outcome.action.get('type')}: {outcome.reason}")
+            self.problem(f"the host refused {outcome.action.get('type')}: {outcome.reason}")
 
+    # -- input -----------------------------------------------------------------------------------
 
-    async def _next(self) -> Any:
+    async def next(self) -> Any:
         """The next inbox item; a lost connection is resumed here (or ends the client)."""
         while True:
             item = await self.terminal.inbox.get()
-            self._catch_up_steering()
+            self.catch_up_steering()
             if not isinstance(item, Lost):
                 return item
-            self._problem(f"connection lost: {item.error}")
+            self.problem(f"connection lost: {item.error}")
             try:
                 await self._resume()
             except (AhpClientError, OSError) as error:
-                self._problem(f"could not reconnect: {error}")
+                self.problem(f"could not reconnect: {error}")
                 raise ChatExit(1) from None
             self.terminal.follow(self.client)
-            self._note("(reconnected)")
+            self.note("(reconnected)")
             return Event(None)  # the state may have changed
 
     async def _resume(self) -> None:
@@ -165,7 +172,7 @@ class ChatCore:
         except (AhpClientError, OSError):
             if self._find_host is None:
                 raise
-        self._note("(the host stopped: starting it again)")
+        self.note("(the host stopped: starting it again)")
         try:
             url = await self._find_host()
         except Exception as error:  # the shared host's own sentence (it cannot start, and why)
@@ -174,13 +181,45 @@ class ChatCore:
         self.client.move_to(bare, token)
         await self.client.resume()
 
-    def _catch_up_steering(self) -> None:
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel the session's running turn; a second one within two seconds exits (130)."""
+        now = time.monotonic()
+        if now - self._last_interrupt < _DOUBLE_INTERRUPT_SECONDS:
+            self.write("\n")
+            raise ChatExit(130)
+        self._last_interrupt = now
+        state = self.state() or {}
+        active = state.get("activeTurn")
+        if self.session and isinstance(active, dict):
+            try:
+                self.client.cancel_turn(self.session, active["id"])
+            except AhpClientError as error:
+                self.problem(f"could not cancel: {error}")
+                return
+            self.write("\n" + self.style.yellow("^C cancelling the turn (Ctrl-C again to exit)") + "\n")
+
+    def state(self) -> dict[str, Any] | None:
+        """The open session's state in the client's mirror (None before there is a session)."""
+        return self.client.state(self.session) if self.session else None
+
+    # -- steering --------------------------------------------------------------------------------
+
+    def steer(self, action: dict[str, Any], text: str) -> None:
+        """Dispatch our steering message ``action`` (a ``pendingMessageSet``) to the running turn,
+        watched so that the chat says when the turn took it in."""
+        assert self.session is not None
+        if self._applied is None:
+            self._applied = self.client.subscribe_events()
+        self.client.dispatch(self.session, action)
+        self._steering_sent[action["id"]] = (self.current_turn, text)
+
+    def catch_up_steering(self) -> None:
         """Read every action the mirror has applied so far for ``_watch_steering``. Turns are drawn
         from the mirror's latest state, so this runs before a turn's end is drawn too: a note about
         the turn then lands under it, never inside the text of the turn after."""
         while self._applied is not None and not self._applied.empty():
             note = self._applied.get_nowait()
-            if note is None:  # the connection ended; ``_send_pending`` listens again
+            if note is None:  # the connection ended; ``steer`` listens again
                 self._applied = None
             elif note.method == "action":
                 self._watch_steering(note.params)
@@ -199,89 +238,4 @@ class ChatCore:
         elif kind == "session/pendingMessageRemoved" and action.get("id") in self._steering_sent:
             meant_for, _ = self._steering_sent.pop(action["id"])
             if meant_for is not None and meant_for not in self._ended_turns:
-                self._note("(the turn took in your steering message)")
-
-    def _state(self) -> dict[str, Any] | None:
-        return self.client.state(self.session) if self.session else None
-    # -- sending ---------------------------------------------------------------------------------
-
-    def _send_pending(self, kind: str, text: str) -> None:
-        if not self.session:
-            return
-        attachments = self._attachments(text)
-        action = actions.pending_message(kind, text, attachments)
-        if kind == "steering" and self._applied is None:
-            self._applied = self.client.subscribe_events()
-        self.client.dispatch(self.session, action)
-        if kind == "steering":
-            self._steering_sent[action["id"]] = (self._current_turn, text)
-            self._note("(steering the running turn)")
-        else:
-            self._note("(queued for after the turn)")
-
-    def _attachments(self, text: str) -> list[dict[str, Any]]:
-        """The message's attachments: its ``@paths`` and pasted image paths, then the images
-        ``/paste-image`` took from the clipboard for it (taken once)."""
-        sees, model = self._sees_images()
-        attachments, problems = attachments_in(text, session_directory(self._state(), self.cwd), vision=sees, model=model)
-        attachments += self._pasted_images
-        self._pasted_images = []
-        for problem in problems:
-            self._note(f"(not attached: {problem})")
-        for attachment in attachments:
-            if attachment.get("type") == "simple":
-                continue  # an image the model cannot see: said above
-            kind = " (image)" if attachment.get("displayKind") == "image" else ""
-            self._note(f"(attached {attachment['label']}{kind})")
-        return attachments
-
-    def _sees_images(self) -> tuple[bool | None, str]:
-        """Whether the session's model takes images (None: the host does not say), and its name."""
-        agents = (self.client.state(ROOT_CHANNEL) or {}).get("agents") or ()
-        state = self._state()
-        if state is None and self.provider:  # no session yet: the agent and model it will be created with
-            state = {"summary": {"provider": self.provider, "model": self.model}}
-        return model_sees_images(agents, state)
-
-    async def _settle_trust(self) -> None:
-        """A new session's folder asks to be trusted: answered before its first message is sent
-        (the dialogs do it), so that message runs with the user's choice."""
-
-    async def _ensure_session(self) -> bool:
-        if self.session:
-            return True
-        try:
-            self.session = await self.client.create_session(
-                provider=self.provider, model=self.model, working_directory=self.cwd.as_uri(),
-                config={actions.PERMISSION_MODE: self._new_session_mode} if self._new_session_mode else None,
-            )
-        except AhpError as error:
-            self._problem(f"cannot create a session: {error.message}")
-            return False
-        summary = (self._state() or {}).get("summary") or {}
-        model = (summary.get("model") or {}).get("id")
-        self.provider = summary.get("provider", self.provider)
-        self._note(f"(new session · agent {clean(self.provider)}" + (f" · model {clean(model)}" if model else "") + ")")
-        self._oldest_shown = 0
-        self._fetched_before = None
-        return True
-
-    async def _send(self, text: str, attachments: list[dict[str, Any]] | None = None) -> None:
-        created = self.session is None
-        if not await self._ensure_session():
-            return
-        if created:
-            await self._settle_trust()
-        assert self.session is not None
-        state = self._state() or {}
-        if state.get("lifecycle") == "creationFailed":
-            error = state.get("creationError") or {}
-            self._problem(f"this session could not start: {error.get('message', 'unknown error')}; /new starts another")
-            return
-        all_attachments = self._attachments(text) + list(attachments or [])
-        action = actions.turn_started(text, all_attachments)
-        self._turn_since[action["turnId"]] = time.monotonic()
-        self._start_seq = self.client.dispatch(self.session, action)
-        self._current_turn = action["turnId"]
-        self._own_turns.add(action["turnId"])
-
+                self.note("(the turn took in your steering message)")

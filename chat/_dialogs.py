@@ -1,11 +1,13 @@
 """The dialogs of the interactive chat: confirming a tool call (with its edits preview and an
-edit of its input), accepting a tool result, and answering an input request (among them the
-host's question whether to trust the session's folder, ``ahp.workspace_trust``, answered before a
-new session's first message is sent).
+edit of its input), accepting a tool result, answering an input request (among them the host's
+question whether to trust the session's folder, ``ahp.workspace_trust``, answered before a new
+session's first message is sent: ``chat._messages``), and the questions the slash commands ask
+(a number from a list: ``pick``; a line: ``line``).
 
 A dialog runs inside the chat loop and reads its answers from the same inbox; it ends by
-itself when the host moves on (someone else answered, the turn ended): ``_dialog_line``
-returns None then, and on Ctrl-C (which cancels the turn) or Ctrl-D.
+itself when the host moves on (someone else answered, the turn ended): ``line`` returns None
+then, and on Ctrl-C (which cancels the turn) or Ctrl-D. ``Dialogs`` also shows the files an
+edit would change (``edits_preview``, ``read_ref``, ``display_path``), which ``/diff`` shares.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
+import chat._session as actions
 from ahp.dialects.v0_2 import builders
 from ahp.workspace_trust import is_trust_request
-from chat import _session as actions
 from chat._answers import AnswerError, parse_answer, parse_choice
-from chat._core import ChatCore
+from chat._core import ChatCore, ChatExit
 from chat._markdown import render_edit
 from chat._terminal import Eof, Interrupt, Line
 from chat.render import (
@@ -37,86 +40,121 @@ from client import ROOT_CHANNEL, AhpError
 __all__ = ["Dialogs"]
 
 
-class Dialogs(ChatCore):
-    """Confirmation, result and input-request dialogs (``_interrupt`` comes from the loop)."""
+class Dialogs:
+    """The chat's dialogs, on its shared ``core`` (see the module docstring)."""
 
-    _interrupt: Callable[[], None]
+    def __init__(self, core: ChatCore) -> None:
+        self.core = core
+        self._answered_requests: set[str] = set()
+        """Input requests the user was already asked (each is asked once)."""
 
-    async def _dialog_line(self, still_needed: Callable[[], bool]) -> str | None:
+    async def line(self, still_needed: Callable[[], bool]) -> str | None:
         """The next typed line, or None when the dialog is moot (host moved on, Ctrl-C, EOF)."""
         while True:
             if not still_needed():
-                self._write("\n")
-                self._note("(no longer needed: the host moved on)")
+                self.core.write("\n")
+                self.core.note("(no longer needed: the host moved on)")
                 return None
-            item = await self._next()
+            item = await self.core.next()
             if isinstance(item, Line):
                 return item.text
             if isinstance(item, Interrupt):
-                self._interrupt()
+                self.core.interrupt()
                 return None
             if isinstance(item, Eof):
-                self._eof = True
+                self.core.eof = True
                 return None
+
+    async def pick(self, prompt: str, count: int) -> int | None:
+        """A number from 1 to ``count`` typed by the user; None for an empty line or Ctrl-C."""
+        self.core.ask(prompt)
+        while True:
+            item = await self.core.next()
+            if isinstance(item, Eof):
+                raise ChatExit(0)
+            if isinstance(item, Interrupt):
+                return None
+            if not isinstance(item, Line):
+                continue  # the host's news: keep waiting for the answer
+            text = item.text.strip()
+            if not text:
+                return None
+            if text.isdigit() and 1 <= int(text) <= count:
+                return int(text)
+            self.core.ask(f"type a number from 1 to {count}, or Enter to cancel: ")
+
+    async def open_one(self, turn_id: str, turn: dict[str, Any], asked: dict[str, str]) -> bool:
+        """Open at most one dialog for what in ``turn`` waits on the user; True if one ran.
+        ``asked`` (the tool calls already asked about, with the status asked in) is the caller's,
+        kept for the turn it follows."""
+        waiting = {c["toolCallId"]: c for c in actions.waiting_tool_calls(turn)}
+        for call_id in [k for k in asked if k not in waiting]:
+            del asked[call_id]  # it moved on; a later re-confirmation asks again
+        for call_id, call in waiting.items():
+            if asked.get(call_id) != call.get("status"):
+                asked[call_id] = call["status"]
+                await self.confirm(turn_id, call)
+                return True
+        return await self.idle_input_requests()
 
     def _call_waits(self, turn_id: str, call_id: str, status: str) -> Callable[[], bool]:
         def check() -> bool:
-            turn, finished = actions.turn_snapshot(self._state(), turn_id)
+            turn, finished = actions.turn_snapshot(self.core.state(), turn_id)
             call = actions.tool_call(turn, call_id) if not finished else None
             return call is not None and call.get("status") == status
 
         return check
 
-    async def _confirm(self, turn_id: str, call: dict[str, Any]) -> None:
-        assert self.session is not None
+    async def confirm(self, turn_id: str, call: dict[str, Any]) -> None:
+        assert self.core.session is not None
         call_id = call["toolCallId"]
         name = clean(call.get("displayName") or call.get("toolName") or "a tool")
         if call.get("status") == "pending-result-confirmation":
-            self._call_back(f"{name}: its result waits for you to accept it")
+            self.core.call_back(f"{name}: its result waits for you to accept it")
             waits = self._call_waits(turn_id, call_id, "pending-result-confirmation")
             while True:
-                self._ask("Accept this result? [y/n] ")
-                line = await self._dialog_line(waits)
+                self.core.ask("Accept this result? [y/n] ")
+                line = await self.line(waits)
                 if line is None:
                     return
                 if line.strip().lower() in ("y", "yes", "n", "no"):
                     approved = line.strip().lower().startswith("y")
-                    self.client.dispatch(self.session, actions.result_confirmation(turn_id, call, approved))
+                    self.core.client.dispatch(self.core.session, actions.result_confirmation(turn_id, call, approved))
                     return
-                self._note("type y to accept the result or n to reject it")
+                self.core.note("type y to accept the result or n to reject it")
         waits = self._call_waits(turn_id, call_id, "pending-confirmation")
-        self._call_back(f"{name} waits for your confirmation")
-        header, choices = render_confirmation(call, self.style, preview=await self._edits_preview(call))
-        self._write(header)
+        self.core.call_back(f"{name} waits for your confirmation")
+        header, choices = render_confirmation(call, self.core.style, preview=await self.edits_preview(call))
+        self.core.write(header)
         edited: str | None = None
         while True:
             editable = bool(call.get("editable"))
-            self._ask(f"Choose [1-{len(choices)}{', e' if editable else ''}]: ")
-            line = await self._dialog_line(waits)
+            self.core.ask(f"Choose [1-{len(choices)}{', e' if editable else ''}]: ")
+            line = await self.line(waits)
             if line is None:
                 return
             try:
                 choice = parse_choice(line, choices, editable)
             except AnswerError as error:
-                self._note(str(error))
+                self.core.note(str(error))
                 continue
             if choice == "edit":
                 new_input = await self._edit_input(call, edited, waits)
                 if new_input is None:
                     return
                 edited = new_input
-                self._note("(input edited; now pick an allow option to run it)")
+                self.core.note("(input edited; now pick an allow option to run it)")
                 continue
             assert isinstance(choice, int)
             option = choices[choice]
             reason: str | None = None
             if option.get("kind") != "approve":
-                self._ask("Reason to give the agent (Enter for none): ")
-                answer = await self._dialog_line(waits)
+                self.core.ask("Reason to give the agent (Enter for none): ")
+                answer = await self.line(waits)
                 if answer is None:
                     return
                 reason = answer.strip() or None
-            self.client.dispatch(self.session, actions.confirmation(turn_id, call, option, edited_input=edited, reason_message=reason))
+            self.core.client.dispatch(self.core.session, actions.confirmation(turn_id, call, option, edited_input=edited, reason_message=reason))
             return
 
     async def _edit_input(self, call: dict[str, Any], edited: str | None, waits: Callable[[], bool]) -> str | None:
@@ -124,16 +162,16 @@ class Dialogs(ChatCore):
         command = shell_command_of(current)
         while True:
             kept = edited if edited is not None else str(call.get("toolInput") or "")
-            if self.terminal.prefills:  # edit in place: the buffer holds the current text
+            if self.core.terminal.prefills:  # edit in place: the buffer holds the current text
                 if command is not None:
-                    self._ask("Edit the command (Enter runs this): ", default=command)
+                    self.core.ask("Edit the command (Enter runs this): ", default=command)
                 else:
-                    self._ask("Edit the input JSON (Enter keeps it): ", default=tool_input_text(current))
+                    self.core.ask("Edit the input JSON (Enter keeps it): ", default=tool_input_text(current))
             elif command is not None:
-                self._ask(f"Current command: {clean(command)}\nNew command (Enter keeps it): ")
+                self.core.ask(f"Current command: {clean(command)}\nNew command (Enter keeps it): ")
             else:
-                self._ask(f"Current input: {tool_input_text(current)}\nNew input as JSON on one line (Enter keeps it): ")
-            line = await self._dialog_line(waits)
+                self.core.ask(f"Current input: {tool_input_text(current)}\nNew input as JSON on one line (Enter keeps it): ")
+            line = await self.line(waits)
             if line is None:
                 return None
             text = line.strip()
@@ -147,63 +185,61 @@ class Dialogs(ChatCore):
             try:
                 json.loads(text)
             except json.JSONDecodeError as error:
-                self._note(f"that is not valid JSON ({error.msg} at column {error.colno}); try again")
+                self.core.note(f"that is not valid JSON ({error.msg} at column {error.colno}); try again")
                 continue
             return text
 
-    async def _edits_preview(self, call: dict[str, Any]) -> str:
+    async def edits_preview(self, call: dict[str, Any]) -> str:
         """The diffs of the files ``call`` would change (its ``edits``), as the terminal shows them."""
         shown: list[str] = []
         for edit in (call.get("edits") or {}).get("items") or ():
             before, after = edit.get("before"), edit.get("after")
             target = (after or before or {}).get("uri", "")
             try:
-                old = await self._read_ref(before)
-                new = await self._read_ref(after)
+                old = await self.read_ref(before)
+                new = await self.read_ref(after)
             except AhpError as error:
-                shown.append(self.style.dim(f"(cannot show the changes to {clean(target)}: {error.message})") + "\n")
+                shown.append(self.core.style.dim(f"(cannot show the changes to {clean(target)}: {error.message})") + "\n")
                 continue
-            path = self._display_path(target)
-            if self.rich:  # the code highlighted for its language, changed lines on a tint
-                shown.append(render_edit(path, old, new, self.width(), self.theme))
+            path = self.display_path(target)
+            if self.core.rich:  # the code highlighted for its language, changed lines on a tint
+                shown.append(render_edit(path, old, new, self.core.width(), self.core.theme))
             else:
-                shown.append(render_unified_diff(path, old, new, self.style))
+                shown.append(render_unified_diff(path, old, new, self.core.style))
         return "".join(shown)
 
-    async def _read_ref(self, side: dict[str, Any] | None) -> str | None:
+    async def read_ref(self, side: dict[str, Any] | None) -> str | None:
         if not side:
             return None
         ref = side.get("content") or {}
-        result = await self.client.request("resourceRead", {"channel": ROOT_CHANNEL, "uri": ref.get("uri"), "encoding": "utf-8"})
+        result = await self.core.client.request("resourceRead", {"channel": ROOT_CHANNEL, "uri": ref.get("uri"), "encoding": "utf-8"})
         if result.get("encoding") == "base64":
             return "(binary content)\n"
         return str(result.get("data", ""))
 
-    def _display_path(self, uri: str) -> str:
+    def display_path(self, uri: str) -> str:
         if uri.startswith("file://"):
-            from urllib.parse import unquote, urlparse
-
             path = Path(unquote(urlparse(uri).path))
             try:
-                return str(path.relative_to(self.cwd))
+                return str(path.relative_to(self.core.cwd))
             except ValueError:
                 return str(path)
         return uri
 
-    async def _answer(self, request: dict[str, Any]) -> None:
-        assert self.session is not None
+    async def answer(self, request: dict[str, Any]) -> None:
+        assert self.core.session is not None
         request_id = request["id"]
 
         def still_open() -> bool:
-            return any(r.get("id") == request_id for r in actions.open_input_requests(self._state()))
+            return any(r.get("id") == request_id for r in actions.open_input_requests(self.core.state()))
 
-        self._call_back(f"a question waits for you: {text_of(request.get('message')) or 'the agent asks for input'}")
-        self._write("\n" + render_input_request(request, self.style))
+        self.core.call_back(f"a question waits for you: {text_of(request.get('message')) or 'the agent asks for input'}")
+        self.core.write("\n" + render_input_request(request, self.core.style))
         questions = [q for q in request.get("questions") or () if isinstance(q, dict)]
         if not questions:
             while True:
-                self._ask("Done? [y = accept, n = decline] ")
-                line = await self._dialog_line(still_open)
+                self.core.ask("Done? [y = accept, n = decline] ")
+                line = await self.line(still_open)
                 if line is None:
                     return
                 word = line.strip().lower()
@@ -214,10 +250,10 @@ class Dialogs(ChatCore):
         answers: dict[str, Any] = {}
         for question in questions:
             while True:
-                head, _, prompt = render_question(question, self.style).rpartition("\n")
-                self._write(head + "\n")
-                self._ask(prompt)
-                line = await self._dialog_line(still_open)
+                head, _, prompt = render_question(question, self.core.style).rpartition("\n")
+                self.core.write(head + "\n")
+                self.core.ask(prompt)
+                line = await self.line(still_open)
                 if line is None:
                     return
                 if line.strip() in ("/decline", "/cancel"):
@@ -226,10 +262,10 @@ class Dialogs(ChatCore):
                 try:
                     answer = parse_answer(question, line)
                 except AnswerError as error:
-                    self._note(str(error))
+                    self.core.note(str(error))
                     continue
-                self.client.dispatch(
-                    self.session,
+                self.core.client.dispatch(
+                    self.core.session,
                     builders.session_input_answer_changed(request_id=request_id, question_id=question["id"], answer=answer),
                 )
                 answers[question["id"]] = answer
@@ -237,20 +273,22 @@ class Dialogs(ChatCore):
         self._complete(request_id, "accept", answers)
 
     def _complete(self, request_id: str, response: str, answers: dict[str, Any] | None) -> None:
-        assert self.session is not None
-        self.client.dispatch(self.session, builders.session_input_completed(request_id=request_id, response=response, answers=answers or None))
+        assert self.core.session is not None
+        self.core.client.dispatch(self.core.session, builders.session_input_completed(request_id=request_id, response=response, answers=answers or None))
 
-    async def _settle_trust(self) -> None:
-        for request in actions.open_input_requests(self._state()):
+    async def settle_trust(self) -> None:
+        """Answer the new session's question whether to trust its folder, if it asks one."""
+        for request in actions.open_input_requests(self.core.state()):
             if is_trust_request(request) and request.get("id") not in self._answered_requests:
                 self._answered_requests.add(request["id"])
-                await self._answer(request)
+                await self.answer(request)
 
-    async def _idle_input_requests(self) -> bool:
-        for request in actions.open_input_requests(self._state()):
+    async def idle_input_requests(self) -> bool:
+        """Answer the session's first input request not asked yet; True if there was one."""
+        for request in actions.open_input_requests(self.core.state()):
             if request.get("id") not in self._answered_requests:
                 self._answered_requests.add(request["id"])
-                await self._answer(request)
+                await self.answer(request)
                 return True
         return False
 

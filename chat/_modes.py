@@ -5,7 +5,7 @@ The mode is the session config property ``permissionMode`` (``default``, ``accep
 every client of the session (VS Code included) sees the change, and a change made elsewhere shows
 here at the next redraw (the status line reads the client's mirror). Before the session exists
 (it is created with the first message), the chosen mode is kept and the session is created in it
-(``createSession`` with ``config.permissionMode``), as ``--permission-mode`` does.
+(``createSession`` with ``config.permissionMode``, ``chat._messages``), as ``--permission-mode`` does.
 
 * Shift+Tab (the prompt_toolkit terminal) steps default → accept-edits → plan → default; full-auto
   is entered only on purpose (``/mode full-auto`` or ``--permission-mode full-auto``), and
@@ -17,57 +17,65 @@ here at the next redraw (the status line reads the client's mirror). Before the 
 
 from __future__ import annotations
 
+import chat._session as actions
 from ahp.dialects.v0_2 import builders
-from chat import _session as actions
 from chat._core import ChatCore
 
 __all__ = ["Modes"]
 
 
-class Modes(ChatCore):
-    def _install_mode_key(self) -> None:
-        self.terminal.on_mode_key(self._cycle_mode, self._mode_line)
+class Modes:
+    """The permission mode of the chat's session, on its shared ``core``."""
 
-    def _current_mode(self) -> str | None:
+    def __init__(self, core: ChatCore) -> None:
+        self.core = core
+
+    def install_key(self) -> None:
+        """Shift+Tab cycles the mode, and the status line says it (where the terminal has both)."""
+        self.core.terminal.on_mode_key(self._cycle, self._status)
+
+    def current(self) -> str | None:
         """The session's mode; before it exists, the one it will be created in."""
-        if self.session:
-            return actions.permission_mode(self._state())
-        return self._new_session_mode or "default"
+        if self.core.session:
+            return actions.permission_mode(self.core.state())
+        return self.core.new_session_mode or "default"
 
-    def _mode_line(self) -> str:
-        return actions.mode_status(self._current_mode())
+    def _status(self) -> str:
+        return actions.mode_status(self.current())
 
-    def _cycle_mode(self) -> None:
-        current = self._current_mode()
+    def _cycle(self) -> None:
+        current = self.current()
         if current is None:
-            self._problem("this session has no permission modes (its host runs no tools, or it predates them)")
+            self.core.problem("this session has no permission modes (its host runs no tools, or it predates them)")
             return
-        self._switch_mode(actions.next_mode(current), quiet=True)
+        self.switch(actions.next_mode(current), quiet=True)
 
-    def _switch_mode(self, mode: str, *, quiet: bool = False) -> None:
-        if not self.session:
-            self._new_session_mode = mode
-        elif actions.permission_mode(self._state()) is None:
-            self._problem("this session has no permission modes (its host runs no tools, or it predates them)")
+    def switch(self, mode: str, *, quiet: bool = False) -> None:
+        """Switch the session to ``mode`` (before it exists: the mode it will be created in)."""
+        if not self.core.session:
+            self.core.new_session_mode = mode
+        elif actions.permission_mode(self.core.state()) is None:
+            self.core.problem("this session has no permission modes (its host runs no tools, or it predates them)")
             return
         else:  # a refusal is reported with the host's reason, like every refused action
-            self.client.dispatch(self.session, builders.session_config_changed(config={actions.PERMISSION_MODE: mode}))
+            self.core.client.dispatch(self.core.session, builders.session_config_changed(config={actions.PERMISSION_MODE: mode}))
         if not quiet:
-            self._note(f"(permission mode: {mode}: {actions.MODE_DESCRIPTIONS[mode]})")
+            self.core.note(f"(permission mode: {mode}: {actions.MODE_DESCRIPTIONS[mode]})")
 
-    async def _cmd_mode(self, args: str) -> None:
+    async def command(self, args: str) -> None:
+        """``/mode`` shows the modes; ``/mode MODE`` switches to one."""
         wanted = args.strip()
         if not wanted:
-            current = self._current_mode()
+            current = self.current()
             if current is None:
-                self._problem("this session has no permission modes (its host runs no tools, or it predates them)")
+                self.core.problem("this session has no permission modes (its host runs no tools, or it predates them)")
                 return
             for mode in actions.PERMISSION_MODES:
                 mark = "●" if mode == current else " "
-                self._write(f" {mark} {mode:<13} {self.style.dim(actions.MODE_DESCRIPTIONS[mode])}\n")
-            self._note("(/mode MODE switches; Shift+Tab cycles default, accept-edits and plan)")
+                self.core.write(f" {mark} {mode:<13} {self.core.style.dim(actions.MODE_DESCRIPTIONS[mode])}\n")
+            self.core.note("(/mode MODE switches; Shift+Tab cycles default, accept-edits and plan)")
             return
         if wanted not in actions.PERMISSION_MODES:
-            self._problem(f"no permission mode {wanted!r}; choose one of {', '.join(actions.PERMISSION_MODES)}")
+            self.core.problem(f"no permission mode {wanted!r}; choose one of {', '.join(actions.PERMISSION_MODES)}")
             return
-        self._switch_mode(wanted)
+        self.switch(wanted)

@@ -25,6 +25,7 @@ import asyncio
 import os
 import signal
 import sys
+import termios
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,11 @@ from typing import Any
 
 from chat.render import Status
 from client import AhpClient, Notification
+
+try:
+    import readline  # noqa: F401  (loaded, it is what gives input() line editing and history)
+except ImportError:  # a Python built without it: input() reads plain lines
+    pass
 
 __all__ = ["Line", "Eof", "Interrupt", "Event", "Lost", "InboxItem", "Status", "Terminal"]
 
@@ -84,10 +90,6 @@ class Terminal:
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._save_modes()
-        try:
-            import readline  # noqa: F401  (importing it is what gives input() line editing)
-        except ImportError:
-            pass
         try:
             self._loop.add_signal_handler(signal.SIGINT, lambda: self.inbox.put_nowait(Interrupt()))
         except (NotImplementedError, RuntimeError):
@@ -155,11 +157,9 @@ class Terminal:
 
     def _save_modes(self) -> None:
         try:
-            import termios
-
             if os.isatty(sys.stdin.fileno()):
                 self._saved_modes = termios.tcgetattr(sys.stdin.fileno())
-        except (ImportError, OSError, ValueError):
+        except (OSError, ValueError):
             self._saved_modes = None
 
     def restore(self) -> None:
@@ -173,8 +173,6 @@ class Terminal:
                 pass
         if self._saved_modes is not None:
             try:
-                import termios
-
                 termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._saved_modes)
             except (OSError, ValueError):
                 pass

@@ -23,6 +23,7 @@ import os
 import re
 import select
 import sys
+import termios
 import time
 from collections.abc import Callable, Mapping
 
@@ -57,13 +58,11 @@ def query_background(timeout: float = QUERY_SECONDS) -> bytes:
     """What the terminal answers to the OSC 11 and device attributes requests (b"" when it cannot
     be asked); see the module docstring."""
     try:
-        import termios
-
         fd_in, fd_out = sys.stdin.fileno(), sys.stdout.fileno()
         if not (os.isatty(fd_in) and os.isatty(fd_out)):
             return b""
         saved = termios.tcgetattr(fd_in)
-    except (ImportError, OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError):
         return b""
     raw = list(saved)
     raw[3] &= ~(termios.ICANON | termios.ECHO)

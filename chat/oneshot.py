@@ -59,9 +59,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+import chat._session as actions
 from ahp.dialects.v0_2 import builders
 from ahp.workspace_trust import TRUST_SESSION, is_trust_request, trust_answers
-from chat import _session as actions
 from chat._answers import attachments_in, session_directory
 from chat._images import model_sees_images
 from chat._stream import TurnEvents, model_rounds, result_object

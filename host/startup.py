@@ -4,7 +4,7 @@
 modules below would cost start-up time (figures in ``benchmarks/README.md``, "Start-up") and are
 loaded later, at the moment each entry names. This table is the one place that says so: a module
 imports its dependencies at its head unless it is listed here, and ``tests/test_architecture.py``
-checks ``host``, ``tools``, ``plugins``, ``providers``, ``ahp``, ``client`` and ``cli``: every
+checks ``host``, ``tools``, ``plugins``, ``providers``, ``ahp``, ``client``, ``chat`` and ``cli``: every
 import they make inside a function names a module listed here (and none of them has an import
 cycle).
 
@@ -68,6 +68,11 @@ DEFERRED: dict[str, str] = {
     "cli.code": "'agent-host' and '-p': the chat on the data directory's shared host, when that command runs",
     "cli.plugin_commands": "'agent-host plugin ...': the Claude Code record, when that command runs",
     "chat": "the terminal client: its options when 'agent-host', '-p' or 'agent-host chat' parses them, then the chat",
+    # Inside the terminal client (chat/__init__.py), what only the interactive chat needs: rich and
+    # prompt_toolkit, about 180 and 160 ms of CPU that '-p' and '--help' do not pay.
+    "chat.app": "the interactive chat and, with it, rich: when 'agent-host' or 'agent-host chat' opens it",
+    "chat._core": "with the interactive chat",
+    "chat._prompt": "prompt_toolkit's input line: when the interactive chat runs on a terminal that can draw it",
     # -- tools, and the libraries of the host's other parts ----------------------------------------
     "tools.mcp.manager": "the MCP client and with it the mcp SDK: in a worker thread when a session first starts an "
                          "MCP server (host.runtime.customizations.mcp.SessionMcp.apply)",

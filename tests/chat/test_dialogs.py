@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.chat._fakehost import agent_host_chat, host_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
 
@@ -19,17 +19,11 @@ async def test_an_edit_is_shown_as_its_diff_before_the_choices_without_its_json(
     edit = {"path": "notes.txt", "old_string": "old line", "new_string": "new line"}
     replies = [Reply(200, chat_sse("Editing.", tool_calls=[("call_1", "edit_file", json.dumps(edit))])), Reply(200, chat_sse("Edited."))]
     async with FakeProviderServer(replies, base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server))
-        try:
-            await chat.expect("/help for commands", timeout=30)
+        async with agent_host_chat(tmp_path, project, host_toml(server)) as chat:
             chat.send("fix the notes")
             shown = await chat.expect("Choose [", timeout=30)
             chat.send("1")
             await chat.expect("Edited.", timeout=30)
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
     dialog = shown[shown.index("? Edit notes.txt?"):].splitlines()
     assert dialog.index("+new line") < dialog.index("  1) Allow once") < dialog.index("  4) Deny") < len(dialog) - 1
     assert dialog[-2] == "  e) edit the input first" and dialog[-1] == "Choose ["  # the choices right above the answer
@@ -45,9 +39,7 @@ async def test_a_command_cut_short_by_cancelling_the_turn_says_so_and_the_model_
     replies = [Reply(200, chat_sse("Waiting.", tool_calls=[("call_1", "shell", json.dumps({"command": "sleep 600"}))])),
                Reply(200, chat_sse("Understood."))]
     async with FakeProviderServer(replies, base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server, '[tools]\nsandbox = "off"\n'))
-        try:
-            await chat.expect("/help for commands", timeout=30)
+        async with agent_host_chat(tmp_path, project, host_toml(server, '[tools]\nsandbox = "off"\n')) as chat:
             chat.send("wait a while")
             await chat.expect("Choose [", timeout=30)
             chat.send("1")
@@ -56,10 +48,6 @@ async def test_a_command_cut_short_by_cancelling_the_turn_says_so_and_the_model_
             shown = await chat.expect("(cancelled)", timeout=30)
             chat.send("what happened?")
             await chat.expect("Understood.", timeout=30)
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
     assert "⊘ Run Command cancelled with the turn" in shown and "skipped" not in shown
     [result] = [m for m in server.requests[1].json()["messages"] if m["role"] == "tool"]
     assert "did not run to completion" in result["content"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.chat._fakehost import agent_host_chat, host_toml, spawn_agent_host
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse
 
 SHIFT_TAB = "\x1b[Z"
@@ -24,10 +24,7 @@ async def test_shift_tab_cycles_the_mode_shown_in_the_status_line_and_plan_mode_
     project.mkdir()
     replies = [Reply(200, chat_sse("I would start by reading the README."))]
     async with FakeProviderServer(replies, base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server), tty=True)
-        try:
-            await chat.expect("/help for commands", timeout=30)
-            await chat.line_editor()
+        async with agent_host_chat(tmp_path, project, host_toml(server), tty=True) as chat:
             chat.type(SHIFT_TAB)
             await chat.expect("accept edits on (shift+tab to cycle)")
             chat.type(SHIFT_TAB)
@@ -40,10 +37,6 @@ async def test_shift_tab_cycles_the_mode_shown_in_the_status_line_and_plan_mode_
             chat.type(SHIFT_TAB)  # plan → default: the reminder goes
             chat.send("/mode")
             await chat.expect("● default")
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
     [first] = server.requests
     offered = _tools(first)
     assert "propose_plan" in offered and "read_file" in offered and not offered & WRITERS
@@ -57,9 +50,7 @@ async def test_mode_in_the_line_terminal_switches_to_full_auto_and_a_command_run
     replies = [Reply(200, chat_sse("Running it.", tool_calls=[("call_1", "shell", json.dumps({"command": "echo ran > out.txt"}))])),
                Reply(200, chat_sse("It ran."))]
     async with FakeProviderServer(replies, base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server, '[tools]\nsandbox = "off"\n'))
-        try:
-            await chat.expect("/help for commands", timeout=30)
+        async with agent_host_chat(tmp_path, project, host_toml(server, '[tools]\nsandbox = "off"\n')) as chat:
             chat.send("/mode warp")
             await chat.expect("no permission mode 'warp'; choose one of default, accept-edits, plan, full-auto")
             chat.send("/mode full-auto")
@@ -67,10 +58,6 @@ async def test_mode_in_the_line_terminal_switches_to_full_auto_and_a_command_run
             chat.send("make out.txt")
             await chat.expect("It ran.", timeout=30)
             shown = chat.text
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
     assert (project / "out.txt").read_text() == "ran\n"
     assert "Choose [" not in shown  # nothing asked
 
@@ -101,9 +88,7 @@ async def test_a_plan_approved_in_the_terminal_leaves_plan_mode_and_nothing_ran_
                Reply(200, chat_sse("Carrying it out.", tool_calls=[("call_2", "write_file", json.dumps({"path": "notes.txt", "content": "hi\n"}))])),
                Reply(200, chat_sse("Notes written."))]
     async with FakeProviderServer(replies, base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server), "--permission-mode", "plan")
-        try:
-            await chat.expect("/help for commands", timeout=30)
+        async with agent_host_chat(tmp_path, project, host_toml(server), "--permission-mode", "plan") as chat:
             chat.send("add notes")
             await chat.expect(plan, timeout=30)
             await chat.expect("1) Yes, and accept edits")
@@ -113,10 +98,6 @@ async def test_a_plan_approved_in_the_terminal_leaves_plan_mode_and_nothing_ran_
             await chat.expect("Notes written.", timeout=30)
             chat.send("/mode")
             await chat.expect("● accept-edits")
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
     first, second, third = server.requests
     assert not _tools(first) & WRITERS and "propose_plan" in _tools(first)
     assert WRITERS <= _tools(second) and "propose_plan" not in _tools(second)

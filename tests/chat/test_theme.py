@@ -15,7 +15,7 @@ from rich.style import Style as RichStyle
 
 from chat._markdown import DARK, LIGHT
 from chat._theme import resolve_theme, theme_from_colorfgbg, theme_from_reply
-from tests.chat._fakehost import host_toml, spawn_agent_host
+from tests.chat._fakehost import agent_host_chat, host_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
 
@@ -34,8 +34,7 @@ async def test_a_terminal_that_answers_it_is_white_gets_the_light_theme(tmp_path
     project.mkdir()
     (project / "notes.txt").write_text("old line\nsame line\n")
     async with FakeProviderServer(_edit_replies(), base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server), tty=True, COLORFGBG="")
-        try:
+        async with agent_host_chat(tmp_path, project, host_toml(server), tty=True, greeted=False, COLORFGBG="") as chat:
             await chat.expect("\x1b]11;?", timeout=30)  # asked before anything else is drawn
             os.write(chat.fd, b"\x1b]11;rgb:ffff/ffff/ffff\x1b\\\x1b[?62;c")
             await chat.expect("/help for commands", timeout=30)
@@ -44,10 +43,6 @@ async def test_a_terminal_that_answers_it_is_white_gets_the_light_theme(tmp_path
             await chat.expect("Choose [", timeout=30)
             chat.send("1")
             await chat.expect("Edited.", timeout=30)
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
     assert _background(LIGHT.removed) in chat.raw and _background(LIGHT.added) in chat.raw
     assert _background(DARK.removed) not in chat.raw
     assert (project / "notes.txt").read_text() == "new line\nsame line\n"
@@ -59,20 +54,13 @@ async def test_the_theme_flag_is_taken_as_said_without_asking(tmp_path: Path) ->
     project.mkdir()
     (project / "notes.txt").write_text("old line\nsame line\n")
     async with FakeProviderServer(_edit_replies(), base_path="/v1") as server:
-        chat = spawn_agent_host(tmp_path, project, host_toml(server), "--theme", "dark", tty=True, COLORFGBG="")
-        try:
-            await chat.expect("/help for commands", timeout=30)
-            await chat.line_editor()
+        async with agent_host_chat(tmp_path, project, host_toml(server), "--theme", "dark", tty=True, COLORFGBG="") as chat:
             chat.send("fix the notes")
             await chat.expect("Choose [", timeout=30)
             chat.send("4")
             await chat.expect("Reason")
             chat.send("")
             await chat.expect("Edited.", timeout=30)
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
     assert b"\x1b]11;?" not in chat.raw
     assert _background(DARK.removed) in chat.raw
     assert (project / "notes.txt").read_text() == "old line\nsame line\n"
