@@ -157,6 +157,7 @@ def main() -> None:
     parser.add_argument("--commit-every-tick", action="store_true",
                         help="commit at the end of every tick (Store.flush) instead of as connections wait for commits")
     args = parser.parse_args()
+    note = machine_note()
     runs: dict[str, list[float]] = {}
     for _ in range(args.repeat):
         for length in (args.short, args.long):
@@ -172,7 +173,7 @@ def main() -> None:
     m = {key: median(values) for key, values in runs.items()}
     short, long = args.short, args.long
     commits = "a commit at the end of every tick" if args.commit_every_tick else "commits as connections wait for them"
-    print(f"# {machine_note()}; median of {args.repeat}; {commits}")
+    print(f"# {note}; median of {args.repeat}; {commits}")
     print(f"# command: {command_line()}")
     print(f"| µs per delta | {short:,}-delta turn | {long:,}-delta turn | ratio |")
     print("| --- | ---: | ---: | ---: |")
