@@ -3,12 +3,17 @@
     .venv/bin/python benchmarks/journal.py [--deltas 20000] [--state-mb 50] [--repeat 3]
 
 1. Per-delta cost. A chat streams ``--deltas`` ``chat/delta`` actions into the store with the
-   SQLite journal on disk, flushing every 8 deltas as transports do before frames leave; baseline:
+   SQLite journal on disk, 8 deltas per event-loop tick, each tick's frames waiting for the
+   journal's commit as a connection's do (``Store.when_durable``, what
+   ``host.transport.ws_protocol`` calls: a commit at most every millisecond, the WAL
+   checkpointed in a worker thread; ``--commit-every-tick``: ``Store.flush`` at the end of every
+   tick instead, what a forced write does and what this benchmark did before 2026-11-29); baseline:
    the same store with no journal, in the same run. Microseconds per delta, median of ``--repeat``.
 2. Rows. How many journal rows a 10,000-delta turn leaves.
 3. Stalls. A store holding ``--state-mb`` MB of chat state, spread over 250 chats, and again
-   in one long chat (turns of ~100 kB), snapshots every 100 rows while 20 chats stream and the large chats change
-   now and then (so snapshots rewrite them); a ticker measures the longest gap of the event loop.
+   in one long chat (turns of ~100 kB), snapshots every 100 rows while 20 chats stream (20 deltas
+   per tick, committed as in 1) and the large chats change now and then (so snapshots rewrite
+   them); a ticker measures the longest gap of the event loop.
    Baseline: the same stream with no journal. Both first settle memory as ``agent-host serve``
    does once started (``gc.freeze()``, fewer young collections). Each stall is given with the
    event loop thread's own CPU time during it: a stall much longer than its CPU time is the
@@ -67,7 +72,16 @@ def _start(store: Store, uri: str, text: str = "", turns_count: int = 1) -> None
     store.dispatch(uri, {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "m", "content": ""}})
 
 
-async def per_delta(deltas: int, journaled: bool) -> float:
+def _end_of_tick(store: Store, every_tick: bool) -> None:
+    """What a connection does at the end of a tick with frames to send: wait for their commit
+    (``when_durable``), or, with ``every_tick``, commit at once (``flush``)."""
+    if every_tick:
+        store.flush()
+    else:
+        store.when_durable(lambda: None)
+
+
+async def per_delta(deltas: int, journaled: bool, every_tick: bool = False) -> float:
     with tempfile.TemporaryDirectory() as data:
         store = _store(data if journaled else None)
         _start(store, "bench:/a")
@@ -75,7 +89,7 @@ async def per_delta(deltas: int, journaled: bool) -> float:
         for index in range(deltas):
             store.dispatch("bench:/a", {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "tok "})
             if index % 8 == 0:
-                store.flush()
+                _end_of_tick(store, every_tick)
                 await asyncio.sleep(0)
         store.flush()
         elapsed = time.perf_counter() - started
@@ -171,8 +185,8 @@ class StallWatch:
                 self._where = ours[-4:] or [f"{Path(item.filename).name}:{item.lineno} {item.name}" for item in stack[-2:]]
 
 
-async def longest_stall(state_mb: int, sessions: int, journaled: bool,
-                        trace_ms: float | None = None) -> tuple[Stall, Stall, int, list[Stall]]:
+async def longest_stall(state_mb: int, sessions: int, journaled: bool, trace_ms: float | None = None,
+                        every_tick: bool = False) -> tuple[Stall, Stall, int, list[Stall]]:
     """The longest gap between two ticks, the gap with the most CPU time of the loop's thread, the
     snapshots taken, and the stalls traced."""
     with tempfile.TemporaryDirectory() as data:
@@ -213,7 +227,7 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool,
             if index % 500 == 0:  # now and then a large chat changes too, so snapshots rewrite it
                 store.dispatch(big[index // 500 % sessions], {"type": "chat/activityChanged", "activity": f"step {index}"})
             if index % 20 == 0:
-                store.flush()
+                _end_of_tick(store, every_tick)
                 await asyncio.sleep(0)
         while store._snapshot_task is not None and not store._snapshot_task.done():
             await asyncio.sleep(0.005)
@@ -236,22 +250,25 @@ async def main() -> None:
     parser.add_argument("--trace-stalls", type=float, metavar="MS",
                         help="print where the event loop was during each journaled run's stall longer than MS")
     parser.add_argument("--stalls-only", action="store_true", help="measure the stalls only (part 3)")
+    parser.add_argument("--commit-every-tick", action="store_true",
+                        help="commit at the end of every tick (Store.flush) instead of as connections wait for commits")
     args = parser.parse_args()
-    print(f"journal, median of {args.repeat}; {machine_note()}")
+    commits = "a commit at the end of every tick" if args.commit_every_tick else "commits as connections wait for them"
+    print(f"journal, median of {args.repeat}; {commits}; {machine_note()}")
     print(f"command: {command_line()}")
     if not args.stalls_only:
         journaled, memory = [], []
         for _ in range(args.repeat):
-            journaled.append(await per_delta(args.deltas, True))
-            memory.append(await per_delta(args.deltas, False))
+            journaled.append(await per_delta(args.deltas, True, args.commit_every_tick))
+            memory.append(await per_delta(args.deltas, False, args.commit_every_tick))
         j, m = median(journaled), median(memory)
         print(f"us per delta: journal {j:.1f}, in memory {m:.1f}, ratio {j / m:.2f} (+{j - m:.1f} us)")
         print(f"rows for a 10,000-delta turn committed delta by delta: {await rows_for_a_turn(10_000)}")
     for sessions in (250, 1):
         runs, bases = [], []
         for _ in range(args.repeat):  # alternating, so that both see the same machine
-            runs.append(await longest_stall(args.state_mb, sessions, True, args.trace_stalls))
-            bases.append((await longest_stall(args.state_mb, sessions, False))[:2])
+            runs.append(await longest_stall(args.state_mb, sessions, True, args.trace_stalls, args.commit_every_tick))
+            bases.append((await longest_stall(args.state_mb, sessions, False, every_tick=args.commit_every_tick))[:2])
         print(f"longest event-loop stall, {args.state_mb} MB stored in {sessions} chat(s), "
               f"{median([count for _, _, count, _ in runs]):.0f} snapshots during the stream: "
               f"{median([stall.wall_ms for stall, _, _, _ in runs]):.1f} ms (no journal: {median([b[0].wall_ms for b in bases]):.1f} ms); "
