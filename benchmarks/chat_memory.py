@@ -10,7 +10,8 @@ chat open for days), or nobody subscribes (the chat's older turns then leave its
 snapshot, ``host.state.store`` "Older turns"). Printed: the memory the store holds afterwards
 (``tracemalloc``, after a full collection, less what it held before the chat was made), the
 turns in the chat's state, and its state's JSON size; then the same for the unwatched chat once
-its client unsubscribes.
+its client unsubscribes. Most of what every row holds besides the chat is the store's replay window
+(the newest 10,000 envelopes, at most 4 million characters of them), the same in each.
 """
 
 from __future__ import annotations
