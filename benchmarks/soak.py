@@ -3,6 +3,7 @@ journal on disk (database + WAL) and its memory printed over time, to see whethe
 
     .venv/bin/python benchmarks/soak.py [--sessions 3000] [--keep 50] [--terminal-mb 30]
                                         [--turn-deltas 2000] [--rate 100] [--every 5] [--max-seconds 900]
+                                        [--heap [--tracemalloc]]
 
 Everything runs on 127.0.0.1 and stops by itself. The host runs as ``agent-host serve`` in its own
 process (a fresh data directory, the offline agent, ``/bin/sh`` for terminals); this process runs a
@@ -19,6 +20,14 @@ Every ``--every`` seconds a line: seconds, sessions done, terminal MB printed, d
 the journal holds (millions of characters of its rows: entries, run texts, state parts), its
 database and WAL files' sizes, and the host's resident memory. It stops when the three are done
 or after ``--max-seconds``, stops the host cleanly, and prints the database's size after the stop.
+
+``--heap`` runs the host under ``benchmarks/_heap_probe.py`` and adds to each line the objects its
+garbage collector tracks outside the frozen generation (garbage not collected yet included; with
+``--heap-collect``, a full collection first) and its resident memory once the C allocator gave
+back what it held free (``malloc_trim``; "RSS MB" is read before the probe); at the end it prints the types whose count grew most and the
+largest containers with who holds them (``--tracemalloc``: also the source lines whose
+allocations grew most). The trim (and ``--heap-collect``) change the host's memory: measure RSS
+without ``--heap``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -84,11 +94,19 @@ async def _fake_provider(deltas: int, rate: float) -> tuple[asyncio.Server, str]
 class Host:
     """``agent-host serve`` in its own process on a fresh data directory."""
 
-    def __init__(self, data_dir: Path, config: Path) -> None:
+    def __init__(self, data_dir: Path, config: Path, heap: Path | None = None, trace: bool = False,
+                 collect: bool = False) -> None:
         self.journal = data_dir / "journal.sqlite3"
         env = {**os.environ, "SHELL": "/bin/sh", "ENV": ""}
+        if trace:
+            env["PYTHONTRACEMALLOC"] = "1"
+        if collect:
+            env["AGENT_HOST_PROBE_COLLECT"] = "1"
+        self.heap = heap
+        self.samples: list[dict[str, Any]] = []
+        program = ["-m", "cli.main"] if heap is None else ["-m", "benchmarks._heap_probe", str(heap)]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(data_dir),
+            [sys.executable, *program, "serve", "--port", "0", "--data-dir", str(data_dir),
              "--token", TOKEN, "--config", str(config)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env,
         )
@@ -132,6 +150,20 @@ class Host:
         except sqlite3.Error:
             return 0.0
         return total / MB
+
+    async def heap_sample(self, last: bool = False) -> dict[str, Any] | None:
+        """Ask the probe for a sample of the host's heap (``--heap``) and wait for it (the last
+        one also compares allocations with the first, with ``--tracemalloc``)."""
+        if self.heap is None or self.process.poll() is not None:
+            return None
+        self.process.send_signal(signal.SIGUSR2 if last else signal.SIGUSR1)
+        for _ in range(600):
+            await asyncio.sleep(0.05)
+            lines = self.heap.read_text().splitlines() if self.heap.exists() else []
+            if len(lines) > len(self.samples):
+                self.samples.append(json.loads(lines[len(self.samples)]))
+                return self.samples[-1]
+        return None
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -228,6 +260,23 @@ async def _long_turn(url: str, progress: Progress) -> None:
         await client.close()
 
 
+def _print_heap_growth(samples: list[dict[str, Any]]) -> None:
+    """The types whose count grew most from the sample a third of the way in (imports and caches
+    made by the first sessions are done by then) to the last, and the source lines whose
+    allocations grew most since the first sample (``--tracemalloc``)."""
+    if len(samples) < 3:
+        return
+    first, last = samples[max(1, len(samples) // 3)], samples[-1]
+    grown = sorted(((count - first["types"].get(name, 0), name) for name, count in last["types"].items()), reverse=True)
+    print(f"# heap: collections of each generation by the end {last['before']['collections']}, "
+          f"frozen {last['before']['frozen']}", flush=True)
+    print(f"# heap: {first['objects']} objects at {first['t']:g} s, {last['objects']} at {last['t']:g} s; "
+          "types that grew most: " + ", ".join(f"{name} +{count}" for count, name in grown[:12] if count > 0), flush=True)
+    print("# heap: largest containers at the end: " + ", ".join(f"{where} {size}" for size, where in last["largest"]), flush=True)
+    for where, size, count in last.get("grown", [])[:10]:
+        print(f"#   {size / 1e6:+8.2f} MB {count:+8d} blocks  {where}", flush=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=3_000)
@@ -237,6 +286,14 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--every", type=float, default=5.0)
     parser.add_argument("--max-seconds", type=float, default=900.0)
+    parser.add_argument("--heap", action="store_true",
+                        help="sample the host's Python heap every --every seconds (benchmarks/_heap_probe.py): "
+                             "objects the collector tracks, and at the end the types that grew most")
+    parser.add_argument("--heap-collect", action="store_true",
+                        help="with --heap: a full collection before each sample, so that only live objects are counted "
+                             "(this changes what the host's memory does)")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="with --heap: trace allocations too (slower) and print the source lines that grew most")
     args = parser.parse_args()
 
     print(f"# soak: {args.sessions} sessions (keeping {args.keep}), a terminal printing {args.terminal_mb} MB, "
@@ -250,7 +307,7 @@ async def main() -> None:
             f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
             f'title = "first-words"\nmodels = [{{id = "paced"}}]\n'
         )
-        host = Host(root / "data", config)
+        host = Host(root / "data", config, root / "heap.jsonl" if args.heap else None, args.tracemalloc, args.heap_collect)
         progress = Progress()
         try:
             url = await host.started()
@@ -260,14 +317,19 @@ async def main() -> None:
                 _long_turn(url, progress),
             )]
             started = time.monotonic()
-            print(f"{'s':>6} {'sessions':>8} {'term MB':>7} {'deltas':>6} {'held MB':>7} {'db MB':>7} {'WAL MB':>7} {'RSS MB':>7}",
+            print(f"{'s':>6} {'sessions':>8} {'term MB':>7} {'deltas':>6} {'held MB':>7} {'db MB':>7} {'WAL MB':>7} {'RSS MB':>7}"
+                  + (f" {'objects':>9} {'trimmed':>7}" + (f" {'traced MB':>9}" if args.tracemalloc else "") if args.heap else ""),
                   flush=True)
             while True:
                 done, _ = await asyncio.wait(work, timeout=args.every)
                 elapsed = time.monotonic() - started
                 db, wal = host.sizes_mb()
+                rss = host.rss_mb()
+                sample = await host.heap_sample()
+                heap = "" if sample is None else f" {sample['objects']:9d} {sample.get('rss_trimmed_mb', 0.0):7.1f}" + (
+                    f" {sample['traced_mb']:9.1f}" if "traced_mb" in sample else "")
                 print(f"{elapsed:6.0f} {progress.sessions:8d} {progress.terminal_mb:7d} {progress.deltas:6d} "
-                      f"{host.held_mb():7.1f} {db:7.1f} {wal:7.1f} {host.rss_mb():7.1f}", flush=True)
+                      f"{host.held_mb():7.1f} {db:7.1f} {wal:7.1f} {rss:7.1f}{heap}", flush=True)
                 if all(task.done() for task in work):
                     break
                 if elapsed > args.max_seconds:
@@ -279,6 +341,9 @@ async def main() -> None:
             failures = [r for r in results if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
             for failure in failures:
                 print(f"# a workload failed: {failure!r}", flush=True)
+            if args.heap:
+                await host.heap_sample(last=True)
+            _print_heap_growth(host.samples)
         finally:
             rss = host.rss_mb()
             host.stop()

@@ -107,8 +107,10 @@ class TaskTool(Tool):
     title = "Run Sub-agent"
     annotations = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
 
-    def __init__(self, run: Callable[[dict, ToolContext], Any], agents: Sequence[SubagentSpec], query: str = "") -> None:
-        """``query``: the message the specialists listed are ranked by."""
+    def __init__(self, run: Callable[[TaskTool, dict, ToolContext], Any], agents: Sequence[SubagentSpec],
+                 query: str = "") -> None:
+        """``run(tool, args, ctx)`` runs a call (given the tool, so that it need not close over it: a
+        cycle the collector alone frees); ``query``: the message the specialists listed are ranked by."""
         self._run = run
         self.agents = {agent.name: agent for agent in agents}
         more = ("- ... and {count} more specialists not listed here: give subagent_type a name the user mentions, "
@@ -145,7 +147,7 @@ class TaskTool(Tool):
         return f"Sub-agent finished: {args.get('description', '')}"
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
-        return await self._run(args, ctx)
+        return await self._run(self, args, ctx)
 
 
 def subagent_chat_state(chat: str, *, title: str, parent_chat: str, tool_call_id: str, modified_at: str,
@@ -195,8 +197,8 @@ class SubagentContributor(Contributor):
         query = self._queries.get(session, str(ctx.message.get("text") or ""))
         if agents and ctx.turn_id:  # a listing of the session's tools outside a turn pins nothing
             self._queries.setdefault(session, query)
-        tool = TaskTool(lambda args, tool_ctx: self._run(session, chat, tool, args, tool_ctx, model), agents, query=query)
-        return (tool,)
+        return (TaskTool(lambda tool, args, tool_ctx: self._run(session, chat, tool, args, tool_ctx, model), agents,
+                         query=query),)
 
     async def _run(self, session: str, parent_chat: str, tool: TaskTool, args: dict, ctx: ToolContext,
                    model: dict[str, Any] | None = None) -> dict:

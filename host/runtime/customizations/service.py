@@ -292,7 +292,8 @@ class CustomizationService:
                                             turns_from=lambda start: self.store.turns(chat, start),
                                             active=lambda: (self.store.state(chat) or {}).get("activeTurn"),
                                             turn_ids=lambda: self.store.turn_ids(chat))
-        runtime.permission_mode = lambda: permission_mode_of(self.store.state(runtime.session) or {})
+        session = runtime.session  # not the runtime: a closure it keeps must not hold it (a cycle)
+        runtime.permission_mode = lambda: permission_mode_of(self.store.state(session) or {})
 
     async def close_session(self, uri: str, *, end_hooks: bool = True, disposed: bool = False) -> None:
         """End the session's customizations: its ``SessionEnd`` hooks, its MCP servers and, unless

@@ -1,7 +1,9 @@
-"""The host's collector policy: heavy imports run with the collector held off and end frozen."""
+"""The host's collector policy: heavy imports run with the collector held off and end frozen; what a
+disposed session held never waits for a full collection."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import threading
@@ -143,3 +145,38 @@ def test_settling_during_an_import_out_of_sight_turns_the_collector_on_when_it_e
         worker.join(5)
     assert during == [False]
     assert gc.isenabled()
+
+
+async def test_a_disposed_session_is_freed_at_once_not_left_for_a_full_collection(connect, running_host) -> None:
+    """The host runs full collections rarely (``GC_THRESHOLDS``: over a 10,000-session soak, none
+    for the first thousands of sessions), so what a disposed session held must be freed by
+    reference counting: a reference cycle through it (a closure kept by an object it closes over)
+    leaves the session's customizations, containers and tools for that collection, and the
+    host's memory grows with every session meanwhile."""
+    from tests.host.runtime.agents.harness import run_turn
+
+    client = await connect()
+    warm = await client.create_session()  # lazy imports and caches of a first session
+    await run_turn(client, warm, "hello")
+    await client.dispose_session(warm)
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for index in range(3):
+            session = await client.create_session()
+            await run_turn(client, session, f"hello {index}")
+            await client.dispose_session(session)
+            await client.wait_for(lambda m, e, s=session: running_host.host.session_uri(s) is None, timeout=10)
+        while running_host.host.customizations.sessions:  # its SessionEnd hooks run in the background
+            await asyncio.sleep(0.01)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        ours = sorted({f"{type(item).__module__}.{type(item).__qualname__}" for item in gc.garbage
+                       if type(item).__module__.split(".")[0] in ("host", "plugins", "tools", "providers", "ahp")})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if enabled:
+            gc.enable()
+    assert ours == []
