@@ -14,9 +14,11 @@ touches a socket, a clock, a task or a logger. The caller owns the connection an
   ``Infinity`` are not JSON and are refused. Batches (arrays) are refused: AHP sends one message
   per frame.
 * ``encode`` and the ``request`` / ``notification`` / ``result`` / ``error`` builders produce
-  the outbound text. Compact separators, no ASCII escaping, never ``NaN``: orjson writes it
-  (several times faster than the standard library on a session's state, the host's largest
-  results and frames), and the standard library takes what orjson cannot (integers past 64 bits)
+  the outbound text; ``action_frame`` an action envelope's text and its notification from one
+  serialisation; ``object_with_list`` an object's text around a list whose items are kept
+  apart. Compact separators, no ASCII escaping, never ``NaN``: orjson writes it (several times
+  faster than the standard library on a session's state, the host's largest results and
+  frames), and the standard library takes what orjson cannot (integers past 64 bits)
   and refuses non-finite floats (``ValueError``), which orjson would have written as ``null``.
 * ``Outstanding`` numbers our own requests and matches responses to them. Each request carries
   an opaque ``token`` (a future, a callback, whatever the caller waits with). A request the
@@ -56,6 +58,7 @@ __all__ = [
     "decode",
     "encode",
     "action_frame",
+    "object_with_list",
     "request",
     "notification",
     "result",
@@ -123,12 +126,18 @@ Message = Request | Notification | Response | Malformed
 
 def encode(message: Any) -> str:
     """Serialise one message (or any JSON value) compactly; the wire never carries NaN or Infinity
-    (``ValueError``)."""
+    (``ValueError``). Keys that are not strings are written as text (orjson's
+    ``OPT_NON_STR_KEYS``, which doubles its cost on a small message: it is asked for only when a
+    key needs it; the text is the same either way)."""
     try:
-        text = orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return _encode_stdlib(message)
-    if "null" in text and _has_non_finite(message):
+        data = orjson.dumps(message)
+    except TypeError:  # orjson.JSONEncodeError is one: a key that is not a str, or an int past 64 bits
+        try:
+            data = orjson.dumps(message, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:
+            return _encode_stdlib(message)
+    text = data.decode()
+    if "null" in text and _has_non_finite(message):  # on the text: ``in`` on bytes is slower
         return _encode_stdlib(message)  # raises, as the wire must never carry NaN
     return text
 
@@ -138,6 +147,16 @@ def action_frame(envelope: Any) -> tuple[str, str]:
     carries it, from one serialisation: the one place action frames are built."""
     envelope_json = encode(envelope)
     return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
+
+
+def object_with_list(fields: dict[str, Any], key: str) -> tuple[str, str]:
+    """The JSON text of ``{**fields, key: [...]}`` around its list: what comes before the list's
+    items (ending with ``"key":[``) and what comes after them (``]}``). Between the two, the items'
+    ``encode``d texts separated by commas give exactly ``encode({**fields, key: items})``, so a
+    caller may keep the items apart (the journal writes each turn of a chat in its own row) and
+    join them later. ``key`` must not be in ``fields``."""
+    head = encode(fields)  # "{...}": compact, so its last character is the closing brace
+    return head[:-1] + ("," if fields else "") + encode(key) + ":[", "]}"
 
 
 def _encode_stdlib(message: Any) -> str:

@@ -115,10 +115,13 @@ async def run_host(clients: int, deltas: int, processes: int, protocol: str) -> 
             public = "ahp-session:/bench"
             internal = host.create_session({"channel": public}, "bench")
             chat = store.state(internal)["defaultChat"]
-            host.runner.forget(internal)  # no agent: the benchmark itself produces the deltas
             turn = "bench-turn"
             store.dispatch(chat, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "2026-11-29T00:00:00.000Z",
                                   "message": {"text": "go", "origin": {"kind": "user"}}})
+            # No agent: the benchmark itself produces the deltas. The turn's task (started by the
+            # turnStarted just dispatched, not run yet) is cancelled before it runs, so no agent
+            # streams into the turn, or ends it, while the deltas are measured.
+            host.runner.forget(internal)
             store.dispatch(chat, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "p", "content": ""}})
 
             async def produce() -> None:

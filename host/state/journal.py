@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ahp.jsonrpc import encode
+from ahp.jsonrpc import encode, object_with_list
 from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
 from host.errors import JournalError
 
@@ -243,12 +243,11 @@ def encode_plans(plans: dict[str, SnapshotPlan]) -> dict[str, SnapshotPieces]:
         if plan.turns is None:
             out[uri] = (plan.kind, plan, _cut(encode(plan.state)), [], [])
             continue
-        head = encode({key: value for key, value in plan.state.items() if key != "turns"})
-        opening = head[:-1] + ("," if len(head) > 2 else "") + '"turns":['
+        opening, closing = object_with_list({key: value for key, value in plan.state.items() if key != "turns"}, "turns")
         before = len(plan.older)  # the older turns' rows come first: every turn here follows one
         new_turns = [_cut(("," if before + index else "") + encode(plan.turns[index]))
                      for index in range(plan.kept, len(plan.turns))]
-        out[uri] = (plan.kind, plan, _cut(opening), new_turns, ["]}"])
+        out[uri] = (plan.kind, plan, _cut(opening), new_turns, [closing])
     return out
 
 

@@ -11,7 +11,9 @@ Invariants:
 
 * ``seq`` only grows, across restarts too (it is recovered from the journal).
 * An envelope is journaled before anyone sees it, and serialised exactly once (``action_frame``);
-  every subscriber that takes the store's own shapes gets the same text. A subscriber of another
+  every subscriber that takes the store's own shapes gets the same text. Every frame the store
+  sends is built by ``ahp.jsonrpc``: ``action_frame`` for envelopes (rejections and echoes too),
+  ``notification`` for notifications. A subscriber of another
   protocol version brings a ``Translator`` (its connection's dialect, ``host.transport.dialects``):
   subscribers are grouped by translator, each group's translator sees each envelope and
   notification once, and what it returns is serialised once for the whole group (not at all when
@@ -77,7 +79,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ahp.jsonrpc import action_frame, encode
+from ahp.jsonrpc import action_frame, notification
 from ahp.protocol import builders
 from ahp.state import reduce as _reduce_internal
 from ahp.state import refresh_session_status
@@ -266,6 +268,9 @@ class Store:
         """Called after each streamed token (``STREAMED``) only, without states."""
         self.rejection_observers: list[RejectionObserver] = []
         """Called after a client's action was refused (state and seq unchanged)."""
+        self._unread = Change(None, None, self)
+        """What translators get when none wanted the states (every streamed token): one shared
+        object, as a ``Change`` is immutable."""
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -459,7 +464,13 @@ class Store:
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
         translated = entry.translated
-        wants_states = bool(translated) and any(t.wants_states(entry.kind, action) for t in tuple(translated))
+        wants_states = False
+        if translated:
+            kind = entry.kind
+            for translator in tuple(translated):
+                if translator.wants_states(kind, action):
+                    wants_states = True
+                    break
         # A streamed token stays in the channel's run unless an observer wants the states now.
         before = entry.state if observers or wants_states else None
         changed = entry.apply(action, now)
@@ -478,7 +489,8 @@ class Store:
             subscriber.send(frame)
         after = entry.state if observers or wants_states else None
         if translated:
-            self._send_translated(entry, envelope, frame, Change(before, after, self))
+            change = self._unread if before is None else Change(before, after, self)
+            self._send_translated(entry, envelope, frame, change)
         if observers:
             assert before is not None and after is not None  # both read above whenever there are observers
             for observer in observers:
@@ -509,7 +521,7 @@ class Store:
             "origin": origin,
             "rejectionReason": reason,
         }
-        to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        to.send(action_frame(envelope)[1])
         seen = internal if internal is not None else [(channel, action)]
         for target, item in seen:
             if not isinstance(item, dict):
@@ -524,7 +536,7 @@ class Store:
         """Tell only the dispatcher that its action was taken though it changes nothing in the
         store (a no-op in the client's protocol version): its echo, at the current serverSeq."""
         envelope = {"channel": channel, "action": action, "serverSeq": self.seq, "origin": origin}
-        to.send(encode({"jsonrpc": "2.0", "method": "action", "params": envelope}))
+        to.send(action_frame(envelope)[1])
 
     def _send_translated(self, entry: _Channel, envelope: dict[str, Any], frame: str, change: Change) -> None:
         """Each translator group gets ``envelope`` in its shapes, serialised once for the group."""
@@ -536,9 +548,11 @@ class Store:
                 continue
             if shown is None:
                 continue
-            if shown is envelope:
-                texts = [frame]
-            elif isinstance(shown, list):
+            if shown is envelope:  # the store's own shape (every streamed token of a 0.9.0 group)
+                for subscriber in tuple(group):
+                    subscriber.send(frame)
+                continue
+            if isinstance(shown, list):
                 texts = [frame if item is envelope else action_frame(item)[1] for item in shown]
             else:
                 texts = [action_frame(shown)[1]]
@@ -551,7 +565,7 @@ class Store:
         entry = self._channels.get(channel)
         if entry is None or not (entry.subscribers or entry.translated):
             return
-        frame = encode({"jsonrpc": "2.0", "method": method, "params": params}) if entry.subscribers else None
+        frame = notification(method, params) if entry.subscribers else None
         if frame is not None:
             for subscriber in tuple(entry.subscribers):
                 subscriber.send(frame)
@@ -563,8 +577,7 @@ class Store:
                 continue
             if shown is None:
                 continue
-            text = frame if frame is not None and shown is params else encode(
-                {"jsonrpc": "2.0", "method": method, "params": shown})
+            text = frame if frame is not None and shown is params else notification(method, shown)
             for subscriber in tuple(group):
                 subscriber.send(text)
 

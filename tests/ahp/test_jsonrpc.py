@@ -121,3 +121,16 @@ def test_nan_and_infinity_are_refused_not_written_as_null(bad: float) -> None:
         jsonrpc.encode({"x": [1, {"y": bad}]})
     with pytest.raises(ValueError):
         jsonrpc.result(1, [bad])
+
+
+def test_keys_that_are_not_strings_are_written_as_text_as_the_standard_library_writes_them() -> None:
+    value = {1: "one", "two": {2.5: [None], True: 0}}
+    assert jsonrpc.encode(value) == json.dumps(value, separators=(",", ":"))
+
+
+@given(st.dictionaries(st.text(max_size=6).filter(lambda key: key != "items"), _JSON_VALUES, max_size=4),
+       st.lists(_JSON_VALUES, max_size=4))
+def test_an_object_around_a_list_joins_with_its_items_into_the_objects_own_text(fields, items) -> None:
+    before, after = jsonrpc.object_with_list(fields, "items")
+    joined = before + ",".join(jsonrpc.encode(item) for item in items) + after
+    assert joined == jsonrpc.encode({**fields, "items": items})

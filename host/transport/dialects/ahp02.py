@@ -34,6 +34,7 @@ Params are checked against the generated 0.2.0 wire types (pydantic, -32602 nami
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -77,6 +78,17 @@ _SUMMARY_KEYS = {"title": "title", "status": "status", "activity": "activity", "
                  "modifiedAt": "modifiedAt", "workingDirectories": "workingDirectory", "chats": "status",
                  "defaultChat": "status"}
 """Internal summary fields → the 0.2.0 summary field they show as."""
+
+
+@lru_cache(maxsize=1024)
+def _chat_names(chat: str) -> tuple[str | None, str | None, str | None]:
+    """What 0.2.0 makes of a chat channel: the session whose default chat it is, else the
+    projected session of a sub-agent's chat (None and None: any other chat), and the 0.2.0 session
+    URI its tokens go out on. Pure in the URI, so kept for the chats streaming now rather than
+    parsed again for every token."""
+    session = session_of_default_chat(chat)
+    projected = subagent_session_uri(chat) if session is None else None
+    return session, projected, v02_session_uri(session or projected)
 
 
 def _is_token(action: dict[str, Any]) -> bool:
@@ -310,16 +322,17 @@ class Ahp02Dialect(Dialect):
         if kind in _VISIBLE_KINDS:
             down = action_down(kind, channel, action)
         elif kind == "chat":
-            session = session_of_default_chat(channel)
-            projected = subagent_session_uri(channel) if session is None else None
+            session, projected, target = _chat_names(channel)
             if session is None and projected is None:
                 return None  # another chat than the default or a sub-agent's: 0.2.0 sees nothing of it
             if action.get("type") == "chat/turnsLoaded":
                 return None  # a 0.2.0 client holds every turn already (``whole_view``)
             if _is_token(action):
-                target = v02_session_uri(session or projected)
                 new_type, keys = _TOKENS[action["type"]]
-                shown = {"type": new_type, **{key: action[key] for key in keys if key in action}}
+                shown = {"type": new_type}
+                for key in keys:
+                    if key in action:
+                        shown[key] = action[key]
                 return None if target is None else _wrapped(envelope, target, shown)
             store = change.store if change is not None else None
             if store is None or change.before is None:

@@ -32,7 +32,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from ahp.dialects import v0_7
-from ahp.dialects.catalogue import ACTION_REMOVED_IN, introduced_in, known_to, notification_known_to
+from ahp.dialects.catalogue import (
+    ACTION_REMOVED_IN,
+    action_types_known_to,
+    introduced_in,
+    known_to,
+    notification_known_to,
+)
 from ahp.dialects.params import PARAMS_0_7
 from host.errors import ProtocolViolation
 from host.resources.changesets.model import session_changeset, turn_changeset
@@ -47,6 +53,11 @@ gives no ``limit``)."""
 
 class NewerDialect(Dialect):
     """AHP 0.9.0 (and its later patches): the store's own shapes."""
+
+    def __init__(self, version: str, baseline: str) -> None:
+        super().__init__(version, baseline)
+        self._known_types = action_types_known_to(version)
+        """The action types this version knows (``known_to``), looked up once per envelope."""
 
     def params(self, method: str, params: Any) -> dict[str, Any]:
         params = super().params(method, params)
@@ -115,7 +126,7 @@ class NewerDialect(Dialect):
         return f"Unknown action type {action_type!r} in AHP {self.version}."
 
     def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
-        return envelope if known_to(self.version, envelope["action"].get("type")) else None
+        return envelope if envelope["action"].get("type") in self._known_types else None
 
     def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
         return params if notification_known_to(self.version, method) else None

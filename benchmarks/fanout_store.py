@@ -1,0 +1,104 @@
+"""The host's per-delta cost in the fan-out, without sockets: what ``fanout.py``'s host pays for
+each streamed delta before the WebSocket layer.
+
+    .venv/bin/python benchmarks/fanout_store.py [--deltas 20000] [--repeat 9] [--subscribers 1] [--protocol 0.9.0]
+
+The same set-up as ``fanout.py``'s host (a real ``AgentHost`` with its SQLite journal on disk, one
+session whose chat's active turn receives ``chat/delta`` actions, no agent running the turn), with
+``--subscribers`` in-process subscribers speaking ``--protocol`` through the host's own dialect (the
+fan-out group a connection of that version joins); a subscriber only keeps the frames it is given.
+Every 64 deltas the journal commits (as the transport's end-of-tick write makes it do). Printed:
+this process's CPU µs per delta (``time.process_time``) for each of ``--repeat`` runs of
+``--deltas``, their median and their minimum: on a shared machine the minimum is the figure to
+compare (what the path costs when nothing else takes the core's caches).
+
+For a figure that the machine's load does not move at all, count instructions: run the script
+under ``valgrind --tool=callgrind`` twice, with ``--repeat 1`` and ``--repeat 3``; the difference of
+the two totals divided by 2 × ``--deltas`` is the instructions per delta (start-up cancels out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._runs import command_line, machine_note
+
+DELTA_TEXT = "token "
+_COMMIT_EVERY = 64
+
+
+class _Subscriber:
+    """Keeps what it is sent, as a connection's buffer does until the end of the tick."""
+
+    def __init__(self, translator: Any) -> None:
+        self.translator = translator
+        self.frames: list[str] = []
+        self.received = 0
+
+    def send(self, text: str) -> None:
+        self.frames.append(text)
+        self.received += 1
+
+
+async def main(deltas: int, repeat: int, subscribers: int, protocol: str) -> None:
+    from ahp.dialects.negotiation import Negotiated
+    from host.config import load_config
+    from host.service import AgentHost
+    from host.transport.dialects import dialect_for
+
+    print(f"store path per delta, {deltas} deltas per run, {subscribers} subscriber(s) speaking {protocol}; {machine_note()}")
+    print(f"command: {command_line()}")
+    with tempfile.TemporaryDirectory() as data:
+        config = load_config(None, overrides={"server": {"port": 0, "data_dir": data}}, environ={})
+        host = AgentHost(config)
+        store = host.store
+        public = "ahp-session:/bench"
+        internal = host.create_session({"channel": public}, "bench")
+        chat = store.state(internal)["defaultChat"]
+        turn = "bench-turn"
+        store.dispatch(chat, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "2026-11-29T00:00:00.000Z",
+                              "message": {"text": "go", "origin": {"kind": "user"}}})
+        host.runner.forget(internal)  # the turn's task has not run yet: no agent streams into the turn
+        store.dispatch(chat, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "p", "content": ""}})
+        await asyncio.sleep(0.3)  # the session's preparation settles
+        dialect = dialect_for(Negotiated(protocol, protocol))
+        group = [_Subscriber(dialect.translator) for _ in range(subscribers)]
+        channels = dialect.internal_channels(host, public if protocol == "0.2.0" else chat) or [chat]
+        for subscriber in group:
+            for channel in channels:
+                store.subscribe(channel, subscriber, dialect.translator_for(host, public if protocol == "0.2.0" else chat, channel))
+        runs: list[float] = []
+        for _ in range(repeat):
+            started = time.process_time()
+            for index in range(deltas):
+                store.dispatch(chat, {"type": "chat/delta", "turnId": turn, "partId": "p", "content": DELTA_TEXT})
+                if index % _COMMIT_EVERY == _COMMIT_EVERY - 1:
+                    store.flush()
+                    for subscriber in group:
+                        subscriber.frames.clear()
+            store.flush()
+            runs.append((time.process_time() - started) * 1e6 / deltas)
+        assert store.active_turn_id(chat) == turn, "the turn ended: the deltas were not streamed into it"
+        assert all(subscriber.received == repeat * deltas for subscriber in group), "a subscriber missed frames"
+        store.close()
+    print("CPU µs per delta: " + ", ".join(f"{run:.2f}" for run in runs))
+    print(f"median {statistics.median(runs):.2f}, minimum {min(runs):.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--deltas", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--subscribers", type=int, default=1)
+    parser.add_argument("--protocol", default="0.9.0", choices=("0.9.0", "0.2.0"))
+    args = parser.parse_args()
+    asyncio.run(main(args.deltas, args.repeat, args.subscribers, args.protocol))
