@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import NEVER as NEVER  # (the MCP tests take it from here with the fixtures)
 from tools.base import ToolContext
 from tools.mcp import McpManager, McpServerSpec, RestartPolicy, ServerStatus
 
@@ -23,10 +24,6 @@ SAMPLES = Path(__file__).parents[2] / "plugins" / "samples"
 
 FAST = RestartPolicy(initial_delay=0.01, factor=2.0, max_delay=0.05, max_restarts=2, startup_timeout=30)
 """Restarts that do not slow the suite down; two restarts before giving up."""
-
-NEVER = 3600.0
-"""Seconds of a wait (a turn's grace, a start timeout, a restart delay) that no test lives to see: a
-test that sets it waits on an event, and only a hang would meet this clock (pytest-timeout ends it)."""
 
 
 def kitchen_sink(name: str = "ks", *args: str, **overrides) -> McpServerSpec:
