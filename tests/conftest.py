@@ -21,6 +21,10 @@ from tests.wire import FrameValidator
 
 TOKEN = "test-token-0123456789"
 
+NEVER = 3600.0
+"""Seconds of a wait (a grace, a start timeout, a restart delay) that no test lives to see: a test
+that sets it waits on an event, and only a hang would meet this clock (pytest-timeout ends it)."""
+
 # Nothing in the test suite may reach the network: refuse any connection that is not loopback.
 _real_connect = socket.socket.connect
 

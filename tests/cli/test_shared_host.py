@@ -87,6 +87,13 @@ async def _chat(args: list[str], cwd: Path, env: dict[str, str]) -> AsyncIterato
         chat.close()
 
 
+def _told(text: str) -> list[str]:
+    """The lines in which agent-host speaks to the user, but for its notice that it waits for the host
+    another client is starting (said once that takes over 2 s, as it may on a busy machine)."""
+    return [line for line in text.splitlines()
+            if "agent-host:" in line and "agent-host: waiting for the agent-host starting on " not in line]
+
+
 def _sent_directory(request: object) -> str:
     return json.dumps(request.json())  # type: ignore[attr-defined]  # the fake server's request
 
@@ -106,7 +113,7 @@ async def test_two_chats_in_two_projects_at_once_both_answer(tmp_path: Path) -> 
             await first.expect("Alpha answered.", timeout=30)
             second.send("hello from beta")
             await second.expect("Beta answered.", timeout=30)
-            assert "agent-host:" not in first.text and "agent-host:" not in second.text  # no refusal
+            assert _told(first.text) == [] and _told(second.text) == []  # no refusal
             first.send("/quit")
             second.send("/quit")
             assert await first.wait(30) == 0

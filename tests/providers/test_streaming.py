@@ -61,7 +61,7 @@ async def test_a_stream_silent_longer_than_the_stall_timeout_is_stopped_and_clos
 
 
 async def test_time_the_consumer_spends_between_items_is_not_a_stall() -> None:
-    stream = _Stream([0.01, 0.01, 0.01])
+    stream = _Stream([0.0, 0.0, 0.0])  # the stream never keeps the consumer waiting
     seen: list[str] = []
 
     async for event in _events(stream, stall_timeout=0.1):

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import NEVER as NEVER  # (the MCP tests take it from here with the fixtures)
 from tools.base import ToolContext
 from tools.mcp import McpManager, McpServerSpec, RestartPolicy, ServerStatus
 
@@ -34,6 +36,13 @@ def silent(name: str = "mute", marker: Path | None = None) -> McpServerSpec:
     """A stdio spec running a server that never answers (not even ``initialize``)."""
     return McpServerSpec(name=name, transport="stdio", command=sys.executable,
                          args=(str(SILENT), *(("--marker", str(marker)) if marker else ())))
+
+
+def let_start(gate: Path, starts: int = 1) -> None:
+    """Let ``starts`` more starts of the kitchen sink run with ``--gate gate`` go on (one ticket each)."""
+    gate.mkdir(exist_ok=True)
+    for _ in range(starts):
+        (gate / uuid.uuid4().hex).touch()
 
 
 def process_gone(pid: int) -> bool:
@@ -73,13 +82,13 @@ class Recorder:
             self.tool_lists.append([tool.name for tool in tools])
             self._changed.notify_all()
 
-    async def status(self, predicate: Callable[[ServerStatus], bool], timeout: float = 20.0) -> ServerStatus:
+    async def status(self, predicate: Callable[[ServerStatus], bool], timeout: float = 60.0) -> ServerStatus:
         """The first recorded status (past or future) matching `predicate`."""
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(lambda: any(map(predicate, self.statuses))), timeout)
             return next(s for s in self.statuses if predicate(s))
 
-    async def tools(self, predicate: Callable[[list[str]], bool], timeout: float = 20.0) -> list[str]:
+    async def tools(self, predicate: Callable[[list[str]], bool], timeout: float = 60.0) -> list[str]:
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(lambda: any(map(predicate, self.tool_lists))), timeout)
             return next(t for t in self.tool_lists if predicate(t))

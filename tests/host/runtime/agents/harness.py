@@ -1,11 +1,8 @@
 """Helpers for end-to-end agent tests: a real host on 127.0.0.1 port 0 with given agents, a
-real ``AhpClient`` whose every frame is schema-checked, and readers for what the client saw;
-``loop_gaps`` for tests that the event loop kept running while something waited."""
+real ``AhpClient`` whose every frame is schema-checked, and readers for what the client saw."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -111,24 +108,3 @@ async def idle(client: AhpClient, session: str) -> None:
         lambda m, e: (client.state(session) or {}).get("activeTurn") is None
         and "activity" not in (client.state(session) or {}).get("summary", {})
     )
-
-
-@asynccontextmanager
-async def loop_gaps() -> AsyncIterator[list[float]]:
-    """The seconds between ticks of a 10 ms ticker while the block runs: a stalled event loop
-    shows as one long gap."""
-    gaps: list[float] = []
-
-    async def ticker() -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticking = asyncio.ensure_future(ticker())
-    try:
-        yield gaps
-    finally:
-        ticking.cancel()

@@ -16,8 +16,11 @@ Tools, each exercising one behaviour the host must handle:
 
 Usage: kitchen_sink.py [stdio|http] [options]. With `http`, it binds 127.0.0.1 port 0 and
 prints `PORT <n>` on stdout once listening. `--die-at-start` exits before serving.
-`--marker FILE` appends one line per start, so tests can count restarts. `--stubborn`
-ignores SIGTERM and keeps running after stdin closes (only SIGKILL ends it).
+`--marker FILE` appends one line per start, so tests can count restarts. `--gate DIR` makes each
+start (after its marker line, before serving or dying) wait until it can take one ticket, a file
+the test puts in DIR (`conftest.let_start`): the test decides when, and how many, starts go on,
+however fast or slow the machine is. `--stubborn` ignores SIGTERM and keeps running after stdin
+closes (only SIGKILL ends it).
 """
 
 from __future__ import annotations
@@ -154,6 +157,8 @@ def main() -> None:
         marker = args[args.index("--marker") + 1]
         with open(marker, "a") as handle:
             handle.write(f"{os.getpid()}\n")
+    if "--gate" in args:
+        take_a_ticket(args[args.index("--gate") + 1])
     if "--die-at-start" in args:
         sys.stderr.write("kitchen-sink: refusing to start (asked to die)\n")
         sys.exit(7)
@@ -165,6 +170,21 @@ def main() -> None:
         server.run("stdio")
     if "--stubborn" in args:
         time.sleep(600)
+
+
+def take_a_ticket(gate: str) -> None:
+    """Wait until a ticket lies in the folder ``gate``, and take it (renaming is atomic: of two
+    starts that see the same ticket, one gets it and the other waits for the next)."""
+    while True:
+        for name in sorted(os.listdir(gate)):
+            if name.endswith(".taken"):
+                continue
+            try:
+                os.rename(os.path.join(gate, name), os.path.join(gate, f"{name}.{os.getpid()}.taken"))
+            except FileNotFoundError:
+                continue
+            return
+        time.sleep(0.02)  # (nothing to be notified by; the test's tickets are files)
 
 
 def serve_http() -> None:
