@@ -193,12 +193,31 @@ def parse_chat_uri(uri: Any) -> tuple[str, str] | None:
 
     Only canonical encodings are accepted (building the URI again from the result gives ``uri``
     back), and the decoded session must be a well-formed URI.
+
+    Answers are remembered, for up to ``_PARSED_CHATS`` strings at a time: the 0.2.0 projection
+    asks this for every streamed token, and the answer depends on the string alone.
     """
+    if not isinstance(uri, str):
+        return None
+    try:
+        return _parsed_chats[uri]
+    except KeyError:
+        pass
+    parsed = _parse_chat_uri(uri)
+    if len(_parsed_chats) >= _PARSED_CHATS:
+        _parsed_chats.clear()  # bounded whatever URIs clients send
+    _parsed_chats[uri] = parsed
+    return parsed
+
+
+_PARSED_CHATS = 4096
+_parsed_chats: dict[str, tuple[str, str] | None] = {}
+
+
+def _parse_chat_uri(uri: str) -> tuple[str, str] | None:
     spawned = parse_subagent_chat_uri(uri)
     if spawned is not None:
         return SUBAGENT_CHAT_NAME, spawned[0]
-    if not isinstance(uri, str):
-        return None
     match = _CHAT.match(uri)
     if match is None:
         return None
