@@ -20,6 +20,8 @@ import orjson
 
 __all__ = ["RawEventStream"]
 
+_DATA = b"data: "
+
 
 class RawEventStream:
     """``async for event_name, data in stream`` over an httpx streaming response; ``close()`` releases it.
@@ -44,6 +46,7 @@ class RawEventStream:
         event: str | None = None
         data: list[bytes] = []
         rest = b""
+        done, error, loads = self._done, self._error, orjson.loads
         async for chunk in self.response.aiter_bytes():
             if rest:
                 chunk = rest + chunk
@@ -57,6 +60,9 @@ class RawEventStream:
             *lines, rest = chunk.split(b"\n")
             for line in lines:
                 if line:
+                    if line[:6] == _DATA:  # what nearly every line is: no partition for it
+                        data.append(line[6:])
+                        continue
                     if line[0] == 58:  # b":", a comment
                         continue
                     name, _, value = line.partition(b":")
@@ -69,9 +75,14 @@ class RawEventStream:
                     continue
                 if data:
                     text = data[0] if len(data) == 1 else b"\n".join(data)
-                    if self._done is not None and text.startswith(self._done):
+                    if done is not None and text.startswith(done):
                         return
-                    yield event, self._decode(text)
+                    value = loads(text)  # ``_decode``, inlined: this runs for every event
+                    if error is not None:
+                        failure = error(value)
+                        if failure is not None:
+                            raise failure
+                    yield event, value
                 event, data = None, []
         if rest.endswith(b"\r"):
             rest = rest[:-1]

@@ -79,8 +79,11 @@ class StreamAccumulator:
     def delta(self, vendor_key: Hashable, content: str) -> PartDelta:
         """Append to the open part of ``vendor_key``."""
         index = self._open_index(vendor_key)
-        event = PartDelta(index=index, part_kind=self._parts[index].kind, content=content)
-        self.apply(event)
+        part = self._parts[index]
+        event = PartDelta(index=index, part_kind=part.kind, content=content)
+        # What ``apply`` would do, without checking again what ``_open_index`` and the event's
+        # own kind (the part's) already guarantee: this runs for every streamed chunk.
+        part.chunks.append(content)
         return event
 
     def end(self, vendor_key: Hashable, native: dict[str, Any] | None = None) -> PartEnd:

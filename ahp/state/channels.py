@@ -52,6 +52,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from functools import lru_cache
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
@@ -193,12 +194,20 @@ def parse_chat_uri(uri: Any) -> tuple[str, str] | None:
 
     Only canonical encodings are accepted (building the URI again from the result gives ``uri``
     back), and the decoded session must be a well-formed URI.
+
+    Answers are remembered for the 4,096 strings last asked about (whatever URIs clients send):
+    the 0.2.0 projection asks this for every streamed token, and the answer depends on the string
+    alone.
     """
+    return _parse_chat_uri(uri) if isinstance(uri, str) else None
+
+
+
+@lru_cache(maxsize=4096)
+def _parse_chat_uri(uri: str) -> tuple[str, str] | None:
     spawned = parse_subagent_chat_uri(uri)
     if spawned is not None:
         return SUBAGENT_CHAT_NAME, spawned[0]
-    if not isinstance(uri, str):
-        return None
     match = _CHAT.match(uri)
     if match is None:
         return None

@@ -44,27 +44,36 @@ class ChatStreamTranslator:
         self._pending_tool_args: dict[int, list[str]] = {}
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
-        data = as_dict(chunk)
-        self._response_id = self._response_id or data.get("id")
-        self._model = self._model or data.get("model")
+        data = chunk if type(chunk) is dict else as_dict(chunk)
+        if not self._response_id:
+            self._response_id = data.get("id")
+        if not self._model:
+            self._model = data.get("model")
         events: list[StreamEvent] = []
-        choices = data.get("choices") or []
-        choice = next((c for c in choices if (c.get("index") or 0) == 0), None)
-        if choice is not None:
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                events += self._text_like("reasoning", reasoning, close="text")
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                events += self._text_like("text", content, close="reasoning")
-            for call in delta.get("tool_calls") or []:
-                events += self._tool_call(call)
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-                events += self.acc.end_all()  # parts are final now; usage may still follow
-        if data.get("usage"):
-            events.append(UsageReport(usage=_usage(data["usage"])))
+        choices = data.get("choices")
+        if choices:
+            choice = choices[0] if type(choices) is list else None  # choice 0 comes first in practice
+            if choice is None or (choice.get("index") or 0) != 0:
+                choice = next((c for c in choices if (c.get("index") or 0) == 0), None)
+            if choice is not None:
+                delta = choice.get("delta") or {}
+                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(reasoning, str) and reasoning:
+                    self._text_like(events, "reasoning", reasoning, close="text")
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    self._text_like(events, "text", content, close="reasoning")
+                calls = delta.get("tool_calls")
+                if calls:
+                    for call in calls:
+                        events += self._tool_call(call)
+                finish_reason = choice.get("finish_reason")
+                if finish_reason:
+                    self.finish_reason = finish_reason
+                    events += self.acc.end_all()  # parts are final now; usage may still follow
+        usage = data.get("usage")
+        if usage:
+            events.append(UsageReport(usage=_usage(usage)))
         return events
 
     def close(self) -> list[StreamEvent]:
@@ -76,14 +85,13 @@ class ChatStreamTranslator:
         ))
         return events
 
-    def _text_like(self, key: str, content: str, *, close: str) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
-        if self.acc.is_open(close):
-            events.append(self.acc.end(close))
-        if not self.acc.is_open(key):
-            events.append(self.acc.start(key, "reasoning" if key == "reasoning" else "text"))
-        events.append(self.acc.delta(key, content))
-        return events
+    def _text_like(self, events: list[StreamEvent], key: str, content: str, *, close: str) -> None:
+        acc = self.acc
+        if acc.is_open(close):
+            events.append(acc.end(close))
+        if not acc.is_open(key):
+            events.append(acc.start(key, "reasoning" if key == "reasoning" else "text"))
+        events.append(acc.delta(key, content))
 
     def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
         index = call.get("index") or 0

@@ -71,10 +71,7 @@ class CallMapper:
         self._targets: dict[int, tuple[str, str]] = {}
 
     def apply(self, event: StreamEvent) -> None:
-        match event:
-            case PartStart():
-                self.streamed = True
-                self._start(event)
+        match event:  # deltas first: nearly every event is one
             case PartDelta():
                 kind, target = self._targets[event.index]
                 if kind == "tool_call":
@@ -82,6 +79,9 @@ class CallMapper:
                 elif event.content:
                     build = builders.chat_delta if kind == "text" else builders.chat_reasoning
                     self._ctx.emit(build(turn_id=self._ctx.turn_id, part_id=target, content=event.content))
+            case PartStart():
+                self.streamed = True
+                self._start(event)
             case PartEnd():
                 pass  # tool arguments are final here; the loop approves calls after the stream
             case UsageReport():

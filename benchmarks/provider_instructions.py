@@ -1,0 +1,127 @@
+"""CPU instructions per streamed chunk, provider and turn mapping, against the bare SDK: a figure the machine's load does not move.
+
+    .venv/bin/python benchmarks/provider_instructions.py [--api chat,anthropic,responses] [--chunks 1000,3000]
+
+Timings on a shared machine move with everyone else's work (the same run gave ratios from 0.31
+to 0.50 on a machine at load 14); instructions do not. This runs the in-process streams of
+``benchmarks/provider_parsing.py`` (the same SSE bodies, served by an ``httpx2.MockTransport``)
+under valgrind's callgrind, counting instructions only while a stream is read:
+
+* **host**: ``provider.stream(request)`` (the SDK's raw response, ``providers._sse``, orjson, the
+  translator, the neutral events) with every event mapped to the turn's actions
+  (``host.runtime.agents._mapping.CallMapper`` into a ``TurnContext`` whose dispatch does
+  nothing: the store is not measured here);
+* **baseline**: the bare SDK at its best (``benchmarks/_bare_sdk.py``: raw response, lines split,
+  orjson).
+
+Each is run for two stream lengths; the difference divided by the difference in chunks is the
+cost of one chunk, without start-up, imports and the stream's opening. Needs ``valgrind`` (Debian's
+package); user-space instructions only (no system calls, no waiting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._runs import command_line, machine_note
+
+
+def _instrument(on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+                   stdout=subprocess.DEVNULL, check=True)
+
+
+async def _child(api: str, chunks: int, bare: bool) -> None:
+    """Runs under callgrind: one short untimed stream, then ``chunks`` chunks instrumented."""
+    from benchmarks._bare_sdk import open_raw, sse_data
+    from benchmarks.provider_parsing import _anthropic_stream, _chat_stream, _http_client, _responses_stream
+    from host.runtime.agents._mapping import CallMapper, TurnToolIds
+    from host.runtime.agents.base import TurnContext
+    from providers import AnthropicProvider, ModelRequest, OpenAIChatProvider, OpenAIResponsesProvider, UserMessage
+
+    bodies = {"chat": _chat_stream, "anthropic": _anthropic_stream, "responses": _responses_stream}
+    providers = {"chat": OpenAIChatProvider, "anthropic": AnthropicProvider, "responses": OpenAIResponsesProvider}
+    paths = {"chat": "/chat/completions", "anthropic": "/v1/messages", "responses": "/responses"}
+    request = ModelRequest(model="bench", messages=(UserMessage.of("go"),))
+
+    async def host(body: list[bytes], measured: bool) -> None:
+        provider = providers[api](api_key="k", http_client=_http_client(body))
+        ctx = TurnContext(session="s", turn_id="t1", message={}, _dispatch=lambda channel, action: None,
+                          _state=dict, chat="c", _active_turn_id=lambda: "t1")
+        mapper = CallMapper(ctx, TurnToolIds(), {})
+        if measured:
+            _instrument(True)
+        stream = provider.stream(request)
+        async for event in stream:
+            mapper.apply(event)
+        stream.message()
+        if measured:
+            _instrument(False)
+
+    async def baseline(body: list[bytes], measured: bool) -> None:
+        import anthropic
+        import openai
+
+        http = _http_client(body)
+        messages = [{"role": "user", "content": "go"}]
+        params: dict = {"model": "bench", "messages": messages}
+        if api == "anthropic":
+            client = anthropic.AsyncAnthropic(api_key="k", http_client=http, max_retries=0)
+            params["max_tokens"] = 10
+        else:
+            client = openai.AsyncOpenAI(api_key="k", http_client=http, max_retries=0)
+        if measured:
+            _instrument(True)
+        async for _ in sse_data(await open_raw(client, paths[api], params)):
+            pass
+        if measured:
+            _instrument(False)
+
+    run = baseline if bare else host
+    await run(bodies[api](50), False)  # imports, first-use caches
+    await run(bodies[api](chunks), True)
+
+
+def _count(api: str, chunks: int, bare: bool) -> int:
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+         sys.executable, __file__, "--child", api, str(chunks), "bare" if bare else "host"],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True,
+    )
+    found = re.search(r"Collected : ([\d,]+)", result.stderr)
+    if found is None:
+        raise SystemExit(f"callgrind said nothing countable:\n{result.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--api", default="chat,anthropic,responses")
+    parser.add_argument("--chunks", default="1000,3000", help="the two stream lengths whose difference is measured")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    short, long = (int(n) for n in args.chunks.split(","))
+    print(f"instructions per streamed chunk (callgrind, user space), {long} minus {short} chunks; {machine_note()}")
+    print(f"command: {command_line()}")
+    print(f"{'API':<12}{'baseline: raw + orjson':>24}{'host: provider + turn mapping':>32}{'ratio':>8}")
+    for api in args.api.split(","):
+        bare = (_count(api, long, True) - _count(api, short, True)) / (long - short)
+        host = (_count(api, long, False) - _count(api, short, False)) / (long - short)
+        print(f"{api:<12}{bare:>24,.0f}{host:>32,.0f}{bare / host:>8.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        asyncio.run(_child(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "bare"))
+    else:
+        main()
