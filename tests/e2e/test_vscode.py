@@ -173,6 +173,18 @@ models = [{{ id = "{MODEL_ID}", name = "Scripted Claude" }}]
 """)
 
 
+def _stop_all(driver: Driver | None, processes: list[Process], proxy: WireProxy | None, fake: FakeAnthropic) -> None:
+    """Stop what a run started, the browser first and the fake API last (processes in reverse order
+    of start); those that never started are None or absent."""
+    if driver is not None:
+        driver.stop()
+    for process in reversed(processes):
+        process.stop()
+    if proxy is not None:
+        proxy.stop()
+    fake.stop()
+
+
 def _start_our_side(base: Path, artifacts: Path, project: Path, fake_url: str, settings: dict[str, Any],
                     processes: list[Process], *, workspace_trust: bool = False) -> tuple[OurHost, WireProxy, Process, str]:
     """Our host (its process added to ``processes``), the recording proxy in front of it and
@@ -244,13 +256,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         driver.step("open", url=url, folder=str(project))
         yield Run(artifacts, project, driver, proxy, fake, url, host)
     finally:
-        if driver is not None:
-            driver.stop()
-        for process in reversed(processes):
-            process.stop()
-        if proxy is not None:
-            proxy.stop()
-        fake.stop()
+        _stop_all(driver, processes, proxy, fake)
         # VS Code's own logs (the agent host's among them) next to ours.
         logs = base / "code-server" / "user-data" / "logs"
         if logs.is_dir():

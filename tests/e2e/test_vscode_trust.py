@@ -43,6 +43,7 @@ from tests.e2e.test_vscode import (
     Run,
     _scripted_answer,
     _start_our_side,
+    _stop_all,
     _wait,
 )
 from tests.e2e.wire_proxy import WireProxy
@@ -101,13 +102,7 @@ def trust_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         driver = Driver(INSTALL, artifacts, profiles=base / "chromium-profiles").start()
         yield Run(artifacts, trusted, driver, proxy, fake, url, host, notes={"untrusted": untrusted, "markers": markers})
     finally:
-        if driver is not None:
-            driver.stop()
-        for process in reversed(processes):
-            process.stop()
-        if proxy is not None:
-            proxy.stop()
-        fake.stop()
+        _stop_all(driver, processes, proxy, fake)
 
 
 def _forwarded_trust(run: Run, since: float = 0.0) -> list[dict[str, Any]]:
