@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -101,6 +102,27 @@ async def _measure(url: str, clients: int, deltas: int, processes: int, mode: st
     return clients * deltas / elapsed, cpu * 1e6 / (clients * deltas)
 
 
+PUBLIC_SESSION = "ahp-session:/bench"
+
+
+def open_turn(host: Any) -> tuple[str, str, str]:
+    """A session on ``host`` with a turn open and an empty markdown part ``p`` that the benchmark
+    itself streams into: ``(the session's public channel, its chat, the turn's id)``.
+
+    No agent: the turn's task (started by the ``turnStarted`` dispatched here, not run yet) is
+    cancelled before it runs, so no agent streams into the turn, or ends it, while deltas are
+    measured."""
+    store = host.store
+    internal = host.create_session({"channel": PUBLIC_SESSION}, "bench")
+    chat = store.state(internal)["defaultChat"]
+    turn = "bench-turn"
+    store.dispatch(chat, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "2026-11-29T00:00:00.000Z",
+                          "message": {"text": "go", "origin": {"kind": "user"}}})
+    host.runner.forget(internal)
+    store.dispatch(chat, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "p", "content": ""}})
+    return PUBLIC_SESSION, chat, turn
+
+
 async def run_host(clients: int, deltas: int, processes: int, protocol: str) -> tuple[float, float]:
     from host.config import load_config
     from host.service import AgentHost
@@ -112,17 +134,7 @@ async def run_host(clients: int, deltas: int, processes: int, protocol: str) -> 
         running = await start_host(host, token=TOKEN)
         try:
             store = host.store
-            public = "ahp-session:/bench"
-            internal = host.create_session({"channel": public}, "bench")
-            chat = store.state(internal)["defaultChat"]
-            turn = "bench-turn"
-            store.dispatch(chat, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "2026-11-29T00:00:00.000Z",
-                                  "message": {"text": "go", "origin": {"kind": "user"}}})
-            # No agent: the benchmark itself produces the deltas. The turn's task (started by the
-            # turnStarted just dispatched, not run yet) is cancelled before it runs, so no agent
-            # streams into the turn, or ends it, while the deltas are measured.
-            host.runner.forget(internal)
-            store.dispatch(chat, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "p", "content": ""}})
+            public, chat, turn = open_turn(host)
 
             async def produce() -> None:
                 for index in range(deltas):

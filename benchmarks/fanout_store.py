@@ -31,6 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import command_line, machine_note
+from benchmarks.fanout import open_turn
 
 DELTA_TEXT = "token "
 _COMMIT_EVERY = 64
@@ -61,14 +62,7 @@ async def main(deltas: int, repeat: int, subscribers: int, protocol: str) -> Non
         config = load_config(None, overrides={"server": {"port": 0, "data_dir": data}}, environ={})
         host = AgentHost(config)
         store = host.store
-        public = "ahp-session:/bench"
-        internal = host.create_session({"channel": public}, "bench")
-        chat = store.state(internal)["defaultChat"]
-        turn = "bench-turn"
-        store.dispatch(chat, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "2026-11-29T00:00:00.000Z",
-                              "message": {"text": "go", "origin": {"kind": "user"}}})
-        host.runner.forget(internal)  # the turn's task has not run yet: no agent streams into the turn
-        store.dispatch(chat, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "p", "content": ""}})
+        public, chat, turn = open_turn(host)
         await asyncio.sleep(0.3)  # the session's preparation settles
         dialect = dialect_for(Negotiated(protocol, protocol))
         group = [_Subscriber(dialect.translator) for _ in range(subscribers)]
