@@ -119,6 +119,20 @@ class ChatProcess:
         """Everything printed so far, without escape sequences and carriage returns."""
         return _ESCAPES.sub("", self.raw.decode("utf-8", "replace")).replace("\r", "")
 
+    async def _next_output(self, deadline: float, exited: str, timed_out: str) -> None:
+        """Wait for the client to print more (or for ``deadline``, a loop time); fail with
+        ``exited`` if it has exited, with ``timed_out`` once the deadline has passed."""
+        if self._closed:
+            raise AssertionError(exited)
+        self._changed.clear()
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            raise AssertionError(timed_out)
+        try:
+            await asyncio.wait_for(self._changed.wait(), remaining)
+        except TimeoutError:
+            pass
+
     async def expect(self, needle: str, timeout: float = 15.0) -> str:
         """Wait until ``needle`` is printed after the previous match; returns the text up to it."""
         loop = asyncio.get_running_loop()
@@ -130,16 +144,8 @@ class ChatProcess:
                 chunk = text[self._seen : index + len(needle)]
                 self._seen = index + len(needle)
                 return chunk
-            if self._closed:
-                raise AssertionError(f"the client exited before printing {needle!r}; it printed:\n{text[self._seen:]}")
-            self._changed.clear()
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise AssertionError(f"timed out waiting for {needle!r}; after the last match the client printed:\n{text[self._seen:]}")
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                pass
+            await self._next_output(deadline, f"the client exited before printing {needle!r}; it printed:\n{text[self._seen:]}",
+                                    f"timed out waiting for {needle!r}; after the last match the client printed:\n{text[self._seen:]}")
 
     async def on_screen(self, needle: str, timeout: float = 15.0) -> str:
         """Wait until ``needle`` is shown on the screen (within one row); returns the screen. What
@@ -147,16 +153,8 @@ class ChatProcess:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while not any(needle in row for row in self.screen.lines):
-            if self._closed:
-                raise AssertionError(f"the client exited without showing {needle!r}; the screen:\n{self.screen}")
-            self._changed.clear()
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise AssertionError(f"timed out waiting for {needle!r} on the screen; it shows:\n{self.screen}")
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                pass
+            await self._next_output(deadline, f"the client exited without showing {needle!r}; the screen:\n{self.screen}",
+                                    f"timed out waiting for {needle!r} on the screen; it shows:\n{self.screen}")
         self._seen = len(self.text)
         return str(self.screen)
 
