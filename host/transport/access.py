@@ -26,10 +26,11 @@ from __future__ import annotations
 from typing import Any
 
 from host.errors import ErrorCode, RpcError
-from host.transport.action_checks import ANSWER_META, tool_call
+from host.runtime.tools.confirmation import ANSWERED_BY
+from host.transport.action_checks import tool_call
 from host.transport.tokens import FULL, READ, Grant
 
-__all__ = ["ANSWER_META", "READ_METHODS", "action_refusal", "method_refusal", "recorded_answer", "required_level"]
+__all__ = ["READ_METHODS", "action_refusal", "method_refusal", "recorded_answer", "required_level"]
 
 READ_METHODS = frozenset({
     "initialize", "reconnect", "ping", "subscribe", "unsubscribe", "listSessions", "fetchTurns",
@@ -84,4 +85,4 @@ def recorded_answer(action: dict[str, Any], state: dict[str, Any], grant: Grant,
     who: dict[str, Any] = {"clientId": client_id}
     if grant.name is not None:
         who["tokenName"] = grant.name
-    return {**action, "_meta": {**earlier, **own, ANSWER_META: who}}
+    return {**action, "_meta": {**earlier, **own, ANSWERED_BY: who}}

@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from host.root_config import CLIENT_FORWARDED, MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem
+from host.runtime.tools.confirmation import ANSWERED_BY
 
 __all__ = [
-    "ANSWER_META", "Rule", "active_turn", "answered_by", "config_changed", "config_value_problem", "customization_toggled",
+    "Rule", "active_turn", "answered_by", "config_changed", "config_value_problem", "customization_toggled",
     "input_answer_changed", "input_completed", "owned_tool_call", "pending_exists", "pending_removed",
     "root_config_changed", "shown_value", "terminal_claimed", "terminal_input", "title_changed", "tool_call",
     "tool_call_confirmed", "tool_call_result_confirmed", "turn_cancelled",
@@ -38,14 +39,10 @@ def active_turn(state: dict[str, Any]) -> dict[str, Any] | None:
     return turn if isinstance(turn, dict) else None
 
 
-ANSWER_META = "answeredBy"
-"""The key of a tool call's ``_meta`` that says who answered its confirmation (``host.transport.access``)."""
-
-
 def answered_by(call: dict[str, Any]) -> str:
     """``" by token 'alice' (client c1)"`` for a call whose confirmation was answered, else ``""``."""
     meta = call.get("_meta")
-    who = meta.get(ANSWER_META) if isinstance(meta, dict) else None
+    who = meta.get(ANSWERED_BY) if isinstance(meta, dict) else None
     if not isinstance(who, dict):
         return ""
     token, client = who.get("tokenName"), who.get("clientId")

@@ -195,10 +195,13 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
 async def _watch_tokens(tokens: TokenFile, live: set[ClientConnection]) -> None:
     """Close the connections of tokens revoked while they are open (their next message would
     find out too, but a client that only watches sends none)."""
+    seen = -1
     while True:
         await asyncio.sleep(TOKEN_FILE_CHECK)
-        if not tokens.refresh():
+        tokens.refresh()
+        if tokens.generation == seen:  # (a connection's own check may have read the change first)
             continue
+        seen = tokens.generation
         for connection in [c for c in live if not tokens.still_valid(c.grant)]:
             connection.revoked()
 

@@ -116,6 +116,8 @@ class TokenFile:
         """(inode, size, mtime_ns) of the file last read; None when it did not exist."""
         self._tokens: dict[str, NamedToken] = {}
         self._loaded = False
+        self.generation = 0
+        """Counts the times the file was read again (a watcher compares it with what it last saw)."""
 
     # -- the running host ----------------------------------------------------------------------
 
@@ -134,6 +136,7 @@ class TokenFile:
             logger.warning("%s; no named token is accepted until it is fixed", error)
             self._tokens = {}
         self._seen, self._loaded = seen, True
+        self.generation += 1
         return True
 
     def match(self, presented: str | None) -> Grant | None:
