@@ -19,7 +19,7 @@ config is replaced once unused, and named while in use.
 
 ``agent-host chat [URL] ...`` talks to a host that is already running (see ``chat``).
 
-``agent-host token create NAME --level read|scoped|full [--folder DIR]``, ``token list`` and ``token
+``agent-host token create NAME --level read|full``, ``token list`` and ``token
 revoke NAME`` manage the named tokens of the data directory, one per person (``cli.token_commands``).
 
 ``agent-host plugin marketplace add|list|update|remove`` and ``agent-host plugin
@@ -109,10 +109,7 @@ def _add_token_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="token_command", required=True)
     create = actions.add_parser("create", help="add a named token and print its secret (shown this once)")
     create.add_argument("name", help="who it is for: letters, digits, '.', '_' or '-'")
-    create.add_argument("--level", required=True,
-                        help="read (subscribe and read only), scoped (only sessions in --folder) or full (everything)")
-    create.add_argument("--folder", action="append", default=[],
-                        help="(scoped) a folder whose sessions the token may use; repeat for more")
+    create.add_argument("--level", required=True, help="read (subscribe and read, change nothing) or full (everything)")
     listing = actions.add_parser("list", help="list the named tokens (never their secrets)")
     revoke = actions.add_parser("revoke", help="remove a named token; a running host closes its connections")
     revoke.add_argument("name")

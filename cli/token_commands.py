@@ -1,8 +1,8 @@
 """``agent-host token ...``: the named tokens of a data directory, one per person.
 
-``agent-host token create NAME --level read|scoped|full [--folder DIR ...]`` adds one and prints its
+``agent-host token create NAME --level read|full`` adds one and prints its
 secret alone on stdout (what it is goes to stderr), once: it is stored only as a hash (``host.transport.tokens``). ``agent-host token list``
-lists name, level, folders and creation time (never a secret), ``agent-host token revoke NAME``
+lists name, level and creation time (never a secret), ``agent-host token revoke NAME``
 removes one; a host running on the data directory closes that token's connections within a
 second. The data directory is ``--data-dir``, else the config's (``--config``, else the user's
 ``config.toml`` when it exists), else the default. Exit codes: 0 done, 1 the operation failed
@@ -16,7 +16,7 @@ import sys
 
 from cli.config import user_config
 from host.config import ConfigError, load_config
-from host.transport.tokens import SCOPED, TokenError, TokenFile
+from host.transport.tokens import TokenError, TokenFile
 
 __all__ = ["run"]
 
@@ -42,11 +42,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(tokens: TokenFile, args: argparse.Namespace) -> list[str]:
     if args.token_command == "create":
-        secret = tokens.create(args.name, args.level, args.folder)
-        folders = next(t.folders for t in tokens.entries() if t.name == args.name)
-        where = f" for {', '.join(folders)}" if args.level == SCOPED else ""
+        secret = tokens.create(args.name, args.level)
         # The secret alone on stdout (for $(...)), what it is on stderr.
-        print(f"agent-host: token {args.name!r}, level {args.level}{where}: give it to its holder now, it is not "
+        print(f"agent-host: token {args.name!r}, level {args.level}: give it to its holder now, it is not "
               "shown again. Clients send it as 'Authorization: Bearer <token>', ?token=<token> or ?tkn=<token>.",
               file=sys.stderr)
         return [secret]
@@ -54,6 +52,6 @@ def _run(tokens: TokenFile, args: argparse.Namespace) -> list[str]:
         rows = tokens.entries()
         if not rows:
             return [f"no named tokens in {tokens.path} ('agent-host token create NAME --level read|full' adds one)"]
-        return [f"{t.name}\t{t.level}\t{t.created}" + (f"\t{', '.join(t.folders)}" if t.folders else "") for t in rows]
+        return [f"{t.name}\t{t.level}\t{t.created}" for t in rows]
     tokens.revoke(args.name)
     return [f"revoked token {args.name!r}; a host running on {tokens.data_dir} closes its connections"]

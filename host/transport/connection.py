@@ -56,7 +56,7 @@ from host.transport.access import action_refusal, method_refusal, recorded_answe
 from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
 from host.transport.outbound import OutboundBudget
 from host.transport.rpc import RpcEndpoint
-from host.transport.tokens import HOST_GRANT, Grant
+from host.transport.tokens import FULL, HOST_GRANT, Grant
 from host.transport.validation import check_client_action
 
 __all__ = ["ClientConnection"]
@@ -192,13 +192,13 @@ class ClientConnection:
         """The socket is gone: drop subscriptions and release what this client held."""
         self._budget.forget(self)
         self.rpc.close()
-        if self.client_id is not None:
+        if self.client_id is not None and self._acts:
             self.host.client_resources.detach(self.client_id, self.rpc.call)
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
         self._internal.clear()
         self.host.watches.release_idle(closed_owner=self)
-        if self.client_id is not None:
+        if self.client_id is not None and self._acts:
             self.host.client_disconnected(self.client_id)
 
     # -- gate and params -----------------------------------------------------------------------
@@ -254,9 +254,20 @@ class ClientConnection:
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
         })
-        self.host.client_resources.attach(client_id, self.rpc.call)
-        self.host.client_connected(client_id)
+        self._present(client_id)
         return result
+
+    @property
+    def _acts(self) -> bool:
+        """Whether this client takes part as a client of its sessions (serves its resources, holds
+        its roles): a token that may change nothing does not, since a clientId is only what a
+        client calls itself and a full client's could be borrowed."""
+        return self.grant.level == FULL
+
+    def _present(self, client_id: str) -> None:
+        if self._acts:
+            self.host.client_resources.attach(client_id, self.rpc.call)
+            self.host.client_connected(client_id)
 
     def _bind(self, client_id: str, dialect: Dialect) -> None:
         self.client_id = client_id
@@ -288,8 +299,7 @@ class ClientConnection:
                 resumable[uri] = internal
         missing = [uri for uri in wanted if uri not in resumable]
         replayed = store.replay(int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal])
-        self.host.client_resources.attach(self.client_id, self.rpc.call)
-        self.host.client_connected(self.client_id)
+        self._present(self.client_id)
         shown = dialect.replayed(self.host, replayed) if replayed is not None else None
         if shown is None:
             snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]

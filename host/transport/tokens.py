@@ -2,7 +2,7 @@
 
 The host's own token (``--token``, ``server.token``, ``AGENT_HOST_TOKEN`` or a generated one) stays
 what it was: whoever holds it has level ``full``. Next to it, ``agent-host token create NAME --level
-read|scoped|full [--folder DIR ...]`` adds a named token to ``tokens.json`` in the data directory,
+read|full`` adds a named token to ``tokens.json`` in the data directory,
 ``agent-host token list`` lists them and ``agent-host token revoke NAME`` removes one. What each
 level may do is ``host.transport.access``'s table.
 
@@ -20,8 +20,7 @@ Contract:
   file it cannot read is logged and then no named token is accepted (the host's own still is).
   A revoked name stops matching; ``still_valid(grant)`` tells a connection opened with it.
 * Names are 1-64 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit; a name is
-  used once. A ``scoped`` token lists at least one folder (absolute, resolved: no ``..``); other
-  levels list none.
+  used once.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from pathlib import Path
 
 from host.errors import AgentHostError
 
-__all__ = ["FULL", "LEVELS", "READ", "SCOPED", "TOKENS_FILE", "Grant", "HOST_GRANT", "NamedToken", "TokenError",
+__all__ = ["FULL", "LEVELS", "READ", "TOKENS_FILE", "Grant", "HOST_GRANT", "NamedToken", "TokenError",
            "TokenFile"]
 
 logger = logging.getLogger(__name__)
@@ -51,9 +50,8 @@ TOKENS_FILE = "tokens.json"
 """The file of named tokens, in the data directory."""
 
 READ = "read"
-SCOPED = "scoped"
 FULL = "full"
-LEVELS = (READ, SCOPED, FULL)
+LEVELS = (READ, FULL)
 """The levels, weakest first."""
 
 _PREFIX = "aht_"
@@ -72,8 +70,6 @@ class Grant:
     name: str | None
     """The named token's name; None for the host's own token."""
     level: str
-    folders: tuple[str, ...] = ()
-    """For ``scoped``: the resolved folders whose sessions it may use."""
     digest: str | None = None
     """The stored hash it matched (a name revoked and created again is another grant)."""
 
@@ -91,7 +87,6 @@ HOST_GRANT = Grant(None, FULL)
 class NamedToken:
     name: str
     level: str
-    folders: tuple[str, ...]
     created: str
     """When it was created (ISO 8601, UTC)."""
     digest: str
@@ -99,7 +94,7 @@ class NamedToken:
 
     @property
     def grant(self) -> Grant:
-        return Grant(self.name, self.level, self.folders, self.digest)
+        return Grant(self.name, self.level, self.digest)
 
 
 def _digest(secret: str) -> str:
@@ -167,25 +162,20 @@ class TokenFile:
 
     # -- the token command ---------------------------------------------------------------------
 
-    def create(self, name: str, level: str, folders: list[str] | tuple[str, ...] = ()) -> str:
+    def create(self, name: str, level: str) -> str:
         """Add a token; returns its secret (the only time it is known)."""
         if not _NAME.fullmatch(name or ""):
             raise TokenError(f"token name {name!r} is not valid: use 1-64 letters, digits, '.', '_' or '-', "
                              "starting with a letter or digit")
         if level not in LEVELS:
             raise TokenError(f"token level {level!r} is not one of {', '.join(LEVELS)}")
-        resolved = tuple(_folder(folder) for folder in folders)
-        if level == SCOPED and not resolved:
-            raise TokenError("a scoped token needs at least one --folder: the folders whose sessions it may use")
-        if level != SCOPED and resolved:
-            raise TokenError(f"--folder is for scoped tokens; a {level} token is not limited to folders")
         secret = _PREFIX + secrets.token_urlsafe(32)
         with self._writing() as tokens:
             if name in tokens:
                 raise TokenError(f"a token named {name!r} exists already: revoke it first "
                                  f"('agent-host token revoke {name}') or pick another name")
             created = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-            tokens[name] = NamedToken(name, level, resolved, created, _digest(secret))
+            tokens[name] = NamedToken(name, level, created, _digest(secret))
         return secret
 
     def entries(self) -> list[NamedToken]:
@@ -209,8 +199,7 @@ class TokenFile:
             raise TokenError(f"cannot read {self.path}: {error.strerror}") from None
         try:
             entries = json.loads(text)["tokens"]
-            return [NamedToken(e["name"], e["level"], tuple(e.get("folders") or ()), e["created"], e["sha256"])
-                    for e in entries]
+            return [NamedToken(e["name"], e["level"], e["created"], e["sha256"]) for e in entries]
         except (ValueError, KeyError, TypeError):
             raise TokenError(f"{self.path} is not a token file this host wrote; move it aside and create the tokens "
                              "again") from None
@@ -230,7 +219,7 @@ class TokenFile:
 
     def _write(self, tokens: list[NamedToken]) -> None:
         body = {"version": 1, "tokens": [
-            {"name": t.name, "level": t.level, "folders": list(t.folders), "created": t.created, "sha256": t.digest}
+            {"name": t.name, "level": t.level, "created": t.created, "sha256": t.digest}
             for t in sorted(tokens, key=lambda token: token.name)]}
         aside = self.path.with_name(f".{TOKENS_FILE}.{os.getpid()}")
         fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
@@ -242,12 +231,3 @@ class TokenFile:
             os.close(fd)
         os.replace(aside, self.path)
 
-
-def _folder(folder: str) -> str:
-    path = Path(folder).expanduser()
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    resolved = path.resolve()
-    if not resolved.is_dir():
-        raise TokenError(f"--folder {folder}: {resolved} is not a directory")
-    return str(resolved)

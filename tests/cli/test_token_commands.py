@@ -61,6 +61,6 @@ def test_mistakes_exit_1_with_what_to_do(tmp_path: Path) -> None:
     unknown = agent_host(tmp_path, "revoke", "bob")
     assert unknown.returncode == 1 and "no token named 'bob' (tokens: alice)" in unknown.stderr
     level = agent_host(tmp_path, "create", "carol", "--level", "admin")
-    assert level.returncode == 1 and "not one of read, scoped, full" in level.stderr
+    assert level.returncode == 1 and "not one of read, full" in level.stderr
     empty = agent_host(tmp_path / "other", "list")
     assert empty.returncode == 0 and "no named tokens" in empty.stdout

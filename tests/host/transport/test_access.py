@@ -225,3 +225,35 @@ async def test_ag_ui_with_a_read_token_joins_a_thread_but_starts_nothing(tmp_pat
         assert wrong.status_code == 403 and query.status_code == 200
     finally:
         await running.stop()
+
+
+async def test_a_read_client_borrowing_a_full_clients_id_serves_nothing_for_it(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    """A clientId is only what a client calls itself: a read token's connection under a full
+    client's id is not asked for that client's resources (a plugin tree it publishes, say)."""
+    async with hosting(tmp_path, ScriptedProvider([])) as (running, tokens):
+        full = await AhpClient.connect(running.url.split("?")[0], token=tokens.create("owner", "full"), client_id="shared-id",
+                                       frame_hook=frame_checker.hook)
+        await full.initialize(subscriptions=[ROOT])
+        read = await AhpClient.connect(running.url.split("?")[0], token=tokens.create("guest", "read"), client_id="shared-id",
+                                       frame_hook=frame_checker.hook)
+        await read.initialize(subscriptions=[ROOT])
+        asked: list[str] = []
+
+        def answering(who: str) -> Any:
+            async def handler(params: Any) -> dict[str, Any]:
+                asked.append(who)
+                return {"data": "", "encoding": "utf-8"}
+            return handler
+
+        full.on_request("resourceRead", answering("full"))
+        read.on_request("resourceRead", answering("read"))
+        try:
+            await running.host.client_resources.call("shared-id", "resourceRead", {"uri": "virtual://shared-id/plugin.json"})
+            assert asked == ["full"]
+            await full.close()
+            with pytest.raises(Exception, match="not connected"):
+                await running.host.client_resources.call("shared-id", "resourceRead", {"uri": "virtual://shared-id/plugin.json"})
+            assert asked == ["full"]
+        finally:
+            await full.close()
+            await read.close()
