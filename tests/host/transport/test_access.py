@@ -58,6 +58,11 @@ def confirm(client: AhpClient, session: str, call: dict[str, Any], **fields: Any
                                      "toolCallId": call["toolCallId"], **fields})
 
 
+def trusted(running: RunningHost) -> Any:
+    """The host's ``trustedFolders`` (its root config value)."""
+    return ((running.host.store.state(ROOT) or {}).get("config") or {}).get("values", {}).get(CONFIG_KEY)
+
+
 def call_in(client: AhpClient, session: str, call_id: str) -> dict[str, Any]:
     turn = (client.state(session) or {}).get("activeTurn") or {}
     return next(p["toolCall"] for p in turn.get("responseParts") or () if p.get("kind") == "toolCall"
@@ -81,6 +86,7 @@ async def test_a_read_token_watches_a_streaming_turn_and_cannot_approve_dispatch
             await owner.subscribe(session)
             bob.send_message(session, "run it")
             call = await wait_pending(alice, session)  # alice sees the turn live, waiting for a person
+            trusted_before = trusted(running)
 
             # Refused actions come back as rejections naming both levels; nothing changes.
             refused = [
@@ -93,8 +99,7 @@ async def test_a_read_token_watches_a_streaming_turn_and_cannot_approve_dispatch
                 assert outcome.status == "rejected"
                 assert "level full" in (outcome.reason or "") and "token 'alice' (level read)" in (outcome.reason or "")
             assert call_in(bob, session, call["toolCallId"])["status"] == "pending-confirmation"
-            assert CONFIG_KEY not in json.dumps(running.host.store.state(ROOT)) or str(tmp_path) not in \
-                json.dumps((running.host.store.state(ROOT) or {}).get("config", {}).get("values", {}).get(CONFIG_KEY))
+            assert trusted(running) == trusted_before
 
             # Refused requests are JSON-RPC errors naming both levels; the connection stays usable.
             for method, params in (
