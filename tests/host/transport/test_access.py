@@ -26,7 +26,7 @@ from providers.scripted import Pause, Script, call_tools, finish, reply, text
 from tests.conftest import TOKEN, FrameChecker
 from tests.host.runtime.agents.harness import config_for, ready_session
 from tests.host.runtime.tools._support import scripted, tools_config, wait_pending
-from tests.host.transport.agui.agui_client import run, run_input, text_of, types, user
+from tests.host.transport.agui.agui_client import events_of, open_run, run, run_input, text_of, types, user
 
 ROOT = "ahp-root://"
 
@@ -262,3 +262,44 @@ async def test_a_read_client_borrowing_a_full_clients_id_serves_nothing_for_it(t
         finally:
             await full.close()
             await read.close()
+
+
+async def test_ag_ui_with_a_read_token_follows_a_running_turn_live_and_cannot_cancel_it(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    gate = asyncio.Event()
+    provider = ScriptedProvider([held_reply(gate, "Partly", " done.")])
+    config = config_for(tmp_path)
+    running = await start_host(AgentHost(config, agents=[scripted(provider)]), token=TOKEN)
+    tokens = TokenFile(config.data_path())
+    watcher = await client_of(running, frame_checker, TOKEN)
+    try:
+        reader, writer = tokens.create("reader", "read"), tokens.create("writer", "full")
+        session = session_uri_for("t2")
+        await ready_session(watcher, channel=session)
+        messages = [user("m1", "go")]
+        started = asyncio.create_task(run(running.http_url, run_input("t2", "r1", messages), token=writer))
+        await watcher.wait_for(lambda m, e: "Partly" in json.dumps((watcher.state(session) or {}).get("activeTurn")), timeout=20)
+        cancel = await run(running.http_url, run_input("t2", "r2", messages, forwardedProps={"cancel": True}), token=reader)
+        assert types(cancel) == ["RUN_STARTED", "RUN_ERROR"] and cancel[-1]["code"] == "permissionDenied"
+        followed: list[dict[str, Any]] = []
+        joined = asyncio.Event()
+
+        async def follow() -> None:
+            async with open_run(running.http_url, run_input("t2", "r3", messages), token=reader) as response:
+                async for event in events_of(response):
+                    followed.append(event)
+                    if event["type"] == "MESSAGES_SNAPSHOT":
+                        joined.set()
+
+        follower = asyncio.create_task(follow())
+        await asyncio.wait_for(joined.wait(), 20)
+        assert not follower.done()  # following the running turn
+        gate.set()
+        _, written = await asyncio.wait_for(asyncio.gather(follower, started), 20)
+        assert text_of(written) == "Partly done." and written[-1]["type"] == "RUN_FINISHED"
+        # It followed the turn to its end (an AG-UI join streams only parts started after it joined).
+        assert types(followed) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+        await watcher.wait_for(lambda m, e: len((watcher.state(session) or {}).get("turns") or []) == 1, timeout=20)
+        assert watcher.state(session)["turns"][0]["state"] == "complete"  # not cancelled
+    finally:
+        await watcher.close()
+        await running.stop()
