@@ -107,7 +107,8 @@ class ProviderTurn:
         model_id, spec = self.needs.model_for(ctx.model)
         self.model = model_id
         try:
-            async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id) as provider:
+            workdir = session_directory(ctx.state)
+            async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id, workdir=str(workdir) if workdir else None) as provider:
                 await self._loop(provider, model_id, spec, finished_turns)
         finally:
             self._save()
