@@ -19,6 +19,7 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
@@ -185,7 +186,8 @@ def replay_client(cassette: str | Path | list[Interaction], **kwargs: Any) -> tu
 
 class TeeStream(httpx2.AsyncByteStream):
     """Passes the body through while keeping a copy; reports it once the body is closed, as
-    ``on_done(body, complete)``: ``complete`` is false when the reader stopped early (a cancel)."""
+    ``on_done(body, complete)``: ``complete`` is false when the body was closed unread because the
+    reading task was being cancelled (an SDK that stops at its end marker closes it unread too)."""
 
     def __init__(self, inner: httpx2.AsyncByteStream, on_done: Any) -> None:
         self._inner = inner
@@ -206,7 +208,9 @@ class TeeStream(httpx2.AsyncByteStream):
         finally:
             if not self._reported:
                 self._reported = True
-                self._on_done(b"".join(self._chunks), self._complete)
+                task = asyncio.current_task()
+                cancelled = not self._complete and task is not None and task.cancelling() > 0
+                self._on_done(b"".join(self._chunks), not cancelled)
 
 
 class RecordingTransport(httpx2.AsyncBaseTransport):

@@ -102,7 +102,8 @@ class SessionCassetteSource:
 
     def sent(self, session: str) -> list[dict[str, Any]]:
         """What ``session`` sent, normalised as the cassette stores it: ``{"turn", "call", "path", "body"}``."""
-        return [entry for (name, _), state in self._sessions.items() if name == session for entry in state.sent]
+        wanted = session.split(":/", 1)[-1]  # a client's ahp-session:/<id> is the host's <agent>:/<id>
+        return [entry for (name, _), state in self._sessions.items() if name.split(":/", 1)[-1] == wanted for entry in state.sent]
 
     def _open(self, session: str, model: str) -> _Session:
         from providers.session_cassette import DEFAULT_REDACT, CassetteFormatError, SessionCassette, read_cassette
@@ -157,6 +158,8 @@ class SessionCassetteSource:
                 write_cassette(state.path, cassette)
 
             def on_call(call: Any) -> None:
+                calls = sum(1 for entry in state.sent if entry["turn"] == number)
+                state.sent.append({"turn": number, "call": calls + 1, "path": call.path, "body": call.body})
                 if number is None:
                     cassette.title = call
                 else:
