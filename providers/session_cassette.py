@@ -148,6 +148,8 @@ class SessionCassette:
     turns: list[list[Call]] = field(default_factory=list)
     title: Call | None = None
     redact: tuple[str, ...] = DEFAULT_REDACT
+    cancelled: set[int] = field(default_factory=set)
+    """Turns (numbered from 1) the client cancelled while they ran."""
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -182,7 +184,8 @@ class SessionCassette:
                 out["cancelled"] = True
             return out
 
-        turns = [{"turn": number, "calls": [call(c) for c in calls]} for number, calls in enumerate(self.turns, 1)]
+        turns = [{"turn": number, **({"cancelled": True} if number in self.cancelled else {}), "calls": [call(c) for c in calls]}
+                 for number, calls in enumerate(self.turns, 1)]
         title = call(self.title) if self.title is not None else None
         document: dict[str, Any] = {"format": FORMAT, "version": VERSION, "kind": self.kind, "base_url": self.base_url,
                                     "redact": list(self.redact), "shared": shared, "turns": turns}
@@ -230,11 +233,12 @@ class SessionCassette:
             except (KeyError, TypeError, ValueError) as error:
                 raise CassetteFormatError(f"{source}: {where} is not a recorded call ({error!r} missing or wrong)") from None
 
-        turns = [[call(c, f"turn {i} call {j}") for j, c in enumerate(t.get("calls") or [], 1)]
-                 for i, t in enumerate(document.get("turns") or [], 1)]
+        entries = document.get("turns") or []
+        turns = [[call(c, f"turn {i} call {j}") for j, c in enumerate(t.get("calls") or [], 1)] for i, t in enumerate(entries, 1)]
+        cancelled = {i for i, t in enumerate(entries, 1) if t.get("cancelled")}
         title = call(document["title"], "title") if document.get("title") else None
         return cls(kind=str(document.get("kind")), base_url=document.get("base_url"), turns=turns, title=title,
-                   redact=tuple(document.get("redact") or DEFAULT_REDACT))
+                   redact=tuple(document.get("redact") or DEFAULT_REDACT), cancelled=cancelled)
 
 
 def is_session_cassette(path: Path) -> bool:

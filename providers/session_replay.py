@@ -77,6 +77,8 @@ class SessionReplayTransport(httpx2.AsyncBaseTransport):
                 "in pytest) or start a new session."
             )
         calls = self.cassette.turns[self.turn - 1]
+        if self.calls > len(calls) and self.turn in self.cassette.cancelled:
+            raise ReplayedCancel(f"the recording was cancelled by its client in turn {self.turn} after {len(calls)} model calls")
         if self.calls > len(calls):
             raise CassetteUsedUp(
                 f"{self.source}: turn {self.turn} made more model calls than the {len(calls)} recorded "

@@ -22,6 +22,7 @@ the turn's error. What each session sent is kept (``sent(session)``) for tests t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -143,7 +144,8 @@ class SessionCassetteSource:
         number = None if title else state.turn
         recorded = cassette.title is not None if number is None else number <= state.recorded_turns
         transport: Any
-        if self._replay and (recorded or self._live is None):
+        replaying = self._replay and (recorded or self._live is None)
+        if replaying:
             transport = SessionReplayTransport(cassette, turn=number, source=state.path.name, normaliser=normaliser,
                                                strict=self.strict, sent=state.sent, warn=logger.warning)
             client = httpx2.AsyncClient(transport=transport)
@@ -171,6 +173,11 @@ class SessionCassetteSource:
             provider = make_provider(self._live.kind, api_key=self._live.api_key, base_url=self._live.base_url, http_client=client)
         try:
             yield provider
+        except asyncio.CancelledError:
+            if number is not None and not replaying:
+                cassette.cancelled.add(number)  # the client cancelled the turn: a replay ends it there too
+                write_cassette(state.path, cassette)
+            raise
         finally:
             await provider.aclose()
             await client.aclose()

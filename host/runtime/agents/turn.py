@@ -26,7 +26,7 @@ from typing import Any
 from ahp.protocol import builders
 from host.resources.workdirs import session_directory
 from host.runtime.agents._mapping import CallMapper, TurnToolIds, tool_start_meta
-from host.runtime.agents.base import TurnContext, TurnFailed
+from host.runtime.agents.base import TurnContext, TurnEnded, TurnFailed
 from host.runtime.agents.budget import ContextBudget
 from host.runtime.agents.compaction import Compaction
 from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter
@@ -36,6 +36,7 @@ from host.runtime.agents.retries import retry_after, too_long
 from host.runtime.agents.titles import make_title
 from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
 from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
+from host.runtime.turns import turn_duration
 from host.state.sessions import DEFAULT_TITLE
 from host.state.transcripts import TranscriptStore
 from providers import (
@@ -56,6 +57,9 @@ from tools.base import Tool
 __all__ = ["ProviderTurn", "TurnNeeds"]
 
 logger = logging.getLogger(__name__)
+
+REPLAYED_CANCEL = "replayed_cancel"
+"""The error type of ``host.runtime.agents.session_source.ReplayedCancelError``: the recorded turn was cancelled here."""
 
 @dataclass(frozen=True)
 class TurnNeeds:
@@ -236,6 +240,12 @@ class ProviderTurn:
                             self.messages.append(partial)
                     raise
             except ProviderError as error:
+                if error.error_type == REPLAYED_CANCEL:
+                    # A replayed session whose recording was cancelled here: the turn ends cancelled, as it did.
+                    self._add_usage(mapper)
+                    started = (ctx.chat_state.get("activeTurn") or {}).get("startedAt")
+                    ctx.emit(builders.chat_turn_cancelled(turn_id=ctx.turn_id, duration=turn_duration(started)))
+                    raise TurnEnded() from None
                 delay = retry_after(retryable=error.retryable, streamed=mapper.streamed, attempt=attempt,
                                     retries=settings.retries, base_delay=settings.retry_base_delay, asked=error.retry_after)
                 if delay is None:
