@@ -43,10 +43,11 @@ FORMAT = "agent-host session cassette"
 REDACTED = "<redacted>"
 DEFAULT_REDACT = (
     r"sk-[A-Za-z0-9_\-]{16,}",
-    r"(?i)(?<![A-Za-z0-9])(?:[A-Z0-9_]*(?:API_?KEY|SECRET|TOKEN|PASSWORD))\s*[=:]\s*[^\s\"'\\]+",
+    r"(?<![A-Za-z0-9_])(?:[A-Z0-9_]*(?:API_?KEY|SECRET|TOKEN|PASSWORD)|api_?key)\s*[=:]\s*(?P<secret>[^\s\"'\\<]+)",
 )
-"""Patterns always filtered from request bodies: provider-style keys and ``NAME_KEY=value`` lines
-(a ``.env`` file the agent read); a config adds its own (``[recording] redact``)."""
+"""Patterns always filtered from what is recorded: provider-style keys and ``NAME_KEY=value`` lines
+(a ``.env`` file the agent read); a config adds its own (``[recording] redact``). A pattern with a
+group named ``secret`` has only that group replaced, so the name stays readable."""
 
 _ENVIRONMENT = re.compile(r"<environment>.*?</environment>", re.DOTALL)
 _KEPT_HEADERS = frozenset({"content-type", "retry-after", "retry-after-ms", "x-should-retry", "content-encoding"})
@@ -88,7 +89,7 @@ class Normaliser:
         for real, name in self.places:
             value = value.replace(real, name)
         for pattern in self.redact:
-            value = re.sub(pattern, REDACTED, value)
+            value = _redact(re.compile(pattern), value)
         return value
 
     def value(self, value: Any) -> Any:
@@ -239,6 +240,17 @@ class SessionCassette:
         title = call(document["title"], "title") if document.get("title") else None
         return cls(kind=str(document.get("kind")), base_url=document.get("base_url"), turns=turns, title=title,
                    redact=tuple(document.get("redact") or DEFAULT_REDACT), cancelled=cancelled)
+
+
+def _redact(pattern: re.Pattern[str], text: str) -> str:
+    if "secret" not in pattern.groupindex:
+        return pattern.sub(REDACTED, text)
+
+    def keep_name(match: re.Match[str]) -> str:
+        start, end = match.span("secret")
+        return text[match.start():start] + REDACTED + text[end:match.end()]
+
+    return pattern.sub(keep_name, text)
 
 
 def is_session_cassette(path: Path) -> bool:
