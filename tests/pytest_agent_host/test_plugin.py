@@ -125,3 +125,15 @@ def test_a_key_in_a_file_the_agent_reads_is_redacted_and_the_session_still_repla
     text = (suite.path / "cassettes" / "test_notes" / "test_reads_a_key.yaml").read_text()
     assert "sk-abcdefghijklmnopqrstuvwx" not in text and "OPENAI_API_KEY=<redacted>" in text
     run(suite).assert_outcomes(passed=1)  # what is sent on replay is redacted the same way before it is compared
+
+
+def test_new_episodes_replays_the_recorded_turns_and_appends_the_new_one(suite: pytest.Pytester) -> None:
+    cassette = committed(suite, "openai-chat")
+    before = cassette.read_text()
+    longer = USER_TEST + '    assert session.send("And one more").text == "You said: And one more"\n'
+    write_suite(suite.path, test=longer)
+    run(suite).assert_outcomes(failed=1)  # none: turn 4 is not recorded
+    run(suite, "--record-mode=new_episodes").assert_outcomes(passed=1)
+    after = cassette.read_text()
+    assert after.startswith(before[: before.index("\ntitle:")]) and "- turn: 4" in after
+    run(suite).assert_outcomes(passed=1)  # and now all four replay
