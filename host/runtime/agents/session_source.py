@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,9 @@ from providers import Provider, ProviderError
 __all__ = ["SessionCassetteSource", "LiveProvider", "ReplayDivergedError", "ReplayedCancelError", "portable_base_url"]
 
 logger = logging.getLogger(__name__)
+
+SESSIONS_KEPT = 512
+"""Sessions whose cassette a source keeps in memory."""
 
 
 class ReplayDivergedError(ProviderError):
@@ -99,7 +103,9 @@ class SessionCassetteSource:
         self._redact = redact or ()
         """Patterns filtered from what is recorded, besides ``DEFAULT_REDACT``."""
         self._home = home if home is not None else str(Path.home())
-        self._sessions: dict[tuple[str, str], _Session] = {}
+        self._sessions: OrderedDict[tuple[str, str], _Session] = OrderedDict()
+        """The sessions in use, the least recently used first (at most ``SESSIONS_KEPT``; a recording
+        session dropped from here reads its file again, and counts on from its turns)."""
 
     def sent(self, session: str) -> list[dict[str, Any]]:
         """What ``session`` sent, normalised as the cassette stores it: ``{"turn", "call", "path", "body"}``."""
@@ -111,7 +117,9 @@ class SessionCassetteSource:
 
         key = (session, model)
         state = self._sessions.get(key)
-        if state is None:
+        if state is not None:
+            self._sessions.move_to_end(key)
+        else:
             path = self._cassette_for(session, model)
             if path.is_file():
                 try:
@@ -126,6 +134,8 @@ class SessionCassetteSource:
             # A recording host counts on from the turns already in the file (a session continued later).
             state = _Session(path, cassette, len(cassette.turns), turn=0 if self._replay else len(cassette.turns))
             self._sessions[key] = state
+            while len(self._sessions) > SESSIONS_KEPT:
+                self._sessions.popitem(last=False)
         return state
 
     @contextlib.asynccontextmanager

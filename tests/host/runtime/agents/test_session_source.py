@@ -136,3 +136,28 @@ async def test_an_older_cassette_that_no_longer_matches_is_served_with_a_warning
     assert turn["state"] == "complete"
     [warning] = [r.getMessage() for r in caplog.records if "older (version 1, vcrpy) cassette" in r.getMessage()]
     assert "chat-completions-stream-text-usage.yaml" in warning and "Record the session again" in warning
+
+
+async def test_a_compaction_request_is_recorded_in_its_turn_and_replayed(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    recordings = tmp_path / "recorded"
+    replies = [Reply(200, chat_sse("Hello there")), Reply(200, chat_sse("Summary: they said hello."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = config_for(tmp_path, toml=live_toml(server.base_url, 'title = "first-words"\n'),
+                            recording={"enabled": True, "directory": str(recordings)})
+        async with serving(config, frame_checker) as (_, client):
+            session = await ready_session(client, provider="fake")
+            await run_turn(client, session, "hello")
+            live = await run_turn(client, session, "/compact")
+    assert live["state"] == "complete"
+    [cassette] = list(recordings.rglob("*.yaml"))
+    [first, second] = yaml.safe_load(cassette.read_text())["turns"]
+    assert len(first["calls"]) == len(second["calls"]) == 1
+    assert "hello" in str(second["calls"][0]["request"]["body"]["messages"])
+
+    async with serving(config_for(tmp_path / "replay", toml=replay_toml(cassette, 'title = "first-words"\n')), frame_checker) as (_, client):
+        session = await ready_session(client, provider="again")
+        await run_turn(client, session, "hello")
+        replayed = await run_turn(client, session, "/compact")
+    assert replayed["state"] == "complete"
+    assert replayed["responseParts"] == [{**p, "id": replayed["responseParts"][i].get("id")} if "id" in p else p
+                                         for i, p in enumerate(live["responseParts"])]
