@@ -96,7 +96,7 @@ class SessionReplayTransport(httpx2.AsyncBaseTransport):
         diff = request_diff(recorded, request.method.upper(), path, body)
         if diff is not None:
             text = (f"The replay of {self.source} diverged at {self._where()}: the request differs from the "
-                    f"recorded one.\n{diff}")
+                    f"recorded one.\n{diff}\nIf the change is meant (a new prompt, tool or host version), record the session again.")
             if self.strict:
                 raise ReplayDiverged(text)
             if self._warn is not None:

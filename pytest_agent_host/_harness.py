@@ -65,7 +65,9 @@ class Turn:
 class HostHarness:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, recording: bool = False) -> None:
+        self.recording = recording
+        """Whether the agent records (then a test has one session: a cassette holds one)."""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="agent-host test host", daemon=True)
         self._thread.start()
@@ -95,6 +97,9 @@ class HostHarness:
         return self.host.agents[AGENT].source  # type: ignore[attr-defined]
 
     def session(self, cwd: str | Path, model: str | None = None) -> ReplaySession:
+        """A new session working in ``cwd`` on the agent (its default model, or ``model``)."""
+        if self.recording and self.sessions:
+            raise RuntimeError("a cassette records one session: this test already opened one (use one test per session)")
         session = ReplaySession(self, self.run(self._create(str(cwd), model)))
         self.sessions.append(session)
         return session
@@ -151,25 +156,6 @@ class ReplaySession:
             return any(t["id"] == turn_id for t in state.get("turns") or [])
 
         await client.wait_for(ended, timeout=timeout)
-        return next(t for t in (client.state(self.uri) or {})["turns"] if t["id"] == turn_id)
-
-    def cancel_after(self, text: str, *, timeout: float = 60) -> Turn:
-        """Send ``text`` and cancel its turn as soon as the answer starts streaming."""
-        return Turn(self._harness.run(self._cancel_after(text, timeout), timeout + 10))
-
-    async def _cancel_after(self, text: str, timeout: float) -> dict[str, Any]:
-        client = self._harness.client
-        assert client is not None
-        turn_id = client.send_message(self.uri, text)
-
-        def streaming(_m: Any, _e: Any) -> bool:
-            active = (client.state(self.uri) or {}).get("activeTurn") or {}
-            return bool(active.get("responseParts")) or any(t["id"] == turn_id for t in (client.state(self.uri) or {}).get("turns") or [])
-
-        await client.wait_for(streaming, timeout=timeout)
-        if (client.state(self.uri) or {}).get("activeTurn"):
-            client.cancel_turn(self.uri, turn_id)
-        await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in (client.state(self.uri) or {}).get("turns") or []), timeout=timeout)
         return next(t for t in (client.state(self.uri) or {})["turns"] if t["id"] == turn_id)
 
     @property

@@ -128,7 +128,7 @@ def agent_host(
     for section, values in agent_host_config.items():
         sections.setdefault(section, {}).update(values)
     config = load_config(None, overrides=sections, environ=dict(os.environ))
-    harness = HostHarness()
+    harness = HostHarness(recording=recording)
     try:
         harness.start(config, source)
         yield harness
@@ -149,7 +149,13 @@ def _key(table: dict[str, Any]) -> str | None:
 
 
 def _recorded_model(cassette: Path) -> str:
-    match = re.search(r"^\s+model:\s*(\S+)\s*$", cassette.read_text(encoding="utf-8"), re.MULTILINE)
-    if match is None:
-        raise pytest.fail.Exception(f"{cassette} records no model id; give the agent_host_agent fixture a models list")
-    return match.group(1).strip("'\"")
+    from providers.session_cassette import CassetteFormatError, read_cassette
+
+    try:
+        recorded = read_cassette(cassette)
+    except CassetteFormatError as error:
+        raise pytest.fail.Exception(str(error), pytrace=False) from None
+    for call in [c for turn in recorded.turns for c in turn]:
+        if isinstance(call.body, dict) and call.body.get("model"):
+            return str(call.body["model"])
+    raise pytest.fail.Exception(f"{cassette} records no model id; give the agent_host_agent fixture a models list", pytrace=False)
