@@ -33,6 +33,7 @@ from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.models import ModelSpec, ProviderSource, TurnSettings, model_for, request_options
 from host.runtime.agents.retries import retry_after, too_long
+from host.runtime.agents.session_source import ReplayedCancelError
 from host.runtime.agents.titles import make_title
 from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
 from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
@@ -57,9 +58,6 @@ from tools.base import Tool
 __all__ = ["ProviderTurn", "TurnNeeds"]
 
 logger = logging.getLogger(__name__)
-
-REPLAYED_CANCEL = "replayed_cancel"
-"""The error type of ``host.runtime.agents.session_source.ReplayedCancelError``: the recorded turn was cancelled here."""
 
 @dataclass(frozen=True)
 class TurnNeeds:
@@ -240,7 +238,7 @@ class ProviderTurn:
                             self.messages.append(partial)
                     raise
             except ProviderError as error:
-                if error.error_type == REPLAYED_CANCEL:
+                if isinstance(error, ReplayedCancelError):
                     # A replayed session whose recording was cancelled here: the turn ends cancelled, as it did.
                     self._add_usage(mapper)
                     started = (ctx.chat_state.get("activeTurn") or {}).get("startedAt")
