@@ -24,11 +24,10 @@ from client import AhpClient
 from host.config import HostConfig
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
+from pytest_agent_host import AGENT
 
-__all__ = ["HostHarness", "ReplaySession", "Turn", "ReplayFailed", "AGENT"]
+__all__ = ["HostHarness", "ReplaySession", "Turn", "ReplayFailed"]
 
-AGENT = "recorded"
-"""The name of the agent whose turns replay (or record) the test's cassette."""
 _REPLAY_ERRORS = frozenset({"replay_diverged", "recording_ended"})
 T = TypeVar("T")
 

@@ -37,10 +37,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agent_host import RECORD_MODES
-from pytest_agent_host._harness import AGENT, HostHarness, ReplayFailed, ReplaySession, Turn
+from pytest_agent_host import AGENT, RECORD_MODES
 
-__all__ = ["RECORD_MODES", "HostHarness", "ReplaySession", "Turn", "ReplayFailed"]
+__all__ = ["RECORD_MODES", "record_mode"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -83,12 +82,13 @@ def agent_host_config() -> dict[str, dict[str, Any]]:
 def agent_host(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, agent_host_cassette: Path,
     agent_host_agent: dict[str, Any] | None, agent_host_config: dict[str, dict[str, Any]],
-) -> Iterator[HostHarness]:
+) -> Iterator[Any]:
     """A host whose agent ``recorded`` replays or records this test's cassette (see the module docstring)."""
     # The host's modules load when a test uses the fixture, not in every pytest run of an
     # environment where the package is installed (the plugin is registered for all of them).
     from host.config import load_config
     from host.runtime.agents.session_source import LiveProvider, SessionCassetteSource
+    from pytest_agent_host._harness import HostHarness
 
     mode = record_mode(request.config)
     cassette = agent_host_cassette
