@@ -5,8 +5,8 @@
 
 * **replay** (``live=None``): a ``kind = "replay"`` agent whose model's ``cassette`` is a session
   cassette. Each session replays the file from its turn 1 (any number of sessions side by side,
-  each with its own position). Turn ``N`` of the session is served by turn ``N`` of the file and
-  the title request by its title; strict by default (a request that differs ends the turn with
+  each with its own position). Turn ``N`` of the session (its chats' turns counted in the order they
+  start: a sub-agent's turn is one) is served by turn ``N`` of the file and the title request by its title; strict by default (a request that differs ends the turn with
   an error naming the turn, the call and a diff). A session going past the recorded turns gets an
   error saying the cassette is used up, never a silent restart at turn 1.
 * **record** (``replay=False``): ``serve --record``: each session's calls go through the real SDK

@@ -161,3 +161,26 @@ async def test_a_compaction_request_is_recorded_in_its_turn_and_replayed(tmp_pat
     assert replayed["state"] == "complete"
     assert replayed["responseParts"] == [{**p, "id": replayed["responseParts"][i].get("id")} if "id" in p else p
                                          for i, p in enumerate(live["responseParts"])]
+
+
+async def test_a_sub_agents_turn_is_recorded_in_the_session_cassette_and_replays(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    recordings = tmp_path / "recorded"
+    task = ("call_task_1", "task", '{"description": "Greet", "prompt": "Say hello to the user"}')
+    replies = [Reply(200, chat_sse(tool_calls=[task])), Reply(200, chat_sse("Hello from the sub-agent")),
+               Reply(200, chat_sse("The sub-agent said hello"))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = config_for(tmp_path, toml=live_toml(server.base_url, 'title = "first-words"\n'),
+                            recording={"enabled": True, "directory": str(recordings)}, tools={"auto_approve": True})
+        async with serving(config, frame_checker) as (_, client):
+            live = await run_turn(client, await ready_session(client, provider="fake"), "delegate a greeting")
+    assert live["state"] == "complete" and live["responseParts"][-1]["content"] == "The sub-agent said hello"
+    [cassette] = list(recordings.rglob("*.yaml"))
+    turns = yaml.safe_load(cassette.read_text())["turns"]
+    assert [len(t["calls"]) for t in turns] == [2, 1]  # the parent's turn, then the sub-agent's chat turn
+    assert turns[1]["calls"][0]["request"]["body"]["messages"][-1]["content"] == "Say hello to the user"
+
+    toml = replay_toml(cassette, 'title = "first-words"\n')
+    async with serving(config_for(tmp_path / "replay", toml=toml, tools={"auto_approve": True}), frame_checker) as (_, client):
+        replayed = await run_turn(client, await ready_session(client, provider="again"), "delegate a greeting")
+    assert replayed["state"] == "complete", replayed.get("error")
+    assert replayed["responseParts"][-1]["content"] == "The sub-agent said hello"
