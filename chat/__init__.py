@@ -56,6 +56,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ahp.dialects.v0_2 import builders
 from chat._command_table import CLIENT_COMMANDS
 from chat._connect import ChatConnectError, connect
 from chat._notify import Notifier
@@ -66,6 +67,7 @@ from chat._theme import resolve_theme
 from chat.oneshot import IDLE_TIMEOUT, run_oneshot
 from chat.render import Style
 from client import ROOT_CHANNEL, AhpClient
+from client.errors import AhpError
 
 __all__ = ["add_arguments", "run", "style_for", "check_agent_and_model", "prompt_from", "EmbeddedHost", "ChatConnectError", "ChatSettingsError"]
 
@@ -88,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
     which.add_argument("-c", "--continue", dest="continue_last", action="store_true", help="open the session in --cwd that changed last")
     which.add_argument("--new", action="store_true", help="start a new session (the default)")
     parser.add_argument("--agent", help="agent for new sessions (an AgentInfo provider, e.g. offline)")
-    parser.add_argument("--model", help="model id for new sessions")
+    parser.add_argument("--model", help="model id for new sessions; with --resume, --session or --continue the session switches to it")
     parser.add_argument("-p", "--print", dest="message", metavar="MESSAGE", nargs="?", const="-",
                         help="send one message, print the answer and exit (piped stdin follows the message; '-' or none: stdin is the message)")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for new sessions (default: the current directory)")
@@ -241,6 +243,13 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
         if problem is not None:
             print(f"agent-host chat: {problem}", file=sys.stderr)
             return EXIT_USAGE
+        if args.session is not None and args.model:
+            # --model with --resume/--session/--continue: the opened session switches model from its next
+            # turn (as /model does), rather than the flag being dropped because the session exists.
+            problem = await _switch_model(client, args.session, args.model)
+            if problem is not None:
+                print(f"agent-host chat: --model {args.model}: {problem}", file=sys.stderr)
+                return EXIT_USAGE
         if args.message is not None:
             return await run_oneshot(
                 client,
@@ -299,6 +308,16 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
             terminal.restore()
     finally:
         await client.close()
+
+
+async def _switch_model(client: AhpClient, session: str, model: str) -> str | None:
+    """Switch ``session`` to ``model`` (what the client sends next leaves after it); a problem the user can act on, or None."""
+    try:
+        await client.subscribe(session)
+    except AhpError as error:
+        return f"cannot open {session}: {error.message}"
+    client.dispatch(session, builders.session_model_changed(model={"id": model}))
+    return None
 
 
 async def _session_to_open(client: AhpClient, args: argparse.Namespace) -> str | None:

@@ -132,7 +132,7 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to listen on (default 8765; 0 picks a free port)")
     _add_host_files(serve)
     serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
-    serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
+    serve.add_argument("--record", action="store_true", help="record each session's model calls to a session cassette (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)

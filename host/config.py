@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -140,7 +141,8 @@ class ModelConfig(_Section):
     default_level: str | None = None
     """Default reasoning effort / thinking level offered in the configSchema."""
     cassette: str | None = None
-    """Replay agents only: the vcrpy cassette this model replays (relative to the config file)."""
+    """Replay agents only: the cassette this model replays (relative to the config file): a session
+    cassette written by ``serve --record`` (checked request by request), or an older vcrpy one."""
 
 
 class AgentConfig(_Section):
@@ -189,13 +191,29 @@ class AgentConfig(_Section):
     to read it with read_file."""
     title: Literal["model", "first-words"] = "model"
     """How a session's title is made after its first turn: ask the model, or the message's first words."""
+    strict: bool = True
+    """Replay agents only: compare every request with the recorded one and end the turn with a diff
+    when they differ; false serves the recorded answers whatever is sent (the built-in demo agent)."""
 
 
 class RecordingConfig(_Section):
     enabled: bool = False
-    """Write each turn's provider HTTP traffic to a vcrpy cassette (secrets scrubbed)."""
+    """Write each session's model calls to a session cassette (secrets and machine paths replaced)."""
     directory: str = "cassettes/recorded"
-    """Where cassettes go: <directory>/<agent>/<session id>/<turn id>.yaml (relative: to the cwd)."""
+    """Where cassettes go: one per session, <directory>/<agent>/<session id>.yaml (relative: to the cwd)."""
+    redact: list[str] = Field(default_factory=list)
+    """Regular expressions whose matches in what is sent (tool output included) are stored as
+    <redacted>, besides the built-in ones (provider-style keys, NAME_KEY=value lines)."""
+
+    @field_validator("redact")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"{pattern!r} is not a regular expression ({error}); write it as Python's re module reads it") from None
+        return patterns
 
 
 class PluginsConfig(_Section):

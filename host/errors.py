@@ -23,10 +23,11 @@ Everything the host raises on purpose derives from ``AgentHostError``::
      └── PromptUsageError     the arguments typed for an MCP prompt do not fit it (also a ``ValueError``;
                               ``host.runtime.customizations.mcp_prompts``)
 
-Each is defined beside the code that raises it; this tree is where they are listed. Two stay
+Each is defined beside the code that raises it; this tree is where they are listed. Some stay
 outside: AG-UI's ``AnswerError`` (a ``ValueError`` of ``host.transport.agui.interrupts``) and the
-replay agent's ``RecordingEnded``, a ``providers.ProviderError`` because the turn loop handles it
-as any provider's failure (``tests/host/test_errors.py`` holds the list).
+replay agent's ``RecordingEnded``, ``ReplayDivergedError`` and ``ReplayedCancelError``
+(``host.runtime.agents.session_source``), ``providers.ProviderError`` subclasses because the turn loop
+handles them as any provider's failure (``tests/host/test_errors.py`` holds the list).
 
 ``RpcError`` is the only exception whose text reaches the wire, and only through the JSON-RPC
 layer (``host.transport.rpc``), which is the single place an exception becomes an error response. Any other

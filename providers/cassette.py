@@ -19,6 +19,7 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
@@ -183,19 +184,23 @@ def replay_client(cassette: str | Path | list[Interaction], **kwargs: Any) -> tu
     return httpx2.AsyncClient(transport=transport), transport
 
 
-class _TeeStream(httpx2.AsyncByteStream):
-    """Passes the body through while keeping a copy; reports it once the body is finished."""
+class TeeStream(httpx2.AsyncByteStream):
+    """Passes the body through while keeping a copy; reports it once the body is closed, as
+    ``on_done(body, complete)``: ``complete`` is false when the body was closed unread because the
+    reading task was being cancelled (an SDK that stops at its end marker closes it unread too)."""
 
     def __init__(self, inner: httpx2.AsyncByteStream, on_done: Any) -> None:
         self._inner = inner
         self._on_done = on_done
         self._chunks: list[bytes] = []
         self._reported = False
+        self._complete = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._inner:
             self._chunks.append(chunk)
             yield chunk
+        self._complete = True
 
     async def aclose(self) -> None:
         try:
@@ -203,7 +208,9 @@ class _TeeStream(httpx2.AsyncByteStream):
         finally:
             if not self._reported:
                 self._reported = True
-                self._on_done(b"".join(self._chunks))
+                task = asyncio.current_task()
+                cancelled = not self._complete and task is not None and task.cancelling() > 0
+                self._on_done(b"".join(self._chunks), not cancelled)
 
 
 class RecordingTransport(httpx2.AsyncBaseTransport):
@@ -230,14 +237,14 @@ class RecordingTransport(httpx2.AsyncBaseTransport):
         status = {"code": response.status_code, "message": response.reason_phrase}
         headers = scrub_headers(response.headers.multi_items())
 
-        def finished(raw_body: bytes) -> None:
+        def finished(raw_body: bytes, complete: bool) -> None:
             self._append(recorded_request, {"status": status, "headers": headers, "body": {"string": raw_body}})
 
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         return httpx2.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_TeeStream(response.stream, finished),
+            stream=TeeStream(response.stream, finished),
             request=request,
             extensions=response.extensions,
         )

@@ -10,7 +10,8 @@
 * ``regular_files`` (reading files that cannot block) is shared by the server's parts and imports
   nothing from any room.
 * ``cli`` (the ``agent-host`` command) composes the server and the terminal client; the server
-  never imports a client, and nothing imports ``cli``.
+  never imports a client, and nothing imports ``cli``. ``pytest_agent_host`` (the pytest plugin)
+  composes the server and the client library for tests; nothing imports it.
 * Inside ``host``, four rooms, top down: ``transport`` (how clients reach the host) sits on the
   composition (``host.service``, ``AgentHost``), which sits on ``runtime`` (what runs in sessions),
   ``resources`` (files served and guarded) and ``state`` (the store and the journal). ``state``
@@ -84,6 +85,13 @@ def test_the_shared_file_reader_imports_nothing_from_the_rooms() -> None:
 
 def test_the_server_imports_no_client_and_nothing_imports_the_command() -> None:
     offending = [f"{where}: {module}" for module, where in _imports("host") if _matches(module, {"client", "chat", "cli"})]
+    assert offending == []
+
+
+def test_nothing_imports_the_pytest_plugin() -> None:
+    """``pytest_agent_host`` composes the host and the client for tests, as ``cli`` does for people."""
+    offending = [f"{where}: {module}" for package in sorted(ROOMS | {"regular_files"})
+                 for module, where in _imports(package) if _matches(module, {"pytest_agent_host"})]
     assert offending == []
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from host.transport.server import RunningHost
 from tests.chat._hostwait import chats, until_host
+from tests.chat._scenario import MODEL_ID
 from tests.chat.test_oneshot import run_p
 
 
@@ -113,6 +114,19 @@ async def test_resume_takes_a_session_id_or_its_uri(chat_host: RunningHost, work
     # Without an id a script cannot pick one: a usage error that says what to do instead.
     code, out, err = await run_p(chat_host.url, "--resume", "-p", "fourth", cwd=workdir)
     assert (code, out) == (2, "") and "--resume needs a session id with -p (or --continue" in err
+
+
+async def test_model_with_resume_switches_the_resumed_session_instead_of_being_ignored(chat_host: RunningHost, workdir: Path) -> None:
+    code, out, _ = await run_p(chat_host.url, "-p", "hello", "--output-format", "json", cwd=workdir)
+    first = json.loads(out)
+    [(_, chat)] = chats(chat_host)
+    assert chat["draft"]["model"]["id"] == MODEL_ID
+    code, out, err = await run_p(chat_host.url, "-p", "second", "--resume", first["session_id"], "--model", "offline-echo", cwd=workdir)
+    assert code == 0, err
+    [(_, chat)] = chats(chat_host)
+    assert chat["draft"]["model"]["id"] == "offline-echo"  # the session's model from its next turn on, as /model sets it
+    code, _, err = await run_p(chat_host.url, "-p", "third", "--resume", first["session_id"], "--model", "no-such-model", cwd=workdir)
+    assert code == 2 and "no-such-model" in err
 
 
 async def test_max_turns_stops_a_turn_whose_tools_would_ask_the_model_again(chat_host: RunningHost, workdir: Path) -> None:

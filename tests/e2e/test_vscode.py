@@ -157,6 +157,7 @@ offline_agent = false
 [agents.replay]
 kind = "replay"
 display_name = "Recorded replay (offline)"
+strict = false
 models = [
   {models},
 ]

@@ -12,6 +12,7 @@ from host.errors import AgentHostError
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = {"host.transport.agui.interrupts.AnswerError", "host.runtime.agents.replay.RecordingEnded",
+           "host.runtime.agents.session_source.ReplayDivergedError", "host.runtime.agents.session_source.ReplayedCancelError",
            "host.transport.agui.runs._Refused"}
 """Named in the tree as left outside, and a private signal that never leaves its module."""
 

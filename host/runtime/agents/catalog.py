@@ -21,6 +21,7 @@ A provider whose key is missing stays listed; creating a session on it fails wit
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
@@ -28,8 +29,17 @@ from host.errors import ConfigError
 from host.runtime.agents.base import Agent
 from host.runtime.agents.offline import OfflineAgent
 from host.runtime.agents.provider import ModelSpec, ProviderAgent, TurnSettings
-from host.runtime.agents.replay import VENDORED_CASSETTES, DemoSecretTool, DemoWeatherTool, ReplaySource, replayable
-from host.runtime.agents.sources import SdkSource
+from host.runtime.agents.replay import (
+    VENDORED_CASSETTES,
+    DemoSecretTool,
+    DemoWeatherTool,
+    RecordingEnded,
+    ReplaySource,
+    replayable,
+    session_cassette_kind,
+)
+from host.runtime.agents.session_source import LiveProvider, SessionCassetteSource
+from host.runtime.agents.sources import SdkSource, cassette_path_for
 from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT, configured_system_prompt
 
 __all__ = ["build_agents", "default_agent_configs", "agent_from_config", "vendored_replay_models"]
@@ -98,6 +108,7 @@ def build_agents(config: HostConfig) -> list[Agent]:
                 "your message does not change the recorded answer.",
                 models=models,
                 title="first-words",
+                strict=False,  # the demo: any message gets the recorded answer
             )
         agents.extend(agent_from_config(name, table, config) for name, table in tables.items())
         return agents
@@ -116,38 +127,49 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
         for m in table.models
     ]
     base = Path(config.source).parent if config.source and Path(config.source).is_file() else Path.cwd()
+    cassettes = _replay_cassettes(name, table, base) if table.kind == "replay" else {}
+    kinds = {session_cassette_kind(path) for path in cassettes.values()}
+    if len(kinds) > 1 and None in kinds:
+        raise ConfigError(f"agents.{name}.models: mixes session cassettes (serve --record) with older vcrpy cassettes; "
+                          "give each kind its own replay agent")
+    # A replay of a recorded session sends what the recorded agent sent: the same prompt, title request and tools.
+    sessions = table.kind == "replay" and None not in kinds
+    older_replay = table.kind == "replay" and not sessions
     settings = TurnSettings(
         system_prompt=configured_system_prompt(name, table.system_prompt, table.system_prompt_file, base,
-                                               default=None if table.kind == "replay" else BUILTIN_SYSTEM_PROMPT),
+                                               default=None if older_replay else BUILTIN_SYSTEM_PROMPT),
         max_tokens=table.max_tokens,
         retries=table.retries,
         retry_base_delay=table.retry_base_delay,
         retry_max_delay=table.retry_max_delay,
         max_model_calls=table.max_model_calls,
-        title="first-words" if table.kind == "replay" else table.title,
+        title="first-words" if older_replay else table.title,
         stall_timeout=table.stall_timeout or None,
         compact_at=table.compact_at or None,
         keep_recent_turns=table.keep_recent_turns,
         tool_output_limit=table.tool_output_limit,
     )
-    if table.kind == "replay":
-        cassettes = {}
-        for model in table.models:
-            if not model.cassette:
-                raise ConfigError(f"agents.{name}.models: model {model.id!r} of a replay agent needs a cassette path")
-            path = Path(model.cassette).expanduser()
-            path = path if path.is_absolute() else base / path
-            if not path.is_file():
-                raise ConfigError(f"agents.{name}.models: cassette = {model.cassette!r} does not exist ({path})")
-            cassettes[model.id] = path
+    if sessions:
+        kind = next(iter(kinds)) or "openai"
         return ProviderAgent(
             name,
-            ReplaySource(cassettes),
+            SessionCassetteSource(cassette_for=_cassette_of(name, cassettes), kind=kind, strict=table.strict),
+            display_name=display,
+            description=table.description or "A recorded session replayed offline, checked request by request.",
+            models=models,
+            settings=settings,
+            sleep=_no_wait,
+        )
+    if table.kind == "replay":
+        return ProviderAgent(
+            name,
+            ReplaySource(cassettes, warn=table.strict),
             display_name=display,
             description=table.description or "Recorded provider responses replayed offline.",
             models=models,
             settings=settings,
             tools=[DemoSecretTool(), DemoWeatherTool()],
+            sleep=_no_wait,
         )
     variable = table.api_key_env or DEFAULT_KEY_VARIABLES.get(table.kind)
     key = table.api_key or (config.environ.get(variable) if variable else None)
@@ -170,7 +192,14 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
                     "recorded (only openai/, OpenAI-compatible vendors and anthropic/ are); its turns write no cassette",
                     name, spec.id,
                 )
-    source = SdkSource(table.kind, agent=name, api_key=key or _local_server_key(table), base_url=table.base_url, record_to=record_to)
+    recorder = None
+    if record_to is not None:
+        live = LiveProvider(table.kind, key or _local_server_key(table), table.base_url)
+        recorder = SessionCassetteSource(
+            cassette_for=lambda session, model: cassette_path_for(record_to, name, session), kind=table.kind, live=live,
+            replay=False, redact=tuple(config.recording.redact),
+        )
+    source = SdkSource(table.kind, agent=name, api_key=key or _local_server_key(table), base_url=table.base_url, recorder=recorder)
     hint = f"the {variable} environment variable" if variable and not table.api_key else f"api_key in [agents.{name}]"
     return ProviderAgent(
         name,
@@ -182,6 +211,32 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
         unavailable=unavailable,
         key_hint=hint,
     )
+
+
+def _replay_cassettes(name: str, table: AgentConfig, base: Path) -> dict[str, Path]:
+    cassettes = {}
+    for model in table.models:
+        if not model.cassette:
+            raise ConfigError(f"agents.{name}.models: model {model.id!r} of a replay agent needs a cassette path")
+        path = Path(model.cassette).expanduser()
+        path = path if path.is_absolute() else base / path
+        if not path.is_file():
+            raise ConfigError(f"agents.{name}.models: cassette = {model.cassette!r} does not exist ({path})")
+        cassettes[model.id] = path
+    return cassettes
+
+
+def _cassette_of(name: str, cassettes: dict[str, Path]) -> Callable[[str, str], Path]:
+    def cassette_for(session: str, model: str) -> Path:
+        if model not in cassettes:
+            known = ", ".join(sorted(cassettes)) or "none"
+            raise RecordingEnded(f"No recording is configured for model {model!r} of {name} (recorded models: {known}).", provider="replay")
+        return cassettes[model]
+    return cassette_for
+
+
+async def _no_wait(delay: float) -> None:
+    """A replay's retries: the recorded retry-after or backoff is not waited for again."""
 
 
 def _local_server_key(table: AgentConfig) -> str | None:

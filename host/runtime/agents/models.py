@@ -38,8 +38,11 @@ class ProviderSource(Protocol):
 
     api: str
 
-    def for_turn(self, session: str, turn_id: str, model: str) -> contextlib.AbstractAsyncContextManager[Provider]:
-        """The provider to use for this turn; a recording source gives each turn its own cassette."""
+    def for_turn(
+        self, session: str, turn_id: str, model: str, *, workdir: str | None = None
+    ) -> contextlib.AbstractAsyncContextManager[Provider]:
+        """The provider to use for this turn (a title request's ``turn_id`` ends in ``-title``);
+        ``workdir`` is the session's working directory, which a cassette stores as ``${cwd}``."""
         ...
 
     async def aclose(self) -> None: ...
@@ -53,7 +56,7 @@ class StaticSource:
         self.api = provider.api
 
     @contextlib.asynccontextmanager
-    async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
+    async def for_turn(self, session: str, turn_id: str, model: str, *, workdir: str | None = None) -> AsyncIterator[Provider]:
         yield self.provider
 
     async def aclose(self) -> None:

@@ -1,13 +1,19 @@
 """The replay agent: recorded provider traffic served through the real SDKs, fully offline.
 
-Each model of a replay agent is one vcrpy cassette. A session replays its model's cassette
+A model whose cassette is a session cassette (``version: 2``, written by ``serve --record``) is
+served by ``host.runtime.agents.session_source`` (turn by turn, requests checked). This module
+serves the older format, and the vendored cassettes of the built-in demo agent:
+each model of such a replay agent is one vcrpy cassette. A session replays its model's cassette
 interaction by interaction: each model call (including the calls after tool results) gets the
 next recorded response, through the same SDK and provider code a live agent uses, so what
 streams into a client is exactly what the real provider sent. When every interaction has been
 played, the next *turn* starts the cassette again; a model call inside a turn that finds the
 cassette exhausted fails the turn with a message saying so (nothing is made up).
 
-The user's words do not change the recorded answer; the agent's description says so.
+The user's words do not change the recorded answer; the agent's description says so. With
+``warn`` (an agent the user configured, ``strict`` by default), a request that no longer matches
+the recorded one is logged once per cassette, as a warning that the cassette predates the format
+replay checks and should be recorded again; the demo agent serves without a word.
 ``DemoSecretTool`` and ``DemoWeatherTool`` are the tools the vendored cassettes call; they give
 fixed, clearly labelled answers so the recorded tool loops can complete.
 """
@@ -15,6 +21,8 @@ fixed, clearly labelled answers so the recorded tool loops can complete.
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -30,7 +38,12 @@ from tools.content import text_content
 if TYPE_CHECKING:
     from providers import ModelRequest, ModelStream, StreamEvent
 
-__all__ = ["ReplaySource", "RecordingEnded", "cassette_kind", "DemoSecretTool", "DemoWeatherTool", "replayable", "VENDORED_CASSETTES"]
+__all__ = [
+    "ReplaySource", "RecordingEnded", "cassette_kind", "DemoSecretTool", "DemoWeatherTool", "replayable", "VENDORED_CASSETTES",
+    "session_cassette_kind",
+]
+
+logger = logging.getLogger(__name__)
 
 VENDORED_CASSETTES = Path(__file__).resolve().parents[3] / "cassettes"
 """The cassettes shipped with the repository (see cassettes/SOURCES.md)."""
@@ -55,6 +68,17 @@ def _peek(path: Path) -> tuple[str, int]:
     return uri.group(1).strip("'\""), int(code.group(1))
 
 
+def session_cassette_kind(path: Path) -> str | None:
+    """The agent kind a session cassette was recorded with, or None when ``path`` is not one (read
+    from its head, without parsing the YAML: agents are listed at start-up)."""
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        head = handle.read(4096)
+    if "format: agent-host session cassette" not in head:
+        return None
+    kind = re.search(r"^kind:\s*(\S+)\s*$", head, re.MULTILINE)
+    return kind.group(1).strip("'\"") if kind else "openai"
+
+
 def cassette_kind(path: Path) -> tuple[str, str]:
     """The agent kind (SDK) a cassette was recorded with and the base URL it talked to, from its
     first request (the base URL matters for recordings made against a local or proxy server)."""
@@ -76,12 +100,14 @@ def replayable(path: Path) -> bool:
 class _ReplayProvider:
     """A real SDK provider over a replay transport; turns "cassette exhausted" into an error."""
 
-    def __init__(self, inner: Provider, transport: Any, source: str) -> None:
+    def __init__(self, inner: Provider, transport: Any, source: str, warn: set[str] | None = None) -> None:
         self._inner = inner
         self.transport = transport
         self.name = inner.name
         self.api = inner.api
         self._source = source
+        self._warn = warn
+        """The cassettes already warned about (shared by the source), or None: no warnings."""
 
     def stream(self, request: ModelRequest) -> ModelStream:
         inner = providers.ModelStream.open(self._inner, request)
@@ -102,6 +128,26 @@ class _ReplayProvider:
                     yield event
         except CassetteError as error:  # a BaseException: keep it from killing the turn silently
             raise RecordingEnded(f"The recording {self._source} cannot answer this request ({error}).", provider=self.name) from None
+        finally:
+            self._check_last()
+
+    def _check_last(self) -> None:
+        """Warn once when what was just sent is not what the older cassette recorded."""
+        if self._warn is None or self._source in self._warn or not self.transport.played:
+            return
+        index = self.transport.played[-1]
+        recorded = _json(self.transport.interactions[index].request.body)
+        sent = _json(self.transport.requests[-1].content)
+        if recorded is None or sent is None or recorded == sent:
+            return
+        keys = sorted(k for k in set(recorded) | set(sent) if recorded.get(k) != sent.get(k))
+        self._warn.add(self._source)
+        logger.warning(
+            "replay: %s is an older (version 1, vcrpy) cassette and this host's requests no longer match it "
+            "(interaction %d differs in %s); its answers are served unchecked. Record the session again "
+            "(serve --record) for a session cassette whose requests replay checks.",
+            self._source, index + 1, ", ".join(keys),
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -112,13 +158,14 @@ class ReplaySource:
 
     api = "replay"
 
-    def __init__(self, cassettes: dict[str, Path]) -> None:
+    def __init__(self, cassettes: dict[str, Path], *, warn: bool = False) -> None:
         self.cassettes = dict(cassettes)
+        self._warned: set[str] | None = set() if warn else None
         self._kinds: dict[str, tuple[str, str]] = {}
         self._live: OrderedDict[tuple[str, str], _ReplayProvider] = OrderedDict()
 
     @contextlib.asynccontextmanager
-    async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
+    async def for_turn(self, session: str, turn_id: str, model: str, *, workdir: str | None = None) -> AsyncIterator[Provider]:
         key = (session, model)
         provider = self._live.get(key)
         if provider is None or not provider.transport.unplayed:
@@ -150,12 +197,20 @@ class ReplaySource:
         client, transport = replay_client(path)
         # The SDKs insist on a key; replayed requests never leave the process.
         inner = make_provider(kind, api_key="replay-no-key", base_url=base_url, http_client=client)
-        return _ReplayProvider(inner, transport, path.name)
+        return _ReplayProvider(inner, transport, path.name, self._warned)
 
     async def aclose(self) -> None:
         while self._live:
             _, provider = self._live.popitem()
             await provider.aclose()
+
+
+def _json(body: Any) -> dict[str, Any] | None:
+    try:
+        data = json.loads(body) if body else None
+    except (TypeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 class DemoSecretTool(Tool):

@@ -2,10 +2,10 @@
 
 * ``SdkSource`` drives a real provider SDK (OpenAI Responses, Chat Completions, Anthropic,
   LiteLLM). Without recording every turn shares one provider (the SDK clients are safe to use
-  concurrently). With recording each turn gets its own provider whose ``httpx2`` client goes
-  through a ``providers.cassette.RecordingTransport`` writing
-  ``<directory>/<agent>/<session id>/<turn id>.yaml``: per-turn transports, no global patching,
-  so concurrent sessions never mix their traffic. Secrets are scrubbed by the transport.
+  concurrently). With recording (``recorder``, a ``host.runtime.agents.session_source.SessionCassetteSource``)
+  each turn gets its own provider from the recorder, whose ``httpx2`` client writes the turn into
+  the session's cassette ``<directory>/<agent>/<session id>.yaml`` (``cassette_path_for``): per-turn
+  transports, no global patching, so concurrent sessions never mix their traffic.
   LiteLLM is recorded the same way for the backends it lets a caller route per call
   (``providers.litellm.recordable``); the others are logged as not recorded.
 * ``ReplaySource`` serves turns from recorded cassettes through the real SDK (see
@@ -76,11 +76,11 @@ _SDK_IMPORTS = {"openai": _import_openai, "openai-chat": _import_openai, "anthro
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def cassette_path_for(directory: Path, agent: str, session: str, turn_id: str) -> Path:
-    """Where a recorded turn goes; every component is made safe as a file name."""
+def cassette_path_for(directory: Path, agent: str, session: str) -> Path:
+    """Where a recorded session goes; every component is made safe as a file name."""
     session_id = session.split(":/", 1)[-1]
-    parts = [_UNSAFE.sub("_", piece).strip("._") or "_" for piece in (agent, session_id, turn_id)]
-    return directory / parts[0] / parts[1] / f"{parts[2]}.yaml"
+    parts = [_UNSAFE.sub("_", piece).strip("._") or "_" for piece in (agent, session_id)]
+    return directory / parts[0] / f"{parts[1]}.yaml"
 
 
 def make_provider(kind: str, *, api_key: str | None, base_url: str | None, http_client: Any = None) -> Provider:
@@ -106,14 +106,15 @@ class SdkSource:
         agent: str,
         api_key: str | None,
         base_url: str | None = None,
-        record_to: Path | None = None,
+        recorder: Any = None,
     ) -> None:
         self.kind = kind
         self.api = API_BY_KIND[kind]
         self.agent = agent
         self._api_key = api_key
         self._base_url = base_url
-        self.record_to = record_to
+        self.recorder = recorder
+        """A ``SessionCassetteSource`` recording every turn, or None."""
         self._shared: Provider | None = None
         self._warming: asyncio.Future[None] | None = None
 
@@ -123,28 +124,18 @@ class SdkSource:
             self._warming = asyncio.ensure_future(asyncio.to_thread(import_ahead, _SDK_IMPORTS[self.kind], f"the {self.kind} SDK"))
 
     @contextlib.asynccontextmanager
-    async def for_turn(self, session: str, turn_id: str, model: str) -> AsyncIterator[Provider]:
+    async def for_turn(self, session: str, turn_id: str, model: str, *, workdir: str | None = None) -> AsyncIterator[Provider]:
         if self._warming is not None and not self._warming.done():
             # A message sent right after the session was made: wait for the import here, not
             # inside it on the event loop (blocked on the import lock, every session with it).
             await asyncio.shield(self._warming)
-        if self.record_to is None:
+        if self.recorder is None:
             if self._shared is None:
                 self._shared = make_provider(self.kind, api_key=self._api_key, base_url=self._base_url)
             yield self._shared
             return
-        import httpx2
-
-        from providers.cassette import RecordingTransport
-
-        transport = RecordingTransport(cassette_path_for(self.record_to, self.agent, session, turn_id), httpx2.AsyncHTTPTransport())
-        client = httpx2.AsyncClient(transport=transport)
-        provider = make_provider(self.kind, api_key=self._api_key, base_url=self._base_url, http_client=client)
-        try:
+        async with self.recorder.for_turn(session, turn_id, model, workdir=workdir) as provider:
             yield provider
-        finally:
-            await provider.aclose()
-            await client.aclose()
 
     async def aclose(self) -> None:
         if self._shared is not None:

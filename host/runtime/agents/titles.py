@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 
+from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.models import ProviderSource, TurnSettings
 from providers import ModelRequest, ModelStream, ProviderError, UserMessage
@@ -46,7 +47,8 @@ async def _ask(source: ProviderSource, ctx: TurnContext, model_id: str, text: st
         model=model_id, system=TITLE_PROMPT, messages=(UserMessage.of(text[:2000]),), max_tokens=64,
         stall_timeout=settings.stall_timeout,
     )
-    async with source.for_turn(ctx.session, f"{ctx.turn_id}-title", model_id) as provider:
+    workdir = session_directory(ctx.state)
+    async with source.for_turn(ctx.session, f"{ctx.turn_id}-title", model_id, workdir=str(workdir) if workdir else None) as provider:
         stream = ModelStream.open(provider, request)
         async with contextlib.aclosing(stream):
             async for _ in stream:

@@ -26,16 +26,18 @@ from typing import Any
 from ahp.protocol import builders
 from host.resources.workdirs import session_directory
 from host.runtime.agents._mapping import CallMapper, TurnToolIds, tool_start_meta
-from host.runtime.agents.base import TurnContext, TurnFailed
+from host.runtime.agents.base import TurnContext, TurnEnded, TurnFailed
 from host.runtime.agents.budget import ContextBudget
 from host.runtime.agents.compaction import Compaction
 from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.models import ModelSpec, ProviderSource, TurnSettings, model_for, request_options
 from host.runtime.agents.retries import retry_after, too_long
+from host.runtime.agents.session_source import ReplayedCancelError
 from host.runtime.agents.titles import make_title
 from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
 from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
+from host.runtime.turns import turn_duration
 from host.state.sessions import DEFAULT_TITLE
 from host.state.transcripts import TranscriptStore
 from providers import (
@@ -107,7 +109,8 @@ class ProviderTurn:
         model_id, spec = self.needs.model_for(ctx.model)
         self.model = model_id
         try:
-            async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id) as provider:
+            workdir = session_directory(ctx.state)
+            async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id, workdir=str(workdir) if workdir else None) as provider:
                 await self._loop(provider, model_id, spec, finished_turns)
         finally:
             self._save()
@@ -235,6 +238,12 @@ class ProviderTurn:
                             self.messages.append(partial)
                     raise
             except ProviderError as error:
+                if isinstance(error, ReplayedCancelError):
+                    # A replayed session whose recording was cancelled here: the turn ends cancelled, as it did.
+                    self._add_usage(mapper)
+                    started = (ctx.chat_state.get("activeTurn") or {}).get("startedAt")
+                    ctx.emit(builders.chat_turn_cancelled(turn_id=ctx.turn_id, duration=turn_duration(started)))
+                    raise TurnEnded() from None
                 delay = retry_after(retryable=error.retryable, streamed=mapper.streamed, attempt=attempt,
                                     retries=settings.retries, base_delay=settings.retry_base_delay, asked=error.retry_after)
                 if delay is None:
