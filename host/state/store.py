@@ -55,7 +55,8 @@ from host.state.embedded_log import (
     SNAPSHOT_CHARS,
     EmbeddedLog,
 )
-from host.state.fanout import Change, Subscriber, Translator
+from host.state.fanout import Change, Subscriber, Translator, fan_out
+from host.state.fanout import wants_states as states_wanted
 from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan
 from host.state.log import OrderedLog
 from host.state.older_turns import OlderTurns
@@ -263,19 +264,16 @@ class Store:
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
         translated = entry.translated
-        wants_states = fanout.wants_states(entry, action) if translated else False
+        wants_states = states_wanted(entry, action) if translated else False
         # A streamed token stays in the channel's run unless an observer wants the states now.
         reads = observers or wants_states
         before = entry.state if reads else None
         if entry.apply(action, now):
             self._changed.add(channel)
         after = entry.state if reads else None
-        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
-        if origin is not None:
-            envelope["origin"] = origin
-        _, frame = self._append(channel, now, envelope, action if origin is None else None)
+        envelope, _, frame = self._append(channel, now, action, origin)
         if entry.subscribers or translated:
-            fanout.fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
+            fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
         if observers:
             assert before is not None and after is not None  # both read above whenever there are observers
             for observer in observers:
