@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import TEXT_APPENDS
@@ -79,6 +79,10 @@ TokenObserver = Callable[[str, dict[str, Any]], None]
 states: building them for every token would cost a copy of the streamed text each time."""
 
 
+_Append = Callable[[str, int, dict[str, Any], dict[str, Any] | None], tuple[dict[str, Any], str, str]]
+"""``OrderedLog.append`` answering at once, as ``Store.dispatch`` takes it."""
+
+
 class Store:
     def __init__(
         self,
@@ -91,19 +95,27 @@ class Store:
         recent_turns: int = 0,
         replay_chars: int = REPLAY_CHARS,
         snapshot_chars: int = SNAPSHOT_CHARS,
+        log: OrderedLog | None = None,
     ) -> None:
+        """``journal`` and the numbers after it configure the default log (``EmbeddedLog``);
+        ``log`` is another implementation of the port instead (then without ``journal``)."""
         self._clock = clock
-        # The WAL thresholds are read from this module when a store is made, so that a deployment
-        # or a test may set them here.
-        self._embedded = EmbeddedLog(journal, replay_capacity=replay_capacity, replay_chars=replay_chars,
-                                     snapshot_every=snapshot_every, snapshot_chars=snapshot_chars,
-                                     wal_checkpoint_bytes=WAL_CHECKPOINT_BYTES, wal_limit_bytes=WAL_LIMIT_BYTES)
-        self.log: OrderedLog = self._embedded
+        if log is not None and journal is not None:
+            raise ValueError("give the store a journal (for its embedded log) or a log, not both")
+        if log is None:
+            # The WAL thresholds are read from this module when a store is made, so that a
+            # deployment or a test may set them here.
+            log = EmbeddedLog(journal, replay_capacity=replay_capacity, replay_chars=replay_chars,
+                              snapshot_every=snapshot_every, snapshot_chars=snapshot_chars,
+                              wal_checkpoint_bytes=WAL_CHECKPOINT_BYTES, wal_limit_bytes=WAL_LIMIT_BYTES)
+        self.log = log
         """The ordered log every change goes through (``host.state.log``)."""
-        self._append = self._embedded.append
-        """The log's ``append``, looked up once (every streamed token calls it). The embedded log
-        answers at once; one that answers later (``host.state.log``) needs ``dispatch`` to finish
-        an envelope when its number comes: not done yet."""
+        self._embedded = log if isinstance(log, EmbeddedLog) else None
+        """The log when it is the embedded one: older turns are paged from its journal's rows."""
+        self._append = cast(_Append, log.append)
+        """The log's ``append``, looked up once (every streamed token calls it). ``dispatch`` takes
+        its answer at once: a log that answers later (an awaitable, ``host.state.log``) needs
+        ``dispatch`` to finish an envelope when its number comes, which is not written yet."""
         self._channels: dict[str, Channel] = {ROOT: Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -415,23 +427,25 @@ class Store:
 
     @property
     def _journal(self) -> Journal | None:
-        return self._embedded.journal
+        return self._embedded.journal if self._embedded is not None else None
 
     @property
     def _replay(self) -> Any:
-        return self._embedded.replay_window
+        return self._embedded.replay_window if self._embedded is not None else None
 
     @property
     def _snapshot_task(self) -> Any:
-        return self._embedded.snapshot_task
+        return self._embedded.snapshot_task if self._embedded is not None else None
 
     @property
     def _checkpoint_task(self) -> Any:
-        return self._embedded.checkpoint_task
+        return self._embedded.checkpoint_task if self._embedded is not None else None
 
     def _begin_snapshot(self) -> tuple[int, int, dict[str, SnapshotPlan], set[str]]:
+        assert self._embedded is not None
         return self._embedded.begin_snapshot()
 
     def _write_snapshot(self, journal: Journal, upto: int, seq: int, pieces: dict[str, SnapshotPieces],
                         removed: set[str]) -> Iterator[None]:
+        assert self._embedded is not None
         return self._embedded.write_snapshot(journal, upto, seq, pieces, removed)
