@@ -144,9 +144,9 @@ class EmbeddedLog:
     # -- appending -----------------------------------------------------------------------------
 
     def append(self, channel: str, now: int, action: dict[str, Any],
-               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str, str]:
+               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
         """Number an action, build its envelope and serialise it once, journal it (committed soon)
-        and keep it in the replay window; the envelope, its JSON and its frame."""
+        and keep it in the replay window; the envelope and its frame."""
         seq = self.seq + 1
         self.seq = seq
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": seq}
@@ -165,7 +165,7 @@ class EmbeddedLog:
         if journal is not None and (journal.entries_since_snapshot >= self._snapshot_every
                                     or journal.chars_since_snapshot >= self._snapshot_chars):
             self._maybe_snapshot()
-        return envelope, envelope_json, frame
+        return envelope, frame
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
         journal = self.journal

@@ -22,16 +22,16 @@ what ``Networked`` says and stay within the contract):
 * ``append(channel, now, action, origin)``: number one accepted action of the current event-loop
   tick and record it. The log builds its envelope, ``{"channel", "action", "serverSeq", "origin"}``
   (``origin`` only when not None: a client's dispatch), with its number as ``serverSeq``, and
-  serialises it exactly once with ``ahp.jsonrpc.action_frame``; it returns ``(envelope, envelope
-  JSON, action frame)``: the JSON is what a log keeps, the frame what fan-out sends, so an envelope
+  serialises it exactly once with ``ahp.jsonrpc.action_frame``: it keeps the JSON and returns
+  ``(envelope, action frame)``, the frame being what fan-out sends, so an envelope
   is serialised once for the log and every subscriber together. ``now`` is the clock reading the
   reducer used (a replay must reduce the same). Embedded: returns at once; the entry waits in
-  memory for the next commit. Networked: may return an *awaitable* of that triple instead,
+  memory for the next commit. Networked: may return an *awaitable* of that pair instead,
   resolved once the log has given the number (one round trip per tick: the log batches what a
   tick appends), and may fail it with :class:`NotOwner` (the session's lease was lost: a fenced
   append, e.g. JetStream's expected last subject sequence refused) or :class:`LogUnavailable`.
   Nothing is sent or observed of an envelope before its number is known. (Today's
-  ``Store.dispatch`` is synchronous and takes only the triple; a log that returns an awaitable
+  ``Store.dispatch`` is synchronous and takes only the pair; a log that returns an awaitable
   needs the store to finish the tick when it resolves.)
 * ``created(channel, kind, state)`` / ``removed(channel)``: log a channel appearing (with its
   whole state: also how ``Store.replace`` swaps a state at start-up) or going away.
@@ -163,7 +163,7 @@ class OrderedLog(Protocol):
     def owner(self, channel: str) -> str | None: ...
 
     def append(self, channel: str, now: int, action: dict[str, Any], origin: dict[str, Any] | None) -> (
-            tuple[dict[str, Any], str, str] | Awaitable[tuple[dict[str, Any], str, str]]): ...
+            tuple[dict[str, Any], str] | Awaitable[tuple[dict[str, Any], str]]): ...
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None: ...
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import TEXT_APPENDS
@@ -79,8 +79,11 @@ TokenObserver = Callable[[str, dict[str, Any]], None]
 states: building them for every token would cost a copy of the streamed text each time."""
 
 
-_Append = Callable[[str, int, dict[str, Any], dict[str, Any] | None], tuple[dict[str, Any], str, str]]
-"""``OrderedLog.append`` answering at once, as ``Store.dispatch`` takes it."""
+class _AnsweringLog(Protocol):
+    """An ``OrderedLog`` whose ``append`` answers at once, as ``Store.dispatch`` takes it."""
+
+    def append(self, channel: str, now: int, action: dict[str, Any],
+               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str]: ...
 
 
 class Store:
@@ -112,10 +115,10 @@ class Store:
         """The ordered log every change goes through (``host.state.log``)."""
         self._embedded = log if isinstance(log, EmbeddedLog) else None
         """The log when it is the embedded one: older turns are paged from its journal's rows."""
-        self._append = cast(_Append, log.append)
-        """The log's ``append``, looked up once (every streamed token calls it). ``dispatch`` takes
-        its answer at once: a log that answers later (an awaitable, ``host.state.log``) needs
-        ``dispatch`` to finish an envelope when its number comes, which is not written yet."""
+        self._answering = cast(_AnsweringLog, log)
+        """The log as ``dispatch`` calls it: it takes ``append``'s answer at once. A log that answers
+        later (an awaitable, ``host.state.log``) needs ``dispatch`` to finish an envelope when its
+        number comes, which is not written yet."""
         self._channels: dict[str, Channel] = {ROOT: Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -283,7 +286,7 @@ class Store:
         if entry.apply(action, now):
             self._changed.add(channel)
         after = entry.state if reads else None
-        envelope, _, frame = self._append(channel, now, action, origin)
+        envelope, frame = self._answering.append(channel, now, action, origin)
         if entry.subscribers or translated:
             fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
         if observers:

@@ -36,15 +36,15 @@ class ListLog:
         return None
 
     def append(self, channel: str, now: int, action: dict[str, Any],
-               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str, str]:
+               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
         self.seq += 1
         envelope = {"channel": channel, "action": action, "serverSeq": self.seq}
         if origin is not None:
             envelope["origin"] = origin
-        envelope_json, frame = action_frame(envelope)
+        frame = action_frame(envelope)[1]
         self.entries.append(("action", envelope))
         self.frames.append(frame)
-        return envelope, envelope_json, frame
+        return envelope, frame
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
         self.entries.append(("created", channel))
