@@ -143,20 +143,17 @@ class EmbeddedLog:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, channel: str, now: int, action: dict[str, Any],
-               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
-        """Number an action, build its envelope and serialise it once, journal it (committed soon)
-        and keep it in the replay window; the envelope and its frame."""
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str:
+        """Number an envelope and serialise it once, journal it (committed soon) and keep it in the
+        replay window; its frame."""
         seq = self.seq + 1
         self.seq = seq
-        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": seq}
-        if origin is not None:
-            envelope["origin"] = origin
+        envelope["serverSeq"] = seq
         envelope_json, frame = action_frame(envelope)
         journal = self.journal
         if journal is not None:
-            # Only an envelope that is the action alone may join a text run.
-            journal.append_action(channel, seq, now, envelope_json, action if origin is None else None)
+            # Only an envelope that is the action alone (no origin) may join a text run.
+            journal.append_action(channel, seq, now, envelope_json, None if "origin" in envelope else envelope["action"])
             if self._flush_timer is None:
                 self._arm_flush(FLUSH_DELAY)
             elif journal.pending >= FLUSH_ROWS:
@@ -165,7 +162,7 @@ class EmbeddedLog:
         if journal is not None and (journal.entries_since_snapshot >= self._snapshot_every
                                     or journal.chars_since_snapshot >= self._snapshot_chars):
             self._maybe_snapshot()
-        return envelope, frame
+        return frame
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
         journal = self.journal

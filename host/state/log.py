@@ -19,20 +19,20 @@ what ``Networked`` says and stay within the contract):
   sub-agent chats, are owned together): ``None`` means this process. Embedded: always ``None``.
   Networked: the process holding the session's lease; the store forwards, never appends, when it
   is another.
-* ``append(channel, now, action, origin)``: number one accepted action of the current event-loop
-  tick and record it. The log builds its envelope, ``{"channel", "action", "serverSeq", "origin"}``
-  (``origin`` only when not None: a client's dispatch), with its number as ``serverSeq``, and
-  serialises it exactly once with ``ahp.jsonrpc.action_frame``: it keeps the JSON and returns
-  ``(envelope, action frame)``, the frame being what fan-out sends, so an envelope
-  is serialised once for the log and every subscriber together. ``now`` is the clock reading the
-  reducer used (a replay must reduce the same). Embedded: returns at once; the entry waits in
-  memory for the next commit. Networked: may return an *awaitable* of that pair instead,
-  resolved once the log has given the number (one round trip per tick: the log batches what a
-  tick appends), and may fail it with :class:`NotOwner` (the session's lease was lost: a fenced
-  append, e.g. JetStream's expected last subject sequence refused) or :class:`LogUnavailable`.
-  Nothing is sent or observed of an envelope before its number is known. (Today's
-  ``Store.dispatch`` is synchronous and takes only the pair; a log that returns an awaitable
-  needs the store to finish the tick when it resolves.)
+* ``append(channel, now, envelope)``: number one accepted action of the current event-loop tick
+  and record it. ``envelope`` is ``{"channel", "action", "serverSeq", "origin"}`` (``origin`` only
+  for a client's dispatch) as the store built it, ``serverSeq`` holding a placeholder so that the
+  keys' order, and with it the bytes, are fixed: the log sets it to its number and serialises the
+  envelope exactly once with ``ahp.jsonrpc.action_frame``. It keeps the JSON and returns the
+  frame, which is what fan-out sends: an envelope is serialised once for the log and every
+  subscriber together. ``now`` is the clock reading the reducer used (a replay must reduce the
+  same). Embedded: returns at once; the entry waits in memory for the next commit. Networked: may
+  return an *awaitable* of the frame instead, resolved once the log has given the number (one
+  round trip per tick: the log batches what a tick appends), and may fail it with
+  :class:`NotOwner` (the session's lease was lost: a fenced append, e.g. JetStream's expected
+  last subject sequence refused) or :class:`LogUnavailable`. Nothing is sent or observed of an
+  envelope before its number is known. (Today's ``Store.dispatch`` is synchronous and takes only
+  the frame; a log that returns an awaitable needs the store to finish the tick when it resolves.)
 * ``created(channel, kind, state)`` / ``removed(channel)``: log a channel appearing (with its
   whole state: also how ``Store.replace`` swaps a state at start-up) or going away.
 * ``flush()`` / ``when_durable(callback)``: durability. ``flush`` commits everything appended so
@@ -162,8 +162,7 @@ class OrderedLog(Protocol):
 
     def owner(self, channel: str) -> str | None: ...
 
-    def append(self, channel: str, now: int, action: dict[str, Any], origin: dict[str, Any] | None) -> (
-            tuple[dict[str, Any], str] | Awaitable[tuple[dict[str, Any], str]]): ...
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str | Awaitable[str]: ...
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None: ...
 

@@ -56,7 +56,6 @@ from host.state.embedded_log import (
     EmbeddedLog,
 )
 from host.state.fanout import Change, Subscriber, Translator, fan_out
-from host.state.fanout import wants_states as states_wanted
 from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan
 from host.state.log import OrderedLog
 from host.state.older_turns import OlderTurns
@@ -82,8 +81,7 @@ states: building them for every token would cost a copy of the streamed text eac
 class _AnsweringLog(Protocol):
     """An ``OrderedLog`` whose ``append`` answers at once, as ``Store.dispatch`` takes it."""
 
-    def append(self, channel: str, now: int, action: dict[str, Any],
-               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str]: ...
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str: ...
 
 
 class Store:
@@ -279,14 +277,23 @@ class Store:
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
         translated = entry.translated
-        wants_states = states_wanted(entry, action) if translated else False
+        wants_states = False
+        if translated:  # a translator group may ask for the states around the action
+            kind = entry.kind
+            for translator in tuple(translated):
+                if translator.wants_states(kind, action):
+                    wants_states = True
+                    break
         # A streamed token stays in the channel's run unless an observer wants the states now.
         reads = observers or wants_states
         before = entry.state if reads else None
         if entry.apply(action, now):
             self._changed.add(channel)
         after = entry.state if reads else None
-        envelope, frame = self._answering.append(channel, now, action, origin)
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
+        if origin is not None:
+            envelope["origin"] = origin
+        frame = self._answering.append(channel, now, envelope)
         if entry.subscribers or translated:
             fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
         if observers:

@@ -35,16 +35,13 @@ class ListLog:
     def owner(self, channel: str) -> str | None:
         return None
 
-    def append(self, channel: str, now: int, action: dict[str, Any],
-               origin: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str:
         self.seq += 1
-        envelope = {"channel": channel, "action": action, "serverSeq": self.seq}
-        if origin is not None:
-            envelope["origin"] = origin
+        envelope["serverSeq"] = self.seq
         frame = action_frame(envelope)[1]
         self.entries.append(("action", envelope))
         self.frames.append(frame)
-        return envelope, frame
+        return frame
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
         self.entries.append(("created", channel))
