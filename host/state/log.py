@@ -17,8 +17,8 @@ what ``Networked`` says and stay within the contract):
 * ``seq``: the highest sequence number appended so far (recovered at start: 0 for an empty log).
 * ``owner(channel)``: who may append to ``channel`` (a session's channels, its chats and their
   sub-agent chats, are owned together): ``None`` means this process. Embedded: always ``None``.
-  Networked: the process holding the session's lease; the store forwards, never appends, when it
-  is another.
+  Networked: the process holding the session's lease; a process that is not the owner forwards
+  the session's dispatches to it and never appends (not written yet: today's store never asks).
 * ``append(channel, now, envelope)``: number one accepted action of the current event-loop tick
   and record it. ``envelope`` is ``{"channel", "action", "serverSeq", "origin"}`` (``origin`` only
   for a client's dispatch) as the store built it, ``serverSeq`` holding a placeholder so that the
@@ -51,9 +51,9 @@ what ``Networked`` says and stay within the contract):
   tests), ``snapshot_soon()`` in the background (a chat has a page of turns to move out of its
   state); otherwise the log decides when (after a number of entries or characters), and reads what
   to write from its :class:`SnapshotSource` (the store: which channels changed, their states, and
-  the rows of a chat's turns older than its state). Embedded: incremental snapshots in the journal's tables, written in small steps in the
-  background. ``snapshotting`` is true while a snapshot's plans are out (a chat's older turns may
-  not move meanwhile: ``host.state.turn_paging``).
+  the rows of a chat's turns older than its state). Embedded: incremental snapshots in the
+  journal's tables, written in small steps in the background. ``snapshotting`` is true while a
+  snapshot's plans are out (a chat's older turns may not move meanwhile: ``host.state.older_turns``).
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 
@@ -118,7 +118,8 @@ class Recovery:
     """What ``recover`` gives: the newest snapshot and what was logged after it."""
 
     seq: int
-    """The highest sequence number in the log: the store's ``serverSeq`` goes on from it."""
+    """The sequence number the snapshot is as of (0 without one); the log's ``seq`` is the highest
+    in the log once ``records`` are read."""
     channels: dict[str, dict[str, Any]]
     """The snapshot's channels: ``{"kind", "state"}``, or for a chat held turn by turn
     ``{"kind", "parts"}``, its rows as ``host.state.turn_pages.split_turns`` reads them. Empty
@@ -126,7 +127,8 @@ class Recovery:
     from_snapshot: bool
     """Whether there was a snapshot (else every channel recovered counts as changed)."""
     records: Iterable[LogRecord]
-    """Everything logged after the snapshot, in log order."""
+    """Everything logged after the snapshot, in log order. The caller reads them to the end: the
+    log recovers its ``seq`` and replay window as they are read."""
 
 
 class SnapshotSource(Protocol):
