@@ -47,22 +47,14 @@ from ahp.jsonrpc import action_frame
 from ahp.state.appends import TEXT_APPENDS
 from host.state import fanout
 from host.state.channels import ROOT, STREAMED, Channel, reduce
-from host.state.embedded_log import (
-    FLUSH_DELAY,
-    FLUSH_ROWS,
-    MIN_COMMIT_INTERVAL,
-    REPLAY_CHARS,
-    SNAPSHOT_CHARS,
-    EmbeddedLog,
-)
+from host.state.embedded_log import REPLAY_CHARS, SNAPSHOT_CHARS, EmbeddedLog
 from host.state.fanout import Change, Subscriber, Translator, fan_out
 from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan
 from host.state.log import OrderedLog
 from host.state.older_turns import OlderTurns
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
-           "TEXT_APPENDS", "action_frame", "reduce", "FLUSH_DELAY", "FLUSH_ROWS", "MIN_COMMIT_INTERVAL", "REPLAY_CHARS",
-           "SNAPSHOT_CHARS"]
+           "TEXT_APPENDS", "action_frame", "reduce"]
 
 logger = logging.getLogger(__name__)
 
