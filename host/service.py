@@ -111,10 +111,13 @@ class AgentHost:
             replay_chars=config.server.replay_buffer_chars,
             snapshot_chars=config.server.snapshot_every_chars,
         )
-        self.runner = TurnRunner(self.store, self.agents.get)
+        # A session's catalogue and status follow its chats, and which session a chat is in is
+        # asked of it (a chat URI need not encode its session): the one place that says so.
+        self.chat_summaries = ChatSummaries(self.store)
+        self.runner = TurnRunner(self.store, self.agents.get, self.chat_summaries.session_of)
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).
         # Questions to a session's user (ask_user, MCP elicitation): inputRequested → inputCompleted.
-        self.inputs = InputRequests(self.store)
+        self.inputs = InputRequests(self.store, self.chat_summaries.session_of)
         self.store.change_observers.append(self.inputs.observe)
         # Host→client resource* requests (a client's virtual:// plugins are read through them).
         self.client_resources = ClientResources()
@@ -126,7 +129,7 @@ class AgentHost:
                                            else claude_config_dir_of(os.environ))
             self.claude = ClaudeCode(folder, config.data_path())
         self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources,
-                                                   claude=self.claude)
+                                                   claude=self.claude, session_of=self.chat_summaries.session_of)
         # The user's plugins and marketplaces in the root config, listed and changed by any client.
         self.claude_config: ClaudeRootConfig | None = None
         if self.claude is not None:
@@ -141,8 +144,6 @@ class AgentHost:
             self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
             self.environment.contributors.append(self.preamble)
         self.store.change_observers.append(self._publish_summary_changes)
-        # A session's catalogue and status follow its chats: the one place that says so.
-        self.chat_summaries = ChatSummaries(self.store)
         self.store.change_observers.append(self.chat_summaries.observe)
         self._connected: dict[str, int] = {}
         self.client_versions: dict[str, str] = {}
@@ -181,7 +182,8 @@ class AgentHost:
             self.environment.contributors.append(TerminalContributor(self.terminals))
             self.environment.contributors.append(BackgroundContributor(self.background))
         # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
-        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
+        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri,
+                                            self.chat_summaries.session_of)
         self.watches = ResourceWatches(self.store, self.resources, limit=config.server.max_resource_watches)
         self.session_config = SessionConfigResolver(
             self.agents, self.default_provider,

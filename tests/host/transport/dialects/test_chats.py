@@ -54,3 +54,27 @@ async def test_a_0_9_0_client_adds_and_disposes_a_chat_and_pages_turns(running_h
         assert note.method != "action" or note.params["channel"] == ROOT, note
     assert old.state(f"ahp-session:/{ident}")["turns"] == []
     await new.close()
+
+
+async def test_a_chat_whose_uri_does_not_encode_its_session_runs_turns(running_host: RunningHost) -> None:
+    """VS Code and other clients may name a new chat anything (``ahp-chat://side/<hex>``): the
+    session it was created in runs its turns, and its catalogue entry follows them."""
+    session, side = f"offline:/{uuid.uuid4()}", f"ahp-chat://side/{uuid.uuid4().hex}"
+    new = await Peer.open(running_host)
+    await new.initialize("client-09", ["0.9.0"])
+    assert (await new.request("createSession", {"channel": session})).get("error") is None
+    await new.request("subscribe", {"channel": session})
+    assert (await new.request("createChat", {"channel": session, "chat": side})).get("error") is None
+    await new.request("subscribe", {"channel": side})
+    await new.until(lambda: running_host.host.store.state(session)["lifecycle"] == "ready" or None)
+
+    turn_id = str(uuid.uuid4())
+    await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": side, "clientSeq": 1, "action": {
+        "type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-12-06T00:00:00.000Z",
+        "message": {"text": "hello from the side", "origin": {"kind": "user"}}}}})
+    end = await new.until(lambda: next((a for a in new.actions() if a["channel"] == side and a["action"].get("turnId") == turn_id
+                                        and a["action"]["type"] in ("chat/turnComplete", "chat/error")), None), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete", end
+    [turn] = running_host.host.store.state(side)["turns"]
+    assert any(part.get("kind") == "markdown" for part in turn["responseParts"])
+    await new.close()
