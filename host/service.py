@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
+from ahp.state import refresh_session_status
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.config import HostConfig
 from host.errors import ErrorCode, RpcError
@@ -47,7 +48,7 @@ from host.runtime.terminals import TerminalContributor, TerminalService
 from host.runtime.tools import ToolsRuntime
 from host.runtime.turns import TurnRunner
 from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
-from host.state.chat_summaries import ChatSummaries, summary_of_chat
+from host.state.chat_summaries import ChatSummaries, compact_chat_summary, summary_of_chat
 from host.state.content import CONTENT_SCHEME, ContentStore
 from host.state.journal import Journal
 from host.state.journal_upgrade import upgrade_journal
@@ -246,6 +247,7 @@ class AgentHost:
         for uri, _ in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
+                self.chat_summaries.sync(chat)  # (a catalogue an older build wrote lacks fields)
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
         adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
@@ -455,15 +457,12 @@ class AgentHost:
         chat = (self.store.state(default_chat) if isinstance(default_chat, str) else None) or {}
         created = (state.get("_meta") or {}).get("createdAt")
         summary: dict[str, Any] = {"resource": uri}
-        for key in ("provider", "title", "status", "activity", "origin", "project", "workingDirectories"):
+        for key in ("provider", "origin"):
             if state.get(key) is not None:
                 summary[key] = state[key]
+        summary.update(_summary_fields(state))
         summary["createdAt"] = created or chat.get("modifiedAt")
         summary["modifiedAt"] = chat.get("modifiedAt") or created
-        if state.get("chats") is not None:
-            summary["chats"] = state["chats"]
-        if state.get("defaultChat") is not None:
-            summary["defaultChat"] = state["defaultChat"]
         return summary
 
     def listing_meta(self, uri: str) -> dict[str, Any]:
@@ -656,7 +655,8 @@ class AgentHost:
             changes = {"modifiedAt": after["modifiedAt"]} if before.get("modifiedAt") != after.get("modifiedAt") and after.get("modifiedAt") else {}
             channel = session
         elif kind == "session":
-            changes = {key: after.get(key) for key in _SUMMARY_FIELDS if before.get(key) != after.get(key) and after.get(key) is not None}
+            old, new = _summary_fields(before), _summary_fields(after)
+            changes = {key: value for key, value in new.items() if old.get(key) != value}
         else:
             return
         if changes:
@@ -673,7 +673,21 @@ def _encoded(data: bytes, encoding: str | None, content_type: str) -> dict[str, 
     return {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64", "contentType": content_type}
 
 
-_SUMMARY_FIELDS = ("title", "status", "activity", "project", "workingDirectories", "chats", "defaultChat")
+_SUMMARY_FIELDS = ("title", "activity", "project", "workingDirectories", "defaultChat")
+"""The ``SessionSummary`` fields a session's state holds as they are."""
+
+
+def _summary_fields(state: dict[str, Any]) -> dict[str, Any]:
+    """The ``SessionSummary`` fields that follow a session's state: its own (``_SUMMARY_FIELDS``),
+    its ``status`` with the activity of its chats (``refresh_session_status``: the session
+    channel's own status is what the reducers compute, which knows nothing of the chats), and
+    its catalogue as compact ``SessionChatSummary`` entries."""
+    fields = {key: state[key] for key in _SUMMARY_FIELDS if state.get(key) is not None}
+    if state.get("status") is not None or state.get("chats"):
+        fields["status"] = refresh_session_status(state).get("status")
+    if state.get("chats") is not None:
+        fields["chats"] = [compact_chat_summary(chat) for chat in state["chats"] if isinstance(chat, dict)]
+    return fields
 
 
 def _epoch(value: Any) -> int:
