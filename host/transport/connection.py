@@ -43,6 +43,7 @@ from ahp.dialects.negotiation import (
 )
 from ahp.state.channels import session_of_default_chat
 from host.errors import ErrorCode, ProtocolViolation, RpcError
+from host.runtime.customizations.completions import TRIGGER_CHARACTERS
 from host.service import AgentHost
 from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
 from host.transport.outbound import OutboundBudget
@@ -224,6 +225,7 @@ class ClientConnection:
             "serverSeq": store.seq,
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
+            "completionTriggerCharacters": list(TRIGGER_CHARACTERS),
         })
         self.host.client_resources.attach(client_id, self.rpc.call)
         self.host.client_connected(client_id)

@@ -502,3 +502,16 @@ async def test_a_disposed_session_leaves_nothing_in_the_connections_that_subscri
         await run_turn(owner, kept, "still here")
     finally:
         await peer.close()
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "0.7.0", "0.2.0"])
+async def test_initialize_names_the_characters_that_start_a_completion(running_host: RunningHost, version: str) -> None:
+    """``completionTriggerCharacters``: the characters the host completes words after, so a client
+    asks for completions as the user types them."""
+    from tests.host.test_vscode import Peer
+
+    peer = await Peer.open(running_host)
+    result = (await peer.initialize("client", [version]))["result"]
+    assert result["protocolVersion"] == version
+    assert result["completionTriggerCharacters"] == ["/", "@"]
+    await peer.close()
