@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
-from ahp.state import refresh_session_status
+from ahp.state import annotations_uri, refresh_session_status, session_of_annotations
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.config import HostConfig
 from host.errors import ErrorCode, RpcError
@@ -519,10 +519,21 @@ class AgentHost:
             self.store.remove(chat)
             self.chat_summaries.forget(chat)
             self._turn_index.pop(chat, None)
+        if annotations_uri(uri) in self.store:
+            self.store.remove(annotations_uri(uri))
         self.store.remove(uri)
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
+
+    def materialize_annotations(self, channel: Any) -> bool:
+        """Create a session's annotations channel (``<session>/annotations``, empty) on its first
+        subscription; True if made. It goes with its session."""
+        session = session_of_annotations(channel)
+        if session is None or self.store.kind(session) != "session" or channel in self.store:
+            return False
+        self.store.create(channel, "annotations", {"annotations": []})
+        return True
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [self.session_summary(uri) for uri, _ in self.store.channels("session")]

@@ -306,7 +306,8 @@ class ClientConnection:
         internal = self.dialect.internal_channels(self.host, channel)
         if internal is None:
             name = self.dialect.internal_uri(self.host, channel)
-            if isinstance(name, str) and name not in self.host.store and self.host.changesets.materialize(name):
+            if isinstance(name, str) and name not in self.host.store and (
+                    self.host.changesets.materialize(name) or self.host.materialize_annotations(name)):
                 internal = self.dialect.internal_channels(self.host, channel)
         if not internal:
             if isinstance(channel, str) and (channel.startswith("ahp-session:") or self.host.store.kind(channel) == "session"
