@@ -316,15 +316,24 @@ class ChangesetService:
         if owner[1] is None:
             self._ensure(uri, SESSION_OPERATIONS)
             return True
-        chat = default_chat_uri(owner[0])
-        state = self.store.state(chat) or {}
-        turns = self.store.turn_ids(chat) + [(state.get("activeTurn") or {}).get("id")]
-        if owner[1] not in turns:
+        if not any(owner[1] in self._turn_ids(chat) for chat in self._chats(owner[0])):
             return False
         self._ensure(uri, TURN_OPERATIONS)
         return True
 
     # -- state helpers -------------------------------------------------------------------------
+
+    def _chats(self, session: str) -> list[str]:
+        """The session's chats (its default chat first): a turn of any of them, a sub-agent's
+        included, has a changeset."""
+        catalogue = [entry.get("resource") for entry in (self.store.state(session) or {}).get("chats") or ()
+                     if isinstance(entry, dict)]
+        return [chat for chat in dict.fromkeys([default_chat_uri(session), *catalogue])
+                if isinstance(chat, str) and self.store.kind(chat) == "chat"]
+
+    def _turn_ids(self, chat: str) -> list[Any]:
+        state = self.store.state(chat) or {}
+        return [*self.store.turn_ids(chat), (state.get("activeTurn") or {}).get("id")]
 
     def _owner(self, uri: Any) -> tuple[str, str | None] | None:
         """``changeset_owner`` with the session named by its internal URI (``<provider>:/<id>``,
