@@ -364,6 +364,7 @@ class AgentHost:
             if params.get("agent") is not None:
                 draft["agent"] = params["agent"]
         chat = new_chat_state(state["defaultChat"], now=now, turns=turns, draft=draft)
+        state["chats"] = [summary_of_chat(chat["resource"], chat)]
         self.chat_summaries.track(chat["resource"], uri)
         self.store.create(uri, "session", state)
         self.store.create(chat["resource"], "chat", chat)

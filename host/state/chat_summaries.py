@@ -25,10 +25,10 @@ from ahp.state import parse_chat_uri
 
 __all__ = ["CHAT_SUMMARY_FIELDS", "SESSION_CHAT_SUMMARY_FIELDS", "ChatSummaries", "compact_chat_summary", "summary_of_chat"]
 
-CHAT_SUMMARY_FIELDS = ("title", "status", "activity", "modifiedAt", "changes", "origin", "movable", "interactivity",
-                       "workingDirectories")
+CHAT_SUMMARY_FIELDS = ("title", "status", "modifiedAt", "changes", "origin", "movable", "interactivity", "workingDirectories")
 """``ChatSummary``'s fields besides ``resource`` (1.0.0 state schema; ``title``, ``status`` and
-``modifiedAt`` required, and every chat state has them)."""
+``modifiedAt`` required, and every chat state has them). Not ``activity``: it changes several
+times a model call, and clearing it would take a ``null`` the schema does not allow."""
 
 SESSION_CHAT_SUMMARY_FIELDS = ("title", "origin", "interactivity", "status", "changes")
 """``SessionChatSummary``'s fields besides ``resource``: the root listing's compact catalogue."""
