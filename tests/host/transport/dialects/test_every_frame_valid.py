@@ -181,7 +181,10 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path:
                     if cancel:
                         await new.dispatch(chat_, {"type": "chat/turnCancelled", "turnId": active_id, "duration": 0})
                     else:
-                        assert [o["id"] for o in call["options"]][0] == "allow-once"
+                        # As VS Code's own host offers them: "Allow once" primary (no group), then groups.
+                        primary, *rest = call["options"]
+                        assert primary["id"] == "allow-once" and "group" not in primary
+                        assert all("group" in option for option in rest)
                         await new.dispatch(chat_, {"type": "chat/toolCallConfirmed", "turnId": active_id, "toolCallId": call["toolCallId"],
                                                    "approved": True, "confirmed": "user-action", "selectedOptionId": "allow-once"})
 
