@@ -9,7 +9,10 @@ the session with exactly the changed fields (a field the chat dropped is sent as
 clears it). The session's status then follows (``host.state.store.reduce`` refreshes it). A chat's
 session is the one ``track`` was told, else the one its URI encodes (``ahp.state.parse_chat_uri``);
 a chat whose session is gone, or which the session's catalogue does not list, is left alone.
-Producers never maintain a session's status or a chat's summary by hand. ``sync`` does the same
+The default chat's entry carries the session's title (once it has one): VS Code titles a
+session's chat view from that entry, and a chat's own title cannot change by any action, so the
+entry follows ``session/titleChanged``. Producers never maintain a session's status or a chat's
+summary by hand. ``sync`` does the same
 comparison unasked (at start-up, for catalogues written by builds that carried fewer fields).
 
 The root's ``SessionSummary.chats`` is the compact ``SessionChatSummary`` of each entry
@@ -68,8 +71,13 @@ class ChatSummaries:
         return session
 
     def observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
-        if before is not after:
+        if before is after:
+            return
+        kind = self._store.kind(channel)
+        if kind == "chat":
             self.sync(channel, after)
+        elif kind == "session" and before.get("title") != after.get("title") and isinstance(after.get("defaultChat"), str):
+            self.sync(after["defaultChat"])
 
     def sync(self, channel: str, after: dict[str, Any] | None = None) -> None:
         """``session/chatUpdated`` with the summary fields of the chat ``channel`` (its state
@@ -86,6 +94,9 @@ class ChatSummaries:
         entry = next((chat for chat in session.get("chats") or () if isinstance(chat, dict) and chat.get("resource") == channel), None)
         if entry is None:
             return
-        changes = {key: after.get(key) for key in CHAT_SUMMARY_FIELDS if after.get(key) != entry.get(key)}
+        shown = {key: after.get(key) for key in CHAT_SUMMARY_FIELDS}
+        if channel == session.get("defaultChat") and session.get("title"):
+            shown["title"] = session["title"]
+        changes = {key: value for key, value in shown.items() if value != entry.get(key)}
         if changes:
             self._store.dispatch(session_uri, builders.session_chat_updated(chat=channel, changes=changes))

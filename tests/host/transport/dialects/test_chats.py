@@ -78,3 +78,25 @@ async def test_a_chat_whose_uri_does_not_encode_its_session_runs_turns(running_h
     [turn] = running_host.host.store.state(side)["turns"]
     assert any(part.get("kind") == "markdown" for part in turn["responseParts"])
     await new.close()
+
+
+async def test_the_default_chats_catalogue_entry_carries_the_sessions_title(running_host: RunningHost) -> None:
+    """VS Code titles a session's chat view from its default chat's catalogue entry: when the
+    session is titled, the entry's title follows, for every subscriber."""
+    session = f"offline:/{uuid.uuid4()}"
+    chat = default_chat_uri(session)
+    titler, watcher = await Peer.open(running_host), await Peer.open(running_host)
+    await titler.initialize("titler", ["0.9.0"])
+    assert (await titler.request("createSession", {"channel": session})).get("error") is None
+    await watcher.initialize("watcher", ["0.9.0"], (ROOT, session))
+    [_, snapshot] = watcher.received[0]["result"]["snapshots"]
+    assert snapshot["state"]["chats"][0]["title"] == "New Session"
+    await titler.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+        "channel": session, "clientSeq": 1, "action": {"type": "session/titleChanged", "title": "Fix the parser"}}})
+    updated = await watcher.until(lambda: next((a["action"] for a in watcher.actions()
+                                                if a["action"]["type"] == "session/chatUpdated"), None))
+    assert updated == {"type": "session/chatUpdated", "chat": chat, "changes": {"title": "Fix the parser"}}
+    entry = running_host.host.store.state(session)["chats"][0]
+    assert entry["resource"] == chat and entry["title"] == "Fix the parser"
+    await titler.close()
+    await watcher.close()
