@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
+from ahp.state import annotations_uri, refresh_session_status, session_of_annotations
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.config import HostConfig
 from host.errors import ErrorCode, RpcError
@@ -47,7 +48,7 @@ from host.runtime.terminals import TerminalContributor, TerminalService
 from host.runtime.tools import ToolsRuntime
 from host.runtime.turns import TurnRunner
 from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
-from host.state.chat_summaries import ChatSummaries, summary_of_chat
+from host.state.chat_summaries import ChatSummaries, compact_chat_summary, summary_of_chat
 from host.state.content import CONTENT_SCHEME, ContentStore
 from host.state.journal import Journal
 from host.state.journal_upgrade import upgrade_journal
@@ -59,6 +60,13 @@ from plugins.claude_settings import claude_config_dir as claude_config_dir_of
 __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 
 logger = logging.getLogger(__name__)
+
+AGENT_CAPABILITIES = {"multipleChats": {"fork": True}}
+"""What every agent of this host offers beyond one chat per session (``AgentInfo.capabilities``):
+more chats in a session (``createChat``) and forks of a chat from a turn (a ``fork`` source), as
+VS Code's own agent host advertises them; clients must not use either unless it is advertised.
+Not ``sideChat`` (a side chat here would not see the source turn) and not
+``multipleWorkingDirectories`` (a session's tools work in its first directory)."""
 
 INTERRUPTED_ERROR = {
     "errorType": "hostRestarted",
@@ -111,10 +119,13 @@ class AgentHost:
             replay_chars=config.server.replay_buffer_chars,
             snapshot_chars=config.server.snapshot_every_chars,
         )
-        self.runner = TurnRunner(self.store, self.agents.get)
+        # A session's catalogue and status follow its chats, and which session a chat is in is
+        # asked of it (a chat URI need not encode its session): the one place that says so.
+        self.chat_summaries = ChatSummaries(self.store)
+        self.runner = TurnRunner(self.store, self.agents.get, self.chat_summaries.session_of)
         # Plugins, workspace customization folders and MCP servers of each session (issue 5).
         # Questions to a session's user (ask_user, MCP elicitation): inputRequested → inputCompleted.
-        self.inputs = InputRequests(self.store)
+        self.inputs = InputRequests(self.store, self.chat_summaries.session_of)
         self.store.change_observers.append(self.inputs.observe)
         # Host→client resource* requests (a client's virtual:// plugins are read through them).
         self.client_resources = ClientResources()
@@ -126,7 +137,7 @@ class AgentHost:
                                            else claude_config_dir_of(os.environ))
             self.claude = ClaudeCode(folder, config.data_path())
         self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources,
-                                                   claude=self.claude)
+                                                   claude=self.claude, session_of=self.chat_summaries.session_of)
         # The user's plugins and marketplaces in the root config, listed and changed by any client.
         self.claude_config: ClaudeRootConfig | None = None
         if self.claude is not None:
@@ -141,8 +152,6 @@ class AgentHost:
             self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
             self.environment.contributors.append(self.preamble)
         self.store.change_observers.append(self._publish_summary_changes)
-        # A session's catalogue and status follow its chats: the one place that says so.
-        self.chat_summaries = ChatSummaries(self.store)
         self.store.change_observers.append(self.chat_summaries.observe)
         self._connected: dict[str, int] = {}
         self.client_versions: dict[str, str] = {}
@@ -181,7 +190,8 @@ class AgentHost:
             self.environment.contributors.append(TerminalContributor(self.terminals))
             self.environment.contributors.append(BackgroundContributor(self.background))
         # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
-        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri)
+        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri,
+                                            self.chat_summaries.session_of)
         self.watches = ResourceWatches(self.store, self.resources, limit=config.server.max_resource_watches)
         self.session_config = SessionConfigResolver(
             self.agents, self.default_provider,
@@ -229,7 +239,8 @@ class AgentHost:
         if self.claude_config is not None:
             self.claude_config.publish()
         plugins = self.customizations.agent_customizations()
-        agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
+        agents = [{**agent.info(), "capabilities": AGENT_CAPABILITIES, **({"customizations": plugins} if plugins else {})}
+                  for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
         if root.get("agents") != agents:
             self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))
@@ -244,6 +255,7 @@ class AgentHost:
         for uri, _ in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
+                self.chat_summaries.sync(chat)  # (a catalogue an older build wrote lacks fields)
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
         adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
@@ -360,6 +372,7 @@ class AgentHost:
             if params.get("agent") is not None:
                 draft["agent"] = params["agent"]
         chat = new_chat_state(state["defaultChat"], now=now, turns=turns, draft=draft)
+        state["chats"] = [summary_of_chat(chat["resource"], chat)]
         self.chat_summaries.track(chat["resource"], uri)
         self.store.create(uri, "session", state)
         self.store.create(chat["resource"], "chat", chat)
@@ -453,15 +466,12 @@ class AgentHost:
         chat = (self.store.state(default_chat) if isinstance(default_chat, str) else None) or {}
         created = (state.get("_meta") or {}).get("createdAt")
         summary: dict[str, Any] = {"resource": uri}
-        for key in ("provider", "title", "status", "activity", "origin", "project", "workingDirectories"):
+        for key in ("provider", "origin"):
             if state.get(key) is not None:
                 summary[key] = state[key]
+        summary.update(_summary_fields(state))
         summary["createdAt"] = created or chat.get("modifiedAt")
         summary["modifiedAt"] = chat.get("modifiedAt") or created
-        if state.get("chats") is not None:
-            summary["chats"] = state["chats"]
-        if state.get("defaultChat") is not None:
-            summary["defaultChat"] = state["defaultChat"]
         return summary
 
     def listing_meta(self, uri: str) -> dict[str, Any]:
@@ -518,10 +528,21 @@ class AgentHost:
             self.store.remove(chat)
             self.chat_summaries.forget(chat)
             self._turn_index.pop(chat, None)
+        if annotations_uri(uri) in self.store:
+            self.store.remove(annotations_uri(uri))
         self.store.remove(uri)
         self.transcripts.forget(uri)
         self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": uri})
         self._publish_active_count()
+
+    def materialize_annotations(self, channel: Any) -> bool:
+        """Create a session's annotations channel (``<session>/annotations``, empty) on its first
+        subscription; True if made. It goes with its session."""
+        session = session_of_annotations(channel)
+        if session is None or self.store.kind(session) != "session" or channel in self.store:
+            return False
+        self.store.create(channel, "annotations", {"annotations": []})
+        return True
 
     def list_sessions(self) -> list[dict[str, Any]]:
         summaries = [self.session_summary(uri) for uri, _ in self.store.channels("session")]
@@ -654,7 +675,8 @@ class AgentHost:
             changes = {"modifiedAt": after["modifiedAt"]} if before.get("modifiedAt") != after.get("modifiedAt") and after.get("modifiedAt") else {}
             channel = session
         elif kind == "session":
-            changes = {key: after.get(key) for key in _SUMMARY_FIELDS if before.get(key) != after.get(key) and after.get(key) is not None}
+            old, new = _summary_fields(before), _summary_fields(after)
+            changes = {key: value for key, value in new.items() if old.get(key) != value}
         else:
             return
         if changes:
@@ -671,7 +693,21 @@ def _encoded(data: bytes, encoding: str | None, content_type: str) -> dict[str, 
     return {"data": base64.b64encode(data).decode("ascii"), "encoding": "base64", "contentType": content_type}
 
 
-_SUMMARY_FIELDS = ("title", "status", "activity", "project", "workingDirectories", "chats", "defaultChat")
+_SUMMARY_FIELDS = ("title", "activity", "project", "workingDirectories", "defaultChat")
+"""The ``SessionSummary`` fields a session's state holds as they are."""
+
+
+def _summary_fields(state: dict[str, Any]) -> dict[str, Any]:
+    """The ``SessionSummary`` fields that follow a session's state: its own (``_SUMMARY_FIELDS``),
+    its ``status`` with the activity of its chats (``refresh_session_status``: the session
+    channel's own status is what the reducers compute, which knows nothing of the chats), and
+    its catalogue as compact ``SessionChatSummary`` entries."""
+    fields = {key: state[key] for key in _SUMMARY_FIELDS if state.get(key) is not None}
+    if state.get("status") is not None or state.get("chats"):
+        fields["status"] = refresh_session_status(state).get("status")
+    if state.get("chats") is not None:
+        fields["chats"] = [compact_chat_summary(chat) for chat in state["chats"] if isinstance(chat, dict)]
+    return fields
 
 
 def _epoch(value: Any) -> int:

@@ -440,10 +440,14 @@ def _what(tool: PolicyTool, rules: list[Rule], labels: dict[str, str]) -> str:
 def confirmation_options(tool: PolicyTool, args: dict, locale: str | None = None, *, project: str | None = None) -> list[dict]:
     """The AHP `ConfirmationOption`s for a call that needs the user, in display order.
 
+    "Allow once" has no `group`: it is the primary choice, as in VS Code's own agent host (whose
+    options are "Allow Once" without a group, "Allow in this Session" in group 1 and "Skip" in
+    group 2); the remembered approvals are group 1 and the denials group 2.
+
     `project` is how the host shows the project an "always" choice is kept for; None means
     the host keeps it host-wide, and the label says so."""
     labels = _labels(locale)
-    options = [{"id": OPTION_ALLOW_ONCE, "label": labels[OPTION_ALLOW_ONCE], "kind": "approve", "group": 0}]
+    options: list[dict] = [{"id": OPTION_ALLOW_ONCE, "label": labels[OPTION_ALLOW_ONCE], "kind": "approve"}]
     remembered = _remembered_rules(tool, args if isinstance(args, dict) else {})
     if remembered:
         what = _what(tool, remembered, labels)

@@ -60,16 +60,26 @@ Behaviour (``reduce`` adds what 0.7.0 reducers did and 0.9.0 ones no longer do)
 Actions with no 0.7.0 form
   Every type introduced after 0.7.0 goes down as ``None``. Most change nothing a 0.7.0 client can
   see (their fields are dropped by rule 7, or they are automation channels, which 0.7.0 lacks: no
-  state projection either). Those in :data:`RESYNC_AFTER` do change the 0.7.0 view.
+  state projection either). Those in :data:`RESYNC_AFTER` may change the 0.7.0 view;
+  :func:`catch_up` then gives the 0.7.0 actions that make the same change:
+  ``session/workingDirectoryReplaced`` as ``workingDirectoryRemoved`` / ``workingDirectorySet``
+  from the first directory that moved, ``session/chatsReordered`` as ``chatRemoved`` /
+  ``chatAdded`` from the first chat that moved (and ``defaultChatChanged`` when the default chat
+  was among them). Two have none: ``chat/turnResume`` (no 0.7.0 action reopens an ended turn;
+  this host never accepts a resume, as it writes no resumable error) and ``chat/isReadChanged`` /
+  ``chat/isArchivedChanged`` on the chat channel (no 0.7.0 chat action sets a status flag; the
+  session catalogue's entry does follow, through ``session/chatUpdated``): a 0.7.0 mirror of that
+  chat channel shows the old flag until it subscribes again.
 
 Convergence
   For every internal state ``s`` and action ``a`` with ``s' = ahp.state.reduce(kind, s, a)``, a
   0.7.0 client that holds ``state_down(s)`` and applies ``action_down(a)`` with its own reducers
   (:func:`reduce`) ends up holding ``state_down(s')``, apart from a chat's ``modifiedAt`` (rule
   10) — unless :func:`needs_resync` says otherwise: after the actions of :data:`RESYNC_AFTER`, and
-  where rules 11 and 12 make the two reducers disagree. Then the edge sends the 0.7.0 client a
-  fresh snapshot (``state_down(s')``). ``tests/ahp/dialects/test_v0_7.py`` checks this law on
-  every step of every vector.
+  where rules 11 and 12 make the two reducers disagree. After the former the edge sends the 0.7.0
+  client the actions of :func:`catch_up` instead (a 0.7.0 client cannot be sent a snapshot
+  unasked); the latter two are accepted drifts of 0.7.0's own reducers, which the next snapshot
+  corrects. ``tests/ahp/dialects/test_v0_7.py`` checks this law on every step of every vector.
 """
 
 from __future__ import annotations
@@ -90,6 +100,7 @@ __all__ = [
     "VERSION",
     "action_down",
     "action_up",
+    "catch_up",
     "needs_resync",
     "notification_down",
     "reduce",
@@ -531,6 +542,43 @@ def reduce(kind: str, state: Json, action: Json, now: int, *, channel: str | Non
     if reduced is lifted:
         return state
     return _behaviour_0_7(_type_of(action) or "", state, state_down(kind, reduced), action, now)
+
+
+def catch_up(kind: str, before: Json, after: Json, action: Json) -> list[Json] | None:
+    """The 0.7.0 actions that take a 0.7.0 mirror of ``before`` (internal) to the view of ``after``
+    (internal), for an ``action`` of :data:`RESYNC_AFTER` ("Actions with no 0.7.0 form"); ``[]``
+    when the view did not change, ``None`` when no 0.7.0 action can carry the change."""
+    action_type = _type_of(action)
+    if action_type not in RESYNC_AFTER or not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    if kind == "session" and action_type == "session/workingDirectoryReplaced":
+        return _resent("workingDirectories", before, after,
+                       lambda gone: {"type": "session/workingDirectoryRemoved", "directory": gone},
+                       lambda new: {"type": "session/workingDirectorySet", "directory": new})
+    if kind == "session" and action_type == "session/chatsReordered":
+        shown = as_list(state_down("session", after).get("chats"))
+        by_resource = {entry.get("resource"): entry for entry in shown if isinstance(entry, dict)}
+        actions = _resent("chats", {"chats": [e.get("resource") for e in as_list(before.get("chats")) if isinstance(e, dict)]},
+                          {"chats": list(by_resource)},
+                          lambda gone: {"type": "session/chatRemoved", "chat": gone},
+                          lambda new: {"type": "session/chatAdded", "summary": by_resource[new]})
+        default = after.get("defaultChat")
+        if any(a.get("chat") == default for a in actions if a["type"] == "session/chatRemoved"):
+            actions.append({"type": "session/defaultChatChanged", "defaultChat": default})
+        return actions
+    return None if state_down(kind, before) != state_down(kind, after) else []
+
+
+def _resent(key: str, before: dict[str, Any], after: dict[str, Any], removed: Callable[[Any], Json],
+            added: Callable[[Any], Json]) -> list[Json]:
+    """Removals of ``before[key]``'s items from the first position where it and ``after[key]``
+    differ, then additions of ``after[key]``'s items from there: a list whose reducer removes by
+    value and appends what it lacks ends up as ``after[key]``."""
+    old, new = as_list(before.get(key)), as_list(after.get(key))
+    same = 0
+    while same < min(len(old), len(new)) and old[same] == new[same]:
+        same += 1
+    return [removed(item) for item in old[same:]] + [added(item) for item in new[same:]]
 
 
 def needs_resync(kind: str, state: Json, action: Json, now: int = 0) -> bool:

@@ -6,9 +6,11 @@ Invariants:
   (an absent value deletes it).
 * ``configChanged`` is a no-op while the root has no ``config``; otherwise it shallow-merges
   ``config`` into ``config.values``, or replaces them when ``replace`` is truthy (``replace``
-  without ``config`` empties the values). VS Code sends many of these at once, one key each.
-* Unknown or malformed actions return ``state`` itself; inputs are never mutated; no ``None`` is
-  written; ``now`` is not read.
+  without ``config`` empties the values). VS Code sends many of these at once, one key each. A
+  key sent as ``null`` is set to ``null`` (the official reducers spread the values as they come),
+  the one place a ``None`` is written.
+* Unknown or malformed actions return ``state`` itself; inputs are never mutated; no other
+  ``None`` is written; ``now`` is not read.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ahp.state._dispatch import dispatch
-from ahp.state._js import as_dict, assign, payload, truthy
+from ahp.state._js import as_dict, assign, clean, payload, truthy
 
 __all__ = ["ROOT_ACTION_TYPES", "reduce_root"]
 
@@ -36,7 +38,8 @@ def _config_changed(state: dict[str, Any], action: dict[str, Any], now: int) -> 
     if not truthy(config):
         return state
     config = as_dict(config)
-    update = as_dict(payload(action, "config"))
+    # Spread as sent: a key set to null holds null, as in every official reducer.
+    update = {key: value if value is None else clean(value) for key, value in as_dict(action.get("config")).items()}
     values = dict(update) if truthy(action.get("replace")) else {**as_dict(config.get("values")), **update}
     return {**state, "config": {**config, "values": values}}
 

@@ -29,11 +29,12 @@ list and dispatches only the difference.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ahp.protocol import builders
-from ahp.state import default_chat_uri, parse_chat_uri
+from ahp.state import default_chat_uri
 from host.state.store import Store
 
 __all__ = ["InputRequests", "input_needed_entries"]
@@ -94,14 +95,12 @@ class InputRequests:
     """Futures keyed by ``(chat, request id)``, resolved from observed actions; the sessions'
     ``inputNeeded`` lists kept in step with their chats."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, session_of: Callable[[str], str | None]) -> None:
         self._store = store
+        self._session_of = session_of
+        """The session a chat channel belongs to (``ChatSummaries.session_of``)."""
         self._waiting: dict[tuple[str, str], _Question] = {}
         self._syncing: set[str] = set()
-
-    def _session_of(self, chat: str) -> str | None:
-        parsed = parse_chat_uri(chat)
-        return parsed[1] if parsed is not None else None
 
     async def ask(self, channel: str, request: dict[str, Any]) -> dict[str, Any]:
         return await self.ask_now(channel, request)

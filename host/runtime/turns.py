@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ahp.protocol import builders
-from ahp.state import default_chat_uri, parse_chat_uri
+from ahp.state import default_chat_uri
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.runtime.agents.base import Agent, SessionCreationFailed, TurnContext, TurnEnded, TurnFailed, TurnStopped
 from host.state.store import Store
@@ -83,9 +83,13 @@ def selection(key: str, message: dict[str, Any], chat: dict[str, Any], session: 
 
 
 class TurnRunner:
-    def __init__(self, store: Store, agent_for: Callable[[str], Agent | None]) -> None:
+    def __init__(self, store: Store, agent_for: Callable[[str], Agent | None],
+                 session_of: Callable[[str], str | None]) -> None:
         self._store = store
         self._agent_for = agent_for
+        self._session_of = session_of
+        """The session a chat channel belongs to (``ChatSummaries.session_of``): a chat's URI
+        need not encode it."""
         self._tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         store.change_observers.append(self._observe)
@@ -130,10 +134,6 @@ class TurnRunner:
             running = self._tasks.pop(chat, None)
             if running is not None:
                 running[1].cancel()
-
-    def _session_of(self, chat: str) -> str | None:
-        parsed = parse_chat_uri(chat)
-        return parsed[1] if parsed is not None else None
 
     def _chats_of(self, session: str) -> list[str]:
         state = self._store.state(session) or {}

@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any
 
 from ahp.state import reduce as _reduce_internal
-from ahp.state import refresh_session_status
 from ahp.state.appends import RUN_ACTION_TYPES, AppendingState
 
 __all__ = ["Channel", "ROOT", "STREAMED", "reduce"]
@@ -39,13 +38,10 @@ the store shows them to ``observers`` and ``token_observers``, never to ``change
 
 
 def reduce(kind: str, state: dict[str, Any], action: dict[str, Any], now: int) -> dict[str, Any]:
-    """The internal reducers as the host runs them: a session's status follows its chats
-    (``ahp.state.refresh_session_status`` after every change of a session, e.g. the
-    ``session/chatUpdated`` that ``host.state.chat_summaries`` dispatches when a chat's summary moves)."""
-    after = _reduce_internal(kind, state, action, now)
-    if kind == "session" and after is not state:
-        return refresh_session_status(after)
-    return after
+    """The internal reducers as the host runs them, exactly as a client's mirror runs them (so a
+    session channel's ``status`` is what a subscriber computes; the session list's status, which
+    follows the chats, is ``host.service``'s ``SessionSummary``)."""
+    return _reduce_internal(kind, state, action, now)
 
 
 class Channel(AppendingState):

@@ -2,13 +2,21 @@
 ``session/chatUpdated``.
 
 Contract: ``ChatSummaries(store)`` is a store change observer. After an action changes a chat
-channel, the fields of the chat that its session's ``SessionChatSummary`` carries (``CHAT_SUMMARY_FIELDS``)
+channel, the fields of the chat that its session's catalogue entry (``SessionState.chats``, a
+``ChatSummary``) carries (``CHAT_SUMMARY_FIELDS``)
 are compared with the catalogue entry; when any differs, ``session/chatUpdated`` is dispatched on
 the session with exactly the changed fields (a field the chat dropped is sent as ``None``, which
 clears it). The session's status then follows (``host.state.channels.reduce`` refreshes it). A chat's
 session is the one ``track`` was told, else the one its URI encodes (``ahp.state.parse_chat_uri``);
 a chat whose session is gone, or which the session's catalogue does not list, is left alone.
-Producers never maintain a session's status or a chat's summary by hand.
+The default chat's entry carries the session's title (once it has one): VS Code titles a
+session's chat view from that entry, and a chat's own title cannot change by any action, so the
+entry follows ``session/titleChanged``. Producers never maintain a session's status or a chat's
+summary by hand. ``sync`` does the same
+comparison unasked (at start-up, for catalogues written by builds that carried fewer fields).
+
+The root's ``SessionSummary.chats`` is the compact ``SessionChatSummary`` of each entry
+(``compact_chat_summary``).
 """
 
 from __future__ import annotations
@@ -18,10 +26,20 @@ from typing import Any
 from ahp.protocol import builders
 from ahp.state import parse_chat_uri
 
-__all__ = ["CHAT_SUMMARY_FIELDS", "ChatSummaries", "summary_of_chat"]
+__all__ = ["CHAT_SUMMARY_FIELDS", "SESSION_CHAT_SUMMARY_FIELDS", "ChatSummaries", "compact_chat_summary", "summary_of_chat"]
 
-CHAT_SUMMARY_FIELDS = ("title", "status", "origin", "interactivity", "changes")
-"""``SessionChatSummary``'s fields besides ``resource`` (1.0.0 state schema)."""
+CHAT_SUMMARY_FIELDS = ("title", "status", "modifiedAt", "changes", "origin", "movable", "interactivity", "workingDirectories")
+"""``ChatSummary``'s fields besides ``resource`` (1.0.0 state schema; ``title``, ``status`` and
+``modifiedAt`` required, and every chat state has them). Not ``activity``: it changes several
+times a model call, and clearing it would take a ``null`` the schema does not allow."""
+
+SESSION_CHAT_SUMMARY_FIELDS = ("title", "origin", "interactivity", "status", "changes")
+"""``SessionChatSummary``'s fields besides ``resource``: the root listing's compact catalogue."""
+
+
+def compact_chat_summary(entry: dict[str, Any]) -> dict[str, Any]:
+    """A catalogue entry (``ChatSummary``) as the root listing's ``SessionChatSummary``."""
+    return {key: entry[key] for key in ("resource", *SESSION_CHAT_SUMMARY_FIELDS) if entry.get(key) is not None}
 
 
 def summary_of_chat(chat_uri: str, chat: dict[str, Any]) -> dict[str, Any]:
@@ -53,8 +71,22 @@ class ChatSummaries:
         return session
 
     def observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
-        if before is after or self._store.kind(channel) != "chat":
+        if before is after:
             return
+        kind = self._store.kind(channel)
+        if kind == "chat":
+            self.sync(channel, after)
+        elif kind == "session" and before.get("title") != after.get("title") and isinstance(after.get("defaultChat"), str):
+            self.sync(after["defaultChat"])
+
+    def sync(self, channel: str, after: dict[str, Any] | None = None) -> None:
+        """``session/chatUpdated`` with the summary fields of the chat ``channel`` (its state
+        ``after``, else the store's) that its session's catalogue entry does not show; nothing
+        when they agree."""
+        if self._store.kind(channel) != "chat":
+            return
+        if after is None:
+            after = self._store.state(channel) or {}
         session_uri = self.session_of(channel)
         if session_uri is None or self._store.kind(session_uri) != "session":
             return
@@ -62,6 +94,9 @@ class ChatSummaries:
         entry = next((chat for chat in session.get("chats") or () if isinstance(chat, dict) and chat.get("resource") == channel), None)
         if entry is None:
             return
-        changes = {key: after.get(key) for key in CHAT_SUMMARY_FIELDS if after.get(key) != entry.get(key)}
+        shown = {key: after.get(key) for key in CHAT_SUMMARY_FIELDS}
+        if channel == session.get("defaultChat") and session.get("title"):
+            shown["title"] = session["title"]
+        changes = {key: value for key, value in shown.items() if value != entry.get(key)}
         if changes:
             self._store.dispatch(session_uri, builders.session_chat_updated(chat=channel, changes=changes))

@@ -48,9 +48,9 @@ from ahp.dialects.negotiation import (
     unsupported_error_data,
     unsupported_message,
 )
-from ahp.state import parse_chat_uri
 from ahp.state.channels import session_of_default_chat
 from host.errors import ErrorCode, ProtocolViolation, RpcError
+from host.runtime.customizations.completions import TRIGGER_CHARACTERS
 from host.service import AgentHost
 from host.transport.access import action_refusal, method_refusal, recorded_answer
 from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
@@ -253,6 +253,7 @@ class ClientConnection:
             "serverSeq": store.seq,
             "snapshots": snapshots,
             "defaultDirectory": self.host.default_directory.as_uri(),
+            "completionTriggerCharacters": list(TRIGGER_CHARACTERS),
         })
         self._present(client_id)
         return result
@@ -343,7 +344,8 @@ class ClientConnection:
         internal = self.dialect.internal_channels(self.host, channel)
         if internal is None:
             name = self.dialect.internal_uri(self.host, channel)
-            if isinstance(name, str) and name not in self.host.store and self.host.changesets.materialize(name):
+            if isinstance(name, str) and name not in self.host.store and (
+                    self.host.changesets.materialize(name) or self.host.materialize_annotations(name)):
                 internal = self.dialect.internal_channels(self.host, channel)
         if not internal:
             if isinstance(channel, str) and (channel.startswith("ahp-session:") or self.host.store.kind(channel) == "session"
@@ -404,7 +406,7 @@ class ClientConnection:
         envelopes, reason = self.dialect.lift(self.host, channel, action, client_id)
         if reason is None and envelopes:
             target, first = envelopes[0]
-            reason = _refusal(store, target, first, client_id)
+            reason = _refusal(self.host, target, first, client_id)
         if reason is not None:
             # The rejection echoes the action as this client sent it, in its own version.
             store.reject(channel, action if isinstance(action, dict) else {}, origin, reason, self,
@@ -417,7 +419,7 @@ class ClientConnection:
             return
         for index, (target, lifted) in enumerate(envelopes):
             if index:
-                later = _refusal(store, target, lifted, client_id)
+                later = _refusal(self.host, target, lifted, client_id)
                 if later is not None:
                     logger.info("part of %s from %s refused: %s", (action or {}).get("type"), self.client_id, later)
                     return
@@ -585,18 +587,19 @@ def _named(params: dict[str, Any]) -> str:
     return repr(automation) if isinstance(automation, str) else "that automation"
 
 
-def _session_of_chat(store: Any, channel: str) -> dict[str, Any] | None:
+def _session_of_chat(host: Any, channel: str) -> dict[str, Any] | None:
     """The state of the session a chat channel belongs to (None for other channels)."""
-    parsed = parse_chat_uri(channel)
-    return store.state(parsed[1]) if parsed is not None else None
+    session = host.chat_summaries.session_of(channel) if host.store.kind(channel) == "chat" else None
+    return host.store.state(session) if session is not None else None
 
 
-def _refusal(store: Any, target: str, action: Any, client_id: str) -> str | None:
+def _refusal(host: Any, target: str, action: Any, client_id: str) -> str | None:
     """Why the store must not take a client's (lifted) action: ``host.transport.validation``'s rules on the
     channel's state, and a turn started with the id of one of the chat's turns older than its
     state holds (which those rules, reading the state, cannot see)."""
+    store = host.store
     reason = check_client_action(store.kind(target) or "", store.state(target) or {}, action, client_id,
-                                 _session_of_chat(store, target))
+                                 _session_of_chat(host, target))
     if (reason is None and isinstance(action, dict) and action.get("type") == "chat/turnStarted"
             and store.older_turn_count(target) and action.get("turnId") in store.turn_ids(target)):
         reason = f"Turn id {action['turnId']} is already used in this chat; pick a new id."

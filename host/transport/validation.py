@@ -35,11 +35,12 @@ HOST_ONLY = frozenset({
     "session/customizationsChanged", "session/customizationUpdated", "session/customizationRemoved",
     "session/changesetsChanged", "session/metaChanged", "session/chatAdded", "session/chatRemoved",
     "session/chatUpdated", "session/defaultChatChanged", "session/inputNeededSet", "session/inputNeededRemoved",
-    "session/mcpServerStateChanged",
+    "session/mcpServerStateChanged", "session/chatsReordered",
     "chat/delta", "chat/reasoning", "chat/responsePart", "chat/usage", "chat/turnComplete", "chat/error",
     "chat/toolCallStart", "chat/toolCallDelta", "chat/toolCallReady", "chat/toolCallAuthRequired",
     "chat/toolCallAuthResolved", "chat/inputRequested", "chat/turnsLoaded", "chat/activityChanged",
     "chat/backgroundWorkSet", "chat/backgroundWorkRemoved", "chat/changesetsChanged", "chat/canvasesChanged",
+    "chat/movableChanged",
     "terminal/data", "terminal/exited", "terminal/cwdChanged", "terminal/commandDetectionAvailable",
     "terminal/commandExecuted", "terminal/commandFinished",
     "changeset/statusChanged", "changeset/fileSet", "changeset/fileRemoved", "changeset/operationsChanged",
@@ -113,6 +114,28 @@ def _turn_started(state: dict[str, Any], action: dict[str, Any], client_id: str)
     return None
 
 
+def _turn_resume(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:
+    """The turn must be the chat's latest, ended in an error whose last part says it can resume
+    [1.0.0 ``ChatTurnResumeAction``]; the reducer ignores anything else, so it is refused here."""
+    refused = _not_read_only(state)
+    if refused is not None:
+        return refused
+    active = active_turn(state)
+    if active is not None:
+        return f"Turn {active.get('id')} is running; only an ended turn can be resumed."
+    turns = state.get("turns") or []
+    latest = turns[-1] if turns and isinstance(turns[-1], dict) else None
+    turn_id = action["turnId"]
+    if latest is None or latest.get("id") != turn_id:
+        return (f"There is no turn {turn_id!r} to resume: only the chat's latest turn "
+                f"({latest.get('id') if latest else 'none yet'}) can be resumed.")
+    parts = latest.get("responseParts") or []
+    last = parts[-1] if parts and isinstance(parts[-1], dict) else {}
+    if latest.get("state") != "error" or last.get("kind") != "error" or last.get("resumable") is not True:
+        return f"Turn {turn_id} did not end in an error that can be resumed; send a new message instead."
+    return None
+
+
 def _input_request(state: dict[str, Any], request_id: Any) -> dict[str, Any] | None:
     turn = active_turn(state)
     for part in (turn or {}).get("responseParts") or ():
@@ -165,6 +188,7 @@ def _terminal_exited(state: dict[str, Any]) -> bool:
 
 _RULES: dict[str, Rule] = {
     "chat/turnStarted": _turn_started,
+    "chat/turnResume": _turn_resume,
     "chat/turnCancelled": shared.turn_cancelled,
     "chat/toolCallConfirmed": shared.tool_call_confirmed,
     "chat/toolCallResultConfirmed": shared.tool_call_result_confirmed,

@@ -107,3 +107,26 @@ async def test_a_journal_from_before_the_root_config_gets_it_at_start(tmp_path: 
         assert again.store.state(ROOT)["config"]["values"] == {"rememberedApprovals": [], **NO_PLUGINS, "telemetryLevel": "crash"}
     finally:
         await again.stop()
+
+
+async def test_a_key_set_to_null_is_null_for_every_client(running_host: Any) -> None:
+    """``root/configChanged`` with ``null`` sets the value to null, as the official reducers do:
+    the host, the sender's echo and another client's mirror agree."""
+    from ahp.state import reduce
+    from tests.host.test_vscode import Peer
+
+    sender, watcher = await Peer.open(running_host), await Peer.open(running_host)
+    await sender.initialize("sender", ["0.9.0"])
+    [snapshot] = (await watcher.initialize("watcher", ["0.9.0"]))["result"]["snapshots"]
+    for seq, value in ((1, "on"), (2, None)):
+        await sender.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+            "channel": ROOT, "clientSeq": seq, "action": {"type": "root/configChanged", "config": {"chat.someSetting": value}}}})
+    await watcher.until(lambda: len([a for a in watcher.actions() if a["action"]["type"] == "root/configChanged"]) == 2 or None)
+    held = running_host.host.store.state(ROOT)
+    assert "chat.someSetting" in held["config"]["values"] and held["config"]["values"]["chat.someSetting"] is None
+    mirror = snapshot["state"]
+    for envelope in watcher.actions():
+        mirror = reduce("root", mirror, envelope["action"], 0)
+    assert mirror["config"]["values"] == held["config"]["values"]
+    await sender.close()
+    await watcher.close()

@@ -213,8 +213,8 @@ def test_options_are_grouped_with_stable_ids_and_valid_shapes():
     options = confirmation_options(SHELL, {"command": "git status -s"}, project="~/src/app")
     for option in options:
         validate_wire("ConfirmationOption", option)
-    assert [(o["id"], o["kind"], o["group"]) for o in options] == [
-        ("allow-once", "approve", 0),
+    assert [(o["id"], o["kind"], o.get("group")) for o in options] == [
+        ("allow-once", "approve", None),  # the primary choice, as VS Code's own host sends it
         ("allow-session", "approve", 1),
         ("allow-always", "approve", 1),
         ("deny", "deny", 2),

@@ -40,16 +40,16 @@ _TURN = "/turn/"
 
 SESSION_OPERATIONS = [
     {"id": "accept", "label": "Keep", "description": "Keep these changes and take them off the review list.",
-     "scopes": ["changeset", "resource", "range"], "icon": "check"},
+     "scopes": ["changeset", "resource", "range"], "icon": "check", "status": "idle"},
     {"id": "reject", "label": "Undo", "description": "Put the files back as they were before the agent changed them.",
-     "scopes": ["changeset", "resource", "range"], "icon": "discard",
+     "scopes": ["changeset", "resource", "range"], "icon": "discard", "status": "idle",
      "confirmation": "Undo the agent's changes to these files? Files edited since by someone else are left alone."},
 ]
 TURN_OPERATIONS = [
     {"id": "accept", "label": "Keep", "description": "Keep this turn's changes and take them off the review list.",
-     "scopes": ["changeset", "resource", "range"], "icon": "check"},
+     "scopes": ["changeset", "resource", "range"], "icon": "check", "status": "idle"},
     {"id": "revert", "label": "Undo this turn", "description": "Put the files this turn changed back as they were before it.",
-     "scopes": ["changeset", "resource", "range"], "icon": "history",
+     "scopes": ["changeset", "resource", "range"], "icon": "history", "status": "idle",
      "confirmation": "Undo this turn's changes? Files changed since by a later turn or by someone else are left alone."},
 ]
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ahp.protocol import builders
-from ahp.state import default_chat_uri, parse_chat_uri
+from ahp.state import default_chat_uri
 from host.errors import ErrorCode, RpcError
 from host.state.content import ContentStore
 from host.state.store import Store
@@ -64,8 +64,11 @@ __all__ = ["ChangesetService"]
 
 
 class ChangesetService:
-    def __init__(self, store: Store, content: ContentStore, resolve_uri: Callable[[Any], Path]) -> None:
+    def __init__(self, store: Store, content: ContentStore, resolve_uri: Callable[[Any], Path],
+                 session_of: Callable[[str], str | None]) -> None:
         self.store = store
+        self._session_of = session_of
+        """The session a chat channel belongs to (``ChatSummaries.session_of``)."""
         self.content = content
         self._resolve_uri = resolve_uri
         store.change_observers.append(self._observe)
@@ -76,10 +79,9 @@ class ChangesetService:
         action = envelope.get("action") or {}
         if action.get("type") != "chat/toolCallComplete" or envelope.get("origin") is not None:
             return
-        parsed = parse_chat_uri(channel) if self.store.kind(channel) == "chat" else None
-        if parsed is None:
+        session = self._session_of(channel) if self.store.kind(channel) == "chat" else None
+        if session is None:
             return
-        session = parsed[1]
         result = action.get("result") or {}
         edits = [item for item in result.get("content") or [] if isinstance(item, dict) and item.get("type") == "fileEdit"]
         if edits and isinstance(action.get("turnId"), str):
@@ -314,15 +316,24 @@ class ChangesetService:
         if owner[1] is None:
             self._ensure(uri, SESSION_OPERATIONS)
             return True
-        chat = default_chat_uri(owner[0])
-        state = self.store.state(chat) or {}
-        turns = self.store.turn_ids(chat) + [(state.get("activeTurn") or {}).get("id")]
-        if owner[1] not in turns:
+        if not any(owner[1] in self._turn_ids(chat) for chat in self._chats(owner[0])):
             return False
         self._ensure(uri, TURN_OPERATIONS)
         return True
 
     # -- state helpers -------------------------------------------------------------------------
+
+    def _chats(self, session: str) -> list[str]:
+        """The session's chats (its default chat first): a turn of any of them, a sub-agent's
+        included, has a changeset."""
+        catalogue = [entry.get("resource") for entry in (self.store.state(session) or {}).get("chats") or ()
+                     if isinstance(entry, dict)]
+        return [chat for chat in dict.fromkeys([default_chat_uri(session), *catalogue])
+                if isinstance(chat, str) and self.store.kind(chat) == "chat"]
+
+    def _turn_ids(self, chat: str) -> list[Any]:
+        state = self.store.state(chat) or {}
+        return [*self.store.turn_ids(chat), (state.get("activeTurn") or {}).get("id")]
 
     def _owner(self, uri: Any) -> tuple[str, str | None] | None:
         """``changeset_owner`` with the session named by its internal URI (``<provider>:/<id>``,

@@ -191,7 +191,9 @@ class ReplaySource:
         path = self.cassettes.get(model)
         if path is None:
             known = ", ".join(sorted(self.cassettes)) or "none"
-            raise RecordingEnded(f"No recording is configured for model {model!r} (recorded models: {known}).", provider="replay")
+            raise providers.ModelNotFoundError(
+                f"This replay agent has no recording for the model {model!r}; pick one of its models: {known}.",
+                provider="replay")
         kind, base_url = self._kinds.get(model) or cassette_kind(path)
         self._kinds[model] = (kind, base_url)
         client, transport = replay_client(path)

@@ -112,6 +112,9 @@ class ProviderTurn:
             workdir = session_directory(ctx.state)
             async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id, workdir=str(workdir) if workdir else None) as provider:
                 await self._loop(provider, model_id, spec, finished_turns)
+        except ProviderError as error:
+            # No provider for this turn (e.g. a model the agent cannot serve): its error, said plainly.
+            raise TurnFailed(error.error_type, error.message) from error
         finally:
             self._save()
             self._clear_activity()

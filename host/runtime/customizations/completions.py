@@ -15,6 +15,8 @@ Contract:
   them otherwise; their attachment is a ``resource`` whose ``_meta.mcpServer`` names the server
   (the turn reads it from there, see ``contributor``).
 - Anything else returns no items: completions are best effort, never an error.
+- ``TRIGGER_CHARACTERS`` are the characters that start a completable word; ``initialize`` tells
+  clients (``completionTriggerCharacters``), so they ask as the user types one.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from typing import Any
 import plugins
 from ahp.text_offsets import index_to_utf16, utf16_to_index
 
-__all__ = ["complete_user_message", "ITEM_LIMIT", "SCAN_LIMIT"]
+__all__ = ["complete_user_message", "ITEM_LIMIT", "SCAN_LIMIT", "TRIGGER_CHARACTERS"]
+
+TRIGGER_CHARACTERS = ("/", "@")
+"""What begins a word this module completes: ``/`` commands and skills, ``@`` files and resources."""
 
 ITEM_LIMIT = 50
 SCAN_LIMIT = 5000

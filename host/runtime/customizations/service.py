@@ -82,6 +82,7 @@ import hashlib
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,7 +90,7 @@ from urllib.parse import unquote, urlparse
 
 import plugins
 from ahp.protocol import builders
-from ahp.state import default_chat_uri, parse_chat_uri
+from ahp.state import default_chat_uri
 from ahp.workspace_trust import (
     REQUEST_PREFIX,
     SOURCE_WORDS,
@@ -150,9 +151,11 @@ class CustomizationService:
     def __init__(
         self, config: HostConfig, store: Store, *, inputs: InputRequests, mcp_policy: RestartPolicy | None = None,
         client_files: ClientResources | None = None, trust: WorkspaceTrust | None = None,
-        claude: ClaudeCode | None = None,
+        claude: ClaudeCode | None = None, session_of: Callable[[str], str | None],
     ) -> None:
         self.config = config
+        self._session_of = session_of
+        """The session a chat channel belongs to (``ChatSummaries.session_of``)."""
         self.claude = claude
         """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
         self._installing = False
@@ -639,11 +642,11 @@ class CustomizationService:
     # -- observing -----------------------------------------------------------------------------
 
     def _observe(self, channel: str, before: dict[str, Any], after: dict[str, Any], envelope: dict[str, Any]) -> None:
-        parsed = parse_chat_uri(channel) if channel not in self.sessions else None
-        if parsed is not None:
-            runtime = self.sessions.get(parsed[1])
+        session = self._session_of(channel) if channel not in self.sessions else None
+        if session is not None:
+            runtime = self.sessions.get(session)
             if runtime is not None and before.get("activeTurn") is not None and after.get("activeTurn") is None:
-                self.turn_ended(parsed[1])
+                self.turn_ended(session)
             action = envelope.get("action") or {}
             if runtime is not None and action.get("type") == "chat/truncated" and action.get("turnId") is None \
                     and channel == default_chat_uri(runtime.session):

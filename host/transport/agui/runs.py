@@ -501,9 +501,9 @@ class AguiRuns:
         if kind is None:
             raise _Refused("The session for this thread was disposed; use a new threadId.", "sessionNotFound")
         state = store.state(channel) or {}
-        parsed = parse_chat_uri(channel) if kind == "chat" else None
+        owner = self.host.chat_summaries.session_of(channel) if kind == "chat" else None
         # (An answer to a question asked outside a turn is checked against the session's inputNeeded.)
-        session = store.state(parsed[1]) if parsed is not None else None
+        session = store.state(owner) if owner is not None else None
         reason = check_client_action(kind, state, action, client_id, session)
         if reason is not None:
             raise _Refused(_explain(reason, action, state), "actionRefused")

@@ -5,9 +5,10 @@
   sent; an envelope it knows is the very object the store built, so its frame is reused).
 * 0.7.0: snapshots through ``v0_7.state_down``, envelopes through ``v0_7.action_down`` (None: not
   sent), notifications through ``v0_7.notification_down``, a client's dispatch through
-  ``v0_7.action_up``. Automation channels do not exist for it. Where ``v0_7.needs_resync`` says
-  a 0.7.0 mirror drifts (a handful of 0.9.0-only actions), 0.7.0 has no message that carries a
-  snapshot unasked: the drift lasts until the client subscribes again or reconnects.
+  ``v0_7.action_up``. Automation channels do not exist for it. A 0.9.0-only action that changes
+  what a 0.7.0 client sees (``v0_7.RESYNC_AFTER``: a working directory replaced, the chats
+  reordered) is sent as the 0.7.0 actions that make the same change (``v0_7.catch_up``), so the
+  0.7.0 mirror never goes stale (0.7.0 has no message that carries a snapshot unasked).
 * Both: VS Code names a turn's changeset ``<session URI>/changeset/turn/<turn id>`` whatever
   ``uriTemplate`` the catalogue gives; that name is an alias of the host's
   ``ahp-changeset:/<session id>/turn/<turn id>`` (``changeset_alias``), and its
@@ -151,10 +152,17 @@ class Ahp07Dialect(NewerDialect):
         lifted = v0_7.action_up(kind or "", action, channel=channel)
         return lifted if lifted is not None else action
 
+    def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
+        return action.get("type") in v0_7.RESYNC_AFTER
+
     def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
         action = envelope["action"]
         shown = v0_7.action_down(kind or "", action)
         if shown is None:
+            if action.get("type") in v0_7.RESYNC_AFTER and change is not None and change.before is not None:
+                # No 0.7.0 form, but a change a 0.7.0 client sees: the 0.7.0 actions that make it.
+                caught_up = v0_7.catch_up(kind or "", change.before, change.after, action) or []
+                return [{**envelope, "action": each} for each in caught_up] or None
             return None
         return envelope if shown is action else {**envelope, "action": shown}
 

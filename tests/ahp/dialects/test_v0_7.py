@@ -367,3 +367,34 @@ def test_a_sub_agent_chat_looks_the_same_to_0_7_0():
     block = {"type": "subagent", "resource": worker, "title": "Sub-agent: Look", "description": "Look"}
     changed = {"type": "chat/toolCallContentChanged", "turnId": "t1", "toolCallId": "call-1", "content": [block]}
     assert v0_7.action_down("chat", changed) == changed
+
+
+@pytest.mark.parametrize(("directories", "action"), [
+    (["file:///a", "file:///b", "file:///c"], {"directory": "file:///b", "replacement": "file:///x"}),
+    (["file:///a", "file:///b", "file:///c"], {"directory": "file:///b", "replacement": "file:///c"}),
+    (["file:///a", "file:///b", "file:///c"], {"directory": "file:///c", "replacement": "file:///a"}),
+    (["file:///a", "file:///b"], {"directory": "file:///z", "replacement": "file:///y"}),
+])
+def test_a_replaced_working_directory_reaches_a_0_7_0_mirror_as_0_7_0_actions(directories, action):
+    before = {**SESSION, "workingDirectories": directories}
+    replaced = {"type": "session/workingDirectoryReplaced", **action}
+    after = internal.reduce("session", before, replaced, 0)
+    mirror = v0_7.state_down("session", before)
+    for each in v0_7.catch_up("session", before, after, replaced) or []:
+        assert known_to("0.7.0", each["type"])
+        mirror = v0_7.reduce("session", mirror, each, 0)
+    assert mirror == v0_7.state_down("session", after)
+
+
+def test_reordered_chats_reach_a_0_7_0_mirror_as_0_7_0_actions_keeping_the_default_chat():
+    chats = [{"resource": f"ahp-chat://c/{name}", "title": name, "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z"}
+             for name in "abc"]
+    before = {**SESSION, "chats": chats, "defaultChat": chats[1]["resource"]}
+    reordered = {"type": "session/chatsReordered", "chats": [chats[0]["resource"], chats[2]["resource"], chats[1]["resource"]]}
+    after = internal.reduce("session", before, reordered, 0)
+    mirror = v0_7.state_down("session", before)
+    caught_up = v0_7.catch_up("session", before, after, reordered) or []
+    assert caught_up and all(known_to("0.7.0", each["type"]) for each in caught_up)
+    for each in caught_up:
+        mirror = v0_7.reduce("session", mirror, each, 0)
+    assert mirror == v0_7.state_down("session", after)

@@ -502,3 +502,48 @@ async def test_a_disposed_session_leaves_nothing_in_the_connections_that_subscri
         await run_turn(owner, kept, "still here")
     finally:
         await peer.close()
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "0.7.0", "0.2.0"])
+async def test_initialize_names_the_characters_that_start_a_completion(running_host: RunningHost, version: str) -> None:
+    """``completionTriggerCharacters``: the characters the host completes words after, so a client
+    asks for completions as the user types them."""
+    from tests.host.test_vscode import Peer
+
+    peer = await Peer.open(running_host)
+    result = (await peer.initialize("client", [version]))["result"]
+    assert result["protocolVersion"] == version
+    assert result["completionTriggerCharacters"] == ["/", "@"]
+    await peer.close()
+
+
+async def test_a_sessions_annotations_channel_can_be_subscribed_and_annotated(running_host: RunningHost) -> None:
+    """``<session>/annotations`` answers with an empty ``AnnotationsState``; an annotation a client
+    sets reaches another subscriber; the channel goes with its session."""
+    import uuid
+
+    from tests.host.test_vscode import Peer
+
+    session = f"offline:/{uuid.uuid4()}"
+    channel = f"{session}/annotations"
+    author, reader = await Peer.open(running_host), await Peer.open(running_host)
+    await author.initialize("author", ["0.9.0"])
+    await reader.initialize("reader", ["0.7.0"])
+    assert (await author.request("createSession", {"channel": session})).get("error") is None
+    first = await author.request("subscribe", {"channel": channel})
+    assert first["result"]["snapshot"]["resource"] == channel and first["result"]["snapshot"]["state"] == {"annotations": []}
+    assert (await reader.request("subscribe", {"channel": channel}))["result"]["snapshot"]["state"] == {"annotations": []}
+    annotation = {"id": "a1", "origin": {"session": session}, "resource": "file:///tmp/x.py", "resolved": False,
+                  "entries": [{"id": "e1", "text": "Why this loop?"}]}
+    await author.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+        "channel": channel, "clientSeq": 1, "action": {"type": "annotations/set", "annotation": annotation}}})
+    seen = await reader.until(lambda: next((a for a in reader.actions() if a["channel"] == channel), None))
+    # (0.7.0 names an annotation's provenance by a bare turnId; this one has none.)
+    assert seen["action"]["annotation"] == {key: value for key, value in annotation.items() if key != "origin"}
+    assert running_host.host.store.state(channel) == {"annotations": [annotation]}
+    assert (await author.request("disposeSession", {"channel": session})).get("error") is None
+    assert channel not in running_host.host.store
+    missing = await author.request("subscribe", {"channel": f"offline:/{uuid.uuid4()}/annotations"})
+    assert missing["error"]["code"] in (-32008, -32001)
+    await author.close()
+    await reader.close()

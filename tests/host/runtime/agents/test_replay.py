@@ -252,3 +252,31 @@ async def test_recorded_http_errors_end_the_turn_with_a_typed_error(replay, mode
     assert turn["error"]["errorType"] == error_type
     assert words in turn["error"]["message"]
     assert "Traceback" not in turn["error"]["message"]
+
+
+async def test_a_message_for_a_model_the_agent_does_not_list_ends_its_turn_saying_which_models_there_are(replay) -> None:
+    """A 0.9.0 client may name any model in ``message.model``: one the agent does not list ends the
+    turn with ``model_not_found`` and the agent's models, never an internal error."""
+    import uuid
+
+    from ahp.state import default_chat_uri
+    from tests.host.test_vscode import Peer
+
+    running, _ = replay
+    session = f"rec:/{uuid.uuid4()}"
+    chat = default_chat_uri(session)
+    peer = await Peer.open(running)
+    await peer.initialize("client-09", ["0.9.0"])
+    assert (await peer.request("createSession", {"channel": session})).get("error") is None
+    await peer.request("subscribe", {"channel": chat})
+    await peer.until(lambda: running.host.store.state(session)["lifecycle"] == "ready" or None)
+    await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": chat, "clientSeq": 1, "action": {
+        "type": "chat/turnStarted", "turnId": "t1", "startedAt": "2026-12-06T00:00:00.000Z",
+        "message": {"text": "hi", "origin": {"kind": "user"}, "model": {"id": "no-such-model"}}}}})
+    end = await peer.until(lambda: next((a["action"] for a in peer.actions()
+                                         if a["action"]["type"] in ("chat/turnComplete", "chat/error")), None), timeout=30)
+    assert end["type"] == "chat/error"
+    assert end["part"]["error"]["errorType"] == "model_not_found"
+    assert end["part"]["error"]["message"] == ("This replay agent has no recording for the model 'no-such-model'; pick one "
+                                               "of its models: " + ", ".join(sorted(MODELS)) + ".")
+    await peer.close()

@@ -54,3 +54,49 @@ async def test_a_0_9_0_client_adds_and_disposes_a_chat_and_pages_turns(running_h
         assert note.method != "action" or note.params["channel"] == ROOT, note
     assert old.state(f"ahp-session:/{ident}")["turns"] == []
     await new.close()
+
+
+async def test_a_chat_whose_uri_does_not_encode_its_session_runs_turns(running_host: RunningHost) -> None:
+    """VS Code and other clients may name a new chat anything (``ahp-chat://side/<hex>``): the
+    session it was created in runs its turns, and its catalogue entry follows them."""
+    session, side = f"offline:/{uuid.uuid4()}", f"ahp-chat://side/{uuid.uuid4().hex}"
+    new = await Peer.open(running_host)
+    await new.initialize("client-09", ["0.9.0"])
+    assert (await new.request("createSession", {"channel": session})).get("error") is None
+    await new.request("subscribe", {"channel": session})
+    assert (await new.request("createChat", {"channel": session, "chat": side})).get("error") is None
+    await new.request("subscribe", {"channel": side})
+    await new.until(lambda: running_host.host.store.state(session)["lifecycle"] == "ready" or None)
+
+    turn_id = str(uuid.uuid4())
+    await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": side, "clientSeq": 1, "action": {
+        "type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-12-06T00:00:00.000Z",
+        "message": {"text": "hello from the side", "origin": {"kind": "user"}}}}})
+    end = await new.until(lambda: next((a for a in new.actions() if a["channel"] == side and a["action"].get("turnId") == turn_id
+                                        and a["action"]["type"] in ("chat/turnComplete", "chat/error")), None), timeout=30)
+    assert end["action"]["type"] == "chat/turnComplete", end
+    [turn] = running_host.host.store.state(side)["turns"]
+    assert any(part.get("kind") == "markdown" for part in turn["responseParts"])
+    await new.close()
+
+
+async def test_the_default_chats_catalogue_entry_carries_the_sessions_title(running_host: RunningHost) -> None:
+    """VS Code titles a session's chat view from its default chat's catalogue entry: when the
+    session is titled, the entry's title follows, for every subscriber."""
+    session = f"offline:/{uuid.uuid4()}"
+    chat = default_chat_uri(session)
+    titler, watcher = await Peer.open(running_host), await Peer.open(running_host)
+    await titler.initialize("titler", ["0.9.0"])
+    assert (await titler.request("createSession", {"channel": session})).get("error") is None
+    await watcher.initialize("watcher", ["0.9.0"], (ROOT, session))
+    [_, snapshot] = watcher.received[0]["result"]["snapshots"]
+    assert snapshot["state"]["chats"][0]["title"] == "New Session"
+    await titler.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+        "channel": session, "clientSeq": 1, "action": {"type": "session/titleChanged", "title": "Fix the parser"}}})
+    updated = await watcher.until(lambda: next((a["action"] for a in watcher.actions()
+                                                if a["action"]["type"] == "session/chatUpdated"), None))
+    assert updated == {"type": "session/chatUpdated", "chat": chat, "changes": {"title": "Fix the parser"}}
+    entry = running_host.host.store.state(session)["chats"][0]
+    assert entry["resource"] == chat and entry["title"] == "Fix the parser"
+    await titler.close()
+    await watcher.close()

@@ -1,0 +1,316 @@
+"""One scripted session seen by a 0.9.0, a 0.7.0 and a 0.2.0 client at once, over real WebSockets:
+every frame each receives fits its version's schema (``_schemas``: 0.7.0's own, 1.0.0's for 0.9.0;
+the 0.2.0 client's frames are checked by the ``frame_checker`` every test has), every client's
+mirror (its snapshot plus its reducers over what it was sent) is what the host holds in its
+version's shapes, and the session's status in a 0.9.0 mirror is the host's.
+
+The session covers turns, tool calls and their confirmations, a file edit (changesets, per turn
+and per session, subscribed under VS Code's names), a sub-agent (and its turn's changeset), a
+cancelled turn, a second chat under a URI that does not encode its session, a fork, marking chats
+read and archived, replacing a working directory, a terminal, root config changes (one to null)
+and an annotations channel.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ahp import state as internal
+from ahp.dialects import v0_7
+from ahp.state import default_chat_uri
+from host.transport.dialects.ahp02 import v02_session_state
+from host.transport.dialects.newer import changeset_alias
+from providers import ScriptedProvider
+from providers.errors import AuthenticationError
+from providers.scripted import Script, call_tools, finish, reasoning, reply, text
+from tests.conftest import FrameChecker
+from tests.host.runtime.agents.harness import serving
+from tests.host.runtime.tools._support import scripted, tools_config
+from tests.host.test_vscode import Peer
+
+from ._schemas import FrameSchema
+
+ROOT = "ahp-root://"
+FLAGS = 32 | 64
+"""SessionStatus IsRead | IsArchived."""
+
+EMITTED = {
+    "root/activeSessionsChanged", "root/configChanged", "root/terminalsChanged",
+    "session/chatAdded", "session/chatUpdated", "session/titleChanged",
+    "session/inputNeededSet", "session/inputNeededRemoved", "session/changesetsChanged",
+    "session/activeClientSet", "session/workingDirectorySet", "session/workingDirectoryReplaced",
+    "chat/turnStarted", "chat/responsePart", "chat/delta", "chat/reasoning", "chat/usage", "chat/turnComplete",
+    "chat/turnCancelled", "chat/error", "chat/inputRequested", "chat/inputCompleted",
+    "chat/toolCallStart", "chat/toolCallDelta", "chat/toolCallReady", "chat/toolCallConfirmed",
+    "chat/toolCallComplete", "chat/toolCallContentChanged", "chat/activityChanged", "chat/isReadChanged",
+    "chat/isArchivedChanged",
+    "changeset/fileSet", "changeset/fileRemoved",
+    "terminal/data", "terminal/input", "terminal/exited",
+    "annotations/set",
+}
+"""Action types the scenario makes the host send a 0.9.0 client (each seen at least once)."""
+
+
+class Client(Peer):
+    """A raw client of one version that remembers which method each of its requests called and
+    the snapshot it last took of each channel."""
+
+    def __init__(self, ws: Any) -> None:
+        super().__init__(ws)
+        self.methods: dict[Any, str] = {}
+        self.version = ""
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        if "id" in frame and "method" in frame:
+            self.methods[frame["id"]] = frame["method"]
+        await super().send(frame)
+
+    async def join(self, client_id: str, version: str, subscriptions: tuple[str, ...] = (ROOT,)) -> None:
+        self.version = version
+        result = (await self.initialize(client_id, [version], subscriptions))["result"]
+        assert result["protocolVersion"] == version
+
+    async def sub(self, channel: str) -> dict[str, Any]:
+        reply_ = await self.request("subscribe", {"channel": channel})
+        assert reply_.get("error") is None, reply_
+        return reply_["result"]["snapshot"]
+
+    async def dispatch(self, channel: str, action: dict[str, Any]) -> None:
+        self._next_id += 1
+        await self.send({"jsonrpc": "2.0", "method": "dispatchAction",
+                         "params": {"channel": channel, "clientSeq": self._next_id, "action": action}})
+
+    def snapshots(self) -> dict[str, dict[str, Any]]:
+        """The latest snapshot of each channel this client took (initialize, subscribe)."""
+        taken: dict[str, dict[str, Any]] = {}
+        for frame in self.received:
+            method = self.methods.get(frame.get("id")) if "method" not in frame else None
+            result = frame.get("result") if isinstance(frame.get("result"), dict) else {}
+            for snapshot in ([result.get("snapshot")] if method == "subscribe" else result.get("snapshots") or []):
+                if isinstance(snapshot, dict):
+                    taken[snapshot["resource"]] = snapshot
+        return taken
+
+    def mirror(self, channel: str, kind: str) -> dict[str, Any]:
+        """What this client's reducers make of its snapshot of ``channel`` and every later action."""
+        snapshot = self.snapshots()[channel]
+        state = snapshot["state"]
+        for envelope in self.actions():
+            if envelope["channel"] == channel and envelope["serverSeq"] > snapshot["fromSeq"] and "rejectionReason" not in envelope:
+                if self.version == "0.7.0":
+                    state = v0_7.reduce(kind, state, envelope["action"], 0, channel=channel)
+                else:
+                    state = internal.reduce(kind, state, envelope["action"], 0)
+        return state
+
+
+def _calls(state: dict[str, Any] | None) -> list[dict[str, Any]]:
+    turn = (state or {}).get("activeTurn") or {}
+    return [part["toolCall"] for part in turn.get("responseParts") or () if part.get("kind") == "toolCall"]
+
+
+def _without_clock(state: Any) -> Any:
+    """A 0.7.0 or 0.2.0 mirror stamps ``modifiedAt`` with its own clock (0.7.0 rule 10)."""
+    state = copy.deepcopy(state)
+    if isinstance(state, dict):
+        state.pop("modifiedAt", None)
+        if isinstance(state.get("summary"), dict):
+            state["summary"].pop("modifiedAt", None)
+        for chat in state.get("chats") or ():
+            chat.pop("modifiedAt", None)
+    return state
+
+
+async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    for folder in ("second", "third"):
+        (tmp_path / folder).mkdir()
+    provider = ScriptedProvider([
+        call_tools(("shell", {"command": "echo hi"})),
+        call_tools(("write_file", {"path": "notes.txt", "content": "one\n"})),
+        Script((*reasoning("The file is written.", index=0), *text("Wrote notes.txt.", index=1),
+                *finish("stop", input_tokens=40, output_tokens=5))),
+        call_tools(("ask_user", {"questions": [{"id": "colour", "kind": "text", "message": "Which colour?"}]})),
+        reply("Blue it is."),
+        Script((AuthenticationError("The provider refused the key.", provider="scripted"),)),
+        call_tools(("task", {"description": "Look around", "prompt": "Say hello."})),
+        reply("Hello from the sub-agent."),
+        reply("The sub-agent said hello."),
+        call_tools(("shell", {"command": "echo never"})),
+        reply("Side answer."),
+    ])
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, old):
+        host = running.host
+        ident = str(uuid.uuid4())
+        session, old_name = f"scripted:/{ident}", f"ahp-session:/{ident}"
+        chat, side = default_chat_uri(session), f"ahp-chat://side/{uuid.uuid4().hex}"
+        new, mid = await Client.open(running), await Client.open(running)
+        try:
+            await new.join("client-09", "0.9.0")
+            created = await new.request("createSession", {"channel": session, "workingDirectories": [tmp_path.as_uri()]})
+            assert created.get("error") is None, created
+            for channel in (session, chat):
+                await new.sub(channel)
+            await mid.join("client-07", "0.7.0", (ROOT, session, chat))
+            await old.subscribe(old_name)
+            await new.until(lambda: host.store.state(session)["lifecycle"] == "ready" or None)
+            await new.dispatch(session, {"type": "session/activeClientSet",
+                                         "activeClient": {"clientId": "client-09", "displayName": "A 0.9.0 client", "tools": []}})
+            for client in (new, mid):  # (made empty on its first subscription, so its files arrive as actions)
+                await client.sub(f"{session}/changeset/uncommitted")
+
+            async def turn(where: str, text: str, *, cancel: bool = False, confirm_in: tuple[str, ...] = ()) -> str:
+                """A turn of ``where``: every call that asks is allowed (or the turn cancelled at the first)."""
+                turn_id = str(uuid.uuid4())
+                await new.dispatch(where, {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-12-06T10:00:00.000Z",
+                                           "message": {"text": text, "origin": {"kind": "user"}}})
+                confirmed: set[str] = set()
+                while True:
+                    def waiting() -> Any:
+                        state = host.store.state(where) or {}
+                        if not any(t.get("id") == turn_id for t in state.get("turns") or ()) and state.get("activeTurn") is None:
+                            return None  # not started yet
+                        active = (host.store.state(where) or {}).get("activeTurn") or {}
+                        for part in active.get("responseParts") or ():
+                            request = part.get("request") if part.get("kind") == "inputRequest" else None
+                            if request is not None and part.get("response") is None and request["id"] not in confirmed:
+                                return "ask", active["id"], request
+                        for chat_ in (where, *confirm_in):
+                            active = (host.store.state(chat_) or {}).get("activeTurn")
+                            for call in _calls(host.store.state(chat_)):
+                                if call["status"] == "pending-confirmation" and call["toolCallId"] not in confirmed:
+                                    return chat_, active["id"], call
+                        return "ended" if (host.store.state(where) or {}).get("activeTurn") is None else None
+                    found = await new.until(waiting, timeout=30)
+                    if found == "ended":
+                        return turn_id
+                    chat_, active_id, call = found
+                    if chat_ == "ask":  # a question (ask_user): answered
+                        confirmed.add(call["id"])
+                        answers = {q["id"]: {"state": "submitted", "value": {"kind": "text", "value": "blue"}}
+                                   for q in call.get("questions") or ()}
+                        await new.dispatch(where, {"type": "chat/inputCompleted", "requestId": call["id"],
+                                                   "response": "accept", "answers": answers})
+                        continue
+                    confirmed.add(call["toolCallId"])
+                    if cancel:
+                        await new.dispatch(chat_, {"type": "chat/turnCancelled", "turnId": active_id, "duration": 0})
+                    else:
+                        # As VS Code's own host offers them: "Allow once" primary (no group), then groups.
+                        primary, *rest = call["options"]
+                        assert primary["id"] == "allow-once" and "group" not in primary
+                        assert all("group" in option for option in rest)
+                        await new.dispatch(chat_, {"type": "chat/toolCallConfirmed", "turnId": active_id, "toolCallId": call["toolCallId"],
+                                                   "approved": True, "confirmed": "user-action", "selectedOptionId": "allow-once"})
+
+            # A turn with a confirmed shell call and a file edit; its changesets under VS Code's names.
+            first = await turn(chat, "run echo, then write notes")
+            assert (tmp_path / "notes.txt").read_text() == "one\n"
+            turn_changeset = f"{session}/changeset/turn/{first}"
+            for client in (new, mid):
+                await client.sub(turn_changeset)
+
+            # A question to the user, answered; a turn the provider fails; one file kept.
+            await turn(chat, "ask me a colour")
+            failed = await turn(chat, "this one fails")
+            assert host.store.state(chat)["turns"][-1]["state"] == "error" and failed
+            kept = await new.request("invokeChangesetOperation", {"channel": f"{session}/changeset/uncommitted",
+                                                                  "operationId": "accept"})
+            assert kept.get("error") is None, kept
+
+            # A sub-agent: its chat joins the catalogue; its turn has a changeset too (VS Code asks).
+            worker = None
+
+            async def follow_worker() -> None:
+                nonlocal worker
+                added = await new.until(lambda: next((a["action"]["summary"]["resource"] for a in new.actions()
+                                                      if a["action"]["type"] == "session/chatAdded"), None), timeout=30)
+                worker = added
+            second = await turn(chat, "ask a sub-agent", confirm_in=())
+            await follow_worker()
+            assert worker is not None
+            for client in (new, mid):
+                await client.sub(worker)
+            [worker_turn] = host.store.state(worker)["turns"]
+            await new.sub(f"{session}/changeset/turn/{worker_turn['id']}")
+
+            # A turn cancelled while its call waits for the user.
+            third = await turn(chat, "run something and stop", cancel=True)
+            assert host.store.state(chat)["turns"][-1]["state"] == "cancelled"
+
+            # A second chat under a URI of the client's choosing, a fork, read and archived flags.
+            assert (await new.request("createChat", {"channel": session, "chat": side})).get("error") is None
+            for client in (new, mid):
+                await client.sub(side)
+            await turn(side, "a side question")
+            fork = f"ahp-chat://fork/{uuid.uuid4().hex}"
+            forked = await new.request("createChat", {"channel": session, "chat": fork,
+                                                      "source": {"kind": "fork", "chat": chat, "turnId": first}})
+            assert forked.get("error") is None, forked
+            await new.sub(fork)
+            await new.dispatch(chat, {"type": "chat/isReadChanged", "isRead": True})
+            await new.dispatch(side, {"type": "chat/isArchivedChanged", "isArchived": True})
+
+            # Working directories: one added, then replaced in place.
+            await new.dispatch(session, {"type": "session/workingDirectorySet", "directory": (tmp_path / "second").as_uri()})
+            await new.dispatch(session, {"type": "session/workingDirectoryReplaced",
+                                         "directory": (tmp_path / "second").as_uri(), "replacement": (tmp_path / "third").as_uri()})
+
+            # A terminal both newer clients watch; root config set and cleared; annotations.
+            terminal = f"ahp-terminal:/{uuid.uuid4()}"
+            made = await new.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": "client-09"}})
+            assert made.get("error") is None, made
+            for client in (new, mid):
+                await client.sub(terminal)
+            await new.dispatch(terminal, {"type": "terminal/input", "data": "echo from-the-terminal; exit 3\n"})
+            await new.until(lambda: any(a["action"]["type"] == "terminal/exited" for a in new.actions()) or None, timeout=30)
+            await mid.until(lambda: any(a["channel"] == terminal and a["action"]["type"] == "terminal/exited"
+                                        for a in mid.actions()) or None, timeout=30)
+            for value in ("shown", None):
+                await new.dispatch(ROOT, {"type": "root/configChanged", "config": {"chat.example": value}})
+            annotations = f"{session}/annotations"
+            for client in (new, mid):
+                await client.sub(annotations)
+            await new.dispatch(annotations, {"type": "annotations/set", "annotation": {
+                "id": "a1", "origin": {"session": session, "chat": chat, "turnId": first}, "resource": (tmp_path / "notes.txt").as_uri(),
+                "resolved": False, "entries": [{"id": "e1", "text": "Why one?"}]}})
+
+            for client in (new, mid):
+                await client.request("ping", {"channel": ROOT})  # everything sent before the answer has arrived
+            await old.ping()
+
+            # -- every frame fits its version's schema -------------------------------------------
+            def kind_of(uri: str) -> str | None:
+                return host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
+
+            for client in (new, mid):
+                schema = FrameSchema.for_version(client.version)
+                problems = [problem for frame in client.received
+                            for problem in schema.errors(frame, client.methods.get(frame.get("id")), kind_of)]
+                assert problems == [], f"{client.version}: {len(problems)} problems, first: " + json.dumps(problems[:8], indent=1)
+            seen = {a["action"]["type"] for a in new.actions()}
+            assert EMITTED <= seen, sorted(EMITTED - seen)
+
+            # -- every mirror converges ---------------------------------------------------------------
+            channels = {ROOT: "root", session: "session", chat: "chat", side: "chat", worker: "chat", terminal: "terminal",
+                        annotations: "annotations"}
+            for channel, kind in {**channels, fork: "chat"}.items():
+                assert new.mirror(channel, kind) == host.store.state(channel), channel
+            assert new.mirror(session, "session")["status"] == host.store.state(session)["status"]
+            for channel, kind in channels.items():
+                shown = v0_7.state_down(kind, host.store.state(channel))
+                mirrored = mid.mirror(channel, kind)
+                if channel in (chat, side):
+                    # Not followed: no 0.7.0 chat action sets a chat's own read or archived flag
+                    # (ahp.dialects.v0_7, "Actions with no 0.7.0 form"); the catalogue's entry does.
+                    assert mirrored["status"] | FLAGS == shown["status"] | FLAGS
+                    mirrored, shown = {**mirrored, "status": 0}, {**shown, "status": 0}
+                assert _without_clock(mirrored) == _without_clock(shown), channel
+            assert _without_clock(old.state(old_name)) == _without_clock(v02_session_state(host, old_name))
+            assert second and third
+        finally:
+            await new.close()
+            await mid.close()
