@@ -1,0 +1,190 @@
+"""The ordered log: the port through which the store makes every change ordered and durable.
+
+The store (``host.state.store``) is written against :class:`OrderedLog` and nothing else of how
+its changes are kept. ``host.state.embedded_log`` is the default implementation (the SQLite journal
+of ``host.state.journal``, one process, no service); a networked log (NATS JetStream, several
+processes sharing one order) is another. Nothing in turns, tools or dialects knows which is in use.
+
+**What a log is.** One host-wide order of action envelopes. Each appended envelope gets the next
+*sequence number* of that order, and that number *is* its AHP ``serverSeq``: the numbers come from
+the log, never from the store. They only grow, across restarts and across processes, and a reader
+from a sequence sees the envelopes in that order. Creating and removing a channel are logged too,
+in order with the actions, but take no sequence number (AHP gives them none).
+
+The contract, method by method (``Embedded`` says what the default does; a networked log may do
+what ``Networked`` says and stay within the contract):
+
+* ``seq``: the highest sequence number appended so far (recovered at start: 0 for an empty log).
+* ``owner(channel)``: who may append to ``channel`` (a session's channels, its chats and their
+  sub-agent chats, are owned together): ``None`` means this process. Embedded: always ``None``.
+  Networked: the process holding the session's lease; the store forwards, never appends, when it
+  is another.
+* ``append(channel, now, envelope, action)``: sequence one envelope of the current event-loop tick
+  and record it. The log sets ``envelope["serverSeq"]`` to its number (the store builds the
+  envelope with that key already in place, so the key order, and with it the bytes, are fixed) and
+  serialises the stamped envelope exactly once with ``ahp.jsonrpc.action_frame``; it returns that
+  pair, ``(envelope JSON, action frame)``: the first is what a log keeps, the second what fan-out
+  sends, so an envelope is serialised once for the log and every subscriber together. ``now`` is
+  the clock reading the reducer used (a replay must reduce the same), ``action`` is the envelope's
+  action when it may join a text run (``ahp.state.appends``; only when the envelope carries no
+  ``origin``), else None. Embedded: returns at once; the entry waits in memory for the next commit.
+  Networked: may return an *awaitable* of that pair instead, resolved once the log has given the
+  number (one round trip per tick: the log batches what a tick appends), and may fail it with
+  :class:`NotOwner` (the session's lease was lost: a fenced append, e.g. JetStream's expected last
+  subject sequence refused) or :class:`LogUnavailable`. Nothing is sent or observed of an envelope
+  before its number is known. (Today's ``Store.dispatch`` is synchronous and takes only the
+  pair; a log that returns an awaitable needs the store to finish the tick when it resolves.)
+* ``created(channel, kind, state)`` / ``removed(channel)``: log a channel appearing (with its
+  whole state: also how ``Store.replace`` swaps a state at start-up) or going away.
+* ``changed(channel)``: the channel's state changed outside the log's sight (its older turns were
+  paged out of it): the next snapshot writes it again.
+* ``flush()`` / ``when_durable(callback)``: durability. ``flush`` commits everything appended so
+  far, now; ``when_durable`` calls ``callback`` once everything appended before the call is
+  durable (at once when it already is). **A frame never leaves before its envelope is durable**:
+  transports send a tick's frames from such a callback. Embedded: group commits of SQLite (WAL,
+  ``synchronous=NORMAL``). Networked: the acknowledgement of the tick's batch.
+* ``replay(since, channels)``: the envelopes on ``channels`` with ``serverSeq > since`` in
+  sequence order, or ``None`` when the log cannot give all of them (they are older than the replay
+  window it keeps: the client then gets snapshots). Embedded: from a bounded window in memory (a
+  count and a number of characters of JSON), the same window after a restart, at once. Networked:
+  may return an awaitable (a read from that sequence on the log; AHP's ``reconnect`` awaits it).
+* Snapshots. ``recover()`` reads the newest snapshot and everything logged after it (a
+  :class:`Recovery`), at start; the store folds them into its states with the same reducers.
+  ``snapshot_now()`` writes one at once (start-up, shutdown, tests); otherwise the log decides when
+  (after a number of entries or characters), and reads what to write from its
+  :class:`SnapshotSource` (the store: channel states, and which of a chat's older turns are only in
+  the log). Embedded: incremental snapshots in the journal's tables, written in small steps in the
+  background. ``snapshotting`` is true while a snapshot's plans are out (a chat's older turns may
+  not move meanwhile: ``host.state.turn_paging``).
+* ``bind(source)``: the store hands itself to the log once, before ``recover``.
+* ``close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
+
+Errors: every failure of a log is a :class:`LogError` (a ``host.errors.JournalError``, so the
+host reports it as it always reported a journal that cannot be written)::
+
+    JournalError
+     └── LogError            the ordered log cannot take or give what was asked
+          ├── NotOwner       another process owns the session (an append was fenced)
+          └── LogUnavailable the log cannot be reached; this process must stop writing
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from host.errors import JournalError
+
+__all__ = ["LogError", "LogRecord", "LogUnavailable", "NotOwner", "OrderedLog", "Recovery", "SnapshotSource"]
+
+
+class LogError(JournalError):
+    """The ordered log cannot take or give what was asked."""
+
+
+class NotOwner(LogError):
+    """An append was refused because another process owns the session (its lease was lost or
+    never held): the caller stops writing to it; what it appended since it lost the lease never
+    became durable, so no client saw it."""
+
+    def __init__(self, channel: str, owner: str | None) -> None:
+        super().__init__(f"{channel} is run by {owner or 'another process'}: this process may not write to it")
+        self.channel = channel
+        self.owner = owner
+
+
+class LogUnavailable(LogError):
+    """The log cannot be reached: this process stops writing rather than diverge, and tells its
+    clients."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One thing logged after a snapshot, as ``recover`` reads it back, in log order."""
+
+    kind: Literal["action", "created", "removed"]
+    channel: str
+    seq: int | None
+    """The sequence number (``serverSeq``) of an action (its last, for a coalesced text run); None
+    for ``created`` and ``removed``."""
+    now: int | None
+    """The clock reading the reducer used, for an action."""
+    body: dict[str, Any] | None
+    """An action's envelope (a coalesced run's joined envelope: reducing it gives the same state
+    as each of its pieces), a created channel's ``{"kind", "state"}``, None for ``removed``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What ``recover`` gives: the newest snapshot and what was logged after it."""
+
+    seq: int
+    """The highest sequence number in the log: the store's ``serverSeq`` goes on from it."""
+    channels: dict[str, dict[str, Any]]
+    """The snapshot's channels: ``{"kind", "state"}``, or for a chat held turn by turn
+    ``{"kind", "parts"}``, its rows as ``host.state.turn_pages.split_turns`` reads them. Empty
+    without a snapshot."""
+    from_snapshot: bool
+    """Whether there was a snapshot (else every channel recovered counts as changed)."""
+    records: Iterable[LogRecord]
+    """Everything logged after the snapshot, in log order."""
+
+
+class SnapshotSource(Protocol):
+    """What a log reads to write a snapshot: the store's states (immutable values: a snapshot may
+    serialise them in a worker thread), and, per chat, the log rows of its turns older than its
+    state (``host.state.turn_paging``: they are in the log only and every snapshot lists them
+    again)."""
+
+    def snapshot_channels(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Every channel as ``(uri, kind, state)``."""
+        ...
+
+    def snapshot_channel(self, uri: str) -> tuple[str, dict[str, Any]] | None:
+        """One channel's ``(kind, state)``, None when it is gone."""
+        ...
+
+    def older_turn_rows(self, chat: str) -> list[list[int]]:
+        """The log rows of each of the chat's turns older than its state, oldest first."""
+        ...
+
+    def snapshot_written(self, chats: Iterable[str]) -> None:
+        """A snapshot wrote these chats turn by turn: their older turns may leave their states now."""
+        ...
+
+
+class OrderedLog(Protocol):
+    """The port (see the module docstring for the contract of each member)."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def snapshotting(self) -> bool: ...
+
+    def bind(self, source: SnapshotSource) -> None: ...
+
+    def owner(self, channel: str) -> str | None: ...
+
+    def append(self, channel: str, now: int, envelope: dict[str, Any],
+               action: dict[str, Any] | None) -> tuple[str, str] | Awaitable[tuple[str, str]]: ...
+
+    def created(self, channel: str, kind: str, state: dict[str, Any]) -> None: ...
+
+    def removed(self, channel: str) -> None: ...
+
+    def changed(self, channel: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def when_durable(self, callback: Callable[[], None]) -> None: ...
+
+    def replay(self, since: int, channels: Iterable[str]) -> (
+            list[dict[str, Any]] | None | Awaitable[list[dict[str, Any]] | None]): ...
+
+    def recover(self) -> Recovery: ...
+
+    def snapshot_now(self) -> None: ...
+
+    def close(self) -> None: ...
