@@ -146,8 +146,11 @@ class JetStreamLog:
         ``max_age`` (seconds, 0 for none) bounds how long records are kept: the replay window.
         ``options`` go to ``nats.connect`` (credentials: ``user_credentials``, ``token``, ...)."""
         try:
+            # Pings every 2 s, two unanswered: a silent partition is noticed within about 6 s,
+            # the lease's time (a closed connection at once).
             client = await nats.connect(url, name=holder or "agent-host", max_reconnect_attempts=-1,
-                                        reconnect_time_wait=0.25, connect_timeout=timeout, **options)
+                                        reconnect_time_wait=0.25, connect_timeout=timeout, ping_interval=2,
+                                        max_outstanding_pings=2, **options)
         except (OSError, NatsTimeout, nats.errors.NoServersError) as error:
             raise LogUnavailable(f"cannot reach NATS at {url}: {error}; is the server running?") from error
         js = client.jetstream(timeout=timeout)

