@@ -36,12 +36,13 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import REPO, command_line, machine_note, median
 from host.runtime.memory import settle
+from host.state.embedded_log import EmbeddedLog
 from host.state.journal import Journal
 from host.state.sessions import new_chat_state
 from host.state.store import Store
@@ -200,14 +201,15 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool, trace_ms:
         store.snapshot_now()  # start from a snapshot holding the large state, as a running host would
         settle()  # what `agent-host serve` does once started with its recovered state
         snapshots = 0
-        background = store._snapshot_in_background
+        log = cast(EmbeddedLog, store.log)
+        background = log.snapshot_in_background
 
         async def counted() -> None:
             nonlocal snapshots
             snapshots += 1
             await background()
 
-        store._snapshot_in_background = counted  # type: ignore[method-assign]  # counted for the run
+        log.snapshot_in_background = counted  # type: ignore[method-assign]  # counted for the run
         watch = StallWatch(trace_ms)
         running = True
 
@@ -229,7 +231,7 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool, trace_ms:
             if index % 20 == 0:
                 _end_of_tick(store, every_tick)
                 await asyncio.sleep(0)
-        while store._snapshot_task is not None and not store._snapshot_task.done():
+        while log.snapshot_task is not None and not log.snapshot_task.done():
             await asyncio.sleep(0.005)
         running = False
         await tick

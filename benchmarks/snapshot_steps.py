@@ -4,7 +4,7 @@
 
 A journal on disk holds ``--sessions`` small sessions and one of ``--big-mb`` turns of 1 MB, with a
 snapshot of them all. A new store recovers it (as a restart does), changes every channel, and takes
-a snapshot the way the background snapshot does: ``Store._write_snapshot`` yields between steps,
+a snapshot the way the background snapshot does: ``EmbeddedLog.write_snapshot`` (``host.state.embedded_log``) yields between steps,
 where the event loop runs. Nothing else runs between the steps here, so each step's CPU time
 (``time.process_time``) is what that step would hold the loop for. The first snapshot after a
 restart writes every session again (the store has not seen which turns are unchanged), so all the
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -40,6 +40,7 @@ def _turn(store: Any, channel: str, turn: str, text: str) -> None:
 
 def main() -> None:
     from host.runtime.memory import settle
+    from host.state.embedded_log import EmbeddedLog
     from host.state.journal import Journal, encode_plans
     from host.state.store import Store
 
@@ -83,8 +84,9 @@ def main() -> None:
             write_snapshot(*args, **kwargs)
 
         journal.write_snapshot = noting_the_switch  # type: ignore[method-assign]  # observed for the run
-        upto, seq, plans, removed = store._begin_snapshot()
-        steps = store._write_snapshot(journal, upto, seq, encode_plans(plans), removed)
+        log = cast(EmbeddedLog, store.log)
+        upto, seq, plans, removed = log.begin_snapshot()
+        steps = log.write_snapshot(journal, upto, seq, encode_plans(plans), removed)
         kinds: dict[str, list[float]] = {"writing parts": [], "switching manifests": [], "pruning": []}
         while True:
             before = len(switched)

@@ -5,6 +5,9 @@ Everything the host raises on purpose derives from ``AgentHostError``::
     AgentHostError
      ├── ConfigError          a config file, key or flag is wrong; names the key and the bad value
      ├── JournalError         the durable log cannot be opened or written
+     │    └── LogError        the ordered log cannot take or give what was asked (``host.state.log``)
+     │         ├── NotOwner        another process owns the session: an append was fenced
+     │         └── LogUnavailable  the log cannot be reached: this process stops writing
      ├── RpcError             a request must be answered with a JSON-RPC error (code, message, data)
      │    └── ProtocolViolation   the peer broke the protocol (bad frame, bad params, wrong order)
      ├── RpcCallError         a client answered one of the host's own requests with an error (or went away)

@@ -36,8 +36,6 @@ what ``Networked`` says and stay within the contract):
   pair; a log that returns an awaitable needs the store to finish the tick when it resolves.)
 * ``created(channel, kind, state)`` / ``removed(channel)``: log a channel appearing (with its
   whole state: also how ``Store.replace`` swaps a state at start-up) or going away.
-* ``changed(channel)``: the channel's state changed outside the log's sight (its older turns were
-  paged out of it): the next snapshot writes it again.
 * ``flush()`` / ``when_durable(callback)``: durability. ``flush`` commits everything appended so
   far, now; ``when_durable`` calls ``callback`` once everything appended before the call is
   durable (at once when it already is). **A frame never leaves before its envelope is durable**:
@@ -49,11 +47,12 @@ what ``Networked`` says and stay within the contract):
   count and a number of characters of JSON), the same window after a restart, at once. Networked:
   may return an awaitable (a read from that sequence on the log; AHP's ``reconnect`` awaits it).
 * Snapshots. ``recover()`` reads the newest snapshot and everything logged after it (a
-  :class:`Recovery`), at start; the store folds them into its states with the same reducers.
-  ``snapshot_now()`` writes one at once (start-up, shutdown, tests); otherwise the log decides when
-  (after a number of entries or characters), and reads what to write from its
-  :class:`SnapshotSource` (the store: channel states, and which of a chat's older turns are only in
-  the log). Embedded: incremental snapshots in the journal's tables, written in small steps in the
+  :class:`Recovery`; None for a log that keeps nothing), at start; the store folds them into its
+  states with the same reducers. ``snapshot_now()`` writes one at once (start-up, shutdown,
+  tests), ``snapshot_soon()`` in the background (a chat has a page of turns to move out of its
+  state); otherwise the log decides when (after a number of entries or characters), and reads what
+  to write from its :class:`SnapshotSource` (the store: which channels changed, their states, and
+  the rows of a chat's turns older than its state). Embedded: incremental snapshots in the journal's tables, written in small steps in the
   background. ``snapshotting`` is true while a snapshot's plans are out (a chat's older turns may
   not move meanwhile: ``host.state.turn_paging``).
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
@@ -70,7 +69,7 @@ host reports it as it always reported a journal that cannot be written)::
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -132,25 +131,22 @@ class Recovery:
 
 
 class SnapshotSource(Protocol):
-    """What a log reads to write a snapshot: the store's states (immutable values: a snapshot may
-    serialise them in a worker thread), and, per chat, the log rows of its turns older than its
-    state (``host.state.turn_paging``: they are in the log only and every snapshot lists them
-    again)."""
+    """What a log reads to write a snapshot: the store, which knows which channels changed since
+    the last one. States are immutable values, so a log may serialise them in a worker thread."""
 
-    def snapshot_channels(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        """Every channel as ``(uri, kind, state)``."""
+    def take_changes(self, full: bool) -> tuple[dict[str, tuple[str, dict[str, Any], list[list[int]]]], set[str]]:
+        """The channels changed since the last call (every channel when ``full``) as ``uri → (kind,
+        state, the log rows of each of its turns older than its state, oldest first)``, and the
+        channels removed since; from now on they count as written (``restore_changes`` if not)."""
         ...
 
-    def snapshot_channel(self, uri: str) -> tuple[str, dict[str, Any]] | None:
-        """One channel's ``(kind, state)``, None when it is gone."""
-        ...
-
-    def older_turn_rows(self, chat: str) -> list[list[int]]:
-        """The log rows of each of the chat's turns older than its state, oldest first."""
+    def restore_changes(self, channels: Iterable[str], removed: Iterable[str]) -> None:
+        """A snapshot of these failed: they count as changed again."""
         ...
 
     def snapshot_written(self, chats: Iterable[str]) -> None:
-        """A snapshot wrote these chats turn by turn: their older turns may leave their states now."""
+        """A snapshot wrote these chats turn by turn: their older turns may leave their states now
+        (``host.state.older_turns``)."""
         ...
 
 
@@ -174,7 +170,7 @@ class OrderedLog(Protocol):
 
     def removed(self, channel: str) -> None: ...
 
-    def changed(self, channel: str) -> None: ...
+    def snapshot_soon(self) -> None: ...
 
     def flush(self) -> None: ...
 
@@ -183,7 +179,7 @@ class OrderedLog(Protocol):
     def replay(self, since: int, channels: Iterable[str]) -> (
             list[dict[str, Any]] | None | Awaitable[list[dict[str, Any]] | None]): ...
 
-    def recover(self) -> Recovery: ...
+    def recover(self) -> Recovery | None: ...
 
     def snapshot_now(self) -> None: ...
 
