@@ -173,6 +173,10 @@ class JetStreamLog:
     def owns(self, group: str) -> bool:
         return group in self._groups
 
+    def known_last(self, group: str) -> int:
+        """The last sequence of ``group`` acknowledged to this process (a group it owns)."""
+        return self._groups[group].last
+
     async def claim(self, group: str) -> None:
         """Own ``group``: its lease, then a fenced marker, so that whoever held it before cannot
         write to it again. Raises ``NotOwner`` while another process's lease is in force."""
@@ -253,10 +257,12 @@ class JetStreamLog:
         body = {key: value for key, value in envelope.items() if key != "serverSeq"}
         return self._queue(channel, "action", encode(body).encode(), {NOW: str(now)}, envelope)
 
-    def created(self, channel: str, kind: str, state: dict[str, Any]) -> asyncio.Future[None]:
+    def created(self, channel: str, kind: str, state: dict[str, Any]) -> asyncio.Future[int]:
+        """Queue a record of ``channel`` appearing with ``state``; the future gives its sequence."""
         return self._queue(channel, "created", encode({"kind": kind, "state": state}).encode(), {}, None)
 
-    def removed(self, channel: str) -> asyncio.Future[None]:
+    def removed(self, channel: str) -> asyncio.Future[int]:
+        """Queue a record of ``channel`` going away; the future gives its sequence."""
         return self._queue(channel, "removed", b"", {}, None)
 
     def _queue(self, channel: str, kind: Kind, payload: bytes, headers: dict[str, str],
@@ -302,7 +308,7 @@ class JetStreamLog:
                     if pending.future.done():
                         continue
                     if pending.envelope is None:
-                        pending.future.set_result(None)
+                        pending.future.set_result(first + offset)
                     else:
                         pending.envelope["serverSeq"] = first + offset
                         pending.future.set_result(action_frame(pending.envelope))
