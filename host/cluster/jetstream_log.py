@@ -21,11 +21,16 @@ its marker) can never write again, even if it was paused past its lease and neve
 refused batch fails its appends with ``NotOwner`` and the group is dropped.
 
 **A tick in one round trip.** ``append`` queues the envelope and returns a future; at the end of
-the event-loop tick (``call_soon``) each group's queue leaves as one *atomic batch* (server 2.12+,
-``allow_atomic``): every message but the last published without a reply, the last with
-``Nats-Batch-Commit`` as a request whose acknowledgement gives the batch's last sequence and
-count. The server stores a batch whole and contiguous or not at all, so the numbers of its
-envelopes follow from the acknowledgement, and the fence on its first message covers it all.
+the event-loop tick (``call_soon``) each group's queue leaves in one round trip. One message (a
+session streaming at a model's pace has one chunk per tick) is a plain fenced publish. More are
+one *atomic batch* (server 2.12+, ``allow_atomic``): every message but the last published without
+a reply, the last with ``Nats-Batch-Commit`` as a request whose acknowledgement gives the batch's
+last sequence and count. The server stores a batch whole and contiguous or not at all, so the
+numbers of its envelopes follow from the acknowledgement, and the fence on its first message
+covers it all. (Measured with nats-server 2.15.1: the server writes an atomic batch's commit
+through to disk, about 12 ms on this machine's disk against 0.4 ms for a plain publish, which it
+writes to the operating system before acknowledging: both survive the server being killed, and
+only a plain publish can be lost to a power cut, like the SQLite journal's ``synchronous=NORMAL``.)
 Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
 group one batch is in flight at a time, because the next one's fence is this one's last sequence.
 What a group appends meanwhile waits and leaves as the next batch (group commit).
@@ -135,6 +140,8 @@ class JetStreamLog:
         self._groups: dict[str, _Group] = {}
         self._scheduled = False
         self._renewer: asyncio.Task[None] | None = None
+        self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
+        self._batches = 0
         self.on_lost: Callable[[str], None] = lambda group: None
         """Called with a group this process stopped owning (lease lost, fenced, or cut off)."""
 
@@ -316,19 +323,28 @@ class JetStreamLog:
             state.sending = False
 
     async def _send_batch(self, group: str, last: int, batch: list[_Pending]) -> int:
-        """Publish ``batch`` as one atomic batch fenced on ``last``; the sequence of its first message."""
-        batch_id = uuid.uuid4().hex
+        """Publish ``batch`` fenced on ``last`` in one round trip; the sequence of its first message.
+        One message is a plain publish; more are one atomic batch (whose commit the server also
+        writes through to disk: see the module docstring)."""
         fence = self._fence(group, last)
         try:
-            for index, pending in enumerate(batch, 1):
-                headers = {**pending.headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(index)}
-                if index == 1:
-                    headers.update(fence)
-                if index < len(batch):
-                    await self.client.publish(pending.subject, pending.payload, headers=headers)
-                    continue
-                headers["Nats-Batch-Commit"] = "1"
-                reply = await self.client.request(pending.subject, pending.payload, timeout=self.timeout, headers=headers)
+            if len(batch) == 1:
+                only = batch[0]
+                reply = await self.client.request(only.subject, only.payload, timeout=self.timeout,
+                                                  headers={**only.headers, **fence})
+            else:
+                self._batches += 1
+                batch_id = f"{self._batch_prefix}{self._batches}"
+                for index, pending in enumerate(batch, 1):
+                    headers = {**pending.headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(index)}
+                    if index == 1:
+                        headers.update(fence)
+                    if index < len(batch):
+                        await self.client.publish(pending.subject, pending.payload, headers=headers)
+                        continue
+                    headers["Nats-Batch-Commit"] = "1"
+                    reply = await self.client.request(pending.subject, pending.payload, timeout=self.timeout,
+                                                      headers=headers)
         except (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError) as error:
             raise LogUnavailable(f"NATS did not acknowledge a batch for {group} ({type(error).__name__}): "
                                  "this process stops writing to it") from error
