@@ -208,3 +208,30 @@ async def test_appending_to_a_session_not_claimed_is_refused(log: JetStreamLog) 
     with pytest.raises(NotOwner):
         await log.append(default_chat_uri(SESSION), 0, step(0))
     assert await log.read(0) == []
+
+
+async def test_a_follower_receives_every_process_s_appends_in_order_as_they_are_stored(
+        nats_server: EmbeddedNats, log: JetStreamLog) -> None:
+    seen: list[Record] = []
+    arrived = asyncio.Event()
+
+    def take(record: Record) -> None:
+        seen.append(record)
+        if len(steps(seen)) == 40:
+            arrived.set()
+
+    stop = await log.follow(0, take)
+    writers = [start_writer(nats_server.url, f"ahp-session:/f{n}", 20) for n in range(2)]
+    try:
+        for writer in writers:
+            await read_line(writer, "done")
+        await asyncio.wait_for(arrived.wait(), 10)
+    finally:
+        await stop()
+        for writer in writers:
+            writer.kill()
+            writer.wait()
+    assert [r.seq for r in seen] == list(range(1, len(seen) + 1))
+    for n in range(2):
+        assert steps(seen, default_chat_uri(f"ahp-session:/f{n}")) == list(range(20))
+    assert seen == await log.read(0)
