@@ -10,9 +10,13 @@ move), for the two implementations of ``host.state.log.OrderedLog``:
   temporary directory (numbering, one serialisation, the replay window, the text-run rows, group
   commits to SQLite in WAL mode);
 * **cluster**: ``host.cluster.ordered_log.ClusterLog`` on a real ``nats-server`` (the wheel's,
-  started here, outside valgrind: its CPU is the server's, reported beside in seconds, not
-  instructions): the tick handed to the log's I/O thread, one fenced atomic batch per tick, the
-  acknowledgement, the envelopes stamped and serialised.
+  started here, outside valgrind): the tick handed to the log's I/O thread, one fenced publish or
+  atomic batch per tick, the acknowledgement, the envelopes stamped and serialised;
+* **core**: ``host.cluster.jetstream_log.JetStreamLog`` alone on the caller's event loop (no I/O
+  thread): what the thread's hand-overs cost is the difference.
+
+The server's own CPU per chunk (not instructions: it is a Go program) is read from ``/proc`` around
+a run of the cluster log outside valgrind, long minus short, divided by the difference in chunks.
 
 Each appends ``chat/delta`` envelopes to one chat, ``per-tick`` of them per event-loop tick, and
 waits for them to be durable (``when_durable``) before the next tick, as a transport does before
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import re
 import shutil
@@ -45,35 +50,51 @@ def _instrument(on: bool) -> None:
                    stdout=subprocess.DEVNULL, check=True)
 
 
-async def _child(kind: str, chunks: int, per_tick: int, url: str) -> None:
+async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: bool = True) -> None:
     """Runs under callgrind: 50 chunks untimed, then ``chunks`` chunks instrumented."""
+    from host.cluster.jetstream_log import JetStreamLog
     from host.cluster.ordered_log import ClusterLog
     from host.state.embedded_log import EmbeddedLog
     from host.state.journal import Journal
 
     loop = asyncio.get_running_loop()
+    core: JetStreamLog | None = None
     if kind == "cluster":
         log: ClusterLog | EmbeddedLog = ClusterLog(url, holder="bench")
+    elif kind == "core":
+        core = await JetStreamLog.connect(url, holder="bench-core")
+        await core.claim("ahp-session:/bench")
     else:
         log = EmbeddedLog(Journal(Path(tempfile.mkdtemp()) / "journal.db"))
 
     async def run(count: int) -> None:
+        if core is not None:
+            for start in range(0, count, per_tick):
+                await asyncio.gather(*(core.append(CHAT, 0, {"channel": CHAT, "action": {
+                    "type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT}, "serverSeq": 0})
+                    for _ in range(min(per_tick, count - start))))
+            return
         for start in range(0, count, per_tick):
             pending = []
             for _ in range(min(per_tick, count - start)):
                 action = {"type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT}
                 pending.append(log.append(CHAT, 0, {"channel": CHAT, "action": action, "serverSeq": 0}, action))
             durable = loop.create_future()
-            log.when_durable(lambda: durable.set_result(None))
+            log.when_durable(functools.partial(durable.set_result, None))
             if kind == "cluster":
                 await asyncio.gather(*pending)  # type: ignore[arg-type]
             await durable
 
     await run(50)
-    _instrument(True)
+    if instrumented:
+        _instrument(True)
     await run(chunks)
-    _instrument(False)
-    log.close()
+    if instrumented:
+        _instrument(False)
+    if core is not None:
+        await core.close()
+    else:
+        log.close()
 
 
 def _count(kind: str, chunks: int, per_tick: int, url: str) -> int:
@@ -86,6 +107,14 @@ def _count(kind: str, chunks: int, per_tick: int, url: str) -> int:
     if found is None:
         raise SystemExit(f"callgrind said nothing countable:\n{result.stderr[-2000:]}")
     return int(found.group(1).replace(",", ""))
+
+
+def _server_cpu(kind: str, chunks: int, per_tick: int, server_pid: int, url: str) -> float:
+    """The nats-server's CPU seconds while a child (not under valgrind) appends ``chunks``."""
+    before = _cpu_seconds(server_pid)
+    subprocess.run([sys.executable, __file__, "--child", kind, str(chunks), str(per_tick), url, "plain"],
+                   cwd=Path(__file__).resolve().parents[1], check=True)
+    return _cpu_seconds(server_pid) - before
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -109,7 +138,7 @@ def main() -> None:
           f"chunks; {machine_note()}")
     print(f"command: {command_line()}")
     print(f"{'per tick':<10}{'embedded (SQLite)':>20}{'cluster (JetStream)':>22}{'ratio':>8}"
-          f"{'nats-server CPU per chunk':>28}")
+          f"{'core, same loop':>18}{'ratio':>8}{'nats-server CPU per chunk':>28}")
     with tempfile.TemporaryDirectory() as data:
         server = EmbeddedNats(Path(data)).start()
         try:
@@ -117,19 +146,20 @@ def main() -> None:
             for per_tick in (int(n) for n in args.per_tick.split(",")):
                 embedded = (_count("embedded", long, per_tick, server.url)
                             - _count("embedded", short, per_tick, server.url)) / (long - short)
-                before = _cpu_seconds(server.pid)
-                cluster_long = _count("cluster", long, per_tick, server.url)
-                cluster_short = _count("cluster", short, per_tick, server.url)
-                server_cpu = (_cpu_seconds(server.pid) - before) / (long + short + 100)
-                cluster = (cluster_long - cluster_short) / (long - short)
+                cluster = (_count("cluster", long, per_tick, server.url)
+                           - _count("cluster", short, per_tick, server.url)) / (long - short)
+                core = (_count("core", long, per_tick, server.url)
+                        - _count("core", short, per_tick, server.url)) / (long - short)
+                server_cpu = (_server_cpu("cluster", long, per_tick, server.pid, server.url)
+                              - _server_cpu("cluster", short, per_tick, server.pid, server.url)) / (long - short)
                 print(f"{per_tick:<10}{embedded:>20,.0f}{cluster:>22,.0f}{cluster / embedded:>8.2f}"
-                      f"{server_cpu * 1e6:>24,.0f} µs", flush=True)
+                      f"{core:>18,.0f}{core / embedded:>8.2f}{server_cpu * 1e6:>25,.0f} µs", flush=True)
         finally:
             server.stop()
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        asyncio.run(_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]))
+        asyncio.run(_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6:] != ["plain"]))
     else:
         main()
