@@ -15,7 +15,7 @@ from ahp.jsonrpc import action_frame
 from ahp.state.channels import default_chat_uri
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.ordered_log import ClusterLog
-from host.state.log import NotOwner
+from host.state.log import LogUnavailable, NotOwner
 
 SESSION = "ahp-session:/one"
 CHAT = default_chat_uri(SESSION)
@@ -126,3 +126,26 @@ async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_th
         [("action", e["serverSeq"], 9, e) for e in after]
     assert [(r.kind, r.channel) for r in records if r.kind != "action"] == [("removed", SESSION + "/annotations")]
     assert recovery.seq >= after[-1]["serverSeq"]
+
+
+async def test_appends_fail_while_nats_is_down_and_go_on_once_it_is_back(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = open_log(nats_server, logs, "a")
+    first = envelope(0)
+    await log.append(CHAT, 0, first, None)
+    nats_server.kill()
+    while log.core.client.is_connected:
+        await asyncio.sleep(0.02)
+    durable: list[bool] = []
+    failed = log.append(CHAT, 0, envelope(1), None)
+    log.when_durable(lambda: durable.append(True))
+    with pytest.raises(LogUnavailable):
+        await failed
+    await asyncio.sleep(0)
+    assert durable == [True]  # the callback still comes: what failed is never sent to a client
+    nats_server.start()
+    while not log.core.client.is_connected:
+        await asyncio.sleep(0.05)
+    later = envelope(2)
+    await log.append(CHAT, 0, later, None)
+    assert await log.replay(0, [CHAT]) == [first, later]
