@@ -141,8 +141,13 @@ class ClusterLog:
         loop = self._loop
         assert loop is not None
         self._in_flight += 1
-        handed: ThreadFuture[tuple[list[Any], list[tuple[int, str]]]] = asyncio.run_coroutine_threadsafe(self._send(items), self._io)
-        handed.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, done))
+        # One wake-up of the I/O loop and one of the caller's per tick: a task started there whose
+        # end is handed back (lighter than run_coroutine_threadsafe's chained futures).
+        self._io.call_soon_threadsafe(self._start_send, items, loop)
+
+    def _start_send(self, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
+        task = self._io.create_task(self._send(items))
+        task.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, done))
 
     async def _send(self, items: list[_Item]) -> tuple[list[Any], list[tuple[int, str]]]:
         """On the I/O thread: claim what is not owned yet, queue every record for this tick's
@@ -182,7 +187,7 @@ class ClusterLog:
                 stored.append((body["serverSeq"], group_of(items[index][1])))
         return results, stored
 
-    def _finish(self, items: list[_Item], handed: ThreadFuture[tuple[list[Any], list[tuple[int, str]]]]) -> None:
+    def _finish(self, items: list[_Item], handed: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]) -> None:
         """On the caller's loop: resolve the tick's futures, then the durability callbacks."""
         try:
             results = handed.result()[0]
