@@ -5,7 +5,7 @@ Contract: ``ChatSummaries(store)`` is a store change observer. After an action c
 channel, the fields of the chat that its session's ``SessionChatSummary`` carries (``CHAT_SUMMARY_FIELDS``)
 are compared with the catalogue entry; when any differs, ``session/chatUpdated`` is dispatched on
 the session with exactly the changed fields (a field the chat dropped is sent as ``None``, which
-clears it). The session's status then follows (``host.state.store.reduce`` refreshes it). A chat's
+clears it). The session's status then follows (``host.state.channels.reduce`` refreshes it). A chat's
 session is the one ``track`` was told, else the one its URI encodes (``ahp.state.parse_chat_uri``);
 a chat whose session is gone, or which the session's catalogue does not list, is left alone.
 Producers never maintain a session's status or a chat's summary by hand.

@@ -9,8 +9,8 @@ format on disk, are the journal's (this module only says *when*).
 Invariants:
 
 * ``seq`` only grows, across restarts too (it is recovered from the journal).
-* An envelope is serialised exactly once (``append``: ``ahp.jsonrpc.action_frame``): the journal
-  keeps that JSON and fan-out sends that frame.
+* An envelope is built and serialised exactly once (``append``: ``ahp.jsonrpc.action_frame``): the
+  journal keeps that JSON and fan-out sends that frame.
 * **Durable before a frame leaves.** Journal writes are committed in groups: ``flush`` runs
   ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
   transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
@@ -143,17 +143,17 @@ class EmbeddedLog:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, channel: str, now: int, envelope: dict[str, Any],
-               action: dict[str, Any] | None) -> tuple[str, str]:
-        """Number ``envelope``, serialise it once, journal it (committed soon) and keep it in the
-        replay window; its JSON and its frame."""
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str:
+        """Number an envelope and serialise it once, journal it (committed soon) and keep it in the
+        replay window; its frame."""
         seq = self.seq + 1
         self.seq = seq
         envelope["serverSeq"] = seq
         envelope_json, frame = action_frame(envelope)
         journal = self.journal
         if journal is not None:
-            journal.append_action(channel, seq, now, envelope_json, action)
+            # Only an envelope that is the action alone (no origin) may join a text run.
+            journal.append_action(channel, seq, now, envelope_json, None if "origin" in envelope else envelope["action"])
             if self._flush_timer is None:
                 self._arm_flush(FLUSH_DELAY)
             elif journal.pending >= FLUSH_ROWS:
@@ -162,7 +162,7 @@ class EmbeddedLog:
         if journal is not None and (journal.entries_since_snapshot >= self._snapshot_every
                                     or journal.chars_since_snapshot >= self._snapshot_chars):
             self._maybe_snapshot()
-        return envelope_json, frame
+        return frame
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
         journal = self.journal

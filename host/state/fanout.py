@@ -4,13 +4,16 @@ the shapes of its protocol version.
 A channel's subscribers sit in groups on the channel (``host.state.channels.Channel``): those that
 take the store's own shapes (``subscribers``) and, for every other protocol version, those that
 share one ``Translator`` (``translated``: a connection's dialect, ``host.transport.dialects``).
-This module is the only one that reads or changes those groups. It does no I/O and knows nothing
-of the log: the store hands it envelopes already numbered and durable-bound, with their frame.
+This module is the only one that changes those groups or sends to them (the store only asks each
+group's translator, before it reduces an action, whether it wants the states around it). It does
+no I/O and knows nothing of the log: the store hands it envelopes already numbered, with the frame
+the log serialised.
 
 Invariants:
 
 * **One serialisation per envelope.** Every subscriber that takes the store's own shapes gets the
-  very frame the log serialised (``ahp.jsonrpc.action_frame``, in ``host.state.log``'s ``append``).
+  very frame the log serialised (``ahp.jsonrpc.action_frame``, in the log's ``append``,
+  ``host.state.log``).
   Each translator group's translator sees each envelope and notification once, and what it returns
   is serialised once for the whole group (not at all when it returns the envelope unchanged, or
   ``None``: that group is not sent it). Every frame is built by ``ahp.jsonrpc``: ``action_frame``
@@ -31,7 +34,7 @@ from ahp.jsonrpc import action_frame, notification
 from host.state.channels import Channel
 
 __all__ = ["Change", "Subscriber", "Translator", "drop", "echo", "fan_out", "has_subscribers", "is_subscribed",
-           "notify", "reject", "subscribe", "translator_of", "unsubscribe", "wants_states"]
+           "notify", "reject", "subscribe", "translator_of", "unsubscribe"]
 
 logger = logging.getLogger(__name__)
 
@@ -130,15 +133,6 @@ def everyone(entry: Channel) -> set[Subscriber]:
 
 
 # -- sending ---------------------------------------------------------------------------------------
-
-def wants_states(entry: Channel, action: dict[str, Any]) -> bool:
-    """Whether a translator group of the channel needs the states around ``action``."""
-    kind = entry.kind
-    for translator in tuple(entry.translated):
-        if translator.wants_states(kind, action):
-            return True
-    return False
-
 
 def fan_out(entry: Channel, envelope: dict[str, Any], frame: str, change: Change) -> None:
     """Send an accepted envelope (``frame``: its one serialisation) to every subscriber of its

@@ -17,23 +17,22 @@ what ``Networked`` says and stay within the contract):
 * ``seq``: the highest sequence number appended so far (recovered at start: 0 for an empty log).
 * ``owner(channel)``: who may append to ``channel`` (a session's channels, its chats and their
   sub-agent chats, are owned together): ``None`` means this process. Embedded: always ``None``.
-  Networked: the process holding the session's lease; the store forwards, never appends, when it
-  is another.
-* ``append(channel, now, envelope, action)``: sequence one envelope of the current event-loop tick
-  and record it. The log sets ``envelope["serverSeq"]`` to its number (the store builds the
-  envelope with that key already in place, so the key order, and with it the bytes, are fixed) and
-  serialises the stamped envelope exactly once with ``ahp.jsonrpc.action_frame``; it returns that
-  pair, ``(envelope JSON, action frame)``: the first is what a log keeps, the second what fan-out
-  sends, so an envelope is serialised once for the log and every subscriber together. ``now`` is
-  the clock reading the reducer used (a replay must reduce the same), ``action`` is the envelope's
-  action when it may join a text run (``ahp.state.appends``; only when the envelope carries no
-  ``origin``), else None. Embedded: returns at once; the entry waits in memory for the next commit.
-  Networked: may return an *awaitable* of that pair instead, resolved once the log has given the
-  number (one round trip per tick: the log batches what a tick appends), and may fail it with
-  :class:`NotOwner` (the session's lease was lost: a fenced append, e.g. JetStream's expected last
-  subject sequence refused) or :class:`LogUnavailable`. Nothing is sent or observed of an envelope
-  before its number is known. (Today's ``Store.dispatch`` is synchronous and takes only the
-  pair; a log that returns an awaitable needs the store to finish the tick when it resolves.)
+  Networked: the process holding the session's lease; a process that is not the owner forwards
+  the session's dispatches to it and never appends (not written yet: today's store never asks).
+* ``append(channel, now, envelope)``: number one accepted action of the current event-loop tick
+  and record it. ``envelope`` is ``{"channel", "action", "serverSeq", "origin"}`` (``origin`` only
+  for a client's dispatch) as the store built it, ``serverSeq`` holding a placeholder so that the
+  keys' order, and with it the bytes, are fixed: the log sets it to its number and serialises the
+  envelope exactly once with ``ahp.jsonrpc.action_frame``. It keeps the JSON and returns the
+  frame, which is what fan-out sends: an envelope is serialised once for the log and every
+  subscriber together. ``now`` is the clock reading the reducer used (a replay must reduce the
+  same). Embedded: returns at once; the entry waits in memory for the next commit. Networked: may
+  return an *awaitable* of the frame instead, resolved once the log has given the number (one
+  round trip per tick: the log batches what a tick appends), and may fail it with
+  :class:`NotOwner` (the session's lease was lost: a fenced append, e.g. JetStream's expected
+  last subject sequence refused) or :class:`LogUnavailable`. Nothing is sent or observed of an
+  envelope before its number is known. (Today's ``Store.dispatch`` is synchronous and takes only
+  the frame; a log that returns an awaitable needs the store to finish the tick when it resolves.)
 * ``created(channel, kind, state)`` / ``removed(channel)``: log a channel appearing (with its
   whole state: also how ``Store.replace`` swaps a state at start-up) or going away.
 * ``flush()`` / ``when_durable(callback)``: durability. ``flush`` commits everything appended so
@@ -52,9 +51,9 @@ what ``Networked`` says and stay within the contract):
   tests), ``snapshot_soon()`` in the background (a chat has a page of turns to move out of its
   state); otherwise the log decides when (after a number of entries or characters), and reads what
   to write from its :class:`SnapshotSource` (the store: which channels changed, their states, and
-  the rows of a chat's turns older than its state). Embedded: incremental snapshots in the journal's tables, written in small steps in the
-  background. ``snapshotting`` is true while a snapshot's plans are out (a chat's older turns may
-  not move meanwhile: ``host.state.turn_paging``).
+  the rows of a chat's turns older than its state). Embedded: incremental snapshots in the
+  journal's tables, written in small steps in the background. ``snapshotting`` is true while a
+  snapshot's plans are out (a chat's older turns may not move meanwhile: ``host.state.older_turns``).
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 
@@ -119,7 +118,8 @@ class Recovery:
     """What ``recover`` gives: the newest snapshot and what was logged after it."""
 
     seq: int
-    """The highest sequence number in the log: the store's ``serverSeq`` goes on from it."""
+    """The sequence number the snapshot is as of (0 without one); the log's ``seq`` is the highest
+    in the log once ``records`` are read."""
     channels: dict[str, dict[str, Any]]
     """The snapshot's channels: ``{"kind", "state"}``, or for a chat held turn by turn
     ``{"kind", "parts"}``, its rows as ``host.state.turn_pages.split_turns`` reads them. Empty
@@ -127,7 +127,8 @@ class Recovery:
     from_snapshot: bool
     """Whether there was a snapshot (else every channel recovered counts as changed)."""
     records: Iterable[LogRecord]
-    """Everything logged after the snapshot, in log order."""
+    """Everything logged after the snapshot, in log order. The caller reads them to the end: the
+    log recovers its ``seq`` and replay window as they are read."""
 
 
 class SnapshotSource(Protocol):
@@ -163,8 +164,7 @@ class OrderedLog(Protocol):
 
     def owner(self, channel: str) -> str | None: ...
 
-    def append(self, channel: str, now: int, envelope: dict[str, Any],
-               action: dict[str, Any] | None) -> tuple[str, str] | Awaitable[tuple[str, str]]: ...
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str | Awaitable[str]: ...
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None: ...
 

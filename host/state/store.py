@@ -41,28 +41,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import TEXT_APPENDS
 from host.state import fanout
 from host.state.channels import ROOT, STREAMED, Channel, reduce
-from host.state.embedded_log import (
-    FLUSH_DELAY,
-    FLUSH_ROWS,
-    MIN_COMMIT_INTERVAL,
-    REPLAY_CHARS,
-    SNAPSHOT_CHARS,
-    EmbeddedLog,
-)
-from host.state.fanout import Change, Subscriber, Translator
+from host.state.embedded_log import REPLAY_CHARS, SNAPSHOT_CHARS, EmbeddedLog
+from host.state.fanout import Change, Subscriber, Translator, fan_out
 from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan
 from host.state.log import OrderedLog
 from host.state.older_turns import OlderTurns
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
-           "TEXT_APPENDS", "action_frame", "reduce", "FLUSH_DELAY", "FLUSH_ROWS", "MIN_COMMIT_INTERVAL", "REPLAY_CHARS",
-           "SNAPSHOT_CHARS"]
+           "TEXT_APPENDS", "action_frame", "reduce"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +70,12 @@ TokenObserver = Callable[[str, dict[str, Any]], None]
 states: building them for every token would cost a copy of the streamed text each time."""
 
 
+class _AnsweringLog(Protocol):
+    """An ``OrderedLog`` whose ``append`` answers at once, as ``Store.dispatch`` takes it."""
+
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str: ...
+
+
 class Store:
     def __init__(
         self,
@@ -90,19 +88,27 @@ class Store:
         recent_turns: int = 0,
         replay_chars: int = REPLAY_CHARS,
         snapshot_chars: int = SNAPSHOT_CHARS,
+        log: OrderedLog | None = None,
     ) -> None:
+        """``journal`` and the numbers after it configure the default log (``EmbeddedLog``);
+        ``log`` is another implementation of the port instead (then without ``journal``)."""
         self._clock = clock
-        # The WAL thresholds are read from this module when a store is made, so that a deployment
-        # or a test may set them here.
-        self._embedded = EmbeddedLog(journal, replay_capacity=replay_capacity, replay_chars=replay_chars,
-                                     snapshot_every=snapshot_every, snapshot_chars=snapshot_chars,
-                                     wal_checkpoint_bytes=WAL_CHECKPOINT_BYTES, wal_limit_bytes=WAL_LIMIT_BYTES)
-        self.log: OrderedLog = self._embedded
+        if log is not None and journal is not None:
+            raise ValueError("give the store a journal (for its embedded log) or a log, not both")
+        if log is None:
+            # The WAL thresholds are read from this module when a store is made, so that a
+            # deployment or a test may set them here.
+            log = EmbeddedLog(journal, replay_capacity=replay_capacity, replay_chars=replay_chars,
+                              snapshot_every=snapshot_every, snapshot_chars=snapshot_chars,
+                              wal_checkpoint_bytes=WAL_CHECKPOINT_BYTES, wal_limit_bytes=WAL_LIMIT_BYTES)
+        self.log = log
         """The ordered log every change goes through (``host.state.log``)."""
-        self._append = self._embedded.append
-        """The log's ``append``, looked up once (every streamed token calls it). The embedded log
-        answers at once; one that answers later (``host.state.log``) needs ``dispatch`` to finish
-        an envelope when its number comes: not done yet."""
+        self._embedded = log if isinstance(log, EmbeddedLog) else None
+        """The log when it is the embedded one: older turns are paged from its journal's rows."""
+        self._answering = cast(_AnsweringLog, log)
+        """The log as ``dispatch`` calls it: it takes ``append``'s answer at once. A log that answers
+        later (an awaitable, ``host.state.log``) needs ``dispatch`` to finish an envelope when its
+        number comes, which is not written yet."""
         self._channels: dict[str, Channel] = {ROOT: Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -263,19 +269,25 @@ class Store:
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
         translated = entry.translated
-        wants_states = fanout.wants_states(entry, action) if translated else False
+        wants_states = False
+        if translated:  # a translator group may ask for the states around the action
+            kind = entry.kind
+            for translator in tuple(translated):
+                if translator.wants_states(kind, action):
+                    wants_states = True
+                    break
         # A streamed token stays in the channel's run unless an observer wants the states now.
         reads = observers or wants_states
         before = entry.state if reads else None
         if entry.apply(action, now):
             self._changed.add(channel)
         after = entry.state if reads else None
-        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
         if origin is not None:
             envelope["origin"] = origin
-        _, frame = self._append(channel, now, envelope, action if origin is None else None)
+        frame = self._answering.append(channel, now, envelope)
         if entry.subscribers or translated:
-            fanout.fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
+            fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
         if observers:
             assert before is not None and after is not None  # both read above whenever there are observers
             for observer in observers:
@@ -417,23 +429,25 @@ class Store:
 
     @property
     def _journal(self) -> Journal | None:
-        return self._embedded.journal
+        return self._embedded.journal if self._embedded is not None else None
 
     @property
     def _replay(self) -> Any:
-        return self._embedded.replay_window
+        return self._embedded.replay_window if self._embedded is not None else None
 
     @property
     def _snapshot_task(self) -> Any:
-        return self._embedded.snapshot_task
+        return self._embedded.snapshot_task if self._embedded is not None else None
 
     @property
     def _checkpoint_task(self) -> Any:
-        return self._embedded.checkpoint_task
+        return self._embedded.checkpoint_task if self._embedded is not None else None
 
     def _begin_snapshot(self) -> tuple[int, int, dict[str, SnapshotPlan], set[str]]:
+        assert self._embedded is not None
         return self._embedded.begin_snapshot()
 
     def _write_snapshot(self, journal: Journal, upto: int, seq: int, pieces: dict[str, SnapshotPieces],
                         removed: set[str]) -> Iterator[None]:
+        assert self._embedded is not None
         return self._embedded.write_snapshot(journal, upto, seq, pieces, removed)

@@ -134,7 +134,7 @@ class ClientConnection:
 
     @property
     def translator(self) -> object | None:
-        """What the store groups this subscriber by (``host.state.store.Translator``): its dialect."""
+        """What the store groups this subscriber by (``host.state.fanout.Translator``): its dialect."""
         return self.dialect.translator if self.dialect is not None else None
 
     # -- transport side ------------------------------------------------------------------------

@@ -107,7 +107,7 @@ class RunTranslator:
 
     def feed(self, action: dict[str, Any], state: dict[str, Any] | None) -> list[BaseEvent]:
         """The events ``action`` means for this run; ``state`` is the chat after it, or ``None``
-        for a streamed token (``host.state.store.STREAMED``: it changes no tool call's status, so the
+        for a streamed token (``host.state.channels.STREAMED``: it changes no tool call's status, so the
         run cannot become suspended by it and its handler reads only the action)."""
         if self.done:
             return []

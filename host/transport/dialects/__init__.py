@@ -10,7 +10,7 @@ The store holds the internal (0.9.0) model. A dialect decides, for its version:
 (c) what a channel it names is in the store (``internal_channels``, ``internal_uri``: a 0.2.0
     ``ahp-session:/<id>`` is the session ``<provider>:/<id>`` and its default chat);
 (d) how snapshots, the session list and the replay look (``snapshot``, ``list_sessions``,
-    ``replayed``), and, as the store's ``Translator`` (``host.state.store``), how every envelope and
+    ``replayed``), and, as the store's ``Translator`` (``host.state.fanout``), how every envelope and
     notification the store fans out looks on the connection: translated into the version's
     shapes, dropped when the version does not know it (``ahp.dialects.catalogue``). The store
     groups subscribers by translator and builds each group's frame once per envelope;

@@ -428,7 +428,7 @@ def _subagent_chat(host: Any, name: Any) -> str | None:
 
 
 class _Now:
-    """A stand-in ``host.state.store.Change`` for a replayed envelope: the current states."""
+    """A stand-in ``host.state.fanout.Change`` for a replayed envelope: the current states."""
 
     __slots__ = ("before", "after", "store")
 

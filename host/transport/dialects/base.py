@@ -40,7 +40,7 @@ class Dialect:
 
     @property
     def translator(self) -> Any:
-        """What the store groups this dialect's subscribers by (``host.state.store.Translator``); None
+        """What the store groups this dialect's subscribers by (``host.state.fanout.Translator``); None
         when the connection takes the store's own shapes unfiltered."""
         return self
 
@@ -153,7 +153,7 @@ class Dialect:
                 shown.append(item)
         return shown
 
-    # -- the translator (host.state.store.Translator) ---------------------------------------------------
+    # -- the translator (host.state.fanout.Translator) --------------------------------------------------
 
     def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
         return False

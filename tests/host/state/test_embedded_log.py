@@ -19,9 +19,18 @@ CHAT = "ahp-chat:/s/c"
 TERM = "ahp-terminal:/t"
 
 
-def envelope(channel: str, activity: str) -> dict[str, Any]:
-    """An envelope as the store builds it: ``serverSeq`` in place, to be set by the log."""
-    return {"channel": channel, "action": {"type": "chat/activityChanged", "activity": activity}, "serverSeq": 0}
+def activity(text: str) -> dict[str, Any]:
+    return {"type": "chat/activityChanged", "activity": text}
+
+
+def append(log: EmbeddedLog, channel: str, now: int, action: dict[str, Any],
+           origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Append as the store does (``serverSeq`` a placeholder the log sets); the envelope."""
+    envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
+    if origin is not None:
+        envelope["origin"] = origin
+    log.append(channel, now, envelope)
+    return envelope
 
 
 class Source:
@@ -46,22 +55,24 @@ class Source:
 
 
 def test_the_log_numbers_each_envelope_and_serialises_it_once(tmp_path: Path) -> None:
-    log: OrderedLog = EmbeddedLog(Journal(tmp_path / "j.sqlite3"))
-    first, second = envelope(CHAT, "a"), envelope(TERM, "b")
-    first_json, first_frame = log.append(CHAT, 7, first, None)  # type: ignore[misc]  # the embedded log answers at once
-    log.append(TERM, 7, second, None)
+    log = EmbeddedLog(Journal(tmp_path / "j.sqlite3"))
+    port: OrderedLog = log  # the embedded log is an implementation of the port
+    first: dict[str, Any] = {"channel": CHAT, "action": activity("a"), "serverSeq": 0}
+    first_frame = port.append(CHAT, 7, first)
+    second = append(log, TERM, 7, activity("b"), {"clientId": "c", "clientSeq": 1})
     assert (first["serverSeq"], second["serverSeq"], log.seq) == (1, 2, 2)
-    assert (first_json, first_frame) == action_frame(first)
-    assert json.loads(first_json) == {"channel": CHAT, "action": {"type": "chat/activityChanged", "activity": "a"}, "serverSeq": 1}
-    assert log.owner(CHAT) is None and log.owner(TERM) is None  # one process owns every session
+    assert first_frame == action_frame(first)[1]
+    assert json.loads(first_frame)["params"] == {"channel": CHAT, "action": activity("a"), "serverSeq": 1}
+    assert second == {"channel": TERM, "action": activity("b"), "serverSeq": 2, "origin": {"clientId": "c", "clientSeq": 1}}
+    assert port.owner(CHAT) is None and port.owner(TERM) is None  # one process owns every session
 
 
 async def test_a_callback_waiting_for_durability_runs_only_once_its_entries_are_committed(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.sqlite3")
     log = EmbeddedLog(journal)
     seen: list[bool] = []
-    for activity in ("a", "b"):  # the second comes right after a commit: it waits for the next
-        log.append(CHAT, 1, envelope(CHAT, activity), None)
+    for text in ("a", "b"):  # the second comes right after a commit: it waits for the next
+        append(log, CHAT, 1, activity(text))
         log.when_durable(lambda: seen.append(journal.dirty))
     for _ in range(200):
         if len(seen) == 2:
@@ -77,9 +88,7 @@ def test_what_was_logged_is_recovered_in_order_with_its_numbers(tmp_path: Path) 
     log = EmbeddedLog(Journal(path))
     log.bind(Source({}))
     log.created(CHAT, "chat", {"x": 1})
-    sent = [envelope(CHAT, str(index)) for index in range(3)]
-    for item in sent:
-        log.append(CHAT, 9, item, None)
+    sent = [append(log, CHAT, 9, activity(str(index))) for index in range(3)]
     log.removed(TERM)
     log.flush()
     log.journal.close()  # type: ignore[union-attr]  # killed: no last snapshot
@@ -94,7 +103,7 @@ def test_what_was_logged_is_recovered_in_order_with_its_numbers(tmp_path: Path) 
     assert [r.now for r in records[1:4]] == [9, 9, 9]
     assert again.seq == 3  # numbering goes on after the last one logged
     assert again.replay(0, [CHAT]) == sent
-    assert again.append(CHAT, 1, envelope(CHAT, "next"), None)[0].endswith('"serverSeq":4}')
+    assert append(again, CHAT, 1, activity("next"))["serverSeq"] == 4
 
 
 def test_a_snapshot_holds_what_its_source_gives_and_later_entries_follow_it(tmp_path: Path) -> None:
@@ -102,9 +111,9 @@ def test_a_snapshot_holds_what_its_source_gives_and_later_entries_follow_it(tmp_
     log = EmbeddedLog(Journal(path))
     source = Source({TERM: ("terminal", {"content": "old"})})
     log.bind(source)
-    log.append(TERM, 1, envelope(TERM, "before"), None)
+    append(log, TERM, 1, activity("before"))
     log.snapshot_now()
-    log.append(TERM, 1, envelope(TERM, "after"), None)
+    append(log, TERM, 1, activity("after"))
     log.flush()
     log.journal.close()  # type: ignore[union-attr]
 
@@ -116,9 +125,7 @@ def test_a_snapshot_holds_what_its_source_gives_and_later_entries_follow_it(tmp_
 
 def test_replay_covers_only_a_contiguous_window_and_says_so_when_it_cannot() -> None:
     log = EmbeddedLog(None, replay_capacity=3)
-    sent = [envelope(CHAT if index % 2 else TERM, str(index)) for index in range(5)]
-    for item in sent:
-        log.append(item["channel"], 1, item, None)
+    sent = [append(log, CHAT if index % 2 else TERM, 1, activity(str(index))) for index in range(5)]
     assert log.replay(2, [CHAT, TERM]) == sent[2:]
     assert log.replay(2, [CHAT]) == [sent[3]]
     assert log.replay(1, [CHAT, TERM]) is None  # serverSeq 2 left the window
@@ -128,11 +135,8 @@ def test_replay_covers_only_a_contiguous_window_and_says_so_when_it_cannot() -> 
 
 def test_the_replay_window_is_bounded_by_characters_keeping_the_newest() -> None:
     log = EmbeddedLog(None, replay_chars=200)
-    sent = [envelope(CHAT, "x" * 80) for _ in range(4)]
-    for item in sent:
-        log.append(CHAT, 1, item, None)
+    sent = [append(log, CHAT, 1, activity("x" * 80)) for _ in range(4)]
     assert log.replay(3, [CHAT]) == [sent[3]]
     assert log.replay(2, [CHAT]) is None
-    big = envelope(CHAT, "y" * 1_000)
-    log.append(CHAT, 1, big, None)
+    big = append(log, CHAT, 1, activity("y" * 1_000))
     assert log.replay(4, [CHAT]) == [big]  # the newest always stays

@@ -1,0 +1,118 @@
+"""The store written against the ordered-log port alone: given another implementation of
+``host.state.log.OrderedLog`` than the embedded one, its numbers are the store's ``serverSeq``,
+its serialisation is what subscribers get, and the store recovers from what it gives back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ahp.jsonrpc import action_frame
+from host.state.journal import Journal
+from host.state.log import LogRecord, Recovery, SnapshotSource
+from host.state.store import ROOT, Store
+
+CHAT = "ahp-chat:/s/c"
+
+
+class ListLog:
+    """The port in a list: numbers from wherever it is, every frame it built noted."""
+
+    def __init__(self, seq: int = 0, recovery: Recovery | None = None) -> None:
+        self.seq = seq
+        self.snapshotting = False
+        self.entries: list[tuple[str, Any]] = []
+        self.frames: list[str] = []
+        self._recovery = recovery
+
+    def bind(self, source: SnapshotSource) -> None:
+        self.source = source
+
+    def owner(self, channel: str) -> str | None:
+        return None
+
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str:
+        self.seq += 1
+        envelope["serverSeq"] = self.seq
+        frame = action_frame(envelope)[1]
+        self.entries.append(("action", envelope))
+        self.frames.append(frame)
+        return frame
+
+    def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
+        self.entries.append(("created", channel))
+
+    def removed(self, channel: str) -> None:
+        self.entries.append(("removed", channel))
+
+    def flush(self) -> None:
+        return None
+
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        callback()
+
+    def replay(self, since: int, channels: Iterable[str]) -> list[dict[str, Any]] | None:
+        wanted = set(channels)
+        return [e for kind, e in self.entries if kind == "action" and e["serverSeq"] > since and e["channel"] in wanted]
+
+    def recover(self) -> Recovery | None:
+        return self._recovery
+
+    def snapshot_now(self) -> None:
+        return None
+
+    def snapshot_soon(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def send(self, text: str) -> None:
+        self.texts.append(text)
+
+
+def test_the_stores_serverseq_is_the_logs_number_and_subscribers_get_the_logs_frame() -> None:
+    log = ListLog(seq=41)  # a shared log other processes have written to already
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    sink = Sink()
+    assert store.subscribe(ROOT, sink)["fromSeq"] == 41
+    envelope = store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 3})
+    assert envelope["serverSeq"] == 42 == store.seq
+    assert sink.texts == log.frames and sink.texts[0] is log.frames[0]  # the log's one serialisation
+    assert store.replay(41, [ROOT]) == [envelope]
+    assert store.state(ROOT)["activeSessions"] == 3  # type: ignore[index]
+
+
+def test_the_store_recovers_from_what_the_log_gives_back() -> None:
+    chat = {"turns": [], "summary": {}}
+    records = [
+        LogRecord("created", CHAT, None, None, {"kind": "chat", "state": chat}),
+        LogRecord("action", ROOT, 7, 1, {"channel": ROOT, "action": {"type": "root/activeSessionsChanged", "activeSessions": 9}, "serverSeq": 7}),
+    ]
+    log = ListLog(seq=7, recovery=Recovery(seq=7, channels={}, from_snapshot=False, records=records))
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    store.recover()
+    assert store.state(ROOT)["activeSessions"] == 9  # type: ignore[index]
+    assert store.kind(CHAT) == "chat" and store.state(CHAT) == chat
+    assert store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 1})["serverSeq"] == 8
+
+
+def test_a_store_takes_a_journal_or_a_log_not_both(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="a journal .* or a log, not both"):
+        Store({"agents": []}, clock=lambda: 5, journal=Journal(tmp_path / "j.sqlite3"), log=ListLog())
+
+
+def test_a_client_dispatch_keeps_its_origin_in_the_logged_envelope() -> None:
+    log = ListLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 2}, origin={"clientId": "c", "clientSeq": 4})
+    assert json.loads(log.frames[0])["params"]["origin"] == {"clientId": "c", "clientSeq": 4}
