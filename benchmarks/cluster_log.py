@@ -78,7 +78,7 @@ async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: 
             pending = []
             for _ in range(min(per_tick, count - start)):
                 action = {"type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT}
-                pending.append(log.append(CHAT, 0, {"channel": CHAT, "action": action, "serverSeq": 0}, action))
+                pending.append(log.append(CHAT, 0, {"channel": CHAT, "action": action, "serverSeq": 0}))
             durable = loop.create_future()
             log.when_durable(functools.partial(durable.set_result, None))
             if kind == "cluster":

@@ -8,11 +8,11 @@ envelope.
 
 Per member (the port's contract in ``host.state.log``; here the ``Networked`` column):
 
-* ``append`` returns an awaitable (an ``asyncio`` future of the caller's loop). The envelopes of
+* ``append`` returns an awaitable of the frame (an ``asyncio`` future of the caller's loop). The envelopes of
   one tick of the caller's loop (``created`` and ``removed`` in order with them) are handed to the
   I/O thread together, where each owner group's leave as one fenced atomic batch; the futures
   resolve in the caller's loop when the acknowledgements come, with ``envelope["serverSeq"]`` set
-  and the pair serialised then (``ahp.jsonrpc.action_frame``). An envelope of a group this process
+  and the envelope serialised then (``ahp.jsonrpc.action_frame``: the frame). An envelope of a group this process
   does not own yet claims it first (``JetStreamLog.claim``): it fails with ``NotOwner`` while
   another process's lease is in force, and with ``LogUnavailable`` when NATS cannot be reached.
 * ``owner`` answers from what this process learnt: None for its own groups and for groups no one
@@ -24,8 +24,9 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   no longer holds ``since + 1`` (its retention: the client then gets snapshots).
 * Snapshots are per owner group (``JetStreamLog.put_snapshot``): ``snapshot_now`` and
   ``snapshot_soon`` write, for every group this process owns, all of its channels as of the
-  group's last sequence. ``recover`` reads every group's snapshot and the records after the oldest,
-  skipping what a group's snapshot already holds, and markers.
+  group's last sequence. ``recover`` reads every group's snapshot and the records after the oldest
+  (``Recovery.seq``: the oldest group snapshot's sequence), skipping what a group's snapshot already
+  holds, and markers; ``seq`` is then the stream's last.
 * ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
 
 What this log does not do (the port has no member for it, see the report in the cluster section of
@@ -43,7 +44,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import Future as ThreadFuture
 from typing import Any, TypeVar
 
-from host.cluster.jetstream_log import JetStreamLog, Stamped
+from host.cluster.jetstream_log import JetStreamLog
 from host.cluster.subjects import group_of
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
@@ -115,10 +116,9 @@ class ClusterLog:
         group = group_of(channel)
         return None if self.core.owns(group) else self._holders.get(group)
 
-    def append(self, channel: str, now: int, envelope: dict[str, Any],
-               action: dict[str, Any] | None) -> Awaitable[Stamped]:
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Stamped] = loop.create_future()
+        future: asyncio.Future[str] = loop.create_future()
         self._queue(("action", channel, now, envelope, future), loop)
         return future
 
@@ -204,7 +204,7 @@ class ClusterLog:
             elif future is not None:
                 assert body is not None
                 self._seq = max(self._seq, body["serverSeq"])
-                future.set_result(result)
+                future.set_result(result[1])  # the frame; the log keeps the JSON
         self._in_flight -= 1
         if not self._in_flight and not self._tick:
             waiting, self._waiting = self._waiting, []
@@ -243,9 +243,8 @@ class ClusterLog:
                 continue
             seq = record.seq if record.kind == "action" else None
             records.append(LogRecord(record.kind, record.channel, seq, record.now, record.body))
-        seq = await self.core.last_seq()
-        self._seq = max(self._seq, seq)
-        return Recovery(seq, channels, bool(snapshots), records)
+        self._seq = max(self._seq, await self.core.last_seq())
+        return Recovery(start, channels, bool(snapshots), records)
 
     def snapshot_now(self) -> None:
         if self._source is None:

@@ -60,15 +60,15 @@ async def test_a_ticks_envelopes_are_numbered_by_the_stream_and_durable_before_t
     log = open_log(nats_server, logs, "a")
     log.created(SESSION, "session", {"title": "one"})
     envelopes = [envelope(i) for i in range(5)]
-    pending = [log.append(CHAT, 7, e, None) for e in envelopes]
+    pending = [log.append(CHAT, 7, e) for e in envelopes]
     durable: list[int] = []
     log.when_durable(lambda: durable.append(log.seq))
     assert durable == []  # nothing is durable before the stream acknowledged it
-    pairs = await asyncio.gather(*pending)
+    frames = await asyncio.gather(*pending)
     await asyncio.sleep(0)
     seqs = [e["serverSeq"] for e in envelopes]
     assert seqs == list(range(seqs[0], seqs[0] + 5))
-    assert pairs == [action_frame(e) for e in envelopes]
+    assert frames == [action_frame(e)[1] for e in envelopes]
     assert durable == [seqs[-1]] and log.seq == seqs[-1]
     assert log.owner(CHAT) is None
 
@@ -76,19 +76,19 @@ async def test_a_ticks_envelopes_are_numbered_by_the_stream_and_durable_before_t
 async def test_a_session_run_by_another_process_is_refused_and_its_owner_named(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     first, second = open_log(nats_server, logs, "first"), open_log(nats_server, logs, "second")
-    await first.append(CHAT, 0, envelope(0), None)
+    await first.append(CHAT, 0, envelope(0))
     with pytest.raises(NotOwner, match="first"):
-        await second.append(CHAT, 0, envelope(1), None)
+        await second.append(CHAT, 0, envelope(1))
     assert second.owner(CHAT) == "first" and second.owner(SESSION) == "first"
     assert first.owner(CHAT) is None
-    await first.append(CHAT, 0, envelope(2), None)
+    await first.append(CHAT, 0, envelope(2))
 
 
 async def test_replay_gives_the_envelopes_after_a_sequence_or_none_past_what_the_stream_keeps(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     log = open_log(nats_server, logs, "a")
     envelopes = [envelope(i) for i in range(10)]
-    await asyncio.gather(*(log.append(CHAT, 0, e, None) for e in envelopes))
+    await asyncio.gather(*(log.append(CHAT, 0, e) for e in envelopes))
     since = envelopes[3]["serverSeq"]
     assert await log.replay(since, [CHAT]) == envelopes[4:]
     assert await log.replay(since, ["ahp-chat://default/b3RoZXI"]) == []
@@ -107,11 +107,11 @@ async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_th
     first.created(SESSION, "session", {"title": "one"})
     first.created(CHAT, "chat", {"turns": []})
     before = [envelope(i) for i in range(3)]
-    await asyncio.gather(*(first.append(CHAT, 5, e, None) for e in before))
+    await asyncio.gather(*(first.append(CHAT, 5, e) for e in before))
     states.channels = {SESSION: ("session", {"title": "one"}), CHAT: ("chat", {"turns": [], "seen": 3})}
     first.snapshot_now()
     after = [envelope(3 + i) for i in range(4)]
-    await asyncio.gather(*(first.append(CHAT, 9, e, None) for e in after))
+    await asyncio.gather(*(first.append(CHAT, 9, e) for e in after))
     first.removed(SESSION + "/annotations")
     await asyncio.sleep(0.2)
     logs.remove(first)
@@ -125,19 +125,20 @@ async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_th
     assert [(r.kind, r.seq, r.now, r.body) for r in records if r.kind == "action"] == \
         [("action", e["serverSeq"], 9, e) for e in after]
     assert [(r.kind, r.channel) for r in records if r.kind != "action"] == [("removed", SESSION + "/annotations")]
-    assert recovery.seq >= after[-1]["serverSeq"]
+    assert recovery.seq == before[-1]["serverSeq"]  # what the snapshot is as of
+    assert open_log(nats_server, logs, "third").seq >= after[-1]["serverSeq"]
 
 
 async def test_appends_fail_while_nats_is_down_and_go_on_once_it_is_back(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     log = open_log(nats_server, logs, "a")
     first = envelope(0)
-    await log.append(CHAT, 0, first, None)
+    await log.append(CHAT, 0, first)
     nats_server.kill()
     while log.core.client.is_connected:
         await asyncio.sleep(0.02)
     durable: list[bool] = []
-    failed = log.append(CHAT, 0, envelope(1), None)
+    failed = log.append(CHAT, 0, envelope(1))
     log.when_durable(lambda: durable.append(True))
     with pytest.raises(LogUnavailable):
         await failed
@@ -147,5 +148,5 @@ async def test_appends_fail_while_nats_is_down_and_go_on_once_it_is_back(
     while not log.core.client.is_connected:
         await asyncio.sleep(0.05)
     later = envelope(2)
-    await log.append(CHAT, 0, later, None)
+    await log.append(CHAT, 0, later)
     assert await log.replay(0, [CHAT]) == [first, later]
