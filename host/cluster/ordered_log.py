@@ -24,9 +24,10 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   no longer holds ``since + 1`` (its retention: the client then gets snapshots).
 * Snapshots are per owner group (``JetStreamLog.put_snapshot``): ``snapshot_now`` and
   ``snapshot_soon`` write, for every group this process owns, all of its channels as of the
-  group's last sequence. ``recover`` reads every group's snapshot and the records after the oldest
-  (``Recovery.seq``: the oldest group snapshot's sequence), skipping what a group's snapshot already
-  holds, and markers; ``seq`` is then the stream's last.
+  group's last sequence. ``recover`` reads every group's snapshot and the stream from its start
+  (a group with no snapshot may have records anywhere; the stream's retention bounds them),
+  skipping what a group's snapshot already holds, and markers; ``Recovery.seq`` is the oldest group
+  snapshot's sequence, and ``seq`` then the stream's last.
 * ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
 
 What this log does not do (the port has no member for it, see the report in the cluster section of
@@ -235,16 +236,17 @@ class ClusterLog:
         channels: dict[str, dict[str, Any]] = {}
         for _, saved in snapshots.values():
             channels.update(saved)
-        start = min((seq for seq, _ in snapshots.values()), default=0)
+        # From the start of the stream: a group that never wrote a snapshot has records anywhere
+        # (the stream's retention bounds how many there are).
         records = []
-        for record in await self.core.read(start):
+        for record in await self.core.read(0):
             covered = snapshots.get(group_of(record.channel))
             if record.kind == "owner" or (covered is not None and record.seq <= covered[0]):
                 continue
             seq = record.seq if record.kind == "action" else None
             records.append(LogRecord(record.kind, record.channel, seq, record.now, record.body))
         self._seq = max(self._seq, await self.core.last_seq())
-        return Recovery(start, channels, bool(snapshots), records)
+        return Recovery(min((seq for seq, _ in snapshots.values()), default=0), channels, bool(snapshots), records)
 
     def snapshot_now(self) -> None:
         if self._source is None:

@@ -16,6 +16,7 @@ from ahp.state.channels import default_chat_uri
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.ordered_log import ClusterLog
 from host.state.log import LogUnavailable, NotOwner
+from host.state.store import ROOT, Store
 
 SESSION = "ahp-session:/one"
 CHAT = default_chat_uri(SESSION)
@@ -150,3 +151,26 @@ async def test_appends_fail_while_nats_is_down_and_go_on_once_it_is_back(
     later = envelope(2)
     await log.append(CHAT, 0, later)
     assert await log.replay(0, [CHAT]) == [first, later]
+
+
+async def test_a_store_over_the_cluster_log_recovers_what_another_process_logged_with_the_reducers(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    writer = open_log(nats_server, logs, "writer")
+    states = States()
+    writer.bind(states)
+    writer.created(CHAT, "chat", {"turns": [], "summary": {}})
+    counts = [{"channel": ROOT, "action": {"type": "root/activeSessionsChanged", "activeSessions": n}, "serverSeq": 0}
+              for n in (1, 2)]
+    await asyncio.gather(*(writer.append(ROOT, 5, e) for e in counts))
+    states.channels = {ROOT: ("root", {"agents": [], "activeSessions": 2})}
+    writer.snapshot_now()
+    last = {"channel": ROOT, "action": {"type": "root/activeSessionsChanged", "activeSessions": 7}, "serverSeq": 0}
+    await writer.append(ROOT, 6, last)
+
+    reader = open_log(nats_server, logs, "reader")
+    store = Store({"agents": []}, clock=lambda: 9, log=reader)
+    store.recover()
+    assert store.state(ROOT)["activeSessions"] == 7  # type: ignore[index]  # the snapshot, then the action after it
+    assert store.kind(CHAT) == "chat" and store.state(CHAT) == {"turns": [], "summary": {}}
+    assert store.seq == last["serverSeq"]
+    assert await store.replay(counts[0]["serverSeq"], [ROOT]) == [counts[1], last]  # type: ignore[misc]
