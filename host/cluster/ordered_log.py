@@ -67,7 +67,7 @@ class ClusterLog:
         self._thread = threading.Thread(target=self._io.run_forever, name="cluster-log", daemon=True)
         self._thread.start()
         try:
-            self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, **options))
+            self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
             self._seq = self._call(self.core.last_seq())
         except BaseException:
             self._stop_thread()
