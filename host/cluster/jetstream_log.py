@@ -37,9 +37,13 @@ What a group appends meanwhile waits and leaves as the next batch (group commit)
 
 **Cut off.** Appending while the client is not connected fails at once with ``LogUnavailable``
 (nothing is buffered for later: a process that cannot reach the log stops writing rather than
-diverge); a batch whose acknowledgement does not come within ``timeout`` fails the same way, and
-its group is dropped, since the batch may or may not have been stored: only a new ``claim`` (which
-reads the group's last sequence again) lets the process write to it again.
+diverge). A batch already sent whose acknowledgement does not come (``timeout``, a broken
+connection, a restarting server) may or may not be stored: it is *settled* once the client is
+connected again, while the group's lease lasts, by the group's last message (each batch's last
+message names the batch, ``Ahp-Batch``): stored, its appends resolve with their numbers; not
+stored, it is sent again; written over by another process, ``NotOwner``. Past the lease it fails
+with ``LogUnavailable`` and the group is dropped: only a new ``claim`` (which reads the group's last
+sequence again) lets the process write to it again.
 
 **Reading.** :meth:`read` gives the records after a sequence, in order (an ordered consumer from
 ``since + 1``, up to the last sequence when the read began), optionally of some channels only:
@@ -86,6 +90,7 @@ WRONG_LAST_SEQUENCE = 10071
 
 KIND = "Ahp-Kind"
 NOW = "Ahp-Now"
+BATCH = "Ahp-Batch"
 
 Kind = Literal["action", "created", "removed", "owner"]
 Stamped = tuple[str, str]
@@ -325,16 +330,17 @@ class JetStreamLog:
     async def _send_batch(self, group: str, last: int, batch: list[_Pending]) -> int:
         """Publish ``batch`` fenced on ``last`` in one round trip; the sequence of its first message.
         One message is a plain publish; more are one atomic batch (whose commit the server also
-        writes through to disk: see the module docstring)."""
+        writes through to disk: see the module docstring). The last message carries ``Ahp-Batch``,
+        this batch's own id, so that a batch whose acknowledgement was lost can be settled."""
+        self._batches += 1
+        batch_id = f"{self._batch_prefix}{self._batches}"
         fence = self._fence(group, last)
         try:
             if len(batch) == 1:
                 only = batch[0]
                 reply = await self.client.request(only.subject, only.payload, timeout=self.timeout,
-                                                  headers={**only.headers, **fence})
+                                                  headers={**only.headers, **fence, BATCH: batch_id})
             else:
-                self._batches += 1
-                batch_id = f"{self._batch_prefix}{self._batches}"
                 for index, pending in enumerate(batch, 1):
                     headers = {**pending.headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(index)}
                     if index == 1:
@@ -343,11 +349,11 @@ class JetStreamLog:
                         await self.client.publish(pending.subject, pending.payload, headers=headers)
                         continue
                     headers["Nats-Batch-Commit"] = "1"
+                    headers[BATCH] = batch_id
                     reply = await self.client.request(pending.subject, pending.payload, timeout=self.timeout,
                                                       headers=headers)
         except (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError) as error:
-            raise LogUnavailable(f"NATS did not acknowledge a batch for {group} ({type(error).__name__}): "
-                                 "this process stops writing to it") from error
+            return await self._settle(group, last, batch, batch_id, error)
         answer = json.loads(reply.data)
         refused = answer.get("error")
         if refused is not None:
@@ -356,6 +362,33 @@ class JetStreamLog:
             raise LogError(f"JetStream refused a batch for {group}: {refused.get('description')}")
         count = int(answer.get("count", len(batch)))
         return int(answer["seq"]) - count + 1
+
+    async def _settle(self, group: str, last: int, batch: list[_Pending], batch_id: str, error: Exception) -> int:
+        """A batch whose acknowledgement did not come (the connection broke, the server restarted)
+        may or may not be stored. Once reconnected, while the group's lease is still this
+        process's, read the group's last message: this batch's own (its ``Ahp-Batch``) means it
+        was stored, the fence's ``last`` means it was not (then it is sent again, once), anything
+        else means another process wrote (``NotOwner``). Past the lease, ``LogUnavailable``."""
+        state = self._groups.get(group)
+        unavailable = LogUnavailable(f"NATS did not acknowledge a batch for {group} ({type(error).__name__}) "
+                                     "and could not be asked again within the lease: this process stops writing to it")
+        while state is not None and state.lease.until > self.leases._clock():
+            if self.client.is_connected:
+                try:
+                    message = await self.js.get_last_msg(self.stream, self.subjects.group_filter(group))
+                except NotFoundError:
+                    message = None
+                except (NatsTimeout, ConnectionClosedError, NoRespondersError, APIError):
+                    await asyncio.sleep(0.1)
+                    continue
+                newest = message.seq if message is not None and message.seq else 0
+                if message is not None and (message.headers or {}).get(BATCH) == batch_id:
+                    return newest - len(batch) + 1
+                if newest == last:
+                    return await self._send_batch(group, last, batch)
+                raise NotOwner(group, await self._holder_or_none(group))
+            await asyncio.sleep(0.05)
+        raise unavailable from error
 
     def _check_connected(self) -> None:
         if not self.client.is_connected:

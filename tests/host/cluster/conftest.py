@@ -27,12 +27,13 @@ def nats_server(tmp_path: Path) -> Iterator[EmbeddedNats]:
 class Relay:
     """A TCP relay on 127.0.0.1 to a NATS server: ``cut()`` closes every connection through it and
     refuses new ones (a process cut off from NATS while the others keep it), ``mend()`` lets them in
-    again."""
+    again; ``deafen()`` drops what the server sends (acknowledgements lost on the way) until ``cut``."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = 0
         self.open = True
+        self.deaf = False
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -52,17 +53,23 @@ class Relay:
         upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self._writers |= {writer, upstream_writer}
 
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, from_server: bool) -> None:
             with contextlib.suppress(OSError, asyncio.CancelledError):
                 while data := await source.read(65536):
+                    if from_server and self.deaf:
+                        continue
                     sink.write(data)
                     await sink.drain()
             sink.close()
 
-        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+        await asyncio.gather(pipe(reader, upstream_writer, False), pipe(upstream_reader, writer, True))
+
+    def deafen(self) -> None:
+        self.deaf = True
 
     def cut(self) -> None:
         self.open = False
+        self.deaf = False
         for writer in self._writers:
             writer.transport.abort()
         self._writers.clear()

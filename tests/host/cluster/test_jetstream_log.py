@@ -235,3 +235,28 @@ async def test_a_follower_receives_every_process_s_appends_in_order_as_they_are_
     for n in range(2):
         assert steps(seen, default_chat_uri(f"ahp-session:/f{n}")) == list(range(20))
     assert seen == await log.read(0)
+
+
+async def test_a_batch_whose_acknowledgement_was_lost_is_settled_by_what_the_log_holds(
+        nats_server: EmbeddedNats, relay: Relay, log: JetStreamLog) -> None:
+    chat = default_chat_uri(SESSION)
+    writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0)
+    try:
+        await writer.claim(SESSION)
+        await writer.append(chat, 0, step(0))
+        stored_before = await log.last_seq()
+        relay.deafen()  # the server stores what comes, its answers are lost on the way back
+        pending = [writer.append(chat, 0, step(i)) for i in (1, 2, 3)]
+        while await log.last_seq() < stored_before + 3:  # stored, unacknowledged
+            await asyncio.sleep(0.02)
+        relay.cut()  # the connection breaks; the writer reconnects and asks what the log holds
+        relay.mend()
+        frames = await asyncio.wait_for(asyncio.gather(*pending), 30)
+        records = await log.read(0)
+        assert steps(records) == [0, 1, 2, 3]  # stored once, not sent again
+        assert [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in frames] == \
+            [r.seq for r in records if r.kind == "action"][1:]
+        await writer.append(chat, 0, step(4))  # still the owner, still fenced right
+        assert steps(await log.read(0)) == [0, 1, 2, 3, 4]
+    finally:
+        await writer.close()
