@@ -237,8 +237,10 @@ def selection_of(chat: dict[str, Any] | None, key: str) -> Any:
     return source.get(key) if isinstance(source, dict) else None
 
 
-def session_down(session: InternalSession) -> dict[str, Any] | None:
-    """The 0.2.0 ``SessionState`` of an internal session; ``None`` if 0.2.0 cannot name it."""
+def _summary(session: InternalSession) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The 0.2.0 ``SessionSummary`` of a session and the input requests asked outside a turn it
+    counts; ``None`` if 0.2.0 cannot name it. Reads no turn but the latest (its selection), so it
+    costs the same however long the session is."""
     resource = v02_session_uri(session.uri)
     state = session.state
     if resource is None or not isinstance(state, dict):
@@ -262,7 +264,41 @@ def session_down(session: InternalSession) -> dict[str, Any] | None:
         summary["workingDirectory"] = directories[0]
     if state.get("changesets") is not None:
         summary["changesets"] = shapes.changesets_down(state["changesets"])
+    return summary, outside
 
+
+_SHOWN_TURNS: dict[int, tuple[Any, Any]] = {}
+"""``id(turn) -> (turn, turn_down(turn))`` for the completed turns projected lately, newest last."""
+_SHOWN_TURNS_HELD = 8192
+"""How many projected turns ``_SHOWN_TURNS`` keeps (a few long 0.2.0 sessions' worth)."""
+
+
+def _turns_down(turns: list[Any]) -> list[Any]:
+    """``[shapes.turn_down(turn) for turn in turns]``, each completed turn projected once.
+
+    A completed turn is never changed in place (reducers build new states and share what they
+    keep), so its projection is kept by the turn's identity, the turn held with it so the identity
+    cannot be reused: a session's every summary, check or snapshot then costs one lookup per turn
+    rather than a new projection of its whole history."""
+    shown = []
+    for turn in turns:
+        held = _SHOWN_TURNS.get(id(turn))
+        if held is None or held[0] is not turn:
+            held = (turn, shapes.turn_down(turn))
+            _SHOWN_TURNS[id(turn)] = held
+            if len(_SHOWN_TURNS) > _SHOWN_TURNS_HELD:
+                del _SHOWN_TURNS[next(iter(_SHOWN_TURNS))]
+        shown.append(held[1])
+    return shown
+
+
+def session_down(session: InternalSession) -> dict[str, Any] | None:
+    """The 0.2.0 ``SessionState`` of an internal session; ``None`` if 0.2.0 cannot name it."""
+    shown = _summary(session)
+    if shown is None:
+        return None
+    summary, outside = shown
+    state, chat = session.state, session.default_chat
     out: dict[str, Any] = {"summary": summary}
     _put(out, "lifecycle", shapes.lifecycle_down(state.get("lifecycle")))
     for key in ("creationError", "serverTools"):
@@ -270,7 +306,7 @@ def session_down(session: InternalSession) -> dict[str, Any] | None:
     _put(out, "activeClient", shapes.active_client_down(state.get("activeClients")))
     chat = chat or {}
     turns = chat.get("turns")
-    out["turns"] = [shapes.turn_down(turn) for turn in turns] if isinstance(turns, list) else []
+    out["turns"] = _turns_down(turns) if isinstance(turns, list) else []
     active = chat.get("activeTurn")
     _put(out, "activeTurn", shapes.active_turn_down(active))
     _put(out, "steeringMessage", shapes.pending_message_down(chat.get("steeringMessage")))
@@ -374,9 +410,10 @@ _FIXED_SUMMARY_FIELDS = ("resource", "provider", "createdAt")
 
 def summary_down(session: InternalSession) -> dict[str, Any] | None:
     """The 0.2.0 ``SessionSummary`` of a session (``listSessions``, ``root/sessionAdded``): the
-    summary of its 0.2.0 state, so both always agree."""
-    state = session_down(session)
-    return None if state is None else state["summary"]
+    summary of its 0.2.0 state (``session_down`` builds it the same way, so both always agree),
+    without projecting its turns."""
+    shown = _summary(session)
+    return None if shown is None else shown[0]
 
 
 def summary_changes(before: InternalSession, after: InternalSession) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from ahp.dialects.v0_2.states import (
     root_down,
     session_down,
     subagent_view,
+    summary_down,
     terminal_down,
 )
 from ahp.dialects.v0_2.uris import SUBAGENT_SEGMENT, session_id, subagent_chat_of, subagent_session_uri, v02_session_uri
@@ -174,10 +175,10 @@ def v02_session_state(host: Any, name: Any) -> dict[str, Any] | None:
 
 
 def v02_summary(store: Any, uri: str) -> dict[str, Any] | None:
-    """The 0.2.0 ``SessionSummary`` of the internal session ``uri``."""
+    """The 0.2.0 ``SessionSummary`` of the internal session ``uri`` (the summary of its 0.2.0
+    state, without projecting its turns: every summary change of a long session costs the same)."""
     view = session_view(store, uri)
-    shown = _down_state(view) if view is not None else None
-    return shown.get("summary") if shown is not None else None
+    return summary_down(view) if view is not None else None
 
 
 class Ahp02Dialect(Dialect):
