@@ -19,6 +19,7 @@ from ..messages import (
     ApiName,
     AssistantMessage,
     ImageContent,
+    Message,
     ModelRequest,
     TextContent,
     ToolResultsMessage,
@@ -85,7 +86,7 @@ def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completi
     """The ``chat.completions.create`` keyword arguments for ``request`` (without ``stream``)."""
     params: dict[str, Any] = {
         "model": request.model,
-        "messages": build_messages(request),
+        "messages": build_messages(request, shared=True),
         "stream_options": {"include_usage": True},
     }
     if request.tools:
@@ -105,29 +106,55 @@ def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completi
     return params
 
 
-def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The Chat Completions ``messages`` list for ``request``."""
+def build_messages(request: ModelRequest, *, shared: bool = False) -> list[dict[str, Any]]:
+    """The Chat Completions ``messages`` list for ``request``. With ``shared`` the entries of a
+    message already sent are the very dicts built for it then (see ``_SENT``): the caller only
+    serialises them and never changes them."""
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
+    if not shared:
+        for message in request.messages:
+            out += _entries(message)
+        return out
     for message in request.messages:
-        match message:
-            case UserMessage():
-                out.append({"role": "user", "content": _content(message.content)})
-            case AssistantMessage():
-                calls = [
-                    {"id": c.tool_call_id, "type": "function", "function": {"name": c.tool_name, "arguments": c.arguments}}
-                    for c in message.tool_calls
-                ]
-                entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-                if calls:
-                    entry["tool_calls"] = calls
-                if entry["content"] is not None or calls:
-                    out.append(entry)
-            case ToolResultsMessage():
-                for result in message.results:
-                    out.append({"role": "tool", "content": _content(result.content), "tool_call_id": result.tool_call_id})
+        held = _SENT.get(id(message))
+        if held is None or held[0] is not message:
+            held = (message, _entries(message))
+            _SENT[id(message)] = held
+            if len(_SENT) > _SENT_HELD:
+                del _SENT[next(iter(_SENT))]
+        out += held[1]
     return out
+
+
+_SENT: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
+"""``id(message) -> (message, its entries)`` for the messages sent lately, newest last. Messages
+are frozen, so a message's entries never change; the message is held with them so that its
+identity cannot be reused. Every turn sends the whole conversation again, so this makes a turn's
+request cost what its new messages cost, not what the session's history does."""
+_SENT_HELD = 16_384
+"""How many messages ``_SENT`` keeps (a few long sessions' worth)."""
+
+
+def _entries(message: Message) -> list[dict[str, Any]]:
+    """One neutral message's Chat Completions entries (none, one, or one per tool result)."""
+    match message:
+        case UserMessage():
+            return [{"role": "user", "content": _content(message.content)}]
+        case AssistantMessage():
+            calls = [
+                {"id": c.tool_call_id, "type": "function", "function": {"name": c.tool_name, "arguments": c.arguments}}
+                for c in message.tool_calls
+            ]
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            if calls:
+                entry["tool_calls"] = calls
+            return [entry] if entry["content"] is not None or calls else []
+        case ToolResultsMessage():
+            return [{"role": "tool", "content": _content(result.content), "tool_call_id": result.tool_call_id}
+                    for result in message.results]
+    return []
 
 
 def _content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:
