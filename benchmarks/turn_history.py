@@ -29,6 +29,7 @@ import asyncio
 import cProfile
 import io
 import json
+import os
 import pstats
 import sys
 import tempfile
@@ -142,7 +143,7 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
     with tempfile.TemporaryDirectory() as data_dir:
         path = Path(data_dir) / "bench.toml"
         path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                        f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n')
+                        f'title = "first-words"\nmodels = [{{id = "{model}", context_window = 400000}}]\n')
         config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
                                               "sessions": {"offline_agent": False}}, environ={})
         host = AgentHost(config)
@@ -161,7 +162,7 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
             await running.stop()
     if profiler is not None:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(30)
+        pstats.Stats(profiler, stream=out).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_ROWS", "30")))
         print(f"where the host's CPU went over turns {turns - window + 1}-{turns} ({protocol}), by own time:")
         print(out.getvalue())
     if len(marks) != turns:

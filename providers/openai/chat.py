@@ -8,8 +8,10 @@ back: Chat Completions has no portable way to replay it (DeepSeek even rejects i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
+
+from ahp.identity_memo import IdentityMemo
 
 from .._events import TypedEventStream
 from .._sse import RawEventStream
@@ -108,33 +110,15 @@ def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completi
 
 def build_messages(request: ModelRequest, *, shared: bool = False) -> list[dict[str, Any]]:
     """The Chat Completions ``messages`` list for ``request``. With ``shared`` the entries of a
-    message already sent are the very dicts built for it then (see ``_SENT``): the caller only
+    message already sent are the very dicts built for it then (see ``_sent``): the caller only
     serialises them and never changes them."""
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    if not shared:
-        for message in request.messages:
-            out += _entries(message)
-        return out
+    entries: Callable[[Message], list[dict[str, Any]]] = _sent if shared else _entries
     for message in request.messages:
-        held = _SENT.get(id(message))
-        if held is None or held[0] is not message:
-            held = (message, _entries(message))
-            _SENT[id(message)] = held
-            if len(_SENT) > _SENT_HELD:
-                del _SENT[next(iter(_SENT))]
-        out += held[1]
+        out += entries(message)
     return out
-
-
-_SENT: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
-"""``id(message) -> (message, its entries)`` for the messages sent lately, newest last. Messages
-are frozen, so a message's entries never change; the message is held with them so that its
-identity cannot be reused. Every turn sends the whole conversation again, so this makes a turn's
-request cost what its new messages cost, not what the session's history does."""
-_SENT_HELD = 16_384
-"""How many messages ``_SENT`` keeps (a few long sessions' worth)."""
 
 
 def _entries(message: Message) -> list[dict[str, Any]]:
@@ -155,6 +139,12 @@ def _entries(message: Message) -> list[dict[str, Any]]:
             return [{"role": "tool", "content": _content(result.content), "tool_call_id": result.tool_call_id}
                     for result in message.results]
     return []
+
+
+_sent = IdentityMemo(_entries, 16_384)
+"""``_entries`` once per message sent (``ahp.identity_memo``: messages are frozen). Every turn sends
+the whole conversation again, so this makes a turn's request cost what its new messages cost, not
+what the session's history does; a few long sessions' messages are kept."""
 
 
 def _content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:

@@ -88,6 +88,7 @@ from ahp.dialects.v0_2.uris import (
     subagent_session_uri,
     v02_session_uri,
 )
+from ahp.identity_memo import IdentityMemo
 
 __all__ = [
     "ARCHIVED",
@@ -267,29 +268,10 @@ def _summary(session: InternalSession) -> tuple[dict[str, Any], list[dict[str, A
     return summary, outside
 
 
-_SHOWN_TURNS: dict[int, tuple[Any, Any]] = {}
-"""``id(turn) -> (turn, turn_down(turn))`` for the completed turns projected lately, newest last."""
-_SHOWN_TURNS_HELD = 8192
-"""How many projected turns ``_SHOWN_TURNS`` keeps (a few long 0.2.0 sessions' worth)."""
-
-
-def _turns_down(turns: list[Any]) -> list[Any]:
-    """``[shapes.turn_down(turn) for turn in turns]``, each completed turn projected once.
-
-    A completed turn is never changed in place (reducers build new states and share what they
-    keep), so its projection is kept by the turn's identity, the turn held with it so the identity
-    cannot be reused: a session's every summary, check or snapshot then costs one lookup per turn
-    rather than a new projection of its whole history."""
-    shown = []
-    for turn in turns:
-        held = _SHOWN_TURNS.get(id(turn))
-        if held is None or held[0] is not turn:
-            held = (turn, shapes.turn_down(turn))
-            _SHOWN_TURNS[id(turn)] = held
-            if len(_SHOWN_TURNS) > _SHOWN_TURNS_HELD:
-                del _SHOWN_TURNS[next(iter(_SHOWN_TURNS))]
-        shown.append(held[1])
-    return shown
+_turn_down = IdentityMemo(shapes.turn_down, 8192)
+"""``shapes.turn_down`` once per completed turn (``ahp.identity_memo``: a completed turn is never
+changed in place), so a session's every summary, check or snapshot costs one lookup per turn
+rather than a new projection of its whole history; a few long sessions' turns are kept."""
 
 
 def session_down(session: InternalSession) -> dict[str, Any] | None:
@@ -306,7 +288,7 @@ def session_down(session: InternalSession) -> dict[str, Any] | None:
     _put(out, "activeClient", shapes.active_client_down(state.get("activeClients")))
     chat = chat or {}
     turns = chat.get("turns")
-    out["turns"] = _turns_down(turns) if isinstance(turns, list) else []
+    out["turns"] = [_turn_down(turn) for turn in turns] if isinstance(turns, list) else []
     active = chat.get("activeTurn")
     _put(out, "activeTurn", shapes.active_turn_down(active))
     _put(out, "steeringMessage", shapes.pending_message_down(chat.get("steeringMessage")))
