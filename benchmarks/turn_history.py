@@ -4,8 +4,9 @@
 
 Three processes on 127.0.0.1, no keys: the fake OpenAI Chat Completions server of
 ``benchmarks/provider_stream.py`` (its own process; every answer ``--chunks`` chunks of
-``"tok "``), the host (this process: the real ``openai`` SDK in an ``openai-chat`` agent, the turn
-loop, store, journal on disk, WebSocket), and one client (its own process, a plain ``websockets``
+``"tok "``), the host (this process: the real ``openai`` SDK in an ``openai-chat`` agent whose
+model has a context window of 400,000 tokens, as the host's catalogue gives GPT-5, so the context
+budget estimates every request; the turn loop, store, journal on disk, WebSocket), and one client (its own process, a plain ``websockets``
 connection) speaking ``--protocol``, subscribed to the root channel and its session (0.9.0: and
 the session's chat), as VS Code (0.9.0) or the terminal client (0.2.0) is. The client sends
 ``--turns`` messages of about 200 characters one after the other, each once the previous turn
@@ -20,6 +21,9 @@ same whatever the session's length). Turn 1 is left out (the first turn imports 
 and the SDK). Both figures come from the same run, so the machine's load moves both alike;
 ``--profile`` also prints where the host's CPU went over the last window (cProfile, top functions
 by their own time; profiling slows everything, so no figure is taken from that run).
+``--instructions`` runs each protocol's session a second time with the host under valgrind's
+callgrind, counting the host's instructions (user space) over the same two windows only: a figure
+the machine's load does not move, as CPU time on a shared machine is moved by it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ import io
 import json
 import os
 import pstats
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,8 +130,15 @@ async def _client(url: str, protocol: str, model: str, turns: int) -> None:
 # -- this process: the host ------------------------------------------------------------------------
 
 
-async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: int, profile: bool) -> list[float]:
-    """CPU seconds of this process per turn (turn 2 on), and with ``profile`` the profile of the last window printed."""
+def _callgrind(*command: str) -> None:
+    subprocess.run(["callgrind_control", *command, str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
+
+
+async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: int, profile: bool,
+               counted: bool = False) -> list[float]:
+    """CPU seconds of this process per turn (turn 2 on), and with ``profile`` the profile of the
+    last window printed. With ``counted`` (under callgrind) instructions are counted over the two
+    windows only, each dumped when it ends."""
     from host.config import load_config
     from host.runtime.memory import settle
     from host.service import AgentHost
@@ -139,6 +153,12 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
             marks.append(time.process_time())
             if profiler is not None and len(marks) == turns - window:
                 profiler.enable()
+            if counted and len(marks) in (1, turns - window):
+                _callgrind("-z")
+                _callgrind("-i", "on")
+            elif counted and len(marks) in (1 + window, turns):
+                _callgrind("-i", "off")
+                _callgrind("-d")
 
     with tempfile.TemporaryDirectory() as data_dir:
         path = Path(data_dir) / "bench.toml"
@@ -170,6 +190,24 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
     return [later - earlier for earlier, later in zip(marks, marks[1:])]
 
 
+async def _instructions(base_url: str, protocol: str, turns: int, chunks: int, window: int) -> tuple[float, float]:
+    """Instructions of the host per turn over turns 2 to ``1 + window`` and over the last
+    ``window``: this script run again, as the host, under callgrind."""
+    with tempfile.TemporaryDirectory() as out:
+        process = await asyncio.create_subprocess_exec(
+            "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}/counts",
+            sys.executable, __file__, "--host", base_url, protocol, str(turns), str(chunks), str(window),
+            cwd=REPO, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        _, stderr = await process.communicate()
+        if process.returncode != 0:
+            raise SystemExit(f"the host under callgrind failed:\n{stderr.decode()[-3000:]}")
+        dumps = sorted(Path(out).glob("counts.*"), key=lambda path: int(path.name.rsplit(".", 1)[1]))
+        totals = [int(re.search(r"^totals: (\d+)", path.read_text(), re.M).group(1)) for path in dumps]  # type: ignore[union-attr]
+    if len(totals) != 2:
+        raise SystemExit(f"expected two windows counted, callgrind wrote {len(totals)}")
+    return totals[0] / window, totals[1] / window
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=400)
@@ -177,7 +215,11 @@ async def main() -> None:
     parser.add_argument("--window", type=int, default=10, help="turns whose median is taken at each end")
     parser.add_argument("--protocol", default="0.2.0,0.9.0")
     parser.add_argument("--profile", action="store_true", help="print a profile of the last window (no figures)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the host's instructions per turn in both windows (callgrind; slow)")
     args = parser.parse_args()
+    if args.instructions and (shutil.which("valgrind") is None or shutil.which("callgrind_control") is None):
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     if args.turns < 2 * args.window + 1:
         raise SystemExit("--turns must be at least twice --window, plus one")
     server = ChildProcess(str(REPO / "benchmarks" / "provider_stream.py"), "sse")
@@ -191,12 +233,21 @@ async def main() -> None:
             early, late = median(costs[:args.window]) * 1e3, median(costs[-args.window:]) * 1e3
             every = ", ".join(f"{median(costs[max(0, i - 2):i + 3]) * 1e3:.1f}" for i in range(0, len(costs), 50))
             print(f"{protocol:>8} | {early:>13.2f} | {late:>15.2f} | {late / early:>6.2f} | {every}", flush=True)
+            if args.instructions:
+                first, last = await _instructions(base_url, protocol, args.turns, args.chunks, args.window)
+                print(f"{'':>8}   instructions per turn (callgrind, user space): {first:,.0f} over turns 2-{1 + args.window}, "
+                      f"{last:,.0f} over turns {args.turns - args.window + 1}-{args.turns}, ratio {last / first:.2f}", flush=True)
         print(f"load average after the run: {machine_note()}")
     finally:
         server.kill()
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--host":  # the host under callgrind (``_instructions``)
+        url, protocol, *numbers = sys.argv[2:]
+        turns, chunks, window = map(int, numbers)
+        asyncio.run(_run(url, protocol, turns, chunks, window, False, counted=True))
+        sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         asyncio.run(_client(sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])))
         sys.exit(0)
