@@ -320,6 +320,17 @@ class Ahp02Dialect(Dialect):
     def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
         action = envelope["action"]
         channel = envelope["channel"]
+        token = _TOKENS.get(action.get("type")) if kind == "chat" else None
+        if token is not None and (token[0] != "session/toolCallDelta" or action.get("content") is not None):
+            # Nearly every envelope is a streamed token: renamed on its own, without the checks below.
+            target = _chat_names(channel)[2]
+            if target is None:
+                return None  # another chat than the default or a sub-agent's: 0.2.0 sees nothing of it
+            shown = {"type": token[0]}
+            for key in token[1]:
+                if key in action:
+                    shown[key] = action[key]
+            return _wrapped(envelope, target, shown)
         if kind in _VISIBLE_KINDS:
             down = action_down(kind, channel, action)
         elif kind == "chat":
@@ -328,13 +339,6 @@ class Ahp02Dialect(Dialect):
                 return None  # another chat than the default or a sub-agent's: 0.2.0 sees nothing of it
             if action.get("type") == "chat/turnsLoaded":
                 return None  # a 0.2.0 client holds every turn already (``whole_view``)
-            if _is_token(action):
-                new_type, keys = _TOKENS[action["type"]]
-                shown = {"type": new_type}
-                for key in keys:
-                    if key in action:
-                        shown[key] = action[key]
-                return None if target is None else _wrapped(envelope, target, shown)
             store = change.store if change is not None else None
             if store is None or change.before is None:
                 return None
