@@ -20,7 +20,9 @@ over the last ``--window`` turns, and their ratio (the figure to read: 1.0 means
 same whatever the session's length). Turn 1 is left out (the first turn imports the turn loop
 and the SDK). Both figures come from the same run, so the machine's load moves both alike;
 ``--profile`` also prints where the host's CPU went over the last window (cProfile, top functions
-by their own time; profiling slows everything, so no figure is taken from that run).
+by their own time; profiling slows everything, so no figure is taken from that run), and with
+``--profile-out FILE`` writes it to ``FILE.<protocol>`` for ``pstats`` (a run with ``--turns 41
+--window 20`` profiles turns 22-41, to set beside the last 20 turns of a long run).
 ``--instructions`` runs each protocol's session a second time with the host under valgrind's
 callgrind, counting the host's instructions (user space) over the same two windows only: a figure
 the machine's load does not move, as CPU time on a shared machine is moved by it.
@@ -135,7 +137,7 @@ def _callgrind(*command: str) -> None:
 
 
 async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: int, profile: bool,
-               counted: bool = False) -> list[float]:
+               counted: bool = False, profile_out: str | None = None) -> list[float]:
     """CPU seconds of this process per turn (turn 2 on), and with ``profile`` the profile of the
     last window printed. With ``counted`` (under callgrind) instructions are counted over the two
     windows only, each dumped when it ends."""
@@ -182,7 +184,9 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
             await running.stop()
     if profiler is not None:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_ROWS", "30")))
+        if profile_out:
+            profiler.dump_stats(profile_out)
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(40)
         print(f"where the host's CPU went over turns {turns - window + 1}-{turns} ({protocol}), by own time:")
         print(out.getvalue())
     if len(marks) != turns:
@@ -215,6 +219,7 @@ async def main() -> None:
     parser.add_argument("--window", type=int, default=10, help="turns whose median is taken at each end")
     parser.add_argument("--protocol", default="0.2.0,0.9.0")
     parser.add_argument("--profile", action="store_true", help="print a profile of the last window (no figures)")
+    parser.add_argument("--profile-out", help="with --profile: also write the profile (pstats) to this file")
     parser.add_argument("--instructions", action="store_true",
                         help="also count the host's instructions per turn in both windows (callgrind; slow)")
     args = parser.parse_args()
@@ -229,7 +234,8 @@ async def main() -> None:
         print(f"command: {command_line()}")
         print(f"{'protocol':>8} | {'ms turns 2-' + str(1 + args.window):>13} | {'ms turns ' + str(args.turns - args.window + 1) + '-' + str(args.turns):>15} | {'ratio':>6} | ms every 50th turn")
         for protocol in args.protocol.split(","):
-            costs = await _run(base_url, protocol, args.turns, args.chunks, args.window, args.profile)
+            costs = await _run(base_url, protocol, args.turns, args.chunks, args.window, args.profile,
+                               profile_out=args.profile_out and f"{args.profile_out}.{protocol}")
             early, late = median(costs[:args.window]) * 1e3, median(costs[-args.window:]) * 1e3
             every = ", ".join(f"{median(costs[max(0, i - 2):i + 3]) * 1e3:.1f}" for i in range(0, len(costs), 50))
             print(f"{protocol:>8} | {early:>13.2f} | {late:>15.2f} | {late / early:>6.2f} | {every}", flush=True)
