@@ -19,6 +19,9 @@ config is replaced once unused, and named while in use.
 
 ``agent-host chat [URL] ...`` talks to a host that is already running (see ``chat``).
 
+``agent-host token create NAME --level read|full``, ``token list`` and ``token
+revoke NAME`` manage the named tokens of the data directory, one per person (``cli.token_commands``).
+
 ``agent-host plugin marketplace add|list|update|remove`` and ``agent-host plugin
 install|uninstall|enable|disable|list`` manage Claude Code marketplaces and plugins (``cli.plugin_commands``).
 
@@ -102,6 +105,19 @@ def _add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
     actions.add_parser("list", help="list installed and switched-on plugins")
 
 
+def _add_token_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="token_command", required=True)
+    create = actions.add_parser("create", help="add a named token and print its secret (shown this once)")
+    create.add_argument("name", help="who it is for: letters, digits, '.', '_' or '-'")
+    create.add_argument("--level", required=True, help="read (subscribe and read, change nothing) or full (everything)")
+    listing = actions.add_parser("list", help="list the named tokens (never their secrets)")
+    revoke = actions.add_parser("revoke", help="remove a named token; a running host closes its connections")
+    revoke.add_argument("name")
+    for action in (create, listing, revoke):
+        action.add_argument("--config", help="TOML config file (see config.example.toml)")
+        action.add_argument("--data-dir", help="the host's data directory (where tokens.json lives)")
+
+
 _DESCRIPTION = (
     "A self-hosted Agent Host Protocol (AHP 0.9.0, 0.7.0 and 0.2.0) server. Without a command: "
     "'agent-host code' (a chat in the current directory, on the host shared by every agent-host on the data directory)."
@@ -122,6 +138,8 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
     plugin = commands.add_parser("plugin", help="Claude Code plugins: marketplaces, install, enable, disable (see cli.plugin_commands)")
     _add_plugin_arguments(plugin)
+    token = commands.add_parser("token", help="named connection tokens, one per person: create, list, revoke (see cli.token_commands)")
+    _add_token_arguments(token)
     chat = commands.add_parser("chat", help="talk to a running host from the terminal (see chat)")
     code = commands.add_parser("code", help="chat in the current directory on the data directory's shared host, started if none runs (the default)")
     _add_host_files(code)
@@ -158,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             return int(startup.load("cli.serve").run(args))
         if args.command == "plugin":
             return int(startup.load("cli.plugin_commands").run(args))
+        if args.command == "token":
+            return int(startup.load("cli.token_commands").run(args))
     return int(startup.load("chat").run(args))  # a client only: the collector as usual
 
 

@@ -18,6 +18,8 @@ Everything the host raises on purpose derives from ``AgentHostError``::
      ├── AutoApproveValueError  ``autoApprove`` is no boolean and none of VS Code's levels (also a
      │                        ``ValueError``; ``host.runtime.tools.session_config``)
      ├── ClientResourceError  a client's resource could not be read (``host.resources.client_resources``)
+     ├── TokenError           a named token cannot be created, revoked or read (also a ``ValueError``;
+     │                        ``host.transport.tokens``)
      └── PromptUsageError     the arguments typed for an MCP prompt do not fit it (also a ``ValueError``;
                               ``host.runtime.customizations.mcp_prompts``)
 

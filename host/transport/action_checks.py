@@ -18,9 +18,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from host.root_config import CLIENT_FORWARDED, MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem
+from host.runtime.tools.confirmation import ANSWERED_BY
 
 __all__ = [
-    "Rule", "active_turn", "config_changed", "config_value_problem", "customization_toggled",
+    "Rule", "active_turn", "answered_by", "config_changed", "config_value_problem", "customization_toggled",
     "input_answer_changed", "input_completed", "owned_tool_call", "pending_exists", "pending_removed",
     "root_config_changed", "shown_value", "terminal_claimed", "terminal_input", "title_changed", "tool_call",
     "tool_call_confirmed", "tool_call_result_confirmed", "turn_cancelled",
@@ -36,6 +37,17 @@ FindRequest = Callable[[dict[str, Any], Any], "dict[str, Any] | None"]
 def active_turn(state: dict[str, Any]) -> dict[str, Any] | None:
     turn = state.get("activeTurn")
     return turn if isinstance(turn, dict) else None
+
+
+def answered_by(call: dict[str, Any]) -> str:
+    """``" by token 'alice' (client c1)"`` for a call whose confirmation was answered, else ``""``."""
+    meta = call.get("_meta")
+    who = meta.get(ANSWERED_BY) if isinstance(meta, dict) else None
+    if not isinstance(who, dict):
+        return ""
+    token, client = who.get("tokenName"), who.get("clientId")
+    name = f" by token {token!r}" if isinstance(token, str) else ""
+    return f"{name} (client {client})" if isinstance(client, str) else name
 
 
 def tool_call(state: dict[str, Any], action: dict[str, Any]) -> dict[str, Any] | None:
@@ -73,7 +85,8 @@ def tool_call_confirmed(state: dict[str, Any], action: dict[str, Any], client_id
     if call is None:
         return f"Tool call {action.get('toolCallId')} is not part of the running turn."
     if call.get("status") != "pending-confirmation":
-        return f"Tool call {action['toolCallId']} is {call.get('status')}, not waiting for confirmation."
+        return (f"Tool call {action['toolCallId']} was already answered{answered_by(call)}: it is {call.get('status')} "
+                "now, no longer waiting for confirmation (the first answer counts).")
     option_id = action.get("selectedOptionId")
     if option_id is not None:
         option = next((o for o in call.get("options") or () if isinstance(o, dict) and o.get("id") == option_id), None)

@@ -20,6 +20,13 @@ is done by ``host.transport.rpc``; this module adds AHP's rules:
   connection only; accepted → applied and echoed to every subscriber with its ``origin``.
   ``clientSeq`` is only echoed in ``origin``: a client that sends the same one many times (VS
   Code starts with seven ``clientSeq: 0``) gets each action applied and echoed;
+* what a connection may do is its token's level (``host.transport.access``): a method its level
+  does not allow is answered ``PermissionDenied`` naming both levels, an action it may not
+  dispatch gets a rejection envelope saying the same, and the connection stays usable. A named
+  token revoked while the connection is open ends it (close code 1008) at its next message, or
+  when the transport's watch of the token file notices (``revoked``). An accepted action's
+  ``origin`` carries the named token's ``tokenName``, and an answered confirmation records who
+  answered in the tool call's ``_meta`` (``access.recorded_answer``);
 * a client that cannot keep up is cut off rather than slowing the host or growing memory without
   bound: each frame it is sent reports its backlog to the host-wide ``host.transport.outbound.OutboundBudget``,
   which cuts it off past ``[server] max_queued_bytes_per_client`` or, when all clients together
@@ -45,9 +52,11 @@ from ahp.state.channels import session_of_default_chat
 from host.errors import ErrorCode, ProtocolViolation, RpcError
 from host.runtime.customizations.completions import TRIGGER_CHARACTERS
 from host.service import AgentHost
+from host.transport.access import action_refusal, method_refusal, recorded_answer
 from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
 from host.transport.outbound import OutboundBudget
 from host.transport.rpc import RpcEndpoint
+from host.transport.tokens import FULL, HOST_GRANT, Grant
 from host.transport.validation import check_client_action
 
 __all__ = ["ClientConnection"]
@@ -62,10 +71,18 @@ _HANDSHAKE = dialect_for(Negotiated(DEFAULT_VERSION, DEFAULT_VERSION))
 the same in every served version)."""
 
 
+_REVOKED = 1008
+
+
 class ClientConnection:
     def __init__(self, host: AgentHost, *, on_cut_off: Callable[[int, str], None] | None = None,
-                 budget: OutboundBudget | None = None) -> None:
+                 budget: OutboundBudget | None = None, grant: Grant = HOST_GRANT,
+                 still_valid: Callable[[Grant], bool] | None = None) -> None:
         self.host = host
+        self.grant = grant
+        """The token this connection was opened with, and its level."""
+        self._still_valid = still_valid
+        """Whether ``grant`` still holds (the token file's), asked before each message."""
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.outbox_chars = 0
         """Characters of the frames in ``outbox`` (the transport that drains it subtracts them)."""
@@ -175,23 +192,34 @@ class ClientConnection:
         """The socket is gone: drop subscriptions and release what this client held."""
         self._budget.forget(self)
         self.rpc.close()
-        if self.client_id is not None:
+        if self.client_id is not None and self._acts:
             self.host.client_resources.detach(self.client_id, self.rpc.call)
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
         self._internal.clear()
         self.host.watches.release_idle(closed_owner=self)
-        if self.client_id is not None:
+        if self.client_id is not None and self._acts:
             self.host.client_disconnected(self.client_id)
 
     # -- gate and params -----------------------------------------------------------------------
 
+    def revoked(self) -> None:
+        """The token of this connection was revoked: end the connection."""
+        logger.info("closing a connection of revoked %s", self.grant.describe())
+        self.cut_off(_REVOKED, f"token {self.grant.name!r} was revoked")
+
     def _gate(self, method: str, is_request: bool) -> RpcError | None:
+        if self._still_valid is not None and not self._still_valid(self.grant):
+            self.revoked()
+            return RpcError(ErrorCode.PERMISSION_DENIED, f"Token {self.grant.name!r} was revoked; connect with another token.")
         if self.client_id is None or self.dialect is None:
             if method not in ("initialize", "reconnect", "ping"):
                 return ProtocolViolation.invalid_request(f"Send initialize (or reconnect) before {method}.")
             return None
-        return self.dialect.gate(method, is_request)
+        refusal = self.dialect.gate(method, is_request)
+        if refusal is None and method != "dispatchAction":  # (refused with a rejection envelope instead)
+            refusal = method_refusal(self.grant, method)
+        return refusal
 
     def _params(self, method: str, params: Any) -> dict[str, Any]:
         return (self.dialect or _HANDSHAKE).params(method, params)
@@ -227,9 +255,20 @@ class ClientConnection:
             "defaultDirectory": self.host.default_directory.as_uri(),
             "completionTriggerCharacters": list(TRIGGER_CHARACTERS),
         })
-        self.host.client_resources.attach(client_id, self.rpc.call)
-        self.host.client_connected(client_id)
+        self._present(client_id)
         return result
+
+    @property
+    def _acts(self) -> bool:
+        """Whether this client takes part as a client of its sessions (serves its resources, holds
+        its roles): a token that may change nothing does not, since a clientId is only what a
+        client calls itself and a full client's could be borrowed."""
+        return self.grant.level == FULL
+
+    def _present(self, client_id: str) -> None:
+        if self._acts:
+            self.host.client_resources.attach(client_id, self.rpc.call)
+            self.host.client_connected(client_id)
 
     def _bind(self, client_id: str, dialect: Dialect) -> None:
         self.client_id = client_id
@@ -261,8 +300,7 @@ class ClientConnection:
                 resumable[uri] = internal
         missing = [uri for uri in wanted if uri not in resumable]
         replayed = store.replay(int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal])
-        self.host.client_resources.attach(self.client_id, self.rpc.call)
-        self.host.client_connected(self.client_id)
+        self._present(self.client_id)
         shown = dialect.replayed(self.host, replayed) if replayed is not None else None
         if shown is None:
             snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]
@@ -354,9 +392,17 @@ class ClientConnection:
         if not isinstance(client_seq, int) or isinstance(client_seq, bool):
             logger.info("dropped dispatchAction without an integer clientSeq from %s", self.client_id)
             return
-        origin = {"clientId": self.client_id, "clientSeq": client_seq}
+        origin: dict[str, Any] = {"clientId": self.client_id, "clientSeq": client_seq}
+        if self.grant.name is not None:
+            origin["tokenName"] = self.grant.name
         action = params.get("action")
         client_id = self.client_id or ""
+        forbidden = action_refusal(self.grant, action.get("type") if isinstance(action, dict) else None)
+        if forbidden is not None:
+            # No rejection observer hears of it (internal=[]): a refused denial by a tool's owner
+            # would end the call, and a clientId is only what a client calls itself.
+            store.reject(channel, action if isinstance(action, dict) else {}, origin, forbidden, self, internal=[])
+            return
         envelopes, reason = self.dialect.lift(self.host, channel, action, client_id)
         if reason is None and envelopes:
             target, first = envelopes[0]
@@ -377,6 +423,8 @@ class ClientConnection:
                 if later is not None:
                     logger.info("part of %s from %s refused: %s", (action or {}).get("type"), self.client_id, later)
                     return
+            if store.kind(target) == "chat":
+                lifted = recorded_answer(lifted, store.state(target) or {}, self.grant, client_id)
             store.dispatch(target, lifted, origin)
 
     def _internal_form(self, channel: str, action: Any) -> list[tuple[str, Any]] | None:

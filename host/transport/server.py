@@ -16,7 +16,11 @@ Safety at the edge, before any JSON-RPC is read:
 
 * a connection token is required, as ``Authorization: Bearer <token>``, ``?token=<token>`` or
   ``?tkn=<token>`` (what VS Code's agent-host bridge appends), compared in constant time; a missing
-  or wrong one gets HTTP 403 on the upgrade;
+  or wrong one gets HTTP 403 on the upgrade. It is the host's own token (level ``full``) or one
+  of the named tokens of the data directory's ``tokens.json`` (``host.transport.tokens``, each with
+  its level: ``host.transport.access``); the token file is watched while the host runs
+  (``TOKEN_FILE_CHECK`` seconds apart), and the connections of a token revoked meanwhile are closed
+  with 1008;
 * a WebSocket upgrade whose ``Origin`` header is present and not in ``server.allowed_origins`` is
   refused with 403, so a web page cannot drive a host that runs commands on this machine;
 * inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
@@ -55,6 +59,7 @@ from host.service import AgentHost
 from host.transport.connection import ClientConnection
 from host.transport.http_protocol import AbortableHttpProtocol
 from host.transport.outbound import OutboundBudget
+from host.transport.tokens import HOST_GRANT, Grant, TokenFile
 from host.transport.ws_protocol import FRAMES_EXTENSION, TickBatchingWebSocketProtocol
 
 __all__ = ["build_app", "serve", "RunningHost", "start_host"]
@@ -67,6 +72,10 @@ AGUI_PATH = "/agui"
 _TRY_AGAIN_LATER = 1013
 _POLICY_VIOLATION = 1008
 
+TOKEN_FILE_CHECK = 1.0
+"""Seconds between two looks at the token file for revoked tokens (a connection's next message
+looks at once)."""
+
 
 def _presented_token(headers: Any, query: Any) -> str | None:
     authorization = headers.get("authorization")
@@ -76,10 +85,17 @@ def _presented_token(headers: Any, query: Any) -> str | None:
     return token if token is not None else query.get("tkn")
 
 
-def _token_ok(expected: str | None, presented: str | None) -> bool:
-    if expected is None:
-        return True
-    return presented is not None and hmac.compare_digest(presented.encode(), expected.encode())
+def _grant(expected: str | None, tokens: TokenFile, presented: str | None) -> Grant | None:
+    """The grant ``presented`` earns: a named token's, the host's own (``full``), or None (refused).
+    A host started without a token takes every client as its own, but a named token still has its
+    level there."""
+    if presented is not None:
+        named = tokens.match(presented)
+        if named is not None:
+            return named
+        if expected is not None and hmac.compare_digest(presented.encode(), expected.encode()):
+            return HOST_GRANT
+    return HOST_GRANT if expected is None else None
 
 
 def _connection_refusal(config: Any, open_connections: dict[str, int], presented: str) -> str | None:
@@ -91,9 +107,14 @@ def _connection_refusal(config: Any, open_connections: dict[str, int], presented
     return None
 
 
-def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> Starlette:
-    """The app; ``on_connection`` runs for each AHP connection accepted, before its first message."""
+def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None,
+              tokens: TokenFile | None = None) -> Starlette:
+    """The app; ``on_connection`` runs for each AHP connection accepted, before its first message.
+    ``tokens``: the named tokens (by default the data directory's)."""
     allowed_origins = set(host.config.server.allowed_origins)
+    token_file = tokens if tokens is not None else TokenFile(host.config.data_path())
+    live: set[ClientConnection] = set()
+    """The open AHP connections, for closing those of a revoked token."""
     open_connections: dict[str, int] = {}
     """Open AHP connections by the token they presented."""
     budget = OutboundBudget(total=host.config.server.max_queued_bytes,
@@ -109,11 +130,12 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
             logger.warning("refused a WebSocket from origin %s", origin)
             await websocket.close(code=_POLICY_VIOLATION, reason="origin not allowed")
             return
-        if not _token_ok(token, _presented_token(websocket.headers, websocket.query_params)):
+        presented = _presented_token(websocket.headers, websocket.query_params) or ""
+        grant = _grant(token, token_file, presented or None)
+        if grant is None:
             logger.warning("refused a WebSocket with a missing or wrong token")
             await websocket.close(code=_POLICY_VIOLATION, reason="missing or wrong token")
             return
-        presented = _presented_token(websocket.headers, websocket.query_params) or ""
         refusal = _connection_refusal(host.config.server, open_connections, presented)
         await websocket.accept()
         if refusal is not None:
@@ -124,7 +146,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         try:
             if on_connection is not None:
                 on_connection()
-            await _serve_connection(host, websocket, budget)
+            await _serve_connection(host, websocket, budget, grant, token_file, live)
         finally:
             open_connections[presented] -= 1
             if not open_connections[presented]:
@@ -133,14 +155,18 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await host.start()
+        watch = asyncio.create_task(_watch_tokens(token_file, live))
         try:
             yield
         finally:
+            watch.cancel()
             await host.stop()
 
-    def agui_token_check(request: Request) -> bool | None:
+    def agui_token_check(request: Request) -> Grant | bool | None:
         presented = _presented_token(request.headers, request.query_params)
-        return None if presented is None else _token_ok(token, presented)
+        if presented is None:
+            return HOST_GRANT if token is None else None
+        return _grant(token, token_file, presented) or False
 
     agui_handler: Any = None
 
@@ -166,7 +192,22 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
     return app
 
 
-async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: OutboundBudget) -> None:
+async def _watch_tokens(tokens: TokenFile, live: set[ClientConnection]) -> None:
+    """Close the connections of tokens revoked while they are open (their next message would
+    find out too, but a client that only watches sends none)."""
+    seen = -1
+    while True:
+        await asyncio.sleep(TOKEN_FILE_CHECK)
+        tokens.refresh()
+        if tokens.generation == seen:  # (a connection's own check may have read the change first)
+            continue
+        seen = tokens.generation
+        for connection in [c for c in live if not tokens.still_valid(c.grant)]:
+            connection.revoked()
+
+
+async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: OutboundBudget, grant: Grant,
+                            tokens: TokenFile, live: set[ClientConnection]) -> None:
     reader_done = asyncio.Event()
     frames = websocket.scope.get("extensions", {}).get(FRAMES_EXTENSION)
 
@@ -175,7 +216,8 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: Outbo
             frames.cut_off(code, reason)  # drops what waits and sends the close frame now
         reader_done.set()
 
-    connection = ClientConnection(host, on_cut_off=cut_off, budget=budget)
+    connection = ClientConnection(host, on_cut_off=cut_off, budget=budget, grant=grant, still_valid=tokens.still_valid)
+    live.add(connection)
     writer: asyncio.Task[None] | None = None
     if frames is not None:
         # uvicorn with host.ws_protocol: frames go straight into the protocol's buffer, written once
@@ -224,6 +266,7 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: Outbo
     except WebSocketDisconnect:
         pass
     finally:
+        live.discard(connection)
         connection.closed()
         if writer is not None:
             writer.cancel()

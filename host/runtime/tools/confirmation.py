@@ -9,7 +9,9 @@ For each call the turn loop hands over (``approve``):
   ``rememberedApproval`` (the choice as ``rememberedApprovals`` lists it: rule, scope, project), so
   a client can say why nobody was asked (``agent-host -p`` prints it). It is added with the call's
   ``toolCallComplete``, the one tool-call action after ``toolCallStart`` whose ``_meta`` an AHP 0.2.0
-  client receives (``forget_turn`` drops what a cancelled turn's calls never used);
+  client receives (``forget_turn`` drops what a cancelled turn's calls never used). The same
+  completion carries ``answeredBy`` (``ANSWERED_BY``: who answered the call's confirmation, which
+  ``host.transport.access`` records in the call's ``_meta``) when the call has one;
 * **deny** (a deny rule) → ``toolCallReady{confirmed: "not-needed"}`` then ``toolCallComplete``
   with ``success: false`` and the rule as the reason; the model gets the same reason; no prompt;
 * a ``PreToolUse`` hook's ``allow`` (``request.hook_permission``) turns an **ask** that no rule made
@@ -61,7 +63,11 @@ from ._waiters import Waiters
 from .client_tools import ClientTool
 from .remembered import entry, shown_path
 
-__all__ = ["ConfirmingApprover", "RESULT_REJECTED"]
+__all__ = ["ANSWERED_BY", "ConfirmingApprover", "RESULT_REJECTED"]
+
+ANSWERED_BY = "answeredBy"
+"""The key of a tool call's ``_meta`` that says who answered its confirmation: ``clientId`` and,
+for a named token, ``tokenName`` (``host.transport.access.recorded_answer``)."""
 
 RESULT_REJECTED = (
     "The user rejected the result of this tool call, so it is not shown to you. "
@@ -211,7 +217,11 @@ class ConfirmingApprover:
         if call is not None and call.get("status") == "cancelled":
             return result  # the user stopped it at a re-confirmation: nothing left to complete
         confirming = self._needs_result_confirmation(request.tool_name)
-        meta = None if remembered is None else {**_meta_of(call), "rememberedApproval": remembered}
+        earlier = _meta_of(call)
+        # Who answered its confirmation (``ANSWERED_BY``) goes with the completion too: an AHP 0.2.0
+        # client receives no ``_meta`` with the answer itself.
+        meta = {**earlier, "rememberedApproval": remembered} if remembered is not None else (
+            earlier if ANSWERED_BY in earlier else None)
         complete = builders.chat_tool_call_complete(
             turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result, meta=meta,
             requires_result_confirmation=True if confirming else None,

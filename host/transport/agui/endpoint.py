@@ -4,8 +4,11 @@
 ``host.transport.server`` mounts next to the AHP WebSocket, on the same port. The edge rules match the
 WebSocket's:
 
-* the connection token is required, as ``Authorization: Bearer <token>`` or ``?token=<token>``:
-  none → 401, a wrong one → 403 (constant-time comparison, shared with the WebSocket);
+* the connection token is required, as ``Authorization: Bearer <token>``, ``?token=<token>`` or
+  ``?tkn=<token>``: none → 401, a wrong one → 403 (constant-time comparison, shared with the
+  WebSocket). The host's own token and named ``full`` tokens run anything; a ``read`` token may
+  only join a thread (its snapshot, then its running turn live): a run that would change something
+  (a message, an answer, a cancel, a new thread) ends with ``RUN_ERROR`` ``permissionDenied``;
 * a request whose ``Origin`` is present and not in ``server.allowed_origins`` → 403; CORS
   preflights (``OPTIONS``) are answered only for allowed origins, and responses to them carry
   ``Access-Control-Allow-Origin``;
@@ -42,6 +45,7 @@ from host.transport.agui.runs import AguiRuns, client_id_for
 from host.transport.agui.stream import AguiStream
 from host.transport.http_protocol import ABORT_EXTENSION, UNSENT_EXTENSION
 from host.transport.outbound import OutboundBudget
+from host.transport.tokens import HOST_GRANT, Grant
 
 __all__ = ["agui_endpoint"]
 
@@ -58,11 +62,12 @@ def agui_endpoint(
     *,
     token: str | None,
     allowed_origins: Iterable[str],
-    token_check: Callable[[Request], bool | None],
+    token_check: Callable[[Request], Grant | bool | None],
     budget: OutboundBudget | None = None,
 ) -> Handler:
-    """The route handler. ``token_check(request)`` is the host's own check: True when the
-    presented token is right, False when it is wrong, None when none was presented. ``budget``:
+    """The route handler. ``token_check(request)`` is the host's own check: the ``Grant`` of the
+    presented token (or True: the host's own), False when it is wrong, None when none was
+    presented and one is needed. ``budget``:
     the host's outbound budget (by default one of this endpoint's own, from ``[server]``)."""
     origins = frozenset(allowed_origins)
     server = host.config.server
@@ -87,7 +92,7 @@ def agui_endpoint(
                     "Access-Control-Max-Age": "600",
                 },
             )
-        verdict = token_check(request) if token is not None else True
+        verdict = token_check(request)
         if verdict is None:
             return _error(
                 401,
@@ -115,7 +120,8 @@ def agui_endpoint(
             return _error(422, "The body is not a valid AG-UI RunAgentInput.", problems=problems, headers=cors)
         encoder = EventEncoder(accept=accept)
         props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
-        events = runs.run(run_input, cancel_on_disconnect=props.get("cancelOnDisconnect") is True)
+        grant = verdict if isinstance(verdict, Grant) else HOST_GRANT
+        events = runs.run(run_input, cancel_on_disconnect=props.get("cancelOnDisconnect") is True, grant=grant)
         stream = AguiStream(client_id_for(run_input.thread_id), budget=budget, encode=encoder.encode,
                             flush=host.store.flush,  # nothing leaves the process before it is durable
                             abort=(request.scope.get("extensions") or {}).get(ABORT_EXTENSION),

@@ -55,6 +55,12 @@ Contract:
 * The first event is always ``RUN_STARTED`` and the last ``RUN_FINISHED`` or ``RUN_ERROR``.
   Problems a person must fix (a turn already running, an unknown agent) are ``RUN_ERROR``s
   whose message says what to do.
+* A run acts with the level of the token it came with (``grant``, ``host.transport.access``): a
+  ``read`` token's run may only join; anything that would change the thread (creating its session,
+  a message, an answer, a cancel, taking the active-client role) ends with ``RUN_ERROR``
+  ``permissionDenied`` saying which level it needs. What a run dispatches carries the named
+  token's ``tokenName`` in its ``origin``, and its confirmation answers record who answered in
+  the tool call's ``_meta`` (``access.recorded_answer``).
 * Abandoning the iterator (the HTTP client went away) cancels the turn only when the run asked
   for it; otherwise the turn goes on for the AHP clients watching it.
 """
@@ -86,6 +92,7 @@ from host.errors import RpcError
 from host.runtime.turns import now_iso, turn_duration
 from host.service import AgentHost
 from host.state.store import Store
+from host.transport.access import action_refusal, recorded_answer
 from host.transport.agui.interrupts import (
     INPUT_PREFIX,
     AnswerError,
@@ -101,6 +108,7 @@ from host.transport.agui.interrupts import (
 )
 from host.transport.agui.mapping import RunTranslator
 from host.transport.agui.snapshot import thread_messages
+from host.transport.tokens import FULL, HOST_GRANT, Grant
 from host.transport.validation import check_client_action
 
 __all__ = ["AguiRuns", "session_uri_for", "client_id_for", "thread_session"]
@@ -175,13 +183,21 @@ class _SessionWatch:
 
 
 class AguiRuns:
-    def __init__(self, host: AgentHost) -> None:
+    def __init__(self, host: AgentHost, *, grant: Grant = HOST_GRANT, seqs: dict[str, _SeqCounter] | None = None) -> None:
         self.host = host
-        self._seqs: dict[str, _SeqCounter] = {}
+        self._grant = grant
+        """The token this object's runs act with."""
+        self._seqs: dict[str, _SeqCounter] = seqs if seqs is not None else {}
 
     # -- the run -------------------------------------------------------------------------------
 
-    async def run(self, run_input: RunAgentInput, *, cancel_on_disconnect: bool = False) -> AsyncIterator[BaseEvent]:
+    async def run(self, run_input: RunAgentInput, *, cancel_on_disconnect: bool = False,
+                  grant: Grant = HOST_GRANT) -> AsyncIterator[BaseEvent]:
+        if grant != self._grant:  # the same runs (and clientSeq counters), acting with this token
+            runs = AguiRuns(self.host, grant=grant, seqs=self._seqs)
+            async for event in runs.run(run_input, cancel_on_disconnect=cancel_on_disconnect, grant=grant):
+                yield event
+            return
         thread_id, run_id = run_input.thread_id, run_input.run_id
         client_id = client_id_for(thread_id)
         props = run_input.forwarded_props if isinstance(run_input.forwarded_props, dict) else {}
@@ -237,6 +253,10 @@ class AguiRuns:
     async def _ensure_session(self, session: str, run_input: RunAgentInput, client_id: str, watch: _SessionWatch) -> None:
         store = self.host.store
         if session not in store:
+            if self._grant.level != FULL:
+                raise _Refused(f"This thread has no session yet, and creating one needs a token of level {FULL}; this "
+                               f"run uses {self._grant.describe()}, which may only join threads that exist.",
+                               "permissionDenied")
             params: dict[str, Any] = {"channel": session, "provider": session.split(":", 1)[0]}
             try:
                 self.host.create_session(params, client_id)
@@ -474,6 +494,9 @@ class AguiRuns:
         """Apply ``action`` to the session or its chat as this thread's client would, through the
         same validation."""
         store = self.host.store
+        forbidden = action_refusal(self._grant, action.get("type"))
+        if forbidden is not None:
+            raise _Refused(forbidden + " This run may only join the thread.", "permissionDenied")
         kind = store.kind(channel)
         if kind is None:
             raise _Refused("The session for this thread was disposed; use a new threadId.", "sessionNotFound")
@@ -484,7 +507,11 @@ class AguiRuns:
         reason = check_client_action(kind, state, action, client_id, session)
         if reason is not None:
             raise _Refused(_explain(reason, action, state), "actionRefused")
-        origin = {"clientId": client_id, "clientSeq": self._seqs.setdefault(client_id, _SeqCounter()).next()}
+        origin: dict[str, Any] = {"clientId": client_id, "clientSeq": self._seqs.setdefault(client_id, _SeqCounter()).next()}
+        if self._grant.name is not None:
+            origin["tokenName"] = self._grant.name
+        if kind == "chat":
+            action = recorded_answer(action, state, self._grant, client_id)
         store.dispatch(channel, action, origin)
 
 
