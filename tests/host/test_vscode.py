@@ -235,8 +235,8 @@ async def test_unsupported_versions_get_minus_32005_listing_every_served_version
     peer = await Peer.open(running_host)
     reply = await peer.initialize("c", ["0.6.0", "0.5.2", "0.5.1"])
     assert reply["error"]["code"] == -32005
-    assert reply["error"]["data"] == {"supportedVersions": ["0.9.0", "0.7.0", "0.2.0"]}
-    for version in ("0.9.0", "0.7.0", "0.2.0"):
+    assert reply["error"]["data"] == {"supportedVersions": ["1.0.0", "0.9.0", "0.7.0", "0.2.0"]}
+    for version in ("1.0.0", "0.9.0", "0.7.0", "0.2.0"):
         assert version in reply["error"]["message"]
     await asyncio.wait_for(peer._reader, 5)  # the host closes the connection
 

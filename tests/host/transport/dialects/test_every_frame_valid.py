@@ -1,4 +1,4 @@
-"""One scripted session seen by a 0.9.0, a 0.7.0 and a 0.2.0 client at once, over real WebSockets:
+"""One scripted session seen by a 0.9.0 (or 1.0.0), a 0.7.0 and a 0.2.0 client at once, over real WebSockets:
 every frame each receives fits its version's schema (``_schemas``: 0.7.0's own, 1.0.0's for 0.9.0;
 the 0.2.0 client's frames are checked by the ``frame_checker`` every test has), every client's
 mirror (its snapshot plus its reducers over what it was sent) is what the host holds in its
@@ -8,7 +8,8 @@ The session covers turns, tool calls and their confirmations, a file edit (chang
 and per session, subscribed under VS Code's names), a sub-agent (and its turn's changeset), a
 cancelled turn, a second chat under a URI that does not encode its session, a fork, marking chats
 read and archived, replacing a working directory, a terminal, root config changes (one to null)
-and an annotations channel.
+and an annotations channel. It runs twice: once driven by a 0.9.0 client (VS Code's version), once
+by a 1.0.0 client (every frame it gets checked against the 1.0.0 schemas).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import json
 import uuid
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ahp import state as internal
 from ahp.dialects import v0_7
@@ -123,7 +126,8 @@ def _without_clock(state: Any) -> Any:
     return state
 
 
-async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path: Path, frame_checker: FrameChecker) -> None:
+@pytest.mark.parametrize("newest", ["0.9.0", "1.0.0"])
+async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path: Path, frame_checker: FrameChecker, newest: str) -> None:
     for folder in ("second", "third"):
         (tmp_path / folder).mkdir()
     provider = ScriptedProvider([
@@ -143,7 +147,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path:
         chat, side = default_chat_uri(session), f"ahp-chat://side/{uuid.uuid4().hex}"
         new, mid = await Client.open(running), await Client.open(running)
         try:
-            await new.join("client-09", "0.9.0")
+            await new.join("client-09", newest)
             created = await new.request("createSession", {"channel": session, "workingDirectories": [tmp_path.as_uri()]})
             assert created.get("error") is None, created
             for channel in (session, chat):
