@@ -61,6 +61,13 @@ __all__ = ["AgentHost", "INTERRUPTED_ERROR"]
 
 logger = logging.getLogger(__name__)
 
+AGENT_CAPABILITIES = {"multipleChats": {"fork": True}}
+"""What every agent of this host offers beyond one chat per session (``AgentInfo.capabilities``):
+more chats in a session (``createChat``) and forks of a chat from a turn (a ``fork`` source), as
+VS Code's own agent host advertises them; clients must not use either unless it is advertised.
+Not ``sideChat`` (a side chat here would not see the source turn) and not
+``multipleWorkingDirectories`` (a session's tools work in its first directory)."""
+
 INTERRUPTED_ERROR = {
     "errorType": "hostRestarted",
     "message": "The agent host stopped while this turn was running, so it did not finish. "
@@ -232,7 +239,8 @@ class AgentHost:
         if self.claude_config is not None:
             self.claude_config.publish()
         plugins = self.customizations.agent_customizations()
-        agents = [{**agent.info(), **({"customizations": plugins} if plugins else {})} for agent in self.agents.values()]
+        agents = [{**agent.info(), "capabilities": AGENT_CAPABILITIES, **({"customizations": plugins} if plugins else {})}
+                  for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
         if root.get("agents") != agents:
             self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))

@@ -372,3 +372,16 @@ async def test_an_origin_is_still_refused_with_tkn(running_host: RunningHost) ->
         await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"channel": ROOT}}))
         await asyncio.wait_for(ws.recv(), 5)
 
+
+
+async def test_agents_advertise_more_chats_and_forks_as_vs_codes_own_host_does(running_host: RunningHost) -> None:
+    """VS Code only forks a conversation (and opens more chats) for an agent whose ``capabilities``
+    advertise it, as its own agent host's do (``multipleChats``)."""
+    for version in ("0.9.0", "0.7.0"):
+        peer = await Peer.open(running_host)
+        [root] = (await peer.initialize(f"client-{version}", [version]))["result"]["snapshots"]
+        assert root["state"]["agents"]
+        for agent in root["state"]["agents"]:
+            assert agent["capabilities"] == {"multipleChats": {"fork": True}}
+            assert_valid(agent, "AgentInfo")
+        await peer.close()

@@ -28,7 +28,8 @@ from ahp.state import default_chat_uri
 from host.transport.dialects.ahp02 import v02_session_state
 from host.transport.dialects.newer import changeset_alias
 from providers import ScriptedProvider
-from providers.scripted import Script, call_tools, finish, reply, text
+from providers.errors import AuthenticationError
+from providers.scripted import Script, call_tools, finish, reasoning, reply, text
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
 from tests.host.runtime.tools._support import scripted, tools_config
@@ -45,11 +46,12 @@ EMITTED = {
     "session/chatAdded", "session/chatUpdated", "session/titleChanged",
     "session/inputNeededSet", "session/inputNeededRemoved", "session/changesetsChanged",
     "session/activeClientSet", "session/workingDirectorySet", "session/workingDirectoryReplaced",
-    "chat/turnStarted", "chat/responsePart", "chat/delta", "chat/usage", "chat/turnComplete", "chat/turnCancelled",
+    "chat/turnStarted", "chat/responsePart", "chat/delta", "chat/reasoning", "chat/usage", "chat/turnComplete",
+    "chat/turnCancelled", "chat/error", "chat/inputRequested", "chat/inputCompleted",
     "chat/toolCallStart", "chat/toolCallDelta", "chat/toolCallReady", "chat/toolCallConfirmed",
     "chat/toolCallComplete", "chat/toolCallContentChanged", "chat/activityChanged", "chat/isReadChanged",
     "chat/isArchivedChanged",
-    "changeset/fileSet",
+    "changeset/fileSet", "changeset/fileRemoved",
     "terminal/data", "terminal/input", "terminal/exited",
     "annotations/set",
 }
@@ -133,7 +135,11 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path:
     provider = ScriptedProvider([
         call_tools(("shell", {"command": "echo hi"})),
         call_tools(("write_file", {"path": "notes.txt", "content": "one\n"})),
-        Script((*text("Wrote notes.txt.", index=0), *finish("stop", input_tokens=40, output_tokens=5))),
+        Script((*reasoning("The file is written.", index=0), *text("Wrote notes.txt.", index=1),
+                *finish("stop", input_tokens=40, output_tokens=5))),
+        call_tools(("ask_user", {"questions": [{"id": "colour", "kind": "text", "message": "Which colour?"}]})),
+        reply("Blue it is."),
+        Script((AuthenticationError("The provider refused the key.", provider="scripted"),)),
         call_tools(("task", {"description": "Look around", "prompt": "Say hello."})),
         reply("Hello from the sub-agent."),
         reply("The sub-agent said hello."),
@@ -171,6 +177,11 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path:
                         state = host.store.state(where) or {}
                         if not any(t.get("id") == turn_id for t in state.get("turns") or ()) and state.get("activeTurn") is None:
                             return None  # not started yet
+                        active = (host.store.state(where) or {}).get("activeTurn") or {}
+                        for part in active.get("responseParts") or ():
+                            request = part.get("request") if part.get("kind") == "inputRequest" else None
+                            if request is not None and part.get("response") is None and request["id"] not in confirmed:
+                                return "ask", active["id"], request
                         for chat_ in (where, *confirm_in):
                             active = (host.store.state(chat_) or {}).get("activeTurn")
                             for call in _calls(host.store.state(chat_)):
@@ -181,6 +192,13 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path:
                     if found == "ended":
                         return turn_id
                     chat_, active_id, call = found
+                    if chat_ == "ask":  # a question (ask_user): answered
+                        confirmed.add(call["id"])
+                        answers = {q["id"]: {"state": "submitted", "value": {"kind": "text", "value": "blue"}}
+                                   for q in call.get("questions") or ()}
+                        await new.dispatch(where, {"type": "chat/inputCompleted", "requestId": call["id"],
+                                                   "response": "accept", "answers": answers})
+                        continue
                     confirmed.add(call["toolCallId"])
                     if cancel:
                         await new.dispatch(chat_, {"type": "chat/turnCancelled", "turnId": active_id, "duration": 0})
@@ -198,6 +216,14 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path:
             turn_changeset = f"{session}/changeset/turn/{first}"
             for client in (new, mid):
                 await client.sub(turn_changeset)
+
+            # A question to the user, answered; a turn the provider fails; one file kept.
+            await turn(chat, "ask me a colour")
+            failed = await turn(chat, "this one fails")
+            assert host.store.state(chat)["turns"][-1]["state"] == "error" and failed
+            kept = await new.request("invokeChangesetOperation", {"channel": f"{session}/changeset/uncommitted",
+                                                                  "operationId": "accept"})
+            assert kept.get("error") is None, kept
 
             # A sub-agent: its chat joins the catalogue; its turn has a changeset too (VS Code asks).
             worker = None
