@@ -21,8 +21,9 @@ Contract and invariants (every reducer, every action):
   those cannot be read. No other reducer reads ``now``.
 * Which reducer a channel needs is bound when the channel is created; ``channel_kind`` says what
   the URI alone can prove (sessions are client-named ``<provider>:/<uuid>``, see ``channels``).
-* A session's status follows its chats; that part is the pure helper
-  ``session_status_from_chats`` / ``refresh_session_status`` (``status``), called by the host.
+* A session's status as its list shows it follows its chats; that part is the pure helper
+  ``session_status_from_chats`` / ``refresh_session_status`` (``status``), called by the host for
+  ``SessionSummary.status`` (the session channel's ``status`` is only what the reducer computes).
 
 Behaviour: the 0.7.0 reducers as the 247 official 0.7.0 vectors pin them, plus every 0.8.0/0.9.0
 change (VERSIONS.md §3-§4, the 1.0.0 schema descriptions), checked by ``tests/ahp/state/``.

@@ -13,7 +13,9 @@ InputNeeded while the session's ``inputNeeded`` list holds a user-blocking entry
 chat-derived part is :func:`session_status_from_chats`, a pure function the host calls with the
 chat summaries it holds (``SessionState.chats``, which the host keeps in step with each chat's
 ``ChatState`` through ``session/chatUpdated``), and :func:`refresh_session_status`, which applies it
-to a session state from its own catalogue.
+to a session state from its own catalogue. The host uses it for the status its session list shows
+(``SessionSummary.status``); it never writes it into a session channel's state, whose ``status``
+stays what every subscriber's reducer computes (no action carries the chat-derived part).
 
 Invariants: flag bits (including unknown high bits) are always carried through unchanged; values
 written into state are plain ``int``; an absent or malformed status reads as 0.
