@@ -1,4 +1,6 @@
-"""AHP 0.2.0 wire protocol: version, error codes, method table, action catalogue, types.
+"""The model's action builders (``builders``, from the vendored 1.0.0 actions schema) and error
+codes; and the AHP 0.2.0 wire protocol: its version, method table, action catalogue and types
+(these belong to the 0.2.0 projection, ``ahp.dialects.v0_2``, and are to move there).
 
 Contract:
 - Importing this package is cheap: the ~300 generated pydantic models

@@ -7,7 +7,7 @@ and the JSON path. ``answered`` is the method a response answers (None for other
 
 Which schema:
 
-* 0.7.0: the vendored merged 0.7.0 schema (``ahp/protocol/spec-0.7.0/ahp-0.7.0.schema.json``,
+* 0.7.0: the vendored merged 0.7.0 schema (``ahp/dialects/v0_7/spec-0.7.0/ahp-0.7.0.schema.json``,
   repaired as its SOURCE.txt says), for everything.
 * 0.9.0: no 0.9.0 schema exists (upstream never published one). The closest is 1.0.0, which
   serves the 0.9.0 model unchanged: its vendored ``state``, ``actions`` and ``notifications``
