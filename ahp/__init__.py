@@ -9,10 +9,10 @@ library (``client``) and the terminal client (``chat``) run the very same code.
 
 - ``ahp.state``: the model, pure reducers for every channel kind.
 - ``ahp.protocol``: the model's typed action builders and error codes, its vendored 1.0.0 schema
-  (``spec-1.0.0/``); and, until they move into ``ahp/dialects/v0_2/``, the 0.2.0 wire types, method
-  table and action catalogue with their vendored data (``spec/``).
+  (``spec-1.0.0/``).
 - ``ahp.dialects``: which versions are served and how a connection picks one (``negotiation``),
-  the version tables (``catalogue``), and one folder per older wire version (``v0_7/``, ``v0_2/``).
+  the version tables (``catalogue``), and one folder per older wire version (``v0_7/``, ``v0_2/``,
+  whose ``wire/`` holds the 0.2.0 wire types).
 - ``ahp.jsonrpc``: JSON-RPC 2.0 without I/O (decode a frame, build a reply, number our own
   requests), used by ``host.transport.rpc`` and ``client._connection`` alike.
 - ``ahp.tool_results``: a tool call's result as text, the same for the model, AG-UI and the

@@ -10,9 +10,9 @@ Contract: everything here is pure (no I/O). The host's edge picks one version pe
 * ``params``: a command's params checked against a version's vendored schema.
 * ``v0_7/``: AHP 0.7.0 as a projection of the model, with its vendored data (``spec-0.7.0/``).
 * ``v0_2/``: AHP 0.2.0, the session-centric line, as a projection of the model, with its own
-  reducers (the reference its tests check against, and what 0.2.0 clients mirror with). Its wire
-  types and vendored data are still in ``ahp.protocol`` (``_generated``, ``methods``, ``actions``,
-  ``spec/``).
+  reducers (the reference its tests check against, and what 0.2.0 clients mirror with) and its
+  wire (``wire/``: the generated 0.2.0 wire types, method table, action catalogue and vendored
+  data, ``wire/spec/``).
 
 1.0.0 and 0.9.0 need no folder: they are the model's own shapes (``ahp/protocol/spec-1.0.0/`` is
 the model's vendored schema). A later version that only adds is rows in ``negotiation`` and

@@ -17,7 +17,7 @@ Sources:
   notifications ``channel/*`` and ``tcp/*`` are 1.1.0). The automation wire names are the 1.0.0
   actions schema's.
 * Types of the 0.2.0 line that the registry no longer lists, with the version that introduced them
-  in the 0.2.0 catalogue (``ahp.protocol.actions``; the set is
+  in the 0.2.0 catalogue (``ahp.dialects.v0_2.wire.actions``; the set is
   ``ahp.dialects.v0_2.state.ACTION_TYPES``) and the one that removed them: the per-turn
   ``session/*`` actions and the session input/pending actions moved to ``chat/*`` in 0.4.0
   [TSCL 0.4.0]; ``session/activeClientChanged``, ``session/activeClientToolsChanged``,

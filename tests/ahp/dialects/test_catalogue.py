@@ -13,7 +13,7 @@ from ahp import state as internal
 from ahp.dialects import catalogue
 from ahp.dialects.catalogue import action_types_known_to, introduced_in, known_to, notification_known_to
 from ahp.dialects.v0_2.state import ACTION_TYPES as ACTION_TYPES_0_2_REDUCERS
-from ahp.protocol.actions import ACTIONS as ACTIONS_0_2
+from ahp.dialects.v0_2.wire.actions import ACTIONS as ACTIONS_0_2
 from tests.ahp.state._support import schema_0_7, schema_1_0
 
 
@@ -115,7 +115,7 @@ def _schema_commands(schema: dict) -> set[str]:
 
 
 def test_the_0_2_0_methods_are_those_of_the_0_2_0_table():
-    from ahp.protocol import METHODS
+    from ahp.dialects.v0_2.wire import METHODS
 
     clients = {name: spec for name, spec in METHODS.items() if spec.sent_by_client()}
     assert catalogue.CLIENT_REQUESTS["0.2.0"] == {n for n, s in clients.items() if s.kind == "request"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ahp.protocol import METHODS
+from ahp.dialects.v0_2.wire import METHODS
 from client import AhpClient, AhpError
 from host.service import AgentHost
 from host.transport.dialects.ahp02 import v02_session_state
