@@ -21,6 +21,7 @@ A provider whose key is missing stays listed; creating a session on it fails wit
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
@@ -99,7 +100,11 @@ def build_agents(config: HostConfig) -> list[Agent]:
                 models=models,
                 title="first-words",
             )
-        agents.extend(agent_from_config(name, table, config) for name, table in tables.items())
+        for name, table in tables.items():
+            agent = agent_from_config(name, table, config)
+            if name == "replay":  # the keyless demo says it is one (a configured replay agent is the user's own)
+                agent.settings = replace(agent.settings, recorded_demo=True)
+            agents.append(agent)
         return agents
     agents.extend(agent_from_config(name, table, config) for name, table in configured.items())
     if config.sessions.offline_agent and "offline" not in configured:

@@ -32,6 +32,7 @@ from host.runtime.agents.compaction import Compaction
 from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.models import ModelSpec, ProviderSource, TurnSettings, model_for, request_options
+from host.runtime.agents.replay import DEMO_LABEL, DEMO_NOTICE, recorded_label
 from host.runtime.agents.retries import retry_after, too_long
 from host.runtime.agents.titles import make_title
 from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
@@ -99,6 +100,8 @@ class ProviderTurn:
         self.usage = Usage()
         """Summed over the turn's model calls."""
         self.compaction = Compaction(lambda: needs.transcripts, needs.settings, _notify)
+        self.recorded = needs.settings.recorded_demo
+        """The answers are the keyless demo's recordings: said in the turn and on its usage."""
 
     async def run(self) -> None:
         ctx = self.ctx
@@ -106,6 +109,8 @@ class ProviderTurn:
         title_before = ctx.state.get("title")
         model_id, spec = self.needs.model_for(ctx.model)
         self.model = model_id
+        if self.recorded:
+            _notify(ctx, DEMO_LABEL if finished_turns else DEMO_NOTICE)
         try:
             async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id) as provider:
                 await self._loop(provider, model_id, spec, finished_turns)
@@ -261,7 +266,7 @@ class ProviderTurn:
             self.model = mapper.finish.model
         usage: dict[str, Any] = {"inputTokens": total.input_tokens, "outputTokens": total.output_tokens}
         if self.model:
-            usage["model"] = self.model
+            usage["model"] = recorded_label(self.model) if self.recorded else self.model
         if total.cache_read_tokens:
             usage["cacheReadTokens"] = total.cache_read_tokens
         meta = {k: v for k, v in (("cacheWriteTokens", total.cache_write_tokens), ("reasoningTokens", total.reasoning_tokens)) if v}
