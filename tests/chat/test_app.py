@@ -49,13 +49,14 @@ async def test_a_confirmation_offers_the_hosts_options_and_sends_the_chosen_one(
         assert label in prompt
     assert prompt.count("──") == 2  # dividers where the option group changes
     chat.send(choice)
-    if reason is not None:
+    if choice == "5":  # only the option that says so asks for a reason
         await chat.expect("Reason to give the agent")
         chat.send(reason)
-    else:
+    elif reason is None:
         await chat.expect("✓ shell Ran")
         await chat.expect("all good")  # the short result under the finished call
     await chat.expect(expected)
+    assert "Reason to give" not in chat.text or choice == "5"
     [(_, state)] = chats(chat_host)
     call = state["turns"][-1]["responseParts"][0]["toolCall"]
     option_id = {"1": "allow-once", "2": "allow-session", "3": "allow-always", "4": "deny", "5": "deny-reason"}[choice]
