@@ -109,6 +109,9 @@ class ChatCore:
         self.new_session_mode = permission_mode
         """The permission mode for the session this client creates (``--permission-mode``, or
         switched before the first message); None: the host's default."""
+        self.config_after_turn: dict[str, Any] = {}
+        """Session config values to put back when the followed turn ends (``/init`` turns the
+        remembered approvals off for its own turn)."""
         self._last_interrupt = -100.0
         self._seen_rejections = 0
         self._steering_sent: dict[str, tuple[str | None, str]] = {}

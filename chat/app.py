@@ -38,6 +38,7 @@ from operator import attrgetter
 from typing import Any
 
 import chat._session as actions
+from ahp.dialects.v0_2 import builders
 from chat._changes import Changes
 from chat._command_table import HANDLERS
 from chat._commands import Commands
@@ -185,6 +186,9 @@ class ChatApp:
             core.terminal.set_status(None)
             core.done_turns.add(turn_id)
             core.current_turn = None
+            if core.config_after_turn and core.session:
+                core.client.dispatch(core.session, builders.session_config_changed(config=core.config_after_turn))
+                core.config_after_turn = {}
             core.start_seq = None
             if core.eof:
                 raise ChatExit(0)
