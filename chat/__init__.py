@@ -170,10 +170,12 @@ def check_agent_and_model(agents: Sequence[Mapping[str, Any]], agent: str | None
 def run(
     args: argparse.Namespace, *, embedded: EmbeddedHost | None = None,
     find_host: Callable[[], Awaitable[str]] | None = None,
+    reload_config: Callable[[], Awaitable[str]] | None = None,
 ) -> int:
     """Run ``agent-host chat`` with parsed ``args``; returns the exit status.
 
-    With ``embedded``, the chat talks to the host that context manager runs instead of a URL.
+    With ``embedded``, the chat talks to the host that context manager runs instead of a URL;
+    ``reload_config`` (``/reload``) has that host read its config file again and says how it went.
     """
     if args.message is None:
         for flag, value in (("--yes", args.yes), ("--trust", args.trust), ("--output-format", args.output_format), ("--max-turns", args.max_turns), ("--timeout", args.timeout)):
@@ -199,7 +201,7 @@ def run(
         print(f"agent-host chat: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(_main(args, settings, embedded, find_host))
+        return asyncio.run(_main(args, settings, embedded, find_host, reload_config))
     except KeyboardInterrupt:  # Ctrl-C before the loop could take SIGINT over
         return 130
     except BrokenPipeError:
@@ -216,15 +218,17 @@ def _quiet_broken_pipe() -> int:
     return EXIT_BROKEN_PIPE
 
 
-async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:
+async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None,
+                reload_config: Any = None) -> int:
     if embedded is None:
         return await _chat(args, settings)
     async with embedded() as url:
         bare, token = split_token(url)
-        return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host)
+        return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host, reload_config=reload_config)
 
 
-async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None) -> int:
+async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None,
+                reload_config: Any = None) -> int:
     try:
         client = await connect(settings)
     except ChatConnectError as error:
@@ -291,6 +295,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
                 width=lambda: shutil.get_terminal_size().columns,
                 permission_mode=getattr(args, "permission_mode", None),
                 find_host=find_host,
+                reload_config=reload_config,
                 theme=theme,
                 notifier=notifier,
             ))

@@ -144,6 +144,16 @@ class Commands:
         focus = args.strip()
         await self.messages.send(INIT_PROMPT + (f"\n\nThe user adds: {focus}" if focus else ""))
 
+    async def reload(self, args: str) -> None:
+        """``/reload``: the shared host reads its config file again (``cli.shared_host.reload_host``)."""
+        if self.core.reload_config is None:
+            self.core.note("(/reload works on agent-host's own shared host; restart this host to change its config)")
+            return
+        try:
+            self.core.note(f"({await self.core.reload_config()})")
+        except Exception as error:  # SharedHostError, ConfigError: their text says what to fix
+            self.core.problem(str(error))
+
     async def paste_image(self, args: str) -> None:
         """``/paste-image``: the clipboard's image goes with the next message (``chat._images``)."""
         sees, model = self.messages.sees_images()

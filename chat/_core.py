@@ -59,11 +59,15 @@ class ChatCore:
         width: Callable[[], int] = lambda: 80,
         permission_mode: str | None = None,
         find_host: Callable[[], Awaitable[str]] | None = None,
+        reload_config: Callable[[], Awaitable[str]] | None = None,
         theme: str = "dark",
         notifier: Notifier | None = None,
     ) -> None:
         self.client = client
         self._find_host = find_host
+        self.reload_config = reload_config
+        """``/reload``: the shared host reads its config file again; returns what happened (None:
+        a chat given a URL, whose host this client did not start)."""
         """Where the host is now, starting it again if it stopped (a URL with its token), for a
         chat on the data directory's shared host; None for a chat given a URL."""
         self.terminal = terminal
