@@ -729,7 +729,7 @@ class CustomizationService:
         return view
 
     def _claude_containers(self, runtime: SessionCustomizations) -> list[Container]:
-        """The user settings' hooks and the Claude Code plugins the session's settings switch on;
+        """The user settings' hooks, the user's CLAUDE.md and the Claude Code plugins the session's settings switch on;
         those not installed whose marketplace is known are installed in the background (a
         project's once its folder is trusted), and the sessions re-listed."""
         view = self._settings_view(runtime)
@@ -744,6 +744,10 @@ class CustomizationService:
         if user is not None:
             uri = (user.root / "settings.json").as_uri()
             containers.append(Container(id=uri, loaded=user, name="Claude Code user settings", uri=uri))
+        instructions = self.claude.user_instructions
+        if instructions is not None:
+            uri = (instructions.root / "CLAUDE.md").as_uri()
+            containers.append(Container(id=uri, loaded=instructions, name="Claude Code user instructions", uri=uri))
         for plugin in view.plugins:
             uri = plugin.loaded.root.as_uri()
             containers.append(Container(id=f"claude-plugin:{plugin.plugin_id}", loaded=plugin.loaded, name=plugin.plugin_id,
