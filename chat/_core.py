@@ -195,6 +195,20 @@ class ChatCore:
             self.write("\n")
             raise ChatExit(130)
         self._last_interrupt = now
+        self.cancel_turn("^C cancelling the turn (Ctrl-C again to exit)")
+
+    def idle_interrupt(self) -> bool:
+        """Ctrl-C at the idle prompt: True when it is the second within two seconds (the chat
+        exits), else says how to exit; one Ctrl-C alone never ends the chat, as in Claude Code."""
+        now = time.monotonic()
+        if now - self._last_interrupt < _DOUBLE_INTERRUPT_SECONDS:
+            return True
+        self._last_interrupt = now
+        self.note("(press Ctrl-C again to exit)")
+        return False
+
+    def cancel_turn(self, said: str = "Esc: cancelling the turn") -> None:
+        """Cancel the session's running turn, if one runs, saying ``said``."""
         state = self.state() or {}
         active = state.get("activeTurn")
         if self.session and isinstance(active, dict):
@@ -203,7 +217,7 @@ class ChatCore:
             except AhpClientError as error:
                 self.problem(f"could not cancel: {error}")
                 return
-            self.write("\n" + self.style.yellow("^C cancelling the turn (Ctrl-C again to exit)") + "\n")
+            self.write("\n" + self.style.yellow(said) + "\n")
 
     def state(self) -> dict[str, Any] | None:
         """The open session's state in the client's mirror (None before there is a session)."""

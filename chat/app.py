@@ -11,10 +11,12 @@ Behaviour (the contract users rely on):
 
 * Idle: a line is a message (a new session is created on first use), ``>> text`` queues it,
   ``/command`` runs a client command or, for names the client does not know, a host command or
-  skill offered through ``completions``. Ctrl-C or Ctrl-D exits.
+  skill offered through ``completions``, ``!command`` runs a shell command (its output goes into the
+  conversation). Ctrl-D exits, and Ctrl-C twice within two seconds (one says how to exit, as in
+  Claude Code). Esc twice rewinds: ``/rewind``'s list of turns to go back to.
 * While a turn runs (ours or anyone's in this session): its answer streams; a typed line steers
   the turn (``pendingMessageSet`` steering), ``>> text`` or ``/queue text`` queues it; Ctrl-C
-  cancels the turn (``turnCancelled``). The cancel applies optimistically, so the client is idle
+  or Esc cancels the turn (``turnCancelled``). The cancel applies optimistically, so the client is idle
   at once and a second Ctrl-C exits; one arriving within two seconds while a turn is still shown
   (the host refused the cancel, another turn started) exits with status 130.
 * A tool call waiting for confirmation, a result waiting for acceptance or an open input request
@@ -26,7 +28,7 @@ Behaviour (the contract users rely on):
   (and shows a desktop notification where the terminal can: ``chat._notify``).
 * Actions the host rejects are reported with the host's reason.
 
-Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C at the prompt), 1 the connection was lost
+Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C twice at the prompt), 1 the connection was lost
 and could not be resumed, 130 two quick Ctrl-C while a turn was shown.
 """
 
@@ -48,7 +50,7 @@ from chat._markdown import MarkdownStream, drawn
 from chat._messages import Messages
 from chat._modes import Modes
 from chat._sessions import Sessions
-from chat._terminal import Eof, Interrupt, Line
+from chat._terminal import Eof, Escape, Interrupt, Line
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpError
 
@@ -117,9 +119,14 @@ class ChatApp:
                 if isinstance(item, Line):
                     prompt_shown = False
                     await self._idle_line(item.text)
-                elif isinstance(item, (Eof, Interrupt)):
+                elif isinstance(item, Eof) or (isinstance(item, Interrupt) and core.idle_interrupt()):
                     core.write("\n")
                     return 0
+                elif isinstance(item, Interrupt):
+                    prompt_shown = False  # (the input line ended with the Ctrl-C: a new one)
+                elif isinstance(item, Escape) and item.twice:
+                    prompt_shown = False
+                    await self.changes.rewind("")  # Esc Esc: go back to an earlier turn, as in Claude Code
         except ChatExit as exit_:
             return exit_.code
 
@@ -176,6 +183,8 @@ class ChatApp:
                     await self._turn_line(item.text)
                 elif isinstance(item, Interrupt):
                     core.interrupt()
+                elif isinstance(item, Escape):
+                    core.cancel_turn()
                 elif isinstance(item, Eof):
                     core.eof = True
         finally:
