@@ -243,3 +243,31 @@ async def test_init_asks_before_writing_agents_md_even_when_writes_are_always_al
             chat.close()
     assert (project / "AGENTS.md").read_text() == "# AGENTS.md\n\nhand-written\n"
     assert (project / "notes.txt").read_text() == "two\n"
+
+
+async def test_bang_runs_a_shell_command_without_asking_the_model_and_the_next_message_carries_its_output(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    (project / "menu.txt").write_text("green tea\n")
+    replies = [Reply(200, chat_sse("You have green tea."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server, '[tools]\nsandbox = "off"\n'))
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("!cat menu.txt")
+            await chat.expect("green tea", timeout=30)  # run at once: no confirmation asked
+            await chat.expect("> ")
+            assert server.requests == []  # no model was asked
+            chat.send("!touch seen.txt")  # one that writes runs without asking too: the user typed it
+            await chat.expect("touch seen.txt", timeout=30)
+            await chat.expect("> ")
+            assert (project / "seen.txt").exists()
+            chat.send("what do I have?")
+            await chat.expect("You have green tea.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    [request] = server.requests
+    sent = json.dumps(request.json())
+    assert "$ cat menu.txt" in sent and "green tea" in sent

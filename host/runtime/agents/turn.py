@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ahp.protocol import builders
@@ -129,6 +129,9 @@ class ProviderTurn:
         if text.strip() == COMPACT_COMMAND or text.startswith(COMPACT_COMMAND + " "):
             focus = text[len(COMPACT_COMMAND):].strip() or None
             await self._compact(provider, model_id, spec, finished, keep=0, focus=focus, through=ctx.turn_id)
+            return
+        if text.startswith("!") and text[1:].strip():
+            await self._shell_mode(text[1:].strip(), working_directory)
             return
         # Contributors may expand ``/skill args`` or reject the prompt (UserPromptSubmit hooks).
         message = await environment.user_message(ctx, ctx.message)
@@ -295,6 +298,24 @@ class ProviderTurn:
         }.get(reason)
         if note:
             _notify(self.ctx, note)
+
+    async def _shell_mode(self, command: str, working_directory: Any) -> None:
+        """``!command``: the user's own shell command, as in Claude Code. It runs as the turn's
+        shell tool call, pre-approved for this turn (the user typed it; a rule that denies still
+        applies, as does the sandbox), and no model is asked: the command and its output go into
+        the conversation, for the model to see with the next message."""
+        ctx = self.ctx
+        ctx.grants = replace(ctx.grants, allow=(*ctx.grants.allow, f"shell({command})"), granted_by="your ! command")
+        tools = TurnTools(ctx, self.environment, working_directory, output_limit=self.settings.tool_output_limit,
+                          running=lambda names: self._set_activity(f"Running {names}"))
+        offered = self.environment.tools(ctx, list(self.needs.tools))
+        if offered.get("shell") is None:
+            _notify(ctx, f"{command} was not run: this session has no shell tool")
+            return
+        [output] = await tools.run_shell([command], TurnToolIds(), offered)
+        said = f"I ran a command in the shell myself:\n$ {command}\n{output}"
+        user, _ = to_user_message({"text": said}, working_directory=working_directory, vision=False)
+        self.messages.append(user)
 
     # -- context window ------------------------------------------------------------------------
 
