@@ -79,7 +79,7 @@ EXIT_BROKEN_PIPE = 141  # what a shell reports for a command killed by SIGPIPE
 def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> None:
     """Declare the ``chat`` options on ``parser`` (without URL and token when ``connect`` is False)."""
     if connect:
-        parser.add_argument("url", nargs="?", help="host URL as 'agent-host serve' prints it (default: AGENT_HOST_URL, the client config, ws://127.0.0.1:8765/)")
+        parser.add_argument("url", nargs="?", help="host URL as 'agent-host serve' prints it (default: AGENT_HOST_URL, the client config, the host running on your data directory, ws://127.0.0.1:8765/)")
         parser.add_argument("--token", help="connection token (default: from the URL, AGENT_HOST_TOKEN or the client config)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="URI", help="open an existing session (ahp-session:/...)")
@@ -171,11 +171,13 @@ def run(
     args: argparse.Namespace, *, embedded: EmbeddedHost | None = None,
     find_host: Callable[[], Awaitable[str]] | None = None,
     reload_config: Callable[[], Awaitable[str]] | None = None,
+    shared_url: Callable[[], str | None] | None = None,
 ) -> int:
     """Run ``agent-host chat`` with parsed ``args``; returns the exit status.
 
     With ``embedded``, the chat talks to the host that context manager runs instead of a URL;
-    ``reload_config`` (``/reload``) has that host read its config file again and says how it went.
+    ``reload_config`` (``/reload``) has that host read its config file again and says how it went;
+    ``shared_url`` finds the host running on the user's data directory, for a chat given no URL.
     """
     if args.message is None:
         for flag, value in (("--yes", args.yes), ("--trust", args.trust), ("--output-format", args.output_format), ("--max-turns", args.max_turns), ("--timeout", args.timeout)):
@@ -196,7 +198,8 @@ def run(
     try:
         # Also for an embedded host: the file's agent and model defaults still apply.
         settings = resolve_settings(getattr(args, "url", None), getattr(args, "token", None), agent=args.agent, model=args.model,
-                                    theme=getattr(args, "theme", None), editing_mode=getattr(args, "editing_mode", None))
+                                    theme=getattr(args, "theme", None), editing_mode=getattr(args, "editing_mode", None),
+                                    shared=shared_url)
     except ChatSettingsError as error:
         print(f"agent-host chat: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from pydantic.plugin import _loader
 
@@ -178,7 +179,19 @@ def main(argv: list[str] | None = None) -> int:
             return int(startup.load("cli.serve").run(args))
         if args.command == "plugin":
             return int(startup.load("cli.plugin_commands").run(args))
-    return int(startup.load("chat").run(args))  # a client only: the collector as usual
+    # A client only (the collector as usual); with no URL given, the host running on the data directory.
+    return int(startup.load("chat").run(args, shared_url=_shared_host_url))
+
+
+def _shared_host_url() -> str | None:
+    """The URL (token included) the host running on the user's data directory published, if any."""
+    shared_host = startup.load("cli.shared_host")
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    try:
+        record = shared_host.read(Path(base) / "agent-host")
+    except shared_host.SharedHostError:
+        return None
+    return str(record["url"]) if record is not None and shared_host.alive(record) else None
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ from typing import Any
 __all__ = [
     "LINGER", "HOST_FILE", "SharedHostError", "config_identity", "publish", "withdraw", "read",
     "reach", "find_or_start", "stop_when_unused", "try_lock", "STARTING_ELSEWHERE", "started_directories", "reload_host",
-    "reload_now",
+    "reload_now", "alive",
 ]
 
 LINGER = 2.0
@@ -292,6 +292,11 @@ def find_or_start(
                 "stop that host, or pass --data-dir to use another directory"
             )
         time.sleep(0.05)
+
+
+def alive(record: dict[str, Any]) -> bool:
+    """Whether the host a ``host.json`` record names still runs (its process exists)."""
+    return _process_exists(record.get("pid"))
 
 
 def _process_exists(pid: Any) -> bool:

@@ -439,3 +439,13 @@ async def test_a_host_still_starting_is_waited_for_and_the_wait_is_said(tmp_path
             client.kill()
             await client.wait()
     await _host_stopped(data)
+
+
+async def test_agent_host_chat_without_a_url_finds_the_shared_host(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    async with _chat(["--agent", "offline"], project, env):
+        answered = await _run(["chat", "-p", "hi", "--agent", "offline"], project, env)
+        assert answered.returncode == 0, answered.stderr
+        assert 'You said: "hi"' in answered.stdout
+    await _host_stopped(_data(tmp_path))
