@@ -239,3 +239,23 @@ async def test_p_mode_answers_the_trust_question_no_unless_trust_is_passed(chat_
 def _held(state: dict) -> bool:
     return any("Waiting for trust" in str((item.get("load") or {}).get("message"))
                for item in state.get("customizations") or () if item.get("name") == ".github/hooks")
+
+
+async def test_p_says_why_a_hook_asked_for_the_call_it_denies(tmp_path: Path) -> None:
+    from tests.host.runtime.tools._support import scripted, tools_config
+
+    project = tmp_path / "project"
+    (project / ".github" / "hooks").mkdir(parents=True)
+    said = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                   "permissionDecisionReason": "it touches the release notes"}}
+    hook = {"type": "command", "command": f"echo '{json.dumps(said)}'"}
+    (project / ".github" / "hooks" / "ask.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
+    provider = ScriptedProvider([call_tools(("read_file", {"path": "notes.txt"})), reply("done")])
+    host = AgentHost(tools_config(tmp_path), agents=[scripted(provider)])
+    running = await start_host(host, token=TOKEN)
+    try:
+        code, _, err = await run_p(running.url, "-p", "read", "--trust", cwd=project)
+        assert code == 3, err
+        assert "a plugin hook asks: it touches the release notes; pass --yes to allow tool calls" in err
+    finally:
+        await running.stop()
