@@ -137,7 +137,7 @@ class AgentHost:
             self.customizations.claude_listeners.append(self.claude_config.publish)
         self.environment.contributors.append(CustomizationContributor(
             runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
-            ask=self.inputs.ask,
+            ask=self.inputs.ask, trust_for=self.customizations.trust_for,
         ))
         self.preamble: EnvironmentPreamble | None = None
         if config.sessions.preamble:

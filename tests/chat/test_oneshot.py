@@ -259,3 +259,31 @@ async def test_p_says_why_a_hook_asked_for_the_call_it_denies(tmp_path: Path) ->
         assert "a plugin hook asks: it touches the release notes; pass --yes to allow tool calls" in err
     finally:
         await running.stop()
+
+
+async def test_p_commit_in_a_folder_trusted_for_the_run_gets_gits_output_under_its_allowed_tools(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.host.runtime.agents.harness import config_for
+    from tests.host.runtime.customizations.test_claude_code_commands import COMMIT, _plugin
+    from tests.host.runtime.tools._support import scripted
+
+    plugins = tmp_path / "plugins"
+    _plugin(plugins, "commit-commands", {"commands/commit.md": COMMIT})
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True)
+    (project / "notes.txt").write_text("ship it\n")
+    provider = ScriptedProvider([call_tools(("shell", {"command": "git status --short"})), reply("Staged nothing yet.")])
+    config = config_for(tmp_path, tools={"enabled": True}, plugins={"directories": [str(plugins)]}, trust={"folders": []})
+    host = AgentHost(config, agents=[scripted(provider)])
+    running = await start_host(host, token=TOKEN)
+    try:
+        code, out, err = await run_p(running.url, "-p", "/commit", "--trust", cwd=project)
+        assert code == 0, err
+        assert "denied" not in err and "Deny" not in err
+        assert out == "Staged nothing yet.\n"
+    finally:
+        await running.stop()
+    sent = repr(provider.requests[0].messages)
+    assert "On branch main" in sent and "?? notes.txt" in sent

@@ -78,6 +78,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -388,6 +389,23 @@ class CustomizationService:
         logger.info("session %s: asking whether to trust %s (%d things wait)", runtime.session, runtime.folder, len(extras))
         question = runtime.question = self.inputs.ask_now(runtime.session, request)
         question.add_done_callback(lambda done: self._answered(runtime, done))
+
+    async def trust_for(self, session: str, why: str) -> bool:
+        """Whether the session's folder is trusted, asking the user first when it is not and the
+        question was neither asked nor declined: ``why`` says what waits for it (a command's
+        ``allowed-tools``, which pre-approve nothing in a folder not trusted). Waits for the answer."""
+        runtime = self.sessions.get(session)
+        if runtime is None or runtime.folder is None:
+            return False
+        if runtime.folder_trusted or runtime.declined:
+            return runtime.folder_trusted
+        if runtime.question is None:
+            request = trust_request(f"{REQUEST_PREFIX}{uuid.uuid4()}", runtime.folder, [why])
+            question = runtime.question = self.inputs.ask_now(runtime.session, request)
+            question.add_done_callback(lambda done: self._answered(runtime, done))
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(runtime.question)
+        return runtime.folder_trusted
 
     def _answered(self, runtime: SessionCustomizations, question: asyncio.Future[dict[str, Any]]) -> None:
         if runtime.question is question:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ahp.workspace_trust import DONT_TRUST, is_trust_request, trust_answers
 from providers import ScriptedProvider, UserMessage
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
@@ -132,6 +133,13 @@ async def test_in_a_folder_not_trusted_a_plugins_command_grants_nothing(tmp_path
     async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
         session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
         client.send_message(session, "/commit")
+        # Asked first whether to trust the folder (what allowed-tools would pre-approve waits for it) ...
+        await client.wait_for(lambda m, e: _trust_question(client, session) is not None)
+        question = _trust_question(client, session)
+        assert "commit: the tools its allowed-tools list would run without asking" in question["message"]
+        client.dispatch(session, {"type": "session/inputCompleted", "requestId": question["id"], "response": "accept",
+                                  "answers": trust_answers(DONT_TRUST)})
+        # ... and not trusted, nothing is pre-approved.
         call = await wait_pending(client, session)
         assert json.loads(call["toolInput"]) == {"command": "git status"}  # asked, though allowed-tools lists it
         for _ in range(6):  # deny each of the body's commands in turn
@@ -146,6 +154,10 @@ async def test_in_a_folder_not_trusted_a_plugins_command_grants_nothing(tmp_path
             call = nxt
         await idle(client, session)
     assert "denied" in _user_text(provider, 0)
+
+
+def _trust_question(client, session: str):
+    return next((r for r in (client.state(session) or {}).get("inputRequests") or () if is_trust_request(r)), None)
 
 
 def pending_call(client, session: str, after: str):
