@@ -287,3 +287,36 @@ async def test_p_commit_in_a_folder_trusted_for_the_run_gets_gits_output_under_i
         await running.stop()
     sent = repr(provider.requests[0].messages)
     assert "On branch main" in sent and "?? notes.txt" in sent
+
+
+async def test_session_end_hooks_run_when_a_p_run_ends_and_not_when_the_host_stops(tmp_path: Path) -> None:
+    from client import AhpClient
+    from tests.host.runtime.agents.harness import ready_session
+    from tests.host.runtime.customizations.claude_fixtures import claude_home
+    from tests.host.runtime.tools._support import scripted, tools_config
+
+    log = tmp_path / "ended.log"
+    hook = {"type": "command", "command": f"cat >> {log}; echo >> {log}"}
+    home = claude_home(tmp_path / "claude", settings={"hooks": {"SessionEnd": [{"hooks": [hook]}]}})
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([reply("one"), reply("two")])
+    host = AgentHost(tools_config(tmp_path), agents=[scripted(provider)], claude_config_dir=home)
+    running = await start_host(host, token=TOKEN)
+    try:
+        code, out, err = await run_p(running.url, "-p", "hello", cwd=project)
+        assert (code, out) == (0, "one\n"), err
+        for _ in range(400):  # the hook runs in the background once the client has gone: no frame says so
+            if log.exists() and log.read_text().count("SessionEnd") == 1:
+                break
+            await asyncio.sleep(0.05)
+        ended = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        assert [(e["hook_event_name"], e["reason"]) for e in ended] == [("SessionEnd", "other")]
+        # An interactive session left open when the host stops goes on after the restart: no SessionEnd.
+        client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
+        await client.initialize(subscriptions=["ahp-root://"])
+        await ready_session(client, provider="scripted", working_directory=project.as_uri())
+        await client.close()
+    finally:
+        await running.stop()
+    assert log.read_text().count("SessionEnd") == 1

@@ -65,8 +65,10 @@ Contract:
   turn); its SessionStart hooks then get ``source: "resume"``.
 - ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks (``reason: "other"``), cancels
   its background hooks, stops the session's MCP servers and deletes its hooks' transcript;
-  ``stop()`` does that for every session (host shutdown, keeping the transcripts): no server process
-  survives.
+  ``stop()`` does that for every session but for their ``SessionEnd`` hooks (host shutdown, keeping
+  the transcripts: the sessions go on after the restart): no server process survives. A script's
+  session (``agent-host -p``) ends when its client leaves (``clients_left``): its ``SessionEnd``
+  hooks run then, once.
 - Claude Code hook events from what is observed: each session gets its hooks' transcript
   (``<data>/transcripts/<session id>.jsonl``, ``HookTranscript``) and permission mode; a cleared
   default chat (``chat/truncated`` without ``turnId``) runs ``SessionEnd`` with ``clear``, then
@@ -205,6 +207,14 @@ class CustomizationService:
             return []
         return [plugins.plugin_customization(p, mint_id=plugins.uri_id, id=p.root.as_uri()) for p in self.plugins]
 
+    async def _end(self, runtime: SessionCustomizations) -> None:
+        """The session's ``SessionEnd`` hooks, once."""
+        runtime.session_ended = True
+        try:
+            await runtime.fire(plugins.HookEvent.SESSION_END, "other", reason="other")
+        except Exception:  # a hook failing must not keep the servers running
+            logger.exception("SessionEnd hooks of %s failed", runtime.session)
+
     async def stop(self) -> None:
         runtimes = list(self.sessions.values())
         await asyncio.gather(*(self.close_session(uri, end_hooks=False) for uri in list(self.sessions)), return_exceptions=True)
@@ -297,17 +307,16 @@ class CustomizationService:
         runtime.permission_mode = lambda: permission_mode_of(self.store.state(session) or {})
 
     async def close_session(self, uri: str, *, end_hooks: bool = True, disposed: bool = False) -> None:
-        """End the session's customizations: its ``SessionEnd`` hooks, its MCP servers and, unless
+        """End the session's customizations: its ``SessionEnd`` hooks (when the session ends: not
+        for a stopping host, whose sessions go on after its restart), its MCP servers and, unless
         the caller ends them with others (``stop``), what its hooks left running; the hooks'
         transcript of a ``disposed`` session is deleted (a stopping host keeps it for the restart)."""
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
         self._cancel_idle_stop(runtime)
-        try:
-            await runtime.fire(plugins.HookEvent.SESSION_END, "other", reason="other")
-        except Exception:  # a hook failing must not keep the servers running
-            logger.exception("SessionEnd hooks of %s failed", uri)
+        if end_hooks and not runtime.session_ended:
+            await self._end(runtime)
         await runtime.end_background()
         if runtime.transcript is not None and disposed:
             runtime.transcript.remove()
@@ -539,8 +548,16 @@ class CustomizationService:
         self._arm_idle_stop(runtime)
 
     def clients_left(self) -> None:
-        """A client disconnected: sessions nobody is connected to any more stop their MCP servers
-        ``[mcp] unwatched_stop`` seconds after their last turn (or now, if that is longer ago)."""
+        """A client disconnected: a script's session (``agent-host -p``: ``_meta.oneShot``) nobody
+        watches any more has ended, and its ``SessionEnd`` hooks run, as when a ``claude -p`` run
+        ends; sessions nobody is connected to any more stop their MCP servers ``[mcp]
+        unwatched_stop`` seconds after their last turn (or now, if that is longer ago)."""
+        for runtime in list(self.sessions.values()):
+            state = self.store.state(runtime.session) or {}
+            if (not runtime.session_ended and (state.get("_meta") or {}).get("oneShot")
+                    and not self.store.has_subscribers(runtime.session)):
+                runtime.session_ended = True
+                self._spawn(self._end(runtime))
         if not self.config.mcp.unwatched_stop:
             return
         for runtime in self.sessions.values():
