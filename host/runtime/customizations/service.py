@@ -145,6 +145,8 @@ the other known folders and instruction files appear only when present."""
 _MCP_START_WAIT = 30.0
 """Seconds a turn waits for the session's MCP servers to be launched and its SessionStart hooks to
 run (the servers themselves are waited for ``[mcp] start_wait`` at most)."""
+_INSTALL_WAIT = 120.0
+"""Seconds a turn waits for the background install of the plugins its settings switch on."""
 
 
 class CustomizationService:
@@ -159,6 +161,8 @@ class CustomizationService:
         self.claude = claude
         """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
         self._installing = False
+        self._installed: asyncio.Event | None = None
+        """Set when the background install of missing Claude Code plugins under way has ended."""
         """Whether plugins switched on but not installed are being installed (one batch at a time)."""
         self.claude_listeners: list[Any] = []
         """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
@@ -473,13 +477,20 @@ class CustomizationService:
         self._spawn(self._reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
-        """Until the session's MCP servers made their first start attempt, bounded by ``[mcp]
+        """Until the Claude Code plugins being installed in the background are (``_INSTALL_WAIT``
+        at most) and the session's MCP servers made their first start attempt, bounded by ``[mcp]
         start_wait`` (see the module contract): a turn uses it. The servers of a session that did
         not need them yet (or stopped them when idle) start here."""
         self._cancel_idle_stop(runtime)
         self.resumed(runtime.session)
         if self.claude is not None and self.claude.refresh():
             self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
+        installed = self._installed
+        if installed is not None and not installed.is_set():
+            # The plugins the settings switch on are being installed: the turn has them, as the
+            # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(installed.wait(), _INSTALL_WAIT)
         if not runtime.mcp_wanted:
             runtime.mcp_wanted = True
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
@@ -773,7 +784,8 @@ class CustomizationService:
         runnable = [plugin for plugin in view.plugins if plugin.missing and (plugin.held_by is None or runtime.folder_trusted)]
         if runnable and not self._installing:
             self._installing = True
-            self._spawn(self._install_missing(runnable))
+            self._installed = asyncio.Event()
+            self._spawn(self._install_missing(runnable, self._installed))
         containers = []
         user = self.claude.user_container
         if user is not None:
@@ -790,14 +802,17 @@ class CustomizationService:
                                         enabled_by=str(plugin.held_by) if plugin.held_by is not None else None))
         return containers
 
-    async def _install_missing(self, plugins: list[Any]) -> None:
+    async def _install_missing(self, plugins: list[Any], finished: asyncio.Event) -> None:
         assert self.claude is not None
         try:
-            installed = await asyncio.to_thread(self.claude.install_missing, plugins)
+            try:
+                installed = await asyncio.to_thread(self.claude.install_missing, plugins)
+            finally:
+                self._installing = False
+            if installed:
+                self.claude_changed()
         finally:
-            self._installing = False
-        if installed:
-            self.claude_changed()
+            finished.set()  # (after the sessions list what was installed)
 
     def claude_changed(self) -> None:
         """The Claude Code set-up changed (a plugin switched, installed or removed; settings

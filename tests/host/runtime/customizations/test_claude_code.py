@@ -264,3 +264,22 @@ async def test_the_users_own_claude_md_reaches_the_model_in_every_folder(
         await idle(client, session)
     sent = repr(provider.requests[0])
     assert "Always answer in French." in sent and "Keep answers under ten lines." in sent
+
+
+async def test_the_first_turn_waits_for_the_plugins_the_user_settings_switch_on_to_be_installed(
+        tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    remote = bare_remote(local_marketplace(tmp_path / "src", name="team", plugins=("reviewer",), hook_marker=markers / "team.log"),
+                         tmp_path / "team.git")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_home(tmp_path / "claude", settings={
+        "env": {"MARKER_ENV": "x"}, "enabledPlugins": {"reviewer@team": True},
+        "extraKnownMarketplaces": {"team": {"source": {"source": "git", "url": f"file://{remote}"}}}})))
+    work = tmp_path / "work"
+    work.mkdir()
+    provider = ScriptedProvider([reply("reviewed")])
+    async with serving(config_for(tmp_path, trust={"folders": []}), frame_checker, agents=[agent(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        await run_turn(client, session, "review")  # at once: the install has only begun
+        await idle(client, session)
+    assert (markers / "team.log").read_text() == "reviewer x\n"  # the plugin's hook ran in that very turn
