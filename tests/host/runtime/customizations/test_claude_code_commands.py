@@ -136,7 +136,7 @@ async def test_in_a_folder_not_trusted_a_plugins_command_grants_nothing(tmp_path
         # Asked first whether to trust the folder (what allowed-tools would pre-approve waits for it) ...
         await client.wait_for(lambda m, e: _trust_question(client, session) is not None)
         question = _trust_question(client, session)
-        assert "commit: the tools its allowed-tools list would run without asking" in question["message"]
+        assert "commit: the commands it runs and the tools its allowed-tools list would run without asking" in question["message"]
         client.dispatch(session, {"type": "session/inputCompleted", "requestId": question["id"], "response": "accept",
                                   "answers": trust_answers(DONT_TRUST)})
         # ... and not trusted, nothing is pre-approved.
