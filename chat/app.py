@@ -153,6 +153,7 @@ class ChatApp:
         answer = MarkdownStream(core.width(), theme=core.theme) if core.rich else None
         core.turn_since.setdefault(turn_id, time.monotonic())
         asked: dict[str, str] = {}
+        diffed: set[str] = set()
         if turn_id not in core.own_turns:
             # Started by someone else (another client, or the host from the queue): say by what.
             turn, _ = actions.turn_snapshot(core.state(), turn_id)
@@ -171,6 +172,7 @@ class ChatApp:
                         return
                 else:
                     self._show(view, answer, turn_id, turn, finished)
+                    await self._show_unasked_edits(turn, diffed)
                     if finished:
                         self._turn_ended(turn_id, turn)
                         return
@@ -201,6 +203,20 @@ class ChatApp:
             core.start_seq = None
             if core.eof:
                 raise ChatExit(0)
+
+    async def _show_unasked_edits(self, turn: dict[str, Any], diffed: set[str]) -> None:
+        """The diff of each edit that ran without the user being asked (accept-edits, full-auto, a
+        remembered choice, a rule), once, after its call: what an asked one showed before it ran."""
+        for part in turn.get("responseParts") or ():
+            call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+            if (not isinstance(call, dict) or call.get("status") != "completed" or not call.get("success")
+                    or call.get("confirmed") == "user-action" or call.get("toolCallId") in diffed):
+                continue
+            diffed.add(call["toolCallId"])
+            # The result's fileEdit items: each file's content before and after, as an asked call's edits.
+            edits = [item for item in call.get("content") or () if isinstance(item, dict) and item.get("type") == "fileEdit"]
+            if edits:
+                self.core.write(await self.dialogs.edits_preview({"edits": {"items": edits}}))
 
     def _show(self, view: TurnView, answer: MarkdownStream | None, turn_id: str, turn: dict[str, Any], finished: bool) -> None:
         """Draw what is new in the turn: answer text as markdown (whole blocks printed, the rest
