@@ -268,6 +268,7 @@ class CustomizationService:
             container = by_id[_dir_uri(runtime, spec.relative)]
             assert runtime.working_directory is not None
             extra = runtime.settings_notes if spec.format == "settings" else ()
+            runtime.directory_stamps[container.id] = _folder_stamp(runtime.working_directory, spec)
             container.loaded = plugins.load_directory(runtime.working_directory, spec, extra_diagnostics=extra)
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
@@ -485,6 +486,7 @@ class CustomizationService:
         self.resumed(runtime.session)
         if self.claude is not None and self.claude.refresh():
             self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
+        self._refresh_directories(runtime)
         installed = self._installed
         if installed is not None and not installed.is_set():
             # The plugins the settings switch on are being installed: the turn has them, as the
@@ -943,6 +945,28 @@ class CustomizationService:
                       and isinstance(child.get("state"), dict)}
             self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
 
+    def _refresh_directories(self, runtime: SessionCustomizations) -> None:
+        """The workspace folders that changed since they were read (a command file added to
+        ``.claude/commands``, a skills folder created) are read again: the session has what they
+        hold from this turn on, as Claude Code finds a new command without a restart."""
+        folder = runtime.working_directory
+        if folder is None:
+            return
+        for spec in self._directory_specs(runtime):
+            uri = _dir_uri(runtime, spec.relative)
+            stamp = _folder_stamp(folder, spec)
+            existing = runtime.container(uri)
+            if existing is not None and runtime.directory_stamps.get(uri) == stamp:
+                continue
+            runtime.directory_stamps[uri] = stamp
+            extra = runtime.settings_notes if spec.format == "settings" else ()
+            container = Container(id=uri, loaded=plugins.load_directory(folder, spec, extra_diagnostics=extra), name=spec.display_name,
+                                  uri=uri, directory=spec)
+            container.held = self._held(runtime, container)
+            if existing is not None:
+                container.enabled = existing.enabled
+            self._put(runtime, container, existing, len(runtime.containers))
+
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
         if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
             return []
@@ -1035,3 +1059,34 @@ def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, st
             return None
         return str(request.get("message") or "The agent is asking for your input"), "elicitation_dialog"
     return None
+
+
+def _folder_stamp(working_directory: Path, spec: Any) -> tuple[Any, ...]:
+    """What changes when a workspace folder's files do: each file's (or, for a folder, each entry's
+    and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``)."""
+    def entries(path: Path, depth: int) -> list[Any]:
+        try:
+            found = sorted(os.scandir(path), key=lambda entry: entry.name)
+        except OSError:
+            return []
+        listed: list[Any] = []
+        for entry in found:
+            try:
+                info = entry.stat()
+            except OSError:
+                continue
+            listed.append((entry.name, info.st_size, info.st_mtime_ns))
+            if depth and entry.is_dir(follow_symlinks=False):
+                listed.append(tuple(entries(Path(entry.path), depth - 1)))
+        return listed
+
+    if spec.files:
+        stamps: list[Any] = []
+        for name in spec.files:
+            try:
+                info = (working_directory / name).stat()
+                stamps.append((name, info.st_size, info.st_mtime_ns))
+            except OSError:
+                stamps.append((name, None))
+        return tuple(stamps)
+    return tuple(entries(working_directory / spec.relative, 1))

@@ -363,3 +363,17 @@ async def test_a_plugins_agent_runs_its_commands_with_the_plugin_root_set(tmp_pa
     assert f"Run scripts from {plugin.resolve()}/bin." in (provider.requests[1].system or "")
     [echoed] = tool_results(provider, 2)
     assert echoed.text.startswith(f"agent-sees={plugin.resolve()}\n")
+
+
+async def test_a_command_file_added_during_the_session_is_known_at_the_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    provider = ScriptedProvider([reply("hi"), reply("hello, world")])
+    async with serving(config_for(tmp_path, tools={"enabled": True}), frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        await run_turn(client, session, "hi")
+        (work / ".claude" / "commands").mkdir(parents=True)
+        (work / ".claude" / "commands" / "greet.md").write_text("---\ndescription: Greet\n---\nSay hello to $ARGUMENTS.\n")
+        await run_turn(client, session, "/greet world")  # no new session needed
+        await idle(client, session)
+    assert _user_text(provider, 1).strip() == "Say hello to world."
