@@ -39,11 +39,7 @@ from plugins.claude_settings import SettingsLayer, permission_rules, read_settin
 from plugins.diagnostics import Diagnostic, LoadState, Severity
 from tools.policy import PolicyRuleError, Rule, parse_rule
 
-__all__ = ["ClaudeCode", "ClaudePlugin", "SessionView", "USER_INSTRUCTIONS"]
-
-USER_INSTRUCTIONS = plugins.DirectorySpec(".", "files", name="Claude Code user instructions", writable=False,
-                                          files=("CLAUDE.md",), in_project=False)
-"""The user's ``CLAUDE.md`` in the Claude Code folder, with its ``@path`` imports."""
+__all__ = ["ClaudeCode", "ClaudePlugin", "SessionView"]
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +116,11 @@ class ClaudeCode:
                                                          extra_diagnostics=[*self.user.diagnostics, *self._user_notes])
         self.user_instructions = None
         if (self.config_dir / "CLAUDE.md").is_file():
-            self.user_instructions = plugins.load_directory(self.config_dir, USER_INSTRUCTIONS)
+            # The user's CLAUDE.md with its @path imports (the spec is made here: the plugin loader is
+            # one the start-up plan defers, see host/startup.py).
+            spec = plugins.DirectorySpec(".", "files", name="Claude Code user instructions", writable=False,
+                                         files=("CLAUDE.md",), in_project=False)
+            self.user_instructions = plugins.load_directory(self.config_dir, spec)
         for diagnostic in [*self.user.diagnostics, *self._user_notes]:
             logger.log(logging.WARNING if diagnostic.severity.value in ("problem", "fatal") else logging.INFO, "%s", diagnostic)
 
