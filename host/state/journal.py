@@ -34,11 +34,13 @@ later copies it into the database, but one record appended to the file ``<journa
 ``os.write`` of the texts' ``run_texts`` rows as JSON, behind a CRC-32; about 50 bytes a piece):
 in the page cache once written, so it survives the process being killed, as a WAL commit does.
 The next SQLite transaction (any other entry, a run's next head, ``settle``: snapshots, readers,
-closing; or a tail past ``TAIL_BYTES``) writes the tail's rows into ``run_texts`` with its own,
-synced (``synchronous=FULL``, so that a power loss cannot take what the tail held once it is
-emptied), then empties the tail. Opening the journal settles what a killed process left there
-(valid records up to the first torn one; rows already in ``run_texts`` are skipped, so settling
-twice writes nothing twice). The SQLite tables keep their format: a reader of the file alone
+closing; or a tail past ``TAIL_BYTES``) writes the tail's rows into ``run_texts`` with its own
+and moves ``meta.tail`` (the tail's generation) on, then empties the tail and starts it with the
+new generation's header. Opening the journal settles what a killed process left there (valid
+records up to the first torn one; rows already in ``run_texts`` are skipped) if its generation is
+the one SQLite holds: a power loss that takes the settling commit leaves SQLite at the older
+generation and the tail at the newer, whose texts would follow a hole, so they are dropped with
+the commits the loss took (as before, a power loss takes the last commits, never ones between). The SQLite tables keep their format: a reader of the file alone
 finds every entry, and run texts up to the last settle. The store flushes shortly after an append (a
 timer, or at once past a size threshold) and the transport flushes before any frame leaves the
 process, so nothing a client has seen can be missing after a crash.
@@ -332,8 +334,10 @@ class Journal:
             if row is not None and row[0] == "2":  # from now on it may hold run_texts rows
                 self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (_FORMAT_VERSION,))
             self._tail_path = Path(f"{path}-tail")
-            self._recover_tail()
-            self._tail = os.open(self._tail_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            generation = self._db.execute("SELECT value FROM meta WHERE key = 'tail'").fetchone()
+            self._generation = int(generation[0]) if generation is not None else 0
+            """The tail's generation, which each settle moves on (``meta.tail``)."""
+            self._tail = os.open(self._tail_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         except sqlite3.Error as error:
             raise JournalError(f"cannot open the journal at {path}: {error}") from error
         except OSError as error:
@@ -342,6 +346,10 @@ class Journal:
         """``run_texts`` rows the tail holds and SQLite does not yet."""
         self._tail_size = 0
         """Bytes written to the tail since it was last emptied."""
+        try:
+            self._recover_tail()
+        except (sqlite3.Error, OSError) as error:
+            raise JournalError(f"cannot settle the journal's tail at {self._tail_path}: {error}") from error
         self.entries_since_snapshot = 0
         self.chars_since_snapshot = 0
         """Characters journaled since the last snapshot (what the next recovery would re-read)."""
@@ -437,10 +445,8 @@ class Journal:
                 self._appended(texts)
                 return
         sizes: list[tuple[int, bool, int]] = []
-        synced = bool(self._tail_texts)
+        settling = bool(self._tail_texts)
         try:
-            if synced:  # the tail is emptied after this commit: a power loss must not take what it held
-                self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("BEGIN")
             plain: list[tuple[Any, ...]] = []
             for item in self._pending:
@@ -454,22 +460,15 @@ class Journal:
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
             self._db.executemany(_INSERT_TEXT, [(entry, seq, encode(marks), content)
                                                 for entry, seq, marks, content in (*self._tail_texts, *texts)])
+            if settling:
+                self._next_generation()
             self._db.execute("COMMIT")
         except sqlite3.Error as error:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
-        finally:
-            if synced:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("PRAGMA synchronous=NORMAL")
-        if synced:
-            try:
-                os.ftruncate(self._tail, 0)
-            except OSError as error:
-                raise JournalError(f"cannot empty the journal's tail at {self._tail_path}: {error}") from error
-            self._tail_texts.clear()
-            self._tail_size = 0
+        if settling:
+            self._restart_tail()
         for item in self._pending:
             if isinstance(item, _Run):
                 item.written()
@@ -500,28 +499,45 @@ class Journal:
             sizes.append((first + offset, kind == "action", len(body or "")))
         plain.clear()
 
-    def _recover_tail(self) -> None:
-        """Settle what a previous process left in the tail file (its valid records, up to the first
-        torn or damaged one), then empty it."""
+    def _next_generation(self) -> None:
+        """In a settling transaction: the tail's next generation (what it holds is in SQLite now)."""
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('tail', ?)", (str(self._generation + 1),))
+
+    def _restart_tail(self) -> None:
+        """After a settling commit: empty the tail and start it at the new generation."""
+        self._generation += 1
+        header = b"G%d\n" % self._generation
         try:
-            data = self._tail_path.read_bytes()
-        except FileNotFoundError:
-            return
+            os.ftruncate(self._tail, 0)
+            os.write(self._tail, header)
+        except OSError as error:
+            raise JournalError(f"cannot empty the journal's tail at {self._tail_path}: {error}") from error
+        self._tail_texts.clear()
+        self._tail_size = len(header)
+
+    def _recover_tail(self) -> None:
+        """Settle what a previous process left in the tail (its valid records up to the first torn
+        or damaged one), if it is of the generation SQLite says is open: a tail of another
+        generation was settled already, or follows a settle that a power loss took (its texts
+        would leave a hole), and is dropped. Then start the next generation."""
+        data = os.pread(self._tail, os.fstat(self._tail).st_size, 0)
         texts: list[tuple[Any, ...]] = []
-        for line in data.split(b"\n")[:-1]:  # the last piece has no newline: torn, or empty
-            body = line[8:]
-            try:
-                valid = int(line[:8], 16) == zlib.crc32(body)
-            except ValueError:
-                valid = False
-            if not valid:
-                break
-            texts.extend((entry, seq, encode(marks), content) for entry, seq, marks, content in json.loads(body))
-        if texts:
-            with self._transaction():
-                self._db.executemany(_INSERT_TEXT, texts)
-        with open(self._tail_path, "r+b") as tail:
-            tail.truncate(0)
+        lines = data.split(b"\n")[:-1]  # the last piece has no newline: torn, or empty
+        if lines and lines[0] == b"G%d" % self._generation:
+            for line in lines[1:]:
+                body = line[8:]
+                try:
+                    valid = int(line[:8], 16) == zlib.crc32(body)
+                except ValueError:
+                    valid = False
+                if not valid:
+                    break
+                texts.extend((entry, seq, encode(marks), content) for entry, seq, marks, content in json.loads(body))
+        with self._transaction():
+            self._db.executemany(_INSERT_TEXT, texts)
+            self._next_generation()
+        self._tail_texts = []
+        self._restart_tail()
 
     def end_runs(self) -> None:
         """Close every open run (before a snapshot: rows it covers must not change afterwards)."""
