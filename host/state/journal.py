@@ -875,8 +875,10 @@ class Journal:
             self._db.close()
         except (sqlite3.Error, JournalError):
             pass
-        with contextlib.suppress(OSError):
-            os.close(self._tail)
+        if self._tail >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._tail)
+            self._tail = -1  # closing twice must not close a descriptor reused since
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
