@@ -10,6 +10,14 @@
    tick instead, what a forced write does and what this benchmark did before 2026-11-29); baseline:
    the same store with no journal, in the same run. Microseconds per delta, median of ``--repeat``.
 2. Rows. How many journal rows a 10,000-delta turn leaves.
+   Bytes. What the journal writes per delta of a ``--bytes-deltas`` turn at a model's pace: each
+   delta committed on its own (at 20 chunks/s a frame waits at most ``MIN_COMMIT_INTERVAL`` for
+   its commit, so every chunk has a commit of its own), then everything settled into SQLite and
+   the WAL copied into the database (what its checkpoints would copy). Counted by the kernel for this process (``/proc/self/io``):
+   ``wchar``, the bytes handed to ``write``/``pwrite`` (the journal's files are all this process
+   writes), and ``write_bytes``, the page-cache pages those writes dirtied (a page dirtied again
+   before writeback counts once, so it depends on the pace; given for information). Again with 8
+   deltas per commit (a fast stream).
 3. Stalls. A store holding ``--state-mb`` MB of chat state, spread over 250 chats, and again
    in one long chat (turns of ~100 kB), snapshots every 100 rows while 20 chats stream (20 deltas
    per tick, committed as in 1) and the large chats change now and then (so snapshots rewrite
@@ -109,6 +117,34 @@ async def rows_for_a_turn(deltas: int) -> int:
             count = db.execute("SELECT COUNT(*) FROM entries WHERE seq > 2").fetchone()[0]
         store.close()
     return count
+
+
+def _io() -> tuple[int, int]:
+    """``(wchar, write_bytes)`` of this process so far."""
+    fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    return int(fields["wchar"]), int(fields["write_bytes"])
+
+
+def bytes_per_delta(deltas: int, per_commit: int) -> tuple[float, float]:
+    """Bytes written per delta (``wchar``, ``write_bytes``), ``per_commit`` deltas per commit."""
+    with tempfile.TemporaryDirectory() as data:
+        store = _store(data)
+        _start(store, "bench:/a")
+        store.flush()
+        before = _io()
+        for index in range(deltas):
+            store.dispatch("bench:/a", {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f" tok{index % 10}"})
+            if index % per_commit == per_commit - 1:
+                store.flush()
+        store.flush()
+        journal = store._journal
+        assert journal is not None
+        if "settle" in journal.flush.__code__.co_varnames:  # this build's tail: what it holds goes to SQLite too
+            journal.flush(settle=True)
+        journal.checkpoint_here()
+        after = _io()
+        store.close()
+    return (after[0] - before[0]) / deltas, (after[1] - before[1]) / deltas
 
 
 @dataclass
@@ -251,6 +287,8 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--trace-stalls", type=float, metavar="MS",
                         help="print where the event loop was during each journaled run's stall longer than MS")
+    parser.add_argument("--bytes-deltas", type=int, default=2_000, help="deltas of the turn whose bytes are counted")
+    parser.add_argument("--bytes-only", action="store_true", help="count the bytes written per delta only")
     parser.add_argument("--stalls-only", action="store_true", help="measure the stalls only (part 3)")
     parser.add_argument("--commit-every-tick", action="store_true",
                         help="commit at the end of every tick (Store.flush) instead of as connections wait for commits")
@@ -258,6 +296,15 @@ async def main() -> None:
     commits = "a commit at the end of every tick" if args.commit_every_tick else "commits as connections wait for them"
     print(f"journal, median of {args.repeat}; {commits}; {machine_note()}")
     print(f"command: {command_line()}")
+    if not args.stalls_only:
+        for per_commit, pace in ((1, "a model's pace, every delta committed on its own"), (8, "a fast stream, 8 deltas per commit")):
+            counts = [bytes_per_delta(args.bytes_deltas, per_commit) for _ in range(args.repeat)]
+            print(f"bytes written per delta, {args.bytes_deltas}-delta turn at {pace}: "
+                  f"{median([c[0] for c in counts]):.0f} (write syscalls, runs {', '.join(f'{c[0]:.0f}' for c in counts)}); "
+                  f"page cache dirtied {median([c[1] for c in counts]):.0f}", flush=True)
+    if args.bytes_only:
+        print(f"load average after the run: {machine_note()}")
+        return
     if not args.stalls_only:
         journaled, memory = [], []
         for _ in range(args.repeat):

@@ -178,14 +178,15 @@ class EmbeddedLog:
 
     # -- durability ----------------------------------------------------------------------------
 
-    def flush(self) -> None:
+    def flush(self, settle: bool = False) -> None:
         """Make every journaled entry durable (cheap when there is nothing to commit), then run the
-        callbacks ``when_durable`` deferred."""
+        callbacks ``when_durable`` deferred. ``settle``: into SQLite itself, the journal's tail
+        with it (``Journal.flush``)."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
-        if self.journal is not None and self.journal.dirty:
-            self.journal.flush()
+        if self.journal is not None and (self.journal.dirty or settle):
+            self.journal.flush(settle)
             self._last_commit = time.monotonic()
             self._check_wal(background=True)
         if self._on_commit:
@@ -219,7 +220,7 @@ class EmbeddedLog:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self.flush()  # no event loop (tools, tests): commit at once
+            self.flush(settle=True)  # no event loop (tools, tests): commit into SQLite at once
             return
         due = loop.time() + delay
         if self._flush_timer is not None:

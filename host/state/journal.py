@@ -26,7 +26,22 @@ a snapshot, or ``RUN_LIMIT`` pieces end a run.
 
 **Batches.** Appends are kept in memory and ``flush`` writes them in one transaction
 (``synchronous=NORMAL`` in WAL mode: once ``flush`` returns, the entries survive the process being
-killed; only a power loss can take the last few). The store flushes shortly after an append (a
+killed; only a power loss can take the last few).
+
+**The tail.** A commit that holds only run texts (a streamed chunk at a model's pace: one piece of
+an open run per commit) is not a SQLite transaction, which writes at least a 4 KiB page of WAL and
+later copies it into the database, but one record appended to the file ``<journal>-tail`` (an
+``os.write`` of the texts' ``run_texts`` rows as JSON, behind a CRC-32; about 50 bytes a piece):
+in the page cache once written, so it survives the process being killed, as a WAL commit does.
+The next SQLite transaction (any other entry, a run's next head, ``settle``: snapshots, readers,
+closing; or a tail past ``TAIL_BYTES``) writes the tail's rows into ``run_texts`` with its own
+and moves ``meta.tail`` (the tail's generation) on, then empties the tail and starts it with the
+new generation's header. Opening the journal settles what a killed process left there (valid
+records up to the first torn one; rows already in ``run_texts`` are skipped) if its generation is
+the one SQLite holds: a power loss that takes the settling commit leaves SQLite at the older
+generation and the tail at the newer, whose texts would follow a hole, so they are dropped with
+the commits the loss took (as before, a power loss takes the last commits, never ones between). The SQLite tables keep their format: a reader of the file alone
+finds every entry, and run texts up to the last settle. The store flushes shortly after an append (a
 timer, or at once past a size threshold) and the transport flushes before any frame leaves the
 process, so nothing a client has seen can be missing after a crash.
 
@@ -66,6 +81,7 @@ import json
 import os
 import sqlite3
 import threading
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -131,8 +147,19 @@ journal without a model was written by an older build, whose store held AHP 0.2.
 actions; ``host.state.journal_upgrade`` converts it once."""
 
 _INSERT = "INSERT INTO entries(kind, channel, seq, now, body) VALUES (?, ?, ?, ?, ?)"
+_INSERT_TEXT = "INSERT OR IGNORE INTO run_texts(entry, seq, marks, content) VALUES (?, ?, ?, ?)"
+"""Idempotent: a tail recovered twice (a crash between a settle and the tail's truncation, or a
+second journal opened on a running one's file) writes nothing twice."""
 
-RUN_LIMIT = 64
+TAIL_BYTES = 128 << 10
+"""Most bytes the tail file holds before its texts are settled into SQLite (one transaction of at
+most this much: a few milliseconds of the event loop)."""
+
+TAIL_COMMIT_CHARS = 4_096
+"""A commit whose texts hold more characters than this goes to SQLite (with the tail), not to the
+tail: large texts are written once."""
+
+RUN_LIMIT = 512
 """Most text appends one run holds (a run is its head row plus one ``run_texts`` row per later
 commit; recovery joins them into one envelope)."""
 
@@ -193,12 +220,9 @@ class _Run(TextRun):
         self.row_id = db.execute(_INSERT, ("action", self.channel, self.seqs[-1], self.now, body)).lastrowid
         return len(body)
 
-    def append(self, db: sqlite3.Connection) -> int:
-        """Write the pieces appended since the last commit as one ``run_texts`` row; the characters written."""
-        marks, content = encode(self.marks()), "".join(self.pieces)
-        db.execute("INSERT INTO run_texts(entry, seq, marks, content) VALUES (?, ?, ?, ?)",
-                   (self.row_id, self.seqs[-1], marks, content))
-        return len(marks) + len(content)
+    def more(self) -> tuple[Any, ...]:
+        """The pieces appended since the last commit, as one ``run_texts`` row (its marks a list)."""
+        return (self.row_id, self.seqs[-1], self.marks(), "".join(self.pieces))
 
     def written(self) -> None:
         self.used_up()
@@ -309,8 +333,23 @@ class Journal:
                 )
             if row is not None and row[0] == "2":  # from now on it may hold run_texts rows
                 self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (_FORMAT_VERSION,))
+            self._tail_path = Path(f"{path}-tail")
+            generation = self._db.execute("SELECT value FROM meta WHERE key = 'tail'").fetchone()
+            self._generation = int(generation[0]) if generation is not None else 0
+            """The tail's generation, which each settle moves on (``meta.tail``)."""
+            self._tail = os.open(self._tail_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         except sqlite3.Error as error:
             raise JournalError(f"cannot open the journal at {path}: {error}") from error
+        except OSError as error:
+            raise JournalError(f"cannot open the journal's tail at {path}-tail: {error}") from error
+        self._tail_texts: list[tuple[Any, ...]] = []
+        """``run_texts`` rows the tail holds and SQLite does not yet."""
+        self._tail_size = 0
+        """Bytes written to the tail since it was last emptied."""
+        try:
+            self._recover_tail()
+        except (sqlite3.Error, OSError) as error:
+            raise JournalError(f"cannot settle the journal's tail at {self._tail_path}: {error}") from error
         self.entries_since_snapshot = 0
         self.chars_since_snapshot = 0
         """Characters journaled since the last snapshot (what the next recovery would re-read)."""
@@ -386,11 +425,27 @@ class Journal:
         """Entries were appended since the last ``flush``."""
         return bool(self._pending or self._to_append)
 
-    def flush(self) -> None:
-        """Write every entry appended so far in one transaction and commit it."""
-        if not self.dirty:
+    def flush(self, settle: bool = False) -> None:
+        """Make every entry appended so far durable. A commit of run texts alone (the pieces a text
+        run streamed since its last commit) is one record appended to the tail file; any other
+        (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it."""
+        if not self.dirty and not (settle and self._tail_texts):
             return
+        texts = [run.more() for run in self._to_append]
+        if not settle and not self._pending and sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS:
+            line = encode(texts).encode()
+            record = b"%08x%b\n" % (zlib.crc32(line), line)
+            if self._tail_size + len(record) <= TAIL_BYTES:
+                try:
+                    os.write(self._tail, record)
+                except OSError as error:
+                    raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
+                self._tail_size += len(record)
+                self._tail_texts.extend(texts)
+                self._appended(texts)
+                return
         sizes: list[tuple[int, bool, int]] = []
+        settling = bool(self._tail_texts)
         try:
             self._db.execute("BEGIN")
             plain: list[tuple[Any, ...]] = []
@@ -403,24 +458,33 @@ class Journal:
                     plain.append(item)
             self._insert_plain(plain, sizes)
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
-            appended: list[tuple[int, int]] = [(run.row_id, run.append(self._db)) for run in self._to_append]  # type: ignore[misc]
+            self._db.executemany(_INSERT_TEXT, [(entry, seq, encode(marks), content)
+                                                for entry, seq, marks, content in (*self._tail_texts, *texts)])
+            if settling:
+                self._next_generation()
             self._db.execute("COMMIT")
         except sqlite3.Error as error:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        if settling:
+            self._restart_tail()
         for item in self._pending:
             if isinstance(item, _Run):
                 item.written()
-        for run in self._to_append:
-            run.written()
         for row_id, is_action, size in sizes:
             self._sizes[row_id] = (is_action, size)
-        for row_id, size in appended:
+        self._appended(texts)
+        self._pending.clear()
+
+    def _appended(self, texts: list[tuple[Any, ...]]) -> None:
+        """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""
+        for run in self._to_append:
+            run.written()
+        for row_id, _seq, marks, content in texts:
             known = self._sizes.get(row_id)
             if known is not None:
-                self._sizes[row_id] = (True, known[1] + size)
-        self._pending.clear()
+                self._sizes[row_id] = (True, known[1] + 16 * len(marks) + len(content))  # the marks' JSON, near enough
         self._to_append.clear()
 
     def _insert_plain(self, plain: list[tuple[Any, ...]], sizes: list[tuple[int, bool, int]]) -> None:
@@ -435,19 +499,60 @@ class Journal:
             sizes.append((first + offset, kind == "action", len(body or "")))
         plain.clear()
 
+    def _next_generation(self) -> None:
+        """In a settling transaction: the tail's next generation (what it holds is in SQLite now)."""
+        self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('tail', ?)", (str(self._generation + 1),))
+
+    def _restart_tail(self) -> None:
+        """After a settling commit: empty the tail and start it at the new generation."""
+        self._generation += 1
+        header = b"G%d\n" % self._generation
+        try:
+            os.ftruncate(self._tail, 0)
+            os.write(self._tail, header)
+        except OSError as error:
+            raise JournalError(f"cannot empty the journal's tail at {self._tail_path}: {error}") from error
+        self._tail_texts.clear()
+        self._tail_size = len(header)
+
+    def _recover_tail(self) -> None:
+        """Settle what a previous process left in the tail (its valid records up to the first torn
+        or damaged one), if it is of the generation SQLite says is open: a tail of another
+        generation was settled already, or follows a settle that a power loss took (its texts
+        would leave a hole), and is dropped. Then start the next generation."""
+        data = os.pread(self._tail, os.fstat(self._tail).st_size, 0)
+        texts: list[tuple[Any, ...]] = []
+        lines = data.split(b"\n")[:-1]  # the last piece has no newline: torn, or empty
+        if lines and lines[0] == b"G%d" % self._generation:
+            for line in lines[1:]:
+                body = line[8:]
+                try:
+                    valid = int(line[:8], 16) == zlib.crc32(body)
+                except ValueError:
+                    valid = False
+                if not valid:
+                    break
+                texts.extend((entry, seq, encode(marks), content) for entry, seq, marks, content in json.loads(body))
+        with self._transaction():
+            self._db.executemany(_INSERT_TEXT, texts)
+            self._next_generation()
+        self._tail_texts = []
+        self._restart_tail()
+
     def end_runs(self) -> None:
         """Close every open run (before a snapshot: rows it covers must not change afterwards)."""
         for channel in list(self._runs):
             self._end_run(channel)
 
     def begin_snapshot(self) -> int:
-        """Close every open run and commit; the id of the newest entry, which a snapshot taken now
-        is "as of" (rows a snapshot covers must not change afterwards). A full snapshot (an older
-        format's file) writes every turn again: the rows known for turns are forgotten."""
+        """Close every open run and commit (the tail settled); the id of the newest entry, which a
+        snapshot taken now is "as of" (rows a snapshot covers must not change afterwards). A full
+        snapshot (an older format's file) writes every turn again: the rows known for turns are
+        forgotten."""
         if self.needs_full_snapshot:
             self._turn_rows.clear()
         self.end_runs()
-        self.flush()
+        self.flush(settle=True)
         self.entries_since_snapshot = 0
         self.chars_since_snapshot = 0
         return self._db.execute("SELECT COALESCE(MAX(id), 0) FROM entries").fetchone()[0]
@@ -540,7 +645,7 @@ class Journal:
         state)) as of ``seq``, in the state model ``model``, in one transaction (an upgrade of
         an older build's journal: its entries are in the old model, so none is kept)."""
         self.end_runs()
-        self.flush()
+        self.flush(settle=True)
         try:
             with self._transaction():
                 for table in ("entries", "run_texts", "snapshots", "channel_states", "channel_state_parts"):
@@ -723,6 +828,7 @@ class Journal:
 
     def entries_after(self, entry_id: int) -> Iterator[JournalEntry]:
         """The entries after ``entry_id`` in order, each run's rows joined into its one envelope."""
+        self.flush(settle=True)
         continuations = self._continuations(entry_id)
         cursor = self._db.execute(
             "SELECT id, kind, channel, seq, now, body FROM entries WHERE id > ? ORDER BY id", (entry_id,)
@@ -732,6 +838,7 @@ class Journal:
 
     def recent_actions(self, limit: int) -> list[JournalEntry]:
         """The newest ``limit`` action entries, oldest first, each run joined into its one envelope."""
+        self.flush(settle=True)
         rows = self._db.execute(
             "SELECT id, kind, channel, seq, now, body FROM entries WHERE kind='action' ORDER BY id DESC LIMIT ?",
             (limit,),
@@ -764,10 +871,14 @@ class Journal:
 
     def close(self) -> None:
         try:
-            self.flush()
+            self.flush(settle=True)
             self._db.close()
-        except sqlite3.Error:
+        except (sqlite3.Error, JournalError):
             pass
+        if self._tail >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._tail)
+            self._tail = -1  # closing twice must not close a descriptor reused since
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

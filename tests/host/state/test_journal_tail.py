@@ -1,0 +1,129 @@
+"""The journal's tail: streamed text committed as records appended to ``<journal>-tail`` survives
+the process being killed (SIGKILL), a torn last record is left out, and settling is idempotent."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from host.state.journal import Journal
+from tests.host.state.test_journal import A, chat_state, open_store, start_turn
+
+_STREAM_THEN_DIE = textwrap.dedent("""
+    import asyncio, os, signal, sys
+    from pathlib import Path
+    from tests.host.state.test_journal import A, chat_state, open_store, start_turn
+
+    async def main() -> None:
+        store = open_store(Path(sys.argv[1]))
+        store.create(A, "chat", chat_state(A))
+        start_turn(store, A, "t")
+        for index in range(300):  # a model's pace: each delta's frame waits for its own commit
+            store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{index}>"})
+            durable = asyncio.get_running_loop().create_future()
+            store.when_durable(lambda: durable.set_result(None))
+            await durable
+            print(index, flush=True)  # what a client has been sent
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    asyncio.run(main())
+""")
+
+
+def _records(tail: Path) -> int:
+    """Records the tail holds (after its generation's header line)."""
+    return max(0, tail.read_bytes().count(b"\n") - 1)
+
+
+def _stream_and_kill(path: Path) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", _STREAM_THEN_DIE, str(path)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[3], timeout=120)
+    assert done.returncode == -9, done.stderr
+    return done.stdout.split()
+
+
+def test_deltas_committed_to_the_tail_survive_sigkill(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    sent = _stream_and_kill(path)
+    assert len(sent) == 300
+    assert _records(Path(f"{path}-tail")) > 0  # the last deltas were in the tail only
+    again = open_store(path)
+    text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
+    assert text == "".join(f"<{index}>" for index in range(300))
+    assert len(again.replay(again.seq - 300, [A]) or []) == 300  # each delta back with its own serverSeq
+    assert _records(Path(f"{path}-tail")) == 0  # settled into SQLite on opening
+
+
+def test_a_torn_last_record_of_the_tail_is_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    _stream_and_kill(path)
+    tail = Path(f"{path}-tail")
+    records = tail.read_bytes().split(b"\n")[:-1]  # the header, then the records
+    assert len(records) >= 3
+    tail.write_bytes(b"\n".join(records[:-1]) + b"\n" + records[-1][: len(records[-1]) // 2])  # cut mid-write
+    again = open_store(path)
+    text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
+    assert text == "".join(f"<{index}>" for index in range(299))  # the last delta's record was torn
+
+
+def test_a_damaged_record_ends_what_the_tail_gives(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    _stream_and_kill(path)
+    tail = Path(f"{path}-tail")
+    records = tail.read_bytes().split(b"\n")[:-1]  # the header, then the records
+    flipped = records[-2].replace(b"<", b"(", 1)  # same length, wrong checksum
+    tail.write_bytes(b"\n".join([*records[:-2], flipped, records[-1]]) + b"\n")
+    again = open_store(path)
+    text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
+    assert text == "".join(f"<{index}>" for index in range(298))
+
+
+def test_a_tail_settled_by_another_journal_is_not_written_twice(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    _stream_and_kill(path)
+    tail = Path(f"{path}-tail")
+    kept = tail.read_bytes()
+    Journal(path).close()  # settles the tail
+    tail.write_bytes(kept)  # as if killed between the settle and emptying the tail
+    again = open_store(path)
+    assert again.state(A)["activeTurn"]["responseParts"][0]["content"] == "".join(f"<{index}>" for index in range(300))
+
+
+def test_a_running_store_settles_its_tail_with_its_next_transaction(tmp_path: Path) -> None:
+    import asyncio
+
+    async def stream() -> None:
+        store = open_store(tmp_path / "journal.sqlite3")
+        store.create(A, "chat", chat_state(A))
+        start_turn(store, A, "t")
+        for index in range(20):
+            store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{index}>"})
+            durable = asyncio.get_running_loop().create_future()
+            store.when_durable(lambda durable=durable: durable.set_result(None))
+            await durable
+        tail = Path(f"{tmp_path / 'journal.sqlite3'}-tail")
+        assert _records(tail) > 0
+        store.dispatch(A, {"type": "chat/usage", "turnId": "t", "usage": {"inputTokens": 1, "outputTokens": 1}})
+        store.flush()
+        assert _records(tail) == 0
+        again = open_store(tmp_path / "journal.sqlite3")
+        assert again.state(A) == store.state(A)
+        store.close()
+
+    asyncio.run(stream())
+
+
+def test_a_tail_ahead_of_sqlite_is_dropped_whole_never_leaving_a_hole(tmp_path: Path) -> None:
+    # A power loss that took the commit which settled the previous tail leaves SQLite a generation
+    # behind the tail: the tail's texts would follow missing ones, so none of them is taken.
+    path = tmp_path / "journal.sqlite3"
+    _stream_and_kill(path)
+    tail = Path(f"{path}-tail")
+    header, rest = tail.read_bytes().split(b"\n", 1)
+    tail.write_bytes(b"G%d\n" % (int(header[1:]) + 1) + rest)
+    again = open_store(path)
+    text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
+    whole = "".join(f"<{index}>" for index in range(300))
+    assert whole.startswith(text) and len(text) < len(whole)
