@@ -14,7 +14,7 @@ order first seen, naming the path and the rule and, where there is one, the sett
 * "No such process": the host's processes are not visible from the sandbox.
 
 A line whose path cannot be told gets the rule's general sentence. No I/O beyond resolving paths
-(``os.path``); the output is never changed.
+(``os.path.realpath``: a link out of a folder is named by where it leads); the output is never changed.
 """
 
 from __future__ import annotations
@@ -37,22 +37,29 @@ def denials(output: str, sandbox: OsSandbox, working_directory: Path) -> list[st
     for line in output.splitlines():
         for error in _ERRORS:
             if error in line:
-                note = _note(error, _paths(line, working_directory), sandbox)
+                note = _note(error, _paths(line, error, working_directory), sandbox)
                 if note:
                     notes[note] = None
     return list(notes)
 
 
-def _paths(line: str, working_directory: Path) -> list[Path]:
-    found = [next(group for group in match.groups() if group) for match in _QUOTED.finditer(line)]
-    found += [match.group(1).rstrip(".,;") for match in _BARE.finditer(line)]
+def _paths(line: str, error: str, working_directory: Path) -> list[Path]:
+    """The paths a line names, the one the error is about first: the text just before
+    ``: <error>`` (``cat: /x: Permission denied``), else a quoted one after it (Python's
+    ``[Errno 13] Permission denied: '/x'``), then any other path-like word."""
+    before, _, after = line.partition(error)
+    last = before.rstrip().removesuffix(":").rsplit(": ", 1)[-1].strip()
+    quoted = [next(group for group in match.groups() if group) for match in _QUOTED.finditer(last)]
+    found = [quoted[-1] if quoted else last.split()[-1] if last.split() else ""]
+    found += [next(group for group in match.groups() if group) for match in _QUOTED.finditer(after)]
+    found += [match.group(1).rstrip(".,;:") for match in _BARE.finditer(line) if not line.startswith(match.group(1) + ":")]
     paths = []
     for text in found:
-        if not text or text.startswith(("http:", "https:")):
+        if not text or "/" not in text and not text.startswith(".") or text.startswith(("http:", "https:")):
             continue
         path = Path(os.path.expanduser(text))
-        paths.append(Path(os.path.normpath(path if path.is_absolute() else working_directory / path)))
-    return paths
+        paths.append(Path(os.path.realpath(path if path.is_absolute() else working_directory / path)))  # links followed, as the kernel did
+    return list(dict.fromkeys(paths))
 
 
 def _note(error: str, paths: list[Path], sandbox: OsSandbox) -> str | None:
@@ -67,7 +74,6 @@ def _note(error: str, paths: list[Path], sandbox: OsSandbox) -> str | None:
             if protected:
                 return (f"[sandbox] {path} is read-only in the sandbox: {protected} inside the session's folders stays "
                         "read-only so that nothing planted there runs later outside the sandbox.")
-        for path in paths:
             if not any(path.is_relative_to(folder) for folder in folders) and not path.is_relative_to("/tmp"):
                 return (f"[sandbox] {path} is outside the folders sandboxed commands may write ({shown} and a private /tmp): "
                         "the write was refused.")
