@@ -18,7 +18,9 @@ command has ended). Inside the sandbox:
   runs later outside the sandbox; commits still work) and the folder's own ``.claude/`` and
   ``.mcp.json`` (settings and servers the host would run). A protected name the folder does not
   have is still covered (an empty, read-only placeholder: a file or directory created for the
-  mount, removed again by ``release`` when nothing else put it there). Everything else is
+  mount, removed again by ``release`` when nothing else put it there). ``.git`` is a mount point
+  of its own, so it cannot be renamed away and replaced by one with hooks. A protected name that
+  is a symbolic link is not covered (a mount cannot be put on a link). Everything else is
   read-only (``EROFS``, "Read-only file system").
 * **Reads** everywhere except the hidden paths: ``SECRETS`` under the home directory (keys,
   cloud credentials, keyrings, our own client settings and chat history) plus ``hidden`` (the host's
