@@ -115,7 +115,9 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8765; 0 picks a free port)")
     _add_host_files(serve)
-    serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
+    serve.add_argument("--token-file", metavar="FILE",
+                       help="read the connection token from FILE (readable only by you; default: AGENT_HOST_TOKEN, the config, or a generated one)")
+    serve.add_argument("--token", help="connection token given on the command line (warns: every user sees it in ps); prefer --token-file")
     serve.add_argument("--record", action="store_true", help="record each turn's provider traffic to cassettes (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.

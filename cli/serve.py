@@ -26,6 +26,7 @@ from cli import shared_host
 from cli.config import load
 from host.config import ConfigError
 from host.service import AgentHost
+from host.state.private_files import private_directory, private_file
 from host.transport.server import serve
 
 __all__ = ["run"]
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             config = load(
                 args,
-                {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
+                {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": _given_token(args)},
                 True if args.record else None,
             )
         data_dir = config.data_path()
@@ -86,9 +87,14 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
             _detach(data_dir / "host.log")
             await shared_host.stop_when_unused(data_dir, lambda: running.connections, running.stop_soon)
 
+    def announce(line: str) -> None:
+        print(line, flush=True)
+        if not terminal:
+            print(_how_to_connect(line.rsplit(" ", 1)[-1], data_dir), file=sys.stderr, flush=True)
+
     try:
         asyncio.run(serve(
-            host, token=token, announce=lambda line: print(line, flush=True), listening=listening,
+            host, token=token, announce=announce, listening=listening,
             on_connection=on_connection if terminal and allowed is not None else None,
         ))
     except KeyboardInterrupt:
@@ -99,10 +105,50 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
     return 0
 
 
+TOKEN_ON_COMMAND_LINE = ("agent-host: warning: --token puts the token on the command line, where every user of this "
+                         "machine can read it (ps, /proc/<pid>/cmdline); pass --token-file FILE or set AGENT_HOST_TOKEN instead")
+
+
+def _given_token(args: argparse.Namespace) -> str | None:
+    """The token ``serve`` was given: from ``--token-file`` (a file only the user may read), or from
+    ``--token`` (with a warning); None to take ``AGENT_HOST_TOKEN``, the config's, or a fresh one."""
+    if args.token_file and args.token:
+        raise ConfigError("pass either --token-file or --token, not both")
+    if args.token_file:
+        return read_token_file(Path(args.token_file).expanduser())
+    if args.token:
+        print(TOKEN_ON_COMMAND_LINE, file=sys.stderr, flush=True)
+        return str(args.token)
+    return None
+
+
+def read_token_file(path: Path) -> str:
+    try:
+        info = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"the token file {path} does not exist: write the token into it (chmod 600) or leave --token-file out") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read the token file {path}: {error}") from None
+    if info.st_mode & 0o077:
+        raise ConfigError(f"the token file {path} can be read by other users (mode {info.st_mode & 0o777:04o}): run 'chmod 600 {path}'")
+    token = text.strip()
+    if not token or any(char.isspace() for char in token):
+        raise ConfigError(f"the token file {path} must hold the token alone, on one line (it is empty or has spaces in it)")
+    return token
+
+
+def _how_to_connect(url: str, data_dir: Path) -> str:
+    """The advice ``serve`` prints after its URL: clients that never put the token in a command line."""
+    return (f"agent-host: on this machine 'agent-host' finds this host by itself ({data_dir / shared_host.HOST_FILE}, readable "
+            f"only by you); give other clients the URL in their environment, not as an argument, which every user sees in ps: "
+            f"AGENT_HOST_URL='{url}' agent-host chat")
+
+
 @contextmanager
 def _data_lock(data_dir: Path) -> Iterator[None]:
     """Hold ``host.lock`` in the data directory for as long as a host runs on it (``cli.shared_host``)."""
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
+    private_directory(data_dir)  # a new one 0700; one others may read is tightened (or refused, when not the user's)
     with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
         if not shared_host.try_lock(handle, fcntl.LOCK_EX):
             raise _DataDirectoryTaken(_taken(data_dir))
@@ -157,7 +203,7 @@ def _detach(log: Path) -> None:
 
 
 def _log_to(path: Path) -> None:
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = logging.FileHandler(private_file(path), encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)
