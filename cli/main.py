@@ -22,12 +22,14 @@ config is replaced once unused, and named while in use.
 ``agent-host plugin marketplace add|list|update|remove`` and ``agent-host plugin
 install|uninstall|enable|disable|list`` manage Claude Code marketplaces and plugins (``cli.plugin_commands``).
 
-``agent-host serve [--host H] [--port P] [--config FILE] [--data-dir DIR] [--token T]`` starts the
+``agent-host serve [--host H] [--port P] [--config FILE] [--data-dir DIR] [--token-file FILE]`` starts the
 host and prints, on one line, the URL it listens on with the token, and publishes it in the data
 directory's ``host.json`` (so ``agent-host`` in a terminal uses it too). ``--port 0`` picks a free
 port. A non-loopback ``--host`` is refused unless a token was set explicitly (flag, config file or
 ``AGENT_HOST_TOKEN``): a generated token printed on one machine's console is no protection for a
-host reachable from the network.
+host reachable from the network. The token is read from ``--token-file`` or the environment, never
+needed on a command line (``--token`` still works and warns); after the URL, ``serve`` says on stderr how
+clients connect without one (``cli.serve``).
 
 Only one host at a time may use a data directory: every host holds an exclusive lock on
 ``host.lock`` there, and a second ``serve`` is refused with the holder's pid, where its URL is
