@@ -97,7 +97,7 @@ class Host:
     def __init__(self, data_dir: Path, config: Path, heap: Path | None = None, trace: bool = False,
                  collect: bool = False) -> None:
         self.journal = data_dir / "journal.sqlite3"
-        env = {**os.environ, "SHELL": "/bin/sh", "ENV": ""}
+        env = {**os.environ, "SHELL": "/bin/sh", "ENV": "", "AGENT_HOST_TOKEN": TOKEN}
         if trace:
             env["PYTHONTRACEMALLOC"] = "1"
         if collect:
@@ -106,8 +106,7 @@ class Host:
         self.samples: list[dict[str, Any]] = []
         program = ["-m", "cli.main"] if heap is None else ["-m", "benchmarks._heap_probe", str(heap)]
         self.process = subprocess.Popen(
-            [sys.executable, *program, "serve", "--port", "0", "--data-dir", str(data_dir),
-             "--token", TOKEN, "--config", str(config)],
+            [sys.executable, *program, "serve", "--port", "0", "--data-dir", str(data_dir), "--config", str(config)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env,
         )
         self.url = ""
