@@ -52,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
         with _data_lock(data_dir):
             if terminal:
                 _log_to(data_dir / "host.log")
+            # One others may read is tightened (said in the log: host.log for a terminal's host), or
+            # refused when it is not the user's.
+            private_directory(data_dir)
             return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal)
     except _DataDirectoryTaken as error:
         print(f"agent-host: {error}", file=sys.stderr)
@@ -148,7 +151,7 @@ def _how_to_connect(url: str, data_dir: Path) -> str:
 @contextmanager
 def _data_lock(data_dir: Path) -> Iterator[None]:
     """Hold ``host.lock`` in the data directory for as long as a host runs on it (``cli.shared_host``)."""
-    private_directory(data_dir)  # a new one 0700; one others may read is tightened (or refused, when not the user's)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user (an old one: see run)
     with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
         if not shared_host.try_lock(handle, fcntl.LOCK_EX):
             raise _DataDirectoryTaken(_taken(data_dir))
