@@ -11,6 +11,11 @@ list or revoke trust without knowing the host's internals:
   :data:`DONT_TRUST`. ``response: "decline"`` or ``"cancel"`` means the same as
   :data:`DONT_TRUST`. ``trust_request`` builds it, ``is_trust_request`` recognises it,
   ``trust_choice`` reads the answer and ``trust_answers`` builds one.
+* **Paths are taken as written, never re-read.** A folder path (a list entry, a forwarded URI's
+  path after percent-decoding) with a ``.`` or ``..`` segment is refused (``dot_segment``): read
+  lexically, ``file:///tmp/../`` would name ``/`` and trust every folder, and on the file system a
+  ``..`` after a symbolic link leads elsewhere than it reads. Clients send normalised paths
+  (VS Code does), so nothing valid is lost.
 * **The list** is ``RootState.config.values[CONFIG_KEY]``: absolute folder paths. A folder is
   trusted when it, or a folder above it, is in the list. A client revokes trust by dispatching
   ``root/configChanged`` with the list minus that folder (``without_folder``); adding a folder the
@@ -58,6 +63,7 @@ __all__ = [
     "TRUST_FOLDER",
     "TRUST_SESSION",
     "covers",
+    "dot_segment",
     "forwarded_trust",
     "forwarded_value_problem",
     "trust_source",
@@ -217,9 +223,15 @@ class ForwardedTrust:
     """The absolute paths of the folders it trusts (its ``file:`` URIs; others skipped)."""
 
 
+def dot_segment(path: str) -> bool:
+    """Whether ``path`` has a ``.`` or ``..`` segment (which a trusted folder may not have)."""
+    return any(part in (".", "..") for part in path.split("/"))
+
+
 def uri_folder(uri: str) -> str | None:
     """The absolute path a ``file:`` URI names (``file:///a%20b`` → ``/a b``), or None for any
-    other URI (another scheme, a remote authority, no absolute path)."""
+    other URI (another scheme, a remote authority, no absolute path, a ``.`` or ``..`` segment,
+    encoded or not: ``file:///tmp/../`` names no folder rather than ``/``)."""
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -227,7 +239,16 @@ def uri_folder(uri: str) -> str | None:
     if parts.scheme != "file" or parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
         return None
     path = unquote(parts.path)
-    return posixpath.normpath(path) if posixpath.isabs(path) and "\0" not in path else None
+    if not posixpath.isabs(path) or "\0" in path or dot_segment(path):
+        return None
+    return posixpath.normpath(path)
+
+
+def _dotted(uri: str) -> bool:
+    try:
+        return dot_segment(unquote(urlsplit(uri).path))
+    except ValueError:
+        return False
 
 
 def forwarded_value_problem(value: Any) -> str | None:
@@ -243,6 +264,9 @@ def forwarded_value_problem(value: Any) -> str | None:
     if len(uris) > MAX_FORWARDED_URIS:
         return f"must list at most {MAX_FORWARDED_URIS} trusted folders"
     for uri in uris:
+        if isinstance(uri, str) and uri_folder(uri) is None and _dotted(uri):
+            return (f"must list folders without '.' or '..' in their paths: {uri[:80]!r} names another folder than it "
+                    "seems to (list the folder itself, such as file:///home/me/project)")
         if not isinstance(uri, str) or uri_folder(uri) is None:
             return f"must list file: URIs of folders (such as file:///home/me/project), not {str(uri)[:80]!r}"
     return None

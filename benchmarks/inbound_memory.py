@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -75,8 +76,8 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as data:
         token = "inbound-memory-benchmark"
         host = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", data, "--token", token],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", data],
+            cwd=ROOT, env={**os.environ, "AGENT_HOST_TOKEN": token}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
         try:
             line = host.stdout.readline()  # type: ignore[union-attr]  # stdout=PIPE

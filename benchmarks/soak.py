@@ -1,7 +1,7 @@
 """Soak: thousands of short sessions, a long terminal and a long streamed turn against one host, its
 journal on disk (database + WAL) and its memory printed over time, to see whether they level off.
 
-    .venv/bin/python benchmarks/soak.py [--sessions 3000] [--keep 50] [--terminal-mb 30]
+    .venv/bin/python benchmarks/soak.py [--sessions 3000] [--keep 50] [--terminals 0] [--terminal-mb 30]
                                         [--turn-deltas 2000] [--rate 100] [--every 5] [--max-seconds 900]
                                         [--heap [--tracemalloc]]
 
@@ -11,6 +11,7 @@ fake OpenAI Chat Completions server and three clients, one per workload, all at 
 
 * sessions, one after another: created, sent one message (the offline agent streams its answer word
   by word), and disposed once ``--keep`` newer ones exist, as a user's sessions come and go;
+* terminals, one after another (``--terminals``): created, one ``echo`` run in it, disposed;
 * a terminal prints ``--terminal-mb`` megabytes, one command of 1 MB at a time, at a build log's
   pace (lines of 3 kB a millisecond apart);
 * one session on the fake provider streams a turn of ``--turn-deltas`` deltas at ``--rate`` a second
@@ -97,7 +98,7 @@ class Host:
     def __init__(self, data_dir: Path, config: Path, heap: Path | None = None, trace: bool = False,
                  collect: bool = False) -> None:
         self.journal = data_dir / "journal.sqlite3"
-        env = {**os.environ, "SHELL": "/bin/sh", "ENV": ""}
+        env = {**os.environ, "SHELL": "/bin/sh", "ENV": "", "AGENT_HOST_TOKEN": TOKEN}
         if trace:
             env["PYTHONTRACEMALLOC"] = "1"
         if collect:
@@ -106,8 +107,7 @@ class Host:
         self.samples: list[dict[str, Any]] = []
         program = ["-m", "cli.main"] if heap is None else ["-m", "benchmarks._heap_probe", str(heap)]
         self.process = subprocess.Popen(
-            [sys.executable, *program, "serve", "--port", "0", "--data-dir", str(data_dir),
-             "--token", TOKEN, "--config", str(config)],
+            [sys.executable, *program, "serve", "--port", "0", "--data-dir", str(data_dir), "--config", str(config)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env,
         )
         self.url = ""
@@ -177,6 +177,7 @@ class Host:
 
 class Progress:
     sessions = 0
+    terminals = 0
     terminal_mb = 0
     deltas = 0
 
@@ -206,6 +207,24 @@ async def _sessions(url: str, count: int, keep: int, progress: Progress) -> None
             if len(kept) > keep:
                 await client.dispose_session(kept.popleft())
             progress.sessions = index + 1
+    finally:
+        await client.close()
+
+
+async def _terminals(url: str, count: int, progress: Progress) -> None:
+    """Terminals one after another: created, a command run in each (its output seen), disposed."""
+    client = await _connect(url)
+    try:
+        for index in range(count):
+            terminal = f"ahp-terminal:/{uuid.uuid4()}"
+            await client.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": client.client_id}})
+            await client.subscribe(terminal)
+            client.dispatch(terminal, {"type": "terminal/input", "data": f"echo term-mark-$(({index} + 1))\n"})
+            mark = f"term-mark-{index + 1}"
+            await client.wait_for(lambda m, e: mark in _terminal_text(client.state(terminal)), timeout=60)  # noqa: B023  (awaited in this iteration)
+            await client.unsubscribe(terminal)
+            await client.request("disposeTerminal", {"channel": terminal})
+            progress.terminals = index + 1
     finally:
         await client.close()
 
@@ -281,6 +300,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=3_000)
     parser.add_argument("--keep", type=int, default=50)
+    parser.add_argument("--terminals", type=int, default=0, help="terminals created, used once and disposed, one after another")
     parser.add_argument("--terminal-mb", type=int, default=30)
     parser.add_argument("--turn-deltas", type=int, default=2_000)
     parser.add_argument("--rate", type=float, default=100.0)
@@ -313,11 +333,12 @@ async def main() -> None:
             url = await host.started()
             work = [asyncio.create_task(job) for job in (
                 _sessions(url, args.sessions, args.keep, progress),
+                _terminals(url, args.terminals, progress),
                 _terminal(url, args.terminal_mb, progress),
                 _long_turn(url, progress),
             )]
             started = time.monotonic()
-            print(f"{'s':>6} {'sessions':>8} {'term MB':>7} {'deltas':>6} {'held MB':>7} {'db MB':>7} {'WAL MB':>7} {'RSS MB':>7}"
+            print(f"{'s':>6} {'sessions':>8} {'terms':>6} {'term MB':>7} {'deltas':>6} {'held MB':>7} {'db MB':>7} {'WAL MB':>7} {'RSS MB':>7}"
                   + (f" {'objects':>9} {'trimmed':>7}" + (f" {'traced MB':>9}" if args.tracemalloc else "") if args.heap else ""),
                   flush=True)
             while True:
@@ -328,7 +349,7 @@ async def main() -> None:
                 sample = await host.heap_sample()
                 heap = "" if sample is None else f" {sample['objects']:9d} {sample.get('rss_trimmed_mb', 0.0):7.1f}" + (
                     f" {sample['traced_mb']:9.1f}" if "traced_mb" in sample else "")
-                print(f"{elapsed:6.0f} {progress.sessions:8d} {progress.terminal_mb:7d} {progress.deltas:6d} "
+                print(f"{elapsed:6.0f} {progress.sessions:8d} {progress.terminals:6d} {progress.terminal_mb:7d} {progress.deltas:6d} "
                       f"{host.held_mb():7.1f} {db:7.1f} {wal:7.1f} {rss:7.1f}{heap}", flush=True)
                 if all(task.done() for task in work):
                     break
@@ -350,7 +371,7 @@ async def main() -> None:
             provider.close()
         db, wal = host.sizes_mb()
         print(f"# after a clean stop: db {db:.1f} MB, WAL {wal:.1f} MB (host RSS before the stop {rss:.1f} MB)", flush=True)
-        print("result " + json.dumps({"sessions": progress.sessions, "terminal_mb": progress.terminal_mb,
+        print("result " + json.dumps({"sessions": progress.sessions, "terminals": progress.terminals, "terminal_mb": progress.terminal_mb,
                                       "deltas": progress.deltas, "db_mb": round(db, 1)}), flush=True)
 
 

@@ -114,8 +114,8 @@ def main() -> None:
 
     def host(data_dir: str, env: dict[str, str]) -> tuple[float, float]:
         return _time_to_handshake(
-            [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir, "--token", TOKEN],
-            env, initialize=True)
+            [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir],
+            {**env, "AGENT_HOST_TOKEN": TOKEN}, initialize=True)
 
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as dependencies_only:
         warm = _environment(cache)

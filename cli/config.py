@@ -20,7 +20,7 @@ def load(args: argparse.Namespace, server: dict[str, Any], recording: bool | Non
     config = load_config(args.config, overrides={"server": server, "recording": {"enabled": recording}})
     if not is_loopback(config.server.host) and not config.server.token:
         raise ConfigError(
-            f"refusing to listen on {config.server.host} without a token: set --token, "
+            f"refusing to listen on {config.server.host} without a token: pass --token-file, "
             "server.token in the config file, or AGENT_HOST_TOKEN"
         )
     return config

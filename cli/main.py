@@ -25,12 +25,14 @@ revoke NAME`` manage the named tokens of the data directory, one per person (``c
 ``agent-host plugin marketplace add|list|update|remove`` and ``agent-host plugin
 install|uninstall|enable|disable|list`` manage Claude Code marketplaces and plugins (``cli.plugin_commands``).
 
-``agent-host serve [--host H] [--port P] [--config FILE] [--data-dir DIR] [--token T]`` starts the
+``agent-host serve [--host H] [--port P] [--config FILE] [--data-dir DIR] [--token-file FILE]`` starts the
 host and prints, on one line, the URL it listens on with the token, and publishes it in the data
 directory's ``host.json`` (so ``agent-host`` in a terminal uses it too). ``--port 0`` picks a free
 port. A non-loopback ``--host`` is refused unless a token was set explicitly (flag, config file or
 ``AGENT_HOST_TOKEN``): a generated token printed on one machine's console is no protection for a
-host reachable from the network.
+host reachable from the network. The token is read from ``--token-file`` or the environment, never
+needed on a command line (``--token`` still works and warns); after the URL, ``serve`` says on stderr how
+clients connect without one (``cli.serve``).
 
 Only one host at a time may use a data directory: every host holds an exclusive lock on
 ``host.lock`` there, and a second ``serve`` is refused with the holder's pid, where its URL is
@@ -152,7 +154,9 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to listen on (default 8765; 0 picks a free port)")
     _add_host_files(serve)
-    serve.add_argument("--token", help="connection token (default: AGENT_HOST_TOKEN, the config, or a generated one)")
+    serve.add_argument("--token-file", metavar="FILE",
+                       help="read the connection token from FILE (readable only by you; default: AGENT_HOST_TOKEN, the config, or a generated one)")
+    serve.add_argument("--token", help="connection token given on the command line (warns: every user sees it in ps); prefer --token-file")
     serve.add_argument("--record", action="store_true", help="record each session's model calls to a session cassette (see [recording])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.

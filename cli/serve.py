@@ -31,6 +31,7 @@ from cli import shared_host
 from cli.config import load
 from host.config import ConfigError
 from host.service import AgentHost
+from host.state.private_files import private_directory, private_file
 from host.transport.server import serve
 
 __all__ = ["run"]
@@ -41,12 +42,12 @@ def run(args: argparse.Namespace) -> int:
     if not terminal:
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     server: dict[str, Any]
-    if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
-        server, recording = {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None}, None
-    else:
-        server = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token}
-        recording = True if args.record else None
     try:
+        if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
+            server, recording = {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None}, None
+        else:
+            server = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": _given_token(args)}
+            recording = True if args.record else None
         config = load(args, server, recording)
         if terminal:
             allowed = config.sessions.allowed_directories
@@ -56,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         with _data_lock(data_dir):
             if terminal:
                 _log_to(data_dir / "host.log")
+            # One others may read is tightened (said in the log: host.log for a terminal's host), or
+            # refused when it is not the user's.
+            private_directory(data_dir)
             return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal,
                                  reread=lambda: load(args, server, recording), config_path=args.config)
     except _DataDirectoryTaken as error:
@@ -120,9 +124,14 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
             _detach(data_dir / "host.log")
             await shared_host.stop_when_unused(data_dir, lambda: running.connections, running.stop_soon)
 
+    def announce(line: str) -> None:
+        print(line, flush=True)
+        if not terminal:
+            print(_how_to_connect(line.rsplit(" ", 1)[-1], data_dir), file=sys.stderr, flush=True)
+
     try:
         asyncio.run(serve(
-            host, token=token, announce=lambda line: print(line, flush=True), listening=listening,
+            host, token=token, announce=announce, listening=listening,
             on_connection=on_connection if terminal and allowed is not None else None,
         ))
     except KeyboardInterrupt:
@@ -133,10 +142,50 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
     return 0
 
 
+TOKEN_ON_COMMAND_LINE = ("agent-host: warning: --token puts the token on the command line, where every user of this "
+                         "machine can read it (ps, /proc/<pid>/cmdline); pass --token-file FILE or set AGENT_HOST_TOKEN instead")
+
+
+def _given_token(args: argparse.Namespace) -> str | None:
+    """The token ``serve`` was given: from ``--token-file`` (a file only the user may read), or from
+    ``--token`` (with a warning); None to take ``AGENT_HOST_TOKEN``, the config's, or a fresh one."""
+    if args.token_file and args.token:
+        raise ConfigError("pass either --token-file or --token, not both")
+    if args.token_file:
+        return read_token_file(Path(args.token_file).expanduser())
+    if args.token:
+        print(TOKEN_ON_COMMAND_LINE, file=sys.stderr, flush=True)
+        return str(args.token)
+    return None
+
+
+def read_token_file(path: Path) -> str:
+    try:
+        info = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"the token file {path} does not exist: write the token into it (chmod 600) or leave --token-file out") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read the token file {path}: {error}") from None
+    if info.st_mode & 0o077:
+        raise ConfigError(f"the token file {path} can be read by other users (mode {info.st_mode & 0o777:04o}): run 'chmod 600 {path}'")
+    token = text.strip()
+    if not token or any(char.isspace() for char in token):
+        raise ConfigError(f"the token file {path} must hold the token alone, on one line (it is empty or has spaces in it)")
+    return token
+
+
+def _how_to_connect(url: str, data_dir: Path) -> str:
+    """The advice ``serve`` prints after its URL: clients that never put the token in a command line."""
+    return (f"agent-host: on this machine 'agent-host' finds this host by itself ({data_dir / shared_host.HOST_FILE}, readable "
+            f"only by you); give other clients the URL in their environment, not as an argument, which every user sees in ps: "
+            f"AGENT_HOST_URL='{url}' agent-host chat")
+
+
 @contextmanager
 def _data_lock(data_dir: Path) -> Iterator[None]:
     """Hold ``host.lock`` in the data directory for as long as a host runs on it (``cli.shared_host``)."""
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user (an old one: see run)
     with open(data_dir / shared_host.LOCK_FILE, "a+") as handle:
         if not shared_host.try_lock(handle, fcntl.LOCK_EX):
             raise _DataDirectoryTaken(_taken(data_dir))
@@ -191,7 +240,7 @@ def _detach(log: Path) -> None:
 
 
 def _log_to(path: Path) -> None:
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = logging.FileHandler(private_file(path), encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)

@@ -297,6 +297,15 @@ class ToolsConfig(_Section):
     ``"always"`` in every mode (refusing them where there is none); ``"off"`` never."""
     sandbox_network: bool = False
     """Whether sandboxed commands reach the network (off: only loopback inside the sandbox)."""
+    sandbox_environment: list[str] = Field(default_factory=list)
+    """Names of the host's environment variables sandboxed commands receive besides PATH, HOME,
+    LANG, LC_*, TERM and a few other harmless ones (a trailing ``*`` matches a prefix, e.g. "CARGO_*")."""
+    sandbox_hidden: list[str] = Field(default_factory=list)
+    """Paths sandboxed commands may not read besides the built-in list (~/.ssh, ~/.aws, ~/.gnupg,
+    ~/.netrc, keyrings...) and the host's data directory (``~`` expanded)."""
+    sandbox_unix_sockets: list[str] = Field(default_factory=list)
+    """Unix sockets outside the session's folders that sandboxed commands may still connect to
+    (e.g. "/run/user/1000/docker.sock"); every other one is out of their reach."""
     result_confirmation: list[str] = Field(default_factory=list)
     """Tool names (``*`` wildcards) whose results the user confirms before the model sees them."""
     extra_roots: list[str] = Field(default_factory=list)

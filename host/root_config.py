@@ -44,7 +44,7 @@ from ahp.workspace_trust import CONFIG_KEY as TRUSTED_FOLDERS
 from ahp.workspace_trust import CONFIG_PROPERTY as TRUSTED_FOLDERS_PROPERTY
 from ahp.workspace_trust import FORWARDED_KEY as WORKSPACE_TRUST
 from ahp.workspace_trust import FORWARDED_PROPERTY as WORKSPACE_TRUST_PROPERTY
-from ahp.workspace_trust import MAX_TRUSTED_FOLDERS, forwarded_value_problem
+from ahp.workspace_trust import MAX_TRUSTED_FOLDERS, dot_segment, forwarded_value_problem
 from host.runtime.tools.remembered import ROOT_KEY as REMEMBERED_KEY
 from host.runtime.tools.remembered import ROOT_PROPERTY as REMEMBERED_PROPERTY
 from host.runtime.tools.remembered import value_problem as remembered_value_problem
@@ -108,4 +108,7 @@ def trusted_folders_problem(value: Any) -> str | None:
     for item in value:
         if not isinstance(item, str) or not posixpath.isabs(item) or "\0" in item:
             return "must list absolute folder paths (such as /home/me/project)"
+        if dot_segment(item):
+            return (f"must list folders without '.' or '..' in their paths: {item[:80]!r} names another folder than it "
+                    "seems to (list the folder itself, such as /home/me/project)")
     return None

@@ -53,6 +53,7 @@ from host.state.chat_summaries import ChatSummaries, compact_chat_summary, summa
 from host.state.content import CONTENT_SCHEME, ContentStore
 from host.state.journal import Journal
 from host.state.journal_upgrade import upgrade_journal
+from host.state.private_files import private_directory
 from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.state.store import ROOT, Store
 from host.state.transcripts import TranscriptStore
@@ -97,6 +98,8 @@ class AgentHost:
         self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
         self._retired_agents: list[Agent] = []
         """Agents a config reload replaced (a turn may still run on one); closed when the host stops."""
+        if not in_memory:
+            private_directory(config.data_path())  # every session's history, transcripts, tokens: the user's only
         journal = None if in_memory else Journal(config.data_path() / "journal.sqlite3")
         self._journal = journal
         # Content referenced from state (tool output, edit previews), readable with resourceRead.

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
+from host.state.private_files import private_file
 from tools import processes
 from tools.base import ToolContext
 from tools.pty import PtyProcess
@@ -184,7 +185,8 @@ def _write_record(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
-        partial.write_text(json.dumps(record), encoding="utf-8")
+        partial.unlink(missing_ok=True)
+        private_file(partial).write_text(json.dumps(record), encoding="utf-8")  # 0600 from its first byte
         os.replace(partial, path)
     except OSError:
         logger.warning("could not write %s; after a kill -9 the next start cannot end what this host leaves", path)

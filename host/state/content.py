@@ -16,6 +16,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
+from host.state.private_files import private_directory, private_file
+
 __all__ = ["ContentStore", "CONTENT_SCHEME"]
 
 CONTENT_SCHEME = "agent-host-content:"
@@ -27,7 +29,7 @@ class ContentStore:
         """``path=None`` keeps content in memory (hosts without a data directory)."""
         target = ":memory:" if path is None else str(path)
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(private_directory(path.parent) / path.name)
         self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(

@@ -91,6 +91,7 @@ from typing import Any
 from ahp.jsonrpc import encode, object_with_list
 from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
 from host.errors import JournalError
+from host.state.private_files import private_directory, private_file
 
 __all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot", "SnapshotPieces",
            "SnapshotPlan", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
@@ -304,8 +305,8 @@ class Journal:
         self.path = path
         self._wal_path = Path(f"{path}-wal")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            private_directory(path.parent)
+            self._db = sqlite3.connect(private_file(path), isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)

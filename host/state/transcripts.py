@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 import providers
+from host.state.private_files import private_directory, private_file
 
 if TYPE_CHECKING:
     from providers import Message
@@ -108,7 +109,7 @@ class TranscriptStore:
     def __init__(self, path: str | Path | None, *, held_chars: int = HELD_CHARS) -> None:
         target = ":memory:" if path is None else str(path)
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_file(private_directory(Path(path).parent) / Path(path).name)
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

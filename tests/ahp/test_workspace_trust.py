@@ -33,7 +33,7 @@ def config(value: Any) -> dict[str, Any]:
     ("file:///home/me/project", "/home/me/project"),
     ("file:///home/me/my%20project/", "/home/me/my project"),
     ("file://localhost/srv/x", "/srv/x"),
-    ("file:///a/b/../c", "/a/c"),
+    ("file:///a/b/../c", None),  # refused, not read as /a/c: see the next test
     ("vscode-remote://ssh-remote+box/home/me", None),
     ("file://otherhost/share", None),
     ("file:relative/path", None),
@@ -42,6 +42,16 @@ def config(value: Any) -> dict[str, Any]:
 ])
 def test_a_file_uri_names_its_folder_and_anything_else_names_none(uri: str, folder: str | None) -> None:
     assert uri_folder(uri) == folder
+
+
+@pytest.mark.parametrize("uri", ["file:///tmp/../", "file:///tmp/..", "file:///home/me/./p", "file:///tmp/%2E%2E/",
+                                 "file:///tmp/..%2Fetc", "file://localhost/srv/../"])
+def test_a_uri_with_dot_segments_names_no_folder_and_the_value_is_refused_saying_why(uri: str) -> None:
+    assert uri_folder(uri) is None
+    problem = forwarded_value_problem({"enabled": True, "trustedUris": ["file:///home/me/ok", uri]})
+    assert problem is not None and "without '.' or '..'" in problem and uri in problem
+    # Were it kept, nothing would be trusted through it: not "/", not every folder.
+    assert trust_source("/home/me/elsewhere", forwarded=ForwardedTrust(True, ())) is None
 
 
 def test_vscodes_forwarded_value_reads_as_its_folders() -> None:

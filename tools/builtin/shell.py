@@ -62,7 +62,9 @@ from ..base import Tool, ToolContext, failure_result, success_result
 from ..content import file_edit_content, text_content
 from ..errors import ToolFailure
 from ..file_changes import DirectorySnapshot
+from ..os_sandbox import Confined
 from ..pty import PtyProcess
+from ..sandbox_notes import denials
 from ..shell import describe_findings, outside_writes, write_targets
 
 __all__ = ["ShellTool", "plain_text"]
@@ -97,6 +99,15 @@ def _background_note(pids: AbstractSet[int], kept: bool) -> str:
     if kept:
         return f"[{count} still running; they are ended when this session is disposed or the host stops.]"
     return f"[{count} stopped with the command: nothing would have ended them later.]"
+
+
+def _add_denials(result: dict, notes: list[str]) -> None:
+    """What the sandbox refused, said after the output (the model and every client read it)."""
+    if not notes:
+        return
+    first = result["content"][0]
+    first["text"] = first["text"] + "\n" + "\n".join(notes)
+    result.setdefault("structuredContent", {})["sandboxDenials"] = notes
 
 
 class _Output:
@@ -186,11 +197,14 @@ class ShellTool(Tool):
         return args.get("command")
 
     def _environment(self, ctx: ToolContext | None = None) -> dict[str, str]:
+        # Nothing can answer a pager or a credential prompt: make them not happen.
+        quiet = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+        if ctx is not None and ctx.sandbox is not None:
+            return ctx.sandbox.environ(os.environ, {**ctx.environment, **quiet})
         env = dict(os.environ)
         if ctx is not None:
             env.update(ctx.environment)
-        # Nothing can answer a pager or a credential prompt: make them not happen.
-        env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+        env.update(quiet)
         return env
 
     async def run(self, args: dict, ctx: ToolContext) -> dict:
@@ -212,11 +226,12 @@ class ShellTool(Tool):
         snapshots: list[DirectorySnapshot] = []
         if self.track_changes:
             snapshots = await asyncio.to_thread(self._snapshots, command, ctx)
+        argv = [shell, "-c", command]
+        confined = await asyncio.to_thread(ctx.sandbox.confine, argv) if ctx.sandbox else Confined(argv)
         try:
-            argv = [shell, "-c", command]
-            process = await PtyProcess.spawn(ctx.sandbox.command(argv) if ctx.sandbox else argv, cwd=ctx.working_directory,
-                                             env=self._environment(ctx))
+            process = await PtyProcess.spawn(confined.argv, cwd=ctx.working_directory, env=self._environment(ctx))
         except OSError as exc:
+            confined.release()
             raise ToolFailure(f"Could not start {shell}: {exc.strerror or type(exc).__name__}.", code="spawn_failed") from None
 
         output = _Output(self.max_output_bytes)
@@ -267,6 +282,7 @@ class ShellTool(Tool):
                 await asyncio.gather(streamer, exited, return_exceptions=True)
             if not background:
                 process.close()
+            confined.release()  # a sandbox's processes end with its command: its placeholders are unused now
         kept = False
         if background:
             process.listeners.remove(received)
@@ -277,6 +293,8 @@ class ShellTool(Tool):
                 await process.terminate(self.kill_grace)
                 process.close()
         result = self._result(command, process.returncode, output, timeout, timed_out, was_cancelled, background, kept)
+        if ctx.sandbox is not None:
+            _add_denials(result, denials(output.render(), ctx.sandbox, ctx.working_directory))
         edits = []
         if snapshots:
             changes = await asyncio.to_thread(_changes, snapshots)

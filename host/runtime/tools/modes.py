@@ -28,8 +28,10 @@ shows the mode the terminal client chose and the other way round.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,7 @@ from tools.os_sandbox import OsSandbox, unavailable
 
 from .session_config import PERMISSION_MODE, mode_for_vscode, permission_mode_of
 
-__all__ = ["PermissionModes", "ProposePlanTool", "PLAN_TOOL", "vscode_mode_change", "permission_mode_change", "set_mode_action"]
+__all__ = ["PermissionModes", "SandboxRules", "ProposePlanTool", "PLAN_TOOL", "vscode_mode_change", "permission_mode_change", "set_mode_action"]
 
 PLAN_TOOL = "propose_plan"
 _PLAN_NOTE = ("The session is in plan mode: only read-only tools run. Explore, then call propose_plan with a "
@@ -116,14 +118,35 @@ class ProposePlanTool(Tool):
         return failure_result("Plan not approved", "The user dismissed the plan; the session stays in plan mode.", "cancelled")
 
 
+@dataclass(frozen=True)
+class SandboxRules:
+    """The user's additions to the sandbox's rules (``[tools] sandbox_*``) and the host's data directory."""
+
+    environment: tuple[str, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    unix_sockets: tuple[Path, ...] = ()
+
+
 class PermissionModes(Contributor):
     def __init__(self, set_mode: SetMode, *, sandbox: str, network: bool, extra_roots: Sequence[Path],
-                 sandbox_unavailable: Callable[[], str | None] = unavailable) -> None:
+                 sandbox_unavailable: Callable[[], str | None] = unavailable, rules: SandboxRules = SandboxRules()) -> None:
         self._set_mode = set_mode
         self._sandbox = sandbox
         self._network = network
         self._extra_roots = tuple(extra_roots)
         self._sandbox_unavailable = sandbox_unavailable
+        self._rules = rules
+
+    def _sandboxed(self, ctx: TurnContext) -> bool:
+        """Whether this session's commands run in the OS sandbox now (its mode and ``[tools] sandbox``)."""
+        return self._sandbox == "always" or (self._sandbox == "auto" and permission_mode_of(ctx.state) == "full-auto")
+
+    def _os_sandbox(self, ctx: TurnContext, working_directory: Path | None) -> OsSandbox:
+        directory = session_directory(ctx.state)
+        folders = (*((directory,) if directory is not None else ()), *((working_directory,) if working_directory else ()),
+                   *self._extra_roots)
+        return OsSandbox(tuple(dict.fromkeys(folders)), self._network, hidden=self._rules.hidden,
+                         environment=self._rules.environment, unix_sockets=self._rules.unix_sockets)
 
     def tools(self, ctx: TurnContext) -> Sequence[Tool]:
         if permission_mode_of(ctx.state) != "plan" or parse_subagent_chat_uri(ctx.chat) is not None:
@@ -131,24 +154,31 @@ class PermissionModes(Contributor):
         return (ProposePlanTool(ctx.session, self._set_mode),)
 
     def filter_tools(self, ctx: TurnContext, tools: dict[str, Tool]) -> dict[str, Tool]:
-        if permission_mode_of(ctx.state) != "plan":
+        if permission_mode_of(ctx.state) == "plan":
+            return {name: tool for name, tool in tools.items() if tool.read_only}
+        shell = tools.get("shell")
+        if shell is None or not self._sandboxed(ctx) or self._sandbox_unavailable() is not None:
             return tools
-        return {name: tool for name, tool in tools.items() if tool.read_only}
+        # The model reads what the sandbox allows where it decides to run a command.
+        told = copy.copy(shell)
+        told.description = f"{shell.description} {self._os_sandbox(ctx, None).describe()}"
+        return {**tools, "shell": told}
 
     def system_prompt(self, ctx: TurnContext) -> Sequence[str]:
-        return (_PLAN_NOTE,) if permission_mode_of(ctx.state) == "plan" else ()
+        if permission_mode_of(ctx.state) == "plan":
+            return (_PLAN_NOTE,)
+        if self._sandboxed(ctx) and self._sandbox_unavailable() is None:
+            return (self._os_sandbox(ctx, None).describe(),)
+        return ()
 
     def tool_context(self, ctx: TurnContext, context: ToolContext) -> ToolContext:
-        mode = permission_mode_of(ctx.state)
-        if self._sandbox == "off" or (self._sandbox == "auto" and mode != "full-auto"):
+        if not self._sandboxed(ctx):
             return context
         reason = self._sandbox_unavailable()
         if reason is not None:
             context.sandbox_unavailable = reason
             return context
-        directory = session_directory(ctx.state)
-        folders = (*((directory,) if directory is not None else ()), Path(context.working_directory), *self._extra_roots)
-        context.sandbox = OsSandbox(tuple(dict.fromkeys(folders)), self._network)
+        context.sandbox = self._os_sandbox(ctx, Path(context.working_directory))
         return context
 
 

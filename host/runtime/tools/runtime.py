@@ -61,7 +61,7 @@ from ._reporting import ContentReporters
 from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
-from .modes import PermissionModes, permission_mode_change, set_mode_action, vscode_mode_change
+from .modes import PermissionModes, SandboxRules, permission_mode_change, set_mode_action, vscode_mode_change
 from .remembered import ROOT_KEY, entries, project_root, revoked
 from .session_config import auto_approve_of, permission_mode_of, remembered_use_of
 from .session_tools import SessionToolParts, SessionTools
@@ -103,7 +103,10 @@ class ToolsRuntime:
             readable_roots=readable_roots,
         ))
         self.modes = PermissionModes(self.set_mode, sandbox=config.sandbox, network=config.sandbox_network,
-                                     extra_roots=self.extra_roots)
+                                     extra_roots=self.extra_roots, rules=SandboxRules(
+                                         environment=tuple(config.sandbox_environment),
+                                         hidden=(*untracked, *(Path(os.path.expanduser(p)) for p in config.sandbox_hidden)),
+                                         unix_sockets=tuple(Path(os.path.expanduser(p)) for p in config.sandbox_unix_sockets)))
         self.environment: TurnEnvironment | None = None
         store.change_observers.append(self._observe)
         store.rejection_observers.append(self.action_rejected)

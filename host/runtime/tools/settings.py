@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from host.state.private_files import private_directory, private_file
 from tools.errors import PolicyRuleError
 from tools.policy import Rule, parse_rule
 
@@ -64,7 +65,7 @@ class Remembered:
 class ToolSettings:
     def __init__(self, path: Path | None) -> None:
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(private_directory(path.parent) / path.name)
         self._db = sqlite3.connect(":memory:" if path is None else str(path))
         with self._db:
             self._db.execute(

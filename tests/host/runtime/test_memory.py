@@ -180,3 +180,97 @@ async def test_a_disposed_session_is_freed_at_once_not_left_for_a_full_collectio
         if enabled:
             gc.enable()
     assert ours == []
+
+
+
+PER_SESSION_BYTES = 2_500
+"""What one session created, used and disposed, with a terminal created and disposed beside it, may
+leave in the host's Python allocations (bounded bookkeeping not yet recycled, such as sqlite3's list
+of cursors, emptied every 200): the creep of issue 33 was about 5 KB per session."""
+
+
+async def _growth_per_session(tmp_path, frame_checker, keep_disposed: list | None = None) -> float:
+    """Two equal rounds of sessions (created, one turn, disposed) and terminals (created,
+    disposed) after a warm-up that fills the replay buffer: the bytes the host's own code allocated and still holds after each round, per
+    session; the smaller round counts (a dict that resizes in one round is not a leak; a leak grows
+    in both). ``keep_disposed`` makes the host keep each disposed session's state: a leak."""
+    import tracemalloc
+    import uuid
+
+    from ahp.state.channels import _parse_chat_uri
+    from client import AhpClient
+    from host.service import AgentHost
+    from host.transport.dialects.ahp02 import _chat_names
+    from host.transport.server import start_host
+    from tests.conftest import TOKEN, host_config
+    from tests.host.runtime.agents.harness import run_turn
+
+    config = host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline")
+    config.server.replay_buffer = 200
+    config.server.snapshot_every = 200
+    host = AgentHost(config)
+    if keep_disposed is not None:
+        dispose = host.dispose_session
+
+        def leaking(uri: str) -> None:
+            inner = host.session_uri(uri)
+            keep_disposed.append([host.store.state(channel) for channel in (inner, *host.session_chats(inner))] if inner else None)
+            dispose(uri)
+        host.dispose_session = leaking  # type: ignore[method-assign]  # the leak this measure must see
+    running = await start_host(host, token=TOKEN)
+    client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
+    await client.initialize(subscriptions=["ahp-root://"])
+
+    async def rounds(count: int) -> None:
+        for index in range(count):
+            session = await client.create_session()
+            await run_turn(client, session, f"hello {index}")
+            await client.dispose_session(session)
+            await client.wait_for(lambda m, e, s=session: running.host.session_uri(s) is None, timeout=10)
+            terminal = f"ahp-terminal:/{uuid.uuid4()}"
+            await client.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": client.client_id}})
+            await client.request("disposeTerminal", {"channel": terminal})
+        while running.host.customizations.sessions:  # SessionEnd hooks run in the background
+            await asyncio.sleep(0.01)
+
+    # The host's own allocations: not this test's, not the client's, not tracemalloc's; nor the
+    # journal's row bookkeeping, which grows between snapshots and shrinks when one prunes, at
+    # moments the rounds do not line up with (tests/host/state/test_journal_bounds.py bounds it).
+    ours = [tracemalloc.Filter(False, pattern, all_frames=True)
+            for pattern in ("*/tests/*", "*/client/*", "*/tracemalloc.py", "*/host/state/journal.py")]
+
+    def held() -> int:
+        # Caches bounded by design (parsed chat URIs, 4,096 and 1,024 of them) fill over the first
+        # thousands of sessions; emptied before each measure, they are not mistaken for a leak.
+        _parse_chat_uri.cache_clear()
+        _chat_names.cache_clear()
+        gc.collect()
+        return sum(stat.size for stat in tracemalloc.take_snapshot().filter_traces(ours).statistics("filename"))
+
+    count = 25
+    try:
+        await rounds(60)
+        tracemalloc.start(10)
+        try:
+            first = held()
+            await rounds(count)
+            second = held()
+            await rounds(count)
+            third = held()
+        finally:
+            tracemalloc.stop()
+    finally:
+        await client.close()
+        await running.stop()
+    return min(second - first, third - second) / count
+
+
+async def test_sessions_and_terminals_created_and_disposed_leave_the_hosts_memory_flat(tmp_path, frame_checker) -> None:
+    growth = await _growth_per_session(tmp_path, frame_checker)
+    assert growth < PER_SESSION_BYTES, f"the host keeps {growth:.0f} bytes more for every session and terminal disposed"
+
+
+async def test_the_measure_sees_a_host_that_keeps_what_disposed_sessions_held(tmp_path, frame_checker) -> None:
+    kept: list = []
+    growth = await _growth_per_session(tmp_path, frame_checker, keep_disposed=kept)
+    assert len(kept) == 110 and all(kept) and growth > PER_SESSION_BYTES

@@ -441,3 +441,28 @@ async def test_vscode_with_workspace_trust_switched_off_trusts_every_folder_as_c
         await peer.close()
         await client.close()
         await running.stop()
+
+
+async def test_a_trusted_path_with_dot_segments_is_refused_and_trusts_nothing(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    folder, markers = hostile_folder(tmp_path)
+    sneaky = f"{(tmp_path / 'elsewhere').as_uri()}/../"  # reads as a sibling; resolved lexically it is tmp_path, above the folder
+    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("one")]), frame_checker)
+    peer = await vscode_like(running)
+    try:
+        value = {"enabled": True, "trustedUris": [sneaky]}
+        seen = len(peer.actions())
+        await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": ROOT, "clientSeq": 0, "action": {
+            "type": "root/configChanged", "config": {"workspaceTrust": value}}}})
+        echo = await peer.until(lambda: next((a for a in peer.actions()[seen:] if a["action"].get("config", {}).get("workspaceTrust") == value), None))
+        assert "must list folders without '.' or '..' in their paths" in echo["rejectionReason"]
+        listed = await client.outcome(client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: [f"{tmp_path}/x/.."]}}))
+        assert listed.status == "rejected" and "without '.' or '..'" in listed.reason
+        session = await ready_session(client)
+        assert trust_question(client, session) is not None  # still asked: nothing trusted it
+        await run_turn(client, session, "go")
+        await idle(client, session)
+        assert events(markers) == [] and mcp_starts(markers) == 0 and trusted_list(client) == []
+    finally:
+        await peer.close()
+        await client.close()
+        await running.stop()

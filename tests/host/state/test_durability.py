@@ -30,7 +30,8 @@ class HostProcess:
     async def start(self) -> str:
         self.process = subprocess.Popen(
             [*self.prefix, sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(self.data_dir),
-             "--token", TOKEN, "--config", str(self.config)],
+             "--config", str(self.config)],
+            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
