@@ -1,10 +1,12 @@
-"""The client mirror on its own: optimistic apply, echoes, rejections, rebases, ordering."""
+"""The client mirror on its own: optimistic apply, echoes, rejections, rebases, ordering (folded
+with the 0.2.0 reducers, whose fixtures these are; the model's fold: tests/client/test_model_client.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from client.mirror import Mirror
+from client.versions import LEGACY
 
 from ._states import OTHER_SESSION, SESSION, envelope, queue, queued_ids, session_state, title
 
@@ -13,7 +15,7 @@ THEM = "client-them"
 
 
 def mirror_with_session(seq: int = 10) -> Mirror:
-    mirror = Mirror(ME)
+    mirror = Mirror(ME, model=LEGACY)
     mirror.install_snapshot(SESSION, session_state(), seq)
     return mirror
 
@@ -211,7 +213,7 @@ def test_malformed_envelopes_raise_value_error():
 
 
 def test_snapshots_are_only_accepted_for_state_bearing_channels():
-    mirror = Mirror(ME)
+    mirror = Mirror(ME, model=LEGACY)
     with pytest.raises(ValueError):
         mirror.install_snapshot("ahp-otlp://logs", {}, 1)
 
@@ -236,7 +238,7 @@ def test_streams_of_text_appends_read_at_any_point_give_the_pure_reducers_state(
     rng = random.Random(7)
     for index, case in enumerate(_differential_session_cases()):
         actions = stutter(case["actions"], rng)
-        mirror = Mirror(ME)
+        mirror = Mirror(ME, model=LEGACY)
         mirror.install_snapshot(SESSION, case["initial"], 0)
         confirmed = case["initial"]
         client_seq = 0
@@ -266,7 +268,7 @@ def test_a_long_streamed_answer_is_reduced_once_when_read_not_once_per_token() -
         return reduce(kind, state, action, now)
 
     turn = "turn-1"
-    mirror = Mirror(ME, reduce=counting)
+    mirror = Mirror(ME, reduce=counting, model=LEGACY)
     mirror.install_snapshot(SESSION, session_state(), 0)
     opening = [
         {"type": "session/turnStarted", "turnId": turn, "userMessage": {"text": "hi"}},
