@@ -503,6 +503,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
             self.dispatch(channel, legacy_builders.session_turn_started(turn_id=turn_id, user_message=message))
             return turn_id
         started_at = iso_timestamp(self._clock()) or "1970-01-01T00:00:00.000Z"
+        message["origin"] = {"kind": "user"}  # a client may only send a user's message
         self.dispatch(self.chat_of(channel), builders.chat_turn_started(turn_id=turn_id, started_at=started_at, message=message))
         return turn_id
 

@@ -1,0 +1,166 @@
+"""AhpClient on the current model against a real host on port 0: it offers ``PROTOCOL_VERSIONS``,
+the host picks 0.9.0, and the mirror folds sessions and chats with the model's own reducers
+(``ahp.state``) into exactly the state a fresh subscriber is sent. Every frame it receives fits
+the 0.9.0 schema. A host that serves none of the offered versions is a clear error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ahp.state import channel_kind, default_chat_uri
+from client import PROTOCOL_VERSIONS, AhpClient, UnsupportedVersionError
+from host.service import AgentHost
+from host.transport.server import RunningHost, start_host
+from tests.conftest import NEVER, TOKEN, host_config
+from tests.host.transport.dialects._schemas import FrameSchema
+
+from ._fake_host import FakeHost, RpcError
+
+ROOT = "ahp-root://"
+
+
+class SchemaHook:
+    """A frame hook that records every frame that does not fit the 0.9.0 schema."""
+
+    def __init__(self) -> None:
+        self.schema = FrameSchema.for_version("0.9.0")
+        self.frames = 0
+        self.failures: list[str] = []
+
+    def __call__(self, frame: dict[str, Any], answered: str | None) -> None:
+        self.frames += 1
+        self.failures += self.schema.errors(frame, answered, channel_kind)
+
+
+@pytest.fixture
+def schema_hook() -> SchemaHook:
+    return SchemaHook()
+
+
+async def _client(host: RunningHost, hook: SchemaHook, **kwargs: Any) -> AhpClient:
+    client = await AhpClient.connect(host.url.split("?")[0], token=TOKEN, frame_hook=hook, **kwargs)
+    await client.initialize([ROOT], protocol_versions=PROTOCOL_VERSIONS)
+    return client
+
+
+@pytest.fixture
+async def slow_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
+    """The offline agent, answering only after NEVER: a turn stays running until cancelled."""
+    host = AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline",
+                                 offline_delay=NEVER))
+    running = await start_host(host, token=TOKEN)
+    yield running
+    await running.stop()
+
+
+def _turn(state: dict[str, Any] | None, turn_id: str) -> dict[str, Any] | None:
+    return next((t for t in (state or {}).get("turns") or [] if t.get("id") == turn_id), None)
+
+
+async def test_the_client_offers_the_model_versions_and_the_host_picks_0_9_0(running_host, schema_hook):
+    assert PROTOCOL_VERSIONS[0] == "0.9.0"
+    client = await _client(running_host, schema_hook)
+    try:
+        assert client.protocol_version == "0.9.0" and client.speaks_model
+        root = client.state(ROOT)
+        assert root is not None and any(agent.get("provider") == "offline" for agent in root["agents"])
+    finally:
+        await client.close()
+    assert schema_hook.failures == []
+
+
+async def test_a_turn_in_the_default_chat_mirrors_exactly_what_a_fresh_subscriber_gets(running_host, schema_hook):
+    client = await _client(running_host, schema_hook)
+    other = await _client(running_host, schema_hook)
+    try:
+        session = await client.create_session(provider="offline")
+        chat = default_chat_uri(session)
+        assert session.startswith("offline:/") and client.state(session) is not None
+        assert client.subscriptions[-2:] == [session, chat]
+
+        turn_id = client.send_message(session, "hello model")
+        # Optimistic at once: the running turn carries our message before the host answers.
+        assert client.state(chat)["activeTurn"]["message"]["text"] == "hello model"
+        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), turn_id) or {}).get("state") == "complete")
+
+        answer = _turn(client.state(chat), turn_id)
+        assert answer is not None and answer["message"]["text"] == "hello model"
+        assert "hello model" in json.dumps(answer["responseParts"])
+        # Folded by the model's reducers from the stream of envelopes, the mirror equals the
+        # snapshot the host sends a client that subscribes afterwards.
+        await other.subscribe(session)
+        await other.subscribe(chat)
+        assert client.mirror.pending() == []
+        assert client.state(chat) == other.state(chat)
+        assert client.state(session) == other.state(session)
+    finally:
+        await client.close()
+        await other.close()
+    assert schema_hook.frames > 10 and schema_hook.failures == []
+
+
+async def test_a_session_created_without_a_provider_is_found_on_the_hosts_default_agent(running_host, schema_hook):
+    client = await _client(running_host, schema_hook)
+    try:
+        session = await client.create_session()
+        assert session.startswith("offline:/")
+        assert default_chat_uri(session) in client.subscriptions
+    finally:
+        await client.close()
+    assert schema_hook.failures == []
+
+
+async def test_cancel_turn_ends_the_running_turn_as_cancelled(slow_host, schema_hook):
+    client = await _client(slow_host, schema_hook)
+    try:
+        session = await client.create_session(provider="offline")
+        chat = default_chat_uri(session)
+        turn_id = client.send_message(chat, "never answered")
+        await client.wait_for(lambda mirror, _e: mirror.pending() == [])
+        outcome = await client.outcome(client.cancel_turn(session, turn_id))
+        assert outcome.accepted, outcome.reason
+        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), turn_id) or {}).get("state") == "cancelled")
+        assert "activeTurn" not in client.state(chat)
+    finally:
+        await client.close()
+    assert schema_hook.failures == []
+
+
+async def test_resume_after_a_lost_connection_keeps_the_chat_in_step(running_host, schema_hook):
+    client = await _client(running_host, schema_hook)
+    try:
+        session = await client.create_session(provider="offline")
+        chat = default_chat_uri(session)
+        first = client.send_message(chat, "one")
+        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), first) or {}).get("state") == "complete")
+        result = await client.resume()
+        assert result.kind == "replay" and result.dropped == [] and client.protocol_version == "0.9.0"
+        second = client.send_message(chat, "two")
+        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), second) or {}).get("state") == "complete")
+        assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["one", "two"]
+    finally:
+        await client.close()
+    assert schema_hook.failures == []
+
+
+async def test_a_host_serving_none_of_the_offered_versions_is_a_clear_error():
+    async with FakeHost() as fake:
+        async def refuse(conn: Any, message: dict[str, Any]) -> None:
+            raise RpcError(-32005, "This host serves AHP 0.2.0; none of ['0.9.0'] is compatible.",
+                           {"supportedVersions": ["0.2.0"]})
+
+        fake.handlers["initialize"] = refuse
+        client = await AhpClient.connect(fake.url, client_id="me")
+        try:
+            with pytest.raises(UnsupportedVersionError) as raised:
+                await client.initialize([ROOT], protocol_versions=PROTOCOL_VERSIONS)
+        finally:
+            await client.close()
+    message = str(raised.value)
+    assert "serves AHP 0.2.0" in message and "speaks AHP 0.9.0" in message and "Update the host" in message
+    assert raised.value.code == -32005 and raised.value.data == {"supportedVersions": ["0.2.0"]}
