@@ -19,6 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ahp import state as internal
 from ahp.dialects import v0_7
 from ahp.state import default_chat_uri
@@ -125,7 +127,13 @@ def _without_clock(state: Any) -> Any:
     return state
 
 
-async def test_every_frame_fits_its_version_and_every_mirror_converges(tmp_path: Path, frame_checker: FrameChecker) -> None:
+async def test_every_frame_fits_its_version_and_every_mirror_converges(
+    tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The terminal runs a plain sh: the user's own rc files (a pyenv rehash waiting on its lock)
+    # must not decide whether the test's command runs within its deadline.
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    monkeypatch.setenv("ENV", "")
     for folder in ("second", "third"):
         (tmp_path / folder).mkdir()
     provider = ScriptedProvider([

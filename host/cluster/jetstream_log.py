@@ -1,0 +1,498 @@
+"""The ordered log on NATS JetStream: one stream, every append fenced, a tick in one round trip.
+
+**One stream** (``AHP`` by default) holds every record of the host, whatever its channel, on the
+subjects of ``host.cluster.subjects`` (``<prefix>.<group>.<channel>``). The stream's sequence *is*
+``serverSeq``: the server gives each message the next number of the one host-wide order, so no
+coordinator of ours is needed. A message's payload is the envelope's JSON without ``serverSeq``
+(its number is not known until the server has given it; readers stamp it from the message's
+sequence); its headers say what it is (``Ahp-Kind``: ``action``, ``created``, ``removed``, or
+``owner`` for a takeover marker) and, for an action, the clock reading its reducer used
+(``Ahp-Now``). ``created``, ``removed`` and markers take stream sequences too; no client sees
+those numbers as a ``serverSeq``, so what a client sees only grows, with the gaps any client
+subscribed to some channels sees anyway.
+
+**Fencing.** A process appends to an owner group (a session and its chats) only after
+:meth:`JetStreamLog.claim`: the group's lease (``host.cluster.leases``), then the group's last
+sequence read, then a marker published fenced on it. Every batch it sends for the group carries
+``Nats-Expected-Last-Subject-Sequence`` (the last sequence it knows on the group) with
+``Nats-Expected-Last-Subject-Sequence-Subject`` (the group's wildcard), so the server refuses the
+batch if anyone else wrote to the group since: a process that lost the group (a new holder wrote
+its marker) can never write again, even if it was paused past its lease and never noticed. A
+refused batch fails its appends with ``NotOwner`` and the group is dropped.
+
+**A tick in one round trip.** ``append`` queues the envelope and returns a future; at the end of
+the event-loop tick (``call_soon``) each group's queue leaves in one round trip. One message (a
+session streaming at a model's pace has one chunk per tick) is a plain fenced publish. More are
+one *atomic batch* (server 2.12+, ``allow_atomic``): every message but the last published without
+a reply, the last with ``Nats-Batch-Commit`` as a request whose acknowledgement gives the batch's
+last sequence and count. The server stores a batch whole and contiguous or not at all, so the
+numbers of its envelopes follow from the acknowledgement, and the fence on its first message
+covers it all. (Measured with nats-server 2.15.1: the server writes an atomic batch's commit
+through to disk, about 12 ms on this machine's disk against 0.4 ms for a plain publish, which it
+writes to the operating system before acknowledging: both survive the server being killed, and
+only a plain publish can be lost to a power cut, like the SQLite journal's ``synchronous=NORMAL``.)
+Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
+group one batch is in flight at a time, because the next one's fence is this one's last sequence.
+What a group appends meanwhile waits and leaves as the next batch (group commit).
+
+**Cut off.** Appending while the client is not connected fails at once with ``LogUnavailable``
+(nothing is buffered for later: a process that cannot reach the log stops writing rather than
+diverge). A batch already sent whose acknowledgement does not come (``timeout``, a broken
+connection, a restarting server) may or may not be stored: it is *settled* once the client is
+connected again, while the group's lease lasts, by the group's last message (each batch's last
+message names the batch, ``Ahp-Batch``): stored, its appends resolve with their numbers; not
+stored, it is sent again; written over by another process, ``NotOwner``. Past the lease it fails
+with ``LogUnavailable`` and the group is dropped: only a new ``claim`` (which reads the group's last
+sequence again) lets the process write to it again.
+
+**Reading.** :meth:`read` gives the records after a sequence, in order (an ordered consumer from
+``since + 1``, up to the last sequence when the read began), optionally of some channels only:
+AHP's ``reconnect`` with ``lastSeenServerSeq``. :meth:`follow` delivers every record from a
+sequence on as it is stored, to a callback: how each process learns what the others appended.
+
+**Snapshots** are objects of a JetStream object store (chunked by it, so a state of any size fits
+under the 1 MB message limit), one per owner group: ``{"seq", "channels"}``, the group's channels
+as of that sequence. Recovery reads the snapshots, then the records after the oldest of them,
+skipping for each group what its snapshot already holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import nats
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError, NoRespondersError, OutboundBufferLimitError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext, api
+from nats.js.errors import APIError, NotFoundError
+from nats.js.object_store import ObjectStore
+
+from ahp.jsonrpc import action_frame, encode
+from host.cluster.leases import DEFAULT_TTL, Lease, Leases
+from host.cluster.subjects import Subjects, token, untoken
+from host.state.log import LogError, LogUnavailable, NotOwner
+
+__all__ = ["BATCH_LIMIT", "JetStreamLog", "Record", "Stamped"]
+
+BATCH_LIMIT = 500
+"""Messages per atomic batch (the server takes up to 1,000); a group's longer queue leaves as
+several batches, one after another."""
+
+WRONG_LAST_SEQUENCE = 10071
+"""The server's error code for a fenced publish whose expected last sequence is not the last."""
+
+KIND = "Ahp-Kind"
+NOW = "Ahp-Now"
+BATCH = "Ahp-Batch"
+
+Kind = Literal["action", "created", "removed", "owner"]
+Stamped = tuple[str, str]
+"""An appended envelope's JSON with its ``serverSeq``, and the ``action`` frame carrying it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One message of the log, read back."""
+
+    seq: int
+    """Its stream sequence (an action's ``serverSeq``)."""
+    kind: Kind
+    channel: str
+    now: int | None
+    body: dict[str, Any] | None
+    """An action's envelope (``serverSeq`` stamped), a created channel's ``{"kind", "state"}``;
+    None for ``removed`` and markers."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    subject: str
+    payload: bytes
+    headers: dict[str, str]
+    envelope: dict[str, Any] | None
+    future: asyncio.Future[Any]
+
+
+@dataclass(slots=True)
+class _Group:
+    lease: Lease
+    last: int
+    """The last sequence of the group this process knows (what the next batch's fence expects)."""
+    queue: list[_Pending]
+    sending: bool = False
+
+
+class JetStreamLog:
+    """The log of one process (open it with :meth:`connect`; see the module docstring)."""
+
+    def __init__(self, client: Client, js: JetStreamContext, leases: Leases, snapshots: ObjectStore, *,
+                 stream: str, subjects: Subjects, timeout: float) -> None:
+        self.client = client
+        self.js = js
+        self.leases = leases
+        self.snapshots = snapshots
+        self.stream = stream
+        self.subjects = subjects
+        self.timeout = timeout
+        self.holder = leases.holder
+        self._groups: dict[str, _Group] = {}
+        self._scheduled = False
+        self._renewer: asyncio.Task[None] | None = None
+        self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
+        self._batches = 0
+        self.on_lost: Callable[[str], None] = lambda group: None
+        """Called with a group this process stopped owning (lease lost, fenced, or cut off)."""
+
+    @classmethod
+    async def connect(cls, url: str, *, holder: str | None = None, stream: str = "AHP", prefix: str = "ahp.log",
+                      lease_ttl: float = DEFAULT_TTL, timeout: float = 5.0, max_age: float = 0,
+                      **options: Any) -> JetStreamLog:
+        """Connect to the NATS server at ``url`` and make sure the stream and buckets exist.
+        ``max_age`` (seconds, 0 for none) bounds how long records are kept: the replay window.
+        ``options`` go to ``nats.connect`` (credentials: ``user_credentials``, ``token``, ...)."""
+        try:
+            # Pings every 2 s, two unanswered: a silent partition is noticed within about 6 s,
+            # the lease's time (a closed connection at once).
+            client = await nats.connect(url, name=holder or "agent-host", max_reconnect_attempts=-1,
+                                        reconnect_time_wait=0.25, connect_timeout=timeout, ping_interval=2,
+                                        max_outstanding_pings=2, **options)
+        except (OSError, NatsTimeout, nats.errors.NoServersError) as error:
+            raise LogUnavailable(f"cannot reach NATS at {url}: {error}; is the server running?") from error
+        js = client.jetstream(timeout=timeout)
+        subjects = Subjects(prefix)
+        config = api.StreamConfig(name=stream, subjects=[subjects.all], storage=api.StorageType.FILE,
+                                  allow_atomic=True, allow_direct=True, max_age=max_age or None)
+        try:
+            await js.add_stream(config)
+        except APIError as error:
+            raise LogError(f"cannot create the JetStream stream {stream}: {error}") from error
+        bucket = await js.create_key_value(bucket=f"{stream}_LEASES", history=1)
+        snapshots = await js.create_object_store(bucket=f"{stream}_SNAPSHOTS")
+        leases = Leases(bucket, holder or f"{uuid.uuid4().hex[:12]}", lease_ttl)
+        log = cls(client, js, leases, snapshots, stream=stream, subjects=subjects, timeout=timeout)
+        log._renewer = asyncio.get_running_loop().create_task(log._renew_forever())
+        return log
+
+    # -- ownership ---------------------------------------------------------------------------------
+
+    def owns(self, group: str) -> bool:
+        return group in self._groups
+
+    def known_last(self, group: str) -> int:
+        """The last sequence of ``group`` acknowledged to this process (a group it owns)."""
+        return self._groups[group].last
+
+    async def claim(self, group: str) -> None:
+        """Own ``group``: its lease, then a fenced marker, so that whoever held it before cannot
+        write to it again. Raises ``NotOwner`` while another process's lease is in force."""
+        self._check_connected()
+        taken = await self.leases.acquire(group)
+        if isinstance(taken, str):
+            raise NotOwner(group, taken)
+        marker = self.subjects.marker(group)
+        for _ in range(20):  # a previous holder's last batch may land between our read and our marker
+            last = await self.group_last(group)
+            try:
+                ack = await self.js.publish(marker, self.holder.encode(),
+                                            headers={KIND: "owner", **self._fence(group, last)})
+            except APIError as error:
+                if error.err_code == WRONG_LAST_SEQUENCE:
+                    continue
+                raise LogError(f"cannot claim {group}: {error}") from error
+            self._groups[group] = _Group(taken, ack.seq, [])
+            return
+        raise NotOwner(group, None)
+
+    async def release(self, group: str) -> None:
+        """Stop owning ``group`` and give its lease up (after its queued appends leave)."""
+        state = self._groups.get(group)
+        if state is None:
+            return
+        while state.queue or state.sending:
+            await asyncio.sleep(0.01)
+        self._groups.pop(group, None)
+        await self.leases.release(state.lease)
+
+    async def group_last(self, group: str) -> int:
+        """The sequence of the last message of ``group`` in the stream (0 for none)."""
+        try:
+            message = await self.js.get_last_msg(self.stream, self.subjects.group_filter(group))
+        except NotFoundError:
+            return 0
+        return message.seq or 0
+
+    def _fence(self, group: str, last: int) -> dict[str, str]:
+        return {"Nats-Expected-Last-Subject-Sequence": str(last),
+                "Nats-Expected-Last-Subject-Sequence-Subject": self.subjects.group_filter(group)}
+
+    def _drop(self, group: str, error: LogError) -> None:
+        state = self._groups.pop(group, None)
+        if state is None:
+            return
+        for pending in state.queue:
+            if not pending.future.done():
+                pending.future.set_exception(error)
+        state.queue.clear()
+        self.on_lost(group)
+
+    async def _renew_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.leases.ttl / 3)
+            for group, state in list(self._groups.items()):
+                try:
+                    renewed = await self.leases.renew(state.lease)
+                except Exception:  # cut off from NATS: the lease lapses, below
+                    renewed = False
+                if not renewed and (state.lease.until <= self.leases._clock() + self.leases.ttl / 3
+                                    or self.client.is_connected):
+                    self._drop(group, NotOwner(group, await self._holder_or_none(group)))
+
+    async def _holder_or_none(self, group: str) -> str | None:
+        try:
+            return await self.leases.holder_of(group)
+        except Exception:  # unreachable: the holder is unknown
+            return None
+
+    # -- appending ---------------------------------------------------------------------------------
+
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> asyncio.Future[Stamped]:
+        """Queue ``envelope`` (an action of ``channel``, reduced at clock ``now``) for this tick's
+        batch; the future gives its stamped JSON and action frame once stored, or fails with
+        ``NotOwner`` / ``LogUnavailable``. ``envelope["serverSeq"]`` is set then."""
+        body = {key: value for key, value in envelope.items() if key != "serverSeq"}
+        return self._queue(channel, "action", encode(body).encode(), {NOW: str(now)}, envelope)
+
+    def created(self, channel: str, kind: str, state: dict[str, Any]) -> asyncio.Future[int]:
+        """Queue a record of ``channel`` appearing with ``state``; the future gives its sequence."""
+        return self._queue(channel, "created", encode({"kind": kind, "state": state}).encode(), {}, None)
+
+    def removed(self, channel: str) -> asyncio.Future[int]:
+        """Queue a record of ``channel`` going away; the future gives its sequence."""
+        return self._queue(channel, "removed", b"", {}, None)
+
+    def _queue(self, channel: str, kind: Kind, payload: bytes, headers: dict[str, str],
+               envelope: dict[str, Any] | None) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        subject, group = self.subjects.of(channel)
+        state = self._groups.get(group)
+        if not self.client.is_connected:
+            future.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
+            return future
+        if state is None:
+            future.set_exception(NotOwner(channel, None))
+            return future
+        headers[KIND] = kind
+        state.queue.append(_Pending(subject, payload, headers, envelope, future))
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._send_tick)
+        return future
+
+    def _send_tick(self) -> None:
+        self._scheduled = False
+        for group, state in self._groups.items():
+            if state.queue and not state.sending:
+                state.sending = True
+                asyncio.get_running_loop().create_task(self._send_group(group, state))
+
+    async def _send_group(self, group: str, state: _Group) -> None:
+        try:
+            while state.queue and self._groups.get(group) is state:
+                batch, state.queue[:] = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
+                try:
+                    first = await self._send_batch(group, state.last, batch)
+                except LogError as error:
+                    for pending in batch:
+                        if not pending.future.done():
+                            pending.future.set_exception(error)
+                    self._drop(group, error)
+                    return
+                state.last = first + len(batch) - 1
+                for offset, pending in enumerate(batch):
+                    if pending.future.done():
+                        continue
+                    if pending.envelope is None:
+                        pending.future.set_result(first + offset)
+                    else:
+                        pending.envelope["serverSeq"] = first + offset
+                        pending.future.set_result(action_frame(pending.envelope))
+        finally:
+            state.sending = False
+
+    async def _send_batch(self, group: str, last: int, batch: list[_Pending]) -> int:
+        """Publish ``batch`` fenced on ``last`` in one round trip; the sequence of its first message.
+        One message is a plain publish; more are one atomic batch (whose commit the server also
+        writes through to disk: see the module docstring). The last message carries ``Ahp-Batch``,
+        this batch's own id, so that a batch whose acknowledgement was lost can be settled."""
+        self._batches += 1
+        batch_id = f"{self._batch_prefix}{self._batches}"
+        fence = self._fence(group, last)
+        try:
+            if len(batch) == 1:
+                only = batch[0]
+                reply = await self.client.request(only.subject, only.payload, timeout=self.timeout,
+                                                  headers={**only.headers, **fence, BATCH: batch_id})
+            else:
+                for index, pending in enumerate(batch, 1):
+                    headers = {**pending.headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(index)}
+                    if index == 1:
+                        headers.update(fence)
+                    if index < len(batch):
+                        await self.client.publish(pending.subject, pending.payload, headers=headers)
+                        continue
+                    headers["Nats-Batch-Commit"] = "1"
+                    headers[BATCH] = batch_id
+                    reply = await self.client.request(pending.subject, pending.payload, timeout=self.timeout,
+                                                      headers=headers)
+        except (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError) as error:
+            return await self._settle(group, last, batch, batch_id, error)
+        answer = json.loads(reply.data)
+        refused = answer.get("error")
+        if refused is not None:
+            if refused.get("err_code") == WRONG_LAST_SEQUENCE:
+                raise NotOwner(group, await self._holder_or_none(group))
+            raise LogError(f"JetStream refused a batch for {group}: {refused.get('description')}")
+        count = int(answer.get("count", len(batch)))
+        return int(answer["seq"]) - count + 1
+
+    async def _settle(self, group: str, last: int, batch: list[_Pending], batch_id: str, error: Exception) -> int:
+        """A batch whose acknowledgement did not come (the connection broke, the server restarted)
+        may or may not be stored. Once reconnected, while the group's lease is still this
+        process's, read the group's last message: this batch's own (its ``Ahp-Batch``) means it
+        was stored, the fence's ``last`` means it was not (then it is sent again, once), anything
+        else means another process wrote (``NotOwner``). Past the lease, ``LogUnavailable``."""
+        state = self._groups.get(group)
+        unavailable = LogUnavailable(f"NATS did not acknowledge a batch for {group} ({type(error).__name__}) "
+                                     "and could not be asked again within the lease: this process stops writing to it")
+        while state is not None and state.lease.until > self.leases._clock():
+            if self.client.is_connected:
+                try:
+                    message = await self.js.get_last_msg(self.stream, self.subjects.group_filter(group))
+                except NotFoundError:
+                    message = None
+                except (NatsTimeout, ConnectionClosedError, NoRespondersError, APIError):
+                    await asyncio.sleep(0.1)
+                    continue
+                newest = message.seq if message is not None and message.seq else 0
+                if message is not None and (message.headers or {}).get(BATCH) == batch_id:
+                    return newest - len(batch) + 1
+                if newest == last:
+                    return await self._send_batch(group, last, batch)
+                raise NotOwner(group, await self._holder_or_none(group))
+            await asyncio.sleep(0.05)
+        raise unavailable from error
+
+    def _check_connected(self) -> None:
+        if not self.client.is_connected:
+            raise LogUnavailable("NATS is not reachable: this process does not write")
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    async def last_seq(self) -> int:
+        """The stream's last sequence (0 when empty)."""
+        try:
+            info = await self.js.stream_info(self.stream)
+        except (NatsTimeout, NoRespondersError, ConnectionClosedError) as error:
+            raise LogUnavailable(f"NATS is not reachable: {error}") from error
+        return info.state.last_seq
+
+    async def read(self, since: int, channels: Iterable[str] | None = None) -> list[Record]:
+        """The records after sequence ``since`` (up to the last when the read began), in order;
+        only those of ``channels`` when given."""
+        upto = await self.last_seq()
+        if upto <= since:
+            return []
+        wanted = None if channels is None else set(channels)
+        records: list[Record] = []
+        done = asyncio.get_running_loop().create_future()
+
+        async def take(message: Msg) -> None:
+            record = self.decode(message)
+            if record.seq > since and (wanted is None or record.channel in wanted):
+                records.append(record)
+            if record.seq >= upto and not done.done():
+                done.set_result(None)
+
+        subscription = await self.js.subscribe(self.subjects.all, cb=take, ordered_consumer=True,
+                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        try:
+            await asyncio.wait_for(done, self.timeout + upto - since)
+        except TimeoutError as error:
+            raise LogUnavailable(f"reading the log after {since} did not finish") from error
+        finally:
+            await subscription.unsubscribe()
+        return records
+
+    async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None]) -> Callable[[], Awaitable[None]]:
+        """Call ``callback`` with every record after ``since`` as it is stored (this process's own
+        included), in order; returns the coroutine function that stops it."""
+        async def take(message: Msg) -> None:
+            result = callback(self.decode(message))
+            if result is not None:
+                await result
+
+        subscription = await self.js.subscribe(self.subjects.all, cb=take, ordered_consumer=True,
+                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        return subscription.unsubscribe
+
+    def decode(self, message: Msg) -> Record:
+        """A message of the stream as a :class:`Record`."""
+        seq = message.metadata.sequence.stream
+        headers = message.headers or {}
+        kind = cast(Kind, headers.get(KIND, "action"))
+        group_token, _, channel_token = message.subject[len(self.subjects.prefix) + 1:].partition(".")
+        channel = untoken(group_token if kind == "owner" else channel_token) or ""
+        body: dict[str, Any] | None = None
+        now = None
+        if kind == "action":
+            body = json.loads(message.data)
+            body["serverSeq"] = seq
+            now = int(headers.get(NOW, "0"))
+        elif kind == "created":
+            body = json.loads(message.data)
+        return Record(seq, kind, channel, now, body)
+
+    # -- snapshots ---------------------------------------------------------------------------------
+
+    async def put_snapshot(self, group: str, seq: int, channels: dict[str, dict[str, Any]]) -> None:
+        """Keep ``group``'s channels as of sequence ``seq`` (``{uri: {"kind", "state"}}``)."""
+        data = encode({"seq": seq, "channels": channels}).encode()
+        await self.snapshots.put(token(group), data)
+
+    async def read_snapshots(self) -> dict[str, tuple[int, dict[str, dict[str, Any]]]]:
+        """Every group's snapshot: ``{group: (seq, channels)}``."""
+        found: dict[str, tuple[int, dict[str, dict[str, Any]]]] = {}
+        try:
+            infos = await self.snapshots.list()
+        except NotFoundError:
+            return found
+        for info in infos:
+            if info.deleted:
+                continue
+            result = await self.snapshots.get(info.name)
+            body = json.loads(result.data or b"{}")
+            found[untoken(info.name) or info.name] = (int(body["seq"]), body["channels"])
+        return found
+
+    # -- closing -----------------------------------------------------------------------------------
+
+    async def close(self, release: bool = True) -> None:
+        """Let the queued appends leave, give the leases up (``release``) and disconnect."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+        if release and self.client.is_connected:
+            for group in list(self._groups):
+                await self.release(group)
+        self._groups.clear()
+        if not self.client.is_closed:
+            await self.client.close()

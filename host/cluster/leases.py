@@ -1,0 +1,115 @@
+"""Who runs an owner group (a session and its chats): leases in a JetStream key-value bucket.
+
+A lease is the key ``token(group)`` of the bucket, its value ``{"holder": <process id>, "until":
+<wall-clock ms>}``. Taking one is *create-if-absent* (the key has no value) or, once ``until`` has
+passed, *update-if-revision* on the expired value: two processes racing for the same group both
+send the revision they read and the bucket lets exactly one through. The holder renews before
+``until`` (update-if-revision on its own last revision, every ``ttl / 3``); a renewal that finds
+another revision has lost the lease. Releasing deletes the key at the holder's revision.
+
+A lease alone does not fence: a holder that was paused past ``until`` does not know it lost the
+lease until it tries to renew. What makes a lost lease harmless is the log's fence (every append
+expects the group's last sequence, and a new holder writes a marker first, ``jetstream_log``); the
+lease decides who *should* write, the fence guarantees that no one else *can*.
+
+``until`` is read on the wall clock of each process: on one machine they agree; across machines
+their clocks must agree to well within ``ttl`` (NTP), or a takeover comes early or late by the skew.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from host.cluster.subjects import token
+
+__all__ = ["DEFAULT_TTL", "Lease", "Leases"]
+
+DEFAULT_TTL = 6.0
+"""Seconds a lease lasts unrenewed: a killed holder's groups are taken over within this (plus the
+time to notice), inside the issue's 10 s."""
+
+
+@dataclass(slots=True)
+class Lease:
+    """A lease this process holds."""
+
+    group: str
+    revision: int
+    """The bucket revision of the value this process last wrote."""
+    until: float
+    """When it lapses unless renewed (wall-clock seconds)."""
+
+
+class Leases:
+    """The leases of one bucket, taken and renewed as ``holder``."""
+
+    def __init__(self, bucket: KeyValue, holder: str, ttl: float = DEFAULT_TTL,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.bucket = bucket
+        self.holder = holder
+        self.ttl = ttl
+        self._clock = clock
+
+    def _value(self) -> tuple[bytes, float]:
+        until = self._clock() + self.ttl
+        return json.dumps({"holder": self.holder, "until": int(until * 1000)}).encode(), until
+
+    async def holder_of(self, group: str) -> str | None:
+        """The process holding ``group``'s lease now, ``None`` when no lease is in force."""
+        try:
+            entry = await self.bucket.get(token(group))
+        except KeyNotFoundError:
+            return None
+        holder, until = _read(entry.value)
+        return holder if until > self._clock() else None
+
+    async def acquire(self, group: str) -> Lease | str:
+        """Take ``group``'s lease (or renew it when this process holds it): the :class:`Lease`, or
+        the id of the process that holds it now."""
+        key = token(group)
+        value, until = self._value()
+        try:
+            entry = await self.bucket.get(key)
+        except KeyNotFoundError:
+            try:
+                return Lease(group, await self.bucket.create(key, value), until)
+            except KeyWrongLastSequenceError:
+                return await self.holder_of(group) or "another process"
+        holder, current_until = _read(entry.value)
+        if holder != self.holder and current_until > self._clock():
+            return holder
+        try:
+            return Lease(group, await self.bucket.update(key, value, last=entry.revision), until)
+        except KeyWrongLastSequenceError:
+            return await self.holder_of(group) or "another process"
+
+    async def renew(self, lease: Lease) -> bool:
+        """Extend ``lease``; False when it was lost (someone else's revision is there)."""
+        value, until = self._value()
+        try:
+            lease.revision = await self.bucket.update(token(lease.group), value, last=lease.revision)
+        except (KeyWrongLastSequenceError, KeyNotFoundError):
+            return False
+        lease.until = until
+        return True
+
+    async def release(self, lease: Lease) -> None:
+        """Give ``lease`` up at once (a clean stop), so another process need not wait for it to lapse."""
+        try:
+            await self.bucket.delete(token(lease.group), last=lease.revision)
+        except (KeyWrongLastSequenceError, KeyNotFoundError):
+            pass  # already someone else's
+
+
+def _read(value: bytes | None) -> tuple[str, float]:
+    try:
+        body = json.loads(value or b"{}")
+        return str(body["holder"]), float(body["until"]) / 1000
+    except (ValueError, KeyError, TypeError):
+        return "", 0.0  # unreadable: treated as expired

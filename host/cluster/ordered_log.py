@@ -1,0 +1,309 @@
+"""``host.state.log.OrderedLog`` on the JetStream log: what a store of a cluster process writes through.
+
+:class:`ClusterLog` runs a :class:`host.cluster.jetstream_log.JetStreamLog` on a thread of its own
+with its own event loop (the *I/O thread*), so that the port's synchronous members (``recover`` at
+start, ``snapshot_now`` and ``close`` at shutdown) can wait for the network without blocking the
+loop the NATS client needs, and the store's loop pays one hand-over per tick each way, not one per
+envelope.
+
+Per member (the port's contract in ``host.state.log``; here the ``Networked`` column):
+
+* ``append`` returns an awaitable of the frame (an ``asyncio`` future of the caller's loop). The envelopes of
+  one tick of the caller's loop (``created`` and ``removed`` in order with them) are handed to the
+  I/O thread together, where each owner group's leave as one fenced atomic batch; the futures
+  resolve in the caller's loop when the acknowledgements come, with ``envelope["serverSeq"]`` set
+  and the envelope serialised then (``ahp.jsonrpc.action_frame``: the frame). An envelope of a group this process
+  does not own yet claims it first (``JetStreamLog.claim``): it fails with ``NotOwner`` while
+  another process's lease is in force, and with ``LogUnavailable`` when NATS cannot be reached.
+* ``owner`` answers from what this process learnt: None for its own groups and for groups no one
+  was seen holding, the holder named by a refused claim or append otherwise.
+* ``flush`` hands the tick over now; ``when_durable`` calls back once every append handed over
+  before it is acknowledged or failed (a failed append is never sent to a client: the store sees
+  its future fail).
+* ``replay`` returns an awaitable of the envelopes read from the stream, or None when the stream
+  no longer holds ``since + 1`` (its retention: the client then gets snapshots).
+* Snapshots are per owner group (``JetStreamLog.put_snapshot``): ``snapshot_now`` and
+  ``snapshot_soon`` write, for every group this process owns, all of its channels as of the
+  group's last sequence. ``recover`` reads every group's snapshot and the stream from its start
+  (a group with no snapshot may have records anywhere; the stream's retention bounds them),
+  skipping what a group's snapshot already holds, and markers; ``Recovery.seq`` is the oldest group
+  snapshot's sequence, and ``seq`` then the stream's last.
+* ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
+
+What this log does not do (the port has no member for it, see the report in the cluster section of
+README.md): deliver the appends of *other* processes to this store as they happen
+(``JetStreamLog.follow`` can; the store has no entry for them), keep a chat's turns paged out of its
+state (those live in the SQLite journal's rows: a snapshot with such rows is refused with
+``LogError``), and choose which process runs a session (the first to append claims it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from concurrent.futures import Future as ThreadFuture
+from typing import Any, TypeVar
+
+from host.cluster.jetstream_log import JetStreamLog
+from host.cluster.subjects import group_of
+from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
+
+__all__ = ["ClusterLog"]
+
+T = TypeVar("T")
+
+_Item = tuple[str, str, int, dict[str, Any] | None, "asyncio.Future[Any] | None"]
+"""``(kind, channel, now, body, future)`` handed to the I/O thread: an action's envelope or a
+created channel's ``{"kind", "state"}``; the caller's future (None for ``created``/``removed``)."""
+
+
+class ClusterLog:
+    """The ordered log of one process of a cluster (see the module docstring)."""
+
+    def __init__(self, url: str, *, holder: str | None = None, timeout: float = 10.0, **options: Any) -> None:
+        self.timeout = timeout
+        self._io = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._io.run_forever, name="cluster-log", daemon=True)
+        self._thread.start()
+        try:
+            self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
+            self._seq = self._call(self.core.last_seq())
+        except BaseException:
+            self._stop_thread()
+            raise
+        self._source: SnapshotSource | None = None
+        self._tick: list[_Item] = []
+        self._in_flight = 0
+        self._sends: set[asyncio.Task[Any]] = set()
+        """The I/O thread's hand-overs not finished yet (a snapshot waits for those before it)."""
+        self._waiting: list[Callable[[], None]] = []
+        self._holders: dict[str, str] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.failures: list[LogError] = []
+        """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
+
+    # -- the I/O thread -------------------------------------------------------------------------
+
+    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the I/O thread and wait for it (start-up, snapshots, shutdown)."""
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._io)
+        try:
+            return future.result(self.timeout)
+        except TimeoutError as error:
+            future.cancel()
+            raise LogUnavailable(f"NATS did not answer within {self.timeout:g} s") from error
+
+    def _stop_thread(self) -> None:
+        self._io.call_soon_threadsafe(self._io.stop)
+        self._thread.join(self.timeout)
+        if not self._thread.is_alive():
+            self._io.close()
+
+    # -- the port -------------------------------------------------------------------------------
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    @property
+    def snapshotting(self) -> bool:
+        return False  # a snapshot is written whole, from states taken on the caller's thread
+
+    def bind(self, source: SnapshotSource) -> None:
+        self._source = source
+
+    def owner(self, channel: str) -> str | None:
+        group = group_of(channel)
+        return None if self.core.owns(group) else self._holders.get(group)
+
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str] = loop.create_future()
+        self._queue(("action", channel, now, envelope, future), loop)
+        return future
+
+    def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
+        self._queue(("created", channel, 0, {"kind": kind, "state": state}, None), asyncio.get_running_loop())
+
+    def removed(self, channel: str) -> None:
+        self._queue(("removed", channel, 0, None, None), asyncio.get_running_loop())
+
+    def _queue(self, item: _Item, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._tick:
+            self._loop = loop
+            loop.call_soon(self.flush)
+        self._tick.append(item)
+
+    def flush(self) -> None:
+        if not self._tick:
+            return
+        items, self._tick = self._tick, []
+        loop = self._loop
+        assert loop is not None
+        self._in_flight += 1
+        # One wake-up of the I/O loop and one of the caller's per tick: a task started there whose
+        # end is handed back (lighter than run_coroutine_threadsafe's chained futures).
+        self._io.call_soon_threadsafe(self._start_send, items, loop)
+
+    def _start_send(self, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
+        task = self._io.create_task(self._send(items))
+        task.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, done))
+
+    async def _send(self, items: list[_Item]) -> tuple[list[Any], list[tuple[int, str]]]:
+        """On the I/O thread: claim what is not owned yet, queue every record for this tick's
+        batches, and wait for them all: each record's result (a stamped pair, a sequence or an
+        error), and ``(sequence, group)`` of each record stored."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
+        results: list[Any] = [None] * len(items)
+        waits: list[tuple[int, asyncio.Future[Any]]] = []
+        for index, (kind, channel, now, body, _) in enumerate(items):
+            group = group_of(channel)
+            if not self.core.owns(group):
+                try:
+                    await self.core.claim(group)
+                except LogError as error:
+                    results[index] = error
+                    continue
+            if kind == "action":
+                assert body is not None
+                waits.append((index, self.core.append(channel, now, body)))
+            elif kind == "created":
+                assert body is not None
+                waits.append((index, self.core.created(channel, body["kind"], body["state"])))
+            else:
+                waits.append((index, self.core.removed(channel)))
+        done = await asyncio.gather(*(future for _, future in waits), return_exceptions=True)
+        stored: list[tuple[int, str]] = []
+        for (index, _), result in zip(waits, done):
+            results[index] = result
+            if isinstance(result, int):
+                stored.append((result, group_of(items[index][1])))
+            elif not isinstance(result, BaseException):
+                body = items[index][3]
+                assert body is not None
+                stored.append((body["serverSeq"], group_of(items[index][1])))
+        return results, stored
+
+    def _finish(self, items: list[_Item], handed: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]) -> None:
+        """On the caller's loop: resolve the tick's futures, then the durability callbacks."""
+        try:
+            results = handed.result()[0]
+        except BaseException as error:  # the I/O thread failed the whole tick
+            results = [error if isinstance(error, LogError) else LogUnavailable(str(error))] * len(items)
+        for (_kind, channel, _, body, future), result in zip(items, results):
+            if isinstance(result, BaseException):
+                if isinstance(result, NotOwner) and result.owner:
+                    self._holders[group_of(channel)] = result.owner
+                if future is not None:
+                    future.set_exception(result)
+                else:
+                    self.failures.append(result if isinstance(result, LogError) else LogError(str(result)))
+            elif future is not None:
+                assert body is not None
+                self._seq = max(self._seq, body["serverSeq"])
+                future.set_result(result[1])  # the frame; the log keeps the JSON
+        self._in_flight -= 1
+        if not self._in_flight and not self._tick:
+            waiting, self._waiting = self._waiting, []
+            for callback in waiting:
+                callback()
+
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        if not self._in_flight and not self._tick:
+            callback()
+        else:
+            self._waiting.append(callback)
+
+    def replay(self, since: int, channels: Iterable[str]) -> Awaitable[list[dict[str, Any]] | None]:
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._replay(since, list(channels)), self._io))
+
+    async def _replay(self, since: int, channels: list[str]) -> list[dict[str, Any]] | None:
+        info = await self.core.js.stream_info(self.core.stream)
+        if info.state.first_seq > since + 1 and info.state.last_seq > since:
+            return None  # older than the stream keeps
+        return [record.body for record in await self.core.read(since, channels)
+                if record.kind == "action" and record.body is not None]
+
+    def recover(self) -> Recovery:
+        return self._call(self._recover())
+
+    async def _recover(self) -> Recovery:
+        snapshots = await self.core.read_snapshots()
+        channels: dict[str, dict[str, Any]] = {}
+        for _, saved in snapshots.values():
+            channels.update(saved)
+        # From the start of the stream: a group that never wrote a snapshot has records anywhere
+        # (the stream's retention bounds how many there are).
+        records = []
+        for record in await self.core.read(0):
+            covered = snapshots.get(group_of(record.channel))
+            if record.kind == "owner" or (covered is not None and record.seq <= covered[0]):
+                continue
+            seq = record.seq if record.kind == "action" else None
+            records.append(LogRecord(record.kind, record.channel, seq, record.now, record.body))
+        self._seq = max(self._seq, await self.core.last_seq())
+        return Recovery(min((seq for seq, _ in snapshots.values()), default=0), channels, bool(snapshots), records)
+
+    def snapshot_now(self) -> None:
+        if self._source is None:
+            return
+        self.flush()
+        changes, removed = self._source.take_changes(True)
+        try:
+            self._call(self._write_snapshots(changes))
+        except BaseException:
+            self._source.restore_changes(changes, removed)
+            raise
+
+    def snapshot_soon(self) -> None:
+        source = self._source
+        if source is None:
+            return
+        self.flush()
+        changes, removed = source.take_changes(True)
+        loop = asyncio.get_running_loop()
+        written = asyncio.run_coroutine_threadsafe(self._write_snapshots(changes), self._io)
+
+        def done(future: ThreadFuture[None]) -> None:
+            if future.exception() is not None:
+                loop.call_soon_threadsafe(source.restore_changes, changes, removed)
+
+        written.add_done_callback(done)
+
+    async def _write_snapshots(self, changes: dict[str, tuple[str, dict[str, Any], list[list[int]]]]) -> None:
+        """Write each owned group's channels as of the sequence of the last record its states
+        hold: every record handed over before the states were taken (``sends``, started before
+        this on the I/O loop), and nothing handed over after (a batch may hold both, so the
+        sequence comes from the records themselves, not from the group's last)."""
+        lasts = {group: self.core.known_last(group) for group in {group_of(uri) for uri in changes} if self.core.owns(group)}
+        earlier = list(self._sends)
+        for outcome in await asyncio.gather(*earlier, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                continue
+            for seq, group in outcome[1]:
+                if group in lasts:
+                    lasts[group] = max(lasts[group], seq)
+        by_group: dict[str, dict[str, dict[str, Any]]] = {}
+        for uri, (kind, state, older_rows) in changes.items():
+            if older_rows:
+                raise LogError(f"{uri} has turns paged out of its state into the SQLite journal's rows, which a "
+                               "cluster's log does not keep: run a cluster with [journal] recent_turns = 0")
+            by_group.setdefault(group_of(uri), {})[uri] = {"kind": kind, "state": state}
+        for group, channels in by_group.items():
+            if group in lasts:
+                await self.core.put_snapshot(group, lasts[group], channels)
+
+    def close(self) -> None:
+        try:
+            self._call(self.core.close())
+        finally:
+            self._stop_thread()
+
+
+def _conforms(log: ClusterLog) -> OrderedLog:
+    """mypy checks here that :class:`ClusterLog` has every member of the port."""
+    return log

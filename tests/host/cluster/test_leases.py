@@ -1,0 +1,63 @@
+"""Leases in a real JetStream key-value bucket: one holder at a time, renewal, expiry, release."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import nats
+import pytest
+from nats.js.kv import KeyValue
+
+from host.cluster.leases import Lease, Leases
+from host.cluster.nats_server import EmbeddedNats
+
+GROUP = "ahp-session:/one"
+
+
+@pytest.fixture
+async def bucket(nats_server: EmbeddedNats) -> AsyncIterator[KeyValue]:
+    client = await nats.connect(nats_server.url)
+    yield await client.jetstream().create_key_value(bucket="LEASES", history=1)
+    await client.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_of_processes_racing_for_a_group_exactly_one_holds_it(bucket: KeyValue) -> None:
+    results = await asyncio.gather(*(Leases(bucket, f"p{n}").acquire(GROUP) for n in range(6)))
+    winners = [r for r in results if isinstance(r, Lease)]
+    assert len(winners) == 1
+    holder = await Leases(bucket, "observer").holder_of(GROUP)
+    assert [r for r in results if isinstance(r, str)] == [holder] * 5
+
+
+async def test_a_lease_is_taken_over_only_once_it_has_lapsed_unrenewed(bucket: KeyValue) -> None:
+    clock = Clock()
+    first, second = Leases(bucket, "first", 6.0, clock), Leases(bucket, "second", 6.0, clock)
+    lease = await first.acquire(GROUP)
+    assert isinstance(lease, Lease)
+    clock.now += 5
+    assert await second.acquire(GROUP) == "first"
+    assert await first.renew(lease)
+    clock.now += 5
+    assert await second.acquire(GROUP) == "first"  # renewed: good for 6 s from the renewal
+    clock.now += 2
+    assert isinstance(await second.acquire(GROUP), Lease)
+    assert not await first.renew(lease)  # lost: someone else's revision is there
+    assert await first.holder_of(GROUP) == "second"
+
+
+async def test_a_released_lease_can_be_taken_at_once(bucket: KeyValue) -> None:
+    first, second = Leases(bucket, "first"), Leases(bucket, "second")
+    lease = await first.acquire(GROUP)
+    assert isinstance(lease, Lease)
+    await first.release(lease)
+    assert await second.holder_of(GROUP) is None
+    assert isinstance(await second.acquire(GROUP), Lease)

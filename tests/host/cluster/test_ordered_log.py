@@ -1,0 +1,176 @@
+"""The port (``host.state.log.OrderedLog``) on JetStream, against a real nats-server: numbers from
+the stream, durability callbacks after the acknowledgement, ownership between two processes'
+logs, replay from a sequence, and recovery from per-session snapshots plus what came after."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import nats
+import pytest
+
+from ahp.jsonrpc import action_frame
+from ahp.state.channels import default_chat_uri
+from host.cluster.nats_server import EmbeddedNats
+from host.cluster.ordered_log import ClusterLog
+from host.state.log import LogUnavailable, NotOwner
+from host.state.store import ROOT, Store
+
+SESSION = "ahp-session:/one"
+CHAT = default_chat_uri(SESSION)
+
+
+class States:
+    """What a store hands a log to snapshot: channel states, every one counted as changed."""
+
+    def __init__(self) -> None:
+        self.channels: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def take_changes(self, full: bool) -> tuple[dict[str, tuple[str, dict[str, Any], list[list[int]]]], set[str]]:
+        return {uri: (kind, state, []) for uri, (kind, state) in self.channels.items()}, set()
+
+    def restore_changes(self, channels: Iterable[str], removed: Iterable[str]) -> None:
+        pass
+
+    def snapshot_written(self, chats: Iterable[str]) -> None:
+        pass
+
+
+@pytest.fixture
+def logs(nats_server: EmbeddedNats) -> Iterator[list[ClusterLog]]:
+    opened: list[ClusterLog] = []
+    yield opened
+    for log in opened:
+        log.close()
+
+
+def open_log(nats_server: EmbeddedNats, logs: list[ClusterLog], holder: str) -> ClusterLog:
+    log = ClusterLog(nats_server.url, holder=holder)
+    logs.append(log)
+    return log
+
+
+def envelope(i: int) -> dict[str, Any]:
+    return {"channel": CHAT, "action": {"type": "chat/delta", "i": i}, "serverSeq": 0}
+
+
+async def test_a_ticks_envelopes_are_numbered_by_the_stream_and_durable_before_the_callback(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = open_log(nats_server, logs, "a")
+    log.created(SESSION, "session", {"title": "one"})
+    envelopes = [envelope(i) for i in range(5)]
+    pending = [log.append(CHAT, 7, e) for e in envelopes]
+    durable: list[int] = []
+    log.when_durable(lambda: durable.append(log.seq))
+    assert durable == []  # nothing is durable before the stream acknowledged it
+    frames = await asyncio.gather(*pending)
+    await asyncio.sleep(0)
+    seqs = [e["serverSeq"] for e in envelopes]
+    assert seqs == list(range(seqs[0], seqs[0] + 5))
+    assert frames == [action_frame(e)[1] for e in envelopes]
+    assert durable == [seqs[-1]] and log.seq == seqs[-1]
+    assert log.owner(CHAT) is None
+
+
+async def test_a_session_run_by_another_process_is_refused_and_its_owner_named(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    first, second = open_log(nats_server, logs, "first"), open_log(nats_server, logs, "second")
+    await first.append(CHAT, 0, envelope(0))
+    with pytest.raises(NotOwner, match="first"):
+        await second.append(CHAT, 0, envelope(1))
+    assert second.owner(CHAT) == "first" and second.owner(SESSION) == "first"
+    assert first.owner(CHAT) is None
+    await first.append(CHAT, 0, envelope(2))
+
+
+async def test_replay_gives_the_envelopes_after_a_sequence_or_none_past_what_the_stream_keeps(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = open_log(nats_server, logs, "a")
+    envelopes = [envelope(i) for i in range(10)]
+    await asyncio.gather(*(log.append(CHAT, 0, e) for e in envelopes))
+    since = envelopes[3]["serverSeq"]
+    assert await log.replay(since, [CHAT]) == envelopes[4:]
+    assert await log.replay(since, ["ahp-chat://default/b3RoZXI"]) == []
+    client = await nats.connect(nats_server.url)
+    await client.jetstream().purge_stream("AHP", seq=envelopes[6]["serverSeq"])  # retention dropped the older
+    await client.close()
+    assert await log.replay(since, [CHAT]) is None
+    assert await log.replay(envelopes[6]["serverSeq"] - 1, [CHAT]) == envelopes[6:]
+
+
+async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_them(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    first = open_log(nats_server, logs, "first")
+    states = States()
+    first.bind(states)
+    first.created(SESSION, "session", {"title": "one"})
+    first.created(CHAT, "chat", {"turns": []})
+    before = [envelope(i) for i in range(3)]
+    await asyncio.gather(*(first.append(CHAT, 5, e) for e in before))
+    states.channels = {SESSION: ("session", {"title": "one"}), CHAT: ("chat", {"turns": [], "seen": 3})}
+    first.snapshot_now()
+    after = [envelope(3 + i) for i in range(4)]
+    await asyncio.gather(*(first.append(CHAT, 9, e) for e in after))
+    first.removed(SESSION + "/annotations")
+    await asyncio.sleep(0.2)
+    logs.remove(first)
+    first.close()
+
+    recovery = open_log(nats_server, logs, "second").recover()
+    assert recovery.from_snapshot
+    assert recovery.channels == {SESSION: {"kind": "session", "state": {"title": "one"}},
+                                 CHAT: {"kind": "chat", "state": {"turns": [], "seen": 3}}}
+    records = list(recovery.records)
+    assert [(r.kind, r.seq, r.now, r.body) for r in records if r.kind == "action"] == \
+        [("action", e["serverSeq"], 9, e) for e in after]
+    assert [(r.kind, r.channel) for r in records if r.kind != "action"] == [("removed", SESSION + "/annotations")]
+    assert recovery.seq == before[-1]["serverSeq"]  # what the snapshot is as of
+    assert open_log(nats_server, logs, "third").seq >= after[-1]["serverSeq"]
+
+
+async def test_appends_fail_while_nats_is_down_and_go_on_once_it_is_back(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = open_log(nats_server, logs, "a")
+    first = envelope(0)
+    await log.append(CHAT, 0, first)
+    nats_server.kill()
+    while log.core.client.is_connected:
+        await asyncio.sleep(0.02)
+    durable: list[bool] = []
+    failed = log.append(CHAT, 0, envelope(1))
+    log.when_durable(lambda: durable.append(True))
+    with pytest.raises(LogUnavailable):
+        await failed
+    await asyncio.sleep(0)
+    assert durable == [True]  # the callback still comes: what failed is never sent to a client
+    nats_server.start()
+    while not log.core.client.is_connected:
+        await asyncio.sleep(0.05)
+    later = envelope(2)
+    await log.append(CHAT, 0, later)
+    assert await log.replay(0, [CHAT]) == [first, later]
+
+
+async def test_a_store_over_the_cluster_log_recovers_what_another_process_logged_with_the_reducers(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    writer = open_log(nats_server, logs, "writer")
+    states = States()
+    writer.bind(states)
+    writer.created(CHAT, "chat", {"turns": [], "summary": {}})
+    counts = [{"channel": ROOT, "action": {"type": "root/activeSessionsChanged", "activeSessions": n}, "serverSeq": 0}
+              for n in (1, 2)]
+    await asyncio.gather(*(writer.append(ROOT, 5, e) for e in counts))
+    states.channels = {ROOT: ("root", {"agents": [], "activeSessions": 2})}
+    writer.snapshot_now()
+    last = {"channel": ROOT, "action": {"type": "root/activeSessionsChanged", "activeSessions": 7}, "serverSeq": 0}
+    await writer.append(ROOT, 6, last)
+
+    reader = open_log(nats_server, logs, "reader")
+    store = Store({"agents": []}, clock=lambda: 9, log=reader)
+    store.recover()
+    assert store.state(ROOT)["activeSessions"] == 7  # type: ignore[index]  # the snapshot, then the action after it
+    assert store.kind(CHAT) == "chat" and store.state(CHAT) == {"turns": [], "summary": {}}
+    assert store.seq == last["serverSeq"]
+    assert await store.replay(counts[0]["serverSeq"], [ROOT]) == [counts[1], last]  # type: ignore[misc]
