@@ -38,6 +38,7 @@ from ahp.state import channel_kind, default_chat_uri
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from client._connection import Connection, FrameHook, RequestHandler
 from client.errors import (
+    AhpClientError,
     AhpError,
     AhpTimeout,
     ConnectionClosedError,
@@ -47,7 +48,7 @@ from client.errors import (
 )
 from client.events import EventQueue, EventStream, Notification
 from client.mirror import ActionOutcome, Mirror, Reducer
-from client.versions import LEGACY_VERSIONS, is_model_version, mirror_model, unsupported_message
+from client.versions import LEGACY_VERSIONS, PROTOCOL_VERSIONS, is_model_version, mirror_model, unsupported_message
 
 __all__ = ["AhpClient", "ResumeResult", "ROOT_CHANNEL", "Predicate"]
 
@@ -466,6 +467,41 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
                 await self.subscribe(default_chat_uri(channel))
         return channel
 
+    async def create_chat(
+        self,
+        session: str,
+        chat: str | None = None,
+        *,
+        fork: tuple[str, str] | None = None,
+        subscribe: bool = True,
+    ) -> str:
+        """A new chat in ``session`` (0.9.0 and later): a side chat, or with ``fork=(chat, turnId)``
+        one that starts with that chat's turns up to and including ``turnId``. The URI is a fresh
+        ``ahp-chat://side/<hex>`` unless given. Subscribes to it; returns its URI."""
+        self._need_model("chats")
+        chat = chat or f"ahp-chat://side/{uuid.uuid4().hex}"
+        params: dict[str, Any] = {"channel": session, "chat": chat}
+        if fork is not None:
+            params["source"] = {"kind": "fork", "chat": fork[0], "turnId": fork[1]}
+        await self.request("createChat", params)
+        if subscribe:
+            await self.subscribe(chat)
+        return chat
+
+    async def dispose_chat(self, chat: str) -> None:
+        """Remove a chat from its session on the host and forget it locally."""
+        self._need_model("chats")
+        await self.request("disposeChat", {"channel": chat})
+        self._subscriptions.pop(chat, None)
+        self.mirror.drop(chat, "the chat was disposed")
+
+    def chats(self, session: str) -> list[dict[str, Any]]:
+        """The mirrored session's chat catalogue (``ChatSummary`` items, in the host's order);
+        empty when the session is not mirrored or the version has no chats."""
+        state = self.mirror.state(session) if self.speaks_model else None
+        chats = (state or {}).get("chats")
+        return [c for c in chats if isinstance(c, dict)] if isinstance(chats, list) else []
+
     async def dispose_session(self, channel: str) -> None:
         """Dispose a session on the host and forget it locally."""
         await self.request("disposeSession", {"channel": channel})
@@ -523,6 +559,11 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         return default_chat_uri(channel) if channel_kind(channel) == "session" else channel
 
     # -- internals -----------------------------------------------------------------
+
+    def _need_model(self, what: str) -> None:
+        if not self.speaks_model:
+            raise AhpClientError(f"{what} need AHP {PROTOCOL_VERSIONS[-1]} or later; this connection speaks "
+                                 f"{self._protocol_version or 'nothing yet'} (initialize with PROTOCOL_VERSIONS)")
 
     async def _session_named(self, ident: str) -> str:
         for item in await self.list_sessions():

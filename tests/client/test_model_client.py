@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ahp.state import channel_kind, default_chat_uri
-from client import PROTOCOL_VERSIONS, AhpClient, UnsupportedVersionError
+from client import PROTOCOL_VERSIONS, AhpClient, AhpClientError, UnsupportedVersionError
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
 from tests.conftest import NEVER, TOKEN, host_config
@@ -164,3 +164,57 @@ async def test_a_host_serving_none_of_the_offered_versions_is_a_clear_error():
     message = str(raised.value)
     assert "serves AHP 0.2.0" in message and "speaks AHP 0.9.0" in message and "Update the host" in message
     assert raised.value.code == -32005 and raised.value.data == {"supportedVersions": ["0.2.0"]}
+
+
+async def test_a_side_chat_is_a_second_conversation_in_the_sessions_catalogue(running_host, schema_hook):
+    client = await _client(running_host, schema_hook)
+    try:
+        session = await client.create_session(provider="offline")
+        main = default_chat_uri(session)
+        side = await client.create_chat(session)
+        assert side.startswith("ahp-chat://side/")
+        await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main, side])
+
+        in_side = client.send_message(side, "aside")
+        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(side), in_side) or {}).get("state") == "complete")
+        assert (client.state(main) or {}).get("turns") in (None, [])  # the default chat saw none of it
+
+        await client.dispose_chat(side)
+        await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main])
+        assert client.state(side) is None and side not in client.subscriptions
+    finally:
+        await client.close()
+    assert schema_hook.failures == []
+
+
+async def test_a_fork_starts_with_the_turns_up_to_the_chosen_one(running_host, schema_hook):
+    client = await _client(running_host, schema_hook)
+    try:
+        session = await client.create_session(provider="offline")
+        main = default_chat_uri(session)
+        ids = []
+        for text in ("first", "second", "third"):
+            ids.append(client.send_message(main, text))
+            await client.wait_for(lambda mirror, _e: (_turn(mirror.state(main), ids[-1]) or {}).get("state") == "complete")
+
+        fork = await client.create_chat(session, fork=(main, ids[1]))
+        assert [t["message"]["text"] for t in client.state(fork)["turns"]] == ["first", "second"]
+        more = client.send_message(fork, "fourth, in the fork")
+        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(fork), more) or {}).get("state") == "complete")
+        assert [t["message"]["text"] for t in client.state(main)["turns"]] == ["first", "second", "third"]
+        assert [t["message"]["text"] for t in client.state(fork)["turns"]] == ["first", "second", "fourth, in the fork"]
+    finally:
+        await client.close()
+    assert schema_hook.failures == []
+
+
+async def test_chats_need_a_connection_on_the_model():
+    async with FakeHost() as fake:
+        client = await AhpClient.connect(fake.url, client_id="me")
+        try:
+            await client.initialize([ROOT])  # the fake host answers in 0.2.0
+            assert not client.speaks_model and client.chats("ahp-session:/x") == []
+            with pytest.raises(AhpClientError, match="initialize with PROTOCOL_VERSIONS"):
+                await client.create_chat("ahp-session:/x")
+        finally:
+            await client.close()
