@@ -8,6 +8,7 @@ dispatches actions, resumes dropped connections and reports what arrives as
 ``Notification`` events. Errors derive from ``AhpClientError`` (see ``errors``).
 """
 
+from client.chats import SubagentChat, subagent_chats
 from client.client import ROOT_CHANNEL, AhpClient, Predicate, ResumeResult
 from client.errors import (
     AhpClientError,
@@ -39,5 +40,7 @@ __all__ = [
     "NotSubscribedError",
     "Predicate",
     "ResumeResult",
+    "SubagentChat",
     "UnsupportedVersionError",
+    "subagent_chats",
 ]

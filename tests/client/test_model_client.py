@@ -13,10 +13,14 @@ from typing import Any
 import pytest
 
 from ahp.state import channel_kind, default_chat_uri
-from client import PROTOCOL_VERSIONS, AhpClient, AhpClientError, UnsupportedVersionError
+from client import PROTOCOL_VERSIONS, AhpClient, AhpClientError, UnsupportedVersionError, subagent_chats
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
+from providers import ScriptedProvider
+from providers.scripted import call_tools, reply
 from tests.conftest import NEVER, TOKEN, host_config
+from tests.host.runtime.agents.harness import serving
+from tests.host.runtime.tools._support import scripted, tools_config
 from tests.host.transport.dialects._schemas import FrameSchema
 
 from ._fake_host import FakeHost, RpcError
@@ -218,3 +222,29 @@ async def test_chats_need_a_connection_on_the_model():
                 await client.create_chat("ahp-session:/x")
         finally:
             await client.close()
+
+
+async def test_a_sub_agent_chat_is_opened_from_the_tool_call_that_spawned_it(tmp_path, schema_hook, frame_checker):
+    provider = ScriptedProvider([
+        call_tools(("task", {"description": "Look around", "prompt": "Say hello."})),
+        reply("hello from the sub-agent"),
+        reply("The sub-agent said hello."),
+    ])
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _legacy):
+        client = await _client(running, schema_hook)
+        try:
+            session = await client.create_session(provider="scripted")
+            main = default_chat_uri(session)
+            turn_id = client.send_message(main, "ask a sub-agent to say hello")
+            await client.wait_for(lambda mirror, _e: (_turn(mirror.state(main), turn_id) or {}).get("state") == "complete")
+
+            [worker] = subagent_chats(client.state(main))
+            assert worker.turn_id == turn_id and worker.title
+            assert worker.resource in [c["resource"] for c in client.chats(session)]
+            await client.subscribe(worker.resource)
+            [job] = client.state(worker.resource)["turns"]
+            assert job["message"]["text"] == "Say hello."
+            assert "hello from the sub-agent" in json.dumps(job["responseParts"])
+        finally:
+            await client.close()
+    assert schema_hook.failures == []
