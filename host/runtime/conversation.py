@@ -37,7 +37,7 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import parse_qs, unquote, urlparse
 
 from ahp.tool_results import result_text
@@ -383,26 +383,51 @@ def history(turns: Sequence[Mapping[str, Any]], transcripts: Mapping[str, Sequen
 
 def _refused_by_hook(turn: Mapping[str, Any]) -> bool:
     """The turn ended with ``chat/error`` of type ``blockedByHook`` (its error part, or a 0.2.0 ``error``)."""
-    errors = [part.get("error") for part in turn.get("responseParts") or () if isinstance(part, Mapping) and part.get("kind") == "error"]
-    errors.append(turn.get("error"))
-    return any(isinstance(error, Mapping) and error.get("errorType") == BLOCKED_BY_HOOK for error in errors)
+    # Asked of every finished turn before every turn: plain loops, and the abstract ``Mapping``
+    # check (slow) only for what is not a plain dict, which turn states always are.
+    error = turn.get("error")
+    if _is_mapping(error) and error.get("errorType") == BLOCKED_BY_HOOK:
+        return True
+    for part in turn.get("responseParts") or ():
+        if _is_mapping(part) and part.get("kind") == "error":
+            error = part.get("error")
+            if _is_mapping(error) and error.get("errorType") == BLOCKED_BY_HOOK:
+                return True
+    return False
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return isinstance(value, dict) or (value is not None and isinstance(value, Mapping))
 
 
 def repair(messages: Sequence[Message]) -> list[Message]:
     """Merge consecutive user messages; answer tool calls that were left without results."""
+    # Run over the whole conversation before every model call: messages are told apart by their
+    # ``role`` (the union's tag), which costs less than pydantic's ``isinstance``.
     fixed: list[Message] = []
+    previous: Message | None = None
     for message in messages:
-        previous = fixed[-1] if fixed else None
-        if isinstance(previous, AssistantMessage) and previous.tool_calls and not isinstance(message, ToolResultsMessage):
+        role = message.role
+        if previous is not None and previous.role == "assistant" and role != "tool" and _calls_tools(previous):
             fixed.append(_cancelled_results(previous))
             previous = fixed[-1]
-        if isinstance(message, UserMessage) and isinstance(previous, UserMessage):
-            fixed[-1] = UserMessage(content=(*previous.content, *message.content))
+        if role == "user" and previous is not None and previous.role == "user":
+            previous = fixed[-1] = UserMessage(content=(*previous.content, *message.content))  # type: ignore[union-attr]  # both users
             continue
         fixed.append(message)
+        previous = message
     if fixed and isinstance(fixed[-1], AssistantMessage) and fixed[-1].tool_calls:
         fixed.append(_cancelled_results(fixed[-1]))
     return fixed
+
+
+def _calls_tools(message: Any) -> bool:
+    """``bool(message.tool_calls)`` without building the tuple (asked of every assistant message
+    of the conversation before every model call)."""
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            return True
+    return False
 
 
 def _cancelled_results(message: AssistantMessage) -> ToolResultsMessage:

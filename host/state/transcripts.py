@@ -22,6 +22,12 @@ Invariants:
   compaction says "the turns up to and including turn T are summarised by this text". The turn
   loop sends the summary in place of those turns; the transcripts themselves stay whole, and a
   fork that copies turn T copies the compaction with it.
+* What ``load`` read is kept in memory between turns (``Held``), so a turn reads and validates
+  only the transcripts written since the session's last turn, not its whole history again. The
+  messages are frozen models and every write to a session's rows (``save``, ``copy`` into it,
+  ``forget``) drops what is held of the rows it replaces, so what is held is exactly what reading
+  the rows again would give. The sessions whose transcripts were read latest are kept, up to
+  ``held_chars`` characters of their rows' JSON.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import json
 import logging
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,10 +68,44 @@ CREATE TABLE IF NOT EXISTS compactions (
 """
 
 
+HELD_CHARS = 32_000_000
+"""Characters of transcript JSON whose messages ``TranscriptStore`` keeps in memory by default."""
+
+_IN_LIMIT = 500
+"""Turn ids per ``IN (...)`` query (well under SQLite's limit on parameters)."""
+
+
+class _Held:
+    """One session's transcripts as read: turn id -> (messages, characters of the row's JSON);
+    None for a turn without a readable row (rebuilt from its state by the caller)."""
+
+    __slots__ = ("turns", "chars")
+
+    def __init__(self) -> None:
+        self.turns: dict[str, tuple[list[Message] | None, int]] = {}
+        self.chars = 0
+        """The characters of every row held."""
+
+    def put(self, turn_id: str, messages: list[Message] | None, chars: int) -> int:
+        """Hold a turn's messages; the change in characters held."""
+        dropped = self.drop(turn_id)
+        self.turns[turn_id] = (messages, chars)
+        self.chars += chars
+        return chars - dropped
+
+    def drop(self, turn_id: str) -> int:
+        """Forget a turn; the characters freed."""
+        held = self.turns.pop(turn_id, None)
+        if held is None:
+            return 0
+        self.chars -= held[1]
+        return held[1]
+
+
 class TranscriptStore:
     """Turn transcripts in SQLite (``path``), or in memory when ``path`` is None."""
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, *, held_chars: int = HELD_CHARS) -> None:
         target = ":memory:" if path is None else str(path)
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -73,6 +114,11 @@ class TranscriptStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+        """Per session, what ``load`` read (see the module docstring); the latest read last."""
+        self._held_chars = held_chars
+        self._chars = 0
+        """Characters held over every session."""
 
     def save(self, session: str, turn_id: str, messages: Sequence[Message]) -> None:
         body = json.dumps([providers.MessageAdapter.dump_python(m, mode="json") for m in messages])
@@ -81,26 +127,51 @@ class TranscriptStore:
                 "INSERT OR REPLACE INTO transcripts (session, turn_id, messages) VALUES (?, ?, ?)",
                 (session, turn_id, body),
             )
+            held = self._held.get(session)
+            if held is not None:
+                self._chars -= held.drop(turn_id)
 
     def load(self, session: str, turn_ids: Iterable[str]) -> dict[str, list[Message]]:
-        """The readable transcripts among ``turn_ids``, keyed by turn id."""
+        """The readable transcripts among ``turn_ids``, keyed by turn id (read-only: the lists
+        are the ones held for the next turn)."""
         wanted = list(turn_ids)
         if not wanted:
             return {}
         with self._lock:
-            rows = self._db.execute(
-                "SELECT turn_id, messages FROM transcripts WHERE session = ?", (session,)
-            ).fetchall()
-        found: dict[str, list[Message]] = {}
-        keep = set(wanted)
-        for turn_id, body in rows:
-            if turn_id not in keep:
-                continue
-            try:
-                found[turn_id] = [providers.MessageAdapter.validate_python(item) for item in json.loads(body)]
-            except (ValueError, ValidationError):
-                logger.warning("transcript of turn %s in %s is unreadable; rebuilding it from the turn state", turn_id, session)
+            held = self._held.get(session)
+            if held is None:
+                held = self._held[session] = _Held()
+            else:
+                self._held.move_to_end(session)
+            missing = list(dict.fromkeys(turn_id for turn_id in wanted if turn_id not in held.turns))
+            for start in range(0, len(missing), _IN_LIMIT):
+                chunk = missing[start:start + _IN_LIMIT]
+                rows = self._db.execute(
+                    f"SELECT turn_id, messages FROM transcripts WHERE session = ? AND turn_id IN ({','.join('?' * len(chunk))})",
+                    (session, *chunk),
+                ).fetchall()
+                for turn_id, body in rows:
+                    try:
+                        messages = [providers.MessageAdapter.validate_python(item) for item in json.loads(body)]
+                    except (ValueError, ValidationError):
+                        logger.warning("transcript of turn %s in %s is unreadable; rebuilding it from the turn state",
+                                       turn_id, session)
+                        self._chars += held.put(turn_id, None, len(body))
+                        continue
+                    self._chars += held.put(turn_id, messages, len(body))
+                for turn_id in chunk:
+                    if turn_id not in held.turns:
+                        held.put(turn_id, None, 0)  # no row: until one is saved or copied here
+            found = {turn_id: stored for turn_id in wanted if (stored := held.turns[turn_id][0]) is not None}
+            self._let_go()
         return found
+
+    def _let_go(self) -> None:
+        """Forget the sessions read longest ago until what is held fits ``held_chars`` (the one
+        read latest stays, however large)."""
+        while self._chars > self._held_chars and len(self._held) > 1:
+            _, held = self._held.popitem(last=False)
+            self._chars -= held.chars
 
     def save_compaction(self, session: str, through_turn: str, summary: str) -> None:
         with self._lock:
@@ -115,6 +186,8 @@ class TranscriptStore:
             rows = dict(self._db.execute(
                 "SELECT through_turn, summary FROM compactions WHERE session = ?", (session,)
             ).fetchall())
+        if not rows:
+            return None
         for index in range(len(turn_ids) - 1, -1, -1):
             if turn_ids[index] in rows:
                 return index, rows[turn_ids[index]]
@@ -124,6 +197,7 @@ class TranscriptStore:
         """Give a forked session the transcripts of the turns it copied."""
         ids = list(turn_ids)
         with self._lock:
+            self._forget_held(target)
             for turn_id in ids:
                 self._db.execute(
                     "INSERT OR REPLACE INTO transcripts (session, turn_id, messages) "
@@ -138,8 +212,14 @@ class TranscriptStore:
 
     def forget(self, session: str) -> None:
         with self._lock:
+            self._forget_held(session)
             self._db.execute("DELETE FROM transcripts WHERE session = ?", (session,))
             self._db.execute("DELETE FROM compactions WHERE session = ?", (session,))
+
+    def _forget_held(self, session: str) -> None:
+        held = self._held.pop(session, None)
+        if held is not None:
+            self._chars -= held.chars
 
     def close(self) -> None:
         with self._lock:

@@ -8,8 +8,10 @@ back: Chat Completions has no portable way to replay it (DeepSeek even rejects i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
+
+from ahp.identity_memo import IdentityMemo
 
 from .._events import TypedEventStream
 from .._sse import RawEventStream
@@ -19,6 +21,7 @@ from ..messages import (
     ApiName,
     AssistantMessage,
     ImageContent,
+    Message,
     ModelRequest,
     TextContent,
     ToolResultsMessage,
@@ -85,7 +88,7 @@ def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completi
     """The ``chat.completions.create`` keyword arguments for ``request`` (without ``stream``)."""
     params: dict[str, Any] = {
         "model": request.model,
-        "messages": build_messages(request),
+        "messages": build_messages(request, shared=True),
         "stream_options": {"include_usage": True},
     }
     if request.tools:
@@ -105,29 +108,43 @@ def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completi
     return params
 
 
-def build_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The Chat Completions ``messages`` list for ``request``."""
+def build_messages(request: ModelRequest, *, shared: bool = False) -> list[dict[str, Any]]:
+    """The Chat Completions ``messages`` list for ``request``. With ``shared`` the entries of a
+    message already sent are the very dicts built for it then (see ``_sent``): the caller only
+    serialises them and never changes them."""
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
+    entries: Callable[[Message], list[dict[str, Any]]] = _sent if shared else _entries
     for message in request.messages:
-        match message:
-            case UserMessage():
-                out.append({"role": "user", "content": _content(message.content)})
-            case AssistantMessage():
-                calls = [
-                    {"id": c.tool_call_id, "type": "function", "function": {"name": c.tool_name, "arguments": c.arguments}}
-                    for c in message.tool_calls
-                ]
-                entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-                if calls:
-                    entry["tool_calls"] = calls
-                if entry["content"] is not None or calls:
-                    out.append(entry)
-            case ToolResultsMessage():
-                for result in message.results:
-                    out.append({"role": "tool", "content": _content(result.content), "tool_call_id": result.tool_call_id})
+        out += entries(message)
     return out
+
+
+def _entries(message: Message) -> list[dict[str, Any]]:
+    """One neutral message's Chat Completions entries (none, one, or one per tool result)."""
+    match message:
+        case UserMessage():
+            return [{"role": "user", "content": _content(message.content)}]
+        case AssistantMessage():
+            calls = [
+                {"id": c.tool_call_id, "type": "function", "function": {"name": c.tool_name, "arguments": c.arguments}}
+                for c in message.tool_calls
+            ]
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            if calls:
+                entry["tool_calls"] = calls
+            return [entry] if entry["content"] is not None or calls else []
+        case ToolResultsMessage():
+            return [{"role": "tool", "content": _content(result.content), "tool_call_id": result.tool_call_id}
+                    for result in message.results]
+    return []
+
+
+_sent = IdentityMemo(_entries, 16_384)
+"""``_entries`` once per message sent (``ahp.identity_memo``: messages are frozen). Every turn sends
+the whole conversation again, so this makes a turn's request cost what its new messages cost, not
+what the session's history does; a few long sessions' messages are kept."""
 
 
 def _content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:

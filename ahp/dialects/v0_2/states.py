@@ -88,6 +88,7 @@ from ahp.dialects.v0_2.uris import (
     subagent_session_uri,
     v02_session_uri,
 )
+from ahp.identity_memo import IdentityMemo
 
 __all__ = [
     "ARCHIVED",
@@ -237,8 +238,10 @@ def selection_of(chat: dict[str, Any] | None, key: str) -> Any:
     return source.get(key) if isinstance(source, dict) else None
 
 
-def session_down(session: InternalSession) -> dict[str, Any] | None:
-    """The 0.2.0 ``SessionState`` of an internal session; ``None`` if 0.2.0 cannot name it."""
+def _summary(session: InternalSession) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The 0.2.0 ``SessionSummary`` of a session and the input requests asked outside a turn it
+    counts; ``None`` if 0.2.0 cannot name it. Reads no turn but the latest (its selection), so it
+    costs the same however long the session is."""
     resource = v02_session_uri(session.uri)
     state = session.state
     if resource is None or not isinstance(state, dict):
@@ -262,7 +265,22 @@ def session_down(session: InternalSession) -> dict[str, Any] | None:
         summary["workingDirectory"] = directories[0]
     if state.get("changesets") is not None:
         summary["changesets"] = shapes.changesets_down(state["changesets"])
+    return summary, outside
 
+
+_turn_down = IdentityMemo(shapes.turn_down, 8192)
+"""``shapes.turn_down`` once per completed turn (``ahp.identity_memo``: a completed turn is never
+changed in place), so a session's every summary, check or snapshot costs one lookup per turn
+rather than a new projection of its whole history; a few long sessions' turns are kept."""
+
+
+def session_down(session: InternalSession) -> dict[str, Any] | None:
+    """The 0.2.0 ``SessionState`` of an internal session; ``None`` if 0.2.0 cannot name it."""
+    shown = _summary(session)
+    if shown is None:
+        return None
+    summary, outside = shown
+    state, chat = session.state, session.default_chat
     out: dict[str, Any] = {"summary": summary}
     _put(out, "lifecycle", shapes.lifecycle_down(state.get("lifecycle")))
     for key in ("creationError", "serverTools"):
@@ -270,7 +288,7 @@ def session_down(session: InternalSession) -> dict[str, Any] | None:
     _put(out, "activeClient", shapes.active_client_down(state.get("activeClients")))
     chat = chat or {}
     turns = chat.get("turns")
-    out["turns"] = [shapes.turn_down(turn) for turn in turns] if isinstance(turns, list) else []
+    out["turns"] = [_turn_down(turn) for turn in turns] if isinstance(turns, list) else []
     active = chat.get("activeTurn")
     _put(out, "activeTurn", shapes.active_turn_down(active))
     _put(out, "steeringMessage", shapes.pending_message_down(chat.get("steeringMessage")))
@@ -374,9 +392,10 @@ _FIXED_SUMMARY_FIELDS = ("resource", "provider", "createdAt")
 
 def summary_down(session: InternalSession) -> dict[str, Any] | None:
     """The 0.2.0 ``SessionSummary`` of a session (``listSessions``, ``root/sessionAdded``): the
-    summary of its 0.2.0 state, so both always agree."""
-    state = session_down(session)
-    return None if state is None else state["summary"]
+    summary of its 0.2.0 state (``session_down`` builds it the same way, so both always agree),
+    without projecting its turns."""
+    shown = _summary(session)
+    return None if shown is None else shown[0]
 
 
 def summary_changes(before: InternalSession, after: InternalSession) -> dict[str, Any]:

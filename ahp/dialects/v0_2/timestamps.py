@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation, localcontext
+from functools import lru_cache
 
 __all__ = ["EPOCH_ISO", "iso_to_ms", "ms_to_iso"]
 
@@ -86,8 +87,13 @@ def ms_to_iso(ms: int | float) -> str:
 
 def iso_to_ms(text: object) -> int | float | None:
     """Epoch milliseconds of an ISO 8601 date-time; ``None`` when ``text`` is not one."""
-    if not isinstance(text, str):
-        return None
+    return _iso_to_ms(text) if isinstance(text, str) else None
+
+
+@lru_cache(maxsize=4096)
+def _iso_to_ms(text: str) -> int | float | None:
+    """``iso_to_ms`` of a string, kept for the latest ones: a session's creation and modification
+    times are read again for each of its summaries, which change many times a turn."""
     match = _ISO.fullmatch(text)
     if match is None:
         return None

@@ -22,6 +22,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ahp.identity_memo import IdentityMemo
 from providers import ModelRequest, ToolResult, ToolResultsMessage, UserMessage
 from providers.messages import Message, MessageAdapter
 
@@ -53,7 +54,7 @@ _COMPACT_INSTRUCTIONS = (
 )
 
 
-def _chars(message: Message) -> tuple[int, int]:
+def _message_chars(message: Message) -> tuple[int, int]:
     data = MessageAdapter.dump_python(message, mode="json")
     images = 0
     for item in data.get("content") or ():
@@ -61,6 +62,12 @@ def _chars(message: Message) -> tuple[int, int]:
             images += 1
             item["data"] = ""
     return len(json.dumps(data, ensure_ascii=False)), images
+
+
+_chars = IdentityMemo(_message_chars, 16_384)
+"""A message's JSON characters and images, once per message (``ahp.identity_memo``: messages are
+frozen). Every request is estimated over the whole conversation, so this makes a long session's
+estimate cost what its new messages cost; a few long sessions' messages are kept."""
 
 
 def estimate_messages(messages: Sequence[Message]) -> int:

@@ -152,7 +152,9 @@ class ProviderTurn:
         options = request_options(ctx.model, spec, self.needs.source.api, settings.max_tokens)
 
         def compose(messages: Sequence[Message], offered: dict[str, Tool]) -> ModelRequest:
-            return ModelRequest(
+            # Built from models and values that are valid already: validating the request would
+            # check every message of the conversation again before every model call.
+            return ModelRequest.model_construct(
                 model=model_id,
                 system=environment.system_prompt(ctx, settings.system_prompt),
                 messages=tuple(repair(messages)),

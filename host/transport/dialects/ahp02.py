@@ -50,6 +50,7 @@ from ahp.dialects.v0_2.states import (
     root_down,
     session_down,
     subagent_view,
+    summary_down,
     terminal_down,
 )
 from ahp.dialects.v0_2.uris import SUBAGENT_SEGMENT, session_id, subagent_chat_of, subagent_session_uri, v02_session_uri
@@ -174,10 +175,10 @@ def v02_session_state(host: Any, name: Any) -> dict[str, Any] | None:
 
 
 def v02_summary(store: Any, uri: str) -> dict[str, Any] | None:
-    """The 0.2.0 ``SessionSummary`` of the internal session ``uri``."""
+    """The 0.2.0 ``SessionSummary`` of the internal session ``uri`` (the summary of its 0.2.0
+    state, without projecting its turns: every summary change of a long session costs the same)."""
     view = session_view(store, uri)
-    shown = _down_state(view) if view is not None else None
-    return shown.get("summary") if shown is not None else None
+    return summary_down(view) if view is not None else None
 
 
 class Ahp02Dialect(Dialect):
@@ -319,6 +320,17 @@ class Ahp02Dialect(Dialect):
     def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
         action = envelope["action"]
         channel = envelope["channel"]
+        token = _TOKENS.get(action.get("type")) if kind == "chat" else None
+        if token is not None and (token[0] != "session/toolCallDelta" or action.get("content") is not None):
+            # Nearly every envelope is a streamed token: renamed on its own, without the checks below.
+            target = _chat_names(channel)[2]
+            if target is None:
+                return None  # another chat than the default or a sub-agent's: 0.2.0 sees nothing of it
+            shown = {"type": token[0]}
+            for key in token[1]:
+                if key in action:
+                    shown[key] = action[key]
+            return _wrapped(envelope, target, shown)
         if kind in _VISIBLE_KINDS:
             down = action_down(kind, channel, action)
         elif kind == "chat":
@@ -327,13 +339,6 @@ class Ahp02Dialect(Dialect):
                 return None  # another chat than the default or a sub-agent's: 0.2.0 sees nothing of it
             if action.get("type") == "chat/turnsLoaded":
                 return None  # a 0.2.0 client holds every turn already (``whole_view``)
-            if _is_token(action):
-                new_type, keys = _TOKENS[action["type"]]
-                shown = {"type": new_type}
-                for key in keys:
-                    if key in action:
-                        shown[key] = action[key]
-                return None if target is None else _wrapped(envelope, target, shown)
             store = change.store if change is not None else None
             if store is None or change.before is None:
                 return None

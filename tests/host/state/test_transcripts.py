@@ -1,0 +1,86 @@
+"""The transcript store keeps what it read between turns and still gives exactly what its rows
+hold: after a save, a copy into the session, a forget, an unreadable row, across a restart of the
+store, and when its memory budget is too small for more than one session."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from host.state.transcripts import TranscriptStore
+from providers import AssistantMessage, TextPart, UserMessage
+
+
+def _turn(question: str, answer: str) -> list:
+    return [UserMessage.of(question), AssistantMessage(parts=(TextPart(text=answer),))]
+
+
+def _texts(found: dict) -> dict[str, list[str]]:
+    return {turn_id: [message.text for message in messages] for turn_id, messages in found.items()}
+
+
+def test_a_turn_saved_again_after_it_was_read_is_read_as_saved_the_second_time(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path / "t.sqlite3")
+    store.save("s", "t1", _turn("one?", "One."))
+    assert _texts(store.load("s", ["t1", "t2"])) == {"t1": ["one?", "One."]}
+    store.save("s", "t2", _turn("two?", "Two."))
+    store.save("s", "t1", _turn("one again?", "Again."))
+    assert _texts(store.load("s", ["t1", "t2"])) == {"t1": ["one again?", "Again."], "t2": ["two?", "Two."]}
+    assert _texts(store.load("s", ["t2"])) == {"t2": ["two?", "Two."]}
+
+
+def test_a_copy_into_a_session_and_a_forget_replace_what_it_had_read(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path / "t.sqlite3")
+    store.save("source", "t1", _turn("from the source?", "Yes."))
+    store.save("fork", "t1", _turn("the fork's own?", "No."))
+    assert _texts(store.load("fork", ["t1"])) == {"t1": ["the fork's own?", "No."]}
+    store.copy("source", "fork", ["t1"])
+    assert _texts(store.load("fork", ["t1"])) == {"t1": ["from the source?", "Yes."]}
+    store.forget("fork")
+    assert store.load("fork", ["t1"]) == {}
+    store.copy("source", "fork", ["t1"])
+    assert _texts(store.load("fork", ["t1"])) == {"t1": ["from the source?", "Yes."]}
+
+
+def test_a_turn_without_a_row_is_found_once_it_is_saved(tmp_path: Path) -> None:
+    store = TranscriptStore(None)
+    assert store.load("s", ["t1"]) == {}
+    store.save("s", "t1", _turn("late?", "Saved now."))
+    assert _texts(store.load("s", ["t1"])) == {"t1": ["late?", "Saved now."]}
+
+
+def test_an_unreadable_row_is_missing_and_a_store_opened_again_reads_the_rows(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "t.sqlite3"
+    store = TranscriptStore(path)
+    store.save("s", "t1", _turn("kept?", "Kept."))
+    store.save("s", "t2", _turn("broken?", "Broken."))
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE transcripts SET messages = '[{\"role\": \"from-the-future\"}]' WHERE turn_id = 't2'")
+    store = TranscriptStore(path)
+    assert _texts(store.load("s", ["t1", "t2"])) == {"t1": ["kept?", "Kept."]}
+    assert "unreadable" in caplog.text
+    assert _texts(store.load("s", ["t1", "t2"])) == {"t1": ["kept?", "Kept."]}
+    store.save("s", "t2", _turn("mended?", "Mended."))
+    assert _texts(store.load("s", ["t2", "t1"])) == {"t2": ["mended?", "Mended."], "t1": ["kept?", "Kept."]}
+
+
+def test_sessions_beyond_the_memory_budget_are_read_again_from_their_rows(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path / "t.sqlite3", held_chars=10)
+    for session in ("a", "b", "c"):
+        for index in range(3):
+            store.save(session, f"t{index}", _turn(f"{session}{index}?", f"{session}{index}."))
+    for _ in range(2):
+        for session in ("a", "b", "c"):
+            found = store.load(session, [f"t{index}" for index in range(3)])
+            assert _texts(found) == {f"t{index}": [f"{session}{index}?", f"{session}{index}."] for index in range(3)}
+
+
+def test_more_turns_than_one_query_takes_are_all_read(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path / "t.sqlite3")
+    ids = [f"t{index}" for index in range(1_200)]
+    for turn_id in ids:
+        store.save("s", turn_id, _turn(f"{turn_id}?", f"{turn_id}."))
+    assert list(store.load("s", ids)) == ids
