@@ -6,7 +6,7 @@ the 0.9.0 schema. A host that serves none of the offered versions is a clear err
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,94 +62,95 @@ async def slow_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
     await running.stop()
 
 
+@pytest.fixture
+async def connect(schema_hook: SchemaHook) -> AsyncIterator[Callable[[RunningHost], Awaitable[AhpClient]]]:
+    """``await connect(host)`` → a client initialized on ``PROTOCOL_VERSIONS``; at the end each is
+    closed and every frame they received must have fitted the 0.9.0 schema."""
+    opened: list[AhpClient] = []
+
+    async def open_client(host: RunningHost) -> AhpClient:
+        opened.append(await _client(host, schema_hook))
+        return opened[-1]
+
+    yield open_client
+    for client in opened:
+        await client.close()
+    assert schema_hook.failures == []
+
+
 def _turn(state: dict[str, Any] | None, turn_id: str) -> dict[str, Any] | None:
     return next((t for t in (state or {}).get("turns") or [] if t.get("id") == turn_id), None)
 
 
-async def test_the_client_offers_the_model_versions_and_the_host_picks_0_9_0(running_host, schema_hook):
+async def _ended(client: AhpClient, chat: str, turn_id: str, state: str = "complete") -> dict[str, Any]:
+    await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), turn_id) or {}).get("state") == state)
+    turn = _turn(client.state(chat), turn_id)
+    assert turn is not None
+    return turn
+
+
+async def test_the_client_offers_the_model_versions_and_the_host_picks_0_9_0(running_host, connect):
     assert PROTOCOL_VERSIONS[0] == "0.9.0"
-    client = await _client(running_host, schema_hook)
-    try:
-        assert client.protocol_version == "0.9.0" and client.speaks_model
-        root = client.state(ROOT)
-        assert root is not None and any(agent.get("provider") == "offline" for agent in root["agents"])
-    finally:
-        await client.close()
-    assert schema_hook.failures == []
+    client = await connect(running_host)
+    assert client.protocol_version == "0.9.0" and client.speaks_model
+    root = client.state(ROOT)
+    assert root is not None and any(agent.get("provider") == "offline" for agent in root["agents"])
 
 
-async def test_a_turn_in_the_default_chat_mirrors_exactly_what_a_fresh_subscriber_gets(running_host, schema_hook):
-    client = await _client(running_host, schema_hook)
-    other = await _client(running_host, schema_hook)
-    try:
-        session = await client.create_session(provider="offline")
-        chat = default_chat_uri(session)
-        assert session.startswith("offline:/") and client.state(session) is not None
-        assert client.subscriptions[-2:] == [session, chat]
+async def test_a_turn_in_the_default_chat_mirrors_exactly_what_a_fresh_subscriber_gets(running_host, connect, schema_hook):
+    client = await connect(running_host)
+    other = await connect(running_host)
+    session = await client.create_session(provider="offline")
+    chat = default_chat_uri(session)
+    assert session.startswith("offline:/") and client.state(session) is not None
+    assert client.subscriptions[-2:] == [session, chat]
 
-        turn_id = client.send_message(session, "hello model")
-        # Optimistic at once: the running turn carries our message before the host answers.
-        assert client.state(chat)["activeTurn"]["message"]["text"] == "hello model"
-        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), turn_id) or {}).get("state") == "complete")
-
-        answer = _turn(client.state(chat), turn_id)
-        assert answer is not None and answer["message"]["text"] == "hello model"
-        assert "hello model" in json.dumps(answer["responseParts"])
-        # Folded by the model's reducers from the stream of envelopes, the mirror equals the
-        # snapshot the host sends a client that subscribes afterwards.
-        await other.subscribe(session)
-        await other.subscribe(chat)
-        assert client.mirror.pending() == []
-        assert client.state(chat) == other.state(chat)
-        assert client.state(session) == other.state(session)
-    finally:
-        await client.close()
-        await other.close()
-    assert schema_hook.frames > 10 and schema_hook.failures == []
+    turn_id = client.send_message(session, "hello model")
+    # Optimistic at once: the running turn carries our message before the host answers.
+    assert client.state(chat)["activeTurn"]["message"]["text"] == "hello model"
+    answer = await _ended(client, chat, turn_id)
+    assert answer["message"]["text"] == "hello model"
+    assert "hello model" in json.dumps(answer["responseParts"])
+    # Folded by the model's reducers from the stream of envelopes, the mirror equals the
+    # snapshot the host sends a client that subscribes afterwards.
+    await other.subscribe(session)
+    await other.subscribe(chat)
+    assert client.mirror.pending() == []
+    assert client.state(chat) == other.state(chat)
+    assert client.state(session) == other.state(session)
+    assert schema_hook.frames > 10
 
 
-async def test_a_session_created_without_a_provider_is_found_on_the_hosts_default_agent(running_host, schema_hook):
-    client = await _client(running_host, schema_hook)
-    try:
-        session = await client.create_session()
-        assert session.startswith("offline:/")
-        assert default_chat_uri(session) in client.subscriptions
-    finally:
-        await client.close()
-    assert schema_hook.failures == []
+async def test_a_session_created_without_a_provider_is_found_on_the_hosts_default_agent(running_host, connect):
+    client = await connect(running_host)
+    session = await client.create_session()
+    assert session.startswith("offline:/")
+    assert default_chat_uri(session) in client.subscriptions
 
 
-async def test_cancel_turn_ends_the_running_turn_as_cancelled(slow_host, schema_hook):
-    client = await _client(slow_host, schema_hook)
-    try:
-        session = await client.create_session(provider="offline")
-        chat = default_chat_uri(session)
-        turn_id = client.send_message(chat, "never answered")
-        await client.wait_for(lambda mirror, _e: mirror.pending() == [])
-        outcome = await client.outcome(client.cancel_turn(session, turn_id))
-        assert outcome.accepted, outcome.reason
-        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), turn_id) or {}).get("state") == "cancelled")
-        assert "activeTurn" not in client.state(chat)
-    finally:
-        await client.close()
-    assert schema_hook.failures == []
+async def test_cancel_turn_ends_the_running_turn_as_cancelled(slow_host, connect):
+    client = await connect(slow_host)
+    session = await client.create_session(provider="offline")
+    chat = default_chat_uri(session)
+    turn_id = client.send_message(chat, "never answered")
+    await client.wait_for(lambda mirror, _e: mirror.pending() == [])
+    outcome = await client.outcome(client.cancel_turn(session, turn_id))
+    assert outcome.accepted, outcome.reason
+    await _ended(client, chat, turn_id, "cancelled")
+    assert "activeTurn" not in client.state(chat)
 
 
-async def test_resume_after_a_lost_connection_keeps_the_chat_in_step(running_host, schema_hook):
-    client = await _client(running_host, schema_hook)
-    try:
-        session = await client.create_session(provider="offline")
-        chat = default_chat_uri(session)
-        first = client.send_message(chat, "one")
-        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), first) or {}).get("state") == "complete")
-        result = await client.resume()
-        assert result.kind == "replay" and result.dropped == [] and client.protocol_version == "0.9.0"
-        second = client.send_message(chat, "two")
-        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(chat), second) or {}).get("state") == "complete")
-        assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["one", "two"]
-    finally:
-        await client.close()
-    assert schema_hook.failures == []
+async def test_resume_after_a_lost_connection_keeps_the_chat_in_step(running_host, connect):
+    client = await connect(running_host)
+    session = await client.create_session(provider="offline")
+    chat = default_chat_uri(session)
+    first = client.send_message(chat, "one")
+    await _ended(client, chat, first)
+    result = await client.resume()
+    assert result.kind == "replay" and result.dropped == [] and client.protocol_version == "0.9.0"
+    second = client.send_message(chat, "two")
+    await _ended(client, chat, second)
+    assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["one", "two"]
 
 
 async def test_a_host_serving_none_of_the_offered_versions_is_a_clear_error():
@@ -170,46 +171,38 @@ async def test_a_host_serving_none_of_the_offered_versions_is_a_clear_error():
     assert raised.value.code == -32005 and raised.value.data == {"supportedVersions": ["0.2.0"]}
 
 
-async def test_a_side_chat_is_a_second_conversation_in_the_sessions_catalogue(running_host, schema_hook):
-    client = await _client(running_host, schema_hook)
-    try:
-        session = await client.create_session(provider="offline")
-        main = default_chat_uri(session)
-        side = await client.create_chat(session)
-        assert side.startswith("ahp-chat://side/")
-        await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main, side])
+async def test_a_side_chat_is_a_second_conversation_in_the_sessions_catalogue(running_host, connect):
+    client = await connect(running_host)
+    session = await client.create_session(provider="offline")
+    main = default_chat_uri(session)
+    side = await client.create_chat(session)
+    assert side.startswith("ahp-chat://side/")
+    await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main, side])
 
-        in_side = client.send_message(side, "aside")
-        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(side), in_side) or {}).get("state") == "complete")
-        assert (client.state(main) or {}).get("turns") in (None, [])  # the default chat saw none of it
+    in_side = client.send_message(side, "aside")
+    await _ended(client, side, in_side)
+    assert (client.state(main) or {}).get("turns") in (None, [])  # the default chat saw none of it
 
-        await client.dispose_chat(side)
-        await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main])
-        assert client.state(side) is None and side not in client.subscriptions
-    finally:
-        await client.close()
-    assert schema_hook.failures == []
+    await client.dispose_chat(side)
+    await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main])
+    assert client.state(side) is None and side not in client.subscriptions
 
 
-async def test_a_fork_starts_with_the_turns_up_to_the_chosen_one(running_host, schema_hook):
-    client = await _client(running_host, schema_hook)
-    try:
-        session = await client.create_session(provider="offline")
-        main = default_chat_uri(session)
-        ids = []
-        for text in ("first", "second", "third"):
-            ids.append(client.send_message(main, text))
-            await client.wait_for(lambda mirror, _e: (_turn(mirror.state(main), ids[-1]) or {}).get("state") == "complete")
+async def test_a_fork_starts_with_the_turns_up_to_the_chosen_one(running_host, connect):
+    client = await connect(running_host)
+    session = await client.create_session(provider="offline")
+    main = default_chat_uri(session)
+    ids = []
+    for text in ("first", "second", "third"):
+        ids.append(client.send_message(main, text))
+        await _ended(client, main, ids[-1])
 
-        fork = await client.create_chat(session, fork=(main, ids[1]))
-        assert [t["message"]["text"] for t in client.state(fork)["turns"]] == ["first", "second"]
-        more = client.send_message(fork, "fourth, in the fork")
-        await client.wait_for(lambda mirror, _e: (_turn(mirror.state(fork), more) or {}).get("state") == "complete")
-        assert [t["message"]["text"] for t in client.state(main)["turns"]] == ["first", "second", "third"]
-        assert [t["message"]["text"] for t in client.state(fork)["turns"]] == ["first", "second", "fourth, in the fork"]
-    finally:
-        await client.close()
-    assert schema_hook.failures == []
+    fork = await client.create_chat(session, fork=(main, ids[1]))
+    assert [t["message"]["text"] for t in client.state(fork)["turns"]] == ["first", "second"]
+    more = client.send_message(fork, "fourth, in the fork")
+    await _ended(client, fork, more)
+    assert [t["message"]["text"] for t in client.state(main)["turns"]] == ["first", "second", "third"]
+    assert [t["message"]["text"] for t in client.state(fork)["turns"]] == ["first", "second", "fourth, in the fork"]
 
 
 async def test_chats_need_a_connection_on_the_model():
@@ -236,7 +229,7 @@ async def test_a_sub_agent_chat_is_opened_from_the_tool_call_that_spawned_it(tmp
             session = await client.create_session(provider="scripted")
             main = default_chat_uri(session)
             turn_id = client.send_message(main, "ask a sub-agent to say hello")
-            await client.wait_for(lambda mirror, _e: (_turn(mirror.state(main), turn_id) or {}).get("state") == "complete")
+            await _ended(client, main, turn_id)
 
             [worker] = subagent_chats(client.state(main))
             assert worker.turn_id == turn_id and worker.title
