@@ -31,7 +31,7 @@ from ahp.state import channel_kind as model_channel_kind
 from ahp.state import reduce as model_reduce
 from ahp.state.appends import AppendingState
 
-__all__ = ["LEGACY_VERSIONS", "PROTOCOL_VERSIONS", "MirrorModel", "is_model_version", "mirror_model",
+__all__ = ["LEGACY", "LEGACY_VERSIONS", "MODEL", "PROTOCOL_VERSIONS", "MirrorModel", "is_model_version", "mirror_model",
            "unsupported_message"]
 
 PROTOCOL_VERSIONS: tuple[str, ...] = ("0.9.0",)
