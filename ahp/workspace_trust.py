@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
+    "MAX_TRUSTED_FOLDERS",
     "BY_CLIENT",
     "BY_CLIENT_OFF",
     "BY_CONFIG",
@@ -81,9 +82,13 @@ CONFIG_KEY = "trustedFolders"
 WAITING = "Waiting for trust"
 """How the load-state message of a customization that waits for its folder to be trusted begins."""
 
+MAX_TRUSTED_FOLDERS = 1000
+"""Trusted folders the root config keeps at most (advertised as the property's ``maxItems``)."""
+
 CONFIG_PROPERTY: dict[str, Any] = {
     "type": "array",
     "items": {"type": "string", "title": "Folder"},
+    "maxItems": MAX_TRUSTED_FOLDERS,
     "title": "Trusted folders",
     "description": "Folders whose hooks, .mcp.json servers and plugins this host runs (each with everything "
     "below it). Remove a folder to revoke trust: its sessions stop running them at once. Adding one trusts it "

@@ -44,7 +44,7 @@ from ahp.workspace_trust import CONFIG_KEY as TRUSTED_FOLDERS
 from ahp.workspace_trust import CONFIG_PROPERTY as TRUSTED_FOLDERS_PROPERTY
 from ahp.workspace_trust import FORWARDED_KEY as WORKSPACE_TRUST
 from ahp.workspace_trust import FORWARDED_PROPERTY as WORKSPACE_TRUST_PROPERTY
-from ahp.workspace_trust import forwarded_value_problem
+from ahp.workspace_trust import MAX_TRUSTED_FOLDERS, forwarded_value_problem
 from host.runtime.tools.remembered import ROOT_KEY as REMEMBERED_KEY
 from host.runtime.tools.remembered import ROOT_PROPERTY as REMEMBERED_PROPERTY
 from host.runtime.tools.remembered import value_problem as remembered_value_problem
@@ -74,8 +74,6 @@ ROOT_CONFIG_SCHEMA: dict[str, Any] = {
 
 CLIENT_FORWARDED = frozenset({WORKSPACE_TRUST})
 """Read-only keys a client still sets: it forwards its own state in them (users do not edit them)."""
-MAX_TRUSTED_FOLDERS = 1000
-"""Trusted folders the root config keeps at most."""
 MAX_UNDECLARED_KEYS = 256
 """Undeclared keys kept in the root config values at most."""
 MAX_VALUE_CHARS = 256 * 1024

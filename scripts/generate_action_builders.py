@@ -7,12 +7,12 @@ Usage (from the repository root)::
 
 Contract:
 - Two outputs. ``ahp/protocol/builders.py`` builds the internal model's actions (AHP 0.9.0) from
-  the vendored 1.0.0 actions schema (``ahp/protocol/spec-1.0.0/schema/actions.schema.json``) with
+  the vendored 1.0.0 actions schema (``ahp/dialects/v0_2/wire/spec-1.0.0/schema/actions.schema.json``) with
   the defects its SOURCE.txt lists repaired (the malformed ``{"$ref": "#/$defs/"}`` branch of
   ``StateAction`` dropped, ``SessionStatus`` a non-negative integer, the fields an action clears
   accepting ``null``); the 0.10.0 canvas actions (``chat/canvasesChanged``,
   ``canvas/stateChanged``) are left out, since 0.9.0 has none. ``ahp/dialects/v0_2/builders.py``
-  builds AHP 0.2.0's actions from ``ahp.protocol.schema.wire_schema()`` (gaps closed), for the
+  builds AHP 0.2.0's actions from ``ahp.dialects.v0_2.wire.schema.wire_schema()`` (gaps closed), for the
   clients that keep speaking 0.2.0.
 - Output is plain functions returning plain dicts, because actions are built on the hot path
   (one per streamed token) where constructing a pydantic model would cost more than the rest of
@@ -63,7 +63,7 @@ CLEARING_FIELDS = (
 
 
 def _load_schema_module() -> Any:
-    path = REPO_ROOT / "ahp" / "protocol" / "schema.py"
+    path = REPO_ROOT / "ahp" / "dialects" / "v0_2" / "wire" / "schema.py"
     spec = importlib.util.spec_from_file_location("_ahp_schema", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")

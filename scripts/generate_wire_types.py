@@ -1,4 +1,4 @@
-"""Generate ``ahp/protocol/_generated.py`` from the vendored AHP 0.2.0 schema.
+"""Generate ``ahp/dialects/v0_2/wire/_generated.py`` from the vendored AHP 0.2.0 schema.
 
 Usage (from the repository root)::
 
@@ -6,7 +6,7 @@ Usage (from the repository root)::
     python scripts/generate_wire_types.py --check  # exit 1 if _generated.py is stale
 
 Contract:
-- Input is ``ahp/protocol/spec/ahp-0.2.0.schema.json`` (the merged, repaired schema);
+- Input is ``ahp/dialects/v0_2/wire/spec/ahp-0.2.0.schema.json`` (the merged, repaired schema);
   output is pydantic v2 models, one class per ``$defs`` entry, keeping the schema's
   names (``SessionDeltaAction``). Dotted enum-member definitions such as
   ``ActionType.SessionDelta`` collapse into ``Literal`` field types, so they never
@@ -18,7 +18,7 @@ Contract:
 - Models accept unknown fields (the protocol says ignore them) and use snake_case
   attributes with the schema's camelCase names as aliases on the wire.
 
-The generator reads ``ahp.protocol.schema.wire_schema()`` (the vendored schema with
+The generator reads ``ahp.dialects.v0_2.wire.schema.wire_schema()`` (the vendored schema with
 its known gaps closed, e.g. ``activeClient: null``), then makes two more adjustments to
 that in-memory copy; the vendored file is never modified:
 - ``"type": "number"`` becomes ``["integer", "number"]``, so a ``serverSeq`` of 5
@@ -44,9 +44,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load_schema_module() -> Any:
-    # ahp/protocol/schema.py needs only the standard library; loading it by path (not
+    # ahp/dialects/v0_2/wire/schema.py needs only the standard library; loading it by path (not
     # through the package, which imports pydantic) lets any Python 3.11 run this script.
-    path = REPO_ROOT / "ahp" / "protocol" / "schema.py"
+    path = REPO_ROOT / "ahp" / "dialects" / "v0_2" / "wire" / "schema.py"
     spec = importlib.util.spec_from_file_location("_ahp_schema", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"cannot load {path}")
@@ -58,7 +58,7 @@ def _load_schema_module() -> Any:
 _schema_module = _load_schema_module()
 SCHEMA_PATH: Path = _schema_module.SCHEMA_PATH
 wire_schema = _schema_module.wire_schema
-OUTPUT_PATH = REPO_ROOT / "ahp" / "protocol" / "_generated.py"
+OUTPUT_PATH = REPO_ROOT / "ahp" / "dialects" / "v0_2" / "wire" / "_generated.py"
 PINNED_VERSION = "0.89.0"
 
 HEADER = '''\
@@ -66,7 +66,7 @@ HEADER = '''\
 # (datamodel-code-generator {version}; regenerate with `python scripts/generate_wire_types.py`)
 """Pydantic v2 models for every definition in the AHP 0.2.0 schema.
 
-Generated; do not edit. Import the public surface from ``ahp.protocol`` instead.
+Generated; do not edit. Import the public surface from ``ahp.dialects.v0_2.wire`` instead.
 Attributes are snake_case, wire names are the schema's camelCase (aliases); unknown
 fields are kept, as the protocol requires receivers to ignore them.
 """'''
@@ -104,7 +104,7 @@ CODEGEN_OPTIONS: tuple[str, ...] = (
     "--input-file-type", "jsonschema",
     "--output-model-type", "pydantic_v2.BaseModel",
     "--target-python-version", "3.11",
-    "--base-class", "ahp.protocol._base.WireModel",
+    "--base-class", "ahp.dialects.v0_2.wire._base.WireModel",
     # Unknown-field handling and alias population come from WireModel's config.
     "--snake-case-field",
     "--no-treat-dot-as-module",

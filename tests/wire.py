@@ -11,7 +11,7 @@ Usage::
 
 Contract:
 - Validation uses the vendored ``ahp-0.2.0.schema.json`` (JSON Schema Draft 2020-12)
-  through ``ahp.protocol.wire_schema()``, which only adds the ``null`` the repaired
+  through ``ahp.dialects.v0_2.wire.wire_schema()``, which only adds the ``null`` the repaired
   schema lost for ``session/activeClientChanged``'s ``activeClient``.
 - Every failure raises ``AssertionError`` whose message names the method and the
   schema definition, the JSON path inside the frame, and jsonschema's reason.
@@ -42,7 +42,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from ahp.protocol import ACTIONS, METHODS, wire_schema
+from ahp.dialects.v0_2.wire import ACTIONS, METHODS, wire_schema
 
 _RESPONSE_KEYS = frozenset({"jsonrpc", "id", "result", "error"})
 _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})

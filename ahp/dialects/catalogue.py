@@ -17,7 +17,7 @@ Sources:
   notifications ``channel/*`` and ``tcp/*`` are 1.1.0). The automation wire names are the 1.0.0
   actions schema's.
 * Types of the 0.2.0 line that the registry no longer lists, with the version that introduced them
-  in the 0.2.0 catalogue (``ahp.protocol.actions``; the set is
+  in the 0.2.0 catalogue (``ahp.dialects.v0_2.wire.actions``; the set is
   ``ahp.dialects.v0_2.state.ACTION_TYPES``) and the one that removed them: the per-turn
   ``session/*`` actions and the session input/pending actions moved to ``chat/*`` in 0.4.0
   [TSCL 0.4.0]; ``session/activeClientChanged``, ``session/activeClientToolsChanged``,
@@ -28,7 +28,8 @@ Sources:
 
 ``CLIENT_REQUESTS`` / ``CLIENT_NOTIFICATIONS`` list, per served baseline, the client→host methods
 that version defines (0.2.0: the vendored 0.2.0 method table; 0.7.0: the commands of the vendored
-0.7.0 schema; 0.9.0: those plus the automation commands of 0.8.0). ``setClientManagedSettingsPermissions``
+0.7.0 schema; 0.9.0: those plus the automation commands of 0.8.0; 1.0.0: the same as 0.9.0, whose
+registry adds no action, notification or method in 1.0.0 [REG-1.0]). ``setClientManagedSettingsPermissions``
 is in no schema: VS Code 1.139.1 sends it on 0.9.0 connections, so the newer baselines list it as a
 notification.
 
@@ -319,6 +320,7 @@ CLIENT_REQUESTS: dict[str, frozenset[str]] = {
     "0.2.0": _REQUESTS_0_2,
     "0.7.0": _REQUESTS_0_7,
     "0.9.0": _REQUESTS_0_7 | _AUTOMATIONS,
+    "1.0.0": _REQUESTS_0_7 | _AUTOMATIONS,
 }
 """The client→host requests of each served baseline."""
 
@@ -326,5 +328,6 @@ CLIENT_NOTIFICATIONS: dict[str, frozenset[str]] = {
     "0.2.0": frozenset({"unsubscribe", "dispatchAction"}),
     "0.7.0": frozenset({"unsubscribe", "dispatchAction", "setClientManagedSettingsPermissions"}),
     "0.9.0": frozenset({"unsubscribe", "dispatchAction", "setClientManagedSettingsPermissions"}),
+    "1.0.0": frozenset({"unsubscribe", "dispatchAction", "setClientManagedSettingsPermissions"}),
 }
 """The client→host notifications of each served baseline."""

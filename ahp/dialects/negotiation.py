@@ -3,8 +3,10 @@
 Contract:
 
 * ``SERVED_VERSIONS`` are the baselines this host serves, newest first; each is one wire dialect
-  (``host.transport.dialects``). A served baseline also serves its later patch releases: a client offering
-  ``0.7.3`` speaks the 0.7.0 dialect and gets ``0.7.3`` echoed.
+  (``host.transport.dialects``). A served baseline also serves the later releases its caret range
+  takes in: a client offering ``0.7.3`` speaks the 0.7.0 dialect and gets ``0.7.3`` echoed; one
+  offering ``1.2.0`` speaks the 1.0.0 dialect and gets ``1.2.0`` echoed (``^1.0.0`` is every 1.x:
+  from 1.0.0 on a minor release only adds, as the 1.0.0 versioning rules say).
 * Versions are plain ``MAJOR.MINOR.PATCH`` strings (no pre-release or build part, no leading
   zeros). ``negotiate`` raises ``MalformedVersion`` if any offered entry is not one: the
   reference registry treats a malformed version as an error, not as an entry to skip.
@@ -32,9 +34,10 @@ __all__ = [
     "unsupported_message",
 ]
 
-SERVED_VERSIONS: tuple[str, ...] = ("0.9.0", "0.7.0", "0.2.0")
-"""The served baselines, newest first: 0.9.0 (what VS Code 1.139.1 picks), 0.7.0 (the newest
-version with a complete official schema and vector corpus), 0.2.0 (this host's first dialect)."""
+SERVED_VERSIONS: tuple[str, ...] = ("1.0.0", "0.9.0", "0.7.0", "0.2.0")
+"""The served baselines, newest first: 1.0.0 and 0.9.0 (the two released baselines of the 1.0.0
+registry; 0.9.0 is what VS Code 1.139.1 picks), 0.7.0 (the newest version with a complete
+official schema and vector corpus), 0.2.0 (this host's first dialect)."""
 
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
 
@@ -105,8 +108,16 @@ def unsupported_error_data(served: Sequence[str] = SERVED_VERSIONS) -> dict[str,
     return {"supportedVersions": list(served)}
 
 
+def _range(baseline: str) -> str:
+    """A baseline with the releases its caret range takes in, in words."""
+    major, minor, _ = parse_version(baseline) or (0, 0, 0)
+    if major > 0:
+        return f"{baseline} (and every later {major}.x)"
+    return f"{baseline} (and its later {major}.{minor}.x patches)"
+
+
 def unsupported_message(offered: Sequence[object], served: Sequence[str] = SERVED_VERSIONS) -> str:
     """The -32005 message: which versions this host serves, and that none offered fits."""
-    names = [f"{version} (and its later {version.rsplit('.', 1)[0]}.x patches)" for version in served]
+    names = [_range(version) for version in served]
     listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
     return f"This host serves AHP {listed}; none of {list(offered)} is compatible."

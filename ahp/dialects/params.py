@@ -4,7 +4,7 @@ Contract:
 
 * ``ParamsCheck(schema_file)`` reads the schema the first time a check needs it, never at import:
   a connection that never speaks that version never pays for it. ``PARAMS_0_7`` checks against
-  the vendored AHP 0.7.0 schema (``ahp/protocol/spec-0.7.0/ahp-0.7.0.schema.json``).
+  the vendored AHP 0.7.0 schema (``ahp/dialects/v0_7/spec-0.7.0/ahp-0.7.0.schema.json``).
 * ``check(method, params)`` returns ``None`` when ``params`` fits ``<Method>Params`` (``listSessions``
   → ``ListSessionsParams``), else one sentence for the client naming the first offending field
   by its path (``limit must be a number``, ``claim.kind is required``); it never contains library
@@ -150,5 +150,5 @@ def _params_name(method: str) -> str:
     return method[:1].upper() + method[1:] + "Params"
 
 
-PARAMS_0_7 = ParamsCheck(Path(__file__).resolve().parents[1] / "protocol" / "spec-0.7.0" / "ahp-0.7.0.schema.json")
+PARAMS_0_7 = ParamsCheck(Path(__file__).resolve().parent / "v0_7" / "spec-0.7.0" / "ahp-0.7.0.schema.json")
 """Params checks of AHP 0.7.0 (the served 0.9.0 dialect uses them too, see ``host.transport.dialects``)."""

@@ -28,7 +28,7 @@ Safety at the edge, before any JSON-RPC is read:
 Once listening, what the first requests need is loaded in a worker thread (``_load_soon``), so a
 client that connects a moment later finds it ready instead of waiting for it on the event loop; one
 that asks sooner waits only for what is left of that import. First the wire models every request
-is validated with (``ahp.protocol._generated``, about 0.13 s of pydantic class building here),
+is validated with (``ahp.dialects.v0_2.wire._generated``, about 0.13 s of pydantic class building here),
 then the plugin loader the first session reads its working directory's customizations with
 (``plugins``, 0.04-0.09 s).
 """
@@ -52,7 +52,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ahp.dialects.negotiation import SERVED_VERSIONS
-from ahp.protocol._models import generated_module
+from ahp.dialects.v0_2.wire._models import generated_module
 from host import startup
 from host.runtime import memory
 from host.service import AgentHost

@@ -112,11 +112,11 @@ def report(*args, **kwargs):
         if os.environ.get("REPORT_WIRE_MODELS"):  # no request is ever sent: does the host load them anyway?
             import importlib, time
             deadline = time.monotonic() + 30
-            while "ahp.protocol._generated" not in sys.modules and time.monotonic() < deadline:
+            while "ahp.dialects.v0_2.wire._generated" not in sys.modules and time.monotonic() < deadline:
                 time.sleep(0.01)
-            started = "ahp.protocol._generated" in sys.modules  # by the host, not by this script
+            started = "ahp.dialects.v0_2.wire._generated" in sys.modules  # by the host, not by this script
             # Waits for an import under way in another thread to finish (the module's import lock).
-            module = importlib.import_module("ahp.protocol._generated") if started else None
+            module = importlib.import_module("ahp.dialects.v0_2.wire._generated") if started else None
             while not ("plugins.loader" in sys.modules and gc.isenabled()) and time.monotonic() < deadline:
                 time.sleep(0.01)  # the plugin loader comes next; the last step turns the collector on
             real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams"), "collector_on": gc.isenabled(),

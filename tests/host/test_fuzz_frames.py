@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
-from ahp.protocol import METHODS
+from ahp.dialects.v0_2.wire import METHODS
 from host.service import AgentHost
 from host.transport.server import start_host
 from tests.conftest import TOKEN, host_config

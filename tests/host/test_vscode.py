@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-import ahp.protocol
+import ahp.dialects.v0_7
 from ahp.dialects.catalogue import known_to, notification_known_to
 from host.transport.server import RunningHost
 from tests.conftest import TOKEN, Connect
@@ -32,7 +32,7 @@ def vscode_frames() -> list[dict[str, Any]]:
 
 @cache
 def _validator(definition: str) -> Draft202012Validator:
-    schema = json.loads((Path(ahp.protocol.__file__).parent / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
+    schema = json.loads((Path(ahp.dialects.v0_7.__file__).parent / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
     return Draft202012Validator({"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"})
 
 
@@ -235,8 +235,8 @@ async def test_unsupported_versions_get_minus_32005_listing_every_served_version
     peer = await Peer.open(running_host)
     reply = await peer.initialize("c", ["0.6.0", "0.5.2", "0.5.1"])
     assert reply["error"]["code"] == -32005
-    assert reply["error"]["data"] == {"supportedVersions": ["0.9.0", "0.7.0", "0.2.0"]}
-    for version in ("0.9.0", "0.7.0", "0.2.0"):
+    assert reply["error"]["data"] == {"supportedVersions": ["1.0.0", "0.9.0", "0.7.0", "0.2.0"]}
+    for version in ("1.0.0", "0.9.0", "0.7.0", "0.2.0"):
         assert version in reply["error"]["message"]
     await asyncio.wait_for(peer._reader, 5)  # the host closes the connection
 

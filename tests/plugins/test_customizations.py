@@ -28,7 +28,7 @@ from plugins import (
 
 from .conftest import SAMPLES
 
-REPO_SCHEMA = Path(__file__).parents[2] / "ahp" / "protocol" / "spec" / "ahp-0.2.0.schema.json"
+REPO_SCHEMA = Path(__file__).parents[2] / "ahp" / "dialects" / "v0_2" / "wire" / "spec" / "ahp-0.2.0.schema.json"
 
 
 def _expected(name: str) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def _customization_validator() -> Any:
 
 def _assert_valid_customization(wire: dict[str, Any]) -> None:
     if not REPO_SCHEMA.is_file():
-        pytest.skip("the vendored AHP schema (ahp/protocol/spec) is not present")
+        pytest.skip("the vendored AHP schema (ahp/dialects/v0_2/wire/spec) is not present")
     _customization_validator().validate(wire)
 
 

@@ -6,7 +6,8 @@ Contract:
   must be unique) and returns without waiting for them; `await wait_ready(timeout)` waits
   until every server is running or failed; `await wait_started(grace, skip=...)` only until
   each server's first start attempt is over, and for none longer than `grace` seconds after
-  it was launched (what a turn waits for: a slow or crashing server is not waited for).
+  it was launched (what a turn waits for: a slow or crashing server is not waited for), and
+  not at all once the server's event in `released` is set (a client backgrounded its start).
   `await set_specs(specs)` reconciles: servers whose spec changed are restarted, removed ones
   stopped, new ones started. `await stop()` stops them all concurrently, within a few
   seconds; afterwards no server process is left. `call_timeout` is the deadline of a tool
@@ -29,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..base import AskUser
@@ -129,16 +130,19 @@ class McpManager:
         await asyncio.gather(*(c.wait_ready(timeout) for c in self._connections.values()))
         return self.statuses()
 
-    async def wait_started(self, grace: float, *, skip: Iterable[str] = ()) -> dict[str, ServerStatus]:
+    async def wait_started(self, grace: float, *, skip: Iterable[str] = (),
+                           released: Mapping[str, asyncio.Event] | None = None) -> dict[str, ServerStatus]:
         """Wait until each server's first start attempt is over, for none longer than ``grace``
-        seconds after its launch; servers named in ``skip`` are not waited for. Returns the statuses."""
+        seconds after its launch; servers named in ``skip`` are not waited for, nor any longer a
+        server whose event in ``released`` is set (its start goes on). Returns the statuses."""
         loop = asyncio.get_running_loop()
         skipped = set(skip)
         waits = []
         for name, connection in self._connections.items():
             left = (connection.launched_at or loop.time()) + grace - loop.time()
             if name not in skipped and left > 0:
-                waits.append(connection.wait_tried(left))
+                release = (released or {}).get(name)
+                waits.append(connection.wait_tried(left) if release is None else _tried_or_released(connection, left, release))
         await asyncio.gather(*waits)
         return self.statuses()
 
@@ -189,3 +193,16 @@ class McpManager:
                     await outcome
             except Exception:  # a host callback bug must not break the server set
                 logger.exception("on_tools_changed callback failed")
+
+
+async def _tried_or_released(connection: McpServerConnection, timeout: float, release: asyncio.Event) -> None:
+    """Until ``connection``'s first start attempt is over, ``timeout`` passed or ``release`` is set."""
+    if release.is_set():
+        return
+    tried = asyncio.ensure_future(connection.wait_tried(timeout))
+    released = asyncio.ensure_future(release.wait())
+    try:
+        await asyncio.wait((tried, released), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (tried, released):
+            waiting.cancel()

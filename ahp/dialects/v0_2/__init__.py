@@ -44,5 +44,5 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 # Lazy: clients import ``ahp.dialects.v0_2.state`` (the reducers) and should not pay for the
-# projection, whose refusals read the 0.2.0 action catalogue (``ahp.protocol``, pydantic).
+# projection, whose refusals read the 0.2.0 action catalogue (``ahp.dialects.v0_2.wire``, pydantic).
 __getattr__ = lazy_exports(__name__, _WHERE)

@@ -63,7 +63,7 @@ from ahp.dialects.v0_2.state.channels import channel_kind
 from ahp.dialects.v0_2.states import InternalSession, operation_up, selection_of
 from ahp.dialects.v0_2.timestamps import iso_to_ms, ms_to_iso
 from ahp.dialects.v0_2.uris import ProviderLookup, internal_session_uri
-from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE
+from ahp.dialects.v0_2.wire.actions import ACTIONS, CLIENT_DISPATCHABLE
 
 __all__ = [
     "CLIENT_DISPATCHABLE",

@@ -22,6 +22,11 @@ Contract:
   failed or hung before in this host (``unready``, shared by the host's sessions, keyed by name
   and command line; a server seen running is taken out of it). ``unavailable()`` describes, for
   the model, the servers that are not running and why.
+- While a turn waits for a server, its entry shows ``{kind: "starting", blocking: true}`` (AHP
+  0.9.0/1.0.0 ``McpServerStartingState.blocking``: its start holds back the turn). A client's
+  ``session/mcpServerBackgroundRequested`` naming that entry (``background(entry id)``) lets the
+  turn go on without it; the server keeps starting, and its tools come when it is up. Once the
+  wait is over, a server still starting shows ``{kind: "starting"}`` (nothing waits for it).
 - Each server's lifecycle is published on its ``mcpServer`` customization entry (the entry named
   like the server inside the container that declared it) with ``session/mcpServerStateChanged``:
   ``starting``, ``ready``, ``error`` (with the failure), ``stopped``; a state already shown is not
@@ -102,6 +107,10 @@ class SessionMcp:
         self._call_timeout = call_timeout
         self._unready = unready if unready is not None else set()
         self._ask = ask
+        self._waited: dict[str, asyncio.Event] = {}
+        """The servers a turn waits for now → set once a client backgrounded their start."""
+        self._waiters = 0
+        """Turns of this session waiting in ``wait_started`` now."""
         self.manager: McpManager | None = None
         """Created when the session first has an MCP server: the MCP SDK is imported then, in a
         thread (about half a second), so hosts and sessions without MCP servers never pay it."""
@@ -231,7 +240,23 @@ class SessionMcp:
             return
         connections = self.manager.connections
         skip = [name for name, connection in connections.items() if _key(connection.spec) in self._unready]
-        statuses = await self.manager.wait_started(grace, skip=skip)
+        # (Two chats' turns may wait at once: they share a server's event, so backgrounding it frees both.)
+        waited = {name: self._waited.get(name) or asyncio.Event() for name, connection in connections.items()
+                  if name not in skip and connection.status.state == "starting"}
+        self._waited.update(waited)
+        self._waiters += 1
+        for name in waited:
+            self._publish_state(name, {"kind": "starting", "blocking": True})
+        try:
+            statuses = await self.manager.wait_started(grace, skip=skip, released=waited)
+        finally:
+            self._waiters -= 1
+            if not self._waiters:
+                self._waited = {}
+                for name in waited:  # nothing waits for them now
+                    status = self.manager.statuses().get(name) if self.manager is not None else None
+                    if status is not None:
+                        self._publish_state(name, _server_state(status))
         for name, status in statuses.items():
             if status.state != "starting":
                 continue
@@ -242,6 +267,15 @@ class SessionMcp:
             if owner is not None:  # (one waiting for a sign-in keeps saying so, with its link)
                 self._on_problem(owner, f"mcp:{name}", status.message or f"MCP server {name!r} is still starting; "
                                  "its tools are added once it is up.")
+
+    def background(self, entry_id: Any) -> bool:
+        """A client asked to stop holding the turn on the server of customization entry
+        ``entry_id`` (``session/mcpServerBackgroundRequested``); False when no wait holds on it."""
+        for name, released in self._waited.items():
+            if self._entry_id(name) == entry_id and not released.is_set():
+                released.set()
+                return True
+        return False
 
     def unavailable(self) -> list[str]:
         """A sentence per server of this session that is starting, restarting or failed."""
@@ -278,7 +312,11 @@ class SessionMcp:
         owner = self._owners.get(status.name)
         if owner is None:
             return
-        self._publish_state(status.name, _server_state(status))
+        state = _server_state(status)
+        released = self._waited.get(status.name)
+        if state["kind"] == "starting" and released is not None and not released.is_set():
+            state["blocking"] = True  # a turn still waits for it
+        self._publish_state(status.name, state)
         if status.state == "starting" and status.message:  # waiting for the user to sign in
             self._on_problem(owner, f"mcp:{status.name}", status.message)
         elif status.state == "restarting":

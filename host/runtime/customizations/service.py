@@ -27,7 +27,9 @@ Contract:
   the session's default chat draft clears that selection from the draft (``chat/draftChanged``).
 - ``session/mcpServerStartRequested`` / ``session/mcpServerStopRequested`` (observed, dispatched by
   clients) start or stop the session's MCP servers (the reducer already shows ``starting`` /
-  ``stopped``; ``SessionMcp`` reports each server's state with ``session/mcpServerStateChanged``).
+  ``stopped``; ``SessionMcp`` reports each server's state with ``session/mcpServerStateChanged``);
+  ``session/mcpServerBackgroundRequested`` (observed) lets a turn waiting for that server's start
+  go on without it (``SessionMcp.background``).
 - ``session/workingDirectorySet`` / ``Removed`` / ``Replaced`` (observed) tell the session's running
   MCP servers that their roots changed; a server's log, prompts and resources re-publish its
   container with that server's ``_meta`` (the published server states are kept).
@@ -682,6 +684,8 @@ class CustomizationService:
             self._spawn(self._reconcile(runtime))
         elif kind == "session/mcpServerStopRequested":
             self._spawn(self._stop_requested(runtime, action.get("id")))
+        elif kind == "session/mcpServerBackgroundRequested" and runtime.mcp is not None:
+            runtime.mcp.background(action.get("id"))
 
     async def _cleared(self, runtime: SessionCustomizations) -> None:
         """The session's conversation was cleared: ``SessionEnd`` (``clear``), then ``SessionStart``

@@ -44,6 +44,7 @@ ROOT_PROPERTY: dict[str, Any] = {
     "description": "The 'Always allow' choices this host remembers, each for one project (scope 'project', with its "
                    "directory) or for every project (scope 'host'). Remove an entry to revoke it; entries are added "
                    "by answering a tool confirmation.",
+    "maxItems": MAX_REMEMBERED,
     "items": {
         "type": "object",
         "title": "Remembered approval",

@@ -17,7 +17,8 @@ The store holds the internal (0.9.0) model. A dialect decides, for its version:
 (e) how an incoming ``dispatchAction`` enters the store's model (``lift``): internal envelopes,
     or a reason the client gets as a ``rejectionReason``.
 
-0.9.0 is the identity (gated by the version table), 0.7.0 goes through ``ahp.dialects.v0_7``
+1.0.0 and 0.9.0 are the identity (gated by the version table: 1.0.0 adds no action, notification
+or method to 0.9.0, and the model's shapes are the 1.0.0 schema's), 0.7.0 goes through ``ahp.dialects.v0_7``
 (``host.transport.dialects.newer``), 0.2.0 through ``ahp.dialects.v0_2`` (``host.transport.dialects.ahp02``).
 
 Dialects are shared: one instance per negotiated version string, so that every connection of a
@@ -49,7 +50,9 @@ __all__ = [
 DEFAULT_VERSION = "0.2.0"
 """What a reconnecting client the host does not know is taken to speak."""
 
-_CLASSES: dict[str, type[Dialect]] = {"0.2.0": Ahp02Dialect, "0.7.0": Ahp07Dialect, "0.9.0": NewerDialect}
+_CLASSES: dict[str, type[Dialect]] = {
+    "0.2.0": Ahp02Dialect, "0.7.0": Ahp07Dialect, "0.9.0": NewerDialect, "1.0.0": NewerDialect,
+}
 """The dialect class of each served baseline."""
 
 

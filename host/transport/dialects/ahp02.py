@@ -54,7 +54,7 @@ from ahp.dialects.v0_2.states import (
     terminal_down,
 )
 from ahp.dialects.v0_2.uris import SUBAGENT_SEGMENT, session_id, subagent_chat_of, subagent_session_uri, v02_session_uri
-from ahp.protocol import METHODS
+from ahp.dialects.v0_2.wire import METHODS
 from ahp.state.channels import parse_subagent_chat_uri, session_of_default_chat
 from ahp.state.clock import iso_timestamp
 from host.errors import ProtocolViolation

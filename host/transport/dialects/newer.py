@@ -1,6 +1,6 @@
-"""AHP 0.9.0 (the store's own model) and 0.7.0 (through ``ahp.dialects.v0_7``) at the edge.
+"""AHP 1.0.0 and 0.9.0 (the store's own model) and 0.7.0 (through ``ahp.dialects.v0_7``) at the edge.
 
-* 0.9.0 is the identity: snapshots, envelopes and notifications are the store's own, gated by the
+* 1.0.0 and 0.9.0 are the identity: snapshots, envelopes and notifications are the store's own, gated by the
   version table (``ahp.dialects.catalogue``: a type the negotiated version does not know is not
   sent; an envelope it knows is the very object the store built, so its frame is reused).
 * 0.7.0: snapshots through ``v0_7.state_down``, envelopes through ``v0_7.action_down`` (None: not
@@ -53,7 +53,7 @@ gives no ``limit``)."""
 
 
 class NewerDialect(Dialect):
-    """AHP 0.9.0 (and its later patches): the store's own shapes."""
+    """AHP 1.0.0 (and every later 1.x) and 0.9.0 (and its later patches): the store's own shapes."""
 
     def __init__(self, version: str, baseline: str) -> None:
         super().__init__(version, baseline)

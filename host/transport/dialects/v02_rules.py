@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ahp.protocol.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
+from ahp.dialects.v0_2.wire.actions import ACTIONS, CLIENT_DISPATCHABLE, action_model
 from host.transport import action_checks as shared
 from host.transport.action_checks import Rule, active_turn, pending_exists
 

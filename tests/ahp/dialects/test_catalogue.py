@@ -13,7 +13,7 @@ from ahp import state as internal
 from ahp.dialects import catalogue
 from ahp.dialects.catalogue import action_types_known_to, introduced_in, known_to, notification_known_to
 from ahp.dialects.v0_2.state import ACTION_TYPES as ACTION_TYPES_0_2_REDUCERS
-from ahp.protocol.actions import ACTIONS as ACTIONS_0_2
+from ahp.dialects.v0_2.wire.actions import ACTIONS as ACTIONS_0_2
 from tests.ahp.state._support import schema_0_7, schema_1_0
 
 
@@ -115,7 +115,7 @@ def _schema_commands(schema: dict) -> set[str]:
 
 
 def test_the_0_2_0_methods_are_those_of_the_0_2_0_table():
-    from ahp.protocol import METHODS
+    from ahp.dialects.v0_2.wire import METHODS
 
     clients = {name: spec for name, spec in METHODS.items() if spec.sent_by_client()}
     assert catalogue.CLIENT_REQUESTS["0.2.0"] == {n for n, s in clients.items() if s.kind == "request"}
@@ -143,3 +143,12 @@ def test_a_0_9_0_connection_never_sees_a_0_2_0_only_or_a_0_10_0_type():
     assert not known_to("0.2.0", "chat/delta")
     assert known_to("0.2.1", "session/delta")
     assert not known_to("0.9.0", "no/suchAction")
+
+
+def test_1_0_0_has_the_methods_of_0_9_0_and_the_actions_of_its_registry():
+    # The 1.0.0 registry adds no method, action or notification to 0.9.0's (beyond 0.10.0's canvas actions).
+    assert catalogue.CLIENT_REQUESTS["1.0.0"] == catalogue.CLIENT_REQUESTS["0.9.0"]
+    assert catalogue.CLIENT_NOTIFICATIONS["1.0.0"] == catalogue.CLIENT_NOTIFICATIONS["0.9.0"]
+    assert action_types_known_to("1.0.0") - action_types_known_to("0.9.0") == {"chat/canvasesChanged", "canvas/stateChanged"}
+    assert known_to("1.0.0", "chat/isReadChanged") and known_to("1.0.0", "session/mcpServerBackgroundRequested")
+    assert not known_to("1.0.0", "session/delta")

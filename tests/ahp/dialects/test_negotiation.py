@@ -33,6 +33,16 @@ VSCODE_1_139_1 = ["0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1"]
         (["0.9.12", "0.2.0"], "0.9.12", "0.9.0"),
         (["0.6.0", "0.2.0"], "0.2.0", "0.2.0"),  # 0.6 is another 0.MINOR line: not served
         (["0.2.0", "0.7.0", "0.9.0"], "0.9.0", "0.9.0"),
+        # 1.0.0 on: the highest offer within ^1.0.0 or ^0.9.0 wins, echoed exactly as offered.
+        (["1.0.0"], "1.0.0", "1.0.0"),
+        (["1.0.0", "0.9.0"], "1.0.0", "1.0.0"),
+        (["0.9.0", "1.0.0"], "1.0.0", "1.0.0"),  # whatever the client's order
+        (["1.0.0", "0.9.0", "0.8.0", "0.7.0", "0.6.0"], "1.0.0", "1.0.0"),  # ahp-py's offer
+        (["1.3.7", "1.0.0"], "1.3.7", "1.0.0"),  # a later 1.x is served by the 1.0.0 dialect, echoed
+        (["1.0.2"], "1.0.2", "1.0.0"),
+        (["2.0.0", "1.0.0"], "1.0.0", "1.0.0"),  # 2.x is another major: not served
+        (["0.9.3", "0.10.0"], "0.9.3", "0.9.0"),  # 0.10 is another 0.MINOR line
+        (["0.2.0", "1.0.0"], "1.0.0", "1.0.0"),
     ],
 )
 def test_a_served_version_is_chosen(offered: list[str], version: str, baseline: str) -> None:
@@ -47,7 +57,8 @@ def test_a_served_version_is_chosen(offered: list[str], version: str, baseline: 
         ["0.1.0"],
         ["0.8.0"],
         ["0.10.0"],
-        ["1.0.0"],  # not served (see README: what serving 1.0.0 would take)
+        ["2.0.0"],  # another major
+        ["2.1.0", "0.8.0", "0.6.0"],
         ["9.0.0", "0.1.0"],
     ],
 )
@@ -61,6 +72,9 @@ def test_nothing_acceptable_gives_none(offered: list[str]) -> None:
         (["0.9"], 0),
         (["0.9.0", "latest"], 1),
         (["0.9.0-beta.1"], 0),  # no pre-release parts
+        (["1.0.0-rc.1", "0.9.0"], 0),
+        (["1.0"], 0),
+        (["01.0.0"], 0),
         (["0.9.0+build.7"], 0),  # no build metadata
         (["v0.9.0"], 0),
         ([" 0.9.0"], 0),
@@ -98,12 +112,14 @@ def test_the_caret_rule(baseline: str, offered: str, accepted: bool) -> None:
 
 
 def test_served_versions_and_the_unsupported_answer_list_every_one() -> None:
-    assert SERVED_VERSIONS == ("0.9.0", "0.7.0", "0.2.0")
-    assert unsupported_error_data() == {"supportedVersions": ["0.9.0", "0.7.0", "0.2.0"]}
+    assert SERVED_VERSIONS == ("1.0.0", "0.9.0", "0.7.0", "0.2.0")
+    assert unsupported_error_data() == {"supportedVersions": ["1.0.0", "0.9.0", "0.7.0", "0.2.0"]}
     message = unsupported_message(["0.6.0"])
     for version in SERVED_VERSIONS:
         assert version in message
     assert "'0.6.0'" in message
+    assert "1.0.0 (and every later 1.x)" in message  # ^1.0.0 takes in minors, ^0.9.0 only patches
+    assert "0.9.0 (and its later 0.9.x patches)" in message
 
 
 def test_parse_version() -> None:

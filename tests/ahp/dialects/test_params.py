@@ -73,6 +73,6 @@ def test_the_schema_is_not_read_at_import() -> None:
 
 
 def test_the_vendored_schema_is_the_0_7_0_release() -> None:
-    schema = json.loads((REPO / "ahp" / "protocol" / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
+    schema = json.loads((REPO / "ahp" / "dialects" / "v0_7" / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
     assert len(schema["$defs"]) == 357
-    assert (REPO / "ahp" / "protocol" / "spec-0.7.0" / "LICENSE").is_file()
+    assert (REPO / "ahp" / "dialects" / "v0_7" / "spec-0.7.0" / "LICENSE").is_file()

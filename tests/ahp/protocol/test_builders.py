@@ -16,7 +16,7 @@ from ahp.state import ACTION_TYPES
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = REPO_ROOT / "scripts" / "generate_action_builders.py"
-VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec-0.7.0" / "test-cases" / "reducers"
+VECTORS = REPO_ROOT / "ahp" / "dialects" / "v0_7" / "spec-0.7.0" / "test-cases" / "reducers"
 SPEC_1_0_0_ACTIONS = REPO_ROOT / "ahp" / "protocol" / "spec-1.0.0" / "schema" / "actions.schema.json"
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ahp.protocol import AHP_ERROR_CODES, JSONRPC_ERROR_CODES, ErrorCode, load_schema
+from ahp.dialects.v0_2.wire import load_schema
+from ahp.protocol import AHP_ERROR_CODES, JSONRPC_ERROR_CODES, ErrorCode
 
 
 def test_every_code_has_its_protocol_value_and_name():

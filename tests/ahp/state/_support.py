@@ -1,7 +1,7 @@
 """Shared helpers for the internal model's tests: the vendored 0.7.0 corpus, our 0.9.0 vectors,
 the schemas as validators, and folding.
 
-Everything is read from the repository (``ahp/protocol/spec-0.7.0``, ``ahp/protocol/spec-1.0.0``,
+Everything is read from the repository (``ahp/dialects/v0_7/spec-0.7.0``, ``ahp/protocol/spec-1.0.0``,
 ``tests/ahp/state/vectors-0.9``), never from ``/work/shared``.
 """
 
@@ -20,7 +20,7 @@ from ahp.dialects import v0_7
 from tests.ahp._wire import strip_none
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SPEC_0_7 = REPO_ROOT / "ahp" / "protocol" / "spec-0.7.0"
+SPEC_0_7 = REPO_ROOT / "ahp" / "dialects" / "v0_7" / "spec-0.7.0"
 SPEC_1_0 = REPO_ROOT / "ahp" / "protocol" / "spec-1.0.0"
 VECTORS_0_7 = SPEC_0_7 / "test-cases" / "reducers"
 ROUND_TRIPS_0_7 = SPEC_0_7 / "test-cases" / "round-trips"

@@ -6,7 +6,7 @@ into the internal model (``v0_7.state_up``), each 0.7.0 action is lifted (``v0_7
 reduced by ``ahp.state.reduce``, and the result is projected back down (``v0_7.state_down``) with
 the three 0.7.0-only behaviours of ``v0_7.reduce`` applied. The result must equal ``expected``
 ("None means absent, key order ignored", ``tests/ahp/_wire.py``). The vectors come from the
-vendored copy under ``ahp/protocol/spec-0.7.0``.
+vendored copy under ``ahp/dialects/v0_7/spec-0.7.0``.
 
 Alongside: the lifted states and every intermediate internal state are valid 0.9.0 states (the
 repaired 1.0.0 schema), and the vectors that use deliberately unknown action types are no-ops

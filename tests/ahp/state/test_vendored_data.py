@@ -1,6 +1,6 @@
 """The vendored protocol data is what its SOURCE.txt files say it is.
 
-* ``ahp/protocol/spec-0.7.0``: the merged schema is a valid 2020-12 schema; every state and every
+* ``ahp/dialects/v0_7/spec-0.7.0``: the merged schema is a valid 2020-12 schema; every state and every
   action of the 247 reducer vectors, with null-valued keys dropped (the vectors write ``null`` for
   TypeScript's ``undefined``), validates against it, except the actions of the vectors that use
   deliberately unknown types and the deliberately unknown response part of vector 103, exactly as

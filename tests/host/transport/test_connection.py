@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ahp.protocol import METHODS
+from ahp.dialects.v0_2.wire import METHODS
 from client import AhpClient, AhpError
 from host.service import AgentHost
 from host.transport.dialects.ahp02 import v02_session_state
@@ -348,11 +348,77 @@ async def test_initialize_negotiates_the_protocol_version(running_host: RunningH
     raw = await RawPeer.open(running_host, frame_checker)
     reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["9.0.0", "0.1.0"], "clientId": "c"})
     assert reply["error"]["code"] == -32005
-    assert reply["error"]["data"] == {"supportedVersions": ["0.9.0", "0.7.0", "0.2.0"]}
+    assert reply["error"]["data"] == {"supportedVersions": ["1.0.0", "0.9.0", "0.7.0", "0.2.0"]}
     await raw.wait_closed()
     raw = await RawPeer.open(running_host, frame_checker)
     reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["0.3.0", "0.2.1"], "clientId": "c"})
     assert reply["result"]["protocolVersion"] == "0.2.1"
+    await raw.close()
+
+
+@pytest.mark.parametrize(
+    ("offered", "chosen"),
+    [
+        (["1.0.0"], "1.0.0"),
+        (["0.9.0", "1.0.0"], "1.0.0"),  # the highest within ^1.0.0 or ^0.9.0, whatever the order
+        (["1.0.0", "0.9.0", "0.8.0", "0.7.0", "0.6.0"], "1.0.0"),  # what ahp-py offers
+        (["1.4.1", "0.9.0"], "1.4.1"),  # a later 1.x is echoed exactly as offered
+        (["2.0.0", "0.9.2"], "0.9.2"),
+        (["0.9.0", "0.7.0", "0.6.0", "0.5.2", "0.5.1"], "0.9.0"),  # VS Code 1.139.1
+    ],
+)
+async def test_initialize_picks_the_highest_offer_within_the_1_0_0_baselines_and_echoes_it(
+        running_host: RunningHost, offered: list[str], chosen: str) -> None:
+    from tests.host.transport.dialects._schemas import FrameSchema
+
+    raw = await RawPeer.open(running_host)
+    reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": offered, "clientId": "c1",
+                                             "initialSubscriptions": [ROOT]})
+    assert reply["result"]["protocolVersion"] == chosen
+    if chosen.startswith("1."):
+        assert FrameSchema.for_version("1.0.0").errors(reply, "initialize", lambda uri: "root") == []
+        # The 1.x connection has the 0.9.0 methods (automations) and speaks them.
+        runs = await raw.request("listAutomationTriggerDefinitions", {"channel": ROOT})
+        assert "error" not in runs, runs
+    await raw.close()
+
+
+async def test_a_1_0_0_offer_with_no_served_line_is_refused_with_every_baseline(running_host: RunningHost) -> None:
+    raw = await RawPeer.open(running_host)
+    reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["2.0.0", "0.10.0", "0.8.0"], "clientId": "c"})
+    assert reply["error"]["code"] == -32005
+    assert reply["error"]["data"] == {"supportedVersions": ["1.0.0", "0.9.0", "0.7.0", "0.2.0"]}
+    assert "1.0.0 (and every later 1.x)" in reply["error"]["message"]
+    assert "'2.0.0'" in reply["error"]["message"]
+    await raw.wait_closed()
+    raw = await RawPeer.open(running_host)
+    reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["1.0.0-rc.2", "0.9.0"], "clientId": "c"})
+    assert reply["error"]["code"] == -32602
+    assert "protocolVersions[0]" in reply["error"]["message"] and "'1.0.0-rc.2'" in reply["error"]["message"]
+    await raw.close()
+
+
+async def test_a_1_0_0_client_that_reconnects_keeps_its_version(running_host: RunningHost) -> None:
+    raw = await RawPeer.open(running_host)
+    reply = await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["1.2.0"], "clientId": "again"})
+    seq = reply["result"]["serverSeq"]
+    await raw.close()
+    raw = await RawPeer.open(running_host)
+    reply = await raw.request("reconnect", {"channel": ROOT, "clientId": "again", "lastSeenServerSeq": seq, "subscriptions": [ROOT]})
+    assert "error" not in reply, reply
+    # Automations are 0.8.0 methods: a 0.2.0 connection would get -32601 here.
+    runs = await raw.request("listAutomationTriggerDefinitions", {"channel": ROOT})
+    assert "error" not in runs, runs
+    await raw.close()
+
+
+async def test_authenticate_on_1_0_0_takes_expires_in_and_names_the_undeclared_resource(running_host: RunningHost) -> None:
+    raw = await RawPeer.open(running_host)
+    await raw.request("initialize", {"channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": "auth"})
+    reply = await raw.request("authenticate", {"channel": ROOT, "resource": "https://api.example.com",
+                                               "token": "t0ken", "expiresIn": 3600})
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["message"] == "No agent on this host declares the protected resource 'https://api.example.com'."
     await raw.close()
 
 

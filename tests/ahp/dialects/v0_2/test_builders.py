@@ -12,13 +12,13 @@ import pytest
 from pydantic import ValidationError
 
 from ahp.dialects.v0_2 import builders
-from ahp.protocol import ACTIONS, action_model
-from ahp.protocol._models import adapter_for
+from ahp.dialects.v0_2.wire import ACTIONS, action_model
+from ahp.dialects.v0_2.wire._models import adapter_for
 from tests.ahp.dialects.v0_2.state._support import load_differential_cases
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 SCRIPT = REPO_ROOT / "scripts" / "generate_action_builders.py"
-VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec" / "test-cases" / "reducers"
+VECTORS = REPO_ROOT / "ahp" / "dialects" / "v0_2" / "wire" / "spec" / "test-cases" / "reducers"
 
 
 def test_builders_are_up_to_date_with_the_schema():

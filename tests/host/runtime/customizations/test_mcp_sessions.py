@@ -379,3 +379,42 @@ async def test_the_servers_of_a_session_nobody_is_connected_to_stop_soon_after_i
         gone = await eventually(lambda: process_gone(server), timeout=60)
         still_there = running.host.session_uri(session) in running.host.store
     assert gone and still_there  # the session is kept; its next turn starts the servers again
+
+
+async def test_a_client_backgrounds_a_server_start_that_holds_up_a_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    from tests.host.transport.dialects.test_every_frame_valid import Client
+
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"mute": silent_server(tmp_path / "silent.pids")}}))
+    config = mcp_config(tmp_path, {}, start="first-turn", sessions={"default_directory": str(workspace)})
+    config.mcp.start_wait = NEVER  # the turn waits for the server's start, however long it takes
+    provider = ScriptedProvider([reply("went on without it")])
+    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, client):
+        shown = await ready_session(client)
+        session = running.host.session_uri(shown)
+        store = running.host.store
+        peer = await Client.open(running)
+        try:
+            await peer.join("client-10", "1.0.0", ("ahp-root://", session))
+
+            def mute() -> dict[str, Any]:
+                container = next((c for c in store.state(session).get("customizations") or [] if c.get("id") == "mcp-servers"), {})
+                return next((child for child in container.get("children") or [] if child.get("name") == "mute"), {})
+
+            turn_id = client.send_message(shown, "hello")
+            # The turn waits for the server: its entry says its start holds the turn back.
+            await peer.until(lambda: mute().get("state") == {"kind": "starting", "blocking": True}, timeout=30)
+            assert provider.requests == []
+            await peer.dispatch(session, {"type": "session/mcpServerBackgroundRequested", "id": mute()["id"]})
+            # (Well within the silent server's 30 s start timeout, after which the turn would go on anyway.)
+            await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in client.state(shown).get("turns") or []), timeout=15)
+            [request] = provider.requests
+            assert not any(tool.name.startswith("mcp__mute__") for tool in request.tools)
+            assert "- MCP server 'mute' is still starting." in (request.system or "")
+            # It keeps starting, and nothing waits for it now.
+            await peer.until(lambda: mute().get("state") == {"kind": "starting"}, timeout=10)
+            assert any(a["action"]["type"] == "session/mcpServerStateChanged" and a["action"]["state"].get("blocking") is True
+                       for a in peer.actions())
+        finally:
+            await peer.close()

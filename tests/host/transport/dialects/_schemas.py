@@ -1,13 +1,13 @@
 """Every frame a connection received, checked against the schema of the version it negotiated.
 
-Contract: ``FrameSchema.for_version("0.7.0" | "0.9.0")``; ``errors(frame, answered, kind_of)``
+Contract: ``FrameSchema.for_version("0.7.0" | "0.9.0" | "1.0.0")``; ``errors(frame, answered, kind_of)``
 returns one line per violation (empty when the frame is valid), naming the frame, the definition
 and the JSON path. ``answered`` is the method a response answers (None for other frames);
 ``kind_of(uri)`` is the channel kind of a snapshot's resource.
 
 Which schema:
 
-* 0.7.0: the vendored merged 0.7.0 schema (``ahp/protocol/spec-0.7.0/ahp-0.7.0.schema.json``,
+* 0.7.0: the vendored merged 0.7.0 schema (``ahp/dialects/v0_7/spec-0.7.0/ahp-0.7.0.schema.json``,
   repaired as its SOURCE.txt says), for everything.
 * 0.9.0: no 0.9.0 schema exists (upstream never published one). The closest is 1.0.0, which
   serves the 0.9.0 model unchanged: its vendored ``state``, ``actions`` and ``notifications``
@@ -17,6 +17,9 @@ Which schema:
   checked against the 0.7.0 ``<Method>Result`` definitions with every definition 1.0.0 also has
   taken from 1.0.0 (a listed session is a 1.0.0 ``SessionSummary``, a snapshot's state a 1.0.0
   state).
+* 1.0.0: the same documents as 0.9.0: its own ``state``, ``actions`` and ``notifications`` files,
+  and for command results the 0.7.0 definitions under the 1.0.0 ones (its ``commands`` file was not
+  obtainable; ``ahp/protocol/spec-1.0.0/SOURCE.txt``).
 
 Rules: an action envelope has a string ``channel``, an integer ``serverSeq``, an optional
 ``origin`` ``{clientId, clientSeq}``; its action fits the definition of its own type (a
@@ -80,7 +83,7 @@ class FrameSchema:
     def for_version(cls, version: str) -> FrameSchema:
         if version == "0.7.0":
             return cls(version, schema_0_7())
-        if version == "0.9.0":
+        if version in ("0.9.0", "1.0.0"):
             return cls(version, _schema_0_9())
         raise ValueError(f"no schema for {version}")
 

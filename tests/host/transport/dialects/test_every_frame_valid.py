@@ -1,4 +1,4 @@
-"""One scripted session seen by a 0.9.0, a 0.7.0 and a 0.2.0 client at once, over real WebSockets:
+"""One scripted session seen by a 0.9.0 (or 1.0.0), a 0.7.0 and a 0.2.0 client at once, over real WebSockets:
 every frame each receives fits its version's schema (``_schemas``: 0.7.0's own, 1.0.0's for 0.9.0;
 the 0.2.0 client's frames are checked by the ``frame_checker`` every test has), every client's
 mirror (its snapshot plus its reducers over what it was sent) is what the host holds in its
@@ -8,7 +8,8 @@ The session covers turns, tool calls and their confirmations, a file edit (chang
 and per session, subscribed under VS Code's names), a sub-agent (and its turn's changeset), a
 cancelled turn, a second chat under a URI that does not encode its session, a fork, marking chats
 read and archived, replacing a working directory, a terminal, root config changes (one to null)
-and an annotations channel.
+and an annotations channel. It runs twice: once driven by a 0.9.0 client (VS Code's version), once
+by a 1.0.0 client (every frame it gets checked against the 1.0.0 schemas).
 """
 
 from __future__ import annotations
@@ -127,8 +128,9 @@ def _without_clock(state: Any) -> Any:
     return state
 
 
+@pytest.mark.parametrize("newest", ["0.9.0", "1.0.0"])
 async def test_every_frame_fits_its_version_and_every_mirror_converges(
-    tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, frame_checker: FrameChecker, newest: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The terminal runs a plain sh: the user's own rc files (a pyenv rehash waiting on its lock)
     # must not decide whether the test's command runs within its deadline.
@@ -157,7 +159,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
         chat, side = default_chat_uri(session), f"ahp-chat://side/{uuid.uuid4().hex}"
         new, mid = await Client.open(running), await Client.open(running)
         try:
-            await new.join("client-09", "0.9.0")
+            await new.join("client-09", newest)
             created = await new.request("createSession", {"channel": session, "workingDirectories": [tmp_path.as_uri()]})
             assert created.get("error") is None, created
             for channel in (session, chat):

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[5]
-VENDORED_VECTORS = REPO_ROOT / "ahp" / "protocol" / "spec" / "test-cases" / "reducers"
+VENDORED_VECTORS = REPO_ROOT / "ahp" / "dialects" / "v0_2" / "wire" / "spec" / "test-cases" / "reducers"
 SHARED_VECTORS = Path("/work/shared/ahp/spec-0.2.0/test-cases/reducers")
 DIFFERENTIAL_CASES = REPO_ROOT / "tests" / "data" / "ahp-differential" / "reducer-cases.jsonl"
 

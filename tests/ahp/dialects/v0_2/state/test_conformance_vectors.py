@@ -1,6 +1,6 @@
 """The 160 official AHP 0.2.0 reducer vectors, one test each, named by the vector's description.
 
-Vectors come from the vendored spec (``ahp/protocol/spec/test-cases/reducers/``), falling back to
+Vectors come from the vendored spec (``ahp/dialects/v0_2/wire/spec/test-cases/reducers/``), falling back to
 the shared reference copy; if neither exists the suite fails rather than silently passing.
 """
 
@@ -16,7 +16,7 @@ VECTORS = load_vectors()
 
 
 def test_official_vectors_are_present():
-    assert vector_dir() is not None, "no reducer vectors under ahp/protocol/spec or /work/shared"
+    assert vector_dir() is not None, "no reducer vectors under ahp/dialects/v0_2/wire/spec or /work/shared"
     assert len(VECTORS) == 160
 
 

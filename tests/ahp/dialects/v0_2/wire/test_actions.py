@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-from ahp.protocol import (
+from ahp.dialects.v0_2.wire import (
     ACTIONS,
     CLIENT_DISPATCHABLE,
     action_model,
@@ -16,7 +16,7 @@ from ahp.protocol import (
     load_schema,
     state_action_model,
 )
-from ahp.protocol.schema import REDUCER_CASES_DIR, union_members
+from ahp.dialects.v0_2.wire.schema import REDUCER_CASES_DIR, union_members
 
 from ._checklist import CHECKLIST, checklist_sections
 

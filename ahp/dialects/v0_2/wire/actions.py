@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from ahp.protocol._models import adapter_for
+from ahp.dialects.v0_2.wire._models import adapter_for
 
 ChannelKind = Literal["root", "session", "terminal", "changeset", "resourceWatch"]
 CHANNEL_KINDS: tuple[ChannelKind, ...] = ("root", "session", "terminal", "changeset", "resourceWatch")

@@ -1,7 +1,7 @@
 """The hand-picked public surface of the generated wire types.
 
-Contract: ``WIRE_TYPES`` names classes of ``ahp.protocol._generated`` that
-``ahp.protocol`` re-exports lazily: every method's params and result, every action
+Contract: ``WIRE_TYPES`` names classes of ``ahp.dialects.v0_2.wire._generated`` that
+``ahp.dialects.v0_2.wire`` re-exports lazily: every method's params and result, every action
 payload, the channel states and the shapes a host builds or inspects. Each name is a
 schema definition name (``SessionDeltaAction``), except ``MarkdownString``, the
 ``{markdown}`` branch of ``StringOrMarkdown``. A test keeps this list resolvable.

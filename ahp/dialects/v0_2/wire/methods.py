@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from ahp.protocol._models import adapter_for, model_for
+from ahp.dialects.v0_2.wire._models import adapter_for, model_for
 
 Direction = Literal["client->host", "host->client", "both"]
 Kind = Literal["request", "notification"]

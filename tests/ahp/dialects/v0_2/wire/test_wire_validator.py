@@ -178,8 +178,8 @@ def test_validating_thousands_of_frames_is_fast(validator):
 
 
 def _vector_actions():
-    from ahp.protocol import ACTIONS
-    from ahp.protocol.schema import REDUCER_CASES_DIR
+    from ahp.dialects.v0_2.wire import ACTIONS
+    from ahp.dialects.v0_2.wire.schema import REDUCER_CASES_DIR
 
     for path in sorted(REDUCER_CASES_DIR.glob("*.json")):
         case = json.loads(path.read_text(encoding="utf-8"))

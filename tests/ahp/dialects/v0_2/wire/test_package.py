@@ -1,4 +1,4 @@
-"""The ahp.protocol package surface: cheap to import, complete __all__."""
+"""The 0.2.0 wire package surface (ahp.dialects.v0_2.wire): cheap to import, complete __all__."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import ahp.protocol as protocol
+import ahp.dialects.v0_2.wire as protocol
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[5]
 
 
 def test_importing_the_package_does_not_import_the_generated_models():
     code = (
-        "import sys, ahp.protocol as p\n"
+        "import sys, ahp.dialects.v0_2.wire as p\n"
         "assert p.METHODS['ping'] and p.ACTIONS['session/delta']\n"
-        "print('ahp.protocol._generated' in sys.modules)\n"
+        "print('ahp.dialects.v0_2.wire._generated' in sys.modules)\n"
     )
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
@@ -25,11 +25,11 @@ def test_importing_the_package_does_not_import_the_generated_models():
 
 
 def test_generated_models_load_on_first_attribute_access():
-    code = "import ahp.protocol as p; print(p.ActionEnvelope.__module__)"
+    code = "import ahp.dialects.v0_2.wire as p; print(p.ActionEnvelope.__module__)"
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60
     )
-    assert completed.stdout.strip() == "ahp.protocol._generated", completed.stderr
+    assert completed.stdout.strip() == "ahp.dialects.v0_2.wire._generated", completed.stderr
 
 
 def test_every_name_in_all_is_importable():

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-import ahp.protocol as protocol
-from ahp.protocol import METHODS, action_model
+import ahp.dialects.v0_2.wire as protocol
+from ahp.dialects.v0_2.wire import METHODS, action_model
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[5]
 SCRIPT = REPO_ROOT / "scripts" / "generate_wire_types.py"
-GENERATED = REPO_ROOT / "ahp" / "protocol" / "_generated.py"
+GENERATED = REPO_ROOT / "ahp" / "dialects" / "v0_2" / "wire" / "_generated.py"
 
 
 def _load_generator():
@@ -34,7 +34,7 @@ def test_generated_module_is_up_to_date_with_the_schema():
         timeout=120,
     )
     assert completed.returncode == 0, (
-        "ahp/protocol/_generated.py is stale; run `python scripts/generate_wire_types.py`\n"
+        "ahp/dialects/v0_2/wire/_generated.py is stale; run `python scripts/generate_wire_types.py`\n"
         + completed.stdout
         + completed.stderr
     )
@@ -184,10 +184,10 @@ def test_malformed_messages_raise_validation_error(model_name, payload):
 
 
 def test_every_public_wire_type_resolves_to_a_generated_model():
-    from ahp.protocol._surface import WIRE_TYPES
+    from ahp.dialects.v0_2.wire._surface import WIRE_TYPES
 
     for name in WIRE_TYPES:
-        assert getattr(protocol, name).__module__ == "ahp.protocol._generated", name
+        assert getattr(protocol, name).__module__ == "ahp.dialects.v0_2.wire._generated", name
 
 
 _STATE_MODELS = {
@@ -213,7 +213,7 @@ def _strip_none(value):
 def _vector_states():
     import json
 
-    from ahp.protocol.schema import REDUCER_CASES_DIR
+    from ahp.dialects.v0_2.wire.schema import REDUCER_CASES_DIR
 
     for path in sorted(REDUCER_CASES_DIR.glob("*.json")):
         case = json.loads(path.read_text(encoding="utf-8"))

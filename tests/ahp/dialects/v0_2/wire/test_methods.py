@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter
 
-from ahp.protocol import METHODS, MethodSpec, load_schema
+from ahp.dialects.v0_2.wire import METHODS, MethodSpec, load_schema
 
 from ._checklist import CHECKLIST, checklist_sections
 

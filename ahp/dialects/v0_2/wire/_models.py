@@ -19,12 +19,12 @@ from typing import Any, Union
 
 from pydantic import TypeAdapter
 
-from ahp.protocol.schema import union_members
+from ahp.dialects.v0_2.wire.schema import union_members
 
 
 def generated_module() -> Any:
     """The generated models module (imported on first use)."""
-    return importlib.import_module("ahp.protocol._generated")
+    return importlib.import_module("ahp.dialects.v0_2.wire._generated")
 
 
 def _member_names(expr: str) -> tuple[str, ...]:

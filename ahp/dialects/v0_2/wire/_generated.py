@@ -2,14 +2,14 @@
 # (datamodel-code-generator 0.89.0; regenerate with `python scripts/generate_wire_types.py`)
 """Pydantic v2 models for every definition in the AHP 0.2.0 schema.
 
-Generated; do not edit. Import the public surface from ``ahp.protocol`` instead.
+Generated; do not edit. Import the public surface from ``ahp.dialects.v0_2.wire`` instead.
 Attributes are snake_case, wire names are the schema's camelCase (aliases); unknown
 fields are kept, as the protocol requires receivers to ignore them.
 """
 
 from typing import Any, Literal, Optional
 
-from ahp.protocol._base import WireModel
+from ahp.dialects.v0_2.wire._base import WireModel
 from pydantic import Field, RootModel
 
 

@@ -12,7 +12,7 @@ Contract:
   ``"5"`` to 5 (a client sending the wrong type gets an error, not a guess). Nested
   objects may be given as dicts; enumerations are ``Literal`` strings, not Enum classes.
 - Schema building is deferred to first use: the generated module defines ~300
-  classes, and building them all eagerly would make ``import ahp.protocol`` slow.
+  classes, and building them all eagerly would make ``import ahp.dialects.v0_2.wire`` slow.
 """
 
 from __future__ import annotations
