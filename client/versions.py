@@ -34,7 +34,7 @@ from ahp.state.appends import AppendingState
 __all__ = ["LEGACY", "LEGACY_VERSIONS", "MODEL", "PROTOCOL_VERSIONS", "MirrorModel", "is_model_version", "mirror_model",
            "unsupported_message"]
 
-PROTOCOL_VERSIONS: tuple[str, ...] = ("0.9.0",)
+PROTOCOL_VERSIONS: tuple[str, ...] = ("1.0.0", "0.9.0")
 """Offered in ``initialize`` by default, newest first; the host picks the highest it serves."""
 
 LEGACY_VERSIONS: tuple[str, ...] = ("0.2.0",)

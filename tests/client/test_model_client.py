@@ -1,7 +1,7 @@
 """AhpClient on the current model against a real host on port 0: it offers ``PROTOCOL_VERSIONS``,
-the host picks 0.9.0, and the mirror folds sessions and chats with the model's own reducers
-(``ahp.state``) into exactly the state a fresh subscriber is sent. Every frame it receives fits
-the 0.9.0 schema. A host that serves none of the offered versions is a clear error."""
+the host picks the newest (1.0.0; 0.9.0 from a host without it), and the mirror folds sessions and
+chats with the model's own reducers (``ahp.state``) into exactly the state a fresh subscriber is
+sent. Every frame it receives fits the schema (1.0.0's, which serves the 0.9.0 model unchanged). A host that serves none of the offered versions is a clear error."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ ROOT = "ahp-root://"
 
 
 class SchemaHook:
-    """A frame hook that records every frame that does not fit the 0.9.0 schema."""
+    """A frame hook that records every frame that does not fit the 1.0.0 (= 0.9.0 model) schema."""
 
     def __init__(self) -> None:
-        self.schema = FrameSchema.for_version("0.9.0")
+        self.schema = FrameSchema.for_version("1.0.0")
         self.frames = 0
         self.failures: list[str] = []
 
@@ -46,9 +46,9 @@ def schema_hook() -> SchemaHook:
     return SchemaHook()
 
 
-async def _client(host: RunningHost, hook: SchemaHook, **kwargs: Any) -> AhpClient:
-    client = await AhpClient.connect(host.url.split("?")[0], token=TOKEN, frame_hook=hook, **kwargs)
-    await client.initialize([ROOT], protocol_versions=PROTOCOL_VERSIONS)
+async def _client(host: RunningHost, hook: SchemaHook, versions: tuple[str, ...] = PROTOCOL_VERSIONS) -> AhpClient:
+    client = await AhpClient.connect(host.url.split("?")[0], token=TOKEN, frame_hook=hook)
+    await client.initialize([ROOT], protocol_versions=versions)
     return client
 
 
@@ -63,13 +63,13 @@ async def slow_host(tmp_path: Path) -> AsyncIterator[RunningHost]:
 
 
 @pytest.fixture
-async def connect(schema_hook: SchemaHook) -> AsyncIterator[Callable[[RunningHost], Awaitable[AhpClient]]]:
-    """``await connect(host)`` → a client initialized on ``PROTOCOL_VERSIONS``; at the end each is
-    closed and every frame they received must have fitted the 0.9.0 schema."""
+async def connect(schema_hook: SchemaHook) -> AsyncIterator[Callable[..., Awaitable[AhpClient]]]:
+    """``await connect(host[, versions])`` → a client initialized offering ``PROTOCOL_VERSIONS``;
+    at the end each is closed and every frame they received must have fitted the schema."""
     opened: list[AhpClient] = []
 
-    async def open_client(host: RunningHost) -> AhpClient:
-        opened.append(await _client(host, schema_hook))
+    async def open_client(host: RunningHost, versions: tuple[str, ...] = PROTOCOL_VERSIONS) -> AhpClient:
+        opened.append(await _client(host, schema_hook, versions))
         return opened[-1]
 
     yield open_client
@@ -89,17 +89,19 @@ async def _ended(client: AhpClient, chat: str, turn_id: str, state: str = "compl
     return turn
 
 
-async def test_the_client_offers_the_model_versions_and_the_host_picks_0_9_0(running_host, connect):
-    assert PROTOCOL_VERSIONS[0] == "0.9.0"
+async def test_the_client_offers_the_model_versions_and_the_host_picks_the_newest(running_host, connect):
+    assert PROTOCOL_VERSIONS == ("1.0.0", "0.9.0")
     client = await connect(running_host)
-    assert client.protocol_version == "0.9.0" and client.speaks_model
+    assert client.protocol_version == "1.0.0" and client.speaks_model
     root = client.state(ROOT)
     assert root is not None and any(agent.get("provider") == "offline" for agent in root["agents"])
 
 
-async def test_a_turn_in_the_default_chat_mirrors_exactly_what_a_fresh_subscriber_gets(running_host, connect, schema_hook):
-    client = await connect(running_host)
-    other = await connect(running_host)
+@pytest.mark.parametrize("versions", [PROTOCOL_VERSIONS, ("0.9.0",)], ids=["newest", "a host without 1.0.0"])
+async def test_a_turn_in_the_default_chat_mirrors_exactly_what_a_fresh_subscriber_gets(running_host, connect, schema_hook, versions):
+    client = await connect(running_host, versions)
+    other = await connect(running_host, versions)
+    assert client.protocol_version == versions[0] and client.speaks_model
     session = await client.create_session(provider="offline")
     chat = default_chat_uri(session)
     assert session.startswith("offline:/") and client.state(session) is not None
@@ -147,7 +149,7 @@ async def test_resume_after_a_lost_connection_keeps_the_chat_in_step(running_hos
     first = client.send_message(chat, "one")
     await _ended(client, chat, first)
     result = await client.resume()
-    assert result.kind == "replay" and result.dropped == [] and client.protocol_version == "0.9.0"
+    assert result.kind == "replay" and result.dropped == [] and client.protocol_version == PROTOCOL_VERSIONS[0]
     second = client.send_message(chat, "two")
     await _ended(client, chat, second)
     assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["one", "two"]
@@ -156,7 +158,7 @@ async def test_resume_after_a_lost_connection_keeps_the_chat_in_step(running_hos
 async def test_a_host_serving_none_of_the_offered_versions_is_a_clear_error():
     async with FakeHost() as fake:
         async def refuse(conn: Any, message: dict[str, Any]) -> None:
-            raise RpcError(-32005, "This host serves AHP 0.2.0; none of ['0.9.0'] is compatible.",
+            raise RpcError(-32005, "This host serves AHP 0.2.0; none of ['1.0.0', '0.9.0'] is compatible.",
                            {"supportedVersions": ["0.2.0"]})
 
         fake.handlers["initialize"] = refuse
@@ -167,7 +169,7 @@ async def test_a_host_serving_none_of_the_offered_versions_is_a_clear_error():
         finally:
             await client.close()
     message = str(raised.value)
-    assert "serves AHP 0.2.0" in message and "speaks AHP 0.9.0" in message and "Update the host" in message
+    assert "serves AHP 0.2.0" in message and "speaks AHP 1.0.0, 0.9.0" in message and "Update the host" in message
     assert raised.value.code == -32005 and raised.value.data == {"supportedVersions": ["0.2.0"]}
 
 
