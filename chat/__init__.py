@@ -81,7 +81,7 @@ EXIT_BROKEN_PIPE = 141  # what a shell reports for a command killed by SIGPIPE
 def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> None:
     """Declare the ``chat`` options on ``parser`` (without URL and token when ``connect`` is False)."""
     if connect:
-        parser.add_argument("url", nargs="?", help="host URL as 'agent-host serve' prints it (default: AGENT_HOST_URL, the client config, ws://127.0.0.1:8765/)")
+        parser.add_argument("url", nargs="?", help="host URL as 'agent-host serve' prints it (default: AGENT_HOST_URL, the client config, the host running on your data directory, ws://127.0.0.1:8765/)")
         parser.add_argument("--token", help="connection token (default: from the URL, AGENT_HOST_TOKEN or the client config)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--session", metavar="URI", help="open an existing session (ahp-session:/...)")
@@ -172,10 +172,14 @@ def check_agent_and_model(agents: Sequence[Mapping[str, Any]], agent: str | None
 def run(
     args: argparse.Namespace, *, embedded: EmbeddedHost | None = None,
     find_host: Callable[[], Awaitable[str]] | None = None,
+    reload_config: Callable[[], Awaitable[str]] | None = None,
+    shared_url: Callable[[], str | None] | None = None,
 ) -> int:
     """Run ``agent-host chat`` with parsed ``args``; returns the exit status.
 
-    With ``embedded``, the chat talks to the host that context manager runs instead of a URL.
+    With ``embedded``, the chat talks to the host that context manager runs instead of a URL;
+    ``reload_config`` (``/reload``) has that host read its config file again and says how it went;
+    ``shared_url`` finds the host running on the user's data directory, for a chat given no URL.
     """
     if args.message is None:
         for flag, value in (("--yes", args.yes), ("--trust", args.trust), ("--output-format", args.output_format), ("--max-turns", args.max_turns), ("--timeout", args.timeout)):
@@ -196,12 +200,13 @@ def run(
     try:
         # Also for an embedded host: the file's agent and model defaults still apply.
         settings = resolve_settings(getattr(args, "url", None), getattr(args, "token", None), agent=args.agent, model=args.model,
-                                    theme=getattr(args, "theme", None), editing_mode=getattr(args, "editing_mode", None))
+                                    theme=getattr(args, "theme", None), editing_mode=getattr(args, "editing_mode", None),
+                                    shared=shared_url)
     except ChatSettingsError as error:
         print(f"agent-host chat: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return asyncio.run(_main(args, settings, embedded, find_host))
+        return asyncio.run(_main(args, settings, embedded, find_host, reload_config))
     except KeyboardInterrupt:  # Ctrl-C before the loop could take SIGINT over
         return 130
     except BrokenPipeError:
@@ -218,15 +223,17 @@ def _quiet_broken_pipe() -> int:
     return EXIT_BROKEN_PIPE
 
 
-async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None) -> int:
+async def _main(args: argparse.Namespace, settings, embedded: EmbeddedHost | None, find_host: Any = None,
+                reload_config: Any = None) -> int:
     if embedded is None:
         return await _chat(args, settings)
     async with embedded() as url:
         bare, token = split_token(url)
-        return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host)
+        return await _chat(args, replace(settings, url=bare, token=token), label="", find_host=find_host, reload_config=reload_config)
 
 
-async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None) -> int:
+async def _chat(args: argparse.Namespace, settings, *, label: str | None = None, find_host: Any = None,
+                reload_config: Any = None) -> int:
     try:
         client = await connect(settings)
     except ChatConnectError as error:
@@ -300,6 +307,7 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
                 width=lambda: shutil.get_terminal_size().columns,
                 permission_mode=getattr(args, "permission_mode", None),
                 find_host=find_host,
+                reload_config=reload_config,
                 theme=theme,
                 notifier=notifier,
             ))

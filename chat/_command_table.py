@@ -57,6 +57,7 @@ COMMANDS: tuple[ClientCommand, ...] = (
     ClientCommand(("trust",), "/trust [add|revoke [DIR]]", "trusted folders; trust a folder or stop trusting it", "commands.trust"),
     ClientCommand(("mode",), "/mode [MODE]", "permission mode: default, accept-edits, plan or full-auto (Shift+Tab cycles)",
                   "modes.command"),
+    ClientCommand(("reload",), "/reload", "the host reads its config file again (agents, models, permissions)", "commands.reload"),
     ClientCommand(("init",), "/init [FOCUS]", "have the agent write (or improve) AGENTS.md for this project", "commands.init"),
     ClientCommand(("paste-image",), "/paste-image", "the clipboard's image goes with your next message (models that see "
                   "images only)", "commands.paste_image"),

@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import chat._session as actions
 from ahp.dialects.v0_2 import builders
 from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
@@ -61,8 +62,8 @@ __all__ = ["Commands", "INIT_PROMPT"]
 INIT_PROMPT = """\
 Study this project and write an AGENTS.md file at the root of the working directory: the guide a \
 coding agent, or a new contributor, needs to work here well. If an AGENTS.md is already there, \
-read it first and improve it: keep what is still true, correct what is not, add what is missing; \
-do not start over.
+read it first and improve it in place (edit it rather than writing it anew): keep what is still \
+true, correct what is not, add what is missing; do not start over.
 
 Look around before you write: the README and other docs, the build and package files \
 (pyproject.toml, package.json, Makefile, Cargo.toml, go.mod and the like), the CI configuration, \
@@ -119,10 +120,39 @@ class Commands:
         await self.messages.send("/compact" + (f" {args.strip()}" if args.strip() else ""))
 
     async def init(self, args: str) -> None:
-        """``/init [FOCUS]``: ask the agent to write (or improve) the project's AGENTS.md."""
-        self.core.note("(asking the agent to study the project and write AGENTS.md; you confirm the file before it is written)")
+        """``/init [FOCUS]``: ask the agent to write (or improve) the project's AGENTS.md. Its
+        turn uses no remembered "Always allow" choice, so the write is confirmed as said (the
+        session's own value comes back when the turn ends); a mode in which edits do not ask is
+        named instead of promising a confirmation."""
+        core = self.core
+        if not await self.messages.ensure_session():
+            return
+        assert core.session is not None
+        mode = actions.permission_mode(core.state())
+        if mode in ("accept-edits", "full-auto"):
+            core.note(f"(asking the agent to study the project and write AGENTS.md; in {mode} mode the write does not ask: "
+                      "/diff shows it, /undo takes it back)")
+        else:
+            core.note("(asking the agent to study the project and write AGENTS.md; you confirm the file before it is written)")
+            config = (core.state() or {}).get("config") or {}
+            if actions.REMEMBERED_USE in ((config.get("schema") or {}).get("properties") or {}):
+                previous = (config.get("values") or {}).get(actions.REMEMBERED_USE) or "all"
+                if previous != "none":
+                    seq = core.client.dispatch(core.session, builders.session_config_changed(config={actions.REMEMBERED_USE: "none"}))
+                    if (await core.client.outcome(seq)).status == "accepted":
+                        core.config_after_turn[actions.REMEMBERED_USE] = previous
         focus = args.strip()
         await self.messages.send(INIT_PROMPT + (f"\n\nThe user adds: {focus}" if focus else ""))
+
+    async def reload(self, args: str) -> None:
+        """``/reload``: the shared host reads its config file again (``cli.shared_host.reload_host``)."""
+        if self.core.reload_config is None:
+            self.core.note("(/reload works on agent-host's own shared host; restart this host to change its config)")
+            return
+        try:
+            self.core.note(f"({await self.core.reload_config()})")
+        except Exception as error:  # SharedHostError, ConfigError: their text says what to fix
+            self.core.problem(str(error))
 
     async def paste_image(self, args: str) -> None:
         """``/paste-image``: the clipboard's image goes with the next message (``chat._images``)."""

@@ -59,11 +59,15 @@ class ChatCore:
         width: Callable[[], int] = lambda: 80,
         permission_mode: str | None = None,
         find_host: Callable[[], Awaitable[str]] | None = None,
+        reload_config: Callable[[], Awaitable[str]] | None = None,
         theme: str = "dark",
         notifier: Notifier | None = None,
     ) -> None:
         self.client = client
         self._find_host = find_host
+        self.reload_config = reload_config
+        """``/reload``: the shared host reads its config file again; returns what happened (None:
+        a chat given a URL, whose host this client did not start)."""
         """Where the host is now, starting it again if it stopped (a URL with its token), for a
         chat on the data directory's shared host; None for a chat given a URL."""
         self.terminal = terminal
@@ -109,6 +113,9 @@ class ChatCore:
         self.new_session_mode = permission_mode
         """The permission mode for the session this client creates (``--permission-mode``, or
         switched before the first message); None: the host's default."""
+        self.config_after_turn: dict[str, Any] = {}
+        """Session config values to put back when the followed turn ends (``/init`` turns the
+        remembered approvals off for its own turn)."""
         self._last_interrupt = -100.0
         self._seen_rejections = 0
         self._steering_sent: dict[str, tuple[str | None, str]] = {}
@@ -188,6 +195,20 @@ class ChatCore:
             self.write("\n")
             raise ChatExit(130)
         self._last_interrupt = now
+        self.cancel_turn("^C cancelling the turn (Ctrl-C again to exit)")
+
+    def idle_interrupt(self) -> bool:
+        """Ctrl-C at the idle prompt: True when it is the second within two seconds (the chat
+        exits), else says how to exit; one Ctrl-C alone never ends the chat, as in Claude Code."""
+        now = time.monotonic()
+        if now - self._last_interrupt < _DOUBLE_INTERRUPT_SECONDS:
+            return True
+        self._last_interrupt = now
+        self.note("(press Ctrl-C again to exit)")
+        return False
+
+    def cancel_turn(self, said: str = "Esc: cancelling the turn") -> None:
+        """Cancel the session's running turn, if one runs, saying ``said``."""
         state = self.state() or {}
         active = state.get("activeTurn")
         if self.session and isinstance(active, dict):
@@ -196,7 +217,7 @@ class ChatCore:
             except AhpClientError as error:
                 self.problem(f"could not cancel: {error}")
                 return
-            self.write("\n" + self.style.yellow("^C cancelling the turn (Ctrl-C again to exit)") + "\n")
+            self.write("\n" + self.style.yellow(said) + "\n")
 
     def state(self) -> dict[str, Any] | None:
         """The open session's state in the client's mirror (None before there is a session)."""

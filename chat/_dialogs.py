@@ -148,7 +148,7 @@ class Dialogs:
             assert isinstance(choice, int)
             option = choices[choice]
             reason: str | None = None
-            if option.get("kind") != "approve":
+            if option.get("kind") != "approve" and _asks_reason(option):
                 self.core.ask("Reason to give the agent (Enter for none): ")
                 answer = await self.line(waits)
                 if answer is None:
@@ -292,3 +292,8 @@ class Dialogs:
                 return True
         return False
 
+
+def _asks_reason(option: dict[str, Any]) -> bool:
+    """Whether a deny option is the one that sends the agent a reason ("Deny with a reason…"); a
+    plain "Deny" denies at once, as Claude Code's does."""
+    return "reason" in f"{option.get('id', '')} {option.get('label', '')}".casefold()

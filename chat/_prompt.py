@@ -26,6 +26,8 @@ and is used when stdin and stdout are terminals (and ``TERM`` is not ``dumb``). 
 
 Ctrl-C on an empty input line is an ``Interrupt`` and Ctrl-D on an empty line an ``Eof``, exactly
 as SIGINT and end of input are for the line terminal; Ctrl-C on a line being typed clears it.
+Esc (emacs keys; not while a completion menu is open or Ctrl-R searches) is an ``Escape`` and leaves
+the line as it is: the chat interrupts a running turn with it, and rewinds on two at the idle prompt.
 A prompt that gives way to another (the idle prompt to a turn's steering prompt, that to a dialog)
 is erased; a line sent or answered stays, without the live region.
 """
@@ -56,7 +58,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 from ahp.text_offsets import utf16_length, utf16_to_index
 from chat._notify import FOCUS_OFF, FOCUS_ON
-from chat._terminal import Eof, Interrupt, Line, Status, Terminal
+from chat._terminal import Eof, Escape, Interrupt, Line, Status, Terminal
 
 __all__ = ["PromptTerminal", "HostCompleter", "history_path", "CompletionSource"]
 
@@ -127,8 +129,22 @@ def _completing() -> bool:
     return word.startswith("@") or (word.startswith("/") and document.text_before_cursor.lstrip() == word)
 
 
-def _bindings(mode_key: Callable[[], None] | None = None, focus: Callable[[bool], None] | None = None) -> KeyBindings:
+def _bindings(mode_key: Callable[[], None] | None = None, focus: Callable[[bool], None] | None = None,
+              escape: Callable[[bool], None] | None = None) -> KeyBindings:
     bindings = KeyBindings()
+
+    if escape is not None:
+        @bindings.add("escape", filter=~has_completions & ~is_searching)
+        def _escape(event: Any) -> None:
+            """Esc: the chat's (interrupt a running turn). The line typed stays."""
+            escape(False)
+
+        # Its own binding: after one Esc the key processor waits for a longer sequence (Esc f, ...),
+        # so two Esc handled one by one would arrive a second or more apart.
+        @bindings.add("escape", "escape", filter=~has_completions & ~is_searching)
+        def _escape_twice(event: Any) -> None:
+            """Esc Esc: the chat's (rewind, when idle; interrupt a running turn)."""
+            escape(True)
 
     @bindings.add(_FOCUS_IN)
     @bindings.add(_FOCUS_OUT)
@@ -192,7 +208,9 @@ class PromptTerminal(Terminal):
             except OSError:
                 pass  # an unwritable state directory costs the history, not the chat
         common: dict[str, Any] = {
-            "key_bindings": _bindings(self._mode_key, self._focus), "multiline": True, "refresh_interval": 0.12,
+            # Esc is vi's key for normal mode: in vi mode it stays that.
+            "key_bindings": _bindings(self._mode_key, self._focus, None if self._vi else lambda twice: self.inbox.put_nowait(Escape(twice))),
+            "multiline": True, "refresh_interval": 0.12,
             "editing_mode": EditingMode.VI if self._vi else EditingMode.EMACS,
         }
         self._messages: PromptSession[str] = PromptSession(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,18 +125,22 @@ def resolve_settings(
     theme: str | None = None,
     editing_mode: str | None = None,
     environ: Mapping[str, str] | None = None,
+    shared: Callable[[], str | None] | None = None,
 ) -> ChatSettings:
-    """Combine flags, environment and config file into the settings to connect and draw with."""
+    """Combine flags, environment and config file into the settings to connect and draw with.
+    ``shared`` gives the URL (token included) of the shared host running on the user's data
+    directory, if any: used when neither flag, environment nor file names a host, before the default."""
     environ = os.environ if environ is None else environ
     file = _load_file(environ)
-    chosen = url or environ.get("AGENT_HOST_URL") or file.get("url") or DEFAULT_URL
+    found = None if url or environ.get("AGENT_HOST_URL") or file.get("url") or shared is None else shared()
+    chosen = url or environ.get("AGENT_HOST_URL") or file.get("url") or found or DEFAULT_URL
     if urlsplit(chosen).scheme not in ("ws", "wss"):
         raise ChatSettingsError(f"the host URL must start with ws:// or wss://, not {display_url(chosen)!r}")
     bare, url_token = split_token(chosen)
     return ChatSettings(
         url=bare,
         token=token
-        or (url_token if url else None)  # a pasted URL's own token beats older defaults
+        or (url_token if url or found else None)  # a pasted (or found) URL's own token beats older defaults
         or environ.get("AGENT_HOST_TOKEN")
         or file.get("token")
         or url_token,

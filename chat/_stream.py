@@ -7,7 +7,8 @@ what changed, in response-part order:
 * ``{"type": "text_delta", "part_id", "text"}``: answer (markdown) text as it streams;
 * ``{"type": "reasoning_delta", "part_id", "text"}``: reasoning text as it streams;
 * ``{"type": "tool_call", "tool_call_id", "tool", "status", "input"}``: each status a tool call
-  reaches (``streaming`` is not reported; ``input`` is the JSON text the agent gave, or null);
+  reaches (``streaming`` is not reported; ``input`` is the arguments the agent gave as a JSON object,
+  as Claude Code's ``tool_use`` blocks carry them; the raw text when it is not valid JSON; null when none);
 * ``{"type": "tool_result", "tool_call_id", "tool", "success", "output", "error"}``: once, when a
   call completed (``output`` the text of its content) or was cancelled (``success`` false,
   ``error`` the reason);
@@ -19,6 +20,7 @@ Keys are snake_case, as Claude Code's ``--output-format`` objects are; the event
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +44,16 @@ def _text(value: Any) -> str:
     if isinstance(value, Mapping):
         return str(value.get("markdown", ""))
     return "" if value is None else str(value)
+
+
+def _input(raw: Any) -> Any:
+    """A call's input as the object it encodes; text that is not JSON (a model's broken arguments) stays text."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 def _content_text(content: Any) -> str:
@@ -81,7 +93,7 @@ class TurnEvents:
             return []
         self._status[call_id] = status
         tool = call.get("toolName")
-        events: list[dict[str, Any]] = [{"type": "tool_call", "tool_call_id": call_id, "tool": tool, "status": status, "input": call.get("toolInput")}]
+        events: list[dict[str, Any]] = [{"type": "tool_call", "tool_call_id": call_id, "tool": tool, "status": status, "input": _input(call.get("toolInput"))}]
         if status == "completed":
             error = call.get("error") or {}
             events.append({"type": "tool_result", "tool_call_id": call_id, "tool": tool, "success": bool(call.get("success")),

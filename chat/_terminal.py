@@ -2,7 +2,7 @@
 
 Everything the interactive loop reacts to arrives, in order, on one ``asyncio.Queue`` as an
 ``InboxItem``: a ``Line`` the user typed, ``Eof`` (Ctrl-D / end of piped input), ``Interrupt``
-(Ctrl-C), an ``Event`` from the host, or ``Lost`` (the connection died). One consumer reads it,
+(Ctrl-C), ``Escape`` (Esc, from the prompt_toolkit terminal), an ``Event`` from the host, or ``Lost`` (the connection died). One consumer reads it,
 so a dialog that waits for a line can never race the main loop for the same line.
 
 Invariants:
@@ -39,7 +39,7 @@ try:
 except ImportError:  # a Python built without it: input() reads plain lines
     pass
 
-__all__ = ["Line", "Eof", "Interrupt", "Event", "Lost", "InboxItem", "Status", "Terminal"]
+__all__ = ["Line", "Eof", "Interrupt", "Escape", "Event", "Lost", "InboxItem", "Status", "Terminal"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,15 @@ class Interrupt:
 
 
 @dataclass(frozen=True)
+class Escape:
+    """Esc pressed at the input line (the prompt_toolkit terminal, emacs keys): it interrupts a
+    running turn; twice at the idle prompt, it rewinds."""
+
+    twice: bool = False
+    """Esc Esc, one right after the other."""
+
+
+@dataclass(frozen=True)
 class Event:
     note: Notification | None
     """The host's notification; None after a reconnect (the state may have changed)."""
@@ -68,7 +77,7 @@ class Lost:
     error: BaseException
 
 
-InboxItem = Line | Eof | Interrupt | Event | Lost
+InboxItem = Line | Eof | Interrupt | Escape | Event | Lost
 
 
 class Terminal:

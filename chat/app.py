@@ -11,10 +11,12 @@ Behaviour (the contract users rely on):
 
 * Idle: a line is a message (a new session is created on first use), ``>> text`` queues it,
   ``/command`` runs a client command or, for names the client does not know, a host command or
-  skill offered through ``completions``. Ctrl-C or Ctrl-D exits.
+  skill offered through ``completions``, ``!command`` runs a shell command (its output goes into the
+  conversation). Ctrl-D exits, and Ctrl-C twice within two seconds (one says how to exit, as in
+  Claude Code). Esc twice rewinds: ``/rewind``'s list of turns to go back to.
 * While a turn runs (ours or anyone's in this session): its answer streams; a typed line steers
   the turn (``pendingMessageSet`` steering), ``>> text`` or ``/queue text`` queues it; Ctrl-C
-  cancels the turn (``turnCancelled``). The cancel applies optimistically, so the client is idle
+  or Esc cancels the turn (``turnCancelled``). The cancel applies optimistically, so the client is idle
   at once and a second Ctrl-C exits; one arriving within two seconds while a turn is still shown
   (the host refused the cancel, another turn started) exits with status 130.
 * A tool call waiting for confirmation, a result waiting for acceptance or an open input request
@@ -26,7 +28,7 @@ Behaviour (the contract users rely on):
   (and shows a desktop notification where the terminal can: ``chat._notify``).
 * Actions the host rejects are reported with the host's reason.
 
-Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C at the prompt), 1 the connection was lost
+Exit status: 0 normal exit (``/quit``, Ctrl-D, Ctrl-C twice at the prompt), 1 the connection was lost
 and could not be resumed, 130 two quick Ctrl-C while a turn was shown.
 """
 
@@ -38,6 +40,7 @@ from operator import attrgetter
 from typing import Any
 
 import chat._session as actions
+from ahp.dialects.v0_2 import builders
 from chat._changes import Changes
 from chat._command_table import HANDLERS
 from chat._commands import Commands
@@ -47,7 +50,7 @@ from chat._markdown import MarkdownStream, drawn
 from chat._messages import Messages
 from chat._modes import Modes
 from chat._sessions import Sessions
-from chat._terminal import Eof, Interrupt, Line
+from chat._terminal import Eof, Escape, Interrupt, Line
 from chat.render import HELP_TEXT, TurnView, clean, turn_status
 from client import AhpError
 
@@ -116,9 +119,14 @@ class ChatApp:
                 if isinstance(item, Line):
                     prompt_shown = False
                     await self._idle_line(item.text)
-                elif isinstance(item, (Eof, Interrupt)):
+                elif isinstance(item, Eof) or (isinstance(item, Interrupt) and core.idle_interrupt()):
                     core.write("\n")
                     return 0
+                elif isinstance(item, Interrupt):
+                    prompt_shown = False  # (the input line ended with the Ctrl-C: a new one)
+                elif isinstance(item, Escape) and item.twice:
+                    prompt_shown = False
+                    await self.changes.rewind("")  # Esc Esc: go back to an earlier turn, as in Claude Code
         except ChatExit as exit_:
             return exit_.code
 
@@ -145,6 +153,7 @@ class ChatApp:
         answer = MarkdownStream(core.width(), theme=core.theme) if core.rich else None
         core.turn_since.setdefault(turn_id, time.monotonic())
         asked: dict[str, str] = {}
+        diffed: set[str] = set()
         if turn_id not in core.own_turns:
             # Started by someone else (another client, or the host from the queue): say by what.
             turn, _ = actions.turn_snapshot(core.state(), turn_id)
@@ -163,6 +172,7 @@ class ChatApp:
                         return
                 else:
                     self._show(view, answer, turn_id, turn, finished)
+                    await self._show_unasked_edits(turn, diffed)
                     if finished:
                         self._turn_ended(turn_id, turn)
                         return
@@ -175,6 +185,8 @@ class ChatApp:
                     await self._turn_line(item.text)
                 elif isinstance(item, Interrupt):
                     core.interrupt()
+                elif isinstance(item, Escape):
+                    core.cancel_turn()
                 elif isinstance(item, Eof):
                     core.eof = True
         finally:
@@ -185,9 +197,26 @@ class ChatApp:
             core.terminal.set_status(None)
             core.done_turns.add(turn_id)
             core.current_turn = None
+            if core.config_after_turn and core.session:
+                core.client.dispatch(core.session, builders.session_config_changed(config=core.config_after_turn))
+                core.config_after_turn = {}
             core.start_seq = None
             if core.eof:
                 raise ChatExit(0)
+
+    async def _show_unasked_edits(self, turn: dict[str, Any], diffed: set[str]) -> None:
+        """The diff of each edit that ran without the user being asked (accept-edits, full-auto, a
+        remembered choice, a rule), once, after its call: what an asked one showed before it ran."""
+        for part in turn.get("responseParts") or ():
+            call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+            if (not isinstance(call, dict) or call.get("status") != "completed" or not call.get("success")
+                    or call.get("confirmed") == "user-action" or call.get("toolCallId") in diffed):
+                continue
+            diffed.add(call["toolCallId"])
+            # The result's fileEdit items: each file's content before and after, as an asked call's edits.
+            edits = [item for item in call.get("content") or () if isinstance(item, dict) and item.get("type") == "fileEdit"]
+            if edits:
+                self.core.write(await self.dialogs.edits_preview({"edits": {"items": edits}}))
 
     def _show(self, view: TurnView, answer: MarkdownStream | None, turn_id: str, turn: dict[str, Any], finished: bool) -> None:
         """Draw what is new in the turn: answer text as markdown (whole blocks printed, the rest

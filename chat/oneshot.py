@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -390,5 +391,13 @@ def _decide(client: AhpClient, session: str, turn_id: str, call: dict[str, Any],
     reason = None if approve else "Denied automatically: the chat client runs non-interactively (-p) without --yes."
     client.dispatch(session, actions.confirmation(turn_id, call, option, reason_message=reason))
     label = clean(option.get("label") or ("allowed" if approve else "denied"))
-    say(f"({label}: {name}{'' if approve else '; pass --yes to allow tool calls'})\n",
-        type="decision", decision="approved" if approve else "denied", option=option.get("id"), tool_call_id=call["toolCallId"], tool=call.get("toolName"))
+    hook = _HOOK_ASKS.search(text_of(call.get("confirmationTitle")) or "")
+    why = {"hook_reason": hook.group(1)} if hook else {}
+    said = f"; a plugin hook asks: {clean(hook.group(1))}" if hook else ""
+    say(f"({label}: {name}{said}{'' if approve else '; pass --yes to allow tool calls'})\n",
+        type="decision", decision="approved" if approve else "denied", option=option.get("id"), tool_call_id=call["toolCallId"],
+        tool=call.get("toolName"), **why)
+
+
+_HOOK_ASKS = re.compile(r"\(a plugin hook asks: (.*)\)\s*$", re.DOTALL)
+"""How the host's confirmation title carries the reason of a hook that asked (``permissionDecision: ask``)."""

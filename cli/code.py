@@ -61,8 +61,14 @@ def run(args: argparse.Namespace) -> int:
         identity = shared_host.config_identity(args.config, config.environ)
         return await asyncio.to_thread(shared_host.find_or_start, data_dir, identity, start)
 
+    async def reload_config() -> str:
+        """``/reload``: the host reads the config file again; what it took on and what waits."""
+        fresh = load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
+        identity = shared_host.config_identity(args.config, fresh.environ)
+        return await asyncio.to_thread(shared_host.reload_now, data_dir, identity)
+
     try:
-        return run_chat(args, embedded=shared, find_host=find_again)
+        return run_chat(args, embedded=shared, find_host=find_again, reload_config=reload_config)
     except shared_host.SharedHostError as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return 2

@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from pydantic.plugin import _loader
 
@@ -124,8 +125,28 @@ _DESCRIPTION = (
 )
 
 
+_EPILOG = """\
+the chat's options (without a command; 'agent-host code --help' lists them all):
+  -p, --print [MESSAGE|-]  send one message, print the answer and exit (for scripts; piped stdin follows the message)
+  -c, --continue           open the session of this directory that changed last
+  --resume [ID]            open a session by its id; without one, pick from this directory's sessions
+  --output-format FORMAT   with -p: text, json or stream-json
+  --yes, --trust           with -p: allow tool calls; trust the folder for this session
+  --agent NAME, --model ID the agent and model of new sessions
+
+examples:
+  agent-host                                   chat in this directory
+  agent-host -p "explain this repository"      one answer on stdout
+  git diff | agent-host -p "review this"       the diff follows the prompt
+  agent-host -c                                continue where you left off
+"""
+# Written out here rather than generated from chat.add_arguments: '--help' loads no terminal
+# client (tests/cli/test_main.py checks both that and that these options are the chat's own).
+
+
 def _parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-host", description=_DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="agent-host", description=_DESCRIPTION, epilog=_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command")
     serve = commands.add_parser("serve", help="run the host")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
@@ -178,7 +199,19 @@ def main(argv: list[str] | None = None) -> int:
             return int(startup.load("cli.plugin_commands").run(args))
         if args.command == "token":
             return int(startup.load("cli.token_commands").run(args))
-    return int(startup.load("chat").run(args))  # a client only: the collector as usual
+    # A client only (the collector as usual); with no URL given, the host running on the data directory.
+    return int(startup.load("chat").run(args, shared_url=_shared_host_url))
+
+
+def _shared_host_url() -> str | None:
+    """The URL (token included) the host running on the user's data directory published, if any."""
+    shared_host = startup.load("cli.shared_host")
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    try:
+        record = shared_host.read(Path(base) / "agent-host")
+    except shared_host.SharedHostError:
+        return None
+    return str(record["url"]) if record is not None and shared_host.alive(record) else None
 
 
 if __name__ == "__main__":

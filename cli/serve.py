@@ -4,6 +4,10 @@ It holds the data directory's lock for its whole life (a second host there is re
 first), publishes its URL in ``host.json`` once it listens (``cli.shared_host``) and withdraws it
 when it stops. ``--for-terminal`` is the host ``agent-host`` starts for this user's terminals:
 loopback, port 0, a fresh token, logging to ``host.log``, and it stops once no client uses it.
+SIGHUP reads the config file again: the host takes on what it can while running (``host.reload``:
+agents, models, permission rules) and publishes the new config's identity in ``host.json`` with
+``reload`` (what it took on, what waits for the next start, or why the file was refused), which a
+client that found the file changed waits for (``cli.shared_host``).
 Exit codes: 0 after a clean stop, 2 a configuration error or an address it cannot listen on,
 ``shared_host.STARTING_ELSEWHERE`` (75) when ``--for-terminal`` finds another host on the directory.
 """
@@ -16,8 +20,9 @@ import fcntl
 import logging
 import os
 import secrets
+import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,23 +40,24 @@ def run(args: argparse.Namespace) -> int:
     terminal = args.for_terminal
     if not terminal:
         logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server: dict[str, Any]
+    if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
+        server, recording = {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None}, None
+    else:
+        server = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token}
+        recording = True if args.record else None
     try:
-        if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
-            config = load(args, {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None})
+        config = load(args, server, recording)
+        if terminal:
             allowed = config.sessions.allowed_directories
             if allowed is not None:  # the user started it here: this directory is one to work in
                 allowed.append(os.getcwd())
-        else:
-            config = load(
-                args,
-                {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
-                True if args.record else None,
-            )
         data_dir = config.data_path()
         with _data_lock(data_dir):
             if terminal:
                 _log_to(data_dir / "host.log")
-            return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal)
+            return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal,
+                                 reread=lambda: load(args, server, recording), config_path=args.config)
     except _DataDirectoryTaken as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return shared_host.STARTING_ELSEWHERE if terminal else 2
@@ -60,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], terminal: bool) -> int:
+def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], terminal: bool,
+                  reread: Callable[[], Any] | None = None, config_path: str | None = None) -> int:
     token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
 
     try:
@@ -80,8 +87,35 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
             return
         allowed.extend([d for d in dict.fromkeys(started) if d not in allowed])
 
+    published: dict[str, Any] = {"config": identity}
+
+    def reload() -> None:
+        """SIGHUP (``cli.shared_host`` sends it when the config file changed): read the file again,
+        take on what a running host can (``AgentHost.reload``) and say in ``host.json`` how it went."""
+        assert reread is not None
+        try:
+            edited = reread()
+            if allowed is not None and edited.sessions.allowed_directories is not None:
+                # The directories terminal clients started in stay (they are not the file's).
+                edited.sessions.allowed_directories += [d for d in allowed if d not in edited.sessions.allowed_directories]
+            changes = host.reload(edited)
+        except ConfigError as error:
+            wanted = shared_host.config_identity(config_path, {})["text"]
+            shared_host.publish(data_dir, url=published["url"], config=published["config"], terminal=terminal,
+                                reload={"text": wanted, "error": str(error)})
+            logging.getLogger(__name__).warning("config reload refused: %s", error)
+            return
+        published["config"] = shared_host.config_identity(config_path, edited.environ)
+        shared_host.publish(data_dir, url=published["url"], config=published["config"], terminal=terminal,
+                            reload={"text": published["config"]["text"], "applied": list(changes.applied), "pending": list(changes.pending)})
+        logging.getLogger(__name__).warning("config reloaded: took on %s; waiting for a restart: %s",
+                                            ", ".join(changes.applied) or "nothing", ", ".join(changes.pending) or "nothing")
+
     async def listening(running: Any) -> None:
-        shared_host.publish(data_dir, url=_local_url(running), config=identity, terminal=terminal)
+        published["url"] = _local_url(running)
+        shared_host.publish(data_dir, url=published["url"], config=identity, terminal=terminal)
+        if reread is not None:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
         if terminal:
             _detach(data_dir / "host.log")
             await shared_host.stop_when_unused(data_dir, lambda: running.connections, running.stop_soon)

@@ -7,7 +7,8 @@ The journal has one writer, so one host runs per data directory; every ``agent-h
   lock is held" means "a host is alive" (the kernel drops it when the process dies, however it dies).
 * ``host.json``: what a client needs to reach that host: ``url`` (loopback, token included),
   ``pid``, ``config`` (which config it runs with: path and digests, ``config_identity``) and ``terminal`` (true for a
-  host started for terminals, which stops by itself). Written by the host once it listens, mode
+  host started for terminals, which stops by itself), and after a config reload ``reload`` (see
+  ``reload_host``). Written by the host once it listens, mode
   0600 from the moment it exists (written aside and renamed in place), removed before it stops. A
   client reads it only when it belongs to this user and nobody else may read or write it.
 * ``terminal-directories``: each terminal client appends the directory it was started in (one
@@ -37,6 +38,7 @@ import hashlib
 import json
 import os
 import selectors
+import signal
 import stat
 import subprocess
 import time
@@ -47,7 +49,8 @@ from typing import Any
 
 __all__ = [
     "LINGER", "HOST_FILE", "SharedHostError", "config_identity", "publish", "withdraw", "read",
-    "reach", "find_or_start", "stop_when_unused", "try_lock", "STARTING_ELSEWHERE", "started_directories",
+    "reach", "find_or_start", "stop_when_unused", "try_lock", "STARTING_ELSEWHERE", "started_directories", "reload_host",
+    "reload_now", "alive",
 ]
 
 LINGER = 2.0
@@ -62,6 +65,9 @@ CLIENTS_FILE = "clients.lock"
 STARTING_ELSEWHERE = 75
 """The exit status of ``serve --for-terminal`` when another host holds the data directory (a
 client that started it looks for that host instead)."""
+
+_RELOAD_WAIT = 15.0
+"""Seconds a client waits for the host to read its edited config file again."""
 
 _START_WAIT = 120.0
 """Seconds a client waits for a host that holds the lock to publish its address (a large journal
@@ -99,9 +105,13 @@ def try_lock(handle: Any, mode: int) -> bool:
 # -- the host's side ---------------------------------------------------------------------------
 
 
-def publish(data_dir: Path, *, url: str, config: dict[str, str], terminal: bool) -> None:
-    """Write ``host.json`` (mode 0600 from the start, then renamed over any old one)."""
+def publish(data_dir: Path, *, url: str, config: dict[str, str], terminal: bool, reload: dict[str, Any] | None = None) -> None:
+    """Write ``host.json`` (mode 0600 from the start, then renamed over any old one); ``reload``:
+    how the last config reload went (``text``, the file's digest then, and ``applied`` and
+    ``pending`` or ``error``)."""
     record = {"url": url, "pid": os.getpid(), "config": config, "terminal": terminal}
+    if reload is not None:
+        record["reload"] = reload
     aside = data_dir / f".{HOST_FILE}.{os.getpid()}"
     fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
@@ -214,9 +224,10 @@ def reach(
     client works) is noted in ``terminal-directories`` before the URL is yielded. ``notice`` is
     told, once, when this client waits a while for another host to start.
 
-    A terminal host running with another config (the user edited it, or passed another
-    ``--config``) that nobody else uses is let stop, and a new one started; one still in use is
-    named in the error."""
+    A host whose config file was edited since it started reads it again (``reload_host``): it
+    takes on what it can while running and the client uses it. A terminal host running with
+    another config (another ``--config``, other API key variables) that nobody else uses is let
+    stop, and a new one started; one still in use is named in the error."""
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one private to the user
     with open(data_dir / CLIENTS_FILE, "a+") as clients:
         while True:
@@ -262,6 +273,8 @@ def find_or_start(
         record = read(data_dir)
         if _host_alive(data_dir):
             if record is not None and _process_exists(record.get("pid")):
+                if _only_the_text_differs(record, config):
+                    record = reload_host(data_dir, record, config, notice)
                 _check_config(data_dir, record, config)
                 return str(record["url"])
         else:
@@ -279,6 +292,11 @@ def find_or_start(
                 "stop that host, or pass --data-dir to use another directory"
             )
         time.sleep(0.05)
+
+
+def alive(record: dict[str, Any]) -> bool:
+    """Whether the host a ``host.json`` record names still runs (its process exists)."""
+    return _process_exists(record.get("pid"))
 
 
 def _process_exists(pid: Any) -> bool:
@@ -333,6 +351,61 @@ def _start(start: Callable[[], subprocess.Popen[bytes]]) -> str | None:
         return None
     problem = err.decode("utf-8", "replace").strip().removeprefix("agent-host: ")
     raise SharedHostError(problem or f"the host stopped while starting (exit status {status}); see its host.log")
+
+
+def _only_the_text_differs(record: dict[str, Any], config: dict[str, str]) -> bool:
+    running = record.get("config")
+    return isinstance(running, dict) and running != config and running.get("path") == config["path"] != "none" \
+        and running.get("text") != config["text"]
+
+
+def reload_host(
+    data_dir: Path, record: dict[str, Any], config: dict[str, str], notice: Callable[[str], None] = lambda text: None,
+) -> dict[str, Any]:
+    """Have the host of ``record`` read its config file again (SIGHUP, ``cli.serve``) and return its
+    record once it says how that went (``notice`` is told what waits for a restart);
+    ``SharedHostError`` when it refused the file, or did not answer within ``_RELOAD_WAIT`` seconds."""
+    try:
+        os.kill(int(record["pid"]), signal.SIGHUP)
+    except (ProcessLookupError, PermissionError, ValueError, TypeError):
+        return record  # gone or not ours to signal: the caller says what differs
+    deadline = time.monotonic() + _RELOAD_WAIT
+    while time.monotonic() < deadline:
+        latest = read(data_dir) or record
+        outcome: dict[str, Any] = latest["reload"] if isinstance(latest.get("reload"), dict) else {}
+        if outcome.get("text") == config["text"]:
+            if outcome.get("error"):
+                raise SharedHostError(f"the running agent-host did not take on the edited {config['path']}: {outcome['error']}")
+            pending = [str(key) for key in outcome.get("pending") or ()]
+            if pending:
+                notice(f"the host took on the edited config; {', '.join(pending)} apply when it next starts "
+                       "(it stops by itself once no chat or script uses it)")
+            return latest
+        if latest.get("config") == config:
+            return latest
+        time.sleep(0.05)
+    return read(data_dir) or record
+
+
+def reload_now(data_dir: Path, config: dict[str, str]) -> str:
+    """``/reload`` in a chat: have the host of ``data_dir`` read ``config``'s file again; a sentence
+    saying what it took on and what waits for its next start. ``SharedHostError`` as ``reload_host``."""
+    record = read(data_dir)
+    if record is None or not _process_exists(record.get("pid")):
+        raise SharedHostError(f"no agent-host runs on {data_dir} now; the next message starts one with the config as it is")
+    if record.get("config") == config:
+        return "the host already runs with the config file as it is now"
+    if not _only_the_text_differs(record, config):
+        _check_config(data_dir, record, config)
+    pending: list[str] = []
+    latest = reload_host(data_dir, record, config, lambda text: None)
+    outcome: dict[str, Any] = latest["reload"] if isinstance(latest.get("reload"), dict) else {}
+    if latest.get("config") != config and outcome.get("text") != config["text"]:
+        raise SharedHostError(f"the host did not answer within {_RELOAD_WAIT:.0f} s; see {data_dir / 'host.log'}")
+    applied = ", ".join(str(key) for key in outcome.get("applied") or ()) or "nothing it can change while running"
+    pending = [str(key) for key in outcome.get("pending") or ()]
+    waits = f"; {', '.join(pending)} apply when it next starts" if pending else ""
+    return f"the host read the config file again: it took on {applied}{waits}"
 
 
 def _check_config(data_dir: Path, record: dict[str, Any], config: dict[str, str]) -> None:

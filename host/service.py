@@ -29,6 +29,7 @@ from ahp.state import annotations_uri, refresh_session_status, session_of_annota
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.config import HostConfig
 from host.errors import ErrorCode, RpcError
+from host.reload import ConfigChanges, config_changes, merged
 from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
 from host.resources.files import ResourceService
@@ -94,6 +95,8 @@ class AgentHost:
         self.clock = epoch_ms
         agent_list = list(agents) if agents is not None else build_agents(config)
         self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
+        self._retired_agents: list[Agent] = []
+        """Agents a config reload replaced (a turn may still run on one); closed when the host stops."""
         journal = None if in_memory else Journal(config.data_path() / "journal.sqlite3")
         self._journal = journal
         # Content referenced from state (tool output, edit previews), readable with resourceRead.
@@ -145,7 +148,7 @@ class AgentHost:
             self.customizations.claude_listeners.append(self.claude_config.publish)
         self.environment.contributors.append(CustomizationContributor(
             runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
-            ask=self.inputs.ask,
+            ask=self.inputs.ask, trust_for=self.customizations.trust_for,
         ))
         self.preamble: EnvironmentPreamble | None = None
         if config.sessions.preamble:
@@ -219,6 +222,40 @@ class AgentHost:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    def reload(self, edited: HostConfig) -> ConfigChanges:
+        """Take on what of ``edited`` a running host can (``host.reload``): new agents (a running
+        turn finishes on its old one, closed when the host stops), the ``[tools]`` permission
+        rules, ``[sessions] default_agent``. Returns what changed: taken on, and waiting for the
+        next start. Raises ``ConfigError`` (from building an agent) with nothing changed."""
+        changes = config_changes(self.config, edited)
+        config = merged(self.config, edited)
+        if "agents" in changes.applied:
+            agents = build_agents(config)
+            for agent in agents:
+                bind = getattr(agent, "bind_transcripts", None)
+                if bind is not None:
+                    bind(self.transcripts)
+                bind_environment = getattr(agent, "bind_environment", None)
+                if bind_environment is not None:
+                    bind_environment(self.environment)
+            self._retired_agents.extend(self.agents.values())
+            self.agents.clear()  # the same mapping the runner and the session config resolver read
+            self.agents.update({agent.provider: agent for agent in agents})
+            self._publish_agents()
+        if self.tools is not None:
+            self.tools.set_rules(allow=config.tools.allow, ask=config.tools.ask, deny=config.tools.deny)
+        self.config = config
+        return changes
+
+    def _publish_agents(self) -> None:
+        """``root/agentsChanged`` when the agents (or the host plugins they carry) changed."""
+        plugins = self.customizations.agent_customizations()
+        agents = [{**agent.info(), "capabilities": AGENT_CAPABILITIES, **({"customizations": plugins} if plugins else {})}
+                  for agent in self.agents.values()]
+        root = self.store.state(ROOT) or {}
+        if root.get("agents") != agents:
+            self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))
+
     async def start(self) -> None:
         self.background.start()
         if self._journal is not None:
@@ -238,12 +275,7 @@ class AgentHost:
             self.session_config.permission_mode_default = self.claude.user.permissions.default_mode
         if self.claude_config is not None:
             self.claude_config.publish()
-        plugins = self.customizations.agent_customizations()
-        agents = [{**agent.info(), "capabilities": AGENT_CAPABILITIES, **({"customizations": plugins} if plugins else {})}
-                  for agent in self.agents.values()]
-        root = self.store.state(ROOT) or {}
-        if root.get("agents") != agents:
-            self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))
+        self._publish_agents()
         self._publish_active_count()
         for uri, state in list(self.store.channels("chat")):
             turn = state.get("activeTurn")
@@ -279,7 +311,7 @@ class AgentHost:
         await self.customizations.stop()
         if self.claude_config is not None:
             await self.claude_config.close()
-        for agent in self.agents.values():
+        for agent in [*self.agents.values(), *self._retired_agents]:
             close = getattr(agent, "aclose", None)
             if close is not None:
                 try:

@@ -68,6 +68,7 @@ DEFERRED: dict[str, str] = {
     "cli.code": "'agent-host' and '-p': the chat on the data directory's shared host, when that command runs",
     "cli.plugin_commands": "'agent-host plugin ...': the Claude Code record, when that command runs",
     "cli.token_commands": "'agent-host token ...': the data directory's named tokens, when that command runs",
+    "cli.shared_host": "'agent-host chat' with no URL: the address the data directory's shared host published",
     "chat": "the terminal client: its options when 'agent-host', '-p' or 'agent-host chat' parses them, then the chat",
     # Inside the terminal client (chat/__init__.py), what only the interactive chat needs: rich and
     # prompt_toolkit, about 180 and 160 ms of CPU that '-p' and '--help' do not pay.

@@ -41,7 +41,7 @@ def map_error(
             provider=provider,
         )
     if isinstance(exc, openai.APIStatusError):
-        return _from_status(exc, provider=provider, key_env=key_env)
+        return _from_status(exc, provider=provider, key_env=key_env, label=label)
     if isinstance(exc, openai.APITimeoutError) and really_timed_out(exc):
         return ProviderUnavailableError(f"{label} did not answer in time. Try again.", provider=provider)
     if isinstance(exc, openai.APIConnectionError) or is_transport_error(exc):
@@ -54,16 +54,17 @@ def map_error(
     if isinstance(exc, openai.APIError):  # an error payload inside the stream
         body = exc.body if isinstance(exc.body, dict) else {}
         return error_from_payload(
-            {"code": body.get("code"), "type": body.get("type"), "message": exc.message}, provider=provider
+            {"code": body.get("code"), "type": body.get("type"), "message": exc.message}, provider=provider, label=label
         )
     if type(exc).__name__ == "APIUserAbortError":
         return RequestCancelledError(f"The {label} request was cancelled.", provider=provider)
     return ProviderError(f"{label} request failed: {type(exc).__name__}.", provider=provider)
 
 
-def error_from_payload(error: dict[str, Any], *, provider: str = "openai") -> ProviderError:
-    """A mid-stream error object (``code`` / ``type`` / ``message``) as a :class:`ProviderError`."""
-    label = _label(provider)
+def error_from_payload(error: dict[str, Any], *, provider: str = "openai", label: str | None = None) -> ProviderError:
+    """A mid-stream error object (``code`` / ``type`` / ``message``) as a :class:`ProviderError`;
+    ``label`` names who sent it (the model server at a custom base URL), else the provider."""
+    label = label or _label(provider)
     code = str(error.get("code") or error.get("type") or "")
     detail = str(error.get("message") or code or "no details given")
     if code in {"rate_limit_exceeded", "rate_limit_error"}:
@@ -78,8 +79,7 @@ def error_from_payload(error: dict[str, Any], *, provider: str = "openai") -> Pr
     return ProviderUnavailableError(f"{label} failed while answering ({detail}). Try again.", provider=provider)
 
 
-def _from_status(exc: Any, *, provider: str, key_env: str) -> ProviderError:
-    label = _label(provider)
+def _from_status(exc: Any, *, provider: str, key_env: str, label: str) -> ProviderError:
     status: int = exc.status_code
     code = str(getattr(exc, "code", None) or "")
     detail = _detail(exc)

@@ -147,3 +147,14 @@ async def test_one_command_print_mode_reads_the_prompt_from_a_pipe_and_prints_js
     assert result["type"] == "result" and result["is_error"] is False
     assert 'You said: "what is q' in result["result"]
     assert result["session"].startswith("ahp-session:/")
+
+
+async def test_the_keyless_demo_says_its_answer_is_a_recording_and_how_to_connect_a_model(tmp_path: Path) -> None:
+    env = {k: v for k, v in chat_env(XDG_DATA_HOME=str(tmp_path / "data")).items() if not k.endswith("_API_KEY")}
+    process = await _run(["-p", "fix the failing test"], tmp_path, env)
+    assert process.returncode == 0, process.stderr
+    assert "Recorded demo" in process.stderr and "ANTHROPIC_API_KEY or OPENAI_API_KEY" in process.stderr
+    assert "recording of claude" in process.stderr or "recording of gpt" in process.stderr
+    again = await _run(["-c", "-p", "and again", "--output-format", "json"], tmp_path, env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["usage"]["model"].startswith("recording of ")

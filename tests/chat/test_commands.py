@@ -209,5 +209,65 @@ async def test_init_asks_the_model_to_improve_agents_md_and_the_write_is_confirm
     assert (project / "AGENTS.md").read_text() == GUIDE
     first = server.requests[0]
     assert _user_text(first) == INIT_PROMPT + "\n\nThe user adds: mention the src layout"
-    assert "If an AGENTS.md is already there, read it first and improve it" in INIT_PROMPT
+    assert "If an AGENTS.md is already there, read it first and improve it in place" in INIT_PROMPT
     assert {"read_file", "write_file"} <= {t["function"]["name"] for t in first.json()["tools"]}
+
+
+async def test_init_asks_before_writing_agents_md_even_when_writes_are_always_allowed(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    (project / "AGENTS.md").write_text("# AGENTS.md\n\nhand-written\n")
+    def write(call: str, path: str, content: str) -> Reply:
+        return Reply(200, chat_sse(tool_calls=[(call, "write_file", json.dumps({"path": path, "content": content}))]))
+    replies = [write("call_1", "notes.txt", "one\n"), Reply(200, chat_sse("Wrote the notes.")),
+               write("call_2", "AGENTS.md", GUIDE), Reply(200, chat_sse("Left AGENTS.md as it was.")),
+               write("call_3", "notes.txt", "two\n"), Reply(200, chat_sse("Wrote the notes again."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server))
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("write the notes")
+            await chat.expect("Choose [", timeout=30)
+            chat.send("3")  # Always allow
+            await chat.expect("Wrote the notes.", timeout=30)
+            chat.send("/init")
+            await chat.expect("you confirm the file before it is written")
+            await chat.expect("Choose [", timeout=30)  # asked, whatever was always allowed before
+            chat.send("n")
+            await chat.expect("Left AGENTS.md as it was.", timeout=30)
+            chat.send("write the notes again")
+            await chat.expect("Wrote the notes again.", timeout=30)  # the remembered choice applies again after /init
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    assert (project / "AGENTS.md").read_text() == "# AGENTS.md\n\nhand-written\n"
+    assert (project / "notes.txt").read_text() == "two\n"
+
+
+async def test_bang_runs_a_shell_command_without_asking_the_model_and_the_next_message_carries_its_output(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    (project / "menu.txt").write_text("green tea\n")
+    replies = [Reply(200, chat_sse("You have green tea."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        chat = spawn_agent_host(tmp_path, project, host_toml(server, '[tools]\nsandbox = "off"\n'))
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            chat.send("!cat menu.txt")
+            await chat.expect("green tea", timeout=30)  # run at once: no confirmation asked
+            await chat.expect("> ")
+            assert server.requests == []  # no model was asked
+            chat.send("!touch seen.txt")  # one that writes runs without asking too: the user typed it
+            await chat.expect("touch seen.txt", timeout=30)
+            await chat.expect("> ")
+            assert (project / "seen.txt").exists()
+            chat.send("what do I have?")
+            await chat.expect("You have green tea.", timeout=30)
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            chat.close()
+    [request] = server.requests
+    sent = json.dumps(request.json())
+    assert "$ cat menu.txt" in sent and "green tea" in sent

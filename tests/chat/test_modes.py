@@ -102,3 +102,19 @@ async def test_a_plan_approved_in_the_terminal_leaves_plan_mode_and_nothing_ran_
     assert not _tools(first) & WRITERS and "propose_plan" in _tools(first)
     assert WRITERS <= _tools(second) and "propose_plan" not in _tools(second)
     assert (project / "notes.txt").read_text() == "hi\n"  # accept-edits: the edit ran without asking
+
+
+async def test_an_edit_accept_edits_ran_without_asking_shows_its_diff(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("tea\n")
+    edit = {"path": "notes.txt", "old_string": "tea", "new_string": "green tea"}
+    replies = [Reply(200, chat_sse("Editing.", tool_calls=[("call_1", "edit_file", json.dumps(edit))])), Reply(200, chat_sse("Edited."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        async with agent_host_chat(tmp_path, project, host_toml(server), "--permission-mode", "accept-edits") as chat:
+            chat.send("make it green")
+            await chat.expect("Edited.", timeout=30)
+            shown = chat.text
+    assert "Choose [" not in shown  # not asked ...
+    assert "-tea" in shown and "+green tea" in shown  # ... and the change it made is shown, not only (+1 -1)
+    assert (project / "notes.txt").read_text() == "green tea\n"

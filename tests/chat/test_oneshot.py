@@ -239,3 +239,84 @@ async def test_p_mode_answers_the_trust_question_no_unless_trust_is_passed(chat_
 def _held(state: dict) -> bool:
     return any("Waiting for trust" in str((item.get("load") or {}).get("message"))
                for item in state.get("customizations") or () if item.get("name") == ".github/hooks")
+
+
+async def test_p_says_why_a_hook_asked_for_the_call_it_denies(tmp_path: Path) -> None:
+    from tests.host.runtime.tools._support import scripted, tools_config
+
+    project = tmp_path / "project"
+    (project / ".github" / "hooks").mkdir(parents=True)
+    said = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask",
+                                   "permissionDecisionReason": "it touches the release notes"}}
+    hook = {"type": "command", "command": f"echo '{json.dumps(said)}'"}
+    (project / ".github" / "hooks" / "ask.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
+    provider = ScriptedProvider([call_tools(("read_file", {"path": "notes.txt"})), reply("done")])
+    host = AgentHost(tools_config(tmp_path), agents=[scripted(provider)])
+    running = await start_host(host, token=TOKEN)
+    try:
+        code, _, err = await run_p(running.url, "-p", "read", "--trust", cwd=project)
+        assert code == 3, err
+        assert "a plugin hook asks: it touches the release notes; pass --yes to allow tool calls" in err
+    finally:
+        await running.stop()
+
+
+async def test_p_commit_in_a_folder_trusted_for_the_run_gets_gits_output_under_its_allowed_tools(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.host.runtime.agents.harness import config_for
+    from tests.host.runtime.customizations.test_claude_code_commands import COMMIT, _plugin
+    from tests.host.runtime.tools._support import scripted
+
+    plugins = tmp_path / "plugins"
+    _plugin(plugins, "commit-commands", {"commands/commit.md": COMMIT})
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True)
+    (project / "notes.txt").write_text("ship it\n")
+    provider = ScriptedProvider([call_tools(("shell", {"command": "git status --short"})), reply("Staged nothing yet.")])
+    config = config_for(tmp_path, tools={"enabled": True}, plugins={"directories": [str(plugins)]}, trust={"folders": []})
+    host = AgentHost(config, agents=[scripted(provider)])
+    running = await start_host(host, token=TOKEN)
+    try:
+        code, out, err = await run_p(running.url, "-p", "/commit", "--trust", cwd=project)
+        assert code == 0, err
+        assert "denied" not in err and "Deny" not in err
+        assert out == "Staged nothing yet.\n"
+    finally:
+        await running.stop()
+    sent = repr(provider.requests[0].messages)
+    assert "On branch main" in sent and "?? notes.txt" in sent
+
+
+async def test_session_end_hooks_run_when_a_p_run_ends_and_not_when_the_host_stops(tmp_path: Path) -> None:
+    from client import AhpClient
+    from tests.host.runtime.agents.harness import ready_session
+    from tests.host.runtime.customizations.claude_fixtures import claude_home
+    from tests.host.runtime.tools._support import scripted, tools_config
+
+    log = tmp_path / "ended.log"
+    hook = {"type": "command", "command": f"cat >> {log}; echo >> {log}"}
+    home = claude_home(tmp_path / "claude", settings={"hooks": {"SessionEnd": [{"hooks": [hook]}]}})
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([reply("one"), reply("two")])
+    host = AgentHost(tools_config(tmp_path), agents=[scripted(provider)], claude_config_dir=home)
+    running = await start_host(host, token=TOKEN)
+    try:
+        code, out, err = await run_p(running.url, "-p", "hello", cwd=project)
+        assert (code, out) == (0, "one\n"), err
+        for _ in range(400):  # the hook runs in the background once the client has gone: no frame says so
+            if log.exists() and log.read_text().count("SessionEnd") == 1:
+                break
+            await asyncio.sleep(0.05)
+        ended = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        assert [(e["hook_event_name"], e["reason"]) for e in ended] == [("SessionEnd", "other")]
+        # An interactive session left open when the host stops goes on after the restart: no SessionEnd.
+        client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
+        await client.initialize(subscriptions=["ahp-root://"])
+        await ready_session(client, provider="scripted", working_directory=project.as_uri())
+        await client.close()
+    finally:
+        await running.stop()
+    assert log.read_text().count("SessionEnd") == 1

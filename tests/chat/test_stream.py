@@ -46,3 +46,10 @@ def test_a_call_the_turns_end_cut_short_says_how_the_turn_ended_as_the_terminal_
     assert denied[1]["error"] == "denied"
     said = TurnEvents().update({"responseParts": [_call("cancelled", reason="denied", reasonMessage="not now")]})
     assert said[1]["error"] == "not now"
+
+
+def test_a_calls_input_is_the_json_object_not_its_text() -> None:
+    [event] = TurnEvents().update({"responseParts": [_call("running")]})
+    assert event["input"] == {"command": "ls"}
+    broken = {"kind": "toolCall", "toolCall": {"toolCallId": "c2", "toolName": "shell", "status": "running", "toolInput": '{"command": '}}
+    assert TurnEvents().update({"responseParts": [broken]})[0]["input"] == '{"command": '

@@ -299,7 +299,7 @@ async def test_the_status_counts_tokens_while_the_answer_streams(tmp_path: Path)
             chat.close()
 
 
-async def test_ctrl_c_clears_a_line_being_typed_and_on_an_empty_line_exits(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
+async def test_ctrl_c_clears_a_line_being_typed_and_twice_on_an_empty_line_exits(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
     chat = _spawn(chat_host, workdir, tmp_path / "state")
     try:
         await chat.expect("/help for commands")
@@ -312,7 +312,49 @@ async def test_ctrl_c_clears_a_line_being_typed_and_on_an_empty_line_exits(chat_
         await until_host(chat_host, lambda: _texts(chat_host) == ["hello"])
         await chat.expect("(effort low)")
         await chat.line_editor()
-        chat.ctrl_c()  # on an empty line, when idle: exits
+        chat.ctrl_c()  # on an empty line, when idle: says how to exit
+        await chat.expect("(press Ctrl-C again to exit)")
+        chat.ctrl_c()  # and a second one exits
         assert await chat.wait() == 0
     finally:
         chat.close()
+
+
+async def test_esc_cancels_a_running_turn_and_esc_esc_at_the_prompt_offers_to_rewind(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    stalled = asyncio.Event()
+    partial = chat_sse("lorem ipsum dolor " * 30).split(b"data: [DONE]")[0]
+    partial = partial[: partial.rindex(b'"finish_reason"')].rsplit(b"data: ", 1)[0]
+    replies = [Reply(200, chat_sse("First answer.")), Reply(200, partial, stall=stalled)]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = tmp_path / "host.toml"
+        config.write_text(
+            f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\n'
+            'retries = 0\ntitle = "first-words"\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
+            encoding="utf-8",
+        )
+        env = tty_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
+        chat = ChatProcess.spawn(["--config", str(config)], cwd=project, env=env, command=())
+        try:
+            await chat.expect("/help for commands", timeout=30)
+            await chat.line_editor()
+            chat.send("first")
+            await chat.expect("First answer.", timeout=30)
+            await chat.line_editor()
+            chat.send("stream a while")
+            await chat.expect("lorem ipsum", timeout=30)
+            chat.type("\x1b")  # Esc
+            await chat.expect("Esc: cancelling the turn")
+            await chat.expect("(cancelled)", timeout=30)
+            stalled.set()
+            await chat.line_editor()
+            chat.type("\x1b\x1b")  # Esc Esc: the turns to go back to
+            await chat.expect("first", timeout=15)
+            await chat.expect("(Enter cancels)", timeout=15)
+            chat.send("")
+            chat.send("/quit")
+            assert await chat.wait(30) == 0
+        finally:
+            stalled.set()
+            chat.close()

@@ -197,3 +197,14 @@ def test_a_command_loads_only_what_it_runs(tmp_path: Path, args: list[str], not_
     assert result.returncode == 0, result.stderr
     loaded = set(json.loads(result.stdout.splitlines()[-1]))
     assert sorted(name for name in loaded if any(name == n or name.startswith(n + ".") for n in not_loaded)) == []
+
+
+def test_the_top_level_help_shows_the_chats_print_continue_and_resume_options() -> None:
+    result = subprocess.run([sys.executable, "-m", "cli.main", "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    for option in ("-p, --print", "-c, --continue", "--resume", "--output-format"):
+        assert option in result.stdout
+    # ... and they are what 'agent-host code' really takes.
+    code = subprocess.run([sys.executable, "-m", "cli.main", "code", "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    for option in ("-p [MESSAGE], --print [MESSAGE]", "-c, --continue", "--resume [ID]", "--output-format", "--yes", "--trust"):
+        assert option in code.stdout, option

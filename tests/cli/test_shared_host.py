@@ -240,7 +240,7 @@ async def test_a_host_that_died_is_replaced_by_the_next_agent_host(tmp_path: Pat
     await _host_stopped(data)
 
 
-async def test_an_edited_config_takes_effect_at_the_next_agent_host_once_the_host_is_unused(tmp_path: Path) -> None:
+async def test_an_edited_config_is_taken_on_by_the_running_host_at_the_next_agent_host(tmp_path: Path) -> None:
     (project,) = _projects(tmp_path, "project")
     env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
     data = _data(tmp_path)
@@ -255,7 +255,40 @@ async def test_an_edited_config_takes_effect_at_the_next_agent_host_once_the_hos
     assert 'You said: "two"' in second.stdout
     after = _record(data)
     if before is not None and after is not None:
-        assert after["pid"] != before["pid"] and after["config"] != before["config"]
+        assert after["config"] != before["config"]  # the running host's (reloaded) or a new one's
+    await _host_stopped(data)
+
+
+async def test_editing_the_config_while_a_chat_is_open_locks_nobody_out_the_host_takes_it_on(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    data = _data(tmp_path)
+    replies = [Reply(200, chat_sse("Hello from the second agent."))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = _config(tmp_path, "http://127.0.0.1:9/v1")
+        async with _chat(["--config", str(config), "--agent", "offline"], project, env) as chat:
+            pid = (_record(data) or {}).get("pid")
+            # A second agent and a deny rule (taken on at once), and an MCP setting (waits for a restart).
+            config.write_text(
+                config.read_text()
+                + f'[agents.second]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\nretries = 0\n'
+                'title = "first-words"\nmodels = [{id = "second-model", name = "Second", context_window = 8000}]\n'
+                '[mcp]\nidle_stop = 60\n',
+                encoding="utf-8",
+            )
+            answered = await _run(["--config", str(config), "-p", "hi", "--agent", "second"], project, env)
+            assert answered.returncode == 0, answered.stderr
+            assert answered.stdout == "Hello from the second agent.\n"
+            assert "mcp.idle_stop apply when it next starts" in answered.stderr
+            assert (_record(data) or {}).get("pid") == pid  # the same host, which the chat still uses
+            config.write_text(config.read_text().replace("retries = 0\n", "retries = 0\nmax_model_calls = 7\n", 1), encoding="utf-8")
+            chat.send("/reload")
+            await chat.expect("(the host read the config file again: it took on agents; mcp.idle_stop apply when it next starts)")
+            config.write_text(config.read_text() + "[tools]\ndeny = [42]\n", encoding="utf-8")
+            chat.send("/reload")
+            await chat.expect("tools.deny")  # the file's mistake, named, and the host goes on as it was
+            chat.send("hello")
+            await chat.expect('You said: "hello"')
     await _host_stopped(data)
 
 
@@ -406,3 +439,13 @@ async def test_a_host_still_starting_is_waited_for_and_the_wait_is_said(tmp_path
             client.kill()
             await client.wait()
     await _host_stopped(data)
+
+
+async def test_agent_host_chat_without_a_url_finds_the_shared_host(tmp_path: Path) -> None:
+    (project,) = _projects(tmp_path, "project")
+    env = chat_env(XDG_DATA_HOME=str(tmp_path / "data"))
+    async with _chat(["--agent", "offline"], project, env):
+        answered = await _run(["chat", "-p", "hi", "--agent", "offline"], project, env)
+        assert answered.returncode == 0, answered.stderr
+        assert 'You said: "hi"' in answered.stdout
+    await _host_stopped(_data(tmp_path))

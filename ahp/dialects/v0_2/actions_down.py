@@ -429,6 +429,8 @@ def _chat_actions(action: dict[str, Any], old: dict[str, Any] | None, new: dict[
         stale = None
         if kind == "chat/inputRequested" and not isinstance((old or {}).get("activeTurn"), dict):
             return [], None  # 0.9.0 ignores an input request outside a turn
+        if kind == "chat/inputAnswerChanged" and new is old:
+            return [], None  # an answer to no open request of the turn: 0.9.0 ignores it, 0.2.0 must too
         if kind == "chat/inputCompleted":
             same_id = [r for r in shapes.open_input_requests((old or {}).get("activeTurn")) if isinstance(r, dict) and r.get("id") == action.get("requestId")]
             if len(same_id) > 1:

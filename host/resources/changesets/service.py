@@ -38,6 +38,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri
@@ -161,8 +162,9 @@ class ChangesetService:
     def _undo(self, uri: str, session: str, turn_id: str | None, files: list[dict[str, Any]]) -> str:
         undone: list[str] = []
         conflicts: list[tuple[str, str]] = []
+        folders = _working_folders(self.store.state(session) or {})
         for entry in files:
-            problem = self._restore(entry["edit"]) if not (entry.get("_meta") or {}).get("outsideEdits") else _OUTSIDE_EDITS
+            problem = self._restore(entry["edit"], folders) if not (entry.get("_meta") or {}).get("outsideEdits") else _OUTSIDE_EDITS
             if problem is not None:
                 conflicts.append((entry["id"], problem))
                 self._put(uri, entry["id"], entry, {**entry, "_meta": {**(entry.get("_meta") or {}), "conflict": problem}})
@@ -256,8 +258,10 @@ class ChangesetService:
             folded["_meta"]["turns"] = [t for t in folded["_meta"]["turns"] if t != turn_id]
         self._put(pending_uri, entry["id"], pending, folded)
 
-    def _restore(self, edit: dict[str, Any]) -> str | None:
-        """Put one file back to ``edit.before``; a sentence saying why not, or None when done."""
+    def _restore(self, edit: dict[str, Any], folders: tuple[Path, ...] = ()) -> str | None:
+        """Put one file back to ``edit.before``; a sentence saying why not, or None when done. A
+        file the change created is deleted, and the folders it leaves empty inside the session's
+        ``folders`` with it (the ones the turn made for it; a folder holding anything else stays)."""
         expected = self._bytes(edit.get("after"))
         original = self._bytes(edit.get("before"))
         if (edit.get("after") is not None and expected is None) or (edit.get("before") is not None and original is None):
@@ -265,9 +269,9 @@ class ChangesetService:
         uri = entry_id(edit)
         if uri is None:
             return "The change names no file."
-        return self._rewrite(uri, expected, original)
+        return self._rewrite(uri, expected, original, folders)
 
-    def _rewrite(self, file_id: str, expected: bytes | None, data: bytes | None) -> str | None:
+    def _rewrite(self, file_id: str, expected: bytes | None, data: bytes | None, folders: tuple[Path, ...] = ()) -> str | None:
         """Replace a file whose content must still be ``expected`` with ``data`` (None: absent,
         on either side); a sentence saying why not, or None when done."""
         try:
@@ -292,6 +296,7 @@ class ChangesetService:
         try:
             if data is None:
                 path.unlink()
+                _remove_empty_folders(path.parent, folders)
             else:
                 write_atomically(path, data)
         except OSError as error:
@@ -392,3 +397,24 @@ def _count(n: int) -> str:
 
 def _name(uri: str) -> str:
     return uri.rsplit("/", 1)[-1]
+
+
+def _working_folders(state: dict[str, Any]) -> tuple[Path, ...]:
+    """The session's working directories as resolved paths (local ``file:`` ones)."""
+    folders = []
+    for uri in state.get("workingDirectories") or ():
+        if isinstance(uri, str) and uri.startswith("file:"):
+            folders.append(Path(unquote(urlparse(uri).path)).resolve())
+    return tuple(folders)
+
+
+def _remove_empty_folders(folder: Path, inside: tuple[Path, ...]) -> None:
+    """Remove ``folder`` and its parents while they are empty and strictly inside one of ``inside``
+    (never a working directory itself, nor anything outside them)."""
+    folder = folder.resolve()
+    while any(root in folder.parents for root in inside):
+        try:
+            folder.rmdir()  # only an empty one
+        except OSError:
+            return
+        folder = folder.parent

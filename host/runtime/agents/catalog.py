@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from host.config import DEFAULT_KEY_VARIABLES, AgentConfig, HostConfig, ModelConfig
@@ -110,7 +111,11 @@ def build_agents(config: HostConfig) -> list[Agent]:
                 title="first-words",
                 strict=False,  # the demo: any message gets the recorded answer
             )
-        agents.extend(agent_from_config(name, table, config) for name, table in tables.items())
+        for name, table in tables.items():
+            agent = agent_from_config(name, table, config)
+            if name == "replay":  # the keyless demo says it is one (a configured replay agent is the user's own)
+                agent.settings = replace(agent.settings, recorded_demo=True)
+            agents.append(agent)
         return agents
     agents.extend(agent_from_config(name, table, config) for name, table in configured.items())
     if config.sessions.offline_agent and "offline" not in configured:

@@ -136,6 +136,10 @@ class TurnSettings:
     """Turns kept word for word when older ones are compacted automatically."""
     tool_output_limit: int = 40_000
     """Characters of one tool result the model is sent; the rest is stored and readable on request."""
+    recorded_demo: bool = False
+    """The keyless demo (the replay agent the host adds when no agent is configured): each turn says
+    its answer is a recording, the first how to connect a real provider, and its usage names the model
+    as a recording."""
 
 
 def model_for(models: Sequence[ModelSpec], selection: dict[str, Any] | None, agent_name: str) -> tuple[str, ModelSpec]:

@@ -13,7 +13,10 @@ cassette exhausted fails the turn with a message saying so (nothing is made up).
 The user's words do not change the recorded answer; the agent's description says so. With
 ``warn`` (an agent the user configured, ``strict`` by default), a request that no longer matches
 the recorded one is logged once per cassette, as a warning that the cassette predates the format
-replay checks and should be recorded again; the demo agent serves without a word.
+replay checks and should be recorded again; the demo agent serves without a word of that.
+In the keyless demo (``TurnSettings.recorded_demo``) the answers say what they are: every turn
+opens with a notice that the answer is a recording (the first turn of a session with how to connect a real provider, ``DEMO_NOTICE``), and the usage a turn reports names the
+recorded model as a recording (``recorded_label``), which the terminal and ``-p`` print.
 ``DemoSecretTool`` and ``DemoWeatherTool`` are the tools the vendored cassettes call; they give
 fixed, clearly labelled answers so the recorded tool loops can complete.
 """
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReplaySource", "RecordingEnded", "cassette_kind", "DemoSecretTool", "DemoWeatherTool", "replayable", "VENDORED_CASSETTES",
-    "session_cassette_kind",
+    "session_cassette_kind", "DEMO_NOTICE", "DEMO_LABEL", "recorded_label",
 ]
 
 logger = logging.getLogger(__name__)
@@ -49,6 +52,21 @@ VENDORED_CASSETTES = Path(__file__).resolve().parents[3] / "cassettes"
 """The cassettes shipped with the repository (see cassettes/SOURCES.md)."""
 
 _SESSIONS_KEPT = 512
+
+DEMO_NOTICE = (
+    "Recorded demo: no model is connected, so this answer is a recorded provider response replayed offline; "
+    "what you type does not change it. To talk to a real model, set ANTHROPIC_API_KEY or OPENAI_API_KEY "
+    "(or configure [agents] in the host's config.toml, see config.example.toml) and start agent-host again."
+)
+"""The first turn of a replay session opens with this."""
+
+DEMO_LABEL = "Recorded demo: this answer is a recording, not a live model."
+"""Every later turn of a replay session opens with this."""
+
+
+def recorded_label(model: str) -> str:
+    """The model a turn's usage names when the answer came from a recording of ``model``."""
+    return f"recording of {model}"
 
 
 class RecordingEnded(ProviderError):

@@ -174,13 +174,19 @@ class TurnTools:
         )
 
     async def run_commands(self, text: str, ids: TurnToolIds, offered: dict[str, Tool]) -> str:
-        ctx = self._ctx
-        shell = offered.get("shell")
-        if shell is None:
+        if offered.get("shell") is None:
             return replace_bang_commands(text, lambda command: f"[{command} was not run: this session has no shell tool]")
+        outputs = iter(await self.run_shell([bang_command(m) for m in BANG_COMMAND.finditer(text)], ids, offered))
+        return replace_bang_commands(text, lambda _command: next(outputs))
+
+    async def run_shell(self, commands: list[str], ids: TurnToolIds, offered: dict[str, Tool]) -> list[str]:
+        """Run ``commands`` as the turn's shell tool calls (shown, confirmed and sandboxed as the
+        model's are); their output texts, in order. The caller checks that ``offered`` has a shell."""
+        ctx = self._ctx
+        shell = offered["shell"]
         parts: list[ToolCallPart] = []
         ahp_ids: dict[str, str] = {}
-        for index, command in enumerate(bang_command(m) for m in BANG_COMMAND.finditer(text)):
+        for index, command in enumerate(commands):
             provider_id = f"{ctx.turn_id}-command-{index}"
             call_id = ahp_ids[provider_id] = ids.assign(provider_id)
             arguments = json.dumps({"command": command})
@@ -189,8 +195,7 @@ class TurnTools:
             ctx.emit(builders.chat_tool_call_delta(turn_id=ctx.turn_id, tool_call_id=call_id, content=arguments))
             parts.append(ToolCallPart(tool_call_id=provider_id, tool_name="shell", arguments=arguments))
         results = await self.run(AssistantMessage(parts=tuple(parts)), ahp_ids, offered)
-        outputs = iter(result.text for result in results.results)
-        return replace_bang_commands(text, lambda _command: next(outputs))
+        return [result.text for result in results.results]
 
     def _fit(self, text: str) -> str:
         """Tool output over the limit: head and tail for the model, the whole stored for read_file."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ahp.protocol import builders
@@ -32,6 +32,7 @@ from host.runtime.agents.compaction import Compaction
 from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter
 from host.runtime.agents.environment import TurnEnvironment
 from host.runtime.agents.models import ModelSpec, ProviderSource, TurnSettings, model_for, request_options
+from host.runtime.agents.replay import DEMO_LABEL, DEMO_NOTICE, recorded_label
 from host.runtime.agents.retries import retry_after, too_long
 from host.runtime.agents.session_source import ReplayedCancelError
 from host.runtime.agents.titles import make_title
@@ -101,6 +102,8 @@ class ProviderTurn:
         self.usage = Usage()
         """Summed over the turn's model calls."""
         self.compaction = Compaction(lambda: needs.transcripts, needs.settings, _notify)
+        self.recorded = needs.settings.recorded_demo
+        """The answers are the keyless demo's recordings: said in the turn and on its usage."""
 
     async def run(self) -> None:
         ctx = self.ctx
@@ -108,6 +111,8 @@ class ProviderTurn:
         title_before = ctx.state.get("title")
         model_id, spec = self.needs.model_for(ctx.model)
         self.model = model_id
+        if self.recorded:
+            _notify(ctx, DEMO_LABEL if finished_turns else DEMO_NOTICE)
         try:
             workdir = session_directory(ctx.state)
             async with self.needs.source.for_turn(ctx.session, ctx.turn_id, model_id, workdir=str(workdir) if workdir else None) as provider:
@@ -130,6 +135,9 @@ class ProviderTurn:
         if text.strip() == COMPACT_COMMAND or text.startswith(COMPACT_COMMAND + " "):
             focus = text[len(COMPACT_COMMAND):].strip() or None
             await self._compact(provider, model_id, spec, finished, keep=0, focus=focus, through=ctx.turn_id)
+            return
+        if text.startswith("!") and text[1:].strip():
+            await self._shell_mode(text[1:].strip(), working_directory)
             return
         # Contributors may expand ``/skill args`` or reject the prompt (UserPromptSubmit hooks).
         message = await environment.user_message(ctx, ctx.message)
@@ -275,7 +283,7 @@ class ProviderTurn:
             self.model = mapper.finish.model
         usage: dict[str, Any] = {"inputTokens": total.input_tokens, "outputTokens": total.output_tokens}
         if self.model:
-            usage["model"] = self.model
+            usage["model"] = recorded_label(self.model) if self.recorded else self.model
         if total.cache_read_tokens:
             usage["cacheReadTokens"] = total.cache_read_tokens
         meta = {k: v for k, v in (("cacheWriteTokens", total.cache_write_tokens), ("reasoningTokens", total.reasoning_tokens)) if v}
@@ -304,6 +312,24 @@ class ProviderTurn:
         }.get(reason)
         if note:
             _notify(self.ctx, note)
+
+    async def _shell_mode(self, command: str, working_directory: Any) -> None:
+        """``!command``: the user's own shell command, as in Claude Code. It runs as the turn's
+        shell tool call, pre-approved for this turn (the user typed it; a rule that denies still
+        applies, as does the sandbox), and no model is asked: the command and its output go into
+        the conversation, for the model to see with the next message."""
+        ctx = self.ctx
+        ctx.grants = replace(ctx.grants, allow=(*ctx.grants.allow, f"shell({command})"), granted_by="your ! command")
+        tools = TurnTools(ctx, self.environment, working_directory, output_limit=self.settings.tool_output_limit,
+                          running=lambda names: self._set_activity(f"Running {names}"))
+        offered = self.environment.tools(ctx, list(self.needs.tools))
+        if offered.get("shell") is None:
+            _notify(ctx, f"{command} was not run: this session has no shell tool")
+            return
+        [output] = await tools.run_shell([command], TurnToolIds(), offered)
+        said = f"I ran a command in the shell myself:\n$ {command}\n{output}"
+        user, _ = to_user_message({"text": said}, working_directory=working_directory, vision=False)
+        self.messages.append(user)
 
     # -- context window ------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ Contract:
   the real home) and of the plugins this host installed (``ClaudePlugins``).
 - ``load()`` (host start, and whenever the user settings or the plugin record changed: ``refresh``)
   reads the user settings. Their hooks form a host-level container (``user_container``): the user's
-  own, so they run without workspace trust. Their ``permissions`` and ``env`` apply to every session.
+  own, so they run without workspace trust. The user's ``CLAUDE.md`` there is another
+  (``user_instructions``): always-on instructions in every session's prompt, as Claude Code has them. Their ``permissions`` and ``env`` apply to every session.
 - ``session_view(folder, trusted)`` is what a session in ``folder`` gets: the project and local
   settings layered over the user's (``plugins.claude_settings``), and the plugins to list:
   every ``name@marketplace`` the layered ``enabledPlugins`` switch on (the user's choices made on
@@ -80,7 +81,10 @@ class ClaudeCode:
         self.user = SettingsLayer("user", config_dir / "settings.json")
         self.user_container: Any = None
         """``LoadedDirectory`` of the user settings' hooks (None: no user settings file)."""
-        self._user_stamp: tuple[int, int] | None = None
+        self.user_instructions: Any = None
+        """``LoadedDirectory`` of the user's ``CLAUDE.md`` (None: there is none): the user's own
+        instructions, in every session's prompt as Claude Code puts them there."""
+        self._user_stamp: tuple[tuple[int, int] | None, ...] | None = None
         self._loaded: dict[tuple[str, str], Any] = {}
         self._user_rules: tuple[Rule, ...] = ()
         self._user_notes: list[Diagnostic] = []
@@ -89,12 +93,16 @@ class ClaudeCode:
 
     # -- loading -------------------------------------------------------------------------------
 
-    def _settings_stamp(self) -> tuple[int, int] | None:
-        try:
-            stat = (self.config_dir / "settings.json").stat()
-        except OSError:
-            return None
-        return stat.st_mtime_ns, stat.st_size
+    def _settings_stamp(self) -> tuple[tuple[int, int] | None, ...]:
+        stamps: list[tuple[int, int] | None] = []
+        for name in ("settings.json", "CLAUDE.md"):
+            try:
+                stat = (self.config_dir / name).stat()
+            except OSError:
+                stamps.append(None)
+                continue
+            stamps.append((stat.st_mtime_ns, stat.st_size))
+        return tuple(stamps)
 
     def load(self) -> None:
         self._user_stamp = self._settings_stamp()
@@ -106,6 +114,13 @@ class ClaudeCode:
                                          files=("settings.json",), in_project=False)
             self.user_container = plugins.load_directory(self.config_dir, spec,
                                                          extra_diagnostics=[*self.user.diagnostics, *self._user_notes])
+        self.user_instructions = None
+        if (self.config_dir / "CLAUDE.md").is_file():
+            # The user's CLAUDE.md with its @path imports (the spec is made here: the plugin loader is
+            # one the start-up plan defers, see host/startup.py).
+            spec = plugins.DirectorySpec(".", "files", name="Claude Code user instructions", writable=False,
+                                         files=("CLAUDE.md",), in_project=False)
+            self.user_instructions = plugins.load_directory(self.config_dir, spec)
         for diagnostic in [*self.user.diagnostics, *self._user_notes]:
             logger.log(logging.WARNING if diagnostic.severity.value in ("problem", "fatal") else logging.INFO, "%s", diagnostic)
 

@@ -76,7 +76,7 @@ from host.runtime.agents.base import BLOCKED_BY_HOOK, TurnContext, TurnFailed, T
 from host.runtime.agents.environment import Contributor
 from host.runtime.agents.tooling import PreToolVerdict, ToolCallRequest
 from host.runtime.catalogue import CatalogueItem, catalogue
-from host.runtime.command_bodies import context_rules, replace_bang_commands
+from host.runtime.command_bodies import BANG_COMMAND, context_rules, replace_bang_commands
 from host.runtime.customizations.mcp_prompts import McpPrompt, PromptUsageError, prompt_arguments, prompt_message
 from host.runtime.customizations.mcp_resources import (
     ListMcpResourcesTool,
@@ -120,13 +120,16 @@ class CustomizationContributor(Contributor):
         runtime_of: Callable[[str], SessionCustomizations | None],
         wait_started: Callable[[SessionCustomizations], Awaitable[None]],
         ask: Callable[[str, dict], Awaitable[dict]],
+        trust_for: Callable[[str, str], Awaitable[bool]] | None = None,
     ) -> None:
         """``runtime_of(session)``: the session's customizations (None when it has none);
         ``wait_started(runtime)``: until its MCP servers are up or failed; ``ask(session, request)``:
-        a question to the user (hooks and MCP elicitation)."""
+        a question to the user (hooks and MCP elicitation); ``trust_for(session, why)``: whether
+        the folder is trusted, the user asked first if need be (``CustomizationService.trust_for``)."""
         self._runtime_of = runtime_of
         self._wait_started = wait_started
         self._ask = ask
+        self._trust_for = trust_for
 
     def _runtime(self, ctx: TurnContext) -> SessionCustomizations | None:
         return self._runtime_of(ctx.session)
@@ -169,6 +172,14 @@ class CustomizationContributor(Contributor):
         elif invocation is not None:
             prompt = invocation.prompt
             untrusted = not runtime.folder_trusted and runtime.folder is not None
+            if untrusted and self._trust_for is not None and bool(getattr(invocation.entry.target, "allowed_tools", None)) \
+                    and BANG_COMMAND.search(prompt) and runtime.folder is not None \
+                    and not _inside(invocation.entry.target.path, runtime.folder):
+                # A command that runs shell commands as it expands (!`git status`), whose
+                # allowed-tools pre-approve nothing in a folder not trusted: ask first, as Claude
+                # Code asks for a folder's trust before anything runs there.
+                untrusted = not await self._trust_for(ctx.session, f"/{invocation.entry.name}: the commands it runs and "
+                                                      "the tools its allowed-tools list would run without asking")
             if untrusted and runtime.folder is not None and _inside(invocation.entry.target.path, runtime.folder):
                 # The folder's own commands neither run their shell commands nor pre-approve
                 # anything until it is trusted.

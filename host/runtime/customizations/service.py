@@ -67,8 +67,10 @@ Contract:
   turn); its SessionStart hooks then get ``source: "resume"``.
 - ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks (``reason: "other"``), cancels
   its background hooks, stops the session's MCP servers and deletes its hooks' transcript;
-  ``stop()`` does that for every session (host shutdown, keeping the transcripts): no server process
-  survives.
+  ``stop()`` does that for every session but for their ``SessionEnd`` hooks (host shutdown, keeping
+  the transcripts: the sessions go on after the restart): no server process survives. A script's
+  session (``agent-host -p``) ends when its client leaves (``clients_left``): its ``SessionEnd``
+  hooks run then, once.
 - Claude Code hook events from what is observed: each session gets its hooks' transcript
   (``<data>/transcripts/<session id>.jsonl``, ``HookTranscript``) and permission mode; a cleared
   default chat (``chat/truncated`` without ``turnId``) runs ``SessionEnd`` with ``clear``, then
@@ -80,6 +82,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -145,6 +148,8 @@ the other known folders and instruction files appear only when present."""
 _MCP_START_WAIT = 30.0
 """Seconds a turn waits for the session's MCP servers to be launched and its SessionStart hooks to
 run (the servers themselves are waited for ``[mcp] start_wait`` at most)."""
+_INSTALL_WAIT = 120.0
+"""Seconds a turn waits for the background install of the plugins its settings switch on."""
 
 
 class CustomizationService:
@@ -161,6 +166,8 @@ class CustomizationService:
         self.claude = claude
         """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
         self._installing = False
+        self._installed: asyncio.Event | None = None
+        """Set when the background install of missing Claude Code plugins under way has ended."""
         """Whether plugins switched on but not installed are being installed (one batch at a time)."""
         self.claude_listeners: list[Any] = []
         """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
@@ -208,6 +215,14 @@ class CustomizationService:
         if not self.plugins:
             return []
         return [plugins.plugin_customization(p, mint_id=plugins.uri_id, id=p.root.as_uri()) for p in self.plugins]
+
+    async def _end(self, runtime: SessionCustomizations) -> None:
+        """The session's ``SessionEnd`` hooks, once."""
+        runtime.session_ended = True
+        try:
+            await runtime.fire(plugins.HookEvent.SESSION_END, "other", reason="other")
+        except Exception:  # a hook failing must not keep the servers running
+            logger.exception("SessionEnd hooks of %s failed", runtime.session)
 
     async def stop(self) -> None:
         runtimes = list(self.sessions.values())
@@ -258,6 +273,7 @@ class CustomizationService:
             container = by_id[_dir_uri(runtime, spec.relative)]
             assert runtime.working_directory is not None
             extra = runtime.settings_notes if spec.format == "settings" else ()
+            runtime.directory_stamps[container.id] = _folder_stamp(runtime.working_directory, spec)
             container.loaded = plugins.load_directory(runtime.working_directory, spec, extra_diagnostics=extra)
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
@@ -301,17 +317,16 @@ class CustomizationService:
         runtime.permission_mode = lambda: permission_mode_of(self.store.state(session) or {})
 
     async def close_session(self, uri: str, *, end_hooks: bool = True, disposed: bool = False) -> None:
-        """End the session's customizations: its ``SessionEnd`` hooks, its MCP servers and, unless
+        """End the session's customizations: its ``SessionEnd`` hooks (when the session ends: not
+        for a stopping host, whose sessions go on after its restart), its MCP servers and, unless
         the caller ends them with others (``stop``), what its hooks left running; the hooks'
         transcript of a ``disposed`` session is deleted (a stopping host keeps it for the restart)."""
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
         self._cancel_idle_stop(runtime)
-        try:
-            await runtime.fire(plugins.HookEvent.SESSION_END, "other", reason="other")
-        except Exception:  # a hook failing must not keep the servers running
-            logger.exception("SessionEnd hooks of %s failed", uri)
+        if end_hooks and not runtime.session_ended:
+            await self._end(runtime)
         await runtime.end_background()
         if runtime.transcript is not None and disposed:
             runtime.transcript.remove()
@@ -394,6 +409,23 @@ class CustomizationService:
         question = runtime.question = self.inputs.ask_now(runtime.session, request)
         question.add_done_callback(lambda done: self._answered(runtime, done))
 
+    async def trust_for(self, session: str, why: str) -> bool:
+        """Whether the session's folder is trusted, asking the user first when it is not and the
+        question was neither asked nor declined: ``why`` says what waits for it (a command's
+        ``allowed-tools``, which pre-approve nothing in a folder not trusted). Waits for the answer."""
+        runtime = self.sessions.get(session)
+        if runtime is None or runtime.folder is None:
+            return False
+        if runtime.folder_trusted or runtime.declined:
+            return runtime.folder_trusted
+        if runtime.question is None:
+            request = trust_request(f"{REQUEST_PREFIX}{uuid.uuid4()}", runtime.folder, [why])
+            question = runtime.question = self.inputs.ask_now(runtime.session, request)
+            question.add_done_callback(lambda done: self._answered(runtime, done))
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(runtime.question)
+        return runtime.folder_trusted
+
     def _answered(self, runtime: SessionCustomizations, question: asyncio.Future[dict[str, Any]]) -> None:
         if runtime.question is question:
             runtime.question = None
@@ -451,13 +483,21 @@ class CustomizationService:
         self._spawn(self._reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
-        """Until the session's MCP servers made their first start attempt, bounded by ``[mcp]
+        """Until the Claude Code plugins being installed in the background are (``_INSTALL_WAIT``
+        at most) and the session's MCP servers made their first start attempt, bounded by ``[mcp]
         start_wait`` (see the module contract): a turn uses it. The servers of a session that did
         not need them yet (or stopped them when idle) start here."""
         self._cancel_idle_stop(runtime)
         self.resumed(runtime.session)
         if self.claude is not None and self.claude.refresh():
             self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
+        self._refresh_directories(runtime)
+        installed = self._installed
+        if installed is not None and not installed.is_set():
+            # The plugins the settings switch on are being installed: the turn has them, as the
+            # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(installed.wait(), _INSTALL_WAIT)
         if not runtime.mcp_wanted:
             runtime.mcp_wanted = True
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
@@ -526,8 +566,16 @@ class CustomizationService:
         self._arm_idle_stop(runtime)
 
     def clients_left(self) -> None:
-        """A client disconnected: sessions nobody is connected to any more stop their MCP servers
-        ``[mcp] unwatched_stop`` seconds after their last turn (or now, if that is longer ago)."""
+        """A client disconnected: a script's session (``agent-host -p``: ``_meta.oneShot``) nobody
+        watches any more has ended, and its ``SessionEnd`` hooks run, as when a ``claude -p`` run
+        ends; sessions nobody is connected to any more stop their MCP servers ``[mcp]
+        unwatched_stop`` seconds after their last turn (or now, if that is longer ago)."""
+        for runtime in list(self.sessions.values()):
+            state = self.store.state(runtime.session) or {}
+            if (not runtime.session_ended and (state.get("_meta") or {}).get("oneShot")
+                    and not self.store.has_subscribers(runtime.session)):
+                runtime.session_ended = True
+                self._spawn(self._end(runtime))
         if not self.config.mcp.unwatched_stop:
             return
         for runtime in self.sessions.values():
@@ -736,7 +784,7 @@ class CustomizationService:
         return view
 
     def _claude_containers(self, runtime: SessionCustomizations) -> list[Container]:
-        """The user settings' hooks and the Claude Code plugins the session's settings switch on;
+        """The user settings' hooks, the user's CLAUDE.md and the Claude Code plugins the session's settings switch on;
         those not installed whose marketplace is known are installed in the background (a
         project's once its folder is trusted), and the sessions re-listed."""
         view = self._settings_view(runtime)
@@ -745,12 +793,17 @@ class CustomizationService:
         runnable = [plugin for plugin in view.plugins if plugin.missing and (plugin.held_by is None or runtime.folder_trusted)]
         if runnable and not self._installing:
             self._installing = True
-            self._spawn(self._install_missing(runnable))
+            self._installed = asyncio.Event()
+            self._spawn(self._install_missing(runnable, self._installed))
         containers = []
         user = self.claude.user_container
         if user is not None:
             uri = (user.root / "settings.json").as_uri()
             containers.append(Container(id=uri, loaded=user, name="Claude Code user settings", uri=uri))
+        instructions = self.claude.user_instructions
+        if instructions is not None:
+            uri = (instructions.root / "CLAUDE.md").as_uri()
+            containers.append(Container(id=uri, loaded=instructions, name="Claude Code user instructions", uri=uri))
         for plugin in view.plugins:
             uri = plugin.loaded.root.as_uri()
             containers.append(Container(id=f"claude-plugin:{plugin.plugin_id}", loaded=plugin.loaded, name=plugin.plugin_id,
@@ -758,14 +811,17 @@ class CustomizationService:
                                         enabled_by=str(plugin.held_by) if plugin.held_by is not None else None))
         return containers
 
-    async def _install_missing(self, plugins: list[Any]) -> None:
+    async def _install_missing(self, plugins: list[Any], finished: asyncio.Event) -> None:
         assert self.claude is not None
         try:
-            installed = await asyncio.to_thread(self.claude.install_missing, plugins)
+            try:
+                installed = await asyncio.to_thread(self.claude.install_missing, plugins)
+            finally:
+                self._installing = False
+            if installed:
+                self.claude_changed()
         finally:
-            self._installing = False
-        if installed:
-            self.claude_changed()
+            finished.set()  # (after the sessions list what was installed)
 
     def claude_changed(self) -> None:
         """The Claude Code set-up changed (a plugin switched, installed or removed; settings
@@ -896,6 +952,28 @@ class CustomizationService:
                       and isinstance(child.get("state"), dict)}
             self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
 
+    def _refresh_directories(self, runtime: SessionCustomizations) -> None:
+        """The workspace folders that changed since they were read (a command file added to
+        ``.claude/commands``, a skills folder created) are read again: the session has what they
+        hold from this turn on, as Claude Code finds a new command without a restart."""
+        folder = runtime.working_directory
+        if folder is None:
+            return
+        for spec in self._directory_specs(runtime):
+            uri = _dir_uri(runtime, spec.relative)
+            stamp = _folder_stamp(folder, spec)
+            existing = runtime.container(uri)
+            if existing is not None and runtime.directory_stamps.get(uri) == stamp:
+                continue
+            runtime.directory_stamps[uri] = stamp
+            extra = runtime.settings_notes if spec.format == "settings" else ()
+            container = Container(id=uri, loaded=plugins.load_directory(folder, spec, extra_diagnostics=extra), name=spec.display_name,
+                                  uri=uri, directory=spec)
+            container.held = self._held(runtime, container)
+            if existing is not None:
+                container.enabled = existing.enabled
+            self._put(runtime, container, existing, len(runtime.containers))
+
     def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
         if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
             return []
@@ -988,3 +1066,34 @@ def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, st
             return None
         return str(request.get("message") or "The agent is asking for your input"), "elicitation_dialog"
     return None
+
+
+def _folder_stamp(working_directory: Path, spec: Any) -> tuple[Any, ...]:
+    """What changes when a workspace folder's files do: each file's (or, for a folder, each entry's
+    and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``)."""
+    def entries(path: Path, depth: int) -> list[Any]:
+        try:
+            found = sorted(os.scandir(path), key=lambda entry: entry.name)
+        except OSError:
+            return []
+        listed: list[Any] = []
+        for entry in found:
+            try:
+                info = entry.stat()
+            except OSError:
+                continue
+            listed.append((entry.name, info.st_size, info.st_mtime_ns))
+            if depth and entry.is_dir(follow_symlinks=False):
+                listed.append(tuple(entries(Path(entry.path), depth - 1)))
+        return listed
+
+    if spec.files:
+        stamps: list[Any] = []
+        for name in spec.files:
+            try:
+                info = (working_directory / name).stat()
+                stamps.append((name, info.st_size, info.st_mtime_ns))
+            except OSError:
+                stamps.append((name, None))
+        return tuple(stamps)
+    return tuple(entries(working_directory / spec.relative, 1))

@@ -104,6 +104,10 @@ class SessionCustomizations:
         """The process family of its hooks (``tools.processes``): what a hook leaves running in the
         background (``cmd &``, ``nohup``, ``setsid``) runs on until the session closes."""
         self.hooks_ran = False
+        self.session_ended = False
+        self.directory_stamps: dict[str, tuple[Any, ...]] = {}
+        """Per workspace folder container: what its files looked like when it was read."""
+        """Its ``SessionEnd`` hooks ran (a script's run ended): they run once."""
         self.session_id = session_id(session) or session
         """The ``session_id`` hooks get: the session's id, not its URI (scripts make file names of it)."""
         self.transcript: HookTranscript | None = None

@@ -27,6 +27,9 @@ Contract:
   them in. A command still running when the shell exits finishes with the shell's exit code.
   Other shells run without it (no command detection). Marks in a tool command's output are
   only removed, never interpreted.
+* A user's shell with shell integration that has not reached its first prompt ``SLOW_START`` (5)
+  seconds after it started gets a line in its output saying it is still reading its startup files,
+  so a slow ``~/.bashrc`` does not look like a dead terminal.
 * At most 64 ``createTerminal`` shells run at once (the next is refused with -32009 saying so).
 * Output becomes ``terminal/data`` (a burst coalesced into one action per 16 ms, shell-integration escapes
   removed, ``host.runtime.terminals.output``); a terminal's scrollback is kept under
@@ -91,6 +94,11 @@ _MAX_URI = 300
 HANGUP_EXIT_CODE = 129
 """128 + SIGHUP: how a shell ends when its terminal goes away (host stop or host death)."""
 _STOPPED_NOTE = "\r\n[The host stopped, and this terminal's shell ended with it. The terminal is gone: create a new one to go on.]\r\n"
+SLOW_START = 5.0
+"""Seconds a user's shell may take to reach its first prompt before its terminal says why it waits."""
+_SLOW_START_NOTE = ("\r\n[The shell is still reading its startup files (~/.bashrc, ~/.zshrc, ~/.profile and what they "
+                    "run) after {seconds:.0f} s; it takes commands once they are done. A slow one there (a version "
+                    "manager's init, a stale lock) makes every new terminal wait this long.]\r\n")
 _LOST_NOTE = ("\r\n[The host ended without stopping (it was killed or crashed) and was restarted; this terminal's process "
               "was lost with it. The terminal is gone: create a new one to go on.]\r\n")
 
@@ -118,6 +126,8 @@ class _Running:
     """The shell integration announced itself (``terminal/commandDetectionAvailable`` sent)."""
     cwd: str | None = None
     """The working directory last published (``terminal/cwdChanged`` only when it changes)."""
+    slow_start: asyncio.TimerHandle | None = None
+    """Says why the terminal waits if the shell's startup files take ``SLOW_START`` seconds or more."""
 
 
 class TerminalService:
@@ -137,6 +147,8 @@ class TerminalService:
         self._default_directory = default_directory
         self._clock = clock
         self.scrollback_limit = scrollback_limit
+        self.slow_start = SLOW_START
+        """Seconds before a shell not at its first prompt yet gets a line saying why (tests shorten it)."""
         self._running: dict[str, _Running] = {}
         self._counter = 0
         store.change_observers.append(self._observe)
@@ -242,7 +254,15 @@ class TerminalService:
         self._running[uri] = item
         process.listeners.append(lambda chunk: self._received(item, chunk))
         item.watcher = asyncio.get_running_loop().create_task(self._watch(item))
+        if owns_process and nonce is not None:  # a user's shell whose first prompt says it is ready
+            item.slow_start = asyncio.get_running_loop().call_later(self.slow_start, self._starting_slowly, item)
         self._publish_list()
+
+    def _starting_slowly(self, item: _Running) -> None:
+        """The shell has not reached its first prompt yet: its terminal says why it waits."""
+        if self._running.get(item.uri) is item and not item.detecting:
+            self._flush(item)
+            self.store.dispatch(item.uri, actions.data(_SLOW_START_NOTE.format(seconds=self.slow_start)))
 
     def _received(self, item: _Running, chunk: bytes) -> None:
         if not item.owns_process:

@@ -114,6 +114,11 @@ class ToolsRuntime:
         environment.contributors.append(self.modes)
         environment.approver = self.approver
 
+    def set_rules(self, *, allow: Sequence[str], ask: Sequence[str], deny: Sequence[str]) -> None:
+        """The host's ``[tools]`` permission rules from now on (a config reload); ``ConfigError``
+        for a bad rule, with the rules unchanged."""
+        self._rules = PolicyState.from_settings(allow=list(allow), ask=list(ask), deny=list(deny)).rules
+
     def close(self) -> None:
         self.departure.close()
         self.settings.close()

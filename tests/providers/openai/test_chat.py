@@ -131,3 +131,14 @@ async def test_stream_without_finish_reason_is_unavailable():
         provider = OpenAIChatProvider(api_key="x", base_url=server.base_url, http_client=httpx2.AsyncClient())
         with pytest.raises(ProviderUnavailableError):
             await collect(provider, ModelRequest(model="local", messages=(UserMessage.of("q"),)))
+
+
+async def test_a_500_from_a_local_server_names_that_server_not_openai():
+    error = json.dumps({"error": {"message": "model crashed", "type": "server_error"}}).encode()
+    async with FakeProviderServer([Reply(500, error), Reply(500, error), Reply(500, error)]) as server:
+        url = server.base_url
+        provider = OpenAIChatProvider(api_key="x", base_url=url, http_client=httpx2.AsyncClient())
+        with pytest.raises(ProviderUnavailableError) as raised:
+            await collect(provider, ModelRequest(model="local", messages=(UserMessage.of("q"),)))
+    assert f"The model server at {url} is unavailable (500" in str(raised.value)
+    assert "OpenAI" not in str(raised.value)

@@ -349,3 +349,22 @@ async def test_blocks_of_lines_are_kept_and_undone_by_line_range_for_every_clien
                                and files(bob, checkpoint)["notes.txt"]["edit"]["diff"] == {"added": 1, "removed": 1}, timeout=WAIT)
         finally:
             await bob.close()
+
+
+async def test_undoing_a_turn_removes_the_folders_it_made_for_the_files_it_created(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    project = tmp_path / "project"
+    (project / "kept").mkdir(parents=True)
+    (project / "kept" / "old.txt").write_text("mine\n")
+    agent = scripted(ScriptedProvider([
+        call_tools(("write_file", {"path": "new/deep/c.txt", "content": "v1\n"}), ("write_file", {"path": "kept/d.txt", "content": "v1\n"})),
+        reply("done"),
+    ]))
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [agent]) as (_, alice):
+        session = await ready_session(alice, working_directory=project.as_uri())
+        turn = await run_turn(alice, session, "create")
+        assert (project / "new" / "deep" / "c.txt").exists()
+        await alice.subscribe(turn_uri(alice, session, turn["id"]))
+        await alice.request("invokeChangesetOperation", {"channel": turn_uri(alice, session, turn["id"]), "operationId": "revert"})
+    assert not (project / "new").exists()  # the turn made new/ and new/deep/ for its file: gone with it
+    assert sorted(p.name for p in (project / "kept").iterdir()) == ["old.txt"]  # a folder holding more stays
+    assert project.is_dir()  # and the working directory itself, even left empty, always stays

@@ -244,3 +244,42 @@ async def test_a_trusted_projects_default_mode_is_its_new_sessions_permission_mo
             modes[folder.name] = client.state(session)["config"]["values"]["permissionMode"]
     # The trusted project's own settings win; the untrusted one's wait, so the user's applies there.
     assert modes == {"trusted": "accept-edits", "untrusted": "plan"}
+
+
+async def test_the_users_own_claude_md_reaches_the_model_in_every_folder(
+        tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = claude_home(tmp_path / "claude")
+    (home / "CLAUDE.md").write_text("Always answer in French.\nSee @style.md.\n")
+    (home / "style.md").write_text("Keep answers under ten lines.\n")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home))
+    work = tmp_path / "work"
+    work.mkdir()
+    provider = ScriptedProvider([reply("d'accord")])
+    config = config_for(tmp_path, trust={"folders": []}, tools={"enabled": True})
+    async with serving(config, frame_checker, agents=[agent(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        assert containers(client, session)["Claude Code user instructions"]["load"] == {"kind": "loaded"}
+        assert trust_question(client, session) is None  # the user's own file needs no trust
+        await run_turn(client, session, "hello")
+        await idle(client, session)
+    sent = repr(provider.requests[0])
+    assert "Always answer in French." in sent and "Keep answers under ten lines." in sent
+
+
+async def test_the_first_turn_waits_for_the_plugins_the_user_settings_switch_on_to_be_installed(
+        tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    remote = bare_remote(local_marketplace(tmp_path / "src", name="team", plugins=("reviewer",), hook_marker=markers / "team.log"),
+                         tmp_path / "team.git")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_home(tmp_path / "claude", settings={
+        "env": {"MARKER_ENV": "x"}, "enabledPlugins": {"reviewer@team": True},
+        "extraKnownMarketplaces": {"team": {"source": {"source": "git", "url": f"file://{remote}"}}}})))
+    work = tmp_path / "work"
+    work.mkdir()
+    provider = ScriptedProvider([reply("reviewed")])
+    async with serving(config_for(tmp_path, trust={"folders": []}), frame_checker, agents=[agent(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        await run_turn(client, session, "review")  # at once: the install has only begun
+        await idle(client, session)
+    assert (markers / "team.log").read_text() == "reviewer x\n"  # the plugin's hook ran in that very turn

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ahp.workspace_trust import DONT_TRUST, is_trust_request, trust_answers
 from providers import ScriptedProvider, UserMessage
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
@@ -132,6 +133,13 @@ async def test_in_a_folder_not_trusted_a_plugins_command_grants_nothing(tmp_path
     async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
         session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
         client.send_message(session, "/commit")
+        # Asked first whether to trust the folder (what allowed-tools would pre-approve waits for it) ...
+        await client.wait_for(lambda m, e: _trust_question(client, session) is not None)
+        question = _trust_question(client, session)
+        assert "commit: the commands it runs and the tools its allowed-tools list would run without asking" in question["message"]
+        client.dispatch(session, {"type": "session/inputCompleted", "requestId": question["id"], "response": "accept",
+                                  "answers": trust_answers(DONT_TRUST)})
+        # ... and not trusted, nothing is pre-approved.
         call = await wait_pending(client, session)
         assert json.loads(call["toolInput"]) == {"command": "git status"}  # asked, though allowed-tools lists it
         for _ in range(6):  # deny each of the body's commands in turn
@@ -146,6 +154,10 @@ async def test_in_a_folder_not_trusted_a_plugins_command_grants_nothing(tmp_path
             call = nxt
         await idle(client, session)
     assert "denied" in _user_text(provider, 0)
+
+
+def _trust_question(client, session: str):
+    return next((r for r in (client.state(session) or {}).get("inputRequests") or () if is_trust_request(r)), None)
 
 
 def pending_call(client, session: str, after: str):
@@ -351,3 +363,17 @@ async def test_a_plugins_agent_runs_its_commands_with_the_plugin_root_set(tmp_pa
     assert f"Run scripts from {plugin.resolve()}/bin." in (provider.requests[1].system or "")
     [echoed] = tool_results(provider, 2)
     assert echoed.text.startswith(f"agent-sees={plugin.resolve()}\n")
+
+
+async def test_a_command_file_added_during_the_session_is_known_at_the_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    provider = ScriptedProvider([reply("hi"), reply("hello, world")])
+    async with serving(config_for(tmp_path, tools={"enabled": True}), frame_checker, [scripted(provider)]) as (_, client):
+        session = await ready_session(client, provider="scripted", working_directory=work.as_uri())
+        await run_turn(client, session, "hi")
+        (work / ".claude" / "commands").mkdir(parents=True)
+        (work / ".claude" / "commands" / "greet.md").write_text("---\ndescription: Greet\n---\nSay hello to $ARGUMENTS.\n")
+        await run_turn(client, session, "/greet world")  # no new session needed
+        await idle(client, session)
+    assert _user_text(provider, 1).strip() == "Say hello to world."

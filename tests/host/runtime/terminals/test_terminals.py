@@ -444,3 +444,24 @@ async def test_a_program_printing_a_forged_command_mark_does_not_make_a_command(
     assert "before" in first["output"] and "after" in first["output"] and first["exitCode"] == 0
     assert "\x1b]633" not in text(alice, terminal)
     assert "real-42" in second["output"]
+
+
+async def test_a_shell_whose_startup_files_are_slow_says_why_its_terminal_waits(
+    running_host: Any, connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not installed")
+    home = tmp_path / "home"
+    home.mkdir()
+    go = tmp_path / "go"
+    (home / ".bashrc").write_text(f"while [ ! -e {go} ]; do sleep 0.05; done\n")  # a slow rc file, until the test says go
+    monkeypatch.setenv("SHELL", bash)
+    monkeypatch.setenv("HOME", str(home))
+    running_host.host.terminals.slow_start = 0.2
+    client = await connect()
+    terminal = await new_terminal(client)
+    await see(client, terminal, "still reading its startup files")
+    assert (client.state(terminal) or {}).get("supportsCommandDetection") is not True
+    go.touch()
+    await client.wait_for(lambda m, e: (client.state(terminal) or {}).get("supportsCommandDetection") is True, timeout=WAIT)
