@@ -1,11 +1,14 @@
-"""Python client library for the Agent Host Protocol (AHP) 0.2.0 over WebSocket.
+"""Python client library for the Agent Host Protocol (AHP) over WebSocket.
 
-``AhpClient`` connects, handshakes, mirrors subscribed channel state (``Mirror``:
-confirmed state plus optimistic pending actions, folded with ``ahp.dialects.v0_2.state.reduce``),
+``AhpClient`` connects, handshakes (offering ``PROTOCOL_VERSIONS``, the model's versions, newest
+first; or the 0.2.0 dialect for callers that still read it), mirrors subscribed channel state
+(``Mirror``: confirmed state plus optimistic pending actions, folded with the negotiated version's
+reducers: ``ahp.state``, the model's own, for 0.9.0 and later),
 dispatches actions, resumes dropped connections and reports what arrives as
 ``Notification`` events. Errors derive from ``AhpClientError`` (see ``errors``).
 """
 
+from client.chats import SubagentChat, subagent_chats
 from client.client import ROOT_CHANNEL, AhpClient, Predicate, ResumeResult
 from client.errors import (
     AhpClientError,
@@ -14,11 +17,15 @@ from client.errors import (
     ConnectionClosedError,
     HostProtocolError,
     NotSubscribedError,
+    UnsupportedVersionError,
 )
 from client.events import EventStream, Notification
 from client.mirror import ActionOutcome, Mirror
+from client.versions import LEGACY_VERSIONS, PROTOCOL_VERSIONS
 
 __all__ = [
+    "LEGACY_VERSIONS",
+    "PROTOCOL_VERSIONS",
     "ROOT_CHANNEL",
     "ActionOutcome",
     "AhpClient",
@@ -33,4 +40,7 @@ __all__ = [
     "NotSubscribedError",
     "Predicate",
     "ResumeResult",
+    "SubagentChat",
+    "UnsupportedVersionError",
+    "subagent_chats",
 ]

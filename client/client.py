@@ -1,4 +1,4 @@
-"""``AhpClient``: an asyncio AHP 0.2.0 client with a local state mirror.
+"""``AhpClient``: an asyncio AHP client with a local state mirror.
 
 Contract:
 
@@ -15,7 +15,12 @@ Contract:
   actions stay pending until ``resume`` (a replay may confirm them; the rest are
   resolved as lost and rolled back) or ``close`` (all lost). Nothing is re-sent behind
   the caller's back.
-* Reducers come from ``ahp.dialects.v0_2.state.reduce`` (imported lazily by the mirror).
+* ``initialize`` offers the versions it is given (``client.versions``); the mirror then folds with
+  the negotiated version's reducers: the model's own (``ahp.state``) for 0.9.0 and later, where a
+  session's turns live on its chat channels (``ahp-chat://...``). A host that serves none of them
+  gets ``UnsupportedVersionError``, whose message says what it serves.
+* The conveniences (``send_message``, ``cancel_turn``, ``create_session``) build the actions and
+  URIs of the negotiated version.
 """
 
 from __future__ import annotations
@@ -27,17 +32,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ahp.dialects.v0_2 import builders
+from ahp.dialects.v0_2 import builders as legacy_builders
+from ahp.protocol import builders
+from ahp.state import channel_kind, default_chat_uri
+from ahp.state.clock import iso_timestamp, parse_timestamp
 from client._connection import Connection, FrameHook, RequestHandler
 from client.errors import (
+    AhpClientError,
     AhpError,
     AhpTimeout,
     ConnectionClosedError,
     HostProtocolError,
     NotSubscribedError,
+    UnsupportedVersionError,
 )
 from client.events import EventQueue, EventStream, Notification
 from client.mirror import ActionOutcome, Mirror, Reducer
+from client.versions import LEGACY_VERSIONS, PROTOCOL_VERSIONS, is_model_version, mirror_model, unsupported_message
 
 __all__ = ["AhpClient", "ResumeResult", "ROOT_CHANNEL", "Predicate"]
 
@@ -46,6 +57,8 @@ ROOT_CHANNEL = "ahp-root://"
 
 Predicate = Callable[[Mirror, "Notification | None"], bool]
 """``predicate(mirror, event)``; ``event`` is the notification just received, else None."""
+
+_UNSUPPORTED_PROTOCOL_VERSION = -32005
 
 _LOST_ON_DISCONNECT = "the connection was lost before the host confirmed this action"
 _MAYBE_IN_SNAPSHOT = "the connection was lost; the host's fresh snapshot may or may not include this action"
@@ -152,10 +165,14 @@ class AhpClient:
     async def initialize(
         self,
         subscriptions: Iterable[str] = (),
-        protocol_versions: Sequence[str] = ("0.2.0",),
+        protocol_versions: Sequence[str] = LEGACY_VERSIONS,
         locale: str | None = None,
     ) -> dict[str, Any]:
-        """Handshake; installs the returned snapshots and returns the ``InitializeResult``."""
+        """Handshake offering ``protocol_versions`` (newest first; ``client.versions.PROTOCOL_VERSIONS``
+        for the model's versions); installs the returned snapshots and returns the ``InitializeResult``.
+
+        Raises ``UnsupportedVersionError`` when the host serves none of the offered versions.
+        """
         subscriptions = list(subscriptions)
         versions = tuple(protocol_versions)
         params: dict[str, Any] = {
@@ -171,6 +188,10 @@ class AhpClient:
         def install(result: Any) -> None:
             if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
                 raise HostProtocolError("the host's initialize result lacks protocolVersion")
+            try:
+                self.mirror.use(mirror_model(result["protocolVersion"]))
+            except ValueError as exc:
+                raise HostProtocolError(str(exc)) from None
             self._protocol_version = result["protocolVersion"]
             self.initialize_result = result
             self.mirror.note_server_seq(int(result.get("serverSeq", 0)))
@@ -179,8 +200,14 @@ class AhpClient:
             for snapshot in _snapshots(result.get("snapshots")):
                 self._install(snapshot)
 
-        result: dict[str, Any] = await self._live().request("initialize", params, timeout=self.request_timeout,
-                                                            on_result=install)  # install refuses anything else
+        try:
+            result: dict[str, Any] = await self._live().request("initialize", params, timeout=self.request_timeout,
+                                                                on_result=install)  # install refuses anything else
+        except AhpError as error:
+            if error.code != _UNSUPPORTED_PROTOCOL_VERSION:
+                raise
+            raise UnsupportedVersionError(error.code, unsupported_message(self.url, versions, error.data),
+                                          error.data) from None
         self._init_options = (versions, locale)
         return result
 
@@ -258,6 +285,11 @@ class AhpClient:
     def protocol_version(self) -> str | None:
         """The version the host chose in ``initialize``; None before the handshake."""
         return self._protocol_version
+
+    @property
+    def speaks_model(self) -> bool:
+        """True when the negotiated version's states are the model's (0.9.0 and later: chats)."""
+        return self._protocol_version is not None and is_model_version(self._protocol_version)
 
     @property
     def subscriptions(self) -> list[str]:
@@ -395,14 +427,22 @@ class AhpClient:
         meta: Mapping[str, Any] | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> str:
-        """Create a session (a fresh ``ahp-session:/<uuid4>`` unless given) and subscribe to it.
+        """Create a session and subscribe to it; returns its channel.
+
+        Unless ``channel`` is given, the URI is fresh: ``ahp-session:/<uuid4>`` in 0.2.0,
+        ``<provider>:/<uuid4>`` in the model's versions (without ``provider``, the URI the host gave
+        the session on its default agent, found in ``listSessions``). In the model's versions the
+        session's default chat (``default_chat_uri``) is subscribed too.
 
         ``agent`` is an agent URI or an ``AgentSelection``; ``model`` a model id or a
         ``ModelSelection``; ``fork`` is ``{session, turnId}``; ``meta`` is sent as the params'
         ``_meta`` (e.g. ``{"oneShot": true}`` for a script's session); ``config`` the session config
 values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         """
-        channel = channel or f"ahp-session:/{uuid.uuid4()}"
+        ident = str(uuid.uuid4())
+        minted = channel is None
+        if channel is None:
+            channel = f"{provider}:/{ident}" if self.speaks_model and provider is not None else f"ahp-session:/{ident}"
         params: dict[str, Any] = {"channel": channel}
         if provider is not None:
             params["provider"] = provider
@@ -419,9 +459,48 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         if config:
             params["config"] = dict(config)
         await self.request("createSession", params)
+        if minted and self.speaks_model and provider is None:
+            channel = await self._session_named(ident)
         if subscribe:
             await self.subscribe(channel)
+            if self.speaks_model:
+                await self.subscribe(default_chat_uri(channel))
         return channel
+
+    async def create_chat(
+        self,
+        session: str,
+        chat: str | None = None,
+        *,
+        fork: tuple[str, str] | None = None,
+        subscribe: bool = True,
+    ) -> str:
+        """A new chat in ``session`` (0.9.0 and later): a side chat, or with ``fork=(chat, turnId)``
+        one that starts with that chat's turns up to and including ``turnId``. The URI is a fresh
+        ``ahp-chat://side/<hex>`` unless given. Subscribes to it; returns its URI."""
+        self._need_model("chats")
+        chat = chat or f"ahp-chat://side/{uuid.uuid4().hex}"
+        params: dict[str, Any] = {"channel": session, "chat": chat}
+        if fork is not None:
+            params["source"] = {"kind": "fork", "chat": fork[0], "turnId": fork[1]}
+        await self.request("createChat", params)
+        if subscribe:
+            await self.subscribe(chat)
+        return chat
+
+    async def dispose_chat(self, chat: str) -> None:
+        """Remove a chat from its session on the host and forget it locally."""
+        self._need_model("chats")
+        await self.request("disposeChat", {"channel": chat})
+        self._subscriptions.pop(chat, None)
+        self.mirror.drop(chat, "the chat was disposed")
+
+    def chats(self, session: str) -> list[dict[str, Any]]:
+        """The mirrored session's chat catalogue (``ChatSummary`` items, in the host's order);
+        empty when the session is not mirrored or the version has no chats."""
+        state = self.mirror.state(session) if self.speaks_model else None
+        chats = (state or {}).get("chats")
+        return [c for c in chats if isinstance(c, dict)] if isinstance(chats, list) else []
 
     async def dispose_session(self, channel: str) -> None:
         """Dispose a session on the host and forget it locally."""
@@ -448,19 +527,50 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         return turns
 
     def send_message(self, channel: str, text: str, attachments: Sequence[Mapping[str, Any]] | None = None) -> str:
-        """Start a turn with a user message; returns the fresh turn id."""
+        """Start a turn with a user message; returns the fresh turn id.
+
+        In the model's versions ``channel`` is a chat (a session's URI means its default chat).
+        """
         turn_id = str(uuid.uuid4())
         message: dict[str, Any] = {"text": text}
         if attachments:
             message["attachments"] = [dict(a) for a in attachments]
-        self.dispatch(channel, builders.session_turn_started(turn_id=turn_id, user_message=message))
+        if not self.speaks_model:
+            self.dispatch(channel, legacy_builders.session_turn_started(turn_id=turn_id, user_message=message))
+            return turn_id
+        started_at = iso_timestamp(self._clock()) or "1970-01-01T00:00:00.000Z"
+        message["origin"] = {"kind": "user"}  # a client may only send a user's message
+        self.dispatch(self.chat_of(channel), builders.chat_turn_started(turn_id=turn_id, started_at=started_at, message=message))
         return turn_id
 
     def cancel_turn(self, channel: str, turn_id: str) -> int:
         """Cancel a running turn; returns the clientSeq of the dispatched action."""
-        return self.dispatch(channel, builders.session_turn_cancelled(turn_id=turn_id))
+        if not self.speaks_model:
+            return self.dispatch(channel, legacy_builders.session_turn_cancelled(turn_id=turn_id))
+        chat = self.chat_of(channel)
+        active = (self.mirror.state(chat) or {}).get("activeTurn")
+        started = active.get("startedAt") if isinstance(active, dict) and active.get("id") == turn_id else None
+        started_ms = parse_timestamp(started)
+        duration = max(0, self._clock() - started_ms) if started_ms is not None else 0
+        return self.dispatch(chat, builders.chat_turn_cancelled(turn_id=turn_id, duration=duration))
+
+    def chat_of(self, channel: str) -> str:
+        """The chat a message to ``channel`` goes to: a chat itself, or a session's default chat."""
+        return default_chat_uri(channel) if channel_kind(channel) == "session" else channel
 
     # -- internals -----------------------------------------------------------------
+
+    def _need_model(self, what: str) -> None:
+        if not self.speaks_model:
+            raise AhpClientError(f"{what} need AHP {PROTOCOL_VERSIONS[-1]} or later; this connection speaks "
+                                 f"{self._protocol_version or 'nothing yet'} (initialize with PROTOCOL_VERSIONS)")
+
+    async def _session_named(self, ident: str) -> str:
+        for item in await self.list_sessions():
+            resource = item.get("resource") if isinstance(item, dict) else None
+            if isinstance(resource, str) and resource.endswith(f":/{ident}"):
+                return resource
+        raise HostProtocolError(f"the host created session {ident} but does not list it")
 
     async def _open(self) -> Connection:
         opened: list[Connection] = []
@@ -580,7 +690,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         return {"kind": "snapshot", "dropped": dropped, "replayed": []}
 
     async def _reinitialize(self, subscriptions: list[str]) -> ResumeResult:
-        versions, locale = self._init_options or (("0.2.0",), None)
+        versions, locale = self._init_options or (LEGACY_VERSIONS, None)
         stateful_before = set(self.mirror.channels)
         lost = self.mirror.clear(_LOST_ON_DISCONNECT)
         self._subscriptions.clear()

@@ -4,6 +4,7 @@ Every exception the library raises on purpose derives from ``AhpClientError``::
 
     AhpClientError
     ├── AhpError              the host answered a request with a JSON-RPC error
+    │   └── UnsupportedVersionError  the host serves none of the offered AHP versions
     ├── ConnectionClosedError the socket is gone (or never opened); in-flight
     │                         requests, waiters and event streams fail with it
     ├── HostProtocolError     the host broke the wire protocol (a frame that is
@@ -28,6 +29,7 @@ __all__ = [
     "ConnectionClosedError",
     "HostProtocolError",
     "NotSubscribedError",
+    "UnsupportedVersionError",
     "METHOD_NOT_FOUND",
     "INTERNAL_ERROR",
 ]
@@ -54,6 +56,15 @@ class AhpError(AhpClientError):
         """The host's human-readable message."""
         self.data = data
         """The optional ``data`` member, verbatim (None when absent)."""
+
+
+class UnsupportedVersionError(AhpError):
+    """The host answered ``initialize`` with -32005: it serves none of the offered versions. The
+    message says which it serves (``data["supportedVersions"]``) and what to do."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, data)
+        self.args = (message,)  # the sentence itself, without the code appended
 
 
 class ConnectionClosedError(AhpClientError):

@@ -28,10 +28,13 @@ Invariants:
 * Envelopes for channels the mirror does not hold only advance ``last_server_seq``.
 * Every dispatched action gets exactly one outcome: accepted, rejected, or lost (its
   channel was dropped or the connection went away before the host answered).
+* Which reducers fold the states is the negotiated version's (``client.versions.mirror_model``):
+  the model's own (``ahp.state``) for 0.9.0 and later, the 0.2.0 dialect's for a caller that asked
+  for it. It is chosen while the mirror is empty (``use``) and never mixed.
 * Reducers are never handed our stored dicts to keep: they must not mutate inputs
-  (``ahp.dialects.v0_2.state`` guarantees it) and the mirror never mutates what they return.
+  (``ahp.state`` guarantees it) and the mirror never mutates what they return.
 * Streamed text costs O(1) per token: the confirmed state holds consecutive text appends to one
-  target as a run (``ahp.dialects.v0_2.state.appends.AppendingState``, as the host's store does), reduced as one
+  target as a run (``ahp.state.appends.AppendingState``, as the host's store does), reduced as one
   joined append when the state is read. Reading the state after every token therefore still copies
   the text; a reader that draws at its own pace (the chat client, once per wake-up) pays once per
   draw, not once per token.
@@ -44,17 +47,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ahp.dialects.v0_2.state import channel_kind as v0_2_channel_kind
-from ahp.dialects.v0_2.state import reduce as v0_2_reduce
-from ahp.dialects.v0_2.state.appends import AppendingState
+from ahp.state.appends import AppendingState
+from client.versions import MODEL, MirrorModel
 
 __all__ = ["ActionOutcome", "Mirror", "Reducer", "ChannelKind"]
 
 Reducer = Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]]
-"""``reduce(kind, state, action, now) -> new state`` (the shape of ``ahp.dialects.v0_2.state.reduce``)."""
+"""``reduce(kind, state, action, now) -> new state`` (the shape of ``ahp.state.reduce``)."""
 
 ChannelKind = Callable[[str], "str | None"]
-"""``channel_kind(uri) -> 'root' | 'session' | ... | None`` (``ahp.dialects.v0_2.state.channel_kind``)."""
+"""``channel_kind(uri) -> 'root' | 'session' | ... | None`` (``ahp.state.channel_kind``)."""
 
 OutcomeStatus = Literal["accepted", "rejected", "lost"]
 
@@ -118,11 +120,14 @@ class Mirror:
         *,
         reduce: Reducer | None = None,
         channel_kind: ChannelKind | None = None,
+        model: MirrorModel = MODEL,
     ) -> None:
         self.client_id = client_id
         """Envelopes whose ``origin.clientId`` equals this are our own echoes."""
-        self._reduce: Reducer = reduce or v0_2_reduce
-        self._channel_kind: ChannelKind = channel_kind or v0_2_channel_kind
+        self._model = model
+        self._reduce: Reducer = reduce or model.reduce
+        self._channel_kind: ChannelKind = channel_kind or model.channel_kind
+        self._fixed = reduce is not None
         self._channels: dict[str, _Channel] = {}
         self._last_server_seq = 0
         self._outcomes: OrderedDict[int, ActionOutcome] = OrderedDict()
@@ -180,6 +185,18 @@ class Mirror:
 
     # -- writing ---------------------------------------------------------------
 
+    def use(self, model: MirrorModel) -> None:
+        """Fold with ``model`` from now on (the version a handshake negotiated). Only an empty
+        mirror may change how it folds; a ``reduce`` given to the constructor is kept."""
+        if model is self._model:
+            return
+        if self._channels:
+            raise ValueError("the mirror holds channels folded another way; clear it first")
+        self._model = model
+        self._channel_kind = model.channel_kind
+        if not self._fixed:
+            self._reduce = model.reduce
+
     def note_server_seq(self, server_seq: int) -> None:
         """Record a ``serverSeq`` learnt outside an envelope (e.g. ``InitializeResult``)."""
         if server_seq > self._last_server_seq:
@@ -190,7 +207,7 @@ class Mirror:
         kind = self._kind_of(channel)
         ch = self._channels.get(channel)
         if ch is None:
-            self._channels[channel] = _Channel(AppendingState(kind, state, self._apply), seq=from_seq)
+            self._channels[channel] = _Channel(self._model.holder(kind, state, self._apply), seq=from_seq)
         else:
             ch.confirmed.state, ch.seq, ch.view, ch.at_seq = state, from_seq, None, []
         self.note_server_seq(from_seq)

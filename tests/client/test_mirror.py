@@ -1,10 +1,12 @@
-"""The client mirror on its own: optimistic apply, echoes, rejections, rebases, ordering."""
+"""The client mirror on its own: optimistic apply, echoes, rejections, rebases, ordering (folded
+with the 0.2.0 reducers, whose fixtures these are; the model's fold: tests/client/test_model_client.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from client.mirror import Mirror
+from client.versions import LEGACY, MODEL
 
 from ._states import OTHER_SESSION, SESSION, envelope, queue, queued_ids, session_state, title
 
@@ -13,7 +15,7 @@ THEM = "client-them"
 
 
 def mirror_with_session(seq: int = 10) -> Mirror:
-    mirror = Mirror(ME)
+    mirror = Mirror(ME, model=LEGACY)
     mirror.install_snapshot(SESSION, session_state(), seq)
     return mirror
 
@@ -211,7 +213,7 @@ def test_malformed_envelopes_raise_value_error():
 
 
 def test_snapshots_are_only_accepted_for_state_bearing_channels():
-    mirror = Mirror(ME)
+    mirror = Mirror(ME, model=LEGACY)
     with pytest.raises(ValueError):
         mirror.install_snapshot("ahp-otlp://logs", {}, 1)
 
@@ -236,7 +238,7 @@ def test_streams_of_text_appends_read_at_any_point_give_the_pure_reducers_state(
     rng = random.Random(7)
     for index, case in enumerate(_differential_session_cases()):
         actions = stutter(case["actions"], rng)
-        mirror = Mirror(ME)
+        mirror = Mirror(ME, model=LEGACY)
         mirror.install_snapshot(SESSION, case["initial"], 0)
         confirmed = case["initial"]
         client_seq = 0
@@ -266,7 +268,7 @@ def test_a_long_streamed_answer_is_reduced_once_when_read_not_once_per_token() -
         return reduce(kind, state, action, now)
 
     turn = "turn-1"
-    mirror = Mirror(ME, reduce=counting)
+    mirror = Mirror(ME, reduce=counting, model=LEGACY)
     mirror.install_snapshot(SESSION, session_state(), 0)
     opening = [
         {"type": "session/turnStarted", "turnId": turn, "userMessage": {"text": "hi"}},
@@ -293,3 +295,43 @@ def test_several_actions_sharing_one_server_seq_are_all_applied_once():
     fresh = mirror_with_session(seq=11)  # a snapshot at 11 already holds everything at 11
     fresh.apply_envelope(envelope(SESSION, queue("a", "1"), 11), now=2000)
     assert queued_ids(fresh.state(SESSION)) == []
+
+
+def test_the_models_chat_stream_is_reduced_once_when_read_by_default() -> None:
+    """A mirror folds with the model's reducers unless told otherwise; a chat's streamed text is
+    held as a run there too."""
+    from ahp.state import reduce
+
+    calls = []
+
+    def counting(kind, state, action, now):
+        calls.append(action["type"])
+        return reduce(kind, state, action, now)
+
+    chat, turn = "ahp-chat://side/abc", "turn-1"
+    mirror = Mirror(ME, reduce=counting)
+    mirror.install_snapshot(chat, {"resource": chat, "title": "", "turns": [], "modifiedAt": "2026-01-01T00:00:00.000Z"}, 0)
+    opening = [
+        {"type": "chat/turnStarted", "turnId": turn, "startedAt": "2026-01-01T00:00:01.000Z",
+         "message": {"text": "hi", "origin": {"kind": "user"}}},
+        {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "p1", "content": ""}},
+    ]
+    tokens = [{"type": "chat/delta", "turnId": turn, "partId": "p1", "content": f"w{i} "} for i in range(10_000)]
+    for seq, action in enumerate(opening + tokens, start=1):
+        mirror.apply_envelope(envelope(chat, action, seq), now=5)
+
+    text = mirror.state(chat)["activeTurn"]["responseParts"][0]["content"]
+    assert text == "".join(t["content"] for t in tokens)
+    assert calls == ["chat/turnStarted", "chat/responsePart", "chat/delta", "chat/delta"]
+
+
+def test_a_mirror_changes_its_fold_only_while_empty() -> None:
+    mirror = Mirror(ME)
+    mirror.use(LEGACY)
+    mirror.install_snapshot(SESSION, session_state(), 1)
+    with pytest.raises(ValueError, match="clear it first"):
+        mirror.use(MODEL)
+    mirror.clear()
+    mirror.use(MODEL)
+    mirror.install_snapshot("ahp-chat://side/abc", {"resource": "ahp-chat://side/abc", "turns": []}, 2)
+    assert mirror.channels == ["ahp-chat://side/abc"]

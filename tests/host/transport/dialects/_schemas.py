@@ -150,6 +150,9 @@ class FrameSchema:
             problems = [problem for snapshot in result["snapshots"] for problem in self._snapshot(snapshot, where, kind_of)]
             definition = "InitializeResult" if method == "initialize" else "ReconnectSnapshotResult"
             return [*problems, *self._check({**result, "snapshots": []}, definition, where)]
+        if method == "reconnect" and isinstance(result, dict) and result.get("type") == "replay":
+            problems = [problem for envelope in result.get("actions") or [] for problem in self._envelope(envelope)]
+            return [*problems, *self._check({**result, "actions": []}, "ReconnectReplayResult", where)]
         definition = f"{method[:1].upper()}{method[1:]}Result" if method else ""
         if definition in self.schema["$defs"]:
             return self._check(result, definition, where)
