@@ -150,9 +150,10 @@ the whole conversation again, so this makes a turn's request cost what its new m
 what the session's history does; a few long sessions' messages are kept."""
 
 
-_sent_run: PrefixMemo[Message, dict[str, Any]] = PrefixMemo(_sent, 256)
+_sent_run: PrefixMemo[Message, dict[str, Any]] = PrefixMemo(_sent, 64)
 """The entries of a whole conversation, worked out for the messages added since it was last sent
-only (``ahp.prefix_memo``): no loop in Python over the session's history per model call."""
+only (``ahp.prefix_memo``): no loop in Python over the session's history per model call. The 64
+conversations sent latest are held."""
 
 
 def _content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:

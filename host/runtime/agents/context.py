@@ -76,9 +76,10 @@ def _estimate(message: Message) -> tuple[int]:
     return (chars // _CHARS_PER_TOKEN + images * _IMAGE_TOKENS,)
 
 
-_estimates: PrefixMemo[Message, int] = PrefixMemo(_estimate, 256)
+_estimates: PrefixMemo[Message, int] = PrefixMemo(_estimate, 64)
 """A conversation's estimates, message by message, worked out for the messages added since it was
-last estimated only (``ahp.prefix_memo``): a long session's request costs what its new messages do."""
+last estimated only (``ahp.prefix_memo``): a long session's request costs what its new messages do.
+The 64 conversations asked about latest are held (as many as an agent keeps, ``kept_past``)."""
 
 
 def estimate_messages(messages: Sequence[Message]) -> int:
