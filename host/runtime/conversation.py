@@ -33,6 +33,7 @@ import base64
 import binascii
 import json
 import mimetypes
+import operator
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +62,7 @@ __all__ = [
     "rebuild_turn",
     "history",
     "repair",
+    "repair_after",
     "steering_note",
     "partial_reply",
     "ATTACHMENT_TEXT_LIMIT",
@@ -434,3 +436,14 @@ def _cancelled_results(message: AssistantMessage) -> ToolResultsMessage:
     return ToolResultsMessage(
         results=tuple(ToolResult.of(c.tool_call_id, c.tool_name, _CANCELLED_RESULT, is_error=True) for c in message.tool_calls)
     )
+
+
+def repair_after(repaired: Sequence[Message], messages: Sequence[Message]) -> list[Message]:
+    """``repair(messages)`` when ``messages`` begins with ``repaired``, a list ``repair`` returned:
+    only what follows it is folded again (the fold's state after ``repaired`` is its last message),
+    so a turn's model calls cost what the turn added, not the whole conversation. Whether
+    ``messages`` begins with ``repaired`` is checked by identity; otherwise it is ``repair``."""
+    count = len(repaired)
+    if not count or len(messages) < count or not all(map(operator.is_, messages[:count], repaired)):
+        return repair(messages)
+    return [*repaired[:-1], *repair([repaired[-1], *messages[count:]])]

@@ -8,10 +8,11 @@ back: Chat Completions has no portable way to replay it (DeepSeek even rejects i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from ahp.identity_memo import IdentityMemo
+from ahp.prefix_memo import PrefixMemo
 
 from .._events import TypedEventStream
 from .._sse import RawEventStream
@@ -115,9 +116,11 @@ def build_messages(request: ModelRequest, *, shared: bool = False) -> list[dict[
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    entries: Callable[[Message], list[dict[str, Any]]] = _sent if shared else _entries
+    if shared:
+        out += _sent_run(request.messages)
+        return out
     for message in request.messages:
-        out += entries(message)
+        out += _entries(message)
     return out
 
 
@@ -145,6 +148,12 @@ _sent = IdentityMemo(_entries, 16_384)
 """``_entries`` once per message sent (``ahp.identity_memo``: messages are frozen). Every turn sends
 the whole conversation again, so this makes a turn's request cost what its new messages cost, not
 what the session's history does; a few long sessions' messages are kept."""
+
+
+_sent_run: PrefixMemo[Message, dict[str, Any]] = PrefixMemo(_sent, 64)
+"""The entries of a whole conversation, worked out for the messages added since it was last sent
+only (``ahp.prefix_memo``): no loop in Python over the session's history per model call. The 64
+conversations sent latest are held."""
 
 
 def _content(content: tuple[UserContent, ...]) -> str | list[dict[str, Any]]:

@@ -1,9 +1,10 @@
 """Keeping a session within its model's context window: older turns become a summary.
 
 Contract (``Compaction``, one per agent, over the host's ``TranscriptStore``):
-* ``past(session, finished)``: the finished turns as the model is sent them: a compaction's
-  summary replaces the turns it covers (their transcripts stay on disk), later turns follow word
-  for word.
+* ``past(session, finished, kept=None)``: the finished turns as the model is sent them, repaired
+  (``host.runtime.conversation.repair``): a compaction's summary replaces the turns it covers
+  (their transcripts stay on disk), later turns follow word for word. With ``kept`` (the chat's
+  ``KeptPast``, which outlives the turn) only the turns finished since the last call are built.
 * ``budget(spec)``: the tokens a request may use before older turns are compacted
   (``compact_at`` of the context window), or None when the model's window is unknown.
 * ``compact(ctx, provider, model_id, spec, finished, keep=, focus=, through=)``: summarise the
@@ -23,6 +24,7 @@ from typing import Any
 
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.context import compaction_request, elide_old_tool_results, estimate_messages, summary_message
+from host.runtime.agents.kept_past import KeptPast
 from host.runtime.agents.models import ModelSpec, TurnSettings
 from host.runtime.conversation import history, repair
 from host.state.transcripts import TranscriptStore
@@ -37,12 +39,16 @@ class Compaction:
         self._settings = settings
         self._notify = notify
 
-    def past(self, session: str, finished: list[dict[str, Any]]) -> list[Message]:
+    def past(self, session: str, finished: list[dict[str, Any]], kept: KeptPast | None = None) -> list[Message]:
         transcripts = self._transcripts()
         ids = [str(t.get("id")) for t in finished]
         found = transcripts.compaction(session, ids)
-        start, prefix = (found[0] + 1, [summary_message(found[1])]) if found else (0, [])
-        return [*prefix, *history(finished[start:], transcripts.load(session, ids[start:]))]
+        prefix: list[Message] = [summary_message(found[1])] if found else []
+        start = found[0] + 1 if found else 0
+        stored = transcripts.load(session, ids[start:])
+        if kept is not None:
+            return kept.conversation(finished[start:], stored, (found, prefix))
+        return repair([*prefix, *history(finished[start:], stored)])
 
     def budget(self, spec: ModelSpec) -> int | None:
         if not spec.context_window or not self._settings.compact_at:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ahp.identity_memo import IdentityMemo
+from ahp.prefix_memo import PrefixMemo
 from providers import ModelRequest, ToolResult, ToolResultsMessage, UserMessage
 from providers.messages import Message, MessageAdapter
 
@@ -70,12 +71,19 @@ frozen). Every request is estimated over the whole conversation, so this makes a
 estimate cost what its new messages cost; a few long sessions' messages are kept."""
 
 
+def _estimate(message: Message) -> tuple[int]:
+    chars, images = _chars(message)
+    return (chars // _CHARS_PER_TOKEN + images * _IMAGE_TOKENS,)
+
+
+_estimates: PrefixMemo[Message, int] = PrefixMemo(_estimate, 64)
+"""A conversation's estimates, message by message, worked out for the messages added since it was
+last estimated only (``ahp.prefix_memo``): a long session's request costs what its new messages do.
+The 64 conversations asked about latest are held (as many as an agent keeps, ``kept_past``)."""
+
+
 def estimate_messages(messages: Sequence[Message]) -> int:
-    total = 0
-    for message in messages:
-        chars, images = _chars(message)
-        total += chars // _CHARS_PER_TOKEN + images * _IMAGE_TOKENS
-    return total
+    return sum(_estimates(messages))
 
 
 def estimate_tokens(request: ModelRequest) -> int:

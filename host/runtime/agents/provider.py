@@ -104,6 +104,8 @@ class ProviderAgent:
         """How a turn waits before a retry (tests pass one that does not)."""
         self.meters: dict[str, TokenMeter] = {}
         """Per session: what the last model call really used (for the next request's estimate)."""
+        self.pasts: dict[str, Any] = {}
+        """Per chat: the conversation of finished turns its last turn sent (``KeptPast``, of the turn loop)."""
         self._background: set[asyncio.Task[Any]] = set()
         self._loading: asyncio.Future[None] | None = None
         """The turn loop's import in a worker thread, from the first session made on this agent."""
@@ -156,7 +158,7 @@ class ProviderAgent:
         needs = turn.TurnNeeds(
             source=self.source, settings=self.settings, environment=self.environment, transcripts=self.transcripts,
             tools=tuple(self.tools.values()), models=tuple(self.models), agent_name=self.display_name,
-            meters=self.meters, key_hint=self.key_hint, sleep=self.sleep, spawn=self.spawn,
+            meters=self.meters, pasts=self.pasts, key_hint=self.key_hint, sleep=self.sleep, spawn=self.spawn,
         )
         await turn.ProviderTurn(needs, ctx).run()
 

@@ -31,13 +31,14 @@ from host.runtime.agents.budget import ContextBudget
 from host.runtime.agents.compaction import Compaction
 from host.runtime.agents.context import COMPACT_COMMAND, TokenMeter
 from host.runtime.agents.environment import TurnEnvironment
+from host.runtime.agents.kept_past import KeptPast, kept_for
 from host.runtime.agents.models import ModelSpec, ProviderSource, TurnSettings, model_for, request_options
 from host.runtime.agents.replay import DEMO_LABEL, DEMO_NOTICE, recorded_label
 from host.runtime.agents.retries import retry_after, too_long
 from host.runtime.agents.session_source import ReplayedCancelError
 from host.runtime.agents.titles import make_title
 from host.runtime.agents.tool_runs import BANG_COMMAND, TurnTools
-from host.runtime.conversation import partial_reply, repair, steering_note, to_user_message
+from host.runtime.conversation import partial_reply, repair, repair_after, steering_note, to_user_message
 from host.runtime.turns import turn_duration
 from host.state.sessions import DEFAULT_TITLE
 from host.state.transcripts import TranscriptStore
@@ -75,6 +76,8 @@ class TurnNeeds:
     """The agent's display name, for "no model configured"."""
     meters: dict[str, TokenMeter]
     """The agent's, per chat: what the last model call really used (outlives the turn)."""
+    pasts: dict[str, KeptPast]
+    """The agent's, per chat: the conversation of finished turns the last turn sent (outlives the turn)."""
     key_hint: str | None
     """Where the key comes from, for authentication errors."""
     sleep: Callable[[float], Any]
@@ -158,6 +161,13 @@ class ProviderTurn:
             _notify(ctx, note)
         self.messages.append(user)
         options = request_options(ctx.model, spec, self.needs.source.api, settings.max_tokens)
+        kept = kept_for(self.needs.pasts, ctx.chat)
+        latest_past: list[list[Message]] = [[]]
+
+        def past() -> list[Message]:
+            # Repaired already: each model call folds only what this turn added after it.
+            latest_past[0] = self.compaction.past(ctx.session, finished, kept)
+            return latest_past[0]
 
         def compose(messages: Sequence[Message], offered: dict[str, Tool]) -> ModelRequest:
             # Built from models and values that are valid already: validating the request would
@@ -165,7 +175,7 @@ class ProviderTurn:
             return ModelRequest.model_construct(
                 model=model_id,
                 system=environment.system_prompt(ctx, settings.system_prompt),
-                messages=tuple(repair(messages)),
+                messages=tuple(repair_after(latest_past[0], messages)),
                 tools=tuple(_definitions(offered)),
                 max_tokens=options.get("max_tokens", settings.max_tokens),
                 anthropic=options.get("anthropic", AnthropicOptions()),
@@ -177,7 +187,7 @@ class ProviderTurn:
             return await self._compact(provider, model_id, spec, finished, keep=keep, focus=None)
 
         budget = ContextBudget(
-            messages=self.messages, compose=compose, past=lambda: self.compaction.past(ctx.session, finished),
+            messages=self.messages, compose=compose, past=past,
             compact=compact, notify=lambda text: _notify(ctx, text),
             meter=self.needs.meters.setdefault(ctx.chat, TokenMeter()), limit=self.compaction.budget(spec),
             keep_recent=settings.keep_recent_turns,

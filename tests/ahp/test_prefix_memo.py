@@ -1,0 +1,55 @@
+"""The parts of a sequence kept for the sequences asked about before are the parts worked out
+whole (ahp.prefix_memo), and only the elements after the shared prefix are worked out again."""
+
+from __future__ import annotations
+
+from ahp.prefix_memo import PrefixMemo
+
+
+class Item:
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+def _memo(asked: list[int], held: int = 8) -> PrefixMemo[Item, int]:
+    def parts(item: Item) -> list[int]:
+        asked.append(item.value)
+        return [item.value] * (item.value % 3)  # none, one or two parts an element
+
+    return PrefixMemo(parts, held)
+
+
+def _whole(items: list[Item]) -> list[int]:
+    return [part for item in items for part in [item.value] * (item.value % 3)]
+
+
+def test_a_growing_sequence_works_out_only_what_was_added() -> None:
+    asked: list[int] = []
+    memo = _memo(asked)
+    items = [Item(n) for n in range(1, 7)]
+    assert memo(items[:3]) == _whole(items[:3])
+    assert memo(items) == _whole(items)
+    assert asked == [1, 2, 3, 4, 5, 6]  # the last three only, the second time
+    assert memo(items) == _whole(items) and asked == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_sequence_that_goes_its_own_way_reuses_the_shared_prefix_only() -> None:
+    asked: list[int] = []
+    memo = _memo(asked)
+    items = [Item(n) for n in range(1, 6)]
+    memo(items)
+    asked.clear()
+    other = [*items[:3], Item(5), Item(7)]  # equal-looking, but other objects after the third
+    assert memo(other) == _whole(other)
+    assert asked == [5, 7]
+    asked.clear()
+    assert memo(items[:2]) == _whole(items[:2]) and asked == []  # a shorter one: a prefix of what was kept
+    assert memo([Item(4), *items]) == _whole([Item(4), *items])  # another first element: worked out whole
+    assert memo([]) == []
+
+
+def test_it_holds_the_latest_first_elements_only() -> None:
+    memo = _memo([], held=2)
+    for _ in range(5):
+        memo([Item(1)])
+    assert len(memo) == 2
