@@ -61,6 +61,9 @@ created channel's ``{"kind", "state"}``; the caller's future (None for ``created
 class ClusterLog:
     """The ordered log of one process of a cluster (see the module docstring)."""
 
+    answers_later = True
+    """``append`` returns an awaitable: the store finishes each action when it resolves."""
+
     def __init__(self, url: str, *, holder: str | None = None, timeout: float = 10.0, **options: Any) -> None:
         self.timeout = timeout
         self._io = asyncio.new_event_loop()

@@ -24,6 +24,9 @@ Invariants (each part states its own; these are the ones of the composition):
   It is serialised exactly once, by the log's ``append``: the log keeps that JSON and every
   subscriber of the store's own shapes gets that frame (``host.state.fanout`` for the others).
   ``replace`` is the one change that reaches no subscriber (start-up only).
+  A log whose ``append`` answers later (``answers_later``, a networked one) has each action
+  reduced at once and finished, fan-out and observers, when its number comes, in ``serverSeq``
+  order; an action it refuses is undone and its client told (``host.state.awaiting``).
 * ``seq`` is the log's: it only grows, across restarts too.
 * Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``: ``STREAMED``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
@@ -46,6 +49,7 @@ from typing import Any, Protocol, cast
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import TEXT_APPENDS
 from host.state import fanout
+from host.state.awaiting import Awaiting, Pending
 from host.state.channels import ROOT, STREAMED, Channel, reduce
 from host.state.embedded_log import REPLAY_CHARS, SNAPSHOT_CHARS, EmbeddedLog
 from host.state.fanout import Change, Subscriber, Translator, fan_out
@@ -106,9 +110,10 @@ class Store:
         self._embedded = log if isinstance(log, EmbeddedLog) else None
         """The log when it is the embedded one: older turns are paged from its journal's rows."""
         self._answering = cast(_AnsweringLog, log)
-        """The log as ``dispatch`` calls it: it takes ``append``'s answer at once. A log that answers
-        later (an awaitable, ``host.state.log``) needs ``dispatch`` to finish an envelope when its
-        number comes, which is not written yet."""
+        """The log as ``dispatch`` calls it when it answers at once (the embedded log)."""
+        self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
+        """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
+        number (``host.state.awaiting``); None for a log that answers at once."""
         self._channels: dict[str, Channel] = {ROOT: Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -134,6 +139,12 @@ class Store:
     def seq(self) -> int:
         """The last ``serverSeq`` (the log's)."""
         return self.log.seq
+
+    @property
+    def answers_later(self) -> bool:
+        """Whether the log numbers an action after ``dispatch`` returns (a networked log): then an
+        envelope's ``serverSeq`` is 0 until it is sent, and the log may refuse it."""
+        return self._awaiting is not None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -259,9 +270,14 @@ class Store:
                 removed(channel)
         self._older_turns.forget(channel, removed=True)
 
-    def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
+                 on_refused: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Apply an accepted action, log it (which numbers it) and send it to every subscriber of
-        ``channel``."""
+        ``channel``. With a log that answers later the envelope's ``serverSeq`` is set, and it is
+        sent and observed, once the log numbered it; ``on_refused(reason)`` is called if the log
+        refuses it instead (the client that dispatched it is told, in its own version's shapes)."""
+        if self._awaiting is not None:
+            return self._dispatch_later(channel, action, origin, on_refused)
         entry = self._channels[channel]
         if channel in self._older:
             self._older_turns.before_apply(channel, action)
@@ -302,6 +318,65 @@ class Store:
                 except Exception:
                     logger.exception("store token observer failed on %s", action.get("type"))
         return envelope
+
+    def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None,
+                        on_refused: Callable[[str], None] | None) -> dict[str, Any]:
+        """``dispatch`` over a log that answers later: reduce now, finish in ``_numbered`` (every
+        state is read: a network round trip per tick dwarfs reducing a pending run)."""
+        assert self._awaiting is not None
+        entry = self._channels[channel]
+        if channel in self._older:
+            self._older_turns.before_apply(channel, action)
+        now = self._clock()
+        before = entry.state
+        if entry.apply(action, now):
+            self._changed.add(channel)
+        after = entry.state
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
+        if origin is not None:
+            envelope["origin"] = origin
+        answer = cast(Any, self.log.append(channel, now, envelope))
+        self._awaiting.add(Pending(channel, entry, envelope, before, after, answer, on_refused))
+        return envelope
+
+    def _numbered(self, pending: Pending) -> None:
+        """An action the log numbered (in ``serverSeq`` order): to its subscribers and observers."""
+        channel, entry, envelope = pending.channel, pending.entry, pending.envelope
+        action = envelope["action"]
+        assert pending.frame is not None
+        if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
+            fan_out(entry, envelope, pending.frame, Change(pending.before, pending.after, self))
+        streamed = action.get("type") in STREAMED
+        for observer in tuple(self.observers) if streamed else (*self.observers, *self.change_observers):
+            try:
+                observer(channel, pending.before, pending.after, envelope)
+            except Exception:
+                logger.exception("store observer failed on %s", action.get("type"))
+        if streamed:
+            for token_observer in tuple(self.token_observers):
+                try:
+                    token_observer(channel, envelope)
+                except Exception:
+                    logger.exception("store token observer failed on %s", action.get("type"))
+
+    def _refused(self, pending: Pending, reason: str) -> None:
+        """The log refused an action (its state is undone already): whoever dispatched it is told,
+        and the rejection observers hear of it."""
+        self._changed.add(pending.channel)
+        action = pending.envelope["action"]
+        if pending.on_refused is None:
+            logger.warning("%s on %s refused by the log: %s", action.get("type"), pending.channel, reason)
+        else:
+            try:
+                pending.on_refused(reason)
+            except Exception:
+                logger.exception("telling a client of a refused %s failed", action.get("type"))
+        client = str((pending.envelope.get("origin") or {}).get("clientId") or "")
+        for observer in tuple(self.rejection_observers):
+            try:
+                observer(pending.channel, action, client)
+            except Exception:
+                logger.exception("store rejection observer failed on %s", action.get("type"))
 
     def reject(
         self, channel: str, action: Any, origin: dict[str, Any], reason: str, to: Subscriber,

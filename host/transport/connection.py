@@ -425,7 +425,15 @@ class ClientConnection:
                     return
             if store.kind(target) == "chat":
                 lifted = recorded_answer(lifted, store.state(target) or {}, self.grant, client_id)
-            store.dispatch(target, lifted, origin)
+            refused = self._told_refused(channel, action, origin) if store.answers_later and not index else None
+            store.dispatch(target, lifted, origin, refused)
+
+    def _told_refused(self, channel: str, action: Any, origin: dict[str, Any]) -> Callable[[str], None]:
+        """What the store calls if its log refuses this client's action (a networked log: another
+        process runs the session, or the log cannot be reached): the client gets its rejection, the
+        action as it sent it. The store's rejection observers hear of it from the store."""
+        sent = action if isinstance(action, dict) else {}
+        return lambda reason: self.host.store.reject(channel, sent, origin, reason, self, internal=[])
 
     def _internal_form(self, channel: str, action: Any) -> list[tuple[str, Any]] | None:
         """A refused action as the store's model has it, for the rejection observers."""

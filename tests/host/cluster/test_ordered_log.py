@@ -174,3 +174,34 @@ async def test_a_store_over_the_cluster_log_recovers_what_another_process_logged
     assert store.kind(CHAT) == "chat" and store.state(CHAT) == {"turns": [], "summary": {}}
     assert store.seq == last["serverSeq"]
     assert await store.replay(counts[0]["serverSeq"], [ROOT]) == [counts[1], last]  # type: ignore[misc]
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def send(self, text: str) -> None:
+        self.texts.append(text)
+
+
+async def test_a_store_over_the_cluster_log_sends_only_acknowledged_frames_and_undoes_what_another_owner_refuses(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    other = open_log(nats_server, logs, "other")
+    await other.append(CHAT, 0, envelope(0))  # "other" runs the session
+    store = Store({"agents": []}, clock=lambda: 3, log=open_log(nats_server, logs, "here"))
+    store.create(SESSION, "session", {"title": "old"})
+    root_sink, session_sink = Sink(), Sink()
+    store.subscribe(ROOT, root_sink)
+    store.subscribe(SESSION, session_sink)
+    told: list[str] = []
+    counted = store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 4})
+    store.dispatch(SESSION, {"type": "session/titleChanged", "title": "new"}, {"clientId": "c", "clientSeq": 1}, told.append)
+    assert root_sink.texts == [] and counted["serverSeq"] == 0  # nothing leaves before the stream numbered it
+    assert store.state(SESSION)["title"] == "new"  # type: ignore[index]  # reduced at once
+    durable = asyncio.get_running_loop().create_future()
+    store.when_durable(lambda: durable.set_result(None))
+    await asyncio.wait_for(durable, 10)
+    await asyncio.sleep(0)
+    assert counted["serverSeq"] > 1 and root_sink.texts == [action_frame(counted)[1]]
+    assert told and "other" in told[0]  # the session's owner refused it: the client is told who runs it
+    assert store.state(SESSION)["title"] == "old" and session_sink.texts == []  # type: ignore[index]  # undone, seen by nobody
