@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
                 args,
                 {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": args.token},
                 True if args.record else None,
+                args.cluster,
             )
         data_dir = config.data_path()
         with _data_lock(data_dir):

@@ -72,6 +72,10 @@ class ClusterLog:
         try:
             self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
             self._seq = self._call(self.core.last_seq())
+        except LogUnavailable as error:
+            self._stop_thread()
+            raise LogUnavailable(f"cannot reach NATS at {url} within {timeout:g} s: is the server running, "
+                                 "and is [cluster] url (or --cluster) its address?") from error
         except BaseException:
             self._stop_thread()
             raise
@@ -98,6 +102,16 @@ class ClusterLog:
             raise LogUnavailable(f"NATS did not answer within {self.timeout:g} s") from error
 
     def _stop_thread(self) -> None:
+        async def cancel_the_rest() -> None:  # e.g. a connect still retrying: ended, not left pending
+            others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(cancel_the_rest(), self._io).result(self.timeout)
+        except Exception:  # stopping anyway
+            pass
         self._io.call_soon_threadsafe(self._io.stop)
         self._thread.join(self.timeout)
         if not self._thread.is_alive():

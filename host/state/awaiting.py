@@ -76,9 +76,17 @@ class Awaiting:
         self._queue: deque[Pending] = deque()
         self._finish = finish
         self._refuse = refuse
+        self._idle: list[asyncio.Future[None]] = []
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    async def idle(self) -> None:
+        """Return once no action waits for its number (at once when none does)."""
+        while self._queue:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._idle.append(waiter)
+            await waiter
 
     def add(self, pending: Pending) -> None:
         self._queue.append(pending)
@@ -122,6 +130,11 @@ class Awaiting:
             ready.append(queue.popleft())
         if not ready:
             return
+        if not queue and self._idle:
+            idle, self._idle = self._idle, []
+            for waiter in idle:
+                if not waiter.done():
+                    waiter.set_result(None)
         ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
         for pending in ready:
             if pending.dropped:

@@ -448,6 +448,29 @@ class Store:
             return None
         return self.log.replay(since, wanted)  # type: ignore[return-value]  # the embedded log answers at once
 
+    async def replay_settled(self, since: int, channels: Iterable[str], tries: int = 5) -> list[dict[str, Any]] | None:
+        """``replay`` over a log that answers later, read so that a subscriber registered right
+        after it returns misses nothing and gets nothing twice: it returns at a moment when no
+        action of this process waits for its number and none was numbered after what it read. None
+        (the client gets snapshots, which is always right) when the log's window has a gap, or when
+        the moment did not come in ``tries`` rounds."""
+        wanted = list(channels)
+        out: list[dict[str, Any]] = []
+        last = since
+        read: Any = self.replay(since, wanted)
+        for _ in range(tries):
+            got = await read if read is not None and not isinstance(read, list) else read
+            if got is None:
+                return None
+            out.extend(got)
+            last = max([last, *(envelope["serverSeq"] for envelope in got)])
+            if self._awaiting is not None and len(self._awaiting):
+                await self._awaiting.idle()
+            if (self._awaiting is None or not len(self._awaiting)) and self.seq <= last:
+                return out  # checked in the same step as the caller's subscribing
+            read = self.replay(last, wanted) if self.seq > last else []
+        return None
+
     # -- durability (the log's) ----------------------------------------------------------------
 
     def recover(self) -> None:

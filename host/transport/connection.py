@@ -299,7 +299,9 @@ class ClientConnection:
             if internal:
                 resumable[uri] = internal
         missing = [uri for uri in wanted if uri not in resumable]
-        replayed = store.replay(int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal])
+        since, channels = int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal]
+        # A networked log reads from the stream (store.answers_later): awaited, then subscribed in one step.
+        replayed = await store.replay_settled(since, channels) if store.answers_later else store.replay(since, channels)
         self._present(self.client_id)
         shown = dialect.replayed(self.host, replayed) if replayed is not None else None
         if shown is None:
