@@ -30,9 +30,12 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   snapshot's sequence, and ``seq`` then the stream's last.
 * ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
 
-What this log does not do (the port has no member for it, see the report in the cluster section of
-README.md): deliver the appends of *other* processes to this store as they happen
-(``JetStreamLog.follow`` can; the store has no entry for them), keep a chat's turns paged out of its
+* ``follow(deliver)`` (an optional member of the port): every record *other* processes append
+  from ``seq`` on is handed to ``deliver`` on the caller's loop, in log order (``Store.take_in``
+  folds it in and sends it to this process's subscribers); records of groups this process owns are
+  its own and skipped, as are owner markers.
+
+What this log does not do (see the cluster section of README.md): keep a chat's turns paged out of its
 state (those live in the SQLite journal's rows: a snapshot with such rows is refused with
 ``LogError``), and choose which process runs a session (the first to append claims it).
 """
@@ -87,6 +90,8 @@ class ClusterLog:
         self._waiting: list[Callable[[], None]] = []
         self._holders: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._unfollow: Callable[[], Awaitable[None]] | None = None
+        """Stops ``follow``'s subscription."""
         self.failures: list[LogError] = []
         """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
 
@@ -245,6 +250,25 @@ class ClusterLog:
         return [record.body for record in await self.core.read(since, channels)
                 if record.kind == "action" and record.body is not None]
 
+    def follow(self, deliver: Callable[[LogRecord], None]) -> None:
+        """Call ``deliver`` on the caller's loop with every record other processes append from now
+        on (after ``seq``), in log order: the records of groups this process owns are its own, and
+        owner markers are skipped. ``seq`` follows them. Stopped by ``close``."""
+        loop = asyncio.get_running_loop()
+
+        def take(record: Any) -> None:
+            if record.kind == "owner" or self.core.owns(group_of(record.channel)):
+                return
+            seq = record.seq if record.kind == "action" else None
+            loop.call_soon_threadsafe(self._deliver, deliver, LogRecord(record.kind, record.channel, seq, record.now, record.body),
+                                      record.seq)
+
+        self._unfollow = self._call(self.core.follow(self._seq, take))
+
+    def _deliver(self, deliver: Callable[[LogRecord], None], record: LogRecord, seq: int) -> None:
+        self._seq = max(self._seq, seq)
+        deliver(record)
+
     def recover(self) -> Recovery:
         return self._call(self._recover())
 
@@ -316,6 +340,12 @@ class ClusterLog:
 
     def close(self) -> None:
         try:
+            unfollow = self._unfollow
+            if unfollow is not None:
+                async def stop_following() -> None:
+                    await unfollow()
+
+                self._call(stop_following())
             self._call(self.core.close())
         finally:
             self._stop_thread()

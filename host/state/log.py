@@ -57,6 +57,10 @@ what ``Networked`` says and stay within the contract):
   the rows of a chat's turns older than its state). Embedded: incremental snapshots in the
   journal's tables, written in small steps in the background. ``snapshotting`` is true while a
   snapshot's plans are out (a chat's older turns may not move meanwhile: ``host.state.older_turns``).
+* ``follow(deliver)``, optional (absent: one process writes the log): hand ``deliver`` every record
+  other processes append from ``seq`` on, as a :class:`LogRecord`, in log order, on the store's
+  loop; the store folds them in and sends them to its subscribers (``Store.take_in``), without its
+  observers (what an action causes is the owner's business).
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 

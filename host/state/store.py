@@ -54,7 +54,7 @@ from host.state.channels import ROOT, STREAMED, Channel, reduce
 from host.state.embedded_log import REPLAY_CHARS, SNAPSHOT_CHARS, EmbeddedLog
 from host.state.fanout import Change, Subscriber, Translator, fan_out
 from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan
-from host.state.log import OrderedLog
+from host.state.log import LogRecord, OrderedLog
 from host.state.older_turns import OlderTurns
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
@@ -507,6 +507,52 @@ class Store:
                 if "turnsNextCursor" in entry.shape:  # every turn is in the state again
                     entry.state = {key: value for key, value in entry.state.items() if key != "turnsNextCursor"}
                 self._older_turns.trim(uri)
+
+    def follow(self) -> bool:
+        """Take in what other processes append to a shared log from now on (``take_in``), when
+        the log can deliver it (its optional ``follow``); whether it can. After ``recover``."""
+        follow = getattr(self.log, "follow", None)
+        if follow is None:
+            return False
+        follow(self.take_in)
+        return True
+
+    def take_in(self, record: LogRecord) -> None:
+        """Fold a record another process appended to the shared log into this store, in log order,
+        and send an action to this process's subscribers of its channel (the log's frame). Its
+        observers are not called: what an action causes is the business of the process that runs
+        its session. A channel appearing or going away is taken in the same way, unlogged."""
+        channel = record.channel
+        if record.kind == "created":
+            body = record.body or {}
+            entry = self._channels.get(channel)
+            if entry is None:
+                self._channels[channel] = Channel(body["kind"], body["state"])
+            else:
+                entry.state = body["state"]
+            self._changed.add(channel)
+            self._removed.discard(channel)
+        elif record.kind == "removed":
+            gone = self._channels.pop(channel, None) if channel != ROOT else None
+            if gone is not None:
+                self._changed.discard(channel)
+                self._removed.add(channel)
+                for subscriber in fanout.everyone(gone):
+                    removed = getattr(subscriber, "channel_removed", None)
+                    if removed is not None:
+                        removed(channel)
+        elif record.kind == "action" and record.body is not None:
+            entry = self._channels.get(channel)
+            if entry is None:
+                return
+            envelope = record.body
+            translated = entry.translated
+            before = entry.state if translated else None
+            if entry.apply(envelope["action"], record.now or 0):
+                self._changed.add(channel)
+            if entry.subscribers or translated:
+                change = Change(before, entry.state, self) if translated else self._unread
+                fan_out(entry, envelope, action_frame(envelope)[1], change)
 
     def snapshot_now(self) -> None:
         """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""

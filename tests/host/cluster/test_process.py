@@ -1,7 +1,9 @@
-"""``agent-host serve --cluster``: a real host process on a real nats-server (the wheel's), its
+"""``agent-host serve --cluster``: real host processes on a real nats-server (the wheel's), their
 ordered log the JetStream stream. A client runs a turn, the process is killed with SIGKILL and
 started again on its data directory, and the client, reconnecting with ``lastSeenServerSeq``, is
-replayed what it missed and converges with a new client's snapshot."""
+replayed what it missed and converges with a new client's snapshot; a second process shows its
+clients (AHP 0.2.0 and 0.9.0) the sessions and turns the first runs; a dispatch there for a session
+the first runs is refused, not forwarded (not written yet)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,21 @@ import re
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
+from websockets.asyncio.client import connect
+
+from ahp import state as internal
+from ahp.state import default_chat_uri
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.process import process_name
 from host.config import ClusterConfig
 from tests.conftest import TOKEN
+from tests.host.test_vscode import Peer
+from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
 
 ROOT = "ahp-root://"
 REPO = Path(__file__).resolve().parents[3]
@@ -154,3 +163,100 @@ def test_a_credentials_file_that_does_not_exist_is_named(tmp_path: Path, nats_se
     result = run_serve("--data-dir", str(tmp_path / "data"), "--config", str(config))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "cluster.credentials" in result.stderr and "missing.creds" in result.stderr
+
+
+async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_and_turns_run_by_the_first(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    first = ClusterHost(tmp_path / "one", config, nats_server.url)
+    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    try:
+        await first.start()
+        await second.start()
+        here = await AhpClient.connect(first.url)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session()
+        there = await AhpClient.connect(second.url)
+        await there.initialize(subscriptions=[ROOT])
+        for _ in range(200):  # the second process takes the session in as the stream delivers it
+            if [s["resource"] for s in await there.list_sessions()] == [session]:
+                break
+            await asyncio.sleep(0.05)
+        assert [s["resource"] for s in await there.list_sessions()] == [session]
+        await there.subscribe(session)
+        here.send_message(session, "run on the first, watched from the second")
+        await there.wait_for(lambda m, e: len((there.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        assert unclocked(there.state(session)) == unclocked(here.state(session))
+        assert there.state(ROOT) == here.state(ROOT)  # one root state
+
+        # Not forwarded yet: a dispatch on the second process for the session the first runs is
+        # refused, and its client told who runs it; nobody's state changes.
+        outcome = await there.outcome(there.dispatch(session, {"type": "session/titleChanged", "title": "from afar"}))
+        assert not outcome.accepted
+        assert process_name(ClusterConfig(), tmp_path / "one") in str(outcome.reason)
+        await here.ping()
+        assert (here.state(session) or {})["summary"]["title"] != "from afar"
+        await here.close()
+        await there.close()
+    finally:
+        printed = first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_converge_on_one_turn(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    first = ClusterHost(tmp_path / "one", config, nats_server.url)
+    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    try:
+        await first.start()
+        await second.start()
+        ident = str(uuid.uuid4())
+        session, old_name = f"offline:/{ident}", f"ahp-session:/{ident}"
+        chat = default_chat_uri(session)
+        new = Peer(await connect(first.url, max_size=None))
+        await new.initialize("client-09", ["0.9.0"])
+        created = await new.request("createSession", {"channel": session})
+        assert created.get("error") is None, created
+        chat_snapshot = (await new.request("subscribe", {"channel": chat}))["result"]["snapshot"]
+
+        old = await AhpClient.connect(second.url)  # AHP 0.2.0, on the other process
+        await old.initialize(subscriptions=[ROOT])
+        for _ in range(200):
+            if old_name in [s["resource"] for s in await old.list_sessions()]:
+                break
+            await asyncio.sleep(0.05)
+        await old.subscribe(old_name)
+
+        turn_id = str(uuid.uuid4())
+        await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+            "channel": chat, "clientSeq": 1,
+            "action": {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-11-26T00:00:00.000Z",
+                       "message": {"text": "Say hello", "origin": {"kind": "user"}}}}})
+        await new.until(lambda: any(a["action"]["type"] == "chat/turnComplete" for a in new.actions()) or None, timeout=30)
+        await old.wait_for(lambda m, e: len((old.state(old_name) or {}).get("turns") or []) == 1, timeout=30)
+        await new.request("ping", {"channel": ROOT})
+
+        # The second process holds what the first does: a 0.9.0 snapshot taken there equals the
+        # 0.9.0 client's mirror on the first; the 0.2.0 mirror there equals a 0.2.0 snapshot here.
+        afar = Peer(await connect(second.url, max_size=None))
+        await afar.initialize("client-09-afar", ["0.9.0"])
+        held_there = (await afar.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        mirror = mirrored(new, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
+        assert mirror == held_there and mirror["turns"][0]["id"] == turn_id
+        near = await AhpClient.connect(first.url)
+        await near.initialize(subscriptions=[ROOT, old_name])
+        assert without_clock(old.state(old_name)) == without_clock(near.state(old_name))
+        assert old.state(old_name)["turns"][0]["userMessage"]["text"] == "Say hello"  # type: ignore[index]
+        for peer in (new, afar):
+            await peer.close()
+        for client in (old, near):
+            await client.close()
+    finally:
+        printed = first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
