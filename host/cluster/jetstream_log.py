@@ -110,8 +110,8 @@ class Record:
     channel: str
     now: int | None
     body: dict[str, Any] | None
-    """An action's envelope (``serverSeq`` stamped), a created channel's ``{"kind", "state"}``;
-    None for ``removed`` and markers."""
+    """An action's envelope (``serverSeq`` stamped), a created channel's ``{"kind", "state"}``,
+    an owner marker's ``{"holder"}`` (who claimed the group); None for ``removed``."""
 
 
 @dataclass(slots=True)
@@ -464,6 +464,8 @@ class JetStreamLog:
             now = int(headers.get(NOW, "0"))
         elif kind == "created":
             body = json.loads(message.data)
+        elif kind == "owner":
+            body = {"holder": message.data.decode(errors="replace")}
         return Record(seq, kind, channel, now, body)
 
     # -- snapshots ---------------------------------------------------------------------------------

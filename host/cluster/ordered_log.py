@@ -16,7 +16,9 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   does not own yet claims it first (``JetStreamLog.claim``): it fails with ``NotOwner`` while
   another process's lease is in force, and with ``LogUnavailable`` when NATS cannot be reached.
 * ``owner`` answers from what this process learnt: None for its own groups and for groups no one
-  was seen holding, the holder named by a refused claim or append otherwise.
+  was seen holding, otherwise the holder named by the group's last owner marker read (at recovery
+  or while following) or by a refused claim or append. Its lease may have lapsed since: an append
+  still tries, and claims the group then.
 * ``flush`` hands the tick over now; ``when_durable`` calls back once every append handed over
   before it is acknowledged or failed (a failed append is never sent to a client: the store sees
   its future fail).
@@ -137,7 +139,9 @@ class ClusterLog:
 
     def owner(self, channel: str) -> str | None:
         group = group_of(channel)
-        return None if self.core.owns(group) else self._holders.get(group)
+        if self.core.owns(group):
+            return None
+        return self._holders.get(group)  # its lease may have lapsed since: an append then claims the group
 
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
         loop = asyncio.get_running_loop()
@@ -257,13 +261,23 @@ class ClusterLog:
         loop = asyncio.get_running_loop()
 
         def take(record: Any) -> None:
-            if record.kind == "owner" or self.core.owns(group_of(record.channel)):
+            if record.kind == "owner":
+                loop.call_soon_threadsafe(self._claimed, record.channel, (record.body or {}).get("holder"))
+                return
+            if self.core.owns(group_of(record.channel)):
                 return
             seq = record.seq if record.kind == "action" else None
             loop.call_soon_threadsafe(self._deliver, deliver, LogRecord(record.kind, record.channel, seq, record.now, record.body),
                                       record.seq)
 
         self._unfollow = self._call(self.core.follow(self._seq, take))
+
+    def _claimed(self, group: str, holder: str | None) -> None:
+        """An owner marker: ``holder`` claimed ``group`` (``owner`` names it unless it is us)."""
+        if holder and holder != self.core.holder:
+            self._holders[group] = holder
+        else:
+            self._holders.pop(group, None)
 
     def _deliver(self, deliver: Callable[[LogRecord], None], record: LogRecord, seq: int) -> None:
         self._seq = max(self._seq, seq)
@@ -282,7 +296,14 @@ class ClusterLog:
         records = []
         for record in await self.core.read(0):
             covered = snapshots.get(group_of(record.channel))
-            if record.kind == "owner" or (covered is not None and record.seq <= covered[0]):
+            if record.kind == "owner":
+                holder = (record.body or {}).get("holder")
+                if holder and holder != self.core.holder:
+                    self._holders[group_of(record.channel)] = holder
+                else:
+                    self._holders.pop(group_of(record.channel), None)
+                continue
+            if covered is not None and record.seq <= covered[0]:
                 continue
             seq = record.seq if record.kind == "action" else None
             records.append(LogRecord(record.kind, record.channel, seq, record.now, record.body))

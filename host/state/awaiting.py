@@ -60,6 +60,12 @@ class Pending:
     on_refused: Callable[[str], None] | None
     """Called with the log's reason when it refuses the action (tells the client that dispatched
     it, in its own version's shapes)."""
+    now: int = 0
+    """The clock reading to reduce it with, when it is reduced only once numbered."""
+    reduced: bool = True
+    """Reduced at dispatch (the usual case). False for an action on a channel another process was
+    last seen running: it is reduced only once the log numbered it (the records of the other
+    process, followed in, come first), and a refusal has nothing to undo."""
     frame: str | None = None
     error: BaseException | None = None
     dropped: bool = False
@@ -113,6 +119,9 @@ class Awaiting:
         was reduced on top of it since is dropped."""
         if refused.dropped:
             return  # already undone with an earlier action of its channel
+        if not refused.reduced:
+            self._refuse(refused, str(refused.error))
+            return
         entry = refused.entry
         entry.state = refused.before
         later = False

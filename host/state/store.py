@@ -325,16 +325,20 @@ class Store:
         state is read: a network round trip per tick dwarfs reducing a pending run)."""
         assert self._awaiting is not None
         entry = self._channels[channel]
+        now = self._clock()
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
+        if origin is not None:
+            envelope["origin"] = origin
+        if self.log.owner(channel) is not None:  # run elsewhere: reduced only if the log takes it
+            answer = cast(Any, self.log.append(channel, now, envelope))
+            self._awaiting.add(Pending(channel, entry, envelope, {}, {}, answer, on_refused, now=now, reduced=False))
+            return envelope
         if channel in self._older:
             self._older_turns.before_apply(channel, action)
-        now = self._clock()
         before = entry.state
         if entry.apply(action, now):
             self._changed.add(channel)
         after = entry.state
-        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
-        if origin is not None:
-            envelope["origin"] = origin
         answer = cast(Any, self.log.append(channel, now, envelope))
         self._awaiting.add(Pending(channel, entry, envelope, before, after, answer, on_refused))
         return envelope
@@ -344,6 +348,11 @@ class Store:
         channel, entry, envelope = pending.channel, pending.entry, pending.envelope
         action = envelope["action"]
         assert pending.frame is not None
+        if not pending.reduced:  # taken over from a lapsed owner: reduced now, in log order
+            pending.before = entry.state
+            if entry.apply(action, pending.now):
+                self._changed.add(channel)
+            pending.after = entry.state
         if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
             fan_out(entry, envelope, pending.frame, Change(pending.before, pending.after, self))
         streamed = action.get("type") in STREAMED

@@ -196,3 +196,31 @@ async def test_an_append_the_log_refuses_is_undone_with_what_followed_it_on_its_
     assert rejections == [("root/activeSessionsChanged", "c")]
     assert store.state(ROOT)["activeSessions"] == 1  # type: ignore[index]  # back to before the refused action
     assert [json.loads(text)["params"]["action"]["activeSessions"] for text in sink.texts] == [1]  # nobody saw 2 or 3
+
+
+class ElsewhereLog(LaterLog):
+    """A log that last saw another process run every session."""
+
+    def owner(self, channel: str) -> str | None:
+        return "host-b" if channel != ROOT else None
+
+
+async def test_an_action_on_a_session_run_elsewhere_is_reduced_only_once_the_log_takes_it() -> None:
+    log = ElsewhereLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    store.create("ahp-session:/s", "session", {"title": "old"})
+    sink = Sink()
+    store.subscribe("ahp-session:/s", sink)
+    told: list[str] = []
+    store.dispatch("ahp-session:/s", {"type": "session/titleChanged", "title": "refused"}, {"clientId": "c", "clientSeq": 1},
+                   told.append)
+    assert store.state("ahp-session:/s")["title"] == "old"  # type: ignore[index]  # not reduced before the log answers
+    log.refuse(0, NotOwner("ahp-session:/s", "host-b"))
+    await settle()
+    assert told and "host-b" in told[0] and sink.texts == []
+    assert store.state("ahp-session:/s")["title"] == "old"  # type: ignore[index]
+    store.dispatch("ahp-session:/s", {"type": "session/titleChanged", "title": "taken over"})  # its lease lapsed
+    log.number(1, 1)
+    await settle()
+    assert store.state("ahp-session:/s")["title"] == "taken over"  # type: ignore[index]  # reduced once numbered
+    assert [json.loads(text)["params"]["action"]["title"] for text in sink.texts] == ["taken over"]
