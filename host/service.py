@@ -239,7 +239,8 @@ class AgentHost:
         if self._journal is not None:
             upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
         self.store.recover()
-        self.store.follow()  # a cluster's log: what the other processes append, from now on
+        if self.store.follow():  # a cluster's log: what the other processes append, from now on
+            self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema

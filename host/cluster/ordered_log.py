@@ -45,13 +45,14 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import Future as ThreadFuture
 from typing import Any, TypeVar
 
 from host.cluster.jetstream_log import JetStreamLog
-from host.cluster.subjects import group_of
+from host.cluster.subjects import group_of, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
@@ -271,6 +272,45 @@ class ClusterLog:
                                       record.seq)
 
         self._unfollow = self._call(self.core.follow(self._seq, take))
+
+    # -- forwarding a dispatch to the session's owner (core NATS request/reply, not the stream) ------
+
+    def _forward_subject(self, holder: str) -> str:
+        return f"ahp.forward.{token(holder)}"
+
+    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any]], Coroutine[Any, Any, str | None]]) -> None:
+        """Answer the dispatches other processes forward here: ``handle(channel, action, origin)``
+        runs on the caller's loop and returns None once the action is logged, or why it was refused."""
+        loop = asyncio.get_running_loop()
+
+        async def take(message: Any) -> None:
+            try:
+                asked = json.loads(message.data)
+                answer: str | None = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+                    handle(asked["channel"], asked["action"], asked["origin"]), loop))
+            except Exception as error:  # a malformed request or a failed dispatch: said to the asker
+                answer = f"the owner could not take it: {error}"
+            await message.respond(json.dumps({"refused": answer}).encode())
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self._forward_subject(self.core.holder), cb=take)
+
+        self._call(subscribe())
+
+    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> Awaitable[str | None]:
+        """Hand a client's dispatch to ``owner``, the process running its session: None once it is
+        logged there (the client's echo comes through the stream), or why it was refused."""
+        async def ask() -> str | None:
+            try:
+                reply = await self.core.client.request(
+                    self._forward_subject(owner), json.dumps({"channel": channel, "action": action, "origin": origin}).encode(),
+                    timeout=self.timeout)
+            except Exception as error:  # no responder (the owner is gone), a timeout
+                return f"{owner}, which runs this session, did not answer: {error or type(error).__name__}"
+            refused = json.loads(reply.data).get("refused")
+            return str(refused) if refused is not None else None
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
 
     def _claimed(self, group: str, holder: str | None) -> None:
         """An owner marker: ``holder`` claimed ``group`` (``owner`` names it unless it is us)."""

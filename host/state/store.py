@@ -526,6 +526,35 @@ class Store:
         follow(self.take_in)
         return True
 
+    def serve_forwarded(self) -> bool:
+        """Take the dispatches other processes forward to this one, the owner of their sessions
+        (``take_forwarded``), when the log can carry them; whether it can."""
+        serve = getattr(self.log, "serve_forwarded", None)
+        if serve is None:
+            return False
+        serve(self.take_forwarded)
+        return True
+
+    async def take_forwarded(self, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
+        """A client's dispatch another process forwarded here: dispatched as if local (its echo
+        reaches that client through the log); None once it is logged, else why it was refused."""
+        if channel not in self._channels:
+            return f"{channel} does not exist on its owner"
+        refused: list[str] = []
+        self.dispatch(channel, action, origin, refused.append)
+        if self._awaiting is not None:
+            await self._awaiting.idle()
+        return refused[0] if refused else None
+
+    def owner_elsewhere(self, channel: str) -> str | None:
+        """The process that runs ``channel``'s session when it is another one this process can
+        forward a dispatch to (``forward``); None to dispatch here."""
+        return self.log.owner(channel) if hasattr(self.log, "forward") else None
+
+    async def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
+        """Hand a client's dispatch to ``owner``: None once logged there, else why it was refused."""
+        return cast(str | None, await self.log.forward(owner, channel, action, origin))  # type: ignore[attr-defined]
+
     def take_in(self, record: LogRecord) -> None:
         """Fold a record another process appended to the shared log into this store, in log order,
         and send an action to this process's subscribers of its channel (the log's frame). Its

@@ -86,6 +86,8 @@ class ClientConnection:
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.outbox_chars = 0
         """Characters of the frames in ``outbox`` (the transport that drains it subtracts them)."""
+        self._forwards: set[asyncio.Future[None]] = set()
+        """Dispatches forwarded to the process that runs their session, not answered yet."""
         self.direct: Callable[[str], int] | None = None
         """Set by a transport that takes frames synchronously: ``direct(text)`` returns the bytes
         waiting for the socket, or -1 once the connection is gone; ``outbox`` is unused then."""
@@ -427,8 +429,22 @@ class ClientConnection:
                     return
             if store.kind(target) == "chat":
                 lifted = recorded_answer(lifted, store.state(target) or {}, self.grant, client_id)
+            owner = store.owner_elsewhere(target) if store.answers_later else None
+            if owner is not None:  # another process runs the session: it dispatches, as if here
+                forwarded = asyncio.ensure_future(self._forward(owner, target, lifted, origin, channel, action, told=not index))
+                self._forwards.add(forwarded)
+                forwarded.add_done_callback(self._forwards.discard)
+                continue
             refused = self._told_refused(channel, action, origin) if store.answers_later and not index else None
             store.dispatch(target, lifted, origin, refused)
+
+    async def _forward(self, owner: str, target: str, lifted: dict[str, Any], origin: dict[str, Any], channel: str,
+                       action: Any, told: bool) -> None:
+        """Forward a dispatch to the process that runs its session; its echo comes back through the
+        log; a refusal there is told to this client as one here would be."""
+        reason = await self.host.store.forward(owner, target, lifted, origin)
+        if reason is not None and told:
+            self._told_refused(channel, action, origin)(reason)
 
     def _told_refused(self, channel: str, action: Any, origin: dict[str, Any]) -> Callable[[str], None]:
         """What the store calls if its log refuses this client's action (a networked log: another

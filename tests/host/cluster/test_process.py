@@ -3,7 +3,7 @@ ordered log the JetStream stream. A client runs a turn, the process is killed wi
 started again on its data directory, and the client, reconnecting with ``lastSeenServerSeq``, is
 replayed what it missed and converges with a new client's snapshot; a second process shows its
 clients (AHP 0.2.0 and 0.9.0) the sessions and turns the first runs; a dispatch there for a session
-the first runs is refused, not forwarded (not written yet)."""
+the first runs is forwarded to it and answered as if local."""
 
 from __future__ import annotations
 
@@ -192,13 +192,17 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
         assert unclocked(there.state(session)) == unclocked(here.state(session))
         assert there.state(ROOT) == here.state(ROOT)  # one root state
 
-        # Not forwarded yet: a dispatch on the second process for the session the first runs is
-        # refused, and its client told who runs it; nobody's state changes.
+        # A dispatch on the second process for the session the first runs is forwarded to the
+        # first and answered as if local: the client's echo comes back, both clients see it.
         outcome = await there.outcome(there.dispatch(session, {"type": "session/titleChanged", "title": "from afar"}))
-        assert not outcome.accepted
-        assert process_name(ClusterConfig(), tmp_path / "one") in str(outcome.reason)
-        await here.ping()
-        assert (here.state(session) or {})["summary"]["title"] != "from afar"
+        assert outcome.accepted, outcome.reason
+        await here.wait_for(lambda m, e: (here.state(session) or {})["summary"]["title"] == "from afar", timeout=10)
+        assert unclocked(there.state(session)) == unclocked(here.state(session))
+
+        # The first process gone, the session's lease still in force: refused, the client told why.
+        first.kill()
+        refused = await there.outcome(there.dispatch(session, {"type": "session/titleChanged", "title": "too soon"}))
+        assert not refused.accepted and process_name(ClusterConfig(), tmp_path / "one") in str(refused.reason)
         await here.close()
         await there.close()
     finally:
