@@ -87,6 +87,10 @@ class Awaiting:
     def __len__(self) -> int:
         return len(self._queue)
 
+    def newest_answer(self) -> Any:
+        """The log's answer (a future) for the action added last."""
+        return self._queue[-1].answer
+
     async def idle(self) -> None:
         """Return once no action waits for its number (at once when none does)."""
         while self._queue:

@@ -42,6 +42,7 @@ Invariants (each part states its own; these are the ones of the composition):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, cast
@@ -542,8 +543,9 @@ class Store:
             return f"{channel} does not exist on its owner"
         refused: list[str] = []
         self.dispatch(channel, action, origin, refused.append)
-        if self._awaiting is not None:
-            await self._awaiting.idle()
+        if self._awaiting is not None and len(self._awaiting):
+            # Its own answer (the awaiting's callback, which tells a refusal, runs before this wakes).
+            await asyncio.gather(self._awaiting.newest_answer(), return_exceptions=True)
         return refused[0] if refused else None
 
     def owner_elsewhere(self, channel: str) -> str | None:
