@@ -115,6 +115,9 @@ class Store:
         self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
         number (``host.state.awaiting``); None for a log that answers at once."""
+        if self._awaiting is not None:
+            # ``dispatch`` is this one for such a log: the embedded log's path pays no check for it.
+            self.dispatch = self._dispatch_later  # type: ignore[method-assign]
         self._channels: dict[str, Channel] = {ROOT: Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -277,8 +280,6 @@ class Store:
         ``channel``. With a log that answers later the envelope's ``serverSeq`` is set, and it is
         sent and observed, once the log numbered it; ``on_refused(reason)`` is called if the log
         refuses it instead (the client that dispatched it is told, in its own version's shapes)."""
-        if self._awaiting is not None:
-            return self._dispatch_later(channel, action, origin, on_refused)
         entry = self._channels[channel]
         if channel in self._older:
             self._older_turns.before_apply(channel, action)
@@ -320,8 +321,8 @@ class Store:
                     logger.exception("store token observer failed on %s", action.get("type"))
         return envelope
 
-    def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None,
-                        on_refused: Callable[[str], None] | None) -> dict[str, Any]:
+    def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
+                        on_refused: Callable[[str], None] | None = None) -> dict[str, Any]:
         """``dispatch`` over a log that answers later: reduce now, finish in ``_numbered`` (every
         state is read: a network round trip per tick dwarfs reducing a pending run)."""
         assert self._awaiting is not None
