@@ -14,10 +14,12 @@ from host.config import ConfigError, HostConfig, is_loopback, load_config
 __all__ = ["load", "user_config"]
 
 
-def load(args: argparse.Namespace, server: dict[str, Any], recording: bool | None = None) -> HostConfig:
-    """The config of ``--config`` with ``server`` (and ``recording``) laid over it; ``ConfigError``
-    for a bad file, and for a host reachable from the network without a token."""
-    config = load_config(args.config, overrides={"server": server, "recording": {"enabled": recording}})
+def load(args: argparse.Namespace, server: dict[str, Any], recording: bool | None = None,
+         cluster: str | None = None) -> HostConfig:
+    """The config of ``--config`` with ``server`` (and ``recording``, and ``--cluster``'s URL) laid
+    over it; ``ConfigError`` for a bad file, and for a host reachable from the network without a token."""
+    config = load_config(args.config, overrides={"server": server, "recording": {"enabled": recording},
+                                                 "cluster": {"url": cluster}})
     if not is_loopback(config.server.host) and not config.server.token:
         raise ConfigError(
             f"refusing to listen on {config.server.host} without a token: pass --token-file, "

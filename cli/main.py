@@ -158,6 +158,8 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
                        help="read the connection token from FILE (readable only by you; default: AGENT_HOST_TOKEN, the config, or a generated one)")
     serve.add_argument("--token", help="connection token given on the command line (warns: every user sees it in ps); prefer --token-file")
     serve.add_argument("--record", action="store_true", help="record each session's model calls to a session cassette (see [recording])")
+    serve.add_argument("--cluster", metavar="nats://HOST:PORT",
+                       help="run as a process of a cluster sharing one log on this NATS server (see [cluster]; needs agent-host[cluster])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)

@@ -44,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
     server: dict[str, Any]
     try:
         if terminal:  # only for this user's terminals: loopback, a port of its own, a fresh token
-            server, recording = {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None}, None
+            server, recording, cluster = {"host": "127.0.0.1", "port": 0, "data_dir": args.data_dir, "token": None}, None, None
         else:
             server = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": _given_token(args)}
-            recording = True if args.record else None
-        config = load(args, server, recording)
+            recording, cluster = True if args.record else None, args.cluster
+        config = load(args, server, recording, cluster)
         if terminal:
             allowed = config.sessions.allowed_directories
             if allowed is not None:  # the user started it here: this directory is one to work in
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             # refused when it is not the user's.
             private_directory(data_dir)
             return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal,
-                                 reread=lambda: load(args, server, recording), config_path=args.config)
+                                 reread=lambda: load(args, server, recording, cluster), config_path=args.config)
     except _DataDirectoryTaken as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return shared_host.STARTING_ELSEWHERE if terminal else 2

@@ -21,6 +21,7 @@ from host.errors import ConfigError
 from tools.policy import parse_rule
 
 __all__ = [
+    "ClusterConfig",
     "HostConfig",
     "ServerConfig",
     "SessionDefaults",
@@ -326,6 +327,30 @@ class ToolsConfig(_Section):
         return rules
 
 
+class ClusterConfig(_Section):
+    """``[cluster]``: run this host as a process of a cluster sharing one ordered log on NATS
+    JetStream (``host.cluster``; ``pip install 'agent-host[cluster]'``). Unset ``url``: the
+    embedded SQLite journal, one process, as always."""
+
+    url: str | None = None
+    """The NATS server, ``nats://HOST:PORT`` (``--cluster``); every process given the same one
+    shares one ``serverSeq`` and one set of sessions."""
+    credentials: str | None = None
+    """A NATS credentials file (``.creds``: the user's JWT and NKey seed) for a server that asks."""
+    name: str | None = None
+    """What this process is called in the cluster (who holds a session's lease). Default: this
+    machine's name and the data directory's, so a restarted process takes its sessions back at once."""
+    timeout: float = Field(default=10.0, gt=0)
+    """Seconds to wait for NATS before the log counts as unavailable."""
+
+    @field_validator("url")
+    @classmethod
+    def _nats_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("nats://", "tls://", "ws://", "wss://")):
+            raise ValueError(f"{value!r} is not a NATS URL: write it as nats://HOST:PORT")
+        return value
+
+
 class HostConfig(_Section):
     server: ServerConfig = Field(default_factory=ServerConfig)
     sessions: SessionDefaults = Field(default_factory=SessionDefaults)
@@ -340,6 +365,8 @@ class HostConfig(_Section):
     trust: TrustConfig = Field(default_factory=TrustConfig)
     """Workspace trust (``[trust]``, ``host.runtime.trust``)."""
     mcp: McpConfig = Field(default_factory=McpConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    """One host on many processes (``[cluster]``, ``--cluster``)."""
     environ: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     """Provider key variables read from the environment at load time (never logged or dumped)."""
     source: str | None = Field(default=None, exclude=True)

@@ -28,7 +28,7 @@ from ahp.protocol import builders
 from ahp.state import annotations_uri, refresh_session_status, session_of_annotations
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.config import HostConfig
-from host.errors import ErrorCode, RpcError
+from host.errors import ConfigError, ErrorCode, RpcError
 from host.reload import ConfigChanges, config_changes, merged
 from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
@@ -53,6 +53,7 @@ from host.state.chat_summaries import ChatSummaries, compact_chat_summary, summa
 from host.state.content import CONTENT_SCHEME, ContentStore
 from host.state.journal import Journal
 from host.state.journal_upgrade import upgrade_journal
+from host.state.log import OrderedLog
 from host.state.private_files import private_directory
 from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.state.store import ROOT, Store
@@ -89,6 +90,17 @@ def epoch_ms() -> int:
 _FIRST_MESSAGE = 200
 """Characters of a session's first message ``listSessions`` shows."""
 
+def _cluster_log(config: HostConfig) -> OrderedLog:
+    """The ordered log on NATS JetStream for ``[cluster] url`` (imported only then: the ``cluster``
+    extra brings its packages)."""
+    try:
+        from host.cluster.process import open_cluster_log
+    except ImportError as error:
+        raise ConfigError(f"cluster.url is set but the cluster's packages are missing ({error.name}): "
+                          "pip install 'agent-host[cluster]'") from None
+    return open_cluster_log(config.cluster, config.data_path())
+
+
 class AgentHost:
     def __init__(self, config: HostConfig, *, agents: Iterable[Agent] | None = None, in_memory: bool = False,
                  claude_config_dir: Path | None = None) -> None:
@@ -100,7 +112,8 @@ class AgentHost:
         """Agents a config reload replaced (a turn may still run on one); closed when the host stops."""
         if not in_memory:
             private_directory(config.data_path())  # every session's history, transcripts, tokens: the user's only
-        journal = None if in_memory else Journal(config.data_path() / "journal.sqlite3")
+        log = _cluster_log(config) if config.cluster.url and not in_memory else None
+        journal = None if in_memory or log is not None else Journal(config.data_path() / "journal.sqlite3")
         self._journal = journal
         # Content referenced from state (tool output, edit previews), readable with resourceRead.
         self.content = ContentStore(None if in_memory else config.data_path() / "content.sqlite3")
@@ -121,9 +134,11 @@ class AgentHost:
             journal=journal,
             replay_capacity=config.server.replay_buffer,
             snapshot_every=config.server.snapshot_every,
-            recent_turns=config.sessions.recent_turns,
+            # A cluster's log keeps no chat's older turns apart from its state (host.cluster.ordered_log).
+            recent_turns=config.sessions.recent_turns if log is None else 0,
             replay_chars=config.server.replay_buffer_chars,
             snapshot_chars=config.server.snapshot_every_chars,
+            log=log,
         )
         # A session's catalogue and status follow its chats, and which session a chat is in is
         # asked of it (a chat URI need not encode its session): the one place that says so.
@@ -264,6 +279,8 @@ class AgentHost:
         if self._journal is not None:
             upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
         self.store.recover()
+        if self.store.follow():  # a cluster's log: what the other processes append, from now on
+            self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema

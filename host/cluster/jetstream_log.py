@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ from host.cluster.subjects import Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
 __all__ = ["BATCH_LIMIT", "JetStreamLog", "Record", "Stamped"]
+
+logger = logging.getLogger(__name__)
 
 BATCH_LIMIT = 500
 """Messages per atomic batch (the server takes up to 1,000); a group's longer queue leaves as
@@ -107,8 +110,8 @@ class Record:
     channel: str
     now: int | None
     body: dict[str, Any] | None
-    """An action's envelope (``serverSeq`` stamped), a created channel's ``{"kind", "state"}``;
-    None for ``removed`` and markers."""
+    """An action's envelope (``serverSeq`` stamped), a created channel's ``{"kind", "state"}``,
+    an owner marker's ``{"holder"}`` (who claimed the group); None for ``removed``."""
 
 
 @dataclass(slots=True)
@@ -160,6 +163,7 @@ class JetStreamLog:
         try:
             # Pings every 2 s, two unanswered: a silent partition is noticed within about 6 s,
             # the lease's time (a closed connection at once).
+            options.setdefault("error_cb", _said)
             client = await nats.connect(url, name=holder or "agent-host", max_reconnect_attempts=-1,
                                         reconnect_time_wait=0.25, connect_timeout=timeout, ping_interval=2,
                                         max_outstanding_pings=2, **options)
@@ -460,6 +464,8 @@ class JetStreamLog:
             now = int(headers.get(NOW, "0"))
         elif kind == "created":
             body = json.loads(message.data)
+        elif kind == "owner":
+            body = {"holder": message.data.decode(errors="replace")}
         return Record(seq, kind, channel, now, body)
 
     # -- snapshots ---------------------------------------------------------------------------------
@@ -496,3 +502,9 @@ class JetStreamLog:
         self._groups.clear()
         if not self.client.is_closed:
             await self.client.close()
+
+
+async def _said(error: Exception) -> None:
+    """The NATS client's errors (a refused connection while it retries, ...): one line each, not the
+    client's default traceback; what they mean for the log reaches the caller as ``LogUnavailable``."""
+    logger.warning("NATS: %s", error or type(error).__name__)

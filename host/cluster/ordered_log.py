@@ -16,7 +16,9 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   does not own yet claims it first (``JetStreamLog.claim``): it fails with ``NotOwner`` while
   another process's lease is in force, and with ``LogUnavailable`` when NATS cannot be reached.
 * ``owner`` answers from what this process learnt: None for its own groups and for groups no one
-  was seen holding, the holder named by a refused claim or append otherwise.
+  was seen holding, otherwise the holder named by the group's last owner marker read (at recovery
+  or while following) or by a refused claim or append. Its lease may have lapsed since: an append
+  still tries, and claims the group then.
 * ``flush`` hands the tick over now; ``when_durable`` calls back once every append handed over
   before it is acknowledged or failed (a failed append is never sent to a client: the store sees
   its future fail).
@@ -30,9 +32,12 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   snapshot's sequence, and ``seq`` then the stream's last.
 * ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
 
-What this log does not do (the port has no member for it, see the report in the cluster section of
-README.md): deliver the appends of *other* processes to this store as they happen
-(``JetStreamLog.follow`` can; the store has no entry for them), keep a chat's turns paged out of its
+* ``follow(deliver)`` (an optional member of the port): every record *other* processes append
+  from ``seq`` on is handed to ``deliver`` on the caller's loop, in log order (``Store.take_in``
+  folds it in and sends it to this process's subscribers); records of groups this process owns are
+  its own and skipped, as are owner markers.
+
+What this log does not do (see the cluster section of README.md): keep a chat's turns paged out of its
 state (those live in the SQLite journal's rows: a snapshot with such rows is refused with
 ``LogError``), and choose which process runs a session (the first to append claims it).
 """
@@ -40,13 +45,14 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import Future as ThreadFuture
 from typing import Any, TypeVar
 
 from host.cluster.jetstream_log import JetStreamLog
-from host.cluster.subjects import group_of
+from host.cluster.subjects import group_of, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
@@ -61,6 +67,9 @@ created channel's ``{"kind", "state"}``; the caller's future (None for ``created
 class ClusterLog:
     """The ordered log of one process of a cluster (see the module docstring)."""
 
+    answers_later = True
+    """``append`` returns an awaitable: the store finishes each action when it resolves."""
+
     def __init__(self, url: str, *, holder: str | None = None, timeout: float = 10.0, **options: Any) -> None:
         self.timeout = timeout
         self._io = asyncio.new_event_loop()
@@ -69,6 +78,10 @@ class ClusterLog:
         try:
             self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
             self._seq = self._call(self.core.last_seq())
+        except LogUnavailable as error:
+            self._stop_thread()
+            raise LogUnavailable(f"cannot reach NATS at {url} within {timeout:g} s: is the server running, "
+                                 "and is [cluster] url (or --cluster) its address?") from error
         except BaseException:
             self._stop_thread()
             raise
@@ -80,6 +93,8 @@ class ClusterLog:
         self._waiting: list[Callable[[], None]] = []
         self._holders: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._unfollow: Callable[[], Awaitable[None]] | None = None
+        """Stops ``follow``'s subscription."""
         self.failures: list[LogError] = []
         """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
 
@@ -95,6 +110,16 @@ class ClusterLog:
             raise LogUnavailable(f"NATS did not answer within {self.timeout:g} s") from error
 
     def _stop_thread(self) -> None:
+        async def cancel_the_rest() -> None:  # e.g. a connect still retrying: ended, not left pending
+            others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(cancel_the_rest(), self._io).result(self.timeout)
+        except Exception:  # stopping anyway
+            pass
         self._io.call_soon_threadsafe(self._io.stop)
         self._thread.join(self.timeout)
         if not self._thread.is_alive():
@@ -115,7 +140,9 @@ class ClusterLog:
 
     def owner(self, channel: str) -> str | None:
         group = group_of(channel)
-        return None if self.core.owns(group) else self._holders.get(group)
+        if self.core.owns(group):
+            return None
+        return self._holders.get(group)  # its lease may have lapsed since: an append then claims the group
 
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
         loop = asyncio.get_running_loop()
@@ -228,6 +255,74 @@ class ClusterLog:
         return [record.body for record in await self.core.read(since, channels)
                 if record.kind == "action" and record.body is not None]
 
+    def follow(self, deliver: Callable[[LogRecord], None]) -> None:
+        """Call ``deliver`` on the caller's loop with every record other processes append from now
+        on (after ``seq``), in log order: the records of groups this process owns are its own, and
+        owner markers are skipped. ``seq`` follows them. Stopped by ``close``."""
+        loop = asyncio.get_running_loop()
+
+        def take(record: Any) -> None:
+            if record.kind == "owner":
+                loop.call_soon_threadsafe(self._claimed, record.channel, (record.body or {}).get("holder"))
+                return
+            if self.core.owns(group_of(record.channel)):
+                return
+            seq = record.seq if record.kind == "action" else None
+            loop.call_soon_threadsafe(self._deliver, deliver, LogRecord(record.kind, record.channel, seq, record.now, record.body),
+                                      record.seq)
+
+        self._unfollow = self._call(self.core.follow(self._seq, take))
+
+    # -- forwarding a dispatch to the session's owner (core NATS request/reply, not the stream) ------
+
+    def _forward_subject(self, holder: str) -> str:
+        return f"ahp.forward.{token(holder)}"
+
+    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any]], Coroutine[Any, Any, str | None]]) -> None:
+        """Answer the dispatches other processes forward here: ``handle(channel, action, origin)``
+        runs on the caller's loop and returns None once the action is logged, or why it was refused."""
+        loop = asyncio.get_running_loop()
+
+        async def take(message: Any) -> None:
+            try:
+                asked = json.loads(message.data)
+                answer: str | None = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+                    handle(asked["channel"], asked["action"], asked["origin"]), loop))
+            except Exception as error:  # a malformed request or a failed dispatch: said to the asker
+                answer = f"the owner could not take it: {error}"
+            await message.respond(json.dumps({"refused": answer}).encode())
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self._forward_subject(self.core.holder), cb=take)
+
+        self._call(subscribe())
+
+    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> Awaitable[str | None]:
+        """Hand a client's dispatch to ``owner``, the process running its session: None once it is
+        logged there (the client's echo comes through the stream), or why it was refused."""
+        async def ask() -> str | None:
+            try:
+                reply = await self.core.client.request(
+                    self._forward_subject(owner), json.dumps({"channel": channel, "action": action, "origin": origin}).encode(),
+                    timeout=self.timeout)
+            except Exception as error:  # no responder (the owner is gone), a timeout
+                return f"{owner}, which runs this session, did not answer: {error or type(error).__name__}"
+            refused = json.loads(reply.data).get("refused")
+            return str(refused) if refused is not None else None
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+
+    def _claimed(self, group: str, holder: str | None) -> None:
+        """An owner marker: ``holder`` claimed ``group`` (``owner`` names it unless it is us)."""
+        if holder and holder != self.core.holder:
+            self._holders[group] = holder
+        else:
+            self._holders.pop(group, None)
+
+    def _deliver(self, deliver: Callable[[LogRecord], None], record: LogRecord, seq: int) -> None:
+        self._seq = max(self._seq, seq)
+        deliver(record)
+
     def recover(self) -> Recovery:
         return self._call(self._recover())
 
@@ -241,7 +336,14 @@ class ClusterLog:
         records = []
         for record in await self.core.read(0):
             covered = snapshots.get(group_of(record.channel))
-            if record.kind == "owner" or (covered is not None and record.seq <= covered[0]):
+            if record.kind == "owner":
+                holder = (record.body or {}).get("holder")
+                if holder and holder != self.core.holder:
+                    self._holders[group_of(record.channel)] = holder
+                else:
+                    self._holders.pop(group_of(record.channel), None)
+                continue
+            if covered is not None and record.seq <= covered[0]:
                 continue
             seq = record.seq if record.kind == "action" else None
             records.append(LogRecord(record.kind, record.channel, seq, record.now, record.body))
@@ -299,6 +401,12 @@ class ClusterLog:
 
     def close(self) -> None:
         try:
+            unfollow = self._unfollow
+            if unfollow is not None:
+                async def stop_following() -> None:
+                    await unfollow()
+
+                self._call(stop_following())
             self._call(self.core.close())
         finally:
             self._stop_thread()

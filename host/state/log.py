@@ -18,7 +18,8 @@ what ``Networked`` says and stay within the contract):
 * ``owner(channel)``: who may append to ``channel`` (a session's channels, its chats and their
   sub-agent chats, are owned together): ``None`` means this process. Embedded: always ``None``.
   Networked: the process holding the session's lease; a process that is not the owner forwards
-  the session's dispatches to it and never appends (not written yet: today's store never asks).
+  the session's dispatches to it and never appends (not written yet: today's store never asks;
+  an append to it is refused, and the store undoes the action and tells its client).
 * ``append(channel, now, envelope)``: number one accepted action of the current event-loop tick
   and record it. ``envelope`` is ``{"channel", "action", "serverSeq", "origin"}`` (``origin`` only
   for a client's dispatch) as the store built it, ``serverSeq`` holding a placeholder so that the
@@ -31,8 +32,10 @@ what ``Networked`` says and stay within the contract):
   round trip per tick: the log batches what a tick appends), and may fail it with
   :class:`NotOwner` (the session's lease was lost: a fenced append, e.g. JetStream's expected
   last subject sequence refused) or :class:`LogUnavailable`. Nothing is sent or observed of an
-  envelope before its number is known. (Today's ``Store.dispatch`` is synchronous and takes only
-  the frame; a log that returns an awaitable needs the store to finish the tick when it resolves.)
+  envelope before its number is known. Such a log says so with a class attribute
+  ``answers_later = True`` (absent: false): the store then reduces each action at once and sends
+  and observes it when its awaitable resolves, in ``serverSeq`` order, and undoes one the log
+  refuses and tells its client (``host.state.awaiting``).
 * ``created(channel, kind, state)`` / ``removed(channel)``: log a channel appearing (with its
   whole state: also how ``Store.replace`` swaps a state at start-up) or going away.
 * ``flush()`` / ``when_durable(callback)``: durability. ``flush`` commits everything appended so
@@ -54,6 +57,10 @@ what ``Networked`` says and stay within the contract):
   the rows of a chat's turns older than its state). Embedded: incremental snapshots in the
   journal's tables, written in small steps in the background. ``snapshotting`` is true while a
   snapshot's plans are out (a chat's older turns may not move meanwhile: ``host.state.older_turns``).
+* ``follow(deliver)``, optional (absent: one process writes the log): hand ``deliver`` every record
+  other processes append from ``seq`` on, as a :class:`LogRecord`, in log order, on the store's
+  loop; the store folds them in and sends them to its subscribers (``Store.take_in``), without its
+  observers (what an action causes is the owner's business).
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 

@@ -24,6 +24,9 @@ Invariants (each part states its own; these are the ones of the composition):
   It is serialised exactly once, by the log's ``append``: the log keeps that JSON and every
   subscriber of the store's own shapes gets that frame (``host.state.fanout`` for the others).
   ``replace`` is the one change that reaches no subscriber (start-up only).
+  A log whose ``append`` answers later (``answers_later``, a networked one) has each action
+  reduced at once and finished, fan-out and observers, when its number comes, in ``serverSeq``
+  order; an action it refuses is undone and its client told (``host.state.awaiting``).
 * ``seq`` is the log's: it only grows, across restarts too.
 * Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``: ``STREAMED``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
@@ -39,6 +42,7 @@ Invariants (each part states its own; these are the ones of the composition):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, cast
@@ -46,11 +50,12 @@ from typing import Any, Protocol, cast
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import TEXT_APPENDS
 from host.state import fanout
+from host.state.awaiting import Awaiting, Pending
 from host.state.channels import ROOT, STREAMED, Channel, reduce
 from host.state.embedded_log import REPLAY_CHARS, SNAPSHOT_CHARS, EmbeddedLog
 from host.state.fanout import Change, Subscriber, Translator, fan_out
 from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan
-from host.state.log import OrderedLog
+from host.state.log import LogRecord, OrderedLog
 from host.state.older_turns import OlderTurns
 
 __all__ = ["Change", "Store", "Subscriber", "Translator", "Observer", "RejectionObserver", "TokenObserver", "ROOT", "STREAMED",
@@ -106,9 +111,13 @@ class Store:
         self._embedded = log if isinstance(log, EmbeddedLog) else None
         """The log when it is the embedded one: older turns are paged from its journal's rows."""
         self._answering = cast(_AnsweringLog, log)
-        """The log as ``dispatch`` calls it: it takes ``append``'s answer at once. A log that answers
-        later (an awaitable, ``host.state.log``) needs ``dispatch`` to finish an envelope when its
-        number comes, which is not written yet."""
+        """The log as ``dispatch`` calls it when it answers at once (the embedded log)."""
+        self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
+        """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
+        number (``host.state.awaiting``); None for a log that answers at once."""
+        if self._awaiting is not None:
+            # ``dispatch`` is this one for such a log: the embedded log's path pays no check for it.
+            self.dispatch = self._dispatch_later  # type: ignore[method-assign]
         self._channels: dict[str, Channel] = {ROOT: Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -134,6 +143,12 @@ class Store:
     def seq(self) -> int:
         """The last ``serverSeq`` (the log's)."""
         return self.log.seq
+
+    @property
+    def answers_later(self) -> bool:
+        """Whether the log numbers an action after ``dispatch`` returns (a networked log): then an
+        envelope's ``serverSeq`` is 0 until it is sent, and the log may refuse it."""
+        return self._awaiting is not None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -259,9 +274,12 @@ class Store:
                 removed(channel)
         self._older_turns.forget(channel, removed=True)
 
-    def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    def dispatch(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
+                 on_refused: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Apply an accepted action, log it (which numbers it) and send it to every subscriber of
-        ``channel``."""
+        ``channel``. With a log that answers later the envelope's ``serverSeq`` is set, and it is
+        sent and observed, once the log numbered it; ``on_refused(reason)`` is called if the log
+        refuses it instead (the client that dispatched it is told, in its own version's shapes)."""
         entry = self._channels[channel]
         if channel in self._older:
             self._older_turns.before_apply(channel, action)
@@ -302,6 +320,74 @@ class Store:
                 except Exception:
                     logger.exception("store token observer failed on %s", action.get("type"))
         return envelope
+
+    def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
+                        on_refused: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """``dispatch`` over a log that answers later: reduce now, finish in ``_numbered`` (every
+        state is read: a network round trip per tick dwarfs reducing a pending run)."""
+        assert self._awaiting is not None
+        entry = self._channels[channel]
+        now = self._clock()
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
+        if origin is not None:
+            envelope["origin"] = origin
+        if self.log.owner(channel) is not None:  # run elsewhere: reduced only if the log takes it
+            answer = cast(Any, self.log.append(channel, now, envelope))
+            self._awaiting.add(Pending(channel, entry, envelope, {}, {}, answer, on_refused, now=now, reduced=False))
+            return envelope
+        if channel in self._older:
+            self._older_turns.before_apply(channel, action)
+        before = entry.state
+        if entry.apply(action, now):
+            self._changed.add(channel)
+        after = entry.state
+        answer = cast(Any, self.log.append(channel, now, envelope))
+        self._awaiting.add(Pending(channel, entry, envelope, before, after, answer, on_refused))
+        return envelope
+
+    def _numbered(self, pending: Pending) -> None:
+        """An action the log numbered (in ``serverSeq`` order): to its subscribers and observers."""
+        channel, entry, envelope = pending.channel, pending.entry, pending.envelope
+        action = envelope["action"]
+        assert pending.frame is not None
+        if not pending.reduced:  # taken over from a lapsed owner: reduced now, in log order
+            pending.before = entry.state
+            if entry.apply(action, pending.now):
+                self._changed.add(channel)
+            pending.after = entry.state
+        if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
+            fan_out(entry, envelope, pending.frame, Change(pending.before, pending.after, self))
+        streamed = action.get("type") in STREAMED
+        for observer in tuple(self.observers) if streamed else (*self.observers, *self.change_observers):
+            try:
+                observer(channel, pending.before, pending.after, envelope)
+            except Exception:
+                logger.exception("store observer failed on %s", action.get("type"))
+        if streamed:
+            for token_observer in tuple(self.token_observers):
+                try:
+                    token_observer(channel, envelope)
+                except Exception:
+                    logger.exception("store token observer failed on %s", action.get("type"))
+
+    def _refused(self, pending: Pending, reason: str) -> None:
+        """The log refused an action (its state is undone already): whoever dispatched it is told,
+        and the rejection observers hear of it."""
+        self._changed.add(pending.channel)
+        action = pending.envelope["action"]
+        if pending.on_refused is None:
+            logger.warning("%s on %s refused by the log: %s", action.get("type"), pending.channel, reason)
+        else:
+            try:
+                pending.on_refused(reason)
+            except Exception:
+                logger.exception("telling a client of a refused %s failed", action.get("type"))
+        client = str((pending.envelope.get("origin") or {}).get("clientId") or "")
+        for observer in tuple(self.rejection_observers):
+            try:
+                observer(pending.channel, action, client)
+            except Exception:
+                logger.exception("store rejection observer failed on %s", action.get("type"))
 
     def reject(
         self, channel: str, action: Any, origin: dict[str, Any], reason: str, to: Subscriber,
@@ -373,6 +459,29 @@ class Store:
             return None
         return self.log.replay(since, wanted)  # type: ignore[return-value]  # the embedded log answers at once
 
+    async def replay_settled(self, since: int, channels: Iterable[str], tries: int = 5) -> list[dict[str, Any]] | None:
+        """``replay`` over a log that answers later, read so that a subscriber registered right
+        after it returns misses nothing and gets nothing twice: it returns at a moment when no
+        action of this process waits for its number and none was numbered after what it read. None
+        (the client gets snapshots, which is always right) when the log's window has a gap, or when
+        the moment did not come in ``tries`` rounds."""
+        wanted = list(channels)
+        out: list[dict[str, Any]] = []
+        last = since
+        read: Any = self.replay(since, wanted)
+        for _ in range(tries):
+            got = await read if read is not None and not isinstance(read, list) else read
+            if got is None:
+                return None
+            out.extend(got)
+            last = max([last, *(envelope["serverSeq"] for envelope in got)])
+            if self._awaiting is not None and len(self._awaiting):
+                await self._awaiting.idle()
+            if (self._awaiting is None or not len(self._awaiting)) and self.seq <= last:
+                return out  # checked in the same step as the caller's subscribing
+            read = self.replay(last, wanted) if self.seq > last else []
+        return None
+
     # -- durability (the log's) ----------------------------------------------------------------
 
     def recover(self) -> None:
@@ -409,6 +518,82 @@ class Store:
                 if "turnsNextCursor" in entry.shape:  # every turn is in the state again
                     entry.state = {key: value for key, value in entry.state.items() if key != "turnsNextCursor"}
                 self._older_turns.trim(uri)
+
+    def follow(self) -> bool:
+        """Take in what other processes append to a shared log from now on (``take_in``), when
+        the log can deliver it (its optional ``follow``); whether it can. After ``recover``."""
+        follow = getattr(self.log, "follow", None)
+        if follow is None:
+            return False
+        follow(self.take_in)
+        return True
+
+    def serve_forwarded(self) -> bool:
+        """Take the dispatches other processes forward to this one, the owner of their sessions
+        (``take_forwarded``), when the log can carry them; whether it can."""
+        serve = getattr(self.log, "serve_forwarded", None)
+        if serve is None:
+            return False
+        serve(self.take_forwarded)
+        return True
+
+    async def take_forwarded(self, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
+        """A client's dispatch another process forwarded here: dispatched as if local (its echo
+        reaches that client through the log); None once it is logged, else why it was refused."""
+        if channel not in self._channels:
+            return f"{channel} does not exist on its owner"
+        refused: list[str] = []
+        self.dispatch(channel, action, origin, refused.append)
+        if self._awaiting is not None and len(self._awaiting):
+            # Its own answer (the awaiting's callback, which tells a refusal, runs before this wakes).
+            await asyncio.gather(self._awaiting.newest_answer(), return_exceptions=True)
+        return refused[0] if refused else None
+
+    def owner_elsewhere(self, channel: str) -> str | None:
+        """The process that runs ``channel``'s session when it is another one this process can
+        forward a dispatch to (``forward``); None to dispatch here."""
+        return self.log.owner(channel) if hasattr(self.log, "forward") else None
+
+    async def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
+        """Hand a client's dispatch to ``owner``: None once logged there, else why it was refused."""
+        return cast(str | None, await self.log.forward(owner, channel, action, origin))  # type: ignore[attr-defined]
+
+    def take_in(self, record: LogRecord) -> None:
+        """Fold a record another process appended to the shared log into this store, in log order,
+        and send an action to this process's subscribers of its channel (the log's frame). Its
+        observers are not called: what an action causes is the business of the process that runs
+        its session. A channel appearing or going away is taken in the same way, unlogged."""
+        channel = record.channel
+        if record.kind == "created":
+            body = record.body or {}
+            entry = self._channels.get(channel)
+            if entry is None:
+                self._channels[channel] = Channel(body["kind"], body["state"])
+            else:
+                entry.state = body["state"]
+            self._changed.add(channel)
+            self._removed.discard(channel)
+        elif record.kind == "removed":
+            gone = self._channels.pop(channel, None) if channel != ROOT else None
+            if gone is not None:
+                self._changed.discard(channel)
+                self._removed.add(channel)
+                for subscriber in fanout.everyone(gone):
+                    removed = getattr(subscriber, "channel_removed", None)
+                    if removed is not None:
+                        removed(channel)
+        elif record.kind == "action" and record.body is not None:
+            entry = self._channels.get(channel)
+            if entry is None:
+                return
+            envelope = record.body
+            translated = entry.translated
+            before = entry.state if translated else None
+            if entry.apply(envelope["action"], record.now or 0):
+                self._changed.add(channel)
+            if entry.subscribers or translated:
+                change = Change(before, entry.state, self) if translated else self._unread
+                fan_out(entry, envelope, action_frame(envelope)[1], change)
 
     def snapshot_now(self) -> None:
         """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""

@@ -86,6 +86,8 @@ class ClientConnection:
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.outbox_chars = 0
         """Characters of the frames in ``outbox`` (the transport that drains it subtracts them)."""
+        self._forwards: set[asyncio.Future[None]] = set()
+        """Dispatches forwarded to the process that runs their session, not answered yet."""
         self.direct: Callable[[str], int] | None = None
         """Set by a transport that takes frames synchronously: ``direct(text)`` returns the bytes
         waiting for the socket, or -1 once the connection is gone; ``outbox`` is unused then."""
@@ -299,7 +301,9 @@ class ClientConnection:
             if internal:
                 resumable[uri] = internal
         missing = [uri for uri in wanted if uri not in resumable]
-        replayed = store.replay(int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal])
+        since, channels = int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal]
+        # A networked log reads from the stream (store.answers_later): awaited, then subscribed in one step.
+        replayed = await store.replay_settled(since, channels) if store.answers_later else store.replay(since, channels)
         self._present(self.client_id)
         shown = dialect.replayed(self.host, replayed) if replayed is not None else None
         if shown is None:
@@ -425,7 +429,29 @@ class ClientConnection:
                     return
             if store.kind(target) == "chat":
                 lifted = recorded_answer(lifted, store.state(target) or {}, self.grant, client_id)
-            store.dispatch(target, lifted, origin)
+            owner = store.owner_elsewhere(target) if store.answers_later else None
+            if owner is not None:  # another process runs the session: it dispatches, as if here
+                forwarded = asyncio.ensure_future(self._forward(owner, target, lifted, origin, channel, action, told=not index))
+                self._forwards.add(forwarded)
+                forwarded.add_done_callback(self._forwards.discard)
+                continue
+            refused = self._told_refused(channel, action, origin) if store.answers_later and not index else None
+            store.dispatch(target, lifted, origin, refused)
+
+    async def _forward(self, owner: str, target: str, lifted: dict[str, Any], origin: dict[str, Any], channel: str,
+                       action: Any, told: bool) -> None:
+        """Forward a dispatch to the process that runs its session; its echo comes back through the
+        log; a refusal there is told to this client as one here would be."""
+        reason = await self.host.store.forward(owner, target, lifted, origin)
+        if reason is not None and told:
+            self._told_refused(channel, action, origin)(reason)
+
+    def _told_refused(self, channel: str, action: Any, origin: dict[str, Any]) -> Callable[[str], None]:
+        """What the store calls if its log refuses this client's action (a networked log: another
+        process runs the session, or the log cannot be reached): the client gets its rejection, the
+        action as it sent it. The store's rejection observers hear of it from the store."""
+        sent = action if isinstance(action, dict) else {}
+        return lambda reason: self.host.store.reject(channel, sent, origin, reason, self, internal=[])
 
     def _internal_form(self, channel: str, action: Any) -> list[tuple[str, Any]] | None:
         """A refused action as the store's model has it, for the rejection observers."""

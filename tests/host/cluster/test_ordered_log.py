@@ -5,6 +5,7 @@ logs, replay from a sequence, and recovery from per-session snapshots plus what 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -174,3 +175,67 @@ async def test_a_store_over_the_cluster_log_recovers_what_another_process_logged
     assert store.kind(CHAT) == "chat" and store.state(CHAT) == {"turns": [], "summary": {}}
     assert store.seq == last["serverSeq"]
     assert await store.replay(counts[0]["serverSeq"], [ROOT]) == [counts[1], last]  # type: ignore[misc]
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def send(self, text: str) -> None:
+        self.texts.append(text)
+
+
+async def test_a_store_over_the_cluster_log_sends_only_acknowledged_frames_and_undoes_what_another_owner_refuses(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    other = open_log(nats_server, logs, "other")
+    await other.append(CHAT, 0, envelope(0))  # "other" runs the session
+    store = Store({"agents": []}, clock=lambda: 3, log=open_log(nats_server, logs, "here"))
+    store.create(SESSION, "session", {"title": "old"})
+    root_sink, session_sink = Sink(), Sink()
+    store.subscribe(ROOT, root_sink)
+    store.subscribe(SESSION, session_sink)
+    told: list[str] = []
+    counted = store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 4})
+    store.dispatch(SESSION, {"type": "session/titleChanged", "title": "new"}, {"clientId": "c", "clientSeq": 1}, told.append)
+    assert root_sink.texts == [] and counted["serverSeq"] == 0  # nothing leaves before the stream numbered it
+    assert store.state(SESSION)["title"] == "new"  # type: ignore[index]  # reduced at once
+    durable = asyncio.get_running_loop().create_future()
+    store.when_durable(lambda: durable.set_result(None))
+    await asyncio.wait_for(durable, 10)
+    await asyncio.sleep(0)
+    assert counted["serverSeq"] > 1 and root_sink.texts == [action_frame(counted)[1]]
+    assert told and "other" in told[0]  # the session's owner refused it: the client is told who runs it
+    assert store.state(SESSION)["title"] == "old" and session_sink.texts == []  # type: ignore[index]  # undone, seen by nobody
+
+
+async def test_a_store_following_the_cluster_log_takes_in_what_another_process_appends_and_its_subscribers_see_it(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    writer = Store({"agents": []}, clock=lambda: 3, log=open_log(nats_server, logs, "writer"))
+    reader = Store({"agents": []}, clock=lambda: 3, log=open_log(nats_server, logs, "reader"))
+    reader.recover()
+    assert reader.follow()
+    writer.create(SESSION, "session", {"title": "made elsewhere"})
+    sent = [writer.dispatch(SESSION, {"type": "session/titleChanged", "title": f"t{i}"}) for i in range(3)]
+    durable = asyncio.get_running_loop().create_future()
+    writer.when_durable(lambda: durable.set_result(None))
+    await asyncio.wait_for(durable, 10)
+    for _ in range(200):  # the reader is told as the stream delivers: wait for the channel to appear
+        if SESSION in reader:
+            break
+        await asyncio.sleep(0.01)
+    sink = Sink()
+    snapshot = reader.subscribe(SESSION, sink)
+    for _ in range(200):
+        if reader.seq >= sent[-1]["serverSeq"]:
+            break
+        await asyncio.sleep(0.01)
+    later = writer.dispatch(SESSION, {"type": "session/titleChanged", "title": "seen live"})
+    for _ in range(500):
+        if reader.state(SESSION)["title"] == "seen live":  # type: ignore[index]
+            break
+        await asyncio.sleep(0.01)
+    assert reader.state(SESSION) == writer.state(SESSION)  # the same reducers over the same records
+    assert reader.seq == later["serverSeq"] == writer.seq
+    frames = [json.loads(text)["params"] for text in sink.texts]
+    assert [f["serverSeq"] for f in frames if f["serverSeq"] > snapshot["fromSeq"]][-1] == later["serverSeq"]
+    assert all(f["serverSeq"] > snapshot["fromSeq"] for f in frames)  # nothing at or below what the snapshot holds

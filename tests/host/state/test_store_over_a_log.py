@@ -4,6 +4,7 @@ its serialisation is what subscribers get, and the store recovers from what it g
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from ahp.jsonrpc import action_frame
 from host.state.journal import Journal
-from host.state.log import LogRecord, Recovery, SnapshotSource
+from host.state.log import LogRecord, NotOwner, Recovery, SnapshotSource
 from host.state.store import ROOT, Store
 
 CHAT = "ahp-chat:/s/c"
@@ -116,3 +117,110 @@ def test_a_client_dispatch_keeps_its_origin_in_the_logged_envelope() -> None:
     store = Store({"agents": []}, clock=lambda: 5, log=log)
     store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 2}, origin={"clientId": "c", "clientSeq": 4})
     assert json.loads(log.frames[0])["params"]["origin"] == {"clientId": "c", "clientSeq": 4}
+
+
+class LaterLog(ListLog):
+    """The port answering later, as a networked log does: each append an ``asyncio`` future the
+    test resolves (numbers given in whatever order the test says) or fails."""
+
+    answers_later = True
+
+    def __init__(self, seq: int = 0) -> None:
+        super().__init__(seq)
+        self.waiting: list[tuple[dict[str, Any], asyncio.Future[str]]] = []
+
+    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> asyncio.Future[str]:  # type: ignore[override]
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.waiting.append((envelope, future))
+        return future
+
+    def number(self, index: int, seq: int) -> None:
+        envelope, future = self.waiting[index]
+        envelope["serverSeq"] = seq
+        self.seq = max(self.seq, seq)
+        frame = action_frame(envelope)[1]
+        self.frames.append(frame)
+        future.set_result(frame)
+
+    def refuse(self, index: int, error: Exception) -> None:
+        self.waiting[index][1].set_exception(error)
+
+
+def count(n: int) -> dict[str, Any]:
+    return {"type": "root/activeSessionsChanged", "activeSessions": n}
+
+
+async def settle() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+async def test_over_a_log_that_answers_later_nothing_is_sent_before_its_number_and_frames_leave_in_serverseq_order() -> None:
+    log = LaterLog(seq=10)
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    sink = Sink()
+    store.subscribe(ROOT, sink)
+    seen: list[int] = []
+    store.change_observers.append(lambda channel, before, after, envelope: seen.append(envelope["serverSeq"]))
+    store.create("ahp-session:/s", "session", {"title": "old"})
+    store.dispatch(ROOT, count(1))
+    store.dispatch("ahp-session:/s", {"type": "session/titleChanged", "title": "t"})
+    store.dispatch(ROOT, count(2))
+    assert store.state(ROOT)["activeSessions"] == 2  # type: ignore[index]  # reduced at once
+    log.number(2, 13)
+    log.number(1, 11)  # the second owner group's batch came back first, numbered before the first's
+    await settle()
+    assert sink.texts == [] and seen == []  # the first action has no number yet: nothing leaves
+    log.number(0, 12)
+    await settle()
+    assert seen == [11, 12, 13]  # in serverSeq order, not dispatch order
+    assert [json.loads(text)["params"]["serverSeq"] for text in sink.texts] == [12, 13]  # the root's subscriber
+
+
+async def test_an_append_the_log_refuses_is_undone_with_what_followed_it_on_its_channel_and_its_client_told() -> None:
+    log = LaterLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    sink = Sink()
+    store.subscribe(ROOT, sink)
+    told: list[str] = []
+    rejections: list[tuple[str, str]] = []
+    store.rejection_observers.append(lambda channel, action, client: rejections.append((action["type"], client)))
+    store.dispatch(ROOT, count(1))
+    store.dispatch(ROOT, count(2), {"clientId": "c", "clientSeq": 1}, told.append)
+    store.dispatch(ROOT, count(3))
+    log.number(0, 1)
+    log.refuse(1, NotOwner(ROOT, "host-b"))
+    log.number(2, 2)  # stored anyway (a lease taken back in between): this process's state lacks it
+    await settle()
+    assert told == [f"{ROOT} is run by host-b: this process may not write to it"]
+    assert rejections == [("root/activeSessionsChanged", "c")]
+    assert store.state(ROOT)["activeSessions"] == 1  # type: ignore[index]  # back to before the refused action
+    assert [json.loads(text)["params"]["action"]["activeSessions"] for text in sink.texts] == [1]  # nobody saw 2 or 3
+
+
+class ElsewhereLog(LaterLog):
+    """A log that last saw another process run every session."""
+
+    def owner(self, channel: str) -> str | None:
+        return "host-b" if channel != ROOT else None
+
+
+async def test_an_action_on_a_session_run_elsewhere_is_reduced_only_once_the_log_takes_it() -> None:
+    log = ElsewhereLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    store.create("ahp-session:/s", "session", {"title": "old"})
+    sink = Sink()
+    store.subscribe("ahp-session:/s", sink)
+    told: list[str] = []
+    store.dispatch("ahp-session:/s", {"type": "session/titleChanged", "title": "refused"}, {"clientId": "c", "clientSeq": 1},
+                   told.append)
+    assert store.state("ahp-session:/s")["title"] == "old"  # type: ignore[index]  # not reduced before the log answers
+    log.refuse(0, NotOwner("ahp-session:/s", "host-b"))
+    await settle()
+    assert told and "host-b" in told[0] and sink.texts == []
+    assert store.state("ahp-session:/s")["title"] == "old"  # type: ignore[index]
+    store.dispatch("ahp-session:/s", {"type": "session/titleChanged", "title": "taken over"})  # its lease lapsed
+    log.number(1, 1)
+    await settle()
+    assert store.state("ahp-session:/s")["title"] == "taken over"  # type: ignore[index]  # reduced once numbered
+    assert [json.loads(text)["params"]["action"]["title"] for text in sink.texts] == ["taken over"]

@@ -1,0 +1,161 @@
+"""Accepted actions waiting for their number, for a log whose ``append`` answers later.
+
+A networked log (``host.cluster.ordered_log.ClusterLog``) numbers a tick's envelopes once its
+batch is acknowledged: ``append`` returns an awaitable of the frame (``host.state.log``). The store
+reduces an action at once (the next action of the tick is reduced on top of it) and hands the rest
+of its way, fan-out and the observers, to :class:`Awaiting`, which finishes each action when its
+number is known.
+
+Invariants:
+
+* **Nothing leaves before the log acknowledged it**: an action reaches no subscriber and no
+  observer until its awaitable resolved (the acknowledgement is the log's durability, so a frame
+  sent then is durable).
+* **Frames leave in ``serverSeq`` order**: actions finish as a prefix of the order they were
+  dispatched in (an action whose number came waits for every earlier one), and the actions of one
+  prefix leave sorted by their numbers (a log may number two owner groups' batches of a tick in
+  either order).
+* **A refused append is undone and told**: when the log refuses an action (``NotOwner``: another
+  process runs the session; ``LogUnavailable``; any ``LogError``), its channel goes back to the
+  state before it, the actions dispatched on that channel after it (reduced on top of it) are
+  dropped with it, and whoever dispatched it is told the log's reason (the store's ``on_refused``: a client gets
+  a rejection in its own version's shapes); the rejection observers hear of it as of any refusal. Nobody else ever saw it.
+
+What it does not do: an action dropped because an earlier one on its channel was refused may
+still have been stored by the log (a lease claimed again in between): it is logged as a warning
+and this process's state of that channel lacks it until it is read from the log again (no re-read
+is written yet).
+
+Cost: nothing for the embedded log (the store never makes an :class:`Awaiting` for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from host.state.channels import Channel
+from host.state.log import LogUnavailable
+
+__all__ = ["Awaiting", "Pending"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """One accepted action whose number the log has not given yet."""
+
+    channel: str
+    entry: Channel
+    envelope: dict[str, Any]
+    before: dict[str, Any]
+    """The channel's state before the action: what it goes back to if the log refuses it."""
+    after: dict[str, Any]
+    answer: Awaitable[str]
+    on_refused: Callable[[str], None] | None
+    """Called with the log's reason when it refuses the action (tells the client that dispatched
+    it, in its own version's shapes)."""
+    now: int = 0
+    """The clock reading to reduce it with, when it is reduced only once numbered."""
+    reduced: bool = True
+    """Reduced at dispatch (the usual case). False for an action on a channel another process was
+    last seen running: it is reduced only once the log numbered it (the records of the other
+    process, followed in, come first), and a refusal has nothing to undo."""
+    frame: str | None = None
+    error: BaseException | None = None
+    dropped: bool = False
+    """Reduced on top of a refused action of its channel: never sent, never observed."""
+    done: bool = field(default=False)
+
+
+class Awaiting:
+    """The store's actions waiting for the log (see the module docstring). ``finish(pending)``
+    sends and observes an action that was numbered; ``refuse(pending, reason)`` tells of one the
+    log refused, after its channel's state was undone."""
+
+    def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None]) -> None:
+        self._queue: deque[Pending] = deque()
+        self._finish = finish
+        self._refuse = refuse
+        self._idle: list[asyncio.Future[None]] = []
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def newest_answer(self) -> Any:
+        """The log's answer (a future) for the action added last."""
+        return self._queue[-1].answer
+
+    async def idle(self) -> None:
+        """Return once no action waits for its number (at once when none does)."""
+        while self._queue:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._idle.append(waiter)
+            await waiter
+
+    def add(self, pending: Pending) -> None:
+        self._queue.append(pending)
+        future: Any = pending.answer
+        if not hasattr(future, "add_done_callback"):  # a bare coroutine: run it as a task
+            future = asyncio.ensure_future(future)
+            pending.answer = future
+        future.add_done_callback(lambda done: self._answered(pending, done))
+
+    def _answered(self, pending: Pending, future: Any) -> None:
+        pending.done = True
+        if future.cancelled():
+            pending.error = LogUnavailable("the log's answer was cancelled")
+        elif future.exception() is not None:
+            pending.error = future.exception()
+        else:
+            pending.frame = future.result()
+        if pending.error is not None:
+            self._undo(pending)
+        self._drain()
+
+    def _undo(self, refused: Pending) -> None:
+        """The log refused ``refused``: its channel goes back to the state before it, and what
+        was reduced on top of it since is dropped."""
+        if refused.dropped:
+            return  # already undone with an earlier action of its channel
+        if not refused.reduced:
+            self._refuse(refused, str(refused.error))
+            return
+        entry = refused.entry
+        entry.state = refused.before
+        later = False
+        for pending in self._queue:
+            if pending is refused:
+                later = True
+            elif later and pending.entry is entry:
+                pending.dropped = True
+        self._refuse(refused, str(refused.error))
+
+    def _drain(self) -> None:
+        queue = self._queue
+        ready: list[Pending] = []
+        while queue and queue[0].done:
+            ready.append(queue.popleft())
+        if not ready:
+            return
+        if not queue and self._idle:
+            idle, self._idle = self._idle, []
+            for waiter in idle:
+                if not waiter.done():
+                    waiter.set_result(None)
+        ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
+        for pending in ready:
+            if pending.dropped:
+                if pending.frame is not None:
+                    logger.warning("%s #%s was stored by the log though an earlier action of its channel was refused: "
+                                   "this process's state of it lacks it", pending.channel, pending.envelope["serverSeq"])
+                elif pending.error is not None:
+                    self._refuse(pending, str(pending.error))
+                continue
+            if pending.frame is not None:
+                self._finish(pending)

@@ -1,0 +1,266 @@
+"""``agent-host serve --cluster``: real host processes on a real nats-server (the wheel's), their
+ordered log the JetStream stream. A client runs a turn, the process is killed with SIGKILL and
+started again on its data directory, and the client, reconnecting with ``lastSeenServerSeq``, is
+replayed what it missed and converges with a new client's snapshot; a second process shows its
+clients (AHP 0.2.0 and 0.9.0) the sessions and turns the first runs; a dispatch there for a session
+the first runs is forwarded to it and answered as if local."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+from ahp import state as internal
+from ahp.state import default_chat_uri
+from client import AhpClient
+from host.cluster.nats_server import EmbeddedNats
+from host.cluster.process import process_name
+from host.config import ClusterConfig
+from tests.conftest import TOKEN
+from tests.host.test_vscode import Peer
+from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
+
+ROOT = "ahp-root://"
+REPO = Path(__file__).resolve().parents[3]
+
+
+def unclocked(state: dict[str, Any] | None) -> dict[str, Any]:
+    """A mirrored state without ``modifiedAt`` (each mirror's own clock reading)."""
+    state = dict(state or {})
+    state.pop("modifiedAt", None)
+    if isinstance(state.get("summary"), dict):
+        state["summary"] = {key: value for key, value in state["summary"].items() if key != "modifiedAt"}
+    return state
+
+
+class ClusterHost:
+    """``agent-host serve --cluster URL`` as its own process."""
+
+    def __init__(self, data_dir: Path, config: Path, nats_url: str) -> None:
+        self.data_dir, self.config, self.nats_url = data_dir, config, nats_url
+        self.process: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    async def start(self) -> str:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(self.data_dir),
+             "--token", TOKEN, "--config", str(self.config), "--cluster", self.nats_url],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+        )
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]  # stdout=PIPE
+        match = re.search(r"(ws://\S+)", line)
+        assert match, f"the host did not print its URL: {line!r}"
+        self.url = match.group(1)
+        return self.url
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> str:
+        """Stop it (SIGTERM) and return what it printed."""
+        if self.process is None:
+            return ""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.stdout.read() if self.process.stdout else ""
+
+
+def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_names_it(tmp_path: Path) -> None:
+    one, other = process_name(ClusterConfig(), tmp_path / "a"), process_name(ClusterConfig(), tmp_path / "b")
+    assert one != other and one == process_name(ClusterConfig(), tmp_path / "a")
+    assert process_name(ClusterConfig(name="box-1"), tmp_path / "a") == "box-1"
+
+
+async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_replayed_what_it_missed(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    host = ClusterHost(tmp_path / "data", config, nats_server.url)
+    try:
+        await host.start()
+        client = await AhpClient.connect(host.url)
+        await client.initialize(subscriptions=[ROOT])
+        session = await client.create_session()
+        client.dispatch(session, {"type": "session/titleChanged", "title": "On the stream"})
+        client.send_message(session, "persist me")
+        await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        seen = client.server_seq
+        await client.ping()
+        host.kill()  # the client keeps its mirror and last serverSeq
+
+        await host.start()  # the same data directory: the same name, its sessions taken back at once
+        fresh = await AhpClient.connect(host.url)
+        await fresh.initialize(subscriptions=[ROOT, session])
+        assert fresh.state(session)["summary"]["title"] == "On the stream"  # type: ignore[index]  # recovered from the stream
+        fresh.dispatch(session, {"type": "session/titleChanged", "title": "Renamed while you were away"})
+        fresh.send_message(session, "a second turn")
+        await fresh.wait_for(lambda m, e: len((fresh.state(session) or {}).get("turns") or []) == 2, timeout=30)
+
+        client.url = host.url
+        result = await client.resume()
+        assert result.kind == "replay"  # from the stream, not snapshots
+        replayed = [envelope["serverSeq"] for envelope in result.replayed]
+        assert replayed and replayed == sorted(replayed) and all(seq > seen for seq in replayed)
+        # No gap: the replay brought the mirror where the other client is (but for the clock
+        # reading a mirror stamps its summary with).
+        assert unclocked(client.state(session)) == unclocked(fresh.state(session))
+        assert unclocked(client.state(ROOT)) == unclocked(fresh.state(ROOT))
+        assert [turn["userMessage"]["text"] for turn in client.state(session)["turns"]] == ["persist me", "a second turn"]  # type: ignore[index]
+        assert [s["resource"] for s in await fresh.list_sessions()] == [session]
+
+        # The restarted process writes on: serverSeq grows, a dispatch is accepted.
+        outcome = await fresh.outcome(fresh.dispatch(session, {"type": "session/isReadChanged", "isRead": True}))
+        assert outcome.accepted and fresh.server_seq > client.server_seq - 1
+        await fresh.close()
+        await client.close()
+    finally:
+        printed = host.stop()
+    assert "Traceback" not in printed, printed
+
+
+def run_serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cli.main", "serve", "--port", "0", *args],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+
+
+def test_a_cluster_url_that_is_not_nats_names_the_key_and_the_form(tmp_path: Path) -> None:
+    result = run_serve("--data-dir", str(tmp_path), "--cluster", "http://127.0.0.1:4222")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "cluster.url" in result.stderr and "nats://HOST:PORT" in result.stderr
+
+
+def test_a_cluster_nats_server_that_cannot_be_reached_is_said_plainly(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "host.toml"
+    config.write_text("[cluster]\ntimeout = 2\n")
+    result = run_serve("--data-dir", str(tmp_path / "data"), "--config", str(config), "--cluster", f"nats://127.0.0.1:{port}")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"cannot reach NATS at nats://127.0.0.1:{port}" in result.stderr
+
+
+def test_a_credentials_file_that_does_not_exist_is_named(tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text(f'[cluster]\nurl = "{nats_server.url}"\ncredentials = "{tmp_path / "missing.creds"}"\n')
+    result = run_serve("--data-dir", str(tmp_path / "data"), "--config", str(config))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "cluster.credentials" in result.stderr and "missing.creds" in result.stderr
+
+
+async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_and_turns_run_by_the_first(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    first = ClusterHost(tmp_path / "one", config, nats_server.url)
+    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    try:
+        await first.start()
+        await second.start()
+        here = await AhpClient.connect(first.url)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session()
+        there = await AhpClient.connect(second.url)
+        await there.initialize(subscriptions=[ROOT])
+        for _ in range(200):  # the second process takes the session in as the stream delivers it
+            if [s["resource"] for s in await there.list_sessions()] == [session]:
+                break
+            await asyncio.sleep(0.05)
+        assert [s["resource"] for s in await there.list_sessions()] == [session]
+        await there.subscribe(session)
+        here.send_message(session, "run on the first, watched from the second")
+        await there.wait_for(lambda m, e: len((there.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        assert unclocked(there.state(session)) == unclocked(here.state(session))
+        assert there.state(ROOT) == here.state(ROOT)  # one root state
+
+        # A dispatch on the second process for the session the first runs is forwarded to the
+        # first and answered as if local: the client's echo comes back, both clients see it.
+        outcome = await there.outcome(there.dispatch(session, {"type": "session/titleChanged", "title": "from afar"}))
+        assert outcome.accepted, outcome.reason
+        await here.wait_for(lambda m, e: (here.state(session) or {})["summary"]["title"] == "from afar", timeout=10)
+        assert unclocked(there.state(session)) == unclocked(here.state(session))
+
+        # The first process gone, the session's lease still in force: refused, the client told why.
+        first.kill()
+        refused = await there.outcome(there.dispatch(session, {"type": "session/titleChanged", "title": "too soon"}))
+        assert not refused.accepted and process_name(ClusterConfig(), tmp_path / "one") in str(refused.reason)
+        await here.close()
+        await there.close()
+    finally:
+        printed = first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_converge_on_one_turn(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    first = ClusterHost(tmp_path / "one", config, nats_server.url)
+    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    try:
+        await first.start()
+        await second.start()
+        ident = str(uuid.uuid4())
+        session, old_name = f"offline:/{ident}", f"ahp-session:/{ident}"
+        chat = default_chat_uri(session)
+        new = Peer(await connect(first.url, max_size=None))
+        await new.initialize("client-09", ["0.9.0"])
+        created = await new.request("createSession", {"channel": session})
+        assert created.get("error") is None, created
+        chat_snapshot = (await new.request("subscribe", {"channel": chat}))["result"]["snapshot"]
+
+        old = await AhpClient.connect(second.url)  # AHP 0.2.0, on the other process
+        await old.initialize(subscriptions=[ROOT])
+        for _ in range(200):
+            if old_name in [s["resource"] for s in await old.list_sessions()]:
+                break
+            await asyncio.sleep(0.05)
+        await old.subscribe(old_name)
+
+        turn_id = str(uuid.uuid4())
+        await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+            "channel": chat, "clientSeq": 1,
+            "action": {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-11-26T00:00:00.000Z",
+                       "message": {"text": "Say hello", "origin": {"kind": "user"}}}}})
+        await new.until(lambda: any(a["action"]["type"] == "chat/turnComplete" for a in new.actions()) or None, timeout=30)
+        await old.wait_for(lambda m, e: len((old.state(old_name) or {}).get("turns") or []) == 1, timeout=30)
+        await new.request("ping", {"channel": ROOT})
+
+        # The second process holds what the first does: a 0.9.0 snapshot taken there equals the
+        # 0.9.0 client's mirror on the first; the 0.2.0 mirror there equals a 0.2.0 snapshot here.
+        afar = Peer(await connect(second.url, max_size=None))
+        await afar.initialize("client-09-afar", ["0.9.0"])
+        held_there = (await afar.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        mirror = mirrored(new, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
+        assert mirror == held_there and mirror["turns"][0]["id"] == turn_id
+        near = await AhpClient.connect(first.url)
+        await near.initialize(subscriptions=[ROOT, old_name])
+        assert without_clock(old.state(old_name)) == without_clock(near.state(old_name))
+        assert old.state(old_name)["turns"][0]["userMessage"]["text"] == "Say hello"  # type: ignore[index]
+        for peer in (new, afar):
+            await peer.close()
+        for client in (old, near):
+            await client.close()
+    finally:
+        printed = first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
