@@ -21,6 +21,8 @@ Everything the host raises on purpose derives from ``AgentHostError``::
      ├── AutoApproveValueError  ``autoApprove`` is no boolean and none of VS Code's levels (also a
      │                        ``ValueError``; ``host.runtime.tools.session_config``)
      ├── ClientResourceError  a client's resource could not be read (``host.resources.client_resources``)
+     ├── EmbeddedNatsError    the embedded NATS server could not be started (also a ``RuntimeError``;
+     │                        ``host.cluster.nats_server``)
      ├── TokenError           a named token cannot be created, revoked or read (also a ``ValueError``;
      │                        ``host.transport.tokens``)
      └── PromptUsageError     the arguments typed for an MCP prompt do not fit it (also a ``ValueError``;

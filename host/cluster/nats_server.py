@@ -32,12 +32,14 @@ import sysconfig
 import time
 from pathlib import Path
 
+from host.errors import AgentHostError
+
 __all__ = ["EmbeddedNats", "EmbeddedNatsError", "binary"]
 
 BINARY_NAME = "nats-server"
 
 
-class EmbeddedNatsError(RuntimeError):
+class EmbeddedNatsError(AgentHostError, RuntimeError):
     """The embedded NATS server could not be started (the message says why and what to do)."""
 
 
