@@ -121,6 +121,16 @@ from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp import SessionMcp
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.runtime.customizations.mcp_lifetime import (
+    IDLE_SLACK,
+    Effect,
+    Event,
+    Phase,
+    Transition,
+    idle_due,
+    idle_limit,
+    step,
+)
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.transcript import HookTranscript
 from host.runtime.inputs import InputRequests
@@ -293,8 +303,7 @@ class CustomizationService:
         runtime.start_source = "resume"
         runtime.hooks_started.clear()  # its first turn waits for their context
         self._spawn(self._session_start(runtime, "resume"))
-        if self.config.mcp.start == "session" and not runtime.mcp_wanted:
-            runtime.mcp_wanted = True
+        if Effect.RECONCILE in self._mcp_step(runtime, Event.RESUMED_EAGER if self._eager else Event.RESUMED).effects:
             self._spawn(self._reconcile(runtime))
         self._maybe_ask(runtime)
 
@@ -324,22 +333,26 @@ class CustomizationService:
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
-        self._cancel_idle_stop(runtime)
+        transition = self._mcp_step(runtime, Event.CLOSED)
+        if Effect.CANCEL_IDLE in transition.effects:
+            self._cancel_idle_stop(runtime)
         if end_hooks and not runtime.session_ended:
             await self._end(runtime)
         await runtime.end_background()
         if runtime.transcript is not None and disposed:
             runtime.transcript.remove()
-        if runtime.mcp is not None:
+        if Effect.STOP in transition.effects and runtime.mcp is not None:
             await runtime.mcp.stop()
         if end_hooks and runtime.hooks_ran:
             await processes.end(runtime.family, None, HOOK_GRACE)
 
     async def _start_session(self, runtime: SessionCustomizations, *, fire: bool) -> None:
-        if self.config.mcp.start == "session" and not runtime.resume_pending:
-            runtime.mcp_wanted = True  # (a restored session's start when a client resumes it)
+        # (A restored session's start comes when a client resumes it.)
+        event = Event.RESTORED if runtime.resume_pending else Event.OPENED_EAGER if self._eager else Event.OPENED
+        transition = self._mcp_step(runtime, event)
         try:
-            await self._apply_mcp(runtime)
+            if Effect.RECONCILE in transition.effects:
+                await self._apply_mcp(runtime)
         finally:
             runtime.mcp_started.set()
         if fire:
@@ -498,8 +511,8 @@ class CustomizationService:
             # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(installed.wait(), _INSTALL_WAIT)
-        if not runtime.mcp_wanted:
-            runtime.mcp_wanted = True
+        if Effect.RECONCILE in self._mcp_step(runtime, Event.TURN_STARTED).effects:
+            # (The idle countdown was cancelled above, before anything else: a turn has begun.)
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
             await self._reconcile(runtime)
         try:
@@ -560,10 +573,8 @@ class CustomizationService:
         """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``, or
         ``unwatched_stop`` when no client is connected to the session)."""
         runtime = self.sessions.get(session)
-        if runtime is None or runtime.mcp is None:
-            return
-        runtime.idle_since = asyncio.get_running_loop().time()
-        self._arm_idle_stop(runtime)
+        if runtime is not None:
+            self._idle_effects(runtime, self._mcp_step(runtime, Event.TURN_ENDED))
 
     def clients_left(self) -> None:
         """A client disconnected: a script's session (``agent-host -p``: ``_meta.oneShot``) nobody
@@ -579,28 +590,39 @@ class CustomizationService:
         if not self.config.mcp.unwatched_stop:
             return
         for runtime in self.sessions.values():
-            if runtime.mcp is None or self.store.has_subscribers(runtime.session):
-                continue
-            if runtime.idle_since is None:
-                runtime.idle_since = asyncio.get_running_loop().time()
+            if not self.store.has_subscribers(runtime.session):
+                self._idle_effects(runtime, self._mcp_step(runtime, Event.UNWATCHED))
+
+    @property
+    def _eager(self) -> bool:
+        """Whether sessions want their servers from the start (``[mcp] start = "session"``)."""
+        return self.config.mcp.start == "session"
+
+    def _mcp_step(self, runtime: SessionCustomizations, event: Event) -> Transition:
+        """Move the session's servers along the lifetime table (``mcp_lifetime``); the caller
+        carries out the effects it returns."""
+        phase = Phase.RUNNING if runtime.mcp is not None else Phase.WANTED if runtime.mcp_wanted else Phase.DORMANT
+        transition = step(phase, event)
+        runtime.mcp_wanted = transition.phase in (Phase.WANTED, Phase.RUNNING)
+        return transition
+
+    def _idle_effects(self, runtime: SessionCustomizations, transition: Transition) -> None:
+        if Effect.MARK_IDLE in transition.effects or (Effect.MARK_IDLE_IF_UNSET in transition.effects and runtime.idle_since is None):
+            runtime.idle_since = asyncio.get_running_loop().time()
+        if Effect.ARM_IDLE in transition.effects:
             self._arm_idle_stop(runtime)
 
     def _idle_limit(self, runtime: SessionCustomizations) -> float | None:
         """Seconds of idleness after which the session's servers stop; None: never."""
-        limits = [self.config.mcp.idle_stop]
-        if not self.store.has_subscribers(runtime.session):
-            limits.append(self.config.mcp.unwatched_stop)
-        limits = [limit for limit in limits if limit]
-        return min(limits) if limits else None
+        return idle_limit(self.config.mcp.idle_stop, self.config.mcp.unwatched_stop,
+                          watched=self.store.has_subscribers(runtime.session))
 
     def _arm_idle_stop(self, runtime: SessionCustomizations) -> None:
         self._cancel_idle_stop(runtime)
-        limit = self._idle_limit(runtime)
-        if limit is None or runtime.idle_since is None:
-            return
         loop = asyncio.get_running_loop()
-        delay = max(0.0, runtime.idle_since + limit - loop.time())
-        runtime.idle_stop = loop.call_later(delay, lambda: self._spawn(self._stop_idle(runtime)))
+        delay = idle_due(runtime.idle_since, self._idle_limit(runtime), loop.time())
+        if delay is not None:
+            runtime.idle_stop = loop.call_later(delay, lambda: self._spawn(self._stop_idle(runtime)))
 
     def _cancel_idle_stop(self, runtime: SessionCustomizations) -> None:
         if runtime.idle_stop is not None:
@@ -615,12 +637,16 @@ class CustomizationService:
                 return
             limit = self._idle_limit(runtime)
             idle_for = asyncio.get_running_loop().time() - (runtime.idle_since or 0.0)
-            if limit is None or idle_for < limit - 0.05:  # a client came back meanwhile: the longer limit applies
+            if limit is None or idle_for < limit - IDLE_SLACK:  # a client came back meanwhile: the longer limit applies
                 self._arm_idle_stop(runtime)
                 return
             logger.info("session %s: stopping its MCP servers after %g s without a turn%s", runtime.session, idle_for,
                         "" if self.store.has_subscribers(runtime.session) else " or a client")
-            runtime.mcp_wanted = False
+            await self._stop_servers(runtime, self._mcp_step(runtime, Event.IDLE_ELAPSED))
+
+    async def _stop_servers(self, runtime: SessionCustomizations, transition: Transition) -> None:
+        """Carry out a transition's ``STOP``: the servers end and their published state is withdrawn."""
+        if Effect.STOP in transition.effects and runtime.mcp is not None:
             mcp, runtime.mcp = runtime.mcp, None
             await mcp.stop()
             mcp.unpublish()
@@ -644,6 +670,7 @@ class CustomizationService:
                 on_meta=lambda container_id, server, meta: self._server_meta(runtime, container_id, server, meta),
                 oauth_dir=self.config.data_path() / "mcp-oauth",
             )
+            self._mcp_step(runtime, Event.LAUNCHED)
         await runtime.mcp.apply(specs, owners)
 
     def _publish_mcp_servers(self, runtime: SessionCustomizations, specs: list[McpServerSpec],
@@ -728,8 +755,8 @@ class CustomizationService:
             if runtime.mcp is not None and before.get("workingDirectories") != after.get("workingDirectories"):
                 runtime.mcp.roots_changed()
         elif kind == "session/mcpServerStartRequested":
-            runtime.mcp_wanted = True
-            self._spawn(self._reconcile(runtime))
+            if Effect.RECONCILE in self._mcp_step(runtime, Event.START_REQUESTED).effects:
+                self._spawn(self._reconcile(runtime))
         elif kind == "session/mcpServerStopRequested":
             self._spawn(self._stop_requested(runtime, action.get("id")))
         elif kind == "session/mcpServerBackgroundRequested" and runtime.mcp is not None:
@@ -753,10 +780,7 @@ class CustomizationService:
             if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None:
                 return
             logger.info("session %s: stopping its MCP servers as a client asked (%s)", runtime.session, customization_id)
-            runtime.mcp_wanted = False
-            mcp, runtime.mcp = runtime.mcp, None
-            await mcp.stop()
-            mcp.unpublish()
+            await self._stop_servers(runtime, self._mcp_step(runtime, Event.STOP_REQUESTED))
 
     def _clear_agent(self, session: str) -> None:
         chat = default_chat_uri(session)
