@@ -88,7 +88,6 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -107,30 +106,18 @@ from ahp.workspace_trust import (
     trust_request,
 )
 from host.config import HostConfig
-from host.errors import ConfigError
 from host.resources.client_resources import ClientResourceError, ClientResources
 from host.resources.workdirs import session_directory
 from host.runtime.customizations._containers import (
     MCP_SERVERS_ID,
     Container,
-    McpServersContainer,
     enablement_enabled,
     entry_enabled,
 )
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
-from host.runtime.customizations.mcp import SessionMcp
-from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
-from host.runtime.customizations.mcp_lifetime import (
-    IDLE_SLACK,
-    Effect,
-    Event,
-    Phase,
-    Transition,
-    idle_due,
-    idle_limit,
-    step,
-)
+from host.runtime.customizations.mcp_lifetime import Effect, Event
+from host.runtime.customizations.mcp_supervisor import McpSupervisor
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.transcript import HookTranscript
 from host.runtime.inputs import InputRequests
@@ -139,7 +126,7 @@ from host.runtime.trust import WorkspaceTrust
 from host.state.store import Store
 from plugins.claude_code_tools import claude_name
 from tools import processes
-from tools.mcp import McpConfigError, McpServerSpec, merge_specs
+from tools.mcp import McpServerSpec
 
 if TYPE_CHECKING:
     from tools.mcp import RestartPolicy
@@ -188,20 +175,16 @@ class CustomizationService:
         self.client_files = client_files
         """Host→client resource requests: how a client's ``virtual://`` plugin is fetched."""
         self.store = store
-        self.mcp_policy = mcp_policy
         self.plugins: list[plugins.LoadedPlugin] = []
         self.sessions: dict[str, SessionCustomizations] = {}
         self.inputs = inputs
         """The host's input requests (MCP elicitation asks the user through them)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
-        self._mcp_unready: set[str] = set()
-        """MCP servers (by name and command line) that crashed, failed or hung at start in this host:
-        a turn does not wait for them (shared by the sessions)."""
-        try:
-            self.config_specs: list[McpServerSpec] = specs_from_config(config.mcp.servers, base_dir=_config_dir(config))
-        except McpConfigError as error:
-            raise ConfigError(f"invalid configuration ({config.source}): mcp.servers: {error}") from None
+        """One per client plugin being mirrored from its client."""
+        self.servers = McpSupervisor(config, store, inputs=inputs, policy=mcp_policy, publish=self._publish,
+                                     spawn=self._spawn, live=lambda runtime: self.sessions.get(runtime.session) is runtime)
+        """Every session's MCP servers (``mcp_supervisor``, following ``mcp_lifetime``'s table)."""
         store.change_observers.append(self._observe)
 
     # -- host ----------------------------------------------------------------------------------
@@ -303,8 +286,8 @@ class CustomizationService:
         runtime.start_source = "resume"
         runtime.hooks_started.clear()  # its first turn waits for their context
         self._spawn(self._session_start(runtime, "resume"))
-        if Effect.RECONCILE in self._mcp_step(runtime, Event.RESUMED_EAGER if self._eager else Event.RESUMED).effects:
-            self._spawn(self._reconcile(runtime))
+        if Effect.RECONCILE in self.servers.step(runtime, Event.RESUMED_EAGER if self.servers.eager else Event.RESUMED).effects:
+            self._spawn(self.servers.reconcile(runtime))
         self._maybe_ask(runtime)
 
     def session_disposed(self, uri: str) -> None:
@@ -333,9 +316,9 @@ class CustomizationService:
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
-        transition = self._mcp_step(runtime, Event.CLOSED)
+        transition = self.servers.step(runtime, Event.CLOSED)
         if Effect.CANCEL_IDLE in transition.effects:
-            self._cancel_idle_stop(runtime)
+            self.servers.cancel_idle_stop(runtime)
         if end_hooks and not runtime.session_ended:
             await self._end(runtime)
         await runtime.end_background()
@@ -348,11 +331,11 @@ class CustomizationService:
 
     async def _start_session(self, runtime: SessionCustomizations, *, fire: bool) -> None:
         # (A restored session's start comes when a client resumes it.)
-        event = Event.RESTORED if runtime.resume_pending else Event.OPENED_EAGER if self._eager else Event.OPENED
-        transition = self._mcp_step(runtime, event)
+        event = Event.RESTORED if runtime.resume_pending else Event.OPENED_EAGER if self.servers.eager else Event.OPENED
+        transition = self.servers.step(runtime, event)
         try:
             if Effect.RECONCILE in transition.effects:
-                await self._apply_mcp(runtime)
+                await self.servers.apply(runtime)
         finally:
             runtime.mcp_started.set()
         if fire:
@@ -402,7 +385,7 @@ class CustomizationService:
                 lines.append(f"plugin {container.claude_id} (switched on by {_relative(Path(container.enabled_by), runtime.folder)})")
             else:
                 lines.append(f"plugin {container.name or container.id} ({_relative_uri(container.uri, runtime.folder)})")
-        for spec in self._workspace_specs(runtime):
+        for spec in self.servers.workspace_specs(runtime):
             lines.append(f"MCP server {spec.name} (.mcp.json): {_short(_command_line(spec))}")
         return lines
 
@@ -493,14 +476,14 @@ class CustomizationService:
             self._spawn(self._session_start(runtime, runtime.start_source, only=released))
         if self.claude is not None and runtime.folder_trusted:
             self._sync_claude(runtime)  # a trusted project's plugins that are not installed yet get installed
-        self._spawn(self._reconcile(runtime))
+        self._spawn(self.servers.reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
         """Until the Claude Code plugins being installed in the background are (``_INSTALL_WAIT``
         at most) and the session's MCP servers made their first start attempt, bounded by ``[mcp]
         start_wait`` (see the module contract): a turn uses it. The servers of a session that did
         not need them yet (or stopped them when idle) start here."""
-        self._cancel_idle_stop(runtime)
+        self.servers.cancel_idle_stop(runtime)
         self.resumed(runtime.session)
         if self.claude is not None and self.claude.refresh():
             self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
@@ -511,10 +494,10 @@ class CustomizationService:
             # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(installed.wait(), _INSTALL_WAIT)
-        if Effect.RECONCILE in self._mcp_step(runtime, Event.TURN_STARTED).effects:
+        if Effect.RECONCILE in self.servers.step(runtime, Event.TURN_STARTED).effects:
             # (The idle countdown was cancelled above, before anything else: a turn has begun.)
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
-            await self._reconcile(runtime)
+            await self.servers.reconcile(runtime)
         try:
             # (Checked first: ``wait_for`` makes a task and a timer even for an event already set,
             # and after the first turn they always are.)
@@ -539,43 +522,6 @@ class CustomizationService:
 
     # -- MCP -----------------------------------------------------------------------------------
 
-    def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
-        """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
-        workspace = self._workspace_specs(runtime) if runtime.folder_trusted else []
-        owners: dict[str, str] = {}
-        plugin_specs = []
-        for container in runtime.containers:
-            loaded = container.usable
-            if not isinstance(loaded, plugins.LoadedPlugin):
-                continue
-            for server in loaded.mcp_servers:
-                try:
-                    plugin_specs.append(spec_from_plugin(server, loaded.name))
-                except McpConfigError as error:
-                    container.problems[f"mcp:{server.name}"] = str(error)
-                    continue
-                owners[server.name] = container.id
-        specs = merge_specs(self.config_specs, workspace, plugin_specs)
-        return specs, {spec.name: owners[spec.name] if spec.source.startswith("plugin") else MCP_SERVERS_ID
-                       for spec in specs if spec.name in owners or not spec.source.startswith("plugin")}
-
-    def _workspace_specs(self, runtime: SessionCustomizations) -> list[McpServerSpec]:
-        """The servers of the workspace ``.mcp.json`` (they run only in a trusted folder)."""
-        if not self.config.plugins.workspace or runtime.working_directory is None:
-            return []
-        try:
-            return specs_from_mcp_json(runtime.working_directory / ".mcp.json")
-        except McpConfigError as error:
-            logger.warning("%s", error)
-            return []
-
-    def turn_ended(self, session: str) -> None:
-        """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``, or
-        ``unwatched_stop`` when no client is connected to the session)."""
-        runtime = self.sessions.get(session)
-        if runtime is not None:
-            self._idle_effects(runtime, self._mcp_step(runtime, Event.TURN_ENDED))
-
     def clients_left(self) -> None:
         """A client disconnected: a script's session (``agent-host -p``: ``_meta.oneShot``) nobody
         watches any more has ended, and its ``SessionEnd`` hooks run, as when a ``claude -p`` run
@@ -591,130 +537,17 @@ class CustomizationService:
             return
         for runtime in self.sessions.values():
             if not self.store.has_subscribers(runtime.session):
-                self._idle_effects(runtime, self._mcp_step(runtime, Event.UNWATCHED))
+                self.servers.unwatched(runtime)
 
-    @property
-    def _eager(self) -> bool:
-        """Whether sessions want their servers from the start (``[mcp] start = "session"``)."""
-        return self.config.mcp.start == "session"
+    def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
+        """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
+        return self.servers.mcp_specs(runtime)
 
-    def _mcp_step(self, runtime: SessionCustomizations, event: Event) -> Transition:
-        """Move the session's servers along the lifetime table (``mcp_lifetime``); the caller
-        carries out the effects it returns."""
-        phase = Phase.RUNNING if runtime.mcp is not None else Phase.WANTED if runtime.mcp_wanted else Phase.DORMANT
-        transition = step(phase, event)
-        runtime.mcp_wanted = transition.phase in (Phase.WANTED, Phase.RUNNING)
-        return transition
-
-    def _idle_effects(self, runtime: SessionCustomizations, transition: Transition) -> None:
-        if Effect.MARK_IDLE in transition.effects or (Effect.MARK_IDLE_IF_UNSET in transition.effects and runtime.idle_since is None):
-            runtime.idle_since = asyncio.get_running_loop().time()
-        if Effect.ARM_IDLE in transition.effects:
-            self._arm_idle_stop(runtime)
-
-    def _idle_limit(self, runtime: SessionCustomizations) -> float | None:
-        """Seconds of idleness after which the session's servers stop; None: never."""
-        return idle_limit(self.config.mcp.idle_stop, self.config.mcp.unwatched_stop,
-                          watched=self.store.has_subscribers(runtime.session))
-
-    def _arm_idle_stop(self, runtime: SessionCustomizations) -> None:
-        self._cancel_idle_stop(runtime)
-        loop = asyncio.get_running_loop()
-        delay = idle_due(runtime.idle_since, self._idle_limit(runtime), loop.time())
-        if delay is not None:
-            runtime.idle_stop = loop.call_later(delay, lambda: self._spawn(self._stop_idle(runtime)))
-
-    def _cancel_idle_stop(self, runtime: SessionCustomizations) -> None:
-        if runtime.idle_stop is not None:
-            runtime.idle_stop.cancel()
-            runtime.idle_stop = None
-
-    async def _stop_idle(self, runtime: SessionCustomizations) -> None:
-        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
-        async with lock:
-            state = self.store.state(default_chat_uri(runtime.session)) or {}
-            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None or state.get("activeTurn"):
-                return
-            limit = self._idle_limit(runtime)
-            idle_for = asyncio.get_running_loop().time() - (runtime.idle_since or 0.0)
-            if limit is None or idle_for < limit - IDLE_SLACK:  # a client came back meanwhile: the longer limit applies
-                self._arm_idle_stop(runtime)
-                return
-            logger.info("session %s: stopping its MCP servers after %g s without a turn%s", runtime.session, idle_for,
-                        "" if self.store.has_subscribers(runtime.session) else " or a client")
-            await self._stop_servers(runtime, self._mcp_step(runtime, Event.IDLE_ELAPSED))
-
-    async def _stop_servers(self, runtime: SessionCustomizations, transition: Transition) -> None:
-        """Carry out a transition's ``STOP``: the servers end and their published state is withdrawn."""
-        if Effect.STOP in transition.effects and runtime.mcp is not None:
-            mcp, runtime.mcp = runtime.mcp, None
-            await mcp.stop()
-            mcp.unpublish()
-
-    async def _apply_mcp(self, runtime: SessionCustomizations) -> None:
-        specs, owners = self.mcp_specs(runtime)
-        if runtime.settings_env:
-            specs = [replace(spec, env={**runtime.settings_env, **spec.env}) for spec in specs]
-        held = [] if runtime.folder_trusted else self._workspace_specs(runtime)
-        self._publish_mcp_servers(runtime, [spec for spec in specs if owners.get(spec.name) == MCP_SERVERS_ID], held)
-        if not runtime.mcp_wanted:
-            return
-        if runtime.mcp is None:
-            if not specs:
-                return
-            runtime.mcp = SessionMcp(
-                runtime.session, self.store, policy=self.mcp_policy, call_timeout=self.config.mcp.call_timeout,
-                unready=self._mcp_unready,
-                ask=lambda request: self.inputs.ask(runtime.session, request),
-                on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
-                on_meta=lambda container_id, server, meta: self._server_meta(runtime, container_id, server, meta),
-                oauth_dir=self.config.data_path() / "mcp-oauth",
-            )
-            self._mcp_step(runtime, Event.LAUNCHED)
-        await runtime.mcp.apply(specs, owners)
-
-    def _publish_mcp_servers(self, runtime: SessionCustomizations, specs: list[McpServerSpec],
-                             held: list[McpServerSpec]) -> None:
-        """List the config and ``.mcp.json`` servers as a container, so their failures show, and
-        the ``.mcp.json`` servers that wait for the folder to be trusted (``held``)."""
-        found = runtime.container(MCP_SERVERS_ID)
-        container = found if isinstance(found, McpServersContainer) else None  # the one container with that id
-        if not specs and not held and container is None:
-            return
-        declared = []
-        for spec in [*specs, *held]:
-            where = spec.source if spec.source not in ("config", "") else (self.config.source or "").split(" + ")[0]
-            path = Path(where) if where and not where.startswith("<") else None
-            declared.append((spec.name, path.resolve().as_uri() if path is not None and path.is_absolute() else (
-                runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///")))
-        if container is None:
-            home = runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///"
-            container = McpServersContainer(id=MCP_SERVERS_ID, loaded=None, name="MCP servers", uri=home)
-            runtime.containers.append(container)
-        container.servers = declared
-        container.held = (f"{WAITING}: the .mcp.json servers {', '.join(repr(spec.name) for spec in held)} start once you "
-                          f"trust {runtime.folder}") if held else None
-        self._publish(runtime, container)
-
-    def _problem(self, runtime: SessionCustomizations, container_id: str, key: str, message: str | None) -> None:
-        container = runtime.container(container_id)
-        if container is None or self.sessions.get(runtime.session) is not runtime:
-            return
-        before = dict(container.problems)
-        if message is None:
-            container.problems.pop(key, None)
-        else:
-            container.problems[key] = message
-        if container.problems != before:
-            self._publish(runtime, container)
-
-    def _server_meta(self, runtime: SessionCustomizations, container_id: str, server: str, meta: dict[str, Any]) -> None:
-        """A server's log, prompts and resources changed: re-publish its entry's ``_meta``."""
-        container = runtime.container(container_id)
-        if container is None or self.sessions.get(runtime.session) is not runtime or container.server_meta.get(server) == meta:
-            return
-        container.server_meta[server] = meta
-        self._publish(runtime, container)
+    def turn_ended(self, session: str) -> None:
+        """Start the idle clock of the session's MCP servers (``McpSupervisor.turn_ended``)."""
+        runtime = self.sessions.get(session)
+        if runtime is not None:
+            self.servers.turn_ended(runtime)
 
     # -- observing -----------------------------------------------------------------------------
 
@@ -747,18 +580,18 @@ class CustomizationService:
             container.enabled = enabled
             if not container.enabled and held_agent:
                 asyncio.get_running_loop().call_soon(self._clear_agent, channel)
-            self._spawn(self._reconcile(runtime))
+            self._spawn(self.servers.reconcile(runtime))
         elif kind in ("session/activeClientSet", "session/activeClientRemoved"):
             self._resolve_client_plugins(runtime, after.get("activeClients") or [])
-            self._spawn(self._reconcile(runtime))
+            self._spawn(self.servers.reconcile(runtime))
         elif kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved", "session/workingDirectoryReplaced"):
             if runtime.mcp is not None and before.get("workingDirectories") != after.get("workingDirectories"):
                 runtime.mcp.roots_changed()
         elif kind == "session/mcpServerStartRequested":
-            if Effect.RECONCILE in self._mcp_step(runtime, Event.START_REQUESTED).effects:
-                self._spawn(self._reconcile(runtime))
+            if Effect.RECONCILE in self.servers.step(runtime, Event.START_REQUESTED).effects:
+                self._spawn(self.servers.reconcile(runtime))
         elif kind == "session/mcpServerStopRequested":
-            self._spawn(self._stop_requested(runtime, action.get("id")))
+            self._spawn(self.servers.stop_requested(runtime, action.get("id")))
         elif kind == "session/mcpServerBackgroundRequested" and runtime.mcp is not None:
             runtime.mcp.background(action.get("id"))
 
@@ -772,27 +605,11 @@ class CustomizationService:
         """``Notification`` hooks: the user is asked something (what they say is shown at the next turn)."""
         await runtime.fire(plugins.HookEvent.NOTIFICATION, kind, message=message, notification_type=kind)
 
-    async def _stop_requested(self, runtime: SessionCustomizations, customization_id: Any) -> None:
-        """A client asked to stop one MCP server: stop the session's servers (they start again
-        with the next turn, or a start request)."""
-        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
-        async with lock:
-            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None:
-                return
-            logger.info("session %s: stopping its MCP servers as a client asked (%s)", runtime.session, customization_id)
-            await self._stop_servers(runtime, self._mcp_step(runtime, Event.STOP_REQUESTED))
-
     def _clear_agent(self, session: str) -> None:
         chat = default_chat_uri(session)
         draft = (self.store.state(chat) or {}).get("draft")
         if isinstance(draft, dict) and "agent" in draft:
             self.store.dispatch(chat, builders.chat_draft_changed(draft={k: v for k, v in draft.items() if k != "agent"}))
-
-    async def _reconcile(self, runtime: SessionCustomizations) -> None:
-        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
-        async with lock:
-            if self.sessions.get(runtime.session) is runtime:
-                await self._apply_mcp(runtime)
 
     # -- Claude Code settings and plugins ------------------------------------------------------
 
@@ -877,7 +694,7 @@ class CustomizationService:
                     container.enabled = existing.enabled
             position = self._put(runtime, container, existing, position)
         self._maybe_ask(runtime)
-        self._spawn(self._reconcile(runtime))
+        self._spawn(self.servers.reconcile(runtime))
 
     def permission_settings(self, session: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
         """The session's Claude Code permission rules and additional directories (for the tool policy)."""
@@ -950,7 +767,7 @@ class CustomizationService:
         if runtime.container(container.id) is not container or self.sessions.get(runtime.session) is not runtime:
             return  # replaced or removed meanwhile (a newer nonce, the client left)
         self._publish(runtime, container)
-        await self._reconcile(runtime)
+        await self.servers.reconcile(runtime)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -1060,11 +877,6 @@ def _dir_uri(runtime: SessionCustomizations, relative: str) -> str:
     folder = runtime.working_directory if relative == "." else runtime.working_directory / relative
     return folder.absolute().as_uri()
 
-
-def _config_dir(config: HostConfig) -> Path | None:
-    source = (config.source or "").split(" + ")[0]
-    path = Path(source)
-    return path.parent.resolve() if source and not source.startswith("<") and path.is_file() else None
 
 
 def _file_name(ident: str) -> str:
