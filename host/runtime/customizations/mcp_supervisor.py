@@ -31,11 +31,19 @@ from ahp.state import default_chat_uri
 from ahp.workspace_trust import WAITING
 from host.config import HostConfig
 from host.errors import ConfigError
-from host.runtime.customizations import mcp_lifetime as lifetime
 from host.runtime.customizations._containers import MCP_SERVERS_ID, Container, McpServersContainer
 from host.runtime.customizations.mcp import SessionMcp
 from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
-from host.runtime.customizations.mcp_lifetime import IDLE_SLACK, Effect, Event, Phase, Transition, idle_due, idle_limit
+from host.runtime.customizations.mcp_lifetime import (
+    IDLE_SLACK,
+    Effect,
+    Event,
+    Phase,
+    Transition,
+    idle_due,
+    idle_limit,
+    step,
+)
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.inputs import InputRequests
 from host.state.store import Store
@@ -126,7 +134,7 @@ class McpSupervisor:
         """Move the session's servers along the lifetime table (``mcp_lifetime``); the caller
         carries out the effects it returns."""
         phase = Phase.RUNNING if runtime.mcp is not None else Phase.WANTED if runtime.mcp_wanted else Phase.DORMANT
-        transition = lifetime.step(phase, event)
+        transition = step(phase, event)
         runtime.mcp_wanted = transition.phase in (Phase.WANTED, Phase.RUNNING)
         return transition
 

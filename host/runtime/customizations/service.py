@@ -114,6 +114,7 @@ from host.runtime.customizations._containers import (
     enablement_enabled,
     entry_enabled,
 )
+from host.runtime.customizations.catalogue import HostCatalogue
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
 from host.runtime.customizations.mcp_lifetime import Effect, Event
@@ -160,14 +161,8 @@ class CustomizationService:
         self.config = config
         self._session_of = session_of
         """The session a chat channel belongs to (``ChatSummaries.session_of``)."""
-        self.claude = claude
-        """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
-        self._installing = False
-        self._installed: asyncio.Event | None = None
-        """Set when the background install of missing Claude Code plugins under way has ended."""
-        """Whether plugins switched on but not installed are being installed (one batch at a time)."""
-        self.claude_listeners: list[Any] = []
-        """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
+        self.catalogue = HostCatalogue(config, claude, spawn=self._spawn, changed=self.claude_changed)
+        """The host's plugins and the Claude Code user set-up (``catalogue``), shared by the sessions."""
         self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require,
                                              client_trust=config.trust.client_trust)
         """Which folders the user trusts (the root config's list, ``[trust]``)."""
@@ -175,7 +170,6 @@ class CustomizationService:
         self.client_files = client_files
         """Host→client resource requests: how a client's ``virtual://`` plugin is fetched."""
         self.store = store
-        self.plugins: list[plugins.LoadedPlugin] = []
         self.sessions: dict[str, SessionCustomizations] = {}
         self.inputs = inputs
         """The host's input requests (MCP elicitation asks the user through them)."""
@@ -189,25 +183,29 @@ class CustomizationService:
 
     # -- host ----------------------------------------------------------------------------------
 
+    @property
+    def claude(self) -> ClaudeCode | None:
+        """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
+        return self.catalogue.claude
+
+    @property
+    def plugins(self) -> list[plugins.LoadedPlugin]:
+        """The host's plugins (``[plugins] directories``), parsed by ``load()``."""
+        return self.catalogue.plugins
+
+    @property
+    def claude_listeners(self) -> list[Any]:
+        """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
+        return self.catalogue.listeners
+
     def load(self) -> None:
         """Parse the configured plugin directories and read the Claude Code user set-up (never
         raises for bad plugin or settings content)."""
-        if self.claude is not None:
-            self.claude.load()
-        if not self.config.plugins.directories:
-            self.plugins = []  # nothing to parse: the plugin parser is not even imported at start
-            return
-        data_root = self.config.data_path() / "plugins"
-        self.plugins = plugins.load_plugins(self.config.plugins.directories, data_root=data_root)
-        for plugin in self.plugins:
-            if plugin.state.kind != "loaded":
-                logger.warning("plugin %s is %s: %s", plugin.name, plugin.state.kind, plugin.state.message)
+        self.catalogue.load()
 
     def agent_customizations(self) -> list[dict[str, Any]]:
         """``AgentInfo.customizations``: the host's plugins, ids = their root URIs."""
-        if not self.plugins:
-            return []
-        return [plugins.plugin_customization(p, mint_id=plugins.uri_id, id=p.root.as_uri()) for p in self.plugins]
+        return self.catalogue.agent_customizations()
 
     async def _end(self, runtime: SessionCustomizations) -> None:
         """The session's ``SessionEnd`` hooks, once."""
@@ -485,15 +483,12 @@ class CustomizationService:
         not need them yet (or stopped them when idle) start here."""
         self.servers.cancel_idle_stop(runtime)
         self.resumed(runtime.session)
-        if self.claude is not None and self.claude.refresh():
+        if self.catalogue.refresh():
             self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
         self._refresh_directories(runtime)
-        installed = self._installed
-        if installed is not None and not installed.is_set():
-            # The plugins the settings switch on are being installed: the turn has them, as the
-            # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(installed.wait(), _INSTALL_WAIT)
+        # The plugins the settings switch on may be being installed: the turn has them, as the
+        # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
+        await self.catalogue.wait_installed(_INSTALL_WAIT)
         if Effect.RECONCILE in self.servers.step(runtime, Event.TURN_STARTED).effects:
             # (The idle countdown was cancelled above, before anything else: a turn has begun.)
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
@@ -632,37 +627,14 @@ class CustomizationService:
         if view is None or self.claude is None:
             return []
         runnable = [plugin for plugin in view.plugins if plugin.missing and (plugin.held_by is None or runtime.folder_trusted)]
-        if runnable and not self._installing:
-            self._installing = True
-            self._installed = asyncio.Event()
-            self._spawn(self._install_missing(runnable, self._installed))
-        containers = []
-        user = self.claude.user_container
-        if user is not None:
-            uri = (user.root / "settings.json").as_uri()
-            containers.append(Container(id=uri, loaded=user, name="Claude Code user settings", uri=uri))
-        instructions = self.claude.user_instructions
-        if instructions is not None:
-            uri = (instructions.root / "CLAUDE.md").as_uri()
-            containers.append(Container(id=uri, loaded=instructions, name="Claude Code user instructions", uri=uri))
+        self.catalogue.install(runnable)
+        containers = self.catalogue.user_containers()
         for plugin in view.plugins:
             uri = plugin.loaded.root.as_uri()
             containers.append(Container(id=f"claude-plugin:{plugin.plugin_id}", loaded=plugin.loaded, name=plugin.plugin_id,
                                         uri=uri, enabled=plugin.enabled, claude_id=plugin.plugin_id,
                                         enabled_by=str(plugin.held_by) if plugin.held_by is not None else None))
         return containers
-
-    async def _install_missing(self, plugins: list[Any], finished: asyncio.Event) -> None:
-        assert self.claude is not None
-        try:
-            try:
-                installed = await asyncio.to_thread(self.claude.install_missing, plugins)
-            finally:
-                self._installing = False
-            if installed:
-                self.claude_changed()
-        finally:
-            finished.set()  # (after the sessions list what was installed)
 
     def claude_changed(self) -> None:
         """The Claude Code set-up changed (a plugin switched, installed or removed; settings
