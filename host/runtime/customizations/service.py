@@ -1,6 +1,12 @@
 """Per-host plugin loading and per-session customization state.
 
-``CustomizationService`` is created by the ``AgentHost`` and registered as a store observer.
+``CustomizationService`` is created by the ``AgentHost`` and registered as a store observer. It is
+a composition of rooms, each in its own module: ``catalogue.HostCatalogue`` (host-wide: the host's
+plugins and the Claude Code user set-up, loaded once and re-read when they change),
+``mcp_supervisor.McpSupervisor`` (every session's MCP servers, started and stopped as the pure
+table of ``mcp_lifetime`` says) and ``tree.SessionTree`` (how a session's containers are listed and
+published); this module keeps what ties them to a session: opening and closing it, its hooks,
+workspace trust, client plugins, and what it observes. The contract of the whole:
 
 Contract:
 - ``load()`` (host start) parses the configured plugin directories once; ``agent_customizations()``
@@ -121,6 +127,7 @@ from host.runtime.customizations.mcp_lifetime import Effect, Event
 from host.runtime.customizations.mcp_supervisor import McpSupervisor
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.transcript import HookTranscript
+from host.runtime.customizations.tree import ALWAYS_LISTED_DIRECTORIES, SessionTree, dir_uri, folder_stamp
 from host.runtime.inputs import InputRequests
 from host.runtime.tools.session_config import permission_mode_of
 from host.runtime.trust import WorkspaceTrust
@@ -139,9 +146,6 @@ logger = logging.getLogger(__name__)
 HOOK_GRACE = 2.0
 """Seconds what a session's hooks left running has to end after SIGTERM (then SIGKILL)."""
 
-ALWAYS_LISTED_DIRECTORIES = (".github/instructions", ".github/prompts", ".github/agents")
-"""Workspace folders published even before they exist (writable, so clients can add files);
-the other known folders and instruction files appear only when present."""
 
 _MCP_START_WAIT = 30.0
 """Seconds a turn waits for the session's MCP servers to be launched and its SessionStart hooks to
@@ -176,7 +180,9 @@ class CustomizationService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         """One per client plugin being mirrored from its client."""
-        self.servers = McpSupervisor(config, store, inputs=inputs, policy=mcp_policy, publish=self._publish,
+        self.tree = SessionTree(config, store)
+        """How each session's containers are listed and published (``tree``)."""
+        self.servers = McpSupervisor(config, store, inputs=inputs, policy=mcp_policy, publish=self.tree.publish,
                                      spawn=self._spawn, live=lambda runtime: self.sessions.get(runtime.session) is runtime)
         """Every session's MCP servers (``mcp_supervisor``, following ``mcp_lifetime``'s table)."""
         store.change_observers.append(self._observe)
@@ -244,8 +250,8 @@ class CustomizationService:
         pending = [Container(id=p.root.as_uri(), loaded=None, name=p.name, uri=p.root.as_uri()) for p in self.plugins]
         claude = self._claude_containers(runtime)
         pending += claude
-        pending += [Container(id=_dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
-                              uri=_dir_uri(runtime, spec.relative), directory=spec) for spec in self._directory_specs(runtime)]
+        pending += [Container(id=dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
+                              uri=dir_uri(runtime, spec.relative), directory=spec) for spec in self.tree.directory_specs(runtime)]
         for container in pending:
             if container.id in previous:
                 container.enabled = entry_enabled(previous[container.id])
@@ -255,20 +261,20 @@ class CustomizationService:
             container = by_id[plugin.root.as_uri()]
             container.loaded = plugin
             runtime.containers.append(container)
-            self._publish(runtime, container)
+            self.tree.publish(runtime, container)
         for container in claude:
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
-            self._publish(runtime, container)
-        for spec in self._directory_specs(runtime):
-            container = by_id[_dir_uri(runtime, spec.relative)]
+            self.tree.publish(runtime, container)
+        for spec in self.tree.directory_specs(runtime):
+            container = by_id[dir_uri(runtime, spec.relative)]
             assert runtime.working_directory is not None
             extra = runtime.settings_notes if spec.format == "settings" else ()
-            runtime.directory_stamps[container.id] = _folder_stamp(runtime.working_directory, spec)
+            runtime.directory_stamps[container.id] = folder_stamp(runtime.working_directory, spec)
             container.loaded = plugins.load_directory(runtime.working_directory, spec, extra_diagnostics=extra)
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
-            self._publish(runtime, container)
+            self.tree.publish(runtime, container)
         if any(isinstance(client, dict) and client.get("customizations") for client in state.get("activeClients") or ()):
             self._resolve_client_plugins(runtime, state.get("activeClients") or [])
         self._spawn(self._start_session(runtime, fire=not restored))
@@ -468,7 +474,7 @@ class CustomizationService:
                 if container.held is not None and held is None:
                     released.add(container.id)
                 container.held = held
-                self._publish(runtime, container)
+                self.tree.publish(runtime, container)
         if released and not runtime.resume_pending:
             runtime.hooks_started.clear()
             self._spawn(self._session_start(runtime, runtime.start_source, only=released))
@@ -485,7 +491,7 @@ class CustomizationService:
         self.resumed(runtime.session)
         if self.catalogue.refresh():
             self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
-        self._refresh_directories(runtime)
+        self.tree.refresh_directories(runtime, self._held)
         # The plugins the settings switch on may be being installed: the turn has them, as the
         # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
         await self.catalogue.wait_installed(_INSTALL_WAIT)
@@ -652,8 +658,7 @@ class CustomizationService:
         current = [c for c in runtime.containers if c.claude_id is not None or c.id in wanted]
         for container in current:
             if container.id not in wanted:
-                runtime.containers.remove(container)
-                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
+                self.tree.remove(runtime, container)
         position = max((i + 1 for i, c in enumerate(runtime.containers)
                         if c.client_id is None and c.directory is None and c.id != MCP_SERVERS_ID), default=0)
         for container in wanted.values():
@@ -664,7 +669,7 @@ class CustomizationService:
                     if existing.held == container.held:
                         continue  # unchanged (a switch the session made on it stays)
                     container.enabled = existing.enabled
-            position = self._put(runtime, container, existing, position)
+            position = self.tree.put(runtime, container, existing, position)
         self._maybe_ask(runtime)
         self._spawn(self.servers.reconcile(runtime))
 
@@ -689,8 +694,7 @@ class CustomizationService:
                     wanted[item["id"]] = (active["clientId"], item)  # the first client to publish an id keeps it
         for container in [c for c in runtime.containers if c.client_id is not None]:
             if container.id not in wanted or wanted[container.id][0] != container.client_id:
-                runtime.containers.remove(container)
-                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
+                self.tree.remove(runtime, container)
         position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, plugins.LoadedPlugin))
         for client_id, item in wanted.values():
             existing = runtime.container(item["id"])
@@ -704,7 +708,7 @@ class CustomizationService:
             container.held = self._held(runtime, container)
             if fetch is not None:
                 self._spawn(self._fetch_client_plugin(runtime, container))
-            position = self._put(runtime, container, existing, position)
+            position = self.tree.put(runtime, container, existing, position)
         self._maybe_ask(runtime)
 
     def _load_client_plugin(self, container: Container) -> bool | None:
@@ -738,68 +742,10 @@ class CustomizationService:
                 container.loaded = plugins.load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
         if runtime.container(container.id) is not container or self.sessions.get(runtime.session) is not runtime:
             return  # replaced or removed meanwhile (a newer nonce, the client left)
-        self._publish(runtime, container)
+        self.tree.publish(runtime, container)
         await self.servers.reconcile(runtime)
 
     # -- helpers -------------------------------------------------------------------------------
-
-    def _put(self, runtime: SessionCustomizations, container: Container, existing: Container | None, position: int) -> int:
-        """List ``container`` in the session in place of ``existing``, or at ``position`` when it is
-        new, and publish it; returns where the next new container goes."""
-        if existing is not None:
-            runtime.containers[runtime.containers.index(existing)] = container
-        else:
-            runtime.containers.insert(position, container)
-            position += 1
-        self._publish(runtime, container)
-        return position
-
-    def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
-        if runtime.session in self.store:
-            # The MCP servers' states are the runtime's (``mcpServerStateChanged``): re-publishing the
-            # container keeps them instead of resetting them to ``stopped``.
-            states = {child.get("id"): child.get("state")
-                      for entry in (self.store.state(runtime.session) or {}).get("customizations") or ()
-                      if isinstance(entry, dict) and entry.get("id") == container.id
-                      for child in entry.get("children") or () if isinstance(child, dict) and child.get("type") == "mcpServer"
-                      and isinstance(child.get("state"), dict)}
-            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
-
-    def _refresh_directories(self, runtime: SessionCustomizations) -> None:
-        """The workspace folders that changed since they were read (a command file added to
-        ``.claude/commands``, a skills folder created) are read again: the session has what they
-        hold from this turn on, as Claude Code finds a new command without a restart."""
-        folder = runtime.working_directory
-        if folder is None:
-            return
-        for spec in self._directory_specs(runtime):
-            uri = _dir_uri(runtime, spec.relative)
-            stamp = _folder_stamp(folder, spec)
-            existing = runtime.container(uri)
-            if existing is not None and runtime.directory_stamps.get(uri) == stamp:
-                continue
-            runtime.directory_stamps[uri] = stamp
-            extra = runtime.settings_notes if spec.format == "settings" else ()
-            container = Container(id=uri, loaded=plugins.load_directory(folder, spec, extra_diagnostics=extra), name=spec.display_name,
-                                  uri=uri, directory=spec)
-            container.held = self._held(runtime, container)
-            if existing is not None:
-                container.enabled = existing.enabled
-            self._put(runtime, container, existing, len(runtime.containers))
-
-    def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
-        if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
-            return []
-        chosen = []
-        for spec in plugins.WORKSPACE_DIRECTORIES:
-            if spec.relative in ALWAYS_LISTED_DIRECTORIES:
-                chosen.append(spec)
-            elif spec.files:  # instruction files, Claude settings
-                if any((runtime.working_directory / f).is_file() for f in spec.files):
-                    chosen.append(spec)
-            elif (runtime.working_directory / spec.relative).is_dir():
-                chosen.append(spec)
-        return chosen
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -844,13 +790,6 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _dir_uri(runtime: SessionCustomizations, relative: str) -> str:
-    assert runtime.working_directory is not None
-    folder = runtime.working_directory if relative == "." else runtime.working_directory / relative
-    return folder.absolute().as_uri()
-
-
-
 def _file_name(ident: str) -> str:
     """A session id as a file name (ids are safe already; anything else is hashed)."""
     safe = all(c.isalnum() or c in "._-" for c in ident) and not ident.startswith(".") and len(ident) <= 128
@@ -874,34 +813,3 @@ def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, st
             return None
         return str(request.get("message") or "The agent is asking for your input"), "elicitation_dialog"
     return None
-
-
-def _folder_stamp(working_directory: Path, spec: Any) -> tuple[Any, ...]:
-    """What changes when a workspace folder's files do: each file's (or, for a folder, each entry's
-    and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``)."""
-    def entries(path: Path, depth: int) -> list[Any]:
-        try:
-            found = sorted(os.scandir(path), key=lambda entry: entry.name)
-        except OSError:
-            return []
-        listed: list[Any] = []
-        for entry in found:
-            try:
-                info = entry.stat()
-            except OSError:
-                continue
-            listed.append((entry.name, info.st_size, info.st_mtime_ns))
-            if depth and entry.is_dir(follow_symlinks=False):
-                listed.append(tuple(entries(Path(entry.path), depth - 1)))
-        return listed
-
-    if spec.files:
-        stamps: list[Any] = []
-        for name in spec.files:
-            try:
-                info = (working_directory / name).stat()
-                stamps.append((name, info.st_size, info.st_mtime_ns))
-            except OSError:
-                stamps.append((name, None))
-        return tuple(stamps)
-    return tuple(entries(working_directory / spec.relative, 1))
