@@ -1,7 +1,7 @@
 """Per-host plugin loading and per-session customization state.
 
 ``CustomizationService`` is created by the ``AgentHost`` and registered as a store observer. It is
-a composition of rooms, each in its own module: ``catalogue.HostCatalogue`` (host-wide: the host's
+a composition of rooms, each in its own module: ``host_catalogue.HostCatalogue`` (host-wide: the host's
 plugins and the Claude Code user set-up, loaded once and re-read when they change),
 ``mcp_supervisor.McpSupervisor`` (every session's MCP servers, started and stopped as the pure
 table of ``mcp_lifetime`` says) and ``tree.SessionTree`` (how a session's containers are listed and
@@ -120,9 +120,9 @@ from host.runtime.customizations._containers import (
     enablement_enabled,
     entry_enabled,
 )
-from host.runtime.customizations.catalogue import HostCatalogue
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
+from host.runtime.customizations.host_catalogue import HostCatalogue
 from host.runtime.customizations.mcp_lifetime import Effect, Event
 from host.runtime.customizations.mcp_supervisor import McpSupervisor
 from host.runtime.customizations.session import SessionCustomizations
@@ -166,7 +166,7 @@ class CustomizationService:
         self._session_of = session_of
         """The session a chat channel belongs to (``ChatSummaries.session_of``)."""
         self.catalogue = HostCatalogue(config, claude, spawn=self._spawn, changed=self.claude_changed)
-        """The host's plugins and the Claude Code user set-up (``catalogue``), shared by the sessions."""
+        """The host's plugins and the Claude Code user set-up (``host_catalogue``), shared by the sessions."""
         self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require,
                                              client_trust=config.trust.client_trust)
         """Which folders the user trusts (the root config's list, ``[trust]``)."""

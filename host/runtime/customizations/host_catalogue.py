@@ -1,4 +1,5 @@
-"""The host-wide catalogue: what every session can draw on, loaded once and watched for changes.
+"""The host-wide catalogue: what every session can draw on, loaded once and watched for changes
+(not ``host.runtime.catalogue``, which cuts the skills and agents offered to the model to a budget).
 
 ``HostCatalogue`` holds the host's plugins (parsed from ``[plugins] directories`` by ``load()`` at
 host start; ``agent_customizations()`` lists them for ``AgentInfo.customizations``) and the Claude
