@@ -1,6 +1,12 @@
 """Per-host plugin loading and per-session customization state.
 
-``CustomizationService`` is created by the ``AgentHost`` and registered as a store observer.
+``CustomizationService`` is created by the ``AgentHost`` and registered as a store observer. It is
+a composition of rooms, each in its own module: ``host_catalogue.HostCatalogue`` (host-wide: the host's
+plugins and the Claude Code user set-up, loaded once and re-read when they change),
+``mcp_supervisor.McpSupervisor`` (every session's MCP servers, started and stopped as the pure
+table of ``mcp_lifetime`` says) and ``tree.SessionTree`` (how a session's containers are listed and
+published); this module keeps what ties them to a session: opening and closing it, its hooks,
+workspace trust, client plugins, and what it observes. The contract of the whole:
 
 Contract:
 - ``load()`` (host start) parses the configured plugin directories once; ``agent_customizations()``
@@ -88,7 +94,6 @@ import logging
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -107,29 +112,29 @@ from ahp.workspace_trust import (
     trust_request,
 )
 from host.config import HostConfig
-from host.errors import ConfigError
 from host.resources.client_resources import ClientResourceError, ClientResources
 from host.resources.workdirs import session_directory
 from host.runtime.customizations._containers import (
     MCP_SERVERS_ID,
     Container,
-    McpServersContainer,
     enablement_enabled,
     entry_enabled,
 )
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.completions import complete_user_message
-from host.runtime.customizations.mcp import SessionMcp
-from host.runtime.customizations.mcp_declarations import spec_from_plugin, specs_from_config, specs_from_mcp_json
+from host.runtime.customizations.host_catalogue import HostCatalogue
+from host.runtime.customizations.mcp_lifetime import Effect, Event
+from host.runtime.customizations.mcp_supervisor import McpSupervisor
 from host.runtime.customizations.session import SessionCustomizations
 from host.runtime.customizations.transcript import HookTranscript
+from host.runtime.customizations.tree import ALWAYS_LISTED_DIRECTORIES, SessionTree, dir_uri, folder_stamp
 from host.runtime.inputs import InputRequests
 from host.runtime.tools.session_config import permission_mode_of
 from host.runtime.trust import WorkspaceTrust
 from host.state.store import Store
 from plugins.claude_code_tools import claude_name
 from tools import processes
-from tools.mcp import McpConfigError, McpServerSpec, merge_specs
+from tools.mcp import McpServerSpec
 
 if TYPE_CHECKING:
     from tools.mcp import RestartPolicy
@@ -141,9 +146,6 @@ logger = logging.getLogger(__name__)
 HOOK_GRACE = 2.0
 """Seconds what a session's hooks left running has to end after SIGTERM (then SIGKILL)."""
 
-ALWAYS_LISTED_DIRECTORIES = (".github/instructions", ".github/prompts", ".github/agents")
-"""Workspace folders published even before they exist (writable, so clients can add files);
-the other known folders and instruction files appear only when present."""
 
 _MCP_START_WAIT = 30.0
 """Seconds a turn waits for the session's MCP servers to be launched and its SessionStart hooks to
@@ -163,14 +165,8 @@ class CustomizationService:
         self.config = config
         self._session_of = session_of
         """The session a chat channel belongs to (``ChatSummaries.session_of``)."""
-        self.claude = claude
-        """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
-        self._installing = False
-        self._installed: asyncio.Event | None = None
-        """Set when the background install of missing Claude Code plugins under way has ended."""
-        """Whether plugins switched on but not installed are being installed (one batch at a time)."""
-        self.claude_listeners: list[Any] = []
-        """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
+        self.catalogue = HostCatalogue(config, claude, spawn=self._spawn, changed=self.claude_changed)
+        """The host's plugins and the Claude Code user set-up (``host_catalogue``), shared by the sessions."""
         self.trust = trust or WorkspaceTrust(store, configured=config.trust.folders, required=config.trust.require,
                                              client_trust=config.trust.client_trust)
         """Which folders the user trusts (the root config's list, ``[trust]``)."""
@@ -178,43 +174,44 @@ class CustomizationService:
         self.client_files = client_files
         """Host→client resource requests: how a client's ``virtual://`` plugin is fetched."""
         self.store = store
-        self.mcp_policy = mcp_policy
-        self.plugins: list[plugins.LoadedPlugin] = []
         self.sessions: dict[str, SessionCustomizations] = {}
         self.inputs = inputs
         """The host's input requests (MCP elicitation asks the user through them)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._locks: dict[str, asyncio.Lock] = {}
-        self._mcp_unready: set[str] = set()
-        """MCP servers (by name and command line) that crashed, failed or hung at start in this host:
-        a turn does not wait for them (shared by the sessions)."""
-        try:
-            self.config_specs: list[McpServerSpec] = specs_from_config(config.mcp.servers, base_dir=_config_dir(config))
-        except McpConfigError as error:
-            raise ConfigError(f"invalid configuration ({config.source}): mcp.servers: {error}") from None
+        """One per client plugin being mirrored from its client."""
+        self.tree = SessionTree(config, store)
+        """How each session's containers are listed and published (``tree``)."""
+        self.servers = McpSupervisor(config, store, inputs=inputs, policy=mcp_policy, publish=self.tree.publish,
+                                     spawn=self._spawn, live=lambda runtime: self.sessions.get(runtime.session) is runtime)
+        """Every session's MCP servers (``mcp_supervisor``, following ``mcp_lifetime``'s table)."""
         store.change_observers.append(self._observe)
 
     # -- host ----------------------------------------------------------------------------------
 
+    @property
+    def claude(self) -> ClaudeCode | None:
+        """A Claude Code user's set-up (settings, marketplaces, plugins), or None when off."""
+        return self.catalogue.claude
+
+    @property
+    def plugins(self) -> list[plugins.LoadedPlugin]:
+        """The host's plugins (``[plugins] directories``), parsed by ``load()``."""
+        return self.catalogue.plugins
+
+    @property
+    def claude_listeners(self) -> list[Any]:
+        """Called after the Claude Code set-up changed (the root config's plugin keys follow it)."""
+        return self.catalogue.listeners
+
     def load(self) -> None:
         """Parse the configured plugin directories and read the Claude Code user set-up (never
         raises for bad plugin or settings content)."""
-        if self.claude is not None:
-            self.claude.load()
-        if not self.config.plugins.directories:
-            self.plugins = []  # nothing to parse: the plugin parser is not even imported at start
-            return
-        data_root = self.config.data_path() / "plugins"
-        self.plugins = plugins.load_plugins(self.config.plugins.directories, data_root=data_root)
-        for plugin in self.plugins:
-            if plugin.state.kind != "loaded":
-                logger.warning("plugin %s is %s: %s", plugin.name, plugin.state.kind, plugin.state.message)
+        self.catalogue.load()
 
     def agent_customizations(self) -> list[dict[str, Any]]:
         """``AgentInfo.customizations``: the host's plugins, ids = their root URIs."""
-        if not self.plugins:
-            return []
-        return [plugins.plugin_customization(p, mint_id=plugins.uri_id, id=p.root.as_uri()) for p in self.plugins]
+        return self.catalogue.agent_customizations()
 
     async def _end(self, runtime: SessionCustomizations) -> None:
         """The session's ``SessionEnd`` hooks, once."""
@@ -253,8 +250,8 @@ class CustomizationService:
         pending = [Container(id=p.root.as_uri(), loaded=None, name=p.name, uri=p.root.as_uri()) for p in self.plugins]
         claude = self._claude_containers(runtime)
         pending += claude
-        pending += [Container(id=_dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
-                              uri=_dir_uri(runtime, spec.relative), directory=spec) for spec in self._directory_specs(runtime)]
+        pending += [Container(id=dir_uri(runtime, spec.relative), loaded=None, name=spec.display_name,
+                              uri=dir_uri(runtime, spec.relative), directory=spec) for spec in self.tree.directory_specs(runtime)]
         for container in pending:
             if container.id in previous:
                 container.enabled = entry_enabled(previous[container.id])
@@ -264,20 +261,20 @@ class CustomizationService:
             container = by_id[plugin.root.as_uri()]
             container.loaded = plugin
             runtime.containers.append(container)
-            self._publish(runtime, container)
+            self.tree.publish(runtime, container)
         for container in claude:
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
-            self._publish(runtime, container)
-        for spec in self._directory_specs(runtime):
-            container = by_id[_dir_uri(runtime, spec.relative)]
+            self.tree.publish(runtime, container)
+        for spec in self.tree.directory_specs(runtime):
+            container = by_id[dir_uri(runtime, spec.relative)]
             assert runtime.working_directory is not None
             extra = runtime.settings_notes if spec.format == "settings" else ()
-            runtime.directory_stamps[container.id] = _folder_stamp(runtime.working_directory, spec)
+            runtime.directory_stamps[container.id] = folder_stamp(runtime.working_directory, spec)
             container.loaded = plugins.load_directory(runtime.working_directory, spec, extra_diagnostics=extra)
             container.held = self._held(runtime, container)
             runtime.containers.append(container)
-            self._publish(runtime, container)
+            self.tree.publish(runtime, container)
         if any(isinstance(client, dict) and client.get("customizations") for client in state.get("activeClients") or ()):
             self._resolve_client_plugins(runtime, state.get("activeClients") or [])
         self._spawn(self._start_session(runtime, fire=not restored))
@@ -293,9 +290,8 @@ class CustomizationService:
         runtime.start_source = "resume"
         runtime.hooks_started.clear()  # its first turn waits for their context
         self._spawn(self._session_start(runtime, "resume"))
-        if self.config.mcp.start == "session" and not runtime.mcp_wanted:
-            runtime.mcp_wanted = True
-            self._spawn(self._reconcile(runtime))
+        if Effect.RECONCILE in self.servers.step(runtime, Event.RESUMED_EAGER if self.servers.eager else Event.RESUMED).effects:
+            self._spawn(self.servers.reconcile(runtime))
         self._maybe_ask(runtime)
 
     def session_disposed(self, uri: str) -> None:
@@ -324,22 +320,26 @@ class CustomizationService:
         runtime = self.sessions.pop(uri, None)
         if runtime is None:
             return
-        self._cancel_idle_stop(runtime)
+        transition = self.servers.step(runtime, Event.CLOSED)
+        if Effect.CANCEL_IDLE in transition.effects:
+            self.servers.cancel_idle_stop(runtime)
         if end_hooks and not runtime.session_ended:
             await self._end(runtime)
         await runtime.end_background()
         if runtime.transcript is not None and disposed:
             runtime.transcript.remove()
-        if runtime.mcp is not None:
+        if Effect.STOP in transition.effects and runtime.mcp is not None:
             await runtime.mcp.stop()
         if end_hooks and runtime.hooks_ran:
             await processes.end(runtime.family, None, HOOK_GRACE)
 
     async def _start_session(self, runtime: SessionCustomizations, *, fire: bool) -> None:
-        if self.config.mcp.start == "session" and not runtime.resume_pending:
-            runtime.mcp_wanted = True  # (a restored session's start when a client resumes it)
+        # (A restored session's start comes when a client resumes it.)
+        event = Event.RESTORED if runtime.resume_pending else Event.OPENED_EAGER if self.servers.eager else Event.OPENED
+        transition = self.servers.step(runtime, event)
         try:
-            await self._apply_mcp(runtime)
+            if Effect.RECONCILE in transition.effects:
+                await self.servers.apply(runtime)
         finally:
             runtime.mcp_started.set()
         if fire:
@@ -389,7 +389,7 @@ class CustomizationService:
                 lines.append(f"plugin {container.claude_id} (switched on by {_relative(Path(container.enabled_by), runtime.folder)})")
             else:
                 lines.append(f"plugin {container.name or container.id} ({_relative_uri(container.uri, runtime.folder)})")
-        for spec in self._workspace_specs(runtime):
+        for spec in self.servers.workspace_specs(runtime):
             lines.append(f"MCP server {spec.name} (.mcp.json): {_short(_command_line(spec))}")
         return lines
 
@@ -474,34 +474,31 @@ class CustomizationService:
                 if container.held is not None and held is None:
                     released.add(container.id)
                 container.held = held
-                self._publish(runtime, container)
+                self.tree.publish(runtime, container)
         if released and not runtime.resume_pending:
             runtime.hooks_started.clear()
             self._spawn(self._session_start(runtime, runtime.start_source, only=released))
         if self.claude is not None and runtime.folder_trusted:
             self._sync_claude(runtime)  # a trusted project's plugins that are not installed yet get installed
-        self._spawn(self._reconcile(runtime))
+        self._spawn(self.servers.reconcile(runtime))
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
         """Until the Claude Code plugins being installed in the background are (``_INSTALL_WAIT``
         at most) and the session's MCP servers made their first start attempt, bounded by ``[mcp]
         start_wait`` (see the module contract): a turn uses it. The servers of a session that did
         not need them yet (or stopped them when idle) start here."""
-        self._cancel_idle_stop(runtime)
+        self.servers.cancel_idle_stop(runtime)
         self.resumed(runtime.session)
-        if self.claude is not None and self.claude.refresh():
+        if self.catalogue.refresh():
             self.claude_changed()  # edited settings, or plugins changed from the command line, count from this turn
-        self._refresh_directories(runtime)
-        installed = self._installed
-        if installed is not None and not installed.is_set():
-            # The plugins the settings switch on are being installed: the turn has them, as the
-            # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(installed.wait(), _INSTALL_WAIT)
-        if not runtime.mcp_wanted:
-            runtime.mcp_wanted = True
+        self.tree.refresh_directories(runtime, self._held)
+        # The plugins the settings switch on may be being installed: the turn has them, as the
+        # first turn of a fresh Claude Code has its plugins (bounded: a hung fetch does not hold it).
+        await self.catalogue.wait_installed(_INSTALL_WAIT)
+        if Effect.RECONCILE in self.servers.step(runtime, Event.TURN_STARTED).effects:
+            # (The idle countdown was cancelled above, before anything else: a turn has begun.)
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
-            await self._reconcile(runtime)
+            await self.servers.reconcile(runtime)
         try:
             # (Checked first: ``wait_for`` makes a task and a timer even for an event already set,
             # and after the first turn they always are.)
@@ -526,45 +523,6 @@ class CustomizationService:
 
     # -- MCP -----------------------------------------------------------------------------------
 
-    def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
-        """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
-        workspace = self._workspace_specs(runtime) if runtime.folder_trusted else []
-        owners: dict[str, str] = {}
-        plugin_specs = []
-        for container in runtime.containers:
-            loaded = container.usable
-            if not isinstance(loaded, plugins.LoadedPlugin):
-                continue
-            for server in loaded.mcp_servers:
-                try:
-                    plugin_specs.append(spec_from_plugin(server, loaded.name))
-                except McpConfigError as error:
-                    container.problems[f"mcp:{server.name}"] = str(error)
-                    continue
-                owners[server.name] = container.id
-        specs = merge_specs(self.config_specs, workspace, plugin_specs)
-        return specs, {spec.name: owners[spec.name] if spec.source.startswith("plugin") else MCP_SERVERS_ID
-                       for spec in specs if spec.name in owners or not spec.source.startswith("plugin")}
-
-    def _workspace_specs(self, runtime: SessionCustomizations) -> list[McpServerSpec]:
-        """The servers of the workspace ``.mcp.json`` (they run only in a trusted folder)."""
-        if not self.config.plugins.workspace or runtime.working_directory is None:
-            return []
-        try:
-            return specs_from_mcp_json(runtime.working_directory / ".mcp.json")
-        except McpConfigError as error:
-            logger.warning("%s", error)
-            return []
-
-    def turn_ended(self, session: str) -> None:
-        """Start the idle clock of the session's MCP servers (``[mcp] idle_stop``, or
-        ``unwatched_stop`` when no client is connected to the session)."""
-        runtime = self.sessions.get(session)
-        if runtime is None or runtime.mcp is None:
-            return
-        runtime.idle_since = asyncio.get_running_loop().time()
-        self._arm_idle_stop(runtime)
-
     def clients_left(self) -> None:
         """A client disconnected: a script's session (``agent-host -p``: ``_meta.oneShot``) nobody
         watches any more has ended, and its ``SessionEnd`` hooks run, as when a ``claude -p`` run
@@ -579,115 +537,18 @@ class CustomizationService:
         if not self.config.mcp.unwatched_stop:
             return
         for runtime in self.sessions.values():
-            if runtime.mcp is None or self.store.has_subscribers(runtime.session):
-                continue
-            if runtime.idle_since is None:
-                runtime.idle_since = asyncio.get_running_loop().time()
-            self._arm_idle_stop(runtime)
+            if not self.store.has_subscribers(runtime.session):
+                self.servers.unwatched(runtime)
 
-    def _idle_limit(self, runtime: SessionCustomizations) -> float | None:
-        """Seconds of idleness after which the session's servers stop; None: never."""
-        limits = [self.config.mcp.idle_stop]
-        if not self.store.has_subscribers(runtime.session):
-            limits.append(self.config.mcp.unwatched_stop)
-        limits = [limit for limit in limits if limit]
-        return min(limits) if limits else None
+    def mcp_specs(self, runtime: SessionCustomizations) -> tuple[list[McpServerSpec], dict[str, str]]:
+        """Config, then workspace ``.mcp.json``, then enabled plugins (later wins on a name)."""
+        return self.servers.mcp_specs(runtime)
 
-    def _arm_idle_stop(self, runtime: SessionCustomizations) -> None:
-        self._cancel_idle_stop(runtime)
-        limit = self._idle_limit(runtime)
-        if limit is None or runtime.idle_since is None:
-            return
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, runtime.idle_since + limit - loop.time())
-        runtime.idle_stop = loop.call_later(delay, lambda: self._spawn(self._stop_idle(runtime)))
-
-    def _cancel_idle_stop(self, runtime: SessionCustomizations) -> None:
-        if runtime.idle_stop is not None:
-            runtime.idle_stop.cancel()
-            runtime.idle_stop = None
-
-    async def _stop_idle(self, runtime: SessionCustomizations) -> None:
-        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
-        async with lock:
-            state = self.store.state(default_chat_uri(runtime.session)) or {}
-            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None or state.get("activeTurn"):
-                return
-            limit = self._idle_limit(runtime)
-            idle_for = asyncio.get_running_loop().time() - (runtime.idle_since or 0.0)
-            if limit is None or idle_for < limit - 0.05:  # a client came back meanwhile: the longer limit applies
-                self._arm_idle_stop(runtime)
-                return
-            logger.info("session %s: stopping its MCP servers after %g s without a turn%s", runtime.session, idle_for,
-                        "" if self.store.has_subscribers(runtime.session) else " or a client")
-            runtime.mcp_wanted = False
-            mcp, runtime.mcp = runtime.mcp, None
-            await mcp.stop()
-            mcp.unpublish()
-
-    async def _apply_mcp(self, runtime: SessionCustomizations) -> None:
-        specs, owners = self.mcp_specs(runtime)
-        if runtime.settings_env:
-            specs = [replace(spec, env={**runtime.settings_env, **spec.env}) for spec in specs]
-        held = [] if runtime.folder_trusted else self._workspace_specs(runtime)
-        self._publish_mcp_servers(runtime, [spec for spec in specs if owners.get(spec.name) == MCP_SERVERS_ID], held)
-        if not runtime.mcp_wanted:
-            return
-        if runtime.mcp is None:
-            if not specs:
-                return
-            runtime.mcp = SessionMcp(
-                runtime.session, self.store, policy=self.mcp_policy, call_timeout=self.config.mcp.call_timeout,
-                unready=self._mcp_unready,
-                ask=lambda request: self.inputs.ask(runtime.session, request),
-                on_problem=lambda container_id, key, message: self._problem(runtime, container_id, key, message),
-                on_meta=lambda container_id, server, meta: self._server_meta(runtime, container_id, server, meta),
-                oauth_dir=self.config.data_path() / "mcp-oauth",
-            )
-        await runtime.mcp.apply(specs, owners)
-
-    def _publish_mcp_servers(self, runtime: SessionCustomizations, specs: list[McpServerSpec],
-                             held: list[McpServerSpec]) -> None:
-        """List the config and ``.mcp.json`` servers as a container, so their failures show, and
-        the ``.mcp.json`` servers that wait for the folder to be trusted (``held``)."""
-        found = runtime.container(MCP_SERVERS_ID)
-        container = found if isinstance(found, McpServersContainer) else None  # the one container with that id
-        if not specs and not held and container is None:
-            return
-        declared = []
-        for spec in [*specs, *held]:
-            where = spec.source if spec.source not in ("config", "") else (self.config.source or "").split(" + ")[0]
-            path = Path(where) if where and not where.startswith("<") else None
-            declared.append((spec.name, path.resolve().as_uri() if path is not None and path.is_absolute() else (
-                runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///")))
-        if container is None:
-            home = runtime.working_directory.as_uri() if runtime.working_directory is not None else "file:///"
-            container = McpServersContainer(id=MCP_SERVERS_ID, loaded=None, name="MCP servers", uri=home)
-            runtime.containers.append(container)
-        container.servers = declared
-        container.held = (f"{WAITING}: the .mcp.json servers {', '.join(repr(spec.name) for spec in held)} start once you "
-                          f"trust {runtime.folder}") if held else None
-        self._publish(runtime, container)
-
-    def _problem(self, runtime: SessionCustomizations, container_id: str, key: str, message: str | None) -> None:
-        container = runtime.container(container_id)
-        if container is None or self.sessions.get(runtime.session) is not runtime:
-            return
-        before = dict(container.problems)
-        if message is None:
-            container.problems.pop(key, None)
-        else:
-            container.problems[key] = message
-        if container.problems != before:
-            self._publish(runtime, container)
-
-    def _server_meta(self, runtime: SessionCustomizations, container_id: str, server: str, meta: dict[str, Any]) -> None:
-        """A server's log, prompts and resources changed: re-publish its entry's ``_meta``."""
-        container = runtime.container(container_id)
-        if container is None or self.sessions.get(runtime.session) is not runtime or container.server_meta.get(server) == meta:
-            return
-        container.server_meta[server] = meta
-        self._publish(runtime, container)
+    def turn_ended(self, session: str) -> None:
+        """Start the idle clock of the session's MCP servers (``McpSupervisor.turn_ended``)."""
+        runtime = self.sessions.get(session)
+        if runtime is not None:
+            self.servers.turn_ended(runtime)
 
     # -- observing -----------------------------------------------------------------------------
 
@@ -720,18 +581,18 @@ class CustomizationService:
             container.enabled = enabled
             if not container.enabled and held_agent:
                 asyncio.get_running_loop().call_soon(self._clear_agent, channel)
-            self._spawn(self._reconcile(runtime))
+            self._spawn(self.servers.reconcile(runtime))
         elif kind in ("session/activeClientSet", "session/activeClientRemoved"):
             self._resolve_client_plugins(runtime, after.get("activeClients") or [])
-            self._spawn(self._reconcile(runtime))
+            self._spawn(self.servers.reconcile(runtime))
         elif kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved", "session/workingDirectoryReplaced"):
             if runtime.mcp is not None and before.get("workingDirectories") != after.get("workingDirectories"):
                 runtime.mcp.roots_changed()
         elif kind == "session/mcpServerStartRequested":
-            runtime.mcp_wanted = True
-            self._spawn(self._reconcile(runtime))
+            if Effect.RECONCILE in self.servers.step(runtime, Event.START_REQUESTED).effects:
+                self._spawn(self.servers.reconcile(runtime))
         elif kind == "session/mcpServerStopRequested":
-            self._spawn(self._stop_requested(runtime, action.get("id")))
+            self._spawn(self.servers.stop_requested(runtime, action.get("id")))
         elif kind == "session/mcpServerBackgroundRequested" and runtime.mcp is not None:
             runtime.mcp.background(action.get("id"))
 
@@ -745,30 +606,11 @@ class CustomizationService:
         """``Notification`` hooks: the user is asked something (what they say is shown at the next turn)."""
         await runtime.fire(plugins.HookEvent.NOTIFICATION, kind, message=message, notification_type=kind)
 
-    async def _stop_requested(self, runtime: SessionCustomizations, customization_id: Any) -> None:
-        """A client asked to stop one MCP server: stop the session's servers (they start again
-        with the next turn, or a start request)."""
-        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
-        async with lock:
-            if self.sessions.get(runtime.session) is not runtime or runtime.mcp is None:
-                return
-            logger.info("session %s: stopping its MCP servers as a client asked (%s)", runtime.session, customization_id)
-            runtime.mcp_wanted = False
-            mcp, runtime.mcp = runtime.mcp, None
-            await mcp.stop()
-            mcp.unpublish()
-
     def _clear_agent(self, session: str) -> None:
         chat = default_chat_uri(session)
         draft = (self.store.state(chat) or {}).get("draft")
         if isinstance(draft, dict) and "agent" in draft:
             self.store.dispatch(chat, builders.chat_draft_changed(draft={k: v for k, v in draft.items() if k != "agent"}))
-
-    async def _reconcile(self, runtime: SessionCustomizations) -> None:
-        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
-        async with lock:
-            if self.sessions.get(runtime.session) is runtime:
-                await self._apply_mcp(runtime)
 
     # -- Claude Code settings and plugins ------------------------------------------------------
 
@@ -791,37 +633,14 @@ class CustomizationService:
         if view is None or self.claude is None:
             return []
         runnable = [plugin for plugin in view.plugins if plugin.missing and (plugin.held_by is None or runtime.folder_trusted)]
-        if runnable and not self._installing:
-            self._installing = True
-            self._installed = asyncio.Event()
-            self._spawn(self._install_missing(runnable, self._installed))
-        containers = []
-        user = self.claude.user_container
-        if user is not None:
-            uri = (user.root / "settings.json").as_uri()
-            containers.append(Container(id=uri, loaded=user, name="Claude Code user settings", uri=uri))
-        instructions = self.claude.user_instructions
-        if instructions is not None:
-            uri = (instructions.root / "CLAUDE.md").as_uri()
-            containers.append(Container(id=uri, loaded=instructions, name="Claude Code user instructions", uri=uri))
+        self.catalogue.install(runnable)
+        containers = self.catalogue.user_containers()
         for plugin in view.plugins:
             uri = plugin.loaded.root.as_uri()
             containers.append(Container(id=f"claude-plugin:{plugin.plugin_id}", loaded=plugin.loaded, name=plugin.plugin_id,
                                         uri=uri, enabled=plugin.enabled, claude_id=plugin.plugin_id,
                                         enabled_by=str(plugin.held_by) if plugin.held_by is not None else None))
         return containers
-
-    async def _install_missing(self, plugins: list[Any], finished: asyncio.Event) -> None:
-        assert self.claude is not None
-        try:
-            try:
-                installed = await asyncio.to_thread(self.claude.install_missing, plugins)
-            finally:
-                self._installing = False
-            if installed:
-                self.claude_changed()
-        finally:
-            finished.set()  # (after the sessions list what was installed)
 
     def claude_changed(self) -> None:
         """The Claude Code set-up changed (a plugin switched, installed or removed; settings
@@ -839,8 +658,7 @@ class CustomizationService:
         current = [c for c in runtime.containers if c.claude_id is not None or c.id in wanted]
         for container in current:
             if container.id not in wanted:
-                runtime.containers.remove(container)
-                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
+                self.tree.remove(runtime, container)
         position = max((i + 1 for i, c in enumerate(runtime.containers)
                         if c.client_id is None and c.directory is None and c.id != MCP_SERVERS_ID), default=0)
         for container in wanted.values():
@@ -851,9 +669,9 @@ class CustomizationService:
                     if existing.held == container.held:
                         continue  # unchanged (a switch the session made on it stays)
                     container.enabled = existing.enabled
-            position = self._put(runtime, container, existing, position)
+            position = self.tree.put(runtime, container, existing, position)
         self._maybe_ask(runtime)
-        self._spawn(self._reconcile(runtime))
+        self._spawn(self.servers.reconcile(runtime))
 
     def permission_settings(self, session: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
         """The session's Claude Code permission rules and additional directories (for the tool policy)."""
@@ -876,8 +694,7 @@ class CustomizationService:
                     wanted[item["id"]] = (active["clientId"], item)  # the first client to publish an id keeps it
         for container in [c for c in runtime.containers if c.client_id is not None]:
             if container.id not in wanted or wanted[container.id][0] != container.client_id:
-                runtime.containers.remove(container)
-                self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
+                self.tree.remove(runtime, container)
         position = sum(1 for c in runtime.containers if c.client_id is None and isinstance(c.loaded, plugins.LoadedPlugin))
         for client_id, item in wanted.values():
             existing = runtime.container(item["id"])
@@ -891,7 +708,7 @@ class CustomizationService:
             container.held = self._held(runtime, container)
             if fetch is not None:
                 self._spawn(self._fetch_client_plugin(runtime, container))
-            position = self._put(runtime, container, existing, position)
+            position = self.tree.put(runtime, container, existing, position)
         self._maybe_ask(runtime)
 
     def _load_client_plugin(self, container: Container) -> bool | None:
@@ -925,68 +742,10 @@ class CustomizationService:
                 container.loaded = plugins.load_plugin(mirror, name=container.name, data_root=self.config.data_path() / "plugins")
         if runtime.container(container.id) is not container or self.sessions.get(runtime.session) is not runtime:
             return  # replaced or removed meanwhile (a newer nonce, the client left)
-        self._publish(runtime, container)
-        await self._reconcile(runtime)
+        self.tree.publish(runtime, container)
+        await self.servers.reconcile(runtime)
 
     # -- helpers -------------------------------------------------------------------------------
-
-    def _put(self, runtime: SessionCustomizations, container: Container, existing: Container | None, position: int) -> int:
-        """List ``container`` in the session in place of ``existing``, or at ``position`` when it is
-        new, and publish it; returns where the next new container goes."""
-        if existing is not None:
-            runtime.containers[runtime.containers.index(existing)] = container
-        else:
-            runtime.containers.insert(position, container)
-            position += 1
-        self._publish(runtime, container)
-        return position
-
-    def _publish(self, runtime: SessionCustomizations, container: Container) -> None:
-        if runtime.session in self.store:
-            # The MCP servers' states are the runtime's (``mcpServerStateChanged``): re-publishing the
-            # container keeps them instead of resetting them to ``stopped``.
-            states = {child.get("id"): child.get("state")
-                      for entry in (self.store.state(runtime.session) or {}).get("customizations") or ()
-                      if isinstance(entry, dict) and entry.get("id") == container.id
-                      for child in entry.get("children") or () if isinstance(child, dict) and child.get("type") == "mcpServer"
-                      and isinstance(child.get("state"), dict)}
-            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
-
-    def _refresh_directories(self, runtime: SessionCustomizations) -> None:
-        """The workspace folders that changed since they were read (a command file added to
-        ``.claude/commands``, a skills folder created) are read again: the session has what they
-        hold from this turn on, as Claude Code finds a new command without a restart."""
-        folder = runtime.working_directory
-        if folder is None:
-            return
-        for spec in self._directory_specs(runtime):
-            uri = _dir_uri(runtime, spec.relative)
-            stamp = _folder_stamp(folder, spec)
-            existing = runtime.container(uri)
-            if existing is not None and runtime.directory_stamps.get(uri) == stamp:
-                continue
-            runtime.directory_stamps[uri] = stamp
-            extra = runtime.settings_notes if spec.format == "settings" else ()
-            container = Container(id=uri, loaded=plugins.load_directory(folder, spec, extra_diagnostics=extra), name=spec.display_name,
-                                  uri=uri, directory=spec)
-            container.held = self._held(runtime, container)
-            if existing is not None:
-                container.enabled = existing.enabled
-            self._put(runtime, container, existing, len(runtime.containers))
-
-    def _directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
-        if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
-            return []
-        chosen = []
-        for spec in plugins.WORKSPACE_DIRECTORIES:
-            if spec.relative in ALWAYS_LISTED_DIRECTORIES:
-                chosen.append(spec)
-            elif spec.files:  # instruction files, Claude settings
-                if any((runtime.working_directory / f).is_file() for f in spec.files):
-                    chosen.append(spec)
-            elif (runtime.working_directory / spec.relative).is_dir():
-                chosen.append(spec)
-        return chosen
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -1031,18 +790,6 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _dir_uri(runtime: SessionCustomizations, relative: str) -> str:
-    assert runtime.working_directory is not None
-    folder = runtime.working_directory if relative == "." else runtime.working_directory / relative
-    return folder.absolute().as_uri()
-
-
-def _config_dir(config: HostConfig) -> Path | None:
-    source = (config.source or "").split(" + ")[0]
-    path = Path(source)
-    return path.parent.resolve() if source and not source.startswith("<") and path.is_file() else None
-
-
 def _file_name(ident: str) -> str:
     """A session id as a file name (ids are safe already; anything else is hashed)."""
     safe = all(c.isalnum() or c in "._-" for c in ident) and not ident.startswith(".") and len(ident) <= 128
@@ -1066,34 +813,3 @@ def _notification(action: dict[str, Any], chat: dict[str, Any]) -> tuple[str, st
             return None
         return str(request.get("message") or "The agent is asking for your input"), "elicitation_dialog"
     return None
-
-
-def _folder_stamp(working_directory: Path, spec: Any) -> tuple[Any, ...]:
-    """What changes when a workspace folder's files do: each file's (or, for a folder, each entry's
-    and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``)."""
-    def entries(path: Path, depth: int) -> list[Any]:
-        try:
-            found = sorted(os.scandir(path), key=lambda entry: entry.name)
-        except OSError:
-            return []
-        listed: list[Any] = []
-        for entry in found:
-            try:
-                info = entry.stat()
-            except OSError:
-                continue
-            listed.append((entry.name, info.st_size, info.st_mtime_ns))
-            if depth and entry.is_dir(follow_symlinks=False):
-                listed.append(tuple(entries(Path(entry.path), depth - 1)))
-        return listed
-
-    if spec.files:
-        stamps: list[Any] = []
-        for name in spec.files:
-            try:
-                info = (working_directory / name).stat()
-                stamps.append((name, info.st_size, info.st_mtime_ns))
-            except OSError:
-                stamps.append((name, None))
-        return tuple(stamps)
-    return tuple(entries(working_directory / spec.relative, 1))

@@ -1,0 +1,145 @@
+"""The per-session tree clients see: how a session's containers are listed and published.
+
+``SessionTree`` keeps ``SessionCustomizations.containers`` and the session's published
+``customizations`` in step: ``put`` lists a container in place of the one it replaces (or at a
+position) and publishes it with ``session/customizationUpdated``; ``publish`` re-publishes one,
+keeping the MCP servers' states the runtime reported (``mcpServerStateChanged``) instead of
+resetting them; ``remove`` withdraws one. ``directory_specs`` are the workspace folders a session
+lists (the ``ALWAYS_LISTED_DIRECTORIES`` even before they exist; the others when present), and
+``refresh_directories`` reads again the folders whose files changed since they were read (a
+``.claude/commands`` file added during a session counts from the next turn); ``held`` says whether
+a re-read container waits for its folder to be trusted (``host.runtime.trust``, decided by the
+service). It starts nothing and asks nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import plugins
+from ahp.protocol import builders
+from host.config import HostConfig
+from host.runtime.customizations._containers import Container
+from host.runtime.customizations.session import SessionCustomizations
+from host.state.store import Store
+
+__all__ = ["SessionTree", "ALWAYS_LISTED_DIRECTORIES", "dir_uri", "folder_stamp"]
+
+ALWAYS_LISTED_DIRECTORIES = (".github/instructions", ".github/prompts", ".github/agents")
+"""Workspace folders published even before they exist (writable, so clients can add files);
+the other known folders and instruction files appear only when present."""
+
+Held = Callable[[SessionCustomizations, Container], "str | None"]
+"""Why a container waits for its folder to be trusted (None: it may act)."""
+
+
+class SessionTree:
+    """The containers of each session, listed and published."""
+
+    def __init__(self, config: HostConfig, store: Store) -> None:
+        self.config = config
+        self.store = store
+
+    def remove(self, runtime: SessionCustomizations, container: Container) -> None:
+        """Withdraw ``container`` from the session (``session/customizationRemoved``)."""
+        runtime.containers.remove(container)
+        self.store.dispatch(runtime.session, builders.session_customization_removed(id=container.id))
+
+    def put(self, runtime: SessionCustomizations, container: Container, existing: Container | None, position: int) -> int:
+        """List ``container`` in the session in place of ``existing``, or at ``position`` when it is
+        new, and publish it; returns where the next new container goes."""
+        if existing is not None:
+            runtime.containers[runtime.containers.index(existing)] = container
+        else:
+            runtime.containers.insert(position, container)
+            position += 1
+        self.publish(runtime, container)
+        return position
+
+    def publish(self, runtime: SessionCustomizations, container: Container) -> None:
+        if runtime.session in self.store:
+            # The MCP servers' states are the runtime's (``mcpServerStateChanged``): re-publishing the
+            # container keeps them instead of resetting them to ``stopped``.
+            states = {child.get("id"): child.get("state")
+                      for entry in (self.store.state(runtime.session) or {}).get("customizations") or ()
+                      if isinstance(entry, dict) and entry.get("id") == container.id
+                      for child in entry.get("children") or () if isinstance(child, dict) and child.get("type") == "mcpServer"
+                      and isinstance(child.get("state"), dict)}
+            self.store.dispatch(runtime.session, builders.session_customization_updated(customization=container.wire(states)))
+
+    def refresh_directories(self, runtime: SessionCustomizations, held: Held) -> None:
+        """The workspace folders that changed since they were read (a command file added to
+        ``.claude/commands``, a skills folder created) are read again: the session has what they
+        hold from this turn on, as Claude Code finds a new command without a restart."""
+        folder = runtime.working_directory
+        if folder is None:
+            return
+        for spec in self.directory_specs(runtime):
+            uri = dir_uri(runtime, spec.relative)
+            stamp = folder_stamp(folder, spec)
+            existing = runtime.container(uri)
+            if existing is not None and runtime.directory_stamps.get(uri) == stamp:
+                continue
+            runtime.directory_stamps[uri] = stamp
+            extra = runtime.settings_notes if spec.format == "settings" else ()
+            container = Container(id=uri, loaded=plugins.load_directory(folder, spec, extra_diagnostics=extra), name=spec.display_name,
+                                  uri=uri, directory=spec)
+            container.held = held(runtime, container)
+            if existing is not None:
+                container.enabled = existing.enabled
+            self.put(runtime, container, existing, len(runtime.containers))
+
+    def directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
+        if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
+            return []
+        chosen = []
+        for spec in plugins.WORKSPACE_DIRECTORIES:
+            if spec.relative in ALWAYS_LISTED_DIRECTORIES:
+                chosen.append(spec)
+            elif spec.files:  # instruction files, Claude settings
+                if any((runtime.working_directory / f).is_file() for f in spec.files):
+                    chosen.append(spec)
+            elif (runtime.working_directory / spec.relative).is_dir():
+                chosen.append(spec)
+        return chosen
+
+
+def dir_uri(runtime: SessionCustomizations, relative: str) -> str:
+    """The URI of a workspace folder (``.`` the working directory itself) of the session."""
+    assert runtime.working_directory is not None
+    folder = runtime.working_directory if relative == "." else runtime.working_directory / relative
+    return folder.absolute().as_uri()
+
+
+def folder_stamp(working_directory: Path, spec: Any) -> tuple[Any, ...]:
+    """What changes when a workspace folder's files do: each file's (or, for a folder, each entry's
+    and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``)."""
+    def entries(path: Path, depth: int) -> list[Any]:
+        try:
+            found = sorted(os.scandir(path), key=lambda entry: entry.name)
+        except OSError:
+            return []
+        listed: list[Any] = []
+        for entry in found:
+            try:
+                info = entry.stat()
+            except OSError:
+                continue
+            listed.append((entry.name, info.st_size, info.st_mtime_ns))
+            if depth and entry.is_dir(follow_symlinks=False):
+                listed.append(tuple(entries(Path(entry.path), depth - 1)))
+        return listed
+
+    if spec.files:
+        stamps: list[Any] = []
+        for name in spec.files:
+            try:
+                info = (working_directory / name).stat()
+                stamps.append((name, info.st_size, info.st_mtime_ns))
+            except OSError:
+                stamps.append((name, None))
+        return tuple(stamps)
+    return tuple(entries(working_directory / spec.relative, 1))
