@@ -53,8 +53,9 @@ class ClusterHost:
     async def start(self) -> str:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(self.data_dir),
-             "--token", TOKEN, "--config", str(self.config), "--cluster", self.nats_url],
+             "--config", str(self.config), "--cluster", self.nats_url],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN},  # never on the command line (ps)
         )
         line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]  # stdout=PIPE
         match = re.search(r"(ws://\S+)", line)
