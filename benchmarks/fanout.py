@@ -1,6 +1,6 @@
 """Fan-out benchmark: one chat streaming deltas to 1, 10 and 50 subscribed clients.
 
-    .venv/bin/python benchmarks/fanout.py [--deltas 20000] [--clients 1,10,50] [--repeat 3] [--protocol 0.9.0]
+    .venv/bin/python benchmarks/fanout.py [--deltas 20000] [--clients 1,10,50] [--repeat 3] [--protocol 0.9.0] [--side both]
 
 For each client count it measures delivered frames per second (clients × deltas / wall time from
 the first delta to the last frame received by the last client) for
@@ -22,6 +22,12 @@ are plain ``websockets`` connections spread over up to ``--client-processes`` pr
 server side, not one client process, is what is measured. Host and baseline runs alternate;
 the median of ``--repeat`` runs of each is printed with their ratio (the figure to read) and the
 range of the ratios of the individual pairs.
+
+``--side host`` or ``--side baseline`` runs one side only (no ratio is printed): for counting the
+instructions of one extra subscriber under ``valgrind --tool=callgrind`` (the clients' processes
+are not traced), run one side with two client counts and two delta counts; the difference of the
+totals, divided by the extra clients × the extra deltas, is what each extra subscriber costs the
+server per frame, with start-up and each connection's handshake cancelled out.
 """
 
 from __future__ import annotations
@@ -241,6 +247,16 @@ async def run_baseline(clients: int, deltas: int, processes: int, protocol: str)
         await server.wait_closed()
 
 
+async def one_side(side: str, client_counts: list[int], deltas: int, repeat: int, processes: int, protocol: str) -> None:
+    print(f"fan-out, {side} only, {deltas} deltas per run, clients speaking {protocol}, median of {repeat}; {machine_note()}")
+    print(f"command: {command_line()}")
+    run = run_host if side == "host" else run_baseline
+    print(f"{'clients':>7} | {'frames/s':>13} | {'CPU µs':>7}")
+    for clients in client_counts:
+        runs = [await run(clients, deltas, processes, protocol) for _ in range(repeat)]
+        print(f"{clients:>7} | {median([r[0] for r in runs]):>13,.0f} | {median([r[1] for r in runs]):>7.2f}", flush=True)
+
+
 async def main(client_counts: list[int], deltas: int, repeat: int, processes: int, protocol: str) -> None:
     print(f"fan-out, {deltas} deltas per run, clients speaking {protocol}, median of {repeat}; {machine_note()}")
     print(f"command: {command_line()}")
@@ -272,5 +288,10 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--client-processes", type=int, default=4)
     parser.add_argument("--protocol", default="0.9.0", choices=("0.9.0", "0.2.0"))
+    parser.add_argument("--side", default="both", choices=("both", "host", "baseline"))
     args = parser.parse_args()
+    if args.side != "both":
+        asyncio.run(one_side(args.side, [int(c) for c in args.clients.split(",")], args.deltas, args.repeat,
+                             args.client_processes, args.protocol))
+        sys.exit(0)
     asyncio.run(main([int(c) for c in args.clients.split(",")], args.deltas, args.repeat, args.client_processes, args.protocol))

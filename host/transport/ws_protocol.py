@@ -3,7 +3,10 @@
 uvicorn hands every ``websocket.send`` to the socket at once (one ``transport.write`` — one
 ``send(2)`` — per frame). A host streaming tokens to many clients sends many small frames per tick,
 so here a text message only waits in a list, and the tick's messages are framed and written with
-one ``transport.write`` at the end of the tick (``call_soon``). Anything else (close, handshake,
+one ``transport.write`` at the end of the tick (``call_soon``). On a connection without
+extensions (the host turns permessage-deflate off) a text's frame is the same bytes for every
+client, so it is built once per event-loop iteration for all of them (``shared_frames``); a
+connection with extensions frames through its own ``websockets`` protocol. Anything else (close, handshake,
 HTTP responses) first writes what waits, so the order on the wire never changes.
 
 The protocol also offers itself to the application as the ASGI scope extension
@@ -37,6 +40,9 @@ from typing import Any
 from uvicorn.protocols.utils import ClientDisconnected
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
+from websockets.protocol import State
+
+from host.transport.shared_frames import SharedFrames
 
 __all__ = ["TickBatchingWebSocketProtocol", "FRAMES_EXTENSION", "WRITE_AHEAD", "CUT_OFF_GRACE", "SHUTDOWN_GRACE"]
 
@@ -49,6 +55,8 @@ CUT_OFF_GRACE = 10.0
 SHUTDOWN_GRACE = 2.0
 """Seconds a client has, when the server shuts down, to read what is left before its socket is
 aborted (a client that does not read would otherwise keep the host from stopping)."""
+SHARED_FRAMES = SharedFrames()
+"""Every connection's plain text frames of this event-loop iteration, each framed once."""
 
 
 class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
@@ -176,18 +184,26 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
                 taken += 1
         if not taken:
             return  # the transport is full: resume_writing writes more once it has drained
-        try:
-            for text in pending[:taken] if taken < len(pending) else pending:
-                self.conn.send_text(text.encode())
-        except InvalidState:
-            self._pending, self._pending_chars = None, 0
-            return
+        texts = pending[:taken] if taken < len(pending) else pending
+        conn = self.conn
+        if conn.state is State.OPEN and not conn.extensions and not conn.expect_continuation_frame and not conn.debug:
+            # Plain frames: the same bytes for every connection, built once (shared_frames).
+            data = conn.data_to_send()  # (uvicorn writes its own at once, so normally nothing)
+            frames = data + SHARED_FRAMES.frames(texts) if data else SHARED_FRAMES.frames(texts)
+        else:
+            try:
+                for text in texts:
+                    conn.send_text(text.encode())
+            except InvalidState:
+                self._pending, self._pending_chars = None, 0
+                return
+            frames = conn.data_to_send()
         if taken < len(pending):
             self._pending = pending[taken:]
             self._pending_chars -= sum(len(text) for text in pending[:taken])
         else:
             self._pending, self._pending_chars = None, 0
-        self.transport.write(b"".join(self.conn.data_to_send()))
+        self.transport.write(b"".join(frames))
         if self._pending and self.writable.is_set() and not self._write_armed:
             # The kernel took it all at once (no pause_writing, so no resume_writing): go on.
             self._write_armed = True

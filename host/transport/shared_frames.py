@@ -1,0 +1,70 @@
+"""A server's WebSocket text frames, built once per text for every connection that sends it.
+
+Without extensions (no permessage-deflate), the bytes of a frame a server sends (RFC 6455
+section 5.2: unmasked, FIN set, opcode 1) depend only on the text, not on the connection. The
+host's fan-out hands every subscriber of a group the same text, so ``SharedFrames.frame(text)``
+encodes and frames it the first time any connection asks within an event-loop iteration and hands
+the others the same ``bytes``; the cache is emptied at the next iteration, so it holds no more
+than the frames being written now.
+
+A connection with extensions, or one whose protocol object is not in a state to send a plain
+text frame, must frame through its own protocol (``host.transport.ws_protocol`` checks that).
+Pure apart from scheduling the cache's emptying on the running loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+__all__ = ["SharedFrames", "text_frame"]
+
+_FIN_TEXT = 0x81
+"""FIN bit and opcode 1 (text): every message the host sends is one unfragmented text frame."""
+_HEAD_16 = struct.Struct("!BBH")
+_HEAD_64 = struct.Struct("!BBQ")
+
+
+def text_frame(text: str) -> bytes:
+    """The unmasked, unfragmented text frame carrying ``text`` as UTF-8, as a server sends it."""
+    data = text.encode()
+    length = len(data)
+    if length < 126:
+        return bytes((_FIN_TEXT, length)) + data
+    if length < 65536:
+        return _HEAD_16.pack(_FIN_TEXT, 126, length) + data
+    return _HEAD_64.pack(_FIN_TEXT, 127, length) + data
+
+
+class SharedFrames:
+    """Frames of the texts written in this event-loop iteration, keyed by text (the fan-out
+    passes one ``str`` object to every subscriber, whose hash Python keeps, so a look-up is cheap)."""
+
+    def __init__(self) -> None:
+        self._frames: dict[str, bytes] = {}
+        self._clear_on: asyncio.AbstractEventLoop | None = None
+        """The loop whose next iteration empties the cache (a loop closed before it did is
+        replaced by the next one that frames something)."""
+
+    def frame(self, text: str) -> bytes:
+        frame = self._frames.get(text)
+        if frame is None:
+            frame = self._frames[text] = text_frame(text)
+            loop = asyncio.get_running_loop()
+            if self._clear_on is not loop:
+                self._clear_on = loop
+                loop.call_soon(self._clear)
+        return frame
+
+    def frames(self, texts: list[str]) -> list[bytes]:
+        """``frame`` of each of ``texts``, in order."""
+        cached = self._frames
+        out = []
+        for text in texts:
+            frame = cached.get(text)
+            out.append(frame if frame is not None else self.frame(text))
+        return out
+
+    def _clear(self) -> None:
+        self._clear_on = None
+        self._frames.clear()

@@ -1,0 +1,75 @@
+"""A text's shared frame is exactly what the ``websockets`` protocol would send for it, and the
+cache keeps frames for one event-loop iteration only; through a real host, every client gets
+every frame intact."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from websockets.protocol import State
+from websockets.server import ServerProtocol
+
+from client import AhpClient
+from host.transport.server import RunningHost
+from host.transport.shared_frames import SharedFrames, text_frame
+from tests.conftest import Connect
+
+
+def _websockets_frame(text: str) -> bytes:
+    server = ServerProtocol()
+    server.state = State.OPEN
+    server.send_text(text.encode())
+    return b"".join(server.data_to_send())
+
+
+@pytest.mark.parametrize("length", [0, 1, 125, 126, 127, 65535, 65536, 70_000])
+def test_text_frame_is_the_frame_websockets_sends(length: int) -> None:
+    text = "x" * length
+    assert text_frame(text) == _websockets_frame(text)
+
+
+def test_text_frame_counts_utf8_bytes_not_characters() -> None:
+    text = "é" * 100  # 100 characters, 200 bytes: the 16-bit length form
+    assert text_frame(text) == _websockets_frame(text)
+
+
+async def test_one_frame_per_text_within_an_iteration_and_none_kept_after() -> None:
+    shared = SharedFrames()
+    text = '{"jsonrpc":"2.0","method":"action"}'
+    first = shared.frames([text, text])
+    assert first[0] is first[1]
+    assert shared.frame("".join(['{"jsonrpc":"2.0",', '"method":"action"}'])) is first[0]  # equal text, same bytes
+    await asyncio.sleep(0)
+    assert shared._frames == {}
+    again = shared.frame(text)
+    assert again == first[0] and again is not first[0]
+
+
+async def test_every_frame_length_form_reaches_every_client_of_a_real_host_intact(
+        connect: Connect, running_host: RunningHost) -> None:
+    first = await connect()
+    session = await first.create_session()
+    second = await connect(subscriptions=("ahp-root://", session))
+    await first.subscribe(session)
+    store = running_host.host.store
+    internal = running_host.host.session_uri(session)
+    chat = store.state(internal)["defaultChat"]
+    running_host.host.runner.forget(internal)  # the test, not an agent, streams this turn
+    store.dispatch(chat, {"type": "chat/turnStarted", "turnId": "sizes", "startedAt": "2026-12-06T00:00:00.000Z",
+                          "message": {"text": "go", "origin": {"kind": "user"}}})
+    store.dispatch(chat, {"type": "chat/responsePart", "turnId": "sizes", "part": {"kind": "markdown", "id": "p", "content": ""}})
+    # Frames of every length form (under 126 bytes, 16-bit, 64-bit), multi-byte UTF-8 among them.
+    pieces = ["a", "é" * 300, "ü" * 40_000, "z" * 70_000, "ok"]
+    for piece in pieces:
+        store.dispatch(chat, {"type": "chat/delta", "turnId": "sizes", "partId": "p", "content": piece})
+    expected = "".join(pieces)
+
+    def streamed(client: AhpClient) -> str:
+        parts = (client.state(session).get("activeTurn") or {}).get("responseParts") or [{}]
+        return parts[0].get("content", "")
+
+    for client in (first, second):
+        await client.wait_for(lambda m, e, client=client: len(streamed(client)) >= len(expected), timeout=60)
+        assert streamed(client) == expected
+        await client.ping()
