@@ -122,12 +122,7 @@ class AgentHost:
         # What sessions add to every turn (tools, prompt, hooks, confirmation): see host.runtime.agents.environment.
         self.environment = TurnEnvironment()
         for agent in agent_list:
-            bind = getattr(agent, "bind_transcripts", None)
-            if bind is not None:
-                bind(self.transcripts)
-            bind_environment = getattr(agent, "bind_environment", None)
-            if bind_environment is not None:
-                bind_environment(self.environment)
+            self._bind(agent)
         self.store = Store(
             {"agents": [], "activeSessions": 0, "config": root_config_state()},
             clock=self.clock,
@@ -250,12 +245,7 @@ class AgentHost:
         if "agents" in changes.applied:
             agents = build_agents(config)
             for agent in agents:
-                bind = getattr(agent, "bind_transcripts", None)
-                if bind is not None:
-                    bind(self.transcripts)
-                bind_environment = getattr(agent, "bind_environment", None)
-                if bind_environment is not None:
-                    bind_environment(self.environment)
+                self._bind(agent)
             self._retired_agents.extend(self.agents.values())
             self.agents.clear()  # the same mapping the runner and the session config resolver read
             self.agents.update({agent.provider: agent for agent in agents})
@@ -264,6 +254,15 @@ class AgentHost:
             self.tools.set_rules(allow=config.tools.allow, ask=config.tools.ask, deny=config.tools.deny)
         self.config = config
         return changes
+
+    def _bind(self, agent: Agent) -> None:
+        """Hand an agent the host's transcripts and turn environment, where it takes them."""
+        bind = getattr(agent, "bind_transcripts", None)
+        if bind is not None:
+            bind(self.transcripts)
+        bind_environment = getattr(agent, "bind_environment", None)
+        if bind_environment is not None:
+            bind_environment(self.environment)
 
     def _publish_agents(self) -> None:
         """``root/agentsChanged`` when the agents (or the host plugins they carry) changed."""
