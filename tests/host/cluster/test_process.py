@@ -42,6 +42,22 @@ def unclocked(state: dict[str, Any] | None) -> dict[str, Any]:
     return state
 
 
+def offline_config(tmp_path: Path) -> Path:
+    """A host config whose sessions run the offline agent, at once, in ``tmp_path``."""
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    return config
+
+
+async def until_listed(client: AhpClient, session: str) -> None:
+    """Wait (10 s at most) until ``client``'s process lists ``session``; the caller's next
+    assertion or subscribe fails if it never does."""
+    for _ in range(200):
+        if session in [s["resource"] for s in await client.list_sessions()]:
+            return
+        await asyncio.sleep(0.05)
+
+
 class ClusterHost:
     """``agent-host serve --cluster URL`` as its own process."""
 
@@ -89,8 +105,7 @@ def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_
 
 async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_replayed_what_it_missed(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    config = offline_config(tmp_path)
     host = ClusterHost(tmp_path / "data", config, nats_server.url)
     try:
         await host.start()
@@ -109,10 +124,7 @@ async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_rep
         await fresh.initialize(subscriptions=[ROOT])
         # The session is back once the restarted process lists it (bounded: never listed fails).
         # One CI run under full load found it missing at the first subscribe; cause not found yet.
-        for _ in range(100):
-            if session in [s["resource"] for s in await fresh.list_sessions()]:
-                break
-            await asyncio.sleep(0.1)
+        await until_listed(fresh, session)
         await fresh.subscribe(session)
         assert fresh.state(session)["summary"]["title"] == "On the stream"  # type: ignore[index]  # recovered from the stream
         fresh.dispatch(session, {"type": "session/titleChanged", "title": "Renamed while you were away"})
@@ -175,8 +187,7 @@ def test_a_credentials_file_that_does_not_exist_is_named(tmp_path: Path, nats_se
 
 async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_and_turns_run_by_the_first(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    config = offline_config(tmp_path)
     first = ClusterHost(tmp_path / "one", config, nats_server.url)
     second = ClusterHost(tmp_path / "two", config, nats_server.url)
     printed = ""
@@ -188,10 +199,7 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
         session = await here.create_session()
         there = await AhpClient.connect(second.url)
         await there.initialize(subscriptions=[ROOT])
-        for _ in range(200):  # the second process takes the session in as the stream delivers it
-            if [s["resource"] for s in await there.list_sessions()] == [session]:
-                break
-            await asyncio.sleep(0.05)
+        await until_listed(there, session)  # the second process takes it in as the stream delivers it
         assert [s["resource"] for s in await there.list_sessions()] == [session]
         await there.subscribe(session)
         here.send_message(session, "run on the first, watched from the second")
@@ -220,8 +228,7 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
 
 async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_converge_on_one_turn(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
+    config = offline_config(tmp_path)
     first = ClusterHost(tmp_path / "one", config, nats_server.url)
     second = ClusterHost(tmp_path / "two", config, nats_server.url)
     printed = ""
@@ -239,10 +246,7 @@ async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_conve
 
         old = await AhpClient.connect(second.url)  # AHP 0.2.0, on the other process
         await old.initialize(subscriptions=[ROOT])
-        for _ in range(200):
-            if old_name in [s["resource"] for s in await old.list_sessions()]:
-                break
-            await asyncio.sleep(0.05)
+        await until_listed(old, old_name)
         await old.subscribe(old_name)
 
         turn_id = str(uuid.uuid4())
