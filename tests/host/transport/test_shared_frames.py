@@ -10,10 +10,10 @@ import pytest
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-from client import AhpClient
 from host.transport.server import RunningHost
 from host.transport.shared_frames import SharedFrames, text_frame
 from tests.conftest import Connect
+from tests.host.transport.test_ws_protocol import open_streamed_turn, streamed
 
 
 def _websockets_frame(text: str) -> bytes:
@@ -48,28 +48,15 @@ async def test_one_frame_per_text_within_an_iteration_and_none_kept_after() -> N
 
 async def test_every_frame_length_form_reaches_every_client_of_a_real_host_intact(
         connect: Connect, running_host: RunningHost) -> None:
-    first = await connect()
-    session = await first.create_session()
-    second = await connect(subscriptions=("ahp-root://", session))
-    await first.subscribe(session)
+    first, second, session, chat = await open_streamed_turn(connect, running_host, "sizes")
     store = running_host.host.store
-    internal = running_host.host.session_uri(session)
-    chat = store.state(internal)["defaultChat"]
-    running_host.host.runner.forget(internal)  # the test, not an agent, streams this turn
-    store.dispatch(chat, {"type": "chat/turnStarted", "turnId": "sizes", "startedAt": "2026-12-06T00:00:00.000Z",
-                          "message": {"text": "go", "origin": {"kind": "user"}}})
-    store.dispatch(chat, {"type": "chat/responsePart", "turnId": "sizes", "part": {"kind": "markdown", "id": "p", "content": ""}})
     # Frames of every length form (under 126 bytes, 16-bit, 64-bit), multi-byte UTF-8 among them.
     pieces = ["a", "é" * 300, "ü" * 40_000, "z" * 70_000, "ok"]
     for piece in pieces:
         store.dispatch(chat, {"type": "chat/delta", "turnId": "sizes", "partId": "p", "content": piece})
     expected = "".join(pieces)
 
-    def streamed(client: AhpClient) -> str:
-        parts = (client.state(session).get("activeTurn") or {}).get("responseParts") or [{}]
-        return parts[0].get("content", "")
-
     for client in (first, second):
-        await client.wait_for(lambda m, e, client=client: len(streamed(client)) >= len(expected), timeout=60)
-        assert streamed(client) == expected
+        await client.wait_for(lambda m, e, client=client: len(streamed(client, session)) >= len(expected), timeout=60)
+        assert streamed(client, session) == expected
         await client.ping()

@@ -7,7 +7,10 @@ from host.transport.server import RunningHost
 from tests.conftest import Connect
 
 
-async def test_a_burst_of_frames_in_one_tick_reaches_every_client_in_order(connect: Connect, running_host: RunningHost) -> None:
+async def open_streamed_turn(connect: Connect, running_host: RunningHost,
+                            turn_id: str) -> tuple[AhpClient, AhpClient, str, str]:
+    """Two clients subscribed to a new session whose default chat has a turn ``turn_id`` with an
+    empty markdown part ``p``, streamed by the test (not an agent): the clients, the session, the chat."""
     first = await connect()
     session = await first.create_session()
     second = await connect(subscriptions=("ahp-root://", session))
@@ -15,22 +18,30 @@ async def test_a_burst_of_frames_in_one_tick_reaches_every_client_in_order(conne
     store = running_host.host.store
     internal = running_host.host.session_uri(session)
     chat = store.state(internal)["defaultChat"]
-    running_host.host.runner.forget(internal)  # the test, not an agent, streams this turn
-    store.dispatch(chat, {"type": "chat/turnStarted", "turnId": "burst", "startedAt": "2026-11-26T00:00:00.000Z",
+    running_host.host.runner.forget(internal)
+    store.dispatch(chat, {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-11-26T00:00:00.000Z",
                           "message": {"text": "go", "origin": {"kind": "user"}}})
-    store.dispatch(chat, {"type": "chat/responsePart", "turnId": "burst", "part": {"kind": "markdown", "id": "p", "content": ""}})
+    store.dispatch(chat, {"type": "chat/responsePart", "turnId": turn_id, "part": {"kind": "markdown", "id": "p", "content": ""}})
+    return first, second, session, chat
+
+
+def streamed(client: AhpClient, session: str) -> str:
+    """The text ``client`` holds of the active turn's first part in ``session``."""
+    parts = (client.state(session).get("activeTurn") or {}).get("responseParts") or [{}]
+    return parts[0].get("content", "")
+
+
+async def test_a_burst_of_frames_in_one_tick_reaches_every_client_in_order(connect: Connect, running_host: RunningHost) -> None:
+    first, second, session, chat = await open_streamed_turn(connect, running_host, "burst")
+    store = running_host.host.store
     words = [f"w{index}é " for index in range(2_000)]
     for word in words:  # all in one tick: the host writes them to each socket together
         last = store.dispatch(chat, {"type": "chat/delta", "turnId": "burst", "partId": "p", "content": word})["serverSeq"]
     expected = "".join(words)
 
-    def streamed(client: AhpClient) -> str:
-        parts = (client.state(session).get("activeTurn") or {}).get("responseParts") or [{}]
-        return parts[0].get("content", "")
-
     for client in (first, second):
-        await client.wait_for(lambda m, e, client=client: len(streamed(client)) >= len(expected), timeout=60)
-        assert streamed(client) == expected
+        await client.wait_for(lambda m, e, client=client: len(streamed(client, session)) >= len(expected), timeout=60)
+        assert streamed(client, session) == expected
         assert client.server_seq >= last  # and what followed, that 0.2.0 shows (not all the session bookkeeping)
         await client.ping()  # the connection is still usable after the burst
 
