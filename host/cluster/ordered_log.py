@@ -90,6 +90,8 @@ class ClusterLog:
         self._in_flight = 0
         self._sends: set[asyncio.Task[Any]] = set()
         """The I/O thread's hand-overs not finished yet (a snapshot waits for those before it)."""
+        self._gate: asyncio.Future[None] | None = None
+        """Done once the newest tick that had to claim a group has queued its records (``_send``)."""
         self._waiting: list[Callable[[], None]] = []
         self._holders: dict[str, str] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -180,29 +182,40 @@ class ClusterLog:
     async def _send(self, items: list[_Item]) -> tuple[list[Any], list[tuple[int, str]]]:
         """On the I/O thread: claim what is not owned yet, queue every record for this tick's
         batches, and wait for them all: each record's result (a stamped pair, a sequence or an
-        error), and ``(sequence, group)`` of each record stored."""
+        error), and ``(sequence, group)`` of each record stored.
+
+        Ticks reach the core in the order they were handed over, each whole: a tick that must
+        claim a group first holds back the ticks after it (``_gate``) until its records are
+        queued, so that two ticks never claim one group at once (the second claim's marker would
+        fence out the first's records) and a later tick's records never overtake an earlier
+        tick's in a group."""
         task = asyncio.current_task()
         assert task is not None
         self._sends.add(task)
         task.add_done_callback(self._sends.discard)
         results: list[Any] = [None] * len(items)
-        waits: list[tuple[int, asyncio.Future[Any]]] = []
-        for index, (kind, channel, now, body, _) in enumerate(items):
-            group = group_of(channel)
-            if not self.core.owns(group):
-                try:
-                    await self.core.claim(group)
-                except LogError as error:
-                    results[index] = error
-                    continue
-            if kind == "action":
-                assert body is not None
-                waits.append((index, self.core.append(channel, now, body)))
-            elif kind == "created":
-                assert body is not None
-                waits.append((index, self.core.created(channel, body["kind"], body["state"])))
-            else:
-                waits.append((index, self.core.removed(channel)))
+        ahead = self._gate
+        unowned = [group for group in dict.fromkeys(group_of(item[1]) for item in items) if not self.core.owns(group)]
+        if unowned or ahead is not None:
+            gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._gate = gate
+            try:
+                if ahead is not None:
+                    await ahead
+                refused: dict[str, LogError] = {}
+                for group in unowned:
+                    if not self.core.owns(group):
+                        try:
+                            await self.core.claim(group)
+                        except LogError as error:
+                            refused[group] = error
+                waits = self._hand_to_core(items, results, refused)
+            finally:
+                gate.set_result(None)
+                if self._gate is gate:
+                    self._gate = None
+        else:
+            waits = self._hand_to_core(items, results, {})
         done = await asyncio.gather(*(future for _, future in waits), return_exceptions=True)
         stored: list[tuple[int, str]] = []
         for (index, _), result in zip(waits, done):
@@ -214,6 +227,25 @@ class ClusterLog:
                 assert body is not None
                 stored.append((body["serverSeq"], group_of(items[index][1])))
         return results, stored
+
+    def _hand_to_core(self, items: list[_Item], results: list[Any],
+                      refused: dict[str, LogError]) -> list[tuple[int, asyncio.Future[Any]]]:
+        """Queue a tick's records in the core (synchronously: nothing else is queued in between);
+        a record of a group whose claim was refused gets that refusal as its result."""
+        waits: list[tuple[int, asyncio.Future[Any]]] = []
+        for index, (kind, channel, now, body, _) in enumerate(items):
+            error = refused.get(group_of(channel)) if refused else None
+            if error is not None:
+                results[index] = error
+            elif kind == "action":
+                assert body is not None
+                waits.append((index, self.core.append(channel, now, body)))
+            elif kind == "created":
+                assert body is not None
+                waits.append((index, self.core.created(channel, body["kind"], body["state"])))
+            else:
+                waits.append((index, self.core.removed(channel)))
+        return waits
 
     def _finish(self, items: list[_Item], handed: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]) -> None:
         """On the caller's loop: resolve the tick's futures, then the durability callbacks."""

@@ -75,6 +75,31 @@ async def test_a_ticks_envelopes_are_numbered_by_the_stream_and_durable_before_t
     assert log.owner(CHAT) is None
 
 
+async def test_ticks_handed_over_while_the_first_still_claims_its_session_are_all_stored_in_order(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    # A session's creation and the actions right after it often leave in ticks of their own
+    # before the first tick's claim of the session's group is answered; a second claim in flight
+    # used to fence the first tick's records out, losing the session's ``created`` record.
+    log = open_log(nats_server, logs, "a")
+    log.created(SESSION, "session", {"title": "one"})
+    log.flush()
+    envelopes = [envelope(i) for i in range(6)]
+    pending = []
+    for e in envelopes:
+        pending.append(log.append(CHAT, 0, e))
+        log.flush()  # each its own tick, handed over at once
+    await asyncio.gather(*pending)
+    assert log.failures == []
+    assert [e["serverSeq"] for e in envelopes] == sorted(e["serverSeq"] for e in envelopes)
+    recovered = open_log(nats_server, logs, "b").recover()
+    assert [(r.kind, r.channel) for r in recovered.records] == [("created", SESSION)] + [("action", CHAT)] * 6
+    assert [r.body["action"]["i"] for r in recovered.records[1:]] == list(range(6))  # type: ignore[index]
+    client = await nats.connect(nats_server.url)
+    markers = [await client.jetstream().get_msg("AHP", seq) for seq in range(1, envelopes[-1]["serverSeq"] + 1)]
+    await client.close()
+    assert sum((m.headers or {}).get("Ahp-Kind") == "owner" for m in markers) == 1  # claimed once
+
+
 async def test_a_session_run_by_another_process_is_refused_and_its_owner_named(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     first, second = open_log(nats_server, logs, "first"), open_log(nats_server, logs, "second")
