@@ -13,7 +13,14 @@ skipped with that failure as the reason. Artifacts (screenshots, code-server, ho
   e. the edit shows as a change;
   f. cancel stops the answer;
   g. a page reload shows the same conversation (opened from the Sessions list);
-  h. a second client on the same session sees the same turns live, and VS Code sees its turns.
+  h. a second client on the same session sees the same turns live, and VS Code sees its turns;
+  k. the chat view's header shows the session's title (the host's, not the first message);
+  l. a command's confirmation offers the host's choices (allow in this session, always allow,
+     deny with a reason); choosing "in this session" runs it, and the next one runs unasked;
+  m. "Fork conversation from this point" forks the chat: VS Code opens the fork ("Forked:
+     <title>" in its header) with the turns before that point, and a message there is answered.
+
+(Steps i and j are the workspace-trust steps of ``test_vscode_trust.py``.)
 
 These steps run code-server with ``--disable-workspace-trust`` (VS Code then forwards
 ``workspaceTrust.enabled: false``, which this host reads as "every folder trusted"); steps i and j,
@@ -82,6 +89,12 @@ pytestmark = [
 # The agent (provider id) of step c, and of steps d to h.
 CHAT_PROVIDER = {"host": "replay", "reference": "claude"}[TARGET]
 TOOL_PROVIDER = {"host": "scripted", "reference": "claude"}[TARGET]
+# The primary approve button of a command's confirmation: our host's first option ("Allow once",
+# VS Code's generic card), VS Code's own "Allow" on its terminal card (the reference host).
+APPROVE_COMMAND = {"host": "Allow once", "reference": "Allow"}[TARGET]
+# The scripted agent titles sessions by asking the model, which answers this (fake_anthropic).
+SCRIPTED_TITLE = "Scripted title"
+FORK_MESSAGE = "Hello from the fork"
 
 FIRST_MESSAGE = "Hello! What can you do?"
 WARM_UP_MESSAGE = "Hello, scripted model"
@@ -168,7 +181,7 @@ display_name = "Scripted"
 description = "Scripted answers from a fake Anthropic API (the end-to-end test's)"
 base_url = "{fake_url}"
 api_key = "fake-key-for-the-e2e-test"
-title = "first-words"
+title = "model"
 retries = 0
 models = [{{ id = "{MODEL_ID}", name = "Scripted Claude" }}]
 """)
@@ -387,7 +400,7 @@ def test_d_a_tool_call_asks_for_confirmation_and_runs_once_approved(run: Run) ->
         turn = run.driver.step("send", text=RUN_MESSAGE, name="d-asks", timeoutMs=60000)
         assert turn["confirmation"], f"no confirmation appeared; VS Code shows {turn['response']} errors {turn['errors']} {run.where()}"
         assert not (run.project / "ran.txt").exists(), "the command ran before it was approved"
-        done = run.driver.step("confirm", choice="Allow", timeoutMs=60000)
+        done = run.driver.step("confirm", choice=APPROVE_COMMAND, timeoutMs=60000)
         confirmed = run.wire.dispatched(mark, lambda t: t.endswith("/toolCallConfirmed"))
         assert confirmed and confirmed[-1]["action"].get("approved") is True, f"VS Code dispatched {confirmed} {run.where()}"
         assert _wait(lambda: (run.project / "ran.txt").exists(), 20), f"the approved command did not run {run.where()}"
@@ -518,3 +531,96 @@ def _second_vscode_window(run: Run) -> None:
     shown = run.driver.step("waitForTexts", texts=expected, name="h-seen-in-main", timeoutMs=60000)
     text = "\n".join(item["text"] for item in shown["transcript"])
     assert all(part in text for part in expected), f"the first window did not show the second's turn live {run.where()}"
+
+
+# -- k ---------------------------------------------------------------------------------------------
+
+
+def test_k_the_chat_header_shows_the_sessions_title(run: Run) -> None:
+    with run.step("k", needs=("g",)):
+        session = run.notes["tool_session"]
+        title = run.wire.title_of(session)
+        assert title, f"the host never titled {session} {run.where()}"
+        if TARGET == "host":
+            assert title == SCRIPTED_TITLE, f"the scripted agent titled the session {title!r} {run.where()}"
+        shown = run.driver.step("header", expect=title, name="k-header")["header"]
+        assert shown == title, f"the chat view's header reads {shown!r}, the session's title is {title!r} {run.where()}"
+        run.notes["tool_title"] = title
+
+
+# -- l ---------------------------------------------------------------------------------------------
+
+
+def test_l_a_commands_confirmation_offers_the_hosts_choices(run: Run) -> None:
+    with run.step("l", needs=("d",)):
+        if TARGET == "reference":
+            # Measured: VS Code's own host sends allow-session / allow-once / skip with a command's
+            # toolKind "terminal", and VS Code's terminal card shows only Allow / Skip for it.
+            pytest.skip("VS Code shows no session or always choice for a command of its own host")
+        ran = run.project / "ran.txt"
+        ran.unlink(missing_ok=True)
+        mark = run.wire.end
+        turn = run.driver.step("send", text=RUN_MESSAGE, name="l-asks", timeoutMs=60000)
+        assert turn["confirmation"], f"no confirmation appeared; VS Code shows {turn['response']} {run.where()}"
+        buttons = run.driver.step("choices")["buttons"]
+        more = [entry for button in buttons for entry in button["more"]]
+        assert [b["label"] for b in buttons] == ["Allow once", "Deny"], f"the confirmation's buttons are {buttons} {run.where()}"
+        session_choice = next((entry for entry in more if entry.endswith("in this session")), None)
+        assert session_choice and any(entry.startswith("Always allow") for entry in more), (
+            f"the confirmation offers {buttons}, no 'in this session' and 'Always allow' choice {run.where()}")
+        assert "Deny with a reason…" in more, f"the confirmation offers {buttons} {run.where()}"
+        assert not ran.exists(), "the command ran before it was approved"
+
+        done = run.driver.step("confirm", choice="Allow once", more=session_choice, timeoutMs=60000)
+        confirmed = run.wire.dispatched(mark, lambda t: t.endswith("/toolCallConfirmed"))
+        assert confirmed and confirmed[-1]["action"].get("selectedOptionId") == "allow-session", (
+            f"VS Code dispatched {confirmed} {run.where()}")
+        assert _wait(ran.exists, 20), f"the command approved for the session did not run {run.where()}"
+        assert "Done: the tool finished." in ((done["response"] or {}).get("markdown") or ""), done["response"]
+
+        # The choice holds for the session: the same command runs again without asking.
+        ran.unlink()
+        mark = run.wire.end
+        again = run.driver.step("send", text=RUN_MESSAGE, name="l-unasked", timeoutMs=60000)
+        assert not again["confirmation"], f"VS Code asked again: {again['confirmation']} {run.where()}"
+        assert _wait(ran.exists, 20), f"the second command did not run {run.where()}"
+        assert not run.wire.dispatched(mark, lambda t: t.endswith("/toolCallConfirmed")), "VS Code confirmed something"
+        assert "Done: the tool finished." in ((again["response"] or {}).get("markdown") or ""), again["response"]
+
+
+# -- m ---------------------------------------------------------------------------------------------
+
+
+def test_m_fork_conversation_from_this_point(run: Run) -> None:
+    with run.step("m", needs=("g",)):
+        # From the chat's last request (the newest turn): the fork holds every turn before it.
+        mark = run.wire.end
+        forked = run.driver.step("fork", name="m-forked", timeoutMs=30000)
+        created = run.wire.requests("createChat", since=mark)
+        assert created, f"VS Code sent no createChat for the fork; VS Code shows {forked['errors']} {run.where()}"
+        conn, request = created[-1]
+        source = request["params"].get("source") or {}
+        assert source.get("kind") == "fork", request["params"]
+        answer = _wait(lambda: run.wire.answer(conn, request["id"]), 20)
+        assert answer is not None and "error" not in answer, f"the host answered createChat with {answer} {run.where()}"
+        title = run.notes.get("tool_title") or run.wire.title_of(run.notes["tool_session"])
+        assert forked["header"] == f"Forked: {title}", f"the forked chat's header reads {forked['header']!r} {run.where()}"
+        # The fork holds the source's turns up to the one before the request it was made from.
+        turns: list[str] = []
+        for action in run.wire.received(0, lambda t: t == "chat/turnStarted"):
+            if action["channel"] == source["chat"] and action["action"]["turnId"] not in turns:
+                turns.append(action["action"]["turnId"])
+        fork = request["params"]["chat"]
+        copied = [turn["id"] for turn in (_wait(lambda: run.wire.snapshot_of(fork), 20) or {}).get("turns", [])]
+        assert len(turns) >= 2 and source.get("turnId") == turns[-2] and copied == turns[:-1], (
+            f"the fork of {turns} from {source.get('turnId')} holds {copied} {run.where()}")
+        shown = [item for item in forked["transcript"] if item["kind"] == "response"]
+        assert shown and "Done: the tool finished." in shown[-1]["markdown"], f"the fork shows {forked['transcript']} {run.where()}"
+
+        # A message in the fork is answered there, and only there.
+        mark = run.wire.end
+        turn = run.driver.step("send", text=FORK_MESSAGE, name="m-fork-turn", timeoutMs=60000)
+        assert _scripted_answer(FORK_MESSAGE) in ((turn["response"] or {}).get("markdown") or ""), turn["response"]
+        started = run.wire.dispatched(mark, lambda t: t.endswith("/turnStarted"))
+        assert started and started[-1]["channel"] == fork, (
+            f"the fork's message went to {started[-1]['channel'] if started else None}, not {fork} {run.where()}")
