@@ -19,9 +19,8 @@ For each call the turn loop hands over (``approve``):
   hook's reason in the confirmation title; deny rules and plan mode still deny;
 * **ask** → ``toolCallReady`` with the ``options`` of ``confirmation_options``, the ``edits`` from
   ``prepare`` and ``editable: true`` for shell commands and file edits (a shell command's
-  ``_meta`` without its ``toolKind``, which its completion gives back, and a title naming the
-  command: VS Code shows a host's options only on the confirmation card of a call that is not of
-  its terminal kind, and that card shows the title and the message, not the input), then waits (a future keyed
+  ``_meta`` without its ``toolKind``, which its completion gives back: VS Code shows a host's
+  options only on the confirmation card of a call that is not of its terminal kind), then waits (a future keyed
   by the tool call id, resolved by the runtime's store observer) for ``chat/toolCallConfirmed``
   and applies the chosen option with ``apply_option``: allow once; allow in this session (kept in
   the session's policy state, shell commands by prefix); always allow in this project (saved in
@@ -159,12 +158,8 @@ class ConfirmingApprover:
             # VS Code paints a confirmation of a call of its terminal kind on its terminal card, which
             # shows Allow / Skip and never a host's options; without the kind it shows every option
             # (allow in this session, always allow, deny with a reason). ``finish`` gives it back.
-            # That card shows the title and the message, not the input: the title names the command.
             meta = _meta_of(_call(ctx.chat_state, ctx.turn_id, request.tool_call_id))
             ready = {**ready, "_meta": {key: value for key, value in meta.items() if key not in kind}}
-            command = args.get("command") if isinstance(args, dict) else None
-            if isinstance(command, str) and command.strip() and not request.hook_reason:
-                ready["confirmationTitle"] = f"Run `{_shortened(command)}`?"
         key = confirm_key(ctx.chat, ctx.turn_id, request.tool_call_id)
         self._waiters.expect(key)
         ctx.emit(ready)
@@ -253,15 +248,6 @@ class ConfirmingApprover:
             return result
         title = request.tool.title if request.tool is not None else request.tool_name
         return failure_result(f"Ran {title} (result rejected)", RESULT_REJECTED, "result_rejected")
-
-
-def _shortened(command: str, limit: int = 80) -> str:
-    """A command's first line, at most ``limit`` characters (for a title)."""
-    lines = command.strip().splitlines()
-    line = lines[0].replace("`", "'")
-    if len(line) > limit or len(lines) > 1:
-        return line[: limit - 1].rstrip() + "…"
-    return line
 
 
 def _arguments(text: str | None) -> dict[str, Any]:
