@@ -18,9 +18,7 @@ For each call the turn loop hands over (``approve``):
   into an allow (``confirmed: "setting"``); its ``ask`` turns an **allow** into an ask, with the
   hook's reason in the confirmation title; deny rules and plan mode still deny;
 * **ask** → ``toolCallReady`` with the ``options`` of ``confirmation_options``, the ``edits`` from
-  ``prepare`` and ``editable: true`` for shell commands and file edits (a shell command's
-  ``_meta`` without its ``toolKind``, which its completion gives back: VS Code shows a host's
-  options only on the confirmation card of a call that is not of its terminal kind), then waits (a future keyed
+  ``prepare`` and ``editable: true`` for shell commands and file edits, then waits (a future keyed
   by the tool call id, resolved by the runtime's store observer) for ``chat/toolCallConfirmed``
   and applies the chosen option with ``apply_option``: allow once; allow in this session (kept in
   the session's policy state, shell commands by prefix); always allow in this project (saved in
@@ -45,7 +43,6 @@ from dataclasses import replace
 from typing import Any
 
 from ahp.protocol import builders
-from host.runtime.agents._mapping import tool_start_meta
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.tooling import Approval, ToolCallRequest, parse_arguments
 from tools.base import failure_result
@@ -153,13 +150,6 @@ class ConfirmingApprover:
             request = replace(request, ready_fields={**request.ready_fields,
                                                      "confirmationTitle": f"{title} (a plugin hook asks: {request.hook_reason})"})
         ready = request.ready_action(ctx.turn_id, options=options, editable=True if editable else None)
-        kind = tool_start_meta(tool) or {}
-        if kind:
-            # VS Code paints a confirmation of a call of its terminal kind on its terminal card, which
-            # shows Allow / Skip and never a host's options; without the kind it shows every option
-            # (allow in this session, always allow, deny with a reason). ``finish`` gives it back.
-            meta = _meta_of(_call(ctx.chat_state, ctx.turn_id, request.tool_call_id))
-            ready = {**ready, "_meta": {key: value for key, value in meta.items() if key not in kind}}
         key = confirm_key(ctx.chat, ctx.turn_id, request.tool_call_id)
         self._waiters.expect(key)
         ctx.emit(ready)
@@ -229,10 +219,9 @@ class ConfirmingApprover:
         confirming = self._needs_result_confirmation(request.tool_name)
         earlier = _meta_of(call)
         # Who answered its confirmation (``ANSWERED_BY``) goes with the completion too: an AHP 0.2.0
-        # client receives no ``_meta`` with the answer itself; so does the kind it was asked without.
-        kind = tool_start_meta(request.tool) or {}
-        meta = {**earlier, **kind, "rememberedApproval": remembered} if remembered is not None else (
-            {**earlier, **kind} if ANSWERED_BY in earlier or any(earlier.get(k) != v for k, v in kind.items()) else None)
+        # client receives no ``_meta`` with the answer itself.
+        meta = {**earlier, "rememberedApproval": remembered} if remembered is not None else (
+            earlier if ANSWERED_BY in earlier else None)
         complete = builders.chat_tool_call_complete(
             turn_id=ctx.turn_id, tool_call_id=request.tool_call_id, result=result, meta=meta,
             requires_result_confirmation=True if confirming else None,

@@ -1,8 +1,6 @@
 """What a 0.9.0 client (VS Code) sees when a tool call starts: a tool that runs commands carries
-``_meta.toolKind: "terminal"`` (VS Code paints it as a terminal command); other tools carry no kind.
-A command that asks for confirmation asks without the kind (VS Code's terminal card would show only
-"Allow" / "Skip", its generic card shows every option the host offers) and gets it back with its
-completion. Over a real WebSocket, with the scripted model calling the tools."""
+``_meta.toolKind: "terminal"`` (VS Code then paints a terminal confirmation, "Allow" / "Skip");
+other tools carry no kind. Over a real WebSocket, with the scripted model calling the tools."""
 
 from __future__ import annotations
 
@@ -46,43 +44,5 @@ async def test_a_shell_call_starts_as_a_terminal_tool_and_a_read_as_none(tmp_pat
             read, shell = starts()
             assert read["toolName"] == "read_file" and "_meta" not in read
             assert shell["toolName"] == "shell" and shell["_meta"] == {"toolKind": "terminal"}
-        finally:
-            await peer.close()
-
-
-async def test_a_command_asks_without_its_kind_offering_every_choice_and_completes_with_it(
-        tmp_path: Path, frame_checker: FrameChecker) -> None:
-    provider = ScriptedProvider([call_tools(("shell", {"command": "touch one.txt"})), call_tools(("shell", {"command": "touch two.txt"})),
-                                 reply("done")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
-        peer = await Peer.open(running)
-        try:
-            await peer.initialize(str(uuid.uuid4()), ["0.9.0"])
-            session = f"scripted:/{uuid.uuid4()}"
-            created = await peer.request("createSession", {
-                "channel": session, "provider": "scripted", "workingDirectories": [tmp_path.as_uri()],
-                "config": {"isolation": "folder", "autoApprove": "default", "mode": "interactive"}})
-            assert created.get("error") is None, created
-            chat = default_chat_uri(session)
-            await peer.request("subscribe", {"channel": chat})
-            await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": chat, "clientSeq": 1, "action": {
-                "type": "chat/turnStarted", "turnId": "request_1", "startedAt": "2026-11-26T00:00:00.000Z",
-                "message": {"text": "touch twice", "origin": {"kind": "user"}, "model": {"id": "m1"}}}}})
-
-            def of(kind: str) -> list[dict]:
-                return [a["action"] for a in peer.actions() if a["action"]["type"] == f"chat/{kind}"]
-
-            [asking] = await peer.until(lambda: [a for a in of("toolCallReady") if "confirmed" not in a] or None, timeout=30)
-            assert asking["_meta"] == {}
-            assert {"allow-once", "allow-session", "allow-always", "deny", "deny-with-reason"} <= {o["id"] for o in asking["options"]}
-            await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": chat, "clientSeq": 2, "action": {
-                "type": "chat/toolCallConfirmed", "turnId": "request_1", "toolCallId": asking["toolCallId"], "approved": True,
-                "confirmed": "user-action", "selectedOptionId": "allow-session"}}})
-            completes = await peer.until(lambda: len(of("toolCallComplete")) == 2 and of("toolCallComplete"), timeout=30)
-            assert completes[0]["_meta"]["toolKind"] == "terminal"
-            # The second `touch` ran on the session's choice, unasked, and kept its kind throughout.
-            [second] = [a for a in of("toolCallReady") if a["toolCallId"] != asking["toolCallId"]]
-            assert second.get("confirmed") == "setting" and "_meta" not in second
-            assert (tmp_path / "one.txt").exists() and (tmp_path / "two.txt").exists()
         finally:
             await peer.close()
