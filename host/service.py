@@ -60,7 +60,7 @@ from host.state.store import ROOT, Store
 from host.state.transcripts import TranscriptStore
 from plugins.claude_settings import claude_config_dir as claude_config_dir_of
 
-__all__ = ["AgentHost", "INTERRUPTED_ERROR"]
+__all__ = ["AgentHost", "INTERRUPTED_ERROR", "TAKEN_OVER_ERROR"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +76,14 @@ INTERRUPTED_ERROR = {
     "message": "The agent host stopped while this turn was running, so it did not finish. "
     "Send your message again to retry.",
 }
+
+TAKEN_OVER_ERROR = {
+    "errorType": "hostRestarted",
+    "message": "The agent host process running this session stopped while this turn was running; another "
+    "process took the session over. Resume the turn to continue it.",
+}
+"""A turn's end when its process died and another took its session over (a cluster): the error
+part says ``resumable``, and ``chat/turnResume`` runs the turn again on the new owner."""
 
 SessionKey = tuple[int, str]
 """Where a session sits in ``page_sessions``' order: (-modifiedAt, URI)."""
@@ -280,6 +288,7 @@ class AgentHost:
         self.store.recover()
         if self.store.follow():  # a cluster's log: what the other processes append, from now on
             self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
+            self.store.take_over_lapsed(self.taken_over)  # and the sessions of a process that died
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
@@ -321,6 +330,30 @@ class AgentHost:
                     self.runner.start_pending(chat)
             self.customizations.open_session(uri, restored=True)
         self.terminals.start()
+
+    def taken_over(self, group: str) -> None:
+        """This process took over ``group`` from a process whose lease lapsed (a cluster: killed,
+        or cut off from NATS), and holds everything that process logged. For a session: a turn
+        that was running there ends with a resumable error (``chat/turnResume`` runs it again
+        here), its chats' queued messages run here, and its summaries and customizations are
+        kept here from now on, as at start-up for a recovered session."""
+        if self.store.kind(group) != "session":
+            return  # the host-wide group (the root channel...): nothing runs in it
+        chats = self.session_chats(group)
+        for chat in chats:
+            self.chat_summaries.track(chat, group)
+            turn = (self.store.state(chat) or {}).get("activeTurn")
+            if turn is not None:
+                started = parse_timestamp(turn.get("startedAt"))
+                duration = max(0, self.clock() - started) if isinstance(started, int) else 0
+                self.store.dispatch(chat, builders.chat_error(turn_id=turn["id"], duration=duration, part={
+                    "kind": "error", "error": TAKEN_OVER_ERROR, "resumable": True}))
+        if (self.store.state(group) or {}).get("lifecycle") == "creating":
+            self.runner.prepare(group)
+        else:
+            for chat in chats:
+                self.runner.start_pending(chat)
+        self.customizations.open_session(group, restored=True)
 
     async def stop(self) -> None:
         await self.runner.close()
