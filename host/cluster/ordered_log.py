@@ -31,6 +31,9 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   skipping what a group's snapshot already holds, and markers; ``Recovery.seq`` is the oldest group
   snapshot's sequence, and ``seq`` then the stream's last.
 * ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
+* ``watch_connection(changed)`` (optional): ``changed(False)`` on the caller's loop when the NATS
+  connection is lost (this process is cut off: every append fails at once, nothing is buffered),
+  ``changed(True)`` when it is back (the host tells its clients: ``host.service``).
 
 * ``follow(deliver)`` (an optional member of the port): every record *other* processes append
   from ``seq`` on is handed to ``deliver`` on the caller's loop, in log order (``Store.take_in``
@@ -58,6 +61,7 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -92,6 +96,10 @@ class ClusterLog:
         self._io = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._io.run_forever, name="cluster-log", daemon=True)
         self._thread.start()
+        self._closing = False
+        self._connection_watch: tuple[asyncio.AbstractEventLoop, Callable[[bool], None]] | None = None
+        options.setdefault("disconnected_cb", self._nats_disconnected)
+        options.setdefault("reconnected_cb", self._nats_reconnected)
         try:
             self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
             self._seq = self._call(self.core.last_seq())
@@ -116,6 +124,12 @@ class ClusterLog:
         """Stops ``follow``'s subscription."""
         self._unwatch: Callable[[], Awaitable[None]] | None = None
         """Stops ``take_over_lapsed``'s watch of the leases."""
+        self._follow_take: Callable[[Any], None] | None = None
+        self._follow_stop: Callable[[], Awaitable[None]] | None = None
+        """On the I/O thread: ``follow``'s subscription as it is now (made again after a reconnect)."""
+        self._seen: dict[str, Seen] = {}
+        """On the I/O thread: the leases of the bucket as last seen (``Leases.watch``)."""
+        self._watch_stop: Callable[[], Awaitable[None]] | None = None
         self._claims: dict[str, asyncio.Future[int]] = {}
         """On the I/O thread: the claims under way, per group (``_claim``)."""
         self._following = False
@@ -325,6 +339,8 @@ class ClusterLog:
         loop = asyncio.get_running_loop()
 
         def take(record: Any) -> None:
+            if record.seq <= self._followed:
+                return  # handed over already (a subscription made again after a reconnect overlaps)
             if record.kind == "owner":
                 loop.call_soon_threadsafe(self._claimed, record.channel, (record.body or {}).get("holder"))
             else:
@@ -344,9 +360,56 @@ class ClusterLog:
         async def start() -> Callable[[], Awaitable[None]]:
             self._following = True
             self._followed = self._seq
-            return await self.core.follow(self._seq, take)
+            self._follow_take = take
+            self._follow_stop = await self.core.follow(self._seq, take)
+            return self._stop_following
 
         self._unfollow = self._call(start())
+
+    async def _stop_following(self) -> None:
+        stop, self._follow_stop = self._follow_stop, None
+        if stop is not None:
+            await stop()
+
+    async def _resubscribe(self) -> None:
+        """On the I/O thread, once NATS is back: follow the log again from the last record handed
+        over, and watch the leases again (a consumer of the server before a restart may be gone)."""
+        if self._follow_take is not None:
+            with contextlib.suppress(Exception):
+                await self._stop_following()
+            try:
+                self._follow_stop = await self.core.follow(self._followed, self._follow_take)
+            except Exception:
+                logger.exception("following the log again after a reconnect failed")
+        if self._watch_stop is not None:
+            with contextlib.suppress(Exception):
+                await self._watch_stop()
+            seen: dict[str, Seen] = {}
+            try:
+                self._watch_stop = await self.core.leases.watch(seen)
+            except Exception:
+                logger.exception("watching the leases again after a reconnect failed")
+            self._seen = seen
+
+    # -- the connection to NATS ------------------------------------------------------------------
+
+    def watch_connection(self, changed: Callable[[bool], None]) -> None:
+        """Call ``changed(False)`` on the caller's loop when this process loses NATS (cut off: it
+        writes nothing until it is back), ``changed(True)`` once it is connected again."""
+        self._connection_watch = (asyncio.get_running_loop(), changed)
+
+    async def _nats_disconnected(self) -> None:
+        self._connection_changed(False)
+
+    async def _nats_reconnected(self) -> None:
+        if not self._closing:
+            asyncio.get_running_loop().create_task(self._resubscribe())
+        self._connection_changed(True)
+
+    def _connection_changed(self, connected: bool) -> None:
+        watch = self._connection_watch
+        if watch is not None and not self._closing:
+            watch[0].call_soon_threadsafe(watch[1], connected)
 
     # -- claims, and taking over the groups of a dead owner (on the I/O thread) ---------------------
 
@@ -381,26 +444,27 @@ class ClusterLog:
         loop = asyncio.get_running_loop()
 
         async def start() -> Callable[[], Awaitable[None]]:
-            seen: dict[str, Seen] = {}
-            stop_watching = await self.core.leases.watch(seen)
-            task = asyncio.get_running_loop().create_task(self._take_lapsed(seen, loop, taken))
+            self._watch_stop = await self.core.leases.watch(self._seen)
+            task = asyncio.get_running_loop().create_task(self._take_lapsed(loop, taken))
 
             async def stop() -> None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-                await stop_watching()
+                watch_stop, self._watch_stop = self._watch_stop, None
+                if watch_stop is not None:
+                    await watch_stop()
 
             return stop
 
         self._unwatch = self._call(start())
 
-    async def _take_lapsed(self, seen: dict[str, Seen], loop: asyncio.AbstractEventLoop,
-                           taken: Callable[[str], None]) -> None:
+    async def _take_lapsed(self, loop: asyncio.AbstractEventLoop, taken: Callable[[str], None]) -> None:
         leases = self.core.leases
         while True:
             await asyncio.sleep(leases.ttl / 12)  # noticed within half a second of the lapse
             if not self.core.client.is_connected:
                 continue  # cut off: our own leases lapse too; nothing to take
+            seen = self._seen
             for group in lapsed(seen, leases.now(), self.core.holder):
                 if self.core.owns(group) or group in self._claims:
                     continue
@@ -546,6 +610,7 @@ class ClusterLog:
                 await self.core.put_snapshot(group, lasts[group], channels)
 
     def close(self) -> None:
+        self._closing = True
         try:
             unwatch = self._unwatch
             if unwatch is not None:

@@ -548,6 +548,16 @@ class Store:
         take(taken)
         return True
 
+    def watch_log_connection(self, changed: Callable[[bool], None]) -> bool:
+        """Have ``changed(False)`` called when a networked log becomes unreachable (this process
+        cut off: every append is refused) and ``changed(True)`` when it is back, when the log can
+        say (its optional ``watch_connection``); whether it can."""
+        watch = getattr(self.log, "watch_connection", None)
+        if watch is None:
+            return False
+        watch(changed)
+        return True
+
     async def take_forwarded(self, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
         """A client's dispatch another process forwarded here: dispatched as if local (its echo
         reaches that client through the log); None once it is logged, else why it was refused."""

@@ -20,6 +20,7 @@ from ahp.state import default_chat_uri
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from tests.conftest import TOKEN
+from tests.host.cluster.conftest import Relay
 from tests.host.cluster.test_process import ROOT, ClusterHost, until_listed
 from tests.host.test_vscode import Peer
 from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
@@ -177,4 +178,77 @@ async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and
         for client in clients:
             await client.close()
         printed = owner.stop() + second.stop() + third.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def closed_with(peer: Peer) -> tuple[int | None, str | None]:
+    """The close code and reason of ``peer``'s connection once the host closed it (10 s at most)."""
+    await asyncio.wait_for(asyncio.gather(peer._reader, return_exceptions=True), 10)
+    return peer.ws.close_code, peer.ws.close_reason
+
+
+async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_converges_once_back(
+        tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
+    config = slow_config(tmp_path)
+    cut = ClusterHost(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
+    other = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    peers: list[Peer] = []
+    try:
+        await cut.start()
+        await other.start()
+        ident = str(uuid.uuid4())
+        session = f"offline:/{ident}"
+        chat = default_chat_uri(session)
+        near = Peer(await connect(cut.url, max_size=None))
+        peers.append(near)
+        await near.initialize("near-09", ["0.9.0"])
+        assert (await near.request("createSession", {"channel": session})).get("error") is None
+        await near.request("subscribe", {"channel": chat})
+        far = Peer(await connect(other.url, max_size=None))
+        peers.append(far)
+        await far.initialize("far-09", ["0.9.0"])
+        await subscribed(far, chat)
+        turn = await start_turn(near, chat, 1, "Cut me off")
+        await far.until(lambda: len(of_turn(far, chat, turn, "chat/delta")) >= 3, timeout=30)
+
+        relay.cut()
+        # Its clients are told: their connections close with 1013 and the reason; a new one is refused.
+        code, reason = await closed_with(near)
+        assert code == 1013 and "lost its cluster's log" in str(reason)
+        late = Peer(await connect(cut.url, max_size=None))
+        peers.append(late)
+        assert (await closed_with(late))[0] == 1013
+
+        # It stops writing: the live process takes the session over and ends the turn, resumably.
+        errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
+        assert errors[0]["part"]["resumable"] is True
+        await far.request("ping", {"channel": ROOT})
+        written = [envelope["serverSeq"] for envelope in far.actions()]
+        assert written == sorted(written) and len(written) == len(set(written))
+
+        # Back on NATS, it takes in what the other wrote instead of diverging: a client of it holds
+        # what the other process's client holds.
+        relay.mend()
+        for _ in range(100):  # refused (closed at once) until it is connected to NATS again
+            back = Peer(await connect(cut.url, max_size=None))
+            peers.append(back)
+            answer = asyncio.ensure_future(back.initialize("back-09", ["0.9.0"]))
+            await asyncio.wait([answer, back._reader], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            if answer.done() and answer.exception() is None and answer.result().get("error") is None:
+                break
+            answer.cancel()
+            await asyncio.sleep(0.1)
+        held_here: dict[str, Any] = {}
+        for _ in range(200):
+            held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+            if [t["id"] for t in held_here.get("turns") or []] == [turn]:
+                break
+            await asyncio.sleep(0.05)
+        held_there = (await far.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        assert held_here == held_there and held_there["turns"][0]["state"] == "error"
+    finally:
+        for peer in peers:
+            await peer.close()
+        printed = cut.stop() + other.stop()
     assert "Traceback" not in printed, printed
