@@ -130,8 +130,6 @@ class _Group:
     """The last sequence of the group this process knows (what the next batch's fence expects)."""
     queue: list[_Pending]
     sending: bool = False
-    since: int = 0
-    """The sequence of this process's owner marker: the group's records after it are its own."""
 
 
 class JetStreamLog:
@@ -195,12 +193,6 @@ class JetStreamLog:
         """The last sequence of ``group`` acknowledged to this process (a group it owns)."""
         return self._groups[group].last
 
-    def owned_since(self, group: str) -> int | None:
-        """The sequence of the marker with which this process claimed ``group`` (the group's
-        records after it are this process's own), None when it does not own the group."""
-        state = self._groups.get(group)
-        return state.since if state is not None else None
-
     async def claim(self, group: str) -> int:
         """Own ``group``: its lease, then a fenced marker, so that whoever held it before cannot
         write to it again; returns the marker's sequence. Raises ``NotOwner`` while another
@@ -219,7 +211,7 @@ class JetStreamLog:
                 if error.err_code == WRONG_LAST_SEQUENCE:
                     continue
                 raise LogError(f"cannot claim {group}: {error}") from error
-            self._groups[group] = _Group(taken, ack.seq, [], since=ack.seq)
+            self._groups[group] = _Group(taken, ack.seq, [])
             return ack.seq
         raise NotOwner(group, None)
 

@@ -127,6 +127,9 @@ class ClusterLog:
         self._follow_take: Callable[[Any], None] | None = None
         self._follow_stop: Callable[[], Awaitable[None]] | None = None
         """On the I/O thread: ``follow``'s subscription as it is now (made again after a reconnect)."""
+        self._marked: dict[str, str | None] = {}
+        """On the I/O thread: per group, who wrote the last owner marker the log showed this
+        process (recovery, then the follower): the records after it are that holder's."""
         self._seen: dict[str, Seen] = {}
         """On the I/O thread: the leases of the bucket as last seen (``Leases.watch``)."""
         self._watch_stop: Callable[[], Awaitable[None]] | None = None
@@ -342,10 +345,12 @@ class ClusterLog:
             if record.seq <= self._followed:
                 return  # handed over already (a subscription made again after a reconnect overlaps)
             if record.kind == "owner":
-                loop.call_soon_threadsafe(self._claimed, record.channel, (record.body or {}).get("holder"))
+                holder = (record.body or {}).get("holder")
+                self._marked[record.channel] = holder
+                loop.call_soon_threadsafe(self._claimed, record.channel, holder)
             else:
-                since = self.core.owned_since(group_of(record.channel))
-                if since is None or record.seq < since:  # after our marker: our own records
+                # A group's records after a marker of ours are our own (every writer marks first).
+                if self._marked.get(group_of(record.channel)) != self.core.holder:
                     seq = record.seq if record.kind == "action" else None
                     loop.call_soon_threadsafe(self._deliver, deliver,
                                               LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq)
@@ -548,6 +553,7 @@ class ClusterLog:
             covered = snapshots.get(group_of(record.channel))
             if record.kind == "owner":
                 holder = (record.body or {}).get("holder")
+                self._marked[record.channel] = holder
                 if holder and holder != self.core.holder:
                     self._holders[group_of(record.channel)] = holder
                 else:
