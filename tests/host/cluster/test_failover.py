@@ -21,7 +21,7 @@ from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from tests.conftest import TOKEN
 from tests.host.cluster.conftest import Relay
-from tests.host.cluster.test_process import ROOT, ClusterHost, until_listed
+from tests.host.cluster.test_process import ROOT, ClusterHost, offline_config, unclocked, until_listed
 from tests.host.test_vscode import Peer
 from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
 
@@ -251,4 +251,63 @@ async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_c
         for peer in peers:
             await peer.close()
         printed = cut.stop() + other.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def resumed_when_accepted(client: AhpClient) -> Any:
+    """``client.resume()`` once its process accepts connections again (refused while it is cut off
+    from NATS), 20 s at most."""
+    for _ in range(100):
+        try:
+            return await asyncio.wait_for(client.resume(), 10)
+        except Exception:  # refused (1013) while the process is not connected to NATS yet
+            await asyncio.sleep(0.2)
+    raise AssertionError("the process never accepted the client again")
+
+
+async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = offline_config(tmp_path)
+    first = ClusterHost(tmp_path / "one", config, nats_server.url)
+    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    clients: list[AhpClient] = []
+    try:
+        await first.start()
+        await second.start()
+        here = await AhpClient.connect(first.url)
+        clients.append(here)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session()
+        here.send_message(session, "before the restart")
+        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        there = await AhpClient.connect(second.url)
+        clients.append(there)
+        await there.initialize(subscriptions=[ROOT])
+        await until_listed(there, session)
+        await there.subscribe(session)
+        await here.ping()
+        seen = here.server_seq
+
+        nats_server.stop()
+        nats_server.start()  # the same port and JetStream directory
+
+        # Both processes reconnect; their clients, told and closed meanwhile, come back with their
+        # last serverSeq; the session runs a second turn on its owner, seen on the other process.
+        for client in (here, there):
+            await resumed_when_accepted(client)
+        here.send_message(session, "after the restart")
+        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 2, timeout=30)
+        await there.wait_for(lambda m, e: len((there.state(session) or {}).get("turns") or []) == 2, timeout=30)
+        await here.ping()
+        assert here.server_seq > seen
+        assert [t["userMessage"]["text"] for t in there.state(session)["turns"]] == [  # type: ignore[index]
+            "before the restart", "after the restart"]
+        fresh = await AhpClient.connect(second.url)
+        clients.append(fresh)
+        await fresh.initialize(subscriptions=[ROOT, session])
+        assert unclocked(fresh.state(session)) == unclocked(there.state(session)) == unclocked(here.state(session))
+    finally:
+        for client in clients:
+            await client.close()
+        printed = first.stop() + second.stop()
     assert "Traceback" not in printed, printed
