@@ -27,9 +27,9 @@ from tests.host.transport.dialects.test_three_versions import mirrored, without_
 
 
 def slow_config(tmp_path: Path) -> Path:
-    """A host config whose sessions run the offline agent, a word every 0.1 s (a turn of about 6 s)."""
+    """A host config whose sessions run the offline agent, a word every 0.2 s (a turn of about 12 s)."""
     config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.1\ndefault_directory = "{tmp_path}"\n')
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{tmp_path}"\n')
     return config
 
 
