@@ -19,7 +19,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -60,7 +60,7 @@ from host.state.store import ROOT, Store
 from host.state.transcripts import TranscriptStore
 from plugins.claude_settings import claude_config_dir as claude_config_dir_of
 
-__all__ = ["AgentHost", "INTERRUPTED_ERROR"]
+__all__ = ["AgentHost", "INTERRUPTED_ERROR", "TAKEN_OVER_ERROR"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +76,17 @@ INTERRUPTED_ERROR = {
     "message": "The agent host stopped while this turn was running, so it did not finish. "
     "Send your message again to retry.",
 }
+
+TAKEN_OVER_ERROR = {
+    "errorType": "hostRestarted",
+    "message": "The agent host process running this session stopped while this turn was running; another "
+    "process took the session over. Resume the turn to continue it.",
+}
+"""A turn's end when its process died and another took its session over (a cluster): the error
+part says ``resumable``, and ``chat/turnResume`` runs the turn again on the new owner."""
+
+CUT_OFF_REASON = "this agent host process lost its cluster's log (NATS) and cannot write; reconnect to another process"
+"""The close reason a cluster's process that lost NATS gives its clients (WebSocket code 1013)."""
 
 SessionKey = tuple[int, str]
 """Where a session sits in ``page_sessions``' order: (-modifiedAt, URI)."""
@@ -170,6 +181,11 @@ class AgentHost:
         self.store.change_observers.append(self._publish_summary_changes)
         self.store.change_observers.append(self.chat_summaries.observe)
         self._connected: dict[str, int] = {}
+        self.cut_off: str | None = None
+        """Why this process cannot write now (a cluster's process that lost NATS), else None: the
+        transport closes its connections with it and refuses new ones until NATS is back."""
+        self.cut_off_listeners: list[Callable[[str], None]] = []
+        """Called with the reason when this process is cut off from its cluster's log."""
         self.client_versions: dict[str, str] = {}
         """The AHP version each client negotiated at its last ``initialize``, so that a
         ``reconnect`` on a new connection speaks it again (memory only: see host.transport.dialects)."""
@@ -280,6 +296,8 @@ class AgentHost:
         self.store.recover()
         if self.store.follow():  # a cluster's log: what the other processes append, from now on
             self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
+            self.store.take_over_lapsed(self.taken_over)  # and the sessions of a process that died
+            self.store.watch_log_connection(self._log_connection)  # and whether this one can write
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
@@ -321,6 +339,52 @@ class AgentHost:
                     self.runner.start_pending(chat)
             self.customizations.open_session(uri, restored=True)
         self.terminals.start()
+
+    def _log_connection(self, connected: bool) -> None:
+        """The cluster's log (NATS) was lost or is back. Lost: every append is refused (this
+        process stops writing rather than diverge; its sessions are taken over by a live process
+        once their leases lapse), and its clients are told by their connections being closed with
+        the reason, to reconnect to a process that can write (with ``lastSeenServerSeq``: a
+        replay); new connections are refused meanwhile."""
+        if connected:
+            if self.cut_off is not None:
+                logger.warning("NATS is reachable again: this process writes again (sessions taken over meanwhile stay "
+                               "with their new owners)")
+            self.cut_off = None
+            return
+        if self.cut_off is not None:
+            return
+        self.cut_off = CUT_OFF_REASON
+        logger.error("lost NATS: this process stops writing and closes its clients' connections")
+        for listener in tuple(self.cut_off_listeners):
+            try:
+                listener(self.cut_off)
+            except Exception:
+                logger.exception("telling clients that this process is cut off failed")
+
+    def taken_over(self, group: str) -> None:
+        """This process took over ``group`` from a process whose lease lapsed (a cluster: killed,
+        or cut off from NATS), and holds everything that process logged. For a session: a turn
+        that was running there ends with a resumable error (``chat/turnResume`` runs it again
+        here), its chats' queued messages run here, and its summaries and customizations are
+        kept here from now on, as at start-up for a recovered session."""
+        if self.store.kind(group) != "session":
+            return  # the host-wide group (the root channel...): nothing runs in it
+        chats = self.session_chats(group)
+        for chat in chats:
+            self.chat_summaries.track(chat, group)
+            turn = (self.store.state(chat) or {}).get("activeTurn")
+            if turn is not None:
+                started = parse_timestamp(turn.get("startedAt"))
+                duration = max(0, self.clock() - started) if isinstance(started, int) else 0
+                self.store.dispatch(chat, builders.chat_error(turn_id=turn["id"], duration=duration, part={
+                    "kind": "error", "error": TAKEN_OVER_ERROR, "resumable": True}))
+        if (self.store.state(group) or {}).get("lifecycle") == "creating":
+            self.runner.prepare(group)
+        else:
+            for chat in chats:
+                self.runner.start_pending(chat)
+        self.customizations.open_session(group, restored=True)
 
     async def stop(self) -> None:
         await self.runner.close()

@@ -193,9 +193,10 @@ class JetStreamLog:
         """The last sequence of ``group`` acknowledged to this process (a group it owns)."""
         return self._groups[group].last
 
-    async def claim(self, group: str) -> None:
+    async def claim(self, group: str) -> int:
         """Own ``group``: its lease, then a fenced marker, so that whoever held it before cannot
-        write to it again. Raises ``NotOwner`` while another process's lease is in force."""
+        write to it again; returns the marker's sequence. Raises ``NotOwner`` while another
+        process's lease is in force."""
         self._check_connected()
         taken = await self.leases.acquire(group)
         if isinstance(taken, str):
@@ -211,7 +212,7 @@ class JetStreamLog:
                     continue
                 raise LogError(f"cannot claim {group}: {error}") from error
             self._groups[group] = _Group(taken, ack.seq, [])
-            return
+            return ack.seq
         raise NotOwner(group, None)
 
     async def release(self, group: str) -> None:

@@ -31,11 +31,27 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   skipping what a group's snapshot already holds, and markers; ``Recovery.seq`` is the oldest group
   snapshot's sequence, and ``seq`` then the stream's last.
 * ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
+* ``watch_connection(changed)`` (optional): ``changed(False)`` on the caller's loop when the NATS
+  connection is lost (this process is cut off: every append fails at once, nothing is buffered),
+  ``changed(True)`` when it is back (the host tells its clients: ``host.service``).
 
 * ``follow(deliver)`` (an optional member of the port): every record *other* processes append
   from ``seq`` on is handed to ``deliver`` on the caller's loop, in log order (``Store.take_in``
-  folds it in and sends it to this process's subscribers); records of groups this process owns are
-  its own and skipped, as are owner markers.
+  folds it in and sends it to this process's subscribers); records of a group after this process's
+  own marker on it are its own and skipped, as are owner markers.
+* ``take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
+  bucket is watched (``Leases.watch``); a group whose holder let its lease lapse (killed, cut off)
+  is claimed (``JetStreamLog.claim``: the fenced marker means the previous holder can never write
+  to it again), and ``taken(group)`` is called on the caller's loop once everything the previous
+  holder logged on it has been handed to ``deliver`` first: the store then holds the group's
+  channels as the dead owner left them, and the host ends what it left running
+  (``host.service``). Several live processes may race for a group: the lease lets one through.
+
+**Claims and catching up.** Every claim (a lapsed group taken over, or an append to a group this
+process does not own) goes through one place (``_claim``): at most one claim per group at a time,
+and, once this process follows the log, the claim is done only when the follower has handed the
+caller's loop every record up to the new marker. Until then ``owner`` still names the previous
+holder, so an action dispatched meanwhile is reduced only once numbered, after those records.
 
 What this log does not do (see the cluster section of README.md): keep a chat's turns paged out of its
 state (those live in the SQLite journal's rows: a snapshot with such rows is refused with
@@ -45,17 +61,22 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import Future as ThreadFuture
 from typing import Any, TypeVar
 
 from host.cluster.jetstream_log import JetStreamLog
+from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -75,6 +96,10 @@ class ClusterLog:
         self._io = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._io.run_forever, name="cluster-log", daemon=True)
         self._thread.start()
+        self._closing = False
+        self._connection_watch: tuple[asyncio.AbstractEventLoop, Callable[[bool], None]] | None = None
+        options.setdefault("disconnected_cb", self._nats_disconnected)
+        options.setdefault("reconnected_cb", self._nats_reconnected)
         try:
             self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
             self._seq = self._call(self.core.last_seq())
@@ -97,6 +122,25 @@ class ClusterLog:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
+        self._unwatch: Callable[[], Awaitable[None]] | None = None
+        """Stops ``take_over_lapsed``'s watch of the leases."""
+        self._follow_take: Callable[[Any], None] | None = None
+        self._follow_stop: Callable[[], Awaitable[None]] | None = None
+        """On the I/O thread: ``follow``'s subscription as it is now (made again after a reconnect)."""
+        self._marked: dict[str, str | None] = {}
+        """On the I/O thread: per group, who wrote the last owner marker the log showed this
+        process (recovery, then the follower): the records after it are that holder's."""
+        self._seen: dict[str, Seen] = {}
+        """On the I/O thread: the leases of the bucket as last seen (``Leases.watch``)."""
+        self._watch_stop: Callable[[], Awaitable[None]] | None = None
+        self._claims: dict[str, asyncio.Future[int]] = {}
+        """On the I/O thread: the claims under way, per group (``_claim``)."""
+        self._following = False
+        """Whether ``follow`` runs (then a claim waits for the follower to pass its marker)."""
+        self._followed = 0
+        """On the I/O thread: the sequence of the last record the follower handed over."""
+        self._passing: list[tuple[int, asyncio.Future[None]]] = []
+        """On the I/O thread: claims waiting for the follower to pass their marker."""
         self.failures: list[LogError] = []
         """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
 
@@ -142,9 +186,12 @@ class ClusterLog:
 
     def owner(self, channel: str) -> str | None:
         group = group_of(channel)
-        if self.core.owns(group):
+        if self.core.owns(group) and group not in self._claims:
             return None
-        return self._holders.get(group)  # its lease may have lapsed since: an append then claims the group
+        # Its lease may have lapsed since: an append then claims the group. While a claim catches
+        # up, the previous holder is still named (until its marker is read), so an action is
+        # reduced only once numbered, after what that holder logged.
+        return self._holders.get(group)
 
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
         loop = asyncio.get_running_loop()
@@ -195,7 +242,8 @@ class ClusterLog:
         task.add_done_callback(self._sends.discard)
         results: list[Any] = [None] * len(items)
         ahead = self._gate
-        unowned = [group for group in dict.fromkeys(group_of(item[1]) for item in items) if not self.core.owns(group)]
+        unowned = [group for group in dict.fromkeys(group_of(item[1]) for item in items)
+                   if not self.core.owns(group) or group in self._claims]
         if unowned or ahead is not None:
             gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._gate = gate
@@ -204,9 +252,9 @@ class ClusterLog:
                     await ahead
                 refused: dict[str, LogError] = {}
                 for group in unowned:
-                    if not self.core.owns(group):
+                    if not self.core.owns(group) or group in self._claims:
                         try:
-                            await self.core.claim(group)
+                            await self._claim(group)
                         except LogError as error:
                             refused[group] = error
                 waits = self._hand_to_core(items, results, refused)
@@ -294,16 +342,151 @@ class ClusterLog:
         loop = asyncio.get_running_loop()
 
         def take(record: Any) -> None:
+            if record.seq <= self._followed:
+                return  # handed over already (a subscription made again after a reconnect overlaps)
             if record.kind == "owner":
-                loop.call_soon_threadsafe(self._claimed, record.channel, (record.body or {}).get("holder"))
-                return
-            if self.core.owns(group_of(record.channel)):
-                return
-            seq = record.seq if record.kind == "action" else None
-            loop.call_soon_threadsafe(self._deliver, deliver, LogRecord(record.kind, record.channel, seq, record.now, record.body),
-                                      record.seq)
+                holder = (record.body or {}).get("holder")
+                self._marked[record.channel] = holder
+                loop.call_soon_threadsafe(self._claimed, record.channel, holder)
+            else:
+                # A group's records after a marker of ours are our own (every writer marks first).
+                if self._marked.get(group_of(record.channel)) != self.core.holder:
+                    seq = record.seq if record.kind == "action" else None
+                    loop.call_soon_threadsafe(self._deliver, deliver,
+                                              LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq)
+            self._followed = record.seq
+            if self._passing:  # claims waiting for this point: woken after what it handed over
+                passed = [waiter for seq, waiter in self._passing if seq <= record.seq]
+                self._passing = [(seq, waiter) for seq, waiter in self._passing if seq > record.seq]
+                for waiter in passed:
+                    if not waiter.done():
+                        waiter.set_result(None)
 
-        self._unfollow = self._call(self.core.follow(self._seq, take))
+        async def start() -> Callable[[], Awaitable[None]]:
+            self._following = True
+            self._followed = self._seq
+            self._follow_take = take
+            self._follow_stop = await self.core.follow(self._seq, take)
+            return self._stop_following
+
+        self._unfollow = self._call(start())
+
+    async def _stop_following(self) -> None:
+        stop, self._follow_stop = self._follow_stop, None
+        if stop is not None:
+            await stop()
+
+    async def _resubscribe(self) -> None:
+        """On the I/O thread, once NATS is back: follow the log again from the last record handed
+        over, and watch the leases again (a consumer of the server before a restart may be gone)."""
+        if self._follow_take is not None:
+            with contextlib.suppress(Exception):
+                await self._stop_following()
+            try:
+                self._follow_stop = await self.core.follow(self._followed, self._follow_take)
+            except Exception:
+                logger.exception("following the log again after a reconnect failed")
+        if self._watch_stop is not None:
+            with contextlib.suppress(Exception):
+                await self._watch_stop()
+            seen: dict[str, Seen] = {}
+            try:
+                self._watch_stop = await self.core.leases.watch(seen)
+            except Exception:
+                logger.exception("watching the leases again after a reconnect failed")
+            self._seen = seen
+
+    # -- the connection to NATS ------------------------------------------------------------------
+
+    def watch_connection(self, changed: Callable[[bool], None]) -> None:
+        """Call ``changed(False)`` on the caller's loop when this process loses NATS (cut off: it
+        writes nothing until it is back), ``changed(True)`` once it is connected again."""
+        self._connection_watch = (asyncio.get_running_loop(), changed)
+
+    async def _nats_disconnected(self) -> None:
+        self._connection_changed(False)
+
+    async def _nats_reconnected(self) -> None:
+        if not self._closing:
+            asyncio.get_running_loop().create_task(self._resubscribe())
+        self._connection_changed(True)
+
+    def _connection_changed(self, connected: bool) -> None:
+        watch = self._connection_watch
+        if watch is not None and not self._closing:
+            watch[0].call_soon_threadsafe(watch[1], connected)
+
+    # -- claims, and taking over the groups of a dead owner (on the I/O thread) ---------------------
+
+    async def _claim(self, group: str) -> int:
+        """Claim ``group`` (one claim per group at a time: a second caller waits for the first);
+        done once the follower, if it runs, has handed the caller's loop every record up to the
+        marker. Raises ``NotOwner`` / ``LogUnavailable`` / ``LogError`` as ``JetStreamLog.claim``."""
+        claiming = self._claims.get(group)
+        if claiming is None:
+            claiming = asyncio.ensure_future(self._claim_and_catch_up(group))
+            self._claims[group] = claiming
+            claiming.add_done_callback(lambda _: self._claims.pop(group, None))
+        return await asyncio.shield(claiming)
+
+    async def _claim_and_catch_up(self, group: str) -> int:
+        marker = await self.core.claim(group)
+        if self._following and self._followed < marker:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._passing.append((marker, waiter))
+            try:
+                await asyncio.wait_for(waiter, self.timeout)
+            except TimeoutError as error:  # the follower is stuck: not ours to write yet
+                await self.core.release(group)
+                raise LogUnavailable(f"claimed {group} but could not read what its previous owner logged "
+                                     f"within {self.timeout:g} s") from error
+        return marker
+
+    def take_over_lapsed(self, taken: Callable[[str], None]) -> None:
+        """Claim every group whose holder let its lease lapse (a process killed or cut off), and
+        call ``taken(group)`` on the caller's loop once this process owns it and holds everything
+        its previous holder logged on it. After ``follow``; stopped by ``close``."""
+        loop = asyncio.get_running_loop()
+
+        async def start() -> Callable[[], Awaitable[None]]:
+            self._watch_stop = await self.core.leases.watch(self._seen)
+            task = asyncio.get_running_loop().create_task(self._take_lapsed(loop, taken))
+
+            async def stop() -> None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                watch_stop, self._watch_stop = self._watch_stop, None
+                if watch_stop is not None:
+                    await watch_stop()
+
+            return stop
+
+        self._unwatch = self._call(start())
+
+    async def _take_lapsed(self, loop: asyncio.AbstractEventLoop, taken: Callable[[str], None]) -> None:
+        leases = self.core.leases
+        while True:
+            await asyncio.sleep(leases.ttl / 12)  # noticed within half a second of the lapse
+            if not self.core.client.is_connected:
+                continue  # cut off: our own leases lapse too; nothing to take
+            seen = self._seen
+            for group in lapsed(seen, leases.now(), self.core.holder):
+                if self.core.owns(group) or group in self._claims:
+                    continue
+                try:
+                    await self._claim(group)
+                except LogError as error:  # another process was quicker (the watch shows it soon), or NATS went
+                    logger.debug("not taking %s over: %s", group, error)
+                    continue
+                logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
+                loop.call_soon_threadsafe(self._taken, group, taken)
+
+    def _taken(self, group: str, taken: Callable[[str], None]) -> None:
+        self._holders.pop(group, None)
+        try:
+            taken(group)
+        except Exception:
+            logger.exception("taking %s over failed", group)
 
     # -- forwarding a dispatch to the session's owner (core NATS request/reply, not the stream) ------
 
@@ -370,6 +553,7 @@ class ClusterLog:
             covered = snapshots.get(group_of(record.channel))
             if record.kind == "owner":
                 holder = (record.body or {}).get("holder")
+                self._marked[record.channel] = holder
                 if holder and holder != self.core.holder:
                     self._holders[group_of(record.channel)] = holder
                 else:
@@ -432,7 +616,14 @@ class ClusterLog:
                 await self.core.put_snapshot(group, lasts[group], channels)
 
     def close(self) -> None:
+        self._closing = True
         try:
+            unwatch = self._unwatch
+            if unwatch is not None:
+                async def stop_watching() -> None:
+                    await unwatch()
+
+                self._call(stop_watching())
             unfollow = self._unfollow
             if unfollow is not None:
                 async def stop_following() -> None:

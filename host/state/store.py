@@ -537,6 +537,27 @@ class Store:
         serve(self.take_forwarded)
         return True
 
+    def take_over_lapsed(self, taken: Callable[[str], None]) -> bool:
+        """Have the log take over the sessions of a process whose lease lapsed (killed, cut off),
+        when it can (its optional ``take_over_lapsed``); whether it can. ``taken(group)`` is called
+        once this process owns the group (a session's URI, or the host-wide group) and its
+        channels hold everything the previous owner logged. After ``follow``."""
+        take = getattr(self.log, "take_over_lapsed", None)
+        if take is None:
+            return False
+        take(taken)
+        return True
+
+    def watch_log_connection(self, changed: Callable[[bool], None]) -> bool:
+        """Have ``changed(False)`` called when a networked log becomes unreachable (this process
+        cut off: every append is refused) and ``changed(True)`` when it is back, when the log can
+        say (its optional ``watch_connection``); whether it can."""
+        watch = getattr(self.log, "watch_connection", None)
+        if watch is None:
+            return False
+        watch(changed)
+        return True
+
     async def take_forwarded(self, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
         """A client's dispatch another process forwarded here: dispatched as if local (its echo
         reaches that client through the log); None once it is logged, else why it was refused."""

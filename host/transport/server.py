@@ -136,7 +136,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
             logger.warning("refused a WebSocket with a missing or wrong token")
             await websocket.close(code=_POLICY_VIOLATION, reason="missing or wrong token")
             return
-        refusal = _connection_refusal(host.config.server, open_connections, presented)
+        refusal = host.cut_off or _connection_refusal(host.config.server, open_connections, presented)
         await websocket.accept()
         if refusal is not None:
             logger.warning("refused a WebSocket: %s", refusal)
@@ -151,6 +151,12 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
             open_connections[presented] -= 1
             if not open_connections[presented]:
                 del open_connections[presented]
+
+    def cut_off(reason: str) -> None:  # a cluster's process that lost NATS: its clients reconnect elsewhere
+        for connection in tuple(live):
+            connection.cut_off(_TRY_AGAIN_LATER, reason)
+
+    host.cut_off_listeners.append(cut_off)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

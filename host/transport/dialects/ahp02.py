@@ -303,8 +303,13 @@ class Ahp02Dialect(Dialect):
         return action_up(channel, action, now=host.clock(), provider_of=provider_of, session_of=session_of)
 
     def replayed(self, host: Any, envelopes: Any) -> list[dict[str, Any]] | None:
+        """None (snapshots) when a ``chat/turnResume`` is among them: its 0.2.0 actions are built
+        from the states around it (``actions_down._resumed``), which a replay has only as they
+        are now, so it would show nothing of the reopened turn."""
         shown: list[dict[str, Any]] = []
         for envelope in envelopes:
+            if envelope["action"].get("type") == "chat/turnResume":
+                return None
             item = self.replay_envelope(host, envelope)
             if isinstance(item, list):
                 shown.extend(item)
