@@ -24,7 +24,8 @@ to the parent stops every worker (SIGTERM, SIGKILL after 20 s: each closes its c
 writes its snapshots), then the NATS server, last, as the workers write to it until they end. The
 children run in sessions of their own (a terminal's Ctrl-C reaches only the parent, which decides
 the order), and each watches a pipe only the parent holds open: should the parent die without
-stopping them (SIGKILL), the pipe's end stops them.
+stopping them (SIGKILL), the pipe's end stops them, and the NATS server is sent SIGTERM
+(``PR_SET_PDEATHSIG``, Linux).
 
 **Security, as ``serve``.** The workers accept the same token (handed to them in the environment,
 never on a command line); the NATS server listens on 127.0.0.1 on a port it picks and asks for a
@@ -100,19 +101,28 @@ class WorkerSet:
         return command + (["--config", self.config] if self.config else [])
 
     async def start(self, timeout: float = 120.0) -> None:
-        """Start every worker; return once each accepts connections (``RuntimeError`` if one
-        cannot start: the message names it and the end of what it said)."""
+        """Start every worker, the first alone (it then writes the host-wide root channel: the
+        others find it running and forward their root changes to it, none racing it for the
+        root); return once each accepts connections (``RuntimeError`` if one cannot start: the
+        message names it)."""
         for worker in self.workers:
             worker.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            self._tasks.append(asyncio.create_task(self._supervise(worker)))
-        all_ready = asyncio.ensure_future(asyncio.gather(*(worker.ready.wait() for worker in self.workers)))
-        done, _ = await asyncio.wait([all_ready, *self._tasks], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        deadline = time.monotonic() + timeout
+        await self._start_some(self.workers[:1], timeout)
+        await self._start_some(self.workers[1:], max(1.0, deadline - time.monotonic()))
+
+    async def _start_some(self, workers: list[Worker], timeout: float) -> None:
+        tasks = [asyncio.create_task(self._supervise(worker)) for worker in workers]
+        self._tasks += tasks
+        all_ready: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(*(worker.ready.wait() for worker in workers)))
+        waited: list[asyncio.Future[Any]] = [all_ready, *tasks]
+        done, _ = await asyncio.wait(waited, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if all_ready in done:
             return
         all_ready.cancel()
         for task in done:
             task.result()  # a worker that could not start: its RuntimeError
-        missing = [worker.index for worker in self.workers if not worker.ready.is_set()]
+        missing = [worker.index for worker in workers if not worker.ready.is_set()]
         raise RuntimeError(f"workers {missing} did not accept connections within {timeout:g} s; see their messages above")
 
     async def _supervise(self, worker: Worker) -> None:
@@ -189,7 +199,7 @@ def run(count: int, *, config: Any, data_dir: Path, identity: dict[str, str], co
         else:
             nats_token = secrets.token_urlsafe(24)
             try:
-                nats = EmbeddedNats(data_dir, token=nats_token).start()
+                nats = EmbeddedNats(data_dir, token=nats_token, die_with_parent=True).start()
             except EmbeddedNatsError as error:
                 print(f"agent-host: {error}", file=sys.stderr)
                 return 2

@@ -25,6 +25,7 @@ it in a virtual environment), then on ``PATH``; ``None`` when neither has one (i
 
 from __future__ import annotations
 
+import ctypes
 import http.client
 import json
 import os
@@ -61,8 +62,12 @@ def binary() -> Path | None:
 class EmbeddedNats:
     """One ``nats-server`` child process with JetStream under ``data_dir``."""
 
-    def __init__(self, data_dir: Path, port: int = 0, *, executable: Path | None = None, token: str | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int = 0, *, executable: Path | None = None, token: str | None = None,
+                 die_with_parent: bool = False) -> None:
         self.data_dir = Path(data_dir)
+        self.die_with_parent = die_with_parent
+        """Linux: the server gets SIGTERM should this process die without stopping it (``serve
+        --workers`` killed with SIGKILL), instead of holding the JetStream folder forever."""
         self.token = token
         """The token clients must present (None: none asked for)."""
         self.port = port
@@ -102,7 +107,8 @@ class EmbeddedNats:
                 os.close(fd)
             command += ["-c", str(auth)]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_term_when_parent_dies if self.die_with_parent else None)
         ports_file = run_dir / f"{executable.name}_{self._process.pid}.ports"
         deadline = time.monotonic() + timeout
         while True:
@@ -141,6 +147,12 @@ class EmbeddedNats:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def _term_when_parent_dies() -> None:
+    """In the child before it runs the server: SIGTERM when the parent dies (``PR_SET_PDEATHSIG``)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 def _listening_ports(ports_file: Path) -> tuple[int, int] | None:

@@ -52,7 +52,7 @@ from concurrent.futures import Future as ThreadFuture
 from typing import Any, TypeVar
 
 from host.cluster.jetstream_log import JetStreamLog
-from host.cluster.subjects import group_of, token
+from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
@@ -310,7 +310,7 @@ class ClusterLog:
     def _forward_subject(self, holder: str) -> str:
         return f"ahp.forward.{token(holder)}"
 
-    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any]], Coroutine[Any, Any, str | None]]) -> None:
+    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any] | None], Coroutine[Any, Any, str | None]]) -> None:
         """Answer the dispatches other processes forward here: ``handle(channel, action, origin)``
         runs on the caller's loop and returns None once the action is logged, or why it was refused."""
         loop = asyncio.get_running_loop()
@@ -329,7 +329,12 @@ class ClusterLog:
 
         self._call(subscribe())
 
-    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> Awaitable[str | None]:
+    def shared(self, channel: str) -> bool:
+        """Whether every process changes ``channel`` (the root: ``subjects.is_shared``), each change
+        forwarded to the process that writes it (``Store._forward_shared``)."""
+        return is_shared(channel)
+
+    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any] | None) -> Awaitable[str | None]:
         """Hand a client's dispatch to ``owner``, the process running its session: None once it is
         logged there (the client's echo comes through the stream), or why it was refused."""
         async def ask() -> str | None:
@@ -341,6 +346,47 @@ class ClusterLog:
                 return f"{owner}, which runs this session, did not answer: {error or type(error).__name__}"
             refused = json.loads(reply.data).get("refused")
             return str(refused) if refused is not None else None
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+
+    # -- forwarding a request about a session to its owner (core NATS request/reply) -----------------
+
+    def _request_subject(self, holder: str) -> str:
+        return f"ahp.request.{token(holder)}"
+
+    def serve_requests(self, handle: Callable[[str, dict[str, Any], str], Coroutine[Any, Any, dict[str, Any]]]) -> None:
+        """Answer the requests other processes forward here: ``handle(method, params, client_id)``
+        runs on the caller's loop and returns the answer to send back: ``{"result": ...}`` or
+        ``{"error": {"code": ..., "message": ...}}``."""
+        loop = asyncio.get_running_loop()
+
+        async def take(message: Any) -> None:
+            try:
+                asked = json.loads(message.data)
+                answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+                    handle(asked["method"], asked["params"], asked["clientId"]), loop))
+            except Exception as error:  # a malformed request: said to the asker
+                answer = {"error": {"code": None, "message": f"the owner could not take it: {error}"}}
+            await message.respond(json.dumps(answer).encode())
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self._request_subject(self.core.holder), cb=take)
+
+        self._call(subscribe())
+
+    def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Awaitable[dict[str, Any]]:
+        """Hand a client's request to ``owner``, the process running what it is about: its answer
+        (``serve_requests``), or ``{"error": {"code": None, ...}}`` when ``owner`` did not answer."""
+        async def ask() -> dict[str, Any]:
+            try:
+                reply = await self.core.client.request(
+                    self._request_subject(owner), json.dumps({"method": method, "params": params, "clientId": client_id}).encode(),
+                    timeout=self.timeout)
+            except Exception as error:  # no responder (the owner is gone), a timeout
+                return {"error": {"code": None, "message": f"{owner}, which runs this session, did not answer: "
+                                                          f"{error or type(error).__name__}"}}
+            answer: dict[str, Any] = json.loads(reply.data)
+            return answer
 
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
 
