@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from host.cluster.subjects import token
@@ -105,6 +105,15 @@ class Leases:
             await self.bucket.delete(token(lease.group), last=lease.revision)
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             pass  # already someone else's
+        except BadRequestError as error:  # the client's delete does not map "wrong last sequence" (10071)
+            if error.err_code != _WRONG_LAST_SEQUENCE:
+                raise
+            # Moved on since: someone else's, or a renewal cancelled by the stop that reached the
+            # server all the same (then the lease lapses within the TTL).
+
+
+_WRONG_LAST_SEQUENCE = 10071
+"""JetStream's error code for a write whose expected last sequence is not the subject's."""
 
 
 def _read(value: bytes | None) -> tuple[str, float]:
