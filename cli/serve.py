@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cli import shared_host
+from cli import shared_host, workers
 from cli.config import load
 from host.config import ConfigError
 from host.service import AgentHost
@@ -53,14 +53,14 @@ def run(args: argparse.Namespace) -> int:
             server = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": _given_token(args)}
             recording, cluster = True if args.record else None, args.cluster
         config = load(args, server, recording, cluster)
-        workers = getattr(args, "workers", None)
-        if workers is not None and not terminal:
-            if workers < 1:
-                raise ConfigError(f"--workers {workers}: give the number of host processes to run, at least 1")
+        worker_count = getattr(args, "workers", None)
+        if worker_count is not None and not terminal:
+            if worker_count < 1:
+                raise ConfigError(f"--workers {worker_count}: give the number of host processes to run, at least 1")
             data_dir = config.data_path()
             with _data_lock(data_dir):
                 private_directory(data_dir)
-                return _run_workers(workers, config, data_dir, args)
+                return _run_workers(worker_count, config, data_dir, args)
         if getattr(args, "listen_fd", None) is not None and config.cluster.name:
             # A worker of 'serve --workers': the name the config gives, one per worker.
             config.cluster.name = f"{config.cluster.name}-{config.data_path().name}"
@@ -87,12 +87,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_workers(count: int, config: Any, data_dir: Path, args: argparse.Namespace) -> int:
-    try:
-        from cli import workers
-    except ImportError as error:
-        raise ConfigError(f"--workers needs the cluster's packages, which are missing ({error.name}): "
-                          "pip install 'agent-host[cluster]'") from None
-
     def announce(line: str) -> None:
         print(line, flush=True)
         print(_how_to_connect(line.rsplit(" ", 1)[-1], data_dir), file=sys.stderr, flush=True)
