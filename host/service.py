@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -420,6 +421,8 @@ class AgentHost:
         requested_meta = params.get("_meta")
         if isinstance(requested_meta, dict) and requested_meta.get("oneShot") is True:
             state["_meta"]["oneShot"] = True  # a script's run (``agent-host -p``): listed only on request
+        if self.config.cluster.url:  # its folder, tools and terminals are on this machine's disk
+            state["_meta"]["machine"] = socket.gethostname()
         draft: dict[str, Any] | None = None
         if model is not None or params.get("agent") is not None:
             draft = {"text": "", "origin": {"kind": "user"}}
@@ -533,7 +536,8 @@ class AgentHost:
     def listing_meta(self, uri: str) -> dict[str, Any]:
         """What ``listSessions`` adds to a session's summary in ``_meta`` so a client can list
         sessions by project: ``firstMessage`` (the text of its first turn, cut at 200 characters)
-        and ``oneShot`` (created by a script, ``agent-host -p``); each only when it applies.
+        and ``oneShot`` (created by a script, ``agent-host -p``); in a cluster ``machine``, the
+        machine whose disk its folder is on (docs/cluster.md); each only when it applies.
         (Sub-agents are chats of their session, never sessions of their own.)"""
         state = self.store.state(uri) or {}
         default_chat = state.get("defaultChat")
@@ -545,6 +549,9 @@ class AgentHost:
             meta["firstMessage"] = text if len(text) <= _FIRST_MESSAGE else text[:_FIRST_MESSAGE - 1] + "…"
         if (state.get("_meta") or {}).get("oneShot"):
             meta["oneShot"] = True
+        machine = (state.get("_meta") or {}).get("machine")
+        if isinstance(machine, str):
+            meta["machine"] = machine
         return meta
 
     def default_provider(self) -> str:
