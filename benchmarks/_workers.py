@@ -68,6 +68,24 @@ class WorkersHost:
                     pass
         return sorted(pids)
 
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU time (user + system) used so far by the workers, and by the NATS server."""
+        workers = nats = 0.0
+        tick = os.sysconf("SC_CLK_TCK")
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                try:
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                used = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+                if b"nats-server" in command:
+                    nats += used
+                else:
+                    workers += used
+        return workers, nats
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()  # the parent this benchmark started stops its workers and NATS

@@ -26,7 +26,9 @@ processes on one port, the embedded NATS server, nothing pinned; the figure is c
 frame received by the client process, which holds a connection to each worker and creates the
 sessions round robin through them): ``benchmarks/_workers.py``. A count is a miss there also when
 its streams lasted over 5 % + 0.5 s longer than planned (a turn's start goes through the
-processes' log before its first chunk).
+processes' log before its first chunk). Beside the p99 it prints the CPU the workers and the NATS
+server spent per chunk (``/proc``), which other work on the machine moves less than a p99; on a
+machine too loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
 """
 
 from __future__ import annotations
@@ -109,7 +111,12 @@ async def _one_count_of_workers(host: WorkersHost, pids: list[int], base_url: st
     for _ in range(args.repeat):
         child = ChildProcess(__file__, "spread", host.url, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)))
         try:
+            before = host.cpu_seconds()
             runs.append(json.loads(await child.expect("result", timeout=900)))
+            after = host.cpu_seconds()
+            # The host's CPU per chunk (its workers', then the NATS server's) over the whole run.
+            runs[-1]["cpu_us"] = (after[0] - before[0]) * 1e6 / max(1, runs[-1]["count"])
+            runs[-1]["nats_us"] = (after[1] - before[1]) * 1e6 / max(1, runs[-1]["count"])
             await child.wait()
         finally:
             child.kill()
@@ -119,7 +126,10 @@ async def _one_count_of_workers(host: WorkersHost, pids: list[int], base_url: st
     fell_behind = lasted > 1.05 * planned_s + 0.5 or min(run["count"] for run in runs) < count * sessions
     held = p99 <= args.limit_ms and not fell_behind
     each = ", ".join(f"{run['p99']:.2f}" for run in runs)
-    line = (f"{sessions:>8} | {p99:>9.2f} | {median([run['median'] for run in runs]):>9.2f} | {lasted:>8.2f} / {planned_s:>5.2f} | "
+    cpu = median([run["cpu_us"] for run in runs])
+    nats = median([run["nats_us"] for run in runs])
+    line = (f"{sessions:>8} | {p99:>9.2f} | {median([run['median'] for run in runs]):>9.2f} | {cpu:>7.0f} {nats:>6.0f} | "
+            f"{lasted:>8.2f} / {planned_s:>5.2f} | "
             f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  [p99 of each run: {each}]")
     return held, line
 
@@ -137,7 +147,7 @@ async def _workers(base_url: str, args: argparse.Namespace) -> None:
             pids = host.worker_pids()
             print(f"--workers {workers} (worker pids {pids})")
             await _one_count_of_workers(host, pids, base_url, 2 * workers, argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
-            print(f"{'sessions':>8} | {'p99 ms':>9} | {'median ms':>9} | {'streamed s / planned':>19} |")
+            print(f"{'sessions':>8} | {'p99 ms':>9} | {'median ms':>9} | {'CPU µs/chunk workers, NATS':>14} | {'streamed s / planned':>19} |")
             held_at, missed_at = await _search(lambda n, h=host, p=pids: _one_count_of_workers(h, p, base_url, n, args), args)
             held[workers] = held_at
             print(_verdict(f"--workers {workers}", held_at, missed_at, args), flush=True)
