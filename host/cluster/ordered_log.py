@@ -45,6 +45,7 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
@@ -289,21 +290,39 @@ class ClusterLog:
 
     def follow(self, deliver: Callable[[LogRecord], None]) -> None:
         """Call ``deliver`` on the caller's loop with every record other processes append from now
-        on (after ``seq``), in log order: the records of groups this process owns are its own, and
-        owner markers are skipped. ``seq`` follows them. Stopped by ``close``."""
+        on (after ``seq``), in log order: the records of groups this process owns are its own
+        (skipped before they are decoded), and owner markers are skipped. ``seq`` follows them.
+        Records are handed to the caller's loop in batches (one wake-up for all that arrived
+        while it was busy, not one each). Stopped by ``close``."""
         loop = asyncio.get_running_loop()
+        arrived: collections.deque[tuple[Any, ...]] = collections.deque()
+        scheduled = [False]
+
+        def drain() -> None:
+            scheduled[0] = False  # first: a record arriving from now on schedules another drain
+            while arrived:
+                item = arrived.popleft()
+                if item[0] == "owner":
+                    self._claimed(item[1], item[2])
+                else:
+                    self._deliver(deliver, item[1], item[2])
+
+        def hand_over(item: tuple[Any, ...]) -> None:
+            arrived.append(item)
+            if not scheduled[0]:
+                scheduled[0] = True
+                loop.call_soon_threadsafe(drain)
 
         def take(record: Any) -> None:
             if record.kind == "owner":
-                loop.call_soon_threadsafe(self._claimed, record.channel, (record.body or {}).get("holder"))
+                hand_over(("owner", record.channel, (record.body or {}).get("holder")))
                 return
             if self.core.owns(group_of(record.channel)):
                 return
             seq = record.seq if record.kind == "action" else None
-            loop.call_soon_threadsafe(self._deliver, deliver, LogRecord(record.kind, record.channel, seq, record.now, record.body),
-                                      record.seq)
+            hand_over(("record", LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq))
 
-        self._unfollow = self._call(self.core.follow(self._seq, take))
+        self._unfollow = self._call(self.core.follow(self._seq, take, skip=self.core.owns))
 
     # -- forwarding a dispatch to the session's owner (core NATS request/reply, not the stream) ------
 
