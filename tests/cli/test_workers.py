@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +135,8 @@ async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
             await until_listed(client, first)
             await until_listed(client, second)
             assert sorted(s["resource"] for s in await client.list_sessions()) == sorted([first, second])
+            # Each names the machine whose disk its folder is on (docs/cluster.md).
+            assert {(s.get("_meta") or {}).get("machine") for s in await client.list_sessions()} == {socket.gethostname()}
         # One root state: each worker's own count reached the root (forwarded to its writer).
         for client in (here, there):
             await client.wait_for(lambda m, e, c=client: (c.state(ROOT) or {}).get("activeSessions") == 2, timeout=15)
