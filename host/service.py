@@ -286,6 +286,9 @@ class AgentHost:
             serve_requests = getattr(self.store.log, "serve_requests", None)
             if serve_requests is not None:  # and the requests about them (FORWARDED_REQUESTS)
                 serve_requests(self.take_forwarded_request)
+            serve_content = getattr(self.store.log, "serve_content", None)
+            if serve_content is not None:  # and their questions for the content stored here
+                serve_content(self.content.lookup)
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
@@ -675,6 +678,9 @@ class AgentHost:
         loop; a FIFO, socket or device is refused at once, see ``ResourceService``)."""
         if uri.startswith(CONTENT_SCHEME):
             found = self.content.lookup(uri)
+            find_elsewhere = getattr(self.store.log, "find_content", None)
+            if found is None and find_elsewhere is not None:  # a cluster: stored by the process that ran the tool
+                found = await find_elsewhere(uri)
             if found is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not in this host's content store.")
             return _encoded(found[0], encoding, found[1])

@@ -45,8 +45,10 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import Future as ThreadFuture
@@ -57,6 +59,8 @@ from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -390,6 +394,7 @@ class ClusterLog:
 
         async def subscribe() -> None:
             await self.core.client.subscribe(self._request_subject(self.core.holder), cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
 
         self._call(subscribe())
 
@@ -406,6 +411,49 @@ class ClusterLog:
                                                           f"{error or type(error).__name__}"}}
             answer: dict[str, Any] = json.loads(reply.data)
             return answer
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+
+    # -- stored content another process holds (core NATS request/reply) -----------------------------
+
+    CONTENT_SUBJECT = "ahp.content"
+    CONTENT_WAIT = 2.0
+    """Seconds to wait for a process that holds a content reference before it counts as not found."""
+
+    def serve_content(self, lookup: Callable[[str], tuple[bytes, str] | None]) -> None:
+        """Answer other processes' questions for stored content (``find_content``) that
+        ``lookup(uri)`` (called on the caller's loop) finds here; stay silent otherwise, so that
+        the one process holding it is the one that answers."""
+        loop = asyncio.get_running_loop()
+
+        async def look(uri: str) -> tuple[bytes, str] | None:
+            return lookup(uri)
+
+        async def take(message: Any) -> None:
+            try:
+                found = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(look(message.data.decode()), loop))
+                if found is not None:
+                    data, content_type = found
+                    await message.respond(json.dumps({"type": content_type, "data": base64.b64encode(data).decode()}).encode())
+            except Exception as error:  # larger than the server's payload limit, a malformed question
+                logger.warning("could not answer a question for stored content: %s", error)
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self.CONTENT_SUBJECT, cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        self._call(subscribe())
+
+    def find_content(self, uri: str) -> Awaitable[tuple[bytes, str] | None]:
+        """The bytes and content type behind ``uri`` from the process that stored it, or None
+        when no process answers within ``CONTENT_WAIT`` seconds."""
+        async def ask() -> tuple[bytes, str] | None:
+            try:
+                reply = await self.core.client.request(self.CONTENT_SUBJECT, uri.encode(), timeout=self.CONTENT_WAIT)
+            except Exception:  # no responders, a timeout: nobody has it
+                return None
+            answer = json.loads(reply.data)
+            return base64.b64decode(answer["data"]), str(answer["type"])
 
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
 
