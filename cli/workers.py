@@ -33,6 +33,9 @@ token of its own (random, written to a file only the user can read, given to the
 environment), so no other user of the machine can read or write the log; its monitoring port
 (also 127.0.0.1, used to learn it is ready) shows no message contents.
 
+SIGHUP (sent by a client that finds the config file changed) is answered in ``host.json``: the
+workers keep the config they started with until the host is started again.
+
 Exit codes as ``serve``'s: 0 after a clean stop, 2 when the NATS server or a worker cannot start.
 """
 
@@ -210,7 +213,7 @@ def run(count: int, *, config: Any, data_dir: Path, identity: dict[str, str], co
         workers = WorkerSet(count, data_dir, sock, cluster_url=cluster_url, environ={"AGENT_HOST_TOKEN": token},
                             config=config_path, log_level=log_level)
         try:
-            return asyncio.run(_serve(workers, data_dir, url, identity, announce))
+            return asyncio.run(_serve(workers, data_dir, url, identity, announce, config_path))
         except KeyboardInterrupt:
             return 0
     finally:
@@ -219,11 +222,26 @@ def run(count: int, *, config: Any, data_dir: Path, identity: dict[str, str], co
             nats.stop()  # last: the workers wrote to it until they ended
 
 
-async def _serve(workers: WorkerSet, data_dir: Path, url: str, identity: dict[str, str], announce: Any) -> int:
+async def _serve(workers: WorkerSet, data_dir: Path, url: str, identity: dict[str, str], announce: Any,
+                 config_path: str | None) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    published: dict[str, str] = {}
+
+    def reload() -> None:
+        """SIGHUP (a client found the config file changed: ``cli.shared_host``): the workers keep
+        the config they started with; said in ``host.json`` so the client need not wait."""
+        if "url" not in published:
+            return
+        wanted = shared_host.config_identity(config_path, {})["text"]
+        shared_host.publish(data_dir, url=published["url"], config=identity, terminal=False,
+                            reload={"text": wanted, "error": "serve --workers takes a changed config file when it is "
+                                                             "started again: stop it (Ctrl-C) and start it"})
+        logger.warning("config reload asked for: serve --workers takes a changed config when it is started again")
+
+    loop.add_signal_handler(signal.SIGHUP, reload)  # (its default would end the parent and so the host)
     try:
         starting = asyncio.create_task(workers.start())
         stopped = asyncio.create_task(stop.wait())
@@ -238,6 +256,7 @@ async def _serve(workers: WorkerSet, data_dir: Path, url: str, identity: dict[st
             return 2
         local = url.replace("ws://0.0.0.0:", "ws://127.0.0.1:", 1).replace("ws://[::]:", "ws://[::1]:", 1)
         shared_host.publish(data_dir, url=local, config=identity, terminal=False)
+        published["url"] = local
         announce(f"agent-host listening on {url}")
         await stopped
         return 0

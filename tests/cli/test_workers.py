@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli import shared_host
 from client import AhpClient
 from tests.conftest import TOKEN
 from tests.host.cluster.test_process import REPO, offline_config, until_listed
@@ -158,6 +159,16 @@ async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
             assert [s["resource"] for s in await client.list_sessions()] == [second]
         for client in (here, there):
             await client.wait_for(lambda m, e, c=client: (c.state(ROOT) or {}).get("activeSessions") == 1, timeout=15)
+        # SIGHUP (a client that found the config file changed) does not end the host: host.json says
+        # the workers keep their config until it is started again.
+        host.process.send_signal(signal.SIGHUP)  # type: ignore[union-attr]  # started above
+        for _ in range(200):
+            record = shared_host.read(host.data_dir) or {}
+            if "reload" in record:
+                break
+            await asyncio.sleep(0.05)
+        assert "started again" in record["reload"]["error"] and host.process.poll() is None  # type: ignore[union-attr]
+        assert sorted(s["resource"] for s in await here.list_sessions()) == [second]
         await here.close()
         await there.close()
     finally:
