@@ -166,6 +166,7 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     # What 'serve --workers' hands each worker (cli.workers), not for people to type.
     serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
     serve.add_argument("--lifeline-fd", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--tokens-dir", help=argparse.SUPPRESS)
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
     plugin = commands.add_parser("plugin", help="Claude Code plugins: marketplaces, install, enable, disable (see cli.plugin_commands)")

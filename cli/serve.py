@@ -9,8 +9,8 @@ agents, models, permission rules) and publishes the new config's identity in ``h
 ``reload`` (what it took on, what waits for the next start, or why the file was refused), which a
 client that found the file changed waits for (``cli.shared_host``).
 ``--workers N`` runs N host processes on the one port instead, sharing one log (``cli.workers``);
-each of them is a ``serve`` given the listening socket (``--listen-fd``) and a pipe whose end
-means that its parent is gone (``--lifeline-fd``).
+each of them is a ``serve`` given the listening socket (``--listen-fd``), a pipe whose end
+means that its parent is gone (``--lifeline-fd``) and the folder of the named tokens (``--tokens-dir``).
 Exit codes: 0 after a clean stop, 2 a configuration error or an address it cannot listen on,
 ``shared_host.STARTING_ELSEWHERE`` (75) when ``--for-terminal`` finds another host on the directory.
 """
@@ -37,6 +37,7 @@ from host.config import ConfigError
 from host.service import AgentHost
 from host.state.private_files import private_directory, private_file
 from host.transport.server import serve
+from host.transport.tokens import TokenFile
 
 __all__ = ["run"]
 
@@ -77,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
             private_directory(data_dir)
             return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal,
                                  reread=lambda: load(args, server, recording, cluster), config_path=args.config,
-                                 listen_fd=getattr(args, "listen_fd", None), lifeline_fd=getattr(args, "lifeline_fd", None))
+                                 listen_fd=getattr(args, "listen_fd", None), lifeline_fd=getattr(args, "lifeline_fd", None),
+                                 tokens_dir=getattr(args, "tokens_dir", None))
     except _DataDirectoryTaken as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return shared_host.STARTING_ELSEWHERE if terminal else 2
@@ -97,7 +99,7 @@ def _run_workers(count: int, config: Any, data_dir: Path, args: argparse.Namespa
 
 def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], terminal: bool,
                   reread: Callable[[], Any] | None = None, config_path: str | None = None,
-                  listen_fd: int | None = None, lifeline_fd: int | None = None) -> int:
+                  listen_fd: int | None = None, lifeline_fd: int | None = None, tokens_dir: str | None = None) -> int:
     token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
 
     try:
@@ -174,6 +176,7 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
             host, token=token, announce=announce, listening=listening,
             on_connection=on_connection if terminal and allowed is not None else None,
             sock=socket.socket(fileno=listen_fd) if listen_fd is not None else None,
+            tokens=TokenFile(Path(tokens_dir)) if tokens_dir is not None else None,
         ))
     except KeyboardInterrupt:
         pass

@@ -28,7 +28,8 @@ stopping them (SIGKILL), the pipe's end stops them, and the NATS server is sent 
 (``PR_SET_PDEATHSIG``, Linux).
 
 **Security, as ``serve``.** The workers accept the same token (handed to them in the environment,
-never on a command line); the NATS server listens on 127.0.0.1 on a port it picks and asks for a
+never on a command line) and the named tokens of the data directory's ``tokens.json`` (``agent-host
+token``; a revoked one ends its connections on every worker); the NATS server listens on 127.0.0.1 on a port it picks and asks for a
 token of its own (random, written to a file only the user can read, given to the workers in the
 environment), so no other user of the machine can read or write the log; its monitoring port
 (also 127.0.0.1, used to learn it is ready) shows no message contents.
@@ -86,6 +87,7 @@ class WorkerSet:
 
     def __init__(self, count: int, data_dir: Path, sock: socket.socket, *, cluster_url: str, environ: dict[str, str],
                  config: str | None, log_level: str) -> None:
+        self.data_dir = data_dir
         self.workers = [Worker(index, data_dir / WORKERS_FOLDER / str(index)) for index in range(count)]
         self.sock = sock
         self.cluster_url = cluster_url
@@ -100,7 +102,7 @@ class WorkerSet:
     def command(self, worker: Worker) -> list[str]:
         command = [sys.executable, "-m", "cli.main", "serve", "--data-dir", str(worker.data_dir),
                    "--listen-fd", str(self.sock.fileno()), "--lifeline-fd", str(self._lifeline_read),
-                   "--log-level", self.log_level]
+                   "--tokens-dir", str(self.data_dir), "--log-level", self.log_level]
         return command + (["--config", self.config] if self.config else [])
 
     async def start(self, timeout: float = 120.0) -> None:

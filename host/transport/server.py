@@ -338,13 +338,14 @@ def _bind(address: str, port: int) -> socket.socket:
 
 
 async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None,
-                     sock: socket.socket | None = None) -> RunningHost:
+                     sock: socket.socket | None = None, tokens: TokenFile | None = None) -> RunningHost:
     """Bind (or take ``sock``, a listening socket: a worker of ``serve --workers``), start serving
-    in a task, and return once the host accepts connections."""
+    in a task, and return once the host accepts connections. ``tokens``: the named tokens (by
+    default the data directory's; a worker's are its parent's)."""
     config = host.config.server
     if sock is None:
         sock = _bind(config.host, config.port)
-    app = build_app(host, token=token, on_connection=on_connection)
+    app = build_app(host, token=token, on_connection=on_connection, tokens=tokens)
     uv_config = uvicorn.Config(
         app,
         ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
@@ -382,11 +383,11 @@ def _import_plugins() -> None:
 
 async def serve(
     host: AgentHost, *, token: str | None, announce: Any = print, listening: Any = None,
-    on_connection: Callable[[], None] | None = None, sock: socket.socket | None = None,
+    on_connection: Callable[[], None] | None = None, sock: socket.socket | None = None, tokens: TokenFile | None = None,
 ) -> None:
     """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening. ``listening``,
     when given, is awaited with the ``RunningHost`` alongside (it may stop it: ``stop_soon``)."""
-    running = await start_host(host, token=token, on_connection=on_connection, sock=sock)
+    running = await start_host(host, token=token, on_connection=on_connection, sock=sock, tokens=tokens)
     memory.settle()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

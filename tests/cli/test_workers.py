@@ -182,8 +182,11 @@ async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
     assert "refused" not in printed, printed  # no worker's root change was refused
 
 
-async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving(tmp_path: Path) -> None:
+async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named_tokens_too(tmp_path: Path) -> None:
     host = WorkersHost(tmp_path, 2)
+    created = subprocess.run([sys.executable, "-m", "cli.main", "token", "create", "alice", "--level", "full",
+                              "--data-dir", str(host.data_dir)], capture_output=True, text=True, cwd=REPO, check=True)
+    named = created.stdout.strip()
     printed = ""
     try:
         await host.start()
@@ -201,8 +204,9 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving(tmp_p
             await asyncio.sleep(0.05)
         assert len(host.workers()) == 2 and victim not in host.workers()
         # The restarted worker takes its sessions back (its name is its folder's): a new client,
-        # on whichever worker, lists the session and runs a turn in it.
-        again = await AhpClient.connect(host.url)
+        # on whichever worker, lists the session and runs a turn in it; it presents a named token
+        # of the data directory (agent-host token), which every worker accepts.
+        again = await AhpClient.connect(host.url.split("?")[0], token=named)
         await again.initialize(subscriptions=[ROOT])
         await until_listed(again, session)
         await again.subscribe(session)
