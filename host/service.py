@@ -17,15 +17,17 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
 from ahp.state import annotations_uri, refresh_session_status, session_of_annotations
+from ahp.state.channels import channel_kind
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.config import HostConfig
 from host.errors import ConfigError, ErrorCode, RpcError
@@ -53,7 +55,7 @@ from host.state.chat_summaries import ChatSummaries, compact_chat_summary, summa
 from host.state.content import CONTENT_SCHEME, ContentStore
 from host.state.journal import Journal
 from host.state.journal_upgrade import upgrade_journal
-from host.state.log import OrderedLog
+from host.state.log import LogRecord, OrderedLog
 from host.state.private_files import private_directory
 from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
 from host.state.store import ROOT, Store
@@ -296,6 +298,13 @@ class AgentHost:
         self.store.recover()
         if self.store.follow():  # a cluster's log: what the other processes append, from now on
             self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
+            self.store.followed_observers.append(self._followed)
+            serve_requests = getattr(self.store.log, "serve_requests", None)
+            if serve_requests is not None:  # and the requests about them (FORWARDED_REQUESTS)
+                serve_requests(self.take_forwarded_request)
+            serve_content = getattr(self.store.log, "serve_content", None)
+            if serve_content is not None:  # and their questions for the content stored here
+                serve_content(self.content.lookup)
             self.store.take_over_lapsed(self.taken_over)  # and the sessions of a process that died
             self.store.watch_log_connection(self._log_connection)  # and whether this one can write
         root = self.store.state(ROOT) or {}
@@ -479,6 +488,8 @@ class AgentHost:
         requested_meta = params.get("_meta")
         if isinstance(requested_meta, dict) and requested_meta.get("oneShot") is True:
             state["_meta"]["oneShot"] = True  # a script's run (``agent-host -p``): listed only on request
+        if self.config.cluster.url:  # its folder, tools and terminals are on this machine's disk
+            state["_meta"]["machine"] = socket.gethostname()
         draft: dict[str, Any] | None = None
         if model is not None or params.get("agent") is not None:
             draft = {"text": "", "origin": {"kind": "user"}}
@@ -592,7 +603,8 @@ class AgentHost:
     def listing_meta(self, uri: str) -> dict[str, Any]:
         """What ``listSessions`` adds to a session's summary in ``_meta`` so a client can list
         sessions by project: ``firstMessage`` (the text of its first turn, cut at 200 characters)
-        and ``oneShot`` (created by a script, ``agent-host -p``); each only when it applies.
+        and ``oneShot`` (created by a script, ``agent-host -p``); in a cluster ``machine``, the
+        machine whose disk its folder is on (docs/cluster.md); each only when it applies.
         (Sub-agents are chats of their session, never sessions of their own.)"""
         state = self.store.state(uri) or {}
         default_chat = state.get("defaultChat")
@@ -604,6 +616,9 @@ class AgentHost:
             meta["firstMessage"] = text if len(text) <= _FIRST_MESSAGE else text[:_FIRST_MESSAGE - 1] + "…"
         if (state.get("_meta") or {}).get("oneShot"):
             meta["oneShot"] = True
+        machine = (state.get("_meta") or {}).get("machine")
+        if isinstance(machine, str):
+            meta["machine"] = machine
         return meta
 
     def default_provider(self) -> str:
@@ -727,6 +742,9 @@ class AgentHost:
         loop; a FIFO, socket or device is refused at once, see ``ResourceService``)."""
         if uri.startswith(CONTENT_SCHEME):
             found = self.content.lookup(uri)
+            find_elsewhere = getattr(self.store.log, "find_content", None)
+            if found is None and find_elsewhere is not None:  # a cluster: stored by the process that ran the tool
+                found = await find_elsewhere(uri)
             if found is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not in this host's content store.")
             return _encoded(found[0], encoding, found[1])
@@ -772,6 +790,47 @@ class AgentHost:
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client_id))
         self.customizations.clients_left()
 
+    # -- a cluster: requests about what another process runs ------------------------------------
+
+    def owner_elsewhere(self, channel: Any) -> str | None:
+        """The process that runs ``channel`` (a session, chat, terminal, changeset) when it is
+        another process of a cluster this one can forward a request to; None to answer here."""
+        if not isinstance(channel, str) or not self.store.answers_later or not hasattr(self.store.log, "forward_request"):
+            return None
+        return self.store.owner_elsewhere(channel)
+
+    async def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Any:
+        """Run a client's request on ``owner`` (``take_forwarded_request`` there): its result, or
+        its error raised here as the ``RpcError`` it was there."""
+        answer = await self.store.log.forward_request(owner, method, params, client_id)  # type: ignore[attr-defined]
+        error = answer.get("error")
+        if error is not None:
+            code = error.get("code")
+            raise RpcError(int(code) if code is not None else ErrorCode.INTERNAL_ERROR, str(error.get("message")))
+        return answer.get("result")
+
+    async def take_forwarded_request(self, method: str, params: dict[str, Any], client_id: str) -> dict[str, Any]:
+        """A request another process forwarded here, the owner of what it is about: answered as
+        if its client were connected here (``{"result": ...}``, or the ``RpcError`` as ``{"error": ...}``)."""
+        handle = FORWARDED_REQUESTS.get(method)
+        try:
+            if handle is None:
+                raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"{method} is not forwarded between a cluster's processes.")
+            return {"result": await handle(self, params, client_id)}
+        except RpcError as error:
+            return {"error": {"code": int(error.code), "message": error.message}}
+        except Exception as error:  # said to the asker as this host's own failure
+            logger.exception("forwarded %s failed", method)
+            return {"error": {"code": None, "message": f"{method} failed on the process that runs it: {type(error).__name__}"}}
+
+    def _followed(self, record: LogRecord) -> None:
+        """A session another process created or removed: this process's clients hear of it as of one of its own."""
+        if record.kind == "created" and (record.body or {}).get("kind") == "session":
+            self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": self.session_summary(record.channel)})
+        elif record.kind == "removed" and self.chat_summaries.session_of(record.channel) is None \
+                and channel_kind(record.channel) == "session":
+            self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": record.channel})
+
     # -- root bookkeeping ----------------------------------------------------------------------
 
     def _publish_active_count(self) -> None:
@@ -796,6 +855,39 @@ class AgentHost:
             return
         if changes:
             self.store.notify(ROOT, "root/sessionSummaryChanged", {"channel": ROOT, "session": channel, "changes": changes})
+
+
+async def _dispose_session(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.dispose_session(params["channel"])
+
+
+async def _create_chat(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.create_chat(params, client_id)
+
+
+async def _dispose_chat(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.dispose_chat(params["channel"])
+
+
+async def _dispose_terminal(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.terminals.dispose(params["channel"])
+
+
+async def _invoke_changeset_operation(host: AgentHost, params: dict[str, Any], client_id: str) -> Any:
+    return host.changesets.invoke(params)
+
+
+FORWARDED_REQUESTS: dict[str, Callable[[AgentHost, dict[str, Any], str], Awaitable[Any]]] = {
+    "disposeSession": _dispose_session,
+    "createChat": _create_chat,
+    "disposeChat": _dispose_chat,
+    "disposeTerminal": _dispose_terminal,
+    "invokeChangesetOperation": _invoke_changeset_operation,
+}
+"""The requests about one session, chat, terminal or changeset that a process of a cluster hands
+to the process running it (``host.transport.connection``), with their params as the store's model
+has them; the rest are answered by any process from its own store (``listSessions``,
+``fetchTurns``: every process holds every state) or act on this machine (``resource*``)."""
 
 
 def _encoded(data: bytes, encoding: str | None, content_type: str) -> dict[str, Any]:

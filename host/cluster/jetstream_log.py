@@ -77,7 +77,7 @@ from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import action_frame, encode
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
-from host.cluster.subjects import Subjects, token, untoken
+from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
 __all__ = ["BATCH_LIMIT", "JetStreamLog", "Record", "Stamped"]
@@ -437,10 +437,24 @@ class JetStreamLog:
             await subscription.unsubscribe()
         return records
 
-    async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None]) -> Callable[[], Awaitable[None]]:
+    async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None],
+                     skip: Callable[[str], bool] | None = None) -> Callable[[], Awaitable[None]]:
         """Call ``callback`` with every record after ``since`` as it is stored (this process's own
-        included), in order; returns the coroutine function that stops it."""
+        included), in order, except the records (not owner markers) of the groups ``skip`` says,
+        which are not even decoded; returns the coroutine function that stops it."""
+        groups: dict[str, str] = {}
+        prefix = len(self.subjects.prefix) + 1
+
         async def take(message: Msg) -> None:
+            if skip is not None:
+                group_token, _, channel_token = message.subject[prefix:].partition(".")
+                group = groups.get(group_token)
+                if group is None:
+                    group = groups[group_token] = untoken(group_token) or ""
+                    if len(groups) > 65536:
+                        groups.clear()
+                if channel_token != MARKER_TOKEN and skip(group):
+                    return
             result = callback(self.decode(message))
             if result is not None:
                 await result

@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from host.cluster.subjects import token, untoken
@@ -129,6 +129,11 @@ class Leases:
             await self.bucket.delete(token(lease.group), last=lease.revision)
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             pass  # already someone else's
+        except BadRequestError as error:  # the client's delete does not map "wrong last sequence" (10071)
+            if error.err_code != _WRONG_LAST_SEQUENCE:
+                raise
+            # Moved on since: someone else's, or a renewal cancelled by the stop that reached the
+            # server all the same (then the lease lapses within the TTL).
 
 
     def now(self) -> float:
@@ -176,3 +181,7 @@ def _read(value: bytes | None) -> tuple[str, float]:
         return str(body["holder"]), float(body["until"]) / 1000
     except (ValueError, KeyError, TypeError):
         return "", 0.0  # unreadable: treated as expired
+
+
+_WRONG_LAST_SEQUENCE = 10071
+"""JetStream's error code for a write whose expected last sequence is not the subject's."""

@@ -61,6 +61,8 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import base64
+import collections
 import contextlib
 import json
 import logging
@@ -71,7 +73,7 @@ from typing import Any, TypeVar
 
 from host.cluster.jetstream_log import JetStreamLog
 from host.cluster.leases import Seen, lapsed
-from host.cluster.subjects import group_of, token
+from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
@@ -125,6 +127,7 @@ class ClusterLog:
         self._unwatch: Callable[[], Awaitable[None]] | None = None
         """Stops ``take_over_lapsed``'s watch of the leases."""
         self._follow_take: Callable[[Any], None] | None = None
+        self._follow_skip: Callable[[str], bool] | None = None
         self._follow_stop: Callable[[], Awaitable[None]] | None = None
         """On the I/O thread: ``follow``'s subscription as it is now (made again after a reconnect)."""
         self._marked: dict[str, str | None] = {}
@@ -337,9 +340,32 @@ class ClusterLog:
 
     def follow(self, deliver: Callable[[LogRecord], None]) -> None:
         """Call ``deliver`` on the caller's loop with every record other processes append from now
-        on (after ``seq``), in log order: the records of groups this process owns are its own, and
-        owner markers are skipped. ``seq`` follows them. Stopped by ``close``."""
+        on (after ``seq``), in log order: a group's records after a marker of this process's are
+        its own (skipped before they are decoded; every writer marks first, so the records a dead
+        owner logged before our takeover marker still come), and owner markers are taken in.
+        ``seq`` follows them. Records are handed to the caller's loop in batches (one wake-up for
+        all that arrived while it was busy, not one each). Stopped by ``close``."""
         loop = asyncio.get_running_loop()
+        arrived: collections.deque[tuple[Any, ...]] = collections.deque()
+        scheduled = [False]
+
+        def drain() -> None:
+            scheduled[0] = False  # first: a record arriving from now on schedules another drain
+            while arrived:
+                item = arrived.popleft()
+                if item[0] == "owner":
+                    self._claimed(item[1], item[2])
+                else:
+                    self._deliver(deliver, item[1], item[2])
+
+        def hand_over(item: tuple[Any, ...]) -> None:
+            arrived.append(item)
+            if not scheduled[0]:
+                scheduled[0] = True
+                loop.call_soon_threadsafe(drain)
+
+        def ours(group: str) -> bool:
+            return self._marked.get(group) == self.core.holder
 
         def take(record: Any) -> None:
             if record.seq <= self._followed:
@@ -347,13 +373,10 @@ class ClusterLog:
             if record.kind == "owner":
                 holder = (record.body or {}).get("holder")
                 self._marked[record.channel] = holder
-                loop.call_soon_threadsafe(self._claimed, record.channel, holder)
-            else:
-                # A group's records after a marker of ours are our own (every writer marks first).
-                if self._marked.get(group_of(record.channel)) != self.core.holder:
-                    seq = record.seq if record.kind == "action" else None
-                    loop.call_soon_threadsafe(self._deliver, deliver,
-                                              LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq)
+                hand_over(("owner", record.channel, holder))
+            elif not ours(group_of(record.channel)):
+                seq = record.seq if record.kind == "action" else None
+                hand_over(("record", LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq))
             self._followed = record.seq
             if self._passing:  # claims waiting for this point: woken after what it handed over
                 passed = [waiter for seq, waiter in self._passing if seq <= record.seq]
@@ -366,7 +389,8 @@ class ClusterLog:
             self._following = True
             self._followed = self._seq
             self._follow_take = take
-            self._follow_stop = await self.core.follow(self._seq, take)
+            self._follow_skip = ours
+            self._follow_stop = await self.core.follow(self._seq, take, skip=ours)
             return self._stop_following
 
         self._unfollow = self._call(start())
@@ -383,7 +407,7 @@ class ClusterLog:
             with contextlib.suppress(Exception):
                 await self._stop_following()
             try:
-                self._follow_stop = await self.core.follow(self._followed, self._follow_take)
+                self._follow_stop = await self.core.follow(self._followed, self._follow_take, skip=self._follow_skip)
             except Exception:
                 logger.exception("following the log again after a reconnect failed")
         if self._watch_stop is not None:
@@ -493,7 +517,7 @@ class ClusterLog:
     def _forward_subject(self, holder: str) -> str:
         return f"ahp.forward.{token(holder)}"
 
-    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any]], Coroutine[Any, Any, str | None]]) -> None:
+    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any] | None], Coroutine[Any, Any, str | None]]) -> None:
         """Answer the dispatches other processes forward here: ``handle(channel, action, origin)``
         runs on the caller's loop and returns None once the action is logged, or why it was refused."""
         loop = asyncio.get_running_loop()
@@ -512,7 +536,12 @@ class ClusterLog:
 
         self._call(subscribe())
 
-    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> Awaitable[str | None]:
+    def shared(self, channel: str) -> bool:
+        """Whether every process changes ``channel`` (the root: ``subjects.is_shared``), each change
+        forwarded to the process that writes it (``Store._forward_shared``)."""
+        return is_shared(channel)
+
+    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any] | None) -> Awaitable[str | None]:
         """Hand a client's dispatch to ``owner``, the process running its session: None once it is
         logged there (the client's echo comes through the stream), or why it was refused."""
         async def ask() -> str | None:
@@ -524,6 +553,91 @@ class ClusterLog:
                 return f"{owner}, which runs this session, did not answer: {error or type(error).__name__}"
             refused = json.loads(reply.data).get("refused")
             return str(refused) if refused is not None else None
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+
+    # -- forwarding a request about a session to its owner (core NATS request/reply) -----------------
+
+    def _request_subject(self, holder: str) -> str:
+        return f"ahp.request.{token(holder)}"
+
+    def serve_requests(self, handle: Callable[[str, dict[str, Any], str], Coroutine[Any, Any, dict[str, Any]]]) -> None:
+        """Answer the requests other processes forward here: ``handle(method, params, client_id)``
+        runs on the caller's loop and returns the answer to send back: ``{"result": ...}`` or
+        ``{"error": {"code": ..., "message": ...}}``."""
+        loop = asyncio.get_running_loop()
+
+        async def take(message: Any) -> None:
+            try:
+                asked = json.loads(message.data)
+                answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+                    handle(asked["method"], asked["params"], asked["clientId"]), loop))
+            except Exception as error:  # a malformed request: said to the asker
+                answer = {"error": {"code": None, "message": f"the owner could not take it: {error}"}}
+            await message.respond(json.dumps(answer).encode())
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self._request_subject(self.core.holder), cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        self._call(subscribe())
+
+    def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Awaitable[dict[str, Any]]:
+        """Hand a client's request to ``owner``, the process running what it is about: its answer
+        (``serve_requests``), or ``{"error": {"code": None, ...}}`` when ``owner`` did not answer."""
+        async def ask() -> dict[str, Any]:
+            try:
+                reply = await self.core.client.request(
+                    self._request_subject(owner), json.dumps({"method": method, "params": params, "clientId": client_id}).encode(),
+                    timeout=self.timeout)
+            except Exception as error:  # no responder (the owner is gone), a timeout
+                return {"error": {"code": None, "message": f"{owner}, which runs this session, did not answer: "
+                                                          f"{error or type(error).__name__}"}}
+            answer: dict[str, Any] = json.loads(reply.data)
+            return answer
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+
+    # -- stored content another process holds (core NATS request/reply) -----------------------------
+
+    CONTENT_SUBJECT = "ahp.content"
+    CONTENT_WAIT = 2.0
+    """Seconds to wait for a process that holds a content reference before it counts as not found."""
+
+    def serve_content(self, lookup: Callable[[str], tuple[bytes, str] | None]) -> None:
+        """Answer other processes' questions for stored content (``find_content``) that
+        ``lookup(uri)`` (called on the caller's loop) finds here; stay silent otherwise, so that
+        the one process holding it is the one that answers."""
+        loop = asyncio.get_running_loop()
+
+        async def look(uri: str) -> tuple[bytes, str] | None:
+            return lookup(uri)
+
+        async def take(message: Any) -> None:
+            try:
+                found = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(look(message.data.decode()), loop))
+                if found is not None:
+                    data, content_type = found
+                    await message.respond(json.dumps({"type": content_type, "data": base64.b64encode(data).decode()}).encode())
+            except Exception as error:  # larger than the server's payload limit, a malformed question
+                logger.warning("could not answer a question for stored content: %s", error)
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self.CONTENT_SUBJECT, cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        self._call(subscribe())
+
+    def find_content(self, uri: str) -> Awaitable[tuple[bytes, str] | None]:
+        """The bytes and content type behind ``uri`` from the process that stored it, or None
+        when no process answers within ``CONTENT_WAIT`` seconds."""
+        async def ask() -> tuple[bytes, str] | None:
+            try:
+                reply = await self.core.client.request(self.CONTENT_SUBJECT, uri.encode(), timeout=self.CONTENT_WAIT)
+            except Exception:  # no responders, a timeout: nobody has it
+                return None
+            answer = json.loads(reply.data)
+            return base64.b64decode(answer["data"]), str(answer["type"])
 
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
 

@@ -2,9 +2,13 @@
 
 **Owner groups.** A session's channels are run by one process at a time and fenced together: the
 session itself, its annotations channel and its chats (the default chat, named chats, sub-agent
-chats: ``ahp.state.channels.parse_chat_uri``). Every other channel (the root, terminals,
-changesets, resource watches, automations) belongs to the one host-wide group :data:`HOST_GROUP`.
-``group_of`` answers from the URI alone, as every process must answer the same without asking.
+chats: ``ahp.state.channels.parse_chat_uri``). A terminal, a changeset, a resource watch and an
+automation run are each a group of their own, run by the process that made it (a terminal's
+shell and a watch's files are on that process's machine: any process may make one). The root
+channel, the automations channel and URIs of no known kind belong to the one host-wide group
+:data:`HOST_GROUP`, which one process runs at a time and the others forward their changes to
+(:func:`is_shared`). ``group_of`` answers from the URI alone, as every process must answer the
+same without asking.
 
 **Subjects.** ``<prefix>.<group token>.<channel token>``, each token the unpadded base64url of the
 UTF-8 URI (base64url has no ``.``, ``*``, ``>`` or white space, so any URI is one token, and KV
@@ -22,7 +26,7 @@ import binascii
 
 from ahp.state.channels import channel_kind, parse_chat_uri, session_of_annotations
 
-__all__ = ["HOST_GROUP", "MARKER_TOKEN", "Subjects", "group_of", "token", "untoken"]
+__all__ = ["HOST_GROUP", "MARKER_TOKEN", "Subjects", "group_of", "is_shared", "token", "untoken"]
 
 HOST_GROUP = "ahp-host:"
 """The owner group of the channels that belong to no session."""
@@ -40,7 +44,17 @@ def group_of(channel: str) -> str:
         return parsed[1] if parsed is not None else HOST_GROUP
     if kind == "annotations":
         return session_of_annotations(channel) or HOST_GROUP
+    if kind in _OWN_GROUP:
+        return channel
     return HOST_GROUP
+
+
+_OWN_GROUP = frozenset({"terminal", "changeset", "resourceWatch", "automationRun"})
+
+
+def is_shared(channel: str) -> bool:
+    """Whether ``channel`` is one every process changes (the root...): in :data:`HOST_GROUP`."""
+    return group_of(channel) == HOST_GROUP
 
 
 def token(uri: str) -> str:

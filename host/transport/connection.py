@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ahp.dialects.negotiation import (
     MalformedVersion,
@@ -483,18 +483,33 @@ class ClientConnection:
 
     async def _dispose_session(self, params: Any) -> None:
         params = self._params("disposeSession", params)
+        if await self._on_owner("disposeSession", params, self.host.session_uri(params["channel"])):
+            return None
         self.host.dispose_session(params["channel"])
         return None
 
     async def _create_chat(self, params: Any) -> None:
         params = self._params("createChat", params)
+        if await self._on_owner("createChat", params, self.host.session_uri(params.get("channel"))):
+            return None
         self.host.create_chat(params, self.client_id or "")
         return None
 
     async def _dispose_chat(self, params: Any) -> None:
         params = self._params("disposeChat", params)
+        if await self._on_owner("disposeChat", params, params["channel"]):
+            return None
         self.host.dispose_chat(params["channel"])
         return None
+
+    async def _on_owner(self, method: str, params: dict[str, Any], channel: Any) -> bool:
+        """Whether another process of a cluster runs ``channel`` and answered ``method`` for this
+        client there (its error raised here as it was there: ``host.service.FORWARDED_REQUESTS``)."""
+        owner = self.host.owner_elsewhere(channel)
+        if owner is None:
+            return False
+        await self.host.forward_request(owner, method, params, self.client_id or "")
+        return True
 
     async def _list_sessions(self, params: Any) -> dict[str, Any]:
         params = self._params("listSessions", params)
@@ -590,6 +605,8 @@ class ClientConnection:
 
     async def _dispose_terminal(self, params: Any) -> None:
         params = self._params("disposeTerminal", params)
+        if await self._on_owner("disposeTerminal", params, params["channel"]):
+            return None
         self.host.terminals.dispose(params["channel"])
         return None
 
@@ -597,7 +614,11 @@ class ClientConnection:
         params = self._params("invokeChangesetOperation", params)
         assert self.dialect is not None
         channel = self.dialect.internal_uri(self.host, params["channel"])
-        return self.host.changesets.invoke({**params, "channel": channel} if isinstance(channel, str) else params)
+        params = {**params, "channel": channel} if isinstance(channel, str) else params
+        owner = self.host.owner_elsewhere(channel)
+        if owner is not None:
+            return cast(dict[str, Any], await self.host.forward_request(owner, "invokeChangesetOperation", params, self.client_id or ""))
+        return self.host.changesets.invoke(params)
 
     async def _resolve_session_config(self, params: Any) -> dict[str, Any]:
         params = self._params("resolveSessionConfig", params)

@@ -62,7 +62,7 @@ from host.transport.outbound import OutboundBudget
 from host.transport.tokens import HOST_GRANT, Grant, TokenFile
 from host.transport.ws_protocol import FRAMES_EXTENSION, TickBatchingWebSocketProtocol
 
-__all__ = ["build_app", "serve", "RunningHost", "start_host"]
+__all__ = ["build_app", "listening_socket", "serve", "RunningHost", "start_host"]
 
 logger = logging.getLogger(__name__)
 
@@ -323,6 +323,12 @@ class RunningHost:
         await self.task
 
 
+def listening_socket(address: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``address:port`` and listening, as the host serves on (``serve
+    --workers`` binds one and hands it to its workers: ``cli.workers``)."""
+    return _bind(address, port)
+
+
 def _bind(address: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     # IPPROTO_TCP, not 0: accepted sockets inherit it, and asyncio turns Nagle's algorithm off
@@ -337,11 +343,15 @@ def _bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> RunningHost:
-    """Bind, start serving in a task, and return once the host accepts connections."""
+async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None,
+                     sock: socket.socket | None = None, tokens: TokenFile | None = None) -> RunningHost:
+    """Bind (or take ``sock``, a listening socket: a worker of ``serve --workers``), start serving
+    in a task, and return once the host accepts connections. ``tokens``: the named tokens (by
+    default the data directory's; a worker's are its parent's)."""
     config = host.config.server
-    sock = _bind(config.host, config.port)
-    app = build_app(host, token=token, on_connection=on_connection)
+    if sock is None:
+        sock = _bind(config.host, config.port)
+    app = build_app(host, token=token, on_connection=on_connection, tokens=tokens)
     uv_config = uvicorn.Config(
         app,
         ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
@@ -379,11 +389,11 @@ def _import_plugins() -> None:
 
 async def serve(
     host: AgentHost, *, token: str | None, announce: Any = print, listening: Any = None,
-    on_connection: Callable[[], None] | None = None,
+    on_connection: Callable[[], None] | None = None, sock: socket.socket | None = None, tokens: TokenFile | None = None,
 ) -> None:
     """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening. ``listening``,
     when given, is awaited with the ``RunningHost`` alongside (it may stop it: ``stop_soon``)."""
-    running = await start_host(host, token=token, on_connection=on_connection)
+    running = await start_host(host, token=token, on_connection=on_connection, sock=sock, tokens=tokens)
     memory.settle()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

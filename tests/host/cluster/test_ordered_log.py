@@ -304,3 +304,35 @@ async def test_a_store_takes_over_a_session_whose_owner_stopped_renewing_once_it
         await asyncio.wait_for(settled, 10)
     assert mine["serverSeq"] > sent[-1]["serverSeq"] and live.state(SESSION) == {"title": "taken over"}
     assert refused and dead.state(SESSION) == {"title": "t19"}  # fenced by the new owner's marker, undone
+
+
+async def test_content_stored_by_one_process_is_found_by_another_and_a_reference_nobody_holds_is_not(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    holding = open_log(nats_server, logs, "host-a")
+    asking = open_log(nats_server, logs, "host-b")
+    stored = {"agent-host-content:/sha256/ab12": (b"tool output \x00\xff", "application/octet-stream")}
+    holding.serve_content(stored.get)
+    asking.serve_content({}.get)  # a process that holds nothing stays silent
+    assert await asking.find_content("agent-host-content:/sha256/ab12") == (b"tool output \x00\xff", "application/octet-stream")
+    assert await asking.find_content("agent-host-content:/sha256/ffff") is None
+
+
+async def test_a_request_forwarded_to_its_owner_gets_the_owners_answer_and_one_to_a_process_gone_says_so(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    owner = open_log(nats_server, logs, "host-a")
+    asking = open_log(nats_server, logs, "host-b")
+    asked: list[tuple[str, dict[str, Any], str]] = []
+
+    async def handle(method: str, params: dict[str, Any], client_id: str) -> dict[str, Any]:
+        asked.append((method, params, client_id))
+        if method == "disposeChat":
+            return {"error": {"code": -32602, "message": "that is the default chat"}}
+        return {"result": {"ok": True}}
+
+    owner.serve_requests(handle)
+    assert await asking.forward_request("host-a", "invokeChangesetOperation", {"channel": "c"}, "client-1") == {"result": {"ok": True}}
+    assert await asking.forward_request("host-a", "disposeChat", {"channel": "x"}, "client-1") == {
+        "error": {"code": -32602, "message": "that is the default chat"}}
+    assert asked == [("invokeChangesetOperation", {"channel": "c"}, "client-1"), ("disposeChat", {"channel": "x"}, "client-1")]
+    gone = await asking.forward_request("host-z", "disposeSession", {"channel": "s"}, "client-1")
+    assert gone["error"]["code"] is None and "host-z, which runs this session, did not answer" in gone["error"]["message"]
