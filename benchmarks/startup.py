@@ -8,7 +8,8 @@ fresh interpreter (``python -c``: Starlette with one WebSocket route on uvicorn 
 ``websockets-sansio`` protocol and httptools, started as the host starts it; print the URL). Both are wall time from
 spawn to handshake; median of ``--repeat`` alternating runs, and their ratio. The host's runs also
 send an AHP ``initialize`` right after the handshake and time its answer: what a client waits for
-before it can do anything (the first request loads the wire models, ``ahp.dialects.v0_2.wire._generated``).
+before it can do anything (validated with ``ahp.dialects.v0_2.wire._handshake``'s model; the other
+wire models, ``_generated``, load in a worker thread meanwhile).
 
 Both run from compiled bytecode, as an installed program does (``pip install`` compiles it, and
 an editable checkout caches it on first run): everything they import is compiled into a temporary
