@@ -11,6 +11,12 @@ send an AHP ``initialize`` right after the handshake and time its answer: what a
 before it can do anything (validated with ``ahp.dialects.v0_2.wire._handshake``'s model; the other
 wire models, ``_generated``, load in a worker thread meanwhile).
 
+Beside the wall times, the CPU time each process has used by then (user and system, read from
+``/proc/PID/stat`` at the moment the handshake or the answer arrived): the machines these run on
+are shared, and a loaded machine stretches the wall times several times over while the CPU a start
+costs moves much less. The ratio of the host's CPU at its first answer to the bare server's at its
+handshake is the figure to compare between runs on a busy machine.
+
 Both run from compiled bytecode, as an installed program does (``pip install`` compiles it, and
 an editable checkout caches it on first run): everything they import is compiled into a temporary
 ``PYTHONPYCACHEPREFIX`` by one untimed run first (the repository is not written to, and
@@ -82,9 +88,19 @@ def _environment(bytecode_cache: str, *, compile_every_time: bool = False) -> di
     return env
 
 
-def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: bool = False) -> tuple[float, float]:
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) process ``pid`` has used so far (Linux: ``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: bool = False) -> tuple[float, float, float]:
     """Seconds from spawn to the handshake and, with ``initialize``, to the answer to an AHP
-    ``initialize`` sent right after it (the handshake's time again without)."""
+    ``initialize`` sent right after it (the handshake's time again without); and the CPU seconds
+    the process had used at that second moment."""
     from websockets.sync.client import connect
 
     start = time.perf_counter()
@@ -101,10 +117,11 @@ def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: b
                 reply = json.loads(ws.recv(timeout=30))
                 answered = time.perf_counter() - start
                 assert reply.get("id") == 1 and "result" in reply, reply
+            cpu = _cpu_seconds(process.pid)
     finally:
         process.terminate()
         process.wait(10)
-    return handshake, answered
+    return handshake, answered, cpu
 
 
 def main() -> None:
@@ -112,8 +129,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     host_runs, answered_runs, bare_runs, cold_runs = [], [], [], []
+    host_cpu, bare_cpu = [], []
 
-    def host(data_dir: str, env: dict[str, str]) -> tuple[float, float]:
+    def host(data_dir: str, env: dict[str, str]) -> tuple[float, float, float]:
         return _time_to_handshake(
             [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir],
             {**env, "AGENT_HOST_TOKEN": TOKEN}, initialize=True)
@@ -132,10 +150,13 @@ def main() -> None:
         cold = _environment(dependencies_only, compile_every_time=True)
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as data_dir:
-                handshake, answered = host(data_dir, warm)
+                handshake, answered, cpu = host(data_dir, warm)
                 host_runs.append(handshake)
                 answered_runs.append(answered)
-            bare_runs.append(_time_to_handshake([sys.executable, "-c", _BARE], warm)[0])
+                host_cpu.append(cpu)
+            bare, _, cpu = _time_to_handshake([sys.executable, "-c", _BARE], warm)
+            bare_runs.append(bare)
+            bare_cpu.append(cpu)
             with tempfile.TemporaryDirectory() as data_dir:
                 cold_runs.append(host(data_dir, cold)[0])
     host_s, bare_s, cold_s = median(host_runs), median(bare_runs), median(cold_runs)
@@ -146,6 +167,9 @@ def main() -> None:
     print(f"{'ratio host / bare':<40}{host_s / bare_s:>8.2f}")
     print(f"{'agent-host serve, compiling its modules':<40}{cold_s:>8.3f} s")
     print(f"{'agent-host serve, initialize answered':<40}{median(answered_runs):>8.3f} s   (runs {min(answered_runs):.3f}-{max(answered_runs):.3f})")
+    print(f"{'CPU: host at initialize answered':<40}{median(host_cpu):>8.3f} s   (runs {min(host_cpu):.3f}-{max(host_cpu):.3f})")
+    print(f"{'CPU: bare server at its handshake':<40}{median(bare_cpu):>8.3f} s   (runs {min(bare_cpu):.3f}-{max(bare_cpu):.3f})")
+    print(f"{'CPU ratio host / bare':<40}{median(host_cpu) / median(bare_cpu):>8.2f}")
 
 
 if __name__ == "__main__":
