@@ -1,6 +1,7 @@
 """Start-up: ``agent-host serve`` until its first accepted WebSocket, against a bare server.
 
     .venv/bin/python benchmarks/startup.py [--repeat 5]
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null .venv/bin/python benchmarks/startup.py --path-only
 
 Host: spawn ``agent-host serve --port 0`` (a fresh data directory each time), read the URL it
 prints, complete a WebSocket handshake. Baseline: the same for the host's web stack bare, in a
@@ -16,6 +17,13 @@ Beside the wall times, the CPU time each process has used by then (user and syst
 are shared, and a loaded machine stretches the wall times several times over while the CPU a start
 costs moves much less. The ratio of the host's CPU at its first answer to the bare server's at its
 handshake is the figure to compare between runs on a busy machine.
+
+``--path-only`` runs, once and in this process, the host's work on the way to its first answer
+without the network: what ``agent-host serve`` imports, its config read, the host made and
+started on a fresh data directory, the first ``initialize``'s params validated as a 0.2.0
+handshake validates them. Under callgrind its instruction count is the start-up figure that no
+other work on the machine moves (it leaves out uvicorn's start and the WebSocket, which the bare
+server pays as well).
 
 Both run from compiled bytecode, as an installed program does (``pip install`` compiles it, and
 an editable checkout caches it on first run): everything they import is compiled into a temporary
@@ -124,10 +132,41 @@ def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: b
     return handshake, answered, cpu
 
 
+def _start_path() -> None:
+    """``--path-only``: the host's start-up work up to its first answer, in this process (above)."""
+    import asyncio
+
+    from cli import main as command
+
+    command._no_pydantic_plugins()  # as `agent-host` does before its first model
+    from cli import serve  # noqa: F401  (what `agent-host serve` imports)
+    from cli.config import load
+    from host.service import AgentHost
+    from host.transport.dialects import dialect_for_version
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        args = command._parser(["serve"]).parse_args(["serve", "--port", "0", "--data-dir", data_dir])
+        config = load(args, {"host": "127.0.0.1", "port": 0, "data_dir": data_dir, "token": TOKEN}, None, None)
+        host = AgentHost(config)
+
+        async def start() -> None:
+            await host.start()
+            await host.stop()
+
+        asyncio.run(start())
+        dialect_for_version("0.2.0").params("initialize", {
+            "channel": "ahp-root://", "protocolVersions": ["0.2.0"], "clientId": "startup-bench",
+            "initialSubscriptions": ["ahp-root://"]})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--path-only", action="store_true", help="the start-up work once in this process, for callgrind")
     args = parser.parse_args()
+    if args.path_only:
+        _start_path()
+        return
     host_runs, answered_runs, bare_runs, cold_runs = [], [], [], []
     host_cpu, bare_cpu = [], []
 
