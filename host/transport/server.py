@@ -30,7 +30,8 @@ client that connects a moment later finds it ready instead of waiting for it on 
 that asks sooner waits only for what is left of that import. First the wire models every request
 is validated with (``ahp.dialects.v0_2.wire._generated``, about 0.13 s of pydantic class building here),
 then the plugin loader the first session reads its working directory's customizations with
-(``plugins``, 0.04-0.09 s).
+(``plugins``, 0.04-0.09 s). The first ``initialize`` waits for neither: its params are validated
+with their model alone (``ahp.dialects.v0_2.wire._handshake``).
 """
 
 from __future__ import annotations
