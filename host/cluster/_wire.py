@@ -1,0 +1,146 @@
+"""How a batch of messages leaves for NATS and how its one acknowledgement comes back: the log's
+one seam onto the NATS client's internals, with a plain twin on its public API.
+
+``sender(client)`` gives an object with one method, ``send(messages, timeout)``: ``messages`` is a
+list of ``(subject, headers, payload)``; every message but the last is published, the last as a
+request; the returned ``asyncio.Future`` resolves with the reply's payload (bytes) or fails with
+the client's own errors (``nats.errors.TimeoutError`` when no reply comes within ``timeout``,
+``NoRespondersError``, ``ConnectionClosedError`` when the client is not connected,
+``MaxPayloadError`` for a message over the server's limit). The messages of one call leave in
+order, and calls leave in the order they were made.
+
+* :class:`PlainSender` uses only nats-py's public ``publish`` and ``request``: a task per call,
+  the client's header encoding, a task hop for the flusher and another for the reply's
+  subscription.
+* :class:`FastSender` does the same work with less on the way, leaning on three internals of
+  nats-py's ``Client`` (``_pending``, ``_pending_data_size``, ``_transport``): it writes the
+  ``HPUB`` commands itself (the headers are the log's own, plain tokens, so they are joined
+  without the client's per-header checks) and hands them to the transport at once, behind
+  whatever the client had pending, instead of waking the client's flusher task; replies come to
+  one subscription of its own (``_INBOX.<id>.*``), each to the future of its call. It skips the
+  flusher's ``drain``: what is in flight is bounded by the log itself (one batch per owner group
+  waits for its acknowledgement before the next leaves).
+
+``sender`` picks :class:`FastSender` when the client has the internals it needs, else the plain
+one (``fast=False`` asks for the plain one: the tests run the log on both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError, MaxPayloadError, NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+__all__ = ["FastSender", "Message", "PlainSender", "Sender", "sender"]
+
+Message = tuple[str, dict[str, str], bytes]
+"""``(subject, headers, payload)``."""
+
+_INTERNALS = ("_pending", "_pending_data_size", "_transport", "_max_payload")
+
+
+class Sender(Protocol):
+    async def start(self) -> None:
+        """Get ready (once, after the client connected)."""
+
+    def send(self, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
+        """Publish ``messages`` in order, the last as a request; its reply's payload."""
+
+
+def sender(client: Client, fast: bool = True) -> Sender:
+    """The fast sender when ``fast`` and the client has what it leans on, else the plain one."""
+    if fast and all(hasattr(client, name) for name in _INTERNALS):
+        return FastSender(client)
+    return PlainSender(client)
+
+
+class PlainSender:
+    """``send`` on nats-py's public API only."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def start(self) -> None:
+        pass
+
+    def send(self, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
+        return asyncio.ensure_future(self._send(messages, timeout))
+
+    async def _send(self, messages: list[Message], timeout: float) -> bytes:
+        for subject, headers, payload in messages[:-1]:
+            await self.client.publish(subject, payload, headers=headers)
+        subject, headers, payload = messages[-1]
+        reply = await self.client.request(subject, payload, timeout=timeout, headers=headers)
+        return reply.data
+
+
+class FastSender:
+    """``send`` writing the protocol's commands itself (see the module docstring)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._inbox = ""
+        self._calls = 0
+        self._waiting: dict[str, tuple[asyncio.Future[bytes], asyncio.TimerHandle]] = {}
+
+    async def start(self) -> None:
+        self._inbox = self.client.new_inbox() + "."
+        await self.client.subscribe(self._inbox + "*", cb=self._reply)
+
+    def send(self, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bytes] = loop.create_future()
+        client = self.client
+        if not client.is_connected or client._transport is None:
+            future.set_exception(ConnectionClosedError())
+            return future
+        self._calls += 1
+        reply = f"{self._inbox}{self._calls}"
+        commands = []
+        last = len(messages) - 1
+        for index, (subject, headers, payload) in enumerate(messages):
+            head = ("NATS/1.0\r\n" + "".join([f"{key}: {value}\r\n" for key, value in headers.items()])
+                    + "\r\n").encode()
+            size = len(head) + len(payload)
+            if size > client._max_payload:
+                future.set_exception(MaxPayloadError())
+                return future
+            line = f"HPUB {subject} {reply} {len(head)} {size}\r\n" if index == last else f"HPUB {subject} {len(head)} {size}\r\n"
+            commands.append(line.encode() + head + payload + b"\r\n")
+        pending = client._pending
+        if pending:  # what the client queued before goes first
+            commands[:0] = pending
+            client._pending = []
+            client._pending_data_size = 0
+        client._transport.writelines(commands)
+        self._waiting[reply] = (future, loop.call_later(timeout, self._expire, reply))
+        return future
+
+    def _expire(self, reply: str) -> None:
+        waiting = self._waiting.pop(reply, None)
+        if waiting is not None and not waiting[0].done():
+            waiting[0].set_exception(NatsTimeout())
+
+    async def _reply(self, message: Msg) -> None:
+        waiting = self._waiting.pop(message.subject, None)
+        if waiting is None:
+            return  # too late: its call already timed out
+        future, timer = waiting
+        timer.cancel()
+        if future.done():
+            return
+        if message.headers and message.headers.get("Status") == "503":
+            future.set_exception(NoRespondersError())
+        else:
+            future.set_result(message.data)
+
+
+def _conforms(client: Client) -> list[Any]:
+    """mypy checks here that both senders have the seam's members."""
+    fast: Sender = FastSender(client)
+    plain: Sender = PlainSender(client)
+    return [fast, plain]
