@@ -17,7 +17,9 @@ order, and calls leave in the order they were made.
   ``HPUB`` commands itself (the headers are the log's own, plain tokens, so they are joined
   without the client's per-header checks) and hands them to the transport at once, behind
   whatever the client had pending, instead of waking the client's flusher task; replies come to
-  one subscription of its own (``_INBOX.<id>.*``), each to the future of its call. It skips the
+  one subscription of its own (``_INBOX.<id>.*``), each to the future of its call, handed on by
+  the subscription's queue as the client's read loop puts it there (a fourth internal,
+  ``Subscription._pending_queue``; without it, through a callback of the subscription). It skips the
   flusher's ``drain``: what is in flight is bounded by the log itself (one batch per owner group
   waits for its acknowledgement before the next leaves).
 
@@ -28,6 +30,7 @@ one (``fast=False`` asks for the plain one: the tests run the log on both).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from nats.aio.client import Client
@@ -89,7 +92,14 @@ class FastSender:
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
-        await self.client.subscribe(self._inbox + "*", cb=self._reply)
+        subscription = await self.client.subscribe(self._inbox + "*", pending_bytes_limit=0)
+        if isinstance(getattr(subscription, "_pending_queue", None), asyncio.Queue):
+            # No task between the client's read loop and the reply's future: the subscription's
+            # queue hands each message on as it is put.
+            subscription._pending_queue = _HandOn(self._reply, subscription)
+        else:
+            await subscription.unsubscribe()
+            await self.client.subscribe(self._inbox + "*", cb=self._reply_later)
 
     def send(self, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
         loop = asyncio.get_running_loop()
@@ -125,7 +135,10 @@ class FastSender:
         if waiting is not None and not waiting[0].done():
             waiting[0].set_exception(NatsTimeout())
 
-    async def _reply(self, message: Msg) -> None:
+    async def _reply_later(self, message: Msg) -> None:
+        self._reply(message)
+
+    def _reply(self, message: Msg) -> None:
         waiting = self._waiting.pop(message.subject, None)
         if waiting is None:
             return  # too late: its call already timed out
@@ -137,6 +150,19 @@ class FastSender:
             future.set_exception(NoRespondersError())
         else:
             future.set_result(message.data)
+
+
+class _HandOn(asyncio.Queue[Msg]):
+    """A subscription's queue that keeps nothing: each message put is handed to ``take`` at once."""
+
+    def __init__(self, take: Callable[[Msg], None], subscription: Any) -> None:
+        super().__init__()
+        self._take = take
+        self._subscription = subscription
+
+    def put_nowait(self, item: Msg) -> None:
+        self._subscription._pending_size = 0  # counted by the client as queued; nothing is
+        self._take(item)
 
 
 def _conforms(client: Client) -> list[Any]:
