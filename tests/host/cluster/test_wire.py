@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import nats
 import pytest
@@ -83,7 +84,8 @@ async def test_the_log_through_the_plain_sender_numbers_a_tick_and_a_single_appe
     try:
         chat = default_chat_uri(SESSION)
         await log.claim(SESSION)
-        envelopes = [{"channel": chat, "action": {"type": "test/step", "i": i}, "serverSeq": 0} for i in range(4)]
+        envelopes: list[dict[str, Any]] = [{"channel": chat, "action": {"type": "test/step", "i": i}, "serverSeq": 0}
+                                          for i in range(4)]
         stamped = await asyncio.gather(*(log.append(chat, 0, envelope) for envelope in envelopes[:3]))
         stamped.append(await log.append(chat, 0, envelopes[3]))
         seqs = [envelope["serverSeq"] for envelope in envelopes]
