@@ -23,12 +23,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from host.cluster.subjects import token
 
 __all__ = ["DEFAULT_TTL", "Lease", "Leases"]
+
+_WRONG_LAST_SEQUENCE = 10071
+"""The server's error code for a write whose expected last revision is not the last."""
 
 DEFAULT_TTL = 6.0
 """Seconds a lease lasts unrenewed: a killed holder's groups are taken over within this (plus the
@@ -105,6 +108,10 @@ class Leases:
             await self.bucket.delete(token(lease.group), last=lease.revision)
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             pass  # already someone else's
+        except APIError as error:  # nats-py's delete says a wrong revision as a bare API error
+            if error.err_code != _WRONG_LAST_SEQUENCE:
+                raise
+            # someone else's now, or a renewal whose answer was cut off by the stop: left to lapse
 
 
 def _read(value: bytes | None) -> tuple[str, float]:

@@ -61,3 +61,17 @@ async def test_a_released_lease_can_be_taken_at_once(bucket: KeyValue) -> None:
     await first.release(lease)
     assert await second.holder_of(GROUP) is None
     assert isinstance(await second.acquire(GROUP), Lease)
+
+
+async def test_a_release_after_a_renewal_whose_answer_was_lost_stops_cleanly_and_leaves_the_lease_to_lapse(
+        bucket: KeyValue) -> None:
+    clock = Clock()
+    leases = Leases(bucket, "first", 6.0, clock)
+    lease = await leases.acquire(GROUP)
+    assert isinstance(lease, Lease)
+    stale = Lease(lease.group, lease.revision, lease.until)
+    assert await leases.renew(lease)  # stored; ``stale`` is the holder that never heard the answer
+    await leases.release(stale)  # a stop: no error
+    assert await Leases(bucket, "second", 6.0, clock).acquire(GROUP) == "first"  # still in force
+    clock.now += 7
+    assert isinstance(await Leases(bucket, "second", 6.0, clock).acquire(GROUP), Lease)
