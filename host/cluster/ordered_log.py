@@ -4,7 +4,12 @@
 with its own event loop (the *I/O thread*), so that the port's synchronous members (``recover`` at
 start, ``snapshot_now`` and ``close`` at shutdown) can wait for the network without blocking the
 loop the NATS client needs, and the store's loop pays one hand-over per tick each way, not one per
-envelope.
+envelope. Those synchronous members block the caller's thread (and its loop) until the I/O thread
+answered, up to ``timeout``: meant for start-up and shutdown, where nothing else runs on that loop;
+``snapshot_soon``, ``replay`` and ``forward`` do not block. A tick whose owner groups are all this
+process's already leaves from the I/O loop's first turn after the hand-over (queued in the core and
+sent at once, its acknowledgements counted by callbacks); one that must claim a group first goes
+through a task that claims, in the order the ticks were handed over.
 
 Per member (the port's contract in ``host.state.log``; here the ``Networked`` column):
 
