@@ -1,13 +1,15 @@
 """How a batch of messages leaves for NATS and how its one acknowledgement comes back: the log's
 one seam onto the NATS client's internals, with a plain twin on its public API.
 
-``sender(client)`` gives an object with one method, ``send(messages, timeout)``: ``messages`` is a
-list of ``(subject, headers, payload)``; every message but the last is published, the last as a
-request; the returned ``asyncio.Future`` resolves with the reply's payload (bytes) or fails with
-the client's own errors (``nats.errors.TimeoutError`` when no reply comes within ``timeout``,
+``sender(client)`` gives an object with one method, ``send(messages, timeout, done)``: ``messages``
+is a list of ``(subject, headers, payload)``; every message but the last is published, the last as
+a request; ``done`` is called once, on the client's loop, with the reply's payload (bytes) or with
+the client's own error (an exception object, not raised) (``nats.errors.TimeoutError`` when no reply comes within ``timeout``,
 ``NoRespondersError``, ``ConnectionClosedError`` when the client is not connected,
 ``MaxPayloadError`` for a message over the server's limit). The messages of one call leave in
-order, and calls leave in the order they were made.
+order, and calls leave in the order they were made. (A callback, not a future: the fast sender
+calls it as the reply is read, a loop turn sooner than a future's callbacks would run.)
+:func:`sent` wraps a call in a future, for a caller that awaits.
 
 * :class:`PlainSender` uses only nats-py's public ``publish`` and ``request``: a task per call,
   the client's header encoding, a task hop for the flusher and another for the reply's
@@ -38,7 +40,7 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-__all__ = ["FastSender", "Message", "PlainSender", "Sender", "sender"]
+__all__ = ["FastSender", "Message", "PlainSender", "Sender", "sender", "sent"]
 
 Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
@@ -50,8 +52,24 @@ class Sender(Protocol):
     async def start(self) -> None:
         """Get ready (once, after the client connected)."""
 
-    def send(self, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
-        """Publish ``messages`` in order, the last as a request; its reply's payload."""
+    def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
+        """Publish ``messages`` in order, the last as a request; ``done`` gets its reply's payload."""
+
+
+def sent(wire: Sender, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
+    """``wire.send`` as a future of the reply's payload."""
+    future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    def done(outcome: bytes | BaseException) -> None:
+        if future.done():
+            return
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+
+    wire.send(messages, timeout, done)
+    return future
 
 
 def sender(client: Client, fast: bool = True) -> Sender:
@@ -70,15 +88,19 @@ class PlainSender:
     async def start(self) -> None:
         pass
 
-    def send(self, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
-        return asyncio.ensure_future(self._send(messages, timeout))
+    def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
+        asyncio.ensure_future(self._send(messages, timeout, done))
 
-    async def _send(self, messages: list[Message], timeout: float) -> bytes:
-        for subject, headers, payload in messages[:-1]:
-            await self.client.publish(subject, payload, headers=headers)
-        subject, headers, payload = messages[-1]
-        reply = await self.client.request(subject, payload, timeout=timeout, headers=headers)
-        return reply.data
+    async def _send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
+        try:
+            for subject, headers, payload in messages[:-1]:
+                await self.client.publish(subject, payload, headers=headers)
+            subject, headers, payload = messages[-1]
+            reply = await self.client.request(subject, payload, timeout=timeout, headers=headers)
+        except Exception as error:
+            done(error)
+        else:
+            done(reply.data)
 
 
 class FastSender:
@@ -88,7 +110,7 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
-        self._waiting: dict[str, tuple[asyncio.Future[bytes], asyncio.TimerHandle]] = {}
+        self._waiting: dict[str, tuple[Callable[[bytes | BaseException], None], asyncio.TimerHandle]] = {}
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
@@ -101,13 +123,11 @@ class FastSender:
             await subscription.unsubscribe()
             await self.client.subscribe(self._inbox + "*", cb=self._reply_later)
 
-    def send(self, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bytes] = loop.create_future()
+    def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         client = self.client
         if not client.is_connected or client._transport is None:
-            future.set_exception(ConnectionClosedError())
-            return future
+            done(ConnectionClosedError())
+            return
         self._calls += 1
         reply = f"{self._inbox}{self._calls}"
         commands = []
@@ -117,8 +137,8 @@ class FastSender:
                     + "\r\n").encode()
             size = len(head) + len(payload)
             if size > client._max_payload:
-                future.set_exception(MaxPayloadError())
-                return future
+                done(MaxPayloadError())
+                return
             line = f"HPUB {subject} {reply} {len(head)} {size}\r\n" if index == last else f"HPUB {subject} {len(head)} {size}\r\n"
             commands.append(line.encode() + head + payload + b"\r\n")
         pending = client._pending
@@ -127,13 +147,12 @@ class FastSender:
             client._pending = []
             client._pending_data_size = 0
         client._transport.writelines(commands)
-        self._waiting[reply] = (future, loop.call_later(timeout, self._expire, reply))
-        return future
+        self._waiting[reply] = (done, asyncio.get_running_loop().call_later(timeout, self._expire, reply))
 
     def _expire(self, reply: str) -> None:
         waiting = self._waiting.pop(reply, None)
-        if waiting is not None and not waiting[0].done():
-            waiting[0].set_exception(NatsTimeout())
+        if waiting is not None:
+            waiting[0](NatsTimeout())
 
     async def _reply_later(self, message: Msg) -> None:
         self._reply(message)
@@ -142,14 +161,12 @@ class FastSender:
         waiting = self._waiting.pop(message.subject, None)
         if waiting is None:
             return  # too late: its call already timed out
-        future, timer = waiting
+        done, timer = waiting
         timer.cancel()
-        if future.done():
-            return
         if message.headers and message.headers.get("Status") == "503":
-            future.set_exception(NoRespondersError())
+            done(NoRespondersError())
         else:
-            future.set_result(message.data)
+            done(message.data)
 
 
 class _HandOn(asyncio.Queue[Msg]):

@@ -74,6 +74,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import nats
+import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, NoRespondersError, OutboundBufferLimitError
@@ -83,7 +84,7 @@ from nats.js.errors import APIError, NotFoundError
 from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import encode, stamped_action_frame
-from host.cluster._wire import Message, Sender, sender
+from host.cluster._wire import Message, Sender, sender, sent
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
@@ -347,15 +348,15 @@ class JetStreamLog:
         state.sending = True
         batch, state.queue[:] = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
         batch_id = self._next_batch_id()
-        reply = self._wire.send(self._messages(group, state.last, batch, batch_id), self.timeout)
-        reply.add_done_callback(functools.partial(self._acked, group, state, batch, batch_id))
+        self._wire.send(self._messages(group, state.last, batch, batch_id), self.timeout,
+                        functools.partial(self._acked, group, state, batch, batch_id))
 
     def _acked(self, group: str, state: _Group, batch: list[_Pending], batch_id: str,
-               reply: asyncio.Future[bytes]) -> None:
+               reply: bytes | BaseException) -> None:
         """A batch's reply came (or its send failed): the common case, stored, is finished here
         at once; a refusal or a lost acknowledgement is worked out in a task (``_after_failure``)."""
-        if not reply.cancelled() and reply.exception() is None:
-            answer = json.loads(reply.result())
+        if not isinstance(reply, BaseException):
+            answer = orjson.loads(reply)
             if answer.get("error") is None:
                 self._stored(group, state, batch, int(answer["seq"]) - int(answer.get("count", len(batch))) + 1)
                 self._send_next(group, state)
@@ -363,16 +364,15 @@ class JetStreamLog:
         asyncio.get_running_loop().create_task(self._after_failure(group, state, batch, batch_id, reply))
 
     async def _after_failure(self, group: str, state: _Group, batch: list[_Pending], batch_id: str,
-                             reply: asyncio.Future[bytes]) -> None:
+                             reply: bytes | BaseException) -> None:
         last = state.last
         try:
-            error = reply.exception() if not reply.cancelled() else NatsTimeout()
-            if error is None:
-                first = await self._first_of(group, reply.result(), len(batch))
-            elif isinstance(error, _UNANSWERED):
-                first = await self._settle(group, last, batch, batch_id, error)
+            if not isinstance(reply, BaseException):
+                first = await self._first_of(group, reply, len(batch))
+            elif isinstance(reply, _UNANSWERED):
+                first = await self._settle(group, last, batch, batch_id, reply)
             else:
-                raise LogError(f"cannot send a batch for {group}: {error or type(error).__name__}") from error
+                raise LogError(f"cannot send a batch for {group}: {reply or type(reply).__name__}") from reply
         except LogError as error:
             for pending in batch:
                 if not pending.future.done():
@@ -428,7 +428,7 @@ class JetStreamLog:
         the sequence of its first message."""
         batch_id = self._next_batch_id()
         try:
-            data = await self._wire.send(self._messages(group, last, batch, batch_id), self.timeout)
+            data = await sent(self._wire, self._messages(group, last, batch, batch_id), self.timeout)
         except _UNANSWERED as error:
             return await self._settle(group, last, batch, batch_id, error)
         return await self._first_of(group, data, len(batch))

@@ -18,7 +18,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from ahp.jsonrpc import action_frame
 from ahp.state.channels import default_chat_uri
-from host.cluster._wire import FastSender, PlainSender, Sender, sender
+from host.cluster._wire import FastSender, PlainSender, Sender, sender, sent
 from host.cluster.jetstream_log import JetStreamLog
 from host.cluster.nats_server import EmbeddedNats
 
@@ -52,8 +52,8 @@ async def test_a_batch_arrives_in_order_with_its_headers_and_the_last_message_s_
     await client.subscribe("wire.>", cb=answer)
     await client.flush()
     replies = await asyncio.gather(
-        wire.send([("wire.a", {"Ahp-Kind": "action", "N": "1"}, b"one"), ("wire.b", {"N": "2"}, b"two")], 5),
-        wire.send([("wire.c", {"N": "3"}, b"three")], 5))
+        sent(wire, [("wire.a", {"Ahp-Kind": "action", "N": "1"}, b"one"), ("wire.b", {"N": "2"}, b"two")], 5),
+        sent(wire, [("wire.c", {"N": "3"}, b"three")], 5))
     assert replies == [b"got two", b"got three"]
     assert seen == [("wire.a", b"one", {"Ahp-Kind": "action", "N": "1"}), ("wire.b", b"two", {"N": "2"}),
                     ("wire.c", b"three", {"N": "3"})]
@@ -61,7 +61,7 @@ async def test_a_batch_arrives_in_order_with_its_headers_and_the_last_message_s_
 
 async def test_a_request_no_one_listens_to_fails_with_no_responders(wire: Sender) -> None:
     with pytest.raises(NoRespondersError):
-        await wire.send([("nobody.here", {"N": "1"}, b"x")], 5)
+        await sent(wire, [("nobody.here", {"N": "1"}, b"x")], 5)
 
 
 async def test_a_request_whose_reply_does_not_come_times_out(client: Client, wire: Sender) -> None:
@@ -71,12 +71,12 @@ async def test_a_request_whose_reply_does_not_come_times_out(client: Client, wir
     await client.subscribe("silent", cb=keep_quiet)
     await client.flush()
     with pytest.raises(NatsTimeout):
-        await wire.send([("silent", {"N": "1"}, b"x")], 0.3)
+        await sent(wire, [("silent", {"N": "1"}, b"x")], 0.3)
 
 
 async def test_a_message_over_the_server_s_limit_is_refused_before_it_leaves(client: Client, wire: Sender) -> None:
     with pytest.raises(MaxPayloadError):
-        await wire.send([("big", {"N": "1"}, b"x" * (client.max_payload + 1))], 5)
+        await sent(wire, [("big", {"N": "1"}, b"x" * (client.max_payload + 1))], 5)
 
 
 async def test_the_log_through_the_plain_sender_numbers_a_tick_and_a_single_append(nats_server: EmbeddedNats) -> None:
