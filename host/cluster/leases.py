@@ -32,12 +32,15 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from host.cluster.subjects import token, untoken
 
 __all__ = ["DEFAULT_TTL", "Lease", "Leases", "Seen", "lapsed"]
+
+_WRONG_LAST_SEQUENCE = 10071
+"""The server's error code for a write whose expected last revision is not the last."""
 
 DEFAULT_TTL = 6.0
 """Seconds a lease lasts unrenewed: a killed holder's groups are taken over within this (plus the
@@ -129,11 +132,10 @@ class Leases:
             await self.bucket.delete(token(lease.group), last=lease.revision)
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             pass  # already someone else's
-        except BadRequestError as error:  # the client's delete does not map "wrong last sequence" (10071)
+        except APIError as error:  # nats-py's delete says a wrong revision as a bare API error
             if error.err_code != _WRONG_LAST_SEQUENCE:
                 raise
-            # Moved on since: someone else's, or a renewal cancelled by the stop that reached the
-            # server all the same (then the lease lapses within the TTL).
+            # someone else's now, or a renewal whose answer was cut off by the stop: left to lapse
 
 
     def now(self) -> float:
@@ -182,6 +184,3 @@ def _read(value: bytes | None) -> tuple[str, float]:
     except (ValueError, KeyError, TypeError):
         return "", 0.0  # unreadable: treated as expired
 
-
-_WRONG_LAST_SEQUENCE = 10071
-"""JetStream's error code for a write whose expected last sequence is not the subject's."""

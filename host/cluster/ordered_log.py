@@ -4,7 +4,12 @@
 with its own event loop (the *I/O thread*), so that the port's synchronous members (``recover`` at
 start, ``snapshot_now`` and ``close`` at shutdown) can wait for the network without blocking the
 loop the NATS client needs, and the store's loop pays one hand-over per tick each way, not one per
-envelope.
+envelope. Those synchronous members block the caller's thread (and its loop) until the I/O thread
+answered, up to ``timeout``: meant for start-up and shutdown, where nothing else runs on that loop;
+``snapshot_soon``, ``replay`` and ``forward`` do not block. A tick whose owner groups are all this
+process's already leaves from the I/O loop's first turn after the hand-over (queued in the core and
+sent at once, its acknowledgements counted by callbacks); one that must claim a group first goes
+through a task that claims, in the order the ticks were handed over.
 
 Per member (the port's contract in ``host.state.log``; here the ``Networked`` column):
 
@@ -115,7 +120,7 @@ class ClusterLog:
         self._source: SnapshotSource | None = None
         self._tick: list[_Item] = []
         self._in_flight = 0
-        self._sends: set[asyncio.Task[Any]] = set()
+        self._sends: set[asyncio.Future[Any]] = set()
         """The I/O thread's hand-overs not finished yet (a snapshot waits for those before it)."""
         self._gate: asyncio.Future[None] | None = None
         """Done once the newest tick that had to claim a group has queued its records (``_send``)."""
@@ -221,13 +226,31 @@ class ClusterLog:
         loop = self._loop
         assert loop is not None
         self._in_flight += 1
-        # One wake-up of the I/O loop and one of the caller's per tick: a task started there whose
-        # end is handed back (lighter than run_coroutine_threadsafe's chained futures).
+        # One wake-up of the I/O loop and one of the caller's per tick.
         self._io.call_soon_threadsafe(self._start_send, items, loop)
 
     def _start_send(self, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
+        """On the I/O thread: hand the tick to the core. When every group of the tick is owned
+        already and no claim is under way (a tick's, or a takeover's still catching up: the common
+        case has none), the records are
+        queued and sent at once and the acknowledgements counted by callbacks (``_Tick``);
+        otherwise a task claims first (``_send``). Either way the tick's end is handed back to
+        the caller's loop (``_finish``) once every record is acknowledged or failed."""
+        if self._gate is None and not self._claims and all(self.core.owns(group_of(item[1])) for item in items):
+            tick = _Tick(self, items, loop)
+            self.core.hold()
+            waits = self._hand_to_core(items, tick.results, {})
+            self.core.send_now()
+            tick.wait_for(waits)
+            self._track(tick.done)
+            return
         task = self._io.create_task(self._send(items))
-        task.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, done))
+        self._track(task)
+        task.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, _results_of(items, done)))
+
+    def _track(self, send: asyncio.Future[Any]) -> None:
+        self._sends.add(send)
+        send.add_done_callback(self._sends.discard)
 
     async def _send(self, items: list[_Item]) -> tuple[list[Any], list[tuple[int, str]]]:
         """On the I/O thread: claim what is not owned yet, queue every record for this tick's
@@ -238,11 +261,7 @@ class ClusterLog:
         claim a group first holds back the ticks after it (``_gate``) until its records are
         queued, so that two ticks never claim one group at once (the second claim's marker would
         fence out the first's records) and a later tick's records never overtake an earlier
-        tick's in a group."""
-        task = asyncio.current_task()
-        assert task is not None
-        self._sends.add(task)
-        task.add_done_callback(self._sends.discard)
+        tick's in a group. (``_start_send`` takes its shortcut only when no gate is up.)"""
         results: list[Any] = [None] * len(items)
         ahead = self._gate
         unowned = [group for group in dict.fromkeys(group_of(item[1]) for item in items)
@@ -268,16 +287,9 @@ class ClusterLog:
         else:
             waits = self._hand_to_core(items, results, {})
         done = await asyncio.gather(*(future for _, future in waits), return_exceptions=True)
-        stored: list[tuple[int, str]] = []
         for (index, _), result in zip(waits, done):
             results[index] = result
-            if isinstance(result, int):
-                stored.append((result, group_of(items[index][1])))
-            elif not isinstance(result, BaseException):
-                body = items[index][3]
-                assert body is not None
-                stored.append((body["serverSeq"], group_of(items[index][1])))
-        return results, stored
+        return results, _stored(items, results)
 
     def _hand_to_core(self, items: list[_Item], results: list[Any],
                       refused: dict[str, LogError]) -> list[tuple[int, asyncio.Future[Any]]]:
@@ -298,12 +310,8 @@ class ClusterLog:
                 waits.append((index, self.core.removed(channel)))
         return waits
 
-    def _finish(self, items: list[_Item], handed: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]) -> None:
+    def _finish(self, items: list[_Item], results: list[Any]) -> None:
         """On the caller's loop: resolve the tick's futures, then the durability callbacks."""
-        try:
-            results = handed.result()[0]
-        except BaseException as error:  # the I/O thread failed the whole tick
-            results = [error if isinstance(error, LogError) else LogUnavailable(str(error))] * len(items)
         for (_kind, channel, _, body, future), result in zip(items, results):
             if isinstance(result, BaseException):
                 if isinstance(result, NotOwner) and result.owner:
@@ -747,6 +755,67 @@ class ClusterLog:
             self._call(self.core.close())
         finally:
             self._stop_thread()
+
+
+class _Tick:
+    """On the I/O thread: one tick's records queued in the core, counted as their futures settle
+    (lighter than a task gathering them); ``done`` gives what ``_send`` gives."""
+
+    __slots__ = ("log", "items", "loop", "results", "waits", "left", "done")
+
+    def __init__(self, log: ClusterLog, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
+        self.log = log
+        self.items = items
+        self.loop = loop
+        self.results: list[Any] = [None] * len(items)
+        self.waits: list[tuple[int, asyncio.Future[Any]]] = []
+        self.left = 0
+        self.done: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] = log._io.create_future()
+
+    def wait_for(self, waits: list[tuple[int, asyncio.Future[Any]]]) -> None:
+        self.waits = waits
+        self.left = len(waits)
+        if not waits:
+            self._end()
+        for _, future in waits:
+            future.add_done_callback(self._settled)
+
+    def _settled(self, _future: asyncio.Future[Any]) -> None:
+        self.left -= 1
+        if self.left:
+            return
+        for index, future in self.waits:
+            if future.cancelled():
+                self.results[index] = LogUnavailable("the log was closed before this record was acknowledged")
+            else:
+                self.results[index] = future.exception() or future.result()
+        self._end()
+
+    def _end(self) -> None:
+        self.done.set_result((self.results, _stored(self.items, self.results)))
+        self.loop.call_soon_threadsafe(self.log._finish, self.items, self.results)
+
+
+def _stored(items: list[_Item], results: list[Any]) -> list[tuple[int, str]]:
+    """``(sequence, group)`` of each record of a tick that was stored."""
+    stored: list[tuple[int, str]] = []
+    for item, result in zip(items, results):
+        if isinstance(result, int):
+            stored.append((result, group_of(item[1])))
+        elif result is not None and not isinstance(result, BaseException):
+            body = item[3]
+            assert body is not None
+            stored.append((body["serverSeq"], group_of(item[1])))
+    return stored
+
+
+def _results_of(items: list[_Item], handed: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]) -> list[Any]:
+    """A tick's results from its task; every record failed when the task itself failed."""
+    try:
+        return handed.result()[0]
+    except BaseException as error:  # the I/O thread failed the whole tick
+        failure = error if isinstance(error, LogError) else LogUnavailable(str(error))
+        return [failure] * len(items)
 
 
 def _conforms(log: ClusterLog) -> OrderedLog:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 
 from ahp.state.channels import channel_kind, parse_chat_uri, session_of_annotations
 
@@ -34,8 +35,10 @@ HOST_GROUP = "ahp-host:"
 MARKER_TOKEN = "~"
 
 
+@functools.lru_cache(maxsize=65536)
 def group_of(channel: str) -> str:
-    """The owner group of ``channel``: its session's URI, or :data:`HOST_GROUP`."""
+    """The owner group of ``channel``: its session's URI, or :data:`HOST_GROUP` (remembered: the
+    log asks for every record, several times)."""
     kind = channel_kind(channel)
     if kind == "session":
         return channel
@@ -57,6 +60,7 @@ def is_shared(channel: str) -> bool:
     return group_of(channel) == HOST_GROUP
 
 
+@functools.lru_cache(maxsize=65536)
 def token(uri: str) -> str:
     """``uri`` as one subject token (and KV key): unpadded base64url of its UTF-8 bytes."""
     return base64.urlsafe_b64encode(uri.encode("utf-8")).decode("ascii").rstrip("=")

@@ -95,3 +95,17 @@ async def test_a_watch_shows_every_lease_as_the_bucket_holds_it_and_forgets_a_re
         assert seen == {}  # released: nobody's to take over
     finally:
         await stop()
+
+
+async def test_a_release_after_a_renewal_whose_answer_was_lost_stops_cleanly_and_leaves_the_lease_to_lapse(
+        bucket: KeyValue) -> None:
+    clock = Clock()
+    leases = Leases(bucket, "first", 6.0, clock)
+    lease = await leases.acquire(GROUP)
+    assert isinstance(lease, Lease)
+    stale = Lease(lease.group, lease.revision, lease.until)
+    assert await leases.renew(lease)  # stored; ``stale`` is the holder that never heard the answer
+    await leases.release(stale)  # a stop: no error
+    assert await Leases(bucket, "second", 6.0, clock).acquire(GROUP) == "first"  # still in force
+    clock.now += 7
+    assert isinstance(await Leases(bucket, "second", 6.0, clock).acquire(GROUP), Lease)
