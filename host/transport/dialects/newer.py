@@ -7,8 +7,11 @@
   sent), notifications through ``v0_7.notification_down``, a client's dispatch through
   ``v0_7.action_up``. Automation channels do not exist for it. A 0.9.0-only action that changes
   what a 0.7.0 client sees (``v0_7.RESYNC_AFTER``: a working directory replaced, the chats
-  reordered) is sent as the 0.7.0 actions that make the same change (``v0_7.catch_up``), so the
-  0.7.0 mirror never goes stale (0.7.0 has no message that carries a snapshot unasked).
+  reordered), and the few whose 0.7.0 form depends on the states around them, are sent as
+  ``v0_7.follow`` says: the 0.7.0 actions that make the same change, or, where none can (a chat
+  marked read or archived), a ``Resync``: the connection is closed and its ``reconnect`` answered
+  with fresh snapshots (0.7.0 has no message that carries a snapshot unasked). A replay that
+  holds such an envelope is answered with snapshots too. So no 0.7.0 mirror goes stale.
 * Both: VS Code names a turn's changeset ``<session URI>/changeset/turn/<turn id>`` whatever
   ``uriTemplate`` the catalogue gives; that name is an alias of the host's
   ``ahp-changeset:/<session id>/turn/<turn id>`` (``changeset_alias``), and its
@@ -43,6 +46,7 @@ from ahp.dialects.catalogue import (
 from ahp.dialects.params import PARAMS_0_7
 from host.errors import ProtocolViolation
 from host.resources.changesets.model import session_changeset, turn_changeset
+from host.state.fanout import Resync
 from host.transport.dialects.base import Dialect
 
 __all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX", "Renamed", "changeset_alias"]
@@ -153,18 +157,27 @@ class Ahp07Dialect(NewerDialect):
         return lifted if lifted is not None else action
 
     def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
-        return action.get("type") in v0_7.RESYNC_AFTER
+        return action.get("type") in v0_7.FOLLOWED_WITH_STATES
 
     def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
         action = envelope["action"]
+        action_type = action.get("type")
+        if action_type in v0_7.FOLLOWED_WITH_STATES and change is not None and change.before is not None:
+            followed = v0_7.follow(kind or "", change.before, change.after, action)
+            if followed is None:
+                return Resync(f"AHP 0.7.0 has no action for {action_type}: reconnect for fresh snapshots")
+            shown_list = [envelope if each is action else {**envelope, "action": each} for each in followed]
+            return (shown_list[0] if len(shown_list) == 1 else shown_list) or None
         shown = v0_7.action_down(kind or "", action)
         if shown is None:
-            if action.get("type") in v0_7.RESYNC_AFTER and change is not None and change.before is not None:
-                # No 0.7.0 form, but a change a 0.7.0 client sees: the 0.7.0 actions that make it.
-                caught_up = v0_7.catch_up(kind or "", change.before, change.after, action) or []
-                return [{**envelope, "action": each} for each in caught_up] or None
             return None
         return envelope if shown is action else {**envelope, "action": shown}
+
+    def replayed(self, host: Any, envelopes: Any) -> list[dict[str, Any]] | None:
+        envelopes = list(envelopes)
+        if any(envelope["action"].get("type") in v0_7.FOLLOWED_WITH_STATES for envelope in envelopes):
+            return None  # their 0.7.0 form needs the states around them, gone now: snapshots instead
+        return super().replayed(host, envelopes)
 
     def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
         return v0_7.notification_down(method, params)

@@ -14,6 +14,7 @@ by a 1.0.0 client (every frame it gets checked against the 1.0.0 schemas).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import uuid
@@ -25,6 +26,7 @@ import pytest
 from ahp import state as internal
 from ahp.dialects import v0_7
 from ahp.state import default_chat_uri
+from host.transport.connection import RESYNC_CLOSE_CODE
 from host.transport.dialects.ahp02 import v02_session_state
 from host.transport.dialects.newer import changeset_alias
 from providers import ScriptedProvider
@@ -38,8 +40,6 @@ from tests.host.test_vscode import Peer
 from ._schemas import FrameSchema
 
 ROOT = "ahp-root://"
-FLAGS = 32 | 64
-"""SessionStatus IsRead | IsArchived."""
 
 EMITTED = {
     "root/activeSessionsChanged", "root/configChanged", "root/terminalsChanged",
@@ -86,6 +86,17 @@ class Client(Peer):
         self._next_id += 1
         await self.send({"jsonrpc": "2.0", "method": "dispatchAction",
                          "params": {"channel": channel, "clientSeq": self._next_id, "action": action}})
+
+    def last_seen(self) -> int:
+        """The highest serverSeq this client has seen (envelopes and snapshots)."""
+        seqs = [a["serverSeq"] for a in self.actions()]
+        seqs += [snapshot["fromSeq"] for snapshot in self.snapshots().values()]
+        return max(seqs, default=0)
+
+    async def closed_with(self) -> tuple[int | None, str | None]:
+        """Wait until the host closes this connection; its close code and reason."""
+        await asyncio.wait_for(self.ws.wait_closed(), 30)
+        return self.ws.close_code, self.ws.close_reason
 
     def snapshots(self) -> dict[str, dict[str, Any]]:
         """The latest snapshot of each channel this client took (initialize, subscribe)."""
@@ -136,7 +147,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
     # must not decide whether the test's command runs within its deadline.
     monkeypatch.setenv("SHELL", "/bin/sh")
     monkeypatch.setenv("ENV", "")
-    for folder in ("second", "third"):
+    for folder in ("first", "second", "third"):
         (tmp_path / folder).mkdir()
     provider = ScriptedProvider([
         call_tools(("shell", {"command": "echo hi"})),
@@ -158,19 +169,57 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
         session, old_name = f"scripted:/{ident}", f"ahp-session:/{ident}"
         chat, side = default_chat_uri(session), f"ahp-chat://side/{uuid.uuid4().hex}"
         new, mid = await Client.open(running), await Client.open(running)
+        mids = [mid]  # a 0.7.0 connection the host closed for a fresh snapshot, and the one that reconnected
+        watched_new: dict[str, str] = {ROOT: "root"}
+        watched_mid: dict[str, str] = {ROOT: "root"}
+        checkpoints: list[str] = []
+
+        async def checkpoint(label: str) -> None:
+            """Every client's mirror of every channel it watches is the host's state in its version."""
+            for client in (new, mid):
+                await client.request("ping", {"channel": ROOT})  # everything sent before the answer has arrived
+            await old.ping()
+            def held(channel: str) -> Any:
+                return host.store.state(changeset_alias(host, channel) or channel)
+
+            for channel, kind in watched_new.items():
+                assert new.mirror(channel, kind) == held(channel), (label, newest, channel)
+            for channel, kind in watched_mid.items():
+                shown, mirrored = v0_7.state_down(kind, held(channel)), mid.mirror(channel, kind)
+                assert _without_clock(mirrored) == _without_clock(shown), (label, "0.7.0", channel)
+            assert _without_clock(old.state(old_name)) == _without_clock(v02_session_state(host, old_name)), (label, "0.2.0")
+            checkpoints.append(label)
+
+        async def reconnect_mid() -> Client:
+            """The 0.7.0 client after the host closed its connection for a fresh snapshot."""
+            code, reason = await mid.closed_with()
+            assert code == RESYNC_CLOSE_CODE and "reconnect" in (reason or ""), (code, reason)
+            again = await Client.open(running)
+            again.version = "0.7.0"
+            answer = await again.request("reconnect", {"channel": ROOT, "clientId": "client-07",
+                                                      "lastSeenServerSeq": mid.last_seen(), "subscriptions": list(watched_mid)})
+            assert answer["result"]["type"] == "snapshot", answer
+            mids.append(again)
+            await mid.close()
+            return again
+
         try:
             await new.join("client-09", newest)
             created = await new.request("createSession", {"channel": session, "workingDirectories": [tmp_path.as_uri()]})
             assert created.get("error") is None, created
             for channel in (session, chat):
                 await new.sub(channel)
+            watched_new.update({session: "session", chat: "chat"})
             await mid.join("client-07", "0.7.0", (ROOT, session, chat))
+            watched_mid.update({session: "session", chat: "chat"})
             await old.subscribe(old_name)
             await new.until(lambda: host.store.state(session)["lifecycle"] == "ready" or None)
             await new.dispatch(session, {"type": "session/activeClientSet",
                                          "activeClient": {"clientId": "client-09", "displayName": "A 0.9.0 client", "tools": []}})
             for client in (new, mid):  # (made empty on its first subscription, so its files arrive as actions)
                 await client.sub(f"{session}/changeset/uncommitted")
+            watched_new[f"{session}/changeset/uncommitted"] = watched_mid[f"{session}/changeset/uncommitted"] = "changeset"
+            await checkpoint("created")
 
             async def turn(where: str, text: str, *, cancel: bool = False, confirm_in: tuple[str, ...] = ()) -> str:
                 """A turn of ``where``: every call that asks is allowed (or the turn cancelled at the first)."""
@@ -206,6 +255,8 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
                                                    "response": "accept", "answers": answers})
                         continue
                     confirmed.add(call["toolCallId"])
+                    if chat_ == where:
+                        await checkpoint(f"confirmation asked in {text!r}")
                     if cancel:
                         await new.dispatch(chat_, {"type": "chat/turnCancelled", "turnId": active_id, "duration": 0})
                     else:
@@ -222,6 +273,8 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             turn_changeset = f"{session}/changeset/turn/{first}"
             for client in (new, mid):
                 await client.sub(turn_changeset)
+            watched_new[turn_changeset] = watched_mid[turn_changeset] = "changeset"
+            await checkpoint("a turn with a confirmed call and a file edit")
 
             # A question to the user, answered; a turn the provider fails; one file kept.
             await turn(chat, "ask me a colour")
@@ -230,6 +283,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             kept = await new.request("invokeChangesetOperation", {"channel": f"{session}/changeset/uncommitted",
                                                                   "operationId": "accept"})
             assert kept.get("error") is None, kept
+            await checkpoint("a question answered, a failed turn, a file kept")
 
             # A sub-agent: its chat joins the catalogue; its turn has a changeset too (VS Code asks).
             worker = None
@@ -244,30 +298,41 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             assert worker is not None
             for client in (new, mid):
                 await client.sub(worker)
+            watched_new[worker] = watched_mid[worker] = "chat"
             [worker_turn] = host.store.state(worker)["turns"]
             await new.sub(f"{session}/changeset/turn/{worker_turn['id']}")
+            await checkpoint("a sub-agent")
 
             # A turn cancelled while its call waits for the user.
             third = await turn(chat, "run something and stop", cancel=True)
             assert host.store.state(chat)["turns"][-1]["state"] == "cancelled"
+            await checkpoint("a cancelled turn")
 
             # A second chat under a URI of the client's choosing, a fork, read and archived flags.
             assert (await new.request("createChat", {"channel": session, "chat": side})).get("error") is None
             for client in (new, mid):
                 await client.sub(side)
+            watched_new[side] = watched_mid[side] = "chat"
             await turn(side, "a side question")
             fork = f"ahp-chat://fork/{uuid.uuid4().hex}"
             forked = await new.request("createChat", {"channel": session, "chat": fork,
                                                       "source": {"kind": "fork", "chat": chat, "turnId": first}})
             assert forked.get("error") is None, forked
             await new.sub(fork)
+            watched_new[fork] = "chat"
+            await checkpoint("a second chat and a fork")
+            # No 0.7.0 action sets a chat's own flags: the 0.7.0 client is closed and reconnects to snapshots.
             await new.dispatch(chat, {"type": "chat/isReadChanged", "isRead": True})
+            mid = await reconnect_mid()
             await new.dispatch(side, {"type": "chat/isArchivedChanged", "isArchived": True})
+            mid = await reconnect_mid()
+            await checkpoint("chats marked read and archived")
 
             # Working directories: one added, then replaced in place.
             await new.dispatch(session, {"type": "session/workingDirectorySet", "directory": (tmp_path / "second").as_uri()})
             await new.dispatch(session, {"type": "session/workingDirectoryReplaced",
                                          "directory": (tmp_path / "second").as_uri(), "replacement": (tmp_path / "third").as_uri()})
+            await checkpoint("a working directory added and replaced")
 
             # A terminal both newer clients watch; root config set and cleared; annotations.
             terminal = f"ahp-terminal:/{uuid.uuid4()}"
@@ -275,6 +340,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             assert made.get("error") is None, made
             for client in (new, mid):
                 await client.sub(terminal)
+            watched_new[terminal] = watched_mid[terminal] = "terminal"
             await new.dispatch(terminal, {"type": "terminal/input", "data": "echo from-the-terminal; exit 3\n"})
             await new.until(lambda: any(a["action"]["type"] == "terminal/exited" for a in new.actions()) or None, timeout=30)
             await mid.until(lambda: any(a["channel"] == terminal and a["action"]["type"] == "terminal/exited"
@@ -284,9 +350,21 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             annotations = f"{session}/annotations"
             for client in (new, mid):
                 await client.sub(annotations)
+            watched_new[annotations] = watched_mid[annotations] = "annotations"
             await new.dispatch(annotations, {"type": "annotations/set", "annotation": {
                 "id": "a1", "origin": {"session": session, "chat": chat, "turnId": first}, "resource": (tmp_path / "notes.txt").as_uri(),
                 "resolved": False, "entries": [{"id": "e1", "text": "Why one?"}]}})
+            await checkpoint("a terminal, root config, annotations")
+
+            # The first working directory replaced: no 0.2.0 action says it, so the 0.2.0 client is
+            # closed and its reconnect answered with a fresh snapshot.
+            await new.dispatch(session, {"type": "session/workingDirectoryReplaced",
+                                         "directory": tmp_path.as_uri(), "replacement": (tmp_path / "first").as_uri()})
+            await new.until(lambda: host.store.state(session)["workingDirectories"][0] == (tmp_path / "first").as_uri() or None)
+            await new.until(lambda: not old.is_connected or None)
+            resumed = await old.resume()
+            assert resumed.kind == "snapshot", resumed
+            assert old.state(old_name)["summary"]["workingDirectory"] == (tmp_path / "first").as_uri()
 
             for client in (new, mid):
                 await client.request("ping", {"channel": ROOT})  # everything sent before the answer has arrived
@@ -296,7 +374,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             def kind_of(uri: str) -> str | None:
                 return host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
 
-            for client in (new, mid):
+            for client in (new, *mids):
                 schema = FrameSchema.for_version(client.version)
                 problems = [problem for frame in client.received
                             for problem in schema.errors(frame, client.methods.get(frame.get("id")), kind_of)]
@@ -304,23 +382,12 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             seen = {a["action"]["type"] for a in new.actions()}
             assert EMITTED <= seen, sorted(EMITTED - seen)
 
-            # -- every mirror converges ---------------------------------------------------------------
-            channels = {ROOT: "root", session: "session", chat: "chat", side: "chat", worker: "chat", terminal: "terminal",
-                        annotations: "annotations"}
-            for channel, kind in {**channels, fork: "chat"}.items():
-                assert new.mirror(channel, kind) == host.store.state(channel), channel
+            # -- every mirror converges, at every checkpoint and at the end ----------------------------
+            await checkpoint("the end")
             assert new.mirror(session, "session")["status"] == host.store.state(session)["status"]
-            for channel, kind in channels.items():
-                shown = v0_7.state_down(kind, host.store.state(channel))
-                mirrored = mid.mirror(channel, kind)
-                if channel in (chat, side):
-                    # Not followed: no 0.7.0 chat action sets a chat's own read or archived flag
-                    # (ahp.dialects.v0_7, "Actions with no 0.7.0 form"); the catalogue's entry does.
-                    assert mirrored["status"] | FLAGS == shown["status"] | FLAGS
-                    mirrored, shown = {**mirrored, "status": 0}, {**shown, "status": 0}
-                assert _without_clock(mirrored) == _without_clock(shown), channel
-            assert _without_clock(old.state(old_name)) == _without_clock(v02_session_state(host, old_name))
+            assert len(checkpoints) >= 12, checkpoints
             assert second and third
         finally:
             await new.close()
-            await mid.close()
+            for each in mids:
+                await each.close()
