@@ -20,6 +20,10 @@
   empty on first subscribe) and
   ``invokeChangesetOperation``, and a connection subscribed to it gets the changeset's later
   actions under that name (``Renamed``: its own fan-out group, one per alias and version).
+* Both: a dispatched action is checked against the version's vendored actions schema (1.0.0's for
+  1.0.0 and 0.9.0, 0.7.0's for 0.7.0: ``ahp.dialects.params``) before anything else reads it; one
+  that does not fit is refused with a ``rejectionReason`` naming the field, to the dispatcher
+  alone, and the connection stays usable.
 * Both: ``listSessions`` pages with ``limit``/``cursor``/``nextCursor``; params are checked
   against the vendored 0.7.0 schema (``ahp.dialects.params``, whose commands 0.9.0 shares).
   Each item's ``_meta`` carries the host's listing facts (``AgentHost.listing_meta``: first
@@ -43,7 +47,7 @@ from ahp.dialects.catalogue import (
     known_to,
     notification_known_to,
 )
-from ahp.dialects.params import PARAMS_0_7
+from ahp.dialects.params import ACTIONS_0_7, ACTIONS_1_0, PARAMS_0_7, ActionCheck
 from host.errors import ProtocolViolation
 from host.resources.changesets.model import session_changeset, turn_changeset
 from host.state.fanout import Resync
@@ -58,6 +62,10 @@ gives no ``limit``)."""
 
 class NewerDialect(Dialect):
     """AHP 1.0.0 (and every later 1.x) and 0.9.0 (and its later patches): the store's own shapes."""
+
+    actions: ActionCheck = ACTIONS_1_0
+    """What a dispatched action is checked against (the vendored 1.0.0 actions schema: 0.9.0's
+    actions are 1.0.0's)."""
 
     def __init__(self, version: str, baseline: str) -> None:
         super().__init__(version, baseline)
@@ -111,7 +119,13 @@ class NewerDialect(Dialect):
             return [(channel, action)], None  # host.validation names what is wrong with it
         if not known_to(self.version, action_type):
             return [], self._unknown_type(action_type)
-        return [(channel, self.action_up(host.store.kind(channel), channel, action))], None
+        problem = self.actions.check_action(action)
+        if problem is not None:
+            return [], (f"Invalid {action_type} action for AHP {self.version}: {problem}. "
+                        "Send it as the version's schema defines it.")
+        # A channel under VS Code's name of a changeset is dispatched to on the host's name of it.
+        target = self.internal_uri(host, channel)
+        return [(target, self.action_up(host.store.kind(target), target, action))], None
 
     def action_up(self, kind: str | None, channel: str, action: dict[str, Any]) -> dict[str, Any]:
         return action
@@ -139,6 +153,8 @@ class NewerDialect(Dialect):
 
 class Ahp07Dialect(NewerDialect):
     """AHP 0.7.0 (and its later patches) through ``ahp.dialects.v0_7``."""
+
+    actions = ACTIONS_0_7
 
     def sees_kind(self, kind: str | None) -> bool:
         return kind is None or kind in v0_7.KINDS

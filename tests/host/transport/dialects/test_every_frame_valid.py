@@ -1,15 +1,20 @@
 """One scripted session seen by a 0.9.0 (or 1.0.0), a 0.7.0 and a 0.2.0 client at once, over real WebSockets:
 every frame each receives fits its version's schema (``_schemas``: 0.7.0's own, 1.0.0's for 0.9.0;
-the 0.2.0 client's frames are checked by the ``frame_checker`` every test has), every client's
-mirror (its snapshot plus its reducers over what it was sent) is what the host holds in its
-version's shapes, and the session's status in a 0.9.0 mirror is the host's.
+the 0.2.0 client's frames are checked by the ``frame_checker`` every test has), and at every
+checkpoint (after each step, and while a confirmation waits) every client's mirror (its snapshot
+plus its reducers over what it was sent: the model's for 0.9.0/1.0.0, ``v0_7.reduce`` for 0.7.0,
+our 0.2.0 client's for 0.2.0) is what the host holds in its version's shapes.
 
 The session covers turns, tool calls and their confirmations, a file edit (changesets, per turn
 and per session, subscribed under VS Code's names), a sub-agent (and its turn's changeset), a
 cancelled turn, a second chat under a URI that does not encode its session, a fork, marking chats
-read and archived, replacing a working directory, a terminal, root config changes (one to null)
-and an annotations channel. It runs twice: once driven by a 0.9.0 client (VS Code's version), once
-by a 1.0.0 client (every frame it gets checked against the 1.0.0 schemas).
+read and archived (no 0.7.0 action says it: the host closes the 0.7.0 client, whose ``reconnect``
+gets fresh snapshots), replacing a working directory (the first one too: the same for the 0.2.0
+client), a terminal, root config changes (one to null), an annotations channel, every other
+action a client may dispatch, and disposing a chat and the session. The action types the host can
+send are read off the code (``_emitted``); each is seen at least once, by the 0.7.0 client too
+where 0.7.0 has it, but those ``NOT_REACHED`` lists. It runs twice: once driven by a 0.9.0 client
+(VS Code's version), once by a 1.0.0 client.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import pytest
 
 from ahp import state as internal
 from ahp.dialects import v0_7
+from ahp.dialects.catalogue import known_to
 from ahp.state import default_chat_uri
 from host.transport.connection import RESYNC_CLOSE_CODE
 from host.transport.dialects.ahp02 import v02_session_state
@@ -37,25 +43,40 @@ from tests.host.runtime.agents.harness import serving
 from tests.host.runtime.tools._support import scripted, tools_config
 from tests.host.test_vscode import Peer
 
+from ._emitted import emitted_action_types
 from ._schemas import FrameSchema
 
 ROOT = "ahp-root://"
 
-EMITTED = {
-    "root/activeSessionsChanged", "root/configChanged", "root/terminalsChanged",
-    "session/chatAdded", "session/chatUpdated", "session/titleChanged",
-    "session/inputNeededSet", "session/inputNeededRemoved", "session/changesetsChanged",
-    "session/activeClientSet", "session/workingDirectorySet", "session/workingDirectoryReplaced",
-    "chat/turnStarted", "chat/responsePart", "chat/delta", "chat/reasoning", "chat/usage", "chat/turnComplete",
-    "chat/turnCancelled", "chat/error", "chat/inputRequested", "chat/inputCompleted",
-    "chat/toolCallStart", "chat/toolCallDelta", "chat/toolCallReady", "chat/toolCallConfirmed",
-    "chat/toolCallComplete", "chat/toolCallContentChanged", "chat/activityChanged", "chat/isReadChanged",
-    "chat/isArchivedChanged",
-    "changeset/fileSet", "changeset/fileRemoved",
-    "terminal/data", "terminal/input", "terminal/exited",
-    "annotations/set",
+NOT_REACHED = {
+    # A result a client confirms (client tools; the scenario's client offers none).
+    "chat/toolCallResultConfirmed",
+    # Answers typed into a question before it is submitted.
+    "chat/inputAnswerChanged",
+    # A turn's queued and steering messages (a queued message starts a turn of its own).
+    "chat/pendingMessageSet", "chat/pendingMessageRemoved", "chat/queuedMessagesReordered",
+    # A resumable error (this host writes none, so it accepts no resume).
+    "chat/turnResume",
+    # Older turns paged in (a chat longer than the page; tests/host/transport/dialects/test_turn_paging.py).
+    "chat/turnsLoaded",
+    # Plugins, customizations and MCP servers (the scenario's session has none).
+    "chat/draftChanged", "session/customizationsChanged", "session/customizationUpdated",
+    "session/customizationRemoved", "session/customizationToggled", "session/mcpServerStateChanged",
+    "session/mcpServerStartRequested", "session/mcpServerStopRequested", "session/mcpServerBackgroundRequested",
+    "session/serverToolsChanged",
+    # A session whose agent cannot start; a session becoming ready (before its creator can subscribe
+    # to it, so its snapshot shows it ready).
+    "session/creationFailed", "session/ready",
+    # The root's agents (they change on a config reload) and the session's own config.
+    "root/agentsChanged", "session/configChanged",
+    # Shell integration of a terminal (its command detection), a watched folder.
+    "terminal/commandDetectionAvailable", "terminal/commandExecuted", "terminal/commandFinished",
+    "terminal/cwdChanged", "resourceWatch/changed",
+    # Automations (no automation channel in the scenario).
+    "automation/createRequested", "automation/updateRequested", "automationRun/cancelRequested",
 }
-"""Action types the scenario makes the host send a 0.9.0 client (each seen at least once)."""
+"""Action types the host can send (``_emitted``) that this scenario does not make it send yet;
+every other type it can send is seen, and checked against the schema, at least once."""
 
 
 class Client(Peer):
@@ -318,8 +339,9 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             forked = await new.request("createChat", {"channel": session, "chat": fork,
                                                       "source": {"kind": "fork", "chat": chat, "turnId": first}})
             assert forked.get("error") is None, forked
-            await new.sub(fork)
-            watched_new[fork] = "chat"
+            for client in (new, mid):
+                await client.sub(fork)
+            watched_new[fork] = watched_mid[fork] = "chat"
             await checkpoint("a second chat and a fork")
             # No 0.7.0 action sets a chat's own flags: the 0.7.0 client is closed and reconnects to snapshots.
             await new.dispatch(chat, {"type": "chat/isReadChanged", "isRead": True})
@@ -356,6 +378,34 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
                 "resolved": False, "entries": [{"id": "e1", "text": "Why one?"}]}})
             await checkpoint("a terminal, root config, annotations")
 
+            # What else a client may dispatch, each accepted and echoed to every subscriber.
+            dispatched = [
+                (session, {"type": "session/titleChanged", "title": "Renamed"}),
+                (session, {"type": "session/isReadChanged", "isRead": True}),
+                (session, {"type": "session/isArchivedChanged", "isArchived": False}),
+                (side, {"type": "chat/workingDirectorySet", "directory": (tmp_path / "third").as_uri()}),
+                (side, {"type": "chat/workingDirectoryRemoved", "directory": (tmp_path / "third").as_uri()}),
+                (session, {"type": "session/workingDirectoryRemoved", "directory": (tmp_path / "third").as_uri()}),
+                (fork, {"type": "chat/truncated", "turnId": first}),
+                (turn_changeset, {"type": "changeset/filesReviewChanged", "files": [(tmp_path / "notes.txt").as_uri()],
+                                  "reviewed": True}),
+                (annotations, {"type": "annotations/entrySet", "annotationId": "a1", "entry": {"id": "e2", "text": "Because."}}),
+                (annotations, {"type": "annotations/entryRemoved", "annotationId": "a1", "entryId": "e2"}),
+                (annotations, {"type": "annotations/updated", "annotationId": "a1", "resolved": True}),
+                (annotations, {"type": "annotations/removed", "annotationId": "a1"}),
+                (terminal, {"type": "terminal/resized", "cols": 100, "rows": 30}),
+                (terminal, {"type": "terminal/titleChanged", "title": "A shell"}),
+                (terminal, {"type": "terminal/cleared"}),
+                (terminal, {"type": "terminal/claimed", "claim": {"kind": "client", "clientId": "client-09"}}),
+                (session, {"type": "session/activeClientRemoved", "clientId": "client-09"}),
+            ]
+            for channel, action in dispatched:
+                await new.dispatch(channel, action)
+                echoed = await new.until(lambda c=channel, n=new._next_id: next(
+                    (a for a in new.actions() if a["channel"] == c and a.get("origin", {}).get("clientSeq") == n), None))
+                assert "rejectionReason" not in echoed, (action, echoed.get("rejectionReason"))
+            await checkpoint("what else a client dispatches")
+
             # The first working directory replaced: no 0.2.0 action says it, so the 0.2.0 client is
             # closed and its reconnect answered with a fresh snapshot.
             await new.dispatch(session, {"type": "session/workingDirectoryReplaced",
@@ -366,26 +416,36 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             assert resumed.kind == "snapshot", resumed
             assert old.state(old_name)["summary"]["workingDirectory"] == (tmp_path / "first").as_uri()
 
-            for client in (new, mid):
-                await client.request("ping", {"channel": ROOT})  # everything sent before the answer has arrived
-            await old.ping()
-
-            # -- every frame fits its version's schema -------------------------------------------
-            def kind_of(uri: str) -> str | None:
-                return host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
-
-            for client in (new, *mids):
-                schema = FrameSchema.for_version(client.version)
-                problems = [problem for frame in client.received
-                            for problem in schema.errors(frame, client.methods.get(frame.get("id")), kind_of)]
-                assert problems == [], f"{client.version}: {len(problems)} problems, first: " + json.dumps(problems[:8], indent=1)
-            seen = {a["action"]["type"] for a in new.actions()}
-            assert EMITTED <= seen, sorted(EMITTED - seen)
-
             # -- every mirror converges, at every checkpoint and at the end ----------------------------
             await checkpoint("the end")
             assert new.mirror(session, "session")["status"] == host.store.state(session)["status"]
-            assert len(checkpoints) >= 12, checkpoints
+            assert len(checkpoints) >= 13, checkpoints
+
+            # The fork disposed, then the session: what goes with them.
+            def kind_of(uri: str) -> str | None:
+                return host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
+
+            kinds = {uri: kind_of(uri) for client in (new, *mids) for uri in client.snapshots()}
+            assert (await new.request("disposeChat", {"channel": fork})).get("error") is None
+            await new.until(lambda: any(a["action"]["type"] == "session/chatRemoved" for a in new.actions()) or None)
+            assert (await new.request("disposeSession", {"channel": session})).get("error") is None
+            await new.until(lambda: any(a["action"]["type"] == "changeset/cleared" for a in new.actions()) or None)
+            for client in (new, mid):
+                await client.request("ping", {"channel": ROOT})  # everything sent before the answer has arrived
+
+            # -- every frame fits its version's schema -------------------------------------------
+            for client in (new, *mids):
+                schema = FrameSchema.for_version(client.version)
+                problems = [problem for frame in client.received
+                            for problem in schema.errors(frame, client.methods.get(frame.get("id")), kinds.get)]
+                assert problems == [], f"{client.version}: {len(problems)} problems, first: " + json.dumps(problems[:8], indent=1)
+            seen = {a["action"]["type"] for a in new.actions()}
+            emitted = emitted_action_types()
+            assert NOT_REACHED <= emitted and not NOT_REACHED & seen, sorted(NOT_REACHED - emitted) + sorted(NOT_REACHED & seen)
+            assert emitted - NOT_REACHED <= seen, sorted(emitted - NOT_REACHED - seen)
+            seen_0_7 = {a["action"]["type"] for client in mids for a in client.actions()}
+            expected_0_7 = {t for t in emitted - NOT_REACHED if known_to("0.7.0", t)}
+            assert expected_0_7 <= seen_0_7, sorted(expected_0_7 - seen_0_7)
             assert second and third
         finally:
             await new.close()
