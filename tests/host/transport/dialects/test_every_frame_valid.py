@@ -51,8 +51,6 @@ ROOT = "ahp-root://"
 NOT_REACHED = {
     # A result a client confirms (client tools; the scenario's client offers none).
     "chat/toolCallResultConfirmed",
-    # Answers typed into a question before it is submitted.
-    "chat/inputAnswerChanged",
     # A turn's queued and steering messages (a queued message starts a turn of its own).
     "chat/pendingMessageSet", "chat/pendingMessageRemoved", "chat/queuedMessagesReordered",
     # A resumable error (this host writes none, so it accepts no resume).
@@ -60,15 +58,15 @@ NOT_REACHED = {
     # Older turns paged in (a chat longer than the page; tests/host/transport/dialects/test_turn_paging.py).
     "chat/turnsLoaded",
     # Plugins, customizations and MCP servers (the scenario's session has none).
-    "chat/draftChanged", "session/customizationsChanged", "session/customizationUpdated",
+    "session/customizationsChanged", "session/customizationUpdated",
     "session/customizationRemoved", "session/customizationToggled", "session/mcpServerStateChanged",
     "session/mcpServerStartRequested", "session/mcpServerStopRequested", "session/mcpServerBackgroundRequested",
     "session/serverToolsChanged",
     # A session whose agent cannot start; a session becoming ready (before its creator can subscribe
     # to it, so its snapshot shows it ready).
     "session/creationFailed", "session/ready",
-    # The root's agents (they change on a config reload) and the session's own config.
-    "root/agentsChanged", "session/configChanged",
+    # The root's agents (they change on a config reload).
+    "root/agentsChanged",
     # Shell integration of a terminal (its command detection), a watched folder.
     "terminal/commandDetectionAvailable", "terminal/commandExecuted", "terminal/commandFinished",
     "terminal/cwdChanged", "resourceWatch/changed",
@@ -268,8 +266,13 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
                     if found == "ended":
                         return turn_id
                     chat_, active_id, call = found
-                    if chat_ == "ask":  # a question (ask_user): answered
+                    if chat_ == "ask":  # a question (ask_user): an answer typed, then submitted
                         confirmed.add(call["id"])
+                        await checkpoint(f"a question asked in {text!r}")
+                        for question in call.get("questions") or ():
+                            await new.dispatch(where, {"type": "chat/inputAnswerChanged", "requestId": call["id"],
+                                                       "questionId": question["id"],
+                                                       "answer": {"state": "draft", "value": {"kind": "text", "value": "bl"}}})
                         answers = {q["id"]: {"state": "submitted", "value": {"kind": "text", "value": "blue"}}
                                    for q in call.get("questions") or ()}
                         await new.dispatch(where, {"type": "chat/inputCompleted", "requestId": call["id"],
@@ -381,6 +384,8 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             # What else a client may dispatch, each accepted and echoed to every subscriber.
             dispatched = [
                 (session, {"type": "session/titleChanged", "title": "Renamed"}),
+                (session, {"type": "session/configChanged", "config": {"autoApprove": "default"}}),
+                (side, {"type": "chat/draftChanged", "draft": {"text": "half a thought", "origin": {"kind": "user"}}}),
                 (session, {"type": "session/isReadChanged", "isRead": True}),
                 (session, {"type": "session/isArchivedChanged", "isArchived": False}),
                 (side, {"type": "chat/workingDirectorySet", "directory": (tmp_path / "third").as_uri()}),
