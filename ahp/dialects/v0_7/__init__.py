@@ -98,12 +98,12 @@ from ahp.state.clock import iso_timestamp
 from ahp.state.status import SessionStatus, awaits_user, status_int, with_activity
 
 __all__ = [
+    "FOLLOWED_WITH_STATES",
     "KINDS",
     "RESYNC_AFTER",
     "VERSION",
     "action_down",
     "action_up",
-    "FOLLOWED_WITH_STATES",
     "catch_up",
     "follow",
     "needs_resync",
