@@ -51,8 +51,6 @@ ROOT = "ahp-root://"
 NOT_REACHED = {
     # A result a client confirms (client tools; the scenario's client offers none).
     "chat/toolCallResultConfirmed",
-    # A turn's queued and steering messages (a queued message starts a turn of its own).
-    "chat/pendingMessageSet", "chat/pendingMessageRemoved", "chat/queuedMessagesReordered",
     # A resumable error (this host writes none, so it accepts no resume).
     "chat/turnResume",
     # Older turns paged in (a chat longer than the page; tests/host/transport/dialects/test_turn_paging.py).
@@ -240,7 +238,8 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             watched_new[f"{session}/changeset/uncommitted"] = watched_mid[f"{session}/changeset/uncommitted"] = "changeset"
             await checkpoint("created")
 
-            async def turn(where: str, text: str, *, cancel: bool = False, confirm_in: tuple[str, ...] = ()) -> str:
+            async def turn(where: str, text: str, *, cancel: bool = False, confirm_in: tuple[str, ...] = (),
+                           steer: bool = False) -> str:
                 """A turn of ``where``: every call that asks is allowed (or the turn cancelled at the first)."""
                 turn_id = str(uuid.uuid4())
                 await new.dispatch(where, {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-12-06T10:00:00.000Z",
@@ -281,6 +280,10 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
                     confirmed.add(call["toolCallId"])
                     if chat_ == where:
                         await checkpoint(f"confirmation asked in {text!r}")
+                    if steer and chat_ == where:  # a steering message, taken in at the model's next call
+                        steer = False
+                        await new.dispatch(where, {"type": "chat/pendingMessageSet", "kind": "steering", "id": "steer-1",
+                                                   "message": {"text": "Keep it short.", "origin": {"kind": "user"}}})
                     if cancel:
                         await new.dispatch(chat_, {"type": "chat/turnCancelled", "turnId": active_id, "duration": 0})
                     else:
@@ -292,7 +295,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
                                                    "approved": True, "confirmed": "user-action", "selectedOptionId": "allow-once"})
 
             # A turn with a confirmed shell call and a file edit; its changesets under VS Code's names.
-            first = await turn(chat, "run echo, then write notes")
+            first = await turn(chat, "run echo, then write notes", steer=True)
             assert (tmp_path / "notes.txt").read_text() == "one\n"
             turn_changeset = f"{session}/changeset/turn/{first}"
             for client in (new, mid):
@@ -385,6 +388,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             dispatched = [
                 (session, {"type": "session/titleChanged", "title": "Renamed"}),
                 (session, {"type": "session/configChanged", "config": {"autoApprove": "default"}}),
+                (side, {"type": "chat/queuedMessagesReordered", "order": []}),
                 (side, {"type": "chat/draftChanged", "draft": {"text": "half a thought", "origin": {"kind": "user"}}}),
                 (session, {"type": "session/isReadChanged", "isRead": True}),
                 (session, {"type": "session/isArchivedChanged", "isArchived": False}),
