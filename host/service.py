@@ -191,6 +191,9 @@ class AgentHost:
         self.client_versions: dict[str, str] = {}
         """The AHP version each client negotiated at its last ``initialize``, so that a
         ``reconnect`` on a new connection speaks it again (memory only: see host.transport.dialects)."""
+        self.resync_from: dict[str, int] = {}
+        """Clients closed because their version could not say a change (``ClientConnection.resync``)
+        → the serverSeq of that change: a ``reconnect`` from before it is answered with snapshots."""
         self._turn_index: dict[str, tuple[tuple[Any, int], dict[Any, int]]] = {}
         """Per chat: the version of its turns (state's list, older count) and each turn id's
         position among all of them (0.2.0 ``fetchTurns`` ``before``)."""

@@ -31,7 +31,10 @@ is done by ``host.transport.rpc``; this module adds AHP's rules:
   bound: each frame it is sent reports its backlog to the host-wide ``host.transport.outbound.OutboundBudget``,
   which cuts it off past ``[server] max_queued_bytes_per_client`` or, when all clients together
   pass ``[server] max_queued_bytes``, the clients that hold the most first. It gets close code 1013
-  and a reason, and can ``reconnect`` and be replayed.
+  and a reason, and can ``reconnect`` and be replayed;
+* a client whose version cannot say a change to a channel it mirrors (an older dialect,
+  ``host.state.fanout.Resync``) is closed with ``RESYNC_CLOSE_CODE`` (4000) and a reason; its
+  ``reconnect`` is answered with fresh snapshots, so no mirror stays stale.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from host.transport.rpc import RpcEndpoint
 from host.transport.tokens import FULL, HOST_GRANT, Grant
 from host.transport.validation import check_client_action
 
-__all__ = ["ClientConnection"]
+__all__ = ["RESYNC_CLOSE_CODE", "ClientConnection"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,9 @@ the same in every served version)."""
 
 
 _REVOKED = 1008
+RESYNC_CLOSE_CODE = 4000
+"""The close code of a connection whose mirror of a channel the host could not keep in step (see
+``ClientConnection.resync``): reconnect, and the answer is fresh snapshots."""
 
 
 class ClientConnection:
@@ -205,6 +211,21 @@ class ClientConnection:
 
     # -- gate and params -----------------------------------------------------------------------
 
+    def resync(self, reason: str, server_seq: int) -> None:
+        """The host changed a channel this client mirrors, at ``server_seq``, in a way its protocol
+        version has no action for (``host.state.fanout.Resync``): end the connection, so that the
+        client reconnects; a ``reconnect`` that has not seen ``server_seq`` is answered with
+        fresh snapshots (``host.resync_from``), never a replay that would leave the mirror stale."""
+        if self.cut_off_reason is not None:
+            return
+        if self.client_id is not None:
+            pending = self.host.resync_from
+            pending[self.client_id] = max(server_seq, pending.pop(self.client_id, 0))
+            while len(pending) > REMEMBERED_CLIENTS:
+                pending.pop(next(iter(pending)))
+        logger.info("closing a %s connection for a fresh snapshot: %s", self.protocol_version, reason)
+        self.cut_off(RESYNC_CLOSE_CODE, reason.encode()[:120].decode(errors="ignore"))
+
     def revoked(self) -> None:
         """The token of this connection was revoked: end the connection."""
         logger.info("closing a connection of revoked %s", self.grant.describe())
@@ -306,6 +327,9 @@ class ClientConnection:
         replayed = await store.replay_settled(since, channels) if store.answers_later else store.replay(since, channels)
         self._present(self.client_id)
         shown = dialect.replayed(self.host, replayed) if replayed is not None else None
+        if since < self.host.resync_from.get(self.client_id, 0):
+            shown = None  # what it missed includes a change its version cannot say (``resync``)
+        self.host.resync_from.pop(self.client_id, None)
         if shown is None:
             snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]
             return {"type": "snapshot", "snapshots": snapshots}
