@@ -88,7 +88,7 @@ class HostHarness:
             self.host.agents[AGENT].source = source  # type: ignore[attr-defined]
         self._running = await start_host(self.host, token=token)
         self.client = await AhpClient.connect(self._running.url.split("?")[0], token=token)
-        await self.client.initialize(subscriptions=["ahp-root://"])
+        await self.client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
 
     @property
     def source(self) -> Any:
