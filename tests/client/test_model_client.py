@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from ahp.state import channel_kind, default_chat_uri
-from client import PROTOCOL_VERSIONS, AhpClient, AhpClientError, HostProtocolError, UnsupportedVersionError, subagent_chats
+from client import (
+    PROTOCOL_VERSIONS,
+    AhpClient,
+    AhpClientError,
+    HostProtocolError,
+    UnsupportedVersionError,
+    subagent_chats,
+)
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
 from providers import ScriptedProvider
