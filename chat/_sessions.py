@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ahp.state import channel_kind, chat_uri, default_chat_uri
+from ahp.state import channel_kind, chat_uri, default_chat_uri, parse_subagent_chat_uri
 from chat._core import ChatCore
 from chat._dialogs import Dialogs
 from chat._markdown import MarkdownStream, drawn
@@ -222,8 +222,12 @@ class Sessions:
         listed: list[tuple[str, str]] = []
         for entry in session.get("chats") or ():
             if isinstance(entry, dict) and isinstance(entry.get("resource"), str):
-                default = entry["resource"] == session.get("defaultChat")
-                listed.append((entry["resource"], clean(str(entry.get("title") or "")) + (" (the session's first)" if default else "")))
+                uri, title = entry["resource"], clean(str(entry.get("title") or ""))
+                if uri == session.get("defaultChat"):
+                    title += " (the session's first)"
+                elif parse_subagent_chat_uri(uri) is not None:
+                    title = f"sub-agent: {title or 'sub-agent'}"
+                listed.append((uri, title))
         for uri, _ in list(listed):
             for sub in subagent_chats(self.core.client.state(uri)):
                 if sub.resource not in (u for u, _ in listed):

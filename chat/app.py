@@ -93,7 +93,7 @@ class ChatApp:
         try:
             where = f" at {core.host_label}" if core.host_label else ""
             agent = f"agent {core.provider}" if core.provider else "the host's default agent"
-            core.note(f"connected{where} · {agent} · /help for commands")
+            core.note(f"connected{where} · AHP {core.client.protocol_version} · {agent} · /help for commands")
             if core.initial_session:
                 await self.sessions.open(core.initial_session)
                 if core.new_session_mode and core.session and self.modes.current() not in (None, core.new_session_mode):
