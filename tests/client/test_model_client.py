@@ -17,6 +17,7 @@ from client import (
     PROTOCOL_VERSIONS,
     AhpClient,
     AhpClientError,
+    ConnectionClosedError,
     HostProtocolError,
     UnsupportedVersionError,
     subagent_chats,
@@ -291,3 +292,30 @@ async def test_a_real_host_speaks_1_0_0_with_a_client_that_offers_nothing_by_nam
         assert "hello by default" in json.dumps(answer["responseParts"])
     finally:
         await client.close()
+
+
+async def test_after_the_host_was_started_again_elsewhere_resume_handshakes_afresh_and_the_chat_goes_on(tmp_path):
+    def start() -> AgentHost:
+        return AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline"))
+
+    first = await start_host(start(), token=TOKEN)
+    client = await AhpClient.connect(first.url.split("?")[0], token=TOKEN)
+    await client.initialize([ROOT])
+    session = await client.create_session(provider="offline")
+    chat = default_chat_uri(session)
+    await _ended(client, chat, client.send_message(chat, "before"))
+    await first.stop()
+    with pytest.raises(ConnectionClosedError):
+        await client.wait_for(lambda _m, _e: False, timeout=10)
+    second = await start_host(start(), token=TOKEN)
+    try:
+        client.move_to(second.url.split("?")[0], TOKEN)
+        result = await client.resume()
+        # A host process that never saw this client is not asked to guess its version.
+        assert result.kind == "initialize" and result.dropped == [] and client.protocol_version == "1.0.0"
+        assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["before"]
+        await _ended(client, chat, client.send_message(chat, "after"))
+        assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["before", "after"]
+    finally:
+        await client.close()
+        await second.stop()
