@@ -105,15 +105,17 @@ Connect = Callable[..., Awaitable[AhpClient]]
 
 @pytest.fixture
 async def connect(running_host: RunningHost, frame_checker: FrameChecker) -> AsyncIterator[Connect]:
-    """``await connect(subscriptions=[...])`` → an initialized client of ``running_host``."""
+    """``await connect(subscriptions=[...])`` → an initialized client of ``running_host``, in AHP 0.2.0 unless
+    ``protocol_versions`` says otherwise (the tests on this fixture read 0.2.0's session shapes)."""
     clients: list[AhpClient] = []
 
-    async def factory(*, subscriptions: tuple[str, ...] = ("ahp-root://",), initialize: bool = True, **kwargs: Any) -> AhpClient:
+    async def factory(*, subscriptions: tuple[str, ...] = ("ahp-root://",), initialize: bool = True,
+                      protocol_versions: tuple[str, ...] = ("0.2.0",), **kwargs: Any) -> AhpClient:
         kwargs.setdefault("token", TOKEN)
         client = await AhpClient.connect(running_host.url.split("?")[0], **kwargs)
         clients.append(client)
         if initialize:
-            await client.initialize(subscriptions=list(subscriptions))
+            await client.initialize(subscriptions=list(subscriptions), protocol_versions=protocol_versions)
         return client
 
     yield factory
