@@ -97,11 +97,11 @@ async def one_run(processes: int) -> tuple[float, float, int]:
             owner, live = started[0], started[1]
             gone = await AhpClient.connect(owner.url, token=TOKEN)
             clients.append(gone)
-            await gone.initialize(subscriptions=["ahp-root://"])
+            await gone.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
             session = await gone.create_session()
             watcher = await AhpClient.connect(live.url, token=TOKEN)
             clients.append(watcher)
-            await watcher.initialize(subscriptions=["ahp-root://"])
+            await watcher.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
             for _ in range(400):
                 if session in [s["resource"] for s in await watcher.list_sessions()]:
                     break

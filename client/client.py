@@ -120,7 +120,6 @@ class AhpClient:
         self._client_seq = 0
         self._protocol_version: str | None = None
         self._init_options: tuple[tuple[str, ...], str | None] | None = None
-        self._host_restarted = False
         self._subscriptions: dict[str, None] = {}  # ordered set: stateful and stateless
         self._queues: list[EventQueue] = []
         self._waiters: list[tuple[Predicate, asyncio.Future[Notification | None]]] = []
@@ -220,12 +219,12 @@ class AhpClient:
         return result
 
     def move_to(self, url: str, token: str | None) -> None:
-        """The host now listens at ``url`` (it was started again): the next ``resume`` goes there and
-        handshakes afresh (``initialize`` with the same versions and subscriptions), since a host
-        process that never saw this client cannot know which version it spoke."""
+        """The host now listens at ``url`` (it was started again, or another process of its
+        cluster serves this client now): the next ``resume`` goes there. Its ``reconnect`` says
+        the version this client negotiated (``_meta.protocolVersion``), which a host process that
+        never saw the client cannot know otherwise."""
         self.url = url
         self._token = token
-        self._host_restarted = True
 
     async def resume(self) -> ResumeResult:
         """Reconnect to the same URL and catch up with ``reconnect`` (or re-``initialize``).
@@ -234,8 +233,7 @@ class AhpClient:
         subscriptions}``. A replay is applied envelope by envelope (and reported as
         events with ``replayed=True``); a snapshot result replaces the mirrored states.
         Channels in ``missing`` or without a snapshot are dropped and reported. On a
-        JSON-RPC error the client falls back to ``initialize`` with its subscriptions, and after
-        ``move_to`` (a host started again) it handshakes with ``initialize`` at once.
+        JSON-RPC error the client falls back to ``initialize`` with its subscriptions.
         Actions still pending afterwards were never confirmed and are rolled back.
         """
         if self._closed:
@@ -246,15 +244,14 @@ class AhpClient:
         if old is not None:
             await old.close()  # not current any more: its end is not reported as a loss
         subscriptions = list(self._subscriptions)
-        if self._host_restarted:
-            self._host_restarted = False
-            return await self._reinitialize(subscriptions)
-        params = {
+        params: dict[str, Any] = {
             "channel": ROOT_CHANNEL,
             "clientId": self._client_id,
             "lastSeenServerSeq": self.server_seq,
             "subscriptions": subscriptions,
         }
+        if self._protocol_version is not None:
+            params["_meta"] = {"protocolVersion": self._protocol_version}
         outcome: dict[str, Any] = {}
 
         def apply(result: Any) -> None:

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ahp.dialects.negotiation import (
+    SERVED_VERSIONS,
     MalformedVersion,
     Negotiated,
     negotiate,
@@ -310,7 +311,7 @@ class ClientConnection:
         if self.client_id is not None and self.client_id != params["clientId"]:
             raise ProtocolViolation.invalid_request("This connection is already bound to another clientId.")
         if self.dialect is None:
-            known = self.host.client_versions.get(params["clientId"])
+            known = self.host.client_versions.get(params["clientId"]) or _stated_version(params)
             self._bind(params["clientId"], dialect_for_version(known or DEFAULT_VERSION))
         dialect = self.dialect
         assert dialect is not None and self.client_id is not None
@@ -675,3 +676,13 @@ def _refusal(host: Any, target: str, action: Any, client_id: str) -> str | None:
             and store.older_turn_count(target) and action.get("turnId") in store.turn_ids(target)):
         reason = f"Turn id {action['turnId']} is already used in this chat; pick a new id."
     return reason
+
+
+def _stated_version(params: dict[str, Any]) -> str | None:
+    """The version a ``reconnect`` says its client negotiated before (``_meta.protocolVersion``,
+    which our own client sends), when this host serves it: a process that never saw the client (a
+    host started again, another process of a cluster) cannot know it otherwise, and AHP's
+    ``reconnect`` carries no version of its own. None: not said (the default applies)."""
+    meta = params.get("_meta")
+    stated = meta.get("protocolVersion") if isinstance(meta, dict) else None
+    return stated if isinstance(stated, str) and stated in SERVED_VERSIONS else None

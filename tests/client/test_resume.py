@@ -69,6 +69,7 @@ async def test_resume_sends_reconnect_first_and_applies_the_replay(host):
             "clientId": "me",
             "lastSeenServerSeq": 6,
             "subscriptions": [SESSION, OTHER_SESSION],
+            "_meta": {"protocolVersion": "0.2.0"},  # what it negotiated: a process that never saw it learns it here
         }
         assert result.kind == "replay"
         assert result.dropped == [OTHER_SESSION]

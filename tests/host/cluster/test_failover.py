@@ -88,14 +88,14 @@ async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and
 
         old = await AhpClient.connect(third.url)  # AHP 0.2.0 on the third
         clients.append(old)
-        await old.initialize(subscriptions=[ROOT])
+        await old.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         for name in (old_name, old_queued):
             await until_listed(old, name)
             await old.subscribe(name)
 
         gone = await AhpClient.connect(owner.url)  # AHP 0.2.0 on the owner: it will reconnect elsewhere
         clients.append(gone)
-        await gone.initialize(subscriptions=[ROOT, old_name, old_queued])
+        await gone.initialize(subscriptions=[ROOT, old_name, old_queued], protocol_versions=("0.2.0",))
 
         turn = await start_turn(creator, chat, 1, "Keep going after the crash")
         first_of_queue = await start_turn(creator, queued_chat, 2, "The first message")
@@ -158,7 +158,7 @@ async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and
         assert mirror == held_there
         fresh = await AhpClient.connect(second.url)
         clients.append(fresh)
-        await fresh.initialize(subscriptions=[ROOT, old_name, old_queued])
+        await fresh.initialize(subscriptions=[ROOT, old_name, old_queued], protocol_versions=("0.2.0",))
         for name in (old_name, old_queued):
             assert without_clock(old.state(name)) == without_clock(fresh.state(name)), name
             assert without_clock(gone.state(name)) == without_clock(fresh.state(name)), name
@@ -276,13 +276,13 @@ async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path
         await second.start()
         here = await AhpClient.connect(first.url)
         clients.append(here)
-        await here.initialize(subscriptions=[ROOT])
+        await here.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         session = await here.create_session()
         here.send_message(session, "before the restart")
         await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 1, timeout=30)
         there = await AhpClient.connect(second.url)
         clients.append(there)
-        await there.initialize(subscriptions=[ROOT])
+        await there.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         await until_listed(there, session)
         await there.subscribe(session)
         await here.ping()
@@ -304,7 +304,7 @@ async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path
             "before the restart", "after the restart"]
         fresh = await AhpClient.connect(second.url)
         clients.append(fresh)
-        await fresh.initialize(subscriptions=[ROOT, session])
+        await fresh.initialize(subscriptions=[ROOT, session], protocol_versions=("0.2.0",))
         assert unclocked(fresh.state(session)) == unclocked(there.state(session)) == unclocked(here.state(session))
     finally:
         for client in clients:
