@@ -27,7 +27,9 @@ class RawEventStream:
     """``async for event_name, data in stream`` over an httpx streaming response; ``close()`` releases it.
 
     ``done`` names the ``data`` text that ends the stream (OpenAI's ``[DONE]``); ``error(data)`` may
-    return an exception to raise for an error payload sent inside the stream.
+    return an exception to raise for an error payload sent inside the stream. It is asked only about
+    the ``data`` that can be one, a JSON object with an ``error`` key (OpenAI's ``{"error": ...}``)
+    or a ``type`` of ``"error"`` (Anthropic's error event): not a call per streamed chunk.
     """
 
     def __init__(self, response: Any, *, done: str | None = None,
@@ -78,7 +80,8 @@ class RawEventStream:
                     if done is not None and text.startswith(done):
                         return
                     value = loads(text)  # ``_decode``, inlined: this runs for every event
-                    if error is not None:
+                    # Only what can be an error payload is shown to ``error`` (see the class).
+                    if error is not None and type(value) is dict and ("error" in value or value.get("type") == "error"):
                         failure = error(value)
                         if failure is not None:
                             raise failure

@@ -87,7 +87,7 @@ class _StallWatch:
 
 
 async def sdk_events(
-    open_stream: Callable[[], Awaitable[Any]],
+    open_stream: Callable[..., Awaitable[Any]],
     feed: Callable[[Any], Iterable[StreamEvent]],
     map_error: Callable[[BaseException], ProviderError],
     *,
@@ -96,10 +96,22 @@ async def sdk_events(
     provider: str,
     close: bool = True,
     stall_timeout: float | None = None,
+    prepare: Callable[[], Any] | None = None,
+    then: Callable[[], Iterable[StreamEvent]] | None = None,
+    data_only: bool = False,
 ) -> AsyncIterator[StreamEvent]:
-    """``close=False`` for streams that own no connection to release (LiteLLM's wrapper)."""
+    """``close=False`` for streams that own no connection to release (LiteLLM's wrapper).
+
+    So that a provider's ``stream`` can hand this generator out as it is (one generator less for
+    every event to pass through): ``prepare()``, when given, runs first, outside the error mapping
+    and the stall timeout (building the request: its errors are the caller's, as they are raised),
+    and ``open_stream`` is called with what it returned; ``then()`` gives the events that follow a
+    finished stream (a translator's closing events). ``data_only`` feeds ``item[1]`` of each raw
+    item (the ``data`` of an ``(event name, data)`` pair) instead of the item."""
+    prepared = prepare() if prepare is not None else None
     try:
-        stream = await _within(open_stream(), stall_timeout, provider, "waiting for its response")
+        opening = open_stream(prepared) if prepare is not None else open_stream()
+        stream = await _within(opening, stall_timeout, provider, "waiting for its response")
     except ProviderError:
         raise
     except Exception as exc:
@@ -121,7 +133,7 @@ async def sdk_events(
                 watch.since = None
             if raw is _END:
                 break
-            for event in feed(raw):
+            for event in feed(raw[1] if data_only else raw):
                 yield event
     except ProviderError:
         raise
@@ -134,3 +146,6 @@ async def sdk_events(
             await stream.close()
     if not finished():
         raise ProviderUnavailableError(dropped, provider=provider)
+    if then is not None:
+        for event in then():
+            yield event
