@@ -18,6 +18,7 @@ between items (the generator is suspended at ``yield``) is not a wait and never 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
@@ -27,7 +28,6 @@ from providers.events import StreamEvent
 __all__ = ["sdk_events"]
 
 T = TypeVar("T")
-_END = object()
 
 
 def _stalled(timeout: float, provider: str, what: str) -> ProviderStalledError:
@@ -52,14 +52,17 @@ async def _within(waiting: Awaitable[T], timeout: float | None, provider: str, w
 class _StallWatch:
     """Cancels the task when one wait for an item lasts ``timeout`` s; re-armed only when it fires."""
 
-    __slots__ = ("_loop", "_task", "_timeout", "_handle", "since", "expired")
+    __slots__ = ("_loop", "_task", "_timeout", "_handle", "since", "expired", "clock")
 
     @property
     def timeout(self) -> float:
         return self._timeout
 
     def __init__(self, timeout: float) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
+        self.clock: Callable[[], float] = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+        """The loop's clock (``loop.time()``, which asyncio's own loops read from ``time.monotonic``:
+        called directly for them, as it is read once per item)."""
         self._task = asyncio.current_task()
         self._timeout = timeout
         self.since: float | None = None
@@ -118,20 +121,22 @@ async def sdk_events(
         raise map_error(exc) from exc
     watch = _StallWatch(stall_timeout) if stall_timeout is not None else None
     try:
-        items = aiter(stream)
+        # ``__anext__`` itself, not ``anext(items, default)``: no wrapper awaitable per item.
+        following = aiter(stream).__anext__
         while True:
-            if watch is None:
-                raw = await anext(items, _END)
-            else:
-                watch.since = watch._loop.time()
-                try:
-                    raw = await anext(items, _END)
-                except asyncio.CancelledError:
-                    if watch.stalled():
-                        raise _stalled(watch.timeout, provider, "streaming") from None
-                    raise
-                watch.since = None
-            if raw is _END:
+            try:
+                if watch is None:
+                    raw = await following()
+                else:
+                    watch.since = watch.clock()
+                    try:
+                        raw = await following()
+                    except asyncio.CancelledError:
+                        if watch.stalled():
+                            raise _stalled(watch.timeout, provider, "streaming") from None
+                        raise
+                    watch.since = None
+            except StopAsyncIteration:
                 break
             for event in feed(raw[1] if data_only else raw):
                 yield event

@@ -107,6 +107,10 @@ class StreamAccumulator:
         index = self._by_vendor_key.get(vendor_key)
         return index is not None and not self._parts[index].ended
 
+    def open_parts(self) -> int:
+        """How many parts are open."""
+        return sum(1 for part in self._parts if not part.ended)
+
     def part_text(self, vendor_key: Hashable) -> str:
         """Everything streamed so far into the part of ``vendor_key``."""
         index = self._by_vendor_key.get(vendor_key)
