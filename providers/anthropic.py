@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
 from typing import Any
 
 from ._events import TypedEventStream, open_events

@@ -16,7 +16,6 @@ tokens (reported as ``cache_read_tokens``), matching the neutral model.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from .._streaming import sdk_events
