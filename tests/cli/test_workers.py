@@ -109,7 +109,7 @@ async def one_client_per_worker(host: WorkersHost) -> dict[int, AhpClient]:
     chosen: dict[int, AhpClient] = {}
     for _ in range(40):
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         pid = serving_pid(client, host.port, pids)
         assert pid is not None, "no worker holds the connection"
         if pid in chosen:
@@ -191,7 +191,7 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         session = await client.create_session()
         before = host.workers()
         victim = serving_pid(client, host.port, before)
@@ -207,7 +207,7 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
         # on whichever worker, lists the session and runs a turn in it; it presents a named token
         # of the data directory (agent-host token), which every worker accepts.
         again = await AhpClient.connect(host.url.split("?")[0], token=named)
-        await again.initialize(subscriptions=[ROOT])
+        await again.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         await until_listed(again, session)
         await again.subscribe(session)
         for attempt in range(120):  # the restarted worker answers once it has started (bounded: 60 s)
