@@ -136,7 +136,7 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
     for _ in range(200):
         client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
         client.request_timeout = 120
-        await client.initialize()
+        await client.initialize(protocol_versions=("0.2.0",))  # its 0.2.0 session/delta frames are what it times
         pid = serving_pid(client._conn._ws.local_address[1], port, pids)  # type: ignore[union-attr]
         if pid is None or pid in chosen:
             spare.append(client)
