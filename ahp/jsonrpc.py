@@ -58,6 +58,7 @@ __all__ = [
     "decode",
     "encode",
     "action_frame",
+    "stamped_action_frame",
     "object_with_list",
     "request",
     "notification",
@@ -146,6 +147,15 @@ def action_frame(envelope: Any) -> tuple[str, str]:
     """An action envelope's JSON text (what a journal keeps) and the ``action`` notification that
     carries it, from one serialisation: the one place action frames are built."""
     envelope_json = encode(envelope)
+    return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
+
+
+def stamped_action_frame(unnumbered_json: str, server_seq: int) -> tuple[str, str]:
+    """``action_frame`` for an envelope already serialised without its ``serverSeq`` (a log that
+    learns the number only after it sent the envelope): ``serverSeq`` is added as the last key of
+    that text, so the envelope is still serialised once. ``unnumbered_json`` is ``encode``'s text
+    of a non-empty object."""
+    envelope_json = f'{unnumbered_json[:-1]},"serverSeq":{server_seq}}}'
     return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
 
 

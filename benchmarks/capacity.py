@@ -1,6 +1,7 @@
 """How many concurrently streaming sessions one core holds with the p99 of chunk → frame ≤ 10 ms.
 
     .venv/bin/python benchmarks/capacity.py [--rate 20] [--seconds 4] [--limit-ms 10] [--start 25] [--max 800] [--repeat 3]
+    .venv/bin/python benchmarks/capacity.py --workers 1,2,3 [the same options]
 
 The setting of ``benchmarks/provider_stream.py``'s latency runs, on loopback: a fake OpenAI Chat
 Completions server (its own process) streams ``--rate`` chunks a second per session, the host
@@ -19,18 +20,30 @@ are too slow the load generators, fell behind), or lost chunks, is a miss whatev
 says so. The host's CPU per chunk is printed for
 every count (this process's CPU from the first chunk to the last, turn starts included, and
 while every session streamed).
+
+``--workers 1,2,3`` measures ``agent-host serve --workers N`` instead, for each N in turn (N
+processes on one port, the embedded NATS server, nothing pinned; the figure is chunk written →
+frame received by the client process, which holds a connection to each worker and creates the
+sessions round robin through them): ``benchmarks/_workers.py``. A count is a miss there also when
+its streams lasted over 5 % + 0.5 s longer than planned (a turn's start goes through the
+processes' log before its first chunk). Beside the p99 it prints the CPU the workers and the NATS
+server spent per chunk (``/proc``), which other work on the machine moves less than a p99; on a
+machine too loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import ChildProcess, command_line, machine_note, median, pin_measured_process
+from benchmarks._workers import WorkersHost, spread_clients
 from benchmarks.provider_stream import _through_host
 
 STREAM = str(Path(__file__).resolve().parent / "provider_stream.py")
@@ -57,6 +70,95 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace) -> 
     return held, line
 
 
+async def _search(measure: Any, args: argparse.Namespace) -> tuple[int, int | None]:
+    """Double the session count from ``--start`` until one misses, then halve the gap: (the
+    largest count that held, the smallest that missed or None)."""
+    held_at, missed_at = 0, None
+    sessions = args.start
+    while sessions <= args.max:  # doubling
+        held, line = await measure(sessions)
+        print(line, flush=True)
+        if not held:
+            missed_at = sessions
+            break
+        held_at = sessions
+        sessions *= 2
+    while missed_at is not None and held_at and missed_at - held_at > max(1, args.resolution * held_at):  # halving the gap
+        sessions = (held_at + missed_at) // 2
+        held, line = await measure(sessions)
+        print(line, flush=True)
+        if held:
+            held_at = sessions
+        else:
+            missed_at = sessions
+    return held_at, missed_at
+
+
+def _verdict(what: str, held_at: int, missed_at: int | None, args: argparse.Namespace) -> str:
+    if missed_at is None:
+        return f"{what} held every count tried, up to {held_at} sessions (--max)"
+    if not held_at:
+        return f"{what} did not hold {missed_at} sessions, the smallest count tried (--start)"
+    return f"{what} holds {held_at} concurrently streaming sessions at p99 ≤ {args.limit_ms:g} ms; {missed_at} missed"
+
+
+async def _one_count_of_workers(host: WorkersHost, pids: list[int], base_url: str, sessions: int,
+                                args: argparse.Namespace) -> tuple[bool, str]:
+    """Run ``sessions`` sessions on ``serve --workers`` ``--repeat`` times: whether the median p99 held."""
+    count = round(args.rate * args.seconds)
+    stagger = max(1.0, sessions / 200)
+    runs = []
+    for _ in range(args.repeat):
+        child = ChildProcess(__file__, "spread", host.url, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)))
+        try:
+            before = host.cpu_seconds()
+            runs.append(json.loads(await child.expect("result", timeout=900)))
+            after = host.cpu_seconds()
+            # The host's CPU per chunk (its workers', then the NATS server's) over the whole run.
+            runs[-1]["cpu_us"] = (after[0] - before[0]) * 1e6 / max(1, runs[-1]["count"])
+            runs[-1]["nats_us"] = (after[1] - before[1]) * 1e6 / max(1, runs[-1]["count"])
+            await child.wait()
+        finally:
+            child.kill()
+    p99 = median([run["p99"] for run in runs])
+    planned_s = count / args.rate + stagger
+    lasted = median([run["seconds"] for run in runs])
+    fell_behind = lasted > 1.05 * planned_s + 0.5 or min(run["count"] for run in runs) < count * sessions
+    held = p99 <= args.limit_ms and not fell_behind
+    each = ", ".join(f"{run['p99']:.2f}" for run in runs)
+    cpu = median([run["cpu_us"] for run in runs])
+    nats = median([run["nats_us"] for run in runs])
+    line = (f"{sessions:>8} | {p99:>9.2f} | {median([run['median'] for run in runs]):>9.2f} | {cpu:>7.0f} {nats:>6.0f} | "
+            f"{lasted:>8.2f} / {planned_s:>5.2f} | "
+            f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  [p99 of each run: {each}]")
+    return held, line
+
+
+async def _workers(base_url: str, args: argparse.Namespace) -> None:
+    counts = [int(n) for n in args.workers.split(",")]
+    print(f"capacity of agent-host serve --workers N at p99 chunk → frame received ≤ {args.limit_ms:g} ms, {args.rate:g} chunks/s "
+          f"per session, median of {args.repeat}; {machine_note()}; nothing pinned")
+    print(f"command: {command_line()}")
+    held: dict[int, int] = {}
+    for workers in counts:
+        host = WorkersHost(workers, base_url, f"paced-{round(args.rate * args.seconds)}-{args.rate:g}")
+        try:
+            await host.start()
+            pids = host.worker_pids()
+            print(f"--workers {workers} (worker pids {pids})")
+            await _one_count_of_workers(host, pids, base_url, 2 * workers, argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
+            print(f"{'sessions':>8} | {'p99 ms':>9} | {'median ms':>9} | {'CPU µs/chunk workers, NATS':>14} | {'streamed s / planned':>19} |")
+            held_at, missed_at = await _search(lambda n, h=host, p=pids: _one_count_of_workers(h, p, base_url, n, args), args)
+            held[workers] = held_at
+            print(_verdict(f"--workers {workers}", held_at, missed_at, args), flush=True)
+        finally:
+            host.stop()
+    if counts and held.get(counts[0]):
+        print("relative to --workers {}: {}".format(counts[0], ", ".join(
+            f"{n} workers {held[n] / held[counts[0]]:.2f}x" for n in counts)))
+    print(f"load average after the run: {machine_note()}")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=20, help="chunks per second per session")
@@ -66,45 +168,31 @@ async def main() -> None:
     parser.add_argument("--max", type=int, default=800)
     parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", help="comma-separated worker counts: measure 'agent-host serve --workers N' for each")
     args = parser.parse_args()
-    placement = pin_measured_process()
+    placement = pin_measured_process() if not args.workers else "not pinned"
     server = ChildProcess(STREAM, "sse")
     try:
         base_url = await server.expect("url")
+        if args.workers:
+            await _workers(base_url, args)
+            return
         print(f"capacity at p99 chunk → frame written ≤ {args.limit_ms:g} ms, {args.rate:g} chunks/s per session, "
               f"median of {args.repeat}; {machine_note()}; {placement}")
         print(f"command: {command_line()}")
         # Untimed: the first turns of a process import the SDK and the turn loop.
         await _through_host(base_url, f"paced-{round(args.rate)}-{args.rate:g}", 5, 0.1)
         print(f"{'sessions':>8} | {'p99 ms':>9} | {'steady p99':>10} | {'CPU µs/chunk':>7} {'steady':>7} | {'streamed s / planned':>19} |")
-        held_at, missed_at = 0, None
-        sessions = args.start
-        while sessions <= args.max:  # doubling
-            held, line = await _one_count(base_url, sessions, args)
-            print(line, flush=True)
-            if not held:
-                missed_at = sessions
-                break
-            held_at = sessions
-            sessions *= 2
-        while missed_at is not None and held_at and missed_at - held_at > max(1, args.resolution * held_at):  # halving the gap
-            sessions = (held_at + missed_at) // 2
-            held, line = await _one_count(base_url, sessions, args)
-            print(line, flush=True)
-            if held:
-                held_at = sessions
-            else:
-                missed_at = sessions
-        if missed_at is None:
-            print(f"one core held every count tried, up to {held_at} sessions (--max)")
-        elif not held_at:
-            print(f"one core did not hold {missed_at} sessions, the smallest count tried (--start)")
-        else:
-            print(f"one core holds {held_at} concurrently streaming sessions at p99 ≤ {args.limit_ms:g} ms; {missed_at} missed")
+        held_at, missed_at = await _search(lambda n: _one_count(base_url, n, args), args)
+        print(_verdict("one core", held_at, missed_at, args))
         print(f"load average after the run: {machine_note()}")
     finally:
         server.kill()
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--child" and sys.argv[2] == "spread":
+        asyncio.run(spread_clients(sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
+                                   [int(pid) for pid in sys.argv[7].split(",")]))
+        sys.exit(0)
     asyncio.run(main())

@@ -88,7 +88,7 @@ async def measure(sessions: int, start: str, workdir: Path) -> tuple[int, float]
     running = await start_host(AgentHost(config), token="bench")
     client = await AhpClient.connect(running.url.split("?")[0], token="bench")
     try:
-        await client.initialize(subscriptions=["ahp-root://"])
+        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
         uris = [await client.create_session() for _ in range(sessions)]
         if start == "session":
             await client.wait_for(lambda m, e: all(

@@ -140,7 +140,7 @@ async def _clients(url: str, model: str, sessions: int, stagger: float) -> None:
 
     client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
     client.request_timeout = 120
-    await client.initialize(subscriptions=["ahp-root://"])
+    await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
     channels = [await client.create_session(provider="bench", model=model) for _ in range(sessions)]
     await client.wait_for(lambda m, e: all(client.state(c)["lifecycle"] == "ready" for c in channels), timeout=120)
     started = time.perf_counter()

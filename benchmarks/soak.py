@@ -187,7 +187,7 @@ async def _connect(url: str) -> Any:
 
     client = await AhpClient.connect(url, token=TOKEN)
     client.request_timeout = 120
-    await client.initialize(subscriptions=["ahp-root://"])
+    await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
     return client
 
 

@@ -1,6 +1,7 @@
 """Start-up: ``agent-host serve`` until its first accepted WebSocket, against a bare server.
 
     .venv/bin/python benchmarks/startup.py [--repeat 5]
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null .venv/bin/python benchmarks/startup.py --path-only
 
 Host: spawn ``agent-host serve --port 0`` (a fresh data directory each time), read the URL it
 prints, complete a WebSocket handshake. Baseline: the same for the host's web stack bare, in a
@@ -8,7 +9,21 @@ fresh interpreter (``python -c``: Starlette with one WebSocket route on uvicorn 
 ``websockets-sansio`` protocol and httptools, started as the host starts it; print the URL). Both are wall time from
 spawn to handshake; median of ``--repeat`` alternating runs, and their ratio. The host's runs also
 send an AHP ``initialize`` right after the handshake and time its answer: what a client waits for
-before it can do anything (the first request loads the wire models, ``ahp.dialects.v0_2.wire._generated``).
+before it can do anything (validated with ``ahp.dialects.v0_2.wire._handshake``'s model; the other
+wire models, ``_generated``, load in a worker thread meanwhile).
+
+Beside the wall times, the CPU time each process has used by then (user and system, read from
+``/proc/PID/stat`` at the moment the handshake or the answer arrived): the machines these run on
+are shared, and a loaded machine stretches the wall times several times over while the CPU a start
+costs moves much less. The ratio of the host's CPU at its first answer to the bare server's at its
+handshake is the figure to compare between runs on a busy machine.
+
+``--path-only`` runs, once and in this process, the host's work on the way to its first answer
+without the network: what ``agent-host serve`` imports, its config read, the host made and
+started on a fresh data directory, the first ``initialize``'s params validated as a 0.2.0
+handshake validates them. Under callgrind its instruction count is the start-up figure that no
+other work on the machine moves (it leaves out uvicorn's start and the WebSocket, which the bare
+server pays as well).
 
 Both run from compiled bytecode, as an installed program does (``pip install`` compiles it, and
 an editable checkout caches it on first run): everything they import is compiled into a temporary
@@ -81,9 +96,19 @@ def _environment(bytecode_cache: str, *, compile_every_time: bool = False) -> di
     return env
 
 
-def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: bool = False) -> tuple[float, float]:
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) process ``pid`` has used so far (Linux: ``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: bool = False) -> tuple[float, float, float]:
     """Seconds from spawn to the handshake and, with ``initialize``, to the answer to an AHP
-    ``initialize`` sent right after it (the handshake's time again without)."""
+    ``initialize`` sent right after it (the handshake's time again without); and the CPU seconds
+    the process had used at that second moment."""
     from websockets.sync.client import connect
 
     start = time.perf_counter()
@@ -100,19 +125,52 @@ def _time_to_handshake(command: list[str], env: dict[str, str], *, initialize: b
                 reply = json.loads(ws.recv(timeout=30))
                 answered = time.perf_counter() - start
                 assert reply.get("id") == 1 and "result" in reply, reply
+            cpu = _cpu_seconds(process.pid)
     finally:
         process.terminate()
         process.wait(10)
-    return handshake, answered
+    return handshake, answered, cpu
+
+
+def _start_path() -> None:
+    """``--path-only``: the host's start-up work up to its first answer, in this process (above)."""
+    import asyncio
+
+    from cli import main as command
+
+    command._no_pydantic_plugins()  # as `agent-host` does before its first model
+    from cli import serve  # noqa: F401  (what `agent-host serve` imports)
+    from cli.config import load
+    from host.service import AgentHost
+    from host.transport.dialects import dialect_for_version
+
+    with tempfile.TemporaryDirectory() as data_dir:
+        args = command._parser(["serve"]).parse_args(["serve", "--port", "0", "--data-dir", data_dir])
+        config = load(args, {"host": "127.0.0.1", "port": 0, "data_dir": data_dir, "token": TOKEN}, None, None)
+        host = AgentHost(config)
+
+        async def start() -> None:
+            await host.start()
+            await host.stop()
+
+        asyncio.run(start())
+        dialect_for_version("0.2.0").params("initialize", {
+            "channel": "ahp-root://", "protocolVersions": ["0.2.0"], "clientId": "startup-bench",
+            "initialSubscriptions": ["ahp-root://"]})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--path-only", action="store_true", help="the start-up work once in this process, for callgrind")
     args = parser.parse_args()
+    if args.path_only:
+        _start_path()
+        return
     host_runs, answered_runs, bare_runs, cold_runs = [], [], [], []
+    host_cpu, bare_cpu = [], []
 
-    def host(data_dir: str, env: dict[str, str]) -> tuple[float, float]:
+    def host(data_dir: str, env: dict[str, str]) -> tuple[float, float, float]:
         return _time_to_handshake(
             [str(REPO / ".venv" / "bin" / "agent-host"), "serve", "--port", "0", "--data-dir", data_dir],
             {**env, "AGENT_HOST_TOKEN": TOKEN}, initialize=True)
@@ -131,10 +189,13 @@ def main() -> None:
         cold = _environment(dependencies_only, compile_every_time=True)
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as data_dir:
-                handshake, answered = host(data_dir, warm)
+                handshake, answered, cpu = host(data_dir, warm)
                 host_runs.append(handshake)
                 answered_runs.append(answered)
-            bare_runs.append(_time_to_handshake([sys.executable, "-c", _BARE], warm)[0])
+                host_cpu.append(cpu)
+            bare, _, cpu = _time_to_handshake([sys.executable, "-c", _BARE], warm)
+            bare_runs.append(bare)
+            bare_cpu.append(cpu)
             with tempfile.TemporaryDirectory() as data_dir:
                 cold_runs.append(host(data_dir, cold)[0])
     host_s, bare_s, cold_s = median(host_runs), median(bare_runs), median(cold_runs)
@@ -145,6 +206,9 @@ def main() -> None:
     print(f"{'ratio host / bare':<40}{host_s / bare_s:>8.2f}")
     print(f"{'agent-host serve, compiling its modules':<40}{cold_s:>8.3f} s")
     print(f"{'agent-host serve, initialize answered':<40}{median(answered_runs):>8.3f} s   (runs {min(answered_runs):.3f}-{max(answered_runs):.3f})")
+    print(f"{'CPU: host at initialize answered':<40}{median(host_cpu):>8.3f} s   (runs {min(host_cpu):.3f}-{max(host_cpu):.3f})")
+    print(f"{'CPU: bare server at its handshake':<40}{median(bare_cpu):>8.3f} s   (runs {min(bare_cpu):.3f}-{max(bare_cpu):.3f})")
+    print(f"{'CPU ratio host / bare':<40}{median(host_cpu) / median(bare_cpu):>8.2f}")
 
 
 if __name__ == "__main__":

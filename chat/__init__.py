@@ -56,16 +56,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from ahp.dialects.v0_2 import builders
+from ahp.state import default_chat_uri
 from chat._command_table import CLIENT_COMMANDS
 from chat._connect import ChatConnectError, connect
 from chat._notify import Notifier
-from chat._session import PERMISSION_MODES
+from chat._session import PERMISSION_MODES, model_draft
 from chat._settings import EDITING_MODES, THEMES, ChatSettingsError, display_url, resolve_settings, split_token
 from chat._terminal import Terminal
 from chat._theme import resolve_theme
 from chat.oneshot import IDLE_TIMEOUT, run_oneshot
 from chat.render import Style
+from chat.session_list import working_directory
 from client import ROOT_CHANNEL, AhpClient
 from client.errors import AhpError
 
@@ -84,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, connect: bool = True) -> N
         parser.add_argument("url", nargs="?", help="host URL as 'agent-host serve' prints it (default: AGENT_HOST_URL, the client config, the host running on your data directory, ws://127.0.0.1:8765/)")
         parser.add_argument("--token", help="connection token (default: from the URL, AGENT_HOST_TOKEN or the client config)")
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--session", metavar="URI", help="open an existing session (ahp-session:/...)")
+    which.add_argument("--session", metavar="URI", help="open an existing session (<agent>:/<id>, as /sessions shows it)")
     which.add_argument("--resume", metavar="ID", nargs="?", const="",
                        help="open an existing session by its id or URI; without one, pick from this directory's sessions")
     which.add_argument("-c", "--continue", dest="continue_last", action="store_true", help="open the session in --cwd that changed last")
@@ -320,11 +321,13 @@ async def _chat(args: argparse.Namespace, settings, *, label: str | None = None,
 
 async def _switch_model(client: AhpClient, session: str, model: str) -> str | None:
     """Switch ``session`` to ``model`` (what the client sends next leaves after it); a problem the user can act on, or None."""
+    chat = default_chat_uri(session)
     try:
         await client.subscribe(session)
+        await client.subscribe(chat)
     except AhpError as error:
         return f"cannot open {session}: {error.message}"
-    client.dispatch(session, builders.session_model_changed(model={"id": model}))
+    client.dispatch(chat, model_draft(client.state(chat), "model", {"id": model}))
     return None
 
 
@@ -336,11 +339,16 @@ async def _session_to_open(client: AhpClient, args: argparse.Namespace) -> str |
             if args.message is not None:
                 raise ChatSettingsError("--resume needs a session id with -p (or --continue: this directory's last session)")
             return None  # picked in the chat, from this directory's sessions first
-        return target if ":" in target else f"ahp-session:/{target}"
+        if ":" in target:
+            return target
+        found = [s["resource"] for s in await client.list_sessions() if str(s.get("resource", "")).endswith(f":/{target}")]
+        if not found:
+            raise ChatSettingsError(f"no session {target!r} on this host (agent-host chat, then /sessions, lists them)")
+        return str(found[0])
     if not getattr(args, "continue_last", False):
         return args.session
     here = args.cwd.as_uri()
-    mine = [s for s in await client.list_sessions() if s.get("workingDirectory") == here and s.get("resource")]
+    mine = [s for s in await client.list_sessions() if working_directory(s) == here and s.get("resource")]
     if not mine:
         raise ChatSettingsError(f"no session to continue in {args.cwd}: start one without --continue")
     return max(mine, key=lambda s: s.get("modifiedAt") or 0)["resource"]

@@ -15,7 +15,7 @@ actions), nothing the chat keeps of its own:
   one more turn.
 * ``/rewind [N [both|conversation|files]]`` goes back to before turn N: ``files`` reverts the turn
   changesets of turns N to the last, newest first (so each revert finds the content the later
-  turn started from); ``conversation`` dispatches ``session/truncated`` keeping the turns before N
+  turn started from); ``conversation`` dispatches ``chat/truncated`` keeping the turns before N
   (none for N = 1) and puts turn N's message back in the input line to edit and send again;
   ``both`` does files, then the conversation. Without arguments it lists the turns and asks.
   Turn numbers are those ``/history`` and ``/fork`` show.
@@ -28,7 +28,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from ahp.dialects.v0_2 import builders
+import chat._session as actions
+from ahp.protocol import builders
 from chat._core import ChatCore
 from chat._dialogs import Dialogs
 from chat._markdown import render_edit
@@ -156,7 +157,7 @@ class Changes:
             self.core.note("nothing to undo: no turn of this session has file changes left to undo")
             return
         assert uri is not None  # the loop broke on a turn with files, so with a changeset
-        message = _first_line((turns[number - 1].get("userMessage") or {}).get("text"))
+        message = _first_line(actions.message_text(turns[number - 1]))
         self.core.write(self.core.style.bold(f"Turn {number}") + f" ({message}) changed:\n" + render_change_list(files, self.dialogs.display_path, self.core.style))
         self.core.ask("Undo these changes? Files changed since are left alone. [y/N] ")
         answer = await self.dialogs.line(lambda: True)
@@ -214,7 +215,7 @@ class Changes:
         if start:
             self.core.note(f"  ({start} earlier turns: /rewind N)")
         for index in range(start, len(turns)):
-            text = _first_line((turns[index].get("userMessage") or {}).get("text"))
+            text = _first_line(actions.message_text(turns[index]))
             self.core.write(f"  {index + 1:>3}) {text}\n")
         picked = await self.dialogs.pick(f"Turn [1-{len(turns)}] (Enter cancels): ", len(turns))
         if picked is None:
@@ -242,9 +243,9 @@ class Changes:
             self.core.note(f"(no file changes to undo since turn {number})")
 
     def _rewind_conversation(self, turns: list[dict[str, Any]], number: int) -> None:
-        assert self.core.session is not None
-        self.core.client.dispatch(self.core.session, builders.session_truncated(turn_id=turns[number - 2]["id"] if number > 1 else None))
-        text = str((turns[number - 1].get("userMessage") or {}).get("text") or "")
+        assert self.core.chat is not None
+        self.core.client.dispatch(self.core.chat, builders.chat_truncated(turn_id=turns[number - 2]["id"] if number > 1 else None))
+        text = actions.message_text(turns[number - 1])
         self.core.oldest_shown = 0
         where = "its message is back in the input line" if self.core.terminal.prefills else f"its message was: {clean(text)}"
         self.core.note(f"(the conversation now ends before turn {number}; {where})")

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import chat._session as actions
-from ahp.dialects.v0_2 import builders
+from ahp.protocol import builders
 from ahp.text_offsets import utf16_length
 from ahp.workspace_trust import CONFIG_KEY, trusted_folders, with_folder, without_folder
 from chat._answers import AnswerError, model_selection, session_directory
@@ -302,8 +302,9 @@ class Commands:
         for container in (self.core.state() or {}).get("customizations") or ():
             for child in container.get("children") or ():
                 if child.get("type") == "agent" and name in (child.get("name"), child.get("id"), child.get("uri")):
-                    assert self.core.session is not None
-                    self.core.client.dispatch(self.core.session, builders.session_agent_changed(agent={"uri": child["uri"]}))
+                    assert self.core.chat is not None
+                    self.core.client.dispatch(self.core.chat, actions.model_draft(self.core.client.state(self.core.chat), "agent",
+                                                                                  {"uri": child["uri"]}))
                     self.core.note(f"(agent {clean(child.get('name'))} from the next turn)")
                     return
         known = ", ".join(str(a.get("provider")) for a in agents) or "none"
@@ -328,8 +329,8 @@ class Commands:
         except AnswerError as error:
             self.core.note(str(error))
             return
-        if self.core.session:
-            self.core.client.dispatch(self.core.session, builders.session_model_changed(model=selection))
+        if self.core.chat:
+            self.core.client.dispatch(self.core.chat, actions.model_draft(self.core.client.state(self.core.chat), "model", selection))
             self.core.note(f"(model {selection['id']} from the next turn)")
         else:
             self.core.model = selection

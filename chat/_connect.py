@@ -2,8 +2,8 @@
 
 ``connect(settings)`` returns an initialised ``AhpClient`` subscribed to the root channel, or
 raises ``ChatConnectError`` whose message says what went wrong and what to try: the host is not
-running (refused), the token is missing or wrong (HTTP 403), the host speaks another protocol
-version, or it did not answer in time.
+running (refused), the token is missing or wrong (HTTP 403), the host speaks none of the versions
+the client does (``client.PROTOCOL_VERSIONS``: AHP 1.0.0, else 0.9.0), or it did not answer in time.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from chat._settings import ChatSettings, display_url
-from client import ROOT_CHANNEL, AhpClient, AhpClientError, AhpError
+from client import ROOT_CHANNEL, AhpClient, AhpClientError, AhpError, UnsupportedVersionError
 
 __all__ = ["ChatConnectError", "connect", "describe_error"]
 
@@ -26,8 +26,10 @@ def describe_error(error: BaseException, url: str) -> str:
     """A one-line explanation of a connection failure, without the token."""
     shown = display_url(url)
     text = str(error)
+    if isinstance(error, UnsupportedVersionError):
+        return str(error).replace(url, shown)
     if isinstance(error, AhpError) and error.code == _UNSUPPORTED_VERSION:
-        return f"the host at {shown} does not speak AHP 0.2.0: {error.message}"
+        return f"the host at {shown} speaks none of the AHP versions this client does: {error.message}"
     if isinstance(error, AhpError):
         return f"the host at {shown} refused the handshake: {error.message}"
     if re.search(r"HTTP 40[13]", text):

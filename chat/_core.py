@@ -10,6 +10,11 @@ inbox item (resuming a lost connection there; on the shared host of ``agent-host
 host that stopped again through ``find_host``), reading the session's state from the client's
 mirror, cancelling the running turn on Ctrl-C, and saying when a turn took in one of our
 steering messages. ``ChatExit`` ends the chat with a status.
+
+Which chat is open: ``session`` is the open session's channel and ``chat`` the chat of it the
+terminal shows (its default chat when a session is opened; a side chat, a fork or a sub-agent's
+chat when one is opened with ``open_chat``). ``state()`` is that chat as the terminal reads it
+(``chat._session.chat_view``): chat actions go to ``chat``, session ones to ``session``.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from ahp.state import default_chat_uri
 from chat._markdown import THEMES, Theme
 from chat._notify import Notifier
+from chat._session import chat_view
 from chat._settings import split_token
 from chat._terminal import Event, Lost, Terminal
 from chat.render import Style, clean
@@ -74,7 +81,9 @@ class ChatCore:
         self.style = style
         self.out = out
         self.cwd = cwd
-        self.session: str | None = None
+        self._session: str | None = None
+        self.chat: str | None = None
+        """The chat shown (``open_chat``); the session's default chat unless another was opened."""
         self.initial_session = session
         """The session to open first (``--session``, ``--resume ID``, ``--continue``)."""
         self.pick_session = pick_session
@@ -213,14 +222,36 @@ class ChatCore:
         active = state.get("activeTurn")
         if self.session and isinstance(active, dict):
             try:
-                self.client.cancel_turn(self.session, active["id"])
+                self.client.cancel_turn(self.chat or self.session, active["id"])
             except AhpClientError as error:
                 self.problem(f"could not cancel: {error}")
                 return
             self.write("\n" + self.style.yellow(said) + "\n")
 
+    @property
+    def session(self) -> str | None:
+        """The open session's channel (None before there is one)."""
+        return self._session
+
+    @session.setter
+    def session(self, uri: str | None) -> None:
+        # A session opens on its default chat.
+        self._session = uri
+        self.chat = default_chat_uri(uri) if uri else None
+
+    def open_chat(self, chat: str) -> None:
+        """Show ``chat`` (a chat of the open session, already subscribed) from now on."""
+        self.chat = chat
+
     def state(self) -> dict[str, Any] | None:
-        """The open session's state in the client's mirror (None before there is a session)."""
+        """The open chat in the client's mirror as the terminal reads it (``chat_view``; None before
+        there is a session)."""
+        if not self.session:
+            return None
+        return chat_view(self.client.state(self.session), self.chat, self.client.state(self.chat) if self.chat else None)
+
+    def session_state(self) -> dict[str, Any] | None:
+        """The open session's own state (metadata and its catalogue of chats)."""
         return self.client.state(self.session) if self.session else None
 
     # -- steering --------------------------------------------------------------------------------
@@ -228,10 +259,10 @@ class ChatCore:
     def steer(self, action: dict[str, Any], text: str) -> None:
         """Dispatch our steering message ``action`` (a ``pendingMessageSet``) to the running turn,
         watched so that the chat says when the turn took it in."""
-        assert self.session is not None
+        assert self.chat is not None
         if self._applied is None:
             self._applied = self.client.subscribe_events()
-        self.client.dispatch(self.session, action)
+        self.client.dispatch(self.chat, action)
         self._steering_sent[action["id"]] = (self.current_turn, text)
 
     def catch_up_steering(self) -> None:
@@ -254,9 +285,9 @@ class ChatCore:
         too late) becomes the next turn, where the host says so: nothing to add here."""
         action = envelope.get("action") or {}
         kind = action.get("type")
-        if kind in ("session/turnComplete", "session/turnCancelled", "session/error") and action.get("turnId"):
+        if kind in ("chat/turnComplete", "chat/turnCancelled", "chat/error") and action.get("turnId"):
             self._ended_turns.add(action["turnId"])
-        elif kind == "session/pendingMessageRemoved" and action.get("id") in self._steering_sent:
+        elif kind == "chat/pendingMessageRemoved" and action.get("id") in self._steering_sent:
             meant_for, _ = self._steering_sent.pop(action["id"])
             if meant_for is not None and meant_for not in self._ended_turns:
                 self.note("(the turn took in your steering message)")

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 import chat._session as actions
-from ahp.dialects.v0_2 import builders
+from ahp.protocol import builders
 from ahp.workspace_trust import is_trust_request
 from chat._answers import AnswerError, parse_answer, parse_choice
 from chat._core import ChatCore, ChatExit
@@ -119,7 +119,7 @@ class Dialogs:
                     return
                 if line.strip().lower() in ("y", "yes", "n", "no"):
                     approved = line.strip().lower().startswith("y")
-                    self.core.client.dispatch(self.core.session, actions.result_confirmation(turn_id, call, approved))
+                    self.core.client.dispatch(self.core.chat or self.core.session, actions.result_confirmation(turn_id, call, approved))
                     return
                 self.core.note("type y to accept the result or n to reject it")
         waits = self._call_waits(turn_id, call_id, "pending-confirmation")
@@ -154,7 +154,8 @@ class Dialogs:
                 if answer is None:
                     return
                 reason = answer.strip() or None
-            self.core.client.dispatch(self.core.session, actions.confirmation(turn_id, call, option, edited_input=edited, reason_message=reason))
+            self.core.client.dispatch(self.core.chat or self.core.session,
+                                      actions.confirmation(turn_id, call, option, edited_input=edited, reason_message=reason))
             return
 
     async def _edit_input(self, call: dict[str, Any], edited: str | None, waits: Callable[[], bool]) -> str | None:
@@ -265,8 +266,8 @@ class Dialogs:
                     self.core.note(str(error))
                     continue
                 self.core.client.dispatch(
-                    self.core.session,
-                    builders.session_input_answer_changed(request_id=request_id, question_id=question["id"], answer=answer),
+                    self.core.chat or self.core.session,
+                    builders.chat_input_answer_changed(request_id=request_id, question_id=question["id"], answer=answer),
                 )
                 answers[question["id"]] = answer
                 break
@@ -274,7 +275,8 @@ class Dialogs:
 
     def _complete(self, request_id: str, response: str, answers: dict[str, Any] | None) -> None:
         assert self.core.session is not None
-        self.core.client.dispatch(self.core.session, builders.session_input_completed(request_id=request_id, response=response, answers=answers or None))
+        self.core.client.dispatch(self.core.chat or self.core.session,
+                                  builders.chat_input_completed(request_id=request_id, response=response, answers=answers or None))
 
     async def settle_trust(self) -> None:
         """Answer the new session's question whether to trust its folder, if it asks one."""

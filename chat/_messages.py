@@ -64,14 +64,15 @@ class Messages:
             await self.dialogs.settle_trust()
         assert core.session is not None
         state = core.state() or {}
-        if state.get("lifecycle") == "creationFailed":
+        if state.get("lifecycle") == "failed":
             error = state.get("creationError") or {}
             core.problem(f"this session could not start: {error.get('message', 'unknown error')}; /new starts another")
             return
         all_attachments = self._attachments(text) + list(attachments or [])
         action = actions.turn_started(text, all_attachments)
         core.turn_since[action["turnId"]] = time.monotonic()
-        core.start_seq = core.client.dispatch(core.session, action)
+        assert core.chat is not None
+        core.start_seq = core.client.dispatch(core.chat, action)
         core.current_turn = action["turnId"]
         core.own_turns.add(action["turnId"])
 
@@ -85,7 +86,8 @@ class Messages:
             core.steer(action, text)
             core.note("(steering the running turn)")
         else:
-            core.client.dispatch(core.session, action)
+            assert core.chat is not None
+            core.client.dispatch(core.chat, action)
             core.note("(queued for after the turn)")
 
     def _attachments(self, text: str) -> list[dict[str, Any]]:

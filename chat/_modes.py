@@ -18,7 +18,7 @@ here at the next redraw (the status line reads the client's mirror). Before the 
 from __future__ import annotations
 
 import chat._session as actions
-from ahp.dialects.v0_2 import builders
+from ahp.protocol import builders
 from chat._core import ChatCore
 
 __all__ = ["Modes"]

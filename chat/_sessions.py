@@ -1,26 +1,33 @@
-"""The chat's sessions: ``/sessions`` lists them (this directory's first, ``chat.session_list``),
-``/resume`` picks one to go on with (``/resume N`` from the last list, or an id or URI),
-``/new`` starts a new one with the next message, ``/fork [N]`` copies this one up to turn N into a
-new session and opens it, and ``/history`` pages back through older turns (those in the state,
-then those the host keeps, ``fetchTurns``).
+"""The chat's sessions and the chats in them: ``/sessions`` lists sessions (this directory's
+first, ``chat.session_list``), ``/resume`` picks one to go on with (``/resume N`` from the last
+list, or an id or URI), ``/new`` starts a new one with the next message, and ``/history`` pages
+back through older turns (those in the state, then those the host keeps, ``fetchTurns``).
 
-Opening a session subscribes to it (and lets the one before go), draws its last turns as history
-(markdown rendered, like live ones, in a colour terminal) and marks its finished turns as drawn, so
-that the loop follows only what happens from now on.
+A session holds chats (AHP 0.9.0 and later): ``/chats`` lists the open session's chats and the
+sub-agent chats its tool calls opened, ``/chat N`` (or a chat URI) opens one, ``/side`` starts a
+second chat in the session beside this one, and ``/fork [N]`` starts a chat that begins with this
+chat's turns up to turn N. A new chat's URI names its session (``ahp.state.chat_uri``).
+
+Opening a session subscribes to it and its default chat (and lets the ones before go); opening a
+chat subscribes to that chat. Either draws the chat's last turns as history (markdown rendered,
+like live ones, in a colour terminal) and marks its finished turns as drawn, so that the loop
+follows only what happens from now on.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ahp.state import channel_kind, chat_uri, default_chat_uri, parse_subagent_chat_uri
 from chat._core import ChatCore
 from chat._dialogs import Dialogs
 from chat._markdown import MarkdownStream, drawn
 from chat.render import clean, render_history
 from chat.session_list import Listing, arrange, render_session_list
-from client import AhpClientError, AhpError
+from client import AhpClientError, AhpError, subagent_chats
 
 __all__ = ["Sessions"]
 
@@ -71,7 +78,14 @@ class Sessions:
                 self.core.note(f"there is no session {index}; /resume lists {len(self.listed)}")
                 return
             target = self.listed[index - 1]["resource"]
-        await self.open(target if ":" in target else f"ahp-session:/{target}")
+        if ":" not in target:  # a session's id: its URI is <agent>:/<id>
+            found = [s["resource"] for s in await self.core.client.list_sessions()
+                     if str(s.get("resource", "")).endswith(f":/{target}")]
+            if not found:
+                self.core.note(f"there is no session {target!r}; /sessions lists them")
+                return
+            target = found[0]
+        await self.open(target)
 
     def _draw(self) -> Callable[[list[tuple[str, str]]], str] | None:
         """How history turns are drawn: as live ones are (markdown rendered) in a colour terminal."""
@@ -85,17 +99,49 @@ class Sessions:
         return draw
 
     async def open(self, uri: str) -> None:
+        """Open session ``uri`` on its default chat (a chat's URI opens that chat)."""
+        if channel_kind(uri) == "chat":
+            await self.open_chat(uri)
+            return
         try:
             await self.core.client.subscribe(uri)
+            await self.core.client.subscribe(default_chat_uri(uri))
         except AhpError as error:
             self.core.problem(f"cannot open {uri}: {error.message}")
             return
-        old, self.core.session = self.core.session, uri
-        if old and old != uri:
-            try:
-                await self.core.client.unsubscribe(old)
-            except AhpClientError:
-                pass
+        old_session, old_chat = self.core.session, self.core.chat
+        self.core.session = uri
+        await self._let_go(old_chat, old_session)
+        self._draw_opened(uri)
+
+    async def open_chat(self, chat: str) -> None:
+        """Show ``chat``, a chat of the open session (or a sub-agent's chat of it)."""
+        if not self.core.session:
+            self.core.note("no session yet: /resume opens one")
+            return
+        if chat == self.core.chat:
+            self.core.note("(this chat is open)")
+            return
+        try:
+            await self.core.client.subscribe(chat)
+        except AhpError as error:
+            self.core.problem(f"cannot open {chat}: {error.message}")
+            return
+        old_chat = self.core.chat
+        self.core.open_chat(chat)
+        await self._let_go(old_chat, None)
+        self._draw_opened(chat)
+
+    async def _let_go(self, chat: str | None, session: str | None) -> None:
+        """Unsubscribe from a chat and a session no longer shown (the open ones stay)."""
+        for channel in (chat, session):
+            if channel and channel not in (self.core.chat, self.core.session):
+                try:
+                    await self.core.client.unsubscribe(channel)
+                except AhpClientError:
+                    pass
+
+    def _draw_opened(self, uri: str) -> None:
         state = self.core.state() or {}
         summary = state.get("summary") or {}
         self.core.provider = summary.get("provider", self.core.provider)
@@ -103,7 +149,8 @@ class Sessions:
         # Turns already finished are history, not something to follow live.
         self.core.done_turns.update(t.get("id") for t in turns)
         start = max(0, len(turns) - _HISTORY_PAGE)
-        self.core.write(self.core.style.bold(f"── {clean(summary.get('title') or 'session')} ──") + self.core.style.dim(f" {uri}") + "\n")
+        title = clean(summary.get("title") or "session") + (f" › {clean(summary['chatTitle'])}" if summary.get("chatTitle") else "")
+        self.core.write(self.core.style.bold(f"── {title} ──") + self.core.style.dim(f" {uri}") + "\n")
         self.core.write(render_history(turns[start:], self.core.style, first_number=start + 1, draw=self._draw()))
         self.core.oldest_shown = start
         self.core.fetched_before = turns[0]["id"] if turns else None
@@ -125,7 +172,7 @@ class Sessions:
         if self.core.fetched_before is None:
             self.core.note("(no earlier turns)")
             return
-        page = await self.core.client.fetch_turns(self.core.session, before=self.core.fetched_before, limit=_HISTORY_PAGE)
+        page = await self.core.client.fetch_turns(self.core.chat or self.core.session, before=self.core.fetched_before, limit=_HISTORY_PAGE)
         older = page.get("turns") or []
         if not older:
             self.core.note("(no earlier turns)")
@@ -135,28 +182,82 @@ class Sessions:
         self.core.fetched_before = older[0]["id"] if page.get("hasMore") else None
 
     async def new(self, args: str) -> None:
-        if self.core.session:
-            try:
-                await self.core.client.unsubscribe(self.core.session)
-            except AhpClientError:
-                pass
+        old_session, old_chat = self.core.session, self.core.chat
         self.core.session = None
+        await self._let_go(old_chat, old_session)
         self.core.note("(a new session starts with your next message)")
 
     async def fork(self, args: str) -> None:
         state = self.core.state()
         turns = (state or {}).get("turns") or []
-        if not self.core.session or not turns:
-            self.core.note("nothing to fork yet: a fork copies a session's finished turns")
+        if not self.core.session or not self.core.chat or not turns:
+            self.core.note("nothing to fork yet: a fork copies a chat's finished turns")
             return
         number = int(args) if args.strip().isdigit() else len(turns)
         if not 1 <= number <= len(turns):
             self.core.note(f"pick a turn from 1 to {len(turns)}")
             return
-        source = self.core.session
-        provider = (state or {}).get("summary", {}).get("provider")
-        fork = await self.core.client.create_session(
-            provider=provider, fork={"session": source, "turnId": turns[number - 1]["id"]}, subscribe=False
-        )
-        self.core.note(f"(forked at turn {number})")
-        await self.open(fork)
+        fork = await self.core.client.create_chat(self.core.session, self._new_chat_uri("fork"),
+                                                  fork=(self.core.chat, turns[number - 1]["id"]), subscribe=False)
+        self.core.note(f"(forked at turn {number}) a new chat in this session; /chats lists its chats")
+        await self.open_chat(fork)
+
+    async def side(self, args: str) -> None:
+        """``/side``: a new, empty chat in the open session, opened; the other chats go on."""
+        if not self.core.session:
+            self.core.note("no session yet: a side chat is a second chat in a session")
+            return
+        chat = await self.core.client.create_chat(self.core.session, self._new_chat_uri("side"), subscribe=False)
+        self.core.note("(side chat) a new chat in this session; /chats lists its chats")
+        await self.open_chat(chat)
+
+    def _new_chat_uri(self, kind: str) -> str:
+        assert self.core.session is not None
+        return chat_uri(self.core.session, f"{kind}-{uuid.uuid4().hex[:12]}")
+
+    def _chat_list(self) -> list[tuple[str, str]]:
+        """``(URI, label)`` of the open session's chats in the host's order, then of the sub-agent
+        chats their tool calls opened."""
+        session = self.core.session_state() or {}
+        listed: list[tuple[str, str]] = []
+        for entry in session.get("chats") or ():
+            if isinstance(entry, dict) and isinstance(entry.get("resource"), str):
+                uri, title = entry["resource"], clean(str(entry.get("title") or ""))
+                if uri == session.get("defaultChat"):
+                    title += " (the session's first)"
+                elif parse_subagent_chat_uri(uri) is not None:
+                    title = f"sub-agent: {title or 'sub-agent'}"
+                listed.append((uri, title))
+        for uri, _ in list(listed):
+            for sub in subagent_chats(self.core.client.state(uri)):
+                if sub.resource not in (u for u, _ in listed):
+                    listed.append((sub.resource, f"sub-agent: {clean(sub.title or 'sub-agent')}"))
+        return listed
+
+    async def chats(self, args: str) -> None:
+        """``/chats``: the open session's chats, this one marked."""
+        listed = self._chat_list()
+        if not listed:
+            self.core.note("no session yet" if not self.core.session else "(this session lists no chats)")
+            return
+        for index, (uri, label) in enumerate(listed, 1):
+            mark = "*" if uri == self.core.chat else " "
+            self.core.write(f"{mark}{index:>3}) {label or 'chat'}" + self.core.style.dim(f"  {uri}") + "\n")
+        self.core.note("(/chat N opens one, /side starts another, /fork [N] forks this one)")
+
+    async def chat(self, args: str) -> None:
+        """``/chat N`` (from ``/chats``) or ``/chat URI``: open that chat of the session."""
+        target = args.strip()
+        if not target:
+            await self.chats("")
+            return
+        if target.isdigit():
+            listed = self._chat_list()
+            if not 1 <= int(target) <= len(listed):
+                self.core.note(f"there is no chat {target}; /chats lists {len(listed)}")
+                return
+            target = listed[int(target) - 1][0]
+        if channel_kind(target) != "chat":
+            self.core.note(f"{target} is not a chat (ahp-chat://...); /chats lists this session's")
+            return
+        await self.open_chat(target)

@@ -1,6 +1,6 @@
 """What ``agent-host -p --output-format json|stream-json`` prints: a turn as JSON objects. Pure.
 
-``TurnEvents.update(turn)`` compares the turn (an AHP 0.2.0 ``ActiveTurn`` or finished ``Turn``,
+``TurnEvents.update(turn)`` compares the turn (the model's ``ActiveTurn`` or finished ``Turn``, AHP 1.0.0,
 as the client's mirror holds it) with what it saw last time and returns the stream events for
 what changed, in response-part order:
 
@@ -128,7 +128,7 @@ def result_object(
 ) -> dict[str, Any]:
     """The last object printed: ``type: "result"``, ``subtype`` (``success``, ``error``,
     ``cancelled``, ``refused``, ``timeout``, ``max_turns``, ``denied``), ``is_error``, ``result``
-    (the answer text), ``session_id`` and ``session`` (the 0.2.0 URI), ``usage`` (tokens as the
+    (the answer text), ``session_id`` and ``session`` (its URI, ``<agent>:/<id>``), ``usage`` (tokens as the
     provider reported them), ``cost_usd`` (null: prices are not known to the client),
     ``num_turns`` (``model_rounds``), ``duration_ms``, ``exit_code`` and ``error`` (or null)."""
     usage = (turn or {}).get("usage") or {}

@@ -40,7 +40,7 @@ from operator import attrgetter
 from typing import Any
 
 import chat._session as actions
-from ahp.dialects.v0_2 import builders
+from ahp.protocol import builders
 from chat._changes import Changes
 from chat._command_table import HANDLERS
 from chat._commands import Commands
@@ -93,7 +93,7 @@ class ChatApp:
         try:
             where = f" at {core.host_label}" if core.host_label else ""
             agent = f"agent {core.provider}" if core.provider else "the host's default agent"
-            core.note(f"connected{where} · {agent} · /help for commands")
+            core.note(f"connected{where} · AHP {core.client.protocol_version} · {agent} · /help for commands")
             if core.initial_session:
                 await self.sessions.open(core.initial_session)
                 if core.new_session_mode and core.session and self.modes.current() not in (None, core.new_session_mode):
@@ -157,7 +157,7 @@ class ChatApp:
         if turn_id not in core.own_turns:
             # Started by someone else (another client, or the host from the queue): say by what.
             turn, _ = actions.turn_snapshot(core.state(), turn_id)
-            text = ((turn or {}).get("userMessage") or {}).get("text", "")
+            text = actions.message_text(turn)
             core.write("\n" + core.style.bold("» ") + clean(text) + "\n")
         try:
             while True:
@@ -238,7 +238,7 @@ class ChatApp:
         state = turn.get("state")
         if state == "cancelled":
             return
-        error = (turn.get("error") or {}).get("message") if state == "error" else None
+        error = (actions.turn_error(turn) or {}).get("message") if state == "error" else None
         summary = f"the turn failed: {error}" if error else "the turn finished"
         elapsed = time.monotonic() - core.turn_since.get(turn_id, time.monotonic())
         core.terminal.signal(core.notifier.turn_ended(summary, elapsed, core.terminal.focused))

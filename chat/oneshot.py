@@ -61,7 +61,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import chat._session as actions
-from ahp.dialects.v0_2 import builders
+from ahp.protocol import builders
+from ahp.state import default_chat_uri
 from ahp.workspace_trust import TRUST_SESSION, is_trust_request, trust_answers
 from chat._answers import attachments_in, session_directory
 from chat._images import model_sees_images
@@ -134,7 +135,7 @@ async def run_oneshot(client: AhpClient, message: str, **options: Any) -> int:
 async def _only_project_choices(client: AhpClient, session: str, *, resumed: bool) -> dict[str, Any] | None:
     """Have the host use only this project's remembered approvals in the session; returns the
     config to put back when the run ends (a resumed session's previous value), or None."""
-    config = (client.state(session) or {}).get("config") or {}
+    config = _view(client, session).get("config") or {}
     if actions.REMEMBERED_USE not in ((config.get("schema") or {}).get("properties") or {}):
         return None  # a host that keeps no remembered approvals
     previous = (config.get("values") or {}).get(actions.REMEMBERED_USE)
@@ -149,7 +150,7 @@ async def _only_project_choices(client: AhpClient, session: str, *, resumed: boo
 
 async def _switch_mode(client: AhpClient, session: str, mode: str) -> str | None:
     """Put a resumed session in ``mode`` for this run; returns the mode to put back, or None."""
-    previous = actions.permission_mode(client.state(session))
+    previous = actions.permission_mode(_view(client, session))
     if previous is None:
         raise AhpClientError("the session has no permission modes (its host runs no tools, or it predates them)")
     if previous == mode:
@@ -197,6 +198,7 @@ async def _oneshot(
     try:
         if session is not None:
             await client.subscribe(session)
+            await client.subscribe(default_chat_uri(session))
         else:
             session = await client.create_session(provider=agent, model=model, working_directory=cwd.as_uri(),
                                                   meta={"oneShot": True},  # listed by /resume only on request
@@ -211,7 +213,7 @@ async def _oneshot(
         if previous is not None:
             restore.update({actions.PERMISSION_MODE: previous, "session": session})
     if output_format == "stream-json":
-        summary = (client.state(session) or {}).get("summary") or {}
+        summary = _view(client, session).get("summary") or {}
         output.emit({"type": "init", "session_id": session.rsplit("/", 1)[-1], "session": session,
                      "agent": summary.get("provider"), "model": (summary.get("model") or {}).get("id"), "cwd": str(cwd)})
 
@@ -223,6 +225,7 @@ async def _oneshot(
         if restore:
             restore["session"] = session
 
+    chat = default_chat_uri(session)
     trust_answered: set[str] = set()
 
     def answer_trust(state: dict[str, Any]) -> None:
@@ -230,24 +233,24 @@ async def _oneshot(
             if is_trust_request(request) and request["id"] not in trust_answered:
                 trust_answered.add(request["id"])
                 if trust:
-                    client.dispatch(session, builders.session_input_completed(request_id=request["id"], response="accept",
-                                                                              answers=trust_answers(TRUST_SESSION)))
+                    client.dispatch(chat, builders.chat_input_completed(request_id=request["id"], response="accept",
+                                                                        answers=trust_answers(TRUST_SESSION)))
                     output.note("(trusted this folder for this session: its hooks, .mcp.json servers and plugins run)\n",
                                 type="decision", decision="trusted", request="workspace trust")
                 else:
-                    client.dispatch(session, builders.session_input_completed(request_id=request["id"], response="decline"))
+                    client.dispatch(chat, builders.chat_input_completed(request_id=request["id"], response="decline"))
                     output.note("(this folder is not trusted: its hooks, .mcp.json servers and plugins do not run; "
                                 "pass --trust to run them)\n", type="decision", decision="untrusted", request="workspace trust")
 
-    answer_trust(client.state(session) or {})
-    sees, model_name = model_sees_images((client.state(ROOT_CHANNEL) or {}).get("agents") or (), client.state(session))
-    attachments, problems = attachments_in(message, session_directory(client.state(session), cwd), vision=sees, model=model_name)
+    answer_trust(_view(client, session))
+    sees, model_name = model_sees_images((client.state(ROOT_CHANNEL) or {}).get("agents") or (), _view(client, session))
+    attachments, problems = attachments_in(message, session_directory(_view(client, session), cwd), vision=sees, model=model_name)
     for problem in problems:
         output.note(f"(not attached: {problem})\n")
     events = client.subscribe_events()  # before dispatching: no update can slip past the loop
     action = actions.turn_started(message, attachments)
     turn_id = action["turnId"]
-    seq = client.dispatch(session, action)
+    seq = client.dispatch(chat, action)
 
     cancel_requested = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -279,8 +282,8 @@ async def _oneshot(
             outcome = client.mirror.outcome(seq)
             if outcome is not None and outcome.status != "accepted":
                 return finish(EXIT_TURN_ERROR, "refused", f"the host refused the message: {outcome.reason}")
-            state = client.state(session) or {}
-            if state.get("lifecycle") == "creationFailed":
+            state = _view(client, session)
+            if state.get("lifecycle") == "failed":
                 failure = state.get("creationError") or {}
                 return finish(EXIT_TURN_ERROR, "error", f"the session could not start: {clean(failure.get('message', 'unknown error'))}")
             turn, finished = actions.turn_snapshot(state, turn_id)
@@ -301,7 +304,7 @@ async def _oneshot(
                     return finish(EXIT_REFUSED, "denied") if refused_for_user else finish(EXIT_OK, "success")
                 if ended == "cancelled":
                     return finish(EXIT_CANCELLED, "cancelled")
-                return finish(EXIT_TURN_ERROR, "error", None if output_format == "text" else text_of((turn.get("error") or {}).get("message")) or "the turn failed")
+                return finish(EXIT_TURN_ERROR, "error", None if output_format == "text" else text_of((actions.turn_error(turn) or {}).get("message")) or "the turn failed")
             if turn is not None and not finished:
                 if max_turns is not None and model_rounds(turn) > max_turns and not cancelled_sent:
                     stop("max_turns", f"stopped the turn: its tool calls would have the model answer more than {max_turns} time(s) (--max-turns {max_turns})")
@@ -311,7 +314,7 @@ async def _oneshot(
                         continue
                     answered.add(key)
                     refused_for_user |= not approve
-                    _decide(client, session, turn_id, call, approve, output.note)
+                    _decide(client, chat, turn_id, call, approve, output.note)
             answer_trust(state)
             for request in actions.open_input_requests(state):
                 if request["id"] not in declined and request["id"] not in trust_answered:
@@ -320,7 +323,7 @@ async def _oneshot(
                     asked = text_of(request.get("message")) or "for input"
                     output.note(f"(the agent asks: {asked}; declined: -p mode cannot answer)\n",
                                 type="decision", decision="declined", request=asked)
-                    client.dispatch(session, builders.session_input_completed(request_id=request["id"], response="decline"))
+                    client.dispatch(chat, builders.chat_input_completed(request_id=request["id"], response="decline"))
             if cancel_requested.is_set() and not cancelled_sent and turn is not None and not finished:
                 cancelled_sent = True
                 client.cancel_turn(session, turn_id)
@@ -361,6 +364,12 @@ async def _oneshot(
             pass
 
 
+def _view(client: AhpClient, session: str) -> dict[str, Any]:
+    """The session's default chat as the chat client reads it (``chat._session.chat_view``)."""
+    chat = default_chat_uri(session)
+    return actions.chat_view(client.state(session), chat, client.state(chat)) or {}
+
+
 def _tool_running(turn: dict[str, Any]) -> bool:
     return any(p.get("kind") == "toolCall" and (p.get("toolCall") or {}).get("status") == "running" for p in turn.get("responseParts") or ())
 
@@ -380,16 +389,16 @@ def _note_remembered(call: dict[str, Any], approval: dict[str, Any], say: Callab
         project=approval.get("project"), tool_call_id=call["toolCallId"], tool=call.get("toolName"))
 
 
-def _decide(client: AhpClient, session: str, turn_id: str, call: dict[str, Any], approve: bool, say: Callable[..., None]) -> None:
+def _decide(client: AhpClient, chat: str, turn_id: str, call: dict[str, Any], approve: bool, say: Callable[..., None]) -> None:
     name = clean(call.get("displayName") or call.get("toolName") or "tool")
     if call["status"] == "pending-result-confirmation":
-        client.dispatch(session, actions.result_confirmation(turn_id, call, approve))
+        client.dispatch(chat, actions.result_confirmation(turn_id, call, approve))
         say(f"({'accepted' if approve else 'rejected'} the result of {name}{'' if approve else '; pass --yes to accept results'})\n",
             type="decision", decision="accepted" if approve else "rejected", tool_call_id=call["toolCallId"], tool=call.get("toolName"))
         return
     option = actions.first_option(call, "approve" if approve else "deny")
     reason = None if approve else "Denied automatically: the chat client runs non-interactively (-p) without --yes."
-    client.dispatch(session, actions.confirmation(turn_id, call, option, reason_message=reason))
+    client.dispatch(chat, actions.confirmation(turn_id, call, option, reason_message=reason))
     label = clean(option.get("label") or ("allowed" if approve else "denied"))
     hook = _HOOK_ASKS.search(text_of(call.get("confirmationTitle")) or "")
     why = {"hook_reason": hook.group(1)} if hook else {}

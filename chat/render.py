@@ -198,13 +198,13 @@ def _output_and_marks(content: Any) -> tuple[str, list[str]]:
 
 
 def _subagent_lines(content: Any) -> str:
-    """A running call's sub-agents, each on a line saying where to watch it: the session this host
-    shows a sub-agent's chat as (``ahp-session:/<id>/subagent/<call>``), which ``/resume`` opens."""
+    """A running call's sub-agents, each on a line saying where to watch it: the sub-agent's own chat
+    (``ToolResultSubagentContent.resource``), which ``/chat`` opens."""
     lines = []
     for item in content or ():
         if isinstance(item, Mapping) and item.get("type") == "subagent" and item.get("resource"):
             title = clean(str(item.get("title") or "sub-agent"))
-            lines.append(f"{title} is working: /resume {clean(str(item['resource']))} to watch it\n")
+            lines.append(f"{title} is working: /chat {clean(str(item['resource']))} to watch it\n")
     return "".join(lines)
 
 
@@ -437,6 +437,13 @@ def render_usage(usage: Mapping[str, Any] | None, style: Style) -> str:
     return style.dim("[" + " · ".join(parts) + "]") + "\n" if parts else ""
 
 
+def _error_of(turn: Mapping[str, Any]) -> Any:
+    """The error a turn ended with: its last part's, when that is an error part."""
+    parts = turn.get("responseParts") or ()
+    last = parts[-1] if parts else None
+    return last.get("error") if isinstance(last, Mapping) and last.get("kind") == "error" else None
+
+
 def render_error(error: Mapping[str, Any] | None, style: Style) -> str:
     """A turn or session error as one line a person can act on (never the stack)."""
     error = error or {}
@@ -451,7 +458,7 @@ def render_turn(turn: Mapping[str, Any], style: Style, *, number: int | None = N
     ``draw`` turns the turn's pieces (``TurnView.update_split``) into text the way a live turn is
     drawn (markdown rendered, in a colour terminal); without it they are printed as they are."""
     label = f"#{number} " if number is not None else ""
-    message = turn.get("userMessage") or {}
+    message = turn.get("message") or {}
     out = style.bold(f"{label}you: ") + clean(message.get("text", "")) + "\n"
     for attachment in message.get("attachments") or ():
         out += style.dim(f"  @{clean(attachment.get('label') or attachment.get('uri') or '')}") + "\n"
@@ -598,7 +605,7 @@ class TurnView:
             self._finished = True
             self._end_line(out)
             if state == "error":
-                out.append(("activity", render_error(turn.get("error"), self.style)))
+                out.append(("activity", render_error(_error_of(turn), self.style)))
             elif state == "cancelled":
                 out.append(("activity", self.style.yellow("(cancelled)") + "\n"))
             usage = render_usage(turn.get("usage"), self.style)

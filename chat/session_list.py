@@ -1,7 +1,8 @@
 """Sessions by project, for ``/sessions``, ``/resume`` and ``agent-host --resume``. Pure.
 
 ``arrange(summaries, here, show_all)`` orders the host's ``listSessions`` items the way a user
-picks one to resume: the sessions whose ``workingDirectory`` is ``here`` (the chat's directory)
+picks one to resume: the sessions whose working directory (``working_directory``: the first of
+``workingDirectories``) is ``here`` (the chat's directory)
 first, then the others, each group most recently changed first. One-shot script runs
 (``_meta.oneShot``, ``agent-host -p``) are hidden unless ``show_all``; how many were hidden is kept so the list can say so. The numbers the list
 shows are positions in ``Listing.ordered``, which ``/resume N`` takes.
@@ -23,7 +24,7 @@ from typing import Any
 from chat._session import shown_directory
 from chat.render import Style, clean
 
-__all__ = ["Listing", "arrange", "render_session_list", "age"]
+__all__ = ["Listing", "arrange", "render_session_list", "age", "working_directory"]
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,18 @@ def _epoch_ms(value: Any) -> float:
     return 0.0
 
 
+def working_directory(summary: Mapping[str, Any]) -> str | None:
+    """A ``SessionSummary``'s working directory: the first of its ``workingDirectories``."""
+    directories = summary.get("workingDirectories")
+    first = directories[0] if isinstance(directories, list) and directories else None
+    return first if isinstance(first, str) else None
+
+
 def arrange(summaries: Sequence[Mapping[str, Any]], here: str, show_all: bool = False) -> Listing:
     shown = [s for s in summaries if show_all or not _meta(s).get("oneShot")]
     newest = sorted(shown, key=lambda s: _epoch_ms(s.get("modifiedAt")), reverse=True)
-    mine = [s for s in newest if s.get("workingDirectory") == here]
-    others = [s for s in newest if s.get("workingDirectory") != here]
+    mine = [s for s in newest if working_directory(s) == here]
+    others = [s for s in newest if working_directory(s) != here]
     return Listing(ordered=mine + others, here=len(mine), hidden=len(summaries) - len(shown), directory=here)
 
 
@@ -96,7 +104,7 @@ def _line(index: int, summary: Mapping[str, Any], style: Style, current: str | N
     if first and not first.lower().startswith(title.lower().rstrip("…. ")):
         facts.append("“" + (first if len(first) <= 60 else first[:59] + "…") + "”")
     if elsewhere:
-        facts.append(_path(summary.get("workingDirectory")))
+        facts.append(_path(working_directory(summary)))
     model = (summary.get("model") or {}).get("id") if isinstance(summary.get("model"), Mapping) else None
     who = ", ".join(x for x in (clean(summary.get("provider", "")), clean(model or ""), _status_label(summary.get("status"))) if x)
     tags = "-p run" if meta.get("oneShot") else ""

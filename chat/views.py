@@ -301,6 +301,13 @@ def _empty_folder(container: Mapping[str, Any]) -> bool:
     return container.get("type") == "directory" and kind == "loaded" and not message and not container.get("children")
 
 
+def _switched_off(container: Mapping[str, Any]) -> bool:
+    """Whether a plugin is off: its first ``enablement`` decision (the one that applies) says so."""
+    decisions = container.get("enablement")
+    first = decisions[0] if isinstance(decisions, list) and decisions else None
+    return isinstance(first, Mapping) and first.get("enabled") is False
+
+
 def render_plugins(state: Mapping[str, Any], style: Style) -> str:
     containers = [c for c in _containers(state) if c.get("id") != MCP_CONTAINER and not _empty_folder(c)]
     if not containers:
@@ -311,7 +318,7 @@ def render_plugins(state: Mapping[str, Any], style: Style) -> str:
         name = clean(container.get("name") or container.get("uri") or container.get("id"))
         counts = Counter(str(c.get("type")) for c in container.get("children") or () if isinstance(c, Mapping))
         has = ", ".join(f"{n} {t}{'s' if n != 1 else ''}" for t, n in sorted(counts.items()))
-        disabled = style.dim(" (disabled)") if container.get("enabled") is False else ""
+        disabled = style.dim(" (disabled)") if _switched_off(container) else ""
         lines.append(f"{_mark(kind, style)} {style.bold(name)} {style.dim(kind)}{disabled}" + (style.dim(f" — {has}") if has else ""))
         if message:
             colour = style.red if kind == "error" else style.yellow

@@ -160,7 +160,13 @@ def _parser(argv: list[str]) -> argparse.ArgumentParser:
     serve.add_argument("--record", action="store_true", help="record each session's model calls to a session cassette (see [recording])")
     serve.add_argument("--cluster", metavar="nats://HOST:PORT",
                        help="run as a process of a cluster sharing one log on this NATS server (see [cluster]; needs agent-host[cluster])")
+    serve.add_argument("--workers", type=int, metavar="N",
+                       help="run N host processes on the one port, sharing one log on an embedded NATS server (see cli.workers; needs agent-host[cluster])")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    # What 'serve --workers' hands each worker (cli.workers), not for people to type.
+    serve.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--lifeline-fd", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--tokens-dir", help=argparse.SUPPRESS)
     # What 'agent-host' starts for this user's terminals (cli.shared_host), not for people to type.
     serve.add_argument("--for-terminal", action="store_true", help=argparse.SUPPRESS)
     plugin = commands.add_parser("plugin", help="Claude Code plugins: marketplaces, install, enable, disable (see cli.plugin_commands)")

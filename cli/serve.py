@@ -8,6 +8,9 @@ SIGHUP reads the config file again: the host takes on what it can while running 
 agents, models, permission rules) and publishes the new config's identity in ``host.json`` with
 ``reload`` (what it took on, what waits for the next start, or why the file was refused), which a
 client that found the file changed waits for (``cli.shared_host``).
+``--workers N`` runs N host processes on the one port instead, sharing one log (``cli.workers``);
+each of them is a ``serve`` given the listening socket (``--listen-fd``), a pipe whose end
+means that its parent is gone (``--lifeline-fd``) and the folder of the named tokens (``--tokens-dir``).
 Exit codes: 0 after a clean stop, 2 a configuration error or an address it cannot listen on,
 ``shared_host.STARTING_ELSEWHERE`` (75) when ``--for-terminal`` finds another host on the directory.
 """
@@ -21,18 +24,20 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cli import shared_host
+from cli import shared_host, workers
 from cli.config import load
 from host.config import ConfigError
 from host.service import AgentHost
 from host.state.private_files import private_directory, private_file
 from host.transport.server import serve
+from host.transport.tokens import TokenFile
 
 __all__ = ["run"]
 
@@ -49,6 +54,17 @@ def run(args: argparse.Namespace) -> int:
             server = {"host": args.host, "port": args.port, "data_dir": args.data_dir, "token": _given_token(args)}
             recording, cluster = True if args.record else None, args.cluster
         config = load(args, server, recording, cluster)
+        worker_count = getattr(args, "workers", None)
+        if worker_count is not None and not terminal:
+            if worker_count < 1:
+                raise ConfigError(f"--workers {worker_count}: give the number of host processes to run, at least 1")
+            data_dir = config.data_path()
+            with _data_lock(data_dir):
+                private_directory(data_dir)
+                return _run_workers(worker_count, config, data_dir, args)
+        if getattr(args, "listen_fd", None) is not None and config.cluster.name:
+            # A worker of 'serve --workers': the name the config gives, one per worker.
+            config.cluster.name = f"{config.cluster.name}-{config.data_path().name}"
         if terminal:
             allowed = config.sessions.allowed_directories
             if allowed is not None:  # the user started it here: this directory is one to work in
@@ -61,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
             # refused when it is not the user's.
             private_directory(data_dir)
             return _serve_locked(config, data_dir, shared_host.config_identity(args.config, config.environ), terminal,
-                                 reread=lambda: load(args, server, recording, cluster), config_path=args.config)
+                                 reread=lambda: load(args, server, recording, cluster), config_path=args.config,
+                                 listen_fd=getattr(args, "listen_fd", None), lifeline_fd=getattr(args, "lifeline_fd", None),
+                                 tokens_dir=getattr(args, "tokens_dir", None))
     except _DataDirectoryTaken as error:
         print(f"agent-host: {error}", file=sys.stderr)
         return shared_host.STARTING_ELSEWHERE if terminal else 2
@@ -70,8 +88,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+def _run_workers(count: int, config: Any, data_dir: Path, args: argparse.Namespace) -> int:
+    def announce(line: str) -> None:
+        print(line, flush=True)
+        print(_how_to_connect(line.rsplit(" ", 1)[-1], data_dir), file=sys.stderr, flush=True)
+
+    return workers.run(count, config=config, data_dir=data_dir, identity=shared_host.config_identity(args.config, config.environ),
+                       config_path=args.config, log_level=args.log_level, announce=announce)
+
+
 def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], terminal: bool,
-                  reread: Callable[[], Any] | None = None, config_path: str | None = None) -> int:
+                  reread: Callable[[], Any] | None = None, config_path: str | None = None,
+                  listen_fd: int | None = None, lifeline_fd: int | None = None, tokens_dir: str | None = None) -> int:
     token = secrets.token_urlsafe(24) if terminal else config.server.token or secrets.token_urlsafe(24)
 
     try:
@@ -116,6 +144,20 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
                                             ", ".join(changes.applied) or "nothing", ", ".join(changes.pending) or "nothing")
 
     async def listening(running: Any) -> None:
+        if lifeline_fd is not None:  # a worker: its parent gone (the pipe's write end closed), it stops
+            os.set_blocking(lifeline_fd, False)
+
+            def parent_gone() -> None:
+                try:
+                    if os.read(lifeline_fd, 64):
+                        return
+                except BlockingIOError:
+                    return
+                asyncio.get_running_loop().remove_reader(lifeline_fd)
+                logging.getLogger(__name__).warning("the parent 'serve --workers' is gone; stopping")
+                running.stop_soon()
+
+            asyncio.get_running_loop().add_reader(lifeline_fd, parent_gone)
         published["url"] = _local_url(running)
         shared_host.publish(data_dir, url=published["url"], config=identity, terminal=terminal)
         if reread is not None:
@@ -126,13 +168,15 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
 
     def announce(line: str) -> None:
         print(line, flush=True)
-        if not terminal:
+        if not terminal and listen_fd is None:
             print(_how_to_connect(line.rsplit(" ", 1)[-1], data_dir), file=sys.stderr, flush=True)
 
     try:
         asyncio.run(serve(
             host, token=token, announce=announce, listening=listening,
             on_connection=on_connection if terminal and allowed is not None else None,
+            sock=socket.socket(fileno=listen_fd) if listen_fd is not None else None,
+            tokens=TokenFile(Path(tokens_dir)) if tokens_dir is not None else None,
         ))
     except KeyboardInterrupt:
         pass

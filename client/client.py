@@ -15,10 +15,13 @@ Contract:
   actions stay pending until ``resume`` (a replay may confirm them; the rest are
   resolved as lost and rolled back) or ``close`` (all lost). Nothing is re-sent behind
   the caller's back.
-* ``initialize`` offers the versions it is given (``client.versions``); the mirror then folds with
-  the negotiated version's reducers: the model's own (``ahp.state``) for 0.9.0 and later, where a
-  session's turns live on its chat channels (``ahp-chat://...``). A host that serves none of them
-  gets ``UnsupportedVersionError``, whose message says what it serves.
+* ``initialize`` offers ``PROTOCOL_VERSIONS`` (1.0.0, then 0.9.0) unless told otherwise; the host
+  picks the newest it serves (a host without 1.0.0 answers 0.9.0). The mirror then folds with the
+  negotiated version's reducers: the model's own (``ahp.state``), where a session's turns live on its
+  chat channels (``ahp-chat://...``). An answer in a version that was not offered is a
+  ``HostProtocolError``; a host that serves none of them gets ``UnsupportedVersionError``, whose
+  message says what it serves. Callers that read the 0.2.0 dialect's shapes (tests of the host's
+  0.2.0 projection) offer ``LEGACY_VERSIONS`` by name.
 * The conveniences (``send_message``, ``cancel_turn``, ``create_session``) build the actions and
   URIs of the negotiated version.
 """
@@ -32,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ahp.dialects.v0_2 import builders as legacy_builders
+from ahp.dialects.negotiation import accepts
 from ahp.protocol import builders
 from ahp.state import channel_kind, default_chat_uri
 from ahp.state.clock import iso_timestamp, parse_timestamp
@@ -48,7 +51,7 @@ from client.errors import (
 )
 from client.events import EventQueue, EventStream, Notification
 from client.mirror import ActionOutcome, Mirror, Reducer
-from client.versions import LEGACY_VERSIONS, PROTOCOL_VERSIONS, is_model_version, mirror_model, unsupported_message
+from client.versions import PROTOCOL_VERSIONS, is_model_version, mirror_model, unsupported_message
 
 __all__ = ["AhpClient", "ResumeResult", "ROOT_CHANNEL", "Predicate"]
 
@@ -145,8 +148,8 @@ class AhpClient:
 
         ``token`` travels as ``Authorization: Bearer``; ``origin`` is the HTTP Origin header;
         ``frame_hook(frame, answered_method)`` sees every frame the host sends;
-        ``clock()`` gives epoch ms to the reducers; ``reducer`` overrides
-        ``ahp.dialects.v0_2.state.reduce`` (tests only).
+        ``clock()`` gives epoch ms to the reducers; ``reducer`` overrides the negotiated
+        version's reducer (tests only).
         """
         client = cls(
             url,
@@ -165,11 +168,11 @@ class AhpClient:
     async def initialize(
         self,
         subscriptions: Iterable[str] = (),
-        protocol_versions: Sequence[str] = LEGACY_VERSIONS,
+        protocol_versions: Sequence[str] = PROTOCOL_VERSIONS,
         locale: str | None = None,
     ) -> dict[str, Any]:
-        """Handshake offering ``protocol_versions`` (newest first; ``client.versions.PROTOCOL_VERSIONS``
-        for the model's versions); installs the returned snapshots and returns the ``InitializeResult``.
+        """Handshake offering ``protocol_versions`` (newest first; by default ``PROTOCOL_VERSIONS``, the
+        model's versions); installs the returned snapshots and returns the ``InitializeResult``.
 
         Raises ``UnsupportedVersionError`` when the host serves none of the offered versions.
         """
@@ -188,6 +191,10 @@ class AhpClient:
         def install(result: Any) -> None:
             if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
                 raise HostProtocolError("the host's initialize result lacks protocolVersion")
+            if not any(accepts(offered, result["protocolVersion"]) or offered == result["protocolVersion"]
+                       for offered in versions):
+                raise HostProtocolError(f"the host answered in AHP {result['protocolVersion']}, "
+                                        f"which this client did not offer ({', '.join(versions)})")
             try:
                 self.mirror.use(mirror_model(result["protocolVersion"]))
             except ValueError as exc:
@@ -212,8 +219,10 @@ class AhpClient:
         return result
 
     def move_to(self, url: str, token: str | None) -> None:
-        """The host now listens at ``url`` (it was started again): the next ``resume`` goes there,
-        catching up as from a restart of the host on the same data."""
+        """The host now listens at ``url`` (it was started again, or another process of its
+        cluster serves this client now): the next ``resume`` goes there. Its ``reconnect`` says
+        the version this client negotiated (``_meta.protocolVersion``), which a host process that
+        never saw the client cannot know otherwise."""
         self.url = url
         self._token = token
 
@@ -235,12 +244,14 @@ class AhpClient:
         if old is not None:
             await old.close()  # not current any more: its end is not reported as a loss
         subscriptions = list(self._subscriptions)
-        params = {
+        params: dict[str, Any] = {
             "channel": ROOT_CHANNEL,
             "clientId": self._client_id,
             "lastSeenServerSeq": self.server_seq,
             "subscriptions": subscriptions,
         }
+        if self._protocol_version is not None:
+            params["_meta"] = {"protocolVersion": self._protocol_version}
         outcome: dict[str, Any] = {}
 
         def apply(result: Any) -> None:
@@ -536,7 +547,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         if attachments:
             message["attachments"] = [dict(a) for a in attachments]
         if not self.speaks_model:
-            self.dispatch(channel, legacy_builders.session_turn_started(turn_id=turn_id, user_message=message))
+            self.dispatch(channel, {"type": "session/turnStarted", "turnId": turn_id, "userMessage": message})
             return turn_id
         started_at = iso_timestamp(self._clock()) or "1970-01-01T00:00:00.000Z"
         message["origin"] = {"kind": "user"}  # a client may only send a user's message
@@ -546,7 +557,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
     def cancel_turn(self, channel: str, turn_id: str) -> int:
         """Cancel a running turn; returns the clientSeq of the dispatched action."""
         if not self.speaks_model:
-            return self.dispatch(channel, legacy_builders.session_turn_cancelled(turn_id=turn_id))
+            return self.dispatch(channel, {"type": "session/turnCancelled", "turnId": turn_id})
         chat = self.chat_of(channel)
         active = (self.mirror.state(chat) or {}).get("activeTurn")
         started = active.get("startedAt") if isinstance(active, dict) and active.get("id") == turn_id else None
@@ -690,7 +701,7 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         return {"kind": "snapshot", "dropped": dropped, "replayed": []}
 
     async def _reinitialize(self, subscriptions: list[str]) -> ResumeResult:
-        versions, locale = self._init_options or (LEGACY_VERSIONS, None)
+        versions, locale = self._init_options or (PROTOCOL_VERSIONS, None)
         stateful_before = set(self.mirror.channels)
         lost = self.mirror.clear(_LOST_ON_DISCONNECT)
         self._subscriptions.clear()

@@ -5,8 +5,10 @@ Contract:
 * ``PROTOCOL_VERSIONS`` is the one list a client offers by default, newest first: the wire
   versions whose state *is* the model (``ahp.state``). Adding a version the model serves
   unchanged (1.0.0) is one entry here.
-* ``LEGACY_VERSIONS`` is the oldest dialect (0.2.0), offered only by callers that still read its
-  shapes (they ask for it by name); its states are folded with its own reducers.
+* ``LEGACY_VERSIONS`` is the oldest dialect (0.2.0), offered only by callers that read the host's
+  0.2.0 projection (its tests, which ask for it by name); its states are folded with the 0.2.0
+  reference reducers (``ahp.dialects.v0_2.state``). Our own clients (the terminal, the pytest
+  plugin) speak ``PROTOCOL_VERSIONS``.
 * ``mirror_model(version)`` says how to fold a negotiated version's states: the reducers, what a
   channel URI names, and the holder that keeps streamed text as runs. A version of the model's
   line (0.9.x, 1.x) folds with ``ahp.state``; 0.2.x with the 0.2.0 reducers; anything else raises

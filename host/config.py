@@ -395,6 +395,7 @@ _ENV = {
     "AGENT_HOST_HOST": ("server", "host"),
     "AGENT_HOST_PORT": ("server", "port"),
     "AGENT_HOST_DATA_DIR": ("server", "data_dir"),
+    "AGENT_HOST_CLUSTER_URL": ("cluster", "url"),
 }
 
 

@@ -17,15 +17,17 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import socket
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
 from ahp.state import annotations_uri, refresh_session_status, session_of_annotations
+from ahp.state.channels import channel_kind
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from host.config import HostConfig
 from host.errors import ConfigError, ErrorCode, RpcError
@@ -53,7 +55,7 @@ from host.state.chat_summaries import ChatSummaries, compact_chat_summary, summa
 from host.state.content import CONTENT_SCHEME, ContentStore
 from host.state.journal import Journal
 from host.state.journal_upgrade import upgrade_journal
-from host.state.log import OrderedLog
+from host.state.log import LogRecord, OrderedLog
 from host.state.private_files import private_directory
 from host.state.sessions import (
     DEFAULT_TITLE,
@@ -67,7 +69,7 @@ from host.state.store import ROOT, Store
 from host.state.transcripts import TranscriptStore
 from plugins.claude_settings import claude_config_dir as claude_config_dir_of
 
-__all__ = ["AgentHost", "INTERRUPTED_ERROR"]
+__all__ = ["AgentHost", "INTERRUPTED_ERROR", "TAKEN_OVER_ERROR"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,17 @@ INTERRUPTED_ERROR = {
     "message": "The agent host stopped while this turn was running, so it did not finish. "
     "Send your message again to retry.",
 }
+
+TAKEN_OVER_ERROR = {
+    "errorType": "hostRestarted",
+    "message": "The agent host process running this session stopped while this turn was running; another "
+    "process took the session over. Resume the turn to continue it.",
+}
+"""A turn's end when its process died and another took its session over (a cluster): the error
+part says ``resumable``, and ``chat/turnResume`` runs the turn again on the new owner."""
+
+CUT_OFF_REASON = "this agent host process lost its cluster's log (NATS) and cannot write; reconnect to another process"
+"""The close reason a cluster's process that lost NATS gives its clients (WebSocket code 1013)."""
 
 SessionKey = tuple[int, str]
 """Where a session sits in ``page_sessions``' order: (-modifiedAt, URI)."""
@@ -182,9 +195,17 @@ class AgentHost:
         self.store.change_observers.append(self._publish_summary_changes)
         self.store.change_observers.append(self.chat_summaries.observe)
         self._connected: dict[str, int] = {}
+        self.cut_off: str | None = None
+        """Why this process cannot write now (a cluster's process that lost NATS), else None: the
+        transport closes its connections with it and refuses new ones until NATS is back."""
+        self.cut_off_listeners: list[Callable[[str], None]] = []
+        """Called with the reason when this process is cut off from its cluster's log."""
         self.client_versions: dict[str, str] = {}
         """The AHP version each client negotiated at its last ``initialize``, so that a
         ``reconnect`` on a new connection speaks it again (memory only: see host.transport.dialects)."""
+        self.resync_from: dict[str, int] = {}
+        """Clients closed because their version could not say a change (``ClientConnection.resync``)
+        → the serverSeq of that change: a ``reconnect`` from before it is answered with snapshots."""
         self._turn_index: dict[str, tuple[tuple[Any, int], dict[Any, int]]] = {}
         """Per chat: the version of its turns (state's list, older count) and each turn id's
         position among all of them (0.2.0 ``fetchTurns`` ``before``)."""
@@ -292,6 +313,15 @@ class AgentHost:
         self.store.recover()
         if self.store.follow():  # a cluster's log: what the other processes append, from now on
             self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
+            self.store.followed_observers.append(self._followed)
+            serve_requests = getattr(self.store.log, "serve_requests", None)
+            if serve_requests is not None:  # and the requests about them (FORWARDED_REQUESTS)
+                serve_requests(self.take_forwarded_request)
+            serve_content = getattr(self.store.log, "serve_content", None)
+            if serve_content is not None:  # and their questions for the content stored here
+                serve_content(self.content.lookup)
+            self.store.take_over_lapsed(self.taken_over)  # and the sessions of a process that died
+            self.store.watch_log_connection(self._log_connection)  # and whether this one can write
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
@@ -333,6 +363,52 @@ class AgentHost:
                     self.runner.start_pending(chat)
             self.customizations.open_session(uri, restored=True)
         self.terminals.start()
+
+    def _log_connection(self, connected: bool) -> None:
+        """The cluster's log (NATS) was lost or is back. Lost: every append is refused (this
+        process stops writing rather than diverge; its sessions are taken over by a live process
+        once their leases lapse), and its clients are told by their connections being closed with
+        the reason, to reconnect to a process that can write (with ``lastSeenServerSeq``: a
+        replay); new connections are refused meanwhile."""
+        if connected:
+            if self.cut_off is not None:
+                logger.warning("NATS is reachable again: this process writes again (sessions taken over meanwhile stay "
+                               "with their new owners)")
+            self.cut_off = None
+            return
+        if self.cut_off is not None:
+            return
+        self.cut_off = CUT_OFF_REASON
+        logger.error("lost NATS: this process stops writing and closes its clients' connections")
+        for listener in tuple(self.cut_off_listeners):
+            try:
+                listener(self.cut_off)
+            except Exception:
+                logger.exception("telling clients that this process is cut off failed")
+
+    def taken_over(self, group: str) -> None:
+        """This process took over ``group`` from a process whose lease lapsed (a cluster: killed,
+        or cut off from NATS), and holds everything that process logged. For a session: a turn
+        that was running there ends with a resumable error (``chat/turnResume`` runs it again
+        here), its chats' queued messages run here, and its summaries and customizations are
+        kept here from now on, as at start-up for a recovered session."""
+        if self.store.kind(group) != "session":
+            return  # the host-wide group (the root channel...): nothing runs in it
+        chats = self.session_chats(group)
+        for chat in chats:
+            self.chat_summaries.track(chat, group)
+            turn = (self.store.state(chat) or {}).get("activeTurn")
+            if turn is not None:
+                started = parse_timestamp(turn.get("startedAt"))
+                duration = max(0, self.clock() - started) if isinstance(started, int) else 0
+                self.store.dispatch(chat, builders.chat_error(turn_id=turn["id"], duration=duration, part={
+                    "kind": "error", "error": TAKEN_OVER_ERROR, "resumable": True}))
+        if (self.store.state(group) or {}).get("lifecycle") == "creating":
+            self.runner.prepare(group)
+        else:
+            for chat in chats:
+                self.runner.start_pending(chat)
+        self.customizations.open_session(group, restored=True)
 
     async def stop(self) -> None:
         await self.runner.close()
@@ -427,6 +503,8 @@ class AgentHost:
         requested_meta = params.get("_meta")
         if isinstance(requested_meta, dict) and requested_meta.get("oneShot") is True:
             state["_meta"]["oneShot"] = True  # a script's run (``agent-host -p``): listed only on request
+        if self.config.cluster.url:  # its folder, tools and terminals are on this machine's disk
+            state["_meta"]["machine"] = socket.gethostname()
         draft: dict[str, Any] | None = None
         if model is not None or params.get("agent") is not None:
             draft = {"text": "", "origin": {"kind": "user"}}
@@ -553,7 +631,8 @@ class AgentHost:
     def listing_meta(self, uri: str) -> dict[str, Any]:
         """What ``listSessions`` adds to a session's summary in ``_meta`` so a client can list
         sessions by project: ``firstMessage`` (the text of its first turn, cut at 200 characters)
-        and ``oneShot`` (created by a script, ``agent-host -p``); each only when it applies.
+        and ``oneShot`` (created by a script, ``agent-host -p``); in a cluster ``machine``, the
+        machine whose disk its folder is on (docs/cluster.md); each only when it applies.
         (Sub-agents are chats of their session, never sessions of their own.)"""
         state = self.store.state(uri) or {}
         default_chat = state.get("defaultChat")
@@ -565,6 +644,9 @@ class AgentHost:
             meta["firstMessage"] = text if len(text) <= _FIRST_MESSAGE else text[:_FIRST_MESSAGE - 1] + "…"
         if (state.get("_meta") or {}).get("oneShot"):
             meta["oneShot"] = True
+        machine = (state.get("_meta") or {}).get("machine")
+        if isinstance(machine, str):
+            meta["machine"] = machine
         return meta
 
     def default_provider(self) -> str:
@@ -688,6 +770,9 @@ class AgentHost:
         loop; a FIFO, socket or device is refused at once, see ``ResourceService``)."""
         if uri.startswith(CONTENT_SCHEME):
             found = self.content.lookup(uri)
+            find_elsewhere = getattr(self.store.log, "find_content", None)
+            if found is None and find_elsewhere is not None:  # a cluster: stored by the process that ran the tool
+                found = await find_elsewhere(uri)
             if found is None:
                 raise RpcError(ErrorCode.NOT_FOUND, f"{uri} is not in this host's content store.")
             return _encoded(found[0], encoding, found[1])
@@ -733,6 +818,47 @@ class AgentHost:
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client_id))
         self.customizations.clients_left()
 
+    # -- a cluster: requests about what another process runs ------------------------------------
+
+    def owner_elsewhere(self, channel: Any) -> str | None:
+        """The process that runs ``channel`` (a session, chat, terminal, changeset) when it is
+        another process of a cluster this one can forward a request to; None to answer here."""
+        if not isinstance(channel, str) or not self.store.answers_later or not hasattr(self.store.log, "forward_request"):
+            return None
+        return self.store.owner_elsewhere(channel)
+
+    async def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Any:
+        """Run a client's request on ``owner`` (``take_forwarded_request`` there): its result, or
+        its error raised here as the ``RpcError`` it was there."""
+        answer = await self.store.log.forward_request(owner, method, params, client_id)  # type: ignore[attr-defined]
+        error = answer.get("error")
+        if error is not None:
+            code = error.get("code")
+            raise RpcError(int(code) if code is not None else ErrorCode.INTERNAL_ERROR, str(error.get("message")))
+        return answer.get("result")
+
+    async def take_forwarded_request(self, method: str, params: dict[str, Any], client_id: str) -> dict[str, Any]:
+        """A request another process forwarded here, the owner of what it is about: answered as
+        if its client were connected here (``{"result": ...}``, or the ``RpcError`` as ``{"error": ...}``)."""
+        handle = FORWARDED_REQUESTS.get(method)
+        try:
+            if handle is None:
+                raise RpcError(ErrorCode.METHOD_NOT_FOUND, f"{method} is not forwarded between a cluster's processes.")
+            return {"result": await handle(self, params, client_id)}
+        except RpcError as error:
+            return {"error": {"code": int(error.code), "message": error.message}}
+        except Exception as error:  # said to the asker as this host's own failure
+            logger.exception("forwarded %s failed", method)
+            return {"error": {"code": None, "message": f"{method} failed on the process that runs it: {type(error).__name__}"}}
+
+    def _followed(self, record: LogRecord) -> None:
+        """A session another process created or removed: this process's clients hear of it as of one of its own."""
+        if record.kind == "created" and (record.body or {}).get("kind") == "session":
+            self.store.notify(ROOT, "root/sessionAdded", {"channel": ROOT, "summary": self.session_summary(record.channel)})
+        elif record.kind == "removed" and self.chat_summaries.session_of(record.channel) is None \
+                and channel_kind(record.channel) == "session":
+            self.store.notify(ROOT, "root/sessionRemoved", {"channel": ROOT, "session": record.channel})
+
     # -- root bookkeeping ----------------------------------------------------------------------
 
     def _publish_active_count(self) -> None:
@@ -757,6 +883,39 @@ class AgentHost:
             return
         if changes:
             self.store.notify(ROOT, "root/sessionSummaryChanged", {"channel": ROOT, "session": channel, "changes": changes})
+
+
+async def _dispose_session(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.dispose_session(params["channel"])
+
+
+async def _create_chat(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.create_chat(params, client_id)
+
+
+async def _dispose_chat(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.dispose_chat(params["channel"])
+
+
+async def _dispose_terminal(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.terminals.dispose(params["channel"])
+
+
+async def _invoke_changeset_operation(host: AgentHost, params: dict[str, Any], client_id: str) -> Any:
+    return host.changesets.invoke(params)
+
+
+FORWARDED_REQUESTS: dict[str, Callable[[AgentHost, dict[str, Any], str], Awaitable[Any]]] = {
+    "disposeSession": _dispose_session,
+    "createChat": _create_chat,
+    "disposeChat": _dispose_chat,
+    "disposeTerminal": _dispose_terminal,
+    "invokeChangesetOperation": _invoke_changeset_operation,
+}
+"""The requests about one session, chat, terminal or changeset that a process of a cluster hands
+to the process running it (``host.transport.connection``), with their params as the store's model
+has them; the rest are answered by any process from its own store (``listSessions``,
+``fetchTurns``: every process holds every state) or act on this machine (``resource*``)."""
 
 
 def _encoded(data: bytes, encoding: str | None, content_type: str) -> dict[str, Any]:

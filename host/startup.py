@@ -34,6 +34,8 @@ DEFERRED: dict[str, str] = {
         "(ProviderAgent.prepare_session); a turn sent before that import ends waits for it off the loop",
     "host.transport.agui": "AG-UI: on the first request to its endpoint (host.transport.server)",
     "ahp.dialects.v0_2.wire._generated": "the generated wire models: in a worker thread once the host listens (ahp.dialects.v0_2.wire._models)",
+    "ahp.dialects.v0_2.wire._handshake": "the wire model of the first request, InitializeParams, alone: on the first initialize "
+                                         "(ahp.dialects.v0_2.wire._models), which so waits for none of the others",
     "host.cluster.process": "the cluster's log and with it the NATS client (the cluster extra): as the host is made, "
                             "only when [cluster] url or --cluster is set (host.service)",
     # The plugin loader (discovery, parsing, the customization tree, hooks): when a session first

@@ -18,6 +18,7 @@ between items (the generator is suspended at ``yield``) is not a wait and never 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
@@ -27,7 +28,6 @@ from providers.events import StreamEvent
 __all__ = ["sdk_events"]
 
 T = TypeVar("T")
-_END = object()
 
 
 def _stalled(timeout: float, provider: str, what: str) -> ProviderStalledError:
@@ -52,14 +52,17 @@ async def _within(waiting: Awaitable[T], timeout: float | None, provider: str, w
 class _StallWatch:
     """Cancels the task when one wait for an item lasts ``timeout`` s; re-armed only when it fires."""
 
-    __slots__ = ("_loop", "_task", "_timeout", "_handle", "since", "expired")
+    __slots__ = ("_loop", "_task", "_timeout", "_handle", "since", "expired", "clock")
 
     @property
     def timeout(self) -> float:
         return self._timeout
 
     def __init__(self, timeout: float) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
+        self.clock: Callable[[], float] = time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
+        """The loop's clock (``loop.time()``, which asyncio's own loops read from ``time.monotonic``:
+        called directly for them, as it is read once per item)."""
         self._task = asyncio.current_task()
         self._timeout = timeout
         self.since: float | None = None
@@ -87,7 +90,7 @@ class _StallWatch:
 
 
 async def sdk_events(
-    open_stream: Callable[[], Awaitable[Any]],
+    open_stream: Callable[..., Awaitable[Any]],
     feed: Callable[[Any], Iterable[StreamEvent]],
     map_error: Callable[[BaseException], ProviderError],
     *,
@@ -96,32 +99,46 @@ async def sdk_events(
     provider: str,
     close: bool = True,
     stall_timeout: float | None = None,
+    prepare: Callable[[], Any] | None = None,
+    then: Callable[[], Iterable[StreamEvent]] | None = None,
+    data_only: bool = False,
 ) -> AsyncIterator[StreamEvent]:
-    """``close=False`` for streams that own no connection to release (LiteLLM's wrapper)."""
+    """``close=False`` for streams that own no connection to release (LiteLLM's wrapper).
+
+    So that a provider's ``stream`` can hand this generator out as it is (one generator less for
+    every event to pass through): ``prepare()``, when given, runs first, outside the error mapping
+    and the stall timeout (building the request: its errors are the caller's, as they are raised),
+    and ``open_stream`` is called with what it returned; ``then()`` gives the events that follow a
+    finished stream (a translator's closing events). ``data_only`` feeds ``item[1]`` of each raw
+    item (the ``data`` of an ``(event name, data)`` pair) instead of the item."""
+    prepared = prepare() if prepare is not None else None
     try:
-        stream = await _within(open_stream(), stall_timeout, provider, "waiting for its response")
+        opening = open_stream(prepared) if prepare is not None else open_stream()
+        stream = await _within(opening, stall_timeout, provider, "waiting for its response")
     except ProviderError:
         raise
     except Exception as exc:
         raise map_error(exc) from exc
     watch = _StallWatch(stall_timeout) if stall_timeout is not None else None
     try:
-        items = aiter(stream)
+        # ``__anext__`` itself, not ``anext(items, default)``: no wrapper awaitable per item.
+        following = aiter(stream).__anext__
         while True:
-            if watch is None:
-                raw = await anext(items, _END)
-            else:
-                watch.since = watch._loop.time()
-                try:
-                    raw = await anext(items, _END)
-                except asyncio.CancelledError:
-                    if watch.stalled():
-                        raise _stalled(watch.timeout, provider, "streaming") from None
-                    raise
-                watch.since = None
-            if raw is _END:
+            try:
+                if watch is None:
+                    raw = await following()
+                else:
+                    watch.since = watch.clock()
+                    try:
+                        raw = await following()
+                    except asyncio.CancelledError:
+                        if watch.stalled():
+                            raise _stalled(watch.timeout, provider, "streaming") from None
+                        raise
+                    watch.since = None
+            except StopAsyncIteration:
                 break
-            for event in feed(raw):
+            for event in feed(raw[1] if data_only else raw):
                 yield event
     except ProviderError:
         raise
@@ -134,3 +151,6 @@ async def sdk_events(
             await stream.close()
     if not finished():
         raise ProviderUnavailableError(dropped, provider=provider)
+    if then is not None:
+        for event in then():
+            yield event

@@ -22,6 +22,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._fast_events import part_delta
 from .errors import ProviderProtocolError
 from .events import Finish, PartDelta, PartEnd, PartKind, PartStart, StreamEvent, Usage, UsageReport
 from .messages import ApiName, AssistantMessage, AssistantPart, ReasoningPart, TextPart, ToolCallPart
@@ -80,9 +81,13 @@ class StreamAccumulator:
         """Append to the open part of ``vendor_key``."""
         index = self._open_index(vendor_key)
         part = self._parts[index]
-        event = PartDelta(index=index, part_kind=part.kind, content=content)
         # What ``apply`` would do, without checking again what ``_open_index`` and the event's
-        # own kind (the part's) already guarantee: this runs for every streamed chunk.
+        # own kind (the part's) already guarantee: this runs for every streamed chunk, so the event
+        # is not validated again either (``providers._fast_events``) unless ``content`` is not a str.
+        if type(content) is not str:
+            event = PartDelta(index=index, part_kind=part.kind, content=content)
+        else:
+            event = part_delta(index, part.kind, content)
         part.chunks.append(content)
         return event
 
@@ -101,6 +106,10 @@ class StreamAccumulator:
     def is_open(self, vendor_key: Hashable) -> bool:
         index = self._by_vendor_key.get(vendor_key)
         return index is not None and not self._parts[index].ended
+
+    def open_parts(self) -> int:
+        """How many parts are open."""
+        return sum(1 for part in self._parts if not part.ended)
 
     def part_text(self, vendor_key: Hashable) -> str:
         """Everything streamed so far into the part of ``vendor_key``."""

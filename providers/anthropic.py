@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
 from typing import Any
 
 from ._events import TypedEventStream, open_events
@@ -126,20 +125,19 @@ class AnthropicProvider:
 
     def stream(self, request: ModelRequest) -> ModelStream:
         translator = _Translator()
-        return ModelStream(self._events(request, translator), translator.acc)
-
-    async def _events(self, request: ModelRequest, translator: _Translator) -> AsyncIterator[StreamEvent]:
-        params = self.build_params(request)
-        async for event in sdk_events(
-            lambda: open_event_stream(self._sdk(), params),
-            lambda item: translator.feed(item[1]),
+        # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
+        events = sdk_events(
+            lambda params: open_event_stream(self._sdk(), params),
+            translator.feed,
             map_error,
             finished=lambda: translator.finished,
             dropped="The connection to Anthropic dropped before the response finished. Try again.",
             provider=PROVIDER,
             stall_timeout=request.stall_timeout,
-        ):
-            yield event
+            prepare=lambda: self.build_params(request),
+            data_only=True,
+        )
+        return ModelStream(events, translator.acc)
 
 
 async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:

@@ -7,6 +7,7 @@ provider source of the agent named ``recorded`` (how recording modes write one f
 message and waits for its turn to end, and raises ``ReplayFailed`` (an ``AssertionError``) when the
 turn ended because the replay diverged from its cassette or used it up, with the host's message
 (the turn, the model call and a diff). What the model was sent is in ``ReplaySession.requests``.
+The client speaks the model's versions (AHP 1.0.0): a session's turns are those of its default chat.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ahp.state import default_chat_uri
 from client import AhpClient
 from host.config import HostConfig
 from host.service import AgentHost
@@ -38,7 +40,7 @@ class ReplayFailed(AssertionError):
 
 @dataclass(frozen=True)
 class Turn:
-    """A finished turn as the client sees it (the AHP 0.2.0 turn state)."""
+    """A finished turn as the client sees it (the model's ``Turn``: AHP 1.0.0)."""
 
     state: dict[str, Any]
 
@@ -58,7 +60,11 @@ class Turn:
 
     @property
     def error(self) -> dict[str, Any] | None:
-        return self.state.get("error")
+        """The error the turn ended with (its final ``error`` part), or None."""
+        parts = self.state.get("responseParts") or []
+        last = parts[-1] if parts else None
+        error = last.get("error") if isinstance(last, dict) and last.get("kind") == "error" else None
+        return error if isinstance(error, dict) else None
 
 
 class HostHarness:
@@ -107,7 +113,7 @@ class HostHarness:
         assert self.client is not None
         client = self.client
         session = await client.create_session(provider=AGENT, model=model, working_directory=Path(cwd).resolve().as_uri())
-        await client.wait_for(lambda m, e: (client.state(session) or {}).get("lifecycle") in ("ready", "creationFailed"), timeout=60)
+        await client.wait_for(lambda m, e: (client.state(session) or {}).get("lifecycle") in ("ready", "failed"), timeout=60)
         state = client.state(session) or {}
         if state.get("lifecycle") != "ready":
             raise RuntimeError(f"the test host could not create the session: {state.get('creationError') or state}")
@@ -148,14 +154,15 @@ class ReplaySession:
     async def _send(self, text: str, timeout: float) -> dict[str, Any]:
         client = self._harness.client
         assert client is not None
-        turn_id = client.send_message(self.uri, text)
+        chat = default_chat_uri(self.uri)
+        turn_id = client.send_message(chat, text)
 
         def ended(_m: Any, _e: Any) -> bool:
-            state = client.state(self.uri) or {}
+            state = client.state(chat) or {}
             return any(t["id"] == turn_id for t in state.get("turns") or [])
 
         await client.wait_for(ended, timeout=timeout)
-        return next(t for t in (client.state(self.uri) or {})["turns"] if t["id"] == turn_id)
+        return next(t for t in (client.state(chat) or {})["turns"] if t["id"] == turn_id)
 
     @property
     def requests(self) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Shared fixtures: a real host on 127.0.0.1 port 0, and clients whose every received frame is
-checked against ahp-0.2.0.schema.json (a frame that does not validate fails the test that
-received it)."""
+checked against the schema of the version the client negotiated (ahp-0.2.0.schema.json for
+0.2.0; a frame that does not validate fails the test that received it)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ahp.state.channels import channel_kind
 from client import AhpClient
 from host.config import load_config
 from host.service import AgentHost
@@ -41,7 +42,9 @@ socket.socket.connect = _loopback_only  # type: ignore[method-assign]  # the off
 
 
 class FrameChecker:
-    """Collects schema violations seen by client frame hooks; the test fails at teardown."""
+    """Collects schema violations seen by client frame hooks; the test fails at teardown. Each
+    client's frames are checked against the schema of the version it negotiated (0.2.0's until
+    its ``initialize`` is answered; ``tests/host/transport/dialects/_schemas.py`` for the newer)."""
 
     def __init__(self) -> None:
         self.validator = FrameValidator()
@@ -49,11 +52,30 @@ class FrameChecker:
         self.frames = 0
 
     def hook(self, frame: dict, answered_method: str | None) -> None:
+        """Check a frame as 0.2.0's (a client that speaks nothing newer)."""
         self.frames += 1
         try:
             self.validator.check_server_frame(frame, answered_method=answered_method)
         except AssertionError as error:
             self.failures.append(str(error))
+
+    def client_hook(self) -> Callable[[dict, str | None], None]:
+        """A hook for one client: it learns the version from that client's ``initialize``."""
+        version = ["0.2.0"]
+
+        def hook(frame: dict, answered_method: str | None) -> None:
+            result = frame.get("result")
+            if answered_method == "initialize" and isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+                version[0] = result["protocolVersion"]
+            if version[0] == "0.2.0":
+                self.hook(frame, answered_method)
+                return
+            from tests.host.transport.dialects._schemas import FrameSchema  # jsonschema's validators, built once
+
+            self.frames += 1
+            self.failures.extend(FrameSchema.for_version(version[0]).errors(frame, answered_method, channel_kind))
+
+        return hook
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +96,7 @@ def frame_checker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     original = AhpClient.connect.__func__  # type: ignore[attr-defined]  # the classmethod's function, to wrap
 
     async def connect(cls: type[AhpClient], url: str, **kwargs: Any) -> AhpClient:
-        kwargs.setdefault("frame_hook", checker.hook)
+        kwargs.setdefault("frame_hook", checker.client_hook())
         return await original(cls, url, **kwargs)
 
     monkeypatch.setattr(AhpClient, "connect", classmethod(connect))
@@ -105,15 +127,17 @@ Connect = Callable[..., Awaitable[AhpClient]]
 
 @pytest.fixture
 async def connect(running_host: RunningHost, frame_checker: FrameChecker) -> AsyncIterator[Connect]:
-    """``await connect(subscriptions=[...])`` → an initialized client of ``running_host``."""
+    """``await connect(subscriptions=[...])`` → an initialized client of ``running_host``, in AHP 0.2.0 unless
+    ``protocol_versions`` says otherwise (the tests on this fixture read 0.2.0's session shapes)."""
     clients: list[AhpClient] = []
 
-    async def factory(*, subscriptions: tuple[str, ...] = ("ahp-root://",), initialize: bool = True, **kwargs: Any) -> AhpClient:
+    async def factory(*, subscriptions: tuple[str, ...] = ("ahp-root://",), initialize: bool = True,
+                      protocol_versions: tuple[str, ...] = ("0.2.0",), **kwargs: Any) -> AhpClient:
         kwargs.setdefault("token", TOKEN)
         client = await AhpClient.connect(running_host.url.split("?")[0], **kwargs)
         clients.append(client)
         if initialize:
-            await client.initialize(subscriptions=list(subscriptions))
+            await client.initialize(subscriptions=list(subscriptions), protocol_versions=protocol_versions)
         return client
 
     yield factory

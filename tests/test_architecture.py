@@ -72,6 +72,12 @@ def test_the_client_library_does_not_import_the_terminal_client() -> None:
     assert [m for m, _ in _imports("client") if _matches(m, {"chat"})] == []
 
 
+def test_the_terminal_client_reads_the_model_not_an_older_dialect() -> None:
+    """The terminal client mirrors with the model's own reducers and builds the model's actions
+    (``ahp.state``, ``ahp.protocol``): nothing of a projected dialect (``ahp.dialects``)."""
+    assert [f"{where}: {module}" for module, where in _imports("chat") if _matches(module, {"ahp.dialects"})] == []
+
+
 @pytest.mark.parametrize("package", ["tools", "providers", "plugins"])
 def test_the_servers_parts_do_not_import_each_other_or_the_host(package: str) -> None:
     others = ({"host", "tools", "providers", "plugins", "client", "chat", "cli"} - {package})

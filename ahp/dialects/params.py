@@ -9,6 +9,13 @@ Contract:
   → ``ListSessionsParams``), else one sentence for the client naming the first offending field
   by its path (``limit must be a number``, ``claim.kind is required``); it never contains library
   text. A method the schema does not define has nothing to check (``None``).
+* ``ActionCheck(schema_file)`` does the same for a dispatched action: ``check_action(action)`` against the
+  definition of the action's ``type`` (found through the document's ``StateAction`` union); a
+  type the document does not define has nothing to check. A ``null`` where the action may leave a
+  field out counts as leaving it out (the reducers read it so, and the vendored schemas let
+  several fields an action clears be only absent). ``ACTIONS_1_0`` checks against the vendored
+  1.0.0 actions schema (``ahp/protocol/spec-1.0.0/``, the model's, 0.9.0's too), ``ACTIONS_0_7``
+  against the 0.7.0 one.
 * It understands the part of JSON Schema the AHP command schemas use: ``$ref`` (to ``#/$defs``),
   ``type``, ``const``, ``enum``, ``required``, ``properties``, ``additionalProperties`` (a schema),
   ``items`` and ``oneOf``/``anyOf`` (a value must fit one branch). Unknown properties are allowed,
@@ -21,7 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PARAMS_0_7", "ParamsCheck"]
+__all__ = ["ACTIONS_0_7", "ACTIONS_1_0", "PARAMS_0_7", "ActionCheck", "ParamsCheck"]
 
 _REF = "#/$defs/"
 
@@ -133,6 +140,46 @@ class ParamsCheck:
         return None
 
 
+class ActionCheck(ParamsCheck):
+    """Checks of dispatched actions against one vendored schema document (loaded on first use)."""
+
+    def __init__(self, schema_file: Path) -> None:
+        super().__init__(schema_file)
+        self._types: dict[str, str] | None = None
+
+    @property
+    def definitions(self) -> dict[str, str]:
+        """Action type → the name of its definition (a type with variants, such as the approved
+        and denied ``chat/toolCallConfirmed``, names the union of them)."""
+        if self._types is None:
+            found: dict[str, str] = {}
+            for branch in (self.defs.get("StateAction") or {}).get("oneOf") or ():
+                name = str(branch.get("$ref", ""))[len(_REF):]
+                definition = self.defs.get(name)
+                if not name or definition is None:
+                    continue  # (1.0.0's malformed ``{"$ref": "#/$defs/"}`` branch)
+                variants = [self._resolve(v) for v in definition.get("oneOf") or ()] or [definition]
+                for variant in variants:
+                    const = ((variant.get("properties") or {}).get("type") or {}).get("const")
+                    if isinstance(const, str):
+                        found.setdefault(const, name)
+            self._types = found
+        return self._types
+
+    def check_action(self, action: Any) -> str | None:
+        """None when ``action`` fits its type's definition (or its type is not defined here), else
+        one sentence naming the first offending field."""
+        if not isinstance(action, dict):
+            return "the action must be an object"
+        name = self.definitions.get(action.get("type"))  # type: ignore[arg-type]
+        if name is None:
+            return None
+        schema = self.defs[name]
+        required = set(schema.get("required") or ())
+        present = {key: value for key, value in action.items() if value is not None or key in required}
+        return self._problem(schema, present, "")
+
+
 def _union_problem(where: str, value: Any, branches: list[dict[str, Any]], problems: list[str | None]) -> str:
     """One sentence for a value that fits no branch of a union: if every branch is an object
     tagged by a constant ``kind``/``type`` and the value names one, that branch's problem."""
@@ -150,5 +197,13 @@ def _params_name(method: str) -> str:
     return method[:1].upper() + method[1:] + "Params"
 
 
-PARAMS_0_7 = ParamsCheck(Path(__file__).resolve().parent / "v0_7" / "spec-0.7.0" / "ahp-0.7.0.schema.json")
+_SCHEMA_0_7 = Path(__file__).resolve().parent / "v0_7" / "spec-0.7.0" / "ahp-0.7.0.schema.json"
+
+PARAMS_0_7 = ParamsCheck(_SCHEMA_0_7)
 """Params checks of AHP 0.7.0 (the served 0.9.0 dialect uses them too, see ``host.transport.dialects``)."""
+
+ACTIONS_0_7 = ActionCheck(_SCHEMA_0_7)
+"""Checks of actions a 0.7.0 client dispatches, in 0.7.0 shapes."""
+
+ACTIONS_1_0 = ActionCheck(Path(__file__).resolve().parents[1] / "protocol" / "spec-1.0.0" / "schema" / "actions.schema.json")
+"""Checks of actions a 1.0.0 or 0.9.0 client dispatches (the model's shapes)."""

@@ -33,7 +33,13 @@ writes to the operating system before acknowledging: both survive the server bei
 only a plain publish can be lost to a power cut, like the SQLite journal's ``synchronous=NORMAL``.)
 Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
 group one batch is in flight at a time, because the next one's fence is this one's last sequence.
-What a group appends meanwhile waits and leaves as the next batch (group commit).
+What a group appends meanwhile waits and leaves as the next batch (group commit). A batch leaves
+through ``host.cluster._wire`` (the one place that leans on the NATS client's internals, with a
+plain twin on its public API) and its acknowledgement is handled by a callback, without a task;
+only a refusal or a lost acknowledgement is worked out in one. An envelope is serialised once: the
+payload is its JSON without ``serverSeq``, and the stamped JSON the store gets back is that text
+with ``serverSeq`` added as its last key (``ahp.jsonrpc.stamped_action_frame``), the same text a
+reader of the stream rebuilds.
 
 **Cut off.** Appending while the client is not connected fails at once with ``LogUnavailable``
 (nothing is buffered for later: a process that cannot reach the log stops writing rather than
@@ -59,6 +65,7 @@ skipping for each group what its snapshot already holds.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import uuid
@@ -67,6 +74,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import nats
+import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, NoRespondersError, OutboundBufferLimitError
@@ -75,9 +83,10 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 from nats.js.object_store import ObjectStore
 
-from ahp.jsonrpc import action_frame, encode
+from ahp.jsonrpc import encode, stamped_action_frame
+from host.cluster._wire import Message, Sender, sender, sent
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
-from host.cluster.subjects import Subjects, token, untoken
+from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
 __all__ = ["BATCH_LIMIT", "JetStreamLog", "Record", "Stamped"]
@@ -89,6 +98,9 @@ BATCH_LIMIT = 500
 several batches, one after another."""
 
 WRONG_LAST_SEQUENCE = 10071
+
+_UNANSWERED = (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError)
+"""What a send may fail with that leaves open whether the server stored the batch: settled (``_settle``)."""
 """The server's error code for a fenced publish whose expected last sequence is not the last."""
 
 KIND = "Ahp-Kind"
@@ -117,8 +129,12 @@ class Record:
 @dataclass(slots=True)
 class _Pending:
     subject: str
-    payload: bytes
-    headers: dict[str, str]
+    kind: Kind
+    now: str | None
+    """An action's ``Ahp-Now``."""
+    text: str
+    """The payload: an action's envelope serialised without ``serverSeq``, a created channel's
+    ``{"kind", "state"}``, nothing for ``removed``."""
     envelope: dict[str, Any] | None
     future: asyncio.Future[Any]
 
@@ -136,7 +152,7 @@ class JetStreamLog:
     """The log of one process (open it with :meth:`connect`; see the module docstring)."""
 
     def __init__(self, client: Client, js: JetStreamContext, leases: Leases, snapshots: ObjectStore, *,
-                 stream: str, subjects: Subjects, timeout: float) -> None:
+                 stream: str, subjects: Subjects, timeout: float, fast_wire: bool = True) -> None:
         self.client = client
         self.js = js
         self.leases = leases
@@ -150,15 +166,18 @@ class JetStreamLog:
         self._renewer: asyncio.Task[None] | None = None
         self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
         self._batches = 0
+        self._wire: Sender = sender(client, fast_wire)
+        """How a batch leaves and its acknowledgement comes back (``host.cluster._wire``)."""
         self.on_lost: Callable[[str], None] = lambda group: None
         """Called with a group this process stopped owning (lease lost, fenced, or cut off)."""
 
     @classmethod
     async def connect(cls, url: str, *, holder: str | None = None, stream: str = "AHP", prefix: str = "ahp.log",
                       lease_ttl: float = DEFAULT_TTL, timeout: float = 5.0, max_age: float = 0,
-                      **options: Any) -> JetStreamLog:
+                      fast_wire: bool = True, **options: Any) -> JetStreamLog:
         """Connect to the NATS server at ``url`` and make sure the stream and buckets exist.
         ``max_age`` (seconds, 0 for none) bounds how long records are kept: the replay window.
+        ``fast_wire=False`` sends batches through nats-py's public API only (``host.cluster._wire``).
         ``options`` go to ``nats.connect`` (credentials: ``user_credentials``, ``token``, ...)."""
         try:
             # Pings every 2 s, two unanswered: a silent partition is noticed within about 6 s,
@@ -180,7 +199,9 @@ class JetStreamLog:
         bucket = await js.create_key_value(bucket=f"{stream}_LEASES", history=1)
         snapshots = await js.create_object_store(bucket=f"{stream}_SNAPSHOTS")
         leases = Leases(bucket, holder or f"{uuid.uuid4().hex[:12]}", lease_ttl)
-        log = cls(client, js, leases, snapshots, stream=stream, subjects=subjects, timeout=timeout)
+        log = cls(client, js, leases, snapshots, stream=stream, subjects=subjects, timeout=timeout,
+                  fast_wire=fast_wire)
+        await log._wire.start()
         log._renewer = asyncio.get_running_loop().create_task(log._renew_forever())
         return log
 
@@ -193,9 +214,10 @@ class JetStreamLog:
         """The last sequence of ``group`` acknowledged to this process (a group it owns)."""
         return self._groups[group].last
 
-    async def claim(self, group: str) -> None:
+    async def claim(self, group: str) -> int:
         """Own ``group``: its lease, then a fenced marker, so that whoever held it before cannot
-        write to it again. Raises ``NotOwner`` while another process's lease is in force."""
+        write to it again; returns the marker's sequence. Raises ``NotOwner`` while another
+        process's lease is in force."""
         self._check_connected()
         taken = await self.leases.acquire(group)
         if isinstance(taken, str):
@@ -211,7 +233,7 @@ class JetStreamLog:
                     continue
                 raise LogError(f"cannot claim {group}: {error}") from error
             self._groups[group] = _Group(taken, ack.seq, [])
-            return
+            return ack.seq
         raise NotOwner(group, None)
 
     async def release(self, group: str) -> None:
@@ -269,19 +291,23 @@ class JetStreamLog:
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> asyncio.Future[Stamped]:
         """Queue ``envelope`` (an action of ``channel``, reduced at clock ``now``) for this tick's
         batch; the future gives its stamped JSON and action frame once stored, or fails with
-        ``NotOwner`` / ``LogUnavailable``. ``envelope["serverSeq"]`` is set then."""
+        ``NotOwner`` / ``LogUnavailable``. ``envelope["serverSeq"]`` is set then.
+
+        The envelope is serialised once, without ``serverSeq`` (the message's payload); its JSON
+        with ``serverSeq`` is that text with the number added as its last key
+        (``ahp.jsonrpc.stamped_action_frame``), as a reader of the stream rebuilds it."""
         body = {key: value for key, value in envelope.items() if key != "serverSeq"}
-        return self._queue(channel, "action", encode(body).encode(), {NOW: str(now)}, envelope)
+        return self._queue(channel, "action", encode(body), str(now), envelope)
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> asyncio.Future[int]:
         """Queue a record of ``channel`` appearing with ``state``; the future gives its sequence."""
-        return self._queue(channel, "created", encode({"kind": kind, "state": state}).encode(), {}, None)
+        return self._queue(channel, "created", encode({"kind": kind, "state": state}), None, None)
 
     def removed(self, channel: str) -> asyncio.Future[int]:
         """Queue a record of ``channel`` going away; the future gives its sequence."""
-        return self._queue(channel, "removed", b"", {}, None)
+        return self._queue(channel, "removed", "", None, None)
 
-    def _queue(self, channel: str, kind: Kind, payload: bytes, headers: dict[str, str],
+    def _queue(self, channel: str, kind: Kind, text: str, now: str | None,
                envelope: dict[str, Any] | None) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
@@ -293,79 +319,131 @@ class JetStreamLog:
         if state is None:
             future.set_exception(NotOwner(channel, None))
             return future
-        headers[KIND] = kind
-        state.queue.append(_Pending(subject, payload, headers, envelope, future))
+        state.queue.append(_Pending(subject, kind, now, text, envelope, future))
         if not self._scheduled:
             self._scheduled = True
             loop.call_soon(self._send_tick)
         return future
 
+    def hold(self) -> None:
+        """What is queued from now on waits for :meth:`send_now` instead of the end of the tick
+        (a caller that queues a whole tick at once saves the loop a turn)."""
+        self._scheduled = True
+
+    def send_now(self) -> None:
+        """Send what is queued now (after :meth:`hold`, or instead of at the end of the tick)."""
+        self._send_tick()
+
     def _send_tick(self) -> None:
         self._scheduled = False
         for group, state in self._groups.items():
             if state.queue and not state.sending:
-                state.sending = True
-                asyncio.get_running_loop().create_task(self._send_group(group, state))
+                self._send_next(group, state)
 
-    async def _send_group(self, group: str, state: _Group) -> None:
-        try:
-            while state.queue and self._groups.get(group) is state:
-                batch, state.queue[:] = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
-                try:
-                    first = await self._send_batch(group, state.last, batch)
-                except LogError as error:
-                    for pending in batch:
-                        if not pending.future.done():
-                            pending.future.set_exception(error)
-                    self._drop(group, error)
-                    return
-                state.last = first + len(batch) - 1
-                for offset, pending in enumerate(batch):
-                    if pending.future.done():
-                        continue
-                    if pending.envelope is None:
-                        pending.future.set_result(first + offset)
-                    else:
-                        pending.envelope["serverSeq"] = first + offset
-                        pending.future.set_result(action_frame(pending.envelope))
-        finally:
+    def _send_next(self, group: str, state: _Group) -> None:
+        """Send the group's next batch, if it has one and is still this process's; its
+        acknowledgement (``_acked``) sends the one after. One batch per group is in flight."""
+        if not state.queue or self._groups.get(group) is not state:
             state.sending = False
+            return
+        state.sending = True
+        batch, state.queue[:] = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
+        batch_id = self._next_batch_id()
+        self._wire.send(self._messages(group, state.last, batch, batch_id), self.timeout,
+                        functools.partial(self._acked, group, state, batch, batch_id))
+
+    def _acked(self, group: str, state: _Group, batch: list[_Pending], batch_id: str,
+               reply: bytes | BaseException) -> None:
+        """A batch's reply came (or its send failed): the common case, stored, is finished here
+        at once; a refusal or a lost acknowledgement is worked out in a task (``_after_failure``)."""
+        if not isinstance(reply, BaseException):
+            answer = orjson.loads(reply)
+            if answer.get("error") is None:
+                self._stored(group, state, batch, int(answer["seq"]) - int(answer.get("count", len(batch))) + 1)
+                self._send_next(group, state)
+                return
+        asyncio.get_running_loop().create_task(self._after_failure(group, state, batch, batch_id, reply))
+
+    async def _after_failure(self, group: str, state: _Group, batch: list[_Pending], batch_id: str,
+                             reply: bytes | BaseException) -> None:
+        last = state.last
+        try:
+            if not isinstance(reply, BaseException):
+                first = await self._first_of(group, reply, len(batch))
+            elif isinstance(reply, _UNANSWERED):
+                first = await self._settle(group, last, batch, batch_id, reply)
+            else:
+                raise LogError(f"cannot send a batch for {group}: {reply or type(reply).__name__}") from reply
+        except LogError as error:
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_exception(error)
+            self._drop(group, error)
+            state.sending = False
+            return
+        self._stored(group, state, batch, first)
+        self._send_next(group, state)
+
+    def _stored(self, group: str, state: _Group, batch: list[_Pending], first: int) -> None:
+        """``batch`` is stored from sequence ``first`` on: its futures resolve."""
+        state.last = first + len(batch) - 1
+        for offset, pending in enumerate(batch):
+            if pending.future.done():
+                continue
+            if pending.envelope is None:
+                pending.future.set_result(first + offset)
+            else:
+                pending.envelope["serverSeq"] = first + offset
+                pending.future.set_result(stamped_action_frame(pending.text, first + offset))
+
+    def _next_batch_id(self) -> str:
+        self._batches += 1
+        return f"{self._batch_prefix}{self._batches}"
+
+    def _messages(self, group: str, last: int, batch: list[_Pending], batch_id: str) -> list[Message]:
+        """The messages of ``batch`` fenced on ``last``. One message is a plain fenced publish;
+        more are one atomic batch (whose commit the server also writes through to disk: see the
+        module docstring). The last message carries ``Ahp-Batch``, this batch's own id, so that a
+        batch whose acknowledgement was lost can be settled."""
+        fence = self._fence(group, last)
+        messages: list[Message] = []
+        many = len(batch) > 1
+        for index, pending in enumerate(batch, 1):
+            headers: dict[str, str] = {KIND: pending.kind}
+            if pending.now is not None:
+                headers[NOW] = pending.now
+            if many:
+                headers["Nats-Batch-Id"] = batch_id
+                headers["Nats-Batch-Sequence"] = str(index)
+            if index == 1:
+                headers.update(fence)
+            if index == len(batch):
+                if many:
+                    headers["Nats-Batch-Commit"] = "1"
+                headers[BATCH] = batch_id
+            messages.append((pending.subject, headers, pending.text.encode()))
+        return messages
 
     async def _send_batch(self, group: str, last: int, batch: list[_Pending]) -> int:
-        """Publish ``batch`` fenced on ``last`` in one round trip; the sequence of its first message.
-        One message is a plain publish; more are one atomic batch (whose commit the server also
-        writes through to disk: see the module docstring). The last message carries ``Ahp-Batch``,
-        this batch's own id, so that a batch whose acknowledgement was lost can be settled."""
-        self._batches += 1
-        batch_id = f"{self._batch_prefix}{self._batches}"
-        fence = self._fence(group, last)
+        """Send ``batch`` fenced on ``last`` and wait for it (a batch sent again once settled);
+        the sequence of its first message."""
+        batch_id = self._next_batch_id()
         try:
-            if len(batch) == 1:
-                only = batch[0]
-                reply = await self.client.request(only.subject, only.payload, timeout=self.timeout,
-                                                  headers={**only.headers, **fence, BATCH: batch_id})
-            else:
-                for index, pending in enumerate(batch, 1):
-                    headers = {**pending.headers, "Nats-Batch-Id": batch_id, "Nats-Batch-Sequence": str(index)}
-                    if index == 1:
-                        headers.update(fence)
-                    if index < len(batch):
-                        await self.client.publish(pending.subject, pending.payload, headers=headers)
-                        continue
-                    headers["Nats-Batch-Commit"] = "1"
-                    headers[BATCH] = batch_id
-                    reply = await self.client.request(pending.subject, pending.payload, timeout=self.timeout,
-                                                      headers=headers)
-        except (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError) as error:
+            data = await sent(self._wire, self._messages(group, last, batch, batch_id), self.timeout)
+        except _UNANSWERED as error:
             return await self._settle(group, last, batch, batch_id, error)
-        answer = json.loads(reply.data)
+        return await self._first_of(group, data, len(batch))
+
+    async def _first_of(self, group: str, data: bytes, count: int) -> int:
+        """The first sequence of a batch of ``count`` from its acknowledgement; ``NotOwner`` or
+        ``LogError`` when the server refused it."""
+        answer = json.loads(data)
         refused = answer.get("error")
         if refused is not None:
             if refused.get("err_code") == WRONG_LAST_SEQUENCE:
                 raise NotOwner(group, await self._holder_or_none(group))
             raise LogError(f"JetStream refused a batch for {group}: {refused.get('description')}")
-        count = int(answer.get("count", len(batch)))
-        return int(answer["seq"]) - count + 1
+        return int(answer["seq"]) - int(answer.get("count", count)) + 1
 
     async def _settle(self, group: str, last: int, batch: list[_Pending], batch_id: str, error: Exception) -> int:
         """A batch whose acknowledgement did not come (the connection broke, the server restarted)
@@ -436,10 +514,24 @@ class JetStreamLog:
             await subscription.unsubscribe()
         return records
 
-    async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None]) -> Callable[[], Awaitable[None]]:
+    async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None],
+                     skip: Callable[[str], bool] | None = None) -> Callable[[], Awaitable[None]]:
         """Call ``callback`` with every record after ``since`` as it is stored (this process's own
-        included), in order; returns the coroutine function that stops it."""
+        included), in order, except the records (not owner markers) of the groups ``skip`` says,
+        which are not even decoded; returns the coroutine function that stops it."""
+        groups: dict[str, str] = {}
+        prefix = len(self.subjects.prefix) + 1
+
         async def take(message: Msg) -> None:
+            if skip is not None:
+                group_token, _, channel_token = message.subject[prefix:].partition(".")
+                group = groups.get(group_token)
+                if group is None:
+                    group = groups[group_token] = untoken(group_token) or ""
+                    if len(groups) > 65536:
+                        groups.clear()
+                if channel_token != MARKER_TOKEN and skip(group):
+                    return
             result = callback(self.decode(message))
             if result is not None:
                 await result

@@ -12,23 +12,35 @@ lease until it tries to renew. What makes a lost lease harmless is the log's fen
 expects the group's last sequence, and a new holder writes a marker first, ``jetstream_log``); the
 lease decides who *should* write, the fence guarantees that no one else *can*.
 
+**Noticing a dead holder.** A holder killed with SIGKILL leaves its leases in the bucket, never
+renewed again; no event says so. :meth:`Leases.watch` keeps a table of every lease of the bucket
+(``{group: Seen}``, from the bucket's own change stream: no read per group) and :func:`lapsed`
+says, from that table and the clock alone, which groups another process held and let lapse:
+those a live process takes over (``host.cluster.ordered_log``). A lease *released* (deleted: a
+clean stop) is not in the table: its groups are taken by whoever next appends to them.
+
 ``until`` is read on the wall clock of each process: on one machine they agree; across machines
 their clocks must agree to well within ``ttl`` (NTP), or a takeover comes early or late by the skew.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from host.cluster.subjects import token
+from host.cluster.subjects import token, untoken
 
-__all__ = ["DEFAULT_TTL", "Lease", "Leases"]
+__all__ = ["DEFAULT_TTL", "Lease", "Leases", "Seen", "lapsed"]
+
+_WRONG_LAST_SEQUENCE = 10071
+"""The server's error code for a write whose expected last revision is not the last."""
 
 DEFAULT_TTL = 6.0
 """Seconds a lease lasts unrenewed: a killed holder's groups are taken over within this (plus the
@@ -44,6 +56,21 @@ class Lease:
     """The bucket revision of the value this process last wrote."""
     until: float
     """When it lapses unless renewed (wall-clock seconds)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A lease as the bucket last showed it."""
+
+    holder: str
+    until: float
+    """When it lapses unless renewed (wall-clock seconds)."""
+
+
+def lapsed(seen: Mapping[str, Seen], now: float, me: str) -> list[str]:
+    """The groups of ``seen`` whose lease another process than ``me`` held and let lapse by ``now``
+    (pure): a holder that stops renewing is dead or cut off, and its groups are free to take."""
+    return [group for group, lease in seen.items() if lease.holder != me and lease.until <= now]
 
 
 class Leases:
@@ -105,6 +132,49 @@ class Leases:
             await self.bucket.delete(token(lease.group), last=lease.revision)
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             pass  # already someone else's
+        except APIError as error:  # nats-py's delete says a wrong revision as a bare API error
+            if error.err_code != _WRONG_LAST_SEQUENCE:
+                raise
+            # someone else's now, or a renewal whose answer was cut off by the stop: left to lapse
+
+
+    def now(self) -> float:
+        """The clock leases are read on (wall-clock seconds)."""
+        return self._clock()
+
+    async def watch(self, seen: dict[str, Seen]) -> Callable[[], Awaitable[None]]:
+        """Keep ``seen`` (``{group: Seen}``) equal to the bucket's leases from now on: filled with
+        every lease in force or lapsed once this returns, then changed as the bucket changes (a
+        released lease leaves it). Returns the coroutine function that stops watching."""
+        watcher = await self.bucket.watchall()
+        first = asyncio.get_running_loop().create_future()
+
+        async def take() -> None:
+            async for entry in watcher:
+                if entry is None:  # the bucket's leases as they were are all in
+                    if not first.done():
+                        first.set_result(None)
+                    continue
+                group = untoken(entry.key)
+                if group is None:
+                    continue
+                if entry.operation in ("DEL", "PURGE") or entry.value is None:
+                    seen.pop(group, None)
+                else:
+                    holder, until = _read(entry.value)
+                    seen[group] = Seen(holder, until)
+
+        task = asyncio.get_running_loop().create_task(take())
+        await asyncio.wait([first, task], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+
+        async def stop() -> None:
+            with contextlib.suppress(Exception):
+                await watcher.stop()
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+        return stop
 
 
 def _read(value: bytes | None) -> tuple[str, float]:
@@ -113,3 +183,4 @@ def _read(value: bytes | None) -> tuple[str, float]:
         return str(body["holder"]), float(body["until"]) / 1000
     except (ValueError, KeyError, TypeError):
         return "", 0.0  # unreadable: treated as expired
+

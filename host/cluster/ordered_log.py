@@ -4,7 +4,12 @@
 with its own event loop (the *I/O thread*), so that the port's synchronous members (``recover`` at
 start, ``snapshot_now`` and ``close`` at shutdown) can wait for the network without blocking the
 loop the NATS client needs, and the store's loop pays one hand-over per tick each way, not one per
-envelope.
+envelope. Those synchronous members block the caller's thread (and its loop) until the I/O thread
+answered, up to ``timeout``: meant for start-up and shutdown, where nothing else runs on that loop;
+``snapshot_soon``, ``replay`` and ``forward`` do not block. A tick whose owner groups are all this
+process's already leaves from the I/O loop's first turn after the hand-over (queued in the core and
+sent at once, its acknowledgements counted by callbacks); one that must claim a group first goes
+through a task that claims, in the order the ticks were handed over.
 
 Per member (the port's contract in ``host.state.log``; here the ``Networked`` column):
 
@@ -31,11 +36,27 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   skipping what a group's snapshot already holds, and markers; ``Recovery.seq`` is the oldest group
   snapshot's sequence, and ``seq`` then the stream's last.
 * ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
+* ``watch_connection(changed)`` (optional): ``changed(False)`` on the caller's loop when the NATS
+  connection is lost (this process is cut off: every append fails at once, nothing is buffered),
+  ``changed(True)`` when it is back (the host tells its clients: ``host.service``).
 
 * ``follow(deliver)`` (an optional member of the port): every record *other* processes append
   from ``seq`` on is handed to ``deliver`` on the caller's loop, in log order (``Store.take_in``
-  folds it in and sends it to this process's subscribers); records of groups this process owns are
-  its own and skipped, as are owner markers.
+  folds it in and sends it to this process's subscribers); records of a group after this process's
+  own marker on it are its own and skipped, as are owner markers.
+* ``take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
+  bucket is watched (``Leases.watch``); a group whose holder let its lease lapse (killed, cut off)
+  is claimed (``JetStreamLog.claim``: the fenced marker means the previous holder can never write
+  to it again), and ``taken(group)`` is called on the caller's loop once everything the previous
+  holder logged on it has been handed to ``deliver`` first: the store then holds the group's
+  channels as the dead owner left them, and the host ends what it left running
+  (``host.service``). Several live processes may race for a group: the lease lets one through.
+
+**Claims and catching up.** Every claim (a lapsed group taken over, or an append to a group this
+process does not own) goes through one place (``_claim``): at most one claim per group at a time,
+and, once this process follows the log, the claim is done only when the follower has handed the
+caller's loop every record up to the new marker. Until then ``owner`` still names the previous
+holder, so an action dispatched meanwhile is reduced only once numbered, after those records.
 
 What this log does not do (see the cluster section of README.md): keep a chat's turns paged out of its
 state (those live in the SQLite journal's rows: a snapshot with such rows is refused with
@@ -45,17 +66,24 @@ state (those live in the SQLite journal's rows: a snapshot with such rows is ref
 from __future__ import annotations
 
 import asyncio
+import base64
+import collections
+import contextlib
 import json
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import Future as ThreadFuture
 from typing import Any, TypeVar
 
 from host.cluster.jetstream_log import JetStreamLog
-from host.cluster.subjects import group_of, token
+from host.cluster.leases import Seen, lapsed
+from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
 
 __all__ = ["ClusterLog"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -75,6 +103,10 @@ class ClusterLog:
         self._io = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._io.run_forever, name="cluster-log", daemon=True)
         self._thread.start()
+        self._closing = False
+        self._connection_watch: tuple[asyncio.AbstractEventLoop, Callable[[bool], None]] | None = None
+        options.setdefault("disconnected_cb", self._nats_disconnected)
+        options.setdefault("reconnected_cb", self._nats_reconnected)
         try:
             self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
             self._seq = self._call(self.core.last_seq())
@@ -88,7 +120,7 @@ class ClusterLog:
         self._source: SnapshotSource | None = None
         self._tick: list[_Item] = []
         self._in_flight = 0
-        self._sends: set[asyncio.Task[Any]] = set()
+        self._sends: set[asyncio.Future[Any]] = set()
         """The I/O thread's hand-overs not finished yet (a snapshot waits for those before it)."""
         self._gate: asyncio.Future[None] | None = None
         """Done once the newest tick that had to claim a group has queued its records (``_send``)."""
@@ -97,6 +129,26 @@ class ClusterLog:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
+        self._unwatch: Callable[[], Awaitable[None]] | None = None
+        """Stops ``take_over_lapsed``'s watch of the leases."""
+        self._follow_take: Callable[[Any], None] | None = None
+        self._follow_skip: Callable[[str], bool] | None = None
+        self._follow_stop: Callable[[], Awaitable[None]] | None = None
+        """On the I/O thread: ``follow``'s subscription as it is now (made again after a reconnect)."""
+        self._marked: dict[str, str | None] = {}
+        """On the I/O thread: per group, who wrote the last owner marker the log showed this
+        process (recovery, then the follower): the records after it are that holder's."""
+        self._seen: dict[str, Seen] = {}
+        """On the I/O thread: the leases of the bucket as last seen (``Leases.watch``)."""
+        self._watch_stop: Callable[[], Awaitable[None]] | None = None
+        self._claims: dict[str, asyncio.Future[int]] = {}
+        """On the I/O thread: the claims under way, per group (``_claim``)."""
+        self._following = False
+        """Whether ``follow`` runs (then a claim waits for the follower to pass its marker)."""
+        self._followed = 0
+        """On the I/O thread: the sequence of the last record the follower handed over."""
+        self._passing: list[tuple[int, asyncio.Future[None]]] = []
+        """On the I/O thread: claims waiting for the follower to pass their marker."""
         self.failures: list[LogError] = []
         """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
 
@@ -142,9 +194,12 @@ class ClusterLog:
 
     def owner(self, channel: str) -> str | None:
         group = group_of(channel)
-        if self.core.owns(group):
+        if self.core.owns(group) and group not in self._claims:
             return None
-        return self._holders.get(group)  # its lease may have lapsed since: an append then claims the group
+        # Its lease may have lapsed since: an append then claims the group. While a claim catches
+        # up, the previous holder is still named (until its marker is read), so an action is
+        # reduced only once numbered, after what that holder logged.
+        return self._holders.get(group)
 
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
         loop = asyncio.get_running_loop()
@@ -171,13 +226,31 @@ class ClusterLog:
         loop = self._loop
         assert loop is not None
         self._in_flight += 1
-        # One wake-up of the I/O loop and one of the caller's per tick: a task started there whose
-        # end is handed back (lighter than run_coroutine_threadsafe's chained futures).
+        # One wake-up of the I/O loop and one of the caller's per tick.
         self._io.call_soon_threadsafe(self._start_send, items, loop)
 
     def _start_send(self, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
+        """On the I/O thread: hand the tick to the core. When every group of the tick is owned
+        already and no claim is under way (a tick's, or a takeover's still catching up: the common
+        case has none), the records are
+        queued and sent at once and the acknowledgements counted by callbacks (``_Tick``);
+        otherwise a task claims first (``_send``). Either way the tick's end is handed back to
+        the caller's loop (``_finish``) once every record is acknowledged or failed."""
+        if self._gate is None and not self._claims and all(self.core.owns(group_of(item[1])) for item in items):
+            tick = _Tick(self, items, loop)
+            self.core.hold()
+            waits = self._hand_to_core(items, tick.results, {})
+            self.core.send_now()
+            tick.wait_for(waits)
+            self._track(tick.done)
+            return
         task = self._io.create_task(self._send(items))
-        task.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, done))
+        self._track(task)
+        task.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, _results_of(items, done)))
+
+    def _track(self, send: asyncio.Future[Any]) -> None:
+        self._sends.add(send)
+        send.add_done_callback(self._sends.discard)
 
     async def _send(self, items: list[_Item]) -> tuple[list[Any], list[tuple[int, str]]]:
         """On the I/O thread: claim what is not owned yet, queue every record for this tick's
@@ -188,14 +261,11 @@ class ClusterLog:
         claim a group first holds back the ticks after it (``_gate``) until its records are
         queued, so that two ticks never claim one group at once (the second claim's marker would
         fence out the first's records) and a later tick's records never overtake an earlier
-        tick's in a group."""
-        task = asyncio.current_task()
-        assert task is not None
-        self._sends.add(task)
-        task.add_done_callback(self._sends.discard)
+        tick's in a group. (``_start_send`` takes its shortcut only when no gate is up.)"""
         results: list[Any] = [None] * len(items)
         ahead = self._gate
-        unowned = [group for group in dict.fromkeys(group_of(item[1]) for item in items) if not self.core.owns(group)]
+        unowned = [group for group in dict.fromkeys(group_of(item[1]) for item in items)
+                   if not self.core.owns(group) or group in self._claims]
         if unowned or ahead is not None:
             gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._gate = gate
@@ -204,9 +274,9 @@ class ClusterLog:
                     await ahead
                 refused: dict[str, LogError] = {}
                 for group in unowned:
-                    if not self.core.owns(group):
+                    if not self.core.owns(group) or group in self._claims:
                         try:
-                            await self.core.claim(group)
+                            await self._claim(group)
                         except LogError as error:
                             refused[group] = error
                 waits = self._hand_to_core(items, results, refused)
@@ -217,16 +287,9 @@ class ClusterLog:
         else:
             waits = self._hand_to_core(items, results, {})
         done = await asyncio.gather(*(future for _, future in waits), return_exceptions=True)
-        stored: list[tuple[int, str]] = []
         for (index, _), result in zip(waits, done):
             results[index] = result
-            if isinstance(result, int):
-                stored.append((result, group_of(items[index][1])))
-            elif not isinstance(result, BaseException):
-                body = items[index][3]
-                assert body is not None
-                stored.append((body["serverSeq"], group_of(items[index][1])))
-        return results, stored
+        return results, _stored(items, results)
 
     def _hand_to_core(self, items: list[_Item], results: list[Any],
                       refused: dict[str, LogError]) -> list[tuple[int, asyncio.Future[Any]]]:
@@ -247,12 +310,8 @@ class ClusterLog:
                 waits.append((index, self.core.removed(channel)))
         return waits
 
-    def _finish(self, items: list[_Item], handed: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]) -> None:
+    def _finish(self, items: list[_Item], results: list[Any]) -> None:
         """On the caller's loop: resolve the tick's futures, then the durability callbacks."""
-        try:
-            results = handed.result()[0]
-        except BaseException as error:  # the I/O thread failed the whole tick
-            results = [error if isinstance(error, LogError) else LogUnavailable(str(error))] * len(items)
         for (_kind, channel, _, body, future), result in zip(items, results):
             if isinstance(result, BaseException):
                 if isinstance(result, NotOwner) and result.owner:
@@ -289,28 +348,184 @@ class ClusterLog:
 
     def follow(self, deliver: Callable[[LogRecord], None]) -> None:
         """Call ``deliver`` on the caller's loop with every record other processes append from now
-        on (after ``seq``), in log order: the records of groups this process owns are its own, and
-        owner markers are skipped. ``seq`` follows them. Stopped by ``close``."""
+        on (after ``seq``), in log order: a group's records after a marker of this process's are
+        its own (skipped before they are decoded; every writer marks first, so the records a dead
+        owner logged before our takeover marker still come), and owner markers are taken in.
+        ``seq`` follows them. Records are handed to the caller's loop in batches (one wake-up for
+        all that arrived while it was busy, not one each). Stopped by ``close``."""
         loop = asyncio.get_running_loop()
+        arrived: collections.deque[tuple[Any, ...]] = collections.deque()
+        scheduled = [False]
+
+        def drain() -> None:
+            scheduled[0] = False  # first: a record arriving from now on schedules another drain
+            while arrived:
+                item = arrived.popleft()
+                if item[0] == "owner":
+                    self._claimed(item[1], item[2])
+                else:
+                    self._deliver(deliver, item[1], item[2])
+
+        def hand_over(item: tuple[Any, ...]) -> None:
+            arrived.append(item)
+            if not scheduled[0]:
+                scheduled[0] = True
+                loop.call_soon_threadsafe(drain)
+
+        def ours(group: str) -> bool:
+            return self._marked.get(group) == self.core.holder
 
         def take(record: Any) -> None:
+            if record.seq <= self._followed:
+                return  # handed over already (a subscription made again after a reconnect overlaps)
             if record.kind == "owner":
-                loop.call_soon_threadsafe(self._claimed, record.channel, (record.body or {}).get("holder"))
-                return
-            if self.core.owns(group_of(record.channel)):
-                return
-            seq = record.seq if record.kind == "action" else None
-            loop.call_soon_threadsafe(self._deliver, deliver, LogRecord(record.kind, record.channel, seq, record.now, record.body),
-                                      record.seq)
+                holder = (record.body or {}).get("holder")
+                self._marked[record.channel] = holder
+                hand_over(("owner", record.channel, holder))
+            elif not ours(group_of(record.channel)):
+                seq = record.seq if record.kind == "action" else None
+                hand_over(("record", LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq))
+            self._followed = record.seq
+            if self._passing:  # claims waiting for this point: woken after what it handed over
+                passed = [waiter for seq, waiter in self._passing if seq <= record.seq]
+                self._passing = [(seq, waiter) for seq, waiter in self._passing if seq > record.seq]
+                for waiter in passed:
+                    if not waiter.done():
+                        waiter.set_result(None)
 
-        self._unfollow = self._call(self.core.follow(self._seq, take))
+        async def start() -> Callable[[], Awaitable[None]]:
+            self._following = True
+            self._followed = self._seq
+            self._follow_take = take
+            self._follow_skip = ours
+            self._follow_stop = await self.core.follow(self._seq, take, skip=ours)
+            return self._stop_following
+
+        self._unfollow = self._call(start())
+
+    async def _stop_following(self) -> None:
+        stop, self._follow_stop = self._follow_stop, None
+        if stop is not None:
+            await stop()
+
+    async def _resubscribe(self) -> None:
+        """On the I/O thread, once NATS is back: follow the log again from the last record handed
+        over, and watch the leases again (a consumer of the server before a restart may be gone)."""
+        if self._follow_take is not None:
+            with contextlib.suppress(Exception):
+                await self._stop_following()
+            try:
+                self._follow_stop = await self.core.follow(self._followed, self._follow_take, skip=self._follow_skip)
+            except Exception:
+                logger.exception("following the log again after a reconnect failed")
+        if self._watch_stop is not None:
+            with contextlib.suppress(Exception):
+                await self._watch_stop()
+            seen: dict[str, Seen] = {}
+            try:
+                self._watch_stop = await self.core.leases.watch(seen)
+            except Exception:
+                logger.exception("watching the leases again after a reconnect failed")
+            self._seen = seen
+
+    # -- the connection to NATS ------------------------------------------------------------------
+
+    def watch_connection(self, changed: Callable[[bool], None]) -> None:
+        """Call ``changed(False)`` on the caller's loop when this process loses NATS (cut off: it
+        writes nothing until it is back), ``changed(True)`` once it is connected again."""
+        self._connection_watch = (asyncio.get_running_loop(), changed)
+
+    async def _nats_disconnected(self) -> None:
+        self._connection_changed(False)
+
+    async def _nats_reconnected(self) -> None:
+        if not self._closing:
+            asyncio.get_running_loop().create_task(self._resubscribe())
+        self._connection_changed(True)
+
+    def _connection_changed(self, connected: bool) -> None:
+        watch = self._connection_watch
+        if watch is not None and not self._closing:
+            watch[0].call_soon_threadsafe(watch[1], connected)
+
+    # -- claims, and taking over the groups of a dead owner (on the I/O thread) ---------------------
+
+    async def _claim(self, group: str) -> int:
+        """Claim ``group`` (one claim per group at a time: a second caller waits for the first);
+        done once the follower, if it runs, has handed the caller's loop every record up to the
+        marker. Raises ``NotOwner`` / ``LogUnavailable`` / ``LogError`` as ``JetStreamLog.claim``."""
+        claiming = self._claims.get(group)
+        if claiming is None:
+            claiming = asyncio.ensure_future(self._claim_and_catch_up(group))
+            self._claims[group] = claiming
+            claiming.add_done_callback(lambda _: self._claims.pop(group, None))
+        return await asyncio.shield(claiming)
+
+    async def _claim_and_catch_up(self, group: str) -> int:
+        marker = await self.core.claim(group)
+        if self._following and self._followed < marker:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._passing.append((marker, waiter))
+            try:
+                await asyncio.wait_for(waiter, self.timeout)
+            except TimeoutError as error:  # the follower is stuck: not ours to write yet
+                await self.core.release(group)
+                raise LogUnavailable(f"claimed {group} but could not read what its previous owner logged "
+                                     f"within {self.timeout:g} s") from error
+        return marker
+
+    def take_over_lapsed(self, taken: Callable[[str], None]) -> None:
+        """Claim every group whose holder let its lease lapse (a process killed or cut off), and
+        call ``taken(group)`` on the caller's loop once this process owns it and holds everything
+        its previous holder logged on it. After ``follow``; stopped by ``close``."""
+        loop = asyncio.get_running_loop()
+
+        async def start() -> Callable[[], Awaitable[None]]:
+            self._watch_stop = await self.core.leases.watch(self._seen)
+            task = asyncio.get_running_loop().create_task(self._take_lapsed(loop, taken))
+
+            async def stop() -> None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                watch_stop, self._watch_stop = self._watch_stop, None
+                if watch_stop is not None:
+                    await watch_stop()
+
+            return stop
+
+        self._unwatch = self._call(start())
+
+    async def _take_lapsed(self, loop: asyncio.AbstractEventLoop, taken: Callable[[str], None]) -> None:
+        leases = self.core.leases
+        while True:
+            await asyncio.sleep(leases.ttl / 12)  # noticed within half a second of the lapse
+            if not self.core.client.is_connected:
+                continue  # cut off: our own leases lapse too; nothing to take
+            seen = self._seen
+            for group in lapsed(seen, leases.now(), self.core.holder):
+                if self.core.owns(group) or group in self._claims:
+                    continue
+                try:
+                    await self._claim(group)
+                except LogError as error:  # another process was quicker (the watch shows it soon), or NATS went
+                    logger.debug("not taking %s over: %s", group, error)
+                    continue
+                logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
+                loop.call_soon_threadsafe(self._taken, group, taken)
+
+    def _taken(self, group: str, taken: Callable[[str], None]) -> None:
+        self._holders.pop(group, None)
+        try:
+            taken(group)
+        except Exception:
+            logger.exception("taking %s over failed", group)
 
     # -- forwarding a dispatch to the session's owner (core NATS request/reply, not the stream) ------
 
     def _forward_subject(self, holder: str) -> str:
         return f"ahp.forward.{token(holder)}"
 
-    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any]], Coroutine[Any, Any, str | None]]) -> None:
+    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any] | None], Coroutine[Any, Any, str | None]]) -> None:
         """Answer the dispatches other processes forward here: ``handle(channel, action, origin)``
         runs on the caller's loop and returns None once the action is logged, or why it was refused."""
         loop = asyncio.get_running_loop()
@@ -329,7 +544,12 @@ class ClusterLog:
 
         self._call(subscribe())
 
-    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> Awaitable[str | None]:
+    def shared(self, channel: str) -> bool:
+        """Whether every process changes ``channel`` (the root: ``subjects.is_shared``), each change
+        forwarded to the process that writes it (``Store._forward_shared``)."""
+        return is_shared(channel)
+
+    def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any] | None) -> Awaitable[str | None]:
         """Hand a client's dispatch to ``owner``, the process running its session: None once it is
         logged there (the client's echo comes through the stream), or why it was refused."""
         async def ask() -> str | None:
@@ -341,6 +561,91 @@ class ClusterLog:
                 return f"{owner}, which runs this session, did not answer: {error or type(error).__name__}"
             refused = json.loads(reply.data).get("refused")
             return str(refused) if refused is not None else None
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+
+    # -- forwarding a request about a session to its owner (core NATS request/reply) -----------------
+
+    def _request_subject(self, holder: str) -> str:
+        return f"ahp.request.{token(holder)}"
+
+    def serve_requests(self, handle: Callable[[str, dict[str, Any], str], Coroutine[Any, Any, dict[str, Any]]]) -> None:
+        """Answer the requests other processes forward here: ``handle(method, params, client_id)``
+        runs on the caller's loop and returns the answer to send back: ``{"result": ...}`` or
+        ``{"error": {"code": ..., "message": ...}}``."""
+        loop = asyncio.get_running_loop()
+
+        async def take(message: Any) -> None:
+            try:
+                asked = json.loads(message.data)
+                answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+                    handle(asked["method"], asked["params"], asked["clientId"]), loop))
+            except Exception as error:  # a malformed request: said to the asker
+                answer = {"error": {"code": None, "message": f"the owner could not take it: {error}"}}
+            await message.respond(json.dumps(answer).encode())
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self._request_subject(self.core.holder), cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        self._call(subscribe())
+
+    def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Awaitable[dict[str, Any]]:
+        """Hand a client's request to ``owner``, the process running what it is about: its answer
+        (``serve_requests``), or ``{"error": {"code": None, ...}}`` when ``owner`` did not answer."""
+        async def ask() -> dict[str, Any]:
+            try:
+                reply = await self.core.client.request(
+                    self._request_subject(owner), json.dumps({"method": method, "params": params, "clientId": client_id}).encode(),
+                    timeout=self.timeout)
+            except Exception as error:  # no responder (the owner is gone), a timeout
+                return {"error": {"code": None, "message": f"{owner}, which runs this session, did not answer: "
+                                                          f"{error or type(error).__name__}"}}
+            answer: dict[str, Any] = json.loads(reply.data)
+            return answer
+
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+
+    # -- stored content another process holds (core NATS request/reply) -----------------------------
+
+    CONTENT_SUBJECT = "ahp.content"
+    CONTENT_WAIT = 2.0
+    """Seconds to wait for a process that holds a content reference before it counts as not found."""
+
+    def serve_content(self, lookup: Callable[[str], tuple[bytes, str] | None]) -> None:
+        """Answer other processes' questions for stored content (``find_content``) that
+        ``lookup(uri)`` (called on the caller's loop) finds here; stay silent otherwise, so that
+        the one process holding it is the one that answers."""
+        loop = asyncio.get_running_loop()
+
+        async def look(uri: str) -> tuple[bytes, str] | None:
+            return lookup(uri)
+
+        async def take(message: Any) -> None:
+            try:
+                found = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(look(message.data.decode()), loop))
+                if found is not None:
+                    data, content_type = found
+                    await message.respond(json.dumps({"type": content_type, "data": base64.b64encode(data).decode()}).encode())
+            except Exception as error:  # larger than the server's payload limit, a malformed question
+                logger.warning("could not answer a question for stored content: %s", error)
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self.CONTENT_SUBJECT, cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        self._call(subscribe())
+
+    def find_content(self, uri: str) -> Awaitable[tuple[bytes, str] | None]:
+        """The bytes and content type behind ``uri`` from the process that stored it, or None
+        when no process answers within ``CONTENT_WAIT`` seconds."""
+        async def ask() -> tuple[bytes, str] | None:
+            try:
+                reply = await self.core.client.request(self.CONTENT_SUBJECT, uri.encode(), timeout=self.CONTENT_WAIT)
+            except Exception:  # no responders, a timeout: nobody has it
+                return None
+            answer = json.loads(reply.data)
+            return base64.b64decode(answer["data"]), str(answer["type"])
 
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
 
@@ -370,6 +675,7 @@ class ClusterLog:
             covered = snapshots.get(group_of(record.channel))
             if record.kind == "owner":
                 holder = (record.body or {}).get("holder")
+                self._marked[record.channel] = holder
                 if holder and holder != self.core.holder:
                     self._holders[group_of(record.channel)] = holder
                 else:
@@ -432,7 +738,14 @@ class ClusterLog:
                 await self.core.put_snapshot(group, lasts[group], channels)
 
     def close(self) -> None:
+        self._closing = True
         try:
+            unwatch = self._unwatch
+            if unwatch is not None:
+                async def stop_watching() -> None:
+                    await unwatch()
+
+                self._call(stop_watching())
             unfollow = self._unfollow
             if unfollow is not None:
                 async def stop_following() -> None:
@@ -442,6 +755,67 @@ class ClusterLog:
             self._call(self.core.close())
         finally:
             self._stop_thread()
+
+
+class _Tick:
+    """On the I/O thread: one tick's records queued in the core, counted as their futures settle
+    (lighter than a task gathering them); ``done`` gives what ``_send`` gives."""
+
+    __slots__ = ("log", "items", "loop", "results", "waits", "left", "done")
+
+    def __init__(self, log: ClusterLog, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
+        self.log = log
+        self.items = items
+        self.loop = loop
+        self.results: list[Any] = [None] * len(items)
+        self.waits: list[tuple[int, asyncio.Future[Any]]] = []
+        self.left = 0
+        self.done: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] = log._io.create_future()
+
+    def wait_for(self, waits: list[tuple[int, asyncio.Future[Any]]]) -> None:
+        self.waits = waits
+        self.left = len(waits)
+        if not waits:
+            self._end()
+        for _, future in waits:
+            future.add_done_callback(self._settled)
+
+    def _settled(self, _future: asyncio.Future[Any]) -> None:
+        self.left -= 1
+        if self.left:
+            return
+        for index, future in self.waits:
+            if future.cancelled():
+                self.results[index] = LogUnavailable("the log was closed before this record was acknowledged")
+            else:
+                self.results[index] = future.exception() or future.result()
+        self._end()
+
+    def _end(self) -> None:
+        self.done.set_result((self.results, _stored(self.items, self.results)))
+        self.loop.call_soon_threadsafe(self.log._finish, self.items, self.results)
+
+
+def _stored(items: list[_Item], results: list[Any]) -> list[tuple[int, str]]:
+    """``(sequence, group)`` of each record of a tick that was stored."""
+    stored: list[tuple[int, str]] = []
+    for item, result in zip(items, results):
+        if isinstance(result, int):
+            stored.append((result, group_of(item[1])))
+        elif result is not None and not isinstance(result, BaseException):
+            body = item[3]
+            assert body is not None
+            stored.append((body["serverSeq"], group_of(item[1])))
+    return stored
+
+
+def _results_of(items: list[_Item], handed: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]) -> list[Any]:
+    """A tick's results from its task; every record failed when the task itself failed."""
+    try:
+        return handed.result()[0]
+    except BaseException as error:  # the I/O thread failed the whole tick
+        failure = error if isinstance(error, LogError) else LogUnavailable(str(error))
+        return [failure] * len(items)
 
 
 def _conforms(log: ClusterLog) -> OrderedLog:

@@ -2,9 +2,13 @@
 
 **Owner groups.** A session's channels are run by one process at a time and fenced together: the
 session itself, its annotations channel and its chats (the default chat, named chats, sub-agent
-chats: ``ahp.state.channels.parse_chat_uri``). Every other channel (the root, terminals,
-changesets, resource watches, automations) belongs to the one host-wide group :data:`HOST_GROUP`.
-``group_of`` answers from the URI alone, as every process must answer the same without asking.
+chats: ``ahp.state.channels.parse_chat_uri``). A terminal, a changeset, a resource watch and an
+automation run are each a group of their own, run by the process that made it (a terminal's
+shell and a watch's files are on that process's machine: any process may make one). The root
+channel, the automations channel and URIs of no known kind belong to the one host-wide group
+:data:`HOST_GROUP`, which one process runs at a time and the others forward their changes to
+(:func:`is_shared`). ``group_of`` answers from the URI alone, as every process must answer the
+same without asking.
 
 **Subjects.** ``<prefix>.<group token>.<channel token>``, each token the unpadded base64url of the
 UTF-8 URI (base64url has no ``.``, ``*``, ``>`` or white space, so any URI is one token, and KV
@@ -19,10 +23,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 
 from ahp.state.channels import channel_kind, parse_chat_uri, session_of_annotations
 
-__all__ = ["HOST_GROUP", "MARKER_TOKEN", "Subjects", "group_of", "token", "untoken"]
+__all__ = ["HOST_GROUP", "MARKER_TOKEN", "Subjects", "group_of", "is_shared", "token", "untoken"]
 
 HOST_GROUP = "ahp-host:"
 """The owner group of the channels that belong to no session."""
@@ -30,8 +35,10 @@ HOST_GROUP = "ahp-host:"
 MARKER_TOKEN = "~"
 
 
+@functools.lru_cache(maxsize=65536)
 def group_of(channel: str) -> str:
-    """The owner group of ``channel``: its session's URI, or :data:`HOST_GROUP`."""
+    """The owner group of ``channel``: its session's URI, or :data:`HOST_GROUP` (remembered: the
+    log asks for every record, several times)."""
     kind = channel_kind(channel)
     if kind == "session":
         return channel
@@ -40,9 +47,20 @@ def group_of(channel: str) -> str:
         return parsed[1] if parsed is not None else HOST_GROUP
     if kind == "annotations":
         return session_of_annotations(channel) or HOST_GROUP
+    if kind in _OWN_GROUP:
+        return channel
     return HOST_GROUP
 
 
+_OWN_GROUP = frozenset({"terminal", "changeset", "resourceWatch", "automationRun"})
+
+
+def is_shared(channel: str) -> bool:
+    """Whether ``channel`` is one every process changes (the root...): in :data:`HOST_GROUP`."""
+    return group_of(channel) == HOST_GROUP
+
+
+@functools.lru_cache(maxsize=65536)
 def token(uri: str) -> str:
     """``uri`` as one subject token (and KV key): unpadded base64url of its UTF-8 bytes."""
     return base64.urlsafe_b64encode(uri.encode("utf-8")).decode("ascii").rstrip("=")

@@ -2,7 +2,9 @@
 
 It watches the store (as an observer) and, for each chat of a session (internal model, AHP 0.9.0):
 
-* ``chat/turnStarted``  → start the agent's ``run_turn`` in a task; when it returns, dispatch
+* ``chat/turnStarted``, or ``chat/turnResume`` reopening a turn that ended in a resumable error
+  → start the agent's ``run_turn`` in a task (a resumed turn runs again from its message, its
+  earlier parts kept); when it returns, dispatch
   ``chat/turnComplete``; when it raises ``TurnFailed``, ``chat/error`` with an error part holding
   its ``ErrorInfo``; any other exception is our bug: logged, and the turn ends with an error that
   says so. Every end carries the turn's ``duration`` (host clock, milliseconds since ``startedAt``);
@@ -45,10 +47,27 @@ LATE_STEERING_NOTE = ("This steering message arrived after the previous turn had
 
 logger = logging.getLogger(__name__)
 
+_STARTS = frozenset({"chat/turnStarted", "chat/turnResume"})
+"""The actions after which a chat's (new or reopened) active turn is run."""
+
 
 def now_iso() -> str:
     """The host clock as an ISO-8601 timestamp (``Turn.startedAt``)."""
     return iso_timestamp(int(time.time() * 1000)) or "1970-01-01T00:00:00.000Z"
+
+
+def _parts_numbered(turn: dict[str, Any]) -> int:
+    """How many part ids a (resumed) turn's parts used already: its new parts are numbered after
+    them (``TurnContext.new_part_id``), so a resumed turn never writes into an earlier part."""
+    prefix = f"{turn.get('id')}:"
+    used = 0
+    for part in turn.get("responseParts") or ():
+        ident = part.get("id") if isinstance(part, dict) else None
+        if isinstance(ident, str) and ident.startswith(prefix):
+            number = ident.rpartition("-")[2]
+            if number.isdigit():
+                used = max(used, int(number))
+    return used
 
 
 def turn_duration(started_at: Any) -> int:
@@ -161,7 +180,7 @@ class TurnRunner:
             # The turn the task serves is over: stop the provider stream and tools now.
             self._tasks.pop(channel, None)
             running[1].cancel()
-        if action_type == "chat/turnStarted" and after_turn is not None and after_turn is not before_turn:
+        if action_type in _STARTS and after_turn is not None and after_turn is not before_turn:
             self._start(channel, after_turn)
         elif before_turn is not None and after_turn is None:
             self._schedule_next_queued(channel)
@@ -189,6 +208,7 @@ class TurnRunner:
             _chat_state=lambda: store.state(chat),
             _active_turn_id=lambda: store.active_turn_id(chat),
             _finished_turns=lambda: store.turns(chat),
+            _part_ids=_parts_numbered(turn),
         )
         task = asyncio.get_running_loop().create_task(self._run(agent, ctx), name=f"turn {turn['id']}")
         self._tasks[chat] = (turn["id"], task)

@@ -115,8 +115,12 @@ class EmbeddedLog:
         self._snapshot_chars = snapshot_chars
         self._wal_checkpoint_bytes = wal_checkpoint_bytes
         self._wal_limit_bytes = wal_limit_bytes
-        self.replay_window: deque[tuple[int, str, dict[str, Any], int]] = deque(maxlen=replay_capacity)
-        """``(serverSeq, channel, envelope, characters of its JSON)``, oldest first."""
+        self.replay_window: deque[tuple[int, str, str]] = deque(maxlen=replay_capacity)
+        """``(serverSeq, channel, the envelope's JSON)``, oldest first. Text rather than the envelope's
+        dicts: a tuple of a number and two strings is one the cyclic collector stops tracking, while
+        each envelope kept as dicts was walked by every young and middle collection it lived through,
+        at a model's pace tens of thousands of them, in pauses of the whole event loop
+        (``benchmarks/README.md``, "Capacity: where a tick goes"). ``replay`` parses what it returns."""
         self._replay_chars = replay_chars
         self._replay_size = 0
         """Characters the replay window holds."""
@@ -158,7 +162,7 @@ class EmbeddedLog:
                 self._arm_flush(FLUSH_DELAY)
             elif journal.pending >= FLUSH_ROWS:
                 self._flush_soon()
-        self._remember(seq, channel, envelope, len(envelope_json))
+        self._remember(seq, channel, envelope_json)
         if journal is not None and (journal.entries_since_snapshot >= self._snapshot_every
                                     or journal.chars_since_snapshot >= self._snapshot_chars):
             self._maybe_snapshot()
@@ -281,27 +285,28 @@ class EmbeddedLog:
     # -- the replay window ---------------------------------------------------------------------
 
     def replay(self, since: int, channels: Iterable[str]) -> list[dict[str, Any]] | None:
-        """Envelopes on ``channels`` with serverSeq > since, or None when the window has a gap."""
+        """Envelopes on ``channels`` with serverSeq > since, or None when the window has a gap (each
+        parsed again from the JSON its frame carried: a new dict, equal to the one dispatched)."""
         if since > self.seq:
             return None
         if since < self.seq:
             if not self.replay_window or self.replay_window[0][0] > since + 1:
                 return None
         wanted = channels if isinstance(channels, (set, frozenset)) else set(channels)
-        return [envelope for seq, channel, envelope, _ in self.replay_window if seq > since and channel in wanted]
+        return [json.loads(text) for seq, channel, text in self.replay_window if seq > since and channel in wanted]
 
-    def _remember(self, seq: int, channel: str, envelope: dict[str, Any], size: int) -> None:
-        """Add an envelope to the replay window, dropping the oldest past its count or characters
-        (the newest always stays)."""
+    def _remember(self, seq: int, channel: str, envelope_json: str) -> None:
+        """Add an envelope's JSON to the replay window, dropping the oldest past its count or
+        characters (the newest always stays)."""
         replay = self.replay_window
         if replay.maxlen == 0:
             return
         if len(replay) == replay.maxlen:
-            self._replay_size -= replay.popleft()[3]
-        replay.append((seq, channel, envelope, size))
-        self._replay_size += size
+            self._replay_size -= len(replay.popleft()[2])
+        replay.append((seq, channel, envelope_json))
+        self._replay_size += len(envelope_json)
         while self._replay_size > self._replay_chars and len(replay) > 1:
-            self._replay_size -= replay.popleft()[3]
+            self._replay_size -= len(replay.popleft()[2])
 
     def _contiguous(self, items: list[tuple[int, str, dict[str, Any]]]) -> list[tuple[int, str, dict[str, Any]]]:
         """The newest run of consecutive seqs of ``items`` (sorted) ending at ``self.seq``."""
@@ -346,7 +351,7 @@ class EmbeddedLog:
         self.replay_window.clear()
         self._replay_size = 0
         for seq, channel, envelope in self._contiguous(recent):
-            self._remember(seq, channel, envelope, len(action_frame(envelope)[0]))
+            self._remember(seq, channel, action_frame(envelope)[0])
 
     def snapshot_now(self) -> None:
         """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""

@@ -22,6 +22,10 @@ Invariants:
   or the other groups.
 * Sending never blocks: a subscriber's ``send`` takes a ready text frame (the transport buffers it
   until the log says it is durable, ``host.state.log``).
+* **No stale mirror.** A translator that cannot say an envelope in its version's actions (no action
+  of that version makes the change) returns :class:`Resync`: each subscriber of its group is
+  asked to ``resync(reason, serverSeq)`` (a connection closes so that its client reconnects and gets fresh
+  snapshots, ``host.transport.connection``); one without that method is sent nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Protocol
 from ahp.jsonrpc import action_frame, notification
 from host.state.channels import Channel
 
-__all__ = ["Change", "Subscriber", "Translator", "drop", "echo", "fan_out", "has_subscribers", "is_subscribed",
+__all__ = ["Change", "Resync", "Subscriber", "Translator", "drop", "echo", "fan_out", "has_subscribers", "is_subscribed",
            "notify", "reject", "subscribe", "translator_of", "unsubscribe"]
 
 logger = logging.getLogger(__name__)
@@ -60,11 +64,20 @@ class Change:
     store: Any
 
 
+@dataclass(frozen=True)
+class Resync:
+    """What a translator returns for an envelope its version cannot say: the group's mirrors of the
+    channel would go stale, so each subscriber must take a fresh snapshot. ``reason`` says why,
+    for the subscriber (a close reason: short)."""
+
+    reason: str
+
+
 class Translator(Protocol):
     """Turns the store's envelopes and notifications into the shapes of a group of subscribers
     (a protocol version other than the store's own): the very object it was given to send it as
     is (the frame already built is reused), a new one (or a list of them, sent in order) to send
-    instead, None to send nothing. Called once per envelope per channel for the whole group.
+    instead, None to send nothing, a :class:`Resync` when its version cannot say it. Called once per envelope per channel for the whole group.
     ``wants_states(kind, action)`` says whether it needs the states around the action (reading
     them costs a reduction of a pending text run: translators say no for streamed tokens)."""
 
@@ -151,6 +164,12 @@ def fan_out(entry: Channel, envelope: dict[str, Any], frame: str, change: Change
         if shown is envelope:  # the store's own shape (every streamed token of a 0.9.0 group)
             for subscriber in tuple(group):
                 subscriber.send(frame)
+            continue
+        if isinstance(shown, Resync):
+            for subscriber in tuple(group):
+                resync = getattr(subscriber, "resync", None)
+                if resync is not None:
+                    resync(shown.reason, envelope["serverSeq"])
             continue
         if isinstance(shown, list):
             texts = [frame if item is envelope else action_frame(item)[1] for item in shown]

@@ -118,6 +118,10 @@ class Store:
         if self._awaiting is not None:
             # ``dispatch`` is this one for such a log: the embedded log's path pays no check for it.
             self.dispatch = self._dispatch_later  # type: ignore[method-assign]
+        self._shared: Callable[[str], bool] | None = getattr(log, "shared", None) if hasattr(log, "forward") else None
+        """A shared log's ``shared(channel)``: whether every process changes ``channel`` (the root),
+        each change forwarded to the one process that writes it (``_forward_shared``)."""
+        self._forwarding: set[asyncio.Future[Any]] = set()
         self._channels: dict[str, Channel] = {ROOT: Channel("root", root_state)}
         self._changed: set[str] = {ROOT}
         """Channels whose state changed since the last snapshot (only these are written again)."""
@@ -133,6 +137,9 @@ class Store:
         """Called after every accepted action except streamed tokens (``STREAMED``)."""
         self.token_observers: list[TokenObserver] = []
         """Called after each streamed token (``STREAMED``) only, without states."""
+        self.followed_observers: list[Callable[[LogRecord], None]] = []
+        """Called after a channel another process created or removed was taken in (``take_in``;
+        not for its actions, which stream)."""
         self.rejection_observers: list[RejectionObserver] = []
         """Called after a client's action was refused (state and seq unchanged)."""
         self._unread = Change(None, None, self)
@@ -331,7 +338,11 @@ class Store:
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}
         if origin is not None:
             envelope["origin"] = origin
-        if self.log.owner(channel) is not None:  # run elsewhere: reduced only if the log takes it
+        owner = self.log.owner(channel)
+        if owner is not None and self._shared is not None and self._shared(channel):
+            self._forward_shared(owner, channel, action, origin, on_refused)
+            return envelope
+        if owner is not None:  # run elsewhere: reduced only if the log takes it
             answer = cast(Any, self.log.append(channel, now, envelope))
             self._awaiting.add(Pending(channel, entry, envelope, {}, {}, answer, on_refused, now=now, reduced=False))
             return envelope
@@ -344,6 +355,27 @@ class Store:
         answer = cast(Any, self.log.append(channel, now, envelope))
         self._awaiting.add(Pending(channel, entry, envelope, before, after, answer, on_refused))
         return envelope
+
+    def _forward_shared(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any] | None,
+                        on_refused: Callable[[str], None] | None) -> None:
+        """A change of a channel every process changes (the root: ``shared``), which ``owner``
+        writes: handed to it and dispatched there, and reduced here when the log brings it back
+        (``take_in``), in the log's order, as every other process does; not reduced now, so there
+        is nothing to undo when the owner refuses it (told as any refusal is)."""
+        forwarded = asyncio.ensure_future(self.forward(owner, channel, action, origin))
+        self._forwarding.add(forwarded)
+
+        def answered(done: asyncio.Future[str | None]) -> None:
+            self._forwarding.discard(done)
+            reason = done.result() if not done.cancelled() and done.exception() is None else str(done.exception())
+            if reason is None:
+                return
+            if on_refused is None:
+                logger.warning("%s on %s refused by %s, which writes it: %s", action.get("type"), channel, owner, reason)
+            else:
+                on_refused(reason)
+
+        forwarded.add_done_callback(answered)
 
     def _numbered(self, pending: Pending) -> None:
         """An action the log numbered (in ``serverSeq`` order): to its subscribers and observers."""
@@ -537,7 +569,28 @@ class Store:
         serve(self.take_forwarded)
         return True
 
-    async def take_forwarded(self, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
+    def take_over_lapsed(self, taken: Callable[[str], None]) -> bool:
+        """Have the log take over the sessions of a process whose lease lapsed (killed, cut off),
+        when it can (its optional ``take_over_lapsed``); whether it can. ``taken(group)`` is called
+        once this process owns the group (a session's URI, or the host-wide group) and its
+        channels hold everything the previous owner logged. After ``follow``."""
+        take = getattr(self.log, "take_over_lapsed", None)
+        if take is None:
+            return False
+        take(taken)
+        return True
+
+    def watch_log_connection(self, changed: Callable[[bool], None]) -> bool:
+        """Have ``changed(False)`` called when a networked log becomes unreachable (this process
+        cut off: every append is refused) and ``changed(True)`` when it is back, when the log can
+        say (its optional ``watch_connection``); whether it can."""
+        watch = getattr(self.log, "watch_connection", None)
+        if watch is None:
+            return False
+        watch(changed)
+        return True
+
+    async def take_forwarded(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None) -> str | None:
         """A client's dispatch another process forwarded here: dispatched as if local (its echo
         reaches that client through the log); None once it is logged, else why it was refused."""
         if channel not in self._channels:
@@ -554,7 +607,7 @@ class Store:
         forward a dispatch to (``forward``); None to dispatch here."""
         return self.log.owner(channel) if hasattr(self.log, "forward") else None
 
-    async def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any]) -> str | None:
+    async def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any] | None) -> str | None:
         """Hand a client's dispatch to ``owner``: None once logged there, else why it was refused."""
         return cast(str | None, await self.log.forward(owner, channel, action, origin))  # type: ignore[attr-defined]
 
@@ -594,6 +647,14 @@ class Store:
             if entry.subscribers or translated:
                 change = Change(before, entry.state, self) if translated else self._unread
                 fan_out(entry, envelope, action_frame(envelope)[1], change)
+            return
+        else:
+            return
+        for observer in tuple(self.followed_observers):
+            try:
+                observer(record)
+            except Exception:
+                logger.exception("store followed-record observer failed on %s of %s", record.kind, channel)
 
     def snapshot_now(self) -> None:
         """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""

@@ -31,7 +31,10 @@ is done by ``host.transport.rpc``; this module adds AHP's rules:
   bound: each frame it is sent reports its backlog to the host-wide ``host.transport.outbound.OutboundBudget``,
   which cuts it off past ``[server] max_queued_bytes_per_client`` or, when all clients together
   pass ``[server] max_queued_bytes``, the clients that hold the most first. It gets close code 1013
-  and a reason, and can ``reconnect`` and be replayed.
+  and a reason, and can ``reconnect`` and be replayed;
+* a client whose version cannot say a change to a channel it mirrors (an older dialect,
+  ``host.state.fanout.Resync``) is closed with ``RESYNC_CLOSE_CODE`` (4000) and a reason; its
+  ``reconnect`` is answered with fresh snapshots, so no mirror stays stale.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ahp.dialects.negotiation import (
+    SERVED_VERSIONS,
     MalformedVersion,
     Negotiated,
     negotiate,
@@ -59,7 +63,7 @@ from host.transport.rpc import RpcEndpoint
 from host.transport.tokens import FULL, HOST_GRANT, Grant
 from host.transport.validation import check_client_action
 
-__all__ = ["ClientConnection"]
+__all__ = ["RESYNC_CLOSE_CODE", "ClientConnection"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +76,9 @@ the same in every served version)."""
 
 
 _REVOKED = 1008
+RESYNC_CLOSE_CODE = 4000
+"""The close code of a connection whose mirror of a channel the host could not keep in step (see
+``ClientConnection.resync``): reconnect, and the answer is fresh snapshots."""
 
 
 class ClientConnection:
@@ -205,6 +212,21 @@ class ClientConnection:
 
     # -- gate and params -----------------------------------------------------------------------
 
+    def resync(self, reason: str, server_seq: int) -> None:
+        """The host changed a channel this client mirrors, at ``server_seq``, in a way its protocol
+        version has no action for (``host.state.fanout.Resync``): end the connection, so that the
+        client reconnects; a ``reconnect`` that has not seen ``server_seq`` is answered with
+        fresh snapshots (``host.resync_from``), never a replay that would leave the mirror stale."""
+        if self.cut_off_reason is not None:
+            return
+        if self.client_id is not None:
+            pending = self.host.resync_from
+            pending[self.client_id] = max(server_seq, pending.pop(self.client_id, 0))
+            while len(pending) > REMEMBERED_CLIENTS:
+                pending.pop(next(iter(pending)))
+        logger.info("closing a %s connection for a fresh snapshot: %s", self.protocol_version, reason)
+        self.cut_off(RESYNC_CLOSE_CODE, reason.encode()[:120].decode(errors="ignore"))
+
     def revoked(self) -> None:
         """The token of this connection was revoked: end the connection."""
         logger.info("closing a connection of revoked %s", self.grant.describe())
@@ -289,7 +311,7 @@ class ClientConnection:
         if self.client_id is not None and self.client_id != params["clientId"]:
             raise ProtocolViolation.invalid_request("This connection is already bound to another clientId.")
         if self.dialect is None:
-            known = self.host.client_versions.get(params["clientId"])
+            known = self.host.client_versions.get(params["clientId"]) or _stated_version(params)
             self._bind(params["clientId"], dialect_for_version(known or DEFAULT_VERSION))
         dialect = self.dialect
         assert dialect is not None and self.client_id is not None
@@ -306,6 +328,9 @@ class ClientConnection:
         replayed = await store.replay_settled(since, channels) if store.answers_later else store.replay(since, channels)
         self._present(self.client_id)
         shown = dialect.replayed(self.host, replayed) if replayed is not None else None
+        if since < self.host.resync_from.get(self.client_id, 0):
+            shown = None  # what it missed includes a change its version cannot say (``resync``)
+        self.host.resync_from.pop(self.client_id, None)
         if shown is None:
             snapshots = [self._subscribe_now(uri, internal) for uri, internal in resumable.items()]
             return {"type": "snapshot", "snapshots": snapshots}
@@ -483,18 +508,33 @@ class ClientConnection:
 
     async def _dispose_session(self, params: Any) -> None:
         params = self._params("disposeSession", params)
+        if await self._on_owner("disposeSession", params, self.host.session_uri(params["channel"])):
+            return None
         self.host.dispose_session(params["channel"])
         return None
 
     async def _create_chat(self, params: Any) -> None:
         params = self._params("createChat", params)
+        if await self._on_owner("createChat", params, self.host.session_uri(params.get("channel"))):
+            return None
         self.host.create_chat(params, self.client_id or "")
         return None
 
     async def _dispose_chat(self, params: Any) -> None:
         params = self._params("disposeChat", params)
+        if await self._on_owner("disposeChat", params, params["channel"]):
+            return None
         self.host.dispose_chat(params["channel"])
         return None
+
+    async def _on_owner(self, method: str, params: dict[str, Any], channel: Any) -> bool:
+        """Whether another process of a cluster runs ``channel`` and answered ``method`` for this
+        client there (its error raised here as it was there: ``host.service.FORWARDED_REQUESTS``)."""
+        owner = self.host.owner_elsewhere(channel)
+        if owner is None:
+            return False
+        await self.host.forward_request(owner, method, params, self.client_id or "")
+        return True
 
     async def _list_sessions(self, params: Any) -> dict[str, Any]:
         params = self._params("listSessions", params)
@@ -590,6 +630,8 @@ class ClientConnection:
 
     async def _dispose_terminal(self, params: Any) -> None:
         params = self._params("disposeTerminal", params)
+        if await self._on_owner("disposeTerminal", params, params["channel"]):
+            return None
         self.host.terminals.dispose(params["channel"])
         return None
 
@@ -597,7 +639,11 @@ class ClientConnection:
         params = self._params("invokeChangesetOperation", params)
         assert self.dialect is not None
         channel = self.dialect.internal_uri(self.host, params["channel"])
-        return self.host.changesets.invoke({**params, "channel": channel} if isinstance(channel, str) else params)
+        params = {**params, "channel": channel} if isinstance(channel, str) else params
+        owner = self.host.owner_elsewhere(channel)
+        if owner is not None:
+            return cast(dict[str, Any], await self.host.forward_request(owner, "invokeChangesetOperation", params, self.client_id or ""))
+        return self.host.changesets.invoke(params)
 
     async def _resolve_session_config(self, params: Any) -> dict[str, Any]:
         params = self._params("resolveSessionConfig", params)
@@ -630,3 +676,13 @@ def _refusal(host: Any, target: str, action: Any, client_id: str) -> str | None:
             and store.older_turn_count(target) and action.get("turnId") in store.turn_ids(target)):
         reason = f"Turn id {action['turnId']} is already used in this chat; pick a new id."
     return reason
+
+
+def _stated_version(params: dict[str, Any]) -> str | None:
+    """The version a ``reconnect`` says its client negotiated before (``_meta.protocolVersion``,
+    which our own client sends), when this host serves it: a process that never saw the client (a
+    host started again, another process of a cluster) cannot know it otherwise, and AHP's
+    ``reconnect`` carries no version of its own. None: not said (the default applies)."""
+    meta = params.get("_meta")
+    stated = meta.get("protocolVersion") if isinstance(meta, dict) else None
+    return stated if isinstance(stated, str) and stated in SERVED_VERSIONS else None

@@ -30,7 +30,8 @@ client that connects a moment later finds it ready instead of waiting for it on 
 that asks sooner waits only for what is left of that import. First the wire models every request
 is validated with (``ahp.dialects.v0_2.wire._generated``, about 0.13 s of pydantic class building here),
 then the plugin loader the first session reads its working directory's customizations with
-(``plugins``, 0.04-0.09 s).
+(``plugins``, 0.04-0.09 s). The first ``initialize`` waits for neither: its params are validated
+with their model alone (``ahp.dialects.v0_2.wire._handshake``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ from host.transport.outbound import OutboundBudget
 from host.transport.tokens import HOST_GRANT, Grant, TokenFile
 from host.transport.ws_protocol import FRAMES_EXTENSION, TickBatchingWebSocketProtocol
 
-__all__ = ["build_app", "serve", "RunningHost", "start_host"]
+__all__ = ["build_app", "listening_socket", "serve", "RunningHost", "start_host"]
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
             logger.warning("refused a WebSocket with a missing or wrong token")
             await websocket.close(code=_POLICY_VIOLATION, reason="missing or wrong token")
             return
-        refusal = _connection_refusal(host.config.server, open_connections, presented)
+        refusal = host.cut_off or _connection_refusal(host.config.server, open_connections, presented)
         await websocket.accept()
         if refusal is not None:
             logger.warning("refused a WebSocket: %s", refusal)
@@ -151,6 +152,12 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
             open_connections[presented] -= 1
             if not open_connections[presented]:
                 del open_connections[presented]
+
+    def cut_off(reason: str) -> None:  # a cluster's process that lost NATS: its clients reconnect elsewhere
+        for connection in tuple(live):
+            connection.cut_off(_TRY_AGAIN_LATER, reason)
+
+    host.cut_off_listeners.append(cut_off)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -317,6 +324,12 @@ class RunningHost:
         await self.task
 
 
+def listening_socket(address: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``address:port`` and listening, as the host serves on (``serve
+    --workers`` binds one and hands it to its workers: ``cli.workers``)."""
+    return _bind(address, port)
+
+
 def _bind(address: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     # IPPROTO_TCP, not 0: accepted sockets inherit it, and asyncio turns Nagle's algorithm off
@@ -331,11 +344,15 @@ def _bind(address: str, port: int) -> socket.socket:
     return sock
 
 
-async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None) -> RunningHost:
-    """Bind, start serving in a task, and return once the host accepts connections."""
+async def start_host(host: AgentHost, *, token: str | None, on_connection: Callable[[], None] | None = None,
+                     sock: socket.socket | None = None, tokens: TokenFile | None = None) -> RunningHost:
+    """Bind (or take ``sock``, a listening socket: a worker of ``serve --workers``), start serving
+    in a task, and return once the host accepts connections. ``tokens``: the named tokens (by
+    default the data directory's; a worker's are its parent's)."""
     config = host.config.server
-    sock = _bind(config.host, config.port)
-    app = build_app(host, token=token, on_connection=on_connection)
+    if sock is None:
+        sock = _bind(config.host, config.port)
+    app = build_app(host, token=token, on_connection=on_connection, tokens=tokens)
     uv_config = uvicorn.Config(
         app,
         ws=TickBatchingWebSocketProtocol,  # uvicorn's websockets-sansio, one write per tick
@@ -373,11 +390,11 @@ def _import_plugins() -> None:
 
 async def serve(
     host: AgentHost, *, token: str | None, announce: Any = print, listening: Any = None,
-    on_connection: Callable[[], None] | None = None,
+    on_connection: Callable[[], None] | None = None, sock: socket.socket | None = None, tokens: TokenFile | None = None,
 ) -> None:
     """Run until interrupted (SIGINT/SIGTERM), printing the URL once listening. ``listening``,
     when given, is awaited with the ``RunningHost`` alongside (it may stop it: ``stop_soon``)."""
-    running = await start_host(host, token=token, on_connection=on_connection)
+    running = await start_host(host, token=token, on_connection=on_connection, sock=sock, tokens=tokens)
     memory.settle()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

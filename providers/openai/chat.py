@@ -8,7 +8,6 @@ back: Chat Completions has no portable way to replay it (DeepSeek even rejects i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from ahp.identity_memo import IdentityMemo
@@ -17,7 +16,6 @@ from ahp.prefix_memo import PrefixMemo
 from .._events import TypedEventStream
 from .._sse import RawEventStream
 from .._streaming import sdk_events
-from ..events import StreamEvent
 from ..messages import (
     ApiName,
     AssistantMessage,
@@ -62,22 +60,20 @@ class OpenAIChatProvider(OpenAIClientOwner):
 
     def stream(self, request: ModelRequest) -> ModelStream:
         translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
-        return ModelStream(self._events(request, translator), translator.acc)
-
-    async def _events(self, request: ModelRequest, translator: ChatStreamTranslator) -> AsyncIterator[StreamEvent]:
-        params = self.build_params(request)
-        async for event in sdk_events(
-            lambda: open_chunk_stream(self._sdk(), params),
-            lambda item: translator.feed(item[1]),
+        # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
+        events = sdk_events(
+            lambda params: open_chunk_stream(self._sdk(), params),
+            translator.feed,
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finish_reason is not None,
             dropped="The connection dropped before the model finished answering. Try again.",
             provider=PROVIDER,
             stall_timeout=request.stall_timeout,
-        ):
-            yield event
-        for event in translator.close():
-            yield event
+            prepare=lambda: self.build_params(request),
+            then=translator.close,
+            data_only=True,
+        )
+        return ModelStream(events, translator.acc)
 
 
 async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:

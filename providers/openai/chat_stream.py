@@ -42,9 +42,25 @@ class ChatStreamTranslator:
         self._response_id: str | None = None
         self._model: str | None = None
         self._pending_tool_args: dict[int, list[str]] = {}
+        self._writing = False
+        """The text part is open and nothing else is (the fast way of :meth:`feed` may be taken)."""
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         data = chunk if type(chunk) is dict else as_dict(chunk)
+        # Nearly every chunk: one choice whose delta is text for the open text part, and nothing
+        # else (no reasoning, tool calls, finish or usage). Exactly what the general way below
+        # makes of it, with fewer steps; anything else goes that way.
+        choices = data.get("choices")
+        if self._writing and type(choices) is list and len(choices) == 1 and data.get("usage") is None:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if type(delta) is dict and not choice.get("finish_reason") and not choice.get("index") and len(delta) <= 2:
+                content = delta.get("content")
+                if type(content) is str and content and (len(delta) == 1 or "role" in delta):
+                    return [self.acc.delta("text", content)]
+        return self._feed(data)
+
+    def _feed(self, data: dict[str, Any]) -> list[StreamEvent]:
         if not self._response_id:
             self._response_id = data.get("id")
         if not self._model:
@@ -74,6 +90,8 @@ class ChatStreamTranslator:
         usage = data.get("usage")
         if usage:
             events.append(UsageReport(usage=_usage(usage)))
+        acc = self.acc
+        self._writing = bool(self._response_id and self._model and acc.is_open("text") and acc.open_parts() == 1)
         return events
 
     def close(self) -> list[StreamEvent]:

@@ -16,7 +16,6 @@ tokens (reported as ``cache_read_tokens``), matching the neutral model.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from .._streaming import sdk_events
@@ -54,20 +53,19 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
 
     def stream(self, request: ModelRequest) -> ModelStream:
         translator = _Translator()
-        return ModelStream(self._events(request, translator), translator.acc)
-
-    async def _events(self, request: ModelRequest, translator: _Translator) -> AsyncIterator[StreamEvent]:
-        params = self.build_params(request)
-        async for event in sdk_events(
-            lambda: open_raw_stream(self._sdk(), "/responses", params),
-            lambda item: translator.feed(item[1]),
+        # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
+        events = sdk_events(
+            lambda params: open_raw_stream(self._sdk(), "/responses", params),
+            translator.feed,
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finished,
             dropped="The connection to OpenAI dropped before the response finished. Try again.",
             provider=PROVIDER,
             stall_timeout=request.stall_timeout,
-        ):
-            yield event
+            prepare=lambda: self.build_params(request),
+            data_only=True,
+        )
+        return ModelStream(events, translator.acc)
 
 
 _DELTAS = frozenset({

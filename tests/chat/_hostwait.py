@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ahp.dialects.v0_2.uris import v02_session_uri
 from host.transport.server import RunningHost
 
 
@@ -16,11 +15,10 @@ def sessions(host: RunningHost) -> list[tuple[str, dict[str, Any]]]:
 
 
 def chats(host: RunningHost) -> list[tuple[str, dict[str, Any]]]:
-    """Each session's name as a person types it into the chat client (``ahp-session:/<id>``) and
-    the state of its default chat (the internal model: ``turns`` with their ``message``,
-    ``activeTurn``, pending messages)."""
+    """Each session's URI (``<agent>:/<id>``, as the chat client names it) and the state of its
+    default chat (the model: ``turns`` with their ``message``, ``activeTurn``, pending messages)."""
     store = host.host.store
-    return [(v02_session_uri(uri) or uri, store.state(state["defaultChat"]) or {}) for uri, state in store.channels("session")]
+    return [(uri, store.state(state["defaultChat"]) or {}) for uri, state in store.channels("session")]
 
 
 async def until_host(host: RunningHost, predicate: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -146,7 +146,7 @@ async def test_one_command_print_mode_reads_the_prompt_from_a_pipe_and_prints_js
     result = json.loads(out)
     assert result["type"] == "result" and result["is_error"] is False
     assert 'You said: "what is q' in result["result"]
-    assert result["session"].startswith("ahp-session:/")
+    assert result["session"].startswith("offline:/")  # the model's session URI: <agent>:/<id>
 
 
 async def test_the_keyless_demo_says_its_answer_is_a_recording_and_how_to_connect_a_model(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ COLOR = Style(color=True)
 
 
 def turn(*parts: dict, **extra: object) -> dict:
-    return {"id": "t1", "userMessage": {"text": "hi"}, "responseParts": list(parts), "usage": None, **extra}
+    return {"id": "t1", "message": {"text": "hi", "origin": {"kind": "user"}}, "responseParts": list(parts), "usage": None, **extra}
 
 
 def md(content: str, part_id: str = "p1") -> dict:
@@ -73,7 +73,8 @@ def test_failed_and_cancelled_tool_calls_say_why() -> None:
 
 
 def test_a_finished_turn_reports_its_error_and_cancellation() -> None:
-    error = TurnView(PLAIN).update(turn(md("x"), state="error", error={"errorType": "rateLimited", "message": "Slow down."}))
+    failed = {"kind": "error", "error": {"errorType": "rateLimited", "message": "Slow down."}}
+    error = TurnView(PLAIN).update(turn(md("x"), failed, state="error"))
     assert error == "x\nerror: Slow down. (rateLimited)\n"
     assert TurnView(PLAIN).update(turn(state="cancelled")) == "(cancelled)\n"
 
@@ -182,14 +183,14 @@ def test_a_call_a_remembered_choice_allowed_says_so_on_its_line() -> None:
 
 def test_a_running_sub_agent_says_where_to_watch_it_and_its_answer_follows() -> None:
     view = TurnView(PLAIN)
-    block = {"type": "subagent", "resource": "ahp-session:/s1/subagent/call_0", "title": "Sub-agent: Look around"}
+    block = {"type": "subagent", "resource": "ahp-chat://subagent/czE/call_0", "title": "Sub-agent: Look around"}
 
     def task(status: str, **fields: object) -> dict:
         return {"kind": "toolCall", "toolCall": {"toolCallId": "c1", "toolName": "task", "displayName": "Run Sub-agent",
                                                  "status": status, "invocationMessage": "Start sub-agent: Look around", **fields}}
     running = view.update(turn(task("running", confirmed="not-needed", content=[block])))
     assert running == ("▶ Run Sub-agent Start sub-agent: Look around\n"
-                       "    Sub-agent: Look around is working: /resume ahp-session:/s1/subagent/call_0 to watch it\n")
+                       "    Sub-agent: Look around is working: /chat ahp-chat://subagent/czE/call_0 to watch it\n")
     assert view.update(turn(task("running", confirmed="not-needed", content=[block]))) == ""
     done = view.update(turn(task("completed", success=True, pastTenseMessage="Sub-agent finished: Look around",
                                  content=[block, {"type": "text", "text": "Echo printed hi."}])))

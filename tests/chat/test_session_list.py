@@ -13,7 +13,7 @@ NOW = 10_000_000_000.0
 
 def summary(name: str, directory: str, minutes_ago: float, **meta: object) -> dict:
     item = {"resource": f"ahp-session:/{name}", "title": name.title(), "provider": "fake", "status": 1,
-            "workingDirectory": directory, "modifiedAt": NOW - minutes_ago * 60_000}
+            "workingDirectories": [directory], "modifiedAt": NOW - minutes_ago * 60_000}
     if meta:
         item["_meta"] = meta
     return item

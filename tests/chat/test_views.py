@@ -157,6 +157,14 @@ def test_plugins_show_load_state_problems_and_contents() -> None:
     assert "plugin.json ==> name: required" in shown
 
 
+def test_a_plugin_switched_off_by_its_deciding_enablement_is_marked_disabled() -> None:
+    off = {"id": "a", "name": "tidy", "type": "plugin", "load": {"kind": "loaded"},
+           "enablement": [{"kind": "session", "enabled": False}, {"kind": "user", "enabled": True}]}
+    on = {**off, "id": "b", "name": "kept", "enablement": [{"kind": "user", "enabled": True}]}
+    shown = render_plugins({"customizations": [off, on]}, PLAIN)
+    assert "● tidy loaded (disabled)" in shown and "● kept loaded\n" in shown
+
+
 def test_plugins_show_their_notes_under_a_loaded_state() -> None:
     note = "plugin kit ==> agents/a.md ==> frontmatter ==> tools: read the text '[\"Read\"]' as the list ['Read']"
     state = {"customizations": [{"id": "a", "name": "kit", "load": {"kind": "loaded"}, "_meta": {"notes": [note]}}]}

@@ -39,7 +39,7 @@ async def test_create_list_and_revoke_from_the_command_line_against_a_running_ho
         assert secret not in (tmp_path / "data" / TOKENS_FILE).read_text()
 
         client = await AhpClient.connect(running.url.split("?")[0], token=secret, frame_hook=frame_checker.hook)
-        await client.initialize(subscriptions=["ahp-root://"])
+        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
         with pytest.raises(AhpError, match="needs a token of level full"):
             await client.request("createSession", {"channel": "ahp-session:/x"})
         ended = client.subscribe_events()

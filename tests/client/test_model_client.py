@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 
 from ahp.state import channel_kind, default_chat_uri
-from client import PROTOCOL_VERSIONS, AhpClient, AhpClientError, UnsupportedVersionError, subagent_chats
+from client import (
+    PROTOCOL_VERSIONS,
+    AhpClient,
+    AhpClientError,
+    ConnectionClosedError,
+    HostProtocolError,
+    UnsupportedVersionError,
+    subagent_chats,
+)
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
 from providers import ScriptedProvider
@@ -211,7 +219,7 @@ async def test_chats_need_a_connection_on_the_model():
     async with FakeHost() as fake:
         client = await AhpClient.connect(fake.url, client_id="me")
         try:
-            await client.initialize([ROOT])  # the fake host answers in 0.2.0
+            await client.initialize([ROOT], protocol_versions=("0.2.0",))  # the fake host answers in 0.2.0
             assert not client.speaks_model and client.chats("ahp-session:/x") == []
             with pytest.raises(AhpClientError, match="initialize with PROTOCOL_VERSIONS"):
                 await client.create_chat("ahp-session:/x")
@@ -243,3 +251,72 @@ async def test_a_sub_agent_chat_is_opened_from_the_tool_call_that_spawned_it(tmp
         finally:
             await client.close()
     assert schema_hook.failures == []
+
+
+async def test_by_default_the_client_offers_the_model_versions_and_takes_0_9_0_from_a_host_without_1_0_0():
+    async with FakeHost() as fake:
+        async def older_host(conn: Any, message: dict[str, Any]) -> dict[str, Any]:
+            return {"protocolVersion": "0.9.0", "serverSeq": 0, "snapshots": []}
+
+        fake.handlers["initialize"] = older_host
+        client = await AhpClient.connect(fake.url, client_id="me")
+        try:
+            await client.initialize([ROOT])
+            _conn, message = await fake.next_message("initialize")
+            assert message["params"]["protocolVersions"] == ["1.0.0", "0.9.0"]
+            assert client.protocol_version == "0.9.0" and client.speaks_model
+        finally:
+            await client.close()
+
+
+async def test_an_answer_in_a_version_the_client_did_not_offer_is_refused():
+    async with FakeHost() as fake:  # answers 0.2.0 whatever is offered
+        client = await AhpClient.connect(fake.url, client_id="me")
+        try:
+            with pytest.raises(HostProtocolError, match="answered in AHP 0.2.0, which this client did not offer"):
+                await client.initialize([ROOT])
+            assert client.protocol_version is None
+        finally:
+            await client.close()
+
+
+async def test_a_real_host_speaks_1_0_0_with_a_client_that_offers_nothing_by_name(running_host):
+    client = await AhpClient.connect(running_host.url.split("?")[0], token=TOKEN)
+    try:
+        await client.initialize([ROOT])
+        assert client.protocol_version == "1.0.0" and client.speaks_model
+        session = await client.create_session(provider="offline")
+        chat = default_chat_uri(session)
+        turn_id = client.send_message(session, "hello by default")
+        answer = await _ended(client, chat, turn_id)
+        assert "hello by default" in json.dumps(answer["responseParts"])
+    finally:
+        await client.close()
+
+
+async def test_after_the_host_was_started_again_elsewhere_resume_handshakes_afresh_and_the_chat_goes_on(tmp_path):
+    def start() -> AgentHost:
+        return AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline"))
+
+    first = await start_host(start(), token=TOKEN)
+    client = await AhpClient.connect(first.url.split("?")[0], token=TOKEN)
+    await client.initialize([ROOT])
+    session = await client.create_session(provider="offline")
+    chat = default_chat_uri(session)
+    await _ended(client, chat, client.send_message(chat, "before"))
+    await first.stop()
+    with pytest.raises(ConnectionClosedError):
+        await client.wait_for(lambda _m, _e: False, timeout=10)
+    second = await start_host(start(), token=TOKEN)
+    try:
+        client.move_to(second.url.split("?")[0], TOKEN)
+        result = await client.resume()
+        # A host process that never saw this client learns its version from the reconnect
+        # (``_meta.protocolVersion``): the frames it sends are 1.0.0's, the mirror stays whole.
+        assert result.kind in ("replay", "snapshot") and result.dropped == [] and client.protocol_version == "1.0.0"
+        assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["before"]
+        await _ended(client, chat, client.send_message(chat, "after"))
+        assert [t["message"]["text"] for t in client.state(chat)["turns"]] == ["before", "after"]
+    finally:
+        await client.close()
+        await second.stop()

@@ -29,7 +29,7 @@ async def connected_then_dropped(host: FakeHost, **kwargs) -> AhpClient:
     """A client that saw serverSeq 6, has two unconfirmed actions, then lost its socket."""
     host.handlers["dispatchAction"] = _record_only
     client = await AhpClient.connect(host.url, client_id="me", **kwargs)
-    await client.initialize([SESSION, OTHER_SESSION])
+    await client.initialize([SESSION, OTHER_SESSION], protocol_versions=("0.2.0",))
     conn = host.connections[0]
     await conn.envelope(SESSION, queue("q0", "seen before the drop"))
     await client.wait_for(lambda m, _e: m.last_server_seq == 6)
@@ -69,6 +69,7 @@ async def test_resume_sends_reconnect_first_and_applies_the_replay(host):
             "clientId": "me",
             "lastSeenServerSeq": 6,
             "subscriptions": [SESSION, OTHER_SESSION],
+            "_meta": {"protocolVersion": "0.2.0"},  # what it negotiated: a process that never saw it learns it here
         }
         assert result.kind == "replay"
         assert result.dropped == [OTHER_SESSION]
@@ -134,7 +135,7 @@ async def test_resume_falls_back_to_initialize_when_reconnect_fails(host):
 
 async def test_resume_of_a_live_connection_keeps_event_streams_open(host):
     client = await AhpClient.connect(host.url, client_id="me")
-    await client.initialize([SESSION])
+    await client.initialize([SESSION], protocol_versions=("0.2.0",))
     stream = client.events()
 
     async def replay(conn, message):

@@ -483,7 +483,7 @@ async def test_h_a_second_client_sees_the_same_turns_live(run: Run) -> None:
         session = v02_session_uri(session)
         client = await AhpClient.connect(run.host.url)
         try:
-            await client.initialize(subscriptions=[ROOT_CHANNEL])
+            await client.initialize(subscriptions=[ROOT_CHANNEL], protocol_versions=("0.2.0",))
             listed = [summary["resource"] for summary in await client.list_sessions()]
             assert session in listed, f"VS Code's session {session} is not among the host's sessions {listed}"
             await client.subscribe(session)

@@ -206,7 +206,7 @@ async def test_j_a_folder_not_trusted_in_vscode_runs_none_of_its_hooks(trust_run
         assert run.host is not None
         client = await AhpClient.connect(run.host.url)
         try:
-            await client.initialize(subscriptions=[ROOT_CHANNEL])
+            await client.initialize(subscriptions=[ROOT_CHANNEL], protocol_versions=("0.2.0",))
             name = v02_session_uri(session)
             await client.subscribe(name)
             turn_id = client.send_message(name, UNTRUSTED_MESSAGE)

@@ -53,3 +53,39 @@ async def test_one_event_per_read_and_many_events_in_one_read_give_the_same_even
     whole = await events(stream_of(body))
     split = await events(stream_of(*(body[i:i + 7] for i in range(0, len(body), 7))))
     assert whole == split == [("e", {"n": n}) for n in range(50)]
+
+
+async def test_events_of_any_shape_read_as_the_format_says_whatever_the_short_ways_take() -> None:
+    body = (b'\n\n\nevent: a\ndata: 1\n\n'          # blank lines before an event
+            b'id: 7\nretry: 10\ndata: 2\n\n'        # other fields are ignored
+            b'event: b\ndata:3\n\n'                 # no space after the colon
+            b'event: c\nevent: d\ndata: 4\n\n'      # the last event name counts
+            b'event: e\ndata: [5,\ndata: 6]\n\n'    # data lines joined
+            b'data: 7\n: comment\n\n'               # a comment inside an event
+            b'event: f\n\n'                         # no data: no event
+            b'data\n\n')                            # a field without a colon: empty data
+    with pytest.raises(orjson_error()):
+        await events(stream_of(body))
+    assert await events(stream_of(body[:-len(b'data\n\n')])) == [
+        ("a", 1), (None, 2), ("b", 3), ("d", 4), ("e", [5, 6]), (None, 7)]
+
+
+async def test_only_payloads_that_can_be_errors_are_shown_to_the_error_mapper() -> None:
+    shown: list = []
+
+    def error(data):
+        shown.append(data)
+        return RuntimeError("overloaded") if data.get("type") == "error" else None
+
+    async def body():
+        yield b'data: {"n": 1}\n\ndata: [1]\n\ndata: {"error": null}\n\nevent: error\ndata: {"type": "error"}\n\n'
+
+    with pytest.raises(RuntimeError, match="overloaded"):
+        await events(RawEventStream(httpx.Response(200, content=body()), error=error))
+    assert shown == [{"error": None}, {"type": "error"}]
+
+
+def orjson_error() -> type[Exception]:
+    import orjson
+
+    return orjson.JSONDecodeError

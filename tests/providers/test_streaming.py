@@ -92,3 +92,44 @@ async def test_cancelling_the_turn_during_a_wait_stays_a_cancellation() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert stream.closed
+
+
+async def test_what_prepares_the_request_fails_as_it_fails_and_closing_events_follow_a_finished_stream() -> None:
+    stream = _Stream([0.0, 0.0])
+    opened_with: list[object] = []
+
+    async def open_stream(prepared: object) -> _Stream:
+        opened_with.append(prepared)
+        return stream
+
+    def events(prepare, finished: bool = True) -> AsyncIterator[StreamEvent]:
+        return sdk_events(
+            open_stream,
+            lambda data: [PartDelta(index=0, part_kind="text", content=data)],
+            lambda exc: ProviderError(f"mapped {exc!r}"),
+            finished=lambda: finished,
+            dropped="dropped",
+            provider="fake",
+            prepare=prepare,
+            then=lambda: [PartDelta(index=0, part_kind="text", content="closing")],
+            data_only=True,
+        )
+
+    def bad_request() -> object:
+        raise ValueError("no such tool schema")
+
+    with pytest.raises(ValueError, match="no such tool schema"):  # the caller's error, not a provider's
+        [event async for event in events(bad_request)]
+    assert opened_with == []
+
+    stream.pauses = [0.0, 0.0]
+    seen = [event.content async for event in events(lambda: "params")]
+    assert opened_with == ["params"]
+    assert seen == ["t", "t", "closing"]  # ``data_only``: item[1] of each raw item ("item 0"[1])
+
+    stream.pauses = [0.0]
+    seen = []
+    with pytest.raises(ProviderError, match="dropped"):
+        async for event in events(lambda: "params", finished=False):
+            seen.append(event.content)
+    assert seen == ["t"]  # no closing events after a dropped stream

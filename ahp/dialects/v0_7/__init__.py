@@ -68,18 +68,21 @@ Actions with no 0.7.0 form
   was among them). Two have none: ``chat/turnResume`` (no 0.7.0 action reopens an ended turn;
   this host never accepts a resume, as it writes no resumable error) and ``chat/isReadChanged`` /
   ``chat/isArchivedChanged`` on the chat channel (no 0.7.0 chat action sets a status flag; the
-  session catalogue's entry does follow, through ``session/chatUpdated``): a 0.7.0 mirror of that
-  chat channel shows the old flag until it subscribes again.
+  session catalogue's entry does follow, through ``session/chatUpdated``). For those
+  :func:`follow` says ``None``, and the edge gets the client a fresh snapshot (it closes the
+  connection; the client's ``reconnect`` is answered with snapshots, ``host.transport.connection``).
 
 Convergence
   For every internal state ``s`` and action ``a`` with ``s' = ahp.state.reduce(kind, s, a)``, a
   0.7.0 client that holds ``state_down(s)`` and applies ``action_down(a)`` with its own reducers
   (:func:`reduce`) ends up holding ``state_down(s')``, apart from a chat's ``modifiedAt`` (rule
   10) — unless :func:`needs_resync` says otherwise: after the actions of :data:`RESYNC_AFTER`, and
-  where rules 11 and 12 make the two reducers disagree. After the former the edge sends the 0.7.0
-  client the actions of :func:`catch_up` instead (a 0.7.0 client cannot be sent a snapshot
-  unasked); the latter two are accepted drifts of 0.7.0's own reducers, which the next snapshot
-  corrects. ``tests/ahp/dialects/test_v0_7.py`` checks this law on every step of every vector.
+  where rules 11 and 12 make the two reducers disagree. The edge sends what :func:`follow` gives
+  instead: the actions of :func:`catch_up`, a ``changeset/contentChanged`` that repeats the kept
+  error (rule 12), or, where no 0.7.0 action can say the change (rule 11, a chat's own flags), a
+  fresh snapshot (a 0.7.0 client cannot be sent one unasked: the edge closes the connection and
+  answers its ``reconnect`` with snapshots). So no 0.7.0 mirror is left stale.
+  ``tests/ahp/dialects/test_v0_7.py`` checks this law and :func:`follow` on every step of every vector.
 """
 
 from __future__ import annotations
@@ -95,12 +98,14 @@ from ahp.state.clock import iso_timestamp
 from ahp.state.status import SessionStatus, awaits_user, status_int, with_activity
 
 __all__ = [
+    "FOLLOWED_WITH_STATES",
     "KINDS",
     "RESYNC_AFTER",
     "VERSION",
     "action_down",
     "action_up",
     "catch_up",
+    "follow",
     "needs_resync",
     "notification_down",
     "reduce",
@@ -123,6 +128,10 @@ RESYNC_AFTER = frozenset(
     }
 )
 """Internal action types without a 0.7.0 form that change what a 0.7.0 client sees."""
+
+FOLLOWED_WITH_STATES = RESYNC_AFTER | {"session/inputNeededSet", "session/inputNeededRemoved", "changeset/contentChanged"}
+"""The internal action types whose 0.7.0 form depends on the states around them (:func:`follow`):
+every other type's is :func:`action_down` alone."""
 
 Json = Any
 
@@ -567,6 +576,27 @@ def catch_up(kind: str, before: Json, after: Json, action: Json) -> list[Json] |
             actions.append({"type": "session/defaultChatChanged", "defaultChat": default})
         return actions
     return None if state_down(kind, before) != state_down(kind, after) else []
+
+
+def follow(kind: str, before: Json, after: Json, action: Json) -> list[Json] | None:
+    """The 0.7.0 actions that take a 0.7.0 mirror of ``before`` (internal, the state before
+    ``action``) to the 0.7.0 view of ``after`` (the state after it): what :func:`catch_up` gives
+    for :data:`RESYNC_AFTER`; for ``changeset/contentChanged`` its 0.7.0 form repeating the error
+    the state keeps (a 0.7.0 reducer clears an error the action does not carry, rule 12); else
+    :func:`action_down`'s form (``[]``: nothing to send). ``None`` when no 0.7.0 action can make
+    the change (a chat's own read or archived flag; a list of only client executions in
+    ``inputNeeded``, rule 11): the edge then gets the client a fresh snapshot."""
+    action_type = _type_of(action)
+    if action_type in RESYNC_AFTER:
+        return catch_up(kind, before, after, action)
+    shown = action_down(kind, action)
+    if shown is None:
+        return []
+    if action_type == "changeset/contentChanged" and isinstance(after, dict) and "error" in after:
+        return [{**shown, "error": after["error"]}]
+    if needs_resync(kind, before, action):
+        return None
+    return [shown]
 
 
 def _resent(key: str, before: dict[str, Any], after: dict[str, Any], removed: Callable[[Any], Json],

@@ -26,7 +26,15 @@ default chat (``ahp.dialects.v0_2.uris``). So, for a 0.2.0 connection:
   the host's listing facts in ``_meta`` (``AgentHost.listing_meta``).
 * ``reconnect``'s replay goes through the same translation, with the session's current states in
   place of those around each replayed action (they are gone): the model/agent 0.2.0 shows may
-  then come late, as the next snapshot shows it.
+  then come late, as the next snapshot shows it. A replay holding a change 0.2.0 may not be able
+  to say (the first working directory, the default chat) is answered with snapshots instead.
+* Where no 0.2.0 action can carry a change of the session's first working directory or of its
+  default chat (``actions_down``'s ``stale``), the 0.2.0 clients of that session get a fresh
+  snapshot: the edge returns a ``Resync``, their connections close, and their ``reconnect`` is
+  answered with snapshots. The other ``stale`` cases of ``actions_down`` (details of a tool
+  call or input request 0.2.0 cannot follow, mostly its ``_meta``) happen during ordinary turns;
+  closing a connection for each would cost more than the detail, so they are only logged and
+  the next snapshot corrects them.
 
 Params are checked against the generated 0.2.0 wire types (pydantic, -32602 naming the field).
 """
@@ -58,6 +66,7 @@ from ahp.dialects.v0_2.wire import METHODS
 from ahp.state.channels import parse_subagent_chat_uri, session_of_default_chat
 from ahp.state.clock import iso_timestamp
 from host.errors import ProtocolViolation
+from host.state.fanout import Resync
 from host.transport.dialects.base import Dialect
 from host.transport.dialects.v02_rules import check_v02_action
 
@@ -79,6 +88,16 @@ _SUMMARY_KEYS = {"title": "title", "status": "status", "activity": "activity", "
                  "modifiedAt": "modifiedAt", "workingDirectories": "workingDirectory", "chats": "status",
                  "defaultChat": "status"}
 """Internal summary fields → the 0.2.0 summary field they show as."""
+
+
+_SNAPSHOT_AFTER = frozenset({
+    "session/workingDirectorySet", "session/workingDirectoryRemoved", "session/workingDirectoryReplaced",
+    "session/defaultChatChanged", "session/chatRemoved",
+})
+"""Session actions that may change what 0.2.0 shows in a way no 0.2.0 action says (the first
+working directory, the default chat): live, the edge sees the states around them and resyncs the
+clients when it must (``Resync``); in a ``reconnect`` replay those states are gone, so a replay
+that holds one is answered with snapshots."""
 
 
 @lru_cache(maxsize=1024)
@@ -303,6 +322,14 @@ class Ahp02Dialect(Dialect):
         return action_up(channel, action, now=host.clock(), provider_of=provider_of, session_of=session_of)
 
     def replayed(self, host: Any, envelopes: Any) -> list[dict[str, Any]] | None:
+        """None (snapshots) when an action whose 0.2.0 form depends on the states around it is
+        among them: ``_SNAPSHOT_AFTER``, and ``chat/turnResume`` (its 0.2.0 actions are built from
+        the states around it, ``actions_down._resumed``): a replay has those states only as they
+        are now, so it would say them wrongly or not at all."""
+        envelopes = list(envelopes)
+        if any(envelope["action"].get("type") in _SNAPSHOT_AFTER or envelope["action"].get("type") == "chat/turnResume"
+               for envelope in envelopes):
+            return None
         shown: list[dict[str, Any]] = []
         for envelope in envelopes:
             item = self.replay_envelope(host, envelope)
@@ -363,6 +390,9 @@ class Ahp02Dialect(Dialect):
         else:
             return None
         if down.stale is not None:
+            if action.get("type") in _SNAPSHOT_AFTER:
+                # No 0.2.0 action can say it: the clients take a fresh snapshot (they reconnect).
+                return Resync(f"AHP 0.2.0 cannot say this change: {down.stale}; reconnect for fresh snapshots")
             logger.debug("0.2.0 clients' view of %s drifts: %s", channel, down.stale)
         if down.channel is None or not down.actions:
             return None

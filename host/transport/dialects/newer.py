@@ -7,8 +7,11 @@
   sent), notifications through ``v0_7.notification_down``, a client's dispatch through
   ``v0_7.action_up``. Automation channels do not exist for it. A 0.9.0-only action that changes
   what a 0.7.0 client sees (``v0_7.RESYNC_AFTER``: a working directory replaced, the chats
-  reordered) is sent as the 0.7.0 actions that make the same change (``v0_7.catch_up``), so the
-  0.7.0 mirror never goes stale (0.7.0 has no message that carries a snapshot unasked).
+  reordered), and the few whose 0.7.0 form depends on the states around them, are sent as
+  ``v0_7.follow`` says: the 0.7.0 actions that make the same change, or, where none can (a chat
+  marked read or archived), a ``Resync``: the connection is closed and its ``reconnect`` answered
+  with fresh snapshots (0.7.0 has no message that carries a snapshot unasked). A replay that
+  holds such an envelope is answered with snapshots too. So no 0.7.0 mirror goes stale.
 * Both: VS Code names a turn's changeset ``<session URI>/changeset/turn/<turn id>`` whatever
   ``uriTemplate`` the catalogue gives; that name is an alias of the host's
   ``ahp-changeset:/<session id>/turn/<turn id>`` (``changeset_alias``), and its
@@ -17,6 +20,10 @@
   empty on first subscribe) and
   ``invokeChangesetOperation``, and a connection subscribed to it gets the changeset's later
   actions under that name (``Renamed``: its own fan-out group, one per alias and version).
+* Both: a dispatched action is checked against the version's vendored actions schema (1.0.0's for
+  1.0.0 and 0.9.0, 0.7.0's for 0.7.0: ``ahp.dialects.params``) before anything else reads it; one
+  that does not fit is refused with a ``rejectionReason`` naming the field, to the dispatcher
+  alone, and the connection stays usable.
 * Both: ``listSessions`` pages with ``limit``/``cursor``/``nextCursor``; params are checked
   against the vendored 0.7.0 schema (``ahp.dialects.params``, whose commands 0.9.0 shares).
   Each item's ``_meta`` carries the host's listing facts (``AgentHost.listing_meta``: first
@@ -40,9 +47,10 @@ from ahp.dialects.catalogue import (
     known_to,
     notification_known_to,
 )
-from ahp.dialects.params import PARAMS_0_7
+from ahp.dialects.params import ACTIONS_0_7, ACTIONS_1_0, PARAMS_0_7, ActionCheck
 from host.errors import ProtocolViolation
 from host.resources.changesets.model import session_changeset, turn_changeset
+from host.state.fanout import Resync
 from host.transport.dialects.base import Dialect
 
 __all__ = ["NewerDialect", "Ahp07Dialect", "PAGE_MAX", "Renamed", "changeset_alias"]
@@ -54,6 +62,10 @@ gives no ``limit``)."""
 
 class NewerDialect(Dialect):
     """AHP 1.0.0 (and every later 1.x) and 0.9.0 (and its later patches): the store's own shapes."""
+
+    actions: ActionCheck = ACTIONS_1_0
+    """What a dispatched action is checked against (the vendored 1.0.0 actions schema: 0.9.0's
+    actions are 1.0.0's)."""
 
     def __init__(self, version: str, baseline: str) -> None:
         super().__init__(version, baseline)
@@ -107,7 +119,13 @@ class NewerDialect(Dialect):
             return [(channel, action)], None  # host.validation names what is wrong with it
         if not known_to(self.version, action_type):
             return [], self._unknown_type(action_type)
-        return [(channel, self.action_up(host.store.kind(channel), channel, action))], None
+        problem = self.actions.check_action(action)
+        if problem is not None:
+            return [], (f"Invalid {action_type} action for AHP {self.version}: {problem}. "
+                        "Send it as the version's schema defines it.")
+        # A channel under VS Code's name of a changeset is dispatched to on the host's name of it.
+        target = self.internal_uri(host, channel)
+        return [(target, self.action_up(host.store.kind(target), target, action))], None
 
     def action_up(self, kind: str | None, channel: str, action: dict[str, Any]) -> dict[str, Any]:
         return action
@@ -136,6 +154,8 @@ class NewerDialect(Dialect):
 class Ahp07Dialect(NewerDialect):
     """AHP 0.7.0 (and its later patches) through ``ahp.dialects.v0_7``."""
 
+    actions = ACTIONS_0_7
+
     def sees_kind(self, kind: str | None) -> bool:
         return kind is None or kind in v0_7.KINDS
 
@@ -153,18 +173,27 @@ class Ahp07Dialect(NewerDialect):
         return lifted if lifted is not None else action
 
     def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
-        return action.get("type") in v0_7.RESYNC_AFTER
+        return action.get("type") in v0_7.FOLLOWED_WITH_STATES
 
     def envelope(self, kind: str | None, envelope: dict[str, Any], change: Any) -> Any:
         action = envelope["action"]
+        action_type = action.get("type")
+        if action_type in v0_7.FOLLOWED_WITH_STATES and change is not None and change.before is not None:
+            followed = v0_7.follow(kind or "", change.before, change.after, action)
+            if followed is None:
+                return Resync(f"AHP 0.7.0 has no action for {action_type}: reconnect for fresh snapshots")
+            shown_list = [envelope if each is action else {**envelope, "action": each} for each in followed]
+            return (shown_list[0] if len(shown_list) == 1 else shown_list) or None
         shown = v0_7.action_down(kind or "", action)
         if shown is None:
-            if action.get("type") in v0_7.RESYNC_AFTER and change is not None and change.before is not None:
-                # No 0.7.0 form, but a change a 0.7.0 client sees: the 0.7.0 actions that make it.
-                caught_up = v0_7.catch_up(kind or "", change.before, change.after, action) or []
-                return [{**envelope, "action": each} for each in caught_up] or None
             return None
         return envelope if shown is action else {**envelope, "action": shown}
+
+    def replayed(self, host: Any, envelopes: Any) -> list[dict[str, Any]] | None:
+        envelopes = list(envelopes)
+        if any(envelope["action"].get("type") in v0_7.FOLLOWED_WITH_STATES for envelope in envelopes):
+            return None  # their 0.7.0 form needs the states around them, gone now: snapshots instead
+        return super().replayed(host, envelopes)
 
     def notification(self, kind: str, method: str, params: dict[str, Any], store: Any = None) -> dict[str, Any] | None:
         return v0_7.notification_down(method, params)

@@ -76,3 +76,38 @@ def test_the_vendored_schema_is_the_0_7_0_release() -> None:
     schema = json.loads((REPO / "ahp" / "dialects" / "v0_7" / "spec-0.7.0" / "ahp-0.7.0.schema.json").read_text("utf-8"))
     assert len(schema["$defs"]) == 357
     assert (REPO / "ahp" / "dialects" / "v0_7" / "spec-0.7.0" / "LICENSE").is_file()
+
+
+def test_every_action_type_of_each_version_has_its_definition() -> None:
+    from ahp.dialects.catalogue import ACTION_INTRODUCED_IN, known_to
+    from ahp.dialects.params import ACTIONS_0_7, ACTIONS_1_0
+
+    assert set(ACTIONS_1_0.definitions) == set(ACTION_INTRODUCED_IN)
+    assert set(ACTIONS_0_7.definitions) == {t for t in ACTION_INTRODUCED_IN if known_to("0.7.0", t)}
+
+
+@pytest.mark.parametrize(
+    ("action", "problem"),
+    [
+        ({"type": "terminal/input", "data": 3}, "data must be a string"),
+        ({"type": "chat/toolCallConfirmed", "turnId": "t", "toolCallId": "c", "approved": True}, "confirmed is required"),
+        ({"type": "chat/turnCancelled", "turnId": "t"}, "duration is required"),
+        ({"type": "session/titleChanged"}, "title is required"),
+        ("chat/turnCancelled", "the action must be an object"),
+    ],
+)
+def test_a_malformed_action_is_named_by_its_field(action: Any, problem: str) -> None:
+    from ahp.dialects.params import ACTIONS_0_7, ACTIONS_1_0
+
+    assert ACTIONS_1_0.check_action(action) == problem
+    assert ACTIONS_0_7.check_action(action) == problem
+
+
+def test_a_well_formed_action_passes_and_null_counts_as_left_out() -> None:
+    from ahp.dialects.params import ACTIONS_1_0
+
+    assert ACTIONS_1_0.check_action({"type": "chat/draftChanged", "draft": None}) is None
+    assert ACTIONS_1_0.check_action({"type": "chat/toolCallConfirmed", "turnId": "t", "toolCallId": "c", "approved": True,
+                              "confirmed": "user-action", "selectedOptionId": "allow-once"}) is None
+    assert ACTIONS_1_0.check_action({"type": "root/configChanged", "config": {"a": None}}) is None
+    assert ACTIONS_1_0.check_action({"type": "no/suchType", "x": 1}) is None  # unknown types are judged elsewhere

@@ -310,6 +310,39 @@ def test_a_0_7_0_client_converges_unless_the_edge_resyncs_it(name, kind, state, 
         state = after
 
 
+@pytest.mark.parametrize("name,kind,state,actions", STEPS, ids=[step[0] for step in STEPS])
+def test_what_follow_sends_brings_a_0_7_0_mirror_to_the_view_or_it_says_none(name, kind, state, actions):
+    """The edge sends ``follow``'s actions (or, on None, a fresh snapshot): either way the 0.7.0
+    client holds the projection of the host's next state."""
+    if kind not in v0_7.KINDS:
+        return
+    for action in actions:
+        if action is None:
+            continue
+        after = internal.reduce(kind, state, action, 9999)
+        followed = v0_7.follow(kind, state, after, action)
+        if followed is not None:
+            client = v0_7.state_down(kind, state)
+            for each in followed:
+                client = v0_7.reduce(kind, client, each, 9999)
+            projected = _comparable(kind, v0_7.state_down(kind, after))
+            assert wire_equal(_comparable(kind, client), projected), (action["type"], first_difference(client, projected))
+        else:
+            assert v0_7.needs_resync(kind, state, action, 9999), action["type"]
+        state = after
+
+
+def test_follow_has_no_0_7_0_action_for_a_chat_marked_read_and_repeats_a_kept_changeset_error():
+    chat = {"resource": "ahp-chat://default/x", "title": "t", "status": 1, "turns": []}
+    marked = internal.reduce("chat", chat, {"type": "chat/isReadChanged", "isRead": True}, 0)
+    assert v0_7.follow("chat", chat, marked, {"type": "chat/isReadChanged", "isRead": True}) is None
+    changeset = {"status": "error", "error": {"message": "failed"}, "files": []}
+    content = {"type": "changeset/contentChanged", "files": [], "status": "ready"}
+    after = internal.reduce("changeset", changeset, content, 0)
+    [sent] = v0_7.follow("changeset", changeset, after, content) or [None]
+    assert sent is not None and sent["error"] == after["error"] == {"message": "failed"}
+
+
 def test_resync_after_is_exactly_the_newer_types_that_change_the_0_7_0_view():
     changing = set()
     for _, kind, state, actions in STEPS:

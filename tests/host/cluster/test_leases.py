@@ -9,7 +9,7 @@ import nats
 import pytest
 from nats.js.kv import KeyValue
 
-from host.cluster.leases import Lease, Leases
+from host.cluster.leases import Lease, Leases, Seen, lapsed
 from host.cluster.nats_server import EmbeddedNats
 
 GROUP = "ahp-session:/one"
@@ -61,3 +61,51 @@ async def test_a_released_lease_can_be_taken_at_once(bucket: KeyValue) -> None:
     await first.release(lease)
     assert await second.holder_of(GROUP) is None
     assert isinstance(await second.acquire(GROUP), Lease)
+
+
+def test_a_lease_another_process_let_lapse_is_free_to_take_and_one_in_force_or_ours_is_not() -> None:
+    seen = {"a": Seen("dead", 99.0), "b": Seen("live", 101.0), "c": Seen("me", 50.0), "d": Seen("dead", 100.0)}
+    assert lapsed(seen, 100.0, "me") == ["a", "d"]
+
+
+async def test_a_watch_shows_every_lease_as_the_bucket_holds_it_and_forgets_a_released_one(bucket: KeyValue) -> None:
+    clock = Clock()
+    holder, watcher = Leases(bucket, "holder", ttl=6, clock=clock), Leases(bucket, "watcher", clock=clock)
+    lease = await holder.acquire(GROUP)
+    assert isinstance(lease, Lease)
+    seen: dict[str, Seen] = {}
+    stop = await watcher.watch(seen)
+    try:
+        assert seen == {GROUP: Seen("holder", 1006.0)}  # there once the watch returns
+        assert lapsed(seen, watcher.now(), "watcher") == []
+        clock.now = 1004.0
+        assert await holder.renew(lease)
+        for _ in range(100):
+            if seen[GROUP].until == 1010.0:
+                break
+            await asyncio.sleep(0.02)
+        assert seen[GROUP] == Seen("holder", 1010.0)
+        clock.now = 1011.0  # the holder stopped renewing: its lease lapsed
+        assert lapsed(seen, watcher.now(), "watcher") == [GROUP]
+        await holder.release(lease)
+        for _ in range(100):
+            if not seen:
+                break
+            await asyncio.sleep(0.02)
+        assert seen == {}  # released: nobody's to take over
+    finally:
+        await stop()
+
+
+async def test_a_release_after_a_renewal_whose_answer_was_lost_stops_cleanly_and_leaves_the_lease_to_lapse(
+        bucket: KeyValue) -> None:
+    clock = Clock()
+    leases = Leases(bucket, "first", 6.0, clock)
+    lease = await leases.acquire(GROUP)
+    assert isinstance(lease, Lease)
+    stale = Lease(lease.group, lease.revision, lease.until)
+    assert await leases.renew(lease)  # stored; ``stale`` is the holder that never heard the answer
+    await leases.release(stale)  # a stop: no error
+    assert await Leases(bucket, "second", 6.0, clock).acquire(GROUP) == "first"  # still in force
+    clock.now += 7
+    assert isinstance(await Leases(bucket, "second", 6.0, clock).acquire(GROUP), Lease)

@@ -33,3 +33,17 @@ def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
 def test_a_taken_port_is_a_clear_error(nats_server: EmbeddedNats, tmp_path: Path) -> None:
     with pytest.raises(EmbeddedNatsError, match="exited with status"):
         EmbeddedNats(tmp_path / "second", port=nats_server.port).start()
+
+
+async def test_a_server_with_a_token_refuses_clients_without_it_and_no_command_line_shows_it(tmp_path: Path) -> None:
+    server = EmbeddedNats(tmp_path, token="tok-7e1f0c2a9b").start()
+    try:
+        with pytest.raises(Exception, match="[Aa]uthorization"):
+            await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=5)
+        client = await nats.connect(f"nats://tok-7e1f0c2a9b@127.0.0.1:{server.port}", allow_reconnect=False)
+        assert (await client.jetstream().account_info()).limits is not None
+        await client.close()
+        assert b"tok-7e1f0c2a9b" not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
+        assert (tmp_path / "nats-run" / "auth.conf").stat().st_mode & 0o077 == 0
+    finally:
+        server.stop()

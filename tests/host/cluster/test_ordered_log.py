@@ -264,3 +264,75 @@ async def test_a_store_following_the_cluster_log_takes_in_what_another_process_a
     frames = [json.loads(text)["params"] for text in sink.texts]
     assert [f["serverSeq"] for f in frames if f["serverSeq"] > snapshot["fromSeq"]][-1] == later["serverSeq"]
     assert all(f["serverSeq"] > snapshot["fromSeq"] for f in frames)  # nothing at or below what the snapshot holds
+
+
+async def test_a_store_takes_over_a_session_whose_owner_stopped_renewing_once_it_holds_all_it_logged(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    dead_log, live_log = (ClusterLog(nats_server.url, holder=name, lease_ttl=1.5) for name in ("dead", "live"))
+    logs.extend([dead_log, live_log])
+    dead = Store({"agents": []}, clock=lambda: 3, log=dead_log)
+    live = Store({"agents": []}, clock=lambda: 3, log=live_log)
+    live.recover()
+    assert live.follow()
+    taken: list[tuple[str, Any]] = []
+    done = asyncio.get_running_loop().create_future()
+
+    def on_taken(group: str) -> None:
+        taken.append((group, live.state(group)))
+        if not done.done():
+            done.set_result(None)
+
+    assert live.take_over_lapsed(on_taken)
+    dead.create(SESSION, "session", {"title": "made by the owner"})
+    sent = [dead.dispatch(SESSION, {"type": "session/titleChanged", "title": f"t{i}"}) for i in range(20)]
+    durable = asyncio.get_running_loop().create_future()
+    dead.when_durable(lambda: durable.set_result(None))
+    await asyncio.wait_for(durable, 10)
+    # The owner stops renewing its lease, as a process killed with SIGKILL does (nothing released).
+    renewer = dead_log.core._renewer
+    assert renewer is not None
+    dead_log._io.call_soon_threadsafe(renewer.cancel)
+
+    await asyncio.wait_for(done, 15)  # within the lease and a check
+    assert taken == [(SESSION, {"title": "t19"})]  # everything the owner logged was folded in first
+    mine = live.dispatch(SESSION, {"type": "session/titleChanged", "title": "taken over"})
+    refused: list[str] = []
+    dead.dispatch(SESSION, {"type": "session/titleChanged", "title": "too late"}, on_refused=refused.append)
+    for store in (live, dead):
+        settled = asyncio.get_running_loop().create_future()
+        store.when_durable(lambda future=settled: future.set_result(None))  # type: ignore[misc]
+        await asyncio.wait_for(settled, 10)
+    assert mine["serverSeq"] > sent[-1]["serverSeq"] and live.state(SESSION) == {"title": "taken over"}
+    assert refused and dead.state(SESSION) == {"title": "t19"}  # fenced by the new owner's marker, undone
+
+
+async def test_content_stored_by_one_process_is_found_by_another_and_a_reference_nobody_holds_is_not(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    holding = open_log(nats_server, logs, "host-a")
+    asking = open_log(nats_server, logs, "host-b")
+    stored = {"agent-host-content:/sha256/ab12": (b"tool output \x00\xff", "application/octet-stream")}
+    holding.serve_content(stored.get)
+    asking.serve_content({}.get)  # a process that holds nothing stays silent
+    assert await asking.find_content("agent-host-content:/sha256/ab12") == (b"tool output \x00\xff", "application/octet-stream")
+    assert await asking.find_content("agent-host-content:/sha256/ffff") is None
+
+
+async def test_a_request_forwarded_to_its_owner_gets_the_owners_answer_and_one_to_a_process_gone_says_so(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    owner = open_log(nats_server, logs, "host-a")
+    asking = open_log(nats_server, logs, "host-b")
+    asked: list[tuple[str, dict[str, Any], str]] = []
+
+    async def handle(method: str, params: dict[str, Any], client_id: str) -> dict[str, Any]:
+        asked.append((method, params, client_id))
+        if method == "disposeChat":
+            return {"error": {"code": -32602, "message": "that is the default chat"}}
+        return {"result": {"ok": True}}
+
+    owner.serve_requests(handle)
+    assert await asking.forward_request("host-a", "invokeChangesetOperation", {"channel": "c"}, "client-1") == {"result": {"ok": True}}
+    assert await asking.forward_request("host-a", "disposeChat", {"channel": "x"}, "client-1") == {
+        "error": {"code": -32602, "message": "that is the default chat"}}
+    assert asked == [("invokeChangesetOperation", {"channel": "c"}, "client-1"), ("disposeChat", {"channel": "x"}, "client-1")]
+    gone = await asking.forward_request("host-z", "disposeSession", {"channel": "s"}, "client-1")
+    assert gone["error"]["code"] is None and "host-z, which runs this session, did not answer" in gone["error"]["message"]

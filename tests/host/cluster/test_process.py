@@ -110,7 +110,7 @@ async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_rep
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         session = await client.create_session()
         client.dispatch(session, {"type": "session/titleChanged", "title": "On the stream"})
         client.send_message(session, "persist me")
@@ -121,7 +121,7 @@ async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_rep
 
         await host.start()  # the same data directory: the same name, its sessions taken back at once
         fresh = await AhpClient.connect(host.url)
-        await fresh.initialize(subscriptions=[ROOT])
+        await fresh.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         # The session is back once the restarted process lists it (bounded: never listed fails).
         await until_listed(fresh, session)
         await fresh.subscribe(session)
@@ -194,10 +194,10 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
         await first.start()
         await second.start()
         here = await AhpClient.connect(first.url)
-        await here.initialize(subscriptions=[ROOT])
+        await here.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         session = await here.create_session()
         there = await AhpClient.connect(second.url)
-        await there.initialize(subscriptions=[ROOT])
+        await there.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         await until_listed(there, session)  # the second process takes it in as the stream delivers it
         assert [s["resource"] for s in await there.list_sessions()] == [session]
         await there.subscribe(session)
@@ -244,7 +244,7 @@ async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_conve
         chat_snapshot = (await new.request("subscribe", {"channel": chat}))["result"]["snapshot"]
 
         old = await AhpClient.connect(second.url)  # AHP 0.2.0, on the other process
-        await old.initialize(subscriptions=[ROOT])
+        await old.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         await until_listed(old, old_name)
         await old.subscribe(old_name)
 
@@ -265,7 +265,7 @@ async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_conve
         mirror = mirrored(new, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
         assert mirror == held_there and mirror["turns"][0]["id"] == turn_id
         near = await AhpClient.connect(first.url)
-        await near.initialize(subscriptions=[ROOT, old_name])
+        await near.initialize(subscriptions=[ROOT, old_name], protocol_versions=("0.2.0",))
         assert without_clock(old.state(old_name)) == without_clock(near.state(old_name))
         assert old.state(old_name)["turns"][0]["userMessage"]["text"] == "Say hello"  # type: ignore[index]
         for peer in (new, afar):

@@ -1,9 +1,9 @@
-"""Owner groups and subjects: a session's channels share a group, everything else the host's."""
+"""Owner groups and subjects: a session's channels share a group; a terminal, changeset or watch is a group of its own; the root is the host's, shared."""
 
 from __future__ import annotations
 
 from ahp.state.channels import ROOT_CHANNEL, annotations_uri, chat_uri, default_chat_uri, subagent_chat_uri
-from host.cluster.subjects import HOST_GROUP, Subjects, group_of, token, untoken
+from host.cluster.subjects import HOST_GROUP, Subjects, group_of, is_shared, token, untoken
 
 SESSION = "copilot:/0b6f-41"
 
@@ -14,9 +14,17 @@ def test_a_sessions_chats_and_annotations_belong_to_the_session() -> None:
         assert group_of(channel) == SESSION
 
 
-def test_channels_of_no_session_belong_to_the_host() -> None:
-    for channel in (ROOT_CHANNEL, "ahp-terminal:/t1", "ahp-changeset:/c", "ahp-chat://default/not-base64!", "", "x-y:z"):
+def test_the_root_and_channels_of_no_known_kind_belong_to_the_host_and_are_shared() -> None:
+    for channel in (ROOT_CHANNEL, "ahp-chat://default/not-base64!", "", "x-y:z"):
         assert group_of(channel) == HOST_GROUP
+        assert is_shared(channel)
+
+
+def test_a_terminal_a_changeset_and_a_watch_are_each_a_group_of_their_own() -> None:
+    for channel in ("ahp-terminal:/t1", "ahp-changeset:/c", "ahp-resource-watch:/w"):
+        assert group_of(channel) == channel
+        assert not is_shared(channel)
+    assert not is_shared(SESSION) and not is_shared(default_chat_uri(SESSION))
 
 
 def test_every_uri_is_one_subject_token_and_comes_back() -> None:

@@ -219,7 +219,7 @@ async def _growth_per_session(tmp_path, frame_checker, keep_disposed: list | Non
         host.dispose_session = leaking  # type: ignore[method-assign]  # the leak this measure must see
     running = await start_host(host, token=TOKEN)
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
-    await client.initialize(subscriptions=["ahp-root://"])
+    await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
 
     async def rounds(count: int) -> None:
         for index in range(count):

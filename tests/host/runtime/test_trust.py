@@ -97,7 +97,7 @@ def config(tmp_path: Path, folder: Path) -> Any:
 async def serve(config: Any, provider: ScriptedProvider, checker: FrameChecker) -> tuple[RunningHost, AhpClient]:
     running = await start_host(AgentHost(config, agents=[agent(provider)]), token=TOKEN)
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
-    await client.initialize(subscriptions=[ROOT])
+    await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
     return running, client
 
 

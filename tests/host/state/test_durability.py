@@ -68,7 +68,7 @@ def host_in(tmp_path: Path, sessions: str) -> HostProcess:
 async def root_client(host: HostProcess) -> AhpClient:
     """An initialized client of the running ``host``, subscribed to the root channel."""
     client = await AhpClient.connect(host.url)
-    await client.initialize(subscriptions=[ROOT])
+    await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
     return client
 
 
@@ -80,7 +80,7 @@ async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         done = await client.create_session()
         client.dispatch(done, {"type": "session/titleChanged", "title": "Finished work"})
         turn = client.send_message(done, "a")
@@ -98,7 +98,7 @@ async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
 
         await host.start()
         again = await AhpClient.connect(host.url)
-        result = await again.initialize(subscriptions=[ROOT, done, busy])
+        result = await again.initialize(subscriptions=[ROOT, done, busy], protocol_versions=("0.2.0",))
         assert result["serverSeq"] > seq_before
         summaries = {s["resource"]: s for s in await again.list_sessions()}
         assert set(summaries) == {done, busy}
@@ -139,7 +139,7 @@ async def test_a_clean_restart_keeps_sessions_and_resumes_replay(tmp_path: Path)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         session = await client.create_session()
         client.send_message(session, "persist me")
         await client.wait_for(lambda m, e: len(client.state(session).get("turns") or []) == 1)
@@ -163,7 +163,7 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         sessions = [await client.create_session() for _ in range(20)]
         for session in sessions:
             client.send_message(session, "stream this back quickly")
@@ -181,7 +181,7 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
 
         await host.start()
         again = await AhpClient.connect(host.url)
-        await again.initialize(subscriptions=[ROOT, *sessions])
+        await again.initialize(subscriptions=[ROOT, *sessions], protocol_versions=("0.2.0",))
         for session in sessions:
             recovered = again.state(session)["turns"][0]["responseParts"][0]["content"] if seen[session] else ""
             assert recovered.startswith(seen[session]), session
@@ -216,7 +216,7 @@ async def test_a_message_queued_as_the_turn_completes_runs_after_kill_9(tmp_path
 
         await host.start()
         again = await AhpClient.connect(host.url)
-        await again.initialize(subscriptions=[ROOT, session])
+        await again.initialize(subscriptions=[ROOT, session], protocol_versions=("0.2.0",))
 
         def ran(m: Any, e: Any) -> bool:
             state = again.state(session) or {}

@@ -5,6 +5,7 @@ its commit, recovery gives back what was logged in order, the replay window and 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -131,6 +132,19 @@ def test_replay_covers_only_a_contiguous_window_and_says_so_when_it_cannot() -> 
     assert log.replay(1, [CHAT, TERM]) is None  # serverSeq 2 left the window
     assert log.replay(5, [CHAT]) == []
     assert log.replay(6, [CHAT]) is None  # from the future: not this log's
+
+
+def test_the_replay_window_keeps_the_frames_json_and_leaves_the_collector_nothing_to_walk() -> None:
+    log = EmbeddedLog(None)
+    sent = [append(log, CHAT, 1, {"type": "chat/delta", "turnId": "t", "partId": "p", "content": f"word {n}"},
+                   origin={"clientId": "c", "clientSeq": n}) for n in range(50)]
+    frames = [json.loads(action_frame(envelope)[1])["params"] for envelope in sent]
+    sent[10]["action"]["content"] = "changed after it was sent"  # what a client got is what it is replayed
+    gc.collect()
+    assert not any(gc.is_tracked(entry) for entry in log.replay_window)
+    replayed = log.replay(0, [CHAT])
+    assert replayed == frames and replayed[10]["action"]["content"] == "word 10"
+    assert replayed[0] is not log.replay(0, [CHAT])[0]  # each reconnect gets dicts of its own
 
 
 def test_the_replay_window_is_bounded_by_characters_keeping_the_newest() -> None:

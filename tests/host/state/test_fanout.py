@@ -128,3 +128,30 @@ def test_only_the_dispatcher_hears_of_a_rejection_at_the_current_sequence() -> N
     assert json.loads(sink.texts[0])["params"] == {
         "channel": CHAT, "action": {"type": "x"}, "serverSeq": 12, "origin": {"clientId": "c", "clientSeq": 3},
         "rejectionReason": "no"}
+
+
+class Unsayable(Renaming):
+    def envelope(self, kind: str, envelope: dict[str, Any], change: Change) -> Any:
+        self.calls += 1
+        return fanout.Resync("no action of this version says it")
+
+
+class Resyncing(Sink):
+    def __init__(self, translator: Any = None) -> None:
+        super().__init__(translator)
+        self.resyncs: list[tuple[str, int]] = []
+
+    def resync(self, reason: str, server_seq: int) -> None:
+        self.resyncs.append((reason, server_seq))
+
+
+def test_an_envelope_a_version_cannot_say_asks_each_of_its_group_to_resync_and_sends_it_nothing() -> None:
+    translator = Unsayable("u")
+    group = [Resyncing(translator), Resyncing(translator)]
+    plain, own = Sink(translator), Sink()
+    entry = channel_with(own, plain, *group)
+    fanout.fan_out(entry, ENVELOPE, sent(ENVELOPE), UNREAD)
+    assert translator.calls == 1
+    assert all(sink.resyncs == [("no action of this version says it", 4)] and sink.texts == [] for sink in group)
+    assert plain.texts == []  # one that cannot resync is sent nothing
+    assert len(own.texts) == 1

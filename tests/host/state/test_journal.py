@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -250,10 +251,18 @@ async def test_frames_wait_for_the_commit_of_their_actions_and_commits_are_group
     start_turn(store, A, "t")
     store.flush()
 
-    def committed_deltas() -> int:  # what another process would find after a crash
-        with sqlite3.connect(path) as db:
-            row = db.execute("SELECT body FROM entries WHERE id = (SELECT MAX(id) FROM entries)").fetchone()
-        return len(json.loads(row[0]).get("coalesced") or [1])
+    copies = iter(range(100))
+
+    def committed_deltas() -> int:  # what another process would find after a crash: the files as they are, recovered
+        crashed = tmp_path / f"crash-{next(copies)}"
+        crashed.mkdir()
+        for suffix in ("", "-wal", "-tail"):
+            if Path(f"{path}{suffix}").exists():
+                shutil.copyfile(f"{path}{suffix}", crashed / f"journal.sqlite3{suffix}")
+        recovered = open_store(crashed / "journal.sqlite3")
+        text = recovered.state(A)["activeTurn"]["responseParts"][0]["content"]  # type: ignore[index]
+        recovered.close()
+        return len(text)
 
     seen: list[tuple[int, int]] = []
     for index in range(1, 6):

@@ -224,3 +224,43 @@ async def test_an_action_on_a_session_run_elsewhere_is_reduced_only_once_the_log
     await settle()
     assert store.state("ahp-session:/s")["title"] == "taken over"  # type: ignore[index]  # reduced once numbered
     assert [json.loads(text)["params"]["action"]["title"] for text in sink.texts] == ["taken over"]
+
+
+class SharedRootLog(LaterLog):
+    """A shared log whose root another process writes: root changes are forwarded to it."""
+
+    def __init__(self, answer: str | None) -> None:
+        super().__init__()
+        self.answer = answer
+        self.forwarded: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+
+    def owner(self, channel: str) -> str | None:
+        return "host-a" if channel == ROOT else None
+
+    def shared(self, channel: str) -> bool:
+        return channel == ROOT
+
+    async def forward(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any] | None) -> str | None:
+        self.forwarded.append((owner, channel, action, origin))
+        return self.answer
+
+
+async def test_a_root_change_is_forwarded_to_the_process_that_writes_the_root_and_reduced_when_it_comes_back() -> None:
+    log = SharedRootLog(answer=None)
+    store = Store({"agents": [], "activeSessions": 0}, clock=lambda: 5, log=log)
+    store.dispatch(ROOT, count(2))
+    await settle()
+    assert log.forwarded == [("host-a", ROOT, count(2), None)] and log.waiting == []  # not appended here
+    assert store.state(ROOT)["activeSessions"] == 0  # type: ignore[index]  # not reduced before the log has it
+    store.take_in(LogRecord("action", ROOT, 7, 5, {"channel": ROOT, "action": count(2), "serverSeq": 7}))
+    assert store.state(ROOT)["activeSessions"] == 2  # type: ignore[index]  # reduced in the log's order, as elsewhere
+
+
+async def test_a_root_change_its_writer_refuses_is_told_to_whoever_dispatched_it() -> None:
+    log = SharedRootLog(answer="host-a, which runs this session, did not answer: no responders")
+    store = Store({"agents": [], "activeSessions": 0}, clock=lambda: 5, log=log)
+    told: list[str] = []
+    store.dispatch(ROOT, count(3), {"clientId": "c", "clientSeq": 1}, told.append)
+    await settle()
+    assert told == ["host-a, which runs this session, did not answer: no responders"]
+    assert store.state(ROOT)["activeSessions"] == 0  # type: ignore[index]  # nothing to undo

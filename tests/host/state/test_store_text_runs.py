@@ -203,7 +203,7 @@ async def test_a_client_subscribing_mid_turn_and_fetch_turns_get_the_streamed_te
         await client.wait_for(lambda m, e: _active_text(client.state(session)) == "".join(chunks[:1_500]), timeout=60)
         late = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
         try:
-            await late.initialize(subscriptions=[session])
+            await late.initialize(subscriptions=[session], protocol_versions=("0.2.0",))
             mid_turn = late.state(session)
             gate.set()
             await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 2, timeout=60)

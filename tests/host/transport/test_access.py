@@ -49,7 +49,7 @@ async def hosting(tmp_path: Path, provider: ScriptedProvider) -> AsyncIterator[t
 
 async def client_of(running: RunningHost, checker: FrameChecker, token: str | None, *, url: str | None = None) -> AhpClient:
     client = await AhpClient.connect(url or running.url.split("?")[0], token=token, frame_hook=checker.hook)
-    await client.initialize(subscriptions=[ROOT])
+    await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
     return client
 
 
@@ -238,10 +238,10 @@ async def test_a_read_client_borrowing_a_full_clients_id_serves_nothing_for_it(t
     async with hosting(tmp_path, ScriptedProvider([])) as (running, tokens):
         full = await AhpClient.connect(running.url.split("?")[0], token=tokens.create("owner", "full"), client_id="shared-id",
                                        frame_hook=frame_checker.hook)
-        await full.initialize(subscriptions=[ROOT])
+        await full.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         read = await AhpClient.connect(running.url.split("?")[0], token=tokens.create("guest", "read"), client_id="shared-id",
                                        frame_hook=frame_checker.hook)
-        await read.initialize(subscriptions=[ROOT])
+        await read.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         asked: list[str] = []
 
         def answering(who: str) -> Any:

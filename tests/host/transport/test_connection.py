@@ -143,7 +143,7 @@ async def test_a_second_turn_while_one_runs_is_refused_and_a_queued_message_runs
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         session = await client.create_session()
         first = client.send_message(session, "long answer please")
         refused = await client.outcome(client.dispatch(session, {"type": "session/turnStarted", "turnId": "t2", "userMessage": {"text": "x"}}))
@@ -164,7 +164,7 @@ async def test_cancelling_a_turn_stops_the_stream(tmp_path) -> None:
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize()
+        await client.initialize(protocol_versions=("0.2.0",))
         session = await client.create_session()
         turn_id = client.send_message(session, "stream slowly")
         await client.wait_for(lambda m, e: e is not None and e.action is not None and e.action["type"] == "session/delta")
@@ -301,8 +301,8 @@ async def test_reconnect_falls_back_to_snapshots_past_the_replay_buffer(tmp_path
     try:
         alice = await AhpClient.connect(running.url)
         bob = await AhpClient.connect(running.url)
-        await alice.initialize()
-        await bob.initialize()
+        await alice.initialize(protocol_versions=("0.2.0",))
+        await bob.initialize(protocol_versions=("0.2.0",))
         session = await alice.create_session()
         await bob.subscribe(session)
         await bob._conn.close()
@@ -516,7 +516,7 @@ async def test_a_session_created_without_an_agent_gets_the_replay_agent_when_no_
     running = await start_host(AgentHost(host_config(tmp_path / "data")), token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         providers = [agent["provider"] for agent in client.state(ROOT)["agents"]]
         assert {"offline", "openai", "anthropic", "replay"} <= set(providers)
         session = await client.create_session()

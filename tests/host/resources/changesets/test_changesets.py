@@ -35,7 +35,7 @@ def turn_uri(client: AhpClient, session: str, turn_id: str) -> str:
 
 async def second_client(running: Any, checker: FrameChecker) -> AhpClient:
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
-    await client.initialize(subscriptions=["ahp-root://"])
+    await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
     return client
 
 

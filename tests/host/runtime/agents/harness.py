@@ -45,7 +45,7 @@ async def serving(
     running = await start_host(host, token=TOKEN)
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
     try:
-        await client.initialize(subscriptions=["ahp-root://"])
+        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
         yield running, client
     finally:
         await client.close()

@@ -369,7 +369,7 @@ async def test_the_servers_of_a_session_nobody_is_connected_to_stop_soon_after_i
     provider = ScriptedProvider([reply("done")])
     async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, _):
         one_shot = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)  # like `agent-host chat URL -p`
-        await one_shot.initialize(subscriptions=["ahp-root://"])
+        await one_shot.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
         session = await ready_session(one_shot)
         await run_turn_and_idle(one_shot, session, "do it")
         await wait_tools(one_shot, session, "sink", "echo")  # it is up (on a busy machine, maybe only after the turn)

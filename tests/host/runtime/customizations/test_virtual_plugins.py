@@ -80,7 +80,7 @@ async def test_a_virtual_plugin_is_fetched_from_its_client_and_loads(tmp_path: P
         session = await ready_session(editor)
         watcher = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
         try:
-            await watcher.initialize(subscriptions=[session])
+            await watcher.initialize(subscriptions=[session], protocol_versions=("0.2.0",))
             publish(editor, session, "1")
             for client in (editor, watcher):
                 await client.wait_for(lambda m, e, c=client: loaded(c, session), timeout=30)

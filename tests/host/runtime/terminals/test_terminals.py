@@ -229,7 +229,7 @@ async def test_shell_tool_commands_are_terminals_a_client_can_attach_to(tmp_path
     async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(provider)]) as (_, client):
         watcher = await AhpClient.connect(_.url.split("?")[0], token=_.token, frame_hook=frame_checker.hook)
         try:
-            await watcher.initialize(subscriptions=[ROOT])
+            await watcher.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
             session = await ready_session(client)
             client.send_message(session, "run it")
 
@@ -295,7 +295,7 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
 
     async def client_of() -> AhpClient:
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
         return client
 
     async def terminal_with_output(client: AhpClient, name: str) -> tuple[str, int]:

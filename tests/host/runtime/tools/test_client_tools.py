@@ -25,7 +25,7 @@ CLASHING_TOOL = {"name": "read_file", "description": "The editor's own file read
 
 async def second_client(running, client_id: str | None = None) -> AhpClient:
     other = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, client_id=client_id)
-    await other.initialize(subscriptions=["ahp-root://"])
+    await other.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
     return other
 
 

@@ -193,3 +193,21 @@ def test_a_bad_limit_or_cursor_is_invalid_params(params: dict[str, Any]) -> None
         V09.list_sessions(_Host(), {"channel": ROOT, **params})
     assert error.value.code == ErrorCode.INVALID_PARAMS
     assert ("limit" in params and "limit" in error.value.message) or "cursor" in error.value.message
+
+
+def test_a_replay_holding_a_change_an_older_version_may_not_say_is_answered_with_snapshots() -> None:
+    host = _StoreHost()
+
+    def envelope(channel: str, action: dict[str, Any], seq: int) -> dict[str, Any]:
+        return {"channel": channel, "action": action, "serverSeq": seq}
+
+    title = envelope(host.session, {"type": "session/titleChanged", "title": "u"}, 1)
+    read = envelope(host.chat, {"type": "chat/isReadChanged", "isRead": True}, 2)
+    moved = envelope(host.session, {"type": "session/workingDirectoryReplaced", "directory": "file:///a",
+                                    "replacement": "file:///b"}, 3)
+    assert V07.replayed(host, [title]) == [title]
+    assert V07.replayed(host, [title, read]) is None  # the states it would need are gone: snapshots
+    assert V07.replayed(host, [title, moved]) is None
+    assert V09.replayed(host, [title, read, moved]) == [title, read, moved]
+    assert V02.replayed(host, [title]) not in (None, [])
+    assert V02.replayed(host, [title, moved]) is None

@@ -114,3 +114,36 @@ async def test_a_0_9_0_client_runs_a_turn_that_0_7_0_and_0_2_0_clients_see_in_th
     assert without_clock(shown) == without_clock(v02_session_state(host, old_name))
     for peer in (new, mid):
         await peer.close()
+
+
+async def test_a_0_2_0_client_reconnecting_after_a_turn_was_resumed_gets_snapshots_that_hold_the_reopened_turn(
+        running_host: RunningHost, connect: Connect) -> None:
+    host = running_host.host
+    ident = str(uuid.uuid4())
+    session, old_name = f"offline:/{ident}", f"ahp-session:/{ident}"
+    chat = default_chat_uri(session)
+    new = await Peer.open(running_host)
+    await new.initialize("client-09", ["0.9.0"])
+    assert (await new.request("createSession", {"channel": session})).get("error") is None
+    old = await connect(subscriptions=(ROOT, old_name))
+    await new.until(lambda: host.store.state(session)["lifecycle"] == "ready" or None)
+    turn_id = str(uuid.uuid4())
+    # A turn that ended in an error a client may resume (as a cluster's new owner ends one).
+    host.store.dispatch(chat, {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-11-26T00:00:00.000Z",
+                               "message": {"text": "Resume me", "origin": {"kind": "user"}}})
+    host.store.dispatch(chat, {"type": "chat/error", "turnId": turn_id, "duration": 0, "part": {
+        "kind": "error", "error": {"errorType": "hostRestarted", "message": "gone"}, "resumable": True}})
+    await old.wait_for(lambda m, e: [t.get("state") for t in (old.state(old_name) or {}).get("turns") or []] == ["error"])
+    await old._conn.close()  # type: ignore[union-attr]  # the client is away while the turn is resumed
+    await new.request("subscribe", {"channel": chat})
+
+    await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+        "channel": chat, "clientSeq": 1, "action": {"type": "chat/turnResume", "turnId": turn_id}}})
+    await new.until(lambda: any(a["action"]["type"] == "chat/turnComplete" for a in new.actions()) or None, timeout=30)
+
+    result = await old.resume()
+    assert result.kind == "snapshot"  # a replay could not say the turn was reopened in 0.2.0
+    fresh = await connect(subscriptions=(ROOT, old_name))
+    assert without_clock(old.state(old_name)) == without_clock(fresh.state(old_name))
+    assert [t["state"] for t in old.state(old_name)["turns"]] == ["complete"]
+    await new.close()

@@ -1,0 +1,173 @@
+"""``benchmarks/capacity.py --workers 1,2,3``: the host as ``agent-host serve --workers N`` runs it.
+
+The host is N worker processes on one port with the embedded ``nats-server`` (``cli.workers``),
+started once per N and measured from outside: the figure is chunk written by the fake provider →
+``session/delta`` frame received by the client process (``perf_counter_ns``, one clock for the
+processes of one machine), p99 over every chunk of a run. Nothing is pinned: the workers, the NATS
+server, the fake provider and the client process share the machine's cores, as they would on a
+machine that runs the host (the in-process default of ``capacity.py`` pins the host to one core).
+
+The client process opens connections until each worker serves one (which worker holds a
+connection is read from ``/proc``: Linux), then creates the sessions round robin through them, so
+each worker runs (owns) an equal share; each connection subscribes to its own sessions only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._runs import REPO, median, percentile
+
+TOKEN = "bench-token-0123456789"
+_TURN_ENDS = frozenset({"session/turnComplete", "session/turnCancelled", "session/error"})
+
+
+class WorkersHost:
+    """``agent-host serve --workers N`` on port 0 with an ``openai-chat`` agent on the fake provider."""
+
+    def __init__(self, workers: int, base_url: str, model: str) -> None:
+        self.workers = workers
+        self._folder = tempfile.TemporaryDirectory()
+        data = Path(self._folder.name)
+        config = data / "bench.toml"
+        config.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
+                          f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n[sessions]\noffline_agent = false\n')
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--workers", str(workers),
+             "--data-dir", str(data / "data"), "--config", str(config)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN})
+        self.url = ""
+
+    async def start(self) -> str:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 180)
+        found = re.search(r"(ws://\S+)", line)
+        if not found:
+            raise RuntimeError(f"serve --workers did not start: {line!r}")
+        self.url = found.group(1).split("?")[0]
+        return self.url
+
+    def worker_pids(self) -> list[int]:
+        pids = []
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                try:
+                    if b" serve " in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "):
+                        pids.append(int(pid))
+                except OSError:
+                    pass
+        return sorted(pids)
+
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU time (user + system) used so far by the workers, and by the NATS server."""
+        workers = nats = 0.0
+        tick = os.sysconf("SC_CLK_TCK")
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                try:
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                used = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+                if b"nats-server" in command:
+                    nats += used
+                else:
+                    workers += used
+        return workers, nats
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()  # the parent this benchmark started stops its workers and NATS
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._folder.cleanup()
+
+
+def serving_pid(local_port: int, server_port: int, pids: list[int]) -> int | None:
+    """Which of ``pids`` holds the server's end of the TCP connection from ``local_port``."""
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].split(":")[1], 16) == server_port and int(fields[2].split(":")[1], 16) == local_port:
+            inode = fields[9]
+    for pid in pids:
+        try:
+            if any(os.readlink(fd) == f"socket:[{inode}]" for fd in Path(f"/proc/{pid}/fd").iterdir()):
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int]) -> None:
+    """The client process: one connection per worker, ``sessions`` sessions round robin over them,
+    each sent one message; prints ``result {p99, median, count, seconds}``."""
+    from client import AhpClient
+
+    arrivals: list[tuple[int, str]] = []
+    ended: set[str] = set()
+
+    def hook(frame: dict[str, Any], answered: str | None) -> None:
+        if frame.get("method") == "action":
+            action = frame["params"]["action"]
+            kind = action.get("type")
+            if kind == "session/delta":
+                arrivals.append((time.perf_counter_ns(), action["content"]))
+            elif kind in _TURN_ENDS:
+                ended.add(frame["params"]["channel"])
+
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    chosen: dict[int, AhpClient] = {}
+    spare: list[AhpClient] = []
+    for _ in range(200):
+        client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
+        client.request_timeout = 120
+        await client.initialize(protocol_versions=("0.2.0",))  # its 0.2.0 session/delta frames are what it times
+        pid = serving_pid(client._conn._ws.local_address[1], port, pids)  # type: ignore[union-attr]
+        if pid is None or pid in chosen:
+            spare.append(client)
+        else:
+            chosen[pid] = client
+        if len(chosen) == len(pids):
+            break
+    for client in spare:
+        await client.close()
+    if len(chosen) < len(pids):
+        raise SystemExit(f"200 connections reached only workers {sorted(chosen)} of {pids}")
+    clients = list(chosen.values())
+    channels: list[tuple[AhpClient, str]] = []
+    for index in range(sessions):
+        client = clients[index % len(clients)]
+        channels.append((client, await client.create_session(provider="bench", model=model)))
+    for client, channel in channels:
+        await client.wait_for(lambda m, e, c=client, ch=channel: (c.state(ch) or {}).get("lifecycle") == "ready", timeout=120)
+    started = time.perf_counter()
+    for client, channel in channels:
+        client.send_message(channel, "go")
+        await asyncio.sleep(stagger / len(channels))
+    deadline = time.monotonic() + 600
+    while len(ended) < len(channels) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    incomplete = [channel for client, channel in channels if (client.state(channel)["turns"] or [{}])[0].get("state") != "complete"]
+    for client in clients:
+        await client.close()
+    if incomplete:
+        raise SystemExit(f"{len(incomplete)} turns did not complete")
+    samples = sorted((arrived - int(stamp)) / 1e6 for arrived, content in arrivals for stamp in content.split(";") if stamp)
+    print(f"result {json.dumps({'p99': percentile(samples, 0.99), 'median': median(samples), 'count': len(samples), 'seconds': elapsed})}",
+          flush=True)

