@@ -57,7 +57,14 @@ from host.state.journal import Journal
 from host.state.journal_upgrade import upgrade_journal
 from host.state.log import LogRecord, OrderedLog
 from host.state.private_files import private_directory
-from host.state.sessions import forked_turns, internal_session_uri, new_chat_state, new_session_state, session_id
+from host.state.sessions import (
+    DEFAULT_TITLE,
+    forked_turns,
+    internal_session_uri,
+    new_chat_state,
+    new_session_state,
+    session_id,
+)
 from host.state.store import ROOT, Store
 from host.state.transcripts import TranscriptStore
 from plugins.claude_settings import claude_config_dir as claude_config_dir_of
@@ -72,6 +79,11 @@ more chats in a session (``createChat``) and forks of a chat from a turn (a ``fo
 VS Code's own agent host advertises them; clients must not use either unless it is advertised.
 Not ``sideChat`` (a side chat here would not see the source turn) and not
 ``multipleWorkingDirectories`` (a session's tools work in its first directory)."""
+
+FORK_TITLE_PREFIX = "Forked: "
+FORKED_CHAT_TITLE = "Forked Chat"
+"""A forked chat's title: the prefix and its source chat's title, or the second while the source
+has none (VS Code shows it in the chat view's header)."""
 
 INTERRUPTED_ERROR = {
     "errorType": "hostRestarted",
@@ -531,6 +543,7 @@ class AgentHost:
         turns: list[dict[str, Any]] = []
         source = params.get("source")
         draft: dict[str, Any] | None = None
+        title = DEFAULT_TITLE
         if isinstance(source, dict):
             source_chat = source.get("chat")
             if source_chat not in self.session_chats(session):
@@ -540,15 +553,27 @@ class AgentHost:
                 raise RpcError(ErrorCode.INVALID_PARAMS, f"{source_chat} has no completed turn {source.get('turnId')}.")
             if source.get("kind") == "fork":
                 turns = copied
+                title = self._fork_title(session, source_chat)
             model = _selection(self.store.state(source_chat) or {}, "model")
             if model is not None:
                 draft = {"text": "", "origin": {"kind": "user"}, "model": model}
-        self.open_chat(session, new_chat_state(chat, now=self.clock(), turns=turns, draft=draft))
+        self.open_chat(session, new_chat_state(chat, now=self.clock(), title=title, turns=turns, draft=draft))
         message = params.get("initialMessage")
         if isinstance(message, dict):  # the host names the first turn
             self.store.dispatch(chat, builders.chat_turn_started(
                 turn_id=str(uuid.uuid4()), started_at=iso_timestamp(self.clock()) or "1970-01-01T00:00:00.000Z", message=message))
         return chat
+
+    def _fork_title(self, session: str, source_chat: str) -> str:
+        """A fork's title, as VS Code's own agent host names one: ``Forked: `` and the source chat's
+        title as its session's catalogue lists it (the default chat's is the session's), or
+        ``Forked Chat`` while that has none."""
+        state = self.store.state(session) or {}
+        entry = next((chat for chat in state.get("chats") or () if isinstance(chat, dict) and chat.get("resource") == source_chat), {})
+        title = entry.get("title") if entry.get("title") not in (None, "", DEFAULT_TITLE) else state.get("title")
+        if not isinstance(title, str) or title in ("", DEFAULT_TITLE):
+            return FORKED_CHAT_TITLE
+        return title if title.startswith(FORK_TITLE_PREFIX) else FORK_TITLE_PREFIX + title
 
     def open_chat(self, session: str, state: dict[str, Any]) -> None:
         """Add the chat ``state`` (its ``resource`` a new ``ahp-chat:`` URI) to ``session``'s

@@ -95,6 +95,15 @@ class Wire:
             return None
         return session_of_channel(started[-1]["channel"])
 
+    def snapshot_of(self, channel: str) -> dict[str, Any] | None:
+        """The state of the last snapshot of ``channel`` the host sent (a subscribe's answer)."""
+        found = None
+        for _, _, d, m in self.messages:
+            snapshot = (m.get("result") or {}).get("snapshot") if d == "s2c" and isinstance(m.get("result"), dict) else None
+            if isinstance(snapshot, dict) and snapshot.get("resource") == channel:
+                found = snapshot.get("state")
+        return found
+
     def title_of(self, session: str) -> str | None:
         title = None
         for _, _, d, m in self.messages:

@@ -13,7 +13,12 @@ skipped with that failure as the reason. Artifacts (screenshots, code-server, ho
   e. the edit shows as a change;
   f. cancel stops the answer;
   g. a page reload shows the same conversation (opened from the Sessions list);
-  h. a second client on the same session sees the same turns live, and VS Code sees its turns.
+  h. a second client on the same session sees the same turns live, and VS Code sees its turns;
+  k. the chat view's header shows the session's title (the host's, not the first message);
+  m. "Fork conversation from this point" forks the chat: VS Code opens the fork ("Forked:
+     <title>" in its header) with the turns before that point, and a message there is answered.
+
+(Steps i and j are the workspace-trust steps of ``test_vscode_trust.py``.)
 
 These steps run code-server with ``--disable-workspace-trust`` (VS Code then forwards
 ``workspaceTrust.enabled: false``, which this host reads as "every folder trusted"); steps i and j,
@@ -82,6 +87,9 @@ pytestmark = [
 # The agent (provider id) of step c, and of steps d to h.
 CHAT_PROVIDER = {"host": "replay", "reference": "claude"}[TARGET]
 TOOL_PROVIDER = {"host": "scripted", "reference": "claude"}[TARGET]
+# The scripted agent titles sessions by asking the model, which answers this (fake_anthropic).
+SCRIPTED_TITLE = "Scripted title"
+FORK_MESSAGE = "Hello from the fork"
 
 FIRST_MESSAGE = "Hello! What can you do?"
 WARM_UP_MESSAGE = "Hello, scripted model"
@@ -168,7 +176,7 @@ display_name = "Scripted"
 description = "Scripted answers from a fake Anthropic API (the end-to-end test's)"
 base_url = "{fake_url}"
 api_key = "fake-key-for-the-e2e-test"
-title = "first-words"
+title = "model"
 retries = 0
 models = [{{ id = "{MODEL_ID}", name = "Scripted Claude" }}]
 """)
@@ -518,3 +526,56 @@ def _second_vscode_window(run: Run) -> None:
     shown = run.driver.step("waitForTexts", texts=expected, name="h-seen-in-main", timeoutMs=60000)
     text = "\n".join(item["text"] for item in shown["transcript"])
     assert all(part in text for part in expected), f"the first window did not show the second's turn live {run.where()}"
+
+
+# -- k ---------------------------------------------------------------------------------------------
+
+
+def test_k_the_chat_header_shows_the_sessions_title(run: Run) -> None:
+    with run.step("k", needs=("g",)):
+        session = run.notes["tool_session"]
+        title = run.wire.title_of(session)
+        assert title, f"the host never titled {session} {run.where()}"
+        if TARGET == "host":
+            assert title == SCRIPTED_TITLE, f"the scripted agent titled the session {title!r} {run.where()}"
+        shown = run.driver.step("header", expect=title, name="k-header")["header"]
+        assert shown == title, f"the chat view's header reads {shown!r}, the session's title is {title!r} {run.where()}"
+        run.notes["tool_title"] = title
+
+
+# -- m ---------------------------------------------------------------------------------------------
+
+
+def test_m_fork_conversation_from_this_point(run: Run) -> None:
+    with run.step("m", needs=("g",)):
+        # From the chat's last request (the newest turn): the fork holds every turn before it.
+        mark = run.wire.end
+        forked = run.driver.step("fork", name="m-forked", timeoutMs=30000)
+        created = run.wire.requests("createChat", since=mark)
+        assert created, f"VS Code sent no createChat for the fork; VS Code shows {forked['errors']} {run.where()}"
+        conn, request = created[-1]
+        source = request["params"].get("source") or {}
+        assert source.get("kind") == "fork", request["params"]
+        answer = _wait(lambda: run.wire.answer(conn, request["id"]), 20)
+        assert answer is not None and "error" not in answer, f"the host answered createChat with {answer} {run.where()}"
+        title = run.notes.get("tool_title") or run.wire.title_of(run.notes["tool_session"])
+        assert forked["header"] == f"Forked: {title}", f"the forked chat's header reads {forked['header']!r} {run.where()}"
+        # The fork holds the source's turns up to the one before the request it was made from.
+        turns: list[str] = []
+        for action in run.wire.received(0, lambda t: t == "chat/turnStarted"):
+            if action["channel"] == source["chat"] and action["action"]["turnId"] not in turns:
+                turns.append(action["action"]["turnId"])
+        fork = request["params"]["chat"]
+        copied = [turn["id"] for turn in (_wait(lambda: run.wire.snapshot_of(fork), 20) or {}).get("turns", [])]
+        assert len(turns) >= 2 and source.get("turnId") == turns[-2], f"VS Code forked {turns} from {source.get('turnId')} {run.where()}"
+        if TARGET == "host":  # the reference host gives a fork's turns new ids
+            assert copied == turns[:-1], f"the fork of {turns} from {source.get('turnId')} holds {copied} {run.where()}"
+        assert any(item["kind"] == "response" for item in forked["transcript"]), f"the fork shows {forked['transcript']} {run.where()}"
+
+        # A message in the fork is answered there, and only there.
+        mark = run.wire.end
+        turn = run.driver.step("send", text=FORK_MESSAGE, name="m-fork-turn", timeoutMs=60000)
+        assert _scripted_answer(FORK_MESSAGE) in ((turn["response"] or {}).get("markdown") or ""), turn["response"]
+        started = run.wire.dispatched(mark, lambda t: t.endswith("/turnStarted"))
+        assert started and started[-1]["channel"] == fork, (
+            f"the fork's message went to {started[-1]['channel'] if started else None}, not {fork} {run.where()}")

@@ -287,6 +287,40 @@ async function typeMessage(page, text) {
   await page.keyboard.press('Enter');
 }
 
+// The dropdown arrow beside the confirmation button named `label`.
+function confirmationDropdown(page, label) {
+  return page.locator('.chat-confirmation-widget-container .monaco-button-dropdown:visible', { hasText: new RegExp(`^${label}$`) })
+    .first().locator('.monaco-dropdown-button');
+}
+
+// The visible confirmation's buttons, each with the entries of its dropdown (opened and closed again).
+async function confirmationChoices(page) {
+  const buttons = [];
+  const groups = page.locator('.chat-confirmation-widget-container .monaco-button-dropdown:visible, .chat-confirmation-widget-container a.monaco-button.monaco-text-button:visible');
+  const labels = (await groups.allInnerTexts()).map((text) => text.trim()).filter(Boolean);
+  for (const label of [...new Set(labels)]) {
+    const arrow = confirmationDropdown(page, label);
+    let more = [];
+    if (await arrow.count()) {
+      await arrow.click();
+      await sleep(700);
+      more = await page.evaluate(() => [...document.querySelectorAll('.context-view .action-label, .monaco-menu .action-label')]
+        .filter((element) => element.offsetParent !== null).map((element) => element.innerText.trim()).filter(Boolean));
+      await screenshot(page, 'confirmation-dropdown');
+      await page.keyboard.press('Escape');
+      await sleep(300);
+    }
+    buttons.push({ label, more });
+  }
+  return buttons;
+}
+
+// The chat view's header: the title VS Code shows for the open chat.
+async function chatHeader(page) {
+  const label = page.locator('.chat-view-title-label:visible').first();
+  return (await label.count()) ? (await label.innerText()).trim() : null;
+}
+
 // Waits for the turn just sent: samples the last response while it streams; stops when the turn
 // ends, when a confirmation asks for the user (if stopAtConfirmation), or at the timeout.
 async function followTurn(page, { timeoutMs = 60000, stopAtConfirmation = true, name = 'turn' } = {}) {
@@ -403,7 +437,8 @@ const steps = {
     return { ...turn, trustDialog: dialog, restricted: await restricted(page) };
   },
 
-  // Answers the visible tool confirmation with the button named `choice`, then follows the turn.
+  // Answers the visible tool confirmation with the button named `choice`, or with the entry
+  // containing `more` of that button's dropdown, then follows the turn.
   async confirm(args) {
     const page = pageOf(args);
     const deadline = Date.now() + (args.timeoutMs || 30000);
@@ -412,7 +447,15 @@ const steps = {
     if (!widget) throw new Error('no tool confirmation appeared');
     await screenshot(page, 'confirmation');
     const choice = args.choice || 'Allow';
-    await page.locator('.chat-confirmation-widget-container a.monaco-button:visible', { hasText: new RegExp(`^${choice}$`) }).first().click();
+    if (args.more) {
+      await confirmationDropdown(page, choice).click();
+      await sleep(700);
+      const entry = page.locator('.context-view .action-label:visible, .monaco-menu .action-label:visible', { hasText: args.more }).first();
+      await screenshot(page, 'confirmation-choices');
+      await entry.click();
+    } else {
+      await page.locator('.chat-confirmation-widget-container a.monaco-button:visible', { hasText: new RegExp(`^${choice}$`) }).first().click();
+    }
     const turn = await followTurn(page, { timeoutMs: args.timeoutMs || 60000, name: 'after-confirmation' });
     await screenshot(page, 'confirmed');
     return { widget, ...turn };
@@ -498,6 +541,60 @@ const steps = {
     }
     await screenshot(page, args.name || 'wait-for-texts');
     return { transcript: seen };
+  },
+
+  // The buttons of the visible tool confirmation and the entries of their dropdowns.
+  async choices(args) {
+    const page = pageOf(args);
+    const deadline = Date.now() + (args.timeoutMs || 30000);
+    while (Date.now() < deadline && !(await confirmationWidget(page))) await sleep(200);
+    if (!(await confirmationWidget(page))) throw new Error('no tool confirmation appeared');
+    return { buttons: await confirmationChoices(page) };
+  },
+
+  // Waits until the chat view's header reads `expect` (or the timeout); returns what it reads.
+  async header(args) {
+    const page = pageOf(args);
+    const deadline = Date.now() + (args.timeoutMs || 15000);
+    let header = await chatHeader(page);
+    while (Date.now() < deadline && args.expect && header !== args.expect) {
+      await sleep(250);
+      header = await chatHeader(page);
+    }
+    await screenshot(page, args.name || 'header');
+    return { header };
+  },
+
+  // "Fork conversation from this point" on the chat's last request: scrolls to the bottom, hovers
+  // it, presses the fork button of its checkpoint bar, waits until the header changes; returns
+  // the forked chat.
+  async fork(args) {
+    const page = pageOf(args);
+    const before = await chatHeader(page);
+    const list = page.locator('.interactive-session .interactive-list').first();
+    const box = await list.boundingBox();
+    if (box) {
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      for (let i = 0; i < 30; i++) await page.mouse.wheel(0, box.height);
+      await sleep(800);
+    }
+    const rows = page.locator(CHAT_ROWS, { has: page.locator('.interactive-item-container.interactive-request') });
+    const count = await rows.count();
+    if (!count) throw new Error('no request is shown');
+    const row = rows.nth(count - 1);
+    await row.scrollIntoViewIfNeeded();
+    await row.hover();
+    await sleep(600);
+    const fork = row.locator('.chat-fork-action-label:visible');
+    if (!(await fork.count())) throw new Error('no "Fork conversation from this point" button on the last request');
+    await screenshot(page, 'fork-button');
+    await fork.first().click();
+    const deadline = Date.now() + (args.timeoutMs || 30000);
+    while (Date.now() < deadline && (await chatHeader(page)) === before) await sleep(250);
+    await sleep(1500);
+    const result = await transcript(page);
+    await screenshot(page, args.name || 'forked');
+    return { header: await chatHeader(page), transcript: result, errors: await errorsShown(page) };
   },
 
   async sessions(args) {

@@ -100,3 +100,36 @@ async def test_the_default_chats_catalogue_entry_carries_the_sessions_title(runn
     assert entry["resource"] == chat and entry["title"] == "Fix the parser"
     await titler.close()
     await watcher.close()
+
+
+async def test_a_fork_is_titled_after_its_source_as_vs_codes_own_host_titles_one(running_host: RunningHost) -> None:
+    """VS Code shows a forked chat's catalogue title in its chat view's header: ``Forked: `` and
+    the source chat's title (the default chat's is the session's), the prefix never doubled."""
+    session = f"offline:/{uuid.uuid4()}"
+    chat = default_chat_uri(session)
+    peer = await Peer.open(running_host)
+    await peer.initialize("forker", ["0.9.0"])
+    assert (await peer.request("createSession", {"channel": session})).get("error") is None
+    await peer.request("subscribe", {"channel": session})
+    await peer.request("subscribe", {"channel": chat})
+    await peer.until(lambda: running_host.host.store.state(session)["lifecycle"] == "ready" or None)
+    await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": chat, "clientSeq": 1, "action": {
+        "type": "chat/turnStarted", "turnId": "turn-1", "startedAt": "2026-12-06T00:00:00.000Z",
+        "message": {"text": "hello", "origin": {"kind": "user"}}}}})
+    await peer.until(lambda: any(a["action"]["type"] == "chat/turnComplete" for a in peer.actions()), timeout=30)
+    await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+        "channel": session, "clientSeq": 2, "action": {"type": "session/titleChanged", "title": "Fix the parser"}}})
+    await peer.until(lambda: running_host.host.store.state(session)["title"] == "Fix the parser" or None)
+
+    def added(resource: str) -> dict | None:
+        return next((a["action"]["summary"] for a in peer.actions()
+                     if a["action"]["type"] == "session/chatAdded" and a["action"]["summary"]["resource"] == resource), None)
+
+    fork, again = f"ahp-chat://{uuid.uuid4()}/x", f"ahp-chat://{uuid.uuid4()}/y"
+    reply = await peer.request("createChat", {"channel": session, "chat": fork, "source": {"kind": "fork", "chat": chat, "turnId": "turn-1"}})
+    assert reply.get("error") is None, reply
+    assert (await peer.until(lambda: added(fork)))["title"] == "Forked: Fix the parser"
+    reply = await peer.request("createChat", {"channel": session, "chat": again, "source": {"kind": "fork", "chat": fork, "turnId": "turn-1"}})
+    assert reply.get("error") is None, reply
+    assert (await peer.until(lambda: added(again)))["title"] == "Forked: Fix the parser"
+    await peer.close()
