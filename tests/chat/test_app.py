@@ -291,6 +291,7 @@ async def test_a_new_sessions_trust_question_is_answered_before_its_first_messag
     await chat.expect("3) Don't trust it")
     chat.send("1")
     await chat.expect("Hello from the scenario agent")
+    await chat.expect("[3 in")  # the turn's end: /trust waits for a running turn
     folder = str(workdir.resolve())
     assert chat_host.host.store.state("ahp-root://")["config"]["values"]["trustedFolders"] == [folder]
     [(uri, _)] = sessions(chat_host)
