@@ -60,7 +60,11 @@ class WorkersHost:
         assert self.process is not None
         found: dict[int, str] = {}
         for task in Path(f"/proc/{self.process.pid}/task").iterdir():
-            for pid in (task / "children").read_text().split():
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue  # a thread of the parent that ended in between
+            for pid in children:
                 try:
                     found[int(pid)] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
                 except OSError:
