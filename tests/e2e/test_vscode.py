@@ -613,9 +613,17 @@ def _asked(run: Run, since: float, tool_suffix: str) -> tuple[dict[str, Any], di
 
 
 def _confirmed(run: Run, since: float, tool_call_id: str) -> dict[str, Any]:
-    sent = [p["action"] for p in run.wire.dispatched(since, lambda t: t.endswith("/toolCallConfirmed"))
-            if p["action"].get("toolCallId") == tool_call_id]
+    """VS Code's ``toolCallConfirmed`` of a call, once the host has taken it (echoed it with the
+    same answer: what every client of the session then holds)."""
+    def of_call(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [p["action"] for p in actions if p["action"].get("toolCallId") == tool_call_id]
+
+    sent = of_call(run.wire.dispatched(since, lambda t: t.endswith("/toolCallConfirmed")))
     assert sent, f"VS Code dispatched no toolCallConfirmed for {tool_call_id} {run.where()}"
+    echoed = of_call(run.wire.received(since, lambda t: t.endswith("/toolCallConfirmed")))
+    assert echoed, f"the host did not take VS Code's answer about {tool_call_id} {run.where()}"
+    for key in ("approved", "selectedOptionId"):
+        assert echoed[-1].get(key) == sent[-1].get(key), f"VS Code sent {sent[-1]}, the host kept {echoed[-1]}"
     return sent[-1]
 
 
