@@ -665,9 +665,12 @@ def test_n_a_tools_confirmation_choices_on_the_generic_card(run: Run) -> None:
         assert "Done: the tool finished." in ((done["response"] or {}).get("markdown") or ""), done["response"]
 
         # The same tool again in this session: VS Code shows no card; the host says why it ran.
+        # (VS Code paints a reference host's MCP call in a box of the same class as a card, whose
+        # only button is the call's name: a card asks with the host's buttons.)
         mark = run.wire.end
-        again = run.driver.step("send", text=STAMP_AGAIN_MESSAGE, name="n-not-asked-again", timeoutMs=60000)
-        assert not again["confirmation"], f"VS Code asked again: {again['confirmation']} {run.where()}"
+        again = run.driver.step("send", text=STAMP_AGAIN_MESSAGE, name="n-not-asked-again", stopAtConfirmation=False, timeoutMs=40000)
+        assert approve[0] not in ((again["confirmation"] or {}).get("buttons") or []), (
+            f"VS Code asked again: {again['confirmation']} {run.where()}")
         start, ready = _asked(run, mark, "__stamp")
         assert ready is not None and ready.get("confirmed") in ("setting", "not-needed"), f"the second call's toolCallReady: {ready}"
         if TARGET == "host":
