@@ -12,8 +12,11 @@ blocks that agents add are ignored), so the test knows what to expect:
   working directory (our ``shell`` tool or Claude's ``Bash``, whichever the request offers);
 * ``create the notes file`` -> one file-writing tool call creating ``notes.txt`` with
   ``NOTES_CONTENT`` (our ``write_file`` or Claude's ``Write``);
+* ``erase the stamps`` -> a call of the ``stamps`` MCP server's ``erase`` (``mcp__stamps__erase``)
+  and ``stamp <word>`` -> one of its ``stamp`` with the note ``<word>`` (``stamp_server.py``);
 * ``slowly`` -> ``SLOW_WORDS`` words, one every ``slow_delay`` seconds (long enough to cancel);
-* the message after a tool result -> ``Done: the tool finished.``;
+* the message after a tool result -> ``Done: the tool finished.``, or after a failed one (a denied
+  call) ``The tool did not run: <the result's text>``;
 * a request offering no tools (a title request) -> ``Scripted title``;
 * anything else -> ``Hello from the scripted model. You said: <the words>.``
 
@@ -48,6 +51,19 @@ def user_words(body: dict[str, Any]) -> tuple[str, bool]:
     texts = [_REMINDER.sub("", block.get("text", "")) for block in content if block.get("type") == "text"]
     has_result = any(block.get("type") == "tool_result" for block in content)
     return " ".join(" ".join(texts).split()), has_result
+
+
+def tool_error(body: dict[str, Any]) -> str | None:
+    """The text of a failed tool result in the last message (``is_error``), else None."""
+    messages = body.get("messages") or []
+    content = messages[-1].get("content") if messages else None
+    for block in content if isinstance(content, list) else ():
+        if block.get("type") == "tool_result" and block.get("is_error"):
+            inner = block.get("content")
+            if isinstance(inner, list):
+                inner = " ".join(part.get("text", "") for part in inner if isinstance(part, dict))
+            return " ".join(str(inner or "").split())
+    return None
 
 
 class Script:
@@ -105,7 +121,8 @@ class FakeAnthropic:
         tools = {tool.get("name") for tool in body.get("tools") or []}
         low = words.lower()
         if after_tool:
-            return Script("Done: the tool finished.")
+            error = tool_error(body)
+            return Script("Done: the tool finished." if error is None else f"The tool did not run: {error}")
         if not tools:
             return Script("Scripted title")
         if "run the command" in low:
@@ -118,6 +135,11 @@ class FakeAnthropic:
                 return Script("I will create it.", ("write_file", {"path": "notes.txt", "content": NOTES_CONTENT}))
             path = str(self.project_dir / "notes.txt")
             return Script("I will create it.", ("Write", {"file_path": path, "content": NOTES_CONTENT}))
+        stamp = re.search(r"\bstamp (\w+)", low)
+        if "erase the stamps" in low and "mcp__stamps__erase" in tools:
+            return Script("I will erase them.", ("mcp__stamps__erase", {}))
+        if stamp and "mcp__stamps__stamp" in tools:
+            return Script("I will stamp it.", ("mcp__stamps__stamp", {"note": stamp.group(1)}))
         if "slowly" in low:
             return Script(" ".join(f"word{i}" for i in range(SLOW_WORDS)), delay=self.slow_delay)
         return Script(f"Hello from the scripted model. You said: {words}.", delay=0.08)

@@ -16,7 +16,10 @@ skipped with that failure as the reason. Artifacts (screenshots, code-server, ho
   h. a second client on the same session sees the same turns live, and VS Code sees its turns;
   k. the chat view's header shows the session's title (the host's, not the first message);
   m. "Fork conversation from this point" forks the chat: VS Code opens the fork ("Forked:
-     <title>" in its header) with the turns before that point, and a message there is answered.
+     <title>" in its header) with the turns before that point, and a message there is answered;
+  n. a tool that is not a command (an MCP tool of the project's ``.mcp.json``) asks on VS Code's
+     generic card, which offers the host's choices: "in this session" runs it and a second call
+     is not asked again; a denied call of another tool does not run and the model is told.
 
 (Steps i and j are the workspace-trust steps of ``test_vscode_trust.py``.)
 
@@ -45,10 +48,12 @@ The module skips unless ``scripts/vscode-e2e/install.sh`` has run; select it wit
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -98,6 +103,10 @@ NOTES_MESSAGE = "Please create the notes file"
 SLOW_MESSAGE = "Please answer slowly"
 SECOND_CLIENT_MESSAGE = "Hello from the second client"
 VSCODE_AGAIN_MESSAGE = "Hello again from VS Code"
+STAMP_MESSAGE = "Please stamp first"
+STAMP_AGAIN_MESSAGE = "Please stamp second"
+ERASE_MESSAGE = "Please erase the stamps"
+STAMPS = "stamps.txt"  # what stamp_server.py writes in the project
 
 
 def _scripted_answer(words: str) -> str:
@@ -230,6 +239,13 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     project = base / "project"
     project.mkdir()
     (project / "hello.py").write_text("print('hello')\n")
+    # The MCP server of step n (both hosts start a folder's .mcp.json servers; Claude Code only
+    # with the project's consent in its settings).
+    server = {"command": sys.executable, "args": [str(Path(__file__).with_name("stamp_server.py")), str(project)]}
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"stamps": server}}, indent=2) + "\n")
+    if TARGET == "reference":
+        (project / ".claude").mkdir()
+        (project / ".claude" / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}) + "\n")
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     subprocess.run(["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "add", "."], cwd=project, check=True)
     subprocess.run(["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "commit", "-qm", "start"], cwd=project, check=True)
@@ -579,3 +595,102 @@ def test_m_fork_conversation_from_this_point(run: Run) -> None:
         started = run.wire.dispatched(mark, lambda t: t.endswith("/turnStarted"))
         assert started and started[-1]["channel"] == fork, (
             f"the fork's message went to {started[-1]['channel'] if started else None}, not {fork} {run.where()}")
+
+
+# -- n ---------------------------------------------------------------------------------------------
+
+
+def _asked(run: Run, since: float, tool_suffix: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The host's ``toolCallStart`` of the last call of a tool whose name ends with ``tool_suffix``
+    since ``since``, and its ``toolCallReady`` (None if none came)."""
+    starts = [p["action"] for p in run.wire.received(since, lambda t: t == "chat/toolCallStart")
+              if str(p["action"].get("toolName", "")).endswith(tool_suffix)]
+    assert starts, f"the host started no call of *{tool_suffix} {run.where()}"
+    start = starts[-1]
+    readies = [p["action"] for p in run.wire.received(since, lambda t: t == "chat/toolCallReady")
+               if p["action"].get("toolCallId") == start["toolCallId"]]
+    return start, (readies[-1] if readies else None)
+
+
+def _confirmed(run: Run, since: float, tool_call_id: str) -> dict[str, Any]:
+    """VS Code's ``toolCallConfirmed`` of a call, once the host has taken it (echoed it with the
+    same answer: what every client of the session then holds)."""
+    def of_call(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [p["action"] for p in actions if p["action"].get("toolCallId") == tool_call_id]
+
+    sent = of_call(run.wire.dispatched(since, lambda t: t.endswith("/toolCallConfirmed")))
+    assert sent, f"VS Code dispatched no toolCallConfirmed for {tool_call_id} {run.where()}"
+    echoed = of_call(run.wire.received(since, lambda t: t.endswith("/toolCallConfirmed")))
+    assert echoed, f"the host did not take VS Code's answer about {tool_call_id} {run.where()}"
+    for key in ("approved", "selectedOptionId"):
+        assert echoed[-1].get(key) == sent[-1].get(key), f"VS Code sent {sent[-1]}, the host kept {echoed[-1]}"
+    return sent[-1]
+
+
+def _stamps(run: Run) -> list[str]:
+    path = run.project / STAMPS
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_n_a_tools_confirmation_choices_on_the_generic_card(run: Run) -> None:
+    with run.step("n", needs=("d",)):
+        # An MCP tool: neither a command (terminal card) nor a file edit (file card).
+        mark = run.wire.end
+        turn = run.driver.step("send", text=STAMP_MESSAGE, name="n-asks", timeoutMs=60000)
+        start, ready = _asked(run, mark, "__stamp")
+        assert (start.get("_meta") or {}).get("toolKind") != "terminal", start
+        assert ready is not None and not ready.get("confirmed"), f"the host did not ask about {start['toolName']}: {ready} {run.where()}"
+        assert turn["confirmation"], f"no confirmation appeared; VS Code shows {turn['response']} {run.where()}"
+        assert _stamps(run) == [], "the tool ran before it was approved"
+
+        # The card shows the host's options: the first approve and the first deny option as
+        # buttons, the others of each kind in that button's dropdown.
+        options = ready.get("options") or []
+        approve = [option["label"] for option in options if option.get("kind") == "approve"]
+        deny = [option["label"] for option in options if option.get("kind") == "deny"]
+        session = next((option for option in options if option["id"] == "allow-session"), None)
+        assert session is not None, f"the host offers no choice for this session: {options} {run.where()}"
+        shown = {button["label"]: button["more"] for button in run.driver.step("choices")["buttons"]}
+        expected = {approve[0]: approve[1:], deny[0]: deny[1:]}
+        assert shown == expected, f"VS Code's card shows {shown}; the host offered {options} {run.where()}"
+
+        # "In this session": the call runs, and the answer after it shows.
+        if session["label"] == approve[0]:
+            done = run.driver.step("confirm", choice=approve[0], timeoutMs=60000)
+        else:
+            done = run.driver.step("confirm", choice=approve[0], more=session["label"], timeoutMs=60000)
+        answer = _confirmed(run, mark, start["toolCallId"])
+        assert answer.get("approved") is True and answer.get("selectedOptionId") == "allow-session", answer
+        assert _wait(lambda: _stamps(run) == ["first"], 20), f"{STAMPS} holds {_stamps(run)} {run.where()}"
+        assert "Done: the tool finished." in ((done["response"] or {}).get("markdown") or ""), done["response"]
+
+        # The same tool again in this session: VS Code shows no card; the host says why it ran.
+        # (VS Code paints a reference host's MCP call in a box of the same class as a card, whose
+        # only button is the call's name: a card asks with the host's buttons.)
+        mark = run.wire.end
+        again = run.driver.step("send", text=STAMP_AGAIN_MESSAGE, name="n-not-asked-again", stopAtConfirmation=False, timeoutMs=40000)
+        assert approve[0] not in ((again["confirmation"] or {}).get("buttons") or []), (
+            f"VS Code asked again: {again['confirmation']} {run.where()}")
+        start, ready = _asked(run, mark, "__stamp")
+        assert ready is not None and ready.get("confirmed") in ("setting", "not-needed"), f"the second call's toolCallReady: {ready}"
+        if TARGET == "host":
+            assert ready["confirmed"] == "setting", ready
+        assert not run.wire.dispatched(mark, lambda t: t.endswith("/toolCallConfirmed"))
+        assert _wait(lambda: _stamps(run) == ["first", "second"], 20), f"{STAMPS} holds {_stamps(run)} {run.where()}"
+        assert "Done: the tool finished." in ((again["response"] or {}).get("markdown") or ""), again["response"]
+
+        # Another tool of the server is asked about; the deny button: it does not run, and the
+        # model, told so, says it.
+        mark = run.wire.end
+        asked = run.driver.step("send", text=ERASE_MESSAGE, name="n-erase-asks", timeoutMs=60000)
+        assert asked["confirmation"], f"no confirmation for the other tool; VS Code shows {asked['response']} {run.where()}"
+        start, ready = _asked(run, mark, "__erase")
+        deny = [option for option in (ready or {}).get("options") or [] if option.get("kind") == "deny"]
+        denied = run.driver.step("confirm", choice=deny[0]["label"], timeoutMs=60000)
+        answer = _confirmed(run, mark, start["toolCallId"])
+        assert answer.get("approved") is False and answer.get("selectedOptionId") == deny[0]["id"], answer
+        assert _stamps(run) == ["first", "second"], f"the denied call ran: {STAMPS} holds {_stamps(run)}"
+        said = (denied["response"] or {}).get("markdown") or ""
+        assert "The tool did not run:" in said, f"after the denial VS Code shows {said!r} {run.where()}"
+        if TARGET == "host":
+            assert "The tool did not run: The user denied this tool call." in said, said
