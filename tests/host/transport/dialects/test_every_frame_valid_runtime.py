@@ -26,13 +26,16 @@ from typing import Any
 
 import pytest
 
+from ahp.dialects import v0_7
 from ahp.state import default_chat_uri
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from host.transport.dialects.ahp02 import v02_session_state
 from host.transport.dialects.newer import changeset_alias
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import config_for, serving
+from tests.host.transport.dialects.test_three_versions import without_clock
 from tests.tools.mcp.conftest import KITCHEN_SINK
 
 from ._clients import ROOT, Client, assert_every_frame_fits, assert_sent
@@ -87,6 +90,19 @@ def _sink(host: Any, session: str) -> dict[str, Any]:
     """The kitchen-sink server's entry in the session's "MCP servers" container."""
     container = _container(host, session, lambda c: c.get("id") == "mcp-servers") or {}
     return next((child for child in container.get("children") or () if child.get("name") == "sink"), {})
+
+
+def _result_answerer_removed(state: dict[str, Any], call_id: str) -> Any:
+    """Take ``answeredBy`` out of the ``_meta`` of the 0.2.0 session's call ``call_id``; what it was."""
+    for turn in state.get("turns") or ():
+        for part in turn.get("responseParts") or ():
+            call = part.get("toolCall") if part.get("kind") == "toolCall" else None
+            if call is not None and call["toolCallId"] == call_id:
+                answerer = call["_meta"].pop("answeredBy")
+                if not call["_meta"]:
+                    del call["_meta"]
+                return answerer
+    return None
 
 
 @pytest.mark.parametrize("newest", ["0.9.0", "1.0.0"])
@@ -230,6 +246,21 @@ async def test_every_frame_of_the_running_parts_fits_its_version(
             for client in (new, mid):
                 await client.request("ping", {"channel": ROOT})  # everything sent before the answer has arrived
             await old.ping()
+
+            # Every client's mirror of every channel it watches is what the host holds, in its version's shapes.
+            watched = {ROOT: "root", session: "session", chat: "chat", failing: "session", side: "chat", watch: "resourceWatch"}
+            if bash is not None:
+                watched[terminal] = "terminal"
+            for channel, kind in watched.items():
+                held = host.store.state(channel)
+                assert new.mirror(channel, kind) == held, (newest, channel)
+                assert without_clock(mid.mirror(channel, kind)) == without_clock(v0_7.state_down(kind, held)), ("0.7.0", channel)
+            # The 0.2.0 client lacks one thing, a drift the 0.2.0 dialect knows (``actions_down``: a tool-call
+            # action other than a completion replaced the call's _meta): who confirmed the result, which
+            # the host records in the call's ``_meta`` after its completion, and no 0.2.0 action carries.
+            shown = without_clock(v02_session_state(host, old_name))
+            assert _result_answerer_removed(shown, call) == {"clientId": "client-new"}
+            assert without_clock(old.state(old_name)) == shown, "0.2.0"
             kinds.update({uri: host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
                           for client in (new, mid) for uri in client.snapshots()})
             assert_every_frame_fits((new, mid), kinds.get)
