@@ -205,9 +205,10 @@ async def test_every_frame_of_the_running_parts_fits_its_version(
                                           "message": {"text": f"question {index}", "origin": {"kind": "user"}}})
                 await new.until(lambda: host.store.state(side).get("activeTurn") is None or None, timeout=30)
             await new.send({"jsonrpc": "2.0", "method": "unsubscribe", "params": {"channel": side}})
-            # (More journal rows, so a snapshot writes the chat's turns and the host may trim them.)
-            for title in ("One", "Two", "Three", "Four", "Five", "Six"):
-                await new.accepted(session, {"type": "session/titleChanged", "title": title})
+            # (More journal rows, until a snapshot (in the background) wrote the chat's turns and the host trimmed them.)
+            async with asyncio.timeout(30):
+                while "turnsNextCursor" not in host.store.state(side):
+                    await new.accepted(session, {"type": "session/titleChanged", "title": f"Title {new._next_id}"})
             snapshot = await new.sub(side)
             await mid.sub(side)
             cursor = snapshot["state"].get("turnsNextCursor")
