@@ -360,7 +360,7 @@ async def test_every_frame_fits_its_version_and_every_mirror_converges(
             assert_every_frame_fits((new, *mids), kinds.get)
             seen = new.types()
             emitted = emitted_action_types()
-            assert ELSEWHERE <= emitted and not ELSEWHERE & seen, sorted(ELSEWHERE - emitted) + sorted(ELSEWHERE & seen)
+            assert ELSEWHERE <= emitted, sorted(ELSEWHERE - emitted)  # (a type the host no longer sends leaves the lists)
             assert emitted - ELSEWHERE <= seen, sorted(emitted - ELSEWHERE - seen)
             seen_0_7 = {kind for client in mids for kind in client.types()}
             expected_0_7 = {t for t in emitted - ELSEWHERE if known_to("0.7.0", t)}

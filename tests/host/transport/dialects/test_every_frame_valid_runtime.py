@@ -135,7 +135,6 @@ async def test_every_frame_of_the_running_parts_fits_its_version(
         ident = str(uuid.uuid4())
         session, old_name, chat = f"scripted:/{ident}", f"ahp-session:/{ident}", default_chat_uri(f"scripted:/{ident}")
         new, mid = await Client.open(running), await Client.open(running)
-        kinds: dict[str, str | None] = {}
         try:
             await new.join("client-new", newest)
             await mid.join("client-07", "0.7.0")
@@ -243,6 +242,7 @@ async def test_every_frame_of_the_running_parts_fits_its_version(
                                    agents={"keyless": {"kind": "openai", "models": [{"id": "gpt-test"}]}}))
             for client in (new, mid):
                 await client.until(lambda c=client: "root/agentsChanged" in c.types() or None, timeout=10)
+            assert "keyless" in [agent["provider"] for agent in host.store.state(ROOT)["agents"]]
 
             for client in (new, mid):
                 await client.request("ping", {"channel": ROOT})  # everything sent before the answer has arrived
@@ -262,8 +262,8 @@ async def test_every_frame_of_the_running_parts_fits_its_version(
             shown = without_clock(v02_session_state(host, old_name))
             assert _result_answerer_removed(shown, call) == {"clientId": "client-new"}
             assert without_clock(old.state(old_name)) == shown, "0.2.0"
-            kinds.update({uri: host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
-                          for client in (new, mid) for uri in client.snapshots()})
+            kinds = {uri: host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
+                     for client in (new, mid) for uri in client.snapshots()}
             assert_every_frame_fits((new, mid), kinds.get)
             assert_sent(expected, new, (mid,))
         finally:
