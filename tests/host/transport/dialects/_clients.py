@@ -7,7 +7,9 @@ Contract:
 * ``Client`` is a ``Peer`` (a real WebSocket) that remembers which method each of its requests
   called (a response is checked against that method's result) and the snapshot it last took of
   each channel; ``mirror(channel, kind)`` is what its version's reducers make of that snapshot and
-  every later action (the model's for 0.9.0/1.0.0, ``v0_7.reduce`` for 0.7.0).
+  every later action (the model's for 0.9.0/1.0.0, ``v0_7.reduce`` for 0.7.0); ``accepted``
+  dispatches an action and waits for its echo, failing on a rejection; ``types()`` is the set of
+  action types it was sent (rejections of its own actions left out).
 * ``assert_every_frame_fits(clients, kind_of)`` fails with the first problems (``_schemas``) when
   any frame of any client breaks the schema of the version the client negotiated. ``kind_of(uri)``
   is the channel kind of a snapshot's resource (recorded before channels are disposed).
