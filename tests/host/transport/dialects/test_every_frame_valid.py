@@ -13,9 +13,10 @@ gets fresh snapshots), replacing a working directory (the first one too: the sam
 client), a terminal, root config changes (one to null), an annotations channel, every other
 action a client may dispatch, and disposing a chat and the session. The action types the host can
 send are read off the code (``_emitted``); each is seen at least once, by the 0.7.0 client too
-where 0.7.0 has it, but those other scenarios make it send (``ELSEWHERE``: the host's running parts
-in ``test_every_frame_valid_runtime``, a cluster's takeover in ``tests/host/cluster/test_failover.py``). It runs twice: once driven by a 0.9.0 client
-(VS Code's version), once by a 1.0.0 client.
+where 0.7.0 has it, but those other scenarios make it send (``ELSEWHERE``: the host's running
+parts in ``test_every_frame_valid_runtime``, a cluster's takeover in
+``tests/host/cluster/test_failover.py``). It runs twice: once driven by a 0.9.0 client (VS Code's
+version), once by a 1.0.0 client.
 """
 
 from __future__ import annotations
