@@ -219,6 +219,9 @@ def agent_from_config(name: str, table: AgentConfig, config: HostConfig) -> Prov
 
 
 def _replay_cassettes(name: str, table: AgentConfig, base: Path) -> dict[str, Path]:
+    if not table.models:
+        raise ConfigError(f"agents.{name}.models: a replay agent needs at least one model with a cassette, "
+                          f'e.g. models = [{{ id = "recorded", cassette = "path/to/cassette.yaml" }}]')
     cassettes = {}
     for model in table.models:
         if not model.cassette:

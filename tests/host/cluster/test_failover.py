@@ -4,7 +4,10 @@ a live process takes them over once their leases lapse: the streaming turns end 
 error, ``chat/turnResume`` (AHP 0.9.0) runs one again on the new owner, the message queued behind
 the other runs there; an AHP 0.9.0 client and AHP 0.2.0 clients on the live processes converge
 (the project's reducers), and a 0.2.0 client of the dead process, reconnecting to a live one with
-its last ``serverSeq``, is replayed what it missed with no gap. Nothing a client saw is lost."""
+its last ``serverSeq``, is replayed what it missed with no gap. Nothing a client saw is lost. Every
+frame the 0.9.0 client and a 0.7.0 client watching the session get fits its version's schema,
+among them what only a takeover sends (``TAKEOVER_ONLY``: the session's customizations listed
+again, and ``chat/turnResume``)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from tests.conftest import TOKEN
 from tests.host.cluster.conftest import Relay
 from tests.host.cluster.test_process import ROOT, ClusterHost, offline_config, unclocked, until_listed
 from tests.host.test_vscode import Peer
+from tests.host.transport.dialects._clients import TAKEOVER_ONLY, Client, assert_every_frame_fits, assert_sent
 from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
 
 
@@ -81,10 +85,14 @@ async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and
             created = await creator.request("createSession", {"channel": uri})
             assert created.get("error") is None, created
 
-        new = Peer(await connect(second.url, max_size=None))  # AHP 0.9.0 on the second process
-        peers.append(new)
-        await new.initialize("client-09", ["0.9.0"])
+        new = Client(await connect(second.url, max_size=None))  # AHP 0.9.0 on the second process
+        mid = Client(await connect(second.url, max_size=None))  # AHP 0.7.0 there too, watching the session
+        peers += [new, mid]
+        await new.join("client-09", "0.9.0")
+        await mid.join("client-07", "0.7.0")
         chat_snapshot = await subscribed(new, chat)
+        for peer in (new, mid):
+            await subscribed(peer, session)
 
         old = await AhpClient.connect(third.url)  # AHP 0.2.0 on the third
         clients.append(old)
@@ -145,7 +153,12 @@ async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and
                            and not (old.state(old_name) or {}).get("activeTurn"), timeout=30)
         await gone.wait_for(lambda m, e: len((gone.state(old_name) or {}).get("turns") or []) == 1
                             and not (gone.state(old_name) or {}).get("activeTurn"), timeout=30)
-        await new.request("ping", {"channel": ROOT})
+        for peer in (new, mid):
+            await peer.request("ping", {"channel": ROOT})
+        # The takeover re-lists the session's customizations, and the turn was resumed: what only a
+        # takeover sends, each frame fitting its version's schema.
+        assert_every_frame_fits((new, mid), {ROOT: "root", session: "session", chat: "chat"}.get)
+        assert_sent(TAKEOVER_ONLY, new, (mid,))
 
         # Convergence (the project's reducers). 0.9.0: the client's mirror on the second process
         # equals a snapshot taken on the third. 0.2.0: the third's client, the reconnected one, and

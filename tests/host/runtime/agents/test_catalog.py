@@ -64,3 +64,11 @@ def test_a_replay_model_without_a_cassette_is_a_config_error(tmp_path: Path) -> 
     path.write_text('[agents.r]\nkind = "replay"\nmodels = [{id = "a", cassette = "missing.yaml"}]\n')
     with pytest.raises(ConfigError, match="missing.yaml"):
         build_agents(load_config(path, environ={}))
+
+
+def test_a_replay_agent_without_models_is_a_config_error_naming_what_to_add(tmp_path: Path) -> None:
+    path = tmp_path / "replay.toml"
+    path.write_text('[agents.r]\nkind = "replay"\n')
+    with pytest.raises(ConfigError, match=r"agents\.r\.models: .*at least one model") as caught:
+        build_agents(load_config(path, environ={}))
+    assert "cassette" in str(caught.value)

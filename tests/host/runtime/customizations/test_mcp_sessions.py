@@ -382,7 +382,7 @@ async def test_the_servers_of_a_session_nobody_is_connected_to_stop_soon_after_i
 
 
 async def test_a_client_backgrounds_a_server_start_that_holds_up_a_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    from tests.host.transport.dialects.test_every_frame_valid import Client
+    from tests.host.transport.dialects._clients import Client
 
     workspace = tmp_path / "work"
     workspace.mkdir()

@@ -6,7 +6,8 @@ Contract: ``emitted_action_types()`` is the union of
   its type through ``ahp/protocol/builders.py``) and every dict literal under ``host/`` whose
   ``"type"`` is an action type of the model (``ahp.dialects.catalogue.ACTION_INTRODUCED_IN``);
 * the types clients may dispatch (the model's types but ``host.transport.validation.HOST_ONLY``),
-  which the host echoes to every subscriber once accepted.
+  which the host echoes to every subscriber once accepted, but those on channels of the kinds
+  this host never has (``NO_SUCH_CHANNEL``): nobody can dispatch them, so nothing is echoed.
 
 Read with ``ast`` (nothing is imported from ``host/`` but the two tables), so a new action the host
 starts to build, or a type taken off ``HOST_ONLY``, joins the set without anyone listing it.
@@ -21,9 +22,18 @@ from pathlib import Path
 from ahp.dialects.catalogue import ACTION_INTRODUCED_IN
 from host.transport.validation import HOST_ONLY
 
-__all__ = ["client_dispatchable_types", "emitted_action_types", "host_built_types"]
+__all__ = ["NO_SUCH_CHANNEL", "client_dispatchable_types", "emitted_action_types", "host_built_types"]
 
 REPO = Path(__file__).resolve().parents[4]
+
+NO_SUCH_CHANNEL = {
+    "automation": "this host has no automations: listAutomationTriggerDefinitions lists none, and runAutomation "
+                  "and fetchAutomationRuns answer that there are none, so no automation channel exists",
+    "automationRun": "no automation runs either (see automation): no automationRun channel exists",
+}
+"""Channel kinds the host never creates, each with the reason; the types clients could dispatch on
+them (``automation/createRequested``, ``automation/updateRequested``, ``automationRun/cancelRequested``)
+have no channel to be dispatched on, so the host never sends them."""
 
 
 def _builder_types() -> dict[str, str]:
@@ -60,8 +70,10 @@ def host_built_types() -> frozenset[str]:
 
 
 def client_dispatchable_types() -> frozenset[str]:
-    """The model's action types a client may dispatch (echoed by the host once accepted)."""
-    return frozenset(ACTION_INTRODUCED_IN) - HOST_ONLY
+    """The model's action types a client may dispatch on a channel this host has (echoed by the
+    host once accepted)."""
+    return frozenset(kind for kind in ACTION_INTRODUCED_IN
+                     if kind not in HOST_ONLY and kind.split("/", 1)[0] not in NO_SUCH_CHANNEL)
 
 
 def emitted_action_types() -> frozenset[str]:

@@ -20,8 +20,8 @@ from tests.host.runtime.agents.harness import serving
 from tests.host.runtime.tools._support import tools_config
 from tests.host.test_vscode import Peer
 
+from ._clients import Client
 from ._schemas import FrameSchema
-from .test_every_frame_valid import Client
 
 ROOT = "ahp-root://"
 IS_READ, IS_ARCHIVED = 32, 64

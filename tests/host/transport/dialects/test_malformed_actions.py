@@ -16,7 +16,7 @@ from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
 from tests.host.runtime.tools._support import tools_config
 
-from .test_every_frame_valid import Client
+from ._clients import Client
 
 ROOT = "ahp-root://"
 
