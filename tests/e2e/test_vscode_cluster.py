@@ -204,6 +204,22 @@ async def test_n_vscode_on_one_process_runs_a_turn_in_a_session_another_process_
             assert mirrored == (fresh.state(chat) or {}).get("turns"), (
                 f"{OWNER}'s client holds {mirrored}, a snapshot on {OTHER} {(fresh.state(chat) or {}).get('turns')}")
             assert [t["id"] for t in mirrored or ()] == [first, turn_id]
+
+            # VS Code made itself the session's active client (its tools) on process-b, which
+            # forwarded that to process-a; a reload ends that connection, and process-a hears of it.
+            made_active = [p for p in run.wire.dispatched(kind=lambda t: t == "session/activeClientSet") if p["channel"] == session]
+            assert made_active, f"VS Code did not make itself the active client of {session} {run.where()}"
+            vscode_client = made_active[-1]["action"]["activeClient"]["clientId"]
+
+            def active() -> list[str]:
+                return [c["clientId"] for c in (client.state(session) or {}).get("activeClients") or ()]
+
+            assert vscode_client in active(), f"{OWNER} lists the active clients {active()}, not VS Code's {vscode_client} {run.where()}"
+            await asyncio.to_thread(run.driver.step, "reload")
+            with contextlib.suppress(AhpTimeout):
+                await client.wait_for(lambda m, e: vscode_client not in active(), timeout=20)
+            assert vscode_client not in active(), (
+                f"VS Code's connection to {OTHER} ended, yet {OWNER} still lists it active: {active()} {run.where()}")
         finally:
             await client.close()
             if fresh is not None:
