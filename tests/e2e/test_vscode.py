@@ -18,7 +18,8 @@ skipped with that failure as the reason. Artifacts (screenshots, code-server, ho
   m. "Fork conversation from this point" forks the chat: VS Code opens the fork ("Forked:
      <title>" in its header) with the turns before that point, and a message there is answered.
 
-(Steps i and j are the workspace-trust steps of ``test_vscode_trust.py``.)
+(Steps i and j are the workspace-trust steps of ``test_vscode_trust.py``; step n, VS Code on one
+process of a cluster running a turn in a session another process runs, is ``test_vscode_cluster.py``.)
 
 These steps run code-server with ``--disable-workspace-trust`` (VS Code then forwards
 ``workspaceTrust.enabled: false``, which this host reads as "every folder trusted"); steps i and j,
