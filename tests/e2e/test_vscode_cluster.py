@@ -16,6 +16,8 @@ VS Code's agent-host bridge reaches ``process-b`` only, through the recording pr
      chat. The session's lease (the cluster's ``AHP_LEASES`` bucket) is held by ``process-a``,
      only ``process-a``'s model API was asked, and our client on ``process-a`` holds the same
      turn (VS Code's turn id, message and answer) as a fresh snapshot taken on ``process-b``.
+     VS Code made itself the session's active client (its tools); a reload ends that connection,
+     and ``process-a`` stops listing it (``process-b`` hands the removal to the owner).
 
 Artifacts: ``tests/e2e/artifacts/vscode-host-cluster/`` (``host-a.log``, ``host-b.log``,
 ``wire.jsonl`` between VS Code and ``process-b``, screenshots, ...). Select with ``-m vscode``
