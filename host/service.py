@@ -812,10 +812,11 @@ class AgentHost:
             self._connected[client_id] = remaining
             return
         self._connected.pop(client_id, None)
-        # PROTOCOL.md §4: a departed active client gives up the role.
+        # PROTOCOL.md §4: a departed active client gives up the role, also in a session another
+        # process of a cluster runs (only this process knows the client left).
         for uri, state in list(self.store.channels("session")):
             if any(isinstance(active, dict) and active.get("clientId") == client_id for active in state.get("activeClients") or ()):
-                self.store.dispatch(uri, builders.session_active_client_removed(client_id=client_id))
+                self.store.dispatch_where_run(uri, builders.session_active_client_removed(client_id=client_id))
         self.customizations.clients_left()
 
     # -- a cluster: requests about what another process runs ------------------------------------

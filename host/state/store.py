@@ -356,12 +356,24 @@ class Store:
         self._awaiting.add(Pending(channel, entry, envelope, before, after, answer, on_refused))
         return envelope
 
+    def dispatch_where_run(self, channel: str, action: dict[str, Any]) -> None:
+        """``dispatch`` a change only this process knows to make (its own client left) on
+        ``channel``: here if this process runs it, else handed to the process that does (a
+        cluster), as a client's dispatch is; a refusal there is logged. (A plain ``dispatch`` of a
+        channel run elsewhere is refused by the log unless the owner's lease lapsed.)"""
+        owner = self.owner_elsewhere(channel) if self._awaiting is not None else None
+        if owner is None:
+            self.dispatch(channel, action)
+        else:
+            self._forward_shared(owner, channel, action, None, None)
+
     def _forward_shared(self, owner: str, channel: str, action: dict[str, Any], origin: dict[str, Any] | None,
                         on_refused: Callable[[str], None] | None) -> None:
-        """A change of a channel every process changes (the root: ``shared``), which ``owner``
-        writes: handed to it and dispatched there, and reduced here when the log brings it back
-        (``take_in``), in the log's order, as every other process does; not reduced now, so there
-        is nothing to undo when the owner refuses it (told as any refusal is)."""
+        """A change of a channel ``owner`` writes (the root, which every process changes:
+        ``shared``; or a session ``owner`` runs: ``dispatch_where_run``): handed to it and
+        dispatched there, and reduced here when the log brings it back (``take_in``), in the log's
+        order, as every other process does; not reduced now, so there is nothing to undo when the
+        owner refuses it (told as any refusal is)."""
         forwarded = asyncio.ensure_future(self.forward(owner, channel, action, origin))
         self._forwarding.add(forwarded)
 

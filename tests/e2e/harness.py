@@ -4,7 +4,8 @@
   ``~/.cache/agent-host-e2e``), or why it is not usable (the test skips with that reason).
 * ``Process``: a child in its own process group, its output in a log file; ``wait_for_log``
   waits for a line matching a pattern; ``stop`` ends that group only.
-* ``start_our_host``: ``agent-host serve --port 0`` with a given config; returns its URL and token
+* ``start_our_host``: ``agent-host serve --port 0`` with a given config (with ``cluster``, a
+  process of the cluster on that NATS server: ``--cluster nats://...``); returns its URL and token
   from the one line it prints.
 * ``start_code_server``: code-server with its VS Code agent-host bridge pointed at a host
   (``--vscode-option agent-host-bridge-*``), or running VS Code's own reference agent host
@@ -147,14 +148,17 @@ class OurHost:
     token: str
 
 
-def start_our_host(config: Path, data_dir: Path, log_path: Path, checkout: Path | None = None) -> OurHost:
+def start_our_host(config: Path, data_dir: Path, log_path: Path, checkout: Path | None = None,
+                   cluster: str | None = None) -> OurHost:
     """``agent-host serve`` from this repository, or from ``checkout`` (another checkout of it,
-    e.g. a branch exported with ``git archive``: its packages come first on the path)."""
+    e.g. a branch exported with ``git archive``: its packages come first on the path); with
+    ``cluster`` (``nats://HOST:PORT``) one process of the cluster on that NATS server."""
     env = {key: value for key, value in os.environ.items() if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AGENT_HOST_TOKEN")}
     if checkout is not None:
         env["PYTHONPATH"] = str(checkout)
     process = Process("agent-host", [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(data_dir),
-                                     "--config", str(config)], log_path, env=env, cwd=checkout or REPO).start()
+                                     "--config", str(config), *(("--cluster", cluster) if cluster else ())],
+                      log_path, env=env, cwd=checkout or REPO).start()
     match = process.wait_for_log(r"agent-host listening on (ws://127\.0\.0\.1:(\d+)/\?token=(\S+))", 60)
     return OurHost(process, match.group(1), int(match.group(2)), match.group(3))
 

@@ -3,7 +3,8 @@ ordered log the JetStream stream. A client runs a turn, the process is killed wi
 started again on its data directory, and the client, reconnecting with ``lastSeenServerSeq``, is
 replayed what it missed and converges with a new client's snapshot; a second process shows its
 clients (AHP 0.2.0 and 0.9.0) the sessions and turns the first runs; a dispatch there for a session
-the first runs is forwarded to it and answered as if local."""
+the first runs is forwarded to it and answered as if local; a client of the second that was the
+active client of such a session gives up that role on the first when it leaves."""
 
 from __future__ import annotations
 
@@ -275,3 +276,40 @@ async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_conve
     finally:
         printed = first.stop() + second.stop()
     assert "Traceback" not in printed, printed
+
+
+async def test_a_client_of_one_process_that_leaves_gives_up_its_active_role_in_a_session_another_process_runs(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    # VS Code on one process sets itself the active client (its tools) of a session another
+    # process runs; when it disconnects, the owner must hear of it, or its turns keep offering
+    # the tools of a client that is gone.
+    config = offline_config(tmp_path)
+    first = ClusterHost(tmp_path / "one", config, nats_server.url)
+    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    try:
+        await first.start()
+        await second.start()
+        here = await AhpClient.connect(first.url)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session(provider="offline")
+        there = await AhpClient.connect(second.url)
+        await there.initialize(subscriptions=[ROOT])
+        await until_listed(there, session)
+        await there.subscribe(session)
+
+        def active() -> list[str]:
+            return [client["clientId"] for client in (here.state(session) or {}).get("activeClients") or ()]
+
+        tool = {"name": "vscode_tool", "description": "a tool of the client", "inputSchema": {"type": "object"}}
+        outcome = await there.outcome(there.dispatch(session, {
+            "type": "session/activeClientSet", "activeClient": {"clientId": there.client_id, "tools": [tool]}}))
+        assert outcome.accepted, outcome.reason
+        await here.wait_for(lambda m, e: active() == [there.client_id], timeout=10)
+
+        await there.close()  # the client of the second process leaves
+        await here.wait_for(lambda m, e: active() == [], timeout=10)
+        await here.close()
+    finally:
+        printed = first.stop() + second.stop()
+    assert "Traceback" not in printed and "refused by the log" not in printed, printed
