@@ -117,7 +117,7 @@ async def main(deltas: int, repeat: int, subscribers: int, protocol: str, paced:
             runs.append((time.process_time() - started) * 1e6 / deltas)
         assert store.active_turn_id(chat) == turn, "the turn ended: the deltas were not streamed into it"
         assert all(subscriber.received == repeat * deltas for subscriber in group), "a subscriber missed frames"
-        store.close()
+        await store.close()
     print("CPU µs per delta: " + ", ".join(f"{run:.2f}" for run in runs))
     print(f"median {statistics.median(runs):.2f}, minimum {min(runs):.2f}")
 
