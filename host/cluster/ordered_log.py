@@ -77,7 +77,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
-from host.cluster.jetstream_log import JetStreamLog
+from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
@@ -116,8 +116,9 @@ class ClusterLog:
         self._source: SnapshotSource | None = None
         self._tick: list[_Item] = []
         self._in_flight = 0
-        self._sends: set[asyncio.Future[Any]] = set()
-        """The ticks handed to the core and not finished yet (a snapshot waits for those before it)."""
+        self._sends: set[asyncio.Task[Any] | _Tick] = set()
+        """The ticks handed to the core and not finished yet (a snapshot waits for those before it):
+        a tick that claims first as its task, the others as a :class:`_Tick`."""
         self._gate: asyncio.Future[None] | None = None
         """Done once the newest tick that had to claim a group has queued its records (``_send``)."""
         self._waiting: list[Callable[[], None]] = []
@@ -239,11 +240,11 @@ class ClusterLog:
         core = self._core
         if core is not None and self._gate is None and not self._claims and all(core.owns(group_of(item[1])) for item in items):
             tick = _Tick(self, items)
+            self._sends.add(tick)
             core.hold()
-            waits = self._hand_to_core(items, tick.results, {})
+            self._hand_to_core(items, tick.results, {}, tick)
             core.send_now()
-            tick.wait_for(waits)
-            self._track(tick.done)
+            tick.handed()
             return
         # A tick that must claim first: it holds back the ticks flushed after it from now on
         # (``_gate``), including one that would otherwise take the shortcut above.
@@ -251,13 +252,10 @@ class ClusterLog:
         gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._gate = gate
         task = asyncio.get_running_loop().create_task(self._send(items, ahead, gate))
-        self._track(task)
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
         task.add_done_callback(lambda done: self._finish(items, _results_of(items, done)))
         task.add_done_callback(lambda _: self._open_gate(gate))
-
-    def _track(self, send: asyncio.Future[Any]) -> None:
-        self._sends.add(send)
-        send.add_done_callback(self._sends.discard)
 
     def _open_gate(self, gate: asyncio.Future[None]) -> None:
         if not gate.done():
@@ -296,44 +294,53 @@ class ClusterLog:
             results[index] = result
         return results, _stored(items, results)
 
-    def _hand_to_core(self, items: list[_Item], results: list[Any],
-                      refused: dict[str, LogError]) -> list[tuple[int, asyncio.Future[Any]]]:
+    def _hand_to_core(self, items: list[_Item], results: list[Any], refused: dict[str, LogError],
+                      tick: _Tick | None = None) -> list[tuple[int, asyncio.Future[Any]]]:
         """Queue a tick's records in the core (synchronously: nothing else is queued in between);
-        a record of a group whose claim was refused gets that refusal as its result."""
+        a record of a group whose claim was refused gets that refusal as its result. Each
+        record's result goes to ``tick`` (counted there, at once) or else to a future of its own,
+        returned with the record's index."""
+        core = self.core
         waits: list[tuple[int, asyncio.Future[Any]]] = []
         for index, (kind, channel, now, body, _) in enumerate(items):
             error = refused.get(group_of(channel)) if refused else None
             if error is not None:
                 results[index] = error
-            elif kind == "action":
-                assert body is not None
-                waits.append((index, self.core.append(channel, now, body)))
-            elif kind == "created":
-                assert body is not None
-                waits.append((index, self.core.created(channel, body["kind"], body["state"])))
+                continue
+            if tick is not None:
+                outcome: Outcome = _Slot(tick, index)
             else:
-                waits.append((index, self.core.removed(channel)))
+                outcome = future = asyncio.get_running_loop().create_future()
+                waits.append((index, future))
+            core.queue(outcome, kind, channel, now, body)  # type: ignore[arg-type]  # an _Item's kind is one of the three
         return waits
 
     def _finish(self, items: list[_Item], results: list[Any]) -> None:
-        """Resolve the tick's futures, then the durability callbacks."""
+        """Resolve the tick's futures, then the durability callbacks (a future its caller
+        cancelled is left as it is)."""
         for (_kind, channel, _, body, future), result in zip(items, results):
             if isinstance(result, BaseException):
                 if isinstance(result, NotOwner) and result.owner:
                     self._holders[group_of(channel)] = result.owner
-                if future is not None:
-                    future.set_exception(result)
-                else:
+                if future is None:
                     self.failures.append(result if isinstance(result, LogError) else LogError(str(result)))
+                elif not future.done():
+                    future.set_exception(result)
             elif future is not None:
                 assert body is not None
-                self._seq = max(self._seq, body["serverSeq"])
-                future.set_result(result[1])  # the frame; the log keeps the JSON
+                seq = body["serverSeq"]
+                if seq > self._seq:
+                    self._seq = seq
+                if not future.done():
+                    future.set_result(result[1])  # the frame; the log keeps the JSON
         self._in_flight -= 1
         if not self._in_flight and not self._tick:
             waiting, self._waiting = self._waiting, []
             for callback in waiting:
-                callback()
+                try:  # (this may run inside the NATS client's read loop: nothing may escape into it)
+                    callback()
+                except Exception:
+                    logger.exception("a callback waiting for the log to be durable failed")
 
     def when_durable(self, callback: Callable[[], None]) -> None:
         if not self._in_flight and not self._tick:
@@ -690,7 +697,7 @@ class ClusterLog:
         flushed after (a batch may hold both, so the
         sequence comes from the records themselves, not from the group's last)."""
         lasts = {group: self.core.known_last(group) for group in {group_of(uri) for uri in changes} if self.core.owns(group)}
-        earlier = list(self._sends)
+        earlier = [send.finished() if isinstance(send, _Tick) else send for send in self._sends]
         for outcome in await asyncio.gather(*earlier, return_exceptions=True):
             if isinstance(outcome, BaseException):
                 continue
@@ -728,41 +735,68 @@ class ClusterLog:
 
 
 class _Tick:
-    """One tick's records queued in the core, counted as their futures settle (lighter than a
-    task gathering them); ``done`` gives what ``_send`` gives."""
+    """One tick's records queued in the core, each result handed to a :class:`_Slot` and counted
+    here at once, in the acknowledgement's callback (no future, no task, no loop turn);
+    ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it."""
 
-    __slots__ = ("log", "items", "results", "waits", "left", "done")
+    __slots__ = ("log", "items", "results", "left", "ended", "waiter")
 
     def __init__(self, log: ClusterLog, items: list[_Item]) -> None:
         self.log = log
         self.items = items
         self.results: list[Any] = [None] * len(items)
-        self.waits: list[tuple[int, asyncio.Future[Any]]] = []
-        self.left = 0
-        self.done: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] = asyncio.get_running_loop().create_future()
+        self.left = len(items)
+        self.ended = False
+        self.waiter: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] | None = None
 
-    def wait_for(self, waits: list[tuple[int, asyncio.Future[Any]]]) -> None:
-        self.waits = waits
-        self.left = len(waits)
-        if not waits:
-            self._end()
-        for _, future in waits:
-            future.add_done_callback(self._settled)
-
-    def _settled(self, _future: asyncio.Future[Any]) -> None:
+    def settle(self, index: int, result: Any) -> None:
+        self.results[index] = result
         self.left -= 1
-        if self.left:
-            return
-        for index, future in self.waits:
-            if future.cancelled():
-                self.results[index] = LogUnavailable("the log was closed before this record was acknowledged")
-            else:
-                self.results[index] = future.exception() or future.result()
-        self._end()
+        if not self.left:
+            self._end()
+
+    def handed(self) -> None:
+        """Every record is queued (some may have been refused at once)."""
+        if not self.left and not self.ended:
+            self._end()
 
     def _end(self) -> None:
-        self.done.set_result((self.results, _stored(self.items, self.results)))
+        if self.ended:
+            return
+        self.ended = True
+        self.log._sends.discard(self)
+        if self.waiter is not None:
+            self.waiter.set_result((self.results, _stored(self.items, self.results)))
         self.log._finish(self.items, self.results)
+
+    def finished(self) -> asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]:
+        if self.waiter is None:
+            self.waiter = asyncio.get_running_loop().create_future()
+            if self.ended:
+                self.waiter.set_result((self.results, _stored(self.items, self.results)))
+        return self.waiter
+
+
+class _Slot:
+    """Where the core puts one record's result (``jetstream_log.Outcome``): straight into its tick."""
+
+    __slots__ = ("tick", "index", "settled")
+
+    def __init__(self, tick: _Tick, index: int) -> None:
+        self.tick = tick
+        self.index = index
+        self.settled = False
+
+    def done(self) -> bool:
+        return self.settled
+
+    def set_result(self, result: Any) -> None:
+        self.settled = True
+        self.tick.settle(self.index, result)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self.settled = True
+        self.tick.settle(self.index, exception)
 
 
 def _stored(items: list[_Item], results: list[Any]) -> list[tuple[int, str]]:

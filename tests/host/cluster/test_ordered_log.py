@@ -101,6 +101,22 @@ async def test_ticks_handed_over_while_the_first_still_claims_its_session_are_al
     assert sum((m.headers or {}).get("Ahp-Kind") == "owner" for m in markers) == 1  # claimed once
 
 
+async def test_a_tick_that_claims_holds_back_later_ticks_of_a_session_already_owned(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    # The first tick writes to a session this process owns and to one it must claim first; the
+    # second only to the owned one, so it could leave at once: it must not overtake the first.
+    log = await open_log(nats_server, logs, "a")
+    await log.append(CHAT, 0, envelope(0))
+    other_chat = default_chat_uri("ahp-session:/two")
+    first = [log.append(CHAT, 0, envelope(1)), log.append(other_chat, 0, envelope(2))]
+    log.flush()
+    second = log.append(CHAT, 0, envelope(3))
+    log.flush()
+    await asyncio.gather(*first, second)
+    numbers = await log.replay(0, [CHAT])
+    assert [e["action"]["i"] for e in numbers] == [0, 1, 3]  # type: ignore[union-attr]
+
+
 async def test_a_session_run_by_another_process_is_refused_and_its_owner_named(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     first, second = await open_log(nats_server, logs, "first"), await open_log(nats_server, logs, "second")
