@@ -162,10 +162,12 @@ class ClusterLog:
         """Connect to NATS and learn the stream's last sequence (once; ``recover`` calls it)."""
         if self._core is not None:
             return
+        connecting = asyncio.ensure_future(JetStreamLog.connect(self.url, holder=self._holder, timeout=self.timeout,
+                                                                **self._options))
         try:
-            core = await self._within(JetStreamLog.connect(self.url, holder=self._holder, timeout=self.timeout,
-                                                           **self._options))
+            core = await self._within(connecting)
         except LogUnavailable as error:
+            connecting.add_done_callback(_close_late)
             raise LogUnavailable(f"cannot reach NATS at {self.url} within {self.timeout:g} s: is the server running, "
                                  "and is [cluster] url (or --cluster) its address?") from error
         try:
@@ -176,11 +178,19 @@ class ClusterLog:
         self._core = core
 
     async def _within(self, waited: Awaitable[T]) -> T:
-        """``waited``, ended and ``LogUnavailable`` when NATS does not answer within ``timeout``."""
+        """``waited``, ended and ``LogUnavailable`` when NATS does not answer within ``timeout``.
+        Not ``asyncio.wait_for``: that waits for what it cancelled to end, and the NATS client's
+        connect, retrying forever, can miss a cancellation (``_end``)."""
+        task = asyncio.ensure_future(waited)
         try:
-            return await asyncio.wait_for(waited, self.timeout)
-        except TimeoutError as error:
-            raise LogUnavailable(f"NATS did not answer within {self.timeout:g} s") from error
+            await asyncio.wait({task}, timeout=self.timeout)
+        except asyncio.CancelledError:
+            _end(task)
+            raise
+        if not task.done():
+            _end(task)
+            raise LogUnavailable(f"NATS did not answer within {self.timeout:g} s")
+        return task.result()
 
     def _in_background(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -797,6 +807,24 @@ class _Slot:
     def set_exception(self, exception: BaseException) -> None:
         self.settled = True
         self.tick.settle(self.index, exception)
+
+
+def _end(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and again every 0.1 s until it ends: a cancellation that lands while an
+    ``asyncio.wait_for`` inside it completes is lost (Python 3.11), and a connect of the NATS
+    client that misses one goes on retrying for ever."""
+    if task.done():
+        if not task.cancelled():
+            task.exception()  # retrieved: it was given up on
+        return
+    task.cancel()
+    asyncio.get_running_loop().call_later(0.1, _end, task)
+
+
+def _close_late(connecting: asyncio.Future[JetStreamLog]) -> None:
+    """A connect given up on that connected after all: closed, not left open."""
+    if not connecting.cancelled() and connecting.exception() is None:
+        asyncio.ensure_future(connecting.result().close(release=False))
 
 
 def _stored(items: list[_Item], results: list[Any]) -> list[tuple[int, str]]:

@@ -352,3 +352,27 @@ async def test_a_request_forwarded_to_its_owner_gets_the_owners_answer_and_one_t
     assert asked == [("invokeChangesetOperation", {"channel": "c"}, "client-1"), ("disposeChat", {"channel": "x"}, "client-1")]
     gone = await asking.forward_request("host-z", "disposeSession", {"channel": "s"}, "client-1")
     assert gone["error"]["code"] is None and "host-z, which runs this session, did not answer" in gone["error"]["message"]
+
+
+async def test_a_wait_past_the_timeout_is_refused_and_ended_even_if_it_misses_a_cancellation() -> None:
+    # The NATS client's connect retries for ever and, on Python 3.11, can miss a cancellation (one
+    # that lands as an ``asyncio.wait_for`` inside it completes): the log still gives up on it in
+    # time, says so, and ends it.
+    log = ClusterLog("nats://127.0.0.1:1", timeout=0.2)
+    missed: list[bool] = []
+
+    async def retrying_for_ever() -> None:
+        while True:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                if not missed:  # the first cancellation is lost, as in the client's retry loop
+                    missed.append(True)
+                    continue
+                raise
+
+    waited = asyncio.ensure_future(retrying_for_ever())
+    with pytest.raises(LogUnavailable, match="did not answer within 0.2 s"):
+        await asyncio.wait_for(log._within(waited), 1)
+    await asyncio.wait_for(asyncio.gather(waited, return_exceptions=True), 1)
+    assert missed and waited.cancelled()
