@@ -82,6 +82,7 @@ async def main(deltas: int, repeat: int, subscribers: int, protocol: str, paced:
             overrides["cluster"] = {"url": server.url}
         config = load_config(None, overrides=overrides, environ={})
         host = AgentHost(config)
+        await host.open()  # (a cluster's log connects here)
         store = host.store
         public, chat, turn = open_turn(host)
         if cluster:  # the turn runner hears of the turn only once the stream numbered it: stopped then
