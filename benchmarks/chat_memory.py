@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ahp.jsonrpc import encode
 from benchmarks._runs import command_line, machine_note
+from host.state.embedded_log import at_once
 from host.state.journal import Journal
 from host.state.sessions import new_chat_state
 from host.state.store import Store
@@ -65,25 +66,25 @@ def measure(turns: int, recent: int, chars: int, watched: bool) -> list[str]:
         before = tracemalloc.get_traced_memory()[0]
         store = Store({"agents": []}, clock=lambda: 1, journal=Journal(Path(data) / "journal.sqlite3"),
                       recent_turns=recent)
-        store.recover()
+        at_once(store.recover())
         store.create(URI, "chat", new_chat_state(URI, now=1))
         socket = _Socket()
         if watched:
             store.subscribe(URI, socket)
         for index in range(turns):
             _turn(store, index, chars)
-        store.snapshot_now()
+        at_once(store.snapshot_now())
         state = store.state(URI) or {}
         who = "one client subscribed throughout" if watched else "nobody subscribed"
         lines.append(f"| {turns} turns, {who} | {_held_mb(before):.1f} | {len(state.get('turns') or ())} | "
                      f"{len(encode(state)) / 1e6:.2f} |")
         if watched:
             store.unsubscribe(URI, socket)
-            store.snapshot_now()
+            at_once(store.snapshot_now())
             state = store.state(URI) or {}
             lines.append(f"| the same, once the client unsubscribed | {_held_mb(before):.1f} | "
                          f"{len(state.get('turns') or ())} | {len(encode(state)) / 1e6:.2f} |")
-        store.close()
+        at_once(store.close())
     return lines
 
 

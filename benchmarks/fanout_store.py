@@ -82,6 +82,7 @@ async def main(deltas: int, repeat: int, subscribers: int, protocol: str, paced:
             overrides["cluster"] = {"url": server.url}
         config = load_config(None, overrides=overrides, environ={})
         host = AgentHost(config)
+        await host.open()  # (a cluster's log connects here)
         store = host.store
         public, chat, turn = open_turn(host)
         if cluster:  # the turn runner hears of the turn only once the stream numbered it: stopped then
@@ -117,7 +118,7 @@ async def main(deltas: int, repeat: int, subscribers: int, protocol: str, paced:
             runs.append((time.process_time() - started) * 1e6 / deltas)
         assert store.active_turn_id(chat) == turn, "the turn ended: the deltas were not streamed into it"
         assert all(subscriber.received == repeat * deltas for subscriber in group), "a subscriber missed frames"
-        store.close()
+        await store.close()
     print("CPU µs per delta: " + ", ".join(f"{run:.2f}" for run in runs))
     print(f"median {statistics.median(runs):.2f}, minimum {min(runs):.2f}")
 

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import REPO, command_line, machine_note, median
 from host.runtime.memory import settle
-from host.state.embedded_log import EmbeddedLog
+from host.state.embedded_log import EmbeddedLog, at_once
 from host.state.journal import Journal
 from host.state.sessions import new_chat_state
 from host.state.store import Store
@@ -70,7 +70,7 @@ def _chat(uri: str, text: str = "", turns_count: int = 1) -> dict:
 def _store(data: str | None, **kwargs) -> Store:
     journal = Journal(Path(data) / "journal.sqlite3") if data else None
     store = Store({"agents": []}, clock=lambda: 1, journal=journal, **kwargs)
-    store.recover()
+    at_once(store.recover())
     return store
 
 
@@ -102,7 +102,7 @@ async def per_delta(deltas: int, journaled: bool, every_tick: bool = False) -> f
                 await asyncio.sleep(0)
         store.flush()
         elapsed = time.perf_counter() - started
-        store.close()
+        await store.close()
     return elapsed / deltas * 1e6
 
 
@@ -115,7 +115,7 @@ async def rows_for_a_turn(deltas: int) -> int:
             store.flush()  # the worst case: every delta committed on its own
         with sqlite3.connect(Path(data) / "journal.sqlite3") as db:
             count = db.execute("SELECT COUNT(*) FROM entries WHERE seq > 2").fetchone()[0]
-        store.close()
+        await store.close()
     return count
 
 
@@ -143,7 +143,7 @@ def bytes_per_delta(deltas: int, per_commit: int) -> tuple[float, float]:
             journal.flush(settle=True)
         journal.checkpoint_here()
         after = _io()
-        store.close()
+        at_once(store.close())
     return (after[0] - before[0]) / deltas, (after[1] - before[1]) / deltas
 
 
@@ -234,7 +234,7 @@ async def longest_stall(state_mb: int, sessions: int, journaled: bool, trace_ms:
         streaming = [f"bench:/s{index}" for index in range(20)]
         for uri in streaming:
             _start(store, uri)
-        store.snapshot_now()  # start from a snapshot holding the large state, as a running host would
+        await store.snapshot_now()  # start from a snapshot holding the large state, as a running host would
         settle()  # what `agent-host serve` does once started with its recovered state
         snapshots = 0
         log = cast(EmbeddedLog, store.log)

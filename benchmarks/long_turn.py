@@ -84,7 +84,7 @@ async def host_turn(deltas: int, commit_every_tick: bool = False) -> tuple[float
     of the event loop thread's CPU time."""
     with tempfile.TemporaryDirectory() as data:
         store = Store({"agents": []}, clock=lambda: 1, journal=Journal(Path(data) / "journal.sqlite3"))
-        store.recover()
+        await store.recover()
         store.create(URI, "chat", new_chat_state(URI, now=1))
         store.subscribe(URI, _Socket())
         for action in _OPENING:
@@ -112,7 +112,7 @@ async def host_turn(deltas: int, commit_every_tick: bool = False) -> tuple[float
             raise RuntimeError("the streamed text is not whole")
         if not commit_every_tick and (not written or written[-1] != deltas - deltas % 8 - 1):
             raise RuntimeError("frames waiting for a commit were never released")
-        store.close()
+        await store.close()
     tail = deltas - tail_from
     return ((ended - started) / deltas * 1e6, (ended - tail_started) / tail * 1e6,
             (cpu_ended - cpu_started) / deltas * 1e6, (cpu_ended - cpu_tail_started) / tail * 1e6)

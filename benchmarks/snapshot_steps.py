@@ -40,7 +40,7 @@ def _turn(store: Any, channel: str, turn: str, text: str) -> None:
 
 def main() -> None:
     from host.runtime.memory import settle
-    from host.state.embedded_log import EmbeddedLog
+    from host.state.embedded_log import EmbeddedLog, at_once
     from host.state.journal import Journal, encode_plans
     from host.state.store import Store
 
@@ -53,7 +53,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "journal.sqlite3"
         first = Store({"agents": []}, clock=lambda: 7, journal=Journal(path), **unbounded)
-        first.recover()
+        at_once(first.recover())
         channels = [f"ahp-chat://bench/{index}" for index in range(args.sessions)]
         for channel in channels:
             first.create(channel, "chat", _chat(channel))
@@ -62,13 +62,13 @@ def main() -> None:
         first.create(big, "chat", _chat(big))
         for index in range(args.big_mb):
             _turn(first, big, f"t{index}", str(index % 10) * 1_000_000)
-        first.close()
+        at_once(first.close())
         del first
         gc.collect()
 
         store = Store({"agents": []}, clock=lambda: 7, journal=Journal(path), **unbounded)
         started = time.process_time()
-        store.recover()
+        at_once(store.recover())
         print(f"recovery: {time.process_time() - started:.2f} s of CPU", flush=True)
         settle()  # as `agent-host serve` does once started
         for channel in [*channels, big]:
@@ -99,7 +99,7 @@ def main() -> None:
                 spent = (time.process_time() - started) * 1000
             kind = "switching manifests" if len(switched) > before else "pruning" if switched else "writing parts"
             kinds[kind].append(spent)
-        store.close()
+        at_once(store.close())
     print(f"{'step':<20} {'count':>6} {'median ms':>10} {'largest ms':>11}")
     for kind, spent in kinds.items():
         print(f"{kind:<20} {len(spent):6d} {median(spent) if spent else 0:10.2f} {max(spent, default=0):11.2f}")

@@ -34,6 +34,7 @@ from typing import Any
 from cli import shared_host, workers
 from cli.config import load
 from host.config import ConfigError
+from host.errors import JournalError
 from host.service import AgentHost
 from host.state.private_files import private_directory, private_file
 from host.transport.server import serve
@@ -171,15 +172,22 @@ def _serve_locked(config: Any, data_dir: Path, identity: dict[str, str], termina
         if not terminal and listen_fd is None:
             print(_how_to_connect(line.rsplit(" ", 1)[-1], data_dir), file=sys.stderr, flush=True)
 
-    try:
-        asyncio.run(serve(
+    async def open_and_serve() -> None:
+        await host.open()  # a cluster's NATS reached first: an unreachable one is said, not served
+        await serve(
             host, token=token, announce=announce, listening=listening,
             on_connection=on_connection if terminal and allowed is not None else None,
             sock=socket.socket(fileno=listen_fd) if listen_fd is not None else None,
             tokens=TokenFile(Path(tokens_dir)) if tokens_dir is not None else None,
-        ))
+        )
+
+    try:
+        asyncio.run(open_and_serve())
     except KeyboardInterrupt:
         pass
+    except JournalError as error:  # the log (a cluster's NATS) cannot be reached: said plainly, no traceback
+        print(f"agent-host: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
         print(f"agent-host: cannot listen on {config.server.host}:{config.server.port}: {error.strerror}", file=sys.stderr)
         return 2

@@ -306,21 +306,27 @@ class AgentHost:
         if root.get("agents") != agents:
             self.store.dispatch(ROOT, builders.root_agents_changed(agents=agents))
 
+    async def open(self) -> None:
+        """Reach what the host's state lives on when it is a service (a cluster's NATS:
+        ``LogUnavailable`` when it cannot be reached), before a port is served; ``start`` does
+        it otherwise."""
+        await self.store.open()
+
     async def start(self) -> None:
         self.background.start()
         if self._journal is not None:
             upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
-        self.store.recover()
-        if self.store.follow():  # a cluster's log: what the other processes append, from now on
-            self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
+        await self.store.recover()
+        if await self.store.follow():  # a cluster's log: what the other processes append, from now on
+            await self.store.serve_forwarded()  # and the dispatches they forward to the sessions run here
             self.store.followed_observers.append(self._followed)
             serve_requests = getattr(self.store.log, "serve_requests", None)
             if serve_requests is not None:  # and the requests about them (FORWARDED_REQUESTS)
-                serve_requests(self.take_forwarded_request)
+                await serve_requests(self.take_forwarded_request)
             serve_content = getattr(self.store.log, "serve_content", None)
             if serve_content is not None:  # and their questions for the content stored here
-                serve_content(self.content.lookup)
-            self.store.take_over_lapsed(self.taken_over)  # and the sessions of a process that died
+                await serve_content(self.content.lookup)
+            await self.store.take_over_lapsed(self.taken_over)  # and the sessions of a process that died
             self.store.watch_log_connection(self._log_connection)  # and whether this one can write
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
@@ -425,7 +431,7 @@ class AgentHost:
                     await close()
                 except Exception:  # one agent failing to close must not keep the others open
                     logger.exception("closing agent %s failed", agent.provider)
-        self.store.close()
+        await self.store.close()
         self.transcripts.close()
         if self.tools is not None:
             self.tools.close()

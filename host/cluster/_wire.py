@@ -23,7 +23,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   the subscription's queue as the client's read loop puts it there (a fourth internal,
   ``Subscription._pending_queue``; without it, through a callback of the subscription). It skips the
   flusher's ``drain``: what is in flight is bounded by the log itself (one batch per owner group
-  waits for its acknowledgement before the next leaves).
+  waits for its acknowledgement before the next leaves). Its timeouts are deadlines swept by one
+  timer (armed for the earliest), not a timer per call.
 
 ``sender`` picks :class:`FastSender` when the client has the internals it needs, else the plain
 one (``fast=False`` asks for the plain one: the tests run the log on both).
@@ -110,7 +111,10 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
-        self._waiting: dict[str, tuple[Callable[[bytes | BaseException], None], asyncio.TimerHandle]] = {}
+        self._waiting: dict[str, tuple[Callable[[bytes | BaseException], None], float]] = {}
+        """Per call's reply subject: its ``done`` and its deadline (the loop's clock)."""
+        self._sweep: asyncio.TimerHandle | None = None
+        self._sweep_at = 0.0
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
@@ -147,12 +151,28 @@ class FastSender:
             client._pending = []
             client._pending_data_size = 0
         client._transport.writelines(commands)
-        self._waiting[reply] = (done, asyncio.get_running_loop().call_later(timeout, self._expire, reply))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self._waiting[reply] = (done, deadline)
+        if self._sweep is None or deadline < self._sweep_at:
+            self._arm(loop, deadline)
 
-    def _expire(self, reply: str) -> None:
-        waiting = self._waiting.pop(reply, None)
-        if waiting is not None:
-            waiting[0](NatsTimeout())
+    def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+        self._sweep_at = deadline
+        self._sweep = loop.call_at(deadline, self._expire_due)
+
+    def _expire_due(self) -> None:
+        """Time the calls past their deadline out; armed again for the earliest one left."""
+        self._sweep = None
+        loop = asyncio.get_running_loop()
+        now = loop.time() + 0.001  # (a timer may fire a hair before its time)
+        due = [reply for reply, (_, deadline) in self._waiting.items() if deadline <= now]
+        for reply in due:
+            self._waiting.pop(reply)[0](NatsTimeout())
+        if self._waiting:
+            self._arm(loop, min(deadline for _, deadline in self._waiting.values()))
 
     async def _reply_later(self, message: Msg) -> None:
         self._reply(message)
@@ -161,8 +181,7 @@ class FastSender:
         waiting = self._waiting.pop(message.subject, None)
         if waiting is None:
             return  # too late: its call already timed out
-        done, timer = waiting
-        timer.cancel()
+        done = waiting[0]
         if message.headers and message.headers.get("Status") == "503":
             done(NoRespondersError())
         else:

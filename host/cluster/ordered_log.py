@@ -1,22 +1,24 @@
 """``host.state.log.OrderedLog`` on the JetStream log: what a store of a cluster process writes through.
 
-:class:`ClusterLog` runs a :class:`host.cluster.jetstream_log.JetStreamLog` on a thread of its own
-with its own event loop (the *I/O thread*), so that the port's synchronous members (``recover`` at
-start, ``snapshot_now`` and ``close`` at shutdown) can wait for the network without blocking the
-loop the NATS client needs, and the store's loop pays one hand-over per tick each way, not one per
-envelope. Those synchronous members block the caller's thread (and its loop) until the I/O thread
-answered, up to ``timeout``: meant for start-up and shutdown, where nothing else runs on that loop;
-``snapshot_soon``, ``replay`` and ``forward`` do not block. A tick whose owner groups are all this
-process's already leaves from the I/O loop's first turn after the hand-over (queued in the core and
-sent at once, its acknowledgements counted by callbacks); one that must claim a group first goes
-through a task that claims, in the order the ticks were handed over.
+:class:`ClusterLog` runs a :class:`host.cluster.jetstream_log.JetStreamLog` (the *core*) on the
+store's own event loop: the NATS client, its read loop, the lease renewals and the follower are
+tasks of that loop, and the port's coroutines (``recover`` at start, ``snapshot_now`` and ``close``
+at shutdown) wait for the network there, each within ``timeout`` (``LogUnavailable`` past it).
+It is opened by ``open`` (``recover`` opens it too): the constructor only keeps the address. A tick
+whose owner groups are all this process's already leaves at the end of the tick it was appended in
+(queued in the core and sent at once, its acknowledgements counted by callbacks); one that must
+claim a group first goes through a task that claims, in the order the ticks were flushed.
+
+The event loop is the one thread this log runs on, so a loop held busy for longer than a lease's
+renewal interval (a third of ``lease_ttl``) can let a lease lapse: another process then takes the
+session over, and this one's next batch is refused by the fence (``NotOwner``): never a fork.
 
 Per member (the port's contract in ``host.state.log``; here the ``Networked`` column):
 
-* ``append`` returns an awaitable of the frame (an ``asyncio`` future of the caller's loop). The envelopes of
-  one tick of the caller's loop (``created`` and ``removed`` in order with them) are handed to the
-  I/O thread together, where each owner group's leave as one fenced atomic batch; the futures
-  resolve in the caller's loop when the acknowledgements come, with ``envelope["serverSeq"]`` set
+* ``append`` returns an awaitable of the frame (an ``asyncio`` future). The envelopes of
+  one tick of the loop (``created`` and ``removed`` in order with them) are handed to the
+  core together, where each owner group's leave as one fenced atomic batch; the futures
+  resolve when the acknowledgements come, with ``envelope["serverSeq"]`` set
   and the envelope serialised then (``ahp.jsonrpc.action_frame``: the frame). An envelope of a group this process
   does not own yet claims it first (``JetStreamLog.claim``): it fails with ``NotOwner`` while
   another process's lease is in force, and with ``LogUnavailable`` when NATS cannot be reached.
@@ -24,10 +26,10 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   was seen holding, otherwise the holder named by the group's last owner marker read (at recovery
   or while following) or by a refused claim or append. Its lease may have lapsed since: an append
   still tries, and claims the group then.
-* ``flush`` hands the tick over now; ``when_durable`` calls back once every append handed over
+* ``flush`` hands the tick to the core now; ``when_durable`` calls back once every append handed over
   before it is acknowledged or failed (a failed append is never sent to a client: the store sees
   its future fail).
-* ``replay`` returns an awaitable of the envelopes read from the stream, or None when the stream
+* ``replay`` returns an awaitable (a task) of the envelopes read from the stream, or None when the stream
   no longer holds ``since + 1`` (its retention: the client then gets snapshots).
 * Snapshots are per owner group (``JetStreamLog.put_snapshot``): ``snapshot_now`` and
   ``snapshot_soon`` write, for every group this process owns, all of its channels as of the
@@ -35,19 +37,21 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   (a group with no snapshot may have records anywhere; the stream's retention bounds them),
   skipping what a group's snapshot already holds, and markers; ``Recovery.seq`` is the oldest group
   snapshot's sequence, and ``seq`` then the stream's last.
-* ``close`` waits for what is in flight, lets the leases go, and stops the I/O thread.
-* ``watch_connection(changed)`` (optional): ``changed(False)`` on the caller's loop when the NATS
+* ``close`` waits for what is in flight, lets the leases go, and disconnects.
+* ``open()`` (optional): connect to NATS (``LogUnavailable`` when it cannot be reached within
+  ``timeout``, saying so) and learn the stream's last sequence; once, before anything else.
+* ``watch_connection(changed)`` (optional): ``changed(False)`` when the NATS
   connection is lost (this process is cut off: every append fails at once, nothing is buffered),
   ``changed(True)`` when it is back (the host tells its clients: ``host.service``).
 
-* ``follow(deliver)`` (an optional member of the port): every record *other* processes append
-  from ``seq`` on is handed to ``deliver`` on the caller's loop, in log order (``Store.take_in``
+* ``await follow(deliver)`` (an optional member of the port): every record *other* processes append
+  from ``seq`` on is handed to ``deliver``, in log order (``Store.take_in``
   folds it in and sends it to this process's subscribers); records of a group after this process's
   own marker on it are its own and skipped, as are owner markers.
-* ``take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
+* ``await take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
   bucket is watched (``Leases.watch``); a group whose holder let its lease lapse (killed, cut off)
   is claimed (``JetStreamLog.claim``: the fenced marker means the previous holder can never write
-  to it again), and ``taken(group)`` is called on the caller's loop once everything the previous
+  to it again), and ``taken(group)`` is called once everything the previous
   holder logged on it has been handed to ``deliver`` first: the store then holds the group's
   channels as the dead owner left them, and the host ends what it left running
   (``host.service``). Several live processes may race for a group: the lease lets one through.
@@ -55,7 +59,7 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
 **Claims and catching up.** Every claim (a lapsed group taken over, or an append to a group this
 process does not own) goes through one place (``_claim``): at most one claim per group at a time,
 and, once this process follows the log, the claim is done only when the follower has handed the
-caller's loop every record up to the new marker. Until then ``owner`` still names the previous
+store every record up to the new marker. Until then ``owner`` still names the previous
 holder, so an action dispatched meanwhile is reduced only once numbered, after those records.
 
 What this log does not do (see the cluster section of README.md): keep a chat's turns paged out of its
@@ -67,16 +71,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import collections
 import contextlib
 import json
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from concurrent.futures import Future as ThreadFuture
 from typing import Any, TypeVar
 
-from host.cluster.jetstream_log import JetStreamLog
+from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
@@ -88,8 +89,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _Item = tuple[str, str, int, dict[str, Any] | None, "asyncio.Future[Any] | None"]
-"""``(kind, channel, now, body, future)`` handed to the I/O thread: an action's envelope or a
-created channel's ``{"kind", "state"}``; the caller's future (None for ``created``/``removed``)."""
+"""``(kind, channel, now, body, future)`` of one tick: an action's envelope or a created
+channel's ``{"kind", "state"}``; the caller's future (None for ``created``/``removed``)."""
 
 
 class ClusterLog:
@@ -99,34 +100,29 @@ class ClusterLog:
     """``append`` returns an awaitable: the store finishes each action when it resolves."""
 
     def __init__(self, url: str, *, holder: str | None = None, timeout: float = 10.0, **options: Any) -> None:
+        self.url = url
         self.timeout = timeout
-        self._io = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._io.run_forever, name="cluster-log", daemon=True)
-        self._thread.start()
+        self._holder = holder
         self._closing = False
-        self._connection_watch: tuple[asyncio.AbstractEventLoop, Callable[[bool], None]] | None = None
+        self._connection_watch: Callable[[bool], None] | None = None
         options.setdefault("disconnected_cb", self._nats_disconnected)
         options.setdefault("reconnected_cb", self._nats_reconnected)
-        try:
-            self.core: JetStreamLog = self._call(JetStreamLog.connect(url, holder=holder, timeout=timeout, **options))
-            self._seq = self._call(self.core.last_seq())
-        except LogUnavailable as error:
-            self._stop_thread()
-            raise LogUnavailable(f"cannot reach NATS at {url} within {timeout:g} s: is the server running, "
-                                 "and is [cluster] url (or --cluster) its address?") from error
-        except BaseException:
-            self._stop_thread()
-            raise
+        self._options = options
+        self._core: JetStreamLog | None = None
+        self._seq = 0
+        self._background: set[asyncio.Task[Any]] = set()
+        """Tasks of this log not tied to a caller (snapshots in the background, a follow again
+        after a reconnect): kept referenced, ended by ``close``."""
         self._source: SnapshotSource | None = None
         self._tick: list[_Item] = []
         self._in_flight = 0
-        self._sends: set[asyncio.Future[Any]] = set()
-        """The I/O thread's hand-overs not finished yet (a snapshot waits for those before it)."""
+        self._sends: set[asyncio.Task[Any] | _Tick] = set()
+        """The ticks handed to the core and not finished yet (a snapshot waits for those before it):
+        a tick that claims first as its task, the others as a :class:`_Tick`."""
         self._gate: asyncio.Future[None] | None = None
         """Done once the newest tick that had to claim a group has queued its records (``_send``)."""
         self._waiting: list[Callable[[], None]] = []
         self._holders: dict[str, str] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
         self._unwatch: Callable[[], Awaitable[None]] | None = None
@@ -134,50 +130,73 @@ class ClusterLog:
         self._follow_take: Callable[[Any], None] | None = None
         self._follow_skip: Callable[[str], bool] | None = None
         self._follow_stop: Callable[[], Awaitable[None]] | None = None
-        """On the I/O thread: ``follow``'s subscription as it is now (made again after a reconnect)."""
+        """``follow``'s subscription as it is now (made again after a reconnect)."""
         self._marked: dict[str, str | None] = {}
-        """On the I/O thread: per group, who wrote the last owner marker the log showed this
+        """Per group, who wrote the last owner marker the log showed this
         process (recovery, then the follower): the records after it are that holder's."""
         self._seen: dict[str, Seen] = {}
-        """On the I/O thread: the leases of the bucket as last seen (``Leases.watch``)."""
+        """The leases of the bucket as last seen (``Leases.watch``)."""
         self._watch_stop: Callable[[], Awaitable[None]] | None = None
         self._claims: dict[str, asyncio.Future[int]] = {}
-        """On the I/O thread: the claims under way, per group (``_claim``)."""
+        """The claims under way, per group (``_claim``)."""
         self._following = False
         """Whether ``follow`` runs (then a claim waits for the follower to pass its marker)."""
         self._followed = 0
-        """On the I/O thread: the sequence of the last record the follower handed over."""
+        """The sequence of the last record the follower handed over."""
         self._passing: list[tuple[int, asyncio.Future[None]]] = []
-        """On the I/O thread: claims waiting for the follower to pass their marker."""
+        """Claims waiting for the follower to pass their marker."""
         self.failures: list[LogError] = []
         """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
 
-    # -- the I/O thread -------------------------------------------------------------------------
+    # -- opening, and waiting within the timeout -----------------------------------------------
 
-    def _call(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on the I/O thread and wait for it (start-up, snapshots, shutdown)."""
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._io)
+    @property
+    def core(self) -> JetStreamLog:
+        """The JetStream log this one runs on (``LogUnavailable`` before ``open``)."""
+        core = self._core
+        if core is None:
+            raise LogUnavailable("the cluster's log is not open: await its open() (or recover()) first")
+        return core
+
+    async def open(self) -> None:
+        """Connect to NATS and learn the stream's last sequence (once; ``recover`` calls it)."""
+        if self._core is not None:
+            return
+        connecting = asyncio.ensure_future(JetStreamLog.connect(self.url, holder=self._holder, timeout=self.timeout,
+                                                                **self._options))
         try:
-            return future.result(self.timeout)
-        except TimeoutError as error:
-            future.cancel()
-            raise LogUnavailable(f"NATS did not answer within {self.timeout:g} s") from error
-
-    def _stop_thread(self) -> None:
-        async def cancel_the_rest() -> None:  # e.g. a connect still retrying: ended, not left pending
-            others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-            for task in others:
-                task.cancel()
-            await asyncio.gather(*others, return_exceptions=True)
-
+            core = await self._within(connecting)
+        except LogUnavailable as error:
+            connecting.add_done_callback(_close_late)
+            raise LogUnavailable(f"cannot reach NATS at {self.url} within {self.timeout:g} s: is the server running, "
+                                 "and is [cluster] url (or --cluster) its address?") from error
         try:
-            asyncio.run_coroutine_threadsafe(cancel_the_rest(), self._io).result(self.timeout)
-        except Exception:  # stopping anyway
-            pass
-        self._io.call_soon_threadsafe(self._io.stop)
-        self._thread.join(self.timeout)
-        if not self._thread.is_alive():
-            self._io.close()
+            self._seq = await self._within(core.last_seq())
+        except BaseException:
+            await core.close(release=False)
+            raise
+        self._core = core
+
+    async def _within(self, waited: Awaitable[T]) -> T:
+        """``waited``, ended and ``LogUnavailable`` when NATS does not answer within ``timeout``.
+        Not ``asyncio.wait_for``: that waits for what it cancelled to end, and the NATS client's
+        connect, retrying forever, can miss a cancellation (``_end``)."""
+        task = asyncio.ensure_future(waited)
+        try:
+            await asyncio.wait({task}, timeout=self.timeout)
+        except asyncio.CancelledError:
+            _end(task)
+            raise
+        if not task.done():
+            _end(task)
+            raise LogUnavailable(f"NATS did not answer within {self.timeout:g} s")
+        return task.result()
+
+    def _in_background(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     # -- the port -------------------------------------------------------------------------------
 
@@ -187,7 +206,7 @@ class ClusterLog:
 
     @property
     def snapshotting(self) -> bool:
-        return False  # a snapshot is written whole, from states taken on the caller's thread
+        return False  # a snapshot is written whole, from states taken when it starts
 
     def bind(self, source: SnapshotSource) -> None:
         self._source = source
@@ -215,120 +234,123 @@ class ClusterLog:
 
     def _queue(self, item: _Item, loop: asyncio.AbstractEventLoop) -> None:
         if not self._tick:
-            self._loop = loop
             loop.call_soon(self.flush)
         self._tick.append(item)
 
     def flush(self) -> None:
+        """Hand the tick to the core. When every group of the tick is owned already and no claim
+        is under way (a tick's, or a takeover's still catching up: the common case has none), the
+        records are queued and sent at once and the acknowledgements counted by callbacks
+        (``_Tick``); otherwise a task claims first (``_send``). Either way ``_finish`` resolves
+        the tick's futures once every record is acknowledged or failed."""
         if not self._tick:
             return
         items, self._tick = self._tick, []
-        loop = self._loop
-        assert loop is not None
         self._in_flight += 1
-        # One wake-up of the I/O loop and one of the caller's per tick.
-        self._io.call_soon_threadsafe(self._start_send, items, loop)
-
-    def _start_send(self, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
-        """On the I/O thread: hand the tick to the core. When every group of the tick is owned
-        already and no claim is under way (a tick's, or a takeover's still catching up: the common
-        case has none), the records are
-        queued and sent at once and the acknowledgements counted by callbacks (``_Tick``);
-        otherwise a task claims first (``_send``). Either way the tick's end is handed back to
-        the caller's loop (``_finish``) once every record is acknowledged or failed."""
-        if self._gate is None and not self._claims and all(self.core.owns(group_of(item[1])) for item in items):
-            tick = _Tick(self, items, loop)
-            self.core.hold()
-            waits = self._hand_to_core(items, tick.results, {})
-            self.core.send_now()
-            tick.wait_for(waits)
-            self._track(tick.done)
+        core = self._core
+        if core is not None and self._gate is None and not self._claims and all(core.owns(group_of(item[1])) for item in items):
+            tick = _Tick(self, items)
+            self._sends.add(tick)
+            core.hold()
+            self._hand_to_core(items, tick.results, {}, tick)
+            core.send_now()
+            tick.handed()
             return
-        task = self._io.create_task(self._send(items))
-        self._track(task)
-        task.add_done_callback(lambda done: loop.call_soon_threadsafe(self._finish, items, _results_of(items, done)))
-
-    def _track(self, send: asyncio.Future[Any]) -> None:
-        self._sends.add(send)
-        send.add_done_callback(self._sends.discard)
-
-    async def _send(self, items: list[_Item]) -> tuple[list[Any], list[tuple[int, str]]]:
-        """On the I/O thread: claim what is not owned yet, queue every record for this tick's
-        batches, and wait for them all: each record's result (a stamped pair, a sequence or an
-        error), and ``(sequence, group)`` of each record stored.
-
-        Ticks reach the core in the order they were handed over, each whole: a tick that must
-        claim a group first holds back the ticks after it (``_gate``) until its records are
-        queued, so that two ticks never claim one group at once (the second claim's marker would
-        fence out the first's records) and a later tick's records never overtake an earlier
-        tick's in a group. (``_start_send`` takes its shortcut only when no gate is up.)"""
-        results: list[Any] = [None] * len(items)
+        # A tick that must claim first: it holds back the ticks flushed after it from now on
+        # (``_gate``), including one that would otherwise take the shortcut above.
         ahead = self._gate
-        unowned = [group for group in dict.fromkeys(group_of(item[1]) for item in items)
-                   if not self.core.owns(group) or group in self._claims]
-        if unowned or ahead is not None:
-            gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._gate = gate
-            try:
-                if ahead is not None:
-                    await ahead
-                refused: dict[str, LogError] = {}
-                for group in unowned:
-                    if not self.core.owns(group) or group in self._claims:
-                        try:
-                            await self._claim(group)
-                        except LogError as error:
-                            refused[group] = error
-                waits = self._hand_to_core(items, results, refused)
-            finally:
-                gate.set_result(None)
-                if self._gate is gate:
-                    self._gate = None
-        else:
-            waits = self._hand_to_core(items, results, {})
+        gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._gate = gate
+        task = asyncio.get_running_loop().create_task(self._send(items, ahead, gate))
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
+        task.add_done_callback(lambda done: self._finish(items, _results_of(items, done)))
+        task.add_done_callback(lambda _: self._open_gate(gate))
+
+    def _open_gate(self, gate: asyncio.Future[None]) -> None:
+        if not gate.done():
+            gate.set_result(None)
+        if self._gate is gate:
+            self._gate = None
+
+    async def _send(self, items: list[_Item], ahead: asyncio.Future[None] | None,
+                    gate: asyncio.Future[None]) -> tuple[list[Any], list[tuple[int, str]]]:
+        """Claim what is not owned yet, queue every record for this tick's batches, and wait for
+        them all: each record's result (a stamped pair, a sequence or an error), and ``(sequence,
+        group)`` of each record stored.
+
+        Ticks reach the core in the order they were flushed, each whole: a tick that must claim
+        a group first holds back the ticks flushed after it (``_gate``, set when it is flushed)
+        until its records are queued, so that two ticks never claim one group at once (the
+        second claim's marker would fence out the first's records) and a later tick's records
+        never overtake an earlier tick's in a group. (``flush`` takes its shortcut only when no
+        gate is up.)"""
+        results: list[Any] = [None] * len(items)
+        try:
+            if ahead is not None:
+                await ahead
+            refused: dict[str, LogError] = {}
+            for group in dict.fromkeys(group_of(item[1]) for item in items):
+                if not self.core.owns(group) or group in self._claims:
+                    try:
+                        await self._claim(group)
+                    except LogError as error:
+                        refused[group] = error
+            waits = self._hand_to_core(items, results, refused)
+        finally:
+            self._open_gate(gate)
         done = await asyncio.gather(*(future for _, future in waits), return_exceptions=True)
         for (index, _), result in zip(waits, done):
             results[index] = result
         return results, _stored(items, results)
 
-    def _hand_to_core(self, items: list[_Item], results: list[Any],
-                      refused: dict[str, LogError]) -> list[tuple[int, asyncio.Future[Any]]]:
+    def _hand_to_core(self, items: list[_Item], results: list[Any], refused: dict[str, LogError],
+                      tick: _Tick | None = None) -> list[tuple[int, asyncio.Future[Any]]]:
         """Queue a tick's records in the core (synchronously: nothing else is queued in between);
-        a record of a group whose claim was refused gets that refusal as its result."""
+        a record of a group whose claim was refused gets that refusal as its result. Each
+        record's result goes to ``tick`` (counted there, at once) or else to a future of its own,
+        returned with the record's index."""
+        core = self.core
         waits: list[tuple[int, asyncio.Future[Any]]] = []
         for index, (kind, channel, now, body, _) in enumerate(items):
             error = refused.get(group_of(channel)) if refused else None
             if error is not None:
                 results[index] = error
-            elif kind == "action":
-                assert body is not None
-                waits.append((index, self.core.append(channel, now, body)))
-            elif kind == "created":
-                assert body is not None
-                waits.append((index, self.core.created(channel, body["kind"], body["state"])))
+                continue
+            if tick is not None:
+                outcome: Outcome = _Slot(tick, index)
             else:
-                waits.append((index, self.core.removed(channel)))
+                outcome = future = asyncio.get_running_loop().create_future()
+                waits.append((index, future))
+            core.queue(outcome, kind, channel, now, body)  # type: ignore[arg-type]  # an _Item's kind is one of the three
         return waits
 
     def _finish(self, items: list[_Item], results: list[Any]) -> None:
-        """On the caller's loop: resolve the tick's futures, then the durability callbacks."""
+        """Resolve the tick's futures, then the durability callbacks (a future its caller
+        cancelled is left as it is)."""
         for (_kind, channel, _, body, future), result in zip(items, results):
             if isinstance(result, BaseException):
                 if isinstance(result, NotOwner) and result.owner:
                     self._holders[group_of(channel)] = result.owner
-                if future is not None:
-                    future.set_exception(result)
-                else:
+                if future is None:
                     self.failures.append(result if isinstance(result, LogError) else LogError(str(result)))
+                elif not future.done():
+                    future.set_exception(result)
             elif future is not None:
                 assert body is not None
-                self._seq = max(self._seq, body["serverSeq"])
-                future.set_result(result[1])  # the frame; the log keeps the JSON
+                seq = body["serverSeq"]
+                if seq > self._seq:
+                    self._seq = seq
+                if not future.done():
+                    future.set_result(result[1])  # the frame; the log keeps the JSON
         self._in_flight -= 1
         if not self._in_flight and not self._tick:
             waiting, self._waiting = self._waiting, []
             for callback in waiting:
-                callback()
+                try:  # (this may run inside the NATS client's read loop: nothing may escape into it)
+                    callback()
+                except Exception:
+                    logger.exception("a callback waiting for the log to be durable failed")
 
     def when_durable(self, callback: Callable[[], None]) -> None:
         if not self._in_flight and not self._tick:
@@ -337,7 +359,7 @@ class ClusterLog:
             self._waiting.append(callback)
 
     def replay(self, since: int, channels: Iterable[str]) -> Awaitable[list[dict[str, Any]] | None]:
-        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._replay(since, list(channels)), self._io))
+        return asyncio.ensure_future(self._replay(since, list(channels)))
 
     async def _replay(self, since: int, channels: list[str]) -> list[dict[str, Any]] | None:
         info = await self.core.js.stream_info(self.core.stream)
@@ -346,45 +368,29 @@ class ClusterLog:
         return [record.body for record in await self.core.read(since, channels)
                 if record.kind == "action" and record.body is not None]
 
-    def follow(self, deliver: Callable[[LogRecord], None]) -> None:
-        """Call ``deliver`` on the caller's loop with every record other processes append from now
-        on (after ``seq``), in log order: a group's records after a marker of this process's are
-        its own (skipped before they are decoded; every writer marks first, so the records a dead
-        owner logged before our takeover marker still come), and owner markers are taken in.
-        ``seq`` follows them. Records are handed to the caller's loop in batches (one wake-up for
-        all that arrived while it was busy, not one each). Stopped by ``close``."""
-        loop = asyncio.get_running_loop()
-        arrived: collections.deque[tuple[Any, ...]] = collections.deque()
-        scheduled = [False]
-
-        def drain() -> None:
-            scheduled[0] = False  # first: a record arriving from now on schedules another drain
-            while arrived:
-                item = arrived.popleft()
-                if item[0] == "owner":
-                    self._claimed(item[1], item[2])
-                else:
-                    self._deliver(deliver, item[1], item[2])
-
-        def hand_over(item: tuple[Any, ...]) -> None:
-            arrived.append(item)
-            if not scheduled[0]:
-                scheduled[0] = True
-                loop.call_soon_threadsafe(drain)
+    async def follow(self, deliver: Callable[[LogRecord], None]) -> None:
+        """Call ``deliver`` with every record other processes append from now on (after ``seq``),
+        in log order, as the stream delivers it: a group's records after a marker of this
+        process's are its own (skipped before they are decoded; every writer marks first, so the
+        records a dead owner logged before our takeover marker still come), and owner markers are
+        taken in. ``seq`` follows them. Stopped by ``close``."""
 
         def ours(group: str) -> bool:
             return self._marked.get(group) == self.core.holder
 
         def take(record: Any) -> None:
             if record.seq <= self._followed:
-                return  # handed over already (a subscription made again after a reconnect overlaps)
+                return  # taken in already (a subscription made again after a reconnect overlaps)
             if record.kind == "owner":
                 holder = (record.body or {}).get("holder")
                 self._marked[record.channel] = holder
-                hand_over(("owner", record.channel, holder))
+                self._claimed(record.channel, holder)
             elif not ours(group_of(record.channel)):
                 seq = record.seq if record.kind == "action" else None
-                hand_over(("record", LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq))
+                try:
+                    self._deliver(deliver, LogRecord(record.kind, record.channel, seq, record.now, record.body), record.seq)
+                except Exception:  # one record the store could not fold in must not stop the follower
+                    logger.exception("taking in record %d of %s failed", record.seq, record.channel)
             self._followed = record.seq
             if self._passing:  # claims waiting for this point: woken after what it handed over
                 passed = [waiter for seq, waiter in self._passing if seq <= record.seq]
@@ -393,15 +399,12 @@ class ClusterLog:
                     if not waiter.done():
                         waiter.set_result(None)
 
-        async def start() -> Callable[[], Awaitable[None]]:
-            self._following = True
-            self._followed = self._seq
-            self._follow_take = take
-            self._follow_skip = ours
-            self._follow_stop = await self.core.follow(self._seq, take, skip=ours)
-            return self._stop_following
-
-        self._unfollow = self._call(start())
+        self._following = True
+        self._followed = self._seq
+        self._follow_take = take
+        self._follow_skip = ours
+        self._follow_stop = await self._within(self.core.follow(self._seq, take, skip=ours))
+        self._unfollow = self._stop_following
 
     async def _stop_following(self) -> None:
         stop, self._follow_stop = self._follow_stop, None
@@ -409,7 +412,7 @@ class ClusterLog:
             await stop()
 
     async def _resubscribe(self) -> None:
-        """On the I/O thread, once NATS is back: follow the log again from the last record handed
+        """Once NATS is back: follow the log again from the last record handed
         over, and watch the leases again (a consumer of the server before a restart may be gone)."""
         if self._follow_take is not None:
             with contextlib.suppress(Exception):
@@ -431,28 +434,29 @@ class ClusterLog:
     # -- the connection to NATS ------------------------------------------------------------------
 
     def watch_connection(self, changed: Callable[[bool], None]) -> None:
-        """Call ``changed(False)`` on the caller's loop when this process loses NATS (cut off: it
-        writes nothing until it is back), ``changed(True)`` once it is connected again."""
-        self._connection_watch = (asyncio.get_running_loop(), changed)
+        """Call ``changed(False)`` when this process loses NATS (cut off: it writes nothing until
+        it is back), ``changed(True)`` once it is connected again (each in a loop turn of its own,
+        not inside the NATS client's callback)."""
+        self._connection_watch = changed
 
     async def _nats_disconnected(self) -> None:
         self._connection_changed(False)
 
     async def _nats_reconnected(self) -> None:
         if not self._closing:
-            asyncio.get_running_loop().create_task(self._resubscribe())
+            self._in_background(self._resubscribe())
         self._connection_changed(True)
 
     def _connection_changed(self, connected: bool) -> None:
         watch = self._connection_watch
         if watch is not None and not self._closing:
-            watch[0].call_soon_threadsafe(watch[1], connected)
+            asyncio.get_running_loop().call_soon(watch, connected)
 
-    # -- claims, and taking over the groups of a dead owner (on the I/O thread) ---------------------
+    # -- claims, and taking over the groups of a dead owner -----------------------------------------
 
     async def _claim(self, group: str) -> int:
         """Claim ``group`` (one claim per group at a time: a second caller waits for the first);
-        done once the follower, if it runs, has handed the caller's loop every record up to the
+        done once the follower, if it runs, has handed the store every record up to the
         marker. Raises ``NotOwner`` / ``LogUnavailable`` / ``LogError`` as ``JetStreamLog.claim``."""
         claiming = self._claims.get(group)
         if claiming is None:
@@ -474,28 +478,23 @@ class ClusterLog:
                                      f"within {self.timeout:g} s") from error
         return marker
 
-    def take_over_lapsed(self, taken: Callable[[str], None]) -> None:
+    async def take_over_lapsed(self, taken: Callable[[str], None]) -> None:
         """Claim every group whose holder let its lease lapse (a process killed or cut off), and
-        call ``taken(group)`` on the caller's loop once this process owns it and holds everything
-        its previous holder logged on it. After ``follow``; stopped by ``close``."""
-        loop = asyncio.get_running_loop()
+        call ``taken(group)`` once this process owns it and holds everything its previous holder
+        logged on it. After ``follow``; stopped by ``close``."""
+        self._watch_stop = await self._within(self.core.leases.watch(self._seen))
+        task = asyncio.get_running_loop().create_task(self._take_lapsed(taken))
 
-        async def start() -> Callable[[], Awaitable[None]]:
-            self._watch_stop = await self.core.leases.watch(self._seen)
-            task = asyncio.get_running_loop().create_task(self._take_lapsed(loop, taken))
+        async def stop() -> None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            watch_stop, self._watch_stop = self._watch_stop, None
+            if watch_stop is not None:
+                await watch_stop()
 
-            async def stop() -> None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                watch_stop, self._watch_stop = self._watch_stop, None
-                if watch_stop is not None:
-                    await watch_stop()
+        self._unwatch = stop
 
-            return stop
-
-        self._unwatch = self._call(start())
-
-    async def _take_lapsed(self, loop: asyncio.AbstractEventLoop, taken: Callable[[str], None]) -> None:
+    async def _take_lapsed(self, taken: Callable[[str], None]) -> None:
         leases = self.core.leases
         while True:
             await asyncio.sleep(leases.ttl / 12)  # noticed within half a second of the lapse
@@ -511,7 +510,7 @@ class ClusterLog:
                     logger.debug("not taking %s over: %s", group, error)
                     continue
                 logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
-                loop.call_soon_threadsafe(self._taken, group, taken)
+                self._taken(group, taken)
 
     def _taken(self, group: str, taken: Callable[[str], None]) -> None:
         self._holders.pop(group, None)
@@ -525,24 +524,19 @@ class ClusterLog:
     def _forward_subject(self, holder: str) -> str:
         return f"ahp.forward.{token(holder)}"
 
-    def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any] | None], Coroutine[Any, Any, str | None]]) -> None:
+    async def serve_forwarded(self, handle: Callable[[str, dict[str, Any], dict[str, Any] | None], Coroutine[Any, Any, str | None]]) -> None:
         """Answer the dispatches other processes forward here: ``handle(channel, action, origin)``
-        runs on the caller's loop and returns None once the action is logged, or why it was refused."""
-        loop = asyncio.get_running_loop()
+        returns None once the action is logged, or why it was refused."""
 
         async def take(message: Any) -> None:
             try:
                 asked = json.loads(message.data)
-                answer: str | None = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
-                    handle(asked["channel"], asked["action"], asked["origin"]), loop))
+                answer: str | None = await handle(asked["channel"], asked["action"], asked["origin"])
             except Exception as error:  # a malformed request or a failed dispatch: said to the asker
                 answer = f"the owner could not take it: {error}"
             await message.respond(json.dumps({"refused": answer}).encode())
 
-        async def subscribe() -> None:
-            await self.core.client.subscribe(self._forward_subject(self.core.holder), cb=take)
-
-        self._call(subscribe())
+        await self._within(self.core.client.subscribe(self._forward_subject(self.core.holder), cb=take))
 
     def shared(self, channel: str) -> bool:
         """Whether every process changes ``channel`` (the root: ``subjects.is_shared``), each change
@@ -562,24 +556,22 @@ class ClusterLog:
             refused = json.loads(reply.data).get("refused")
             return str(refused) if refused is not None else None
 
-        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+        return asyncio.ensure_future(ask())
 
     # -- forwarding a request about a session to its owner (core NATS request/reply) -----------------
 
     def _request_subject(self, holder: str) -> str:
         return f"ahp.request.{token(holder)}"
 
-    def serve_requests(self, handle: Callable[[str, dict[str, Any], str], Coroutine[Any, Any, dict[str, Any]]]) -> None:
+    async def serve_requests(self, handle: Callable[[str, dict[str, Any], str], Coroutine[Any, Any, dict[str, Any]]]) -> None:
         """Answer the requests other processes forward here: ``handle(method, params, client_id)``
-        runs on the caller's loop and returns the answer to send back: ``{"result": ...}`` or
+        returns the answer to send back: ``{"result": ...}`` or
         ``{"error": {"code": ..., "message": ...}}``."""
-        loop = asyncio.get_running_loop()
 
         async def take(message: Any) -> None:
             try:
                 asked = json.loads(message.data)
-                answer = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
-                    handle(asked["method"], asked["params"], asked["clientId"]), loop))
+                answer = await handle(asked["method"], asked["params"], asked["clientId"])
             except Exception as error:  # a malformed request: said to the asker
                 answer = {"error": {"code": None, "message": f"the owner could not take it: {error}"}}
             await message.respond(json.dumps(answer).encode())
@@ -588,7 +580,7 @@ class ClusterLog:
             await self.core.client.subscribe(self._request_subject(self.core.holder), cb=take)
             await self.core.client.flush()  # the server has the subscription before this returns
 
-        self._call(subscribe())
+        await self._within(subscribe())
 
     def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Awaitable[dict[str, Any]]:
         """Hand a client's request to ``owner``, the process running what it is about: its answer
@@ -604,7 +596,7 @@ class ClusterLog:
             answer: dict[str, Any] = json.loads(reply.data)
             return answer
 
-        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+        return asyncio.ensure_future(ask())
 
     # -- stored content another process holds (core NATS request/reply) -----------------------------
 
@@ -612,18 +604,14 @@ class ClusterLog:
     CONTENT_WAIT = 2.0
     """Seconds to wait for a process that holds a content reference before it counts as not found."""
 
-    def serve_content(self, lookup: Callable[[str], tuple[bytes, str] | None]) -> None:
+    async def serve_content(self, lookup: Callable[[str], tuple[bytes, str] | None]) -> None:
         """Answer other processes' questions for stored content (``find_content``) that
-        ``lookup(uri)`` (called on the caller's loop) finds here; stay silent otherwise, so that
-        the one process holding it is the one that answers."""
-        loop = asyncio.get_running_loop()
-
-        async def look(uri: str) -> tuple[bytes, str] | None:
-            return lookup(uri)
+        ``lookup(uri)`` finds here; stay silent otherwise, so that the one process holding it is
+        the one that answers."""
 
         async def take(message: Any) -> None:
             try:
-                found = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(look(message.data.decode()), loop))
+                found = lookup(message.data.decode())
                 if found is not None:
                     data, content_type = found
                     await message.respond(json.dumps({"type": content_type, "data": base64.b64encode(data).decode()}).encode())
@@ -634,7 +622,7 @@ class ClusterLog:
             await self.core.client.subscribe(self.CONTENT_SUBJECT, cb=take)
             await self.core.client.flush()  # the server has the subscription before this returns
 
-        self._call(subscribe())
+        await self._within(subscribe())
 
     def find_content(self, uri: str) -> Awaitable[tuple[bytes, str] | None]:
         """The bytes and content type behind ``uri`` from the process that stored it, or None
@@ -647,7 +635,7 @@ class ClusterLog:
             answer = json.loads(reply.data)
             return base64.b64decode(answer["data"]), str(answer["type"])
 
-        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ask(), self._io))
+        return asyncio.ensure_future(ask())
 
     def _claimed(self, group: str, holder: str | None) -> None:
         """An owner marker: ``holder`` claimed ``group`` (``owner`` names it unless it is us)."""
@@ -660,8 +648,9 @@ class ClusterLog:
         self._seq = max(self._seq, seq)
         deliver(record)
 
-    def recover(self) -> Recovery:
-        return self._call(self._recover())
+    async def recover(self) -> Recovery:
+        await self.open()
+        return await self._within(self._recover())
 
     async def _recover(self) -> Recovery:
         snapshots = await self.core.read_snapshots()
@@ -688,39 +677,37 @@ class ClusterLog:
         self._seq = max(self._seq, await self.core.last_seq())
         return Recovery(min((seq for seq, _ in snapshots.values()), default=0), channels, bool(snapshots), records)
 
-    def snapshot_now(self) -> None:
-        if self._source is None:
+    async def snapshot_now(self) -> None:
+        if self._source is None or self._core is None:
             return
         self.flush()
         changes, removed = self._source.take_changes(True)
         try:
-            self._call(self._write_snapshots(changes))
+            await self._within(self._write_snapshots(changes))
         except BaseException:
             self._source.restore_changes(changes, removed)
             raise
 
     def snapshot_soon(self) -> None:
         source = self._source
-        if source is None:
+        if source is None or self._core is None:
             return
         self.flush()
         changes, removed = source.take_changes(True)
-        loop = asyncio.get_running_loop()
-        written = asyncio.run_coroutine_threadsafe(self._write_snapshots(changes), self._io)
 
-        def done(future: ThreadFuture[None]) -> None:
-            if future.exception() is not None:
-                loop.call_soon_threadsafe(source.restore_changes, changes, removed)
+        def done(task: asyncio.Task[None]) -> None:
+            if task.cancelled() or task.exception() is not None:
+                source.restore_changes(changes, removed)
 
-        written.add_done_callback(done)
+        self._in_background(self._within(self._write_snapshots(changes))).add_done_callback(done)
 
     async def _write_snapshots(self, changes: dict[str, tuple[str, dict[str, Any], list[list[int]]]]) -> None:
         """Write each owned group's channels as of the sequence of the last record its states
-        hold: every record handed over before the states were taken (``sends``, started before
-        this on the I/O loop), and nothing handed over after (a batch may hold both, so the
+        hold: every record flushed before the states were taken (``sends``), and nothing
+        flushed after (a batch may hold both, so the
         sequence comes from the records themselves, not from the group's last)."""
         lasts = {group: self.core.known_last(group) for group in {group_of(uri) for uri in changes} if self.core.owns(group)}
-        earlier = list(self._sends)
+        earlier = [send.finished() if isinstance(send, _Tick) else send for send in self._sends]
         for outcome in await asyncio.gather(*earlier, return_exceptions=True):
             if isinstance(outcome, BaseException):
                 continue
@@ -737,63 +724,107 @@ class ClusterLog:
             if group in lasts:
                 await self.core.put_snapshot(group, lasts[group], channels)
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._closing = True
+        core = self._core
+        if core is None:
+            return
         try:
-            unwatch = self._unwatch
-            if unwatch is not None:
-                async def stop_watching() -> None:
-                    await unwatch()
-
-                self._call(stop_watching())
-            unfollow = self._unfollow
-            if unfollow is not None:
-                async def stop_following() -> None:
-                    await unfollow()
-
-                self._call(stop_following())
-            self._call(self.core.close())
+            if self._unwatch is not None:
+                await self._within(self._unwatch())
+            if self._unfollow is not None:
+                await self._within(self._unfollow())
+            await self._within(core.close())
         finally:
-            self._stop_thread()
+            for task in list(self._background):
+                task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
+            if not core.client.is_closed:  # what did not end within the timeout: disconnected anyway
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(core.close(release=False), self.timeout)
 
 
 class _Tick:
-    """On the I/O thread: one tick's records queued in the core, counted as their futures settle
-    (lighter than a task gathering them); ``done`` gives what ``_send`` gives."""
+    """One tick's records queued in the core, each result handed to a :class:`_Slot` and counted
+    here at once, in the acknowledgement's callback (no future, no task, no loop turn);
+    ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it."""
 
-    __slots__ = ("log", "items", "loop", "results", "waits", "left", "done")
+    __slots__ = ("log", "items", "results", "left", "ended", "waiter")
 
-    def __init__(self, log: ClusterLog, items: list[_Item], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, log: ClusterLog, items: list[_Item]) -> None:
         self.log = log
         self.items = items
-        self.loop = loop
         self.results: list[Any] = [None] * len(items)
-        self.waits: list[tuple[int, asyncio.Future[Any]]] = []
-        self.left = 0
-        self.done: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] = log._io.create_future()
+        self.left = len(items)
+        self.ended = False
+        self.waiter: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] | None = None
 
-    def wait_for(self, waits: list[tuple[int, asyncio.Future[Any]]]) -> None:
-        self.waits = waits
-        self.left = len(waits)
-        if not waits:
-            self._end()
-        for _, future in waits:
-            future.add_done_callback(self._settled)
-
-    def _settled(self, _future: asyncio.Future[Any]) -> None:
+    def settle(self, index: int, result: Any) -> None:
+        self.results[index] = result
         self.left -= 1
-        if self.left:
-            return
-        for index, future in self.waits:
-            if future.cancelled():
-                self.results[index] = LogUnavailable("the log was closed before this record was acknowledged")
-            else:
-                self.results[index] = future.exception() or future.result()
-        self._end()
+        if not self.left:
+            self._end()
+
+    def handed(self) -> None:
+        """Every record is queued (some may have been refused at once)."""
+        if not self.left and not self.ended:
+            self._end()
 
     def _end(self) -> None:
-        self.done.set_result((self.results, _stored(self.items, self.results)))
-        self.loop.call_soon_threadsafe(self.log._finish, self.items, self.results)
+        if self.ended:
+            return
+        self.ended = True
+        self.log._sends.discard(self)
+        if self.waiter is not None:
+            self.waiter.set_result((self.results, _stored(self.items, self.results)))
+        self.log._finish(self.items, self.results)
+
+    def finished(self) -> asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]:
+        if self.waiter is None:
+            self.waiter = asyncio.get_running_loop().create_future()
+            if self.ended:
+                self.waiter.set_result((self.results, _stored(self.items, self.results)))
+        return self.waiter
+
+
+class _Slot:
+    """Where the core puts one record's result (``jetstream_log.Outcome``): straight into its tick."""
+
+    __slots__ = ("tick", "index", "settled")
+
+    def __init__(self, tick: _Tick, index: int) -> None:
+        self.tick = tick
+        self.index = index
+        self.settled = False
+
+    def done(self) -> bool:
+        return self.settled
+
+    def set_result(self, result: Any) -> None:
+        self.settled = True
+        self.tick.settle(self.index, result)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self.settled = True
+        self.tick.settle(self.index, exception)
+
+
+def _end(task: asyncio.Future[Any]) -> None:
+    """Cancel ``task`` and again every 0.1 s until it ends: a cancellation that lands while an
+    ``asyncio.wait_for`` inside it completes is lost (Python 3.11), and a connect of the NATS
+    client that misses one goes on retrying for ever."""
+    if task.done():
+        if not task.cancelled():
+            task.exception()  # retrieved: it was given up on
+        return
+    task.cancel()
+    asyncio.get_running_loop().call_later(0.1, _end, task)
+
+
+def _close_late(connecting: asyncio.Future[JetStreamLog]) -> None:
+    """A connect given up on that connected after all: closed, not left open."""
+    if not connecting.cancelled() and connecting.exception() is None:
+        asyncio.ensure_future(connecting.result().close(release=False))
 
 
 def _stored(items: list[_Item], results: list[Any]) -> list[tuple[int, str]]:
@@ -813,7 +844,7 @@ def _results_of(items: list[_Item], handed: asyncio.Future[tuple[list[Any], list
     """A tick's results from its task; every record failed when the task itself failed."""
     try:
         return handed.result()[0]
-    except BaseException as error:  # the I/O thread failed the whole tick
+    except BaseException as error:  # the whole tick failed (its claim's task)
         failure = error if isinstance(error, LogError) else LogUnavailable(str(error))
         return [failure] * len(items)
 

@@ -31,7 +31,8 @@ def process_name(config: ClusterConfig, data_dir: Path) -> str:
 
 
 def open_cluster_log(config: ClusterConfig, data_dir: Path) -> ClusterLog:
-    """Connect to ``config.url`` (``LogUnavailable`` when it cannot be reached, saying so)."""
+    """The log on ``config.url``, not connected yet: its ``open`` (``AgentHost.open``) connects,
+    ``LogUnavailable`` when it cannot be reached, saying so."""
     assert config.url is not None
     options: dict[str, str] = {}
     if config.credentials:

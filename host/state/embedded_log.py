@@ -34,8 +34,8 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
+from typing import Any, TypeVar
 
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import expand
@@ -49,7 +49,9 @@ from host.state.journal import (
 )
 from host.state.log import LogRecord, Recovery, SnapshotSource
 
-__all__ = ["EmbeddedLog", "FLUSH_DELAY", "FLUSH_ROWS", "MIN_COMMIT_INTERVAL", "REPLAY_CHARS", "SNAPSHOT_CHARS"]
+__all__ = ["EmbeddedLog", "FLUSH_DELAY", "FLUSH_ROWS", "MIN_COMMIT_INTERVAL", "REPLAY_CHARS", "SNAPSHOT_CHARS", "at_once"]
+
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +73,20 @@ SNAPSHOT_CHARS = 8_000_000
 """Characters journaled since the last snapshot past which the next one is taken, besides
 ``snapshot_every`` entries, by default (``server.snapshot_every_chars``): what the journal holds
 beyond its states stays under this plus ``REPLAY_CHARS``, however large the actions."""
+
+
+def at_once(awaitable: Awaitable[T]) -> T:
+    """The result of ``awaitable`` (``recover``, ``snapshot_now`` or ``close`` of this log, or the
+    store's over it), run to its end here, with no event loop: they never wait for anything. For
+    a caller that has no loop (a script, a test, a benchmark), which this log treats as such (a
+    snapshot due is written at once, not in the background). ``RuntimeError`` if it did wait."""
+    steps: Generator[Any, None, T] = awaitable.__await__()
+    try:
+        steps.send(None)
+    except StopIteration as finished:
+        return finished.value
+    steps.close()
+    raise RuntimeError("at_once: this waited for something; await it on an event loop instead")
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -322,7 +338,7 @@ class EmbeddedLog:
 
     # -- snapshots -----------------------------------------------------------------------------
 
-    def recover(self) -> Recovery | None:
+    async def recover(self) -> Recovery | None:
         """The journal's newest snapshot (a chat's rows as they are, for its older turns) and the
         entries after it; once those are read to the end, ``seq`` and the replay window are as
         they were. None without a journal."""
@@ -353,8 +369,11 @@ class EmbeddedLog:
         for seq, channel, envelope in self._contiguous(recent):
             self._remember(seq, channel, action_frame(envelope)[0])
 
-    def snapshot_now(self) -> None:
-        """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""
+    async def snapshot_now(self) -> None:
+        """Write a snapshot at once, on this thread (start-up, shutdown, tests): never waits."""
+        self._snapshot_here()
+
+    def _snapshot_here(self) -> None:
         if self.journal is None:
             return
         upto, seq, plans, removed = self.begin_snapshot()
@@ -386,7 +405,7 @@ class EmbeddedLog:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self.snapshot_now()  # no event loop (tools, tests)
+            self._snapshot_here()  # no event loop (tools, tests)
             return
         self.snapshot_task = loop.create_task(self.snapshot_in_background())
         self.snapshot_task.add_done_callback(_log_failure)
@@ -439,12 +458,13 @@ class EmbeddedLog:
         # Their turns now have rows to be read back from.
         self._source.snapshot_written([uri for uri, (_, plan, *_) in pieces.items() if plan.turns is not None])
 
-    def close(self) -> None:
-        """A last snapshot (of every channel, if one was being written), then close the journal."""
+    async def close(self) -> None:
+        """A last snapshot (of every channel, if one was being written), then close the journal:
+        never waits."""
         if self.journal is not None:
             if self.snapshot_task is not None and not self.snapshot_task.done():
                 self.snapshot_task.cancel()
                 self._write_all = True  # what it was writing is written here instead
-            self.snapshot_now()
+            self._snapshot_here()
             self.journal.close()
             self.journal = None

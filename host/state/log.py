@@ -48,9 +48,9 @@ what ``Networked`` says and stay within the contract):
   window it keeps: the client then gets snapshots). Embedded: from a bounded window in memory (a
   count and a number of characters of JSON), the same window after a restart, at once. Networked:
   may return an awaitable (a read from that sequence on the log; AHP's ``reconnect`` awaits it).
-* Snapshots. ``recover()`` reads the newest snapshot and everything logged after it (a
+* Snapshots. ``await recover()`` reads the newest snapshot and everything logged after it (a
   :class:`Recovery`; None for a log that keeps nothing), at start; the store folds them into its
-  states with the same reducers. ``snapshot_now()`` writes one at once (start-up, shutdown,
+  states with the same reducers. ``await snapshot_now()`` writes one at once (start-up, shutdown,
   tests), ``snapshot_soon()`` in the background (a chat has a page of turns to move out of its
   state); otherwise the log decides when (after a number of entries or characters), and reads what
   to write from its :class:`SnapshotSource` (the store: which channels changed, their states, and
@@ -62,7 +62,12 @@ what ``Networked`` says and stay within the contract):
   loop; the store folds them in and sends them to its subscribers (``Store.take_in``), without its
   observers (what an action causes is the owner's business).
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
-* ``close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
+* ``await close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
+
+``recover``, ``snapshot_now`` and ``close`` are coroutines, so that a networked log waits for the
+network on the store's own event loop (no thread of its own). Embedded: they do their work and
+return without ever waiting, so a caller with no event loop (a script, a test, a benchmark) runs
+them with ``host.state.embedded_log.at_once``.
 
 Errors: every failure of a log is a :class:`LogError` (a ``host.errors.JournalError``, so the
 host reports it as it always reported a journal that cannot be written)::
@@ -186,8 +191,8 @@ class OrderedLog(Protocol):
     def replay(self, since: int, channels: Iterable[str]) -> (
             list[dict[str, Any]] | None | Awaitable[list[dict[str, Any]] | None]): ...
 
-    def recover(self) -> Recovery | None: ...
+    async def recover(self) -> Recovery | None: ...
 
-    def snapshot_now(self) -> None: ...
+    async def snapshot_now(self) -> None: ...
 
-    def close(self) -> None: ...
+    async def close(self) -> None: ...

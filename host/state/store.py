@@ -528,9 +528,10 @@ class Store:
 
     # -- durability (the log's) ----------------------------------------------------------------
 
-    def recover(self) -> None:
-        """Rebuild every channel from the log (newest snapshot + later entries)."""
-        recovery = self.log.recover()
+    async def recover(self) -> None:
+        """Rebuild every channel from the log (newest snapshot + later entries). Over the
+        embedded log it never waits (``host.state.embedded_log.at_once`` runs it with no loop)."""
+        recovery = await self.log.recover()
         if recovery is None:
             return
         for uri, saved in recovery.channels.items():
@@ -563,25 +564,25 @@ class Store:
                     entry.state = {key: value for key, value in entry.state.items() if key != "turnsNextCursor"}
                 self._older_turns.trim(uri)
 
-    def follow(self) -> bool:
+    async def follow(self) -> bool:
         """Take in what other processes append to a shared log from now on (``take_in``), when
         the log can deliver it (its optional ``follow``); whether it can. After ``recover``."""
         follow = getattr(self.log, "follow", None)
         if follow is None:
             return False
-        follow(self.take_in)
+        await follow(self.take_in)
         return True
 
-    def serve_forwarded(self) -> bool:
+    async def serve_forwarded(self) -> bool:
         """Take the dispatches other processes forward to this one, the owner of their sessions
         (``take_forwarded``), when the log can carry them; whether it can."""
         serve = getattr(self.log, "serve_forwarded", None)
         if serve is None:
             return False
-        serve(self.take_forwarded)
+        await serve(self.take_forwarded)
         return True
 
-    def take_over_lapsed(self, taken: Callable[[str], None]) -> bool:
+    async def take_over_lapsed(self, taken: Callable[[str], None]) -> bool:
         """Have the log take over the sessions of a process whose lease lapsed (killed, cut off),
         when it can (its optional ``take_over_lapsed``); whether it can. ``taken(group)`` is called
         once this process owns the group (a session's URI, or the host-wide group) and its
@@ -589,7 +590,7 @@ class Store:
         take = getattr(self.log, "take_over_lapsed", None)
         if take is None:
             return False
-        take(taken)
+        await take(taken)
         return True
 
     def watch_log_connection(self, changed: Callable[[bool], None]) -> bool:
@@ -668,12 +669,20 @@ class Store:
             except Exception:
                 logger.exception("store followed-record observer failed on %s of %s", record.kind, channel)
 
-    def snapshot_now(self) -> None:
-        """Write a snapshot at once, on this thread (start-up, shutdown, tests)."""
-        self.log.snapshot_now()
+    async def open(self) -> None:
+        """Reach the log before anything else when it is a service (its optional ``open``: a
+        cluster's NATS), so that one that cannot be reached is said before a port is served;
+        ``recover`` reaches it otherwise."""
+        opener = getattr(self.log, "open", None)
+        if opener is not None:
+            await opener()
 
-    def close(self) -> None:
-        self.log.close()
+    async def snapshot_now(self) -> None:
+        """Write a snapshot at once (start-up, shutdown, tests)."""
+        await self.log.snapshot_now()
+
+    async def close(self) -> None:
+        await self.log.close()
 
     def flush(self) -> None:
         """Make everything logged durable now, then run the callbacks ``when_durable`` deferred."""

@@ -88,9 +88,9 @@ async def test_a_journal_from_before_the_root_config_gets_it_at_start(tmp_path: 
     config = host_config(tmp_path / "data", default_agent="offline")
     config.data_path().mkdir(parents=True, exist_ok=True)
     old = Store({"agents": [], "activeSessions": 0}, clock=lambda: 1, journal=Journal(config.data_path() / "journal.sqlite3"))
-    old.recover()
+    await old.recover()
     old.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 0})
-    old.close()
+    await old.close()
 
     host = AgentHost(config)
     await host.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import nats
@@ -40,16 +40,17 @@ class States:
 
 
 @pytest.fixture
-def logs(nats_server: EmbeddedNats) -> Iterator[list[ClusterLog]]:
+async def logs(nats_server: EmbeddedNats) -> AsyncIterator[list[ClusterLog]]:
     opened: list[ClusterLog] = []
     yield opened
     for log in opened:
-        log.close()
+        await log.close()
 
 
-def open_log(nats_server: EmbeddedNats, logs: list[ClusterLog], holder: str) -> ClusterLog:
-    log = ClusterLog(nats_server.url, holder=holder)
+async def open_log(nats_server: EmbeddedNats, logs: list[ClusterLog], holder: str, **options: Any) -> ClusterLog:
+    log = ClusterLog(nats_server.url, holder=holder, **options)
     logs.append(log)
+    await log.open()
     return log
 
 
@@ -59,7 +60,7 @@ def envelope(i: int) -> dict[str, Any]:
 
 async def test_a_ticks_envelopes_are_numbered_by_the_stream_and_durable_before_the_callback(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    log = open_log(nats_server, logs, "a")
+    log = await open_log(nats_server, logs, "a")
     log.created(SESSION, "session", {"title": "one"})
     envelopes = [envelope(i) for i in range(5)]
     pending = [log.append(CHAT, 7, e) for e in envelopes]
@@ -80,7 +81,7 @@ async def test_ticks_handed_over_while_the_first_still_claims_its_session_are_al
     # A session's creation and the actions right after it often leave in ticks of their own
     # before the first tick's claim of the session's group is answered; a second claim in flight
     # used to fence the first tick's records out, losing the session's ``created`` record.
-    log = open_log(nats_server, logs, "a")
+    log = await open_log(nats_server, logs, "a")
     log.created(SESSION, "session", {"title": "one"})
     log.flush()
     envelopes = [envelope(i) for i in range(6)]
@@ -91,7 +92,7 @@ async def test_ticks_handed_over_while_the_first_still_claims_its_session_are_al
     await asyncio.gather(*pending)
     assert log.failures == []
     assert [e["serverSeq"] for e in envelopes] == sorted(e["serverSeq"] for e in envelopes)
-    recovered = open_log(nats_server, logs, "b").recover()
+    recovered = await (await open_log(nats_server, logs, "b")).recover()
     assert [(r.kind, r.channel) for r in recovered.records] == [("created", SESSION)] + [("action", CHAT)] * 6
     assert [r.body["action"]["i"] for r in recovered.records[1:]] == list(range(6))  # type: ignore[index]
     client = await nats.connect(nats_server.url)
@@ -100,9 +101,25 @@ async def test_ticks_handed_over_while_the_first_still_claims_its_session_are_al
     assert sum((m.headers or {}).get("Ahp-Kind") == "owner" for m in markers) == 1  # claimed once
 
 
+async def test_a_tick_that_claims_holds_back_later_ticks_of_a_session_already_owned(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    # The first tick writes to a session this process owns and to one it must claim first; the
+    # second only to the owned one, so it could leave at once: it must not overtake the first.
+    log = await open_log(nats_server, logs, "a")
+    await log.append(CHAT, 0, envelope(0))
+    other_chat = default_chat_uri("ahp-session:/two")
+    first = [log.append(CHAT, 0, envelope(1)), log.append(other_chat, 0, envelope(2))]
+    log.flush()
+    second = log.append(CHAT, 0, envelope(3))
+    log.flush()
+    await asyncio.gather(*first, second)
+    numbers = await log.replay(0, [CHAT])
+    assert [e["action"]["i"] for e in numbers] == [0, 1, 3]  # type: ignore[union-attr]
+
+
 async def test_a_session_run_by_another_process_is_refused_and_its_owner_named(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    first, second = open_log(nats_server, logs, "first"), open_log(nats_server, logs, "second")
+    first, second = await open_log(nats_server, logs, "first"), await open_log(nats_server, logs, "second")
     await first.append(CHAT, 0, envelope(0))
     with pytest.raises(NotOwner, match="first"):
         await second.append(CHAT, 0, envelope(1))
@@ -113,7 +130,7 @@ async def test_a_session_run_by_another_process_is_refused_and_its_owner_named(
 
 async def test_replay_gives_the_envelopes_after_a_sequence_or_none_past_what_the_stream_keeps(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    log = open_log(nats_server, logs, "a")
+    log = await open_log(nats_server, logs, "a")
     envelopes = [envelope(i) for i in range(10)]
     await asyncio.gather(*(log.append(CHAT, 0, e) for e in envelopes))
     since = envelopes[3]["serverSeq"]
@@ -128,7 +145,7 @@ async def test_replay_gives_the_envelopes_after_a_sequence_or_none_past_what_the
 
 async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_them(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    first = open_log(nats_server, logs, "first")
+    first = await open_log(nats_server, logs, "first")
     states = States()
     first.bind(states)
     first.created(SESSION, "session", {"title": "one"})
@@ -136,15 +153,15 @@ async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_th
     before = [envelope(i) for i in range(3)]
     await asyncio.gather(*(first.append(CHAT, 5, e) for e in before))
     states.channels = {SESSION: ("session", {"title": "one"}), CHAT: ("chat", {"turns": [], "seen": 3})}
-    first.snapshot_now()
+    await first.snapshot_now()
     after = [envelope(3 + i) for i in range(4)]
     await asyncio.gather(*(first.append(CHAT, 9, e) for e in after))
     first.removed(SESSION + "/annotations")
     await asyncio.sleep(0.2)
     logs.remove(first)
-    first.close()
+    await first.close()
 
-    recovery = open_log(nats_server, logs, "second").recover()
+    recovery = await (await open_log(nats_server, logs, "second")).recover()
     assert recovery.from_snapshot
     assert recovery.channels == {SESSION: {"kind": "session", "state": {"title": "one"}},
                                  CHAT: {"kind": "chat", "state": {"turns": [], "seen": 3}}}
@@ -153,12 +170,12 @@ async def test_a_new_process_recovers_the_snapshots_and_what_was_logged_after_th
         [("action", e["serverSeq"], 9, e) for e in after]
     assert [(r.kind, r.channel) for r in records if r.kind != "action"] == [("removed", SESSION + "/annotations")]
     assert recovery.seq == before[-1]["serverSeq"]  # what the snapshot is as of
-    assert open_log(nats_server, logs, "third").seq >= after[-1]["serverSeq"]
+    assert (await open_log(nats_server, logs, "third")).seq >= after[-1]["serverSeq"]
 
 
 async def test_appends_fail_while_nats_is_down_and_go_on_once_it_is_back(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    log = open_log(nats_server, logs, "a")
+    log = await open_log(nats_server, logs, "a")
     first = envelope(0)
     await log.append(CHAT, 0, first)
     nats_server.kill()
@@ -181,7 +198,7 @@ async def test_appends_fail_while_nats_is_down_and_go_on_once_it_is_back(
 
 async def test_a_store_over_the_cluster_log_recovers_what_another_process_logged_with_the_reducers(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    writer = open_log(nats_server, logs, "writer")
+    writer = await open_log(nats_server, logs, "writer")
     states = States()
     writer.bind(states)
     writer.created(CHAT, "chat", {"turns": [], "summary": {}})
@@ -189,13 +206,13 @@ async def test_a_store_over_the_cluster_log_recovers_what_another_process_logged
               for n in (1, 2)]
     await asyncio.gather(*(writer.append(ROOT, 5, e) for e in counts))
     states.channels = {ROOT: ("root", {"agents": [], "activeSessions": 2})}
-    writer.snapshot_now()
+    await writer.snapshot_now()
     last = {"channel": ROOT, "action": {"type": "root/activeSessionsChanged", "activeSessions": 7}, "serverSeq": 0}
     await writer.append(ROOT, 6, last)
 
-    reader = open_log(nats_server, logs, "reader")
+    reader = await open_log(nats_server, logs, "reader")
     store = Store({"agents": []}, clock=lambda: 9, log=reader)
-    store.recover()
+    await store.recover()
     assert store.state(ROOT)["activeSessions"] == 7  # type: ignore[index]  # the snapshot, then the action after it
     assert store.kind(CHAT) == "chat" and store.state(CHAT) == {"turns": [], "summary": {}}
     assert store.seq == last["serverSeq"]
@@ -212,9 +229,9 @@ class Sink:
 
 async def test_a_store_over_the_cluster_log_sends_only_acknowledged_frames_and_undoes_what_another_owner_refuses(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    other = open_log(nats_server, logs, "other")
+    other = await open_log(nats_server, logs, "other")
     await other.append(CHAT, 0, envelope(0))  # "other" runs the session
-    store = Store({"agents": []}, clock=lambda: 3, log=open_log(nats_server, logs, "here"))
+    store = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "here"))
     store.create(SESSION, "session", {"title": "old"})
     root_sink, session_sink = Sink(), Sink()
     store.subscribe(ROOT, root_sink)
@@ -235,10 +252,10 @@ async def test_a_store_over_the_cluster_log_sends_only_acknowledged_frames_and_u
 
 async def test_a_store_following_the_cluster_log_takes_in_what_another_process_appends_and_its_subscribers_see_it(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    writer = Store({"agents": []}, clock=lambda: 3, log=open_log(nats_server, logs, "writer"))
-    reader = Store({"agents": []}, clock=lambda: 3, log=open_log(nats_server, logs, "reader"))
-    reader.recover()
-    assert reader.follow()
+    writer = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "writer"))
+    reader = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "reader"))
+    await reader.recover()
+    assert await reader.follow()
     writer.create(SESSION, "session", {"title": "made elsewhere"})
     sent = [writer.dispatch(SESSION, {"type": "session/titleChanged", "title": f"t{i}"}) for i in range(3)]
     durable = asyncio.get_running_loop().create_future()
@@ -268,12 +285,11 @@ async def test_a_store_following_the_cluster_log_takes_in_what_another_process_a
 
 async def test_a_store_takes_over_a_session_whose_owner_stopped_renewing_once_it_holds_all_it_logged(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    dead_log, live_log = (ClusterLog(nats_server.url, holder=name, lease_ttl=1.5) for name in ("dead", "live"))
-    logs.extend([dead_log, live_log])
+    dead_log, live_log = [await open_log(nats_server, logs, name, lease_ttl=1.5) for name in ("dead", "live")]
     dead = Store({"agents": []}, clock=lambda: 3, log=dead_log)
     live = Store({"agents": []}, clock=lambda: 3, log=live_log)
-    live.recover()
-    assert live.follow()
+    await live.recover()
+    assert await live.follow()
     taken: list[tuple[str, Any]] = []
     done = asyncio.get_running_loop().create_future()
 
@@ -282,7 +298,7 @@ async def test_a_store_takes_over_a_session_whose_owner_stopped_renewing_once_it
         if not done.done():
             done.set_result(None)
 
-    assert live.take_over_lapsed(on_taken)
+    assert await live.take_over_lapsed(on_taken)
     dead.create(SESSION, "session", {"title": "made by the owner"})
     sent = [dead.dispatch(SESSION, {"type": "session/titleChanged", "title": f"t{i}"}) for i in range(20)]
     durable = asyncio.get_running_loop().create_future()
@@ -291,7 +307,7 @@ async def test_a_store_takes_over_a_session_whose_owner_stopped_renewing_once_it
     # The owner stops renewing its lease, as a process killed with SIGKILL does (nothing released).
     renewer = dead_log.core._renewer
     assert renewer is not None
-    dead_log._io.call_soon_threadsafe(renewer.cancel)
+    renewer.cancel()
 
     await asyncio.wait_for(done, 15)  # within the lease and a check
     assert taken == [(SESSION, {"title": "t19"})]  # everything the owner logged was folded in first
@@ -308,19 +324,19 @@ async def test_a_store_takes_over_a_session_whose_owner_stopped_renewing_once_it
 
 async def test_content_stored_by_one_process_is_found_by_another_and_a_reference_nobody_holds_is_not(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    holding = open_log(nats_server, logs, "host-a")
-    asking = open_log(nats_server, logs, "host-b")
+    holding = await open_log(nats_server, logs, "host-a")
+    asking = await open_log(nats_server, logs, "host-b")
     stored = {"agent-host-content:/sha256/ab12": (b"tool output \x00\xff", "application/octet-stream")}
-    holding.serve_content(stored.get)
-    asking.serve_content({}.get)  # a process that holds nothing stays silent
+    await holding.serve_content(stored.get)
+    await asking.serve_content({}.get)  # a process that holds nothing stays silent
     assert await asking.find_content("agent-host-content:/sha256/ab12") == (b"tool output \x00\xff", "application/octet-stream")
     assert await asking.find_content("agent-host-content:/sha256/ffff") is None
 
 
 async def test_a_request_forwarded_to_its_owner_gets_the_owners_answer_and_one_to_a_process_gone_says_so(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
-    owner = open_log(nats_server, logs, "host-a")
-    asking = open_log(nats_server, logs, "host-b")
+    owner = await open_log(nats_server, logs, "host-a")
+    asking = await open_log(nats_server, logs, "host-b")
     asked: list[tuple[str, dict[str, Any], str]] = []
 
     async def handle(method: str, params: dict[str, Any], client_id: str) -> dict[str, Any]:
@@ -329,10 +345,34 @@ async def test_a_request_forwarded_to_its_owner_gets_the_owners_answer_and_one_t
             return {"error": {"code": -32602, "message": "that is the default chat"}}
         return {"result": {"ok": True}}
 
-    owner.serve_requests(handle)
+    await owner.serve_requests(handle)
     assert await asking.forward_request("host-a", "invokeChangesetOperation", {"channel": "c"}, "client-1") == {"result": {"ok": True}}
     assert await asking.forward_request("host-a", "disposeChat", {"channel": "x"}, "client-1") == {
         "error": {"code": -32602, "message": "that is the default chat"}}
     assert asked == [("invokeChangesetOperation", {"channel": "c"}, "client-1"), ("disposeChat", {"channel": "x"}, "client-1")]
     gone = await asking.forward_request("host-z", "disposeSession", {"channel": "s"}, "client-1")
     assert gone["error"]["code"] is None and "host-z, which runs this session, did not answer" in gone["error"]["message"]
+
+
+async def test_a_wait_past_the_timeout_is_refused_and_ended_even_if_it_misses_a_cancellation() -> None:
+    # The NATS client's connect retries for ever and, on Python 3.11, can miss a cancellation (one
+    # that lands as an ``asyncio.wait_for`` inside it completes): the log still gives up on it in
+    # time, says so, and ends it.
+    log = ClusterLog("nats://127.0.0.1:1", timeout=0.2)
+    missed: list[bool] = []
+
+    async def retrying_for_ever() -> None:
+        while True:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                if not missed:  # the first cancellation is lost, as in the client's retry loop
+                    missed.append(True)
+                    continue
+                raise
+
+    waited = asyncio.ensure_future(retrying_for_ever())
+    with pytest.raises(LogUnavailable, match="did not answer within 0.2 s"):
+        await asyncio.wait_for(log._within(waited), 1)
+    await asyncio.wait_for(asyncio.gather(waited, return_exceptions=True), 1)
+    assert missed and waited.cancelled()

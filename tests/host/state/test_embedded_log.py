@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ahp.jsonrpc import action_frame
-from host.state.embedded_log import EmbeddedLog
+from host.state.embedded_log import EmbeddedLog, at_once
 from host.state.journal import Journal
 from host.state.log import OrderedLog
 
@@ -95,7 +95,7 @@ def test_what_was_logged_is_recovered_in_order_with_its_numbers(tmp_path: Path) 
     log.journal.close()  # type: ignore[union-attr]  # killed: no last snapshot
 
     again = EmbeddedLog(Journal(path))
-    recovery = again.recover()
+    recovery = at_once(again.recover())
     assert recovery is not None and not recovery.from_snapshot and recovery.channels == {}
     records = list(recovery.records)
     assert [(r.kind, r.channel, r.seq) for r in records] == [
@@ -113,12 +113,12 @@ def test_a_snapshot_holds_what_its_source_gives_and_later_entries_follow_it(tmp_
     source = Source({TERM: ("terminal", {"content": "old"})})
     log.bind(source)
     append(log, TERM, 1, activity("before"))
-    log.snapshot_now()
+    at_once(log.snapshot_now())
     append(log, TERM, 1, activity("after"))
     log.flush()
     log.journal.close()  # type: ignore[union-attr]
 
-    recovery = EmbeddedLog(Journal(path)).recover()
+    recovery = at_once(EmbeddedLog(Journal(path)).recover())
     assert recovery is not None and recovery.from_snapshot and recovery.seq == 1
     assert recovery.channels == {TERM: {"kind": "terminal", "state": {"content": "old"}}}
     assert [r.seq for r in recovery.records] == [2]  # only what came after the snapshot

@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from host.state.embedded_log import at_once
 from host.state.journal import RUN_LIMIT, Journal
 from host.state.store import Store
 
@@ -35,7 +36,7 @@ def chat_state(uri: str) -> dict[str, Any]:
 
 def open_store(path: Path, **kwargs: Any) -> Store:
     store = Store({"agents": []}, clock=lambda: 7, journal=Journal(path), **kwargs)
-    store.recover()
+    at_once(store.recover())
     return store
 
 
@@ -139,7 +140,7 @@ def test_a_snapshot_taken_inside_a_run_loses_nothing(tmp_path: Path) -> None:
     for index in range(500):
         store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "x"})
         if index % 97 == 0:
-            store.snapshot_now()
+            at_once(store.snapshot_now())
         if index % 33 == 0:
             store.dispatch(A, {"type": "chat/usage", "turnId": "t", "usage": {"inputTokens": index, "outputTokens": 1}})
     again = open_store(path)
@@ -162,7 +163,7 @@ def test_the_wal_is_checkpointed_at_snapshots_and_kept_small(tmp_path: Path) -> 
 
     for round in range(1, 12):
         write_a_megabyte(round)
-        store.snapshot_now()
+        at_once(store.snapshot_now())
         assert wal.stat().st_size <= WAL_CHECKPOINT_BYTES + 1_000_000
     assert open_store(path).state(A) == store.state(A)
 
@@ -173,14 +174,14 @@ def test_incremental_snapshots_with_channels_created_changed_and_removed_recover
     channels = [f"ahp-session:/s{index}" for index in range(6)]
     for channel in channels:
         store.create(channel, "chat", chat_state(channel))
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     store.dispatch(channels[0], {"type": "chat/activityChanged", "activity": "changed after the first snapshot"})
     store.remove(channels[1])
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     store.create(channels[1], "chat", chat_state(channels[1]))  # the same URI again, new state
     store.dispatch(channels[1], {"type": "chat/activityChanged", "activity": "reborn"})
     store.remove(channels[2])
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     store.dispatch(channels[3], {"type": "chat/activityChanged", "activity": "after the last snapshot"})
     again = open_store(path)
     for channel in channels:
@@ -208,7 +209,7 @@ def test_a_journal_in_the_previous_format_is_read_and_upgraded(tmp_path: Path) -
     old = open_store(path)
     assert {channel: old.state(channel) for channel in (A, B)} == expected
     old.dispatch(B, {"type": "chat/activityChanged", "activity": "new"})
-    old.snapshot_now()  # the first snapshot here writes every channel, not only B
+    at_once(old.snapshot_now())  # the first snapshot here writes every channel, not only B
     upgraded = open_store(path)
     assert upgraded.state(A) == expected[A]
     assert upgraded.state(B)["activity"] == "new"
@@ -261,7 +262,7 @@ async def test_frames_wait_for_the_commit_of_their_actions_and_commits_are_group
                 shutil.copyfile(f"{path}{suffix}", crashed / f"journal.sqlite3{suffix}")
         recovered = open_store(crashed / "journal.sqlite3")
         text = recovered.state(A)["activeTurn"]["responseParts"][0]["content"]  # type: ignore[index]
-        recovered.close()
+        at_once(recovered.close())
         return len(text)
 
     seen: list[tuple[int, int]] = []
@@ -282,7 +283,7 @@ def test_a_snapshot_prunes_entries_older_than_it_and_the_replay_window(tmp_path:
     store.create(A, "chat", chat_state(A))
     for index in range(1_000):  # more than one prune batch
         store.dispatch(A, {"type": "chat/activityChanged", "activity": f"t{index}"})
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert 300 <= rows(path) <= 301
     again = open_store(path, replay_capacity=300)
     assert again.state(A) == store.state(A)
@@ -306,11 +307,11 @@ def test_a_snapshot_rewrites_only_the_turns_that_changed_and_deletes_unused_part
     store.create(A, "chat", chat_state(A))
     for index in range(3):
         finish_turn(store, A, f"t{index}", "é" * 1_500_000 if index == 1 else f"turn {index}")
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     first = manifest(path, A)
     finish_turn(store, A, "t3", "a fourth turn")
     store.dispatch(A, {"type": "chat/activityChanged", "activity": "the head changed too"})
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     second = manifest(path, A)
     # The three earlier turns (the long one in two parts) are the same rows; the head, the new turn
     # and the closing are new rows.
@@ -323,5 +324,5 @@ def test_a_snapshot_rewrites_only_the_turns_that_changed_and_deletes_unused_part
     assert again.state(A) == store.state(A)
     store.dispatch(A, {"type": "chat/truncated", "turnId": "t0"})  # turns change in place of old ones
     finish_turn(store, A, "t9", "after the truncation")
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert open_store(path).state(A) == store.state(A)

@@ -19,6 +19,7 @@ import pytest
 
 from host.runtime.terminals import actions as terminal_actions
 from host.runtime.terminals.output import bounded
+from host.state.embedded_log import at_once
 from host.state.journal import PRUNE_STEP_CHARS
 from host.state.store import Store
 from tests.host.state.test_journal import chat_state, open_store
@@ -155,7 +156,7 @@ def test_replay_after_a_restart_is_exact_when_runs_are_committed_piece_by_piece(
     # Every envelope is back with its own serverSeq, exactly as it was sent.
     assert again.replay(sent[0]["serverSeq"] - 1, [A, B]) == sent
     # A snapshot between runs, then more runs: still exact, and the pruned runs took their texts.
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     more = [store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": str(i)}) for i in range(100)]
     third = open_store(path, replay_capacity=100_000)
     assert third.state(A) == store.state(A)
@@ -167,7 +168,7 @@ def test_a_journal_of_the_previous_build_opens_and_recovers(tmp_path: Path) -> N
     store = open_store(path)
     store.create(A, "chat", chat_state(A))
     start_turn(store, A, "t")
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     journal = store._journal
     assert journal is not None
     for index in range(100):  # one commit for the whole run, as the previous build wrote it
@@ -229,7 +230,7 @@ def test_pruning_deletes_in_steps_bounded_by_characters(tmp_path: Path) -> None:
         first.dispatch(A, {"type": "chat/turnStarted", "turnId": f"t{index}", "startedAt": "1970-01-01T00:00:00.002Z", "message": {"text": "go", "origin": {"kind": "user"}}})
         first.dispatch(A, {"type": "chat/responsePart", "turnId": f"t{index}", "part": {"kind": "markdown", "id": "m", "content": f"{index % 10}" * 1_500_000}})
         first.dispatch(A, {"type": "chat/turnComplete", "turnId": f"t{index}", "duration": 5})
-    first.snapshot_now()
+    at_once(first.snapshot_now())
     # A restart, the conversation truncated (so all its old parts go), and many entries of 100 kB since.
     store = open_store(path, replay_capacity=10, snapshot_chars=10**12)
     store.dispatch(A, {"type": "chat/truncated"})

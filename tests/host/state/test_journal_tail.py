@@ -110,7 +110,7 @@ def test_a_running_store_settles_its_tail_with_its_next_transaction(tmp_path: Pa
         assert _records(tail) == 0
         again = open_store(tmp_path / "journal.sqlite3")
         assert again.state(A) == store.state(A)
-        store.close()
+        await store.close()
 
     asyncio.run(stream())
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from host.state.embedded_log import at_once
 from host.state.journal import Journal
 from host.state.store import ROOT, Store
 
@@ -34,7 +35,7 @@ def session_state() -> dict[str, Any]:
 
 def make_store(journal: Journal | None = None, **kwargs: Any) -> Store:
     store = Store({"agents": []}, clock=lambda: 5, journal=journal, **kwargs)
-    store.recover()
+    at_once(store.recover())
     return store
 
 

@@ -16,6 +16,7 @@ import pytest
 import host.state.journal
 from ahp.protocol import builders
 from ahp.state import reduce as reduce_internal
+from host.state.embedded_log import at_once
 from host.state.journal import Journal
 from host.state.sessions import new_chat_state
 from host.state.store import Store
@@ -37,7 +38,7 @@ class Sink:
 
 def open_store(path: Path, recent: int = 3, **kwargs: Any) -> Store:
     store = Store({"agents": []}, clock=lambda: 5, journal=Journal(path / "journal.sqlite3"), recent_turns=recent, **kwargs)
-    store.recover()
+    at_once(store.recover())
     return store
 
 
@@ -65,7 +66,7 @@ def new_chat(path: Path, turns: int, recent: int = 3, **kwargs: Any) -> Store:
 def test_turns_with_snapshot_rows_leave_the_state_of_a_chat_nobody_watches(tmp_path: Path) -> None:
     store = new_chat(tmp_path, 10)
     assert len(store.state(CHAT)["turns"]) == 10  # no rows yet: they stay
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     state = store.state(CHAT)
     assert ids(state["turns"]) == ["t7", "t8", "t9"] and state["turnsNextCursor"] == "turns-before:t7"
     assert store.older_turn_count(CHAT) == 7
@@ -74,7 +75,7 @@ def test_turns_with_snapshot_rows_leave_the_state_of_a_chat_nobody_watches(tmp_p
     assert everything[2]["responseParts"][0]["content"] == "answer 2"
     assert ids(store.turns(CHAT, 5, 8)) == ["t5", "t6", "t7"]
     assert store.turn_ids(CHAT) == [f"t{i}" for i in range(10)]
-    store.close()
+    at_once(store.close())
 
 
 def test_a_watched_chat_keeps_its_turns_until_its_last_subscriber_leaves(tmp_path: Path) -> None:
@@ -82,19 +83,19 @@ def test_a_watched_chat_keeps_its_turns_until_its_last_subscriber_leaves(tmp_pat
     one, two = Sink(), Sink()
     assert len(store.subscribe(CHAT, one)["state"]["turns"]) == 6
     store.subscribe(CHAT, two)
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert len(store.state(CHAT)["turns"]) == 6  # subscribers hold all six: so does the state
     store.unsubscribe(CHAT, one)
     assert len(store.state(CHAT)["turns"]) == 6
     store.unsubscribe_all(two)
     assert ids(store.state(CHAT)["turns"]) == ["t3", "t4", "t5"]
     assert one.actions() == [] and two.actions() == []  # leaving the state is silent: nobody holds it
-    store.close()
+    at_once(store.close())
 
 
 def test_loading_older_turns_reaches_every_subscriber_and_they_converge(tmp_path: Path) -> None:
     store = new_chat(tmp_path, 8)
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     sinks = [Sink(), Sink()]
     mirrors = [store.subscribe(CHAT, sink)["state"] for sink in sinks]
     assert store.load_older(CHAT, store.older_turn_count(CHAT) - 3) is not None
@@ -109,47 +110,47 @@ def test_loading_older_turns_reaches_every_subscriber_and_they_converge(tmp_path
     assert loads[0]["turnsNextCursor"] == "turns-before:t2" and "turnsNextCursor" not in loads[1]
     assert "turnsNextCursor" not in store.state(CHAT)
     # Loaded turns keep their rows: once the subscribers leave, they leave the state again.
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     for sink in sinks:
         store.unsubscribe(CHAT, sink)
     assert ids(store.state(CHAT)["turns"]) == ["t5", "t6", "t7"]
     assert ids(store.turns(CHAT)) == [f"t{i}" for i in range(8)]
-    store.close()
+    at_once(store.close())
 
 
 def test_recovery_pages_out_again_and_later_turns_join_after_the_next_snapshot(tmp_path: Path) -> None:
     store = new_chat(tmp_path, 7)
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     add_turns(store, 7, 2)  # after the snapshot: in the journal's entries only
-    store.close()
+    at_once(store.close())
     store = open_store(tmp_path)
     assert ids(store.state(CHAT)["turns"]) == ["t6", "t7", "t8"]
     assert store.state(CHAT)["turnsNextCursor"] == "turns-before:t6"
     assert ids(store.turns(CHAT)) == [f"t{i}" for i in range(9)]
     # A restart with paging off brings every turn back into the state, and no cursor.
-    store.close()
+    at_once(store.close())
     store = open_store(tmp_path, recent=0)
     assert ids(store.state(CHAT)["turns"]) == [f"t{i}" for i in range(9)]
     assert "turnsNextCursor" not in store.state(CHAT)
-    store.close()
+    at_once(store.close())
 
 
 def test_turns_cut_across_several_rows_come_back_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host.state.journal, "PART_CHARS", 40)  # every turn spans several rows
     store = new_chat(tmp_path, 6)
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert ids(store.state(CHAT)["turns"]) == ["t3", "t4", "t5"]
-    store.close()
+    at_once(store.close())
     store = open_store(tmp_path)
     everything = store.turns(CHAT)
     assert [turn["responseParts"][0]["content"] for turn in everything] == [f"answer {i}" for i in range(6)]
     assert store.older_turn_count(CHAT) == 3
-    store.close()
+    at_once(store.close())
 
 
 def test_a_truncation_at_an_older_turn_loads_the_turns_from_there_first(tmp_path: Path) -> None:
     store = new_chat(tmp_path, 8)
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     sink = Sink()
     store.subscribe(CHAT, sink)
     store.dispatch(CHAT, {"type": "chat/truncated", "turnId": "t2"})
@@ -161,10 +162,10 @@ def test_a_truncation_at_an_older_turn_loads_the_turns_from_there_first(tmp_path
     store.dispatch(CHAT, {"type": "chat/truncated"})
     assert store.turns(CHAT) == [] and store.older_turn_count(CHAT) == 0
     assert "turnsNextCursor" not in store.state(CHAT)
-    store.close()
+    at_once(store.close())
     store = open_store(tmp_path)
     assert store.turns(CHAT) == []
-    store.close()
+    at_once(store.close())
 
 
 def test_resuming_the_only_turn_in_state_loads_the_one_before_it(tmp_path: Path) -> None:
@@ -172,7 +173,7 @@ def test_resuming_the_only_turn_in_state_loads_the_one_before_it(tmp_path: Path)
     store.dispatch(CHAT, builders.chat_turn_started(turn_id="t5", started_at=STARTED, message={"text": "m5", "origin": {"kind": "user"}}))
     part = {"kind": "error", "error": {"errorType": "x", "message": "boom"}, "resumable": True}
     store.dispatch(CHAT, builders.chat_error(turn_id="t5", duration=1, part=part))
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert ids(store.state(CHAT)["turns"]) == ["t5"]
     sink = Sink()
     store.subscribe(CHAT, sink)
@@ -180,7 +181,7 @@ def test_resuming_the_only_turn_in_state_loads_the_one_before_it(tmp_path: Path)
     assert [action["type"] for action in sink.actions()] == ["chat/turnsLoaded", "chat/turnResume"]
     state = store.state(CHAT)
     assert ids(state["turns"]) == ["t4"] and state["activeTurn"]["id"] == "t5"
-    store.close()
+    at_once(store.close())
 
 
 def test_a_reconnect_from_before_turns_left_the_state_gets_snapshots(tmp_path: Path) -> None:
@@ -188,35 +189,35 @@ def test_a_reconnect_from_before_turns_left_the_state_gets_snapshots(tmp_path: P
     sink = Sink()
     store.subscribe(CHAT, sink)
     seen = store.seq
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert store.replay(seen, [CHAT]) == []
     store.unsubscribe(CHAT, sink)  # the client goes away; the chat's old turns leave its state
     assert store.older_turn_count(CHAT) == 3
     assert store.replay(seen, [CHAT]) is None
-    store.close()
+    at_once(store.close())
 
 
 def test_without_a_journal_every_turn_stays(tmp_path: Path) -> None:
     store = Store({"agents": []}, clock=lambda: 5, recent_turns=3)
     store.create(CHAT, "chat", new_chat_state(CHAT, now=0))
     add_turns(store, 0, 6)
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert len(store.state(CHAT)["turns"]) == 6 and store.older_turn_count(CHAT) == 0
 
 
 def test_a_chat_written_whole_by_an_upgrade_is_paged_out_after_its_next_snapshot(tmp_path: Path) -> None:
     store = new_chat(tmp_path, 6, recent=0)
     whole = store.state(CHAT)
-    store.close()
+    at_once(store.close())
     journal = Journal(tmp_path / "journal.sqlite3")
     journal.rewrite({CHAT: ("chat", whole)}, seq=40)  # one row for the whole state, as an upgrade writes it
     journal.close()
     store = open_store(tmp_path)
     assert len(store.state(CHAT)["turns"]) == 6  # no turn has rows of its own yet
-    store.snapshot_now()
+    at_once(store.snapshot_now())
     assert ids(store.state(CHAT)["turns"]) == ["t3", "t4", "t5"]
     assert store.turns(CHAT) == whole["turns"]
-    store.close()
+    at_once(store.close())
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -249,7 +250,7 @@ def test_random_histories_keep_every_turn_and_every_subscriber_converges(tmp_pat
             expected += [f"t{i}" for i in range(made, made + count)]
             made += count
         elif step < 0.5:
-            store.snapshot_now()
+            at_once(store.snapshot_now())
         elif step < 0.6:
             sink = Sink()
             mirrors[sink] = store.subscribe(CHAT, sink)["state"]
@@ -268,11 +269,11 @@ def test_random_histories_keep_every_turn_and_every_subscriber_converges(tmp_pat
                 store.dispatch(CHAT, {"type": "chat/truncated", "turnId": expected[keep]})
                 expected = expected[:keep + 1]
         elif not mirrors:
-            store.close()
+            at_once(store.close())
             store = open_store(tmp_path, recent=store.recent_turns)
         catch_up()
         assert ids(store.turns(CHAT)) == expected
         assert store.turn_ids(CHAT) == expected
         state = store.state(CHAT)
         assert ("turnsNextCursor" in state) == bool(store.older_turn_count(CHAT))
-    store.close()
+    at_once(store.close())

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ahp.jsonrpc import action_frame
+from host.state.embedded_log import at_once
 from host.state.journal import Journal
 from host.state.log import LogRecord, NotOwner, Recovery, SnapshotSource
 from host.state.store import ROOT, Store
@@ -60,16 +61,16 @@ class ListLog:
         wanted = set(channels)
         return [e for kind, e in self.entries if kind == "action" and e["serverSeq"] > since and e["channel"] in wanted]
 
-    def recover(self) -> Recovery | None:
+    async def recover(self) -> Recovery | None:
         return self._recovery
 
-    def snapshot_now(self) -> None:
+    async def snapshot_now(self) -> None:
         return None
 
     def snapshot_soon(self) -> None:
         return None
 
-    def close(self) -> None:
+    async def close(self) -> None:
         return None
 
 
@@ -101,7 +102,7 @@ def test_the_store_recovers_from_what_the_log_gives_back() -> None:
     ]
     log = ListLog(seq=7, recovery=Recovery(seq=7, channels={}, from_snapshot=False, records=records))
     store = Store({"agents": []}, clock=lambda: 5, log=log)
-    store.recover()
+    at_once(store.recover())
     assert store.state(ROOT)["activeSessions"] == 9  # type: ignore[index]
     assert store.kind(CHAT) == "chat" and store.state(CHAT) == chat
     assert store.dispatch(ROOT, {"type": "root/activeSessionsChanged", "activeSessions": 1})["serverSeq"] == 8

@@ -13,6 +13,7 @@ from typing import Any
 from ahp.state import default_chat_uri
 from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from host.state.embedded_log import at_once
 from host.state.journal import Journal
 from host.state.store import Store, reduce
 from host.transport.dialects.ahp02 import v02_session_state
@@ -47,7 +48,7 @@ def text(state: Any) -> str:
 
 def store_with(initial: dict[str, Any], journal: Journal | None = None) -> Store:
     store = Store({"agents": []}, clock=lambda: CLOCK, journal=journal)
-    store.recover()
+    at_once(store.recover())
     store.create(CHAT, "chat", initial)
     return store
 
@@ -155,7 +156,7 @@ def test_a_long_turn_through_store_snapshots_and_journal_matches_the_pure_reduce
             sink = Sink()
             mirrors.append((sink, json.loads(text(store.subscribe(CHAT, sink)["state"]))))
         if step == 15_000:
-            store.snapshot_now()  # a journal snapshot taken mid-run
+            at_once(store.snapshot_now())  # a journal snapshot taken mid-run
     store.flush()
     expected_at_cut = fold("chat", chat_state(), actions[:cut])
     # No close(): the process "dies" here; the journal's snapshot and rows are all that remain.
@@ -175,13 +176,13 @@ def test_a_long_turn_through_store_snapshots_and_journal_matches_the_pure_reduce
         for frame in sink.frames:
             mirror = reduce("chat", mirror, frame["params"]["action"], CLOCK)
         assert text(mirror) == text(expected)
-    store.close()
+    at_once(store.close())
     assert store_with_journal(path).state(CHAT) == expected
 
 
 def store_with_journal(path: Path) -> Store:
     store = Store({"agents": []}, clock=lambda: CLOCK, journal=Journal(path))
-    store.recover()
+    at_once(store.recover())
     return store
 
 

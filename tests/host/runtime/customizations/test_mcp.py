@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from host.runtime.customizations import SessionMcp
+from host.state.embedded_log import at_once
 from host.state.store import Store
 from tests.tools.mcp.conftest import FAST, kitchen_sink
 
@@ -16,7 +17,7 @@ LEFT_OVER = {"name": "mcp__gone__echo", "description": "From a server of the pre
 
 def restored_store() -> Store:
     store = Store({"agents": []}, clock=lambda: 5)
-    store.recover()
+    at_once(store.recover())
     store.create(SESSION, "session", {
         "provider": "p", "title": "t", "status": 1, "lifecycle": "ready", "activeClients": [], "chats": [],
         "serverTools": [BUILT_IN, LEFT_OVER]})
