@@ -27,11 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,43 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import command_line, machine_note
+from cli.serve_process import ServeProcess
 
-REPO = Path(__file__).resolve().parents[1]
 TOKEN = "failover-benchmark-token"
-
-
-class Process:
-    """``agent-host serve --cluster URL`` as its own process."""
-
-    def __init__(self, data_dir: Path, config: Path, nats_url: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(data_dir),
-             "--config", str(config), "--cluster", nats_url],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN})
-        self.url = ""
-
-    async def ready(self) -> str:
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 120)
-        match = re.search(r"(ws://\S+)", line)
-        if match is None:
-            raise RuntimeError(f"the host did not print its URL: {line!r}")
-        self.url = match.group(1)
-        return self.url
-
-    def kill(self) -> None:
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
 
 
 async def one_run(processes: int) -> tuple[float, float, int]:
@@ -88,12 +50,13 @@ async def one_run(processes: int) -> tuple[float, float, int]:
         config = root / "host.toml"
         config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{root}"\n')
         server = EmbeddedNats(root / "nats").start()
-        started: list[Process] = []
+        started: list[ServeProcess] = []
         clients: list[AhpClient] = []
         try:
             for index in range(processes):  # one after the other: the first writes the root channel
-                started.append(Process(root / f"p{index}", config, server.url))
-                await started[-1].ready()
+                started.append(ServeProcess(["--data-dir", str(root / f"p{index}"), "--config", str(config),
+                                             "--cluster", server.url], token=TOKEN))
+                await started[-1].start()
             owner, live = started[0], started[1]
             gone = await AhpClient.connect(owner.url, token=TOKEN)
             clients.append(gone)
@@ -136,7 +99,7 @@ async def one_run(processes: int) -> tuple[float, float, int]:
                 except Exception:  # its process was killed
                     pass
             for process in started:
-                process.stop()
+                process.stop(grace=15)
             server.stop()
 
 

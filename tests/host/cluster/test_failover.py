@@ -21,7 +21,7 @@ from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from tests.conftest import TOKEN
 from tests.host.cluster.conftest import Relay
-from tests.host.cluster.test_process import ROOT, ClusterHost, offline_config, unclocked, until_listed
+from tests.host.cluster.test_process import ROOT, cluster_host, offline_config, unclocked, until_listed
 from tests.host.test_vscode import Peer
 from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
 
@@ -61,7 +61,7 @@ async def start_turn(peer: Peer, chat: str, client_seq: int, text: str) -> str:
 async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and_their_clients_converge(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = slow_config(tmp_path)
-    owner, second, third = (ClusterHost(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
+    owner, second, third = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
     printed = ""
     peers: list[Peer] = []
     clients: list[AhpClient] = []
@@ -190,8 +190,8 @@ async def closed_with(peer: Peer) -> tuple[int | None, str | None]:
 async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_converges_once_back(
         tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
     config = slow_config(tmp_path)
-    cut = ClusterHost(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
-    other = ClusterHost(tmp_path / "two", config, nats_server.url)
+    cut = cluster_host(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
+    other = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     peers: list[Peer] = []
     try:
@@ -267,8 +267,8 @@ async def resumed_when_accepted(client: AhpClient) -> Any:
 
 async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    first = ClusterHost(tmp_path / "one", config, nats_server.url)
-    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     clients: list[AhpClient] = []
     try:

@@ -8,9 +8,6 @@ the first runs is forwarded to it and answered as if local."""
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import signal
 import subprocess
 import sys
 import uuid
@@ -21,6 +18,7 @@ from websockets.asyncio.client import connect
 
 from ahp import state as internal
 from ahp.state import default_chat_uri
+from cli.serve_process import ServeProcess
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.process import process_name
@@ -58,43 +56,9 @@ async def until_listed(client: AhpClient, session: str) -> None:
         await asyncio.sleep(0.05)
 
 
-class ClusterHost:
+def cluster_host(data_dir: Path, config: Path, nats_url: str) -> ServeProcess:
     """``agent-host serve --cluster URL`` as its own process."""
-
-    def __init__(self, data_dir: Path, config: Path, nats_url: str) -> None:
-        self.data_dir, self.config, self.nats_url = data_dir, config, nats_url
-        self.process: subprocess.Popen[str] | None = None
-        self.url = ""
-
-    async def start(self) -> str:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(self.data_dir),
-             "--config", str(self.config), "--cluster", self.nats_url],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN},  # never on the command line (ps)
-        )
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]  # stdout=PIPE
-        match = re.search(r"(ws://\S+)", line)
-        assert match, f"the host did not print its URL: {line!r}"
-        self.url = match.group(1)
-        return self.url
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> str:
-        """Stop it (SIGTERM) and return what it printed."""
-        if self.process is None:
-            return ""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        return self.process.stdout.read() if self.process.stdout else ""
+    return ServeProcess(["--data-dir", str(data_dir), "--config", str(config), "--cluster", nats_url], token=TOKEN)
 
 
 def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_names_it(tmp_path: Path) -> None:
@@ -106,7 +70,7 @@ def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_
 async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_replayed_what_it_missed(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    host = ClusterHost(tmp_path / "data", config, nats_server.url)
+    host = cluster_host(tmp_path / "data", config, nats_server.url)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
@@ -187,8 +151,8 @@ def test_a_credentials_file_that_does_not_exist_is_named(tmp_path: Path, nats_se
 async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_and_turns_run_by_the_first(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    first = ClusterHost(tmp_path / "one", config, nats_server.url)
-    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     try:
         await first.start()
@@ -228,8 +192,8 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
 async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_converge_on_one_turn(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    first = ClusterHost(tmp_path / "one", config, nats_server.url)
-    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     try:
         await first.start()

@@ -3,69 +3,31 @@ process on the same data directory brings every session, turn and pending messag
 
 from __future__ import annotations
 
-import asyncio
-import os
-import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from cli.serve_process import ServeProcess
 from client import AhpClient
 from tests.conftest import TOKEN
 
 ROOT = "ahp-root://"
 
 
-class HostProcess:
-    def __init__(self, data_dir: Path, config: Path, prefix: tuple[str, ...] = ()) -> None:
-        """``prefix``: a command the host is started through (e.g. ``unshare`` with lower limits)."""
-        self.data_dir = data_dir
-        self.config = config
-        self.prefix = prefix
-        self.process: subprocess.Popen[str] | None = None
-        self.url = ""
-
-    async def start(self) -> str:
-        self.process = subprocess.Popen(
-            [*self.prefix, sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(self.data_dir),
-             "--config", str(self.config)],
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=Path(__file__).resolve().parents[3],
-        )
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 30)  # type: ignore[union-attr]  # stdout=PIPE
-        match = re.search(r"(ws://\S+)", line)
-        assert match, f"the host did not print its URL: {line!r}"
-        self.url = match.group(1)
-        return self.url
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+def host_process(data_dir: Path, config: Path, prefix: tuple[str, ...] = ()) -> ServeProcess:
+    """``agent-host serve`` on ``data_dir`` as its own process (``prefix``: a command it is started
+    through, e.g. ``unshare`` with lower limits)."""
+    return ServeProcess(["--data-dir", str(data_dir), "--config", str(config)], token=TOKEN, prefix=prefix)
 
 
-def host_in(tmp_path: Path, sessions: str) -> HostProcess:
+def host_in(tmp_path: Path, sessions: str) -> ServeProcess:
     """A host process (not started) on ``tmp_path/data``, its ``[sessions]`` table holding ``sessions``
     and the default directory ``tmp_path``."""
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\n{sessions}default_directory = "{tmp_path}"\n')
-    return HostProcess(tmp_path / "data", config)
+    return host_process(tmp_path / "data", config)
 
 
-async def root_client(host: HostProcess) -> AhpClient:
+async def root_client(host: ServeProcess) -> AhpClient:
     """An initialized client of the running ``host``, subscribed to the root channel."""
     client = await AhpClient.connect(host.url)
     await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
@@ -76,7 +38,7 @@ async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     # Slow words, so that a turn is certainly still streaming when the host is killed.
     config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_process(tmp_path / "data", config)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
@@ -135,7 +97,7 @@ async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
 async def test_a_clean_restart_keeps_sessions_and_resumes_replay(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     config.write_text('[sessions]\ndefault_agent = "offline"\noffline_delay = 0\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_process(tmp_path / "data", config)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
@@ -159,7 +121,7 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
     # Twenty sessions streaming at once: many deltas per commit (group commit, coalesced runs).
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.002\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_process(tmp_path / "data", config)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
