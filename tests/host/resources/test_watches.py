@@ -222,7 +222,7 @@ async def test_when_the_os_runs_out_of_file_watchers_first_the_error_says_so_pla
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         # A tree with more folders than the user may watch: refused, not silently half-watched.
         with pytest.raises(AhpError) as too_deep:
             await watch(client, big.as_uri(), recursive=True)
