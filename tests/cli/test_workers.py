@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ahp.state import default_chat_uri
 from cli import shared_host
 from cli.serve_process import ServeProcess, serving_pid
 from client import AhpClient
@@ -46,7 +47,7 @@ async def one_client_per_worker(host: ServeProcess, count: int) -> dict[int, Ahp
     chosen: dict[int, AhpClient] = {}
     for _ in range(40):
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         pid = serving_worker(client, host, pids)
         assert pid is not None, "no worker holds the connection"
         if pid in chosen:
@@ -79,13 +80,15 @@ async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
         for client in (here, there):
             await client.wait_for(lambda m, e, c=client: (c.state(ROOT) or {}).get("activeSessions") == 2, timeout=15)
         # A turn in a session the other worker runs: forwarded there, streamed back to both.
-        await here.subscribe(second)
-        await there.subscribe(second)
+        chat = default_chat_uri(second)
+        for client in (here, there):
+            await client.subscribe(second)
+            await client.subscribe(chat)
         here.send_message(second, "run by the other worker")
         for client in (here, there):
-            await client.wait_for(lambda m, e, c=client: len((c.state(second) or {}).get("turns") or []) == 1, timeout=30)
-        assert "run by the other worker" in json.dumps(here.state(second)["turns"][0])
-        assert here.state(second)["turns"] == there.state(second)["turns"]
+            await client.wait_for(lambda m, e, c=client: len((c.state(chat) or {}).get("turns") or []) == 1, timeout=30)
+        assert "run by the other worker" in json.dumps(here.state(chat)["turns"][0])
+        assert here.state(chat)["turns"] == there.state(chat)["turns"]
         # A request about a session the other worker runs: answered there as if here.
         await there.dispose_session(first)
         for client in (here, there):
@@ -128,7 +131,7 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         session = await client.create_session()
         before = host.workers()
         victim = serving_worker(client, host, before)
@@ -144,9 +147,10 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
         # on whichever worker, lists the session and runs a turn in it; it presents a named token
         # of the data directory (agent-host token), which every worker accepts.
         again = await AhpClient.connect(host.address, token=named)
-        await again.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await again.initialize(subscriptions=[ROOT])
         await until_listed(again, session)
         await again.subscribe(session)
+        await again.subscribe(default_chat_uri(session))
         for attempt in range(120):  # the restarted worker answers once it has started (bounded: 60 s)
             renamed = await again.outcome(again.dispatch(session, {"type": "session/titleChanged", "title": f"try {attempt}"}))
             if renamed.accepted:
@@ -154,7 +158,7 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
             await asyncio.sleep(0.5)
         assert renamed.accepted, renamed.reason
         again.send_message(session, "after the restart")
-        await again.wait_for(lambda m, e: len((again.state(session) or {}).get("turns") or []) == 1, timeout=60)
+        await again.wait_for(lambda m, e: len((again.state(default_chat_uri(session)) or {}).get("turns") or []) == 1, timeout=60)
         await again.close()
         await client.close()
     finally:
