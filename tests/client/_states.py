@@ -23,6 +23,18 @@ def session_state(channel: str = SESSION, title: str = "New Session") -> dict:
     }
 
 
+def model_session_state(channel: str = SESSION, title: str = "New Session") -> dict:
+    """The same session as the model (AHP 1.0.0) holds it: its metadata at the top, its turns in
+    its default chat (not mirrored here)."""
+    return {"provider": "scripted", "title": title, "status": 1, "createdAt": 1000, "modifiedAt": 1000,
+            "lifecycle": "ready", "chats": [], "activeClients": []}
+
+
+def model_summary(channel: str = SESSION, title: str = "New Session") -> dict:
+    """A model ``SessionSummary`` of that session (``listSessions``, ``root/sessionAdded``)."""
+    return {"resource": channel, "provider": "scripted", "title": title, "status": 1, "createdAt": 1000, "modifiedAt": 1000}
+
+
 def root_state() -> dict:
     return {"agents": [], "activeSessions": 0}
 

@@ -280,7 +280,8 @@ async def test_by_default_the_client_offers_the_model_versions_and_takes_0_9_0_f
 
 
 async def test_an_answer_in_a_version_the_client_did_not_offer_is_refused():
-    async with FakeHost() as fake:  # answers 0.2.0 whatever is offered
+    async with FakeHost() as fake:
+        fake.version = "0.2.0"  # whatever is offered
         client = await AhpClient.connect(fake.url, client_id="me")
         try:
             with pytest.raises(HostProtocolError, match="answered in AHP 0.2.0, which this client did not offer"):

@@ -295,7 +295,7 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
 
     async def client_of() -> AhpClient:
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         return client
 
     async def terminal_with_output(client: AhpClient, name: str) -> tuple[str, int]:
