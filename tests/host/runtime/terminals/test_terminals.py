@@ -330,7 +330,7 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
         for terminal, name, why in ((stopped, "stopped", "The host stopped"), (killed, "killed", "killed or crashed")):
             # Listed as ended (hung up), with its output and a line saying what happened.
             info = listed(client, terminal)
-            assert info is not None and (info["title"], info["exitCode"]) == (name, 129)
+            assert info is not None and (info["title"], info["lifecycle"]) == (name, {"status": "exited", "exitCode": 129})
             await client.subscribe(terminal)
             assert f"{name}-output" in text(client, terminal) and why in text(client, terminal)
             outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))
