@@ -146,17 +146,21 @@ async def test_a_second_turn_while_one_runs_is_refused_and_a_queued_message_runs
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         session = await client.create_session()
+        chat = default_chat_uri(session)
         first = client.send_message(session, "long answer please")
-        refused = await client.outcome(client.dispatch(session, {"type": "session/turnStarted", "turnId": "t2", "userMessage": {"text": "x"}}))
+        refused = await client.outcome(client.dispatch(chat, {
+            "type": "chat/turnStarted", "turnId": "t2", "startedAt": "2026-01-01T00:00:00.000Z",
+            "message": {"text": "x", "origin": {"kind": "user"}}}))
         assert not refused.accepted and "still running" in refused.reason
-        client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "queued", "id": "q1", "userMessage": {"text": "queued one"}})
-        await client.wait_for(lambda m, e: len(client.state(session).get("turns") or []) == 2, timeout=20)
-        turns = client.state(session)["turns"]
+        client.dispatch(chat, {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q1",
+                               "message": {"text": "queued one", "origin": {"kind": "user"}}})
+        await client.wait_for(lambda m, e: len(client.state(chat).get("turns") or []) == 2, timeout=20)
+        turns = client.state(chat)["turns"]
         assert turns[0]["id"] == first
-        assert turns[1]["userMessage"]["text"] == "queued one"
-        assert "queuedMessages" not in client.state(session)
+        assert turns[1]["message"]["text"] == "queued one"
+        assert "queuedMessages" not in client.state(chat)
         await client.close()
     finally:
         await running.stop()
@@ -167,18 +171,19 @@ async def test_cancelling_a_turn_stops_the_stream(tmp_path) -> None:
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(protocol_versions=("0.2.0",))
+        await client.initialize()
         session = await client.create_session()
+        chat = default_chat_uri(session)
         turn_id = client.send_message(session, "stream slowly")
-        await client.wait_for(lambda m, e: e is not None and e.action is not None and e.action["type"] == "session/delta")
+        await client.wait_for(lambda m, e: e is not None and e.action is not None and e.action["type"] == "chat/delta")
         assert (await client.outcome(client.cancel_turn(session, turn_id))).accepted
-        turn = client.state(session)["turns"][-1]
+        turn = client.state(chat)["turns"][-1]
         assert turn["state"] == "cancelled"
         length = len(turn["responseParts"][0]["content"])
         seq = running.host.store.seq
         await asyncio.sleep(0.2)  # several word intervals: nothing more may arrive for the turn
         assert running.host.store.seq == seq
-        assert len(client.state(session)["turns"][-1]["responseParts"][0]["content"]) == length
+        assert len(client.state(chat)["turns"][-1]["responseParts"][0]["content"]) == length
         await client.close()
     finally:
         await running.stop()
@@ -304,15 +309,20 @@ async def test_reconnect_falls_back_to_snapshots_past_the_replay_buffer(tmp_path
     try:
         alice = await AhpClient.connect(running.url)
         bob = await AhpClient.connect(running.url)
-        await alice.initialize(protocol_versions=("0.2.0",))
-        await bob.initialize(protocol_versions=("0.2.0",))
+        await alice.initialize()
+        await bob.initialize()
         session = await alice.create_session()
+        chat = default_chat_uri(session)
         await bob.subscribe(session)
+        await bob.subscribe(chat)
         await bob._conn.close()
-        await run_turn(alice, session, "many words stream more than five actions")
+        turn = alice.send_message(session, "many words stream more than five actions")
+        await alice.wait_for(lambda m, e: [t["id"] for t in (alice.state(chat) or {}).get("turns") or []] == [turn], timeout=10)
         result = await bob.resume()
         assert result.kind == "snapshot"
-        assert without_clock(bob.state(session)) == without_clock(v02_session_state(running.host, session))
+        for channel in (session, chat):  # what the host holds, as its snapshots gave it
+            assert bob.state(channel) == running.host.store.state(channel), channel
+        assert bob.state(chat)["turns"][0]["id"] == turn
         await alice.close()
         await bob.close()
     finally:
@@ -563,11 +573,11 @@ async def test_a_session_created_without_an_agent_gets_the_replay_agent_when_no_
     running = await start_host(AgentHost(host_config(tmp_path / "data")), token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         providers = [agent["provider"] for agent in client.state(ROOT)["agents"]]
         assert {"offline", "openai", "anthropic", "replay"} <= set(providers)
         session = await client.create_session()
-        assert client.state(session)["summary"]["provider"] == "replay"
+        assert client.state(session)["provider"] == "replay" and session.startswith("replay:/")
         await client.close()
     finally:
         await running.stop()
