@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from ahp.state import default_chat_uri
 from client import (
     AhpClient,
     AhpError,
@@ -17,7 +18,19 @@ from client import (
 )
 
 from ._fake_host import NO_REPLY, FakeHost, RpcError
-from ._states import OTHER_SESSION, ROOT, SESSION, model_session_state, model_summary, root_state, session_state, title
+from ._states import (
+    OTHER_SESSION,
+    ROOT,
+    SESSION,
+    model_chat_state,
+    model_session_state,
+    model_summary,
+    root_state,
+    session_state,
+    title,
+)
+
+CHAT = default_chat_uri(SESSION)
 
 
 @pytest.fixture
@@ -307,14 +320,15 @@ async def test_events_stream_ends_when_the_client_closes(host, client):
 async def test_create_session_mints_a_uri_sends_selection_and_subscribes(host, client):
     async def create(conn, message):
         channel = message["params"]["channel"]
-        host.states[channel] = session_state(channel)
+        host.states[channel] = model_session_state(channel)
+        host.states[default_chat_uri(channel)] = model_chat_state(default_chat_uri(channel))
         return None
 
     host.handlers["createSession"] = create
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     channel = await client.create_session(provider="scripted", model="m1", agent="agent://a", working_directory="/w")
 
-    assert re.fullmatch(r"ahp-session:/[0-9a-f-]{36}", channel)
+    assert re.fullmatch(r"scripted:/[0-9a-f-]{36}", channel)  # <provider>:/<id>, as the model names a session
     _, message = await host.next_message("createSession")
     assert message["params"] == {
         "channel": channel,
@@ -323,24 +337,28 @@ async def test_create_session_mints_a_uri_sends_selection_and_subscribes(host, c
         "agent": {"uri": "agent://a"},
         "workingDirectory": "/w",
     }
-    assert client.state(channel) == session_state(channel)
+    assert client.state(channel) == model_session_state(channel)
+    assert client.subscriptions == [channel, default_chat_uri(channel)]  # and its default chat
 
 
 async def test_send_message_and_cancel_turn_dispatch_turn_actions(host, client):
-    host.states[SESSION] = session_state()  # AHP 0.2.0 shapes: what this test reads
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    host.states[CHAT] = model_chat_state(CHAT)
+    await client.initialize([SESSION, CHAT])
     turn_id = client.send_message(SESSION, "hello", attachments=[{"type": "simple", "label": "x", "modelRepresentation": "y"}])
 
-    assert client.state(SESSION)["activeTurn"]["id"] == turn_id
+    assert client.state(CHAT)["activeTurn"]["id"] == turn_id  # a session's message goes to its default chat
     _, started = await host.next_message("dispatchAction")
+    assert started["params"]["channel"] == CHAT
     assert started["params"]["action"] == {
-        "type": "session/turnStarted",
+        "type": "chat/turnStarted",
         "turnId": turn_id,
-        "userMessage": {"text": "hello", "attachments": [{"type": "simple", "label": "x", "modelRepresentation": "y"}]},
+        "startedAt": "1970-01-01T00:00:04.242Z",  # the injected clock (4242 ms)
+        "message": {"text": "hello", "attachments": [{"type": "simple", "label": "x", "modelRepresentation": "y"}],
+                    "origin": {"kind": "user"}},
     }
     seq = client.cancel_turn(SESSION, turn_id)
     assert (await client.outcome(seq)).accepted
-    assert client.state(SESSION)["turns"][-1]["state"] == "cancelled"
+    assert client.state(CHAT)["turns"][-1]["state"] == "cancelled"
 
 
 async def test_list_sessions_fetch_turns_and_dispose_session(host, client):
