@@ -17,100 +17,53 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._runs import REPO, median, percentile
+from benchmarks._runs import median, percentile
+from cli.serve_process import ServeProcess, serving_pid
 
 TOKEN = "bench-token-0123456789"
 _TURN_ENDS = frozenset({"session/turnComplete", "session/turnCancelled", "session/error"})
 
 
-class WorkersHost:
-    """``agent-host serve --workers N`` on port 0 with an ``openai-chat`` agent on the fake provider."""
+class WorkersHost(ServeProcess):
+    """``agent-host serve --workers N`` on port 0 with an ``openai-chat`` agent on the fake provider
+    (its output discarded: the host's logging is not what is measured)."""
 
     def __init__(self, workers: int, base_url: str, model: str) -> None:
-        self.workers = workers
         self._folder = tempfile.TemporaryDirectory()
         data = Path(self._folder.name)
         config = data / "bench.toml"
         config.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
                           f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n[sessions]\noffline_agent = false\n')
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--workers", str(workers),
-             "--data-dir", str(data / "data"), "--config", str(config)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN})
-        self.url = ""
-
-    async def start(self) -> str:
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 180)
-        found = re.search(r"(ws://\S+)", line)
-        if not found:
-            raise RuntimeError(f"serve --workers did not start: {line!r}")
-        self.url = found.group(1).split("?")[0]
-        return self.url
-
-    def worker_pids(self) -> list[int]:
-        pids = []
-        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
-            for pid in (task / "children").read_text().split():
-                try:
-                    if b" serve " in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "):
-                        pids.append(int(pid))
-                except OSError:
-                    pass
-        return sorted(pids)
+        super().__init__(["--workers", str(workers), "--data-dir", str(data / "data"), "--config", str(config)],
+                         token=TOKEN, output="discard")
 
     def cpu_seconds(self) -> tuple[float, float]:
         """CPU time (user + system) used so far by the workers, and by the NATS server."""
         workers = nats = 0.0
         tick = os.sysconf("SC_CLK_TCK")
-        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
-            for pid in (task / "children").read_text().split():
-                try:
-                    command = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                used = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-                if b"nats-server" in command:
-                    nats += used
-                else:
-                    workers += used
+        for pid, command in self.children().items():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            used = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+            if "nats-server" in command:
+                nats += used
+            else:
+                workers += used
         return workers, nats
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()  # the parent this benchmark started stops its workers and NATS
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._folder.cleanup()
-
-
-def serving_pid(local_port: int, server_port: int, pids: list[int]) -> int | None:
-    """Which of ``pids`` holds the server's end of the TCP connection from ``local_port``."""
-    inode = None
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if int(fields[1].split(":")[1], 16) == server_port and int(fields[2].split(":")[1], 16) == local_port:
-            inode = fields[9]
-    for pid in pids:
+    def stop(self, grace: float = 60) -> str:
+        """The parent this benchmark started stops its workers and NATS; then its folder goes."""
         try:
-            if any(os.readlink(fd) == f"socket:[{inode}]" for fd in Path(f"/proc/{pid}/fd").iterdir()):
-                return pid
-        except OSError:
-            continue
-    return None
+            return super().stop(grace)
+        finally:
+            self._folder.cleanup()
 
 
 async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int]) -> None:

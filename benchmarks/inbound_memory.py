@@ -20,17 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
-import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 from websockets.asyncio.client import connect
 
-ROOT = Path(__file__).resolve().parents[1]
+from cli.serve_process import ServeProcess
 
 
 def rss_mib(pid: int) -> float:
@@ -75,25 +71,21 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data:
         token = "inbound-memory-benchmark"
-        host = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", data],
-            cwd=ROOT, env={**os.environ, "AGENT_HOST_TOKEN": token}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )
+        host = ServeProcess(["--data-dir", data], token=token, output="discard")
         try:
-            line = host.stdout.readline()  # type: ignore[union-attr]  # stdout=PIPE
-            url = re.search(r"ws://\S+", line).group(0).split("?")[0]  # type: ignore[union-attr]  # the host prints its URL first
+            await host.start()
+            url = host.address
             time.sleep(0.5)
             size = int(args.mib * 1024 * 1024)
-            before, peak, after, outcomes = await measure(host.pid, url, token, args.connections, size)
+            before, peak, after, outcomes = await measure(host.process.pid, url, token, args.connections, size)
             print(f"{args.connections} connections x {args.mib:g} MiB frame (under the limit)")
             print(f"  host RSS before {before:.0f} MiB, peak {peak:.0f} MiB, after {after:.0f} MiB")
             print(f"  per frame in flight: {(peak - before) / args.connections:.0f} MiB; outcomes: {sorted(set(outcomes))}")
-            before, peak, after, outcomes = await measure(host.pid, url, token, args.connections, 17 * 1024 * 1024)
+            before, peak, after, outcomes = await measure(host.process.pid, url, token, args.connections, 17 * 1024 * 1024)
             print(f"{args.connections} connections x 17 MiB frame (over the default 16 MiB limit)")
             print(f"  host RSS before {before:.0f} MiB, peak {peak:.0f} MiB, after {after:.0f} MiB; outcomes: {sorted(set(outcomes))}")
         finally:
-            host.terminate()
-            host.wait(10)
+            host.stop(grace=10)
 
 
 if __name__ == "__main__":

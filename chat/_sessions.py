@@ -6,7 +6,7 @@ back through older turns (those in the state, then those the host keeps, ``fetch
 A session holds chats (AHP 0.9.0 and later): ``/chats`` lists the open session's chats and the
 sub-agent chats its tool calls opened, ``/chat N`` (or a chat URI) opens one, ``/side`` starts a
 second chat in the session beside this one, and ``/fork [N]`` starts a chat that begins with this
-chat's turns up to turn N. A new chat's URI names its session (``ahp.state.chat_uri``).
+chat's turns up to turn N. A new chat's URI names its session (``AhpClient.create_chat`` mints it).
 
 Opening a session subscribes to it and its default chat (and lets the ones before go); opening a
 chat subscribes to that chat. Either draws the chat's last turns as history (markdown rendered,
@@ -17,11 +17,10 @@ follows only what happens from now on.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ahp.state import channel_kind, chat_uri, default_chat_uri, parse_subagent_chat_uri
+from ahp.state import channel_kind, default_chat_uri, parse_subagent_chat_uri
 from chat._core import ChatCore
 from chat._dialogs import Dialogs
 from chat._markdown import MarkdownStream, drawn
@@ -197,8 +196,7 @@ class Sessions:
         if not 1 <= number <= len(turns):
             self.core.note(f"pick a turn from 1 to {len(turns)}")
             return
-        fork = await self.core.client.create_chat(self.core.session, self._new_chat_uri("fork"),
-                                                  fork=(self.core.chat, turns[number - 1]["id"]), subscribe=False)
+        fork = await self.core.client.create_chat(self.core.session, fork=(self.core.chat, turns[number - 1]["id"]), subscribe=False)
         self.core.note(f"(forked at turn {number}) a new chat in this session; /chats lists its chats")
         await self.open_chat(fork)
 
@@ -207,13 +205,9 @@ class Sessions:
         if not self.core.session:
             self.core.note("no session yet: a side chat is a second chat in a session")
             return
-        chat = await self.core.client.create_chat(self.core.session, self._new_chat_uri("side"), subscribe=False)
+        chat = await self.core.client.create_chat(self.core.session, subscribe=False)
         self.core.note("(side chat) a new chat in this session; /chats lists its chats")
         await self.open_chat(chat)
-
-    def _new_chat_uri(self, kind: str) -> str:
-        assert self.core.session is not None
-        return chat_uri(self.core.session, f"{kind}-{uuid.uuid4().hex[:12]}")
 
     def _chat_list(self) -> list[tuple[str, str]]:
         """``(URI, label)`` of the open session's chats in the host's order, then of the sub-agent

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from ahp.dialects.negotiation import accepts
 from ahp.protocol import builders
-from ahp.state import channel_kind, default_chat_uri
+from ahp.state import channel_kind, chat_uri, default_chat_uri
 from ahp.state.clock import iso_timestamp, parse_timestamp
 from client._connection import Connection, FrameHook, RequestHandler
 from client.errors import (
@@ -487,10 +487,12 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         subscribe: bool = True,
     ) -> str:
         """A new chat in ``session`` (0.9.0 and later): a side chat, or with ``fork=(chat, turnId)``
-        one that starts with that chat's turns up to and including ``turnId``. The URI is a fresh
-        ``ahp-chat://side/<hex>`` unless given. Subscribes to it; returns its URI."""
+        one that starts with that chat's turns up to and including ``turnId``. Unless given, the URI
+        is a new one of ``session``'s, named as the model and VS Code name a chat
+        (``ahp-chat://<side|fork>-<hex>/<session, base64url>``, ``ahp.state.chat_uri``).
+        Subscribes to it; returns its URI."""
         self._need_model("chats")
-        chat = chat or f"ahp-chat://side/{uuid.uuid4().hex}"
+        chat = chat or chat_uri(session, f"{'side' if fork is None else 'fork'}-{uuid.uuid4().hex}")
         params: dict[str, Any] = {"channel": session, "chat": chat}
         if fork is not None:
             params["source"] = {"kind": "fork", "chat": fork[0], "turnId": fork[1]}

@@ -313,19 +313,8 @@ class Store:
         frame = self._answering.append(channel, now, envelope)
         if entry.subscribers or translated:
             fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
-        if observers:
-            assert before is not None and after is not None  # both read above whenever there are observers
-            for observer in observers:
-                try:
-                    observer(channel, before, after, envelope)
-                except Exception:
-                    logger.exception("store observer failed on %s", action.get("type"))
-        if streamed:
-            for token_observer in tuple(self.token_observers):
-                try:
-                    token_observer(channel, envelope)
-                except Exception:
-                    logger.exception("store token observer failed on %s", action.get("type"))
+        if observers or streamed:
+            self._observe(channel, observers, before, after, envelope, streamed)
         return envelope
 
     def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
@@ -402,11 +391,22 @@ class Store:
         if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
             fan_out(entry, envelope, pending.frame, Change(pending.before, pending.after, self))
         streamed = action.get("type") in STREAMED
-        for observer in tuple(self.observers) if streamed else (*self.observers, *self.change_observers):
-            try:
-                observer(channel, pending.before, pending.after, envelope)
-            except Exception:
-                logger.exception("store observer failed on %s", action.get("type"))
+        observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
+        self._observe(channel, observers, pending.before, pending.after, envelope, streamed)
+
+    def _observe(self, channel: str, observers: tuple[Observer, ...], before: dict[str, Any] | None,
+                 after: dict[str, Any] | None, envelope: dict[str, Any], streamed: bool) -> None:
+        """An action sent to its subscribers reaches ``observers`` (given the states around it, read
+        whenever there are observers), then, a streamed token, the token observers. One that fails
+        is logged and the others are still called."""
+        action = envelope["action"]
+        if observers:
+            assert before is not None and after is not None  # read by the caller whenever there are observers
+            for observer in observers:
+                try:
+                    observer(channel, before, after, envelope)
+                except Exception:
+                    logger.exception("store observer failed on %s", action.get("type"))
         if streamed:
             for token_observer in tuple(self.token_observers):
                 try:

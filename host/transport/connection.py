@@ -48,6 +48,7 @@ from ahp.dialects.negotiation import (
     SERVED_VERSIONS,
     MalformedVersion,
     Negotiated,
+    accepts,
     negotiate,
     unsupported_error_data,
     unsupported_message,
@@ -680,9 +681,12 @@ def _refusal(host: Any, target: str, action: Any, client_id: str) -> str | None:
 
 def _stated_version(params: dict[str, Any]) -> str | None:
     """The version a ``reconnect`` says its client negotiated before (``_meta.protocolVersion``,
-    which our own client sends), when this host serves it: a process that never saw the client (a
-    host started again, another process of a cluster) cannot know it otherwise, and AHP's
-    ``reconnect`` carries no version of its own. None: not said (the default applies)."""
+    which our own client sends), when this host serves it (a served baseline accepts it: ``1.2.0``
+    and ``0.9.2`` as well as ``1.0.0``): a process that never saw the client (a host started
+    again, another process of a cluster) cannot know it otherwise, and AHP's ``reconnect`` carries
+    no version of its own. None: not said, or not served (``DEFAULT_VERSION`` applies)."""
     meta = params.get("_meta")
     stated = meta.get("protocolVersion") if isinstance(meta, dict) else None
-    return stated if isinstance(stated, str) and stated in SERVED_VERSIONS else None
+    if not isinstance(stated, str) or not any(accepts(baseline, stated) for baseline in SERVED_VERSIONS):
+        return None
+    return stated

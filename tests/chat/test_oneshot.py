@@ -314,7 +314,7 @@ async def test_session_end_hooks_run_when_a_p_run_ends_and_not_when_the_host_sto
         assert [(e["hook_event_name"], e["reason"]) for e in ended] == [("SessionEnd", "other")]
         # An interactive session left open when the host stops goes on after the restart: no SessionEnd.
         client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
-        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=["ahp-root://"])
         await ready_session(client, provider="scripted", working_directory=project.as_uri())
         await client.close()
     finally:

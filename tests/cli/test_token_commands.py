@@ -38,10 +38,10 @@ async def test_create_list_and_revoke_from_the_command_line_against_a_running_ho
         assert listed.stdout.startswith("alice\tread\t") and secret not in listed.stdout
         assert secret not in (tmp_path / "data" / TOKENS_FILE).read_text()
 
-        client = await AhpClient.connect(running.url.split("?")[0], token=secret, frame_hook=frame_checker.hook)
-        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+        client = await AhpClient.connect(running.url.split("?")[0], token=secret, frame_hook=frame_checker.client_hook())
+        await client.initialize(subscriptions=["ahp-root://"])
         with pytest.raises(AhpError, match="needs a token of level full"):
-            await client.request("createSession", {"channel": "ahp-session:/x"})
+            await client.request("createSession", {"channel": "offline:/x"})
         ended = client.subscribe_events()
         revoked = await asyncio.to_thread(agent_host, tmp_path, "revoke", "alice")
         assert revoked.returncode == 0 and "revoked token 'alice'" in revoked.stdout

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -18,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from ahp.state import default_chat_uri
 from cli import shared_host
+from cli.serve_process import ServeProcess, serving_pid
 from client import AhpClient
 from tests.conftest import TOKEN
 from tests.host.cluster.test_process import REPO, offline_config, until_listed
@@ -28,110 +29,43 @@ ROOT = "ahp-root://"
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find which worker serves a client")
 
 
-class WorkersHost:
-    """``agent-host serve --workers N`` as a process of this test."""
-
-    def __init__(self, tmp_path: Path, count: int) -> None:
-        self.data_dir = tmp_path / "data"
-        self.count = count
-        self.config = offline_config(tmp_path)
-        self.process: subprocess.Popen[str] | None = None
-        self.url = ""
-
-    async def start(self) -> str:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--workers", str(self.count),
-             "--data-dir", str(self.data_dir), "--config", str(self.config), "--log-level", os.environ.get("CW_LOG", "warning")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN},
-        )
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 120)  # type: ignore[union-attr]  # stdout=PIPE
-        match = re.search(r"(ws://\S+)", line)
-        assert match, f"serve --workers did not print its URL: {line!r} {self.stop()}"
-        self.url = match.group(1)
-        return self.url
-
-    @property
-    def port(self) -> int:
-        return int(self.url.split(":")[2].split("/")[0])
-
-    def children(self) -> dict[int, str]:
-        """The processes ``serve --workers`` runs now: pid → command line."""
-        assert self.process is not None
-        found: dict[int, str] = {}
-        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue  # a thread of the parent that ended in between
-            for pid in children:
-                try:
-                    found[int(pid)] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-                except OSError:
-                    pass  # ended in between
-        return found
-
-    def workers(self) -> list[int]:
-        return sorted(pid for pid, command in self.children().items() if " serve " in command)
-
-    def stop(self) -> str:
-        """SIGTERM (a clean stop) and what it printed on stderr."""
-        if self.process is None:
-            return ""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.stderr.read() if self.process.stderr else ""
+def workers_host(tmp_path: Path, count: int) -> ServeProcess:
+    """``agent-host serve --workers N`` as a process of this test, its sessions run by the offline agent."""
+    return ServeProcess(["--workers", str(count), "--data-dir", str(tmp_path / "data"), "--config", str(offline_config(tmp_path)),
+                         "--log-level", os.environ.get("CW_LOG", "warning")], token=TOKEN)
 
 
-def serving_pid(client: AhpClient, server_port: int, pids: list[int]) -> int | None:
-    """Which of ``pids`` holds the server's end of ``client``'s TCP connection."""
-    local_port = client._conn._ws.local_address[1]  # type: ignore[union-attr]  # the client's socket
-    inode = None
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if int(fields[1].split(":")[1], 16) == server_port and int(fields[2].split(":")[1], 16) == local_port:
-            inode = fields[9]
-    for pid in pids:
-        try:
-            for fd in Path(f"/proc/{pid}/fd").iterdir():
-                if os.readlink(fd) == f"socket:[{inode}]":
-                    return pid
-        except OSError:
-            continue
-    return None
+def serving_worker(client: AhpClient, host: ServeProcess, pids: list[int]) -> int | None:
+    """Which of the workers ``pids`` serves ``client``."""
+    return serving_pid(client._conn._ws.local_address[1], host.port, pids)  # type: ignore[union-attr]  # the client's socket
 
 
-async def one_client_per_worker(host: WorkersHost) -> dict[int, AhpClient]:
+async def one_client_per_worker(host: ServeProcess, count: int) -> dict[int, AhpClient]:
     """Connect until each worker serves a client (at most 40 tries); extra clients are closed."""
     pids = host.workers()
-    assert len(pids) == host.count, host.children()
+    assert len(pids) == count, host.children()
     chosen: dict[int, AhpClient] = {}
     for _ in range(40):
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
-        pid = serving_pid(client, host.port, pids)
+        await client.initialize(subscriptions=[ROOT])
+        pid = serving_worker(client, host, pids)
         assert pid is not None, "no worker holds the connection"
         if pid in chosen:
             await client.close()
         else:
             chosen[pid] = client
-        if len(chosen) == host.count:
+        if len(chosen) == count:
             return chosen
         await asyncio.sleep(0.05)
     raise AssertionError(f"40 connections all went to workers {sorted(chosen)} of {pids}")
 
 
 async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
-    host = WorkersHost(tmp_path, 2)
+    host = workers_host(tmp_path, 2)
     printed = ""
     try:
         await host.start()
-        clients = await one_client_per_worker(host)
+        clients = await one_client_per_worker(host, 2)
         here, there = clients.values()
         # A session created through either worker: run by it, listed by both.
         first = await here.create_session()
@@ -146,13 +80,15 @@ async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
         for client in (here, there):
             await client.wait_for(lambda m, e, c=client: (c.state(ROOT) or {}).get("activeSessions") == 2, timeout=15)
         # A turn in a session the other worker runs: forwarded there, streamed back to both.
-        await here.subscribe(second)
-        await there.subscribe(second)
+        chat = default_chat_uri(second)
+        for client in (here, there):
+            await client.subscribe(second)
+            await client.subscribe(chat)
         here.send_message(second, "run by the other worker")
         for client in (here, there):
-            await client.wait_for(lambda m, e, c=client: len((c.state(second) or {}).get("turns") or []) == 1, timeout=30)
-        assert "run by the other worker" in json.dumps(here.state(second)["turns"][0])
-        assert here.state(second)["turns"] == there.state(second)["turns"]
+            await client.wait_for(lambda m, e, c=client: len((c.state(chat) or {}).get("turns") or []) == 1, timeout=30)
+        assert "run by the other worker" in json.dumps(here.state(chat)["turns"][0])
+        assert here.state(chat)["turns"] == there.state(chat)["turns"]
         # A request about a session the other worker runs: answered there as if here.
         await there.dispose_session(first)
         for client in (here, there):
@@ -167,7 +103,7 @@ async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
         # the workers keep their config until it is started again.
         host.process.send_signal(signal.SIGHUP)  # type: ignore[union-attr]  # started above
         for _ in range(200):
-            record = shared_host.read(host.data_dir) or {}
+            record = shared_host.read(tmp_path / "data") or {}
             if "reload" in record:
                 break
             await asyncio.sleep(0.05)
@@ -187,18 +123,18 @@ async def test_two_workers_serve_one_host_on_one_port(tmp_path: Path) -> None:
 
 
 async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named_tokens_too(tmp_path: Path) -> None:
-    host = WorkersHost(tmp_path, 2)
+    host = workers_host(tmp_path, 2)
     created = subprocess.run([sys.executable, "-m", "cli.main", "token", "create", "alice", "--level", "full",
-                              "--data-dir", str(host.data_dir)], capture_output=True, text=True, cwd=REPO, check=True)
+                              "--data-dir", str(tmp_path / "data")], capture_output=True, text=True, cwd=REPO, check=True)
     named = created.stdout.strip()
     printed = ""
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         session = await client.create_session()
         before = host.workers()
-        victim = serving_pid(client, host.port, before)
+        victim = serving_worker(client, host, before)
         assert victim in before
         os.kill(victim, signal.SIGKILL)  # a worker this test's host started, by its pid
         for _ in range(600):
@@ -210,10 +146,11 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
         # The restarted worker takes its sessions back (its name is its folder's): a new client,
         # on whichever worker, lists the session and runs a turn in it; it presents a named token
         # of the data directory (agent-host token), which every worker accepts.
-        again = await AhpClient.connect(host.url.split("?")[0], token=named)
-        await again.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        again = await AhpClient.connect(host.address, token=named)
+        await again.initialize(subscriptions=[ROOT])
         await until_listed(again, session)
         await again.subscribe(session)
+        await again.subscribe(default_chat_uri(session))
         for attempt in range(120):  # the restarted worker answers once it has started (bounded: 60 s)
             renamed = await again.outcome(again.dispatch(session, {"type": "session/titleChanged", "title": f"try {attempt}"}))
             if renamed.accepted:
@@ -221,7 +158,7 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
             await asyncio.sleep(0.5)
         assert renamed.accepted, renamed.reason
         again.send_message(session, "after the restart")
-        await again.wait_for(lambda m, e: len((again.state(session) or {}).get("turns") or []) == 1, timeout=60)
+        await again.wait_for(lambda m, e: len((again.state(default_chat_uri(session)) or {}).get("turns") or []) == 1, timeout=60)
         await again.close()
         await client.close()
     finally:

@@ -3,7 +3,8 @@
 It speaks just enough JSON-RPC: requests are answered by per-method handlers (each in
 its own task, so tests can answer out of order), notifications are recorded in order,
 and every message received is queued so tests can await it. Default handlers answer
-``initialize``, ``subscribe``, ``ping`` and echo every ``dispatchAction``.
+``initialize`` (in the first version the client offers), ``subscribe``, ``ping`` and echo every
+``dispatchAction``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ class FakeHost:
     def __init__(self) -> None:
         self.states: dict[str, dict] = {}
         self.seq = 0
+        self.version: str | None = None
+        """The version ``initialize`` answers in; None: the client's first choice."""
         self.handlers: dict[str, Handler] = {
             "initialize": self._initialize,
             "subscribe": self._subscribe,
@@ -157,7 +160,7 @@ class FakeHost:
     async def _initialize(self, conn: FakeConn, message: dict) -> dict:
         subs = message["params"].get("initialSubscriptions", [])
         return {
-            "protocolVersion": "0.2.0",
+            "protocolVersion": self.version or message["params"]["protocolVersions"][0],
             "serverSeq": self.seq,
             "snapshots": [self.snapshot(c) for c in subs if c in self.states],
         }

@@ -23,6 +23,29 @@ def session_state(channel: str = SESSION, title: str = "New Session") -> dict:
     }
 
 
+def model_session_state(channel: str = SESSION, title: str = "New Session") -> dict:
+    """The same session as the model (AHP 1.0.0) holds it: its metadata at the top, its turns in
+    its default chat (not mirrored here)."""
+    return {"provider": "scripted", "title": title, "status": 1, "createdAt": 1000, "modifiedAt": 1000,
+            "lifecycle": "ready", "chats": [], "activeClients": []}
+
+
+def model_summary(channel: str = SESSION, title: str = "New Session") -> dict:
+    """A model ``SessionSummary`` of that session (``listSessions``, ``root/sessionAdded``)."""
+    return {"resource": channel, "provider": "scripted", "title": title, "status": 1, "createdAt": 1000, "modifiedAt": 1000}
+
+
+def model_chat_state(channel: str, title: str = "New Session") -> dict:
+    """A model (AHP 1.0.0) chat with no turns: where a session's turns and pending messages live."""
+    return {"resource": channel, "title": title, "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []}
+
+
+def chat_queue(message_id: str, text: str) -> dict:
+    """The model's queued message (``chat/pendingMessageSet``)."""
+    return {"type": "chat/pendingMessageSet", "kind": "queued", "id": message_id,
+            "message": {"text": text, "origin": {"kind": "user"}}}
+
+
 def root_state() -> dict:
     return {"agents": [], "activeSessions": 0}
 

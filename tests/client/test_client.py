@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from ahp.state import default_chat_uri
 from client import (
     AhpClient,
     AhpError,
@@ -17,14 +18,26 @@ from client import (
 )
 
 from ._fake_host import NO_REPLY, FakeHost, RpcError
-from ._states import OTHER_SESSION, ROOT, SESSION, root_state, session_state, title
+from ._states import (
+    OTHER_SESSION,
+    ROOT,
+    SESSION,
+    model_chat_state,
+    model_session_state,
+    model_summary,
+    root_state,
+    session_state,
+    title,
+)
+
+CHAT = default_chat_uri(SESSION)
 
 
 @pytest.fixture
 async def host():
     async with FakeHost() as fake:
         fake.states[ROOT] = root_state()
-        fake.states[SESSION] = session_state()
+        fake.states[SESSION] = model_session_state()
         fake.seq = 5
         yield fake
 
@@ -42,22 +55,22 @@ async def client(host):
 async def test_initialize_sends_the_handshake_and_installs_snapshots(host):
     client = await AhpClient.connect(host.url, token="s3cret", client_id="me")
     try:
-        result = await client.initialize([ROOT, SESSION], locale="de-CH", protocol_versions=("0.2.0",))
+        result = await client.initialize([ROOT, SESSION], locale="de-CH")
 
         conn, message = await host.next_message("initialize")
         assert conn.headers["Authorization"] == "Bearer s3cret"
         assert message["params"] == {
             "channel": ROOT,
-            "protocolVersions": ["0.2.0"],
+            "protocolVersions": ["1.0.0", "0.9.0"],
             "clientId": "me",
             "initialSubscriptions": [ROOT, SESSION],
             "locale": "de-CH",
         }
-        assert result["protocolVersion"] == "0.2.0"
-        assert client.protocol_version == "0.2.0"
+        assert result["protocolVersion"] == "1.0.0"
+        assert client.protocol_version == "1.0.0"
         assert client.server_seq == 5
         assert client.state(ROOT) == root_state()
-        assert client.state(SESSION) == session_state()
+        assert client.state(SESSION) == model_session_state()
         assert client.subscriptions == [ROOT, SESSION]
     finally:
         await client.close()
@@ -150,7 +163,7 @@ async def test_frame_hook_sees_every_host_frame_with_the_answered_method(host):
     seen: list[tuple[str | None, str | None]] = []
     client = await AhpClient.connect(host.url, frame_hook=lambda frame, method: seen.append((frame.get("method"), method)))
     try:
-        await client.initialize([SESSION], protocol_versions=("0.2.0",))
+        await client.initialize([SESSION])
         conn = host.connections[0]
         await conn.notify("root/sessionRemoved", {"channel": ROOT, "session": OTHER_SESSION})
         await client.ping()
@@ -175,8 +188,8 @@ async def test_a_failing_frame_hook_fails_the_request_loudly(host):
 
 
 async def test_subscribe_installs_the_snapshot_and_unknown_channels_raise(host, client):
-    await client.initialize(protocol_versions=("0.2.0",))
-    assert await client.subscribe(SESSION) == session_state()
+    await client.initialize()
+    assert await client.subscribe(SESSION) == model_session_state()
     with pytest.raises(AhpError) as info:
         await client.subscribe(OTHER_SESSION)
     assert info.value.code == -32001
@@ -188,12 +201,13 @@ async def test_stateless_subscription_returns_none_and_is_remembered(host, clien
         return {}
 
     host.handlers["subscribe"] = stateless
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     assert await client.subscribe("ahp-otlp://logs") is None
     assert client.subscriptions == ["ahp-otlp://logs"]
 
 
 async def test_dispatch_applies_optimistically_then_confirms_on_echo(host, client):
+    host.states[SESSION] = session_state()  # AHP 0.2.0 shapes: what this test reads
     await client.initialize([SESSION], protocol_versions=("0.2.0",))
     seq = client.dispatch(SESSION, title("Renamed"))
 
@@ -217,14 +231,14 @@ async def test_rejected_dispatch_rolls_back_and_reports_the_reason(host, client)
         await conn.envelope(p["channel"], p["action"], origin={"clientId": "me", "clientSeq": p["clientSeq"]}, reason="Titles are locked")
 
     host.handlers["dispatchAction"] = reject
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    await client.initialize([SESSION])
     seq = client.dispatch(SESSION, title("Nope"))
-    assert client.state(SESSION)["summary"]["title"] == "Nope"
+    assert client.state(SESSION)["title"] == "Nope"
 
     outcome = await client.outcome(seq)
     assert outcome.status == "rejected" and outcome.reason == "Titles are locked"
     assert client.mirror.rejections == [outcome]
-    assert client.state(SESSION) == session_state()
+    assert client.state(SESSION) == model_session_state()
     assert client.server_seq == 5  # a rejection reuses the current serverSeq
 
 
@@ -236,32 +250,32 @@ async def test_an_envelope_right_behind_the_subscribe_response_is_not_lost(host,
         return NO_REPLY
 
     host.handlers["subscribe"] = subscribe_then_act
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     await client.subscribe(SESSION)
-    await client.wait_for(lambda mirror, _e: mirror.state(SESSION)["summary"]["title"] == "Right after")
+    await client.wait_for(lambda mirror, _e: mirror.state(SESSION)["title"] == "Right after")
     assert client.mirror.channel_seq(SESSION) == 6
 
 
 async def test_closing_the_client_settles_pending_actions_as_lost(host, client):
     host.handlers["dispatchAction"] = lambda conn, message: asyncio.sleep(0)  # never echoes
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    await client.initialize([SESSION])
     seq = client.dispatch(SESSION, title("Unconfirmed"))
     await client.close()
     outcome = client.mirror.outcome(seq)
     assert outcome is not None and outcome.status == "lost"
-    assert client.state(SESSION) == session_state()
+    assert client.state(SESSION) == model_session_state()
 
 
 async def test_dispatch_to_an_unsubscribed_channel_is_refused(host, client):
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     with pytest.raises(NotSubscribedError):
         client.dispatch(SESSION, title("x"))
 
 
 async def test_foreign_envelopes_update_the_mirror_and_wake_waiters(host, client):
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    await client.initialize([SESSION])
     waiting = asyncio.create_task(
-        client.wait_for(lambda mirror, _e: mirror.state(SESSION)["summary"]["title"] == "From elsewhere")
+        client.wait_for(lambda mirror, _e: mirror.state(SESSION)["title"] == "From elsewhere")
     )
     await host.connections[0].envelope(SESSION, title("From elsewhere"), origin={"clientId": "other", "clientSeq": 9})
 
@@ -270,18 +284,18 @@ async def test_foreign_envelopes_update_the_mirror_and_wake_waiters(host, client
 
 
 async def test_wait_for_returns_at_once_when_already_true_and_times_out_otherwise(host, client):
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    await client.initialize([SESSION])
     assert await client.wait_for(lambda mirror, _e: SESSION in mirror) is None
     with pytest.raises(AhpTimeout):
         await client.wait_for(lambda mirror, _e: False, timeout=0.1)
 
 
 async def test_events_arrive_in_order_including_root_notifications(host, client):
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    await client.initialize([SESSION])
     stream = client.events()
     queue = client.subscribe_events()
     conn = host.connections[0]
-    summary = {**session_state(OTHER_SESSION)["summary"]}
+    summary = model_summary(OTHER_SESSION)
     await conn.notify("root/sessionAdded", {"channel": ROOT, "summary": summary})
     await conn.envelope(SESSION, title("One"))
     await conn.notify("root/sessionSummaryChanged", {"channel": ROOT, "session": SESSION, "changes": {"title": "One"}})
@@ -294,7 +308,7 @@ async def test_events_arrive_in_order_including_root_notifications(host, client)
 
 
 async def test_events_stream_ends_when_the_client_closes(host, client):
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     stream = client.events()
     await client.close()
     assert [e async for e in stream] == []
@@ -306,14 +320,15 @@ async def test_events_stream_ends_when_the_client_closes(host, client):
 async def test_create_session_mints_a_uri_sends_selection_and_subscribes(host, client):
     async def create(conn, message):
         channel = message["params"]["channel"]
-        host.states[channel] = session_state(channel)
+        host.states[channel] = model_session_state(channel)
+        host.states[default_chat_uri(channel)] = model_chat_state(default_chat_uri(channel))
         return None
 
     host.handlers["createSession"] = create
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     channel = await client.create_session(provider="scripted", model="m1", agent="agent://a", working_directory="/w")
 
-    assert re.fullmatch(r"ahp-session:/[0-9a-f-]{36}", channel)
+    assert re.fullmatch(r"scripted:/[0-9a-f-]{36}", channel)  # <provider>:/<id>, as the model names a session
     _, message = await host.next_message("createSession")
     assert message["params"] == {
         "channel": channel,
@@ -322,23 +337,28 @@ async def test_create_session_mints_a_uri_sends_selection_and_subscribes(host, c
         "agent": {"uri": "agent://a"},
         "workingDirectory": "/w",
     }
-    assert client.state(channel) == session_state(channel)
+    assert client.state(channel) == model_session_state(channel)
+    assert client.subscriptions == [channel, default_chat_uri(channel)]  # and its default chat
 
 
 async def test_send_message_and_cancel_turn_dispatch_turn_actions(host, client):
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    host.states[CHAT] = model_chat_state(CHAT)
+    await client.initialize([SESSION, CHAT])
     turn_id = client.send_message(SESSION, "hello", attachments=[{"type": "simple", "label": "x", "modelRepresentation": "y"}])
 
-    assert client.state(SESSION)["activeTurn"]["id"] == turn_id
+    assert client.state(CHAT)["activeTurn"]["id"] == turn_id  # a session's message goes to its default chat
     _, started = await host.next_message("dispatchAction")
+    assert started["params"]["channel"] == CHAT
     assert started["params"]["action"] == {
-        "type": "session/turnStarted",
+        "type": "chat/turnStarted",
         "turnId": turn_id,
-        "userMessage": {"text": "hello", "attachments": [{"type": "simple", "label": "x", "modelRepresentation": "y"}]},
+        "startedAt": "1970-01-01T00:00:04.242Z",  # the injected clock (4242 ms)
+        "message": {"text": "hello", "attachments": [{"type": "simple", "label": "x", "modelRepresentation": "y"}],
+                    "origin": {"kind": "user"}},
     }
     seq = client.cancel_turn(SESSION, turn_id)
     assert (await client.outcome(seq)).accepted
-    assert client.state(SESSION)["turns"][-1]["state"] == "cancelled"
+    assert client.state(CHAT)["turns"][-1]["state"] == "cancelled"
 
 
 async def test_list_sessions_fetch_turns_and_dispose_session(host, client):
@@ -353,6 +373,7 @@ async def test_list_sessions_fetch_turns_and_dispose_session(host, client):
         return None
 
     host.handlers.update(listSessions=list_sessions, fetchTurns=fetch_turns, disposeSession=dispose)
+    host.states[SESSION] = session_state()  # AHP 0.2.0 shapes: what this test reads
     await client.initialize([SESSION], protocol_versions=("0.2.0",))
     assert await client.list_sessions() == [session_state()["summary"]]
     assert await client.fetch_turns(SESSION, before="t9", limit=2) == {"turns": [], "hasMore": False}
@@ -364,7 +385,7 @@ async def test_list_sessions_fetch_turns_and_dispose_session(host, client):
 
 
 async def test_unhandled_host_requests_are_answered_method_not_found(host, client):
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     conn = host.connections[0]
     request_id = await conn.request("resourceRead", {"channel": ROOT, "uri": "virtual://x"})
     reply = await host.next_reply(request_id)
@@ -378,7 +399,7 @@ async def test_registered_host_request_handlers_answer(host, client):
         return {"data": "hi", "encoding": "utf-8"}
 
     client.on_request("resourceRead", read)
-    await client.initialize(protocol_versions=("0.2.0",))
+    await client.initialize()
     conn = host.connections[0]
     ok_id = await conn.request("resourceRead", {"channel": ROOT, "uri": "virtual://x"})
     ok = await host.next_reply(ok_id)
@@ -398,7 +419,7 @@ async def test_host_closing_the_socket_fails_pending_requests_fast(host, client)
         await never.wait()
 
     host.handlers["hang"] = hang
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    await client.initialize([SESSION])
     stream = client.events()
     waiter = asyncio.create_task(client.wait_for(lambda m, e: False, timeout=30))
     pending = asyncio.create_task(client.request("hang", {"channel": ROOT}, timeout=30))
@@ -441,6 +462,6 @@ async def test_a_malformed_envelope_is_a_protocol_error(host, client):
         await never.wait()
 
     host.handlers["bad"] = bad
-    await client.initialize([SESSION], protocol_versions=("0.2.0",))
+    await client.initialize([SESSION])
     with pytest.raises(HostProtocolError, match="envelope"):
         await client.request("bad", {"channel": ROOT})

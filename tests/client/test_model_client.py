@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ahp.state import channel_kind, default_chat_uri
+from ahp.state import channel_kind, default_chat_uri, parse_chat_uri
 from client import (
     PROTOCOL_VERSIONS,
     AhpClient,
@@ -186,11 +186,18 @@ async def test_a_side_chat_is_a_second_conversation_in_the_sessions_catalogue(ru
     session = await client.create_session(provider="offline")
     main = default_chat_uri(session)
     side = await client.create_chat(session)
-    assert side.startswith("ahp-chat://side/")
+    # Named as the model and VS Code name a chat: ahp-chat://<name>/<its session, base64url>.
+    name, of_session = parse_chat_uri(side) or ("", "")
+    assert of_session == session and name.startswith("side-")
     await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main, side])
+    # A client connecting afterwards finds it under its session in the catalogue.
+    other = await connect(running_host)
+    await other.subscribe(session)
+    assert [c["resource"] for c in other.chats(session)] == [main, side]
 
     in_side = client.send_message(side, "aside")
-    await _ended(client, side, in_side)
+    answered = await _ended(client, side, in_side)  # the session's agent answers there
+    assert any('"aside"' in str(part.get("content")) for part in answered["responseParts"])
     assert (client.state(main) or {}).get("turns") in (None, [])  # the default chat saw none of it
 
     await client.dispose_chat(side)
@@ -208,6 +215,9 @@ async def test_a_fork_starts_with_the_turns_up_to_the_chosen_one(running_host, c
         await _ended(client, main, ids[-1])
 
     fork = await client.create_chat(session, fork=(main, ids[1]))
+    name, of_session = parse_chat_uri(fork) or ("", "")
+    assert of_session == session and name.startswith("fork-")
+    await client.wait_for(lambda _m, _e: [c["resource"] for c in client.chats(session)] == [main, fork])
     assert [t["message"]["text"] for t in client.state(fork)["turns"]] == ["first", "second"]
     more = client.send_message(fork, "fourth, in the fork")
     await _ended(client, fork, more)
@@ -270,7 +280,8 @@ async def test_by_default_the_client_offers_the_model_versions_and_takes_0_9_0_f
 
 
 async def test_an_answer_in_a_version_the_client_did_not_offer_is_refused():
-    async with FakeHost() as fake:  # answers 0.2.0 whatever is offered
+    async with FakeHost() as fake:
+        fake.version = "0.2.0"  # whatever is offered
         client = await AhpClient.connect(fake.url, client_id="me")
         try:
             with pytest.raises(HostProtocolError, match="answered in AHP 0.2.0, which this client did not offer"):

@@ -24,8 +24,10 @@ or method to 0.9.0, and the model's shapes are the 1.0.0 schema's), 0.7.0 goes t
 Dialects are shared: one instance per negotiated version string, so that every connection of a
 version falls in the same fan-out group. A client that ``reconnect``s on a new connection
 without ``initialize`` speaks the version it negotiated last time (``AgentHost.client_versions``,
-in memory); one the host does not know (e.g. after a host restart) is taken to speak 0.2.0, the
-only version older host builds served.
+in memory), else the one its ``reconnect`` states (``_meta.protocolVersion``, which our own client
+sends); one the host does not know that states none (a host started again, another process of a
+cluster, a client such as VS Code that sends no version) is taken to speak ``DEFAULT_VERSION``, the
+newest served (1.0.0): the model's own shapes, which a client of the model's line (0.9.0) reads too.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ __all__ = [
     "dialect_for_version",
 ]
 
-DEFAULT_VERSION = "0.2.0"
-"""What a reconnecting client the host does not know is taken to speak."""
+DEFAULT_VERSION = SERVED_VERSIONS[0]
+"""What a reconnecting client the host does not know, and that states no version, is taken to speak
+(the newest served: 1.0.0)."""
 
 _CLASSES: dict[str, type[Dialect]] = {
     "0.2.0": Ahp02Dialect, "0.7.0": Ahp07Dialect, "0.9.0": NewerDialect, "1.0.0": NewerDialect,
@@ -63,7 +66,7 @@ def dialect_for(negotiated: Negotiated) -> Dialect:
 
 
 def dialect_for_version(version: str) -> Dialect:
-    """The dialect of a version negotiated earlier (``reconnect``); 0.2.0 if it is not served."""
+    """The dialect of a version negotiated earlier (``reconnect``); ``DEFAULT_VERSION``'s if it is not served."""
     baseline = next((base for base in SERVED_VERSIONS if accepts(base, version)), None)
     if baseline is None:
         return dialect_for(Negotiated(DEFAULT_VERSION, DEFAULT_VERSION))

@@ -24,7 +24,7 @@ from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from tests.conftest import TOKEN
 from tests.host.cluster.conftest import Relay
-from tests.host.cluster.test_process import ROOT, ClusterHost, offline_config, unclocked, until_listed
+from tests.host.cluster.test_process import ROOT, cluster_host, offline_config, statuses, unclocked, until_listed
 from tests.host.test_vscode import Peer
 from tests.host.transport.dialects._clients import TAKEOVER_ONLY, Client, assert_every_frame_fits, assert_sent
 from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
@@ -65,7 +65,7 @@ async def start_turn(peer: Peer, chat: str, client_seq: int, text: str) -> str:
 async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and_their_clients_converge(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = slow_config(tmp_path)
-    owner, second, third = (ClusterHost(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
+    owner, second, third = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
     printed = ""
     peers: list[Peer] = []
     clients: list[AhpClient] = []
@@ -203,8 +203,8 @@ async def closed_with(peer: Peer) -> tuple[int | None, str | None]:
 async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_converges_once_back(
         tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
     config = slow_config(tmp_path)
-    cut = ClusterHost(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
-    other = ClusterHost(tmp_path / "two", config, nats_server.url)
+    cut = cluster_host(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
+    other = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     peers: list[Peer] = []
     try:
@@ -280,8 +280,8 @@ async def resumed_when_accepted(client: AhpClient) -> Any:
 
 async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    first = ClusterHost(tmp_path / "one", config, nats_server.url)
-    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     clients: list[AhpClient] = []
     try:
@@ -289,15 +289,17 @@ async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path
         await second.start()
         here = await AhpClient.connect(first.url)
         clients.append(here)
-        await here.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await here.initialize(subscriptions=[ROOT])
         session = await here.create_session()
+        chat = default_chat_uri(session)
         here.send_message(session, "before the restart")
-        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        await here.wait_for(lambda m, e: len((here.state(chat) or {}).get("turns") or []) == 1, timeout=30)
         there = await AhpClient.connect(second.url)
         clients.append(there)
-        await there.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await there.initialize(subscriptions=[ROOT])
         await until_listed(there, session)
         await there.subscribe(session)
+        await there.subscribe(chat)
         await here.ping()
         seen = here.server_seq
 
@@ -309,16 +311,18 @@ async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path
         for client in (here, there):
             await resumed_when_accepted(client)
         here.send_message(session, "after the restart")
-        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 2, timeout=30)
-        await there.wait_for(lambda m, e: len((there.state(session) or {}).get("turns") or []) == 2, timeout=30)
+        for client in (here, there):  # the turn ended, and the session's catalogue entry for its chat is idle again
+            await client.wait_for(lambda m, e, c=client: len((c.state(chat) or {}).get("turns") or []) == 2
+                                  and statuses(c.state(session)) == [1], timeout=30)
         await here.ping()
         assert here.server_seq > seen
-        assert [t["userMessage"]["text"] for t in there.state(session)["turns"]] == [  # type: ignore[index]
+        assert [t["message"]["text"] for t in there.state(chat)["turns"]] == [  # type: ignore[index]
             "before the restart", "after the restart"]
         fresh = await AhpClient.connect(second.url)
         clients.append(fresh)
-        await fresh.initialize(subscriptions=[ROOT, session], protocol_versions=("0.2.0",))
-        assert unclocked(fresh.state(session)) == unclocked(there.state(session)) == unclocked(here.state(session))
+        await fresh.initialize(subscriptions=[ROOT, session, chat])
+        for channel in (session, chat):
+            assert unclocked(fresh.state(channel)) == unclocked(there.state(channel)) == unclocked(here.state(channel)), channel
     finally:
         for client in clients:
             await client.close()

@@ -2,16 +2,14 @@
 ordered log the JetStream stream. A client runs a turn, the process is killed with SIGKILL and
 started again on its data directory, and the client, reconnecting with ``lastSeenServerSeq``, is
 replayed what it missed and converges with a new client's snapshot; a second process shows its
-clients (AHP 0.2.0 and 0.9.0) the sessions and turns the first runs; a dispatch there for a session
-the first runs is forwarded to it and answered as if local; a client of the second that was the
-active client of such a session gives up that role on the first when it leaves."""
+clients (AHP 1.0.0, and a 0.9.0 client beside a 0.2.0 one) the sessions and turns the first runs;
+a dispatch there for a session the first runs is forwarded to it and answered as if local; a client
+of the second that was the active client of such a session gives up that role on the first when it
+leaves."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import signal
 import subprocess
 import sys
 import uuid
@@ -22,6 +20,7 @@ from websockets.asyncio.client import connect
 
 from ahp import state as internal
 from ahp.state import default_chat_uri
+from cli.serve_process import ServeProcess
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.process import process_name
@@ -50,6 +49,16 @@ def offline_config(tmp_path: Path) -> Path:
     return config
 
 
+def titles(session: dict[str, Any] | None) -> list[str]:
+    """The titles of a session's catalogue entries (the model's ``chats``)."""
+    return [str(chat.get("title")) for chat in (session or {}).get("chats") or []]
+
+
+def statuses(session: dict[str, Any] | None) -> list[int]:
+    """The statuses of a session's catalogue entries."""
+    return [int(chat.get("status") or 0) for chat in (session or {}).get("chats") or []]
+
+
 async def until_listed(client: AhpClient, session: str) -> None:
     """Wait (10 s at most) until ``client``'s process lists ``session``; the caller's next
     assertion or subscribe fails if it never does."""
@@ -59,43 +68,9 @@ async def until_listed(client: AhpClient, session: str) -> None:
         await asyncio.sleep(0.05)
 
 
-class ClusterHost:
+def cluster_host(data_dir: Path, config: Path, nats_url: str) -> ServeProcess:
     """``agent-host serve --cluster URL`` as its own process."""
-
-    def __init__(self, data_dir: Path, config: Path, nats_url: str) -> None:
-        self.data_dir, self.config, self.nats_url = data_dir, config, nats_url
-        self.process: subprocess.Popen[str] | None = None
-        self.url = ""
-
-    async def start(self) -> str:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(self.data_dir),
-             "--config", str(self.config), "--cluster", self.nats_url],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN},  # never on the command line (ps)
-        )
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 60)  # type: ignore[union-attr]  # stdout=PIPE
-        match = re.search(r"(ws://\S+)", line)
-        assert match, f"the host did not print its URL: {line!r}"
-        self.url = match.group(1)
-        return self.url
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> str:
-        """Stop it (SIGTERM) and return what it printed."""
-        if self.process is None:
-            return ""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-        return self.process.stdout.read() if self.process.stdout else ""
+    return ServeProcess(["--data-dir", str(data_dir), "--config", str(config), "--cluster", nats_url], token=TOKEN)
 
 
 def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_names_it(tmp_path: Path) -> None:
@@ -107,29 +82,32 @@ def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_
 async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_replayed_what_it_missed(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    host = ClusterHost(tmp_path / "data", config, nats_server.url)
+    host = cluster_host(tmp_path / "data", config, nats_server.url)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         session = await client.create_session()
+        chat = default_chat_uri(session)
         client.dispatch(session, {"type": "session/titleChanged", "title": "On the stream"})
         client.send_message(session, "persist me")
-        await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 1, timeout=30)
+        await client.wait_for(lambda m, e: len((client.state(chat) or {}).get("turns") or []) == 1, timeout=30)
         seen = client.server_seq
         await client.ping()
         host.kill()  # the client keeps its mirror and last serverSeq
 
         await host.start()  # the same data directory: the same name, its sessions taken back at once
         fresh = await AhpClient.connect(host.url)
-        await fresh.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await fresh.initialize(subscriptions=[ROOT])
         # The session is back once the restarted process lists it (bounded: never listed fails).
         await until_listed(fresh, session)
         await fresh.subscribe(session)
-        assert fresh.state(session)["summary"]["title"] == "On the stream"  # type: ignore[index]  # recovered from the stream
+        await fresh.subscribe(chat)
+        assert fresh.state(session)["title"] == "On the stream"  # type: ignore[index]  # recovered from the stream
         fresh.dispatch(session, {"type": "session/titleChanged", "title": "Renamed while you were away"})
         fresh.send_message(session, "a second turn")
-        await fresh.wait_for(lambda m, e: len((fresh.state(session) or {}).get("turns") or []) == 2, timeout=30)
+        await fresh.wait_for(lambda m, e: len((fresh.state(chat) or {}).get("turns") or []) == 2
+                             and statuses(fresh.state(session)) == [1], timeout=30)  # its catalogue entry idle too
 
         client.url = host.url
         result = await client.resume()
@@ -138,9 +116,9 @@ async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_rep
         assert replayed and replayed == sorted(replayed) and all(seq > seen for seq in replayed)
         # No gap: the replay brought the mirror where the other client is (but for the clock
         # reading a mirror stamps its summary with).
-        assert unclocked(client.state(session)) == unclocked(fresh.state(session))
-        assert unclocked(client.state(ROOT)) == unclocked(fresh.state(ROOT))
-        assert [turn["userMessage"]["text"] for turn in client.state(session)["turns"]] == ["persist me", "a second turn"]  # type: ignore[index]
+        for channel in (session, chat, ROOT):
+            assert unclocked(client.state(channel)) == unclocked(fresh.state(channel)), channel
+        assert [turn["message"]["text"] for turn in client.state(chat)["turns"]] == ["persist me", "a second turn"]  # type: ignore[index]
         assert [s["resource"] for s in await fresh.list_sessions()] == [session]
 
         # The restarted process writes on: serverSeq grows, a dispatch is accepted.
@@ -188,31 +166,39 @@ def test_a_credentials_file_that_does_not_exist_is_named(tmp_path: Path, nats_se
 async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_and_turns_run_by_the_first(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    first = ClusterHost(tmp_path / "one", config, nats_server.url)
-    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     try:
         await first.start()
         await second.start()
         here = await AhpClient.connect(first.url)
-        await here.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await here.initialize(subscriptions=[ROOT])
         session = await here.create_session()
+        chat = default_chat_uri(session)
         there = await AhpClient.connect(second.url)
-        await there.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await there.initialize(subscriptions=[ROOT])
         await until_listed(there, session)  # the second process takes it in as the stream delivers it
         assert [s["resource"] for s in await there.list_sessions()] == [session]
         await there.subscribe(session)
+        await there.subscribe(chat)
         here.send_message(session, "run on the first, watched from the second")
-        await there.wait_for(lambda m, e: len((there.state(session) or {}).get("turns") or []) == 1, timeout=30)
-        await here.wait_for(lambda m, e: len((here.state(session) or {}).get("turns") or []) == 1, timeout=30)
-        assert unclocked(there.state(session)) == unclocked(here.state(session))
+        # The turn ends, and so does the session's catalogue entry for its chat (an action more): idle again.
+        for client in (here, there):
+            await client.wait_for(lambda m, e, c=client: len((c.state(chat) or {}).get("turns") or []) == 1
+                                  and statuses(c.state(session)) == [1], timeout=30)
+        for channel in (session, chat):
+            assert unclocked(there.state(channel)) == unclocked(here.state(channel)), channel
         assert there.state(ROOT) == here.state(ROOT)  # one root state
 
         # A dispatch on the second process for the session the first runs is forwarded to the
         # first and answered as if local: the client's echo comes back, both clients see it.
         outcome = await there.outcome(there.dispatch(session, {"type": "session/titleChanged", "title": "from afar"}))
         assert outcome.accepted, outcome.reason
-        await here.wait_for(lambda m, e: (here.state(session) or {})["summary"]["title"] == "from afar", timeout=10)
+        # The title, and the default chat's catalogue entry that carries it (one action more), reach both.
+        for client in (here, there):
+            await client.wait_for(lambda m, e, c=client: [(c.state(session) or {})["title"], *titles(c.state(session))]
+                                  == ["from afar", "from afar"], timeout=10)
         assert unclocked(there.state(session)) == unclocked(here.state(session))
 
         # The first process gone, the session's lease still in force: refused, the client told why.
@@ -229,8 +215,8 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
 async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_converge_on_one_turn(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     config = offline_config(tmp_path)
-    first = ClusterHost(tmp_path / "one", config, nats_server.url)
-    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     try:
         await first.start()
@@ -284,8 +270,8 @@ async def test_a_client_of_one_process_that_leaves_gives_up_its_active_role_in_a
     # process runs; when it disconnects, the owner must hear of it, or its turns keep offering
     # the tools of a client that is gone.
     config = offline_config(tmp_path)
-    first = ClusterHost(tmp_path / "one", config, nats_server.url)
-    second = ClusterHost(tmp_path / "two", config, nats_server.url)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
     printed = ""
     try:
         await first.start()

@@ -36,7 +36,7 @@ async def workspace(tmp_path: Path, frame_checker):
     host = AgentHost(host_config(tmp_path / "data", default_directory=str(root), default_agent="offline"))
     running = await start_host(host, token=TOKEN)
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
-    await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+    await client.initialize(subscriptions=["ahp-root://"])
     yield client, root, outside
     await client.close()
     await running.stop()
@@ -141,7 +141,7 @@ async def served(tmp_path: Path, frame_checker):
     host = AgentHost(host_config(tmp_path / "data", default_directory=str(root), default_agent="offline"))
     running = await start_host(host, token=TOKEN)
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
-    await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+    await client.initialize(subscriptions=["ahp-root://"])
     yield running, client, root
     await client.close()
     await running.stop()

@@ -18,7 +18,7 @@ from client.errors import AhpError
 from client.events import EventStream
 from host.transport.server import RunningHost
 from tests.conftest import Connect
-from tests.host.state.test_durability import HostProcess
+from tests.host.state.test_durability import host_process
 
 ROOT = "ahp-root://"
 WAIT = 30.0  # generous: the machine is shared; waits end as soon as the change arrives
@@ -218,11 +218,11 @@ async def test_when_the_os_runs_out_of_file_watchers_first_the_error_says_so_pla
         (big / f"d{n}").mkdir(parents=True)
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config, prefix=prefix)
+    host = host_process(tmp_path / "data", config, prefix=prefix)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         # A tree with more folders than the user may watch: refused, not silently half-watched.
         with pytest.raises(AhpError) as too_deep:
             await watch(client, big.as_uri(), recursive=True)

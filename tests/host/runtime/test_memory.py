@@ -197,13 +197,13 @@ async def _growth_per_session(tmp_path, frame_checker, keep_disposed: list | Non
     import tracemalloc
     import uuid
 
+    from ahp.state import default_chat_uri
     from ahp.state.channels import _parse_chat_uri
     from client import AhpClient
     from host.service import AgentHost
     from host.transport.dialects.ahp02 import _chat_names
     from host.transport.server import start_host
     from tests.conftest import TOKEN, host_config
-    from tests.host.runtime.agents.harness import run_turn
 
     config = host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline")
     config.server.replay_buffer = 200
@@ -218,13 +218,15 @@ async def _growth_per_session(tmp_path, frame_checker, keep_disposed: list | Non
             dispose(uri)
         host.dispose_session = leaking  # type: ignore[method-assign]  # the leak this measure must see
     running = await start_host(host, token=TOKEN)
-    client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
-    await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+    client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.client_hook())
+    await client.initialize(subscriptions=["ahp-root://"])
 
     async def rounds(count: int) -> None:
         for index in range(count):
             session = await client.create_session()
-            await run_turn(client, session, f"hello {index}")
+            chat, turn = default_chat_uri(session), client.send_message(session, f"hello {index}")
+            await client.wait_for(lambda m, e, c=chat, t=turn: t in [x["id"] for x in (client.state(c) or {}).get("turns") or []],
+                                  timeout=20)
             await client.dispose_session(session)
             await client.wait_for(lambda m, e, s=session: running.host.session_uri(s) is None, timeout=10)
             terminal = f"ahp-terminal:/{uuid.uuid4()}"

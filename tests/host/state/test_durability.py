@@ -3,72 +3,35 @@ process on the same data directory brings every session, turn and pending messag
 
 from __future__ import annotations
 
-import asyncio
-import os
-import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from client import AhpClient
+from ahp.state import default_chat_uri
+from cli.serve_process import ServeProcess
+from client import PROTOCOL_VERSIONS, AhpClient
 from tests.conftest import TOKEN
 
 ROOT = "ahp-root://"
 
 
-class HostProcess:
-    def __init__(self, data_dir: Path, config: Path, prefix: tuple[str, ...] = ()) -> None:
-        """``prefix``: a command the host is started through (e.g. ``unshare`` with lower limits)."""
-        self.data_dir = data_dir
-        self.config = config
-        self.prefix = prefix
-        self.process: subprocess.Popen[str] | None = None
-        self.url = ""
-
-    async def start(self) -> str:
-        self.process = subprocess.Popen(
-            [*self.prefix, sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(self.data_dir),
-             "--config", str(self.config)],
-            env={**os.environ, "AGENT_HOST_TOKEN": TOKEN},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=Path(__file__).resolve().parents[3],
-        )
-        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), 30)  # type: ignore[union-attr]  # stdout=PIPE
-        match = re.search(r"(ws://\S+)", line)
-        assert match, f"the host did not print its URL: {line!r}"
-        self.url = match.group(1)
-        return self.url
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+def host_process(data_dir: Path, config: Path, prefix: tuple[str, ...] = ()) -> ServeProcess:
+    """``agent-host serve`` on ``data_dir`` as its own process (``prefix``: a command it is started
+    through, e.g. ``unshare`` with lower limits)."""
+    return ServeProcess(["--data-dir", str(data_dir), "--config", str(config)], token=TOKEN, prefix=prefix)
 
 
-def host_in(tmp_path: Path, sessions: str) -> HostProcess:
+def host_in(tmp_path: Path, sessions: str) -> ServeProcess:
     """A host process (not started) on ``tmp_path/data``, its ``[sessions]`` table holding ``sessions``
     and the default directory ``tmp_path``."""
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\n{sessions}default_directory = "{tmp_path}"\n')
-    return HostProcess(tmp_path / "data", config)
+    return host_process(tmp_path / "data", config)
 
 
-async def root_client(host: HostProcess) -> AhpClient:
+async def root_client(host: ServeProcess, protocol_versions: tuple[str, ...] = PROTOCOL_VERSIONS) -> AhpClient:
     """An initialized client of the running ``host``, subscribed to the root channel."""
     client = await AhpClient.connect(host.url)
-    await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+    await client.initialize(subscriptions=[ROOT], protocol_versions=protocol_versions)
     return client
 
 
@@ -76,50 +39,52 @@ async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     # Slow words, so that a turn is certainly still streaming when the host is killed.
     config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.2\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_process(tmp_path / "data", config)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         done = await client.create_session()
         client.dispatch(done, {"type": "session/titleChanged", "title": "Finished work"})
         turn = client.send_message(done, "a")
         busy = await client.create_session()
+        chat = default_chat_uri(busy)
         running_turn = client.send_message(busy, "this one will be interrupted")
-        client.dispatch(busy, {"type": "session/pendingMessageSet", "kind": "steering", "id": "s1", "userMessage": {"text": "steer me"}})
-        client.dispatch(busy, {"type": "session/pendingMessageSet", "kind": "queued", "id": "q1", "userMessage": {"text": "queued for later"}})
-        await client.wait_for(lambda m, e: "queuedMessages" in (client.state(busy) or {}) and len(client.state(busy)["activeTurn"]["responseParts"]) == 1)
-        await client.wait_for(lambda m, e: len(client.state(busy)["activeTurn"]["responseParts"][0]["content"]) > 10, timeout=20)
+        client.dispatch(chat, {"type": "chat/pendingMessageSet", "kind": "steering", "id": "s1", "message": said("steer me")})
+        client.dispatch(chat, {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q1", "message": said("queued for later")})
+        await client.wait_for(lambda m, e: "queuedMessages" in (client.state(chat) or {}) and len(client.state(chat)["activeTurn"]["responseParts"]) == 1)
+        await client.wait_for(lambda m, e: len(client.state(chat)["activeTurn"]["responseParts"][0]["content"]) > 10, timeout=20)
         seq_before = client.server_seq
-        partial = client.state(busy)["activeTurn"]["responseParts"][0]["content"]
+        partial = client.state(chat)["activeTurn"]["responseParts"][0]["content"]
         await client.ping()
         host.kill()
         await client.close()
 
         await host.start()
         again = await AhpClient.connect(host.url)
-        result = await again.initialize(subscriptions=[ROOT, done, busy], protocol_versions=("0.2.0",))
+        result = await again.initialize(subscriptions=[ROOT, done, busy, default_chat_uri(done), chat])
         assert result["serverSeq"] > seq_before
         summaries = {s["resource"]: s for s in await again.list_sessions()}
         assert set(summaries) == {done, busy}
         assert summaries[done]["title"] == "Finished work"
 
         # The other session kept its turn (ended as complete or, if it was still streaming, as an error).
-        assert [t["id"] for t in again.state(done)["turns"]] == [turn]
+        assert [t["id"] for t in again.state(default_chat_uri(done))["turns"]] == [turn]
 
         # The interrupted turn is finalised as an error that says what happened...
-        interrupted = again.state(busy)["turns"][0]
+        interrupted = again.state(chat)["turns"][0]
         assert interrupted["id"] == running_turn
         assert interrupted["state"] == "error"
-        assert interrupted["error"]["errorType"] == "hostRestarted"
-        assert "stopped while this turn was running" in interrupted["error"]["message"]
+        error = interrupted["responseParts"][-1]
+        assert error["kind"] == "error" and error["error"]["errorType"] == "hostRestarted"
+        assert "stopped while this turn was running" in error["error"]["message"]
         assert interrupted["responseParts"][0]["content"].startswith(partial)
         # ...the steering message the interrupted turn never took in runs next, then the queued one.
         await again.wait_for(
-            lambda m, e: [t["userMessage"]["text"] for t in again.state(busy)["turns"][1:3]] == ["steer me", "queued for later"],
+            lambda m, e: [t["message"]["text"] for t in again.state(chat)["turns"][1:3]] == ["steer me", "queued for later"],
             timeout=30,
         )
-        assert "steeringMessage" not in again.state(busy) and "queuedMessages" not in again.state(busy)
+        assert "steeringMessage" not in again.state(chat) and "queuedMessages" not in again.state(chat)
 
         # serverSeq keeps increasing after the restart and the host works normally.
         seq = again.server_seq
@@ -132,24 +97,30 @@ async def test_everything_is_back_after_kill_9(tmp_path: Path) -> None:
         host.stop()
 
 
+def said(text: str) -> dict[str, Any]:
+    """A user's message, as the model writes one."""
+    return {"text": text, "origin": {"kind": "user"}}
+
+
 async def test_a_clean_restart_keeps_sessions_and_resumes_replay(tmp_path: Path) -> None:
     config = tmp_path / "host.toml"
     config.write_text('[sessions]\ndefault_agent = "offline"\noffline_delay = 0\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_process(tmp_path / "data", config)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         session = await client.create_session()
+        chat = default_chat_uri(session)
         client.send_message(session, "persist me")
-        await client.wait_for(lambda m, e: len(client.state(session).get("turns") or []) == 1)
+        await client.wait_for(lambda m, e: len(client.state(chat).get("turns") or []) == 1)
         host.stop()
         await host.start()
         # The same client resumes on the new process: the journal restored the replay window.
         client.url = host.url  # the port changed with the new process
         result = await client.resume()
         assert result.kind in ("replay", "snapshot")
-        assert client.state(session)["turns"][0]["userMessage"]["text"] == "persist me"
+        assert client.state(chat)["turns"][0]["message"]["text"] == "persist me"
         await client.close()
     finally:
         host.stop()
@@ -159,17 +130,17 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
     # Twenty sessions streaming at once: many deltas per commit (group commit, coalesced runs).
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0.002\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_process(tmp_path / "data", config)
     try:
         await host.start()
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         sessions = [await client.create_session() for _ in range(20)]
         for session in sessions:
             client.send_message(session, "stream this back quickly")
 
         def streamed(session: str) -> str:
-            state = client.state(session) or {}
+            state = client.state(default_chat_uri(session)) or {}
             turn = state.get("activeTurn") or ((state.get("turns") or [None])[0]) or {}
             parts = turn.get("responseParts") or [{}]
             return parts[0].get("content") or ""
@@ -181,9 +152,9 @@ async def test_after_kill_9_every_session_has_at_least_the_text_its_subscribers_
 
         await host.start()
         again = await AhpClient.connect(host.url)
-        await again.initialize(subscriptions=[ROOT, *sessions], protocol_versions=("0.2.0",))
+        await again.initialize(subscriptions=[ROOT, *map(default_chat_uri, sessions)])
         for session in sessions:
-            recovered = again.state(session)["turns"][0]["responseParts"][0]["content"] if seen[session] else ""
+            recovered = again.state(default_chat_uri(session))["turns"][0]["responseParts"][0]["content"] if seen[session] else ""
             assert recovered.startswith(seen[session]), session
         await again.close()
     finally:
@@ -198,14 +169,15 @@ async def test_a_message_queued_as_the_turn_completes_runs_after_kill_9(tmp_path
         await host.start()
         client = await root_client(host)
         session = await client.create_session()
+        chat = default_chat_uri(session)
         first = client.send_message(session, "answer me first")
-        await client.wait_for(lambda m, e: (client.state(session) or {}).get("activeTurn") is not None)
-        queued = client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "queued", "id": "q1",
-                                           "userMessage": {"text": "queued behind it"}})
+        await client.wait_for(lambda m, e: (client.state(chat) or {}).get("activeTurn") is not None)
+        queued = client.dispatch(chat, {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q1",
+                                        "message": said("queued behind it")})
         assert (await client.outcome(queued)).accepted
 
         def completed_then_kill(message: Any, envelope: Any) -> bool:
-            turns = (client.state(session) or {}).get("turns") or []
+            turns = (client.state(chat) or {}).get("turns") or []
             if turns and turns[0]["id"] == first:
                 host.kill()
                 return True
@@ -216,11 +188,11 @@ async def test_a_message_queued_as_the_turn_completes_runs_after_kill_9(tmp_path
 
         await host.start()
         again = await AhpClient.connect(host.url)
-        await again.initialize(subscriptions=[ROOT, session], protocol_versions=("0.2.0",))
+        await again.initialize(subscriptions=[ROOT, chat])
 
         def ran(m: Any, e: Any) -> bool:
-            state = again.state(session) or {}
-            texts = [turn["userMessage"]["text"] for turn in state.get("turns") or []]
+            state = again.state(chat) or {}
+            texts = [turn["message"]["text"] for turn in state.get("turns") or []]
             return texts[:2] == ["answer me first", "queued behind it"] and not state.get("queuedMessages")
 
         await again.wait_for(ran, timeout=30)

@@ -284,7 +284,7 @@ async def test_a_real_terminal_printing_megabytes_leaves_a_bounded_journal(tmp_p
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
-        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=["ahp-root://"])
         terminal = f"ahp-terminal:/{uuid.uuid4()}"
         await client.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": client.client_id}})
         await client.subscribe(terminal)

@@ -265,3 +265,35 @@ async def test_a_root_change_its_writer_refuses_is_told_to_whoever_dispatched_it
     await settle()
     assert told == ["host-a, which runs this session, did not answer: no responders"]
     assert store.state(ROOT)["activeSessions"] == 0  # type: ignore[index]  # nothing to undo
+
+
+@pytest.mark.parametrize("later", [False, True], ids=["numbered-at-once", "numbered-later"])
+async def test_an_observer_that_fails_is_logged_and_the_observers_after_it_still_hear_of_the_action(
+        later: bool, caplog: pytest.LogCaptureFixture) -> None:
+    log = LaterLog() if later else ListLog()
+    store = Store({"agents": []}, clock=lambda: 5, log=log)
+    store.create(CHAT, "chat", {"resource": CHAT, "title": "", "status": 1, "modifiedAt": "2026-01-01T00:00:00.000Z", "turns": []})
+    heard: list[tuple[str, str]] = []
+
+    def failing(*arguments: Any) -> None:
+        raise RuntimeError("an observer's bug")
+
+    store.observers += [failing, lambda channel, before, after, envelope: heard.append(("observer", envelope["action"]["type"]))]
+    store.change_observers.append(lambda channel, before, after, envelope: heard.append(("change", envelope["action"]["type"])))
+    store.token_observers += [failing, lambda channel, envelope: heard.append(("token", envelope["action"]["type"]))]
+    for action in ({"type": "chat/turnStarted", "turnId": "t", "startedAt": "2026-01-01T00:00:01.000Z",
+                    "message": {"text": "go", "origin": {"kind": "user"}}},
+                   {"type": "chat/responsePart", "turnId": "t", "part": {"kind": "markdown", "id": "m", "content": ""}},
+                   {"type": "chat/delta", "turnId": "t", "partId": "m", "content": "hi"}):
+        store.dispatch(CHAT, action)
+    if isinstance(log, LaterLog):
+        assert heard == []  # nothing is observed before the log numbered it
+        for index in range(3):
+            log.number(index, index + 1)
+        await settle()
+    assert heard == [("observer", "chat/turnStarted"), ("change", "chat/turnStarted"),
+                     ("observer", "chat/responsePart"), ("change", "chat/responsePart"),
+                     ("observer", "chat/delta"), ("token", "chat/delta")]
+    failures = [record.getMessage() for record in caplog.records if "failed" in record.getMessage()]
+    assert failures == ["store observer failed on chat/turnStarted", "store observer failed on chat/responsePart",
+                        "store observer failed on chat/delta", "store token observer failed on chat/delta"]

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from ahp.state import default_chat_uri
 from ahp.workspace_trust import CONFIG_KEY
 from client import AhpClient
 from client.errors import AhpError, ConnectionClosedError
@@ -48,13 +49,13 @@ async def hosting(tmp_path: Path, provider: ScriptedProvider) -> AsyncIterator[t
 
 
 async def client_of(running: RunningHost, checker: FrameChecker, token: str | None, *, url: str | None = None) -> AhpClient:
-    client = await AhpClient.connect(url or running.url.split("?")[0], token=token, frame_hook=checker.hook)
-    await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+    client = await AhpClient.connect(url or running.url.split("?")[0], token=token, frame_hook=checker.client_hook())
+    await client.initialize(subscriptions=[ROOT])
     return client
 
 
-def confirm(client: AhpClient, session: str, call: dict[str, Any], **fields: Any) -> int:
-    return client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": call["turnId"],
+def confirm(client: AhpClient, chat: str, call: dict[str, Any], **fields: Any) -> int:
+    return client.dispatch(chat, {"type": "chat/toolCallConfirmed", "turnId": call["turnId"],
                                      "toolCallId": call["toolCallId"], **fields})
 
 
@@ -63,8 +64,8 @@ def trusted(running: RunningHost) -> Any:
     return ((running.host.store.state(ROOT) or {}).get("config") or {}).get("values", {}).get(CONFIG_KEY)
 
 
-def call_in(client: AhpClient, session: str, call_id: str) -> dict[str, Any]:
-    turn = (client.state(session) or {}).get("activeTurn") or {}
+def call_in(client: AhpClient, chat: str, call_id: str) -> dict[str, Any]:
+    turn = (client.state(chat) or {}).get("activeTurn") or {}
     return next(p["toolCall"] for p in turn.get("responseParts") or () if p.get("kind") == "toolCall"
                 and p["toolCall"]["toolCallId"] == call_id)
 
@@ -81,29 +82,31 @@ async def test_a_read_token_watches_a_streaming_turn_and_cannot_approve_dispatch
         owner = await client_of(running, frame_checker, TOKEN)  # the host's own token: full
         try:
             session = await ready_session(bob)  # a full token creates sessions
+            chat = default_chat_uri(session)
             watched = alice.subscribe_events()
-            await alice.subscribe(session)
-            await owner.subscribe(session)
+            for client in (alice, owner):
+                await client.subscribe(session)
+                await client.subscribe(chat)
             bob.send_message(session, "run it")
-            call = await wait_pending(alice, session)  # alice sees the turn live, waiting for a person
+            call = await wait_pending(alice, chat)  # alice sees the turn live, waiting for a person
             trusted_before = trusted(running)
 
             # Refused actions come back as rejections naming both levels; nothing changes.
             refused = [
-                confirm(alice, session, call, approved=True, confirmed="user-action", selectedOptionId="allow-once"),
-                alice.dispatch(session, {"type": "session/turnCancelled", "turnId": call["turnId"]}),
+                confirm(alice, chat, call, approved=True, confirmed="user-action", selectedOptionId="allow-once"),
+                alice.dispatch(chat, {"type": "chat/turnCancelled", "turnId": call["turnId"]}),
                 alice.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: [str(tmp_path)]}}),
             ]
             for seq in refused:
                 outcome = await alice.outcome(seq)
                 assert outcome.status == "rejected"
                 assert "level full" in (outcome.reason or "") and "token 'alice' (level read)" in (outcome.reason or "")
-            assert call_in(bob, session, call["toolCallId"])["status"] == "pending-confirmation"
+            assert call_in(bob, chat, call["toolCallId"])["status"] == "pending-confirmation"
             assert trusted(running) == trusted_before
 
             # Refused requests are JSON-RPC errors naming both levels; the connection stays usable.
             for method, params in (
-                ("createSession", {"channel": "ahp-session:/by-alice"}),
+                ("createSession", {"channel": "scripted:/by-alice"}),
                 ("disposeSession", {"channel": session}),
                 ("resourceWrite", {"uri": (tmp_path / "x.txt").as_uri(), "data": "eA==", "encoding": "base64"}),
                 ("createTerminal", {"channel": "ahp-terminal:/by-alice"}),
@@ -113,26 +116,26 @@ async def test_a_read_token_watches_a_streaming_turn_and_cannot_approve_dispatch
                 assert refusal.value.code == -32009
                 assert refusal.value.data == {"tokenLevel": "read", "requiredLevel": "full", "token": "alice"}
                 assert method in refusal.value.message and "level read" in refusal.value.message
-            assert not (tmp_path / "x.txt").exists() and "ahp-session:/by-alice" not in running.host.store
+            assert not (tmp_path / "x.txt").exists() and "scripted:/by-alice" not in running.host.store
             assert [item["resource"] for item in await alice.list_sessions()] == [session]
 
             # The full token answers; everyone sees who did, and a later answer is refused saying so.
-            seq = confirm(bob, session, call, approved=True, confirmed="user-action", selectedOptionId="allow-once")
+            seq = confirm(bob, chat, call, approved=True, confirmed="user-action", selectedOptionId="allow-once")
             assert (await bob.outcome(seq)).status == "accepted"
-            await alice.wait_for(lambda m, e: "Hel" in json.dumps((alice.state(session) or {}).get("activeTurn")), timeout=20)
-            answered = call_in(alice, session, call["toolCallId"])
+            await alice.wait_for(lambda m, e: "Hel" in json.dumps((alice.state(chat) or {}).get("activeTurn")), timeout=20)
+            answered = call_in(alice, chat, call["toolCallId"])
             assert answered["status"] == "completed"
             assert answered["_meta"]["answeredBy"] == {"clientId": bob.client_id, "tokenName": "bob"}
-            late = await owner.outcome(confirm(owner, session, call, approved=False, reason="denied", selectedOptionId="deny"))
+            late = await owner.outcome(confirm(owner, chat, call, approved=False, reason="denied", selectedOptionId="deny"))
             assert late.status == "rejected" and "already answered by token 'bob'" in (late.reason or "")
             gate.set()
-            await alice.wait_for(lambda m, e: len((alice.state(session) or {}).get("turns") or []) == 1, timeout=20)
-            [turn] = alice.state(session)["turns"]
+            await alice.wait_for(lambda m, e: len((alice.state(chat) or {}).get("turns") or []) == 1, timeout=20)
+            [turn] = alice.state(chat)["turns"]
             assert turn["responseParts"][-1]["content"] == "Hello there"
             origins = []
             while not watched.empty():
                 note = watched.get_nowait()
-                if (note is not None and note.method == "action" and note.params["action"]["type"] == "session/toolCallConfirmed"
+                if (note is not None and note.method == "action" and note.params["action"]["type"] == "chat/toolCallConfirmed"
                         and "rejectionReason" not in note.params):
                     origins.append(note.params["origin"])
             assert origins == [{"clientId": bob.client_id, "clientSeq": seq, "tokenName": "bob"}]
@@ -194,7 +197,7 @@ async def test_a_named_token_is_accepted_as_bearer_header_token_or_tkn_query(
         client = await client_of(running, frame_checker, secret if how == "bearer" else None, url=url)
         try:
             with pytest.raises(AhpError) as refusal:
-                await client.request("createSession", {"channel": "ahp-session:/x"})
+                await client.request("createSession", {"channel": "scripted:/x"})
             assert refusal.value.data["token"] == "reader"  # the level of that token, however it came
         finally:
             await client.close()
@@ -237,11 +240,11 @@ async def test_a_read_client_borrowing_a_full_clients_id_serves_nothing_for_it(t
     client's id is not asked for that client's resources (a plugin tree it publishes, say)."""
     async with hosting(tmp_path, ScriptedProvider([])) as (running, tokens):
         full = await AhpClient.connect(running.url.split("?")[0], token=tokens.create("owner", "full"), client_id="shared-id",
-                                       frame_hook=frame_checker.hook)
-        await full.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+                                       frame_hook=frame_checker.client_hook())
+        await full.initialize(subscriptions=[ROOT])
         read = await AhpClient.connect(running.url.split("?")[0], token=tokens.create("guest", "read"), client_id="shared-id",
-                                       frame_hook=frame_checker.hook)
-        await read.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+                                       frame_hook=frame_checker.client_hook())
+        await read.initialize(subscriptions=[ROOT])
         asked: list[str] = []
 
         def answering(who: str) -> Any:
@@ -273,11 +276,12 @@ async def test_ag_ui_with_a_read_token_follows_a_running_turn_live_and_cannot_ca
     watcher = await client_of(running, frame_checker, TOKEN)
     try:
         reader, writer = tokens.create("reader", "read"), tokens.create("writer", "full")
-        session = session_uri_for("t2")
+        session = session_uri_for("t2", "scripted")
+        chat = default_chat_uri(session)
         await ready_session(watcher, channel=session)
         messages = [user("m1", "go")]
         started = asyncio.create_task(run(running.http_url, run_input("t2", "r1", messages), token=writer))
-        await watcher.wait_for(lambda m, e: "Partly" in json.dumps((watcher.state(session) or {}).get("activeTurn")), timeout=20)
+        await watcher.wait_for(lambda m, e: "Partly" in json.dumps((watcher.state(chat) or {}).get("activeTurn")), timeout=20)
         cancel = await run(running.http_url, run_input("t2", "r2", messages, forwardedProps={"cancel": True}), token=reader)
         assert types(cancel) == ["RUN_STARTED", "RUN_ERROR"] and cancel[-1]["code"] == "permissionDenied"
         followed: list[dict[str, Any]] = []
@@ -298,8 +302,8 @@ async def test_ag_ui_with_a_read_token_follows_a_running_turn_live_and_cannot_ca
         assert text_of(written) == "Partly done." and written[-1]["type"] == "RUN_FINISHED"
         # It followed the turn to its end (an AG-UI join streams only parts started after it joined).
         assert types(followed) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
-        await watcher.wait_for(lambda m, e: len((watcher.state(session) or {}).get("turns") or []) == 1, timeout=20)
-        assert watcher.state(session)["turns"][0]["state"] == "complete"  # not cancelled
+        await watcher.wait_for(lambda m, e: len((watcher.state(chat) or {}).get("turns") or []) == 1, timeout=20)
+        assert watcher.state(chat)["turns"][0]["state"] == "complete"  # not cancelled
     finally:
         await watcher.close()
         await running.stop()

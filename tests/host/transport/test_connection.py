@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
+from ahp.dialects.negotiation import SERVED_VERSIONS
 from ahp.dialects.v0_2.wire import METHODS
-from client import AhpClient, AhpError
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS, AhpClient, AhpError
 from host.service import AgentHost
+from host.transport.dialects import DEFAULT_VERSION
 from host.transport.dialects.ahp02 import v02_session_state
 from host.transport.server import RunningHost, start_host
 from tests.conftest import TOKEN, Connect, host_config
@@ -143,17 +146,21 @@ async def test_a_second_turn_while_one_runs_is_refused_and_a_queued_message_runs
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         session = await client.create_session()
+        chat = default_chat_uri(session)
         first = client.send_message(session, "long answer please")
-        refused = await client.outcome(client.dispatch(session, {"type": "session/turnStarted", "turnId": "t2", "userMessage": {"text": "x"}}))
+        refused = await client.outcome(client.dispatch(chat, {
+            "type": "chat/turnStarted", "turnId": "t2", "startedAt": "2026-01-01T00:00:00.000Z",
+            "message": {"text": "x", "origin": {"kind": "user"}}}))
         assert not refused.accepted and "still running" in refused.reason
-        client.dispatch(session, {"type": "session/pendingMessageSet", "kind": "queued", "id": "q1", "userMessage": {"text": "queued one"}})
-        await client.wait_for(lambda m, e: len(client.state(session).get("turns") or []) == 2, timeout=20)
-        turns = client.state(session)["turns"]
+        client.dispatch(chat, {"type": "chat/pendingMessageSet", "kind": "queued", "id": "q1",
+                               "message": {"text": "queued one", "origin": {"kind": "user"}}})
+        await client.wait_for(lambda m, e: len(client.state(chat).get("turns") or []) == 2, timeout=20)
+        turns = client.state(chat)["turns"]
         assert turns[0]["id"] == first
-        assert turns[1]["userMessage"]["text"] == "queued one"
-        assert "queuedMessages" not in client.state(session)
+        assert turns[1]["message"]["text"] == "queued one"
+        assert "queuedMessages" not in client.state(chat)
         await client.close()
     finally:
         await running.stop()
@@ -164,18 +171,19 @@ async def test_cancelling_a_turn_stops_the_stream(tmp_path) -> None:
     running = await start_host(host, token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(protocol_versions=("0.2.0",))
+        await client.initialize()
         session = await client.create_session()
+        chat = default_chat_uri(session)
         turn_id = client.send_message(session, "stream slowly")
-        await client.wait_for(lambda m, e: e is not None and e.action is not None and e.action["type"] == "session/delta")
+        await client.wait_for(lambda m, e: e is not None and e.action is not None and e.action["type"] == "chat/delta")
         assert (await client.outcome(client.cancel_turn(session, turn_id))).accepted
-        turn = client.state(session)["turns"][-1]
+        turn = client.state(chat)["turns"][-1]
         assert turn["state"] == "cancelled"
         length = len(turn["responseParts"][0]["content"])
         seq = running.host.store.seq
         await asyncio.sleep(0.2)  # several word intervals: nothing more may arrive for the turn
         assert running.host.store.seq == seq
-        assert len(client.state(session)["turns"][-1]["responseParts"][0]["content"]) == length
+        assert len(client.state(chat)["turns"][-1]["responseParts"][0]["content"]) == length
         await client.close()
     finally:
         await running.stop()
@@ -301,15 +309,20 @@ async def test_reconnect_falls_back_to_snapshots_past_the_replay_buffer(tmp_path
     try:
         alice = await AhpClient.connect(running.url)
         bob = await AhpClient.connect(running.url)
-        await alice.initialize(protocol_versions=("0.2.0",))
-        await bob.initialize(protocol_versions=("0.2.0",))
+        await alice.initialize()
+        await bob.initialize()
         session = await alice.create_session()
+        chat = default_chat_uri(session)
         await bob.subscribe(session)
+        await bob.subscribe(chat)
         await bob._conn.close()
-        await run_turn(alice, session, "many words stream more than five actions")
+        turn = alice.send_message(session, "many words stream more than five actions")
+        await alice.wait_for(lambda m, e: [t["id"] for t in (alice.state(chat) or {}).get("turns") or []] == [turn], timeout=10)
         result = await bob.resume()
         assert result.kind == "snapshot"
-        assert without_clock(bob.state(session)) == without_clock(v02_session_state(running.host, session))
+        for channel in (session, chat):  # what the host holds, as its snapshots gave it
+            assert bob.state(channel) == running.host.store.state(channel), channel
+        assert bob.state(chat)["turns"][0]["id"] == turn
         await alice.close()
         await bob.close()
     finally:
@@ -329,19 +342,63 @@ async def test_reconnect_reports_a_disposed_session_as_missing(connect: Connect)
     assert bob.state(session) is None
 
 
-async def test_reconnect_as_first_message_of_a_raw_connection(running_host: RunningHost, connect: Connect, frame_checker: Any) -> None:
-    client = await connect()
+async def test_reconnect_as_first_message_of_a_raw_connection(running_host: RunningHost, connect: Connect) -> None:
+    client = await connect(protocol_versions=PROTOCOL_VERSIONS)
     session = await client.create_session()
+    chat = default_chat_uri(session)
     seq = client.server_seq
-    await run_turn(client, session, "hi")
-    raw = await RawPeer.open(running_host, frame_checker)
-    reply = await raw.request("reconnect", {"channel": ROOT, "clientId": "raw", "lastSeenServerSeq": seq, "subscriptions": [session, "ahp-session:/gone"]})
+    turn = client.send_message(session, "hi")
+    await client.wait_for(lambda m, e: [t["id"] for t in (client.state(chat) or {}).get("turns") or []] == [turn], timeout=10)
+    raw = await RawPeer.open(running_host)
+    reply = await raw.request("reconnect", {"channel": ROOT, "clientId": "raw", "lastSeenServerSeq": seq,
+                                            "subscriptions": [session, chat, "offline:/gone"]})
     assert reply["result"]["type"] == "replay"
-    assert reply["result"]["missing"] == ["ahp-session:/gone"]
+    assert reply["result"]["missing"] == ["offline:/gone"]
     seqs = [envelope["serverSeq"] for envelope in reply["result"]["actions"]]
     assert seqs == sorted(seqs) and seqs[0] == seq + 1
-    assert all(envelope["channel"] == session for envelope in reply["result"]["actions"])
+    assert {envelope["channel"] for envelope in reply["result"]["actions"]} <= {session, chat}
+    assert [e["action"]["turnId"] for e in reply["result"]["actions"] if e["action"]["type"] == "chat/turnStarted"] == [turn]
     await raw.close()
+
+
+@pytest.mark.parametrize("stated", [None, "1.2.0", "0.7.3", "0.2.0"])
+async def test_a_client_the_host_does_not_know_speaks_the_version_its_reconnect_states_else_the_newest(
+        running_host: RunningHost, stated: str | None) -> None:
+    """A host started again knows no client: a ``reconnect`` that states no version
+    (``_meta.protocolVersion``) speaks the default, the newest served (1.0.0); one that states a
+    version the host serves (any patch or later 1.x) speaks that."""
+    assert DEFAULT_VERSION == SERVED_VERSIONS[0] == "1.0.0"
+    creator = await AhpClient.connect(running_host.url.split("?")[0], token=TOKEN)
+    await creator.initialize(subscriptions=[ROOT])
+    session = await creator.create_session()
+    chat = default_chat_uri(session)
+    seq = creator.server_seq
+    turn = creator.send_message(session, "while you were away")
+    await creator.wait_for(lambda m, e: [t.get("state") for t in (creator.state(chat) or {}).get("turns") or []] == ["complete"],
+                           timeout=10)
+    legacy = "ahp-session:/" + session.split(":/", 1)[1]
+    raw = await RawPeer.open(running_host)
+    params: dict[str, Any] = {"channel": ROOT, "clientId": f"unknown-{stated}", "lastSeenServerSeq": seq,
+                              "subscriptions": [chat, legacy]}
+    if stated is not None:
+        params["_meta"] = {"protocolVersion": stated}
+    reply = await raw.request("reconnect", params)
+    result = reply["result"]
+    assert result["type"] == "replay", reply
+    started = [e["action"].get("turnId") for e in result["actions"] if e["action"]["type"].endswith("/turnStarted")]
+    automations = await raw.request("listAutomationTriggerDefinitions", {"channel": ROOT})
+    if stated == "0.2.0":  # 0.2.0 names the session ahp-session:/<id>, and has no chat channel
+        assert result["missing"] == [chat] and started == [turn]
+        assert automations["error"]["code"] == -32601
+    else:  # the model's line: the chat is resumed, the 0.2.0 name is not one
+        assert result["missing"] == [legacy] and started == [turn]
+        assert {e["channel"] for e in result["actions"]} == {chat}
+        if stated == "0.7.3":  # 0.7.x: before the automations of 0.8.0
+            assert automations["error"]["code"] == -32601
+        else:
+            assert automations.get("result") == {"items": []}, automations
+    await raw.close()
+    await creator.close()
 
 
 async def test_initialize_negotiates_the_protocol_version(running_host: RunningHost, frame_checker: Any) -> None:
@@ -516,11 +573,11 @@ async def test_a_session_created_without_an_agent_gets_the_replay_agent_when_no_
     running = await start_host(AgentHost(host_config(tmp_path / "data")), token=TOKEN)
     try:
         client = await AhpClient.connect(running.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         providers = [agent["provider"] for agent in client.state(ROOT)["agents"]]
         assert {"offline", "openai", "anthropic", "replay"} <= set(providers)
         session = await client.create_session()
-        assert client.state(session)["summary"]["provider"] == "replay"
+        assert client.state(session)["provider"] == "replay" and session.startswith("replay:/")
         await client.close()
     finally:
         await running.stop()

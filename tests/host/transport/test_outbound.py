@@ -15,7 +15,7 @@ from websockets.asyncio.client import ClientConnection as RawClient
 from websockets.asyncio.client import connect as raw_connect
 from websockets.exceptions import ConnectionClosed
 
-from client import AhpClient
+from client import LEGACY_VERSIONS, AhpClient
 from host.transport.outbound import CUT_OFF_CODE, OutboundBudget
 from host.transport.server import RunningHost
 from host.transport.ws_protocol import WRITE_AHEAD
@@ -220,7 +220,7 @@ async def test_a_client_that_does_not_read_cannot_keep_the_host_from_stopping(tm
     host = host_in(tmp_path, 'default_agent = "offline"\n')
     try:
         await host.start()
-        writer = await root_client(host)
+        writer = await root_client(host, LEGACY_VERSIONS)  # the stuck client below speaks 0.2.0 too
         session = await writer.create_session()
         port = int(host.url.split(":")[2].split("/")[0])
         stuck = await slow_client(_At(host.url, port), session, "stuck")

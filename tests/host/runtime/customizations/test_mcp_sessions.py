@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ahp.state import default_chat_uri
 from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider
@@ -369,9 +370,12 @@ async def test_the_servers_of_a_session_nobody_is_connected_to_stop_soon_after_i
     provider = ScriptedProvider([reply("done")])
     async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, _):
         one_shot = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)  # like `agent-host chat URL -p`
-        await one_shot.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+        await one_shot.initialize(subscriptions=["ahp-root://"])  # in the version it speaks (1.0.0)
         session = await ready_session(one_shot)
-        await run_turn_and_idle(one_shot, session, "do it")
+        chat = default_chat_uri(session)
+        turn = one_shot.send_message(session, "do it")
+        await one_shot.wait_for(lambda m, e: [t["id"] for t in (one_shot.state(chat) or {}).get("turns") or []] == [turn]
+                                and not (one_shot.state(chat) or {}).get("activeTurn"), timeout=60)
         await wait_tools(one_shot, session, "sink", "echo")  # it is up (on a busy machine, maybe only after the turn)
         [server] = started_pids(marker)
         assert not process_gone(server)

@@ -19,7 +19,7 @@ from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import idle, ready_session, serving
 from tests.host.runtime.tools._support import calls, scripted, tools_config
-from tests.host.state.test_durability import HostProcess
+from tests.host.state.test_durability import host_process
 from tests.tools.test_processes import DAEMONS, daemon_pids
 
 ROOT = "ahp-root://"
@@ -291,11 +291,11 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
         monkeypatch.setenv("HOME", str(tmp_path))
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n')
-    host = HostProcess(tmp_path / "data", config)
+    host = host_process(tmp_path / "data", config)
 
     async def client_of() -> AhpClient:
         client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT])
         return client
 
     async def terminal_with_output(client: AhpClient, name: str) -> tuple[str, int]:
@@ -330,7 +330,7 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
         for terminal, name, why in ((stopped, "stopped", "The host stopped"), (killed, "killed", "killed or crashed")):
             # Listed as ended (hung up), with its output and a line saying what happened.
             info = listed(client, terminal)
-            assert info is not None and (info["title"], info["exitCode"]) == (name, 129)
+            assert info is not None and (info["title"], info["lifecycle"]) == (name, {"status": "exited", "exitCode": 129})
             await client.subscribe(terminal)
             assert f"{name}-output" in text(client, terminal) and why in text(client, terminal)
             outcome = await client.outcome(client.dispatch(terminal, {"type": "terminal/input", "data": "ls\n"}))

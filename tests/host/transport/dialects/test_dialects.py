@@ -25,7 +25,7 @@ def test_one_shared_dialect_per_version_each_its_own_translator() -> None:
     assert isinstance(V07, Ahp07Dialect) and isinstance(V02, Ahp02Dialect)
     assert dialect_for_version("0.9.0") is V09
     assert dialect_for_version("0.7.3").baseline == "0.7.0"
-    assert dialect_for_version("0.4.0") is V02  # not served: a reconnecting client is taken to speak 0.2.0
+    assert dialect_for_version("0.4.0") is dialect_for(Negotiated("1.0.0", "1.0.0"))  # not served: the default, the newest served
     assert V02.translator is V02 and V09.translator is V09 and V07.translator is V07
 
 
