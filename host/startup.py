@@ -33,6 +33,11 @@ DEFERRED: dict[str, str] = {
         "compaction and tool runs: in a worker thread when a session is made on a provider agent "
         "(ProviderAgent.prepare_session); a turn sent before that import ends waits for it off the loop",
     "host.transport.agui": "AG-UI: on the first request to its endpoint (host.transport.server)",
+    "host.session_services":
+        "the session services (customizations, tools and the built-in tools, terminals, changesets, resource "
+        "watches, sub-agents) and the rest of the start that needs them: in a worker thread once the host "
+        "listens, then built on the event loop (host.transport.server); any request but the handshake waits "
+        "for them (host.transport.connection), and whatever needs one sooner builds them at once (AgentHost.services)",
     "ahp.dialects.v0_2.wire._generated": "the generated wire models: in a worker thread once the host listens (ahp.dialects.v0_2.wire._models)",
     "ahp.dialects.v0_2.wire._handshake": "the wire model of the first request, InitializeParams, alone: on the first initialize "
                                          "(ahp.dialects.v0_2.wire._models), which so waits for none of the others",

@@ -161,7 +161,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await host.start()
+        await host.start(sessions_later=True)  # the rest once listening (start_host)
         watch = asyncio.create_task(_watch_tokens(token_file, live))
         try:
             yield
@@ -180,6 +180,8 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
     async def agui(request: Request) -> Any:
         # Built on the first request: importing AG-UI is not worth its start-up time until then.
         nonlocal agui_handler
+        if not host.sessions_started:
+            await host.started()
         if agui_handler is None:
             agui_endpoint = startup.load("host.transport.agui.endpoint").agui_endpoint
             agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check,
@@ -370,16 +372,44 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
             task.result()
             raise RuntimeError("the host stopped while starting")
         await asyncio.sleep(0.001)
-    asyncio.get_running_loop().run_in_executor(None, _load_soon)
     running = RunningHost(server, task, sock, host, token)
     running.open_connections = app.state.open_connections
+    loop = asyncio.get_running_loop()
+
+    def imported() -> None:  # (in the worker thread)
+        loop.call_soon_threadsafe(_start_sessions, running)
+
+    loop.run_in_executor(None, _load_soon, imported)
     return running
 
 
-def _load_soon() -> None:
-    """In a worker thread once listening: the imports the first requests need (module docstring)."""
+def _load_soon(imported: Callable[[], None]) -> None:
+    """In a worker thread once listening: the imports the first requests need (module docstring);
+    ``imported`` is called once the session services' are in."""
+    memory.import_ahead(_import_session_services, "the session services")
+    try:
+        imported()
+    except RuntimeError:  # the event loop is closed: the host stopped meanwhile
+        return
     memory.import_ahead(generated_module, "the wire models")
     memory.import_ahead(_import_plugins, "the plugin loader")
+
+
+def _import_session_services() -> None:
+    startup.load("host.session_services")
+
+
+def _start_sessions(running: RunningHost) -> None:
+    """On the event loop, once the session services are imported: build them and start what runs
+    in sessions (``AgentHost.start_sessions``); the requests held until then go on. A failure
+    stops the host (its requests get the error)."""
+    if running.server.should_exit:
+        return
+    try:
+        running.host.start_sessions()
+    except Exception:
+        logger.exception("the host could not start its sessions; it stops")
+        running.stop_soon()
 
 
 def _import_plugins() -> None:
