@@ -91,7 +91,7 @@ DEFERRED: dict[str, str] = {
     "tools.mcp.tool": "with the MCP client",
     "mcp": "with the MCP client",
     "pathspec": "on the first resource watch with include or exclude patterns (host.resources.watches), or the "
-                "first file walk under an ignore file (tools.builtin._walk)",
+                "first file walk under an ignore file (tools._walk)",
     "yaml": "on the first Markdown front matter parsed (plugins._frontmatter): skills, commands, agents, rules",
 }
 """Module → when it is loaded. A submodule of a listed module counts as listed."""

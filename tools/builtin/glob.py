@@ -17,7 +17,7 @@ from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure, ToolInputError
 from ..sandbox import allowed_roots
-from ._walk import walk_files
+from .._walk import walk_files
 
 __all__ = ["GlobTool"]
 

@@ -32,7 +32,7 @@ from ..content import text_content
 from ..errors import ToolFailure, ToolInputError
 from ..sandbox import allowed_roots
 from ._files import SNIFF_BYTES, file_work, looks_binary, not_regular
-from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, walk_files
+from .._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, walk_files
 
 __all__ = ["GrepTool"]
 

@@ -17,7 +17,7 @@ from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure
 from ._files import file_work
-from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, IgnoreRules
+from .._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, IgnoreRules
 
 __all__ = ["ListDirTool"]
 
