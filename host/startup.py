@@ -38,6 +38,9 @@ DEFERRED: dict[str, str] = {
         "watches, sub-agents) and the rest of the start that needs them: in a worker thread once the host "
         "listens, then built on the event loop (host.transport.server); any request but the handshake waits "
         "for them (host.transport.connection), and whatever needs one sooner builds them at once (AgentHost.services)",
+    "host.transport.dialects.newer": "the 0.7.0, 0.9.0 and 1.0.0 dialects: on the first initialize or reconnect in one "
+                                     "of those versions, else in a worker thread once the host listens "
+                                     "(host.transport.dialects, host.transport.server)",
     "ahp.dialects.v0_2.wire._generated": "the generated wire models: in a worker thread once the host listens (ahp.dialects.v0_2.wire._models)",
     "ahp.dialects.v0_2.wire._handshake": "the wire model of the first request, InitializeParams, alone: on the first initialize "
                                          "(ahp.dialects.v0_2.wire._models), which so waits for none of the others",

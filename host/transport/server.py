@@ -58,6 +58,7 @@ from host import startup
 from host.runtime import memory
 from host.service import AgentHost
 from host.transport.connection import ClientConnection
+from host.transport.dialects import load_newer
 from host.transport.http_protocol import AbortableHttpProtocol
 from host.transport.outbound import OutboundBudget
 from host.transport.tokens import HOST_GRANT, Grant, TokenFile
@@ -392,6 +393,7 @@ def _load_soon(imported: Callable[[], None]) -> None:
     except RuntimeError:  # the event loop is closed: the host stopped meanwhile
         return
     memory.import_ahead(generated_module, "the wire models")
+    memory.import_ahead(load_newer, "the newer dialects")
     memory.import_ahead(_import_plugins, "the plugin loader")
 
 
