@@ -25,13 +25,16 @@ Safety at the edge, before any JSON-RPC is read:
   refused with 403, so a web page cannot drive a host that runs commands on this machine;
 * inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
 
-Once listening, what the first requests need is loaded in a worker thread (``_load_soon``), so a
-client that connects a moment later finds it ready instead of waiting for it on the event loop; one
-that asks sooner waits only for what is left of that import. First the wire models every request
-is validated with (``ahp.dialects.v0_2.wire._generated``, about 0.13 s of pydantic class building here),
-then the plugin loader the first session reads its working directory's customizations with
-(``plugins``, 0.04-0.09 s). The first ``initialize`` waits for neither: its params are validated
-with their model alone (``ahp.dialects.v0_2.wire._handshake``).
+The host is started without its session services (``AgentHost.start(sessions_later=True)``,
+``host.session_services``). Once listening, what the first requests need is loaded in a worker
+thread (``_load_soon``), so a client that connects a moment later finds it ready instead of waiting
+for it on the event loop; one that asks sooner waits only for what is left of that import. First
+the session services, which the event loop then builds and starts (``AgentHost.start_sessions``:
+until then a connection holds every request but the handshake); then the wire models every request
+is validated with (``ahp.dialects.v0_2.wire._generated``), the newer dialects, and the plugin loader
+the first session reads its working directory's customizations with (``plugins``). The first
+``initialize`` waits for none of them: its params are validated with their model alone
+(``ahp.dialects.v0_2.wire._handshake``), and its answer needs only the store and the root channel.
 """
 
 from __future__ import annotations
