@@ -5,6 +5,12 @@
 it keeps the root channel current (agents, active session count) and turns session changes into
 ``root/sessionSummaryChanged`` notifications.
 
+What runs in sessions (customizations, tools, terminals, changesets, resource watches, sub-agents)
+is built on first use or once ``agent-host serve`` listens (``host.session_services``, read through
+the properties of the same names). ``start`` recovers the store and makes the root channel current;
+``start_sessions`` (run by ``start`` itself unless ``sessions_later``) does the rest, and
+``started`` waits for it.
+
 Start-up recovers the store from the journal; any turn that was running when the host stopped is
 ended with a ``session/error`` saying so, sessions stuck in ``creating`` are prepared again, every
 other chat's pending messages start (a message queued as a turn ended, just before a ``kill -9``,
