@@ -28,7 +28,10 @@ Safety at the edge, before any JSON-RPC is read:
 The host is started without its session services (``AgentHost.start(sessions_later=True)``,
 ``host.session_services``). Once listening, what the first requests need is loaded in a worker
 thread (``_load_soon``), so a client that connects a moment later finds it ready instead of waiting
-for it on the event loop; one that asks sooner waits only for what is left of that import. First
+for it on the event loop; one that asks sooner waits only for what is left of that import. The
+thread starts once the first handshake has been answered, or ``LOAD_AFTER`` seconds after listening
+if none was sooner: a client that connects at once gets its answer without sharing the interpreter
+(the GIL) with those imports, and what it asks next waits for them as it would have anyway. First
 the session services, which the event loop then builds and starts (``AgentHost.start_sessions``:
 until then a connection holds every request but the handshake); then the wire models every request
 is validated with (``ahp.dialects.v0_2.wire._generated``), the newer dialects, and the plugin loader
@@ -44,6 +47,7 @@ import hmac
 import logging
 import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -151,7 +155,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         try:
             if on_connection is not None:
                 on_connection()
-            await _serve_connection(host, websocket, budget, grant, token_file, live)
+            await _serve_connection(host, websocket, budget, grant, token_file, live, app.state.answered)
         finally:
             open_connections[presented] -= 1
             if not open_connections[presented]:
@@ -202,7 +206,16 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         lifespan=lifespan,
     )
     app.state.open_connections = open_connections
+    app.state.answered = _nothing
+    """Called when a connection's handshake has been answered (``start_host`` sets it)."""
     return app
+
+
+def _nothing() -> None:
+    pass
+
+
+_NOTHING: Callable[[], None] = _nothing
 
 
 async def _watch_tokens(tokens: TokenFile, live: set[ClientConnection]) -> None:
@@ -220,7 +233,8 @@ async def _watch_tokens(tokens: TokenFile, live: set[ClientConnection]) -> None:
 
 
 async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: OutboundBudget, grant: Grant,
-                            tokens: TokenFile, live: set[ClientConnection]) -> None:
+                            tokens: TokenFile, live: set[ClientConnection], answered: Callable[[], None]) -> None:
+    """Serve one AHP WebSocket until it closes; ``answered()`` once its handshake has been answered."""
     reader_done = asyncio.Event()
     frames = websocket.scope.get("extensions", {}).get(FRAMES_EXTENSION)
 
@@ -271,6 +285,9 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: Outbo
                 text = message["bytes"]
             if text is not None:
                 await connection.receive(text)
+                if answered is not _NOTHING and connection.client_id is not None:
+                    answered()
+                    answered = _NOTHING
                 if connection.close_requested:
                     if writer is not None:
                         connection.outbox.put_nowait(None)
@@ -383,13 +400,25 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
     def imported() -> None:  # (in the worker thread)
         loop.call_soon_threadsafe(_start_sessions, running)
 
-    loop.run_in_executor(None, _load_soon, imported)
+    # The worker thread's imports start once the first handshake has been answered (a client that
+    # connects at once has its answer without sharing the interpreter with them), or LOAD_AFTER
+    # seconds after listening, whichever comes first.
+    answered = threading.Event()
+    app.state.answered = answered.set
+    loop.run_in_executor(None, _load_soon, answered, imported)
     return running
 
 
-def _load_soon(imported: Callable[[], None]) -> None:
-    """In a worker thread once listening: the imports the first requests need (module docstring);
-    ``imported`` is called once the session services' are in."""
+LOAD_AFTER = 0.05
+"""Seconds after listening when the worker thread starts its imports if no handshake was answered
+sooner."""
+
+
+def _load_soon(answered: threading.Event, imported: Callable[[], None]) -> None:
+    """In a worker thread once listening: the imports the first requests need (module docstring),
+    from when ``answered`` is set or ``LOAD_AFTER`` seconds have passed; ``imported`` is called once
+    the session services' are in."""
+    answered.wait(LOAD_AFTER)
     memory.import_ahead(_import_session_services, "the session services")
     try:
         imported()
