@@ -265,6 +265,12 @@ class AgentHost:
         return self._services
 
     @property
+    def services_built(self) -> SessionServices | None:
+        """The session services if they are built, else None (then no session runs customizations
+        and no resource watch exists yet: what would only tell them something can be skipped)."""
+        return self._services
+
+    @property
     def customizations(self) -> CustomizationService:
         return self.services().customizations
 

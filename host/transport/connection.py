@@ -220,7 +220,9 @@ class ClientConnection:
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
         self._internal.clear()
-        self.host.watches.release_idle(closed_owner=self)
+        services = self.host.services_built
+        if services is not None:  # (else no watch exists)
+            services.watches.release_idle(closed_owner=self)
         if self.client_id is not None and self._acts:
             self.host.client_disconnected(self.client_id)
 
@@ -373,15 +375,18 @@ class ClientConnection:
         assert self.dialect is not None
         self.subscriptions.add(channel)
         self._internal[channel] = internal
-        for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
-            self.host.customizations.resumed(uri)
+        services = self.host.services_built  # (none yet: the handshake's subscription to the root)
+        if services is not None:
+            for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
+                services.customizations.resumed(uri)
         snapshots = []
         for uri in internal:
             translator = self.dialect.translator_for(self.host, channel, uri) if len(internal) == 1 else None
             if translator is not None:
                 self._renamed[channel] = translator
             snapshots.append(self.host.store.subscribe(uri, self, translator))
-            self.host.watches.subscribed(uri)
+            if services is not None:
+                services.watches.subscribed(uri)
         return snapshots
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:

@@ -54,8 +54,13 @@ async def test_the_first_initialize_is_answered_before_the_session_services_are_
         [root] = result["snapshots"]
         assert "offline" in [agent["provider"] for agent in root["state"]["agents"]]  # the root as a started host has it
         assert starting_host.host.sessions_started is False
+        assert starting_host.host.services_built is None  # the answer did not build them on the event loop
     finally:
         await client.close()
+    async with asyncio.timeout(10):
+        while starting_host.connections:  # the host has seen the connection end
+            await asyncio.sleep(0.01)
+    assert starting_host.host.services_built is None  # nor did the connection's end
 
 
 async def test_a_session_created_while_the_session_services_load_waits_for_them_and_is_made(
