@@ -71,6 +71,7 @@ logger = logging.getLogger(__name__)
 REMEMBERED_CLIENTS = 10_000
 """Clients whose negotiated version the host remembers for their ``reconnect``."""
 
+
 def _after_start(host: AgentHost, handlers: dict[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, Callable[[Any], Awaitable[Any]]]:
     """``handlers``, each first waiting until the host's sessions have started (``AgentHost.started``:
     ``agent-host serve`` starts them once it listens, ``host.session_services``); only the handshake
