@@ -20,7 +20,8 @@ handshake is the figure to compare between runs on a busy machine.
 
 ``--path-only`` runs, once and in this process, the host's work on the way to its first answer
 without the network: what ``agent-host serve`` imports, its config read, the host made and
-started on a fresh data directory, the first ``initialize``'s params validated as a 0.2.0
+started on a fresh data directory as ``serve`` starts it before it listens (the session services,
+``host.session_services``, come after), the first ``initialize``'s params validated as a 0.2.0
 handshake validates them. Under callgrind its instruction count is the start-up figure that no
 other work on the machine moves (it leaves out uvicorn's start and the WebSocket, which the bare
 server pays as well).
@@ -150,7 +151,7 @@ def _start_path() -> None:
         host = AgentHost(config)
 
         async def start() -> None:
-            await host.start()
+            await host.start(sessions_later=True)  # as serve starts it: the sessions' part once it listens
             await host.stop()
 
         asyncio.run(start())

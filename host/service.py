@@ -5,6 +5,12 @@
 it keeps the root channel current (agents, active session count) and turns session changes into
 ``root/sessionSummaryChanged`` notifications.
 
+What runs in sessions (customizations, tools, terminals, changesets, resource watches, sub-agents)
+is built on first use or once ``agent-host serve`` listens (``host.session_services``, read through
+the properties of the same names). ``start`` recovers the store and makes the root channel current;
+``start_sessions`` (run by ``start`` itself unless ``sessions_later``) does the rest, and
+``started`` waits for it.
+
 Start-up recovers the store from the journal; any turn that was running when the host stopped is
 ended with a ``session/error`` saying so, sessions stuck in ``creating`` are prepared again, every
 other chat's pending messages start (a message queued as a turn ended, just before a ``kill -9``,
@@ -14,6 +20,7 @@ yet).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import os
@@ -22,33 +29,30 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from ahp.protocol import builders
 from ahp.state import annotations_uri, refresh_session_status, session_of_annotations
 from ahp.state.channels import channel_kind
 from ahp.state.clock import iso_timestamp, parse_timestamp
+from host import startup
 from host.config import HostConfig
 from host.errors import ConfigError, ErrorCode, RpcError
 from host.reload import ConfigChanges, config_changes, merged
-from host.resources.changesets import ChangesetService
 from host.resources.client_resources import ClientResources
 from host.resources.files import ResourceService
-from host.resources.watches import ResourceWatches
 from host.resources.workdirs import WorkingDirectoryError, allowed_directories, check_working_directory, directory_of
 from host.root_config import root_config_state
 from host.runtime.agents import Agent, build_agents
 from host.runtime.agents.environment import TurnEnvironment
-from host.runtime.agents.preamble import EnvironmentPreamble
-from host.runtime.customizations import CustomizationContributor, CustomizationService
 from host.runtime.customizations.claude_code import ClaudeCode
 from host.runtime.customizations.claude_config import ClaudeRootConfig
 from host.runtime.inputs import InputRequests
-from host.runtime.processes import BackgroundContributor, BackgroundProcesses
-from host.runtime.subagents import SUBAGENT_CHAT_PREFIX, SubagentContributor, SubagentSpec, adopt_child_sessions
-from host.runtime.terminals import TerminalContributor, TerminalService
-from host.runtime.tools import ToolsRuntime
+from host.runtime.processes import BackgroundProcesses
+from host.runtime.subagents import SUBAGENT_CHAT_PREFIX, SubagentSpec, adopt_child_sessions
+from host.runtime.tools.published import publish_remembered
+from host.runtime.tools.settings import ToolSettings
 from host.runtime.turns import TurnRunner
 from host.session_config import MODEL, WORKING_DIRECTORY, SessionConfigResolver
 from host.state.chat_summaries import ChatSummaries, compact_chat_summary, summary_of_chat
@@ -68,6 +72,16 @@ from host.state.sessions import (
 from host.state.store import ROOT, Store
 from host.state.transcripts import TranscriptStore
 from plugins.claude_settings import claude_config_dir as claude_config_dir_of
+
+if TYPE_CHECKING:
+    from host.resources.changesets import ChangesetService
+    from host.resources.watches import ResourceWatches
+    from host.runtime.agents.preamble import EnvironmentPreamble
+    from host.runtime.customizations import CustomizationService
+    from host.runtime.subagents import SubagentContributor
+    from host.runtime.terminals import TerminalService
+    from host.runtime.tools import ToolsRuntime
+    from host.session_services import SessionServices
 
 __all__ = ["AgentHost", "INTERRUPTED_ERROR", "TAKEN_OVER_ERROR"]
 
@@ -177,21 +191,11 @@ class AgentHost:
             folder = claude_config_dir or (Path(config.claude_code.config_dir).expanduser() if config.claude_code.config_dir
                                            else claude_config_dir_of(os.environ))
             self.claude = ClaudeCode(folder, config.data_path())
-        self.customizations = CustomizationService(config, self.store, inputs=self.inputs, client_files=self.client_resources,
-                                                   claude=self.claude, session_of=self.chat_summaries.session_of)
-        # The user's plugins and marketplaces in the root config, listed and changed by any client.
+        # The user's plugins and marketplaces in the root config, listed and changed by any client
+        # (a change reaches the sessions through the customization service).
         self.claude_config: ClaudeRootConfig | None = None
         if self.claude is not None:
-            self.claude_config = ClaudeRootConfig(self.store, self.claude, self.customizations.claude_changed)
-            self.customizations.claude_listeners.append(self.claude_config.publish)
-        self.environment.contributors.append(CustomizationContributor(
-            runtime_of=self.customizations.runtime, wait_started=self.customizations.wait_started,
-            ask=self.inputs.ask, trust_for=self.customizations.trust_for,
-        ))
-        self.preamble: EnvironmentPreamble | None = None
-        if config.sessions.preamble:
-            self.preamble = EnvironmentPreamble(self.clock, self._instruction_files)
-            self.environment.contributors.append(self.preamble)
+            self.claude_config = ClaudeRootConfig(self.store, self.claude, lambda: self.customizations.claude_changed())
         self.store.change_observers.append(self._publish_summary_changes)
         self.store.change_observers.append(self.chat_summaries.observe)
         self._connected: dict[str, int] = {}
@@ -211,43 +215,28 @@ class AgentHost:
         position among all of them (0.2.0 ``fetchTurns`` ``before``)."""
         self.default_directory = Path(config.sessions.default_directory or os.getcwd()).resolve()
         # Built-in and client tools, the confirmation flow and policy (issue 4): host.runtime.tools.
-        self.tools: ToolsRuntime | None = None
-        self.subagents: SubagentContributor | None = None
+        # Their remembered approvals are opened now: the root config lists them from the start.
+        self.tool_settings: ToolSettings | None = None
         if config.tools.enabled if config.tools.enabled is not None else agents is None:
-            self.tools = ToolsRuntime(
-                self.store, config.tools, self.content, self.inputs,
-                settings_path=None if in_memory else config.data_path() / "tool_settings.sqlite3",
-                private_directory=None if in_memory else config.data_path(),
-                readable_roots=self._allowed_roots,
-            )
-            self.tools.install(self.environment)
-            self.tools.session_settings = self.customizations.permission_settings
-            if config.sessions.subagents:
-                self.subagents = SubagentContributor(self.store, self.open_chat, self._subagents,
-                                                     limit=config.sessions.max_subagents)
-                self.environment.contributors.append(self.subagents)
-        self.resources = ResourceService(self._allowed_roots)
+            self.tool_settings = ToolSettings(None if in_memory else config.data_path() / "tool_settings.sqlite3")
+        self.private_data: Path | None = None if in_memory else config.data_path()
+        """The host's own files, which no tool tracks as the user's changes (None in memory)."""
+        self.resources = ResourceService(self.allowed_roots)
         # Processes that outlive their command (a shell tool call's background jobs, a terminal's
         # nohup'd ones): kept per session or terminal, ended with it or at stop; the host reaps them.
         self.background = BackgroundProcesses(record=None if in_memory else config.data_path() / "processes.json")
-        # Terminal channels: createTerminal's shells and the shell tool's commands, each on a pty.
-        self.terminals = TerminalService(
-            self.store, resolve_directory=self.resources.resolve_uri, default_directory=self.default_directory, clock=self.clock,
-            background=self.background,
-        )
-        if self.tools is not None:
-            self.environment.contributors.append(TerminalContributor(self.terminals))
-            self.environment.contributors.append(BackgroundContributor(self.background))
-        # What the session's tools changed on disk, to review, keep and undo (per file, per turn).
-        self.changesets = ChangesetService(self.store, self.content, self.resources.resolve_uri,
-                                            self.chat_summaries.session_of)
-        self.watches = ResourceWatches(self.store, self.resources, limit=config.server.max_resource_watches)
+        # Customizations, tools, terminals, changesets and resource watches: built on first use,
+        # or once the host listens (``host.session_services``).
+        self._services: SessionServices | None = None
+        self._sessions_started: asyncio.Future[None] | None = None
+        self.sessions_started = False
+        """Whether :meth:`start_sessions` has run (without error): :meth:`started` is done."""
         self.session_config = SessionConfigResolver(
             self.agents, self.default_provider,
             lambda: allowed_directories(config.sessions.allowed_directories, self.default_directory),
             self.default_directory,
             lambda: [(state.get("workingDirectories") or [None])[0] for _, state in self.store.channels("session")],
-            config.tools.auto_approve if self.tools is not None else None,
+            config.tools.auto_approve if self.tool_settings is not None else None,
             config.tools.remembered_approvals,
             config.tools.permission_mode,
             self._project_permission_mode,
@@ -265,6 +254,49 @@ class AgentHost:
         for layer in self.claude.project_layers(folder):
             mode = layer.permissions.default_mode or mode
         return mode
+
+    # -- the session services (host.session_services) ----------------------------------------
+
+    def services(self) -> SessionServices:
+        """The session services, built now if they are not yet (importing their modules, or waiting
+        for the worker thread that imports them once the host listens)."""
+        if self._services is None:
+            self._services = startup.load("host.session_services").build(self)
+        return self._services
+
+    @property
+    def services_built(self) -> SessionServices | None:
+        """The session services if they are built, else None (then no session runs customizations
+        and no resource watch exists yet: what would only tell them something can be skipped)."""
+        return self._services
+
+    @property
+    def customizations(self) -> CustomizationService:
+        return self.services().customizations
+
+    @property
+    def preamble(self) -> EnvironmentPreamble | None:
+        return self.services().preamble
+
+    @property
+    def tools(self) -> ToolsRuntime | None:
+        return self.services().tools
+
+    @property
+    def subagents(self) -> SubagentContributor | None:
+        return self.services().subagents
+
+    @property
+    def terminals(self) -> TerminalService:
+        return self.services().terminals
+
+    @property
+    def changesets(self) -> ChangesetService:
+        return self.services().changesets
+
+    @property
+    def watches(self) -> ResourceWatches:
+        return self.services().watches
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -299,7 +331,8 @@ class AgentHost:
 
     def _publish_agents(self) -> None:
         """``root/agentsChanged`` when the agents (or the host plugins they carry) changed."""
-        plugins = self.customizations.agent_customizations()
+        # (no services yet: the host has no plugins of its own, AgentHost.start)
+        plugins = self._services.customizations.agent_customizations() if self._services is not None else []
         agents = [{**agent.info(), "capabilities": AGENT_CAPABILITIES, **({"customizations": plugins} if plugins else {})}
                   for agent in self.agents.values()]
         root = self.store.state(ROOT) or {}
@@ -312,7 +345,16 @@ class AgentHost:
         it otherwise."""
         await self.store.open()
 
-    async def start(self) -> None:
+    async def start(self, *, sessions_later: bool = False) -> None:
+        """Recover the store and make the root channel current; then, unless ``sessions_later``
+        (``agent-host serve``, which calls :meth:`start_sessions` once it listens), start what
+        runs in sessions. ``sessions_later`` is not taken when the host's own plugins must be
+        parsed first (``[plugins] directories``: the agents list them) or in a cluster."""
+        loop = asyncio.get_running_loop()
+        self._sessions_started = loop.create_future()
+        later = sessions_later and not self.config.plugins.directories and not self.config.cluster.url
+        if not later:
+            self.services()
         self.background.start()
         if self._journal is not None:
             upgrade_journal(self._journal)  # an older build's journal (AHP 0.2.0 states), once
@@ -332,11 +374,13 @@ class AgentHost:
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
             self.store.replace(ROOT, {**root, "config": config})
-        if self.tools is not None:
-            self.tools.publish_remembered()  # the "always allow" choices as they are on disk now
-        self.watches.drop_recovered()
+        if self.tool_settings is not None:
+            publish_remembered(self.store, self.tool_settings)  # the "always allow" choices as they are on disk now
         self.inputs.drop_unanswerable()
-        self.customizations.load()
+        if self._services is not None:
+            self.customizations.load()  # the host's plugins (the agents list them) and the Claude Code set-up
+        elif self.claude is not None:
+            self.claude.load()  # (no plugins of the host's own: later is the same)
         if self.claude is not None and self.claude.user.permissions.default_mode and self.config.tools.permission_mode == "default":
             # The user's Claude Code defaultMode, unless [tools] permission_mode says otherwise.
             self.session_config.permission_mode_default = self.claude.user.permissions.default_mode
@@ -351,15 +395,43 @@ class AgentHost:
                 duration = max(0, self.clock() - started) if isinstance(started, int) else 0
                 self.store.dispatch(uri, builders.chat_error(turn_id=turn["id"], duration=duration,
                                                              part={"kind": "error", "error": INTERRUPTED_ERROR}))
-        for uri, _ in list(self.store.channels("session")):
+        for uri, state in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
                 self.chat_summaries.sync(chat)  # (a catalogue an older build wrote lacks fields)
+            for client in state.get("activeClients") or ():
+                self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
+        if not later:
+            self.start_sessions()
+
+    def start_sessions(self) -> None:
+        """The rest of the start, which needs the session services: recovered resource watches
+        dropped, an older build's sub-agent sessions adopted, each recovered session prepared and
+        its pending messages started, the terminals started. Once only; :meth:`started` is done
+        then."""
+        started = self._sessions_started
+        if started is None or started.done():
+            return
+        try:
+            self._start_sessions()
+        except BaseException as error:
+            started.set_exception(error)
+            started.exception()  # (retrieved: each request that waits raises it again)
+            raise
+        self.sessions_started = True
+        started.set_result(None)
+
+    async def started(self) -> None:
+        """Return once :meth:`start_sessions` has run (raise what it raised)."""
+        if self._sessions_started is None:
+            raise RuntimeError("the host was not started (AgentHost.start)")
+        await asyncio.shield(self._sessions_started)
+
+    def _start_sessions(self) -> None:
+        self.watches.drop_recovered()
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
         adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
-            for client in state.get("activeClients") or ():
-                self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)  # (its chats' pending messages start once it is ready)
             else:
@@ -417,11 +489,14 @@ class AgentHost:
         self.customizations.open_session(group, restored=True)
 
     async def stop(self) -> None:
+        services = self._services  # (none to stop when no session ever needed them)
         await self.runner.close()
-        await self.terminals.stop()
+        if services is not None:
+            await services.terminals.stop()
         await self.background.stop()
-        await self.watches.close()
-        await self.customizations.stop()
+        if services is not None:
+            await services.watches.close()
+            await services.customizations.stop()
         if self.claude_config is not None:
             await self.claude_config.close()
         for agent in [*self.agents.values(), *self._retired_agents]:
@@ -433,8 +508,10 @@ class AgentHost:
                     logger.exception("closing agent %s failed", agent.provider)
         await self.store.close()
         self.transcripts.close()
-        if self.tools is not None:
-            self.tools.close()
+        if services is not None and services.tools is not None:
+            services.tools.close()  # (and the settings with it)
+        elif self.tool_settings is not None:
+            self.tool_settings.close()
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -789,17 +866,17 @@ class AgentHost:
         data, content_type = await self.resources.read(uri)
         return _encoded(data, encoding, content_type)
 
-    def _subagents(self, session: str) -> list[SubagentSpec]:
+    def subagent_specs(self, session: str) -> list[SubagentSpec]:
         runtime = self.customizations.runtime(session)
         if runtime is None:
             return []
         return [SubagentSpec(name, agent.description or name, uri) for name, agent, uri in runtime.custom_agents()]
 
-    def _instruction_files(self, session: str) -> list[str]:
+    def instruction_files(self, session: str) -> list[str]:
         runtime = self.customizations.runtime(session)
         return runtime.instruction_files() if runtime is not None else []
 
-    def _allowed_roots(self) -> list[Path]:
+    def allowed_roots(self) -> list[Path]:
         roots = {self.default_directory, *(Path(os.path.realpath(os.path.expanduser(r))) for r in self.config.tools.extra_roots)}
         for _, state in self.store.channels("session"):
             for directory in state.get("workingDirectories") or ():
@@ -823,7 +900,8 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             if any(isinstance(active, dict) and active.get("clientId") == client_id for active in state.get("activeClients") or ()):
                 self.store.dispatch_where_run(uri, builders.session_active_client_removed(client_id=client_id))
-        self.customizations.clients_left()
+        if self._services is not None:  # (else no session runs customizations yet)
+            self.customizations.clients_left()
 
     # -- a cluster: requests about what another process runs ------------------------------------
 

@@ -33,6 +33,14 @@ DEFERRED: dict[str, str] = {
         "compaction and tool runs: in a worker thread when a session is made on a provider agent "
         "(ProviderAgent.prepare_session); a turn sent before that import ends waits for it off the loop",
     "host.transport.agui": "AG-UI: on the first request to its endpoint (host.transport.server)",
+    "host.session_services":
+        "the session services (customizations, tools and the built-in tools, terminals, changesets, resource "
+        "watches, sub-agents) and the rest of the start that needs them: in a worker thread once the host "
+        "listens, then built on the event loop (host.transport.server); any request but the handshake waits "
+        "for them (host.transport.connection), and whatever needs one sooner builds them at once (AgentHost.services)",
+    "host.transport.dialects.newer": "the 0.7.0, 0.9.0 and 1.0.0 dialects: on the first initialize or reconnect in one "
+                                     "of those versions, else in a worker thread once the host listens "
+                                     "(host.transport.dialects, host.transport.server)",
     "ahp.dialects.v0_2.wire._generated": "the generated wire models: in a worker thread once the host listens (ahp.dialects.v0_2.wire._models)",
     "ahp.dialects.v0_2.wire._handshake": "the wire model of the first request, InitializeParams, alone: on the first initialize "
                                          "(ahp.dialects.v0_2.wire._models), which so waits for none of the others",
@@ -86,7 +94,7 @@ DEFERRED: dict[str, str] = {
     "tools.mcp.tool": "with the MCP client",
     "mcp": "with the MCP client",
     "pathspec": "on the first resource watch with include or exclude patterns (host.resources.watches), or the "
-                "first file walk under an ignore file (tools.builtin._walk)",
+                "first file walk under an ignore file (tools._walk)",
     "yaml": "on the first Markdown front matter parsed (plugins._frontmatter): skills, commands, agents, rules",
 }
 """Module → when it is loaded. A submodule of a listed module counts as listed."""

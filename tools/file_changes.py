@@ -1,7 +1,7 @@
 """Which files a command changed: a snapshot of a directory before, compared with the files after.
 
 Contract: ``DirectorySnapshot.take(base, roots)`` walks ``base`` the way the project sees it
-(``tools.builtin._walk``: ignored files, dependency folders and VCS internals left out, and any
+(``tools._walk``: ignored files, dependency folders and VCS internals left out, and any
 folder in ``excluded``, such as the host's own data directory) and keeps,
 for every file, its size, modification time and inode, plus its bytes while they fit the budgets
 (``max_file_bytes`` per file, ``max_total_bytes`` in all). A tree of more than ``max_files`` files
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from regular_files import read_regular
 
-from .builtin._walk import walk_files
+from ._walk import walk_files
 from .content import file_edit_content
 
 if TYPE_CHECKING:

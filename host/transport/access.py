@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from host.errors import ErrorCode, RpcError
-from host.runtime.tools.confirmation import ANSWERED_BY
+from host.runtime.tools.answers import ANSWERED_BY
 from host.transport.action_checks import tool_call
 from host.transport.tokens import FULL, READ, Grant
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from host.root_config import CLIENT_FORWARDED, MAX_UNDECLARED_KEYS, MAX_VALUE_CHARS, declared_value_problem
-from host.runtime.tools.confirmation import ANSWERED_BY
+from host.runtime.tools.answers import ANSWERED_BY
 
 __all__ = [
     "Rule", "active_turn", "answered_by", "config_changed", "config_value_problem", "customization_toggled",

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from ahp.dialects.negotiation import (
@@ -57,6 +57,7 @@ from ahp.state.channels import session_of_default_chat
 from host.errors import ErrorCode, ProtocolViolation, RpcError
 from host.runtime.customizations.completions import TRIGGER_CHARACTERS
 from host.service import AgentHost
+from host.state.store import ROOT
 from host.transport.access import action_refusal, method_refusal, recorded_answer
 from host.transport.dialects import DEFAULT_VERSION, Dialect, dialect_for, dialect_for_version
 from host.transport.outbound import OutboundBudget
@@ -70,6 +71,22 @@ logger = logging.getLogger(__name__)
 
 REMEMBERED_CLIENTS = 10_000
 """Clients whose negotiated version the host remembers for their ``reconnect``."""
+
+
+def _after_start(host: AgentHost, handlers: dict[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+    """``handlers``, each first waiting until the host's sessions have started (``AgentHost.started``:
+    ``agent-host serve`` starts them once it listens, ``host.session_services``); only the handshake
+    is answered sooner."""
+
+    def waiting(handler: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        async def handle(params: Any) -> Any:
+            if not host.sessions_started:
+                await host.started()
+            return await handler(params)
+        return handle
+
+    return {method: waiting(handler) for method, handler in handlers.items()}
+
 
 _HANDSHAKE = dialect_for(Negotiated(DEFAULT_VERSION, DEFAULT_VERSION))
 """Checks ``initialize`` and ``reconnect`` params before a version is known (their shapes are
@@ -119,10 +136,8 @@ class ClientConnection:
         self.close_requested = False
         self.rpc = RpcEndpoint(
             self.send,
-            {
-                "initialize": self._initialize,
+            _after_start(host, {
                 "reconnect": self._reconnect,
-                "ping": self._ping,
                 "subscribe": self._subscribe,
                 "createSession": self._create_session,
                 "disposeSession": self._dispose_session,
@@ -150,12 +165,12 @@ class ClientConnection:
                 "listAutomationTriggerDefinitions": self._list_automation_trigger_definitions,
                 "fetchAutomationRuns": self._fetch_automation_runs,
                 "runAutomation": self._run_automation,
-            },
-            {
+            }) | {"initialize": self._initialize, "ping": self._ping},
+            _after_start(host, {
                 "unsubscribe": self._unsubscribe,
                 "dispatchAction": self._dispatch_action,
                 "setClientManagedSettingsPermissions": self._set_client_managed_settings_permissions,
-            },
+            }),
             gate=self._gate,
         )
 
@@ -207,7 +222,9 @@ class ClientConnection:
         self.host.store.unsubscribe_all(self)
         self.subscriptions.clear()
         self._internal.clear()
-        self.host.watches.release_idle(closed_owner=self)
+        services = self.host.services_built
+        if services is not None:  # (else no watch exists)
+            services.watches.release_idle(closed_owner=self)
         if self.client_id is not None and self._acts:
             self.host.client_disconnected(self.client_id)
 
@@ -264,11 +281,15 @@ class ClientConnection:
             self.close_requested = True
             raise RpcError(ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, unsupported_message(offered), unsupported_error_data())
         client_id, dialect = params["clientId"], dialect_for(negotiated)
+        subscriptions = params.get("initialSubscriptions") or []
+        if not self.host.sessions_started and any(dialect.internal_channels(self.host, channel) != [ROOT]
+                                                  for channel in subscriptions):
+            await self.host.started()  # a session's snapshot: as it is once the sessions have started
         self._bind(client_id, dialect)
         self._remember_version(client_id, negotiated.version)
         store = self.host.store
         snapshots = []
-        for channel in params.get("initialSubscriptions") or []:
+        for channel in subscriptions:
             # A channel that does not exist (or this version cannot see) is left out.
             internal = dialect.internal_channels(self.host, channel)
             if internal:
@@ -356,15 +377,18 @@ class ClientConnection:
         assert self.dialect is not None
         self.subscriptions.add(channel)
         self._internal[channel] = internal
-        for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
-            self.host.customizations.resumed(uri)
+        services = self.host.services_built  # (none yet: the handshake's subscription to the root)
+        if services is not None:
+            for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
+                services.customizations.resumed(uri)
         snapshots = []
         for uri in internal:
             translator = self.dialect.translator_for(self.host, channel, uri) if len(internal) == 1 else None
             if translator is not None:
                 self._renamed[channel] = translator
             snapshots.append(self.host.store.subscribe(uri, self, translator))
-            self.host.watches.subscribed(uri)
+            if services is not None:
+                services.watches.subscribed(uri)
         return snapshots
 
     async def _subscribe(self, params: Any) -> dict[str, Any]:

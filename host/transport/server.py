@@ -25,13 +25,19 @@ Safety at the edge, before any JSON-RPC is read:
   refused with 403, so a web page cannot drive a host that runs commands on this machine;
 * inbound messages larger than ``server.max_frame_bytes`` close the connection (1009).
 
-Once listening, what the first requests need is loaded in a worker thread (``_load_soon``), so a
-client that connects a moment later finds it ready instead of waiting for it on the event loop; one
-that asks sooner waits only for what is left of that import. First the wire models every request
-is validated with (``ahp.dialects.v0_2.wire._generated``, about 0.13 s of pydantic class building here),
-then the plugin loader the first session reads its working directory's customizations with
-(``plugins``, 0.04-0.09 s). The first ``initialize`` waits for neither: its params are validated
-with their model alone (``ahp.dialects.v0_2.wire._handshake``).
+The host is started without its session services (``AgentHost.start(sessions_later=True)``,
+``host.session_services``). Once listening, what the first requests need is loaded in a worker
+thread (``_load_soon``), so a client that connects a moment later finds it ready instead of waiting
+for it on the event loop; one that asks sooner waits only for what is left of that import. The
+thread starts once the first handshake has been answered, or ``LOAD_AFTER`` seconds after listening
+if none was sooner: a client that connects at once gets its answer without sharing the interpreter
+(the GIL) with those imports, and what it asks next waits for them as it would have anyway. First
+the session services, which the event loop then builds and starts (``AgentHost.start_sessions``:
+until then a connection holds every request but the handshake); then the wire models every request
+is validated with (``ahp.dialects.v0_2.wire._generated``), the newer dialects, and the plugin loader
+the first session reads its working directory's customizations with (``plugins``). The first
+``initialize`` waits for none of them: its params are validated with their model alone
+(``ahp.dialects.v0_2.wire._handshake``), and its answer needs only the store and the root channel.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import hmac
 import logging
 import signal
 import socket
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -58,6 +65,7 @@ from host import startup
 from host.runtime import memory
 from host.service import AgentHost
 from host.transport.connection import ClientConnection
+from host.transport.dialects import load_newer
 from host.transport.http_protocol import AbortableHttpProtocol
 from host.transport.outbound import OutboundBudget
 from host.transport.tokens import HOST_GRANT, Grant, TokenFile
@@ -147,7 +155,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         try:
             if on_connection is not None:
                 on_connection()
-            await _serve_connection(host, websocket, budget, grant, token_file, live)
+            await _serve_connection(host, websocket, budget, grant, token_file, live, app.state.answered)
         finally:
             open_connections[presented] -= 1
             if not open_connections[presented]:
@@ -161,7 +169,7 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await host.start()
+        await host.start(sessions_later=True)  # the rest once listening (start_host)
         watch = asyncio.create_task(_watch_tokens(token_file, live))
         try:
             yield
@@ -180,6 +188,8 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
     async def agui(request: Request) -> Any:
         # Built on the first request: importing AG-UI is not worth its start-up time until then.
         nonlocal agui_handler
+        if not host.sessions_started:
+            await host.started()
         if agui_handler is None:
             agui_endpoint = startup.load("host.transport.agui.endpoint").agui_endpoint
             agui_handler = agui_endpoint(host, token=token, allowed_origins=allowed_origins, token_check=agui_token_check,
@@ -196,7 +206,16 @@ def build_app(host: AgentHost, *, token: str | None, on_connection: Callable[[],
         lifespan=lifespan,
     )
     app.state.open_connections = open_connections
+    app.state.answered = _nothing
+    """Called when a connection's handshake has been answered (``start_host`` sets it)."""
     return app
+
+
+def _nothing() -> None:
+    pass
+
+
+_NOTHING: Callable[[], None] = _nothing
 
 
 async def _watch_tokens(tokens: TokenFile, live: set[ClientConnection]) -> None:
@@ -214,7 +233,8 @@ async def _watch_tokens(tokens: TokenFile, live: set[ClientConnection]) -> None:
 
 
 async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: OutboundBudget, grant: Grant,
-                            tokens: TokenFile, live: set[ClientConnection]) -> None:
+                            tokens: TokenFile, live: set[ClientConnection], answered: Callable[[], None]) -> None:
+    """Serve one AHP WebSocket until it closes; ``answered()`` once its handshake has been answered."""
     reader_done = asyncio.Event()
     frames = websocket.scope.get("extensions", {}).get(FRAMES_EXTENSION)
 
@@ -265,6 +285,9 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: Outbo
                 text = message["bytes"]
             if text is not None:
                 await connection.receive(text)
+                if answered is not _NOTHING and connection.client_id is not None:
+                    answered()
+                    answered = _NOTHING
                 if connection.close_requested:
                     if writer is not None:
                         connection.outbox.put_nowait(None)
@@ -370,16 +393,57 @@ async def start_host(host: AgentHost, *, token: str | None, on_connection: Calla
             task.result()
             raise RuntimeError("the host stopped while starting")
         await asyncio.sleep(0.001)
-    asyncio.get_running_loop().run_in_executor(None, _load_soon)
     running = RunningHost(server, task, sock, host, token)
     running.open_connections = app.state.open_connections
+    loop = asyncio.get_running_loop()
+
+    def imported() -> None:  # (in the worker thread)
+        loop.call_soon_threadsafe(_start_sessions, running)
+
+    # The worker thread's imports start once the first handshake has been answered (a client that
+    # connects at once has its answer without sharing the interpreter with them), or LOAD_AFTER
+    # seconds after listening, whichever comes first.
+    answered = threading.Event()
+    app.state.answered = answered.set
+    loop.run_in_executor(None, _load_soon, answered, imported)
     return running
 
 
-def _load_soon() -> None:
-    """In a worker thread once listening: the imports the first requests need (module docstring)."""
+LOAD_AFTER = 0.05
+"""Seconds after listening when the worker thread starts its imports if no handshake was answered
+sooner."""
+
+
+def _load_soon(answered: threading.Event, imported: Callable[[], None]) -> None:
+    """In a worker thread once listening: the imports the first requests need (module docstring),
+    from when ``answered`` is set or ``LOAD_AFTER`` seconds have passed; ``imported`` is called once
+    the session services' are in."""
+    answered.wait(LOAD_AFTER)
+    memory.import_ahead(_import_session_services, "the session services")
+    try:
+        imported()
+    except RuntimeError:  # the event loop is closed: the host stopped meanwhile
+        return
     memory.import_ahead(generated_module, "the wire models")
+    memory.import_ahead(load_newer, "the newer dialects")
     memory.import_ahead(_import_plugins, "the plugin loader")
+
+
+def _import_session_services() -> None:
+    startup.load("host.session_services")
+
+
+def _start_sessions(running: RunningHost) -> None:
+    """On the event loop, once the session services are imported: build them and start what runs
+    in sessions (``AgentHost.start_sessions``); the requests held until then go on. A failure
+    stops the host (its requests get the error)."""
+    if running.server.should_exit:
+        return
+    try:
+        running.host.start_sessions()
+    except Exception:
+        logger.exception("the host could not start its sessions; it stops")
+        running.stop_soon()
 
 
 def _import_plugins() -> None:

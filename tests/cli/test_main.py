@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -83,6 +84,31 @@ def test_serve_prints_one_line_with_the_url_and_token(tmp_path: Path) -> None:
         assert process.wait(10) == 0
 
 
+async def test_a_session_created_the_moment_serve_listens_is_made(tmp_path: Path) -> None:
+    # The session services load in a worker thread once serve listens: a createSession sent at once
+    # arrives while they load (or just after), and waits for them.
+    from client import AhpClient
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--data-dir", str(tmp_path / "data"), "--token", "secret-1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), "SHELL": "/bin/sh", "ENV": ""},
+    )
+    try:
+        line = await asyncio.to_thread(process.stdout.readline)  # type: ignore[union-attr]  # started with stdout=PIPE
+        client = await AhpClient.connect(line.split()[-1].split("?")[0], token="secret-1")
+        try:
+            await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            session = await client.create_session()
+            await client.wait_for(lambda m, e: (client.state(session) or {}).get("lifecycle") == "ready", timeout=30)
+            assert [listed["resource"] for listed in await client.list_sessions()] == [session]
+        finally:
+            await client.close()
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0
+
+
 # What `serve` loads before it listens. Each of these is loaded on first use instead; importing one
 # at start costs every start of the host (benchmarks/startup.py measures the sum).
 _NOT_AT_START = (
@@ -92,10 +118,25 @@ _NOT_AT_START = (
 # Modules of this project loaded with a session's first turn: the turn loop, and the providers'
 # message and event models it builds requests and reads streams with.
 _NOT_AT_START_HERE = ("host.runtime.agents.turn", "providers.messages", "providers.events", "providers.accumulator")
+# The session services (host.session_services) and what only they import: loaded by a worker thread
+# once the host listens, never by the thread that starts it.
+_SESSION_SERVICES = (
+    "host.session_services", "host.runtime.customizations.service", "host.runtime.customizations.contributor",
+    "host.runtime.customizations.session", "host.runtime.tools.runtime", "host.runtime.terminals.service",
+    "host.resources.changesets.service", "host.resources.watches", "host.runtime.agents.preamble", "tools.builtin",
+    "tools.file_changes",
+)
 
 _SERVE_AND_REPORT = """
-import builtins, gc, importlib.metadata, json, os, signal, sys
+import builtins, gc, importlib.metadata, json, os, signal, sys, threading
 scans = []
+main_thread_imports = []
+class WhoImports:  # a finder that finds nothing: it notes the modules the main thread imports first
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is threading.main_thread():
+            main_thread_imports.append(name)
+        return None
+sys.meta_path.insert(0, WhoImports())
 real_entry_points = importlib.metadata.entry_points
 def entry_points(*args, **kwargs):
     scans.append(kwargs.get("group"))
@@ -106,7 +147,7 @@ def report(*args, **kwargs):
     real_print(*args, **kwargs)
     if args and str(args[0]).startswith("agent-host listening on"):
         real_print(json.dumps({
-            "modules": sorted(sys.modules), "scans": scans,
+            "modules": sorted(sys.modules), "scans": scans, "main_thread_imports": list(main_thread_imports),
             "collections_while_starting": sum(gen["collections"] for gen in gc.get_stats()) - collections_before,
         }), flush=True)
         if os.environ.get("REPORT_WIRE_MODELS"):  # no request is ever sent: does the host load them anyway?
@@ -120,7 +161,8 @@ def report(*args, **kwargs):
             while not ("plugins.loader" in sys.modules and gc.isenabled()) and time.monotonic() < deadline:
                 time.sleep(0.01)  # the plugin loader comes next; the last step turns the collector on
             real_print(json.dumps({"wire_models_loaded": hasattr(module, "InitializeParams"), "collector_on": gc.isenabled(),
-                                   "plugin_loader_loaded": "plugins.loader" in sys.modules}), flush=True)
+                                   "plugin_loader_loaded": "plugins.loader" in sys.modules,
+                                   "session_services_loaded": "host.session_services" in sys.modules}), flush=True)
         os.kill(os.getpid(), signal.SIGINT)
 builtins.print = report
 from cli.main import main
@@ -148,6 +190,13 @@ def test_serve_listens_before_loading_what_it_needs_only_later(tmp_path: Path) -
     assert "httptools" in loaded
 
 
+def test_serve_listens_before_importing_the_session_services(tmp_path: Path) -> None:
+    report = _serve_and_report(tmp_path)
+    assert "host.service" in report["main_thread_imports"]  # (the finder saw the host's imports)
+    imported = set(report["main_thread_imports"])
+    assert sorted(name for name in imported if any(name == n or name.startswith(n + ".") for n in _SESSION_SERVICES)) == []
+
+
 def test_serve_does_not_scan_installed_packages_for_pydantic_plugins_unless_asked(tmp_path: Path) -> None:
     assert _serve_and_report(tmp_path)["scans"] == []
     # Setting pydantic's own variable hands the choice back to pydantic, which then looks.
@@ -165,6 +214,7 @@ def test_serve_loads_the_wire_models_and_the_plugin_loader_before_the_first_requ
     report = _serve_and_report(tmp_path, env={"REPORT_WIRE_MODELS": "1"})
     assert report["wire_models_loaded"] is True
     assert report["plugin_loader_loaded"] is True
+    assert report["session_services_loaded"] is True
 
 
 _RUN_AND_LIST_MODULES = """

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 
 from .._globs import compile_glob
+from .._walk import walk_files
 from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure, ToolInputError
 from ..sandbox import allowed_roots
-from ._walk import walk_files
 
 __all__ = ["GlobTool"]
 

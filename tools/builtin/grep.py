@@ -27,12 +27,12 @@ import stat
 from regular_files import NotARegularFile, check_regular, read_regular
 
 from .._globs import glob_matches
+from .._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, walk_files
 from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure, ToolInputError
 from ..sandbox import allowed_roots
 from ._files import SNIFF_BYTES, file_work, looks_binary, not_regular
-from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, walk_files
 
 __all__ = ["GrepTool"]
 

@@ -13,11 +13,11 @@ import os
 
 from regular_files import kind_of
 
+from .._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, IgnoreRules
 from ..base import Tool, ToolContext, success_result
 from ..content import text_content
 from ..errors import ToolFailure
 from ._files import file_work
-from ._walk import DEPENDENCY_DIRECTORIES, SKIPPED_DIRECTORIES, IgnoreRules
 
 __all__ = ["ListDirTool"]
 

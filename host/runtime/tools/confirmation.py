@@ -60,14 +60,12 @@ from tools.policy import (
 
 from ._reporting import ContentReporters
 from ._waiters import Waiters
+from .answers import ANSWERED_BY
 from .client_tools import ClientTool
 from .remembered import entry, shown_path
 
 __all__ = ["ANSWERED_BY", "ConfirmingApprover", "RESULT_REJECTED"]
 
-ANSWERED_BY = "answeredBy"
-"""The key of a tool call's ``_meta`` that says who answered its confirmation: ``clientId`` and,
-for a named token, ``tokenName`` (``host.transport.access.recorded_answer``)."""
 
 RESULT_REJECTED = (
     "The user rejected the result of this tool call, so it is not shown to you. "

@@ -62,7 +62,8 @@ from ._waiters import Waiters
 from .client_tools import ClientDeparture, ClientTool, client_call_key
 from .confirmation import ConfirmingApprover, confirm_key, result_key
 from .modes import PermissionModes, SandboxRules, permission_mode_change, set_mode_action, vscode_mode_change
-from .remembered import ROOT_KEY, entries, project_root, revoked
+from .published import publish_remembered
+from .remembered import ROOT_KEY, project_root, revoked
 from .session_config import auto_approve_of, permission_mode_of, remembered_use_of
 from .session_tools import SessionToolParts, SessionTools
 from .settings import ToolSettings
@@ -73,14 +74,15 @@ __all__ = ["ToolsRuntime"]
 class ToolsRuntime:
     def __init__(
         self, store: Store, config: ToolsConfig, content_store: ContentStore, inputs: InputRequests, *,
-        settings_path: Path | None, private_directory: Path | None = None,
+        settings: ToolSettings, private_directory: Path | None = None,
         readable_roots: Callable[[], Sequence[Path]] = tuple,
     ) -> None:
         self.store = store
         self.inputs = inputs
         self.config = config
         self.content_store = content_store
-        self.settings = ToolSettings(settings_path)
+        self.settings = settings
+        """The remembered approvals (the host opens them at start: it publishes them before sessions run)."""
         self.waiters = Waiters()
         self.reporters = ContentReporters()
         self.departure = ClientDeparture(store, config.client_tool_grace)
@@ -163,10 +165,7 @@ class ToolsRuntime:
 
     def publish_remembered(self) -> None:
         """Make the root config's ``rememberedApprovals`` the stored list (if it is not already)."""
-        listed = entries(self.settings.remembered())
-        config = (self.store.state(ROOT) or {}).get("config")
-        if isinstance(config, dict) and (config.get("values") or {}).get(ROOT_KEY) != listed:
-            self.store.dispatch(ROOT, builders.root_config_changed(config={ROOT_KEY: listed}))
+        publish_remembered(self.store, self.settings)
 
     def _revoke_removed(self, after: dict[str, Any]) -> None:
         value = ((after.get("config") or {}).get("values") or {}).get(ROOT_KEY)

@@ -21,6 +21,11 @@ The store holds the internal (0.9.0) model. A dialect decides, for its version:
 or method to 0.9.0, and the model's shapes are the 1.0.0 schema's), 0.7.0 goes through ``ahp.dialects.v0_7``
 (``host.transport.dialects.newer``), 0.2.0 through ``ahp.dialects.v0_2`` (``host.transport.dialects.ahp02``).
 
+The newer dialects' module (``host.transport.dialects.newer``, with the 0.7.0 translator and the
+vendored schemas' checks) is loaded by the first connection that negotiates one of their versions,
+or by the worker thread that loads what requests need once the host listens (the start-up plan,
+``host.startup``): a host answers a 0.2.0 client's first ``initialize`` without it.
+
 Dialects are shared: one instance per negotiated version string, so that every connection of a
 version falls in the same fan-out group. A client that ``reconnect``s on a new connection
 without ``initialize`` speaks the version it negotiated last time (``AgentHost.client_versions``,
@@ -33,11 +38,16 @@ newest served (1.0.0): the model's own shapes, which a client of the model's lin
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ahp.dialects.negotiation import SERVED_VERSIONS, Negotiated, accepts
+from ahp.lazy import lazy_exports
+from host import startup
 from host.transport.dialects.ahp02 import Ahp02Dialect
 from host.transport.dialects.base import Dialect
-from host.transport.dialects.newer import Ahp07Dialect, NewerDialect
+
+if TYPE_CHECKING:
+    from host.transport.dialects.newer import Ahp07Dialect, NewerDialect
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -47,22 +57,33 @@ __all__ = [
     "NewerDialect",
     "dialect_for",
     "dialect_for_version",
+    "load_newer",
 ]
 
 DEFAULT_VERSION = SERVED_VERSIONS[0]
 """What a reconnecting client the host does not know, and that states no version, is taken to speak
 (the newest served: 1.0.0)."""
 
-_CLASSES: dict[str, type[Dialect]] = {
-    "0.2.0": Ahp02Dialect, "0.7.0": Ahp07Dialect, "0.9.0": NewerDialect, "1.0.0": NewerDialect,
-}
-"""The dialect class of each served baseline."""
+_NEWER = "host.transport.dialects.newer"
+
+_CLASSES: dict[str, str] = {"0.7.0": "Ahp07Dialect", "0.9.0": "NewerDialect", "1.0.0": "NewerDialect"}
+"""The dialect class of each served baseline but 0.2.0's, in ``host.transport.dialects.newer``."""
+
+__getattr__ = lazy_exports(__name__, {"Ahp07Dialect": "newer", "NewerDialect": "newer"})
 
 
 @lru_cache(maxsize=64)
 def dialect_for(negotiated: Negotiated) -> Dialect:
     """The (shared) dialect of a negotiated version."""
-    return _CLASSES[negotiated.baseline](negotiated.version, negotiated.baseline)
+    if negotiated.baseline == "0.2.0":
+        return Ahp02Dialect(negotiated.version, negotiated.baseline)
+    dialect: type[Dialect] = getattr(startup.load(_NEWER), _CLASSES[negotiated.baseline])
+    return dialect(negotiated.version, negotiated.baseline)
+
+
+def load_newer() -> None:
+    """Import the newer dialects' module (ahead of the first client that speaks one)."""
+    startup.load(_NEWER)
 
 
 def dialect_for_version(version: str) -> Dialect:

@@ -1,4 +1,5 @@
-"""Walking a directory tree for `glob`, `grep` and `list_dir`, the way the project sees it.
+"""Walking a directory tree for `glob`, `grep` and `list_dir` (and the file changes a command made,
+`tools.file_changes`), the way the project sees it.
 
 Contract: `walk_files(base, roots)` yields `(absolute_path, relative_posix_path)` for regular
 files under `base`, sorted within each directory, never following directory symlinks (so the
