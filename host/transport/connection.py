@@ -88,9 +88,10 @@ def _after_start(host: AgentHost, handlers: dict[str, Callable[[Any], Awaitable[
     return {method: waiting(handler) for method, handler in handlers.items()}
 
 
-_HANDSHAKE = dialect_for(Negotiated(DEFAULT_VERSION, DEFAULT_VERSION))
+_HANDSHAKE: Dialect = dialect_for(Negotiated("0.2.0", "0.2.0"))
 """Checks ``initialize`` and ``reconnect`` params before a version is known (their shapes are
-the same in every served version)."""
+the same in every served version; 0.2.0's dialect, whose ``InitializeParams`` is generated on its
+own for the first ``initialize``, so that the newer dialects stay out of the start)."""
 
 
 _REVOKED = 1008
