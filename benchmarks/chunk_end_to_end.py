@@ -192,7 +192,23 @@ async def _peer() -> None:
 # -- the measured process (under callgrind) --------------------------------------------------------
 
 
+_PROFILE: Any = None
+
+
 def _instrument(on: bool) -> None:
+    """Callgrind's instrumentation on or off; run natively (``CHUNK_BENCH_NATIVE=1``), nothing, or
+    with ``CHUNK_BENCH_PROFILE=FILE`` a ``cProfile`` of the measured turn written to FILE."""
+    global _PROFILE
+    if os.environ.get("CHUNK_BENCH_PROFILE"):
+        import cProfile
+
+        if on:
+            _PROFILE = cProfile.Profile()
+            _PROFILE.enable()
+        else:
+            _PROFILE.disable()
+            _PROFILE.dump_stats(os.environ["CHUNK_BENCH_PROFILE"])
+        return
     if os.environ.get("CHUNK_BENCH_NATIVE"):
         return
     subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],

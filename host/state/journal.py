@@ -89,7 +89,7 @@ from pathlib import Path
 from typing import Any
 
 from ahp.jsonrpc import encode, object_with_list
-from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, UNKEYED, TextRun, expand, extended, run_key
 from host.errors import JournalError
 from host.state.private_files import private_directory, private_file
 
@@ -375,11 +375,16 @@ class Journal:
 
     def append_action(
         self, channel: str, seq: int, now: int, envelope_json: str, action: dict[str, Any] | None = None,
+        key: tuple[Any, ...] | None = UNKEYED,
     ) -> None:
         """Journal an envelope. With its ``action`` (the caller passes it only for an envelope that is
         the action alone: no ``origin``), a streamed append (``RUN_ACTION_TYPES`` with a ``run_key``)
-        joins the channel's open run when the key matches."""
-        key = run_key(action) if action is not None and action.get("type") in RUN_ACTION_TYPES else None
+        joins the channel's open run when the key matches. ``key``, when given, is
+        ``run_key(action)`` worked out already (the store's channel did, ``AppendingState.key``)."""
+        if action is None:
+            key = None
+        elif key is UNKEYED:
+            key = run_key(action) if action.get("type") in RUN_ACTION_TYPES else None
         if key is None or action is None:
             self._end_run(channel)
             self._append_row(("action", channel, seq, now, envelope_json))
@@ -426,12 +431,13 @@ class Journal:
         """Entries were appended since the last ``flush``."""
         return bool(self._pending or self._to_append)
 
-    def flush(self, settle: bool = False) -> None:
+    def flush(self, settle: bool = False) -> bool:
         """Make every entry appended so far durable. A commit of run texts alone (the pieces a text
         run streamed since its last commit) is one record appended to the tail file; any other
-        (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it."""
+        (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it.
+        Whether a SQLite transaction was committed (only that grows the WAL)."""
         if not self.dirty and not (settle and self._tail_texts):
-            return
+            return False
         texts = [run.more() for run in self._to_append]
         if not settle and not self._pending and sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS:
             line = encode(texts).encode()
@@ -444,7 +450,7 @@ class Journal:
                 self._tail_size += len(record)
                 self._tail_texts.extend(texts)
                 self._appended(texts)
-                return
+                return False
         sizes: list[tuple[int, bool, int]] = []
         settling = bool(self._tail_texts)
         try:
@@ -477,6 +483,7 @@ class Journal:
             self._sizes[row_id] = (is_action, size)
         self._appended(texts)
         self._pending.clear()
+        return True
 
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
         """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""

@@ -310,7 +310,11 @@ class Store:
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
         if origin is not None:
             envelope["origin"] = origin
-        frame = self._answering.append(channel, now, envelope)
+        embedded = self._embedded
+        if embedded is not None:  # the channel worked out the action's run key: the journal's runs take it
+            frame = embedded.append(channel, now, envelope, entry.key)
+        else:
+            frame = self._answering.append(channel, now, envelope)
         if entry.subscribers or translated:
             fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
         if observers:
