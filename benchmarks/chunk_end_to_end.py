@@ -9,7 +9,7 @@ that process: the journal's commits and worker threads count), the others native
 
 * **the peer** (a process of its own, not measured): a fake OpenAI Chat Completions server on
   127.0.0.1 and one WebSocket client. The server streams **in lock step**: it writes a text chunk
-  only once the client has received the frame carrying the previous one, so every chunk is read,
+  only once the client has received the frame carrying the previous one (and ``PAUSE`` more), so every chunk is read,
   handled and written in an event-loop tick of its own, as at a model's pace, whatever the speed
   of the measured process under valgrind.
 * **host**: ``agent-host serve`` as it runs (``start_host``, memory settled), with an
@@ -49,6 +49,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ MODEL = "lockstep"
 WARM_UP = 50
 """Chunks of the untimed turn each measured process streams first."""
 RELAY_CHAT = "bench:/relay/chat"
+PAUSE = 0.002
+"""Seconds the fake provider waits between the client's receiving a chunk and writing the next: a
+model's pace (the host's group commit waits for a commit 1 ms old: ``host.state.embedded_log``)."""
 
 
 def _content(index: int) -> str:
@@ -116,6 +120,7 @@ async def _serve_sse(step: _LockStep) -> str:
                     step.seen.clear()
                     writer.write(_sse(_content(index)))
                     await asyncio.wait_for(step.seen.wait(), 600)
+                    await asyncio.sleep(PAUSE)
                 writer.write(_sse(None, "stop"))
                 done = b"data: [DONE]\n\n"
                 writer.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
@@ -203,7 +208,7 @@ def _instrument(on: bool) -> None:
         import cProfile
 
         if on:
-            _PROFILE = cProfile.Profile()
+            _PROFILE = cProfile.Profile(time.thread_time)
             _PROFILE.enable()
         else:
             _PROFILE.disable()

@@ -5,8 +5,9 @@ uvicorn hands every ``websocket.send`` to the socket at once (one ``transport.wr
 so here a text message only waits in a list, and the tick's messages are framed and written with
 one ``transport.write`` at the end of the tick (``call_soon``). On a connection without
 extensions (the host turns permessage-deflate off) a text's frame is the same bytes for every
-client, so it is built once per event-loop iteration for all of them (``shared_frames``); a
-connection with extensions frames through its own ``websockets`` protocol. Anything else (close, handshake,
+client, so it is built once per event-loop iteration for all of them (``shared_frames``; with
+one connection open, on its own and uncached); a connection with extensions frames through its own
+``websockets`` protocol. Anything else (close, handshake,
 HTTP responses) first writes what waits, so the order on the wire never changes.
 
 The protocol also offers itself to the application as the ASGI scope extension
@@ -74,6 +75,14 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     _pending_chars = 0
     """Characters of the messages in ``_pending`` (about their bytes: frames are mostly ASCII)."""
     _write_armed = False
+
+    def connection_made(self, transport: Any) -> None:
+        SHARED_FRAMES.users += 1  # one connection alone shares no frames: they are built uncached
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        SHARED_FRAMES.users -= 1
+        super().connection_lost(exc)
 
     async def run_asgi(self) -> None:
         # ASGI types an extension's value as a dict; this one hands the app the protocol object.
