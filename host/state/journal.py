@@ -88,6 +88,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ahp.jsonrpc import encode, object_with_list
 from ahp.state.appends import RUN_ACTION_TYPES, UNKEYED, TextRun, expand, extended, run_key
 from host.errors import JournalError
@@ -436,11 +438,13 @@ class Journal:
         run streamed since its last commit) is one record appended to the tail file; any other
         (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it.
         Whether a SQLite transaction was committed (only that grows the WAL)."""
-        if not self.dirty and not (settle and self._tail_texts):
+        if not (self._pending or self._to_append) and not (settle and self._tail_texts):
             return False
         texts = [run.more() for run in self._to_append]
-        if not settle and not self._pending and sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS:
-            line = encode(texts).encode()
+        if not settle and not self._pending and (len(texts) == 1 and len(texts[0][3]) <= TAIL_COMMIT_CHARS
+                                                 or sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS):
+            # The rows hold ints, strings and lists of ints: orjson's bytes are ``encode``'s text.
+            line = orjson.dumps(texts)
             record = b"%08x%b\n" % (zlib.crc32(line), line)
             if self._tail_size + len(record) <= TAIL_BYTES:
                 try:
