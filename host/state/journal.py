@@ -41,8 +41,8 @@ records up to the first torn one; rows already in ``run_texts`` are skipped) if 
 the one SQLite holds: a power loss that takes the settling commit leaves SQLite at the older
 generation and the tail at the newer, whose texts would follow a hole, so they are dropped with
 the commits the loss took (as before, a power loss takes the last commits, never ones between). The SQLite tables keep their format: a reader of the file alone
-finds every entry, and run texts up to the last settle. The store flushes shortly after an append (a
-timer, or at once past a size threshold) and the transport flushes before any frame leaves the
+finds every entry, and run texts up to the last settle. The store flushes at the end of the event-loop tick that
+appended (at most one commit a millisecond, or at once past a size threshold) and the transport flushes before any frame leaves the
 process, so nothing a client has seen can be missing after a crash.
 
 **Snapshots** are incremental: ``channel_states`` gives, per channel, its kind and a manifest (the
