@@ -217,6 +217,17 @@ class EmbeddedLog:
         else:
             self._arm_flush(wait)
 
+    def at_end_of_tick(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` at the end of this event-loop tick once everything journaled is
+        committed: from the log's own end-of-tick callback (queued if this tick appended nothing),
+        after its commit, or after the group commit's timer when the last commit is younger than
+        ``MIN_COMMIT_INTERVAL``. The transports' writes wait so (``host.transport.ws_protocol``):
+        one callback per tick serves the commit and every connection."""
+        self._on_commit.append(callback)
+        if not self._tick_armed:
+            self._tick_armed = True
+            asyncio.get_running_loop().call_soon(self._end_of_tick)
+
     def _schedule_flush(self) -> None:
         if self.journal is not None and self.journal.pending >= FLUSH_ROWS:
             self._flush_soon()
@@ -236,9 +247,14 @@ class EmbeddedLog:
 
     def _end_of_tick(self) -> None:
         """Commit what was appended (a group commit: not sooner than ``MIN_COMMIT_INTERVAL`` after the
-        last one, by a timer then)."""
+        last one, by a timer then), which runs the callbacks waiting for it; with nothing to commit,
+        run them now."""
         self._tick_armed = False
         if self.journal is None or not self.journal.dirty:
+            if self._on_commit:
+                callbacks, self._on_commit = self._on_commit, []
+                for callback in callbacks:
+                    callback()
             return
         wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
         if wait <= 0:
