@@ -11,8 +11,8 @@ A connection with extensions, or one whose protocol object is not in a state to 
 text frame, must frame through its own protocol (``host.transport.ws_protocol`` checks that).
 With exactly one connection open (``users``, which the transport counts) there is nothing to share:
 ``frames`` builds each frame on its own and caches nothing, so a host with a single client does
-not pay the cache's emptying (a callback, and an event-loop iteration of its own, per tick: about
-20,000 instructions of a streamed chunk's, ``benchmarks/chunk_end_to_end.py``).
+not pay the cache's emptying (a callback, and an event-loop iteration of its own, per tick:
+``benchmarks/README.md``, "Streamed chunk end to end").
 Pure apart from scheduling the cache's emptying on the running loop.
 """
 
