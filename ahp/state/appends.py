@@ -34,7 +34,8 @@ from typing import Any
 
 from ahp.state import reduce as reduce_any
 
-__all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "AppendingState", "TextRun", "expand", "extended", "joined", "run_key"]
+__all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "UNKEYED", "AppendingState", "TextRun", "expand", "extended", "joined",
+           "run_key"]
 
 RUN_ACTION_TYPES = frozenset({"chat/delta", "chat/reasoning", "chat/toolCallDelta"})
 """Action types that append a string to one text field and may be joined into runs."""
@@ -44,6 +45,10 @@ TEXT_APPENDS = frozenset({"chat/delta", "chat/reasoning"})
 
 RUN_KINDS = frozenset({"chat"})
 """Channel kinds whose actions may form runs."""
+
+UNKEYED: Any = ("unkeyed",)
+"""Stands for a run key not worked out (:attr:`AppendingState.key` of a kind without runs): a holder
+given it works the key out itself with :func:`run_key`."""
 
 
 def run_key(action: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -145,7 +150,7 @@ class AppendingState:
     ``run_kinds`` and ``key_of``; the holding and joining stay this one class.
     """
 
-    __slots__ = ("kind", "_reduce", "_state", "_run", "_runs")
+    __slots__ = ("kind", "_reduce", "_state", "_run", "_runs", "key")
 
     run_kinds: frozenset[str] = RUN_KINDS
     """Channel kinds whose actions may form runs."""
@@ -160,6 +165,10 @@ class AppendingState:
         self._runs = kind in self.run_kinds
         self._run: TextRun | None = None
         """The run the last applied action opened or continued; its pieces are not in ``_state`` yet."""
+        self.key: tuple[Any, ...] | None = UNKEYED
+        """The run key (``key_of``) of the last applied action, so that another holder of runs of
+        the same actions (the journal) need not work it out again per token; ``UNKEYED`` for a kind
+        without runs (not worked out)."""
 
     @property
     def state(self) -> dict[str, Any]:
@@ -185,7 +194,10 @@ class AppendingState:
 
     def apply(self, action: dict[str, Any], now: int) -> bool:
         """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
-        key = self.key_of(action) if self._runs else None
+        if self._runs:
+            key = self.key = self.key_of(action)
+        else:
+            key = None
         run = self._run
         if key is not None and run is not None and key == run.key:
             run.add(action["content"])

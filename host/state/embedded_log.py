@@ -11,10 +11,14 @@ Invariants:
 * ``seq`` only grows, across restarts too (it is recovered from the journal).
 * An envelope is built and serialised exactly once (``append``: ``ahp.jsonrpc.action_frame``): the
   journal keeps that JSON and fan-out sends that frame.
-* **Durable before a frame leaves.** Journal writes are committed in groups: ``flush`` runs
-  ``FLUSH_DELAY`` after the first unflushed append (at once past ``FLUSH_ROWS`` rows), and
-  transports wait for it before sending any frame (``when_durable``, or ``flush`` before a write),
-  so a frame never leaves before its action is durable.
+* **Durable before a frame leaves.** Journal writes are committed in groups: at the end of the
+  event-loop tick that appended them (a ``call_soon`` queued by the tick's first append, ahead of
+  the transports' end-of-tick writes), or, when the last commit is younger than
+  ``MIN_COMMIT_INTERVAL``, once it is that old (under load one commit serves several ticks); at
+  once past ``FLUSH_ROWS`` rows. Transports wait for it before sending any frame
+  (``when_durable``, or ``flush`` before a write), so a frame never leaves before its action is
+  durable. (A timer per append, cancelled by the commit of the same tick, cost a timer handle and
+  its pushing and popping on the event loop's heap per streamed token: ``benchmarks/chunk_end_to_end.py``.)
 * **The replay window** holds a contiguous run of the newest envelopes, at most ``replay_capacity``
   of them and ``replay_chars`` characters of their JSON (the newest always); a gap it cannot cover
   makes ``replay`` return None and the caller falls back to snapshots. The journal keeps the same
@@ -38,7 +42,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ahp.jsonrpc import action_frame
-from ahp.state.appends import expand
+from ahp.state.appends import UNKEYED, expand
 from host.state.journal import (
     WAL_CHECKPOINT_BYTES,
     WAL_LIMIT_BYTES,
@@ -49,20 +53,17 @@ from host.state.journal import (
 )
 from host.state.log import LogRecord, Recovery, SnapshotSource
 
-__all__ = ["EmbeddedLog", "FLUSH_DELAY", "FLUSH_ROWS", "MIN_COMMIT_INTERVAL", "REPLAY_CHARS", "SNAPSHOT_CHARS", "at_once"]
+__all__ = ["EmbeddedLog", "FLUSH_ROWS", "MIN_COMMIT_INTERVAL", "REPLAY_CHARS", "SNAPSHOT_CHARS", "at_once"]
 
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
-FLUSH_DELAY = 0.002
-"""Seconds an appended journal entry may wait for its commit when no frame forces one sooner."""
-
 FLUSH_ROWS = 1_000
 """Pending journal rows past which the log commits at once."""
 
 MIN_COMMIT_INTERVAL = 0.001
-"""Seconds between two commits made for frames waiting to leave (``when_durable``)."""
+"""Seconds between two of the log's own commits (the end of a tick that appended, ``when_durable``)."""
 
 REPLAY_CHARS = 4_000_000
 """Most characters of envelopes the replay window (in memory and in the journal) holds, besides
@@ -141,6 +142,8 @@ class EmbeddedLog:
         self._replay_size = 0
         """Characters the replay window holds."""
         self._flush_timer: asyncio.TimerHandle | None = None
+        self._tick_armed = False
+        """The end of this tick commits (``_end_of_tick`` is queued)."""
         self._last_commit = 0.0
         self._on_commit: list[Callable[[], None]] = []
         self.checkpoint_task: asyncio.Future[None] | None = None
@@ -163,9 +166,10 @@ class EmbeddedLog:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, channel: str, now: int, envelope: dict[str, Any]) -> str:
+    def append(self, channel: str, now: int, envelope: dict[str, Any], key: tuple[Any, ...] | None = UNKEYED) -> str:
         """Number an envelope and serialise it once, journal it (committed soon) and keep it in the
-        replay window; its frame."""
+        replay window; its frame. ``key``: the action's run key when the caller worked it out
+        already (``ahp.state.appends.AppendingState.key``), for the journal's runs."""
         seq = self.seq + 1
         self.seq = seq
         envelope["serverSeq"] = seq
@@ -173,11 +177,11 @@ class EmbeddedLog:
         journal = self.journal
         if journal is not None:
             # Only an envelope that is the action alone (no origin) may join a text run.
-            journal.append_action(channel, seq, now, envelope_json, None if "origin" in envelope else envelope["action"])
-            if self._flush_timer is None:
-                self._arm_flush(FLUSH_DELAY)
-            elif journal.pending >= FLUSH_ROWS:
+            journal.append_action(channel, seq, now, envelope_json, None if "origin" in envelope else envelope["action"], key)
+            if journal.pending >= FLUSH_ROWS:
                 self._flush_soon()
+            elif not self._tick_armed and self._flush_timer is None:
+                self._commit_at_end_of_tick()
         self._remember(seq, channel, envelope_json)
         if journal is not None and (journal.entries_since_snapshot >= self._snapshot_every
                                     or journal.chars_since_snapshot >= self._snapshot_chars):
@@ -206,9 +210,9 @@ class EmbeddedLog:
             self._flush_timer.cancel()
             self._flush_timer = None
         if self.journal is not None and (self.journal.dirty or settle):
-            self.journal.flush(settle)
+            if self.journal.flush(settle):  # only a SQLite transaction grows the WAL (not the tail)
+                self._check_wal(background=True)
             self._last_commit = time.monotonic()
-            self._check_wal(background=True)
         if self._on_commit:
             callbacks, self._on_commit = self._on_commit, []
             for callback in callbacks:
@@ -229,12 +233,50 @@ class EmbeddedLog:
         else:
             self._arm_flush(wait)
 
+    def at_end_of_tick(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` at the end of this event-loop tick once everything journaled is
+        committed: from the log's own end-of-tick callback (queued if this tick appended nothing),
+        after its commit, or after the group commit's timer when the last commit is younger than
+        ``MIN_COMMIT_INTERVAL``. The transports' writes wait so (``host.transport.ws_protocol``):
+        one callback per tick serves the commit and every connection."""
+        self._on_commit.append(callback)
+        if not self._tick_armed:
+            self._tick_armed = True
+            asyncio.get_running_loop().call_soon(self._end_of_tick)
+
     def _schedule_flush(self) -> None:
-        if self._flush_timer is not None:
-            if self.journal is not None and self.journal.pending >= FLUSH_ROWS:
-                self._flush_soon()
+        if self.journal is not None and self.journal.pending >= FLUSH_ROWS:
+            self._flush_soon()
+        elif not self._tick_armed and self._flush_timer is None:
+            self._commit_at_end_of_tick()
+
+    def _commit_at_end_of_tick(self) -> None:
+        """Have what this tick appends committed at its end (``_end_of_tick``); with no event loop
+        (tools, tests), commit into SQLite at once."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush(settle=True)
             return
-        self._arm_flush(FLUSH_DELAY)
+        self._tick_armed = True
+        loop.call_soon(self._end_of_tick)
+
+    def _end_of_tick(self) -> None:
+        """Commit what was appended (a group commit: not sooner than ``MIN_COMMIT_INTERVAL`` after the
+        last one, by a timer then), which runs the callbacks waiting for it; with nothing to commit,
+        run them now."""
+        self._tick_armed = False
+        if self.journal is None or not self.journal.dirty:
+            if self._on_commit:
+                callbacks, self._on_commit = self._on_commit, []
+                for callback in callbacks:
+                    callback()
+            return
+        wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
+        if wait <= 0:
+            self._flush_soon()
+        else:
+            self._arm_flush(wait)
 
     def _arm_flush(self, delay: float) -> None:
         try:

@@ -41,8 +41,8 @@ records up to the first torn one; rows already in ``run_texts`` are skipped) if 
 the one SQLite holds: a power loss that takes the settling commit leaves SQLite at the older
 generation and the tail at the newer, whose texts would follow a hole, so they are dropped with
 the commits the loss took (as before, a power loss takes the last commits, never ones between). The SQLite tables keep their format: a reader of the file alone
-finds every entry, and run texts up to the last settle. The store flushes shortly after an append (a
-timer, or at once past a size threshold) and the transport flushes before any frame leaves the
+finds every entry, and run texts up to the last settle. The store flushes at the end of the event-loop tick that
+appended (at most one commit a millisecond, or at once past a size threshold) and the transport flushes before any frame leaves the
 process, so nothing a client has seen can be missing after a crash.
 
 **Snapshots** are incremental: ``channel_states`` gives, per channel, its kind and a manifest (the
@@ -88,8 +88,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ahp.jsonrpc import encode, object_with_list
-from ahp.state.appends import RUN_ACTION_TYPES, TextRun, expand, extended, run_key
+from ahp.state.appends import RUN_ACTION_TYPES, UNKEYED, TextRun, expand, extended, run_key
 from host.errors import JournalError
 from host.state.private_files import private_directory, private_file
 
@@ -375,11 +377,16 @@ class Journal:
 
     def append_action(
         self, channel: str, seq: int, now: int, envelope_json: str, action: dict[str, Any] | None = None,
+        key: tuple[Any, ...] | None = UNKEYED,
     ) -> None:
         """Journal an envelope. With its ``action`` (the caller passes it only for an envelope that is
         the action alone: no ``origin``), a streamed append (``RUN_ACTION_TYPES`` with a ``run_key``)
-        joins the channel's open run when the key matches."""
-        key = run_key(action) if action is not None and action.get("type") in RUN_ACTION_TYPES else None
+        joins the channel's open run when the key matches. ``key``, when given, is
+        ``run_key(action)`` worked out already (the store's channel did, ``AppendingState.key``)."""
+        if action is None:
+            key = None
+        elif key is UNKEYED:
+            key = run_key(action) if action.get("type") in RUN_ACTION_TYPES else None
         if key is None or action is None:
             self._end_run(channel)
             self._append_row(("action", channel, seq, now, envelope_json))
@@ -426,15 +433,18 @@ class Journal:
         """Entries were appended since the last ``flush``."""
         return bool(self._pending or self._to_append)
 
-    def flush(self, settle: bool = False) -> None:
+    def flush(self, settle: bool = False) -> bool:
         """Make every entry appended so far durable. A commit of run texts alone (the pieces a text
         run streamed since its last commit) is one record appended to the tail file; any other
-        (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it."""
-        if not self.dirty and not (settle and self._tail_texts):
-            return
+        (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it.
+        Whether a SQLite transaction was committed (only that grows the WAL)."""
+        if not (self._pending or self._to_append) and not (settle and self._tail_texts):
+            return False
         texts = [run.more() for run in self._to_append]
-        if not settle and not self._pending and sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS:
-            line = encode(texts).encode()
+        if not settle and not self._pending and (len(texts) == 1 and len(texts[0][3]) <= TAIL_COMMIT_CHARS
+                                                 or sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS):
+            # The rows hold ints, strings and lists of ints: orjson's bytes are ``encode``'s text.
+            line = orjson.dumps(texts)
             record = b"%08x%b\n" % (zlib.crc32(line), line)
             if self._tail_size + len(record) <= TAIL_BYTES:
                 try:
@@ -444,7 +454,7 @@ class Journal:
                 self._tail_size += len(record)
                 self._tail_texts.extend(texts)
                 self._appended(texts)
-                return
+                return False
         sizes: list[tuple[int, bool, int]] = []
         settling = bool(self._tail_texts)
         try:
@@ -477,6 +487,7 @@ class Journal:
             self._sizes[row_id] = (is_action, size)
         self._appended(texts)
         self._pending.clear()
+        return True
 
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
         """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""

