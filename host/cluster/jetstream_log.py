@@ -84,6 +84,7 @@ from nats.js.errors import APIError, NotFoundError
 from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import encode, stamped_action_frame
+from ahp.state.appends import run_key
 from host.cluster._wire import Message, Sender, sender, sent
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
@@ -297,7 +298,9 @@ class JetStreamLog:
         with ``serverSeq`` is that text with the number added as its last key
         (``ahp.jsonrpc.stamped_action_frame``), as a reader of the stream rebuilds it."""
         body = {key: value for key, value in envelope.items() if key != "serverSeq"}
-        return self._queue(channel, "action", encode(body), str(now), envelope)
+        # Streamed text goes on its channel's streamed subject (``host.cluster.subjects``).
+        streamed = run_key(envelope["action"]) is not None
+        return self._queue(channel, "action", encode(body), str(now), envelope, streamed)
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> asyncio.Future[int]:
         """Queue a record of ``channel`` appearing with ``state``; the future gives its sequence."""
@@ -308,10 +311,10 @@ class JetStreamLog:
         return self._queue(channel, "removed", "", None, None)
 
     def _queue(self, channel: str, kind: Kind, text: str, now: str | None,
-               envelope: dict[str, Any] | None) -> asyncio.Future[Any]:
+               envelope: dict[str, Any] | None, streamed: bool = False) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        subject, group = self.subjects.of(channel)
+        subject, group = self.subjects.of(channel, streamed)
         state = self._groups.get(group)
         if not self.client.is_connected:
             future.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
@@ -515,10 +518,13 @@ class JetStreamLog:
         return records
 
     async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None],
-                     skip: Callable[[str], bool] | None = None) -> Callable[[], Awaitable[None]]:
+                     skip: Callable[[str], bool] | None = None,
+                     subjects: list[str] | None = None) -> Callable[[], Awaitable[None]]:
         """Call ``callback`` with every record after ``since`` as it is stored (this process's own
         included), in order, except the records (not owner markers) of the groups ``skip`` says,
-        which are not even decoded; returns the coroutine function that stops it."""
+        which are not even decoded; only the records on ``subjects`` (filters that do not
+        overlap, e.g. :attr:`Subjects.coarse` and some groups' :meth:`Subjects.streamed_filter`),
+        chosen by the server, when given. Returns the coroutine function that stops it."""
         groups: dict[str, str] = {}
         prefix = len(self.subjects.prefix) + 1
 
@@ -536,18 +542,48 @@ class JetStreamLog:
             if result is not None:
                 await result
 
-        subscription = await self.js.subscribe(self.subjects.all, cb=take, ordered_consumer=True,
-                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        config = api.ConsumerConfig(opt_start_seq=since + 1, filter_subjects=list(subjects) if subjects else None)
+        subscription = await self.js.subscribe(self.subjects.all, stream=self.stream, cb=take, ordered_consumer=True,
+                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, config=config)
         return subscription.unsubscribe
+
+    async def read_group(self, group: str, since: int, upto: int) -> list[Record]:
+        """The records of ``group`` after ``since`` up to ``upto``, in order (the server sends only
+        the group's: its subjects are indexed)."""
+        last = await self.group_last(group)
+        if last <= since:
+            return []
+        end = min(last, upto)
+        if end <= since:
+            return []
+        records: list[Record] = []
+        done = asyncio.get_running_loop().create_future()
+
+        async def take(message: Msg) -> None:
+            record = self.decode(message)
+            if since < record.seq <= end:
+                records.append(record)
+            if (record.seq >= end or not message.metadata.num_pending) and not done.done():
+                done.set_result(None)
+
+        subscription = await self.js.subscribe(self.subjects.group_filter(group), stream=self.stream, cb=take,
+                                               ordered_consumer=True, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        try:
+            await asyncio.wait_for(done, self.timeout + (end - since) / 1000)
+        except TimeoutError as error:
+            raise LogUnavailable(f"reading {group} after {since} did not finish") from error
+        finally:
+            await subscription.unsubscribe()
+        return records
 
     def decode(self, message: Msg) -> Record:
         """A message of the stream as a :class:`Record`."""
         seq = message.metadata.sequence.stream
         headers = message.headers or {}
         kind = cast(Kind, headers.get(KIND, "action"))
-        group_token, _, channel_token = message.subject[len(self.subjects.prefix) + 1:].partition(".")
-        channel = untoken(group_token if kind == "owner" else channel_token) or ""
+        group_token, _, rest = message.subject[len(self.subjects.prefix) + 1:].partition(".")
+        channel = untoken(group_token if kind == "owner" else rest.partition(".")[0]) or ""
         body: dict[str, Any] | None = None
         now = None
         if kind == "action":
@@ -566,6 +602,15 @@ class JetStreamLog:
         """Keep ``group``'s channels as of sequence ``seq`` (``{uri: {"kind", "state"}}``)."""
         data = encode({"seq": seq, "channels": channels}).encode()
         await self.snapshots.put(token(group), data)
+
+    async def read_snapshot(self, group: str) -> tuple[int, dict[str, dict[str, Any]]]:
+        """``group``'s snapshot: ``(seq, channels)``, ``(0, {})`` when it has none."""
+        try:
+            result = await self.snapshots.get(token(group))
+        except NotFoundError:
+            return 0, {}
+        body = json.loads(result.data or b"{}")
+        return int(body["seq"]), body["channels"]
 
     async def read_snapshots(self) -> dict[str, tuple[int, dict[str, dict[str, Any]]]]:
         """Every group's snapshot: ``{group: (seq, channels)}``."""
