@@ -477,8 +477,9 @@ class ClusterLog:
         subscriber, ``fetchTurns``): None when it does, else an awaitable done once the chats of
         their partial groups were handed to the caller's loop whole (read from the group's
         snapshot and records) and their streamed text is followed from then on."""
-        partial = self._partial
-        groups = sorted({group_of(channel) for channel in channels if channel_kind(channel) == "chat"} & partial)
+        partial = self._partial  # changed by the I/O thread: only asked about, never iterated here
+        groups = sorted(group for group in {group_of(channel) for channel in channels if channel_kind(channel) == "chat"}
+                        if group in partial)
         if not groups:
             return None
         return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._load(groups), self._io))
