@@ -54,7 +54,10 @@ sequence again) lets the process write to it again.
 **Reading.** :meth:`read` gives the records after a sequence, in order (an ordered consumer from
 ``since + 1``, up to the last sequence when the read began), optionally of some channels only:
 AHP's ``reconnect`` with ``lastSeenServerSeq``. :meth:`follow` delivers every record from a
-sequence on as it is stored, to a callback: how each process learns what the others appended.
+sequence on as it is stored, to a callback: how each process learns what the others appended;
+given filter subjects, only those the server matches (a process leaves out the streamed text of
+the sessions it does not serve: ``host.cluster.subjects``). :meth:`read_group` gives one group's
+records between two sequences (the server sends only that group's).
 
 **Snapshots** are objects of a JetStream object store (chunked by it, so a state of any size fits
 under the 1 MB message limit), one per owner group: ``{"seq", "channels"}``, the group's channels

@@ -43,7 +43,12 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
 * ``follow(deliver)`` (an optional member of the port): every record *other* processes append
   from ``seq`` on is handed to ``deliver`` on the caller's loop, in log order (``Store.take_in``
   folds it in and sends it to this process's subscribers); records of a group after this process's
-  own marker on it are its own and skipped, as are owner markers.
+  own marker on it are its own and skipped, as are owner markers. The streamed text of a chat
+  (``host.cluster.subjects``) is taken in only for the groups this process serves: the server
+  sends the rest to no one here, and those groups' chats are held *partial* (without the text of
+  their parts) until ``hold`` (optional too) loads them whole, at the point the follower reached,
+  and the follower is made again from there with their streamed text. A claim loads its group
+  first in the same way.
 * ``take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
   bucket is watched (``Leases.watch``); a group whose holder let its lease lapse (killed, cut off)
   is claimed (``JetStreamLog.claim``: the fenced marker means the previous holder can never write
