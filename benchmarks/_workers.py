@@ -68,10 +68,11 @@ class WorkersHost(ServeProcess):
 
 async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int]) -> None:
     """The client process: one connection per worker, ``sessions`` sessions round robin over them,
-    each sent one message; prints ``result {p99, median, count, seconds}``."""
+    each sent one message; prints ``result {p99, steady_p99, median, count, seconds}`` (steady: the
+chunks written once every session was streaming)."""
     from client import AhpClient
 
-    arrivals: list[tuple[int, str]] = []
+    arrivals: list[tuple[int, str, str]] = []
     ended: set[str] = set()
 
     def hook(frame: dict[str, Any], answered: str | None) -> None:
@@ -79,7 +80,7 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
             action = frame["params"]["action"]
             kind = action.get("type")
             if kind == "session/delta":
-                arrivals.append((time.perf_counter_ns(), action["content"]))
+                arrivals.append((time.perf_counter_ns(), action["content"], frame["params"]["channel"]))
             elif kind in _TURN_ENDS:
                 ended.add(frame["params"]["channel"])
 
@@ -121,6 +122,14 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
         await client.close()
     if incomplete:
         raise SystemExit(f"{len(incomplete)} turns did not complete")
-    samples = sorted((arrived - int(stamp)) / 1e6 for arrived, content in arrivals for stamp in content.split(";") if stamp)
-    print(f"result {json.dumps({'p99': percentile(samples, 0.99), 'median': median(samples), 'count': len(samples), 'seconds': elapsed})}",
+    stamped = [(arrived, int(stamp), channel) for arrived, content, channel in arrivals for stamp in content.split(";") if stamp]
+    samples = sorted((arrived - stamp) / 1e6 for arrived, stamp, _ in stamped)
+    # "Steady": the chunks written once every session was streaming (as provider_stream.py's),
+    # without the turn starts, whose first records go through the log together.
+    first: dict[str, int] = {}
+    for _, stamp, channel in stamped:
+        first[channel] = min(stamp, first.get(channel, stamp))
+    steady_from = max(first.values(), default=0)
+    steady = sorted((arrived - stamp) / 1e6 for arrived, stamp, _ in stamped if stamp >= steady_from) or [0.0]
+    print(f"result {json.dumps({'p99': percentile(samples, 0.99), 'steady_p99': percentile(steady, 0.99), 'median': median(samples), 'count': len(samples), 'seconds': elapsed})}",
           flush=True)

@@ -1000,7 +1000,8 @@ FORWARDED_REQUESTS: dict[str, Callable[[AgentHost, dict[str, Any], str], Awaitab
 """The requests about one session, chat, terminal or changeset that a process of a cluster hands
 to the process running it (``host.transport.connection``), with their params as the store's model
 has them; the rest are answered by any process from its own store (``listSessions``,
-``fetchTurns``: every process holds every state) or act on this machine (``resource*``)."""
+``fetchTurns``: every process holds every state, loaded whole first where it held a chat without
+its streamed text: ``Store.hold``) or act on this machine (``resource*``)."""
 
 
 def _encoded(data: bytes, encoding: str | None, content_type: str) -> dict[str, Any]:

@@ -54,7 +54,10 @@ sequence again) lets the process write to it again.
 **Reading.** :meth:`read` gives the records after a sequence, in order (an ordered consumer from
 ``since + 1``, up to the last sequence when the read began), optionally of some channels only:
 AHP's ``reconnect`` with ``lastSeenServerSeq``. :meth:`follow` delivers every record from a
-sequence on as it is stored, to a callback: how each process learns what the others appended.
+sequence on as it is stored, to a callback: how each process learns what the others appended;
+given filter subjects, only those the server matches (a process leaves out the streamed text of
+the sessions it does not serve: ``host.cluster.subjects``). :meth:`read_group` gives one group's
+records between two sequences (the server sends only that group's).
 
 **Snapshots** are objects of a JetStream object store (chunked by it, so a state of any size fits
 under the 1 MB message limit), one per owner group: ``{"seq", "channels"}``, the group's channels
@@ -84,6 +87,7 @@ from nats.js.errors import APIError, NotFoundError
 from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import encode, stamped_action_frame
+from ahp.state.appends import run_key
 from host.cluster._wire import Message, Sender, sender, sent
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
@@ -328,17 +332,19 @@ class JetStreamLog:
               body: dict[str, Any] | None) -> None:
         """What ``append`` (``kind`` "action", ``body`` the envelope), ``created`` (``body``
         ``{"kind", "state"}``) and ``removed`` do, the result handed to ``outcome`` instead of a
-        future of their own (a caller that counts a tick's records saves a loop turn per tick)."""
+        future of their own (a caller that counts a tick's records saves a loop turn per tick).
+        An action's streamed text goes on its channel's streamed subject (``host.cluster.subjects``)."""
         if kind == "action":
             assert body is not None
             text = encode({key: value for key, value in body.items() if key != "serverSeq"})
-            self._queue(channel, kind, text, str(now), body, outcome)
+            streamed = run_key(body["action"]) is not None
+            self._queue(channel, kind, text, str(now), body, outcome, streamed)
         else:
             self._queue(channel, kind, encode(body) if kind == "created" else "", None, None, outcome)
 
     def _queue(self, channel: str, kind: Kind, text: str, now: str | None, envelope: dict[str, Any] | None,
-               outcome: Outcome) -> None:
-        subject, group = self.subjects.of(channel)
+               outcome: Outcome, streamed: bool = False) -> None:
+        subject, group = self.subjects.of(channel, streamed)
         state = self._groups.get(group)
         if not self.client.is_connected:
             outcome.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
@@ -541,10 +547,13 @@ class JetStreamLog:
         return records
 
     async def follow(self, since: int, callback: Callable[[Record], Awaitable[None] | None],
-                     skip: Callable[[str], bool] | None = None) -> Callable[[], Awaitable[None]]:
+                     skip: Callable[[str], bool] | None = None,
+                     subjects: list[str] | None = None) -> Callable[[], Awaitable[None]]:
         """Call ``callback`` with every record after ``since`` as it is stored (this process's own
         included), in order, except the records (not owner markers) of the groups ``skip`` says,
-        which are not even decoded; returns the coroutine function that stops it."""
+        which are not even decoded; only the records on ``subjects`` (filters that do not
+        overlap, e.g. :attr:`Subjects.coarse` and some groups' :meth:`Subjects.streamed_filter`),
+        chosen by the server, when given. Returns the coroutine function that stops it."""
         groups: dict[str, str] = {}
         prefix = len(self.subjects.prefix) + 1
 
@@ -562,18 +571,48 @@ class JetStreamLog:
             if result is not None:
                 await result
 
-        subscription = await self.js.subscribe(self.subjects.all, cb=take, ordered_consumer=True,
-                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        config = api.ConsumerConfig(opt_start_seq=since + 1, filter_subjects=list(subjects) if subjects else None)
+        subscription = await self.js.subscribe(self.subjects.all, stream=self.stream, cb=take, ordered_consumer=True,
+                                               deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, config=config)
         return subscription.unsubscribe
+
+    async def read_group(self, group: str, since: int, upto: int) -> list[Record]:
+        """The records of ``group`` after ``since`` up to ``upto``, in order (the server sends only
+        the group's: its subjects are indexed)."""
+        last = await self.group_last(group)
+        if last <= since:
+            return []
+        end = min(last, upto)
+        if end <= since:
+            return []
+        records: list[Record] = []
+        done = asyncio.get_running_loop().create_future()
+
+        async def take(message: Msg) -> None:
+            record = self.decode(message)
+            if since < record.seq <= end:
+                records.append(record)
+            if (record.seq >= end or not message.metadata.num_pending) and not done.done():
+                done.set_result(None)
+
+        subscription = await self.js.subscribe(self.subjects.group_filter(group), stream=self.stream, cb=take,
+                                               ordered_consumer=True, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        try:
+            await asyncio.wait_for(done, self.timeout + (end - since) / 1000)
+        except TimeoutError as error:
+            raise LogUnavailable(f"reading {group} after {since} did not finish") from error
+        finally:
+            await subscription.unsubscribe()
+        return records
 
     def decode(self, message: Msg) -> Record:
         """A message of the stream as a :class:`Record`."""
         seq = message.metadata.sequence.stream
         headers = message.headers or {}
         kind = cast(Kind, headers.get(KIND, "action"))
-        group_token, _, channel_token = message.subject[len(self.subjects.prefix) + 1:].partition(".")
-        channel = untoken(group_token if kind == "owner" else channel_token) or ""
+        group_token, _, rest = message.subject[len(self.subjects.prefix) + 1:].partition(".")
+        channel = untoken(group_token if kind == "owner" else rest.partition(".")[0]) or ""
         body: dict[str, Any] | None = None
         now = None
         if kind == "action":
@@ -592,6 +631,15 @@ class JetStreamLog:
         """Keep ``group``'s channels as of sequence ``seq`` (``{uri: {"kind", "state"}}``)."""
         data = encode({"seq": seq, "channels": channels}).encode()
         await self.snapshots.put(token(group), data)
+
+    async def read_snapshot(self, group: str) -> tuple[int, dict[str, dict[str, Any]]]:
+        """``group``'s snapshot: ``(seq, channels)``, ``(0, {})`` when it has none."""
+        try:
+            result = await self.snapshots.get(token(group))
+        except NotFoundError:
+            return 0, {}
+        body = json.loads(result.data or b"{}")
+        return int(body["seq"]), body["channels"]
 
     async def read_snapshots(self) -> dict[str, tuple[int, dict[str, dict[str, Any]]]]:
         """Every group's snapshot: ``{group: (seq, channels)}``."""

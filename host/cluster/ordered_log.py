@@ -47,7 +47,12 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
 * ``await follow(deliver)`` (an optional member of the port): every record *other* processes append
   from ``seq`` on is handed to ``deliver``, in log order (``Store.take_in``
   folds it in and sends it to this process's subscribers); records of a group after this process's
-  own marker on it are its own and skipped, as are owner markers.
+  own marker on it are its own and skipped, as are owner markers. The streamed text of a chat
+  (``host.cluster.subjects``) is taken in only for the groups this process serves: the server
+  sends the rest to no one here, and those groups' chats are held *partial* (without the text of
+  their parts) until ``hold`` (optional too) loads them whole, at the point the follower reached,
+  and the follower is made again from there with their streamed text. A claim loads its group
+  first in the same way.
 * ``await take_over_lapsed(taken)`` (optional too): a dead owner's groups are taken over. The leases
   bucket is watched (``Leases.watch``); a group whose holder let its lease lapse (killed, cut off)
   is claimed (``JetStreamLog.claim``: the fenced marker means the previous holder can never write
@@ -77,6 +82,8 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
+from ahp.state.appends import AppendingState
+from ahp.state.channels import channel_kind
 from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
@@ -127,7 +134,7 @@ class ClusterLog:
         """Stops ``follow``'s subscription."""
         self._unwatch: Callable[[], Awaitable[None]] | None = None
         """Stops ``take_over_lapsed``'s watch of the leases."""
-        self._follow_take: Callable[[Any], None] | None = None
+        self._follow_take: Callable[[Any, int], None] | None = None
         self._follow_skip: Callable[[str], bool] | None = None
         self._follow_stop: Callable[[], Awaitable[None]] | None = None
         """``follow``'s subscription as it is now (made again after a reconnect)."""
@@ -145,6 +152,19 @@ class ClusterLog:
         """The sequence of the last record the follower handed over."""
         self._passing: list[tuple[int, asyncio.Future[None]]] = []
         """Claims waiting for the follower to pass their marker."""
+        self._streamed: set[str] = set()
+        """The groups whose streamed text the follower takes in (the server sends every other
+        record of every group, and only these groups' streamed text)."""
+        self._partial: set[str] = set()
+        """The groups whose chats this process's store holds without the streamed text others
+        logged on them: loaded whole on demand (``hold``)."""
+        self._generation = 0
+        """The follower's subscription as it is now; a record handed to an earlier one is dropped
+        (a new one is made from the last record taken)."""
+        self._deliver_to: Callable[[LogRecord], None] | None = None
+        """``follow``'s ``deliver``: where ``hold`` hands a partial group's chats whole."""
+        self._switch = asyncio.Lock()
+        """One change of the follower's subscription at a time."""
         self.failures: list[LogError] = []
         """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
 
@@ -370,21 +390,40 @@ class ClusterLog:
 
     async def follow(self, deliver: Callable[[LogRecord], None]) -> None:
         """Call ``deliver`` with every record other processes append from now on (after ``seq``),
-        in log order, as the stream delivers it: a group's records after a marker of this
-        process's are its own (skipped before they are decoded; every writer marks first, so the
-        records a dead owner logged before our takeover marker still come), and owner markers are
-        taken in. ``seq`` follows them. Stopped by ``close``."""
+        in log order, as the stream delivers it, but the streamed text of groups this process does
+        not serve: a group's records after a marker of this process's are its own (skipped before
+        they are decoded; every writer marks first, so the records a dead owner logged before our
+        takeover marker still come), and owner markers are taken in. ``seq`` follows them.
+
+        What it takes in: every record of every group but the streamed-text appends
+        (``host.cluster.subjects``), and those only of the groups in ``_streamed``, chosen by the
+        server. A group whose streamed text is not taken is *partial* here once another process
+        writes to it: its chats' states lack the text of their parts, which nothing but a
+        subscriber, ``fetchTurns`` or the group's owner reads; ``hold`` loads it whole first. A
+        group this process wrote last (its marker) is whole: should another process claim it, its
+        streamed text is followed from that marker on. Stopped by ``close``."""
 
         def ours(group: str) -> bool:
             return self._marked.get(group) == self.core.holder
 
-        def take(record: Any) -> None:
-            if record.seq <= self._followed:
-                return  # taken in already (a subscription made again after a reconnect overlaps)
+        def take(record: Any, generation: int) -> None:
+            if generation != self._generation or record.seq <= self._followed:
+                return  # an earlier subscription's, or taken in already (one made again overlaps)
+            again = False
             if record.kind == "owner":
                 holder = (record.body or {}).get("holder")
-                self._marked[record.channel] = holder
-                self._claimed(record.channel, holder)
+                group = record.channel
+                before = self._marked.get(group)
+                self._marked[group] = holder
+                self._claimed(group, holder)
+                if holder != self.core.holder and group not in self._streamed:
+                    if before == self.core.holder:
+                        # Whole here up to this marker (this process wrote it last): its streamed
+                        # text is followed from the marker on, by a subscription made again.
+                        self._streamed.add(group)
+                        again = True
+                    else:
+                        self._partial.add(group)
             elif not ours(group_of(record.channel)):
                 seq = record.seq if record.kind == "action" else None
                 try:
@@ -398,13 +437,91 @@ class ClusterLog:
                 for waiter in passed:
                     if not waiter.done():
                         waiter.set_result(None)
+            if again:
+                self._generation += 1  # nothing after the marker is taken from this subscription
+                self._in_background(self._follow_again())
 
         self._following = True
         self._followed = self._seq
         self._follow_take = take
         self._follow_skip = ours
-        self._follow_stop = await self._within(self.core.follow(self._seq, take, skip=ours))
+        self._deliver_to = deliver
+        # Everything recovered is whole as of now; what others write from now on is followed
+        # without its streamed text (loaded again when needed: ``hold``).
+        self._partial.update(group for group, holder in self._marked.items() if holder != self.core.holder)
+        await self._within(self._subscribe_follower())
         self._unfollow = self._stop_following
+
+    def _follow_subjects(self) -> list[str]:
+        subjects = self.core.subjects
+        return [subjects.coarse, *(subjects.streamed_filter(group) for group in sorted(self._streamed))]
+
+    async def _subscribe_follower(self) -> None:
+        """Follow the log from the last record taken, on the subjects of now."""
+        take, generation = self._follow_take, self._generation
+        assert take is not None
+        self._follow_stop = await self.core.follow(
+            self._followed, lambda record: take(record, generation), skip=self._follow_skip,
+            subjects=self._follow_subjects())
+
+    async def _follow_again(self) -> None:
+        """The follower's subscription made again from the last record taken (its subjects
+        changed, or NATS came back)."""
+        async with self._switch:
+            if self._follow_take is None or self._closing:
+                return
+            self._generation += 1
+            with contextlib.suppress(Exception):
+                await self._stop_following()
+            try:
+                await self._subscribe_follower()
+            except Exception:
+                logger.exception("following the log again failed")
+
+    def hold(self, channels: Iterable[str]) -> Awaitable[None] | None:
+        """Make sure this process's store holds ``channels`` whole before it serves them (a
+        subscriber, ``fetchTurns``): None when it does, else an awaitable done once the chats of
+        their partial groups were handed to the store whole (read from the group's snapshot and
+        records) and their streamed text is followed from then on."""
+        groups = sorted(group for group in {group_of(channel) for channel in channels if channel_kind(channel) == "chat"}
+                        if group in self._partial)
+        if not groups:
+            return None
+        return asyncio.ensure_future(self._load(groups))
+
+    async def _load(self, groups: list[str]) -> None:
+        """Hand the store ``groups``' chats whole as of the last record taken, then follow their
+        streamed text from there (one subscription made again for all)."""
+        async with self._switch:
+            groups = [group for group in groups if group in self._partial]
+            deliver = self._deliver_to
+            if not groups or deliver is None:
+                return
+            self._generation += 1  # the subscription of now takes nothing more
+            upto = self._followed
+            with contextlib.suppress(Exception):
+                await self._stop_following()
+            try:
+                for group in groups:
+                    seq, saved = await self.core.read_snapshot(group)
+                    chats = {uri: AppendingState("chat", body["state"]) for uri, body in saved.items()
+                             if body.get("kind") == "chat" and isinstance(body.get("state"), dict)}
+                    for record in await self.core.read_group(group, seq, upto):
+                        if channel_kind(record.channel) != "chat":
+                            continue
+                        if record.kind == "created" and record.body is not None:
+                            chats[record.channel] = AppendingState("chat", record.body["state"])
+                        elif record.kind == "removed":
+                            chats.pop(record.channel, None)
+                        elif record.kind == "action" and record.body is not None and record.channel in chats:
+                            chats[record.channel].apply(record.body["action"], record.now or 0)
+                    for uri, chat in chats.items():
+                        self._deliver(deliver, LogRecord("created", uri, None, None, {"kind": "chat", "state": chat.state}), 0)
+                    self._partial.discard(group)
+                    self._streamed.add(group)
+            finally:
+                if not self._closing:
+                    await self._subscribe_follower()
 
     async def _stop_following(self) -> None:
         stop, self._follow_stop = self._follow_stop, None
@@ -415,12 +532,7 @@ class ClusterLog:
         """Once NATS is back: follow the log again from the last record handed
         over, and watch the leases again (a consumer of the server before a restart may be gone)."""
         if self._follow_take is not None:
-            with contextlib.suppress(Exception):
-                await self._stop_following()
-            try:
-                self._follow_stop = await self.core.follow(self._followed, self._follow_take, skip=self._follow_skip)
-            except Exception:
-                logger.exception("following the log again after a reconnect failed")
+            await self._follow_again()
         if self._watch_stop is not None:
             with contextlib.suppress(Exception):
                 await self._watch_stop()
@@ -476,6 +588,12 @@ class ClusterLog:
                 await self.core.release(group)
                 raise LogUnavailable(f"claimed {group} but could not read what its previous owner logged "
                                      f"within {self.timeout:g} s") from error
+        if group in self._partial:  # its chats lack the previous owner's streamed text: loaded first
+            try:
+                await self._load([group])
+            except Exception as error:
+                await self.core.release(group)
+                raise LogUnavailable(f"claimed {group} but could not read what its previous owner logged: {error}") from error
         return marker
 
     async def take_over_lapsed(self, taken: Callable[[str], None]) -> None:

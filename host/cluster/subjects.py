@@ -17,6 +17,18 @@ token>.>``): an append is fenced against the last sequence on that wildcard (the
 ``Nats-Expected-Last-Subject-Sequence-Subject``). A group's ownership marker, written by a process
 that takes the group over so that a stale owner's next fenced append fails, is on
 ``<prefix>.<group token>.~`` (``~`` is no base64url character, so no channel has that token).
+
+**Streamed text on a subject of its own.** A chat's streamed-text appends (``ahp.state.appends``:
+``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta`` that only append) are on
+``<prefix>.<group token>.<channel token>.t`` (:meth:`Subjects.of` with ``streamed=True``), every
+other record on the three-token subject above. So ``<prefix>.*.*`` (:attr:`Subjects.coarse`)
+matches every record but streamed text, of every group, with every marker, and
+``<prefix>.<group token>.*.t`` (:meth:`Subjects.streamed_filter`) a group's streamed text: a
+process follows the first for every group and the second only for the groups whose chats it
+serves (``host.cluster.ordered_log``), and the server filters the rest out. The streamed text is
+where a turn's records are (one per chunk); nothing but the text of a chat's parts (and a tool
+call's ``partialInput``) depends on it. Streams written before (streamed text on three tokens)
+read the same: a reader takes a channel from the token after the group's.
 """
 
 from __future__ import annotations
@@ -27,12 +39,15 @@ import functools
 
 from ahp.state.channels import channel_kind, parse_chat_uri, session_of_annotations
 
-__all__ = ["HOST_GROUP", "MARKER_TOKEN", "Subjects", "group_of", "is_shared", "token", "untoken"]
+__all__ = ["HOST_GROUP", "MARKER_TOKEN", "STREAMED_TOKEN", "Subjects", "group_of", "is_shared", "token", "untoken"]
 
 HOST_GROUP = "ahp-host:"
 """The owner group of the channels that belong to no session."""
 
 MARKER_TOKEN = "~"
+
+STREAMED_TOKEN = "t"
+"""The last token of a streamed-text record's subject (after its channel's)."""
 
 
 @functools.lru_cache(maxsize=65536)
@@ -80,17 +95,25 @@ class Subjects:
     def __init__(self, prefix: str = "ahp.log") -> None:
         self.prefix = prefix
         self.all = f"{prefix}.>"
-        self._cache: dict[str, tuple[str, str]] = {}
+        self.coarse = f"{prefix}.*.*"
+        """Every record but streamed text, of every group, and every marker."""
+        self._cache: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}
 
-    def of(self, channel: str) -> tuple[str, str]:
-        """``(subject, owner group)`` of ``channel`` (remembered: asked once per envelope)."""
+    def of(self, channel: str, streamed: bool = False) -> tuple[str, str]:
+        """``(subject, owner group)`` of ``channel``'s records, or of its streamed-text appends
+        when ``streamed`` (remembered: asked once per envelope)."""
         known = self._cache.get(channel)
         if known is None:
             group = group_of(channel)
-            known = self._cache[channel] = (f"{self.prefix}.{token(group)}.{token(channel)}", group)
+            subject = f"{self.prefix}.{token(group)}.{token(channel)}"
+            known = self._cache[channel] = ((subject, group), (f"{subject}.{STREAMED_TOKEN}", group))
             if len(self._cache) > 65536:
                 self._cache.clear()
-        return known
+        return known[streamed]
+
+    def streamed_filter(self, group: str) -> str:
+        """The wildcard subject of ``group``'s streamed-text appends."""
+        return f"{self.prefix}.{token(group)}.*.{STREAMED_TOKEN}"
 
     def group_filter(self, group: str) -> str:
         """The wildcard subject of every message of ``group`` (its channels and its marker)."""

@@ -61,6 +61,12 @@ what ``Networked`` says and stay within the contract):
   other processes append from ``seq`` on, as a :class:`LogRecord`, in log order, on the store's
   loop; the store folds them in and sends them to its subscribers (``Store.take_in``), without its
   observers (what an action causes is the owner's business).
+* ``hold(channels)``, optional (with ``follow``): None when the store holds ``channels`` whole,
+  else an awaitable done once the log has handed ``deliver`` their states whole (as ``created``
+  records, in log order with the rest). A networked log may leave out of what it delivers the
+  streamed text of sessions other processes run (their chats are then held without the text of
+  their parts, enough for a session list); the store asks before it serves a channel
+  (``Store.hold``).
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``await close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 

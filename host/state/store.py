@@ -582,6 +582,18 @@ class Store:
         await follow(self.take_in)
         return True
 
+    async def hold(self, channels: Iterable[str]) -> None:
+        """Make sure ``channels`` are held whole before they are served (a subscription, a
+        replay, ``fetchTurns``): a shared log may keep the chats of sessions another process
+        runs without their streamed text until asked (its optional ``hold``). Raises its
+        ``LogError`` when it cannot read them."""
+        hold = getattr(self.log, "hold", None)
+        if hold is None:
+            return
+        waiting = hold(channels)
+        if waiting is not None:
+            await waiting
+
     async def serve_forwarded(self) -> bool:
         """Take the dispatches other processes forward to this one, the owner of their sessions
         (``take_forwarded``), when the log can carry them; whether it can."""

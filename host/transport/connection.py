@@ -347,6 +347,7 @@ class ClientConnection:
                 resumable[uri] = internal
         missing = [uri for uri in wanted if uri not in resumable]
         since, channels = int(params["lastSeenServerSeq"]), [c for internal in resumable.values() for c in internal]
+        await store.hold(channels)  # a cluster's process may hold others' chats without their streamed text
         # A networked log reads from the stream (store.answers_later): awaited, then subscribed in one step.
         replayed = await store.replay_settled(since, channels) if store.answers_later else store.replay(since, channels)
         self._present(self.client_id)
@@ -407,6 +408,7 @@ class ClientConnection:
                                              or self.host.session_uri(channel) is not None):
                 raise RpcError(ErrorCode.SESSION_NOT_FOUND, f"No session {channel}.")
             raise RpcError(ErrorCode.NOT_FOUND, f"Nothing to subscribe to at {channel}.")
+        await self.host.store.hold(internal)  # a cluster's process may hold others' chats without their streamed text
         return {"snapshot": self._subscribe_now(channel, internal)}
 
     def channel_removed(self, uri: str) -> None:
@@ -587,7 +589,21 @@ class ClientConnection:
         if limit is not None and (limit < 0 or limit != int(limit)):
             raise ProtocolViolation.invalid_params("fetchTurns limit must be a whole number ≥ 0.")
         assert self.dialect is not None
+        await self._hold_chats_of(params.get("channel"))
         return self.dialect.fetch_turns(self.host, params)
+
+    async def _hold_chats_of(self, name: Any) -> None:
+        """Have the store hold the chats ``name`` stands for whole (a session: its chats), as
+        ``fetchTurns`` reads them (``Store.hold``)."""
+        assert self.dialect is not None
+        internal = self.dialect.internal_channels(self.host, name) if isinstance(name, str) else None
+        chats: list[str] = []
+        for uri in internal or ():
+            chats.append(uri)
+            if self.host.store.kind(uri) == "session":
+                chats.extend(self.host.session_chats(uri))
+        if chats:
+            await self.host.store.hold(chats)
 
     async def _resource_read(self, params: Any) -> dict[str, Any]:
         params = self._params("resourceRead", params)

@@ -376,3 +376,144 @@ async def test_a_wait_past_the_timeout_is_refused_and_ended_even_if_it_misses_a_
         await asyncio.wait_for(log._within(waited), 1)
     await asyncio.wait_for(asyncio.gather(waited, return_exceptions=True), 1)
     assert missed and waited.cancelled()
+
+
+# -- streamed text: taken in only for the sessions a process serves ------------------------------
+
+
+def chat_state() -> dict[str, Any]:
+    return {"resource": CHAT, "title": "t", "status": 1, "modifiedAt": "1970-01-01T00:00:00.001Z", "turns": []}
+
+
+def stream_a_turn(store: Store, turn: str, words: list[str]) -> list[dict[str, Any]]:
+    store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "1970-01-01T00:00:00.002Z",
+                          "message": {"text": "go", "origin": {"kind": "user"}}})
+    store.dispatch(CHAT, {"type": "chat/responsePart", "turnId": turn, "part": {"kind": "markdown", "id": "m", "content": ""}})
+    return stream(store, turn, words)
+
+
+def stream(store: Store, turn: str, words: list[str]) -> list[dict[str, Any]]:
+    return [store.dispatch(CHAT, {"type": "chat/delta", "turnId": turn, "partId": "m", "content": word}) for word in words]
+
+
+async def durable(store: Store) -> None:
+    settled = asyncio.get_running_loop().create_future()
+    store.when_durable(lambda: settled.set_result(None))
+    await asyncio.wait_for(settled, 10)
+
+
+async def until(condition: Any, seconds: float = 10) -> None:
+    for _ in range(int(seconds * 100)):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never came")
+
+
+async def following(store: Store) -> list[Any]:
+    """Follow the log, keeping every record the store takes in."""
+    taken: list[Any] = []
+    take_in = store.take_in
+
+    def keep(record: Any) -> None:
+        taken.append(record)
+        take_in(record)
+
+    store.take_in = keep  # type: ignore[method-assign]
+    assert await store.follow()
+    return taken
+
+
+def streamed(taken: list[Any]) -> list[Any]:
+    return [record for record in taken if record.kind == "action" and record.body["action"]["type"] == "chat/delta"]
+
+
+async def test_a_process_takes_in_no_streamed_text_of_a_session_it_does_not_serve_yet_a_later_subscriber_gets_it_whole(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    writer = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "writer"))
+    reader = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "reader"))
+    await reader.recover()
+    taken = await following(reader)
+    writer.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
+    writer.create(CHAT, "chat", chat_state())
+    stream_a_turn(writer, "t1", [f"w{i} " for i in range(20)])
+    writer.dispatch(SESSION, {"type": "session/titleChanged", "title": "after the text"})
+    await durable(writer)
+    await until(lambda: (reader.state(SESSION) or {}).get("title") == "after the text")
+    assert streamed(taken) == []  # none of the text reached this process
+    assert [turn["id"] for turn in [reader.state(CHAT)["activeTurn"]]] == ["t1"]  # type: ignore[index]  # the turn did
+
+    await reader.hold([CHAT])  # what a subscription does first (host.transport.connection)
+    sink = Sink()
+    snapshot = reader.subscribe(CHAT, sink)
+    assert snapshot["state"] == writer.state(CHAT)  # every word streamed before it subscribed
+    later = stream(writer, "t1", [f"v{i} " for i in range(5)])
+    await durable(writer)
+    await until(lambda: len(sink.texts) == 5)
+    frames = [json.loads(text)["params"] for text in sink.texts]
+    assert [frame["action"]["content"] for frame in frames] == [f"v{i} " for i in range(5)]
+    assert [frame["serverSeq"] for frame in frames] == [envelope["serverSeq"] for envelope in later]
+    assert reader.state(CHAT) == writer.state(CHAT)
+    assert await reader.replay(later[0]["serverSeq"], [CHAT]) == later[1:]  # type: ignore[misc]
+
+
+async def test_a_process_that_takes_over_a_session_holds_the_streamed_text_its_owner_logged_though_it_took_none_in(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    dead_log, live_log = [await open_log(nats_server, logs, name, lease_ttl=1.5) for name in ("dead", "live")]
+    dead = Store({"agents": []}, clock=lambda: 3, log=dead_log)
+    live = Store({"agents": []}, clock=lambda: 3, log=live_log)
+    await live.recover()
+    taken = await following(live)
+    held: list[Any] = []
+    done = asyncio.get_running_loop().create_future()
+
+    def on_taken(group: str) -> None:
+        held.append(live.state(CHAT))
+        if not done.done():
+            done.set_result(None)
+
+    assert await live.take_over_lapsed(on_taken)
+    dead.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
+    dead.create(CHAT, "chat", chat_state())
+    stream_a_turn(dead, "t1", [f"w{i} " for i in range(30)])
+    await durable(dead)
+    renewer = dead_log.core._renewer  # the owner stops renewing, as a process killed with SIGKILL does
+    assert renewer is not None
+    renewer.cancel()
+
+    await asyncio.wait_for(done, 15)
+    assert streamed(taken) == []  # it took in none of the text while the other process ran the session
+    assert held == [dead.state(CHAT)]  # yet holds it all once it runs the session
+    mine = stream(live, "t1", ["taken over"])
+    await durable(live)
+    assert mine[0]["serverSeq"] > 0 and live.state(CHAT)["activeTurn"]["responseParts"][0]["content"] == (  # type: ignore[index]
+        "".join(f"w{i} " for i in range(30)) + "taken over")
+
+
+async def test_a_session_claimed_from_a_process_stays_whole_there_and_its_subscribers_see_the_new_owner_stream(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    first_log, second_log = await open_log(nats_server, logs, "first"), await open_log(nats_server, logs, "second")
+    first = Store({"agents": []}, clock=lambda: 3, log=first_log)
+    second = Store({"agents": []}, clock=lambda: 3, log=second_log)
+    for store in (first, second):
+        await store.recover()
+        await following(store)
+    first.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
+    first.create(CHAT, "chat", chat_state())
+    stream_a_turn(first, "t1", ["from the first "])
+    await durable(first)
+    sink = Sink()
+    first.subscribe(CHAT, sink)
+    await until(lambda: CHAT in second)
+    await first_log.core.release(SESSION)  # the first lets the session go (its lease released)
+
+    # The second writes to it (its append claims the session: it reads the first's text first) ...
+    words = ["and ", "from ", "the ", "second"]
+    sent = stream(second, "t1", words)
+    await durable(second)
+    assert all(envelope["serverSeq"] for envelope in sent)
+    # ... and the first, whose subscriber watches the chat, takes the second's streamed text in.
+    await until(lambda: len(sink.texts) == len(words))
+    assert [json.loads(text)["params"]["action"]["content"] for text in sink.texts] == words
+    assert first.state(CHAT) == second.state(CHAT)
+    assert second.state(CHAT)["activeTurn"]["responseParts"][0]["content"] == "from the first and from the second"  # type: ignore[index]

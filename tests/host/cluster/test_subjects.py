@@ -42,3 +42,28 @@ def test_a_channel_s_subject_falls_under_its_group_s_filter_and_marker() -> None
     assert subject.startswith(subjects.group_filter(SESSION)[:-1])
     assert subjects.marker(SESSION).startswith(subjects.group_filter(SESSION)[:-1])
     assert subjects.marker(SESSION) != subjects.of(SESSION)[0]
+
+
+def _matches(pattern: str, subject: str) -> bool:
+    """NATS subject matching (``*`` one token, ``>`` the rest)."""
+    wanted, tokens = pattern.split("."), subject.split(".")
+    for index, part in enumerate(wanted):
+        if part == ">":
+            return len(tokens) > index
+        if index >= len(tokens) or (part != "*" and part != tokens[index]):
+            return False
+    return len(tokens) == len(wanted)
+
+
+def test_a_chats_streamed_text_is_on_a_subject_of_its_own_under_its_group_and_outside_the_coarse_filter() -> None:
+    subjects = Subjects("ahp.log")
+    chat = default_chat_uri(SESSION)
+    text, group = subjects.of(chat, streamed=True)
+    other, _ = subjects.of(chat)
+    assert group == SESSION and text != other
+    assert _matches(subjects.group_filter(SESSION), text)  # fenced with the rest of its group
+    assert _matches(subjects.streamed_filter(SESSION), text) and not _matches(subjects.streamed_filter("copilot:/other"), text)
+    assert not _matches(subjects.coarse, text)
+    for channel in (SESSION, chat, annotations_uri(SESSION), ROOT_CHANNEL, "ahp-terminal:/t1"):
+        assert _matches(subjects.coarse, subjects.of(channel)[0]) and not _matches(subjects.streamed_filter(SESSION), subjects.of(channel)[0])
+    assert _matches(subjects.coarse, subjects.marker(SESSION))
