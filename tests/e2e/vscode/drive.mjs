@@ -225,6 +225,7 @@ async function transcript(page) {
   await sleep(300);
   const seen = new Map();
   let lastKey = '';
+  let stalls = 0;
   for (let i = 0; i < 60; i++) {
     const rows = await page.evaluate((selector) => [...document.querySelectorAll(selector)]
       .filter((row) => !row.classList.contains('monaco-tree-sticky-row'))
@@ -242,12 +243,38 @@ async function transcript(page) {
       }), CHAT_ROWS);
     for (const row of rows) if (row.kind) seen.set(row.index, row);
     const key = rows.map((row) => `${row.index}:${row.text.length}`).join(',');
-    if (key === lastKey) break;
+    // Done when a wheel changed no row AND the list is scrolled to its end: a wheel moves the list
+    // by less than it asks (Monaco scales it), so one may move it without any row entering or
+    // leaving (the list renders only the rows in view), and on a busy machine it may not be
+    // applied yet when the rows are read again. Stopping there missed the rows below (step h).
+    if (key === lastKey) {
+      const state = await listState(page);
+      if (state.atEnd || ++stalls >= 8) break;
+      log('transcript: a wheel changed no row before the end of the list', JSON.stringify(state));
+    } else {
+      stalls = 0;
+    }
     lastKey = key;
     await page.mouse.wheel(0, box.height * 0.7);
     await sleep(250);
   }
   return [...seen.values()].sort((a, b) => a.index - b.index).map(({ kind, text, markdown }) => ({ kind, text, markdown }));
+}
+
+// Where the chat list stands: the size VS Code gives its rows (aria-setsize; 4 for step g's four
+// turns, 5 once a fifth is painted), the highest rendered row index, whether its scroll bar is at
+// the end.
+async function listState(page) {
+  return page.evaluate((selector) => {
+    const rows = [...document.querySelectorAll(selector)].filter((row) => !row.classList.contains('monaco-tree-sticky-row'));
+    const size = Math.max(-1, ...rows.map((row) => Number(row.getAttribute('aria-setsize') || -1)));
+    const scrollable = document.querySelector('.interactive-session .interactive-list > .monaco-list > .monaco-scrollable-element');
+    const slider = scrollable?.querySelector(':scope > .scrollbar.vertical > .slider');
+    const track = slider?.parentElement;
+    const atEnd = !slider || slider.offsetParent === null || !track
+      || slider.offsetTop + slider.offsetHeight >= track.clientHeight - 2;
+    return { setSize: size, lastRendered: Math.max(-1, ...rows.map((row) => Number(row.dataset.index))), atEnd };
+  }, CHAT_ROWS);
 }
 
 async function lastResponse(page) {
@@ -537,6 +564,7 @@ const steps = {
       seen = await transcript(page);
       const all = seen.map((item) => item.text).join('\n');
       if (args.texts.every((text) => all.includes(text))) break;
+      log('waitForTexts: not yet shown', JSON.stringify(await listState(page)), JSON.stringify(seen.map((item) => `${item.kind}: ${item.text.slice(0, 60)}`)));
       await sleep(500);
     }
     await screenshot(page, args.name || 'wait-for-texts');
