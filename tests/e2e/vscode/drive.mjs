@@ -251,6 +251,15 @@ async function transcript(page) {
       const state = await listState(page);
       if (state.atEnd || ++stalls >= 8) break;
       log('transcript: a wheel changed no row before the end of the list', JSON.stringify(state));
+      // Wheel elsewhere over the list next time; after two such wheels, VS Code's own "scroll
+      // down" button (shown while the list is not at its end).
+      await page.mouse.move(box.x + box.width * (stalls % 2 ? 0.2 : 0.5), box.y + box.height / 2);
+      const down = page.locator('.interactive-session .chat-scroll-down:visible').first();
+      if (stalls >= 2 && (await down.count())) {
+        await down.click().catch(() => {});
+        await sleep(400);
+        continue;
+      }
     } else {
       stalls = 0;
     }
