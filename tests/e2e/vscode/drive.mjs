@@ -713,6 +713,7 @@ for await (const line of input) {
   let answer;
   try {
     if (!step) throw new Error(`unknown step ${request.step}`);
+    log(`${new Date().toISOString()} ${request.step} ${(request.args || {}).name || ''}`);
     const result = await step(request.args || {});
     answer = { id: request.id, ok: true, result, screenshots: shots };
   } catch (error) {
