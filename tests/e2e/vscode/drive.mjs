@@ -225,6 +225,7 @@ async function transcript(page) {
   await sleep(300);
   const seen = new Map();
   let lastKey = '';
+  let stalls = 0;
   for (let i = 0; i < 60; i++) {
     const rows = await page.evaluate((selector) => [...document.querySelectorAll(selector)]
       .filter((row) => !row.classList.contains('monaco-tree-sticky-row'))
@@ -242,12 +243,47 @@ async function transcript(page) {
       }), CHAT_ROWS);
     for (const row of rows) if (row.kind) seen.set(row.index, row);
     const key = rows.map((row) => `${row.index}:${row.text.length}`).join(',');
-    if (key === lastKey) break;
+    // Done when a wheel changed no row AND the list is scrolled to its end: a wheel moves the list
+    // by less than it asks (Monaco scales it), so one may move it without any row entering or
+    // leaving (the list renders only the rows in view), and on a busy machine it may not be
+    // applied yet when the rows are read again. Stopping there missed the rows below (step h).
+    if (key === lastKey) {
+      const state = await listState(page);
+      if (state.atEnd || ++stalls >= 8) break;
+      log('transcript: a wheel changed no row before the end of the list', JSON.stringify(state));
+      // Wheel elsewhere over the list next time; after two such wheels, VS Code's own "scroll
+      // down" button (shown while the list is not at its end).
+      await page.mouse.move(box.x + box.width * (stalls % 2 ? 0.2 : 0.5), box.y + box.height / 2);
+      const down = page.locator('.interactive-session .chat-scroll-down:visible').first();
+      if (stalls >= 2 && (await down.count())) {
+        await down.click().catch(() => {});
+        await sleep(400);
+        continue;
+      }
+    } else {
+      stalls = 0;
+    }
     lastKey = key;
     await page.mouse.wheel(0, box.height * 0.7);
     await sleep(250);
   }
   return [...seen.values()].sort((a, b) => a.index - b.index).map(({ kind, text, markdown }) => ({ kind, text, markdown }));
+}
+
+// Where the chat list stands: the size VS Code gives its rows (aria-setsize; 4 for step g's four
+// turns, 5 once a fifth is painted), the highest rendered row index, whether its scroll bar is at
+// the end.
+async function listState(page) {
+  return page.evaluate((selector) => {
+    const rows = [...document.querySelectorAll(selector)].filter((row) => !row.classList.contains('monaco-tree-sticky-row'));
+    const size = Math.max(-1, ...rows.map((row) => Number(row.getAttribute('aria-setsize') || -1)));
+    const scrollable = document.querySelector('.interactive-session .interactive-list > .monaco-list > .monaco-scrollable-element');
+    const slider = scrollable?.querySelector(':scope > .scrollbar.vertical > .slider');
+    const track = slider?.parentElement;
+    const atEnd = !slider || slider.offsetParent === null || !track
+      || slider.offsetTop + slider.offsetHeight >= track.clientHeight - 2;
+    return { setSize: size, lastRendered: Math.max(-1, ...rows.map((row) => Number(row.dataset.index))), atEnd };
+  }, CHAT_ROWS);
 }
 
 async function lastResponse(page) {
@@ -537,6 +573,7 @@ const steps = {
       seen = await transcript(page);
       const all = seen.map((item) => item.text).join('\n');
       if (args.texts.every((text) => all.includes(text))) break;
+      log('waitForTexts: not yet shown', JSON.stringify(await listState(page)), JSON.stringify(seen.map((item) => `${item.kind}: ${item.text.slice(0, 60)}`)));
       await sleep(500);
     }
     await screenshot(page, args.name || 'wait-for-texts');
@@ -676,6 +713,7 @@ for await (const line of input) {
   let answer;
   try {
     if (!step) throw new Error(`unknown step ${request.step}`);
+    log(`${new Date().toISOString()} ${request.step} ${(request.args || {}).name || ''}`);
     const result = await step(request.args || {});
     answer = { id: request.id, ok: true, result, screenshots: shots };
   } catch (error) {
