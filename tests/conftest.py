@@ -18,7 +18,10 @@ from client import AhpClient
 from host.config import load_config
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
+from tests._serial_rewrite import install as _serialise_assertion_rewriting
 from tests.wire import FrameValidator
+
+_serialise_assertion_rewriting()  # CPython 3.11: two threads must not rewrite modules at once (tests/_serial_rewrite.py)
 
 TOKEN = "test-token-0123456789"
 
