@@ -96,6 +96,9 @@ def config(tmp_path: Path, folder: Path) -> Any:
 
 async def serve(config: Any, provider: ScriptedProvider, checker: FrameChecker) -> tuple[RunningHost, AhpClient]:
     running = await start_host(AgentHost(config, agents=[agent(provider)]), token=TOKEN)
+    # The session services start once the host listens; the tests below read them directly (a
+    # client's requests but ``initialize`` wait for them by themselves).
+    await running.host.started()
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
     await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
     return running, client
