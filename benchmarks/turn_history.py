@@ -35,11 +35,8 @@ import asyncio
 import cProfile
 import io
 import json
-import os
 import pstats
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._callgrind import control, require_valgrind
 from benchmarks._runs import REPO, ChildProcess, command_line, machine_note, median
 
 TOKEN = "bench-token-0123456789"
@@ -132,10 +130,6 @@ async def _client(url: str, protocol: str, model: str, turns: int) -> None:
 # -- this process: the host ------------------------------------------------------------------------
 
 
-def _callgrind(*command: str) -> None:
-    subprocess.run(["callgrind_control", *command, str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
-
-
 async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: int, profile: bool,
                counted: bool = False, profile_out: str | None = None) -> list[float]:
     """CPU seconds of this process per turn (turn 2 on), and with ``profile`` the profile of the
@@ -156,11 +150,11 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
             if profiler is not None and len(marks) == turns - window:
                 profiler.enable()
             if counted and len(marks) in (1, turns - window):
-                _callgrind("-z")
-                _callgrind("-i", "on")
+                control("-z")
+                control("-i", "on")
             elif counted and len(marks) in (1 + window, turns):
-                _callgrind("-i", "off")
-                _callgrind("-d")
+                control("-i", "off")
+                control("-d")
 
     with tempfile.TemporaryDirectory() as data_dir:
         path = Path(data_dir) / "bench.toml"
@@ -223,8 +217,8 @@ async def main() -> None:
     parser.add_argument("--instructions", action="store_true",
                         help="also count the host's instructions per turn in both windows (callgrind; slow)")
     args = parser.parse_args()
-    if args.instructions and (shutil.which("valgrind") is None or shutil.which("callgrind_control") is None):
-        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    if args.instructions:
+        require_valgrind()
     if args.turns < 2 * args.window + 1:
         raise SystemExit("--turns must be at least twice --window, plus one")
     server = ChildProcess(str(REPO / "benchmarks" / "provider_stream.py"), "sse")
