@@ -17,6 +17,11 @@ one ``data:`` event of compact JSON with the given ``model``; nothing is drained
 awaits ``reply.drain()``. The server is a fake for measuring: it reads a request's head and its
 ``content-length`` body and nothing more (no validation, no errors), and a client that goes away
 ends its connection quietly.
+
+``agent_toml`` is the configuration of the host's agent on this server (``[agents.bench]``, kind
+``openai-chat``, titles from the first words: no model call of its own), and ``host_config`` a
+whole host configuration around it (port 0, the given data directory and token, no offline agent;
+optionally a process of a cluster), as the benchmarks that run the host in their own process use it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 _HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -97,3 +103,25 @@ async def serve_chat(respond: Respond, *, model: str = "bench") -> tuple[asyncio
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+
+
+def agent_toml(base_url: str, model: str, *, context_window: int | None = None) -> str:
+    """The ``bench`` agent: ``openai-chat`` on the server at ``base_url``, offering ``model``."""
+    window = "" if context_window is None else f", context_window = {context_window}"
+    return (f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
+            f'title = "first-words"\nmodels = [{{id = "{model}"{window}}}]\n')
+
+
+def host_config(data_dir: str, base_url: str, model: str, token: str, *, context_window: int | None = None,
+                cluster: str | None = None) -> Any:
+    """A host's configuration with the ``bench`` agent, its file written in ``data_dir``; with
+    ``cluster`` (a NATS URL) a process of that cluster."""
+    from host.config import load_config
+
+    path = Path(data_dir) / "bench.toml"
+    path.write_text(agent_toml(base_url, model, context_window=context_window))
+    overrides: dict[str, Any] = {"server": {"port": 0, "data_dir": data_dir, "token": token},
+                                 "sessions": {"offline_agent": False}}
+    if cluster is not None:
+        overrides["cluster"] = {"url": cluster}
+    return load_config(path, overrides=overrides, environ={})

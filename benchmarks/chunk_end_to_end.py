@@ -53,7 +53,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._callgrind import count, instrument, require_valgrind
-from benchmarks._fake_chat import Reply, serve_chat
+from benchmarks._fake_chat import Reply, host_config, serve_chat
 from benchmarks._runs import ChildProcess, command_line, machine_note
 
 TOKEN = "bench-token-0123456789"
@@ -211,7 +211,6 @@ async def _turns(peer: ChildProcess, connect: str, chunks: int) -> None:
 
 
 async def _host(chunks: int, protocol: str, nats_url: str | None) -> None:
-    from host.config import load_config
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
@@ -220,14 +219,7 @@ async def _host(chunks: int, protocol: str, nats_url: str | None) -> None:
     try:
         base_url = await peer.expect("url")
         with tempfile.TemporaryDirectory() as data_dir:
-            path = Path(data_dir) / "bench.toml"
-            path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                            f'title = "first-words"\nmodels = [{{id = "{MODEL}"}}]\n')
-            overrides: dict[str, Any] = {"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
-                                         "sessions": {"offline_agent": False}}
-            if nats_url is not None:
-                overrides["cluster"] = {"url": nats_url}
-            host = AgentHost(load_config(path, overrides=overrides, environ={}))
+            host = AgentHost(host_config(data_dir, base_url, MODEL, TOKEN, cluster=nats_url))
             running = await start_host(host, token=TOKEN)
             settle()  # as `agent-host serve` does once started
             try:

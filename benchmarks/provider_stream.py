@@ -58,7 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._fake_chat import Reply, serve_chat
+from benchmarks._fake_chat import Reply, host_config, serve_chat
 from benchmarks._runs import ChildProcess, command_line, machine_note, median, percentile, pin_measured_process
 
 TOKEN = "bench-token-0123456789"
@@ -201,19 +201,13 @@ async def _bare_sdk(base_url: str, model: str, sessions: int, *, typed: bool = F
 
 
 async def _through_host(base_url: str, model: str, sessions: int, stagger: float = _STAGGER) -> dict[str, float]:
-    from host.config import load_config
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
     from host.transport.ws_protocol import TickBatchingWebSocketProtocol
 
     with tempfile.TemporaryDirectory() as data_dir:
-        path = Path(data_dir) / "bench.toml"
-        path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                        f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n')
-        config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
-                                              "sessions": {"offline_agent": False}}, environ={})
-        host = AgentHost(config)
+        host = AgentHost(host_config(data_dir, base_url, model, TOKEN))
         paced = model.startswith("paced")
         # The host's own loop runs these hooks: they only note the clock and keep a reference;
         # the stamps are read after the run, so that measuring costs the host next to nothing.

@@ -47,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._callgrind import control, require_valgrind
+from benchmarks._fake_chat import host_config
 from benchmarks._runs import REPO, ChildProcess, command_line, machine_note, median
 
 TOKEN = "bench-token-0123456789"
@@ -135,7 +136,6 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
     """CPU seconds of this process per turn (turn 2 on), and with ``profile`` the profile of the
     last window printed. With ``counted`` (under callgrind) instructions are counted over the two
     windows only, each dumped when it ends."""
-    from host.config import load_config
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
@@ -157,12 +157,7 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
                 control("-d")
 
     with tempfile.TemporaryDirectory() as data_dir:
-        path = Path(data_dir) / "bench.toml"
-        path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                        f'title = "first-words"\nmodels = [{{id = "{model}", context_window = 400000}}]\n')
-        config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
-                                              "sessions": {"offline_agent": False}}, environ={})
-        host = AgentHost(config)
+        host = AgentHost(host_config(data_dir, base_url, model, TOKEN, context_window=400000))
         host.store.change_observers.append(at_change)
         running = await start_host(host, token=TOKEN)
         settle()  # as `agent-host serve` does once started
