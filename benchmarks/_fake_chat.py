@@ -13,10 +13,10 @@ answers every POST on a connection, one after another (keep-alive), with a strea
 
 The head goes out in the same write as the first chunk, and ``[DONE]`` in the same write as the
 last HTTP chunk, so that a reader sees no extra network reads beyond one per chunk. Each chunk is
-one ``data:`` event of compact JSON with the given ``model``; nothing is drained unless ``respond``
-awaits ``reply.drain()``. The server is a fake for measuring: it reads a request's head and its
-``content-length`` body and nothing more (no validation, no errors), and a client that goes away
-ends its connection quietly.
+one ``data:`` event of compact JSON with the given ``model``; between chunks nothing waits for the
+socket's buffer to drain unless ``respond`` awaits ``reply.drain()`` (the end does). The server is
+a fake for measuring: it reads a request's head and its ``content-length`` body and nothing more
+(no validation, no errors), and a client that goes away ends its connection quietly.
 
 ``agent_toml`` is the configuration of the host's agent on this server (``[agents.bench]``, kind
 ``openai-chat``, titles from the first words: no model call of its own), and ``host_config`` a
