@@ -28,9 +28,10 @@ class ChildProcess:
     cpus: set[int] | None = None
     """The CPUs children started from now on run on (``pin_measured_process``); None: any."""
 
-    def __init__(self, script: str, *args: object) -> None:
+    def __init__(self, script: str, *args: object, stdin: bool = False) -> None:
         self.process = subprocess.Popen(
             [sys.executable, script, "--child", *map(str, args)],
+            stdin=subprocess.PIPE if stdin else None,
             stdout=subprocess.PIPE,
             text=True,
             cwd=REPO,
@@ -45,6 +46,12 @@ class ChildProcess:
         if not line.startswith(wanted):
             raise RuntimeError(f"child process said {line!r}, expected {wanted!r}")
         return line[len(wanted):].strip()
+
+    def send(self, line: str) -> None:
+        """Write ``line`` to the child's stdin (started with ``stdin=True``)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
 
     async def wait(self) -> None:
         await asyncio.to_thread(self.process.wait, 60)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._fake_chat import agent_toml
 from benchmarks._runs import median, percentile
 from cli.serve_process import ServeProcess, serving_pid
 
@@ -37,8 +38,7 @@ class WorkersHost(ServeProcess):
         self._folder = tempfile.TemporaryDirectory()
         data = Path(self._folder.name)
         config = data / "bench.toml"
-        config.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                          f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n[sessions]\noffline_agent = false\n')
+        config.write_text(agent_toml(base_url, model) + "[sessions]\noffline_agent = false\n")
         super().__init__(["--workers", str(workers), "--data-dir", str(data / "data"), "--config", str(config)],
                          token=TOKEN, output="discard")
 

@@ -42,11 +42,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,7 +52,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import REPO, ChildProcess, command_line, machine_note
+from benchmarks._callgrind import count, instrument, require_valgrind
+from benchmarks._fake_chat import Reply, host_config, serve_chat
+from benchmarks._runs import ChildProcess, command_line, machine_note
 
 TOKEN = "bench-token-0123456789"
 MODEL = "lockstep"
@@ -92,46 +91,23 @@ class _LockStep:
             self.seen.set()
 
 
-def _sse(content: str | None, finish: str | None = None, role: bool = False) -> bytes:
-    delta: dict[str, Any] = {"role": "assistant", "content": ""} if role else ({} if content is None else {"content": content})
-    body = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": MODEL,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    data = b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
-    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
-
-
 async def _serve_sse(step: _LockStep) -> str:
     """A Chat Completions server: every POST streams ``chunks=N`` text chunks (the last such
     number in the request), each written once the client saw the one before."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                headers = {k.strip().lower(): v.strip() for k, v in
-                           (line.split(":", 1) for line in head.decode().split("\r\n")[1:] if ":" in line)}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                counts = re.findall(rb"chunks=(\d+)", body)
-                chunks = int(counts[-1]) if counts else 1
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-                             + _sse(None, role=True))
-                for index in range(chunks):
-                    step.expected = _content(index)
-                    step.seen.clear()
-                    writer.write(_sse(_content(index)))
-                    await asyncio.wait_for(step.seen.wait(), 600)
-                    await asyncio.sleep(PAUSE)
-                writer.write(_sse(None, "stop"))
-                done = b"data: [DONE]\n\n"
-                writer.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def respond(body: bytes, reply: Reply) -> None:
+        counts = re.findall(rb"chunks=(\d+)", body)
+        chunks = int(counts[-1]) if counts else 1
+        reply.role()
+        for index in range(chunks):
+            step.expected = _content(index)
+            step.seen.clear()
+            reply.text(_content(index))
+            await asyncio.wait_for(step.seen.wait(), 600)
+            await asyncio.sleep(PAUSE)
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    _, url = await serve_chat(respond, model=MODEL)
+    return url
 
 
 def _action_text(action: dict[str, Any]) -> Any:
@@ -216,58 +192,38 @@ def _instrument(on: bool) -> None:
         return
     if os.environ.get("CHUNK_BENCH_NATIVE"):
         return
-    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
-                   stdout=subprocess.DEVNULL, check=True)
+    instrument(on)
 
 
-async def _turns(peer: ChildProcess, chunks: int) -> None:
-    """The untimed turn, then the measured one with the instrumentation on."""
-    assert peer.process.stdin is not None
-    peer.process.stdin.write(f"turn {WARM_UP}\n")
-    peer.process.stdin.flush()
+async def _turns(peer: ChildProcess, connect: str, chunks: int) -> None:
+    """The peer's client connected (``connect``: its ``host``/``relay`` command), the untimed turn,
+    then the measured one with the instrumentation on."""
+    peer.send(connect)
+    await peer.expect("ready", timeout=3600)
+    peer.send(f"turn {WARM_UP}")
     await peer.expect("done", timeout=3600)
     _instrument(True)
-    peer.process.stdin.write(f"turn {chunks}\n")
-    peer.process.stdin.flush()
+    peer.send(f"turn {chunks}")
     seen = await peer.expect("done", timeout=3600)
     _instrument(False)
     if int(seen) != chunks:
         raise SystemExit(f"the client saw {seen} of the turn's {chunks} chunks")
 
 
-def _start_peer() -> ChildProcess:
-    peer = ChildProcess.__new__(ChildProcess)
-    peer.process = subprocess.Popen([sys.executable, __file__, "--child", "peer"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, text=True, cwd=REPO)
-    return peer
-
-
 async def _host(chunks: int, protocol: str, nats_url: str | None) -> None:
-    from host.config import load_config
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
 
-    peer = _start_peer()
+    peer = ChildProcess(__file__, "peer", stdin=True)
     try:
         base_url = await peer.expect("url")
         with tempfile.TemporaryDirectory() as data_dir:
-            path = Path(data_dir) / "bench.toml"
-            path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                            f'title = "first-words"\nmodels = [{{id = "{MODEL}"}}]\n')
-            overrides: dict[str, Any] = {"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
-                                         "sessions": {"offline_agent": False}}
-            if nats_url is not None:
-                overrides["cluster"] = {"url": nats_url}
-            host = AgentHost(load_config(path, overrides=overrides, environ={}))
+            host = AgentHost(host_config(data_dir, base_url, MODEL, TOKEN, cluster=nats_url))
             running = await start_host(host, token=TOKEN)
             settle()  # as `agent-host serve` does once started
             try:
-                assert peer.process.stdin is not None
-                peer.process.stdin.write(f"host {running.url.split('?')[0]} {protocol}\n")
-                peer.process.stdin.flush()
-                await peer.expect("ready", timeout=3600)
-                await _turns(peer, chunks)
+                await _turns(peer, f"host {running.url.split('?')[0]} {protocol}", chunks)
             finally:
                 await running.stop()
     finally:
@@ -346,17 +302,13 @@ class _Relay(asyncio.Protocol):
 async def _relay(chunks: int) -> None:
     import openai
 
-    peer = _start_peer()
+    peer = ChildProcess(__file__, "peer", stdin=True)
     try:
         base_url = await peer.expect("url")
         sdk = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
         server = await asyncio.get_running_loop().create_server(lambda: _Relay(sdk), "127.0.0.1", 0)
         try:
-            assert peer.process.stdin is not None
-            peer.process.stdin.write(f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/\n")
-            peer.process.stdin.flush()
-            await peer.expect("ready", timeout=3600)
-            await _turns(peer, chunks)
+            await _turns(peer, f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", chunks)
         finally:
             server.close()
             await sdk.close()
@@ -377,15 +329,7 @@ def _count(side: str, chunks: int, protocol: str, cluster: bool) -> int:
             server = EmbeddedNats(Path(folder) / "nats").start()
             stack.callback(server.stop)
             nats_url = server.url
-        result = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-             sys.executable, __file__, "--child", side, str(chunks), protocol, nats_url],
-            capture_output=True, text=True, cwd=REPO,
-        )
-    found = re.search(r"Collected : ([\d,]+)", result.stderr)
-    if result.returncode != 0 or found is None:
-        raise SystemExit(f"the {side} run of {chunks} chunks failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
-    return int(found.group(1).replace(",", ""))
+        return count(__file__, side, chunks, protocol, nats_url, what=f"the {side} run of {chunks} chunks")
 
 
 def main() -> None:
@@ -395,8 +339,7 @@ def main() -> None:
     parser.add_argument("--side", default="both", choices=("both", "host", "relay"))
     parser.add_argument("--cluster", action="store_true", help="the host's log on a nats-server started for each run")
     args = parser.parse_args()
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
-        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    require_valgrind()
     short, long = (int(n) for n in args.chunks.split(","))
     mode = ", cluster mode (JetStream log)" if args.cluster else ""
     print(f"instructions per streamed chunk end to end (callgrind, user space, the measured process's threads), "

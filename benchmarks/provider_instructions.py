@@ -23,21 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._callgrind import count, instrument, require_valgrind
 from benchmarks._runs import command_line, machine_note
-
-
-def _instrument(on: bool) -> None:
-    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
-                   stdout=subprocess.DEVNULL, check=True)
 
 
 async def _child(api: str, chunks: int, bare: bool) -> None:
@@ -59,13 +51,13 @@ async def _child(api: str, chunks: int, bare: bool) -> None:
                           _state=dict, chat="c", _active_turn_id=lambda: "t1")
         mapper = CallMapper(ctx, TurnToolIds(), {})
         if measured:
-            _instrument(True)
+            instrument(True)
         stream = provider.stream(request)
         async for event in stream:
             mapper.apply(event)
         stream.message()
         if measured:
-            _instrument(False)
+            instrument(False)
 
     async def baseline(body: list[bytes], measured: bool) -> None:
         import anthropic
@@ -80,11 +72,11 @@ async def _child(api: str, chunks: int, bare: bool) -> None:
         else:
             client = openai.AsyncOpenAI(api_key="k", http_client=http, max_retries=0)
         if measured:
-            _instrument(True)
+            instrument(True)
         async for _ in sse_data(await open_raw(client, paths[api], params)):
             pass
         if measured:
-            _instrument(False)
+            instrument(False)
 
     run = baseline if bare else host
     await run(bodies[api](50), False)  # imports, first-use caches
@@ -92,15 +84,8 @@ async def _child(api: str, chunks: int, bare: bool) -> None:
 
 
 def _count(api: str, chunks: int, bare: bool) -> int:
-    result = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-         sys.executable, __file__, "--child", api, str(chunks), "bare" if bare else "host"],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True,
-    )
-    found = re.search(r"Collected : ([\d,]+)", result.stderr)
-    if found is None:
-        raise SystemExit(f"callgrind said nothing countable:\n{result.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+    side = "bare" if bare else "host"
+    return count(__file__, api, chunks, side, what=f"the {api} {side} run of {chunks} chunks")
 
 
 def main() -> None:
@@ -108,8 +93,7 @@ def main() -> None:
     parser.add_argument("--api", default="chat,anthropic,responses")
     parser.add_argument("--chunks", default="1000,3000", help="the two stream lengths whose difference is measured")
     args = parser.parse_args()
-    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
-        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    require_valgrind()
     short, long = (int(n) for n in args.chunks.split(","))
     print(f"instructions per streamed chunk (callgrind, user space), {long} minus {short} chunks; {machine_note()}")
     print(f"command: {command_line()}")

@@ -58,6 +58,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._fake_chat import Reply, host_config, serve_chat
 from benchmarks._runs import ChildProcess, command_line, machine_note, median, percentile, pin_measured_process
 
 TOKEN = "bench-token-0123456789"
@@ -68,51 +69,26 @@ _STAGGER = 1.0
 # -- the fake provider (its own process) -----------------------------------------------------------
 
 
-def _chunk(content: str | None, finish: str | None = None) -> bytes:
-    delta = {} if content is None else {"content": content}
-    body = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "bench",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return b"data: " + json.dumps(body).encode() + b"\n\n"
-
-
 async def _serve_sse() -> None:
     """Every POST gets a streamed completion; the model name says how: ``fast-N`` or ``paced-N-RATE``."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in head.decode().split("\r\n")[1:] if ":" in line)}
-                body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))))
-                mode, count, *rate = body["model"].split("-")
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    async def respond(body: bytes, reply: Reply) -> None:
+        mode, count, *rate = json.loads(body)["model"].split("-")
+        reply.role()
+        if mode == "paced":
+            interval = 1 / float(rate[0])
+            start = time.monotonic() + random.uniform(0, interval)  # staggered starts
+            for index in range(int(count)):
+                await asyncio.sleep(max(0.0, start + index * interval - time.monotonic()))
+                reply.text(f"{time.perf_counter_ns()};")
+        else:
+            for index in range(int(count)):
+                reply.text("tok ")
+                if index % 64 == 0:
+                    await reply.drain()
 
-                def send(data: bytes) -> None:
-                    writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-
-                send(b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n')
-                if mode == "paced":
-                    interval = 1 / float(rate[0])
-                    start = time.monotonic() + random.uniform(0, interval)  # staggered starts
-                    for index in range(int(count)):
-                        await asyncio.sleep(max(0.0, start + index * interval - time.monotonic()))
-                        send(_chunk(f"{time.perf_counter_ns()};"))
-                else:
-                    for index in range(int(count)):
-                        send(_chunk("tok "))
-                        if index % 64 == 0:
-                            await writer.drain()
-                send(_chunk(None, "stop"))
-                send(b"data: [DONE]\n\n")
-                writer.write(b"0\r\n\r\n")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    print(f"url http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+    _, url = await serve_chat(respond)
+    print(f"url {url}", flush=True)
     await asyncio.Event().wait()
 
 
@@ -225,19 +201,13 @@ async def _bare_sdk(base_url: str, model: str, sessions: int, *, typed: bool = F
 
 
 async def _through_host(base_url: str, model: str, sessions: int, stagger: float = _STAGGER) -> dict[str, float]:
-    from host.config import load_config
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
     from host.transport.ws_protocol import TickBatchingWebSocketProtocol
 
     with tempfile.TemporaryDirectory() as data_dir:
-        path = Path(data_dir) / "bench.toml"
-        path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                        f'title = "first-words"\nmodels = [{{id = "{model}"}}]\n')
-        config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
-                                              "sessions": {"offline_agent": False}}, environ={})
-        host = AgentHost(config)
+        host = AgentHost(host_config(data_dir, base_url, model, TOKEN))
         paced = model.startswith("paced")
         # The host's own loop runs these hooks: they only note the clock and keep a reference;
         # the stamps are read after the run, so that measuring costs the host next to nothing.

@@ -52,8 +52,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._fake_chat import Reply, serve_chat
 from benchmarks._runs import REPO, machine_note
-from benchmarks.provider_stream import _chunk
 
 TOKEN = "bench-token-0123456789"
 MB = 1_000_000
@@ -62,34 +62,14 @@ MB = 1_000_000
 async def _fake_provider(deltas: int, rate: float) -> tuple[asyncio.Server, str]:
     """An OpenAI Chat Completions endpoint streaming ``deltas`` words at ``rate`` a second."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                headers = {k.strip().lower(): v.strip() for k, v in
-                           (line.split(":", 1) for line in head.decode().split("\r\n")[1:] if ":" in line)}
-                await reader.readexactly(int(headers.get("content-length", "0")))
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    async def respond(body: bytes, reply: Reply) -> None:
+        start = time.monotonic()
+        for index in range(deltas):
+            await asyncio.sleep(max(0.0, start + index / rate - time.monotonic()))
+            reply.text(f"word{index} ")
+            await reply.drain()
 
-                def send(data: bytes) -> None:
-                    writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-
-                start = time.monotonic()
-                for index in range(deltas):
-                    await asyncio.sleep(max(0.0, start + index / rate - time.monotonic()))
-                    send(_chunk(f"word{index} "))
-                    await writer.drain()
-                send(_chunk(None, "stop"))
-                send(b"data: [DONE]\n\n")
-                writer.write(b"0\r\n\r\n")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass  # the host closed the connection, or this benchmark is ending
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    return await serve_chat(respond)
 
 
 class Host:

@@ -35,11 +35,8 @@ import asyncio
 import cProfile
 import io
 import json
-import os
 import pstats
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +46,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._callgrind import control, require_valgrind
+from benchmarks._fake_chat import host_config
 from benchmarks._runs import REPO, ChildProcess, command_line, machine_note, median
 
 TOKEN = "bench-token-0123456789"
@@ -132,16 +131,11 @@ async def _client(url: str, protocol: str, model: str, turns: int) -> None:
 # -- this process: the host ------------------------------------------------------------------------
 
 
-def _callgrind(*command: str) -> None:
-    subprocess.run(["callgrind_control", *command, str(os.getpid())], stdout=subprocess.DEVNULL, check=True)
-
-
 async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: int, profile: bool,
                counted: bool = False, profile_out: str | None = None) -> list[float]:
     """CPU seconds of this process per turn (turn 2 on), and with ``profile`` the profile of the
     last window printed. With ``counted`` (under callgrind) instructions are counted over the two
     windows only, each dumped when it ends."""
-    from host.config import load_config
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
@@ -156,19 +150,14 @@ async def _run(base_url: str, protocol: str, turns: int, chunks: int, window: in
             if profiler is not None and len(marks) == turns - window:
                 profiler.enable()
             if counted and len(marks) in (1, turns - window):
-                _callgrind("-z")
-                _callgrind("-i", "on")
+                control("-z")
+                control("-i", "on")
             elif counted and len(marks) in (1 + window, turns):
-                _callgrind("-i", "off")
-                _callgrind("-d")
+                control("-i", "off")
+                control("-d")
 
     with tempfile.TemporaryDirectory() as data_dir:
-        path = Path(data_dir) / "bench.toml"
-        path.write_text(f'[agents.bench]\nkind = "openai-chat"\nbase_url = "{base_url}"\napi_key = "bench"\n'
-                        f'title = "first-words"\nmodels = [{{id = "{model}", context_window = 400000}}]\n')
-        config = load_config(path, overrides={"server": {"port": 0, "data_dir": data_dir, "token": TOKEN},
-                                              "sessions": {"offline_agent": False}}, environ={})
-        host = AgentHost(config)
+        host = AgentHost(host_config(data_dir, base_url, model, TOKEN, context_window=400000))
         host.store.change_observers.append(at_change)
         running = await start_host(host, token=TOKEN)
         settle()  # as `agent-host serve` does once started
@@ -223,8 +212,8 @@ async def main() -> None:
     parser.add_argument("--instructions", action="store_true",
                         help="also count the host's instructions per turn in both windows (callgrind; slow)")
     args = parser.parse_args()
-    if args.instructions and (shutil.which("valgrind") is None or shutil.which("callgrind_control") is None):
-        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    if args.instructions:
+        require_valgrind()
     if args.turns < 2 * args.window + 1:
         raise SystemExit("--turns must be at least twice --window, plus one")
     server = ChildProcess(str(REPO / "benchmarks" / "provider_stream.py"), "sse")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from host.transport.server import RunningHost
@@ -23,6 +25,37 @@ def _spawn(host: RunningHost, workdir: Path, state: Path, *args: str) -> ChatPro
 
 def _texts(host: RunningHost) -> list[str]:
     return [t["message"]["text"] for _, state in chats(host) for t in state.get("turns") or ()]
+
+
+def _stalled_answer() -> bytes:
+    """The start of a streamed answer ("lorem ipsum dolor ..."), without its end: a turn mid-answer."""
+    partial = chat_sse("lorem ipsum dolor " * 30).split(b"data: [DONE]")[0]
+    return partial[: partial.rindex(b'"finish_reason"')].rsplit(b"data: ", 1)[0]
+
+
+@asynccontextmanager
+async def _chat_on_fake_provider(tmp_path: Path, replies: list[Reply], agent: str = "",
+                                 release: tuple[asyncio.Event, ...] = ()) -> AsyncIterator[ChatProcess]:
+    """The chat in a pty on a host of its own (``--config``) whose ``fake`` agent (``openai-chat``,
+    plus the TOML lines ``agent``) is a fake provider giving ``replies``; once the block ends, the
+    ``release`` events are set (stalled replies let go) and the chat closed."""
+    project = tmp_path / "project"
+    project.mkdir()
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        config = tmp_path / "host.toml"
+        config.write_text(
+            f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\n'
+            f'retries = 0\n{agent}models = [{{id = "fake-model", name = "Fake", context_window = 8000}}]\n',
+            encoding="utf-8",
+        )
+        env = tty_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
+        chat = ChatProcess.spawn(["--config", str(config)], cwd=project, env=env, command=())
+        try:
+            yield chat
+        finally:
+            for event in release:
+                event.set()
+            chat.close()
 
 
 async def test_markdown_is_rendered_not_printed_raw(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
@@ -138,32 +171,19 @@ async def test_e_edits_the_command_in_place_before_approving(chat_host: RunningH
 
 
 async def test_a_spinner_with_elapsed_time_shows_until_the_first_token(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
     first_byte = asyncio.Event()
     replies = [Reply(200, chat_sse("The answer ", "arrived."), hold=first_byte)]
-    async with FakeProviderServer(replies, base_path="/v1") as server:
-        config = tmp_path / "host.toml"
-        config.write_text(
-            f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\n'
-            'retries = 0\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
-            encoding="utf-8",
-        )
-        env = tty_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
-        chat = ChatProcess.spawn(["--config", str(config)], cwd=project, env=env, command=())
-        try:
-            await chat.expect("/help for commands", timeout=30)
-            chat.send("slow one")
-            # The provider has not sent a byte: the status line says so, and keeps counting.
-            await chat.expect("Waiting for the model (", timeout=30)
-            await chat.expect("s · Ctrl-C to cancel)")
-            assert "arrived" not in chat.text
-            first_byte.set()
-            await chat.expect("The answer arrived.", timeout=30)
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            chat.close()
+    async with _chat_on_fake_provider(tmp_path, replies) as chat:
+        await chat.expect("/help for commands", timeout=30)
+        chat.send("slow one")
+        # The provider has not sent a byte: the status line says so, and keeps counting.
+        await chat.expect("Waiting for the model (", timeout=30)
+        await chat.expect("s · Ctrl-C to cancel)")
+        assert "arrived" not in chat.text
+        first_byte.set()
+        await chat.expect("The answer arrived.", timeout=30)
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
 
 
 
@@ -266,37 +286,21 @@ async def test_no_color_prints_plain_text_in_a_terminal(chat_host: RunningHost, 
 
 
 async def test_the_status_counts_tokens_while_the_answer_streams(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
     # The provider sends the start of an answer, then nothing more: the turn is mid-answer.
     stalled = asyncio.Event()
-    partial = chat_sse("lorem ipsum dolor " * 30).split(b"data: [DONE]")[0]
-    partial = partial[: partial.rindex(b'"finish_reason"')].rsplit(b"data: ", 1)[0]
-    async with FakeProviderServer([Reply(200, partial, stall=stalled)], base_path="/v1") as server:
-        config = tmp_path / "host.toml"
-        config.write_text(
-            f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\n'
-            'retries = 0\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
-            encoding="utf-8",
-        )
-        env = tty_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
-        chat = ChatProcess.spawn(["--config", str(config)], cwd=project, env=env, command=())
-        try:
-            await chat.expect("/help for commands", timeout=30)
-            await chat.line_editor()
-            chat.send("stream a while")
-            await chat.expect("Answering (", timeout=30)
-            status = await chat.expect(" · Ctrl-C to cancel)")
-            assert re.search(r"↓ \d+ tokens?", status.splitlines()[-1]), status
-            assert "lorem ipsum" in chat.text  # the unfinished paragraph shows live above it
-            chat.ctrl_c()
-            await chat.expect("(cancelled)", timeout=30)
-            stalled.set()
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            stalled.set()
-            chat.close()
+    async with _chat_on_fake_provider(tmp_path, [Reply(200, _stalled_answer(), stall=stalled)], release=(stalled,)) as chat:
+        await chat.expect("/help for commands", timeout=30)
+        await chat.line_editor()
+        chat.send("stream a while")
+        await chat.expect("Answering (", timeout=30)
+        status = await chat.expect(" · Ctrl-C to cancel)")
+        assert re.search(r"↓ \d+ tokens?", status.splitlines()[-1]), status
+        assert "lorem ipsum" in chat.text  # the unfinished paragraph shows live above it
+        chat.ctrl_c()
+        await chat.expect("(cancelled)", timeout=30)
+        stalled.set()
+        chat.send("/quit")
+        assert await chat.wait(30) == 0
 
 
 async def test_ctrl_c_clears_a_line_being_typed_and_twice_on_an_empty_line_exits(chat_host: RunningHost, workdir: Path, tmp_path: Path) -> None:
@@ -321,40 +325,24 @@ async def test_ctrl_c_clears_a_line_being_typed_and_twice_on_an_empty_line_exits
 
 
 async def test_esc_cancels_a_running_turn_and_esc_esc_at_the_prompt_offers_to_rewind(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
     stalled = asyncio.Event()
-    partial = chat_sse("lorem ipsum dolor " * 30).split(b"data: [DONE]")[0]
-    partial = partial[: partial.rindex(b'"finish_reason"')].rsplit(b"data: ", 1)[0]
-    replies = [Reply(200, chat_sse("First answer.")), Reply(200, partial, stall=stalled)]
-    async with FakeProviderServer(replies, base_path="/v1") as server:
-        config = tmp_path / "host.toml"
-        config.write_text(
-            f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\napi_key = "sk-test"\n'
-            'retries = 0\ntitle = "first-words"\nmodels = [{id = "fake-model", name = "Fake", context_window = 8000}]\n',
-            encoding="utf-8",
-        )
-        env = tty_env(XDG_DATA_HOME=str(tmp_path / "data"), XDG_STATE_HOME=str(tmp_path / "state"))
-        chat = ChatProcess.spawn(["--config", str(config)], cwd=project, env=env, command=())
-        try:
-            await chat.expect("/help for commands", timeout=30)
-            await chat.line_editor()
-            chat.send("first")
-            await chat.expect("First answer.", timeout=30)
-            await chat.line_editor()
-            chat.send("stream a while")
-            await chat.expect("lorem ipsum", timeout=30)
-            chat.type("\x1b")  # Esc
-            await chat.expect("Esc: cancelling the turn")
-            await chat.expect("(cancelled)", timeout=30)
-            stalled.set()
-            await chat.line_editor()
-            chat.type("\x1b\x1b")  # Esc Esc: the turns to go back to
-            await chat.expect("first", timeout=15)
-            await chat.expect("(Enter cancels)", timeout=15)
-            chat.send("")
-            chat.send("/quit")
-            assert await chat.wait(30) == 0
-        finally:
-            stalled.set()
-            chat.close()
+    replies = [Reply(200, chat_sse("First answer.")), Reply(200, _stalled_answer(), stall=stalled)]
+    async with _chat_on_fake_provider(tmp_path, replies, agent='title = "first-words"\n', release=(stalled,)) as chat:
+        await chat.expect("/help for commands", timeout=30)
+        await chat.line_editor()
+        chat.send("first")
+        await chat.expect("First answer.", timeout=30)
+        await chat.line_editor()
+        chat.send("stream a while")
+        await chat.expect("lorem ipsum", timeout=30)
+        chat.type("\x1b")  # Esc
+        await chat.expect("Esc: cancelling the turn")
+        await chat.expect("(cancelled)", timeout=30)
+        stalled.set()
+        await chat.line_editor()
+        chat.type("\x1b\x1b")  # Esc Esc: the turns to go back to
+        await chat.expect("first", timeout=15)
+        await chat.expect("(Enter cancels)", timeout=15)
+        chat.send("")
+        chat.send("/quit")
+        assert await chat.wait(30) == 0

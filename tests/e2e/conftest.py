@@ -7,11 +7,20 @@ even where that install exists.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+
+def fresh_artifacts(name: str) -> Path:
+    """``ARTIFACTS/name``, emptied of an earlier run's files."""
+    folder = ARTIFACTS / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
 
 
 def pytest_configure(config: pytest.Config) -> None:

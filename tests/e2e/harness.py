@@ -10,6 +10,8 @@
 * ``start_code_server``: code-server with its VS Code agent-host bridge pointed at a host
   (``--vscode-option agent-host-bridge-*``), or running VS Code's own reference agent host
   (``agent-host-port``) with the bridge pointed elsewhere (the recording proxy).
+* ``bridge_vscode_to``: one of our hosts as VS Code sees it in every step: the recording proxy
+  in front of it and code-server (given VS Code settings) bridged to that proxy.
 * ``Driver``: ``tests/e2e/vscode/drive.mjs`` under node 24, spoken to one JSON line at a time.
 """
 
@@ -28,6 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.e2e.wire_proxy import WireProxy
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER_SCRIPT = Path(__file__).resolve().parent / "vscode" / "drive.mjs"
@@ -197,6 +201,26 @@ def write_vscode_settings(home: Path, settings: dict[str, Any]) -> None:
     user = home / "user-data" / "User"
     user.mkdir(parents=True, exist_ok=True)
     (user / "settings.json").write_text(json.dumps(settings, indent=2))
+
+
+def bridge_vscode_to(host: OurHost, install: Install, *, base: Path, artifacts: Path, project: Path,
+                     settings: dict[str, Any], workspace_trust: bool = False) -> tuple[WireProxy, Process, str]:
+    """The recording proxy in front of ``host`` (``artifacts/wire.jsonl``) and code-server (its
+    home ``base/code-server``, VS Code's ``settings``) bridged to that proxy with the host's token,
+    opening ``project``: the proxy, code-server and its URL, for the caller to stop (the proxy is
+    stopped here if code-server does not start)."""
+    proxy = WireProxy(host.port, artifacts / "wire.jsonl")
+    bridge_port = proxy.start()
+    try:
+        write_vscode_settings(base / "code-server", settings)
+        code_server, url = start_code_server(
+            install, folder=project, home=base / "code-server", log_path=artifacts / "code-server.log",
+            bridge_port=bridge_port, bridge_token=host.token, workspace_trust=workspace_trust,
+        )
+    except BaseException:
+        proxy.stop()
+        raise
+    return proxy, code_server, url
 
 
 class DriverError(AssertionError):

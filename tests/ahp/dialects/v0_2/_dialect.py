@@ -1,5 +1,6 @@
 """Helpers for the 0.2.0 dialect's tests: 0.2.0 session states brought into the lift's domain,
-internal sessions folded through the internal reducers, and the two commutation checks.
+internal sessions folded through the internal reducers, the two commutation checks, and the lift
+and projection of every other channel kind (``CHANNEL_PROJECTIONS``, sessions named by ``provider_of``).
 
 ``down`` below is ``states.session_down`` with ``None``-valued keys dropped (the comparison of
 the official harness, ``tests/ahp/_wire.py``).
@@ -13,7 +14,18 @@ from typing import Any
 from ahp import state as internal
 from ahp.dialects.v0_2 import state as v02
 from ahp.dialects.v0_2.actions_down import Down, chat_action_down, session_action_down
-from ahp.dialects.v0_2.states import InternalSession, session_down
+from ahp.dialects.v0_2.states import (
+    InternalSession,
+    changeset_down,
+    changeset_lift,
+    resource_watch_down,
+    resource_watch_lift,
+    root_down,
+    root_lift,
+    session_down,
+    terminal_down,
+    terminal_lift,
+)
 from tests.ahp._wire import first_difference, strip_none, wire_equal
 
 CLOCK = 9999
@@ -45,6 +57,24 @@ STAMPED_BY_REPLICA = REPLICA_CLOCK_TYPES | {
 start and end 0.9.0 moves it too, but to the times the turn actions carry, which a replica's clock
 need not agree with (a host translating 0.2.0 actions up uses its clock for both: see
 ``actions_up``)."""
+
+
+PROVIDERS = {"s": "p", "s1": "copilot", "session-1": "copilot", "test-session": "copilot"}
+"""The provider of each 0.2.0 session id the corpora use (a 0.2.0 name does not say it)."""
+
+
+def provider_of(ident: str) -> str | None:
+    return PROVIDERS.get(ident)
+
+
+CHANNEL_PROJECTIONS = {
+    "root": (lambda s: root_lift(s, provider_of=provider_of), root_down),
+    "terminal": (lambda s: terminal_lift(s, provider_of=provider_of), terminal_down),
+    "changeset": (changeset_lift, changeset_down),
+    "resourceWatch": (resource_watch_lift, resource_watch_down),
+}
+"""For each channel kind but the session's: (its 0.2.0 state lifted into the internal model, an
+internal state projected down to 0.2.0)."""
 
 
 def down(session: InternalSession) -> dict:

@@ -12,38 +12,16 @@ import pytest
 from ahp.dialects.v0_2 import state as v02
 from ahp.dialects.v0_2.actions_down import action_down
 from ahp.dialects.v0_2.actions_up import action_up
-from ahp.dialects.v0_2.states import (
-    changeset_down,
-    changeset_lift,
-    resource_watch_down,
-    resource_watch_lift,
-    root_down,
-    root_lift,
-    terminal_down,
-    terminal_lift,
-)
+from ahp.dialects.v0_2.states import changeset_down, terminal_down, terminal_lift
 from ahp.dialects.v0_2.uris import default_chat_uri
 from ahp.state import reduce as reduce_internal
 from tests.ahp._wire import first_difference, strip_none, wire_equal
 
-from ._dialect import CLOCK
+from ._dialect import CHANNEL_PROJECTIONS, CLOCK, provider_of
 from .state._support import load_differential_cases, load_vectors
-
-PROVIDERS = {"s": "p", "s1": "copilot", "session-1": "copilot", "test-session": "copilot"}
-
-
-def provider_of(ident: str) -> str | None:
-    return PROVIDERS.get(ident)
-
 
 CHANNELS = {"root": "ahp-root://", "terminal": "ahp-terminal:/t1", "changeset": "ahp-changeset:/c1",
             "resourceWatch": "ahp-resource-watch:/w1"}
-PROJECTIONS = {
-    "root": (lambda s: root_lift(s, provider_of=provider_of), root_down),
-    "terminal": (lambda s: terminal_lift(s, provider_of=provider_of), terminal_down),
-    "changeset": (changeset_lift, changeset_down),
-    "resourceWatch": (resource_watch_lift, resource_watch_down),
-}
 
 CASES = [(v["description"], v["reducer"], v["initial"], v["actions"]) for v in load_vectors() if v["reducer"] in CHANNELS]
 CASES += [(f"{i}-{c['kind']}", c["kind"], c["initial"], c["actions"]) for i, c in enumerate(load_differential_cases()) if c["kind"] in CHANNELS]
@@ -51,7 +29,7 @@ CASES += [(f"{i}-{c['kind']}", c["kind"], c["initial"], c["actions"]) for i, c i
 
 @pytest.mark.parametrize(("name", "kind", "initial", "actions"), CASES, ids=[case[0] for case in CASES])
 def test_both_laws_hold(name, kind, initial, actions):
-    lift, project = PROJECTIONS[kind]
+    lift, project = CHANNEL_PROJECTIONS[kind]
     channel = CHANNELS[kind]
     state = lift(strip_none(initial))
     for action in actions:

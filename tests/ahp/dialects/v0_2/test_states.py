@@ -8,32 +8,19 @@ from hypothesis import HealthCheck, given, settings
 
 from ahp.dialects.v0_2.states import (
     InternalSession,
-    changeset_down,
-    changeset_lift,
-    resource_watch_down,
-    resource_watch_lift,
-    root_down,
-    root_lift,
     session_down,
     session_lift,
     summary_changes,
     summary_down,
     terminal_down,
-    terminal_lift,
 )
 from ahp.dialects.v0_2.uris import default_chat_uri
 from ahp.state import reduce as reduce_internal
 from tests.ahp._wire import first_difference, strip_none, wire_equal
 
 from . import _internal_strategies as strategies
-from ._dialect import apply_internal, down, in_domain
+from ._dialect import CHANNEL_PROJECTIONS, apply_internal, down, in_domain
 from .state._support import load_differential_cases, load_vectors
-
-PROVIDERS = {"s": "p", "s1": "copilot", "session-1": "copilot", "test-session": "copilot"}
-
-
-def provider_of(ident: str) -> str | None:
-    return PROVIDERS.get(ident)
 
 
 def _states(kind: str) -> list[dict]:
@@ -58,17 +45,9 @@ def test_lift_is_a_right_inverse_of_down_for_every_session_state_of_the_corpora(
     assert len(SESSION_STATES) == 2 * (124 + 2100) and changed < len(SESSION_STATES) / 4
 
 
-LIFTS = {
-    "root": (lambda s: root_lift(s, provider_of=provider_of), root_down),
-    "terminal": (lambda s: terminal_lift(s, provider_of=provider_of), terminal_down),
-    "changeset": (changeset_lift, changeset_down),
-    "resourceWatch": (resource_watch_lift, resource_watch_down),
-}
-
-
-@pytest.mark.parametrize("kind", sorted(LIFTS))
+@pytest.mark.parametrize("kind", sorted(CHANNEL_PROJECTIONS))
 def test_lift_is_a_right_inverse_of_down_for_every_other_channel_state(kind):
-    lift, project = LIFTS[kind]
+    lift, project = CHANNEL_PROJECTIONS[kind]
     states = [strip_none(state) for state in _states(kind)]
     assert len(states) > 600
     failures = [first_difference(project(lift(s)), s) for s in states if not wire_equal(strip_none(project(lift(s))), s)]

@@ -40,9 +40,13 @@ def config_for(tmp_path: Path, *, toml: str | None = None, environ: dict[str, st
 async def serving(
     config: HostConfig, checker: FrameChecker, agents: Sequence[Agent] | None = None
 ) -> AsyncIterator[tuple[RunningHost, AhpClient]]:
-    """A running host and one initialized client subscribed to the root channel."""
+    """A running host whose session services have started (a test may read them directly), and one
+    initialized client subscribed to the root channel."""
     host = AgentHost(config, agents=agents)
     running = await start_host(host, token=TOKEN)
+    # The session services start once the host listens (a client's requests but ``initialize``
+    # wait for them by themselves; a test that reads them directly would not).
+    await running.host.started()
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
     try:
         await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))

@@ -7,6 +7,7 @@ import asyncio
 import base64
 from pathlib import Path
 
+from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import (
     AssistantMessage,
@@ -134,15 +135,25 @@ async def test_cancel_stops_a_running_tool_at_once(tmp_path: Path, frame_checker
     assert turn["responseParts"][0]["toolCall"]["status"] == "cancelled"
 
 
+def hello_then_stalled() -> Script:
+    """A model call that streams "Hello", then waits for a gate never opened (the rest unsent)."""
+    return Script((*text(["Hello", " never"], index=0)[:2], Pause(event=asyncio.Event()), *text(["x"], index=0)[2:], *finish()))
+
+
+async def cancelled_after_hello(client: AhpClient) -> str:
+    """A new session whose turn (on ``hello_then_stalled``) is cancelled once "Hello" streamed; the session."""
+    session = await ready_session(client)
+    turn_id = client.send_message(session, "talk")
+    await client.wait_for(lambda m, e: first_part(client.state(session)).get("content") == "Hello")
+    client.cancel_turn(session, turn_id)
+    await idle(client, session)
+    return session
+
+
 async def test_cancel_mid_stream_stops_the_provider_stream(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    gate = asyncio.Event()
-    provider = ScriptedProvider([Script((*text(["Hello", " never"], index=0)[:2], Pause(event=gate), *text(["x"], index=0)[2:], *finish()))])
+    provider = ScriptedProvider([hello_then_stalled()])
     async with serving(config_for(tmp_path), frame_checker, [agent(provider)]) as (_, client):
-        session = await ready_session(client)
-        turn_id = client.send_message(session, "talk")
-        await client.wait_for(lambda m, e: first_part(client.state(session)).get("content") == "Hello")
-        client.cancel_turn(session, turn_id)
-        await idle(client, session)
+        session = await cancelled_after_hello(client)
         turn = client.state(session)["turns"][-1]
     assert turn["state"] == "cancelled"
     assert turn["responseParts"][0]["content"] == "Hello"
@@ -350,16 +361,9 @@ async def test_a_steering_message_is_shown_in_the_turn_and_survives_a_rebuild_wi
 
 
 async def test_text_streamed_before_a_cancel_is_what_the_model_sees_next_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    gate = asyncio.Event()
-    provider = ScriptedProvider(
-        [Script((*text(["Hello", " never"], index=0)[:2], Pause(event=gate), *text(["x"], index=0)[2:], *finish())), reply("again")]
-    )
+    provider = ScriptedProvider([hello_then_stalled(), reply("again")])
     async with serving(config_for(tmp_path), frame_checker, [agent(provider)]) as (_, client):
-        session = await ready_session(client)
-        turn_id = client.send_message(session, "talk")
-        await client.wait_for(lambda m, e: first_part(client.state(session)).get("content") == "Hello")
-        client.cancel_turn(session, turn_id)
-        await idle(client, session)
+        session = await cancelled_after_hello(client)
         await run_turn(client, session, "go on")
     history = provider.requests[1].messages
     assert [m.role for m in history] == ["user", "assistant", "user"]
