@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.runtime.tools import RESULT_REJECTED
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
@@ -234,3 +236,38 @@ async def test_ask_user_publishes_an_input_request_and_the_synced_answer_reaches
         client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "accept"})
         await idle(client, session)
     assert "blue" in tool_results(provider, 1)[0].text
+
+
+async def test_deny_with_a_reason_chosen_without_one_is_a_plain_deny(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    """"Deny with a reason…" stays offered: the options are the chat's state, the same for every
+    client that watches it, and AHP says nothing of which clients can collect a reason (our terminal
+    and AG-UI do). VS Code 1.139.1 shows it in its Deny dropdown but asks for none: it sends the
+    option's id with ``approved: false, reason: "denied"`` and no ``reasonMessage``
+    (``tests/e2e/vscode/README.md``, step n); the terminal sends none when its reason prompt is
+    left empty. Either is a plain deny, and the model is told exactly what "Deny" tells it."""
+    provider = ScriptedProvider([call_tools(("shell", {"command": "rm x"})), call_tools(("shell", {"command": "rm y"})),
+                                 call_tools(("shell", {"command": "rm z"})), reply("ok")])
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (_, client):
+        assert client.protocol_version == "1.0.0"
+        session = await client.create_session(provider="scripted")
+        chat = default_chat_uri(session)
+        client.send_message(chat, "go")
+        answers = [  # as VS Code sends it; a blank reason and suggestion; a plain Deny
+            {"selectedOptionId": "deny-with-reason"},
+            {"selectedOptionId": "deny-with-reason", "reasonMessage": "  ", "userSuggestion": {"text": "", "origin": {"kind": "user"}}},
+            {"selectedOptionId": "deny"},
+        ]
+        for answer in answers:
+            call = await wait_pending(client, chat)
+            assert [o["id"] for o in call["options"]][-2:] == ["deny", "deny-with-reason"]
+            outcome = await client.outcome(client.dispatch(chat, {
+                "type": "chat/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
+                "approved": False, "reason": "denied", **answer}))
+            assert outcome.accepted, outcome.reason
+        await client.wait_for(lambda m, e: (client.state(chat) or {}).get("activeTurn") is None)
+        [turn] = client.state(chat)["turns"]
+        denied = [p["toolCall"] for p in turn["responseParts"] if p["kind"] == "toolCall"]
+    assert [(c["status"], c["reason"], c["selectedOption"]["id"]) for c in denied] == [
+        ("cancelled", "denied", "deny-with-reason"), ("cancelled", "denied", "deny-with-reason"), ("cancelled", "denied", "deny")]
+    told = [tool_results(provider, index)[0] for index in (1, 2, 3)]
+    assert [t.text for t in told] == ["The user denied this tool call."] * 3 and all(t.is_error for t in told)
