@@ -119,8 +119,10 @@ async def run_chat_turn(client: AhpClient, channel: str, text: str, timeout: flo
 
 
 async def idle(client: AhpClient, session: str) -> None:
-    """Wait until no turn is running and the activity is cleared."""
+    """Wait until no turn is running and the activity is cleared (of a 0.2.0 session, or of a
+    chat in the model's versions: pass the chat)."""
     await client.wait_for(
         lambda m, e: (client.state(session) or {}).get("activeTurn") is None
         and "activity" not in (client.state(session) or {}).get("summary", {})
+        and "activity" not in (client.state(session) or {})
     )
