@@ -244,7 +244,7 @@ async def test_a_sub_agent_chat_is_opened_from_the_tool_call_that_spawned_it(tmp
         reply("hello from the sub-agent"),
         reply("The sub-agent said hello."),
     ])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _legacy):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         client = await _client(running, schema_hook)
         try:
             session = await client.create_session(provider="scripted")
