@@ -61,7 +61,8 @@ the 0.2.0 client's mirror now differs from a fresh snapshot of the session (only
 reconnect answered with snapshots brings it back in step). The cases: the default chat changed or
 was removed; older turns were loaded into the default chat (0.2.0 clients page with
 ``fetchTurns``); the session's first working directory changed; a tool-call action other than a
-completion or a result confirmation replaced the call's ``_meta``; ``toolCallReady`` updated a call that was already pending
+completion or a result confirmation (unless the chat's state holds no finished turn to say the
+turn again after) replaced the call's ``_meta``; ``toolCallReady`` updated a call that was already pending
 confirmation (0.2.0 ignores that); calls sharing one id were re-readied to different inputs; a
 ``toolCallDelta`` without content changed the message of a call with no partial input yet (0.2.0
 now shows an empty one); an open input-request part arrived through ``chat/responsePart`` (0.2.0
@@ -562,10 +563,11 @@ def _tool_call_actions(action: dict[str, Any], old: dict[str, Any] | None, new: 
             action = {**action, "result": {**result, "content": shapes.content_down(result["content"])}}
         return [{"type": "session/toolCallComplete", **base, **_pick(action, "result", "requiresResultConfirmation")}], stale
     if kind == "chat/toolCallResultConfirmed":
-        if stale is not None:
+        again = _turn_again(new, call_id) if stale is not None else None
+        if again is not None:
             # The answer's _meta (who confirmed the result, ``answeredBy``) is the last word on the
             # call: no later 0.2.0 action would carry it, so the turn is said again as it now is.
-            return _turn_again(new, call_id), None
+            return again, None
         return [{"type": "session/toolCallResultConfirmed", **base, **_pick(action, "approved")}], stale
     if kind == "chat/toolCallContentChanged":
         if status == "auth-required":
@@ -615,16 +617,20 @@ def _resumed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[li
     return _restarted(previous, active), None
 
 
-def _turn_again(chat: dict[str, Any] | None, call_id: Any) -> list[dict[str, Any]]:
+def _turn_again(chat: dict[str, Any] | None, call_id: Any) -> list[dict[str, Any]] | None:
     """The chat's active turn said to 0.2.0 anew, as it is now (``_restarted`` after the last
     finished turn), after the result of its call ``call_id`` was confirmed; then its status
-    recomputed and the read flag the restart clears set again when the chat has it."""
+    recomputed and the read flag the restart clears set again when the chat has it. None when the
+    turn before it cannot be named: the chat's state holds no finished turn but has older ones
+    (``turnsNextCursor``), which a 0.2.0 client holds and a truncation to no turn would drop."""
     chat = chat or {}
     active = chat.get("activeTurn")
     if not isinstance(active, dict):
-        return []
+        return None
     turns = chat.get("turns")
     previous = turns[-1] if isinstance(turns, list) and turns and isinstance(turns[-1], dict) else None
+    if previous is None and chat.get("turnsNextCursor") is not None:
+        return None
     actions = _restarted(previous, active)
     # 0.2.0 recomputes the status after tool-call actions, not after response parts: the answered
     # call's own confirmation again, which changes no call now, makes it count the calls said again.

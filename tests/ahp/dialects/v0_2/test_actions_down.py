@@ -317,3 +317,30 @@ def test_who_confirmed_a_result_reaches_0_2_0_by_saying_the_turn_again(approved,
     assert call["_meta"] == {"answeredBy": {"clientId": "alice"}}
     assert len(check.mirror["turns"]) == earlier_turns
     assert tally.failures == []
+
+
+def test_who_confirmed_a_result_stays_a_known_drift_when_the_chat_holds_no_turn_to_say_it_after():
+    """A chat whose finished turns are all paged out (``turnsNextCursor``, no turn in its state):
+    saying the turn again would truncate away the turns a 0.2.0 client holds, so the plain
+    confirmation goes and the drift is reported."""
+    import dataclasses
+
+    from ahp.protocol import builders
+
+    state = {"summary": {"resource": "ahp-session:/s", "provider": "p", "title": "T", "status": 1, "createdAt": 0,
+                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []}
+    session = session_lift(state)
+    chat = session.default_chat_uri
+    session = dataclasses.replace(session, chats={**session.chats, chat: {**session.chats[chat], "turnsNextCursor": "older"}})
+    for step in (
+        builders.chat_turn_started(turn_id="t", started_at="1970-01-01T00:00:02.000Z", message={"text": "go", "origin": {"kind": "user"}}),
+        builders.chat_tool_call_start(turn_id="t", tool_call_id="c1", tool_name="read_file", display_name="Read"),
+        builders.chat_tool_call_ready(turn_id="t", tool_call_id="c1", invocation_message="Reading", tool_input="{}", confirmed="not-needed"),
+        builders.chat_tool_call_complete(turn_id="t", tool_call_id="c1", result={"success": True}, requires_result_confirmation=True),
+    ):
+        session = apply_internal(session, chat, step)
+    answered = builders.chat_tool_call_result_confirmed(turn_id="t", tool_call_id="c1", approved=True,
+                                                        meta={"answeredBy": {"clientId": "alice"}})
+    _, check = check_down(chat, answered, session)
+    assert [action["type"] for action in check.down.actions] == ["session/toolCallResultConfirmed"]
+    assert check.down.stale == "a tool-call action replaced the call's _meta (0.2.0 takes _meta only at toolCallStart)"
