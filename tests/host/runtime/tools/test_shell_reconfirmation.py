@@ -17,7 +17,9 @@ from ._support import calls, scripted, tool_results, tools_config, wait_pending
 
 
 def _confirm(client, chat, call, **fields) -> int:
-    return client.dispatch(chat, {"type": "chat/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"], **fields})
+    """Answer ``call`` in ``chat`` (a 0.2.0 session for a 0.2.0 client: ``test_changesets`` uses it too)."""
+    kind = "chat/toolCallConfirmed" if client.speaks_model else "session/toolCallConfirmed"
+    return client.dispatch(chat, {"type": kind, "turnId": call["turnId"], "toolCallId": call["toolCallId"], **fields})
 
 
 def _places(tmp_path: Path) -> tuple[Path, Path]:
