@@ -105,8 +105,6 @@ class ChatCore:
         """When each turn was sent (ours) or first seen, for the elapsed time in the status."""
         self.oldest_shown: int = 0
         """The index of the oldest turn of the session's state on screen (``/history`` pages back)."""
-        self.fetched_before: str | None = None
-        """The oldest turn fetched from the host, before which ``/history`` fetches more (None: none left)."""
         self.done_turns: set[str] = set()
         """Turns already drawn to their end (or history when the session was opened)."""
         self.current_turn: str | None = None

@@ -51,7 +51,6 @@ class Messages:
         core.provider = summary.get("provider", core.provider)
         core.note(f"(new session · agent {clean(core.provider)}" + (f" · model {clean(model)}" if model else "") + ")")
         core.oldest_shown = 0
-        core.fetched_before = None
         return True
 
     async def send(self, text: str, attachments: list[dict[str, Any]] | None = None) -> None:

@@ -1,7 +1,8 @@
 """The chat's sessions and the chats in them: ``/sessions`` lists sessions (this directory's
 first, ``chat.session_list``), ``/resume`` picks one to go on with (``/resume N`` from the last
 list, or an id or URI), ``/new`` starts a new one with the next message, and ``/history`` pages
-back through older turns (those in the state, then those the host keeps, ``fetchTurns``).
+back through older turns (those in the chat's state, then, page by page from its ``turnsNextCursor``,
+those the host keeps: ``fetchTurns`` loads them into the state).
 
 A session holds chats (AHP 0.9.0 and later): ``/chats`` lists the open session's chats and the
 sub-agent chats its tool calls opened, ``/chat N`` (or a chat URI) opens one, ``/side`` starts a
@@ -152,7 +153,6 @@ class Sessions:
         self.core.write(self.core.style.bold(f"── {title} ──") + self.core.style.dim(f" {uri}") + "\n")
         self.core.write(render_history(turns[start:], self.core.style, first_number=start + 1, draw=self._draw()))
         self.core.oldest_shown = start
-        self.core.fetched_before = turns[0]["id"] if turns else None
         if start > 0:
             self.core.note(f"({start} earlier turns: /history)")
 
@@ -168,17 +168,23 @@ class Sessions:
             if start > 0:
                 self.core.note(f"({start} earlier turns: /history)")
             return
-        if self.core.fetched_before is None:
-            self.core.note("(no earlier turns)")
+        if not (self.core.state() or {}).get("turnsNextCursor"):
+            self.core.note("(no earlier turns)")  # the chat's state holds every turn it has
             return
-        page = await self.core.client.fetch_turns(self.core.chat or self.core.session, before=self.core.fetched_before, limit=_HISTORY_PAGE)
+        # The host loads the page before the chat's cursor into its state (``chat/turnsLoaded``).
+        try:
+            page = await self.core.client.fetch_turns(self.core.chat or self.core.session)
+        except AhpError as error:
+            self.core.problem(f"cannot fetch earlier turns: {error.message}")
+            return
         older = page.get("turns") or []
+        self.core.done_turns.update(t.get("id") for t in older)
         if not older:
             self.core.note("(no earlier turns)")
-            self.core.fetched_before = None
             return
         self.core.write("".join(render_history([t], self.core.style, draw=self._draw()).replace("#1 ", "earlier ") for t in older))
-        self.core.fetched_before = older[0]["id"] if page.get("hasMore") else None
+        if not page.get("hasMore"):
+            self.core.note("(that was the first turn)")
 
     async def new(self, args: str) -> None:
         old_session, old_chat = self.core.session, self.core.chat

@@ -134,8 +134,12 @@ class ChatApp:
         """The next turn to draw: one that ended unseen (it ran between two looks), else the live one."""
         core = self.core
         state = core.state() or {}
-        for turn in state.get("turns") or ():
-            if isinstance(turn, dict) and turn.get("id") not in core.done_turns:
+        turns = [turn for turn in state.get("turns") or () if isinstance(turn, dict)]
+        # Only after the newest turn drawn: older ones a client loaded since (``/history`` here or
+        # elsewhere: ``chat/turnsLoaded`` puts them first) are history, not news.
+        drawn = max((index for index, turn in enumerate(turns) if turn.get("id") in core.done_turns), default=-1)
+        for turn in turns[drawn + 1:]:
+            if turn.get("id") not in core.done_turns:
                 return turn["id"]
         active = state.get("activeTurn")
         if isinstance(active, dict) and active.get("id") not in core.done_turns:

@@ -529,15 +529,45 @@ values chosen up front (``{"permissionMode": "plan"}``). Returns the channel.
         result = await self.request("listSessions", params)
         return list(result.get("items", [])) if isinstance(result, dict) else []
 
-    async def fetch_turns(self, channel: str, before: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Older turns of a session: ``{turns (oldest first), hasMore}``."""
-        params: dict[str, Any] = {"channel": channel}
-        if before is not None:
-            params["before"] = before
-        if limit is not None:
-            params["limit"] = limit
-        turns: dict[str, Any] = await self.request("fetchTurns", params)
-        return turns
+    async def fetch_turns(
+        self, channel: str, before: str | None = None, limit: int | None = None, *, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """Older turns of a chat (a session's default chat when ``channel`` is a session):
+        ``{turns (oldest first), hasMore}``, in the negotiated version's shapes.
+
+        In the model's versions (0.9.0, 1.0.0) ``fetchTurns`` takes ``{channel, cursor}`` and
+        answers nothing: before its answer the host sends ``chat/turnsLoaded``, which puts the page
+        ahead of the turns the chat's state holds. So the chat must be subscribed; ``cursor``
+        defaults to the mirrored state's ``turnsNextCursor`` (without one the host loads its next
+        older page, if any); the page returned is the turns the mirror gained, and ``hasMore``
+        says whether the state still names a ``turnsNextCursor``. ``before``/``limit`` are 0.2.0's
+        and are refused there. In 0.2.0 the host answers the page before turn ``before`` itself."""
+        if not self.speaks_model:
+            if cursor is not None:
+                raise AhpClientError(f"fetchTurns has no cursor in AHP {self._protocol_version}: page with before= and limit=")
+            params: dict[str, Any] = {"channel": channel}
+            if before is not None:
+                params["before"] = before
+            if limit is not None:
+                params["limit"] = limit
+            turns: dict[str, Any] = await self.request("fetchTurns", params)
+            return turns
+        if before is not None or limit is not None:
+            raise AhpClientError(f"fetchTurns takes a cursor in AHP {self._protocol_version}, not before= or limit= (AHP 0.2.0's): "
+                                 "leave them out to load the page before the chat's turnsNextCursor")
+        chat = self.chat_of(channel)
+        if chat not in self._subscriptions or self.mirror.state(chat) is None:
+            raise NotSubscribedError(f"subscribe to {chat} before fetching its older turns: the host sends them to the "
+                                     "chat's subscribers (chat/turnsLoaded)")
+        held = self.mirror.state(chat) or {}
+        cursor = cursor if cursor is not None else held.get("turnsNextCursor")
+        first = next((t.get("id") for t in held.get("turns") or () if isinstance(t, dict)), None)
+        await self.request("fetchTurns", {"channel": chat, **({"cursor": cursor} if cursor is not None else {})})
+        now = self.mirror.state(chat) or {}
+        turns_now = [t for t in now.get("turns") or () if isinstance(t, dict)]
+        ids = [t.get("id") for t in turns_now]
+        loaded = turns_now[: ids.index(first)] if first in ids else ([] if first is not None else turns_now)
+        return {"turns": loaded, "hasMore": now.get("turnsNextCursor") is not None}
 
     def send_message(self, channel: str, text: str, attachments: Sequence[Mapping[str, Any]] | None = None) -> str:
         """Start a turn with a user message; returns the fresh turn id.

@@ -445,7 +445,13 @@ def confirmation_options(tool: PolicyTool, args: dict, locale: str | None = None
     group 2); the remembered approvals are group 1 and the denials group 2.
 
     `project` is how the host shows the project an "always" choice is kept for; None means
-    the host keeps it host-wide, and the label says so."""
+    the host keeps it host-wide, and the label says so.
+
+    "Deny with a reason…" is offered to every client: the options are part of the chat's state,
+    the same for all that watch it, and AHP has no capability saying which clients can collect a
+    reason (the terminal and AG-UI can; VS Code 1.139.1 shows the option but sends no
+    `reasonMessage`). Chosen without a reason it is a plain deny, and the model is told what
+    "Deny" tells it."""
     labels = _labels(locale)
     options: list[dict] = [{"id": OPTION_ALLOW_ONCE, "label": labels[OPTION_ALLOW_ONCE], "kind": "approve"}]
     remembered = _remembered_rules(tool, args if isinstance(args, dict) else {})

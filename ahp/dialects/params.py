@@ -182,13 +182,18 @@ class ActionCheck(ParamsCheck):
 
 def _union_problem(where: str, value: Any, branches: list[dict[str, Any]], problems: list[str | None]) -> str:
     """One sentence for a value that fits no branch of a union: if every branch is an object
-    tagged by a constant ``kind``/``type`` and the value names one, that branch's problem."""
+    tagged by a constant ``kind``/``type`` and the value names one, that branch's problem. Where
+    several branches share the tag (an approved and a denied ``chat/toolCallConfirmed``), the one
+    the value lacks the fewest required fields of (the first of equals): a denial with a malformed
+    ``userSuggestion`` is told about that, not that an approval needs ``confirmed``."""
     if isinstance(value, dict):
         for tag in ("kind", "type"):
             consts = [((b.get("properties") or {}).get(tag) or {}).get("const") for b in branches]
             if all(c is not None for c in consts):
                 if value.get(tag) in consts:
-                    return problems[consts.index(value.get(tag))] or f"{where} is malformed"
+                    named = [index for index, const in enumerate(consts) if const == value.get(tag)]
+                    best = min(named, key=lambda index: sum(name not in value for name in branches[index].get("required") or ()))
+                    return problems[best] or f"{where} is malformed"
                 return f"{where}.{tag} must be one of {', '.join(_shown(c) for c in consts)}"
     return f"{where} has the wrong shape"
 

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from ahp.state import default_chat_uri
+from client import AhpClient
 from host.service import AgentHost
 from host.transport.server import RunningHost, start_host
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.chat._hostwait import sessions, until_host
 from tests.chat._pty import ChatProcess
-from tests.conftest import TOKEN
+from tests.conftest import TOKEN, host_config
 from tests.host.runtime.tools._support import scripted, tools_config
 
 Spawn = Callable[..., ChatProcess]
@@ -89,3 +90,43 @@ async def test_a_sub_agents_chat_is_opened_from_the_tool_call_that_spawned_it(ta
         assert "you: Say hello." in shown
     finally:
         chat.close()
+
+
+async def test_history_pages_a_long_chat_back_from_the_host_to_its_first_turn(tmp_path: Path) -> None:
+    """A chat longer than the host keeps in state (3 turns after a restart): ``/history`` has the
+    host load the pages before the chat's cursor (AHP 1.0.0 ``fetchTurns``) and shows them."""
+    def start() -> AgentHost:
+        return AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline", recent_turns=3))
+
+    first = await start_host(start(), token=TOKEN)
+    try:
+        maker = await AhpClient.connect(first.url.split("?")[0], token=TOKEN)
+        await maker.initialize(["ahp-root://"])
+        session = await maker.create_session(provider="offline")
+        chat_uri = default_chat_uri(session)
+        for index in range(8):
+            turn = maker.send_message(chat_uri, f"message {index}")
+            await maker.wait_for(lambda m, _e, t=turn: any(x.get("id") == t for x in (m.state(chat_uri) or {}).get("turns") or ()))
+        await maker.close()
+    finally:
+        await first.stop()
+    running = await start_host(start(), token=TOKEN)
+    chat = ChatProcess.spawn([running.url, "--session", session], cwd=tmp_path)
+    try:
+        opened = await chat.expect("> ")
+        assert "you: message 7" in opened and "you: message 4" not in opened
+        chat.send("/history")
+        page = await chat.expect("earlier you: message 4")
+        assert "earlier you: message 2" in page and "message 1" not in page
+        chat.send("/history")
+        page = await chat.expect("(that was the first turn)")
+        assert "earlier you: message 0" in page and "earlier you: message 1" in page
+        chat.send("/history")
+        await chat.expect("(no earlier turns)")
+        assert [t["message"]["text"] for t in running.host.store.state(chat_uri)["turns"]] == [f"message {i}" for i in range(8)]
+        chat.send("one more")  # the loaded turns are history: the next thing drawn is the new turn
+        after = await chat.expect('You said: "one more"')
+        assert "message" not in after.replace("one more", "")
+    finally:
+        chat.close()
+        await running.stop()

@@ -98,7 +98,7 @@ async def test_a_session_created_the_moment_serve_listens_is_made(tmp_path: Path
         line = await asyncio.to_thread(process.stdout.readline)  # type: ignore[union-attr]  # started with stdout=PIPE
         client = await AhpClient.connect(line.split()[-1].split("?")[0], token="secret-1")
         try:
-            await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+            await client.initialize(subscriptions=["ahp-root://"])  # what a real client offers: the host picks 1.0.0
             session = await client.create_session()
             await client.wait_for(lambda m, e: (client.state(session) or {}).get("lifecycle") == "ready", timeout=30)
             assert [listed["resource"] for listed in await client.list_sessions()] == [session]

@@ -207,7 +207,9 @@ async def test_stateless_subscription_returns_none_and_is_remembered(host, clien
 
 
 async def test_dispatch_applies_optimistically_then_confirms_on_echo(host, client):
-    host.states[SESSION] = session_state()  # AHP 0.2.0 shapes: what this test reads
+    # 0.2.0 on purpose: a 0.2.0 replica stamps summary.modifiedAt with its own (injected) clock,
+    # which the model's reducers never do (the tests around it dispatch on the model).
+    host.states[SESSION] = session_state()
     await client.initialize([SESSION], protocol_versions=("0.2.0",))
     seq = client.dispatch(SESSION, title("Renamed"))
 
@@ -373,7 +375,9 @@ async def test_list_sessions_fetch_turns_and_dispose_session(host, client):
         return None
 
     host.handlers.update(listSessions=list_sessions, fetchTurns=fetch_turns, disposeSession=dispose)
-    host.states[SESSION] = session_state()  # AHP 0.2.0 shapes: what this test reads
+    # 0.2.0 on purpose: its fetchTurns pages with before/limit and answers the turns itself (the
+    # model's cursor paging against a real host: test_model_client's long-chat test).
+    host.states[SESSION] = session_state()
     await client.initialize([SESSION], protocol_versions=("0.2.0",))
     assert await client.list_sessions() == [session_state()["summary"]]
     assert await client.fetch_turns(SESSION, before="t9", limit=2) == {"turns": [], "hasMore": False}

@@ -17,6 +17,7 @@ from client import (
     PROTOCOL_VERSIONS,
     AhpClient,
     AhpClientError,
+    AhpError,
     ConnectionClosedError,
     HostProtocolError,
     UnsupportedVersionError,
@@ -243,7 +244,7 @@ async def test_a_sub_agent_chat_is_opened_from_the_tool_call_that_spawned_it(tmp
         reply("hello from the sub-agent"),
         reply("The sub-agent said hello."),
     ])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _legacy):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         client = await _client(running, schema_hook)
         try:
             session = await client.create_session(provider="scripted")
@@ -331,3 +332,51 @@ async def test_after_the_host_was_started_again_elsewhere_resume_handshakes_afre
     finally:
         await client.close()
         await second.stop()
+
+
+async def test_a_1_0_0_client_pages_a_long_chat_back_to_its_first_turn_with_cursors(tmp_path, schema_hook):
+    """``fetch_turns`` in the negotiated version's shape (``{channel, cursor}``, answered after the
+    host's ``chat/turnsLoaded``): a chat longer than the host keeps in state (3 turns, after a
+    restart) pages back to its first turn, and the mirror ends as the host holds the chat."""
+    def start() -> AgentHost:
+        return AgentHost(host_config(tmp_path / "data", default_directory=str(tmp_path), default_agent="offline", recent_turns=3))
+
+    first = await start_host(start(), token=TOKEN)
+    try:
+        maker = await _client(first, schema_hook)
+        session = await maker.create_session(provider="offline")
+        chat = default_chat_uri(session)
+        for index in range(8):
+            await _ended(maker, chat, maker.send_message(chat, f"message {index}"))
+        await maker.close()
+    finally:
+        await first.stop()
+    running = await start_host(start(), token=TOKEN)  # the recovered chat holds its 3 newest turns
+    client = await _client(running, schema_hook)
+    try:
+        assert client.protocol_version == "1.0.0"
+        with pytest.raises(AhpClientError, match="subscribe to"):
+            await client.fetch_turns(session)  # the page goes to the chat's subscribers
+        await client.subscribe(session)
+        await client.subscribe(chat)
+        texts = lambda turns: [t["message"]["text"] for t in turns]  # noqa: E731
+        assert texts(client.state(chat)["turns"]) == [f"message {i}" for i in range(5, 8)]
+        assert client.state(chat).get("turnsNextCursor")
+        with pytest.raises(AhpClientError, match="takes a cursor in AHP 1.0.0"):
+            await client.fetch_turns(session, before=client.state(chat)["turns"][0]["id"], limit=2)
+
+        page = await client.fetch_turns(session)  # a session's URI means its default chat
+        assert texts(page["turns"]) == ["message 2", "message 3", "message 4"] and page["hasMore"] is True
+        page = await client.fetch_turns(chat)
+        assert texts(page["turns"]) == ["message 0", "message 1"] and page["hasMore"] is False
+        assert texts(client.state(chat)["turns"]) == [f"message {i}" for i in range(8)]
+        assert "turnsNextCursor" not in client.state(chat)
+        assert client.state(chat) == running.host.store.state(chat)
+        assert await client.fetch_turns(chat) == {"turns": [], "hasMore": False}  # nothing older
+        with pytest.raises(AhpError) as bad:
+            await client.fetch_turns(chat, cursor="made-up")
+        assert bad.value.code == -32602
+    finally:
+        await client.close()
+        await running.stop()
+    assert schema_hook.failures == []

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from client import AhpClient
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS, AhpClient
 from client.errors import AhpError
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from providers import ScriptedProvider
@@ -31,7 +32,7 @@ async def host(tmp_path: Path, frame_checker):
     (tmp_path / "projects" / "beta").mkdir()
     (tmp_path / "projects" / "alpine.txt").write_text("not a directory")
     config = config_for(tmp_path, tools={"enabled": True}, sessions={"allowed_directories": [str(tmp_path / "projects")]})
-    async with serving(config, frame_checker, agents=[agent()]) as (running, client):
+    async with serving(config, frame_checker, agents=[agent()], versions=PROTOCOL_VERSIONS) as (running, client):
         yield client, tmp_path / "projects"
 
 
@@ -114,15 +115,17 @@ async def test_create_session_takes_the_resolved_values(host) -> None:
     client, projects = host
     resolved = await resolve(client, provider="scripted", config={"model": "gpt-x", "reasoningEffort": "high", "autoApprove": True},
                              workingDirectory=(projects / "beta").as_uri())
-    session = "ahp-session:/configured"
+    session = "scripted:/configured"
     await client.request("createSession", {"channel": session, "provider": "scripted", "config": resolved["values"]})
     await client.subscribe(session)
+    await client.subscribe(default_chat_uri(session))
     state = client.state(session)
-    assert state["summary"]["model"] == {"id": "gpt-x", "config": {"reasoningEffort": "high"}}
-    assert state["summary"]["workingDirectory"] == (projects / "beta").resolve().as_uri()
+    # The model for the session's first message is the default chat's draft (the model's place for it).
+    assert client.state(default_chat_uri(session))["draft"]["model"] == {"id": "gpt-x", "config": {"reasoningEffort": "high"}}
+    assert state["workingDirectories"] == [(projects / "beta").resolve().as_uri()]
     assert state["config"]["values"]["autoApprove"] is True
     assert state["config"]["schema"]["properties"]["reasoningEffort"]["default"] == "low"
     with pytest.raises(AhpError) as stale:
-        await client.request("createSession", {"channel": "ahp-session:/stale", "provider": "scripted",
+        await client.request("createSession", {"channel": "scripted:/stale", "provider": "scripted",
                                                "config": {**resolved["values"], "reasoningEffort": "extreme"}})
     assert stale.value.code == -32602

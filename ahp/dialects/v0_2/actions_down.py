@@ -42,7 +42,10 @@ Actions with no single 0.2.0 counterpart, and what is sent instead:
   not awaiting result confirmation).
 * ``_meta`` of a tool-call action other than ``toolCallStart`` replaces the call's in 0.9.0; 0.2.0
   ignores it, except that ``toolCallComplete`` spreads its result over the call, so a completion's
-  ``_meta`` rides in its result.
+  ``_meta`` rides in its result. A result confirmation's ``_meta`` (who confirmed it, which the host
+  records) has nothing after it to ride on: the active turn is said again as it now is
+  (``session/truncated`` to the turn before it, ``session/turnStarted``, its parts, its usage and
+  open input requests), then the status recomputed and the read flag set back.
 * ``chat/turnResume`` (0.9.0 resumable errors): the errored turn is replayed as 0.2.0 can say it:
   ``session/truncated`` to the turn before it, ``session/turnStarted``, its visible parts as
   ``session/responsePart``\\ s, its usage and open input requests.
@@ -58,7 +61,8 @@ the 0.2.0 client's mirror now differs from a fresh snapshot of the session (only
 reconnect answered with snapshots brings it back in step). The cases: the default chat changed or
 was removed; older turns were loaded into the default chat (0.2.0 clients page with
 ``fetchTurns``); the session's first working directory changed; a tool-call action other than a
-completion replaced the call's ``_meta``; ``toolCallReady`` updated a call that was already pending
+completion or a result confirmation (unless the chat's state holds no finished turn to say the
+turn again after) replaced the call's ``_meta``; ``toolCallReady`` updated a call that was already pending
 confirmation (0.2.0 ignores that); calls sharing one id were re-readied to different inputs; a
 ``toolCallDelta`` without content changed the message of a call with no partial input yet (0.2.0
 now shows an empty one); an open input-request part arrived through ``chat/responsePart`` (0.2.0
@@ -559,6 +563,11 @@ def _tool_call_actions(action: dict[str, Any], old: dict[str, Any] | None, new: 
             action = {**action, "result": {**result, "content": shapes.content_down(result["content"])}}
         return [{"type": "session/toolCallComplete", **base, **_pick(action, "result", "requiresResultConfirmation")}], stale
     if kind == "chat/toolCallResultConfirmed":
+        again = _turn_again(new, call_id) if stale is not None else None
+        if again is not None:
+            # The answer's _meta (who confirmed the result, ``answeredBy``) is the last word on the
+            # call: no later 0.2.0 action would carry it, so the turn is said again as it now is.
+            return again, None
         return [{"type": "session/toolCallResultConfirmed", **base, **_pick(action, "approved")}], stale
     if kind == "chat/toolCallContentChanged":
         if status == "auth-required":
@@ -605,6 +614,40 @@ def _resumed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[li
     if not isinstance(turns, list):
         turns = []
     previous = turns[-2] if len(turns) >= 2 and isinstance(turns[-2], dict) else None
+    return _restarted(previous, active), None
+
+
+def _turn_again(chat: dict[str, Any] | None, call_id: Any) -> list[dict[str, Any]] | None:
+    """The chat's active turn said to 0.2.0 anew, as it is now (``_restarted`` after the last
+    finished turn), after the result of its call ``call_id`` was confirmed; then its status
+    recomputed and the read flag the restart clears set again when the chat has it. None when the
+    turn before it cannot be named: the chat's state holds no finished turn but has older ones
+    (``turnsNextCursor``), which a 0.2.0 client holds and a truncation to no turn would drop."""
+    chat = chat or {}
+    active = chat.get("activeTurn")
+    if not isinstance(active, dict):
+        return None
+    turns = chat.get("turns")
+    previous = turns[-1] if isinstance(turns, list) and turns and isinstance(turns[-1], dict) else None
+    if previous is None and chat.get("turnsNextCursor") is not None:
+        return None
+    actions = _restarted(previous, active)
+    # 0.2.0 recomputes the status after tool-call actions, not after response parts: the answered
+    # call's own confirmation again, which changes no call now, makes it count the calls said again.
+    actions.append({"type": "session/toolCallResultConfirmed", "turnId": active.get("id"), "toolCallId": call_id, "approved": False})
+    status = chat.get("status")
+    if isinstance(status, int) and not isinstance(status, bool) and status & _IS_READ:
+        actions.append({"type": "session/isReadChanged", "isRead": True})
+    return actions
+
+
+_IS_READ = 32
+"""``SessionStatus.IsRead``: ``session/turnStarted`` and ``inputRequested`` clear it in 0.2.0."""
+
+
+def _restarted(previous: dict[str, Any] | None, active: dict[str, Any]) -> list[dict[str, Any]]:
+    """0.2.0 actions that drop every turn after ``previous`` (all of them without one) and the
+    active turn, then start ``active`` again with its visible parts, usage and open input requests."""
     actions: list[dict[str, Any]] = [
         {"type": "session/truncated", **({"turnId": previous["id"]} if previous is not None and "id" in previous else {})}
     ]
@@ -619,7 +662,7 @@ def _resumed(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[li
         actions.append({"type": "session/usage", "turnId": active.get("id"), "usage": shown["usage"]})
     for request in shapes.open_input_requests(active):
         actions.append({"type": "session/inputRequested", "request": request})
-    return actions, None
+    return actions
 
 
 def action_down(kind: str, channel: str, action: Any, before: Any = None, after: Any = None) -> Down:

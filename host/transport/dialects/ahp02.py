@@ -27,7 +27,8 @@ default chat (``ahp.dialects.v0_2.uris``). So, for a 0.2.0 connection:
 * ``reconnect``'s replay goes through the same translation, with the session's current states in
   place of those around each replayed action (they are gone): the model/agent 0.2.0 shows may
   then come late, as the next snapshot shows it. A replay holding a change 0.2.0 may not be able
-  to say (the first working directory, the default chat) is answered with snapshots instead.
+  to say (the first working directory, the default chat, who confirmed a tool's result) is
+  answered with snapshots instead.
 * Where no 0.2.0 action can carry a change of the session's first working directory or of its
   default chat (``actions_down``'s ``stale``), the 0.2.0 clients of that session get a fresh
   snapshot: the edge returns a ``Resync``, their connections close, and their ``reconnect`` is
@@ -98,6 +99,13 @@ _SNAPSHOT_AFTER = frozenset({
 working directory, the default chat): live, the edge sees the states around them and resyncs the
 clients when it must (``Resync``); in a ``reconnect`` replay those states are gone, so a replay
 that holds one is answered with snapshots."""
+
+
+def _needs_snapshot(action: dict[str, Any]) -> bool:
+    """Whether a replay holding ``action`` is answered with snapshots (``Ahp02Dialect.replayed``)."""
+    kind = action.get("type")
+    return kind in _SNAPSHOT_AFTER or kind == "chat/turnResume" or (
+        kind == "chat/toolCallResultConfirmed" and action.get("_meta") is not None)
 
 
 @lru_cache(maxsize=1024)
@@ -323,12 +331,12 @@ class Ahp02Dialect(Dialect):
 
     def replayed(self, host: Any, envelopes: Any) -> list[dict[str, Any]] | None:
         """None (snapshots) when an action whose 0.2.0 form depends on the states around it is
-        among them: ``_SNAPSHOT_AFTER``, and ``chat/turnResume`` (its 0.2.0 actions are built from
-        the states around it, ``actions_down._resumed``): a replay has those states only as they
-        are now, so it would say them wrongly or not at all."""
+        among them: ``_SNAPSHOT_AFTER``, ``chat/turnResume`` (its 0.2.0 actions are built from
+        the states around it, ``actions_down._resumed``) and a result confirmation that carries
+        ``_meta`` (who answered: live, the turn is said again, ``actions_down._turn_again``): a
+        replay has those states only as they are now, so it would say them wrongly or not at all."""
         envelopes = list(envelopes)
-        if any(envelope["action"].get("type") in _SNAPSHOT_AFTER or envelope["action"].get("type") == "chat/turnResume"
-               for envelope in envelopes):
+        if any(_needs_snapshot(envelope["action"]) for envelope in envelopes):
             return None
         shown: list[dict[str, Any]] = []
         for envelope in envelopes:

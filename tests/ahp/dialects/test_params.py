@@ -91,6 +91,8 @@ def test_every_action_type_of_each_version_has_its_definition() -> None:
     [
         ({"type": "terminal/input", "data": 3}, "data must be a string"),
         ({"type": "chat/toolCallConfirmed", "turnId": "t", "toolCallId": "c", "approved": True}, "confirmed is required"),
+        ({"type": "chat/toolCallConfirmed", "turnId": "t", "toolCallId": "c", "approved": False, "reason": "denied",
+          "userSuggestion": {"text": ""}}, "userSuggestion.origin is required"),
         ({"type": "chat/turnCancelled", "turnId": "t"}, "duration is required"),
         ({"type": "session/titleChanged"}, "title is required"),
         ("chat/turnCancelled", "the action must be an object"),

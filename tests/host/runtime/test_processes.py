@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from client import PROTOCOL_VERSIONS
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
@@ -25,9 +26,11 @@ def running(pid: int) -> bool:
 
 
 async def start_daemons(client, session: str) -> list[int]:
-    client.send_message(session, "start the servers")
-    await idle(client, session)
-    [call] = calls(client, session)
+    chat = client.chat_of(session)
+    client.send_message(chat, "start the servers")
+    await client.wait_for(lambda m, e: bool((client.state(chat) or {}).get("turns")), timeout=60)
+    await idle(client, chat)
+    [call] = calls(client, chat)
     assert call["success"] is True, call
     text = "".join(item.get("text", "") for item in call["content"] if item.get("type") == "text")
     assert "4 background processes" in text and "still running" in text
@@ -39,7 +42,7 @@ def agent(tmp_path: Path) -> ScriptedProvider:
 
 
 async def test_a_calls_background_jobs_run_on_and_end_with_their_session(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(agent(tmp_path))]) as (_, client):
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(agent(tmp_path))], versions=PROTOCOL_VERSIONS) as (_, client):
         session = await ready_session(client)
         other = await ready_session(client)
         await start_daemons(client, session)
@@ -54,7 +57,7 @@ async def test_a_calls_background_jobs_run_on_and_end_with_their_session(tmp_pat
 
 
 async def test_host_stop_ends_the_background_jobs_sessions_left(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(agent(tmp_path))]) as (_, client):
+    async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(agent(tmp_path))], versions=PROTOCOL_VERSIONS) as (_, client):
         session = await ready_session(client)
         await start_daemons(client, session)
         pids = daemon_pids(tmp_path)
@@ -130,7 +133,7 @@ async def test_what_a_hook_leaves_running_ends_with_its_session_and_with_the_hos
     config = tools_config(tmp_path, auto_approve=True)
     config = config.model_copy(update={"plugins": config.plugins.model_copy(
         update={"directories": [str(hook_plugin(tmp_path / "plugins", pids))]})})
-    async with serving(config, frame_checker, [scripted(ScriptedProvider([]))]) as (_, client):
+    async with serving(config, frame_checker, [scripted(ScriptedProvider([]))], versions=PROTOCOL_VERSIONS) as (_, client):
         session = await ready_session(client)
         first = await hook_jobs(pids, 2)
         # The hook has finished; what it started in the background runs on, out of its group.

@@ -72,6 +72,8 @@ async def test_a_sub_agent_runs_in_its_own_chat_a_0_2_0_client_watches_it_as_a_s
             session = await ready_session(client, provider="fake")
             watcher = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
             try:
+                # 0.2.0 on purpose: what this test checks is the 0.2.0 projection of a sub-agent's chat
+                # as a session of its own (``<session>/subagent/<call>``).
                 await watcher.initialize(subscriptions=["ahp-root://", session], protocol_versions=("0.2.0",))
                 turn_id = client.send_message(session, "review my parser change")
                 await watcher.wait_for(lambda m, e: _subagent_block(watcher, session) is not None)
@@ -446,6 +448,7 @@ async def test_a_0_2_0_client_that_drops_catches_up_on_a_sub_agent_by_replay(tmp
             projected = f"{session}/subagent/call-1"
             watcher = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
             try:
+                # 0.2.0 on purpose: the replay of a sub-agent's projected 0.2.0 session is what is tested.
                 await watcher.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
                 turn_id = client.send_message(session, "search")
                 await client.wait_for(lambda m, e: _subagent_block(client, session) is not None)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ahp.state import default_chat_uri
 from ahp.workspace_trust import (
     CONFIG_KEY,
     DONT_TRUST,
@@ -23,13 +24,14 @@ from ahp.workspace_trust import (
     trust_answers,
     without_folder,
 )
-from client import AhpClient
+from client import PROTOCOL_VERSIONS, AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.transport.server import RunningHost
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
+from tests.host.runtime.agents.harness import config_for, ready_session, serving
+from tests.host.runtime.agents.harness import run_chat_turn as run_turn
 from tests.host.test_vscode import Peer
 from tests.tools.mcp.conftest import KITCHEN_SINK
 
@@ -95,12 +97,19 @@ def config(tmp_path: Path, folder: Path) -> Any:
 
 
 def serve(config: Any, provider: ScriptedProvider, checker: FrameChecker) -> AbstractAsyncContextManager[tuple[RunningHost, AhpClient]]:
-    """The harness's host with the scripted agent on ``provider``, and its client."""
-    return serving(config, checker, [agent(provider)])
+    """The harness's host with the scripted agent on ``provider``, and its client offering what a real
+    client offers (the host picks 1.0.0)."""
+    return serving(config, checker, [agent(provider)], versions=PROTOCOL_VERSIONS)
+
+
+def _trust_entries(client: AhpClient, session: str) -> list[dict[str, Any]]:
+    """The session's open trust questions (``inputNeeded``: asked outside a turn, in its default chat)."""
+    return [entry for entry in (client.state(session) or {}).get("inputNeeded") or ()
+            if entry.get("kind") == "chatInput" and is_trust_request(entry.get("request") or {})]
 
 
 def trust_question(client: AhpClient, session: str) -> dict[str, Any] | None:
-    return next((r for r in (client.state(session) or {}).get("inputRequests") or () if is_trust_request(r)), None)
+    return next((entry["request"] for entry in _trust_entries(client, session)), None)
 
 
 def containers(client: AhpClient, session: str) -> dict[str, dict[str, Any]]:
@@ -116,8 +125,18 @@ def evil_tools(client: AhpClient, session: str) -> list[str]:
 
 
 def answer(client: AhpClient, session: str, request: dict[str, Any], choice: str) -> None:
-    client.dispatch(session, {"type": "session/inputCompleted", "requestId": request["id"], "response": "accept",
-                              "answers": trust_answers(choice)})
+    """Answer a trust question in the chat that asked it."""
+    chat = next((entry["chat"] for entry in _trust_entries(client, session) if entry["request"]["id"] == request["id"]),
+                default_chat_uri(session))
+    client.dispatch(chat, {"type": "chat/inputCompleted", "requestId": request["id"], "response": "accept",
+                           "answers": trust_answers(choice)})
+
+
+async def idle(client: AhpClient, session: str) -> None:
+    """Until the session's default chat runs no turn and shows no activity."""
+    chat = default_chat_uri(session)
+    await client.wait_for(lambda m, e: not (client.state(chat) or {}).get("activeTurn")
+                          and "activity" not in (client.state(chat) or {}) and "activity" not in (client.state(session) or {}))
 
 
 def trusted_list(client: AhpClient) -> list[str]:
@@ -135,7 +154,7 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         text = json.dumps(question)
         assert str(folder.resolve()) in question["message"] and "evil" in text and "SessionStart" in text
         assert waiting(client, session) == {".github/hooks", ".claude/settings.json", "MCP servers"}
-        assert client.state(session)["summary"]["status"] & 31 == 24  # InputNeeded, as 0.2.0 counts it
+        assert client.state(session)["status"] & 31 == 24  # InputNeeded
 
         # Before trust: the session works (the folder's command too), and nothing of the folder runs.
         turn = await run_turn(client, session, "/status")
@@ -157,20 +176,21 @@ async def test_a_hostile_folder_runs_nothing_before_trust_everything_after_and_n
         # A tool call: the trusted folder's PreToolUse hook runs before the confirmation, the call after it.
         provider.add(call_tools(("shell", {"command": "echo hi"})))
         provider.add(reply("done"))
-        turn_id = client.send_message(session, "run it")
+        chat = default_chat_uri(session)
+        turn_id = client.send_message(chat, "run it")
         await client.wait_for(lambda m, e: any(p["toolCall"].get("status") == "pending-confirmation"
-                                               for p in ((client.state(session) or {}).get("activeTurn") or {}).get("responseParts", ())
+                                               for p in ((client.state(chat) or {}).get("activeTurn") or {}).get("responseParts", ())
                                                if p.get("kind") == "toolCall"), timeout=20)
-        call = next(p["toolCall"] for p in client.state(session)["activeTurn"]["responseParts"] if p.get("kind") == "toolCall")
+        call = next(p["toolCall"] for p in client.state(chat)["activeTurn"]["responseParts"] if p.get("kind") == "toolCall")
         # (A turn waits for the SessionStart hooks trust released: they ran before its UserPromptSubmit.)
         assert events(markers) == ["SessionStart", "UserPromptSubmit", "PreToolUse"]
         assert payloads(markers, "PreToolUse")[-1]["tool_input"] == {"command": "echo hi"}
         assert [p["source"] for p in payloads(markers, "SessionStart")] == ["startup"]
         assert (markers / "settings.log").read_text() == "settings\n"
         option = next(o for o in call["options"] if o["kind"] == "approve")
-        client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"],
-                                  "approved": True, "confirmed": "user-action", "selectedOptionId": option["id"]})
-        await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in (client.state(session) or {}).get("turns") or ()), timeout=20)
+        client.dispatch(chat, {"type": "chat/toolCallConfirmed", "turnId": turn_id, "toolCallId": call["toolCallId"],
+                               "approved": True, "confirmed": "user-action", "selectedOptionId": option["id"]})
+        await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in (client.state(chat) or {}).get("turns") or ()), timeout=20)
         assert events(markers) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"]  # once each
 
         # Revoke: the server stops, the hooks wait again, a turn runs none of them.
@@ -203,6 +223,7 @@ async def test_a_restarted_host_runs_no_session_start_until_a_client_resumes_the
         assert events(markers) == ["SessionStart", "UserPromptSubmit", "Stop"] and mcp_starts(markers) == starts
 
         await client.subscribe(session)  # a client resumes it
+        await client.subscribe(default_chat_uri(session))
         turn = await run_turn(client, session, "still there?")
         assert turn["state"] == "complete"
         assert events(markers)[3:] == ["SessionStart", "UserPromptSubmit", "Stop"]
@@ -279,7 +300,8 @@ async def test_a_question_left_open_by_a_restart_is_asked_again_once_and_its_ans
 
     async with serve(config(tmp_path, folder), ScriptedProvider([reply("ok")]), frame_checker) as (running, client):
         await client.subscribe(session)
-        questions = [r for r in client.state(session).get("inputRequests") or () if is_trust_request(r)]
+        await client.subscribe(default_chat_uri(session))
+        questions = [entry["request"] for entry in _trust_entries(client, session)]
         assert len(questions) == 1 and questions[0]["id"] != before["id"]
         answer(client, session, questions[0], TRUST_FOLDER)
         await client.wait_for(lambda m, e: not waiting(client, session), timeout=20)
@@ -300,8 +322,8 @@ async def test_a_client_plugin_inside_the_folder_waits_for_trust_and_one_elsewhe
         session = await ready_session(client)
         published = [{"type": "plugin", "id": name, "uri": root.as_uri(), "name": name, "enabled": True, "nonce": "1"}
                      for name, root in (("inner", folder / "tools" / "inner"), ("outer", tmp_path / "outer"))]
-        client.dispatch(session, {"type": "session/activeClientChanged", "activeClient": {
-            "clientId": client.client_id, "tools": [], "customizations": published}})
+        client.dispatch(session, {"type": "session/activeClientSet", "activeClient": {
+            "clientId": client.client_id, "displayName": "Editor", "tools": [], "customizations": published}})
         await client.wait_for(lambda m, e: {"inner", "outer"} <= set(containers(client, session)), timeout=20)
         assert "inner" in waiting(client, session) and "outer" not in waiting(client, session)
         await run_turn(client, session, "hi")

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.errors import ConfigError
 from host.state import private_files
 from host.state.private_files import private_directory, private_file
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, idle, serving
-from tests.host.runtime.tools._support import scripted, session_with
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
+from tests.host.runtime.tools._support import scripted
 
 
 def _mode(path: Path) -> int:
@@ -71,10 +73,11 @@ async def test_a_running_host_keeps_its_data_directory_and_every_file_in_it_priv
     os.chmod(data, 0o755)  # as an older build, or a hand-made directory, left it
     config = config_for(tmp_path, tools={"enabled": True, "sandbox": "off"})
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo hi"})), reply("a conversation nobody else reads")])
-    async with serving(config, frame_checker, [scripted(provider)]) as (_, client):
-        session = await session_with(client, config={"permissionMode": "full-auto"})
-        client.send_message(session, "hello")
-        await idle(client, session)
+    async with serving(config, frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (_, client):
+        chat = default_chat_uri(await ready_session(client, provider="scripted", config={"permissionMode": "full-auto"}))
+        client.send_message(chat, "hello")
+        await client.wait_for(lambda m, e: bool((client.state(chat) or {}).get("turns")), timeout=60)
+        await idle(client, chat)
         files = sorted(path for path in data.rglob("*") if path.is_file())
         modes = {path.name: _mode(path) for path in files}
     assert _mode(data) == 0o700

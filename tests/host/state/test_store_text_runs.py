@@ -204,6 +204,8 @@ async def test_a_client_subscribing_mid_turn_and_fetch_turns_get_the_streamed_te
         await client.wait_for(lambda m, e: _active_text(client.state(session)) == "".join(chunks[:1_500]), timeout=60)
         late = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
         try:
+            # 0.2.0 on purpose: the streamed text's runs through the 0.2.0 projection (the late client's
+            # snapshot, its fetchTurns page) against the host's 0.2.0 view.
             await late.initialize(subscriptions=[session], protocol_versions=("0.2.0",))
             mid_turn = late.state(session)
             gate.set()

@@ -115,6 +115,7 @@ async def test_slow_clients_are_cut_off_when_all_together_pass_the_host_budget(t
         # A cut-off client may come back: reconnecting with the same id replays or resnapshots.
         back = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, client_id="slow-0", frame_hook=frame_checker.hook)
         try:
+            # 0.2.0 on purpose: the cut-off client (it spoke 0.2.0) comes back as itself.
             await back.initialize(subscriptions=[session], protocol_versions=("0.2.0",))
             assert title_seen_by(back, session) == last
         finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from client import AhpClient
+from client import PROTOCOL_VERSIONS, AhpClient
 from host.service import AgentHost
 from host.transport import server
 from host.transport.server import RunningHost, start_host
@@ -49,8 +49,8 @@ async def _client(running: RunningHost) -> AhpClient:
 async def test_the_first_initialize_is_answered_before_the_session_services_are_in(starting_host: RunningHost) -> None:
     client = await _client(starting_host)
     try:
-        result = await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
-        assert result["protocolVersion"] == "0.2.0"
+        result = await client.initialize(subscriptions=[ROOT], protocol_versions=PROTOCOL_VERSIONS)
+        assert result["protocolVersion"] == "1.0.0"
         [root] = result["snapshots"]
         assert "offline" in [agent["provider"] for agent in root["state"]["agents"]]  # the root as a started host has it
         assert starting_host.host.sessions_started is False
@@ -68,10 +68,10 @@ async def test_a_session_created_while_the_session_services_load_waits_for_them_
     client = await _client(starting_host)
     other = await _client(starting_host)
     try:
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT], protocol_versions=PROTOCOL_VERSIONS)
         creating = asyncio.create_task(client.create_session())
         # Another client's handshake is answered meanwhile: the createSession sent before it is held.
-        await other.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await other.initialize(subscriptions=[ROOT], protocol_versions=PROTOCOL_VERSIONS)
         await other.ping()
         assert not creating.done()
         assert starting_host.host.sessions_started is False
@@ -91,7 +91,7 @@ async def test_a_session_created_right_after_the_host_listens_is_made(tmp_path: 
     running = await start_host(host, token=TOKEN)
     client = await _client(running)
     try:
-        await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=[ROOT], protocol_versions=PROTOCOL_VERSIONS)
         session = await client.create_session()
         await client.wait_for(lambda m, e: (client.state(session) or {}).get("lifecycle") == "ready", timeout=30)
         assert host.sessions_started is True
@@ -107,7 +107,7 @@ async def test_an_initialize_that_subscribes_to_a_session_waits_for_the_sessions
     running = await start_host(first, token=TOKEN)
     held.set()
     client = await _client(running)
-    await client.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+    await client.initialize(subscriptions=[ROOT], protocol_versions=PROTOCOL_VERSIONS)
     session = await client.create_session()
     await client.wait_for(lambda m, e: (client.state(session) or {}).get("lifecycle") == "ready", timeout=30)
     await client.close()
@@ -119,9 +119,9 @@ async def test_an_initialize_that_subscribes_to_a_session_waits_for_the_sessions
     client = await _client(running)
     other = await _client(running)
     try:
-        initializing = asyncio.create_task(client.initialize(subscriptions=[ROOT, session], protocol_versions=("0.2.0",)))
+        initializing = asyncio.create_task(client.initialize(subscriptions=[ROOT, session], protocol_versions=PROTOCOL_VERSIONS))
         # A handshake that subscribes to the root alone is answered meanwhile; the session's waits.
-        await other.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await other.initialize(subscriptions=[ROOT], protocol_versions=PROTOCOL_VERSIONS)
         assert not initializing.done()
         assert not again.sessions_started
         held.set()

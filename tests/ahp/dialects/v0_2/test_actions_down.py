@@ -271,3 +271,76 @@ def test_a_sub_agent_chat_is_a_session_to_0_2_0_with_the_chat_s_title_and_turns(
     assert shown["lifecycle"] == "ready" and "activeClient" not in shown and "customizations" not in shown
     assert [turn["userMessage"]["text"] for turn in shown["turns"]] == ["Look."]
     assert subagent_view(parent, strategies.DEFAULT_CHAT, chat) is None
+
+
+@pytest.mark.parametrize("approved", [True, False])
+@pytest.mark.parametrize("read", [False, True])
+@pytest.mark.parametrize("earlier_turns", [0, 1])
+def test_who_confirmed_a_result_reaches_0_2_0_by_saying_the_turn_again(approved, read, earlier_turns):
+    """The host records who confirmed a tool call's result in the call's ``_meta`` (``answeredBy``),
+    which no 0.2.0 tool-call action carries after ``toolCallStart``: the 0.2.0 client is told the
+    active turn again (truncated to the turn before it, started, its parts), exactly, and the other
+    calls of the turn (one still waiting for its confirmation) and the read flag come out as shown."""
+    from ahp.protocol import builders
+
+    state = {"summary": {"resource": "ahp-session:/s", "provider": "p", "title": "T", "status": 1, "createdAt": 0,
+                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []}
+    session = session_lift(state)
+    chat = session.default_chat_uri
+    tally = Tally()
+    steps: list[dict] = []
+    for index in range(earlier_turns):
+        steps += [builders.chat_turn_started(turn_id=f"old{index}", started_at="1970-01-01T00:00:01.000Z",
+                                             message={"text": f"earlier {index}", "origin": {"kind": "user"}}),
+                  {"type": "chat/turnComplete", "turnId": f"old{index}", "duration": 5}]
+    steps += [
+        builders.chat_turn_started(turn_id="t", started_at="1970-01-01T00:00:02.000Z", message={"text": "read it", "origin": {"kind": "user"}}),
+        builders.chat_tool_call_start(turn_id="t", tool_call_id="c1", tool_name="read_file", display_name="Read"),
+        builders.chat_tool_call_ready(turn_id="t", tool_call_id="c1", invocation_message="Reading", tool_input="{}", confirmed="not-needed"),
+        builders.chat_tool_call_complete(turn_id="t", tool_call_id="c1", result={"success": True, "pastTenseMessage": "Read it"},
+                                         requires_result_confirmation=True),
+        builders.chat_tool_call_start(turn_id="t", tool_call_id="c2", tool_name="bash", display_name="Bash"),
+        builders.chat_tool_call_ready(turn_id="t", tool_call_id="c2", invocation_message="Running", tool_input="ls"),
+    ]
+    if read:
+        steps.append({"type": "chat/isReadChanged", "isRead": True})
+    for step in steps:
+        session = tally.check(chat, step, session, step["type"])
+    answered = builders.chat_tool_call_result_confirmed(turn_id="t", tool_call_id="c1", approved=approved,
+                                                        meta={"answeredBy": {"clientId": "alice"}})
+    after, check = check_down(chat, answered, session)
+    assert check.down.exact and check.agrees, check.explain()
+    types = [action["type"] for action in check.down.actions]
+    assert types[:2] == ["session/truncated", "session/turnStarted"] and "session/responsePart" in types
+    [call] = [part["toolCall"] for part in check.mirror["activeTurn"]["responseParts"] if part.get("kind") == "toolCall"
+              and part["toolCall"]["toolCallId"] == "c1"]
+    assert call["_meta"] == {"answeredBy": {"clientId": "alice"}}
+    assert len(check.mirror["turns"]) == earlier_turns
+    assert tally.failures == []
+
+
+def test_who_confirmed_a_result_stays_a_known_drift_when_the_chat_holds_no_turn_to_say_it_after():
+    """A chat whose finished turns are all paged out (``turnsNextCursor``, no turn in its state):
+    saying the turn again would truncate away the turns a 0.2.0 client holds, so the plain
+    confirmation goes and the drift is reported."""
+    import dataclasses
+
+    from ahp.protocol import builders
+
+    state = {"summary": {"resource": "ahp-session:/s", "provider": "p", "title": "T", "status": 1, "createdAt": 0,
+                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []}
+    session = session_lift(state)
+    chat = session.default_chat_uri
+    session = dataclasses.replace(session, chats={**session.chats, chat: {**session.chats[chat], "turnsNextCursor": "older"}})
+    for step in (
+        builders.chat_turn_started(turn_id="t", started_at="1970-01-01T00:00:02.000Z", message={"text": "go", "origin": {"kind": "user"}}),
+        builders.chat_tool_call_start(turn_id="t", tool_call_id="c1", tool_name="read_file", display_name="Read"),
+        builders.chat_tool_call_ready(turn_id="t", tool_call_id="c1", invocation_message="Reading", tool_input="{}", confirmed="not-needed"),
+        builders.chat_tool_call_complete(turn_id="t", tool_call_id="c1", result={"success": True}, requires_result_confirmation=True),
+    ):
+        session = apply_internal(session, chat, step)
+    answered = builders.chat_tool_call_result_confirmed(turn_id="t", tool_call_id="c1", approved=True,
+                                                        meta={"answeredBy": {"clientId": "alice"}})
+    _, check = check_down(chat, answered, session)
+    assert [action["type"] for action in check.down.actions] == ["session/toolCallResultConfirmed"]
+    assert check.down.stale == "a tool-call action replaced the call's _meta (0.2.0 takes _meta only at toolCallStart)"

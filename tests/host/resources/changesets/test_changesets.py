@@ -35,6 +35,7 @@ def turn_uri(client: AhpClient, session: str, turn_id: str) -> str:
 
 async def second_client(running: Any, checker: FrameChecker) -> AhpClient:
     client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
+    # 0.2.0, as ``serving``'s client is: the two clients' states are compared with each other.
     await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
     return client
 

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from client import AhpClient
+from client import LEGACY_VERSIONS, AhpClient
 from host.config import HostConfig, load_config
 from host.runtime.agents import Agent
 from host.service import AgentHost
@@ -38,18 +38,25 @@ def config_for(tmp_path: Path, *, toml: str | None = None, environ: dict[str, st
 
 @asynccontextmanager
 async def serving(
-    config: HostConfig, checker: FrameChecker, agents: Sequence[Agent] | None = None
+    config: HostConfig, checker: FrameChecker, agents: Sequence[Agent] | None = None, *,
+    versions: Sequence[str] = LEGACY_VERSIONS,
 ) -> AsyncIterator[tuple[RunningHost, AhpClient]]:
     """A running host whose session services have started (a test may read them directly), and one
-    initialized client subscribed to the root channel."""
+    initialized client subscribed to the root channel, offering ``versions`` (``PROTOCOL_VERSIONS``:
+    what a real client negotiates, 1.0.0). Its frames are checked against the negotiated version's
+    schema.
+
+    The default is still the 0.2.0 dialect: the files on this harness read the 0.2.0 session
+    shapes (``session/*`` actions, turns on the session channel, ``summary``), and move onto the
+    model one by one (``PROTOCOL_VERSIONS`` and ``run_chat_turn``)."""
     host = AgentHost(config, agents=agents)
     running = await start_host(host, token=TOKEN)
     # The session services start once the host listens (a client's requests but ``initialize``
     # wait for them by themselves; a test that reads them directly would not).
     await running.host.started()
-    client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.hook)
+    client = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=checker.client_hook())
     try:
-        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
+        await client.initialize(subscriptions=["ahp-root://"], protocol_versions=tuple(versions))
         yield running, client
     finally:
         await client.close()
@@ -106,9 +113,20 @@ async def run_turn(client: AhpClient, session: str, text: str, attachments: list
     return next(t for t in client.state(session)["turns"] if t["id"] == turn_id)
 
 
+async def run_chat_turn(client: AhpClient, channel: str, text: str, timeout: float = 20) -> dict[str, Any]:
+    """In the model's versions: send a message to ``channel`` (a chat, or a session's default
+    chat) and wait until that turn is finished in the chat's mirror; the turn."""
+    chat = client.chat_of(channel)
+    turn_id = client.send_message(chat, text)
+    await client.wait_for(lambda m, e: any(t["id"] == turn_id for t in (client.state(chat) or {}).get("turns") or []), timeout=timeout)
+    return next(t for t in client.state(chat)["turns"] if t["id"] == turn_id)
+
+
 async def idle(client: AhpClient, session: str) -> None:
-    """Wait until no turn is running and the activity is cleared."""
+    """Wait until no turn is running and the activity is cleared (of a 0.2.0 session, or of a
+    chat in the model's versions: pass the chat)."""
     await client.wait_for(
         lambda m, e: (client.state(session) or {}).get("activeTurn") is None
         and "activity" not in (client.state(session) or {}).get("summary", {})
+        and "activity" not in (client.state(session) or {})
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.runtime.agents.environment import Contributor
 from host.runtime.agents.tooling import PreToolVerdict
 from providers import ScriptedProvider, ToolResultsMessage
@@ -14,7 +16,8 @@ from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tools.base import Tool, ToolContext
 
-from .harness import config_for, idle, ready_session, run_turn, serving
+from .harness import config_for, idle, ready_session, serving
+from .harness import run_chat_turn as run_turn
 from .test_turn_loop import EchoTool, agent
 
 
@@ -44,11 +47,11 @@ async def test_contributors_add_tools_prompt_and_hooks(tmp_path: Path, frame_che
     scripted = agent(provider)
     extras = Extras()
     # Without the <environment> preamble, so the prompt is exactly the contributors' text.
-    async with serving(config_for(tmp_path, sessions={"preamble": False}), frame_checker, [scripted]) as (running, client):
+    async with serving(config_for(tmp_path, sessions={"preamble": False}), frame_checker, [scripted], versions=PROTOCOL_VERSIONS) as (running, client):
         running.host.environment.contributors.append(extras)
         session = await ready_session(client)
         turn = await run_turn(client, session, "go")
-        await idle(client, session)
+        await idle(client, default_chat_uri(session))
     first = provider.requests[0]
     assert first.system == "Always answer in French."
     assert [t.name for t in first.tools] == ["echo"]

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.runtime.agents.preamble import render_preamble
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
-from .harness import config_for, idle, ready_session, run_turn, serving
+from .harness import config_for, idle, ready_session, serving
+from .harness import run_chat_turn as run_turn
 
 
 def _system_prompt(request_body: dict) -> str:
@@ -30,10 +33,10 @@ def _git(directory: Path, *args: str) -> None:
 async def _first_request(tmp_path: Path, checker: FrameChecker, project: Path, **sessions: object) -> dict:
     async with FakeProviderServer([Reply(200, chat_sse("ok"))], base_path="/v1") as server:
         config = config_for(tmp_path / "host", toml=fake_agent_toml(server.base_url), sessions=dict(sessions))
-        async with serving(config, checker) as (_, client):
+        async with serving(config, checker, versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake", working_directory=project.as_uri())
             await run_turn(client, session, "hello")
-            await idle(client, session)
+            await idle(client, default_chat_uri(session))
         return server.requests[0].json()
 
 

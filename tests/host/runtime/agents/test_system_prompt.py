@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.errors import ConfigError
 from host.runtime.agents.system_prompt import BUILTIN_SYSTEM_PROMPT
 from tests.conftest import FrameChecker
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse, sse
 from tests.providers.openai.test_responses import CREATED, MESSAGE_ADDED, TEXT_DELTA
 
-from .harness import config_for, idle, ready_session, run_turn, serving
+from .harness import config_for, idle, ready_session, serving
+from .harness import run_chat_turn as run_turn
 from .test_faults import fake_agent_toml
 
 GUIDANCE = ("Read before you edit", "edit_file", "run the project's tests", "destructive", "When the user denies a call",
@@ -59,12 +62,12 @@ async def two_turns(tmp_path: Path, checker: FrameChecker, kind: str, reply: byt
     base = "" if kind == "anthropic" else "/v1"
     async with FakeProviderServer([Reply(200, reply), Reply(200, reply)], base_path=base) as server:
         config = config_for(tmp_path, toml=fake_agent_toml(server.base_url, kind=kind, extra=extra))
-        async with serving(config, checker) as (_, client):
+        async with serving(config, checker, versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake")
             for text in ("hello", "and again"):
                 turn = await run_turn(client, session, text)
                 assert turn["state"] == "complete", turn.get("error")
-            await idle(client, session)
+            await idle(client, default_chat_uri(session))
     assert len(server.requests) == 2
     return [system_of(kind, request) for request in server.requests]
 

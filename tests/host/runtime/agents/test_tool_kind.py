@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
@@ -22,7 +23,7 @@ async def test_a_shell_call_starts_as_a_terminal_tool_and_a_read_as_none(tmp_pat
     (tmp_path / "a.txt").write_text("alpha\n")
     provider = ScriptedProvider([call_tools(("read_file", {"path": "a.txt"})), call_tools(("shell", {"command": "echo hi"})),
                                  reply("done")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         peer = await Peer.open(running)
         try:
             await peer.initialize(str(uuid.uuid4()), ["0.9.0"])

@@ -12,8 +12,11 @@ import json
 import stat
 from pathlib import Path
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
+from tests.host.runtime.agents.harness import run_chat_turn as run_turn
 from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse
 
@@ -82,10 +85,10 @@ async def test_hook_context_reaches_the_model_and_a_stop_hook_keeps_the_turn_goi
     ]
     async with FakeProviderServer(replies, base_path="/v1") as server:
         config = config_for(tmp_path, toml=fake_agent_toml(server.base_url), plugins={"directories": [str(plugins)]})
-        async with serving(config, frame_checker) as (_, client):
+        async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake", working_directory=work.as_uri())
             turn = await run_turn(client, session, "what is left to do?")
-            await idle(client, session)
+            await idle(client, default_chat_uri(session))
     assert turn["state"] == "complete"
     first, second, third = (request.json()["messages"] for request in server.requests)
     system = first[0]["content"]
@@ -120,10 +123,10 @@ async def test_bang_lines_in_a_command_run_through_the_shell_tool_and_their_outp
             tmp_path, toml=fake_agent_toml(server.base_url), plugins={"directories": [str(plugins)]},
             tools={"allow": ["shell(echo hello-from-shell)"], "deny": ["shell(echo secret-notes)"]},
         )
-        async with serving(config, frame_checker) as (_, client):
+        async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake", working_directory=work.as_uri())
             turn = await run_turn(client, session, "/status the release")
-            await idle(client, session)
+            await idle(client, default_chat_uri(session))
     assert turn["state"] == "complete"
     sent = server.requests[0].json()["messages"][-1]["content"]
     assert "- Greeting: hello-from-shell" in sent

@@ -20,11 +20,13 @@ from ahp.claude_plugins import (
     with_marketplace,
     without_marketplace,
 )
-from client import AhpClient
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS, AhpClient
 from providers import ScriptedProvider
 from providers.scripted import reply
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, idle, ready_session, run_turn, serving
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
+from tests.host.runtime.agents.harness import run_chat_turn as run_turn
 from tests.host.runtime.customizations.claude_fixtures import bare_remote, claude_home, local_marketplace
 from tests.host.runtime.customizations.test_claude_code import agent
 
@@ -48,7 +50,7 @@ async def test_a_client_adds_a_marketplace_and_switches_a_plugin_on_and_off_for_
                          tmp_path / "team.git")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_home(tmp_path / "claude", settings={"env": {"MARKER_ENV": "on"}})))
     provider = ScriptedProvider([reply("one"), reply("two"), reply("three")])
-    async with serving(config_for(tmp_path), frame_checker, agents=[agent(provider)]) as (_, client):
+    async with serving(config_for(tmp_path), frame_checker, agents=[agent(provider)], versions=PROTOCOL_VERSIONS) as (_, client):
         session = await ready_session(client, provider="scripted")
         assert marketplaces(config(client)) == [] and plugin_rows(config(client)) == []
 
@@ -64,14 +66,14 @@ async def test_a_client_adds_a_marketplace_and_switches_a_plugin_on_and_off_for_
         row = next(row for row in plugin_rows(config(client)) if row["id"] == "linter@team")
         assert (row["enabled"], row["installed"], row["version"]) == (True, "here", "1.0.0")
         await run_turn(client, session, "lint")  # the live session's next turn runs the plugin's hook
-        await idle(client, session)
+        await idle(client, default_chat_uri(session))
         assert (markers / "hook.log").read_text() == "linter on\n"
 
         client.dispatch(ROOT, {"type": "root/configChanged",
                                "config": {ENABLED_KEY: with_enabled(enabled_plugins(config(client)), "linter@team", False)}})
         await client.wait_for(lambda m, e: plugin_ids(client, session) == [], timeout=30)
         await run_turn(client, session, "again")
-        await idle(client, session)
+        await idle(client, default_chat_uri(session))
         assert (markers / "hook.log").read_text() == "linter on\n"
 
         client.dispatch(ROOT, {"type": "root/configChanged",
@@ -81,7 +83,7 @@ async def test_a_client_adds_a_marketplace_and_switches_a_plugin_on_and_off_for_
 
 async def test_an_unreachable_marketplace_is_listed_with_the_reason(
         tmp_path: Path, frame_checker: FrameChecker) -> None:
-    async with serving(config_for(tmp_path), frame_checker, agents=[agent(ScriptedProvider([]))]) as (_, client):
+    async with serving(config_for(tmp_path), frame_checker, agents=[agent(ScriptedProvider([]))], versions=PROTOCOL_VERSIONS) as (_, client):
         missing = f"file://{tmp_path}/gone.git"
         client.dispatch(ROOT, {"type": "root/configChanged", "config": {MARKETPLACES_KEY: [{"source": missing}]}})
         await client.wait_for(lambda m, e: any(item.get("error") for item in marketplaces(config(client))), timeout=30)

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from client import PROTOCOL_VERSIONS
 from providers import ScriptedProvider
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
@@ -33,9 +34,9 @@ async def test_every_container_is_published_loading_before_its_loaded_state(
         elif action.get("type") == "session/customizationUpdated":
             seen.append((action["customization"]["id"], action["customization"]["load"]["kind"]))
 
-    async with serving(config(tmp_path, plugin_dir, workspace, {}), frame_checker, [scripted_agent(ScriptedProvider([]))]) as (running, client):
+    async with serving(config(tmp_path, plugin_dir, workspace, {}), frame_checker, [scripted_agent(ScriptedProvider([]))], versions=PROTOCOL_VERSIONS) as (running, client):
         running.host.store.observers.append(record)
-        channel = f"ahp-session:/{uuid.uuid4()}"
+        channel = f"scripted:/{uuid.uuid4()}"
         # createSession and a pipelined subscribe, as a client that wants every action would send them.
         await asyncio.gather(client.request("createSession", {"channel": channel}), client.subscribe(channel))
         snapshot = {c["name"]: c["load"]["kind"] for c in client.state(channel)["customizations"]}

@@ -78,13 +78,14 @@ async def test_a_virtual_plugin_is_fetched_from_its_client_and_loads(tmp_path: P
     async with serving(config, frame_checker, [scripted_agent(ScriptedProvider([]))]) as (running, editor):
         serve(editor, files, reads)
         session = await ready_session(editor)
-        watcher = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.hook)
+        watcher = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=frame_checker.client_hook())
+        watched = running.host.session_uri(session)  # the watcher speaks 1.0.0, the editor 0.2.0
         try:
-            await watcher.initialize(subscriptions=[session], protocol_versions=("0.2.0",))
+            await watcher.initialize(subscriptions=[watched])
             publish(editor, session, "1")
-            for client in (editor, watcher):
-                await client.wait_for(lambda m, e, c=client: loaded(c, session), timeout=30)
-            container = by_id(watcher, session)["remote"]
+            await editor.wait_for(lambda m, e: loaded(editor, session), timeout=30)
+            await watcher.wait_for(lambda m, e: loaded(watcher, watched), timeout=30)
+            container = by_id(watcher, watched)["remote"]
             assert container["clientId"] == editor.client_id
             assert container["uri"] == BASE
             children = {child["type"]: child for child in container["children"]}
@@ -103,8 +104,8 @@ async def test_a_virtual_plugin_is_fetched_from_its_client_and_loads(tmp_path: P
             files["skills/summarize/SKILL.md"] = tree("Summarizes in one line.")["skills/summarize/SKILL.md"]
             reads.clear()
             publish(editor, session, "2")
-            await watcher.wait_for(lambda m, e: loaded(watcher, session) and any(
-                c.get("description") == "Summarizes in one line." for c in by_id(watcher, session)["remote"]["children"]), timeout=30)
+            await watcher.wait_for(lambda m, e: loaded(watcher, watched) and any(
+                c.get("description") == "Summarizes in one line." for c in by_id(watcher, watched)["remote"]["children"]), timeout=30)
             assert "skills/summarize/SKILL.md" in reads
         finally:
             await watcher.close()

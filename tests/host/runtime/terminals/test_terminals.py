@@ -227,9 +227,9 @@ async def test_shell_tool_commands_are_terminals_a_client_can_attach_to(tmp_path
     command = "echo first; while [ ! -e go ]; do sleep 0.05; done; echo second; exit 3"
     provider = ScriptedProvider([call_tools(("shell", {"command": command})), reply("done")])
     async with serving(tools_config(tmp_path, auto_approve=True), frame_checker, [scripted(provider)]) as (_, client):
-        watcher = await AhpClient.connect(_.url.split("?")[0], token=_.token, frame_hook=frame_checker.hook)
+        watcher = await AhpClient.connect(_.url.split("?")[0], token=_.token, frame_hook=frame_checker.client_hook())
         try:
-            await watcher.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+            await watcher.initialize(subscriptions=[ROOT])  # what a real client offers: the host picks 1.0.0
             session = await ready_session(client)
             client.send_message(session, "run it")
 
@@ -245,14 +245,16 @@ async def test_shell_tool_commands_are_terminals_a_client_can_attach_to(tmp_path
             # Another client attaches while the command runs and sees its output live.
             await watcher.subscribe(terminal)
             claim = watcher.state(terminal)["claim"]
-            assert claim["kind"] == "session" and claim["session"] == session and claim["toolCallId"]
+            # (The session by the name the model gives it: the watcher speaks 1.0.0, ``client`` 0.2.0.)
+            assert claim["kind"] == "session" and claim["session"] == _.host.session_uri(session) and claim["toolCallId"]
             await see(watcher, terminal, "first")
-            assert "exitCode" not in watcher.state(terminal)
+            assert (watcher.state(terminal).get("lifecycle") or {}).get("status") != "exited"
             # Agent commands are non-interactive: typing into them is refused with a reason.
             outcome = await watcher.outcome(watcher.dispatch(terminal, {"type": "terminal/input", "data": "x"}))
             assert outcome.status == "rejected" and "createTerminal" in (outcome.reason or "")
             (tmp_path / "go").touch()
-            await watcher.wait_for(lambda m, e: (watcher.state(terminal) or {}).get("exitCode") == 3, timeout=WAIT)
+            await watcher.wait_for(lambda m, e: (watcher.state(terminal) or {}).get("lifecycle") == {"status": "exited", "exitCode": 3},
+                                   timeout=WAIT)
             # The terminal holds the command as one detected command part, finished with its code.
             state = watcher.state(terminal)
             assert state["supportsCommandDetection"] is True

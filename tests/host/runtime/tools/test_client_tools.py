@@ -25,6 +25,8 @@ CLASHING_TOOL = {"name": "read_file", "description": "The editor's own file read
 
 async def second_client(running, client_id: str | None = None) -> AhpClient:
     other = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, client_id=client_id)
+    # 0.2.0, as ``serving``'s client is: it claims the session by its 0.2.0 name and shapes
+    # (``session/activeClientChanged``) and the two clients' views are compared.
     await other.initialize(subscriptions=["ahp-root://"], protocol_versions=("0.2.0",))
     return other
 

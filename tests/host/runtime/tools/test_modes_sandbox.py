@@ -21,13 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, idle, serving
+from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
 from tools.os_sandbox import unavailable
 
-from ._support import calls, scripted, session_with, tool_results
+from ._support import calls, scripted, tool_results
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no OS sandbox here: {unavailable()}")
 
@@ -73,11 +75,12 @@ def _config(place: Path, **tools):
 async def _run(place: Path, frame_checker: FrameChecker, commands: list[str], **tools) -> tuple[ScriptedProvider, list[dict]]:
     """Runs each command as a ``shell`` call in a full-auto session; the provider and the calls."""
     provider = ScriptedProvider([*(call_tools(("shell", {"command": command})) for command in commands), reply("done")])
-    async with serving(_config(place, **tools), frame_checker, [scripted(provider)]) as (_, client):
-        session = await session_with(client, config={"permissionMode": "full-auto"})
-        client.send_message(session, "go")
-        await idle(client, session)
-        done = calls(client, session)
+    async with serving(_config(place, **tools), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (_, client):
+        chat = default_chat_uri(await ready_session(client, provider="scripted", config={"permissionMode": "full-auto"}))
+        client.send_message(chat, "go")
+        await client.wait_for(lambda m, e: bool((client.state(chat) or {}).get("turns")), timeout=60)
+        await idle(client, chat)
+        done = calls(client, chat)
     return provider, done
 
 

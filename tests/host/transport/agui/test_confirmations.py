@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.transport.agui import session_uri_for
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
@@ -36,13 +38,13 @@ def resume(interrupt_id: str, status: str = "resolved", **payload: Any) -> list[
 
 async def test_a_confirmation_is_an_interrupt_and_the_resumed_run_finishes_the_turn(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo approved-output"})), reply("It printed it.")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, watcher):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, watcher):
         history = [user("m1", "print something")]
         first = await run(running.http_url, run_input("thread-confirm", "run-1", history, forwardedProps={"agent": "scripted"}))
         interrupt = interrupt_of(first)
-        session = session_uri_for("thread-confirm")
-        await watcher.subscribe(session)
-        pending = await wait_pending(watcher, session)  # an AHP client sees the same waiting call
+        chat = default_chat_uri(session_uri_for("thread-confirm", provider="scripted"))
+        await watcher.subscribe(chat)
+        pending = await wait_pending(watcher, chat)  # an AHP client sees the same waiting call
         assert interrupt["id"] == f"ahp-confirm:{pending['toolCallId']}"
         assert interrupt["toolCallId"] == pending["toolCallId"] and interrupt["reason"] == "tool_approval"
         assert "echo approved-output" in interrupt["message"]
@@ -55,15 +57,15 @@ async def test_a_confirmation_is_an_interrupt_and_the_resumed_run_finishes_the_t
         result = next(e for e in second if e["type"] == "TOOL_CALL_RESULT")
         assert result["toolCallId"] == interrupt["toolCallId"] and "approved-output" in result["content"]
         assert text_of(second) == "It printed it."
-        await watcher.wait_for(lambda m, e: (watcher.state(session) or {}).get("activeTurn") is None
-                               and len(watcher.state(session)["turns"]) == 1)
-        [call] = [p["toolCall"] for p in watcher.state(session)["turns"][0]["responseParts"] if p["kind"] == "toolCall"]
+        await watcher.wait_for(lambda m, e: (watcher.state(chat) or {}).get("activeTurn") is None
+                               and len(watcher.state(chat)["turns"]) == 1)
+        [call] = [p["toolCall"] for p in watcher.state(chat)["turns"][0]["responseParts"] if p["kind"] == "toolCall"]
         assert (call["status"], call["confirmed"]) == ("completed", "user-action")
 
 
 async def test_a_new_message_is_refused_until_answered_and_a_cancelled_resume_frees_the_thread(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([call_tools(("shell", {"command": "rm -rf build"})), reply("Understood, I left it."), reply("Hello again.")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         history = [user("m1", "clean up")]
         interrupt = interrupt_of(await run(running.http_url, run_input("thread-deny", "run-1", history, forwardedProps={"agent": "scripted"})))
 
@@ -91,15 +93,15 @@ async def test_a_new_message_is_refused_until_answered_and_a_cancelled_resume_fr
 
 async def test_an_interrupt_answered_by_an_ahp_client_makes_the_resume_a_join(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo from-ahp"})), reply("Done.")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, watcher):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, watcher):
         history = [user("m1", "go")]
         interrupt = interrupt_of(await run(running.http_url, run_input("thread-both", "run-1", history, forwardedProps={"agent": "scripted"})))
-        session = session_uri_for("thread-both")
-        await watcher.subscribe(session)
-        call = await wait_pending(watcher, session)
-        watcher.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
-                                   "approved": True, "confirmed": "user-action", "selectedOptionId": "allow-once"})
-        await watcher.wait_for(lambda m, e: (watcher.state(session) or {}).get("activeTurn") is None)
+        chat = default_chat_uri(session_uri_for("thread-both", provider="scripted"))
+        await watcher.subscribe(chat)
+        call = await wait_pending(watcher, chat)
+        watcher.dispatch(chat, {"type": "chat/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
+                                "approved": True, "confirmed": "user-action", "selectedOptionId": "allow-once"})
+        await watcher.wait_for(lambda m, e: (watcher.state(chat) or {}).get("activeTurn") is None)
         joined = await run(running.http_url, run_input("thread-both", "run-2", history, resume=resume(interrupt["id"], approved=True)))
         assert types(joined) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
         messages = joined[1]["messages"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.transport.agui import thread_session
 from providers import ScriptedProvider
@@ -130,7 +131,7 @@ async def test_an_accept_header_without_event_stream_is_406(running_host) -> Non
 
 async def test_origins_follow_the_websocket_policy_and_preflights_only_for_allowed_ones(tmp_path: Path, frame_checker: FrameChecker) -> None:
     config = config_for(tmp_path, server={"allowed_origins": ["http://app.example"]})
-    async with serving(config, frame_checker) as (running, _):
+    async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (running, _):
         auth = {"Authorization": f"Bearer {TOKEN}"}
         refused = await post(running.http_url, run_input("t", "r", []), headers={**auth, "Origin": "http://evil.example"})
         assert refused.status_code == 403 and "allowed_origins" in refused.json()["error"]
@@ -160,7 +161,7 @@ async def test_a_text_answer_streams_as_one_text_message_with_usage_in_run_finis
 
 async def test_reasoning_streams_as_reasoning_events_before_the_text(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([reply("Four.", reasoning_text="2 plus 2 is 4")])
-    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         events = await run(running.http_url, run_input("thread-think", "run-1", [user("m1", "2+2?")]))
     assert compact(events) == [
         "RUN_STARTED",
@@ -180,7 +181,7 @@ async def test_reasoning_streams_as_reasoning_events_before_the_text(tmp_path: P
 
 async def test_a_server_tool_streams_start_args_end_and_its_result(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([call_tools(("echo", {"text": "hi"})), reply("The tool said HI.")])
-    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         events = await run(running.http_url, run_input("thread-tool", "run-1", [user("m1", "use the tool")]))
     assert compact(events) == [
         "RUN_STARTED",
@@ -205,7 +206,7 @@ async def test_a_server_tool_streams_start_args_end_and_its_result(tmp_path: Pat
 async def test_a_provider_error_is_run_error_with_the_message_a_person_can_act_on(tmp_path: Path, frame_checker: FrameChecker) -> None:
     failure = AuthenticationError("The provider refused the API key; check SCRIPTED_API_KEY in the host's environment.", provider="scripted")
     provider = ScriptedProvider([[failure]])
-    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         events = await run(running.http_url, run_input("thread-error", "run-1", [user("m1", "hi")]))
         turn = thread_chat(running, "thread-error")["turns"][0]
     assert types(events) == ["RUN_STARTED", "RUN_ERROR"]

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from client import PROTOCOL_VERSIONS
 from providers import ScriptedProvider
 from providers.scripted import Script, call_tools, finish, reasoning, text
 from tests.conftest import TOKEN, FrameChecker
@@ -91,7 +92,7 @@ async def test_the_official_ag_ui_client_runs_threads_against_the_host(tmp_path:
         ]
     )
     front_end = FrontEndToolAgent()
-    async with serving(config_for(tmp_path), frame_checker, [scripted(provider), front_end]) as (running, _):
+    async with serving(config_for(tmp_path), frame_checker, [scripted(provider), front_end], versions=PROTOCOL_VERSIONS) as (running, _):
         front_end.store = running.host.store
         process = await asyncio.create_subprocess_exec(
             "node", SCRIPT.name, f"{running.http_url}/agui", TOKEN,
@@ -127,7 +128,7 @@ async def test_the_official_ag_ui_client_answers_a_confirmation_interrupt_and_jo
 
     workdir = await _prepared(tmp_path, CONFIRM_SCRIPT)
     provider = ScriptedProvider([call_tools(("shell", {"command": "echo node-approved"})), Script((*text("Printed.", index=0), *finish("stop")))])
-    async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)]) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         seen = await _run_script(workdir, CONFIRM_SCRIPT, running)
 
     first = seen["first"]
@@ -164,7 +165,7 @@ async def test_the_official_ag_ui_client_answers_a_question_and_cancels_the_next
         call_tools(("ask_user", {"questions": [question]})), Script((*text("Blue socks it is.", index=0), *finish("stop"))),
         call_tools(("ask_user", {"questions": [question]})),
     ])
-    async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)]) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, [tool_agent(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         seen = await _run_script(workdir, QUESTION_SCRIPT, running)
         chat = running.host.store.state(running.host.store.state(
             next(uri for uri, _ in running.host.store.channels("session")))["defaultChat"])
@@ -198,7 +199,7 @@ async def test_the_official_ag_ui_client_answers_the_workspace_trust_question(tm
     folder, markers = hostile_folder(tmp_path)
     provider = ScriptedProvider([Script((*text("Without the folder.", index=0), *finish("stop"))),
                                  Script((*text("With the folder.", index=0), *finish("stop")))])
-    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)]) as (running, _):
+    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         seen = await _run_script(workdir, TRUST_SCRIPT, running, str(markers / "hooks.log"))
 
     asked = seen["asked"]

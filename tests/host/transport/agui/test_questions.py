@@ -12,6 +12,8 @@ from typing import Any
 
 from ag_ui.core import ResumeEntry, RunAgentInput, RunFinishedEvent, UserMessage
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.transport.agui import session_uri_for
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
@@ -55,7 +57,7 @@ def finished(events: list[dict[str, Any]]) -> RunFinishedEvent:
 async def test_ask_user_ends_the_run_with_an_interrupt_and_the_resume_answers_it(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([call_tools(("ask_user", {"message": "A few details", "questions": QUESTIONS})),
                                  reply("Two blue ones, wrapped.")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         history = [said("m1", "order some socks")]
         first = await asyncio.wait_for(run(running.http_url, body("thread-ask", "run-1", history, agent="scripted")), 30)
         outcome = finished(first).outcome
@@ -93,7 +95,7 @@ async def test_ask_user_ends_the_run_with_an_interrupt_and_the_resume_answers_it
 async def test_a_declined_or_cancelled_question_reaches_the_tool(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([call_tools(("ask_user", {"questions": QUESTIONS[:1]})), reply("Fine, no socks."),
                                  call_tools(("ask_user", {"questions": QUESTIONS[:1]})), reply("Dismissed.")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         first = finished(await run(running.http_url, body("thread-no", "run-1", [said("m1", "socks?")], agent="scripted")))
         [interrupt] = first.outcome.interrupts
         declined = await run(running.http_url, body("thread-no", "run-2", [said("m1", "socks?")], resume=[
@@ -112,11 +114,11 @@ async def test_a_declined_or_cancelled_question_reaches_the_tool(tmp_path: Path,
 async def test_an_mcp_elicitation_is_an_interrupt_answered_by_the_resume(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([])
     config = mcp_config(tmp_path, {"sink": sink_server()}, tools={"enabled": True, "auto_approve": True})
-    async with serving(config, frame_checker, [scripted_agent(provider)]) as (running, client):
+    async with serving(config, frame_checker, [scripted_agent(provider)], versions=PROTOCOL_VERSIONS) as (running, client):
         # The thread's session is made by its first run; its tools come from the sink server.
         empty = await run(running.http_url, body("thread-mcp", "run-0", [], agent="scripted"))
         assert empty[-1]["type"] == "RUN_FINISHED"
-        session = session_uri_for("thread-mcp")
+        session = session_uri_for("thread-mcp", provider="scripted")
         await client.subscribe(session)
         names = await wait_tools(client, session, "sink", "ask_name")
         provider.add(call_tools((names["ask_name"], {})))
@@ -140,16 +142,16 @@ async def test_a_run_asking_to_cancel_ends_a_stuck_turn_and_the_thread_takes_mes
     # thread refused every new message, and AG-UI had no way to end that turn.
     provider = ScriptedProvider([call_tools(("shell", {"command": "sleep 60"})), reply("Back again.")])
     config = tools_config(tmp_path, auto_approve=True)
-    async with serving(config, frame_checker, [scripted(provider)]) as (running, watcher):
+    async with serving(config, frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, watcher):
         history = [said("m1", "wait a minute")]
         async with open_run(running.http_url, body("thread-stuck", "run-1", history, agent="scripted")) as response:
             async for line in response.aiter_lines():
                 if '"TOOL_CALL_END"' in line:
                     break  # the front end goes away while the tool runs
-        session = session_uri_for("thread-stuck")
-        await watcher.subscribe(session)
+        chat = default_chat_uri(session_uri_for("thread-stuck", provider="scripted"))
+        await watcher.subscribe(chat)
         await watcher.wait_for(lambda m, e: any(p.get("kind") == "toolCall" and p["toolCall"]["status"] == "running"
-                                                for p in ((watcher.state(session) or {}).get("activeTurn") or {}).get("responseParts") or []))
+                                                for p in ((watcher.state(chat) or {}).get("activeTurn") or {}).get("responseParts") or []))
 
         refused = await run(running.http_url, body("thread-stuck", "run-2", [*history, said("m2", "hello?")]))
         assert refused[-1]["type"] == "RUN_ERROR" and '"cancel": true' in refused[-1]["message"]
@@ -157,8 +159,8 @@ async def test_a_run_asking_to_cancel_ends_a_stuck_turn_and_the_thread_takes_mes
         cancelled = await run(running.http_url, body("thread-stuck", "run-3", history, cancel=True))
         outcome = finished(cancelled).outcome
         assert outcome is not None and outcome.type == "cancelled"
-        await watcher.wait_for(lambda m, e: (watcher.state(session) or {}).get("activeTurn") is None)
-        assert watcher.state(session)["turns"][-1]["state"] == "cancelled"
+        await watcher.wait_for(lambda m, e: (watcher.state(chat) or {}).get("activeTurn") is None)
+        assert watcher.state(chat)["turns"][-1]["state"] == "cancelled"
 
         again = await run(running.http_url, body("thread-stuck", "run-4", [*history, said("m2", "hello?")]))
         assert text_of(again) == "Back again." and again[-1]["type"] == "RUN_FINISHED"
@@ -170,7 +172,7 @@ async def test_a_run_asking_to_cancel_ends_a_stuck_turn_and_the_thread_takes_mes
 
 async def test_a_cancel_also_ends_a_turn_waiting_on_a_question(tmp_path: Path, frame_checker: FrameChecker) -> None:
     provider = ScriptedProvider([call_tools(("ask_user", {"questions": QUESTIONS[:1]})), reply("Next one.")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, watcher):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, watcher):
         history = [said("m1", "ask me")]
         first = finished(await run(running.http_url, body("thread-qc", "run-1", history, agent="scripted")))
         [interrupt] = first.outcome.interrupts
@@ -178,10 +180,11 @@ async def test_a_cancel_also_ends_a_turn_waiting_on_a_question(tmp_path: Path, f
         cancelled = await run(running.http_url, body("thread-qc", "run-2", history, cancel=True,
                                                      resume=[ResumeEntry(interrupt_id=interrupt.id, status="cancelled")]))
         assert finished(cancelled).outcome.type == "cancelled"
-        session = session_uri_for("thread-qc")
+        session = session_uri_for("thread-qc", provider="scripted")
         await watcher.subscribe(session)
-        await watcher.wait_for(lambda m, e: (watcher.state(session) or {}).get("activeTurn") is None
-                               and not (watcher.state(session) or {}).get("inputRequests"))
+        await watcher.subscribe(default_chat_uri(session))
+        await watcher.wait_for(lambda m, e: (watcher.state(default_chat_uri(session)) or {}).get("activeTurn") is None
+                               and not (watcher.state(session) or {}).get("inputNeeded"))
         again = await run(running.http_url, body("thread-qc", "run-3", [*history, said("m2", "go on")]))
         assert text_of(again) == "Next one."
 
@@ -196,7 +199,7 @@ async def test_a_sub_agents_confirmation_and_question_are_interrupts_of_the_thre
         reply("Echo printed it; the user wants blue."),
         reply("The sub-agent is done."),
     ])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         history = [said("m1", "delegate it")]
         first = finished(await asyncio.wait_for(run(running.http_url, body("thread-sub", "run-1", history, agent="scripted")), 30))
         [confirm] = first.outcome.interrupts

@@ -11,6 +11,7 @@ from typing import Any
 
 from ahp.protocol import builders
 from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.runtime.agents.base import TurnContext
 from host.state.store import Store
@@ -18,7 +19,8 @@ from host.transport.agui import client_id_for, session_uri_for, thread_session
 from providers import ScriptedProvider
 from providers.scripted import Pause, Script, finish, reply, text
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, ready_session, run_turn, serving
+from tests.host.runtime.agents.harness import config_for, ready_session, serving
+from tests.host.runtime.agents.harness import run_chat_turn as run_turn
 
 from .agui_client import compact, events_of, open_run, run, run_input, text_of, types, user
 
@@ -90,7 +92,7 @@ class FrontEndToolAgent:
 
 async def test_a_front_end_tool_ends_the_run_and_its_tool_message_continues_the_turn_in_the_next(tmp_path: Path, frame_checker: FrameChecker) -> None:
     agent = FrontEndToolAgent()
-    async with serving(config_for(tmp_path), frame_checker, [agent]) as (running, client):
+    async with serving(config_for(tmp_path), frame_checker, [agent], versions=PROTOCOL_VERSIONS) as (running, client):
         agent.store = running.host.store
         messages = [user("m1", "pick a colour")]
         first = await run(running.http_url, run_input("thread-fe", "run-1", messages, tools=[PICK_COLOR]))
@@ -119,7 +121,7 @@ async def test_a_front_end_tool_ends_the_run_and_its_tool_message_continues_the_
 
 async def test_a_new_message_while_a_front_end_call_waits_is_refused_with_what_to_send(tmp_path: Path, frame_checker: FrameChecker) -> None:
     agent = FrontEndToolAgent()
-    async with serving(config_for(tmp_path), frame_checker, [agent]) as (running, _):
+    async with serving(config_for(tmp_path), frame_checker, [agent], versions=PROTOCOL_VERSIONS) as (running, _):
         agent.store = running.host.store
         first = await run(running.http_url, run_input("thread-w", "run-1", [user("m1", "pick")], tools=[PICK_COLOR]))
         again = await run(running.http_url, run_input("thread-w", "run-2", [user("m1", "pick"), user("m2", "never mind")], tools=[PICK_COLOR]))
@@ -140,9 +142,10 @@ def scripted(provider: ScriptedProvider) -> ProviderAgent:
 async def test_an_ahp_client_sees_the_ag_ui_run_live_and_both_converge_on_the_same_turns(tmp_path: Path, frame_checker: FrameChecker) -> None:
     gate = asyncio.Event()
     provider = ScriptedProvider([held_reply(gate, "Hello", " world"), reply("From AHP."), reply("Third.")])
-    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)]) as (running, client):
-        session = session_uri_for("thread-both")
+    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, client):
+        session = session_uri_for("thread-both", provider="scripted")
         await ready_session(client, channel=session)  # an AHP client made the session and watches it
+        chat = default_chat_uri(session)
         collected: list[dict] = []
 
         async def ag_ui_run() -> None:
@@ -152,10 +155,10 @@ async def test_an_ahp_client_sees_the_ag_ui_run_live_and_both_converge_on_the_sa
 
         task = asyncio.create_task(ag_ui_run())
         # The AHP client sees the AG-UI turn, its origin and its first words while the run is still going.
-        await client.wait_for(lambda m, e: "Hello" in json.dumps((client.state(session) or {}).get("activeTurn") or {}), timeout=20)
+        await client.wait_for(lambda m, e: "Hello" in json.dumps((client.state(chat) or {}).get("activeTurn") or {}), timeout=20)
         assert not task.done()
-        turn = client.state(session)["activeTurn"]
-        assert turn["userMessage"]["text"] == "say hello"
+        turn = client.state(chat)["activeTurn"]
+        assert turn["message"]["text"] == "say hello"
         # A second message from the AHP side while the AG-UI turn runs is refused, and vice versa.
         refused = await run(running.http_url, run_input("thread-both", "run-x", [user("m1", "say hello"), user("m9", "another")]))
         assert types(refused) == ["RUN_STARTED", "RUN_ERROR"] and "already running" in refused[-1]["message"]
@@ -163,14 +166,13 @@ async def test_an_ahp_client_sees_the_ag_ui_run_live_and_both_converge_on_the_sa
         await asyncio.wait_for(task, 20)
         ahp_turn = await run_turn(client, session, "from the editor")
         third = await run(running.http_url, run_input("thread-both", "run-2", [user("m1", "say hello"), user("m3", "and again")]))
-        await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 3)
+        await client.wait_for(lambda m, e: len((client.state(chat) or {}).get("turns") or []) == 3)
         host_turns = thread_states(running, "thread-both")[1]["turns"]
-        mirror_turns = client.state(session)["turns"]
+        mirror_turns = client.state(chat)["turns"]
     assert text_of(collected) == "Hello world" and collected[-1]["type"] == "RUN_FINISHED"
     assert ahp_turn["state"] == "complete" and text_of(third) == "Third."
-    # The 0.2.0 mirror shows the same turns as the host's chat (a turn's Message is its userMessage there).
-    assert [(t["id"], t["userMessage"]["text"], t["responseParts"], t["state"]) for t in mirror_turns] == [
-        (t["id"], t["message"]["text"], t["responseParts"], t["state"]) for t in host_turns]
+    # The AHP client's mirror holds the very turns of the host's chat.
+    assert mirror_turns == host_turns
     assert [t["message"]["text"] for t in host_turns] == ["say hello", "from the editor", "and again"]
     assert [p["content"] for t in host_turns for p in t["responseParts"]] == ["Hello world", "From AHP.", "Third."]
 
@@ -178,43 +180,45 @@ async def test_an_ahp_client_sees_the_ag_ui_run_live_and_both_converge_on_the_sa
 async def test_a_dropped_connection_leaves_the_turn_running_for_the_ahp_clients(tmp_path: Path, frame_checker: FrameChecker) -> None:
     gate = asyncio.Event()
     provider = ScriptedProvider([held_reply(gate, "Partial", " and the rest")])
-    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)]) as (running, client):
-        session = session_uri_for("thread-drop")
+    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, client):
+        session = session_uri_for("thread-drop", provider="scripted")
         await ready_session(client, channel=session)
+        chat = default_chat_uri(session)
         async with open_run(running.http_url, run_input("thread-drop", "run-1", [user("m1", "go")])) as response:
             async for event in events_of(response):
                 if event["type"] == "TEXT_MESSAGE_CONTENT":
                     break  # the browser tab closes mid-answer
         gate.set()
-        await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 1, timeout=20)
-        [turn] = client.state(session)["turns"]
+        await client.wait_for(lambda m, e: len((client.state(chat) or {}).get("turns") or []) == 1, timeout=20)
+        [turn] = client.state(chat)["turns"]
     assert turn["state"] == "complete" and turn["responseParts"][0]["content"] == "Partial and the rest"
 
 
 async def test_cancel_on_disconnect_cancels_the_turn_when_the_connection_drops(tmp_path: Path, frame_checker: FrameChecker) -> None:
     gate = asyncio.Event()
     provider = ScriptedProvider([held_reply(gate, "Partial", " never")])
-    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)]) as (running, client):
-        session = session_uri_for("thread-cancel")
+    async with serving(config_for(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, client):
+        session = session_uri_for("thread-cancel", provider="scripted")
         await ready_session(client, channel=session)
+        chat = default_chat_uri(session)
         body = run_input("thread-cancel", "run-1", [user("m1", "go")], forwardedProps={"cancelOnDisconnect": True})
         async with open_run(running.http_url, body) as response:
             async for event in events_of(response):
                 if event["type"] == "TEXT_MESSAGE_CONTENT":
                     break
-        await client.wait_for(lambda m, e: len((client.state(session) or {}).get("turns") or []) == 1, timeout=20)
-        [turn] = client.state(session)["turns"]
+        await client.wait_for(lambda m, e: len((client.state(chat) or {}).get("turns") or []) == 1, timeout=20)
+        [turn] = client.state(chat)["turns"]
     assert turn["state"] == "cancelled"
 
 
 async def test_tools_cannot_be_offered_while_an_ahp_client_holds_the_active_client_role(tmp_path: Path, frame_checker: FrameChecker) -> None:
     agent = FrontEndToolAgent()
-    async with serving(config_for(tmp_path), frame_checker, [agent]) as (running, client):
+    async with serving(config_for(tmp_path), frame_checker, [agent], versions=PROTOCOL_VERSIONS) as (running, client):
         agent.store = running.host.store
-        session = session_uri_for("thread-role")
+        session = session_uri_for("thread-role", provider="frontend")
         await ready_session(client, channel=session)
-        seq = client.dispatch(session, {"type": "session/activeClientChanged", "activeClient": {"clientId": client.client_id, "displayName": "Editor", "tools": []}})
-        await client.outcome(seq)
+        seq = client.dispatch(session, {"type": "session/activeClientSet", "activeClient": {"clientId": client.client_id, "displayName": "Editor", "tools": []}})
+        assert (await client.outcome(seq)).accepted
         events = await run(running.http_url, run_input("thread-role", "run-1", [user("m1", "pick")], tools=[PICK_COLOR]))
         state, chat = thread_states(running, "thread-role")
     assert types(events) == ["RUN_STARTED", "RUN_ERROR"]
@@ -228,7 +232,7 @@ async def test_a_front_end_tool_called_by_the_real_provider_loop_round_trips_acr
 
     provider = ScriptedProvider([call_tools(("pick_color", {"hint": "warm"})), reply("You picked orange, a warm colour.")])
     config = config_for(tmp_path, tools={"enabled": True})
-    async with serving(config, frame_checker, [scripted(provider)]) as (running, _):
+    async with serving(config, frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         messages = [user("m1", "pick a colour")]
         first = await run(running.http_url, run_input("thread-real", "run-1", messages, tools=[PICK_COLOR]))
         assert types(first) == ["RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]

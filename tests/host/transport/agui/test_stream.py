@@ -16,6 +16,7 @@ from typing import Any
 import h11
 import pytest
 
+from client import PROTOCOL_VERSIONS
 from host.transport.agui import session_uri_for
 from host.transport.server import RunningHost
 from providers import ScriptedProvider
@@ -123,7 +124,7 @@ def reply_length(running: RunningHost, thread: str) -> int:
 async def test_an_ag_ui_client_that_stops_reading_is_cut_off_and_the_turn_goes_on(
         tmp_path: Path, frame_checker: FrameChecker, limits: dict[str, int], says: str) -> None:
     provider = ScriptedProvider([long_reply()])
-    async with serving(config_for(tmp_path, server=limits), frame_checker, [scripted(provider)]) as (running, watcher):
+    async with serving(config_for(tmp_path, server=limits), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, watcher):
         slow = await SlowHttpClient.start(running, run_input("slow", "run-1", [user("m1", "write a lot")],
                                                              forwardedProps={"agent": "scripted"}))
         try:
@@ -150,7 +151,7 @@ async def test_a_cut_off_ag_ui_client_that_never_reads_again_has_its_connection_
     monkeypatch.setattr("host.transport.agui.stream.CUT_OFF_GRACE", 0.2)
     provider = ScriptedProvider([long_reply()])
     config = config_for(tmp_path, server={"max_queued_bytes_per_client": MIB})
-    async with serving(config, frame_checker, [scripted(provider)]) as (running, watcher):
+    async with serving(config, frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, watcher):
         before = len(running.server.server_state.connections)
         slow = await SlowHttpClient.start(running, run_input("never", "run-1", [user("m1", "write a lot")],
                                                              forwardedProps={"agent": "scripted"}))

@@ -13,6 +13,7 @@ from typing import Any
 from ag_ui.core import ResumeEntry
 
 from ahp.workspace_trust import CONFIG_KEY, DONT_TRUST, QUESTION_ID, TRUST_FOLDER, TRUST_SESSION
+from client import PROTOCOL_VERSIONS
 from providers import ScriptedProvider
 from providers.scripted import reply
 from tests.conftest import FrameChecker
@@ -32,7 +33,7 @@ async def test_the_trust_question_is_an_interrupt_answered_before_the_threads_fi
     folder, markers = hostile_folder(tmp_path)
     provider = ScriptedProvider([reply("Hello without the folder."), reply("Still without it."), reply("Dismissed, still here."),
                                  reply("Hello with it.")])
-    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)]) as (running, _):
+    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         url = running.http_url
         history = [said("m1", "hello untrusted")]
         first = await run(url, body("no", "run-1", history, agent="scripted"))
@@ -106,13 +107,14 @@ async def test_a_thread_restored_at_host_start_is_asked_again_before_its_next_me
         tmp_path: Path, frame_checker: FrameChecker) -> None:
     folder, markers = hostile_folder(tmp_path)
     history = [said("m1", "hello")]
-    async with serving(config(tmp_path, folder), frame_checker, [agent(provider := ScriptedProvider([reply("First.")]))]) as (running, _):
+    async with serving(config(tmp_path, folder), frame_checker, [agent(provider := ScriptedProvider([reply("First.")]))],
+                       versions=PROTOCOL_VERSIONS) as (running, _):
         [interrupt] = finished(await run(running.http_url, body("back", "run-1", history, agent="scripted"))).outcome.interrupts
         declined = await run(running.http_url, body("back", "run-2", history, resume=trust_answer(interrupt.id, DONT_TRUST)))
         assert text_of(declined) == "First."
 
     provider = ScriptedProvider([reply("After the restart.")])
-    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)]) as (running, _):
+    async with serving(config(tmp_path, folder), frame_checker, [agent(provider)], versions=PROTOCOL_VERSIONS) as (running, _):
         history = [*history, said("m2", "still there?")]
         # The thread's first run after the restart resumes its session: the question comes first,
         # outside a turn, and the message waits for it.

@@ -14,6 +14,7 @@ from typing import Any
 
 from ahp.state import default_chat_uri
 from ahp.workspace_trust import MAX_TRUSTED_FOLDERS
+from client import PROTOCOL_VERSIONS
 from host.runtime.tools.settings import MAX_REMEMBERED
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
@@ -38,7 +39,7 @@ def _chat_entry(chats: list[dict[str, Any]], uri: str) -> dict[str, Any]:
 
 
 async def test_a_1_0_0_client_sees_each_sessions_chats_in_the_session_list(tmp_path: Path, frame_checker: FrameChecker) -> None:
-    async with serving(tools_config(tmp_path), frame_checker) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, versions=PROTOCOL_VERSIONS) as (running, _):
         host = running.host
         peer = await Client.open(running)
         try:

@@ -92,16 +92,13 @@ def _sink(host: Any, session: str) -> dict[str, Any]:
     return next((child for child in container.get("children") or () if child.get("name") == "sink"), {})
 
 
-def _result_answerer_removed(state: dict[str, Any], call_id: str) -> Any:
-    """Take ``answeredBy`` out of the ``_meta`` of the 0.2.0 session's call ``call_id``; what it was."""
+def _answerer(state: dict[str, Any], call_id: str) -> Any:
+    """``answeredBy`` in the ``_meta`` of the 0.2.0 session's call ``call_id``."""
     for turn in state.get("turns") or ():
         for part in turn.get("responseParts") or ():
             call = part.get("toolCall") if part.get("kind") == "toolCall" else None
             if call is not None and call["toolCallId"] == call_id:
-                answerer = call["_meta"].pop("answeredBy")
-                if not call["_meta"]:
-                    del call["_meta"]
-                return answerer
+                return (call.get("_meta") or {}).get("answeredBy")
     return None
 
 
@@ -256,11 +253,10 @@ async def test_every_frame_of_the_running_parts_fits_its_version(
                 held = host.store.state(channel)
                 assert new.mirror(channel, kind) == held, (newest, channel)
                 assert without_clock(mid.mirror(channel, kind)) == without_clock(v0_7.state_down(kind, held)), ("0.7.0", channel)
-            # The 0.2.0 client lacks one thing, a drift the 0.2.0 dialect knows (``actions_down``: a tool-call
-            # action other than a completion replaced the call's _meta): who confirmed the result, which
-            # the host records in the call's ``_meta`` after its completion, and no 0.2.0 action carries.
+            # The 0.2.0 client too, down to who confirmed the tool's result (``answeredBy``, which the host
+            # records in the call's ``_meta`` after its completion: the 0.2.0 dialect says the turn again).
             shown = without_clock(v02_session_state(host, old_name))
-            assert _result_answerer_removed(shown, call) == {"clientId": "client-new"}
+            assert _answerer(shown, call) == {"clientId": "client-new"}
             assert without_clock(old.state(old_name)) == shown, "0.2.0"
             kinds = {uri: host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
                      for client in (new, mid) for uri in client.snapshots()}

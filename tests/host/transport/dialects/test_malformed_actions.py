@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import serving
 from tests.host.runtime.tools._support import tools_config
@@ -38,7 +39,7 @@ def _envelopes(client: Client, channel: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("version", ["1.0.0", "0.9.0", "0.7.0"])
 async def test_a_malformed_dispatch_is_refused_naming_the_field_and_the_connection_stays_usable(
         tmp_path: Path, frame_checker: FrameChecker, version: str) -> None:
-    async with serving(tools_config(tmp_path), frame_checker) as (running, _):
+    async with serving(tools_config(tmp_path), frame_checker, versions=PROTOCOL_VERSIONS) as (running, _):
         host = running.host
         sender, watcher = await Client.open(running), await Client.open(running)
         try:
