@@ -287,14 +287,31 @@ class JetStreamLog:
     async def _renew_forever(self) -> None:
         while True:
             await asyncio.sleep(self.leases.ttl / 3)
-            for group, state in list(self._groups.items()):
-                try:
-                    renewed = await self.leases.renew(state.lease)
-                except Exception:  # cut off from NATS: the lease lapses, below
-                    renewed = False
-                if not renewed and (state.lease.until <= self.leases._clock() + self.leases.ttl / 3
-                                    or self.client.is_connected):
-                    self._drop(group, NotOwner(group, await self._holder_or_none(group)))
+            groups = list(self._groups.items())
+            if groups:
+                await asyncio.gather(*(self._renew(group, state) for group, state in groups))
+
+    async def _renew(self, group: str, state: _Group) -> None:
+        """Renew ``group``'s lease, or drop the group (``on_lost``) once it is lost: another
+        revision is in the bucket, or no renewal got through and the lease is within a third of
+        its time of lapsing. The groups are renewed side by side, each renewal waited for only
+        until then, and none is tried while the client is not connected (a request then waits
+        for its whole timeout): a process cut off drops its groups before another may take them."""
+        margin = self.leases.ttl / 3
+        renewed = False
+        if self.client.is_connected:
+            renewal = asyncio.ensure_future(self.leases.renew(state.lease))
+            await asyncio.wait({renewal}, timeout=max(0.05, state.lease.until - margin - self.leases.now()))
+            if renewal.done():
+                renewed = not renewal.cancelled() and renewal.exception() is None and renewal.result()
+            else:  # answered too late to be of use: its answer is left to come (and be dropped)
+                renewal.add_done_callback(lambda done: done.cancelled() or done.exception())
+        if renewed or self._groups.get(group) is not state:
+            return
+        if state.lease.until <= self.leases.now() + margin or self.client.is_connected:
+            holder = await self._holder_or_none(group) if self.client.is_connected else None
+            if self._groups.get(group) is state:  # (not claimed again meanwhile)
+                self._drop(group, NotOwner(group, holder))
 
     async def _holder_or_none(self, group: str) -> str | None:
         try:

@@ -500,6 +500,10 @@ class Store:
         entry = self._channels.get(channel)
         return entry is not None and fanout.has_subscribers(entry)
 
+    def served(self) -> list[str]:
+        """The channels some subscriber of this process follows now."""
+        return [channel for channel, entry in self._channels.items() if fanout.has_subscribers(entry)]
+
     def is_subscribed(self, channel: str, subscriber: Subscriber) -> bool:
         entry = self._channels.get(channel)
         return entry is not None and fanout.is_subscribed(entry, subscriber)
