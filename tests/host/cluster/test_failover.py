@@ -504,3 +504,55 @@ async def test_a_process_paused_past_its_lease_mid_turn_hangs_up_on_its_provider
                 await peer.close()
             printed = paused.stop() + other.stop()
     assert "Traceback" not in printed, printed
+
+
+# -- a client that leaves while its session's owner is dead ------------------------------------------
+
+
+async def test_a_client_that_leaves_while_the_sessions_owner_is_dead_is_no_active_client_once_a_live_process_runs_it(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = offline_config(tmp_path)
+    owner, second, third = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
+    printed = ""
+    clients: list[AhpClient] = []
+    try:
+        await owner.start()
+        await second.start()
+        await third.start()
+        here = await AhpClient.connect(owner.url)
+        clients.append(here)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session(provider="offline")
+        leaving, staying = await AhpClient.connect(second.url), await AhpClient.connect(third.url)
+        clients += [leaving, staying]
+        tool = {"name": "vscode_tool", "description": "a tool of the client", "inputSchema": {"type": "object"}}
+        for client in (leaving, staying):
+            await client.initialize(subscriptions=[ROOT])
+            await until_listed(client, session)
+            await client.subscribe(session)
+            outcome = await client.outcome(client.dispatch(session, {
+                "type": "session/activeClientSet", "activeClient": {"clientId": client.client_id, "tools": [tool]}}))
+            assert outcome.accepted, outcome.reason
+
+        def active() -> list[dict[str, Any]]:
+            return list((staying.state(session) or {}).get("activeClients") or ())
+
+        await staying.wait_for(lambda m, e: {c["clientId"] for c in active()} == {leaving.client_id, staying.client_id},
+                               timeout=10)
+
+        owner.kill()
+        # The client of the second process leaves while the session's lease is still the dead
+        # owner's: the second has no one to hand the client's departure to.
+        await leaving.close()
+
+        # Once a live process runs the session, the client connected nowhere is no active client
+        # (its tools offered no more); the one still connected keeps its role and its tools.
+        await staying.wait_for(lambda m, e: [c["clientId"] for c in active()] == [staying.client_id], timeout=30)
+        assert active() == [{"clientId": staying.client_id, "tools": [tool]}]
+        renamed = await staying.outcome(staying.dispatch(session, {"type": "session/titleChanged", "title": "run elsewhere"}))
+        assert renamed.accepted, renamed.reason
+    finally:
+        for client in clients:
+            await client.close()
+        printed = owner.stop() + second.stop() + third.stop()
+    assert "Traceback" not in printed, printed
