@@ -481,11 +481,15 @@ class AgentHost:
         """This process stopped running ``group`` (a cluster: its lease was taken or lapsed
         unrenewed, cut off from NATS or held up): the turns running in a session's chats stop at
         once, their provider streams and tool calls cancelled, nothing more dispatched for them
-        (what they would write could not be stored). The process that takes the session over
-        ends those turns with a resumable error (``taken_over``), which the clients of every
-        process see; this process's own clients were told already when it was cut off (their
-        connections closed, ``_log_connection``), else they get that error through the log."""
-        if self.store.kind(group) != "session":
+        (what they would write could not be stored); a terminal's shell is ended. The process
+        that takes the session over ends those turns with a resumable error (``taken_over``),
+        which the clients of every process see; this process's own clients were told already
+        when it was cut off (their connections closed, ``_log_connection``), else they get that
+        error through the log."""
+        kind = self.store.kind(group)
+        if kind == "terminal" and self._services is not None:  # its shell ends here, quietly
+            self.terminals.lost(group)
+        if kind != "session":
             return
         logger.warning("lost %s to another process (or its lease lapsed): its running turns stop here", group)
         self.runner.forget(group)
@@ -497,8 +501,12 @@ class AgentHost:
         (``chat/turnResume`` runs it again here), its chats' queued messages run here, its
         summaries and customizations are kept here from now on, as at start-up for a recovered
         session; and its active clients that no live process has connected are dropped
-        (``_drop_absent_clients``): their tools are offered no more."""
-        if self.store.kind(group) != "session":
+        (``_drop_absent_clients``): their tools are offered no more. A terminal, whose shell
+        died with the process that ran it, is finished and marked exited, saying so."""
+        kind = self.store.kind(group)
+        if kind == "terminal":  # its shell died with the process that ran it: finished, saying so
+            self.terminals.taken_over(group)
+        if kind != "session":
             return  # the host-wide group (the root channel...): nothing runs in it
         chats = self.session_chats(group)
         for chat in chats:

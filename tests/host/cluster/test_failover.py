@@ -556,3 +556,49 @@ async def test_a_client_that_leaves_while_the_sessions_owner_is_dead_is_no_activ
             await client.close()
         printed = owner.stop() + second.stop() + third.stop()
     assert "Traceback" not in printed, printed
+
+
+# -- a terminal of a process that dies --------------------------------------------------------------
+
+
+async def test_a_terminal_of_a_process_killed_ends_exited_with_a_line_saying_why_once_a_live_process_takes_it_over(
+        tmp_path: Path, nats_server: EmbeddedNats, monkeypatch: Any) -> None:
+    monkeypatch.setenv("SHELL", "/bin/sh")  # no rc files of the user's (the processes inherit it)
+    monkeypatch.setenv("ENV", "")
+    config = offline_config(tmp_path)
+    owner, other = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two"))
+    printed = ""
+    clients: list[AhpClient] = []
+    try:
+        await owner.start()
+        await other.start()
+        here = await AhpClient.connect(owner.url)
+        clients.append(here)
+        await here.initialize(subscriptions=[ROOT])
+        terminal = f"ahp-terminal:/{uuid.uuid4()}"
+        await here.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": here.client_id}})
+        there = await AhpClient.connect(other.url)
+        clients.append(there)
+        await there.initialize(subscriptions=[ROOT])
+        for _ in range(200):  # once the other process has taken the terminal in
+            try:
+                await there.subscribe(terminal)
+                break
+            except Exception:
+                await asyncio.sleep(0.05)
+        assert (there.state(terminal) or {}).get("lifecycle") == {"status": "running"}
+
+        owner.kill()
+        # Its shell died with it: the live process that takes the terminal over ends it, saying
+        # so, rather than leave it running with nothing behind it.
+        await there.wait_for(lambda m, e: ((there.state(terminal) or {}).get("lifecycle") or {}).get("status") == "exited",
+                             timeout=30)
+        text = "".join(part.get("value") or part.get("output") or "" for part in there.state(terminal)["content"])  # type: ignore[index]
+        assert "The agent host process running this terminal stopped" in text, there.state(terminal)
+        await there.wait_for(lambda m, e: [t["lifecycle"]["status"] for t in (there.state(ROOT) or {}).get("terminals") or []
+                                           if t["resource"] == terminal] == ["exited"], timeout=10)
+    finally:
+        for client in clients:
+            await client.close()
+        printed = owner.stop() + other.stop()
+    assert "Traceback" not in printed, printed
