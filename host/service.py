@@ -522,7 +522,8 @@ class AgentHost:
         else:
             for chat in chats:
                 self.runner.start_pending(chat)
-        self.customizations.open_session(group, restored=True)
+        if group not in self.customizations.sessions:  # (a session this process lost and takes back keeps its own)
+            self.customizations.open_session(group, restored=True)
         present = getattr(self.store.log, "present", None)
         if present is not None:
             task = asyncio.get_running_loop().create_task(self._drop_absent_clients(group, present))

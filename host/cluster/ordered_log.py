@@ -562,11 +562,12 @@ class ClusterLog:
         them was served here for ``release_after`` seconds (decided in one step, so that a
         subscription made right after its ``hold`` is seen)."""
         core = self._core
-        if core is None or self._follow_take is None:
-            return
+        if core is None or self._follow_take is None or not core.client.is_connected:
+            return  # (cut off: the follower is made again once NATS is back)
         candidates = [group for group in self._streamed if not core.owns(group) and group not in self._claims]
+        # (a group held and not loaded yet, or this process's own, starts its grace when it is a candidate)
+        self._served_at = {group: at for group, at in self._served_at.items() if group in candidates}
         if not candidates:
-            self._served_at.clear()
             return
         now = asyncio.get_running_loop().time()
         serving = {group_of(channel) for channel in served() if channel_kind(channel) == "chat"}
