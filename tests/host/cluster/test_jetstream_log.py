@@ -198,6 +198,34 @@ async def test_a_process_cut_off_from_nats_stops_writing_and_cannot_write_after_
         await other.close()
 
 
+async def test_a_process_cut_off_from_nats_gives_up_each_of_its_sessions_before_another_process_may_take_it(
+        nats_server: EmbeddedNats, relay: Relay) -> None:
+    # What runs in a session stops when its process gives the session up (``on_lost``): that must
+    # come before another process can claim it, for every session it ran, however many.
+    sessions = [f"ahp-session:/cut-{index}" for index in range(3)]
+    cut_off = await JetStreamLog.connect(relay.url, holder="cut-off", lease_ttl=3)
+    other = await JetStreamLog.connect(nats_server.url, holder="other", lease_ttl=3)
+    lost: list[str] = []
+    cut_off.on_lost = lost.append
+    try:
+        for session in sessions:
+            await cut_off.claim(session)
+            await cut_off.append(default_chat_uri(session), 0, step(0))
+        relay.cut()
+        for session in sessions:
+            while True:
+                try:
+                    await other.claim(session)
+                    break
+                except NotOwner:
+                    await asyncio.sleep(0.05)
+            assert session in lost, f"{session} was taken over before the cut-off process gave it up"
+        assert sorted(lost) == sessions
+    finally:
+        await cut_off.close()
+        await other.close()
+
+
 async def test_a_snapshot_larger_than_a_message_is_kept_and_read_back(log: JetStreamLog) -> None:
     state = {"title": "big", "text": "x" * 3_000_000}
     await log.put_snapshot(SESSION, 41, {SESSION: {"kind": "session", "state": state}})
