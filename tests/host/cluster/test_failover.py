@@ -440,8 +440,7 @@ async def test_a_process_cut_off_from_nats_mid_turn_hangs_up_on_its_provider_and
         finally:
             for peer in peers:
                 await peer.close()
-            printed = cut.stop() + "\n=====OTHER=====\n" + other.stop()
-            print(printed)
+            printed = cut.stop() + other.stop()
     assert "Traceback" not in printed, printed
 
 
