@@ -61,6 +61,15 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   channels as the dead owner left them, and the host ends what it left running
   (``host.service``). Several live processes may race for a group: the lease lets one through.
 
+* ``watch_lost(lost)`` (optional too): ``lost(group)`` when this process stops running a group
+  (its lease taken, or lapsing unrenewed: cut off, held up; a batch fenced out), so that what runs
+  there stops (``host.service``); a group it lost that no other process claims is taken back once
+  its own lapsed lease shows, or an append claims it, and ``taken`` is called for it as for a dead
+  owner's. ``let_go_unserved(served)``: a group followed whole for this process's clients goes
+  back to partial once none of its chats was served here for ``release_after`` seconds.
+  ``serve_presence``/``present``: which process has a client connected (a takeover drops the
+  active clients no live process has).
+
 **Claims and catching up.** Every claim (a lapsed group taken over, or an append to a group this
 process does not own) goes through one place (``_claim``): at most one claim per group at a time,
 and, once this process follows the log, the claim is done only when the follower has handed the
