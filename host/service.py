@@ -107,11 +107,12 @@ INTERRUPTED_ERROR = {
 
 TAKEN_OVER_ERROR = {
     "errorType": "hostRestarted",
-    "message": "The agent host process running this session stopped while this turn was running; another "
-    "process took the session over. Resume the turn to continue it.",
+    "message": "The agent host process running this session stopped, or lost its connection to the cluster, while "
+    "this turn was running; a live process runs the session now. Resume the turn to continue it.",
 }
-"""A turn's end when its process died and another took its session over (a cluster): the error
-part says ``resumable``, and ``chat/turnResume`` runs the turn again on the new owner."""
+"""A turn's end when its process died or lost the session's lease and a live process took the
+session over (a cluster): the error part says ``resumable``, and ``chat/turnResume`` runs the
+turn again on the new owner."""
 
 CUT_OFF_REASON = "this agent host process lost its cluster's log (NATS) and cannot write; reconnect to another process"
 """The close reason a cluster's process that lost NATS gives its clients (WebSocket code 1013)."""
@@ -199,6 +200,8 @@ class AgentHost:
         self.store.change_observers.append(self._publish_summary_changes)
         self.store.change_observers.append(self.chat_summaries.observe)
         self._connected: dict[str, int] = {}
+        self._takeovers: set[asyncio.Task[None]] = set()
+        """What ``taken_over`` still asks the other processes (kept referenced until done)."""
         self.cut_off: str | None = None
         """Why this process cannot write now (a cluster's process that lost NATS), else None: the
         transport closes its connections with it and refuses new ones until NATS is back."""
@@ -370,6 +373,16 @@ class AgentHost:
                 await serve_content(self.content.lookup)
             await self.store.take_over_lapsed(self.taken_over)  # and the sessions of a process that died
             self.store.watch_log_connection(self._log_connection)  # and whether this one can write
+            log = self.store.log
+            watch_lost = getattr(log, "watch_lost", None)
+            if watch_lost is not None:  # and the sessions this one loses (cut off, or its lease lapsed)
+                watch_lost(self.lost)
+            serve_presence = getattr(log, "serve_presence", None)
+            if serve_presence is not None:  # and whether a client is connected here (``taken_over``)
+                await serve_presence(self._connected.__contains__)
+            let_go = getattr(log, "let_go_unserved", None)
+            if let_go is not None:  # and the sessions of others that no client here follows any more
+                let_go(self.store.served)
         root = self.store.state(ROOT) or {}
         config = root_config_state(root.get("config"))
         if root.get("config") != config:  # a journal from before the root config, or another schema
@@ -464,13 +477,36 @@ class AgentHost:
             except Exception:
                 logger.exception("telling clients that this process is cut off failed")
 
+    def lost(self, group: str) -> None:
+        """This process stopped running ``group`` (a cluster: its lease was taken or lapsed
+        unrenewed, cut off from NATS or held up): the turns running in a session's chats stop at
+        once, their provider streams and tool calls cancelled, nothing more dispatched for them
+        (what they would write could not be stored); a terminal's shell is ended. The process
+        that takes the session over ends those turns with a resumable error (``taken_over``),
+        which the clients of every process see; this process's own clients were told already
+        when it was cut off (their connections closed, ``_log_connection``), else they get that
+        error through the log."""
+        kind = self.store.kind(group)
+        if kind == "terminal" and self._services is not None:  # its shell ends here, quietly
+            self.terminals.lost(group)
+        if kind != "session":
+            return
+        logger.warning("lost %s to another process (or its lease lapsed): its running turns stop here", group)
+        self.runner.forget(group)
+
     def taken_over(self, group: str) -> None:
         """This process took over ``group`` from a process whose lease lapsed (a cluster: killed,
-        or cut off from NATS), and holds everything that process logged. For a session: a turn
-        that was running there ends with a resumable error (``chat/turnResume`` runs it again
-        here), its chats' queued messages run here, and its summaries and customizations are
-        kept here from now on, as at start-up for a recovered session."""
-        if self.store.kind(group) != "session":
+        or cut off from NATS), or took back one it lost, and holds everything logged on it. For
+        a session: a turn that was running there ends with a resumable error
+        (``chat/turnResume`` runs it again here), its chats' queued messages run here, its
+        summaries and customizations are kept here from now on, as at start-up for a recovered
+        session; and its active clients that no live process has connected are dropped
+        (``_drop_absent_clients``): their tools are offered no more. A terminal, whose shell
+        died with the process that ran it, is finished and marked exited, saying so."""
+        kind = self.store.kind(group)
+        if kind == "terminal":  # its shell died with the process that ran it: finished, saying so
+            self.terminals.taken_over(group)
+        if kind != "session":
             return  # the host-wide group (the root channel...): nothing runs in it
         chats = self.session_chats(group)
         for chat in chats:
@@ -486,10 +522,36 @@ class AgentHost:
         else:
             for chat in chats:
                 self.runner.start_pending(chat)
-        self.customizations.open_session(group, restored=True)
+        if group not in self.customizations.sessions:  # (a session this process lost and takes back keeps its own)
+            self.customizations.open_session(group, restored=True)
+        present = getattr(self.store.log, "present", None)
+        if present is not None:
+            task = asyncio.get_running_loop().create_task(self._drop_absent_clients(group, present))
+            self._takeovers.add(task)
+            task.add_done_callback(self._takeovers.discard)
+
+    async def _drop_absent_clients(self, session: str, present: Callable[[str], Awaitable[bool]]) -> None:
+        """Give up the active-client role of each client of ``session`` that no live process
+        has connected: a client of the dead owner that did not come back, and one that left
+        another process while the owner was dead (that process's ``activeClientRemoved`` had no
+        one to take it). A client connected anywhere keeps its role."""
+        def active() -> list[str]:
+            return [client["clientId"] for client in (self.store.state(session) or {}).get("activeClients") or ()
+                    if isinstance(client, dict) and isinstance(client.get("clientId"), str)]
+
+        asked = [client for client in active() if client not in self._connected]
+        if not asked:
+            return
+        answers = await asyncio.gather(*(present(client) for client in asked), return_exceptions=True)
+        for client, answer in zip(asked, answers):
+            if answer is False and client not in self._connected and client in active():
+                logger.info("%s is connected to no live process: it is no longer an active client of %s", client, session)
+                self.store.dispatch_where_run(session, builders.session_active_client_removed(client_id=client))
 
     async def stop(self) -> None:
         services = self._services  # (none to stop when no session ever needed them)
+        for task in list(self._takeovers):
+            task.cancel()
         await self.runner.close()
         if services is not None:
             await services.terminals.stop()

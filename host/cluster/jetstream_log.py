@@ -47,9 +47,10 @@ diverge). A batch already sent whose acknowledgement does not come (``timeout``,
 connection, a restarting server) may or may not be stored: it is *settled* once the client is
 connected again, while the group's lease lasts, by the group's last message (each batch's last
 message names the batch, ``Ahp-Batch``): stored, its appends resolve with their numbers; not
-stored, it is sent again; written over by another process, ``NotOwner``. Past the lease it fails
-with ``LogUnavailable`` and the group is dropped: only a new ``claim`` (which reads the group's last
-sequence again) lets the process write to it again.
+stored, it is sent again; written over by another process, ``NotOwner``. Past the lease the group
+is dropped (only a new ``claim``, which reads the group's last sequence again, lets the process
+write to it again), and the batch is read back once connected: stored, its appends resolve with
+their numbers (they are in the log every other process follows); not stored, ``NotOwner``.
 
 **Reading.** :meth:`read` gives the records after a sequence, in order (an ordered consumer from
 ``since + 1``, up to the last sequence when the read began), optionally of some channels only:
@@ -287,14 +288,31 @@ class JetStreamLog:
     async def _renew_forever(self) -> None:
         while True:
             await asyncio.sleep(self.leases.ttl / 3)
-            for group, state in list(self._groups.items()):
-                try:
-                    renewed = await self.leases.renew(state.lease)
-                except Exception:  # cut off from NATS: the lease lapses, below
-                    renewed = False
-                if not renewed and (state.lease.until <= self.leases._clock() + self.leases.ttl / 3
-                                    or self.client.is_connected):
-                    self._drop(group, NotOwner(group, await self._holder_or_none(group)))
+            groups = list(self._groups.items())
+            if groups:
+                await asyncio.gather(*(self._renew(group, state) for group, state in groups))
+
+    async def _renew(self, group: str, state: _Group) -> None:
+        """Renew ``group``'s lease, or drop the group (``on_lost``) once it is lost: another
+        revision is in the bucket, or no renewal got through and the lease is within a third of
+        its time of lapsing. The groups are renewed side by side, each renewal waited for only
+        until then, and none is tried while the client is not connected (a request then waits
+        for its whole timeout): a process cut off drops its groups before another may take them."""
+        margin = self.leases.ttl / 3
+        renewed = False
+        if self.client.is_connected:
+            renewal = asyncio.ensure_future(self.leases.renew(state.lease))
+            await asyncio.wait({renewal}, timeout=max(0.05, state.lease.until - margin - self.leases.now()))
+            if renewal.done():
+                renewed = not renewal.cancelled() and renewal.exception() is None and renewal.result()
+            else:  # answered too late to be of use: its answer is left to come (and be dropped)
+                renewal.add_done_callback(lambda done: done.cancelled() or done.exception())
+        if renewed or self._groups.get(group) is not state:
+            return
+        if state.lease.until <= self.leases.now() + margin or self.client.is_connected:
+            holder = await self._holder_or_none(group) if self.client.is_connected else None
+            if self._groups.get(group) is state:  # (not claimed again meanwhile)
+                self._drop(group, NotOwner(group, holder))
 
     async def _holder_or_none(self, group: str) -> str | None:
         try:
@@ -482,7 +500,10 @@ class JetStreamLog:
         may or may not be stored. Once reconnected, while the group's lease is still this
         process's, read the group's last message: this batch's own (its ``Ahp-Batch``) means it
         was stored, the fence's ``last`` means it was not (then it is sent again, once), anything
-        else means another process wrote (``NotOwner``). Past the lease, ``LogUnavailable``."""
+        else means another process wrote (``NotOwner``). Past the lease it may not be sent again,
+        but whether it was stored is read once connected again (``_stored_batch``): a batch the
+        stream holds is never told as refused (its process would undo what every other process
+        holds)."""
         state = self._groups.get(group)
         unavailable = LogUnavailable(f"NATS did not acknowledge a batch for {group} ({type(error).__name__}) "
                                      "and could not be asked again within the lease: this process stops writing to it")
@@ -502,7 +523,33 @@ class JetStreamLog:
                     return await self._send_batch(group, last, batch)
                 raise NotOwner(group, await self._holder_or_none(group))
             await asyncio.sleep(0.05)
+        tries = 20  # (asked while connected; waited for as long as it is not, unless closed)
+        while tries and not self.client.is_closed:
+            if self.client.is_connected:
+                tries -= 1
+                try:
+                    return await self._stored_batch(group, last, len(batch), batch_id)
+                except (NatsTimeout, ConnectionClosedError, NoRespondersError):
+                    pass
+                except NotFoundError as gone:  # not stored, and nothing written after it
+                    raise unavailable from gone
+                except APIError as refused:
+                    raise unavailable from refused
+            await asyncio.sleep(0.1)
         raise unavailable from error
+
+    async def _stored_batch(self, group: str, last: int, count: int, batch_id: str) -> int:
+        """The first sequence of batch ``batch_id`` (``count`` messages fenced on ``last``) read back
+        from the stream, or ``NotOwner`` when it was not stored. Only that batch can follow ``last``
+        in the group unless another process claimed it first (its owner marker then follows
+        ``last``); an atomic batch is stored contiguous, its last message naming it (``Ahp-Batch``).
+        ``NotFoundError`` when nothing follows ``last`` (not stored)."""
+        first = await self.js.get_msg(self.stream, seq=last + 1, subject=self.subjects.group_filter(group), next=True)
+        if first.seq and (first.headers or {}).get(KIND) != "owner":
+            end = first if count == 1 else await self.js.get_msg(self.stream, seq=first.seq + count - 1)
+            if (end.headers or {}).get(BATCH) == batch_id:
+                return first.seq
+        raise NotOwner(group, await self._holder_or_none(group))
 
     def _check_connected(self) -> None:
         if not self.client.is_connected:

@@ -61,6 +61,15 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   channels as the dead owner left them, and the host ends what it left running
   (``host.service``). Several live processes may race for a group: the lease lets one through.
 
+* ``watch_lost(lost)`` (optional too): ``lost(group)`` when this process stops running a group
+  (its lease taken, or lapsing unrenewed: cut off, held up; a batch fenced out), so that what runs
+  there stops (``host.service``); a group it lost that no other process claims is taken back once
+  its own lapsed lease shows, or an append claims it, and ``taken`` is called for it as for a dead
+  owner's. ``let_go_unserved(served)``: a group followed whole for this process's clients goes
+  back to partial once none of its chats was served here for ``release_after`` seconds.
+  ``serve_presence``/``present``: which process has a client connected (a takeover drops the
+  active clients no live process has).
+
 **Claims and catching up.** Every claim (a lapsed group taken over, or an append to a group this
 process does not own) goes through one place (``_claim``): at most one claim per group at a time,
 and, once this process follows the log, the claim is done only when the follower has handed the
@@ -81,6 +90,9 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
+
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
@@ -106,9 +118,13 @@ class ClusterLog:
     answers_later = True
     """``append`` returns an awaitable: the store finishes each action when it resolves."""
 
-    def __init__(self, url: str, *, holder: str | None = None, timeout: float = 10.0, **options: Any) -> None:
+    def __init__(self, url: str, *, holder: str | None = None, timeout: float = 10.0, release_after: float = 10.0,
+                 **options: Any) -> None:
         self.url = url
         self.timeout = timeout
+        self.release_after = release_after
+        """Seconds a session loaded whole (``hold``) stays followed whole once no chat of it is
+        served here (``let_go_unserved``)."""
         self._holder = holder
         self._closing = False
         self._connection_watch: Callable[[bool], None] | None = None
@@ -167,6 +183,15 @@ class ClusterLog:
         """One change of the follower's subscription at a time."""
         self.failures: list[LogError] = []
         """Failures of ``created``/``removed`` records (they have no future to fail), newest last."""
+        self._lost: set[str] = set()
+        """The groups this process ran and lost (``watch_lost``) and no other process claimed
+        since: taken back, should their lease lapse or an append claim them, as from a dead owner."""
+        self._lost_watch: Callable[[str], None] | None = None
+        self._taken_watch: Callable[[str], None] | None = None
+        """``take_over_lapsed``'s ``taken``."""
+        self._served_at: dict[str, float] = {}
+        """Per group followed whole though another process runs it: when (loop time) a chat of
+        it was last held or seen served here."""
 
     # -- opening, and waiting within the timeout -----------------------------------------------
 
@@ -195,6 +220,7 @@ class ClusterLog:
         except BaseException:
             await core.close(release=False)
             raise
+        core.on_lost = self._group_lost
         self._core = core
 
     async def _within(self, waited: Awaitable[T]) -> T:
@@ -483,8 +509,11 @@ class ClusterLog:
         subscriber, ``fetchTurns``): None when it does, else an awaitable done once the chats of
         their partial groups were handed to the store whole (read from the group's snapshot and
         records) and their streamed text is followed from then on."""
-        groups = sorted(group for group in {group_of(channel) for channel in channels if channel_kind(channel) == "chat"}
-                        if group in self._partial)
+        wanted = {group_of(channel) for channel in channels if channel_kind(channel) == "chat"}
+        now = asyncio.get_running_loop().time()
+        for group in wanted:
+            self._served_at[group] = now  # (let go no sooner than ``release_after`` from now)
+        groups = sorted(group for group in wanted if group in self._partial)
         if not groups:
             return None
         return asyncio.ensure_future(self._load(groups))
@@ -522,6 +551,49 @@ class ClusterLog:
             finally:
                 if not self._closing:
                     await self._subscribe_follower()
+
+    def let_go_unserved(self, served: Callable[[], Iterable[str]]) -> None:
+        """From now on, a group loaded whole for this process's clients (``hold``) that another
+        process runs goes back to being followed partial once none of its chats has been served
+        here for ``release_after`` seconds (``served()``: the channels this process's clients
+        are subscribed to now). Its chats keep the text they had until ``hold`` loads them whole
+        again. After ``follow``; stopped by ``close``."""
+
+        async def check() -> None:
+            while True:
+                await asyncio.sleep(self.release_after / 2)
+                self._let_go(served)
+
+        self._in_background(check())
+
+    def _let_go(self, served: Callable[[], Iterable[str]]) -> None:
+        """Let go of the groups followed whole though another process runs them and no chat of
+        them was served here for ``release_after`` seconds (decided in one step, so that a
+        subscription made right after its ``hold`` is seen)."""
+        core = self._core
+        if core is None or self._follow_take is None or not core.client.is_connected:
+            return  # (cut off: the follower is made again once NATS is back)
+        candidates = [group for group in self._streamed if not core.owns(group) and group not in self._claims]
+        # (a group held and not loaded yet, or this process's own, starts its grace when it is a candidate)
+        self._served_at = {group: at for group, at in self._served_at.items() if group in candidates}
+        if not candidates:
+            return
+        now = asyncio.get_running_loop().time()
+        serving = {group_of(channel) for channel in served() if channel_kind(channel) == "chat"}
+        gone: list[str] = []
+        for group in candidates:
+            if group in serving:
+                self._served_at[group] = now
+            elif now - self._served_at.setdefault(group, now) >= self.release_after:
+                gone.append(group)
+        if not gone:
+            return
+        for group in gone:
+            self._streamed.discard(group)
+            self._partial.add(group)
+            self._served_at.pop(group, None)
+        logger.debug("no client here follows %s any more: its streamed text is not taken in", ", ".join(gone))
+        self._in_background(self._follow_again())
 
     async def _stop_following(self) -> None:
         stop, self._follow_stop = self._follow_stop, None
@@ -564,6 +636,27 @@ class ClusterLog:
         if watch is not None and not self._closing:
             asyncio.get_running_loop().call_soon(watch, connected)
 
+    # -- groups this process lost -----------------------------------------------------------------
+
+    def watch_lost(self, lost: Callable[[str], None]) -> None:
+        """Call ``lost(group)`` when this process stops running ``group``: its lease was taken, or
+        lapses unrenewed (cut off from NATS, a loop held busy), or a batch of it was fenced out.
+        Nothing more this process appends to it is stored unless it claims the group again; what
+        it runs there should stop (``host.service``)."""
+        self._lost_watch = lost
+
+    def _group_lost(self, group: str) -> None:
+        if self._closing:
+            return
+        self._lost.add(group)
+        logger.warning("this process lost %s (its lease lapsed or was taken): it writes nothing more there", group)
+        watch = self._lost_watch
+        if watch is not None:
+            try:
+                watch(group)
+            except Exception:
+                logger.exception("stopping what runs in %s, lost, failed", group)
+
     # -- claims, and taking over the groups of a dead owner -----------------------------------------
 
     async def _claim(self, group: str) -> int:
@@ -594,12 +687,20 @@ class ClusterLog:
             except Exception as error:
                 await self.core.release(group)
                 raise LogUnavailable(f"claimed {group} but could not read what its previous owner logged: {error}") from error
+        if group in self._lost:
+            # Claimed back after this process lost it, no one else having run it since: what
+            # it ran there was stopped then and is ended now, as a dead owner's is.
+            self._lost.discard(group)
+            taken = self._taken_watch
+            if taken is not None:
+                asyncio.get_running_loop().call_soon(self._taken, group, taken)
         return marker
 
     async def take_over_lapsed(self, taken: Callable[[str], None]) -> None:
         """Claim every group whose holder let its lease lapse (a process killed or cut off), and
         call ``taken(group)`` once this process owns it and holds everything its previous holder
         logged on it. After ``follow``; stopped by ``close``."""
+        self._taken_watch = taken
         self._watch_stop = await self._within(self.core.leases.watch(self._seen))
         task = asyncio.get_running_loop().create_task(self._take_lapsed(taken))
 
@@ -618,17 +719,22 @@ class ClusterLog:
             await asyncio.sleep(leases.ttl / 12)  # noticed within half a second of the lapse
             if not self.core.client.is_connected:
                 continue  # cut off: our own leases lapse too; nothing to take
-            seen = self._seen
-            for group in lapsed(seen, leases.now(), self.core.holder):
+            seen, now = self._seen, leases.now()
+            # A dead owner's groups, and those this process lost whose lease (still in its name)
+            # lapsed with no one else taking them: then no other process would.
+            ours = [group for group in self._lost if group in seen and seen[group].holder == self.core.holder
+                    and seen[group].until <= now]
+            for group in [*lapsed(seen, now, self.core.holder), *ours]:
                 if self.core.owns(group) or group in self._claims:
                     continue
                 try:
-                    await self._claim(group)
+                    await self._claim(group)  # (one of ours: its ``taken`` is called by the claim)
                 except LogError as error:  # another process was quicker (the watch shows it soon), or NATS went
                     logger.debug("not taking %s over: %s", group, error)
                     continue
-                logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
-                self._taken(group, taken)
+                if group not in ours:
+                    logger.info("took over %s from %s, whose lease lapsed", group, seen.get(group, Seen("?", 0)).holder)
+                    self._taken(group, taken)
 
     def _taken(self, group: str, taken: Callable[[str], None]) -> None:
         self._holders.pop(group, None)
@@ -755,10 +861,49 @@ class ClusterLog:
 
         return asyncio.ensure_future(ask())
 
+    # -- which process holds a client (core NATS request/reply) --------------------------------------
+
+    PRESENCE_SUBJECT = "ahp.presence"
+    PRESENCE_WAIT = 2.0
+    """Seconds to wait for a process that holds a client before it counts as held by none."""
+
+    async def serve_presence(self, holds: Callable[[str], bool]) -> None:
+        """Answer other processes' questions whether a client is connected (``present``) when
+        ``holds(client_id)`` says it is connected here; stay silent otherwise."""
+
+        async def take(message: Any) -> None:
+            try:
+                if holds(message.data.decode()):
+                    await message.respond(b"1")
+            except Exception as error:  # a malformed question, NATS gone meanwhile
+                logger.warning("could not answer whether a client is connected here: %s", error)
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self.PRESENCE_SUBJECT, cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        await self._within(subscribe())
+
+    def present(self, client_id: str) -> Awaitable[bool]:
+        """Whether a process of the cluster (this one included, when it serves ``serve_presence``)
+        has ``client_id`` connected: False once none answered within ``PRESENCE_WAIT`` seconds;
+        True too when the question could not be asked (NATS unreachable: not known to be gone)."""
+        async def ask() -> bool:
+            try:
+                await self.core.client.request(self.PRESENCE_SUBJECT, client_id.encode(), timeout=self.PRESENCE_WAIT)
+            except (NatsTimeout, NoRespondersError):
+                return False
+            except Exception:
+                return True
+            return True
+
+        return asyncio.ensure_future(ask())
+
     def _claimed(self, group: str, holder: str | None) -> None:
         """An owner marker: ``holder`` claimed ``group`` (``owner`` names it unless it is us)."""
         if holder and holder != self.core.holder:
             self._holders[group] = holder
+            self._lost.discard(group)  # another process runs it now, and ended what we left
         else:
             self._holders.pop(group, None)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import socket
 from pathlib import Path
+from typing import Any
 
 from host.cluster.ordered_log import ClusterLog
 from host.config import ClusterConfig
@@ -34,7 +35,7 @@ def open_cluster_log(config: ClusterConfig, data_dir: Path) -> ClusterLog:
     """The log on ``config.url``, not connected yet: its ``open`` (``AgentHost.open``) connects,
     ``LogUnavailable`` when it cannot be reached, saying so."""
     assert config.url is not None
-    options: dict[str, str] = {}
+    options: dict[str, Any] = {}
     if config.credentials:
         credentials = Path(config.credentials).expanduser()
         if not credentials.is_file():

@@ -110,6 +110,8 @@ class TurnRunner:
         """The session a chat channel belongs to (``ChatSummaries.session_of``): a chat's URI
         need not encode it."""
         self._tasks: dict[str, tuple[str, asyncio.Task[None]]] = {}
+        self._contexts: dict[str, TurnContext] = {}
+        """Each running turn's context, by chat (``forget`` stops it quietly)."""
         self._background: set[asyncio.Task[Any]] = set()
         store.change_observers.append(self._observe)
 
@@ -148,9 +150,14 @@ class TurnRunner:
                 self._schedule_next_queued(chat)
 
     def forget(self, session: str) -> None:
-        """The session is being disposed: stop its chats' turns without dispatching anything."""
+        """The session is being disposed, or another process of a cluster runs it now: stop its
+        chats' turns without dispatching anything (their provider streams and tool calls are
+        cancelled; what they would clear on the way out, their activity, is left as it is)."""
         for chat in [chat for chat in self._tasks if chat == session or self._session_of(chat) == session]:
             running = self._tasks.pop(chat, None)
+            context = self._contexts.pop(chat, None)
+            if context is not None:
+                context.stopped = True
             if running is not None:
                 running[1].cancel()
 
@@ -212,6 +219,7 @@ class TurnRunner:
         )
         task = asyncio.get_running_loop().create_task(self._run(agent, ctx), name=f"turn {turn['id']}")
         self._tasks[chat] = (turn["id"], task)
+        self._contexts[chat] = ctx
 
     async def _run(self, agent: Agent | None, ctx: TurnContext) -> None:
         try:
@@ -240,6 +248,8 @@ class TurnRunner:
             current = self._tasks.get(ctx.chat)
             if current is not None and current[0] == ctx.turn_id:
                 self._tasks.pop(ctx.chat, None)
+            if self._contexts.get(ctx.chat) is ctx:
+                self._contexts.pop(ctx.chat, None)
 
     def _end(self, ctx: TurnContext, error: dict[str, Any] | None) -> None:
         """``chat/turnComplete`` (no error) or ``chat/error`` with an error part."""

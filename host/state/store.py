@@ -358,7 +358,9 @@ class Store:
         """``dispatch`` a change only this process knows to make (its own client left) on
         ``channel``: here if this process runs it, else handed to the process that does (a
         cluster), as a client's dispatch is; a refusal there is logged. (A plain ``dispatch`` of a
-        channel run elsewhere is refused by the log unless the owner's lease lapsed.)"""
+        channel run elsewhere is refused by the log unless the owner's lease lapsed.) An owner that
+        is dead cannot take it: the process that takes the session over drops the active clients
+        no live process has connected (``AgentHost.taken_over``)."""
         owner = self.owner_elsewhere(channel) if self._awaiting is not None else None
         if owner is None:
             self.dispatch(channel, action)
@@ -499,6 +501,10 @@ class Store:
     def has_subscribers(self, channel: str) -> bool:
         entry = self._channels.get(channel)
         return entry is not None and fanout.has_subscribers(entry)
+
+    def served(self) -> list[str]:
+        """The channels some subscriber of this process follows now."""
+        return [channel for channel, entry in self._channels.items() if fanout.has_subscribers(entry)]
 
     def is_subscribed(self, channel: str, subscriber: Subscriber) -> bool:
         entry = self._channels.get(channel)

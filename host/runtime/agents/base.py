@@ -111,6 +111,9 @@ class TurnContext:
     _active_turn_id: Callable[[], Any] | None = None
     """The chat's active turn id, read without building the whole state (``Store.active_turn_id``);
     ``is_active`` runs on every token, so reading ``chat_state`` there would cost a copy of the turn's text."""
+    stopped: bool = False
+    """Set when the host stopped the turn without ending it (its session disposed, or lost to
+    another process of a cluster): from then on it dispatches nothing (``is_active`` is False)."""
 
     def __post_init__(self) -> None:
         if not self.chat:
@@ -134,6 +137,8 @@ class TurnContext:
         return list(self.chat_state.get("turns") or [])
 
     def is_active(self) -> bool:
+        if self.stopped:
+            return False
         if self._active_turn_id is not None:
             return self._active_turn_id() == self.turn_id
         turn = self.chat_state.get("activeTurn")
@@ -147,15 +152,16 @@ class TurnContext:
         self._dispatch(self.chat, action if "turnId" in action else {**action, "turnId": self.turn_id})
 
     def dispatch(self, action: dict[str, Any]) -> bool:
-        """Dispatch a session action; False if the session is gone."""
-        if self._state() is None:
+        """Dispatch a session action; False if the session is gone (or the turn was stopped)."""
+        if self.stopped or self._state() is None:
             return False
         self._dispatch(self.session, action)
         return True
 
     def dispatch_chat(self, action: dict[str, Any]) -> bool:
-        """Dispatch a chat action that is not turn-scoped; False if the chat (or its session) is gone."""
-        if self._state() is None or (self._chat_state is not None and self._chat_state() is None):
+        """Dispatch a chat action that is not turn-scoped; False if the chat (or its session) is gone
+        (or the turn was stopped)."""
+        if self.stopped or self._state() is None or (self._chat_state is not None and self._chat_state() is None):
             return False
         self._dispatch(self.chat, action)
         return True

@@ -101,6 +101,8 @@ _SLOW_START_NOTE = ("\r\n[The shell is still reading its startup files (~/.bashr
                     "manager's init, a stale lock) makes every new terminal wait this long.]\r\n")
 _LOST_NOTE = ("\r\n[The host ended without stopping (it was killed or crashed) and was restarted; this terminal's process "
               "was lost with it. The terminal is gone: create a new one to go on.]\r\n")
+_TAKEN_OVER_NOTE = ("\r\n[The agent host process running this terminal stopped (killed, or cut off from its cluster); "
+                    "this terminal's process was lost with it. The terminal is gone: create a new one to go on.]\r\n")
 
 
 @dataclass
@@ -150,6 +152,8 @@ class TerminalService:
         self.slow_start = SLOW_START
         """Seconds before a shell not at its first prompt yet gets a line saying why (tests shorten it)."""
         self._running: dict[str, _Running] = {}
+        self._ending: set[asyncio.Task[None]] = set()
+        """Shells of terminals this process lost, being ended (``lost``)."""
         self._counter = 0
         store.change_observers.append(self._observe)
 
@@ -161,17 +165,53 @@ class TerminalService:
         for uri, state in list(self.store.channels("terminal")):
             if uri in self._running or actions.has_exited(state):
                 continue
-            for part in state.get("content") or []:
-                if part.get("type") == "command" and not part.get("isComplete"):
-                    self.store.dispatch(uri, actions.command_finished(part["commandId"], None, None))
-            self.store.dispatch(uri, actions.data(_LOST_NOTE))
-            tool_command = bool((state.get("claim") or {}).get("toolCallId"))
-            self.store.dispatch(uri, actions.exited(None if tool_command else HANGUP_EXIT_CODE))
+            self._finish_lost(uri, state, _LOST_NOTE)
         self._publish_list()
+
+    def taken_over(self, uri: str) -> None:
+        """A cluster's process that ran terminal ``uri`` died (or lost it), and this one took the
+        terminal over: its process is gone with that process, so it is finished as a recovered
+        one is (``start``), with a line saying what happened."""
+        state = self.store.state(uri)
+        if state is None or uri in self._running or actions.has_exited(state):
+            return
+        self._finish_lost(uri, state, _TAKEN_OVER_NOTE)
+        self._publish_list()
+
+    def lost(self, uri: str) -> None:
+        """This process lost terminal ``uri`` (a cluster: its lease lapsed or was taken): its
+        shell and what it started are ended, quietly (nothing of it can be written any more; the
+        process that takes the terminal over marks it exited)."""
+        item = self._running.pop(uri, None)
+        if item is None:
+            return
+        if item.watcher is not None:
+            item.watcher.cancel()
+        if item.owns_process:
+            task = asyncio.get_running_loop().create_task(self._quietly_ended(item))
+            self._ending.add(task)
+            task.add_done_callback(self._ending.discard)
+
+    async def _quietly_ended(self, item: _Running) -> None:
+        try:
+            await item.process.terminate(_KILL_GRACE)
+        finally:
+            item.process.close()
+
+    def _finish_lost(self, uri: str, state: dict[str, Any], note: str) -> None:
+        """A terminal whose process is gone: its running command finished, ``note`` in its
+        output, and exited (129 for a user's shell, whose pty was hung up; no code for a tool's
+        command, how it ended unknown)."""
+        for part in state.get("content") or []:
+            if part.get("type") == "command" and not part.get("isComplete"):
+                self.store.dispatch(uri, actions.command_finished(part["commandId"], None, None))
+        self.store.dispatch(uri, actions.data(note))
+        tool_command = bool((state.get("claim") or {}).get("toolCallId"))
+        self.store.dispatch(uri, actions.exited(None if tool_command else HANGUP_EXIT_CODE))
 
     async def stop(self) -> None:
         running = list(self._running.values())
-        await asyncio.gather(*(self._end(item) for item in running), return_exceptions=True)
+        await asyncio.gather(*(self._end(item) for item in running), *self._ending, return_exceptions=True)
         self._publish_list()
 
     # -- createTerminal / disposeTerminal ------------------------------------------------------

@@ -12,6 +12,8 @@ again, and ``chat/turnResume``)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,11 @@ from host.cluster.nats_server import EmbeddedNats
 from tests.conftest import TOKEN
 from tests.host.cluster.conftest import Relay
 from tests.host.cluster.test_process import ROOT, cluster_host, offline_config, statuses, unclocked, until_listed
+from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.host.test_vscode import Peer
 from tests.host.transport.dialects._clients import TAKEOVER_ONLY, Client, assert_every_frame_fits, assert_sent
 from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse, sse
 
 
 def slow_config(tmp_path: Path) -> Path:
@@ -327,4 +331,274 @@ async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path
         for client in clients:
             await client.close()
         printed = first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
+
+
+# -- a process that loses a session mid-turn stops the turn there ----------------------------------
+
+BEFORE = ["Streaming ", "before ", "the ", "cut"]
+"""What the model streams before its stream stalls (a provider still sending, slowly)."""
+
+
+def stalled_turn() -> Reply:
+    """A Chat Completions stream that sends ``BEFORE`` and then nothing, holding the connection
+    open until the client hangs up (its ``closed`` is set then)."""
+    envelope = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake-model"}
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+              *({"choices": [{"index": 0, "delta": {"content": text}}]} for text in BEFORE)]
+    return Reply(body=sse(*((None, {**envelope, **chunk}) for chunk in chunks)), stall=asyncio.Event())
+
+
+def provider_config(tmp_path: Path, base_url: str) -> Path:
+    """A host config with the agent ``fake``, an OpenAI Chat Completions endpoint at ``base_url``."""
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_directory = "{tmp_path}"\n' + fake_agent_toml(base_url, retries=0))
+    return config
+
+
+def texts_of(state: dict[str, Any], turn: str) -> list[tuple[str, str]]:
+    """Each response part of ``turn`` in a chat state: its kind and its text (an error's message)."""
+    found = next(t for t in state.get("turns") or [] if t["id"] == turn)
+    return [(part["kind"], part.get("content") or (part.get("error") or {}).get("message", "")) for part in found["responseParts"]]
+
+
+async def resume_and_complete(peer: Peer, chat: str, turn: str) -> None:
+    """``chat/turnResume`` from ``peer`` (AHP 0.9.0), and the resumed turn's end."""
+    await peer.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {
+        "channel": chat, "clientSeq": 7, "action": {"type": "chat/turnResume", "turnId": turn}}})
+    await peer.until(lambda: of_turn(peer, chat, turn, "chat/turnComplete"), timeout=30)
+    assert not [e for e in peer.actions() if "rejectionReason" in e and e["channel"] == chat]
+
+
+async def test_a_process_cut_off_from_nats_mid_turn_hangs_up_on_its_provider_and_the_live_process_ends_the_turn(
+        tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
+    stalled = stalled_turn()
+    printed = ""
+    peers: list[Peer] = []
+    async with FakeProviderServer([stalled, Reply(body=chat_sse("Resumed ", "on the live process."))],
+                                  base_path="/v1") as provider:
+        config = provider_config(tmp_path, provider.base_url)
+        cut = cluster_host(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
+        other = cluster_host(tmp_path / "two", config, nats_server.url)
+        try:
+            await cut.start()
+            await other.start()
+            session = f"fake:/{uuid.uuid4()}"
+            chat = default_chat_uri(session)
+            near = Peer(await connect(cut.url, max_size=None))
+            peers.append(near)
+            await near.initialize("near-09", ["0.9.0"])
+            assert (await near.request("createSession", {"channel": session})).get("error") is None
+            await near.request("subscribe", {"channel": chat})
+            far = Peer(await connect(other.url, max_size=None))
+            peers.append(far)
+            await far.initialize("far-09", ["0.9.0"])
+            chat_snapshot = await subscribed(far, chat)
+            turn = await start_turn(near, chat, 1, "Cut me off")
+            await far.until(lambda: "".join(a["content"] for a in of_turn(far, chat, turn, "chat/delta")) == "".join(BEFORE),
+                            timeout=30)
+
+            relay.cut()
+            # Its clients are told (their connections close with 1013 and the reason), and it
+            # hangs up on the model's stream, still open, rather than run the turn on unheard.
+            code, reason = await closed_with(near)
+            assert code == 1013 and "lost its cluster's log" in str(reason)
+            await asyncio.wait_for(stalled.closed.wait(), 30)
+
+            # The live process takes the session over and ends the turn, resumably; resumed, it
+            # runs there (the second and last request the model gets) and completes.
+            errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
+            assert errors[0]["part"]["resumable"] is True
+            await resume_and_complete(far, chat, turn)
+            assert len(provider.requests) == 2
+            written = [envelope["serverSeq"] for envelope in far.actions()]
+            assert written == sorted(written) and len(written) == len(set(written))
+            mirror = mirrored(far, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
+            parts = texts_of(mirror, turn)  # no fork: what the cut-off process streamed, the end, the resumed answer
+            assert [kind for kind, _ in parts] == ["markdown", "error", "markdown"], parts
+            assert parts[0][1] == "".join(BEFORE) and parts[2][1] == "Resumed on the live process."
+
+            # Back on NATS, the cut-off process holds what the live one wrote.
+            relay.mend()
+            for _ in range(100):  # refused (closed at once) until it is connected to NATS again
+                back = Peer(await connect(cut.url, max_size=None))
+                peers.append(back)
+                answer = asyncio.ensure_future(back.initialize("back-09", ["0.9.0"]))
+                await asyncio.wait([answer, back._reader], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+                if answer.done() and answer.exception() is None and answer.result().get("error") is None:
+                    break
+                answer.cancel()
+                await asyncio.sleep(0.1)
+            held_here: dict[str, Any] = {}
+            for _ in range(200):
+                held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+                if held_here == mirror:
+                    break
+                await asyncio.sleep(0.05)
+            assert held_here == mirror
+            assert len(provider.requests) == 2
+        finally:
+            for peer in peers:
+                await peer.close()
+            printed = cut.stop() + other.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def test_a_process_paused_past_its_lease_mid_turn_hangs_up_on_its_provider_when_it_wakes_and_its_client_sees_the_end(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    stalled = stalled_turn()
+    printed = ""
+    peers: list[Peer] = []
+    async with FakeProviderServer([stalled, Reply(body=chat_sse("Resumed ", "on the live process."))],
+                                  base_path="/v1") as provider:
+        config = provider_config(tmp_path, provider.base_url)
+        paused = cluster_host(tmp_path / "one", config, nats_server.url)
+        other = cluster_host(tmp_path / "two", config, nats_server.url)
+        try:
+            await paused.start()
+            await other.start()
+            session = f"fake:/{uuid.uuid4()}"
+            chat = default_chat_uri(session)
+            near = Peer(await connect(paused.url, max_size=None))
+            peers.append(near)
+            await near.initialize("near-09", ["0.9.0"])
+            assert (await near.request("createSession", {"channel": session})).get("error") is None
+            near_snapshot = (await near.request("subscribe", {"channel": chat}))["result"]["snapshot"]
+            far = Peer(await connect(other.url, max_size=None))
+            peers.append(far)
+            await far.initialize("far-09", ["0.9.0"])
+            far_snapshot = await subscribed(far, chat)
+            turn = await start_turn(near, chat, 1, "Pause me")
+            await far.until(lambda: "".join(a["content"] for a in of_turn(far, chat, turn, "chat/delta")) == "".join(BEFORE),
+                            timeout=30)
+
+            # Paused (a loop held up, a machine suspended) past its lease: the other process
+            # takes the session over and ends the turn, resumably.
+            assert paused.process is not None
+            os.kill(paused.process.pid, signal.SIGSTOP)
+            try:
+                errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
+            finally:
+                os.kill(paused.process.pid, signal.SIGCONT)
+            assert errors[0]["part"]["resumable"] is True
+
+            # Woken, it finds its lease gone and hangs up on the model's stream; its own client,
+            # still connected to it, is told through the log: the same resumable end.
+            await asyncio.wait_for(stalled.closed.wait(), 30)
+            told = await near.until(lambda: of_turn(near, chat, turn, "chat/error"), timeout=30)
+            assert told == errors
+            await resume_and_complete(far, chat, turn)
+            await near.until(lambda: of_turn(near, chat, turn, "chat/turnComplete"), timeout=30)
+            assert len(provider.requests) == 2
+
+            # No fork: both clients' mirrors (the project's reducers) hold one turn, the same.
+            reducer = lambda kind, state, action: internal.reduce(kind, state, action, 0)  # noqa: E731
+            here = mirrored(near, chat, near_snapshot, reducer)
+            there = mirrored(far, chat, far_snapshot, reducer)
+            assert here == there
+            parts = texts_of(there, turn)
+            assert [kind for kind, _ in parts] == ["markdown", "error", "markdown"], parts
+            assert parts[0][1] == "".join(BEFORE) and parts[2][1] == "Resumed on the live process."
+        finally:
+            for peer in peers:
+                await peer.close()
+            printed = paused.stop() + other.stop()
+    assert "Traceback" not in printed, printed
+
+
+# -- a client that leaves while its session's owner is dead ------------------------------------------
+
+
+async def test_a_client_that_leaves_while_the_sessions_owner_is_dead_is_no_active_client_once_a_live_process_runs_it(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    config = offline_config(tmp_path)
+    owner, second, third = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
+    printed = ""
+    clients: list[AhpClient] = []
+    try:
+        await owner.start()
+        await second.start()
+        await third.start()
+        here = await AhpClient.connect(owner.url)
+        clients.append(here)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session(provider="offline")
+        leaving, staying = await AhpClient.connect(second.url), await AhpClient.connect(third.url)
+        clients += [leaving, staying]
+        tool = {"name": "vscode_tool", "description": "a tool of the client", "inputSchema": {"type": "object"}}
+        for client in (leaving, staying):
+            await client.initialize(subscriptions=[ROOT])
+            await until_listed(client, session)
+            await client.subscribe(session)
+            outcome = await client.outcome(client.dispatch(session, {
+                "type": "session/activeClientSet", "activeClient": {"clientId": client.client_id, "tools": [tool]}}))
+            assert outcome.accepted, outcome.reason
+
+        def active() -> list[dict[str, Any]]:
+            return list((staying.state(session) or {}).get("activeClients") or ())
+
+        await staying.wait_for(lambda m, e: {c["clientId"] for c in active()} == {leaving.client_id, staying.client_id},
+                               timeout=10)
+
+        owner.kill()
+        # The client of the second process leaves while the session's lease is still the dead
+        # owner's: the second has no one to hand the client's departure to.
+        await leaving.close()
+
+        # Once a live process runs the session, the client connected nowhere is no active client
+        # (its tools offered no more); the one still connected keeps its role and its tools.
+        await staying.wait_for(lambda m, e: [c["clientId"] for c in active()] == [staying.client_id], timeout=30)
+        assert active() == [{"clientId": staying.client_id, "tools": [tool]}]
+        renamed = await staying.outcome(staying.dispatch(session, {"type": "session/titleChanged", "title": "run elsewhere"}))
+        assert renamed.accepted, renamed.reason
+    finally:
+        for client in clients:
+            await client.close()
+        printed = owner.stop() + second.stop() + third.stop()
+    assert "Traceback" not in printed, printed
+
+
+# -- a terminal of a process that dies --------------------------------------------------------------
+
+
+async def test_a_terminal_of_a_process_killed_ends_exited_with_a_line_saying_why_once_a_live_process_takes_it_over(
+        tmp_path: Path, nats_server: EmbeddedNats, monkeypatch: Any) -> None:
+    monkeypatch.setenv("SHELL", "/bin/sh")  # no rc files of the user's (the processes inherit it)
+    monkeypatch.setenv("ENV", "")
+    config = offline_config(tmp_path)
+    owner, other = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two"))
+    printed = ""
+    clients: list[AhpClient] = []
+    try:
+        await owner.start()
+        await other.start()
+        here = await AhpClient.connect(owner.url)
+        clients.append(here)
+        await here.initialize(subscriptions=[ROOT])
+        terminal = f"ahp-terminal:/{uuid.uuid4()}"
+        await here.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": here.client_id}})
+        there = await AhpClient.connect(other.url)
+        clients.append(there)
+        await there.initialize(subscriptions=[ROOT])
+        for _ in range(200):  # once the other process has taken the terminal in
+            try:
+                await there.subscribe(terminal)
+                break
+            except Exception:
+                await asyncio.sleep(0.05)
+        assert (there.state(terminal) or {}).get("lifecycle") == {"status": "running"}
+
+        owner.kill()
+        # Its shell died with it: the live process that takes the terminal over ends it, saying
+        # so, rather than leave it running with nothing behind it.
+        await there.wait_for(lambda m, e: ((there.state(terminal) or {}).get("lifecycle") or {}).get("status") == "exited",
+                             timeout=30)
+        text = "".join(part.get("value") or part.get("output") or "" for part in there.state(terminal)["content"])  # type: ignore[index]
+        assert "The agent host process running this terminal stopped" in text, there.state(terminal)
+        await there.wait_for(lambda m, e: [t["lifecycle"]["status"] for t in (there.state(ROOT) or {}).get("terminals") or []
+                                           if t["resource"] == terminal] == ["exited"], timeout=10)
+    finally:
+        for client in clients:
+            await client.close()
+        printed = owner.stop() + other.stop()
     assert "Traceback" not in printed, printed

@@ -198,6 +198,70 @@ async def test_a_process_cut_off_from_nats_stops_writing_and_cannot_write_after_
         await other.close()
 
 
+async def test_a_process_cut_off_from_nats_gives_up_each_of_its_sessions_before_another_process_may_take_it(
+        nats_server: EmbeddedNats, relay: Relay) -> None:
+    # What runs in a session stops when its process gives the session up (``on_lost``): that must
+    # come before another process can claim it, for every session it ran, however many.
+    sessions = [f"ahp-session:/cut-{index}" for index in range(3)]
+    cut_off = await JetStreamLog.connect(relay.url, holder="cut-off", lease_ttl=3)
+    other = await JetStreamLog.connect(nats_server.url, holder="other", lease_ttl=3)
+    lost: list[str] = []
+    cut_off.on_lost = lost.append
+    try:
+        for session in sessions:
+            await cut_off.claim(session)
+            await cut_off.append(default_chat_uri(session), 0, step(0))
+        relay.cut()
+        for session in sessions:
+            while True:
+                try:
+                    await other.claim(session)
+                    break
+                except NotOwner:
+                    await asyncio.sleep(0.05)
+            assert session in lost, f"{session} was taken over before the cut-off process gave it up"
+        assert sorted(lost) == sessions
+    finally:
+        await cut_off.close()
+        await other.close()
+
+
+async def test_a_batch_whose_acknowledgement_was_lost_while_its_lease_lapsed_is_read_back_not_refused(
+        nats_server: EmbeddedNats, relay: Relay, log: JetStreamLog) -> None:
+    # Its process reduced those records and every other process holds them: told "refused", it
+    # would undo them (over what it took in from the new owner since).
+    chat = default_chat_uri(SESSION)
+    writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0, lease_ttl=1.5)
+    other = await JetStreamLog.connect(nats_server.url, holder="other", lease_ttl=1.5)
+    try:
+        await writer.claim(SESSION)
+        await writer.append(chat, 0, step(0))
+        stored_before = await log.last_seq()
+        relay.deafen()  # the server stores what comes, its answers are lost on the way back
+        pending = [writer.append(chat, 0, step(i)) for i in (1, 2, 3)]
+        while await log.last_seq() < stored_before + 3:  # stored, unacknowledged
+            await asyncio.sleep(0.02)
+        relay.cut()  # and the writer is cut off past its lease: another process takes the session
+        while True:
+            try:
+                await other.claim(SESSION)
+                break
+            except NotOwner:
+                await asyncio.sleep(0.1)
+        await other.append(chat, 0, step(4))
+        relay.mend()
+        frames = await asyncio.wait_for(asyncio.gather(*pending), 30)  # stored: their numbers, not a refusal
+        records = await log.read(0)
+        assert steps(records) == [0, 1, 2, 3, 4]
+        assert [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in frames] == \
+            [r.seq for r in records if r.kind == "action"][1:4]
+        with pytest.raises(NotOwner):  # and the writer cannot write there any more
+            await writer.append(chat, 0, step(5))
+    finally:
+        await writer.close()
+        await other.close()
+
+
 async def test_a_snapshot_larger_than_a_message_is_kept_and_read_back(log: JetStreamLog) -> None:
     state = {"title": "big", "text": "x" * 3_000_000}
     await log.put_snapshot(SESSION, 41, {SESSION: {"kind": "session", "state": state}})

@@ -517,3 +517,57 @@ async def test_a_session_claimed_from_a_process_stays_whole_there_and_its_subscr
     assert [json.loads(text)["params"]["action"]["content"] for text in sink.texts] == words
     assert first.state(CHAT) == second.state(CHAT)
     assert second.state(CHAT)["activeTurn"]["responseParts"][0]["content"] == "from the first and from the second"  # type: ignore[index]
+
+
+async def test_a_session_loaded_whole_for_a_subscriber_is_followed_without_its_text_again_once_no_client_here_follows_it(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    writer = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "writer"))
+    reader_log = await open_log(nats_server, logs, "reader", release_after=0.3)
+    reader = Store({"agents": []}, clock=lambda: 3, log=reader_log)
+    await reader.recover()
+    taken = await following(reader)
+    reader_log.let_go_unserved(reader.served)  # what a cluster's host does (host.service)
+    writer.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
+    writer.create(CHAT, "chat", chat_state())
+    stream_a_turn(writer, "t1", ["a ", "b "])
+    await durable(writer)
+    await until(lambda: CHAT in reader)
+    await reader.hold([CHAT])
+    sink = Sink()
+    reader.subscribe(CHAT, sink)
+
+    async def a_round(name: str, words: list[str]) -> int:
+        """Stream ``words`` and then change the title (not streamed text, which every process
+        takes in): how many of the words this process took in once the title reached it."""
+        count = len(streamed(taken))
+        stream(writer, "t1", words)
+        writer.dispatch(SESSION, {"type": "session/titleChanged", "title": name})
+        await durable(writer)
+        await until(lambda: (reader.state(SESSION) or {}).get("title") == name)
+        return len(streamed(taken)) - count
+
+    # Subscribed: followed whole for longer than the grace (a few checks of it pass meanwhile).
+    for index in range(4):
+        await asyncio.sleep(0.3)
+        assert await a_round(f"served {index}", ["c "]) == 1
+    assert reader.state(CHAT) == writer.state(CHAT)
+
+    # Its last subscriber gone: within the grace and a check, the text is no longer taken in.
+    reader.unsubscribe(CHAT, sink)
+    for index in range(100):
+        if await a_round(f"unserved {index}", ["d "]) == 0:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the streamed text of a session no client here follows was still taken in")
+    assert await a_round("partial", ["e ", "f ", "g "]) == 0
+    assert reader.state(CHAT) != writer.state(CHAT)  # held without the text it no longer takes in
+
+    # A new subscriber gets it whole again, and its streamed text from then on.
+    await reader.hold([CHAT])
+    again = Sink()
+    assert reader.subscribe(CHAT, again)["state"] == writer.state(CHAT)
+    assert await a_round("whole again", ["h "]) == 1
+    assert [json.loads(text)["params"]["action"]["content"] for text in again.texts
+            if json.loads(text)["params"]["action"]["type"] == "chat/delta"] == ["h "]
+    assert reader.state(CHAT) == writer.state(CHAT)
