@@ -23,8 +23,8 @@ from host.transport.server import RunningHost
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
-from tests.host.runtime.agents.harness import config_for, ready_session, run_turn
-from tests.host.runtime.test_trust import serve
+from tests.host.runtime.agents.harness import config_for, ready_session, run_turn, serving
+from tests.host.runtime.test_trust import agent
 from tests.host.runtime.tools._support import session_with
 
 RECORD = r'''import json, os, sys
@@ -131,14 +131,11 @@ async def hosting(tmp_path: Path, checker: FrameChecker, plugins: Path, *, allow
     provider = ScriptedProvider([])
     config = config_for(tmp_path, plugins={"directories": [str(plugins)]}, tools={"enabled": True, "allow": allow or []},
                         sessions={"default_directory": str(work)}, **overrides)
-    running, client = await serve(config, provider, checker)
-    host = Host(running, client, provider, work)
-    try:
+    # The harness's 0.2.0 client: these tests read the 0.2.0 session shapes (turns on the session).
+    async with serving(config, checker, [agent(provider)]) as (running, client):
+        host = Host(running, client, provider, work)
         host.session = await (session_with(client, config=session_config) if session_config else ready_session(client))
         yield host
-    finally:
-        await client.close()
-        await running.stop()
 
 
 # -- input -----------------------------------------------------------------------------------------
