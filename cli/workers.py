@@ -100,7 +100,10 @@ class WorkerSet:
         self._tasks: list[asyncio.Task[None]] = []
 
     def command(self, worker: Worker) -> list[str]:
-        command = [sys.executable, "-m", "cli.main", "serve", "--data-dir", str(worker.data_dir),
+        # -P: the directory the host was started in (a project's) is not put on sys.path, so a folder
+        # of it named like one of this host's packages (plugins/, tools/, cli/...) is never imported
+        # in its place.
+        command = [sys.executable, "-P", "-m", "cli.main", "serve", "--data-dir", str(worker.data_dir),
                    "--listen-fd", str(self.sock.fileno()), "--lifeline-fd", str(self._lifeline_read),
                    "--tokens-dir", str(self.data_dir), "--log-level", self.log_level]
         return command + (["--config", self.config] if self.config else [])
