@@ -390,7 +390,7 @@ class AgentHost:
         self._publish_active_count()
         for uri, state in list(self.store.channels("chat")):
             turn = state.get("activeTurn")
-            if turn is not None:
+            if turn is not None and not self._run_elsewhere(uri):
                 started = parse_timestamp(turn.get("startedAt"))
                 duration = max(0, self.clock() - started) if isinstance(started, int) else 0
                 self.store.dispatch(uri, builders.chat_error(turn_id=turn["id"], duration=duration,
@@ -398,7 +398,10 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
-                self.chat_summaries.sync(chat)  # (a catalogue an older build wrote lacks fields)
+                if not self._run_elsewhere(uri):
+                    self.chat_summaries.sync(chat)  # (a catalogue an older build wrote lacks fields)
+            if self._run_elsewhere(uri):
+                continue
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
         if not later:
@@ -432,6 +435,8 @@ class AgentHost:
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
         adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
+            if self._run_elsewhere(uri):
+                continue  # its owner runs its servers and hooks; taken_over, should this process take it
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)  # (its chats' pending messages start once it is ready)
             else:
@@ -441,6 +446,15 @@ class AgentHost:
                     self.runner.start_pending(chat)
             self.customizations.open_session(uri, restored=True)
         self.terminals.start()
+
+    def _run_elsewhere(self, channel: str) -> bool:
+        """Whether another process of a cluster runs ``channel``'s session (its lease, or its
+        last owner marker until this process takes it over: ``taken_over``). At start such a
+        session is in the store (every process holds every channel) but is not this process's to
+        prepare: its customizations opened here would start its MCP servers and hooks a second
+        time, on this machine, once a client here subscribed, and every action they wrote would be
+        refused by the log."""
+        return self.store.owner_elsewhere(channel) is not None
 
     def _log_connection(self, connected: bool) -> None:
         """The cluster's log (NATS) was lost or is back. Lost: every append is refused (this
