@@ -35,7 +35,8 @@ Shapes (the projections)
      boolean ``enabled``: down, ``enabled = enablement[0].enabled ?? true``; up, ``enabled: x``
      becomes ``[{kind: "session", enabled: x}]``. ``session/customizationToggled`` likewise
      carries ``enablement`` for ``enabled``. ``ClientPluginCustomization.childEnablement``
-     [0.8.0] is dropped going down.
+     [0.8.0] is dropped going down. The same holds for the agents' customizations in
+     ``RootState.agents`` and ``root/agentsChanged``.
   7. Fields 0.7.0 does not have are dropped going down: ``ChatState.backgroundWork``,
      ``changesets``, ``movable``, ``changes``, ``canvases``; ``ChatSummary.movable``,
      ``changes``; ``SessionState.origin``; ``McpServerStartingState.blocking``
@@ -264,6 +265,22 @@ _CHAT_ONLY_0_9 = ("backgroundWork", "changesets", "movable", "changes", "canvase
 _SUMMARY_ONLY_0_9 = ("movable", "changes")
 
 
+def _agent_down(agent: Json) -> Json:
+    return _mapped(agent, "customizations", _customization_down, each=True) if isinstance(agent, dict) else agent
+
+
+def _agent_up(agent: Json) -> Json:
+    return _mapped(agent, "customizations", _customization_up, each=True) if isinstance(agent, dict) else agent
+
+
+def _root_down(state: dict[str, Any]) -> dict[str, Any]:
+    return _mapped(_mapped(state, "terminals", _terminal_down, each=True), "agents", _agent_down, each=True)
+
+
+def _root_up(state: dict[str, Any], channel: str | None) -> dict[str, Any]:
+    return _mapped(_mapped(state, "terminals", _terminal_up, each=True), "agents", _agent_up, each=True)
+
+
 def _chat_summary_down(summary: Json) -> Json:
     return _without(summary, *_SUMMARY_ONLY_0_9)
 
@@ -338,7 +355,7 @@ def _same(state: dict[str, Any], channel: str | None = None) -> dict[str, Any]:
 
 
 _STATE_DOWN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "root": lambda state: _mapped(state, "terminals", _terminal_down, each=True),
+    "root": _root_down,
     "session": _session_down,
     "chat": _chat_down,
     "terminal": _terminal_down,
@@ -348,7 +365,7 @@ _STATE_DOWN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 }
 
 _STATE_UP: dict[str, Callable[[dict[str, Any], str | None], dict[str, Any]]] = {
-    "root": lambda state, channel: _mapped(state, "terminals", _terminal_up, each=True),
+    "root": _root_up,
     "session": _session_up,
     "chat": _chat_up,
     "terminal": lambda state, channel: _terminal_up(state),
@@ -430,6 +447,7 @@ def _response_part_down(action: dict[str, Any]) -> Json:
 
 _ACTION_DOWN: dict[str, Callable[[dict[str, Any]], Json]] = {
     "root/terminalsChanged": lambda action: _mapped(action, "terminals", _terminal_down, each=True),
+    "root/agentsChanged": lambda action: _mapped(action, "agents", _agent_down, each=True),
     "session/chatAdded": lambda action: _mapped(action, "summary", _chat_summary_down),
     "session/chatUpdated": _chat_updated_down,
     "session/customizationsChanged": lambda action: _mapped(action, "customizations", _customization_down, each=True),
@@ -448,6 +466,7 @@ _ACTION_DOWN: dict[str, Callable[[dict[str, Any]], Json]] = {
 
 _ACTION_UP: dict[str, Callable[[dict[str, Any], str | None], Json]] = {
     "root/terminalsChanged": lambda action, channel: _mapped(action, "terminals", _terminal_up, each=True),
+    "root/agentsChanged": lambda action, channel: _mapped(action, "agents", _agent_up, each=True),
     "session/customizationsChanged": lambda action, channel: _mapped(
         action, "customizations", _customization_up, each=True
     ),

@@ -26,7 +26,7 @@ from typing import Any
 
 import plugins
 from host.config import HostConfig
-from host.runtime.customizations._containers import Container
+from host.runtime.customizations._containers import Container, internal_shape
 from host.runtime.customizations.claude_code import ClaudeCode
 
 __all__ = ["HostCatalogue"]
@@ -68,10 +68,12 @@ class HostCatalogue:
                 logger.warning("plugin %s is %s: %s", plugin.name, plugin.state.kind, plugin.state.message)
 
     def agent_customizations(self) -> list[dict[str, Any]]:
-        """``AgentInfo.customizations``: the host's plugins, ids = their root URIs."""
+        """``AgentInfo.customizations``: the host's plugins, ids = their root URIs, in the model's
+        shape as a session's are (an MCP server with its state: ``stopped`` here, where none runs;
+        the dialects give older clients their own)."""
         if not self.plugins:
             return []
-        return [plugins.plugin_customization(p, mint_id=plugins.uri_id, id=p.root.as_uri()) for p in self.plugins]
+        return [internal_shape(plugins.plugin_customization(p, mint_id=plugins.uri_id, id=p.root.as_uri())) for p in self.plugins]
 
     def refresh(self) -> bool:
         """Whether the Claude Code set-up changed on disk since it was last read (re-reading it)."""
