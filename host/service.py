@@ -149,6 +149,8 @@ class AgentHost:
         self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
         self._retired_agents: list[Agent] = []
         """Agents a config reload replaced (a turn may still run on one); closed when the host stops."""
+        self._forwarded_resumes: set[asyncio.Future[Any]] = set()
+        """Resumes told to the processes running the sessions (``resumed``), kept until answered."""
         if not in_memory:
             private_directory(config.data_path())  # every session's history, transcripts, tokens: the user's only
         log = _cluster_log(config) if config.cluster.url and not in_memory else None
@@ -926,6 +928,25 @@ class AgentHost:
             return None
         return self.store.owner_elsewhere(channel)
 
+    def resumed(self, channel: str, client_id: str) -> None:
+        """A client subscribed to ``channel``: a session restored at start is resumed (its
+        SessionStart hooks, its trust question, its servers when they start with the session) by
+        the process that runs it, told so when that is another process of a cluster."""
+        owner = self.owner_elsewhere(channel) if self.store.kind(channel) == "session" else None
+        if owner is None:
+            services = self.services_built  # (none yet: the handshake's subscription to the root)
+            if services is not None:
+                services.customizations.resumed(channel)
+            return
+        task = asyncio.ensure_future(self.forward_request(owner, "sessionResumed", {"channel": channel}, client_id))
+        self._forwarded_resumes.add(task)
+        task.add_done_callback(self._resume_forwarded)
+
+    def _resume_forwarded(self, task: asyncio.Future[Any]) -> None:
+        self._forwarded_resumes.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # (the owner gone: whoever takes it over resumes it)
+            logger.warning("telling the process that runs a session that a client resumed it failed: %s", task.exception())
+
     async def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Any:
         """Run a client's request on ``owner`` (``take_forwarded_request`` there): its result, or
         its error raised here as the ``RpcError`` it was there."""
@@ -1004,12 +1025,17 @@ async def _invoke_changeset_operation(host: AgentHost, params: dict[str, Any], c
     return host.changesets.invoke(params)
 
 
+async def _session_resumed(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.resumed(params["channel"], client_id)
+
+
 FORWARDED_REQUESTS: dict[str, Callable[[AgentHost, dict[str, Any], str], Awaitable[Any]]] = {
     "disposeSession": _dispose_session,
     "createChat": _create_chat,
     "disposeChat": _dispose_chat,
     "disposeTerminal": _dispose_terminal,
     "invokeChangesetOperation": _invoke_changeset_operation,
+    "sessionResumed": _session_resumed,  # (not a client's request: a subscription on another process, AgentHost.resumed)
 }
 """The requests about one session, chat, terminal or changeset that a process of a cluster hands
 to the process running it (``host.transport.connection``), with their params as the store's model

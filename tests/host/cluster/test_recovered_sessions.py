@@ -6,7 +6,11 @@ process subscribes to the session, and writes nothing to it at start that the lo
 
 The server is the kitchen-sink fixture over stdio, started with the session (``[mcp] start =
 "session"``), as a user's ``mcp-server-time`` from PyPI or ``server-everything`` from npm is:
-its ``--marker`` file gets one pid per start."""
+its ``--marker`` file gets one pid per start.
+
+A session restored when its process starts again is resumed (its servers started, its SessionStart
+hooks run, its trust question asked) once a client subscribes to it, and that client may be
+connected to another process: the process that runs it is told so."""
 
 from __future__ import annotations
 
@@ -81,3 +85,36 @@ async def test_a_process_started_after_a_session_was_made_elsewhere_starts_none_
         printed = first.stop() + second.stop()
     assert "Traceback" not in printed, printed
     assert "may not write to it" not in printed, printed  # nothing of the session written by a process that does not run it
+
+
+async def test_a_client_of_another_process_resuming_a_restored_session_starts_its_servers_where_it_runs(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    marker = tmp_path / "starts.txt"
+    config = config_with_a_server(tmp_path, marker)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    try:
+        await first.start()
+        here = await AhpClient.connect(first.url)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session()
+        await here.wait_for(lambda m, e: server_state(here, session) == "ready", timeout=60)
+        await here.close()
+        printed += first.stop()  # a clean stop: the session is restored when it starts again
+        [before] = started_pids(marker)
+
+        await first.start()  # the same name: it runs the session again, restored, its server not started
+        await second.start()
+        there = await AhpClient.connect(second.url)
+        await there.initialize(subscriptions=[ROOT])
+        await until_listed(there, session)
+        await there.subscribe(session)  # resumed through the second process only
+        await there.subscribe(default_chat_uri(session))
+        await there.wait_for(lambda m, e: server_state(there, session) == "ready", timeout=60)
+        [again] = started_pids(marker)[1:]
+        assert again != before and first.process is not None and parent_of(again) == first.process.pid
+        await there.close()
+    finally:
+        printed += first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
