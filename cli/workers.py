@@ -128,6 +128,9 @@ class WorkerSet:
         if all_ready in done:
             return
         all_ready.cancel()
+        # (Cancelled, a gather ends with the CancelledError as its exception: read here, so that
+        # asyncio does not print it as "never retrieved" under the worker's own messages.)
+        all_ready.add_done_callback(lambda gathered: gathered.cancelled() or gathered.exception())
         for task in done:
             task.result()  # a worker that could not start: its RuntimeError
         missing = [worker.index for worker in workers if not worker.ready.is_set()]

@@ -7,6 +7,7 @@ workers and the NATS server. Which worker serves a client is read from ``/proc``
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -191,3 +192,16 @@ async def test_workers_started_in_a_project_with_a_plugins_folder_import_the_hos
     finally:
         printed = host.stop()
     assert "Traceback" not in printed, printed
+
+
+async def test_a_worker_that_cannot_start_is_named_and_nothing_else_is_printed_but_its_messages(tmp_path: Path) -> None:
+    lock = tmp_path / "data" / "workers" / "0" / "host.lock"
+    lock.parent.mkdir(parents=True)
+    with lock.open("w") as held:  # another host on worker 0's folder: the worker refuses to start
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        host = workers_host(tmp_path, 2)
+        with pytest.raises(RuntimeError) as failed:
+            await host.start()
+        printed = str(failed.value) + host.stop()
+    assert "worker 0 exited with status" in printed, printed
+    assert "never retrieved" not in printed and "Traceback" not in printed, printed
