@@ -485,7 +485,8 @@ class AgentHost:
         or cut off from NATS), and holds everything that process logged. For a session: a turn
         that was running there ends with a resumable error (``chat/turnResume`` runs it again
         here), its chats' queued messages run here, and its summaries and customizations are
-        kept here from now on, as at start-up for a recovered session."""
+        kept here from now on, as at start-up for a recovered session (resumed at once when a
+        client of this process watches it: its servers, hooks and trust question come back now)."""
         if self.store.kind(group) != "session":
             return  # the host-wide group (the root channel...): nothing runs in it
         chats = self.session_chats(group)
@@ -503,6 +504,8 @@ class AgentHost:
             for chat in chats:
                 self.runner.start_pending(chat)
         self.customizations.open_session(group, restored=True)
+        if self.store.has_subscribers(group):  # watched through this process: resumed now, not at its next turn
+            self.customizations.resumed(group)
 
     async def stop(self) -> None:
         services = self._services  # (none to stop when no session ever needed them)

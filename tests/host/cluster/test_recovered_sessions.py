@@ -23,7 +23,7 @@ from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from tests.host.cluster.test_process import ROOT, cluster_host, statuses, until_listed
 from tests.host.runtime.customizations.test_mcp_sessions import started_pids
-from tests.tools.mcp.conftest import KITCHEN_SINK
+from tests.tools.mcp.conftest import KITCHEN_SINK, eventually
 
 
 def config_with_a_server(tmp_path: Path, marker: Path) -> Path:
@@ -117,4 +117,34 @@ async def test_a_client_of_another_process_resuming_a_restored_session_starts_it
         await there.close()
     finally:
         printed += first.stop() + second.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def test_a_process_taking_over_a_session_its_clients_watch_resumes_it_at_once(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    marker = tmp_path / "starts.txt"
+    config = config_with_a_server(tmp_path, marker)
+    first = cluster_host(tmp_path / "one", config, nats_server.url)
+    second = cluster_host(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    try:
+        await first.start()
+        await second.start()
+        here = await AhpClient.connect(first.url)
+        await here.initialize(subscriptions=[ROOT])
+        session = await here.create_session()
+        await here.wait_for(lambda m, e: server_state(here, session) == "ready", timeout=60)
+        there = await AhpClient.connect(second.url)
+        await there.initialize(subscriptions=[ROOT])
+        await until_listed(there, session)
+        await there.subscribe(session)  # watched through the second process, run by the first
+        await there.subscribe(default_chat_uri(session))
+        first.kill()  # its lease lapses: the second takes the session over, its server with it
+        assert second.process is not None
+        assert await eventually(lambda: any(parent_of(pid) == second.process.pid  # type: ignore[union-attr]
+                                            for pid in started_pids(marker) if Path(f"/proc/{pid}").exists()), timeout=60)
+        await there.wait_for(lambda m, e: server_state(there, session) == "ready", timeout=60)
+        await there.close()
+    finally:
+        printed = first.stop() + second.stop()
     assert "Traceback" not in printed, printed
