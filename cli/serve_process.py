@@ -41,10 +41,13 @@ class ServeProcess:
     """``python -m cli.main serve --port 0 *arguments`` as a child process."""
 
     def __init__(self, arguments: Sequence[str], *, token: str, output: Literal["keep", "discard"] = "keep",
-                 prefix: Sequence[str] = ()) -> None:
-        """``prefix``: a command to start it through (``unshare`` with lower limits, say)."""
+                 prefix: Sequence[str] = (), cwd: Path | None = None) -> None:
+        """``prefix``: a command to start it through (``unshare`` with lower limits, say);
+        ``cwd``: the directory to start it in (a user's project) instead of the checkout, which is
+        then not on its ``sys.path`` (``python -P``: the installed package runs)."""
         self.arguments = list(arguments)
         self.prefix = list(prefix)
+        self.cwd = cwd
         self.token = token
         self.output = output
         self.process: subprocess.Popen[str] | None = None
@@ -65,8 +68,9 @@ class ServeProcess:
         """Start it and wait (``timeout`` seconds at most) until it prints its URL; raise
         ``RuntimeError`` with what it printed if it ends or times out first."""
         self.process = subprocess.Popen(
-            [*self.prefix, sys.executable, "-m", "cli.main", "serve", "--port", "0", *self.arguments],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=_CHECKOUT,
+            [*self.prefix, sys.executable, *(["-P"] if self.cwd is not None else []), "-m", "cli.main", "serve",
+             "--port", "0", *self.arguments],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.cwd or _CHECKOUT,
             env={**os.environ, "AGENT_HOST_TOKEN": self.token})
         listening: concurrent.futures.Future[str] = concurrent.futures.Future()
         self._reader = threading.Thread(target=self._read, args=(self.process, listening), daemon=True)

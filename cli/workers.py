@@ -100,7 +100,10 @@ class WorkerSet:
         self._tasks: list[asyncio.Task[None]] = []
 
     def command(self, worker: Worker) -> list[str]:
-        command = [sys.executable, "-m", "cli.main", "serve", "--data-dir", str(worker.data_dir),
+        # -P: the directory the host was started in (a project's) is not put on sys.path, so a folder
+        # of it named like one of this host's packages (plugins/, tools/, cli/...) is never imported
+        # in its place.
+        command = [sys.executable, "-P", "-m", "cli.main", "serve", "--data-dir", str(worker.data_dir),
                    "--listen-fd", str(self.sock.fileno()), "--lifeline-fd", str(self._lifeline_read),
                    "--tokens-dir", str(self.data_dir), "--log-level", self.log_level]
         return command + (["--config", self.config] if self.config else [])
@@ -125,6 +128,9 @@ class WorkerSet:
         if all_ready in done:
             return
         all_ready.cancel()
+        # (Cancelled, a gather ends with the CancelledError as its exception: read here, so that
+        # asyncio does not print it as "never retrieved" under the worker's own messages.)
+        all_ready.add_done_callback(lambda gathered: gathered.cancelled() or gathered.exception())
         for task in done:
             task.result()  # a worker that could not start: its RuntimeError
         missing = [worker.index for worker in workers if not worker.ready.is_set()]

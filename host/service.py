@@ -150,6 +150,8 @@ class AgentHost:
         self.agents: dict[str, Agent] = {agent.provider: agent for agent in agent_list}
         self._retired_agents: list[Agent] = []
         """Agents a config reload replaced (a turn may still run on one); closed when the host stops."""
+        self._forwarded_resumes: set[asyncio.Future[Any]] = set()
+        """Resumes told to the processes running the sessions (``resumed``), kept until answered."""
         if not in_memory:
             private_directory(config.data_path())  # every session's history, transcripts, tokens: the user's only
         log = _cluster_log(config) if config.cluster.url and not in_memory else None
@@ -403,7 +405,7 @@ class AgentHost:
         self._publish_active_count()
         for uri, state in list(self.store.channels("chat")):
             turn = state.get("activeTurn")
-            if turn is not None:
+            if turn is not None and not self._run_elsewhere(uri):
                 started = parse_timestamp(turn.get("startedAt"))
                 duration = max(0, self.clock() - started) if isinstance(started, int) else 0
                 self.store.dispatch(uri, builders.chat_error(turn_id=turn["id"], duration=duration,
@@ -411,7 +413,10 @@ class AgentHost:
         for uri, state in list(self.store.channels("session")):
             for chat in self.session_chats(uri):
                 self.chat_summaries.track(chat, uri)
-                self.chat_summaries.sync(chat)  # (a catalogue an older build wrote lacks fields)
+                if not self._run_elsewhere(uri):
+                    self.chat_summaries.sync(chat)  # (a catalogue an older build wrote lacks fields)
+            if self._run_elsewhere(uri):
+                continue
             for client in state.get("activeClients") or ():
                 self.store.dispatch(uri, builders.session_active_client_removed(client_id=client.get("clientId")))
         if not later:
@@ -445,6 +450,8 @@ class AgentHost:
         # An older build's sub-agents were child sessions: they become their calls' sub-agent chats.
         adopt_child_sessions(self.store, self.open_chat, self.transcripts.copy, self.dispose_session, self.session_uri)
         for uri, state in list(self.store.channels("session")):
+            if self._run_elsewhere(uri):
+                continue  # its owner runs its servers and hooks; taken_over, should this process take it
             if state.get("lifecycle") == "creating":
                 self.runner.prepare(uri)  # (its chats' pending messages start once it is ready)
             else:
@@ -454,6 +461,15 @@ class AgentHost:
                     self.runner.start_pending(chat)
             self.customizations.open_session(uri, restored=True)
         self.terminals.start()
+
+    def _run_elsewhere(self, channel: str) -> bool:
+        """Whether another process of a cluster runs ``channel``'s session (its lease, or its
+        last owner marker until this process takes it over: ``taken_over``). At start such a
+        session is in the store (every process holds every channel) but is not this process's to
+        prepare: its customizations opened here would start its MCP servers and hooks a second
+        time, on this machine, once a client here subscribed, and every action they wrote would be
+        refused by the log."""
+        return self.store.owner_elsewhere(channel) is not None
 
     def _log_connection(self, connected: bool) -> None:
         """The cluster's log (NATS) was lost or is back. Lost: every append is refused (this
@@ -502,7 +518,8 @@ class AgentHost:
         summaries and customizations are kept here from now on, as at start-up for a recovered
         session; and its active clients that no live process has connected are dropped
         (``_drop_absent_clients``): their tools are offered no more. A terminal, whose shell
-        died with the process that ran it, is finished and marked exited, saying so."""
+        died with the process that ran it, is finished and marked exited, saying so. A session a client of
+        this process watches is resumed at once (its servers, hooks and trust question come back now)."""
         kind = self.store.kind(group)
         if kind == "terminal":  # its shell died with the process that ran it: finished, saying so
             self.terminals.taken_over(group)
@@ -524,6 +541,8 @@ class AgentHost:
                 self.runner.start_pending(chat)
         if group not in self.customizations.sessions:  # (a session this process lost and takes back keeps its own)
             self.customizations.open_session(group, restored=True)
+            if self.store.has_subscribers(group):  # watched through this process: resumed now, not at its next turn
+                self.customizations.resumed(group)
         present = getattr(self.store.log, "present", None)
         if present is not None:
             task = asyncio.get_running_loop().create_task(self._drop_absent_clients(group, present))
@@ -974,6 +993,25 @@ class AgentHost:
             return None
         return self.store.owner_elsewhere(channel)
 
+    def resumed(self, channel: str, client_id: str) -> None:
+        """A client subscribed to ``channel``: a session restored at start is resumed (its
+        SessionStart hooks, its trust question, its servers when they start with the session) by
+        the process that runs it, told so when that is another process of a cluster."""
+        owner = self.owner_elsewhere(channel) if self.store.kind(channel) == "session" else None
+        if owner is None:
+            services = self.services_built  # (none yet: the handshake's subscription to the root)
+            if services is not None:
+                services.customizations.resumed(channel)
+            return
+        task = asyncio.ensure_future(self.forward_request(owner, "sessionResumed", {"channel": channel}, client_id))
+        self._forwarded_resumes.add(task)
+        task.add_done_callback(self._resume_forwarded)
+
+    def _resume_forwarded(self, task: asyncio.Future[Any]) -> None:
+        self._forwarded_resumes.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # (the owner gone: whoever takes it over resumes it)
+            logger.warning("telling the process that runs a session that a client resumed it failed: %s", task.exception())
+
     async def forward_request(self, owner: str, method: str, params: dict[str, Any], client_id: str) -> Any:
         """Run a client's request on ``owner`` (``take_forwarded_request`` there): its result, or
         its error raised here as the ``RpcError`` it was there."""
@@ -1052,12 +1090,17 @@ async def _invoke_changeset_operation(host: AgentHost, params: dict[str, Any], c
     return host.changesets.invoke(params)
 
 
+async def _session_resumed(host: AgentHost, params: dict[str, Any], client_id: str) -> None:
+    host.resumed(params["channel"], client_id)
+
+
 FORWARDED_REQUESTS: dict[str, Callable[[AgentHost, dict[str, Any], str], Awaitable[Any]]] = {
     "disposeSession": _dispose_session,
     "createChat": _create_chat,
     "disposeChat": _dispose_chat,
     "disposeTerminal": _dispose_terminal,
     "invokeChangesetOperation": _invoke_changeset_operation,
+    "sessionResumed": _session_resumed,  # (not a client's request: a subscription on another process, AgentHost.resumed)
 }
 """The requests about one session, chat, terminal or changeset that a process of a cluster hands
 to the process running it (``host.transport.connection``), with their params as the store's model

@@ -379,10 +379,9 @@ class ClientConnection:
         assert self.dialect is not None
         self.subscriptions.add(channel)
         self._internal[channel] = internal
-        services = self.host.services_built  # (none yet: the handshake's subscription to the root)
-        if services is not None:
-            for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
-                services.customizations.resumed(uri)
+        for uri in internal:  # a session restored at start is resumed: its trust question is in the snapshot
+            self.host.resumed(uri, self.client_id or "")
+        services = self.host.services_built
         snapshots = []
         for uri in internal:
             translator = self.dialect.translator_for(self.host, channel, uri) if len(internal) == 1 else None

@@ -7,6 +7,7 @@ workers and the NATS server. Which worker serves a client is read from ``/proc``
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -164,3 +165,43 @@ async def test_a_worker_killed_is_started_again_and_the_port_keeps_serving_named
     finally:
         printed = host.stop()
     assert "exited with status -9; starting it again" in printed, printed
+
+
+async def test_workers_started_in_a_project_with_a_plugins_folder_import_the_host_not_the_folder(tmp_path: Path) -> None:
+    # A user's project, where they run `agent-host serve --workers 2`: a folder of Open Plugins
+    # named plugins/ (its config lists it) and a package of their own named tools/, the names of
+    # two of the host's packages. The workers run the host's, not the project's.
+    project = tmp_path / "project"
+    plugin = project / "plugins" / "clock"
+    (plugin / ".plugin").mkdir(parents=True)
+    (plugin / ".plugin" / "plugin.json").write_text(json.dumps({"name": "clock", "version": "0.1.0", "description": "a clock"}))
+    (plugin / ".mcp.json").write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}}))
+    (project / "tools").mkdir()
+    (project / "tools" / "__init__.py").write_text("raise ImportError('the project\\'s own tools package')\n")
+    config = offline_config(tmp_path)
+    config.write_text(config.read_text() + f'[plugins]\ndirectories = ["{project / "plugins"}"]\n')
+    host = ServeProcess(["--workers", "2", "--data-dir", str(tmp_path / "data"), "--config", str(config)], token=TOKEN, cwd=project)
+    printed = ""
+    try:
+        await host.start()
+        clients = await one_client_per_worker(host, 2)
+        for client in clients.values():
+            [agent] = [a for a in (client.state(ROOT) or {}).get("agents") or () if a.get("provider") == "offline"]
+            assert [c.get("name") for c in agent.get("customizations") or ()] == ["clock"]
+            await client.close()
+    finally:
+        printed = host.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def test_a_worker_that_cannot_start_is_named_and_nothing_else_is_printed_but_its_messages(tmp_path: Path) -> None:
+    lock = tmp_path / "data" / "workers" / "0" / "host.lock"
+    lock.parent.mkdir(parents=True)
+    with lock.open("w") as held:  # another host on worker 0's folder: the worker refuses to start
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        host = workers_host(tmp_path, 2)
+        with pytest.raises(RuntimeError) as failed:
+            await host.start()
+        printed = str(failed.value) + host.stop()
+    assert "worker 0 exited with status" in printed, printed
+    assert "never retrieved" not in printed and "Traceback" not in printed, printed

@@ -291,7 +291,7 @@ class CustomizationService:
         runtime.hooks_started.clear()  # its first turn waits for their context
         self._spawn(self._session_start(runtime, "resume"))
         if Effect.RECONCILE in self.servers.step(runtime, Event.RESUMED_EAGER if self.servers.eager else Event.RESUMED).effects:
-            self._spawn(self.servers.reconcile(runtime))
+            self._reconcile_soon(runtime)
         self._maybe_ask(runtime)
 
     def session_disposed(self, uri: str) -> None:
@@ -480,7 +480,7 @@ class CustomizationService:
             self._spawn(self._session_start(runtime, runtime.start_source, only=released))
         if self.claude is not None and runtime.folder_trusted:
             self._sync_claude(runtime)  # a trusted project's plugins that are not installed yet get installed
-        self._spawn(self.servers.reconcile(runtime))
+        self._reconcile_soon(runtime)
 
     async def wait_started(self, runtime: SessionCustomizations) -> None:
         """Until the Claude Code plugins being installed in the background are (``_INSTALL_WAIT``
@@ -498,6 +498,11 @@ class CustomizationService:
         if Effect.RECONCILE in self.servers.step(runtime, Event.TURN_STARTED).effects:
             # (The idle countdown was cancelled above, before anything else: a turn has begun.)
             await asyncio.wait_for(runtime.mcp_started.wait(), _MCP_START_WAIT)
+            await self.servers.reconcile(runtime)
+        elif runtime.reconciles_queued:
+            # E.g. the folder trusted just before this message (its answer and the message sent
+            # together, as `agent-host chat -c -p --trust` does): its servers join this turn,
+            # waited for as any starting server, rather than after its first model request.
             await self.servers.reconcile(runtime)
         try:
             # (Checked first: ``wait_for`` makes a task and a timer even for an event already set,
@@ -581,16 +586,16 @@ class CustomizationService:
             container.enabled = enabled
             if not container.enabled and held_agent:
                 asyncio.get_running_loop().call_soon(self._clear_agent, channel)
-            self._spawn(self.servers.reconcile(runtime))
+            self._reconcile_soon(runtime)
         elif kind in ("session/activeClientSet", "session/activeClientRemoved"):
             self._resolve_client_plugins(runtime, after.get("activeClients") or [])
-            self._spawn(self.servers.reconcile(runtime))
+            self._reconcile_soon(runtime)
         elif kind in ("session/workingDirectorySet", "session/workingDirectoryRemoved", "session/workingDirectoryReplaced"):
             if runtime.mcp is not None and before.get("workingDirectories") != after.get("workingDirectories"):
                 runtime.mcp.roots_changed()
         elif kind == "session/mcpServerStartRequested":
             if Effect.RECONCILE in self.servers.step(runtime, Event.START_REQUESTED).effects:
-                self._spawn(self.servers.reconcile(runtime))
+                self._reconcile_soon(runtime)
         elif kind == "session/mcpServerStopRequested":
             self._spawn(self.servers.stop_requested(runtime, action.get("id")))
         elif kind == "session/mcpServerBackgroundRequested" and runtime.mcp is not None:
@@ -671,7 +676,7 @@ class CustomizationService:
                     container.enabled = existing.enabled
             position = self.tree.put(runtime, container, existing, position)
         self._maybe_ask(runtime)
-        self._spawn(self.servers.reconcile(runtime))
+        self._reconcile_soon(runtime)
 
     def permission_settings(self, session: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
         """The session's Claude Code permission rules and additional directories (for the tool policy)."""
@@ -746,6 +751,18 @@ class CustomizationService:
         await self.servers.reconcile(runtime)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _reconcile_soon(self, runtime: SessionCustomizations) -> None:
+        """Reconcile the session's MCP servers in the background (``wait_started`` runs it at once
+        for a turn that starts before it did)."""
+        runtime.reconciles_queued += 1
+        self._spawn(self._queued_reconcile(runtime))
+
+    async def _queued_reconcile(self, runtime: SessionCustomizations) -> None:
+        try:
+            await self.servers.reconcile(runtime)
+        finally:
+            runtime.reconciles_queued -= 1
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

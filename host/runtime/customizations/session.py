@@ -65,6 +65,9 @@ class SessionCustomizations:
         self.mcp: SessionMcp | None = None
         self.mcp_started = asyncio.Event()
         """Set once the session's MCP servers were asked to start (a first turn waits for it)."""
+        self.reconciles_queued = 0
+        """Reconciles of its MCP servers asked for (trust given, a plugin toggled...) that have not
+        run yet: a turn starting meanwhile applies them first, so its tools are what they say."""
         self.mcp_wanted = False
         """Whether its MCP servers should run: from its first turn (or at open, with
         ``[mcp] start = "session"``) until they are stopped for being idle."""

@@ -446,3 +446,27 @@ async def test_a_trusted_path_with_dot_segments_is_refused_and_trusts_nothing(tm
             assert events(markers) == [] and mcp_starts(markers) == 0 and trusted_list(client) == []
         finally:
             await peer.close()
+
+
+async def test_a_restored_session_trusted_again_for_itself_has_its_folders_mcp_tools_in_its_next_turn(
+        tmp_path: Path, frame_checker: FrameChecker) -> None:
+    # A project whose .mcp.json declares a server (as `npx -y @modelcontextprotocol/server-filesystem`
+    # or `mcp-server-git` would be), trusted "for this session only", then the host restarts: the
+    # session asks again when a client resumes it, and the message sent right after the answer
+    # (what `agent-host chat -c -p MESSAGE --trust` does) gets the folder's tools, as it does in a
+    # new session, rather than a first model request without them.
+    folder, markers = hostile_folder(tmp_path)
+    async with serve(config(tmp_path, folder), ScriptedProvider([reply("first")]), frame_checker) as (running, client):
+        session = await ready_session(client)
+        answer(client, session, trust_question(client, session), TRUST_SESSION)
+        await client.wait_for(lambda m, e: evil_tools(client, session), timeout=20)
+
+    provider = ScriptedProvider([reply("back")])
+    async with serve(config(tmp_path, folder), provider, frame_checker) as (running, client):
+        await client.subscribe(session)  # a client resumes it: the question is asked again
+        await client.subscribe(default_chat_uri(session))
+        await client.wait_for(lambda m, e: trust_question(client, session) is not None, timeout=20)
+        answer(client, session, trust_question(client, session), TRUST_SESSION)
+        turn = await run_turn(client, session, "still there?")
+    assert turn["state"] == "complete"
+    assert any("evil" in tool.name for tool in provider.requests[0].tools), [tool.name for tool in provider.requests[0].tools]
