@@ -26,6 +26,22 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   waits for its acknowledgement before the next leaves). Its timeouts are deadlines swept by one
   timer (armed for the earliest), not a timer per call.
 
+  **Replies read where they arrive.** A reply normally takes a loop turn of its own: the bytes
+  reach the connection's ``asyncio.StreamReader`` (``feed_data``, from the transport's read
+  callback), which wakes nats-py's read-loop task, whose parser builds a ``Msg`` and puts it on
+  the subscription's queue. The fast sender also wraps the reader's ``feed_data`` (a fifth and
+  sixth internal: the transport's ``_io_reader`` with its ``_buffer`` and ``_waiter``, and the
+  client's parser ``_ps`` with its ``buf`` and ``state``): when the read loop is idle (waiting
+  for data, nothing buffered, its parser between messages) and the bytes that arrived begin with
+  plain ``MSG`` frames on its own inbox, complete, it takes those frames itself and hands each
+  reply to its call there and then; the rest of the bytes (or all of them, in any other case)
+  go to the reader as before, in order, so the read loop sees exactly the stream it would have
+  seen minus the frames taken from its head. A reply with headers (``HMSG``: the server's "no
+  responders" status) or split across reads takes the usual way. The reader is wrapped again
+  after a reconnect (a new connection has a new reader; the wrapping is checked at each send).
+  Its ``done`` callbacks then run inside the transport's read callback: an exception from one is
+  logged, never let into asyncio's transport (where it would close the connection).
+
 ``sender`` picks :class:`FastSender` when the client has the internals it needs, else the plain
 one (``fast=False`` asks for the plain one: the tests run the log on both).
 """
@@ -33,6 +49,7 @@ one (``fast=False`` asks for the plain one: the tests run the log on both).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -47,6 +64,11 @@ Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
 
 _INTERNALS = ("_pending", "_pending_data_size", "_transport", "_max_payload")
+
+logger = logging.getLogger(__name__)
+
+_AWAITING_CONTROL_LINE = 1
+"""nats-py's parser state between messages (``nats.protocol.parser.AWAITING_CONTROL_LINE``)."""
 
 
 class Sender(Protocol):
@@ -115,9 +137,14 @@ class FastSender:
         """Per call's reply subject: its ``done`` and its deadline (the loop's clock)."""
         self._sweep: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
+        self._connection: object = None
+        """The transport whose reader's ``feed_data`` is wrapped (``_shortcut``); a new one after a reconnect."""
+        self._head = b""
+        """How a reply to one of this sender's calls begins on the wire: ``MSG <inbox>``."""
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
+        self._head = b"MSG " + self._inbox.encode()
         subscription = await self.client.subscribe(self._inbox + "*", pending_bytes_limit=0)
         if isinstance(getattr(subscription, "_pending_queue", None), asyncio.Queue):
             # No task between the client's read loop and the reply's future: the subscription's
@@ -151,6 +178,8 @@ class FastSender:
             client._pending = []
             client._pending_data_size = 0
         client._transport.writelines(commands)
+        if client._transport is not self._connection:
+            self._shortcut(client._transport)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         self._waiting[reply] = (done, deadline)
@@ -186,6 +215,65 @@ class FastSender:
             done(NoRespondersError())
         else:
             done(message.data)
+
+    def _shortcut(self, transport: Any) -> None:
+        """Wrap the ``feed_data`` of ``transport``'s reader (once per connection: ``transport`` is
+        remembered) so that replies at the head of what arrives are taken there (``_feed``). A
+        transport without a plain ``asyncio.StreamReader`` (a WebSocket), or a client without the
+        parser's members, keeps the usual way."""
+        self._connection = transport
+        reader = getattr(transport, "_io_reader", None)
+        parser = getattr(self.client, "_ps", None)
+        if (not isinstance(reader, asyncio.StreamReader) or not hasattr(reader, "_buffer")
+                or not hasattr(reader, "_waiter") or not hasattr(parser, "buf") or not hasattr(parser, "state")
+                or "feed_data" in vars(reader)):
+            return
+        feed = reader.feed_data
+
+        def feed_data(data: bytes) -> None:
+            self._feed(reader, parser, feed, data)
+
+        reader.feed_data = feed_data  # type: ignore[method-assign]
+
+    def _feed(self, reader: asyncio.StreamReader, parser: Any, feed: Callable[[bytes], None], data: bytes) -> None:
+        """What arrived on the connection: the complete ``MSG`` frames on this sender's inbox at its
+        head taken here while the read loop is idle, the rest fed to the reader (see the module
+        docstring)."""
+        head = self._head
+        if (not data.startswith(head) or reader._waiter is None or reader._buffer  # type: ignore[attr-defined]
+                or parser.buf or parser.state != _AWAITING_CONTROL_LINE):
+            feed(data)
+            return
+        taken: list[tuple[str, bytes]] = []
+        at = 0
+        while data.startswith(head, at):
+            end_of_line = data.find(b"\r\n", at)
+            if end_of_line < 0:
+                break
+            fields = data[at + 4:end_of_line].split()  # subject, sid, [reply,] size
+            if len(fields) not in (3, 4) or not fields[-1].isdigit():
+                break
+            start = end_of_line + 2
+            end = start + int(fields[-1])
+            if data[end:end + 2] != b"\r\n":
+                break  # not all here yet (or not a frame): the parser's business
+            taken.append((fields[0].decode(), data[start:end]))
+            at = end + 2
+        if at < len(data):
+            feed(data[at:])
+        if not taken:
+            return
+        stats = self.client.stats
+        stats["in_msgs"] += len(taken)
+        for subject, payload in taken:
+            stats["in_bytes"] += len(payload)
+            waiting = self._waiting.pop(subject, None)
+            if waiting is None:
+                continue  # too late: its call already timed out
+            try:
+                waiting[0](payload)
+            except Exception:  # inside the transport's read callback: nothing may escape into it
+                logger.exception("handling a reply of %s failed", subject)
 
 
 class _HandOn(asyncio.Queue[Msg]):
