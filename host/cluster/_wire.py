@@ -233,7 +233,7 @@ class FastSender:
         def feed_data(data: bytes) -> None:
             self._feed(reader, parser, feed, data)
 
-        reader.feed_data = feed_data  # type: ignore[method-assign]
+        reader.feed_data = feed_data  # type: ignore[method-assign,assignment]
 
     def _feed(self, reader: asyncio.StreamReader, parser: Any, feed: Callable[[bytes], None], data: bytes) -> None:
         """What arrived on the connection: the complete ``MSG`` frames on this sender's inbox at its
