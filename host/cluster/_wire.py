@@ -161,17 +161,17 @@ class FastSender:
             return
         self._calls += 1
         reply = f"{self._inbox}{self._calls}"
-        commands = []
+        commands: list[bytes] = []
         last = len(messages) - 1
         for index, (subject, headers, payload) in enumerate(messages):
-            head = ("NATS/1.0\r\n" + "".join([f"{key}: {value}\r\n" for key, value in headers.items()])
-                    + "\r\n").encode()
+            lines = "\r\n".join(map(": ".join, headers.items()))
+            head = (f"NATS/1.0\r\n{lines}\r\n\r\n" if lines else "NATS/1.0\r\n\r\n").encode()
             size = len(head) + len(payload)
             if size > client._max_payload:
                 done(MaxPayloadError())
                 return
             line = f"HPUB {subject} {reply} {len(head)} {size}\r\n" if index == last else f"HPUB {subject} {len(head)} {size}\r\n"
-            commands.append(line.encode() + head + payload + b"\r\n")
+            commands += (line.encode(), head, payload, b"\r\n")
         pending = client._pending
         if pending:  # what the client queued before goes first
             commands[:0] = pending

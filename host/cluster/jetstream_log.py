@@ -110,6 +110,8 @@ _UNANSWERED = (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBu
 KIND = "Ahp-Kind"
 NOW = "Ahp-Now"
 BATCH = "Ahp-Batch"
+EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
 
 Kind = Literal["action", "created", "removed", "owner"]
 Stamped = tuple[str, str]
@@ -271,8 +273,7 @@ class JetStreamLog:
         return message.seq or 0
 
     def _fence(self, group: str, last: int) -> dict[str, str]:
-        return {"Nats-Expected-Last-Subject-Sequence": str(last),
-                "Nats-Expected-Last-Subject-Sequence-Subject": self.subjects.group_filter(group)}
+        return {EXPECTED_LAST: str(last), EXPECTED_SUBJECT: self.subjects.group_filter(group)}
 
     def _drop(self, group: str, error: LogError) -> None:
         state = self._groups.pop(group, None)
@@ -379,7 +380,10 @@ class JetStreamLog:
             state.sending = False
             return
         state.sending = True
-        batch, state.queue[:] = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
+        if len(state.queue) <= BATCH_LIMIT:
+            batch, state.queue = state.queue, []
+        else:
+            batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
         batch_id = self._next_batch_id()
         self._wire.send(self._messages(group, state.last, batch, batch_id), self.timeout,
                         functools.partial(self._acked, group, state, batch, batch_id))
@@ -392,7 +396,10 @@ class JetStreamLog:
             answer = orjson.loads(reply)
             if answer.get("error") is None:
                 self._stored(group, state, batch, int(answer["seq"]) - int(answer.get("count", len(batch))) + 1)
-                self._send_next(group, state)
+                if state.queue:
+                    self._send_next(group, state)
+                else:
+                    state.sending = False
                 return
         asyncio.get_running_loop().create_task(self._after_failure(group, state, batch, batch_id, reply))
 
@@ -437,9 +444,16 @@ class JetStreamLog:
         more are one atomic batch (whose commit the server also writes through to disk: see the
         module docstring). The last message carries ``Ahp-Batch``, this batch's own id, so that a
         batch whose acknowledgement was lost can be settled."""
+        if len(batch) == 1:  # the common case (a chunk a tick): one plain fenced publish
+            pending = batch[0]
+            headers = {KIND: pending.kind, NOW: pending.now} if pending.now is not None else {KIND: pending.kind}
+            headers[EXPECTED_LAST] = str(last)
+            headers[EXPECTED_SUBJECT] = self.subjects.group_filter(group)
+            headers[BATCH] = batch_id
+            return [(pending.subject, headers, pending.text.encode())]
         fence = self._fence(group, last)
         messages: list[Message] = []
-        many = len(batch) > 1
+        many = True
         for index, pending in enumerate(batch, 1):
             headers: dict[str, str] = {KIND: pending.kind}
             if pending.now is not None:
