@@ -49,6 +49,7 @@ one (``fast=False`` asks for the plain one: the tests run the log on both).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -228,12 +229,7 @@ class FastSender:
                 or not hasattr(reader, "_waiter") or not hasattr(parser, "buf") or not hasattr(parser, "state")
                 or "feed_data" in vars(reader)):
             return
-        feed = reader.feed_data
-
-        def feed_data(data: bytes) -> None:
-            self._feed(reader, parser, feed, data)
-
-        reader.feed_data = feed_data  # type: ignore[method-assign,assignment]
+        reader.feed_data = functools.partial(self._feed, reader, parser, reader.feed_data)  # type: ignore[method-assign]
 
     def _feed(self, reader: asyncio.StreamReader, parser: Any, feed: Callable[[bytes], None], data: bytes) -> None:
         """What arrived on the connection: the complete ``MSG`` frames on this sender's inbox at its

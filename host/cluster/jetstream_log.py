@@ -337,7 +337,9 @@ class JetStreamLog:
         An action's streamed text goes on its channel's streamed subject (``host.cluster.subjects``)."""
         if kind == "action":
             assert body is not None
-            text = encode({key: value for key, value in body.items() if key != "serverSeq"})
+            unnumbered = body.copy()
+            unnumbered.pop("serverSeq", None)
+            text = encode(unnumbered)
             streamed = run_key(body["action"]) is not None
             self._queue(channel, kind, text, str(now), body, outcome, streamed)
         else:
@@ -445,12 +447,12 @@ class JetStreamLog:
         module docstring). The last message carries ``Ahp-Batch``, this batch's own id, so that a
         batch whose acknowledgement was lost can be settled."""
         if len(batch) == 1:  # the common case (a chunk a tick): one plain fenced publish
-            pending = batch[0]
-            headers = {KIND: pending.kind, NOW: pending.now} if pending.now is not None else {KIND: pending.kind}
-            headers[EXPECTED_LAST] = str(last)
-            headers[EXPECTED_SUBJECT] = self.subjects.group_filter(group)
-            headers[BATCH] = batch_id
-            return [(pending.subject, headers, pending.text.encode())]
+            only = batch[0]
+            one: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
+            one[EXPECTED_LAST] = str(last)
+            one[EXPECTED_SUBJECT] = self.subjects.group_filter(group)
+            one[BATCH] = batch_id
+            return [(only.subject, one, only.text.encode())]
         fence = self._fence(group, last)
         messages: list[Message] = []
         many = True

@@ -268,7 +268,7 @@ class ClusterLog:
         items, self._tick = self._tick, []
         self._in_flight += 1
         core = self._core
-        if core is not None and self._gate is None and not self._claims and all(core.owns(group_of(item[1])) for item in items):
+        if core is not None and self._gate is None and not self._claims and _all_owned(core, items):
             tick = _Tick(self, items)
             self._sends.add(tick)
             core.hold()
@@ -338,7 +338,7 @@ class ClusterLog:
                 results[index] = error
                 continue
             if tick is not None:
-                outcome: Outcome = _Slot(tick, index)
+                outcome: Outcome = tick if len(items) == 1 else _Slot(tick, index)
             else:
                 outcome = future = asyncio.get_running_loop().create_future()
                 waits.append((index, future))
@@ -865,7 +865,8 @@ class ClusterLog:
 class _Tick:
     """One tick's records queued in the core, each result handed to a :class:`_Slot` and counted
     here at once, in the acknowledgement's callback (no future, no task, no loop turn);
-    ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it."""
+    ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it. A tick of one record
+    (a chunk a tick, the usual pace) is that record's outcome itself, with no slot."""
 
     __slots__ = ("log", "items", "results", "left", "ended", "waiter")
 
@@ -882,6 +883,15 @@ class _Tick:
         self.left -= 1
         if not self.left:
             self._end()
+
+    def done(self) -> bool:  # the outcome of a tick's only record (jetstream_log.Outcome)
+        return self.ended
+
+    def set_result(self, result: Any) -> None:
+        self.settle(0, result)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self.settle(0, exception)
 
     def handed(self) -> None:
         """Every record is queued (some may have been refused at once)."""
@@ -920,11 +930,22 @@ class _Slot:
 
     def set_result(self, result: Any) -> None:
         self.settled = True
-        self.tick.settle(self.index, result)
+        tick = self.tick
+        tick.results[self.index] = result
+        tick.left -= 1
+        if not tick.left:
+            tick._end()
 
     def set_exception(self, exception: BaseException) -> None:
-        self.settled = True
-        self.tick.settle(self.index, exception)
+        self.set_result(exception)  # (a tick counts a failure as its record's result)
+
+
+def _all_owned(core: JetStreamLog, items: list[_Item]) -> bool:
+    """Whether ``core`` owns the group of every record of a tick."""
+    for item in items:
+        if not core.owns(group_of(item[1])):
+            return False
+    return True
 
 
 def _end(task: asyncio.Future[Any]) -> None:
