@@ -93,7 +93,7 @@ from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
-__all__ = ["BATCH_LIMIT", "JetStreamLog", "Outcome", "Record", "Stamped"]
+__all__ = ["BATCH_LIMIT", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +128,10 @@ class Outcome(Protocol):
     def set_result(self, result: Any, /) -> None: ...
 
     def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+Entry = tuple[Outcome, Literal["action", "created", "removed"], str, int, "dict[str, Any] | None"]
+"""A record handed to :meth:`JetStreamLog.queue_tick`: ``(outcome, kind, channel, now, body)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +184,8 @@ class JetStreamLog:
         self.timeout = timeout
         self.holder = leases.holder
         self._groups: dict[str, _Group] = {}
+        self._ready: dict[str, _Group] = {}
+        """The groups that queued records since the last send (in the order they first did)."""
         self._scheduled = False
         self._renewer: asyncio.Task[None] | None = None
         self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
@@ -333,45 +339,51 @@ class JetStreamLog:
               body: dict[str, Any] | None) -> None:
         """What ``append`` (``kind`` "action", ``body`` the envelope), ``created`` (``body``
         ``{"kind", "state"}``) and ``removed`` do, the result handed to ``outcome`` instead of a
-        future of their own (a caller that counts a tick's records saves a loop turn per tick).
-        An action's streamed text goes on its channel's streamed subject (``host.cluster.subjects``)."""
-        if kind == "action":
-            assert body is not None
-            unnumbered = body.copy()
-            unnumbered.pop("serverSeq", None)
-            text = encode(unnumbered)
-            streamed = run_key(body["action"]) is not None
-            self._queue(channel, kind, text, str(now), body, outcome, streamed)
-        else:
-            self._queue(channel, kind, encode(body) if kind == "created" else "", None, None, outcome)
+        future of their own (a caller that counts a tick's records saves a loop turn per tick);
+        sent at the end of the tick. An action's streamed text goes on its channel's streamed
+        subject (``host.cluster.subjects``)."""
+        self.queue_tick(((outcome, kind, channel, now, body),), send=False)
 
-    def _queue(self, channel: str, kind: Kind, text: str, now: str | None, envelope: dict[str, Any] | None,
-               outcome: Outcome, streamed: bool = False) -> None:
-        subject, group = self.subjects.of(channel, streamed)
-        state = self._groups.get(group)
-        if not self.client.is_connected:
-            outcome.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
-            return
-        if state is None:
-            outcome.set_exception(NotOwner(channel, None))
-            return
-        state.queue.append(_Pending(subject, kind, now, text, envelope, outcome))
-        if not self._scheduled:
+    def queue_tick(self, entries: Iterable[Entry], send: bool = True) -> None:
+        """``queue`` each of ``entries`` (``(outcome, kind, channel, now, body)``), in order; then,
+        when ``send``, send what each group has queued now instead of at the end of the tick (a
+        caller that hands a whole tick over at once saves the loop a turn)."""
+        connected = self.client.is_connected
+        groups = self._groups
+        ready = self._ready
+        of = self.subjects.of
+        for outcome, kind, channel, now, body in entries:
+            if kind == "action":
+                assert body is not None
+                unnumbered = body.copy()
+                unnumbered.pop("serverSeq", None)
+                text = encode(unnumbered)
+                clock: str | None = str(now)
+                subject, group = of(channel, run_key(body["action"]) is not None)
+            else:
+                text = encode(body) if kind == "created" else ""
+                clock = body = None
+                subject, group = of(channel)
+            state = groups.get(group)
+            if not connected:
+                outcome.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
+            elif state is None:
+                outcome.set_exception(NotOwner(channel, None))
+            else:
+                state.queue.append(_Pending(subject, kind, clock, text, body, outcome))
+                ready[group] = state
+        if send:
+            self._send_tick()
+        elif ready and not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._send_tick)
 
-    def hold(self) -> None:
-        """What is queued from now on waits for :meth:`send_now` instead of the end of the tick
-        (a caller that queues a whole tick at once saves the loop a turn)."""
-        self._scheduled = True
-
-    def send_now(self) -> None:
-        """Send what is queued now (after :meth:`hold`, or instead of at the end of the tick)."""
-        self._send_tick()
-
     def _send_tick(self) -> None:
+        """Send the next batch of each group that queued something and has none in flight (one
+        with a batch in flight sends its queue once that is acknowledged: ``_acked``)."""
         self._scheduled = False
-        for group, state in self._groups.items():
+        ready, self._ready = self._ready, {}
+        for group, state in ready.items():
             if state.queue and not state.sending:
                 self._send_next(group, state)
 

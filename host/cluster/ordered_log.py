@@ -84,7 +84,7 @@ from typing import Any, TypeVar
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
-from host.cluster.jetstream_log import JetStreamLog, Outcome
+from host.cluster.jetstream_log import JetStreamLog
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
@@ -271,9 +271,12 @@ class ClusterLog:
         if core is not None and self._gate is None and not self._claims and _all_owned(core, items):
             tick = _Tick(self, items)
             self._sends.add(tick)
-            core.hold()
-            self._hand_to_core(items, tick.results, {}, tick)
-            core.send_now()
+            if len(items) == 1:
+                kind, channel, now, body, _ = items[0]
+                core.queue_tick(((tick, kind, channel, now, body),))  # type: ignore[arg-type]  # one of the three
+            else:
+                core.queue_tick([(_Slot(tick, index), kind, channel, now, body)  # type: ignore[misc]
+                                 for index, (kind, channel, now, body, _) in enumerate(items)])
             tick.handed()
             return
         # A tick that must claim first: it holds back the ticks flushed after it from now on
@@ -324,12 +327,11 @@ class ClusterLog:
             results[index] = result
         return results, _stored(items, results)
 
-    def _hand_to_core(self, items: list[_Item], results: list[Any], refused: dict[str, LogError],
-                      tick: _Tick | None = None) -> list[tuple[int, asyncio.Future[Any]]]:
+    def _hand_to_core(self, items: list[_Item], results: list[Any],
+                      refused: dict[str, LogError]) -> list[tuple[int, asyncio.Future[Any]]]:
         """Queue a tick's records in the core (synchronously: nothing else is queued in between);
         a record of a group whose claim was refused gets that refusal as its result. Each
-        record's result goes to ``tick`` (counted there, at once) or else to a future of its own,
-        returned with the record's index."""
+        record's result goes to a future of its own, returned with the record's index."""
         core = self.core
         waits: list[tuple[int, asyncio.Future[Any]]] = []
         for index, (kind, channel, now, body, _) in enumerate(items):
@@ -337,12 +339,9 @@ class ClusterLog:
             if error is not None:
                 results[index] = error
                 continue
-            if tick is not None:
-                outcome: Outcome = tick if len(items) == 1 else _Slot(tick, index)
-            else:
-                outcome = future = asyncio.get_running_loop().create_future()
-                waits.append((index, future))
-            core.queue(outcome, kind, channel, now, body)  # type: ignore[arg-type]  # an _Item's kind is one of the three
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            waits.append((index, future))
+            core.queue(future, kind, channel, now, body)  # type: ignore[arg-type]  # an _Item's kind is one of the three
         return waits
 
     def _finish(self, items: list[_Item], results: list[Any]) -> None:
