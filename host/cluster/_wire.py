@@ -17,7 +17,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
 * :class:`FastSender` does the same work with less on the way, leaning on three internals of
   nats-py's ``Client`` (``_pending``, ``_pending_data_size``, ``_transport``): it writes the
   ``HPUB`` commands itself (the headers are the log's own, plain tokens, so they are joined
-  without the client's per-header checks) and hands them to the transport at once, behind
+  without the client's per-header checks) and hands them to the transport at once (the asyncio
+  transport under the client's stream writer, ``_transport._io_writer.transport``), behind
   whatever the client had pending, instead of waking the client's flusher task; replies come to
   one subscription of its own (``_INBOX.<id>.*``), each to the future of its call, handed on by
   the subscription's queue as the client's read loop puts it there (a fourth internal,
@@ -38,7 +39,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   go to the reader as before, in order, so the read loop sees exactly the stream it would have
   seen minus the frames taken from its head. A reply with headers (``HMSG``: the server's "no
   responders" status) or split across reads takes the usual way. The reader is wrapped again
-  after a reconnect (a new connection has a new reader; the wrapping is checked at each send).
+  after a reconnect (nats-py connects its transport object again, with a new stream reader and
+  writer: which one is taken on is checked at each send).
   Its ``done`` callbacks then run inside the transport's read callback: an exception from one is
   logged, never let into asyncio's transport (where it would close the connection).
 
@@ -70,6 +72,8 @@ logger = logging.getLogger(__name__)
 
 _AWAITING_CONTROL_LINE = 1
 """nats-py's parser state between messages (``nats.protocol.parser.AWAITING_CONTROL_LINE``)."""
+
+_NONE = object()
 
 
 class Sender(Protocol):
@@ -138,8 +142,11 @@ class FastSender:
         """Per call's reply subject: its ``done`` and its deadline (the loop's clock)."""
         self._sweep: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
-        self._connection: object = None
-        """The transport whose reader's ``feed_data`` is wrapped (``_shortcut``); a new one after a reconnect."""
+        self._connection: object = _NONE
+        """The connection taken on (``_shortcut``): nats-py's stream writer, new at each connect
+        (nats-py keeps its transport object across reconnects and connects it again)."""
+        self._write: Callable[[bytes], Any] = lambda data: None
+        """Writes to the connection: its asyncio transport's ``write`` (``_shortcut``)."""
         self._head = b""
         """How a reply to one of this sender's calls begins on the wire: ``MSG <inbox>``."""
 
@@ -178,9 +185,10 @@ class FastSender:
             commands[:0] = pending
             client._pending = []
             client._pending_data_size = 0
-        client._transport.writelines(commands)
-        if client._transport is not self._connection:
-            self._shortcut(client._transport)
+        transport = client._transport
+        if getattr(transport, "_io_writer", transport) is not self._connection:
+            self._shortcut(transport)
+        self._write(b"".join(commands))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         self._waiting[reply] = (done, deadline)
@@ -218,11 +226,14 @@ class FastSender:
             done(message.data)
 
     def _shortcut(self, transport: Any) -> None:
-        """Wrap the ``feed_data`` of ``transport``'s reader (once per connection: ``transport`` is
-        remembered) so that replies at the head of what arrives are taken there (``_feed``). A
-        transport without a plain ``asyncio.StreamReader`` (a WebSocket), or a client without the
-        parser's members, keeps the usual way."""
-        self._connection = transport
+        """Take the connection of ``transport`` (nats-py's) on, once per connect: its commands
+        written straight to the asyncio transport under its stream writer (``_io_writer``), and its
+        reader's ``feed_data`` wrapped so that replies at the head of what arrives are taken there
+        (``_feed``). A transport without a plain ``asyncio`` writer and reader (a WebSocket), or a
+        client without the parser's members, keeps the usual ways (its own ``write``; the read loop)."""
+        self._connection = getattr(transport, "_io_writer", transport)
+        writer = getattr(self._connection, "transport", None)
+        self._write = writer.write if isinstance(writer, asyncio.WriteTransport) else transport.write
         reader = getattr(transport, "_io_reader", None)
         parser = getattr(self.client, "_ps", None)
         if (not isinstance(reader, asyncio.StreamReader) or not hasattr(reader, "_buffer")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import nats
 import pytest
@@ -145,6 +145,35 @@ async def test_replies_split_across_reads_reach_their_calls(nats_server: Embedde
         await client.close()
         await responder.close()
         await relay.stop()
+
+
+async def test_replies_come_again_once_the_client_reconnected_after_the_server_restarted(
+        nats_server: EmbeddedNats, wire: Sender) -> None:
+    # nats-py connects the same transport object again, with a new reader and writer.
+    async def echo(client: Client) -> None:
+        async def answer(message: Msg) -> None:
+            await client.publish(message.reply, b"re " + message.data)
+
+        await client.subscribe("wire.echo", cb=answer)
+        await client.flush()
+
+    responder = await nats.connect(nats_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    try:
+        await echo(responder)
+        assert await sent(wire, [("wire.echo", {"N": "1"}, b"1")], 5) == b"re 1"
+        client = cast(Any, wire).client
+        nats_server.kill()
+        while client.is_connected:
+            await asyncio.sleep(0.02)
+        nats_server.start()
+        while not (client.is_connected and responder.is_connected):
+            await asyncio.sleep(0.05)
+        await responder.flush()
+        await client.flush()
+        replies = await asyncio.gather(*(sent(wire, [("wire.echo", {"N": str(i)}, b"%d" % i)], 5) for i in range(10)))
+        assert replies == [b"re %d" % i for i in range(10)]
+    finally:
+        await responder.close()
 
 
 async def test_the_log_through_the_plain_sender_numbers_a_tick_and_a_single_append(nats_server: EmbeddedNats) -> None:
