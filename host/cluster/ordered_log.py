@@ -243,7 +243,9 @@ class ClusterLog:
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[str] = loop.create_future()
-        self._queue(("action", channel, now, envelope, future), loop)
+        if not self._tick:
+            loop.call_soon(self.flush)
+        self._tick.append(("action", channel, now, envelope, future))
         return future
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
@@ -887,10 +889,12 @@ class _Tick:
         return self.ended
 
     def set_result(self, result: Any) -> None:
-        self.settle(0, result)
+        self.results[0] = result
+        self.left = 0
+        self._end()
 
     def set_exception(self, exception: BaseException) -> None:
-        self.settle(0, exception)
+        self.set_result(exception)
 
     def handed(self) -> None:
         """Every record is queued (some may have been refused at once)."""
