@@ -33,7 +33,9 @@ writes to the operating system before acknowledging: both survive the server bei
 only a plain publish can be lost to a power cut, like the SQLite journal's ``synchronous=NORMAL``.)
 Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
 group one batch is in flight at a time, because the next one's fence is this one's last sequence.
-What a group appends meanwhile waits and leaves as the next batch (group commit). A batch leaves
+What a group appends meanwhile waits and leaves as the next batch (group commit). A caller that
+has a whole tick at hand hands it over in one call and it leaves at once (``queue_tick``: the
+port's ``ClusterLog`` does), and a tick visits only the groups that queued something. A batch leaves
 through ``host.cluster._wire`` (the one place that leans on the NATS client's internals, with a
 plain twin on its public API) and its acknowledgement is handled by a callback, without a task;
 only a refusal or a lost acknowledgement is worked out in one. An envelope is serialised once: the
