@@ -17,7 +17,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
 * :class:`FastSender` does the same work with less on the way, leaning on three internals of
   nats-py's ``Client`` (``_pending``, ``_pending_data_size``, ``_transport``): it writes the
   ``HPUB`` commands itself (the headers are the log's own, plain tokens, so they are joined
-  without the client's per-header checks) and hands them to the transport at once, behind
+  without the client's per-header checks) and hands them to the transport at once (the asyncio
+  transport under the client's stream writer, ``_transport._io_writer.transport``), behind
   whatever the client had pending, instead of waking the client's flusher task; replies come to
   one subscription of its own (``_INBOX.<id>.*``), each to the future of its call, handed on by
   the subscription's queue as the client's read loop puts it there (a fourth internal,
@@ -26,6 +27,23 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   waits for its acknowledgement before the next leaves). Its timeouts are deadlines swept by one
   timer (armed for the earliest), not a timer per call.
 
+  **Replies read where they arrive.** A reply normally takes a loop turn of its own: the bytes
+  reach the connection's ``asyncio.StreamReader`` (``feed_data``, from the transport's read
+  callback), which wakes nats-py's read-loop task, whose parser builds a ``Msg`` and puts it on
+  the subscription's queue. The fast sender also wraps the reader's ``feed_data`` (a fifth and
+  sixth internal: the transport's ``_io_reader`` with its ``_buffer`` and ``_waiter``, and the
+  client's parser ``_ps`` with its ``buf`` and ``state``): when the read loop is idle (waiting
+  for data, nothing buffered, its parser between messages) and the bytes that arrived begin with
+  plain ``MSG`` frames on its own inbox, complete, it takes those frames itself and hands each
+  reply to its call there and then; the rest of the bytes (or all of them, in any other case)
+  go to the reader as before, in order, so the read loop sees exactly the stream it would have
+  seen minus the frames taken from its head. A reply with headers (``HMSG``: the server's "no
+  responders" status) or split across reads takes the usual way. The reader is wrapped again
+  after a reconnect (nats-py connects its transport object again, with a new stream reader and
+  writer: which one is taken on is checked at each send).
+  Its ``done`` callbacks then run inside the transport's read callback: an exception from one is
+  logged, never let into asyncio's transport (where it would close the connection).
+
 ``sender`` picks :class:`FastSender` when the client has the internals it needs, else the plain
 one (``fast=False`` asks for the plain one: the tests run the log on both).
 """
@@ -33,6 +51,8 @@ one (``fast=False`` asks for the plain one: the tests run the log on both).
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -47,6 +67,13 @@ Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
 
 _INTERNALS = ("_pending", "_pending_data_size", "_transport", "_max_payload")
+
+logger = logging.getLogger(__name__)
+
+_AWAITING_CONTROL_LINE = 1
+"""nats-py's parser state between messages (``nats.protocol.parser.AWAITING_CONTROL_LINE``)."""
+
+_NONE = object()
 
 
 class Sender(Protocol):
@@ -115,9 +142,17 @@ class FastSender:
         """Per call's reply subject: its ``done`` and its deadline (the loop's clock)."""
         self._sweep: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
+        self._connection: object = _NONE
+        """The connection taken on (``_shortcut``): nats-py's stream writer, new at each connect
+        (nats-py keeps its transport object across reconnects and connects it again)."""
+        self._write: Callable[[bytes], Any] = lambda data: None
+        """Writes to the connection: its asyncio transport's ``write`` (``_shortcut``)."""
+        self._head = b""
+        """How a reply to one of this sender's calls begins on the wire: ``MSG <inbox>``."""
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
+        self._head = b"MSG " + self._inbox.encode()
         subscription = await self.client.subscribe(self._inbox + "*", pending_bytes_limit=0)
         if isinstance(getattr(subscription, "_pending_queue", None), asyncio.Queue):
             # No task between the client's read loop and the reply's future: the subscription's
@@ -134,23 +169,26 @@ class FastSender:
             return
         self._calls += 1
         reply = f"{self._inbox}{self._calls}"
-        commands = []
+        commands: list[bytes] = []
         last = len(messages) - 1
         for index, (subject, headers, payload) in enumerate(messages):
-            head = ("NATS/1.0\r\n" + "".join([f"{key}: {value}\r\n" for key, value in headers.items()])
-                    + "\r\n").encode()
+            lines = "\r\n".join(map(": ".join, headers.items()))
+            head = (f"NATS/1.0\r\n{lines}\r\n\r\n" if lines else "NATS/1.0\r\n\r\n").encode()
             size = len(head) + len(payload)
             if size > client._max_payload:
                 done(MaxPayloadError())
                 return
             line = f"HPUB {subject} {reply} {len(head)} {size}\r\n" if index == last else f"HPUB {subject} {len(head)} {size}\r\n"
-            commands.append(line.encode() + head + payload + b"\r\n")
+            commands += (line.encode(), head, payload, b"\r\n")
         pending = client._pending
         if pending:  # what the client queued before goes first
             commands[:0] = pending
             client._pending = []
             client._pending_data_size = 0
-        client._transport.writelines(commands)
+        transport = client._transport
+        if getattr(transport, "_io_writer", transport) is not self._connection:
+            self._shortcut(transport)
+        self._write(b"".join(commands))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         self._waiting[reply] = (done, deadline)
@@ -186,6 +224,63 @@ class FastSender:
             done(NoRespondersError())
         else:
             done(message.data)
+
+    def _shortcut(self, transport: Any) -> None:
+        """Take the connection of ``transport`` (nats-py's) on, once per connect: its commands
+        written straight to the asyncio transport under its stream writer (``_io_writer``), and its
+        reader's ``feed_data`` wrapped so that replies at the head of what arrives are taken there
+        (``_feed``). A transport without a plain ``asyncio`` writer and reader (a WebSocket), or a
+        client without the parser's members, keeps the usual ways (its own ``write``; the read loop)."""
+        self._connection = getattr(transport, "_io_writer", transport)
+        writer = getattr(self._connection, "transport", None)
+        self._write = writer.write if isinstance(writer, asyncio.WriteTransport) else transport.write
+        reader = getattr(transport, "_io_reader", None)
+        parser = getattr(self.client, "_ps", None)
+        if (not isinstance(reader, asyncio.StreamReader) or not hasattr(reader, "_buffer")
+                or not hasattr(reader, "_waiter") or not hasattr(parser, "buf") or not hasattr(parser, "state")
+                or "feed_data" in vars(reader)):
+            return
+        reader.feed_data = functools.partial(self._feed, reader, parser, reader.feed_data)  # type: ignore[method-assign]
+
+    def _feed(self, reader: asyncio.StreamReader, parser: Any, feed: Callable[[bytes], None], data: bytes) -> None:
+        """What arrived on the connection: the complete ``MSG`` frames on this sender's inbox at its
+        head taken here while the read loop is idle, the rest fed to the reader (see the module
+        docstring)."""
+        head = self._head
+        if (not data.startswith(head) or reader._waiter is None or reader._buffer  # type: ignore[attr-defined]
+                or parser.buf or parser.state != _AWAITING_CONTROL_LINE):
+            feed(data)
+            return
+        taken: list[tuple[str, bytes]] = []
+        at = 0
+        while data.startswith(head, at):
+            end_of_line = data.find(b"\r\n", at)
+            if end_of_line < 0:
+                break
+            fields = data[at + 4:end_of_line].split()  # subject, sid, [reply,] size
+            if len(fields) not in (3, 4) or not fields[-1].isdigit():
+                break
+            start = end_of_line + 2
+            end = start + int(fields[-1])
+            if data[end:end + 2] != b"\r\n":
+                break  # not all here yet (or not a frame): the parser's business
+            taken.append((fields[0].decode(), data[start:end]))
+            at = end + 2
+        if at < len(data):
+            feed(data[at:])
+        if not taken:
+            return
+        stats = self.client.stats
+        stats["in_msgs"] += len(taken)
+        for subject, payload in taken:
+            stats["in_bytes"] += len(payload)
+            waiting = self._waiting.pop(subject, None)
+            if waiting is None:
+                continue  # too late: its call already timed out
+            try:
+                waiting[0](payload)
+            except Exception:  # inside the transport's read callback: nothing may escape into it
+                logger.exception("handling a reply of %s failed", subject)
 
 
 class _HandOn(asyncio.Queue[Msg]):

@@ -33,7 +33,9 @@ writes to the operating system before acknowledging: both survive the server bei
 only a plain publish can be lost to a power cut, like the SQLite journal's ``synchronous=NORMAL``.)
 Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
 group one batch is in flight at a time, because the next one's fence is this one's last sequence.
-What a group appends meanwhile waits and leaves as the next batch (group commit). A batch leaves
+What a group appends meanwhile waits and leaves as the next batch (group commit). A caller that
+has a whole tick at hand hands it over in one call and it leaves at once (``queue_tick``: the
+port's ``ClusterLog`` does), and a tick visits only the groups that queued something. A batch leaves
 through ``host.cluster._wire`` (the one place that leans on the NATS client's internals, with a
 plain twin on its public API) and its acknowledgement is handled by a callback, without a task;
 only a refusal or a lost acknowledgement is worked out in one. An envelope is serialised once: the
@@ -94,7 +96,7 @@ from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
-__all__ = ["BATCH_LIMIT", "JetStreamLog", "Outcome", "Record", "Stamped"]
+__all__ = ["BATCH_LIMIT", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +113,8 @@ _UNANSWERED = (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBu
 KIND = "Ahp-Kind"
 NOW = "Ahp-Now"
 BATCH = "Ahp-Batch"
+EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
 
 Kind = Literal["action", "created", "removed", "owner"]
 Stamped = tuple[str, str]
@@ -127,6 +131,10 @@ class Outcome(Protocol):
     def set_result(self, result: Any, /) -> None: ...
 
     def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+Entry = tuple[Outcome, Literal["action", "created", "removed"], str, int, "dict[str, Any] | None"]
+"""A record handed to :meth:`JetStreamLog.queue_tick`: ``(outcome, kind, channel, now, body)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +187,8 @@ class JetStreamLog:
         self.timeout = timeout
         self.holder = leases.holder
         self._groups: dict[str, _Group] = {}
+        self._ready: dict[str, _Group] = {}
+        """The groups that queued records since the last send (in the order they first did)."""
         self._scheduled = False
         self._renewer: asyncio.Task[None] | None = None
         self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
@@ -272,8 +282,7 @@ class JetStreamLog:
         return message.seq or 0
 
     def _fence(self, group: str, last: int) -> dict[str, str]:
-        return {"Nats-Expected-Last-Subject-Sequence": str(last),
-                "Nats-Expected-Last-Subject-Sequence-Subject": self.subjects.group_filter(group)}
+        return {EXPECTED_LAST: str(last), EXPECTED_SUBJECT: self.subjects.group_filter(group)}
 
     def _drop(self, group: str, error: LogError) -> None:
         state = self._groups.pop(group, None)
@@ -350,43 +359,51 @@ class JetStreamLog:
               body: dict[str, Any] | None) -> None:
         """What ``append`` (``kind`` "action", ``body`` the envelope), ``created`` (``body``
         ``{"kind", "state"}``) and ``removed`` do, the result handed to ``outcome`` instead of a
-        future of their own (a caller that counts a tick's records saves a loop turn per tick).
-        An action's streamed text goes on its channel's streamed subject (``host.cluster.subjects``)."""
-        if kind == "action":
-            assert body is not None
-            text = encode({key: value for key, value in body.items() if key != "serverSeq"})
-            streamed = run_key(body["action"]) is not None
-            self._queue(channel, kind, text, str(now), body, outcome, streamed)
-        else:
-            self._queue(channel, kind, encode(body) if kind == "created" else "", None, None, outcome)
+        future of their own (a caller that counts a tick's records saves a loop turn per tick);
+        sent at the end of the tick. An action's streamed text goes on its channel's streamed
+        subject (``host.cluster.subjects``)."""
+        self.queue_tick(((outcome, kind, channel, now, body),), send=False)
 
-    def _queue(self, channel: str, kind: Kind, text: str, now: str | None, envelope: dict[str, Any] | None,
-               outcome: Outcome, streamed: bool = False) -> None:
-        subject, group = self.subjects.of(channel, streamed)
-        state = self._groups.get(group)
-        if not self.client.is_connected:
-            outcome.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
-            return
-        if state is None:
-            outcome.set_exception(NotOwner(channel, None))
-            return
-        state.queue.append(_Pending(subject, kind, now, text, envelope, outcome))
-        if not self._scheduled:
+    def queue_tick(self, entries: Iterable[Entry], send: bool = True) -> None:
+        """``queue`` each of ``entries`` (``(outcome, kind, channel, now, body)``), in order; then,
+        when ``send``, send what each group has queued now instead of at the end of the tick (a
+        caller that hands a whole tick over at once saves the loop a turn)."""
+        connected = self.client.is_connected
+        groups = self._groups
+        ready = self._ready
+        of = self.subjects.of
+        for outcome, kind, channel, now, body in entries:
+            if kind == "action":
+                assert body is not None
+                unnumbered = body.copy()
+                unnumbered.pop("serverSeq", None)
+                text = encode(unnumbered)
+                clock: str | None = str(now)
+                subject, group = of(channel, run_key(body["action"]) is not None)
+            else:
+                text = encode(body) if kind == "created" else ""
+                clock = body = None
+                subject, group = of(channel)
+            state = groups.get(group)
+            if not connected:
+                outcome.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
+            elif state is None:
+                outcome.set_exception(NotOwner(channel, None))
+            else:
+                state.queue.append(_Pending(subject, kind, clock, text, body, outcome))
+                ready[group] = state
+        if send:
+            self._send_tick()
+        elif ready and not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._send_tick)
 
-    def hold(self) -> None:
-        """What is queued from now on waits for :meth:`send_now` instead of the end of the tick
-        (a caller that queues a whole tick at once saves the loop a turn)."""
-        self._scheduled = True
-
-    def send_now(self) -> None:
-        """Send what is queued now (after :meth:`hold`, or instead of at the end of the tick)."""
-        self._send_tick()
-
     def _send_tick(self) -> None:
+        """Send the next batch of each group that queued something and has none in flight (one
+        with a batch in flight sends its queue once that is acknowledged: ``_acked``)."""
         self._scheduled = False
-        for group, state in self._groups.items():
+        ready, self._ready = self._ready, {}
+        for group, state in ready.items():
             if state.queue and not state.sending:
                 self._send_next(group, state)
 
@@ -397,7 +414,10 @@ class JetStreamLog:
             state.sending = False
             return
         state.sending = True
-        batch, state.queue[:] = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
+        if len(state.queue) <= BATCH_LIMIT:
+            batch, state.queue = state.queue, []
+        else:
+            batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
         batch_id = self._next_batch_id()
         self._wire.send(self._messages(group, state.last, batch, batch_id), self.timeout,
                         functools.partial(self._acked, group, state, batch, batch_id))
@@ -410,7 +430,10 @@ class JetStreamLog:
             answer = orjson.loads(reply)
             if answer.get("error") is None:
                 self._stored(group, state, batch, int(answer["seq"]) - int(answer.get("count", len(batch))) + 1)
-                self._send_next(group, state)
+                if state.queue:
+                    self._send_next(group, state)
+                else:
+                    state.sending = False
                 return
         asyncio.get_running_loop().create_task(self._after_failure(group, state, batch, batch_id, reply))
 
@@ -455,9 +478,16 @@ class JetStreamLog:
         more are one atomic batch (whose commit the server also writes through to disk: see the
         module docstring). The last message carries ``Ahp-Batch``, this batch's own id, so that a
         batch whose acknowledgement was lost can be settled."""
+        if len(batch) == 1:  # the common case (a chunk a tick): one plain fenced publish
+            only = batch[0]
+            one: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
+            one[EXPECTED_LAST] = str(last)
+            one[EXPECTED_SUBJECT] = self.subjects.group_filter(group)
+            one[BATCH] = batch_id
+            return [(only.subject, one, only.text.encode())]
         fence = self._fence(group, last)
         messages: list[Message] = []
-        many = len(batch) > 1
+        many = True
         for index, pending in enumerate(batch, 1):
             headers: dict[str, str] = {KIND: pending.kind}
             if pending.now is not None:

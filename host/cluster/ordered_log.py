@@ -96,7 +96,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
-from host.cluster.jetstream_log import JetStreamLog, Outcome
+from host.cluster.jetstream_log import JetStreamLog
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
@@ -269,7 +269,9 @@ class ClusterLog:
     def append(self, channel: str, now: int, envelope: dict[str, Any]) -> Awaitable[str]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[str] = loop.create_future()
-        self._queue(("action", channel, now, envelope, future), loop)
+        if not self._tick:
+            loop.call_soon(self.flush)
+        self._tick.append(("action", channel, now, envelope, future))
         return future
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
@@ -294,12 +296,15 @@ class ClusterLog:
         items, self._tick = self._tick, []
         self._in_flight += 1
         core = self._core
-        if core is not None and self._gate is None and not self._claims and all(core.owns(group_of(item[1])) for item in items):
+        if core is not None and self._gate is None and not self._claims and _all_owned(core, items):
             tick = _Tick(self, items)
             self._sends.add(tick)
-            core.hold()
-            self._hand_to_core(items, tick.results, {}, tick)
-            core.send_now()
+            if len(items) == 1:
+                kind, channel, now, body, _ = items[0]
+                core.queue_tick(((tick, kind, channel, now, body),))  # type: ignore[arg-type]  # one of the three
+            else:
+                core.queue_tick([(_Slot(tick, index), kind, channel, now, body)  # type: ignore[misc]
+                                 for index, (kind, channel, now, body, _) in enumerate(items)])
             tick.handed()
             return
         # A tick that must claim first: it holds back the ticks flushed after it from now on
@@ -350,12 +355,11 @@ class ClusterLog:
             results[index] = result
         return results, _stored(items, results)
 
-    def _hand_to_core(self, items: list[_Item], results: list[Any], refused: dict[str, LogError],
-                      tick: _Tick | None = None) -> list[tuple[int, asyncio.Future[Any]]]:
+    def _hand_to_core(self, items: list[_Item], results: list[Any],
+                      refused: dict[str, LogError]) -> list[tuple[int, asyncio.Future[Any]]]:
         """Queue a tick's records in the core (synchronously: nothing else is queued in between);
         a record of a group whose claim was refused gets that refusal as its result. Each
-        record's result goes to ``tick`` (counted there, at once) or else to a future of its own,
-        returned with the record's index."""
+        record's result goes to a future of its own, returned with the record's index."""
         core = self.core
         waits: list[tuple[int, asyncio.Future[Any]]] = []
         for index, (kind, channel, now, body, _) in enumerate(items):
@@ -363,12 +367,9 @@ class ClusterLog:
             if error is not None:
                 results[index] = error
                 continue
-            if tick is not None:
-                outcome: Outcome = _Slot(tick, index)
-            else:
-                outcome = future = asyncio.get_running_loop().create_future()
-                waits.append((index, future))
-            core.queue(outcome, kind, channel, now, body)  # type: ignore[arg-type]  # an _Item's kind is one of the three
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            waits.append((index, future))
+            core.queue(future, kind, channel, now, body)  # type: ignore[arg-type]  # an _Item's kind is one of the three
         return waits
 
     def _finish(self, items: list[_Item], results: list[Any]) -> None:
@@ -1010,7 +1011,8 @@ class ClusterLog:
 class _Tick:
     """One tick's records queued in the core, each result handed to a :class:`_Slot` and counted
     here at once, in the acknowledgement's callback (no future, no task, no loop turn);
-    ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it."""
+    ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it. A tick of one record
+    (a chunk a tick, the usual pace) is that record's outcome itself, with no slot."""
 
     __slots__ = ("log", "items", "results", "left", "ended", "waiter")
 
@@ -1027,6 +1029,17 @@ class _Tick:
         self.left -= 1
         if not self.left:
             self._end()
+
+    def done(self) -> bool:  # the outcome of a tick's only record (jetstream_log.Outcome)
+        return self.ended
+
+    def set_result(self, result: Any) -> None:
+        self.results[0] = result
+        self.left = 0
+        self._end()
+
+    def set_exception(self, exception: BaseException) -> None:
+        self.set_result(exception)
 
     def handed(self) -> None:
         """Every record is queued (some may have been refused at once)."""
@@ -1065,11 +1078,22 @@ class _Slot:
 
     def set_result(self, result: Any) -> None:
         self.settled = True
-        self.tick.settle(self.index, result)
+        tick = self.tick
+        tick.results[self.index] = result
+        tick.left -= 1
+        if not tick.left:
+            tick._end()
 
     def set_exception(self, exception: BaseException) -> None:
-        self.settled = True
-        self.tick.settle(self.index, exception)
+        self.set_result(exception)  # (a tick counts a failure as its record's result)
+
+
+def _all_owned(core: JetStreamLog, items: list[_Item]) -> bool:
+    """Whether ``core`` owns the group of every record of a tick."""
+    for item in items:
+        if not core.owns(group_of(item[1])):
+            return False
+    return True
 
 
 def _end(task: asyncio.Future[Any]) -> None:

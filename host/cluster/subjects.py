@@ -98,6 +98,7 @@ class Subjects:
         self.coarse = f"{prefix}.*.*"
         """Every record but streamed text, of every group, and every marker."""
         self._cache: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}
+        self._filters: dict[str, str] = {}
 
     def of(self, channel: str, streamed: bool = False) -> tuple[str, str]:
         """``(subject, owner group)`` of ``channel``'s records, or of its streamed-text appends
@@ -116,8 +117,14 @@ class Subjects:
         return f"{self.prefix}.{token(group)}.*.{STREAMED_TOKEN}"
 
     def group_filter(self, group: str) -> str:
-        """The wildcard subject of every message of ``group`` (its channels and its marker)."""
-        return f"{self.prefix}.{token(group)}.>"
+        """The wildcard subject of every message of ``group`` (its channels and its marker;
+        remembered: every batch's fence names it)."""
+        known = self._filters.get(group)
+        if known is None:
+            if len(self._filters) > 65536:
+                self._filters.clear()
+            known = self._filters[group] = f"{self.prefix}.{token(group)}.>"
+        return known
 
     def marker(self, group: str) -> str:
         return f"{self.prefix}.{token(group)}.{MARKER_TOKEN}"

@@ -27,13 +27,16 @@ def nats_server(tmp_path: Path) -> Iterator[EmbeddedNats]:
 class Relay:
     """A TCP relay on 127.0.0.1 to a NATS server: ``cut()`` closes every connection through it and
     refuses new ones (a process cut off from NATS while the others keep it), ``mend()`` lets them in
-    again; ``deafen()`` drops what the server sends (acknowledgements lost on the way) until ``cut``."""
+    again; ``deafen()`` drops what the server sends (acknowledgements lost on the way) until ``cut``;
+    ``piece`` (bytes), when set, hands on what the server sends in pieces that small, a millisecond
+    apart (a frame split across the client's reads)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = 0
         self.open = True
         self.deaf = False
+        self.piece: int | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -57,6 +60,12 @@ class Relay:
             with contextlib.suppress(OSError, asyncio.CancelledError):
                 while data := await source.read(65536):
                     if from_server and self.deaf:
+                        continue
+                    if from_server and self.piece:
+                        for start in range(0, len(data), self.piece):
+                            sink.write(data[start:start + self.piece])
+                            await sink.drain()
+                            await asyncio.sleep(0.001)
                         continue
                     sink.write(data)
                     await sink.drain()

@@ -129,6 +129,33 @@ async def test_a_writer_that_lost_its_session_is_refused_by_the_fence(nats_serve
         await fresh.close()
 
 
+async def test_a_stale_writer_s_tick_of_several_records_is_refused_as_a_whole(nats_server: EmbeddedNats) -> None:
+    stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
+    fresh = await JetStreamLog.connect(nats_server.url, holder="fresh", lease_ttl=1.0)
+    chat = default_chat_uri(SESSION)
+    try:
+        await stale.claim(SESSION)
+        numbered = [step(i) for i in range(3)]
+        await asyncio.gather(*(stale.append(chat, 0, envelope) for envelope in numbered))  # one atomic batch
+        seqs = [envelope["serverSeq"] for envelope in numbered]
+        assert seqs == list(range(seqs[0], seqs[0] + 3))  # each record its own stream sequence, in order
+        assert stale._renewer is not None
+        stale._renewer.cancel()  # paused past its lease: it never learns
+        while True:
+            try:
+                await fresh.claim(SESSION)
+                break
+            except NotOwner:
+                await asyncio.sleep(0.2)
+        refused = await asyncio.gather(*(stale.append(chat, 0, step(i)) for i in range(3, 8)), return_exceptions=True)
+        assert all(isinstance(outcome, NotOwner) for outcome in refused), refused
+        await fresh.append(chat, 0, step(8))
+        assert steps(await fresh.read(0)) == [0, 1, 2, 8]  # nothing of the refused batch
+    finally:
+        await stale.close()
+        await fresh.close()
+
+
 async def test_a_reader_from_a_sequence_sees_the_same_tail_as_a_reader_from_the_start(log: JetStreamLog) -> None:
     other = "ahp-session:/other"
     await log.claim(SESSION)

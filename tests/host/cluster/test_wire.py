@@ -1,13 +1,14 @@
 """How the log's batches leave (``host.cluster._wire``), the fast sender and its plain twin alike,
 against a real nats-server: messages in order with their headers, the last one's reply, and the
-client's own errors when no one answers, no answer comes, or a message is too large; and the
-JetStream log appending through the plain twin."""
+client's own errors when no one answers, no answer comes, or a message is too large; replies that
+arrive among other subscriptions' messages or split across reads (the fast sender takes the
+replies it can where they arrive); and the JetStream log appending through the plain twin."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import nats
 import pytest
@@ -21,6 +22,7 @@ from ahp.state.channels import default_chat_uri
 from host.cluster._wire import FastSender, PlainSender, Sender, sender, sent
 from host.cluster.jetstream_log import JetStreamLog
 from host.cluster.nats_server import EmbeddedNats
+from tests.host.cluster.conftest import Relay
 
 SESSION = "ahp-session:/wire"
 
@@ -77,6 +79,101 @@ async def test_a_request_whose_reply_does_not_come_times_out(client: Client, wir
 async def test_a_message_over_the_server_s_limit_is_refused_before_it_leaves(client: Client, wire: Sender) -> None:
     with pytest.raises(MaxPayloadError):
         await sent(wire, [("big", {"N": "1"}, b"x" * (client.max_payload + 1))], 5)
+
+
+async def test_replies_among_other_subscriptions_messages_reach_their_calls_and_the_messages_their_subscription(
+        nats_server: EmbeddedNats, client: Client, wire: Sender) -> None:
+    responder = await nats.connect(nats_server.url)
+    try:
+        async def answer(message: Msg) -> None:
+            # Other traffic for the caller's connection after each reply (and before every other
+            # one), in one write: a read begins with a reply or with another message.
+            if message.data == b"x" or int(message.data) % 2:
+                await responder.publish("noise.before", message.data)
+            await responder.publish(message.reply, b"re " + message.data)  # no headers, as JetStream acknowledges
+            await responder.publish("noise.after", message.data)
+
+        await responder.subscribe("wire.echo", cb=answer)
+        await responder.flush()
+        noise: list[tuple[str, bytes]] = []
+
+        async def heard(message: Msg) -> None:
+            noise.append((message.subject, message.data))
+
+        await client.subscribe("noise.>", cb=heard)
+        await client.flush()
+        for _ in range(3):  # several rounds: in flight together, then one by one
+            replies = await asyncio.gather(*(sent(wire, [("wire.echo", {"N": str(i)}, b"%d" % i)], 5) for i in range(50)))
+            assert replies == [b"re %d" % i for i in range(50)]
+            assert await sent(wire, [("wire.echo", {"N": "x"}, b"x")], 5) == b"re x"
+        await client.flush()
+        expected = 3 * (50 + 25 + 2)
+        for _ in range(100):
+            if len(noise) == expected:
+                break
+            await asyncio.sleep(0.01)
+        assert len(noise) == expected
+        for data in {data for _, data in noise}:  # each request's, in the order they were sent
+            said = [subject for subject, heard_data in noise if heard_data == data]
+            if data != b"x" and int(data) % 2 == 0:
+                assert said == ["noise.after"] * 3
+            else:
+                assert said == ["noise.before", "noise.after"] * 3
+    finally:
+        await responder.close()
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("piece", [7, 61])
+async def test_replies_split_across_reads_reach_their_calls(nats_server: EmbeddedNats, fast: bool, piece: int) -> None:
+    relay = await Relay(nats_server.port).start()
+    relay.piece = piece  # 61: a read holds a whole reply and the start of the next
+    client = await nats.connect(relay.url)
+    responder = await nats.connect(nats_server.url)
+    try:
+        async def answer(message: Msg) -> None:
+            await responder.publish(message.reply, b"re " + message.data)
+
+        await responder.subscribe("wire.echo", cb=answer)
+        await responder.flush()
+        wire = sender(client, fast)
+        await wire.start()
+        replies = await asyncio.gather(*(sent(wire, [("wire.echo", {"N": str(i)}, b"%d" % i)], 10) for i in range(20)))
+        assert replies == [b"re %d" % i for i in range(20)]
+        assert await sent(wire, [("wire.echo", {"N": "x"}, b"x")], 10) == b"re x"
+    finally:
+        await client.close()
+        await responder.close()
+        await relay.stop()
+
+
+async def test_replies_come_again_once_the_client_reconnected_after_the_server_restarted(
+        nats_server: EmbeddedNats, wire: Sender) -> None:
+    # nats-py connects the same transport object again, with a new reader and writer.
+    async def echo(client: Client) -> None:
+        async def answer(message: Msg) -> None:
+            await client.publish(message.reply, b"re " + message.data)
+
+        await client.subscribe("wire.echo", cb=answer)
+        await client.flush()
+
+    responder = await nats.connect(nats_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    try:
+        await echo(responder)
+        assert await sent(wire, [("wire.echo", {"N": "1"}, b"1")], 5) == b"re 1"
+        client = cast(Any, wire).client
+        nats_server.kill()
+        while client.is_connected:
+            await asyncio.sleep(0.02)
+        nats_server.start()
+        while not (client.is_connected and responder.is_connected):
+            await asyncio.sleep(0.05)
+        await responder.flush()
+        await client.flush()
+        replies = await asyncio.gather(*(sent(wire, [("wire.echo", {"N": str(i)}, b"%d" % i)], 5) for i in range(10)))
+        assert replies == [b"re %d" % i for i in range(10)]
+    finally:
+        await responder.close()
 
 
 async def test_the_log_through_the_plain_sender_numbers_a_tick_and_a_single_append(nats_server: EmbeddedNats) -> None:
