@@ -326,6 +326,38 @@ class Store:
             self._observe(channel, observers, before, after, envelope, streamed)
         return envelope
 
+    def dispatch_streamed(self, channel: str, action: dict[str, Any]) -> dict[str, Any]:
+        """``dispatch`` of a streamed append (``STREAMED``: ``chat/delta``, ``chat/reasoning``,
+        ``chat/toolCallDelta``) of the host's own, the lean way when nothing needs more than the
+        channel's run, its journal row, its frame and its token observers: over the embedded log,
+        with no ``observers``, no older turns held out of the chat, and no translator group that
+        wants the states. Anything else is ``dispatch`` itself. The same steps as ``dispatch``
+        (reduce into the run, number, serialise once, journal, replay window, fan-out, token
+        observers), without the ones that cannot apply."""
+        entry = self._channels[channel]
+        embedded = self._embedded
+        translated = entry.translated
+        if embedded is None or self.observers or self._awaiting is not None or channel in self._older:
+            return self.dispatch(channel, action)
+        if translated:
+            kind = entry.kind
+            for translator in translated:
+                if translator.wants_states(kind, action):
+                    return self.dispatch(channel, action)
+        now = self._clock()
+        if entry.apply(action, now):
+            self._changed.add(channel)
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
+        frame = embedded.append(channel, now, envelope, entry.key)
+        if entry.subscribers or translated:
+            fan_out(entry, envelope, frame, self._unread)
+        for token_observer in tuple(self.token_observers):
+            try:
+                token_observer(channel, envelope)
+            except Exception:
+                logger.exception("store token observer failed on %s", action.get("type"))
+        return envelope
+
     def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
                         on_refused: Callable[[str], None] | None = None) -> dict[str, Any]:
         """``dispatch`` over a log that answers later: reduce now, finish in ``_numbered`` (every

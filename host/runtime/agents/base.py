@@ -111,6 +111,9 @@ class TurnContext:
     _active_turn_id: Callable[[], Any] | None = None
     """The chat's active turn id, read without building the whole state (``Store.active_turn_id``);
     ``is_active`` runs on every token, so reading ``chat_state`` there would cost a copy of the turn's text."""
+    _dispatch_streamed: Callable[[str, dict[str, Any]], object] | None = None
+    """``dispatch`` for a streamed append (``Store.dispatch_streamed``: the store's lean way for
+    them); None: ``_dispatch``."""
 
     def __post_init__(self) -> None:
         if not self.chat:
@@ -145,6 +148,24 @@ class TurnContext:
         if not self.is_active():
             raise TurnEnded(self.turn_id)
         self._dispatch(self.chat, action if "turnId" in action else {**action, "turnId": self.turn_id})
+
+    def appender(self, action_type: str, target_field: str, target: str) -> Callable[[str], None]:
+        """``emit`` of streamed appends to one target, made once for the target and called per
+        token: ``append(content)`` emits ``{"type": action_type, "turnId": <this turn>,
+        target_field: target, "content": content}`` (as ``ahp.protocol.builders`` makes
+        ``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta`` without ``_meta``), raising
+        ``TurnEnded`` as ``emit`` does once the turn is over."""
+        turn_id, chat, active = self.turn_id, self.chat, self._active_turn_id
+        dispatch = self._dispatch_streamed or self._dispatch
+        if active is None:
+            return lambda content: self.emit({"type": action_type, "turnId": turn_id, target_field: target, "content": content})
+
+        def append(content: str) -> None:
+            if active() != turn_id:
+                raise TurnEnded(turn_id)
+            dispatch(chat, {"type": action_type, "turnId": turn_id, target_field: target, "content": content})
+
+        return append
 
     def dispatch(self, action: dict[str, Any]) -> bool:
         """Dispatch a session action; False if the session is gone."""
