@@ -192,6 +192,16 @@ class AppendingState:
         target (text appends change nothing else), for cheap per-token checks."""
         return self._state
 
+    def apply_keyed(self, action: dict[str, Any], now: int, key: tuple[Any, ...]) -> bool:
+        """``apply`` of an action whose run key (``key_of(action)``, not None) the caller knows
+        already: an append that continues the open run is held without working the key out again."""
+        run = self._run
+        if self._runs and run is not None and key == run.key:
+            self.key = key
+            run.add(action["content"])
+            return True
+        return self.apply(action, now)
+
     def apply(self, action: dict[str, Any], now: int) -> bool:
         """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
         if self._runs:

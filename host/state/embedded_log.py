@@ -281,10 +281,12 @@ class EmbeddedLog:
                     callback()
             return
         wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
-        if wait <= 0:
-            self._flush_soon()
-        else:
+        if wait > 0:
             self._arm_flush(wait)
+        elif self._commits_held:  # ``_flush_soon``, inlined (once per tick)
+            self._flush_timer = None
+        else:
+            self.flush()
 
     def _arm_flush(self, delay: float) -> None:
         try:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ahp.state import default_chat_uri
+from ahp.state.appends import run_key
 from host.errors import AgentHostError
 
 __all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "TurnGrants", "TurnStopped", "SessionCreationFailed"]
@@ -111,9 +112,9 @@ class TurnContext:
     _active_turn_id: Callable[[], Any] | None = None
     """The chat's active turn id, read without building the whole state (``Store.active_turn_id``);
     ``is_active`` runs on every token, so reading ``chat_state`` there would cost a copy of the turn's text."""
-    _dispatch_streamed: Callable[[str, dict[str, Any]], object] | None = None
-    """``dispatch`` for a streamed append (``Store.dispatch_streamed``: the store's lean way for
-    them); None: ``_dispatch``."""
+    _dispatch_streamed: Callable[[str, dict[str, Any], Any], object] | None = None
+    """``dispatch(channel, action, run_key)`` for a streamed append (``Store.dispatch_streamed``:
+    the store's lean way for them); None: ``emit``."""
 
     def __post_init__(self) -> None:
         if not self.chat:
@@ -155,15 +156,16 @@ class TurnContext:
         target_field: target, "content": content}`` (as ``ahp.protocol.builders`` makes
         ``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta`` without ``_meta``), raising
         ``TurnEnded`` as ``emit`` does once the turn is over."""
-        turn_id, chat, active = self.turn_id, self.chat, self._active_turn_id
-        dispatch = self._dispatch_streamed or self._dispatch
-        if active is None:
+        turn_id, chat, active, streamed = self.turn_id, self.chat, self._active_turn_id, self._dispatch_streamed
+        if active is None or streamed is None:
             return lambda content: self.emit({"type": action_type, "turnId": turn_id, target_field: target, "content": content})
+        # Every append of the target has one run key (``ahp.state.appends.run_key``): worked out here once.
+        key = run_key({"type": action_type, "turnId": turn_id, target_field: target, "content": ""})
 
         def append(content: str) -> None:
             if active() != turn_id:
                 raise TurnEnded(turn_id)
-            dispatch(chat, {"type": action_type, "turnId": turn_id, target_field: target, "content": content})
+            streamed(chat, {"type": action_type, "turnId": turn_id, target_field: target, "content": content}, key)
 
         return append
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ahp.protocol import builders
+from ahp.state.appends import run_key
 from host.runtime.agents.base import TurnContext, TurnEnded
 
 
@@ -18,7 +19,8 @@ def _context(active: list[str], lean: bool) -> tuple[TurnContext, list[tuple[str
         _dispatch=lambda channel, action: sent.append((channel, action)),
         _state=lambda: {},
         _active_turn_id=lambda: active[-1],
-        _dispatch_streamed=(lambda channel, action: sent.append((channel, {**action, "lean": True}))) if lean else None,
+        _dispatch_streamed=(lambda channel, action, key: sent.append((channel, {**action, "lean": key == run_key(action)})))
+        if lean else None,
     )
     return ctx, sent
 
