@@ -477,7 +477,9 @@ class Journal:
                     plain.append(item)
             self._insert_plain(plain, sizes)
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
-            self._db.executemany(_INSERT_TEXT, [(entry, seq, encode(marks), content)
+            # Marks are lists of pairs of ints: orjson's bytes are ``encode``'s text (one a streamed piece).
+            dumps = orjson.dumps
+            self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
                                                 for entry, seq, marks, content in (*self._tail_texts, *texts)])
             if settling:
                 self._next_generation()
@@ -500,7 +502,8 @@ class Journal:
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
         """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""
         for run in self._to_append:
-            run.written()
+            run.used_up()  # ``written()``, inlined: once per commit at a model's pace
+            run.queued = False
         for row_id, _seq, marks, content in texts:
             known = self._sizes.get(row_id)
             if known is not None:

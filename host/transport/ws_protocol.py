@@ -112,7 +112,11 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         pending.append(text)
         self._pending_chars += len(text)
         if not self._write_armed and self.writable.is_set():
-            self._arm_write()
+            if self.at_end_of_tick is not None:  # ``_arm_write``, inlined: the tick's first message
+                self._write_armed = True
+                self.at_end_of_tick(self._write_durable)
+            else:
+                self._arm_write()
         return self.transport.get_write_buffer_size() + self._pending_chars
 
     def backlog(self) -> int:
