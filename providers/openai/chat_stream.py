@@ -6,6 +6,8 @@ comes from ``delta.reasoning_content`` (DeepSeek, vLLM, LiteLLM) or ``delta.reas
 so parallel calls may interleave. Chat Completions has no part-end markers, so a text/reasoning
 part ends when the other kind or a tool call begins, and every part ends at ``finish_reason``;
 :meth:`ChatStreamTranslator.close` then yields ``Finish`` (after the trailing usage chunk).
+:meth:`ChatStreamTranslator.feed_bare` gives a chunk that only adds text to the open text part as
+that text, a bare text delta (``providers.stream``), folded into the accumulator already.
 """
 
 from __future__ import annotations
