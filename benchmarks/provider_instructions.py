@@ -8,7 +8,8 @@ to 0.50 on a machine at load 14); instructions do not. This runs the in-process 
 under valgrind's callgrind, counting instructions only while a stream is read:
 
 * **host**: ``provider.stream(request)`` (the SDK's raw response, ``providers._sse``, orjson, the
-  translator, the neutral events) with every event mapped to the turn's actions
+  translator, the neutral events) read as the turn reads it (``ModelStream.bare()``: Chat
+  Completions' text chunks as bare text deltas) with every event mapped to the turn's actions
   (``host.runtime.agents._mapping.CallMapper`` into a ``TurnContext`` whose dispatch does
   nothing: the store is not measured here);
 * **baseline**: the bare SDK at its best (``benchmarks/_bare_sdk.py``: raw response, lines split,
@@ -48,12 +49,16 @@ async def _child(api: str, chunks: int, bare: bool) -> None:
     async def host(body: list[bytes], measured: bool) -> None:
         provider = providers[api](api_key="k", http_client=_http_client(body))
         ctx = TurnContext(session="s", turn_id="t1", message={}, _dispatch=lambda channel, action: None,
-                          _state=dict, chat="c", _active_turn_id=lambda: "t1")
+                          _state=dict, chat="c", _active_turn_id=lambda: "t1",
+                          _dispatch_streamed=lambda channel, action, key: None)
         mapper = CallMapper(ctx, TurnToolIds(), {})
         if measured:
             instrument(True)
         stream = provider.stream(request)
-        async for event in stream:
+        async for event in stream.bare():  # as the turn reads it (``host.runtime.agents.turn``)
+            if isinstance(event, str):
+                mapper.bare(event)
+                continue
             mapper.apply(event)
         stream.message()
         if measured:

@@ -228,10 +228,10 @@ async def _through_host(base_url: str, model: str, sessions: int, stagger: float
         host.store.token_observers.append(at_dispatch)  # tokens only, without rebuilding states
         write_buffered = TickBatchingWebSocketProtocol._write_buffered
 
-        def timed_write(protocol: TickBatchingWebSocketProtocol, force: bool = False) -> None:
+        def timed_write(protocol: TickBatchingWebSocketProtocol, force: bool = False, durable: bool = False) -> None:
             if paced and protocol._pending:
                 written_raw.append((time.perf_counter_ns(), protocol._pending))  # the list is handed over, never reused
-            write_buffered(protocol, force)
+            write_buffered(protocol, force, durable)
 
         TickBatchingWebSocketProtocol._write_buffered = timed_write  # type: ignore[method-assign]  # timed for the run
         running = await start_host(host, token=TOKEN)

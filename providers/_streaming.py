@@ -91,7 +91,7 @@ class _StallWatch:
 
 async def sdk_events(
     open_stream: Callable[..., Awaitable[Any]],
-    feed: Callable[[Any], Iterable[StreamEvent]],
+    feed: Callable[[Any], Iterable[StreamEvent] | str],
     map_error: Callable[[BaseException], ProviderError],
     *,
     finished: Callable[[], bool],
@@ -102,8 +102,10 @@ async def sdk_events(
     prepare: Callable[[], Any] | None = None,
     then: Callable[[], Iterable[StreamEvent]] | None = None,
     data_only: bool = False,
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncIterator[StreamEvent | str]:
     """``close=False`` for streams that own no connection to release (LiteLLM's wrapper).
+    ``feed(item)`` gives the events of one raw item, or a ``str``: a bare text delta
+    (``providers.stream``), yielded as it is (its stream is a ``ModelStream`` made ``bare``).
 
     So that a provider's ``stream`` can hand this generator out as it is (one generator less for
     every event to pass through): ``prepare()``, when given, runs first, outside the error mapping
@@ -138,8 +140,12 @@ async def sdk_events(
                     watch.since = None
             except StopAsyncIteration:
                 break
-            for event in feed(raw[1] if data_only else raw):
-                yield event
+            out = feed(raw[1] if data_only else raw)
+            if type(out) is str:  # a bare text delta (``providers.stream``): yielded as it is
+                yield out
+            else:
+                for event in out:
+                    yield event
     except ProviderError:
         raise
     except Exception as exc:

@@ -8,6 +8,8 @@ Two ways in, one state:
   in start order, and return the event to yield; :meth:`finish_call` folds the call's
   ``Finish``. The accumulator that made a call's events is the one its
   :class:`providers.stream.ModelStream` answers the message from: nothing folds them again.
+  :meth:`bare_text` is the way of a bare text delta (``providers.stream``): the translator
+  appends the content to the open text part's pieces itself and yields the ``str``, no event.
 * **Any events**: :meth:`StreamAccumulator.apply` folds events from any provider (the scripted
   one checks its scripts with it; ``ModelStream.of`` folds a plain event stream with it).
 
@@ -90,6 +92,22 @@ class StreamAccumulator:
             event = part_delta(index, part.kind, content)
         part.chunks.append(content)
         return event
+
+    def bare_text(self, vendor_key: Hashable) -> list[str] | None:
+        """For a bare text delta (``providers.stream``): the list the streamed pieces of the open
+        text part of ``vendor_key`` go in, when that part is the one started last (appending
+        ``content`` to it is ``delta(vendor_key, content)`` without an event); None otherwise."""
+        index = self._by_vendor_key.get(vendor_key)
+        if index is None or index != len(self._parts) - 1:
+            return None
+        part = self._parts[index]
+        if part.ended or part.kind != "text":
+            return None
+        return part.chunks
+
+    def last_part(self) -> int:
+        """The index of the part started last (-1: none): the part a bare text delta is for."""
+        return len(self._parts) - 1
 
     def end(self, vendor_key: Hashable, native: dict[str, Any] | None = None) -> PartEnd:
         """Close the open part of ``vendor_key``, attaching its provider-native payload."""

@@ -204,13 +204,13 @@ class LiteLLMProvider:
 
     def stream(self, request: ModelRequest) -> ModelStream:
         translator = ChatStreamTranslator(api="litellm", provider=PROVIDER)
-        return ModelStream(self._events(request, translator), translator.acc)
+        return ModelStream(self._events(request, translator), translator.acc, bare=True)  # feed_bare's text chunks
 
-    async def _events(self, request: ModelRequest, translator: ChatStreamTranslator) -> AsyncIterator[StreamEvent]:
+    async def _events(self, request: ModelRequest, translator: ChatStreamTranslator) -> AsyncIterator[StreamEvent | str]:
         params = self.build_params(request)
         async for event in sdk_events(
             lambda: self._open(params),
-            translator.feed,
+            translator.feed_bare,
             lambda exc: map_error(exc, provider=PROVIDER, key_env="the provider's API key variable"),
             finished=lambda: translator.finish_reason is not None,
             dropped="The connection dropped before the model finished answering. Try again.",

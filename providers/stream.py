@@ -9,6 +9,13 @@
   stream finished; a cancelled or failed call gives what had streamed), read from the one
   :class:`~providers.accumulator.StreamAccumulator` that made or checked the events. Nobody
   downstream folds the events again: the turn maps them to actions and asks the stream.
+* ``stream.bare()`` is the same events for the one consumer that wants a streamed text chunk at
+  its lowest cost (the host's turn): a **bare text delta**, a plain ``str``, may stand for a
+  ``PartDelta`` of the text part started last (which is open). A provider whose translator makes
+  them (``bare=True``: Chat Completions, whose every streamed text chunk is one) folds the text
+  into its accumulator itself, so nothing is built per chunk but the string the SDK parsed;
+  ``async for event in stream`` turns each back into its ``PartDelta`` (equal to the one a
+  translator would have made) for everyone else, at the cost of one generator layer.
 * ``stream.aclose()`` ends the call (``contextlib.aclosing(stream)``); the HTTP response is
   released by the generator's ``finally``.
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from ._fast_events import part_delta
 from .accumulator import StreamAccumulator
 from .events import StreamEvent
 from .messages import AssistantMessage
@@ -32,12 +40,14 @@ __all__ = ["ModelStream"]
 class ModelStream:
     """The events of one model call and the message they built (see the module docstring)."""
 
-    __slots__ = ("_events", "_acc")
+    __slots__ = ("_events", "_acc", "_bare")
 
-    def __init__(self, events: AsyncIterator[StreamEvent], acc: StreamAccumulator) -> None:
+    def __init__(self, events: AsyncIterator[StreamEvent | str], acc: StreamAccumulator, *, bare: bool = False) -> None:
         self._events = events
-        """The events, each already folded into ``acc`` by whoever made them."""
+        """The events, each already folded into ``acc`` by whoever made them; bare text deltas
+        (``str``) among them when ``bare``."""
         self._acc = acc
+        self._bare = bare
 
     @classmethod
     def of(cls, stream: AsyncIterator[StreamEvent], *, api: Any = None, provider: str | None = None) -> ModelStream:
@@ -57,16 +67,36 @@ class ModelStream:
         return ModelStream(events, self._acc)
 
     def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        if self._bare:
+            return _unbared(self._events, self._acc)
+        return self._events  # type: ignore[return-value]  # not bare: events only
+
+    def bare(self) -> AsyncIterator[StreamEvent | str]:
+        """The events, bare text deltas among them (see the module docstring)."""
         return self._events
 
     async def __anext__(self) -> StreamEvent:
-        return await anext(self._events)
+        event = await anext(self._events)
+        if type(event) is str:
+            return part_delta(self._acc.last_part(), "text", event)
+        return event  # type: ignore[return-value]  # not a str
 
     def message(self) -> AssistantMessage:
         return self._acc.message()
 
     async def aclose(self) -> None:
         close = getattr(self._events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _unbared(events: AsyncIterator[StreamEvent | str], acc: StreamAccumulator) -> AsyncGenerator[StreamEvent, None]:
+    """``events`` with each bare text delta made the ``PartDelta`` it stands for."""
+    try:
+        async for event in events:
+            yield part_delta(acc.last_part(), "text", event) if type(event) is str else event  # type: ignore[misc]
+    finally:
+        close = getattr(events, "aclose", None)
         if close is not None:
             await close()
 

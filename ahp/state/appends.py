@@ -150,7 +150,7 @@ class AppendingState:
     ``run_kinds`` and ``key_of``; the holding and joining stay this one class.
     """
 
-    __slots__ = ("kind", "_reduce", "_state", "_run", "_runs", "key")
+    __slots__ = ("kind", "_reduce", "shape", "_run", "_runs", "key")
 
     run_kinds: frozenset[str] = RUN_KINDS
     """Channel kinds whose actions may form runs."""
@@ -161,10 +161,13 @@ class AppendingState:
                  reduce: Callable[[str, dict[str, Any], dict[str, Any], int], dict[str, Any]] | None = None) -> None:
         self.kind = kind
         self._reduce = reduce or reduce_any
-        self._state = state
+        self.shape = state
+        """The state without reducing a pending run (read it, never set it: ``state`` does): exact
+        in everything but the text of the run's target (text appends change nothing else), for
+        cheap per-token checks. An attribute, not a property: read for every streamed token."""
         self._runs = kind in self.run_kinds
         self._run: TextRun | None = None
-        """The run the last applied action opened or continued; its pieces are not in ``_state`` yet."""
+        """The run the last applied action opened or continued; its pieces are not in ``shape`` yet."""
         self.key: tuple[Any, ...] | None = UNKEYED
         """The run key (``key_of``) of the last applied action, so that another holder of runs of
         the same actions (the journal) need not work it out again per token; ``UNKEYED`` for a kind
@@ -176,21 +179,25 @@ class AppendingState:
         run = self._run
         if run is not None and run.pieces:
             # ``now`` is not read by text appends: 0 stands for it.
-            self._state = self._reduce(self.kind, self._state, run.action(), 0)
+            self.shape = self._reduce(self.kind, self.shape, run.action(), 0)
             run.used_up()
-        return self._state
+        return self.shape
 
     @state.setter
     def state(self, state: dict[str, Any]) -> None:
         """Replace the state outright (a snapshot); an open run is forgotten with the old one."""
-        self._state = state
+        self.shape = state
         self._run = None
 
-    @property
-    def shape(self) -> dict[str, Any]:
-        """The state without reducing a pending run: exact in everything but the text of the run's
-        target (text appends change nothing else), for cheap per-token checks."""
-        return self._state
+    def apply_keyed(self, action: dict[str, Any], now: int, key: tuple[Any, ...]) -> bool:
+        """``apply`` of an action whose run key (``key_of(action)``, not None) the caller knows
+        already: an append that continues the open run is held without working the key out again."""
+        run = self._run
+        if self._runs and run is not None and key == run.key:
+            self.key = key
+            run.add(action["content"])
+            return True
+        return self.apply(action, now)
 
     def apply(self, action: dict[str, Any], now: int) -> bool:
         """Reduce ``action`` into the state (or hold it in the open run); True if state changed."""
@@ -204,7 +211,7 @@ class AppendingState:
             return True
         before = self.state
         after = self._reduce(self.kind, before, action, now)
-        self._state = after
+        self.shape = after
         # Only an append that found its target opens a run: the law needs it. It is reduced
         # already, so the run starts empty.
         if key is not None and after is not before:

@@ -28,6 +28,7 @@ Observers run inside ``Store.dispatch``; everything that dispatches is scheduled
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -211,9 +212,10 @@ class TurnRunner:
             model=selection("model", message, chat_state, state),
             agent=selection("agent", message, chat_state, state),
             _dispatch=store.dispatch,
+            _dispatch_streamed=store.dispatch_streamed,
             _state=lambda: store.state(session),
             _chat_state=lambda: store.state(chat),
-            _active_turn_id=lambda: store.active_turn_id(chat),
+            _active_turn_id=functools.partial(store.active_turn_id, chat),  # per token: no Python frame of its own
             _finished_turns=lambda: store.turns(chat),
             _part_ids=_parts_numbered(turn),
         )

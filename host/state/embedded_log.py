@@ -182,7 +182,15 @@ class EmbeddedLog:
                 self._flush_soon()
             elif not self._tick_armed and self._flush_timer is None:
                 self._commit_at_end_of_tick()
-        self._remember(seq, channel, envelope_json)
+        # ``_remember``, inlined: this runs for every streamed token.
+        replay = self.replay_window
+        if replay.maxlen != 0:
+            if len(replay) == replay.maxlen:
+                self._replay_size -= len(replay.popleft()[2])
+            replay.append((seq, channel, envelope_json))
+            self._replay_size += len(envelope_json)
+            while self._replay_size > self._replay_chars and len(replay) > 1:
+                self._replay_size -= len(replay.popleft()[2])
         if journal is not None and (journal.entries_since_snapshot >= self._snapshot_every
                                     or journal.chars_since_snapshot >= self._snapshot_chars):
             self._maybe_snapshot()
@@ -273,10 +281,12 @@ class EmbeddedLog:
                     callback()
             return
         wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
-        if wait <= 0:
-            self._flush_soon()
-        else:
+        if wait > 0:
             self._arm_flush(wait)
+        elif self._commits_held:  # ``_flush_soon``, inlined (once per tick)
+            self._flush_timer = None
+        else:
+            self.flush()
 
     def _arm_flush(self, delay: float) -> None:
         try:

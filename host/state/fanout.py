@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from ahp.jsonrpc import action_frame, notification
 from host.state.channels import Channel
 
-__all__ = ["Change", "Resync", "Subscriber", "Translator", "drop", "echo", "fan_out", "has_subscribers", "is_subscribed",
+__all__ = ["Change", "Resync", "Subscriber", "Translator", "drop", "echo", "fan_out", "fan_out_streamed", "has_subscribers", "is_subscribed",
            "notify", "reject", "subscribe", "translator_of", "unsubscribe"]
 
 logger = logging.getLogger(__name__)
@@ -79,7 +79,10 @@ class Translator(Protocol):
     is (the frame already built is reused), a new one (or a list of them, sent in order) to send
     instead, None to send nothing, a :class:`Resync` when its version cannot say it. Called once per envelope per channel for the whole group.
     ``wants_states(kind, action)`` says whether it needs the states around the action (reading
-    them costs a reduction of a pending text run: translators say no for streamed tokens)."""
+    them costs a reduction of a pending text run: translators say no for streamed tokens).
+    An optional ``streams_as_is`` attribute, when true, promises that it never wants the states
+    around a streamed append (``STREAMED``) and returns every one unchanged: the store's lean way
+    for them then neither asks it (``fan_out_streamed``)."""
 
     def wants_states(self, kind: str, action: dict[str, Any]) -> bool: ...
 
@@ -178,6 +181,17 @@ def fan_out(entry: Channel, envelope: dict[str, Any], frame: str, change: Change
         for subscriber in tuple(group):
             for text in texts:
                 subscriber.send(text)
+
+
+def fan_out_streamed(entry: Channel, frame: str) -> None:
+    """``fan_out`` of a streamed append (``STREAMED``) when every translator group of the channel
+    has a translator that ``streams_as_is`` (``Translator``): each subscriber gets ``frame``, no
+    translator is asked (each would answer with the envelope unchanged)."""
+    for subscriber in tuple(entry.subscribers):
+        subscriber.send(frame)
+    for group in tuple(entry.translated.values()):
+        for subscriber in tuple(group):
+            subscriber.send(frame)
 
 
 def notify(entry: Channel, method: str, params: dict[str, Any], store: Any) -> None:

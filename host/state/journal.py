@@ -440,7 +440,15 @@ class Journal:
         Whether a SQLite transaction was committed (only that grows the WAL)."""
         if not (self._pending or self._to_append) and not (settle and self._tail_texts):
             return False
-        texts = [run.more() for run in self._to_append]
+        to_append = self._to_append
+        if len(to_append) == 1 and len(to_append[0].pieces) == 1:
+            # Nearly every commit at a model's pace: one run's one new piece, its ``more()`` made here.
+            run = to_append[0]
+            content = run.pieces[0]
+            seq = run.seqs[0]
+            texts = [(run.row_id, seq, [(seq, len(content))], content)]
+        else:
+            texts = [run.more() for run in to_append]
         if not settle and not self._pending and (len(texts) == 1 and len(texts[0][3]) <= TAIL_COMMIT_CHARS
                                                  or sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS):
             # The rows hold ints, strings and lists of ints: orjson's bytes are ``encode``'s text.
@@ -469,7 +477,9 @@ class Journal:
                     plain.append(item)
             self._insert_plain(plain, sizes)
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
-            self._db.executemany(_INSERT_TEXT, [(entry, seq, encode(marks), content)
+            # Marks are lists of pairs of ints: orjson's bytes are ``encode``'s text (one a streamed piece).
+            dumps = orjson.dumps
+            self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
                                                 for entry, seq, marks, content in (*self._tail_texts, *texts)])
             if settling:
                 self._next_generation()
@@ -492,7 +502,8 @@ class Journal:
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
         """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""
         for run in self._to_append:
-            run.written()
+            run.used_up()  # ``written()``, inlined: once per commit at a model's pace
+            run.queued = False
         for row_id, _seq, marks, content in texts:
             known = self._sizes.get(row_id)
             if known is not None:

@@ -53,7 +53,7 @@ from host.state import fanout
 from host.state.awaiting import Awaiting, Pending
 from host.state.channels import ROOT, STREAMED, Channel, reduce
 from host.state.embedded_log import REPLAY_CHARS, SNAPSHOT_CHARS, EmbeddedLog
-from host.state.fanout import Change, Subscriber, Translator, fan_out
+from host.state.fanout import Change, Subscriber, Translator, fan_out, fan_out_streamed
 from host.state.journal import WAL_CHECKPOINT_BYTES, WAL_LIMIT_BYTES, Journal, SnapshotPieces, SnapshotPlan
 from host.state.log import LogRecord, OrderedLog
 from host.state.older_turns import OlderTurns
@@ -324,6 +324,47 @@ class Store:
             fan_out(entry, envelope, frame, self._unread if before is None or not translated else Change(before, after, self))
         if observers or streamed:
             self._observe(channel, observers, before, after, envelope, streamed)
+        return envelope
+
+    def dispatch_streamed(self, channel: str, action: dict[str, Any], key: tuple[Any, ...] | None = None) -> dict[str, Any]:
+        """``dispatch`` of a streamed append (``STREAMED``: ``chat/delta``, ``chat/reasoning``,
+        ``chat/toolCallDelta``) of the host's own, the lean way when nothing needs more than the
+        channel's run, its journal row, its frame and its token observers: over the embedded log,
+        with no ``observers``, no older turns held out of the chat, and no translator group that
+        wants the states. Anything else is ``dispatch`` itself. The same steps as ``dispatch``
+        (reduce into the run, number, serialise once, journal, replay window, fan-out, token
+        observers), without the ones that cannot apply. ``key``: the action's run key
+        (``ahp.state.appends.run_key(action)``) when the caller knows it already (a turn's appender
+        works it out once per part)."""
+        entry = self._channels[channel]
+        embedded = self._embedded
+        translated = entry.translated
+        if embedded is None or self.observers or self._awaiting is not None or channel in self._older:
+            return self.dispatch(channel, action)
+        as_is = True  # every translator group takes the frame unchanged (``fanout.fan_out_streamed``)
+        if translated:
+            kind = entry.kind
+            for translator in translated:
+                if getattr(translator, "streams_as_is", False):
+                    continue
+                as_is = False
+                if translator.wants_states(kind, action):
+                    return self.dispatch(channel, action)
+        now = self._clock()
+        if (entry.apply(action, now) if key is None else entry.apply_keyed(action, now, key)):
+            self._changed.add(channel)
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
+        frame = embedded.append(channel, now, envelope, entry.key)
+        if entry.subscribers or translated:
+            if as_is:
+                fan_out_streamed(entry, frame)
+            else:
+                fan_out(entry, envelope, frame, self._unread)
+        for token_observer in tuple(self.token_observers):
+            try:
+                token_observer(channel, envelope)
+            except Exception:
+                logger.exception("store token observer failed on %s", action.get("type"))
         return envelope
 
     def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,

@@ -67,7 +67,7 @@ class SharedFrames:
         """``frame`` of each of ``texts``, in order (built on their own, uncached, while exactly
         one connection uses the cache)."""
         if self.users == 1:
-            return [text_frame(text) for text in texts]
+            return [text_frame(texts[0])] if len(texts) == 1 else [text_frame(text) for text in texts]
         cached = self._frames
         out = []
         for text in texts:

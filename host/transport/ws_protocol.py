@@ -14,9 +14,10 @@ The protocol also offers itself to the application as the ASGI scope extension
 ``FRAMES_EXTENSION``: ``queue_text(text)`` takes a message synchronously, with no coroutine, queue
 or ASGI message per frame (the host's fan-out path); the end-of-tick write waits for
 ``when_durable`` (or, given ``at_end_of_tick``, is called by the application at the end of the
-tick once durable: the host's journal commits and writes every connection from one callback) and a
-forced one (before a close) calls ``before_write`` first (the host commits its journal there:
-nothing leaves before it is durable).
+tick once durable: the host's journal commits and writes every connection from one callback,
+which therefore does not call ``before_write`` again) and any other (a forced one before a close,
+one after the transport drained, one waiting for ``when_durable``) calls ``before_write`` first
+(the host commits its journal there: nothing leaves before it is durable).
 
 Flow control: at most ``WRITE_AHEAD`` bytes are framed into the transport's buffer; past that,
 messages wait unframed until the transport has drained (``resume_writing``). A client that does
@@ -37,6 +38,7 @@ end (as does every test that runs a host).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -84,6 +86,9 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
 
     def connection_made(self, transport: Any) -> None:
         SHARED_FRAMES.users += 1  # one connection alone shares no frames: they are built uncached
+        self._write_durable = functools.partial(self._write_buffered, False, True)
+        """``_write_buffered`` as ``at_end_of_tick`` calls it: what waits is durable already (a
+        partial, not a method: no frame of its own per tick)."""
         super().connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -107,7 +112,11 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         pending.append(text)
         self._pending_chars += len(text)
         if not self._write_armed and self.writable.is_set():
-            self._arm_write()
+            if self.at_end_of_tick is not None:  # ``_arm_write``, inlined: the tick's first message
+                self._write_armed = True
+                self.at_end_of_tick(self._write_durable)
+            else:
+                self._arm_write()
         return self.transport.get_write_buffer_size() + self._pending_chars
 
     def backlog(self) -> int:
@@ -174,7 +183,9 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         this protocol's own that waits for ``when_durable``)."""
         self._write_armed = True
         if self.at_end_of_tick is not None:
-            self.at_end_of_tick(self._write_buffered)
+            # Its callbacks run once everything logged is durable, and none logs anything: the
+            # write need not make it durable again (``durable``).
+            self.at_end_of_tick(self._write_durable)
         else:
             self.loop.call_soon(self._end_of_tick)
 
@@ -184,9 +195,10 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         else:
             self._write_buffered()
 
-    def _write_buffered(self, force: bool = False) -> None:
+    def _write_buffered(self, force: bool = False, durable: bool = False) -> None:
         """Frame and write waiting messages: all of them when ``force`` (before a close or any
-        other write), else up to ``WRITE_AHEAD`` bytes in the transport's buffer."""
+        other write), else up to ``WRITE_AHEAD`` bytes in the transport's buffer. ``durable``:
+        every message waiting is durable already (no ``before_write``)."""
         self._write_armed = False
         pending = self._pending
         if not pending:
@@ -194,7 +206,7 @@ class TickBatchingWebSocketProtocol(WebSocketsSansIOProtocol):
         if self.disconnected or self.close_sent or self.transport.is_closing():
             self._pending, self._pending_chars = None, 0
             return
-        if self.before_write is not None:
+        if self.before_write is not None and not durable:
             self.before_write()
         room = WRITE_AHEAD - self.transport.get_write_buffer_size()
         if force or room >= self._pending_chars:

@@ -63,7 +63,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
         # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
         events = sdk_events(
             lambda params: open_chunk_stream(self._sdk(), params),
-            translator.feed,
+            translator.feed_bare,
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finish_reason is not None,
             dropped="The connection dropped before the model finished answering. Try again.",
@@ -73,7 +73,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
             then=translator.close,
             data_only=True,
         )
-        return ModelStream(events, translator.acc)
+        return ModelStream(events, translator.acc, bare=True)  # feed_bare's text chunks are bare text deltas
 
 
 async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:

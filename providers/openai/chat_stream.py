@@ -6,12 +6,15 @@ comes from ``delta.reasoning_content`` (DeepSeek, vLLM, LiteLLM) or ``delta.reas
 so parallel calls may interleave. Chat Completions has no part-end markers, so a text/reasoning
 part ends when the other kind or a tool call begins, and every part ends at ``finish_reason``;
 :meth:`ChatStreamTranslator.close` then yields ``Finish`` (after the trailing usage chunk).
+:meth:`ChatStreamTranslator.feed_bare` gives a chunk that only adds text to the open text part as
+that text, a bare text delta (``providers.stream``), folded into the accumulator already.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .._fast_events import part_delta
 from ..accumulator import StreamAccumulator
 from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
 from ..messages import ApiName
@@ -44,8 +47,19 @@ class ChatStreamTranslator:
         self._pending_tool_args: dict[int, list[str]] = {}
         self._writing = False
         """The text part is open and nothing else is (the fast way of :meth:`feed` may be taken)."""
+        self._text: list[str] | None = None
+        """The open text part's pieces while ``_writing`` (``StreamAccumulator.bare_text``)."""
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
+        """The events of one chunk."""
+        out = self.feed_bare(chunk)
+        if type(out) is str:
+            return [part_delta(self.acc.last_part(), "text", out)]
+        return out  # type: ignore[return-value]  # not a str: the list of events
+
+    def feed_bare(self, chunk: Any) -> str | list[StreamEvent]:
+        """``feed``, but a chunk that only adds text to the open text part gives that text, a bare
+        text delta (``providers.stream``), already folded into the accumulator: no event made."""
         data = chunk if type(chunk) is dict else as_dict(chunk)
         # Nearly every chunk: one choice whose delta is text for the open text part, and nothing
         # else (no reasoning, tool calls, finish or usage). Exactly what the general way below
@@ -57,7 +71,8 @@ class ChatStreamTranslator:
             if type(delta) is dict and not choice.get("finish_reason") and not choice.get("index") and len(delta) <= 2:
                 content = delta.get("content")
                 if type(content) is str and content and (len(delta) == 1 or "role" in delta):
-                    return [self.acc.delta("text", content)]
+                    self._text.append(content)  # type: ignore[union-attr]  # set whenever _writing is
+                    return content
         return self._feed(data)
 
     def _feed(self, data: dict[str, Any]) -> list[StreamEvent]:
@@ -91,7 +106,8 @@ class ChatStreamTranslator:
         if usage:
             events.append(UsageReport(usage=_usage(usage)))
         acc = self.acc
-        self._writing = bool(self._response_id and self._model and acc.is_open("text") and acc.open_parts() == 1)
+        self._text = acc.bare_text("text") if self._response_id and self._model and acc.open_parts() == 1 else None
+        self._writing = self._text is not None
         return events
 
     def close(self) -> list[StreamEvent]:

@@ -100,3 +100,25 @@ async def test_a_call_cut_short_answers_with_what_streamed() -> None:
     message = stream.message()
     assert message.text == "one two three" and message.model is None  # no finish: not complete
     assert not isinstance(message.parts[0], PartStart)
+
+
+async def test_a_chat_stream_read_bare_gives_its_text_chunks_as_strings_standing_for_the_same_deltas() -> None:
+    name = "openai/chat-completions-stream-text-usage"
+    provider = OpenAIChatProvider(api_key="test-key", http_client=replay_client(cassette(f"{name}.yaml"))[0])
+    events = [event async for event in provider.stream(ModelRequest(model="gpt-4o", messages=(UserMessage.of("hi"),)))]
+    bare_stream = OpenAIChatProvider(api_key="test-key", http_client=replay_client(cassette(f"{name}.yaml"))[0]).stream(
+        ModelRequest(model="gpt-4o", messages=(UserMessage.of("hi"),)))
+    bare = [event async for event in bare_stream.bare()]
+    assert sum(isinstance(event, str) for event in bare) > 1  # the text chunks came bare
+    # each str is a PartDelta of the text part started last, as iterating the stream gives it
+    last_start: PartStart | None = None
+    expanded: list[StreamEvent] = []
+    for event in bare:
+        if isinstance(event, str):
+            assert last_start is not None and last_start.part_kind == "text"
+            expanded.append(PartDelta(index=last_start.index, part_kind="text", content=event))
+        else:
+            last_start = event if isinstance(event, PartStart) else last_start
+            expanded.append(event)
+    assert expanded == events
+    assert bare_stream.message().text == "".join(e.content for e in events if isinstance(e, PartDelta) and e.part_kind == "text")

@@ -5,7 +5,9 @@ The mapper only maps: the assistant message the events build is the stream's to 
 
 ``CallMapper.apply(event)`` dispatches at once:
 
-* text part start → ``chat/responsePart`` (markdown, empty) and each delta → ``chat/delta``;
+* text part start → ``chat/responsePart`` (markdown, empty) and each delta → ``chat/delta``
+  (a bare text delta, ``providers.ModelStream.bare``, through ``bare``: the part's appender made
+  at its start, so a streamed text chunk builds its action and nothing else);
 * reasoning part start → ``chat/responsePart`` (reasoning) and deltas → ``chat/reasoning``;
 * tool-call part start → ``chat/toolCallStart`` (with the tool's ``contributor`` for client and
   MCP tools, and ``_meta.toolKind: "terminal"`` for a tool that runs commands, which VS Code shows
@@ -20,12 +22,14 @@ the first part: from then on a failed call must not be retried (the user already
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ahp.protocol import builders
 from host.runtime.agents.base import TurnContext
 from providers import Finish, PartDelta, PartEnd, PartStart, StreamEvent, Usage, UsageReport
+from providers.accumulator import UnexpectedDeltaError
 
 __all__ = ["CallMapper", "TurnToolIds", "tool_start_meta"]
 
@@ -69,6 +73,12 @@ class CallMapper:
         self.tool_ids: dict[str, str] = {}
         """Provider tool-call id → AHP tool-call id."""
         self._targets: dict[int, tuple[str, str]] = {}
+        self.bare: Callable[[str], None] = self._no_text_part
+        """Maps a bare text delta (``providers.ModelStream.bare``: a ``str`` for the text part
+        started last): the appender (``TurnContext.appender``) of that part's ``chat/delta``."""
+
+    def _no_text_part(self, content: str) -> None:
+        raise UnexpectedDeltaError("a text delta came while no text part was open")
 
     def apply(self, event: StreamEvent) -> None:
         match event:  # deltas first: nearly every event is one
@@ -90,6 +100,7 @@ class CallMapper:
                 self.finish = event
 
     def _start(self, event: PartStart) -> None:
+        self.bare = self._no_text_part
         if event.part_kind == "tool_call":
             provider_id = event.tool_call_id or f"call-{event.index}"
             call_id = self._ids.assign(provider_id)
@@ -106,3 +117,5 @@ class CallMapper:
         part_id = self._ctx.new_part_id(event.part_kind)
         self._targets[event.index] = (event.part_kind, part_id)
         self._ctx.emit(builders.chat_response_part(turn_id=self._ctx.turn_id, part={"kind": kind, "id": part_id, "content": ""}))
+        if event.part_kind == "text":
+            self.bare = self._ctx.appender("chat/delta", "partId", part_id)

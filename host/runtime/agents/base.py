@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ahp.state import default_chat_uri
+from ahp.state.appends import run_key
 from host.errors import AgentHostError
 
 __all__ = ["Agent", "TurnContext", "TurnEnded", "TurnFailed", "TurnGrants", "TurnStopped", "SessionCreationFailed"]
@@ -114,6 +115,9 @@ class TurnContext:
     stopped: bool = False
     """Set when the host stopped the turn without ending it (its session disposed, or lost to
     another process of a cluster): from then on it dispatches nothing (``is_active`` is False)."""
+    _dispatch_streamed: Callable[[str, dict[str, Any], Any], object] | None = None
+    """``dispatch(channel, action, run_key)`` for a streamed append (``Store.dispatch_streamed``:
+    the store's lean way for them); None: ``emit``."""
 
     def __post_init__(self) -> None:
         if not self.chat:
@@ -150,6 +154,25 @@ class TurnContext:
         if not self.is_active():
             raise TurnEnded(self.turn_id)
         self._dispatch(self.chat, action if "turnId" in action else {**action, "turnId": self.turn_id})
+
+    def appender(self, action_type: str, target_field: str, target: str) -> Callable[[str], None]:
+        """``emit`` of streamed appends to one target, made once for the target and called per
+        token: ``append(content)`` emits ``{"type": action_type, "turnId": <this turn>,
+        target_field: target, "content": content}`` (as ``ahp.protocol.builders`` makes
+        ``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta`` without ``_meta``), raising
+        ``TurnEnded`` as ``emit`` does once the turn is over."""
+        turn_id, chat, active, streamed = self.turn_id, self.chat, self._active_turn_id, self._dispatch_streamed
+        if active is None or streamed is None:
+            return lambda content: self.emit({"type": action_type, "turnId": turn_id, target_field: target, "content": content})
+        # Every append of the target has one run key (``ahp.state.appends.run_key``): worked out here once.
+        key = run_key({"type": action_type, "turnId": turn_id, target_field: target, "content": ""})
+
+        def append(content: str) -> None:
+            if self.stopped or active() != turn_id:
+                raise TurnEnded(turn_id)
+            streamed(chat, {"type": action_type, "turnId": turn_id, target_field: target, "content": content}, key)
+
+        return append
 
     def dispatch(self, action: dict[str, Any]) -> bool:
         """Dispatch a session action; False if the session is gone (or the turn was stopped)."""

@@ -249,7 +249,10 @@ class ProviderTurn:
                 stream = ModelStream.open(provider, request)
                 try:
                     async with contextlib.aclosing(stream):
-                        async for event in stream:
+                        async for event in stream.bare():
+                            if isinstance(event, str):  # nearly every event: a text chunk (a bare text delta)
+                                mapper.bare(event)
+                                continue
                             mapper.apply(event)
                             if event.kind == "part_start" and self.activity and self.activity.startswith(("Waiting", "Retrying")):
                                 self._set_activity("Thinking" if event.part_kind == "reasoning" else "Writing")

@@ -28,6 +28,10 @@ class Dialect:
     """The served baseline that accepted it (``0.7.0``)."""
     requests: frozenset[str]
     notifications: frozenset[str]
+    streams_as_is = False
+    """As a translator (``host.state.fanout.Translator``): whether it sends every streamed append
+    (``STREAMED``) unchanged without wanting the states around it, so the store's lean way for
+    them sends its group the shared frame without asking it (``fanout.fan_out_streamed``)."""
 
     def __init__(self, version: str, baseline: str) -> None:
         self.version = version

@@ -50,6 +50,7 @@ from ahp.dialects.catalogue import (
 from ahp.dialects.params import ACTIONS_0_7, ACTIONS_1_0, PARAMS_0_7, ActionCheck
 from host.errors import ProtocolViolation
 from host.resources.changesets.model import session_changeset, turn_changeset
+from host.state.channels import STREAMED
 from host.state.fanout import Resync
 from host.transport.dialects.base import Dialect
 
@@ -71,6 +72,11 @@ class NewerDialect(Dialect):
         super().__init__(version, baseline)
         self._known_types = action_types_known_to(version)
         """The action types this version knows (``known_to``), looked up once per envelope."""
+        cls = type(self)
+        self.streams_as_is = (STREAMED <= self._known_types and cls.envelope is NewerDialect.envelope
+                              and cls.wants_states is Dialect.wants_states)
+        """True when this version knows every streamed append and this class shows them as
+        ``envelope`` below does (unchanged), never wanting the states (``Dialect.streams_as_is``)."""
 
     def params(self, method: str, params: Any) -> dict[str, Any]:
         params = super().params(method, params)

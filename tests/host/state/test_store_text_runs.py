@@ -15,7 +15,7 @@ from client import AhpClient
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.state.embedded_log import at_once
 from host.state.journal import Journal
-from host.state.store import Store, reduce
+from host.state.store import STREAMED, Store, reduce
 from host.transport.dialects.ahp02 import v02_session_state
 from providers import ScriptedProvider
 from providers.scripted import Pause, Script, finish, reasoning
@@ -234,3 +234,79 @@ def _active_text(state: dict[str, Any] | None) -> str | None:
 
 def _unstamped(state: dict[str, Any]) -> dict[str, Any]:
     return {**state, "summary": {key: value for key, value in state["summary"].items() if key != "modifiedAt"}}
+
+
+def _streamed_or_not(store: Store, action: dict[str, Any]) -> None:
+    if action.get("type") in STREAMED:
+        store.dispatch_streamed(CHAT, action)
+    else:
+        store.dispatch(CHAT, action)
+
+
+def test_the_lean_way_for_streamed_appends_sends_states_journals_and_replays_what_dispatch_does(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    for index, case in enumerate(CHAT_CASES):
+        actions = stutter(case["actions"], rng)
+        stores, sinks = [], []
+        for way in ("dispatch", "lean"):
+            journal = Journal(tmp_path / f"{index}-{way}.db")
+            store = store_with(case["initial"], journal)
+            sink = Sink()
+            store.subscribe(CHAT, sink)
+            for action in actions:
+                _streamed_or_not(store, action) if way == "lean" else store.dispatch(CHAT, action)
+            store.flush()
+            stores.append(store)
+            sinks.append(sink)
+        general, lean = stores
+        assert sinks[1].texts == sinks[0].texts, f"chat case {index}"
+        assert text(lean.state(CHAT)) == text(general.state(CHAT)) == text(fold("chat", case["initial"], actions))
+        assert lean.replay(0, [CHAT]) == general.replay(0, [CHAT])
+        recovered = []
+        for way, store in zip(("dispatch", "lean"), stores):
+            at_once(store.close())
+            again = Store({"agents": []}, clock=lambda: CLOCK, journal=Journal(tmp_path / f"{index}-{way}.db"))
+            at_once(again.recover())
+            recovered.append(text(again.state(CHAT)))
+            assert again.seq == store.seq
+            at_once(again.close())
+        assert recovered[1] == recovered[0], f"chat case {index} after recovery"
+
+
+def test_the_lean_way_for_streamed_appends_still_shows_them_to_observers_and_translators_that_want_the_states() -> None:
+    case = next(case for case in CHAT_CASES if any(a.get("type") in STREAMED for a in case["actions"]))
+    store = store_with(case["initial"])
+    seen: list[tuple[str, str]] = []
+    store.observers.append(lambda channel, before, after, envelope: seen.append((envelope["action"]["type"], text(after))))
+    tokens: list[int] = []
+    store.token_observers.append(lambda channel, envelope: tokens.append(envelope["serverSeq"]))
+    for action in case["actions"]:
+        _streamed_or_not(store, action)
+    state = case["initial"]
+    expected = []
+    for action in case["actions"]:
+        state = reduce("chat", state, action, CLOCK)
+        expected.append((action["type"], text(state)))
+    assert seen == expected
+    assert len(tokens) == sum(a.get("type") in STREAMED for a in case["actions"]) > 0
+
+    class Wanting:
+        def __init__(self) -> None:
+            self.changes: list[Any] = []
+
+        def wants_states(self, kind: str, action: dict[str, Any]) -> bool:
+            return True
+
+        def envelope(self, kind: str, envelope: dict[str, Any], change: Any) -> Any:
+            self.changes.append(change.after)
+            return envelope
+
+        def notification(self, kind: str, method: str, params: dict[str, Any], store: Any) -> dict[str, Any] | None:
+            return params
+
+    store = store_with(case["initial"])
+    wanting = Wanting()
+    store.subscribe(CHAT, Sink(), wanting)
+    for action in case["actions"]:
+        _streamed_or_not(store, action)
+    assert [text(after) for after in wanting.changes] == [after for _, after in expected]
