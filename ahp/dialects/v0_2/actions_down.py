@@ -379,6 +379,12 @@ def chat_action_down(channel: str, action: Any, before: InternalSession, after: 
         started = isinstance((new or {}).get("activeTurn"), dict)
         actions = [*changes, *actions] if started else [*actions, *changes]
         stale = stale or outside_stale
+    elif _truncates_0_2_0(action, old) and outside_input_requests(after):
+        # 0.2.0's ``session/truncated`` drops every input request, also those asked outside a turn
+        # that 0.9.0 keeps (they are not the truncated turns'): they are asked again.
+        changes, outside_stale = _outside_changes(before, after, shown=False)
+        actions = [*actions, *changes]
+        stale = stale or outside_stale
     elif _answers_outside(action, before):
         stale = stale or ("an input request asked outside a turn was answered: 0.2.0 drops it now, the host with "
                           "the session/inputNeededRemoved that follows")
@@ -391,11 +397,22 @@ def _answers_outside(action: dict[str, Any], session: InternalSession) -> bool:
         request.get("id") == action.get("requestId") for request in outside_input_requests(session))
 
 
-def _outside_changes(before: InternalSession, after: InternalSession) -> tuple[tuple[dict[str, Any], ...], str | None]:
+def _truncates_0_2_0(action: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    """Whether ``action`` is a ``chat/truncated`` that 0.2.0's reducer applies (no turn id, or one
+    of the chat's turns: an unknown one leaves a 0.2.0 session untouched)."""
+    if action.get("type") != "chat/truncated":
+        return False
+    turn_id = action.get("turnId")
+    return turn_id is None or any(isinstance(turn, dict) and turn.get("id") == turn_id for turn in (old or {}).get("turns") or ())
+
+
+def _outside_changes(before: InternalSession, after: InternalSession, *,
+                     shown: bool = True) -> tuple[tuple[dict[str, Any], ...], str | None]:
     """0.2.0 actions that turn the requests asked outside a turn shown ``before`` into ``after``:
     ``inputCompleted`` (``cancel``) for those gone, ``inputRequested`` for new or changed ones,
-    then ``isReadChanged`` to undo the read flag ``inputRequested`` clears (0.9.0 does not)."""
-    shown_before = {request["id"]: request for request in outside_input_requests(before)}
+    then ``isReadChanged`` to undo the read flag ``inputRequested`` clears (0.9.0 does not).
+    ``shown=False``: the 0.2.0 client holds none of them any more (a truncation dropped them)."""
+    shown_before = {request["id"]: request for request in outside_input_requests(before)} if shown else {}
     shown_after = {request["id"]: request for request in outside_input_requests(after)}
     actions: list[dict[str, Any]] = [
         {"type": "session/inputCompleted", "requestId": request_id, "response": "cancel"}

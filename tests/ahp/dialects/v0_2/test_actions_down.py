@@ -344,3 +344,26 @@ def test_who_confirmed_a_result_stays_a_known_drift_when_the_chat_holds_no_turn_
     _, check = check_down(chat, answered, session)
     assert [action["type"] for action in check.down.actions] == ["session/toolCallResultConfirmed"]
     assert check.down.stale == "a tool-call action replaced the call's _meta (0.2.0 takes _meta only at toolCallStart)"
+
+
+@pytest.mark.parametrize("turn_id", [None, "t1"])
+def test_a_truncation_keeps_the_input_requests_asked_outside_a_turn_for_a_0_2_0_client(turn_id):
+    # 0.2.0's session/truncated drops every input request; 0.9.0's chat/truncated keeps a question
+    # asked outside a turn (a trust question, say), so the 0.2.0 client is asked it again.
+    chat = "ahp-chat://default/cDovczE"
+    summary = {"resource": chat, "title": "", "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z"}
+    turn = {"id": "t1", "message": {"text": "hi"}, "responseParts": [], "usage": None, "state": "complete"}
+    session = InternalSession(
+        uri="p:/s1",
+        state={"provider": "p", "title": "", "status": 1, "lifecycle": "ready", "activeClients": [],
+               "chats": [dict(summary)], "defaultChat": chat},
+        chats={chat: {**summary, "turns": [turn]}}, created_at="1970-01-01T00:00:00.000Z")
+    tally = Tally()
+    asked = {"type": "session/inputNeededSet", "request": {
+        "kind": "chatInput", "id": f"{chat}#r1", "chat": chat, "request": {"id": "r1", "message": "Trust this folder?"}}}
+    session = tally.check("p:/s1", asked, session, "asked")
+    truncated = {"type": "chat/truncated", **({"turnId": turn_id} if turn_id else {})}
+    after, check = check_down(chat, truncated, session)
+    assert check.down.exact and check.agrees, check.explain()
+    assert down(after)["inputRequests"] == [{"id": "r1", "message": "Trust this folder?"}]
+    assert tally.failures == []
