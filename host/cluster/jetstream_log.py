@@ -194,15 +194,6 @@ class _Flight:
         self.waiting = len(self.batch)
 
 
-class _Refused(Exception):
-    """A batch's message was refused: the sequences of those stored before it, and why."""
-
-    def __init__(self, seqs: list[int], error: LogError) -> None:
-        super().__init__(str(error))
-        self.seqs = seqs
-        self.error = error
-
-
 class JetStreamLog:
     """The log of one process (open it with :meth:`connect`; see the module docstring)."""
 
@@ -455,48 +446,47 @@ class JetStreamLog:
         asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
 
     async def _after_failure(self, group: str, state: _Group, flight: _Flight) -> None:
-        """A batch some of whose messages were refused or not answered: those stored before the
-        first refused one resolve with their numbers, that one and every one after it fail
-        (``NotOwner`` when the fence refused it) and the group is dropped; unanswered ones are
-        settled first (``_settle``)."""
-        batch = flight.batch
-        try:
-            seqs = await self._outcome(group, state, flight, flight.replies, 0)
-        except _Refused as refused:
-            self._stored(state, batch, refused.seqs)
-            for pending in batch[len(refused.seqs):]:
+        """A batch some of whose messages were refused or not answered (those settled first:
+        ``_settle``): each stored message resolves with its number, each refused one fails
+        (``NotOwner`` when the fence refused it), and then the group is dropped."""
+        outcomes = await self._outcomes(group, state, flight, flight.replies, 0)
+        failed: LogError | None = None
+        for pending, outcome in zip(flight.batch, outcomes):
+            if isinstance(outcome, LogError):
+                failed = failed or outcome
                 if not pending.future.done():
-                    pending.future.set_exception(refused.error)
-            self._drop(group, refused.error)
+                    pending.future.set_exception(outcome)
+            else:
+                self._stored(state, [pending], [outcome])
+        if failed is not None:
+            self._drop(group, failed)
             state.sending = False
             return
-        self._stored(state, batch, seqs)
         self._send_next(group, state)
 
-    async def _outcome(self, group: str, state: _Group, flight: _Flight,
-                       replies: Sequence[bytes | BaseException | None], start: int) -> list[int]:
-        """The sequences of the batch's messages from ``start`` on (``replies[i]`` is message
-        ``start + i``'s reply), the unanswered ones settled; at the first refused message,
-        ``_Refused`` with the sequences of those stored before it."""
-        seqs: list[int] = []
+    async def _outcomes(self, group: str, state: _Group, flight: _Flight,
+                        replies: Sequence[bytes | BaseException | None], start: int) -> list[int | LogError]:
+        """Each outcome of the batch's messages from ``start`` on (``replies[i]`` is message
+        ``start + i``'s reply): its sequence, or why it was refused; the unanswered ones settled."""
+        outcomes: list[int | LogError] = []
         for offset, reply in enumerate(replies):
             if reply is None or isinstance(reply, _UNANSWERED):
                 try:
-                    return seqs + await self._settle(group, state, flight, start + offset, reply)
-                except _Refused as refused:
-                    raise _Refused(seqs + refused.seqs, refused.error) from None
-                except LogError as error:
-                    raise _Refused(seqs, error) from None
+                    return outcomes + await self._settle(group, state, flight, start + offset, reply)
+                except LogError as error:  # not settled within the lease
+                    return outcomes + [error] * (len(replies) - offset)
             if isinstance(reply, BaseException):
-                raise _Refused(seqs, LogError(f"cannot send a batch for {group}: {reply or type(reply).__name__}"))
+                outcomes.append(LogError(f"cannot send a record for {group}: {reply or type(reply).__name__}"))
+                continue
             answer = json.loads(reply)
             said = answer.get("error")
-            if said is not None:
-                if said.get("err_code") == WRONG_LAST_SEQUENCE:
-                    raise _Refused(seqs, NotOwner(group, await self._holder_or_none(group)))
-                raise _Refused(seqs, LogError(f"JetStream refused a batch for {group}: {said.get('description')}"))
-            seqs.append(int(answer["seq"]))
-        return seqs
+            if said is None:
+                outcomes.append(int(answer["seq"]))
+            elif said.get("err_code") == WRONG_LAST_SEQUENCE:
+                outcomes.append(NotOwner(group, await self._holder_or_none(group)))
+            else:
+                outcomes.append(LogError(f"JetStream refused a record for {group}: {said.get('description')}"))
+        return outcomes
 
     def _stored(self, state: _Group, batch: list[_Pending], seqs: list[int]) -> None:
         """The first ``len(seqs)`` messages of ``batch`` are stored with sequences ``seqs``:
@@ -530,13 +520,14 @@ class JetStreamLog:
             messages.append((pending.subject, headers, pending.text.encode()))
         return messages
 
-    async def _settle(self, group: str, state: _Group, flight: _Flight, start: int, error: BaseException | None) -> list[int]:
+    async def _settle(self, group: str, state: _Group, flight: _Flight, start: int,
+                      error: BaseException | None) -> list[int | LogError]:
         """The batch's messages from ``start`` on were not answered (the connection broke, the
         server restarted): each may or may not be stored. Once reconnected, while the group's
         lease is still this process's, read the group's messages after the batch's ``base``:
         those the batch named (``Ahp-Batch``) were stored; from the first that was not, they are
         sent again, fenced as before (so refused, ``NotOwner``, if another process claimed the
-        group meanwhile). Their sequences; past the lease, ``LogUnavailable``."""
+        group meanwhile). Their outcomes; past the lease, ``LogUnavailable`` is raised."""
         batch = flight.batch
         while self._groups.get(group) is state and state.lease.until > self.leases._clock():
             if not self.client.is_connected:
@@ -547,19 +538,20 @@ class JetStreamLog:
             except (NatsTimeout, ConnectionClosedError, NoRespondersError, APIError, LogUnavailable):
                 await asyncio.sleep(0.1)
                 continue
-            seqs: list[int] = []
+            outcomes: list[int | LogError] = []
+            newest = max(found, default=-1)
             for index in range(start, len(batch)):
                 seq = found.get(index)
-                if seq is None:  # not stored: this one and the ones after it go again
+                if seq is not None:
+                    outcomes.append(seq)
+                elif index < newest:  # the server took a later one: it refused this one
+                    outcomes.append(LogError(f"JetStream refused a record for {group} (its answer was lost)"))
+                else:  # not stored: this one and the ones after it go again, in order
                     again = [sent(self._wire, [message], self.timeout)
                              for message in self._messages(state, batch[index:], flight.batch_id, index)]
                     replies = await asyncio.gather(*again, return_exceptions=True)
-                    try:
-                        return seqs + await self._outcome(group, state, flight, replies, index)
-                    except _Refused as refused:
-                        raise _Refused(seqs + refused.seqs, refused.error) from None
-                seqs.append(seq)
-            return seqs
+                    return outcomes + await self._outcomes(group, state, flight, replies, index)
+            return outcomes
         raise LogUnavailable(f"NATS did not acknowledge a batch for {group} ({type(error).__name__}) "
                              "and could not be asked again within the lease: this process stops writing to it") from error
 

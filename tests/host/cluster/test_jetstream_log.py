@@ -17,7 +17,7 @@ import pytest
 from ahp.state.channels import default_chat_uri
 from host.cluster.jetstream_log import JetStreamLog, Record
 from host.cluster.nats_server import EmbeddedNats
-from host.state.log import LogUnavailable, NotOwner
+from host.state.log import LogError, LogUnavailable, NotOwner
 from tests.host.cluster.conftest import Relay
 
 ROOT_DIR = Path(__file__).resolve().parents[3]
@@ -152,6 +152,20 @@ async def test_a_stale_writer_s_tick_of_several_records_is_refused_whole_by_the_
     finally:
         await stale.close()
         await fresh.close()
+
+
+async def test_a_record_too_large_fails_alone_and_the_tick_s_others_are_told_the_numbers_they_were_stored_with(
+        log: JetStreamLog) -> None:
+    chat = default_chat_uri(SESSION)
+    await log.claim(SESSION)
+    huge = {"action": {"type": "test/step", "i": 1, "text": "x" * 2_000_000}, "serverSeq": 0}
+    told = await asyncio.gather(log.append(chat, 0, step(0)), log.append(chat, 0, huge), log.append(chat, 0, step(2)),
+                                return_exceptions=True)
+    assert isinstance(told[1], LogError) and not isinstance(told[1], NotOwner)
+    records = await log.read(0)
+    assert steps(records) == [0, 2]  # what was told stored is what the log holds, nothing more
+    assert [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in (told[0], told[2])] == \
+        [r.seq for r in records if r.kind == "action"]
 
 
 async def test_a_tick_s_records_are_each_told_the_number_they_were_stored_with_while_another_process_appends(
