@@ -21,7 +21,9 @@ headers naming *its marker*: the last message on the group's marker subject must
 one this process wrote. Every process that writes to a group writes a marker first, so the server
 refuses the message once another process claimed the group: a process that lost the group can
 never write again, even if it was paused past its lease and never noticed. A refused message
-fails its append (and every later one of its batch) with ``NotOwner`` and the group is dropped.
+fails its append with ``NotOwner`` (the later ones of its batch are refused by the same fence) and
+the group is dropped; a message refused for another reason (its size) fails alone, the others of
+its batch resolve as stored, and the group is dropped too.
 (The marker must stay in the stream while its holder writes: with ``max_age`` a group whose
 marker aged out is refused once and claimed again by its next append.)
 
