@@ -460,10 +460,36 @@ class JetStreamLog:
             batch, state.queue = state.queue, []
         else:
             batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
-        flight = _Flight(batch, self._next_batch_id(), state.last)
+        batch_id = self._next_batch_id()
+        if len(batch) == 1:  # the common case (a chunk a tick): no flight to count replies in
+            only = batch[0]
+            headers: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
+            headers.update(state.fence)
+            headers[BATCH] = batch_id + ".0"
+            self._wire.send([(only.subject, headers, only.text.encode())], self.timeout,
+                            functools.partial(self._acked_one, group, state, batch, batch_id, state.last))
+            return
+        flight = _Flight(batch, batch_id, state.last)
         send = self._wire.send
-        for index, message in enumerate(self._messages(state, batch, flight.batch_id)):
+        for index, message in enumerate(self._messages(state, batch, batch_id)):
             send([message], self.timeout, functools.partial(self._acked, group, state, flight, index))
+
+    def _acked_one(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int,
+                   reply: bytes | BaseException) -> None:
+        """``_acked`` for a batch of one message (its flight made only if it failed)."""
+        if not isinstance(reply, BaseException):
+            answer = orjson.loads(reply)
+            if answer.get("error") is None:
+                self._stored(state, batch, [int(answer["seq"])])
+                if state.queue:
+                    self._send_next(group, state)
+                else:
+                    state.sending = False
+                return
+        flight = _Flight(batch, batch_id, base)
+        flight.replies[0] = reply
+        flight.waiting = 0
+        asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
 
     def _acked(self, group: str, state: _Group, flight: _Flight, index: int, reply: bytes | BaseException) -> None:
         """The reply to the batch's message ``index`` came (or its send failed). Once every reply
