@@ -32,21 +32,33 @@ _TURN_ENDS = frozenset({"session/turnComplete", "session/turnCancelled", "sessio
 
 class WorkersHost(ServeProcess):
     """``agent-host serve --workers N`` on port 0 with an ``openai-chat`` agent on the fake provider
-    (its output discarded: the host's logging is not what is measured)."""
+    (its output discarded: the host's logging is not what is measured). ``N = 0`` is plain
+    ``agent-host serve``, the single-process default without NATS, measured the same way: the
+    control for the cluster's figures on a machine whose load moves them."""
 
     def __init__(self, workers: int, base_url: str, model: str) -> None:
         self._folder = tempfile.TemporaryDirectory()
         data = Path(self._folder.name)
         config = data / "bench.toml"
         config.write_text(agent_toml(base_url, model) + "[sessions]\noffline_agent = false\n")
-        super().__init__(["--workers", str(workers), "--data-dir", str(data / "data"), "--config", str(config)],
-                         token=TOKEN, output="discard")
+        self.count = workers
+        super().__init__([*(["--workers", str(workers)] if workers else []), "--data-dir", str(data / "data"),
+                          "--config", str(config)], token=TOKEN, output="discard")
+
+    def workers(self) -> list[int]:
+        """The pids of the processes that serve clients (the one ``serve`` process for ``N = 0``)."""
+        if not self.count:
+            assert self.process is not None
+            return [self.process.pid]
+        return super().workers()
 
     def cpu_seconds(self) -> tuple[float, float]:
         """CPU time (user + system) used so far by the workers, and by the NATS server."""
         workers = nats = 0.0
         tick = os.sysconf("SC_CLK_TCK")
-        for pid, command in self.children().items():
+        assert self.process is not None
+        measured = self.children() if self.count else {self.process.pid: "serve"}
+        for pid, command in measured.items():
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:

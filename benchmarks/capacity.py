@@ -30,6 +30,8 @@ its streams lasted over 5 % + 0.5 s longer than planned (a turn's start goes thr
 processes' log before its first chunk). Beside the p99 it prints the CPU the workers and the NATS
 server spent per chunk (``/proc``), which other work on the machine moves less than a p99; on a
 machine too loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
+``--workers 0,1,2`` adds plain ``agent-host serve`` (one process, no NATS) measured the same way,
+nothing pinned: the control, under the same load as the cluster's counts.
 """
 
 from __future__ import annotations
@@ -147,8 +149,8 @@ async def _workers(base_url: str, args: argparse.Namespace) -> None:
         try:
             await host.start()
             pids = host.workers()
-            print(f"--workers {workers} (worker pids {pids})")
-            await _one_count_of_workers(host, pids, base_url, 2 * workers, argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
+            print(f"--workers {workers} (worker pids {pids})" if workers else f"--workers 0: plain serve, no NATS (pid {pids[0]})")
+            await _one_count_of_workers(host, pids, base_url, max(2, 2 * workers), argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
             print(f"{'sessions':>8} | {'p99 ms':>9} | {'steady p99':>10} | {'median ms':>9} | {'CPU µs/chunk workers, NATS':>14} | {'streamed s / planned':>19} |")
             held_at, missed_at = await _search(lambda n, h=host, p=pids: _one_count_of_workers(h, p, base_url, n, args), args)
             held[workers] = held_at

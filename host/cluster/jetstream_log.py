@@ -13,46 +13,60 @@ subscribed to some channels sees anyway.
 
 **Fencing.** A process appends to an owner group (a session and its chats) only after
 :meth:`JetStreamLog.claim`: the group's lease (``host.cluster.leases``), then the group's last
-sequence read, then a marker published fenced on it. Every batch it sends for the group carries
-``Nats-Expected-Last-Subject-Sequence`` (the last sequence it knows on the group) with
-``Nats-Expected-Last-Subject-Sequence-Subject`` (the group's wildcard), so the server refuses the
-batch if anyone else wrote to the group since: a process that lost the group (a new holder wrote
-its marker) can never write again, even if it was paused past its lease and never noticed. A
-refused batch fails its appends with ``NotOwner`` and the group is dropped.
+sequence read, then an owner marker (on the group's marker subject, ``<prefix>.<group>.~``)
+published fenced on it (``Nats-Expected-Last-Subject-Sequence`` with
+``Nats-Expected-Last-Subject-Sequence-Subject``, the group's wildcard: the marker lands after
+everything the group held). Every message it then sends for the group carries the same two
+headers naming *its marker*: the last message on the group's marker subject must still be the
+one this process wrote. Every process that writes to a group writes a marker first, so the server
+refuses the message once another process claimed the group: a process that lost the group can
+never write again, even if it was paused past its lease and never noticed. A refused message
+fails its append with ``NotOwner`` (the later ones of its batch are refused by the same fence) and
+the group is dropped; a message refused for another reason (its size) fails alone, the others of
+its batch resolve as stored, and the group is dropped too.
+(The marker must stay in the stream while its holder writes: with ``max_age`` a group whose
+marker aged out is refused once and claimed again by its next append.)
 
 **A tick in one round trip.** ``append`` queues the envelope and returns a future; at the end of
-the event-loop tick (``call_soon``) each group's queue leaves in one round trip. One message (a
-session streaming at a model's pace has one chunk per tick) is a plain fenced publish. More are
-one *atomic batch* (server 2.12+, ``allow_atomic``): every message but the last published without
-a reply, the last with ``Nats-Batch-Commit`` as a request whose acknowledgement gives the batch's
-last sequence and count. The server stores a batch whole and contiguous or not at all, so the
-numbers of its envelopes follow from the acknowledgement, and the fence on its first message
-covers it all. (Measured with nats-server 2.15.1: the server writes an atomic batch's commit
-through to disk, about 12 ms on this machine's disk against 0.4 ms for a plain publish, which it
-writes to the operating system before acknowledging: both survive the server being killed, and
-only a plain publish can be lost to a power cut, like the SQLite journal's ``synchronous=NORMAL``.)
+the event-loop tick (``call_soon``) each group's queue leaves: every message a fenced publish of
+its own, all of them at once, each acknowledged with its own sequence (the fence does not depend
+on the numbers of the messages before it, so none waits for another's acknowledgement). The
+server stores the messages of one connection in the order they came. Not an atomic batch (server
+2.12+): nats-server 2.15.1 stages an atomic batch of a stream on file storage in a file store of
+its own, which it creates, writes through and deletes per batch, about 12 ms on this machine's
+disk (30-70 ms when it is busy), while the messages of the connection behind it wait: every
+turn's start and end (four records of one session in one tick) held every session of the process
+up that long (``benchmarks/capacity.py --workers``). A plain publish is written to the operating
+system before it is acknowledged (about 0.4 ms): it survives a kill -9 of a host process and of
+the NATS server; the server writes its files through to disk every two minutes (its default
+``sync_interval``), so a power cut or a crash of the machine can lose what came since, like the
+SQLite journal's ``synchronous=NORMAL``. A tick's records of one group are then not stored all or
+nothing: a process cut off or fenced between two of them has the first stored and the rest
+refused, as between two ticks.
 Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
-group one batch is in flight at a time, because the next one's fence is this one's last sequence.
-What a group appends meanwhile waits and leaves as the next batch (group commit). A caller that
-has a whole tick at hand hands it over in one call and it leaves at once (``queue_tick``: the
-port's ``ClusterLog`` does), and a tick visits only the groups that queued something. A batch leaves
-through ``host.cluster._wire`` (the one place that leans on the NATS client's internals, with a
-plain twin on its public API) and its acknowledgement is handled by a callback, without a task;
-only a refusal or a lost acknowledgement is worked out in one. An envelope is serialised once: the
-payload is its JSON without ``serverSeq``, and the stamped JSON the store gets back is that text
-with ``serverSeq`` added as its last key (``ahp.jsonrpc.stamped_action_frame``), the same text a
-reader of the stream rebuilds.
+group one batch is in flight at a time, so that its messages keep the order of the appends across
+a refusal or a settling. What a group appends meanwhile waits and leaves as the next batch (group
+commit). A caller that has a whole tick at hand hands it over in one call and it leaves at once
+(``queue_tick``: the port's ``ClusterLog`` does), and a tick visits only the groups that queued
+something. A message leaves through ``host.cluster._wire`` (the one place that leans on the NATS
+client's internals, with a plain twin on its public API) and its acknowledgement is handled by a
+callback, without a task; only a refusal or a lost acknowledgement is worked out in one. An
+envelope is serialised once: the payload is its JSON without ``serverSeq``, and the stamped JSON
+the store gets back is that text with ``serverSeq`` added as its last key
+(``ahp.jsonrpc.stamped_action_frame``), the same text a reader of the stream rebuilds.
 
 **Cut off.** Appending while the client is not connected fails at once with ``LogUnavailable``
 (nothing is buffered for later: a process that cannot reach the log stops writing rather than
-diverge). A batch already sent whose acknowledgement does not come (``timeout``, a broken
+diverge). A message already sent whose acknowledgement does not come (``timeout``, a broken
 connection, a restarting server) may or may not be stored: it is *settled* once the client is
-connected again, while the group's lease lasts, by the group's last message (each batch's last
-message names the batch, ``Ahp-Batch``): stored, its appends resolve with their numbers; not
-stored, it is sent again; written over by another process, ``NotOwner``. Past the lease the group
-is dropped (only a new ``claim``, which reads the group's last sequence again, lets the process
-write to it again), and the batch is read back once connected: stored, its appends resolve with
-their numbers (they are in the log every other process follows); not stored, ``NotOwner``.
+connected again, while the group's lease lasts, by the group's messages after the last one this
+process knew (each message names its batch and place in it, ``Ahp-Batch: <batch>.<index>``):
+those found resolve with their numbers, the first not found and the ones after it are sent again,
+fenced as before (``NotOwner`` if another process claimed the group meanwhile). Past the lease the
+group is dropped (only a new ``claim``, which reads the group's last sequence again, lets the
+process write to it again) and its messages are not sent again, but they are read back the same
+way once connected: those found resolve with their numbers (they are in the log every other
+process follows: told refused, their process would undo them), the others fail.
 
 **Reading.** :meth:`read` gives the records after a sequence, in order (an ordered consumer from
 ``since + 1``, up to the last sequence when the read began), optionally of some channels only:
@@ -75,8 +89,8 @@ import functools
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 import nats
@@ -101,8 +115,8 @@ __all__ = ["BATCH_LIMIT", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped
 logger = logging.getLogger(__name__)
 
 BATCH_LIMIT = 500
-"""Messages per atomic batch (the server takes up to 1,000); a group's longer queue leaves as
-several batches, one after another."""
+"""Messages per batch (sent at once, acknowledged each); a group's longer queue leaves as several
+batches, one after another."""
 
 WRONG_LAST_SEQUENCE = 10071
 
@@ -168,9 +182,28 @@ class _Pending:
 class _Group:
     lease: Lease
     last: int
-    """The last sequence of the group this process knows (what the next batch's fence expects)."""
+    """The last sequence of the group this process knows (its newest message acknowledged)."""
     queue: list[_Pending]
+    fence: dict[str, str]
+    """The headers that fence every message of the group on this process's owner marker."""
     sending: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class _Flight:
+    """A batch sent: its messages' replies as they come."""
+
+    batch: list[_Pending]
+    batch_id: str
+    base: int
+    """The group's last sequence this process knew when the batch left (a lost reply's message
+    is looked for after it)."""
+    replies: list[bytes | BaseException | None] = field(init=False)
+    waiting: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.replies = [None] * len(self.batch)
+        self.waiting = len(self.batch)
 
 
 class JetStreamLog:
@@ -217,6 +250,8 @@ class JetStreamLog:
             raise LogUnavailable(f"cannot reach NATS at {url}: {error}; is the server running?") from error
         js = client.jetstream(timeout=timeout)
         subjects = Subjects(prefix)
+        # allow_atomic: streams made before kept it (atomic batches are no longer sent), and a
+        # stream's configuration must match to be opened again.
         config = api.StreamConfig(name=stream, subjects=[subjects.all], storage=api.StorageType.FILE,
                                   allow_atomic=True, allow_direct=True, max_age=max_age or None)
         try:
@@ -259,7 +294,7 @@ class JetStreamLog:
                 if error.err_code == WRONG_LAST_SEQUENCE:
                     continue
                 raise LogError(f"cannot claim {group}: {error}") from error
-            self._groups[group] = _Group(taken, ack.seq, [])
+            self._groups[group] = _Group(taken, ack.seq, [], self._marker_fence(group, ack.seq))
             return ack.seq
         raise NotOwner(group, None)
 
@@ -283,6 +318,12 @@ class JetStreamLog:
 
     def _fence(self, group: str, last: int) -> dict[str, str]:
         return {EXPECTED_LAST: str(last), EXPECTED_SUBJECT: self.subjects.group_filter(group)}
+
+    def _marker_fence(self, group: str, marker: int) -> dict[str, str]:
+        """What fences a message of ``group`` on this process's owner marker at ``marker``: the
+        last message on the group's marker subject must still be it."""
+        return {"Nats-Expected-Last-Subject-Sequence": str(marker),
+                "Nats-Expected-Last-Subject-Sequence-Subject": self.subjects.marker(group)}
 
     def _drop(self, group: str, error: LogError) -> None:
         state = self._groups.pop(group, None)
@@ -408,8 +449,9 @@ class JetStreamLog:
                 self._send_next(group, state)
 
     def _send_next(self, group: str, state: _Group) -> None:
-        """Send the group's next batch, if it has one and is still this process's; its
-        acknowledgement (``_acked``) sends the one after. One batch per group is in flight."""
+        """Send the group's next batch, if it has one and is still this process's: each message
+        a fenced publish of its own, all of them at once; once every acknowledgement came
+        (``_acked``), the next batch leaves. One batch per group is in flight."""
         if not state.queue or self._groups.get(group) is not state:
             state.sending = False
             return
@@ -419,167 +461,225 @@ class JetStreamLog:
         else:
             batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
         batch_id = self._next_batch_id()
-        self._wire.send(self._messages(group, state.last, batch, batch_id), self.timeout,
-                        functools.partial(self._acked, group, state, batch, batch_id))
+        if len(batch) == 1:  # the common case (a chunk a tick): no flight to count replies in
+            only = batch[0]
+            headers: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
+            headers.update(state.fence)
+            headers[BATCH] = batch_id + ".0"
+            self._wire.send([(only.subject, headers, only.text.encode())], self.timeout,
+                            functools.partial(self._acked_one, group, state, batch, batch_id, state.last))
+            return
+        flight = _Flight(batch, batch_id, state.last)
+        send = self._wire.send
+        for index, message in enumerate(self._messages(state, batch, batch_id)):
+            send([message], self.timeout, functools.partial(self._acked, group, state, flight, index))
 
-    def _acked(self, group: str, state: _Group, batch: list[_Pending], batch_id: str,
-               reply: bytes | BaseException) -> None:
-        """A batch's reply came (or its send failed): the common case, stored, is finished here
-        at once; a refusal or a lost acknowledgement is worked out in a task (``_after_failure``)."""
+    def _acked_one(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int,
+                   reply: bytes | BaseException) -> None:
+        """``_acked`` for a batch of one message (its flight made only if it failed)."""
         if not isinstance(reply, BaseException):
             answer = orjson.loads(reply)
             if answer.get("error") is None:
-                self._stored(group, state, batch, int(answer["seq"]) - int(answer.get("count", len(batch))) + 1)
+                self._stored(state, batch, [int(answer["seq"])])
                 if state.queue:
                     self._send_next(group, state)
                 else:
                     state.sending = False
                 return
-        asyncio.get_running_loop().create_task(self._after_failure(group, state, batch, batch_id, reply))
+        flight = _Flight(batch, batch_id, base)
+        flight.replies[0] = reply
+        flight.waiting = 0
+        asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
 
-    async def _after_failure(self, group: str, state: _Group, batch: list[_Pending], batch_id: str,
-                             reply: bytes | BaseException) -> None:
-        last = state.last
-        try:
-            if not isinstance(reply, BaseException):
-                first = await self._first_of(group, reply, len(batch))
-            elif isinstance(reply, _UNANSWERED):
-                first = await self._settle(group, last, batch, batch_id, reply)
+    def _acked(self, group: str, state: _Group, flight: _Flight, index: int, reply: bytes | BaseException) -> None:
+        """The reply to the batch's message ``index`` came (or its send failed). Once every reply
+        came, the common case, every message stored, is finished here at once; a refusal or a
+        lost acknowledgement is worked out in a task (``_after_failure``)."""
+        flight.replies[index] = reply
+        flight.waiting -= 1
+        if flight.waiting:
+            return
+        seqs: list[int] = []
+        for answer in flight.replies:
+            if isinstance(answer, BaseException) or answer is None:
+                break
+            parsed = orjson.loads(answer)
+            if parsed.get("error") is not None:
+                break
+            seqs.append(int(parsed["seq"]))
+        else:
+            self._stored(state, flight.batch, seqs)
+            if state.queue:
+                self._send_next(group, state)
             else:
-                raise LogError(f"cannot send a batch for {group}: {reply or type(reply).__name__}") from reply
-        except LogError as error:
-            for pending in batch:
+                state.sending = False
+            return
+        asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
+
+    async def _after_failure(self, group: str, state: _Group, flight: _Flight) -> None:
+        """A batch some of whose messages were refused or not answered (those settled first:
+        ``_settle``): each stored message resolves with its number, each refused one fails
+        (``NotOwner`` when the fence refused it), and then the group is dropped."""
+        outcomes = await self._outcomes(group, state, flight, flight.replies, 0)
+        failed: LogError | None = None
+        for pending, outcome in zip(flight.batch, outcomes):
+            if isinstance(outcome, LogError):
+                failed = failed or outcome
                 if not pending.future.done():
-                    pending.future.set_exception(error)
-            self._drop(group, error)
+                    pending.future.set_exception(outcome)
+            else:
+                self._stored(state, [pending], [outcome])
+        if failed is not None:
+            if self._groups.get(group) is state:  # (not dropped, nor claimed again, meanwhile)
+                self._drop(group, failed)
             state.sending = False
             return
-        self._stored(group, state, batch, first)
         self._send_next(group, state)
 
-    def _stored(self, group: str, state: _Group, batch: list[_Pending], first: int) -> None:
-        """``batch`` is stored from sequence ``first`` on: its futures resolve."""
-        state.last = first + len(batch) - 1
-        for offset, pending in enumerate(batch):
+    async def _outcomes(self, group: str, state: _Group, flight: _Flight,
+                        replies: Sequence[bytes | BaseException | None], start: int) -> list[int | LogError]:
+        """Each outcome of the batch's messages from ``start`` on (``replies[i]`` is message
+        ``start + i``'s reply): its sequence, or why it was refused; the unanswered ones settled."""
+        outcomes: list[int | LogError] = []
+        for offset, reply in enumerate(replies):
+            if reply is None or isinstance(reply, _UNANSWERED):
+                try:
+                    return outcomes + await self._settle(group, state, flight, start + offset, reply)
+                except LogError as error:  # (a settling gives outcomes; this is a safety net)
+                    return outcomes + [error] * (len(replies) - offset)
+            if isinstance(reply, BaseException):
+                outcomes.append(LogError(f"cannot send a record for {group}: {reply or type(reply).__name__}"))
+                continue
+            answer = json.loads(reply)
+            said = answer.get("error")
+            if said is None:
+                outcomes.append(int(answer["seq"]))
+            elif said.get("err_code") == WRONG_LAST_SEQUENCE:
+                outcomes.append(NotOwner(group, await self._holder_or_none(group)))
+            else:
+                outcomes.append(LogError(f"JetStream refused a record for {group}: {said.get('description')}"))
+        return outcomes
+
+    def _stored(self, state: _Group, batch: list[_Pending], seqs: list[int]) -> None:
+        """The first ``len(seqs)`` messages of ``batch`` are stored with sequences ``seqs``:
+        their futures resolve."""
+        if seqs:
+            state.last = max(state.last, seqs[-1])
+        for pending, seq in zip(batch, seqs):
             if pending.future.done():
                 continue
             if pending.envelope is None:
-                pending.future.set_result(first + offset)
+                pending.future.set_result(seq)
             else:
-                pending.envelope["serverSeq"] = first + offset
-                pending.future.set_result(stamped_action_frame(pending.text, first + offset))
+                pending.envelope["serverSeq"] = seq
+                pending.future.set_result(stamped_action_frame(pending.text, seq))
 
     def _next_batch_id(self) -> str:
         self._batches += 1
         return f"{self._batch_prefix}{self._batches}"
 
-    def _messages(self, group: str, last: int, batch: list[_Pending], batch_id: str) -> list[Message]:
-        """The messages of ``batch`` fenced on ``last``. One message is a plain fenced publish;
-        more are one atomic batch (whose commit the server also writes through to disk: see the
-        module docstring). The last message carries ``Ahp-Batch``, this batch's own id, so that a
-        batch whose acknowledgement was lost can be settled."""
-        if len(batch) == 1:  # the common case (a chunk a tick): one plain fenced publish
-            only = batch[0]
-            one: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
-            one[EXPECTED_LAST] = str(last)
-            one[EXPECTED_SUBJECT] = self.subjects.group_filter(group)
-            one[BATCH] = batch_id
-            return [(only.subject, one, only.text.encode())]
-        fence = self._fence(group, last)
+    def _messages(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Message]:
+        """The messages of ``batch``, each fenced on the group's owner marker (see the module
+        docstring) and named ``<batch id>.<index>`` (``Ahp-Batch``, the index counted from
+        ``first``), so that one whose acknowledgement was lost can be found in the log."""
         messages: list[Message] = []
-        many = True
-        for index, pending in enumerate(batch, 1):
+        for index, pending in enumerate(batch, first):
             headers: dict[str, str] = {KIND: pending.kind}
             if pending.now is not None:
                 headers[NOW] = pending.now
-            if many:
-                headers["Nats-Batch-Id"] = batch_id
-                headers["Nats-Batch-Sequence"] = str(index)
-            if index == 1:
-                headers.update(fence)
-            if index == len(batch):
-                if many:
-                    headers["Nats-Batch-Commit"] = "1"
-                headers[BATCH] = batch_id
+            headers.update(state.fence)
+            headers[BATCH] = f"{batch_id}.{index}"
             messages.append((pending.subject, headers, pending.text.encode()))
         return messages
 
-    async def _send_batch(self, group: str, last: int, batch: list[_Pending]) -> int:
-        """Send ``batch`` fenced on ``last`` and wait for it (a batch sent again once settled);
-        the sequence of its first message."""
-        batch_id = self._next_batch_id()
-        try:
-            data = await sent(self._wire, self._messages(group, last, batch, batch_id), self.timeout)
-        except _UNANSWERED as error:
-            return await self._settle(group, last, batch, batch_id, error)
-        return await self._first_of(group, data, len(batch))
+    async def _settle(self, group: str, state: _Group, flight: _Flight, start: int,
+                      error: BaseException | None) -> list[int | LogError]:
+        """The batch's messages from ``start`` on were not answered (the connection broke, the
+        server restarted): each may or may not be stored. Once reconnected, while the group's
+        lease is still this process's, read the group's messages after the batch's ``base``:
+        those the batch named (``Ahp-Batch``) were stored; from the first that was not, they are
+        sent again, fenced as before (so refused, ``NotOwner``, if another process claimed the
+        group meanwhile). Past the lease nothing is sent again, but the same reading is done once
+        connected (``_read_back``): a message the stream holds is never told as refused. Their
+        outcomes."""
+        batch = flight.batch
+        while self._groups.get(group) is state and state.lease.until > self.leases._clock():
+            if not self.client.is_connected:
+                await asyncio.sleep(0.05)
+                continue
+            try:
+                found = await self._named(group, flight.base, flight.batch_id)
+            except (NatsTimeout, ConnectionClosedError, NoRespondersError, APIError, LogUnavailable):
+                await asyncio.sleep(0.1)
+                continue
+            outcomes: list[int | LogError] = []
+            newest = max(found, default=-1)
+            for index in range(start, len(batch)):
+                seq = found.get(index)
+                if seq is not None:
+                    outcomes.append(seq)
+                elif index < newest:  # the server took a later one: it refused this one
+                    outcomes.append(LogError(f"JetStream refused a record for {group} (its answer was lost)"))
+                else:  # not stored: this one and the ones after it go again, in order
+                    again = [sent(self._wire, [message], self.timeout)
+                             for message in self._messages(state, batch[index:], flight.batch_id, index)]
+                    replies = await asyncio.gather(*again, return_exceptions=True)
+                    return outcomes + await self._outcomes(group, state, flight, replies, index)
+            return outcomes
+        return await self._read_back(group, flight, start, error)
 
-    async def _first_of(self, group: str, data: bytes, count: int) -> int:
-        """The first sequence of a batch of ``count`` from its acknowledgement; ``NotOwner`` or
-        ``LogError`` when the server refused it."""
-        answer = json.loads(data)
-        refused = answer.get("error")
-        if refused is not None:
-            if refused.get("err_code") == WRONG_LAST_SEQUENCE:
-                raise NotOwner(group, await self._holder_or_none(group))
-            raise LogError(f"JetStream refused a batch for {group}: {refused.get('description')}")
-        return int(answer["seq"]) - int(answer.get("count", count)) + 1
-
-    async def _settle(self, group: str, last: int, batch: list[_Pending], batch_id: str, error: Exception) -> int:
-        """A batch whose acknowledgement did not come (the connection broke, the server restarted)
-        may or may not be stored. Once reconnected, while the group's lease is still this
-        process's, read the group's last message: this batch's own (its ``Ahp-Batch``) means it
-        was stored, the fence's ``last`` means it was not (then it is sent again, once), anything
-        else means another process wrote (``NotOwner``). Past the lease it may not be sent again,
-        but whether it was stored is read once connected again (``_stored_batch``): a batch the
-        stream holds is never told as refused (its process would undo what every other process
-        holds)."""
-        state = self._groups.get(group)
+    async def _read_back(self, group: str, flight: _Flight, start: int,
+                         error: BaseException | None) -> list[int | LogError]:
+        """The outcomes of the batch's unanswered messages from ``start`` on once the group's
+        lease lapsed: read from the stream once connected (asked up to 20 times, waited for as
+        long as the client is not connected, unless it is closed). Those found resolve with their
+        numbers (every other process holds them); the others fail, ``NotOwner`` when another
+        process wrote to the group after this batch, ``LogUnavailable`` when not known."""
         unavailable = LogUnavailable(f"NATS did not acknowledge a batch for {group} ({type(error).__name__}) "
                                      "and could not be asked again within the lease: this process stops writing to it")
-        while state is not None and state.lease.until > self.leases._clock():
-            if self.client.is_connected:
-                try:
-                    message = await self.js.get_last_msg(self.stream, self.subjects.group_filter(group))
-                except NotFoundError:
-                    message = None
-                except (NatsTimeout, ConnectionClosedError, NoRespondersError, APIError):
-                    await asyncio.sleep(0.1)
-                    continue
-                newest = message.seq if message is not None and message.seq else 0
-                if message is not None and (message.headers or {}).get(BATCH) == batch_id:
-                    return newest - len(batch) + 1
-                if newest == last:
-                    return await self._send_batch(group, last, batch)
-                raise NotOwner(group, await self._holder_or_none(group))
-            await asyncio.sleep(0.05)
-        tries = 20  # (asked while connected; waited for as long as it is not, unless closed)
+        tries = 20
         while tries and not self.client.is_closed:
-            if self.client.is_connected:
-                tries -= 1
-                try:
-                    return await self._stored_batch(group, last, len(batch), batch_id)
-                except (NatsTimeout, ConnectionClosedError, NoRespondersError):
-                    pass
-                except NotFoundError as gone:  # not stored, and nothing written after it
-                    raise unavailable from gone
-                except APIError as refused:
-                    raise unavailable from refused
-            await asyncio.sleep(0.1)
-        raise unavailable from error
+            if not self.client.is_connected:
+                await asyncio.sleep(0.1)
+                continue
+            tries -= 1
+            try:
+                found = await self._named(group, flight.base, flight.batch_id)
+                moved = await self.group_last(group) > max(found.values(), default=flight.base)
+            except (NatsTimeout, ConnectionClosedError, NoRespondersError, APIError, LogUnavailable):
+                await asyncio.sleep(0.1)
+                continue
+            missing: LogError = NotOwner(group, await self._holder_or_none(group)) if moved else unavailable
+            return [found.get(index, missing) for index in range(start, len(flight.batch))]
+        return [unavailable] * (len(flight.batch) - start)
 
-    async def _stored_batch(self, group: str, last: int, count: int, batch_id: str) -> int:
-        """The first sequence of batch ``batch_id`` (``count`` messages fenced on ``last``) read back
-        from the stream, or ``NotOwner`` when it was not stored. Only that batch can follow ``last``
-        in the group unless another process claimed it first (its owner marker then follows
-        ``last``); an atomic batch is stored contiguous, its last message naming it (``Ahp-Batch``).
-        ``NotFoundError`` when nothing follows ``last`` (not stored)."""
-        first = await self.js.get_msg(self.stream, seq=last + 1, subject=self.subjects.group_filter(group), next=True)
-        if first.seq and (first.headers or {}).get(KIND) != "owner":
-            end = first if count == 1 else await self.js.get_msg(self.stream, seq=first.seq + count - 1)
-            if (end.headers or {}).get(BATCH) == batch_id:
-                return first.seq
-        raise NotOwner(group, await self._holder_or_none(group))
+    async def _named(self, group: str, since: int, batch_id: str) -> dict[int, int]:
+        """The messages of ``group`` after ``since`` that batch ``batch_id`` sent: index → sequence."""
+        last = await self.group_last(group)
+        if last <= since:
+            return {}
+        found: dict[int, int] = {}
+        done = asyncio.get_running_loop().create_future()
+        prefix = batch_id + "."
+
+        async def take(message: Msg) -> None:
+            seq = message.metadata.sequence.stream
+            name = (message.headers or {}).get(BATCH, "")
+            if since < seq <= last and name.startswith(prefix):
+                found[int(name[len(prefix):])] = seq
+            if (seq >= last or not message.metadata.num_pending) and not done.done():
+                done.set_result(None)
+
+        subscription = await self.js.subscribe(self.subjects.group_filter(group), stream=self.stream, cb=take,
+                                               ordered_consumer=True, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
+        try:
+            await asyncio.wait_for(done, self.timeout + (last - since) / 1000)
+        except TimeoutError as error:
+            raise LogUnavailable(f"reading {group} after {since} did not finish") from error
+        finally:
+            await subscription.unsubscribe()
+        return found
 
     def _check_connected(self) -> None:
         if not self.client.is_connected:

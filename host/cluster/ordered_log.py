@@ -17,7 +17,8 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
 
 * ``append`` returns an awaitable of the frame (an ``asyncio`` future). The envelopes of
   one tick of the loop (``created`` and ``removed`` in order with them) are handed to the
-  core together, where each owner group's leave as one fenced atomic batch; the futures
+  core together (``queue_tick``), where each owner group's leave at once, each a publish
+  fenced on the group's owner marker, each acknowledged with its number; the futures
   resolve when the acknowledgements come, with ``envelope["serverSeq"]`` set
   and the envelope serialised then (``ahp.jsonrpc.action_frame``: the frame). An envelope of a group this process
   does not own yet claims it first (``JetStreamLog.claim``): it fails with ``NotOwner`` while
@@ -88,6 +89,7 @@ import base64
 import contextlib
 import json
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
@@ -138,13 +140,17 @@ class ClusterLog:
         after a reconnect): kept referenced, ended by ``close``."""
         self._source: SnapshotSource | None = None
         self._tick: list[_Item] = []
-        self._in_flight = 0
+        self._flushed = 0
+        """How many ticks were handed to the core (each tick's number, counted from 1)."""
+        self._open: dict[int, None] = {}
+        """The numbers of the ticks handed over and not finished, oldest first."""
         self._sends: set[asyncio.Task[Any] | _Tick] = set()
         """The ticks handed to the core and not finished yet (a snapshot waits for those before it):
         a tick that claims first as its task, the others as a :class:`_Tick`."""
         self._gate: asyncio.Future[None] | None = None
         """Done once the newest tick that had to claim a group has queued its records (``_send``)."""
-        self._waiting: list[Callable[[], None]] = []
+        self._waiting: deque[tuple[int, Callable[[], None]]] = deque()
+        """``when_durable``'s callbacks, each with the number of the newest tick it waits for."""
         self._holders: dict[str, str] = {}
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
@@ -294,10 +300,12 @@ class ClusterLog:
         if not self._tick:
             return
         items, self._tick = self._tick, []
-        self._in_flight += 1
+        self._flushed += 1
+        number = self._flushed
+        self._open[number] = None
         core = self._core
         if core is not None and self._gate is None and not self._claims and _all_owned(core, items):
-            tick = _Tick(self, items)
+            tick = _Tick(self, items, number)
             self._sends.add(tick)
             if len(items) == 1:
                 kind, channel, now, body, _ = items[0]
@@ -315,7 +323,7 @@ class ClusterLog:
         task = asyncio.get_running_loop().create_task(self._send(items, ahead, gate))
         self._sends.add(task)
         task.add_done_callback(self._sends.discard)
-        task.add_done_callback(lambda done: self._finish(items, _results_of(items, done)))
+        task.add_done_callback(lambda done: self._finish(items, _results_of(items, done), number))
         task.add_done_callback(lambda _: self._open_gate(gate))
 
     def _open_gate(self, gate: asyncio.Future[None]) -> None:
@@ -372,9 +380,9 @@ class ClusterLog:
             core.queue(future, kind, channel, now, body)  # type: ignore[arg-type]  # an _Item's kind is one of the three
         return waits
 
-    def _finish(self, items: list[_Item], results: list[Any]) -> None:
-        """Resolve the tick's futures, then the durability callbacks (a future its caller
-        cancelled is left as it is)."""
+    def _finish(self, items: list[_Item], results: list[Any], number: int) -> None:
+        """Resolve the futures of tick ``number``, then the durability callbacks waiting for no
+        tick older than any still open (a future its caller cancelled is left as it is)."""
         for (_kind, channel, _, body, future), result in zip(items, results):
             if isinstance(result, BaseException):
                 if isinstance(result, NotOwner) and result.owner:
@@ -390,20 +398,29 @@ class ClusterLog:
                     self._seq = seq
                 if not future.done():
                     future.set_result(result[1])  # the frame; the log keeps the JSON
-        self._in_flight -= 1
-        if not self._in_flight and not self._tick:
-            waiting, self._waiting = self._waiting, []
-            for callback in waiting:
-                try:  # (this may run inside the NATS client's read loop: nothing may escape into it)
-                    callback()
-                except Exception:
-                    logger.exception("a callback waiting for the log to be durable failed")
+        del self._open[number]
+        waiting = self._waiting
+        if not waiting:
+            return
+        # Every tick up to the first one still open is finished (ticks may finish out of order:
+        # another group's acknowledgement can come first).
+        finished = next(iter(self._open), self._flushed + 1) - 1
+        while waiting and waiting[0][0] <= finished:
+            callback = waiting.popleft()[1]
+            try:  # (this may run inside the NATS client's read loop: nothing may escape into it)
+                callback()
+            except Exception:
+                logger.exception("a callback waiting for the log to be durable failed")
 
     def when_durable(self, callback: Callable[[], None]) -> None:
-        if not self._in_flight and not self._tick:
+        """Call ``callback`` once every tick handed over before it, and the one being gathered
+        now, is acknowledged or failed: not the ticks handed over after it (with several
+        sessions streaming, some tick is nearly always in flight)."""
+        newest = self._flushed + (1 if self._tick else 0)
+        if not self._tick and next(iter(self._open), newest + 1) > newest:
             callback()
         else:
-            self._waiting.append(callback)
+            self._waiting.append((newest, callback))
 
     def replay(self, since: int, channels: Iterable[str]) -> Awaitable[list[dict[str, Any]] | None]:
         return asyncio.ensure_future(self._replay(since, list(channels)))
@@ -1014,11 +1031,12 @@ class _Tick:
     ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it. A tick of one record
     (a chunk a tick, the usual pace) is that record's outcome itself, with no slot."""
 
-    __slots__ = ("log", "items", "results", "left", "ended", "waiter")
+    __slots__ = ("log", "items", "number", "results", "left", "ended", "waiter")
 
-    def __init__(self, log: ClusterLog, items: list[_Item]) -> None:
+    def __init__(self, log: ClusterLog, items: list[_Item], number: int) -> None:
         self.log = log
         self.items = items
+        self.number = number
         self.results: list[Any] = [None] * len(items)
         self.left = len(items)
         self.ended = False
@@ -1053,7 +1071,7 @@ class _Tick:
         self.log._sends.discard(self)
         if self.waiter is not None:
             self.waiter.set_result((self.results, _stored(self.items, self.results)))
-        self.log._finish(self.items, self.results)
+        self.log._finish(self.items, self.results, self.number)
 
     def finished(self) -> asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]:
         if self.waiter is None:

@@ -27,9 +27,10 @@ def nats_server(tmp_path: Path) -> Iterator[EmbeddedNats]:
 class Relay:
     """A TCP relay on 127.0.0.1 to a NATS server: ``cut()`` closes every connection through it and
     refuses new ones (a process cut off from NATS while the others keep it), ``mend()`` lets them in
-    again; ``deafen()`` drops what the server sends (acknowledgements lost on the way) until ``cut``;
-    ``piece`` (bytes), when set, hands on what the server sends in pieces that small, a millisecond
-    apart (a frame split across the client's reads)."""
+    again; ``deafen()`` drops what the server sends (acknowledgements lost on the way) and ``mute()``
+    what the clients send (publishes lost on the way) until ``cut``; ``piece`` (bytes), when set,
+    hands on what the server sends in pieces that small, a millisecond apart (a frame split across
+    the client's reads)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -37,6 +38,7 @@ class Relay:
         self.open = True
         self.deaf = False
         self.piece: int | None = None
+        self.mute_clients = False
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -59,7 +61,7 @@ class Relay:
         async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, from_server: bool) -> None:
             with contextlib.suppress(OSError, asyncio.CancelledError):
                 while data := await source.read(65536):
-                    if from_server and self.deaf:
+                    if (self.deaf if from_server else self.mute_clients):
                         continue
                     if from_server and self.piece:
                         for start in range(0, len(data), self.piece):
@@ -76,9 +78,13 @@ class Relay:
     def deafen(self) -> None:
         self.deaf = True
 
+    def mute(self) -> None:
+        self.mute_clients = True
+
     def cut(self) -> None:
         self.open = False
         self.deaf = False
+        self.mute_clients = False
         for writer in self._writers:
             writer.transport.abort()
         self._writers.clear()

@@ -17,7 +17,7 @@ import pytest
 from ahp.state.channels import default_chat_uri
 from host.cluster.jetstream_log import JetStreamLog, Record
 from host.cluster.nats_server import EmbeddedNats
-from host.state.log import LogUnavailable, NotOwner
+from host.state.log import LogError, LogUnavailable, NotOwner
 from tests.host.cluster.conftest import Relay
 
 ROOT_DIR = Path(__file__).resolve().parents[3]
@@ -129,14 +129,15 @@ async def test_a_writer_that_lost_its_session_is_refused_by_the_fence(nats_serve
         await fresh.close()
 
 
-async def test_a_stale_writer_s_tick_of_several_records_is_refused_as_a_whole(nats_server: EmbeddedNats) -> None:
+async def test_a_stale_writer_s_tick_of_several_records_is_refused_whole_by_the_fence(nats_server: EmbeddedNats) -> None:
+    # A tick's records leave at once, each acknowledged on its own: each is fenced, not only the first.
     stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
     fresh = await JetStreamLog.connect(nats_server.url, holder="fresh", lease_ttl=1.0)
     chat = default_chat_uri(SESSION)
     try:
         await stale.claim(SESSION)
         numbered = [step(i) for i in range(3)]
-        await asyncio.gather(*(stale.append(chat, 0, envelope) for envelope in numbered))  # one atomic batch
+        await asyncio.gather(*(stale.append(chat, 0, envelope) for envelope in numbered))
         seqs = [envelope["serverSeq"] for envelope in numbered]
         assert seqs == list(range(seqs[0], seqs[0] + 3))  # each record its own stream sequence, in order
         assert stale._renewer is not None
@@ -147,13 +148,50 @@ async def test_a_stale_writer_s_tick_of_several_records_is_refused_as_a_whole(na
                 break
             except NotOwner:
                 await asyncio.sleep(0.2)
-        refused = await asyncio.gather(*(stale.append(chat, 0, step(i)) for i in range(3, 8)), return_exceptions=True)
-        assert all(isinstance(outcome, NotOwner) for outcome in refused), refused
-        await fresh.append(chat, 0, step(8))
-        assert steps(await fresh.read(0)) == [0, 1, 2, 8]  # nothing of the refused batch
+        told = await asyncio.gather(*(stale.append(chat, 0, step(10 + i)) for i in range(4)), return_exceptions=True)
+        assert all(isinstance(outcome, NotOwner) and "fresh" in str(outcome) for outcome in told), told
+        await fresh.append(chat, 0, step(20))
+        assert steps(await fresh.read(0)) == [0, 1, 2, 20]  # nothing of the refused tick
     finally:
         await stale.close()
         await fresh.close()
+
+
+async def test_a_record_too_large_fails_alone_and_the_tick_s_others_are_told_the_numbers_they_were_stored_with(
+        log: JetStreamLog) -> None:
+    chat = default_chat_uri(SESSION)
+    await log.claim(SESSION)
+    huge = {"action": {"type": "test/step", "i": 1, "text": "x" * 2_000_000}, "serverSeq": 0}
+    told = await asyncio.gather(log.append(chat, 0, step(0)), log.append(chat, 0, huge), log.append(chat, 0, step(2)),
+                                return_exceptions=True)
+    assert isinstance(told[1], LogError) and not isinstance(told[1], NotOwner)
+    records = await log.read(0)
+    assert steps(records) == [0, 2]  # what was told stored is what the log holds, nothing more
+    assert [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in (told[0], told[2])] == \
+        [r.seq for r in records if r.kind == "action"]
+
+
+async def test_a_tick_s_records_are_each_told_the_number_they_were_stored_with_while_another_process_appends(
+        nats_server: EmbeddedNats, log: JetStreamLog) -> None:
+    other = await JetStreamLog.connect(nats_server.url, holder="other")
+    try:
+        await log.claim(SESSION)
+        await other.claim("ahp-session:/two")
+        mine, theirs = default_chat_uri(SESSION), default_chat_uri("ahp-session:/two")
+        told: dict[str, list[int]] = {mine: [], theirs: []}
+        for round_ in range(5):
+            stamped = await asyncio.gather(*(log.append(mine, 0, step(round_ * 100 + i)) for i in range(40)),
+                                           *(other.append(theirs, 0, step(round_ * 100 + i)) for i in range(40)))
+            told[mine] += [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in stamped[:40]]
+            told[theirs] += [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in stamped[40:]]
+        records = await log.read(0)
+        for chat in (mine, theirs):
+            held = [(r.seq, r.body["action"]["i"]) for r in records if r.channel == chat]
+            assert [i for _, i in held] == [r * 100 + i for r in range(5) for i in range(40)]  # in order, once each
+            assert [seq for seq, _ in held] == told[chat]  # each told the number it was stored with
+        assert [r.seq for r in records] == list(range(1, len(records) + 1))
+    finally:
+        await other.close()
 
 
 async def test_a_reader_from_a_sequence_sees_the_same_tail_as_a_reader_from_the_start(log: JetStreamLog) -> None:
@@ -349,5 +387,27 @@ async def test_a_batch_whose_acknowledgement_was_lost_is_settled_by_what_the_log
             [r.seq for r in records if r.kind == "action"][1:]
         await writer.append(chat, 0, step(4))  # still the owner, still fenced right
         assert steps(await log.read(0)) == [0, 1, 2, 3, 4]
+    finally:
+        await writer.close()
+
+
+async def test_a_batch_that_never_reached_the_server_is_sent_again_once_reconnected(
+        nats_server: EmbeddedNats, relay: Relay, log: JetStreamLog) -> None:
+    chat = default_chat_uri(SESSION)
+    writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0)
+    try:
+        await writer.claim(SESSION)
+        await writer.append(chat, 0, step(0))
+        relay.mute()  # what the writer sends is lost on the way: nothing is stored, nothing answered
+        pending = [writer.append(chat, 0, step(i)) for i in (1, 2, 3)]
+        await asyncio.sleep(1.5)  # past the writer's timeout: it asks the log, which it cannot reach
+        assert steps(await log.read(0)) == [0]
+        relay.cut()
+        relay.mend()
+        frames = await asyncio.wait_for(asyncio.gather(*pending), 30)
+        records = await log.read(0)
+        assert steps(records) == [0, 1, 2, 3]  # sent again, stored once
+        assert [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in frames] == \
+            [r.seq for r in records if r.kind == "action"][1:]
     finally:
         await writer.close()

@@ -76,6 +76,25 @@ async def test_a_ticks_envelopes_are_numbered_by_the_stream_and_durable_before_t
     assert log.owner(CHAT) is None
 
 
+async def test_a_durability_callback_waits_for_the_ticks_handed_over_before_it_not_for_later_ones(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    # With several sessions streaming some tick is nearly always in flight: a frame waiting for
+    # "nothing in flight" would wait for other sessions' later ticks, one after another.
+    log = await open_log(nats_server, logs, "a")
+    await log.append(CHAT, 7, envelope(0))  # the session is this process's now
+    first = log.append(CHAT, 7, envelope(1))
+    log.flush()
+    durable: list[bool] = []
+    log.when_durable(lambda: durable.append(later.done()))
+    other = "ahp-session:/two"
+    later = log.append(default_chat_uri(other), 7, {"channel": default_chat_uri(other), "action": {"type": "chat/delta"},
+                                                   "serverSeq": 0})  # claims its session first: round trips
+    log.flush()
+    await first
+    await asyncio.wait_for(later, 10)
+    assert durable == [False]  # called once the first was stored, before the later tick was
+
+
 async def test_ticks_handed_over_while_the_first_still_claims_its_session_are_all_stored_in_order(
         nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
     # A session's creation and the actions right after it often leave in ticks of their own
