@@ -659,26 +659,14 @@ class JetStreamLog:
         if last <= since:
             return {}
         found: dict[int, int] = {}
-        done = asyncio.get_running_loop().create_future()
         prefix = batch_id + "."
 
-        async def take(message: Msg) -> None:
-            seq = message.metadata.sequence.stream
+        def take(message: Msg, seq: int) -> None:
             name = (message.headers or {}).get(BATCH, "")
-            if since < seq <= last and name.startswith(prefix):
+            if name.startswith(prefix):
                 found[int(name[len(prefix):])] = seq
-            if (seq >= last or not message.metadata.num_pending) and not done.done():
-                done.set_result(None)
 
-        subscription = await self.js.subscribe(self.subjects.group_filter(group), stream=self.stream, cb=take,
-                                               ordered_consumer=True, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-                                               config=api.ConsumerConfig(opt_start_seq=since + 1))
-        try:
-            await asyncio.wait_for(done, self.timeout + (last - since) / 1000)
-        except TimeoutError as error:
-            raise LogUnavailable(f"reading {group} after {since} did not finish") from error
-        finally:
-            await subscription.unsubscribe()
+        await self._scan(group, since, last, take)
         return found
 
     def _check_connected(self) -> None:
@@ -763,13 +751,20 @@ class JetStreamLog:
         if end <= since:
             return []
         records: list[Record] = []
+        await self._scan(group, since, end, lambda message, seq: records.append(self.decode(message)))
+        return records
+
+    async def _scan(self, group: str, since: int, end: int, each: Callable[[Msg, int], object]) -> None:
+        """Hand ``each(message, sequence)`` the messages of ``group`` after ``since`` up to ``end``
+        (its last sequence, read before), in order, through an ordered consumer that only the
+        group's subjects reach; ``LogUnavailable`` if they do not all come in time."""
         done = asyncio.get_running_loop().create_future()
 
         async def take(message: Msg) -> None:
-            record = self.decode(message)
-            if since < record.seq <= end:
-                records.append(record)
-            if (record.seq >= end or not message.metadata.num_pending) and not done.done():
+            seq = message.metadata.sequence.stream
+            if since < seq <= end:
+                each(message, seq)
+            if (seq >= end or not message.metadata.num_pending) and not done.done():
                 done.set_result(None)
 
         subscription = await self.js.subscribe(self.subjects.group_filter(group), stream=self.stream, cb=take,
@@ -781,7 +776,6 @@ class JetStreamLog:
             raise LogUnavailable(f"reading {group} after {since} did not finish") from error
         finally:
             await subscription.unsubscribe()
-        return records
 
     def decode(self, message: Msg) -> Record:
         """A message of the stream as a :class:`Record`."""
