@@ -204,6 +204,21 @@ async def closed_with(peer: Peer) -> tuple[int | None, str | None]:
     return peer.ws.close_code, peer.ws.close_reason
 
 
+async def accepted_again(url: str, peers: list[Peer]) -> Peer:
+    """A 0.9.0 client of the process at ``url``, which refuses clients (closes at once) until it is
+    connected to NATS again: tried until one is initialized."""
+    for _ in range(100):
+        back = Peer(await connect(url, max_size=None))
+        peers.append(back)
+        answer = asyncio.ensure_future(back.initialize("back-09", ["0.9.0"]))
+        await asyncio.wait([answer, back._reader], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        if answer.done() and answer.exception() is None and answer.result().get("error") is None:
+            return back
+        answer.cancel()
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} refused every client for 100 tries")
+
+
 async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_converges_once_back(
         tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
     config = slow_config(tmp_path)
@@ -247,15 +262,7 @@ async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_c
         # Back on NATS, it takes in what the other wrote instead of diverging: a client of it holds
         # what the other process's client holds.
         relay.mend()
-        for _ in range(100):  # refused (closed at once) until it is connected to NATS again
-            back = Peer(await connect(cut.url, max_size=None))
-            peers.append(back)
-            answer = asyncio.ensure_future(back.initialize("back-09", ["0.9.0"]))
-            await asyncio.wait([answer, back._reader], timeout=10, return_when=asyncio.FIRST_COMPLETED)
-            if answer.done() and answer.exception() is None and answer.result().get("error") is None:
-                break
-            answer.cancel()
-            await asyncio.sleep(0.1)
+        back = await accepted_again(cut.url, peers)
         held_here: dict[str, Any] = {}
         for _ in range(200):
             held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
@@ -420,15 +427,7 @@ async def test_a_process_cut_off_from_nats_mid_turn_hangs_up_on_its_provider_and
 
             # Back on NATS, the cut-off process holds what the live one wrote.
             relay.mend()
-            for _ in range(100):  # refused (closed at once) until it is connected to NATS again
-                back = Peer(await connect(cut.url, max_size=None))
-                peers.append(back)
-                answer = asyncio.ensure_future(back.initialize("back-09", ["0.9.0"]))
-                await asyncio.wait([answer, back._reader], timeout=10, return_when=asyncio.FIRST_COMPLETED)
-                if answer.done() and answer.exception() is None and answer.result().get("error") is None:
-                    break
-                answer.cancel()
-                await asyncio.sleep(0.1)
+            back = await accepted_again(cut.url, peers)
             held_here: dict[str, Any] = {}
             for _ in range(200):
                 held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
