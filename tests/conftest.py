@@ -1,6 +1,10 @@
 """Shared fixtures: a real host on 127.0.0.1 port 0, and clients whose every received frame is
 checked against the schema of the version the client negotiated (ahp-0.2.0.schema.json for
-0.2.0; a frame that does not validate fails the test that received it)."""
+0.2.0; a frame that does not validate fails the test that received it).
+
+Property tests (Hypothesis) draw new examples on every run, except under ``HYPOTHESIS_PROFILE=ci``
+(which ``.ci/run`` sets): there the same examples every run, so that a submission is judged on what
+it changed, not on a rare draw that finds an old defect; a developer's run keeps exploring."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from ahp.state.channels import channel_kind
 from client import AhpClient
@@ -22,6 +27,8 @@ from tests._serial_rewrite import install as _serialise_assertion_rewriting
 from tests.wire import FrameValidator
 
 _serialise_assertion_rewriting()  # CPython 3.11: two threads must not rewrite modules at once (tests/_serial_rewrite.py)
+settings.register_profile("ci", derandomize=True, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 TOKEN = "test-token-0123456789"
 
