@@ -31,7 +31,8 @@ def servers_config(tmp_path: Path, marker: Path, *, base_url: str | None = None,
     ``base_url`` (``fake``) or else the offline agent; tools run without asking."""
     config = tmp_path / "host.toml"
     text = f'[sessions]\ndefault_directory = "{tmp_path}"\n' + ("" if base_url else 'default_agent = "offline"\n')
-    text += f"[mcp]\nstart = \"session\"\n{'' if unwatched_stop is None else f'unwatched_stop = {unwatched_stop}'}\n"
+    # (A turn waits for a server still starting, however long a loaded machine makes its start.)
+    text += f"[mcp]\nstart = \"session\"\nstart_wait = 120\n{'' if unwatched_stop is None else f'unwatched_stop = {unwatched_stop}'}\n"
     text += (f"[mcp.servers.sink]\ncommand = {json.dumps(PYTHON)}\n"
              f"args = {json.dumps([str(KITCHEN_SINK), 'stdio', '--marker', str(marker)])}\n")
     text += "[tools]\nenabled = true\nauto_approve = true\n"
@@ -102,7 +103,7 @@ async def test_a_process_that_loses_a_session_ends_its_mcp_servers_and_the_new_o
             await far.wait_for(lambda m, e: [t.get("state") for t in (far.state(chat) or {}).get("turns") or []] == ["complete"],
                                timeout=60)
             [call] = tool_calls(far.state(chat))
-            assert call["toolName"] == tool and call.get("success") is True and "from the new owner" in json.dumps(call)
+            assert call["toolName"] == tool and call.get("success") is True and "from the new owner" in json.dumps(call), call
             assert started_pids(marker) == [first, second] and not process_gone(second)
         finally:
             for client in clients:
