@@ -262,7 +262,7 @@ class McpConfig(_Section):
     unwatched_stop: float = Field(default=30.0, ge=0)
     """Seconds after the last client of a session disconnected (no turn running) before its MCP
     servers are stopped, so a finished ``agent-host chat -p`` leaves nothing running; 0: only
-    ``idle_stop`` applies."""
+    ``idle_stop`` applies. In a cluster the clients of every process count."""
     start_wait: float = Field(default=3.0, ge=0)
     """Seconds a turn waits, from their launch, for MCP servers that are still starting for the
     first time; one that is not up by then (or crashed, or hung earlier in this host) is not

@@ -114,6 +114,20 @@ TAKEN_OVER_ERROR = {
 session over (a cluster): the error part says ``resumable``, and ``chat/turnResume`` runs the
 turn again on the new owner."""
 
+WRITE_REFUSED_ERROR = {
+    "errorType": "connectionLost",
+    "message": "This agent host process lost its connection to the cluster's log while this turn was running, so "
+    "what came after the answer so far could not be stored. Resume the turn to continue it.",
+}
+"""A turn's end when the cluster's log refused one of its writes while this process still ran
+the session (a brief cut, a NATS server restarted): the turn stopped there, with no hole in its
+answer, and ends with this resumable error once the log takes writes again
+(``AgentHost._write_refused``)."""
+
+INTERRUPTED_RETRY = 1.0
+"""Seconds after which ending a turn stopped by a refused write is tried again when the log
+refused that end too (it was not writable yet)."""
+
 CUT_OFF_REASON = "this agent host process lost its cluster's log (NATS) and cannot write; reconnect to another process"
 """The close reason a cluster's process that lost NATS gives its clients (WebSocket code 1013)."""
 
@@ -204,6 +218,14 @@ class AgentHost:
         self._connected: dict[str, int] = {}
         self._takeovers: set[asyncio.Task[None]] = set()
         """What ``taken_over`` still asks the other processes (kept referenced until done)."""
+        self._interrupted: dict[str, str] = {}
+        """Chats whose running turn stopped here because the log refused one of its writes →
+        that turn's id: each ends with a resumable error once the log takes writes again."""
+        self._ending: asyncio.Task[None] | None = None
+        """Ending the ``_interrupted`` turns (``_end_interrupted``), while it runs."""
+        self._letting_go: set[asyncio.Task[None]] = set()
+        """The sessions ``lost`` still ends the processes of (awaited, not cancelled, at ``stop``:
+        no server process survives)."""
         self.cut_off: str | None = None
         """Why this process cannot write now (a cluster's process that lost NATS), else None: the
         transport closes its connections with it and refuses new ones until NATS is back."""
@@ -382,6 +404,10 @@ class AgentHost:
             serve_presence = getattr(log, "serve_presence", None)
             if serve_presence is not None:  # and whether a client is connected here (``taken_over``)
                 await serve_presence(self._connected.__contains__)
+            self.store.rejection_observers.append(self._write_refused)  # a turn's write refused: no hole in its answer
+            serve_watchers = getattr(log, "serve_watchers", None)
+            if serve_watchers is not None:  # and whether a client here watches a session (its MCP servers' idle stop)
+                await serve_watchers(self.store.has_subscribers)
             let_go = getattr(log, "let_go_unserved", None)
             if let_go is not None:  # and the sessions of others that no client here follows any more
                 let_go(self.store.served)
@@ -482,6 +508,8 @@ class AgentHost:
                 logger.warning("NATS is reachable again: this process writes again (sessions taken over meanwhile stay "
                                "with their new owners)")
             self.cut_off = None
+            if self._interrupted:
+                self._end_interrupted_soon()
             return
         if self.cut_off is not None:
             return
@@ -501,14 +529,69 @@ class AgentHost:
         that takes the session over ends those turns with a resumable error (``taken_over``),
         which the clients of every process see; this process's own clients were told already
         when it was cut off (their connections closed, ``_log_connection``), else they get that
-        error through the log."""
+        error through the log. The processes this process runs for the session end too: its MCP
+        servers and what its hooks left running (``CustomizationService.let_go``, quietly: the new
+        owner starts and publishes its own) and the background jobs its shell commands left
+        (``BackgroundProcesses.end``); should this process take the session back, it opens them
+        again as a takeover does."""
         kind = self.store.kind(group)
         if kind == "terminal" and self._services is not None:  # its shell ends here, quietly
             self.terminals.lost(group)
         if kind != "session":
             return
-        logger.warning("lost %s to another process (or its lease lapsed): its running turns stop here", group)
+        logger.warning("lost %s to another process (or its lease lapsed): its running turns, MCP servers and "
+                       "background jobs stop here", group)
         self.runner.forget(group)
+        for chat in self.session_chats(group):
+            self._interrupted.pop(chat, None)  # (ended by the new owner, resumably)
+        self.background.end(group)
+        if self._services is not None and group in self.customizations.sessions:
+            task = asyncio.get_running_loop().create_task(self.customizations.let_go(group))
+            self._letting_go.add(task)
+            task.add_done_callback(self._letting_go.discard)
+
+    def _write_refused(self, channel: str, action: dict[str, Any], client: str) -> None:
+        """The cluster's log refused a write of this process's own (not a client's) to a chat's
+        running turn: a brief cut from NATS, a NATS server restarted, while the lease still
+        holds. Were the turn to run on, what it wrote after the connection came back would be
+        stored after a hole where the refused chunks were; so it stops here at once (``halt``:
+        provider stream and tool calls cancelled, nothing more written), its answer ending with
+        what the log holds, and ends with a resumable error (``WRITE_REFUSED_ERROR``) once the
+        log takes writes again; ``chat/turnResume`` runs it again. Should this process lose the
+        session meanwhile, the new owner ends it so instead (``lost``, ``taken_over``)."""
+        if client or self.store.kind(channel) != "chat":
+            return
+        turn = (self.store.state(channel) or {}).get("activeTurn")
+        turn_id = action.get("turnId")
+        if not isinstance(turn, dict) or turn.get("id") != turn_id or not isinstance(turn_id, str):
+            return
+        self.runner.halt(channel)
+        if self._interrupted.get(channel) != turn_id:
+            logger.warning("the cluster's log refused a write of turn %s of %s: the turn stops here, and ends resumably "
+                           "once the log takes writes again", turn_id, channel)
+        self._interrupted[channel] = turn_id
+        self._end_interrupted_soon()
+
+    def _end_interrupted_soon(self) -> None:
+        if self._ending is None or self._ending.done():
+            self._ending = asyncio.get_running_loop().create_task(self._end_interrupted())
+
+    async def _end_interrupted(self) -> None:
+        """End each turn stopped by a refused write with the resumable error, while this process
+        can write (cut off: again once NATS is back, ``_log_connection``); an end the log refuses
+        too puts its turn back (``_write_refused``) and is tried again ``INTERRUPTED_RETRY``
+        seconds later."""
+        while self._interrupted and self.cut_off is None:
+            ending, self._interrupted = self._interrupted, {}
+            for chat, turn_id in ending.items():
+                turn = (self.store.state(chat) or {}).get("activeTurn")
+                if not isinstance(turn, dict) or turn.get("id") != turn_id or self._run_elsewhere(chat):
+                    continue  # ended meanwhile (a client cancelled it), or the session runs elsewhere now
+                started = parse_timestamp(turn.get("startedAt"))
+                duration = max(0, self.clock() - started) if isinstance(started, int) else 0
+                self.store.dispatch(chat, builders.chat_error(turn_id=turn_id, duration=duration, part={
+                    "kind": "error", "error": WRITE_REFUSED_ERROR, "resumable": True}))
+            await asyncio.sleep(INTERRUPTED_RETRY)
 
     def taken_over(self, group: str) -> None:
         """This process took over ``group`` from a process whose lease lapsed (a cluster: killed,
@@ -571,6 +654,9 @@ class AgentHost:
         services = self._services  # (none to stop when no session ever needed them)
         for task in list(self._takeovers):
             task.cancel()
+        if self._ending is not None:
+            self._ending.cancel()
+        await asyncio.gather(*self._letting_go, return_exceptions=True)
         await self.runner.close()
         if services is not None:
             await services.terminals.stop()

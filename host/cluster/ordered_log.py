@@ -68,6 +68,8 @@ Per member (the port's contract in ``host.state.log``; here the ``Networked`` co
   its own lapsed lease shows, or an append claims it, and ``taken`` is called for it as for a dead
   owner's. ``let_go_unserved(served)``: a group followed whole for this process's clients goes
   back to partial once none of its chats was served here for ``release_after`` seconds.
+  ``serve_watchers``/``watched``: whether a client of any process watches a session (its owner
+  keeps the session's MCP servers running past ``[mcp] unwatched_stop`` while one does);
   ``serve_presence``/``present``: which process has a client connected (a takeover drops the
   active clients no live process has).
 
@@ -909,6 +911,45 @@ class ClusterLog:
         async def ask() -> bool:
             try:
                 await self.core.client.request(self.PRESENCE_SUBJECT, client_id.encode(), timeout=self.PRESENCE_WAIT)
+            except (NatsTimeout, NoRespondersError):
+                return False
+            except Exception:
+                return True
+            return True
+
+        return asyncio.ensure_future(ask())
+
+    # -- whether a client of any process watches a session (core NATS request/reply) -----------------
+
+    WATCHERS_SUBJECT = "ahp.watchers"
+    WATCHERS_WAIT = 2.0
+    """Seconds to wait for a process whose clients watch a session before it counts as unwatched."""
+
+    async def serve_watchers(self, watches: Callable[[str], bool]) -> None:
+        """Answer other processes' questions whether a client watches a session (``watched``)
+        when ``watches(session)`` says a client of this process does; stay silent otherwise."""
+
+        async def take(message: Any) -> None:
+            try:
+                if watches(message.data.decode()):
+                    await message.respond(b"1")
+            except Exception as error:  # a malformed question, NATS gone meanwhile
+                logger.warning("could not answer whether a client watches a session here: %s", error)
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self.WATCHERS_SUBJECT, cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        await self._within(subscribe())
+
+    def watched(self, session: str) -> Awaitable[bool]:
+        """Whether a client of some process of the cluster (this one included, when it serves
+        ``serve_watchers``) watches ``session``: False once none answered within
+        ``WATCHERS_WAIT`` seconds; True too when the question could not be asked (NATS
+        unreachable: not known to be unwatched)."""
+        async def ask() -> bool:
+            try:
+                await self.core.client.request(self.WATCHERS_SUBJECT, session.encode(), timeout=self.WATCHERS_WAIT)
             except (NatsTimeout, NoRespondersError):
                 return False
             except Exception:

@@ -155,12 +155,20 @@ class TurnRunner:
         chats' turns without dispatching anything (their provider streams and tool calls are
         cancelled; what they would clear on the way out, their activity, is left as it is)."""
         for chat in [chat for chat in self._tasks if chat == session or self._session_of(chat) == session]:
-            running = self._tasks.pop(chat, None)
-            context = self._contexts.pop(chat, None)
-            if context is not None:
-                context.stopped = True
-            if running is not None:
-                running[1].cancel()
+            self.halt(chat)
+
+    def halt(self, chat: str) -> str | None:
+        """Stop ``chat``'s running turn here without dispatching anything (its provider stream
+        and tool calls cancelled; ``forget`` for one chat: a write of the turn was refused by a
+        cluster's log, ``AgentHost``). The id of the turn stopped, or None when none ran."""
+        running = self._tasks.pop(chat, None)
+        context = self._contexts.pop(chat, None)
+        if context is not None:
+            context.stopped = True
+        if running is None:
+            return None
+        running[1].cancel()
+        return running[0]
 
     def _chats_of(self, session: str) -> list[str]:
         state = self._store.state(session) or {}

@@ -111,6 +111,9 @@ class SessionMcp:
         """The servers a turn waits for now → set once a client backgrounded their start."""
         self._waiters = 0
         """Turns of this session waiting in ``wait_started`` now."""
+        self._quiet = False
+        """Set by ``stop(publish=False)``: nothing more is dispatched for the session (another
+        process of a cluster runs it now, and the log would refuse it)."""
         self.manager: McpManager | None = None
         """Created when the session first has an MCP server: the MCP SDK is imported then, in a
         thread (about half a second), so hosts and sessions without MCP servers never pay it."""
@@ -135,7 +138,7 @@ class SessionMcp:
 
     def _publish_state(self, server: str, state: dict[str, Any]) -> None:
         entry = self._entry_id(server)
-        if entry is None or self.session not in self._store:
+        if entry is None or self._quiet or self.session not in self._store:
             return
         for container in (self._store.state(self.session) or {}).get("customizations") or ():
             for child in (container.get("children") or ()) if isinstance(container, dict) else ():
@@ -288,7 +291,12 @@ class SessionMcp:
                 lines.append(status.message or f"MCP server {name!r} is {status.state}.")
         return lines
 
-    async def stop(self) -> None:
+    async def stop(self, *, publish: bool = True) -> None:
+        """Stop the servers (their processes end) and publish them ``stopped``; with ``publish``
+        false, dispatch nothing for the session from now on (a cluster's process that lost it:
+        the process that runs it now publishes its own servers)."""
+        if not publish:
+            self._quiet = True
         if self._meta_timer is not None:
             self._meta_timer.cancel()
             self._meta_timer = None
@@ -336,7 +344,7 @@ class SessionMcp:
 
     def _tools_changed(self, tools: list[McpTool]) -> None:
         state = self._store.state(self.session)
-        if state is None:
+        if state is None or self._quiet:
             return
         # Any MCP tool already listed is this session's (only this object publishes them), including
         # tools a previous host process left in the recovered state: replace them all, keep the rest.

@@ -12,7 +12,8 @@ session is still open (a session closed meanwhile is left alone).
 Contract (see ``CustomizationService`` for the whole): a session's servers start with its first
 turn (``TURN_STARTED``), or at open with ``[mcp] start = "session"``, and stop ``[mcp] idle_stop``
 seconds after its last turn ended (``turn_ended``), or ``[mcp] unwatched_stop`` seconds after it
-with no client connected (``unwatched``), when a client asks (``stop_requested``), or when the
+with no client connected (``unwatched``; in a cluster, no client of any process: ``watched`` on
+the log, asked again every ``unwatched_stop`` seconds while one is), when a client asks (``stop_requested``), or when the
 session closes. A server that crashed or hung at start in this host (``unready``, shared by the
 sessions) is not waited for by a turn.
 """
@@ -172,9 +173,33 @@ class McpSupervisor:
             if limit is None or idle_for < limit - IDLE_SLACK:  # a client came back meanwhile: the longer limit applies
                 self._arm_idle_stop(runtime)
                 return
+            if await self._watched_elsewhere(runtime, idle_for):
+                return
             logger.info("session %s: stopping its MCP servers after %g s without a turn%s", runtime.session, idle_for,
                         "" if self.store.has_subscribers(runtime.session) else " or a client")
             await self.stop_servers(runtime, self.step(runtime, Event.IDLE_ELAPSED))
+
+    async def _watched_elsewhere(self, runtime: SessionCustomizations, idle_for: float) -> bool:
+        """Whether a client of another process of a cluster watches the session, which no client
+        here watches (its turns may run here, forwarded): if so, and ``[mcp] idle_stop`` is not
+        due either, the servers keep running and the question is asked again ``unwatched_stop``
+        seconds later (another process does not say when its last client left), so they stop
+        at most that long after the last watcher anywhere left."""
+        watched = getattr(self.store.log, "watched", None)
+        unwatched_stop = self.config.mcp.unwatched_stop
+        if watched is None or not unwatched_stop or self.store.has_subscribers(runtime.session):
+            return False
+        if not await watched(runtime.session):
+            return False
+        if not self._live(runtime) or runtime.mcp is None:
+            return True  # (closed or stopped meanwhile: nothing to keep running)
+        limit = idle_limit(self.config.mcp.idle_stop, unwatched_stop, watched=True)
+        if limit is not None and idle_for >= limit - IDLE_SLACK:
+            return False  # idle for longer than a watched session's servers are kept
+        delay = unwatched_stop if limit is None else min(unwatched_stop, limit - idle_for)
+        self.cancel_idle_stop(runtime)
+        runtime.idle_stop = asyncio.get_running_loop().call_later(delay, lambda: self._spawn(self._stop_idle(runtime)))
+        return True
 
     async def stop_servers(self, runtime: SessionCustomizations, transition: Transition) -> None:
         """Carry out a transition's ``STOP``: the servers end and their published state is withdrawn."""
@@ -182,6 +207,16 @@ class McpSupervisor:
             mcp, runtime.mcp = runtime.mcp, None
             await mcp.stop()
             mcp.unpublish()
+
+    async def stop_quietly(self, runtime: SessionCustomizations) -> None:
+        """End the session's servers (after a start or stop under way) without publishing them
+        stopped: another process of a cluster runs the session now (``CustomizationService.let_go``;
+        the session is closed here already, so nothing starts them again)."""
+        lock = self._locks.setdefault(runtime.session, asyncio.Lock())
+        async with lock:
+            if runtime.mcp is not None:
+                mcp, runtime.mcp = runtime.mcp, None
+                await mcp.stop(publish=False)
 
     async def apply(self, runtime: SessionCustomizations) -> None:
         specs, owners = self.mcp_specs(runtime)

@@ -71,6 +71,8 @@ Contract:
 - A session restored at host start (``open_session(restored=True)``) runs no SessionStart hook,
   starts no server and asks nothing until a client resumes it (``resumed``: a subscription, or a
   turn); its SessionStart hooks then get ``source: "resume"``.
+- ``let_go(uri)`` (a cluster's process that lost the session to another) ends its MCP servers and
+  hooks' processes here quietly: no ``SessionEnd`` hook, nothing dispatched.
 - ``close_session(uri)`` (disposeSession) runs ``SessionEnd`` hooks (``reason: "other"``), cancels
   its background hooks, stops the session's MCP servers and deletes its hooks' transcript;
   ``stop()`` does that for every session but for their ``SessionEnd`` hooks (host shutdown, keeping
@@ -331,6 +333,23 @@ class CustomizationService:
         if Effect.STOP in transition.effects and runtime.mcp is not None:
             await runtime.mcp.stop()
         if end_hooks and runtime.hooks_ran:
+            await processes.end(runtime.family, None, HOOK_GRACE)
+
+    async def let_go(self, uri: str) -> None:
+        """Another process of a cluster runs the session now (this one lost its lease: cut off,
+        held up, or its lease taken): what this process runs for it ends here, its MCP servers,
+        its background hooks and what its hooks left running, without a ``SessionEnd`` hook (the
+        session goes on) and without dispatching anything (the log would refuse it; the new owner
+        publishes its own servers). The hooks' transcript is kept. Should this process take the
+        session back, ``open_session`` opens it again."""
+        runtime = self.sessions.pop(uri, None)
+        if runtime is None:
+            return
+        self.servers.cancel_idle_stop(runtime)
+        self.servers.step(runtime, Event.CLOSED)
+        await runtime.end_background()
+        await self.servers.stop_quietly(runtime)
+        if runtime.hooks_ran:
             await processes.end(runtime.family, None, HOOK_GRACE)
 
     async def _start_session(self, runtime: SessionCustomizations, *, fire: bool) -> None:

@@ -24,6 +24,7 @@ from ahp import state as internal
 from ahp.state import default_chat_uri
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
+from host.runtime.agents.offline import answer_for
 from tests.conftest import TOKEN
 from tests.host.cluster.conftest import Relay
 from tests.host.cluster.test_process import ROOT, cluster_host, offline_config, statuses, unclocked, until_listed
@@ -600,4 +601,75 @@ async def test_a_terminal_of_a_process_killed_ends_exited_with_a_line_saying_why
         for client in clients:
             await client.close()
         printed = owner.stop() + other.stop()
+    assert "Traceback" not in printed, printed
+
+
+# -- a short cut from NATS mid-turn leaves no hole in the answer ------------------------------------
+
+async def test_a_short_cut_from_nats_mid_turn_ends_the_turn_resumably_with_no_hole_in_its_answer(
+        tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
+    config = slow_config(tmp_path)
+    cut = cluster_host(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
+    other = cluster_host(tmp_path / "two", config, nats_server.url)
+    printed = ""
+    peers: list[Peer] = []
+    message = "Cut me off briefly"
+    try:
+        await cut.start()
+        await other.start()
+        session = f"offline:/{uuid.uuid4()}"
+        chat = default_chat_uri(session)
+        near = Peer(await connect(cut.url, max_size=None))
+        peers.append(near)
+        await near.initialize("near-09", ["0.9.0"])
+        assert (await near.request("createSession", {"channel": session})).get("error") is None
+        await near.request("subscribe", {"channel": chat})
+        far = Peer(await connect(other.url, max_size=None))
+        peers.append(far)
+        await far.initialize("far-09", ["0.9.0"])
+        chat_snapshot = await subscribed(far, chat)
+        turn = await start_turn(near, chat, 1, message)
+        await far.until(lambda: len(of_turn(far, chat, turn, "chat/delta")) >= 3, timeout=30)
+
+        # A cut of about a second (a NATS server restarted), shorter than the 2 s the lease's
+        # renewals leave: the process keeps the session, but what its turn wrote meanwhile was
+        # refused. The turn ends with a resumable error instead of streaming on after a hole.
+        relay.cut()
+        assert (await closed_with(near))[0] == 1013
+        await asyncio.sleep(1)  # (the cut's length: the scenario, not a wait for something)
+        relay.mend()
+        errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
+        assert errors[0]["part"]["resumable"] is True
+        assert not of_turn(far, chat, turn, "chat/turnComplete")
+        ended = mirrored(far, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
+        parts = texts_of(ended, turn)
+        assert [kind for kind, _ in parts] == ["markdown", "error"], parts
+        answer = answer_for(message)
+        assert parts[0][1] and answer.startswith(parts[0][1]) and parts[0][1] != answer  # what was stored, with no hole
+
+        # Resumed, the turn runs again and completes; a client of the cut-off process, back on
+        # NATS, and the other process's client hold the same, which is what the stream said.
+        await resume_and_complete(far, chat, turn)
+        mirror = mirrored(far, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
+        parts = texts_of(mirror, turn)
+        assert [kind for kind, _ in parts] == ["markdown", "error", "markdown"], parts
+        assert answer.startswith(parts[0][1]) and parts[2][1] == answer
+        written = [envelope["serverSeq"] for envelope in far.actions()]
+        assert written == sorted(written) and len(written) == len(set(written))
+        back = await accepted_again(cut.url, peers)
+        held_here: dict[str, Any] = {}
+        for _ in range(200):
+            held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+            if held_here == mirror:
+                break
+            await asyncio.sleep(0.05)
+        assert held_here == mirror
+        held_there = (await far.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        assert held_there == mirror
+    finally:
+        for peer in peers:
+            await peer.close()
+        # (In a thread: the relay the cut-off process stops through runs on this loop, and that
+        # process gives its lease back on the way out.)
+        printed = await asyncio.to_thread(cut.stop) + other.stop()
     assert "Traceback" not in printed, printed
