@@ -60,9 +60,14 @@ the store gets back is that text with ``serverSeq`` added as its last key
 diverge). A message already sent whose acknowledgement does not come (``timeout``, a broken
 connection, a restarting server) may or may not be stored: it is *settled* once the client is
 connected again, while the group's lease lasts, by the group's messages after the last one this
-process knew (each message names its batch and place in it, ``Ahp-Batch: <batch>.<index>``):
+process knew (each message names its batch and place in it, ``Nats-Msg-Id: <batch>.<index>``):
 those found resolve with their numbers, the first not found and the ones after it are sent again,
-fenced as before (``NotOwner`` if another process claimed the group meanwhile). Past the lease the
+fenced as before (``NotOwner`` if another process claimed the group meanwhile), with the same
+names. The name is the message's id for the server's deduplication too: a first sending still on
+its way when the stream was read (a message of the broken connection taken in late) is dropped
+as a copy of the one sent again (or the other way round), within the stream's duplicate window
+(2 minutes, ``DUPLICATE_WINDOW``; a message is sent again only within it), and the copy is
+answered with the first's sequence (``"duplicate": true``). Past the lease the
 group is dropped (only a new ``claim``, which reads the group's last sequence again, lets the
 process write to it again) and its messages are not sent again, but they are read back the same
 way once connected: those found resolve with their numbers (they are in the log every other
@@ -119,14 +124,20 @@ BATCH_LIMIT = 500
 batches, one after another."""
 
 WRONG_LAST_SEQUENCE = 10071
+"""The server's error code for a fenced publish whose expected last sequence is not the last."""
+
+DUPLICATE_WINDOW = 120.0
+"""The stream's duplicate window, seconds (the server's default; ``max_age`` when shorter, as the
+server would): a message sent again carries its first sending's ``Nats-Msg-Id``, and the server
+drops the copy within this window, answering with the first's sequence (``duplicate``). A message
+is sent again only within it (``_settle``)."""
 
 _UNANSWERED = (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError)
 """What a send may fail with that leaves open whether the server stored the batch: settled (``_settle``)."""
-"""The server's error code for a fenced publish whose expected last sequence is not the last."""
 
 KIND = "Ahp-Kind"
 NOW = "Ahp-Now"
-BATCH = "Ahp-Batch"
+MSG_ID = "Nats-Msg-Id"
 EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
 
@@ -198,6 +209,9 @@ class _Flight:
     base: int
     """The group's last sequence this process knew when the batch left (a lost reply's message
     is looked for after it)."""
+    left_at: float
+    """When the batch first left (the loop's clock): it is sent again only within the stream's
+    duplicate window from then."""
     replies: list[bytes | BaseException | None] = field(init=False)
     waiting: int = field(init=False)
 
@@ -210,7 +224,8 @@ class JetStreamLog:
     """The log of one process (open it with :meth:`connect`; see the module docstring)."""
 
     def __init__(self, client: Client, js: JetStreamContext, leases: Leases, snapshots: ObjectStore, *,
-                 stream: str, subjects: Subjects, timeout: float, fast_wire: bool = True) -> None:
+                 stream: str, subjects: Subjects, timeout: float, fast_wire: bool = True,
+                 duplicate_window: float = DUPLICATE_WINDOW) -> None:
         self.client = client
         self.js = js
         self.leases = leases
@@ -218,6 +233,8 @@ class JetStreamLog:
         self.stream = stream
         self.subjects = subjects
         self.timeout = timeout
+        self.duplicate_window = duplicate_window
+        """The stream's duplicate window (seconds): a copy of a message sent again within it is dropped."""
         self.holder = leases.holder
         self._groups: dict[str, _Group] = {}
         self._ready: dict[str, _Group] = {}
@@ -252,17 +269,19 @@ class JetStreamLog:
         subjects = Subjects(prefix)
         # allow_atomic: streams made before kept it (atomic batches are no longer sent), and a
         # stream's configuration must match to be opened again.
+        # duplicate_window: the server's default, written out (streams made before have it).
         config = api.StreamConfig(name=stream, subjects=[subjects.all], storage=api.StorageType.FILE,
-                                  allow_atomic=True, allow_direct=True, max_age=max_age or None)
+                                  allow_atomic=True, allow_direct=True, max_age=max_age or None,
+                                  duplicate_window=min(DUPLICATE_WINDOW, max_age) if max_age else DUPLICATE_WINDOW)
         try:
-            await js.add_stream(config)
+            info = await js.add_stream(config)
         except APIError as error:
             raise LogError(f"cannot create the JetStream stream {stream}: {error}") from error
         bucket = await js.create_key_value(bucket=f"{stream}_LEASES", history=1)
         snapshots = await js.create_object_store(bucket=f"{stream}_SNAPSHOTS")
         leases = Leases(bucket, holder or f"{uuid.uuid4().hex[:12]}", lease_ttl)
         log = cls(client, js, leases, snapshots, stream=stream, subjects=subjects, timeout=timeout,
-                  fast_wire=fast_wire)
+                  fast_wire=fast_wire, duplicate_window=info.config.duplicate_window or 0)
         await log._wire.start()
         log._renewer = asyncio.get_running_loop().create_task(log._renew_forever())
         return log
@@ -461,20 +480,21 @@ class JetStreamLog:
         else:
             batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
         batch_id = self._next_batch_id()
+        left_at = asyncio.get_running_loop().time()
         if len(batch) == 1:  # the common case (a chunk a tick): no flight to count replies in
             only = batch[0]
             headers: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
             headers.update(state.fence)
-            headers[BATCH] = batch_id + ".0"
+            headers[MSG_ID] = batch_id + ".0"
             self._wire.send([(only.subject, headers, only.text.encode())], self.timeout,
-                            functools.partial(self._acked_one, group, state, batch, batch_id, state.last))
+                            functools.partial(self._acked_one, group, state, batch, batch_id, state.last, left_at))
             return
-        flight = _Flight(batch, batch_id, state.last)
+        flight = _Flight(batch, batch_id, state.last, left_at)
         send = self._wire.send
         for index, message in enumerate(self._messages(state, batch, batch_id)):
             send([message], self.timeout, functools.partial(self._acked, group, state, flight, index))
 
-    def _acked_one(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int,
+    def _acked_one(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int, left_at: float,
                    reply: bytes | BaseException) -> None:
         """``_acked`` for a batch of one message (its flight made only if it failed)."""
         if not isinstance(reply, BaseException):
@@ -486,7 +506,7 @@ class JetStreamLog:
                 else:
                     state.sending = False
                 return
-        flight = _Flight(batch, batch_id, base)
+        flight = _Flight(batch, batch_id, base, left_at)
         flight.replies[0] = reply
         flight.waiting = 0
         asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
@@ -580,15 +600,16 @@ class JetStreamLog:
 
     def _messages(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Message]:
         """The messages of ``batch``, each fenced on the group's owner marker (see the module
-        docstring) and named ``<batch id>.<index>`` (``Ahp-Batch``, the index counted from
-        ``first``), so that one whose acknowledgement was lost can be found in the log."""
+        docstring) and named ``<batch id>.<index>`` (``Nats-Msg-Id``, the index counted from
+        ``first``), so that one whose acknowledgement was lost can be found in the log, and a
+        copy sent again is dropped by the server."""
         messages: list[Message] = []
         for index, pending in enumerate(batch, first):
             headers: dict[str, str] = {KIND: pending.kind}
             if pending.now is not None:
                 headers[NOW] = pending.now
             headers.update(state.fence)
-            headers[BATCH] = f"{batch_id}.{index}"
+            headers[MSG_ID] = f"{batch_id}.{index}"
             messages.append((pending.subject, headers, pending.text.encode()))
         return messages
 
@@ -597,13 +618,20 @@ class JetStreamLog:
         """The batch's messages from ``start`` on were not answered (the connection broke, the
         server restarted): each may or may not be stored. Once reconnected, while the group's
         lease is still this process's, read the group's messages after the batch's ``base``:
-        those the batch named (``Ahp-Batch``) were stored; from the first that was not, they are
+        those the batch named (``Nats-Msg-Id``) were stored; from the first that was not, they are
         sent again, fenced as before (so refused, ``NotOwner``, if another process claimed the
-        group meanwhile). Past the lease nothing is sent again, but the same reading is done once
-        connected (``_read_back``): a message the stream holds is never told as refused. Their
-        outcomes."""
+        group meanwhile), with the same ids: a first sending still on its way when the stream was
+        read (a message of the broken connection taken in late) and its copy are not both stored,
+        the server drops whichever comes second within its duplicate window and answers it with
+        the first's sequence. So a message is sent again only while that window, counted from its
+        first sending, has a timeout left to run. Past the lease or the window nothing is sent
+        again, but the same reading is done once connected (``_read_back``): a message the stream
+        holds is never told as refused. Their outcomes."""
         batch = flight.batch
-        while self._groups.get(group) is state and state.lease.until > self.leases._clock():
+        loop = asyncio.get_running_loop()
+        resend_by = flight.left_at + self.duplicate_window - self.timeout
+        while (self._groups.get(group) is state and state.lease.until > self.leases._clock()
+               and loop.time() < resend_by):
             if not self.client.is_connected:
                 await asyncio.sleep(0.05)
                 continue
@@ -620,7 +648,9 @@ class JetStreamLog:
                     outcomes.append(seq)
                 elif index < newest:  # the server took a later one: it refused this one
                     outcomes.append(LogError(f"JetStream refused a record for {group} (its answer was lost)"))
-                else:  # not stored: this one and the ones after it go again, in order
+                elif loop.time() >= resend_by:  # too late to send again without a copy stored
+                    return outcomes + await self._read_back(group, flight, index, error)
+                else:  # not stored: this one and the ones after it go again, in order, with their ids
                     again = [sent(self._wire, [message], self.timeout)
                              for message in self._messages(state, batch[index:], flight.batch_id, index)]
                     replies = await asyncio.gather(*again, return_exceptions=True)
@@ -662,7 +692,7 @@ class JetStreamLog:
         prefix = batch_id + "."
 
         def take(message: Msg, seq: int) -> None:
-            name = (message.headers or {}).get(BATCH, "")
+            name = (message.headers or {}).get(MSG_ID, "")
             if name.startswith(prefix):
                 found[int(name[len(prefix):])] = seq
 
