@@ -61,10 +61,18 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-__all__ = ["FastSender", "Message", "PlainSender", "Sender", "sender", "sent"]
+__all__ = ["FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent"]
 
 Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
+
+Request = tuple[str, str, str]
+"""``(subject, header lines, payload)`` of one request of ``request_each``: the header lines are
+``Name: value`` joined by ``\r\n`` (plain tokens, ASCII, as the log's are), the payload is text
+(sent as UTF-8)."""
+
+Done = Callable[[int, "bytes | BaseException"], None]
+"""``done(index, reply)`` of ``request_each``: the reply's payload or the error of request ``index``."""
 
 _INTERNALS = ("_pending", "_pending_data_size", "_transport", "_max_payload")
 
@@ -82,6 +90,10 @@ class Sender(Protocol):
 
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         """Publish ``messages`` in order, the last as a request; ``done`` gets its reply's payload."""
+
+    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
+        """Send each of ``requests`` as a request of its own, in order, all in one write where the
+        client allows; ``done(index, reply)`` once for each, as its reply comes (or its error)."""
 
 
 def sent(wire: Sender, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
@@ -119,6 +131,11 @@ class PlainSender:
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         asyncio.ensure_future(self._send(messages, timeout, done))
 
+    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
+        for index, (subject, lines, payload) in enumerate(requests):
+            headers = dict(line.split(": ", 1) for line in lines.split("\r\n")) if lines else {}
+            self.send([(subject, headers, payload.encode())], timeout, functools.partial(done, index))
+
     async def _send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         try:
             for subject, headers, payload in messages[:-1]:
@@ -138,8 +155,9 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
-        self._waiting: dict[str, tuple[Callable[[bytes | BaseException], None], float]] = {}
-        """Per call's reply subject: its ``done`` and its deadline (the loop's clock)."""
+        self._waiting: dict[str, tuple[Done, int, float]] = {}
+        """Per request's reply subject: its ``done``, its index for ``done``, and its deadline (the
+        loop's clock)."""
         self._sweep: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
         self._connection: object = _NONE
@@ -180,20 +198,57 @@ class FastSender:
                 return
             line = f"HPUB {subject} {reply} {len(head)} {size}\r\n" if index == last else f"HPUB {subject} {len(head)} {size}\r\n"
             commands += (line.encode(), head, payload, b"\r\n")
+        self._write_now(b"".join(commands))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self._waiting[reply] = (lambda _, answer: done(answer), 0, deadline)
+        if self._sweep is None or deadline < self._sweep_at:
+            self._arm(loop, deadline)
+
+    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
+        client = self.client
+        if not client.is_connected or client._transport is None:
+            for index in range(len(requests)):
+                done(index, ConnectionClosedError())
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        waiting = self._waiting
+        inbox = self._inbox
+        calls = self._calls
+        limit = client._max_payload
+        frames: list[str] = []
+        too_large: list[int] = []
+        for index, (subject, lines, payload) in enumerate(requests):
+            head = f"NATS/1.0\r\n{lines}\r\n\r\n"
+            size = len(head) + (len(payload) if payload.isascii() else len(payload.encode()))
+            if size > limit:
+                too_large.append(index)
+                continue
+            calls += 1
+            reply = f"{inbox}{calls}"
+            frames.append(f"HPUB {subject} {reply} {len(head)} {size}\r\n{head}{payload}\r\n")
+            waiting[reply] = (done, index, deadline)
+        self._calls = calls
+        if frames:
+            self._write_now("".join(frames).encode())
+            if self._sweep is None or deadline < self._sweep_at:
+                self._arm(loop, deadline)
+        for index in too_large:
+            done(index, MaxPayloadError())
+
+    def _write_now(self, data: bytes) -> None:
+        """Hand ``data`` to the connection's transport, behind what the client queued before."""
+        client = self.client
         pending = client._pending
         if pending:  # what the client queued before goes first
-            commands[:0] = pending
+            data = b"".join((*pending, data))
             client._pending = []
             client._pending_data_size = 0
         transport = client._transport
         if getattr(transport, "_io_writer", transport) is not self._connection:
             self._shortcut(transport)
-        self._write(b"".join(commands))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        self._waiting[reply] = (done, deadline)
-        if self._sweep is None or deadline < self._sweep_at:
-            self._arm(loop, deadline)
+        self._write(data)
 
     def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         if self._sweep is not None:
@@ -206,11 +261,12 @@ class FastSender:
         self._sweep = None
         loop = asyncio.get_running_loop()
         now = loop.time() + 0.001  # (a timer may fire a hair before its time)
-        due = [reply for reply, (_, deadline) in self._waiting.items() if deadline <= now]
+        due = [reply for reply, (_, _, deadline) in self._waiting.items() if deadline <= now]
         for reply in due:
-            self._waiting.pop(reply)[0](NatsTimeout())
+            done, index, _ = self._waiting.pop(reply)
+            done(index, NatsTimeout())
         if self._waiting:
-            self._arm(loop, min(deadline for _, deadline in self._waiting.values()))
+            self._arm(loop, min(deadline for _, _, deadline in self._waiting.values()))
 
     async def _reply_later(self, message: Msg) -> None:
         self._reply(message)
@@ -219,11 +275,11 @@ class FastSender:
         waiting = self._waiting.pop(message.subject, None)
         if waiting is None:
             return  # too late: its call already timed out
-        done = waiting[0]
+        done, index, _ = waiting
         if message.headers and message.headers.get("Status") == "503":
-            done(NoRespondersError())
+            done(index, NoRespondersError())
         else:
-            done(message.data)
+            done(index, message.data)
 
     def _shortcut(self, transport: Any) -> None:
         """Take the connection of ``transport`` (nats-py's) on, once per connect: its commands
@@ -278,7 +334,7 @@ class FastSender:
             if waiting is None:
                 continue  # too late: its call already timed out
             try:
-                waiting[0](payload)
+                waiting[0](waiting[1], payload)
             except Exception:  # inside the transport's read callback: nothing may escape into it
                 logger.exception("handling a reply of %s failed", subject)
 

@@ -110,7 +110,7 @@ from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import encode, stamped_action_frame
 from ahp.state.appends import run_key
-from host.cluster._wire import Message, Sender, sender, sent
+from host.cluster._wire import Request, Sender, sender
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
@@ -142,6 +142,9 @@ EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
 
 Kind = Literal["action", "created", "removed", "owner"]
+
+_KIND_LINES = {"created": f"{KIND}: created", "removed": f"{KIND}: removed"}
+"""The header lines of a ``created`` and a ``removed`` record (an action's has its clock too)."""
 Stamped = tuple[str, str]
 """An appended envelope's JSON with its ``serverSeq``, and the ``action`` frame carrying it."""
 
@@ -179,9 +182,9 @@ class Record:
 @dataclass(slots=True)
 class _Pending:
     subject: str
-    kind: Kind
-    now: str | None
-    """An action's ``Ahp-Now``."""
+    lines: str
+    """Its header lines but the fence and the name: ``Ahp-Kind``, and an action's ``Ahp-Now``
+    (the clock reading its reducer used)."""
     text: str
     """The payload: an action's envelope serialised without ``serverSeq``, a created channel's
     ``{"kind", "state"}``, nothing for ``removed``."""
@@ -195,15 +198,17 @@ class _Group:
     last: int
     """The last sequence of the group this process knows (its newest message acknowledged)."""
     queue: list[_Pending]
-    fence: dict[str, str]
-    """The headers that fence every message of the group on this process's owner marker."""
+    fence: str
+    """The header lines that fence every message of the group on this process's owner marker."""
     sending: bool = False
 
 
 @dataclass(slots=True, eq=False)
 class _Flight:
-    """A batch sent: its messages' replies as they come."""
+    """A batch of one group sent: its messages' replies as they come."""
 
+    group: str
+    state: _Group
     batch: list[_Pending]
     batch_id: str
     base: int
@@ -212,6 +217,8 @@ class _Flight:
     left_at: float
     """When the batch first left (the loop's clock): it is sent again only within the stream's
     duplicate window from then."""
+    first: int = 0
+    """The index of its first message among the requests of the write it left in."""
     replies: list[bytes | BaseException | None] = field(init=False)
     waiting: int = field(init=False)
 
@@ -338,11 +345,10 @@ class JetStreamLog:
     def _fence(self, group: str, last: int) -> dict[str, str]:
         return {EXPECTED_LAST: str(last), EXPECTED_SUBJECT: self.subjects.group_filter(group)}
 
-    def _marker_fence(self, group: str, marker: int) -> dict[str, str]:
-        """What fences a message of ``group`` on this process's owner marker at ``marker``: the
-        last message on the group's marker subject must still be it."""
-        return {"Nats-Expected-Last-Subject-Sequence": str(marker),
-                "Nats-Expected-Last-Subject-Sequence-Subject": self.subjects.marker(group)}
+    def _marker_fence(self, group: str, marker: int) -> str:
+        """The header lines that fence a message of ``group`` on this process's owner marker at
+        ``marker``: the last message on the group's marker subject must still be it."""
+        return f"{EXPECTED_LAST}: {marker}\r\n{EXPECTED_SUBJECT}: {self.subjects.marker(group)}"
 
     def _drop(self, group: str, error: LogError) -> None:
         state = self._groups.pop(group, None)
@@ -438,11 +444,12 @@ class JetStreamLog:
                 unnumbered = body.copy()
                 unnumbered.pop("serverSeq", None)
                 text = encode(unnumbered)
-                clock: str | None = str(now)
+                lines = f"{KIND}: action\r\n{NOW}: {now}"
                 subject, group = of(channel, run_key(body["action"]) is not None)
             else:
                 text = encode(body) if kind == "created" else ""
-                clock = body = None
+                lines = _KIND_LINES[kind]
+                body = None
                 subject, group = of(channel)
             state = groups.get(group)
             if not connected:
@@ -450,7 +457,7 @@ class JetStreamLog:
             elif state is None:
                 outcome.set_exception(NotOwner(channel, None))
             else:
-                state.queue.append(_Pending(subject, kind, clock, text, body, outcome))
+                state.queue.append(_Pending(subject, lines, text, body, outcome))
                 ready[group] = state
         if send:
             self._send_tick()
@@ -460,58 +467,50 @@ class JetStreamLog:
 
     def _send_tick(self) -> None:
         """Send the next batch of each group that queued something and has none in flight (one
-        with a batch in flight sends its queue once that is acknowledged: ``_acked``)."""
+        with a batch in flight sends its queue once that is acknowledged: ``_acked``), all of
+        them in one write."""
         self._scheduled = False
         ready, self._ready = self._ready, {}
-        for group, state in ready.items():
-            if state.queue and not state.sending:
-                self._send_next(group, state)
+        self._send_batches([(group, state) for group, state in ready.items() if state.queue and not state.sending])
 
-    def _send_next(self, group: str, state: _Group) -> None:
-        """Send the group's next batch, if it has one and is still this process's: each message
-        a fenced publish of its own, all of them at once; once every acknowledgement came
-        (``_acked``), the next batch leaves. One batch per group is in flight."""
-        if not state.queue or self._groups.get(group) is not state:
-            state.sending = False
-            return
-        state.sending = True
-        if len(state.queue) <= BATCH_LIMIT:
-            batch, state.queue = state.queue, []
-        else:
-            batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
-        batch_id = self._next_batch_id()
+    def _send_batches(self, groups: list[tuple[str, _Group]]) -> None:
+        """Send the next batch of each of ``groups`` that has one and is still this process's:
+        each message a fenced publish of its own with its own acknowledgement, every group's
+        together in one write (``_wire``'s ``request_each``); once every acknowledgement of a
+        group's batch came (``_acked``), its next batch leaves. One batch per group is in flight."""
+        requests: list[Request] = []
+        flights: list[_Flight] = []
         left_at = asyncio.get_running_loop().time()
-        if len(batch) == 1:  # the common case (a chunk a tick): no flight to count replies in
-            only = batch[0]
-            headers: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
-            headers.update(state.fence)
-            headers[MSG_ID] = batch_id + ".0"
-            self._wire.send([(only.subject, headers, only.text.encode())], self.timeout,
-                            functools.partial(self._acked_one, group, state, batch, batch_id, state.last, left_at))
+        for group, state in groups:
+            if not state.queue or self._groups.get(group) is not state:
+                state.sending = False
+                continue
+            state.sending = True
+            if len(state.queue) <= BATCH_LIMIT:
+                batch, state.queue = state.queue, []
+            else:
+                batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
+            self._batches += 1
+            batch_id = f"{self._batch_prefix}{self._batches}"
+            flights.append(_Flight(group, state, batch, batch_id, state.last, left_at, len(requests)))
+            requests += self._requests(state, batch, batch_id)
+        if not flights:
             return
-        flight = _Flight(batch, batch_id, state.last, left_at)
-        send = self._wire.send
-        for index, message in enumerate(self._messages(state, batch, batch_id)):
-            send([message], self.timeout, functools.partial(self._acked, group, state, flight, index))
+        if len(flights) == 1:
+            done: Callable[[int, bytes | BaseException], None] = functools.partial(self._acked, flights[0])
+        else:
+            owners: list[_Flight] = []
+            for flight in flights:
+                owners += [flight] * len(flight.batch)
+            done = functools.partial(self._acked_among, owners)
+        self._wire.request_each(requests, self.timeout, done)
 
-    def _acked_one(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int, left_at: float,
-                   reply: bytes | BaseException) -> None:
-        """``_acked`` for a batch of one message (its flight made only if it failed)."""
-        if not isinstance(reply, BaseException):
-            answer = orjson.loads(reply)
-            if answer.get("error") is None:
-                self._stored(state, batch, [int(answer["seq"])])
-                if state.queue:
-                    self._send_next(group, state)
-                else:
-                    state.sending = False
-                return
-        flight = _Flight(batch, batch_id, base, left_at)
-        flight.replies[0] = reply
-        flight.waiting = 0
-        asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
+    def _acked_among(self, owners: list[_Flight], index: int, reply: bytes | BaseException) -> None:
+        """``_acked`` for request ``index`` of a write that carried several groups' batches."""
+        flight = owners[index]
+        self._acked(flight, index - flight.first, reply)
 
-    def _acked(self, group: str, state: _Group, flight: _Flight, index: int, reply: bytes | BaseException) -> None:
+    def _acked(self, flight: _Flight, index: int, reply: bytes | BaseException) -> None:
         """The reply to the batch's message ``index`` came (or its send failed). Once every reply
         came, the common case, every message stored, is finished here at once; a refusal or a
         lost acknowledgement is worked out in a task (``_after_failure``)."""
@@ -528,18 +527,20 @@ class JetStreamLog:
                 break
             seqs.append(int(parsed["seq"]))
         else:
+            state = flight.state
             self._stored(state, flight.batch, seqs)
             if state.queue:
-                self._send_next(group, state)
+                self._send_batches([(flight.group, state)])
             else:
                 state.sending = False
             return
-        asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
+        asyncio.get_running_loop().create_task(self._after_failure(flight))
 
-    async def _after_failure(self, group: str, state: _Group, flight: _Flight) -> None:
+    async def _after_failure(self, flight: _Flight) -> None:
         """A batch some of whose messages were refused or not answered (those settled first:
         ``_settle``): each stored message resolves with its number, each refused one fails
         (``NotOwner`` when the fence refused it), and then the group is dropped."""
+        group, state = flight.group, flight.state
         outcomes = await self._outcomes(group, state, flight, flight.replies, 0)
         failed: LogError | None = None
         for pending, outcome in zip(flight.batch, outcomes):
@@ -554,7 +555,7 @@ class JetStreamLog:
                 self._drop(group, failed)
             state.sending = False
             return
-        self._send_next(group, state)
+        self._send_batches([(group, state)])
 
     async def _outcomes(self, group: str, state: _Group, flight: _Flight,
                         replies: Sequence[bytes | BaseException | None], start: int) -> list[int | LogError]:
@@ -594,24 +595,31 @@ class JetStreamLog:
                 pending.envelope["serverSeq"] = seq
                 pending.future.set_result(stamped_action_frame(pending.text, seq))
 
-    def _next_batch_id(self) -> str:
-        self._batches += 1
-        return f"{self._batch_prefix}{self._batches}"
-
-    def _messages(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Message]:
+    def _requests(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Request]:
         """The messages of ``batch``, each fenced on the group's owner marker (see the module
         docstring) and named ``<batch id>.<index>`` (``Nats-Msg-Id``, the index counted from
         ``first``), so that one whose acknowledgement was lost can be found in the log, and a
         copy sent again is dropped by the server."""
-        messages: list[Message] = []
-        for index, pending in enumerate(batch, first):
-            headers: dict[str, str] = {KIND: pending.kind}
-            if pending.now is not None:
-                headers[NOW] = pending.now
-            headers.update(state.fence)
-            headers[MSG_ID] = f"{batch_id}.{index}"
-            messages.append((pending.subject, headers, pending.text.encode()))
-        return messages
+        named = f"{state.fence}\r\n{MSG_ID}: {batch_id}."
+        return [(pending.subject, f"{pending.lines}\r\n{named}{index}", pending.text)
+                for index, pending in enumerate(batch, first)]
+
+    def _requested(self, requests: list[Request]) -> list[asyncio.Future[bytes]]:
+        """``requests`` sent (in one write), as futures of their replies."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[bytes]] = [loop.create_future() for _ in requests]
+
+        def done(index: int, reply: bytes | BaseException) -> None:
+            future = futures[index]
+            if future.done():
+                return
+            if isinstance(reply, BaseException):
+                future.set_exception(reply)
+            else:
+                future.set_result(reply)
+
+        self._wire.request_each(requests, self.timeout, done)
+        return futures
 
     async def _settle(self, group: str, state: _Group, flight: _Flight, start: int,
                       error: BaseException | None) -> list[int | LogError]:
@@ -651,8 +659,7 @@ class JetStreamLog:
                 elif loop.time() >= resend_by:  # too late to send again without a copy stored
                     return outcomes + await self._read_back(group, flight, index, error)
                 else:  # not stored: this one and the ones after it go again, in order, with their ids
-                    again = [sent(self._wire, [message], self.timeout)
-                             for message in self._messages(state, batch[index:], flight.batch_id, index)]
+                    again = self._requested(self._requests(state, batch[index:], flight.batch_id, index))
                     replies = await asyncio.gather(*again, return_exceptions=True)
                     return outcomes + await self._outcomes(group, state, flight, replies, index)
             return outcomes
