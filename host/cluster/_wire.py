@@ -53,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -155,9 +156,9 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
-        self._waiting: dict[str, tuple[Done, int, float]] = {}
-        """Per request's reply subject: its ``done``, its index for ``done``, and its deadline (the
-        loop's clock)."""
+        self._waiting: dict[int, tuple[Done, int, float]] = {}
+        """Per request's number (its reply subject is the inbox and the number): its ``done``, its
+        index for ``done``, and its deadline (the loop's clock)."""
         self._sweep: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
         self._connection: object = _NONE
@@ -165,12 +166,13 @@ class FastSender:
         (nats-py keeps its transport object across reconnects and connects it again)."""
         self._write: Callable[[bytes], Any] = lambda data: None
         """Writes to the connection: its asyncio transport's ``write`` (``_shortcut``)."""
-        self._head = b""
-        """How a reply to one of this sender's calls begins on the wire: ``MSG <inbox>``."""
+        self._frame = re.compile(b"")
+        """A reply to one of this sender's calls on the wire: ``MSG <inbox><number> <sid>
+        [<reply>] <size>\r\n`` (the number and the size taken)."""
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
-        self._head = b"MSG " + self._inbox.encode()
+        self._frame = re.compile(re.escape(b"MSG " + self._inbox.encode()) + rb"(\d+) \S+ (?:\S+ )?(\d+)\r\n")
         subscription = await self.client.subscribe(self._inbox + "*", pending_bytes_limit=0)
         if isinstance(getattr(subscription, "_pending_queue", None), asyncio.Queue):
             # No task between the client's read loop and the reply's future: the subscription's
@@ -201,7 +203,7 @@ class FastSender:
         self._write_now(b"".join(commands))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        self._waiting[reply] = (lambda _, answer: done(answer), 0, deadline)
+        self._waiting[self._calls] = (lambda _, answer: done(answer), 0, deadline)
         if self._sweep is None or deadline < self._sweep_at:
             self._arm(loop, deadline)
 
@@ -226,9 +228,8 @@ class FastSender:
                 too_large.append(index)
                 continue
             calls += 1
-            reply = f"{inbox}{calls}"
-            frames.append(f"HPUB {subject} {reply} {len(head)} {size}\r\n{head}{payload}\r\n")
-            waiting[reply] = (done, index, deadline)
+            frames.append(f"HPUB {subject} {inbox}{calls} {len(head)} {size}\r\n{head}{payload}\r\n")
+            waiting[calls] = (done, index, deadline)
         self._calls = calls
         if frames:
             self._write_now("".join(frames).encode())
@@ -272,7 +273,8 @@ class FastSender:
         self._reply(message)
 
     def _reply(self, message: Msg) -> None:
-        waiting = self._waiting.pop(message.subject, None)
+        number = message.subject[len(self._inbox):]
+        waiting = self._waiting.pop(int(number), None) if number.isdigit() else None
         if waiting is None:
             return  # too late: its call already timed out
         done, index, _ = waiting
@@ -302,41 +304,37 @@ class FastSender:
         """What arrived on the connection: the complete ``MSG`` frames on this sender's inbox at its
         head taken here while the read loop is idle, the rest fed to the reader (see the module
         docstring)."""
-        head = self._head
-        if (not data.startswith(head) or reader._waiter is None or reader._buffer  # type: ignore[attr-defined]
+        frame = self._frame.match
+        found = frame(data)
+        if (found is None or reader._waiter is None or reader._buffer  # type: ignore[attr-defined]
                 or parser.buf or parser.state != _AWAITING_CONTROL_LINE):
             feed(data)
             return
-        taken: list[tuple[str, bytes]] = []
+        taken: list[tuple[int, bytes]] = []
         at = 0
-        while data.startswith(head, at):
-            end_of_line = data.find(b"\r\n", at)
-            if end_of_line < 0:
-                break
-            fields = data[at + 4:end_of_line].split()  # subject, sid, [reply,] size
-            if len(fields) not in (3, 4) or not fields[-1].isdigit():
-                break
-            start = end_of_line + 2
-            end = start + int(fields[-1])
+        while found is not None:
+            start = found.end()
+            end = start + int(found[2])
             if data[end:end + 2] != b"\r\n":
                 break  # not all here yet (or not a frame): the parser's business
-            taken.append((fields[0].decode(), data[start:end]))
+            taken.append((int(found[1]), data[start:end]))
             at = end + 2
+            found = frame(data, at)
         if at < len(data):
             feed(data[at:])
         if not taken:
             return
         stats = self.client.stats
         stats["in_msgs"] += len(taken)
-        for subject, payload in taken:
+        for number, payload in taken:
             stats["in_bytes"] += len(payload)
-            waiting = self._waiting.pop(subject, None)
+            waiting = self._waiting.pop(number, None)
             if waiting is None:
                 continue  # too late: its call already timed out
             try:
                 waiting[0](waiting[1], payload)
             except Exception:  # inside the transport's read callback: nothing may escape into it
-                logger.exception("handling a reply of %s failed", subject)
+                logger.exception("handling the reply to request %d failed", number)
 
 
 class _HandOn(asyncio.Queue[Msg]):
