@@ -222,13 +222,13 @@ class FastSender:
         frames: list[str] = []
         too_large: list[int] = []
         for index, (subject, lines, payload) in enumerate(requests):
-            head = f"NATS/1.0\r\n{lines}\r\n\r\n"
-            size = len(head) + (len(payload) if payload.isascii() else len(payload.encode()))
+            head = len(lines) + 14  # NATS/1.0\r\n<lines>\r\n\r\n
+            size = head + (len(payload) if payload.isascii() else len(payload.encode()))
             if size > limit:
                 too_large.append(index)
                 continue
             calls += 1
-            frames.append(f"HPUB {subject} {inbox}{calls} {len(head)} {size}\r\n{head}{payload}\r\n")
+            frames.append(f"HPUB {subject} {inbox}{calls} {head} {size}\r\nNATS/1.0\r\n{lines}\r\n\r\n{payload}\r\n")
             waiting[calls] = (done, index, deadline)
         self._calls = calls
         if frames:

@@ -471,16 +471,33 @@ class JetStreamLog:
         them in one write."""
         self._scheduled = False
         ready, self._ready = self._ready, {}
+        if len(ready) == 1:
+            for group, state in ready.items():
+                if state.queue and not state.sending:
+                    self._send_batches(((group, state),))
+            return
         self._send_batches([(group, state) for group, state in ready.items() if state.queue and not state.sending])
 
-    def _send_batches(self, groups: list[tuple[str, _Group]]) -> None:
+    def _send_batches(self, groups: Sequence[tuple[str, _Group]]) -> None:
         """Send the next batch of each of ``groups`` that has one and is still this process's:
         each message a fenced publish of its own with its own acknowledgement, every group's
         together in one write (``_wire``'s ``request_each``); once every acknowledgement of a
         group's batch came (``_acked``), its next batch leaves. One batch per group is in flight."""
+        left_at = asyncio.get_running_loop().time()
+        if len(groups) == 1:
+            group, state = groups[0]
+            if len(state.queue) == 1 and self._groups.get(group) is state:  # the common case: a chunk a tick
+                only = state.queue[0]
+                state.queue = []
+                state.sending = True
+                self._batches += 1
+                batch_id = f"{self._batch_prefix}{self._batches}"
+                request = (only.subject, f"{only.lines}\r\n{state.fence}\r\n{MSG_ID}: {batch_id}.0", only.text)
+                self._wire.request_each([request], self.timeout, functools.partial(
+                    self._acked_one, group, state, only, batch_id, state.last, left_at))
+                return
         requests: list[Request] = []
         flights: list[_Flight] = []
-        left_at = asyncio.get_running_loop().time()
         for group, state in groups:
             if not state.queue or self._groups.get(group) is not state:
                 state.sending = False
@@ -504,6 +521,32 @@ class JetStreamLog:
                 owners += [flight] * len(flight.batch)
             done = functools.partial(self._acked_among, owners)
         self._wire.request_each(requests, self.timeout, done)
+
+    def _acked_one(self, group: str, state: _Group, only: _Pending, batch_id: str, base: int, left_at: float,
+                   index: int, reply: bytes | BaseException) -> None:
+        """``_acked`` for a batch of one message (its flight made only if it failed)."""
+        if not isinstance(reply, BaseException):
+            answer = orjson.loads(reply)
+            if answer.get("error") is None:
+                seq = int(answer["seq"])
+                if seq > state.last:
+                    state.last = seq
+                future = only.future
+                if not future.done():
+                    if only.envelope is None:
+                        future.set_result(seq)
+                    else:
+                        only.envelope["serverSeq"] = seq
+                        future.set_result(stamped_action_frame(only.text, seq))
+                if state.queue:
+                    self._send_batches(((group, state),))
+                else:
+                    state.sending = False
+                return
+        flight = _Flight(group, state, [only], batch_id, base, left_at)
+        flight.replies[0] = reply
+        flight.waiting = 0
+        asyncio.get_running_loop().create_task(self._after_failure(flight))
 
     def _acked_among(self, owners: list[_Flight], index: int, reply: bytes | BaseException) -> None:
         """``_acked`` for request ``index`` of a write that carried several groups' batches."""
