@@ -310,31 +310,29 @@ class FastSender:
                 or parser.buf or parser.state != _AWAITING_CONTROL_LINE):
             feed(data)
             return
-        taken: list[tuple[int, bytes]] = []
-        at = 0
+        waiting = self._waiting
+        taken = size = at = 0
         while found is not None:
             start = found.end()
             end = start + int(found[2])
             if data[end:end + 2] != b"\r\n":
                 break  # not all here yet (or not a frame): the parser's business
-            taken.append((int(found[1]), data[start:end]))
+            taken += 1
+            size += end - start
             at = end + 2
+            call = waiting.pop(int(found[1]), None)
+            if call is not None:  # (else too late: its call already timed out)
+                try:
+                    call[0](call[1], data[start:end])
+                except Exception:  # inside the transport's read callback: nothing may escape into it
+                    logger.exception("handling the reply to request %s failed", found[1])
             found = frame(data, at)
+        if taken:
+            stats = self.client.stats
+            stats["in_msgs"] += taken
+            stats["in_bytes"] += size
         if at < len(data):
             feed(data[at:])
-        if not taken:
-            return
-        stats = self.client.stats
-        stats["in_msgs"] += len(taken)
-        for number, payload in taken:
-            stats["in_bytes"] += len(payload)
-            waiting = self._waiting.pop(number, None)
-            if waiting is None:
-                continue  # too late: its call already timed out
-            try:
-                waiting[0](waiting[1], payload)
-            except Exception:  # inside the transport's read callback: nothing may escape into it
-                logger.exception("handling the reply to request %d failed", number)
 
 
 class _HandOn(asyncio.Queue[Msg]):
