@@ -1,7 +1,12 @@
-"""How a batch of messages leaves for NATS and how its one acknowledgement comes back: the log's
+"""How the log's messages leave for NATS and how their acknowledgements come back: the log's
 one seam onto the NATS client's internals, with a plain twin on its public API.
 
-``sender(client)`` gives an object with one method, ``send(messages, timeout, done)``: ``messages``
+``sender(client)`` gives an object with two ways to send. ``request_each(requests, timeout,
+done)``, what the log uses: each of ``requests`` (``(subject, header lines, payload text)``) is a
+request of its own, all of them written to the connection at once (the fast sender: one write for
+a tick's messages of every group); ``done(index, reply)`` is called once for each, on the client's
+loop, with its reply's payload or the client's own error as below (one too large fails alone).
+``send(messages, timeout, done)``: ``messages``
 is a list of ``(subject, headers, payload)``; every message but the last is published, the last as
 a request; ``done`` is called once, on the client's loop, with the reply's payload (bytes) or with
 the client's own error (an exception object, not raised) (``nats.errors.TimeoutError`` when no reply comes within ``timeout``,
@@ -17,7 +22,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
 * :class:`FastSender` does the same work with less on the way, leaning on three internals of
   nats-py's ``Client`` (``_pending``, ``_pending_data_size``, ``_transport``): it writes the
   ``HPUB`` commands itself (the headers are the log's own, plain tokens, so they are joined
-  without the client's per-header checks) and hands them to the transport at once (the asyncio
+  without the client's per-header checks; a ``request_each`` call's frames are built as one text
+  and encoded once) and hands them to the transport at once (the asyncio
   transport under the client's stream writer, ``_transport._io_writer.transport``), behind
   whatever the client had pending, instead of waking the client's flusher task; replies come to
   one subscription of its own (``_INBOX.<id>.*``), each to the future of its call, handed on by

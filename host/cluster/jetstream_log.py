@@ -43,14 +43,18 @@ the NATS server; the server writes its files through to disk every two minutes (
 SQLite journal's ``synchronous=NORMAL``. A tick's records of one group are then not stored all or
 nothing: a process cut off or fenced between two of them has the first stored and the rest
 refused, as between two ticks.
-Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
+Groups go out side by side: every message of the tick, of every group that queued, leaves in one
+write to the connection (``host.cluster._wire``'s ``request_each``: one round trip for the tick,
+not one per group or per chunk, and one write, not one per message); within a
 group one batch is in flight at a time, so that its messages keep the order of the appends across
 a refusal or a settling. What a group appends meanwhile waits and leaves as the next batch (group
 commit). A caller that has a whole tick at hand hands it over in one call and it leaves at once
 (``queue_tick``: the port's ``ClusterLog`` does), and a tick visits only the groups that queued
 something. A message leaves through ``host.cluster._wire`` (the one place that leans on the NATS
 client's internals, with a plain twin on its public API) and its acknowledgement is handled by a
-callback, without a task; only a refusal or a lost acknowledgement is worked out in one. An
+callback, without a task; only a refusal or a lost acknowledgement is worked out in one. A
+message's headers are text built once per record from its group's fence, written when the group
+was claimed, and its name; a batch of one record (a chunk a tick) is answered without a flight. An
 envelope is serialised once: the payload is its JSON without ``serverSeq``, and the stamped JSON
 the store gets back is that text with ``serverSeq`` added as its last key
 (``ahp.jsonrpc.stamped_action_frame``), the same text a reader of the stream rebuilds.
