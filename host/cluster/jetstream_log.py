@@ -156,7 +156,8 @@ Stamped = tuple[str, str]
 class Outcome(Protocol):
     """Where a queued record's result goes (``JetStreamLog.queue``): an ``asyncio`` future, or a
     caller's own object that takes it at once, inside the acknowledgement's callback (no loop turn
-    in between: it must not raise, and must not wait)."""
+    in between: it must not raise but ``asyncio.InvalidStateError`` when it is done already, and
+    must not wait)."""
 
     def done(self) -> bool: ...
 
@@ -535,13 +536,14 @@ class JetStreamLog:
                 seq = int(answer["seq"])
                 if seq > state.last:
                     state.last = seq
-                future = only.future
-                if not future.done():
+                try:  # (as in ``_stored``)
                     if only.envelope is None:
-                        future.set_result(seq)
+                        only.future.set_result(seq)
                     else:
                         only.envelope["serverSeq"] = seq
-                        future.set_result(stamped_action_frame(only.text, seq))
+                        only.future.set_result(stamped_action_frame(only.text, seq))
+                except asyncio.InvalidStateError:
+                    pass
                 if state.queue:
                     self._send_batches(((group, state),))
                 else:
@@ -634,13 +636,14 @@ class JetStreamLog:
         if seqs:
             state.last = max(state.last, seqs[-1])
         for pending, seq in zip(batch, seqs):
-            if pending.future.done():
-                continue
-            if pending.envelope is None:
-                pending.future.set_result(seq)
-            else:
-                pending.envelope["serverSeq"] = seq
-                pending.future.set_result(stamped_action_frame(pending.text, seq))
+            try:  # (an outcome already done, a future its caller cancelled, is left as it is)
+                if pending.envelope is None:
+                    pending.future.set_result(seq)
+                else:
+                    pending.envelope["serverSeq"] = seq
+                    pending.future.set_result(stamped_action_frame(pending.text, seq))
+            except asyncio.InvalidStateError:
+                pass
 
     def _requests(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Request]:
         """The messages of ``batch``, each fenced on the group's owner marker (see the module
