@@ -10,9 +10,9 @@ move), for the two implementations of ``host.state.log.OrderedLog``:
   temporary directory (numbering, one serialisation, the replay window, the text-run rows, group
   commits to SQLite in WAL mode);
 * **cluster**: ``host.cluster.ordered_log.ClusterLog`` on a real ``nats-server`` (the wheel's,
-  started here, outside valgrind), on the caller's event loop: the tick handed to the core, one
-  fenced publish or atomic batch per tick, the acknowledgement, the envelopes stamped and
-  serialised, the tick's futures and durability callbacks;
+  started here, outside valgrind), on the caller's event loop: the tick handed to the core, a
+  fenced publish per record, all of the tick's in one write, their acknowledgements, the envelopes
+  stamped and serialised, the tick's futures and durability callbacks;
 * **core**: ``host.cluster.jetstream_log.JetStreamLog`` alone: what ``ClusterLog``'s own layer
   (the port's tick, ``when_durable``) costs is the difference.
 

@@ -1,7 +1,12 @@
-"""How a batch of messages leaves for NATS and how its one acknowledgement comes back: the log's
+"""How the log's messages leave for NATS and how their acknowledgements come back: the log's
 one seam onto the NATS client's internals, with a plain twin on its public API.
 
-``sender(client)`` gives an object with one method, ``send(messages, timeout, done)``: ``messages``
+``sender(client)`` gives an object with two ways to send. ``request_each(requests, timeout,
+done)``, what the log uses: each of ``requests`` (``(subject, header lines, payload text)``) is a
+request of its own, all of them written to the connection at once (the fast sender: one write for
+a tick's messages of every group); ``done(index, reply)`` is called once for each, on the client's
+loop, with its reply's payload or the client's own error as below (one too large fails alone).
+``send(messages, timeout, done)``: ``messages``
 is a list of ``(subject, headers, payload)``; every message but the last is published, the last as
 a request; ``done`` is called once, on the client's loop, with the reply's payload (bytes) or with
 the client's own error (an exception object, not raised) (``nats.errors.TimeoutError`` when no reply comes within ``timeout``,
@@ -17,7 +22,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
 * :class:`FastSender` does the same work with less on the way, leaning on three internals of
   nats-py's ``Client`` (``_pending``, ``_pending_data_size``, ``_transport``): it writes the
   ``HPUB`` commands itself (the headers are the log's own, plain tokens, so they are joined
-  without the client's per-header checks) and hands them to the transport at once (the asyncio
+  without the client's per-header checks; a ``request_each`` call's frames are built as one text
+  and encoded once) and hands them to the transport at once (the asyncio
   transport under the client's stream writer, ``_transport._io_writer.transport``), behind
   whatever the client had pending, instead of waking the client's flusher task; replies come to
   one subscription of its own (``_INBOX.<id>.*``), each to the future of its call, handed on by
@@ -53,6 +59,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -61,10 +68,18 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-__all__ = ["FastSender", "Message", "PlainSender", "Sender", "sender", "sent"]
+__all__ = ["FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent"]
 
 Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
+
+Request = tuple[str, str, str]
+"""``(subject, header lines, payload)`` of one request of ``request_each``: the header lines are
+``Name: value`` joined by ``\r\n`` (plain tokens, ASCII, as the log's are), the payload is text
+(sent as UTF-8)."""
+
+Done = Callable[[int, "bytes | BaseException"], None]
+"""``done(index, reply)`` of ``request_each``: the reply's payload or the error of request ``index``."""
 
 _INTERNALS = ("_pending", "_pending_data_size", "_transport", "_max_payload")
 
@@ -82,6 +97,10 @@ class Sender(Protocol):
 
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         """Publish ``messages`` in order, the last as a request; ``done`` gets its reply's payload."""
+
+    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
+        """Send each of ``requests`` as a request of its own, in order, all in one write where the
+        client allows; ``done(index, reply)`` once for each, as its reply comes (or its error)."""
 
 
 def sent(wire: Sender, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
@@ -119,6 +138,11 @@ class PlainSender:
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         asyncio.ensure_future(self._send(messages, timeout, done))
 
+    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
+        for index, (subject, lines, payload) in enumerate(requests):
+            headers = dict(line.split(": ", 1) for line in lines.split("\r\n")) if lines else {}
+            self.send([(subject, headers, payload.encode())], timeout, functools.partial(done, index))
+
     async def _send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         try:
             for subject, headers, payload in messages[:-1]:
@@ -138,8 +162,9 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
-        self._waiting: dict[str, tuple[Callable[[bytes | BaseException], None], float]] = {}
-        """Per call's reply subject: its ``done`` and its deadline (the loop's clock)."""
+        self._waiting: dict[int, tuple[Done, int, float]] = {}
+        """Per request's number (its reply subject is the inbox and the number): its ``done``, its
+        index for ``done``, and its deadline (the loop's clock)."""
         self._sweep: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
         self._connection: object = _NONE
@@ -147,12 +172,13 @@ class FastSender:
         (nats-py keeps its transport object across reconnects and connects it again)."""
         self._write: Callable[[bytes], Any] = lambda data: None
         """Writes to the connection: its asyncio transport's ``write`` (``_shortcut``)."""
-        self._head = b""
-        """How a reply to one of this sender's calls begins on the wire: ``MSG <inbox>``."""
+        self._frame = re.compile(b"")
+        """A reply to one of this sender's calls on the wire: ``MSG <inbox><number> <sid>
+        [<reply>] <size>\r\n`` (the number and the size taken)."""
 
     async def start(self) -> None:
         self._inbox = self.client.new_inbox() + "."
-        self._head = b"MSG " + self._inbox.encode()
+        self._frame = re.compile(re.escape(b"MSG " + self._inbox.encode()) + rb"(\d+) \S+ (?:\S+ )?(\d+)\r\n")
         subscription = await self.client.subscribe(self._inbox + "*", pending_bytes_limit=0)
         if isinstance(getattr(subscription, "_pending_queue", None), asyncio.Queue):
             # No task between the client's read loop and the reply's future: the subscription's
@@ -180,20 +206,56 @@ class FastSender:
                 return
             line = f"HPUB {subject} {reply} {len(head)} {size}\r\n" if index == last else f"HPUB {subject} {len(head)} {size}\r\n"
             commands += (line.encode(), head, payload, b"\r\n")
+        self._write_now(b"".join(commands))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self._waiting[self._calls] = (lambda _, answer: done(answer), 0, deadline)
+        if self._sweep is None or deadline < self._sweep_at:
+            self._arm(loop, deadline)
+
+    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
+        client = self.client
+        if not client.is_connected or client._transport is None:
+            for index in range(len(requests)):
+                done(index, ConnectionClosedError())
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        waiting = self._waiting
+        inbox = self._inbox
+        calls = self._calls
+        limit = client._max_payload
+        frames: list[str] = []
+        too_large: list[int] = []
+        for index, (subject, lines, payload) in enumerate(requests):
+            head = len(lines) + 14  # NATS/1.0\r\n<lines>\r\n\r\n
+            size = head + (len(payload) if payload.isascii() else len(payload.encode()))
+            if size > limit:
+                too_large.append(index)
+                continue
+            calls += 1
+            frames.append(f"HPUB {subject} {inbox}{calls} {head} {size}\r\nNATS/1.0\r\n{lines}\r\n\r\n{payload}\r\n")
+            waiting[calls] = (done, index, deadline)
+        self._calls = calls
+        if frames:
+            self._write_now("".join(frames).encode())
+            if self._sweep is None or deadline < self._sweep_at:
+                self._arm(loop, deadline)
+        for index in too_large:
+            done(index, MaxPayloadError())
+
+    def _write_now(self, data: bytes) -> None:
+        """Hand ``data`` to the connection's transport, behind what the client queued before."""
+        client = self.client
         pending = client._pending
         if pending:  # what the client queued before goes first
-            commands[:0] = pending
+            data = b"".join((*pending, data))
             client._pending = []
             client._pending_data_size = 0
         transport = client._transport
         if getattr(transport, "_io_writer", transport) is not self._connection:
             self._shortcut(transport)
-        self._write(b"".join(commands))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        self._waiting[reply] = (done, deadline)
-        if self._sweep is None or deadline < self._sweep_at:
-            self._arm(loop, deadline)
+        self._write(data)
 
     def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         if self._sweep is not None:
@@ -206,24 +268,26 @@ class FastSender:
         self._sweep = None
         loop = asyncio.get_running_loop()
         now = loop.time() + 0.001  # (a timer may fire a hair before its time)
-        due = [reply for reply, (_, deadline) in self._waiting.items() if deadline <= now]
+        due = [reply for reply, (_, _, deadline) in self._waiting.items() if deadline <= now]
         for reply in due:
-            self._waiting.pop(reply)[0](NatsTimeout())
+            done, index, _ = self._waiting.pop(reply)
+            done(index, NatsTimeout())
         if self._waiting:
-            self._arm(loop, min(deadline for _, deadline in self._waiting.values()))
+            self._arm(loop, min(deadline for _, _, deadline in self._waiting.values()))
 
     async def _reply_later(self, message: Msg) -> None:
         self._reply(message)
 
     def _reply(self, message: Msg) -> None:
-        waiting = self._waiting.pop(message.subject, None)
+        number = message.subject[len(self._inbox):]
+        waiting = self._waiting.pop(int(number), None) if number.isdigit() else None
         if waiting is None:
             return  # too late: its call already timed out
-        done = waiting[0]
+        done, index, _ = waiting
         if message.headers and message.headers.get("Status") == "503":
-            done(NoRespondersError())
+            done(index, NoRespondersError())
         else:
-            done(message.data)
+            done(index, message.data)
 
     def _shortcut(self, transport: Any) -> None:
         """Take the connection of ``transport`` (nats-py's) on, once per connect: its commands
@@ -246,41 +310,35 @@ class FastSender:
         """What arrived on the connection: the complete ``MSG`` frames on this sender's inbox at its
         head taken here while the read loop is idle, the rest fed to the reader (see the module
         docstring)."""
-        head = self._head
-        if (not data.startswith(head) or reader._waiter is None or reader._buffer  # type: ignore[attr-defined]
+        frame = self._frame.match
+        found = frame(data)
+        if (found is None or reader._waiter is None or reader._buffer  # type: ignore[attr-defined]
                 or parser.buf or parser.state != _AWAITING_CONTROL_LINE):
             feed(data)
             return
-        taken: list[tuple[str, bytes]] = []
-        at = 0
-        while data.startswith(head, at):
-            end_of_line = data.find(b"\r\n", at)
-            if end_of_line < 0:
-                break
-            fields = data[at + 4:end_of_line].split()  # subject, sid, [reply,] size
-            if len(fields) not in (3, 4) or not fields[-1].isdigit():
-                break
-            start = end_of_line + 2
-            end = start + int(fields[-1])
+        waiting = self._waiting
+        taken = size = at = 0
+        while found is not None:
+            start = found.end()
+            end = start + int(found[2])
             if data[end:end + 2] != b"\r\n":
                 break  # not all here yet (or not a frame): the parser's business
-            taken.append((fields[0].decode(), data[start:end]))
+            taken += 1
+            size += end - start
             at = end + 2
+            call = waiting.pop(int(found[1]), None)
+            if call is not None:  # (else too late: its call already timed out)
+                try:
+                    call[0](call[1], data[start:end])
+                except Exception:  # inside the transport's read callback: nothing may escape into it
+                    logger.exception("handling the reply to request %s failed", found[1])
+            found = frame(data, at)
+        if taken:
+            stats = self.client.stats
+            stats["in_msgs"] += taken
+            stats["in_bytes"] += size
         if at < len(data):
             feed(data[at:])
-        if not taken:
-            return
-        stats = self.client.stats
-        stats["in_msgs"] += len(taken)
-        for subject, payload in taken:
-            stats["in_bytes"] += len(payload)
-            waiting = self._waiting.pop(subject, None)
-            if waiting is None:
-                continue  # too late: its call already timed out
-            try:
-                waiting[0](payload)
-            except Exception:  # inside the transport's read callback: nothing may escape into it
-                logger.exception("handling a reply of %s failed", subject)
 
 
 class _HandOn(asyncio.Queue[Msg]):

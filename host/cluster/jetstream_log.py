@@ -43,14 +43,18 @@ the NATS server; the server writes its files through to disk every two minutes (
 SQLite journal's ``synchronous=NORMAL``. A tick's records of one group are then not stored all or
 nothing: a process cut off or fenced between two of them has the first stored and the rest
 refused, as between two ticks.
-Groups go out side by side (one round trip for the tick, not one per group or per chunk); within a
+Groups go out side by side: every message of the tick, of every group that queued, leaves in one
+write to the connection (``host.cluster._wire``'s ``request_each``: one round trip for the tick,
+not one per group or per chunk, and one write, not one per message); within a
 group one batch is in flight at a time, so that its messages keep the order of the appends across
 a refusal or a settling. What a group appends meanwhile waits and leaves as the next batch (group
 commit). A caller that has a whole tick at hand hands it over in one call and it leaves at once
 (``queue_tick``: the port's ``ClusterLog`` does), and a tick visits only the groups that queued
 something. A message leaves through ``host.cluster._wire`` (the one place that leans on the NATS
 client's internals, with a plain twin on its public API) and its acknowledgement is handled by a
-callback, without a task; only a refusal or a lost acknowledgement is worked out in one. An
+callback, without a task; only a refusal or a lost acknowledgement is worked out in one. A
+message's headers are text built once per record from its group's fence, written when the group
+was claimed, and its name; a batch of one record (a chunk a tick) is answered without a flight. An
 envelope is serialised once: the payload is its JSON without ``serverSeq``, and the stamped JSON
 the store gets back is that text with ``serverSeq`` added as its last key
 (``ahp.jsonrpc.stamped_action_frame``), the same text a reader of the stream rebuilds.
@@ -60,9 +64,14 @@ the store gets back is that text with ``serverSeq`` added as its last key
 diverge). A message already sent whose acknowledgement does not come (``timeout``, a broken
 connection, a restarting server) may or may not be stored: it is *settled* once the client is
 connected again, while the group's lease lasts, by the group's messages after the last one this
-process knew (each message names its batch and place in it, ``Ahp-Batch: <batch>.<index>``):
+process knew (each message names its batch and place in it, ``Nats-Msg-Id: <batch>.<index>``):
 those found resolve with their numbers, the first not found and the ones after it are sent again,
-fenced as before (``NotOwner`` if another process claimed the group meanwhile). Past the lease the
+fenced as before (``NotOwner`` if another process claimed the group meanwhile), with the same
+names. The name is the message's id for the server's deduplication too: a first sending still on
+its way when the stream was read (a message of the broken connection taken in late) is dropped
+as a copy of the one sent again (or the other way round), within the stream's duplicate window
+(2 minutes, ``DUPLICATE_WINDOW``; a message is sent again only within it), and the copy is
+answered with the first's sequence (``"duplicate": true``). Past the lease the
 group is dropped (only a new ``claim``, which reads the group's last sequence again, lets the
 process write to it again) and its messages are not sent again, but they are read back the same
 way once connected: those found resolve with their numbers (they are in the log every other
@@ -105,7 +114,7 @@ from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import encode, stamped_action_frame
 from ahp.state.appends import run_key
-from host.cluster._wire import Message, Sender, sender, sent
+from host.cluster._wire import Request, Sender, sender
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
@@ -119,18 +128,27 @@ BATCH_LIMIT = 500
 batches, one after another."""
 
 WRONG_LAST_SEQUENCE = 10071
+"""The server's error code for a fenced publish whose expected last sequence is not the last."""
+
+DUPLICATE_WINDOW = 120.0
+"""The stream's duplicate window, seconds (the server's default; ``max_age`` when shorter, as the
+server would): a message sent again carries its first sending's ``Nats-Msg-Id``, and the server
+drops the copy within this window, answering with the first's sequence (``duplicate``). A message
+is sent again only within it (``_settle``)."""
 
 _UNANSWERED = (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError)
 """What a send may fail with that leaves open whether the server stored the batch: settled (``_settle``)."""
-"""The server's error code for a fenced publish whose expected last sequence is not the last."""
 
 KIND = "Ahp-Kind"
 NOW = "Ahp-Now"
-BATCH = "Ahp-Batch"
+MSG_ID = "Nats-Msg-Id"
 EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
 
 Kind = Literal["action", "created", "removed", "owner"]
+
+_KIND_LINES = {"created": f"{KIND}: created", "removed": f"{KIND}: removed"}
+"""The header lines of a ``created`` and a ``removed`` record (an action's has its clock too)."""
 Stamped = tuple[str, str]
 """An appended envelope's JSON with its ``serverSeq``, and the ``action`` frame carrying it."""
 
@@ -138,7 +156,8 @@ Stamped = tuple[str, str]
 class Outcome(Protocol):
     """Where a queued record's result goes (``JetStreamLog.queue``): an ``asyncio`` future, or a
     caller's own object that takes it at once, inside the acknowledgement's callback (no loop turn
-    in between: it must not raise, and must not wait)."""
+    in between: it must not raise but ``asyncio.InvalidStateError`` when it is done already, and
+    must not wait)."""
 
     def done(self) -> bool: ...
 
@@ -168,9 +187,9 @@ class Record:
 @dataclass(slots=True)
 class _Pending:
     subject: str
-    kind: Kind
-    now: str | None
-    """An action's ``Ahp-Now``."""
+    lines: str
+    """Its header lines but the fence and the name: ``Ahp-Kind``, and an action's ``Ahp-Now``
+    (the clock reading its reducer used)."""
     text: str
     """The payload: an action's envelope serialised without ``serverSeq``, a created channel's
     ``{"kind", "state"}``, nothing for ``removed``."""
@@ -184,20 +203,27 @@ class _Group:
     last: int
     """The last sequence of the group this process knows (its newest message acknowledged)."""
     queue: list[_Pending]
-    fence: dict[str, str]
-    """The headers that fence every message of the group on this process's owner marker."""
+    fence: str
+    """The header lines that fence every message of the group on this process's owner marker."""
     sending: bool = False
 
 
 @dataclass(slots=True, eq=False)
 class _Flight:
-    """A batch sent: its messages' replies as they come."""
+    """A batch of one group sent: its messages' replies as they come."""
 
+    group: str
+    state: _Group
     batch: list[_Pending]
     batch_id: str
     base: int
     """The group's last sequence this process knew when the batch left (a lost reply's message
     is looked for after it)."""
+    left_at: float
+    """When the batch first left (the loop's clock): it is sent again only within the stream's
+    duplicate window from then."""
+    first: int = 0
+    """The index of its first message among the requests of the write it left in."""
     replies: list[bytes | BaseException | None] = field(init=False)
     waiting: int = field(init=False)
 
@@ -210,7 +236,8 @@ class JetStreamLog:
     """The log of one process (open it with :meth:`connect`; see the module docstring)."""
 
     def __init__(self, client: Client, js: JetStreamContext, leases: Leases, snapshots: ObjectStore, *,
-                 stream: str, subjects: Subjects, timeout: float, fast_wire: bool = True) -> None:
+                 stream: str, subjects: Subjects, timeout: float, fast_wire: bool = True,
+                 duplicate_window: float = DUPLICATE_WINDOW) -> None:
         self.client = client
         self.js = js
         self.leases = leases
@@ -218,6 +245,8 @@ class JetStreamLog:
         self.stream = stream
         self.subjects = subjects
         self.timeout = timeout
+        self.duplicate_window = duplicate_window
+        """The stream's duplicate window (seconds): a copy of a message sent again within it is dropped."""
         self.holder = leases.holder
         self._groups: dict[str, _Group] = {}
         self._ready: dict[str, _Group] = {}
@@ -252,17 +281,19 @@ class JetStreamLog:
         subjects = Subjects(prefix)
         # allow_atomic: streams made before kept it (atomic batches are no longer sent), and a
         # stream's configuration must match to be opened again.
+        # duplicate_window: the server's default, written out (streams made before have it).
         config = api.StreamConfig(name=stream, subjects=[subjects.all], storage=api.StorageType.FILE,
-                                  allow_atomic=True, allow_direct=True, max_age=max_age or None)
+                                  allow_atomic=True, allow_direct=True, max_age=max_age or None,
+                                  duplicate_window=min(DUPLICATE_WINDOW, max_age) if max_age else DUPLICATE_WINDOW)
         try:
-            await js.add_stream(config)
+            info = await js.add_stream(config)
         except APIError as error:
             raise LogError(f"cannot create the JetStream stream {stream}: {error}") from error
         bucket = await js.create_key_value(bucket=f"{stream}_LEASES", history=1)
         snapshots = await js.create_object_store(bucket=f"{stream}_SNAPSHOTS")
         leases = Leases(bucket, holder or f"{uuid.uuid4().hex[:12]}", lease_ttl)
         log = cls(client, js, leases, snapshots, stream=stream, subjects=subjects, timeout=timeout,
-                  fast_wire=fast_wire)
+                  fast_wire=fast_wire, duplicate_window=info.config.duplicate_window or 0)
         await log._wire.start()
         log._renewer = asyncio.get_running_loop().create_task(log._renew_forever())
         return log
@@ -319,11 +350,10 @@ class JetStreamLog:
     def _fence(self, group: str, last: int) -> dict[str, str]:
         return {EXPECTED_LAST: str(last), EXPECTED_SUBJECT: self.subjects.group_filter(group)}
 
-    def _marker_fence(self, group: str, marker: int) -> dict[str, str]:
-        """What fences a message of ``group`` on this process's owner marker at ``marker``: the
-        last message on the group's marker subject must still be it."""
-        return {"Nats-Expected-Last-Subject-Sequence": str(marker),
-                "Nats-Expected-Last-Subject-Sequence-Subject": self.subjects.marker(group)}
+    def _marker_fence(self, group: str, marker: int) -> str:
+        """The header lines that fence a message of ``group`` on this process's owner marker at
+        ``marker``: the last message on the group's marker subject must still be it."""
+        return f"{EXPECTED_LAST}: {marker}\r\n{EXPECTED_SUBJECT}: {self.subjects.marker(group)}"
 
     def _drop(self, group: str, error: LogError) -> None:
         state = self._groups.pop(group, None)
@@ -419,11 +449,12 @@ class JetStreamLog:
                 unnumbered = body.copy()
                 unnumbered.pop("serverSeq", None)
                 text = encode(unnumbered)
-                clock: str | None = str(now)
+                lines = f"{KIND}: action\r\n{NOW}: {now}"
                 subject, group = of(channel, run_key(body["action"]) is not None)
             else:
                 text = encode(body) if kind == "created" else ""
-                clock = body = None
+                lines = _KIND_LINES[kind]
+                body = None
                 subject, group = of(channel)
             state = groups.get(group)
             if not connected:
@@ -431,7 +462,7 @@ class JetStreamLog:
             elif state is None:
                 outcome.set_exception(NotOwner(channel, None))
             else:
-                state.queue.append(_Pending(subject, kind, clock, text, body, outcome))
+                state.queue.append(_Pending(subject, lines, text, body, outcome))
                 ready[group] = state
         if send:
             self._send_tick()
@@ -441,57 +472,94 @@ class JetStreamLog:
 
     def _send_tick(self) -> None:
         """Send the next batch of each group that queued something and has none in flight (one
-        with a batch in flight sends its queue once that is acknowledged: ``_acked``)."""
+        with a batch in flight sends its queue once that is acknowledged: ``_acked``), all of
+        them in one write."""
         self._scheduled = False
         ready, self._ready = self._ready, {}
-        for group, state in ready.items():
-            if state.queue and not state.sending:
-                self._send_next(group, state)
-
-    def _send_next(self, group: str, state: _Group) -> None:
-        """Send the group's next batch, if it has one and is still this process's: each message
-        a fenced publish of its own, all of them at once; once every acknowledgement came
-        (``_acked``), the next batch leaves. One batch per group is in flight."""
-        if not state.queue or self._groups.get(group) is not state:
-            state.sending = False
+        if len(ready) == 1:
+            for group, state in ready.items():
+                if state.queue and not state.sending:
+                    self._send_batches(((group, state),))
             return
-        state.sending = True
-        if len(state.queue) <= BATCH_LIMIT:
-            batch, state.queue = state.queue, []
+        self._send_batches([(group, state) for group, state in ready.items() if state.queue and not state.sending])
+
+    def _send_batches(self, groups: Sequence[tuple[str, _Group]]) -> None:
+        """Send the next batch of each of ``groups`` that has one and is still this process's:
+        each message a fenced publish of its own with its own acknowledgement, every group's
+        together in one write (``_wire``'s ``request_each``); once every acknowledgement of a
+        group's batch came (``_acked``), its next batch leaves. One batch per group is in flight."""
+        left_at = asyncio.get_running_loop().time()
+        if len(groups) == 1:
+            group, state = groups[0]
+            if len(state.queue) == 1 and self._groups.get(group) is state:  # the common case: a chunk a tick
+                only = state.queue[0]
+                state.queue = []
+                state.sending = True
+                self._batches += 1
+                batch_id = f"{self._batch_prefix}{self._batches}"
+                request = (only.subject, f"{only.lines}\r\n{state.fence}\r\n{MSG_ID}: {batch_id}.0", only.text)
+                self._wire.request_each([request], self.timeout, functools.partial(
+                    self._acked_one, group, state, only, batch_id, state.last, left_at))
+                return
+        requests: list[Request] = []
+        flights: list[_Flight] = []
+        for group, state in groups:
+            if not state.queue or self._groups.get(group) is not state:
+                state.sending = False
+                continue
+            state.sending = True
+            if len(state.queue) <= BATCH_LIMIT:
+                batch, state.queue = state.queue, []
+            else:
+                batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
+            self._batches += 1
+            batch_id = f"{self._batch_prefix}{self._batches}"
+            flights.append(_Flight(group, state, batch, batch_id, state.last, left_at, len(requests)))
+            requests += self._requests(state, batch, batch_id)
+        if not flights:
+            return
+        if len(flights) == 1:
+            done: Callable[[int, bytes | BaseException], None] = functools.partial(self._acked, flights[0])
         else:
-            batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
-        batch_id = self._next_batch_id()
-        if len(batch) == 1:  # the common case (a chunk a tick): no flight to count replies in
-            only = batch[0]
-            headers: dict[str, str] = {KIND: only.kind, NOW: only.now} if only.now is not None else {KIND: only.kind}
-            headers.update(state.fence)
-            headers[BATCH] = batch_id + ".0"
-            self._wire.send([(only.subject, headers, only.text.encode())], self.timeout,
-                            functools.partial(self._acked_one, group, state, batch, batch_id, state.last))
-            return
-        flight = _Flight(batch, batch_id, state.last)
-        send = self._wire.send
-        for index, message in enumerate(self._messages(state, batch, batch_id)):
-            send([message], self.timeout, functools.partial(self._acked, group, state, flight, index))
+            owners: list[_Flight] = []
+            for flight in flights:
+                owners += [flight] * len(flight.batch)
+            done = functools.partial(self._acked_among, owners)
+        self._wire.request_each(requests, self.timeout, done)
 
-    def _acked_one(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int,
-                   reply: bytes | BaseException) -> None:
+    def _acked_one(self, group: str, state: _Group, only: _Pending, batch_id: str, base: int, left_at: float,
+                   index: int, reply: bytes | BaseException) -> None:
         """``_acked`` for a batch of one message (its flight made only if it failed)."""
         if not isinstance(reply, BaseException):
             answer = orjson.loads(reply)
             if answer.get("error") is None:
-                self._stored(state, batch, [int(answer["seq"])])
+                seq = int(answer["seq"])
+                if seq > state.last:
+                    state.last = seq
+                try:  # (as in ``_stored``)
+                    if only.envelope is None:
+                        only.future.set_result(seq)
+                    else:
+                        only.envelope["serverSeq"] = seq
+                        only.future.set_result(stamped_action_frame(only.text, seq))
+                except asyncio.InvalidStateError:
+                    pass
                 if state.queue:
-                    self._send_next(group, state)
+                    self._send_batches(((group, state),))
                 else:
                     state.sending = False
                 return
-        flight = _Flight(batch, batch_id, base)
+        flight = _Flight(group, state, [only], batch_id, base, left_at)
         flight.replies[0] = reply
         flight.waiting = 0
-        asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
+        asyncio.get_running_loop().create_task(self._after_failure(flight))
 
-    def _acked(self, group: str, state: _Group, flight: _Flight, index: int, reply: bytes | BaseException) -> None:
+    def _acked_among(self, owners: list[_Flight], index: int, reply: bytes | BaseException) -> None:
+        """``_acked`` for request ``index`` of a write that carried several groups' batches."""
+        flight = owners[index]
+        self._acked(flight, index - flight.first, reply)
+
+    def _acked(self, flight: _Flight, index: int, reply: bytes | BaseException) -> None:
         """The reply to the batch's message ``index`` came (or its send failed). Once every reply
         came, the common case, every message stored, is finished here at once; a refusal or a
         lost acknowledgement is worked out in a task (``_after_failure``)."""
@@ -508,18 +576,20 @@ class JetStreamLog:
                 break
             seqs.append(int(parsed["seq"]))
         else:
+            state = flight.state
             self._stored(state, flight.batch, seqs)
             if state.queue:
-                self._send_next(group, state)
+                self._send_batches([(flight.group, state)])
             else:
                 state.sending = False
             return
-        asyncio.get_running_loop().create_task(self._after_failure(group, state, flight))
+        asyncio.get_running_loop().create_task(self._after_failure(flight))
 
-    async def _after_failure(self, group: str, state: _Group, flight: _Flight) -> None:
+    async def _after_failure(self, flight: _Flight) -> None:
         """A batch some of whose messages were refused or not answered (those settled first:
         ``_settle``): each stored message resolves with its number, each refused one fails
         (``NotOwner`` when the fence refused it), and then the group is dropped."""
+        group, state = flight.group, flight.state
         outcomes = await self._outcomes(group, state, flight, flight.replies, 0)
         failed: LogError | None = None
         for pending, outcome in zip(flight.batch, outcomes):
@@ -534,7 +604,7 @@ class JetStreamLog:
                 self._drop(group, failed)
             state.sending = False
             return
-        self._send_next(group, state)
+        self._send_batches([(group, state)])
 
     async def _outcomes(self, group: str, state: _Group, flight: _Flight,
                         replies: Sequence[bytes | BaseException | None], start: int) -> list[int | LogError]:
@@ -566,44 +636,60 @@ class JetStreamLog:
         if seqs:
             state.last = max(state.last, seqs[-1])
         for pending, seq in zip(batch, seqs):
-            if pending.future.done():
-                continue
-            if pending.envelope is None:
-                pending.future.set_result(seq)
-            else:
-                pending.envelope["serverSeq"] = seq
-                pending.future.set_result(stamped_action_frame(pending.text, seq))
+            try:  # (an outcome already done, a future its caller cancelled, is left as it is)
+                if pending.envelope is None:
+                    pending.future.set_result(seq)
+                else:
+                    pending.envelope["serverSeq"] = seq
+                    pending.future.set_result(stamped_action_frame(pending.text, seq))
+            except asyncio.InvalidStateError:
+                pass
 
-    def _next_batch_id(self) -> str:
-        self._batches += 1
-        return f"{self._batch_prefix}{self._batches}"
-
-    def _messages(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Message]:
+    def _requests(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Request]:
         """The messages of ``batch``, each fenced on the group's owner marker (see the module
-        docstring) and named ``<batch id>.<index>`` (``Ahp-Batch``, the index counted from
-        ``first``), so that one whose acknowledgement was lost can be found in the log."""
-        messages: list[Message] = []
-        for index, pending in enumerate(batch, first):
-            headers: dict[str, str] = {KIND: pending.kind}
-            if pending.now is not None:
-                headers[NOW] = pending.now
-            headers.update(state.fence)
-            headers[BATCH] = f"{batch_id}.{index}"
-            messages.append((pending.subject, headers, pending.text.encode()))
-        return messages
+        docstring) and named ``<batch id>.<index>`` (``Nats-Msg-Id``, the index counted from
+        ``first``), so that one whose acknowledgement was lost can be found in the log, and a
+        copy sent again is dropped by the server."""
+        named = f"{state.fence}\r\n{MSG_ID}: {batch_id}."
+        return [(pending.subject, f"{pending.lines}\r\n{named}{index}", pending.text)
+                for index, pending in enumerate(batch, first)]
+
+    def _requested(self, requests: list[Request]) -> list[asyncio.Future[bytes]]:
+        """``requests`` sent (in one write), as futures of their replies."""
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[bytes]] = [loop.create_future() for _ in requests]
+
+        def done(index: int, reply: bytes | BaseException) -> None:
+            future = futures[index]
+            if future.done():
+                return
+            if isinstance(reply, BaseException):
+                future.set_exception(reply)
+            else:
+                future.set_result(reply)
+
+        self._wire.request_each(requests, self.timeout, done)
+        return futures
 
     async def _settle(self, group: str, state: _Group, flight: _Flight, start: int,
                       error: BaseException | None) -> list[int | LogError]:
         """The batch's messages from ``start`` on were not answered (the connection broke, the
         server restarted): each may or may not be stored. Once reconnected, while the group's
         lease is still this process's, read the group's messages after the batch's ``base``:
-        those the batch named (``Ahp-Batch``) were stored; from the first that was not, they are
+        those the batch named (``Nats-Msg-Id``) were stored; from the first that was not, they are
         sent again, fenced as before (so refused, ``NotOwner``, if another process claimed the
-        group meanwhile). Past the lease nothing is sent again, but the same reading is done once
-        connected (``_read_back``): a message the stream holds is never told as refused. Their
-        outcomes."""
+        group meanwhile), with the same ids: a first sending still on its way when the stream was
+        read (a message of the broken connection taken in late) and its copy are not both stored,
+        the server drops whichever comes second within its duplicate window and answers it with
+        the first's sequence. So a message is sent again only while that window, counted from its
+        first sending, has a timeout left to run. Past the lease or the window nothing is sent
+        again, but the same reading is done once connected (``_read_back``): a message the stream
+        holds is never told as refused. Their outcomes."""
         batch = flight.batch
-        while self._groups.get(group) is state and state.lease.until > self.leases._clock():
+        loop = asyncio.get_running_loop()
+        resend_by = flight.left_at + self.duplicate_window - self.timeout
+        while (self._groups.get(group) is state and state.lease.until > self.leases._clock()
+               and loop.time() < resend_by):
             if not self.client.is_connected:
                 await asyncio.sleep(0.05)
                 continue
@@ -620,9 +706,10 @@ class JetStreamLog:
                     outcomes.append(seq)
                 elif index < newest:  # the server took a later one: it refused this one
                     outcomes.append(LogError(f"JetStream refused a record for {group} (its answer was lost)"))
-                else:  # not stored: this one and the ones after it go again, in order
-                    again = [sent(self._wire, [message], self.timeout)
-                             for message in self._messages(state, batch[index:], flight.batch_id, index)]
+                elif loop.time() >= resend_by:  # too late to send again without a copy stored
+                    return outcomes + await self._read_back(group, flight, index, error)
+                else:  # not stored: this one and the ones after it go again, in order, with their ids
+                    again = self._requested(self._requests(state, batch[index:], flight.batch_id, index))
                     replies = await asyncio.gather(*again, return_exceptions=True)
                     return outcomes + await self._outcomes(group, state, flight, replies, index)
             return outcomes
@@ -662,7 +749,7 @@ class JetStreamLog:
         prefix = batch_id + "."
 
         def take(message: Msg, seq: int) -> None:
-            name = (message.headers or {}).get(BATCH, "")
+            name = (message.headers or {}).get(MSG_ID, "")
             if name.startswith(prefix):
                 found[int(name[len(prefix):])] = seq
 

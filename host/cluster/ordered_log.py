@@ -1093,6 +1093,8 @@ class _Tick:
         return self.ended
 
     def set_result(self, result: Any) -> None:
+        if self.ended:
+            raise asyncio.InvalidStateError("this tick's outcome is known already")
         self.results[0] = result
         self.left = 0
         self._end()
@@ -1136,6 +1138,8 @@ class _Slot:
         return self.settled
 
     def set_result(self, result: Any) -> None:
+        if self.settled:
+            raise asyncio.InvalidStateError("this record's outcome is known already")
         self.settled = True
         tick = self.tick
         tick.results[self.index] = result

@@ -28,9 +28,12 @@ class Relay:
     """A TCP relay on 127.0.0.1 to a NATS server: ``cut()`` closes every connection through it and
     refuses new ones (a process cut off from NATS while the others keep it), ``mend()`` lets them in
     again; ``deafen()`` drops what the server sends (acknowledgements lost on the way) and ``mute()``
-    what the clients send (publishes lost on the way) until ``cut``; ``piece`` (bytes), when set,
-    hands on what the server sends in pieces that small, a millisecond apart (a frame split across
-    the client's reads)."""
+    what the clients send (publishes lost on the way) until ``cut``; ``hold()`` keeps back what the
+    clients send, and ``cut`` then leaves those connections' server side open with what was kept,
+    until ``release()`` hands it to the server (messages of a broken connection taken in late,
+    after their sender reconnected), whose answers to them are collected in ``late``; ``piece``
+    (bytes), when set, hands on what the server sends in pieces that small, a millisecond apart (a
+    frame split across the client's reads)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -39,6 +42,11 @@ class Relay:
         self.deaf = False
         self.piece: int | None = None
         self.mute_clients = False
+        self.holding = False
+        self.held: list[tuple[asyncio.StreamWriter, bytearray]] = []
+        """Per connection held: its server side and what its client sent meanwhile."""
+        self.late = bytearray()
+        """What the server answered on the held connections once they were released."""
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -57,11 +65,20 @@ class Relay:
             return
         upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self._writers |= {writer, upstream_writer}
+        kept = bytearray()
 
         async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, from_server: bool) -> None:
             with contextlib.suppress(OSError, asyncio.CancelledError):
                 while data := await source.read(65536):
+                    if from_server and any(upstream_writer is held for held, _ in self.held):
+                        self.late += data  # (its client is gone)
+                        continue
                     if (self.deaf if from_server else self.mute_clients):
+                        continue
+                    if not from_server and self.holding:
+                        if not kept:
+                            self.held.append((upstream_writer, kept))
+                        kept.extend(data)
                         continue
                     if from_server and self.piece:
                         for start in range(0, len(data), self.piece):
@@ -71,6 +88,8 @@ class Relay:
                         continue
                     sink.write(data)
                     await sink.drain()
+            if not from_server and kept:
+                return  # held: its server side stays open for ``release``
             sink.close()
 
         await asyncio.gather(pipe(reader, upstream_writer, False), pipe(upstream_reader, writer, True))
@@ -81,19 +100,34 @@ class Relay:
     def mute(self) -> None:
         self.mute_clients = True
 
+    def hold(self) -> None:
+        self.holding = True
+
     def cut(self) -> None:
         self.open = False
         self.deaf = False
         self.mute_clients = False
+        self.holding = False
+        kept = {held for held, _ in self.held}
         for writer in self._writers:
-            writer.transport.abort()
-        self._writers.clear()
+            if writer not in kept:
+                writer.transport.abort()
+        self._writers = kept
+
+    def release(self) -> None:
+        """Hand what was held to the server (after ``cut``), each connection's in one write."""
+        for upstream, data in self.held:
+            upstream.write(bytes(data))
+            data.clear()
 
     def mend(self) -> None:
         self.open = True
 
     async def stop(self) -> None:
         self.cut()
+        for writer in self._writers:
+            writer.transport.abort()
+        self._writers.clear()
         if self._server is not None:
             self._server.close()
 

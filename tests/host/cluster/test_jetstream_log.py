@@ -11,11 +11,12 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from ahp.state.channels import default_chat_uri
-from host.cluster.jetstream_log import JetStreamLog, Record
+from host.cluster.jetstream_log import JetStreamLog, Record, Stamped
 from host.cluster.nats_server import EmbeddedNats
 from host.state.log import LogError, LogUnavailable, NotOwner
 from tests.host.cluster.conftest import Relay
@@ -47,6 +48,32 @@ async def read_line(process: subprocess.Popen[str], want: str, timeout: float = 
         lines.append(line.strip())
         if line.startswith(want):
             return lines
+
+
+async def three_unanswered(writer: JetStreamLog, log: JetStreamLog, relay: Relay,
+                           lose: Literal["deafen", "hold"]) -> list[asyncio.Future[Stamped]]:
+    """``writer`` (connected through ``relay``) claims the session and stores step 0; then steps 1, 2
+    and 3 are appended with their answers lost: ``deafen``, the server stores them and its answers
+    are lost on the way back (returns once ``log`` holds them); ``hold``, the relay keeps them back
+    on their way to the server (returns once it holds all three). Their answers, pending."""
+    chat = default_chat_uri(SESSION)
+    await writer.claim(SESSION)
+    await writer.append(chat, 0, step(0))
+    stored_before = await log.last_seq()
+    getattr(relay, lose)()
+    pending = [writer.append(chat, 0, step(i)) for i in (1, 2, 3)]
+    if lose == "deafen":
+        while await log.last_seq() < stored_before + 3:  # stored, unacknowledged
+            await asyncio.sleep(0.02)
+    else:
+        while sum(data.count(b"HPUB ") for _, data in relay.held) < 3:  # on their way, not arrived
+            await asyncio.sleep(0.02)
+    return pending
+
+
+def told_seqs(frames: list[Stamped]) -> list[int]:
+    """The sequences the stamped JSONs of ``frames`` were told."""
+    return [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in frames]
 
 
 @pytest.fixture
@@ -299,13 +326,7 @@ async def test_a_batch_whose_acknowledgement_was_lost_while_its_lease_lapsed_is_
     writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0, lease_ttl=1.5)
     other = await JetStreamLog.connect(nats_server.url, holder="other", lease_ttl=1.5)
     try:
-        await writer.claim(SESSION)
-        await writer.append(chat, 0, step(0))
-        stored_before = await log.last_seq()
-        relay.deafen()  # the server stores what comes, its answers are lost on the way back
-        pending = [writer.append(chat, 0, step(i)) for i in (1, 2, 3)]
-        while await log.last_seq() < stored_before + 3:  # stored, unacknowledged
-            await asyncio.sleep(0.02)
+        pending = await three_unanswered(writer, log, relay, "deafen")
         relay.cut()  # and the writer is cut off past its lease: another process takes the session
         while True:
             try:
@@ -371,13 +392,7 @@ async def test_a_batch_whose_acknowledgement_was_lost_is_settled_by_what_the_log
     chat = default_chat_uri(SESSION)
     writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0)
     try:
-        await writer.claim(SESSION)
-        await writer.append(chat, 0, step(0))
-        stored_before = await log.last_seq()
-        relay.deafen()  # the server stores what comes, its answers are lost on the way back
-        pending = [writer.append(chat, 0, step(i)) for i in (1, 2, 3)]
-        while await log.last_seq() < stored_before + 3:  # stored, unacknowledged
-            await asyncio.sleep(0.02)
+        pending = await three_unanswered(writer, log, relay, "deafen")
         relay.cut()  # the connection breaks; the writer reconnects and asks what the log holds
         relay.mend()
         frames = await asyncio.wait_for(asyncio.gather(*pending), 30)
@@ -409,5 +424,29 @@ async def test_a_batch_that_never_reached_the_server_is_sent_again_once_reconnec
         assert steps(records) == [0, 1, 2, 3]  # sent again, stored once
         assert [int(text.rsplit(":", 1)[1].rstrip("}")) for text, _ in frames] == \
             [r.seq for r in records if r.kind == "action"][1:]
+    finally:
+        await writer.close()
+
+
+async def test_a_record_sent_again_while_its_first_sending_was_still_on_its_way_is_stored_once(
+        nats_server: EmbeddedNats, relay: Relay, log: JetStreamLog) -> None:
+    # The first sending reaches the server only after the writer reconnected, found the records
+    # nowhere in the log and sent them again: the server drops it as a copy (the same Nats-Msg-Id,
+    # within the stream's duplicate window), although its fence on the owner marker still holds.
+    chat = default_chat_uri(SESSION)
+    writer = await JetStreamLog.connect(relay.url, holder="writer", timeout=1.0)
+    try:
+        pending = await three_unanswered(writer, log, relay, "hold")
+        relay.cut()  # the connection breaks with them still on their way
+        relay.mend()
+        frames = await asyncio.wait_for(asyncio.gather(*pending), 30)  # found nowhere: sent again
+        relay.release()  # and the first sending arrives after all
+        while relay.late.count(b'"stream":"AHP"') < 3:  # answered, each of the three
+            await asyncio.sleep(0.02)
+        records = await log.read(0)
+        assert steps(records) == [0, 1, 2, 3]  # stored once
+        assert told_seqs(frames) == [r.seq for r in records if r.kind == "action"][1:]
+        await writer.append(chat, 0, step(4))  # still the owner, still fenced right
+        assert steps(await log.read(0)) == [0, 1, 2, 3, 4]
     finally:
         await writer.close()

@@ -176,6 +176,34 @@ async def test_replies_come_again_once_the_client_reconnected_after_the_server_r
         await responder.close()
 
 
+async def test_requests_sent_each_with_its_own_reply_get_theirs_and_one_too_large_fails_alone(
+        client: Client, wire: Sender) -> None:
+    seen: list[tuple[str, bytes, dict[str, str]]] = []
+
+    async def answer(message: Msg) -> None:
+        seen.append((message.subject, message.data, dict(message.headers or {})))
+        await message.respond(b"got " + message.data)
+
+    await client.subscribe("wire.>", cb=answer)
+    await client.flush()
+    loop = asyncio.get_running_loop()
+    replies: list[asyncio.Future[bytes]] = [loop.create_future() for _ in range(4)]
+
+    def done(index: int, reply: bytes | BaseException) -> None:
+        if isinstance(reply, BaseException):
+            replies[index].set_exception(reply)
+        else:
+            replies[index].set_result(reply)
+
+    wire.request_each([("wire.a", "Ahp-Kind: action\r\nN: 1", "one"), ("wire.b", "N: 2", "x" * (client.max_payload + 1)),
+                       ("wire.c", "N: 3", "drei \u00e9"), ("wire.d", "", "four")], 5, done)
+    told = await asyncio.gather(*replies, return_exceptions=True)
+    assert told[0] == b"got one" and told[2] == "got drei \u00e9".encode() and told[3] == b"got four"
+    assert isinstance(told[1], MaxPayloadError)
+    assert seen == [("wire.a", b"one", {"Ahp-Kind": "action", "N": "1"}), ("wire.c", "drei \u00e9".encode(), {"N": "3"}),
+                    ("wire.d", b"four", {})]
+
+
 async def test_the_log_through_the_plain_sender_numbers_a_tick_and_a_single_append(nats_server: EmbeddedNats) -> None:
     log = await JetStreamLog.connect(nats_server.url, holder="plain", fast_wire=False)
     try:
