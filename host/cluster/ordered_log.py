@@ -98,7 +98,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
-from host.cluster.jetstream_log import JetStreamLog
+from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
@@ -109,9 +109,10 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_Item = tuple[str, str, int, dict[str, Any] | None, "asyncio.Future[Any] | None"]
+_Item = tuple[str, str, int, dict[str, Any] | None, "asyncio.Future[Any] | Outcome | None"]
 """``(kind, channel, now, body, future)`` of one tick: an action's envelope or a created
-channel's ``{"kind", "state"}``; the caller's future (None for ``created``/``removed``)."""
+channel's ``{"kind", "state"}``; the caller's future, or the outcome it gave (``append_told``),
+None for ``created``/``removed``."""
 
 
 class ClusterLog:
@@ -279,6 +280,16 @@ class ClusterLog:
             loop.call_soon(self.flush)
         self._tick.append(("action", channel, now, envelope, future))
         return future
+
+    def append_told(self, channel: str, now: int, envelope: dict[str, Any], outcome: Outcome) -> None:
+        """``append`` with the frame (or the refusal) handed to ``outcome`` (``jetstream_log.Outcome``:
+        the store's ``host.state.awaiting.Pending``) where the acknowledgement is read, with no
+        future and no loop turn in between: the store's lean way for a streamed append
+        (``Store.dispatch_streamed``). Every other step is ``append``'s (the same tick, claims,
+        durability callbacks, snapshots)."""
+        if not self._tick:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._tick.append(("action", channel, now, envelope, outcome))
 
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
         self._queue(("created", channel, 0, {"kind": kind, "state": state}, None), asyncio.get_running_loop())

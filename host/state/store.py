@@ -115,9 +115,13 @@ class Store:
         self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
         number (``host.state.awaiting``); None for a log that answers at once."""
+        self._append_told: Callable[[str, int, dict[str, Any], Pending], None] | None = None
+        """A log that answers later and can tell an append's outcome at once (its optional
+        ``append_told``): the lean way for streamed appends over it (``dispatch_streamed``)."""
         if self._awaiting is not None:
             # ``dispatch`` is this one for such a log: the embedded log's path pays no check for it.
             self.dispatch = self._dispatch_later  # type: ignore[method-assign]
+            self._append_told = getattr(log, "append_told", None)
         self._shared: Callable[[str], bool] | None = getattr(log, "shared", None) if hasattr(log, "forward") else None
         """A shared log's ``shared(channel)``: whether every process changes ``channel`` (the root),
         each change forwarded to the one process that writes it (``_forward_shared``)."""
@@ -329,7 +333,8 @@ class Store:
     def dispatch_streamed(self, channel: str, action: dict[str, Any], key: tuple[Any, ...] | None = None) -> dict[str, Any]:
         """``dispatch`` of a streamed append (``STREAMED``: ``chat/delta``, ``chat/reasoning``,
         ``chat/toolCallDelta``) of the host's own, the lean way when nothing needs more than the
-        channel's run, its journal row, its frame and its token observers: over the embedded log,
+        channel's run, its journal row, its frame and its token observers: over the embedded log
+        (or a networked log that tells an append's outcome at once: ``_dispatch_streamed_later``),
         with no ``observers``, no older turns held out of the chat, and no translator group that
         wants the states. Anything else is ``dispatch`` itself. The same steps as ``dispatch``
         (reduce into the run, number, serialise once, journal, replay window, fan-out, token
@@ -339,7 +344,11 @@ class Store:
         entry = self._channels[channel]
         embedded = self._embedded
         translated = entry.translated
-        if embedded is None or self.observers or self._awaiting is not None or channel in self._older:
+        if self.observers or channel in self._older:
+            return self.dispatch(channel, action)
+        if embedded is None:  # a networked log's lean way, when it has one
+            if self._append_told is not None:
+                return self._dispatch_streamed_later(channel, entry, action, key)
             return self.dispatch(channel, action)
         as_is = True  # every translator group takes the frame unchanged (``fanout.fan_out_streamed``)
         if translated:
@@ -365,6 +374,35 @@ class Store:
                 token_observer(channel, envelope)
             except Exception:
                 logger.exception("store token observer failed on %s", action.get("type"))
+        return envelope
+
+    def _dispatch_streamed_later(self, channel: str, entry: Channel, action: dict[str, Any],
+                                 key: tuple[Any, ...] | None) -> dict[str, Any]:
+        """``dispatch_streamed`` over a log that answers later and tells an append's outcome at
+        once (``append_told``): the same steps as ``_dispatch_later`` without the ones that cannot
+        apply to a streamed append of a session this process runs (nothing read of the states: the
+        channel's state before it is kept as a mark, ``AppendingState.mark``, which a refusal
+        restores); the log hands the frame to the action's ``Pending`` itself, in the callback
+        that reads the acknowledgement, and it is sent there (``_numbered``), in ``serverSeq``
+        order with the rest (``host.state.awaiting``). Anything else is ``dispatch``: a session
+        run elsewhere (or about to be claimed from another process), a translator group that wants
+        the states."""
+        awaiting, told = self._awaiting, self._append_told
+        assert awaiting is not None and told is not None
+        if self.log.owner(channel) is not None:
+            return self.dispatch(channel, action)
+        translated = entry.translated
+        if translated:
+            kind = entry.kind
+            for translator in translated:
+                if not getattr(translator, "streams_as_is", False) and translator.wants_states(kind, action):
+                    return self.dispatch(channel, action)
+        now = self._clock()
+        before = entry.mark()
+        if (entry.apply(action, now) if key is None else entry.apply_keyed(action, now, key)):
+            self._changed.add(channel)
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
+        told(channel, now, envelope, awaiting.told(Pending(channel, entry, envelope, before, None, None, None, streamed=True)))
         return envelope
 
     def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
@@ -435,16 +473,29 @@ class Store:
         channel, entry, envelope = pending.channel, pending.entry, pending.envelope
         action = envelope["action"]
         assert pending.frame is not None
+        if pending.streamed:  # the lean way (``_dispatch_streamed_later``): no states, no observers
+            if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
+                if _as_is(entry):
+                    fan_out_streamed(entry, pending.frame)
+                else:
+                    fan_out(entry, envelope, pending.frame, self._unread)
+            for token_observer in tuple(self.token_observers):
+                try:
+                    token_observer(channel, envelope)
+                except Exception:
+                    logger.exception("store token observer failed on %s", action.get("type"))
+            return
         if not pending.reduced:  # taken over from a lapsed owner: reduced now, in log order
             pending.before = entry.state
             if entry.apply(action, pending.now):
                 self._changed.add(channel)
             pending.after = entry.state
+        before = cast(dict[str, Any], pending.before)  # (a mark only for the lean way, above)
         if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
-            fan_out(entry, envelope, pending.frame, Change(pending.before, pending.after, self))
+            fan_out(entry, envelope, pending.frame, Change(before, pending.after, self))
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
-        self._observe(channel, observers, pending.before, pending.after, envelope, streamed)
+        self._observe(channel, observers, before, pending.after, envelope, streamed)
 
     def _observe(self, channel: str, observers: tuple[Observer, ...], before: dict[str, Any] | None,
                  after: dict[str, Any] | None, envelope: dict[str, Any], streamed: bool) -> None:
@@ -786,3 +837,11 @@ class Store:
                         removed: set[str]) -> Iterator[None]:
         assert self._embedded is not None
         return self._embedded.write_snapshot(journal, upto, seq, pieces, removed)
+
+
+def _as_is(entry: Channel) -> bool:
+    """Whether every translator group of ``entry`` takes a streamed append's frame unchanged."""
+    for translator in entry.translated:
+        if not getattr(translator, "streams_as_is", False):
+            return False
+    return True
