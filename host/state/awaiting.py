@@ -95,8 +95,11 @@ class Pending:
         return self.answered
 
     def set_result(self, frame: str, /) -> None:
-        if not self.answered and self.awaiting is not None:
-            self.awaiting.settled(self, frame, None)
+        awaiting = self.awaiting
+        if not self.answered and awaiting is not None:  # ``Awaiting.settled``, its error-free case
+            self.answered = True
+            self.frame = frame
+            awaiting._drain()
 
     def set_exception(self, error: BaseException, /) -> None:
         if not self.answered and self.awaiting is not None:

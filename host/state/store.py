@@ -115,7 +115,7 @@ class Store:
         self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
         number (``host.state.awaiting``); None for a log that answers at once."""
-        self._append_told: Callable[[str, int, dict[str, Any], Pending], None] | None = None
+        self._append_told: Callable[[str, int, dict[str, Any], Pending], bool] | None = None
         """A log that answers later and can tell an append's outcome at once (its optional
         ``append_told``): the lean way for streamed appends over it (``dispatch_streamed``)."""
         if self._awaiting is not None:
@@ -147,10 +147,11 @@ class Store:
         self.rejection_observers: list[RejectionObserver] = []
         """Called after a client's action was refused (state and seq unchanged)."""
         self.at_end_of_tick: Callable[[Callable[[], None]], None] | None = (
-            self._embedded.at_end_of_tick if self._embedded is not None else None)
+            self._embedded.at_end_of_tick if self._embedded is not None else getattr(log, "at_end_of_tick", None))
         """``at_end_of_tick(callback)``: ``callback`` at the end of this event-loop tick once
-        everything logged is durable, from the log's own end-of-tick commit (the embedded log's;
-        None for another log: wait with ``when_durable`` then)."""
+        everything logged is durable, from the log's own end-of-tick commit (the embedded log's),
+        or, over a networked log that offers it (its optional ``at_end_of_tick``), where it hands
+        out what it numbered; None for another log: wait with ``when_durable`` then."""
         self._unread = Change(None, None, self)
         """What translators get when none wanted the states (every streamed token): one shared
         object, as a ``Change`` is immutable."""
@@ -385,12 +386,10 @@ class Store:
         restores); the log hands the frame to the action's ``Pending`` itself, in the callback
         that reads the acknowledgement, and it is sent there (``_numbered``), in ``serverSeq``
         order with the rest (``host.state.awaiting``). Anything else is ``dispatch``: a session
-        run elsewhere (or about to be claimed from another process), a translator group that wants
-        the states."""
+        this process does not own now (run elsewhere, not claimed yet, a claim under way: the log
+        says so, ``append_told``), a translator group that wants the states."""
         awaiting, told = self._awaiting, self._append_told
         assert awaiting is not None and told is not None
-        if self.log.owner(channel) is not None:
-            return self.dispatch(channel, action)
         translated = entry.translated
         if translated:
             kind = entry.kind
@@ -398,11 +397,13 @@ class Store:
                 if not getattr(translator, "streams_as_is", False) and translator.wants_states(kind, action):
                     return self.dispatch(channel, action)
         now = self._clock()
-        before = entry.mark()
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
+        pending = Pending(channel, entry, envelope, entry.mark(), None, None, None, streamed=True)
+        if not told(channel, now, envelope, pending):  # not this process's session (now): the general way
+            return self.dispatch(channel, action)
+        awaiting.told(pending)
         if (entry.apply(action, now) if key is None else entry.apply_keyed(action, now, key)):
             self._changed.add(channel)
-        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
-        told(channel, now, envelope, awaiting.told(Pending(channel, entry, envelope, before, None, None, None, streamed=True)))
         return envelope
 
     def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
@@ -475,7 +476,7 @@ class Store:
         assert pending.frame is not None
         if pending.streamed:  # the lean way (``_dispatch_streamed_later``): no states, no observers
             if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
-                if _as_is(entry):
+                if not entry.translated or _as_is(entry):
                     fan_out_streamed(entry, pending.frame)
                 else:
                     fan_out(entry, envelope, pending.frame, self._unread)
