@@ -26,7 +26,10 @@ Invariants (each part states its own; these are the ones of the composition):
   ``replace`` is the one change that reaches no subscriber (start-up only).
   A log whose ``append`` answers later (``answers_later``, a networked one) has each action
   reduced at once and finished, fan-out and observers, when its number comes, in ``serverSeq``
-  order; an action it refuses is undone and its client told (``host.state.awaiting``).
+  order; an action it refuses is undone and its client told (``host.state.awaiting``). A
+  streamed append of a session this process runs takes the lean way over such a log too, when
+  it offers ``append_told`` (``dispatch_streamed``): no state read (a mark of it to undo to),
+  finished where the log hands out its acknowledgement.
 * ``seq`` is the log's: it only grows, across restarts too.
 * Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``: ``STREAMED``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
