@@ -628,3 +628,59 @@ async def test_streamed_appends_the_fence_refuses_on_the_lean_way_are_undone_and
     assert refused == ["never ", "sent"]
     assert json.dumps(first.state(CHAT)) == before  # undone: back to the state before the first refused one
     assert sink.texts == [action_frame(seen)[1]]  # nobody saw them
+
+
+class Taker:
+    """Where the log hands an append's outcome at once (``append_told``), noting it in ``seen``."""
+
+    def __init__(self, seen: list[Any], then: Any = None) -> None:
+        self.seen = seen
+        self.then = then
+        self.answered = False
+
+    def done(self) -> bool:
+        return self.answered
+
+    def set_result(self, frame: str) -> None:
+        self.answered = True
+        self.seen.append(json.loads(frame)["params"]["action"]["i"])
+        if self.then is not None:
+            self.then()
+
+    def set_exception(self, error: BaseException) -> None:
+        self.answered = True
+        self.seen.append(error)
+
+
+async def test_an_end_of_tick_write_asked_for_as_frames_are_handed_out_runs_after_them_in_the_same_loop_turn(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = await open_log(nats_server, logs, "writer")
+    await log.append(CHAT, 0, envelope(0))  # the session is this process's from here on
+    seen: list[Any] = []
+    loop = asyncio.get_running_loop()
+
+    def write() -> None:  # as a transport's queue_text asks, once a frame reached it
+        loop.call_soon(seen.append, "next loop turn")
+        log.at_end_of_tick(lambda: seen.append("write"))
+
+    assert log.append_told(CHAT, 0, envelope(1), Taker(seen, write))
+    assert log.append_told(CHAT, 0, envelope(2), Taker(seen))
+    await until(lambda: "next loop turn" in seen)
+    assert seen == [1, 2, "write", "next loop turn"]  # after the tick's frames, before the loop turns again
+
+    # Asked for outside of that (a reply queued while a tick is gathered): once that tick is durable.
+    seen.clear()
+    assert log.append_told(CHAT, 0, envelope(3), Taker(seen))
+    log.at_end_of_tick(lambda: seen.append("write"))
+    await until(lambda: "write" in seen)
+    assert seen == [3, "write"]
+
+
+async def test_a_lean_append_is_taken_only_for_a_session_this_process_owns(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = await open_log(nats_server, logs, "writer")
+    seen: list[Any] = []
+    assert not log.append_told(CHAT, 0, envelope(1), Taker(seen))  # not claimed yet: the caller takes append's way
+    await log.append(CHAT, 0, envelope(0))
+    assert log.append_told(CHAT, 0, envelope(1), Taker(seen))
+    await until(lambda: seen == [1])
