@@ -33,8 +33,11 @@ Each side streams one untimed turn (imports, first-use caches), then, with callg
 instrumentation on, one turn of ``N`` chunks; run for the two ``--chunks`` counts, the difference
 of the totals divided by the difference of the counts is one chunk's instructions, without
 start-up, the turn's start and end, or the handshake. What scales with wall time rather than chunks
-(keep-alive pings; in a cluster, lease renewals) is counted too, at valgrind's pace: a few hundred
-instructions per chunk at most. Needs ``valgrind``.
+(keep-alive pings, timers; in a cluster, lease renewals and their watch, the lapsed-lease check,
+nats-py's flow-control checks) is counted too, at valgrind's pace (10-15 ms a chunk on a busy
+machine): an idle host costs about 0.8 million instructions a second, a cluster process about
+1.5 million, so some 10,000 and 20,000 a chunk; under heavy load a cluster run can lose its lease
+under valgrind and stop, saying the client saw fewer chunks (run it again). Needs ``valgrind``.
 """
 
 from __future__ import annotations

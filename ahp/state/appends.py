@@ -34,8 +34,8 @@ from typing import Any
 
 from ahp.state import reduce as reduce_any
 
-__all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "UNKEYED", "AppendingState", "TextRun", "expand", "extended", "joined",
-           "run_key"]
+__all__ = ["RUN_ACTION_TYPES", "TEXT_APPENDS", "UNKEYED", "AppendingState", "Mark", "TextRun", "expand", "extended",
+           "joined", "run_key"]
 
 RUN_ACTION_TYPES = frozenset({"chat/delta", "chat/reasoning", "chat/toolCallDelta"})
 """Action types that append a string to one text field and may be joined into runs."""
@@ -49,6 +49,11 @@ RUN_KINDS = frozenset({"chat"})
 UNKEYED: Any = ("unkeyed",)
 """Stands for a run key not worked out (:attr:`AppendingState.key` of a kind without runs): a holder
 given it works the key out itself with :func:`run_key`."""
+
+
+Mark = tuple[dict[str, Any], dict[str, Any] | None, list[str] | None, int]
+"""A holder's state as of a moment (:meth:`AppendingState.mark`): its ``shape``, and the template,
+pieces list and count of pieces of the run it held then (None, None, 0 without one)."""
 
 
 def run_key(action: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -188,6 +193,24 @@ class AppendingState:
         """Replace the state outright (a snapshot); an open run is forgotten with the old one."""
         self.shape = state
         self._run = None
+
+    def mark(self) -> Mark:
+        """The state as it is now, without reducing a pending run (O(1)): what :meth:`restore`
+        takes the holder back to. A run's pieces list only grows until the run is used up, when
+        the run takes a new list, so the pieces held now stay as they are in the one kept here."""
+        run = self._run
+        if run is None or not run.pieces:
+            return (self.shape, None, None, 0)
+        return (self.shape, run.template, run.pieces, len(run.pieces))
+
+    def restore(self, mark: Mark) -> None:
+        """Go back to the state :meth:`mark` gave (undoing what was applied since: a networked
+        log refused it), the run it held reduced."""
+        shape, template, pieces, held = mark
+        if held:
+            assert template is not None and pieces is not None
+            shape = self._reduce(self.kind, shape, joined(template, pieces[:held]), 0)
+        self.state = shape
 
     def apply_keyed(self, action: dict[str, Any], now: int, key: tuple[Any, ...]) -> bool:
         """``apply`` of an action whose run key (``key_of(action)``, not None) the caller knows

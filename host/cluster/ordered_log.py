@@ -100,7 +100,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
-from host.cluster.jetstream_log import JetStreamLog
+from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
 from host.state.log import LogError, LogRecord, LogUnavailable, NotOwner, OrderedLog, Recovery, SnapshotSource
@@ -111,9 +111,10 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_Item = tuple[str, str, int, dict[str, Any] | None, "asyncio.Future[Any] | None"]
+_Item = tuple[str, str, int, dict[str, Any] | None, "asyncio.Future[Any] | Outcome | None"]
 """``(kind, channel, now, body, future)`` of one tick: an action's envelope or a created
-channel's ``{"kind", "state"}``; the caller's future (None for ``created``/``removed``)."""
+channel's ``{"kind", "state"}``; the caller's future, or the outcome it gave (``append_told``),
+None for ``created``/``removed``."""
 
 
 class ClusterLog:
@@ -153,6 +154,9 @@ class ClusterLog:
         """Done once the newest tick that had to claim a group has queued its records (``_send``)."""
         self._waiting: deque[tuple[int, Callable[[], None]]] = deque()
         """``when_durable``'s callbacks, each with the number of the newest tick it waits for."""
+        self._finishing = False
+        """Whether a tick's results are being handed out now (``_finish``): ``at_end_of_tick``
+        then waits for its end rather than a loop turn."""
         self._holders: dict[str, str] = {}
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
@@ -282,6 +286,24 @@ class ClusterLog:
         self._tick.append(("action", channel, now, envelope, future))
         return future
 
+    def append_told(self, channel: str, now: int, envelope: dict[str, Any], outcome: Outcome) -> bool:
+        """``append`` of an envelope of a session this process runs, with the frame (or the
+        refusal) handed to ``outcome`` (``jetstream_log.Outcome``: the store's
+        ``host.state.awaiting.Pending``) where the acknowledgement is read, with no future and no
+        loop turn in between: the store's lean way for a streamed append
+        (``Store.dispatch_streamed``). Every other step is ``append``'s (the same tick, fencing,
+        durability callbacks, snapshots). False, and nothing appended, unless this process owns
+        the session's group and no claim of it is under way: the caller takes ``append``'s way
+        (which claims, or reduces only once numbered, as ``owner`` says)."""
+        core = self._core
+        group = group_of(channel)
+        if core is None or not core.owns(group) or group in self._claims:
+            return False
+        if not self._tick:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._tick.append(("action", channel, now, envelope, outcome))
+        return True
+
     def created(self, channel: str, kind: str, state: dict[str, Any]) -> None:
         self._queue(("created", channel, 0, {"kind": kind, "state": state}, None), asyncio.get_running_loop())
 
@@ -385,21 +407,25 @@ class ClusterLog:
     def _finish(self, items: list[_Item], results: list[Any], number: int) -> None:
         """Resolve the futures of tick ``number``, then the durability callbacks waiting for no
         tick older than any still open (a future its caller cancelled is left as it is)."""
-        for (_kind, channel, _, body, future), result in zip(items, results):
-            if isinstance(result, BaseException):
-                if isinstance(result, NotOwner) and result.owner:
-                    self._holders[group_of(channel)] = result.owner
-                if future is None:
-                    self.failures.append(result if isinstance(result, LogError) else LogError(str(result)))
-                elif not future.done():
-                    future.set_exception(result)
-            elif future is not None:
-                assert body is not None
-                seq = body["serverSeq"]
-                if seq > self._seq:
-                    self._seq = seq
-                if not future.done():
-                    future.set_result(result[1])  # the frame; the log keeps the JSON
+        self._finishing = True  # (``at_end_of_tick`` from a future's or an outcome's taker: below)
+        try:
+            for (_kind, channel, _, body, future), result in zip(items, results):
+                if isinstance(result, BaseException):
+                    if isinstance(result, NotOwner) and result.owner:
+                        self._holders[group_of(channel)] = result.owner
+                    if future is None:
+                        self.failures.append(result if isinstance(result, LogError) else LogError(str(result)))
+                    elif not future.done():
+                        future.set_exception(result)
+                elif future is not None:
+                    assert body is not None
+                    seq = body["serverSeq"]
+                    if seq > self._seq:
+                        self._seq = seq
+                    if not future.done():
+                        future.set_result(result[1])  # the frame; the log keeps the JSON
+        finally:
+            self._finishing = False
         del self._open[number]
         waiting = self._waiting
         if not waiting:
@@ -423,6 +449,17 @@ class ClusterLog:
             callback()
         else:
             self._waiting.append((newest, callback))
+
+    def at_end_of_tick(self, callback: Callable[[], None]) -> None:
+        """``when_durable(callback)`` as a transport's end-of-tick write asks for it (the store's
+        ``at_end_of_tick``): from inside the handing out of a tick's results (a frame sent as its
+        action was numbered, ``append_told``), at the end of that handing out, in the same loop
+        turn (once the ticks before it and the one being gathered are durable, as ever); otherwise
+        at the end of this loop turn."""
+        if self._finishing:
+            self._waiting.append((self._flushed + (1 if self._tick else 0), callback))
+        else:
+            asyncio.get_running_loop().call_soon(self.when_durable, callback)
 
     def replay(self, since: int, channels: Iterable[str]) -> Awaitable[list[dict[str, Any]] | None]:
         return asyncio.ensure_future(self._replay(since, list(channels)))

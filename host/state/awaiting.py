@@ -21,6 +21,13 @@ Invariants:
   dropped with it, and whoever dispatched it is told the log's reason (the store's ``on_refused``: a client gets
   a rejection in its own version's shapes); the rejection observers hear of it as of any refusal. Nobody else ever saw it.
 
+**An action the log tells at once.** A log may hand an action's outcome straight to its
+:class:`Pending` (``Awaiting.told``: the pending is the log's ``Outcome``, no future), in the
+callback where the acknowledgement is read: the action finishes there, with no loop turn for a
+future's callbacks (the store's lean way for a streamed append: ``Store.dispatch_streamed``). Such
+an action's ``before`` is a mark of its channel's state (``AppendingState.mark``, no run reduced)
+and is restored the same way if the log refuses it.
+
 What it does not do: an action dropped because an earlier one on its channel was refused may
 still have been stored by the log (a lease claimed again in between): it is logged as a warning
 and this process's state of that channel lacks it until it is read from the log again (no re-read
@@ -38,6 +45,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ahp.state.appends import Mark
 from host.state.channels import Channel
 from host.state.log import LogUnavailable
 
@@ -48,15 +56,19 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True, eq=False)
 class Pending:
-    """One accepted action whose number the log has not given yet."""
+    """One accepted action whose number the log has not given yet; for an action the log tells at
+    once (``Awaiting.told``), also where it tells it (``host.cluster.jetstream_log.Outcome``)."""
 
     channel: str
     entry: Channel
     envelope: dict[str, Any]
-    before: dict[str, Any]
-    """The channel's state before the action: what it goes back to if the log refuses it."""
-    after: dict[str, Any]
-    answer: Awaitable[str]
+    before: dict[str, Any] | Mark
+    """The channel's state before the action: what it goes back to if the log refuses it (a mark
+    of it, ``AppendingState.mark``, for a streamed append the lean way)."""
+    after: dict[str, Any] | None
+    """The state after it; None when the states were not read (the lean way)."""
+    answer: Awaitable[str] | None
+    """The log's future of the frame; None for an action the log tells at once (``told``)."""
     on_refused: Callable[[str], None] | None
     """Called with the log's reason when it refuses the action (tells the client that dispatched
     it, in its own version's shapes)."""
@@ -66,11 +78,32 @@ class Pending:
     """Reduced at dispatch (the usual case). False for an action on a channel another process was
     last seen running: it is reduced only once the log numbered it (the records of the other
     process, followed in, come first), and a refusal has nothing to undo."""
+    streamed: bool = False
+    """A streamed append dispatched the lean way (``Store.dispatch_streamed``): no states were
+    read; it reaches its subscribers and the token observers only."""
     frame: str | None = None
     error: BaseException | None = None
     dropped: bool = False
     """Reduced on top of a refused action of its channel: never sent, never observed."""
-    done: bool = field(default=False)
+    answered: bool = field(default=False)
+    awaiting: Awaiting | None = None
+    """Where ``set_result``/``set_exception`` tell it (an action the log tells at once)."""
+
+    # -- as the log's Outcome (``told``) --------------------------------------------------------
+
+    def done(self) -> bool:
+        return self.answered
+
+    def set_result(self, frame: str, /) -> None:
+        awaiting = self.awaiting
+        if not self.answered and awaiting is not None:  # ``Awaiting.settled``, its error-free case
+            self.answered = True
+            self.frame = frame
+            awaiting._drain()
+
+    def set_exception(self, error: BaseException, /) -> None:
+        if not self.answered and self.awaiting is not None:
+            self.awaiting.settled(self, None, error)
 
 
 class Awaiting:
@@ -88,7 +121,8 @@ class Awaiting:
         return len(self._queue)
 
     def newest_answer(self) -> Any:
-        """The log's answer (a future) for the action added last."""
+        """The log's answer (a future) for the action added last with ``add`` (the store's
+        ``dispatch`` of it returned just before: nothing was added in between)."""
         return self._queue[-1].answer
 
     async def idle(self) -> None:
@@ -106,15 +140,27 @@ class Awaiting:
             pending.answer = future
         future.add_done_callback(lambda done: self._answered(pending, done))
 
+    def told(self, pending: Pending) -> Pending:
+        """Queue ``pending`` (no ``answer``) and return it as the ``Outcome`` the log tells its
+        answer to at once (``settled``)."""
+        pending.awaiting = self
+        self._queue.append(pending)
+        return pending
+
     def _answered(self, pending: Pending, future: Any) -> None:
-        pending.done = True
         if future.cancelled():
-            pending.error = LogUnavailable("the log's answer was cancelled")
+            self.settled(pending, None, LogUnavailable("the log's answer was cancelled"))
         elif future.exception() is not None:
-            pending.error = future.exception()
+            self.settled(pending, None, future.exception())
         else:
-            pending.frame = future.result()
-        if pending.error is not None:
+            self.settled(pending, future.result(), None)
+
+    def settled(self, pending: Pending, frame: str | None, error: BaseException | None) -> None:
+        """The log answered ``pending``: its frame, or why it refused it."""
+        pending.answered = True
+        pending.frame = frame
+        pending.error = error
+        if error is not None:
             self._undo(pending)
         self._drain()
 
@@ -127,7 +173,11 @@ class Awaiting:
             self._refuse(refused, str(refused.error))
             return
         entry = refused.entry
-        entry.state = refused.before
+        before = refused.before
+        if isinstance(before, dict):
+            entry.state = before
+        else:
+            entry.restore(before)
         later = False
         for pending in self._queue:
             if pending is refused:
@@ -139,7 +189,7 @@ class Awaiting:
     def _drain(self) -> None:
         queue = self._queue
         ready: list[Pending] = []
-        while queue and queue[0].done:
+        while queue and queue[0].answered:
             ready.append(queue.popleft())
         if not ready:
             return
@@ -148,7 +198,8 @@ class Awaiting:
             for waiter in idle:
                 if not waiter.done():
                     waiter.set_result(None)
-        ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
+        if len(ready) > 1:
+            ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
         for pending in ready:
             if pending.dropped:
                 if pending.frame is not None:

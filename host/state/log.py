@@ -67,6 +67,16 @@ what ``Networked`` says and stay within the contract):
   streamed text of sessions other processes run (their chats are then held without the text of
   their parts, enough for a session list); the store asks before it serves a channel
   (``Store.hold``).
+* ``append_told(channel, now, envelope, outcome)``, optional (a log that answers later): ``append``
+  of an envelope of a session this process runs, the frame (or the refusal) handed to ``outcome``
+  (``set_result``/``set_exception``, as a future takes them) where the log learns it, with no
+  future and no loop turn in between; False, and nothing appended, when the session is not this
+  process's now (the store then takes ``append``'s way). The store's lean way for a streamed
+  append (``Store.dispatch_streamed``) uses it; every guarantee of ``append`` holds.
+* ``at_end_of_tick(callback)``, optional: ``when_durable(callback)`` for a transport's end-of-tick
+  write, called where the log can run it soonest (a networked log: at the end of handing out an
+  acknowledged tick's frames, in the same loop turn; the embedded log: after its end-of-tick
+  commit). Absent: the transport waits with ``when_durable``.
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``await close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 

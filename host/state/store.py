@@ -26,7 +26,10 @@ Invariants (each part states its own; these are the ones of the composition):
   ``replace`` is the one change that reaches no subscriber (start-up only).
   A log whose ``append`` answers later (``answers_later``, a networked one) has each action
   reduced at once and finished, fan-out and observers, when its number comes, in ``serverSeq``
-  order; an action it refuses is undone and its client told (``host.state.awaiting``).
+  order; an action it refuses is undone and its client told (``host.state.awaiting``). A
+  streamed append of a session this process runs takes the lean way over such a log too, when
+  it offers ``append_told`` (``dispatch_streamed``): no state read (a mark of it to undo to),
+  finished where the log hands out its acknowledgement.
 * ``seq`` is the log's: it only grows, across restarts too.
 * Streamed tokens (``chat/delta``, ``chat/reasoning``, ``chat/toolCallDelta``: ``STREAMED``) reach
   ``observers`` and ``token_observers``; everything else reaches ``observers`` and
@@ -115,9 +118,13 @@ class Store:
         self._awaiting = Awaiting(self._numbered, self._refused) if getattr(log, "answers_later", False) else None
         """For a log whose ``append`` answers later (``host.state.log``): the actions waiting for their
         number (``host.state.awaiting``); None for a log that answers at once."""
+        self._append_told: Callable[[str, int, dict[str, Any], Pending], bool] | None = None
+        """A log that answers later and can tell an append's outcome at once (its optional
+        ``append_told``): the lean way for streamed appends over it (``dispatch_streamed``)."""
         if self._awaiting is not None:
             # ``dispatch`` is this one for such a log: the embedded log's path pays no check for it.
             self.dispatch = self._dispatch_later  # type: ignore[method-assign]
+            self._append_told = getattr(log, "append_told", None)
         self._shared: Callable[[str], bool] | None = getattr(log, "shared", None) if hasattr(log, "forward") else None
         """A shared log's ``shared(channel)``: whether every process changes ``channel`` (the root),
         each change forwarded to the one process that writes it (``_forward_shared``)."""
@@ -143,10 +150,11 @@ class Store:
         self.rejection_observers: list[RejectionObserver] = []
         """Called after a client's action was refused (state and seq unchanged)."""
         self.at_end_of_tick: Callable[[Callable[[], None]], None] | None = (
-            self._embedded.at_end_of_tick if self._embedded is not None else None)
+            self._embedded.at_end_of_tick if self._embedded is not None else getattr(log, "at_end_of_tick", None))
         """``at_end_of_tick(callback)``: ``callback`` at the end of this event-loop tick once
-        everything logged is durable, from the log's own end-of-tick commit (the embedded log's;
-        None for another log: wait with ``when_durable`` then)."""
+        everything logged is durable, from the log's own end-of-tick commit (the embedded log's),
+        or, over a networked log that offers it (its optional ``at_end_of_tick``), where it hands
+        out what it numbered; None for another log: wait with ``when_durable`` then."""
         self._unread = Change(None, None, self)
         """What translators get when none wanted the states (every streamed token): one shared
         object, as a ``Change`` is immutable."""
@@ -329,7 +337,8 @@ class Store:
     def dispatch_streamed(self, channel: str, action: dict[str, Any], key: tuple[Any, ...] | None = None) -> dict[str, Any]:
         """``dispatch`` of a streamed append (``STREAMED``: ``chat/delta``, ``chat/reasoning``,
         ``chat/toolCallDelta``) of the host's own, the lean way when nothing needs more than the
-        channel's run, its journal row, its frame and its token observers: over the embedded log,
+        channel's run, its journal row, its frame and its token observers: over the embedded log
+        (or a networked log that tells an append's outcome at once: ``_dispatch_streamed_later``),
         with no ``observers``, no older turns held out of the chat, and no translator group that
         wants the states. Anything else is ``dispatch`` itself. The same steps as ``dispatch``
         (reduce into the run, number, serialise once, journal, replay window, fan-out, token
@@ -339,7 +348,11 @@ class Store:
         entry = self._channels[channel]
         embedded = self._embedded
         translated = entry.translated
-        if embedded is None or self.observers or self._awaiting is not None or channel in self._older:
+        if self.observers or channel in self._older:
+            return self.dispatch(channel, action)
+        if embedded is None:  # a networked log's lean way, when it has one
+            if self._append_told is not None:
+                return self._dispatch_streamed_later(channel, entry, action, key)
             return self.dispatch(channel, action)
         as_is = True  # every translator group takes the frame unchanged (``fanout.fan_out_streamed``)
         if translated:
@@ -365,6 +378,35 @@ class Store:
                 token_observer(channel, envelope)
             except Exception:
                 logger.exception("store token observer failed on %s", action.get("type"))
+        return envelope
+
+    def _dispatch_streamed_later(self, channel: str, entry: Channel, action: dict[str, Any],
+                                 key: tuple[Any, ...] | None) -> dict[str, Any]:
+        """``dispatch_streamed`` over a log that answers later and tells an append's outcome at
+        once (``append_told``): the same steps as ``_dispatch_later`` without the ones that cannot
+        apply to a streamed append of a session this process runs (nothing read of the states: the
+        channel's state before it is kept as a mark, ``AppendingState.mark``, which a refusal
+        restores); the log hands the frame to the action's ``Pending`` itself, in the callback
+        that reads the acknowledgement, and it is sent there (``_numbered``), in ``serverSeq``
+        order with the rest (``host.state.awaiting``). Anything else is ``dispatch``: a session
+        this process does not own now (run elsewhere, not claimed yet, a claim under way: the log
+        says so, ``append_told``), a translator group that wants the states."""
+        awaiting, told = self._awaiting, self._append_told
+        assert awaiting is not None and told is not None
+        translated = entry.translated
+        if translated:
+            kind = entry.kind
+            for translator in translated:
+                if not getattr(translator, "streams_as_is", False) and translator.wants_states(kind, action):
+                    return self.dispatch(channel, action)
+        now = self._clock()
+        envelope: dict[str, Any] = {"channel": channel, "action": action, "serverSeq": 0}  # the log numbers it
+        pending = Pending(channel, entry, envelope, entry.mark(), None, None, None, streamed=True)
+        if not told(channel, now, envelope, pending):  # not this process's session (now): the general way
+            return self.dispatch(channel, action)
+        awaiting.told(pending)
+        if (entry.apply(action, now) if key is None else entry.apply_keyed(action, now, key)):
+            self._changed.add(channel)
         return envelope
 
     def _dispatch_later(self, channel: str, action: dict[str, Any], origin: dict[str, Any] | None = None,
@@ -435,16 +477,29 @@ class Store:
         channel, entry, envelope = pending.channel, pending.entry, pending.envelope
         action = envelope["action"]
         assert pending.frame is not None
+        if pending.streamed:  # the lean way (``_dispatch_streamed_later``): no states, no observers
+            if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
+                if not entry.translated or _as_is(entry):
+                    fan_out_streamed(entry, pending.frame)
+                else:
+                    fan_out(entry, envelope, pending.frame, self._unread)
+            for token_observer in tuple(self.token_observers):
+                try:
+                    token_observer(channel, envelope)
+                except Exception:
+                    logger.exception("store token observer failed on %s", action.get("type"))
+            return
         if not pending.reduced:  # taken over from a lapsed owner: reduced now, in log order
             pending.before = entry.state
             if entry.apply(action, pending.now):
                 self._changed.add(channel)
             pending.after = entry.state
+        before = cast(dict[str, Any], pending.before)  # (a mark only for the lean way, above)
         if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
-            fan_out(entry, envelope, pending.frame, Change(pending.before, pending.after, self))
+            fan_out(entry, envelope, pending.frame, Change(before, pending.after, self))
         streamed = action.get("type") in STREAMED
         observers = tuple(self.observers) if streamed else (*self.observers, *self.change_observers)
-        self._observe(channel, observers, pending.before, pending.after, envelope, streamed)
+        self._observe(channel, observers, before, pending.after, envelope, streamed)
 
     def _observe(self, channel: str, observers: tuple[Observer, ...], before: dict[str, Any] | None,
                  after: dict[str, Any] | None, envelope: dict[str, Any], streamed: bool) -> None:
@@ -786,3 +841,11 @@ class Store:
                         removed: set[str]) -> Iterator[None]:
         assert self._embedded is not None
         return self._embedded.write_snapshot(journal, upto, seq, pieces, removed)
+
+
+def _as_is(entry: Channel) -> bool:
+    """Whether every translator group of ``entry`` takes a streamed append's frame unchanged."""
+    for translator in entry.translated:
+        if not getattr(translator, "streams_as_is", False):
+            return False
+    return True

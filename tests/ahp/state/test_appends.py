@@ -89,6 +89,24 @@ def test_reading_mid_run_gives_the_state_so_far_and_the_run_goes_on() -> None:
         assert holder.state == fold("chat", initial, actions)
 
 
+def test_a_mark_taken_at_any_point_restores_the_state_of_that_point_whatever_was_applied_and_read_since() -> None:
+    rng = random.Random(8)
+    for initial, actions in _streams(rng)[:100]:
+        holder = AppendingState("chat", initial)
+        marks = []
+        for count, action in enumerate(actions):
+            marks.append((count, holder.mark()))
+            holder.apply(action, CLOCK)
+            if rng.random() < 0.2:
+                assert holder.state is not None  # a read reduces the run, which then takes a new list of pieces
+        count, mark = rng.choice(marks)
+        holder.restore(mark)
+        assert json.dumps(holder.state) == json.dumps(fold("chat", initial, actions[:count]))
+        for action in actions[count:]:  # and it goes on from there as if nothing else was applied
+            holder.apply(action, CLOCK)
+        assert json.dumps(holder.state) == json.dumps(fold("chat", initial, actions))
+
+
 def test_only_string_appends_that_change_nothing_else_join_runs() -> None:
     delta = {"type": "chat/delta", "turnId": "t", "partId": "p", "content": "x"}
     call_delta = {"type": "chat/toolCallDelta", "turnId": "t", "toolCallId": "c", "content": "{"}

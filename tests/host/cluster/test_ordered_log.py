@@ -16,6 +16,7 @@ from ahp.jsonrpc import action_frame
 from ahp.state.channels import default_chat_uri
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.ordered_log import ClusterLog
+from host.cluster.subjects import token
 from host.state.log import LogUnavailable, NotOwner
 from host.state.store import ROOT, Store
 
@@ -590,3 +591,96 @@ async def test_a_session_loaded_whole_for_a_subscriber_is_followed_without_its_t
     assert [json.loads(text)["params"]["action"]["content"] for text in again.texts
             if json.loads(text)["params"]["action"]["type"] == "chat/delta"] == ["h "]
     assert reader.state(CHAT) == writer.state(CHAT)
+
+
+async def test_streamed_appends_the_fence_refuses_on_the_lean_way_are_undone_and_seen_by_nobody(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    first_log, second_log = await open_log(nats_server, logs, "first"), await open_log(nats_server, logs, "second")
+    told = first_log.append_told
+    lean: list[bool] = []
+    first_log.append_told = lambda *args: lean.append(told(*args)) or lean[-1]  # type: ignore[method-assign]
+    first = Store({"agents": []}, clock=lambda: 3, log=first_log)
+    await first.recover()
+    first.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
+    first.create(CHAT, "chat", chat_state())
+    stream_a_turn(first, "t1", ["kept "])
+    await durable(first)
+    sink = Sink()
+    first.subscribe(CHAT, sink)
+    refused: list[str] = []
+    first.rejection_observers.append(lambda channel, action, client: refused.append(action["content"]))
+
+    def delta(word: str) -> dict[str, Any]:
+        return first.dispatch_streamed(CHAT, {"type": "chat/delta", "turnId": "t1", "partId": "m", "content": word})
+
+    seen = delta("seen ")
+    await durable(first)
+    assert lean == [True] and sink.texts == [action_frame(seen)[1]]
+    before = json.dumps(first.state(CHAT))
+    # The session's lease goes behind the first's back and the second claims it: its marker fences the first out.
+    await first_log.core.leases.bucket.purge(token(SESSION))
+    await second_log.core.claim(SESSION)
+    delta("never ")
+    delta("sent")
+    assert "never sent" in json.dumps(first.state(CHAT))  # reduced at once, as every dispatch is
+    await until(lambda: len(refused) == 2)
+    assert lean == [True, True, True]  # both went the lean way, and the log refused them
+    assert refused == ["never ", "sent"]
+    assert json.dumps(first.state(CHAT)) == before  # undone: back to the state before the first refused one
+    assert sink.texts == [action_frame(seen)[1]]  # nobody saw them
+
+
+class Taker:
+    """Where the log hands an append's outcome at once (``append_told``), noting it in ``seen``."""
+
+    def __init__(self, seen: list[Any], then: Any = None) -> None:
+        self.seen = seen
+        self.then = then
+        self.answered = False
+
+    def done(self) -> bool:
+        return self.answered
+
+    def set_result(self, frame: str) -> None:
+        self.answered = True
+        self.seen.append(json.loads(frame)["params"]["action"]["i"])
+        if self.then is not None:
+            self.then()
+
+    def set_exception(self, error: BaseException) -> None:
+        self.answered = True
+        self.seen.append(error)
+
+
+async def test_an_end_of_tick_write_asked_for_as_frames_are_handed_out_runs_after_them_in_the_same_loop_turn(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = await open_log(nats_server, logs, "writer")
+    await log.append(CHAT, 0, envelope(0))  # the session is this process's from here on
+    seen: list[Any] = []
+    loop = asyncio.get_running_loop()
+
+    def write() -> None:  # as a transport's queue_text asks, once a frame reached it
+        loop.call_soon(seen.append, "next loop turn")
+        log.at_end_of_tick(lambda: seen.append("write"))
+
+    assert log.append_told(CHAT, 0, envelope(1), Taker(seen, write))
+    assert log.append_told(CHAT, 0, envelope(2), Taker(seen))
+    await until(lambda: "next loop turn" in seen)
+    assert seen == [1, 2, "write", "next loop turn"]  # after the tick's frames, before the loop turns again
+
+    # Asked for outside of that (a reply queued while a tick is gathered): once that tick is durable.
+    seen.clear()
+    assert log.append_told(CHAT, 0, envelope(3), Taker(seen))
+    log.at_end_of_tick(lambda: seen.append("write"))
+    await until(lambda: "write" in seen)
+    assert seen == [3, "write"]
+
+
+async def test_a_lean_append_is_taken_only_for_a_session_this_process_owns(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = await open_log(nats_server, logs, "writer")
+    seen: list[Any] = []
+    assert not log.append_told(CHAT, 0, envelope(1), Taker(seen))  # not claimed yet: the caller takes append's way
+    await log.append(CHAT, 0, envelope(0))
+    assert log.append_told(CHAT, 0, envelope(1), Taker(seen))
+    await until(lambda: seen == [1])

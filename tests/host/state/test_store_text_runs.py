@@ -10,8 +10,11 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ahp.state import default_chat_uri
 from client import AhpClient
+from host.cluster.ordered_log import ClusterLog
 from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
 from host.state.embedded_log import at_once
 from host.state.journal import Journal
@@ -23,6 +26,7 @@ from providers.scripted import text as text_events
 from tests.ahp.state._support import CLOCK, vectors_0_7, vectors_0_9
 from tests.ahp.state.test_appends import stutter
 from tests.conftest import TOKEN, FrameChecker
+from tests.host.cluster.conftest import nats_server  # noqa: F401  (the fixture, for the cluster's log)
 from tests.host.runtime.agents.harness import config_for, idle, ready_session, serving
 
 from .test_store import Sink
@@ -243,34 +247,123 @@ def _streamed_or_not(store: Store, action: dict[str, Any]) -> None:
         store.dispatch(CHAT, action)
 
 
-def test_the_lean_way_for_streamed_appends_sends_states_journals_and_replays_what_dispatch_does(tmp_path: Path) -> None:
+class _Embedded:
+    """The lean way over the embedded log (SQLite journal): each way's store on a journal of its own."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+
+    async def store(self, index: int, way: str, initial: dict[str, Any]) -> Store:
+        return store_with(initial, Journal(self.tmp_path / f"{index}-{way}.db"))
+
+    async def settled(self, store: Store) -> None:
+        store.flush()
+
+    async def replay(self, store: Store) -> Any:
+        return store.replay(0, [CHAT])
+
+    async def logged(self, store: Store) -> Any:
+        return None  # the journal's rows: what recovery reads back, compared below
+
+    async def recovered(self, index: int, way: str, store: Store) -> tuple[str, int]:
+        at_once(store.close())
+        again = Store({"agents": []}, clock=lambda: CLOCK, journal=Journal(self.tmp_path / f"{index}-{way}.db"))
+        at_once(again.recover())
+        recovered = (text(again.state(CHAT)), again.seq)
+        at_once(again.close())
+        return recovered
+
+
+class _Cluster:
+    """The lean way over the cluster's log (JetStream on a real nats-server): each way's store on a
+    stream of its own, written by a process of the same name, so that their numbers and messages
+    compare; the lean way's appends counted where the log takes them (``append_told``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.lean_appends = 0
+
+    def log(self, index: int, way: str, holder: str) -> ClusterLog:
+        return ClusterLog(self.url, holder=holder, stream=f"RUNS{index}{way}", prefix=f"runs{index}.{way}")
+
+    async def store(self, index: int, way: str, initial: dict[str, Any]) -> Store:
+        log = self.log(index, way, "writer")
+        told = log.append_told
+
+        def counted(*args: Any) -> bool:
+            took: bool = told(*args)
+            self.lean_appends += took
+            return took
+
+        log.append_told = counted  # type: ignore[method-assign]
+        store = Store({"agents": []}, clock=lambda: CLOCK, log=log)
+        await store.recover()
+        store.create(CHAT, "chat", initial)
+        await self.settled(store)  # the session is this process's from here on (claimed)
+        return store
+
+    async def settled(self, store: Store) -> None:
+        durable = asyncio.get_running_loop().create_future()
+        store.when_durable(lambda: durable.set_result(None))
+        await asyncio.wait_for(durable, 10)
+        await asyncio.sleep(0)
+
+    async def replay(self, store: Store) -> Any:
+        return await store.replay(0, [CHAT])  # type: ignore[misc]  # a networked log's replay is awaited
+
+    async def logged(self, store: Store) -> Any:
+        return [(r.seq, r.kind, r.channel, r.now, r.body) for r in await store.log.core.read(0)]  # type: ignore[attr-defined]
+
+    async def recovered(self, index: int, way: str, store: Store) -> tuple[str, int]:
+        await store.close()
+        again = Store({"agents": []}, clock=lambda: CLOCK, log=self.log(index, way, "reader"))
+        try:
+            await again.recover()
+            return text(again.state(CHAT)), again.seq
+        finally:
+            await again.close()
+
+
+@pytest.mark.parametrize("log", ["embedded", "cluster"])
+async def test_the_lean_way_for_streamed_appends_sends_states_logs_and_replays_what_dispatch_does(
+        log: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Over either log, ``dispatch_streamed`` and ``dispatch`` give the same frames, states,
+    replay, log contents and state after recovery. Over the cluster's log (its appends numbered by
+    the stream once acknowledged) the actions are dispatched in ticks of a few each, and only the
+    cases with streamed appends are run (the lean way differs only there)."""
+    ways = _Embedded(tmp_path) if log == "embedded" else _Cluster(request.getfixturevalue("nats_server").url)
     rng = random.Random(5)
+    streamed_cases = streamed = 0
     for index, case in enumerate(CHAT_CASES):
         actions = stutter(case["actions"], rng)
+        ticks = [rng.random() < 0.3 for _ in actions]  # where a tick ends (the cluster's log numbers by tick)
+        if log == "cluster" and not any(action.get("type") in STREAMED for action in actions):
+            continue
+        streamed_cases += 1
+        streamed += sum(action.get("type") in STREAMED for action in actions)
         stores, sinks = [], []
         for way in ("dispatch", "lean"):
-            journal = Journal(tmp_path / f"{index}-{way}.db")
-            store = store_with(case["initial"], journal)
+            store = await ways.store(index, way, case["initial"])
             sink = Sink()
             store.subscribe(CHAT, sink)
-            for action in actions:
+            for action, tick_ends in zip(actions, ticks):
                 _streamed_or_not(store, action) if way == "lean" else store.dispatch(CHAT, action)
-            store.flush()
+                if tick_ends and log == "cluster":
+                    await asyncio.sleep(0)
+            await ways.settled(store)
             stores.append(store)
             sinks.append(sink)
         general, lean = stores
         assert sinks[1].texts == sinks[0].texts, f"chat case {index}"
         assert text(lean.state(CHAT)) == text(general.state(CHAT)) == text(fold("chat", case["initial"], actions))
-        assert lean.replay(0, [CHAT]) == general.replay(0, [CHAT])
-        recovered = []
-        for way, store in zip(("dispatch", "lean"), stores):
-            at_once(store.close())
-            again = Store({"agents": []}, clock=lambda: CLOCK, journal=Journal(tmp_path / f"{index}-{way}.db"))
-            at_once(again.recover())
-            recovered.append(text(again.state(CHAT)))
-            assert again.seq == store.seq
-            at_once(again.close())
+        assert await ways.replay(lean) == await ways.replay(general)
+        assert await ways.logged(lean) == await ways.logged(general)
+        recovered = [await ways.recovered(index, way, store) for way, store in zip(("dispatch", "lean"), stores)]
         assert recovered[1] == recovered[0], f"chat case {index} after recovery"
+        assert recovered[0][1] == general.seq
+    assert streamed_cases >= 17
+    if isinstance(ways, _Cluster):
+        assert ways.lean_appends == streamed > 50  # the lean way was taken, not ``dispatch`` under its name
 
 
 def test_the_lean_way_for_streamed_appends_still_shows_them_to_observers_and_translators_that_want_the_states() -> None:
