@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from ahp.dialects import v0_7
@@ -24,6 +24,7 @@ from ahp.dialects.v0_2.actions_down import chat_action_down
 from ahp.dialects.v0_2.actions_up import session_action_up
 from ahp.dialects.v0_2.states import InternalSession, session_lift, subagent_view
 from ahp.dialects.v0_2.uris import default_chat_uri
+from ahp.state._chat_status import chat_status
 from ahp.state.channels import subagent_chat_uri
 from tests.ahp.state._support import vectors_0_7, vectors_0_9
 
@@ -367,3 +368,102 @@ def test_a_truncation_keeps_the_input_requests_asked_outside_a_turn_for_a_0_2_0_
     assert check.down.exact and check.agrees, check.explain()
     assert down(after)["inputRequests"] == [{"id": "r1", "message": "Trust this folder?"}]
     assert tally.failures == []
+
+
+# --- a call paused for authentication beside what makes a chat InputNeeded -----------------------
+
+_STARTED = {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "1970-01-01T00:00:01.000Z", "message": {"text": "Go.", "origin": {"kind": "user"}}}
+_CALL = {"turnId": "t1", "toolCallId": "c1"}
+_BLOCKERS = {
+    "a call pending confirmation": (
+        [{"type": "chat/toolCallStart", **_CALL, "toolName": "bash", "displayName": "Bash"},
+         {"type": "chat/toolCallReady", **_CALL, "invocationMessage": "ls", "toolInput": "ls"}],
+        {"type": "chat/toolCallConfirmed", **_CALL, "approved": True, "confirmed": "user-action"},
+    ),
+    "a call pending its result's confirmation": (
+        [{"type": "chat/toolCallStart", **_CALL, "toolName": "bash", "displayName": "Bash"},
+         {"type": "chat/toolCallReady", **_CALL, "invocationMessage": "ls", "toolInput": "ls", "confirmed": "not-needed"},
+         {"type": "chat/toolCallComplete", **_CALL, "result": {"success": True, "pastTenseMessage": "Listed"},
+          "requiresResultConfirmation": True}],
+        {"type": "chat/toolCallResultConfirmed", **_CALL, "approved": True},
+    ),
+    "an open input request": (
+        [{"type": "chat/inputRequested", "request": {"id": "r1", "message": "Which folder?"}}],
+        {"type": "chat/inputCompleted", "requestId": "r1", "response": "accept"},
+    ),
+}
+_PAUSED_FOR_AUTH = {"type": "chat/responsePart", "turnId": "t1", "part": {"kind": "toolCall", "toolCall": {
+    "toolCallId": "c2", "toolName": "search", "displayName": "Search", "status": "auth-required", "invocationMessage": "Searching",
+    "confirmed": "not-needed", "contributor": {"kind": "mcp", "customizationId": "mcp-top"},
+    "auth": {"reason": "required", "resource": {"resource": "https://mcp.example"}}}}}
+
+
+def _idle_chat_session(resource: str) -> InternalSession:
+    """A session on ``resource``'s chat (its default chat, or a sub-agent's projected session)."""
+    if resource == strategies.DEFAULT_CHAT:
+        return session_lift({"summary": {"resource": "ahp-session:/s1", "provider": "p", "title": "T", "status": 1, "createdAt": 0,
+                                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []})
+    parent = {"provider": "p", "title": "Parent", "status": 1, "lifecycle": "ready", "activeClients": [], "defaultChat": strategies.DEFAULT_CHAT}
+    chat = {"resource": resource, "title": "Sub-agent", "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z",
+            "origin": {"kind": "tool", "chat": strategies.DEFAULT_CHAT, "toolCallId": "call-1"}, "turns": []}
+    view = subagent_view(parent, resource, chat, "1970-01-01T00:00:00.000Z")
+    assert view is not None
+    return view
+
+
+@pytest.mark.parametrize("chat", [strategies.DEFAULT_CHAT, SUBAGENT_CHAT], ids=["default chat", "sub-agent chat"])
+@pytest.mark.parametrize("blocker", sorted(_BLOCKERS))
+def test_a_call_paused_for_authentication_beside_what_makes_the_chat_input_needed_projects_exactly(chat, blocker):
+    """The reachable counterpart of a generated state the chat strategy once drew (InputNeeded with
+    nothing blocking, where 0.2.0 and the model parted on an ``auth-required`` call's arrival): a
+    chat made InputNeeded by the reducers, then a call paused for MCP authentication arrives as a
+    response part. 0.2.0 keeps showing InputNeeded while the other blocker is open, and once it is
+    answered shows InProgress (a paused call runs, for 0.2.0) where the model says InputNeeded."""
+    blocking, answer = _BLOCKERS[blocker]
+    session = _idle_chat_session(chat)
+    channel = chat if chat in session.chats else session.default_chat_uri
+    tally = Tally()
+    for action in [_STARTED, *blocking]:
+        session = tally.check(channel, action, session, action["type"])
+    assert session.chats[channel]["status"] & 31 == 24 and down(session)["summary"]["status"] & 31 == 24
+    shown = []
+    for action in (_PAUSED_FOR_AUTH, answer):
+        session, check = check_down(channel, action, session)
+        assert check.down.exact and check.agrees, (action["type"], check.explain())
+        shown.append((session.chats[channel]["status"] & 31, check.mirror["summary"]["status"] & 31))
+    assert shown == [(24, 24), (24, 8)]
+    assert tally.failures == []
+
+
+# --- the chat strategy draws the statuses the reducers reach, all of them --------------------------
+
+_REACHED_WITHOUT_DERIVING = {
+    (8, 24): "a blocking part arrived by chat/responsePart, which derives no status",
+    (1, 2): "a truncation to a turn that ended in an error derives Idle",
+}
+"""(drawn activity, the model's ``chat_status`` of the content): the pairs the reducers leave apart."""
+
+
+def _activity_and_content(chat: dict) -> tuple[int, str]:
+    active = chat.get("activeTurn")
+    if active is not None:
+        return chat["status"] & 31, "blocking" if strategies.blocks(active) else "active"
+    ended = chat["turns"]
+    return chat["status"] & 31, "ended in error" if ended and ended[-1]["state"] == "error" else "ended"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.chats(strategies.DEFAULT_CHAT))
+def test_the_chat_strategy_draws_a_status_the_reducers_reach_from_the_content(chat):
+    ended_in_error = "activeTurn" not in chat and bool(chat["turns"]) and chat["turns"][-1]["state"] == "error"
+    derived = chat_status(chat, ended_in_error=ended_in_error) & 31  # as the action that ended the last turn left it
+    drawn = chat["status"] & 31
+    assert drawn == derived or (drawn, derived) in _REACHED_WITHOUT_DERIVING, (drawn, derived, chat)
+
+
+@pytest.mark.parametrize("reachable", [(24, "blocking"), (8, "blocking"), (8, "active"), (2, "ended in error"), (1, "ended in error"),
+                                       (1, "ended")], ids=str)
+def test_the_chat_strategy_draws_every_reachable_status(reachable):
+    found = find(strategies.chats(strategies.DEFAULT_CHAT), lambda chat: _activity_and_content(chat) == reachable,
+                 settings=settings(database=None, max_examples=2000))
+    assert _activity_and_content(found) == reachable
