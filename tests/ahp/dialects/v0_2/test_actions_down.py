@@ -39,6 +39,7 @@ STALE_REASONS = {
     "a tool-call action replaced the call's _meta (0.2.0 takes _meta only at toolCallStart)",
     "toolCallReady updated a call already pending confirmation (0.2.0 ignores that)",
     "calls sharing one id were re-readied with different inputs",
+    "a call paused for authentication shares its id with a re-readied one (0.2.0 re-readies both)",
     "a delta without content gave 0.2.0 an empty partial input",
     "an input-request part arrived as a plain response part",
     "a turn ended with an error part of another kind",
@@ -467,3 +468,39 @@ def test_the_chat_strategy_draws_every_reachable_status(reachable):
     found = find(strategies.chats(strategies.DEFAULT_CHAT), lambda chat: _activity_and_content(chat) == reachable,
                  settings=settings(database=None, max_examples=2000))
     assert _activity_and_content(found) == reachable
+
+
+@pytest.mark.parametrize("confirmed", [None, "not-needed"], ids=["to confirm", "confirmed"])
+@pytest.mark.parametrize("arrived", ["paused by the reducers", "as a response part"])
+def test_a_call_paused_for_authentication_is_not_re_readied_for_a_0_2_0_client(confirmed, arrived):
+    """Found by the chat strategy (seed 5): ``chat/toolCallReady`` on a call paused for MCP
+    authentication changes nothing in the model (no edge leaves ``auth-required`` on it), but 0.2.0,
+    which shows the call running, would re-ready it (pending confirmation, or running with the
+    action's message). The 0.2.0 client gets only the status the model recomputes: InProgress to it
+    either way, from the InputNeeded the pause made or the InProgress a paused call that arrived as
+    a response part left."""
+    session = _idle_chat_session(strategies.DEFAULT_CHAT)
+    chat = session.default_chat_uri
+    call = {"turnId": "t1", "toolCallId": "c2"}
+    if arrived == "paused by the reducers":
+        steps = [{"type": "chat/toolCallStart", **call, "toolName": "search", "displayName": "Search",
+                  "contributor": {"kind": "mcp", "customizationId": "mcp-top"}},
+                 {"type": "chat/toolCallReady", **call, "invocationMessage": "Searching", "confirmed": "not-needed"},
+                 {"type": "chat/toolCallAuthRequired", **call, "auth": {"reason": "required", "resource": {"resource": "https://mcp.example"}}}]
+    else:
+        steps = [_PAUSED_FOR_AUTH]
+    tally = Tally()
+    for action in [_STARTED, *steps]:
+        session = tally.check(chat, action, session, action["type"])
+    paused = session.chats[chat]["activeTurn"]["responseParts"][0]["toolCall"]
+    assert paused["status"] == "auth-required"
+    ready = {"type": "chat/toolCallReady", **call, "invocationMessage": "", **({"confirmed": confirmed} if confirmed else {})}
+    after, check = check_down(chat, ready, session)
+    assert check.down.exact and check.agrees, check.explain()
+    assert after.chats[chat]["activeTurn"]["responseParts"][0]["toolCall"] == paused
+    assert [c["status"] for c in _0_2_0_calls(check.mirror)] == ["running"] and check.mirror["summary"]["status"] & 31 == 8
+    assert tally.failures == []
+
+
+def _0_2_0_calls(state: dict) -> list[dict]:
+    return [part["toolCall"] for part in state["activeTurn"]["responseParts"] if part.get("kind") == "toolCall"]
