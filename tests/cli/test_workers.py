@@ -23,7 +23,7 @@ from cli import shared_host
 from cli.serve_process import ServeProcess, serving_pid
 from client import AhpClient
 from tests.conftest import TOKEN
-from tests.host.cluster.test_process import REPO, offline_config, until_listed
+from tests.host.cluster._hosts import REPO, offline_config, until_listed
 
 ROOT = "ahp-root://"
 

@@ -36,10 +36,11 @@ Actions with no single 0.2.0 counterpart, and what is sent instead:
   when the client 0.2.0 shows (the last one) changes, else nothing.
 * ``chat/toolCallAuthRequired``/``Resolved`` (0.6.0 MCP authentication): nothing; the call stays
   ``running`` for 0.2.0 and the status with it (``shapes.tool_call_down``, ``states.status_down``).
-  When one of them (or a completion a paused call ignores) changes no call but still recomputes
-  the chat's status, as every such 0.9.0 action does, 0.2.0 gets a tool-call action that changes
-  no call and recomputes its status the same way (``toolCallResultConfirmed`` for a call that is
-  not awaiting result confirmation).
+  When one of them (or a completion or a ``toolCallReady`` a paused call ignores, which 0.2.0 would
+  apply to the running call it shows) changes no call but still recomputes the chat's status, as
+  every such 0.9.0 action does, 0.2.0 gets a tool-call action that changes no call and recomputes
+  its status the same way (``toolCallResultConfirmed`` for a call that is not awaiting result
+  confirmation).
 * ``_meta`` of a tool-call action other than ``toolCallStart`` replaces the call's in 0.9.0; 0.2.0
   ignores it, except that ``toolCallComplete`` spreads its result over the call, so a completion's
   ``_meta`` rides in its result. A result confirmation's ``_meta`` (who confirmed it, which the host
@@ -63,7 +64,8 @@ was removed; older turns were loaded into the default chat (0.2.0 clients page w
 ``fetchTurns``); the session's first working directory changed; a tool-call action other than a
 completion or a result confirmation (unless the chat's state holds no finished turn to say the
 turn again after) replaced the call's ``_meta``; ``toolCallReady`` updated a call that was already pending
-confirmation (0.2.0 ignores that); calls sharing one id were re-readied to different inputs; a
+confirmation (0.2.0 ignores that); calls sharing one id were re-readied to different inputs, or one
+of them while another, paused for authentication, was not (0.2.0 re-readies that one too); a
 ``toolCallDelta`` without content changed the message of a call with no partial input yet (0.2.0
 now shows an empty one); an open input-request part arrived through ``chat/responsePart`` (0.2.0
 would also set the status), or a malformed error part through ``chat/error``; several open input
@@ -530,6 +532,11 @@ def _tool_call_actions(action: dict[str, Any], old: dict[str, Any] | None, new: 
                 stale = stale or "a delta without content gave 0.2.0 an empty partial input"
         return [delta], stale
     if kind == "chat/toolCallReady":
+        paused = [b for b, a in pairs if b.get("status") == "auth-required"]
+        if paused and all(b == a for b, a in pairs):
+            # 0.9.0 re-readies no call paused for authentication; 0.2.0, to which it is running,
+            # would: only the status the action recomputes may show.
+            return _status_nudge(action, old, new), stale
         out = {
             "type": "session/toolCallReady",
             **base,
@@ -545,6 +552,8 @@ def _tool_call_actions(action: dict[str, Any], old: dict[str, Any] | None, new: 
             out["toolInput"] = tool_input
         if any(b.get("status") == "pending-confirmation" and b != a for b, a in pairs):
             stale = stale or "toolCallReady updated a call already pending confirmation (0.2.0 ignores that)"
+        if paused:
+            stale = stale or "a call paused for authentication shares its id with a re-readied one (0.2.0 re-readies both)"
         return [out], stale
     if kind == "chat/toolCallConfirmed":
         out = {

@@ -12,9 +12,12 @@ again, and ``chat/turnResume``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import signal
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +25,21 @@ from websockets.asyncio.client import connect
 
 from ahp import state as internal
 from ahp.state import default_chat_uri
+from cli.serve_process import ServeProcess
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from host.runtime.agents.offline import answer_for
 from tests.conftest import TOKEN
+from tests.host.cluster._hosts import (
+    ROOT,
+    cluster_host,
+    processes,
+    root_client,
+    unclocked,
+    until_listed,
+    until_turns_ended,
+)
 from tests.host.cluster.conftest import Relay
-from tests.host.cluster.test_process import ROOT, cluster_host, offline_config, statuses, unclocked, until_listed
 from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.host.test_vscode import Peer
 from tests.host.transport.dialects._clients import TAKEOVER_ONLY, Client, assert_every_frame_fits, assert_sent
@@ -69,15 +81,10 @@ async def start_turn(peer: Peer, chat: str, client_seq: int, text: str) -> str:
 
 async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and_their_clients_converge(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = slow_config(tmp_path)
-    owner, second, third = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
-    printed = ""
     peers: list[Peer] = []
     clients: list[AhpClient] = []
-    try:
-        await owner.start()  # first: it writes the root channel, so sessions are created through it
-        await second.start()
-        await third.start()
+    # The first started writes the root channel, so sessions are created through it.
+    async with processes(tmp_path, nats_server, 3, config=slow_config(tmp_path)) as (owner, second, third):
         ident, queued_ident = str(uuid.uuid4()), str(uuid.uuid4())
         session, old_name = f"offline:/{ident}", f"ahp-session:/{ident}"
         queued_session, old_queued = f"offline:/{queued_ident}", f"ahp-session:/{queued_ident}"
@@ -190,13 +197,10 @@ async def test_three_processes_take_over_the_sessions_of_one_killed_mid_turn_and
         assert resumed_turn["responseParts"][0]["content"].startswith(seen_text)
         assert resumed_turn["responseParts"][2]["content"].startswith('You said: "Keep going after the crash"')
         assert first_of_queue == old.state(old_queued)["turns"][0]["id"]  # type: ignore[index]
-    finally:
         for peer in peers:
             await peer.close()
         for client in clients:
             await client.close()
-        printed = owner.stop() + second.stop() + third.stop()
-    assert "Traceback" not in printed, printed
 
 
 async def closed_with(peer: Peer) -> tuple[int | None, str | None]:
@@ -220,28 +224,62 @@ async def accepted_again(url: str, peers: list[Peer]) -> Peer:
     raise AssertionError(f"{url} refused every client for 100 tries")
 
 
-async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_converges_once_back(
-        tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
-    config = slow_config(tmp_path)
-    cut = cluster_host(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
-    other = cluster_host(tmp_path / "two", config, nats_server.url)
+@dataclasses.dataclass
+class Watched:
+    """A session created through one process and watched from another, a 0.9.0 client on each."""
+
+    near_process: ServeProcess
+    """The process the session was created through: it runs it."""
+    far_process: ServeProcess
+    near: Peer
+    """The 0.9.0 client that created the session, subscribed to its chat."""
+    far: Peer
+    """A 0.9.0 client of the other process, subscribed to the chat."""
+    session: str
+    chat: str
+    near_snapshot: dict[str, Any]
+    far_snapshot: dict[str, Any]
+    peers: list[Peer]
+    """Every client the test opened (closed at the end): ``near``, ``far`` and those it adds."""
+
+
+@contextlib.asynccontextmanager
+async def watched_from_afar(tmp_path: Path, config: Path, near_url: str, far_url: str, provider: str) -> AsyncIterator[Watched]:
+    """A process on ``near_url`` (the nats-server, or a relay to it that can cut it off) and one on
+    ``far_url``, both as ``config`` says; a ``provider`` session created through the first by a
+    0.9.0 client and subscribed by it and by a 0.9.0 client of the second. At the end the clients
+    are closed, the processes stopped, and neither printed a traceback."""
+    near_process = cluster_host(tmp_path / "one", config, near_url)
+    far_process = cluster_host(tmp_path / "two", config, far_url)
     printed = ""
     peers: list[Peer] = []
     try:
-        await cut.start()
-        await other.start()
-        ident = str(uuid.uuid4())
-        session = f"offline:/{ident}"
+        await near_process.start()
+        await far_process.start()
+        session = f"{provider}:/{uuid.uuid4()}"
         chat = default_chat_uri(session)
-        near = Peer(await connect(cut.url, max_size=None))
+        near = Peer(await connect(near_process.url, max_size=None))
         peers.append(near)
         await near.initialize("near-09", ["0.9.0"])
         assert (await near.request("createSession", {"channel": session})).get("error") is None
-        await near.request("subscribe", {"channel": chat})
-        far = Peer(await connect(other.url, max_size=None))
+        near_snapshot = (await near.request("subscribe", {"channel": chat}))["result"]["snapshot"]
+        far = Peer(await connect(far_process.url, max_size=None))
         peers.append(far)
         await far.initialize("far-09", ["0.9.0"])
-        await subscribed(far, chat)
+        far_snapshot = await subscribed(far, chat)
+        yield Watched(near_process, far_process, near, far, session, chat, near_snapshot, far_snapshot, peers)
+    finally:
+        for peer in peers:
+            await peer.close()
+        printed = near_process.stop() + far_process.stop()
+    assert "Traceback" not in printed, printed
+
+
+async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_converges_once_back(
+        tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
+    # The first process reaches NATS through the relay.
+    async with watched_from_afar(tmp_path, slow_config(tmp_path), relay.url, nats_server.url, "offline") as watched:
+        cut, near, far, chat, peers = watched.near_process, watched.near, watched.far, watched.chat, watched.peers
         turn = await start_turn(near, chat, 1, "Cut me off")
         await far.until(lambda: len(of_turn(far, chat, turn, "chat/delta")) >= 3, timeout=30)
 
@@ -272,11 +310,6 @@ async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_c
             await asyncio.sleep(0.05)
         held_there = (await far.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
         assert held_here == held_there and held_there["turns"][0]["state"] == "error"
-    finally:
-        for peer in peers:
-            await peer.close()
-        printed = cut.stop() + other.stop()
-    assert "Traceback" not in printed, printed
 
 
 async def resumed_when_accepted(client: AhpClient) -> Any:
@@ -291,24 +324,13 @@ async def resumed_when_accepted(client: AhpClient) -> Any:
 
 
 async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = offline_config(tmp_path)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    clients: list[AhpClient] = []
-    try:
-        await first.start()
-        await second.start()
-        here = await AhpClient.connect(first.url)
-        clients.append(here)
-        await here.initialize(subscriptions=[ROOT])
+    async with processes(tmp_path, nats_server) as (first, second):
+        here = await root_client(first)
         session = await here.create_session()
         chat = default_chat_uri(session)
         here.send_message(session, "before the restart")
         await here.wait_for(lambda m, e: len((here.state(chat) or {}).get("turns") or []) == 1, timeout=30)
-        there = await AhpClient.connect(second.url)
-        clients.append(there)
-        await there.initialize(subscriptions=[ROOT])
+        there = await root_client(second)
         await until_listed(there, session)
         await there.subscribe(session)
         await there.subscribe(chat)
@@ -323,23 +345,17 @@ async def test_the_processes_lose_nothing_when_the_nats_server_restarts(tmp_path
         for client in (here, there):
             await resumed_when_accepted(client)
         here.send_message(session, "after the restart")
-        for client in (here, there):  # the turn ended, and the session's catalogue entry for its chat is idle again
-            await client.wait_for(lambda m, e, c=client: len((c.state(chat) or {}).get("turns") or []) == 2
-                                  and statuses(c.state(session)) == [1], timeout=30)
+        await until_turns_ended((here, there), session, 2)  # the session's catalogue entry for its chat idle again too
         await here.ping()
         assert here.server_seq > seen
         assert [t["message"]["text"] for t in there.state(chat)["turns"]] == [  # type: ignore[index]
             "before the restart", "after the restart"]
         fresh = await AhpClient.connect(second.url)
-        clients.append(fresh)
         await fresh.initialize(subscriptions=[ROOT, session, chat])
         for channel in (session, chat):
             assert unclocked(fresh.state(channel)) == unclocked(there.state(channel)) == unclocked(here.state(channel)), channel
-    finally:
-        for client in clients:
+        for client in (here, there, fresh):
             await client.close()
-        printed = first.stop() + second.stop()
-    assert "Traceback" not in printed, printed
 
 
 # -- a process that loses a session mid-turn stops the turn there ----------------------------------
@@ -381,129 +397,90 @@ async def resume_and_complete(peer: Peer, chat: str, turn: str) -> None:
 async def test_a_process_cut_off_from_nats_mid_turn_hangs_up_on_its_provider_and_the_live_process_ends_the_turn(
         tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
     stalled = stalled_turn()
-    printed = ""
-    peers: list[Peer] = []
-    async with FakeProviderServer([stalled, Reply(body=chat_sse("Resumed ", "on the live process."))],
-                                  base_path="/v1") as provider:
-        config = provider_config(tmp_path, provider.base_url)
-        cut = cluster_host(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
-        other = cluster_host(tmp_path / "two", config, nats_server.url)
-        try:
-            await cut.start()
-            await other.start()
-            session = f"fake:/{uuid.uuid4()}"
-            chat = default_chat_uri(session)
-            near = Peer(await connect(cut.url, max_size=None))
-            peers.append(near)
-            await near.initialize("near-09", ["0.9.0"])
-            assert (await near.request("createSession", {"channel": session})).get("error") is None
-            await near.request("subscribe", {"channel": chat})
-            far = Peer(await connect(other.url, max_size=None))
-            peers.append(far)
-            await far.initialize("far-09", ["0.9.0"])
-            chat_snapshot = await subscribed(far, chat)
-            turn = await start_turn(near, chat, 1, "Cut me off")
-            await far.until(lambda: "".join(a["content"] for a in of_turn(far, chat, turn, "chat/delta")) == "".join(BEFORE),
-                            timeout=30)
+    async with (
+        FakeProviderServer([stalled, Reply(body=chat_sse("Resumed ", "on the live process."))], base_path="/v1") as provider,
+        # The first process reaches NATS through the relay.
+        watched_from_afar(tmp_path, provider_config(tmp_path, provider.base_url), relay.url, nats_server.url, "fake") as watched,
+    ):
+        cut, near, far, chat, peers = watched.near_process, watched.near, watched.far, watched.chat, watched.peers
+        chat_snapshot = watched.far_snapshot
+        turn = await start_turn(near, chat, 1, "Cut me off")
+        await far.until(lambda: "".join(a["content"] for a in of_turn(far, chat, turn, "chat/delta")) == "".join(BEFORE),
+                        timeout=30)
 
-            relay.cut()
-            # Its clients are told (their connections close with 1013 and the reason), and it
-            # hangs up on the model's stream, still open, rather than run the turn on unheard.
-            code, reason = await closed_with(near)
-            assert code == 1013 and "lost its cluster's log" in str(reason)
-            await asyncio.wait_for(stalled.closed.wait(), 30)
+        relay.cut()
+        # Its clients are told (their connections close with 1013 and the reason), and it
+        # hangs up on the model's stream, still open, rather than run the turn on unheard.
+        code, reason = await closed_with(near)
+        assert code == 1013 and "lost its cluster's log" in str(reason)
+        await asyncio.wait_for(stalled.closed.wait(), 30)
 
-            # The live process takes the session over and ends the turn, resumably; resumed, it
-            # runs there (the second and last request the model gets) and completes.
-            errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
-            assert errors[0]["part"]["resumable"] is True
-            await resume_and_complete(far, chat, turn)
-            assert len(provider.requests) == 2
-            written = [envelope["serverSeq"] for envelope in far.actions()]
-            assert written == sorted(written) and len(written) == len(set(written))
-            mirror = mirrored(far, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
-            parts = texts_of(mirror, turn)  # no fork: what the cut-off process streamed, the end, the resumed answer
-            assert [kind for kind, _ in parts] == ["markdown", "error", "markdown"], parts
-            assert parts[0][1] == "".join(BEFORE) and parts[2][1] == "Resumed on the live process."
+        # The live process takes the session over and ends the turn, resumably; resumed, it
+        # runs there (the second and last request the model gets) and completes.
+        errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
+        assert errors[0]["part"]["resumable"] is True
+        await resume_and_complete(far, chat, turn)
+        assert len(provider.requests) == 2
+        written = [envelope["serverSeq"] for envelope in far.actions()]
+        assert written == sorted(written) and len(written) == len(set(written))
+        mirror = mirrored(far, chat, chat_snapshot, lambda kind, state, action: internal.reduce(kind, state, action, 0))
+        parts = texts_of(mirror, turn)  # no fork: what the cut-off process streamed, the end, the resumed answer
+        assert [kind for kind, _ in parts] == ["markdown", "error", "markdown"], parts
+        assert parts[0][1] == "".join(BEFORE) and parts[2][1] == "Resumed on the live process."
 
-            # Back on NATS, the cut-off process holds what the live one wrote.
-            relay.mend()
-            back = await accepted_again(cut.url, peers)
-            held_here: dict[str, Any] = {}
-            for _ in range(200):
-                held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
-                if held_here == mirror:
-                    break
-                await asyncio.sleep(0.05)
-            assert held_here == mirror
-            assert len(provider.requests) == 2
-        finally:
-            for peer in peers:
-                await peer.close()
-            printed = cut.stop() + other.stop()
-    assert "Traceback" not in printed, printed
+        # Back on NATS, the cut-off process holds what the live one wrote.
+        relay.mend()
+        back = await accepted_again(cut.url, peers)
+        held_here: dict[str, Any] = {}
+        for _ in range(200):
+            held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+            if held_here == mirror:
+                break
+            await asyncio.sleep(0.05)
+        assert held_here == mirror
+        assert len(provider.requests) == 2
 
 
 async def test_a_process_paused_past_its_lease_mid_turn_hangs_up_on_its_provider_when_it_wakes_and_its_client_sees_the_end(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     stalled = stalled_turn()
-    printed = ""
-    peers: list[Peer] = []
-    async with FakeProviderServer([stalled, Reply(body=chat_sse("Resumed ", "on the live process."))],
-                                  base_path="/v1") as provider:
-        config = provider_config(tmp_path, provider.base_url)
-        paused = cluster_host(tmp_path / "one", config, nats_server.url)
-        other = cluster_host(tmp_path / "two", config, nats_server.url)
+    async with (
+        FakeProviderServer([stalled, Reply(body=chat_sse("Resumed ", "on the live process."))], base_path="/v1") as provider,
+        watched_from_afar(tmp_path, provider_config(tmp_path, provider.base_url), nats_server.url, nats_server.url, "fake") as watched,
+    ):
+        paused, near, far, chat = watched.near_process, watched.near, watched.far, watched.chat
+        near_snapshot, far_snapshot = watched.near_snapshot, watched.far_snapshot
+        turn = await start_turn(near, chat, 1, "Pause me")
+        await far.until(lambda: "".join(a["content"] for a in of_turn(far, chat, turn, "chat/delta")) == "".join(BEFORE),
+                        timeout=30)
+
+        # Paused (a loop held up, a machine suspended) past its lease: the other process
+        # takes the session over and ends the turn, resumably.
+        assert paused.process is not None
+        os.kill(paused.process.pid, signal.SIGSTOP)
         try:
-            await paused.start()
-            await other.start()
-            session = f"fake:/{uuid.uuid4()}"
-            chat = default_chat_uri(session)
-            near = Peer(await connect(paused.url, max_size=None))
-            peers.append(near)
-            await near.initialize("near-09", ["0.9.0"])
-            assert (await near.request("createSession", {"channel": session})).get("error") is None
-            near_snapshot = (await near.request("subscribe", {"channel": chat}))["result"]["snapshot"]
-            far = Peer(await connect(other.url, max_size=None))
-            peers.append(far)
-            await far.initialize("far-09", ["0.9.0"])
-            far_snapshot = await subscribed(far, chat)
-            turn = await start_turn(near, chat, 1, "Pause me")
-            await far.until(lambda: "".join(a["content"] for a in of_turn(far, chat, turn, "chat/delta")) == "".join(BEFORE),
-                            timeout=30)
-
-            # Paused (a loop held up, a machine suspended) past its lease: the other process
-            # takes the session over and ends the turn, resumably.
-            assert paused.process is not None
-            os.kill(paused.process.pid, signal.SIGSTOP)
-            try:
-                errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
-            finally:
-                os.kill(paused.process.pid, signal.SIGCONT)
-            assert errors[0]["part"]["resumable"] is True
-
-            # Woken, it finds its lease gone and hangs up on the model's stream; its own client,
-            # still connected to it, is told through the log: the same resumable end.
-            await asyncio.wait_for(stalled.closed.wait(), 30)
-            told = await near.until(lambda: of_turn(near, chat, turn, "chat/error"), timeout=30)
-            assert told == errors
-            await resume_and_complete(far, chat, turn)
-            await near.until(lambda: of_turn(near, chat, turn, "chat/turnComplete"), timeout=30)
-            assert len(provider.requests) == 2
-
-            # No fork: both clients' mirrors (the project's reducers) hold one turn, the same.
-            reducer = lambda kind, state, action: internal.reduce(kind, state, action, 0)  # noqa: E731
-            here = mirrored(near, chat, near_snapshot, reducer)
-            there = mirrored(far, chat, far_snapshot, reducer)
-            assert here == there
-            parts = texts_of(there, turn)
-            assert [kind for kind, _ in parts] == ["markdown", "error", "markdown"], parts
-            assert parts[0][1] == "".join(BEFORE) and parts[2][1] == "Resumed on the live process."
+            errors = await far.until(lambda: of_turn(far, chat, turn, "chat/error"), timeout=30)
         finally:
-            for peer in peers:
-                await peer.close()
-            printed = paused.stop() + other.stop()
-    assert "Traceback" not in printed, printed
+            os.kill(paused.process.pid, signal.SIGCONT)
+        assert errors[0]["part"]["resumable"] is True
+
+        # Woken, it finds its lease gone and hangs up on the model's stream; its own client,
+        # still connected to it, is told through the log: the same resumable end.
+        await asyncio.wait_for(stalled.closed.wait(), 30)
+        told = await near.until(lambda: of_turn(near, chat, turn, "chat/error"), timeout=30)
+        assert told == errors
+        await resume_and_complete(far, chat, turn)
+        await near.until(lambda: of_turn(near, chat, turn, "chat/turnComplete"), timeout=30)
+        assert len(provider.requests) == 2
+
+        # No fork: both clients' mirrors (the project's reducers) hold one turn, the same.
+        reducer = lambda kind, state, action: internal.reduce(kind, state, action, 0)  # noqa: E731
+        here = mirrored(near, chat, near_snapshot, reducer)
+        there = mirrored(far, chat, far_snapshot, reducer)
+        assert here == there
+        parts = texts_of(there, turn)
+        assert [kind for kind, _ in parts] == ["markdown", "error", "markdown"], parts
+        assert parts[0][1] == "".join(BEFORE) and parts[2][1] == "Resumed on the live process."
 
 
 # -- a client that leaves while its session's owner is dead ------------------------------------------
@@ -511,23 +488,12 @@ async def test_a_process_paused_past_its_lease_mid_turn_hangs_up_on_its_provider
 
 async def test_a_client_that_leaves_while_the_sessions_owner_is_dead_is_no_active_client_once_a_live_process_runs_it(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    config = offline_config(tmp_path)
-    owner, second, third = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two", "three"))
-    printed = ""
-    clients: list[AhpClient] = []
-    try:
-        await owner.start()
-        await second.start()
-        await third.start()
-        here = await AhpClient.connect(owner.url)
-        clients.append(here)
-        await here.initialize(subscriptions=[ROOT])
+    async with processes(tmp_path, nats_server, 3) as (owner, second, third):
+        here = await root_client(owner)
         session = await here.create_session(provider="offline")
-        leaving, staying = await AhpClient.connect(second.url), await AhpClient.connect(third.url)
-        clients += [leaving, staying]
+        leaving, staying = await root_client(second), await root_client(third)
         tool = {"name": "vscode_tool", "description": "a tool of the client", "inputSchema": {"type": "object"}}
         for client in (leaving, staying):
-            await client.initialize(subscriptions=[ROOT])
             await until_listed(client, session)
             await client.subscribe(session)
             outcome = await client.outcome(client.dispatch(session, {
@@ -551,11 +517,8 @@ async def test_a_client_that_leaves_while_the_sessions_owner_is_dead_is_no_activ
         assert active() == [{"clientId": staying.client_id, "tools": [tool]}]
         renamed = await staying.outcome(staying.dispatch(session, {"type": "session/titleChanged", "title": "run elsewhere"}))
         assert renamed.accepted, renamed.reason
-    finally:
-        for client in clients:
+        for client in (here, staying):
             await client.close()
-        printed = owner.stop() + second.stop() + third.stop()
-    assert "Traceback" not in printed, printed
 
 
 # -- a terminal of a process that dies --------------------------------------------------------------
@@ -565,21 +528,11 @@ async def test_a_terminal_of_a_process_killed_ends_exited_with_a_line_saying_why
         tmp_path: Path, nats_server: EmbeddedNats, monkeypatch: Any) -> None:
     monkeypatch.setenv("SHELL", "/bin/sh")  # no rc files of the user's (the processes inherit it)
     monkeypatch.setenv("ENV", "")
-    config = offline_config(tmp_path)
-    owner, other = (cluster_host(tmp_path / name, config, nats_server.url) for name in ("one", "two"))
-    printed = ""
-    clients: list[AhpClient] = []
-    try:
-        await owner.start()
-        await other.start()
-        here = await AhpClient.connect(owner.url)
-        clients.append(here)
-        await here.initialize(subscriptions=[ROOT])
+    async with processes(tmp_path, nats_server) as (owner, other):
+        here = await root_client(owner)
         terminal = f"ahp-terminal:/{uuid.uuid4()}"
         await here.request("createTerminal", {"channel": terminal, "claim": {"kind": "client", "clientId": here.client_id}})
-        there = await AhpClient.connect(other.url)
-        clients.append(there)
-        await there.initialize(subscriptions=[ROOT])
+        there = await root_client(other)
         for _ in range(200):  # once the other process has taken the terminal in
             try:
                 await there.subscribe(terminal)
@@ -597,11 +550,8 @@ async def test_a_terminal_of_a_process_killed_ends_exited_with_a_line_saying_why
         assert "The agent host process running this terminal stopped" in text, there.state(terminal)
         await there.wait_for(lambda m, e: [t["lifecycle"]["status"] for t in (there.state(ROOT) or {}).get("terminals") or []
                                            if t["resource"] == terminal] == ["exited"], timeout=10)
-    finally:
-        for client in clients:
+        for client in (here, there):
             await client.close()
-        printed = owner.stop() + other.stop()
-    assert "Traceback" not in printed, printed
 
 
 # -- a short cut from NATS mid-turn leaves no hole in the answer ------------------------------------

@@ -9,87 +9,33 @@ leaves."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 from websockets.asyncio.client import connect
 
 from ahp import state as internal
 from ahp.state import default_chat_uri
-from cli.serve_process import ServeProcess
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.process import process_name
 from host.config import ClusterConfig
-from tests.conftest import TOKEN
+from tests.host.cluster._hosts import (
+    REPO,
+    ROOT,
+    cluster_host,
+    offline_config,
+    processes,
+    root_client,
+    titles,
+    unclocked,
+    until_listed,
+    until_turns_ended,
+)
 from tests.host.test_vscode import Peer
 from tests.host.transport.dialects.test_three_versions import mirrored, without_clock
-
-ROOT = "ahp-root://"
-REPO = Path(__file__).resolve().parents[3]
-
-
-def unclocked(state: dict[str, Any] | None) -> dict[str, Any]:
-    """A mirrored state without ``modifiedAt`` (each mirror's own clock reading)."""
-    state = dict(state or {})
-    state.pop("modifiedAt", None)
-    if isinstance(state.get("summary"), dict):
-        state["summary"] = {key: value for key, value in state["summary"].items() if key != "modifiedAt"}
-    return state
-
-
-def offline_config(tmp_path: Path) -> Path:
-    """A host config whose sessions run the offline agent, at once, in ``tmp_path``."""
-    config = tmp_path / "host.toml"
-    config.write_text(f'[sessions]\ndefault_agent = "offline"\noffline_delay = 0\ndefault_directory = "{tmp_path}"\n')
-    return config
-
-
-def titles(session: dict[str, Any] | None) -> list[str]:
-    """The titles of a session's catalogue entries (the model's ``chats``)."""
-    return [str(chat.get("title")) for chat in (session or {}).get("chats") or []]
-
-
-def statuses(session: dict[str, Any] | None) -> list[int]:
-    """The statuses of a session's catalogue entries."""
-    return [int(chat.get("status") or 0) for chat in (session or {}).get("chats") or []]
-
-
-async def until_listed(client: AhpClient, session: str) -> None:
-    """Wait (10 s at most) until ``client``'s process lists ``session``; the caller's next
-    assertion or subscribe fails if it never does."""
-    for _ in range(200):
-        if session in [s["resource"] for s in await client.list_sessions()]:
-            return
-        await asyncio.sleep(0.05)
-
-
-def cluster_host(data_dir: Path, config: Path, nats_url: str) -> ServeProcess:
-    """``agent-host serve --cluster URL`` as its own process."""
-    return ServeProcess(["--data-dir", str(data_dir), "--config", str(config), "--cluster", nats_url], token=TOKEN)
-
-
-@contextlib.asynccontextmanager
-async def two_processes(tmp_path: Path, nats_server: EmbeddedNats, never_printed: tuple[str, ...] = ("Traceback",),
-                        ) -> AsyncIterator[tuple[ServeProcess, ServeProcess]]:
-    """Two started processes of the cluster on ``nats_server`` (``one`` first, then ``two``), their
-    sessions on the offline agent; once stopped, neither printed any of ``never_printed``."""
-    config = offline_config(tmp_path)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    try:
-        await first.start()
-        await second.start()
-        yield first, second
-    finally:
-        printed = first.stop() + second.stop()
-    assert not [words for words in never_printed if words in printed], printed
 
 
 def test_a_process_is_named_by_its_machine_and_data_directory_unless_the_config_names_it(tmp_path: Path) -> None:
@@ -104,8 +50,7 @@ async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_rep
     host = cluster_host(tmp_path / "data", config, nats_server.url)
     try:
         await host.start()
-        client = await AhpClient.connect(host.url)
-        await client.initialize(subscriptions=[ROOT])
+        client = await root_client(host)
         session = await client.create_session()
         chat = default_chat_uri(session)
         client.dispatch(session, {"type": "session/titleChanged", "title": "On the stream"})
@@ -116,8 +61,7 @@ async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_rep
         host.kill()  # the client keeps its mirror and last serverSeq
 
         await host.start()  # the same data directory: the same name, its sessions taken back at once
-        fresh = await AhpClient.connect(host.url)
-        await fresh.initialize(subscriptions=[ROOT])
+        fresh = await root_client(host)
         # The session is back once the restarted process lists it (bounded: never listed fails).
         await until_listed(fresh, session)
         await fresh.subscribe(session)
@@ -125,8 +69,7 @@ async def test_after_kill_9_a_client_reconnecting_with_its_last_serverseq_is_rep
         assert fresh.state(session)["title"] == "On the stream"  # type: ignore[index]  # recovered from the stream
         fresh.dispatch(session, {"type": "session/titleChanged", "title": "Renamed while you were away"})
         fresh.send_message(session, "a second turn")
-        await fresh.wait_for(lambda m, e: len((fresh.state(chat) or {}).get("turns") or []) == 2
-                             and statuses(fresh.state(session)) == [1], timeout=30)  # its catalogue entry idle too
+        await until_turns_ended([fresh], session, 2)  # its catalogue entry idle too
 
         client.url = host.url
         result = await client.resume()
@@ -184,22 +127,18 @@ def test_a_credentials_file_that_does_not_exist_is_named(tmp_path: Path, nats_se
 
 async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_and_turns_run_by_the_first(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    async with two_processes(tmp_path, nats_server) as (first, second):
-        here = await AhpClient.connect(first.url)
-        await here.initialize(subscriptions=[ROOT])
+    async with processes(tmp_path, nats_server) as (first, second):
+        here = await root_client(first)
         session = await here.create_session()
         chat = default_chat_uri(session)
-        there = await AhpClient.connect(second.url)
-        await there.initialize(subscriptions=[ROOT])
+        there = await root_client(second)
         await until_listed(there, session)  # the second process takes it in as the stream delivers it
         assert [s["resource"] for s in await there.list_sessions()] == [session]
         await there.subscribe(session)
         await there.subscribe(chat)
         here.send_message(session, "run on the first, watched from the second")
         # The turn ends, and so does the session's catalogue entry for its chat (an action more): idle again.
-        for client in (here, there):
-            await client.wait_for(lambda m, e, c=client: len((c.state(chat) or {}).get("turns") or []) == 1
-                                  and statuses(c.state(session)) == [1], timeout=30)
+        await until_turns_ended((here, there), session, 1)
         for channel in (session, chat):
             assert unclocked(there.state(channel)) == unclocked(here.state(channel)), channel
         assert there.state(ROOT) == here.state(ROOT)  # one root state
@@ -224,7 +163,7 @@ async def test_a_second_process_on_the_same_nats_shows_its_clients_the_sessions_
 
 async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_converge_on_one_turn(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
-    async with two_processes(tmp_path, nats_server) as (first, second):
+    async with processes(tmp_path, nats_server) as (first, second):
         ident = str(uuid.uuid4())
         session, old_name = f"offline:/{ident}", f"ahp-session:/{ident}"
         chat = default_chat_uri(session)
@@ -270,12 +209,10 @@ async def test_a_client_of_one_process_that_leaves_gives_up_its_active_role_in_a
     # VS Code on one process sets itself the active client (its tools) of a session another
     # process runs; when it disconnects, the owner must hear of it, or its turns keep offering
     # the tools of a client that is gone.
-    async with two_processes(tmp_path, nats_server, never_printed=("Traceback", "refused by the log")) as (first, second):
-        here = await AhpClient.connect(first.url)
-        await here.initialize(subscriptions=[ROOT])
+    async with processes(tmp_path, nats_server, never_printed=("Traceback", "refused by the log")) as (first, second):
+        here = await root_client(first)
         session = await here.create_session(provider="offline")
-        there = await AhpClient.connect(second.url)
-        await there.initialize(subscriptions=[ROOT])
+        there = await root_client(second)
         await until_listed(there, session)
         await there.subscribe(session)
 

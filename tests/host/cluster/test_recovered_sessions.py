@@ -21,7 +21,7 @@ from pathlib import Path
 from ahp.state import default_chat_uri
 from client import AhpClient
 from host.cluster.nats_server import EmbeddedNats
-from tests.host.cluster.test_process import ROOT, cluster_host, statuses, until_listed
+from tests.host.cluster._hosts import processes, root_client, until_listed, until_turns_ended
 from tests.host.runtime.customizations.test_mcp_sessions import started_pids
 from tests.tools.mcp.conftest import KITCHEN_SINK, eventually
 
@@ -53,13 +53,10 @@ async def test_a_process_started_after_a_session_was_made_elsewhere_starts_none_
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     marker = tmp_path / "starts.txt"
     config = config_with_a_server(tmp_path, marker)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    try:
-        await first.start()
-        here = await AhpClient.connect(first.url)
-        await here.initialize(subscriptions=[ROOT])
+    # Nothing of the session written by a process that does not run it ("may not write to it").
+    async with processes(tmp_path, nats_server, never_printed=("Traceback", "may not write to it"), config=config,
+                         started=1) as (first, second):
+        here = await root_client(first)
         session = await here.create_session()
         chat = default_chat_uri(session)
         await here.wait_for(lambda m, e: server_state(here, session) == "ready", timeout=60)
@@ -67,47 +64,34 @@ async def test_a_process_started_after_a_session_was_made_elsewhere_starts_none_
         assert first.process is not None and parent_of(server) == first.process.pid
 
         await second.start()  # recovers the session from the stream: the first runs it
-        there = await AhpClient.connect(second.url)
-        await there.initialize(subscriptions=[ROOT])
+        there = await root_client(second)
         await until_listed(there, session)
         await there.subscribe(session)
         await there.subscribe(chat)
         # A turn from the second process's client: forwarded to the first, with its server.
         there.send_message(session, "run where the server runs")
-        for client in (here, there):
-            await client.wait_for(lambda m, e, c=client: len((c.state(chat) or {}).get("turns") or []) == 1
-                                  and statuses(c.state(session)) == [1], timeout=30)
+        await until_turns_ended((here, there), session, 1)
         assert server_state(there, session) == "ready"
         assert started_pids(marker) == [server]  # no second copy, on the second process
         await here.close()
         await there.close()
-    finally:
-        printed = first.stop() + second.stop()
-    assert "Traceback" not in printed, printed
-    assert "may not write to it" not in printed, printed  # nothing of the session written by a process that does not run it
 
 
 async def test_a_client_of_another_process_resuming_a_restored_session_starts_its_servers_where_it_runs(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     marker = tmp_path / "starts.txt"
     config = config_with_a_server(tmp_path, marker)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    try:
-        await first.start()
-        here = await AhpClient.connect(first.url)
-        await here.initialize(subscriptions=[ROOT])
+    async with processes(tmp_path, nats_server, config=config, started=1) as (first, second):
+        here = await root_client(first)
         session = await here.create_session()
         await here.wait_for(lambda m, e: server_state(here, session) == "ready", timeout=60)
         await here.close()
-        printed += first.stop()  # a clean stop: the session is restored when it starts again
+        first.stop()  # a clean stop: the session is restored when it starts again
         [before] = started_pids(marker)
 
         await first.start()  # the same name: it runs the session again, restored, its server not started
         await second.start()
-        there = await AhpClient.connect(second.url)
-        await there.initialize(subscriptions=[ROOT])
+        there = await root_client(second)
         await until_listed(there, session)
         await there.subscribe(session)  # resumed through the second process only
         await there.subscribe(default_chat_uri(session))
@@ -115,27 +99,17 @@ async def test_a_client_of_another_process_resuming_a_restored_session_starts_it
         [again] = started_pids(marker)[1:]
         assert again != before and first.process is not None and parent_of(again) == first.process.pid
         await there.close()
-    finally:
-        printed += first.stop() + second.stop()
-    assert "Traceback" not in printed, printed
 
 
 async def test_a_process_taking_over_a_session_its_clients_watch_resumes_it_at_once(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     marker = tmp_path / "starts.txt"
     config = config_with_a_server(tmp_path, marker)
-    first = cluster_host(tmp_path / "one", config, nats_server.url)
-    second = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    try:
-        await first.start()
-        await second.start()
-        here = await AhpClient.connect(first.url)
-        await here.initialize(subscriptions=[ROOT])
+    async with processes(tmp_path, nats_server, config=config) as (first, second):
+        here = await root_client(first)
         session = await here.create_session()
         await here.wait_for(lambda m, e: server_state(here, session) == "ready", timeout=60)
-        there = await AhpClient.connect(second.url)
-        await there.initialize(subscriptions=[ROOT])
+        there = await root_client(second)
         await until_listed(there, session)
         await there.subscribe(session)  # watched through the second process, run by the first
         await there.subscribe(default_chat_uri(session))
@@ -145,6 +119,3 @@ async def test_a_process_taking_over_a_session_its_clients_watch_resumes_it_at_o
                                             for pid in started_pids(marker) if Path(f"/proc/{pid}").exists()), timeout=60)
         await there.wait_for(lambda m, e: server_state(there, session) == "ready", timeout=60)
         await there.close()
-    finally:
-        printed = first.stop() + second.stop()
-    assert "Traceback" not in printed, printed

@@ -158,11 +158,44 @@ def active_turns(draw) -> dict:
 pending_messages = st.builds(lambda ident, message: {"id": ident, "message": message}, st.sampled_from(MESSAGE_IDS), messages(("user",)))
 
 
+BLOCKING_CALL_STATUSES = frozenset({"pending-confirmation", "pending-result-confirmation", "auth-required"})
+
+
+def blocks(active_turn: dict) -> bool:
+    """Whether an active turn waits on the user: an input request without a response, or a tool call
+    pending confirmation, pending result confirmation or paused for authentication."""
+    for part in active_turn["responseParts"]:
+        if part["kind"] == "inputRequest" and "response" not in part:
+            return True
+        if part["kind"] == "toolCall" and part["toolCall"]["status"] in BLOCKING_CALL_STATUSES:
+            return True
+    return False
+
+
+def reachable_activities(chat: dict) -> tuple[int, ...]:
+    """The activities the chat reducers can leave beside ``chat``'s turns (Idle 1, Error 2,
+    InProgress 8, InputNeeded 24).
+
+    Every action that starts, resumes, ends or truncates a turn, or asks, answers or confirms,
+    derives the activity from the content; ``chat/responsePart`` appends a part and derives
+    nothing, so a blocking part that arrived that way leaves InProgress. Hence: an active turn is
+    InProgress, or InputNeeded when something in it blocks; with no active turn the chat is Idle,
+    or Error when its last turn ended in an error (a truncation to that turn makes it Idle)."""
+    active = chat.get("activeTurn")
+    if active is not None:
+        return (8, 24) if blocks(active) else (8,)
+    ended = chat["turns"]
+    return (1, 2) if ended and ended[-1]["state"] == "error" else (1,)
+
+
 @st.composite
 def chats(draw, resource: str) -> dict:
-    chat = {"resource": resource, "title": draw(texts), "status": draw(statuses), "modifiedAt": draw(times)}
+    """A chat whose status is one the reducers reach from its content (``reachable_activities``),
+    with any flags."""
+    chat = {"resource": resource, "title": draw(texts), "modifiedAt": draw(times)}
     chat["turns"] = draw(st.lists(turns(), max_size=3))
     chat.update(_optional(draw, "activeTurn", active_turns()))
+    chat["status"] = draw(st.sampled_from(reachable_activities(chat))) | draw(flags)
     chat.update(_optional(draw, "steeringMessage", pending_messages))
     chat.update(_optional(draw, "queuedMessages", st.lists(pending_messages, min_size=1, max_size=2)))
     chat.update(_optional(draw, "draft", messages(("user",))))

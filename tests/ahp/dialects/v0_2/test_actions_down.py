@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from ahp.dialects import v0_7
@@ -24,6 +24,7 @@ from ahp.dialects.v0_2.actions_down import chat_action_down
 from ahp.dialects.v0_2.actions_up import session_action_up
 from ahp.dialects.v0_2.states import InternalSession, session_lift, subagent_view
 from ahp.dialects.v0_2.uris import default_chat_uri
+from ahp.state._chat_status import chat_status
 from ahp.state.channels import subagent_chat_uri
 from tests.ahp.state._support import vectors_0_7, vectors_0_9
 
@@ -38,6 +39,7 @@ STALE_REASONS = {
     "a tool-call action replaced the call's _meta (0.2.0 takes _meta only at toolCallStart)",
     "toolCallReady updated a call already pending confirmation (0.2.0 ignores that)",
     "calls sharing one id were re-readied with different inputs",
+    "a call paused for authentication shares its id with a re-readied one (0.2.0 re-readies both)",
     "a delta without content gave 0.2.0 an empty partial input",
     "an input-request part arrived as a plain response part",
     "a turn ended with an error part of another kind",
@@ -367,3 +369,138 @@ def test_a_truncation_keeps_the_input_requests_asked_outside_a_turn_for_a_0_2_0_
     assert check.down.exact and check.agrees, check.explain()
     assert down(after)["inputRequests"] == [{"id": "r1", "message": "Trust this folder?"}]
     assert tally.failures == []
+
+
+# --- a call paused for authentication beside what makes a chat InputNeeded -----------------------
+
+_STARTED = {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "1970-01-01T00:00:01.000Z", "message": {"text": "Go.", "origin": {"kind": "user"}}}
+_CALL = {"turnId": "t1", "toolCallId": "c1"}
+_BLOCKERS = {
+    "a call pending confirmation": (
+        [{"type": "chat/toolCallStart", **_CALL, "toolName": "bash", "displayName": "Bash"},
+         {"type": "chat/toolCallReady", **_CALL, "invocationMessage": "ls", "toolInput": "ls"}],
+        {"type": "chat/toolCallConfirmed", **_CALL, "approved": True, "confirmed": "user-action"},
+    ),
+    "a call pending its result's confirmation": (
+        [{"type": "chat/toolCallStart", **_CALL, "toolName": "bash", "displayName": "Bash"},
+         {"type": "chat/toolCallReady", **_CALL, "invocationMessage": "ls", "toolInput": "ls", "confirmed": "not-needed"},
+         {"type": "chat/toolCallComplete", **_CALL, "result": {"success": True, "pastTenseMessage": "Listed"},
+          "requiresResultConfirmation": True}],
+        {"type": "chat/toolCallResultConfirmed", **_CALL, "approved": True},
+    ),
+    "an open input request": (
+        [{"type": "chat/inputRequested", "request": {"id": "r1", "message": "Which folder?"}}],
+        {"type": "chat/inputCompleted", "requestId": "r1", "response": "accept"},
+    ),
+}
+_PAUSED_FOR_AUTH = {"type": "chat/responsePart", "turnId": "t1", "part": {"kind": "toolCall", "toolCall": {
+    "toolCallId": "c2", "toolName": "search", "displayName": "Search", "status": "auth-required", "invocationMessage": "Searching",
+    "confirmed": "not-needed", "contributor": {"kind": "mcp", "customizationId": "mcp-top"},
+    "auth": {"reason": "required", "resource": {"resource": "https://mcp.example"}}}}}
+
+
+def _idle_chat_session(resource: str) -> InternalSession:
+    """A session on ``resource``'s chat (its default chat, or a sub-agent's projected session)."""
+    if resource == strategies.DEFAULT_CHAT:
+        return session_lift({"summary": {"resource": "ahp-session:/s1", "provider": "p", "title": "T", "status": 1, "createdAt": 0,
+                                         "modifiedAt": 0}, "lifecycle": "ready", "turns": []})
+    parent = {"provider": "p", "title": "Parent", "status": 1, "lifecycle": "ready", "activeClients": [], "defaultChat": strategies.DEFAULT_CHAT}
+    chat = {"resource": resource, "title": "Sub-agent", "status": 1, "modifiedAt": "1970-01-01T00:00:00.000Z",
+            "origin": {"kind": "tool", "chat": strategies.DEFAULT_CHAT, "toolCallId": "call-1"}, "turns": []}
+    view = subagent_view(parent, resource, chat, "1970-01-01T00:00:00.000Z")
+    assert view is not None
+    return view
+
+
+@pytest.mark.parametrize("chat", [strategies.DEFAULT_CHAT, SUBAGENT_CHAT], ids=["default chat", "sub-agent chat"])
+@pytest.mark.parametrize("blocker", sorted(_BLOCKERS))
+def test_a_call_paused_for_authentication_beside_what_makes_the_chat_input_needed_projects_exactly(chat, blocker):
+    """The reachable counterpart of a generated state the chat strategy once drew (InputNeeded with
+    nothing blocking, where 0.2.0 and the model parted on an ``auth-required`` call's arrival): a
+    chat made InputNeeded by the reducers, then a call paused for MCP authentication arrives as a
+    response part. 0.2.0 keeps showing InputNeeded while the other blocker is open, and once it is
+    answered shows InProgress (a paused call runs, for 0.2.0) where the model says InputNeeded."""
+    blocking, answer = _BLOCKERS[blocker]
+    session = _idle_chat_session(chat)
+    channel = chat if chat in session.chats else session.default_chat_uri
+    tally = Tally()
+    for action in [_STARTED, *blocking]:
+        session = tally.check(channel, action, session, action["type"])
+    assert session.chats[channel]["status"] & 31 == 24 and down(session)["summary"]["status"] & 31 == 24
+    shown = []
+    for action in (_PAUSED_FOR_AUTH, answer):
+        session, check = check_down(channel, action, session)
+        assert check.down.exact and check.agrees, (action["type"], check.explain())
+        shown.append((session.chats[channel]["status"] & 31, check.mirror["summary"]["status"] & 31))
+    assert shown == [(24, 24), (24, 8)]
+    assert tally.failures == []
+
+
+# --- the chat strategy draws the statuses the reducers reach, all of them --------------------------
+
+_REACHED_WITHOUT_DERIVING = {
+    (8, 24): "a blocking part arrived by chat/responsePart, which derives no status",
+    (1, 2): "a truncation to a turn that ended in an error derives Idle",
+}
+"""(drawn activity, the model's ``chat_status`` of the content): the pairs the reducers leave apart."""
+
+
+def _activity_and_content(chat: dict) -> tuple[int, str]:
+    active = chat.get("activeTurn")
+    if active is not None:
+        return chat["status"] & 31, "blocking" if strategies.blocks(active) else "active"
+    ended = chat["turns"]
+    return chat["status"] & 31, "ended in error" if ended and ended[-1]["state"] == "error" else "ended"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(strategies.chats(strategies.DEFAULT_CHAT))
+def test_the_chat_strategy_draws_a_status_the_reducers_reach_from_the_content(chat):
+    ended_in_error = "activeTurn" not in chat and bool(chat["turns"]) and chat["turns"][-1]["state"] == "error"
+    derived = chat_status(chat, ended_in_error=ended_in_error) & 31  # as the action that ended the last turn left it
+    drawn = chat["status"] & 31
+    assert drawn == derived or (drawn, derived) in _REACHED_WITHOUT_DERIVING, (drawn, derived, chat)
+
+
+@pytest.mark.parametrize("reachable", [(24, "blocking"), (8, "blocking"), (8, "active"), (2, "ended in error"), (1, "ended in error"),
+                                       (1, "ended")], ids=str)
+def test_the_chat_strategy_draws_every_reachable_status(reachable):
+    found = find(strategies.chats(strategies.DEFAULT_CHAT), lambda chat: _activity_and_content(chat) == reachable,
+                 settings=settings(database=None, max_examples=2000))
+    assert _activity_and_content(found) == reachable
+
+
+@pytest.mark.parametrize("confirmed", [None, "not-needed"], ids=["to confirm", "confirmed"])
+@pytest.mark.parametrize("arrived", ["paused by the reducers", "as a response part"])
+def test_a_call_paused_for_authentication_is_not_re_readied_for_a_0_2_0_client(confirmed, arrived):
+    """Found by the chat strategy (seed 5): ``chat/toolCallReady`` on a call paused for MCP
+    authentication changes nothing in the model (no edge leaves ``auth-required`` on it), but 0.2.0,
+    which shows the call running, would re-ready it (pending confirmation, or running with the
+    action's message). The 0.2.0 client gets only the status the model recomputes: InProgress to it
+    either way, from the InputNeeded the pause made or the InProgress a paused call that arrived as
+    a response part left."""
+    session = _idle_chat_session(strategies.DEFAULT_CHAT)
+    chat = session.default_chat_uri
+    call = {"turnId": "t1", "toolCallId": "c2"}
+    if arrived == "paused by the reducers":
+        steps = [{"type": "chat/toolCallStart", **call, "toolName": "search", "displayName": "Search",
+                  "contributor": {"kind": "mcp", "customizationId": "mcp-top"}},
+                 {"type": "chat/toolCallReady", **call, "invocationMessage": "Searching", "confirmed": "not-needed"},
+                 {"type": "chat/toolCallAuthRequired", **call, "auth": {"reason": "required", "resource": {"resource": "https://mcp.example"}}}]
+    else:
+        steps = [_PAUSED_FOR_AUTH]
+    tally = Tally()
+    for action in [_STARTED, *steps]:
+        session = tally.check(chat, action, session, action["type"])
+    paused = session.chats[chat]["activeTurn"]["responseParts"][0]["toolCall"]
+    assert paused["status"] == "auth-required"
+    ready = {"type": "chat/toolCallReady", **call, "invocationMessage": "", **({"confirmed": confirmed} if confirmed else {})}
+    after, check = check_down(chat, ready, session)
+    assert check.down.exact and check.agrees, check.explain()
+    assert after.chats[chat]["activeTurn"]["responseParts"][0]["toolCall"] == paused
+    assert [c["status"] for c in _0_2_0_calls(check.mirror)] == ["running"] and check.mirror["summary"]["status"] & 31 == 8
+    assert tally.failures == []
+
+
+def _0_2_0_calls(state: dict) -> list[dict]:
+    return [part["toolCall"] for part in state["activeTurn"]["responseParts"] if part.get("kind") == "toolCall"]

@@ -1,7 +1,8 @@
 """Long sessions stay inside the model's context window: compaction, /compact, cut tool output.
 
 A local OpenAI-compatible fake provider records every request, so these tests assert what the
-model was sent, and the client's view of the turns."""
+model was sent, and the client's view of the turns (a client of AHP 1.0.0: a session's turns are
+its default chat's)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ import json
 import re
 from pathlib import Path
 
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS
 from host.runtime.agents.context import SUMMARY_HEADER, cut_tool_output, elide_old_tool_results
 from providers import ToolResult, ToolResultsMessage, UserMessage
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.test_faults import fake_agent_toml
 from tests.providers.fake_server import FakeProviderServer, Reply, SeenRequest, chat_sse
 
-from .harness import config_for, idle, ready_session, run_turn, serving
+from .harness import config_for, idle, ready_session, serving
+from .harness import run_chat_turn as run_turn
 
 ALPHA = "alpha " * 800  # about 1,200 tokens each by the host's estimate
 BRAVO = "bravo " * 800
@@ -57,12 +61,12 @@ async def test_a_session_that_passes_the_window_compacts_and_keeps_working_after
     ]
     async with FakeProviderServer(replies, base_path="/v1") as server:
         config = config_for(tmp_path, toml=_toml(server.base_url))
-        async with serving(config, frame_checker) as (_, client):
+        async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake")
             await run_turn(client, session, "first question")
             await run_turn(client, session, "second question")
             third = await run_turn(client, session, "third question")
-            await idle(client, session)
+            await idle(client, default_chat_uri(session))
         assert third["state"] == "complete"
         compaction, sent = server.requests[2], server.requests[3]
         # The summary call saw the oldest turn; the newest finished turn is kept word for word.
@@ -76,14 +80,16 @@ async def test_a_session_that_passes_the_window_compacts_and_keeps_working_after
         assert "the latest turn is kept word for word" in note
 
         # A restarted host sends the same summary in place of the compacted turn.
-        async with serving(config, frame_checker) as (_, client):
+        async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (_, client):
             await client.subscribe(session)
+            await client.subscribe(default_chat_uri(session))
             fourth = await run_turn(client, session, "fourth question")
-            turns = client.state(session)["turns"]
+            turns = client.state(default_chat_uri(session))["turns"]
+            assert turns[2]["message"]["text"] == "third question"  # the fork is made at the third question
             fork = await client.create_session(fork={"session": session, "turnId": turns[2]["id"]})
             await client.wait_for(lambda m, e: client.state(fork)["lifecycle"] == "ready")
             forked = await run_turn(client, fork, "question in the fork")
-            await idle(client, fork)
+            await idle(client, default_chat_uri(fork))
         assert fourth["state"] == forked["state"] == "complete"
         for request in server.requests[4:6]:
             texts = _texts(request)
@@ -99,13 +105,14 @@ async def test_compact_command_summarises_on_demand_with_a_focus(tmp_path: Path,
         Reply(200, chat_sse("three")),
     ]
     async with FakeProviderServer(replies, base_path="/v1") as server:
-        async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker) as (_, client):
+        async with serving(config_for(tmp_path, toml=fake_agent_toml(server.base_url)), frame_checker,
+                           versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake")
             await run_turn(client, session, "design the API")
             await run_turn(client, session, "and the storage")
             compacted = await run_turn(client, session, "/compact the API design")
             after = await run_turn(client, session, "go on")
-            await idle(client, session)
+            await idle(client, default_chat_uri(session))
     assert compacted["state"] == "complete"
     assert _notes(compacted) == [
         "Compacted the conversation as asked (focus: the API design): 2 earlier turns (about "
@@ -135,10 +142,10 @@ async def test_tool_output_over_the_limit_is_cut_and_readable_in_full(tmp_path: 
     ]
     async with FakeProviderServer(replies, base_path="/v1") as server:
         config = config_for(tmp_path, toml=fake_agent_toml(server.base_url, extra="tool_output_limit = 5000\n"))
-        async with serving(config, frame_checker) as (_, client):
+        async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake")
             turn = await run_turn(client, session, "read big.txt")
-            await idle(client, session)
+            await idle(client, default_chat_uri(session))
     assert turn["state"] == "complete"
     first = server.requests[1].json()["messages"][-1]["content"]
     assert len(first) < 6000
@@ -169,21 +176,25 @@ async def test_the_model_still_gets_turns_the_chat_state_no_longer_holds(tmp_pat
     async with FakeProviderServer(replies, base_path="/v1") as server:
         # One turn per chat state: after a restart the first two turns live only on disk.
         config = config_for(tmp_path, toml=fake_agent_toml(server.base_url), sessions={"recent_turns": 1})
-        async with serving(config, frame_checker) as (_, client):
+        async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (_, client):
             session = await ready_session(client, provider="fake")
             for index in range(3):
                 await run_turn(client, session, f"question {index}")
-            await idle(client, session)
-        async with serving(config, frame_checker) as (running, client):
+            await idle(client, default_chat_uri(session))
+        async with serving(config, frame_checker, versions=PROTOCOL_VERSIONS) as (running, client):
             chat = running.host.store.state(running.host.session_uri(session))["defaultChat"]
             assert running.host.store.older_turn_count(chat) == 2
             await client.subscribe(session)
+            await client.subscribe(chat)
             await run_turn(client, session, "question 3")
-            first = client.state(session)["turns"][0]["id"]
+            page = await client.fetch_turns(chat)  # paged back to the first turn, which only the disk holds
+            while page["hasMore"]:
+                page = await client.fetch_turns(chat)
+            [first] = [turn["id"] for turn in client.state(chat)["turns"] if turn["message"]["text"] == "question 0"]
             fork = await client.create_session(fork={"session": session, "turnId": first})
             await client.wait_for(lambda m, e: client.state(fork)["lifecycle"] == "ready")
             await run_turn(client, fork, "question in the fork")
-            await idle(client, fork)
+            await idle(client, default_chat_uri(fork))
         sent = _texts(server.requests[3])
         assert [t for t in sent if t.startswith("user:")] == [f"user: question {i}" for i in range(4)]
         assert [t for t in sent if t.startswith("assistant:")] == [f"assistant: answer {i}" for i in range(3)]

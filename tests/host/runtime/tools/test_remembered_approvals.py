@@ -1,6 +1,7 @@
 """"Always allow" is kept for the project it was given in; clients list remembered choices in the
 root config and revoke one by removing it; an earlier version's choices stay host-wide, shown as such.
-Everything over a real WebSocket, with the host's real SQLite settings file."""
+Everything over a real WebSocket, with the host's real SQLite settings file; the sessions are driven
+by a client of AHP 1.0.0, the root config also read and written by 0.2.0 and 0.9.0 clients."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from client import AhpClient
+from ahp.state import default_chat_uri
+from client import PROTOCOL_VERSIONS, AhpClient
 from providers import ScriptedProvider
 from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker
-from tests.host.runtime.agents.harness import idle, ready_session, run_turn, serving
+from tests.host.runtime.agents.harness import idle, ready_session, serving
+from tests.host.runtime.agents.harness import run_chat_turn as run_turn
 
 from ._support import scripted, tools_config, wait_pending
 
@@ -25,9 +28,9 @@ def write(path: str) -> Any:
     return call_tools(("write_file", {"path": path, "content": "x"}))
 
 
-def confirm(client: AhpClient, session: str, call: dict[str, Any], option: str) -> None:
-    client.dispatch(session, {"type": "session/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
-                              "approved": True, "confirmed": "user-action", "selectedOptionId": option})
+def confirm(client: AhpClient, chat: str, call: dict[str, Any], option: str) -> None:
+    client.dispatch(chat, {"type": "chat/toolCallConfirmed", "turnId": call["turnId"], "toolCallId": call["toolCallId"],
+                           "approved": True, "confirmed": "user-action", "selectedOptionId": option})
 
 
 def listed(client: AhpClient) -> Any:
@@ -50,8 +53,8 @@ def projects(tmp_path: Path) -> tuple[Path, Path]:
 async def test_always_allow_applies_in_its_project_and_not_in_another(tmp_path: Path, frame_checker: FrameChecker) -> None:
     alpha, beta = projects(tmp_path)
     provider = ScriptedProvider([write("one.txt"), reply("a"), write("two.txt"), write("three.txt"), reply("c")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (_, client):
-        first = await ready_session(client, working_directory=alpha.as_uri())
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (_, client):
+        first = default_chat_uri(await ready_session(client, working_directory=alpha.as_uri()))
         client.send_message(first, "write")
         asked = await wait_pending(client, first)
         always = next(o for o in asked["options"] if o["id"] == "allow-always")
@@ -62,7 +65,7 @@ async def test_always_allow_applies_in_its_project_and_not_in_another(tmp_path: 
         [choice] = listed(client)
         assert {k: choice[k] for k in ("rule", "scope", "project")} == {"rule": "write_file", "scope": "project", "project": str(alpha)}
 
-        elsewhere = await ready_session(client, working_directory=beta.as_uri())
+        elsewhere = default_chat_uri(await ready_session(client, working_directory=beta.as_uri()))
         client.send_message(elsewhere, "write")
         asked_again = await wait_pending(client, elsewhere)  # another project: the user is asked
         assert asked_again["toolInput"] and "two.txt" in asked_again["toolInput"]
@@ -84,17 +87,16 @@ async def test_clients_list_and_revoke_remembered_choices_through_the_root_confi
 ) -> None:
     alpha, _ = projects(tmp_path)
     provider = ScriptedProvider([write("one.txt"), reply("a"), write("two.txt")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (running, client):
-        # (the frame checker knows the 0.2.0 schemas; the 0.9.0 client goes unchecked)
-        hook = frame_checker.hook if version == "0.2.0" else None
-        other = await AhpClient.connect(running.url.split("?")[0], token=TOKEN, frame_hook=hook)
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (running, client):
+        # (its frames checked against the schema of the version it negotiated, as every client's)
+        other = await AhpClient.connect(running.url.split("?")[0], token=TOKEN)
         try:
             await other.initialize(subscriptions=["ahp-root://"], protocol_versions=(version,))
             assert listed(other) == []
-            session = await ready_session(client, working_directory=alpha.as_uri())
-            client.send_message(session, "write")
-            confirm(client, session, await wait_pending(client, session), "allow-always")
-            await idle(client, session)
+            chat = default_chat_uri(await ready_session(client, working_directory=alpha.as_uri()))
+            client.send_message(chat, "write")
+            confirm(client, chat, await wait_pending(client, chat), "allow-always")
+            await idle(client, chat)
             await other.wait_for(lambda m, e: bool(listed(other)))  # every client sees it appear
 
             # A malformed value is refused with a message that says what the list holds; nothing is lost.
@@ -114,11 +116,11 @@ async def test_clients_list_and_revoke_remembered_choices_through_the_root_confi
             other.dispatch("ahp-root://", {"type": "root/configChanged", "config": {KEY: []}})
             await client.wait_for(lambda m, e: listed(client) == [])
             assert running.host.tools.settings.remembered() == ()
-            client.send_message(session, "write again")
-            asked = await wait_pending(client, session)  # revoked: the user is asked again
+            client.send_message(chat, "write again")
+            asked = await wait_pending(client, chat)  # revoked: the user is asked again
             assert "two.txt" in asked["toolInput"]
-            client.cancel_turn(session, asked["turnId"])
-            await idle(client, session)
+            client.cancel_turn(chat, asked["turnId"])
+            await idle(client, chat)
         finally:
             await other.close()
 
@@ -138,7 +140,7 @@ async def test_an_earlier_versions_choices_stay_host_wide_and_are_shown_as_such(
     _, beta = projects(tmp_path)
     _old_settings(tmp_path / "data", "write_file", "shell(git status:*)")
     provider = ScriptedProvider([write("one.txt"), reply("a"), write("two.txt")])
-    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)]) as (_, client):
+    async with serving(tools_config(tmp_path), frame_checker, [scripted(provider)], versions=PROTOCOL_VERSIONS) as (_, client):
         assert listed(client) == [
             {"rule": "write_file", "scope": "host", "addedAt": 1000},
             {"rule": "shell(git status:*)", "scope": "host", "addedAt": 1001},
@@ -151,8 +153,9 @@ async def test_an_earlier_versions_choices_stay_host_wide_and_are_shown_as_such(
         # A session that asks for this project's choices only (what `agent-host -p` does) is asked.
         client.dispatch(session, {"type": "session/configChanged", "config": {"useRememberedApprovals": "project"}})
         await client.wait_for(lambda m, e: client.state(session)["config"]["values"].get("useRememberedApprovals") == "project")
-        client.send_message(session, "write again")
-        asked = await wait_pending(client, session)
+        chat = default_chat_uri(session)
+        client.send_message(chat, "write again")
+        asked = await wait_pending(client, chat)
         assert "two.txt" in asked["toolInput"]
-        client.cancel_turn(session, asked["turnId"])
-        await idle(client, session)
+        client.cancel_turn(chat, asked["turnId"])
+        await idle(client, chat)

@@ -39,6 +39,7 @@ from tests.host.transport.dialects.test_three_versions import without_clock
 from tests.tools.mcp.conftest import KITCHEN_SINK
 
 from ._clients import ROOT, Client, assert_every_frame_fits, assert_sent
+from ._tool_calls import answered_by
 
 REACHED = frozenset({
     "session/ready", "session/creationFailed", "root/agentsChanged",
@@ -90,16 +91,6 @@ def _sink(host: Any, session: str) -> dict[str, Any]:
     """The kitchen-sink server's entry in the session's "MCP servers" container."""
     container = _container(host, session, lambda c: c.get("id") == "mcp-servers") or {}
     return next((child for child in container.get("children") or () if child.get("name") == "sink"), {})
-
-
-def _answerer(state: dict[str, Any], call_id: str) -> Any:
-    """``answeredBy`` in the ``_meta`` of the 0.2.0 session's call ``call_id``."""
-    for turn in state.get("turns") or ():
-        for part in turn.get("responseParts") or ():
-            call = part.get("toolCall") if part.get("kind") == "toolCall" else None
-            if call is not None and call["toolCallId"] == call_id:
-                return (call.get("_meta") or {}).get("answeredBy")
-    return None
 
 
 @pytest.mark.parametrize("newest", ["0.9.0", "1.0.0"])
@@ -256,7 +247,7 @@ async def test_every_frame_of_the_running_parts_fits_its_version(
             # The 0.2.0 client too, down to who confirmed the tool's result (``answeredBy``, which the host
             # records in the call's ``_meta`` after its completion: the 0.2.0 dialect says the turn again).
             shown = without_clock(v02_session_state(host, old_name))
-            assert _answerer(shown, call) == {"clientId": "client-new"}
+            assert answered_by(shown, call) == {"clientId": "client-new"}
             assert without_clock(old.state(old_name)) == shown, "0.2.0"
             kinds = {uri: host.store.kind(uri) or host.store.kind(changeset_alias(host, uri) or "")
                      for client in (new, mid) for uri in client.snapshots()}

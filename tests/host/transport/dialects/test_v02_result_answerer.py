@@ -9,7 +9,6 @@ snapshots (a replay could not say it). Either way its mirror is the host's 0.2.0
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,16 +20,8 @@ from providers.scripted import call_tools, reply
 from tests.conftest import TOKEN, FrameChecker
 from tests.host.runtime.agents.harness import ready_session, serving
 from tests.host.runtime.tools._support import scripted, tools_config, wait_pending
+from tests.host.transport.dialects._tool_calls import answered_by
 from tests.host.transport.dialects.test_three_versions import without_clock
-
-
-def _answerer(state: dict[str, Any], call_id: str) -> Any:
-    for turn in state.get("turns") or ():
-        for part in turn.get("responseParts") or ():
-            call = part.get("toolCall") if part.get("kind") == "toolCall" else None
-            if call is not None and call["toolCallId"] == call_id:
-                return (call.get("_meta") or {}).get("answeredBy")
-    return None
 
 
 @pytest.mark.parametrize("away", [False, True], ids=["watching", "away and back"])
@@ -60,7 +51,7 @@ async def test_a_0_2_0_mirror_shows_who_confirmed_a_tool_s_result(tmp_path: Path
                 assert resumed.kind == "snapshot" and resumed.dropped == []
             await old.ping()
             shown = without_clock(v02_session_state(running.host, old_name))
-            assert _answerer(shown, call["toolCallId"]) == {"clientId": client.client_id}
+            assert answered_by(shown, call["toolCallId"]) == {"clientId": client.client_id}
             assert without_clock(old.state(old_name)) == shown
         finally:
             await old.close()
