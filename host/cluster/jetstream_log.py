@@ -536,14 +536,7 @@ class JetStreamLog:
                 seq = int(answer["seq"])
                 if seq > state.last:
                     state.last = seq
-                try:  # (as in ``_stored``)
-                    if only.envelope is None:
-                        only.future.set_result(seq)
-                    else:
-                        only.envelope["serverSeq"] = seq
-                        only.future.set_result(stamped_action_frame(only.text, seq))
-                except asyncio.InvalidStateError:
-                    pass
+                _resolve(only, seq)
                 if state.queue:
                     self._send_batches(((group, state),))
                 else:
@@ -636,14 +629,7 @@ class JetStreamLog:
         if seqs:
             state.last = max(state.last, seqs[-1])
         for pending, seq in zip(batch, seqs):
-            try:  # (an outcome already done, a future its caller cancelled, is left as it is)
-                if pending.envelope is None:
-                    pending.future.set_result(seq)
-                else:
-                    pending.envelope["serverSeq"] = seq
-                    pending.future.set_result(stamped_action_frame(pending.text, seq))
-            except asyncio.InvalidStateError:
-                pass
+            _resolve(pending, seq)
 
     def _requests(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Request]:
         """The messages of ``batch``, each fenced on the group's owner marker (see the module
@@ -932,3 +918,17 @@ async def _said(error: Exception) -> None:
     """The NATS client's errors (a refused connection while it retries, ...): one line each, not the
     client's default traceback; what they mean for the log reaches the caller as ``LogUnavailable``."""
     logger.warning("NATS: %s", error or type(error).__name__)
+
+
+def _resolve(pending: _Pending, seq: int) -> None:
+    """``pending`` is stored as ``seq``: its outcome gets the number (a ``created``/``removed``
+    record) or its action's frame stamped with it. An outcome already done (a future its caller
+    cancelled) is left as it is."""
+    try:
+        if pending.envelope is None:
+            pending.future.set_result(seq)
+        else:
+            pending.envelope["serverSeq"] = seq
+            pending.future.set_result(stamped_action_frame(pending.text, seq))
+    except asyncio.InvalidStateError:
+        pass

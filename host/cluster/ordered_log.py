@@ -918,75 +918,62 @@ class ClusterLog:
 
         return asyncio.ensure_future(ask())
 
-    # -- which process holds a client (core NATS request/reply) --------------------------------------
+    # -- questions every process answers (core NATS request/reply) ----------------------------------
+    # Which process holds a client (``present``: a client that left while the owner was dead), and
+    # whether a client of any process watches a session (``watched``: its MCP servers' idle stop).
+    # A process answers only "yes" and stays silent otherwise, so the asker's wait ends at the first
+    # yes, and at the wait's end when nobody has it.
 
     PRESENCE_SUBJECT = "ahp.presence"
     PRESENCE_WAIT = 2.0
     """Seconds to wait for a process that holds a client before it counts as held by none."""
+    WATCHERS_SUBJECT = "ahp.watchers"
+    WATCHERS_WAIT = 2.0
+    """Seconds to wait for a process whose clients watch a session before it counts as unwatched."""
 
     async def serve_presence(self, holds: Callable[[str], bool]) -> None:
-        """Answer other processes' questions whether a client is connected (``present``) when
-        ``holds(client_id)`` says it is connected here; stay silent otherwise."""
+        """Answer ``present(client_id)`` when ``holds(client_id)`` says it is connected here."""
+        await self._answer(self.PRESENCE_SUBJECT, holds, "whether a client is connected here")
 
-        async def take(message: Any) -> None:
-            try:
-                if holds(message.data.decode()):
-                    await message.respond(b"1")
-            except Exception as error:  # a malformed question, NATS gone meanwhile
-                logger.warning("could not answer whether a client is connected here: %s", error)
-
-        async def subscribe() -> None:
-            await self.core.client.subscribe(self.PRESENCE_SUBJECT, cb=take)
-            await self.core.client.flush()  # the server has the subscription before this returns
-
-        await self._within(subscribe())
+    async def serve_watchers(self, watches: Callable[[str], bool]) -> None:
+        """Answer ``watched(session)`` when ``watches(session)`` says a client here watches it."""
+        await self._answer(self.WATCHERS_SUBJECT, watches, "whether a client watches a session here")
 
     def present(self, client_id: str) -> Awaitable[bool]:
         """Whether a process of the cluster (this one included, when it serves ``serve_presence``)
         has ``client_id`` connected: False once none answered within ``PRESENCE_WAIT`` seconds;
         True too when the question could not be asked (NATS unreachable: not known to be gone)."""
-        async def ask() -> bool:
-            try:
-                await self.core.client.request(self.PRESENCE_SUBJECT, client_id.encode(), timeout=self.PRESENCE_WAIT)
-            except (NatsTimeout, NoRespondersError):
-                return False
-            except Exception:
-                return True
-            return True
-
-        return asyncio.ensure_future(ask())
-
-    # -- whether a client of any process watches a session (core NATS request/reply) -----------------
-
-    WATCHERS_SUBJECT = "ahp.watchers"
-    WATCHERS_WAIT = 2.0
-    """Seconds to wait for a process whose clients watch a session before it counts as unwatched."""
-
-    async def serve_watchers(self, watches: Callable[[str], bool]) -> None:
-        """Answer other processes' questions whether a client watches a session (``watched``)
-        when ``watches(session)`` says a client of this process does; stay silent otherwise."""
-
-        async def take(message: Any) -> None:
-            try:
-                if watches(message.data.decode()):
-                    await message.respond(b"1")
-            except Exception as error:  # a malformed question, NATS gone meanwhile
-                logger.warning("could not answer whether a client watches a session here: %s", error)
-
-        async def subscribe() -> None:
-            await self.core.client.subscribe(self.WATCHERS_SUBJECT, cb=take)
-            await self.core.client.flush()  # the server has the subscription before this returns
-
-        await self._within(subscribe())
+        return self._ask(self.PRESENCE_SUBJECT, client_id, self.PRESENCE_WAIT)
 
     def watched(self, session: str) -> Awaitable[bool]:
         """Whether a client of some process of the cluster (this one included, when it serves
         ``serve_watchers``) watches ``session``: False once none answered within
         ``WATCHERS_WAIT`` seconds; True too when the question could not be asked (NATS
         unreachable: not known to be unwatched)."""
+        return self._ask(self.WATCHERS_SUBJECT, session, self.WATCHERS_WAIT)
+
+    async def _answer(self, subject: str, says_yes: Callable[[str], bool], what: str) -> None:
+        """Answer questions on ``subject`` with a yes when ``says_yes(question)``, else not at all."""
+
+        async def take(message: Any) -> None:
+            try:
+                if says_yes(message.data.decode()):
+                    await message.respond(b"1")
+            except Exception as error:  # a malformed question, NATS gone meanwhile
+                logger.warning("could not answer %s: %s", what, error)
+
+        async def subscribe() -> None:
+            await self.core.client.subscribe(subject, cb=take)
+            await self.core.client.flush()  # the server has the subscription before this returns
+
+        await self._within(subscribe())
+
+    def _ask(self, subject: str, question: str, wait: float) -> Awaitable[bool]:
+        """Whether any process said yes to ``question`` within ``wait`` seconds (True when it could
+        not be asked)."""
         async def ask() -> bool:
             try:
-                await self.core.client.request(self.WATCHERS_SUBJECT, session.encode(), timeout=self.WATCHERS_WAIT)
+                await self.core.client.request(subject, question.encode(), timeout=wait)
             except (NatsTimeout, NoRespondersError):
                 return False
             except Exception:

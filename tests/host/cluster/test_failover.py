@@ -271,7 +271,9 @@ async def watched_from_afar(tmp_path: Path, config: Path, near_url: str, far_url
     finally:
         for peer in peers:
             await peer.close()
-        printed = near_process.stop() + far_process.stop()
+        # (The near process in a thread: the relay it may stop through runs on this loop, and that
+        # process gives its lease back on the way out.)
+        printed = await asyncio.to_thread(near_process.stop) + far_process.stop()
     assert "Traceback" not in printed, printed
 
 
@@ -558,26 +560,10 @@ async def test_a_terminal_of_a_process_killed_ends_exited_with_a_line_saying_why
 
 async def test_a_short_cut_from_nats_mid_turn_ends_the_turn_resumably_with_no_hole_in_its_answer(
         tmp_path: Path, nats_server: EmbeddedNats, relay: Relay) -> None:
-    config = slow_config(tmp_path)
-    cut = cluster_host(tmp_path / "one", config, relay.url)  # reaches NATS through the relay
-    other = cluster_host(tmp_path / "two", config, nats_server.url)
-    printed = ""
-    peers: list[Peer] = []
     message = "Cut me off briefly"
-    try:
-        await cut.start()
-        await other.start()
-        session = f"offline:/{uuid.uuid4()}"
-        chat = default_chat_uri(session)
-        near = Peer(await connect(cut.url, max_size=None))
-        peers.append(near)
-        await near.initialize("near-09", ["0.9.0"])
-        assert (await near.request("createSession", {"channel": session})).get("error") is None
-        await near.request("subscribe", {"channel": chat})
-        far = Peer(await connect(other.url, max_size=None))
-        peers.append(far)
-        await far.initialize("far-09", ["0.9.0"])
-        chat_snapshot = await subscribed(far, chat)
+    async with watched_from_afar(tmp_path, slow_config(tmp_path), relay.url, nats_server.url, "offline") as watched:
+        cut, peers, near, far, chat = watched.near_process, watched.peers, watched.near, watched.far, watched.chat
+        chat_snapshot = watched.far_snapshot
         turn = await start_turn(near, chat, 1, message)
         await far.until(lambda: len(of_turn(far, chat, turn, "chat/delta")) >= 3, timeout=30)
 
@@ -616,10 +602,3 @@ async def test_a_short_cut_from_nats_mid_turn_ends_the_turn_resumably_with_no_ho
         assert held_here == mirror
         held_there = (await far.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
         assert held_there == mirror
-    finally:
-        for peer in peers:
-            await peer.close()
-        # (In a thread: the relay the cut-off process stops through runs on this loop, and that
-        # process gives its lease back on the way out.)
-        printed = await asyncio.to_thread(cut.stop) + other.stop()
-    assert "Traceback" not in printed, printed
