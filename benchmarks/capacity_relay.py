@@ -19,8 +19,13 @@ chunk) run for two servers in one invocation:
 
 The two searches run in turns (one count of one side, then one of the other), so that the
 machine's load, which moves minute by minute, weighs on both alike; their verdicts and the ratio
-host ÷ relay are printed at the end. On a loaded machine the absolute counts say little; the ratio
-says how far the host is from a relay under the same load.
+host ÷ relay are printed at the end, and for each side what its steady CPU per chunk at the count
+it held would allow if it had the whole core (``1e6 / (rate × µs)``). On a loaded machine the
+absolute counts say little; the ratio says how far the host is from a relay under the same load.
+Where the relay's search ends with its streams read late while its CPU per chunk is low, it is the
+load generators (the fake provider and the client process, on the other CPUs with the machine's
+other work) that fell behind, not the relay: the relay's count is then a floor, and the CPU line is
+the fairer ceiling.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._runs import ChildProcess, command_line, machine_note, pin_measured_process
+from benchmarks._runs import ChildProcess, command_line, machine_note, median, pin_measured_process
 from benchmarks.capacity import STREAM, _one_count, _search, _verdict
 from benchmarks.chunk_end_to_end import _Relay
 from benchmarks.provider_stream import _through_host, latency_figures
@@ -162,9 +167,17 @@ async def main() -> None:
         print(f"{'side':>5} {'sessions':>8} | {'p99 ms':>9} | {'steady p99':>10} | {'CPU µs/chunk':>7} {'steady':>7} | {'streamed s / planned':>19} |")
         turn = asyncio.Lock()  # one count at a time; the lock is fair, so the two searches alternate
 
+        steady_cpu: dict[tuple[str, int], list[float]] = {}
+        """Each side's and count's steady CPU µs per chunk, one per run."""
+
         async def measure(side: str, sessions: int) -> tuple[bool, str]:
+            async def serve(*arguments: Any) -> dict[str, float]:
+                run = await sides[side](*arguments)
+                steady_cpu.setdefault((side, sessions), []).append(run.get("steady_cpu_us", run["cpu_us"]))
+                return run
+
             async with turn:
-                held, line = await _one_count(base_url, sessions, args, sides[side])
+                held, line = await _one_count(base_url, sessions, args, serve)
             return held, f"{side:>5} {line}"
 
         async def search(side: str) -> tuple[int, int | None]:
@@ -173,6 +186,12 @@ async def main() -> None:
         results = dict(zip(sides, await asyncio.gather(*(search(side) for side in sides))))
         for side, (held_at, missed_at) in results.items():
             print(_verdict(f"one core, {side}", held_at, missed_at, args))
+            if held_at:
+                # Where the machine's other work (or the load generators on the other CPUs) ends the
+                # search before this process's CPU does: what its CPU per chunk alone would allow.
+                cpu = median(steady_cpu[side, held_at])
+                print(f"  {side}: steady CPU {cpu:.1f} µs per chunk at {held_at} sessions: a core's worth of it feeds "
+                      f"{1e6 / (args.rate * cpu):.0f} sessions at {args.rate:g} chunks/s")
         if len(results) == 2 and results["relay"][0]:
             print(f"host ÷ relay sessions held: {results['host'][0] / results['relay'][0]:.2f}")
         print(f"load average after the run: {machine_note()}")
