@@ -52,11 +52,12 @@ from benchmarks.provider_stream import _through_host
 STREAM = str(Path(__file__).resolve().parent / "provider_stream.py")
 
 
-async def _one_count(base_url: str, sessions: int, args: argparse.Namespace) -> tuple[bool, str]:
-    """Run ``sessions`` sessions ``--repeat`` times; whether the median p99 held, and a report line."""
+async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, serve: Any = _through_host) -> tuple[bool, str]:
+    """Run ``sessions`` sessions ``--repeat`` times; whether the median p99 held, and a report line.
+    ``serve``: what serves them (the host; ``capacity_relay.py`` passes its relay)."""
     count = round(args.rate * args.seconds)
     stagger = max(1.0, sessions / 200)
-    runs = [await _through_host(base_url, f"paced-{count}-{args.rate:g}", sessions, stagger) for _ in range(args.repeat)]
+    runs = [await serve(base_url, f"paced-{count}-{args.rate:g}", sessions, stagger) for _ in range(args.repeat)]
     p99 = median([run["written_p99"] for run in runs])
     steady = median([run["written_steady_p99"] for run in runs])
     cpu = median([run["cpu_us"] for run in runs])

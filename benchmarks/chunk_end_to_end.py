@@ -251,14 +251,14 @@ class _Relay(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        from websockets.frames import Frame
+        from websockets.frames import Frame, Opcode
         from websockets.http11 import Request
 
         self.conn.receive_data(data)
         for event in self.conn.events_received():
             if isinstance(event, Request):
                 self.conn.send_response(self.conn.accept(event))
-            elif isinstance(event, Frame) and bytes(event.data).startswith(b"chunks="):
+            elif isinstance(event, Frame) and event.opcode is Opcode.TEXT:  # a turn to stream: ``stream``
                 task = asyncio.get_running_loop().create_task(self.stream(bytes(event.data).decode()))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)

@@ -246,6 +246,17 @@ async def _through_host(base_url: str, model: str, sessions: int, stagger: float
             child.kill()
             await running.stop()
             TickBatchingWebSocketProtocol._write_buffered = write_buffered  # type: ignore[method-assign]  # restored
+    return latency_figures(result, queued_raw, written_raw, cpu_marks)
+
+
+def latency_figures(result: dict, queued_raw: list[tuple[int, str, str]], written_raw: list[tuple[int, list[str]]],
+                    cpu_marks: list[tuple[int, float]]) -> dict:
+    """``result`` with what one paced run measured: chunk written → frame dispatched (``queued_``)
+    and → frame written (``written_``), median, p99 and steady p99; the CPU per chunk over the run
+    and its steady part; the chunks seen and the seconds from the first to the last.
+    ``queued_raw``: (clock, channel, the chunk's text) at each chunk's dispatch; ``written_raw``:
+    (clock, the frames' texts) at each socket write; ``cpu_marks``: (index in ``queued_raw``,
+    process CPU time) every 32 chunks and at the last."""
     # "Steady": chunks the provider wrote once every session was streaming (after the last
     # session's first chunk), without the turn starts of the first second.
     first: dict[str, int] = {}
