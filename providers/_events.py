@@ -70,14 +70,16 @@ def raw_supported(client: Any) -> bool:
 
 async def open_events(
     client: Any, path: str, params: dict[str, Any], *,
-    done: str | None = None, error: Callable[[Any, Any], BaseException | None] | None = None,
+    done: str | None = None, error: Callable[[Any, Any], BaseException | None] | None = None, names: bool = True,
 ) -> RawEventStream | TypedEventStream:
     """Open the stream of ``params`` posted to ``path`` (see the module docstring). ``done`` and
-    ``error(response, data)`` are the raw way's end marker and in-stream error mapping."""
+    ``error(response, data)`` are the raw way's end marker and in-stream error mapping;
+    ``names=False`` (for a caller that reads only each event's data) spares the raw way decoding
+    each event's name (it gives None instead)."""
     if os.environ.get(ENVIRONMENT_VARIABLE, "raw") != "sdk" and raw_supported(client):
         response = await open_stream(client, path, params)
         return RawEventStream(response, done=done,
-                              error=(lambda data: error(response, data)) if error is not None else None)
+                              error=(lambda data: error(response, data)) if error is not None else None, names=names)
     resource: Any = client
     for name in _CREATE[path]:
         resource = getattr(resource, name)

@@ -31,11 +31,14 @@ class RawEventStream:
     return an exception to raise for an error payload sent inside the stream. It is asked only about
     the ``data`` that can be one, a JSON object with an ``error`` key (OpenAI's ``{"error": ...}``)
     or a ``type`` of ``"error"`` (Anthropic's error event): not a call per streamed chunk.
+    ``names=False`` gives None for every event's name, which is then not decoded (a reader of the
+    ``data`` alone: the translators, whose payloads name their own type).
     """
 
     def __init__(self, response: Any, *, done: str | None = None,
-                 error: Callable[[Any], BaseException | None] | None = None) -> None:
+                 error: Callable[[Any], BaseException | None] | None = None, names: bool = True) -> None:
         self.response = response
+        self._names = names
         self._done = done.encode() if done is not None else None
         self._error = error
 
@@ -50,7 +53,7 @@ class RawEventStream:
         # event of one ``data`` line (after one ``event`` line, or none), which is what these APIs
         # send, is read without going through its lines; any other is read line by line (``_block``).
         rest = b""
-        done, error, loads, block_of = self._done, self._error, orjson.loads, self._block
+        done, error, loads, block_of, names = self._done, self._error, orjson.loads, self._block, self._names
         async for chunk in self.response.aiter_bytes():
             if rest:
                 chunk = rest + chunk
@@ -73,13 +76,16 @@ class RawEventStream:
                     text = head[6:]
                 elif newline and head[:7] == _EVENT and tail[:6] == _DATA and not tail.partition(b"\n")[1]:
                     # nearly every event of Anthropic's and Responses'
-                    event = head[7:].decode("utf-8", errors="replace")
+                    if names:
+                        event = head[7:].decode("utf-8", errors="replace")
                     text = tail[6:]
                 else:
                     read = block_of(block)
                     if read is None:
                         continue
                     event, text = read
+                    if not names:
+                        event = None
                 if done is not None and text.startswith(done):
                     return
                 value = loads(text)  # ``_decode``, inlined: this runs for every event
@@ -93,7 +99,7 @@ class RawEventStream:
             rest = rest[:-1]
         read = self._block(rest)  # a last event without its blank line
         if read is not None and (done is None or not read[1].startswith(done)):
-            yield read[0], self._decode(read[1])
+            yield read[0] if names else None, self._decode(read[1])
 
     @staticmethod
     def _block(block: bytes) -> tuple[str | None, bytes] | None:

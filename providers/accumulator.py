@@ -9,7 +9,8 @@ Two ways in, one state:
   ``Finish``. The accumulator that made a call's events is the one its
   :class:`providers.stream.ModelStream` answers the message from: nothing folds them again.
   :meth:`bare_text` is the way of a bare text delta (``providers.stream``): the translator
-  appends the content to the open text part's pieces itself and yields the ``str``, no event.
+  appends the content to the open text part's pieces itself and yields the ``str``, no event;
+  :meth:`bare_delta` is the event it stands for, :meth:`unbared` a translator's output as events.
 * **Any events**: :meth:`StreamAccumulator.apply` folds events from any provider (the scripted
   one checks its scripts with it; ``ModelStream.of`` folds a plain event stream with it).
 
@@ -108,6 +109,17 @@ class StreamAccumulator:
     def last_part(self) -> int:
         """The index of the part started last (-1: none): the part a bare text delta is for."""
         return len(self._parts) - 1
+
+    def bare_delta(self, content: str) -> PartDelta:
+        """The ``PartDelta`` a bare text delta of ``content`` stands for (of the text part started last)."""
+        return part_delta(len(self._parts) - 1, "text", content)
+
+    def unbared(self, out: str | list[StreamEvent]) -> list[StreamEvent]:
+        """What a translator's ``feed_bare`` gave (a bare text delta, or events) as events: a
+        translator's ``feed`` for every consumer but the one that reads bare text deltas."""
+        if type(out) is str:
+            return [self.bare_delta(out)]
+        return out  # type: ignore[return-value]  # a list when not a str
 
     def end(self, vendor_key: Hashable, native: dict[str, Any] | None = None) -> PartEnd:
         """Close the open part of ``vendor_key``, attaching its provider-native payload."""

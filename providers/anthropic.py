@@ -7,6 +7,8 @@ reasoning part. At each ``content_block_stop`` the block is rebuilt exactly as t
 it (thinking with its ``signature``, ``redacted_thinking`` with its ``data``, ``tool_use`` with
 parsed ``input``) and attached as the part's ``native`` payload, which :func:`build_params`
 sends back unchanged next turn. Only the SDK call site maps exceptions (:func:`map_error`).
+A ``text_delta`` of the text block started last is given as its text, a bare text delta
+(``providers.stream``; ``_Translator.feed_bare``), folded into the accumulator already.
 
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the events are
 read from its raw response with the lean reader (``providers._sse``, orjson) as plain dicts, as
@@ -128,7 +130,7 @@ class AnthropicProvider:
         # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
         events = sdk_events(
             lambda params: open_event_stream(self._sdk(), params),
-            translator.feed,
+            translator.feed_bare,
             map_error,
             finished=lambda: translator.finished,
             dropped="The connection to Anthropic dropped before the response finished. Try again.",
@@ -137,12 +139,12 @@ class AnthropicProvider:
             prepare=lambda: self.build_params(request),
             data_only=True,
         )
-        return ModelStream(events, translator.acc)
+        return ModelStream(events, translator.acc, bare=True)  # feed_bare's text deltas are bare text deltas
 
 
 async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
     """The SDK sends the request; the events are read as plain dicts (``providers._events``)."""
-    return await open_events(client, "/v1/messages", params, error=stream_error)
+    return await open_events(client, "/v1/messages", params, error=stream_error, names=False)
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:
@@ -171,8 +173,33 @@ class _Translator:
         self._message_id: str | None = None
         self._model: str | None = None
         self._stop_reason: str | None = None
+        self._writing: int | None = None
+        """The index of the text block started last (None: none yet)."""
+        self._text: list[str] | None = None
+        """That block's pieces while its part is the open part started last (``StreamAccumulator.bare_text``):
+        its ``text_delta`` may be given bare."""
 
     def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
+        """The events of one raw event."""
+        return self.acc.unbared(self.feed_bare(raw))
+
+    def feed_bare(self, raw: dict[str, Any]) -> str | list[StreamEvent]:
+        """``feed``, but a ``text_delta`` of the open text block started last gives its text, a bare
+        text delta (``providers.stream``), already folded into the accumulator: no event made."""
+        # Nearly every event of a written answer: exactly what the general way below makes of it,
+        # with fewer steps; anything else goes that way.
+        if self._text is not None and raw.get("type") == "content_block_delta" and raw.get("index") == self._writing:
+            delta = raw.get("delta")
+            if type(delta) is dict and delta.get("type") == "text_delta":
+                text = delta.get("text")
+                if type(text) is str and text:
+                    self._text.append(text)
+                    return text
+        events = self._feed(raw)
+        self._text = self.acc.bare_text(self._writing)
+        return events
+
+    def _feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
         match raw.get("type"):
             case "content_block_delta":  # nearly every event: matched first
                 return self._delta(raw["index"], raw["delta"])
@@ -201,6 +228,7 @@ class _Translator:
         self._blocks[index] = block
         if kind == "text":
             events: list[StreamEvent] = [self.acc.start(index, "text")]
+            self._writing = index
             initial = block.get("text", "")
         elif kind == "thinking":
             events = [self.acc.start(index, "reasoning")]

@@ -12,8 +12,9 @@
 * ``stream.bare()`` is the same events for the one consumer that wants a streamed text chunk at
   its lowest cost (the host's turn): a **bare text delta**, a plain ``str``, may stand for a
   ``PartDelta`` of the text part started last (which is open). A provider whose translator makes
-  them (``bare=True``: Chat Completions, whose every streamed text chunk is one) folds the text
-  into its accumulator itself, so nothing is built per chunk but the string the SDK parsed;
+  them (``bare=True``: Chat Completions and LiteLLM, whose every streamed text chunk is one;
+  Anthropic Messages, a ``text_delta``; OpenAI Responses, an ``output_text.delta``; each through
+  its translator's ``feed_bare``) folds the text into its accumulator itself, so nothing is built per chunk but the string the SDK parsed;
   ``async for event in stream`` turns each back into its ``PartDelta`` (equal to the one a
   translator would have made) for everyone else, at the cost of one generator layer.
 * ``stream.aclose()`` ends the call (``contextlib.aclosing(stream)``); the HTTP response is
@@ -29,7 +30,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from ._fast_events import part_delta
 from .accumulator import StreamAccumulator
 from .events import StreamEvent
 from .messages import AssistantMessage
@@ -78,7 +78,7 @@ class ModelStream:
     async def __anext__(self) -> StreamEvent:
         event = await anext(self._events)
         if type(event) is str:
-            return part_delta(self._acc.last_part(), "text", event)
+            return self._acc.bare_delta(event)
         return event  # type: ignore[return-value]  # not a str
 
     def message(self) -> AssistantMessage:
@@ -94,7 +94,7 @@ async def _unbared(events: AsyncIterator[StreamEvent | str], acc: StreamAccumula
     """``events`` with each bare text delta made the ``PartDelta`` it stands for."""
     try:
         async for event in events:
-            yield part_delta(acc.last_part(), "text", event) if type(event) is str else event  # type: ignore[misc]
+            yield acc.bare_delta(event) if type(event) is str else event  # type: ignore[misc]
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:

@@ -68,7 +68,7 @@ async def open_raw_stream(client: Any, path: str, params: dict[str, Any]) -> Raw
     HTTP error statuses as its exceptions), the body goes as built (``providers._request_body``),
     and the events are read from the raw response as plain dicts (``providers._sse``), not as SDK
     models; or through the SDK's typed events where that cannot be done (``providers._events``)."""
-    return await open_events(client, path, params, done="[DONE]", error=stream_error)
+    return await open_events(client, path, params, done="[DONE]", error=stream_error, names=False)
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:

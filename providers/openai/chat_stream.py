@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._fast_events import part_delta
 from ..accumulator import StreamAccumulator
 from ..events import Finish, FinishReason, StreamEvent, Usage, UsageReport
 from ..messages import ApiName
@@ -52,10 +51,7 @@ class ChatStreamTranslator:
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         """The events of one chunk."""
-        out = self.feed_bare(chunk)
-        if type(out) is str:
-            return [part_delta(self.acc.last_part(), "text", out)]
-        return out  # type: ignore[return-value]  # not a str: the list of events
+        return self.acc.unbared(self.feed_bare(chunk))
 
     def feed_bare(self, chunk: Any) -> str | list[StreamEvent]:
         """``feed``, but a chunk that only adds text to the open text part gives that text, a bare

@@ -11,7 +11,9 @@ reasoning part (its summary parts joined by a blank line), a ``message`` → a t
 ``function_call`` → a tool-call part fed by ``function_call_arguments.delta``. At
 ``output_item.done`` the finished item is attached as ``native``; :func:`build_params` sends it
 back as-is, so reasoning items survive tool loops. Usage: ``input_tokens`` here excludes cached
-tokens (reported as ``cache_read_tokens``), matching the neutral model.
+tokens (reported as ``cache_read_tokens``), matching the neutral model. An ``output_text.delta``
+of the message item started last is given as its text, a bare text delta (``providers.stream``;
+``_Translator.feed_bare``), folded into the accumulator already.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
         # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
         events = sdk_events(
             lambda params: open_raw_stream(self._sdk(), "/responses", params),
-            translator.feed,
+            translator.feed_bare,
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finished,
             dropped="The connection to OpenAI dropped before the response finished. Try again.",
@@ -65,8 +67,11 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
             prepare=lambda: self.build_params(request),
             data_only=True,
         )
-        return ModelStream(events, translator.acc)
+        return ModelStream(events, translator.acc, bare=True)  # feed_bare's text deltas are bare text deltas
 
+
+_NO_ITEM = object()
+"""No message item started yet (an item's id may be None)."""
 
 _DELTAS = frozenset({
     "response.output_text.delta",
@@ -85,8 +90,32 @@ class _Translator:
         self.finished = False
         self._ignored: set[str | None] = set()
         self._saw_function_call = False
+        self._writing: object = _NO_ITEM
+        """The id of the message item started last."""
+        self._text: list[str] | None = None
+        """Its text part's pieces while that part is the open part started last
+        (``StreamAccumulator.bare_text``): its ``output_text.delta`` may be given bare."""
 
     def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
+        """The events of one stream event."""
+        return self.acc.unbared(self.feed_bare(raw))
+
+    def feed_bare(self, raw: dict[str, Any]) -> str | list[StreamEvent]:
+        """``feed``, but an ``output_text.delta`` of the open message item started last gives its
+        text, a bare text delta (``providers.stream``), already folded into the accumulator: no
+        event made."""
+        # Nearly every event of a written answer: exactly what the general way below makes of it,
+        # with fewer steps; anything else goes that way.
+        if self._text is not None and raw.get("type") == "response.output_text.delta" and raw.get("item_id") == self._writing:
+            delta = raw.get("delta")
+            if type(delta) is str and delta:
+                self._text.append(delta)
+                return delta
+        events = self._feed(raw)
+        self._text = self.acc.bare_text(self._writing)
+        return events
+
+    def _feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
         kind = raw.get("type")
         if kind in _DELTAS:  # nearly every event: checked first
             item_id, delta = raw.get("item_id"), raw.get("delta")
@@ -122,6 +151,8 @@ class _Translator:
             if item.get("arguments"):
                 events.append(self.acc.delta(item.get("id"), item["arguments"]))
             return events
+        if part_kind == "text":
+            self._writing = item.get("id")
         return [self.acc.start(item.get("id"), part_kind)]
 
     def _item_done(self, item: dict[str, Any]) -> list[StreamEvent]:

@@ -89,3 +89,11 @@ def orjson_error() -> type[Exception]:
     import orjson
 
     return orjson.JSONDecodeError
+
+
+async def test_a_reader_of_data_alone_gets_every_event_name_as_none_and_the_same_data() -> None:
+    body = b'event: delta\ndata: {"n": 1}\n\n: comment\nevent: a\nid: 2\ndata: 2\n\nevent: last\ndata: 3'
+    named = await events(RawEventStream(httpx.Response(200, content=body)))
+    unnamed = await events(RawEventStream(httpx.Response(200, content=body), names=False))
+    assert [name for name, _ in named] == ["delta", "a", "last"]
+    assert unnamed == [(None, data) for _, data in named]

@@ -122,3 +122,43 @@ async def test_a_chat_stream_read_bare_gives_its_text_chunks_as_strings_standing
             expanded.append(event)
     assert expanded == events
     assert bare_stream.message().text == "".join(e.content for e in events if isinstance(e, PartDelta) and e.part_kind == "text")
+
+
+async def _calls(vendor, name: str, model: str, *, bare: bool) -> list[tuple[list, object]]:
+    """Every recorded call of cassette ``name``, one after another on one client: what the stream
+    gave (read bare, or iterated) and the message it answered with."""
+    client, transport = replay_client(cassette(f"{name}.yaml"))
+    provider = vendor(api_key="test-key", http_client=client)
+    out = []
+    for _ in transport.interactions:
+        stream = provider.stream(ModelRequest(model=model, messages=(UserMessage.of("hi"),)))
+        async with contextlib.aclosing(stream):
+            events = [event async for event in (stream.bare() if bare else stream)]
+        out.append((events, stream.message()))
+    return out
+
+
+@pytest.mark.parametrize("vendor, name, model", [
+    (AnthropicProvider, "anthropic/messages-stream-thinking-multiturn", "claude-sonnet-4-5"),
+    (AnthropicProvider, "anthropic/messages-stream-parallel-tool-use-multiturn", "claude-sonnet-4-5"),
+    (AnthropicProvider, "anthropic/messages-stream-text", "claude-3-haiku"),
+    (AnthropicProvider, "anthropic/messages-stream-text-max-tokens", "claude-3-haiku"),
+    (OpenAIResponsesProvider, "openai/responses-stream-reasoning-summary-multiturn", "gpt-5"),
+    (OpenAIResponsesProvider, "openai/responses-stream-parallel-function-calls-multiturn", "gpt-5"),
+])
+async def test_an_event_stream_read_bare_gives_its_text_chunks_as_strings_standing_for_the_same_deltas(vendor, name: str, model: str) -> None:
+    plain = await _calls(vendor, name, model, bare=False)
+    bare = await _calls(vendor, name, model, bare=True)
+    assert sum(isinstance(event, str) for events, _ in bare for event in events) > 1  # text chunks came bare
+    for (events, message), (bare_events, bare_message) in zip(plain, bare, strict=True):
+        last_start: PartStart | None = None
+        expanded: list[StreamEvent] = []
+        for event in bare_events:
+            if isinstance(event, str):  # a PartDelta of the text part started last, which is open
+                assert last_start is not None and last_start.part_kind == "text"
+                expanded.append(PartDelta(index=last_start.index, part_kind="text", content=event))
+            else:
+                last_start = event if isinstance(event, PartStart) else last_start
+                expanded.append(event)
+        assert expanded == events
+        assert bare_message == message

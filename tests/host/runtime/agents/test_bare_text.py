@@ -1,0 +1,125 @@
+"""A turn reads its stream bare (``providers.ModelStream.bare``: a streamed text chunk as a ``str``)
+and a client sees exactly what it would see had the turn read every chunk as a ``PartDelta``.
+
+Each recorded Anthropic Messages and OpenAI Responses stream (thinking / reasoning summaries, tool
+calls with their arguments, usage, text before and after them) is replayed through the real SDK
+into a real host twice: once as the host runs (bare), once with ``ModelStream.bare`` giving what
+iterating the stream gives every other consumer (the ``PartDelta`` path). Every action the client
+receives, in order, and the state it converges to are the same, for a 0.2.0 client and one
+speaking the model's versions; and the bare run did take the bare way for its text."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client import LEGACY_VERSIONS, PROTOCOL_VERSIONS
+from host.runtime.agents import ModelSpec, ProviderAgent, StaticSource, TurnSettings
+from host.runtime.agents.titles import first_words
+from providers import AnthropicProvider, ModelStream, OpenAIResponsesProvider, replay_client
+from tests.conftest import FrameChecker
+
+from .harness import CASSETTES, Recorder, config_for, idle, ready_session, run_chat_turn, run_turn, serving
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+PASSWORDS = "Please retrieve the secrets associated with each of these passwords: mellon,radiance"
+PRIMES = "How many primes below 400 contain 79 as a substring?"
+REMEMBER = "If you remember what the primes were, then share them, or say 'I don't remember.'"
+
+CASES = {
+    "anthropic-thinking": (AnthropicProvider, "anthropic/messages-stream-thinking-multiturn.yaml", "claude-sonnet-4-20250514", [PRIMES, REMEMBER]),
+    "anthropic-tool-use": (AnthropicProvider, "anthropic/messages-stream-parallel-tool-use-multiturn.yaml", "claude-sonnet-4-20250514", [PASSWORDS]),
+    "anthropic-text": (AnthropicProvider, "anthropic/messages-stream-text.yaml", "claude-3-haiku-20240307", ["Tell me a joke about OpenTelemetry"]),
+    "anthropic-max-tokens": (AnthropicProvider, "anthropic/messages-stream-text-max-tokens.yaml", "claude-3-haiku-20240307", ["List all U.S. states."]),
+    "responses-reasoning": (OpenAIResponsesProvider, "openai/responses-stream-reasoning-summary-multiturn.yaml", "gpt-5", [PRIMES, REMEMBER]),
+    "responses-function-calls": (OpenAIResponsesProvider, "openai/responses-stream-parallel-function-calls-multiturn.yaml", "gpt-5", [PASSWORDS]),
+}
+
+_VARYING = ("startedAt", "completedAt", "createdAt", "modifiedAt", "timestamp", "duration", "lastActivity")
+"""Keys whose values are the clock's (they differ between any two runs)."""
+
+
+def _normal(value: Any, names: dict[str, str], own: dict[str, str]) -> Any:
+    """``value`` with clock values blanked, the run's ``own`` strings (its folder, its chat's URI)
+    named, and the host's own identifiers (session URIs, turn and tool-call ids made up by the
+    host) numbered in the order they first appear."""
+    if isinstance(value, dict):
+        return {k: "<clock>" if k in _VARYING else _normal(v, names, own) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normal(v, names, own) for v in value]
+    if isinstance(value, str):
+        for text, name in own.items():
+            value = value.replace(text, name)
+        return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+                      lambda m: names.setdefault(m.group(0), f"<id{len(names)}>"), value)
+    return value
+
+
+async def _run(tmp_path: Path, checker: FrameChecker, case: str, versions: tuple[str, ...]) -> tuple[list[Any], Any, int]:
+    """One host replaying ``case``: the actions its client received on the turn's channel, the
+    state that channel converged to (both normalised), and how many text chunks the turn's stream
+    gave bare."""
+    vendor, path, model, messages = CASES[case]
+    client_, _ = replay_client(CASSETTES / path)
+    agent = ProviderAgent("rec", StaticSource(vendor(api_key="test-key", http_client=client_)),
+                          display_name="Recorded", models=[ModelSpec(model)],
+                          settings=TurnSettings(title="first-words"))  # no model call for a title: the recording is the turns'
+
+    config = config_for(tmp_path, sessions={"offline_agent": False, "preamble": False})
+    async with serving(config, checker, [agent], versions=versions) as (_, client):
+        session = await ready_session(client, provider="rec", model=model)
+        model_versions = versions is PROTOCOL_VERSIONS
+        channel = client.chat_of(session) if model_versions else session
+        recorder = Recorder(client, channel)
+        for text in messages:
+            turn = await (run_chat_turn if model_versions else run_turn)(client, session, text)
+            assert turn["state"] in ("complete", "error"), turn
+            await idle(client, channel)
+        # The title is set after the first turn, in the background: wait for it (0.2.0: in the summary).
+        title = first_words(messages[0])
+        await client.wait_for(lambda m, e: ((client.state(session) or {}).get("summary") or client.state(session) or {}).get("title") == title)
+        names: dict[str, str] = {}
+        own = {channel: "<channel>", str(tmp_path): "<folder>"}
+        actions = _normal(recorder.drain(), names, own)
+        state = _normal(json.loads(json.dumps(client.state(channel))), names, own)
+    return actions, state, _BARE_SEEN.pop(case, 0)
+
+
+_BARE_SEEN: dict[str, int] = {}
+
+
+def _counting(case: str) -> Any:
+    """``ModelStream.bare`` as it is, counting the bare text deltas it gives for ``case``."""
+    original = ModelStream.bare
+
+    def bare(self: ModelStream) -> Any:
+        async def events() -> Any:
+            async for event in original(self):
+                if type(event) is str:
+                    _BARE_SEEN[case] = _BARE_SEEN.get(case, 0) + 1
+                yield event
+        return events()
+
+    return bare
+
+
+@pytest.mark.parametrize("versions", [LEGACY_VERSIONS, PROTOCOL_VERSIONS], ids=["0.2.0", "model"])
+@pytest.mark.parametrize("case", list(CASES))
+async def test_a_client_sees_the_same_actions_and_state_whether_the_turn_reads_text_bare_or_as_part_deltas(
+    tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch, case: str, versions: tuple[str, ...],
+) -> None:
+    monkeypatch.setattr(ModelStream, "bare", _counting(case))
+    bare_actions, bare_state, bare_chunks = await _run(tmp_path / "bare", frame_checker, case, versions)
+    monkeypatch.setattr(ModelStream, "bare", ModelStream.__aiter__)  # every chunk a PartDelta, as any other consumer reads it
+    delta_actions, delta_state, delta_chunks = await _run(tmp_path / "deltas", frame_checker, case, versions)
+
+    assert bare_chunks > 1 and delta_chunks == 0  # the bare run took the bare way, the other did not
+    kinds = {action["type"].split("/")[-1] for action in bare_actions}
+    assert {"delta", "usage", "turnComplete"} <= kinds  # text, usage and the turn's end reached the client
+    assert bare_actions == delta_actions
+    assert bare_state == delta_state
