@@ -135,7 +135,7 @@ class _Listener(asyncio.Protocol):
         for event in self._protocol.events_received():
             if isinstance(event, Frame):
                 if event.opcode is Opcode.TEXT:
-                    self._frame(now, event.data)
+                    self._frame(now, bytes(event.data))
             elif not self._open.done():  # the handshake's response
                 if self._protocol.handshake_exc is not None:
                     self._open.set_exception(self._protocol.handshake_exc)
