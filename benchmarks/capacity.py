@@ -27,9 +27,15 @@ frame received by the client process, which holds a connection to each worker an
 sessions round robin through them (beside it, the p99 of the *steady* chunks alone: those written
 once every session was streaming, without the turn starts): ``benchmarks/_workers.py``. A count is a miss there also when
 its streams lasted over 5 % + 0.5 s longer than planned (a turn's start goes through the
-processes' log before its first chunk). Beside the p99 it prints the CPU the workers and the NATS
-server spent per chunk (``/proc``), which other work on the machine moves less than a p99; on a
-machine too loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
+processes' log before its first chunk). Beside the p99 it prints where the CPU went, per chunk,
+from the first message sent to the last turn's end (``/proc``, the median of the runs): the
+workers (each one's share in the brackets), the NATS server, the fake provider, the client process
+and the rest of the machine (``other``: other people's work), and how busy the machine's CPUs were
+(``busy``); CPU per chunk is moved less by other work than a p99, and says which process a count
+ran out of. The load generators are made cheap, as they stand for machines of their own: the
+fake provider writes each chunk from a timer's callback, the client process reads each worker's
+frames on a bare Sans-I/O WebSocket, keeping the bytes until the run is over. On a machine too
+loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
 ``--workers 0,1,2`` adds plain ``agent-host serve`` (one process, no NATS) measured the same way,
 nothing pinned: the control, under the same load as the cluster's counts.
 """
