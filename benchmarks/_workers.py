@@ -209,7 +209,7 @@ async def _connection_per_worker(connect: Any, port: int, pids: list[int]) -> di
     return chosen
 
 
-async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int]) -> None:
+async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int], cross: bool = False) -> None:
     """The client process: ``sessions`` sessions round robin over the workers, each sent one message;
     prints ``streaming`` once every session is ready, just before the first message, ``ended`` once
     every turn ended, then ``result {p99, steady_p99, median, count, seconds}`` (steady: the chunks
@@ -217,7 +217,9 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
 
     The sessions are made with an ``AhpClient`` per worker (each runs the sessions made through
     it), which then goes; the streaming is read by a :class:`_Listener` per worker, on the same
-    worker, subscribed to that worker's sessions only."""
+    worker, subscribed to that worker's sessions only; with ``cross``, to the next worker's
+    sessions (a client on a worker that does not run its sessions: that worker follows their
+    streamed text, and the turns' first messages are forwarded to their owners)."""
     from client import AhpClient
 
     port = int(url.rsplit(":", 1)[1].strip("/"))
@@ -238,11 +240,13 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
         for channel in owned[pid]:
             await client.wait_for(lambda m, e, c=client, ch=channel: (c.state(ch) or {}).get("lifecycle") == "ready", timeout=120)
     listeners: dict[int, _Listener] = await _connection_per_worker(lambda: _Listener.connect(url), port, pids)
-    for pid, listener in listeners.items():
-        await listener.initialize(owned[pid])
+    reader = {pid: order[(index + 1) % len(order)] if cross else pid for index, pid in enumerate(order)}
+    """owner → the worker whose listener reads (and starts) the owner's sessions."""
+    for pid in order:
+        await listeners[reader[pid]].initialize(owned[pid])
     for client in makers.values():
         await client.close()
-    turns = [(listeners[pid], channel) for index in range(sessions) for pid in [order[index % len(order)]]
+    turns = [(listeners[reader[pid]], channel) for index in range(sessions) for pid in [order[index % len(order)]]
              for channel in [owned[pid][index // len(order)]]]
     print("streaming", flush=True)  # the parent measures every process's CPU from here to "ended"
     started = time.perf_counter()

@@ -36,7 +36,9 @@ ran out of. The load generators are made cheap, as they stand for machines of th
 fake provider writes each chunk from a timer's callback, the client process reads each worker's
 frames on a bare Sans-I/O WebSocket, keeping the bytes until the run is over. On a machine too
 loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
-``--workers 0,1,2`` adds plain ``agent-host serve`` (one process, no NATS) measured the same way,
+``--cross`` reads each worker's sessions through the next worker instead (a client connected to a
+worker that does not run its sessions: that worker follows their streamed text; with one worker
+or plain ``serve`` it changes nothing). ``--workers 0,1,2`` adds plain ``agent-host serve`` (one process, no NATS) measured the same way,
 nothing pinned: the control, under the same load as the cluster's counts.
 """
 
@@ -156,7 +158,8 @@ async def _one_count_of_workers(host: WorkersHost, pids: list[int], provider: in
     stagger = max(1.0, sessions / 200)
     runs = []
     for _ in range(args.repeat):
-        child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)))
+        child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)),
+                             "cross" if args.cross else "own")
         try:
             await child.expect("streaming", timeout=900)
             # From the first message sent to the last turn's end (the sessions' creation left out).
@@ -185,8 +188,9 @@ async def _one_count_of_workers(host: WorkersHost, pids: list[int], provider: in
 
 async def _workers(base_url: str, provider: int, args: argparse.Namespace) -> None:
     counts = [int(n) for n in args.workers.split(",")]
+    read = "; each worker's sessions read through the next worker (--cross)" if args.cross else ""
     print(f"capacity of agent-host serve --workers N at p99 chunk → frame received ≤ {args.limit_ms:g} ms, {args.rate:g} chunks/s "
-          f"per session, median of {args.repeat}; {machine_note()}; nothing pinned")
+          f"per session, median of {args.repeat}; {machine_note()}; nothing pinned{read}")
     print(f"command: {command_line()}")
     held: dict[int, int] = {}
     for workers in counts:
@@ -218,6 +222,8 @@ async def main() -> None:
     parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", help="comma-separated worker counts: measure 'agent-host serve --workers N' for each")
+    parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
+                                                             "through another worker (what following a session run elsewhere costs)")
     args = parser.parse_args()
     placement = pin_measured_process() if not args.workers else "not pinned"
     server = ChildProcess(STREAM, "sse")
@@ -242,6 +248,6 @@ async def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child" and sys.argv[2] == "spread":
         asyncio.run(spread_clients(sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
-                                   [int(pid) for pid in sys.argv[7].split(",")]))
+                                   [int(pid) for pid in sys.argv[7].split(",")], cross=sys.argv[8] == "cross"))
         sys.exit(0)
     asyncio.run(main())
