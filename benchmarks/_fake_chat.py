@@ -40,6 +40,7 @@ process use it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -81,12 +82,16 @@ class _Chat:
 
     def __init__(self, model: str) -> None:
         self.model = model
+        self._template = _text_template(model)
 
     def opening(self) -> bytes:
         return chunk(None, role=True, model=self.model)
 
     def text(self, content: str) -> bytes:
-        return chunk(content, model=self.model)
+        """``chunk(content)``'s bytes, from a template: a load generator's CPU is taken from the
+        machine the host runs on."""
+        before, after = self._template
+        return before + json.dumps(content).encode() + after
 
     def closing(self) -> bytes:
         return chunk(None, "stop", model=self.model) + _DONE
@@ -169,6 +174,14 @@ class _Responses:
 _DIALECTS: dict[str, Callable[[str], _Chat | _Messages | _Responses]] = {
     "openai-chat": _Chat, "anthropic": _Messages, "openai-responses": _Responses,
 }
+
+
+@functools.cache
+def _text_template(model: str) -> tuple[bytes, bytes]:
+    """``chunk(content, model=model)`` split around its content's JSON string."""
+    marker = "\x00content\x00"
+    before, after = chunk(marker, model=model).split(json.dumps(marker).encode())
+    return before, after
 
 
 def _http_chunk(data: bytes) -> bytes:

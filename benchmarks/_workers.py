@@ -19,15 +19,39 @@ import json
 import os
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
+
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.uri import parse_uri
 
 from benchmarks._fake_chat import agent_toml
 from benchmarks._runs import median, percentile
 from cli.serve_process import ServeProcess, serving_pid
 
 TOKEN = "bench-token-0123456789"
+_TICK = os.sysconf("SC_CLK_TCK")
 _TURN_ENDS = frozenset({"session/turnComplete", "session/turnCancelled", "session/error"})
+
+
+def process_cpu(pid: int) -> float:
+    """CPU time (user + system, every thread) process ``pid`` has used so far, in seconds (Linux;
+    0 for a process that is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+
+
+def machine_cpu() -> float:
+    """CPU time every process of the machine has used so far (all CPUs, ``/proc/stat``: busy =
+    everything but idle and I/O wait), in seconds: with the processes measured, it tells how
+    much other work shared the cores during a run."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / _TICK
 
 
 class WorkersHost(ServeProcess):
@@ -52,23 +76,17 @@ class WorkersHost(ServeProcess):
             return [self.process.pid]
         return super().workers()
 
-    def cpu_seconds(self) -> tuple[float, float]:
-        """CPU time (user + system) used so far by the workers, and by the NATS server."""
-        workers = nats = 0.0
-        tick = os.sysconf("SC_CLK_TCK")
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) used so far by each process of the host: ``worker <pid>`` for
+        each worker (``serve <pid>`` for ``N = 0``), ``nats`` for the NATS server; the parent of
+        ``--workers`` (which only supervises) is left out."""
         assert self.process is not None
-        measured = self.children() if self.count else {self.process.pid: "serve"}
+        measured = self.children() if self.count else {self.process.pid: " serve "}
+        used: dict[str, float] = {}
         for pid, command in measured.items():
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            used = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-            if "nats-server" in command:
-                nats += used
-            else:
-                workers += used
-        return workers, nats
+            name = "nats" if "nats-server" in command else f"{'worker' if self.count else 'serve'} {pid}"
+            used[name] = used.get(name, 0.0) + process_cpu(pid)
+        return used
 
     def stop(self, grace: float = 60) -> str:
         """The parent this benchmark started stops its workers and NATS; then its folder goes."""
@@ -78,63 +96,175 @@ class WorkersHost(ServeProcess):
             self._folder.cleanup()
 
 
-async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int]) -> None:
-    """The client process: one connection per worker, ``sessions`` sessions round robin over them,
-    each sent one message; prints ``result {p99, steady_p99, median, count, seconds}`` (steady: the
-chunks written once every session was streaming)."""
-    from client import AhpClient
+class _Listener(asyncio.Protocol):
+    """The client process's measuring connection to one worker, as cheap as a reader can be (the
+    load generator shares the host's cores): ``websockets``' Sans-I/O protocol on an asyncio
+    transport, every text frame kept as its bytes with the time its read returned, nothing parsed
+    until the run is over; the few frames it sends are built by hand."""
 
-    arrivals: list[tuple[int, str, str]] = []
-    ended: set[str] = set()
+    def __init__(self, url: str) -> None:
+        self.frames: list[tuple[int, bytes]] = []
+        self.ends: dict[str, str] = {}
+        """channel → the type of the action that ended its turn (read as they come: how the run ends)."""
+        self.answered: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.closed = asyncio.get_running_loop().create_future()
+        self._protocol = ClientProtocol(parse_uri(url), max_size=None)
+        self._transport: asyncio.Transport | None = None
+        self._open = asyncio.get_running_loop().create_future()
+        self._seq = 0
 
-    def hook(frame: dict[str, Any], answered: str | None) -> None:
-        if frame.get("method") == "action":
-            action = frame["params"]["action"]
-            kind = action.get("type")
-            if kind == "session/delta":
-                arrivals.append((time.perf_counter_ns(), action["content"], frame["params"]["channel"]))
-            elif kind in _TURN_ENDS:
-                ended.add(frame["params"]["channel"])
+    @classmethod
+    async def connect(cls, url: str) -> tuple[_Listener, int]:
+        """An open connection to ``url`` and the local port it is on."""
+        host, port = url.split("//", 1)[1].strip("/").rsplit(":", 1)
+        transport, listener = await asyncio.get_running_loop().create_connection(lambda: cls(url), host, int(port))
+        await listener._open
+        return listener, transport.get_extra_info("sockname")[1]
 
-    port = int(url.rsplit(":", 1)[1].strip("/"))
-    chosen: dict[int, AhpClient] = {}
-    spare: list[AhpClient] = []
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        request = self._protocol.connect()
+        request.headers["Authorization"] = f"Bearer {TOKEN}"
+        self._protocol.send_request(request)
+        self._write()
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter_ns()
+        self._protocol.receive_data(data)
+        for event in self._protocol.events_received():
+            if isinstance(event, Frame):
+                if event.opcode is Opcode.TEXT:
+                    self._frame(now, bytes(event.data))
+            elif not self._open.done():  # the handshake's response
+                if self._protocol.handshake_exc is not None:
+                    self._open.set_exception(self._protocol.handshake_exc)
+                else:
+                    self._open.set_result(None)
+        self._write()  # pongs, a close
+
+    def _frame(self, now: int, data: bytes) -> None:
+        if b'"session/delta"' in data:
+            self.frames.append((now, data))
+            return
+        frame = json.loads(data)  # the few others: an answer, a turn's start and end, a title
+        if frame.get("id") == 1 and not self.answered.done():
+            self.answered.set_result(frame)
+        elif frame.get("method") == "action" and frame["params"]["action"].get("type") in _TURN_ENDS:
+            self.ends[frame["params"]["channel"]] = frame["params"]["action"]["type"]
+
+    def _write(self) -> None:
+        if self._transport is not None and (data := self._protocol.data_to_send()):
+            self._transport.write(b"".join(data))
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self._protocol.send_text(json.dumps(frame, separators=(",", ":")).encode())
+        self._write()
+
+    async def initialize(self, subscriptions: list[str]) -> None:
+        """Speak 0.2.0 (its ``session/delta`` frames are what it times), subscribed to ``subscriptions``."""
+        self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "channel": "ahp-root://", "protocolVersions": ["0.2.0"], "clientId": f"bench-{os.getpid()}-{id(self)}",
+            "initialSubscriptions": subscriptions}})
+        answer = await asyncio.wait_for(self.answered, 120)
+        if "error" in answer:
+            raise SystemExit(f"initialize failed: {answer['error']}")
+
+    def send_message(self, channel: str, text: str) -> None:
+        """Start a turn (0.2.0's ``session/turnStarted``, as ``AhpClient.send_message`` sends it)."""
+        self._seq += 1
+        self.send({"jsonrpc": "2.0", "method": "dispatchAction", "params": {"channel": channel, "clientSeq": self._seq, "action": {
+            "type": "session/turnStarted", "turnId": str(uuid.uuid4()), "userMessage": {"text": text}}}})
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._open.done():
+            self._open.set_exception(exc or ConnectionError("closed before the handshake"))
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+async def _connection_per_worker(connect: Any, port: int, pids: list[int]) -> dict[int, Any]:
+    """``connect()`` (a connection and its local port) until each of ``pids`` serves one: pid → it."""
+    chosen: dict[int, Any] = {}
+    spare: list[Any] = []
     for _ in range(200):
-        client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
-        client.request_timeout = 120
-        await client.initialize(protocol_versions=("0.2.0",))  # its 0.2.0 session/delta frames are what it times
-        pid = serving_pid(client._conn._ws.local_address[1], port, pids)  # type: ignore[union-attr]
+        connection, local_port = await connect()
+        pid = serving_pid(local_port, port, pids)
         if pid is None or pid in chosen:
-            spare.append(client)
+            spare.append(connection)
         else:
-            chosen[pid] = client
+            chosen[pid] = connection
         if len(chosen) == len(pids):
             break
-    for client in spare:
-        await client.close()
+    for connection in spare:
+        result = connection.close()
+        if asyncio.iscoroutine(result):
+            await result
     if len(chosen) < len(pids):
         raise SystemExit(f"200 connections reached only workers {sorted(chosen)} of {pids}")
-    clients = list(chosen.values())
-    channels: list[tuple[AhpClient, str]] = []
+    return chosen
+
+
+async def spread_clients(url: str, model: str, sessions: int, stagger: float, pids: list[int], cross: bool = False) -> None:
+    """The client process: ``sessions`` sessions round robin over the workers, each sent one message;
+    prints ``streaming`` once every session is ready, just before the first message, ``ended`` once
+    every turn ended, then ``result {p99, steady_p99, median, count, seconds}`` (steady: the chunks
+    written once every session was streaming).
+
+    The sessions are made with an ``AhpClient`` per worker (each runs the sessions made through
+    it), which then goes; the streaming is read by a :class:`_Listener` per worker, on the same
+    worker, subscribed to that worker's sessions only; with ``cross``, to the next worker's
+    sessions (a client on a worker that does not run its sessions: that worker follows their
+    streamed text, and the turns' first messages are forwarded to their owners)."""
+    from client import AhpClient
+
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+
+    async def ahp_client() -> tuple[AhpClient, int]:
+        client = await AhpClient.connect(url, token=TOKEN)
+        client.request_timeout = 120
+        await client.initialize(protocol_versions=("0.2.0",))
+        return client, client._conn._ws.local_address[1]  # type: ignore[union-attr]
+
+    makers = await _connection_per_worker(ahp_client, port, pids)
+    owned: dict[int, list[str]] = {pid: [] for pid in makers}
+    order = list(makers)
     for index in range(sessions):
-        client = clients[index % len(clients)]
-        channels.append((client, await client.create_session(provider="bench", model=model)))
-    for client, channel in channels:
-        await client.wait_for(lambda m, e, c=client, ch=channel: (c.state(ch) or {}).get("lifecycle") == "ready", timeout=120)
+        pid = order[index % len(order)]
+        owned[pid].append(await makers[pid].create_session(provider="bench", model=model))
+    for pid, client in makers.items():
+        for channel in owned[pid]:
+            await client.wait_for(lambda m, e, c=client, ch=channel: (c.state(ch) or {}).get("lifecycle") == "ready", timeout=120)
+    listeners: dict[int, _Listener] = await _connection_per_worker(lambda: _Listener.connect(url), port, pids)
+    reader = {pid: order[(index + 1) % len(order)] if cross else pid for index, pid in enumerate(order)}
+    """owner → the worker whose listener reads (and starts) the owner's sessions."""
+    for pid in order:
+        await listeners[reader[pid]].initialize(owned[pid])
+    for client in makers.values():
+        await client.close()
+    turns = [(listeners[reader[pid]], channel) for index in range(sessions) for pid in [order[index % len(order)]]
+             for channel in [owned[pid][index // len(order)]]]
+    print("streaming", flush=True)  # the parent measures every process's CPU from here to "ended"
     started = time.perf_counter()
-    for client, channel in channels:
-        client.send_message(channel, "go")
-        await asyncio.sleep(stagger / len(channels))
+    for listener, channel in turns:
+        listener.send_message(channel, "go")
+        await asyncio.sleep(stagger / len(turns))
     deadline = time.monotonic() + 600
-    while len(ended) < len(channels) and time.monotonic() < deadline:
+    while sum(len(listener.ends) for listener in listeners.values()) < len(turns) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     elapsed = time.perf_counter() - started
-    incomplete = [channel for client, channel in channels if (client.state(channel)["turns"] or [{}])[0].get("state") != "complete"]
-    for client in clients:
-        await client.close()
+    print("ended", flush=True)
+    for listener in listeners.values():
+        listener.close()
+    incomplete = [channel for listener, channel in turns if listener.ends.get(channel) != "session/turnComplete"]
     if incomplete:
         raise SystemExit(f"{len(incomplete)} turns did not complete")
-    stamped = [(arrived, int(stamp), channel) for arrived, content, channel in arrivals for stamp in content.split(";") if stamp]
+    stamped = [(arrived, int(stamp), params["channel"]) for listener in listeners.values() for arrived, data in listener.frames
+               for params in [json.loads(data)["params"]] for stamp in params["action"]["content"].split(";") if stamp]
     samples = sorted((arrived - stamp) / 1e6 for arrived, stamp, _ in stamped)
     # "Steady": the chunks written once every session was streaming (as provider_stream.py's),
     # without the turn starts, whose first records go through the log together.

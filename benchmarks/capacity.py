@@ -27,10 +27,18 @@ frame received by the client process, which holds a connection to each worker an
 sessions round robin through them (beside it, the p99 of the *steady* chunks alone: those written
 once every session was streaming, without the turn starts): ``benchmarks/_workers.py``. A count is a miss there also when
 its streams lasted over 5 % + 0.5 s longer than planned (a turn's start goes through the
-processes' log before its first chunk). Beside the p99 it prints the CPU the workers and the NATS
-server spent per chunk (``/proc``), which other work on the machine moves less than a p99; on a
-machine too loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
-``--workers 0,1,2`` adds plain ``agent-host serve`` (one process, no NATS) measured the same way,
+processes' log before its first chunk). Beside the p99 it prints where the CPU went, per chunk,
+from the first message sent to the last turn's end (``/proc``, the median of the runs): the
+workers (each one's share in the brackets), the NATS server, the fake provider, the client process
+and the rest of the machine (``other``: other people's work), and how busy the machine's CPUs were
+(``busy``); CPU per chunk is moved less by other work than a p99, and says which process a count
+ran out of. The load generators are made cheap, as they stand for machines of their own: the
+fake provider writes each chunk from a timer's callback, the client process reads each worker's
+frames on a bare Sans-I/O WebSocket, keeping the bytes until the run is over. On a machine too
+loaded for a 10 ms p99, ``--limit-ms 1000`` finds where the host falls behind instead.
+``--cross`` reads each worker's sessions through the next worker instead (a client connected to a
+worker that does not run its sessions: that worker follows their streamed text; with one worker
+or plain ``serve`` it changes nothing). ``--workers 0,1,2`` adds plain ``agent-host serve`` (one process, no NATS) measured the same way,
 nothing pinned: the control, under the same load as the cluster's counts.
 """
 
@@ -39,14 +47,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import ChildProcess, command_line, machine_note, median, pin_measured_process
-from benchmarks._workers import WorkersHost, spread_clients
+from benchmarks._workers import WorkersHost, machine_cpu, process_cpu, spread_clients
 from benchmarks.provider_stream import _through_host
 
 STREAM = str(Path(__file__).resolve().parent / "provider_stream.py")
@@ -106,21 +116,58 @@ def _verdict(what: str, held_at: int, missed_at: int | None, args: argparse.Name
     return f"{what} holds {held_at} concurrently streaming sessions at p99 ≤ {args.limit_ms:g} ms; {missed_at} missed"
 
 
-async def _one_count_of_workers(host: WorkersHost, pids: list[int], base_url: str, sessions: int,
+class CpuWindow:
+    """The CPU each process of a run used between two moments (``/proc``): the host's (each worker,
+    the NATS server), the load generators' (the fake provider, the client process) and the
+    machine's as a whole; ``other`` is what the rest of the machine used meanwhile."""
+
+    def __init__(self, host: WorkersHost, provider: int, client: int) -> None:
+        self.host, self.provider, self.client = host, provider, client
+        self.start = self._now()
+        self.seconds = -time.perf_counter()
+
+    def _now(self) -> dict[str, float]:
+        return {**self.host.cpu_seconds(), "provider": process_cpu(self.provider), "client": process_cpu(self.client),
+                "machine": machine_cpu()}
+
+    def per_chunk(self, chunks: int) -> dict[str, float]:
+        """µs of CPU per chunk since the window opened: each process's, ``workers`` (their sum),
+        ``other``, and ``busy`` (the machine's CPUs' share in use, 0-1)."""
+        self.seconds += time.perf_counter()
+        end = self._now()
+        used = {name: end[name] - self.start.get(name, 0.0) for name in end}
+        used["workers"] = sum(value for name, value in used.items() if name.startswith(("worker ", "serve ")))
+        used["other"] = used["machine"] - used["workers"] - used.get("nats", 0.0) - used["provider"] - used["client"]
+        shares = {name: value * 1e6 / max(1, chunks) for name, value in used.items()}
+        shares["busy"] = used["machine"] / max(1e-9, self.seconds * (os.cpu_count() or 1))
+        return shares
+
+
+CPU_COLUMNS = ("workers", "nats", "provider", "client", "other")
+CPU_HEADER = f"{'CPU µs/chunk: workers  NATS provider client other':>49} | {'busy':>4}"
+
+
+def _cpu_cells(cpu: dict[str, float]) -> str:
+    return (f"{cpu['workers']:>22.0f} {cpu.get('nats', 0.0):>5.0f} {cpu['provider']:>8.0f} {cpu['client']:>6.0f} "
+            f"{cpu['other']:>5.0f} | {cpu['busy']:>4.0%}")
+
+
+async def _one_count_of_workers(host: WorkersHost, pids: list[int], provider: int, base_url: str, sessions: int,
                                 args: argparse.Namespace) -> tuple[bool, str]:
     """Run ``sessions`` sessions on ``serve --workers`` ``--repeat`` times: whether the median p99 held."""
     count = round(args.rate * args.seconds)
     stagger = max(1.0, sessions / 200)
     runs = []
     for _ in range(args.repeat):
-        child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)))
+        child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)),
+                             "cross" if args.cross else "own")
         try:
-            before = host.cpu_seconds()
+            await child.expect("streaming", timeout=900)
+            # From the first message sent to the last turn's end (the sessions' creation left out).
+            window = CpuWindow(host, provider, child.process.pid)
+            await child.expect("ended", timeout=900)
             runs.append(json.loads(await child.expect("result", timeout=900)))
-            after = host.cpu_seconds()
-            # The host's CPU per chunk (its workers', then the NATS server's) over the whole run.
-            runs[-1]["cpu_us"] = (after[0] - before[0]) * 1e6 / max(1, runs[-1]["count"])
-            runs[-1]["nats_us"] = (after[1] - before[1]) * 1e6 / max(1, runs[-1]["count"])
+            runs[-1]["cpu"] = window.per_chunk(runs[-1]["count"])
             await child.wait()
         finally:
             child.kill()
@@ -130,19 +177,21 @@ async def _one_count_of_workers(host: WorkersHost, pids: list[int], base_url: st
     fell_behind = lasted > 1.05 * planned_s + 0.5 or min(run["count"] for run in runs) < count * sessions
     held = p99 <= args.limit_ms and not fell_behind
     each = ", ".join(f"{run['p99']:.2f}" for run in runs)
-    cpu = median([run["cpu_us"] for run in runs])
-    nats = median([run["nats_us"] for run in runs])
+    cpu = {name: median([run["cpu"].get(name, 0.0) for run in runs]) for name in {*runs[0]["cpu"], *CPU_COLUMNS}}
+    each_worker = " + ".join(f"{cpu[name]:.0f}" for name in sorted(cpu) if name.startswith("worker "))
     steady = median([run.get("steady_p99", run["p99"]) for run in runs])
-    line = (f"{sessions:>8} | {p99:>9.2f} | {steady:>10.2f} | {median([run['median'] for run in runs]):>9.2f} | {cpu:>7.0f} {nats:>6.0f} | "
+    line = (f"{sessions:>8} | {p99:>9.2f} | {steady:>10.2f} | {median([run['median'] for run in runs]):>9.2f} | {_cpu_cells(cpu)} | "
             f"{lasted:>8.2f} / {planned_s:>5.2f} | "
-            f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  [p99 of each run: {each}]")
+            f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  "
+            f"[p99 of each run: {each}{f'; µs/chunk of each worker: {each_worker}' if host.count > 1 else ''}]")
     return held, line
 
 
-async def _workers(base_url: str, args: argparse.Namespace) -> None:
+async def _workers(base_url: str, provider: int, args: argparse.Namespace) -> None:
     counts = [int(n) for n in args.workers.split(",")]
+    read = "; each worker's sessions read through the next worker (--cross)" if args.cross else ""
     print(f"capacity of agent-host serve --workers N at p99 chunk → frame received ≤ {args.limit_ms:g} ms, {args.rate:g} chunks/s "
-          f"per session, median of {args.repeat}; {machine_note()}; nothing pinned")
+          f"per session, median of {args.repeat}; {machine_note()}; nothing pinned{read}")
     print(f"command: {command_line()}")
     held: dict[int, int] = {}
     for workers in counts:
@@ -151,9 +200,9 @@ async def _workers(base_url: str, args: argparse.Namespace) -> None:
             await host.start()
             pids = host.workers()
             print(f"--workers {workers} (worker pids {pids})" if workers else f"--workers 0: plain serve, no NATS (pid {pids[0]})")
-            await _one_count_of_workers(host, pids, base_url, max(2, 2 * workers), argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
-            print(f"{'sessions':>8} | {'p99 ms':>9} | {'steady p99':>10} | {'median ms':>9} | {'CPU µs/chunk workers, NATS':>14} | {'streamed s / planned':>19} |")
-            held_at, missed_at = await _search(lambda n, h=host, p=pids: _one_count_of_workers(h, p, base_url, n, args), args)
+            await _one_count_of_workers(host, pids, provider, base_url, max(2, 2 * workers), argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
+            print(f"{'sessions':>8} | {'p99 ms':>9} | {'steady p99':>10} | {'median ms':>9} | {CPU_HEADER} | {'streamed s / planned':>19} |")
+            held_at, missed_at = await _search(lambda n, h=host, p=pids: _one_count_of_workers(h, p, provider, base_url, n, args), args)
             held[workers] = held_at
             print(_verdict(f"--workers {workers}", held_at, missed_at, args), flush=True)
         finally:
@@ -174,13 +223,15 @@ async def main() -> None:
     parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", help="comma-separated worker counts: measure 'agent-host serve --workers N' for each")
+    parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
+                                                             "through another worker (what following a session run elsewhere costs)")
     args = parser.parse_args()
     placement = pin_measured_process() if not args.workers else "not pinned"
     server = ChildProcess(STREAM, "sse")
     try:
         base_url = await server.expect("url")
         if args.workers:
-            await _workers(base_url, args)
+            await _workers(base_url, server.process.pid, args)
             return
         print(f"capacity at p99 chunk → frame written ≤ {args.limit_ms:g} ms, {args.rate:g} chunks/s per session, "
               f"median of {args.repeat}; {machine_note()}; {placement}")
@@ -198,6 +249,6 @@ async def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child" and sys.argv[2] == "spread":
         asyncio.run(spread_clients(sys.argv[3], sys.argv[4], int(sys.argv[5]), float(sys.argv[6]),
-                                   [int(pid) for pid in sys.argv[7].split(",")]))
+                                   [int(pid) for pid in sys.argv[7].split(",")], cross=sys.argv[8] == "cross"))
         sys.exit(0)
     asyncio.run(main())

@@ -76,11 +76,24 @@ async def _serve_sse() -> None:
         mode, count, *rate = json.loads(body)["model"].split("-")
         reply.role()
         if mode == "paced":
+            # Each chunk written by a timer's callback (no task woken per chunk: this process
+            # shares the machine with the host), on a fixed schedule from a random phase.
             interval = 1 / float(rate[0])
-            start = time.monotonic() + random.uniform(0, interval)  # staggered starts
-            for index in range(int(count)):
-                await asyncio.sleep(max(0.0, start + index * interval - time.monotonic()))
+            loop = asyncio.get_running_loop()
+            start = loop.time() + random.uniform(0, interval)  # staggered starts
+            written: asyncio.Future[None] = loop.create_future()
+
+            def write(index: int) -> None:
+                if written.done():  # cancelled: the benchmark is ending
+                    return
+                if index == int(count):
+                    written.set_result(None)
+                    return
                 reply.text(f"{time.perf_counter_ns()};")
+                loop.call_at(start + (index + 1) * interval, write, index + 1)
+
+            loop.call_at(start, write, 0)
+            await written
         else:
             for index in range(int(count)):
                 reply.text("tok ")

@@ -1,7 +1,8 @@
 """``agent-host serve --workers N``: N host processes on one port, one host, every core of one machine.
 
 The parent (this module) holds the data directory's lock, binds the one listening socket, starts
-an embedded ``nats-server`` (``host.cluster.nats_server``, JetStream under ``<data dir>/jetstream``;
+an embedded ``nats-server`` (``host.cluster.nats_server``, JetStream under ``<data dir>/jetstream``,
+its Go code on one thread: it shares the cores with the workers;
 ``--cluster URL`` uses that server instead) and runs N children, each an ``agent-host serve
 --cluster`` of its own on ``<data dir>/workers/<i>`` (its SQLite files, its ``host.lock``) holding
 leases under its own name (``<machine>-<hash of that folder>``: stable per worker index, so a

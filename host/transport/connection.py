@@ -289,12 +289,15 @@ class ClientConnection:
         self._bind(client_id, dialect)
         self._remember_version(client_id, negotiated.version)
         store = self.host.store
-        snapshots = []
+        wanted: list[tuple[str, list[str]]] = []
         for channel in subscriptions:
             # A channel that does not exist (or this version cannot see) is left out.
             internal = dialect.internal_channels(self.host, channel)
             if internal:
-                snapshots.append(self._subscribe_now(channel, internal))
+                wanted.append((channel, internal))
+        # As ``subscribe``: a cluster's process may hold others' chats without their streamed text.
+        await store.hold([name for _, internal in wanted for name in internal])
+        snapshots = [self._subscribe_now(channel, internal) for channel, internal in wanted]
         result = dialect.initialize_result({
             "protocolVersion": negotiated.version,
             "serverSeq": store.seq,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.request
 from pathlib import Path
 
 import nats
@@ -45,5 +47,26 @@ async def test_a_server_with_a_token_refuses_clients_without_it_and_no_command_l
         await client.close()
         assert b"tok-7e1f0c2a9b" not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
         assert (tmp_path / "nats-run" / "auth.conf").stat().st_mode & 0o077 == 0
+    finally:
+        server.stop()
+
+
+def _gomaxprocs(server: EmbeddedNats) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.monitoring_port}/varz", timeout=5) as answer:
+        return int(json.load(answer)["gomaxprocs"])
+
+
+def test_the_server_runs_its_go_code_on_one_thread_unless_the_environment_says_otherwise(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GOMAXPROCS", raising=False)
+    server = EmbeddedNats(tmp_path / "default").start()
+    try:
+        assert _gomaxprocs(server) == 1
+    finally:
+        server.stop()
+    monkeypatch.setenv("GOMAXPROCS", "2")
+    server = EmbeddedNats(tmp_path / "told").start()
+    try:
+        assert _gomaxprocs(server) == 2
     finally:
         server.stop()

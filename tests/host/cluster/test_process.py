@@ -204,6 +204,28 @@ async def test_a_0_9_0_client_on_one_process_and_a_0_2_0_client_on_another_conve
             await client.close()
 
 
+async def test_a_0_2_0_client_subscribed_in_initialize_on_a_process_that_does_not_run_the_session_gets_its_streamed_text(
+        tmp_path: Path, nats_server: EmbeddedNats) -> None:
+    async with processes(tmp_path, nats_server) as (first, second):
+        here = await AhpClient.connect(first.url)
+        await here.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        session = await here.create_session()
+        lister = await AhpClient.connect(second.url)
+        await lister.initialize(subscriptions=[ROOT], protocol_versions=("0.2.0",))
+        await until_listed(lister, session)
+        # Subscribed by initialize's initialSubscriptions, not by a subscribe request.
+        there = await AhpClient.connect(second.url)
+        await there.initialize(subscriptions=[ROOT, session], protocol_versions=("0.2.0",))
+        here.send_message(session, "run on the first, watched from the second")
+        for client in (here, there):
+            await client.wait_for(lambda m, e, c=client: [turn.get("state") for turn in (c.state(session) or {}).get("turns") or []]
+                                  == ["complete"], timeout=30)
+        assert "".join(str(part.get("content", "")) for part in here.state(session)["turns"][0]["responseParts"])  # type: ignore[index]
+        assert without_clock(there.state(session)) == without_clock(here.state(session))
+        for client in (here, lister, there):
+            await client.close()
+
+
 async def test_a_client_of_one_process_that_leaves_gives_up_its_active_role_in_a_session_another_process_runs(
         tmp_path: Path, nats_server: EmbeddedNats) -> None:
     # VS Code on one process sets itself the active client (its tools) of a session another
