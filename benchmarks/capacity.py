@@ -213,15 +213,22 @@ async def _workers(base_url: str, provider: int, args: argparse.Namespace) -> No
     print(f"load average after the run: {machine_note()}")
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def search_arguments(description: str, *, most: int) -> argparse.ArgumentParser:
+    """The options of a capacity search (this script's, ``capacity_relay.py``'s), ``--max``
+    defaulting to ``most``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rate", type=float, default=20, help="chunks per second per session")
     parser.add_argument("--seconds", type=float, default=4, help="how long each session streams")
     parser.add_argument("--limit-ms", type=float, default=10)
     parser.add_argument("--start", type=int, default=25)
-    parser.add_argument("--max", type=int, default=800)
+    parser.add_argument("--max", type=int, default=most)
     parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
     parser.add_argument("--repeat", type=int, default=3)
+    return parser
+
+
+async def main() -> None:
+    parser = search_arguments(__doc__.splitlines()[0], most=800)
     parser.add_argument("--workers", help="comma-separated worker counts: measure 'agent-host serve --workers N' for each")
     parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
                                                              "through another worker (what following a session run elsewhere costs)")

@@ -30,7 +30,6 @@ the fairer ceiling.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import time
@@ -40,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import ChildProcess, command_line, machine_note, median, pin_measured_process
-from benchmarks.capacity import STREAM, _one_count, _search, _verdict
+from benchmarks.capacity import STREAM, _one_count, _search, _verdict, search_arguments
 from benchmarks.chunk_end_to_end import _Relay
 from benchmarks.provider_stream import _through_host, latency_figures
 
@@ -142,14 +141,7 @@ async def _clients(url: str, model: str, sessions: int, stagger: float) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=float, default=20, help="chunks per second per session")
-    parser.add_argument("--seconds", type=float, default=4, help="how long each session streams")
-    parser.add_argument("--limit-ms", type=float, default=10)
-    parser.add_argument("--start", type=int, default=25)
-    parser.add_argument("--max", type=int, default=1600)
-    parser.add_argument("--resolution", type=float, default=0.1, help="stop when the gap is at most this share of the count that held")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = search_arguments(__doc__.splitlines()[0], most=1600)
     parser.add_argument("--side", default="both", choices=("both", "host", "relay"))
     args = parser.parse_args()
     placement = pin_measured_process()

@@ -314,6 +314,18 @@ async def test_a_process_cut_off_from_nats_stops_writing_tells_its_clients_and_c
         assert held_here == held_there and held_there["turns"][0]["state"] == "error"
 
 
+async def held_in_time(peer: Peer, chat: str, expected: dict[str, Any]) -> dict[str, Any]:
+    """The state of ``chat`` that ``peer``'s process holds once it is ``expected`` (it may still be
+    catching up on the stream), or after ten seconds, whatever it holds then."""
+    held: dict[str, Any] = {}
+    for _ in range(200):
+        held = (await peer.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
+        if held == expected:
+            break
+        await asyncio.sleep(0.05)
+    return held
+
+
 async def resumed_when_accepted(client: AhpClient) -> Any:
     """``client.resume()`` once its process accepts connections again (refused while it is cut off
     from NATS), 20 s at most."""
@@ -433,13 +445,7 @@ async def test_a_process_cut_off_from_nats_mid_turn_hangs_up_on_its_provider_and
         # Back on NATS, the cut-off process holds what the live one wrote.
         relay.mend()
         back = await accepted_again(cut.url, peers)
-        held_here: dict[str, Any] = {}
-        for _ in range(200):
-            held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
-            if held_here == mirror:
-                break
-            await asyncio.sleep(0.05)
-        assert held_here == mirror
+        assert await held_in_time(back, chat, mirror) == mirror
         assert len(provider.requests) == 2
 
 
@@ -593,12 +599,6 @@ async def test_a_short_cut_from_nats_mid_turn_ends_the_turn_resumably_with_no_ho
         written = [envelope["serverSeq"] for envelope in far.actions()]
         assert written == sorted(written) and len(written) == len(set(written))
         back = await accepted_again(cut.url, peers)
-        held_here: dict[str, Any] = {}
-        for _ in range(200):
-            held_here = (await back.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
-            if held_here == mirror:
-                break
-            await asyncio.sleep(0.05)
-        assert held_here == mirror
+        assert await held_in_time(back, chat, mirror) == mirror
         held_there = (await far.request("subscribe", {"channel": chat}))["result"]["snapshot"]["state"]
         assert held_there == mirror
