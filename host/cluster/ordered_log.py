@@ -100,6 +100,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from ahp.state.appends import AppendingState
 from ahp.state.channels import channel_kind
+from host.cluster._wire import flushed
 from host.cluster.jetstream_log import JetStreamLog, Outcome
 from host.cluster.leases import Seen, lapsed
 from host.cluster.subjects import group_of, is_shared, token
@@ -859,7 +860,7 @@ class ClusterLog:
 
         async def subscribe() -> None:
             await self.core.client.subscribe(self._request_subject(self.core.holder), cb=take)
-            await self.core.client.flush()  # the server has the subscription before this returns
+            await flushed(self.core.client)  # the server has the subscription before this returns
 
         await self._within(subscribe())
 
@@ -901,7 +902,7 @@ class ClusterLog:
 
         async def subscribe() -> None:
             await self.core.client.subscribe(self.CONTENT_SUBJECT, cb=take)
-            await self.core.client.flush()  # the server has the subscription before this returns
+            await flushed(self.core.client)  # the server has the subscription before this returns
 
         await self._within(subscribe())
 
@@ -964,7 +965,7 @@ class ClusterLog:
 
         async def subscribe() -> None:
             await self.core.client.subscribe(subject, cb=take)
-            await self.core.client.flush()  # the server has the subscription before this returns
+            await flushed(self.core.client)  # the server has the subscription before this returns
 
         await self._within(subscribe())
 

@@ -19,7 +19,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from ahp.jsonrpc import action_frame
 from ahp.state.channels import default_chat_uri
-from host.cluster._wire import FastSender, PlainSender, Sender, sender, sent
+from host.cluster._wire import FastSender, PlainSender, Sender, flushed, sender, sent
 from host.cluster.jetstream_log import JetStreamLog
 from host.cluster.nats_server import EmbeddedNats
 from tests.host.cluster.conftest import Relay
@@ -219,3 +219,35 @@ async def test_the_log_through_the_plain_sender_numbers_a_tick_and_a_single_appe
         assert [record.body for record in await log.read(seqs[0] - 1)] == envelopes
     finally:
         await log.close()
+
+
+async def test_flushed_returns_after_the_server_read_a_subscription_made_just_before() -> None:
+    # A server on 127.0.0.1 that says what it read, in order: the PING that ``flushed`` waits on
+    # must come after the SUB made just before it (nats-py's own ``flush`` writes its PING at once,
+    # ahead of a SUB still waiting for the client's flusher task: another process's request could
+    # then find no responders although the flush had returned).
+    read = bytearray()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b'INFO {"server_id":"fake","version":"2.15.1","proto":1,"headers":true,"max_payload":1048576}\r\n')
+        while line := await reader.readline():
+            read.extend(line)
+            if line == b"PING\r\n":
+                writer.write(b"PONG\r\n")
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    nc = await nats.connect(f"nats://127.0.0.1:{port}", allow_reconnect=False)
+    try:
+        read.clear()
+        async def take(message: Msg) -> None:
+            pass
+
+        await nc.subscribe("ahp.request.someone", cb=take)
+        await flushed(nc)
+        said = bytes(read)
+        assert b"SUB ahp.request.someone" in said and said.rindex(b"PING") > said.index(b"SUB ahp.request.someone"), said
+    finally:
+        await nc.close()
+        server.close()
+
