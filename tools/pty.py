@@ -48,7 +48,14 @@ __all__ = ["PtyProcess", "exit_code_of"]
 
 # Runs in the child between fork and exec of the shell: the pty (fd 0) becomes the controlling
 # terminal of the new session, so the shell gets job control and Ctrl-C reaches its foreground job.
-_TAKE_TTY = "import os,sys,fcntl,termios;fcntl.ioctl(0,termios.TIOCSCTTY,0);os.execvp(sys.argv[1],sys.argv[1:])"
+# The shell starts with every signal at its default and none blocked, as a terminal window's does:
+# a disposition the host inherited (a host started with ``nohup`` ignores SIGHUP; this Python
+# ignores SIGPIPE) would otherwise pass through exec, and a shell that ignores SIGHUP outlives
+# its terminal until SIGKILL.
+_TAKE_TTY = ("import os,sys,fcntl,termios,signal;fcntl.ioctl(0,termios.TIOCSCTTY,0);"
+             "[signal.signal(s,signal.SIG_DFL) for s in (signal.SIGHUP,signal.SIGINT,signal.SIGQUIT,signal.SIGTERM,"
+             "signal.SIGPIPE,signal.SIGTSTP,signal.SIGTTIN,signal.SIGTTOU,signal.SIGCHLD)];"
+             "signal.pthread_sigmask(signal.SIG_SETMASK,[]);os.execvp(sys.argv[1],sys.argv[1:])")
 
 
 def exit_code_of(returncode: int | None) -> int | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -267,6 +268,23 @@ async def test_shell_tool_commands_are_terminals_a_client_can_attach_to(tmp_path
             assert done["success"] is False
         finally:
             await watcher.close()
+
+
+async def test_a_terminal_of_a_host_started_ignoring_sighup_still_ends_by_sighup_at_stop(tmp_path: Path, frame_checker: FrameChecker) -> None:
+    # A host started with ``nohup`` (SIGHUP ignored, which exec passes on): its shells start with
+    # SIGHUP at its default, as a terminal window's do, and end by it when the host stops.
+    config = tools_config(tmp_path)
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        async with serving(config, frame_checker) as (running, client):
+            terminal = await new_terminal(client, name="nohup'd host")
+            client.dispatch(terminal, {"type": "terminal/input", "data": "printf 'ready-%s\\n' now\n"})
+            await see(client, terminal, "ready-now")
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    async with serving(config, frame_checker) as (running, client):
+        info = listed(client, terminal)
+        assert info is not None and info["exitCode"] == 129, info  # SIGHUP, not SIGKILL after the grace
 
 
 async def test_a_restarted_host_shows_terminals_as_ended_with_their_output(tmp_path: Path, frame_checker: FrameChecker) -> None:
