@@ -42,6 +42,8 @@ import termios
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import child_processes
+
 from . import processes
 
 __all__ = ["PtyProcess", "exit_code_of"]
@@ -109,7 +111,7 @@ class PtyProcess:
             else:
                 stdin = subprocess.DEVNULL
             family = processes.new_family()
-            process = subprocess.Popen(
+            process = child_processes.popen(
                 argv, cwd=cwd, env={**env, processes.FAMILY_VARIABLE: family}, stdin=stdin, stdout=slave, stderr=slave,
                 start_new_session=True, close_fds=True,
             )

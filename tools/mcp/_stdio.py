@@ -44,6 +44,8 @@ from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+import child_processes
+
 from .. import processes
 from .specs import McpServerSpec
 
@@ -204,7 +206,7 @@ async def stdio_transport(
     family = processes.new_family()
     env[processes.FAMILY_VARIABLE] = family
     try:
-        process = await anyio.open_process(
+        process = await child_processes.open_process(
             [spec.command or "", *spec.args], env=env, cwd=spec.cwd, start_new_session=True,
         )
     except FileNotFoundError:
