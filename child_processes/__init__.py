@@ -29,10 +29,11 @@ Contract, on Linux:
   carry (``tools.processes`` registers ``AGENT_HOST_FAMILY=<its issuer>.``). The first child
   started through this module also starts the process's *guardian*: a small Python process in
   a session of its own that holds one end of a pipe (the lifeline) and learns the entries over
-  it. When the lifeline closes because this process died (its parent changed: never while the
-  process lives), the guardian ends every process of this user whose environment carries one of
-  the entries, and their descendants: SIGTERM and SIGCONT, SIGKILL after ``GRACE`` seconds, in
-  rounds until none is left. One guardian serves every host in a process; a process forked
+  it. Once this process has exited, however it ended (the lifeline closed and the guardian
+  re-parented: never while the process lives), the guardian ends every process of this user
+  whose environment carries one of the entries, and their descendants: SIGTERM and SIGCONT,
+  SIGKILL after ``GRACE`` seconds, in rounds until none is left (after a clean stop, that is
+  what escaped its family's end). One guardian serves every host in a process; a process forked
   without exec gets its own at its first child.
 * ``carrying(entries)`` (``/proc``): the live processes whose environment holds an entry starting
   with one of ``entries``, and their descendants: what the guardian ends (and what

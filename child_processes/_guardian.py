@@ -5,9 +5,8 @@ Run as a script, ``python -I -S _guardian.py HOST GRACE``, by ``child_processes`
 
 Contract: ``main(host, grace)`` reads environment entries' starts (``NAME=prefix``), one a line,
 from standard input until end of file, and looks once a second whether its parent is still
-``host``. It returns without doing anything if its input ends while ``host`` is still its parent
-(the lifeline was closed on purpose). Once ``host`` is gone (end of file, or re-parented), it
-ends ``carrying(entries)``: SIGTERM and SIGCONT, then, after ``grace`` seconds or as soon as
+``host``. Once ``host`` is gone (its input ended, which happens as ``host`` exits, and the
+guardian was re-parented, which follows), it ends ``carrying(entries)``: SIGTERM and SIGCONT, then, after ``grace`` seconds or as soon as
 none is left, SIGKILL in rounds (a process forking while it is ended is found by the next round)
 until none is left or ``_ROUNDS`` rounds have passed. SIGINT and SIGHUP are ignored: a Ctrl-C
 meant for the server must not take its guardian with it.
@@ -45,13 +44,15 @@ def main(host: int, grace: float) -> None:
         if ready:
             chunk = os.read(0, 4096)
             if not chunk:
-                if os.getppid() == host:
-                    return  # closed on purpose by a live host
-                break
+                break  # the host is exiting: its files are closed before its children are re-parented
             *lines, pending = (pending + chunk).split(b"\n")
             entries += [line.decode() for line in lines if line]
         elif os.getppid() != host:
             break  # dead, while something it forked still holds the lifeline
+    wait = _POLL
+    while os.getppid() == host:  # not gone yet (or a lifeline closed by mistake: then never)
+        time.sleep(wait)
+        wait = min(wait * 2, _LOOK_EVERY)
     if entries:
         end(entries, grace)
 
