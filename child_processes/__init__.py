@@ -26,8 +26,9 @@ Contract, on Linux:
 * A signal reaches only the child itself, not what it started: a shell's pipeline, a job it
   sent to the background, a ``nohup``/``setsid`` daemon live on. For those, a process calls
   ``sweep_on_death(entry)`` with the start of an environment entry its children's families
-  carry (``tools.processes`` registers ``AGENT_HOST_FAMILY=<its issuer>.``). The first child
-  started through this module also starts the process's *guardian*: a small Python process in
+  carry (``tools.processes`` registers ``AGENT_HOST_FAMILY=<its issuer>.`` with its first token). The first child
+  started through this module once an entry is registered (or the registration, once a child
+  was started) also starts the process's *guardian*: a small Python process in
   a session of its own that holds one end of a pipe (the lifeline) and learns the entries over
   it. Once this process has exited, however it ended (the lifeline closed and the guardian
   re-parented: never while the process lives), the guardian ends every process of this user
@@ -92,6 +93,8 @@ _guardian: subprocess.Popen[bytes] | None = None
 _guardian_of = 0
 """The pid of the process whose guardian ``_guardian`` is (a forked child needs its own)."""
 _lifeline = -1
+_spawned_in = 0
+"""The pid of the process that last started a child here (the guardian waits for an entry)."""
 _setpriv: str | None | bool = False
 """The ``setpriv`` that can set a parent-death signal: its path, None when there is none, False
 until looked for."""
@@ -134,6 +137,8 @@ def sweep_on_death(entry: str) -> None:
         _entries.append(entry)
         if _guardian is not None and _guardian_of == os.getpid():
             _tell(entry)
+    if _spawned_in == os.getpid():
+        _ensure_guardian()  # children were started before there was anything to sweep
 
 
 # -- the parent-death signal ---------------------------------------------------------------------
@@ -145,7 +150,10 @@ def _prepared(argv: Sequence[str], options: Mapping[str, Any], death_signal: sig
         raise ValueError("no command to start: the argument list is empty")
     if not _LINUX:
         return argv
-    _ensure_guardian()
+    global _spawned_in
+    _spawned_in = os.getpid()
+    if _entries:
+        _ensure_guardian()
     if death_signal is None:
         return argv
     _check_startable(argv[0], options.get("env"), options.get("cwd"))

@@ -28,8 +28,8 @@ daemonised with ``nohup``, ``setsid`` or a double fork. Contract:
 * ``ISSUER`` starts every token this process issues. ``left_by(issuer)``: the live processes
   (this user's, with their descendants) carrying a token another process issued; ``end_left_by
   (issuer, grace)`` ends them as ``end`` ends a family. A host killed without stopping (``kill
-  -9``) has its guardian end its families (``child_processes``: every token this process issues
-  is registered with ``sweep_on_death``); what is left when the guardian could not (killed with
+  -9``) has its guardian end its families (``child_processes``: the prefix of every token this
+  process issues is registered with ``sweep_on_death`` at the first); what is left when the guardian could not (killed with
   it) the next host on the same data directory ends this way (``host.runtime.processes``).
 * ``started(pid)``: when ``pid`` started (boot id and clock ticks since boot), to tell a live
   process from a later one given the same pid.
@@ -83,8 +83,9 @@ _ISSUER = secrets.token_hex(6)
 terminal of another) are not this one's to reap."""
 _ISSUED = f"\0{FAMILY_VARIABLE}={_ISSUER}.".encode()
 ISSUER = _ISSUER
-child_processes.sweep_on_death(f"{FAMILY_VARIABLE}={_ISSUER}.")  # this process's families, should it be killed
 
+_swept_on_death = False
+"""Whether this process's families are registered with its guardian (at the first token)."""
 _leaders: set[int] = set()
 _adopted: set[int] = set()
 _zombie_since: dict[int, float] = {}
@@ -100,7 +101,15 @@ class _Stat(NamedTuple):
 
 
 def new_family() -> str:
+    if not _swept_on_death:
+        _sweep_on_death()
     return f"{_ISSUER}.{secrets.token_hex(12)}"
+
+
+def _sweep_on_death() -> None:
+    global _swept_on_death
+    child_processes.sweep_on_death(f"{FAMILY_VARIABLE}={_ISSUER}.")  # should this process be killed
+    _swept_on_death = True
 
 
 def register_leader(pid: int) -> None:
