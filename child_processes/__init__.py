@@ -26,11 +26,11 @@ Contract, on Linux:
 * A signal reaches only the child itself, not what it started: a shell's pipeline, a job it
   sent to the background, a ``nohup``/``setsid`` daemon live on. For those, a process calls
   ``sweep_on_death(entry)`` with the start of an environment entry its children's families
-  carry (``tools.processes`` registers ``AGENT_HOST_FAMILY=<its issuer>.`` with its first token). The first child
-  started through this module once an entry is registered (or the registration, once a child
-  was started) also starts the process's *guardian*: a small Python process in
-  a session of its own that holds one end of a pipe (the lifeline) and learns the entries over
-  it. Once this process has exited, however it ended (the lifeline closed and the guardian
+  carry (``tools.processes`` registers ``AGENT_HOST_FAMILY=<its issuer>.`` with its first
+  token). The first child started through this module once an entry is registered (or the
+  registration, once a child was started) also starts the process's *guardian*: a small Python
+  process in a session of its own that holds one end of a pipe (the lifeline) and learns the
+  entries over it. Once this process has exited, however it ended (the lifeline closed and the guardian
   re-parented: never while the process lives), the guardian ends every process of this user
   whose environment carries one of the entries, and their descendants: SIGTERM and SIGCONT,
   SIGKILL after ``GRACE`` seconds, in rounds until none is left (after a clean stop, that is

@@ -6,8 +6,8 @@ Run as a script, ``python -I -S _guardian.py HOST GRACE``, by ``child_processes`
 Contract: ``main(host, grace)`` reads environment entries' starts (``NAME=prefix``), one a line,
 from standard input until end of file, and looks once a second whether its parent is still
 ``host``. Once ``host`` is gone (its input ended, which happens as ``host`` exits, and the
-guardian was re-parented, which follows), it ends ``carrying(entries)``: SIGTERM and SIGCONT, then, after ``grace`` seconds or as soon as
-none is left, SIGKILL in rounds (a process forking while it is ended is found by the next round)
+guardian was re-parented, which follows), it ends ``carrying(entries)``: SIGTERM and SIGCONT,
+then, after ``grace`` seconds or as soon as none is left, SIGKILL in rounds (a process forking while it is ended is found by the next round)
 until none is left or ``_ROUNDS`` rounds have passed. SIGINT and SIGHUP are ignored: a Ctrl-C
 meant for the server must not take its guardian with it.
 
