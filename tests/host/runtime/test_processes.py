@@ -116,8 +116,9 @@ async def test_jobs_left_running_by_a_host_killed_with_sigkill_end_when_the_next
 async def test_nothing_a_host_started_outlives_it_when_it_is_killed_with_sigkill(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A real host process with its workspace's ``.mcp.json`` server running and a terminal whose
-    shell left one job of each kind running (``&``, ``nohup``, ``setsid``, a double fork), killed
+    """A real host process with its workspace's ``.mcp.json`` server running, a SessionStart hook's
+    ``nohup`` and ``setsid`` jobs, and a terminal whose shell left one job of each kind running
+    (``&``, ``nohup``, ``setsid``, a double fork), killed
     with SIGKILL (a cluster's failover, the OOM killer): the server, the shell and every job end
     within seconds, by their parent-death signal and the host's guardian (``child_processes``),
     without waiting for a next host on the data directory."""
@@ -128,13 +129,16 @@ async def test_nothing_a_host_started_outlives_it_when_it_is_killed_with_sigkill
     monkeypatch.setenv("SHELL", "/bin/sh")
     monkeypatch.setenv("ENV", "")
     monkeypatch.setenv("HOME", str(tmp_path))
-    project, marker = tmp_path / "project", tmp_path / "sink-starts.txt"
+    project, marker, hook_pids = tmp_path / "project", tmp_path / "sink-starts.txt", tmp_path / "hook-pids"
     project.mkdir()
+    hook_pids.mkdir()
+    plugins = hook_plugin(tmp_path / "plugins", hook_pids)
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"sink": {
         "command": sys.executable, "args": [str(KITCHEN_SINK), "stdio", "--marker", str(marker)]}}}))
     config = tmp_path / "host.toml"
     config.write_text(f'[sessions]\ndefault_directory = "{project}"\ndefault_agent = "offline"\n'
-                      f'[mcp]\nstart = "session"\nstart_wait = 120\n[trust]\nfolders = ["{project}"]\n')
+                      f'[mcp]\nstart = "session"\nstart_wait = 120\n[trust]\nfolders = ["{project}"]\n'
+                      f'[plugins]\ndirectories = ["{plugins}"]\n')
     host = host_process(tmp_path / "data", config)
     pids: dict[str, int] = {}
     try:
@@ -153,6 +157,7 @@ async def test_nothing_a_host_started_outlives_it_when_it_is_killed_with_sigkill
         pids = {command: pid for pid, command in host.children().items() if running(pid)}
         assert server in pids.values() and len(pids) >= 3, pids
         pids.update({f"job {name}": pid for name, pid in zip(("&", "nohup", "setsid", "double fork"), daemon_pids(project))})
+        pids.update({f"hook's job {n}": pid for n, pid in enumerate(await hook_jobs(hook_pids, 2))})
         assert all(running(pid) for pid in pids.values()), {name: status(pid) for name, pid in pids.items()}
 
         host.kill()
