@@ -11,7 +11,8 @@ Contract:
   the group (a grandchild that outlived its parent or ignores SIGTERM) is SIGKILLed.
   The server is also a process family (``tools.processes``: a token in its environment), so
   what left the group (``setsid``, a double fork) is found and ended with it, and after a
-  ``kill -9`` of the host by the next host's start. Every wait is bounded and the shutdown
+  ``kill -9`` of the host by the host's guardian (``child_processes``, through which the server is
+  started: it also gets a parent-death signal) or else the next host's start. Every wait is bounded and the shutdown
   runs shielded from cancellation.
 * The child's environment is a small safe subset of the host's (PATH, HOME, locale...)
   plus the spec's declared `env`, unless `inherit_env=True` passes the host env through.
