@@ -25,7 +25,8 @@ Contract:
 
 Why hand-written: ``ptyprocess`` (pexpect's) forks the interpreter itself, which is unsafe in a
 process that runs threads (uvicorn, SQLite, MCP transports); here ``subprocess`` does the fork and
-exec in C (through ``child_processes``: the command dies with the host's process, SIGKILL included), and a three-line shim (``_TAKE_TTY``) makes the pty the controlling terminal of an
+exec in C (through ``child_processes``: the command dies with the host's process, SIGKILL
+included), and a three-line shim (``_TAKE_TTY``) makes the pty the controlling terminal of an
 interactive child before it execs the shell.
 """
 
