@@ -40,6 +40,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import child_processes
 from plugins.model import Hook, HookEvent, LifecyclePoint, LoadedContainer
 
 __all__ = ["HookOutcome", "HookResult", "hook_payload", "run_hook", "run_hooks", "select_hooks"]
@@ -154,7 +155,7 @@ async def run_hook(
     limit = hook.timeout if timeout is None else timeout
     data = json.dumps(payload).encode("utf-8")
     try:
-        process = await asyncio.create_subprocess_exec(
+        process = await child_processes.create_subprocess_exec(
             "/bin/sh", "-c", hook.command,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=str(workdir), env=env, start_new_session=True,

@@ -8,7 +8,8 @@
 * The server's parts sit side by side under ``host``, which composes them: ``tools``,
   ``providers`` and ``plugins`` never import ``host`` or each other (``tools`` may use ``ahp``).
 * ``regular_files`` (reading files that cannot block) is shared by the server's parts and imports
-  nothing from any room.
+  nothing from any room; so is ``child_processes`` (starting a child that dies with the server's
+  process), and the server's parts start a process through it alone.
 * ``cli`` (the ``agent-host`` command) composes the server and the terminal client; the server
   never imports a client, and nothing imports ``cli``. ``pytest_agent_host`` (the pytest plugin)
   composes the server and the client library for tests; nothing imports it.
@@ -58,7 +59,7 @@ def _matches(module: str, names: set[str]) -> bool:
 
 def test_the_ahp_core_imports_nothing_that_does_io_and_nothing_from_the_other_rooms() -> None:
     offending = [f"{where}: {module}" for module, where in _imports("ahp")
-                 if _matches(module, IO_MODULES | SERVER_SIDE | {"client", "chat", "cli", "regular_files"})]
+                 if _matches(module, IO_MODULES | SERVER_SIDE | {"client", "chat", "cli", "regular_files", "child_processes"})]
     assert offending == []
 
 
@@ -85,8 +86,44 @@ def test_the_servers_parts_do_not_import_each_other_or_the_host(package: str) ->
     assert offending == []
 
 
-def test_the_shared_file_reader_imports_nothing_from_the_rooms() -> None:
-    assert [f"{where}: {module}" for module, where in _imports("regular_files") if _matches(module, ROOMS)] == []
+@pytest.mark.parametrize("package", ["regular_files", "child_processes"])
+def test_the_shared_helpers_import_nothing_from_the_rooms(package: str) -> None:
+    assert [f"{where}: {module}" for module, where in _imports(package) if _matches(module, ROOMS)] == []
+
+
+_STARTS = {
+    "subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+    "anyio": {"open_process", "run_process"},
+    "os": {"fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "popen", "execv", "execve", "execvp", "execvpe",
+           "execl", "execle", "execlp", "execlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "spawnl", "spawnle"},
+    "pty": {"fork", "spawn"},
+}
+"""The standard ways to start a process, by module: each is ``child_processes``'s alone."""
+
+
+def _process_starts(package: str) -> list[str]:
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and node.module in _STARTS for alias in node.names if alias.name in _STARTS[node.module]}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            function = node.func
+            if (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
+                    and function.attr in _STARTS.get(function.value.id, ())) or (
+                    isinstance(function, ast.Name) and (function.id in imported or function.id == "stdio_client")):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(function)}")
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(SERVER_SIDE))
+def test_the_server_starts_processes_only_through_child_processes(package: str) -> None:
+    """Every child of the server dies with its process, SIGKILL included, only if it is started
+    through ``child_processes`` (the MCP SDK's ``stdio_client`` spawns on its own: not used)."""
+    assert _process_starts(package) == []
 
 
 def test_the_server_imports_no_client_and_nothing_imports_the_command() -> None:
@@ -96,7 +133,7 @@ def test_the_server_imports_no_client_and_nothing_imports_the_command() -> None:
 
 def test_nothing_imports_the_pytest_plugin() -> None:
     """``pytest_agent_host`` composes the host and the client for tests, as ``cli`` does for people."""
-    offending = [f"{where}: {module}" for package in sorted(ROOMS | {"regular_files"})
+    offending = [f"{where}: {module}" for package in sorted(ROOMS | {"regular_files", "child_processes"})
                  for module, where in _imports(package) if _matches(module, {"pytest_agent_host"})]
     assert offending == []
 

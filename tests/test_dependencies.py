@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ("ahp", "host", "client", "chat", "providers", "tools", "plugins", "regular_files", "cli")
+SHIPPED = ("ahp", "host", "client", "chat", "providers", "tools", "plugins", "regular_files", "child_processes", "cli")
 
 
 OPTIONAL = {"cluster": "host/cluster/"}

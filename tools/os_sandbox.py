@@ -61,6 +61,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import child_processes
+
 __all__ = ["OsSandbox", "Confined", "unavailable", "INSTALL_HINT", "SECRETS", "ENVIRONMENT", "PROTECTED"]
 
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
@@ -286,7 +288,7 @@ def unavailable() -> str | None:
     if program is None:
         return f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}"
     try:
-        probe = subprocess.run([program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
+        probe = child_processes.run([program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid",
                                 "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL", "--unshare-net", "true"],
                                capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError) as error:

@@ -28,8 +28,9 @@ daemonised with ``nohup``, ``setsid`` or a double fork. Contract:
 * ``ISSUER`` starts every token this process issues. ``left_by(issuer)``: the live processes
   (this user's, with their descendants) carrying a token another process issued; ``end_left_by
   (issuer, grace)`` ends them as ``end`` ends a family. A host killed without stopping (``kill
-  -9``) leaves its families' daemonised jobs running, re-parented to ``init``; the next host on
-  the same data directory ends them this way (``host.runtime.processes``).
+  -9``) has its guardian end its families (``child_processes``: the prefix of every token this
+  process issues is registered with ``sweep_on_death`` at the first); what is left when the guardian could not (killed with
+  it) the next host on the same data directory ends this way (``host.runtime.processes``).
 * ``started(pid)``: when ``pid`` started (boot id and clock ticks since boot), to tell a live
   process from a later one given the same pid.
 * ``reap_orphans()`` collects the zombies among this process's children that nobody else will
@@ -61,6 +62,8 @@ import time
 from collections.abc import Callable, Collection
 from typing import NamedTuple
 
+import child_processes
+
 __all__ = [
     "FAMILY_VARIABLE", "ISSUER", "become_subreaper", "end", "end_families", "end_left_by", "is_subreaper", "left_by", "members",
     "new_family", "reap_orphans", "register_leader", "started", "stop_being_subreaper", "unregister_leader",
@@ -81,6 +84,8 @@ terminal of another) are not this one's to reap."""
 _ISSUED = f"\0{FAMILY_VARIABLE}={_ISSUER}.".encode()
 ISSUER = _ISSUER
 
+_swept_on_death = False
+"""Whether this process's families are registered with its guardian (at the first token)."""
 _leaders: set[int] = set()
 _adopted: set[int] = set()
 _zombie_since: dict[int, float] = {}
@@ -96,7 +101,15 @@ class _Stat(NamedTuple):
 
 
 def new_family() -> str:
+    if not _swept_on_death:
+        _sweep_on_death()
     return f"{_ISSUER}.{secrets.token_hex(12)}"
+
+
+def _sweep_on_death() -> None:
+    global _swept_on_death
+    child_processes.sweep_on_death(f"{FAMILY_VARIABLE}={_ISSUER}.")  # should this process be killed
+    _swept_on_death = True
 
 
 def register_leader(pid: int) -> None:
@@ -265,16 +278,9 @@ async def end_families(tokens: Collection[str], grace: float) -> None:
 def left_by(issuer: str) -> set[int]:
     """The live processes carrying a token ``issuer`` issued, and their descendants (never this
     process, nor anything while ``issuer`` is this process's own); empty without ``/proc``."""
-    if issuer == _ISSUER or not issuer:
+    if issuer == _ISSUER or not issuer or not _PROC:
         return set()
-    table = _table()
-    me = os.getpid()
-    children: dict[int, list[int]] = {}
-    for pid, info in table.items():
-        children.setdefault(info.ppid, []).append(pid)
-    needle = f"\0{FAMILY_VARIABLE}={issuer}.".encode()
-    seeds = {pid for pid in table if pid != me and _carries(pid, needle)}
-    return {pid for pid in _descendants(seeds, children) if pid != me and table[pid].state not in ("Z", "X")}
+    return child_processes.carrying([f"{FAMILY_VARIABLE}={issuer}."])
 
 
 async def end_left_by(issuer: str, grace: float) -> int:

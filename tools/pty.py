@@ -25,7 +25,8 @@ Contract:
 
 Why hand-written: ``ptyprocess`` (pexpect's) forks the interpreter itself, which is unsafe in a
 process that runs threads (uvicorn, SQLite, MCP transports); here ``subprocess`` does the fork and
-exec in C, and a three-line shim (``_TAKE_TTY``) makes the pty the controlling terminal of an
+exec in C (through ``child_processes``: the command dies with the host's process, SIGKILL
+included), and a three-line shim (``_TAKE_TTY``) makes the pty the controlling terminal of an
 interactive child before it execs the shell.
 """
 
@@ -41,6 +42,8 @@ import sys
 import termios
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+import child_processes
 
 from . import processes
 
@@ -109,7 +112,7 @@ class PtyProcess:
             else:
                 stdin = subprocess.DEVNULL
             family = processes.new_family()
-            process = subprocess.Popen(
+            process = child_processes.popen(
                 argv, cwd=cwd, env={**env, processes.FAMILY_VARIABLE: family}, stdin=stdin, stdout=slave, stderr=slave,
                 start_new_session=True, close_fds=True,
             )

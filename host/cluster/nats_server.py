@@ -35,7 +35,6 @@ it in a virtual environment), then on ``PATH``; ``None`` when neither has one (i
 
 from __future__ import annotations
 
-import ctypes
 import http.client
 import json
 import os
@@ -47,6 +46,7 @@ import sysconfig
 import time
 from pathlib import Path
 
+import child_processes
 from host.errors import AgentHostError
 
 __all__ = ["EmbeddedNats", "EmbeddedNatsError", "binary"]
@@ -77,7 +77,8 @@ class EmbeddedNats:
         self.data_dir = Path(data_dir)
         self.die_with_parent = die_with_parent
         """Linux: the server gets SIGTERM should this process die without stopping it (``serve
-        --workers`` killed with SIGKILL), instead of holding the JetStream folder forever."""
+        --workers`` killed with SIGKILL), instead of holding the JetStream folder forever
+        (``child_processes``; False: it runs on, as a test's server that outlives a host may)."""
         self.token = token
         """The token clients must present (None: none asked for)."""
         self.port = port
@@ -119,9 +120,9 @@ class EmbeddedNats:
                 os.close(fd)
             command += ["-c", str(auth)]
         environ = {"GOMAXPROCS": "1", **os.environ}  # one thread of Go code unless told otherwise (docstring)
-        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.STDOUT, start_new_session=True, env=environ,
-                                         preexec_fn=_term_when_parent_dies if self.die_with_parent else None)
+        self._process = child_processes.popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.STDOUT, start_new_session=True, env=environ,
+                                              death_signal=signal.SIGTERM if self.die_with_parent else None)
         ports_file = run_dir / f"{executable.name}_{self._process.pid}.ports"
         deadline = time.monotonic() + timeout
         while True:
@@ -160,12 +161,6 @@ class EmbeddedNats:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
-
-
-def _term_when_parent_dies() -> None:
-    """In the child before it runs the server: SIGTERM when the parent dies (``PR_SET_PDEATHSIG``)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 def _listening_ports(ports_file: Path) -> tuple[int, int] | None:

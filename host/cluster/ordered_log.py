@@ -818,7 +818,11 @@ class ClusterLog:
                 answer = f"the owner could not take it: {error}"
             await message.respond(json.dumps({"refused": answer}).encode())
 
-        await self._within(self.core.client.subscribe(self._forward_subject(self.core.holder), cb=take))
+        async def subscribe() -> None:
+            await self.core.client.subscribe(self._forward_subject(self.core.holder), cb=take)
+            await flushed(self.core.client)  # the server has the subscription before this returns
+
+        await self._within(subscribe())
 
     def shared(self, channel: str) -> bool:
         """Whether every process changes ``channel`` (the root: ``subjects.is_shared``), each change

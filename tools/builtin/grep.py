@@ -24,6 +24,7 @@ import re
 import shutil
 import stat
 
+import child_processes
 from regular_files import NotARegularFile, check_regular, read_regular
 
 from .._globs import glob_matches
@@ -173,7 +174,7 @@ class GrepTool(Tool):
             command += ["--glob", pattern if "/" in pattern else f"**/{pattern}"]
         command += ["--regexp", args["pattern"], "--", "."]
         try:
-            process = await asyncio.create_subprocess_exec(
+            process = await child_processes.create_subprocess_exec(
                 *command, cwd=base, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "RIPGREP_CONFIG_PATH": ""},
             )

@@ -11,7 +11,8 @@ Contract:
   the group (a grandchild that outlived its parent or ignores SIGTERM) is SIGKILLed.
   The server is also a process family (``tools.processes``: a token in its environment), so
   what left the group (``setsid``, a double fork) is found and ended with it, and after a
-  ``kill -9`` of the host by the next host's start. Every wait is bounded and the shutdown
+  ``kill -9`` of the host by the host's guardian (``child_processes``, through which the server is
+  started: it also gets a parent-death signal) or else the next host's start. Every wait is bounded and the shutdown
   runs shielded from cancellation.
 * The child's environment is a small safe subset of the host's (PATH, HOME, locale...)
   plus the spec's declared `env`, unless `inherit_env=True` passes the host env through.
@@ -43,6 +44,8 @@ import mcp_types as types
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
+
+import child_processes
 
 from .. import processes
 from .specs import McpServerSpec
@@ -204,7 +207,7 @@ async def stdio_transport(
     family = processes.new_family()
     env[processes.FAMILY_VARIABLE] = family
     try:
-        process = await anyio.open_process(
+        process = await child_processes.open_process(
             [spec.command or "", *spec.args], env=env, cwd=spec.cwd, start_new_session=True,
         )
     except FileNotFoundError:

@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import child_processes
 from host.resources.workdirs import session_directory
 from host.runtime.agents.base import TurnContext
 from host.runtime.agents.environment import Contributor
@@ -79,7 +80,7 @@ def _branch(head: str) -> str:
 
 async def _git(directory: Path, *args: str) -> str | None:
     try:
-        process = await asyncio.create_subprocess_exec(
+        process = await child_processes.create_subprocess_exec(
             "git", "-C", str(directory), *args,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"},

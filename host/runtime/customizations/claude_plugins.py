@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import child_processes
 from plugins.claude_settings import plugin_id_parts
 from plugins.marketplaces import (
     Marketplace,
@@ -374,7 +375,7 @@ class ClaudePlugins:
     def _run_git(self, args: list[str], cwd: Path | None, source: MarketplaceSource) -> str:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
         try:
-            done = subprocess.run([self.git, *args], cwd=cwd, env=env, capture_output=True, text=True,
+            done = child_processes.run([self.git, *args], cwd=cwd, env=env, capture_output=True, text=True,
                                   timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL)
         except FileNotFoundError:
             raise MarketplaceError(f"cannot fetch {source.describe()}: git is not installed (or not on PATH)") from None
@@ -403,7 +404,7 @@ class ClaudePlugins:
         if not (folder / ".git").exists():
             return None
         try:
-            done = subprocess.run([self.git, "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=30,
+            done = child_processes.run([self.git, "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, timeout=30,
                                   stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
             return None

@@ -4,6 +4,9 @@ stops, and leave no zombie behind (the host is their subreaper and reaps them)."
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from providers.scripted import call_tools, reply
 from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import idle, ready_session, serving
 from tests.host.runtime.tools._support import calls, scripted, tools_config
+from tests.host.state.test_durability import host_process
 from tests.tools.test_processes import DAEMONS, daemon_pids, eventually, status
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="processes are checked through /proc")
@@ -88,8 +92,11 @@ async def test_jobs_left_running_by_a_host_killed_with_sigkill_end_when_the_next
         # Not ours: the same command started outside any host carries no host's token.
         import subprocess
         unrelated = subprocess.Popen(["sleep", "300"])
+        # Killed together with its guardian (the whole cgroup, say): nothing ended the jobs then,
+        # the nohup'd and setsid'd ones outlive the host.
+        [guardian] = [pid for pid, command in host.children().items() if "_guardian.py" in command]
+        os.kill(guardian, signal.SIGKILL)
         host.kill()
-        # Nothing ended them: the nohup'd and setsid'd jobs outlive the host.
         survivors = [pid for pid in pids if running(pid)]
         assert len(survivors) >= 2, [status(pid) for pid in pids]
         assert (tmp_path / "data" / "processes.json").exists()
@@ -104,6 +111,63 @@ async def test_jobs_left_running_by_a_host_killed_with_sigkill_end_when_the_next
         if unrelated is not None:
             unrelated.kill()
             unrelated.wait()
+
+
+async def test_nothing_a_host_started_outlives_it_when_it_is_killed_with_sigkill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A real host process with its workspace's ``.mcp.json`` server running, a SessionStart hook's
+    ``nohup`` and ``setsid`` jobs, and a terminal whose shell left one job of each kind running
+    (``&``, ``nohup``, ``setsid``, a double fork), killed
+    with SIGKILL (a cluster's failover, the OOM killer): the server, the shell and every job end
+    within seconds, by their parent-death signal and the host's guardian (``child_processes``),
+    without waiting for a next host on the data directory."""
+    from tests.host.runtime.terminals.test_terminals import new_terminal, see
+    from tests.host.state.test_durability import root_client
+    from tests.tools.mcp.conftest import KITCHEN_SINK
+
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    monkeypatch.setenv("ENV", "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    project, marker, hook_pids = tmp_path / "project", tmp_path / "sink-starts.txt", tmp_path / "hook-pids"
+    project.mkdir()
+    hook_pids.mkdir()
+    plugins = hook_plugin(tmp_path / "plugins", hook_pids)
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"sink": {
+        "command": sys.executable, "args": [str(KITCHEN_SINK), "stdio", "--marker", str(marker)]}}}))
+    config = tmp_path / "host.toml"
+    config.write_text(f'[sessions]\ndefault_directory = "{project}"\ndefault_agent = "offline"\n'
+                      f'[mcp]\nstart = "session"\nstart_wait = 120\n[trust]\nfolders = ["{project}"]\n'
+                      f'[plugins]\ndirectories = ["{plugins}"]\n')
+    host = host_process(tmp_path / "data", config)
+    pids: dict[str, int] = {}
+    try:
+        await host.start()
+        client = await root_client(host)
+        session = await client.create_session()
+        await client.subscribe(session)
+        await client.wait_for(lambda m, e: any((tool.get("_meta") or {}).get("mcpServer") == "sink"
+                                               for tool in (client.state(session) or {}).get("serverTools") or []), timeout=60)
+        terminal = await new_terminal(client, name="daemons")
+        client.dispatch(terminal, {"type": "terminal/input", "data": f"{DAEMONS}; printf 'all-%s\\n' started\n"})
+        await see(client, terminal, "all-started")
+        await client.close()
+        [server] = [int(line) for line in marker.read_text().split()]
+        # Every live child of the host (the server, the terminal's shell, the guardian) and every job.
+        pids = {command: pid for pid, command in host.children().items() if running(pid)}
+        assert server in pids.values() and len(pids) >= 3, pids
+        pids.update({f"job {name}": pid for name, pid in zip(("&", "nohup", "setsid", "double fork"), daemon_pids(project))})
+        pids.update({f"hook's job {n}": pid for n, pid in enumerate(await hook_jobs(hook_pids, 2))})
+        assert all(running(pid) for pid in pids.values()), {name: status(pid) for name, pid in pids.items()}
+
+        host.kill()
+        assert await eventually(lambda: not any(running(pid) for pid in pids.values()), timeout=5), {
+            name: status(pid) for name, pid in pids.items() if running(pid)}
+    finally:
+        host.stop()
+        for pid in pids.values():
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def hook_plugin(root: Path, pids: Path) -> Path:
