@@ -22,6 +22,8 @@ from host.state.store import ROOT, Store
 
 SESSION = "ahp-session:/one"
 CHAT = default_chat_uri(SESSION)
+SESSION_TWO = "ahp-session:/two"
+CHAT_TWO = default_chat_uri(SESSION_TWO)
 
 
 class States:
@@ -674,6 +676,87 @@ async def test_an_end_of_tick_write_asked_for_as_frames_are_handed_out_runs_afte
     log.at_end_of_tick(lambda: seen.append("write"))
     await until(lambda: "write" in seen)
     assert seen == [3, "write"]
+
+
+async def test_an_end_of_tick_write_of_one_session_s_frames_does_not_wait_for_another_session_s_tick_in_flight(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = await open_log(nats_server, logs, "writer")
+    await log.append(CHAT, 0, envelope(0))  # session one is this process's from here on
+    seen: list[Any] = []
+    other: list[Any] = []  # (the future of session two's append)
+
+    def write() -> None:  # as a transport's queue_text asks, once session one's frame reached it
+        log.at_end_of_tick(lambda: seen.append(("write", other[0].done())))
+
+    assert log.append_told(CHAT, 0, envelope(1), Taker(seen, write))
+    log.flush()  # its tick leaves now
+    # Session two's tick leaves next and is acknowledged later: it claims the session first (a
+    # lease, the group's last sequence and a marker: round trips of their own before its append).
+    other.append(log.append(CHAT_TWO, 0, {"channel": CHAT_TWO, "action": {"type": "chat/delta", "i": 2}, "serverSeq": 0}))
+    log.flush()
+    await other[0]
+    await until(lambda: len(seen) == 2)
+    assert seen == [1, ("write", False)]  # session one's frame was written before session two's tick was acknowledged
+
+
+class Connection:
+    """A subscriber as the WebSocket transport is one (``host.transport.ws_protocol``): what it is
+    sent waits, and is written at the end of the tick the store says (``at_end_of_tick``), asked
+    for by the first frame of each write; ``written`` holds each write's ``serverSeq``s."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pending: list[str] = []
+        self.written: list[list[int]] = []
+        self.armed = False
+
+    def send(self, text: str) -> None:
+        self.pending.append(text)
+        if not self.armed:
+            self.armed = True
+            assert self.store.at_end_of_tick is not None
+            self.store.at_end_of_tick(self.write)
+
+    def write(self) -> None:
+        self.armed = False
+        self.written.append([json.loads(text)["params"]["serverSeq"] for text in self.pending])
+        self.pending = []
+
+    def seqs(self) -> list[int]:
+        return [seq for write in self.written for seq in write]
+
+
+async def test_a_connection_subscribed_to_two_sessions_gets_their_frames_in_serverseq_order_when_a_later_tick_is_numbered_first(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    store = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "writer"))
+    await store.recover()
+    for session, chat in ((SESSION, CHAT), (SESSION_TWO, CHAT_TWO)):
+        store.create(session, "session", {"title": "one", "defaultChat": chat})
+        store.create(chat, "chat", {**chat_state(), "resource": chat})
+        store.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "1970-01-01T00:00:00.002Z",
+                              "message": {"text": "go", "origin": {"kind": "user"}}})
+        store.dispatch(chat, {"type": "chat/responsePart", "turnId": "t1", "part": {"kind": "markdown", "id": "m", "content": ""}})
+    await durable(store)  # both sessions are this process's: their deltas take the lean way
+    connection = Connection(store)
+    for channel in (CHAT, CHAT_TWO, SESSION_TWO):
+        store.subscribe(channel, connection)
+
+    def delta(chat: str, word: str) -> dict[str, Any]:
+        return store.dispatch_streamed(chat, {"type": "chat/delta", "turnId": "t1", "partId": "m", "content": word})
+
+    for round in range(3):
+        wanted = 4 * (round + 1)
+        first = delta(CHAT, f"a{round} ")
+        store.flush()  # its tick leaves: session one has a batch in flight
+        later = delta(CHAT, f"b{round} ")  # waits for it, in session one's queue
+        other = delta(CHAT_TWO, f"c{round} ")  # session two's leaves at once
+        title = store.dispatch(SESSION_TWO, {"type": "session/titleChanged", "title": f"t{round}"})  # not streamed: its observers read states
+        store.flush()
+        await until(lambda: len(connection.seqs()) == wanted)  # noqa: B023  # (awaited in this round)
+        assert first["serverSeq"] < other["serverSeq"] < title["serverSeq"] < later["serverSeq"]  # numbered out of dispatch order
+        assert connection.seqs()[-4:] == [first["serverSeq"], other["serverSeq"], title["serverSeq"], later["serverSeq"]]
+    assert connection.seqs() == sorted(connection.seqs())
+    assert store.state(CHAT_TWO)["activeTurn"]["responseParts"][0]["content"] == "c0 c1 c2 "  # type: ignore[index]
 
 
 async def test_a_lean_append_is_taken_only_for_a_session_this_process_owns(
