@@ -15,9 +15,9 @@ Invariants:
   dispatched in (an action whose number came waits for every earlier one), and the actions of one
   prefix leave sorted by their numbers (a log may number two owner groups' batches of a tick in
   either order: a session with a batch in flight sends its next one after it, another session's
-  at once), none of them before an action numbered lower that is not answered yet (the log
-  stamps the number as it reads the acknowledgement and answers later: with the rest of the
-  tick, or through a future, in the next loop turn).
+  at once), none of them before an action numbered lower that is still queued: not answered yet
+  (the log stamps the number as it reads the acknowledgement and answers later: with the rest of
+  the tick, or through a future, in the next loop turn), or answered behind one that is not.
 * **A refused append is undone and told**: when the log refuses an action (``NotOwner``: another
   process runs the session; ``LogUnavailable``; any ``LogError``), its channel goes back to the
   state before it, the actions dispatched on that channel after it (reduced on top of it) are
@@ -210,7 +210,7 @@ class Awaiting:
         bound = _lowest_numbered(queue)
         for index, pending in enumerate(ready):
             if bound and pending.frame is not None and pending.envelope["serverSeq"] > bound:
-                queue.extendleft(reversed(ready[index:]))  # finished once the one numbered before them is answered
+                queue.extendleft(reversed(ready[index:]))  # finished once the ones numbered before them are
                 break
             if streamed_only and (not pending.streamed or pending.frame is None or pending.dropped):
                 queue.extendleft(reversed(ready[index:]))
@@ -233,15 +233,14 @@ class Awaiting:
 
 
 def _lowest_numbered(queue: deque[Pending]) -> int:
-    """The lowest number the log gave an action of ``queue`` not answered yet (0 for none). The
-    log stamps an envelope's ``serverSeq`` as it reads its acknowledgement, and answers it later
-    (with the rest of its tick, or in the next loop turn through its future); acknowledgements
-    are read in the order of their numbers, so an action not numbered yet gets a higher number
-    than every one numbered."""
+    """The lowest number the log gave an action still in ``queue`` (0 for none): one not answered
+    yet (the log stamps an envelope's ``serverSeq`` as it reads its acknowledgement, and answers
+    it later: with the rest of its tick, or in the next loop turn through its future), or one
+    answered behind an action that is not. Acknowledgements are read in the order of their
+    numbers, so an action not numbered yet gets a higher number than every one numbered."""
     lowest = 0
     for pending in queue:
-        if not pending.answered:
-            seq = pending.envelope["serverSeq"]
-            if seq and (not lowest or seq < lowest):
-                lowest = seq
+        seq = pending.envelope["serverSeq"]
+        if seq and (not lowest or seq < lowest):
+            lowest = seq
     return lowest

@@ -726,30 +726,39 @@ class Connection:
         return [seq for write in self.written for seq in write]
 
 
-async def test_a_connection_subscribed_to_two_sessions_gets_their_frames_in_serverseq_order_when_a_later_tick_is_numbered_first(
-        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+async def streaming(nats_server: EmbeddedNats, logs: list[ClusterLog], *sessions: str) -> tuple[Store, Connection]:
+    """A store whose log runs ``sessions``, each with a turn started (their deltas take the lean
+    way), and a connection subscribed to each session and its chat."""
     store = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "writer"))
     await store.recover()
-    for session, chat in ((SESSION, CHAT), (SESSION_TWO, CHAT_TWO)):
+    for session in sessions:
+        chat = default_chat_uri(session)
         store.create(session, "session", {"title": "one", "defaultChat": chat})
         store.create(chat, "chat", {**chat_state(), "resource": chat})
         store.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "1970-01-01T00:00:00.002Z",
                               "message": {"text": "go", "origin": {"kind": "user"}}})
         store.dispatch(chat, {"type": "chat/responsePart", "turnId": "t1", "part": {"kind": "markdown", "id": "m", "content": ""}})
-    await durable(store)  # both sessions are this process's: their deltas take the lean way
+    await durable(store)
     connection = Connection(store)
-    for channel in (CHAT, CHAT_TWO, SESSION_TWO):
-        store.subscribe(channel, connection)
+    for session in sessions:
+        store.subscribe(session, connection)
+        store.subscribe(default_chat_uri(session), connection)
+    return store, connection
 
-    def delta(chat: str, word: str) -> dict[str, Any]:
-        return store.dispatch_streamed(chat, {"type": "chat/delta", "turnId": "t1", "partId": "m", "content": word})
 
+def delta(store: Store, chat: str, word: str) -> dict[str, Any]:
+    return store.dispatch_streamed(chat, {"type": "chat/delta", "turnId": "t1", "partId": "m", "content": word})
+
+
+async def test_a_connection_subscribed_to_two_sessions_gets_their_frames_in_serverseq_order_when_a_later_tick_is_numbered_first(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    store, connection = await streaming(nats_server, logs, SESSION, SESSION_TWO)
     for round in range(3):
         wanted = 4 * (round + 1)
-        first = delta(CHAT, f"a{round} ")
+        first = delta(store, CHAT, f"a{round} ")
         store.flush()  # its tick leaves: session one has a batch in flight
-        later = delta(CHAT, f"b{round} ")  # waits for it, in session one's queue
-        other = delta(CHAT_TWO, f"c{round} ")  # session two's leaves at once
+        later = delta(store, CHAT, f"b{round} ")  # waits for it, in session one's queue
+        other = delta(store, CHAT_TWO, f"c{round} ")  # session two's leaves at once
         title = store.dispatch(SESSION_TWO, {"type": "session/titleChanged", "title": f"t{round}"})  # not streamed: its observers read states
         store.flush()
         await until(lambda: len(connection.seqs()) == wanted)  # noqa: B023  # (awaited in this round)
@@ -757,6 +766,24 @@ async def test_a_connection_subscribed_to_two_sessions_gets_their_frames_in_serv
         assert connection.seqs()[-4:] == [first["serverSeq"], other["serverSeq"], title["serverSeq"], later["serverSeq"]]
     assert connection.seqs() == sorted(connection.seqs())
     assert store.state(CHAT_TWO)["activeTurn"]["responseParts"][0]["content"] == "c0 c1 c2 "  # type: ignore[index]
+
+
+async def test_a_connection_gets_frames_in_serverseq_order_when_the_action_numbered_first_was_dispatched_last(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    three = "ahp-session:/three"
+    store, connection = await streaming(nats_server, logs, SESSION, SESSION_TWO, three)
+    delta(store, CHAT, "h0 ")
+    delta(store, CHAT_TWO, "x0 ")
+    store.flush()  # sessions one and two each have a batch in flight
+    held = delta(store, CHAT, "held ")  # each a tick of its own, each waiting in its session's queue
+    store.flush()
+    waits = delta(store, CHAT_TWO, "waits ")
+    store.flush()
+    lower = delta(store, default_chat_uri(three), "lower ")  # leaves at once: numbered before both
+    store.flush()
+    await until(lambda: len(connection.seqs()) == 5)
+    assert lower["serverSeq"] < held["serverSeq"] < waits["serverSeq"]
+    assert connection.seqs()[-3:] == [lower["serverSeq"], held["serverSeq"], waits["serverSeq"]]
 
 
 async def test_a_lean_append_is_taken_only_for_a_session_this_process_owns(
