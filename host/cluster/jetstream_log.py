@@ -139,6 +139,10 @@ is sent again only within it (``_settle``)."""
 _UNANSWERED = (NatsTimeout, ConnectionClosedError, NoRespondersError, OutboundBufferLimitError, OSError)
 """What a send may fail with that leaves open whether the server stored the batch: settled (``_settle``)."""
 
+RENEW_STEP = 0.05
+"""Seconds between two steps of the lease renewer (``JetStreamLog._renew_forever``): each group's
+lease is renewed at one step of every ``ttl / 3``, the groups spread over the steps."""
+
 KIND = "Ahp-Kind"
 NOW = "Ahp-Now"
 MSG_ID = "Nats-Msg-Id"
@@ -206,6 +210,10 @@ class _Group:
     fence: str
     """The header lines that fence every message of the group on this process's owner marker."""
     sending: bool = False
+    slot: int = 0
+    """Which step of the renewal interval renews its lease (``_renew_forever``)."""
+    renewing: bool = False
+    """Whether a renewal of its lease is under way."""
 
 
 @dataclass(slots=True, eq=False)
@@ -253,6 +261,8 @@ class JetStreamLog:
         """The groups that queued records since the last send (in the order they first did)."""
         self._scheduled = False
         self._renewer: asyncio.Task[None] | None = None
+        self._claims_made = 0
+        """Groups claimed so far: the next one's renewal step (``_Group.slot``), round robin."""
         self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
         self._batches = 0
         self._wire: Sender = sender(client, fast_wire)
@@ -325,7 +335,8 @@ class JetStreamLog:
                 if error.err_code == WRONG_LAST_SEQUENCE:
                     continue
                 raise LogError(f"cannot claim {group}: {error}") from error
-            self._groups[group] = _Group(taken, ack.seq, [], self._marker_fence(group, ack.seq))
+            self._claims_made += 1
+            self._groups[group] = _Group(taken, ack.seq, [], self._marker_fence(group, ack.seq), slot=self._claims_made)
             return ack.seq
         raise NotOwner(group, None)
 
@@ -366,30 +377,63 @@ class JetStreamLog:
         self.on_lost(group)
 
     async def _renew_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.leases.ttl / 3)
-            groups = list(self._groups.items())
-            if groups:
-                await asyncio.gather(*(self._renew(group, state) for group, state in groups))
+        """Renew every group's lease once every ``ttl / 3``, spread over that interval: it is cut
+        into steps of about ``RENEW_STEP`` seconds and each group is renewed at a step of its own
+        (``_Group.slot``, round robin in the order they were claimed), so a few renewals leave
+        together, never all of them. (All at once, every renewal's request, answer and watch event
+        held the loop and the NATS server up together, for milliseconds per hundred groups, and
+        every chunk streamed meanwhile waited: ``docs/cluster.md``, the latency tail.) A group
+        whose renewal is still under way at its next step is skipped then. Cancelling this task
+        cancels the renewals under way too (a test's process that stops renewing)."""
+        interval = self.leases.ttl / 3
+        steps = max(1, round(interval / RENEW_STEP))
+        loop = asyncio.get_running_loop()
+        under_way: set[asyncio.Task[None]] = set()
+        step, at = 0, loop.time()
+        try:
+            while True:
+                at += interval / steps
+                await asyncio.sleep(max(0.0, at - loop.time()))
+                step = (step + 1) % steps
+                for group, state in list(self._groups.items()):
+                    if state.slot % steps == step and not state.renewing:
+                        state.renewing = True
+                        task = loop.create_task(self._renew(group, state))
+                        under_way.add(task)
+                        task.add_done_callback(under_way.discard)
+        finally:
+            for task in under_way:
+                task.cancel()
 
     async def _renew(self, group: str, state: _Group) -> None:
         """Renew ``group``'s lease, or drop the group (``on_lost``) once it is lost: another
         revision is in the bucket, or no renewal got through and the lease is within a third of
-        its time of lapsing. The groups are renewed side by side, each renewal waited for only
-        until then, and none is tried while the client is not connected (a request then waits
-        for its whole timeout): a process cut off drops its groups before another may take them."""
+        its time of lapsing. A renewal not answered (its request or answer lost with a broken
+        connection) is tried again until then; each is waited for only until then, and none is
+        tried while the client is not connected (a request then waits for its whole timeout): a
+        process cut off drops its groups before another may take them."""
+        try:
+            await self._renew_or_drop(group, state)
+        finally:
+            state.renewing = False
+
+    async def _renew_or_drop(self, group: str, state: _Group) -> None:
         margin = self.leases.ttl / 3
-        renewed = False
-        if self.client.is_connected:
-            renewal = asyncio.ensure_future(self.leases.renew(state.lease))
-            await asyncio.wait({renewal}, timeout=max(0.05, state.lease.until - margin - self.leases.now()))
-            if renewal.done():
-                renewed = not renewal.cancelled() and renewal.exception() is None and renewal.result()
-            else:  # answered too late to be of use: its answer is left to come (and be dropped)
-                renewal.add_done_callback(lambda done: done.cancelled() or done.exception())
-        if renewed or self._groups.get(group) is not state:
-            return
-        if state.lease.until <= self.leases.now() + margin or self.client.is_connected:
+        while self._groups.get(group) is state:
+            if self.client.is_connected:
+                renewal = asyncio.ensure_future(self.leases.renew(state.lease))
+                await asyncio.wait({renewal}, timeout=max(0.05, state.lease.until - margin - self.leases.now()))
+                if not renewal.done():  # answered too late to be of use: its answer is left to come (and be dropped)
+                    renewal.add_done_callback(lambda done: done.cancelled() or done.exception())
+                elif not renewal.cancelled() and renewal.exception() is None:
+                    if renewal.result():
+                        return
+                    break  # lost: another revision is in the bucket
+            if state.lease.until <= self.leases.now() + margin:
+                break
+            # Not answered (a connection broken on the way, cut off): asked again while the lease lasts.
+            await asyncio.sleep(RENEW_STEP)
+        if self._groups.get(group) is state:
             holder = await self._holder_or_none(group) if self.client.is_connected else None
             if self._groups.get(group) is state:  # (not claimed again meanwhile)
                 self._drop(group, NotOwner(group, holder))

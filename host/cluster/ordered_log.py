@@ -158,6 +158,9 @@ class ClusterLog:
         self._finishing = False
         """Whether a tick's results are being handed out now (``_finish``): ``at_end_of_tick``
         then waits for its end rather than a loop turn."""
+        self._ending: list[Callable[[], None]] = []
+        """``at_end_of_tick``'s callbacks asked for while a tick's results are handed out: run at
+        the end of that handing out."""
         self._holders: dict[str, str] = {}
         self._unfollow: Callable[[], Awaitable[None]] | None = None
         """Stops ``follow``'s subscription."""
@@ -406,12 +409,15 @@ class ClusterLog:
         return waits
 
     def _finish(self, items: list[_Item], results: list[Any], number: int) -> None:
-        """Resolve the futures of tick ``number``, then the durability callbacks waiting for no
-        tick older than any still open (a future its caller cancelled is left as it is)."""
+        """Resolve the futures of tick ``number``; then run the end-of-tick callbacks asked for
+        meanwhile (``at_end_of_tick``), and the durability callbacks waiting for no tick older
+        than any still open (a future its caller cancelled is left as it is)."""
         self._finishing = True  # (``at_end_of_tick`` from a future's or an outcome's taker: below)
+        refused = False
         try:
             for (_kind, channel, _, body, future), result in zip(items, results):
                 if isinstance(result, BaseException):
+                    refused = True
                     if isinstance(result, NotOwner) and result.owner:
                         self._holders[group_of(channel)] = result.owner
                     if future is None:
@@ -427,6 +433,14 @@ class ClusterLog:
                         future.set_result(result[1])  # the frame; the log keeps the JSON
         finally:
             self._finishing = False
+            ending = self._ending
+            if ending:
+                self._ending = []
+                if refused:  # a refusal was told meanwhile: what it queued waits as any other write
+                    newest = self._flushed + (1 if self._tick else 0)
+                    self._waiting.extend((newest, callback) for callback in ending)
+                else:  # only frames numbered now were queued: durable, in order (``at_end_of_tick``)
+                    _run(ending)
         del self._open[number]
         waiting = self._waiting
         if not waiting:
@@ -453,12 +467,17 @@ class ClusterLog:
 
     def at_end_of_tick(self, callback: Callable[[], None]) -> None:
         """``when_durable(callback)`` as a transport's end-of-tick write asks for it (the store's
-        ``at_end_of_tick``): from inside the handing out of a tick's results (a frame sent as its
-        action was numbered, ``append_told``), at the end of that handing out, in the same loop
-        turn (once the ticks before it and the one being gathered are durable, as ever); otherwise
-        at the end of this loop turn."""
+        ``at_end_of_tick``). Asked for from inside the handing out of a tick's results (a frame
+        sent as its action was numbered, ``append_told``): at the end of that handing out, in the
+        same loop turn, waiting for no other tick. What the caller queued there is the frames
+        numbered in it, durable and in ``serverSeq`` order (the store sends nothing else there:
+        ``host.state.awaiting``), so neither a later tick (with several sessions streaming, some
+        tick is nearly always in flight) nor another session's slower one holds them back. If the
+        handing out told a refusal (the caller may have queued more than frames then), once the
+        ticks before it and the one being gathered are durable, as ``when_durable``. Otherwise
+        at the end of this loop turn, as ``when_durable``."""
         if self._finishing:
-            self._waiting.append((self._flushed + (1 if self._tick else 0), callback))
+            self._ending.append(callback)
         else:
             asyncio.get_running_loop().call_soon(self.when_durable, callback)
 
@@ -1178,6 +1197,15 @@ class _Slot:
 
     def set_exception(self, exception: BaseException) -> None:
         self.set_result(exception)  # (a tick counts a failure as its record's result)
+
+
+def _run(callbacks: list[Callable[[], None]]) -> None:
+    """Call each of ``callbacks`` (inside the NATS client's read loop, maybe: nothing may escape)."""
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            logger.exception("a callback waiting for the end of a tick's handing out failed")
 
 
 def _all_owned(core: JetStreamLog, items: list[_Item]) -> bool:

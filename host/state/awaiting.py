@@ -14,7 +14,10 @@ Invariants:
 * **Frames leave in ``serverSeq`` order**: actions finish as a prefix of the order they were
   dispatched in (an action whose number came waits for every earlier one), and the actions of one
   prefix leave sorted by their numbers (a log may number two owner groups' batches of a tick in
-  either order).
+  either order: a session with a batch in flight sends its next one after it, another session's
+  at once), none of them before an action numbered lower that is still queued: not answered yet
+  (the log stamps the number as it reads the acknowledgement and answers later: with the rest of
+  the tick, or through a future, in the next loop turn), or answered behind one that is not.
 * **A refused append is undone and told**: when the log refuses an action (``NotOwner``: another
   process runs the session; ``LogUnavailable``; any ``LogError``), its channel goes back to the
   state before it, the actions dispatched on that channel after it (reduced on top of it) are
@@ -26,7 +29,11 @@ Invariants:
 callback where the acknowledgement is read: the action finishes there, with no loop turn for a
 future's callbacks (the store's lean way for a streamed append: ``Store.dispatch_streamed``). Such
 an action's ``before`` is a mark of its channel's state (``AppendingState.mark``, no run reduced)
-and is restored the same way if the log refuses it.
+and is restored the same way if the log refuses it. Inside such a callback only streamed frames
+leave (each numbered and durable, nothing read of a state): an answered action of another kind
+at the head of the queue (its observers read states that may hold actions not durable yet) is
+finished in the next loop turn, after them, so that a transport's end-of-tick write asked for
+there need wait for no other tick (``host.state.log``, ``at_end_of_tick``).
 
 What it does not do: an action dropped because an earlier one on its channel was refused may
 still have been stored by the log (a lease claimed again in between): it is logged as a warning
@@ -99,7 +106,7 @@ class Pending:
         if not self.answered and awaiting is not None:  # ``Awaiting.settled``, its error-free case
             self.answered = True
             self.frame = frame
-            awaiting._drain()
+            awaiting._drain(streamed_only=True)
 
     def set_exception(self, error: BaseException, /) -> None:
         if not self.answered and self.awaiting is not None:
@@ -186,21 +193,29 @@ class Awaiting:
                 pending.dropped = True
         self._refuse(refused, str(refused.error))
 
-    def _drain(self) -> None:
+    def _drain(self, streamed_only: bool = False) -> None:
+        """Finish the answered actions at the head of the queue, sorted by their numbers.
+        ``streamed_only``: inside the log's handing out of an acknowledgement (an action told at
+        once), where only streamed frames are sent (see the module docstring): at the first
+        answered action that is not one, it and the ones after it are left for a drain in the next
+        loop turn."""
         queue = self._queue
         ready: list[Pending] = []
         while queue and queue[0].answered:
             ready.append(queue.popleft())
         if not ready:
             return
-        if not queue and self._idle:
-            idle, self._idle = self._idle, []
-            for waiter in idle:
-                if not waiter.done():
-                    waiter.set_result(None)
         if len(ready) > 1:
             ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
-        for pending in ready:
+        bound = _lowest_numbered(queue)
+        for index, pending in enumerate(ready):
+            if bound and pending.frame is not None and pending.envelope["serverSeq"] > bound:
+                queue.extendleft(reversed(ready[index:]))  # finished once the ones numbered before them are
+                break
+            if streamed_only and (not pending.streamed or pending.frame is None or pending.dropped):
+                queue.extendleft(reversed(ready[index:]))
+                asyncio.get_running_loop().call_soon(self._drain)
+                break
             if pending.dropped:
                 if pending.frame is not None:
                     logger.warning("%s #%s was stored by the log though an earlier action of its channel was refused: "
@@ -210,3 +225,22 @@ class Awaiting:
                 continue
             if pending.frame is not None:
                 self._finish(pending)
+        if not queue and self._idle:
+            idle, self._idle = self._idle, []
+            for waiter in idle:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+
+def _lowest_numbered(queue: deque[Pending]) -> int:
+    """The lowest number the log gave an action still in ``queue`` (0 for none): one not answered
+    yet (the log stamps an envelope's ``serverSeq`` as it reads its acknowledgement, and answers
+    it later: with the rest of its tick, or in the next loop turn through its future), or one
+    answered behind an action that is not. Acknowledgements are read in the order of their
+    numbers, so an action not numbered yet gets a higher number than every one numbered."""
+    lowest = 0
+    for pending in queue:
+        seq = pending.envelope["serverSeq"]
+        if seq and (not lowest or seq < lowest):
+            lowest = seq
+    return lowest

@@ -74,9 +74,12 @@ what ``Networked`` says and stay within the contract):
   process's now (the store then takes ``append``'s way). The store's lean way for a streamed
   append (``Store.dispatch_streamed``) uses it; every guarantee of ``append`` holds.
 * ``at_end_of_tick(callback)``, optional: ``when_durable(callback)`` for a transport's end-of-tick
-  write, called where the log can run it soonest (a networked log: at the end of handing out an
-  acknowledged tick's frames, in the same loop turn; the embedded log: after its end-of-tick
-  commit). Absent: the transport waits with ``when_durable``.
+  write, called where the log can run it soonest (the embedded log: after its end-of-tick commit;
+  a networked log: asked for while it hands out an acknowledged tick's outcomes, at the end of
+  that handing out, in the same loop turn, with no wait for any other tick: the taker of an
+  ``append_told`` outcome sends nothing there but the frames it was handed, which are durable
+  and come in ``serverSeq`` order, unless the handing out told a refusal; asked for elsewhere,
+  as ``when_durable``). Absent: the transport waits with ``when_durable``.
 * ``bind(source)``: the store hands itself to the log once, before ``recover``.
 * ``await close()``: a last snapshot (embedded), then let go of the log. Appending after it is a bug.
 

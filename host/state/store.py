@@ -154,7 +154,9 @@ class Store:
         """``at_end_of_tick(callback)``: ``callback`` at the end of this event-loop tick once
         everything logged is durable, from the log's own end-of-tick commit (the embedded log's),
         or, over a networked log that offers it (its optional ``at_end_of_tick``), where it hands
-        out what it numbered; None for another log: wait with ``when_durable`` then."""
+        out what it numbered (a write asked for there carries only those frames, durable: it
+        waits for no other tick; ``host.state.awaiting``); None for another log: wait with
+        ``when_durable`` then."""
         self._unread = Change(None, None, self)
         """What translators get when none wanted the states (every streamed token): one shared
         object, as a ``Change`` is immutable."""

@@ -18,6 +18,7 @@ import pytest
 from ahp.state.channels import default_chat_uri
 from host.cluster.jetstream_log import JetStreamLog, Record, Stamped
 from host.cluster.nats_server import EmbeddedNats
+from host.cluster.subjects import untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 from tests.host.cluster.conftest import Relay
 
@@ -154,6 +155,39 @@ async def test_a_writer_that_lost_its_session_is_refused_by_the_fence(nats_serve
     finally:
         await stale.close()
         await fresh.close()
+
+
+async def test_the_leases_of_many_sessions_are_renewed_spread_over_the_interval_not_all_at_once(
+        nats_server: EmbeddedNats) -> None:
+    # All at once, the renewals of every session a process runs held its loop and the NATS server up
+    # together every ttl / 3, and the chunks streamed meanwhile waited (docs/cluster.md).
+    holder = await JetStreamLog.connect(nats_server.url, holder="holder", lease_ttl=1.5)  # renewed every 0.5 s
+    watcher = await holder.leases.bucket.watchall()
+    groups = [f"ahp-session:/spread-{i}" for i in range(20)]
+    try:
+        for group in groups:
+            await holder.claim(group)
+        claimed = {group: holder._groups[group].lease.revision for group in groups}
+        renewed: dict[str, float] = {}
+        loop = asyncio.get_running_loop()
+
+        async def watch() -> None:
+            async for entry in watcher:
+                if entry is None:
+                    continue
+                group = untoken(entry.key)
+                if group in claimed and entry.revision > claimed[group] and group not in renewed:
+                    renewed[group] = loop.time()
+                    if len(renewed) == len(groups):
+                        return
+
+        await asyncio.wait_for(watch(), 5)  # each one renewed within an interval (and some slack)
+        spread = max(renewed.values()) - min(renewed.values())
+        assert spread >= 0.2, f"the {len(groups)} renewals left within {spread * 1000:.0f} ms of each other"
+        assert all(holder.owns(group) for group in groups)
+    finally:
+        await watcher.stop()
+        await holder.close()
 
 
 async def test_a_stale_writer_s_tick_of_several_records_is_refused_whole_by_the_fence(nats_server: EmbeddedNats) -> None:

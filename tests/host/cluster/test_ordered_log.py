@@ -22,6 +22,8 @@ from host.state.store import ROOT, Store
 
 SESSION = "ahp-session:/one"
 CHAT = default_chat_uri(SESSION)
+SESSION_TWO = "ahp-session:/two"
+CHAT_TWO = default_chat_uri(SESSION_TWO)
 
 
 class States:
@@ -674,6 +676,114 @@ async def test_an_end_of_tick_write_asked_for_as_frames_are_handed_out_runs_afte
     log.at_end_of_tick(lambda: seen.append("write"))
     await until(lambda: "write" in seen)
     assert seen == [3, "write"]
+
+
+async def test_an_end_of_tick_write_of_one_session_s_frames_does_not_wait_for_another_session_s_tick_in_flight(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    log = await open_log(nats_server, logs, "writer")
+    await log.append(CHAT, 0, envelope(0))  # session one is this process's from here on
+    seen: list[Any] = []
+    other: list[Any] = []  # (the future of session two's append)
+
+    def write() -> None:  # as a transport's queue_text asks, once session one's frame reached it
+        log.at_end_of_tick(lambda: seen.append(("write", other[0].done())))
+
+    assert log.append_told(CHAT, 0, envelope(1), Taker(seen, write))
+    log.flush()  # its tick leaves now
+    # Session two's tick leaves next and is acknowledged later: it claims the session first (a
+    # lease, the group's last sequence and a marker: round trips of their own before its append).
+    other.append(log.append(CHAT_TWO, 0, {"channel": CHAT_TWO, "action": {"type": "chat/delta", "i": 2}, "serverSeq": 0}))
+    log.flush()
+    await other[0]
+    await until(lambda: len(seen) == 2)
+    assert seen == [1, ("write", False)]  # session one's frame was written before session two's tick was acknowledged
+
+
+class Connection:
+    """A subscriber as the WebSocket transport is one (``host.transport.ws_protocol``): what it is
+    sent waits, and is written at the end of the tick the store says (``at_end_of_tick``), asked
+    for by the first frame of each write; ``written`` holds each write's ``serverSeq``s."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.pending: list[str] = []
+        self.written: list[list[int]] = []
+        self.armed = False
+
+    def send(self, text: str) -> None:
+        self.pending.append(text)
+        if not self.armed:
+            self.armed = True
+            assert self.store.at_end_of_tick is not None
+            self.store.at_end_of_tick(self.write)
+
+    def write(self) -> None:
+        self.armed = False
+        self.written.append([json.loads(text)["params"]["serverSeq"] for text in self.pending])
+        self.pending = []
+
+    def seqs(self) -> list[int]:
+        return [seq for write in self.written for seq in write]
+
+
+async def streaming(nats_server: EmbeddedNats, logs: list[ClusterLog], *sessions: str) -> tuple[Store, Connection]:
+    """A store whose log runs ``sessions``, each with a turn started (their deltas take the lean
+    way), and a connection subscribed to each session and its chat."""
+    store = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "writer"))
+    await store.recover()
+    for session in sessions:
+        chat = default_chat_uri(session)
+        store.create(session, "session", {"title": "one", "defaultChat": chat})
+        store.create(chat, "chat", {**chat_state(), "resource": chat})
+        store.dispatch(chat, {"type": "chat/turnStarted", "turnId": "t1", "startedAt": "1970-01-01T00:00:00.002Z",
+                              "message": {"text": "go", "origin": {"kind": "user"}}})
+        store.dispatch(chat, {"type": "chat/responsePart", "turnId": "t1", "part": {"kind": "markdown", "id": "m", "content": ""}})
+    await durable(store)
+    connection = Connection(store)
+    for session in sessions:
+        store.subscribe(session, connection)
+        store.subscribe(default_chat_uri(session), connection)
+    return store, connection
+
+
+def delta(store: Store, chat: str, word: str) -> dict[str, Any]:
+    return store.dispatch_streamed(chat, {"type": "chat/delta", "turnId": "t1", "partId": "m", "content": word})
+
+
+async def test_a_connection_subscribed_to_two_sessions_gets_their_frames_in_serverseq_order_when_a_later_tick_is_numbered_first(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    store, connection = await streaming(nats_server, logs, SESSION, SESSION_TWO)
+    for round in range(3):
+        wanted = 4 * (round + 1)
+        first = delta(store, CHAT, f"a{round} ")
+        store.flush()  # its tick leaves: session one has a batch in flight
+        later = delta(store, CHAT, f"b{round} ")  # waits for it, in session one's queue
+        other = delta(store, CHAT_TWO, f"c{round} ")  # session two's leaves at once
+        title = store.dispatch(SESSION_TWO, {"type": "session/titleChanged", "title": f"t{round}"})  # not streamed: its observers read states
+        store.flush()
+        await until(lambda: len(connection.seqs()) == wanted)  # noqa: B023  # (awaited in this round)
+        assert first["serverSeq"] < other["serverSeq"] < title["serverSeq"] < later["serverSeq"]  # numbered out of dispatch order
+        assert connection.seqs()[-4:] == [first["serverSeq"], other["serverSeq"], title["serverSeq"], later["serverSeq"]]
+    assert connection.seqs() == sorted(connection.seqs())
+    assert store.state(CHAT_TWO)["activeTurn"]["responseParts"][0]["content"] == "c0 c1 c2 "  # type: ignore[index]
+
+
+async def test_a_connection_gets_frames_in_serverseq_order_when_the_action_numbered_first_was_dispatched_last(
+        nats_server: EmbeddedNats, logs: list[ClusterLog]) -> None:
+    three = "ahp-session:/three"
+    store, connection = await streaming(nats_server, logs, SESSION, SESSION_TWO, three)
+    delta(store, CHAT, "h0 ")
+    delta(store, CHAT_TWO, "x0 ")
+    store.flush()  # sessions one and two each have a batch in flight
+    held = delta(store, CHAT, "held ")  # each a tick of its own, each waiting in its session's queue
+    store.flush()
+    waits = delta(store, CHAT_TWO, "waits ")
+    store.flush()
+    lower = delta(store, default_chat_uri(three), "lower ")  # leaves at once: numbered before both
+    store.flush()
+    await until(lambda: len(connection.seqs()) == 5)
+    assert lower["serverSeq"] < held["serverSeq"] < waits["serverSeq"]
+    assert connection.seqs()[-3:] == [lower["serverSeq"], held["serverSeq"], waits["serverSeq"]]
 
 
 async def test_a_lean_append_is_taken_only_for_a_session_this_process_owns(
