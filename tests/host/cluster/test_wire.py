@@ -52,7 +52,7 @@ async def test_a_batch_arrives_in_order_with_its_headers_and_the_last_message_s_
             await message.respond(b"got " + message.data)
 
     await client.subscribe("wire.>", cb=answer)
-    await client.flush()
+    await flushed(client)
     replies = await asyncio.gather(
         sent(wire, [("wire.a", {"Ahp-Kind": "action", "N": "1"}, b"one"), ("wire.b", {"N": "2"}, b"two")], 5),
         sent(wire, [("wire.c", {"N": "3"}, b"three")], 5))
@@ -71,7 +71,7 @@ async def test_a_request_whose_reply_does_not_come_times_out(client: Client, wir
         pass
 
     await client.subscribe("silent", cb=keep_quiet)
-    await client.flush()
+    await flushed(client)
     with pytest.raises(NatsTimeout):
         await sent(wire, [("silent", {"N": "1"}, b"x")], 0.3)
 
@@ -94,19 +94,19 @@ async def test_replies_among_other_subscriptions_messages_reach_their_calls_and_
             await responder.publish("noise.after", message.data)
 
         await responder.subscribe("wire.echo", cb=answer)
-        await responder.flush()
+        await flushed(responder)
         noise: list[tuple[str, bytes]] = []
 
         async def heard(message: Msg) -> None:
             noise.append((message.subject, message.data))
 
         await client.subscribe("noise.>", cb=heard)
-        await client.flush()
+        await flushed(client)
         for _ in range(3):  # several rounds: in flight together, then one by one
             replies = await asyncio.gather(*(sent(wire, [("wire.echo", {"N": str(i)}, b"%d" % i)], 5) for i in range(50)))
             assert replies == [b"re %d" % i for i in range(50)]
             assert await sent(wire, [("wire.echo", {"N": "x"}, b"x")], 5) == b"re x"
-        await client.flush()
+        await flushed(client)
         expected = 3 * (50 + 25 + 2)
         for _ in range(100):
             if len(noise) == expected:
@@ -135,7 +135,7 @@ async def test_replies_split_across_reads_reach_their_calls(nats_server: Embedde
             await responder.publish(message.reply, b"re " + message.data)
 
         await responder.subscribe("wire.echo", cb=answer)
-        await responder.flush()
+        await flushed(responder)
         wire = sender(client, fast)
         await wire.start()
         replies = await asyncio.gather(*(sent(wire, [("wire.echo", {"N": str(i)}, b"%d" % i)], 10) for i in range(20)))
@@ -155,7 +155,7 @@ async def test_replies_come_again_once_the_client_reconnected_after_the_server_r
             await client.publish(message.reply, b"re " + message.data)
 
         await client.subscribe("wire.echo", cb=answer)
-        await client.flush()
+        await flushed(client)
 
     responder = await nats.connect(nats_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
     try:
@@ -168,8 +168,8 @@ async def test_replies_come_again_once_the_client_reconnected_after_the_server_r
         nats_server.start()
         while not (client.is_connected and responder.is_connected):
             await asyncio.sleep(0.05)
-        await responder.flush()
-        await client.flush()
+        await flushed(responder)
+        await flushed(client)
         replies = await asyncio.gather(*(sent(wire, [("wire.echo", {"N": str(i)}, b"%d" % i)], 5) for i in range(10)))
         assert replies == [b"re %d" % i for i in range(10)]
     finally:
@@ -185,7 +185,7 @@ async def test_requests_sent_each_with_its_own_reply_get_theirs_and_one_too_larg
         await message.respond(b"got " + message.data)
 
     await client.subscribe("wire.>", cb=answer)
-    await client.flush()
+    await flushed(client)
     loop = asyncio.get_running_loop()
     replies: list[asyncio.Future[bytes]] = [loop.create_future() for _ in range(4)]
 
