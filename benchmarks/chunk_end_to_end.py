@@ -219,7 +219,9 @@ async def _turns(peer: ChildProcess, connect: str, chunks: int) -> None:
         raise SystemExit(f"the client saw {seen} of the turn's {chunks} chunks")
 
 
-async def _host(chunks: int, protocol: str, nats_url: str | None, api: str) -> None:
+async def _host(chunks: int, protocol: str, nats_url: str | None, api: str, drive: Any = _turns) -> None:
+    """The host on the peer's fake provider; ``drive(peer, connect, chunks)`` runs what is measured
+    (``_turns``; ``turn_cost.py`` passes its short turns)."""
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
@@ -232,7 +234,7 @@ async def _host(chunks: int, protocol: str, nats_url: str | None, api: str) -> N
             running = await start_host(host, token=TOKEN)
             settle()  # as `agent-host serve` does once started
             try:
-                await _turns(peer, f"host {running.url.split('?')[0]} {protocol}", chunks)
+                await drive(peer, f"host {running.url.split('?')[0]} {protocol}", chunks)
             finally:
                 await running.stop()
     finally:
@@ -340,14 +342,15 @@ def _sdk(api: str, base_url: str) -> Any:
     return openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
 
 
-async def _relay(chunks: int, api: str) -> None:
+async def _relay(chunks: int, api: str, drive: Any = _turns) -> None:
+    """The minimal relay on the peer's fake provider, driven as ``_host`` is."""
     peer = ChildProcess(__file__, "peer", api, stdin=True)
     try:
         base_url = await peer.expect("url")
         sdk = _sdk(api, base_url)
         server = await asyncio.get_running_loop().create_server(lambda: _Relay(sdk, api), "127.0.0.1", 0)
         try:
-            await _turns(peer, f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", chunks)
+            await drive(peer, f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", chunks)
         finally:
             server.close()
             await sdk.close()
