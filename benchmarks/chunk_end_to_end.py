@@ -126,7 +126,9 @@ def _action_text(action: dict[str, Any]) -> Any:
 
 async def _peer(api: str) -> None:
     """Serve the fake provider (speaking ``api``), then take commands on stdin: ``host URL PROTOCOL`` or ``relay URL``
-    (connect), then ``turn N`` (stream a turn of N chunks; ``done`` once its end was seen)."""
+    (connect), then ``turn N`` (stream a turn of N chunks; ``done`` once its end was seen); to a
+    host also ``sessions K`` (create K more sessions, ``ready`` once they are) and ``turn N I`` (in
+    the I-th session, the first being 0)."""
     step = _LockStep()
     print(f"url {await _serve_sse(step, api)}", flush=True)
     loop = asyncio.get_running_loop()
@@ -152,13 +154,23 @@ async def _peer(api: str) -> None:
         client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
         client.request_timeout = 600
         await client.initialize(subscriptions=["ahp-root://"], protocol_versions=(protocol,))
-        channel = await client.create_session(provider="bench", model=MODEL)
-        await client.wait_for(lambda m, e: (client.state(channel) or {}).get("lifecycle") == "ready", timeout=600)
+
+        async def created() -> str:
+            channel = await client.create_session(provider="bench", model=MODEL)
+            await client.wait_for(lambda m, e: (client.state(channel) or {}).get("lifecycle") == "ready", timeout=600)
+            return channel
+
+        channels = [await created()]
         print("ready", flush=True)
         while line := (await reader.readline()).decode().split():
+            if line[0] == "sessions":  # ``sessions K``: K more sessions, each ready (``turn_cost.py --first``)
+                channels += [await created() for _ in range(int(line[1]))]
+                print("ready", flush=True)
+                continue
             step.turn_ended.clear()
             step.count = 0
-            client.send_message(channel, f"chunks={line[1]}")
+            # ``turn N [I]``: a turn of N chunks in session I (0, the first, by default)
+            client.send_message(channels[int(line[2]) if len(line) > 2 else 0], f"chunks={line[1]}")
             await asyncio.wait_for(step.turn_ended.wait(), 3600)
             print(f"done {step.count}", flush=True)
         await client.close()

@@ -11,7 +11,9 @@ work there. This measures it in the setting of ``chunk_end_to_end.py`` (its peer
 processes, unchanged): the fake model server answers every turn with **one** text chunk, in lock
 step with the client; the measured process (host or relay, under valgrind's callgrind) runs a few
 untimed turns first, then, with callgrind's instrumentation on, ``N`` turns one after the other
-(each sent once the previous one completed, as a user does). Run for the two ``--turns`` counts,
+(each sent once the previous one completed, as a user does); with ``--first`` each of them in a
+session of its own, created before the count (a session's first turn, as in ``capacity.py``, where
+every session streams one turn). Run for the two ``--turns`` counts,
 the difference of the totals divided by the difference of the counts is one turn's instructions,
 its one chunk included, without start-up or the session's creation.
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import io
 import os
 import pstats
@@ -52,33 +55,41 @@ WARM_UP = 5
 """Untimed turns before the measured ones (imports, first-use caches, the first turn's set-up)."""
 
 
-async def _short_turns(peer: ChildProcess, connect: str, turns: int) -> None:
+async def _short_turns(peer: ChildProcess, connect: str, turns: int, first: bool = False) -> None:
     """The peer's client connected, ``WARM_UP`` untimed turns, then ``turns`` turns of one chunk
-    each with the instrumentation on."""
+    each with the instrumentation on; with ``first``, each in a session of its own created before
+    (its first turn)."""
     peer.send(connect)
     await peer.expect("ready", timeout=3600)
     for _ in range(WARM_UP):
         peer.send("turn 1")
         await peer.expect("done", timeout=3600)
+    if first:
+        peer.send(f"sessions {turns}")
+        await peer.expect("ready", timeout=3600)
     chunk_end_to_end._instrument(True)
     for index in range(turns):
-        peer.send("turn 1")
+        peer.send(f"turn 1 {index + 1}" if first else "turn 1")
         seen = await peer.expect("done", timeout=3600)
         if int(seen) != 1:
             raise SystemExit(f"turn {index + 1}: the client saw {seen} chunks of the turn's one")
     chunk_end_to_end._instrument(False)
 
 
-def _profile(turns: int, protocol: str, api: str, out: str) -> None:
+def _profile(turns: int, protocol: str, api: str, first: bool, out: str) -> None:
     """The host natively, ``turns`` measured turns profiled into ``out``; its top functions printed."""
-    subprocess.run([sys.executable, __file__, "--child", "host", str(turns), protocol, api], cwd=REPO, check=True,
+    subprocess.run([sys.executable, __file__, "--child", "host", str(turns), protocol, api, _mode(first)], cwd=REPO, check=True,
                    env={**os.environ, "CHUNK_BENCH_PROFILE": out})
     text = io.StringIO()
     stats = pstats.Stats(out, stream=text)
     stats.sort_stats("tottime").print_stats(45)
     stats.sort_stats("cumulative").print_stats(60)
-    print(f"where the host's CPU went over {turns} turns of one chunk (cProfile, thread time):")
+    print(f"where the host's CPU went over {turns} {'first ' if first else ''}turns of one chunk (cProfile, thread time):")
     print(text.getvalue())
+
+
+def _mode(first: bool) -> str:
+    return "first" if first else "later"
 
 
 def main() -> None:
@@ -88,19 +99,21 @@ def main() -> None:
     parser.add_argument("--side", default="both", choices=("both", "host", "relay"))
     parser.add_argument("--provider", default="openai-chat", choices=chunk_end_to_end.PROVIDERS,
                         help="the API the fake model server speaks (and the host's agent and the relay use)")
+    parser.add_argument("--first", action="store_true",
+                        help="each measured turn the first of a session created for it (before the count)")
     parser.add_argument("--profile", metavar="FILE", help="profile the host natively instead (no figures)")
     args = parser.parse_args()
     short, long = (int(n) for n in args.turns.split(","))
     if args.profile:
-        _profile(long, args.protocol, args.provider, args.profile)
+        _profile(long, args.protocol, args.provider, args.first, args.profile)
         return
     require_valgrind()
     print(f"instructions per turn of one chunk (callgrind, user space, the measured process's threads), "
-          f"{long} minus {short} turns, provider API {args.provider}, client speaking {args.protocol}; {machine_note()}")
+          f"{long} minus {short} turns{', each the first of its session' if args.first else ''}, provider API {args.provider}, client speaking {args.protocol}; {machine_note()}")
     print(f"command: {command_line()}")
     figures: dict[str, float] = {}
     for side in ("relay", "host") if args.side == "both" else (args.side,):
-        counts = [count(__file__, side, n, args.protocol, args.provider, what=f"the {side} run of {n} turns")
+        counts = [count(__file__, side, n, args.protocol, args.provider, _mode(args.first), what=f"the {side} run of {n} turns")
                   for n in (short, long)]
         figures[side] = (counts[1] - counts[0]) / (long - short)
         label = ("minimal relay: one streamed request, one envelope per chunk and one at the end"
@@ -113,10 +126,11 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        # ``--child host N PROTOCOL API`` or ``--child relay N PROTOCOL API`` (under callgrind)
-        side, turns, protocol, api = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+        # ``--child host N PROTOCOL API MODE`` or ``--child relay N PROTOCOL API MODE`` (under callgrind)
+        side, turns, protocol, api, mode = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
         if side == "host":
-            asyncio.run(chunk_end_to_end._host(turns, protocol, None, api, drive=_short_turns))
+            drive = functools.partial(_short_turns, first=mode == "first")
+            asyncio.run(chunk_end_to_end._host(turns, protocol, None, api, drive=drive))
         else:
             asyncio.run(chunk_end_to_end._relay(turns, api, drive=_short_turns))
         sys.exit(0)
