@@ -7,7 +7,9 @@ keeping the MCP servers' states the runtime reported (``mcpServerStateChanged``)
 resetting them; ``remove`` withdraws one. ``directory_specs`` are the workspace folders a session
 lists (the ``ALWAYS_LISTED_DIRECTORIES`` even before they exist; the others when present), and
 ``refresh_directories`` reads again the folders whose files changed since they were read (a
-``.claude/commands`` file added during a session counts from the next turn); ``held`` says whether
+``.claude/commands`` file added during a session counts from the next turn), looking the paths up
+through the host's ``PathProbe`` (an absent folder is not looked up again while the folder above it
+is unchanged: a turn's refresh costs a few system calls, not one per known path); ``held`` says whether
 a re-read container waits for its folder to be trusted (``host.runtime.trust``, decided by the
 service). It starts nothing and asks nothing.
 """
@@ -23,6 +25,7 @@ import plugins
 from ahp.protocol import builders
 from host.config import HostConfig
 from host.runtime.customizations._containers import Container
+from host.runtime.customizations.path_probe import PathProbe, Probe
 from host.runtime.customizations.session import SessionCustomizations
 from host.state.store import Store
 
@@ -42,6 +45,10 @@ class SessionTree:
     def __init__(self, config: HostConfig, store: Store) -> None:
         self.config = config
         self.store = store
+        self.probe = PathProbe()
+        """The workspace paths' lookups, shared by the host's sessions."""
+        self._uris: dict[tuple[Path, str], str] = {}
+        """``dir_uri`` of (working directory, relative folder), made once."""
 
     def remove(self, runtime: SessionCustomizations, container: Container) -> None:
         """Withdraw ``container`` from the session (``session/customizationRemoved``)."""
@@ -77,9 +84,14 @@ class SessionTree:
         folder = runtime.working_directory
         if folder is None:
             return
-        for spec in self.directory_specs(runtime):
-            uri = dir_uri(runtime, spec.relative)
-            stamp = folder_stamp(folder, spec)
+        probe = self.probe.round()
+        for spec in self.directory_specs(runtime, probe):
+            uri = self._uris.get((folder, spec.relative))
+            if uri is None:
+                if len(self._uris) >= 10_000:
+                    self._uris.clear()
+                uri = self._uris[(folder, spec.relative)] = dir_uri(runtime, spec.relative)
+            stamp = folder_stamp(folder, spec, probe)
             existing = runtime.container(uri)
             if existing is not None and runtime.directory_stamps.get(uri) == stamp:
                 continue
@@ -92,17 +104,22 @@ class SessionTree:
                 container.enabled = existing.enabled
             self.put(runtime, container, existing, len(runtime.containers))
 
-    def directory_specs(self, runtime: SessionCustomizations) -> list[Any]:
-        if not self.config.plugins.workspace or runtime.working_directory is None or not runtime.working_directory.is_dir():
+    def directory_specs(self, runtime: SessionCustomizations, probe: Probe | None = None) -> list[Any]:
+        """The workspace folders the session lists (``probe``: this refresh's lookups)."""
+        if not self.config.plugins.workspace or runtime.working_directory is None:
+            return []
+        probe = probe or self.probe.round()
+        root = os.path.abspath(runtime.working_directory)
+        if not probe.is_dir(root, root):
             return []
         chosen = []
         for spec in plugins.WORKSPACE_DIRECTORIES:
             if spec.relative in ALWAYS_LISTED_DIRECTORIES:
                 chosen.append(spec)
             elif spec.files:  # instruction files, Claude settings
-                if any((runtime.working_directory / f).is_file() for f in spec.files):
+                if any(probe.is_file(os.path.join(root, f), root) for f in spec.files):
                     chosen.append(spec)
-            elif (runtime.working_directory / spec.relative).is_dir():
+            elif probe.is_dir(os.path.normpath(os.path.join(root, spec.relative)), root):
                 chosen.append(spec)
         return chosen
 
@@ -114,9 +131,11 @@ def dir_uri(runtime: SessionCustomizations, relative: str) -> str:
     return folder.absolute().as_uri()
 
 
-def folder_stamp(working_directory: Path, spec: Any) -> tuple[Any, ...]:
+def folder_stamp(working_directory: Path, spec: Any, probe: Probe | None = None) -> tuple[Any, ...]:
     """What changes when a workspace folder's files do: each file's (or, for a folder, each entry's
-    and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``)."""
+    and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``).
+    ``probe``: the refresh's lookups (an absent file or folder is not looked up again while the
+    folder above it is unchanged; what exists always is)."""
     def entries(path: Path, depth: int) -> list[Any]:
         try:
             found = sorted(os.scandir(path), key=lambda entry: entry.name)
@@ -133,13 +152,15 @@ def folder_stamp(working_directory: Path, spec: Any) -> tuple[Any, ...]:
                 listed.append(tuple(entries(Path(entry.path), depth - 1)))
         return listed
 
+    probe = probe or PathProbe().round()
+    root = os.path.abspath(working_directory)
     if spec.files:
         stamps: list[Any] = []
         for name in spec.files:
-            try:
-                info = (working_directory / name).stat()
-                stamps.append((name, info.st_size, info.st_mtime_ns))
-            except OSError:
-                stamps.append((name, None))
+            info = probe.stat(os.path.join(root, name), root)
+            stamps.append((name, None) if info is None else (name, info.st_size, info.st_mtime_ns))
         return tuple(stamps)
-    return tuple(entries(working_directory / spec.relative, 1))
+    folder = os.path.normpath(os.path.join(root, spec.relative))
+    if probe.stat(folder, root) is None:
+        return ()  # (as listing it would: no entries)
+    return tuple(entries(Path(folder), 1))
