@@ -47,8 +47,8 @@ class SessionTree:
         self.store = store
         self.probe = PathProbe()
         """The workspace paths' lookups, shared by the host's sessions."""
-        self._uris: dict[tuple[Path, str], str] = {}
-        """``dir_uri`` of (working directory, relative folder), made once."""
+        self._layouts: dict[Path, _Layout] = {}
+        """Each working directory's workspace paths and URIs, worked out once."""
 
     def remove(self, runtime: SessionCustomizations, container: Container) -> None:
         """Withdraw ``container`` from the session (``session/customizationRemoved``)."""
@@ -85,13 +85,9 @@ class SessionTree:
         if folder is None:
             return
         probe = self.probe.round()
-        for spec in self.directory_specs(runtime, probe):
-            uri = self._uris.get((folder, spec.relative))
-            if uri is None:
-                if len(self._uris) >= 10_000:
-                    self._uris.clear()
-                uri = self._uris[(folder, spec.relative)] = dir_uri(runtime, spec.relative)
-            stamp = folder_stamp(folder, spec, probe)
+        root = os.path.abspath(folder)
+        for spec, paths, uri in self._listed(runtime, probe):
+            stamp = _stamp(root, spec, paths, probe)
             existing = runtime.container(uri)
             if existing is not None and runtime.directory_stamps.get(uri) == stamp:
                 continue
@@ -106,22 +102,50 @@ class SessionTree:
 
     def directory_specs(self, runtime: SessionCustomizations, probe: Probe | None = None) -> list[Any]:
         """The workspace folders the session lists (``probe``: this refresh's lookups)."""
-        if not self.config.plugins.workspace or runtime.working_directory is None:
+        return [spec for spec, _, _ in self._listed(runtime, probe or self.probe.round())]
+
+    def _listed(self, runtime: SessionCustomizations, probe: Probe) -> list[tuple[Any, tuple[str, ...], str]]:
+        """(spec, its absolute paths, its URI) of each workspace folder the session lists: the
+        ``ALWAYS_LISTED_DIRECTORIES``, the file sets with a file present, the folders present."""
+        folder = runtime.working_directory
+        if not self.config.plugins.workspace or folder is None:
             return []
-        probe = probe or self.probe.round()
-        root = os.path.abspath(runtime.working_directory)
+        layout = self._layouts.get(folder)
+        if layout is None:
+            if len(self._layouts) >= 1_000:
+                self._layouts.clear()
+            layout = self._layouts[folder] = _Layout(runtime)
+        root = layout.root
         if not probe.is_dir(root, root):
             return []
         chosen = []
-        for spec in plugins.WORKSPACE_DIRECTORIES:
+        for spec, paths, uri in layout.specs:
             if spec.relative in ALWAYS_LISTED_DIRECTORIES:
-                chosen.append(spec)
+                chosen.append((spec, paths, uri))
             elif spec.files:  # instruction files, Claude settings
-                if any(probe.is_file(os.path.join(root, f), root) for f in spec.files):
-                    chosen.append(spec)
-            elif probe.is_dir(os.path.normpath(os.path.join(root, spec.relative)), root):
-                chosen.append(spec)
+                if any(probe.is_file(path, root) for path in paths):
+                    chosen.append((spec, paths, uri))
+            elif probe.is_dir(paths[0], root):
+                chosen.append((spec, paths, uri))
         return chosen
+
+
+class _Layout:
+    """The workspace folders' paths and URIs under one working directory, worked out once."""
+
+    __slots__ = ("root", "specs")
+
+    def __init__(self, runtime: SessionCustomizations) -> None:
+        assert runtime.working_directory is not None
+        self.root = root = os.path.abspath(runtime.working_directory)
+        self.specs = [(spec, _paths(root, spec), dir_uri(runtime, spec.relative)) for spec in plugins.WORKSPACE_DIRECTORIES]
+
+
+def _paths(root: str, spec: Any) -> tuple[str, ...]:
+    """A workspace spec's files, or its folder, as absolute paths under ``root``."""
+    if spec.files:
+        return tuple(os.path.join(root, name) for name in spec.files)
+    return (os.path.normpath(os.path.join(root, spec.relative)),)
 
 
 def dir_uri(runtime: SessionCustomizations, relative: str) -> str:
@@ -136,7 +160,13 @@ def folder_stamp(working_directory: Path, spec: Any, probe: Probe | None = None)
     and its entries') name, size and modification time; two levels (``skills/<name>/SKILL.md``).
     ``probe``: the refresh's lookups (an absent file or folder is not looked up again while the
     folder above it is unchanged; what exists always is)."""
-    def entries(path: Path, depth: int) -> list[Any]:
+    root = os.path.abspath(working_directory)
+    return _stamp(root, spec, _paths(root, spec), probe or PathProbe().round())
+
+
+def _stamp(root: str, spec: Any, paths: tuple[str, ...], probe: Probe) -> tuple[Any, ...]:
+    """``folder_stamp`` of ``spec`` at its ``paths`` (``_paths``)."""
+    def entries(path: str, depth: int) -> list[Any]:
         try:
             found = sorted(os.scandir(path), key=lambda entry: entry.name)
         except OSError:
@@ -149,18 +179,15 @@ def folder_stamp(working_directory: Path, spec: Any, probe: Probe | None = None)
                 continue
             listed.append((entry.name, info.st_size, info.st_mtime_ns))
             if depth and entry.is_dir(follow_symlinks=False):
-                listed.append(tuple(entries(Path(entry.path), depth - 1)))
+                listed.append(tuple(entries(entry.path, depth - 1)))
         return listed
 
-    probe = probe or PathProbe().round()
-    root = os.path.abspath(working_directory)
     if spec.files:
         stamps: list[Any] = []
-        for name in spec.files:
-            info = probe.stat(os.path.join(root, name), root)
+        for name, path in zip(spec.files, paths):
+            info = probe.stat(path, root)
             stamps.append((name, None) if info is None else (name, info.st_size, info.st_mtime_ns))
         return tuple(stamps)
-    folder = os.path.normpath(os.path.join(root, spec.relative))
-    if probe.stat(folder, root) is None:
+    if probe.stat(paths[0], root) is None:
         return ()  # (as listing it would: no entries)
-    return tuple(entries(Path(folder), 1))
+    return tuple(entries(paths[0], 1))
