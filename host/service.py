@@ -1237,10 +1237,17 @@ def _summary_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str,
             changes[key] = value
     if all(before.get(key) is after.get(key) for key in _STATUS_INPUTS):
         return changes  # the status and the chats follow from these alone: unchanged
-    old, new = _summary_fields(before), _summary_fields(after)
-    for key in ("status", "chats"):
-        if key in new and old.get(key) != new[key]:
-            changes[key] = new[key]
+    if after.get("status") is not None or after.get("chats"):
+        status = refresh_session_status(after).get("status")
+        was = refresh_session_status(before).get("status") if before.get("status") is not None or before.get("chats") else None
+        if was != status:
+            changes["status"] = status
+    chats = after.get("chats")
+    if chats is not None and chats is not before.get("chats"):
+        listed = [compact_chat_summary(chat) for chat in chats if isinstance(chat, dict)]
+        earlier = before.get("chats")
+        if earlier is None or [compact_chat_summary(chat) for chat in earlier if isinstance(chat, dict)] != listed:
+            changes["chats"] = listed
     return changes
 
 
