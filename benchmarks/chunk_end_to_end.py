@@ -126,7 +126,9 @@ def _action_text(action: dict[str, Any]) -> Any:
 
 async def _peer(api: str) -> None:
     """Serve the fake provider (speaking ``api``), then take commands on stdin: ``host URL PROTOCOL`` or ``relay URL``
-    (connect), then ``turn N`` (stream a turn of N chunks; ``done`` once its end was seen)."""
+    (connect), then ``turn N`` (stream a turn of N chunks; ``done`` once its end was seen); to a
+    host also ``sessions K`` (create K more sessions, ``ready`` once they are) and ``turn N I`` (in
+    the I-th session, the first being 0)."""
     step = _LockStep()
     print(f"url {await _serve_sse(step, api)}", flush=True)
     loop = asyncio.get_running_loop()
@@ -152,13 +154,23 @@ async def _peer(api: str) -> None:
         client = await AhpClient.connect(url, token=TOKEN, frame_hook=hook)
         client.request_timeout = 600
         await client.initialize(subscriptions=["ahp-root://"], protocol_versions=(protocol,))
-        channel = await client.create_session(provider="bench", model=MODEL)
-        await client.wait_for(lambda m, e: (client.state(channel) or {}).get("lifecycle") == "ready", timeout=600)
+
+        async def created() -> str:
+            channel = await client.create_session(provider="bench", model=MODEL)
+            await client.wait_for(lambda m, e: (client.state(channel) or {}).get("lifecycle") == "ready", timeout=600)
+            return channel
+
+        channels = [await created()]
         print("ready", flush=True)
         while line := (await reader.readline()).decode().split():
+            if line[0] == "sessions":  # ``sessions K``: K more sessions, each ready (``turn_cost.py --first``)
+                channels += [await created() for _ in range(int(line[1]))]
+                print("ready", flush=True)
+                continue
             step.turn_ended.clear()
             step.count = 0
-            client.send_message(channel, f"chunks={line[1]}")
+            # ``turn N [I]``: a turn of N chunks in session I (0, the first, by default)
+            client.send_message(channels[int(line[2]) if len(line) > 2 else 0], f"chunks={line[1]}")
             await asyncio.wait_for(step.turn_ended.wait(), 3600)
             print(f"done {step.count}", flush=True)
         await client.close()
@@ -219,7 +231,9 @@ async def _turns(peer: ChildProcess, connect: str, chunks: int) -> None:
         raise SystemExit(f"the client saw {seen} of the turn's {chunks} chunks")
 
 
-async def _host(chunks: int, protocol: str, nats_url: str | None, api: str) -> None:
+async def _host(chunks: int, protocol: str, nats_url: str | None, api: str, drive: Any = _turns) -> None:
+    """The host on the peer's fake provider; ``drive(peer, connect, chunks)`` runs what is measured
+    (``_turns``; ``turn_cost.py`` passes its short turns)."""
     from host.runtime.memory import settle
     from host.service import AgentHost
     from host.transport.server import start_host
@@ -232,7 +246,7 @@ async def _host(chunks: int, protocol: str, nats_url: str | None, api: str) -> N
             running = await start_host(host, token=TOKEN)
             settle()  # as `agent-host serve` does once started
             try:
-                await _turns(peer, f"host {running.url.split('?')[0]} {protocol}", chunks)
+                await drive(peer, f"host {running.url.split('?')[0]} {protocol}", chunks)
             finally:
                 await running.stop()
     finally:
@@ -340,14 +354,15 @@ def _sdk(api: str, base_url: str) -> Any:
     return openai.AsyncOpenAI(api_key="bench", base_url=base_url, max_retries=0, http_client=openai.DefaultAioHttpClient())
 
 
-async def _relay(chunks: int, api: str) -> None:
+async def _relay(chunks: int, api: str, drive: Any = _turns) -> None:
+    """The minimal relay on the peer's fake provider, driven as ``_host`` is."""
     peer = ChildProcess(__file__, "peer", api, stdin=True)
     try:
         base_url = await peer.expect("url")
         sdk = _sdk(api, base_url)
         server = await asyncio.get_running_loop().create_server(lambda: _Relay(sdk, api), "127.0.0.1", 0)
         try:
-            await _turns(peer, f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", chunks)
+            await drive(peer, f"relay ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/", chunks)
         finally:
             server.close()
             await sdk.close()

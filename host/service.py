@@ -1148,8 +1148,7 @@ class AgentHost:
             changes = {"modifiedAt": after["modifiedAt"]} if before.get("modifiedAt") != after.get("modifiedAt") and after.get("modifiedAt") else {}
             channel = session
         elif kind == "session":
-            old, new = _summary_fields(before), _summary_fields(after)
-            changes = {key: value for key, value in new.items() if old.get(key) != value}
+            changes = _summary_changes(before, after)
         else:
             return
         if changes:
@@ -1220,6 +1219,36 @@ def _summary_fields(state: dict[str, Any]) -> dict[str, Any]:
     if state.get("chats") is not None:
         fields["chats"] = [compact_chat_summary(chat) for chat in state["chats"] if isinstance(chat, dict)]
     return fields
+
+
+_STATUS_INPUTS = ("status", "chats", "defaultChat", "inputNeeded")
+"""What a session's summary ``status`` and ``chats`` are computed from (``refresh_session_status``)."""
+
+
+def _summary_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The ``SessionSummary`` fields that differ between ``_summary_fields(before)`` and
+    ``_summary_fields(after)``, as they are in ``after`` (a field ``after`` lacks is not said).
+    The status and the chats are computed only when what they follow is another object: a session
+    action that moved none of it (its activity, a customization) costs no status computation."""
+    changes = {}
+    for key in _SUMMARY_FIELDS:
+        value = after.get(key)
+        if value is not None and value is not before.get(key) and value != before.get(key):
+            changes[key] = value
+    if all(before.get(key) is after.get(key) for key in _STATUS_INPUTS):
+        return changes  # the status and the chats follow from these alone: unchanged
+    if after.get("status") is not None or after.get("chats"):
+        status = refresh_session_status(after).get("status")
+        was = refresh_session_status(before).get("status") if before.get("status") is not None or before.get("chats") else None
+        if was != status:
+            changes["status"] = status
+    chats = after.get("chats")
+    if chats is not None and chats is not before.get("chats"):
+        listed = [compact_chat_summary(chat) for chat in chats if isinstance(chat, dict)]
+        earlier = before.get("chats")
+        if earlier is None or [compact_chat_summary(chat) for chat in earlier if isinstance(chat, dict)] != listed:
+            changes["chats"] = listed
+    return changes
 
 
 def _epoch(value: Any) -> int:

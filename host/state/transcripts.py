@@ -24,10 +24,12 @@ Invariants:
   fork that copies turn T copies the compaction with it.
 * What ``load`` read is kept in memory between turns (``Held``), so a turn reads and validates
   only the transcripts written since the session's last turn, not its whole history again. The
-  messages are frozen models and every write to a session's rows (``save``, ``copy`` into it,
-  ``forget``) drops what is held of the rows it replaces, so what is held is exactly what reading
-  the rows again would give. The sessions whose transcripts were read latest are kept, up to
-  ``held_chars`` characters of their rows' JSON.
+  messages are frozen models and every write to a session's rows replaces what is held of them:
+  ``save`` holds the messages it wrote (what reading its row back would give: the models dumped
+  to JSON and validated again are equal), ``copy`` into a session and ``forget`` drop what is held,
+  so what is held is exactly what reading the rows again would give. A held session's compactions
+  are held too once read (``save_compaction`` updates them). The sessions whose transcripts were
+  read latest are kept, up to ``held_chars`` characters of their rows' JSON.
 """
 
 from __future__ import annotations
@@ -80,12 +82,14 @@ class _Held:
     """One session's transcripts as read: turn id -> (messages, characters of the row's JSON);
     None for a turn without a readable row (rebuilt from its state by the caller)."""
 
-    __slots__ = ("turns", "chars")
+    __slots__ = ("turns", "chars", "compactions")
 
     def __init__(self) -> None:
         self.turns: dict[str, tuple[list[Message] | None, int]] = {}
         self.chars = 0
         """The characters of every row held."""
+        self.compactions: dict[str, str] | None = None
+        """The session's compactions (through turn -> summary) once read; None: not read."""
 
     def put(self, turn_id: str, messages: list[Message] | None, chars: int) -> int:
         """Hold a turn's messages; the change in characters held."""
@@ -130,7 +134,8 @@ class TranscriptStore:
             )
             held = self._held.get(session)
             if held is not None:
-                self._chars -= held.drop(turn_id)
+                self._chars += held.put(turn_id, list(messages), len(body))  # as reading the row back gives
+                self._let_go()
 
     def load(self, session: str, turn_ids: Iterable[str]) -> dict[str, list[Message]]:
         """The readable transcripts among ``turn_ids``, keyed by turn id (read-only: the lists
@@ -180,13 +185,21 @@ class TranscriptStore:
                 "INSERT OR REPLACE INTO compactions (session, through_turn, summary) VALUES (?, ?, ?)",
                 (session, through_turn, summary),
             )
+            held = self._held.get(session)
+            if held is not None and held.compactions is not None:
+                held.compactions[through_turn] = summary
 
     def compaction(self, session: str, turn_ids: Sequence[str]) -> tuple[int, str] | None:
         """The newest compaction among ``turn_ids`` (in order): ``(index of its last turn, summary)``."""
         with self._lock:
-            rows = dict(self._db.execute(
-                "SELECT through_turn, summary FROM compactions WHERE session = ?", (session,)
-            ).fetchall())
+            held = self._held.get(session)
+            rows = held.compactions if held is not None else None
+            if rows is None:
+                rows = dict(self._db.execute(
+                    "SELECT through_turn, summary FROM compactions WHERE session = ?", (session,)
+                ).fetchall())
+                if held is not None:
+                    held.compactions = rows
         if not rows:
             return None
         for index in range(len(turn_ids) - 1, -1, -1):

@@ -59,6 +59,8 @@ class SessionTools(Contributor):
 
     def tools(self, ctx: TurnContext) -> Sequence[Tool]:
         builtins = list(self._parts.builtins)
+        if not any(isinstance(active, dict) and active.get("tools") for active in ctx.state.get("activeClients") or ()):
+            return builtins  # no client offers a tool: no names to keep clear of (each turn asked every contributor)
         taken = {tool.name for tool in builtins} | self._parts.other_server_tool_names(ctx, self)
         parts = self._parts
 

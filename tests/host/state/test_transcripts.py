@@ -84,3 +84,41 @@ def test_more_turns_than_one_query_takes_are_all_read(tmp_path: Path) -> None:
     for turn_id in ids:
         store.save("s", turn_id, _turn(f"{turn_id}?", f"{turn_id}."))
     assert list(store.load("s", ids)) == ids
+
+
+def test_a_turn_saved_while_its_session_is_held_is_what_reading_its_row_gives(tmp_path: Path) -> None:
+    """``save`` holds the messages it wrote instead of reading them back at the next turn: equal to
+    what a store opened afresh reads from the row, for every kind of message and part."""
+    from providers import ImageContent, ReasoningPart, TextContent, ToolCallPart, ToolResult, ToolResultsMessage
+
+    path = tmp_path / "t.sqlite3"
+    store = TranscriptStore(path)
+    store.save("s", "t1", _turn("one?", "One."))
+    store.load("s", ["t1"])  # the session is held from now on
+    messages = [
+        UserMessage(content=(TextContent(text="look"), ImageContent(media_type="image/jpeg", data="aGk="))),
+        AssistantMessage(parts=(ReasoningPart(text="hm", native={"signature": "sig", "n": [1, 2.5, None]}),
+                                ToolCallPart(tool_call_id="c1", tool_name="shell", arguments='{"command": "ls"}',
+                                             native={"id": "fc_1"})),
+                         api="anthropic", model="m", response_id="r1"),
+        ToolResultsMessage(results=(ToolResult(tool_call_id="c1", tool_name="shell", content=(TextContent(text="a\nb"),),
+                                               is_error=True),)),
+        AssistantMessage(parts=(TextPart(text="Done.", native={"phase": "final"}),)),
+    ]
+    store.save("s", "t2", messages)
+    held = store.load("s", ["t1", "t2"])
+    assert held["t2"] == messages
+    read = TranscriptStore(path).load("s", ["t1", "t2"])
+    assert read == held
+
+
+def test_a_compaction_saved_while_its_session_is_held_is_found(tmp_path: Path) -> None:
+    store = TranscriptStore(tmp_path / "t.sqlite3")
+    store.save("s", "t1", _turn("one?", "One."))
+    store.load("s", ["t1"])
+    assert store.compaction("s", ["t1", "t2"]) is None
+    store.save_compaction("s", "t1", "The user counted to one.")
+    assert store.compaction("s", ["t1", "t2"]) == (0, "The user counted to one.")
+    store.save_compaction("source", "t1", "The source counted to one.")
+    store.copy("source", "s", ["t1"])  # a copy into the session replaces its rows: nothing held is kept
+    assert store.compaction("s", ["t1", "t2"]) == (0, "The source counted to one.")
