@@ -29,6 +29,9 @@ Invariants:
   ``encode_plans``, ``write_planned``), in the background in small steps, and after each commit the
   WAL's size decides a checkpoint (``_check_wal``: a worker thread past ``wal_checkpoint_bytes``,
   this thread past ``wal_limit_bytes``).
+* **No long commit on the loop at a model's pace**: the journal's tail (streamed texts) is written
+  into SQLite a step at a time once a step's worth waits (``_settle_step``, queued after the
+  commit's callbacks, so after the frames it let out), not all at once when the tail fills.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import Any, TypeVar
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import UNKEYED, expand
 from host.state.journal import (
+    SETTLE_STEP_ROWS,
     WAL_CHECKPOINT_BYTES,
     WAL_LIMIT_BYTES,
     Journal,
@@ -150,6 +154,8 @@ class EmbeddedLog:
         """The WAL checkpoint running in a worker thread, if any."""
         self._commits_held = False
         """A checkpoint's last pass runs in a worker: the log's own commits wait (``_flush_soon``)."""
+        self._settle_armed = False
+        """A ``_settle_step`` is queued."""
         self.snapshot_task: asyncio.Task[None] | None = None
         """The snapshot being written in the background, if any."""
         self.snapshotting = False
@@ -225,6 +231,29 @@ class EmbeddedLog:
             callbacks, self._on_commit = self._on_commit, []
             for callback in callbacks:
                 callback()
+        if not self._settle_armed and self.journal is not None and self.journal.unsettled >= SETTLE_STEP_ROWS:
+            self._arm_settle()
+
+    def _arm_settle(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no event loop (tools, tests): the next SQLite commit settles the tail
+        self._settle_armed = True
+        loop.call_soon(self._settle_step)
+
+    def _settle_step(self) -> None:
+        """Write a step of the journal's tail into SQLite (``Journal.settle_step``), after the frames
+        of the commit that filled it left, and queue the next while a step's worth waits: the
+        settle of a full tail, on a frame's path, then writes few rows."""
+        self._settle_armed = False
+        journal = self.journal
+        if journal is None or self._commits_held:  # a checkpoint's last pass: no commit may come in
+            return
+        if journal.settle_step():
+            self._check_wal(background=True)
+        if journal.unsettled >= SETTLE_STEP_ROWS:
+            self._arm_settle()
 
     def when_durable(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once everything journaled so far is committed: at once if nothing is

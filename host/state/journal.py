@@ -36,7 +36,11 @@ in the page cache once written, so it survives the process being killed, as a WA
 The next SQLite transaction (any other entry, a run's next head, ``settle``: snapshots, readers,
 closing; or a tail past ``TAIL_BYTES``) writes the tail's rows into ``run_texts`` with its own
 and moves ``meta.tail`` (the tail's generation) on, then empties the tail and starts it with the
-new generation's header. Opening the journal settles what a killed process left there (valid
+new generation's header. Meanwhile, between event-loop turns, ``settle_step`` writes the tail's
+oldest rows into SQLite a few at a time (the log calls it once a step's worth waits), so that
+settle has few left: a full tail's rows in one transaction held the loop some 7 ms. The tail
+keeps those rows until the settle (recovery skips them), so SQLite holds a prefix of the texts
+at every moment and the generation moves only with the tail's truncation, as before. Opening the journal settles what a killed process left there (valid
 records up to the first torn one; rows already in ``run_texts`` are skipped) if its generation is
 the one SQLite holds: a power loss that takes the settling commit leaves SQLite at the older
 generation and the tail at the newer, whose texts would follow a hole, so they are dropped with
@@ -95,8 +99,8 @@ from ahp.state.appends import RUN_ACTION_TYPES, UNKEYED, TextRun, expand, extend
 from host.errors import JournalError
 from host.state.private_files import private_directory, private_file
 
-__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot", "SnapshotPieces",
-           "SnapshotPlan", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "SETTLE_STEP_ROWS", "Snapshot",
+           "SnapshotPieces", "SnapshotPlan", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -155,8 +159,13 @@ _INSERT_TEXT = "INSERT OR IGNORE INTO run_texts(entry, seq, marks, content) VALU
 second journal opened on a running one's file) writes nothing twice."""
 
 TAIL_BYTES = 128 << 10
-"""Most bytes the tail file holds before its texts are settled into SQLite (one transaction of at
-most this much: a few milliseconds of the event loop)."""
+"""Most bytes the tail file holds before it is settled and started again (its rows are written into
+SQLite in ``SETTLE_STEP_ROWS`` steps meanwhile, so the settle itself writes few)."""
+
+SETTLE_STEP_ROWS = 128
+"""Most tail rows one ``settle_step`` writes into SQLite: a transaction of a few tenths of a
+millisecond of the event loop. All of a full tail in one (some 2,500 rows at a model's pace) held
+the loop 7 ms at 100 sessions (``benchmarks/README.md``, "Event-loop stalls")."""
 
 TAIL_COMMIT_CHARS = 4_096
 """A commit whose texts hold more characters than this goes to SQLite (with the tail), not to the
@@ -346,7 +355,9 @@ class Journal:
         except OSError as error:
             raise JournalError(f"cannot open the journal's tail at {path}-tail: {error}") from error
         self._tail_texts: list[tuple[Any, ...]] = []
-        """``run_texts`` rows the tail holds and SQLite does not yet."""
+        """``run_texts`` rows the tail holds and SQLite does not yet, oldest first."""
+        self._tail_holds = False
+        """The tail holds records since it was last started (some may be in SQLite already)."""
         self._tail_size = 0
         """Bytes written to the tail since it was last emptied."""
         try:
@@ -438,7 +449,7 @@ class Journal:
         run streamed since its last commit) is one record appended to the tail file; any other
         (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it.
         Whether a SQLite transaction was committed (only that grows the WAL)."""
-        if not (self._pending or self._to_append) and not (settle and self._tail_texts):
+        if not (self._pending or self._to_append) and not (settle and self._tail_holds):
             return False
         to_append = self._to_append
         if len(to_append) == 1 and len(to_append[0].pieces) == 1:
@@ -460,11 +471,12 @@ class Journal:
                 except OSError as error:
                     raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
                 self._tail_size += len(record)
+                self._tail_holds = True
                 self._tail_texts.extend(texts)
                 self._appended(texts)
                 return False
         sizes: list[tuple[int, bool, int]] = []
-        settling = bool(self._tail_texts)
+        settling = self._tail_holds
         try:
             self._db.execute("BEGIN")
             plain: list[tuple[Any, ...]] = []
@@ -497,6 +509,31 @@ class Journal:
             self._sizes[row_id] = (is_action, size)
         self._appended(texts)
         self._pending.clear()
+        return True
+
+    @property
+    def unsettled(self) -> int:
+        """Rows the tail holds that SQLite does not yet."""
+        return len(self._tail_texts)
+
+    def settle_step(self, rows: int = SETTLE_STEP_ROWS) -> bool:
+        """Write the tail's oldest ``rows`` rows not yet in SQLite into it, in a transaction of
+        their own (between event-loop turns, so that the settle a full tail or the next SQLite
+        commit makes has few left). Nothing becomes durable here: the rows were, in the tail,
+        which keeps them (and its generation) until that settle; after a kill -9 the tail is
+        recovered whole, rows already in SQLite ignored (``_INSERT_TEXT``). Written in order, so
+        SQLite always holds a prefix of the texts. Whether a transaction committed."""
+        if not self._tail_texts:
+            return False
+        batch = self._tail_texts[:rows]
+        dumps = orjson.dumps
+        try:
+            with self._transaction():
+                self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
+                                                    for entry, seq, marks, content in batch])
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+        del self._tail_texts[:len(batch)]
         return True
 
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
@@ -536,6 +573,7 @@ class Journal:
         except OSError as error:
             raise JournalError(f"cannot empty the journal's tail at {self._tail_path}: {error}") from error
         self._tail_texts.clear()
+        self._tail_holds = False
         self._tail_size = len(header)
 
     def _recover_tail(self) -> None:

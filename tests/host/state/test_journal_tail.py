@@ -127,3 +127,56 @@ def test_a_tail_ahead_of_sqlite_is_dropped_whole_never_leaving_a_hole(tmp_path: 
     text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
     whole = "".join(f"<{index}>" for index in range(300))
     assert whole.startswith(text) and len(text) < len(whole)
+
+
+_KILL = "    os.kill(os.getpid(), signal.SIGKILL)"
+assert _KILL in _STREAM_THEN_DIE
+_STREAM_STEP_THEN_DIE = _STREAM_THEN_DIE.replace(_KILL, textwrap.indent(textwrap.dedent("""
+    await asyncio.sleep(0)  # the settle step queued by the last commit runs
+    import sqlite3
+    rows = sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM run_texts').fetchone()[0]
+    print('in-sqlite', rows, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)"""), "    "))
+
+
+def test_the_tail_goes_into_sqlite_in_steps_and_a_kill_between_them_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    # A model's pace: every delta a commit of its own to the tail. Between event-loop turns the log
+    # writes the tail's rows into SQLite a step at a time, while the tail keeps them; killed then,
+    # the journal recovers every delta once, from SQLite and the tail together.
+    from host.state.journal import SETTLE_STEP_ROWS
+
+    path = tmp_path / "journal.sqlite3"
+    done = subprocess.run([sys.executable, "-c", _STREAM_STEP_THEN_DIE, str(path)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[3], timeout=120)
+    assert done.returncode == -9, done.stderr
+    *sent, label, in_sqlite = done.stdout.split()
+    assert label == "in-sqlite" and len(sent) == 300
+    assert int(in_sqlite) >= 2 * SETTLE_STEP_ROWS  # written in steps before any settle
+    assert _records(Path(f"{path}-tail")) >= int(in_sqlite)  # which the tail still holds
+    again = open_store(path)
+    text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
+    assert text == "".join(f"<{index}>" for index in range(300))
+    replayed = again.replay(again.seq - 300, [A]) or []
+    assert [envelope["action"]["content"] for envelope in replayed] == [f"<{index}>" for index in range(300)]
+
+
+def test_a_settle_step_writes_the_oldest_rows_and_leaves_the_tail_as_it_is(tmp_path: Path) -> None:
+    import sqlite3
+
+    journal = Journal(tmp_path / "journal.sqlite3")
+    delta = {"type": "chat/delta", "turnId": "t", "partId": "m"}
+    journal.append_action(A, 1, 0, "{}", {**delta, "content": "<0>"})
+    journal.flush()  # the run's head: a SQLite row
+    for seq in range(2, 12):
+        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
+        journal.flush()  # one tail record each
+    assert journal.unsettled == 10
+    reader = sqlite3.connect(tmp_path / "journal.sqlite3")
+    assert journal.settle_step(4)
+    assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == [2, 3, 4, 5]
+    assert journal.unsettled == 6 and _records(Path(f"{tmp_path / 'journal.sqlite3'}-tail")) == 10
+    journal.flush(settle=True)  # the settle writes the rest and starts the tail again
+    assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 12))
+    assert journal.unsettled == 0 and _records(Path(f"{tmp_path / 'journal.sqlite3'}-tail")) == 0
+    assert not journal.settle_step()
+    journal.close()
