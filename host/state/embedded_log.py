@@ -29,9 +29,10 @@ Invariants:
   ``encode_plans``, ``write_planned``), in the background in small steps, and after each commit the
   WAL's size decides a checkpoint (``_check_wal``: a worker thread past ``wal_checkpoint_bytes``,
   this thread past ``wal_limit_bytes``).
-* **No long commit on the loop at a model's pace**: the journal's tail (streamed texts) is written
-  into SQLite a step at a time once a step's worth waits (``_settle_step``, queued after the
-  commit's callbacks, so after the frames it let out), not all at once when the tail fills.
+* **No long commit on the loop at a model's pace**: once the journal's tail (streamed texts,
+  durable there) holds ``TAIL_SETTLE_BYTES``, a worker thread writes its rows into SQLite
+  (``_settle_in_background``), and the tail is settled and started again here once that is done,
+  writing only what came meanwhile; not all at once by the loop when the tail fills.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from typing import Any, TypeVar
 from ahp.jsonrpc import action_frame
 from ahp.state.appends import UNKEYED, expand
 from host.state.journal import (
-    SETTLE_STEP_ROWS,
+    TAIL_SETTLE_BYTES,
     WAL_CHECKPOINT_BYTES,
     WAL_LIMIT_BYTES,
     Journal,
@@ -154,8 +155,8 @@ class EmbeddedLog:
         """The WAL checkpoint running in a worker thread, if any."""
         self._commits_held = False
         """A checkpoint's last pass runs in a worker: the log's own commits wait (``_flush_soon``)."""
-        self._settle_armed = False
-        """A ``_settle_step`` is queued."""
+        self.settle_task: asyncio.Task[None] | None = None
+        """The journal's tail being written into SQLite by a worker thread, if it is."""
         self.snapshot_task: asyncio.Task[None] | None = None
         """The snapshot being written in the background, if any."""
         self.snapshotting = False
@@ -231,29 +232,34 @@ class EmbeddedLog:
             callbacks, self._on_commit = self._on_commit, []
             for callback in callbacks:
                 callback()
-        if not self._settle_armed and self.journal is not None and self.journal.unsettled >= SETTLE_STEP_ROWS:
-            self._arm_settle()
-
-    def _arm_settle(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # no event loop (tools, tests): the next SQLite commit settles the tail
-        self._settle_armed = True
-        loop.call_soon(self._settle_step)
-
-    def _settle_step(self) -> None:
-        """Write a step of the journal's tail into SQLite (``Journal.settle_step``), after the frames
-        of the commit that filled it left, and queue the next while a step's worth waits: the
-        settle of a full tail, on a frame's path, then writes few rows."""
-        self._settle_armed = False
         journal = self.journal
-        if journal is None or self._commits_held:  # a checkpoint's last pass: no commit may come in
-            return
-        if journal.settle_step():
+        if journal is not None and journal.tail_bytes >= TAIL_SETTLE_BYTES and journal.unsettled and not self._commits_held and (
+                self.settle_task is None or self.settle_task.done()):
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # no event loop (tools, tests): the next SQLite commit settles the tail
+            self.settle_task = loop.create_task(self._settle_in_background(journal))
+            self.settle_task.add_done_callback(self._settle_failure)
+
+    async def _settle_in_background(self, journal: Journal) -> None:
+        """Have a worker thread write the journal's tail rows into SQLite (``Journal.settle_rows``),
+        then, on this thread, settle the tail and start it again: that transaction writes only what
+        came meanwhile (a tail's rows written here held the loop 7 ms at 100 sessions)."""
+        generation, rows = journal.rows_to_settle()
+        await asyncio.to_thread(journal.settle_rows, rows)
+        if self.journal is not journal:
+            return  # closed meanwhile: closing settled the tail
+        journal.rows_settled(generation, len(rows))
+        if not self._commits_held:
+            self.flush(settle=True)  # commits what the tick appended so far too: only sooner
+        else:
             self._check_wal(background=True)
-        if journal.unsettled >= SETTLE_STEP_ROWS:
-            self._arm_settle()
+
+    def _settle_failure(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None and self.journal is not None:
+            logger.error("writing the journal's tail into SQLite failed; its next commit there writes it",
+                         exc_info=task.exception())
 
     def when_durable(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once everything journaled so far is committed: at once if nothing is

@@ -36,11 +36,13 @@ in the page cache once written, so it survives the process being killed, as a WA
 The next SQLite transaction (any other entry, a run's next head, ``settle``: snapshots, readers,
 closing; or a tail past ``TAIL_BYTES``) writes the tail's rows into ``run_texts`` with its own
 and moves ``meta.tail`` (the tail's generation) on, then empties the tail and starts it with the
-new generation's header. Meanwhile, between event-loop turns, ``settle_step`` writes the tail's
-oldest rows into SQLite a few at a time (the log calls it once a step's worth waits), so that
-settle has few left: a full tail's rows in one transaction held the loop some 7 ms. The tail
-keeps those rows until the settle (recovery skips them), so SQLite holds a prefix of the texts
-at every moment and the generation moves only with the tail's truncation, as before. Opening the journal settles what a killed process left there (valid
+new generation's header. Before that, once the tail holds ``TAIL_SETTLE_BYTES``, the log has a
+worker thread write its rows into SQLite on a connection of its own (``rows_to_settle``,
+``settle_rows``, ``rows_settled``), and then settles the tail on the loop, which writes only the
+rows that came meanwhile: a full tail's rows written by the event
+loop held it some 7 ms. The tail keeps the worker's rows until its settle (recovery skips them), so
+SQLite holds a prefix of the texts at every moment and the generation moves only with the tail's
+truncation, as before. Opening the journal settles what a killed process left there (valid
 records up to the first torn one; rows already in ``run_texts`` are skipped) if its generation is
 the one SQLite holds: a power loss that takes the settling commit leaves SQLite at the older
 generation and the tail at the newer, whose texts would follow a hole, so they are dropped with
@@ -99,8 +101,8 @@ from ahp.state.appends import RUN_ACTION_TYPES, UNKEYED, TextRun, expand, extend
 from host.errors import JournalError
 from host.state.private_files import private_directory, private_file
 
-__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "SETTLE_STEP_ROWS", "Snapshot",
-           "SnapshotPieces", "SnapshotPlan", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
+           "SnapshotPieces", "SnapshotPlan", "TAIL_SETTLE_BYTES", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -158,14 +160,18 @@ _INSERT_TEXT = "INSERT OR IGNORE INTO run_texts(entry, seq, marks, content) VALU
 """Idempotent: a tail recovered twice (a crash between a settle and the tail's truncation, or a
 second journal opened on a running one's file) writes nothing twice."""
 
-TAIL_BYTES = 128 << 10
-"""Most bytes the tail file holds before it is settled and started again (its rows are written into
-SQLite in ``SETTLE_STEP_ROWS`` steps meanwhile, so the settle itself writes few)."""
+TAIL_BYTES = 1 << 20
+"""Most bytes the tail file holds before its commit goes to SQLite, settling it. The log settles it
+sooner, at ``TAIL_SETTLE_BYTES``, once a worker thread has written its rows (``settle_rows``): this
+is the bound for a worker that falls behind."""
 
-SETTLE_STEP_ROWS = 128
-"""Most tail rows one ``settle_step`` writes into SQLite: a transaction of a few tenths of a
-millisecond of the event loop. All of a full tail in one (some 2,500 rows at a model's pace) held
-the loop 7 ms at 100 sessions (``benchmarks/README.md``, "Event-loop stalls")."""
+TAIL_SETTLE_BYTES = 128 << 10
+"""A tail this large has its rows written into SQLite by a worker thread (``settle_rows``), after
+which the log settles it and starts it again, on the event loop, writing only the rows that came
+meanwhile. Written by the event loop, a tail this large held it 7 ms at 100 sessions. Smaller
+batches are no answer: ``run_texts`` is ordered by run, so a batch rewrites a page per session
+streaming, and batches of 128 rows wrote some 1,000 bytes of WAL a row at 100 sessions against
+75 for this size (``benchmarks/README.md``, "Event-loop stalls")."""
 
 TAIL_COMMIT_CHARS = 4_096
 """A commit whose texts hold more characters than this goes to SQLite (with the tail), not to the
@@ -310,7 +316,7 @@ class Snapshot:
 
 class Journal:
     """One SQLite file. All methods are synchronous and fast; call them from the event loop, except
-    ``checkpoint`` (any thread)."""
+    ``checkpoint`` and ``settle_rows`` (any thread)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -478,7 +484,8 @@ class Journal:
         sizes: list[tuple[int, bool, int]] = []
         settling = self._tail_holds
         try:
-            self._db.execute("BEGIN")
+            # IMMEDIATE: the write lock first, waiting (busy timeout) for a worker's ``settle_rows``.
+            self._db.execute("BEGIN IMMEDIATE")
             plain: list[tuple[Any, ...]] = []
             for item in self._pending:
                 if isinstance(item, _Run):
@@ -516,25 +523,48 @@ class Journal:
         """Rows the tail holds that SQLite does not yet."""
         return len(self._tail_texts)
 
-    def settle_step(self, rows: int = SETTLE_STEP_ROWS) -> bool:
-        """Write the tail's oldest ``rows`` rows not yet in SQLite into it, in a transaction of
-        their own (between event-loop turns, so that the settle a full tail or the next SQLite
-        commit makes has few left). Nothing becomes durable here: the rows were, in the tail,
-        which keeps them (and its generation) until that settle; after a kill -9 the tail is
-        recovered whole, rows already in SQLite ignored (``_INSERT_TEXT``). Written in order, so
-        SQLite always holds a prefix of the texts. Whether a transaction committed."""
-        if not self._tail_texts:
-            return False
-        batch = self._tail_texts[:rows]
+    @property
+    def tail_bytes(self) -> int:
+        """Bytes the tail file holds (its header included)."""
+        return self._tail_size
+
+    def rows_to_settle(self) -> tuple[int, list[tuple[Any, ...]]]:
+        """The tail's generation and the rows it holds that SQLite does not, oldest first: for
+        ``settle_rows`` (in a worker thread), then ``rows_settled`` with both."""
+        return self._generation, list(self._tail_texts)
+
+    def settle_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Write ``rows`` (from ``rows_to_settle``) into SQLite, from any thread, on a connection of
+        its own, in one transaction. Nothing becomes durable here: the rows were, in the tail,
+        which keeps them (and its generation) until its settle; killed meanwhile, the journal
+        recovers the tail whole, the rows already in SQLite ignored (``_INSERT_TEXT``). They are
+        the oldest the tail holds, so SQLite holds a prefix of the texts at every moment. A commit
+        of the event loop's waits for this one (SQLite's busy timeout), then skips these rows.
+        The rows' parameters are made one at a time as SQLite asks, and SQLite's work releases
+        the GIL, so the event loop's thread runs between rows."""
         dumps = orjson.dumps
         try:
-            with self._transaction():
-                self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
-                                                    for entry, seq, marks, content in batch])
+            # mode=rw: a journal closed and deleted meanwhile is not created again.
+            with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, isolation_level=None)) as db:
+                db.execute("PRAGMA synchronous=NORMAL")  # as the writer's: durable across a kill at commit
+                db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are the log's (``checkpoint``)
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany(_INSERT_TEXT, ((entry, seq, dumps(marks).decode(), content)
+                                                  for entry, seq, marks, content in rows))
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
         except sqlite3.Error as error:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
-        del self._tail_texts[:len(batch)]
-        return True
+
+    def rows_settled(self, generation: int, count: int) -> None:
+        """``settle_rows`` wrote the ``count`` oldest rows ``rows_to_settle`` gave at ``generation``:
+        SQLite holds them (unless the tail was settled and started again meanwhile, which wrote
+        them itself)."""
+        if generation == self._generation:
+            del self._tail_texts[:count]
 
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
         """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""

@@ -129,41 +129,55 @@ def test_a_tail_ahead_of_sqlite_is_dropped_whole_never_leaving_a_hole(tmp_path: 
     assert whole.startswith(text) and len(text) < len(whole)
 
 
+
 _KILL = "    os.kill(os.getpid(), signal.SIGKILL)"
 assert _KILL in _STREAM_THEN_DIE
-_STREAM_STEP_THEN_DIE = _STREAM_THEN_DIE.replace(_KILL, textwrap.indent(textwrap.dedent("""
-    await asyncio.sleep(0)  # the settle step queued by the last commit runs
+_STREAM_SETTLE_THEN_DIE = _STREAM_THEN_DIE.replace(
+    "async def main() -> None:",
+    "import host.state.embedded_log\nhost.state.embedded_log.TAIL_SETTLE_BYTES = 2_000\n\nasync def main() -> None:",
+).replace(_KILL, textwrap.indent(textwrap.dedent("""
+    while store.log.settle_task is not None and not store.log.settle_task.done():
+        await store.log.settle_task  # the worker's last pass
     import sqlite3
     rows = sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM run_texts').fetchone()[0]
     print('in-sqlite', rows, flush=True)
+    host.state.embedded_log.TAIL_SETTLE_BYTES = 1 << 30  # no more workers: the last deltas stay in the tail
+    for index in range(300, 320):
+        store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{index}>"})
+        durable = asyncio.get_running_loop().create_future()
+        store.when_durable(lambda: durable.set_result(None))
+        await durable
+    journal = store.log.journal
+    journal.settle_rows(journal.rows_to_settle()[1])  # a worker wrote them; killed before the tail is settled
+    print('tail', len(journal.rows_to_settle()[1]), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)"""), "    "))
 
 
-def test_the_tail_goes_into_sqlite_in_steps_and_a_kill_between_them_loses_and_repeats_nothing(tmp_path: Path) -> None:
-    # A model's pace: every delta a commit of its own to the tail. Between event-loop turns the log
-    # writes the tail's rows into SQLite a step at a time, while the tail keeps them; killed then,
-    # the journal recovers every delta once, from SQLite and the tail together.
-    from host.state.journal import SETTLE_STEP_ROWS
-
+def test_a_worker_writes_the_tail_into_sqlite_and_a_kill_after_it_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    # A model's pace: every delta a commit of its own to the tail. Once the tail is large enough,
+    # a worker thread writes its rows into SQLite and the loop then settles the tail. Killed
+    # after a worker's write but before that settle (the rows both in SQLite and in the tail),
+    # the journal recovers every delta once.
     path = tmp_path / "journal.sqlite3"
-    done = subprocess.run([sys.executable, "-c", _STREAM_STEP_THEN_DIE, str(path)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", _STREAM_SETTLE_THEN_DIE, str(path)], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[3], timeout=120)
     assert done.returncode == -9, done.stderr
-    *sent, label, in_sqlite = done.stdout.split()
-    assert label == "in-sqlite" and len(sent) == 300
-    assert int(in_sqlite) >= 2 * SETTLE_STEP_ROWS  # written in steps before any settle
-    assert _records(Path(f"{path}-tail")) >= int(in_sqlite)  # which the tail still holds
+    *sent, label, in_sqlite, tail_label, in_tail = done.stdout.split()
+    assert (label, tail_label) == ("in-sqlite", "tail") and len(sent) == 300
+    assert int(in_sqlite) >= 200  # the workers wrote them while the deltas streamed
+    assert int(in_tail) >= 20 and _records(Path(f"{path}-tail")) >= 20  # the last ones are in both
     again = open_store(path)
     text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
-    assert text == "".join(f"<{index}>" for index in range(300))
-    replayed = again.replay(again.seq - 300, [A]) or []
-    assert [envelope["action"]["content"] for envelope in replayed] == [f"<{index}>" for index in range(300)]
+    assert text == "".join(f"<{index}>" for index in range(320))
+    replayed = again.replay(again.seq - 320, [A]) or []
+    assert [envelope["action"]["content"] for envelope in replayed] == [f"<{index}>" for index in range(320)]
 
 
-def test_a_settle_step_writes_the_oldest_rows_and_leaves_the_tail_as_it_is(tmp_path: Path) -> None:
+def test_rows_a_worker_settled_are_not_written_again_and_a_settle_meanwhile_wins(tmp_path: Path) -> None:
     import sqlite3
 
-    journal = Journal(tmp_path / "journal.sqlite3")
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(path)
     delta = {"type": "chat/delta", "turnId": "t", "partId": "m"}
     journal.append_action(A, 1, 0, "{}", {**delta, "content": "<0>"})
     journal.flush()  # the run's head: a SQLite row
@@ -171,12 +185,21 @@ def test_a_settle_step_writes_the_oldest_rows_and_leaves_the_tail_as_it_is(tmp_p
         journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
         journal.flush()  # one tail record each
     assert journal.unsettled == 10
-    reader = sqlite3.connect(tmp_path / "journal.sqlite3")
-    assert journal.settle_step(4)
+    reader = sqlite3.connect(path)
+    generation, rows = journal.rows_to_settle()
+    journal.settle_rows(rows[:4])  # as a worker thread does
+    journal.rows_settled(generation, 4)
     assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == [2, 3, 4, 5]
-    assert journal.unsettled == 6 and _records(Path(f"{tmp_path / 'journal.sqlite3'}-tail")) == 10
-    journal.flush(settle=True)  # the settle writes the rest and starts the tail again
+    assert journal.unsettled == 6 and _records(Path(f"{path}-tail")) == 10  # the tail keeps them until its settle
+    generation, rows = journal.rows_to_settle()
+    journal.flush(settle=True)  # a settle before the worker's answer: it writes the rest itself
+    assert journal.unsettled == 0 and _records(Path(f"{path}-tail")) == 0
+    for seq in (12, 13):  # the new tail's
+        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
+        journal.flush()
+    journal.settle_rows(rows)  # the worker's rows are in already: ignored
+    journal.rows_settled(generation, len(rows))  # of the old tail: the new tail's rows stay to settle
     assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 12))
-    assert journal.unsettled == 0 and _records(Path(f"{tmp_path / 'journal.sqlite3'}-tail")) == 0
-    assert not journal.settle_step()
+    assert journal.unsettled == 2
     journal.close()
+    assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 14))
