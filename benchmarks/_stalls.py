@@ -10,7 +10,8 @@ probe keeps:
   system call), and the thread's context switches in it (``getrusage``): involuntary ones say the
   kernel ran something else on its CPU (preempted), voluntary ones that it slept in the kernel
   (blocked: the GIL, a lock, the disk);
-* the collector's pauses in it (``gc.callbacks``: each collection's generation and duration);
+* the collector's pauses in it (``gc.callbacks``: each collection's generation and duration; the
+  report also sums every pause by generation, in wall and CPU time);
 * the callbacks in it that took longer than ``CALLBACK_NOTE_MS``, each named by what it ran (a
   task's coroutine and where it is suspended after the step, a transport's read, a timer's
   function), with their own wall and CPU time;
@@ -125,8 +126,8 @@ class StallProbe:
         self.threshold = threshold_ms / 1000
         self.watch = watch
         self.stalls: list[Stall] = []
-        self.gc_pauses: list[tuple[float, int, float]] = []
-        """Every collection while installed: (start, generation, ms)."""
+        self.gc_pauses: list[tuple[float, int, float, float]] = []
+        """Every collection of the loop's thread while installed: (start, generation, wall ms, CPU ms)."""
         self.iterations = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._selector: Any = None
@@ -138,6 +139,7 @@ class StallProbe:
         self._slow: list[tuple[float, float, str]] = []
         self._gc: list[tuple[int, float]] = []
         self._gc_started = 0.0
+        self._gc_started_cpu = 0.0
         self._where: list[str] = []
         self._current_start = 0.0
         """When the callback running now began (0: none runs)."""
@@ -222,13 +224,14 @@ class StallProbe:
         self._callbacks = 0
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if threading.get_ident() != self._loop_thread:
+            return
         if phase == "start":
-            self._gc_started = time.perf_counter()
+            self._gc_started, self._gc_started_cpu = time.perf_counter(), time.thread_time()
             return
         ms = (time.perf_counter() - self._gc_started) * 1000
-        self.gc_pauses.append((self._gc_started, info["generation"], ms))
-        if threading.get_ident() == self._loop_thread:
-            self._gc.append((info["generation"], ms))
+        self.gc_pauses.append((self._gc_started, info["generation"], ms, (time.thread_time() - self._gc_started_cpu) * 1000))
+        self._gc.append((info["generation"], ms))
 
     def _watch(self) -> None:
         while self._running:
@@ -248,17 +251,19 @@ class StallProbe:
         """Lines saying how many stalls began between ``since`` and ``until`` (``perf_counter``
         readings), their causes by count and time, and the ``longest`` ones in full."""
         stalls = [stall for stall in self.stalls if since <= stall.at <= until]
-        pauses = [(generation, ms) for at, generation, ms in self.gc_pauses if since <= at <= until]
+        pauses = [(generation, ms, cpu) for at, generation, ms, cpu in self.gc_pauses if since <= at <= until]
         seconds = max(1e-9, min(until, time.perf_counter()) - since) if since else 0.0
         lines = [f"stalls over {self.threshold * 1000:g} ms: {len(stalls)}"
                  + (f" in {seconds:.1f} s" if seconds else "")
                  + f", {sum(stall.wall_ms for stall in stalls):.0f} ms in all, the longest {max((s.wall_ms for s in stalls), default=0):.1f} ms"]
-        by_generation = Counter(generation for generation, _ in pauses)
+        by_generation = Counter(generation for generation, _, _ in pauses)
         if pauses:
-            gc_text = ", ".join(f"gen {generation}: {count} ({sum(ms for g, ms in pauses if g == generation):.0f} ms, "
-                                f"longest {max(ms for g, ms in pauses if g == generation):.1f})"
+            gc_text = ", ".join(f"gen {generation}: {count} ({sum(ms for g, ms, _ in pauses if g == generation):.0f} ms, "
+                                f"longest {max(ms for g, ms, _ in pauses if g == generation):.1f}; CPU "
+                                f"{sum(cpu for g, _, cpu in pauses if g == generation):.0f} ms, "
+                                f"longest {max(cpu for g, _, cpu in pauses if g == generation):.1f})"
                                 for generation, count in sorted(by_generation.items()))
-            lines.append(f"  collector: {gc_text}")
+            lines.append(f"  collector (wall; CPU): {gc_text}")
         causes: Counter[str] = Counter()
         cause_ms: Counter[str] = Counter()
         for stall in stalls:
