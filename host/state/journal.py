@@ -72,7 +72,8 @@ whichever comes first, so a terminal printing gigabytes costs the scrollback its
 those two bounded windows. The WAL is kept near ``WAL_CHECKPOINT_BYTES`` (``checkpoint`` from a
 worker thread on its own connection; ``checkpoint_here`` on the writer's without an event loop;
 never by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
-once copied whole, the next commit starts it again and ``journal_size_limit`` truncates it. Freed
+once copied whole, the checkpoint's worker commits once, which starts it again (syncing its new
+header) and truncates it to ``journal_size_limit`` off the event loop. Freed
 pages are reused, so the database file levels off at its largest content. Of states the journal
 knows only that a chat's may have a ``turns`` list (written turn by turn); of actions only the run
 shape above. The store reads a chat's older
@@ -203,8 +204,9 @@ _UNKNOWN_ROW_CHARS = 65_536
 left over from an interrupted prune of an earlier run)."""
 
 WAL_KEEP_BYTES = 1 << 20
-"""``PRAGMA journal_size_limit``: when a checkpoint has copied the whole WAL, the next commit
-starts it again from its beginning and truncates the file to this size."""
+"""``PRAGMA journal_size_limit``: when a checkpoint has copied the whole WAL, the next commit (the
+checkpoint's own, ``checkpoint``) starts it again from its beginning and truncates the file to
+this size."""
 
 WAL_CHECKPOINT_BYTES = 4 << 20
 """A WAL larger than this is checkpointed (``Store`` starts it after a commit, in a worker thread),
@@ -855,9 +857,24 @@ class Journal:
         try:
             with self._checkpointing, contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
                 busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if busy == 0 and log == copied:
+                    self._start_wal_again(db)
         except sqlite3.Error:
             return False  # housekeeping: the next commit past the threshold tries again
         return busy == 0 and log == copied
+
+    @staticmethod
+    def _start_wal_again(db: sqlite3.Connection) -> None:
+        """After a complete checkpoint, on the checkpoint's connection: a small commit, which starts
+        the WAL again from its beginning. SQLite syncs the WAL's new header then (what
+        ``synchronous=NORMAL`` does when a WAL is reused) and truncates the file to
+        ``WAL_KEEP_BYTES``: 4-19 ms on this machine's disk, which the event loop's next commit
+        waited for when it was the first (``benchmarks/README.md``, "Event-loop stalls"). If a
+        commit of the loop's comes first, it starts the WAL itself, as before."""
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA wal_autocheckpoint=0")
+        db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('wal', 'started again')")
 
     def checkpoint_here(self) -> bool:
         """``checkpoint`` on the journal's own connection, on the writer's thread: as nothing
