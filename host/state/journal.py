@@ -103,7 +103,7 @@ from host.errors import JournalError
 from host.state.private_files import private_directory, private_file
 
 __all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
-           "SnapshotPieces", "SnapshotPlan", "TAIL_SETTLE_BYTES", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
+           "SnapshotPieces", "SnapshotPlan", "SETTLE_INLINE_BYTES", "TAIL_SETTLE_BYTES", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -173,6 +173,11 @@ meanwhile. Written by the event loop, a tail this large held it 7 ms at 100 sess
 batches are no answer: ``run_texts`` is ordered by run, so a batch rewrites a page per session
 streaming, and batches of 128 rows wrote some 1,000 bytes of WAL a row at 100 sessions against
 75 for this size (``benchmarks/README.md``, "Event-loop stalls")."""
+
+SETTLE_INLINE_BYTES = 16 << 10
+"""A SQLite commit due while the tail holds more than this (entries other than run texts: a turn
+starting or ending) waits for a worker to write the tail's rows first (the log holds it), so that
+the event loop's transaction writes few of them: about 300 rows, under a millisecond."""
 
 TAIL_COMMIT_CHARS = 4_096
 """A commit whose texts hold more characters than this goes to SQLite (with the tail), not to the
@@ -524,6 +529,11 @@ class Journal:
     def unsettled(self) -> int:
         """Rows the tail holds that SQLite does not yet."""
         return len(self._tail_texts)
+
+    @property
+    def needs_transaction(self) -> bool:
+        """The next ``flush`` commits a SQLite transaction (entries other than run texts wait)."""
+        return bool(self._pending)
 
     @property
     def tail_bytes(self) -> int:

@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from host.state.journal import Journal
 from tests.host.state.test_journal import A, chat_state, open_store, start_turn
 
@@ -203,3 +205,38 @@ def test_rows_a_worker_settled_are_not_written_again_and_a_settle_meanwhile_wins
     assert journal.unsettled == 2
     journal.close()
     assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 14))
+
+
+def test_a_commit_of_other_entries_behind_a_large_tail_waits_for_a_worker_to_write_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A turn's end behind many streamed deltas: rather than writing the whole tail into SQLite on
+    # the event loop, the log has a worker write it and commits the turn's end after it; its frame
+    # waits, and everything is durable and recovered.
+    import asyncio
+    import sqlite3
+
+    monkeypatch.setattr("host.state.embedded_log.SETTLE_INLINE_BYTES", 1_000)
+    path = tmp_path / "journal.sqlite3"
+
+    async def stream() -> None:
+        store = open_store(path)
+        store.create(A, "chat", chat_state(A))
+        start_turn(store, A, "t")
+        for index in range(60):
+            store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{index}>"})
+            durable = asyncio.get_running_loop().create_future()
+            store.when_durable(lambda durable=durable: durable.set_result(None))
+            await durable
+        assert store.log.settle_task is None  # type: ignore[attr-defined]  # nothing but the tail so far
+        store.dispatch(A, {"type": "chat/usage", "turnId": "t", "usage": {"inputTokens": 1, "outputTokens": 1}})
+        durable = asyncio.get_running_loop().create_future()
+        store.when_durable(lambda: durable.set_result(None))
+        await asyncio.wait_for(durable, 10)
+        assert store.log.settle_task is not None and store.log.settle_task.done()  # type: ignore[attr-defined]
+        assert _records(Path(f"{path}-tail")) == 0  # settled with the turn's end
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT COUNT(*) FROM run_texts").fetchone()[0] >= 59
+        assert open_store(path).state(A) == store.state(A)
+        await store.close()
+
+    asyncio.run(stream())
