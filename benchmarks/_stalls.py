@@ -20,9 +20,10 @@ probe keeps:
   holds it, pure Python, is sampled only at the interpreter's switch interval, 5 ms).
 
 The probe patches ``asyncio.events.Handle._run`` (class-wide: every loop of the process) and wraps
-the running loop's selector; ``uninstall`` restores both. It costs the host about a microsecond
-per callback (two clock readings of each kind and a Python call), so its runs' p99 is not the
-figure of record: run it beside the plain search, not instead of it.
+the running loop's selector; ``uninstall`` restores both. It costs the host CPU (two clock readings
+of each kind and a Python call per callback, ``getrusage`` per iteration, a watcher thread waking
+every millisecond): 20-35 % more CPU per chunk in ``capacity.py`` at 25-100 sessions, so its runs'
+p99 is not the figure of record: run it beside the plain search, not instead of it.
 
 The probe's records are plain tuples kept in lists; ``report`` sums them up after a run.
 """

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/capacity.py [--rate 20] [--seconds 4] [--limit-ms 10] [--start 25] [--max 800] [--repeat 3]
     .venv/bin/python benchmarks/capacity.py --workers 1,2,3 [the same options]
+    .venv/bin/python benchmarks/capacity.py --start 100 --max 100 --stalls [MS]
 
 The setting of ``benchmarks/provider_stream.py``'s latency runs, on loopback: a fake OpenAI Chat
 Completions server (its own process) streams ``--rate`` chunks a second per session, the host
@@ -20,6 +21,12 @@ are too slow the load generators, fell behind), or lost chunks, is a miss whatev
 says so. The host's CPU per chunk is printed for
 every count (this process's CPU from the first chunk to the last, turn starts included, and
 while every session streamed).
+
+``--stalls [MS]`` (one process only) puts ``benchmarks/_stalls.py``'s probe on the host's event
+loop and prints, under each count, the loop's iterations longer than MS (2 by default) while
+chunks streamed, in the run whose p99 is the median: how many, their causes by count and time
+(the collector, a named callback, or the loop's thread off its CPU: preempted by other work, or
+blocked in the kernel), the collector's pauses by generation, and the longest ones in full.
 
 ``--workers 1,2,3`` measures ``agent-host serve --workers N`` instead, for each N in turn (N
 processes on one port, the embedded NATS server, nothing pinned; the figure is chunk written →
@@ -256,7 +263,7 @@ async def main() -> None:
     parser.add_argument("--stalls", type=float, nargs="?", const=2.0, metavar="MS",
                         help="probe the host's event loop (one process only): after each count, the stalls over MS "
                              "(default 2) while chunks streamed, with their causes (benchmarks/_stalls.py; costs the "
-                             "host about a microsecond a callback, so compare p99s only between runs without it)")
+                             "host 20-35 %% more CPU a chunk, so compare p99s only between runs without it)")
     parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
                                                              "through another worker (what following a session run elsewhere costs)")
     args = parser.parse_args()
