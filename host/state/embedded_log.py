@@ -32,7 +32,10 @@ Invariants:
 * **No long commit on the loop at a model's pace**: once the journal's tail (streamed texts,
   durable there) holds ``TAIL_SETTLE_BYTES``, a worker thread writes its rows into SQLite
   (``_settle_in_background``), and the tail is settled and started again here once that is done,
-  writing only what came meanwhile; not all at once by the loop when the tail fills.
+  writing only what came meanwhile; not all at once by the loop when the tail fills. A commit that
+  needs a SQLite transaction meanwhile, or behind more than ``SETTLE_INLINE_BYTES`` of tail, waits
+  for such a worker (``_hold_for_settle``: its frames wait, the loop runs on) and goes with that
+  settle.
 """
 
 from __future__ import annotations
