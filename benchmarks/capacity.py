@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/capacity.py [--rate 20] [--seconds 4] [--limit-ms 10] [--start 25] [--max 800] [--repeat 3]
     .venv/bin/python benchmarks/capacity.py --workers 1,2,3 [the same options]
+    .venv/bin/python benchmarks/capacity.py --start 100 --max 100 --stalls [MS]
 
 The setting of ``benchmarks/provider_stream.py``'s latency runs, on loopback: a fake OpenAI Chat
 Completions server (its own process) streams ``--rate`` chunks a second per session, the host
@@ -20,6 +21,12 @@ are too slow the load generators, fell behind), or lost chunks, is a miss whatev
 says so. The host's CPU per chunk is printed for
 every count (this process's CPU from the first chunk to the last, turn starts included, and
 while every session streamed).
+
+``--stalls [MS]`` (one process only) puts ``benchmarks/_stalls.py``'s probe on the host's event
+loop and prints, under each count, the loop's iterations longer than MS (2 by default) while
+chunks streamed, in the run whose p99 is the median: how many, their causes by count and time
+(the collector, a named callback, or the loop's thread off its CPU: preempted by other work, or
+blocked in the kernel), the collector's pauses by generation, and the longest ones in full.
 
 ``--workers 1,2,3`` measures ``agent-host serve --workers N`` instead, for each N in turn (N
 processes on one port, the embedded NATS server, nothing pinned; the figure is chunk written →
@@ -56,6 +63,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._runs import ChildProcess, command_line, machine_note, median, pin_measured_process
+from benchmarks._stalls import StallProbe
 from benchmarks._workers import WorkersHost, machine_cpu, process_cpu, spread_clients
 from benchmarks.provider_stream import _through_host
 
@@ -67,6 +75,8 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
     ``serve``: what serves them (the host; ``capacity_relay.py`` passes its relay)."""
     count = round(args.rate * args.seconds)
     stagger = max(1.0, sessions / 200)
+    if getattr(args, "stalls", None) is not None and serve is _through_host:
+        serve = _probed(args.stalls)
     runs = [await serve(base_url, f"paced-{count}-{args.rate:g}", sessions, stagger) for _ in range(args.repeat)]
     p99 = median([run["written_p99"] for run in runs])
     steady = median([run["written_steady_p99"] for run in runs])
@@ -81,7 +91,27 @@ async def _one_count(base_url: str, sessions: int, args: argparse.Namespace, ser
     each = ", ".join(f"{run['written_p99']:.2f}" for run in runs)
     line = (f"{sessions:>8} | {p99:>9.2f} | {steady:>10.2f} | {cpu:>7.1f} {steady_cpu:>7.1f} | {lasted:>8.2f} / {planned_s:>5.2f} | "
             f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  [p99 of each run: {each}]")
+    if "stalls" in runs[0]:  # the probe's report of the run whose p99 is the median
+        middle = sorted(runs, key=lambda run: run["written_p99"])[len(runs) // 2]
+        line += "\n" + "\n".join(f"{'':>9}{text}" for text in middle["stalls"])
     return held, line
+
+
+def _probed(threshold_ms: float) -> Any:
+    """``_through_host`` with a ``StallProbe`` on the host's loop; each run's figures get the
+    probe's report of the stalls that began while chunks streamed (``stalls``)."""
+
+    async def serve(base_url: str, model: str, sessions: int, stagger: float) -> dict[str, Any]:
+        probe = StallProbe(threshold_ms)
+        probe.install()
+        try:
+            run = await _through_host(base_url, model, sessions, stagger)
+        finally:
+            probe.uninstall()
+        run["stalls"] = probe.report(*run["window"])
+        return run
+
+    return serve
 
 
 async def _search(measure: Any, args: argparse.Namespace) -> tuple[int, int | None]:
@@ -230,6 +260,10 @@ def search_arguments(description: str, *, most: int) -> argparse.ArgumentParser:
 async def main() -> None:
     parser = search_arguments(__doc__.splitlines()[0], most=800)
     parser.add_argument("--workers", help="comma-separated worker counts: measure 'agent-host serve --workers N' for each")
+    parser.add_argument("--stalls", type=float, nargs="?", const=2.0, metavar="MS",
+                        help="probe the host's event loop (one process only): after each count, the stalls over MS "
+                             "(default 2) while chunks streamed, with their causes (benchmarks/_stalls.py; costs the "
+                             "host 20-35 %% more CPU a chunk, so compare p99s only between runs without it)")
     parser.add_argument("--cross", action="store_true", help="with --workers: the client reads each worker's sessions "
                                                              "through another worker (what following a session run elsewhere costs)")
     args = parser.parse_args()

@@ -266,7 +266,8 @@ def latency_figures(result: dict, queued_raw: list[tuple[int, str, str]], writte
                     cpu_marks: list[tuple[int, float]]) -> dict:
     """``result`` with what one paced run measured: chunk written → frame dispatched (``queued_``)
     and → frame written (``written_``), median, p99 and steady p99; the CPU per chunk over the run
-    and its steady part; the chunks seen and the seconds from the first to the last.
+    and its steady part; the chunks seen and the seconds from the first to the last (``window``:
+    their ``time.perf_counter`` readings).
     ``queued_raw``: (clock, channel, the chunk's text) at each chunk's dispatch; ``written_raw``:
     (clock, the frames' texts) at each socket write; ``cpu_marks``: (index in ``queued_raw``,
     process CPU time) every 32 chunks and at the last."""
@@ -297,6 +298,7 @@ def latency_figures(result: dict, queued_raw: list[tuple[int, str, str]], writte
             result["steady_cpu_us"] = (last_cpu - first_cpu) * 1e6 / max(1, last_index - first_index)
         result["chunks"] = len(queued_raw)
         result["seconds"] = (queued_raw[-1][0] - queued_raw[0][0]) / 1e9
+        result["window"] = (queued_raw[0][0] / 1e9, queued_raw[-1][0] / 1e9)  # ``time.perf_counter`` readings
     return result
 
 

@@ -36,7 +36,13 @@ in the page cache once written, so it survives the process being killed, as a WA
 The next SQLite transaction (any other entry, a run's next head, ``settle``: snapshots, readers,
 closing; or a tail past ``TAIL_BYTES``) writes the tail's rows into ``run_texts`` with its own
 and moves ``meta.tail`` (the tail's generation) on, then empties the tail and starts it with the
-new generation's header. Opening the journal settles what a killed process left there (valid
+new generation's header. Before that, once the tail holds ``TAIL_SETTLE_BYTES``, the log has a
+worker thread write its rows into SQLite on a connection of its own (``rows_to_settle``,
+``settle_rows``, ``rows_settled``), and then settles the tail on the loop, which writes only the
+rows that came meanwhile: a full tail's rows written by the event
+loop held it some 7 ms. The tail keeps the worker's rows until its settle (recovery skips them), so
+SQLite holds a prefix of the texts at every moment and the generation moves only with the tail's
+truncation, as before. Opening the journal settles what a killed process left there (valid
 records up to the first torn one; rows already in ``run_texts`` are skipped) if its generation is
 the one SQLite holds: a power loss that takes the settling commit leaves SQLite at the older
 generation and the tail at the newer, whose texts would follow a hole, so they are dropped with
@@ -66,7 +72,8 @@ whichever comes first, so a terminal printing gigabytes costs the scrollback its
 those two bounded windows. The WAL is kept near ``WAL_CHECKPOINT_BYTES`` (``checkpoint`` from a
 worker thread on its own connection; ``checkpoint_here`` on the writer's without an event loop;
 never by a commit on the event loop: automatic checkpoints are off) and never past ``WAL_LIMIT_BYTES``;
-once copied whole, the next commit starts it again and ``journal_size_limit`` truncates it. Freed
+once copied whole, the checkpoint's worker commits once, which starts it again (syncing its new
+header) and truncates it to ``journal_size_limit`` off the event loop. Freed
 pages are reused, so the database file levels off at its largest content. Of states the journal
 knows only that a chat's may have a ``turns`` list (written turn by turn); of actions only the run
 shape above. The store reads a chat's older
@@ -95,8 +102,8 @@ from ahp.state.appends import RUN_ACTION_TYPES, UNKEYED, TextRun, expand, extend
 from host.errors import JournalError
 from host.state.private_files import private_directory, private_file
 
-__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot", "SnapshotPieces",
-           "SnapshotPlan", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
+__all__ = ["Journal", "JournalEntry", "MODEL", "PART_CHARS", "PRUNE_STEP_CHARS", "RUN_LIMIT", "Snapshot",
+           "SnapshotPieces", "SnapshotPlan", "SETTLE_INLINE_BYTES", "TAIL_SETTLE_BYTES", "WAL_CHECKPOINT_BYTES", "WAL_KEEP_BYTES", "WAL_LIMIT_BYTES", "encode_plans", "expand"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -154,9 +161,23 @@ _INSERT_TEXT = "INSERT OR IGNORE INTO run_texts(entry, seq, marks, content) VALU
 """Idempotent: a tail recovered twice (a crash between a settle and the tail's truncation, or a
 second journal opened on a running one's file) writes nothing twice."""
 
-TAIL_BYTES = 128 << 10
-"""Most bytes the tail file holds before its texts are settled into SQLite (one transaction of at
-most this much: a few milliseconds of the event loop)."""
+TAIL_BYTES = 1 << 20
+"""Most bytes the tail file holds before its commit goes to SQLite, settling it. The log settles it
+sooner, at ``TAIL_SETTLE_BYTES``, once a worker thread has written its rows (``settle_rows``): this
+is the bound for a worker that falls behind."""
+
+TAIL_SETTLE_BYTES = 128 << 10
+"""A tail this large has its rows written into SQLite by a worker thread (``settle_rows``), after
+which the log settles it and starts it again, on the event loop, writing only the rows that came
+meanwhile. Written by the event loop, a tail this large held it 7 ms at 100 sessions. Smaller
+batches are no answer: ``run_texts`` is ordered by run, so a batch rewrites a page per session
+streaming, and batches of 128 rows wrote some 1,000 bytes of WAL a row at 100 sessions against
+75 for this size (``benchmarks/README.md``, "Event-loop stalls")."""
+
+SETTLE_INLINE_BYTES = 16 << 10
+"""A SQLite commit due while the tail holds more than this (entries other than run texts: a turn
+starting or ending) waits for a worker to write the tail's rows first (the log holds it), so that
+the event loop's transaction writes few of them: about 300 rows, under a millisecond."""
 
 TAIL_COMMIT_CHARS = 4_096
 """A commit whose texts hold more characters than this goes to SQLite (with the tail), not to the
@@ -188,8 +209,9 @@ _UNKNOWN_ROW_CHARS = 65_536
 left over from an interrupted prune of an earlier run)."""
 
 WAL_KEEP_BYTES = 1 << 20
-"""``PRAGMA journal_size_limit``: when a checkpoint has copied the whole WAL, the next commit
-starts it again from its beginning and truncates the file to this size."""
+"""``PRAGMA journal_size_limit``: when a checkpoint has copied the whole WAL, the next commit (the
+checkpoint's own, ``checkpoint``) starts it again from its beginning and truncates the file to
+this size."""
 
 WAL_CHECKPOINT_BYTES = 4 << 20
 """A WAL larger than this is checkpointed (``Store`` starts it after a commit, in a worker thread),
@@ -301,7 +323,7 @@ class Snapshot:
 
 class Journal:
     """One SQLite file. All methods are synchronous and fast; call them from the event loop, except
-    ``checkpoint`` (any thread)."""
+    ``checkpoint`` and ``settle_rows`` (any thread)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -346,7 +368,9 @@ class Journal:
         except OSError as error:
             raise JournalError(f"cannot open the journal's tail at {path}-tail: {error}") from error
         self._tail_texts: list[tuple[Any, ...]] = []
-        """``run_texts`` rows the tail holds and SQLite does not yet."""
+        """``run_texts`` rows the tail holds and SQLite does not yet, oldest first."""
+        self._tail_holds = False
+        """The tail holds records since it was last started (some may be in SQLite already)."""
         self._tail_size = 0
         """Bytes written to the tail since it was last emptied."""
         try:
@@ -438,7 +462,7 @@ class Journal:
         run streamed since its last commit) is one record appended to the tail file; any other
         (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it.
         Whether a SQLite transaction was committed (only that grows the WAL)."""
-        if not (self._pending or self._to_append) and not (settle and self._tail_texts):
+        if not (self._pending or self._to_append) and not (settle and self._tail_holds):
             return False
         to_append = self._to_append
         if len(to_append) == 1 and len(to_append[0].pieces) == 1:
@@ -460,13 +484,15 @@ class Journal:
                 except OSError as error:
                     raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
                 self._tail_size += len(record)
+                self._tail_holds = True
                 self._tail_texts.extend(texts)
                 self._appended(texts)
                 return False
         sizes: list[tuple[int, bool, int]] = []
-        settling = bool(self._tail_texts)
+        settling = self._tail_holds
         try:
-            self._db.execute("BEGIN")
+            # IMMEDIATE: the write lock first, waiting (busy timeout) for a worker's ``settle_rows``.
+            self._db.execute("BEGIN IMMEDIATE")
             plain: list[tuple[Any, ...]] = []
             for item in self._pending:
                 if isinstance(item, _Run):
@@ -498,6 +524,59 @@ class Journal:
         self._appended(texts)
         self._pending.clear()
         return True
+
+    @property
+    def unsettled(self) -> int:
+        """Rows the tail holds that SQLite does not yet."""
+        return len(self._tail_texts)
+
+    @property
+    def needs_transaction(self) -> bool:
+        """The next ``flush`` commits a SQLite transaction (entries other than run texts wait)."""
+        return bool(self._pending)
+
+    @property
+    def tail_bytes(self) -> int:
+        """Bytes the tail file holds (its header included)."""
+        return self._tail_size
+
+    def rows_to_settle(self) -> tuple[int, list[tuple[Any, ...]]]:
+        """The tail's generation and the rows it holds that SQLite does not, oldest first: for
+        ``settle_rows`` (in a worker thread), then ``rows_settled`` with both."""
+        return self._generation, list(self._tail_texts)
+
+    def settle_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Write ``rows`` (from ``rows_to_settle``) into SQLite, from any thread, on a connection of
+        its own, in one transaction. Nothing becomes durable here: the rows were, in the tail,
+        which keeps them (and its generation) until its settle; killed meanwhile, the journal
+        recovers the tail whole, the rows already in SQLite ignored (``_INSERT_TEXT``). They are
+        the oldest the tail holds, so SQLite holds a prefix of the texts at every moment. A commit
+        of the event loop's waits for this one (SQLite's busy timeout), then skips these rows.
+        The rows' parameters are made one at a time as SQLite asks, and SQLite's work releases
+        the GIL, so the event loop's thread runs between rows."""
+        dumps = orjson.dumps
+        try:
+            # mode=rw: a journal closed and deleted meanwhile is not created again.
+            with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, isolation_level=None)) as db:
+                db.execute("PRAGMA synchronous=NORMAL")  # as the writer's: durable across a kill at commit
+                db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are the log's (``checkpoint``)
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany(_INSERT_TEXT, ((entry, seq, dumps(marks).decode(), content)
+                                                  for entry, seq, marks, content in rows))
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+        except sqlite3.Error as error:
+            raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
+
+    def rows_settled(self, generation: int, count: int) -> None:
+        """``settle_rows`` wrote the ``count`` oldest rows ``rows_to_settle`` gave at ``generation``:
+        SQLite holds them (unless the tail was settled and started again meanwhile, which wrote
+        them itself)."""
+        if generation == self._generation:
+            del self._tail_texts[:count]
 
     def _appended(self, texts: list[tuple[Any, ...]]) -> None:
         """The runs' texts ``texts`` are durable: the runs go on empty, their heads' sizes grow."""
@@ -536,6 +615,7 @@ class Journal:
         except OSError as error:
             raise JournalError(f"cannot empty the journal's tail at {self._tail_path}: {error}") from error
         self._tail_texts.clear()
+        self._tail_holds = False
         self._tail_size = len(header)
 
     def _recover_tail(self) -> None:
@@ -787,9 +867,24 @@ class Journal:
         try:
             with self._checkpointing, contextlib.closing(sqlite3.connect(self.path, isolation_level=None)) as db:
                 busy, log, copied = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if busy == 0 and log == copied:
+                    self._start_wal_again(db)
         except sqlite3.Error:
             return False  # housekeeping: the next commit past the threshold tries again
         return busy == 0 and log == copied
+
+    @staticmethod
+    def _start_wal_again(db: sqlite3.Connection) -> None:
+        """After a complete checkpoint, on the checkpoint's connection: a small commit, which starts
+        the WAL again from its beginning. SQLite syncs the WAL's new header then (what
+        ``synchronous=NORMAL`` does when a WAL is reused) and truncates the file to
+        ``WAL_KEEP_BYTES``: 4-19 ms on this machine's disk, which the event loop's next commit
+        waited for when it was the first (``benchmarks/README.md``, "Event-loop stalls"). If a
+        commit of the loop's comes first, it starts the WAL itself, as before."""
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA wal_autocheckpoint=0")
+        db.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('wal', 'started again')")
 
     def checkpoint_here(self) -> bool:
         """``checkpoint`` on the journal's own connection, on the writer's thread: as nothing

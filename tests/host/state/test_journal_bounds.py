@@ -87,6 +87,30 @@ async def test_the_wal_stays_under_its_cap_across_many_commits(tmp_path: Path, s
     assert again.state(A) == store.state(A) and again.seq == store.seq
 
 
+def test_a_complete_checkpoint_starts_the_wal_again_itself_not_the_writers_next_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Starting the WAL again syncs its new header and truncates the file: done by the checkpoint's
+    # worker, the event loop's next commit finds it done and waits for no disk.
+    monkeypatch.setattr("host.state.journal.WAL_KEEP_BYTES", 64 * 1024)
+    monkeypatch.setattr("host.state.store.WAL_CHECKPOINT_BYTES", 1 << 40)  # only the checkpoint below
+    monkeypatch.setattr("host.state.store.WAL_LIMIT_BYTES", 1 << 40)
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path, snapshot_every=1_000_000)
+    store.create(A, "chat", chat_state(A))
+    journal = store.log.journal  # type: ignore[attr-defined]  # the embedded log's
+    journal.checkpoint_here()  # what the store's own commits left
+    for index in range(300):  # some 1.2 MB of WAL
+        store.dispatch(A, {"type": "chat/activityChanged", "activity": f"{index} " + "x" * 1_000})
+        store.flush()
+    assert wal(path) > 1024 * 1024
+    assert journal.checkpoint()  # as from a worker thread: nothing commits meanwhile, so it completes
+    assert wal(path) <= 64 * 1024  # started again and truncated to WAL_KEEP_BYTES already
+    store.dispatch(A, {"type": "chat/activityChanged", "activity": "last"})
+    store.flush()
+    again = open_store(path)
+    assert again.state(A) == store.state(A) and again.seq == store.seq
+
+
 def test_without_an_event_loop_the_wal_is_checkpointed_on_the_writers_thread(tmp_path: Path, small_wal: tuple[int, int]) -> None:
     checkpoint_at, _cap = small_wal
     path = tmp_path / "journal.sqlite3"

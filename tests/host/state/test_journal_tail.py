@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from host.state.journal import Journal
 from tests.host.state.test_journal import A, chat_state, open_store, start_turn
 
@@ -127,3 +129,114 @@ def test_a_tail_ahead_of_sqlite_is_dropped_whole_never_leaving_a_hole(tmp_path: 
     text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
     whole = "".join(f"<{index}>" for index in range(300))
     assert whole.startswith(text) and len(text) < len(whole)
+
+
+
+_KILL = "    os.kill(os.getpid(), signal.SIGKILL)"
+assert _KILL in _STREAM_THEN_DIE
+_STREAM_SETTLE_THEN_DIE = _STREAM_THEN_DIE.replace(
+    "async def main() -> None:",
+    "import host.state.embedded_log\nhost.state.embedded_log.TAIL_SETTLE_BYTES = 2_000\n\nasync def main() -> None:",
+).replace(_KILL, textwrap.indent(textwrap.dedent("""
+    while store.log.settle_task is not None and not store.log.settle_task.done():
+        await store.log.settle_task  # the worker's last pass
+    import sqlite3
+    rows = sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM run_texts').fetchone()[0]
+    print('in-sqlite', rows, flush=True)
+    host.state.embedded_log.TAIL_SETTLE_BYTES = 1 << 30  # no more workers: the last deltas stay in the tail
+    for index in range(300, 320):
+        store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{index}>"})
+        durable = asyncio.get_running_loop().create_future()
+        store.when_durable(lambda: durable.set_result(None))
+        await durable
+    journal = store.log.journal
+    journal.settle_rows(journal.rows_to_settle()[1])  # a worker wrote them; killed before the tail is settled
+    print('tail', len(journal.rows_to_settle()[1]), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)"""), "    "))
+
+
+def test_a_worker_writes_the_tail_into_sqlite_and_a_kill_after_it_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    # A model's pace: every delta a commit of its own to the tail. Once the tail is large enough,
+    # a worker thread writes its rows into SQLite and the loop then settles the tail. Killed
+    # after a worker's write but before that settle (the rows both in SQLite and in the tail),
+    # the journal recovers every delta once.
+    path = tmp_path / "journal.sqlite3"
+    done = subprocess.run([sys.executable, "-c", _STREAM_SETTLE_THEN_DIE, str(path)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[3], timeout=120)
+    assert done.returncode == -9, done.stderr
+    *sent, label, in_sqlite, tail_label, in_tail = done.stdout.split()
+    assert (label, tail_label) == ("in-sqlite", "tail") and len(sent) == 300
+    assert int(in_sqlite) >= 200  # the workers wrote them while the deltas streamed
+    assert int(in_tail) >= 20 and _records(Path(f"{path}-tail")) >= 20  # the last ones are in both
+    again = open_store(path)
+    text = again.state(A)["activeTurn"]["responseParts"][0]["content"]
+    assert text == "".join(f"<{index}>" for index in range(320))
+    replayed = again.replay(again.seq - 320, [A]) or []
+    assert [envelope["action"]["content"] for envelope in replayed] == [f"<{index}>" for index in range(320)]
+
+
+def test_rows_a_worker_settled_are_not_written_again_and_a_settle_meanwhile_wins(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(path)
+    delta = {"type": "chat/delta", "turnId": "t", "partId": "m"}
+    journal.append_action(A, 1, 0, "{}", {**delta, "content": "<0>"})
+    journal.flush()  # the run's head: a SQLite row
+    for seq in range(2, 12):
+        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
+        journal.flush()  # one tail record each
+    assert journal.unsettled == 10
+    reader = sqlite3.connect(path)
+    generation, rows = journal.rows_to_settle()
+    journal.settle_rows(rows[:4])  # as a worker thread does
+    journal.rows_settled(generation, 4)
+    assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == [2, 3, 4, 5]
+    assert journal.unsettled == 6 and _records(Path(f"{path}-tail")) == 10  # the tail keeps them until its settle
+    generation, rows = journal.rows_to_settle()
+    journal.flush(settle=True)  # a settle before the worker's answer: it writes the rest itself
+    assert journal.unsettled == 0 and _records(Path(f"{path}-tail")) == 0
+    for seq in (12, 13):  # the new tail's
+        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
+        journal.flush()
+    journal.settle_rows(rows)  # the worker's rows are in already: ignored
+    journal.rows_settled(generation, len(rows))  # of the old tail: the new tail's rows stay to settle
+    assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 12))
+    assert journal.unsettled == 2
+    journal.close()
+    assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 14))
+
+
+def test_a_commit_of_other_entries_behind_a_large_tail_waits_for_a_worker_to_write_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A turn's end behind many streamed deltas: rather than writing the whole tail into SQLite on
+    # the event loop, the log has a worker write it and commits the turn's end after it; its frame
+    # waits, and everything is durable and recovered.
+    import asyncio
+    import sqlite3
+
+    monkeypatch.setattr("host.state.embedded_log.SETTLE_INLINE_BYTES", 1_000)
+    path = tmp_path / "journal.sqlite3"
+
+    async def stream() -> None:
+        store = open_store(path)
+        store.create(A, "chat", chat_state(A))
+        start_turn(store, A, "t")
+        for index in range(60):
+            store.dispatch(A, {"type": "chat/delta", "turnId": "t", "partId": "m", "content": f"<{index}>"})
+            durable = asyncio.get_running_loop().create_future()
+            store.when_durable(lambda durable=durable: durable.set_result(None))
+            await durable
+        assert store.log.settle_task is None  # type: ignore[attr-defined]  # nothing but the tail so far
+        store.dispatch(A, {"type": "chat/usage", "turnId": "t", "usage": {"inputTokens": 1, "outputTokens": 1}})
+        durable = asyncio.get_running_loop().create_future()
+        store.when_durable(lambda: durable.set_result(None))
+        await asyncio.wait_for(durable, 10)
+        assert store.log.settle_task is not None and store.log.settle_task.done()  # type: ignore[attr-defined]
+        assert _records(Path(f"{path}-tail")) == 0  # settled with the turn's end
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT COUNT(*) FROM run_texts").fetchone()[0] >= 59
+        assert open_store(path).state(A) == store.state(A)
+        await store.close()
+
+    asyncio.run(stream())
