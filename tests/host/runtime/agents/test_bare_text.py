@@ -11,7 +11,8 @@ full dispatch, as reasoning and tool-argument deltas went before they came bare)
 provider agent and through the replay agent (``kind = "replay"``, whose provider relays the
 stream). Every action the client receives, in order, and the state it converges to are the same,
 for a 0.2.0 client and one speaking the model's versions; and the bare run did take the bare way
-for every kind of part the recording streams."""
+for every kind of part the recording streams. A session cassette (``[recording]``) of a turn
+streaming reasoning, text and tool arguments replays the same way, bare or not."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from host.runtime.agents.base import TurnContext
 from host.runtime.agents.titles import first_words
 from providers import AnthropicProvider, ModelStream, OpenAIChatProvider, OpenAIResponsesProvider, replay_client
 from tests.conftest import FrameChecker
+from tests.providers.fake_server import FakeProviderServer, Reply, chat_sse, sse
 
 from .harness import CASSETTES, Recorder, config_for, idle, ready_session, run_chat_turn, run_turn, serving
 
@@ -160,5 +162,77 @@ async def test_a_client_sees_the_same_actions_and_state_whether_the_turn_reads_c
     assert "usage" in kinds and ("turnComplete" in kinds or case in ENDS_UNANSWERED)  # usage and the turn's end reached the client
     streamed = {_KIND_OF[kind] for kind in kinds if kind in _KIND_OF}
     assert bare_kinds == streamed and not delta_kinds  # the bare run took the bare way for every kind it streams, the other never
+    assert bare_actions == delta_actions
+    assert bare_state == delta_state
+
+
+def _thinking_then_a_tool_call() -> bytes:
+    """A Chat Completions stream of reasoning (``reasoning_content``), text, and one tool call whose
+    arguments come in pieces: every kind of part, each streamed in several chunks."""
+    envelope = {"id": "chatcmpl-think", "object": "chat.completion.chunk", "created": 1, "model": "fake-model"}
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None, "reasoning_content": "The user"}]
+    deltas += [{"reasoning_content": piece} for piece in (" wants", " a lookup", " of x.")]
+    deltas += [{"content": piece} for piece in ("Let me", " look", " it up.")]
+    deltas.append({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": ""}}]})
+    deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": piece}}]} for piece in ('{"q', '": "', 'x"}')]
+    chunks = [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    chunks.append({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 20, "total_tokens": 29}})
+    return sse(*((None, {**envelope, **chunk}) for chunk in chunks), (None, "[DONE]"))
+
+
+async def _replayed(tmp_path: Path, checker: FrameChecker, cassette: Path, versions: tuple[str, ...]) -> tuple[list[Any], Any]:
+    """A host whose replay agent replays the session ``cassette``: the actions its client received
+    on the session's channel and the state it converged to (normalised as ``_run``'s)."""
+    config = config_for(tmp_path, toml=f'[agents.again]\nkind = "replay"\nmodels = [{{id = "fake-model", cassette = "{cassette}"}}]\n',
+                        sessions={"default_directory": str(tmp_path)})
+    async with serving(config, checker, versions=versions) as (_, client):
+        session = await ready_session(client, provider="again")
+        model_versions = versions is PROTOCOL_VERSIONS
+        channel = client.chat_of(session) if model_versions else session
+        recorder = Recorder(client, channel)
+        turn = await (run_chat_turn if model_versions else run_turn)(client, session, "look x up")
+        assert turn["state"] == "complete", turn
+        await idle(client, channel)
+        await client.wait_for(lambda m, e: ((client.state(session) or {}).get("summary") or client.state(session) or {}).get("title") == "Looked up")
+        names: dict[str, str] = {}
+        own = {channel: "<channel>", str(tmp_path): "<folder>"}
+        return _normal(recorder.drain(), names, own), _normal(json.loads(json.dumps(client.state(channel))), names, own)
+
+
+@pytest.mark.parametrize("versions", [LEGACY_VERSIONS, PROTOCOL_VERSIONS], ids=["0.2.0", "model"])
+async def test_a_recorded_session_with_reasoning_and_a_tool_call_replays_the_same_actions_bare_or_as_part_deltas(
+    tmp_path: Path, frame_checker: FrameChecker, monkeypatch: pytest.MonkeyPatch, versions: tuple[str, ...],
+) -> None:
+    """A session recorded by ``[recording]`` (a session cassette) whose turn streams reasoning, text
+    and a tool call's arguments in pieces, replayed by a ``kind = "replay"`` agent (the session
+    source's provider relays the stream): the client sees the same actions and state whether the
+    turn reads the replayed chunks bare or as ``PartDelta`` events emitted the plain way."""
+    recordings = tmp_path / "recorded"
+    work = tmp_path / "work"
+    work.mkdir()
+    replies = [Reply(200, _thinking_then_a_tool_call()), Reply(200, chat_sse("Not", " found.")), Reply(200, chat_sse("Looked up"))]
+    async with FakeProviderServer(replies, base_path="/v1") as server:
+        toml = (f'[agents.fake]\nkind = "openai-chat"\nbase_url = "{server.base_url}"\n'
+                'models = [{id = "fake-model"}]\n')
+        config = config_for(tmp_path, toml=toml, recording={"enabled": True, "directory": str(recordings)},
+                            sessions={"default_directory": str(work)})
+        async with serving(config, frame_checker) as (_, client):
+            session = await ready_session(client, provider="fake")
+            turn = await run_turn(client, session, "look x up")
+            assert turn["state"] == "complete", turn
+            await client.wait_for(lambda m, e: client.state(session)["summary"]["title"] == "Looked up")
+    [cassette] = list(recordings.rglob("*.yaml"))
+
+    monkeypatch.setattr(ModelStream, "bare", _watching("session"))
+    bare_actions, bare_state = await _replayed(tmp_path / "bare", frame_checker, cassette, versions)
+    bare_kinds = _BARE_SEEN.pop("session", set())
+    monkeypatch.setattr(ModelStream, "bare", ModelStream.__aiter__)
+    monkeypatch.setattr(TurnContext, "appender", _emitted)
+    delta_actions, delta_state = await _replayed(tmp_path / "deltas", frame_checker, cassette, versions)
+
+    assert bare_kinds == {"text", "reasoning", "tool_call"} and not _BARE_SEEN.pop("session", set())
+    streamed = [(a["type"].split("/")[-1], a.get("content")) for a in bare_actions if a["type"].split("/")[-1] in _KIND_OF]
+    assert ("reasoning", " a lookup") in streamed and ("toolCallDelta", '": "') in streamed  # chunk by chunk, as recorded
     assert bare_actions == delta_actions
     assert bare_state == delta_state
