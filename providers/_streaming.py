@@ -104,7 +104,7 @@ async def sdk_events(
     data_only: bool = False,
 ) -> AsyncIterator[StreamEvent | str]:
     """``close=False`` for streams that own no connection to release (LiteLLM's wrapper).
-    ``feed(item)`` gives the events of one raw item, or a ``str``: a bare text delta
+    ``feed(item)`` gives the events of one raw item, or a ``str``: a bare delta
     (``providers.stream``), yielded as it is (its stream is a ``ModelStream`` made ``bare``).
 
     So that a provider's ``stream`` can hand this generator out as it is (one generator less for
@@ -141,7 +141,7 @@ async def sdk_events(
             except StopAsyncIteration:
                 break
             out = feed(raw[1] if data_only else raw)
-            if type(out) is str:  # a bare text delta (``providers.stream``): yielded as it is
+            if type(out) is str:  # a bare delta (``providers.stream``): yielded as it is
                 yield out
             else:
                 for event in out:

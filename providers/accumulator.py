@@ -8,9 +8,10 @@ Two ways in, one state:
   in start order, and return the event to yield; :meth:`finish_call` folds the call's
   ``Finish``. The accumulator that made a call's events is the one its
   :class:`providers.stream.ModelStream` answers the message from: nothing folds them again.
-  :meth:`bare_text` is the way of a bare text delta (``providers.stream``): the translator
-  appends the content to the open text part's pieces itself and yields the ``str``, no event;
-  :meth:`bare_delta` is the event it stands for, :meth:`unbared` a translator's output as events.
+  :meth:`bare_pieces` is the way of a bare delta (``providers.stream``): the translator
+  appends the content to the pieces of the open part started last (text, reasoning or a tool
+  call's arguments) itself and yields the ``str``, no event; :meth:`bare_delta` is the event it
+  stands for, :meth:`unbared` a translator's output as events.
 * **Any events**: :meth:`StreamAccumulator.apply` folds events from any provider (the scripted
   one checks its scripts with it; ``ModelStream.of`` folds a plain event stream with it).
 
@@ -94,29 +95,31 @@ class StreamAccumulator:
         part.chunks.append(content)
         return event
 
-    def bare_text(self, vendor_key: Hashable) -> list[str] | None:
-        """For a bare text delta (``providers.stream``): the list the streamed pieces of the open
-        text part of ``vendor_key`` go in, when that part is the one started last (appending
+    def bare_pieces(self, vendor_key: Hashable) -> list[str] | None:
+        """For a bare delta (``providers.stream``): the list the streamed pieces of the open part of
+        ``vendor_key`` go in, when that part is the one started last, whatever its kind (appending
         ``content`` to it is ``delta(vendor_key, content)`` without an event); None otherwise."""
         index = self._by_vendor_key.get(vendor_key)
         if index is None or index != len(self._parts) - 1:
             return None
         part = self._parts[index]
-        if part.ended or part.kind != "text":
+        if part.ended:
             return None
         return part.chunks
 
     def last_part(self) -> int:
-        """The index of the part started last (-1: none): the part a bare text delta is for."""
+        """The index of the part started last (-1: none): the part a bare delta is for."""
         return len(self._parts) - 1
 
     def bare_delta(self, content: str) -> PartDelta:
-        """The ``PartDelta`` a bare text delta of ``content`` stands for (of the text part started last)."""
-        return part_delta(len(self._parts) - 1, "text", content)
+        """The ``PartDelta`` a bare delta of ``content`` stands for: the one place that says it (see
+        ``providers.events``): a delta of the part started last, of that part's kind."""
+        index = len(self._parts) - 1
+        return part_delta(index, self._parts[index].kind, content)
 
     def unbared(self, out: str | list[StreamEvent]) -> list[StreamEvent]:
-        """What a translator's ``feed_bare`` gave (a bare text delta, or events) as events: a
-        translator's ``feed`` for every consumer but the one that reads bare text deltas."""
+        """What a translator's ``feed_bare`` gave (a bare delta, or events) as events: a
+        translator's ``feed`` for every consumer but the one that reads bare deltas."""
         if type(out) is str:
             return [self.bare_delta(out)]
         return out  # type: ignore[return-value]  # a list when not a str

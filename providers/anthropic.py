@@ -7,8 +7,9 @@ reasoning part. At each ``content_block_stop`` the block is rebuilt exactly as t
 it (thinking with its ``signature``, ``redacted_thinking`` with its ``data``, ``tool_use`` with
 parsed ``input``) and attached as the part's ``native`` payload, which :func:`build_params`
 sends back unchanged next turn. Only the SDK call site maps exceptions (:func:`map_error`).
-A ``text_delta`` of the text block started last is given as its text, a bare text delta
-(``providers.stream``; ``_Translator.feed_bare``), folded into the accumulator already.
+A ``text_delta``, ``thinking_delta`` or ``input_json_delta`` of the block started last is given as
+its content, a bare delta (``providers.stream``; ``_Translator.feed_bare``), folded into the
+accumulator already.
 
 The SDK builds, authenticates and sends the request and maps HTTP error statuses; the events are
 read from its raw response with the lean reader (``providers._sse``, orjson) as plain dicts, as
@@ -72,6 +73,9 @@ _STOP_REASONS: dict[str, FinishReason] = {
     "pause_turn": "pause",
     "refusal": "refusal",
 }
+
+_CONTENT_OF: dict[str, str] = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}
+"""A ``content_block_delta``'s type → the member of its ``delta`` holding the part's streamed content."""
 
 
 class AnthropicProvider:
@@ -139,7 +143,7 @@ class AnthropicProvider:
             prepare=lambda: self.build_params(request),
             data_only=True,
         )
-        return ModelStream(events, translator.acc, bare=True)  # feed_bare's text deltas are bare text deltas
+        return ModelStream(events, translator.acc, bare=True)  # feed_bare's deltas are bare deltas
 
 
 async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
@@ -173,30 +177,32 @@ class _Translator:
         self._message_id: str | None = None
         self._model: str | None = None
         self._stop_reason: str | None = None
-        self._writing: int | None = None
-        """The index of the text block started last (None: none yet)."""
-        self._text: list[str] | None = None
-        """That block's pieces while its part is the open part started last (``StreamAccumulator.bare_text``):
-        its ``text_delta`` may be given bare."""
+        self._last: int | None = None
+        """The index of the block whose part was started last (None: none yet)."""
+        self._pieces: list[str] | None = None
+        """That block's pieces while its part is open (``StreamAccumulator.bare_pieces``): its deltas
+        may be given bare."""
 
     def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
         """The events of one raw event."""
         return self.acc.unbared(self.feed_bare(raw))
 
     def feed_bare(self, raw: dict[str, Any]) -> str | list[StreamEvent]:
-        """``feed``, but a ``text_delta`` of the open text block started last gives its text, a bare
-        text delta (``providers.stream``), already folded into the accumulator: no event made."""
-        # Nearly every event of a written answer: exactly what the general way below makes of it,
-        # with fewer steps; anything else goes that way.
-        if self._text is not None and raw.get("type") == "content_block_delta" and raw.get("index") == self._writing:
+        """``feed``, but a delta of text, thinking or tool input for the open block started last
+        gives its content, a bare delta (``providers.stream``), already folded into the accumulator:
+        no event made."""
+        # Nearly every event of an answer: exactly what the general way below makes of it, with
+        # fewer steps; anything else goes that way.
+        if self._pieces is not None and raw.get("type") == "content_block_delta" and raw.get("index") == self._last:
             delta = raw.get("delta")
-            if type(delta) is dict and delta.get("type") == "text_delta":
-                text = delta.get("text")
-                if type(text) is str and text:
-                    self._text.append(text)
-                    return text
+            if type(delta) is dict:
+                field = _CONTENT_OF.get(delta.get("type"))  # type: ignore[arg-type]  # any type: None if not ours
+                content = delta.get(field) if field is not None else None
+                if type(content) is str and content:
+                    self._pieces.append(content)
+                    return content
         events = self._feed(raw)
-        self._text = self.acc.bare_text(self._writing)
+        self._pieces = self.acc.bare_pieces(self._last)
         return events
 
     def _feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
@@ -228,12 +234,12 @@ class _Translator:
         self._blocks[index] = block
         if kind == "text":
             events: list[StreamEvent] = [self.acc.start(index, "text")]
-            self._writing = index
             initial = block.get("text", "")
         elif kind == "thinking":
             events = [self.acc.start(index, "reasoning")]
             initial = block.get("thinking", "")
         elif kind == "redacted_thinking":
+            self._last = index
             return [self.acc.start(index, "reasoning")]
         elif kind == "tool_use":
             events = [self.acc.start(index, "tool_call", tool_call_id=block["id"], tool_name=block["name"])]
@@ -241,6 +247,7 @@ class _Translator:
         else:
             self._ignored.add(index)  # server-tool blocks etc.: not modelled as neutral parts yet
             return []
+        self._last = index
         if initial:
             events.append(self.acc.delta(index, initial))
         return events
@@ -248,13 +255,11 @@ class _Translator:
     def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
         if index in self._ignored:
             return []
-        match delta.get("type"):
-            case "text_delta":
-                return [self.acc.delta(index, delta["text"])] if delta.get("text") else []
-            case "thinking_delta":
-                return [self.acc.delta(index, delta["thinking"])] if delta.get("thinking") else []
-            case "input_json_delta":
-                return [self.acc.delta(index, delta["partial_json"])] if delta.get("partial_json") else []
+        kind = delta.get("type")
+        field = _CONTENT_OF.get(kind)  # type: ignore[arg-type]  # any type: None if not ours
+        if field is not None:
+            return [self.acc.delta(index, delta[field])] if delta.get(field) else []
+        match kind:
             case "signature_delta":
                 block = self._open_block(index)
                 block["signature"] = block.get("signature", "") + (delta.get("signature") or "")

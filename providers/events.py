@@ -20,9 +20,11 @@ Contract (the turn loop in ``host/`` codes against this):
 Events are frozen pydantic models with a ``Literal`` ``kind`` tag, so ``match`` on ``kind`` or
 on the class, and the whole union round-trips through JSON (``StreamEventAdapter``).
 
-One consumer may ask for less: ``ModelStream.bare()`` (``providers.stream``) may give a text
-delta as a **bare text delta**, the ``str`` itself, standing for the ``PartDelta`` of the text part
-started last (the host's turn reads streamed text that way: no object per chunk). Iterating a
+One consumer may ask for less: ``ModelStream.bare()`` (``providers.stream``) may give a delta as
+a **bare delta**, the ``str`` itself, standing for a ``PartDelta`` of the part started last (the
+last :class:`PartStart` the stream gave), of that part's kind: text, reasoning text or raw JSON
+argument text; that part is open. The host's turn reads streamed chunks that way (no object per
+chunk); ``StreamAccumulator.bare_delta`` is the ``PartDelta`` one stands for, and iterating a
 ``ModelStream`` gives every one of them as that ``PartDelta``.
 """
 

@@ -204,7 +204,7 @@ class LiteLLMProvider:
 
     def stream(self, request: ModelRequest) -> ModelStream:
         translator = ChatStreamTranslator(api="litellm", provider=PROVIDER)
-        return ModelStream(self._events(request, translator), translator.acc, bare=True)  # feed_bare's text chunks
+        return ModelStream(self._events(request, translator), translator.acc, bare=True)  # feed_bare's deltas are bare deltas
 
     async def _events(self, request: ModelRequest, translator: ChatStreamTranslator) -> AsyncIterator[StreamEvent | str]:
         params = self.build_params(request)

@@ -9,14 +9,17 @@
   stream finished; a cancelled or failed call gives what had streamed), read from the one
   :class:`~providers.accumulator.StreamAccumulator` that made or checked the events. Nobody
   downstream folds the events again: the turn maps them to actions and asks the stream.
-* ``stream.bare()`` is the same events for the one consumer that wants a streamed text chunk at
-  its lowest cost (the host's turn): a **bare text delta**, a plain ``str``, may stand for a
-  ``PartDelta`` of the text part started last (which is open). A provider whose translator makes
-  them (``bare=True``: Chat Completions and LiteLLM, whose every streamed text chunk is one;
-  Anthropic Messages, a ``text_delta``; OpenAI Responses, an ``output_text.delta``; each through
-  its translator's ``feed_bare``) folds the text into its accumulator itself, so nothing is built per chunk but the string the SDK parsed;
-  ``async for event in stream`` turns each back into its ``PartDelta`` (equal to the one a
-  translator would have made) for everyone else, at the cost of one generator layer.
+* ``stream.bare()`` is the same events for the one consumer that wants a streamed chunk at its
+  lowest cost (the host's turn): a **bare delta**, a plain ``str``, may stand for a ``PartDelta``
+  of the part started last, of that part's kind (``providers.events``; the ``PartDelta`` is
+  ``StreamAccumulator.bare_delta``). A provider whose translator makes them (``bare=True``:
+  Chat Completions and LiteLLM, Anthropic Messages, OpenAI Responses, each through its
+  translator's ``feed_bare``: a chunk of text, of reasoning or of a tool call's arguments for the
+  part started last) folds the content into its accumulator itself, so nothing is built per
+  chunk but the string the SDK parsed; ``async for event in stream`` turns each back into its
+  ``PartDelta`` (equal to the one a translator would have made) for everyone else, at the cost
+  of one generator layer. A wrapper that passes a stream's ``bare()`` events on keeps them bare
+  (:meth:`ModelStream.relayed`).
 * ``stream.aclose()`` ends the call (``contextlib.aclosing(stream)``); the HTTP response is
   released by the generator's ``finally``.
 
@@ -44,7 +47,7 @@ class ModelStream:
 
     def __init__(self, events: AsyncIterator[StreamEvent | str], acc: StreamAccumulator, *, bare: bool = False) -> None:
         self._events = events
-        """The events, each already folded into ``acc`` by whoever made them; bare text deltas
+        """The events, each already folded into ``acc`` by whoever made them; bare deltas
         (``str``) among them when ``bare``."""
         self._acc = acc
         self._bare = bare
@@ -62,9 +65,10 @@ class ModelStream:
         """``provider.stream(request)`` as a ``ModelStream`` (through :meth:`of`): how the host starts a call."""
         return cls.of(provider.stream(request), api=provider.api, provider=provider.name)
 
-    def relayed(self, events: AsyncIterator[StreamEvent]) -> ModelStream:
-        """A stream of ``events`` (this stream's, passed on by a wrapper) answering with this one's message."""
-        return ModelStream(events, self._acc)
+    def relayed(self, events: AsyncIterator[StreamEvent | str]) -> ModelStream:
+        """A stream of ``events`` (this stream's ``bare()`` events, passed on by a wrapper: a replay,
+        a recording) answering with this one's message, and bare as this one is."""
+        return ModelStream(events, self._acc, bare=self._bare)
 
     def __aiter__(self) -> AsyncIterator[StreamEvent]:
         if self._bare:
@@ -72,7 +76,7 @@ class ModelStream:
         return self._events  # type: ignore[return-value]  # not bare: events only
 
     def bare(self) -> AsyncIterator[StreamEvent | str]:
-        """The events, bare text deltas among them (see the module docstring)."""
+        """The events, bare deltas among them (see the module docstring)."""
         return self._events
 
     async def __anext__(self) -> StreamEvent:
@@ -91,7 +95,7 @@ class ModelStream:
 
 
 async def _unbared(events: AsyncIterator[StreamEvent | str], acc: StreamAccumulator) -> AsyncGenerator[StreamEvent, None]:
-    """``events`` with each bare text delta made the ``PartDelta`` it stands for."""
+    """``events`` with each bare delta made the ``PartDelta`` it stands for."""
     try:
         async for event in events:
             yield acc.bare_delta(event) if type(event) is str else event  # type: ignore[misc]

@@ -73,7 +73,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
             then=translator.close,
             data_only=True,
         )
-        return ModelStream(events, translator.acc, bare=True)  # feed_bare's text chunks are bare text deltas
+        return ModelStream(events, translator.acc, bare=True)  # feed_bare's deltas are bare deltas
 
 
 async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:

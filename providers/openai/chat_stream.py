@@ -6,8 +6,9 @@ comes from ``delta.reasoning_content`` (DeepSeek, vLLM, LiteLLM) or ``delta.reas
 so parallel calls may interleave. Chat Completions has no part-end markers, so a text/reasoning
 part ends when the other kind or a tool call begins, and every part ends at ``finish_reason``;
 :meth:`ChatStreamTranslator.close` then yields ``Finish`` (after the trailing usage chunk).
-:meth:`ChatStreamTranslator.feed_bare` gives a chunk that only adds text to the open text part as
-that text, a bare text delta (``providers.stream``), folded into the accumulator already.
+:meth:`ChatStreamTranslator.feed_bare` gives a chunk that only adds to the open part started last
+(text, reasoning, or one tool call's arguments) as what it adds, a bare delta (``providers.stream``),
+folded into the accumulator already.
 """
 
 from __future__ import annotations
@@ -44,30 +45,46 @@ class ChatStreamTranslator:
         self._response_id: str | None = None
         self._model: str | None = None
         self._pending_tool_args: dict[int, list[str]] = {}
-        self._writing = False
-        """The text part is open and nothing else is (the fast way of :meth:`feed` may be taken)."""
-        self._text: list[str] | None = None
-        """The open text part's pieces while ``_writing`` (``StreamAccumulator.bare_text``)."""
+        self._last: Any = None
+        """The key of the part started last: ``"text"``, ``"reasoning"`` or ``("tool", index)``."""
+        self._pieces: list[str] | None = None
+        """That part's pieces (``StreamAccumulator.bare_pieces``) while it is open and the response's
+        id and model are known: the fast way of :meth:`feed_bare` may be taken."""
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         """The events of one chunk."""
         return self.acc.unbared(self.feed_bare(chunk))
 
     def feed_bare(self, chunk: Any) -> str | list[StreamEvent]:
-        """``feed``, but a chunk that only adds text to the open text part gives that text, a bare
-        text delta (``providers.stream``), already folded into the accumulator: no event made."""
+        """``feed``, but a chunk that only adds to the open part started last (text, reasoning, or
+        one tool call's arguments) gives what it adds, a bare delta (``providers.stream``),
+        already folded into the accumulator: no event made."""
         data = chunk if type(chunk) is dict else as_dict(chunk)
-        # Nearly every chunk: one choice whose delta is text for the open text part, and nothing
-        # else (no reasoning, tool calls, finish or usage). Exactly what the general way below
-        # makes of it, with fewer steps; anything else goes that way.
+        # Nearly every chunk: one choice whose delta adds to the open part and does nothing else
+        # (no other kind of content, no finish or usage). Exactly what the general way below makes
+        # of it, with fewer steps; anything else goes that way.
+        pieces = self._pieces
         choices = data.get("choices")
-        if self._writing and type(choices) is list and len(choices) == 1 and data.get("usage") is None:
+        if pieces is not None and type(choices) is list and len(choices) == 1 and data.get("usage") is None:
             choice = choices[0]
             delta = choice.get("delta")
-            if type(delta) is dict and not choice.get("finish_reason") and not choice.get("index") and len(delta) <= 2:
-                content = delta.get("content")
-                if type(content) is str and content and (len(delta) == 1 or "role" in delta):
-                    self._text.append(content)  # type: ignore[union-attr]  # set whenever _writing is
+            if type(delta) is dict and not choice.get("finish_reason") and not choice.get("index"):
+                last = self._last
+                content: Any = None
+                if last == "text":
+                    if len(delta) <= 2 and (len(delta) == 1 or "role" in delta):
+                        content = delta.get("content")
+                elif last == "reasoning":
+                    if not delta.get("content") and not delta.get("tool_calls"):
+                        content = delta.get("reasoning_content") or delta.get("reasoning")
+                else:  # ("tool", index): one call's arguments
+                    calls = delta.get("tool_calls")
+                    if (type(calls) is list and len(calls) == 1 and type(call := calls[0]) is dict
+                            and (call.get("index") or 0) == last[1] and type(function := call.get("function")) is dict
+                            and not delta.get("content") and not delta.get("reasoning_content") and not delta.get("reasoning")):
+                        content = function.get("arguments")
+                if type(content) is str and content:
+                    pieces.append(content)
                     return content
         return self._feed(data)
 
@@ -102,8 +119,9 @@ class ChatStreamTranslator:
         if usage:
             events.append(UsageReport(usage=_usage(usage)))
         acc = self.acc
-        self._text = acc.bare_text("text") if self._response_id and self._model and acc.open_parts() == 1 else None
-        self._writing = self._text is not None
+        # Other parts may be open (earlier parallel tool calls end only at the finish): a chunk for
+        # the part started last does nothing to them on the general way either.
+        self._pieces = acc.bare_pieces(self._last) if self._response_id and self._model else None
         return events
 
     def close(self) -> list[StreamEvent]:
@@ -121,6 +139,7 @@ class ChatStreamTranslator:
             events.append(acc.end(close))
         if not acc.is_open(key):
             events.append(acc.start(key, "reasoning" if key == "reasoning" else "text"))
+            self._last = key
         events.append(acc.delta(key, content))
 
     def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
@@ -139,6 +158,7 @@ class ChatStreamTranslator:
                     events.append(self.acc.end(other))
             call_id = call.get("id") or f"call_{self._response_id or 'chat'}_{index}"
             events.append(self.acc.start(key, "tool_call", tool_call_id=call_id, tool_name=name))
+            self._last = key
             arguments = "".join(self._pending_tool_args.pop(index, [])) + arguments
         if arguments:
             events.append(self.acc.delta(key, arguments))

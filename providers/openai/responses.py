@@ -11,9 +11,10 @@ reasoning part (its summary parts joined by a blank line), a ``message`` → a t
 ``function_call`` → a tool-call part fed by ``function_call_arguments.delta``. At
 ``output_item.done`` the finished item is attached as ``native``; :func:`build_params` sends it
 back as-is, so reasoning items survive tool loops. Usage: ``input_tokens`` here excludes cached
-tokens (reported as ``cache_read_tokens``), matching the neutral model. An ``output_text.delta``
-of the message item started last is given as its text, a bare text delta (``providers.stream``;
-``_Translator.feed_bare``), folded into the accumulator already.
+tokens (reported as ``cache_read_tokens``), matching the neutral model. A delta of the item started
+last (its text, reasoning summary or reasoning text, or function call arguments) is given as its
+content, a bare delta (``providers.stream``; ``_Translator.feed_bare``), folded into the
+accumulator already.
 """
 
 from __future__ import annotations
@@ -67,11 +68,11 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
             prepare=lambda: self.build_params(request),
             data_only=True,
         )
-        return ModelStream(events, translator.acc, bare=True)  # feed_bare's text deltas are bare text deltas
+        return ModelStream(events, translator.acc, bare=True)  # feed_bare's deltas are bare deltas
 
 
 _NO_ITEM = object()
-"""No message item started yet (an item's id may be None)."""
+"""No item started yet (an item's id may be None)."""
 
 _DELTAS = frozenset({
     "response.output_text.delta",
@@ -90,29 +91,29 @@ class _Translator:
         self.finished = False
         self._ignored: set[str | None] = set()
         self._saw_function_call = False
-        self._writing: object = _NO_ITEM
-        """The id of the message item started last."""
-        self._text: list[str] | None = None
-        """Its text part's pieces while that part is the open part started last
-        (``StreamAccumulator.bare_text``): its ``output_text.delta`` may be given bare."""
+        self._last: object = _NO_ITEM
+        """The id of the item whose part was started last."""
+        self._pieces: list[str] | None = None
+        """Its part's pieces while that part is open (``StreamAccumulator.bare_pieces``): its
+        deltas may be given bare."""
 
     def feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
         """The events of one stream event."""
         return self.acc.unbared(self.feed_bare(raw))
 
     def feed_bare(self, raw: dict[str, Any]) -> str | list[StreamEvent]:
-        """``feed``, but an ``output_text.delta`` of the open message item started last gives its
-        text, a bare text delta (``providers.stream``), already folded into the accumulator: no
-        event made."""
-        # Nearly every event of a written answer: exactly what the general way below makes of it,
-        # with fewer steps; anything else goes that way.
-        if self._text is not None and raw.get("type") == "response.output_text.delta" and raw.get("item_id") == self._writing:
+        """``feed``, but a delta (``_DELTAS``) of the open item started last gives its content, a
+        bare delta (``providers.stream``), already folded into the accumulator: no event made."""
+        # Nearly every event of an answer: exactly what the general way below makes of it, with
+        # fewer steps; anything else goes that way.
+        if self._pieces is not None and raw.get("item_id") == self._last and raw.get("type") in _DELTAS:
             delta = raw.get("delta")
             if type(delta) is str and delta:
-                self._text.append(delta)
+                self._pieces.append(delta)
                 return delta
         events = self._feed(raw)
-        self._text = self.acc.bare_text(self._writing)
+        # (An item of an ignored id is given no delta by the general way: never bare either.)
+        self._pieces = self.acc.bare_pieces(self._last) if self._last not in self._ignored else None
         return events
 
     def _feed(self, raw: dict[str, Any]) -> list[StreamEvent]:
@@ -148,12 +149,13 @@ class _Translator:
             events: list[StreamEvent] = [
                 self.acc.start(item.get("id"), "tool_call", tool_call_id=item.get("call_id"), tool_name=item.get("name"))
             ]
+            self._last = item.get("id")
             if item.get("arguments"):
                 events.append(self.acc.delta(item.get("id"), item["arguments"]))
             return events
-        if part_kind == "text":
-            self._writing = item.get("id")
-        return [self.acc.start(item.get("id"), part_kind)]
+        start = self.acc.start(item.get("id"), part_kind)
+        self._last = item.get("id")
+        return [start]
 
     def _item_done(self, item: dict[str, Any]) -> list[StreamEvent]:
         item_id = item.get("id")

@@ -70,3 +70,23 @@ def test_events_and_messages_round_trip_through_json():
     message = acc.message()
     assert MessageAdapter.validate_json(MessageAdapter.dump_json(message)) == message
     assert isinstance(message, AssistantMessage)
+
+
+def test_a_bare_delta_stands_for_a_delta_of_the_open_part_started_last_whatever_its_kind():
+    acc = StreamAccumulator(api="anthropic")
+    acc.start("think", "reasoning")
+    pieces = acc.bare_pieces("think")
+    assert pieces is not None
+    pieces.append("hmm")  # what a translator does with a bare delta
+    assert acc.bare_delta("hmm") == PartDelta(index=0, part_kind="reasoning", content="hmm")
+    acc.end("think")
+    assert acc.bare_pieces("think") is None  # ended: its deltas are no longer bare
+    acc.start("a", "tool_call", tool_call_id="c1", tool_name="read")
+    acc.start("b", "tool_call", tool_call_id="c2", tool_name="read")
+    assert acc.bare_pieces("a") is None  # open, but not the part started last
+    acc.bare_pieces("b").append('{"p": 1}')  # type: ignore[union-attr]
+    assert acc.unbared('{"p": 1}') == [PartDelta(index=2, part_kind="tool_call", content='{"p": 1}')]
+    acc.end_all()
+    acc.finish_call(Finish(reason="tool_calls"))
+    message = acc.message()
+    assert message.parts[0].text == "hmm" and message.tool_calls[1].arguments == '{"p": 1}'  # type: ignore[union-attr]

@@ -8,6 +8,7 @@ strictly as a vendor's, and a call cut short answers with what streamed."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -29,6 +30,7 @@ from providers import (
 )
 from providers.scripted import call_tools, reply
 
+from .recorded_calls import EXPECTED, STREAMS, read_calls
 from .streams import cassette
 
 REQUEST = ModelRequest(model="m", messages=(UserMessage.of("hi"),))
@@ -102,63 +104,51 @@ async def test_a_call_cut_short_answers_with_what_streamed() -> None:
     assert not isinstance(message.parts[0], PartStart)
 
 
-async def test_a_chat_stream_read_bare_gives_its_text_chunks_as_strings_standing_for_the_same_deltas() -> None:
-    name = "openai/chat-completions-stream-text-usage"
-    provider = OpenAIChatProvider(api_key="test-key", http_client=replay_client(cassette(f"{name}.yaml"))[0])
-    events = [event async for event in provider.stream(ModelRequest(model="gpt-4o", messages=(UserMessage.of("hi"),)))]
-    bare_stream = OpenAIChatProvider(api_key="test-key", http_client=replay_client(cassette(f"{name}.yaml"))[0]).stream(
-        ModelRequest(model="gpt-4o", messages=(UserMessage.of("hi"),)))
-    bare = [event async for event in bare_stream.bare()]
-    assert sum(isinstance(event, str) for event in bare) > 1  # the text chunks came bare
-    # each str is a PartDelta of the text part started last, as iterating the stream gives it
-    last_start: PartStart | None = None
-    expanded: list[StreamEvent] = []
-    for event in bare:
-        if isinstance(event, str):
-            assert last_start is not None and last_start.part_kind == "text"
-            expanded.append(PartDelta(index=last_start.index, part_kind="text", content=event))
-        else:
-            last_start = event if isinstance(event, PartStart) else last_start
-            expanded.append(event)
-    assert expanded == events
-    assert bare_stream.message().text == "".join(e.content for e in events if isinstance(e, PartDelta) and e.part_kind == "text")
+def _expanded(events: list[dict]) -> tuple[list[dict], set[str]]:
+    """``events`` (``recorded_calls``' JSON) with each bare delta made the ``PartDelta`` it stands
+    for, a delta of the part started last, which is open; and the kinds of the parts that had any."""
+    last: dict | None = None
+    ended: set[int] = set()
+    out, kinds = [], set()
+    for event in events:
+        if "bare" in event:
+            assert last is not None and last["index"] not in ended, "a bare delta while the part started last was not open"
+            kinds.add(last["part_kind"])
+            out.append({"kind": "part_delta", "index": last["index"], "part_kind": last["part_kind"], "content": event["bare"]})
+            continue
+        if event["kind"] == "part_start":
+            last = event
+        elif event["kind"] == "part_end":
+            ended.add(event["index"])
+        out.append(event)
+    return out, kinds
 
 
-async def _calls(vendor, name: str, model: str, *, bare: bool) -> list[tuple[list, object]]:
-    """Every recorded call of cassette ``name``, one after another on one client: what the stream
-    gave (read bare, or iterated) and the message it answered with."""
-    client, transport = replay_client(cassette(f"{name}.yaml"))
-    provider = vendor(api_key="test-key", http_client=client)
-    out = []
-    for _ in transport.interactions:
-        stream = provider.stream(ModelRequest(model=model, messages=(UserMessage.of("hi"),)))
-        async with contextlib.aclosing(stream):
-            events = [event async for event in (stream.bare() if bare else stream)]
-        out.append((events, stream.message()))
-    return out
+@pytest.mark.parametrize("name", list(STREAMS))
+async def test_a_recorded_stream_gives_what_it_gave_before_whether_read_bare_or_iterated(name: str) -> None:
+    """Every recorded stream of the three APIs: iterating it gives the events and message main gave
+    before reasoning and tool-argument deltas came bare (``expected_calls.json``), and reading it
+    bare gives the same once each bare delta is made the ``PartDelta`` it stands for; its text,
+    reasoning and tool arguments, whichever it streams, came bare."""
+    expected = json.loads(EXPECTED.read_text())[name]
+    assert await read_calls(name, bare=False) == expected
+    bare = await read_calls(name, bare=True)
+    streamed: set[str] = set()
+    bare_kinds: set[str] = set()
+    for call, before in zip(bare, expected, strict=True):
+        events, kinds = _expanded(call["events"])
+        assert events == before["events"] and call["message"] == before["message"]
+        bare_kinds |= kinds
+        streamed |= {e["part_kind"] for e in before["events"] if e["kind"] == "part_delta"}
+    assert bare_kinds == streamed  # every kind of part it streams came bare
 
 
-@pytest.mark.parametrize("vendor, name, model", [
-    (AnthropicProvider, "anthropic/messages-stream-thinking-multiturn", "claude-sonnet-4-5"),
-    (AnthropicProvider, "anthropic/messages-stream-parallel-tool-use-multiturn", "claude-sonnet-4-5"),
-    (AnthropicProvider, "anthropic/messages-stream-text", "claude-3-haiku"),
-    (AnthropicProvider, "anthropic/messages-stream-text-max-tokens", "claude-3-haiku"),
-    (OpenAIResponsesProvider, "openai/responses-stream-reasoning-summary-multiturn", "gpt-5"),
-    (OpenAIResponsesProvider, "openai/responses-stream-parallel-function-calls-multiturn", "gpt-5"),
-])
-async def test_an_event_stream_read_bare_gives_its_text_chunks_as_strings_standing_for_the_same_deltas(vendor, name: str, model: str) -> None:
-    plain = await _calls(vendor, name, model, bare=False)
-    bare = await _calls(vendor, name, model, bare=True)
-    assert sum(isinstance(event, str) for events, _ in bare for event in events) > 1  # text chunks came bare
-    for (events, message), (bare_events, bare_message) in zip(plain, bare, strict=True):
-        last_start: PartStart | None = None
-        expanded: list[StreamEvent] = []
-        for event in bare_events:
-            if isinstance(event, str):  # a PartDelta of the text part started last, which is open
-                assert last_start is not None and last_start.part_kind == "text"
-                expanded.append(PartDelta(index=last_start.index, part_kind="text", content=event))
-            else:
-                last_start = event if isinstance(event, PartStart) else last_start
-                expanded.append(event)
-        assert expanded == events
-        assert bare_message == message
+async def test_most_streamed_chunks_of_every_kind_come_bare() -> None:
+    """Not a bare delta now and then: of the recorded chunks of text, reasoning and tool arguments,
+    all but the first of each part (given with its start, or after another part's end) come bare."""
+    for name in STREAMS:
+        for call in await read_calls(name, bare=True):
+            bare = sum("bare" in e for e in call["events"])
+            deltas = sum(e.get("kind") == "part_delta" for e in call["events"])
+            starts = sum(e.get("kind") == "part_start" for e in call["events"])
+            assert deltas <= starts + 1, (name, bare, deltas, starts)

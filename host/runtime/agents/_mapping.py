@@ -5,13 +5,17 @@ The mapper only maps: the assistant message the events build is the stream's to 
 
 ``CallMapper.apply(event)`` dispatches at once:
 
-* text part start → ``chat/responsePart`` (markdown, empty) and each delta → ``chat/delta``
-  (a bare text delta, ``providers.ModelStream.bare``, through ``bare``: the part's appender made
-  at its start, so a streamed text chunk builds its action and nothing else);
+* text part start → ``chat/responsePart`` (markdown, empty) and each delta → ``chat/delta``;
 * reasoning part start → ``chat/responsePart`` (reasoning) and deltas → ``chat/reasoning``;
 * tool-call part start → ``chat/toolCallStart`` (with the tool's ``contributor`` for client and
   MCP tools, and ``_meta.toolKind: "terminal"`` for a tool that runs commands, which VS Code shows
   as a terminal command and asks "Allow" / "Skip" for); deltas → ``chat/toolCallDelta`` (raw JSON).
+
+A part's deltas are appended by the appender (``TurnContext.appender``) made at its start from
+``APPENDS``, the one table of which action a delta of each kind of part becomes: a ``PartDelta``
+through ``apply``, and a bare delta (``providers.ModelStream.bare``: a ``str`` for the part started
+last, of any kind) through ``bare``, which is that part's appender itself, so a streamed chunk of
+text, reasoning or tool arguments builds its action and nothing else.
 
 Invariants: response part ids are ``<turn>:text-N`` / ``<turn>:reasoning-N`` (unique in the turn,
 never equal to a tool-call id); AHP tool-call ids are the provider's ids made unique within the
@@ -28,10 +32,18 @@ from typing import Any
 
 from ahp.protocol import builders
 from host.runtime.agents.base import TurnContext
-from providers import Finish, PartDelta, PartEnd, PartStart, StreamEvent, Usage, UsageReport
+from providers import Finish, PartDelta, PartEnd, PartKind, PartStart, StreamEvent, Usage, UsageReport
 from providers.accumulator import UnexpectedDeltaError
 
-__all__ = ["CallMapper", "TurnToolIds", "tool_start_meta"]
+__all__ = ["APPENDS", "CallMapper", "TurnToolIds", "tool_start_meta"]
+
+APPENDS: dict[PartKind, tuple[str, str]] = {
+    "text": ("chat/delta", "partId"),
+    "reasoning": ("chat/reasoning", "partId"),
+    "tool_call": ("chat/toolCallDelta", "toolCallId"),
+}
+"""A part's kind → the action its streamed content is appended with, and the field naming its target
+(as ``ahp.protocol.builders`` makes ``chat/delta``, ``chat/reasoning`` and ``chat/toolCallDelta``)."""
 
 
 def tool_start_meta(tool: Any) -> dict[str, Any] | None:
@@ -72,23 +84,21 @@ class CallMapper:
         self.finish: Finish | None = None
         self.tool_ids: dict[str, str] = {}
         """Provider tool-call id → AHP tool-call id."""
-        self._targets: dict[int, tuple[str, str]] = {}
-        self.bare: Callable[[str], None] = self._no_text_part
-        """Maps a bare text delta (``providers.ModelStream.bare``: a ``str`` for the text part
-        started last): the appender (``TurnContext.appender``) of that part's ``chat/delta``."""
+        self._appends: dict[int, Callable[[str], None]] = {}
+        """Part index → the appender of its deltas (``APPENDS``)."""
+        self.bare: Callable[[str], None] = self._no_part
+        """Maps a bare delta (``providers.ModelStream.bare``: a ``str`` for the part started last):
+        that part's appender."""
 
-    def _no_text_part(self, content: str) -> None:
-        raise UnexpectedDeltaError("a text delta came while no text part was open")
+    def _no_part(self, content: str) -> None:
+        raise UnexpectedDeltaError("a delta came before any part started")
 
     def apply(self, event: StreamEvent) -> None:
         match event:  # deltas first: nearly every event is one
             case PartDelta():
-                kind, target = self._targets[event.index]
-                if kind == "tool_call":
-                    self._ctx.emit(builders.chat_tool_call_delta(turn_id=self._ctx.turn_id, tool_call_id=target, content=event.content))
-                elif event.content:
-                    build = builders.chat_delta if kind == "text" else builders.chat_reasoning
-                    self._ctx.emit(build(turn_id=self._ctx.turn_id, part_id=target, content=event.content))
+                append = self._appends[event.index]
+                if event.content or event.part_kind == "tool_call":  # (an empty text is no change to show)
+                    append(event.content)
             case PartStart():
                 self.streamed = True
                 self._start(event)
@@ -100,12 +110,11 @@ class CallMapper:
                 self.finish = event
 
     def _start(self, event: PartStart) -> None:
-        self.bare = self._no_text_part
         if event.part_kind == "tool_call":
             provider_id = event.tool_call_id or f"call-{event.index}"
             call_id = self._ids.assign(provider_id)
             self.tool_ids[provider_id] = call_id
-            self._targets[event.index] = ("tool_call", call_id)
+            self._appended(event, call_id)
             name = event.tool_name or "tool"
             contributor, tool_name = self._owners.get(name) or (None, name)
             self._ctx.emit(builders.chat_tool_call_start(
@@ -115,7 +124,11 @@ class CallMapper:
             return
         kind = "markdown" if event.part_kind == "text" else "reasoning"
         part_id = self._ctx.new_part_id(event.part_kind)
-        self._targets[event.index] = (event.part_kind, part_id)
+        self._appended(event, part_id)
         self._ctx.emit(builders.chat_response_part(turn_id=self._ctx.turn_id, part={"kind": kind, "id": part_id, "content": ""}))
-        if event.part_kind == "text":
-            self.bare = self._ctx.appender("chat/delta", "partId", part_id)
+
+    def _appended(self, event: PartStart, target: str) -> None:
+        """Make the appender of the deltas of the part ``event`` starts, whose target is ``target``:
+        the one its ``PartDelta`` events and bare deltas go through (``APPENDS``)."""
+        action_type, target_field = APPENDS[event.part_kind]
+        self._appends[event.index] = self.bare = self._ctx.appender(action_type, target_field, target)

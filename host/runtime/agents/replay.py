@@ -131,7 +131,7 @@ class _ReplayProvider:
         inner = providers.ModelStream.open(self._inner, request)
         return inner.relayed(self._events(inner))
 
-    async def _events(self, inner: ModelStream) -> AsyncIterator[StreamEvent]:
+    async def _events(self, inner: ModelStream) -> AsyncIterator[StreamEvent | str]:
         from providers.cassette import CassetteError
 
         if not self.transport.unplayed:
@@ -142,7 +142,7 @@ class _ReplayProvider:
             )
         try:
             async with contextlib.aclosing(inner):
-                async for event in inner:
+                async for event in inner.bare():  # bare deltas passed on bare (``ModelStream.relayed``)
                     yield event
         except CassetteError as error:  # a BaseException: keep it from killing the turn silently
             raise RecordingEnded(f"The recording {self._source} cannot answer this request ({error}).", provider=self.name) from None

@@ -208,12 +208,12 @@ class _Translated:
         inner = providers.ModelStream.open(self._inner, request)
         return inner.relayed(self._events(inner))
 
-    async def _events(self, inner: providers.ModelStream) -> AsyncIterator[providers.StreamEvent]:
+    async def _events(self, inner: providers.ModelStream) -> AsyncIterator[providers.StreamEvent | str]:
         from providers.session_replay import CassetteUsedUp, ReplayDiverged, ReplayedCancel
 
         try:
             async with contextlib.aclosing(inner):
-                async for event in inner:
+                async for event in inner.bare():  # bare deltas passed on bare (``ModelStream.relayed``)
                     yield event
         except ReplayDiverged as error:  # BaseExceptions (see providers.cassette): keep them from killing the turn silently
             raise ReplayDivergedError(str(error), provider="replay") from None

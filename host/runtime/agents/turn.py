@@ -250,7 +250,7 @@ class ProviderTurn:
                 try:
                     async with contextlib.aclosing(stream):
                         async for event in stream.bare():
-                            if isinstance(event, str):  # nearly every event: a text chunk (a bare text delta)
+                            if isinstance(event, str):  # nearly every event: a streamed chunk (a bare delta)
                                 mapper.bare(event)
                                 continue
                             mapper.apply(event)
