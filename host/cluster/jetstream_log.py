@@ -192,9 +192,10 @@ class Counted(Protocol):
     def counted(self) -> None: ...
 
 
-Entry = Sequence[Any]
-"""A record handed to :meth:`JetStreamLog.queue_tick`: a sequence that begins ``(kind, channel,
-now, body)`` (``kind`` "action", "created" or "removed"; more items after are not read)."""
+Entry = tuple[str, str, int, "dict[str, Any] | None", Any]
+"""A record handed to :meth:`JetStreamLog.queue_tick`: ``(kind, channel, now, body, _)`` (``kind``
+"action", "created" or "removed"; the last item is not read: the caller's own, as
+``ClusterLog``'s tick keeps its records)."""
 
 @dataclass(frozen=True, slots=True)
 class Record:
@@ -453,10 +454,10 @@ class JetStreamLog:
         ``{"kind", "state"}``) and ``removed`` do, the result handed to ``outcome`` instead of a
         future of their own; sent at the end of the tick. An action's streamed text goes on its
         channel's streamed subject (``host.cluster.subjects``)."""
-        self.queue_tick(((kind, channel, now, body),), (outcome,), send=False)
+        self.queue_tick(((kind, channel, now, body, None),), (outcome,), send=False)
 
     def queue_tick(self, entries: Sequence[Entry], outcomes: Counted | Sequence[Outcome], send: bool = True) -> None:
-        """``queue`` each of ``entries`` (``(kind, channel, now, body, ...)``), in order, each
+        """``queue`` each of ``entries`` (``(kind, channel, now, body, _)``), in order, each
         result handed to its outcome in ``outcomes`` (a tuple or a list), or, when ``outcomes`` is one
         :class:`Counted` (a caller's tick), counted there (entry ``i`` in its slot ``i``); then,
         when ``send``, send what each group has queued now instead of at the end of the tick (a
@@ -469,21 +470,18 @@ class JetStreamLog:
         # than the rest of a one-record tick's queueing. No cast either: a call.)
         told: Any = outcomes
         counted: Any = None if isinstance(outcomes, (tuple, list)) else outcomes
-        for index, entry in enumerate(entries):
-            kind, channel, body = entry[0], entry[1], entry[3]
-            if counted is not None:
-                outcome, slot = counted, index
-            else:
+        for index, (kind, channel, now, body, _) in enumerate(entries):
+            if counted is None:
                 outcome, slot = told[index], -1
-            known = subjects.get(channel)
-            if known is None:
-                known = self._subjects_of(channel)
+            else:
+                outcome, slot = counted, index
+            known = subjects.get(channel) or self._subjects_of(channel)
             if kind == "action":
                 assert body is not None
                 unnumbered = body.copy()
                 unnumbered.pop("serverSeq", None)
                 text = encode(unnumbered)
-                lines = f"{ACTION_LINES}{entry[2]}"
+                lines = f"{ACTION_LINES}{now}"
                 subject, group = known[run_key(body["action"]) is not None]
             else:
                 text = encode(body) if kind == "created" else ""
