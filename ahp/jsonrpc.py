@@ -143,11 +143,16 @@ def encode(message: Any) -> str:
     return text
 
 
+ACTION_FRAME_HEAD = '{"jsonrpc":"2.0","method":"action","params":'
+"""What an ``action`` notification's text begins with: its envelope's JSON and ``}`` follow (a log
+that builds many frames in one loop writes ``stamped_action_frame``'s text itself with it)."""
+
+
 def action_frame(envelope: Any) -> tuple[str, str]:
     """An action envelope's JSON text (what a journal keeps) and the ``action`` notification that
     carries it, from one serialisation: the one place action frames are built."""
     envelope_json = encode(envelope)
-    return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
+    return envelope_json, ACTION_FRAME_HEAD + envelope_json + "}"
 
 
 def stamped_action_frame(unnumbered_json: str, server_seq: int) -> tuple[str, str]:
@@ -156,7 +161,7 @@ def stamped_action_frame(unnumbered_json: str, server_seq: int) -> tuple[str, st
     that text, so the envelope is still serialised once. ``unnumbered_json`` is ``encode``'s text
     of a non-empty object."""
     envelope_json = f'{unnumbered_json[:-1]},"serverSeq":{server_seq}}}'
-    return envelope_json, '{"jsonrpc":"2.0","method":"action","params":' + envelope_json + "}"
+    return envelope_json, ACTION_FRAME_HEAD + envelope_json + "}"
 
 
 def object_with_list(fields: dict[str, Any], key: str) -> tuple[str, str]:

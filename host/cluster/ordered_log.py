@@ -301,7 +301,7 @@ class ClusterLog:
         (which claims, or reduces only once numbered, as ``owner`` says)."""
         core = self._core
         group = group_of(channel)
-        if core is None or not core.owns(group) or group in self._claims:
+        if core is None or group not in core.owned or group in self._claims:
             return False
         if not self._tick:
             asyncio.get_running_loop().call_soon(self.flush)
@@ -335,12 +335,7 @@ class ClusterLog:
         if core is not None and self._gate is None and not self._claims and _all_owned(core, items):
             tick = _Tick(self, items, number)
             self._sends.add(tick)
-            if len(items) == 1:
-                kind, channel, now, body, _ = items[0]
-                core.queue_tick(((tick, kind, channel, now, body),))  # type: ignore[arg-type]  # one of the three
-            else:
-                core.queue_tick([(_Slot(tick, index), kind, channel, now, body)  # type: ignore[misc]
-                                 for index, (kind, channel, now, body, _) in enumerate(items)])
+            core.queue_tick(items, tick)  # each record's result counted in the tick, in its slot
             tick.handed()
             return
         # A tick that must claim first: it holds back the ticks flushed after it from now on
@@ -388,7 +383,7 @@ class ClusterLog:
             self._open_gate(gate)
         done = await asyncio.gather(*(future for _, future in waits), return_exceptions=True)
         for (index, _), result in zip(waits, done):
-            results[index] = result
+            results[index] = result[1] if isinstance(result, tuple) else result  # an action's frame, as a tick's
         return results, _stored(items, results)
 
     def _hand_to_core(self, items: list[_Item], results: list[Any],
@@ -425,12 +420,13 @@ class ClusterLog:
                     elif not future.done():
                         future.set_exception(result)
                 elif future is not None:
-                    assert body is not None
-                    seq = body["serverSeq"]
+                    seq = body["serverSeq"]  # type: ignore[index]  # (an action's: its future)
                     if seq > self._seq:
                         self._seq = seq
-                    if not future.done():
-                        future.set_result(result[1])  # the frame; the log keeps the JSON
+                    try:
+                        future.set_result(result)  # the frame
+                    except asyncio.InvalidStateError:  # (a future its caller cancelled)
+                        pass
         finally:
             self._finishing = False
             ending = self._ending
@@ -1115,10 +1111,9 @@ class ClusterLog:
 
 
 class _Tick:
-    """One tick's records queued in the core, each result handed to a :class:`_Slot` and counted
-    here at once, in the acknowledgement's callback (no future, no task, no loop turn);
-    ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it. A tick of one record
-    (a chunk a tick, the usual pace) is that record's outcome itself, with no slot."""
+    """One tick's records queued in the core, each result counted here by the core itself, in the
+    acknowledgement's callback, with no call per record (``jetstream_log.Counted``: no future, no
+    task, no loop turn); ``finished()`` gives what ``_send`` gives, to a snapshot waiting for it."""
 
     __slots__ = ("log", "items", "number", "results", "left", "ended", "waiter")
 
@@ -1127,28 +1122,11 @@ class _Tick:
         self.items = items
         self.number = number
         self.results: list[Any] = [None] * len(items)
+        """Each record's result: an action's frame, a ``created``/``removed`` record's sequence,
+        or the exception it failed with."""
         self.left = len(items)
         self.ended = False
         self.waiter: asyncio.Future[tuple[list[Any], list[tuple[int, str]]]] | None = None
-
-    def settle(self, index: int, result: Any) -> None:
-        self.results[index] = result
-        self.left -= 1
-        if not self.left:
-            self._end()
-
-    def done(self) -> bool:  # the outcome of a tick's only record (jetstream_log.Outcome)
-        return self.ended
-
-    def set_result(self, result: Any) -> None:
-        if self.ended:
-            raise asyncio.InvalidStateError("this tick's outcome is known already")
-        self.results[0] = result
-        self.left = 0
-        self._end()
-
-    def set_exception(self, exception: BaseException) -> None:
-        self.set_result(exception)
 
     def handed(self) -> None:
         """Every record is queued (some may have been refused at once)."""
@@ -1164,39 +1142,15 @@ class _Tick:
             self.waiter.set_result((self.results, _stored(self.items, self.results)))
         self.log._finish(self.items, self.results, self.number)
 
+    counted = _end
+    """Every record's result is in (``jetstream_log.Counted``)."""
+
     def finished(self) -> asyncio.Future[tuple[list[Any], list[tuple[int, str]]]]:
         if self.waiter is None:
             self.waiter = asyncio.get_running_loop().create_future()
             if self.ended:
                 self.waiter.set_result((self.results, _stored(self.items, self.results)))
         return self.waiter
-
-
-class _Slot:
-    """Where the core puts one record's result (``jetstream_log.Outcome``): straight into its tick."""
-
-    __slots__ = ("tick", "index", "settled")
-
-    def __init__(self, tick: _Tick, index: int) -> None:
-        self.tick = tick
-        self.index = index
-        self.settled = False
-
-    def done(self) -> bool:
-        return self.settled
-
-    def set_result(self, result: Any) -> None:
-        if self.settled:
-            raise asyncio.InvalidStateError("this record's outcome is known already")
-        self.settled = True
-        tick = self.tick
-        tick.results[self.index] = result
-        tick.left -= 1
-        if not tick.left:
-            tick._end()
-
-    def set_exception(self, exception: BaseException) -> None:
-        self.set_result(exception)  # (a tick counts a failure as its record's result)
 
 
 def _run(callbacks: list[Callable[[], None]]) -> None:
@@ -1210,8 +1164,9 @@ def _run(callbacks: list[Callable[[], None]]) -> None:
 
 def _all_owned(core: JetStreamLog, items: list[_Item]) -> bool:
     """Whether ``core`` owns the group of every record of a tick."""
+    owned = core.owned
     for item in items:
-        if not core.owns(group_of(item[1])):
+        if group_of(item[1]) not in owned:
             return False
     return True
 

@@ -15,7 +15,8 @@ from typing import Literal
 
 import pytest
 
-from ahp.state.channels import default_chat_uri
+from ahp.jsonrpc import action_frame
+from ahp.state.channels import chat_uri, default_chat_uri
 from host.cluster.jetstream_log import JetStreamLog, Record, Stamped
 from host.cluster.nats_server import EmbeddedNats
 from host.cluster.subjects import untoken
@@ -253,6 +254,43 @@ async def test_a_tick_s_records_are_each_told_the_number_they_were_stored_with_w
         assert [r.seq for r in records] == list(range(1, len(records) + 1))
     finally:
         await other.close()
+
+
+class Tick:
+    """A caller's tick counted in one outcome (``jetstream_log.Counted``), as ``ClusterLog``'s."""
+
+    def __init__(self, size: int) -> None:
+        self.results: list[object] = [None] * size
+        self.left = size
+        self.ended: asyncio.Future[list[object]] = asyncio.get_running_loop().create_future()
+        self.times = 0
+
+    def counted(self) -> None:
+        self.times += 1
+        self.ended.set_result(list(self.results))
+
+
+async def test_a_tick_counted_in_one_outcome_gets_each_record_s_frame_number_or_refusal_in_its_slot(
+        log: JetStreamLog) -> None:
+    other, unowned = "ahp-session:/two", "ahp-session:/nobody"
+    await log.claim(SESSION)
+    await log.claim(other)
+    mine, theirs, nobody = default_chat_uri(SESSION), default_chat_uri(other), default_chat_uri(unowned)
+    envelopes = [{"channel": chat, **step(i)} for i, chat in enumerate((mine, theirs, nobody, mine))]
+    tick = Tick(5)
+    log.queue_tick([("action", mine, 0, envelopes[0], None), ("action", theirs, 0, envelopes[1], None),
+                    ("action", nobody, 0, envelopes[2], None), ("created", chat_uri(other, "second"), 0,
+                                                                {"kind": "chat", "state": {}}, None),
+                    ("action", mine, 0, envelopes[3], None)], tick)
+    results = await asyncio.wait_for(tick.ended, 10)
+    assert tick.times == 1 and tick.left == 0
+    assert isinstance(results[2], NotOwner)  # its slot only: the others are stored
+    records = {r.seq: r for r in await log.read(0)}
+    for slot, envelope in ((0, envelopes[0]), (1, envelopes[1]), (4, envelopes[3])):
+        assert results[slot] == action_frame(envelope)[1]  # the frame, numbered as stored
+        assert records[envelope["serverSeq"]].body == envelope
+    assert isinstance(results[3], int) and records[results[3]].kind == "created"
+    assert envelopes[2]["serverSeq"] == 0
 
 
 async def test_a_reader_from_a_sequence_sees_the_same_tail_as_a_reader_from_the_start(log: JetStreamLog) -> None:

@@ -187,21 +187,27 @@ async def test_requests_sent_each_with_its_own_reply_get_theirs_and_one_too_larg
     await client.subscribe("wire.>", cb=answer)
     await flushed(client)
     loop = asyncio.get_running_loop()
-    replies: list[asyncio.Future[bytes]] = [loop.create_future() for _ in range(4)]
+    batches: list[asyncio.Future[list[bytes | BaseException]]] = [loop.create_future() for _ in range(2)]
+    wire.request_batches([
+        ([("wire.a", "Ahp-Kind: action\r\nN: 1", "one"), ("wire.b", "N: 2", "x" * (client.max_payload + 1)),
+          ("wire.c", "N: 3", "drei \u00e9")], "Id: first.", 0, batches[0].set_result),
+        ([("wire.d", "", "four"), ("wire.e", "N: 5", "five")], "Id: second.", 7, batches[1].set_result)], 5)
+    first, second = await asyncio.gather(*batches)
+    assert first[0] == b"got one" and first[2] == "got drei \u00e9".encode() and isinstance(first[1], MaxPayloadError)
+    assert second == [b"got four", b"got five"]
+    assert seen == [("wire.a", b"one", {"Ahp-Kind": "action", "N": "1", "Id": "first.0"}),
+                    ("wire.c", "drei \u00e9".encode(), {"N": "3", "Id": "first.2"}),
+                    ("wire.d", b"four", {"Id": "second.7"}), ("wire.e", b"five", {"N": "5", "Id": "second.8"})]
 
-    def done(index: int, reply: bytes | BaseException) -> None:
-        if isinstance(reply, BaseException):
-            replies[index].set_exception(reply)
-        else:
-            replies[index].set_result(reply)
 
-    wire.request_each([("wire.a", "Ahp-Kind: action\r\nN: 1", "one"), ("wire.b", "N: 2", "x" * (client.max_payload + 1)),
-                       ("wire.c", "N: 3", "drei \u00e9"), ("wire.d", "", "four")], 5, done)
-    told = await asyncio.gather(*replies, return_exceptions=True)
-    assert told[0] == b"got one" and told[2] == "got drei \u00e9".encode() and told[3] == b"got four"
-    assert isinstance(told[1], MaxPayloadError)
-    assert seen == [("wire.a", b"one", {"Ahp-Kind": "action", "N": "1"}), ("wire.c", "drei \u00e9".encode(), {"N": "3"}),
-                    ("wire.d", b"four", {})]
+async def test_a_batch_all_of_whose_requests_are_too_large_is_answered_at_once(client: Client, wire: Sender) -> None:
+    told: list[list[bytes | BaseException]] = []
+    wire.request_batches([([("wire.big", "N: 1", "x" * (client.max_payload + 1))], "Id: b.", 0, told.append)], 5)
+    for _ in range(50):
+        if told:
+            break
+        await asyncio.sleep(0.01)
+    assert len(told) == 1 and isinstance(told[0][0], MaxPayloadError)
 
 
 async def test_the_log_through_the_plain_sender_numbers_a_tick_and_a_single_append(nats_server: EmbeddedNats) -> None:
