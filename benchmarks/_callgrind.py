@@ -9,6 +9,8 @@ lengths of the same work and divides the difference of the totals by the differe
 lengths, so that what happens once (start-up, the instrumentation's own calls) cancels out.
 
 ``require_valgrind`` stops a benchmark at once, saying what to install, where valgrind is missing.
+``host_against_relay`` prints each side's instructions per unit (the difference of two lengths'
+counts) and, with both sides, their ratio: the shape of every host-against-relay benchmark here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 
 from benchmarks._runs import REPO
 
@@ -50,3 +53,18 @@ def count(script: str, *args: object, what: str) -> int:
     if result.returncode != 0 or found is None:
         raise SystemExit(f"{what} failed under callgrind (exit {result.returncode}):\n{result.stderr[-3000:]}")
     return int(found.group(1).replace(",", ""))
+
+
+def host_against_relay(sides: tuple[str, ...], counted: Callable[[str, int], int], short: int, long: int,
+                       labels: dict[str, str], width: int) -> dict[str, float]:
+    """For each of ``sides`` (``"relay"``, ``"host"``), ``counted(side, length)`` at ``short`` and
+    ``long``; print the instructions per unit with ``labels[side]`` padded to ``width``, then the
+    ratio host / relay when both ran. Returns the figures per side."""
+    figures: dict[str, float] = {}
+    for side in sides:
+        counts = [counted(side, n) for n in (short, long)]
+        figures[side] = (counts[1] - counts[0]) / (long - short)
+        print(f"{labels[side]:<{width}}{figures[side]:>12,.0f}   (totals {counts[0]:,} / {counts[1]:,})", flush=True)
+    if len(figures) == 2:
+        print(f"{'ratio host / relay':<{width}}{figures['host'] / figures['relay']:>12.2f}")
+    return figures

@@ -59,7 +59,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._callgrind import count, instrument, require_valgrind
+from benchmarks._callgrind import count, host_against_relay, instrument, require_valgrind
 from benchmarks._fake_chat import Reply, host_config, serve_chat
 from benchmarks._runs import ChildProcess, command_line, machine_note
 
@@ -402,15 +402,12 @@ def main() -> None:
           f"{long} minus {short} chunks, one chunk per tick, provider API {args.provider}, "
           f"client speaking {args.protocol}{mode}; {machine_note()}")
     print(f"command: {command_line()}")
-    figures: dict[str, float] = {}
-    for side in ("relay", "host") if args.side == "both" else (args.side,):
-        counts = [_count(side, n, args.protocol, args.cluster, args.provider) for n in (short, long)]
-        figures[side] = (counts[1] - counts[0]) / (long - short)
-        label = ("minimal relay: SDK raw SSE + orjson, one orjson.dumps, websockets framing, one write per tick"
-                 if side == "relay" else "host: provider → turn → store (journal committed) → WebSocket frame")
-        print(f"{label:<100}{figures[side]:>10,.0f}   (totals {counts[0]:,} / {counts[1]:,})", flush=True)
-    if len(figures) == 2:
-        print(f"{'ratio host / relay':<100}{figures['host'] / figures['relay']:>10.2f}")
+    host_against_relay(
+        ("relay", "host") if args.side == "both" else (args.side,),
+        lambda side, n: _count(side, n, args.protocol, args.cluster, args.provider),
+        short, long, width=100, labels={
+            "relay": "minimal relay: SDK raw SSE + orjson, one orjson.dumps, websockets framing, one write per tick",
+            "host": "host: provider → turn → store (journal committed) → WebSocket frame"})
     print(f"load average after the run: {machine_note()}")
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import chunk_end_to_end
-from benchmarks._callgrind import count, require_valgrind
+from benchmarks._callgrind import count, host_against_relay, require_valgrind
 from benchmarks._runs import REPO, ChildProcess, command_line, machine_note
 
 WARM_UP = 5
@@ -111,16 +111,12 @@ def main() -> None:
     print(f"instructions per turn of one chunk (callgrind, user space, the measured process's threads), "
           f"{long} minus {short} turns{', each the first of its session' if args.first else ''}, provider API {args.provider}, client speaking {args.protocol}; {machine_note()}")
     print(f"command: {command_line()}")
-    figures: dict[str, float] = {}
-    for side in ("relay", "host") if args.side == "both" else (args.side,):
-        counts = [count(__file__, side, n, args.protocol, args.provider, _mode(args.first), what=f"the {side} run of {n} turns")
-                  for n in (short, long)]
-        figures[side] = (counts[1] - counts[0]) / (long - short)
-        label = ("minimal relay: one streamed request, one envelope per chunk and one at the end"
-                 if side == "relay" else "host: chat/turnStarted → model request → chat/turnComplete")
-        print(f"{label:<84}{figures[side]:>12,.0f}   (totals {counts[0]:,} / {counts[1]:,})", flush=True)
-    if len(figures) == 2:
-        print(f"{'ratio host / relay':<84}{figures['host'] / figures['relay']:>12.2f}")
+    host_against_relay(
+        ("relay", "host") if args.side == "both" else (args.side,),
+        lambda side, n: count(__file__, side, n, args.protocol, args.provider, _mode(args.first), what=f"the {side} run of {n} turns"),
+        short, long, width=84, labels={
+            "relay": "minimal relay: one streamed request, one envelope per chunk and one at the end",
+            "host": "host: chat/turnStarted → model request → chat/turnComplete"})
     print(f"load average after the run: {machine_note()}")
 
 

@@ -71,9 +71,9 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from child_processes._guardian import carrying
+from child_processes._guardian import carries, carrying
 
-__all__ = ["GRACE", "carrying", "create_subprocess_exec", "open_process", "popen", "run", "sweep_on_death"]
+__all__ = ["GRACE", "carries", "carrying", "create_subprocess_exec", "open_process", "popen", "run", "sweep_on_death"]
 
 GRACE = 1.0
 """Seconds the guardian gives what a dead process left running between SIGTERM and SIGKILL."""

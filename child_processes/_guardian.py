@@ -92,7 +92,7 @@ def carrying(entries: Collection[str]) -> set[int]:
     children: dict[int, list[int]] = {}
     for pid, parent in parents.items():
         children.setdefault(parent, []).append(pid)
-    found = {pid for pid in parents if pid != me and _carries(pid, needles)}
+    found = {pid for pid in parents if pid != me and carries(pid, *needles)}
     stack = list(found)
     while stack:
         for child in children.get(stack.pop(), ()):
@@ -102,7 +102,8 @@ def carrying(entries: Collection[str]) -> set[int]:
     return found - dead - {me}
 
 
-def _carries(pid: int, needles: list[bytes]) -> bool:
+def carries(pid: int, *needles: bytes) -> bool:
+    """Whether ``pid``'s environment holds any of ``needles`` (each ``\\0NAME=value...``)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
             environment = b"\0" + handle.read()

@@ -182,16 +182,6 @@ def _table() -> dict[int, _Stat]:
     return table
 
 
-def _carries(pid: int, *needles: bytes) -> bool:
-    """Whether ``pid``'s environment holds any of ``needles``."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            environment = b"\0" + handle.read()
-    except OSError:
-        return False
-    return any(needle in environment for needle in needles)
-
-
 def _descendants(roots: set[int], children: dict[int, list[int]]) -> set[int]:
     found, stack = set(roots), list(roots)
     while stack:
@@ -222,7 +212,7 @@ def _members(tokens: Collection[str], leader: int | None) -> set[int]:
     # A subreaper's family never leaves its tree; without one, orphans went to init.
     candidates = _descendants({me}, children) if is_subreaper() else set(table)
     needles = [b"\0" + f"{FAMILY_VARIABLE}={token}".encode() + b"\0" for token in tokens]
-    seeds.update(pid for pid in candidates - seeds if pid != me and _carries(pid, *needles))
+    seeds.update(pid for pid in candidates - seeds if pid != me and child_processes.carries(pid, *needles))
     found = {pid for pid in _descendants(seeds, children) if pid != me and table[pid].state not in ("Z", "X")}
     for pid in found:
         if table[pid].ppid == me and pid not in _leaders:
@@ -362,7 +352,7 @@ def reap_orphans() -> int:
         if info is None or pid in _leaders:
             continue
         if info.state != "Z":
-            if pid not in _adopted and _carries(pid, _ISSUED):
+            if pid not in _adopted and child_processes.carries(pid, _ISSUED):
                 _adopted.add(pid)
             continue
         first_seen = _zombie_since.setdefault(pid, now)

@@ -11,12 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import child_processes
+from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals and /proc are Linux's")
 
@@ -54,13 +54,6 @@ def running(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-async def eventually(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 @pytest.mark.parametrize("way", ["setpriv", "python"])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import eventually
 from tools import processes
 from tools.pty import PtyProcess
 
@@ -49,14 +50,6 @@ def ended(pid: int) -> bool:
     return found is None or (found[0] in ("Z", "X") and found[1] != os.getpid())
 
 
-async def eventually(predicate, timeout: float = 10.0) -> bool:
-    # Another process's end is not announced to us: poll until it holds.
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 @pytest.fixture

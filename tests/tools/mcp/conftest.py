@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import NEVER as NEVER  # (the MCP tests take it from here with the fixtures)
+from tests.polling import eventually as eventually  # (the MCP tests take it from here)
 from tools.base import ToolContext
 from tools.mcp import McpManager, McpServerSpec, RestartPolicy, ServerStatus
 
@@ -54,14 +55,6 @@ def process_gone(pid: int) -> bool:
     return state == "Z"
 
 
-async def eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    # Polls a condition the kernel cannot notify us about (another process's death).
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 class Recorder:

@@ -4,7 +4,6 @@ client attaches to; the process group ended on dispose and at host stop."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
@@ -21,6 +20,7 @@ from tests.conftest import FrameChecker
 from tests.host.runtime.agents.harness import idle, ready_session, serving
 from tests.host.runtime.tools._support import calls, scripted, tools_config
 from tests.host.state.test_durability import host_process
+from tests.polling import eventually
 from tests.tools.test_processes import DAEMONS, daemon_pids
 
 ROOT = "ahp-root://"
@@ -52,14 +52,6 @@ def gone(pid: int) -> bool:
         return True
 
 
-async def eventually(condition: Any, timeout: float = WAIT) -> bool:
-    """Poll a condition the host does not announce (a process ending) until it holds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 async def new_terminal(client: AhpClient, **params: Any) -> str:
@@ -170,7 +162,7 @@ async def test_dispose_kills_the_process_group_and_removes_the_terminal(connect)
     background = int(text(alice, terminal).replace("pid=$!", "").split("pid=")[1].split("=")[0])
     await alice.request("disposeTerminal", {"channel": terminal})
     await alice.wait_for(lambda m, e: listed(alice, terminal) is None, timeout=WAIT)
-    assert await eventually(lambda: gone(background)), "the background job survived disposeTerminal"
+    assert await eventually(lambda: gone(background), WAIT), "the background job survived disposeTerminal"
     with pytest.raises(AhpError) as error:
         await alice.request("disposeTerminal", {"channel": terminal})
     assert error.value.code == -32008
@@ -342,7 +334,7 @@ async def test_terminals_ended_by_a_clean_stop_or_by_kill_9_both_show_why_and_re
         await client.close()
         host.kill()
         # The kernel hangs up the pty of a process that died: the shell goes with it.
-        assert await eventually(lambda: gone(killed_pid)), "the shell outlived its host's kill -9"
+        assert await eventually(lambda: gone(killed_pid), WAIT), "the shell outlived its host's kill -9"
 
         await host.start()
         client = await client_of()
@@ -400,7 +392,7 @@ async def test_a_terminals_daemonised_jobs_end_with_dispose_terminal(connect) ->
     pids = await start_daemons_in(alice, terminal)
     assert not any(gone(pid) for pid in pids)
     await alice.request("disposeTerminal", {"channel": terminal})
-    assert await eventually(lambda: all(gone(pid) for pid in pids)), "a daemonised job survived disposeTerminal"
+    assert await eventually(lambda: all(gone(pid) for pid in pids), WAIT), "a daemonised job survived disposeTerminal"
 
 
 async def test_a_session_terminals_daemonised_jobs_end_with_dispose_session(connect, tmp_path: Path) -> None:
@@ -409,7 +401,7 @@ async def test_a_session_terminals_daemonised_jobs_end_with_dispose_session(conn
     terminal = await new_terminal(alice, claim={"kind": "session", "session": session})
     pids = await start_daemons_in(alice, terminal)
     await alice.dispose_session(session)
-    assert await eventually(lambda: all(gone(pid) for pid in pids)), "a daemonised job survived disposeSession"
+    assert await eventually(lambda: all(gone(pid) for pid in pids), WAIT), "a daemonised job survived disposeSession"
 
 
 async def test_jobs_of_a_shell_that_exited_run_on_until_its_terminal_is_disposed(connect) -> None:
@@ -421,7 +413,7 @@ async def test_jobs_of_a_shell_that_exited_run_on_until_its_terminal_is_disposed
     # Like nohup'd jobs after closing a terminal window, they run on while the terminal is listed.
     assert not any(gone(pid) for pid in pids)
     await alice.request("disposeTerminal", {"channel": terminal})
-    assert await eventually(lambda: all(gone(pid) for pid in pids)), "a job outlived its disposed terminal"
+    assert await eventually(lambda: all(gone(pid) for pid in pids), WAIT), "a job outlived its disposed terminal"
 
 
 async def test_host_stop_ends_a_terminals_daemonised_jobs(tmp_path: Path, frame_checker: FrameChecker) -> None:
