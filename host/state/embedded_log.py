@@ -265,7 +265,7 @@ class EmbeddedLog:
         or while more than ``SETTLE_INLINE_BYTES`` of tail wait to be settled (its transaction
         would write them all, on the loop: 7-9 ms at 100 sessions). Frames wait, the loop runs on."""
         journal = self.journal
-        if journal is None or not journal.needs_transaction:
+        if journal is None or not journal.transaction_rows:
             return False
         if self._settling():
             return True
@@ -348,7 +348,8 @@ class EmbeddedLog:
         wait = self._last_commit + MIN_COMMIT_INTERVAL - time.monotonic()
         if wait > 0:
             self._arm_flush(wait)
-        elif self._commits_held or self._hold_for_settle():  # ``_flush_soon``, inlined (once per tick)
+        elif self._commits_held or (self.journal is not None and self.journal.transaction_rows and self._hold_for_settle()):
+            # ``_flush_soon``, inlined (once per tick): a streamed chunk leaves no ``transaction_rows``
             self._flush_timer = None
         else:
             self.flush()

@@ -161,6 +161,14 @@ _INSERT_TEXT = "INSERT OR IGNORE INTO run_texts(entry, seq, marks, content) VALU
 """Idempotent: a tail recovered twice (a crash between a settle and the tail's truncation, or a
 second journal opened on a running one's file) writes nothing twice."""
 
+_SETTLE_ROWS_A_STATEMENT = 64
+"""Rows of one ``INSERT`` in a worker's settle (``settle_rows``): 256 parameters."""
+
+
+def _insert_texts(rows: int) -> str:
+    """``_INSERT_TEXT`` for ``rows`` rows at once."""
+    return _INSERT_TEXT + ", (?, ?, ?, ?)" * (rows - 1)
+
 TAIL_BYTES = 1 << 20
 """Most bytes the tail file holds before its commit goes to SQLite, settling it. The log settles it
 sooner, at ``TAIL_SETTLE_BYTES``, once a worker thread has written its rows (``settle_rows``): this
@@ -371,8 +379,8 @@ class Journal:
         """``run_texts`` rows the tail holds and SQLite does not yet, oldest first."""
         self._tail_holds = False
         """The tail holds records since it was last started (some may be in SQLite already)."""
-        self._tail_size = 0
-        """Bytes written to the tail since it was last emptied."""
+        self.tail_bytes = 0
+        """Bytes written to the tail since it was last emptied, its header included (read-only outside)."""
         try:
             self._recover_tail()
         except (sqlite3.Error, OSError) as error:
@@ -380,8 +388,9 @@ class Journal:
         self.entries_since_snapshot = 0
         self.chars_since_snapshot = 0
         """Characters journaled since the last snapshot (what the next recovery would re-read)."""
-        self._pending: list[Any] = []
-        """Rows not written yet, in order: plain tuples, or the ``_Run`` a head row is due for."""
+        self.transaction_rows: list[Any] = []
+        """Rows not written yet, in order: plain tuples, or the ``_Run`` a head row is due for; the
+        next ``flush`` commits a SQLite transaction when there are any (read-only outside)."""
         self._runs: dict[str, _Run] = {}
         """Each channel's open text run."""
         self._to_append: list[_Run] = []
@@ -440,7 +449,7 @@ class Journal:
         self._append_row(("removed", channel, None, None, None))
 
     def _append_row(self, row: Any) -> None:
-        self._pending.append(row)
+        self.transaction_rows.append(row)
         self.entries_since_snapshot += 1  # rows, which is what recovery pays for
 
     def _end_run(self, channel: str) -> None:
@@ -450,19 +459,19 @@ class Journal:
     @property
     def pending(self) -> int:
         """Entries appended since the last ``flush``."""
-        return len(self._pending) + len(self._to_append)
+        return len(self.transaction_rows) + len(self._to_append)
 
     @property
     def dirty(self) -> bool:
         """Entries were appended since the last ``flush``."""
-        return bool(self._pending or self._to_append)
+        return bool(self.transaction_rows or self._to_append)
 
     def flush(self, settle: bool = False) -> bool:
         """Make every entry appended so far durable. A commit of run texts alone (the pieces a text
         run streamed since its last commit) is one record appended to the tail file; any other
         (or ``settle``, or a full tail) one SQLite transaction, which settles the tail in it.
         Whether a SQLite transaction was committed (only that grows the WAL)."""
-        if not (self._pending or self._to_append) and not (settle and self._tail_holds):
+        if not (self.transaction_rows or self._to_append) and not (settle and self._tail_holds):
             return False
         to_append = self._to_append
         if len(to_append) == 1 and len(to_append[0].pieces) == 1:
@@ -473,17 +482,17 @@ class Journal:
             texts = [(run.row_id, seq, [(seq, len(content))], content)]
         else:
             texts = [run.more() for run in to_append]
-        if not settle and not self._pending and (len(texts) == 1 and len(texts[0][3]) <= TAIL_COMMIT_CHARS
+        if not settle and not self.transaction_rows and (len(texts) == 1 and len(texts[0][3]) <= TAIL_COMMIT_CHARS
                                                  or sum(len(text[3]) for text in texts) <= TAIL_COMMIT_CHARS):
             # The rows hold ints, strings and lists of ints: orjson's bytes are ``encode``'s text.
             line = orjson.dumps(texts)
             record = b"%08x%b\n" % (zlib.crc32(line), line)
-            if self._tail_size + len(record) <= TAIL_BYTES:
+            if self.tail_bytes + len(record) <= TAIL_BYTES:
                 try:
                     os.write(self._tail, record)
                 except OSError as error:
                     raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
-                self._tail_size += len(record)
+                self.tail_bytes += len(record)
                 self._tail_holds = True
                 self._tail_texts.extend(texts)
                 self._appended(texts)
@@ -494,7 +503,7 @@ class Journal:
             # IMMEDIATE: the write lock first, waiting (busy timeout) for a worker's ``settle_rows``.
             self._db.execute("BEGIN IMMEDIATE")
             plain: list[tuple[Any, ...]] = []
-            for item in self._pending:
+            for item in self.transaction_rows:
                 if isinstance(item, _Run):
                     self._insert_plain(plain, sizes)
                     size = item.insert(self._db)
@@ -516,29 +525,19 @@ class Journal:
             raise JournalError(f"cannot write to the journal at {self.path}: {error}") from error
         if settling:
             self._restart_tail()
-        for item in self._pending:
+        for item in self.transaction_rows:
             if isinstance(item, _Run):
                 item.written()
         for row_id, is_action, size in sizes:
             self._sizes[row_id] = (is_action, size)
         self._appended(texts)
-        self._pending.clear()
+        self.transaction_rows.clear()
         return True
 
     @property
     def unsettled(self) -> int:
         """Rows the tail holds that SQLite does not yet."""
         return len(self._tail_texts)
-
-    @property
-    def needs_transaction(self) -> bool:
-        """The next ``flush`` commits a SQLite transaction (entries other than run texts wait)."""
-        return bool(self._pending)
-
-    @property
-    def tail_bytes(self) -> int:
-        """Bytes the tail file holds (its header included)."""
-        return self._tail_size
 
     def rows_to_settle(self) -> tuple[int, list[tuple[Any, ...]]]:
         """The tail's generation and the rows it holds that SQLite does not, oldest first: for
@@ -562,8 +561,18 @@ class Journal:
                 db.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints are the log's (``checkpoint``)
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    db.executemany(_INSERT_TEXT, ((entry, seq, dumps(marks).decode(), content)
-                                                  for entry, seq, marks, content in rows))
+                    # Many rows a statement: SQLite's work releases the GIL once a statement, and
+                    # a release the event loop's thread waits on hands the GIL over (a row a
+                    # statement cost a streamed chunk some 4,000 instructions of such handing).
+                    flat = [value for entry, seq, marks, content in rows
+                            for value in (entry, seq, dumps(marks).decode(), content)]
+                    whole = len(rows) - len(rows) % _SETTLE_ROWS_A_STATEMENT
+                    width = 4 * _SETTLE_ROWS_A_STATEMENT
+                    if whole:
+                        db.executemany(_insert_texts(_SETTLE_ROWS_A_STATEMENT),
+                                       (flat[start:start + width] for start in range(0, 4 * whole, width)))
+                    if whole < len(rows):
+                        db.execute(_insert_texts(len(rows) - whole), flat[4 * whole:])
                 except BaseException:
                     db.execute("ROLLBACK")
                     raise
@@ -616,7 +625,7 @@ class Journal:
             raise JournalError(f"cannot empty the journal's tail at {self._tail_path}: {error}") from error
         self._tail_texts.clear()
         self._tail_holds = False
-        self._tail_size = len(header)
+        self.tail_bytes = len(header)
 
     def _recover_tail(self) -> None:
         """Settle what a previous process left in the tail (its valid records up to the first torn

@@ -207,6 +207,30 @@ def test_rows_a_worker_settled_are_not_written_again_and_a_settle_meanwhile_wins
     assert [seq for (seq,) in reader.execute("SELECT seq FROM run_texts ORDER BY seq")] == list(range(2, 14))
 
 
+def test_a_worker_writes_a_tail_of_many_rows_whole_whatever_their_number(tmp_path: Path) -> None:
+    # A worker writes many rows a statement: every row arrives, with its text, whether it falls
+    # in a whole statement or in the last, shorter one.
+    import sqlite3
+
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(path)
+    delta = {"type": "chat/delta", "turnId": "t", "partId": "m"}
+    journal.append_action(A, 1, 0, "{}", {**delta, "content": "<1>"})
+    journal.flush()  # the run's head: a SQLite row
+    for seq in range(2, 152):
+        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
+        journal.flush()  # one tail record each
+    generation, rows = journal.rows_to_settle()
+    assert len(rows) == 150
+    journal.settle_rows(rows)
+    journal.rows_settled(generation, len(rows))
+    assert journal.unsettled == 0
+    reader = sqlite3.connect(path)
+    written = reader.execute("SELECT seq, content FROM run_texts ORDER BY seq").fetchall()
+    assert written == [(seq, f"<{seq}>") for seq in range(2, 152)]
+    journal.close()
+
+
 def test_a_commit_of_other_entries_behind_a_large_tail_waits_for_a_worker_to_write_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A turn's end behind many streamed deltas: rather than writing the whole tail into SQLite on
