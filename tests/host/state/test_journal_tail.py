@@ -175,17 +175,23 @@ def test_a_worker_writes_the_tail_into_sqlite_and_a_kill_after_it_loses_and_repe
     assert [envelope["action"]["content"] for envelope in replayed] == [f"<{index}>" for index in range(320)]
 
 
+def _streamed_one_commit_a_delta(path: Path, last: int) -> Journal:
+    """A journal at ``path`` whose run got deltas 1 to ``last`` at a model's pace: the first a
+    SQLite row (the run's head), each of the others a tail record of its own commit."""
+    journal = Journal(path)
+    delta = {"type": "chat/delta", "turnId": "t", "partId": "m"}
+    for seq in range(1, last + 1):
+        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
+        journal.flush()
+    return journal
+
+
 def test_rows_a_worker_settled_are_not_written_again_and_a_settle_meanwhile_wins(tmp_path: Path) -> None:
     import sqlite3
 
     path = tmp_path / "journal.sqlite3"
-    journal = Journal(path)
+    journal = _streamed_one_commit_a_delta(path, 11)
     delta = {"type": "chat/delta", "turnId": "t", "partId": "m"}
-    journal.append_action(A, 1, 0, "{}", {**delta, "content": "<0>"})
-    journal.flush()  # the run's head: a SQLite row
-    for seq in range(2, 12):
-        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
-        journal.flush()  # one tail record each
     assert journal.unsettled == 10
     reader = sqlite3.connect(path)
     generation, rows = journal.rows_to_settle()
@@ -213,13 +219,7 @@ def test_a_worker_writes_a_tail_of_many_rows_whole_whatever_their_number(tmp_pat
     import sqlite3
 
     path = tmp_path / "journal.sqlite3"
-    journal = Journal(path)
-    delta = {"type": "chat/delta", "turnId": "t", "partId": "m"}
-    journal.append_action(A, 1, 0, "{}", {**delta, "content": "<1>"})
-    journal.flush()  # the run's head: a SQLite row
-    for seq in range(2, 152):
-        journal.append_action(A, seq, 0, "{}", {**delta, "content": f"<{seq}>"})
-        journal.flush()  # one tail record each
+    journal = _streamed_one_commit_a_delta(path, 151)
     generation, rows = journal.rows_to_settle()
     assert len(rows) == 150
     journal.settle_rows(rows)
