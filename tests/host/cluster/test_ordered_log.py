@@ -407,6 +407,13 @@ def chat_state() -> dict[str, Any]:
     return {"resource": CHAT, "title": "t", "status": 1, "modifiedAt": "1970-01-01T00:00:00.001Z", "turns": []}
 
 
+def a_session_streaming(store: Store, words: list[str]) -> list[dict[str, Any]]:
+    """Session "one" with its chat, created on ``store``, its turn t1 streaming ``words``."""
+    store.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
+    store.create(CHAT, "chat", chat_state())
+    return stream_a_turn(store, "t1", words)
+
+
 def stream_a_turn(store: Store, turn: str, words: list[str]) -> list[dict[str, Any]]:
     store.dispatch(CHAT, {"type": "chat/turnStarted", "turnId": turn, "startedAt": "1970-01-01T00:00:00.002Z",
                           "message": {"text": "go", "origin": {"kind": "user"}}})
@@ -456,9 +463,7 @@ async def test_a_process_takes_in_no_streamed_text_of_a_session_it_does_not_serv
     reader = Store({"agents": []}, clock=lambda: 3, log=await open_log(nats_server, logs, "reader"))
     await reader.recover()
     taken = await following(reader)
-    writer.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
-    writer.create(CHAT, "chat", chat_state())
-    stream_a_turn(writer, "t1", [f"w{i} " for i in range(20)])
+    a_session_streaming(writer, [f"w{i} " for i in range(20)])
     writer.dispatch(SESSION, {"type": "session/titleChanged", "title": "after the text"})
     await durable(writer)
     await until(lambda: (reader.state(SESSION) or {}).get("title") == "after the text")
@@ -495,9 +500,7 @@ async def test_a_process_that_takes_over_a_session_holds_the_streamed_text_its_o
             done.set_result(None)
 
     assert await live.take_over_lapsed(on_taken)
-    dead.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
-    dead.create(CHAT, "chat", chat_state())
-    stream_a_turn(dead, "t1", [f"w{i} " for i in range(30)])
+    a_session_streaming(dead, [f"w{i} " for i in range(30)])
     await durable(dead)
     renewer = dead_log.core._renewer  # the owner stops renewing, as a process killed with SIGKILL does
     assert renewer is not None
@@ -520,9 +523,7 @@ async def test_a_session_claimed_from_a_process_stays_whole_there_and_its_subscr
     for store in (first, second):
         await store.recover()
         await following(store)
-    first.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
-    first.create(CHAT, "chat", chat_state())
-    stream_a_turn(first, "t1", ["from the first "])
+    a_session_streaming(first, ["from the first "])
     await durable(first)
     sink = Sink()
     first.subscribe(CHAT, sink)
@@ -549,9 +550,7 @@ async def test_a_session_loaded_whole_for_a_subscriber_is_followed_without_its_t
     await reader.recover()
     taken = await following(reader)
     reader_log.let_go_unserved(reader.served)  # what a cluster's host does (host.service)
-    writer.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
-    writer.create(CHAT, "chat", chat_state())
-    stream_a_turn(writer, "t1", ["a ", "b "])
+    a_session_streaming(writer, ["a ", "b "])
     await durable(writer)
     await until(lambda: CHAT in reader)
     await reader.hold([CHAT])
@@ -603,9 +602,7 @@ async def test_streamed_appends_the_fence_refuses_on_the_lean_way_are_undone_and
     first_log.append_told = lambda *args: lean.append(told(*args)) or lean[-1]  # type: ignore[method-assign]
     first = Store({"agents": []}, clock=lambda: 3, log=first_log)
     await first.recover()
-    first.create(SESSION, "session", {"title": "one", "defaultChat": CHAT})
-    first.create(CHAT, "chat", chat_state())
-    stream_a_turn(first, "t1", ["kept "])
+    a_session_streaming(first, ["kept "])
     await durable(first)
     sink = Sink()
     first.subscribe(CHAT, sink)
