@@ -264,7 +264,7 @@ async def _workers(base_url: str, provider: int, args: argparse.Namespace) -> No
         print(_verdict(f"--workers {workers}", held_at, missed_at, args), f"(load average now {machine_note().split('average ')[1]})", flush=True)
     if counts and held.get(counts[0]):
         print("relative to --workers {}: {}".format(counts[0], ", ".join(
-            f"{n} workers {held[n] / held[counts[0]]:.2f}x" for n in counts)))
+            f"{f'{n} workers' if n else 'plain serve'} {held[n] / held[counts[0]]:.2f}x" for n in counts)))
     print(f"load average after the run: {machine_note()}")
 
 
