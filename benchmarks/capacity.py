@@ -29,7 +29,10 @@ chunks streamed, in the run whose p99 is the median: how many, their causes by c
 blocked in the kernel), the collector's pauses by generation, and the longest ones in full.
 
 ``--workers 1,2,3`` measures ``agent-host serve --workers N`` instead, for each N in turn (N
-processes on one port, the embedded NATS server, nothing pinned; the figure is chunk written →
+processes on one port, the embedded NATS server, nothing pinned; each run on a host started for it
+on a new data directory and warmed up by a first turn per worker, as the one-process mode runs
+each on a new ``AgentHost``: a host kept from run to run would hold every earlier run's sessions,
+thousands by the end of a search, and a turn's start cost more with each; the figure is chunk written →
 frame received by the client process, which holds a connection to each worker and creates the
 sessions round robin through them (beside it, the p99 of the *steady* chunks alone: those written
 once every session was streaming, without the turn starts): ``benchmarks/_workers.py``. A count is a miss there also when
