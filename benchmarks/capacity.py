@@ -226,7 +226,7 @@ async def _one_count_of_workers(workers: int, provider: int, base_url: str, sess
     """Run ``sessions`` sessions on ``serve --workers`` ``--repeat`` times, each run on a fresh host
     (as the one-process mode's): whether the median p99 held. A host kept from run to run would
     hold every earlier run's sessions, and a host's turn start costs more with every session it
-    holds (``benchmarks/README.md``, "The ceiling of ``--workers``")."""
+    holds (``benchmarks/README.md``, "The ceiling of ``capacity.py --workers``")."""
     count = round(args.rate * args.seconds)
     stagger = max(1.0, sessions / 200)
     runs = []
