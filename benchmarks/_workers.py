@@ -250,9 +250,11 @@ async def spread_clients(url: str, model: str, sessions: int, stagger: float, pi
              for channel in [owned[pid][index // len(order)]]]
     print("streaming", flush=True)  # the parent measures every process's CPU from here to "ended"
     started = time.perf_counter()
-    for listener, channel in turns:
+    for index, (listener, channel) in enumerate(turns):
         listener.send_message(channel, "go")
-        await asyncio.sleep(stagger / len(turns))
+        # On a schedule from the first message (a sleep of its own per message would add each
+        # wake-up's lateness to the next: 13-44 % longer than ``stagger`` at 170 sessions).
+        await asyncio.sleep(max(0.0, started + (index + 1) * stagger / len(turns) - time.perf_counter()))
     deadline = time.monotonic() + 600
     while sum(len(listener.ends) for listener in listeners.values()) < len(turns) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)

@@ -29,7 +29,10 @@ chunks streamed, in the run whose p99 is the median: how many, their causes by c
 blocked in the kernel), the collector's pauses by generation, and the longest ones in full.
 
 ``--workers 1,2,3`` measures ``agent-host serve --workers N`` instead, for each N in turn (N
-processes on one port, the embedded NATS server, nothing pinned; the figure is chunk written →
+processes on one port, the embedded NATS server, nothing pinned; each run on a host started for it
+on a new data directory and warmed up by a first turn per worker, as the one-process mode runs
+each on a new ``AgentHost``: a host kept from run to run would hold every earlier run's sessions,
+thousands by the end of a search, and a turn's start cost more with each; the figure is chunk written →
 frame received by the client process, which holds a connection to each worker and creates the
 sessions round robin through them (beside it, the p99 of the *steady* chunks alone: those written
 once every session was streaming, without the turn starts): ``benchmarks/_workers.py``. A count is a miss there also when
@@ -182,25 +185,57 @@ def _cpu_cells(cpu: dict[str, float]) -> str:
             f"{cpu['other']:>5.0f} | {cpu['busy']:>4.0%}")
 
 
-async def _one_count_of_workers(host: WorkersHost, pids: list[int], provider: int, base_url: str, sessions: int,
+async def _fresh_host(workers: int, base_url: str, provider: int, args: argparse.Namespace) -> WorkersHost:
+    """A new ``serve --workers N`` (plain ``serve`` for 0) on a new data directory, its first turns
+    run (unmeasured: a process's first turn imports the SDK and the turn loop)."""
+    host = WorkersHost(workers, base_url, f"paced-{round(args.rate * args.seconds)}-{args.rate:g}")
+    try:
+        await host.start()
+        await _spread_run(host, provider, max(2, 2 * workers), args)
+    except BaseException:
+        host.stop()
+        raise
+    return host
+
+
+async def _spread_run(host: WorkersHost, provider: int, sessions: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One run of ``sessions`` sessions on ``host`` (``benchmarks/_workers.py``'s client process):
+    its figures, with ``cpu``, each process's CPU per chunk from the first message to the last
+    turn's end."""
+    count = round(args.rate * args.seconds)
+    stagger = max(1.0, sessions / 200)
+    child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger,
+                         ",".join(map(str, host.workers())), "cross" if args.cross else "own")
+    try:
+        await child.expect("streaming", timeout=900)
+        # From the first message sent to the last turn's end (the sessions' creation left out).
+        window = CpuWindow(host, provider, child.process.pid)
+        await child.expect("ended", timeout=900)
+        run: dict[str, Any] = json.loads(await child.expect("result", timeout=900))
+        # Each run's workers are new processes: named by their place (worker 1, 2...), not pid.
+        places = {f"worker {pid}": f"worker {index}" for index, pid in enumerate(host.workers(), 1)}
+        run["cpu"] = {places.get(name, name): value for name, value in window.per_chunk(run["count"]).items()}
+        await child.wait()
+    finally:
+        child.kill()
+    return run
+
+
+async def _one_count_of_workers(workers: int, provider: int, base_url: str, sessions: int,
                                 args: argparse.Namespace) -> tuple[bool, str]:
-    """Run ``sessions`` sessions on ``serve --workers`` ``--repeat`` times: whether the median p99 held."""
+    """Run ``sessions`` sessions on ``serve --workers`` ``--repeat`` times, each run on a fresh host
+    (as the one-process mode's): whether the median p99 held. A host kept from run to run would
+    hold every earlier run's sessions, and a host's turn start costs more with every session it
+    holds (``benchmarks/README.md``, "The ceiling of ``capacity.py --workers``")."""
     count = round(args.rate * args.seconds)
     stagger = max(1.0, sessions / 200)
     runs = []
     for _ in range(args.repeat):
-        child = ChildProcess(__file__, "spread", host.address, f"paced-{count}-{args.rate:g}", sessions, stagger, ",".join(map(str, pids)),
-                             "cross" if args.cross else "own")
+        host = await _fresh_host(workers, base_url, provider, args)
         try:
-            await child.expect("streaming", timeout=900)
-            # From the first message sent to the last turn's end (the sessions' creation left out).
-            window = CpuWindow(host, provider, child.process.pid)
-            await child.expect("ended", timeout=900)
-            runs.append(json.loads(await child.expect("result", timeout=900)))
-            runs[-1]["cpu"] = window.per_chunk(runs[-1]["count"])
-            await child.wait()
+            runs.append(await _spread_run(host, provider, sessions, args))
         finally:
-            child.kill()
+            host.stop()
     p99 = median([run["p99"] for run in runs])
     planned_s = count / args.rate + stagger
     lasted = median([run["seconds"] for run in runs])
@@ -213,7 +248,7 @@ async def _one_count_of_workers(host: WorkersHost, pids: list[int], provider: in
     line = (f"{sessions:>8} | {p99:>9.2f} | {steady:>10.2f} | {median([run['median'] for run in runs]):>9.2f} | {_cpu_cells(cpu)} | "
             f"{lasted:>8.2f} / {planned_s:>5.2f} | "
             f"{'held' if held else 'missed'}{' (chunks were read late: the streams lasted longer than planned)' if fell_behind else ''}  "
-            f"[p99 of each run: {each}{f'; µs/chunk of each worker: {each_worker}' if host.count > 1 else ''}]")
+            f"[p99 of each run: {each}{f'; µs/chunk of each worker: {each_worker}' if workers > 1 else ''}]")
     return held, line
 
 
@@ -221,25 +256,18 @@ async def _workers(base_url: str, provider: int, args: argparse.Namespace) -> No
     counts = [int(n) for n in args.workers.split(",")]
     read = "; each worker's sessions read through the next worker (--cross)" if args.cross else ""
     print(f"capacity of agent-host serve --workers N at p99 chunk → frame received ≤ {args.limit_ms:g} ms, {args.rate:g} chunks/s "
-          f"per session, median of {args.repeat}; {machine_note()}; nothing pinned{read}")
+          f"per session, median of {args.repeat}, each run on a fresh host; {machine_note()}; nothing pinned{read}")
     print(f"command: {command_line()}")
     held: dict[int, int] = {}
     for workers in counts:
-        host = WorkersHost(workers, base_url, f"paced-{round(args.rate * args.seconds)}-{args.rate:g}")
-        try:
-            await host.start()
-            pids = host.workers()
-            print(f"--workers {workers} (worker pids {pids})" if workers else f"--workers 0: plain serve, no NATS (pid {pids[0]})")
-            await _one_count_of_workers(host, pids, provider, base_url, max(2, 2 * workers), argparse.Namespace(**{**vars(args), "repeat": 1}))  # warm-up
-            print(f"{'sessions':>8} | {'p99 ms':>9} | {'steady p99':>10} | {'median ms':>9} | {CPU_HEADER} | {'streamed s / planned':>19} |")
-            held_at, missed_at = await _search(lambda n, h=host, p=pids: _one_count_of_workers(h, p, provider, base_url, n, args), args)
-            held[workers] = held_at
-            print(_verdict(f"--workers {workers}", held_at, missed_at, args), flush=True)
-        finally:
-            host.stop()
+        print(f"--workers {workers}" if workers else "--workers 0: plain serve, no NATS")
+        print(f"{'sessions':>8} | {'p99 ms':>9} | {'steady p99':>10} | {'median ms':>9} | {CPU_HEADER} | {'streamed s / planned':>19} |")
+        held_at, missed_at = await _search(lambda n, w=workers: _one_count_of_workers(w, provider, base_url, n, args), args)
+        held[workers] = held_at
+        print(_verdict(f"--workers {workers}", held_at, missed_at, args), f"(load average now {machine_note().split('average ')[1]})", flush=True)
     if counts and held.get(counts[0]):
         print("relative to --workers {}: {}".format(counts[0], ", ".join(
-            f"{n} workers {held[n] / held[counts[0]]:.2f}x" for n in counts)))
+            f"{f'{n} workers' if n else 'plain serve'} {held[n] / held[counts[0]]:.2f}x" for n in counts)))
     print(f"load average after the run: {machine_note()}")
 
 

@@ -697,8 +697,7 @@ class AgentHost:
         if uri is None:
             raise RpcError(ErrorCode.INVALID_PARAMS, "channel must be a session URI: ahp-session:/ or <provider>:/ followed by a UUID, "
                            "or an id of at most 128 letters, digits, '.', '_' and '-' (e.g. ahp-session:/<uuid>).")
-        ident = session_id(uri)
-        if uri in self.store or any(session_id(other) == ident for other, _ in self.store.channels("session")):
+        if uri in self.store or self.session_uri(uri) is not None:
             raise RpcError(ErrorCode.SESSION_ALREADY_EXISTS, f"A session already exists at {requested}; pick a new URI.")
         model = params.get("model")
         if isinstance(model, str):
@@ -850,13 +849,24 @@ class AgentHost:
         self._turn_index.pop(chat, None)
 
     def session_uri(self, name: Any) -> str | None:
-        """The internal URI of a session named by its internal or its 0.2.0 URI; None if none."""
+        """The internal URI of a session named by its internal or its 0.2.0 URI; None if none.
+
+        Asked for every action a 0.2.0 client dispatches: a session's internal URI is its agent's
+        name and its id (``create_session``), so it is looked up under each configured agent, and
+        only a session of none of them (its agent since removed from the config, or another
+        process's) is searched for among every channel, which costs in proportion to the sessions
+        held (``benchmarks/README.md``, "The ceiling of ``capacity.py --workers``")."""
         if self.store.kind(name) == "session":
             return name
         ident = session_id(name)
         if ident is None:
             return None
-        return next((uri for uri, _ in self.store.channels("session") if session_id(uri) == ident), None)
+        for provider in self.agents:
+            uri = f"{provider}:/{ident}"
+            if self.store.kind(uri) == "session":
+                return uri
+        suffix = f":/{ident}"
+        return next((uri for uri, _ in self.store.channels("session") if uri.endswith(suffix) and session_id(uri) == ident), None)
 
     def session_chats(self, uri: str) -> list[str]:
         """The chat channels of a session (its catalogue)."""
