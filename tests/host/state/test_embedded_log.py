@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import shutil
 import json
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
