@@ -524,9 +524,10 @@ class Journal:
             self._insert_plain(plain, sizes)
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
             # Marks are lists of pairs of ints: orjson's bytes are ``encode``'s text (one a streamed piece).
-            dumps = orjson.dumps
-            self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
-                                                for entry, seq, marks, content in (*self._tail_texts, *texts)])
+            if self._tail_texts or texts:  # (a turn's start and end have none: no statement to run)
+                dumps = orjson.dumps
+                self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
+                                                    for entry, seq, marks, content in (*self._tail_texts, *texts)])
             if settling:
                 self._next_generation()
             self._db.execute("COMMIT")
