@@ -4,7 +4,8 @@ It watches the store (as an observer) and, for each chat of a session (internal 
 
 * ``chat/turnStarted``, or ``chat/turnResume`` reopening a turn that ended in a resumable error
   → start the agent's ``run_turn`` in a task (a resumed turn runs again from its message, its
-  earlier parts kept); when it returns, dispatch
+  earlier parts kept), whose first step's actions (up to its first wait) are committed with the
+  turn's start in one journal transaction (``Store.commit_with_next_step``); when it returns, dispatch
   ``chat/turnComplete``; when it raises ``TurnFailed``, ``chat/error`` with an error part holding
   its ``ErrorInfo``; any other exception is our bug: logged, and the turn ends with an error that
   says so. Every end carries the turn's ``duration`` (host clock, milliseconds since ``startedAt``);
@@ -230,10 +231,13 @@ class TurnRunner:
         task = asyncio.get_running_loop().create_task(self._run(agent, ctx), name=f"turn {turn['id']}")
         self._tasks[chat] = (turn["id"], task)
         self._contexts[chat] = ctx
+        # What the task's first step dispatches before it first waits (a provider turn's "Waiting
+        # for" activity) is committed with the turn's start, and their frames leave together: one
+        # journal transaction a turn fewer. A step that waits first (a hook) leaves the start alone.
+        store.commit_with_next_step()
 
     async def _run(self, agent: Agent | None, ctx: TurnContext) -> None:
         try:
-            await asyncio.sleep(0)  # let the turnStarted echo go out before the first part
             if agent is None:
                 raise TurnFailed("providerNotFound", "This session's agent is no longer configured; create a new session.")
             await agent.run_turn(ctx)

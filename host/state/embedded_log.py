@@ -19,6 +19,8 @@ Invariants:
   (``when_durable``, or ``flush`` before a write), so a frame never leaves before its action is
   durable. (A timer per append, cancelled by the commit of the same tick, cost a timer handle and
   its pushing and popping on the event loop's heap per streamed token: ``benchmarks/chunk_end_to_end.py``.)
+  A tick may ask that what the callbacks it queued append joins its commit
+  (``commit_with_next_step``: a turn's start and its task's first step, one transaction).
 * **The replay window** holds a contiguous run of the newest envelopes, at most ``replay_capacity``
   of them and ``replay_chars`` characters of their JSON (the newest always); a gap it cannot cover
   makes ``replay`` return None and the caller falls back to snapshots. The journal keeps the same
@@ -153,6 +155,8 @@ class EmbeddedLog:
         self._flush_timer: asyncio.TimerHandle | None = None
         self._tick_armed = False
         """The end of this tick commits (``_end_of_tick`` is queued)."""
+        self._next_step_joins = False
+        """This tick's commit waits one loop iteration more (``commit_with_next_step``)."""
         self._last_commit = 0.0
         self._on_commit: list[Callable[[], None]] = []
         self.checkpoint_task: asyncio.Future[None] | None = None
@@ -334,10 +338,23 @@ class EmbeddedLog:
         self._tick_armed = True
         loop.call_soon(self._end_of_tick)
 
+    def commit_with_next_step(self) -> None:
+        """What the callbacks this tick queued append (a turn's task's first step, queued after this
+        tick's end-of-tick commit) joins this tick's commit: ``_end_of_tick`` waits one loop
+        iteration more, once, so that both are one transaction and their frames leave together (a
+        crash between them is not possible: neither is durable, and no frame of either left,
+        before the one commit). Nothing when this tick appended nothing."""
+        if self._tick_armed:
+            self._next_step_joins = True
+
     def _end_of_tick(self) -> None:
         """Commit what was appended (a group commit: not sooner than ``MIN_COMMIT_INTERVAL`` after the
         last one, by a timer then), which runs the callbacks waiting for it; with nothing to commit,
         run them now."""
+        if self._next_step_joins:  # ``commit_with_next_step``: after the callbacks queued behind this one
+            self._next_step_joins = False
+            asyncio.get_running_loop().call_soon(self._end_of_tick)
+            return
         self._tick_armed = False
         if self.journal is None or not self.journal.dirty:
             if self._on_commit:

@@ -817,6 +817,13 @@ class Store:
         """Call ``callback`` once everything logged so far is durable (``host.state.log``)."""
         self.log.when_durable(callback)
 
+    def commit_with_next_step(self) -> None:
+        """What the callbacks queued so far in this tick dispatch (a turn's task's first step)
+        is made durable with what this tick logged, in one commit: the embedded log's
+        (``EmbeddedLog.commit_with_next_step``); another log commits as it does."""
+        if self._embedded is not None:
+            self._embedded.commit_with_next_step()
+
     # -- the embedded log's parts, as tests and benchmarks reach for them ----------------------
 
     @property

@@ -43,6 +43,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
 from pydantic import ValidationError
 
 import providers
@@ -126,7 +127,11 @@ class TranscriptStore:
         """Characters held over every session."""
 
     def save(self, session: str, turn_id: str, messages: Sequence[Message]) -> None:
-        body = json.dumps([providers.MessageAdapter.dump_python(m, mode="json") for m in messages])
+        items = [providers.MessageAdapter.dump_python(m, mode="json") for m in messages]
+        try:
+            body = orjson.dumps(items).decode()
+        except orjson.JSONEncodeError:  # an integer past 64 bits in a provider's native payload
+            body = json.dumps(items)
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO transcripts (session, turn_id, messages) VALUES (?, ?, ?)",

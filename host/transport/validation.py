@@ -19,6 +19,7 @@ may type in, and no messages into a chat whose ``interactivity`` is ``read-only`
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from ahp.dialects.catalogue import ACTION_INTRODUCED_IN
@@ -106,12 +107,25 @@ def _turn_started(state: dict[str, Any], action: dict[str, Any], client_id: str)
         return "Malformed chat/turnStarted: turnId must be a non-empty string."
     if not isinstance(action.get("message"), dict):
         return "Malformed chat/turnStarted: message is required."
-    if any(isinstance(turn, dict) and turn.get("id") == turn_id for turn in state.get("turns") or ()):
+    if _turn_id_used(state.get("turns") or (), turn_id):
         return f"Turn id {turn_id} is already used in this chat; pick a new id."
     queued_id = action.get("queuedMessageId")
     if queued_id is not None and not pending_exists(state, queued_id):
         return f"There is no pending message with id {queued_id}."
     return None
+
+
+_TURN_ID = operator.itemgetter("id")
+
+
+def _turn_id_used(turns: Any, turn_id: str) -> bool:
+    """Whether a turn of ``turns`` has the id ``turn_id``. Asked at every turn's start, of every
+    turn the chat holds: compared in C over the turns' ids (turn states are dicts with an id), and
+    only a list that holds something else is walked in Python."""
+    try:
+        return turn_id in map(_TURN_ID, turns)
+    except (KeyError, TypeError, IndexError):
+        return any(isinstance(turn, dict) and turn.get("id") == turn_id for turn in turns)
 
 
 def _turn_resume(state: dict[str, Any], action: dict[str, Any], client_id: str) -> str | None:

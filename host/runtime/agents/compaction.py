@@ -19,6 +19,7 @@ The token arithmetic (estimates, cutting tool output, the summary request) is ``
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,8 @@ from providers import Message, ModelStream, Provider, ProviderError
 
 __all__ = ["Compaction"]
 
+_TURN_ID = operator.methodcaller("get", "id")
+
 
 class Compaction:
     def __init__(self, transcripts: Callable[[], TranscriptStore], settings: TurnSettings, notify: Callable[[TurnContext, str], None]) -> None:
@@ -41,7 +44,7 @@ class Compaction:
 
     def past(self, session: str, finished: list[dict[str, Any]], kept: KeptPast | None = None) -> list[Message]:
         transcripts = self._transcripts()
-        ids = [str(t.get("id")) for t in finished]
+        ids = list(map(str, map(_TURN_ID, finished)))  # (before every turn, of every finished turn: in C)
         found = transcripts.compaction(session, ids)
         prefix: list[Message] = [summary_message(found[1])] if found else []
         start = found[0] + 1 if found else 0

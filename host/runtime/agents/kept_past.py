@@ -28,6 +28,8 @@ from providers import Message
 
 __all__ = ["KEPT_CHATS", "KeptPast", "kept_for"]
 
+_TURN_ID = operator.methodcaller("get", "id")
+
 
 class KeptPast:
     """One chat's conversation of finished turns, as the last turn built it (see the module docstring)."""
@@ -51,7 +53,7 @@ class KeptPast:
         summary: tuple[object, list[Message]],
     ) -> list[Message]:
         key, summary_messages = summary
-        transcripts = [stored.get(str(turn.get("id"))) for turn in turns]
+        transcripts = list(map(stored.get, map(str, map(_TURN_ID, turns))))  # (of every finished turn: in C)
         count = len(self._turns)
         if (
             count

@@ -63,7 +63,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ class CustomizationContributor(Contributor):
         if owner is not None and isinstance(owner.usable, plugins.LoadedPlugin):
             # A plugin's agent runs its commands with the plugin's variables, as its hooks do.
             ctx.grants = TurnGrants(environment=plugin_environment(owner.usable.root, owner.usable.data_dir))
-        invocation = plugins.parse_slash(text, runtime.slash_entries())
+        invocation = plugins.parse_slash(text, _slash_entries(runtime))
         if invocation is not None and isinstance(invocation.entry.target, McpPrompt):
             message = await self._mcp_prompt(runtime, message, invocation.entry.target, invocation.arguments)
         elif invocation is not None:
@@ -369,13 +369,17 @@ class CustomizationContributor(Contributor):
         if runtime is None:
             return None
         subagent = _subagent(ctx, runtime)
-        answer = _last_answer(ctx)
         if subagent is not None:
             agent_id, agent_type = subagent
-            results = await runtime.fire(plugins.LifecyclePoint.SUBAGENT_STOP, agent_type, stop_hook_active=active,
-                                         agent_id=agent_id, agent_type=agent_type, last_assistant_message=answer)
+            if not runtime.fires(plugins.LifecyclePoint.SUBAGENT_STOP, agent_type):
+                results = []  # no hook: the answer is not gathered for one
+            else:
+                results = await runtime.fire(plugins.LifecyclePoint.SUBAGENT_STOP, agent_type, stop_hook_active=active,
+                                             agent_id=agent_id, agent_type=agent_type, last_assistant_message=_last_answer(ctx))
+        elif not runtime.fires(plugins.LifecyclePoint.STOP):
+            results = []
         else:
-            results = await runtime.fire(plugins.LifecyclePoint.STOP, stop_hook_active=active, last_assistant_message=answer)
+            results = await runtime.fire(plugins.LifecyclePoint.STOP, stop_hook_active=active, last_assistant_message=_last_answer(ctx))
         _show(ctx, runtime)
         for result in results:
             if result.stopped:
@@ -484,6 +488,12 @@ def _subagent(ctx: TurnContext, runtime: SessionCustomizations) -> tuple[str, st
         return None
     agent = runtime.agent(ctx.agent)
     return parsed[1], agent.name if agent is not None else "general-purpose"
+
+
+def _slash_entries(runtime: SessionCustomizations) -> Iterator[plugins.SlashEntry]:
+    """The session's slash entries, gathered only once read: ``parse_slash`` reads them only for a
+    message that starts with a slash command."""
+    yield from runtime.slash_entries()
 
 
 def _last_answer(ctx: TurnContext) -> str:

@@ -250,6 +250,11 @@ class SessionCustomizations:
 
     # -- hooks ---------------------------------------------------------------------------------
 
+    def fires(self, when: plugins.HookEvent | plugins.LifecyclePoint, subject: str | None = None) -> bool:
+        """Whether a usable container has a hook for ``when`` whose matcher accepts ``subject``
+        (before its ``if`` condition): what ``fire`` would run is worth its payload."""
+        return bool(plugins.select_hooks(self.usable(), when, subject))
+
     async def fire(self, when: plugins.HookEvent | plugins.LifecyclePoint, subject: str | None = None, *,
                    only: set[str] | None = None, call: HookCall | None = None, **fields: Any) -> list[plugins.HookResult]:
         """Run the hooks of usable containers (``only`` those ids, when given) that fire for
@@ -259,16 +264,20 @@ class SessionCustomizations:
         words, and its hooks' ``if`` conditions are checked against the call. Hooks with
         ``async`` run in the background (not in the results). Every hook's ``systemMessage`` and
         failure joins ``notices``."""
-        cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
         aliases: tuple[str, ...] = ()
         if call is not None:
             subject = claude_name(call.name)
             aliases = (call.name, *matcher_names(call.name))
+        usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
+        selected = plugins.select_hooks(usable, when, subject, aliases)
+        if not selected:
+            return []  # (before the working directory's ``stat``: nearly every event of a turn has no hook)
+        cwd = self.working_directory if self.working_directory is not None and self.working_directory.is_dir() else None
+        if call is not None:
             fields = {"tool_name": subject,
                       "tool_input": to_claude_input(call.name, call.arguments, cwd=str(cwd) if cwd else None),
                       "tool_use_id": call.tool_use_id, **fields}
-        usable = [c.usable for c in self.containers if c.usable is not None and (only is None or c.id in only)]
-        hooks = [hook for hook in plugins.select_hooks(usable, when, subject, aliases) if self._condition_holds(hook, call, cwd)]
+        hooks = [hook for hook in selected if self._condition_holds(hook, call, cwd)]
         if not hooks:
             return []
         transcript = self._sync_transcript()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,47 @@ def test_the_replay_window_is_bounded_by_characters_keeping_the_newest() -> None
     assert log.replay(2, [CHAT]) is None
     big = append(log, CHAT, 1, activity("y" * 1_000))
     assert log.replay(4, [CHAT]) == [big]  # the newest always stays
+
+
+def _recovered_copy(path: Path, into: Path) -> list[int]:
+    """The numbers of the actions a host killed now would recover: the journal's files copied as
+    they are on disk (``path`` and its WAL, shared memory and tail), recovered in the copy."""
+    into.mkdir()
+    for file in path.parent.glob(f"{path.name}*"):
+        shutil.copy(file, into / file.name)
+    copy = EmbeddedLog(Journal(into / path.name))
+    recovery = at_once(copy.recover())
+    numbers = [record.seq for record in (recovery.records if recovery is not None else ()) if record.kind == "action"]
+    at_once(copy.close())
+    return numbers
+
+
+async def test_what_the_next_step_appends_joins_the_tick_s_commit_and_a_kill_keeps_both_or_neither(tmp_path: Path) -> None:
+    # A turn's start and its task's first step: the step is queued after the tick's commit, and asks
+    # to join it (``commit_with_next_step``).
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(path)
+    log = EmbeddedLog(journal)
+    loop = asyncio.get_running_loop()
+    on_disk: list[list[int]] = []
+    written: list[tuple[bool, int]] = []
+    append(log, CHAT, 1, activity("the turn starts"))
+    log.at_end_of_tick(lambda: written.append((journal.dirty, log.seq)))  # a transport's write of this tick
+    loop.call_soon(lambda: append(log, CHAT, 1, activity("its first step")))
+    log.commit_with_next_step()
+    for index in range(4):  # what a kill at each loop iteration would leave
+        on_disk.append(_recovered_copy(path, tmp_path / f"kill{index}"))
+        await asyncio.sleep(0)
+    assert written == [(False, 2)]  # the tick's frames left once both were durable, not before
+    assert on_disk[0] == [] and on_disk[-1] == [1, 2]
+    assert all(numbers in ([], [1, 2]) for numbers in on_disk)  # never the start without the step
+    # Asked for nothing, a tick commits at its end as before; and asking in a tick that logged
+    # nothing changes nothing.
+    log.commit_with_next_step()
+    append(log, CHAT, 1, activity("later"))
+    loop.call_soon(lambda: append(log, CHAT, 1, activity("a later step")))
+    await asyncio.sleep(0)  # the tick's commit ran, then the step appended
+    assert _recovered_copy(path, tmp_path / "later") == [1, 2, 3]
+    await asyncio.sleep(0.01)
+    assert not journal.dirty
+    at_once(log.close())

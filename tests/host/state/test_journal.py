@@ -6,12 +6,15 @@ what the journal committed is there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from host.state.embedded_log import at_once
 from host.state.journal import RUN_LIMIT, Journal
@@ -213,6 +216,39 @@ def test_a_journal_in_the_previous_format_is_read_and_upgraded(tmp_path: Path) -
     upgraded = open_store(path)
     assert upgraded.state(A) == expected[A]
     assert upgraded.state(B)["activity"] == "new"
+
+
+def _entries_sql(path: Path) -> str:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return str(db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'entries'").fetchone()[0])
+
+
+def test_an_older_journal_s_kind_constraint_is_rewritten_in_place_and_still_holds(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = open_store(path)
+    store.create(A, "chat", chat_state(A))
+    store.dispatch(A, {"type": "chat/activityChanged", "activity": "before"})
+    store.flush()
+    expected = store.state(A)
+    old_form = "CHECK (kind IN ('action', 'created', 'removed'))"
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:  # as a journal of an earlier build
+        version = db.execute("PRAGMA schema_version").fetchone()[0]
+        db.execute("PRAGMA writable_schema=ON")
+        db.execute("UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE name = 'entries'",
+                   ("CHECK (kind = 'action' OR kind = 'created' OR kind = 'removed')", old_form))
+        db.execute(f"PRAGMA schema_version={version + 1}")
+        db.execute("PRAGMA writable_schema=OFF")
+    assert old_form in _entries_sql(path)
+    reopened = open_store(path)
+    assert old_form not in _entries_sql(path) and "kind = 'removed'" in _entries_sql(path)
+    assert reopened.state(A) == expected  # what it held is read as before
+    reopened.dispatch(A, {"type": "chat/activityChanged", "activity": "after"})
+    reopened.flush()
+    assert open_store(path).state(A)["activity"] == "after"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        with pytest.raises(sqlite3.IntegrityError):  # the constraint still refuses another kind
+            db.execute("INSERT INTO entries(kind, channel) VALUES ('other', ?)", (A,))
 
 
 async def test_snapshots_written_in_the_background_recover_what_was_sent(tmp_path: Path) -> None:

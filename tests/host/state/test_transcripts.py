@@ -112,6 +112,16 @@ def test_a_turn_saved_while_its_session_is_held_is_what_reading_its_row_gives(tm
     assert read == held
 
 
+def test_a_native_payload_with_an_integer_past_64_bits_is_saved_and_read_back(tmp_path: Path) -> None:
+    from providers import ReasoningPart
+
+    path = tmp_path / "t.sqlite3"
+    messages = [UserMessage.of("big?"),
+                AssistantMessage(parts=(ReasoningPart(text="hm", native={"n": 2**70, "text": "é"}), TextPart(text="Big.")))]
+    TranscriptStore(path).save("s", "t1", messages)
+    assert TranscriptStore(path).load("s", ["t1"]) == {"t1": messages}
+
+
 def test_a_compaction_saved_while_its_session_is_held_is_found(tmp_path: Path) -> None:
     store = TranscriptStore(tmp_path / "t.sqlite3")
     store.save("s", "t1", _turn("one?", "One."))

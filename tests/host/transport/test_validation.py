@@ -60,3 +60,21 @@ async def test_resuming_a_turn_the_chat_does_not_have_is_refused(running_host: R
     assert [a for a in watcher.actions() if a["action"]["type"] == "chat/turnResume"] == []
     await sender.close()
     await watcher.close()
+
+
+async def test_a_turn_id_the_chat_used_already_is_refused(running_host: RunningHost) -> None:
+    sender, watcher, session, chat = await _session(running_host)
+    await sender.until(lambda: running_host.host.store.state(session)["lifecycle"] == "ready" or None)
+    ids = [str(uuid.uuid4()) for _ in range(2)]
+    for seq, turn_id in enumerate(ids, 1):
+        await _dispatch(sender, chat, seq, {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-12-06T00:00:00.000Z",
+                                            "message": {"text": "hi", "origin": {"kind": "user"}}})
+        await sender.until(lambda count=seq: len(running_host.host.store.state(chat)["turns"]) == count or None, timeout=30)
+    for seq, turn_id in enumerate(ids, 3):  # the first and the latest of the chat's turns
+        echo = await _dispatch(sender, chat, seq, {"type": "chat/turnStarted", "turnId": turn_id, "startedAt": "2026-12-06T00:00:00.000Z",
+                                                   "message": {"text": "again", "origin": {"kind": "user"}}})
+        assert echo["rejectionReason"] == f"Turn id {turn_id} is already used in this chat; pick a new id."
+    assert [turn["id"] for turn in running_host.host.store.state(chat)["turns"]] == ids
+    assert running_host.host.store.state(chat).get("activeTurn") is None
+    await sender.close()
+    await watcher.close()
