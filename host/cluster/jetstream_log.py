@@ -102,6 +102,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import logging
 import operator
@@ -121,7 +122,7 @@ from nats.js.errors import APIError, NotFoundError
 from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import ACTION_FRAME_HEAD, encode, stamped_action_frame
-from ahp.state.appends import run_key
+from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, run_key
 from host.cluster._wire import Batch, Sender, sender
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
@@ -165,6 +166,10 @@ _SEQ = operator.itemgetter("seq")
 """An acknowledgement's sequence."""
 ACTION_LINES = f"{KIND}: action\r\n{NOW}: "
 """An action's header lines, less its clock reading."""
+_ZERO_SEQ_END = ',"serverSeq":0}'
+"""How an envelope's JSON ends when ``serverSeq`` is its last key, 0 (not numbered yet): only a
+top-level last member can end the text so (a quote inside a string is escaped)."""
+_ZERO_SEQ_CUT = len(_ZERO_SEQ_END)
 Stamped = tuple[str, str]
 """An appended envelope's JSON with its ``serverSeq``, and the ``action`` frame carrying it."""
 
@@ -512,30 +517,49 @@ class JetStreamLog:
         subjects = self._subjects
         # (Not ``hasattr(outcomes, "counted")``: a miss raises and clears an AttributeError, dearer
         # than the rest of a one-record tick's queueing. No cast either: a call.)
-        told: Any = outcomes
-        counted: Any = None if isinstance(outcomes, (tuple, list)) else outcomes
-        for index, (kind, channel, now, body, _) in enumerate(entries):
-            if counted is None:
-                outcome, slot = told[index], -1
-            else:
-                outcome, slot = counted, index
+        if isinstance(outcomes, (tuple, list)):
+            told: Iterable[Any] = outcomes
+            slots: Iterable[int] = itertools.repeat(-1)
+        else:
+            told, slots = itertools.repeat(outcomes), range(len(entries))
+        # What a record costs here is paid per streamed chunk: no call but ``encode``, and the
+        # group's state looked up once for a run of its records (a tick's are mostly one group's).
+        last_group: str | None = None
+        state: _Group | None = None
+        clock: int | None = None
+        action_lines = ""
+        for (kind, channel, now, body, _), outcome, slot in zip(entries, told, slots):
             known = subjects.get(channel) or self._subjects_of(channel)
             if kind == "action":
-                assert body is not None
-                unnumbered = body.copy()
-                unnumbered.pop("serverSeq", None)
-                text = encode(unnumbered)
-                lines = f"{ACTION_LINES}{now}"
-                subject, group = known[run_key(body["action"]) is not None]
+                text = encode(body)
+                if text.endswith(_ZERO_SEQ_END):  # ``serverSeq`` 0 its last key (the store's): cut off
+                    text = text[:-_ZERO_SEQ_CUT] + "}"
+                else:
+                    unnumbered = body.copy()  # type: ignore[union-attr]
+                    unnumbered.pop("serverSeq", None)
+                    text = encode(unnumbered)
+                if now != clock:  # (a tick's actions mostly share their clock reading)
+                    clock = now
+                    action_lines = f"{ACTION_LINES}{now}"
+                lines = action_lines
+                # ``run_key(action) is not None`` (``ahp.state.appends``), without its call for
+                # the text appends: a string ``content`` is all they need.
+                action = body["action"]  # type: ignore[index]
+                tag = action.get("type")
+                subject, group = known[isinstance(action.get("content"), str) if tag in TEXT_APPENDS
+                                       else tag in RUN_ACTION_TYPES and run_key(action) is not None]
             else:
                 text = encode(body) if kind == "created" else ""
                 lines = _KIND_LINES[kind]
                 body = None
                 subject, group = known[0]
-            state = groups.get(group)
-            if state is not None and connected:
+            if group != last_group:
+                last_group = group
+                state = groups.get(group) if connected else None
+                if state is not None:
+                    ready[group] = state
+            if state is not None:
                 state.queue.append((subject, lines, text, body, outcome, slot))
-                ready[group] = state
             else:
                 _tell((subject, lines, text, body, outcome, slot),
                       LogUnavailable(f"NATS is not reachable: not writing {channel}") if not connected
@@ -674,6 +698,22 @@ class JetStreamLog:
             return
         if seqs[-1] > state.last:
             state.last = seqs[-1]
+        first = batch[0]
+        if first[5] >= 0 and first[4] is batch[len(seqs) - 1][4]:
+            # One tick's records, all of them (a tick's are queued one after another, so between
+            # its first and its last there is none of another's): counted once.
+            counted: Any = first[4]  # a Counted (no cast: it is a call)
+            results = counted.results
+            for (_, _, text, envelope, _, slot), seq in zip(batch, seqs):
+                if envelope is None:
+                    results[slot] = seq
+                else:
+                    envelope["serverSeq"] = seq
+                    results[slot] = f'{ACTION_FRAME_HEAD}{text[:-1]},"serverSeq":{seq}}}}}'
+            counted.left -= len(seqs)
+            if not counted.left:
+                counted.counted()
+            return
         for pending, seq in zip(batch, seqs):
             _, _, text, envelope, outcome, slot = pending
             if slot < 0:
