@@ -397,36 +397,34 @@ class FastSender:
     def _feed(self, reader: asyncio.StreamReader, parser: Any, feed: Callable[[bytes], None], data: bytes) -> None:
         """What arrived on the connection: the complete ``MSG`` frames on this sender's inbox at its
         head taken here while the read loop is idle, the rest fed to the reader (see the module
-        docstring). When what arrived is such frames only (the common case: a tick's
-        acknowledgements), they are found by one regular expression over all of it and checked
-        by their lengths at once; otherwise one at a time from the head."""
-        if (not data.startswith(self._prefix) or reader._waiter is None  # type: ignore[attr-defined]
-                or reader._buffer or parser.buf or parser.state != _AWAITING_CONTROL_LINE):  # type: ignore[attr-defined]
+        docstring). One reply that is all of what arrived (a chunk a tick) is taken as it is;
+        when what arrived is several and nothing else (a tick's acknowledgements), they are found
+        by one regular expression over all of it and checked by their lengths at once (no
+        Python step per byte, few per reply); otherwise one at a time from the head."""
+        found = self._head.match(data)
+        if (found is None or reader._waiter is None or reader._buffer  # type: ignore[attr-defined]
+                or parser.buf or parser.state != _AWAITING_CONTROL_LINE):
             feed(data)
             return
-        frames: list[Any] = self._frames.findall(data)
-        size = sum(map(len, map(_PAYLOAD, frames)))
-        if (size + sum(map(len, map(_LINE, frames))) + 2 * len(frames) == len(data)
-                and size == sum(map(int, map(_SIZE, frames)))):  # all of it, each payload whole
+        start = found.end()
+        size = int(found[3])
+        frames: list[Any]
+        if start + size + 2 == len(data) and data.endswith(b"\r\n"):  # one reply, all of it (a chunk a tick)
+            frames = [(b"", found[1], found[2], b"", data[start:-2])]
             at = len(data)
         else:
-            frames = []
-            size = at = 0
-            found = self._head.match(data)
-            while found is not None:
-                start = found.end()
-                end = start + int(found[3])
-                if data[end:end + 2] != b"\r\n":
-                    break  # not all here yet (or not a frame): the parser's business
-                frames.append((b"", found[1], found[2], found[3], data[start:end]))
-                size += end - start
-                at = end + 2
-                found = self._head.match(data, at) if at < len(data) else None
-            if not frames:
-                feed(data)
-                return
+            frames = self._frames.findall(data)
+            size = sum(map(len, map(_PAYLOAD, frames)))
+            if (size + sum(map(len, map(_LINE, frames))) + 2 * len(frames) == len(data)
+                    and size == sum(map(int, map(_SIZE, frames)))):  # all of it replies, each payload whole
+                at = len(data)
+            else:
+                frames, size, at = self._at_head(data)
+                if not frames:
+                    feed(data)
+                    return
         waiting = self._waiting
-        key = None
+        key = b""
         call: _Call | None = None
         for _, got, number, _, payload in frames:
             if got != key:
@@ -446,6 +444,24 @@ class FastSender:
         stats["in_bytes"] += size
         if at < len(data):
             feed(data[at:])
+
+
+    def _at_head(self, data: bytes) -> tuple[list[Any], int, int]:
+        """The complete replies at the head of ``data``, one after the other (as
+        ``_frames``' groups), their payloads' size, and where they end."""
+        frames: list[Any] = []
+        size = at = 0
+        found = self._head.match(data)
+        while found is not None:
+            start = found.end()
+            end = start + int(found[3])
+            if data[end:end + 2] != b"\r\n":
+                break  # not all here yet (or not a frame): the parser's business
+            frames.append((b"", found[1], found[2], found[3], data[start:end]))
+            size += end - start
+            at = end + 2
+            found = self._head.match(data, at) if at < len(data) else None
+        return frames, size, at
 
 
 class _Call:

@@ -102,7 +102,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import json
 import logging
 import operator
@@ -220,13 +219,15 @@ class Record:
     an owner marker's ``{"holder"}`` (who claimed the group); None for ``removed``."""
 
 
-_Pending = tuple[str, str, str, "dict[str, Any] | None", "Outcome | Counted", int]
-"""A record queued to leave: ``(subject, lines, text, envelope, outcome, slot)``. ``lines``: its
+_Pending = tuple[str, str, str, "dict[str, Any] | None", "Outcome | Counted", int, str]
+"""A record queued to leave: ``(subject, lines, text, envelope, outcome, slot, stem)``. ``lines``: its
 header lines but the fence and the name (``Ahp-Kind``, and an action's ``Ahp-Now``, the clock
 reading its reducer used); ``text``: the payload, an action's envelope serialised without
 ``serverSeq``, a created channel's ``{"kind", "state"}``, nothing for ``removed``; ``envelope``:
 an action's (stamped once stored), else None; ``outcome``: where its result goes, an
-:class:`Outcome` (``slot`` -1) or a :class:`Counted` (its ``slot``). A plain tuple: one is made
+:class:`Outcome` (``slot`` -1) or a :class:`Counted` (its ``slot``); ``stem``: an action's
+``text`` less its closing brace (its stamped frame is built around it: no slice per record then),
+else empty. A plain tuple: one is made
 per record, and its first three items are the wire's request as they are (``_wire.Request``)."""
 
 
@@ -517,27 +518,26 @@ class JetStreamLog:
         subjects = self._subjects
         # (Not ``hasattr(outcomes, "counted")``: a miss raises and clears an AttributeError, dearer
         # than the rest of a one-record tick's queueing. No cast either: a call.)
-        if isinstance(outcomes, (tuple, list)):
-            told: Iterable[Any] = outcomes
-            slots: Iterable[int] = itertools.repeat(-1)
-        else:
-            told, slots = itertools.repeat(outcomes), range(len(entries))
+        told: Any = outcomes
+        counted: Any = None if isinstance(outcomes, (tuple, list)) else outcomes
         # What a record costs here is paid per streamed chunk: no call but ``encode``, and the
         # group's state looked up once for a run of its records (a tick's are mostly one group's).
-        last_group: str | None = None
+        last_group = ""
         state: _Group | None = None
-        clock: int | None = None
+        clock = -1
         action_lines = ""
-        for (kind, channel, now, body, _), outcome, slot in zip(entries, told, slots):
+        for index, (kind, channel, now, body, _) in enumerate(entries):
             known = subjects.get(channel) or self._subjects_of(channel)
             if kind == "action":
                 text = encode(body)
                 if text.endswith(_ZERO_SEQ_END):  # ``serverSeq`` 0 its last key (the store's): cut off
-                    text = text[:-_ZERO_SEQ_CUT] + "}"
+                    stem = text[:-_ZERO_SEQ_CUT]
+                    text = stem + "}"
                 else:
                     unnumbered = body.copy()  # type: ignore[union-attr]
                     unnumbered.pop("serverSeq", None)
                     text = encode(unnumbered)
+                    stem = text[:-1]
                 if now != clock:  # (a tick's actions mostly share their clock reading)
                     clock = now
                     action_lines = f"{ACTION_LINES}{now}"
@@ -550,18 +550,21 @@ class JetStreamLog:
                                        else tag in RUN_ACTION_TYPES and run_key(action) is not None]
             else:
                 text = encode(body) if kind == "created" else ""
+                stem = ""
                 lines = _KIND_LINES[kind]
                 body = None
                 subject, group = known[0]
-            if group != last_group:
+            if group is not last_group:  # (equal groups not the same object: looked up again, no harm)
                 last_group = group
                 state = groups.get(group) if connected else None
                 if state is not None:
                     ready[group] = state
+            pending = ((subject, lines, text, body, counted, index, stem) if counted is not None
+                       else (subject, lines, text, body, told[index], -1, stem))
             if state is not None:
-                state.queue.append((subject, lines, text, body, outcome, slot))
+                state.queue.append(pending)
             else:
-                _tell((subject, lines, text, body, outcome, slot),
+                _tell(pending,
                       LogUnavailable(f"NATS is not reachable: not writing {channel}") if not connected
                       else NotOwner(channel, None))
         if send:
@@ -704,18 +707,18 @@ class JetStreamLog:
             # its first and its last there is none of another's): counted once.
             counted: Any = first[4]  # a Counted (no cast: it is a call)
             results = counted.results
-            for (_, _, text, envelope, _, slot), seq in zip(batch, seqs):
+            for (_, _, _, envelope, _, slot, stem), seq in zip(batch, seqs):
                 if envelope is None:
                     results[slot] = seq
                 else:
                     envelope["serverSeq"] = seq
-                    results[slot] = f'{ACTION_FRAME_HEAD}{text[:-1]},"serverSeq":{seq}}}}}'
+                    results[slot] = f'{ACTION_FRAME_HEAD}{stem},"serverSeq":{seq}}}}}'
             counted.left -= len(seqs)
             if not counted.left:
                 counted.counted()
             return
         for pending, seq in zip(batch, seqs):
-            _, _, text, envelope, outcome, slot = pending
+            _, _, _, envelope, outcome, slot, stem = pending
             if slot < 0:
                 _tell(pending, seq)
                 continue
@@ -724,7 +727,7 @@ class JetStreamLog:
                 tick.results[slot] = seq
             else:
                 envelope["serverSeq"] = seq
-                tick.results[slot] = f'{ACTION_FRAME_HEAD}{text[:-1]},"serverSeq":{seq}}}}}'
+                tick.results[slot] = f'{ACTION_FRAME_HEAD}{stem},"serverSeq":{seq}}}}}'
             tick.left -= 1
             if not tick.left:
                 tick.counted()
@@ -1007,7 +1010,7 @@ def _tell(pending: _Pending, result: int | BaseException) -> None:
     with it, and its outcome gets its frame, or the stamped pair for an :class:`Outcome`), or
     refused with ``result`` (an exception). An :class:`Outcome` already done (a future its caller
     cancelled) is left as it is."""
-    _, _, text, envelope, outcome, slot = pending
+    _, _, text, envelope, outcome, slot, _ = pending
     if slot >= 0:
         tick: Any = outcome  # a Counted (no cast: a call)
         if isinstance(result, BaseException) or envelope is None:

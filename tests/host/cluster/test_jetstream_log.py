@@ -293,6 +293,52 @@ async def test_a_tick_counted_in_one_outcome_gets_each_record_s_frame_number_or_
     assert envelopes[2]["serverSeq"] == 0
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "plain"])
+async def test_a_tick_of_streamed_text_and_other_actions_is_stored_each_on_its_subject_with_its_own_number(
+        nats_server: EmbeddedNats, fast: bool) -> None:
+    log = await JetStreamLog.connect(nats_server.url, holder="texts", fast_wire=fast)
+    try:
+        await log.claim(SESSION)
+        chat = default_chat_uri(SESSION)
+        turn = {"turnId": "t1"}
+        actions = [  # (action, streamed text: what ahp.state.appends.run_key says)
+            ({"type": "chat/delta", **turn, "partId": "p", "content": "héllo"}, True),
+            ({"type": "chat/reasoning", **turn, "partId": "r", "content": "so"}, True),
+            ({"type": "chat/toolCallDelta", **turn, "toolCallId": "c", "content": "{\"a\""}, True),
+            ({"type": "chat/toolCallDelta", **turn, "toolCallId": "c", "content": "1", "invocationMessage": "m"}, False),
+            ({"type": "chat/delta", **turn, "partId": "p", "content": None}, False),
+            ({"type": "test/step", "i": 5}, False)]
+        envelopes: list[dict] = []
+        for n, (action, _) in enumerate(actions):  # serverSeq last and 0 (the store's), or not
+            if n % 3 == 0:
+                envelopes.append({"channel": chat, "action": action, "serverSeq": 0})
+            elif n % 3 == 1:
+                envelopes.append({"channel": chat, "serverSeq": 0, "action": action})
+            else:
+                envelopes.append({"channel": chat, "action": action, "serverSeq": 0, "origin": {"clientId": "c"}})
+        coarse: list[Record] = []
+        stop = await log.follow(0, coarse.append, subjects=[log.subjects.coarse])
+        tick = Tick(len(envelopes))
+        log.queue_tick([("action", chat, 7, envelope, None) for envelope in envelopes], tick)
+        results = await asyncio.wait_for(tick.ended, 10)
+        seqs = [envelope["serverSeq"] for envelope in envelopes]
+        assert seqs == sorted(set(seqs)) and seqs[0] > 0  # each its own number, in order
+        records = await log.read(seqs[0] - 1)
+        assert [(r.seq, r.body, r.now) for r in records] == [(e["serverSeq"], e, 7) for e in envelopes]
+        # One serialisation: the frame is the text a reader of the stream rebuilds (serverSeq last).
+        assert results == [action_frame(record.body)[1] for record in records]
+        for _ in range(100):
+            if any(r.seq >= seqs[-1] for r in coarse) or coarse and actions[-1][1]:
+                break
+            await asyncio.sleep(0.02)
+        await stop()
+        # The coarse filter leaves streamed text out: the server chose by each record's subject.
+        assert [r.seq for r in coarse if r.kind == "action"] == [
+            seq for seq, (_, streamed) in zip(seqs, actions) if not streamed]
+    finally:
+        await log.close()
+
+
 async def test_a_reader_from_a_sequence_sees_the_same_tail_as_a_reader_from_the_start(log: JetStreamLog) -> None:
     other = "ahp-session:/other"
     await log.claim(SESSION)
