@@ -102,10 +102,16 @@ _NONE = object()
 _NUMBERS = tuple(map(str, range(1024)))
 """Request numbers as text (a batch's are looked up here, not formatted one by one)."""
 
+_BYTE_NUMBERS = tuple(number.encode() for number in _NUMBERS)
+"""The same as they come back in reply subjects."""
+
 _LINE = operator.itemgetter(0)
+_CALL = operator.itemgetter(1)
+_NUMBER = operator.itemgetter(2)
 _SIZE = operator.itemgetter(3)
 _PAYLOAD = operator.itemgetter(4)
-"""A reply's control line, its size as the server said it and its payload (``FastSender._frames``' groups)."""
+"""A reply's control line, its call, its number, its size as the server said it and its payload
+(``FastSender._frames``' groups)."""
 
 _NO_REPLY = ConnectionClosedError()
 """A reply slot's value until its reply comes (never handed over: a call finishes once every slot is filled)."""
@@ -424,21 +430,38 @@ class FastSender:
                     feed(data)
                     return
         waiting = self._waiting
-        key = b""
-        call: _Call | None = None
-        for _, got, number, _, payload in frames:
-            if got != key:
-                key = got
-                call = waiting.get(got)
-            if call is not None:  # (else too late: its call already timed out)
-                call.replies[int(number) - call.base] = payload
-                call.left -= 1
-                if not call.left:  # (``_Call.finish``, inline)
-                    del waiting[got]
-                    try:
-                        call.done(call.replies)
-                    except Exception:  # inside the transport's read callback: nothing may escape into it
-                        logger.exception("handling the replies to a batch of requests failed")
+        key = frames[0][1]
+        call = waiting.get(key)
+        count = len(frames)
+        in_order = False
+        if call is not None and 1 < count <= call.left and len(set(map(_CALL, frames))) == 1:
+            first = int(frames[0][2])
+            index = first - call.base
+            in_order = (0 <= index <= len(call.replies) - count
+                        and tuple(map(_NUMBER, frames)) == _BYTE_NUMBERS[first:first + count])
+        if in_order:
+            # Replies of one call, one after the other, and nothing else (a tick of one session):
+            # put in their places at once, no Python step per reply.
+            assert call is not None
+            call.replies[index:index + count] = map(_PAYLOAD, frames)
+            call.left -= count
+            if not call.left:
+                del waiting[key]
+                call.finish()
+        else:
+            for _, got, number, _, payload in frames:
+                if got != key:
+                    key = got
+                    call = waiting.get(got)
+                if call is not None:  # (else too late: its call already timed out)
+                    call.replies[int(number) - call.base] = payload
+                    call.left -= 1
+                    if not call.left:  # (``_Call.finish``, inline)
+                        del waiting[got]
+                        try:
+                            call.done(call.replies)
+                        except Exception:  # inside the transport's read callback: nothing may escape into it
+                            logger.exception("handling the replies to a batch of requests failed")
         stats = self.client.stats
         stats["in_msgs"] += len(frames)
         stats["in_bytes"] += size
