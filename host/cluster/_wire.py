@@ -29,7 +29,8 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   text, one f-string per request, and encoded once) and hands them to the transport at once (the asyncio
   transport under the client's stream writer, ``_transport._io_writer.transport``), behind
   whatever the client had pending, instead of waking the client's flusher task; replies come to
-  one subscription of its own (``_INBOX.<id>.*``), each to the future of its call, handed on by
+  one subscription of its own (``_INBOX.<id>.*``; request ``i`` of call ``c`` is answered on
+  ``<inbox>c-i``, so one entry per call waits, not one per request), each to its call, handed on by
   the subscription's queue as the client's read loop puts it there (a fourth internal,
   ``Subscription._pending_queue``; without it, through a callback of the subscription). It skips the
   flusher's ``drain``: what is in flight is bounded by the log itself (one batch per owner group
@@ -46,7 +47,11 @@ calls it as the reply is read, a loop turn sooner than a future's callbacks woul
   plain ``MSG`` frames on its own inbox, complete, it takes those frames itself and hands each
   reply to its batch there and then (a batch's ``done`` once its last reply is in); the rest of the bytes (or all of them, in any other case)
   go to the reader as before, in order, so the read loop sees exactly the stream it would have
-  seen minus the frames taken from its head. A reply with headers (``HMSG``: the server's "no
+  seen minus the frames taken from its head. What a reply costs there is kept off Python's
+  steps: a read that is one reply is taken as it is; a read that is several and nothing else (a
+  tick's acknowledgements) is cut by one regular expression over all of it and checked by the
+  lengths at once, and replies of one call in order go into their places as one slice; anything
+  else is taken frame by frame from the head. A reply with headers (``HMSG``: the server's "no
   responders" status) or split across reads takes the usual way. The reader is wrapped again
   after a reconnect (nats-py connects its transport object again, with a new stream reader and
   writer: which one is taken on is checked at each send).

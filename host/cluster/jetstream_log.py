@@ -56,11 +56,17 @@ handled by one callback once all of them came, without a task; only a refusal or
 acknowledgement is worked out in one. What a record costs is kept to a few lines of Python, as
 it is paid per streamed chunk: a queued record is a plain tuple (its subject, its header lines
 but the fence and the name, its payload, ...), whose first three items the wire takes as they
-are; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
+are; its payload is the envelope's JSON cut at its ``serverSeq`` (the store's envelopes end with
+``"serverSeq": 0``: no copy of the envelope), its subject chosen without a call (``run_key``'s
+test for the text appends written out), its group's state looked up once for a run of its
+records; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
 line the batch's fence and name (built once per batch) with the record's index; a batch's
 acknowledgements are parsed in one ``orjson`` pass (joined into one array; one with an error
 takes the longer way), and each stored record is stamped and its result put straight into its
-caller's tick (:class:`Counted`: no object, future or call per record). An envelope is serialised
+caller's tick (:class:`Counted`: no object, future or call per record; a batch that is one
+tick's records counted once). There is one message per envelope and one acknowledgement each,
+so that each envelope's ``serverSeq`` is the stream's own sequence for it (several envelopes in
+one message would share one). An envelope is serialised
 once: the payload is its JSON without ``serverSeq``, and the stamped JSON the store gets back is
 that text with ``serverSeq`` added as its last key (``ahp.jsonrpc.stamped_action_frame``), the
 same text a reader of the stream rebuilds (the frame a tick's record gets is built inline in the
