@@ -191,6 +191,47 @@ async def test_the_leases_of_many_sessions_are_renewed_spread_over_the_interval_
         await holder.close()
 
 
+async def test_sessions_claimed_while_the_renewer_waits_for_another_s_step_are_renewed_at_their_own_steps(
+        nats_server: EmbeddedNats) -> None:
+    # The renewer sleeps until the next step at which some session is due; a claim wakes it, so a
+    # session claimed meanwhile is renewed at its own step of this interval, not after the other's.
+    holder = await JetStreamLog.connect(nats_server.url, holder="holder", lease_ttl=3.0)  # every 1 s, 20 steps
+    watcher = await holder.leases.bucket.watchall()
+    first, others = "ahp-session:/first", [f"ahp-session:/later-{i}" for i in range(8)]
+    loop = asyncio.get_running_loop()
+    renewed: dict[str, float] = {}
+    claimed: dict[str, int] = {}
+    everyone_renewed = asyncio.Event()
+    first_renewed = asyncio.Event()
+
+    async def watch() -> None:
+        async for entry in watcher:
+            group = untoken(entry.key) if entry is not None else None
+            if group in claimed and entry.revision > claimed[group] and group not in renewed:
+                renewed[group] = loop.time()
+                if group == first:
+                    first_renewed.set()
+                if len(renewed) == 1 + len(others):
+                    everyone_renewed.set()
+
+    watching = asyncio.ensure_future(watch())
+    try:
+        await holder.claim(first)
+        claimed[first] = holder._groups[first].lease.revision
+        await asyncio.wait_for(first_renewed.wait(), 5)  # the renewer now waits about 1 s for its next step
+        at = loop.time()
+        for group in others:  # their steps are the next 8 after the first's: within this interval
+            await holder.claim(group)
+            claimed[group] = holder._groups[group].lease.revision
+        await asyncio.wait_for(everyone_renewed.wait(), 5)
+        late = {group: round(renewed[group] - at, 2) for group in others if renewed[group] - at > 0.9}
+        assert not late, f"renewed only after the first session's next step: {late}"
+    finally:
+        watching.cancel()
+        await watcher.stop()
+        await holder.close()
+
+
 async def test_a_stale_writer_s_tick_of_several_records_is_refused_whole_by_the_fence(nats_server: EmbeddedNats) -> None:
     # A tick's records leave at once, each acknowledged on its own: each is fenced, not only the first.
     stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
