@@ -56,11 +56,17 @@ handled by one callback once all of them came, without a task; only a refusal or
 acknowledgement is worked out in one. What a record costs is kept to a few lines of Python, as
 it is paid per streamed chunk: a queued record is a plain tuple (its subject, its header lines
 but the fence and the name, its payload, ...), whose first three items the wire takes as they
-are; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
+are; its payload is the envelope's JSON cut at its ``serverSeq`` (the store's envelopes end with
+``"serverSeq": 0``: no copy of the envelope), its subject chosen without a call (``run_key``'s
+test for the text appends written out), its group's state looked up once for a run of its
+records; the wire writes each message's whole ``HPUB`` command with one f-string, its last header
 line the batch's fence and name (built once per batch) with the record's index; a batch's
 acknowledgements are parsed in one ``orjson`` pass (joined into one array; one with an error
 takes the longer way), and each stored record is stamped and its result put straight into its
-caller's tick (:class:`Counted`: no object, future or call per record). An envelope is serialised
+caller's tick (:class:`Counted`: no object, future or call per record; a batch that is one
+tick's records counted once). There is one message per envelope and one acknowledgement each,
+so that each envelope's ``serverSeq`` is the stream's own sequence for it (several envelopes in
+one message would share one). An envelope is serialised
 once: the payload is its JSON without ``serverSeq``, and the stamped JSON the store gets back is
 that text with ``serverSeq`` added as its last key (``ahp.jsonrpc.stamped_action_frame``), the
 same text a reader of the stream rebuilds (the frame a tick's record gets is built inline in the
@@ -121,7 +127,7 @@ from nats.js.errors import APIError, NotFoundError
 from nats.js.object_store import ObjectStore
 
 from ahp.jsonrpc import ACTION_FRAME_HEAD, encode, stamped_action_frame
-from ahp.state.appends import run_key
+from ahp.state.appends import RUN_ACTION_TYPES, TEXT_APPENDS, run_key
 from host.cluster._wire import Batch, Sender, sender
 from host.cluster.leases import DEFAULT_TTL, Lease, Leases
 from host.cluster.subjects import MARKER_TOKEN, Subjects, token, untoken
@@ -165,6 +171,10 @@ _SEQ = operator.itemgetter("seq")
 """An acknowledgement's sequence."""
 ACTION_LINES = f"{KIND}: action\r\n{NOW}: "
 """An action's header lines, less its clock reading."""
+_ZERO_SEQ_END = ',"serverSeq":0}'
+"""How an envelope's JSON ends when ``serverSeq`` is its last key, 0 (not numbered yet): only a
+top-level last member can end the text so (a quote inside a string is escaped)."""
+_ZERO_SEQ_CUT = len(_ZERO_SEQ_END)
 Stamped = tuple[str, str]
 """An appended envelope's JSON with its ``serverSeq``, and the ``action`` frame carrying it."""
 
@@ -215,13 +225,15 @@ class Record:
     an owner marker's ``{"holder"}`` (who claimed the group); None for ``removed``."""
 
 
-_Pending = tuple[str, str, str, "dict[str, Any] | None", "Outcome | Counted", int]
-"""A record queued to leave: ``(subject, lines, text, envelope, outcome, slot)``. ``lines``: its
+_Pending = tuple[str, str, str, "dict[str, Any] | None", "Outcome | Counted", int, str]
+"""A record queued to leave: ``(subject, lines, text, envelope, outcome, slot, stem)``. ``lines``: its
 header lines but the fence and the name (``Ahp-Kind``, and an action's ``Ahp-Now``, the clock
 reading its reducer used); ``text``: the payload, an action's envelope serialised without
 ``serverSeq``, a created channel's ``{"kind", "state"}``, nothing for ``removed``; ``envelope``:
 an action's (stamped once stored), else None; ``outcome``: where its result goes, an
-:class:`Outcome` (``slot`` -1) or a :class:`Counted` (its ``slot``). A plain tuple: one is made
+:class:`Outcome` (``slot`` -1) or a :class:`Counted` (its ``slot``); ``stem``: an action's
+``text`` less its closing brace (its stamped frame is built around it: no slice per record then),
+else empty. A plain tuple: one is made
 per record, and its first three items are the wire's request as they are (``_wire.Request``)."""
 
 
@@ -284,6 +296,8 @@ class JetStreamLog:
         """The groups that queued records since the last send (in the order they first did)."""
         self._scheduled = False
         self._renewer: asyncio.Task[None] | None = None
+        self._renew_wake: asyncio.Future[bool] | None = None
+        """What the renewer sleeps on: True when a claim wakes it, False at its next due step."""
         self._claims_made = 0
         """Groups claimed so far: the next one's renewal step (``_Group.slot``), round robin."""
         self._batch_prefix = f"{uuid.uuid4().hex[:16]}-"
@@ -360,6 +374,7 @@ class JetStreamLog:
                 raise LogError(f"cannot claim {group}: {error}") from error
             self._claims_made += 1
             self._groups[group] = _Group(taken, ack.seq, [], self._marker_fence(group, ack.seq), slot=self._claims_made)
+            self._nudge()
             return ack.seq
         raise NotOwner(group, None)
 
@@ -404,19 +419,38 @@ class JetStreamLog:
         (``_Group.slot``, round robin in the order they were claimed), so a few renewals leave
         together, never all of them. (All at once, every renewal's request, answer and watch event
         held the loop and the NATS server up together, for milliseconds per hundred groups, and
-        every chunk streamed meanwhile waited: ``docs/cluster.md``, the latency tail.) A group
-        whose renewal is still under way at its next step is skipped then. Cancelling this task
-        cancels the renewals under way too (a test's process that stops renewing)."""
+        every chunk streamed meanwhile waited: ``docs/cluster.md``, the latency tail.) It sleeps
+        until the next step at which some group is due, not step by step (a process running one
+        session woke 20 times a second for one renewal every ``ttl / 3``: about 1.8 million
+        instructions a second, idle, under callgrind), and a claim wakes it to count the new
+        group in (``_nudge``). A group whose renewal is still under way at its next step is
+        skipped then. Cancelling this task cancels the renewals under way too (a test's process
+        that stops renewing)."""
         interval = self.leases.ttl / 3
         steps = max(1, round(interval / RENEW_STEP))
+        length = interval / steps
         loop = asyncio.get_running_loop()
         under_way: set[asyncio.Task[None]] = set()
-        step, at = 0, loop.time()
+        start = loop.time()
+        passed = 0
+        """Steps run (or skipped, none due) so far: step ``n`` is due at ``start + n * length``."""
         try:
             while True:
-                at += interval / steps
-                await asyncio.sleep(max(0.0, at - loop.time()))
-                step = (step + 1) % steps
+                due = {state.slot % steps for state in self._groups.values()}
+                ahead = next((k for k in range(1, steps + 1) if (passed + k) % steps in due), steps)
+                wake: asyncio.Future[bool] = loop.create_future()
+                self._renew_wake = wake
+                timer = loop.call_at(start + (passed + ahead) * length, _settle, wake, False)
+                try:
+                    nudged = await wake
+                finally:
+                    timer.cancel()
+                    self._renew_wake = None
+                if nudged:  # a group was claimed: count it in (the steps passed meanwhile had none due)
+                    passed = max(passed, min(passed + ahead - 1, int((loop.time() - start) / length)))
+                    continue
+                passed += ahead
+                step = passed % steps
                 for group, state in list(self._groups.items()):
                     if state.slot % steps == step and not state.renewing:
                         state.renewing = True
@@ -426,6 +460,11 @@ class JetStreamLog:
         finally:
             for task in under_way:
                 task.cancel()
+
+    def _nudge(self) -> None:
+        """Wake the renewer to count a group just claimed in (``_renew_forever``)."""
+        if self._renew_wake is not None:
+            _settle(self._renew_wake, True)
 
     async def _renew(self, group: str, state: _Group) -> None:
         """Renew ``group``'s lease, or drop the group (``on_lost``) once it is lost: another
@@ -514,30 +553,51 @@ class JetStreamLog:
         # than the rest of a one-record tick's queueing. No cast either: a call.)
         told: Any = outcomes
         counted: Any = None if isinstance(outcomes, (tuple, list)) else outcomes
+        # What a record costs here is paid per streamed chunk: no call but ``encode``, and the
+        # group's state looked up once for a run of its records (a tick's are mostly one group's).
+        last_group = ""
+        state: _Group | None = None
+        clock = -1
+        action_lines = ""
         for index, (kind, channel, now, body, _) in enumerate(entries):
-            if counted is None:
-                outcome, slot = told[index], -1
-            else:
-                outcome, slot = counted, index
             known = subjects.get(channel) or self._subjects_of(channel)
             if kind == "action":
-                assert body is not None
-                unnumbered = body.copy()
-                unnumbered.pop("serverSeq", None)
-                text = encode(unnumbered)
-                lines = f"{ACTION_LINES}{now}"
-                subject, group = known[run_key(body["action"]) is not None]
+                text = encode(body)
+                if text.endswith(_ZERO_SEQ_END):  # ``serverSeq`` 0 its last key (the store's): cut off
+                    stem = text[:-_ZERO_SEQ_CUT]
+                    text = stem + "}"
+                else:
+                    unnumbered = body.copy()  # type: ignore[union-attr]
+                    unnumbered.pop("serverSeq", None)
+                    text = encode(unnumbered)
+                    stem = text[:-1]
+                if now != clock:  # (a tick's actions mostly share their clock reading)
+                    clock = now
+                    action_lines = f"{ACTION_LINES}{now}"
+                lines = action_lines
+                # ``run_key(action) is not None`` (``ahp.state.appends``), without its call for
+                # the text appends: a string ``content`` is all they need.
+                action = body["action"]  # type: ignore[index]
+                tag = action.get("type")
+                subject, group = known[isinstance(action.get("content"), str) if tag in TEXT_APPENDS
+                                       else tag in RUN_ACTION_TYPES and run_key(action) is not None]
             else:
                 text = encode(body) if kind == "created" else ""
+                stem = ""
                 lines = _KIND_LINES[kind]
                 body = None
                 subject, group = known[0]
-            state = groups.get(group)
-            if state is not None and connected:
-                state.queue.append((subject, lines, text, body, outcome, slot))
-                ready[group] = state
+            if group is not last_group:  # (equal groups not the same object: looked up again, no harm)
+                last_group = group
+                state = groups.get(group) if connected else None
+                if state is not None:
+                    ready[group] = state
+            pending = ((subject, lines, text, body, counted, index, stem) if counted is not None
+                       else (subject, lines, text, body, told[index], -1, stem))
+            if state is not None:
+                state.queue.append(pending)
             else:
-                _tell((subject, lines, text, body, outcome, slot),
+                _tell(pending,
                       LogUnavailable(f"NATS is not reachable: not writing {channel}") if not connected
                       else NotOwner(channel, None))
         if send:
@@ -674,8 +734,24 @@ class JetStreamLog:
             return
         if seqs[-1] > state.last:
             state.last = seqs[-1]
+        first = batch[0]
+        if first[5] >= 0 and first[4] is batch[len(seqs) - 1][4]:
+            # One tick's records, all of them (a tick's are queued one after another, so between
+            # its first and its last there is none of another's): counted once.
+            counted: Any = first[4]  # a Counted (no cast: it is a call)
+            results = counted.results
+            for (_, _, _, envelope, _, slot, stem), seq in zip(batch, seqs):
+                if envelope is None:
+                    results[slot] = seq
+                else:
+                    envelope["serverSeq"] = seq
+                    results[slot] = f'{ACTION_FRAME_HEAD}{stem},"serverSeq":{seq}}}}}'
+            counted.left -= len(seqs)
+            if not counted.left:
+                counted.counted()
+            return
         for pending, seq in zip(batch, seqs):
-            _, _, text, envelope, outcome, slot = pending
+            _, _, _, envelope, outcome, slot, stem = pending
             if slot < 0:
                 _tell(pending, seq)
                 continue
@@ -684,7 +760,7 @@ class JetStreamLog:
                 tick.results[slot] = seq
             else:
                 envelope["serverSeq"] = seq
-                tick.results[slot] = f'{ACTION_FRAME_HEAD}{text[:-1]},"serverSeq":{seq}}}}}'
+                tick.results[slot] = f'{ACTION_FRAME_HEAD}{stem},"serverSeq":{seq}}}}}'
             tick.left -= 1
             if not tick.left:
                 tick.counted()
@@ -962,12 +1038,17 @@ async def _said(error: Exception) -> None:
     logger.warning("NATS: %s", error or type(error).__name__)
 
 
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
 def _tell(pending: _Pending, result: int | BaseException) -> None:
     """``pending``'s outcome: stored as ``result`` (a sequence; an action's envelope is stamped
     with it, and its outcome gets its frame, or the stamped pair for an :class:`Outcome`), or
     refused with ``result`` (an exception). An :class:`Outcome` already done (a future its caller
     cancelled) is left as it is."""
-    _, _, text, envelope, outcome, slot = pending
+    _, _, text, envelope, outcome, slot, _ = pending
     if slot >= 0:
         tick: Any = outcome  # a Counted (no cast: a call)
         if isinstance(result, BaseException) or envelope is None:

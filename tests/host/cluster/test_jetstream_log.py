@@ -191,6 +191,47 @@ async def test_the_leases_of_many_sessions_are_renewed_spread_over_the_interval_
         await holder.close()
 
 
+async def test_sessions_claimed_while_the_renewer_waits_for_another_s_step_are_renewed_at_their_own_steps(
+        nats_server: EmbeddedNats) -> None:
+    # The renewer sleeps until the next step at which some session is due; a claim wakes it, so a
+    # session claimed meanwhile is renewed at its own step of this interval, not after the other's.
+    holder = await JetStreamLog.connect(nats_server.url, holder="holder", lease_ttl=3.0)  # every 1 s, 20 steps
+    watcher = await holder.leases.bucket.watchall()
+    first, others = "ahp-session:/first", [f"ahp-session:/later-{i}" for i in range(8)]
+    loop = asyncio.get_running_loop()
+    renewed: dict[str, float] = {}
+    claimed: dict[str, int] = {}
+    everyone_renewed = asyncio.Event()
+    first_renewed = asyncio.Event()
+
+    async def watch() -> None:
+        async for entry in watcher:
+            group = untoken(entry.key) if entry is not None else None
+            if group in claimed and entry.revision > claimed[group] and group not in renewed:
+                renewed[group] = loop.time()
+                if group == first:
+                    first_renewed.set()
+                if len(renewed) == 1 + len(others):
+                    everyone_renewed.set()
+
+    watching = asyncio.ensure_future(watch())
+    try:
+        await holder.claim(first)
+        claimed[first] = holder._groups[first].lease.revision
+        await asyncio.wait_for(first_renewed.wait(), 5)  # the renewer now waits about 1 s for its next step
+        at = loop.time()
+        for group in others:  # their steps are the next 8 after the first's: within this interval
+            await holder.claim(group)
+            claimed[group] = holder._groups[group].lease.revision
+        await asyncio.wait_for(everyone_renewed.wait(), 5)
+        late = {group: round(renewed[group] - at, 2) for group in others if renewed[group] - at > 0.9}
+        assert not late, f"renewed only after the first session's next step: {late}"
+    finally:
+        watching.cancel()
+        await watcher.stop()
+        await holder.close()
+
+
 async def test_a_stale_writer_s_tick_of_several_records_is_refused_whole_by_the_fence(nats_server: EmbeddedNats) -> None:
     # A tick's records leave at once, each acknowledged on its own: each is fenced, not only the first.
     stale = await JetStreamLog.connect(nats_server.url, holder="stale", lease_ttl=1.0)
@@ -291,6 +332,52 @@ async def test_a_tick_counted_in_one_outcome_gets_each_record_s_frame_number_or_
         assert records[envelope["serverSeq"]].body == envelope
     assert isinstance(results[3], int) and records[results[3]].kind == "created"
     assert envelopes[2]["serverSeq"] == 0
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "plain"])
+async def test_a_tick_of_streamed_text_and_other_actions_is_stored_each_on_its_subject_with_its_own_number(
+        nats_server: EmbeddedNats, fast: bool) -> None:
+    log = await JetStreamLog.connect(nats_server.url, holder="texts", fast_wire=fast)
+    try:
+        await log.claim(SESSION)
+        chat = default_chat_uri(SESSION)
+        turn = {"turnId": "t1"}
+        actions = [  # (action, streamed text: what ahp.state.appends.run_key says)
+            ({"type": "chat/delta", **turn, "partId": "p", "content": "héllo"}, True),
+            ({"type": "chat/reasoning", **turn, "partId": "r", "content": "so"}, True),
+            ({"type": "chat/toolCallDelta", **turn, "toolCallId": "c", "content": "{\"a\""}, True),
+            ({"type": "chat/toolCallDelta", **turn, "toolCallId": "c", "content": "1", "invocationMessage": "m"}, False),
+            ({"type": "chat/delta", **turn, "partId": "p", "content": None}, False),
+            ({"type": "test/step", "i": 5}, False)]
+        envelopes: list[dict] = []
+        for n, (action, _) in enumerate(actions):  # serverSeq last and 0 (the store's), or not
+            if n % 3 == 0:
+                envelopes.append({"channel": chat, "action": action, "serverSeq": 0})
+            elif n % 3 == 1:
+                envelopes.append({"channel": chat, "serverSeq": 0, "action": action})
+            else:
+                envelopes.append({"channel": chat, "action": action, "serverSeq": 0, "origin": {"clientId": "c"}})
+        coarse: list[Record] = []
+        stop = await log.follow(0, coarse.append, subjects=[log.subjects.coarse])
+        tick = Tick(len(envelopes))
+        log.queue_tick([("action", chat, 7, envelope, None) for envelope in envelopes], tick)
+        results = await asyncio.wait_for(tick.ended, 10)
+        seqs = [envelope["serverSeq"] for envelope in envelopes]
+        assert seqs == sorted(set(seqs)) and seqs[0] > 0  # each its own number, in order
+        records = await log.read(seqs[0] - 1)
+        assert [(r.seq, r.body, r.now) for r in records] == [(e["serverSeq"], e, 7) for e in envelopes]
+        # One serialisation: the frame is the text a reader of the stream rebuilds (serverSeq last).
+        assert results == [action_frame(record.body)[1] for record in records]
+        for _ in range(100):
+            if any(r.seq >= seqs[-1] for r in coarse) or coarse and actions[-1][1]:
+                break
+            await asyncio.sleep(0.02)
+        await stop()
+        # The coarse filter leaves streamed text out: the server chose by each record's subject.
+        assert [r.seq for r in coarse if r.kind == "action"] == [
+            seq for seq, (_, streamed) in zip(seqs, actions) if not streamed]
+    finally:
+        await log.close()
 
 
 async def test_a_reader_from_a_sequence_sees_the_same_tail_as_a_reader_from_the_start(log: JetStreamLog) -> None:

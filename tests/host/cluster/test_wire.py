@@ -200,6 +200,24 @@ async def test_requests_sent_each_with_its_own_reply_get_theirs_and_one_too_larg
                     ("wire.d", b"four", {"Id": "second.7"}), ("wire.e", b"five", {"N": "5", "Id": "second.8"})]
 
 
+async def test_replies_with_line_breaks_in_them_reach_their_calls_whole_among_plain_ones(
+        client: Client, wire: Sender) -> None:
+    # (The fast sender takes a read of replies only by one pattern when each payload's size says it
+    # is whole: a reply with a line break in it is taken from the head, one at a time, instead.)
+    async def answer(message: Msg) -> None:
+        await message.respond(b"line " + message.data + (b"\r\nand more\r\n" if message.data.endswith(b"3") else b""))
+
+    await client.subscribe("wire.>", cb=answer)
+    await flushed(client)
+    loop = asyncio.get_running_loop()
+    batches: list[asyncio.Future[list[bytes | BaseException]]] = [loop.create_future() for _ in range(3)]
+    wire.request_batches([([(f"wire.{n}", "N: 1", f"{n}{i}") for i in range(6)], "Id: b.", 0, batch.set_result)
+                          for n, batch in enumerate(batches)], 5)
+    told = await asyncio.gather(*batches)
+    assert told == [[f"line {n}{i}".encode() + (b"\r\nand more\r\n" if i == 3 else b"") for i in range(6)]
+                    for n in range(3)]
+
+
 async def test_a_batch_all_of_whose_requests_are_too_large_is_answered_at_once(client: Client, wire: Sender) -> None:
     told: list[list[bytes | BaseException]] = []
     wire.request_batches([([("wire.big", "N: 1", "x" * (client.max_payload + 1))], "Id: b.", 0, told.append)], 5)
