@@ -494,12 +494,7 @@ class Journal:
                     raise JournalError(f"cannot write to the journal's tail at {self._tail_path}: {error}") from error
                 self.tail_bytes += len(record)
                 self._tail_holds = True
-                # Kept with their marks as JSON text: a tuple of ints and strings, which the
-                # collector untracks at its first young collection, where a row holding a list of
-                # tuples was walked by every young and middle collection until its settle (thousands
-                # of rows while many sessions stream: ``host.runtime.memory``).
-                dumps = orjson.dumps
-                self._tail_texts.extend([(entry, seq, dumps(marks).decode(), content) for entry, seq, marks, content in texts])
+                self._tail_texts.extend(texts)
                 self._appended(texts)
                 return False
         sizes: list[tuple[int, bool, int]] = []
@@ -519,8 +514,8 @@ class Journal:
             # A run appended to had its head row written at an earlier commit, so its row_id is set.
             # Marks are lists of pairs of ints: orjson's bytes are ``encode``'s text (one a streamed piece).
             dumps = orjson.dumps
-            self._db.executemany(_INSERT_TEXT, [*self._tail_texts, *((entry, seq, dumps(marks).decode(), content)
-                                                                     for entry, seq, marks, content in texts)])
+            self._db.executemany(_INSERT_TEXT, [(entry, seq, dumps(marks).decode(), content)
+                                                for entry, seq, marks, content in (*self._tail_texts, *texts)])
             if settling:
                 self._next_generation()
             self._db.execute("COMMIT")
@@ -545,9 +540,8 @@ class Journal:
         return len(self._tail_texts)
 
     def rows_to_settle(self) -> tuple[int, list[tuple[Any, ...]]]:
-        """The tail's generation and the rows it holds that SQLite does not, oldest first (their
-        marks as JSON text, as ``run_texts`` stores them): for ``settle_rows`` (in a worker thread),
-        then ``rows_settled`` with both."""
+        """The tail's generation and the rows it holds that SQLite does not, oldest first: for
+        ``settle_rows`` (in a worker thread), then ``rows_settled`` with both."""
         return self._generation, list(self._tail_texts)
 
     def settle_rows(self, rows: list[tuple[Any, ...]]) -> None:
@@ -559,6 +553,7 @@ class Journal:
         of the event loop's waits for this one (SQLite's busy timeout), then skips these rows.
         The rows' parameters are made one at a time as SQLite asks, and SQLite's work releases
         the GIL, so the event loop's thread runs between rows."""
+        dumps = orjson.dumps
         try:
             # mode=rw: a journal closed and deleted meanwhile is not created again.
             with contextlib.closing(sqlite3.connect(f"file:{self.path}?mode=rw", uri=True, isolation_level=None)) as db:
@@ -569,7 +564,8 @@ class Journal:
                     # Many rows a statement: SQLite's work releases the GIL once a statement, and
                     # a release the event loop's thread waits on hands the GIL over (a row a
                     # statement cost a streamed chunk some 4,000 instructions of such handing).
-                    flat = [value for row in rows for value in row]
+                    flat = [value for entry, seq, marks, content in rows
+                            for value in (entry, seq, dumps(marks).decode(), content)]
                     whole = len(rows) - len(rows) % _SETTLE_ROWS_A_STATEMENT
                     width = 4 * _SETTLE_ROWS_A_STATEMENT
                     if whole:
