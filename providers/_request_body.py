@@ -17,10 +17,10 @@ What it saves of the CPU spent opening each stream on the event loop is in ``ben
 A stream whose reads the provider's stall watch bounds (``providers._streaming``: ``stall_timeout``)
 is sent with :func:`unbounded_reads` of the client's timeout: no per-read bound in the HTTP client.
 The aiohttp transport the SDKs use arms a timer for that bound on every chunk it receives (a timer
-handle and a context made, the last one cancelled and left in the loop's heap), some 4 % of the
-host's instructions a chunk and two of the young containers every garbage collection walks per
-streaming session; the watch is one timer per stream. The SDK's ``X-Stainless-Read-Timeout`` header
-then says the watch's bound.
+handle and a context made, the last one cancelled and left in the loop's heap: instructions a chunk
+and two of the young containers every garbage collection walks per streaming session, in
+``benchmarks/README.md``, "Event-loop stalls: the provider layer and the collector"); the watch is
+one timer per stream. The SDK's ``X-Stainless-Read-Timeout`` header then says the watch's bound.
 """
 
 from __future__ import annotations
