@@ -28,7 +28,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ._request_body import open_stream
+from ._request_body import READ_TIMEOUT_HEADER, open_stream, unbounded_reads
 from ._sse import RawEventStream
 
 __all__ = ["ENVIRONMENT_VARIABLE", "TypedEventStream", "open_events", "raw_supported"]
@@ -71,18 +71,29 @@ def raw_supported(client: Any) -> bool:
 async def open_events(
     client: Any, path: str, params: dict[str, Any], *,
     done: str | None = None, error: Callable[[Any, Any], BaseException | None] | None = None, names: bool = True,
+    watched: tuple[float, type] | None = None,
 ) -> RawEventStream | TypedEventStream:
     """Open the stream of ``params`` posted to ``path`` (see the module docstring). ``done`` and
     ``error(response, data)`` are the raw way's end marker and in-stream error mapping;
     ``names=False`` (for a caller that reads only each event's data) spares the raw way decoding
-    each event's name (it gives None instead)."""
+    each event's name (it gives None instead). ``watched``: (the stall timeout, the SDK's
+    ``Timeout`` class) when the caller's stall watch bounds every read: the request then goes
+    without the client's per-read bound (``providers._request_body.unbounded_reads``)."""
+    options: dict[str, Any] | None = None
+    if watched is not None:
+        stall_timeout, timeout_type = watched
+        options = {"timeout": unbounded_reads(timeout_type, client.timeout),
+                   "headers": {READ_TIMEOUT_HEADER: str(float(stall_timeout))}}
     if os.environ.get(ENVIRONMENT_VARIABLE, "raw") != "sdk" and raw_supported(client):
-        response = await open_stream(client, path, params)
+        response = await open_stream(client, path, params, options)
         return RawEventStream(response, done=done,
                               error=(lambda data: error(response, data)) if error is not None else None, names=names)
     resource: Any = client
     for name in _CREATE[path]:
         resource = getattr(resource, name)
+    if options is not None:
+        return TypedEventStream(await resource.create(**params, stream=True, timeout=options["timeout"],
+                                                      extra_headers=options["headers"]))
     return TypedEventStream(await resource.create(**params, stream=True))
 
 

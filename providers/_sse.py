@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from ._body_bytes import body_reader
+
 __all__ = ["RawEventStream"]
 
 _DATA = b"data: "
@@ -47,54 +49,57 @@ class RawEventStream:
 
     async def _events(self) -> AsyncIterator[tuple[str | None, Any]]:
         # Bytes are split here rather than through httpx's aiter_text/aiter_lines: one generator
-        # layer instead of four, and orjson reads the ``data`` bytes without a decode. Splitting
-        # bytes is safe: ``\n`` and ``\r`` never occur inside a UTF-8 sequence. Line ends made
-        # ``\n``, a blank line is ``\n\n``: the body is cut into whole events at those, and an
+        # layer instead of four (the bytes themselves read as ``providers._body_bytes`` says), and
+        # orjson reads the ``data`` bytes without a decode. Splitting bytes is safe: ``\n`` and
+        # ``\r`` never occur inside a UTF-8 sequence. Line ends made ``\n``, a blank line is
+        # ``\n\n``: the body is cut into whole events at those, and an
         # event of one ``data`` line (after one ``event`` line, or none), which is what these APIs
         # send, is read without going through its lines; any other is read line by line (``_block``).
         rest = b""
         done, error, loads, block_of, names = self._done, self._error, orjson.loads, self._block, self._names
-        async for chunk in self.response.aiter_bytes():
-            if rest:
-                chunk = rest + chunk
-            # ``partition``, not ``in`` or ``find``: Python 3.11's ``bytes in bytes`` first tries the
-            # operand as an integer (a TypeError raised and cleared, ~1,800 instructions), and
-            # ``find`` parses its arguments the old way (~600); ``partition`` takes one argument
-            # and, where the separator is absent (nearly always), copies nothing.
-            if chunk.partition(b"\r")[1]:
-                # A ``\r`` at the very end may be the first half of ``\r\n``: keep it for the next read.
-                keep = chunk.endswith(b"\r")
-                chunk = chunk[:-1] if keep else chunk
-                chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-                if keep:
-                    chunk += b"\r"
-            *blocks, rest = chunk.split(b"\n\n")
-            for block in blocks:
-                event: str | None = None
-                head, newline, tail = block.partition(b"\n")
-                if not newline and head[:6] == _DATA:  # nearly every event of OpenAI's
-                    text = head[6:]
-                elif newline and head[:7] == _EVENT and tail[:6] == _DATA and not tail.partition(b"\n")[1]:
-                    # nearly every event of Anthropic's and Responses'
-                    if names:
-                        event = head[7:].decode("utf-8", errors="replace")
-                    text = tail[6:]
-                else:
-                    read = block_of(block)
-                    if read is None:
-                        continue
-                    event, text = read
-                    if not names:
-                        event = None
-                if done is not None and text.startswith(done):
-                    return
-                value = loads(text)  # ``_decode``, inlined: this runs for every event
-                # Only what can be an error payload is shown to ``error`` (see the class).
-                if error is not None and type(value) is dict and ("error" in value or value.get("type") == "error"):
-                    failure = error(value)
-                    if failure is not None:
-                        raise failure
-                yield event, value
+        next_bytes, errors = body_reader(self.response)  # aiohttp's own reader where it can
+        with errors:
+            while chunk := await next_bytes():
+                if rest:
+                    chunk = rest + chunk
+                # ``partition``, not ``in`` or ``find``: Python 3.11's ``bytes in bytes`` first tries the
+                # operand as an integer (a TypeError raised and cleared, ~1,800 instructions), and
+                # ``find`` parses its arguments the old way (~600); ``partition`` takes one argument
+                # and, where the separator is absent (nearly always), copies nothing.
+                if chunk.partition(b"\r")[1]:
+                    # A ``\r`` at the very end may be the first half of ``\r\n``: keep it for the next read.
+                    keep = chunk.endswith(b"\r")
+                    chunk = chunk[:-1] if keep else chunk
+                    chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                    if keep:
+                        chunk += b"\r"
+                *blocks, rest = chunk.split(b"\n\n")
+                for block in blocks:
+                    event: str | None = None
+                    head, newline, tail = block.partition(b"\n")
+                    if not newline and head[:6] == _DATA:  # nearly every event of OpenAI's
+                        text = head[6:]
+                    elif newline and head[:7] == _EVENT and tail[:6] == _DATA and not tail.partition(b"\n")[1]:
+                        # nearly every event of Anthropic's and Responses'
+                        if names:
+                            event = head[7:].decode("utf-8", errors="replace")
+                        text = tail[6:]
+                    else:
+                        read = block_of(block)
+                        if read is None:
+                            continue
+                        event, text = read
+                        if not names:
+                            event = None
+                    if done is not None and text.startswith(done):
+                        return
+                    value = loads(text)  # ``_decode``, inlined: this runs for every event
+                    # Only what can be an error payload is shown to ``error`` (see the class).
+                    if error is not None and type(value) is dict and ("error" in value or value.get("type") == "error"):
+                        failure = error(value)
+                        if failure is not None:
+                            raise failure
+                    yield event, value
         if rest.endswith(b"\r"):
             rest = rest[:-1]
         read = self._block(rest)  # a last event without its blank line

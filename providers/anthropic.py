@@ -133,7 +133,7 @@ class AnthropicProvider:
         translator = _Translator()
         # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
         events = sdk_events(
-            lambda params: open_event_stream(self._sdk(), params),
+            lambda params: open_event_stream(self._sdk(), params, request.stall_timeout),
             translator.feed_bare,
             map_error,
             finished=lambda: translator.finished,
@@ -146,9 +146,14 @@ class AnthropicProvider:
         return ModelStream(events, translator.acc, bare=True)  # feed_bare's deltas are bare deltas
 
 
-async def open_event_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
-    """The SDK sends the request; the events are read as plain dicts (``providers._events``)."""
-    return await open_events(client, "/v1/messages", params, error=stream_error, names=False)
+async def open_event_stream(client: Any, params: dict[str, Any], stall_timeout: float | None = None,
+                            ) -> RawEventStream | TypedEventStream:
+    """The SDK sends the request; the events are read as plain dicts (``providers._events``).
+    ``stall_timeout``: the caller's stall watch bounds every read (no per-read bound in the client)."""
+    import anthropic
+
+    watched = (stall_timeout, anthropic.Timeout) if stall_timeout is not None else None
+    return await open_events(client, "/v1/messages", params, error=stream_error, names=False, watched=watched)
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:

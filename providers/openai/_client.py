@@ -63,12 +63,17 @@ class OpenAIClientOwner:
             await self._client.close()
 
 
-async def open_raw_stream(client: Any, path: str, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
+async def open_raw_stream(client: Any, path: str, params: dict[str, Any], stall_timeout: float | None = None,
+                          ) -> RawEventStream | TypedEventStream:
     """POST ``params`` to ``path`` with ``stream: true``: the SDK sends the request (auth, timeouts,
     HTTP error statuses as its exceptions), the body goes as built (``providers._request_body``),
     and the events are read from the raw response as plain dicts (``providers._sse``), not as SDK
-    models; or through the SDK's typed events where that cannot be done (``providers._events``)."""
-    return await open_events(client, path, params, done="[DONE]", error=stream_error, names=False)
+    models; or through the SDK's typed events where that cannot be done (``providers._events``).
+    ``stall_timeout``: the caller's stall watch bounds every read (no per-read bound in the client)."""
+    import openai
+
+    watched = (stall_timeout, openai.Timeout) if stall_timeout is not None else None
+    return await open_events(client, path, params, done="[DONE]", error=stream_error, names=False, watched=watched)
 
 
 def stream_error(response: Any, data: Any) -> BaseException | None:

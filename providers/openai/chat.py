@@ -62,7 +62,7 @@ class OpenAIChatProvider(OpenAIClientOwner):
         translator = ChatStreamTranslator(api="openai-chat", provider=PROVIDER)
         # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
         events = sdk_events(
-            lambda params: open_chunk_stream(self._sdk(), params),
+            lambda params: open_chunk_stream(self._sdk(), params, request.stall_timeout),
             translator.feed_bare,
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finish_reason is not None,
@@ -76,9 +76,10 @@ class OpenAIChatProvider(OpenAIClientOwner):
         return ModelStream(events, translator.acc, bare=True)  # feed_bare's deltas are bare deltas
 
 
-async def open_chunk_stream(client: Any, params: dict[str, Any]) -> RawEventStream | TypedEventStream:
+async def open_chunk_stream(client: Any, params: dict[str, Any], stall_timeout: float | None = None,
+                            ) -> RawEventStream | TypedEventStream:
     """The chunk stream for ``params``, read as plain dicts (see :func:`._client.open_raw_stream`)."""
-    return await open_raw_stream(client, "/chat/completions", params)
+    return await open_raw_stream(client, "/chat/completions", params, stall_timeout)
 
 
 def build_params(request: ModelRequest, *, max_tokens_field: str = "max_completion_tokens") -> dict[str, Any]:

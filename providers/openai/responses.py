@@ -58,7 +58,7 @@ class OpenAIResponsesProvider(OpenAIClientOwner):
         translator = _Translator()
         # ``sdk_events`` itself is the stream's generator: one generator layer per event, not two.
         events = sdk_events(
-            lambda params: open_raw_stream(self._sdk(), "/responses", params),
+            lambda params: open_raw_stream(self._sdk(), "/responses", params, request.stall_timeout),
             translator.feed_bare,
             lambda exc: map_error(exc, base_url=self._kwargs.get("base_url")),
             finished=lambda: translator.finished,

@@ -10,7 +10,9 @@ middle); ``closed`` is set when the client hangs up on a stalled reply. ``base_p
 to :attr:`FakeProviderServer.base_url` (e.g. ``"/v1"`` for an OpenAI-style base URL); every
 request is recorded as a :class:`SeenRequest` in ``requests``; ``respond`` computes a reply's body
 from the requests seen so far. :func:`sse` builds an SSE body,
-:func:`chat_sse` a whole Chat Completions stream.
+:func:`chat_sse` a whole Chat Completions stream, :func:`messages_sse` an Anthropic and
+:func:`responses_sse` a Responses one (one text part each). :class:`KeepAliveServer` answers every request of
+a connection and keeps it open, for tests of which requests share a connection.
 """
 
 from __future__ import annotations
@@ -67,6 +69,34 @@ def chat_sse(*texts: str, tool_calls: list[tuple[str, str, str]] = (), finish: s
         chunks.append({"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}})
     envelope = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake-model"}
     return sse(*((None, {**envelope, **chunk}) for chunk in chunks), (None, "[DONE]"))
+
+
+def messages_sse(text: str = "hi") -> bytes:
+    """A whole Anthropic Messages stream of one text block."""
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "fake-model", "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}
+    return sse(("message_start", {"type": "message_start", "message": message}),
+               ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+               ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+               ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+               ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                  "usage": {"output_tokens": 1}}),
+               ("message_stop", {"type": "message_stop"}))
+
+
+def responses_sse(text: str = "hi") -> bytes:
+    """A whole OpenAI Responses stream of one message item."""
+    item = {"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    done_item = {**item, "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    response = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "fake-model", "output": []}
+    return sse(("response.created", {"type": "response.created", "response": response}),
+               ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+               ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                                               "content_index": 0, "delta": text}),
+               ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": done_item}),
+               ("response.completed", {"type": "response.completed", "response": {
+                   **response, "status": "completed", "output": [done_item],
+                   "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}}}))
 
 
 class FakeProviderServer:
@@ -138,5 +168,60 @@ class FakeProviderServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             if reply is not None:
                 reply.closed.set()
+        finally:
+            writer.close()
+
+
+class KeepAliveServer:
+    """An HTTP/1.1 server on 127.0.0.1 (port 0) that answers every request of a connection, one
+    after another, and keeps the connection open (chunked replies), as the vendors' servers do.
+
+    ``body(request)`` gives each reply's SSE body (``chat_sse()`` by default). Every request is
+    kept in ``requests`` with the number of the connection it came on (``connection_of``), so a
+    test can tell which requests shared a connection and what each one sent.
+    """
+
+    def __init__(self, body: Callable[[SeenRequest], bytes] | None = None, *, base_path: str = "") -> None:
+        self.body = body or (lambda request: chat_sse("hi"))
+        self.base_path = base_path
+        self.requests: list[SeenRequest] = []
+        self.connection_of: list[int] = []
+        """The connection (numbered from 0 in the order they opened) of each request in ``requests``."""
+        self.connections = 0
+        self._server: asyncio.AbstractServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}{self.base_path}"
+
+    async def __aenter__(self) -> KeepAliveServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        number = self.connections
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if line)}
+                request = SeenRequest(method, path, headers, await reader.readexactly(int(headers.get("content-length", "0"))))
+                self.requests.append(request)
+                self.connection_of.append(number)
+                body = self.body(request)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                             + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
         finally:
             writer.close()

@@ -25,7 +25,7 @@ from providers import (
 )
 from providers.cassette import ReplayTransport
 
-from .fake_server import FakeProviderServer, Reply, sse
+from .fake_server import FakeProviderServer, KeepAliveServer, Reply, messages_sse, sse
 from .streams import cassette, collect, summarize
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -344,3 +344,16 @@ async def test_default_http_client_streams_and_a_cut_or_refused_connection_is_un
             await collect(refused, request)
     finally:
         await refused.aclose()
+
+
+async def test_the_turns_of_one_provider_go_over_one_connection() -> None:
+    async with KeepAliveServer(lambda seen: messages_sse("hi")) as server:
+        provider = AnthropicProvider(api_key="sk-ant", base_url=server.base_url)
+        request = ModelRequest(model="claude-x", messages=(UserMessage.of("hello"),), stall_timeout=30)
+        try:
+            for _ in range(2):
+                _events, message = await collect(provider, request)
+                assert message.text == "hi"
+        finally:
+            await provider.aclose()
+    assert server.connection_of == [0, 0]

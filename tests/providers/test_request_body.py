@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import anthropic
 import httpx2
 import openai
@@ -19,6 +21,7 @@ from providers import (
     OpenAIOptions,
     OpenAIResponsesProvider,
     ProviderError,
+    ProviderStalledError,
     TextContent,
     ToolDefinition,
     ToolResult,
@@ -27,7 +30,7 @@ from providers import (
 )
 from providers.messages import TextPart, ToolCallPart
 
-from .fake_server import FakeProviderServer, Reply
+from .fake_server import FakeProviderServer, KeepAliveServer, Reply, chat_sse, messages_sse
 
 TOOL = ToolDefinition(name="read_file", description="Read a file.",
                       input_schema={"type": "object", "properties": {"path": {"type": "string", "format": "uri"}}, "required": ["path"]})
@@ -112,3 +115,37 @@ def test_the_raw_response_header_is_the_one_both_sdks_use() -> None:
     from providers._request_body import RAW_RESPONSE_HEADER
 
     assert RAW_RESPONSE_HEADER == openai._constants.RAW_RESPONSE_HEADER == anthropic._constants.RAW_RESPONSE_HEADER
+
+
+def _hello(stall_timeout: float | None) -> ModelRequest:
+    return ModelRequest(model="some-model", messages=(UserMessage(content=(TextContent(text="hello"),)),),
+                        stall_timeout=stall_timeout)
+
+
+@pytest.mark.parametrize("stall_timeout, told", [(30, "30.0"), (None, "600.0")])
+async def test_the_server_is_told_the_read_bound_the_client_keeps(stall_timeout: float | None, told: str) -> None:
+    # A stream the stall watch bounds has no per-read bound in the HTTP client: the watch's is told.
+    async with KeepAliveServer(base_path="/v1") as server:
+        provider = OpenAIChatProvider(api_key="sk-one", base_url=server.base_url)
+        try:
+            async for _ in provider.stream(_hello(stall_timeout)):
+                pass
+        finally:
+            await provider.aclose()
+    assert server.requests[0].headers["x-stainless-read-timeout"] == told
+
+
+@pytest.mark.parametrize("make", [OpenAIChatProvider, AnthropicProvider], ids=["openai-chat", "anthropic"])
+async def test_a_watched_stream_that_goes_silent_mid_answer_ends_as_stalled_and_hangs_up(make: type) -> None:
+    body, text = (chat_sse("partial"), b"partial") if make is OpenAIChatProvider else (messages_sse("partial"), b"text_delta")
+    stall = asyncio.Event()
+    reply = Reply(200, body[: body.index(b"\n\n", body.index(text)) + 2], stall=stall)  # up to the text, then silence
+    async with FakeProviderServer([reply], base_path="/v1" if make is OpenAIChatProvider else "") as server:
+        provider = make(api_key="sk-one", base_url=server.base_url)
+        try:
+            with pytest.raises(ProviderStalledError):
+                async for _ in provider.stream(_hello(0.3)):
+                    pass
+        finally:
+            await provider.aclose()
+        await asyncio.wait_for(reply.closed.wait(), 5)
