@@ -8,14 +8,24 @@ lines, each ``data:`` line handed to ``orjson.loads``. No typed models, no SSE f
 what these APIs send (one ``data`` line per event; ``event:`` lines are skipped, the payload names
 its type). The host's providers read the same way (``providers._sse``), plus everything a host
 must do with an event.
+
+Every trick the host's providers use on that path is the baseline's too: the request goes without
+the HTTP client's per-read bound (``providers._request_body.unbounded_reads``; the host's stall
+watch bounds a stream with one timer instead, which a bare program need not have), and the body is
+read through ``providers._body_bytes.body_reader`` (aiohttp's reader itself, not four async
+generators per chunk).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
+
+from providers._body_bytes import body_reader
+from providers._request_body import unbounded_reads
 
 _DATA = b"data: "
 _DONE = b"[DONE]"
@@ -23,8 +33,10 @@ _DONE = b"[DONE]"
 
 async def open_raw(client: Any, path: str, body: dict[str, Any]) -> Any:
     """POST ``body`` (``stream`` set) to ``path``; the raw HTTP response, its body not read yet."""
+    sdk = sys.modules[type(client).__module__.partition(".")[0]]
     raw = await client.post(path, cast_to=object, stream=True, content=orjson.dumps({**body, "stream": True}),
-                            options={"headers": {"X-Stainless-Raw-Response": "true"}})
+                            options={"headers": {"X-Stainless-Raw-Response": "true"},
+                                     "timeout": unbounded_reads(sdk.Timeout, client.timeout)})
     return raw.http_response
 
 
@@ -32,13 +44,15 @@ async def sse_data(response: Any) -> AsyncIterator[Any]:
     """Each event's ``data`` parsed with orjson, until ``[DONE]`` or the end of the body; the
     response is closed at the end."""
     rest = b""
+    read, errors = body_reader(response)
     try:
-        async for piece in response.aiter_bytes():
-            *lines, rest = (rest + piece).split(b"\n") if rest else piece.split(b"\n")
-            for line in lines:
-                if line[:6] == _DATA:
-                    if line[6:12] == _DONE:
-                        return
-                    yield orjson.loads(line[6:])
+        with errors:
+            while piece := await read():
+                *lines, rest = (rest + piece).split(b"\n") if rest else piece.split(b"\n")
+                for line in lines:
+                    if line[:6] == _DATA:
+                        if line[6:12] == _DONE:
+                            return
+                        yield orjson.loads(line[6:])
     finally:
         await response.aclose()
