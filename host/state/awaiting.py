@@ -94,6 +94,12 @@ class Pending:
     """Reduced on top of a refused action of its channel: never sent, never observed."""
     answered: bool = field(default=False)
     awaiting: Awaiting | None = None
+    order: int = 0
+    """How many actions were added before it, itself included (``add``/``told``): a record taken
+    in waits only for actions added before it (``hold_taken``)."""
+    taken: Any = None
+    """For a record taken in from another process (``hold_taken``): what sending it needs, as the
+    store gave it (who was subscribed when it was taken in, and the change translators read)."""
     """Where ``set_result``/``set_exception`` tell it (an action the log tells at once)."""
 
     # -- as the log's Outcome (``told``) --------------------------------------------------------
@@ -120,6 +126,16 @@ class Awaiting:
 
     def __init__(self, finish: Callable[[Pending], None], refuse: Callable[[Pending, str], None]) -> None:
         self._queue: deque[Pending] = deque()
+        self._taken: deque[Pending] = deque()
+        """Records taken in from other processes, held until no action of this process that may
+        be numbered lower waits (``hold_taken``), in log order."""
+        self._added = 0
+        self._sent = 0
+        """The highest number of an action of this process sent so far."""
+        self.late = 0
+        """How many records were taken in numbered lower than an action of this process sent
+        before them (another process's record the follower brought after this process's
+        acknowledgement of a later one: the case this does not order, see the module docstring)."""
         self._finish = finish
         self._refuse = refuse
         self._idle: list[asyncio.Future[None]] = []
@@ -133,13 +149,16 @@ class Awaiting:
         return self._queue[-1].answer
 
     async def idle(self) -> None:
-        """Return once no action waits for its number (at once when none does)."""
-        while self._queue:
+        """Return once no action waits for its number and no record taken in waits to be sent
+        (at once when none does)."""
+        while self._queue or self._taken:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._idle.append(waiter)
             await waiter
 
     def add(self, pending: Pending) -> None:
+        self._added += 1
+        pending.order = self._added
         self._queue.append(pending)
         future: Any = pending.answer
         if not hasattr(future, "add_done_callback"):  # a bare coroutine: run it as a task
@@ -151,8 +170,49 @@ class Awaiting:
         """Queue ``pending`` (no ``answer``) and return it as the ``Outcome`` the log tells its
         answer to at once (``settled``)."""
         pending.awaiting = self
+        self._added += 1
+        pending.order = self._added
         self._queue.append(pending)
         return pending
+
+    def must_hold(self, seq: int) -> bool:
+        """Whether a record another process appended, numbered ``seq``, taken in now, must wait
+        (``hold_taken``): an action of this process added before it may be numbered lower and is
+        not sent yet (its acknowledgement not read, or read and not handed out), or an earlier
+        record taken in waits. An action added after it is numbered higher (published after the
+        record was stored)."""
+        if seq < self._sent:
+            self.late += 1
+            logger.debug("#%d taken in after this process sent #%d", seq, self._sent)
+        return bool(self._taken) or self._blocks(seq, self._added)
+
+    def hold_taken(self, pending: Pending) -> None:
+        """Queue a record taken in that ``must_hold`` (``pending``: answered, its frame set, its
+        ``taken`` what the store needs to send it): sent once nothing of this process added
+        before it may be numbered lower, in log order with the others."""
+        pending.order = self._added
+        self._taken.append(pending)
+
+    def _blocks(self, seq: int, upto: int) -> bool:
+        """Whether an action of this process added by ``upto`` and still queued may be numbered
+        below ``seq``: numbered so, or not numbered yet while nothing says it comes after
+        (acknowledgements are read in the order of their numbers: once one above ``seq`` was read,
+        every action not numbered yet comes after it too)."""
+        unknown = False
+        above = self._sent > seq
+        for pending in self._queue:
+            if pending.order > upto:
+                continue
+            if pending.dropped or (pending.answered and pending.frame is None):
+                continue  # never sent
+            number = pending.envelope["serverSeq"]
+            if number:
+                if number < seq:
+                    return True
+                above = True
+            else:
+                unknown = True
+        return unknown and not above
 
     def _answered(self, pending: Pending, future: Any) -> None:
         if future.cancelled():
@@ -204,6 +264,8 @@ class Awaiting:
         while queue and queue[0].answered:
             ready.append(queue.popleft())
         if not ready:
+            if self._taken:
+                self._send_taken(0, streamed_only)
             return
         if len(ready) > 1:
             ready.sort(key=lambda p: p.envelope["serverSeq"] if p.frame is not None else 0)
@@ -224,12 +286,43 @@ class Awaiting:
                     self._refuse(pending, str(pending.error))
                 continue
             if pending.frame is not None:
+                seq = pending.envelope["serverSeq"]
+                if self._taken and self._taken[0].envelope["serverSeq"] < seq and not self._send_taken(seq, streamed_only):
+                    queue.extendleft(reversed(ready[index:]))  # after the records taken in before it
+                    break
                 self._finish(pending)
-        if not queue and self._idle:
+                if seq > self._sent:
+                    self._sent = seq
+        if self._taken:
+            self._send_taken(0, streamed_only)
+        if not queue and not self._taken and self._idle:
             idle, self._idle = self._idle, []
             for waiter in idle:
                 if not waiter.done():
                     waiter.set_result(None)
+
+
+    def _send_taken(self, below: int, streamed_only: bool) -> bool:
+        """Send the records taken in that may go: those numbered below ``below`` (the number of an
+        action of this process about to be sent, every one numbered lower sent already), or, with
+        ``below`` 0, those no queued action may precede (``_blocks``). False when one of them
+        must wait for the next loop turn (``streamed_only``: inside the log's handing out of an
+        acknowledgement, only a frame sent as it is leaves; see the module docstring)."""
+        taken = self._taken
+        while taken:
+            head = taken[0]
+            seq = head.envelope["serverSeq"]
+            if below:
+                if seq >= below:
+                    break
+            elif self._blocks(seq, head.order):
+                break
+            if streamed_only and not head.streamed:
+                asyncio.get_running_loop().call_soon(self._drain)
+                return False
+            taken.popleft()
+            self._finish(head)
+        return True
 
 
 def _lowest_numbered(queue: deque[Pending]) -> int:

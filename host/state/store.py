@@ -479,6 +479,10 @@ class Store:
         channel, entry, envelope = pending.channel, pending.entry, pending.envelope
         action = envelope["action"]
         assert pending.frame is not None
+        if pending.taken is not None:  # another process's record, held (``take_in``): sent, not observed
+            recipients, change = pending.taken
+            fan_out(recipients, envelope, pending.frame, change)
+            return
         if pending.streamed:  # the lean way (``_dispatch_streamed_later``): no states, no observers
             if self._channels.get(channel) is entry and (entry.subscribers or entry.translated):
                 if not entry.translated or _as_is(entry):
@@ -784,7 +788,16 @@ class Store:
                 self._changed.add(channel)
             if entry.subscribers or translated:
                 change = Change(before, entry.state, self) if translated else self._unread
-                fan_out(entry, envelope, action_frame(envelope)[1], change)
+                frame = action_frame(envelope)[1]
+                awaiting = self._awaiting
+                if awaiting is not None and awaiting.must_hold(envelope["serverSeq"]):
+                    # Held while an action of this process that may be numbered lower is not sent
+                    # yet, for those subscribed now (a later subscriber's snapshot holds it).
+                    as_is = envelope["action"].get("type") in STREAMED and (not translated or _as_is(entry))
+                    awaiting.hold_taken(Pending(channel, entry, envelope, {}, None, None, None, streamed=as_is, frame=frame,
+                                                answered=True, taken=(fanout.recipients(entry), change)))
+                    return
+                fan_out(entry, envelope, frame, change)
             return
         else:
             return
